@@ -1,0 +1,41 @@
+# Two commands on a fresh machine (Python 3.11 + pip): `make run` and `make test`.
+# Both create .venv when missing and install into it; torch is pinned here so pip takes
+# the CPU wheel instead of a multi-GB CUDA build.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+TORCH  := torch==2.13.0
+
+.PHONY: run test lint bench bench-tests clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed-run: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet $(TORCH)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet $(TORCH)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed-run
+
+run: $(VENV)/.installed-run  ## the main job on this machine
+	$(VENV)/bin/selfplay-demo
+
+test: $(VENV)/.installed-test  ## the whole pytest suite (benchmarks excluded)
+	$(PY) -m pytest -m "not benchmark"
+
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check .
+
+bench-tests: $(VENV)/.installed-test  ## slow learning runs marked as benchmarks
+	$(PY) -m pytest -m benchmark
+
+bench: $(VENV)/.installed-run  ## benchmark scripts; figures go to BENCHMARKS.md
+	$(PY) bench/games.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,183 @@
+"""``check_game``: the game contract's conformance checks, as a public function.
+
+Like PettingZoo's ``api_test``, a user runs it on their own game::
+
+    report = games.check_game(games.make("my_game"), episodes=50)
+
+It plays random legal actions and checks, at every step: observations (shape, float32,
+finite), legal masks (bool, match ``legal_actions``, at least one legal action), that
+illegal actions raise :class:`IllegalActionError` and leave the game unchanged, text
+views (every legal action text parses back to its action, garbage raises
+:class:`InvalidAction`), global state and entity graph shapes, rewards for every agent
+(summing to zero in zero-sum games), episodes ending within ``max_steps``, and that the
+same seed with the same actions gives the identical trajectory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from games.core import Game, GameError, IllegalActionError, InvalidAction, TimeStep
+
+
+class GameCheckError(AssertionError):
+    """A game broke its contract; the message says where and how."""
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What ``check_game`` played: episodes, steps, and the mean return of each agent."""
+
+    episodes: int
+    steps: int
+    mean_returns: dict[str, float]
+
+
+def _require(cond: bool, msg: str) -> None:
+    if not cond:
+        raise GameCheckError(msg)
+
+
+def _check_spec(game: Game) -> None:
+    spec = game.spec
+    ids = spec.agent_ids
+    _require(len(ids) > 0 and len(set(ids)) == len(ids), f"agent ids must be unique: {ids}")
+    _require(spec.max_steps > 0, f"max_steps must be positive, got {spec.max_steps}")
+    for a in ids:
+        _require(a in spec.obs_shapes, f"no observation shape for {a}")
+        _require(a in spec.action_spaces, f"no action space for {a}")
+        sp = spec.action_spaces[a]
+        _require(not sp.discrete or sp.n > 0, f"{a} has a discrete space with no actions")
+
+
+def _random_action(game: Game, agent: str, ts: TimeStep, rng: np.random.Generator):
+    space = game.spec.action_spaces[agent]
+    if space.discrete:
+        return int(rng.choice(np.flatnonzero(ts.legal[agent])))
+    return rng.uniform(space.low, space.high, size=space.shape).astype(np.float32)
+
+
+def _check_timestep(game: Game, ts: TimeStep, where: str) -> None:
+    spec = game.spec
+    ids = set(spec.agent_ids)
+    _require(set(ts.acting) <= ids, f"{where}: unknown acting agents {ts.acting}")
+    _require(set(ts.rewards) == ids, f"{where}: rewards must name every agent")
+    _require(all(np.isfinite(r) for r in ts.rewards.values()), f"{where}: non-finite reward")
+    for a in ts.acting:
+        obs = ts.obs[a]
+        _require(obs.dtype == np.float32, f"{where}: obs of {a} is {obs.dtype}, not float32")
+        _require(obs.shape == spec.obs_shapes[a], f"{where}: obs of {a} has shape {obs.shape}")
+        _require(bool(np.all(np.isfinite(obs))), f"{where}: obs of {a} is not finite")
+        text = game.text_observation(a)
+        _require(isinstance(text, str) and text != "", f"{where}: empty text obs for {a}")
+        if spec.action_spaces[a].discrete:
+            _check_legal(game, ts, a, where)
+    if spec.state_shape is not None:
+        s = game.state()
+        _require(s is not None and s.shape == spec.state_shape, f"{where}: bad state shape")
+    if spec.has_entity_graph and ts.acting:
+        g = game.entity_graph(ts.acting[0])
+        _require(g is not None, f"{where}: has_entity_graph but entity_graph() is None")
+        v = g.nodes.shape[0]
+        _require(g.nodes.dtype == np.float32 and g.nodes.ndim == 2, f"{where}: bad node array")
+        _require(g.edge_index.shape[0] == 2, f"{where}: edge_index must be [2, E]")
+        ok = g.edge_index.size == 0 or (g.edge_index.min() >= 0 and g.edge_index.max() < v)
+        _require(bool(ok), f"{where}: edge_index out of range")
+        _require(g.node_type.shape == (v,), f"{where}: node_type must be [V]")
+
+
+def _check_legal(game: Game, ts: TimeStep, agent: str, where: str) -> None:
+    mask = ts.legal[agent]
+    n = game.spec.action_spaces[agent].n
+    _require(mask.dtype == bool and mask.shape == (n,), f"{where}: bad legal mask for {agent}")
+    legal = list(game.legal_actions(agent))
+    _require(legal == sorted(np.flatnonzero(mask).tolist()), f"{where}: mask != legal_actions")
+    _require(len(legal) > 0, f"{where}: {agent} must act but has no legal action")
+    texts = game.legal_action_texts(agent)
+    _require(len(texts) == len(legal), f"{where}: one text per legal action expected")
+    _require(len(set(texts)) == len(texts), f"{where}: legal action texts not unique: {texts}")
+    for action, text in zip(legal, texts, strict=True):
+        _require(game.parse_action(agent, text) == action, f"{where}: {text!r} did not parse")
+        tagged = f"I choose <action>{text}</action>"
+        _require(game.parse_action(agent, tagged) == action, f"{where}: {tagged!r} did not parse")
+    try:
+        game.parse_action(agent, "\x00 certainly not an action \x00")
+    except InvalidAction:
+        pass
+    else:
+        raise GameCheckError(f"{where}: garbage text parsed as an action for {agent}")
+
+
+def _check_illegal(game: Game, ts: TimeStep, actions: dict, where: str) -> None:
+    """Each kind of illegal joint action must raise and leave the game as it was."""
+    spec = game.spec
+    bad: list[dict] = []
+    for a in ts.acting:
+        space = spec.action_spaces[a]
+        if space.discrete:
+            illegal = np.flatnonzero(~ts.legal[a])
+            wrong = int(illegal[0]) if illegal.size else space.n
+            bad.append({**actions, a: wrong})
+        else:
+            bad.append({**actions, a: np.full(space.shape, space.high + 1.0, np.float32)})
+    idle = [a for a in spec.agent_ids if a not in ts.acting]
+    if idle:
+        bad.append({**actions, idle[0]: 0})
+    bad.append({})
+    before = (game.acting_agents(), {a: game.observe(a).tobytes() for a in ts.acting})
+    for joint in bad:
+        try:
+            game.step(joint)
+        except IllegalActionError:
+            pass
+        else:
+            raise GameCheckError(f"{where}: illegal joint action {joint} was accepted")
+        after = (game.acting_agents(), {a: game.observe(a).tobytes() for a in ts.acting})
+        _require(after == before, f"{where}: a rejected action changed the game")
+
+
+def _play(game: Game, seed: int, check: bool) -> tuple[list, dict[str, float], int]:
+    """One episode of random legal play; returns (trajectory, returns, steps)."""
+    rng = np.random.default_rng(seed)
+    ts = game.reset(seed)
+    traj: list = []
+    returns = {a: 0.0 for a in game.spec.agent_ids}
+    steps = 0
+    while not ts.done:
+        where = f"{game.spec.name} seed {seed} step {steps}"
+        _require(steps < game.spec.max_steps, f"{where}: episode longer than max_steps")
+        if check:
+            _check_timestep(game, ts, where)
+        actions = {a: _random_action(game, a, ts, rng) for a in ts.acting}
+        if check:
+            _check_illegal(game, ts, actions, where)
+        traj.append((ts.acting, {a: o.tobytes() for a, o in ts.obs.items()}))
+        ts = game.step(actions)
+        steps += 1
+        traj.append(dict(ts.rewards))
+        for a, r in ts.rewards.items():
+            returns[a] += r
+        if game.spec.zero_sum:
+            total = sum(ts.rewards.values())
+            _require(abs(total) < 1e-6, f"{where}: zero-sum game rewards sum to {total}")
+    return traj, returns, steps
+
+
+def check_game(game: Game, episodes: int = 20, seed: int = 0) -> CheckReport:
+    """Play ``episodes`` random episodes checking the contract; raise GameCheckError if broken."""
+    if not isinstance(game, Game):
+        raise GameError(f"check_game expects a games.Game, got {type(game).__name__}")
+    _check_spec(game)
+    total = {a: 0.0 for a in game.spec.agent_ids}
+    steps = 0
+    for e in range(episodes):
+        traj, returns, n = _play(game, seed + e, check=True)
+        steps += n
+        for a, r in returns.items():
+            total[a] += r
+        if e < 3:
+            again, _, _ = _play(game, seed + e, check=False)
+            _require(again == traj, f"{game.spec.name}: seed {seed + e} did not replay identically")
+    return CheckReport(episodes, steps, {a: r / max(episodes, 1) for a, r in total.items()})

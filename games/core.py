@@ -1,0 +1,329 @@
+"""The game contract every learner, LLM agent and population speaks.
+
+One interface covers simultaneous-move and turn-based games, chance, imperfect
+information, teams, numeric learners and LLM agents:
+
+* :class:`GameSpec` describes the game once: agents (id, role, team), observation and
+  action shapes, zero-sum, maximum episode length.
+* :meth:`Game.reset` / :meth:`Game.step` return a :class:`TimeStep`: which agents must
+  act now, each acting agent's float32 observation and legal-action mask, the rewards
+  every agent received from the last transition, and per-agent terminated / truncated.
+* Text views for LLM agents (:meth:`Game.text_observation`,
+  :meth:`Game.legal_action_texts`, :meth:`Game.parse_action`), an optional global state
+  for centralized critics and an optional :class:`EntityGraph` for GNN encoders are
+  queried on demand so numeric learners never pay for them.
+
+``games`` never imports torch: everything here is numpy and plain Python.
+
+Writing a game means subclassing :class:`Game` and implementing ``_reset``, ``_step``,
+``acting_agents``, ``observe``, ``legal_actions`` and ``text_observation``; the base
+class validates actions (an illegal action raises :class:`IllegalActionError` and
+never changes the game) and assembles time steps.
+"""
+
+from __future__ import annotations
+
+import abc
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+Action = int | np.ndarray
+"""A discrete action id, or a float32 vector for continuous-action agents."""
+
+
+class GameError(ValueError):
+    """Base class of every error a user can cause through ``games``."""
+
+
+class UnknownGameError(GameError):
+    """``games.make`` was given a name that is neither registered nor a known prefix."""
+
+
+class IllegalActionError(GameError):
+    """``Game.step`` was given an action that is not legal for that agent now."""
+
+
+class InvalidAction(GameError):
+    """``Game.parse_action`` could not turn a text into a legal action."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One seat of a game.
+
+    Attributes:
+        id: stable agent id (``player_0``, ``adversary_0``, ``speaker_0``).
+        role: what the agent is (``player_0``, ``adversary``, ``speaker``); role-conditioned
+            advantage normalization groups by it, and parameter sharing may split by it.
+        team: the side the agent plays for; agents of one team share a population member.
+    """
+
+    id: str
+    role: str
+    team: str
+
+
+@dataclass(frozen=True)
+class ActionSpace:
+    """Discrete (``n`` actions, legal masks) or continuous (a box of ``shape``)."""
+
+    kind: str  # "discrete" | "continuous"
+    n: int = 0
+    shape: tuple[int, ...] = ()
+    low: float = 0.0
+    high: float = 1.0
+
+    @property
+    def discrete(self) -> bool:
+        return self.kind == "discrete"
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """Static description of a game, identical for every episode."""
+
+    name: str
+    agents: tuple[AgentSpec, ...]
+    obs_shapes: Mapping[str, tuple[int, ...]]
+    action_spaces: Mapping[str, ActionSpace]
+    max_steps: int
+    zero_sum: bool = False
+    simultaneous: bool = False
+    state_shape: tuple[int, ...] | None = None
+    has_entity_graph: bool = False
+
+    @property
+    def agent_ids(self) -> tuple[str, ...]:
+        return tuple(a.id for a in self.agents)
+
+    @property
+    def num_agents(self) -> int:
+        return len(self.agents)
+
+    def agent(self, agent_id: str) -> AgentSpec:
+        for a in self.agents:
+            if a.id == agent_id:
+                return a
+        raise GameError(f"unknown agent {agent_id!r} in {self.name}; agents: {self.agent_ids}")
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """Distinct roles, in order of first appearance."""
+        return tuple(dict.fromkeys(a.role for a in self.agents))
+
+    @property
+    def teams(self) -> tuple[str, ...]:
+        """Distinct teams, in order of first appearance."""
+        return tuple(dict.fromkeys(a.team for a in self.agents))
+
+
+@dataclass(frozen=True)
+class EntityGraph:
+    """Entities of a scene as a graph, for GNN encoders (``marl`` turns it into tensors).
+
+    Node features have the same width whatever the number of agents, so a GNN trained at
+    N agents runs unchanged at a larger N.
+
+    Attributes:
+        nodes: ``[V, F]`` float32 node features.
+        edge_index: ``[2, E]`` int64 (source row, target row), no self loops.
+        node_type: ``[V]`` int64 entity type ids (see the game's ``NODE_TYPES``).
+        agent_node: ``{agent id: node row}``.
+    """
+
+    nodes: np.ndarray
+    edge_index: np.ndarray
+    node_type: np.ndarray
+    agent_node: Mapping[str, int]
+
+
+@dataclass
+class TimeStep:
+    """What a game returns from ``reset`` and ``step``.
+
+    Attributes:
+        acting: agents that must act now (empty once the episode is over).
+        obs: float32 observation of each acting agent.
+        legal: bool mask ``[n]`` of each acting discrete-action agent.
+        rewards: reward of every agent for the last transition (0 after reset).
+        terminated: per agent, the episode ended for it by the rules (no bootstrap).
+        truncated: per agent, the episode was cut by a time limit (bootstrap).
+        info: free-form per-step information.
+    """
+
+    acting: tuple[str, ...]
+    obs: dict[str, np.ndarray]
+    legal: dict[str, np.ndarray]
+    rewards: dict[str, float]
+    terminated: dict[str, bool]
+    truncated: dict[str, bool]
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        """True when the episode is over for every agent."""
+        return not self.acting
+
+
+@dataclass
+class Transition:
+    """What ``Game._step`` reports: rewards and end flags for every agent."""
+
+    rewards: dict[str, float]
+    terminated: dict[str, bool]
+    truncated: dict[str, bool]
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+_ACTION_TAG = re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL)
+
+
+def _norm_text(text: str) -> str:
+    return " ".join(text.strip().lower().split())
+
+
+class Game(abc.ABC):
+    """Base class of every game. Subclasses set ``self.spec`` in ``__init__``."""
+
+    spec: GameSpec
+
+    # ----------------------------------------------------------------- to implement
+    @abc.abstractmethod
+    def _reset(self, seed: int | None) -> None:
+        """Start a new episode; ``seed=None`` continues the game's own RNG stream."""
+
+    @abc.abstractmethod
+    def _step(self, actions: dict[str, Action]) -> Transition:
+        """Apply already-validated actions of exactly the acting agents."""
+
+    @abc.abstractmethod
+    def acting_agents(self) -> tuple[str, ...]:
+        """Agents that must act now; empty when the episode is over."""
+
+    @abc.abstractmethod
+    def observe(self, agent: str) -> np.ndarray:
+        """float32 observation of ``agent`` with shape ``spec.obs_shapes[agent]``."""
+
+    @abc.abstractmethod
+    def legal_actions(self, agent: str) -> Sequence[int]:
+        """Sorted legal action ids of a discrete-action agent that must act now."""
+
+    @abc.abstractmethod
+    def text_observation(self, agent: str) -> str:
+        """What ``agent`` knows now, as text for an LLM."""
+
+    # ------------------------------------------------------------ optional overrides
+    def action_text(self, agent: str, action: int) -> str:
+        """Text of one action id (override for readable names)."""
+        return f"action {action}"
+
+    def state(self) -> np.ndarray | None:
+        """Global float32 state for centralized critics, if the game has one."""
+        return None
+
+    def entity_graph(self, agent: str | None = None) -> EntityGraph | None:
+        """Entities as a graph (positions relative to ``agent`` when given), if defined."""
+        return None
+
+    def close(self) -> None:  # noqa: B027  (optional hook, not abstract)
+        """Release resources (renderers, subprocesses)."""
+
+    # ------------------------------------------------------------------- provided
+    def legal_mask(self, agent: str) -> np.ndarray:
+        """bool ``[n]`` mask of the legal actions of ``agent``."""
+        mask = np.zeros(self.spec.action_spaces[agent].n, dtype=bool)
+        mask[list(self.legal_actions(agent))] = True
+        return mask
+
+    def legal_action_texts(self, agent: str) -> list[str]:
+        """Texts of the legal actions, in the order of :meth:`legal_actions`."""
+        return [self.action_text(agent, a) for a in self.legal_actions(agent)]
+
+    def parse_action(self, agent: str, text: str) -> int:
+        """Turn an LLM's text into a legal action id.
+
+        Accepts the text of a legal action (case and spacing ignored), optionally wrapped
+        in ``<action>...</action>``; the last tag wins when there are several.
+
+        Raises:
+            InvalidAction: naming the text and the legal action texts.
+        """
+        tags = _ACTION_TAG.findall(text)
+        candidate = _norm_text(tags[-1] if tags else text)
+        legal = list(self.legal_actions(agent))
+        texts = [self.action_text(agent, a) for a in legal]
+        for action, action_str in zip(legal, texts, strict=True):
+            if _norm_text(action_str) == candidate:
+                return int(action)
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise InvalidAction(
+            f"{agent} in {self.spec.name}: cannot parse {shown!r} as an action; "
+            f"legal: {texts}"
+        )
+
+    def reset(self, seed: int | None = None) -> TimeStep:
+        """Start an episode. Same seed, same episode; ``None`` continues the RNG stream."""
+        self._reset(seed)
+        zeros = {a: 0.0 for a in self.spec.agent_ids}
+        false = {a: False for a in self.spec.agent_ids}
+        return self._timestep(Transition(zeros, false, dict(false)))
+
+    def step(self, actions: Mapping[str, Action]) -> TimeStep:
+        """Apply one action per acting agent.
+
+        Raises:
+            IllegalActionError: an action is missing, extra, or illegal; the game is
+                left unchanged.
+        """
+        acting = self.acting_agents()
+        if not acting:
+            raise GameError(f"{self.spec.name}: step() after the episode ended; call reset()")
+        if set(actions) != set(acting):
+            raise IllegalActionError(
+                f"{self.spec.name}: expected actions for {list(acting)}, got {sorted(actions)}"
+            )
+        checked = {a: self._check_action(a, actions[a]) for a in acting}
+        return self._timestep(self._step(checked))
+
+    def _check_action(self, agent: str, action: Action) -> Action:
+        space = self.spec.action_spaces[agent]
+        if space.discrete:
+            try:
+                a = int(action)  # type: ignore[arg-type]
+                ok = a == action
+            except (TypeError, ValueError):
+                ok = False
+            legal = self.legal_actions(agent)
+            if not ok or a not in legal:
+                raise IllegalActionError(
+                    f"{self.spec.name}: illegal action {action!r} for {agent}; "
+                    f"legal: {list(legal)}"
+                )
+            return a
+        vec = np.asarray(action, dtype=np.float32)
+        if vec.shape != space.shape or not np.all(np.isfinite(vec)):
+            raise IllegalActionError(
+                f"{self.spec.name}: action for {agent} must be a finite float vector of "
+                f"shape {space.shape}, got {action!r}"
+            )
+        if np.any(vec < space.low - 1e-6) or np.any(vec > space.high + 1e-6):
+            raise IllegalActionError(
+                f"{self.spec.name}: action {vec.tolist()} for {agent} is outside "
+                f"[{space.low}, {space.high}]"
+            )
+        return vec
+
+    def _timestep(self, tr: Transition) -> TimeStep:
+        acting = self.acting_agents()
+        obs = {a: self.observe(a) for a in acting}
+        legal = {
+            a: self.legal_mask(a) for a in acting if self.spec.action_spaces[a].discrete
+        }
+        return TimeStep(acting, obs, legal, tr.rewards, tr.terminated, tr.truncated, tr.info)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec.name}>"

@@ -1,0 +1,167 @@
+"""OpenSpiel games through the game contract: ``games.make("openspiel/<game string>")``.
+
+* Chance nodes are resolved inside the adapter with the episode's seeded RNG, so the
+  agents only ever see decision nodes.
+* Numeric observations are information-state tensors (observation tensors for games
+  that only provide those); text observations are information-state strings.
+* Rewards are the change of ``state.returns()`` over a step, so their sum over an
+  episode is the OpenSpiel return.
+* Simultaneous-move nodes ask every player with legal actions to act at once.
+
+The live ``pyspiel`` game and state are exposed (``pyspiel_game``, ``pyspiel_state``)
+for exact solvers such as exploitability.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyspiel
+
+from games.core import (
+    ActionSpace,
+    AgentSpec,
+    Game,
+    GameError,
+    GameSpec,
+    Transition,
+    UnknownGameError,
+)
+
+
+def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
+    short = game_string.split("(", 1)[0]
+    names = pyspiel.registered_names()
+    if short not in names:
+        close = difflib.get_close_matches(short, names, n=5)
+        hint = f" did you mean {close}?" if close else ""
+        raise UnknownGameError(
+            f"unknown OpenSpiel game {short!r};{hint} any of pyspiel.registered_names() "
+            "works, e.g. kuhn_poker, leduc_poker, tic_tac_toe, goofspiel(num_cards=4)"
+        )
+    try:
+        return pyspiel.load_game(game_string, params) if params else pyspiel.load_game(game_string)
+    except pyspiel.SpielError as err:
+        spec = next(g for g in pyspiel.registered_games() if g.short_name == short)
+        accepted = sorted(spec.parameter_specification)
+        first = str(err).splitlines()[0].removeprefix("OpenSpiel exception: ")
+        raise GameError(
+            f"bad parameters for openspiel/{game_string} {params or ''}: {first}; "
+            f"accepted: {accepted}"
+        ) from None
+
+
+class OpenSpielGame(Game):
+    """Any ``pyspiel`` game (``kuhn_poker``, ``goofspiel(num_cards=4)``, ``matrix_rps``...)."""
+
+    def __init__(self, game_string: str, **params: Any) -> None:
+        self.game = _load(game_string, params)
+        gtype = self.game.get_type()
+        self._info_state = gtype.provides_information_state_tensor
+        perfect = gtype.information == pyspiel.GameType.Information.PERFECT_INFORMATION
+        # Boards read better than move histories; hidden information needs the history.
+        self._info_string = gtype.provides_information_state_string and not (
+            perfect and gtype.provides_observation_string
+        )
+        if not (self._info_state or gtype.provides_observation_tensor):
+            raise GameError(f"openspiel/{game_string} provides no observation tensor")
+        n = self.game.num_players()
+        self._ids = tuple(f"player_{i}" for i in range(n))
+        shape = tuple(
+            self.game.information_state_tensor_shape()
+            if self._info_state
+            else self.game.observation_tensor_shape()
+        )
+        obs_shape = (int(np.prod(shape)),)
+        space = ActionSpace("discrete", n=self.game.num_distinct_actions())
+        name = str(self.game) if params else game_string
+        self.spec = GameSpec(
+            name=f"openspiel/{name}",
+            agents=tuple(AgentSpec(a, role=a, team=a) for a in self._ids),
+            obs_shapes={a: obs_shape for a in self._ids},
+            action_spaces={a: space for a in self._ids},
+            max_steps=int(self.game.max_game_length()),
+            zero_sum=gtype.utility == pyspiel.GameType.Utility.ZERO_SUM,
+            simultaneous=gtype.dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS,
+        )
+        self._rng = np.random.default_rng()
+        self.state_: pyspiel.State | None = None
+
+    # --------------------------------------------------------------------- access
+    @property
+    def pyspiel_game(self) -> pyspiel.Game:
+        return self.game
+
+    @property
+    def pyspiel_state(self) -> pyspiel.State:
+        if self.state_ is None:
+            raise GameError(f"{self.spec.name}: call reset() first")
+        return self.state_
+
+    def player(self, agent: str) -> int:
+        return self._ids.index(agent)
+
+    # ------------------------------------------------------------------- contract
+    def _reset(self, seed: int | None) -> None:
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self.state_ = self.game.new_initial_state()
+        self._resolve_chance()
+
+    def _resolve_chance(self) -> None:
+        state = self.pyspiel_state
+        while state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes(), strict=True)
+            p = np.asarray(probs, dtype=np.float64)
+            state.apply_action(int(outcomes[self._rng.choice(len(outcomes), p=p / p.sum())]))
+
+    def _step(self, actions: dict[str, Any]) -> Transition:
+        state = self.pyspiel_state
+        before = np.asarray(state.returns(), dtype=np.float64)
+        if state.is_simultaneous_node():
+            state.apply_actions([int(actions.get(a, 0)) for a in self._ids])
+        else:
+            (agent,) = actions
+            state.apply_action(int(actions[agent]))
+        self._resolve_chance()
+        gained = np.asarray(state.returns(), dtype=np.float64) - before
+        over = state.is_terminal()
+        return Transition(
+            rewards={a: float(r) for a, r in zip(self._ids, gained, strict=True)},
+            terminated={a: over for a in self._ids},
+            truncated={a: False for a in self._ids},
+        )
+
+    def acting_agents(self) -> tuple[str, ...]:
+        state = self.pyspiel_state
+        if state.is_terminal():
+            return ()
+        if state.is_simultaneous_node():
+            return tuple(a for i, a in enumerate(self._ids) if state.legal_actions(i))
+        return (self._ids[state.current_player()],)
+
+    def observe(self, agent: str) -> np.ndarray:
+        p = self.player(agent)
+        state = self.pyspiel_state
+        t = state.information_state_tensor(p) if self._info_state else state.observation_tensor(p)
+        return np.asarray(t, dtype=np.float32)
+
+    def legal_actions(self, agent: str) -> Sequence[int]:
+        state = self.pyspiel_state
+        if state.is_terminal():
+            return []
+        return state.legal_actions(self.player(agent))
+
+    def text_observation(self, agent: str) -> str:
+        p = self.player(agent)
+        state = self.pyspiel_state
+        text = (
+            state.information_state_string(p) if self._info_string else state.observation_string(p)
+        )
+        return text or "(nothing observed yet)"
+
+    def action_text(self, agent: str, action: int) -> str:
+        return self.pyspiel_state.action_to_string(self.player(agent), int(action))

@@ -1,0 +1,73 @@
+"""Game names: ``games.make(spec, **kwargs)`` and ``@games.register(name)``.
+
+A spec is either a registered name (built-in tool tasks, users' games) or one of the
+adapter prefixes: ``openspiel/<pyspiel game string>`` and ``pettingzoo/<module path>``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from games.core import Game, GameError, UnknownGameError
+
+F = TypeVar("F", bound=Callable[..., Game])
+
+_REGISTRY: dict[str, Callable[..., Game]] = {}
+PREFIXES = ("openspiel/", "pettingzoo/")
+
+
+def register(name: str) -> Callable[[F], F]:
+    """Register a game class or factory under ``name`` (use as a decorator)."""
+    if not name or name.startswith(PREFIXES):
+        raise GameError(f"cannot register {name!r}: names may not be empty or use {PREFIXES}")
+
+    def deco(factory: F) -> F:
+        if name in _REGISTRY and _REGISTRY[name] is not factory:
+            raise GameError(f"game name {name!r} is already registered")
+        _REGISTRY[name] = factory
+        return factory
+
+    return deco
+
+
+def registered() -> list[str]:
+    """Registered game names (adapter prefixes not included)."""
+    return sorted(_REGISTRY)
+
+
+def make(spec: str, **kwargs: Any) -> Game:
+    """Build a game from a registered name or an adapter spec.
+
+    Examples: ``make("openspiel/kuhn_poker")``,
+    ``make("pettingzoo/mpe2.simple_spread_v3", N=3)``, ``make("nim", stones=7)``.
+
+    Raises:
+        UnknownGameError: the name is neither registered nor an adapter prefix.
+        GameError: the game rejected its keyword arguments.
+    """
+    if spec in _REGISTRY:
+        return _call(spec, _REGISTRY[spec], kwargs)
+    if spec.startswith("openspiel/"):
+        from games.openspiel import OpenSpielGame
+
+        return OpenSpielGame(spec.removeprefix("openspiel/"), **kwargs)
+    if spec.startswith("pettingzoo/"):
+        from games.pettingzoo import PettingZooGame
+
+        return PettingZooGame(spec.removeprefix("pettingzoo/"), **kwargs)
+    names = ", ".join(registered()) or "(none)"
+    raise UnknownGameError(
+        f"unknown game {spec!r}; registered: {names}; or use a prefix: "
+        "'openspiel/<game string>', 'pettingzoo/<module>'"
+    )
+
+
+def _call(name: str, factory: Callable[..., Game], kwargs: dict[str, Any]) -> Game:
+    try:
+        inspect.signature(factory).bind(**kwargs)
+    except TypeError as err:
+        params = [p for p in inspect.signature(factory).parameters if p != "self"]
+        raise GameError(f"bad arguments for game {name!r}: {err}; accepted: {params}") from None
+    return factory(**kwargs)

@@ -1,0 +1,197 @@
+"""``VectorGame``: B copies of a game stepping together, with auto-reset.
+
+Shape legend: ``B`` copies (envs), ``O`` observation width, ``N`` discrete actions,
+``D`` continuous action width, ``S`` global state width.
+
+Each step returns, per agent, arrays stacked over the B copies. In turn-based games
+different copies may wait on different agents: ``acting[agent]`` says which copies need
+that agent's action; entries for the others are zeros and their actions are ignored.
+
+Copy ``b`` starts from ``reset(seed + b)``; later episodes continue the copy's own RNG
+stream (``reset(None)``), so a VectorGame and B independent games driven with the same
+seeds and actions produce the same trajectories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from games.core import Game, GameError, GameSpec, TimeStep
+from games.registry import make
+
+
+@dataclass
+class VecStep:
+    """One step of B copies. Arrays are indexed ``[B, ...]``; dicts are keyed by agent id.
+
+    Attributes:
+        obs: ``[B, O]`` float32 observation of each agent (zeros where it does not act).
+        legal: ``[B, N]`` bool legal mask of each discrete agent (False where it does not act).
+        acting: ``[B]`` bool, copies waiting for this agent's action.
+        rewards: ``[B]`` float32 reward of the last transition.
+        terminated / truncated: ``[B]`` bool end flags of the last transition.
+        done: ``[B]`` bool, the copy's episode ended at this step and it was reset: ``obs``
+            and ``acting`` already belong to the next episode.
+        final_obs: ``[B, O]`` last observation of each agent in episodes that ended now
+            (zeros elsewhere), to bootstrap truncated episodes.
+        state / final_state: ``[B, S]`` global state (``None`` unless the VectorGame was
+            built with ``with_state=True`` for a game that has one).
+        episode_return: ``[B]`` return of the episode that just ended (valid where ``done``).
+        episode_length: ``[B]`` int64 steps of the episode that just ended.
+    """
+
+    obs: dict[str, np.ndarray]
+    legal: dict[str, np.ndarray]
+    acting: dict[str, np.ndarray]
+    rewards: dict[str, np.ndarray]
+    terminated: dict[str, np.ndarray]
+    truncated: dict[str, np.ndarray]
+    done: np.ndarray
+    final_obs: dict[str, np.ndarray]
+    episode_return: dict[str, np.ndarray]
+    episode_length: np.ndarray
+    state: np.ndarray | None = None
+    final_state: np.ndarray | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class VectorGame:
+    """B copies of one game; ``step`` takes and returns arrays stacked over copies."""
+
+    def __init__(
+        self,
+        game: str | Callable[[], Game],
+        num_envs: int,
+        seed: int | None = 0,
+        with_state: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if num_envs < 1:
+            raise GameError(f"num_envs must be >= 1, got {num_envs}")
+        factory = (lambda: make(game, **kwargs)) if isinstance(game, str) else game
+        self.games = [factory() for _ in range(num_envs)]
+        self.spec: GameSpec = self.games[0].spec
+        self.num_envs = num_envs
+        self.seed = seed
+        # Global states cost a full observation pass in MPE: only for centralized critics.
+        self.with_state = with_state and self.spec.state_shape is not None
+        self._ids = self.spec.agent_ids
+        self._ret = {a: np.zeros(num_envs, np.float64) for a in self._ids}
+        self._len = np.zeros(num_envs, np.int64)
+        self._last: list[TimeStep] = []
+
+    # ------------------------------------------------------------------ stepping
+    def reset(self) -> VecStep:
+        """Reset every copy (copy ``b`` with ``seed + b``)."""
+        seeds = [None if self.seed is None else self.seed + b for b in range(self.num_envs)]
+        self._last = [g.reset(s) for g, s in zip(self.games, seeds, strict=True)]
+        for a in self._ids:
+            self._ret[a][:] = 0.0
+        self._len[:] = 0
+        return self._collect(self._last, np.zeros(self.num_envs, bool), {}, None)
+
+    def step(self, actions: Mapping[str, np.ndarray]) -> VecStep:
+        """Apply ``actions[agent][b]`` in every copy where ``agent`` acts; auto-reset."""
+        if not self._last:
+            raise GameError("VectorGame.step() before reset()")
+        out: list[TimeStep] = []
+        done = np.zeros(self.num_envs, bool)
+        final_obs: dict[str, np.ndarray] = {}
+        final_state = None
+        for b, (g, prev) in enumerate(zip(self.games, self._last, strict=True)):
+            try:
+                ts = g.step({a: actions[a][b] for a in prev.acting})
+            except KeyError as err:
+                raise GameError(f"missing actions for agent {err} in copy {b}") from None
+            for a in self._ids:
+                self._ret[a][b] += ts.rewards.get(a, 0.0)
+            self._len[b] += 1
+            if ts.done:
+                done[b] = True
+                final_obs, final_state = self._record_final(b, g, final_obs, final_state)
+            out.append(ts)
+        resets = {int(b): self.games[b].reset(None) for b in np.flatnonzero(done)}
+        self._last = [resets.get(b, ts) for b, ts in enumerate(out)]
+        vs = self._collect(self._last, done, final_obs, final_state, transitions=out)
+        for b in resets:
+            for a in self._ids:
+                self._ret[a][b] = 0.0
+            self._len[b] = 0
+        return vs
+
+    def _record_final(
+        self,
+        b: int,
+        game: Game,
+        final_obs: dict[str, np.ndarray],
+        final_state: np.ndarray | None,
+    ) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+        if not final_obs:
+            final_obs = {
+                a: np.zeros((self.num_envs, *self.spec.obs_shapes[a]), np.float32)
+                for a in self._ids
+            }
+        for a in self._ids:
+            final_obs[a][b] = game.observe(a)
+        if self.with_state:
+            if final_state is None:
+                final_state = np.zeros((self.num_envs, *self.spec.state_shape), np.float32)
+            final_state[b] = game.state()
+        return final_obs, final_state
+
+    def _collect(
+        self,
+        steps: list[TimeStep],
+        done: np.ndarray,
+        final_obs: dict[str, np.ndarray],
+        final_state: np.ndarray | None,
+        transitions: list[TimeStep] | None = None,
+    ) -> VecStep:
+        B, spec = self.num_envs, self.spec
+        transitions = transitions or steps
+        obs, legal, acting = {}, {}, {}
+        for a in self._ids:
+            obs[a] = np.zeros((B, *spec.obs_shapes[a]), np.float32)
+            acting[a] = np.zeros(B, bool)
+            space = spec.action_spaces[a]
+            if space.discrete:
+                legal[a] = np.zeros((B, space.n), bool)
+        for b, ts in enumerate(steps):
+            for a in ts.acting:
+                obs[a][b] = ts.obs[a]
+                acting[a][b] = True
+                if a in legal:
+                    legal[a][b] = ts.legal[a]
+        rewards = {
+            a: np.array([t.rewards.get(a, 0.0) for t in transitions], np.float32)
+            for a in self._ids
+        }
+        term = {a: np.array([t.terminated.get(a, False) for t in transitions]) for a in self._ids}
+        trunc = {a: np.array([t.truncated.get(a, False) for t in transitions]) for a in self._ids}
+        state = None
+        if self.with_state:
+            state = np.stack([g.state() for g in self.games]).astype(np.float32)
+        if not final_obs:
+            final_obs = {a: np.zeros((B, *spec.obs_shapes[a]), np.float32) for a in self._ids}
+        return VecStep(
+            obs=obs,
+            legal=legal,
+            acting=acting,
+            rewards=rewards,
+            terminated=term,
+            truncated=trunc,
+            done=done,
+            final_obs=final_obs,
+            episode_return={a: self._ret[a].astype(np.float32) for a in self._ids},
+            episode_length=self._len.copy(),
+            state=state,
+            final_state=final_state,
+        )
+
+    def close(self) -> None:
+        for g in self.games:
+            g.close()

@@ -1,0 +1,1 @@
+"""LLM agent teams: backends, prompts, action parsing, rollouts and the multi-turn trainer."""

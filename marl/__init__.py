@@ -1,0 +1,1 @@
+"""Classic MARL learners, networks, buffers and the advantage math shared with ``llm_agents``."""

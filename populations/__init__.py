@@ -1,0 +1,1 @@
+"""Population manager: policy store, league, matchmaking, ratings, runners and entry points."""
