@@ -7,6 +7,7 @@
     (('player_0',), ['Pass', 'Bet'])
 """
 
+from games import graphs
 from games.check import CheckReport, check_game
 from games.core import (
     Action,
@@ -23,6 +24,7 @@ from games.core import (
     UnknownGameError,
 )
 from games.export import to_pettingzoo
+from games.matrix import MatrixGame
 from games.registry import make, register, registered
 from games.vector import VecStep, VectorGame
 
@@ -37,12 +39,14 @@ __all__ = [
     "GameSpec",
     "IllegalActionError",
     "InvalidAction",
+    "MatrixGame",
     "TimeStep",
     "Transition",
     "UnknownGameError",
     "VecStep",
     "VectorGame",
     "check_game",
+    "graphs",
     "make",
     "register",
     "registered",

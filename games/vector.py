@@ -40,6 +40,9 @@ class VecStep:
             (zeros elsewhere), to bootstrap truncated episodes.
         state / final_state: ``[B, S]`` global state (``None`` unless the VectorGame was
             built with ``with_state=True`` for a game that has one).
+        graph / final_graph: ``[B, V, F]`` entity-graph node features in absolute
+            coordinates (``with_graphs=True``); row ``VectorGame.agent_node[agent]`` is
+            that agent's node.
         episode_return: ``[B]`` return of the episode that just ended (valid where ``done``).
         episode_length: ``[B]`` int64 steps of the episode that just ended.
     """
@@ -56,6 +59,8 @@ class VecStep:
     episode_length: np.ndarray
     state: np.ndarray | None = None
     final_state: np.ndarray | None = None
+    graph: np.ndarray | None = None
+    final_graph: np.ndarray | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
 
@@ -68,6 +73,7 @@ class VectorGame:
         num_envs: int,
         seed: int | None = 0,
         with_state: bool = False,
+        with_graphs: bool = False,
         **kwargs: Any,
     ) -> None:
         if num_envs < 1:
@@ -79,6 +85,13 @@ class VectorGame:
         self.seed = seed
         # Global states cost a full observation pass in MPE: only for centralized critics.
         self.with_state = with_state and self.spec.state_shape is not None
+        if with_graphs and not self.spec.has_entity_graph:
+            raise GameError(f"{self.spec.name} has no entity graph; with_graphs needs one")
+        self.with_graphs = with_graphs
+        self.agent_node: dict[str, int] = {}
+        if with_graphs:
+            self.games[0].reset(seed)
+            self.agent_node = dict(self.games[0].entity_graph().agent_node)
         self._ids = self.spec.agent_ids
         self._ret = {a: np.zeros(num_envs, np.float64) for a in self._ids}
         self._len = np.zeros(num_envs, np.int64)
@@ -102,6 +115,7 @@ class VectorGame:
         done = np.zeros(self.num_envs, bool)
         final_obs: dict[str, np.ndarray] = {}
         final_state = None
+        final_graph: list[np.ndarray | None] = [None] * self.num_envs
         for b, (g, prev) in enumerate(zip(self.games, self._last, strict=True)):
             try:
                 ts = g.step({a: actions[a][b] for a in prev.acting})
@@ -113,10 +127,16 @@ class VectorGame:
             if ts.done:
                 done[b] = True
                 final_obs, final_state = self._record_final(b, g, final_obs, final_state)
+                if self.with_graphs:
+                    final_graph[b] = g.entity_graph().nodes
             out.append(ts)
         resets = {int(b): self.games[b].reset(None) for b in np.flatnonzero(done)}
         self._last = [resets.get(b, ts) for b, ts in enumerate(out)]
         vs = self._collect(self._last, done, final_obs, final_state, transitions=out)
+        if self.with_graphs:
+            vs.final_graph = np.stack(
+                [f if f is not None else vs.graph[b] for b, f in enumerate(final_graph)]
+            )
         for b in resets:
             for a in self._ids:
                 self._ret[a][b] = 0.0
@@ -175,6 +195,9 @@ class VectorGame:
         state = None
         if self.with_state:
             state = np.stack([g.state() for g in self.games]).astype(np.float32)
+        graph = None
+        if self.with_graphs:
+            graph = np.stack([g.entity_graph().nodes for g in self.games])
         if not final_obs:
             final_obs = {a: np.zeros((B, *spec.obs_shapes[a]), np.float32) for a in self._ids}
         return VecStep(
@@ -190,6 +213,7 @@ class VectorGame:
             episode_length=self._len.copy(),
             state=state,
             final_state=final_state,
+            graph=graph,
         )
 
     def close(self) -> None:

@@ -21,6 +21,8 @@ GAMES = [
     ("pettingzoo/pettingzoo.classic.tictactoe_v3", {}),
     ("pettingzoo/pettingzoo.classic.connect_four_v3", {}),
     ("nim", {"stones": 9}),
+    ("matrix/climbing", {}),
+    ("matrix/penalty", {"k": -50.0, "repeats": 3}),
 ]
 
 

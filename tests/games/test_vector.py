@@ -91,3 +91,19 @@ def test_vector_errors():
     vg = games.VectorGame("openspiel/kuhn_poker", num_envs=2)
     with pytest.raises(games.GameError, match="before reset"):
         vg.step({})
+
+
+def test_graphs_in_vector_steps():
+    vg = games.VectorGame("pettingzoo/mpe2.simple_spread_v3", num_envs=2, seed=0,
+                          with_graphs=True, N=3)
+    vs = vg.reset()
+    assert vs.graph.shape == (2, 6, games.graphs.NODE_DIM)
+    assert vg.agent_node == {"agent_0": 0, "agent_1": 1, "agent_2": 2}
+    direct = vg.games[1].entity_graph().nodes
+    np.testing.assert_array_equal(vs.graph[1], direct)
+    for _ in range(25):
+        vs = vg.step({a: np.ones(2, np.int64) for a in vg.spec.agent_ids})
+    assert vs.done.all()
+    assert not np.array_equal(vs.final_graph, vs.graph)  # last frame vs. fresh episode
+    with pytest.raises(games.GameError, match="no entity graph"):
+        games.VectorGame("openspiel/kuhn_poker", num_envs=1, with_graphs=True)
