@@ -40,9 +40,12 @@ class VecStep:
             (zeros elsewhere), to bootstrap truncated episodes.
         state / final_state: ``[B, S]`` global state (``None`` unless the VectorGame was
             built with ``with_state=True`` for a game that has one).
+        text / legal_text: per agent, ``B`` text observations and lists of legal action
+            texts (``""`` / ``[]`` where the agent does not act; ``with_text=True``), for
+            LLM and tabular policies.
         graph / final_graph: ``[B, V, F]`` entity-graph node features in absolute
             coordinates (``with_graphs=True``); row ``VectorGame.agent_node[agent]`` is
-            that agent's node.
+            that agent's node (also given as ``agent_node``).
         episode_return: ``[B]`` return of the episode that just ended (valid where ``done``).
         episode_length: ``[B]`` int64 steps of the episode that just ended.
     """
@@ -61,6 +64,9 @@ class VecStep:
     final_state: np.ndarray | None = None
     graph: np.ndarray | None = None
     final_graph: np.ndarray | None = None
+    agent_node: dict[str, int] | None = None
+    text: dict[str, list[str]] | None = None
+    legal_text: dict[str, list[list[str]]] | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
 
@@ -74,11 +80,13 @@ class VectorGame:
         seed: int | None = 0,
         with_state: bool = False,
         with_graphs: bool = False,
+        with_text: bool = False,
         **kwargs: Any,
     ) -> None:
         if num_envs < 1:
             raise GameError(f"num_envs must be >= 1, got {num_envs}")
         factory = (lambda: make(game, **kwargs)) if isinstance(game, str) else game
+        self.factory: Callable[[], Game] = factory
         self.games = [factory() for _ in range(num_envs)]
         self.spec: GameSpec = self.games[0].spec
         self.num_envs = num_envs
@@ -88,6 +96,7 @@ class VectorGame:
         if with_graphs and not self.spec.has_entity_graph:
             raise GameError(f"{self.spec.name} has no entity graph; with_graphs needs one")
         self.with_graphs = with_graphs
+        self.with_text = with_text
         self.agent_node: dict[str, int] = {}
         if with_graphs:
             self.games[0].reset(seed)
@@ -195,6 +204,15 @@ class VectorGame:
         state = None
         if self.with_state:
             state = np.stack([g.state() for g in self.games]).astype(np.float32)
+        text = legal_text = None
+        if self.with_text:
+            text = {a: [""] * B for a in self._ids}
+            legal_text = {a: [[] for _ in range(B)] for a in self._ids}
+            for b, (g, ts) in enumerate(zip(self.games, steps, strict=True)):
+                for a in ts.acting:
+                    text[a][b] = g.text_observation(a)
+                    if a in legal:
+                        legal_text[a][b] = g.legal_action_texts(a)
         graph = None
         if self.with_graphs:
             graph = np.stack([g.entity_graph().nodes for g in self.games])
@@ -214,6 +232,9 @@ class VectorGame:
             state=state,
             final_state=final_state,
             graph=graph,
+            agent_node=self.agent_node or None,
+            text=text,
+            legal_text=legal_text,
         )
 
     def close(self) -> None:

@@ -107,3 +107,13 @@ def test_graphs_in_vector_steps():
     assert not np.array_equal(vs.final_graph, vs.graph)  # last frame vs. fresh episode
     with pytest.raises(games.GameError, match="no entity graph"):
         games.VectorGame("openspiel/kuhn_poker", num_envs=1, with_graphs=True)
+
+
+def test_text_views_in_vector_steps():
+    vg = games.VectorGame("openspiel/kuhn_poker", num_envs=3, seed=0, with_text=True)
+    vs = vg.reset()
+    for b in range(3):
+        assert vs.text["player_0"][b] == vg.games[b].text_observation("player_0")
+        assert vs.legal_text["player_0"][b] == ["Pass", "Bet"]
+        assert vs.text["player_1"][b] == "" and vs.legal_text["player_1"][b] == []
+    assert games.VectorGame("openspiel/kuhn_poker", num_envs=1).reset().text is None
