@@ -8,3 +8,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
+
+import torch  # noqa: E402
+
+# Small networks run fastest on one thread, and two busy threads per test process
+# oversubscribe a 2-core CI machine.
+torch.set_num_threads(1)

@@ -1,0 +1,281 @@
+"""Actor and critic networks of the PPO family (MAPPO / IPPO), and their frozen policy.
+
+Parameter sharing is by *seat group*: ``share="all"`` puts every controlled agent in one
+group (one network, with a seat one-hot), ``"role"`` one group per role (speaker vs
+listener, adversary vs good), ``"agent"`` one network per agent. Observations of a group
+are zero-padded to its widest member.
+
+Actor encoders: ``mlp`` on the agent's observation (+ seat one-hot), or ``gnn`` on the
+entity graph seen from the agent (no one-hot, so it runs at any number of agents).
+Critic inputs (``critic=``): ``local`` (own observation: IPPO), ``state`` (the game's
+global state + seat one-hot: MAPPO), ``concat`` (all agents' observations + one-hot) or
+``gnn`` (entity graph from the agent's node).
+
+Shape legend: ``B`` copies, ``A`` controlled agents, ``M`` samples, ``O`` obs width,
+``N`` actions, ``C`` critic input width, ``V`` nodes, ``F`` node features.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from games import GameSpec, VecStep
+from marl.core import Policy, PolicyMeta, register_policy
+from marl.gnn import GraphEncoder
+from marl.networks import masked_logits, mlp, one_hot_seats
+
+ENCODERS = ("mlp", "gnn")
+CRITICS = ("state", "concat", "local", "gnn")
+SHARING = ("all", "role", "agent")
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """Network shapes shared by the actor and the critic."""
+
+    encoder: str = "mlp"  # actor input: mlp (observation) | gnn (entity graph)
+    critic: str = "state"  # critic input: state | concat | local (IPPO) | gnn
+    share: str = "all"  # parameter sharing: all | role | agent
+    hidden: tuple[int, ...] = (64, 64)  # MLP widths (actor and critic heads)
+    gnn_layer: str = "gatv2"  # gatv2 | transformer (torch_geometric conv)
+    gnn_hidden: int = 64  # GNN width
+    gnn_layers: int = 2  # message-passing rounds
+    gnn_heads: int = 2  # attention heads per layer
+    graph_radius: float | None = None  # connect entities closer than this (None: all)
+
+    def __post_init__(self) -> None:
+        for name, choices in (("encoder", ENCODERS), ("critic", CRITICS), ("share", SHARING)):
+            if getattr(self, name) not in choices:
+                raise ValueError(
+                    f"{name}={getattr(self, name)!r} unknown; choose one of {list(choices)}"
+                )
+
+
+@dataclass(frozen=True)
+class SeatGroup:
+    """Agents sharing one network; ``cols`` are their columns among controlled agents."""
+
+    name: str
+    agents: tuple[str, ...]
+    cols: tuple[int, ...]
+    obs_dim: int
+    num_actions: int
+
+
+def seat_groups(spec: GameSpec, agents: tuple[str, ...], share: str) -> list[SeatGroup]:
+    """Split controlled ``agents`` into parameter-sharing groups (see module docstring)."""
+    keys = {
+        "all": lambda a: "all",
+        "role": lambda a: spec.agent(a).role,
+        "agent": lambda a: a,
+    }[share]
+    order: dict[str, list[str]] = {}
+    for a in agents:
+        order.setdefault(keys(a), []).append(a)
+    groups = []
+    for name, members in order.items():
+        ns = {spec.action_spaces[a].n for a in members}
+        if any(not spec.action_spaces[a].discrete for a in members):
+            raise ValueError(f"{spec.name}: PPO learners here take discrete actions only")
+        if len(ns) > 1:
+            raise ValueError(
+                f"share={share!r} puts agents with {sorted(ns)} actions in one network; "
+                "use share='role' or share='agent'"
+            )
+        groups.append(
+            SeatGroup(
+                name=name,
+                agents=tuple(members),
+                cols=tuple(agents.index(a) for a in members),
+                obs_dim=max(int(np.prod(spec.obs_shapes[a])) for a in members),
+                num_actions=ns.pop(),
+            )
+        )
+    return groups
+
+
+def pad_obs(vs: VecStep, agents: tuple[str, ...], width: int, final: bool = False) -> np.ndarray:
+    """``[B, len(agents), width]`` observations, zero-padded to ``width``."""
+    src = vs.final_obs if final else vs.obs
+    B = vs.done.shape[0]
+    out = np.zeros((B, len(agents), width), np.float32)
+    for i, a in enumerate(agents):
+        o = src[a]
+        out[:, i, : o.shape[1]] = o
+    return out
+
+
+class Actor(nn.Module):
+    """Policy network of one seat group: logits ``[M, N]``."""
+
+    def __init__(self, net: NetConfig, group: SeatGroup, node_dim: int) -> None:
+        super().__init__()
+        self.net, self.seats = net, len(group.agents)
+        if net.encoder == "gnn":
+            self.graph = GraphEncoder(
+                node_dim, net.gnn_hidden, net.gnn_layers, net.gnn_heads, net.gnn_layer,
+                net.graph_radius,
+            )
+            in_dim = self.graph.out_dim
+        else:
+            in_dim = group.obs_dim + (self.seats if self.seats > 1 else 0)
+        self.head = mlp(in_dim, net.hidden, group.num_actions, out_gain=0.01)
+
+    def forward(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
+        if self.net.encoder == "gnn":
+            h = self.graph(x["graph"], x["ego"])
+        elif self.seats > 1:
+            h = torch.cat([x["obs"], one_hot_seats(x["seat"], self.seats)], -1)
+        else:
+            h = x["obs"]
+        return masked_logits(self.head(h), x.get("legal"))
+
+
+class Critic(nn.Module):
+    """Value network of one seat group: values ``[M]`` (normalized when value_norm)."""
+
+    def __init__(self, net: NetConfig, in_dim: int, node_dim: int) -> None:
+        super().__init__()
+        self.net = net
+        if net.critic == "gnn":
+            self.graph = GraphEncoder(
+                node_dim, net.gnn_hidden, net.gnn_layers, net.gnn_heads, net.gnn_layer,
+                net.graph_radius,
+            )
+            in_dim = self.graph.out_dim
+        self.head = mlp(in_dim, net.hidden, 1)
+
+    def forward(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
+        h = self.graph(x["graph"], x["ego"]) if self.net.critic == "gnn" else x["critic"]
+        return self.head(h).squeeze(-1)
+
+
+def critic_width(net: NetConfig, spec: GameSpec, agents: tuple[str, ...], obs_dim: int) -> int:
+    """Width of the vector critic input (0 for the gnn critic)."""
+    seat = len(agents)
+    if net.critic == "state":
+        if spec.state_shape is None:
+            raise ValueError(f"critic='state' but {spec.name} has no global state; use 'concat'")
+        return int(np.prod(spec.state_shape)) + seat
+    if net.critic == "concat":
+        return sum(int(np.prod(spec.obs_shapes[a])) for a in spec.agent_ids) + seat
+    if net.critic == "local":
+        return obs_dim + seat
+    return 0
+
+
+def critic_inputs(
+    net: NetConfig, spec: GameSpec, agents: tuple[str, ...], obs_BAO: np.ndarray, vs: VecStep,
+    final: bool = False,
+) -> np.ndarray | None:
+    """``[B, A, C]`` vector critic inputs for every controlled agent (None for gnn)."""
+    B, A = obs_BAO.shape[:2]
+    seat_BAA = np.broadcast_to(np.eye(A, dtype=np.float32), (B, A, A))
+    if net.critic == "state":
+        state = vs.final_state if final else vs.state
+        if state is None:
+            raise ValueError("critic='state' needs a VectorGame built with with_state=True")
+        base = np.broadcast_to(state[:, None, :], (B, A, state.shape[1]))
+    elif net.critic == "concat":
+        src = vs.final_obs if final else vs.obs
+        joint = np.concatenate([src[a] for a in spec.agent_ids], axis=1)
+        base = np.broadcast_to(joint[:, None, :], (B, A, joint.shape[1]))
+    elif net.critic == "local":
+        base = obs_BAO
+    else:
+        return None
+    return np.concatenate([base, seat_BAA], axis=-1)
+
+
+@register_policy("mappo")
+class PPOPolicy(Policy):
+    """Frozen actors of a MAPPO/IPPO learner; acts for its seats (or same-role seats)."""
+
+    def __init__(
+        self, meta: PolicyMeta, net: NetConfig, groups: list[SeatGroup], actors: nn.ModuleList,
+        node_dim: int,
+    ) -> None:
+        self.meta, self.net, self.groups, self.node_dim = meta, net, groups, node_dim
+        self.actors = actors.eval()
+        self._where: dict[str, tuple[int, int]] = {}
+        for g, grp in enumerate(groups):
+            for i, a in enumerate(grp.agents):
+                self._where[a] = (g, i)
+        self._device = next(actors.parameters()).device
+
+    def _locate(self, agent: str) -> tuple[int, int]:
+        if agent in self._where:
+            return self._where[agent]
+        # Unseen seat (e.g. more agents than in training): a GNN actor of the same role.
+        role = agent.rsplit("_", 1)[0]
+        for g, grp in enumerate(self.groups):
+            if self.net.encoder == "gnn" and any(r == role for r in self._roles(grp)):
+                return g, 0
+        raise ValueError(
+            f"policy trained for seats {list(self._where)} cannot play {agent!r}"
+        )
+
+    def _roles(self, grp: SeatGroup) -> list[str]:
+        return [self.meta.roles[self.meta.agents.index(a)] for a in grp.agents]
+
+    @torch.no_grad()
+    def logits(self, agent: str, vs: VecStep) -> torch.Tensor:
+        g, seat = self._locate(agent)
+        grp, dev = self.groups[g], self._device
+        x: dict[str, torch.Tensor] = {}
+        legal = vs.legal[agent]
+        x["legal"] = torch.from_numpy(legal).to(dev)
+        if self.net.encoder == "gnn":
+            if vs.graph is None or vs.agent_node is None:
+                raise ValueError("a GNN policy needs a VectorGame built with with_graphs=True")
+            x["graph"] = torch.from_numpy(vs.graph).to(dev)
+            x["ego"] = torch.full((legal.shape[0],), vs.agent_node[agent], device=dev)
+        else:
+            obs = vs.obs[agent]
+            pad = np.zeros((obs.shape[0], grp.obs_dim), np.float32)
+            pad[:, : obs.shape[1]] = obs
+            x["obs"] = torch.from_numpy(pad).to(dev)
+            x["seat"] = torch.full((obs.shape[0],), seat, device=dev)
+        return self.actors[g](x)
+
+    def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
+        logits = self.logits(agent, vs)
+        if greedy:
+            return logits.argmax(-1).cpu().numpy()
+        return torch.multinomial(torch.softmax(logits, -1), 1).squeeze(-1).cpu().numpy()
+
+    def action_probs(self, agent: str, vs: VecStep) -> np.ndarray:
+        return torch.softmax(self.logits(agent, vs), -1).cpu().numpy()
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "net": {k: list(v) if isinstance(v, tuple) else v
+                    for k, v in dataclasses.asdict(self.net).items()},
+            "groups": [
+                {"name": g.name, "agents": list(g.agents), "cols": list(g.cols),
+                 "obs_dim": g.obs_dim, "num_actions": g.num_actions}
+                for g in self.groups
+            ],
+            "node_dim": self.node_dim,
+            "actors": {k: v.cpu() for k, v in self.actors.state_dict().items()},
+        }
+
+    @classmethod
+    def from_payload(cls, meta: PolicyMeta, payload: dict[str, Any]) -> PPOPolicy:
+        net_d = dict(payload["net"])
+        net_d["hidden"] = tuple(net_d["hidden"])
+        net = NetConfig(**net_d)
+        groups = [
+            SeatGroup(g["name"], tuple(g["agents"]), tuple(g["cols"]), g["obs_dim"],
+                      g["num_actions"])
+            for g in payload["groups"]
+        ]
+        actors = nn.ModuleList(Actor(net, g, payload["node_dim"]) for g in groups)
+        actors.load_state_dict(payload["actors"])
+        return cls(meta, net, groups, actors, payload["node_dim"])

@@ -1,0 +1,268 @@
+"""The two things the population manager sees of a classic learner: ``Learner`` and ``Policy``.
+
+* A :class:`Learner` owns networks, optimizer and buffer for the seats (agent ids) it
+  controls. The loop is: ``actions = learner.act(vs)`` → ``vs = game.step(...)`` →
+  ``learner.observe(vs)`` → ``if learner.ready(): metrics = learner.update()``.
+  ``state_dict()`` holds everything needed to resume (weights, optimizer, normalizers, RNG).
+* A :class:`Policy` is a frozen snapshot a learner publishes: it acts without the learner,
+  saves and loads by itself (``torch.load(weights_only=True)``) and knows the game and
+  seats it was trained for (:class:`PolicyMeta`).
+
+Both read their inputs from a ``games.VecStep`` (``obs[agent]`` ``[B, O]``, ``legal[agent]``
+``[B, N]``, ``graph`` ``[B, V, F]``), so one call serves B copies of a game.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import dataclasses
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+
+from games import ActionSpace, GameSpec, VecStep
+
+POLICY_FORMAT = 1
+
+
+class CheckpointError(RuntimeError):
+    """A policy or learner file is missing, unreadable or of the wrong kind."""
+
+
+@dataclass(frozen=True)
+class PolicyMeta:
+    """What a policy was trained for; stored next to its weights.
+
+    Attributes:
+        kind: registered policy kind (``mappo``, ``vdn``, ``maddpg``...).
+        game: game spec name it was trained on.
+        agents: seats it was trained to fill.
+        roles: role of each seat in ``agents``.
+        obs_shapes: observation shape per seat.
+        action_spaces: action space per seat, as ``dataclasses.asdict(ActionSpace)``.
+        inputs: what ``act`` reads from a VecStep: ``obs``, ``graph`` and/or ``state``.
+        step: learner step at which the snapshot was taken.
+        extra: free JSON-able metadata.
+    """
+
+    kind: str
+    game: str
+    agents: tuple[str, ...]
+    roles: tuple[str, ...]
+    obs_shapes: dict[str, tuple[int, ...]]
+    action_spaces: dict[str, dict[str, Any]]
+    inputs: tuple[str, ...] = ("obs",)
+    step: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_spec(cls, kind: str, spec: GameSpec, agents: tuple[str, ...], **kw: Any) -> PolicyMeta:
+        return cls(
+            kind=kind,
+            game=spec.name,
+            agents=tuple(agents),
+            roles=tuple(spec.agent(a).role for a in agents),
+            obs_shapes={a: tuple(spec.obs_shapes[a]) for a in agents},
+            action_spaces={a: dataclasses.asdict(spec.action_spaces[a]) for a in agents},
+            **kw,
+        )
+
+    def action_space(self, agent: str) -> ActionSpace:
+        d = dict(self.action_spaces[agent])
+        d["shape"] = tuple(d.get("shape", ()))
+        return ActionSpace(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["agents"], d["roles"] = list(self.agents), list(self.roles)
+        d["inputs"] = list(self.inputs)
+        d["obs_shapes"] = {a: list(s) for a, s in self.obs_shapes.items()}
+        d["action_spaces"] = {
+            a: {**sp, "shape": list(sp.get("shape", ()))} for a, sp in self.action_spaces.items()
+        }
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PolicyMeta:
+        d = dict(d)
+        d["agents"], d["roles"] = tuple(d["agents"]), tuple(d["roles"])
+        d["inputs"] = tuple(d.get("inputs", ("obs",)))
+        d["obs_shapes"] = {a: tuple(s) for a, s in d["obs_shapes"].items()}
+        d["action_spaces"] = {
+            a: {**sp, "shape": tuple(sp.get("shape", ()))} for a, sp in d["action_spaces"].items()
+        }
+        return cls(**d)
+
+
+class Policy(abc.ABC):
+    """A frozen snapshot that acts for one or more seats."""
+
+    meta: PolicyMeta
+
+    @abc.abstractmethod
+    def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
+        """Actions of ``agent`` in every copy: ``[B]`` int64 or ``[B, D]`` float32.
+
+        Entries for copies where ``agent`` does not act are legal-looking placeholders.
+        """
+
+    def action_probs(self, agent: str, vs: VecStep) -> np.ndarray:
+        """``[B, N]`` action probabilities (stochastic discrete policies only)."""
+        raise NotImplementedError(f"{self.meta.kind} policies have no action probabilities")
+
+    @abc.abstractmethod
+    def payload(self) -> dict[str, Any]:
+        """Tensors and plain values that rebuild this policy with ``from_payload``."""
+
+    @classmethod
+    @abc.abstractmethod
+    def from_payload(cls, meta: PolicyMeta, payload: dict[str, Any]) -> Policy:
+        """Rebuild a policy saved by :meth:`payload`."""
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the policy to ``path`` (atomically: a crash leaves no half file)."""
+        data = {"format": POLICY_FORMAT, "meta": self.meta.to_dict(), "payload": self.payload()}
+        return atomic_torch_save(data, path)
+
+
+_POLICIES: dict[str, type[Policy]] = {}
+P = TypeVar("P", bound=type[Policy])
+
+
+def register_policy(kind: str) -> Callable[[P], P]:
+    """Register a Policy class so :func:`load_policy` can rebuild files of that kind."""
+
+    def deco(cls: P) -> P:
+        _POLICIES[kind] = cls
+        return cls
+
+    return deco
+
+
+def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
+    """``torch.save`` to a temporary file, then rename over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def safe_torch_load(path: str | os.PathLike, what: str = "checkpoint") -> dict[str, Any]:
+    """``torch.load(weights_only=True)`` with one-line errors naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{what} file not found: {path}")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - any unpickling failure means a bad file
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(f"cannot read {what} {path}: {first}") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{what} {path} does not hold a dict")
+    return data
+
+
+def load_policy(path: str | os.PathLike) -> Policy:
+    """Load a policy file written by :meth:`Policy.save`, whatever its kind."""
+    data = safe_torch_load(path, "policy")
+    if data.get("format") != POLICY_FORMAT or "meta" not in data:
+        raise CheckpointError(f"{path} is not a selfplay policy file")
+    meta = PolicyMeta.from_dict(data["meta"])
+    if meta.kind not in _POLICIES:
+        _import_builtin_policies()
+    if meta.kind not in _POLICIES:
+        raise CheckpointError(
+            f"{path}: unknown policy kind {meta.kind!r}; known: {sorted(_POLICIES)}"
+        )
+    with torch.random.fork_rng(devices=[]):  # building modules must not move the global RNG
+        return _POLICIES[meta.kind].from_payload(meta, data["payload"])
+
+
+def _import_builtin_policies() -> None:
+    """Policy classes register on import; load them before giving up on a kind."""
+    for mod in ("marl.mappo", "marl.value_decomp", "marl.maddpg"):
+        with contextlib.suppress(ModuleNotFoundError):
+            importlib.import_module(mod)
+
+
+class Learner(abc.ABC):
+    """Trains the seats ``agents`` of a game; see the module docstring for the loop."""
+
+    agents: tuple[str, ...]
+    device: torch.device
+
+    @abc.abstractmethod
+    def act(self, vs: VecStep) -> dict[str, np.ndarray]:
+        """Exploratory actions of every controlled agent (``[B]`` or ``[B, D]`` each)."""
+
+    seat_mask: np.ndarray | None = None
+    """``[B, A]`` bool: copies where this learner really plays each of its seats (None: all).
+    Where False, another policy's action replaces the learner's and it is not trained on."""
+
+    @abc.abstractmethod
+    def observe(self, vs: VecStep) -> None:
+        """Record the outcome of the last ``act`` (rewards, end flags, next observations)."""
+
+    @abc.abstractmethod
+    def ready(self) -> bool:
+        """True when enough data was collected for :meth:`update`."""
+
+    @abc.abstractmethod
+    def update(self) -> dict[str, float]:
+        """One training iteration; returns metrics (``losses/...``, ``charts/...``)."""
+
+    @abc.abstractmethod
+    def policy(self) -> Policy:
+        """A frozen snapshot of the current policy (independent of later updates)."""
+
+    @abc.abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume: weights, optimizer, normalizers, RNG, counters."""
+
+    @abc.abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`."""
+
+    def save(self, path: str | os.PathLike) -> Path:
+        return atomic_torch_save({"format": POLICY_FORMAT, "learner": self.state_dict()}, path)
+
+    def load(self, path: str | os.PathLike) -> None:
+        data = safe_torch_load(path, "learner checkpoint")
+        if "learner" not in data:
+            raise CheckpointError(f"{path} is not a learner checkpoint")
+        self.load_state_dict(data["learner"])
+
+
+def rng_state() -> dict[str, Any]:
+    """Torch and numpy global RNG states as tensors/plain values (weights_only-safe)."""
+    np_state = np.random.get_state()
+    return {
+        "torch": torch.get_rng_state(),
+        "numpy_keys": torch.from_numpy(np_state[1].astype(np.int64)),
+        "numpy_pos": int(np_state[2]),
+    }
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    keys = state["numpy_keys"].numpy().astype(np.uint32)
+    np.random.set_state(("MT19937", keys, state["numpy_pos"], 0, 0.0))
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``"cpu"``, ``"cuda"``, ``"cuda:1"`` or ``"auto"`` (CUDA when available)."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} requested but CUDA is not available; use 'cpu'")
+    return dev

@@ -1,0 +1,531 @@
+"""MADDPG (Lowe et al., 2017): decentralized actors, one centralized critic per agent.
+
+Each controlled agent ``i`` has a deterministic actor ``mu_i(o_i)`` and a critic
+``Q_i(x, u_1, ..., u_A)`` that sees the global input ``x`` (the game's state, or all
+observations concatenated) and every controlled agent's action. Critics regress on
+``r_i + gamma * Q'_i(x', mu'_1(o'_1), ..., mu'_A(o'_A))`` with target networks updated by
+Polyak averaging; actor ``i`` ascends ``Q_i`` with its own action replaced by ``mu_i(o_i)``
+and the others' taken from the replay. All A actor updates run as one batched critic call
+(rows ``i`` of a ``[B, A, A, D]`` joint-action tensor differ only in agent ``i``'s slot).
+
+* Continuous actions: ``tanh`` outputs in ``[-1, 1]`` (the units the critic sees), Gaussian
+  exploration noise, clipped and mapped affinely into the game's box ``[low, high]``.
+* Discrete actions: straight-through Gumbel-softmax (hard one-hot forward, soft gradient);
+  critics see one-hot actions; illegal actions get a logit of ``-1e9`` and are never chosen.
+* ``share_parameters``: agents of one role share actor and critic weights (critics also see
+  the agent's one-hot id, as each agent has its own reward).
+
+Weights are stored per *group* (one per agent, or one per role when sharing) and applied to
+all agents at once with a gathered batched matmul, so no hot path loops over agents.
+
+Shape legend: ``B`` copies or minibatch, ``A`` controlled agents, ``G`` parameter groups,
+``O`` observation width (padded), ``D`` action width (N logits or box width, padded),
+``S`` global input width, ``I`` / ``H`` layer input / output width.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from games import ActionSpace, GameSpec, VecStep
+from marl.core import (
+    CheckpointError,
+    Learner,
+    Policy,
+    PolicyMeta,
+    register_policy,
+    resolve_device,
+    rng_state,
+    set_rng_state,
+)
+from marl.networks import masked_logits
+from marl.replay import (
+    STATE_INPUTS,
+    AgentStacker,
+    Capabilities,
+    ReplayBuffer,
+    check_agents,
+    check_choice,
+)
+
+
+@dataclass
+class MADDPGConfig:
+    """Hyperparameters of MADDPG (defaults: Lowe et al. on MPE, with a smaller batch)."""
+
+    hidden: tuple[int, ...] = (64, 64)  # hidden widths of actors and critics
+    share_parameters: bool = False  # agents of the same role share actor and critic weights
+    state_input: str = "auto"  # critic input: "state", "obs" (all obs concatenated), "auto"
+    gamma: float = 0.95  # discount factor
+    lr_actor: float = 1e-3  # Adam learning rate of the actors
+    lr_critic: float = 1e-3  # Adam learning rate of the critics
+    tau: float = 0.01  # Polyak rate: target <- tau * online + (1 - tau) * target
+    batch_size: int = 256  # transitions per gradient step
+    buffer_size: int = 100_000  # replay capacity in transitions (one per copy and step)
+    learning_starts: int = 1_000  # frames collected before the first update
+    train_every: int = 1  # vector steps between updates (one critic + one actor step each)
+    exploration_noise: float = 0.1  # continuous: std of Gaussian noise in [-1, 1] action units
+    gumbel_temperature: float = 1.0  # discrete: Gumbel-softmax temperature of the actor update
+    actor_reg: float = 1e-3  # L2 penalty on actor outputs (pre-tanh / logits), as in MADDPG
+    max_grad_norm: float = 0.5  # gradient clipping (global norm) of actors and critics
+    seed: int = 0  # seeds network init, exploration and minibatch sampling
+    checkpoint_buffer: bool = True  # include the replay contents in state_dict()
+
+    def validate(self) -> None:
+        check_choice("MADDPGConfig.state_input", self.state_input, STATE_INPUTS)
+        for name in ("batch_size", "buffer_size", "train_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"MADDPGConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"MADDPGConfig.tau must be in (0, 1], got {self.tau}")
+        if self.gumbel_temperature <= 0.0 or self.exploration_noise < 0.0:
+            raise ValueError(
+                "MADDPGConfig: gumbel_temperature must be > 0 and exploration_noise >= 0, got "
+                f"{self.gumbel_temperature} and {self.exploration_noise}"
+            )
+
+
+# ------------------------------------------------------------------------------- networks
+class GroupedLinear(nn.Module):
+    """G independent linear layers applied to the A agent slots of a batch at once."""
+
+    def __init__(self, groups: int, d_in: int, d_out: int, gain: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(groups, d_in, d_out))
+        self.bias = nn.Parameter(torch.zeros(groups, d_out))
+        with torch.no_grad():
+            for g in range(groups):  # init only
+                self.weight[g] = nn.init.orthogonal_(torch.empty(d_out, d_in), gain).T
+
+    def forward(self, x_BAI: Tensor, group_A: Tensor) -> Tensor:
+        """``[B, A, I] → [B, A, H]``; slot ``a`` uses the weights of group ``group_A[a]``."""
+        return torch.einsum("bai,aih->bah", x_BAI, self.weight[group_A]) + self.bias[group_A]
+
+
+class GroupedMLP(nn.Module):
+    """An MLP per group (ReLU hidden layers, orthogonal init), batched over agent slots."""
+
+    def __init__(
+        self, groups: int, d_in: int, hidden: Sequence[int], d_out: int, out_gain: float = 1.0
+    ) -> None:
+        super().__init__()
+        dims = [d_in, *hidden, d_out]
+        gains = [math.sqrt(2.0)] * len(hidden) + [out_gain]
+        self.layers = nn.ModuleList(
+            GroupedLinear(groups, i, o, g)
+            for i, o, g in zip(dims[:-1], dims[1:], gains, strict=True)
+        )
+
+    def forward(self, x_BAI: Tensor, group_A: Tensor) -> Tensor:
+        for k, layer in enumerate(self.layers):
+            x_BAI = layer(x_BAI, group_A)
+            if k < len(self.layers) - 1:
+                x_BAI = F.relu(x_BAI)
+        return x_BAI
+
+
+def gumbel_softmax_st(logits: Tensor, temperature: float, gen: torch.Generator | None) -> Tensor:
+    """Straight-through Gumbel-softmax: hard one-hot forward, soft gradient (same shape)."""
+    u = torch.rand(logits.shape, generator=gen).to(logits.device).clamp_(1e-10, 1.0 - 1e-7)
+    soft = F.softmax((logits - torch.log(-torch.log(u))) / temperature, -1)
+    hard = F.one_hot(soft.argmax(-1), logits.shape[-1]).to(soft.dtype)
+    return hard - soft.detach() + soft
+
+
+@dataclass(frozen=True)
+class ActionHead:
+    """How actor outputs ``[..., D]`` become actions (shared by learner and policy)."""
+
+    discrete: bool
+    dims_A: Tensor  # [A] real action width (N or box width) of each slot
+    low_A: Tensor  # [A] box low (continuous)
+    high_A: Tensor  # [A] box high (continuous)
+
+    def unit_actions(
+        self,
+        out_BAD: Tensor,
+        legal_BAD: Tensor | None,
+        *,
+        explore: bool,
+        noise: float = 0.0,
+        temperature: float = 1.0,
+        gen: torch.Generator | None = None,
+    ) -> Tensor:
+        """``[B, A, D]`` actions as the critic sees them: one-hot, or a vector in [-1, 1]."""
+        if self.discrete:
+            logits = masked_logits(out_BAD, legal_BAD)
+            if explore:
+                return gumbel_softmax_st(logits, temperature, gen)
+            return F.one_hot(logits.argmax(-1), logits.shape[-1]).to(out_BAD.dtype)
+        act = torch.tanh(out_BAD)
+        if explore and noise > 0.0:
+            act = act + noise * torch.randn(act.shape, generator=gen).to(act.device)
+        pad = torch.arange(act.shape[-1], device=act.device) >= self.dims_A[:, None]
+        return act.clamp(-1.0, 1.0).masked_fill(pad, 0.0)
+
+    def to_game(self, unit_BAD: Tensor) -> np.ndarray:
+        """Game actions: ``[B, A]`` int ids, or ``[B, A, D]`` float32 inside each box."""
+        if self.discrete:
+            return unit_BAD.argmax(-1).cpu().numpy()
+        low, high = self.low_A[:, None], self.high_A[:, None]
+        box = low + (unit_BAD + 1.0) * 0.5 * (high - low)
+        return torch.minimum(torch.maximum(box, low), high).cpu().numpy().astype(np.float32)
+
+
+def _game_action(head: ActionHead, unit_BAD: Tensor, index: int, width: int) -> np.ndarray:
+    out = head.to_game(unit_BAD)[:, index]
+    return out if head.discrete else out[:, :width]
+
+
+def _head_for(spaces: Sequence[ActionSpace], agents: Sequence[str]) -> tuple[ActionHead, int]:
+    """The action head of agents with these spaces, and the padded action width D."""
+    discrete = spaces[0].discrete
+    for a, sp in zip(agents, spaces, strict=True):
+        if not sp.discrete and len(sp.shape) != 1:
+            raise ValueError(f"MADDPG needs 1-D action boxes; {a} has shape {sp.shape}")
+    dims = [sp.n if discrete else sp.shape[0] for sp in spaces]
+    head = ActionHead(
+        discrete,
+        torch.tensor(dims),
+        torch.tensor([float(sp.low) for sp in spaces]),
+        torch.tensor([float(sp.high) for sp in spaces]),
+    )
+    return head, max(dims)
+
+
+# ---------------------------------------------------------------------------------- policy
+@register_policy("maddpg")
+class MADDPGPolicy(Policy):
+    """Decentralized MADDPG actors on CPU: greedy, or explorative (noise / Gumbel) actions."""
+
+    def __init__(
+        self,
+        meta: PolicyMeta,
+        actor: GroupedMLP,
+        groups: Sequence[int],
+        noise: float,
+        temperature: float,
+        seed: int = 0,
+    ) -> None:
+        self.meta, self.actor = meta, actor.cpu().eval()
+        self.groups, self.noise, self.temperature = list(groups), float(noise), float(temperature)
+        self.seed = int(seed)
+        self.gen = torch.Generator().manual_seed(self.seed)
+        self.head, self.width = _head_for([meta.action_space(a) for a in meta.agents], meta.agents)
+        self.obs_width = self.actor.layers[0].weight.shape[1]
+
+    @torch.no_grad()
+    def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
+        """``[B]`` action ids or ``[B, D]`` box actions of ``agent``."""
+        i = self.meta.agents.index(agent)
+        obs = vs.obs[agent].reshape(vs.obs[agent].shape[0], -1)
+        obs_B1O = torch.zeros(obs.shape[0], 1, self.obs_width)
+        obs_B1O[:, 0, : obs.shape[1]] = torch.as_tensor(obs)
+        out_B1D = self.actor(obs_B1O, torch.tensor([self.groups[i]]))
+        legal = None
+        if self.head.discrete:
+            n = int(self.head.dims_A[i])
+            legal = torch.zeros(obs.shape[0], 1, self.width, dtype=torch.bool)
+            legal[:, 0, :n] = torch.as_tensor(vs.legal[agent])
+            legal[~legal.any(-1)] = torch.arange(self.width) < n  # placeholder rows
+        head = dataclasses.replace(
+            self.head,
+            dims_A=self.head.dims_A[i : i + 1],
+            low_A=self.head.low_A[i : i + 1],
+            high_A=self.head.high_A[i : i + 1],
+        )
+        unit = head.unit_actions(
+            out_B1D,
+            legal,
+            explore=not greedy,
+            noise=self.noise,
+            temperature=self.temperature,
+            gen=self.gen,
+        )
+        return _game_action(head, unit, 0, int(self.head.dims_A[i]))
+
+    def payload(self) -> dict[str, Any]:
+        hidden = [layer.weight.shape[2] for layer in self.actor.layers][:-1]
+        return {
+            "actor": self.actor.state_dict(),
+            "groups": self.groups,
+            "hidden": hidden,
+            "noise": self.noise,
+            "temperature": self.temperature,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_payload(cls, meta: PolicyMeta, payload: dict[str, Any]) -> MADDPGPolicy:
+        w0 = payload["actor"]["layers.0.weight"]  # [G, O, H]
+        _, width = _head_for([meta.action_space(a) for a in meta.agents], meta.agents)
+        actor = GroupedMLP(w0.shape[0], w0.shape[1], payload["hidden"], width)
+        actor.load_state_dict(payload["actor"])
+        return cls(
+            meta,
+            actor,
+            payload["groups"],
+            payload["noise"],
+            payload["temperature"],
+            payload["seed"],
+        )
+
+
+# --------------------------------------------------------------------------------- learner
+class MADDPG(Learner):
+    """MADDPG for the seats ``agents`` of a simultaneous-move game.
+
+    Example::
+
+        vg = VectorGame("pettingzoo/mpe2.simple_spread_v3", 8, with_state=True, N=2,
+                        continuous_actions=True)
+        learner = MADDPG(vg.spec, MADDPGConfig(share_parameters=True))
+        train(learner, vg, frames=50_000)
+    """
+
+    CAPABILITIES = Capabilities(
+        discrete=True, continuous=True, on_policy=False, turn_based=False, centralized_critic=True
+    )
+
+    def __init__(
+        self,
+        spec: GameSpec,
+        config: MADDPGConfig | None = None,
+        agents: Sequence[str] | None = None,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        self.cfg = cfg = config or MADDPGConfig()
+        cfg.validate()
+        self.spec = spec
+        self.agents = check_agents(spec, agents, "MADDPG")
+        self.CAPABILITIES.check(spec, self.agents, "MADDPG")
+        self.device = resolve_device(device)
+        self.stack = AgentStacker(spec, self.agents, self.device, cfg.state_input)
+        head, D = _head_for([spec.action_spaces[a] for a in self.agents], self.agents)
+        self.head = dataclasses.replace(
+            head,
+            dims_A=head.dims_A.to(self.device),
+            low_A=head.low_A.to(self.device),
+            high_A=head.high_A.to(self.device),
+        )
+        A, O, S = len(self.agents), self.stack.obs_width, self.stack.state_width
+        keys = [spec.agent(a).role if cfg.share_parameters else a for a in self.agents]
+        self.groups = [list(dict.fromkeys(keys)).index(k) for k in keys]
+        self.group_A = torch.tensor(self.groups, device=self.device)
+        G = max(self.groups) + 1
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed)
+            self.actor = GroupedMLP(G, O, cfg.hidden, D, out_gain=0.01).to(self.device)
+            self.critic = GroupedMLP(G, S + A * D + A, cfg.hidden, 1).to(self.device)
+        self.target_actor = copy.deepcopy(self.actor).requires_grad_(False)
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr_actor)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr_critic)
+        fields = {
+            "obs": ((A, O), torch.float32),
+            "state": ((S,), torch.float32),
+            "action": ((A, D), torch.float32),
+            "reward": ((A,), torch.float32),
+            "next_obs": ((A, O), torch.float32),
+            "next_state": ((S,), torch.float32),
+            "next_acting": ((A,), torch.bool),
+            "terminal": ((), torch.float32),
+        }
+        if self.head.discrete:
+            fields |= {"legal": ((A, D), torch.bool), "next_legal": ((A, D), torch.bool)}
+        self.buffer = ReplayBuffer(cfg.buffer_size, fields, self.device)
+        self.act_gen = torch.Generator().manual_seed(cfg.seed + 1)
+        self.sample_gen = torch.Generator().manual_seed(cfg.seed + 2)
+        self.update_gen = torch.Generator().manual_seed(cfg.seed + 3)
+        self.frames = self.updates = self.steps_since_update = 0
+        self._pending: dict[str, Tensor] | None = None
+
+    # ----------------------------------------------------------------- acting / data
+    @torch.no_grad()
+    def act(self, vs: VecStep, greedy: bool = False) -> dict[str, np.ndarray]:
+        """Exploratory actions (``greedy``: deterministic actor output, nothing recorded)."""
+        cfg = self.cfg
+        obs_BAO = self.stack.obs(vs.obs)
+        legal_BAD = self.stack.legal(vs) if self.head.discrete else None
+        unit_BAD = self.head.unit_actions(
+            self.actor(obs_BAO, self.group_A),
+            legal_BAD,
+            explore=not greedy,
+            noise=cfg.exploration_noise,
+            temperature=cfg.gumbel_temperature,
+            gen=self.act_gen,
+        )
+        if not greedy:
+            self._pending = {"obs": obs_BAO, "state": self.stack.state(vs), "action": unit_BAD}
+            if legal_BAD is not None:
+                self._pending["legal"] = legal_BAD
+        out = self.head.to_game(unit_BAD)
+        dims = self.head.dims_A.tolist()
+        if self.head.discrete:
+            return {a: out[:, i] for i, a in enumerate(self.agents)}
+        return {a: out[:, i, : dims[i]] for i, a in enumerate(self.agents)}
+
+    def observe(self, vs: VecStep) -> None:
+        if self._pending is None:
+            raise RuntimeError("observe() called without a preceding act()")
+        nxt = self.stack.next_fields(vs, with_state=True)
+        self.buffer.add({**self._pending, "reward": self.stack.rewards(vs), **nxt})
+        self._pending = None
+        self.frames += int(vs.done.shape[0])
+        self.steps_since_update += 1
+
+    def ready(self) -> bool:
+        cfg = self.cfg
+        return (
+            len(self.buffer) >= max(cfg.batch_size, cfg.learning_starts)
+            and self.steps_since_update >= cfg.train_every
+        )
+
+    # ------------------------------------------------------------------------ update
+    def _q(self, critic: GroupedMLP, state_BS: Tensor, joint_BAJ: Tensor) -> Tensor:
+        """``[B, A]`` values: critic ``i`` reads the state, row ``i`` of the joint actions
+        (``J = A * D``) and its agent's one-hot id."""
+        B, A, _ = joint_BAJ.shape
+        ids = torch.eye(A, device=state_BS.device).expand(B, A, A)
+        x = torch.cat([state_BS[:, None].expand(B, A, state_BS.shape[1]), joint_BAJ, ids], -1)
+        return critic(x, self.group_A)[..., 0]
+
+    def update(self) -> dict[str, float]:
+        """One critic and one actor gradient step on a replay minibatch, then Polyak targets."""
+        cfg = self.cfg
+        b = self.buffer.sample(cfg.batch_size, self.sample_gen)
+        B, A, D = b["action"].shape
+        g = self.group_A
+
+        # Critic: Q_i(x, u) -> r_i + gamma * Q'_i(x', mu'(o'))
+        with torch.no_grad():
+            next_out_BAD = self.target_actor(b["next_obs"], g)
+            next_act_BAD = self.head.unit_actions(next_out_BAD, b.get("next_legal"), explore=False)
+            next_q_BA = self._q(self.target_critic, b["next_state"], _shared(next_act_BAD))
+            alive_BA = 1.0 - b["terminal"][:, None]
+            target_BA = b["reward"] + cfg.gamma * alive_BA * next_q_BA
+        q_BA = self._q(self.critic, b["state"], _shared(b["action"]))
+        critic_loss = F.mse_loss(q_BA, target_BA)
+        self.critic_opt.zero_grad()
+        critic_loss.backward()
+        critic_grad = nn.utils.clip_grad_norm_(self.critic.parameters(), cfg.max_grad_norm)
+        self.critic_opt.step()
+
+        # Actors: row i of the joint action holds mu_i(o_i) in slot i, replay actions elsewhere
+        out_BAD = self.actor(b["obs"], g)
+        mu_BAD = self.head.unit_actions(
+            out_BAD,
+            b.get("legal"),
+            explore=True,  # Gumbel sample (discrete); no noise on continuous actions
+            temperature=cfg.gumbel_temperature,
+            gen=self.update_gen,
+        )
+        own_AA1 = torch.eye(A, dtype=torch.bool, device=self.device)[:, :, None]
+        joint_BAAD = torch.where(own_AA1, mu_BAD[:, None], b["action"][:, None])
+        self.critic.requires_grad_(False)  # the actor step needs no critic gradients
+        q_pi_BA = self._q(self.critic, b["state"], joint_BAAD.reshape(B, A, A * D))
+        self.critic.requires_grad_(True)
+        reg = masked_reg(out_BAD, b["legal"]) if self.head.discrete else out_BAD.pow(2).mean()
+        actor_loss = -q_pi_BA.mean() + cfg.actor_reg * reg
+        self.actor_opt.zero_grad()
+        actor_loss.backward()
+        actor_grad = nn.utils.clip_grad_norm_(self.actor.parameters(), cfg.max_grad_norm)
+        self.actor_opt.step()
+
+        _polyak(self.actor, self.target_actor, cfg.tau)
+        _polyak(self.critic, self.target_critic, cfg.tau)
+        self.updates += 1
+        self.steps_since_update = 0
+        return {
+            "losses/critic_loss": float(critic_loss.detach()),
+            "losses/actor_loss": float(actor_loss.detach()),
+            "losses/q_values": float(q_BA.detach().mean()),
+            "losses/target": float(target_BA.mean()),
+            "losses/critic_grad_norm": float(critic_grad),
+            "losses/actor_grad_norm": float(actor_grad),
+            "charts/mean_reward": float(b["reward"].mean()),
+            "charts/buffer_size": float(len(self.buffer)),
+            "charts/updates": float(self.updates),
+        }
+
+    # ----------------------------------------------------------------- snapshots
+    def policy(self) -> MADDPGPolicy:
+        meta = PolicyMeta.from_spec(
+            "maddpg",
+            self.spec,
+            self.agents,
+            step=self.updates,
+            extra={"config": dataclasses.asdict(self.cfg)},
+        )
+        return MADDPGPolicy(
+            meta,
+            copy.deepcopy(self.actor),
+            self.groups,
+            self.cfg.exploration_noise,
+            self.cfg.gumbel_temperature,
+            self.cfg.seed,
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        """Weights, targets, optimizers, counters, RNG streams and (optionally) the replay."""
+        return {
+            "config": dataclasses.asdict(self.cfg),
+            "agents": list(self.agents),
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "target_actor": self.target_actor.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "actor_opt": self.actor_opt.state_dict(),
+            "critic_opt": self.critic_opt.state_dict(),
+            "counters": [self.frames, self.updates, self.steps_since_update],
+            "gens": [gen.get_state() for gen in self._gens()],
+            "rng": rng_state(),
+            "buffer": self.buffer.state_dict() if self.cfg.checkpoint_buffer else None,
+        }
+
+    def _gens(self) -> tuple[torch.Generator, ...]:
+        return (self.act_gen, self.sample_gen, self.update_gen)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("agents") != list(self.agents):
+            raise CheckpointError(
+                f"checkpoint is for seats {state.get('agents')}; this learner has "
+                f"{list(self.agents)}"
+            )
+        for key in ("actor", "critic", "target_actor", "target_critic", "actor_opt", "critic_opt"):
+            getattr(self, key).load_state_dict(state[key])
+        self.frames, self.updates, self.steps_since_update = (int(c) for c in state["counters"])
+        for gen, st in zip(self._gens(), state["gens"], strict=True):
+            gen.set_state(st)
+        set_rng_state(state["rng"])
+        if state.get("buffer") is not None:
+            self.buffer.load_state_dict(state["buffer"])
+        self._pending = None
+
+
+def _shared(actions_BAD: Tensor) -> Tensor:
+    """``[B, A, D] → [B, A, A*D]``: the same joint action in every critic's row."""
+    B, A, D = actions_BAD.shape
+    return actions_BAD.reshape(B, 1, A * D).expand(B, A, A * D)
+
+
+@torch.no_grad()
+def _polyak(online: nn.Module, target: nn.Module, tau: float) -> None:
+    for p, tp in zip(online.parameters(), target.parameters(), strict=True):
+        tp.lerp_(p, tau)
+
+
+def masked_reg(logits_BAD: Tensor, legal_BAD: Tensor) -> Tensor:
+    """Mean squared logit over legal actions (the padded / illegal ones are not penalized)."""
+    legal = legal_BAD.to(logits_BAD.dtype)
+    return (logits_BAD.pow(2) * legal).sum() / legal.sum().clamp(min=1.0)

@@ -1,0 +1,335 @@
+"""MAPPO and IPPO: PPO-clip for several agents (Yu et al., 2022, "The Surprising
+Effectiveness of PPO in Cooperative Multi-Agent Games"; de Witt et al., 2020 for IPPO).
+
+MAPPO trains decentralized actors with a centralized critic (global state, all agents'
+observations, or a GNN over the entity graph); IPPO is the same learner with each critic
+seeing only its own observation. Per update:
+
+1. roll out ``rollout_steps`` steps of every copy; each agent's reward is credited to its
+   own latest action (so turn-based games, where an agent's reward arrives on another
+   agent's turn, are handled like simultaneous ones);
+2. GAE over each agent's *own* acting steps (``marl.advantages.agent_gae``), bootstrapping
+   on truncation and not on termination; an agent's last step whose outcome is not yet
+   known is carried into the next rollout instead of being guessed;
+3. advantages normalized by the configured scheme of ``marl.advantages`` (``global``,
+   ``agent``, ``role``...); value targets normalized by running statistics;
+4. ``epochs`` × ``minibatches`` of clipped policy loss, value loss and entropy bonus.
+
+Shape legend: ``T`` rollout rows (row 0 holds carried steps), ``B`` copies, ``A``
+controlled agents, ``O`` padded obs width, ``N`` actions, ``C`` critic input width.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from games import GameSpec, VecStep
+from games.graphs import NODE_DIM
+from marl import advantages as adv_lib
+from marl.actor_critic import (
+    Actor,
+    Critic,
+    NetConfig,
+    PPOPolicy,
+    critic_inputs,
+    critic_width,
+    pad_obs,
+    seat_groups,
+)
+from marl.core import Learner, PolicyMeta, resolve_device, rng_state, set_rng_state
+from marl.networks import RunningMeanStd
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a learner supports; test matrices are derived from these declarations."""
+
+    discrete: bool
+    continuous: bool
+    on_policy: bool
+    turn_based: bool
+    centralized_critic: bool
+
+
+@dataclass(frozen=True)
+class MAPPOConfig:
+    """MAPPO / IPPO hyperparameters (defaults tuned for MPE on a CPU)."""
+
+    rollout_steps: int = 25  # steps per copy between updates
+    epochs: int = 10  # passes over each rollout
+    minibatches: int = 4  # minibatches per epoch
+    lr: float = 1e-3  # Adam learning rate (actor and critic)
+    gamma: float = 0.99  # discount
+    gae_lambda: float = 0.95  # GAE lambda
+    clip_coef: float = 0.2  # PPO ratio clip
+    vf_coef: float = 0.5  # value loss weight
+    ent_coef: float = 0.01  # entropy bonus weight
+    max_grad_norm: float = 10.0  # gradient clipping (global norm)
+    value_norm: bool = True  # normalize value targets with running mean/std
+    adv_norm: str = "global"  # advantage scheme of marl.advantages (global, agent, role, none)
+    net: NetConfig = field(default_factory=NetConfig)  # encoders, critic input, sharing
+
+    def __post_init__(self) -> None:
+        schemes = [s for s in adv_lib.available_schemes() if s not in ("role_ema", "joint_group",
+                                                                       "player_turn")]
+        if self.adv_norm not in schemes:
+            raise ValueError(f"adv_norm={self.adv_norm!r} unknown; choose one of {schemes}")
+        for name in ("rollout_steps", "epochs", "minibatches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
+
+
+def ippo_config(**kw: Any) -> MAPPOConfig:
+    """IPPO: MAPPO with decentralized (local-observation) critics."""
+    net = kw.pop("net", NetConfig())
+    return MAPPOConfig(net=dataclasses.replace(net, critic="local"), **kw)
+
+
+class _Buffer:
+    """Per-agent rollout storage ``[T+1, B, A, ...]`` on the learner's device."""
+
+    def __init__(self, T: int, B: int, A: int, O: int, N: int, C: int, graph: tuple | None,
+                 dev: torch.device) -> None:
+        z = lambda *s, dt=torch.float32: torch.zeros(*s, dtype=dt, device=dev)  # noqa: E731
+        self.obs, self.legal = z(T, B, A, O), z(T, B, A, N, dt=torch.bool)
+        self.critic = z(T, B, A, C) if C else None
+        self.graph = z(T, B, *graph) if graph else None
+        self.action, self.logp, self.value = z(T, B, A, dt=torch.long), z(T, B, A), z(T, B, A)
+        self.acting, self.reward = z(T, B, A, dt=torch.bool), z(T, B, A)
+        self.end, self.term, self.final_value = (z(T, B, A, dt=torch.bool),
+                                                 z(T, B, A, dt=torch.bool), z(T, B, A))
+        self.last = torch.full((B, A), -1, dtype=torch.long, device=dev)
+        self.row = 1  # row 0 holds steps carried over from the previous rollout
+
+    def per_agent(self) -> list[str]:
+        return ["obs", "legal", "critic", "action", "logp", "value", "acting", "reward",
+                "end", "term", "final_value"]
+
+    def carry(self) -> None:
+        """Move each agent's unfinished last step to row 0 and clear the rest."""
+        keep = self.last >= 0  # [B, A]
+        B, A = keep.shape
+        t = self.last.clamp_min(0)
+        b_idx = torch.arange(B, device=t.device)[:, None].expand(B, A)
+        a_idx = torch.arange(A, device=t.device)[None, :].expand(B, A)
+        for name in self.per_agent():
+            buf = getattr(self, name)
+            if buf is not None:
+                buf[0] = buf[t, b_idx, a_idx]
+                buf[1:] = 0
+        if self.graph is not None:  # [T, B, V, F] per copy: a turn-based game keeps
+            self.graph[0] = self.graph[t[:, 0], torch.arange(B)]  # the first seat's graph
+            self.graph[1:] = 0
+        self.acting[0] &= keep
+        self.last = torch.where(keep, 0, -1)
+        self.row = 1
+
+
+class MAPPO(Learner):
+    """MAPPO/IPPO learner for the seats ``agents`` of ``spec`` (all seats by default)."""
+
+    CAPABILITIES = Capabilities(discrete=True, continuous=False, on_policy=True,
+                                turn_based=True, centralized_critic=True)
+
+    def __init__(self, spec: GameSpec, cfg: MAPPOConfig | None = None,
+                 agents: tuple[str, ...] | None = None, device: str = "cpu",
+                 seed: int = 0) -> None:
+        self.spec, self.cfg = spec, cfg or MAPPOConfig()
+        self.agents = tuple(agents or spec.agent_ids)
+        unknown = set(self.agents) - set(spec.agent_ids)
+        if unknown:
+            raise ValueError(f"agents {sorted(unknown)} are not seats of {spec.name}")
+        self.device = resolve_device(device)
+        net = self.cfg.net
+        if "gnn" in (net.encoder, net.critic) and not spec.has_entity_graph:
+            raise ValueError(f"encoder/critic 'gnn' needs entity graphs; {spec.name} has none")
+        torch.manual_seed(seed)
+        self.groups = seat_groups(spec, self.agents, net.share)
+        self.obs_dim = max(g.obs_dim for g in self.groups)
+        self.n_max = max(g.num_actions for g in self.groups)
+        self.actors = nn.ModuleList(Actor(net, g, NODE_DIM) for g in self.groups)
+        self.critic_dim = critic_width(net, spec, self.agents, self.obs_dim)
+        self.critics = nn.ModuleList(Critic(net, self.critic_dim, NODE_DIM) for _ in self.groups)
+        self.to(self.device)
+        params = list(self.actors.parameters()) + list(self.critics.parameters())
+        self.opt = torch.optim.Adam(params, lr=self.cfg.lr, eps=1e-5)
+        self.value_rms = RunningMeanStd().to(self.device)
+        agent_ids = torch.tensor([spec.agent_ids.index(a) for a in self.agents])
+        roles = spec.roles
+        role_ids = torch.tensor([roles.index(spec.agent(a).role) for a in self.agents])
+        self.agent_key, self.role_key = agent_ids.to(self.device), role_ids.to(self.device)
+        self.buf: _Buffer | None = None
+        self._node: dict[str, int] = {}  # agent -> entity-graph row (GNN inputs)
+        # [B, A] bool: which copies' seats this learner really plays (None: all). A league
+        # sets it when frozen opponents fill some seats in some copies.
+        self.seat_mask: np.ndarray | None = None
+        self.steps = 0  # frames seen (copies × steps)
+        self.updates = 0
+
+    def to(self, device: torch.device) -> MAPPO:
+        self.actors.to(device)
+        self.critics.to(device)
+        return self
+
+    @property
+    def vector_game_kwargs(self) -> dict[str, bool]:
+        """What the VectorGame must provide for this learner."""
+        net = self.cfg.net
+        return {"with_state": net.critic == "state",
+                "with_graphs": "gnn" in (net.encoder, net.critic)}
+
+    # ------------------------------------------------------------------ acting
+    def _inputs(self, vs: VecStep, final: bool = False) -> dict[str, torch.Tensor]:
+        dev = self.device
+        obs = pad_obs(vs, self.agents, self.obs_dim, final)
+        x = {"obs": torch.from_numpy(obs).to(dev)}
+        crit = critic_inputs(self.cfg.net, self.spec, self.agents, obs, vs, final)
+        if crit is not None:
+            x["critic"] = torch.from_numpy(np.ascontiguousarray(crit)).to(dev)
+        graph = vs.final_graph if final else vs.graph
+        if graph is not None:
+            x["graph"] = torch.from_numpy(graph).to(dev)
+        if not final:
+            legal = np.zeros((obs.shape[0], len(self.agents), self.n_max), bool)
+            for i, a in enumerate(self.agents):
+                legal[:, i, : vs.legal[a].shape[1]] = vs.legal[a]
+            x["legal"] = torch.from_numpy(legal).to(dev)
+        return x
+
+    def _group_batch(self, x: dict[str, torch.Tensor], g: int) -> dict[str, torch.Tensor]:
+        """Flatten the ``[..., A, ...]`` inputs of group g into ``[M, ...]`` samples."""
+        cols = torch.tensor(self.groups[g].cols, device=self.device)
+        lead = x["obs"].shape[:-2]
+        k, width = len(cols), self.groups[g].obs_dim
+        out = {"obs": x["obs"][..., cols, :width].reshape(-1, width)}
+        out["seat"] = torch.arange(k, device=self.device).expand(*lead, k).reshape(-1)
+        if "legal" in x:
+            n = self.groups[g].num_actions
+            out["legal"] = x["legal"][..., cols, :n].reshape(-1, n)
+        if "critic" in x:
+            out["critic"] = x["critic"][..., cols, :].reshape(-1, self.critic_dim)
+        if "graph" in x:
+            gr = x["graph"]  # [..., V, F] per copy
+            out["graph"] = gr.unsqueeze(-3).expand(*lead, k, *gr.shape[-2:]).reshape(
+                -1, *gr.shape[-2:])
+            nodes = torch.tensor([self._node[a] for a in self.groups[g].agents],
+                                 device=self.device)
+            out["ego"] = nodes.expand(*lead, k).reshape(-1)
+        return out
+
+    @torch.no_grad()
+    def _values(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``[B, A]`` denormalized values."""
+        B = x["obs"].shape[0]
+        v = torch.zeros(B, len(self.agents), device=self.device)
+        for g, grp in enumerate(self.groups):
+            vg = self.critics[g](self._group_batch(x, g)).reshape(B, len(grp.cols))
+            v[:, list(grp.cols)] = vg
+        return self.value_rms.denormalize(v) if self.cfg.value_norm else v
+
+    @torch.no_grad()
+    def act(self, vs: VecStep) -> dict[str, np.ndarray]:
+        if vs.agent_node is not None:
+            self._node = vs.agent_node
+        x = self._inputs(vs)
+        B, A = x["obs"].shape[:2]
+        if self.buf is None:
+            graph = tuple(x["graph"].shape[1:]) if "graph" in x else None
+            self.buf = _Buffer(self.cfg.rollout_steps + 1, B, A, self.obs_dim, self.n_max,
+                               self.critic_dim, graph, self.device)
+        buf, t = self.buf, self.buf.row
+        actions = torch.zeros(B, A, dtype=torch.long, device=self.device)
+        logp = torch.zeros(B, A, device=self.device)
+        for g, grp in enumerate(self.groups):
+            logits = self.actors[g](self._group_batch(x, g))
+            a = torch.multinomial(torch.softmax(logits, -1), 1).squeeze(-1)
+            lp = torch.log_softmax(logits, -1).gather(-1, a[:, None]).squeeze(-1)
+            actions[:, list(grp.cols)] = a.reshape(B, -1)
+            logp[:, list(grp.cols)] = lp.reshape(B, -1)
+        acting_BA = np.stack([vs.acting[a] for a in self.agents], 1)
+        if self.seat_mask is not None:
+            acting_BA = acting_BA & self.seat_mask
+        acting = torch.from_numpy(acting_BA).to(self.device)
+        buf.obs[t], buf.legal[t], buf.action[t], buf.logp[t] = x["obs"], x["legal"], actions, logp
+        buf.value[t], buf.acting[t] = self._values(x), acting
+        if buf.critic is not None:
+            buf.critic[t] = x["critic"]
+        if buf.graph is not None:
+            buf.graph[t] = x["graph"]
+        buf.last = torch.where(acting, t, buf.last)
+        buf.row += 1
+        self.steps += B
+        out = actions.cpu().numpy()
+        return {a: out[:, i] for i, a in enumerate(self.agents)}
+
+    @torch.no_grad()
+    def observe(self, vs: VecStep) -> None:
+        buf = self.buf
+        dev = self.device
+        r = torch.from_numpy(np.stack([vs.rewards[a] for a in self.agents], 1)).to(dev)
+        term = torch.from_numpy(np.stack([vs.terminated[a] for a in self.agents], 1)).to(dev)
+        trunc = torch.from_numpy(np.stack([vs.truncated[a] for a in self.agents], 1)).to(dev)
+        done = torch.from_numpy(vs.done).to(dev)[:, None] | term | trunc  # [B, A]
+        live = buf.last >= 0
+        B, A = r.shape
+        b_idx = torch.arange(B, device=dev)[:, None].expand(B, A)
+        a_idx = torch.arange(A, device=dev)[None, :].expand(B, A)
+        t = buf.last.clamp_min(0)
+        buf.reward.index_put_((t[live], b_idx[live], a_idx[live]), r[live], accumulate=True)
+        ended = live & done
+        if ended.any():
+            buf.end[t[ended], b_idx[ended], a_idx[ended]] = True
+            buf.term[t[ended], b_idx[ended], a_idx[ended]] = term[ended] | ~trunc[ended]
+            cut = ended & trunc & ~term
+            if cut.any():
+                fv = self._values(self._inputs(vs, final=True))
+                buf.final_value[t[cut], b_idx[cut], a_idx[cut]] = fv[cut]
+            buf.last = torch.where(done, -1, buf.last)
+
+    def ready(self) -> bool:
+        return self.buf is not None and self.buf.row > self.cfg.rollout_steps
+
+    # ------------------------------------------------------------------ learning
+    def update(self) -> dict[str, float]:
+        from marl.mappo_update import ppo_update
+
+        metrics = ppo_update(self)
+        self.buf.carry()
+        self.updates += 1
+        return metrics
+
+    def policy(self) -> PPOPolicy:
+        import copy
+
+        meta = PolicyMeta.from_spec(
+            "mappo", self.spec, self.agents,
+            inputs=("graph",) if self.cfg.net.encoder == "gnn" else ("obs",),
+            step=self.steps,
+        )
+        return PPOPolicy(meta, self.cfg.net, self.groups, copy.deepcopy(self.actors), NODE_DIM)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "actors": self.actors.state_dict(),
+            "critics": self.critics.state_dict(),
+            "opt": self.opt.state_dict(),
+            "value_rms": self.value_rms.state_dict(),
+            "steps": self.steps,
+            "updates": self.updates,
+            "rng": rng_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.actors.load_state_dict(state["actors"])
+        self.critics.load_state_dict(state["critics"])
+        self.opt.load_state_dict(state["opt"])
+        self.value_rms.load_state_dict(state["value_rms"])
+        self.steps, self.updates = int(state["steps"]), int(state["updates"])
+        set_rng_state(state["rng"])
+        self.buf = None  # a resumed learner starts a fresh rollout

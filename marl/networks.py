@@ -1,0 +1,82 @@
+"""Small building blocks shared by the learners: MLPs, seat one-hots, masked distributions.
+
+Shape legend: ``B`` batch (copies × steps), ``A`` agents, ``O`` observation width,
+``N`` discrete actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+NEG_INF = -1e9  # logit of an illegal action (finite, so all-illegal rows stay NaN-free)
+
+
+def mlp(
+    in_dim: int,
+    hidden: Sequence[int],
+    out_dim: int,
+    activation: type[nn.Module] = nn.Tanh,
+    out_gain: float = 1.0,
+) -> nn.Sequential:
+    """``in_dim → hidden... → out_dim`` with orthogonal init (PPO practice, out layer scaled)."""
+    layers: list[nn.Module] = []
+    dims = [in_dim, *hidden]
+    for d_in, d_out in zip(dims[:-1], dims[1:], strict=True):
+        layers += [_ortho(nn.Linear(d_in, d_out), 2**0.5), activation()]
+    layers.append(_ortho(nn.Linear(dims[-1], out_dim), out_gain))
+    return nn.Sequential(*layers)
+
+
+def _ortho(layer: nn.Linear, gain: float) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+def masked_logits(logits_BN: torch.Tensor, legal_BN: torch.Tensor | None) -> torch.Tensor:
+    """Illegal actions get a logit of ``NEG_INF`` (rows with no legal action are left as is)."""
+    if legal_BN is None:
+        return logits_BN
+    legal_BN = legal_BN.bool()
+    any_legal_B = legal_BN.any(-1, keepdim=True)
+    return torch.where(legal_BN | ~any_legal_B, logits_BN, torch.full_like(logits_BN, NEG_INF))
+
+
+def one_hot_seats(index_B: torch.Tensor, num: int) -> torch.Tensor:
+    """``[B] → [B, num]`` float one-hot of seat (agent or role) indices."""
+    return nn.functional.one_hot(index_B.long(), num).float()
+
+
+class RunningMeanStd(nn.Module):
+    """Running mean/variance (parallel Welford), saved with the module's state_dict.
+
+    Used for value normalization (PopArt-free variant used by MAPPO, Yu et al. 2022).
+    """
+
+    def __init__(self, shape: Sequence[int] = (), eps: float = 1e-4) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(eps, dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        x = x.detach().to(torch.float64).reshape(-1, *self.mean.shape)
+        if x.shape[0] == 0:
+            return
+        b_mean, b_var, b_count = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+        delta = b_mean - self.mean
+        total = self.count + b_count
+        self.mean += delta * b_count / total
+        m2 = self.var * self.count + b_var * b_count + delta**2 * self.count * b_count / total
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        return ((x - self.mean) / torch.sqrt(self.var + 1e-8)).to(x.dtype)
+
+    def denormalize(self, x: torch.Tensor) -> torch.Tensor:
+        return (x * torch.sqrt(self.var + 1e-8) + self.mean).to(x.dtype)

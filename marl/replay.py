@@ -1,0 +1,275 @@
+"""Replay memory and VecStep stacking shared by the off-policy learners (VDN, QMIX, MADDPG).
+
+* :class:`ReplayBuffer` is a ring buffer of tensors on the learner's device: ``add`` writes
+  a batch of B transitions with one indexed assignment per field, ``sample`` draws a
+  minibatch with one ``torch.randint`` and tensor indexing (no per-sample Python loop).
+* :class:`AgentStacker` turns the per-agent dicts of a :class:`games.VecStep` into tensors
+  with an agent dimension (``obs [B, A, O]``), padding heterogeneous observation widths
+  (and action counts) to the largest one, and builds the "next" half of a transition:
+  ``final_obs`` / ``final_state`` where a copy's episode ended (so truncated episodes
+  bootstrap from their last observation) and a ``terminal`` flag that is set only when
+  the episode ended by the rules, never by a time limit.
+* :class:`Capabilities` is what a learner declares it supports (to be moved to
+  ``marl/core.py``).
+
+Shape legend: ``C`` capacity, ``B`` copies (envs), ``M`` minibatch, ``A`` agents,
+``O`` observation width (padded), ``N`` discrete actions (padded), ``S`` global state width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from games import GameSpec, VecStep
+
+FieldSpec = tuple[tuple[int, ...], torch.dtype]
+TEAM_REWARDS = ("mean", "sum")
+STATE_INPUTS = ("auto", "state", "obs")
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a learner supports; test matrices and launchers derive valid pairs from it.
+
+    Attributes:
+        discrete: discrete action spaces (with legal masks).
+        continuous: continuous (box) action spaces.
+        on_policy: trains on fresh rollouts only (False: replay buffer).
+        turn_based: turn-based games (one agent acting at a time).
+        centralized_critic: uses global information (state or all observations) in training.
+    """
+
+    discrete: bool
+    continuous: bool
+    on_policy: bool
+    turn_based: bool
+    centralized_critic: bool
+
+    def check(self, spec: GameSpec, agents: Sequence[str], learner: str) -> None:
+        """Raise ``ValueError`` when ``spec`` needs something this learner lacks."""
+        if not spec.simultaneous and not self.turn_based:
+            raise ValueError(
+                f"{learner} supports simultaneous-move games only; {spec.name} is turn-based"
+            )
+        kinds = {spec.action_spaces[a].kind for a in agents}
+        for kind, ok in (("discrete", self.discrete), ("continuous", self.continuous)):
+            if kind in kinds and not ok:
+                raise ValueError(f"{learner} does not support {kind} actions ({spec.name})")
+        if len(kinds) > 1:
+            raise ValueError(
+                f"{learner}: agents {list(agents)} of {spec.name} mix discrete and continuous "
+                "actions; give each kind its own learner"
+            )
+
+
+def check_choice(where: str, value: Any, accepted: Iterable[Any]) -> None:
+    """One-line ``ValueError`` naming ``where``, the bad ``value`` and the accepted ones."""
+    accepted = tuple(accepted)
+    if value not in accepted:
+        raise ValueError(f"{where}={value!r} is not supported; accepted: {list(accepted)}")
+
+
+def check_agents(spec: GameSpec, agents: Sequence[str] | None, learner: str) -> tuple[str, ...]:
+    """The controlled seats (all of them by default), validated against ``spec``."""
+    agents = tuple(agents) if agents is not None else spec.agent_ids
+    unknown = [a for a in agents if a not in spec.agent_ids]
+    if unknown or not agents:
+        raise ValueError(
+            f"{learner}: agents {list(agents)} are not seats of {spec.name}; "
+            f"seats: {list(spec.agent_ids)}"
+        )
+    return agents
+
+
+class ReplayBuffer:
+    """Fixed-capacity FIFO of transitions, stored as one tensor per field on ``device``.
+
+    Args:
+        capacity: C, the number of transitions kept (the oldest are overwritten).
+        fields: ``{name: (trailing shape, dtype)}``; every ``add`` must give all of them.
+    """
+
+    def __init__(
+        self, capacity: int, fields: Mapping[str, FieldSpec], device: torch.device | str = "cpu"
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"replay capacity must be >= 1, got {capacity}")
+        self.capacity = capacity
+        self.device = torch.device(device)
+        self.data: dict[str, Tensor] = {
+            k: torch.zeros((capacity, *shape), dtype=dtype, device=self.device)
+            for k, (shape, dtype) in fields.items()
+        }
+        self.pos = 0  # next row to write
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, batch: Mapping[str, Tensor]) -> None:
+        """Append ``B`` transitions: ``batch[field]`` is ``[B, *shape]``."""
+        if set(batch) != set(self.data):
+            raise ValueError(f"replay add: fields {sorted(batch)} != {sorted(self.data)}")
+        n = next(iter(batch.values())).shape[0]
+        keep = min(n, self.capacity)  # only the last C of an oversized batch survive
+        rows = (self.pos + n - keep + torch.arange(keep, device=self.device)) % self.capacity
+        for k, v in batch.items():
+            self.data[k][rows] = v[n - keep :].to(self.device, self.data[k].dtype)
+        self.pos = (self.pos + n) % self.capacity
+        self.size = min(self.size + n, self.capacity)
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> dict[str, Tensor]:
+        """``batch_size`` transitions drawn uniformly with replacement (``[M, *shape]``)."""
+        if self.size == 0:
+            raise ValueError("replay sample: the buffer is empty")
+        idx_M = torch.randint(self.size, (batch_size,), generator=generator).to(self.device)
+        return {k: v[idx_M] for k, v in self.data.items()}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Contents and write position (tensors share storage with the buffer)."""
+        data = {k: v[: self.size] for k, v in self.data.items()}
+        return {"data": data, "pos": self.pos, "size": self.size}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        size = int(state["size"])
+        if size > self.capacity:
+            raise ValueError(f"replay state holds {size} rows > capacity {self.capacity}")
+        for k, v in self.data.items():
+            v[:size] = state["data"][k].to(self.device, v.dtype)
+        self.pos, self.size = int(state["pos"]), size
+
+
+class AgentStacker:
+    """Stacks per-agent VecStep arrays over the agent dimension, as tensors on ``device``.
+
+    Args:
+        spec: the game.
+        agents: the A controlled seats, in this order along the agent dimension.
+        state_input: what the global input is: ``state`` (``vs.state``), ``obs`` (all
+            seats' observations concatenated) or ``auto`` (state when the game has one).
+        team_reward: how the controlled agents' rewards become one team reward.
+    """
+
+    def __init__(
+        self,
+        spec: GameSpec,
+        agents: Sequence[str],
+        device: torch.device,
+        state_input: str = "auto",
+        team_reward: str = "mean",
+    ) -> None:
+        check_choice("state_input", state_input, STATE_INPUTS)
+        check_choice("team_reward", team_reward, TEAM_REWARDS)
+        if state_input == "state" and spec.state_shape is None:
+            raise ValueError(f"state_input='state' but {spec.name} has no global state")
+        self.spec, self.agents, self.device = spec, tuple(agents), device
+        self.use_state = state_input == "state" or (
+            state_input == "auto" and spec.state_shape is not None
+        )
+        self.team_reward = team_reward
+        self.obs_width = max(int(np.prod(spec.obs_shapes[a])) for a in self.agents)
+        spaces = [spec.action_spaces[a] for a in self.agents]
+        self.num_actions = max((sp.n for sp in spaces if sp.discrete), default=0)
+        real = np.zeros((len(self.agents), self.num_actions), bool)  # [A, N] unpadded actions
+        for i, sp in enumerate(spaces):
+            real[i, : sp.n] = True
+        self.real_actions = torch.as_tensor(real, device=device)
+        self.state_width = (
+            int(np.prod(spec.state_shape))
+            if self.use_state
+            else sum(int(np.prod(spec.obs_shapes[a])) for a in spec.agent_ids)
+        )
+
+    def _tensor(self, x: np.ndarray, dtype: torch.dtype = torch.float32) -> Tensor:
+        return torch.as_tensor(x, dtype=dtype, device=self.device)
+
+    def obs(self, obs: Mapping[str, np.ndarray]) -> Tensor:
+        """``[B, A, O]`` float observations, zero-padded to the widest agent."""
+        cols = [obs[a].reshape(obs[a].shape[0], -1) for a in self.agents]
+        B = cols[0].shape[0]
+        out = np.zeros((B, len(cols), self.obs_width), np.float32)
+        for i, c in enumerate(cols):  # one copy per agent (A is small), no per-sample work
+            out[:, i, : c.shape[1]] = c
+        return self._tensor(out)
+
+    def legal(self, vs: VecStep) -> Tensor:
+        """``[B, A, N]`` bool legal masks; padded actions are never legal.
+
+        Rows of agents that do not act (no legal action) allow every real action, so the
+        placeholder actions chosen there are valid ids (the game ignores them).
+        """
+        B = vs.done.shape[0]
+        out = np.zeros((B, len(self.agents), self.num_actions), bool)
+        for i, a in enumerate(self.agents):
+            out[:, i, : vs.legal[a].shape[1]] = vs.legal[a]
+        legal = self._tensor(out, torch.bool)
+        return torch.where(legal.any(-1, keepdim=True), legal, self.real_actions)
+
+    def acting(self, vs: VecStep) -> Tensor:
+        """``[B, A]`` bool, copies where each agent acts now."""
+        return self._tensor(np.stack([vs.acting[a] for a in self.agents], 1), torch.bool)
+
+    def state(self, vs: VecStep, final: bool = False) -> Tensor:
+        """``[B, S]`` global input: ``vs.state`` (or ``final_state``) or all observations."""
+        if self.use_state:
+            st = vs.final_state if final else vs.state
+            if st is None:
+                raise ValueError(
+                    f"{self.spec.name}: the learner reads the global state but the VecStep has "
+                    "none; build the VectorGame with with_state=True (or use state_input='obs')"
+                )
+            return self._tensor(st.reshape(st.shape[0], -1))
+        src = vs.final_obs if final else vs.obs
+        flat = [src[a].reshape(src[a].shape[0], -1) for a in self.spec.agent_ids]
+        return self._tensor(np.concatenate(flat, 1))
+
+    def rewards(self, vs: VecStep) -> Tensor:
+        """``[B, A]`` float rewards of the controlled agents."""
+        return self._tensor(np.stack([vs.rewards[a] for a in self.agents], 1))
+
+    def team(self, rewards_BA: Tensor) -> Tensor:
+        """``[B]`` team reward: mean or sum over the controlled agents."""
+        return rewards_BA.mean(1) if self.team_reward == "mean" else rewards_BA.sum(1)
+
+    def terminal(self, vs: VecStep) -> Tensor:
+        """``[B]`` float, 1 where the episode ended by the rules (no bootstrap).
+
+        A copy whose episode was cut by a time limit (an agent truncated and not
+        terminated) bootstraps from its final observation.
+        """
+        trunc = np.stack([vs.truncated[a] & ~vs.terminated[a] for a in self.agents], 1).any(1)
+        return self._tensor(vs.done & ~trunc)
+
+    def next_fields(self, vs: VecStep, with_state: bool) -> dict[str, Tensor]:
+        """The "next" half of the transitions that ended in ``vs``.
+
+        Where a copy's episode ended, ``vs.obs`` already belongs to the next episode, so
+        ``next_obs`` / ``next_state`` come from ``final_obs`` / ``final_state`` and every
+        action counts as legal (the game reports no legal mask after the end; only a
+        truncated episode reads them, to bootstrap).
+        """
+        done_B = self._tensor(vs.done, torch.bool)
+        nxt = self.obs(vs.obs)
+        if vs.done.any():
+            nxt = torch.where(done_B[:, None, None], self.obs(vs.final_obs), nxt)
+        out = {
+            "next_obs": nxt,
+            "next_acting": self.acting(vs) | done_B[:, None],
+            "terminal": self.terminal(vs),
+        }
+        if self.num_actions:
+            out["next_legal"] = torch.where(
+                done_B[:, None, None], self.real_actions, self.legal(vs)
+            )
+        if with_state:
+            st = self.state(vs)
+            if vs.done.any():
+                st = torch.where(done_B[:, None], self.state(vs, final=True), st)
+            out["next_state"] = st
+        return out

@@ -1,0 +1,197 @@
+"""Training and evaluation loops over ``games.VectorGame`` for any :class:`~marl.core.Learner`.
+
+``train`` steps B copies of a game, lets the learner act for its seats and fixed
+policies (opponents) act for the others, feeds outcomes back, updates whenever the
+learner is ready, and periodically evaluates the learner's policy against a baseline
+(uniformly random by default). ``evaluate`` plays policies in their seats and reports
+mean returns per agent, role and team.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from games import GameSpec, VecStep, VectorGame
+from marl.core import Learner, Policy, PolicyMeta
+
+log = logging.getLogger(__name__)
+
+
+class RandomPolicy(Policy):
+    """Uniformly random legal actions (uniform in the box for continuous agents)."""
+
+    def __init__(self, spec: GameSpec, seed: int = 0) -> None:
+        self.meta = PolicyMeta.from_spec("random", spec, spec.agent_ids)
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
+        space = self.meta.action_space(agent)
+        B = vs.done.shape[0]
+        if not space.discrete:
+            return self.rng.uniform(space.low, space.high, (B, *space.shape)).astype(np.float32)
+        legal = vs.legal[agent] | ~vs.legal[agent].any(1, keepdims=True)
+        return (self.rng.random(legal.shape) * legal).argmax(1)
+
+    def action_probs(self, agent: str, vs: VecStep) -> np.ndarray:
+        legal = vs.legal[agent].astype(np.float64)
+        return legal / np.maximum(legal.sum(1, keepdims=True), 1.0)
+
+    def payload(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def from_payload(cls, meta: PolicyMeta, payload: dict[str, Any]) -> Policy:
+        raise NotImplementedError("random policies are rebuilt from a game spec")
+
+
+@dataclass
+class EvalResult:
+    """Mean episode return per agent, role and team over ``episodes`` episodes."""
+
+    episodes: int
+    per_agent: dict[str, float]
+    per_role: dict[str, float]
+    per_team: dict[str, float]
+
+
+def evaluate(
+    vg: VectorGame,
+    seats: Mapping[str, Policy],
+    episodes: int,
+    greedy: bool = False,
+) -> EvalResult:
+    """Play ``episodes`` episodes on a fresh reset of ``vg`` with ``seats[agent]`` acting."""
+    spec = vg.spec
+    missing = set(spec.agent_ids) - set(seats)
+    if missing:
+        raise ValueError(f"evaluate: no policy for seats {sorted(missing)}")
+    vs = vg.reset()
+    finished: dict[str, list[float]] = {a: [] for a in spec.agent_ids}
+    while len(finished[spec.agent_ids[0]]) < episodes:
+        vs = vg.step({a: seats[a].act(a, vs, greedy=greedy) for a in spec.agent_ids})
+        for b in np.flatnonzero(vs.done):
+            for a in spec.agent_ids:
+                finished[a].append(float(vs.episode_return[a][b]))
+    per_agent = {a: float(np.mean(r[:episodes])) for a, r in finished.items()}
+
+    def group(key: Callable[[Any], str]) -> dict[str, float]:
+        out: dict[str, list[float]] = {}
+        for ag in spec.agents:
+            out.setdefault(key(ag), []).append(per_agent[ag.id])
+        return {k: float(np.mean(v)) for k, v in out.items()}
+
+    return EvalResult(episodes, per_agent, group(lambda ag: ag.role), group(lambda ag: ag.team))
+
+
+@dataclass
+class TrainResult:
+    """What a training run did: frames, updates, metrics history and evaluations."""
+
+    frames: int
+    updates: int
+    seconds: float
+    metrics: list[dict[str, float]] = field(default_factory=list)
+    evals: list[tuple[int, EvalResult]] = field(default_factory=list)
+    episode_returns: list[float] = field(default_factory=list)
+
+
+def train(
+    learner: Learner,
+    vg: VectorGame,
+    frames: int,
+    opponents: Mapping[str, Policy] | None = None,
+    eval_every: int = 0,
+    eval_episodes: int = 32,
+    eval_game: VectorGame | None = None,
+    progress: bool = True,
+    on_update: Callable[[int, dict[str, float]], None] | None = None,
+) -> TrainResult:
+    """Train ``learner`` for ``frames`` joint steps (one frame = one step of one copy).
+
+    Args:
+        opponents: fixed policies for the seats the learner does not control.
+        eval_every: evaluate the learner's policy every this many frames (0: never) on
+            ``eval_game`` (default: a new copy of ``vg``'s game), the other seats played
+            by ``opponents`` or uniformly random policies.
+        on_update: called with (frames, metrics) after each update (logging hooks).
+    """
+    opponents = dict(opponents or {})
+    free = set(vg.spec.agent_ids) - set(learner.agents) - set(opponents)
+    if free:
+        raise ValueError(f"train: seats {sorted(free)} have neither the learner nor an opponent")
+    result = TrainResult(0, 0, 0.0)
+    start = time.perf_counter()
+    bar = tqdm(total=frames, disable=not progress, unit="frame", dynamic_ncols=True)
+    vs = vg.reset()
+    next_eval = eval_every
+    mine = learner.agents
+    while result.frames < frames:
+        actions = learner.act(vs)
+        for a, pol in opponents.items():
+            actions[a] = pol.act(a, vs)
+        vs = vg.step(actions)
+        learner.observe(vs)
+        result.frames += vg.num_envs
+        bar.update(vg.num_envs)
+        for b in np.flatnonzero(vs.done):
+            result.episode_returns.append(float(np.mean([vs.episode_return[a][b] for a in mine])))
+        if learner.ready():
+            metrics = learner.update()
+            result.updates += 1
+            recent = result.episode_returns[-50:]
+            if recent:
+                metrics["charts/episode_return"] = float(np.mean(recent))
+            metrics["charts/frames"] = float(result.frames)
+            result.metrics.append(metrics)
+            bar.set_postfix(ret=f"{metrics.get('charts/episode_return', float('nan')):.2f}")
+            if on_update is not None:
+                on_update(result.frames, metrics)
+        if eval_every and result.frames >= next_eval:
+            next_eval += eval_every
+            result.evals.append(
+                (
+                    result.frames,
+                    evaluate_learner(learner, eval_game or _fresh(vg), opponents, eval_episodes),
+                )
+            )
+    bar.close()
+    result.seconds = time.perf_counter() - start
+    log.info(
+        "trained %d frames in %.1fs (%d updates)", result.frames, result.seconds, result.updates
+    )
+    return result
+
+
+def _fresh(vg: VectorGame) -> VectorGame:
+    """A new VectorGame of the same game, on seeds the training copies do not use."""
+    return VectorGame(
+        vg.factory,
+        vg.num_envs,
+        seed=10_000 + (vg.seed or 0),
+        with_state=vg.with_state,
+        with_graphs=vg.with_graphs,
+    )
+
+
+def evaluate_learner(
+    learner: Learner,
+    vg: VectorGame,
+    opponents: Mapping[str, Policy] | None = None,
+    episodes: int = 32,
+    greedy: bool = False,
+) -> EvalResult:
+    """The learner's current policy in its seats, ``opponents`` (or random) elsewhere."""
+    pol = learner.policy()
+    rnd = RandomPolicy(vg.spec, seed=1)
+    seats = {
+        a: (pol if a in learner.agents else (opponents or {}).get(a, rnd))
+        for a in vg.spec.agent_ids
+    }
+    return evaluate(vg, seats, episodes, greedy=greedy)

@@ -1,0 +1,456 @@
+"""Value decomposition: VDN (Sunehag et al., 2018) and QMIX (Rashid et al., 2018).
+
+Every controlled agent ``a`` has a utility ``Q_a(o_a, u_a)``, computed by one network shared
+by all agents (the agent's one-hot id is appended to its observation). A *mixer* turns the
+utilities of the chosen actions into the team value ``Q_tot``, trained by TD on the team
+reward (mean or sum of the controlled agents' rewards):
+
+* ``vdn``:  ``Q_tot = sum_a Q_a``.
+* ``qmix``: ``Q_tot = f_s(Q_1, ..., Q_A)``, a two-layer network whose weights are produced
+  by hypernetworks from the global state ``s`` and made non-negative (``abs``), so
+  ``Q_tot`` is monotone in every ``Q_a``.
+
+Both keep ``argmax Q_tot`` equal to the per-agent argmaxes, so agents act greedily on their
+own utilities (decentralized execution). Targets use double Q-learning (the online network
+picks ``u'``, the target network evaluates it), illegal actions are masked in action
+selection and in the target max, and a transition bootstraps unless its episode
+*terminated* (a truncated episode bootstraps from ``final_obs`` / ``final_state``).
+Exploration is ε-greedy over legal actions with ε decaying linearly in frames.
+
+Known limitation: both mixers are monotone, so they cannot represent payoffs where one
+agent's best action depends on the other's (non-monotonic games such as the climbing
+game). With uniform data the best monotone fit of climbing prefers (2, 2) over the optimum
+(0, 0), and ε-greedy VDN/QMIX settle on (2, 2) or (1, 2). ``optimistic_weight`` < 1 scales
+down the TD loss of samples whose ``Q_tot`` overestimates the target (the optimistic
+weighting of OW-QMIX, Rashid et al. 2020, without its unrestricted ``Q*``), which lets
+QMIX find (0, 0) there.
+
+Shape legend: ``B`` copies or minibatch, ``A`` controlled agents, ``O`` observation width
+(padded to the widest agent), ``N`` actions (padded), ``S`` global-state width,
+``E`` mixing embedding width.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from games import GameSpec, VecStep
+from marl.core import (
+    CheckpointError,
+    Learner,
+    Policy,
+    PolicyMeta,
+    register_policy,
+    resolve_device,
+    rng_state,
+    set_rng_state,
+)
+from marl.networks import masked_logits, mlp
+from marl.replay import (
+    STATE_INPUTS,
+    TEAM_REWARDS,
+    AgentStacker,
+    Capabilities,
+    ReplayBuffer,
+    check_agents,
+    check_choice,
+)
+
+TARGET_UPDATES = ("hard", "polyak")
+LOSSES = ("mse", "huber")
+
+
+@dataclass
+class ValueDecompConfig:
+    """Hyperparameters of VDN / QMIX (defaults: pymarl's QMIX, scaled to small games)."""
+
+    mixer: str = "qmix"  # how utilities become Q_tot: "vdn" (sum) or "qmix" (monotone hypernet)
+    hidden: tuple[int, ...] = (64, 64)  # hidden widths of the shared agent Q network
+    mixing_embed_dim: int = 32  # QMIX: width E of the mixing network's hidden layer
+    hypernet_hidden: int = 64  # QMIX: hidden width of the hypernetworks producing mixer weights
+    state_input: str = "auto"  # QMIX mixer input: "state", "obs" (all obs concatenated), "auto"
+    team_reward: str = "mean"  # team reward from the controlled agents' rewards: "mean" or "sum"
+    gamma: float = 0.99  # discount factor
+    lr: float = 5e-4  # Adam learning rate (agent network and mixer)
+    batch_size: int = 128  # transitions per gradient step
+    buffer_size: int = 50_000  # replay capacity in transitions (one per copy and step)
+    learning_starts: int = 1_000  # frames collected before the first update
+    train_every: int = 1  # vector steps between updates (one gradient step each)
+    double_q: bool = True  # the online network picks the target action, the target evaluates
+    target_update: str = "hard"  # "hard" copy every target_update_interval, or "polyak"
+    target_update_interval: int = 200  # updates between hard target copies
+    tau: float = 0.005  # Polyak rate: target <- tau * online + (1 - tau) * target
+    eps_start: float = 1.0  # ε of ε-greedy exploration at frame 0
+    eps_end: float = 0.05  # ε after eps_decay_frames
+    eps_decay_frames: int = 20_000  # frames over which ε decays linearly
+    loss: str = "mse"  # TD loss: "mse" or "huber"
+    optimistic_weight: float = 1.0  # TD-loss weight where Q_tot > target (OW-QMIX; 1: plain)
+    max_grad_norm: float = 10.0  # gradient clipping (global norm)
+    seed: int = 0  # seeds network init, exploration and minibatch sampling
+    checkpoint_buffer: bool = True  # include the replay contents in state_dict()
+
+    def validate(self) -> None:
+        check_choice("ValueDecompConfig.mixer", self.mixer, MIXERS)
+        check_choice("ValueDecompConfig.state_input", self.state_input, STATE_INPUTS)
+        check_choice("ValueDecompConfig.team_reward", self.team_reward, TEAM_REWARDS)
+        check_choice("ValueDecompConfig.target_update", self.target_update, TARGET_UPDATES)
+        check_choice("ValueDecompConfig.loss", self.loss, LOSSES)
+        for name in ("batch_size", "buffer_size", "train_every", "target_update_interval"):
+            if getattr(self, name) < 1:
+                raise ValueError(
+                    f"ValueDecompConfig.{name} must be >= 1, got {getattr(self, name)}"
+                )
+        if not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"ValueDecompConfig.tau must be in (0, 1], got {self.tau}")
+        if self.optimistic_weight <= 0.0:
+            raise ValueError(
+                f"ValueDecompConfig.optimistic_weight must be > 0, got {self.optimistic_weight}"
+            )
+
+
+# ----------------------------------------------------------------------------- mixing math
+def vdn_mix(q_BA: Tensor) -> Tensor:
+    """VDN: ``[B, A]`` chosen utilities → ``[B]`` team value (their sum)."""
+    return q_BA.sum(-1)
+
+
+def qmix_mix(q_BA: Tensor, w1_BAE: Tensor, b1_BE: Tensor, w2_BE: Tensor, v_B: Tensor) -> Tensor:
+    """QMIX: ``Q_tot = elu(q @ |W1| + b1) @ |W2| + V`` → ``[B]``, monotone in every ``q``."""
+    hidden_BE = F.elu(torch.einsum("ba,bae->be", q_BA, w1_BAE.abs()) + b1_BE)
+    return (hidden_BE * w2_BE.abs()).sum(-1) + v_B
+
+
+class VDNMixer(nn.Module):
+    """Sum of utilities; ignores the state."""
+
+    def forward(self, q_BA: Tensor, state_BS: Tensor | None) -> Tensor:
+        return vdn_mix(q_BA)
+
+
+def _two_layer(d_in: int, d_hidden: int, d_out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(d_in, d_hidden), nn.ReLU(), nn.Linear(d_hidden, d_out))
+
+
+class QMixer(nn.Module):
+    """Hypernetworks map the state to the weights of a monotone mixing network.
+
+    PyTorch's default (uniform fan-in) init keeps ``dQ_tot/dQ_a`` near 0.6 at the start;
+    orthogonal init of the hypernetworks gives ~3 per agent and destabilizes bootstrapping.
+    """
+
+    def __init__(self, n_agents: int, state_dim: int, embed_dim: int, hyper_hidden: int) -> None:
+        super().__init__()
+        self.n_agents, self.embed_dim = n_agents, embed_dim
+        self.hyper_w1 = _two_layer(state_dim, hyper_hidden, n_agents * embed_dim)
+        self.hyper_b1 = nn.Linear(state_dim, embed_dim)
+        self.hyper_w2 = _two_layer(state_dim, hyper_hidden, embed_dim)
+        self.value = _two_layer(state_dim, embed_dim, 1)
+
+    def forward(self, q_BA: Tensor, state_BS: Tensor | None) -> Tensor:
+        assert state_BS is not None, "QMIX needs a global state"
+        B = q_BA.shape[0]
+        w1 = self.hyper_w1(state_BS).view(B, self.n_agents, self.embed_dim)
+        return qmix_mix(
+            q_BA, w1, self.hyper_b1(state_BS), self.hyper_w2(state_BS), self.value(state_BS)[:, 0]
+        )
+
+
+MIXERS: dict[str, Callable[[int, int, ValueDecompConfig], nn.Module]] = {
+    "vdn": lambda A, S, cfg: VDNMixer(),
+    "qmix": lambda A, S, cfg: QMixer(A, S, cfg.mixing_embed_dim, cfg.hypernet_hidden),
+}
+
+
+class AgentQNetwork(nn.Module):
+    """Shared utility network: ``[obs, one-hot agent id] → Q`` over the N (padded) actions."""
+
+    def __init__(self, obs_dim: int, n_agents: int, n_actions: int, hidden: Sequence[int]) -> None:
+        super().__init__()
+        self.n_agents = n_agents
+        self.net = mlp(obs_dim + n_agents, hidden, n_actions, nn.ReLU)
+
+    def forward(self, obs_BAO: Tensor) -> Tensor:
+        """``[B, A, O] → [B, A, N]`` utilities of every agent."""
+        B, A, _ = obs_BAO.shape
+        ids = torch.eye(A, device=obs_BAO.device).expand(B, A, A)
+        return self.net(torch.cat([obs_BAO, ids], -1))
+
+    def forward_agent(self, obs_BO: Tensor, index: int) -> Tensor:
+        """``[B, O] → [B, N]`` utilities of the agent in slot ``index``."""
+        ids = torch.zeros(obs_BO.shape[0], self.n_agents, device=obs_BO.device)
+        ids[:, index] = 1.0
+        return self.net(torch.cat([obs_BO, ids], -1))
+
+
+def epsilon_greedy(
+    q_BAN: Tensor, legal_BAN: Tensor, epsilon: float, gen: torch.Generator | None
+) -> Tensor:
+    """``[B, A]`` actions: greedy over legal actions, uniform legal with probability ε."""
+    greedy_BA = masked_logits(q_BAN, legal_BAN).argmax(-1)
+    if epsilon <= 0.0:
+        return greedy_BA
+    B, A, N = q_BAN.shape
+    noise = torch.rand(B, A, N, generator=gen).to(q_BAN.device)
+    random_BA = ((noise + 1.0) * legal_BAN).argmax(-1)  # uniform over the legal actions
+    explore_BA = torch.rand(B, A, generator=gen).to(q_BAN.device) < epsilon
+    return torch.where(explore_BA, random_BA, greedy_BA)
+
+
+# ---------------------------------------------------------------------------------- policy
+@register_policy("vdn")
+@register_policy("qmix")
+class ValueDecompPolicy(Policy):
+    """Greedy (or ε-greedy) actions on a snapshot of the shared agent Q network (on CPU)."""
+
+    def __init__(
+        self, meta: PolicyMeta, qnet: AgentQNetwork, epsilon: float = 0.0, seed: int = 0
+    ) -> None:
+        self.meta, self.qnet = meta, qnet.cpu().eval()
+        self.epsilon, self.seed = float(epsilon), int(seed)
+        self.gen = torch.Generator().manual_seed(self.seed)
+        self.index = {a: i for i, a in enumerate(meta.agents)}
+        self.obs_width = self.qnet.net[0].in_features - len(meta.agents)
+        self.num_actions = self.qnet.net[-1].out_features
+
+    @torch.no_grad()
+    def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
+        """``[B]`` int64 actions of ``agent`` (ε-greedy with the snapshot's ε unless greedy)."""
+        obs = vs.obs[agent].reshape(vs.obs[agent].shape[0], -1)
+        obs_BO = torch.zeros(obs.shape[0], self.obs_width)
+        obs_BO[:, : obs.shape[1]] = torch.as_tensor(obs)
+        legal_BN = torch.zeros(obs.shape[0], self.num_actions, dtype=torch.bool)
+        n = self.meta.action_space(agent).n
+        legal_BN[:, :n] = torch.as_tensor(vs.legal[agent])
+        legal_BN[~legal_BN.any(-1), :n] = True  # placeholder rows: any real action
+        q_BN = self.qnet.forward_agent(obs_BO, self.index[agent])
+        eps = 0.0 if greedy else self.epsilon
+        return epsilon_greedy(q_BN[:, None], legal_BN[:, None], eps, self.gen)[:, 0].numpy()
+
+    def payload(self) -> dict[str, Any]:
+        hidden = [m.out_features for m in self.qnet.net if isinstance(m, nn.Linear)][:-1]
+        return {
+            "qnet": self.qnet.state_dict(),
+            "obs_width": self.obs_width,
+            "num_actions": self.num_actions,
+            "hidden": hidden,
+            "epsilon": self.epsilon,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_payload(cls, meta: PolicyMeta, payload: dict[str, Any]) -> ValueDecompPolicy:
+        qnet = AgentQNetwork(
+            payload["obs_width"], len(meta.agents), payload["num_actions"], payload["hidden"]
+        )
+        qnet.load_state_dict(payload["qnet"])
+        return cls(meta, qnet, payload["epsilon"], payload["seed"])
+
+
+# --------------------------------------------------------------------------------- learner
+class ValueDecomp(Learner):
+    """VDN or QMIX (``config.mixer``) for the cooperative seats ``agents`` of a game.
+
+    Example::
+
+        vg = VectorGame("matrix/climbing", num_envs=8, with_state=True)
+        learner = ValueDecomp(vg.spec, ValueDecompConfig(mixer="qmix"))
+        train(learner, vg, frames=20_000)
+        learner.policy().save("qmix.pt")
+    """
+
+    CAPABILITIES = Capabilities(
+        discrete=True, continuous=False, on_policy=False, turn_based=False, centralized_critic=True
+    )
+
+    def __init__(
+        self,
+        spec: GameSpec,
+        config: ValueDecompConfig | None = None,
+        agents: Sequence[str] | None = None,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        self.cfg = cfg = config or ValueDecompConfig()
+        cfg.validate()
+        name = cfg.mixer.upper()
+        self.spec = spec
+        self.agents = check_agents(spec, agents, name)
+        self.CAPABILITIES.check(spec, self.agents, name)
+        self.device = resolve_device(device)
+        self.stack = AgentStacker(spec, self.agents, self.device, cfg.state_input, cfg.team_reward)
+        self.uses_state = cfg.mixer == "qmix"
+        A, O, N = len(self.agents), self.stack.obs_width, self.stack.num_actions
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed)
+            self.qnet = AgentQNetwork(O, A, N, cfg.hidden).to(self.device)
+            self.mixer = MIXERS[cfg.mixer](A, self.stack.state_width, cfg).to(self.device)
+        self.target_qnet = copy.deepcopy(self.qnet).requires_grad_(False)
+        self.target_mixer = copy.deepcopy(self.mixer).requires_grad_(False)
+        self.params = [*self.qnet.parameters(), *self.mixer.parameters()]
+        self.optimizer = torch.optim.Adam(self.params, lr=cfg.lr)
+        fields = {
+            "obs": ((A, O), torch.float32),
+            "action": ((A,), torch.int64),
+            "acting": ((A,), torch.bool),
+            "reward": ((), torch.float32),
+            "next_obs": ((A, O), torch.float32),
+            "next_acting": ((A,), torch.bool),
+            "next_legal": ((A, N), torch.bool),
+            "terminal": ((), torch.float32),
+        }
+        if self.uses_state:
+            S = self.stack.state_width
+            fields |= {"state": ((S,), torch.float32), "next_state": ((S,), torch.float32)}
+        self.buffer = ReplayBuffer(cfg.buffer_size, fields, self.device)
+        self.act_gen = torch.Generator().manual_seed(cfg.seed + 1)
+        self.sample_gen = torch.Generator().manual_seed(cfg.seed + 2)
+        self.frames = self.updates = self.steps_since_update = 0
+        self._pending: dict[str, Tensor] | None = None
+
+    @property
+    def epsilon(self) -> float:
+        """ε now: linear from ``eps_start`` to ``eps_end`` over ``eps_decay_frames``."""
+        cfg = self.cfg
+        frac = min(1.0, self.frames / max(1, cfg.eps_decay_frames))
+        return cfg.eps_start + frac * (cfg.eps_end - cfg.eps_start)
+
+    # ----------------------------------------------------------------- acting / data
+    @torch.no_grad()
+    def act(self, vs: VecStep, greedy: bool = False) -> dict[str, np.ndarray]:
+        """ε-greedy actions of every controlled agent (``greedy``: no exploration, no record)."""
+        obs_BAO, legal_BAN = self.stack.obs(vs.obs), self.stack.legal(vs)
+        q_BAN = self.qnet(obs_BAO)
+        actions_BA = epsilon_greedy(q_BAN, legal_BAN, 0.0 if greedy else self.epsilon, self.act_gen)
+        if not greedy:
+            self._pending = {"obs": obs_BAO, "action": actions_BA, "acting": self.stack.acting(vs)}
+            if self.uses_state:
+                self._pending["state"] = self.stack.state(vs)
+        out = actions_BA.cpu().numpy()
+        return {a: out[:, i] for i, a in enumerate(self.agents)}
+
+    def observe(self, vs: VecStep) -> None:
+        if self._pending is None:
+            raise RuntimeError("observe() called without a preceding act()")
+        team_B = self.stack.team(self.stack.rewards(vs))
+        nxt = self.stack.next_fields(vs, with_state=self.uses_state)
+        self.buffer.add({**self._pending, "reward": team_B, **nxt})
+        self._pending = None
+        self.frames += int(vs.done.shape[0])
+        self.steps_since_update += 1
+
+    def ready(self) -> bool:
+        cfg = self.cfg
+        return (
+            len(self.buffer) >= max(cfg.batch_size, cfg.learning_starts)
+            and self.steps_since_update >= cfg.train_every
+        )
+
+    # ------------------------------------------------------------------------ update
+    def update(self) -> dict[str, float]:
+        """One TD gradient step on a replay minibatch, then the target-network update."""
+        cfg = self.cfg
+        b = self.buffer.sample(cfg.batch_size, self.sample_gen)
+        state, next_state = b.get("state"), b.get("next_state")
+
+        q_BAN = self.qnet(b["obs"])
+        q_taken_BA = q_BAN.gather(-1, b["action"][..., None])[..., 0] * b["acting"]
+        q_tot_B = self.mixer(q_taken_BA, state)
+        with torch.no_grad():
+            next_target_BAN = self.target_qnet(b["next_obs"])
+            chooser_BAN = self.qnet(b["next_obs"]) if cfg.double_q else next_target_BAN
+            next_a_BA = masked_logits(chooser_BAN, b["next_legal"]).argmax(-1)
+            next_q_BA = next_target_BAN.gather(-1, next_a_BA[..., None])[..., 0]
+            next_tot_B = self.target_mixer(next_q_BA * b["next_acting"], next_state)
+            target_B = b["reward"] + cfg.gamma * (1.0 - b["terminal"]) * next_tot_B
+        td_B = q_tot_B - target_B
+        per_sample_B = (
+            td_B.pow(2)
+            if cfg.loss == "mse"
+            else F.smooth_l1_loss(q_tot_B, target_B, reduction="none")
+        )
+        weight_B = torch.where(td_B > 0, cfg.optimistic_weight, 1.0)
+        loss = (weight_B.detach() * per_sample_B).mean()
+
+        self.optimizer.zero_grad()
+        loss.backward()
+        grad_norm = nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
+        self.optimizer.step()
+        self.updates += 1
+        self.steps_since_update = 0
+        self._update_targets()
+        return {
+            "losses/td_loss": float(loss.detach()),
+            "losses/q_tot": float(q_tot_B.detach().mean()),
+            "losses/q_values": float(q_taken_BA.detach().mean()),
+            "losses/target": float(target_B.mean()),
+            "losses/abs_td_error": float(td_B.detach().abs().mean()),
+            "losses/grad_norm": float(grad_norm),
+            "charts/epsilon": self.epsilon,
+            "charts/buffer_size": float(len(self.buffer)),
+            "charts/updates": float(self.updates),
+        }
+
+    @torch.no_grad()
+    def _update_targets(self) -> None:
+        pairs = ((self.qnet, self.target_qnet), (self.mixer, self.target_mixer))
+        if self.cfg.target_update == "polyak":
+            for online, target in pairs:
+                for p, tp in zip(online.parameters(), target.parameters(), strict=True):
+                    tp.lerp_(p, self.cfg.tau)
+        elif self.updates % self.cfg.target_update_interval == 0:
+            for online, target in pairs:
+                target.load_state_dict(online.state_dict())
+
+    # ----------------------------------------------------------------- snapshots
+    def policy(self, epsilon: float | None = None) -> ValueDecompPolicy:
+        """Snapshot acting ε-greedily with ``epsilon`` (default: the learner's ε now)."""
+        meta = PolicyMeta.from_spec(
+            self.cfg.mixer,
+            self.spec,
+            self.agents,
+            step=self.updates,
+            extra={"config": dataclasses.asdict(self.cfg)},
+        )
+        eps = self.epsilon if epsilon is None else epsilon
+        return ValueDecompPolicy(meta, copy.deepcopy(self.qnet), eps, self.cfg.seed)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Weights, targets, optimizer, counters, RNG streams and (optionally) the replay."""
+        return {
+            "config": dataclasses.asdict(self.cfg),
+            "agents": list(self.agents),
+            "qnet": self.qnet.state_dict(),
+            "mixer": self.mixer.state_dict(),
+            "target_qnet": self.target_qnet.state_dict(),
+            "target_mixer": self.target_mixer.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "counters": [self.frames, self.updates, self.steps_since_update],
+            "act_gen": self.act_gen.get_state(),
+            "sample_gen": self.sample_gen.get_state(),
+            "rng": rng_state(),
+            "buffer": self.buffer.state_dict() if self.cfg.checkpoint_buffer else None,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("agents") != list(self.agents) or state["config"]["mixer"] != self.cfg.mixer:
+            raise CheckpointError(
+                f"checkpoint is for {state['config']['mixer']} on seats {state.get('agents')}; "
+                f"this learner is {self.cfg.mixer} on {list(self.agents)}"
+            )
+        for key in ("qnet", "mixer", "target_qnet", "target_mixer", "optimizer"):
+            getattr(self, key).load_state_dict(state[key])
+        self.frames, self.updates, self.steps_since_update = (int(c) for c in state["counters"])
+        self.act_gen.set_state(state["act_gen"])
+        self.sample_gen.set_state(state["sample_gen"])
+        set_rng_state(state["rng"])
+        if state.get("buffer") is not None:
+            self.buffer.load_state_dict(state["buffer"])
+        self._pending = None
