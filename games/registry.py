@@ -33,7 +33,11 @@ def register(name: str) -> Callable[[F], F]:
 
 
 def registered() -> list[str]:
-    """Registered game names (adapter prefixes not included)."""
+    """Registered game names (adapter prefixes not included), built-in tool tasks included."""
+    try:
+        import games.tool  # noqa: F401
+    except ImportError:  # the tool tasks are optional while they are being written
+        pass
     return sorted(_REGISTRY)
 
 
@@ -47,6 +51,8 @@ def make(spec: str, **kwargs: Any) -> Game:
         UnknownGameError: the name is neither registered nor an adapter prefix.
         GameError: the game rejected its keyword arguments.
     """
+    if spec not in _REGISTRY and spec.startswith("tool/"):
+        import games.tool  # noqa: F401  (built-in cooperative tool tasks register on import)
     if spec in _REGISTRY:
         return _call(spec, _REGISTRY[spec], kwargs)
     if spec.startswith("openspiel/"):

@@ -1,0 +1,299 @@
+"""The league database: one SQLite file per run (WAL mode, so the dashboard reads while
+training writes).
+
+Tables: ``runs``, ``members``, ``snapshots``, ``matches`` (every evaluated episode with its
+seats, snapshots and returns), ``payoffs`` (estimates between snapshots), ``ratings``
+(history), ``metrics`` (learner scalars) and ``psro_iterations``. Writes are idempotent
+where a resumed run may repeat them: a snapshot is keyed by (member, version) and a match
+by a caller-chosen key, so replaying work after a crash records nothing twice.
+
+Schema versions are SQLite's ``user_version``; ``MIGRATIONS[i]`` upgrades version i to
+i + 1 and runs in one transaction when an older file is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MIGRATIONS: list[str] = [
+    # 0 -> 1
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY, name TEXT NOT NULL, experiment TEXT, game TEXT,
+        config TEXT, status TEXT NOT NULL DEFAULT 'running',
+        started_at REAL NOT NULL, updated_at REAL NOT NULL);
+    CREATE TABLE members (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
+        kind TEXT NOT NULL, roles TEXT NOT NULL, created_at REAL NOT NULL,
+        UNIQUE (run_id, name));
+    CREATE TABLE snapshots (
+        id INTEGER PRIMARY KEY, member_id INTEGER NOT NULL REFERENCES members(id),
+        version INTEGER NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL, game TEXT,
+        roles TEXT NOT NULL, parent_id INTEGER REFERENCES snapshots(id),
+        learner_step INTEGER NOT NULL DEFAULT 0, meta TEXT, created_at REAL NOT NULL,
+        UNIQUE (member_id, version));
+    CREATE TABLE matches (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), key TEXT NOT NULL,
+        game TEXT NOT NULL, seats TEXT NOT NULL, returns TEXT NOT NULL, seed INTEGER,
+        created_at REAL NOT NULL, UNIQUE (run_id, key));
+    CREATE TABLE payoffs (
+        run_id INTEGER NOT NULL REFERENCES runs(id), row_snapshot INTEGER NOT NULL,
+        col_snapshot INTEGER NOT NULL, value REAL NOT NULL, win_rate REAL, count INTEGER NOT NULL,
+        exact INTEGER NOT NULL DEFAULT 0, updated_at REAL NOT NULL,
+        PRIMARY KEY (run_id, row_snapshot, col_snapshot));
+    CREATE TABLE ratings (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),
+        snapshot_id INTEGER NOT NULL REFERENCES snapshots(id), step INTEGER NOT NULL,
+        elo REAL NOT NULL, mu REAL NOT NULL, sigma REAL NOT NULL, matches INTEGER NOT NULL,
+        created_at REAL NOT NULL, UNIQUE (run_id, snapshot_id, step));
+    CREATE TABLE metrics (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),
+        member_id INTEGER REFERENCES members(id), step INTEGER NOT NULL, key TEXT NOT NULL,
+        value REAL NOT NULL, created_at REAL NOT NULL);
+    CREATE INDEX metrics_by_key ON metrics (run_id, key, step);
+    CREATE TABLE psro_iterations (
+        run_id INTEGER NOT NULL REFERENCES runs(id), iteration INTEGER NOT NULL,
+        meta_strategy TEXT NOT NULL, nash_conv REAL, seconds REAL, created_at REAL NOT NULL,
+        PRIMARY KEY (run_id, iteration));
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class LeagueDBError(RuntimeError):
+    """The league database cannot be opened, is locked, or is newer than this code."""
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    """One snapshot as stored: ids, member, version, file and lineage."""
+
+    id: int
+    member_id: int
+    member: str
+    version: int
+    path: str
+    kind: str
+    game: str
+    roles: tuple[str, ...]
+    parent_id: int | None
+    learner_step: int
+    created_at: float
+
+
+@dataclass(frozen=True)
+class MatchRow:
+    """One evaluated episode: ``seats`` maps agent id → snapshot id, ``returns`` agent → return."""
+
+    key: str
+    game: str
+    seats: dict[str, int]
+    returns: dict[str, float]
+    seed: int | None = None
+
+
+class LeagueDB:
+    """A league database file; safe to open from a reader while a writer holds it."""
+
+    def __init__(self, path: str | Path, readonly: bool = False, timeout: float = 10.0) -> None:
+        self.path = Path(path)
+        if readonly and not self.path.is_file():
+            raise LeagueDBError(f"league database not found: {self.path}")
+        if not readonly:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        uri = f"file:{self.path}?mode=ro" if readonly else f"file:{self.path}"
+        try:
+            self.conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)
+            self.conn.row_factory = sqlite3.Row
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            if not readonly:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                self.conn.execute("PRAGMA synchronous = NORMAL")
+                self._migrate()
+            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as err:
+            raise LeagueDBError(f"cannot open league database {self.path}: {err}") from None
+        if version > SCHEMA_VERSION:
+            raise LeagueDBError(
+                f"{self.path} has schema version {version}; this selfplay reads up to "
+                f"{SCHEMA_VERSION}: upgrade selfplay"
+            )
+
+    def _migrate(self) -> None:
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        for v in range(version, SCHEMA_VERSION):
+            with self.conn:
+                self.conn.executescript(f"BEGIN; {MIGRATIONS[v]} PRAGMA user_version = {v + 1};"
+                                        " COMMIT;")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self.conn:
+            yield self.conn
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ------------------------------------------------------------------ runs, members
+    def create_run(self, name: str, experiment: str = "", game: str = "",
+                   config: dict[str, Any] | None = None) -> int:
+        now = time.time()
+        with self.conn:
+            cur = self.conn.execute(
+                "INSERT INTO runs (name, experiment, game, config, started_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (name, experiment, game, json.dumps(config or {}), now, now),
+            )
+        return int(cur.lastrowid)
+
+    def run_id(self, name: str) -> int | None:
+        row = self.conn.execute("SELECT id FROM runs WHERE name = ? ORDER BY id DESC LIMIT 1",
+                                (name,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def set_run_status(self, run_id: int, status: str) -> None:
+        with self.conn:
+            self.conn.execute("UPDATE runs SET status = ?, updated_at = ? WHERE id = ?",
+                              (status, time.time(), run_id))
+
+    def add_member(self, run_id: int, name: str, kind: str, roles: Iterable[str]) -> int:
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR IGNORE INTO members (run_id, name, kind, roles, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (run_id, name, kind, json.dumps(list(roles)), time.time()),
+            )
+        row = self.conn.execute("SELECT id FROM members WHERE run_id = ? AND name = ?",
+                                (run_id, name)).fetchone()
+        return int(row[0])
+
+    def members(self, run_id: int) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT * FROM members WHERE run_id = ? ORDER BY id", (run_id,))
+        return [{**dict(r), "roles": json.loads(r["roles"])} for r in rows]
+
+    # ------------------------------------------------------------------ snapshots
+    def add_snapshot(self, member_id: int, version: int, path: str, kind: str, game: str,
+                     roles: Iterable[str], parent_id: int | None = None, learner_step: int = 0,
+                     meta: dict[str, Any] | None = None) -> int:
+        """Record a snapshot; recording the same (member, version) again keeps one row."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO snapshots (member_id, version, path, kind, game, roles, parent_id, "
+                "learner_step, meta, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (member_id, version) DO UPDATE SET path = excluded.path, "
+                "learner_step = excluded.learner_step, meta = excluded.meta",
+                (member_id, version, path, kind, game, json.dumps(list(roles)), parent_id,
+                 learner_step, json.dumps(meta or {}), time.time()),
+            )
+        row = self.conn.execute("SELECT id FROM snapshots WHERE member_id = ? AND version = ?",
+                                (member_id, version)).fetchone()
+        return int(row[0])
+
+    def snapshots(self, run_id: int, member: str | None = None) -> list[SnapshotRow]:
+        sql = ("SELECT s.*, m.name AS member FROM snapshots s JOIN members m ON s.member_id = m.id "
+               "WHERE m.run_id = ?")
+        args: list[Any] = [run_id]
+        if member is not None:
+            sql += " AND m.name = ?"
+            args.append(member)
+        rows = self.conn.execute(sql + " ORDER BY s.id", args).fetchall()
+        return [
+            SnapshotRow(r["id"], r["member_id"], r["member"], r["version"], r["path"], r["kind"],
+                        r["game"], tuple(json.loads(r["roles"])), r["parent_id"],
+                        r["learner_step"], r["created_at"])
+            for r in rows
+        ]
+
+    # ------------------------------------------------------------------ matches, payoffs
+    def add_matches(self, run_id: int, matches: Iterable[MatchRow]) -> int:
+        """Insert matches whose key is new; returns how many were inserted."""
+        now = time.time()
+        rows = [(run_id, m.key, m.game, json.dumps(m.seats), json.dumps(m.returns), m.seed, now)
+                for m in matches]
+        with self.conn:
+            before = self.conn.total_changes
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO matches (run_id, key, game, seats, returns, seed, "
+                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            return self.conn.total_changes - before
+
+    def matches(self, run_id: int, prefix: str = "") -> list[MatchRow]:
+        rows = self.conn.execute(
+            "SELECT * FROM matches WHERE run_id = ? AND key LIKE ? ORDER BY id",
+            (run_id, prefix.replace("%", r"\%") + "%"))
+        return [MatchRow(r["key"], r["game"], json.loads(r["seats"]),
+                         json.loads(r["returns"]), r["seed"]) for r in rows]
+
+    def count_matches(self, run_id: int) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM matches WHERE run_id = ?",
+                                     (run_id,)).fetchone()[0])
+
+    def set_payoffs(self, run_id: int, entries: Iterable[tuple[int, int, float, float | None,
+                                                                int, bool]]) -> None:
+        """Upsert ``(row, col, value, win_rate, count, exact)`` payoff estimates."""
+        now = time.time()
+        with self.conn:
+            self.conn.executemany(
+                "INSERT INTO payoffs (run_id, row_snapshot, col_snapshot, value, win_rate, count, "
+                "exact, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, "
+                "row_snapshot, col_snapshot) DO UPDATE SET value = excluded.value, "
+                "win_rate = excluded.win_rate, count = excluded.count, exact = excluded.exact, "
+                "updated_at = excluded.updated_at",
+                [(run_id, r, c, v, w, n, int(e), now) for r, c, v, w, n, e in entries])
+
+    def payoffs(self, run_id: int) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT * FROM payoffs WHERE run_id = ?", (run_id,))
+        return [dict(r) for r in rows]
+
+    # ------------------------------------------------------------------ ratings, metrics
+    def add_ratings(self, run_id: int, step: int,
+                    rows: Iterable[tuple[int, float, float, float, int]]) -> None:
+        """Record ``(snapshot_id, elo, mu, sigma, matches)`` at ``step`` (idempotent)."""
+        now = time.time()
+        with self.conn:
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO ratings (run_id, snapshot_id, step, elo, mu, sigma, "
+                "matches, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(run_id, s, step, e, m, sg, n, now) for s, e, m, sg, n in rows])
+
+    def latest_ratings(self, run_id: int) -> dict[int, dict[str, float]]:
+        rows = self.conn.execute(
+            "SELECT r.* FROM ratings r JOIN (SELECT snapshot_id, MAX(step) AS step FROM ratings "
+            "WHERE run_id = ? GROUP BY snapshot_id) l ON r.snapshot_id = l.snapshot_id AND "
+            "r.step = l.step WHERE r.run_id = ?", (run_id, run_id))
+        return {r["snapshot_id"]: dict(r) for r in rows}
+
+    def log_metrics(self, run_id: int, step: int, metrics: dict[str, float],
+                    member_id: int | None = None) -> None:
+        now = time.time()
+        with self.conn:
+            self.conn.executemany(
+                "INSERT INTO metrics (run_id, member_id, step, key, value, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(run_id, member_id, step, k, float(v), now) for k, v in metrics.items()])
+
+    def metric(self, run_id: int, key: str) -> list[tuple[int, float]]:
+        rows = self.conn.execute(
+            "SELECT step, value FROM metrics WHERE run_id = ? AND key = ? ORDER BY step, id",
+            (run_id, key))
+        return [(int(s), float(v)) for s, v in rows]
+
+    def add_psro_iteration(self, run_id: int, iteration: int, meta_strategy: Any,
+                           nash_conv: float | None, seconds: float | None) -> None:
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO psro_iterations (run_id, iteration, meta_strategy, "
+                "nash_conv, seconds, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (run_id, iteration, json.dumps(meta_strategy), nash_conv, seconds, time.time()))
+
+    def psro_iterations(self, run_id: int) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            "SELECT * FROM psro_iterations WHERE run_id = ? ORDER BY iteration", (run_id,))
+        return [{**dict(r), "meta_strategy": json.loads(r["meta_strategy"])} for r in rows]

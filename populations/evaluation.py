@@ -1,0 +1,129 @@
+"""Evaluation matches between snapshots, and the payoffs and ratings derived from them.
+
+Two snapshots of a two-team game meet in role-swapped episode pairs (see
+``populations.ratings``). Every episode is recorded in the league database under a
+key ``<pair key>/<ab|ba>/e<index>``, so re-running an evaluation after a crash records
+nothing twice. Payoffs and ratings are recomputed from the recorded matches alone, so
+they are the same however often a run was interrupted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from games import GameSpec
+from populations.db import LeagueDB, MatchRow, SnapshotRow
+from populations.ratings import PairOutcome, Ratings, pair_outcome
+from populations.runners import MatchJob, Runner
+
+_KEY = re.compile(r"^(?P<pair>.+)/(?P<side>ab|ba)/e(?P<ep>\d+)$")
+
+
+def pair_jobs(spec: GameSpec, game: str, game_kwargs: dict[str, Any], a: SnapshotRow,
+              b: SnapshotRow, episodes: int, seed: int, key: str,
+              num_envs: int = 8) -> list[MatchJob]:
+    """The two role-swapped jobs of one pair: ``a`` on the first team, then ``b``."""
+    if len(spec.teams) != 2:
+        raise ValueError(f"pair evaluation needs a two-team game; {spec.name} has {spec.teams}")
+    first = spec.teams[0]
+    team = {ag.id: ag.team for ag in spec.agents}
+    ab = {ag: (a.path if team[ag] == first else b.path) for ag in spec.agent_ids}
+    ba = {ag: (b.path if team[ag] == first else a.path) for ag in spec.agent_ids}
+    common = dict(game=game, episodes=episodes, seed=seed, game_kwargs=game_kwargs,
+                  num_envs=num_envs)
+    return [MatchJob(key=f"{key}/ab", seats=ab, **common),
+            MatchJob(key=f"{key}/ba", seats=ba, **common)]
+
+
+def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, game: str,
+                   game_kwargs: dict[str, Any], pairs: Sequence[tuple[SnapshotRow, SnapshotRow]],
+                   episodes: int, seed: int, prefix: str) -> int:
+    """Play and record every pair; returns the number of new match rows."""
+    jobs, seat_ids = [], []
+    for i, (a, b) in enumerate(pairs):
+        key = f"{prefix}/{a.id}-{b.id}"
+        if db.matches(run_id, key + "/"):
+            continue  # recorded before an interruption
+        jobs += pair_jobs(spec, game, game_kwargs, a, b, episodes, seed + 7919 * i, key)
+        first = spec.teams[0]
+        team = {ag.id: ag.team for ag in spec.agents}
+        seat_ids.append({ag: (a.id if team[ag] == first else b.id) for ag in spec.agent_ids})
+        seat_ids.append({ag: (b.id if team[ag] == first else a.id) for ag in spec.agent_ids})
+    rows = []
+    for job, seats, res in zip(jobs, seat_ids, runner.play(jobs), strict=True):
+        for e, ret in enumerate(res.returns):
+            rows.append(MatchRow(f"{job.key}/e{e:04d}", game, seats, ret, job.seed))
+    return db.add_matches(run_id, rows)
+
+
+def _score(match: MatchRow, sid: int) -> float:
+    rets = [r for ag, r in match.returns.items() if match.seats.get(ag) == sid]
+    return float(np.mean(rets)) if rets else 0.0
+
+
+def pair_outcomes(matches: Iterable[MatchRow]) -> list[PairOutcome]:
+    """Outcomes of every complete role-swapped episode pair, in recorded order."""
+    halves: dict[tuple[str, str], dict[str, MatchRow]] = defaultdict(dict)
+    order: list[tuple[str, str]] = []
+    for m in matches:
+        got = _KEY.match(m.key)
+        if not got:
+            continue
+        k = (got["pair"], got["ep"])
+        if k not in halves:
+            order.append(k)
+        halves[k][got["side"]] = m
+    out = []
+    for k in order:
+        h = halves[k]
+        if set(h) != {"ab", "ba"}:
+            continue
+        sids = sorted(set(h["ab"].seats.values()))
+        if len(sids) != 2:
+            continue
+        first_team_sid = next(iter(h["ab"].seats.values()))
+        a, b = first_team_sid, next(s for s in sids if s != first_team_sid)
+        tot_a = _score(h["ab"], a) + _score(h["ba"], a)
+        tot_b = _score(h["ab"], b) + _score(h["ba"], b)
+        out.append(pair_outcome(a, b, tot_a, tot_b))
+    return out
+
+
+def recompute(db: LeagueDB, run_id: int, step: int) -> Ratings:
+    """Payoffs and ratings from every recorded match; written to the database at ``step``."""
+    outcomes = pair_outcomes(db.matches(run_id))
+    ratings = Ratings()
+    ratings.update(outcomes)
+    acc: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)
+    for o in outcomes:
+        acc[(o.a, o.b)].append((o.margin / 2.0, o.score_a))
+        acc[(o.b, o.a)].append((-o.margin / 2.0, 1.0 - o.score_a))
+    db.set_payoffs(run_id, [
+        (a, b, float(np.mean([v for v, _ in vals])), float(np.mean([w for _, w in vals])),
+         len(vals), False)
+        for (a, b), vals in acc.items()
+    ])
+    if ratings.elo:
+        db.add_ratings(run_id, step, ratings.table())
+    return ratings
+
+
+def win_rates(db: LeagueDB, run_id: int, of: int, against: Sequence[int]) -> list[float | None]:
+    """Estimated win rate of snapshot ``of`` against each of ``against`` (None if unplayed)."""
+    table = {(p["row_snapshot"], p["col_snapshot"]): p["win_rate"] for p in db.payoffs(run_id)}
+    return [table.get((of, s)) for s in against]
+
+
+def round_robin(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, game: str,
+                game_kwargs: dict[str, Any], snapshots: Sequence[SnapshotRow], episodes: int,
+                seed: int = 0, prefix: str = "rr") -> Ratings:
+    """Every pair of ``snapshots`` plays ``episodes`` role-swapped pairs; returns ratings."""
+    evaluate_pairs(db, run_id, runner, spec, game, game_kwargs,
+                   list(itertools.combinations(snapshots, 2)), episodes, seed, prefix)
+    return recompute(db, run_id, step=0)
