@@ -19,7 +19,7 @@ import contextlib
 import dataclasses
 import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -99,6 +99,41 @@ class PolicyMeta:
             a: {**sp, "shape": tuple(sp.get("shape", ()))} for a, sp in d["action_spaces"].items()
         }
         return cls(**d)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a learner supports; test matrices and launchers derive valid pairs from it.
+
+    Attributes:
+        discrete: discrete action spaces (with legal masks).
+        continuous: continuous (box) action spaces.
+        on_policy: trains on fresh rollouts only (False: replay buffer).
+        turn_based: turn-based games (one agent acting at a time).
+        centralized_critic: uses global information (state or all observations) in training.
+    """
+
+    discrete: bool
+    continuous: bool
+    on_policy: bool
+    turn_based: bool
+    centralized_critic: bool
+
+    def check(self, spec: GameSpec, agents: Sequence[str], learner: str) -> None:
+        """Raise ``ValueError`` when ``spec`` needs something this learner lacks."""
+        if not spec.simultaneous and not self.turn_based:
+            raise ValueError(
+                f"{learner} supports simultaneous-move games only; {spec.name} is turn-based"
+            )
+        kinds = {spec.action_spaces[a].kind for a in agents}
+        for kind, ok in (("discrete", self.discrete), ("continuous", self.continuous)):
+            if kind in kinds and not ok:
+                raise ValueError(f"{learner} does not support {kind} actions ({spec.name})")
+        if len(kinds) > 1:
+            raise ValueError(
+                f"{learner}: agents {list(agents)} of {spec.name} mix discrete and continuous "
+                "actions; give each kind its own learner"
+            )
 
 
 class Policy(abc.ABC):

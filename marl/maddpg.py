@@ -39,6 +39,7 @@ from torch.nn import functional as F
 
 from games import ActionSpace, GameSpec, VecStep
 from marl.core import (
+    Capabilities,
     CheckpointError,
     Learner,
     Policy,
@@ -52,7 +53,6 @@ from marl.networks import masked_logits
 from marl.replay import (
     STATE_INPUTS,
     AgentStacker,
-    Capabilities,
     ReplayBuffer,
     check_agents,
     check_choice,

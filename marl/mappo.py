@@ -42,19 +42,15 @@ from marl.actor_critic import (
     pad_obs,
     seat_groups,
 )
-from marl.core import Learner, PolicyMeta, resolve_device, rng_state, set_rng_state
+from marl.core import (
+    Capabilities,
+    Learner,
+    PolicyMeta,
+    resolve_device,
+    rng_state,
+    set_rng_state,
+)
 from marl.networks import RunningMeanStd
-
-
-@dataclass(frozen=True)
-class Capabilities:
-    """What a learner supports; test matrices are derived from these declarations."""
-
-    discrete: bool
-    continuous: bool
-    on_policy: bool
-    turn_based: bool
-    centralized_critic: bool
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,7 @@ def train(
     eval_every: int = 0,
     eval_episodes: int = 32,
     eval_game: VectorGame | None = None,
+    eval_greedy: bool = False,
     progress: bool = True,
     on_update: Callable[[int, dict[str, float]], None] | None = None,
 ) -> TrainResult:
@@ -120,6 +121,8 @@ def train(
         eval_every: evaluate the learner's policy every this many frames (0: never) on
             ``eval_game`` (default: a new copy of ``vg``'s game), the other seats played
             by ``opponents`` or uniformly random policies.
+        eval_greedy: evaluate greedy actions (e.g. for value-based learners) instead of
+            sampling from the policy.
         on_update: called with (frames, metrics) after each update (logging hooks).
     """
     opponents = dict(opponents or {})

@@ -45,6 +45,7 @@ from torch.nn import functional as F
 
 from games import GameSpec, VecStep
 from marl.core import (
+    Capabilities,
     CheckpointError,
     Learner,
     Policy,
@@ -59,7 +60,6 @@ from marl.replay import (
     STATE_INPUTS,
     TEAM_REWARDS,
     AgentStacker,
-    Capabilities,
     ReplayBuffer,
     check_agents,
     check_choice,
