@@ -101,6 +101,13 @@ class OpenSpielGame(Game):
             raise GameError(f"{self.spec.name}: call reset() first")
         return self.state_
 
+    def set_state(self, state: pyspiel.State) -> None:
+        """Put the game at ``state`` (a decision node of this game), e.g. to read the views
+        agents would get there when enumerating information states."""
+        if state.is_chance_node():
+            raise GameError(f"{self.spec.name}: set_state needs a decision node, got a chance node")
+        self.state_ = state
+
     def player(self, agent: str) -> int:
         return self._ids.index(agent)
 

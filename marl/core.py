@@ -224,7 +224,7 @@ def load_policy(path: str | os.PathLike) -> Policy:
 
 def _import_builtin_policies() -> None:
     """Policy classes register on import; load them before giving up on a kind."""
-    for mod in ("marl.mappo", "marl.value_decomp", "marl.maddpg"):
+    for mod in ("marl.mappo", "marl.value_decomp", "marl.maddpg", "marl.tabular"):
         with contextlib.suppress(ModuleNotFoundError):
             importlib.import_module(mod)
 

@@ -1,0 +1,531 @@
+"""Policy-Space Response Oracles (Lanctot et al., 2017, "A Unified Game-Theoretic Approach
+to Multiagent Reinforcement Learning"), after OpenSpiel's ``psro_v2``.
+
+Each seat of the game has a population of policies. One iteration is three steps:
+
+1. **update agents**: for every seat, an oracle computes a best response to the other
+   seats' meta-mixtures (their members drawn with the current meta-strategy) and the
+   responses join the populations;
+2. **update the empirical game**: the payoff tensor ``[P, K_0, ..., K_{P-1}]`` gains the
+   entries involving new members (only those are computed);
+3. **update meta-strategies**: a meta-solver (:mod:`populations.meta_solvers`, chosen by
+   name) turns the payoff tensor into one distribution per seat.
+
+Oracles: :class:`ExactBestResponse` (OpenSpiel's C++ tabular best response, for games
+small enough to enumerate) and :class:`RLOracle` (trains a ``marl`` learner against the
+meta-mixtures). Payoffs: :class:`ExactPayoffs` (exact expected returns in sequence form,
+:mod:`populations.exploitability`) or :class:`SampledPayoffs` (simulated episodes). On
+enumerable OpenSpiel games the exact NashConv of the meta-mixture is computed after
+every iteration. A :class:`PSRORecorder` receives members, payoffs and per-iteration
+results (the league database connects there); progress goes to ``logging``.
+
+Example::
+
+    psro = PSRO("openspiel/kuhn_poker", ExactBestResponse("openspiel/kuhn_poker"))
+    for result in psro.run(10):
+        print(result.iteration, result.nash_conv)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+import games
+from games import GameSpec, VecStep, VectorGame
+from games.openspiel import OpenSpielGame
+from marl.core import Learner, Policy, PolicyMeta
+from marl.train import RandomPolicy, evaluate, train
+from populations import exploitability as ex
+from populations.meta_solvers import get_meta_solver
+
+log = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------------ the recorder hook
+@runtime_checkable
+class PSRORecorder(Protocol):
+    """Receives what PSRO produces (the league database implements this)."""
+
+    def on_member(self, name: str, agent: str, policy: Policy) -> None:
+        """A new member ``name`` joined the population of seat ``agent``."""
+
+    def on_payoffs(self, payoffs: np.ndarray) -> None:
+        """The empirical game grew: ``payoffs [P, K_0, ..., K_{P-1}]``."""
+
+    def on_iteration(
+        self,
+        iteration: int,
+        meta_strategy: Mapping[str, np.ndarray],
+        nash_conv: float | None,
+        seconds: float,
+    ) -> None:
+        """An iteration ended: meta-strategy per seat, exact NashConv of the meta-mixture
+        (None where not computed) and the seconds the three steps took."""
+
+
+class NullRecorder:
+    """The default recorder: records nothing."""
+
+    def on_member(self, name: str, agent: str, policy: Policy) -> None:
+        pass
+
+    def on_payoffs(self, payoffs: np.ndarray) -> None:
+        pass
+
+    def on_iteration(
+        self,
+        iteration: int,
+        meta_strategy: Mapping[str, np.ndarray],
+        nash_conv: float | None,
+        seconds: float,
+    ) -> None:
+        pass
+
+
+# ------------------------------------------------------------------- members and mixtures
+@dataclass
+class Member:
+    """One policy of a seat's population.
+
+    Attributes:
+        name: unique name (``psro/<seat>/<index>``).
+        agent: the seat it plays.
+        policy: the policy itself.
+        matrix: ``[S, N]`` its behaviour strategy, on enumerable games (converted once).
+    """
+
+    name: str
+    agent: str
+    policy: Policy
+    matrix: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """A meta-mixture: ``members[k]`` drawn with probability ``weights[k]`` per episode."""
+
+    members: tuple[Member, ...]
+    weights: np.ndarray
+
+
+class Oracle(Protocol):
+    """Computes a policy for ``agent`` that responds to the other seats' mixtures."""
+
+    def best_response(self, agent: str, opponents: Mapping[str, Mixture], seed: int) -> Policy:
+        ...
+
+
+def _member_matrices(tree: ex.GameTree, mixture: Mixture) -> list[np.ndarray]:
+    return [
+        m.matrix if m.matrix is not None else ex.policy_matrix(tree, m.policy, m.agent)
+        for m in mixture.members
+    ]
+
+
+class ExactBestResponse:
+    """Exact best responses on enumerable OpenSpiel games, as :class:`TabularPolicy`."""
+
+    def __init__(self, game: str | OpenSpielGame) -> None:
+        self.tree = ex.game_tree(game)
+
+    def best_response(self, agent: str, opponents: Mapping[str, Mixture], seed: int) -> Policy:
+        tree = self.tree
+        mats = {
+            tree.player(q): ex.mixture_matrix(tree, tree.player(q), _member_matrices(tree, mix),
+                                              mix.weights)
+            for q, mix in opponents.items()
+        }
+        br = ex.best_response(tree, tree.player(agent), mats)
+        return ex.tabular_policy(tree, {agent: br.matrix}, seed=seed)
+
+
+class SampledMixturePolicy(Policy):
+    """Plays a meta-mixture by drawing a member per copy at the start of every episode.
+
+    Stateful: the draw of copy ``b`` lasts until ``vs.done[b]``, so :meth:`act` must be
+    called on every step of a ``VectorGame`` (as ``marl.train.train`` does for opponents).
+    """
+
+    def __init__(self, mixture: Mixture, agent: str, seed: int = 0) -> None:
+        self.mixture, self.agent = mixture, agent
+        self.weights = np.asarray(mixture.weights, np.float64) / np.sum(mixture.weights)
+        first = mixture.members[0].policy.meta
+        if agent not in first.agents:
+            raise ValueError(f"mixture members play {first.agents}, not {agent!r}")
+        inputs = tuple(dict.fromkeys(i for m in mixture.members for i in m.policy.meta.inputs))
+        role = first.roles[first.agents.index(agent)]
+        self.meta = dataclasses.replace(first, kind="meta_mixture", agents=(agent,),
+                                        roles=(role,), inputs=inputs)
+        self.rng = np.random.default_rng(seed)
+        self.current: np.ndarray | None = None  # [B] member index of each copy
+
+    def _draw(self, vs: VecStep) -> np.ndarray:
+        B = vs.done.shape[0]
+        if self.current is None or len(self.current) != B:
+            self.current = self.rng.choice(len(self.weights), size=B, p=self.weights)
+        elif vs.done.any():
+            fresh = self.rng.choice(len(self.weights), size=B, p=self.weights)
+            self.current = np.where(vs.done, fresh, self.current)
+        return self.current
+
+    def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
+        current = self._draw(vs)
+        out = np.zeros(vs.done.shape[0], np.int64)
+        for k in np.unique(current):
+            rows = current == k
+            out[rows] = self.mixture.members[k].policy.act(agent, vs, greedy)[rows]
+        return out
+
+    def action_probs(self, agent: str, vs: VecStep) -> np.ndarray:
+        """Probabilities of the member each copy currently plays."""
+        current = self._draw(vs)
+        out = np.zeros(vs.legal[agent].shape)
+        for k in np.unique(current):
+            rows = current == k
+            out[rows] = self.mixture.members[k].policy.action_probs(agent, vs)[rows]
+        return out
+
+    def payload(self) -> dict[str, Any]:
+        raise NotImplementedError("a meta-mixture is saved as its members and weights")
+
+    @classmethod
+    def from_payload(cls, meta: PolicyMeta, payload: dict[str, Any]) -> Policy:
+        raise NotImplementedError("a meta-mixture is rebuilt from its members and weights")
+
+
+LearnerFactory = Callable[[GameSpec, str, int], Learner]
+"""``(game spec, seat, seed) -> Learner`` controlling that one seat."""
+
+
+def mappo_learner(spec: GameSpec, agent: str, seed: int) -> Learner:
+    """Default RL oracle learner: PPO with a local critic (OpenSpiel games have no global
+    state), one seat."""
+    from marl.actor_critic import NetConfig
+    from marl.mappo import MAPPO, MAPPOConfig
+
+    return MAPPO(spec, MAPPOConfig(net=NetConfig(critic="local")), agents=(agent,), seed=seed)
+
+
+@dataclass(frozen=True)
+class RLOracleConfig:
+    """How long the RL oracle trains each best response."""
+
+    frames: int = 20_000  # environment steps per best response
+    num_envs: int = 16  # copies of the game stepped together
+
+
+class RLOracle:
+    """Approximate best responses: a fresh ``marl`` learner per seat and iteration, trained
+    against the other seats' meta-mixtures (:class:`SampledMixturePolicy`)."""
+
+    def __init__(
+        self,
+        game: str,
+        config: RLOracleConfig | None = None,
+        learner_factory: LearnerFactory = mappo_learner,
+        game_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.game, self.game_kwargs = game, dict(game_kwargs or {})
+        self.config = config or RLOracleConfig()
+        self.learner_factory = learner_factory
+        self.spec = games.make(game, **self.game_kwargs).spec
+
+    def best_response(self, agent: str, opponents: Mapping[str, Mixture], seed: int) -> Policy:
+        learner = self.learner_factory(self.spec, agent, seed)
+        opp = {q: SampledMixturePolicy(mix, q, seed=seed + 1 + i)
+               for i, (q, mix) in enumerate(sorted(opponents.items()))}
+        with_text = any("text" in p.meta.inputs for p in opp.values())
+        kwargs = {**self.game_kwargs, **learner.vector_game_kwargs}
+        vg = VectorGame(self.game, self.config.num_envs, seed=seed, with_text=with_text, **kwargs)
+        result = train(learner, vg, self.config.frames, opponents=opp, progress=False)
+        log.info("RL oracle: %s trained %d frames in %.1fs (%d updates)", agent, result.frames,
+                 result.seconds, result.updates)
+        return learner.policy()
+
+
+# ------------------------------------------------------------------------------- payoffs
+class PayoffEstimator(Protocol):
+    """Fills blocks of the empirical payoff tensor."""
+
+    def add_member(self, member: Member) -> None:
+        """Register the next member of ``member.agent``'s population."""
+
+    def block(self, index: Sequence[np.ndarray]) -> np.ndarray:
+        """``[P, len(index[0]), ..., len(index[P-1])]`` payoffs of the profiles
+        ``index[0] x ... x index[P-1]`` (member indices per seat)."""
+        ...
+
+
+class ExactPayoffs:
+    """Exact expected payoffs on enumerable games (sequence form; needs member matrices)."""
+
+    def __init__(self, tree: ex.GameTree) -> None:
+        self.tree = tree
+        self.reals: list[list[np.ndarray]] = [[] for _ in tree.agents]  # [Z] per member
+
+    def add_member(self, member: Member) -> None:
+        p = self.tree.player(member.agent)
+        mat = member.matrix
+        if mat is None:
+            mat = ex.policy_matrix(self.tree, member.policy, member.agent)
+        self.reals[p].append(ex.realization(self.tree, p, mat[None])[0])
+
+    def block(self, index: Sequence[np.ndarray]) -> np.ndarray:
+        reals = [np.stack(r)[np.asarray(i, np.int64)] for r, i in zip(self.reals, index,
+                                                                      strict=True)]
+        return ex.payoff_block(self.tree, reals)
+
+
+class SampledPayoffs:
+    """Payoffs as mean returns over ``episodes`` simulated episodes per profile."""
+
+    def __init__(
+        self, game: str, episodes: int = 1000, num_envs: int = 64, seed: int = 0,
+        game_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.game, self.game_kwargs = game, dict(game_kwargs or {})
+        self.episodes, self.num_envs, self.seed = episodes, num_envs, seed
+        self.spec = games.make(game, **self.game_kwargs).spec
+        self.members: dict[str, list[Member]] = {a: [] for a in self.spec.agent_ids}
+
+    def add_member(self, member: Member) -> None:
+        self.members[member.agent].append(member)
+
+    def block(self, index: Sequence[np.ndarray]) -> np.ndarray:
+        agents = self.spec.agent_ids
+        out = np.zeros((len(agents), *(len(i) for i in index)))
+        for pos in itertools.product(*(range(len(i)) for i in index)):
+            profile = [int(index[p][j]) for p, j in enumerate(pos)]
+            seats = {a: self.members[a][k].policy for a, k in zip(agents, profile, strict=True)}
+            with_text = any("text" in pol.meta.inputs for pol in seats.values())
+            seed = int(np.random.SeedSequence([self.seed, *profile]).generate_state(1)[0])
+            vg = VectorGame(self.game, self.num_envs, seed=seed, with_text=with_text,
+                            **self.game_kwargs)
+            res = evaluate(vg, seats, self.episodes)
+            out[(slice(None), *pos)] = [res.per_agent[a] for a in agents]
+        return out
+
+
+# ---------------------------------------------------------------------------------- PSRO
+def new_entry_blocks(old: Sequence[int], new: Sequence[int]) -> list[list[np.ndarray]]:
+    """Member indices per seat of blocks covering exactly the payoff entries that involve
+    a member added since the tensor had shape ``old`` (now ``new``), each entry once.
+
+    Block ``p``: seats before ``p`` at any index, seat ``p`` at its new indices, seats after
+    ``p`` at their old indices.
+    """
+    blocks = []
+    for p in range(len(new)):
+        index = [
+            np.arange(new[q]) if q < p else np.arange(old[q], new[q]) if q == p
+            else np.arange(old[q])
+            for q in range(len(new))
+        ]
+        if all(len(i) for i in index):
+            blocks.append(index)
+    return blocks
+
+
+@dataclass(frozen=True)
+class PSROConfig:
+    """PSRO settings."""
+
+    meta_solver: str = "nash"  # name in populations.meta_solvers (nash, prd, uniform, ...)
+    payoffs: str = "exact"  # exact (enumerable OpenSpiel games) | sampled (simulation)
+    episodes_per_entry: int = 1000  # sampled payoffs: episodes per profile
+    num_envs: int = 64  # sampled payoffs: copies of the game stepped together
+    nash_conv: bool = True  # exact NashConv of the meta-mixture each iteration, when enumerable
+    seed: int = 0  # seeds oracles, sampled payoffs and initial policies
+
+    def __post_init__(self) -> None:
+        get_meta_solver(self.meta_solver)  # fail early on an unknown name
+        if self.payoffs not in ("exact", "sampled"):
+            raise ValueError(f"payoffs={self.payoffs!r} unknown; choose one of "
+                             "['exact', 'sampled']")
+
+
+@dataclass(frozen=True)
+class PSROIteration:
+    """What one PSRO iteration produced.
+
+    Attributes:
+        iteration: 0 for the first call of :meth:`PSRO.iteration`.
+        population: members per seat after the iteration.
+        meta_strategy: the new meta-strategy per seat.
+        nash_conv: exact NashConv of the meta-mixture (None where not computed).
+        seconds: wall time of the three steps.
+        eval_seconds: wall time of the NashConv computation (not in ``seconds``).
+    """
+
+    iteration: int
+    population: dict[str, int]
+    meta_strategy: dict[str, np.ndarray]
+    nash_conv: float | None
+    seconds: float
+    eval_seconds: float
+
+
+class PSRO:
+    """PSRO on ``game`` with ``oracle``; see the module docstring.
+
+    Args:
+        game: a game spec for ``games.make`` (``"openspiel/kuhn_poker"``).
+        oracle: computes best responses (:class:`ExactBestResponse`, :class:`RLOracle`).
+        config: meta-solver name, payoff mode, seed.
+        recorder: receives members, payoffs and iteration results (default: nothing).
+        initial: the first member of each seat (default: uniformly random play).
+        game_kwargs: keyword arguments of ``games.make``.
+    """
+
+    def __init__(
+        self,
+        game: str,
+        oracle: Oracle,
+        config: PSROConfig | None = None,
+        recorder: PSRORecorder | None = None,
+        initial: Mapping[str, Policy] | None = None,
+        game_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.config = cfg = config or PSROConfig()
+        self.game = game
+        self.oracle = oracle
+        self.recorder: PSRORecorder = recorder or NullRecorder()
+        self.solver = get_meta_solver(cfg.meta_solver)
+        game_obj = games.make(game, **dict(game_kwargs or {}))
+        self.spec = game_obj.spec
+        self.agents = self.spec.agent_ids
+        self.tree: ex.GameTree | None = None
+        if isinstance(game_obj, OpenSpielGame) and cfg.payoffs == "exact":
+            self.tree = ex.game_tree(game_obj)
+        elif isinstance(game_obj, OpenSpielGame) and cfg.nash_conv:
+            try:
+                self.tree = ex.game_tree(game_obj)
+            except ValueError as err:
+                log.warning("PSRO: no exact NashConv for %s: %s", game, err)
+        if cfg.payoffs == "exact":
+            if self.tree is None:
+                raise ValueError(f"payoffs='exact' needs an OpenSpiel game; {game!r} is not one;"
+                                 " use payoffs='sampled'")
+            self.estimator: PayoffEstimator = ExactPayoffs(self.tree)
+        else:
+            self.estimator = SampledPayoffs(game, cfg.episodes_per_entry, cfg.num_envs,
+                                            cfg.seed, game_kwargs)
+        self.members: dict[str, list[Member]] = {a: [] for a in self.agents}
+        self.payoffs = np.zeros((len(self.agents), *([0] * len(self.agents))))
+        self.meta_strategy: dict[str, np.ndarray] = {}
+        self.iterations = 0
+        for agent in self.agents:
+            self._add_member(agent, (initial or {}).get(agent) or self._uniform(agent))
+        self.update_empirical_game()
+        self.update_meta_strategies()
+
+    def _uniform(self, agent: str) -> Policy:
+        if self.tree is not None:
+            return ex.tabular_policy(self.tree, {agent: ex.uniform_matrix(self.tree, agent)},
+                                     seed=self.config.seed)
+        return RandomPolicy(self.spec, seed=self.config.seed)
+
+    def _add_member(self, agent: str, policy: Policy) -> Member:
+        name = f"psro/{agent}/{len(self.members[agent])}"
+        matrix = ex.policy_matrix(self.tree, policy, agent) if self.tree is not None else None
+        member = Member(name, agent, policy, matrix)
+        self.members[agent].append(member)
+        self.estimator.add_member(member)
+        self.recorder.on_member(name, agent, policy)
+        return member
+
+    # ------------------------------------------------------------------ the three steps
+    def update_agents(self) -> dict[str, Member]:
+        """Step 1: a best response per seat to the others' current meta-mixtures."""
+        mixtures = {a: self.mixture(a) for a in self.agents}
+        responses = {}
+        for p, agent in enumerate(self.agents):
+            opponents = {q: mix for q, mix in mixtures.items() if q != agent}
+            seed = self.config.seed + 1000 * (self.iterations + 1) + p
+            responses[agent] = self.oracle.best_response(agent, opponents, seed)
+        return {a: self._add_member(a, pol) for a, pol in responses.items()}
+
+    def update_empirical_game(self) -> np.ndarray:
+        """Step 2: grow the payoff tensor by the entries involving new members."""
+        old = self.payoffs.shape[1:]
+        new = tuple(len(self.members[a]) for a in self.agents)
+        grown = np.full((len(self.agents), *new), np.nan)
+        grown[(slice(None), *(slice(0, k) for k in old))] = self.payoffs
+        for index in new_entry_blocks(old, new):
+            grown[(slice(None), *np.ix_(*index))] = self.estimator.block(index)
+        self.payoffs = grown
+        self.recorder.on_payoffs(grown)
+        return grown
+
+    def update_meta_strategies(self) -> dict[str, np.ndarray]:
+        """Step 3: solve the empirical game with the configured meta-solver."""
+        dists = self.solver(self.payoffs)
+        self.meta_strategy = dict(zip(self.agents, dists, strict=True))
+        return self.meta_strategy
+
+    # -------------------------------------------------------------------------- driving
+    def iteration(self) -> PSROIteration:
+        """One PSRO iteration (the three steps), then the exact NashConv when available."""
+        start = time.perf_counter()
+        self.update_agents()
+        self.update_empirical_game()
+        self.update_meta_strategies()
+        seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        nash_conv = self.nash_conv() if self.config.nash_conv and self.tree is not None else None
+        result = PSROIteration(
+            iteration=self.iterations,
+            population={a: len(m) for a, m in self.members.items()},
+            meta_strategy=dict(self.meta_strategy),
+            nash_conv=nash_conv,
+            seconds=seconds,
+            eval_seconds=time.perf_counter() - start,
+        )
+        self.iterations += 1
+        self.recorder.on_iteration(result.iteration, result.meta_strategy, nash_conv, seconds)
+        log.info("PSRO iteration %d: population %s, NashConv %s, %.3fs", result.iteration,
+                 list(result.population.values()),
+                 "n/a" if nash_conv is None else f"{nash_conv:.6f}", seconds)
+        return result
+
+    def run(self, iterations: int) -> list[PSROIteration]:
+        """``iterations`` calls of :meth:`iteration`."""
+        return [self.iteration() for _ in range(iterations)]
+
+    def mixture(self, agent: str) -> Mixture:
+        """Seat ``agent``'s current meta-mixture."""
+        return Mixture(tuple(self.members[agent]), self.meta_strategy[agent])
+
+    def _exact_tree(self) -> ex.GameTree:
+        if self.tree is None:
+            raise ValueError(f"{self.game!r} is not an enumerable OpenSpiel game")
+        return self.tree
+
+    def mixture_matrices(self) -> dict[int, np.ndarray]:
+        """``{player: [S, N]}`` behaviour strategies equivalent to the meta-mixtures."""
+        tree = self._exact_tree()
+        return {
+            p: ex.mixture_matrix(tree, p, [m.matrix for m in self.members[a]],
+                                 self.meta_strategy[a])
+            for p, a in enumerate(self.agents)
+        }
+
+    def mixture_policy(self) -> Policy:
+        """The meta-mixtures of every seat as one exact :class:`TabularPolicy`."""
+        tree = self._exact_tree()
+        mats = self.mixture_matrices()
+        return ex.tabular_policy(tree, {tree.agents[p]: m for p, m in mats.items()},
+                                 seed=self.config.seed)
+
+    def nash_conv(self) -> float:
+        """Exact NashConv of the current meta-mixture."""
+        tree = self._exact_tree()
+        return ex.exploitability(tree, self.mixture_matrices()).nash_conv
