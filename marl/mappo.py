@@ -31,7 +31,6 @@ from torch import nn
 
 from games import GameSpec, VecStep
 from games.graphs import NODE_DIM
-from marl import advantages as adv_lib
 from marl.actor_critic import (
     Actor,
     Critic,
@@ -72,8 +71,8 @@ class MAPPOConfig:
     net: NetConfig = field(default_factory=NetConfig)  # encoders, critic input, sharing
 
     def __post_init__(self) -> None:
-        schemes = [s for s in adv_lib.available_schemes() if s not in ("role_ema", "joint_group",
-                                                                       "player_turn")]
+        # schemes whose keys a rollout has: agent ids and roles (group/turn keys are LLM ones)
+        schemes = ["global", "agent", "role", "none"]
         if self.adv_norm not in schemes:
             raise ValueError(f"adv_norm={self.adv_norm!r} unknown; choose one of {schemes}")
         for name in ("rollout_steps", "epochs", "minibatches"):

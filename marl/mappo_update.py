@@ -12,47 +12,10 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from marl.advantages import AdvantageKeys, normalize_advantages
+from marl.advantages import AdvantageKeys, agent_gae, normalize_advantages
 
 if TYPE_CHECKING:
     from marl.mappo import MAPPO
-
-
-def agent_gae(
-    rewards_TBA: torch.Tensor,
-    values_TBA: torch.Tensor,
-    acting_TBA: torch.Tensor,
-    end_TBA: torch.Tensor,
-    terminated_TBA: torch.Tensor,
-    final_values_TBA: torch.Tensor,
-    gamma: float,
-    lam: float,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """GAE over each agent's own acting steps; returns ``(advantages, complete)`` ``[T, B, A]``.
-
-    ``rewards`` hold, at an acting step, everything the agent received until its next action
-    (or the episode end); ``end`` marks an agent's last step of an episode, ``terminated``
-    whether that end was terminal (else ``final_values`` bootstraps it). Non-acting steps are
-    skipped: the next value of an acting step is the value of the same agent's next acting
-    step. ``complete`` is False for steps whose successor is not in the buffer yet.
-    """
-    adv_TBA = torch.zeros_like(values_TBA)
-    complete_TBA = torch.zeros_like(acting_TBA)
-    next_v = torch.zeros_like(values_TBA[0])
-    next_adv = torch.zeros_like(values_TBA[0])
-    has_next = torch.zeros_like(acting_TBA[0])
-    zero = torch.zeros_like(next_v)
-    for t in range(values_TBA.shape[0] - 1, -1, -1):
-        act, end = acting_TBA[t], end_TBA[t]
-        boot = torch.where(end, torch.where(terminated_TBA[t], zero, final_values_TBA[t]), next_v)
-        delta = rewards_TBA[t] + gamma * boot - values_TBA[t]
-        a_t = delta + gamma * lam * torch.where(end, zero, next_adv)
-        adv_TBA[t] = torch.where(act, a_t, zero)
-        complete_TBA[t] = act & (end | has_next)
-        next_v = torch.where(act, values_TBA[t], next_v)
-        next_adv = torch.where(act, a_t, next_adv)
-        has_next = has_next | act
-    return adv_TBA, complete_TBA
 
 
 def _gather(L: MAPPO, g: int, t: torch.Tensor, b: torch.Tensor, a: torch.Tensor) -> dict:

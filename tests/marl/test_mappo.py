@@ -7,9 +7,9 @@ import torch
 
 import games
 from marl.actor_critic import NetConfig
+from marl.advantages import agent_gae
 from marl.core import CheckpointError, load_policy
 from marl.mappo import MAPPO, MAPPOConfig, ippo_config
-from marl.mappo_update import agent_gae
 from marl.train import RandomPolicy, evaluate, evaluate_learner, train
 
 SPREAD = "pettingzoo/mpe2.simple_spread_v3"
