@@ -1,0 +1,193 @@
+"""The dashboard's web application (Starlette) and a server that runs it in a thread.
+
+``GET /`` is the page; ``static/`` holds its script and style and Plotly's JavaScript,
+served from the installed ``plotly`` package (no CDN). ``api/...`` are the JSON documents
+listed in :mod:`populations.dashboard.data`. A database that cannot be read answers
+``{"error": "<one line>"}`` with status 404 (missing) or 503 (locked, corrupt, not yet
+initialised), which the page shows in a banner while it keeps refreshing.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import plotly
+import uvicorn
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from populations.dashboard.data import DashboardData, finite
+from populations.dashboard.sources import SourceError
+
+log = logging.getLogger(__name__)
+
+STATIC = Path(__file__).parent / "static"
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+LOOPBACK = ("127.0.0.1", "localhost")  # hosts whose servers check the Host header
+
+# Plotly injects <style> elements, so styles may be inline; scripts come only from here.
+SECURITY_HEADERS = [
+    (b"content-security-policy",
+     b"default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+     b"img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; "
+     b"base-uri 'none'; frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
+
+
+class SecurityHeaders:
+    """Adds :data:`SECURITY_HEADERS` to every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _json(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(finite(data), status_code=status, headers={"cache-control": "no-store"})
+
+
+def create_app(paths: Sequence[str | Path], refresh_s: float = 5.0,
+               allowed_hosts: Sequence[str] | None = None, max_points: int | None = None
+               ) -> Starlette:
+    """The dashboard for the databases named by ``paths`` (files, run folders, folders of
+    runs). ``allowed_hosts`` limits the Host header (guards a loopback server against DNS
+    rebinding); None accepts any."""
+    data = DashboardData(paths, refresh_s, **({"max_points": max_points} if max_points else {}))
+
+    def index(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
+
+    def plotly_js(request: Request) -> Response:
+        return FileResponse(PLOTLY_JS, media_type="text/javascript",
+                            headers={"cache-control": "max-age=86400"})
+
+    def config(request: Request) -> Response:
+        return _json(data.config())
+
+    def runs(request: Request) -> Response:
+        return _json(data.runs())
+
+    def run(request: Request) -> Response:
+        p = request.path_params
+        return _json(data.run(p["source"], p["run"]))
+
+    def view(request: Request) -> Response:
+        p = request.path_params
+        return _json(data.view(p["source"], p["run"], p["view"]))
+
+    def metrics(request: Request) -> Response:
+        p = request.path_params
+        keys = request.query_params.getlist("key")
+        if not keys:
+            raise SourceError("pass one or more metric keys: metrics?key=losses/pg_loss", 400)
+        return _json(data.metrics(p["source"], p["run"], keys))
+
+    def health(request: Request) -> Response:
+        return _json({"ok": True, "time": time.time()})
+
+    async def on_source_error(request: Request, exc: Exception) -> Response:
+        status = exc.status if isinstance(exc, SourceError) else 500
+        return _json({"error": str(exc)}, status)
+
+    async def on_error(request: Request, exc: Exception) -> Response:
+        log.exception("dashboard request %s failed", request.url.path)
+        return _json({"error": f"internal error: {type(exc).__name__}: {exc}"}, 500)
+
+    routes = [
+        Route("/", index),
+        Route("/static/plotly.min.js", plotly_js),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        Route("/api/health", health),
+        Route("/api/config", config),
+        Route("/api/runs", runs),
+        Route("/api/runs/{source}/{run:int}", run),
+        Route("/api/runs/{source}/{run:int}/metrics", metrics),
+        Route("/api/runs/{source}/{run:int}/{view}", view),
+    ]
+    middleware = [Middleware(SecurityHeaders)]
+    if allowed_hosts is not None:
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
+    return Starlette(routes=routes, middleware=middleware,
+                     exception_handlers={SourceError: on_source_error, Exception: on_error})
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: a free one); OSError if it is taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+class BackgroundServer:
+    """Serves ``app`` from a thread on ``host`` (a free port unless given); a context manager.
+
+    Example::
+
+        with BackgroundServer(create_app(["runs/league"])) as server:
+            print(server.url)
+    """
+
+    def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0,
+                 start_timeout_s: float = 10.0) -> None:
+        self.sock = bind(host, port)
+        self.host, self.port = host, self.sock.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+                                       name="dashboard-server", daemon=True)
+        self.start_timeout_s = start_timeout_s
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def start(self) -> BackgroundServer:
+        self.thread.start()
+        deadline = time.monotonic() + self.start_timeout_s
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"dashboard server did not start on {self.url}")
+            time.sleep(0.02)
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self.server.should_exit = True
+        if self.thread.is_alive():
+            self.thread.join(timeout_s)
+        self.sock.close()
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

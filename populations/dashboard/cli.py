@@ -1,0 +1,86 @@
+"""``selfplay-dashboard``: serve the league dashboard, or export it as one HTML file.
+
+Examples::
+
+    selfplay-dashboard runs/league                 # http://127.0.0.1:8050, live
+    selfplay-dashboard runs/                       # every run folder below runs/
+    selfplay-dashboard a/league.db b/ --port 9000
+    selfplay-dashboard runs/league --export report.html
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import uvicorn
+
+from populations.dashboard.app import LOOPBACK, bind, create_app
+from populations.dashboard.data import DashboardData, source_status
+from populations.dashboard.export import export_html
+
+DEFAULT_PORT = 8050
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="selfplay-dashboard",
+        description="Live web dashboard of league databases (read-only).")
+    p.add_argument("paths", nargs="*", default=["."], metavar="RUN_DIR_OR_DB",
+                   help="league.db files, run folders, or folders of runs (default: .)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s)")
+    p.add_argument("--refresh", type=float, default=5.0, metavar="SECONDS",
+                   help="how often the page reloads the data (default %(default)s)")
+    p.add_argument("--export", metavar="FILE.html",
+                   help="write a static HTML report of every run and exit")
+    p.add_argument("--max-points", type=int, default=400,
+                   help="points per learner curve (longer histories are averaged)")
+    args = p.parse_args(argv)
+    if args.refresh <= 0:
+        p.error(f"--refresh {args.refresh}: expected a number of seconds > 0")
+    if not 0 <= args.port < 65536:
+        p.error(f"--port {args.port}: expected 0-65535")
+    if args.max_points < 2:
+        p.error(f"--max-points {args.max_points}: expected an integer >= 2")
+    return args
+
+
+def _export(data: DashboardData, out: str) -> int:
+    answers = export_html(data, out)
+    runs, errors = answers["api/runs"]["runs"], answers["api/runs"]["errors"]
+    for e in errors:
+        print(f"warning: {e['error']}", file=sys.stderr)
+    print(f"wrote {out}: {len(runs)} run{'s' if len(runs) != 1 else ''}")
+    return 0 if runs or not errors else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    data = DashboardData(args.paths, args.refresh, args.max_points)
+    if args.export:
+        return _export(data, args.export)
+    for src in data.sources.all():
+        print(source_status(src))
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as err:
+        print(f"cannot listen on {args.host}:{args.port} ({err.strerror}); "
+              "pass another --port (0 picks a free one)", file=sys.stderr)
+        return 2
+    port = sock.getsockname()[1]
+    # a loopback server checks the Host header, so a web page cannot reach it by DNS rebinding
+    hosts = list(LOOPBACK) if args.host in LOOPBACK else None
+    app = create_app(args.paths, args.refresh, allowed_hosts=hosts, max_points=args.max_points)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"league dashboard on http://{shown}:{port}/ (Ctrl-C stops it)", flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server.run(sockets=[sock])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

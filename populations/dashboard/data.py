@@ -1,0 +1,140 @@
+"""The dashboard's data service: every JSON document the page reads, by API path.
+
+The web server answers ``GET <path>`` with :meth:`DashboardData.get`, and the static export
+calls the same method for every path the page would request and embeds the answers, so
+the server and the exported file cannot show different things.
+
+Paths (``S`` a database id from ``api/runs``, ``R`` a run id inside it):
+
+=====================================  ==================================================
+``api/config``                         refresh interval, version, whether this is an export
+``api/runs``                           every run of every database, and per-database errors
+``api/runs/S/R``                       one run and its configuration
+``api/runs/S/R/league``                the league table (one row per member)
+``api/runs/S/R/payoffs``               the payoff matrix between snapshots
+``api/runs/S/R/ratings``               Elo and μ/σ history per snapshot
+``api/runs/S/R/psro``                  PSRO meta-strategies and NashConv per iteration
+``api/runs/S/R/learner``               learner curves grouped into charts, and all metric keys
+``api/runs/S/R/metrics?key=K``         the curve of one metric key (repeat ``key`` for more)
+=====================================  ==================================================
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from populations.dashboard import queries
+from populations.dashboard.sources import Source, SourceError, Sources, describe, open_source
+from populations.db import LeagueDB
+
+VERSION = "1"
+_URI_SAFE = "!'()*"  # characters encodeURIComponent leaves as they are (besides -_.~)
+
+# chart/table name → query(db, run_id, max_points) for the per-run endpoints
+RUN_VIEWS: dict[str, Callable[[LeagueDB, int, int], Any]] = {
+    "league": lambda db, run, _: queries.league_table(db, run),
+    "payoffs": lambda db, run, _: queries.payoff_matrix(db, run),
+    "ratings": lambda db, run, _: queries.rating_history(db, run),
+    "psro": lambda db, run, _: queries.psro(db, run),
+    "learner": queries.learner_panels,
+}
+
+
+def metrics_path(source: str, run: int, key: str) -> str:
+    """The API path of one metric's curve, quoted as the page's ``encodeURIComponent``."""
+    return f"api/runs/{source}/{run}/metrics?key={quote(key, safe=_URI_SAFE)}"
+
+
+def finite(obj: Any) -> Any:
+    """``obj`` with NaN and ±inf replaced by None (JSON has no such numbers)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite(v) for v in obj]
+    return obj
+
+
+class DashboardData:
+    """Answers the dashboard's API paths from the databases named by ``paths``."""
+
+    def __init__(self, paths: Sequence[str | Path], refresh_s: float = 5.0,
+                 max_points: int = queries.MAX_POINTS) -> None:
+        self.sources = Sources(paths)
+        self.refresh_s = refresh_s
+        self.max_points = max_points
+
+    def config(self, export: bool = False) -> dict[str, Any]:
+        return {"refresh_seconds": 0 if export else self.refresh_s, "version": VERSION,
+                "export": export}
+
+    def runs(self) -> dict[str, Any]:
+        """Runs of every readable database; an unreadable one is listed under ``errors``."""
+        out: list[dict[str, Any]] = []
+        errors: list[dict[str, Any]] = []
+        for src in self.sources.all():
+            try:
+                with open_source(src) as db:
+                    out += queries.runs(db, src)
+            except SourceError as err:
+                errors.append({"source": src.id, "path": str(src.path), "error": str(err)})
+        return {"runs": out, "errors": errors}
+
+    def run(self, source: str, run: int) -> dict[str, Any]:
+        src = self.sources.get(source)
+        with open_source(src) as db:
+            return queries.run_summary(db, src, run)
+
+    def view(self, source: str, run: int, name: str) -> Any:
+        if name not in RUN_VIEWS:
+            raise SourceError(f"unknown view {name!r}; expected one of {sorted(RUN_VIEWS)}", 404)
+        src = self.sources.get(source)
+        with open_source(src) as db:
+            queries.check_run(db, src, run)
+            return RUN_VIEWS[name](db, run, self.max_points)
+
+    def metrics(self, source: str, run: int, keys: Sequence[str]) -> list[dict[str, Any]]:
+        src = self.sources.get(source)
+        with open_source(src) as db:
+            queries.check_run(db, src, run)
+            return queries.metric_series(db, run, list(keys), self.max_points)
+
+    def snapshot_all(self) -> dict[str, Any]:
+        """Every path the page can request, answered now (what the static export embeds)."""
+        runs = self.runs()
+        answers: dict[str, Any] = {"api/config": {**self.config(export=True),
+                                                  "generated_at": time.time()},
+                                   "api/runs": runs}
+        by_id = {s.id: s for s in self.sources.all()}
+        for r in runs["runs"]:
+            sid, rid = r["source"], r["id"]
+            base = f"api/runs/{sid}/{rid}"
+            try:
+                with open_source(by_id[sid]) as db:
+                    answers[base] = queries.run_summary(db, by_id[sid], rid)
+                    for name, fn in RUN_VIEWS.items():
+                        answers[f"{base}/{name}"] = fn(db, rid, self.max_points)
+                    for key in answers[f"{base}/learner"]["keys"]:
+                        answers[metrics_path(sid, rid, key)] = queries.metric_series(
+                            db, rid, [key], self.max_points)
+            except SourceError as err:
+                runs["errors"].append({"source": sid, "path": r["path"], "error": str(err)})
+        return finite(answers)
+
+
+def source_status(src: Source) -> str:
+    """A one-line status of a database for the command line."""
+    try:
+        with open_source(src) as db:
+            n = len(queries.runs(db, src))
+        return f"{src.path}: {n} run{'s' if n != 1 else ''}"
+    except SourceError as err:
+        return str(err)
+    except OSError as err:  # pragma: no cover - filesystem trouble
+        return describe(err, src.path)

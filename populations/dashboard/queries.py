@@ -1,0 +1,265 @@
+"""Read-only queries behind the dashboard: one function per table or chart, each returning
+plain JSON-able data from an open :class:`~populations.db.LeagueDB`.
+
+Strings from the database are returned as they are; escaping is the page's job (it
+writes them with ``textContent`` and as entities in Plotly labels). Long metric histories
+are averaged into at most ``max_points`` buckets of steps in SQL, so a chart never ships
+a million points.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from populations.dashboard.sources import Source, SourceError
+from populations.db import LeagueDB
+
+MAX_POINTS = 400  # points per learner curve after bucketing
+
+KIND_LABELS = {
+    "mappo": "MAPPO", "ippo": "IPPO", "maddpg": "MADDPG", "vdn": "VDN", "qmix": "QMIX",
+    "llm_team": "LLM team", "llm": "LLM", "exact_br": "exact BR", "tabular": "tabular",
+    "meta_mixture": "meta-mixture", "random": "random",
+}
+
+
+def kind_label(kind: str) -> str:
+    """A display name for a member kind (unknown kinds are shown as stored)."""
+    return KIND_LABELS.get(kind.lower(), kind)
+
+
+def _loads(text: str | None, default: Any) -> Any:
+    try:
+        return json.loads(text) if text else default
+    except (TypeError, ValueError):
+        return default
+
+
+# ------------------------------------------------------------------------------ runs
+def runs(db: LeagueDB, source: Source) -> list[dict[str, Any]]:
+    """Every run in one database, newest first, with member and match counts."""
+    rows = db.conn.execute(
+        "SELECT r.id, r.name, r.experiment, r.game, r.status, r.started_at, r.updated_at, "
+        "(SELECT COUNT(*) FROM members m WHERE m.run_id = r.id) AS members, "
+        "(SELECT COUNT(*) FROM matches x WHERE x.run_id = r.id) AS matches, "
+        "(SELECT COUNT(*) FROM snapshots s JOIN members m ON s.member_id = m.id "
+        " WHERE m.run_id = r.id) AS snapshots "
+        "FROM runs r ORDER BY r.id DESC").fetchall()
+    return [{**dict(r), "source": source.id, "path": str(source.path)} for r in rows]
+
+
+def run_summary(db: LeagueDB, source: Source, run_id: int) -> dict[str, Any]:
+    """One run with its configuration; an unknown run id is a 404."""
+    row = db.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if row is None:
+        raise SourceError(f"no run {run_id} in {source.path}", 404)
+    out = dict(row)
+    out["config"] = _loads(out.get("config"), {})
+    out.update(source=source.id, path=str(source.path))
+    return out
+
+
+def check_run(db: LeagueDB, source: Source, run_id: int) -> None:
+    if db.conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+        raise SourceError(f"no run {run_id} in {source.path}", 404)
+
+
+# ------------------------------------------------------------------------------ league
+def _member_match_counts(db: LeagueDB, run_id: int) -> dict[int, int]:
+    rows = db.conn.execute(
+        "SELECT s.member_id, COUNT(DISTINCT x.id) FROM matches x, json_each(x.seats) j "
+        "JOIN snapshots s ON s.id = j.value WHERE x.run_id = ? AND json_valid(x.seats) "
+        "GROUP BY s.member_id",
+        (run_id,))
+    return {int(m): int(n) for m, n in rows}
+
+
+def _win_rates(db: LeagueDB, run_id: int) -> dict[int, tuple[float, int]]:
+    """Count-weighted win rate of each snapshot against those it met: ``{sid: (rate, n)}``."""
+    rows = db.conn.execute(
+        "SELECT row_snapshot, SUM(win_rate * count) / SUM(count), SUM(count) FROM payoffs "
+        "WHERE run_id = ? AND win_rate IS NOT NULL AND count > 0 GROUP BY row_snapshot",
+        (run_id,))
+    return {int(s): (float(w), int(n)) for s, w, n in rows}
+
+
+def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
+    """One row per member: latest snapshot, rating of its newest rated snapshot, matches
+    played by any of its snapshots and the win rate of its newest rated snapshot."""
+    snaps = db.snapshots(run_id)
+    ratings = db.latest_ratings(run_id)
+    wins = _win_rates(db, run_id)
+    played = _member_match_counts(db, run_id)
+    by_member: dict[int, list[Any]] = defaultdict(list)
+    for s in snaps:
+        by_member[s.member_id].append(s)
+    table = []
+    for m in db.members(run_id):
+        own = sorted(by_member.get(m["id"], []), key=lambda s: (s.version, s.id))
+        latest = own[-1] if own else None
+        rated = next((s for s in reversed(own) if s.id in ratings), None)
+        r = ratings.get(rated.id) if rated else None
+        w = wins.get(rated.id) if rated else None
+        table.append({
+            "member_id": m["id"], "member": m["name"], "kind": m["kind"],
+            "kind_label": kind_label(m["kind"]), "roles": m["roles"],
+            "snapshots": len(own),
+            "latest_version": latest.version if latest else None,
+            "learner_step": latest.learner_step if latest else None,
+            "rated_version": rated.version if rated else None,
+            "mu": r["mu"] if r else None, "sigma": r["sigma"] if r else None,
+            "elo": r["elo"] if r else None,
+            "matches": played.get(m["id"], 0),
+            "win_rate": w[0] if w else None,
+        })
+    return table
+
+
+def _labels(db: LeagueDB, run_id: int) -> dict[int, str]:
+    return {s.id: f"{s.member} v{s.version}" for s in db.snapshots(run_id)}
+
+
+# ------------------------------------------------------------------------------ payoffs
+def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
+    """Payoffs between every snapshot that has one: ``value[i][j]`` is the mean payoff of
+    snapshot ``ids[i]`` against ``ids[j]`` (None where they have not met)."""
+    entries = db.payoffs(run_id)
+    labels = _labels(db, run_id)
+    ids = sorted({e["row_snapshot"] for e in entries} | {e["col_snapshot"] for e in entries})
+    pos = {sid: i for i, sid in enumerate(ids)}
+    n = len(ids)
+    value: list[list[float | None]] = [[None] * n for _ in range(n)]
+    win: list[list[float | None]] = [[None] * n for _ in range(n)]
+    count: list[list[int]] = [[0] * n for _ in range(n)]
+    exact = False
+    for e in entries:
+        i, j = pos[e["row_snapshot"]], pos[e["col_snapshot"]]
+        value[i][j], win[i][j], count[i][j] = e["value"], e["win_rate"], e["count"]
+        exact = exact or bool(e["exact"])
+    return {"ids": ids, "labels": [labels.get(s, f"snapshot {s}") for s in ids],
+            "value": value, "win_rate": win, "count": count, "exact": exact}
+
+
+# ------------------------------------------------------------------------------ ratings
+def rating_history(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
+    """One series per snapshot: Elo and TrueSkill-style μ, σ at every rating step."""
+    labels = _labels(db, run_id)
+    rows = db.conn.execute(
+        "SELECT snapshot_id, step, elo, mu, sigma, matches FROM ratings WHERE run_id = ? "
+        "ORDER BY snapshot_id, step", (run_id,))
+    series: dict[int, dict[str, Any]] = {}
+    for sid, step, elo, mu, sigma, matches in rows:
+        s = series.setdefault(sid, {"snapshot_id": sid, "label": labels.get(sid, f"snapshot {sid}"),
+                                    "step": [], "elo": [], "mu": [], "sigma": [], "matches": []})
+        for k, v in (("step", step), ("elo", elo), ("mu", mu), ("sigma", sigma),
+                     ("matches", matches)):
+            s[k].append(v)
+    return list(series.values())
+
+
+# ------------------------------------------------------------------------------ PSRO
+def _seat_weights(meta: Any) -> dict[str, list[float]]:
+    """Meta-strategy as stored (per seat, one list, or a list per seat) → ``{seat: probs}``."""
+    if isinstance(meta, dict):
+        return {str(k): [float(x) for x in v] for k, v in meta.items() if isinstance(v, list)}
+    if isinstance(meta, list) and meta and all(isinstance(v, list) for v in meta):
+        return {f"seat {i}": [float(x) for x in v] for i, v in enumerate(meta)}
+    if isinstance(meta, list):
+        return {"meta": [float(x) for x in meta]}
+    return {}
+
+
+def psro(db: LeagueDB, run_id: int) -> dict[str, Any]:
+    """PSRO iterations: NashConv (None where not computed) and, per seat, the weight of
+    each population member at each iteration (0 before it joined)."""
+    its = db.psro_iterations(run_id)
+    per_it = [_seat_weights(it["meta_strategy"]) for it in its]
+    seats: list[str] = []
+    for w in per_it:
+        seats += [s for s in w if s not in seats]
+    out_seats = []
+    for seat in seats:
+        k = max((len(w.get(seat, [])) for w in per_it), default=0)
+        weights = [[(w.get(seat) or [])[j] if j < len(w.get(seat) or []) else 0.0
+                    for w in per_it] for j in range(k)]
+        out_seats.append({"seat": seat, "members": [f"#{j}" for j in range(k)],
+                          "weights": weights})
+    return {"iteration": [it["iteration"] for it in its],
+            "nash_conv": [it["nash_conv"] for it in its],
+            "seconds": [it["seconds"] for it in its], "seats": out_seats}
+
+
+# ------------------------------------------------------------------------------ learner
+@dataclass(frozen=True)
+class Panel:
+    """A learner chart: the metric keys it plots (``pattern``) and its y-axis title."""
+
+    title: str
+    pattern: str
+    y: str
+
+
+PANELS: tuple[Panel, ...] = (
+    Panel("Episode return", r"^charts/.*return", "return"),
+    Panel("Losses", r"^losses/(?!entropy$|grad_norm$|approx_kl$|clipfrac$|explained_var)",
+          "loss"),
+    Panel("Entropy", r"(^|/)entropy$", "entropy"),
+    Panel("Gradient norm", r"grad_norm", "‖g‖"),
+    Panel("Advantage per agent", r"^adv/agent_[^/]+/adv_(mean|std)$", "advantage"),
+    Panel("Advantage per role", r"^adv/role_[^/]+/adv_(mean|std)$", "advantage"),
+    Panel("Reward per agent and role", r"^adv/(agent|role)_[^/]+/reward_(mean|std)$", "reward"),
+    Panel("PPO diagnostics", r"^losses/(approx_kl|clipfrac|explained_var)", "value"),
+)
+
+
+def metric_keys(db: LeagueDB, run_id: int) -> list[str]:
+    rows = db.conn.execute("SELECT DISTINCT key FROM metrics WHERE run_id = ? ORDER BY key",
+                           (run_id,))
+    return [r[0] for r in rows]
+
+
+def metric_series(db: LeagueDB, run_id: int, keys: list[str],
+                  max_points: int = MAX_POINTS) -> list[dict[str, Any]]:
+    """One series per (key, member): steps bucketed into at most ``max_points`` bins of
+    equal width over the run's step range, values averaged per bin."""
+    if not keys:
+        return []
+    lo, hi = db.conn.execute("SELECT MIN(step), MAX(step) FROM metrics WHERE run_id = ?",
+                             (run_id,)).fetchone()
+    if lo is None:
+        return []
+    names = {m["id"]: m["name"] for m in db.members(run_id)}
+    marks = ",".join("?" * len(keys))
+    rows = db.conn.execute(
+        f"SELECT member_id, key, MAX(step), AVG(value) FROM metrics WHERE run_id = ? AND "
+        f"key IN ({marks}) GROUP BY member_id, key, ((step - ?) * ?) / ? "
+        "ORDER BY key, member_id, MAX(step)",
+        (run_id, *keys, lo, max(1, max_points), hi - lo + 1))
+    series: dict[tuple[str, int | None], dict[str, Any]] = {}
+    for member_id, key, step, value in rows:
+        s = series.get((key, member_id))
+        if s is None:
+            member = names.get(member_id) if member_id is not None else None
+            s = series[(key, member_id)] = {"key": key, "member": member, "step": [],
+                                            "value": []}
+        s["step"].append(step)
+        s["value"].append(value)
+    return list(series.values())
+
+
+def learner_panels(db: LeagueDB, run_id: int,
+                   max_points: int = MAX_POINTS) -> dict[str, Any]:
+    """The learner charts that have data, and every metric key (for the free chart)."""
+    keys = metric_keys(db, run_id)
+    chosen = [(p, [k for k in keys if re.search(p.pattern, k)]) for p in PANELS]
+    wanted = sorted({k for _, ks in chosen for k in ks})
+    by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for s in metric_series(db, run_id, wanted, max_points):
+        by_key[s["key"]].append(s)
+    panels = [{"title": p.title, "y": p.y, "series": [s for k in ks for s in by_key[k]]}
+              for p, ks in chosen if ks]
+    return {"panels": panels, "keys": keys}

@@ -1,0 +1,121 @@
+"""Where the dashboard's data comes from: league database files named on the command line.
+
+A path is a database file (``*.db``), a run folder (``<dir>/league.db``) or a folder of
+runs (every ``league.db`` up to three levels below it, found again on every request, so
+runs started after the dashboard appear). Each database gets a stable short id from its
+resolved path. Databases are opened read-only for each request and closed after it; any
+failure (missing, not a database, locked, newer schema, not yet initialised) becomes a
+:class:`SourceError` with a one-line message that names the file and what to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from populations.db import LeagueDB, LeagueDBError
+
+DB_NAME = "league.db"
+SCAN_DEPTH = 3  # how deep a folder of runs is searched for league.db files
+READ_TIMEOUT_S = 1.0  # how long a read waits on a lock before reporting it
+
+
+class SourceError(RuntimeError):
+    """A league database that cannot be read now; ``status`` is the HTTP status to answer."""
+
+    def __init__(self, message: str, status: int = 503) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Source:
+    """One league database file (it may not exist yet)."""
+
+    id: str
+    path: Path
+
+
+def source_id(path: Path) -> str:
+    """A short id, stable across restarts, from the resolved path."""
+    return hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:10]
+
+
+def _scan(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    pattern = DB_NAME
+    for _ in range(SCAN_DEPTH):
+        pattern = "*/" + pattern
+        found += sorted(p for p in folder.glob(pattern) if p.is_file())
+    return found
+
+
+def resolve(paths: Sequence[str | Path]) -> list[Source]:
+    """The databases named by ``paths`` (see the module docstring), without duplicates."""
+    files: list[Path] = []
+    for raw in paths:
+        p = Path(raw).expanduser()
+        if p.is_dir():
+            direct = p / DB_NAME
+            files += [direct] if direct.is_file() else (_scan(p) or [direct])
+        elif p.suffix == ".db" or p.is_file():
+            files.append(p)
+        else:  # a run folder that does not exist yet
+            files.append(p / DB_NAME)
+    out: dict[str, Source] = {}
+    for f in files:
+        sid = source_id(f)
+        out.setdefault(sid, Source(sid, f))
+    return list(out.values())
+
+
+def describe(err: BaseException, path: Path) -> str:
+    """A one-line message for a failure to read ``path``."""
+    text = str(err)
+    if "locked" in text or "busy" in text:
+        return (f"league database {path} is locked by another process; "
+                "the dashboard retries at the next refresh")
+    if isinstance(err, LeagueDBError):
+        if "not found" in text:
+            return f"league database not found: {path} (has the run started? is the path right?)"
+        return text
+    if "no such table" in text or "no such column" in text:
+        return (f"league database {path} is not initialised yet or is not a league database "
+                f"({text})")
+    return f"cannot read league database {path}: {text}"
+
+
+@contextmanager
+def open_source(source: Source) -> Iterator[LeagueDB]:
+    """The database of ``source`` opened read-only; every failure is a :class:`SourceError`."""
+    try:
+        db = LeagueDB(source.path, readonly=True, timeout=READ_TIMEOUT_S)
+    except (LeagueDBError, sqlite3.Error, OSError) as err:
+        status = 404 if "not found" in str(err) else 503
+        raise SourceError(describe(err, source.path), status) from None
+    try:
+        yield db
+    except sqlite3.Error as err:
+        raise SourceError(describe(err, source.path)) from None
+    finally:
+        db.close()
+
+
+class Sources:
+    """The databases the dashboard serves; folders are searched again on each call."""
+
+    def __init__(self, paths: Sequence[str | Path]) -> None:
+        self.paths = [Path(p) for p in paths] or [Path(".")]
+
+    def all(self) -> list[Source]:
+        return resolve(self.paths)
+
+    def get(self, sid: str) -> Source:
+        for s in self.all():
+            if s.id == sid:
+                return s
+        raise SourceError(f"unknown database id {sid!r}; see /api/runs for the ids", 404)

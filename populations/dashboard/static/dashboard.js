@@ -1,0 +1,458 @@
+// selfplay league dashboard: reads the JSON API (or, in a static export, the answers embedded
+// in #dashboard-export) and draws tables with DOM text nodes and charts with Plotly.
+// Every string from the database is written with textContent, or, inside Plotly (which
+// parses a little HTML in labels), with &, < and > as entities, so names show as text.
+"use strict";
+
+(() => {
+  const EXPORTED = (() => {
+    const el = document.getElementById("dashboard-export");
+    return el ? JSON.parse(el.textContent) : null;
+  })();
+
+  const state = {
+    config: null, selected: null, cache: new Map(), league: [],
+    sort: { key: "elo", dir: -1 }, metric: "", keys: [], refreshes: 0,
+  };
+  const $ = (id) => document.getElementById(id);
+
+  // ------------------------------------------------------------------ data
+  class ApiError extends Error {}
+
+  async function getText(path) {
+    if (EXPORTED) {
+      if (!(path in EXPORTED)) throw new ApiError(`not in this export: ${path}`);
+      return JSON.stringify(EXPORTED[path]);
+    }
+    let resp;
+    try {
+      resp = await fetch(path, { cache: "no-store", headers: { accept: "application/json" } });
+    } catch (err) {
+      throw new ApiError(`dashboard server unreachable (${err.message}); is it still running?`);
+    }
+    const text = await resp.text();
+    if (!resp.ok) {
+      let msg = null;
+      try { msg = JSON.parse(text).error; } catch (_) { /* not JSON */ }
+      throw new ApiError(msg || `${path}: HTTP ${resp.status}`);
+    }
+    return text;
+  }
+
+  // [document, changed since the last load of this path]
+  async function load(path) {
+    const text = await getText(path);
+    const changed = state.cache.get(path) !== text;
+    state.cache.set(path, text);
+    return [JSON.parse(text), changed];
+  }
+
+  // ------------------------------------------------------------------ formatting
+  const ENTITY = { "&": "&amp;", "<": "&lt;", ">": "&gt;" };
+  const pt = (s) => String(s).replace(/[&<>]/g, (c) => ENTITY[c]); // text for Plotly labels
+  const num = (v, digits) => (v == null ? "—" : Number(v).toFixed(digits));
+  const pct = (v) => (v == null ? "—" : `${(100 * v).toFixed(1)}%`);
+  const int = (v) => (v == null ? "—" : Number(v).toLocaleString("en-US"));
+  function when(seconds) {
+    if (seconds == null) return "—";
+    const d = new Date(seconds * 1000);
+    const p = (n) => String(n).padStart(2, "0");
+    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ` +
+      `${p(d.getHours())}:${p(d.getMinutes())}`;
+  }
+
+  function cell(tr, text, cls, title) {
+    const td = document.createElement("td");
+    td.textContent = text;
+    if (cls) td.className = cls;
+    if (title) td.title = title;
+    tr.appendChild(td);
+    return td;
+  }
+
+  // ------------------------------------------------------------------ charts
+  const BASE_LAYOUT = {
+    margin: { l: 60, r: 20, t: 16, b: 48 }, paper_bgcolor: "#fff", plot_bgcolor: "#fff",
+    font: { size: 12 }, hovermode: "closest", showlegend: true,
+    // below the x-axis title; Plotly grows the bottom margin to fit it
+    legend: { orientation: "h", x: 0, y: -0.3, yanchor: "top", font: { size: 11 } },
+  };
+  const PLOT_CONFIG = { responsive: true, displaylogo: false };
+
+  // Plotly's own "responsive" follows only the window; grid cells change size on their own
+  const resizer = new ResizeObserver((entries) => {
+    for (const e of entries) if (e.target.data) Plotly.Plots.resize(e.target);
+  });
+
+  function newChart(id) {
+    const div = document.createElement("div");
+    div.className = "chart";
+    div.id = id;
+    resizer.observe(div);
+    return div;
+  }
+
+  function dropChart(div) {
+    resizer.unobserve(div);
+    if (div.data) Plotly.purge(div);
+    div.remove();
+  }
+
+  async function plot(div, traces, layout) {
+    if (div.classList.contains("empty-chart")) {
+      div.classList.remove("empty-chart");
+      div.textContent = "";
+    }
+    const full = { ...BASE_LAYOUT, ...layout };
+    // long labels (snapshot names) widen the margins instead of being cut off
+    full.xaxis = { automargin: true, ...layout.xaxis };
+    full.yaxis = { automargin: true, ...layout.yaxis };
+    // a legend of many entries makes the chart taller rather than the plot smaller
+    const rows = full.showlegend && traces.length > 1 ? Math.ceil(traces.length / 2) : 0;
+    div.style.height = `${320 + 18 * Math.max(0, rows - 2)}px`;
+    await Plotly.react(div, traces, full, PLOT_CONFIG);
+    div.dataset.rendered = "1";
+  }
+
+  function emptyChart(div, text) {
+    if (div.data) Plotly.purge(div);
+    div.style.height = "";
+    div.textContent = text;
+    div.classList.add("empty-chart");
+    div.dataset.rendered = "";
+  }
+
+  // ------------------------------------------------------------------ runs
+  const runKey = (r) => `${r.source}/${r.id}`;
+
+  function renderRuns(doc) {
+    const body = $("runs-table").tBodies[0];
+    body.replaceChildren();
+    for (const r of doc.runs) {
+      const tr = document.createElement("tr");
+      tr.dataset.run = runKey(r);
+      if (runKey(r) === state.selected) tr.classList.add("selected");
+      cell(tr, r.experiment || "—");
+      cell(tr, r.name);
+      cell(tr, r.game || "—");
+      const st = cell(tr, "");
+      const pill = document.createElement("span");
+      pill.className = `pill ${/^(running|failed)$/.test(r.status) ? r.status : ""}`;
+      pill.textContent = r.status;
+      st.appendChild(pill);
+      cell(tr, when(r.started_at));
+      cell(tr, int(r.members), "num");
+      cell(tr, int(r.snapshots), "num");
+      cell(tr, int(r.matches), "num");
+      cell(tr, r.path, "path", `database id ${r.source}`);
+      tr.addEventListener("click", () => select(runKey(r)));
+      body.appendChild(tr);
+    }
+    const errs = $("source-errors");
+    errs.replaceChildren();
+    for (const e of doc.errors) {
+      const li = document.createElement("li");
+      li.textContent = e.error;
+      errs.appendChild(li);
+    }
+    if (!doc.runs.length) {
+      const tr = document.createElement("tr");
+      cell(tr, doc.errors.length ? "No readable database." : "No runs yet.", "muted").colSpan = 9;
+      body.appendChild(tr);
+    }
+  }
+
+  function setSelected(key) {
+    state.selected = key;
+    state.metric = "";
+    $("metric-select").value = "";
+    $("metric-chart").hidden = true;
+    for (const tr of $("runs-table").tBodies[0].rows) {
+      tr.classList.toggle("selected", tr.dataset.run === key);
+    }
+    history.replaceState(null, "", `#run=${key}`);
+    $("run-section").hidden = false;
+  }
+
+  function select(key) {
+    if (key === state.selected) return;
+    setSelected(key);
+    refreshRun().then(finishRefresh);
+  }
+
+  function renderRunTitle(run) {
+    const h = $("run-title");
+    h.replaceChildren();
+    h.append(`${run.experiment || run.name} · ${run.name} `);
+    const game = document.createElement("span");
+    game.className = "muted";
+    game.textContent = `${run.game || ""} · ${run.status} · started ${when(run.started_at)}`;
+    h.appendChild(game);
+  }
+
+  // ------------------------------------------------------------------ league table
+  function renderLeague(rows) {
+    state.league = rows;
+    drawLeague();
+  }
+
+  function drawLeague() {
+    const { key, dir } = state.sort;
+    const rows = [...state.league].sort((a, b) => {
+      const x = a[key];
+      const y = b[key];
+      if (x == null || y == null) return (x == null) - (y == null); // missing values last
+      return (typeof x === "string" ? x.localeCompare(y) : x - y) * dir;
+    });
+    const body = $("league-table").tBodies[0];
+    body.replaceChildren();
+    for (const r of rows) {
+      const tr = document.createElement("tr");
+      tr.dataset.memberId = r.member_id;
+      cell(tr, r.member, "member", `roles: ${r.roles.join(", ")}`);
+      cell(tr, r.kind_label, null, r.kind);
+      const step = r.learner_step ? ` · step ${int(r.learner_step)}` : "";
+      cell(tr, r.latest_version == null ? "—" : `v${r.latest_version}${step}`, "num");
+      const rated = r.rated_version == null ? null : `rating of v${r.rated_version}`;
+      cell(tr, r.mu == null ? "—" : `${num(r.mu, 2)} ± ${num(r.sigma, 2)}`, "num", rated);
+      cell(tr, num(r.elo, 0), "num", rated);
+      cell(tr, int(r.matches), "num");
+      cell(tr, pct(r.win_rate), "num", rated);
+      body.appendChild(tr);
+    }
+    $("league-empty").hidden = rows.length > 0;
+    for (const th of $("league-table").tHead.rows[0].cells) {
+      const sorted = th.dataset.key === key;
+      th.setAttribute("aria-sort", sorted ? (dir > 0 ? "ascending" : "descending") : "none");
+    }
+  }
+
+  function onSortClick(ev) {
+    const th = ev.target.closest("th");
+    if (!th || !th.dataset.key) return;
+    const k = th.dataset.key;
+    state.sort = k === state.sort.key
+      ? { key: k, dir: -state.sort.dir }
+      : { key: k, dir: th.dataset.type === "text" ? 1 : -1 };
+    drawLeague();
+  }
+
+  // ------------------------------------------------------------------ payoffs, ratings
+  const PAYOFF_SCALE = [[0, "#b2182b"], [0.25, "#ef8a62"], [0.5, "#f7f7f7"],
+    [0.75, "#67a9cf"], [1, "#2166ac"]];
+
+  async function renderPayoffs(doc) {
+    const div = $("payoff-chart");
+    if (!doc.ids.length) return emptyChart(div, "No evaluated pairs yet.");
+    const labels = doc.labels.map(pt);
+    const text = doc.value.map((row, i) => row.map((v, j) => (v == null ? "not played"
+      : `win rate ${pct(doc.win_rate[i][j])} · ${doc.count[i][j]} pairs`)));
+    const trace = {
+      type: "heatmap", z: doc.value, x: labels, y: labels, text, zmid: 0,
+      colorscale: PAYOFF_SCALE, xgap: 1, ygap: 1, hoverongaps: false,
+      hovertemplate: "%{y} vs %{x}<br>payoff %{z:.3f}<br>%{text}<extra></extra>",
+      colorbar: { title: { text: doc.exact ? "exact payoff" : "payoff" }, thickness: 12 },
+    };
+    if (doc.ids.length <= 12) trace.texttemplate = "%{z:.2f}";
+    await plot(div, [trace], {
+      showlegend: false, margin: { l: 90, r: 20, t: 16, b: 80 },
+      xaxis: { type: "category", tickangle: -30, title: { text: "column snapshot" } },
+      yaxis: { type: "category", autorange: "reversed" },
+    });
+  }
+
+  async function renderRatings(series) {
+    const elo = $("elo-chart");
+    const mu = $("mu-chart");
+    if (!series.length) {
+      emptyChart(elo, "No ratings yet.");
+      emptyChart(mu, "No ratings yet.");
+      return;
+    }
+    const legend = series.length <= 16;
+    const line = (s, y, extra) => ({
+      type: "scatter", mode: "lines+markers", x: s.step, y, name: pt(s.label), ...extra,
+    });
+    const steps = series.flatMap((s) => s.step);
+    const few = Math.max(...steps) - Math.min(...steps) <= 10; // integer ticks, not 1.5
+    const axes = {
+      showlegend: legend, xaxis: { title: { text: "rating step" }, ...(few ? { dtick: 1 } : {}) },
+    };
+    await plot(elo, series.map((s) => line(s, s.elo)),
+      { ...axes, yaxis: { title: { text: "Elo" } } });
+    await plot(mu, series.map((s) => line(s, s.mu, {
+      error_y: { type: "data", array: s.sigma, visible: true, thickness: 1, width: 2 },
+    })), { ...axes, yaxis: { title: { text: "μ (bars: σ)" } } });
+  }
+
+  // ------------------------------------------------------------------ PSRO
+  async function renderPsro(doc) {
+    const has = doc.iteration.length > 0;
+    $("nashconv-card").hidden = !has;
+    $("psro-section").hidden = !has;
+    if (!has) return;
+    const nc = $("nashconv-chart");
+    if (doc.nash_conv.every((v) => v == null)) {
+      emptyChart(nc, "NashConv is not computed for this game.");
+    } else {
+      await plot(nc, [{ type: "scatter", mode: "lines+markers", x: doc.iteration,
+        y: doc.nash_conv, name: "NashConv", connectgaps: true }], {
+        showlegend: false, xaxis: { title: { text: "PSRO iteration" }, dtick: 1 },
+        yaxis: { title: { text: "NashConv" }, rangemode: "tozero" },
+      });
+    }
+    const box = $("meta-charts");
+    while (box.children.length > doc.seats.length) dropChart(box.lastChild);
+    while (box.children.length < doc.seats.length) {  // all cells first: widths are final
+      box.appendChild(newChart(`meta-chart-${box.children.length}`));
+    }
+    for (const [i, seat] of doc.seats.entries()) {
+      const div = box.children[i];
+      const traces = seat.weights.map((w, k) => ({
+        type: "bar", x: doc.iteration, y: w, name: pt(`${seat.seat} ${seat.members[k]}`),
+      }));
+      await plot(div, traces, {
+        barmode: "stack", showlegend: seat.members.length <= 20,
+        title: { text: pt(seat.seat), font: { size: 13 } }, margin: { l: 60, r: 20, t: 36, b: 48 },
+        xaxis: { title: { text: "PSRO iteration" }, dtick: 1 },
+        yaxis: { title: { text: "meta-strategy weight" }, range: [0, 1] },
+      });
+    }
+  }
+
+  // ------------------------------------------------------------------ learner curves
+  const curve = (s) => ({
+    type: "scatter", mode: "lines", x: s.step, y: s.value,
+    name: pt(s.member ? `${s.key} · ${s.member}` : s.key),
+  });
+
+  async function renderLearner(doc) {
+    const box = $("learner-charts");
+    const titles = doc.panels.map((p) => p.title).join("\n");
+    if (box.dataset.titles !== titles) {
+      for (const div of [...box.children]) dropChart(div);
+      box.replaceChildren();
+      for (const [i, p] of doc.panels.entries()) {
+        const div = newChart(`learner-chart-${i}`);
+        div.dataset.title = p.title;
+        box.appendChild(div);
+      }
+      box.dataset.titles = titles;
+    }
+    $("learner-empty").hidden = doc.panels.length > 0;
+    for (const [i, p] of doc.panels.entries()) {
+      await plot(box.children[i], p.series.map(curve), {
+        title: { text: pt(p.title), font: { size: 13 } }, margin: { l: 60, r: 20, t: 36, b: 48 },
+        showlegend: p.series.length <= 12,
+        xaxis: { title: { text: "step" } }, yaxis: { title: { text: pt(p.y) } },
+      });
+    }
+    if (doc.keys.join("\n") !== state.keys.join("\n")) {
+      state.keys = doc.keys;
+      const sel = $("metric-select");
+      const keep = sel.value;
+      sel.replaceChildren(new Option("—", ""));
+      for (const k of doc.keys) sel.appendChild(new Option(k, k)); // Option text is not HTML
+      sel.value = doc.keys.includes(keep) ? keep : "";
+    }
+  }
+
+  async function renderMetric(series) {
+    const div = $("metric-chart");
+    div.hidden = false;
+    if (!series.length) return emptyChart(div, "No values for this metric.");
+    await plot(div, series.map(curve), {
+      title: { text: pt(state.metric), font: { size: 13 } }, margin: { l: 60, r: 20, t: 36, b: 48 },
+      xaxis: { title: { text: "step" } },
+    });
+  }
+
+  // ------------------------------------------------------------------ refresh loop
+  const errors = new Set();
+
+  async function part(path, render) {
+    try {
+      const [doc, changed] = await load(path);
+      if (changed) await render(doc);
+    } catch (err) {
+      errors.add(err.message);
+      if (!(err instanceof ApiError)) console.error(err); // a drawing bug, not a data problem
+    }
+  }
+
+  async function refreshRun() {
+    if (!state.selected) return;
+    const base = `api/runs/${state.selected}`;
+    await Promise.all([
+      part(base, renderRunTitle), part(`${base}/league`, renderLeague),
+      part(`${base}/payoffs`, renderPayoffs), part(`${base}/ratings`, renderRatings),
+      part(`${base}/psro`, renderPsro), part(`${base}/learner`, renderLearner),
+    ]);
+    if (state.metric) {
+      await part(`${base}/metrics?key=${encodeURIComponent(state.metric)}`, renderMetric);
+    }
+  }
+
+  function finishRefresh() {
+    const banner = $("banner");
+    banner.hidden = errors.size === 0;
+    banner.textContent = [...errors].join("\n");
+    errors.clear();
+    state.refreshes += 1;
+    document.body.dataset.refreshes = String(state.refreshes);
+    const status = $("status");
+    if (EXPORTED) {
+      const at = state.config.generated_at;
+      status.textContent = `static export${at ? ` of ${when(at)}` : ""} · not live`;
+    } else {
+      status.textContent = `live · every ${state.config.refresh_seconds} s · updated ` +
+        new Date().toLocaleTimeString("en-GB");
+      status.classList.add("live");
+    }
+  }
+
+  async function refresh() {
+    await part("api/runs", (doc) => {
+      renderRuns(doc);
+      const keys = doc.runs.map(runKey);
+      const wanted = (location.hash.match(/^#run=(.+)$/) || [])[1];
+      if (!state.selected && keys.length) setSelected(keys.includes(wanted) ? wanted : keys[0]);
+    });
+    await refreshRun();
+    finishRefresh();
+  }
+
+  async function tick() {
+    if (!document.hidden) await refresh();
+    if (!EXPORTED) setTimeout(tick, 1000 * state.config.refresh_seconds);
+  }
+
+  async function start() {
+    try {
+      [state.config] = await load("api/config");
+    } catch (err) {
+      $("banner").hidden = false;
+      $("banner").textContent = err.message;
+      setTimeout(start, 5000);
+      return;
+    }
+    await tick();
+  }
+
+  for (const id of ["payoff-chart", "elo-chart", "mu-chart", "nashconv-chart", "metric-chart"]) {
+    resizer.observe($(id));
+  }
+  $("league-table").tHead.addEventListener("click", onSortClick);
+  $("metric-select").addEventListener("change", (ev) => {
+    state.metric = ev.target.value;
+    if (!state.metric) { $("metric-chart").hidden = true; return; }
+    const path = `api/runs/${state.selected}/metrics?key=${encodeURIComponent(state.metric)}`;
+    state.cache.delete(path);
+    part(path, renderMetric).then(finishRefresh);
+  });
+  window.addEventListener("hashchange", () => {
+    const wanted = (location.hash.match(/^#run=(.+)$/) || [])[1];
+    if (wanted) select(wanted);
+  });
+  start();
+})();

@@ -1,0 +1,415 @@
+"""League dashboard: every JSON endpoint against a database written by a tiny real league
+run, escaping, clear errors for missing/corrupt/locked databases, the static export and
+the command line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import sqlite3
+from pathlib import Path
+
+import httpx
+import pytest
+from starlette.testclient import TestClient
+
+from populations.dashboard import BackgroundServer, DashboardData, cli, create_app, export_html
+from populations.dashboard.app import PLOTLY_JS, STATIC
+from populations.dashboard.data import metrics_path
+from populations.dashboard.export import script_json
+from populations.db import LeagueDB, MatchRow
+from populations.league import League, LeagueConfig
+
+XSS = "<script>alert(1)</script>"
+PSRO_META = [  # per iteration: seat → weights (populations grow by one per iteration)
+    {"player_0": [1.0], "player_1": [1.0]},
+    {"player_0": [0.25, 0.75], "player_1": [0.5, 0.5]},
+    {"player_0": [0.2, 0.3, 0.5], "player_1": [0.1, 0.6, 0.3]},
+]
+PSRO_NASH_CONV = [0.9, None, 0.25]
+
+
+# ---------------------------------------------------------------------------- the database
+def build_league_db(base: Path) -> Path:
+    """``base/league.db``: a tiny real league run, plus a member with a hostile name (an
+    LLM team with a snapshot, a rating, payoffs and its own metrics) and a PSRO run.
+    Built once per folder; callers copy it before writing."""
+    out = base / "league.db"
+    if out.exists():
+        return out
+    league = League(LeagueConfig(generations=2, frames_per_generation=1600, num_envs=8,
+                                 eval_episodes=2), base / "build")
+    try:
+        league.run()
+        run = league.run_id
+    finally:
+        league.close()
+    db = LeagueDB(base / "build" / "league.db")
+    v0 = db.snapshots(run, "main")[0].id
+    mid = db.add_member(run, XSS, "llm_team", ["adversary"])
+    xs = db.add_snapshot(mid, 0, "/nowhere/x.pt", "llm_team", "g", ["adversary"])
+    db.set_payoffs(run, [(xs, v0, 1.0, 0.75, 4, False), (v0, xs, -1.0, 0.25, 4, False)])
+    db.add_ratings(run, 3, [(xs, 1100.0, 30.0, 2.0, 4)])
+    db.log_metrics(run, 100, {"charts/episode_return": 1.5, "losses/grad_norm": math.inf},
+                   member_id=mid)
+    db.log_metrics(run, 200, {"charts/episode_return": 2.5}, member_id=mid)
+    psro = db.create_run("psro-kuhn", experiment="psro", game="openspiel/kuhn_poker")
+    for seat in ("player_0", "player_1"):
+        for k in range(3):
+            db.add_member(psro, f"psro/{seat}/{k}", "exact_br", [seat])
+    for i, (meta, nc) in enumerate(zip(PSRO_META, PSRO_NASH_CONV, strict=True)):
+        db.add_psro_iteration(psro, i, meta, nc, 0.5)
+    db.close()
+    copy_db(base / "build" / "league.db", out)
+    return out
+
+
+def copy_db(src: Path, dst: Path) -> None:
+    """A consistent copy of a (WAL) database, through SQLite's backup API."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+    a.close()
+    b.close()
+
+
+@pytest.fixture(scope="session")
+def built_db(tmp_path_factory) -> Path:
+    return build_league_db(tmp_path_factory.getbasetemp() / "dashboard-league")
+
+
+@pytest.fixture
+def run_dir(built_db, tmp_path) -> Path:
+    """A run folder of one's own holding a copy of the built database."""
+    copy_db(built_db, tmp_path / "run" / "league.db")
+    return tmp_path / "run"
+
+
+@pytest.fixture(scope="module")
+def shared(built_db, tmp_path_factory):
+    """A read-only client over one copy, with the ids of both runs."""
+    d = tmp_path_factory.mktemp("dash-shared")
+    copy_db(built_db, d / "league.db")
+    client = TestClient(create_app([d]))
+    runs = client.get("/api/runs").json()["runs"]
+    ids = {r["name"]: (r["source"], r["id"]) for r in runs}
+    return client, LeagueDB(d / "league.db", readonly=True), ids
+
+
+def get(client: TestClient, path: str, status: int = 200):
+    r = client.get(path)
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/json")
+    return r.json()
+
+
+# ---------------------------------------------------------------------------- endpoints
+def test_runs_list_counts_match_the_database(shared):
+    client, db, ids = shared
+    doc = get(client, "/api/runs")
+    assert doc["errors"] == []
+    assert [r["name"] for r in doc["runs"]] == ["psro-kuhn", "league"]  # newest first
+    league = next(r for r in doc["runs"] if r["name"] == "league")
+    run = ids["league"][1]
+    assert league["members"] == len(db.members(run)) == 2
+    assert league["matches"] == db.count_matches(run) > 0
+    assert league["snapshots"] == len(db.snapshots(run)) == 4
+    assert league["status"] == "finished"
+    assert league["game"] == "pettingzoo/mpe2.simple_adversary_v3"
+
+
+def test_run_summary_has_the_config(shared):
+    client, _, ids = shared
+    s, r = ids["league"]
+    doc = get(client, f"/api/runs/{s}/{r}")
+    assert doc["config"]["generations"] == 2 and doc["experiment"] == "league"
+
+
+def test_league_table_has_one_row_per_member(shared):
+    client, db, ids = shared
+    s, r = ids["league"]
+    rows = {row["member"]: row for row in get(client, f"/api/runs/{s}/{r}/league")}
+    assert set(rows) == {m["name"] for m in db.members(r)} == {"main", XSS}
+    main = rows["main"]
+    latest = db.latest_ratings(r)
+    v2 = db.snapshots(r, "main")[-1]
+    assert (main["kind_label"], main["latest_version"], main["rated_version"]) == ("MAPPO", 2, 2)
+    assert main["learner_step"] == v2.learner_step > 0
+    assert main["elo"] == pytest.approx(latest[v2.id]["elo"])
+    assert main["mu"] == pytest.approx(latest[v2.id]["mu"])
+    assert main["sigma"] == pytest.approx(latest[v2.id]["sigma"])
+    assert main["matches"] == db.count_matches(r)  # every match has main on both sides
+    mine = [p for p in db.payoffs(r) if p["row_snapshot"] == v2.id]
+    expected = sum(p["win_rate"] * p["count"] for p in mine) / sum(p["count"] for p in mine)
+    assert main["win_rate"] == pytest.approx(expected)
+    hostile = rows[XSS]  # returned as stored: escaping is the page's job
+    assert (hostile["kind_label"], hostile["elo"], hostile["win_rate"]) == ("LLM team", 1100.0,
+                                                                           0.75)
+    assert hostile["matches"] == 0
+
+
+def test_payoff_matrix_matches_the_payoff_table(shared):
+    client, db, ids = shared
+    s, r = ids["league"]
+    doc = get(client, f"/api/runs/{s}/{r}/payoffs")
+    labels = {sn.id: f"{sn.member} v{sn.version}" for sn in db.snapshots(r)}
+    assert doc["labels"] == [labels[i] for i in doc["ids"]]
+    assert f"{XSS} v0" in doc["labels"]
+    n = len(doc["ids"])
+    assert all(doc["value"][i][i] is None and doc["count"][i][i] == 0 for i in range(n))
+    pos = {sid: i for i, sid in enumerate(doc["ids"])}
+    for p in db.payoffs(r):
+        i, j = pos[p["row_snapshot"]], pos[p["col_snapshot"]]
+        assert doc["value"][i][j] == pytest.approx(p["value"])
+        assert doc["win_rate"][i][j] == pytest.approx(p["win_rate"])
+        assert doc["count"][i][j] == p["count"]
+        assert doc["value"][j][i] == pytest.approx(-p["value"])  # zero-sum estimates
+
+
+def test_rating_history_per_snapshot(shared):
+    client, db, ids = shared
+    s, r = ids["league"]
+    series = get(client, f"/api/runs/{s}/{r}/ratings")
+    rows = db.conn.execute("SELECT snapshot_id, step, elo, mu, sigma FROM ratings "
+                           "WHERE run_id = ? ORDER BY snapshot_id, step", (r,)).fetchall()
+    flat = [(x["snapshot_id"], st, e, m, sg) for x in series
+            for st, e, m, sg in zip(x["step"], x["elo"], x["mu"], x["sigma"], strict=True)]
+    assert flat == [tuple(row) for row in rows]
+    assert {x["label"] for x in series} >= {"main v0", "main v1", "main v2", f"{XSS} v0"}
+
+
+def test_psro_meta_strategy_and_nash_conv(shared):
+    client, _, ids = shared
+    s, r = ids["psro-kuhn"]
+    doc = get(client, f"/api/runs/{s}/{r}/psro")
+    assert doc["iteration"] == [0, 1, 2]
+    assert doc["nash_conv"] == PSRO_NASH_CONV
+    seats = {x["seat"]: x for x in doc["seats"]}
+    assert set(seats) == {"player_0", "player_1"}
+    p0 = seats["player_0"]
+    assert p0["members"] == ["#0", "#1", "#2"]
+    assert p0["weights"] == [[1.0, 0.25, 0.2], [0.0, 0.75, 0.3], [0.0, 0.0, 0.5]]
+    for seat in seats.values():  # a distribution per iteration
+        assert [sum(col) for col in zip(*seat["weights"], strict=True)] == pytest.approx([1] * 3)
+    league_psro = get(client, "/api/runs/{}/{}/psro".format(*ids["league"]))
+    assert league_psro == {"iteration": [], "nash_conv": [], "seconds": [], "seats": []}
+
+
+def test_learner_panels_per_agent_and_role(shared):
+    client, db, ids = shared
+    s, r = ids["league"]
+    doc = get(client, f"/api/runs/{s}/{r}/learner")
+    db_keys = [k for (k,) in db.conn.execute(
+        "SELECT DISTINCT key FROM metrics WHERE run_id = ? ORDER BY key", (r,))]
+    assert doc["keys"] == db_keys
+    panels = {p["title"]: p for p in doc["panels"]}
+    assert {"Episode return", "Losses", "Entropy", "Gradient norm", "Advantage per agent",
+            "Advantage per role", "Reward per agent and role"} <= set(panels)
+    keys = {p: {x["key"] for x in panels[p]["series"]} for p in panels}
+    assert {"losses/pg_loss", "losses/v_loss"} <= keys["Losses"]
+    assert "losses/entropy" not in keys["Losses"]
+    assert keys["Advantage per agent"] >= {"adv/agent_0/adv_mean", "adv/agent_0/adv_std"}
+    assert all(re.match(r"adv/role_\w+/adv_(mean|std)$", k) for k in keys["Advantage per role"])
+    pg = next(x for x in panels["Losses"]["series"] if x["key"] == "losses/pg_loss")
+    steps, values = zip(*db.metric(r, "losses/pg_loss"), strict=True)
+    assert pg["step"] == list(steps) and pg["value"] == pytest.approx(list(values))
+    ret = panels["Episode return"]["series"]
+    assert [(x["member"], x["value"]) for x in ret] == [(XSS, [1.5, 2.5])]
+    inf = next(x for x in panels["Gradient norm"]["series"] if x["member"] == XSS)
+    assert inf["value"] == [None]  # +inf is not JSON: shown as a gap
+
+
+def test_metrics_endpoint_buckets_long_histories(run_dir):
+    db = LeagueDB(run_dir / "league.db")
+    run = db.run_id("league")
+    db.log_metrics(run, 0, {"x/long": 0.0})
+    for step in range(1, 1001):
+        db.log_metrics(run, step * 10, {"x/long": float(step)})
+    db.close()
+    client = TestClient(create_app([run_dir], max_points=10))
+    s = client.get("/api/runs").json()["runs"][0]["source"]
+    (series,) = get(client, f"/api/runs/{s}/{run}/metrics?key=x/long")
+    assert 2 <= len(series["step"]) <= 10
+    assert series["step"] == sorted(series["step"]) and series["step"][-1] == 10_000
+    assert min(series["value"]) >= 0.0 and max(series["value"]) <= 1000.0
+    assert get(client, f"/api/runs/{s}/{run}/metrics?key=no/such") == []
+    assert "metric keys" in get(client, f"/api/runs/{s}/{run}/metrics", 400)["error"]
+
+
+def test_unknown_ids_are_404_with_a_message(shared):
+    client, _, ids = shared
+    s, r = ids["league"]
+    assert "no run 999" in get(client, f"/api/runs/{s}/999/league", 404)["error"]
+    assert "unknown database id" in get(client, "/api/runs/nope/1/league", 404)["error"]
+    assert "expected one of" in get(client, f"/api/runs/{s}/{r}/nope", 404)["error"]
+
+
+# ---------------------------------------------------------------------------- failures
+def _first_source(client: TestClient) -> str:
+    doc = client.get("/api/runs").json()
+    return (doc["runs"] or doc["errors"])[0]["source"]
+
+
+def test_missing_database_is_a_clear_message(tmp_path):
+    client = TestClient(create_app([tmp_path / "not-started"]))
+    doc = get(client, "/api/runs")
+    assert doc["runs"] == []
+    (err,) = doc["errors"]
+    assert "league database not found" in err["error"] and "not-started" in err["error"]
+    body = get(client, f"/api/runs/{err['source']}/1/league", 404)
+    assert "not found" in body["error"] and "Traceback" not in body["error"]
+
+
+@pytest.mark.parametrize("content, expected", [
+    (b"this is not sqlite " * 200, "file is not a database"),
+    (b"", "not initialised yet"),
+])
+def test_corrupt_or_empty_database_is_a_clear_message(tmp_path, content, expected):
+    (tmp_path / "league.db").write_bytes(content)
+    client = TestClient(create_app([tmp_path]))
+    (err,) = get(client, "/api/runs")["errors"]
+    assert expected in err["error"] and str(tmp_path) in err["error"]
+    assert expected in get(client, f"/api/runs/{err['source']}/1/league", 503)["error"]
+
+
+def test_locked_database_is_a_clear_message(run_dir):
+    writer = sqlite3.connect(run_dir / "league.db")
+    try:
+        writer.execute("PRAGMA locking_mode = EXCLUSIVE")
+        writer.execute("BEGIN EXCLUSIVE")
+        client = TestClient(create_app([run_dir]))
+        (err,) = get(client, "/api/runs")["errors"]
+        assert "is locked by another process" in err["error"]
+        body = get(client, f"/api/runs/{err['source']}/1/league", 503)
+        assert "locked" in body["error"]
+    finally:
+        writer.rollback()
+        writer.close()
+    assert get(client, f"/api/runs/{err['source']}/1/league")  # readable again
+
+
+def test_newer_schema_is_a_clear_message(run_dir):
+    conn = sqlite3.connect(run_dir / "league.db")
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    (err,) = get(TestClient(create_app([run_dir])), "/api/runs")["errors"]
+    assert "upgrade selfplay" in err["error"]
+
+
+def test_the_dashboard_never_writes_the_database(run_dir):
+    path = run_dir / "league.db"
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    client = TestClient(create_app([run_dir]))
+    for r in client.get("/api/runs").json()["runs"]:
+        base = f"/api/runs/{r['source']}/{r['id']}"
+        for view in ("", "/league", "/payoffs", "/ratings", "/psro", "/learner"):
+            get(client, base + view)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+# ---------------------------------------------------------------------------- live reads
+def test_new_rows_and_new_runs_appear_without_restart(tmp_path, built_db):
+    copy_db(built_db, tmp_path / "a" / "league.db")
+    client = TestClient(create_app([tmp_path]))  # a folder of runs
+    assert len(get(client, "/api/runs")["runs"]) == 2
+    s, r = _first_source(client), LeagueDB(tmp_path / "a" / "league.db").run_id("league")
+    writer = LeagueDB(tmp_path / "a" / "league.db")  # a live writer holds the file
+    writer.add_member(r, "newcomer", "vdn", ["agent"])
+    assert "newcomer" in [x["member"] for x in get(client, f"/api/runs/{s}/{r}/league")]
+    writer.add_matches(r, [MatchRow("live/0", "g", {}, {})])
+    assert get(client, f"/api/runs/{s}/{r}/league")
+    copy_db(built_db, tmp_path / "b" / "league.db")  # a run started later
+    assert len(get(client, "/api/runs")["runs"]) == 4
+    writer.close()
+
+
+def test_several_paths_and_duplicates(tmp_path, built_db):
+    copy_db(built_db, tmp_path / "x" / "league.db")
+    copy_db(built_db, tmp_path / "y.db")
+    data = DashboardData([tmp_path / "x", tmp_path / "x" / "league.db", tmp_path / "y.db"])
+    assert len(data.sources.all()) == 2
+    assert len(data.runs()["runs"]) == 4
+
+
+# ---------------------------------------------------------------------------- page, server
+def test_page_static_files_and_no_cdn():
+    client = TestClient(create_app([]))
+    page = client.get("/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    csp = page.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "unsafe-eval" not in csp
+    js = client.get("/static/plotly.min.js")
+    assert js.status_code == 200 and len(js.content) == PLOTLY_JS.stat().st_size > 1_000_000
+    for name in ("dashboard.js", "dashboard.css"):
+        assert client.get(f"/static/{name}").status_code == 200
+    for f in STATIC.iterdir():  # nothing is loaded from another host
+        assert not re.search(r"(src|href)=\"?(https?:)?//", f.read_text()), f.name
+        assert "innerHTML" not in f.read_text(), f.name  # strings go in with textContent
+
+
+def test_trusted_hosts_refuse_other_host_headers():
+    app = create_app([], allowed_hosts=["127.0.0.1", "localhost"])
+    assert TestClient(app, base_url="http://127.0.0.1").get("/api/health").status_code == 200
+    assert TestClient(app, base_url="http://evil.example").get("/api/health").status_code == 400
+
+
+def test_background_server_serves_over_http(run_dir):
+    with BackgroundServer(create_app([run_dir])) as server:
+        assert server.url.startswith("http://127.0.0.1:")
+        with httpx.Client(base_url=server.url, timeout=10) as http:
+            assert http.get("/api/health").json()["ok"] is True
+            assert len(http.get("/api/runs").json()["runs"]) == 2
+    assert not server.thread.is_alive()
+
+
+# ---------------------------------------------------------------------------- export, CLI
+def _embedded(html: str) -> dict:
+    m = re.search(r'<script id="dashboard-export" type="application/json">(.*?)</script>',
+                  html, re.S)
+    assert m, "no embedded data"
+    return json.loads(m.group(1))
+
+
+def test_static_export_embeds_every_answer(run_dir, tmp_path):
+    out = tmp_path / "report.html"
+    answers = export_html(DashboardData([run_dir]), out)
+    html = out.read_text()
+    assert XSS not in html  # the hostile name is inside JSON as \u003cscript\u003e
+    assert 'src="static/' not in html and 'href="static/' not in html  # all inline
+    assert len(html) > PLOTLY_JS.stat().st_size
+    embedded = _embedded(html)
+    assert embedded.keys() == answers.keys()
+    assert embedded["api/config"]["export"] is True
+    client = TestClient(create_app([run_dir]))
+    for r in embedded["api/runs"]["runs"]:
+        base = f"api/runs/{r['source']}/{r['id']}"
+        for view in ("league", "payoffs", "ratings", "psro"):
+            assert embedded[f"{base}/{view}"] == get(client, f"/{base}/{view}")
+        for key in embedded[f"{base}/learner"]["keys"]:
+            assert metrics_path(r["source"], r["id"], key) in embedded
+
+
+def test_script_json_cannot_close_its_script_element():
+    text = script_json({"name": XSS, "amp": "a & b", "sep": "\u2028"})
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text)["name"] == XSS
+
+
+def test_cli_export(run_dir, tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert cli.main([str(run_dir), "--export", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out and out.stat().st_size > 1_000_000
+    missing = tmp_path / "nothing-here"
+    assert cli.main([str(missing), "--export", str(tmp_path / "m.html")]) == 1
+    assert "league database not found" in capsys.readouterr().err
+
+
+def test_cli_rejects_bad_options_and_a_busy_port(run_dir, capsys):
+    with pytest.raises(SystemExit):
+        cli.main([str(run_dir), "--refresh", "0"])
+    assert "--refresh" in capsys.readouterr().err
+    with BackgroundServer(create_app([])) as busy:
+        assert cli.main([str(run_dir), "--port", str(busy.port)]) == 2
+    assert "pass another --port" in capsys.readouterr().err
