@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 TORCH  := torch==2.13.0
 
-.PHONY: run test lint bench bench-tests clean
+.PHONY: run test lint bench bench-tests dashboard clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,9 @@ $(VENV)/.installed-test: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@ $(VENV)/.installed-run
 
-run: $(VENV)/.installed-run  ## the main job on this machine
-	$(VENV)/bin/selfplay-demo
+run: $(VENV)/.installed-run  ## the main job: a MAPPO+GNN PFSP league, then PSRO on Kuhn poker
+	$(VENV)/bin/selfplay-train experiment=main
+	$(VENV)/bin/selfplay-train experiment=kuhn_psro
 
 test: $(VENV)/.installed-test  ## the whole pytest suite (benchmarks excluded)
 	$(PY) -m pytest -m "not benchmark"
@@ -36,6 +37,9 @@ bench-tests: $(VENV)/.installed-test  ## slow learning runs marked as benchmarks
 
 bench: $(VENV)/.installed-run  ## benchmark scripts; figures go to BENCHMARKS.md
 	$(PY) bench/games.py
+
+dashboard: $(VENV)/.installed-run  ## the league dashboard over every run in runs/
+	$(VENV)/bin/selfplay-dashboard runs
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -36,6 +36,7 @@ from marl.mappo import MAPPO, MAPPOConfig
 from populations.checkpoint import load_latest, save_checkpoint
 from populations.db import LeagueDB
 from populations.evaluation import evaluate_pairs, recompute, win_rates
+from populations.loggers import MetricsLogger
 from populations.matchmaking import MatchmakingConfig, opponent_distribution
 from populations.runners import make_runner
 from populations.store import PolicyStore
@@ -101,6 +102,7 @@ class League:
             if cfg.runner == "ray" else {}))
         self.team_of = np.array([self.spec.teams.index(a.team) for a in self.spec.agents])
         self.generation, self.phase, self.frames = 0, "new", 0
+        self.logger: MetricsLogger = MetricsLogger()  # extra metrics sink (csv, wandb)
         if resume:
             self._restore()
 
@@ -199,6 +201,7 @@ class League:
             if learner.ready():
                 metrics = learner.update()
                 self.db.log_metrics(self.run_id, self.frames + done_frames, metrics)
+                self.logger.log(self.frames + done_frames, metrics)
         learner.seat_mask = None
         self.frames += done_frames
         vg.close()

@@ -1,0 +1,102 @@
+"""Metrics loggers chosen by ``logger=`` (none, csv, wandb). The league database gets every
+metric whatever the logger; these are extra sinks for the researcher's usual tools.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LoggerConfig:
+    """Where metrics go besides the league database."""
+
+    kind: str = "csv"  # none | csv | wandb
+    project: str = "selfplay"  # wandb project
+    mode: str = "auto"  # wandb: auto (online if logged in, else offline) | online | offline
+    tags: tuple[str, ...] = ()  # wandb run tags
+
+    def __post_init__(self) -> None:
+        if self.kind not in LOGGERS:
+            raise ValueError(f"logger kind {self.kind!r} unknown; choose one of {sorted(LOGGERS)}")
+        if self.mode not in ("auto", "online", "offline"):
+            raise ValueError(f"wandb mode {self.mode!r} unknown; choose one of "
+                             "['auto', 'online', 'offline']")
+
+
+class MetricsLogger:
+    """Base logger: does nothing (``logger=none``)."""
+
+    files: Path | None = None  # where the logger writes, for the end-of-run summary
+
+    def log(self, step: int, metrics: dict[str, float], prefix: str = "") -> None:
+        """Record scalar ``metrics`` at ``step`` (keys get ``prefix``)."""
+
+    def summary(self, values: dict[str, Any]) -> None:
+        """Final values of the run (league table, best ratings...)."""
+
+    def close(self) -> None:
+        """Flush and release."""
+
+
+class CSVLogger(MetricsLogger):
+    """``<run>/metrics.csv`` in long form: step, key, value (one row per scalar)."""
+
+    def __init__(self, run_dir: Path, cfg: LoggerConfig, config: dict[str, Any]) -> None:
+        self.files = run_dir / "metrics.csv"
+        new = not self.files.exists()
+        self._fh = self.files.open("a", newline="")
+        self._w = csv.writer(self._fh)
+        if new:
+            self._w.writerow(["step", "key", "value"])
+
+    def log(self, step: int, metrics: dict[str, float], prefix: str = "") -> None:
+        self._w.writerows([step, prefix + k, float(v)] for k, v in metrics.items())
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+class WandbLogger(MetricsLogger):
+    """A real wandb run in ``<run>/wandb`` (offline unless the user is logged in)."""
+
+    def __init__(self, run_dir: Path, cfg: LoggerConfig, config: dict[str, Any]) -> None:
+        import wandb
+
+        mode = cfg.mode
+        if mode == "auto":
+            mode = os.environ.get("WANDB_MODE") or (
+                "online" if os.environ.get("WANDB_API_KEY") else "offline")
+        self.files = run_dir / "wandb"
+        self.files.mkdir(parents=True, exist_ok=True)
+        self.run = wandb.init(project=cfg.project, dir=str(run_dir), config=config,
+                              mode=mode, tags=list(cfg.tags), name=run_dir.name, reinit=True)
+
+    def log(self, step: int, metrics: dict[str, float], prefix: str = "") -> None:
+        self.run.log({prefix + k: v for k, v in metrics.items()}, step=step)
+
+    def summary(self, values: dict[str, Any]) -> None:
+        self.run.summary.update(values)
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+LOGGERS: dict[str, Callable[[Path, LoggerConfig, dict[str, Any]], MetricsLogger]] = {
+    "none": lambda run_dir, cfg, config: MetricsLogger(),
+    "csv": CSVLogger,
+    "wandb": WandbLogger,
+}
+
+
+def make_logger(cfg: LoggerConfig, run_dir: Path, config: dict[str, Any]) -> MetricsLogger:
+    return LOGGERS[cfg.kind](Path(run_dir), cfg, config)

@@ -1,0 +1,122 @@
+"""A PSRO experiment in a run folder: every member, payoff, meta-strategy and NashConv goes
+to the league database (``DBRecorder`` implements ``populations.psro.PSRORecorder``), and
+each iteration's new best responses play a few recorded episodes against each other.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from marl.core import Policy
+from populations.db import LeagueDB, MatchRow
+from populations.loggers import MetricsLogger
+from populations.psro import PSRO, ExactBestResponse, RLOracle, RLOracleConfig
+from populations.runners import MatchJob, make_runner
+from populations.store import PolicyStore
+
+if TYPE_CHECKING:
+    from populations.experiment import ExperimentConfig
+
+log = logging.getLogger(__name__)
+
+
+class DBRecorder:
+    """Writes PSRO's members, payoffs and iterations to a league database and a store."""
+
+    def __init__(self, db: LeagueDB, run_id: int, store: PolicyStore,
+                 logger: MetricsLogger | None = None) -> None:
+        self.db, self.run_id, self.store = db, run_id, store
+        self.logger = logger or MetricsLogger()
+        self.snapshot: dict[str, list[int]] = {}  # seat -> snapshot id of each member
+
+    def on_member(self, name: str, agent: str, policy: Policy) -> None:
+        k = len(self.snapshot.setdefault(agent, []))
+        snap = self.store.publish(f"psro-{agent}-{k}", policy, version=0)
+        self.snapshot[agent].append(snap.id)
+
+    def on_payoffs(self, payoffs: np.ndarray) -> None:
+        if payoffs.shape[0] != 2:
+            return  # the payoff table is pairwise; n-player tensors stay in PSRO
+        seats = list(self.snapshot)
+        rows = []
+        for i, si in enumerate(self.snapshot[seats[0]][: payoffs.shape[1]]):
+            for j, sj in enumerate(self.snapshot[seats[1]][: payoffs.shape[2]]):
+                v = float(payoffs[0, i, j])
+                rows.append((si, sj, v, None, 0, True))
+                rows.append((sj, si, float(payoffs[1, i, j]), None, 0, True))
+        self.db.set_payoffs(self.run_id, rows)
+
+    def on_iteration(self, iteration: int, meta_strategy: Mapping[str, np.ndarray],
+                     nash_conv: float | None, seconds: float) -> None:
+        meta = {a: [float(x) for x in p] for a, p in meta_strategy.items()}
+        self.db.add_psro_iteration(self.run_id, iteration, meta, nash_conv, seconds)
+        metrics = {"psro/seconds": seconds,
+                   "psro/population": float(sum(len(v) for v in self.snapshot.values()))}
+        if nash_conv is not None:
+            metrics["psro/nash_conv"] = nash_conv
+        self.db.log_metrics(self.run_id, iteration, metrics)
+        self.logger.log(iteration, metrics)
+
+
+def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict[str, Any]]:
+    """PSRO for ``cfg.population.iterations`` iterations; returns the final meta-strategy table."""
+    pop = cfg.population
+    db = LeagueDB(run_dir / "league.db")
+    run_id = db.run_id(cfg.experiment)
+    if run_id is not None and not cfg.resume:
+        raise FileExistsError(f"run folder {run_dir} already holds {cfg.experiment!r}")
+    if run_id is None:
+        run_id = db.create_run(cfg.experiment, experiment=cfg.experiment, game=cfg.game.name)
+    store = PolicyStore(run_dir / "snapshots", db, run_id)
+    recorder = DBRecorder(db, run_id, store, logger)
+    if pop.oracle == "exact":
+        oracle: Any = ExactBestResponse(cfg.game.name)
+    else:
+        oracle = RLOracle(cfg.game.name, RLOracleConfig(frames=pop.oracle_frames,
+                                                        num_envs=cfg.num_envs),
+                          game_kwargs=cfg.game.kwargs)
+    psro_cfg = pop.psro if pop.psro.seed == cfg.seed else _with_seed(pop.psro, cfg.seed)
+    psro = PSRO(cfg.game.name, oracle, psro_cfg, recorder=recorder,
+                game_kwargs=cfg.game.kwargs)
+    runner = make_runner(cfg.runner.kind, **(
+        {"num_workers": cfg.runner.workers, "address": cfg.runner.address}
+        if cfg.runner.kind == "ray" else {}))
+    try:
+        for _ in range(pop.iterations):
+            it = psro.iteration()
+            nc = "n/a" if it.nash_conv is None else f"{it.nash_conv:.5f}"
+            log.info("psro iteration %d: NashConv %s (%.2fs)", it.iteration, nc, it.seconds)
+            _record_matches(db, run_id, runner, store, recorder, cfg, it.iteration)
+    finally:
+        runner.close()
+    db.set_run_status(run_id, "finished")
+    table = [
+        {"member": f"psro-{agent}-{k}", "seat": agent, "meta_weight": round(float(w), 4)}
+        for agent, probs in psro.meta_strategy.items() for k, w in enumerate(probs)
+    ]
+    db.close()
+    return table
+
+
+def _with_seed(psro_cfg: Any, seed: int) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(psro_cfg, seed=seed)
+
+
+def _record_matches(db: LeagueDB, run_id: int, runner: Any, store: PolicyStore,
+                    recorder: DBRecorder, cfg: ExperimentConfig, iteration: int) -> None:
+    """The newest member of every seat plays ``eval_episodes`` recorded episodes together."""
+    newest = {agent: ids[-1] for agent, ids in recorder.snapshot.items()}
+    job = MatchJob(key=f"psro/it{iteration:04d}", game=cfg.game.name,
+                   seats={a: store.get(s).path for a, s in newest.items()},
+                   episodes=cfg.eval_episodes, seed=cfg.seed + iteration,
+                   game_kwargs=dict(cfg.game.kwargs))
+    (res,) = runner.play([job])
+    db.add_matches(run_id, [MatchRow(f"{job.key}/e{e:04d}", cfg.game.name, newest, ret, job.seed)
+                            for e, ret in enumerate(res.returns)])
