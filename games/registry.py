@@ -6,6 +6,7 @@ adapter prefixes: ``openspiel/<pyspiel game string>`` and ``pettingzoo/<module p
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -34,10 +35,8 @@ def register(name: str) -> Callable[[F], F]:
 
 def registered() -> list[str]:
     """Registered game names (adapter prefixes not included), built-in tool tasks included."""
-    try:
+    with contextlib.suppress(ModuleNotFoundError):  # the built-in cooperative tool tasks
         import games.tool  # noqa: F401
-    except ImportError:  # the tool tasks are optional while they are being written
-        pass
     return sorted(_REGISTRY)
 
 
