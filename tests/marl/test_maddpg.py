@@ -21,15 +21,6 @@ from marl.train import RandomPolicy, evaluate, train
 SPREAD = "pettingzoo/mpe2.simple_spread_v3"
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny networks: one intra-op thread is faster, and far faster on a shared 2-core box."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 # ------------------------------------------------------------------------- networks
 def test_grouped_mlp_matches_one_mlp_per_group():
     torch.manual_seed(0)

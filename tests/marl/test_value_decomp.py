@@ -17,15 +17,6 @@ from marl.value_decomp import QMixer, ValueDecomp, ValueDecompConfig, qmix_mix, 
 SPREAD = "pettingzoo/mpe2.simple_spread_v3"
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Tiny networks: one intra-op thread is faster, and far faster on a shared 2-core box."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _matrix_cfg(mixer: str, seed: int, **kw) -> ValueDecompConfig:
     """One-shot games: no bootstrapping, a small FIFO replay that follows the policy."""
     base = dict(
