@@ -37,6 +37,10 @@ bench-tests: $(VENV)/.installed-test  ## slow learning runs marked as benchmarks
 
 bench: $(VENV)/.installed-run  ## benchmark scripts; figures go to BENCHMARKS.md
 	$(PY) bench/games.py
+	$(PY) bench/advantages.py
+	$(PY) bench/psro_kuhn.py
+	$(PY) bench/mappo_spread.py --no-peer
+	$(PY) bench/llm_rollouts.py
 
 dashboard: $(VENV)/.installed-run  ## the league dashboard over every run in runs/
 	$(VENV)/bin/selfplay-dashboard runs

@@ -17,15 +17,19 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-import numpy as np
-import torch
+# bench/games.py is named like the package: keep bench/ off the import path.
+sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
 
-import games
-from marl.mappo import MAPPO, MAPPOConfig
-from marl.train import train
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import games  # noqa: E402
+from marl.mappo import MAPPO, MAPPOConfig  # noqa: E402
+from marl.train import train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = Path(os.environ.get("PEERS_DIR", ROOT.parent / "shared" / "bench" / "peers"))

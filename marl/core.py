@@ -224,7 +224,9 @@ def load_policy(path: str | os.PathLike) -> Policy:
 
 def _import_builtin_policies() -> None:
     """Policy classes register on import; load them before giving up on a kind."""
-    for mod in ("marl.mappo", "marl.value_decomp", "marl.maddpg", "marl.tabular"):
+    # by name only: marl does not import llm_agents unless an "llm" file is loaded
+    for mod in ("marl.mappo", "marl.value_decomp", "marl.maddpg", "marl.tabular",
+                "llm_agents.policy"):
         with contextlib.suppress(ModuleNotFoundError):
             importlib.import_module(mod)
 

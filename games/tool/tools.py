@@ -1,0 +1,159 @@
+"""Tools the cooperative tasks let agents call: a safe calculator and a key-value table.
+
+Tools never raise into the game loop: a bad call (division by zero, an expression the
+evaluator does not accept, a missing key, a call past the limit) returns a
+:class:`ToolResult` with ``ok=False`` and a one-line error text that the game shows the
+caller as an observation, the way a tool-using LLM sees an API error.
+
+The calculator parses with :mod:`ast` and evaluates only number literals, unary ``+``/``-``
+and the binary operators ``+ - * / // % **`` (exponents and magnitudes bounded) -- never
+``eval``.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+Number = int | Fraction
+
+_BINARY: dict[type[ast.operator], Callable[[Number, Number], Number]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY: dict[type[ast.unaryop], Callable[[Number], Number]] = {
+    ast.UAdd: operator.pos,
+    ast.USub: operator.neg,
+}
+MAX_EXPONENT = 64
+MAX_MAGNITUDE = 10**18
+MAX_EXPRESSION_CHARS = 200
+
+
+class ToolError(ValueError):
+    """A tool call that cannot be answered; the message is shown to the caller."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """Outcome of one tool call: ``ok`` and the text the caller sees."""
+
+    ok: bool
+    text: str
+    value: Number | None = None
+
+
+def format_number(x: Number) -> str:
+    """``7``, ``-3``, ``2.5``; fractions that are not integers with 4 significant decimals."""
+    if isinstance(x, Fraction) and x.denominator != 1:
+        return f"{float(x):.4g}"
+    return str(int(x))
+
+
+def _eval(node: ast.AST) -> Number:
+    if isinstance(node, ast.Expression):
+        return _eval(node.body)
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return Fraction(node.value) if isinstance(node.value, float) else node.value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_eval(node.operand))
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _eval(node.left), _eval(node.right)
+        if isinstance(node.op, ast.Pow) and (abs(right) > MAX_EXPONENT or right != int(right)):
+            raise ToolError(f"exponent {format_number(right)} not allowed (integers up to "
+                            f"{MAX_EXPONENT})")
+        if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod) and right == 0:
+            raise ToolError("division by zero")
+        if isinstance(node.op, ast.Div):
+            out: Number = Fraction(left) / Fraction(right)
+        else:
+            out = _BINARY[type(node.op)](left, right)
+        if abs(out) > MAX_MAGNITUDE:
+            raise ToolError(f"result too large (limit {MAX_MAGNITUDE:.0e})")
+        return out
+    raise ToolError(f"unsupported syntax {type(node).__name__}: only numbers and + - * / // % **")
+
+
+def safe_eval(expression: str) -> Number:
+    """Value of an arithmetic expression (an ``int`` or an exact ``Fraction``).
+
+    Raises:
+        ToolError: syntax errors, names, calls, division by zero, huge exponents or results.
+    """
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise ToolError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
+    try:
+        tree = ast.parse(expression.strip(), mode="eval")
+    except SyntaxError:
+        raise ToolError(f"cannot parse {expression!r} as arithmetic") from None
+    value = _eval(tree)
+    if isinstance(value, Fraction) and value.denominator == 1:
+        return int(value)
+    return value
+
+
+class _Limited:
+    """Counts calls; the call after the last allowed one returns an error."""
+
+    name = "tool"
+
+    def __init__(self, max_calls: int) -> None:
+        if max_calls < 1:
+            raise ValueError(f"max_calls must be >= 1, got {max_calls}")
+        self.max_calls = max_calls
+        self.calls = 0
+
+    def reset(self) -> None:
+        self.calls = 0
+
+    @property
+    def calls_left(self) -> int:
+        return max(0, self.max_calls - self.calls)
+
+    def _admit(self) -> ToolResult | None:
+        if self.calls >= self.max_calls:
+            return ToolResult(False, f"error: {self.name} call limit reached ({self.max_calls})")
+        self.calls += 1
+        return None
+
+
+class Calculator(_Limited):
+    """``call("7 * 3")`` -> ``ToolResult(True, "7 * 3 = 21", 21)``, at most ``max_calls``."""
+
+    name = "calc"
+
+    def call(self, expression: str) -> ToolResult:
+        refused = self._admit()
+        if refused is not None:
+            return refused
+        try:
+            value = safe_eval(expression)
+        except ToolError as err:
+            return ToolResult(False, f"error: {expression} -> {err}")
+        return ToolResult(True, f"{expression} = {format_number(value)}", value)
+
+
+class KeyValueTable(_Limited):
+    """``call("neon")`` -> ``ToolResult(True, "neon = 10", 10)``, at most ``max_calls``."""
+
+    name = "lookup"
+
+    def __init__(self, table: Mapping[str, int], max_calls: int) -> None:
+        super().__init__(max_calls)
+        self.table = dict(table)
+
+    def call(self, key: str) -> ToolResult:
+        refused = self._admit()
+        if refused is not None:
+            return refused
+        if key not in self.table:
+            return ToolResult(False, f"error: no entry {key!r}")
+        return ToolResult(True, f"{key} = {self.table[key]}", self.table[key])

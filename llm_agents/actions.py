@@ -1,0 +1,252 @@
+"""Action modes: how an LLM turns a prompt into one of the legal actions, and how the trainer
+re-computes the log-probability of that choice.
+
+* ``generate`` -- free generation, then parsing: ``<action>...</action>`` (last tag wins) or
+  the exact text of a legal action, case and whitespace ignored. Output that names no legal
+  action is *invalid*: the turn gets ``invalid_penalty``, a ``fallback`` action is played,
+  and the rollout counts it -- it never crashes. Trained units: the generated tokens.
+* ``score`` -- legal-action scoring: ``pi(a) = softmax(score(prompt, a) / score_temperature)``
+  over the legal action texts, sampled (argmax when greedy). Trained unit: the choice, with
+  the exact log-probability of the softmax over candidates.
+
+Modes and fallbacks are registered by name (:func:`register_mode`, :data:`FALLBACKS`).
+"""
+
+from __future__ import annotations
+
+import abc
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from games import Game, InvalidAction
+from llm_agents.backends.base import Backend, SamplingConfig
+from llm_agents.logprobs import (
+    continuation_logprobs,
+    pad_sequences,
+    sequence_scores,
+    token_logprobs,
+)
+from llm_agents.prompts import PromptConfig
+from llm_agents.records import Decision, Request, Turn
+
+FallbackFn = Callable[[np.random.Generator, int], int]
+FALLBACKS: dict[str, FallbackFn] = {
+    "random": lambda rng, n: int(rng.integers(n)),  # a uniformly random legal action
+    "first": lambda rng, n: 0,  # the first legal action
+}
+"""Action played after invalid output: name -> ``(rng, number of legal actions) -> index``."""
+
+
+@dataclass(frozen=True)
+class ActionConfig:
+    """How LLM agents choose actions."""
+
+    mode: str = "generate"  # registered action mode: generate | score
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)  # generate mode sampling
+    invalid_penalty: float = -1.0  # reward added to a turn whose output named no legal action
+    fallback: str = "random"  # action played after invalid output: random | first
+    score_temperature: float = 1.0  # softmax temperature over candidate scores (score mode)
+    length_normalize: bool = False  # score candidates by mean, not summed, token log-prob
+
+    def __post_init__(self) -> None:
+        if self.fallback not in FALLBACKS:
+            raise ValueError(f"unknown fallback {self.fallback!r}; valid: "
+                             f"{', '.join(sorted(FALLBACKS))}")
+        if self.mode not in _MODES:
+            raise ValueError(f"unknown action mode {self.mode!r}; valid: "
+                             f"{', '.join(available_modes())}")
+        if not self.score_temperature > 0:
+            raise ValueError(f"score_temperature={self.score_temperature}; expected > 0")
+
+
+_TAG = re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL)
+
+
+def _squash(text: str) -> str:
+    return "".join(text.lower().split())
+
+
+def match_action(text: str, legal: Sequence[str]) -> int | None:
+    """Index of the legal action ``text`` names, or None.
+
+    The last ``<action>`` tag wins, else the whole text; comparison ignores case and all
+    whitespace (word-level tokenizers decode ``x(0,1)`` as ``x ( 0 , 1 )``).
+    """
+    tags = _TAG.findall(text)
+    said = _squash(tags[-1] if tags else text)
+    for i, option in enumerate(legal):
+        if _squash(option) == said:
+            return i
+    return None
+
+
+def game_parser(game: Game, agent: str, legal_ids: Sequence[int],
+                legal: Sequence[str]) -> Callable[[str], int | None]:
+    """A :class:`Request` parser: the game's own ``parse_action`` first, then
+    :func:`match_action`."""
+
+    def parse(text: str) -> int | None:
+        try:
+            action = game.parse_action(agent, text)
+        except InvalidAction:
+            return match_action(text, legal)
+        return list(legal_ids).index(action) if action in legal_ids else None
+
+    return parse
+
+
+@dataclass
+class UnitLogprobs:
+    """Log-probabilities of the trained units of a batch of turns.
+
+    ``logp``, ``entropy`` ``[n, L]`` float and ``mask`` ``[n, L]`` bool (True exactly on trained
+    units: generated tokens, or the single choice of a scored turn).
+    """
+
+    logp: Tensor
+    mask: Tensor
+    entropy: Tensor
+
+
+class ActionMode(abc.ABC):
+    """Chooses actions for a batch of requests with one backend; re-scores them for training."""
+
+    def __init__(self, cfg: ActionConfig) -> None:
+        self.cfg = cfg
+
+    @abc.abstractmethod
+    def instruction(self, prompt: PromptConfig) -> str:
+        """The instruction put into the prompt."""
+
+    @abc.abstractmethod
+    def decide(self, backend: Backend, requests: Sequence[Request], rng: np.random.Generator,
+               greedy: bool = False) -> list[Decision]:
+        """One decision per request, in one batched backend call."""
+
+    @abc.abstractmethod
+    def unit_logprobs(self, model: nn.Module, turns: Sequence[Turn], pad_id: int,
+                      device: torch.device, with_entropy: bool = False) -> UnitLogprobs:
+        """Log-probabilities of the turns' trained units under ``model`` (with gradients)."""
+
+    def probabilities(self, backend: Backend, requests: Sequence[Request]) -> list[np.ndarray]:
+        """``[C]`` probability of each legal action of each request: the scoring softmax."""
+        return [d.probs for d in _score_decide(self.cfg, backend, requests, None, True)]
+
+
+_MODES: dict[str, type[ActionMode]] = {}
+
+
+def register_mode(name: str) -> Callable[[type[ActionMode]], type[ActionMode]]:
+    """Register an :class:`ActionMode` subclass under ``name``."""
+
+    def deco(cls: type[ActionMode]) -> type[ActionMode]:
+        _MODES[name] = cls
+        return cls
+
+    return deco
+
+
+def available_modes() -> list[str]:
+    return sorted(_MODES)
+
+
+def make_mode(cfg: ActionConfig) -> ActionMode:
+    """The action mode ``cfg.mode``; unknown names list the valid ones."""
+    if cfg.mode not in _MODES:
+        raise ValueError(f"unknown action mode {cfg.mode!r}; valid: {', '.join(available_modes())}")
+    return _MODES[cfg.mode](cfg)
+
+
+def behaviour_logprobs(turns: Sequence[Turn], mask: Tensor) -> Tensor:
+    """``[n, L]`` recorded behaviour log-probabilities laid out like ``mask`` (row-major)."""
+    flat = [lp for t in turns for lp in t.decision.logprobs]
+    out = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
+    out[mask] = torch.tensor(flat, dtype=torch.float32, device=mask.device)
+    return out
+
+
+@register_mode("generate")
+class GenerateMode(ActionMode):
+    """Free generation with parsing; see the module docstring."""
+
+    def instruction(self, prompt: PromptConfig) -> str:
+        return prompt.generate_instruction
+
+    def decide(self, backend: Backend, requests: Sequence[Request], rng: np.random.Generator,
+               greedy: bool = False) -> list[Decision]:
+        sampling = self.cfg.sampling
+        if greedy and not sampling.greedy:
+            sampling = SamplingConfig(**{**sampling.__dict__, "greedy": True})
+        gens = backend.generate([r.prompt for r in requests], sampling)
+        out = []
+        for req, gen in zip(requests, gens, strict=True):
+            index = req.parse(gen.text)
+            valid = index is not None
+            if index is None:
+                index = FALLBACKS[self.cfg.fallback](rng, len(req.legal))
+            out.append(Decision(index, valid, gen.text, gen.prompt_ids, gen.token_ids,
+                                gen.logprobs))
+        return out
+
+    def unit_logprobs(self, model: nn.Module, turns: Sequence[Turn], pad_id: int,
+                      device: torch.device, with_entropy: bool = False) -> UnitLogprobs:
+        batch = pad_sequences([t.decision.prompt_ids for t in turns],
+                              [t.decision.completion_ids for t in turns], pad_id, device)
+        tl = token_logprobs(model, batch, self.cfg.sampling.temperature, with_entropy)
+        return UnitLogprobs(tl.logp, batch.target, tl.entropy)
+
+
+def _score_decide(cfg: ActionConfig, backend: Backend, requests: Sequence[Request],
+                  rng: np.random.Generator | None, greedy: bool) -> list[Decision]:
+    scored = backend.score([r.prompt for r in requests], [r.candidates for r in requests],
+                           cfg.length_normalize)
+    out = []
+    for req, sc in zip(requests, scored, strict=True):
+        z = sc.logprobs / cfg.score_temperature
+        logp = z - np.logaddexp.reduce(z)
+        probs = np.exp(logp)
+        if greedy or rng is None:
+            index = int(np.argmax(logp))
+        else:
+            index = int(rng.choice(len(probs), p=probs / probs.sum()))
+        out.append(Decision(index, True, req.legal[index], sc.prompt_ids,
+                            sc.candidate_ids[index], [float(logp[index])], sc.candidate_ids,
+                            probs))
+    return out
+
+
+@register_mode("score")
+class ScoreMode(ActionMode):
+    """Legal-action scoring; see the module docstring."""
+
+    def instruction(self, prompt: PromptConfig) -> str:
+        return prompt.score_instruction
+
+    def decide(self, backend: Backend, requests: Sequence[Request], rng: np.random.Generator,
+               greedy: bool = False) -> list[Decision]:
+        return _score_decide(self.cfg, backend, requests, rng, greedy)
+
+    def unit_logprobs(self, model: nn.Module, turns: Sequence[Turn], pad_id: int,
+                      device: torch.device, with_entropy: bool = False) -> UnitLogprobs:
+        counts = [len(t.decision.candidate_ids or []) for t in turns]
+        logp_tok, mask = continuation_logprobs(
+            model, [t.decision.prompt_ids for t in turns],
+            [t.decision.candidate_ids or [] for t in turns], pad_id, device)
+        seq = sequence_scores(logp_tok, mask, self.cfg.length_normalize)  # [sum C]
+        n, C = len(turns), max(counts)
+        row = torch.repeat_interleave(torch.arange(n, device=device),
+                                      torch.tensor(counts, device=device))
+        col = torch.cat([torch.arange(c, device=device) for c in counts])
+        z = torch.full((n, C), -torch.inf, device=device, dtype=seq.dtype)
+        z = z.index_put((row, col), seq / self.cfg.score_temperature)
+        logp_all = torch.log_softmax(z, -1)  # [n, C]
+        choice = torch.tensor([t.decision.index for t in turns], device=device)
+        logp = logp_all.gather(1, choice[:, None])  # [n, 1]
+        p = logp_all.exp()
+        entropy = -(p * logp_all.masked_fill(~torch.isfinite(logp_all), 0.0)).sum(-1, True)
+        return UnitLogprobs(logp, torch.ones_like(logp, dtype=torch.bool), entropy)

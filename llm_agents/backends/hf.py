@@ -1,0 +1,237 @@
+"""The ``transformers`` backend: any causal LM that ``AutoModelForCausalLM`` loads, on CPU or GPU.
+
+Generation is a batched sampling loop with a key/value cache over left-padded prompts
+(position ids follow the attention mask, so padding never shifts positions); prompts are
+grouped into micro-batches of similar length (:func:`length_buckets`) and rows that hit EOS
+or a stop string leave the batch. The recorded log-probability of each sampled token is
+taken from the same temperature-scaled distribution it was sampled from.
+
+Scoring runs each prompt once and its candidates on a repeated key/value cache
+(:func:`llm_agents.logprobs.continuation_logprobs`), in length buckets of about
+``max_batch_tokens``.
+
+The backend shares its ``nn.Module`` with the trainer, so updated weights are used at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from llm_agents.backends.base import Backend, Generation, SamplingConfig, register_backend
+from llm_agents.logprobs import continuation_logprobs, forward_kwargs, sequence_scores
+
+log = logging.getLogger(__name__)
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``, ``"cuda:1"``..."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} requested but CUDA is not available; use 'cpu'")
+    return dev
+
+
+def load_pretrained(name_or_path: str, device: str | torch.device = "auto",
+                    dtype: torch.dtype | None = None) -> tuple[nn.Module, Any]:
+    """``(model, tokenizer)`` from a local model directory or a hub name already available."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+    kwargs = {"dtype": dtype} if dtype is not None else {}
+    model = AutoModelForCausalLM.from_pretrained(name_or_path, **kwargs)
+    if tokenizer.pad_token_id is None:  # many chat models ship without a pad token
+        tokenizer.pad_token = tokenizer.eos_token
+    return model.to(resolve_device(device)), tokenizer
+
+
+def _sample(logits: Tensor, sampling: SamplingConfig,
+            gen: torch.Generator) -> tuple[Tensor, Tensor]:
+    """Next tokens ``[B]`` and their log-probabilities ``[B]`` from ``logits [B, V]``."""
+    logp = torch.log_softmax(logits.float() / sampling.temperature, -1)
+    if sampling.greedy:
+        tok = logp.argmax(-1)
+    else:
+        probs = logp.exp()
+        if sampling.top_p < 1.0:
+            sorted_p, order = probs.sort(-1, descending=True)
+            drop = sorted_p.cumsum(-1) - sorted_p > sampling.top_p
+            probs = probs.scatter(-1, order, sorted_p.masked_fill(drop, 0.0))
+        tok = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+    return tok, logp.gather(-1, tok[:, None]).squeeze(-1)
+
+
+def length_buckets(lengths: Sequence[int], extra: int, max_tokens: int,
+                   slack: float = 1.5) -> list[list[int]]:
+    """Indices grouped into micro-batches of similar length, shortest first.
+
+    A micro-batch grows while its padded prompt size stays within ``slack`` times its real
+    prompt tokens and its padded size plus ``extra`` generated tokens within ``max_tokens``:
+    a batch mixing short (poker) and long (tool-task) prompts is not padded to the longest.
+    """
+    out: list[list[int]] = []
+    cur: list[int] = []
+    total = 0
+    for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+        n, L = len(cur) + 1, lengths[i]
+        if cur and (L * n > slack * (total + L) or (L + extra) * n > max_tokens):
+            out.append(cur)
+            cur, total = [], 0
+        cur.append(i)
+        total += L
+    return out + [cur] if cur else out
+
+
+@register_backend("transformers")
+class TransformersBackend(Backend):
+    """Generation and scoring with a ``transformers`` causal LM.
+
+    Example::
+
+        >>> from llm_agents.tiny import build_tokenizer, build_model
+        >>> tok = build_tokenizer(["Pass Bet"])
+        >>> backend = TransformersBackend(build_model(tok), tok, seed=0)
+        >>> backend.score(["Pass"], [["Bet", "Pass"]])[0].logprobs.shape
+        (2,)
+
+    Args:
+        model: the causal LM (shared with the trainer).
+        tokenizer: its tokenizer (needs ``eos_token_id``; ``pad_token_id`` defaults to EOS).
+        device: where inputs go (default: the model's device).
+        seed: seed of the sampling generator.
+        max_batch_tokens: scoring and generation are chunked to about this many tokens.
+    """
+
+    def __init__(self, model: nn.Module, tokenizer: Any, device: str | torch.device | None = None,
+                 seed: int = 0, max_batch_tokens: int = 65536) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        first = next(model.parameters())
+        self.device = torch.device(device) if device is not None else first.device
+        if tokenizer.eos_token_id is None:
+            raise ValueError("the tokenizer has no eos_token; set tokenizer.eos_token first")
+        self.eos_id = int(tokenizer.eos_token_id)
+        pad = tokenizer.pad_token_id
+        self.pad_id = int(pad) if pad is not None else self.eos_id
+        self.max_batch_tokens = max_batch_tokens
+        self.seed = seed
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+        self._names = forward_kwargs(model)
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str, device: str | torch.device = "auto",
+                        dtype: torch.dtype | None = None, **kwargs: Any) -> TransformersBackend:
+        """Load a local model directory (or a hub name the user has) and wrap it."""
+        model, tokenizer = load_pretrained(name_or_path, device, dtype)
+        return cls(model, tokenizer, **kwargs)
+
+    def reseed(self, seed: int) -> None:
+        self.generator.manual_seed(seed)
+
+    def to(self, device: str | torch.device) -> TransformersBackend:
+        """Move the model and the sampling generator (reseeded) to ``device``."""
+        device = torch.device(device)
+        if device != self.device:
+            self.model.to(device)
+            self.device = device
+            self.generator = torch.Generator(device=device)
+            self.generator.manual_seed(self.seed)
+        return self
+
+    # ---------------------------------------------------------------- generation
+    def _stop_ids(self, sampling: SamplingConfig) -> list[list[int]]:
+        return [ids for s in sampling.stop if (ids := self.encode_candidates([s])[0])]
+
+    @torch.no_grad()
+    def generate_ids(self, prompt_ids: Sequence[Sequence[int]],
+                     sampling: SamplingConfig) -> list[Generation]:
+        self.model.eval()  # no dropout while acting
+        lengths = [len(p) for p in prompt_ids]
+        out: list[Generation | None] = [None] * len(prompt_ids)
+        for bucket in length_buckets(lengths, sampling.max_new_tokens, self.max_batch_tokens):
+            gens = self._generate_chunk([prompt_ids[i] for i in bucket], sampling)
+            for i, g in zip(bucket, gens, strict=True):
+                out[i] = g
+        return out  # type: ignore[return-value]
+
+    def _generate_chunk(self, prompt_ids: Sequence[Sequence[int]],
+                        sampling: SamplingConfig) -> list[Generation]:
+        B, P = len(prompt_ids), max(len(p) for p in prompt_ids)
+        ids = torch.full((B, P), self.pad_id, dtype=torch.long)
+        attn = torch.zeros((B, P), dtype=torch.long)
+        for b, p in enumerate(prompt_ids):  # left padding
+            ids[b, P - len(p) :] = torch.tensor(p, dtype=torch.long)
+            attn[b, P - len(p) :] = 1
+        inputs, attn = ids.to(self.device), attn.to(self.device)
+        pos = (attn.cumsum(-1) - 1).clamp_min(0)
+        stops = self._stop_ids(sampling)
+        tokens: list[list[int]] = [[] for _ in range(B)]
+        logps: list[list[float]] = [[] for _ in range(B)]
+        finished = [False] * B
+        rows = list(range(B))  # rows still generating, in batch order
+        cache = None
+        for _ in range(sampling.max_new_tokens):
+            kw = {self._names["cache"]: cache} if cache is not None else {}
+            if self._names["keep"]:
+                kw[self._names["keep"]] = 1
+            res = self.model(input_ids=inputs, attention_mask=attn, position_ids=pos,
+                             use_cache=True, **kw)
+            cache = res["cache"] if "cache" in res else res.get("past_key_values")
+            tok, lp = _sample(res.logits[:, -1], sampling, self.generator)
+            alive = []
+            for j, (b, t, p) in enumerate(zip(rows, tok.tolist(), lp.tolist(), strict=True)):
+                tokens[b].append(t)
+                logps[b].append(p)
+                if (sampling.stop_at_eos and t == self.eos_id) or any(
+                        tokens[b][-len(s):] == s for s in stops):
+                    finished[b] = True
+                else:
+                    alive.append(j)
+            if not alive:
+                break
+            if len(alive) < len(rows) and hasattr(cache, "batch_select_indices"):
+                keep = torch.tensor(alive, device=self.device)  # finished rows stop computing
+                cache.batch_select_indices(keep)
+                tok, attn, pos = tok[keep], attn[keep], pos[keep]
+                rows = [rows[j] for j in alive]
+            inputs = tok[:, None]
+            attn = torch.cat([attn, attn.new_ones(len(inputs), 1)], 1)
+            pos = pos[:, -1:] + 1
+        return [
+            Generation(
+                text=self.tokenizer.decode(t, skip_special_tokens=True), token_ids=t,
+                logprobs=lp, prompt_ids=list(p), finish_reason="stop" if f else "length",
+            )
+            for t, lp, p, f in zip(tokens, logps, prompt_ids, finished, strict=True)
+        ]
+
+    # ------------------------------------------------------------------- scoring
+    @torch.no_grad()
+    def score_ids(self, prompt_ids: Sequence[Sequence[int]],
+                  candidate_ids: Sequence[Sequence[Sequence[int]]],
+                  length_normalize: bool = False) -> list[np.ndarray]:
+        self.model.eval()
+        scores: dict[int, np.ndarray] = {}
+        live = [i for i, c in enumerate(candidate_ids) if c]
+        longest = max((len(x) for i in live for x in candidate_ids[i]), default=1)
+        per_prompt = max(1, round(sum(len(candidate_ids[i]) for i in live) / max(1, len(live))))
+        buckets = length_buckets([len(prompt_ids[i]) for i in live], longest,
+                                 max(1, self.max_batch_tokens // per_prompt))
+        for bucket in buckets:
+            rows = [live[j] for j in bucket]
+            logp, mask = continuation_logprobs(
+                self.model, [prompt_ids[i] for i in rows], [candidate_ids[i] for i in rows],
+                self.pad_id, self.device)
+            flat = sequence_scores(logp, mask, length_normalize).double().cpu().numpy()
+            k = 0
+            for i in rows:
+                scores[i] = flat[k : k + len(candidate_ids[i])]
+                k += len(candidate_ids[i])
+        return [scores.get(i, np.zeros(0)) for i in range(len(candidate_ids))]

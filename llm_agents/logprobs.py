@@ -1,0 +1,162 @@
+"""Token log-probabilities of prompt + continuation batches: shared by the transformers
+backend (scoring, no gradient) and the trainer (policy and reference forward passes).
+
+* :func:`token_logprobs` runs right-padded ``prompt + continuation`` sequences (a causal
+  model needs no position ids then, and pads never affect real tokens). ``target`` marks
+  the continuation tokens whose log-probabilities are wanted: prompt and observation tokens
+  are never targets, which is how the loss masks them.
+* :func:`continuation_logprobs` scores several continuations of each prompt with the prompt
+  run **once**: a left-padded prompt pass fills a key/value cache, the cache is repeated per
+  continuation, and only the continuation tokens run again (legal-action scoring, where a
+  long observation precedes short action texts).
+
+Shape legend: ``N`` sequences, ``T`` padded length, ``V`` vocabulary, ``M`` target tokens,
+``n`` prompts, ``C`` continuations in all, ``Lc`` longest continuation.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+
+@dataclass
+class SeqBatch:
+    """Right-padded ``prefix + continuation`` sequences.
+
+    Attributes:
+        input_ids: ``[N, T]`` int64.
+        attention_mask: ``[N, T]`` int64, 1 on real tokens.
+        target: ``[N, T]`` bool, True exactly on continuation tokens.
+    """
+
+    input_ids: Tensor
+    attention_mask: Tensor
+    target: Tensor
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.attention_mask.sum())
+
+
+def pad_sequences(prefixes: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]],
+                  pad_id: int, device: torch.device | str = "cpu") -> SeqBatch:
+    """Concatenate each prefix with its continuation and right-pad to one length."""
+    if len(prefixes) != len(continuations):
+        raise ValueError(f"{len(prefixes)} prefixes but {len(continuations)} continuations")
+    lengths = [len(p) + len(c) for p, c in zip(prefixes, continuations, strict=True)]
+    T = max(lengths, default=1)
+    N = len(lengths)
+    ids = torch.full((N, T), pad_id, dtype=torch.long)
+    attn = torch.zeros((N, T), dtype=torch.long)
+    target = torch.zeros((N, T), dtype=torch.bool)
+    for i, (p, c) in enumerate(zip(prefixes, continuations, strict=True)):
+        if not p:
+            raise ValueError("every sequence needs at least one prefix token")
+        ids[i, : lengths[i]] = torch.tensor([*p, *c], dtype=torch.long)
+        attn[i, : lengths[i]] = 1
+        target[i, len(p) : lengths[i]] = True
+    return SeqBatch(ids.to(device), attn.to(device), target.to(device))
+
+
+@dataclass
+class TokenLogprobs:
+    """``logp`` ``[N, T]``: log-probability of each target token given the tokens before it
+    (0 elsewhere); ``entropy`` ``[N, T]``: entropy of the next-token distribution there."""
+
+    logp: Tensor
+    entropy: Tensor
+
+
+def token_logprobs(model: nn.Module, batch: SeqBatch, temperature: float = 1.0,
+                   with_entropy: bool = False) -> TokenLogprobs:
+    """Log-probabilities of the target tokens under ``model`` (logits / ``temperature``).
+
+    Only target positions go through the (vocabulary-wide) log-softmax, so memory grows with
+    the number of generated tokens, not with the prompt length.
+    """
+    out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask)
+    rows, cols = batch.target.nonzero(as_tuple=True)  # cols >= 1: prefixes are non-empty
+    logits = out.logits[rows, cols - 1].float() / temperature  # [M, V]
+    lse = torch.logsumexp(logits, -1)
+    lp = logits.gather(-1, batch.input_ids[rows, cols].unsqueeze(-1)).squeeze(-1) - lse
+    logp = torch.zeros(batch.target.shape, dtype=lp.dtype, device=lp.device)
+    logp = logp.index_put((rows, cols), lp)
+    entropy = torch.zeros_like(logp)
+    if with_entropy:
+        probs = torch.softmax(logits, -1)
+        ent = lse - (probs * logits).sum(-1)
+        entropy = entropy.index_put((rows, cols), ent)
+    return TokenLogprobs(logp, entropy)
+
+
+def sequence_scores(logp: Tensor, target: Tensor, length_normalize: bool = False) -> Tensor:
+    """``[N]`` sum (or mean) of the target-token log-probabilities of each row."""
+    total = (logp * target).sum(-1)
+    if length_normalize:
+        total = total / target.sum(-1).clamp_min(1)
+    return total
+
+
+def forward_kwargs(model: nn.Module) -> dict[str, str | None]:
+    """Argument names this model's ``forward`` uses for the cache and for keeping logits."""
+    params = inspect.signature(model.forward).parameters
+    cache = "cache" if "cache" in params else "past_key_values"
+    keep = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
+    return {"cache": cache, "keep": keep}
+
+
+def _cache_of(out: Any) -> Any:
+    return out["cache"] if "cache" in out else out.get("past_key_values")
+
+
+def continuation_logprobs(model: nn.Module, prefixes: Sequence[Sequence[int]],
+                          continuations: Sequence[Sequence[Sequence[int]]], pad_id: int,
+                          device: torch.device | str = "cpu", temperature: float = 1.0
+                          ) -> tuple[Tensor, Tensor]:
+    """Token log-probabilities of every continuation of every prefix, prefixes run once.
+
+    Returns ``logp`` ``[C, Lc]`` and ``mask`` ``[C, Lc]`` (True on real continuation tokens),
+    rows in the order of ``continuations`` flattened. Equal (up to rounding) to
+    :func:`token_logprobs` on the concatenated sequences.
+    """
+    names = forward_kwargs(model)
+    counts = [len(c) for c in continuations]
+    n, P = len(prefixes), max(len(p) for p in prefixes)
+    ids = torch.full((n, P), pad_id, dtype=torch.long)
+    attn = torch.zeros((n, P), dtype=torch.long)
+    for i, p in enumerate(prefixes):  # left padding: every prompt ends at column P - 1
+        ids[i, P - len(p):] = torch.tensor(list(p), dtype=torch.long)
+        attn[i, P - len(p):] = 1
+    ids, attn = ids.to(device), attn.to(device)
+    keep = {names["keep"]: 1} if names["keep"] else {}
+    out = model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0),
+                use_cache=True, **keep)
+    first = out.logits[:, -1].float() / temperature  # [n, V]: distribution of token 0
+    rows = torch.repeat_interleave(torch.arange(n, device=device),
+                                   torch.tensor(counts, device=device))
+    flat = [list(c) for cands in continuations for c in cands]
+    C, Lc = len(flat), max(len(c) for c in flat)
+    cont = torch.full((C, Lc), pad_id, dtype=torch.long)
+    mask = torch.zeros((C, Lc), dtype=torch.bool)
+    for j, c in enumerate(flat):
+        cont[j, : len(c)] = torch.tensor(c, dtype=torch.long)
+        mask[j, : len(c)] = True
+    cont, mask = cont.to(device), mask.to(device)
+    logits = first[rows].unsqueeze(1)  # [C, 1, V]
+    if Lc > 1:
+        cache = _cache_of(out)
+        cache.batch_select_indices(rows)
+        lengths = attn.sum(-1)[rows]
+        pos = lengths[:, None] + torch.arange(Lc - 1, device=device)
+        more = model(input_ids=cont[:, :-1], attention_mask=torch.cat(
+            [attn[rows], mask[:, :-1].long()], 1), position_ids=pos, use_cache=True,
+            **{names["cache"]: cache})
+        logits = torch.cat([logits, more.logits.float() / temperature], 1)  # [C, Lc, V]
+    logp = logits.gather(-1, cont.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, -1)
+    return logp.masked_fill(~mask, 0.0), mask

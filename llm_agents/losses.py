@@ -1,0 +1,103 @@
+"""Policy-loss pieces of the LLM trainer as pure tensor functions, registered by name.
+
+* :func:`ppo_clip` -- PPO's clipped surrogate (Schulman et al., 2017) per trained unit,
+  with DAPO-style asymmetric clip ranges (Yu et al., 2025, arXiv:2503.14476).
+* ``KL_ESTIMATORS`` -- per-unit estimators of KL(pi || pi_ref) from log-probabilities of
+  sampled units (Schulman, "Approximating KL divergence", 2020): ``k1``, ``k2``, ``k3``.
+* ``AGGREGATIONS`` -- how per-unit losses of a minibatch are averaged: ``token_mean``
+  (every generated token weighs the same; DAPO) or ``turn_mean`` (every turn weighs the
+  same, its tokens averaged; GRPO as published). They return weights, so a minibatch split
+  into chunks (per role, for gradient norms) sums to the same loss.
+
+Shape legend: ``n`` turns of a chunk, ``L`` units per turn (generated tokens, or 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class PPOTerms:
+    """Per-unit PPO terms, each ``[n, L]``."""
+
+    loss: Tensor  # -min(r A, clip(r) A)
+    ratio: Tensor  # pi / pi_old
+    clipped: Tensor  # bool: the clipped branch was taken
+
+
+def ppo_clip(logp: Tensor, old_logp: Tensor, adv: Tensor, clip_low: float = 0.2,
+             clip_high: float | None = None) -> PPOTerms:
+    """Clipped surrogate per unit; ``adv`` broadcasts to ``logp`` ``[n, L]``."""
+    high = clip_low if clip_high is None else clip_high
+    ratio = torch.exp(logp - old_logp)
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + high) * adv
+    return PPOTerms(-torch.minimum(unclipped, clipped), ratio, clipped < unclipped)
+
+
+KLFn = Callable[[Tensor, Tensor], Tensor]
+KL_ESTIMATORS: dict[str, KLFn] = {}
+
+
+def register_kl(name: str) -> Callable[[KLFn], KLFn]:
+    def deco(fn: KLFn) -> KLFn:
+        KL_ESTIMATORS[name] = fn
+        return fn
+
+    return deco
+
+
+@register_kl("k1")
+def _k1(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    """``log pi - log pi_ref``: unbiased, high variance, can be negative."""
+    return logp - ref_logp
+
+
+@register_kl("k2")
+def _k2(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    """``(log pi - log pi_ref)^2 / 2``: biased, low variance."""
+    return 0.5 * (logp - ref_logp) ** 2
+
+
+@register_kl("k3")
+def _k3(logp: Tensor, ref_logp: Tensor) -> Tensor:
+    """``exp(d) - d - 1`` with ``d = log pi_ref - log pi``: unbiased, non-negative (GRPO)."""
+    d = ref_logp - logp
+    return torch.exp(d) - d - 1.0
+
+
+AggFn = Callable[[Tensor, int, int], Tensor]
+AGGREGATIONS: dict[str, AggFn] = {}
+
+
+def register_aggregation(name: str) -> Callable[[AggFn], AggFn]:
+    def deco(fn: AggFn) -> AggFn:
+        AGGREGATIONS[name] = fn
+        return fn
+
+    return deco
+
+
+@register_aggregation("token_mean")
+def _token_mean(mask: Tensor, units: int, turns: int) -> Tensor:
+    """Weight ``1 / units`` on every trained unit of the minibatch."""
+    return mask.float() / max(units, 1)
+
+
+@register_aggregation("turn_mean")
+def _turn_mean(mask: Tensor, units: int, turns: int) -> Tensor:
+    """Weight ``1 / (turns * units of the row)``: each turn counts once."""
+    m = mask.float()
+    return m / (m.sum(-1, keepdim=True).clamp_min(1.0) * max(turns, 1))
+
+
+def resolve(table: dict[str, Callable], kind: str, name: str) -> Callable:
+    """``table[name]``; unknown names raise a one-line error listing the valid ones."""
+    if name not in table:
+        raise ValueError(f"unknown {kind} {name!r}; valid: {', '.join(sorted(table))}")
+    return table[name]

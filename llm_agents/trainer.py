@@ -1,0 +1,368 @@
+"""Multi-turn, multi-agent GRPO for LLM teams (group-relative PPO-clip over LLM turns).
+
+One iteration (:meth:`MultiTurnGRPO.step`):
+
+1. **Rollouts** -- ``groups_per_step`` groups of ``group_size`` episodes; the episodes of a
+   group share the game, the seed (so the same deal / task instance) and the opponents.
+   All games are in flight at once (:class:`~llm_agents.rollout.RolloutEngine`).
+2. **Credit** -- per turn: reward until the agent's next turn (plus invalid-output penalty),
+   return-to-go over the agent's own turns, normalized by the configured scheme of
+   ``marl.advantages`` (``global``, ``agent`` -- Dr. MAS, ``role``, ``role_ema`` -- SPIRAL's
+   role-conditioned baseline, ``group_role``...), on the learner's device
+   (:mod:`llm_agents.credit`).
+3. **Update** -- ``epochs`` passes of minibatches of turns: PPO-clip on the trained units
+   only (generated tokens, or the scored choice; prompt and observation tokens never enter
+   the loss), optional KL to a frozen reference model and entropy bonus, global gradient
+   clipping. Each minibatch is back-propagated role by role so the gradient norm of every
+   role is logged (``losses/grad_norm/<role>``).
+
+GRPO: Shao et al., 2024 (arXiv:2402.03300); multi-agent normalizations: Dr. MAS
+(arXiv:2602.08847), SPIRAL (arXiv:2506.24119).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+import games
+from llm_agents import losses
+from llm_agents.actions import ActionConfig, behaviour_logprobs
+from llm_agents.backends.hf import resolve_device
+from llm_agents.credit import KeyIndex, turn_advantages
+from llm_agents.opponents import OpponentPool
+from llm_agents.policy import LLMPolicy
+from llm_agents.prompts import PromptConfig
+from llm_agents.records import Turn
+from llm_agents.rollout import EpisodeJob, RolloutBatch, RolloutEngine
+from llm_agents.team import Team, TeamModel, backend_for
+from marl.advantages import AdvantageConfig, RoleEMABaseline, broadcast_to_tokens, get_scheme
+from marl.core import Policy
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """Hyperparameters of :class:`MultiTurnGRPO` (one source for presets and code)."""
+
+    group_size: int = 8  # K: episodes per group (same game, seed and opponents)
+    groups_per_step: int = 8  # G: groups per iteration
+    adv_mode: str = "group_role"  # marl.advantages scheme: global|agent|role|role_ema|group_role
+    advantage: AdvantageConfig = field(default_factory=AdvantageConfig)  # eps, role_ema_alpha...
+    gamma: float = 1.0  # discount per own turn of the turn-level returns
+    adv_on_rewards: bool = False  # normalize raw turn rewards (schemes with own returns)
+    lr: float = 1e-4  # AdamW learning rate
+    lr_decay_iterations: int = 0  # decay lr linearly to 0 over this many iterations (0: constant)
+    weight_decay: float = 0.0  # AdamW weight decay
+    epochs: int = 1  # passes over each batch of turns
+    minibatch_turns: int = 256  # turns per optimizer step
+    clip_low: float = 0.2  # PPO ratio clip below 1
+    clip_high: float | None = None  # PPO ratio clip above 1 (None: clip_low)
+    kl_coef: float = 0.0  # weight of KL(pi || reference); > 0 keeps a frozen copy
+    kl_estimator: str = "k3"  # losses.KL_ESTIMATORS: k1 | k2 | k3
+    ent_coef: float = 0.0  # entropy bonus weight
+    loss_agg: str = "token_mean"  # losses.AGGREGATIONS: token_mean | turn_mean
+    max_grad_norm: float = 1.0  # global gradient clipping
+    recompute_old_logprobs: bool = True  # old log-probs from the trainer's forward, not backend's
+    max_in_flight: int = 64  # games stepped together during rollouts
+    action: ActionConfig = field(default_factory=ActionConfig)  # action mode, sampling, penalty
+    prompt: PromptConfig = field(default_factory=PromptConfig)  # prompt templates
+    device: str = "auto"  # learner device: auto | cpu | cuda[:i]
+    seed: int = 0  # seeds task draws, sampling and fallbacks
+
+    def __post_init__(self) -> None:
+        get_scheme(self.adv_mode)  # unknown names fail with the valid list
+        losses.resolve(losses.KL_ESTIMATORS, "kl estimator", self.kl_estimator)
+        losses.resolve(losses.AGGREGATIONS, "loss aggregation", self.loss_agg)
+        if self.lr_decay_iterations < 0:
+            raise ValueError(f"lr_decay_iterations={self.lr_decay_iterations}; expected >= 0")
+        for name in ("group_size", "groups_per_step", "epochs", "minibatch_turns",
+                     "max_in_flight"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"gamma={self.gamma}; expected a value in [0, 1]")
+
+
+def _grad_norm(params: Sequence[nn.Parameter]) -> float:
+    sq = [p.grad.detach().float().pow(2).sum() for p in params if p.grad is not None]
+    return float(torch.stack(sq).sum().sqrt()) if sq else 0.0
+
+
+class MultiTurnGRPO:
+    """Trains an LLM :class:`Team` on one or more games; see the module docstring.
+
+    Example (a tiny model trained for one iteration of Kuhn poker self-play)::
+
+        >>> import torch
+        >>> from llm_agents import MultiTurnGRPO, GRPOConfig, ActionConfig, Team
+        >>> from llm_agents.tiny import build_model, build_tokenizer, game_corpus
+        >>> tok = build_tokenizer(game_corpus("openspiel/kuhn_poker", 50))
+        >>> model = build_model(tok)
+        >>> before = [p.detach().clone() for p in model.parameters()]
+        >>> cfg = GRPOConfig(group_size=4, groups_per_step=4, adv_mode="role", lr=1e-3,
+        ...                  action=ActionConfig(mode="score"), device="cpu")
+        >>> trainer = MultiTurnGRPO(Team.shared(model, tok), "openspiel/kuhn_poker", cfg)
+        >>> metrics = trainer.step()
+        >>> sorted(k for k in metrics if k.startswith("losses/grad_norm/"))
+        ['losses/grad_norm/player_0', 'losses/grad_norm/player_1']
+        >>> any(not torch.equal(b, p) for b, p in zip(before, model.parameters()))
+        True
+
+    Args:
+        team: the team (its models are moved to ``cfg.device`` and trained in place).
+        games_: game name(s); groups cycle through them.
+        cfg: hyperparameters.
+        game_kwargs: ``{game name: games.make keyword arguments}``.
+        opponents: league opponents for multi-team games (default: pure self-play).
+    """
+
+    def __init__(self, team: Team, games_: str | Sequence[str], cfg: GRPOConfig | None = None,
+                 game_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+                 opponents: OpponentPool | None = None) -> None:
+        self.cfg = cfg = cfg or GRPOConfig()
+        self.team = team
+        self.games = [games_] if isinstance(games_, str) else list(games_)
+        self.game_kwargs = {g: dict((game_kwargs or {}).get(g, {})) for g in self.games}
+        self.specs = {g: games.make(g, **self.game_kwargs[g]).spec for g in self.games}
+        self.opponents = opponents or OpponentPool()
+        self.device = resolve_device(cfg.device)
+        for tm in team.models.values():
+            tm.model.to(self.device)
+            if hasattr(tm.backend, "to"):
+                tm.backend.to(self.device)
+        self.engine = RolloutEngine(team, cfg.action, cfg.prompt, cfg.max_in_flight, cfg.seed)
+        self.mode = self.engine.mode
+        self.params = list({id(p): p for _, m in team.modules() for p in m.parameters()
+                            if p.requires_grad}.values())
+        self.optimizer = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.ref: dict[str, nn.Module] = {}
+        if cfg.kl_coef > 0:
+            for name, model in team.modules():
+                self.ref[name] = copy.deepcopy(model).eval().requires_grad_(False)
+        self.baseline = RoleEMABaseline()
+        self.index = KeyIndex()
+        self.rng = np.random.default_rng(cfg.seed)
+        self.iteration = 0
+
+    # ----------------------------------------------------------------- rollouts
+    def jobs(self) -> list[EpisodeJob]:
+        """The next iteration's episodes: G groups x K copies of (game, seed, opponents)."""
+        out = []
+        for g in range(self.cfg.groups_per_step):
+            game = self.games[(self.iteration * self.cfg.groups_per_step + g) % len(self.games)]
+            seed = int(self.rng.integers(2**31 - 1))
+            opp = self.opponents.sample(self.specs[game], self.rng)
+            out += [EpisodeJob(game, seed, g, self.game_kwargs[game], opp)
+                    for _ in range(self.cfg.group_size)]
+        return out
+
+    def collect(self) -> RolloutBatch:
+        """Play one iteration's episodes with the current weights."""
+        self.team.sync()
+        return self.engine.run(self.jobs())
+
+    def step(self) -> dict[str, float]:
+        """Collect, then update; returns ``charts/``, ``adv/`` and ``losses/`` metrics."""
+        batch = self.collect()
+        metrics = {**batch.metrics, **self.update(batch)}
+        self.iteration += 1
+        metrics["charts/iteration"] = float(self.iteration)
+        return metrics
+
+    def train(self, iterations: int, log_every: int = 10) -> list[dict[str, float]]:
+        """``iterations`` steps; logs legal rate, success and return every ``log_every``."""
+        history = []
+        for i in range(iterations):
+            history.append(self.step())
+            if log_every and (i + 1) % log_every == 0:
+                m = history[-1]
+                log.info("iteration %d: legal %.3f success %s return %.3f", self.iteration,
+                         m["charts/legal_rate"], m.get("charts/success_rate"),
+                         m["charts/team_return"])
+        return history
+
+    @torch.no_grad()
+    def evaluate(self, episodes: int, greedy: bool = False, seed: int = 10**6,
+                 opponents: Mapping[str, Policy] | None = None) -> dict[str, float]:
+        """Rollout metrics of ``episodes`` fresh episodes per game (no training)."""
+        self.team.sync()
+        jobs = [EpisodeJob(g, seed + e, e, self.game_kwargs[g], dict(opponents or {}))
+                for g in self.games for e in range(episodes)]
+        return self.engine.run(jobs, greedy=greedy).metrics
+
+    def policy(self, agents: Sequence[str] | None = None, game: str | None = None) -> LLMPolicy:
+        """A frozen copy of the team as a population member (independent of later updates)."""
+        models = {}
+        for name, tm in self.team.models.items():
+            frozen = copy.deepcopy(tm.model).requires_grad_(False)
+            models[name] = TeamModel(name, frozen, tm.tokenizer,
+                                     backend_for(frozen, tm.tokenizer, "transformers",
+                                                 seed=self.cfg.seed))
+        team = Team(models, dict(self.team.roles))
+        spec = self.specs[game or self.games[0]]
+        return LLMPolicy.from_team(team, spec, agents, self.cfg.action, self.cfg.prompt,
+                                   step=self.iteration, seed=self.cfg.seed)
+
+    # ------------------------------------------------------------------- update
+    def _unit_logprobs(self, models: Mapping[str, nn.Module], turns: Sequence[Turn],
+                       chunk: int) -> list[Tensor]:
+        """Per turn, the log-probabilities of its trained units under ``models`` (no grad)."""
+        out: list[Tensor | None] = [None] * len(turns)
+        by_model: dict[str, list[int]] = defaultdict(list)
+        for i, t in enumerate(turns):
+            by_model[t.model].append(i)
+        with torch.no_grad():
+            for name, idx in by_model.items():
+                pad = self.team.models[name].pad_id
+                for s in range(0, len(idx), chunk):
+                    part = idx[s : s + chunk]
+                    ul = self.mode.unit_logprobs(models[name], [turns[i] for i in part], pad,
+                                                 self.device)
+                    rows = torch.split(ul.logp[ul.mask], ul.mask.sum(1).tolist())
+                    for i, r in zip(part, rows, strict=True):
+                        out[i] = r
+        return out  # type: ignore[return-value]
+
+    def update(self, batch: RolloutBatch) -> dict[str, float]:
+        """One PPO-clip update on the batch's turns; returns ``losses/`` and ``adv/`` metrics."""
+        t0 = time.perf_counter()
+        turns = batch.turns
+        if not turns:
+            return {}
+        cfg = self.cfg
+        res = turn_advantages(turns, batch.games, cfg.adv_mode, self.index, gamma=cfg.gamma,
+                              on_rewards=cfg.adv_on_rewards, cfg=cfg.advantage,
+                              state=self.baseline, device=self.device)
+        adv = res.advantages.float()  # [N]
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate()
+        keep = res.mask.nonzero().squeeze(1).tolist()
+        models = {name: tm.model for name, tm in self.team.models.items()}
+        chunk = cfg.minibatch_turns
+        # One minibatch, one epoch: the weights are still those of the rollout, so the old
+        # log-probabilities are the current ones (detached) and need no extra pass.
+        single = cfg.epochs == 1 and len(keep) <= chunk
+        old = (self._unit_logprobs(models, turns, chunk)
+               if cfg.recompute_old_logprobs and not single else None)
+        ref = self._unit_logprobs(self.ref, turns, chunk) if self.ref else None
+        stats: dict[str, list[float]] = defaultdict(list)
+        for _ in range(cfg.epochs):
+            order = [keep[i] for i in self.rng.permutation(len(keep))]
+            for s in range(0, len(order), chunk):
+                mb = order[s : s + chunk]
+                for k, v in self._minibatch(turns, mb, adv, old, ref).items():
+                    stats[k].append(v)
+        out = {k: float(np.mean(v)) for k, v in stats.items()}
+        out.update(res.diagnostics)
+        out["charts/update_seconds"] = time.perf_counter() - t0
+        out["charts/learning_rate"] = self.learning_rate()
+        out["charts/trained_turns"] = float(len(keep))
+        return out
+
+    def learning_rate(self) -> float:
+        """``cfg.lr``, linearly decayed over ``cfg.lr_decay_iterations`` when set."""
+        if not self.cfg.lr_decay_iterations:
+            return self.cfg.lr
+        return self.cfg.lr * max(0.0, 1.0 - self.iteration / self.cfg.lr_decay_iterations)
+
+    def _minibatch(self, turns: Sequence[Turn], mb: list[int], adv: Tensor,
+                   old: list[Tensor] | None, ref: list[Tensor] | None) -> dict[str, float]:
+        """Loss, role-by-role backward (per-role gradient norms), clipping and one step."""
+        cfg = self.cfg
+        chunks: dict[tuple[str, str], list[int]] = defaultdict(list)
+        for i in mb:
+            chunks[(turns[i].model, turns[i].role)].append(i)
+        units = sum(len(turns[i].decision.logprobs) for i in mb)
+        agg = losses.resolve(losses.AGGREGATIONS, "loss aggregation", cfg.loss_agg)
+        acc: dict[str, float] = defaultdict(float)
+        self.optimizer.zero_grad(set_to_none=True)
+        for (name, role), idx in chunks.items():
+            part = [turns[i] for i in idx]
+            tm = self.team.models[name]
+            ul = self.mode.unit_logprobs(tm.model, part, tm.pad_id, self.device,
+                                         with_entropy=True)
+            mask = ul.mask
+            if old is not None:
+                old_lp = _layout([old[i] for i in idx], mask)
+            elif cfg.recompute_old_logprobs:  # single pass: weights unchanged since rollout
+                old_lp = ul.logp.detach()
+            else:
+                old_lp = behaviour_logprobs(part, mask)
+            rows = torch.arange(len(idx), device=self.device)[:, None].expand_as(mask)
+            adv_u = broadcast_to_tokens(adv[idx], torch.where(mask, rows, -1))  # [n, L]
+            w = agg(mask, units, len(mb))
+            terms = losses.ppo_clip(ul.logp, old_lp, adv_u, cfg.clip_low, cfg.clip_high)
+            loss = (w * terms.loss).sum() - cfg.ent_coef * (w * ul.entropy).sum()
+            if ref is not None:
+                kl = losses.KL_ESTIMATORS[cfg.kl_estimator](
+                    ul.logp, _layout([ref[i] for i in idx], mask))
+                loss = loss + cfg.kl_coef * (w * kl).sum()
+                acc["losses/kl"] += (w * kl).sum().item()
+            acc[f"losses/grad_norm/{role}"] = self._backward(loss)
+            with torch.no_grad():
+                acc["losses/pg_loss"] += (w * terms.loss).sum().item()
+                acc["losses/entropy"] += (w * ul.entropy).sum().item()
+                acc["losses/clipfrac"] += (w * terms.clipped).sum().item()
+                log_ratio = ul.logp - old_lp
+                acc["losses/approx_kl"] += (w * (log_ratio.exp() - 1 - log_ratio)).sum().item()
+        acc["losses/grad_norm"] = float(nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
+        self.optimizer.step()
+        return dict(acc)
+
+    def _backward(self, loss: Tensor) -> float:
+        """Back-propagate one role's loss; return the norm of that role's gradient alone."""
+        stash = [p.grad for p in self.params]
+        for p in self.params:
+            p.grad = None
+        loss.backward()
+        norm = _grad_norm(self.params)
+        for p, g in zip(self.params, stash, strict=True):
+            if g is not None:
+                p.grad = g if p.grad is None else p.grad.add_(g)
+        return norm
+
+    # -------------------------------------------------------------- checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """Weights, optimizer, role baselines, key ids, counters and RNG (plain values)."""
+        return {
+            "models": {name: m.state_dict() for name, m in self.team.modules()},
+            "optimizer": self.optimizer.state_dict(),
+            "baseline": self.baseline.state_dict(),
+            "index": self.index.state_dict(),
+            "iteration": self.iteration,
+            "rng": self.rng.bit_generator.state,
+            "engine_rng": self.engine.rng.bit_generator.state,
+            "backend_rng": {name: tm.backend.generator.get_state()
+                            for name, tm in self.team.models.items()
+                            if isinstance(getattr(tm.backend, "generator", None), torch.Generator)},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name, m in self.team.modules():
+            m.load_state_dict(state["models"][name])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.baseline.load_state_dict(state["baseline"])
+        self.index.load_state_dict(state["index"])
+        self.iteration = int(state["iteration"])
+        self.rng.bit_generator.state = state["rng"]
+        self.engine.rng.bit_generator.state = state["engine_rng"]
+        for name, rng in state.get("backend_rng", {}).items():
+            self.team.models[name].backend.generator.set_state(rng)
+
+
+def _layout(rows: Sequence[Tensor], mask: Tensor) -> Tensor:
+    """``[n, L]`` tensor with ``rows[i]`` on the True entries of ``mask[i]``."""
+    out = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
+    out[mask] = torch.cat(list(rows)).to(mask.device)
+    return out
