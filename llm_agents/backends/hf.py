@@ -25,18 +25,9 @@ from torch import Tensor, nn
 
 from llm_agents.backends.base import Backend, Generation, SamplingConfig, register_backend
 from llm_agents.logprobs import continuation_logprobs, forward_kwargs, sequence_scores
+from marl.core import resolve_device  # re-exported by llm_agents.backends
 
 log = logging.getLogger(__name__)
-
-
-def resolve_device(device: str | torch.device) -> torch.device:
-    """``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``, ``"cuda:1"``..."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} requested but CUDA is not available; use 'cpu'")
-    return dev
 
 
 def load_pretrained(name_or_path: str, device: str | torch.device = "auto",
