@@ -32,7 +32,14 @@ from dataclasses import dataclass, fields
 import torch
 from torch import Tensor
 
-from marl.returns import GAEResult, agent_gae, discounted_returns, gae, next_values_from
+from marl.returns import (
+    GAEResult,
+    _acc,
+    agent_gae,
+    discounted_returns,
+    gae,
+    next_values_from,
+)
 
 __all__ = [
     "AdvantageConfig", "AdvantageKeys", "AdvantageResult", "GAEResult", "RoleEMABaseline",
@@ -43,10 +50,6 @@ __all__ = [
 ]  # fmt: skip
 
 _TINY = 1e-30
-
-
-def _acc(dtype: torch.dtype, float64: bool) -> torch.dtype:
-    return torch.float64 if float64 or dtype == torch.float64 else torch.float32
 
 
 # --- keys and segments
