@@ -5,9 +5,12 @@ The schema is made of the library's own dataclasses (``MAPPOConfig``, ``LeagueCo
 ``MatchmakingConfig``, ``PSROConfig``...), so defaults and their docs live once, beside the
 code; ``configs/`` only holds named presets. ``population.kind`` picks what runs:
 
-* ``none``: train one learner (``algo``) on ``game`` for ``frames`` frames, snapshot it,
-  and evaluate it (against uniformly random seats for the other teams);
-* ``league``: a self-play league (``populations.league``) with the chosen matchmaking;
+* ``none``: train one learner (``algo``) on ``game`` for ``frames`` frames (``llm_grpo``:
+  ``llm.iterations`` GRPO iterations), snapshot it, and evaluate it (against uniformly random
+  seats for the other teams);
+* ``league``: a self-play league (``populations.league``) with the chosen matchmaking; its
+  members are ``population.members`` (default ``[algo]``), e.g. ``[mappo, llm_grpo]`` for
+  MAPPO and an LLM team in one league;
 * ``psro``: PSRO on an OpenSpiel game with exact (or RL) best responses.
 
 Every mode writes ``league.db`` (members, snapshots, matches, metrics) in the run folder,
@@ -26,6 +29,7 @@ import numpy as np
 import torch
 
 import games
+from llm_agents.build import LLMConfig
 from marl.core import Learner
 from marl.maddpg import MADDPG, MADDPGConfig
 from marl.mappo import MAPPO, MAPPOConfig
@@ -35,12 +39,14 @@ from populations.db import LeagueDB, MatchRow
 from populations.league import League, LeagueConfig
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
 from populations.matchmaking import MatchmakingConfig
+from populations.members import LLMMember, MAPPOMember
 from populations.psro import PSROConfig
 from populations.store import PolicyStore
 
 log = logging.getLogger(__name__)
 
-ALGOS = ("mappo", "ippo", "vdn", "qmix", "maddpg")
+ALGOS = ("mappo", "ippo", "vdn", "qmix", "maddpg", "llm_grpo")
+LEAGUE_ALGOS = ("mappo", "ippo", "llm_grpo")
 MODES = ("none", "league", "psro")
 
 
@@ -74,6 +80,8 @@ class PopulationConfig:
     frames_per_generation: int = 20_000  # league: training frames per snapshot
     opponent_prob: float = 0.5  # league: share of copies with a past snapshot as opponent
     eval_window: int = 0  # league: evaluate against the last k snapshots (0: all)
+    members: list[str] = field(default_factory=list)  # league: member algos (empty: [algo])
+    nash_conv: bool = False  # league: log each snapshot's exact NashConv (small OpenSpiel)
     matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
     iterations: int = 20  # psro: iterations
     oracle: str = "exact"  # psro: exact | rl (MAPPO best responses)
@@ -85,6 +93,11 @@ class PopulationConfig:
             raise ValueError(f"population kind {self.kind!r} unknown; choose one of {list(MODES)}")
         if self.oracle not in ("exact", "rl"):
             raise ValueError(f"psro oracle {self.oracle!r} unknown; choose one of ['exact', 'rl']")
+        for m in self.members:
+            if m not in LEAGUE_ALGOS:
+                raise ValueError(f"league member {m!r} unknown; choose from {list(LEAGUE_ALGOS)}")
+        if len(set(self.members)) != len(self.members):
+            raise ValueError(f"league members {self.members} repeat an algo; list each once")
 
 
 @dataclass
@@ -93,7 +106,7 @@ class ExperimentConfig:
 
     experiment: str = "default"  # name (run folders are grouped by it)
     seed: int = 0  # seeds games, learners and evaluation
-    algo: str = "mappo"  # mappo | ippo | vdn | qmix | maddpg
+    algo: str = "mappo"  # mappo | ippo | vdn | qmix | maddpg | llm_grpo
     frames: int = 60_000  # population=none: training frames
     num_envs: int = 32  # game copies stepped together while training
     eval_episodes: int = 32  # evaluation episodes (league: role-swapped pairs per snapshot pair)
@@ -106,6 +119,7 @@ class ExperimentConfig:
     vdn: ValueDecompConfig = field(default_factory=lambda: ValueDecompConfig(mixer="vdn"))
     qmix: ValueDecompConfig = field(default_factory=lambda: ValueDecompConfig(mixer="qmix"))
     maddpg: MADDPGConfig = field(default_factory=MADDPGConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)  # algo=llm_grpo: model, team, GRPO
     population: PopulationConfig = field(default_factory=PopulationConfig)
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     logger: LoggerConfig = field(default_factory=LoggerConfig)
@@ -165,24 +179,59 @@ def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
     return RunSummary(run_dir, run_dir / "league.db", run_dir / "snapshots", logger.files, table)
 
 
+def _mappo_config(cfg: ExperimentConfig, algo: str) -> MAPPOConfig:
+    if algo == "ippo":
+        return dataclasses.replace(cfg.mappo, net=dataclasses.replace(cfg.mappo.net,
+                                                                     critic="local"))
+    return cfg.mappo
+
+
 def _league_config(cfg: ExperimentConfig) -> LeagueConfig:
     pop = cfg.population
-    mappo = cfg.mappo
-    if cfg.algo == "ippo":
-        mappo = dataclasses.replace(mappo, net=dataclasses.replace(mappo.net, critic="local"))
-    elif cfg.algo != "mappo":
-        raise ValueError(f"population=league trains MAPPO/IPPO members; got algo={cfg.algo!r}")
+    algos = pop.members or [cfg.algo]
+    bad = [a for a in algos if a not in LEAGUE_ALGOS]
+    if bad:
+        raise ValueError(f"population=league trains {list(LEAGUE_ALGOS)} members; got "
+                         f"{bad[0]!r}")
+    mappo = next((_mappo_config(cfg, a) for a in algos if a != "llm_grpo"), cfg.mappo)
     return LeagueConfig(
         game=cfg.game.name, game_kwargs=dict(cfg.game.kwargs), generations=pop.generations,
         frames_per_generation=pop.frames_per_generation, num_envs=cfg.num_envs,
         opponent_prob=pop.opponent_prob, eval_episodes=cfg.eval_episodes,
         eval_window=pop.eval_window, matchmaking=pop.matchmaking, mappo=mappo,
-        runner=cfg.runner.kind, ray_workers=cfg.runner.workers, ray_address=cfg.runner.address,
-        seed=cfg.seed, device=cfg.device, torch_threads=cfg.torch_threads)
+        nash_conv=pop.nash_conv, runner=cfg.runner.kind, ray_workers=cfg.runner.workers,
+        ray_address=cfg.runner.address, seed=cfg.seed, device=cfg.device,
+        torch_threads=cfg.torch_threads)
+
+
+def _llm_trainer(cfg: ExperimentConfig, run_dir: Path) -> Any:
+    from llm_agents.build import build_trainer
+
+    return build_trainer(cfg.llm, [cfg.game.name], {cfg.game.name: dict(cfg.game.kwargs)},
+                         seed=cfg.seed, device=cfg.device, workdir=run_dir)
+
+
+def _league_members(cfg: ExperimentConfig, lcfg: LeagueConfig, run_dir: Path) -> list | None:
+    """The members ``population.members`` names (None: the league's default MAPPO ``main``)."""
+    algos = cfg.population.members or [cfg.algo]
+    if algos in (["mappo"], ["ippo"]):
+        return None
+    spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
+    members: list = []
+    for algo in algos:
+        if algo == "llm_grpo":
+            members.append(LLMMember("llm", _llm_trainer(cfg, run_dir), cfg.llm.iterations,
+                                     cfg.population.opponent_prob))
+        else:
+            members.append(MAPPOMember(algo, MAPPO(spec, _mappo_config(cfg, algo),
+                                                   device=cfg.device, seed=cfg.seed)))
+    return members
 
 
 def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict]:
-    league = League(_league_config(cfg), run_dir, resume=cfg.resume)
+    lcfg = _league_config(cfg)
+    league = League(lcfg, run_dir, resume=cfg.resume,
+                    members=_league_members(cfg, lcfg, run_dir))
     league.logger = logger
     try:
         league.run()
@@ -207,6 +256,8 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
 
 def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict]:
     """One learner on one game; its snapshot is evaluated against random other teams."""
+    if cfg.algo == "llm_grpo":
+        return _run_single_llm(cfg, run_dir, logger)
     spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
     db = LeagueDB(run_dir / "league.db")
     run_id = db.run_id(cfg.experiment) or db.create_run(
@@ -234,6 +285,54 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
              if res.episode_returns else None}]
     db.close()
     return rows
+
+
+def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict]:
+    """An LLM team trained by multi-turn GRPO for ``llm.iterations`` iterations (self-play
+    in multi-team games, team play in cooperative ones), snapshotted and evaluated."""
+    from tqdm.auto import tqdm
+
+    spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
+    db = LeagueDB(run_dir / "league.db")
+    run_id = db.run_id(cfg.experiment) or db.create_run(
+        cfg.experiment, experiment=cfg.experiment, game=spec.name, config=_plain(cfg))
+    store = PolicyStore(run_dir / "snapshots", db, run_id)
+    trainer = _llm_trainer(cfg, run_dir)
+    store.publish("llm", trainer.policy(), version=0)
+    metrics: dict[str, float] = {}
+    bar = tqdm(total=cfg.llm.iterations, disable=not cfg.progress, unit="iter",
+               dynamic_ncols=True)
+    for it in range(1, cfg.llm.iterations + 1):
+        metrics = trainer.step()
+        db.log_metrics(run_id, it, metrics)
+        logger.log(it, metrics)
+        bar.set_postfix(legal=f"{metrics['charts/legal_rate']:.2f}",
+                        ret=f"{metrics['charts/team_return']:.2f}", refresh=False)
+        bar.update(1)
+    bar.close()
+    snap = store.publish("llm", trainer.policy())
+    agents = tuple(a.id for a in spec.agents if a.team == spec.teams[0])
+    others = {a: RandomPolicy(spec, seed=cfg.seed) for a in spec.agent_ids if a not in agents}
+    member = _Seats(trainer.policy(agents), agents)
+    _evaluate_single(db, run_id, cfg, spec, snap.id, member, others, {"with_text": True})
+    db.set_run_status(run_id, "finished")
+    row = {"member": "llm", "version": snap.version, "iterations": cfg.llm.iterations}
+    for key in ("legal_rate", "success_rate", "team_return"):
+        if f"charts/{key}" in metrics:
+            row[key] = round(float(metrics[f"charts/{key}"]), 3)
+    db.close()
+    return [row]
+
+
+@dataclass
+class _Seats:
+    """A trained policy and the seats it holds (what ``_evaluate_single`` needs)."""
+
+    pol: Any
+    agents: tuple[str, ...]
+
+    def policy(self) -> Any:
+        return self.pol
 
 
 def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: games.GameSpec,

@@ -1,15 +1,17 @@
-"""A self-play league: one MAPPO member trained against its own past snapshots.
+"""A self-play league: members trained against their own and each other's past snapshots.
 
-Each generation:
+By default the league has one member, ``main``, a MAPPO learner; pass ``members`` for
+more (e.g. a MAPPO member and an LLM team, ``populations.members``). Each generation:
 
-1. **train** the member for ``frames_per_generation`` frames. In a fraction
-   ``opponent_prob`` of the game copies a past snapshot, chosen by the matchmaking rule
-   (self-play, FSP, PFSP), plays one team and the learner the other (sides drawn at
-   random per episode); in the other copies the learner plays every seat;
-2. **checkpoint** the learner, the matchmaking RNG and the generation;
-3. **publish** the learner's policy as snapshot ``v<generation>`` of the member;
-4. **evaluate** the new snapshot against earlier ones (role-swapped episode pairs through
-   the runner), record every episode, recompute payoffs and ratings; checkpoint again.
+1. **train** every member in turn (``Member.train_generation``): in a fraction
+   ``opponent_prob`` of its games a snapshot of any member, chosen by the matchmaking rule
+   (self-play, FSP, PFSP, from the member's latest snapshot's win rates), plays one team and
+   the learner the other (sides drawn at random per episode); otherwise it plays every seat;
+2. **checkpoint** the members, the matchmaking RNG and the generation;
+3. **publish** each member's policy as snapshot ``v<generation>`` of that member;
+4. **evaluate** the new snapshots against earlier ones and each other (role-swapped episode
+   pairs through the runner), record every episode, recompute payoffs and ratings;
+   checkpoint again.
 
 Everything written to the store and the database is idempotent per generation, and
 each generation's game copies are seeded from the generation number, so a run killed at
@@ -23,6 +25,7 @@ import argparse
 import dataclasses
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,7 @@ from populations.db import LeagueDB
 from populations.evaluation import evaluate_pairs, recompute, win_rates
 from populations.loggers import MetricsLogger
 from populations.matchmaking import MatchmakingConfig, opponent_distribution
+from populations.members import MAPPOMember, Member
 from populations.runners import make_runner
 from populations.store import PolicyStore
 
@@ -58,6 +62,7 @@ class LeagueConfig:
     eval_episodes: int = 8  # role-swapped episode pairs per evaluated snapshot pair
     eval_window: int = 0  # evaluate a new snapshot against the last k snapshots (0: all)
     matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
+    nash_conv: bool = False  # log each new snapshot's exact NashConv (small OpenSpiel games)
     mappo: MAPPOConfig = field(default_factory=lambda: MAPPOConfig(net=NetConfig(share="role")))
     runner: str = "local"  # local | ray
     ray_workers: int = 2  # Ray actors playing evaluation matches
@@ -76,9 +81,18 @@ class LeagueConfig:
 
 
 class League:
-    """One league run in ``run_dir`` (league.db, snapshots/, checkpoints/)."""
+    """One league run in ``run_dir`` (league.db, snapshots/, checkpoints/).
 
-    def __init__(self, cfg: LeagueConfig, run_dir: str | Path, resume: bool = False) -> None:
+    Args:
+        cfg: the league's settings.
+        run_dir: the run folder.
+        resume: continue the run in ``run_dir`` from its last checkpoint.
+        members: the members (default: one MAPPO member ``main`` built from ``cfg.mappo``);
+            names must be unique.
+    """
+
+    def __init__(self, cfg: LeagueConfig, run_dir: str | Path, resume: bool = False,
+                 members: Sequence[Member] | None = None) -> None:
         self.cfg, self.run_dir = cfg, Path(run_dir)
         torch.set_num_threads(cfg.torch_threads)
         db_path = self.run_dir / "league.db"
@@ -92,10 +106,18 @@ class League:
             "league", experiment="league", game=cfg.game, config=_jsonable(cfg))
         self.store = PolicyStore(self.run_dir / "snapshots", self.db, self.run_id)
         self.spec = games.make(cfg.game, **cfg.game_kwargs).spec
+        if cfg.nash_conv and not cfg.game.startswith("openspiel/"):
+            raise ValueError(f"nash_conv=True needs a small OpenSpiel game; got {cfg.game!r}")
         if len(self.spec.teams) != 2:
             raise ValueError(
                 f"a self-play league needs two teams; {cfg.game} has {self.spec.teams}")
-        self.learner = MAPPO(self.spec, cfg.mappo, device=cfg.device, seed=cfg.seed)
+        self.members: list[Member] = list(members) if members is not None else [
+            MAPPOMember(MEMBER, MAPPO(self.spec, cfg.mappo, device=cfg.device, seed=cfg.seed))]
+        names = [m.name for m in self.members]
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"league members need unique names; got {names}")
+        self.single = len(self.members) == 1
+        self.needs_text = any(m.kind == "llm" for m in self.members)
         self.rng = np.random.default_rng(cfg.seed)
         self.runner = make_runner(cfg.runner, **(
             {"num_workers": cfg.ray_workers, "address": cfg.ray_address}
@@ -109,7 +131,8 @@ class League:
     # ------------------------------------------------------------------ checkpoints
     def _state(self) -> dict[str, Any]:
         return {"generation": self.generation, "phase": self.phase, "frames": self.frames,
-                "learner": self.learner.state_dict(), "rng": self.rng.bit_generator.state}
+                "members": {m.name: m.state_dict() for m in self.members},
+                "rng": self.rng.bit_generator.state}
 
     def _save(self) -> None:
         step = 2 * self.generation + (1 if self.phase == "done" else 0)
@@ -122,7 +145,11 @@ class League:
             log.info("no checkpoint in %s: starting from scratch", self.run_dir)
             return
         path, state = found
-        self.learner.load_state_dict(state["learner"])
+        for m in self.members:
+            if m.name not in state["members"]:
+                raise ValueError(f"checkpoint {path} has no member {m.name!r} (it holds "
+                                 f"{sorted(state['members'])}); resume with the same members")
+            m.load_state_dict(state["members"][m.name])
         self.rng.bit_generator.state = state["rng"]
         self.generation, self.phase = int(state["generation"]), str(state["phase"])
         self.frames = int(state["frames"])
@@ -131,80 +158,68 @@ class League:
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
         start = time.perf_counter()
-        if self.phase == "new":  # generation 0: the untrained policy is the first snapshot
-            self.store.publish(MEMBER, self.learner.policy(), version=0)
+        if self.phase == "new":  # generation 0: the untrained policies are the first snapshots
+            self._log_nash_conv([self.store.publish(m.name, m.policy(), version=0)
+                                 for m in self.members])
             self.phase = "done"
             self._save()
         while self.generation < self.cfg.generations or self.phase != "done":
             if self.phase == "done":
                 self.generation += 1
                 self.phase = "training"
-                self._train_generation()
+                for m in self.members:
+                    self.frames += m.train_generation(self, self.generation)
                 self.phase = "trained"
                 self._save()
             self._publish_and_evaluate()
             self.phase = "done"
             self._save()
-            log.info("generation %d/%d done, %d frames, %.0fs", self.generation,
+            log.info("generation %d/%d done, %d steps, %.0fs", self.generation,
                      self.cfg.generations, self.frames, time.perf_counter() - start)
         self.db.set_run_status(self.run_id, "finished")
 
     def _publish_and_evaluate(self) -> None:
         g = self.generation
-        prev = self.store.snapshots(MEMBER)[:g]
-        snap = self.store.publish(MEMBER, self.learner.policy(), version=g,
-                                  parent=prev[-1].id if prev else None)
-        rivals = prev[-self.cfg.eval_window:] if self.cfg.eval_window else prev
+        earlier = [s for s in self.store.snapshots() if s.version < g]
+        new = []
+        for m in self.members:
+            prev = [s for s in earlier if s.member == m.name]
+            new.append(self.store.publish(m.name, m.policy(), version=g,
+                                          parent=prev[-1].id if prev else None))
+        rivals = earlier[-self.cfg.eval_window:] if self.cfg.eval_window else earlier
+        pairs = [(s, r) for k, s in enumerate(new) for r in [*rivals, *new[:k]]]
         evaluate_pairs(self.db, self.run_id, self.runner, self.spec, self.cfg.game,
-                       self.cfg.game_kwargs, [(snap, r) for r in rivals],
-                       self.cfg.eval_episodes, seed=self.cfg.seed + 100_003 * g,
-                       prefix=f"g{g:04d}")
+                       self.cfg.game_kwargs, pairs, self.cfg.eval_episodes,
+                       seed=self.cfg.seed + 100_003 * g, prefix=f"g{g:04d}")
         recompute(self.db, self.run_id, step=g)
+        self._log_nash_conv(new)
 
-    def _pick_opponents(self, copies: np.ndarray, opp: np.ndarray, side: np.ndarray) -> None:
-        """Draw, for each copy in ``copies``, an opponent snapshot (or none) and a side."""
-        snaps = self.store.snapshots(MEMBER)
-        latest = snaps[-1].id
+    def _log_nash_conv(self, snaps: Sequence[Any]) -> None:
+        """``nash_conv/<member>``: the exact NashConv of each new snapshot (if configured)."""
+        if self.cfg.nash_conv:
+            from populations.exploitability import nash_conv
+
+            self.log_metrics(self.frames, {
+                f"nash_conv/{s.member}": nash_conv(self.cfg.game, self.store.load(s.id)).nash_conv
+                for s in snaps})
+
+    def pick_opponents(self, member: str, copies: np.ndarray, opp: np.ndarray,
+                       side: np.ndarray, always: bool = False) -> None:
+        """Draw, for each copy in ``copies``, an opponent snapshot (or -1: none, with
+        probability ``1 - opponent_prob`` unless ``always``) and a side for ``member``."""
+        snaps = self.store.snapshots()
+        latest = [s for s in snaps if s.member == member][-1].id
         probs = opponent_distribution(
             win_rates(self.db, self.run_id, latest, [s.id for s in snaps]), self.cfg.matchmaking)
         for b in copies:
-            use = self.rng.random() < self.cfg.opponent_prob
+            use = always or self.rng.random() < self.cfg.opponent_prob
             opp[b] = snaps[self.rng.choice(len(snaps), p=probs)].id if use else -1
             side[b] = self.rng.integers(2)
 
-    def _train_generation(self) -> None:
-        cfg, learner = self.cfg, self.learner
-        vg = games.VectorGame(cfg.game, cfg.num_envs, seed=cfg.seed + 1000 * self.generation,
-                              **learner.vector_game_kwargs, **cfg.game_kwargs)
-        B = cfg.num_envs
-        opp, side = np.full(B, -1), np.zeros(B, dtype=np.int64)
-        self._pick_opponents(np.arange(B), opp, side)
-        vs = vg.reset()
-        done_frames = 0
-        while done_frames < cfg.frames_per_generation:
-            # [B, A]: the learner plays a seat unless an opponent holds that seat's team
-            learner.seat_mask = (opp[:, None] < 0) | (self.team_of[None, :] == side[:, None])
-            actions = learner.act(vs)
-            for sid in np.unique(opp[opp >= 0]):
-                policy = self.store.load(int(sid))
-                rows = opp == sid
-                for i, agent in enumerate(self.spec.agent_ids):
-                    theirs = rows & (self.team_of[i] != side)
-                    if theirs.any():
-                        actions[agent] = actions[agent].copy()
-                        actions[agent][theirs] = policy.act(agent, vs)[theirs]
-            vs = vg.step(actions)
-            learner.observe(vs)
-            done_frames += B
-            if vs.done.any():
-                self._pick_opponents(np.flatnonzero(vs.done), opp, side)
-            if learner.ready():
-                metrics = learner.update()
-                self.db.log_metrics(self.run_id, self.frames + done_frames, metrics)
-                self.logger.log(self.frames + done_frames, metrics)
-        learner.seat_mask = None
-        self.frames += done_frames
-        vg.close()
+    def log_metrics(self, step: int, metrics: dict[str, float]) -> None:
+        """Metrics go to the league database and the extra logger (csv, wandb)."""
+        self.db.log_metrics(self.run_id, step, metrics)
+        self.logger.log(step, metrics)
 
     def close(self) -> None:
         self.runner.close()

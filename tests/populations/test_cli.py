@@ -19,7 +19,8 @@ EXPERIMENTS = sorted(p.stem for p in (Path(__file__).parents[2] / "configs" / "e
 # the smallest budget each population kind finishes in
 TINY = ["frames=400", "num_envs=4", "eval_episodes=2", "population.generations=1",
         "population.frames_per_generation=400", "population.iterations=2", "progress=false",
-        "logger=none"]
+        "logger=none", "llm.iterations=1", "llm.grpo.group_size=2", "llm.grpo.groups_per_step=2",
+        "llm.corpus_episodes=20"]
 
 
 def _compose(overrides):
@@ -28,7 +29,8 @@ def _compose(overrides):
 
 
 def test_shipped_experiments_are_listed():
-    assert {"kuhn_psro", "spread_mappo_gnn", "tag_pfsp_league", "main"} <= set(EXPERIMENTS)
+    assert {"kuhn_psro", "spread_mappo_gnn", "tag_pfsp_league", "main", "kuhn_llm_selfplay",
+            "tool_team_llm", "mixed_league"} <= set(EXPERIMENTS)
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
@@ -73,6 +75,9 @@ def test_multirun_makes_one_folder_per_job(tmp_path):
         ("algo=alphazero", "Could not find 'algo/alphazero'"),
         ("mappo.adv_norm=agentwise", "adv_norm='agentwise' unknown; choose one of"),
         ("population.matchmaking.rule=elo", "matchmaking rule 'elo' unknown; choose one of"),
+        ("llm.team=solo", "llm team 'solo' unknown; choose one of ['shared', 'per_role']"),
+        ("llm.grpo.adv_mode=agentwise", "unknown advantage scheme 'agentwise'"),
+        ("population.members=[mappo,vdn]", "league member 'vdn' unknown; choose from"),
     ],
 )
 def test_config_mistakes_fail_at_startup(override, message, tmp_path):

@@ -1,0 +1,153 @@
+"""League members: a named line of snapshots and the trainer that produces them.
+
+A :class:`Member` trains for one generation against opponents the league draws for it
+(from every member's snapshots, by the matchmaking rule), publishes a frozen ``Policy``,
+and checkpoints its whole trainer state. Two kinds ship:
+
+* :class:`MAPPOMember` -- a MAPPO/IPPO learner; in a share of its game copies an opponent
+  snapshot plays one team and the learner the other (sides drawn per episode);
+* :class:`LLMMember` -- an LLM team trained by multi-turn GRPO
+  (``llm_agents.MultiTurnGRPO``); each GRPO group meets a drawn snapshot with probability
+  ``opponent_prob``, otherwise the team plays every seat (self-play).
+
+Both kinds meet each other's snapshots: a MAPPO member's game copies carry text views when
+an LLM snapshot may sit at the table, and an LLM member's rollouts seat classic policies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+import games
+from marl.core import Policy
+from marl.mappo import MAPPO
+
+if TYPE_CHECKING:
+    from llm_agents.trainer import MultiTurnGRPO
+    from populations.league import League
+
+log = logging.getLogger(__name__)
+
+
+class Member(Protocol):
+    """What a league needs of a member (see the module docstring)."""
+
+    name: str
+    kind: str  # "mappo" | "llm" | ...: what the member's snapshots are
+
+    def train_generation(self, league: League, generation: int) -> int:
+        """Train for one generation; return the frames (or episodes) it consumed."""
+        ...
+
+    def policy(self) -> Policy: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+class MAPPOMember:
+    """A MAPPO/IPPO learner trained ``frames_per_generation`` frames per generation."""
+
+    kind = "mappo"
+
+    def __init__(self, name: str, learner: MAPPO) -> None:
+        self.name, self.learner = name, learner
+
+    def policy(self) -> Policy:
+        return self.learner.policy()
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.learner.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.learner.load_state_dict(state)
+
+    def train_generation(self, league: League, generation: int) -> int:
+        cfg, learner, spec = league.cfg, self.learner, league.spec
+        vkw = dict(learner.vector_game_kwargs)
+        if league.needs_text:  # an LLM snapshot may take a seat
+            vkw["with_text"] = True
+        vg = games.VectorGame(cfg.game, cfg.num_envs, seed=cfg.seed + 1000 * generation,
+                              **vkw, **cfg.game_kwargs)
+        B = cfg.num_envs
+        opp, side = np.full(B, -1), np.zeros(B, dtype=np.int64)
+        league.pick_opponents(self.name, np.arange(B), opp, side)
+        vs = vg.reset()
+        done_frames = 0
+        while done_frames < cfg.frames_per_generation:
+            # [B, A]: the learner plays a seat unless an opponent holds that seat's team
+            learner.seat_mask = (opp[:, None] < 0) | (league.team_of[None, :] == side[:, None])
+            actions = learner.act(vs)
+            for sid in np.unique(opp[opp >= 0]):
+                policy = league.store.load(int(sid))
+                rows = opp == sid
+                for i, agent in enumerate(spec.agent_ids):
+                    theirs = rows & (league.team_of[i] != side)
+                    if theirs.any():
+                        view = _only(vs, agent, theirs) if "text" in policy.meta.inputs else vs
+                        actions[agent] = actions[agent].copy()
+                        actions[agent][theirs] = policy.act(agent, view)[theirs]
+            vs = vg.step(actions)
+            learner.observe(vs)
+            done_frames += B
+            if vs.done.any():
+                league.pick_opponents(self.name, np.flatnonzero(vs.done), opp, side)
+            if learner.ready():
+                league.log_metrics(league.frames + done_frames, _prefixed(
+                    self.name, learner.update(), league.single))
+        learner.seat_mask = None
+        vg.close()
+        return done_frames
+
+
+class LLMMember:
+    """An LLM team trained ``iterations`` GRPO iterations per generation."""
+
+    kind = "llm"
+
+    def __init__(self, name: str, trainer: MultiTurnGRPO, iterations: int,
+                 opponent_prob: float = 0.5) -> None:
+        self.name, self.trainer = name, trainer
+        self.iterations, self.opponent_prob = iterations, opponent_prob
+
+    def policy(self) -> Policy:
+        return self.trainer.policy()
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.trainer.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.trainer.load_state_dict(state)
+
+    def train_generation(self, league: League, generation: int) -> int:
+        from llm_agents.opponents import OpponentPool
+
+        groups = self.trainer.cfg.groups_per_step
+        opp, side = np.full(groups, -1), np.zeros(groups, dtype=np.int64)
+        league.pick_opponents(self.name, np.arange(groups), opp, side, always=True)
+        # The PFSP draw, with repeats, weights the pool the GRPO groups draw from.
+        self.trainer.opponents = OpponentPool([league.store.load(int(s)) for s in opp],
+                                              prob=self.opponent_prob)
+        episodes = 0
+        for _ in range(self.iterations):
+            metrics = self.trainer.step()
+            episodes += self.trainer.cfg.groups_per_step * self.trainer.cfg.group_size
+            league.log_metrics(league.frames + episodes,
+                               _prefixed(self.name, metrics, league.single))
+        return episodes
+
+
+def _only(vs: games.VecStep, agent: str, rows: np.ndarray) -> games.VecStep:
+    """``vs`` with ``agent`` acting only in ``rows``: an LLM then prompts for its own seats
+    alone instead of every copy."""
+    return dataclasses.replace(vs, acting={**vs.acting, agent: vs.acting[agent] & rows})
+
+
+def _prefixed(name: str, metrics: dict[str, float], single: bool) -> dict[str, float]:
+    """A single-member league keeps plain metric names; others prefix ``<member>/``."""
+    return metrics if single else {f"{name}/{k}": v for k, v in metrics.items()}
