@@ -10,6 +10,7 @@ reported. Tokens = prompt + generated tokens of every LLM turn (generated tokens
 shown on their own). Target: batched >= 5x the baseline.
 
     python bench/llm_rollouts.py [--games 64] [--repeats 3] [--max-new-tokens 32]
+                                 [--device cpu|cuda] [--n-layer 2 --n-embd 64]
 """
 
 from __future__ import annotations
@@ -59,13 +60,19 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu | cuda[:i]: where the model runs")
+    ap.add_argument("--n-layer", type=int, default=TinyModelConfig.n_layer)
+    ap.add_argument("--n-embd", type=int, default=TinyModelConfig.n_embd)
     args = ap.parse_args()
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        sys.exit(f"bench/llm_rollouts.py: --device {args.device} needs CUDA; none is available")
     torch.set_num_threads(args.threads)
     texts = [PromptConfig().static_text()]
     for name, kw in GAMES:
         texts += game_corpus(name, episodes=100, **kw)
     tok = build_tokenizer(texts)
-    team = Team.shared(build_model(tok, TinyModelConfig()), tok)
+    model = build_model(tok, TinyModelConfig(n_layer=args.n_layer, n_embd=args.n_embd))
+    team = Team.shared(model.to(args.device), tok)
     params = sum(p.numel() for p in team.models["shared"].model.parameters())
     rows = []
     for mode in ("generate", "score"):
@@ -83,7 +90,7 @@ def main() -> None:
             rows.append(f"| {mode} | {label} | {m['tok/s']:,.0f} | {m['gen/s']:,.0f} | "
                         f"{m['calls']:,.0f} | {m['tok/s'] / base:.1f} |")
     print(f"tiny GPT-2: {params:,} parameters, vocabulary {len(tok)}, {args.games} episodes, "
-          f"median of {args.repeats}, {args.threads} thread(s)\n")
+          f"median of {args.repeats}, {args.threads} thread(s), device {args.device}\n")
     print("| mode | rollout | tokens/s | generated tokens/s | backend calls | ratio |")
     print("|---|---|---:|---:|---:|---:|")
     print("\n".join(rows))
