@@ -10,39 +10,63 @@ the next best responses are computed against:
 * ``prd``: projected replicator dynamics (Lanctot et al., 2017, Sec. 3.1), for
   general-sum and n-player games: replicator dynamics kept at least ``gamma / K`` away from
   the simplex boundary, returning the average of the iterates;
-* ``uniform``: every member equally, which makes PSRO fictitious play.
+* ``uniform``: every member equally, which makes PSRO fictitious play;
+* ``least_exploitable``: for each player of a 2-player zero-sum game with an exactly known
+  full game, the mixture of its population whose full-game best-response value for the
+  opponent is smallest: Anytime PSRO's restricted distribution (McAleer et al., 2022,
+  "Anytime PSRO for Two-Player Zero-Sum Games"), here exact, by one linear program per
+  player (:func:`least_exploitable_mixture`). The Nash equilibrium of the empirical game
+  only knows how members fare against each other and can be much more exploitable in the
+  full game; this one is the least exploitable mixture the population allows, so its
+  exploitability never increases as populations grow.
 
-Every solver has one signature, ``solver(payoffs) -> list of distributions``, where
-``payoffs`` is ``[P, K_0, ..., K_{P-1}]`` (entry ``[p, i_0, ..., i_{P-1}]`` is player ``p``'s
-expected return when player ``q`` plays its member ``i_q``). Solvers register by name with
-:func:`register_meta_solver`; :func:`get_meta_solver` raises ``ValueError`` listing the
-valid names. The functions here are pure (numpy in, numpy out) and testable alone.
+Every solver has one signature, ``solver(payoffs, full_game=None) -> list of
+distributions``, where ``payoffs`` is ``[P, K_0, ..., K_{P-1}]`` (entry
+``[p, i_0, ..., i_{P-1}]`` is player ``p``'s expected return when player ``q`` plays its
+member ``i_q``) and ``full_game`` (:class:`FullGame`) the sequence-form best-response
+problems behind the empirical game, which only solvers registered with
+``full_game=True`` read (:func:`needs_full_game`; the others ignore it). Solvers register
+by name with :func:`register_meta_solver`; :func:`get_meta_solver` raises ``ValueError``
+listing the valid names. The functions here are pure (numpy in, numpy out) and testable
+alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import sparse
 from scipy.optimize import linprog
 
-MetaSolver = Callable[[np.ndarray], list[np.ndarray]]
-"""``payoffs [P, K_0, ..., K_{P-1}] -> [dist_0 [K_0], ..., dist_{P-1} [K_{P-1}]]``."""
+MetaSolver = Callable[..., list[np.ndarray]]
+"""``(payoffs [P, K_0, ..., K_{P-1}], full_game: FullGame | None = None)
+-> [dist_0 [K_0], ..., dist_{P-1} [K_{P-1}]]``."""
 
 _META_SOLVERS: dict[str, MetaSolver] = {}
+_FULL_GAME: set[str] = set()  # names of the solvers that read ``full_game``
 
 
-def register_meta_solver(name: str) -> Callable[[MetaSolver], MetaSolver]:
-    """Register a meta-solver under ``name`` (use as a decorator)."""
+def register_meta_solver(name: str, full_game: bool = False) -> Callable[[MetaSolver], MetaSolver]:
+    """Register a meta-solver under ``name`` (use as a decorator); ``full_game`` declares
+    that it needs the :class:`FullGame` argument (an exactly known 2-player zero-sum game)."""
 
     def deco(fn: MetaSolver) -> MetaSolver:
         if name in _META_SOLVERS and _META_SOLVERS[name] is not fn:
             raise ValueError(f"meta-solver {name!r} is already registered")
         _META_SOLVERS[name] = fn
+        if full_game:
+            _FULL_GAME.add(name)
         return fn
 
     return deco
+
+
+def needs_full_game(name: str) -> bool:
+    """Whether the meta-solver ``name`` needs the :class:`FullGame` behind the payoffs."""
+    get_meta_solver(name)
+    return name in _FULL_GAME
 
 
 def available_meta_solvers() -> list[str]:
@@ -135,8 +159,9 @@ def _maximin(A: np.ndarray) -> tuple[np.ndarray, float]:
     a_ub = np.hstack([-A.T, np.ones((n, 1))])  # v - x^T A[:, j] <= 0
     a_eq = np.hstack([np.ones((1, m)), np.zeros((1, 1))])
     bounds = [(0.0, None)] * m + [(None, None)]
-    res = linprog(c, A_ub=a_ub, b_ub=np.zeros(n), A_eq=a_eq, b_eq=[1.0], bounds=bounds,
-                  method="highs")
+    res = linprog(
+        c, A_ub=a_ub, b_ub=np.zeros(n), A_eq=a_eq, b_eq=[1.0], bounds=bounds, method="highs"
+    )
     if not res.success:  # pragma: no cover - a finite matrix game always has a solution
         raise RuntimeError(f"Nash LP failed: {res.message}")
     return _simplex(res.x[:m], LP_NOISE), float(res.x[-1])
@@ -153,10 +178,12 @@ def _max_support(A: np.ndarray, x0: np.ndarray, value: float) -> np.ndarray:
     scale = max(1.0, float(np.abs(A).max()))
     floor = value - 1e-9 * scale
     c = np.concatenate([np.zeros(m), -np.ones(m)])
-    a_ub = np.vstack([
-        np.hstack([-np.eye(m), np.eye(m)]),  # y - z <= 0
-        np.hstack([floor - A.T, np.zeros((n, m))]),  # floor * sum(z) - A^T z <= 0
-    ])
+    a_ub = np.vstack(
+        [
+            np.hstack([-np.eye(m), np.eye(m)]),  # y - z <= 0
+            np.hstack([floor - A.T, np.zeros((n, m))]),  # floor * sum(z) - A^T z <= 0
+        ]
+    )
     bounds = [(0.0, None)] * m + [(0.0, 1.0)] * m
     res = linprog(c, A_ub=a_ub, b_ub=np.zeros(m + n), bounds=bounds, method="highs")
     if not res.success or res.x[:m].sum() <= 0:
@@ -194,7 +221,7 @@ def is_constant_sum(payoffs: np.ndarray, atol: float = 1e-6) -> bool:
 
 
 @register_meta_solver("nash")
-def nash(payoffs: np.ndarray) -> list[np.ndarray]:
+def nash(payoffs: np.ndarray, full_game: FullGame | None = None) -> list[np.ndarray]:
     """Nash equilibrium of a 2-player zero-sum or constant-sum empirical game (LP)."""
     payoffs = check_payoffs(payoffs)
     if payoffs.shape[0] != 2 or not is_constant_sum(payoffs):
@@ -249,10 +276,7 @@ def projected_replicator_dynamics(
     avg = [np.zeros_like(s) for s in x]
     for it in range(cfg.iterations):
         dev = [deviation_payoffs(payoffs, x, p) for p in range(P)]
-        x = [
-            _project(s + cfg.dt * s * (d - s @ d), cfg.gamma)
-            for s, d in zip(x, dev, strict=True)
-        ]
+        x = [_project(s + cfg.dt * s * (d - s @ d), cfg.gamma) for s, d in zip(x, dev, strict=True)]
         if it >= cfg.iterations - keep:
             for a, s in zip(avg, x, strict=True):
                 a += s
@@ -260,14 +284,175 @@ def projected_replicator_dynamics(
 
 
 @register_meta_solver("prd")
-def prd(payoffs: np.ndarray) -> list[np.ndarray]:
+def prd(payoffs: np.ndarray, full_game: FullGame | None = None) -> list[np.ndarray]:
     """Projected replicator dynamics with :class:`PRDConfig` defaults (any number of players,
     general-sum)."""
     return projected_replicator_dynamics(payoffs)
 
 
 @register_meta_solver("uniform")
-def uniform(payoffs: np.ndarray) -> list[np.ndarray]:
+def uniform(payoffs: np.ndarray, full_game: FullGame | None = None) -> list[np.ndarray]:
     """Every member equally: PSRO with this solver is fictitious play."""
     payoffs = check_payoffs(payoffs)
     return [np.full(k, 1.0 / k) for k in payoffs.shape[1:]]
+
+
+# ------------------------------------------------------- least-exploitable restricted mixture
+@dataclass(frozen=True)
+class ResponseProblem:
+    """One player's full-game best response to mixtures of the other player's members, in
+    sequence form (Koller, Megiddo & von Stengel, 1994; von Stengel, 1996).
+
+    The responder picks a realization plan ``y [Q]`` over its sequences: ``y[0] = 1`` on the
+    empty sequence and, at each of its information states ``s``, ``y[parent[s]]`` equals the
+    sum of ``y`` over the sequences ending at ``s``. Against the mixture ``w [K]`` of the
+    other player's members its expected return is ``y @ payoff @ w``, linear in both.
+
+    Attributes:
+        payoff: ``[Q, K]`` the responder's return collected at each of its sequences (chance
+            and the member's own action probabilities included) against each member.
+        seq_state: ``[Q]`` the responder's information state at which sequence ``j`` ends
+            with an action (-1 for the empty sequence ``0``).
+        parent: ``[S]`` the sequence leading to each of the responder's information states.
+        depth: ``[S]`` number of the responder's own decisions before each state.
+    """
+
+    payoff: np.ndarray
+    seq_state: np.ndarray
+    parent: np.ndarray
+    depth: np.ndarray
+
+
+@dataclass(frozen=True)
+class LeastExploitable:
+    """A least-exploitable mixture of one player's members, and the opponent strategy that
+    exploits the population most.
+
+    Attributes:
+        weights: ``[K]`` the mixture.
+        value: the opponent's full-game best-response value against it (recomputed exactly
+            for ``weights``); the player's exploitability is ``value`` minus the opponent's
+            game value.
+        lp_value: the linear program's optimum (equal to ``value`` up to LP tolerance).
+        exploiter: ``[Q]`` the opponent's realization plan from the LP's dual: a full-game
+            strategy earning at least ``lp_value`` against every mixture of the members (an
+            equilibrium strategy of the game in which the player is restricted to its
+            members and the opponent is not).
+    """
+
+    weights: np.ndarray
+    value: float
+    lp_value: float
+    exploiter: np.ndarray
+
+
+@dataclass(frozen=True)
+class FullGame:
+    """The exactly known 2-player constant-sum game behind an empirical game.
+
+    Attributes:
+        responses: ``responses[p]`` is the other player's best-response problem against
+            player ``p``'s members (:class:`ResponseProblem`, ``K = K_p``).
+        constant: the players' returns sum to this at every terminal (0: zero-sum).
+    """
+
+    responses: tuple[ResponseProblem, ResponseProblem]
+    constant: float = 0.0
+    _solved: dict[int, LeastExploitable] = field(default_factory=dict, repr=False, compare=False)
+
+    def least_exploitable(self, p: int) -> LeastExploitable:
+        """:func:`least_exploitable_mixture` of player ``p``'s members (solved once)."""
+        if p not in self._solved:
+            self._solved[p] = least_exploitable_mixture(self.responses[p])
+        return self._solved[p]
+
+
+def best_response_value(problem: ResponseProblem, weights: np.ndarray) -> float:
+    """The responder's best-response value against the mixture ``weights [K]``: deepest
+    information states first, each state's value is its best sequence's payoff plus the
+    values of the states that sequence leads to."""
+    base = problem.payoff @ np.asarray(weights, np.float64)  # [Q]
+    acts = np.flatnonzero(problem.seq_state >= 0)
+    state_value = np.zeros(len(problem.parent))
+    below = np.zeros(len(base))  # values of the states each sequence leads to
+    for d in range(int(problem.depth.max(initial=0)), -1, -1):
+        rows = np.flatnonzero(problem.depth == d)
+        here = acts[problem.depth[problem.seq_state[acts]] == d]
+        best = np.full(len(problem.parent), -np.inf)
+        np.maximum.at(best, problem.seq_state[here], base[here] + below[here])
+        state_value[rows] = best[rows]
+        np.add.at(below, problem.parent[rows], state_value[rows])
+    return float(base[0] + below[0])
+
+
+def least_exploitable_mixture(problem: ResponseProblem) -> LeastExploitable:
+    """The mixture ``w`` of the members minimizing the responder's best-response value.
+
+    The best-response value is the linear program ``max y @ payoff @ w`` over realization
+    plans ``y``; its dual has one free variable ``v_s`` per information state (the state's
+    value) and ``v_0`` for the root: ``v_0 >= payoff[0] @ w + sum of v_s over the first
+    states`` and, for each sequence ``j`` ending at state ``s``,
+    ``v_s >= payoff[j] @ w + sum of v_t over the states t that j leads to``. Minimizing
+    ``v_0`` jointly over ``v`` and ``w`` in the simplex is one LP (HiGHS), of
+    ``K + 1 + S`` variables and ``Q`` inequalities. The inequalities' dual values are the
+    responder's realization plan ``y`` of the max-min problem (the ``exploiter``).
+    """
+    payoff = np.asarray(problem.payoff, np.float64)
+    Q, K = payoff.shape
+    S = len(problem.parent)
+    acts = np.flatnonzero(problem.seq_state >= 0)
+    # Variables [w (K), v_0, v (S)]; row j: payoff[j] @ w + sum_{parent[t]=j} v_t - V_j <= 0.
+    rows = np.concatenate([problem.parent, acts, [0]])
+    cols = np.concatenate([1 + np.arange(S), 1 + problem.seq_state[acts], [0]])  # of [v_0, v]
+    vals = np.concatenate([np.ones(S), -np.ones(len(acts)), [-1.0]])
+    values_part = sparse.csr_matrix((vals, (rows, cols)), shape=(Q, S + 1))
+    a_ub = sparse.hstack([sparse.csr_matrix(payoff), values_part], format="csr")
+    a_eq = sparse.csr_matrix(np.concatenate([np.ones(K), np.zeros(S + 1)])[None])
+    c = np.zeros(K + 1 + S)
+    c[K] = 1.0
+    bounds = [(0.0, None)] * K + [(None, None)] * (S + 1)
+    res = linprog(
+        c,
+        A_ub=a_ub,
+        b_ub=np.zeros(Q),
+        A_eq=a_eq,
+        b_eq=[1.0],
+        bounds=bounds,
+        method="highs",
+        options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+    )
+    if not res.success:  # pragma: no cover - bounded and feasible by construction
+        raise RuntimeError(f"least-exploitable mixture LP failed: {res.message}")
+    weights = _simplex(res.x[:K], LP_NOISE)
+    exploiter = np.clip(-res.ineqlin.marginals, 0.0, None)  # >= 0 up to round-off
+    return LeastExploitable(
+        weights=weights,
+        value=best_response_value(problem, weights),
+        lp_value=float(res.fun),
+        exploiter=exploiter,
+    )
+
+
+@register_meta_solver("least_exploitable", full_game=True)
+def least_exploitable(payoffs: np.ndarray, full_game: FullGame | None = None) -> list[np.ndarray]:
+    """For each player, the mixture of its members least exploitable in the full game
+    (Anytime PSRO's restricted distribution, solved exactly); needs ``full_game``."""
+    payoffs = check_payoffs(payoffs)
+    if full_game is None:
+        raise ValueError(
+            "meta-solver 'least_exploitable' needs the exact full game behind the payoffs "
+            "(a 2-player zero-sum enumerable OpenSpiel game with exact payoffs); got none"
+        )
+    if payoffs.shape[0] != 2:
+        raise ValueError(
+            f"meta-solver 'least_exploitable' is for 2-player games; got {payoffs.shape[0]} players"
+        )
+    dists = []
+    for p, problem in enumerate(full_game.responses):
+        if problem.payoff.shape[1] != payoffs.shape[1 + p]:
+            raise ValueError(
+                f"full_game has {problem.payoff.shape[1]} members of player {p}, "
+                f"payoffs {payoffs.shape[1 + p]}"
+            )
+        dists.append(full_game.least_exploitable(p).weights)
+    return dists

@@ -11,6 +11,25 @@ Each seat of the game has a population of policies. One iteration is three steps
 3. **update meta-strategies**: a meta-solver (:mod:`populations.meta_solvers`, chosen by
    name) turns the payoff tensor into one distribution per seat.
 
+The meta-strategy is PSRO's output (its NashConv is reported) and, by default, what the
+next best responses answer; ``PSROConfig.response_target`` can choose other targets.
+With ``meta_solver="least_exploitable"`` (2-player zero-sum games with exact payoffs) the
+output is, per seat, the mixture of its population least exploitable in the full game,
+one linear program over the game's sequence form: Anytime PSRO's restricted distribution
+(McAleer et al., 2022, "Anytime PSRO for Two-Player Zero-Sum Games"), exact. Its NashConv
+never increases, as populations only grow. Best-response targets (``response_target``):
+
+* ``"meta"``: the meta-strategy; with ``least_exploitable`` this is Anytime PSRO. Exact
+  best responses can stall there: the best response to an opponent's least-exploitable
+  mixture may already be in the population, and then nothing changes any more;
+* a meta-solver name, e.g. ``"nash"``: that solver's mixtures (plain PSRO's best responses,
+  reporting the least-exploitable mixtures of the same populations);
+* ``"exploiter"``: each seat answers the opponent strategy that exploits that seat's
+  population most (the dual solution of the seat's least-exploitable LP). This is double
+  oracle on the game in which only that seat is restricted: until the seat's mixture is an
+  equilibrium strategy, its new (pure) best response beats the exploiter where every
+  member does not, so it is new and the method cannot stall as ``"meta"`` can.
+
 Oracles: :class:`ExactBestResponse` (OpenSpiel's C++ tabular best response, for games
 small enough to enumerate) and :class:`RLOracle` (trains a ``marl`` learner against the
 meta-mixtures). Payoffs: :class:`ExactPayoffs` (exact expected returns in sequence form,
@@ -44,7 +63,12 @@ from games.openspiel import OpenSpielGame
 from marl.core import Learner, Policy, PolicyMeta
 from marl.train import RandomPolicy, evaluate, train
 from populations import exploitability as ex
-from populations.meta_solvers import get_meta_solver
+from populations.meta_solvers import (
+    FullGame,
+    available_meta_solvers,
+    get_meta_solver,
+    needs_full_game,
+)
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +143,7 @@ class Mixture:
 class Oracle(Protocol):
     """Computes a policy for ``agent`` that responds to the other seats' mixtures."""
 
-    def best_response(self, agent: str, opponents: Mapping[str, Mixture], seed: int) -> Policy:
-        ...
+    def best_response(self, agent: str, opponents: Mapping[str, Mixture], seed: int) -> Policy: ...
 
 
 def _member_matrices(tree: ex.GameTree, mixture: Mixture) -> list[np.ndarray]:
@@ -139,8 +162,9 @@ class ExactBestResponse:
     def best_response(self, agent: str, opponents: Mapping[str, Mixture], seed: int) -> Policy:
         tree = self.tree
         mats = {
-            tree.player(q): ex.mixture_matrix(tree, tree.player(q), _member_matrices(tree, mix),
-                                              mix.weights)
+            tree.player(q): ex.mixture_matrix(
+                tree, tree.player(q), _member_matrices(tree, mix), mix.weights
+            )
             for q, mix in opponents.items()
         }
         br = ex.best_response(tree, tree.player(agent), mats)
@@ -162,8 +186,9 @@ class SampledMixturePolicy(Policy):
             raise ValueError(f"mixture members play {first.agents}, not {agent!r}")
         inputs = tuple(dict.fromkeys(i for m in mixture.members for i in m.policy.meta.inputs))
         role = first.roles[first.agents.index(agent)]
-        self.meta = dataclasses.replace(first, kind="meta_mixture", agents=(agent,),
-                                        roles=(role,), inputs=inputs)
+        self.meta = dataclasses.replace(
+            first, kind="meta_mixture", agents=(agent,), roles=(role,), inputs=inputs
+        )
         self.rng = np.random.default_rng(seed)
         self.current: np.ndarray | None = None  # [B] member index of each copy
 
@@ -240,14 +265,21 @@ class RLOracle:
 
     def best_response(self, agent: str, opponents: Mapping[str, Mixture], seed: int) -> Policy:
         learner = self.learner_factory(self.spec, agent, seed)
-        opp = {q: SampledMixturePolicy(mix, q, seed=seed + 1 + i)
-               for i, (q, mix) in enumerate(sorted(opponents.items()))}
+        opp = {
+            q: SampledMixturePolicy(mix, q, seed=seed + 1 + i)
+            for i, (q, mix) in enumerate(sorted(opponents.items()))
+        }
         with_text = any("text" in p.meta.inputs for p in opp.values())
         kwargs = {**self.game_kwargs, **learner.vector_game_kwargs}
         vg = VectorGame(self.game, self.config.num_envs, seed=seed, with_text=with_text, **kwargs)
         result = train(learner, vg, self.config.frames, opponents=opp, progress=False)
-        log.info("RL oracle: %s trained %d frames in %.1fs (%d updates)", agent, result.frames,
-                 result.seconds, result.updates)
+        log.info(
+            "RL oracle: %s trained %d frames in %.1fs (%d updates)",
+            agent,
+            result.frames,
+            result.seconds,
+            result.updates,
+        )
         return learner.policy()
 
 
@@ -279,8 +311,9 @@ class ExactPayoffs:
         self.reals[p].append(ex.realization(self.tree, p, mat[None])[0])
 
     def block(self, index: Sequence[np.ndarray]) -> np.ndarray:
-        reals = [np.stack(r)[np.asarray(i, np.int64)] for r, i in zip(self.reals, index,
-                                                                      strict=True)]
+        reals = [
+            np.stack(r)[np.asarray(i, np.int64)] for r, i in zip(self.reals, index, strict=True)
+        ]
         return ex.payoff_block(self.tree, reals)
 
 
@@ -288,7 +321,11 @@ class SampledPayoffs:
     """Payoffs as mean returns over ``episodes`` simulated episodes per profile."""
 
     def __init__(
-        self, game: str, episodes: int = 1000, num_envs: int = 64, seed: int = 0,
+        self,
+        game: str,
+        episodes: int = 1000,
+        num_envs: int = 64,
+        seed: int = 0,
         game_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         self.game, self.game_kwargs = game, dict(game_kwargs or {})
@@ -307,8 +344,9 @@ class SampledPayoffs:
             seats = {a: self.members[a][k].policy for a, k in zip(agents, profile, strict=True)}
             with_text = any("text" in pol.meta.inputs for pol in seats.values())
             seed = int(np.random.SeedSequence([self.seed, *profile]).generate_state(1)[0])
-            vg = VectorGame(self.game, self.num_envs, seed=seed, with_text=with_text,
-                            **self.game_kwargs)
+            vg = VectorGame(
+                self.game, self.num_envs, seed=seed, with_text=with_text, **self.game_kwargs
+            )
             res = evaluate(vg, seats, self.episodes)
             out[(slice(None), *pos)] = [res.per_agent[a] for a in agents]
         return out
@@ -325,7 +363,10 @@ def new_entry_blocks(old: Sequence[int], new: Sequence[int]) -> list[list[np.nda
     blocks = []
     for p in range(len(new)):
         index = [
-            np.arange(new[q]) if q < p else np.arange(old[q], new[q]) if q == p
+            np.arange(new[q])
+            if q < p
+            else np.arange(old[q], new[q])
+            if q == p
             else np.arange(old[q])
             for q in range(len(new))
         ]
@@ -334,11 +375,18 @@ def new_entry_blocks(old: Sequence[int], new: Sequence[int]) -> list[list[np.nda
     return blocks
 
 
+RESPONSE_TARGETS = ("meta", "exploiter")
+"""``PSROConfig.response_target`` values besides meta-solver names."""
+
+
 @dataclass(frozen=True)
 class PSROConfig:
     """PSRO settings."""
 
-    meta_solver: str = "nash"  # name in populations.meta_solvers (nash, prd, uniform, ...)
+    meta_solver: str = "nash"  # output mixtures: name in populations.meta_solvers (nash, prd,
+    # uniform, least_exploitable)
+    response_target: str = "meta"  # what best responses answer: meta (the meta-strategy),
+    # exploiter (least_exploitable's dual), or a meta-solver name
     payoffs: str = "exact"  # exact (enumerable OpenSpiel games) | sampled (simulation)
     episodes_per_entry: int = 1000  # sampled payoffs: episodes per profile
     num_envs: int = 64  # sampled payoffs: copies of the game stepped together
@@ -346,10 +394,34 @@ class PSROConfig:
     seed: int = 0  # seeds oracles, sampled payoffs and initial policies
 
     def __post_init__(self) -> None:
-        get_meta_solver(self.meta_solver)  # fail early on an unknown name
         if self.payoffs not in ("exact", "sampled"):
-            raise ValueError(f"payoffs={self.payoffs!r} unknown; choose one of "
-                             "['exact', 'sampled']")
+            raise ValueError(
+                f"payoffs={self.payoffs!r} unknown; choose one of ['exact', 'sampled']"
+            )
+        get_meta_solver(self.meta_solver)  # fail early on an unknown name
+        if (
+            self.response_target not in RESPONSE_TARGETS
+            and self.response_target not in available_meta_solvers()
+        ):
+            raise ValueError(
+                f"response_target={self.response_target!r} unknown; choose one of "
+                f"{[*RESPONSE_TARGETS, *available_meta_solvers()]}"
+            )
+        if self.uses_full_game and self.payoffs != "exact":
+            raise ValueError(
+                f"meta_solver={self.meta_solver!r} with response_target="
+                f"{self.response_target!r} needs the exact full game; not "
+                f"applicable with payoffs={self.payoffs!r} (use 'exact')"
+            )
+
+    @property
+    def uses_full_game(self) -> bool:
+        """Whether the meta-strategies or the response targets need the exact full game."""
+        return (
+            needs_full_game(self.meta_solver)
+            or self.response_target == "exploiter"
+            or (self.response_target != "meta" and needs_full_game(self.response_target))
+        )
 
 
 @dataclass(frozen=True)
@@ -359,7 +431,7 @@ class PSROIteration:
     Attributes:
         iteration: 0 for the first call of :meth:`PSRO.iteration`.
         population: members per seat after the iteration.
-        meta_strategy: the new meta-strategy per seat.
+        meta_strategy: the new meta-strategy per seat (the output mixtures).
         nash_conv: exact NashConv of the meta-mixture (None where not computed).
         seconds: wall time of the three steps.
         eval_seconds: wall time of the NashConv computation (not in ``seconds``).
@@ -412,15 +484,21 @@ class PSRO:
                 log.warning("PSRO: no exact NashConv for %s: %s", game, err)
         if cfg.payoffs == "exact":
             if self.tree is None:
-                raise ValueError(f"payoffs='exact' needs an OpenSpiel game; {game!r} is not one;"
-                                 " use payoffs='sampled'")
+                raise ValueError(
+                    f"payoffs='exact' needs an OpenSpiel game; {game!r} is not one;"
+                    " use payoffs='sampled'"
+                )
             self.estimator: PayoffEstimator = ExactPayoffs(self.tree)
+            if cfg.uses_full_game:
+                ex.check_full_game(self.tree)
         else:
-            self.estimator = SampledPayoffs(game, cfg.episodes_per_entry, cfg.num_envs,
-                                            cfg.seed, game_kwargs)
+            self.estimator = SampledPayoffs(
+                game, cfg.episodes_per_entry, cfg.num_envs, cfg.seed, game_kwargs
+            )
         self.members: dict[str, list[Member]] = {a: [] for a in self.agents}
         self.payoffs = np.zeros((len(self.agents), *([0] * len(self.agents))))
         self.meta_strategy: dict[str, np.ndarray] = {}
+        self.targets: dict[str, dict[str, Mixture]] = {}  # seat -> what it best-responds to
         self.iterations = 0
         for agent in self.agents:
             self._add_member(agent, (initial or {}).get(agent) or self._uniform(agent))
@@ -429,8 +507,9 @@ class PSRO:
 
     def _uniform(self, agent: str) -> Policy:
         if self.tree is not None:
-            return ex.tabular_policy(self.tree, {agent: ex.uniform_matrix(self.tree, agent)},
-                                     seed=self.config.seed)
+            return ex.tabular_policy(
+                self.tree, {agent: ex.uniform_matrix(self.tree, agent)}, seed=self.config.seed
+            )
         return RandomPolicy(self.spec, seed=self.config.seed)
 
     def _add_member(self, agent: str, policy: Policy) -> Member:
@@ -444,13 +523,12 @@ class PSRO:
 
     # ------------------------------------------------------------------ the three steps
     def update_agents(self) -> dict[str, Member]:
-        """Step 1: a best response per seat to the others' current meta-mixtures."""
-        mixtures = {a: self.mixture(a) for a in self.agents}
+        """Step 1: a best response per seat to its targets (by default the others'
+        meta-mixtures; see ``PSROConfig.response_target``)."""
         responses = {}
         for p, agent in enumerate(self.agents):
-            opponents = {q: mix for q, mix in mixtures.items() if q != agent}
             seed = self.config.seed + 1000 * (self.iterations + 1) + p
-            responses[agent] = self.oracle.best_response(agent, opponents, seed)
+            responses[agent] = self.oracle.best_response(agent, self.targets[agent], seed)
         return {a: self._add_member(a, pol) for a, pol in responses.items()}
 
     def update_empirical_game(self) -> np.ndarray:
@@ -466,10 +544,44 @@ class PSRO:
         return grown
 
     def update_meta_strategies(self) -> dict[str, np.ndarray]:
-        """Step 3: solve the empirical game with the configured meta-solver."""
-        dists = self.solver(self.payoffs)
+        """Step 3: solve the empirical game with the configured meta-solver, and set the
+        next best responses' targets."""
+        full = self.full_game() if self.config.uses_full_game else None
+        dists = self.solver(self.payoffs, full_game=full)
         self.meta_strategy = dict(zip(self.agents, dists, strict=True))
+        self.targets = self._response_targets(full)
         return self.meta_strategy
+
+    def _response_targets(self, full: FullGame | None) -> dict[str, dict[str, Mixture]]:
+        target, agents = self.config.response_target, self.agents
+        if target == "exploiter":
+            assert full is not None and self.tree is not None
+            out = {}
+            for p, agent in enumerate(agents):
+                opp = agents[1 - p]
+                mat = ex.realization_behaviour(
+                    self.tree, 1 - p, full.least_exploitable(p).exploiter
+                )
+                policy = ex.tabular_policy(self.tree, {opp: mat}, seed=self.config.seed)
+                member = Member(f"psro/{opp}/exploiter", opp, policy, mat)
+                out[agent] = {opp: Mixture((member,), np.ones(1))}
+            return out
+        dists = (
+            self.meta_strategy
+            if target == "meta"
+            else dict(
+                zip(agents, get_meta_solver(target)(self.payoffs, full_game=full), strict=True)
+            )
+        )
+        mixtures = {a: self.mixture(a, dists) for a in agents}
+        return {a: {q: mix for q, mix in mixtures.items() if q != a} for a in agents}
+
+    def full_game(self) -> FullGame:
+        """The sequence-form full game behind the current empirical game (exact payoffs,
+        2-player zero-sum games)."""
+        if not isinstance(self.estimator, ExactPayoffs):
+            raise ValueError("the full game is known only with payoffs='exact'")
+        return ex.full_game(self.estimator.tree, [np.stack(r) for r in self.estimator.reals])
 
     # -------------------------------------------------------------------------- driving
     def iteration(self) -> PSROIteration:
@@ -491,18 +603,23 @@ class PSRO:
         )
         self.iterations += 1
         self.recorder.on_iteration(result.iteration, result.meta_strategy, nash_conv, seconds)
-        log.info("PSRO iteration %d: population %s, NashConv %s, %.3fs", result.iteration,
-                 list(result.population.values()),
-                 "n/a" if nash_conv is None else f"{nash_conv:.6f}", seconds)
+        log.info(
+            "PSRO iteration %d: population %s, NashConv %s, %.3fs",
+            result.iteration,
+            list(result.population.values()),
+            "n/a" if nash_conv is None else f"{nash_conv:.6f}",
+            seconds,
+        )
         return result
 
     def run(self, iterations: int) -> list[PSROIteration]:
         """``iterations`` calls of :meth:`iteration`."""
         return [self.iteration() for _ in range(iterations)]
 
-    def mixture(self, agent: str) -> Mixture:
-        """Seat ``agent``'s current meta-mixture."""
-        return Mixture(tuple(self.members[agent]), self.meta_strategy[agent])
+    def mixture(self, agent: str, strategy: Mapping[str, np.ndarray] | None = None) -> Mixture:
+        """Seat ``agent``'s current meta-mixture (or its mixture under ``strategy``)."""
+        weights = (self.meta_strategy if strategy is None else strategy)[agent]
+        return Mixture(tuple(self.members[agent]), weights)
 
     def _exact_tree(self) -> ex.GameTree:
         if self.tree is None:
@@ -513,8 +630,9 @@ class PSRO:
         """``{player: [S, N]}`` behaviour strategies equivalent to the meta-mixtures."""
         tree = self._exact_tree()
         return {
-            p: ex.mixture_matrix(tree, p, [m.matrix for m in self.members[a]],
-                                 self.meta_strategy[a])
+            p: ex.mixture_matrix(
+                tree, p, [m.matrix for m in self.members[a]], self.meta_strategy[a]
+            )
             for p, a in enumerate(self.agents)
         }
 
@@ -522,8 +640,9 @@ class PSRO:
         """The meta-mixtures of every seat as one exact :class:`TabularPolicy`."""
         tree = self._exact_tree()
         mats = self.mixture_matrices()
-        return ex.tabular_policy(tree, {tree.agents[p]: m for p, m in mats.items()},
-                                 seed=self.config.seed)
+        return ex.tabular_policy(
+            tree, {tree.agents[p]: m for p, m in mats.items()}, seed=self.config.seed
+        )
 
     def nash_conv(self) -> float:
         """Exact NashConv of the current meta-mixture."""

@@ -55,8 +55,14 @@ def test_lp_nash_known_equilibria(A, row, col, value):
 
 def test_lp_nash_prefers_the_most_mixed_equilibrium():
     # Duplicated and dominated members: every mix of the two copies of "paper" is optimal.
-    A = np.array([[0.0, -1.0, 1.0, -1.0], [1.0, 0.0, -1.0, 0.0], [-1.0, 1.0, 0.0, 1.0],
-                  [1.0, 0.0, -1.0, 0.0]])
+    A = np.array(
+        [
+            [0.0, -1.0, 1.0, -1.0],
+            [1.0, 0.0, -1.0, 0.0],
+            [-1.0, 1.0, 0.0, 1.0],
+            [1.0, 0.0, -1.0, 0.0],
+        ]
+    )
     sol = ms.zero_sum_nash(A)
     assert np.all(sol.row > 0.05) and np.all(sol.col > 0.05)
     assert ms.meta_nash_conv(zero_sum(A), [sol.row, sol.col]) < 1e-8
@@ -134,7 +140,8 @@ def test_prd_three_player_dominance_solvable():
 
 def test_prd_rps_time_average_is_uniform():
     dists = ms.projected_replicator_dynamics(
-        zero_sum(RPS), ms.PRDConfig(iterations=20_000, dt=1e-2),
+        zero_sum(RPS),
+        ms.PRDConfig(iterations=20_000, dt=1e-2),
         initial=[np.array([0.6, 0.3, 0.1]), np.array([0.2, 0.5, 0.3])],
     )
     for d in dists:
@@ -143,8 +150,9 @@ def test_prd_rps_time_average_is_uniform():
 
 def test_prd_stays_in_simplex_interior():
     pd = np.array([[[3.0, 0.0], [5.0, 1.0]], [[3.0, 5.0], [0.0, 1.0]]])
-    x, _ = ms.projected_replicator_dynamics(pd, ms.PRDConfig(iterations=3_000, dt=0.1,
-                                                             gamma=0.1, average_last=1))
+    x, _ = ms.projected_replicator_dynamics(
+        pd, ms.PRDConfig(iterations=3_000, dt=0.1, gamma=0.1, average_last=1)
+    )
     # OpenSpiel's projection: clip at gamma / K, then renormalize (sum <= 1 + gamma).
     assert x.sum() == pytest.approx(1.0) and x.min() >= 0.1 / 2 / 1.1 - 1e-12
 
@@ -152,3 +160,48 @@ def test_prd_stays_in_simplex_interior():
 def test_uniform_solver():
     dists = ms.get_meta_solver("uniform")(np.zeros((3, 2, 4, 1)))
     assert [d.tolist() for d in dists] == [[0.5, 0.5], [0.25] * 4, [1.0]]
+
+
+def matrix_response(A: np.ndarray) -> ms.ResponseProblem:
+    """The column player's best response to mixtures of the row player's pure strategies
+    (row payoffs ``A [K, N]``) as a one-state sequence-form problem."""
+    K, N = A.shape
+    payoff = np.vstack([np.zeros((1, K)), -A.T])  # [1 + N, K], empty sequence first
+    return ms.ResponseProblem(
+        payoff=payoff,
+        seq_state=np.array([-1] + [0] * N),
+        parent=np.zeros(1, np.int64),
+        depth=np.zeros(1, np.int64),
+    )
+
+
+@pytest.mark.parametrize(
+    ("A", "weights", "value"),
+    [
+        (RPS, [1 / 3] * 3, 0.0),  # the full population: the equilibrium
+        (RPS[:2], [1 / 3, 2 / 3], 1 / 3),  # rock and paper only, by hand: max(x-1, x, 1-2x)
+        (np.array([[2.0, -1.0], [-1.0, 1.0]]), [0.4, 0.6], -0.2),
+    ],
+)
+def test_least_exploitable_mixture_known_values(A, weights, value):
+    sol = ms.least_exploitable_mixture(matrix_response(A))
+    np.testing.assert_allclose(sol.weights, weights, atol=1e-8)
+    assert sol.value == pytest.approx(value, abs=1e-9)
+    assert sol.lp_value == pytest.approx(value, abs=1e-9)
+    # In a matrix game it is the row player's maximin strategy over its members.
+    assert -sol.value == pytest.approx(ms.zero_sum_nash(A).value, abs=1e-8)
+    # The exploiter is the column player's minimax strategy, as a realization plan.
+    y = sol.exploiter
+    assert y[0] == pytest.approx(1.0) and y[1:].sum() == pytest.approx(1.0)
+    assert (A @ y[1:]).max() == pytest.approx(-value, abs=1e-8)
+
+
+def test_least_exploitable_solver_in_the_registry():
+    # Rock-paper-scissors with populations {rock, paper} for both players.
+    payoffs = zero_sum(RPS[:2, :2])
+    full = ms.FullGame(responses=(matrix_response(RPS[:2]), matrix_response(-RPS.T[:2])))
+    dists = ms.get_meta_solver("least_exploitable")(payoffs, full_game=full)
+    np.testing.assert_allclose(dists[0], [1 / 3, 2 / 3], atol=1e-8)
+    np.testing.assert_allclose(dists[1], [1 / 3, 2 / 3], atol=1e-8)
+    with pytest.raises(ValueError, match="full_game has 2 members of player 1, payoffs 3"):
+        ms.least_exploitable(np.zeros((2, 2, 3)), full_game=full)

@@ -2,8 +2,6 @@
 is uniform, payoffs grow incrementally and exactly, runs are deterministic, the recorder
 sees everything, and one RL-oracle iteration beats uniform play."""
 
-import functools
-
 import numpy as np
 import pytest
 import torch
@@ -26,10 +24,10 @@ from populations.psro import (
 
 KUHN, RPS = "openspiel/kuhn_poker", "openspiel/matrix_rps"
 
-ms.register_meta_solver("prd_test")(
-    functools.partial(ms.projected_replicator_dynamics,
-                      config=ms.PRDConfig(iterations=3_000, dt=1e-2))
-)
+
+@ms.register_meta_solver("prd_test")
+def prd_test(payoffs: np.ndarray, full_game: ms.FullGame | None = None) -> list[np.ndarray]:
+    return ms.projected_replicator_dynamics(payoffs, ms.PRDConfig(iterations=3_000, dt=1e-2))
 
 
 class ListRecorder:
@@ -75,7 +73,8 @@ def test_psro_exact_kuhn_converges_and_records():
     mix = psro.mixture_policy()
     assert ex.nash_conv(KUHN, mix).nash_conv == pytest.approx(nash_convs[-1], abs=1e-12)
     assert ex.expected_returns(psro.tree, psro.mixture_matrices())[0] == pytest.approx(
-        -1 / 18, abs=0.01)
+        -1 / 18, abs=0.01
+    )
 
 
 def test_incremental_payoffs_equal_full_recomputation():
@@ -86,8 +85,9 @@ def test_incremental_payoffs_equal_full_recomputation():
     np.testing.assert_allclose(psro.payoffs.sum(0), 0.0, atol=1e-12)  # zero-sum
 
 
-@pytest.mark.parametrize(("old", "new"), [((2, 2), (3, 3)), ((1, 2, 3), (2, 2, 5)),
-                                          ((0, 0), (1, 1)), ((2, 3), (2, 3))])
+@pytest.mark.parametrize(
+    ("old", "new"), [((2, 2), (3, 3)), ((1, 2, 3), (2, 2, 5)), ((0, 0), (1, 1)), ((2, 3), (2, 3))]
+)
 def test_new_entry_blocks_cover_each_new_entry_once(old, new):
     count = np.zeros(new, int)
     for index in new_entry_blocks(old, new):
@@ -109,8 +109,7 @@ def test_three_player_kuhn_with_replicator_dynamics():
 
 def test_rps_meta_nash_is_uniform():
     start = first_action_policy(RPS)  # rock
-    psro = PSRO(RPS, ExactBestResponse(RPS), initial={a: start for a in ("player_0",
-                                                                         "player_1")})
+    psro = PSRO(RPS, ExactBestResponse(RPS), initial={a: start for a in ("player_0", "player_1")})
     psro.run(2)  # rock -> paper -> scissors
     for agent in ("player_0", "player_1"):
         np.testing.assert_allclose(psro.meta_strategy[agent], [1 / 3] * 3, atol=1e-7)
@@ -135,8 +134,11 @@ def test_psro_is_deterministic():
 
 def test_sampled_payoffs_estimate_the_exact_ones():
     spec = games.make(KUHN).spec
-    exact = PSRO(KUHN, ExactBestResponse(KUHN), initial={a: RandomPolicy(spec, seed=1)
-                                                         for a in spec.agent_ids})
+    exact = PSRO(
+        KUHN,
+        ExactBestResponse(KUHN),
+        initial={a: RandomPolicy(spec, seed=1) for a in spec.agent_ids},
+    )
     exact.run(1)
     est = SampledPayoffs(KUHN, episodes=3000, num_envs=128, seed=0)
     for members in exact.members.values():
