@@ -11,12 +11,18 @@ Critic inputs (``critic=``): ``local`` (own observation: IPPO), ``state`` (the g
 global state + seat one-hot: MAPPO), ``concat`` (all agents' observations + one-hot) or
 ``gnn`` (entity graph from the agent's node).
 
+With ``recurrent=True`` (rMAPPO) both networks become encoder → MLP → GRU → linear head,
+the GRU's hidden state kept per (copy, agent) (``marl.recurrent``); the learner and the
+frozen :class:`PPOPolicy` then act through ``step`` and train through ``unroll``.
+
 Shape legend: ``B`` copies, ``A`` controlled agents, ``M`` samples, ``O`` obs width,
-``N`` actions, ``C`` critic input width, ``V`` nodes, ``F`` node features.
+``N`` actions, ``C`` critic input width, ``V`` nodes, ``F`` node features, ``H`` GRU width,
+``L`` rows of a chunk, ``S`` sequences.
 """
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +35,7 @@ from games import GameSpec, VecStep
 from marl.core import Policy, PolicyMeta, register_policy
 from marl.gnn import GraphEncoder
 from marl.networks import masked_logits, mlp, one_hot_seats
+from marl.recurrent import GRUCore, PolicyMemory, episode_starts
 
 ENCODERS = ("mlp", "gnn")
 CRITICS = ("state", "concat", "local", "gnn")
@@ -48,6 +55,8 @@ class NetConfig:
     gnn_layers: int = 2  # message-passing rounds
     gnn_heads: int = 2  # attention heads per layer
     graph_radius: float | None = None  # connect entities closer than this (None: all)
+    recurrent: bool = False  # GRU after the encoder in actor and critic (recurrent MAPPO)
+    rnn_hidden: int = 64  # GRU hidden width (recurrent only)
 
     def __post_init__(self) -> None:
         for name, choices in (("encoder", ENCODERS), ("critic", CRITICS), ("share", SHARING)):
@@ -55,6 +64,8 @@ class NetConfig:
                 raise ValueError(
                     f"{name}={getattr(self, name)!r} unknown; choose one of {list(choices)}"
                 )
+        if self.rnn_hidden < 1:
+            raise ValueError(f"rnn_hidden={self.rnn_hidden!r}; expected an integer >= 1")
 
 
 @dataclass(frozen=True)
@@ -111,7 +122,63 @@ def pad_obs(vs: VecStep, agents: tuple[str, ...], width: int, final: bool = Fals
     return out
 
 
-class Actor(nn.Module):
+class _PPONet(nn.Module, abc.ABC):
+    """Encoder, then an MLP head (feed-forward) or MLP → GRU → linear head (recurrent).
+
+    Subclasses build their encoder, call ``_heads`` and define ``encode`` and ``_out``.
+    """
+
+    rnn: GRUCore | None
+
+    def _heads(self, net: NetConfig, in_dim: int, out_dim: int, gain: float) -> None:
+        if not net.recurrent:
+            self.rnn = None
+            self.head = mlp(in_dim, net.hidden, out_dim, out_gain=gain)
+            return
+        if net.hidden:
+            body = mlp(in_dim, net.hidden[:-1], net.hidden[-1], out_gain=2**0.5)
+            self.body, in_dim = nn.Sequential(*body, nn.Tanh()), net.hidden[-1]
+        else:
+            self.body = nn.Identity()
+        self.rnn = GRUCore(in_dim, net.rnn_hidden)
+        self.head = mlp(net.rnn_hidden, (), out_dim, out_gain=gain)
+
+    @abc.abstractmethod
+    def encode(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
+        """``[M, F]`` features of the network's input (observation, critic input or graph)."""
+
+    @abc.abstractmethod
+    def _out(self, y: torch.Tensor, x: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The head's output ``y`` turned into logits (masked) or values."""
+
+    def forward(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Feed-forward networks: outputs of ``M`` independent samples."""
+        if self.rnn is not None:
+            raise RuntimeError("a recurrent network acts through step() and trains through "
+                               "unroll()")
+        return self._out(self.head(self.encode(x)), x)
+
+    def step(
+        self, x: dict[str, torch.Tensor], h_MH: torch.Tensor, start_M: torch.Tensor,
+        move_M: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Recurrent: outputs of one step and the next hidden state (``GRUCore.step``)."""
+        y, h_next = self.rnn.step(self.body(self.encode(x)), h_MH, start_M, move_M)
+        return self._out(self.head(y), x), h_next
+
+    def unroll(
+        self, x: dict[str, torch.Tensor], h0_SH: torch.Tensor, start_LS: torch.Tensor,
+        move_LS: torch.Tensor,
+    ) -> torch.Tensor:
+        """Recurrent: outputs ``[L*S, ...]`` of S sequences whose inputs ``x`` are
+        flattened time-major (row ``t * S + s``); the encoder runs on all rows at once."""
+        L, S = start_LS.shape
+        z = self.body(self.encode(x))
+        y = self.rnn.unroll(z.reshape(L, S, -1), h0_SH, start_LS, move_LS)
+        return self._out(self.head(y.reshape(L * S, -1)), x)
+
+
+class Actor(_PPONet):
     """Policy network of one seat group: logits ``[M, N]``."""
 
     def __init__(self, net: NetConfig, group: SeatGroup, node_dim: int) -> None:
@@ -125,19 +192,20 @@ class Actor(nn.Module):
             in_dim = self.graph.out_dim
         else:
             in_dim = group.obs_dim + (self.seats if self.seats > 1 else 0)
-        self.head = mlp(in_dim, net.hidden, group.num_actions, out_gain=0.01)
+        self._heads(net, in_dim, group.num_actions, 0.01)
 
-    def forward(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
+    def encode(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
         if self.net.encoder == "gnn":
-            h = self.graph(x["graph"], x["ego"])
-        elif self.seats > 1:
-            h = torch.cat([x["obs"], one_hot_seats(x["seat"], self.seats)], -1)
-        else:
-            h = x["obs"]
-        return masked_logits(self.head(h), x.get("legal"))
+            return self.graph(x["graph"], x["ego"])
+        if self.seats > 1:
+            return torch.cat([x["obs"], one_hot_seats(x["seat"], self.seats)], -1)
+        return x["obs"]
+
+    def _out(self, y: torch.Tensor, x: dict[str, torch.Tensor]) -> torch.Tensor:
+        return masked_logits(y, x.get("legal"))
 
 
-class Critic(nn.Module):
+class Critic(_PPONet):
     """Value network of one seat group: values ``[M]`` (normalized when value_norm)."""
 
     def __init__(self, net: NetConfig, in_dim: int, node_dim: int) -> None:
@@ -149,11 +217,13 @@ class Critic(nn.Module):
                 net.graph_radius,
             )
             in_dim = self.graph.out_dim
-        self.head = mlp(in_dim, net.hidden, 1)
+        self._heads(net, in_dim, 1, 1.0)
 
-    def forward(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
-        h = self.graph(x["graph"], x["ego"]) if self.net.critic == "gnn" else x["critic"]
-        return self.head(h).squeeze(-1)
+    def encode(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.graph(x["graph"], x["ego"]) if self.net.critic == "gnn" else x["critic"]
+
+    def _out(self, y: torch.Tensor, x: dict[str, torch.Tensor]) -> torch.Tensor:
+        return y.squeeze(-1)
 
 
 def critic_width(net: NetConfig, spec: GameSpec, agents: tuple[str, ...], obs_dim: int) -> int:
@@ -195,7 +265,13 @@ def critic_inputs(
 
 @register_policy("mappo")
 class PPOPolicy(Policy):
-    """Frozen actors of a MAPPO/IPPO learner; acts for its seats (or same-role seats)."""
+    """Frozen actors of a MAPPO/IPPO learner; acts for its seats (or same-role seats).
+
+    A recurrent policy keeps a GRU state per (copy, agent): it restarts where
+    ``marl.recurrent.episode_starts`` says an episode began (``vs.done``, the agent's end
+    flags, a fresh ``VectorGame.reset()``) and advances only in the copies where the agent
+    acts. Use one policy object per stream of steps (``reset_state()`` starts over).
+    """
 
     def __init__(
         self, meta: PolicyMeta, net: NetConfig, groups: list[SeatGroup], actors: nn.ModuleList,
@@ -208,6 +284,12 @@ class PPOPolicy(Policy):
             for i, a in enumerate(grp.agents):
                 self._where[a] = (g, i)
         self._device = next(actors.parameters()).device
+        self.memory = PolicyMemory(net.rnn_hidden, self._device) if net.recurrent else None
+
+    def reset_state(self) -> None:
+        """Forget every hidden state (a recurrent policy's next step starts from zeros)."""
+        if self.memory is not None:
+            self.memory.reset()
 
     def _locate(self, agent: str) -> tuple[int, int]:
         if agent in self._where:
@@ -242,7 +324,14 @@ class PPOPolicy(Policy):
             pad[:, : obs.shape[1]] = obs
             x["obs"] = torch.from_numpy(pad).to(dev)
             x["seat"] = torch.full((obs.shape[0],), seat, device=dev)
-        return self.actors[g](x)
+        if self.memory is None:
+            return self.actors[g](x)
+        h = self.memory.before(agent, vs)  # [B, H]
+        start = torch.from_numpy(episode_starts(vs, (agent,))[:, 0]).to(dev)
+        move = torch.from_numpy(vs.acting[agent]).to(dev)
+        logits, h_next = self.actors[g].step(x, h, start, move)
+        self.memory.after(agent, vs, h, h_next)
+        return logits
 
     def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
         logits = self.logits(agent, vs)

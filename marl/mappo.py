@@ -15,8 +15,14 @@ seeing only its own observation. Per update:
    ``agent``, ``role``...); value targets normalized by running statistics;
 4. ``epochs`` × ``minibatches`` of clipped policy loss, value loss and entropy bonus.
 
+With ``net.recurrent`` (rMAPPO, ``marl.recurrent``) actor and critic carry a GRU state per
+(copy, agent): reset where an episode begins, advanced only where the agent acts, stored
+in the buffer at every row; minibatches are then whole chunks of ``chunk_len`` rows,
+re-run from their stored first-row states, with the loss on the complete acting steps.
+
 Shape legend: ``T`` rollout rows (row 0 holds carried steps), ``B`` copies, ``A``
-controlled agents, ``O`` padded obs width, ``N`` actions, ``C`` critic input width.
+controlled agents, ``O`` padded obs width, ``N`` actions, ``C`` critic input width,
+``H`` GRU width.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from marl.core import (
     set_rng_state,
 )
 from marl.networks import RunningMeanStd
+from marl.recurrent import episode_starts
 
 
 @dataclass(frozen=True)
@@ -68,14 +75,15 @@ class MAPPOConfig:
     max_grad_norm: float = 10.0  # gradient clipping (global norm)
     value_norm: bool = True  # normalize value targets with running mean/std
     adv_norm: str = "global"  # advantage scheme of marl.advantages (global, agent, role, none)
-    net: NetConfig = field(default_factory=NetConfig)  # encoders, critic input, sharing
+    chunk_len: int = 10  # recurrent nets: rows per training sequence (rMAPPO data chunk)
+    net: NetConfig = field(default_factory=NetConfig)  # encoders, GRU, critic input, sharing
 
     def __post_init__(self) -> None:
         # schemes whose keys a rollout has: agent ids and roles (group/turn keys are LLM ones)
         schemes = ["global", "agent", "role", "none"]
         if self.adv_norm not in schemes:
             raise ValueError(f"adv_norm={self.adv_norm!r} unknown; choose one of {schemes}")
-        for name in ("rollout_steps", "epochs", "minibatches"):
+        for name in ("rollout_steps", "epochs", "minibatches", "chunk_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
 
@@ -87,10 +95,14 @@ def ippo_config(**kw: Any) -> MAPPOConfig:
 
 
 class _Buffer:
-    """Per-agent rollout storage ``[T+1, B, A, ...]`` on the learner's device."""
+    """Per-agent rollout storage ``[T+1, B, A, ...]`` on the learner's device.
+
+    Recurrent learners (``H > 0``) also store, per row, the episode-start flags and the
+    actor's and critic's GRU states before that row (``start``, ``h_actor``, ``h_critic``).
+    """
 
     def __init__(self, T: int, B: int, A: int, O: int, N: int, C: int, graph: tuple | None,
-                 dev: torch.device) -> None:
+                 dev: torch.device, H: int = 0) -> None:
         z = lambda *s, dt=torch.float32: torch.zeros(*s, dtype=dt, device=dev)  # noqa: E731
         self.obs, self.legal = z(T, B, A, O), z(T, B, A, N, dt=torch.bool)
         self.critic = z(T, B, A, C) if C else None
@@ -99,12 +111,14 @@ class _Buffer:
         self.acting, self.reward = z(T, B, A, dt=torch.bool), z(T, B, A)
         self.end, self.term, self.final_value = (z(T, B, A, dt=torch.bool),
                                                  z(T, B, A, dt=torch.bool), z(T, B, A))
+        self.start = z(T, B, A, dt=torch.bool) if H else None
+        self.h_actor, self.h_critic = (z(T, B, A, H), z(T, B, A, H)) if H else (None, None)
         self.last = torch.full((B, A), -1, dtype=torch.long, device=dev)
         self.row = 1  # row 0 holds steps carried over from the previous rollout
 
     def per_agent(self) -> list[str]:
         return ["obs", "legal", "critic", "action", "logp", "value", "acting", "reward",
-                "end", "term", "final_value"]
+                "end", "term", "final_value", "start", "h_actor", "h_critic"]
 
     def carry(self) -> None:
         """Move each agent's unfinished last step to row 0 and clear the rest."""
@@ -160,10 +174,14 @@ class MAPPO(Learner):
         role_ids = torch.tensor([roles.index(spec.agent(a).role) for a in self.agents])
         self.agent_key, self.role_key = agent_ids.to(self.device), role_ids.to(self.device)
         self.buf: _Buffer | None = None
+        # [B, A, H] GRU states of actor and critic before the next step (recurrent only)
+        self.h_actor: torch.Tensor | None = None
+        self.h_critic: torch.Tensor | None = None
         self._node: dict[str, int] = {}  # agent -> entity-graph row (GNN inputs)
         # [B, A] bool: which copies' seats this learner really plays (None: all). A league
         # sets it when frozen opponents fill some seats in some copies.
         self.seat_mask: np.ndarray | None = None
+        self._H = net.rnn_hidden if net.recurrent else 0  # GRU width (0: feed-forward)
         self.steps = 0  # frames seen (copies × steps)
         self.updates = 0
 
@@ -219,14 +237,25 @@ class MAPPO(Learner):
         return out
 
     @torch.no_grad()
-    def _values(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
-        """``[B, A]`` denormalized values."""
-        B = x["obs"].shape[0]
-        v = torch.zeros(B, len(self.agents), device=self.device)
+    def _values(
+        self, x: dict[str, torch.Tensor], start: torch.Tensor | None = None,
+        move: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``[B, A]`` denormalized values and, when recurrent, the critic's next
+        ``[B, A, H]`` state from ``self.h_critic`` (``start`` / ``move``: ``[B, A]``)."""
+        B, A = x["obs"].shape[:2]
+        v = torch.zeros(B, A, device=self.device)
+        h_next = None if self.h_critic is None else self.h_critic.clone()
         for g, grp in enumerate(self.groups):
-            vg = self.critics[g](self._group_batch(x, g)).reshape(B, len(grp.cols))
-            v[:, list(grp.cols)] = vg
-        return self.value_rms.denormalize(v) if self.cfg.value_norm else v
+            cols, xg = list(grp.cols), self._group_batch(x, g)
+            if h_next is None:
+                vg = self.critics[g](xg)
+            else:
+                vg, hg = self.critics[g].step(xg, self.h_critic[:, cols].reshape(-1, self._H),
+                                              start[:, cols].reshape(-1), move[:, cols].reshape(-1))
+                h_next[:, cols] = hg.reshape(B, len(cols), -1)
+            v[:, cols] = vg.reshape(B, len(cols))
+        return (self.value_rms.denormalize(v) if self.cfg.value_norm else v), h_next
 
     @torch.no_grad()
     def act(self, vs: VecStep) -> dict[str, np.ndarray]:
@@ -237,22 +266,39 @@ class MAPPO(Learner):
         if self.buf is None:
             graph = tuple(x["graph"].shape[1:]) if "graph" in x else None
             self.buf = _Buffer(self.cfg.rollout_steps + 1, B, A, self.obs_dim, self.n_max,
-                               self.critic_dim, graph, self.device)
+                               self.critic_dim, graph, self.device, self._H)
+            if self._H:
+                self.h_actor = torch.zeros(B, A, self._H, device=self.device)
+                self.h_critic = torch.zeros(B, A, self._H, device=self.device)
         buf, t = self.buf, self.buf.row
-        actions = torch.zeros(B, A, dtype=torch.long, device=self.device)
-        logp = torch.zeros(B, A, device=self.device)
-        for g, grp in enumerate(self.groups):
-            logits = self.actors[g](self._group_batch(x, g))
-            a = torch.multinomial(torch.softmax(logits, -1), 1).squeeze(-1)
-            lp = torch.log_softmax(logits, -1).gather(-1, a[:, None]).squeeze(-1)
-            actions[:, list(grp.cols)] = a.reshape(B, -1)
-            logp[:, list(grp.cols)] = lp.reshape(B, -1)
         acting_BA = np.stack([vs.acting[a] for a in self.agents], 1)
         if self.seat_mask is not None:
             acting_BA = acting_BA & self.seat_mask
         acting = torch.from_numpy(acting_BA).to(self.device)
+        start = None
+        if self._H:
+            start = torch.from_numpy(episode_starts(vs, self.agents)).to(self.device)
+            buf.start[t], buf.h_actor[t], buf.h_critic[t] = start, self.h_actor, self.h_critic
+        actions = torch.zeros(B, A, dtype=torch.long, device=self.device)
+        logp = torch.zeros(B, A, device=self.device)
+        for g, grp in enumerate(self.groups):
+            cols, xg = list(grp.cols), self._group_batch(x, g)
+            if start is None:
+                logits = self.actors[g](xg)
+            else:
+                logits, hg = self.actors[g].step(xg, self.h_actor[:, cols].reshape(-1, self._H),
+                                                 start[:, cols].reshape(-1),
+                                                 acting[:, cols].reshape(-1))
+                self.h_actor[:, cols] = hg.reshape(B, len(cols), -1)
+            a = torch.multinomial(torch.softmax(logits, -1), 1).squeeze(-1)
+            lp = torch.log_softmax(logits, -1).gather(-1, a[:, None]).squeeze(-1)
+            actions[:, cols] = a.reshape(B, -1)
+            logp[:, cols] = lp.reshape(B, -1)
         buf.obs[t], buf.legal[t], buf.action[t], buf.logp[t] = x["obs"], x["legal"], actions, logp
-        buf.value[t], buf.acting[t] = self._values(x), acting
+        buf.value[t], h_critic = self._values(x, start, acting)
+        buf.acting[t] = acting
+        if h_critic is not None:
+            self.h_critic = h_critic
         if buf.critic is not None:
             buf.critic[t] = x["critic"]
         if buf.graph is not None:
@@ -283,7 +329,10 @@ class MAPPO(Learner):
             buf.term[t[ended], b_idx[ended], a_idx[ended]] = term[ended] | ~trunc[ended]
             cut = ended & trunc & ~term
             if cut.any():
-                fv = self._values(self._inputs(vs, final=True))
+                # recurrent: one more critic step from the state after the agent's last
+                # step (the reset for the new episode happens at the next act)
+                no = torch.zeros_like(done)
+                fv, _ = self._values(self._inputs(vs, final=True), no, no)
                 buf.final_value[t[cut], b_idx[cut], a_idx[cut]] = fv[cut]
             buf.last = torch.where(done, -1, buf.last)
 
@@ -327,4 +376,5 @@ class MAPPO(Learner):
         self.value_rms.load_state_dict(state["value_rms"])
         self.steps, self.updates = int(state["steps"]), int(state["updates"])
         set_rng_state(state["rng"])
-        self.buf = None  # a resumed learner starts a fresh rollout
+        self.buf = None  # a resumed learner starts a fresh rollout (and fresh GRU states)
+        self.h_actor = self.h_critic = None

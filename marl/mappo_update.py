@@ -2,11 +2,17 @@
 
 Kept apart from the learner so the update reads top to bottom (CleanRL style) with the
 paper's names: ``pg_loss``, ``v_loss``, ``entropy``, ``approx_kl``, ``clipfrac``,
-``explained_var``. Shape legend as in ``marl.mappo``; ``M`` samples of one minibatch.
+``explained_var``. Feed-forward nets draw minibatches of complete steps; recurrent nets
+(rMAPPO) draw minibatches of whole chunks (:func:`chunk_rows`), re-run their GRUs from the
+chunk's stored first-row states and take the loss on the chunk's complete steps only.
+
+Shape legend as in ``marl.mappo``; ``M`` samples of one minibatch, ``K`` chunks, ``L``
+rows per chunk, ``S`` sequences (chunk × copy × agent) of one minibatch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -37,6 +43,72 @@ def _gather(L: MAPPO, g: int, t: torch.Tensor, b: torch.Tensor, a: torch.Tensor)
     return x
 
 
+def chunk_rows(T: int, chunk_len: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows ``[K, L]`` and validity ``[K, L]`` of the chunks of a ``T``-row rollout.
+
+    Row 0 (steps carried from the previous rollout, whose GRU states the previous
+    policy computed) is a chunk of its own; rows ``1..T-1`` are cut every ``chunk_len``.
+    Short chunks are padded (with the last row, marked invalid) to a common length.
+    """
+    n = max(1, min(chunk_len, T - 1))
+    first = torch.tensor([0, *range(1, T, n)], device=device)  # [K]
+    length = torch.minimum(first + n, torch.full_like(first, T)) - first
+    length[0] = 1
+    i = torch.arange(n, device=device)
+    return (first[:, None] + i).clamp(max=T - 1), i < length[:, None]
+
+
+def recurrent_forward(
+    L: MAPPO, g: int, rows_KL: torch.Tensor, valid_KL: torch.Tensor, k: torch.Tensor,
+    b: torch.Tensor, a: torch.Tensor, select_TBA: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
+    """Re-run group ``g``'s actor and critic over the S sequences (chunk ``k``, copy ``b``,
+    agent ``a``) from their stored first-row GRU states, with the rollout's resets and
+    acting masks; returns logits ``[M, N]``, values ``[M]`` and the ``(t, b, a)`` of the
+    M rows where ``select_TBA`` holds."""
+    buf = L.buf
+    t_LS, valid_LS = rows_KL[k].T, valid_KL[k].T
+    b_LS, a_LS = b.expand_as(t_LS), a.expand_as(t_LS)
+    x = _gather(L, g, t_LS.reshape(-1), b_LS.reshape(-1), a_LS.reshape(-1))
+    start_LS = buf.start[t_LS, b_LS, a_LS] & valid_LS
+    move_LS = buf.acting[t_LS, b_LS, a_LS] & valid_LS
+    first = t_LS[0]
+    logits = L.actors[g].unroll(x, buf.h_actor[first, b, a], start_LS, move_LS)
+    values = L.critics[g].unroll(x, buf.h_critic[first, b, a], start_LS, move_LS)
+    keep = (select_TBA[t_LS, b_LS, a_LS] & valid_LS).reshape(-1)
+    return logits[keep], values[keep], (t_LS.reshape(-1)[keep], b_LS.reshape(-1)[keep],
+                                        a_LS.reshape(-1)[keep])
+
+
+_Forward = Callable[[int, torch.Tensor], tuple[torch.Tensor, torch.Tensor, tuple]]
+
+
+def _minibatch_source(L: MAPPO, complete_TBA: torch.Tensor) -> tuple[list[int], _Forward]:
+    """Per group, how many units minibatches are drawn from, and the forward pass of a
+    set of them: complete steps (feed-forward) or chunks with a complete step (GRU)."""
+    groups = []
+    for grp in L.groups:
+        in_group = torch.zeros(len(L.agents), dtype=torch.bool, device=L.device)
+        in_group[list(grp.cols)] = True
+        groups.append(in_group)
+    if not L.cfg.net.recurrent:
+        units = [(complete_TBA & m).nonzero(as_tuple=True) for m in groups]
+
+        def forward(g: int, idx: torch.Tensor) -> tuple:
+            t, b, a = (u[idx] for u in units[g])
+            x = _gather(L, g, t, b, a)
+            return L.actors[g](x), L.critics[g](x), (t, b, a)
+    else:
+        rows_KL, valid_KL = chunk_rows(L.buf.row, L.cfg.chunk_len, L.device)
+        has_KBA = (complete_TBA[rows_KL] & valid_KL[:, :, None, None]).any(1)
+        units = [(has_KBA & m).nonzero(as_tuple=True) for m in groups]
+
+        def forward(g: int, idx: torch.Tensor) -> tuple:
+            k, b, a = (u[idx] for u in units[g])
+            return recurrent_forward(L, g, rows_KL, valid_KL, k, b, a, complete_TBA)
+    return [len(u[0]) for u in units], forward
+
+
 def ppo_update(L: MAPPO) -> dict[str, float]:
     """One PPO iteration over the rollout in ``L.buf`` (rows ``0..row-1``)."""
     cfg, buf = L.cfg, L.buf
@@ -54,28 +126,22 @@ def ppo_update(L: MAPPO) -> dict[str, float]:
     norm_adv_TBA = res.advantages
     target_TBA = L.value_rms.normalize(returns_TBA) if cfg.value_norm else returns_TBA
 
-    samples = []  # per group: (t, b, a) index tensors of its complete steps
-    for grp in L.groups:
-        in_group = torch.zeros(len(L.agents), dtype=torch.bool, device=L.device)
-        in_group[list(grp.cols)] = True
-        t, b, a = (complete_TBA & in_group).nonzero(as_tuple=True)
-        samples.append((t, b, a))
+    sizes, forward = _minibatch_source(L, complete_TBA)
 
     stats: dict[str, list[float]] = {k: [] for k in
                                      ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac",
                                       "grad_norm")}
     params = [p for grp in L.opt.param_groups for p in grp["params"]]
     for _ in range(cfg.epochs):
-        perms = [torch.randperm(len(s[0]), device=L.device) for s in samples]
+        perms = [torch.randperm(n, device=L.device) for n in sizes]
         for mb in range(cfg.minibatches):
             loss = torch.zeros((), device=L.device)
-            for g, ((t, b, a), perm) in enumerate(zip(samples, perms, strict=True)):
+            for g, perm in enumerate(perms):
                 idx = perm[mb::cfg.minibatches]
                 if idx.numel() == 0:
                     continue
-                ti, bi, ai = t[idx], b[idx], a[idx]
-                x = _gather(L, g, ti, bi, ai)
-                logp_all = torch.log_softmax(L.actors[g](x), -1)
+                logits, newvalue, (ti, bi, ai) = forward(g, idx)
+                logp_all = torch.log_softmax(logits, -1)
                 newlogp = logp_all.gather(-1, buf.action[ti, bi, ai][:, None]).squeeze(-1)
                 entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
                 logratio = newlogp - buf.logp[ti, bi, ai]
@@ -84,7 +150,7 @@ def ppo_update(L: MAPPO) -> dict[str, float]:
                 pg_loss = torch.max(
                     -mb_adv * ratio, -mb_adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
                 ).mean()
-                v_loss = 0.5 * (L.critics[g](x) - target_TBA[ti, bi, ai]).pow(2).mean()
+                v_loss = 0.5 * (newvalue - target_TBA[ti, bi, ai]).pow(2).mean()
                 loss = loss + pg_loss - cfg.ent_coef * entropy + cfg.vf_coef * v_loss
                 with torch.no_grad():
                     stats["pg_loss"].append(pg_loss.item())
