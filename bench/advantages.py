@@ -1,5 +1,5 @@
-"""Benchmark of ``marl.advantages`` on CPU: every scheme and GAE, against ``global`` and
-against the slow Python reference of ``tests/marl/test_advantages.py``, in one run.
+"""Benchmark of ``marl.advantages``: every scheme and GAE, against ``global`` and against the
+slow Python reference of ``tests/marl/test_advantages.py``, in one run.
 
 Layout (``--samples`` N, default 10M): 1k groups spread over 4 games, 8 trajectories per group
 (``node`` = group for joint_group), 16 agents taking turns in order (one sample per turn),
@@ -8,9 +8,12 @@ Layout (``--samples`` N, default 10M): 1k groups spread over 4 games, 8 trajecto
 0.5% truncations. The reference runs on a layout ``--ref-scale`` (100) times smaller and its
 time (best of 2) is extrapolated linearly. Our times are the best of ``--repeats`` interleaved
 rounds (load spikes hit every row alike), diagnostics off (timed on their own row).
+``--device cuda`` runs our code on the GPU (inputs moved there first, ``torch.cuda.synchronize``
+around every timing); the reference always runs on the CPU.
 
-Usage: ``python bench/advantages.py [--samples 10000000] [--repeats 5] [--ref-scale 100]``
-Prints a markdown table. Goal: grouped schemes within 3x of ``global``, >100x the reference.
+Usage: ``python bench/advantages.py [--samples 10000000] [--repeats 5] [--ref-scale 100]
+[--device cpu]``. Prints a markdown table. Goal: grouped schemes within 3x of ``global``,
+>100x the reference.
 """
 
 from __future__ import annotations
@@ -79,13 +82,23 @@ def make_gae(n: int, seed: int = 1) -> dict[str, torch.Tensor]:
     }
 
 
-def best_times(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Best wall time of each callable; rounds interleave them so load spikes hit all alike."""
+def best_times(
+    fns: dict[str, Callable[[], object]], repeats: int, device: torch.device | None = None
+) -> dict[str, float]:
+    """Best wall time of each callable; rounds interleave them so load spikes hit all alike.
+    On a CUDA ``device`` the GPU is synchronized before and after each call."""
+
+    def sync() -> None:
+        if device is not None and device.type == "cuda":
+            torch.cuda.synchronize(device)
+
     best = dict.fromkeys(fns, math.inf)
     for _ in range(repeats + 1):  # the first round warms up
         for name, fn in fns.items():
+            sync()
             start = time.perf_counter()
             fn()
+            sync()
             best[name] = min(best[name], time.perf_counter() - start)
     return best
 
@@ -105,9 +118,14 @@ def keys_of(lay: dict[str, torch.Tensor]) -> AdvantageKeys:
     return AdvantageKeys(**{k: lay[k] for k in names})
 
 
-def run(samples: int, repeats: int, ref_scale: int) -> list[tuple[str, float, float | None]]:
-    """(row name, seconds at full size, extrapolated reference seconds or None)."""
-    big, small = make_layout(samples), make_layout(max(1, samples // ref_scale))
+def run(
+    samples: int, repeats: int, ref_scale: int, device: torch.device | None = None
+) -> list[tuple[str, float, float | None]]:
+    """(row name, seconds at full size, extrapolated reference seconds or None); our code runs
+    on ``device`` (CPU when None), the reference on the CPU."""
+    device = device or torch.device("cpu")
+    big = {k: v.to(device) for k, v in make_layout(samples).items()}
+    small = make_layout(max(1, samples // ref_scale))
     lists: dict = {k: v.tolist() for k, v in small.items()}
     lists["weights"] = None
     keys = keys_of(big)
@@ -121,13 +139,14 @@ def run(samples: int, repeats: int, ref_scale: int) -> list[tuple[str, float, fl
     adv = normalize_advantages("agent", big["values"], keys, big["mask"]).advantages
     ours["diagnostics (agent + role)"] = partial(advantage_diagnostics, big["values"], adv, keys,
                                                  big["mask"])  # fmt: skip
-    g_big, g_small = make_gae(samples), make_gae(max(1, samples // ref_scale))
+    g_big = {k: v.to(device) for k, v in make_gae(samples).items()}
+    g_small = make_gae(max(1, samples // ref_scale))
     ours["gae [125, B, 16]"] = partial(gae, **g_big, gamma=0.99, lam=0.95)
     flat = {k: g_small[k].reshape(T_GAE, -1).tolist() for k in ("rewards", "values", "next_values")}
     flags = [g_small[k].repeat_interleave(AGENTS, 1).tolist() for k in ("terminated", "truncated")]
     refs["gae [125, B, 16]"] = partial(ref_gae, flat["rewards"], flat["values"],
                                        flat["next_values"], *flags, 0.99, 0.95)  # fmt: skip
-    refs_t, ours_t = best_times(refs, 2), best_times(ours, repeats)
+    refs_t, ours_t = best_times(refs, 2), best_times(ours, repeats, device)
     return [(row, t, refs_t[row] * ref_scale if row in refs_t else None)
             for row, t in ours_t.items()]  # fmt: skip
 
@@ -137,12 +156,21 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=10_000_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--ref-scale", type=int, default=100)
+    parser.add_argument("--device", default="cpu", help="where our code runs: cpu, cuda, cuda:1")
     args = parser.parse_args()
-    rows = run(args.samples, args.repeats, args.ref_scale)
+    try:
+        device = torch.device(args.device)
+    except RuntimeError:
+        parser.error(f"--device {args.device!r} is not a torch device (cpu, cuda, cuda:1, ...)")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        sys.exit(f"--device {args.device}: CUDA is not available in this torch build / machine")
+    rows = run(args.samples, args.repeats, args.ref_scale, device)
     glob = dict((r[0], r[1]) for r in rows)["global"]
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(
         f"samples={args.samples:,} torch={torch.__version__} threads={torch.get_num_threads()}"
-        f" reference on samples/{args.ref_scale}, extrapolated x{args.ref_scale}\n"
+        f" device={where} reference on the CPU, samples/{args.ref_scale},"
+        f" extrapolated x{args.ref_scale}\n"
     )
     print("| scheme | seconds | x global | reference s (extrap.) | speedup vs reference |")
     print("|---|---:|---:|---:|---:|")

@@ -17,7 +17,11 @@ Degenerate cases, shared by every grouped statistic (a "key" is one segment of s
 Statistics accumulate in float32 (float64 on request); outputs keep the input dtype (bfloat16
 in, bfloat16 out). Standard deviations are population ones unless ``unbiased_std``.
 
-Returns and GAE live in ``marl.returns`` and are re-exported here.
+Returns, GAE, turn-level returns and dense keys live in ``marl.returns`` and are re-exported
+here, with the scans over samples grouped by key that ``turn_returns`` and ``role_ema`` use (a
+counting sort on the CPU, closed forms per row; no loop over samples). Per-trajectory statistics
+accumulate per (trajectory, key) pair and fold into keys; trajectories in collection order take
+sort-free paths throughout.
 
 Shape legend: _T time, _B batch (envs / episodes), _A agents, _N flattened samples,
 _K segments (dense keys), _U units (a trajectory of one key, a joint action), _L tokens.
@@ -34,11 +38,21 @@ from torch import Tensor
 
 from marl.returns import (
     GAEResult,
+    SegmentKey,
     _acc,
+    _compact,
+    _dense,
+    _ema_room,
+    _keyed_ema,
+    _turn_returns,
     agent_gae,
+    broadcast_to_tokens,
+    dense_key,
     discounted_returns,
     gae,
     next_values_from,
+    rewards_at_turn_ends,
+    turn_returns,
 )
 
 __all__ = [
@@ -52,70 +66,7 @@ __all__ = [
 _TINY = 1e-30
 
 
-# --- keys and segments
-@dataclass(frozen=True)
-class SegmentKey:
-    """Dense segment ids [N] in ``[0, num)``; some ids may be empty."""
-
-    ids: Tensor
-    num: int
-
-
-def _compact(ids: Tensor, num: int | None) -> tuple[Tensor, int]:
-    """Renumber used ids to ``0..K-1`` keeping order: a presence table, or a sort (num None)."""
-    if num is None:
-        uniq, inv = torch.unique(ids, return_inverse=True)
-        return inv, uniq.numel()
-    present = torch.zeros(num, dtype=torch.bool, device=ids.device)
-    present[ids] = True
-    remap = torch.cumsum(present, 0) - 1
-    return remap[ids], int(remap[-1]) + 1
-
-
-def dense_key(*columns: Tensor | None, cap: int | None = None) -> SegmentKey:
-    """Combine integer columns (each [N], ``None`` skipped) into one segment id per sample.
-
-    Mixed-radix ``((c0 - min0) * r1 + (c1 - min1)) * r2 + ...``: equal tuples get equal ids,
-    ids ascend with the tuples. Sort-free while id ranges stay below ``cap`` (default
-    ``max(2N, 65536)``) or, after renumbering used ids with a presence table, below
-    ``max(cap, 2**24)``; beyond that ``torch.unique`` (a sort) renumbers them.
-    """
-    return _dense(columns, cap)[0]
-
-
-def _dense(columns, cap: int | None = None) -> tuple[SegmentKey, bool]:
-    """``dense_key`` plus whether its ids are a fresh temporary (safe to overwrite in place)."""
-    cols = [c.reshape(-1) for c in columns if c is not None]
-    if not cols:
-        raise ValueError("dense_key needs at least one key column")
-    n = cols[0].numel()
-    if n == 0:
-        return SegmentKey(torch.zeros(0, dtype=torch.long, device=cols[0].device), 1), True
-    cap = cap if cap is not None else max(2 * n, 1 << 16)
-    table = max(cap, 1 << 24)
-    ids, num, owned = cols[0], 1, False
-    for i, c in enumerate(cols):
-        lo, hi = (int(v) for v in torch.aminmax(c))
-        span = hi - lo + 1
-        fresh = lo != 0 or c.dtype != torch.long or span > table
-        c = c.long() - lo if lo != 0 or c.dtype != torch.long else c
-        if span > table:
-            c, span = _compact(c, None)
-        if i == 0:
-            ids, num, owned = c, span, fresh
-            continue
-        if num * span > cap:
-            ids, num = _compact(ids, num)
-            owned = True
-            if num * span > cap:
-                c, span = _compact(c, span)
-        ids = ids.mul_(span).add_(c) if owned else torch.add(c, ids, alpha=span)
-        num, owned = num * span, True
-        if num > cap:
-            ids, num = _compact(ids, num if num <= table else None)
-    return SegmentKey(ids, num), owned
-
-
+# --- segment statistics
 @dataclass(frozen=True)
 class SegmentStats:
     """Per-key statistics [K] as used for normalization (degenerate keys: mean 0, std 1)."""
@@ -136,44 +87,103 @@ def _active(mask: Tensor | None, weights: Tensor | None) -> Tensor | None:
     return pos if mask is None else mask & pos
 
 
-def _pair_weights(pair: SegmentKey, active: Tensor | None, weights: Tensor | None, dt) -> Tensor:
-    """Per-trajectory counting: each (trajectory, key) ``pair`` weighs 1 (times its mean sample
-    weight), i.e. every weight is divided by the pair's number of contributing steps."""
-    base = torch.ones(pair.ids.shape, dtype=dt, device=pair.ids.device)
-    base = base if weights is None else weights.reshape(-1).to(dt)
-    live = base > 0 if active is None else active
-    steps = torch.bincount(pair.ids, weights=live.to(dt), minlength=pair.num)
-    return base / steps.clamp_min(1.0)[pair.ids]
+@dataclass(frozen=True)
+class _Pairs:
+    """Per-trajectory counting: (trajectory, key) pairs and the key of each pair."""
+
+    key: SegmentKey  # pair id of each sample
+    up: Tensor  # [P] int64 key id of each pair
+    num_keys: int
 
 
-def _prepare(key, mask, weights, trajectory, per_trajectory: bool, dt, cols=None):
-    """Active samples and statistic weights; ``cols`` (when given) build the pair key."""
+def _pairs(trajectory: Tensor, key: SegmentKey) -> _Pairs:
+    """(trajectory, key) pairs, sort-free in the usual layout: inside one trajectory the key ids
+    span few values (its game and group are fixed, its agents vary), so a pair is
+    ``traj * span + (key - lowest key of traj)``; ``dense_key`` otherwise."""
+    n = key.ids.numel()
+    traj = dense_key(trajectory)
+    t, nt, dev = traj.ids, traj.num, key.ids.device
+    lo = torch.full((nt,), key.num, device=dev).scatter_reduce_(0, t, key.ids, "amin")
+    hi = torch.full((nt,), -1, device=dev).scatter_reduce_(0, t, key.ids, "amax")
+    span = max(1, int((hi - lo).max()) + 1) if n else 1
+    if nt * span <= max(2 * n, 1 << 16):
+        ids = torch.sub(key.ids, lo[t]).add_(t, alpha=span)
+        up = (lo[:, None] + torch.arange(span, device=dev)).view(-1).clamp_(0, max(key.num - 1, 0))
+        return _Pairs(SegmentKey(ids, nt * span), up, key.num)
+    pair = dense_key(trajectory, key.ids)
+    up = torch.zeros(pair.num, dtype=torch.long, device=dev).scatter_(0, pair.ids, key.ids)
+    return _Pairs(pair, up, key.num)
+
+
+def _pairs_of(trajectory: Tensor, cols: list[Tensor]) -> _Pairs:
+    """(trajectory, key) pairs straight from the key columns [N], without the key ids: a column
+    enters the pair id's mixed radix while its range stays small; a wide one that is constant
+    inside every trajectory (its game, its group) adds nothing to it. ``_pairs`` otherwise."""
+    traj = dense_key(trajectory)
+    n = traj.ids.numel()
+    cap = max(2 * n, 1 << 16)
+    ids, num, owned, digits = traj.ids, traj.num, False, []
+    for c in cols:
+        lo, hi = (int(v) for v in torch.aminmax(c)) if n else (0, 0)
+        if num * (hi - lo + 1) <= cap:  # a digit of the pair id
+            span, c = hi - lo + 1, c.long()
+            ids = ids.mul_(span).add_(c) if owned else torch.add(c, ids, alpha=span)
+            ids = ids.sub_(lo) if lo else ids
+            num, owned = num * span, True
+            digits.append((span, lo))
+            continue
+        first, last = _unit_range(traj, c)
+        if not torch.equal(first, last):
+            return _pairs(trajectory, dense_key(*cols))
+        digits.append(first)  # the column's value in each trajectory
+    rest, vals = torch.arange(num, device=traj.ids.device), [None] * len(cols)
+    for i in reversed(range(len(cols))):
+        if isinstance(digits[i], tuple):
+            vals[i], rest = rest % digits[i][0] + digits[i][1], rest // digits[i][0]
+    vals = [v if v is not None else d[rest] for v, d in zip(vals, digits, strict=True)]
+    key = dense_key(*vals) if vals else SegmentKey(torch.zeros_like(rest), 1)
+    return _Pairs(SegmentKey(ids if owned else ids.clone(), num), key.ids, key.num)
+
+
+def _prepare(key, mask, weights, trajectory, per_trajectory: bool, dt):
+    """Active samples, sample weights and (per-trajectory counting) the pairs."""
     act = _active(mask, weights)
+    w = None if weights is None else weights.reshape(-1).to(dt)
     if not per_trajectory:
-        return act, None if weights is None else weights.reshape(-1).to(dt)
+        return act, w, None
     if trajectory is None:
         raise ValueError("per_trajectory statistics need keys.trajectory; got None")
-    pair = dense_key(trajectory, *(cols if cols is not None else [key.ids]))  # small ranges
-    return act, _pair_weights(pair, act, weights, dt)
+    return act, w, _pairs(trajectory.reshape(-1), key)
 
 
 def _moments(
-    x: Tensor, key: SegmentKey, active: Tensor | None, w: Tensor | None, unbiased: bool, owned=False
-) -> tuple[SegmentStats, Tensor, Tensor, Tensor]:
+    x: Tensor,
+    key: SegmentKey | None,
+    active: Tensor | None,
+    w: Tensor | None,
+    unbiased: bool,
+    owned=False,
+    pairs: _Pairs | None = None,
+) -> tuple[SegmentStats, Tensor, Tensor, Tensor, Tensor | None]:
     """Two-pass weighted moments per key.
 
-    Returns the stats, the centered values ``d`` [N], a spare [N] buffer and the ids to gather
-    per-key values with (inactive samples point at a dummy key ``num`` when unweighted). Large
-    temporaries are reused: on CPU every fresh [N] tensor costs page faults.
+    With ``pairs`` (per-trajectory counting) sums accumulate per pair, are divided by the pair's
+    number of contributing samples (so each pair weighs 1, times its mean weight) and fold into
+    keys. Returns the stats, the centered values ``d`` [N], a spare [N] buffer, the segment ids to
+    gather per-segment values with (inactive samples point at a dummy segment when unweighted)
+    and the key of each pair (None without pairs). Large temporaries are reused: on CPU every
+    fresh [N] tensor costs page faults.
     """
-    k = key.num
+    seg = key if pairs is None else pairs.key
+    owned = owned or pairs is not None  # pair ids are always a fresh tensor
+    k = seg.num
     if active is None:
-        eff = gid = key.ids
+        eff = gid = seg.ids
     elif w is None and owned:
-        eff = gid = key.ids.masked_fill_(~active, k)  # dummy bucket k
+        eff = gid = seg.ids.masked_fill_(~active, k)  # dummy bucket k
     else:
-        eff = torch.where(active, key.ids, k)
-        gid = eff if w is None else key.ids
+        eff = torch.where(active, seg.ids, k)
+        gid = eff if w is None else seg.ids
     count = torch.bincount(eff, minlength=k + 1)[:k]
     if w is None:
         total = count.to(x.dtype)
@@ -181,26 +191,41 @@ def _moments(
     else:
         total = torch.bincount(eff, weights=w, minlength=k + 1)[:k]
         s1 = torch.bincount(eff, weights=x * w, minlength=k + 1)[:k]
+    up, per = None, None
+    if pairs is not None:  # a pair weighs its mean weight: exactly 1 when unweighted
+        up, per = pairs.up, count.clamp_min(1).to(x.dtype)
+
+        def fold(v: Tensor) -> Tensor:
+            return v.new_zeros(pairs.num_keys).index_add_(0, up, v)
+
+        count, total, s1 = fold(count), fold(total / per), fold(s1 / per)
     ok = count >= 2
     mean = torch.where(ok, s1 / total.clamp_min(_TINY), 0.0)
-    d = torch.cat([mean, mean.new_zeros(1)])[gid]
+    d = torch.cat([mean if up is None else mean[up], mean.new_zeros(1)])[gid]
     d = torch.sub(x, d, out=d)
     spare = d * d if w is None else d * d * w
-    var = torch.bincount(eff, weights=spare, minlength=k + 1)[:k] / total.clamp_min(_TINY)
+    var = torch.bincount(eff, weights=spare, minlength=k + 1)[:k]
+    hi = x.new_full((k + 1,), -math.inf).scatter_reduce_(0, eff, x, "amax")[:k]
+    lo = x.new_full((k + 1,), math.inf).scatter_reduce_(0, eff, x, "amin")[:k]
+    if up is not None:
+        var = fold(var / per)
+        hi = x.new_full((pairs.num_keys,), -math.inf).scatter_reduce_(0, up, hi, "amax")
+        lo = x.new_full((pairs.num_keys,), math.inf).scatter_reduce_(0, up, lo, "amin")
+    var = var / total.clamp_min(_TINY)
     if unbiased:
         var = var * torch.where(total > 1, total / (total - 1).clamp_min(_TINY), 1.0)
     # exact constant-key test (rounding would leave tiny nonzero d / sigma otherwise)
-    hi = x.new_full((k + 1,), -math.inf).scatter_reduce_(0, eff, x, "amax")[:k]
-    lo = x.new_full((k + 1,), math.inf).scatter_reduce_(0, eff, x, "amin")[:k]
     constant = ok & (hi == lo)
     std = torch.where(ok, torch.where(constant, 0.0, var.sqrt()), 1.0)
-    return SegmentStats(mean, std, count, total, constant), d, spare, gid
+    return SegmentStats(mean, std, count, total, constant), d, spare, gid, up
 
 
-def _normalize(x, key, active, w, *, eps: float, scale: bool, unbiased: bool, owned=False):
-    st, d, spare, gid = _moments(x, key, active, w, unbiased, owned)
+def _normalize(x, key, active, w, *, eps: float, scale: bool, unbiased: bool, owned=False,
+               pairs=None):  # fmt: skip
+    st, d, spare, gid, up = _moments(x, key, active, w, unbiased, owned, pairs)
     inv = 1.0 / (st.std + eps) if scale else torch.ones_like(st.std)
     inv = torch.where(st.count >= 2, torch.where(st.constant, 0.0, inv), 1.0)
+    inv = inv if up is None else inv[up]
     return d.mul_(torch.index_select(torch.cat([inv, inv.new_zeros(1)]), 0, gid, out=spare))
 
 
@@ -216,8 +241,8 @@ def segment_stats(
 ) -> SegmentStats:
     """Weighted mean/std/count of ``x`` [N] per key, ``[K]`` each. ``per_trajectory``: every
     (key, trajectory) pair weighs 1, so many steps of one trajectory do not outweigh few."""
-    act, w = _prepare(key, mask, weights, trajectory, per_trajectory, x.dtype)
-    return _moments(x, key, act, w, unbiased)[0]
+    act, w, pairs = _prepare(key, mask, weights, trajectory, per_trajectory, x.dtype)
+    return _moments(x, key, act, w, unbiased, pairs=pairs)[0]
 
 
 def group_normalize(
@@ -234,137 +259,8 @@ def group_normalize(
 ) -> Tensor:
     """``(x - mu_k) / (sigma_k + eps)`` per key (``scale=False``: ``x - mu_k``), [N]; stats
     as in ``segment_stats``, degenerate keys by the module rules, masked entries unspecified."""
-    act, w = _prepare(key, mask, weights, trajectory, per_trajectory, x.dtype)
-    return _normalize(x, key, act, w, eps=eps, scale=scale, unbiased=unbiased)
-
-
-# --- segmented scans
-def _segment_scan(x: Tensor, start: Tensor, a: float, init: Tensor) -> Tensor:
-    """Exclusive discounted scan over contiguous segments, float64, O(N), no Python loop.
-
-    ``y[i] = a**(i - s) * init[i] + sum_{s <= j < i} a**(i - 1 - j) * x[j]`` with ``s = start[i]``
-    the first position of i's segment (``init`` constant per segment). Cumulative sums run over
-    rows of ``width`` positions, keeping every exponent within ``a**-width <= 1e150``; a
-    segment crossing into a row carries its value from the previous row only, dropping weight
-    ``<= a**width <= 1e-150``. Temporaries are few and reused (each costs page faults on CPU).
-    """
-    n = x.numel()
-    if n == 0:
-        return x.clone()
-    if a < 1e-100:  # history vanishes at once: y[i] = x[i - 1] inside a segment
-        first = start == torch.arange(n, device=x.device)
-        return torch.where(first, init, torch.cat([x.new_zeros(1), x[:-1]]))
-    width = n if a == 1.0 else min(n, math.ceil(150.0 / -math.log10(a)))
-    rows, pad = -(-n // width), -n % width
-    pos = torch.arange(n + pad, device=x.device)
-    start = (torch.cat([start, pos[n:]]) if pad else start).view(rows, width)
-    init = (torch.cat([init, x.new_zeros(pad)]) if pad else init).view(rows, width)
-    powers = torch.pow(a, torch.arange(width + 1, dtype=x.dtype, device=x.device))
-    inc = x.new_zeros(rows, width + 1)  # inc[r, c]: sum of x_j * a**-(col_j + 1) over col_j < c
-    xp = torch.cat([x, x.new_zeros(pad)]) if pad else x
-    torch.div(xp.view(rows, width), powers[1:], out=inc[:, 1:])
-    flat = inc.cumsum_(1).view(-1)
-    row_start = pos.view(rows, width)[:, :1]
-    head = start >= row_start  # the segment starts in this row
-    age = torch.sub(pos.view(rows, width), start)
-    if rows > 1:  # value at each row start of the segment crossing into it (one per row)
-        s0, prev = start[:, 0], row_start[:, 0] - width
-        t = torch.maximum(s0, prev).clamp_min_(0)
-        carry = torch.cat([inc.new_zeros(1), inc[:-1, width]]) - flat[t + t // width]
-        carry = carry.mul_(powers[width]).add_(
-            torch.where(s0 >= prev, powers[(row_start[:, 0] - s0).clamp(0, width)], 0.0)
-            * init[:, 0]
-        )
-        # elements of a crossing segment act as if it started at the row start with init=carry
-        torch.where(head, age, pos[:width], out=age)
-        init = torch.where(head, init, carry[:, None])
-    own = powers[age.clamp_max_(width)].mul_(init)
-    s = torch.where(head, start, row_start)
-    idx = torch.floor_divide(s, width, out=age).add_(s)  # flat index of s in ``inc``
-    y = torch.sub(inc[:, :width], flat[idx]).mul_(powers[:width]).add_(own)
-    return y.view(-1)[:n]
-
-
-def _sort_perm(code: Tensor) -> Tensor | None:
-    """Stable sorting permutation of ``code``, or None when it is already sorted."""
-    if code.numel() < 2 or bool((code[1:] >= code[:-1]).all()):
-        return None
-    return torch.argsort(code, stable=True)
-
-
-# --- turn-level returns
-def turn_returns(
-    rewards: Tensor,
-    trajectory: Tensor,
-    agent: Tensor,
-    turn: Tensor | None = None,
-    *,
-    gamma: float = 1.0,
-    mask: Tensor | None = None,
-) -> Tensor:
-    """Return-to-go over one agent's own turns of a multi-turn episode, ``[N]`` -> ``[N]``.
-
-    One sample per (trajectory, agent, turn): ``rewards`` [N] is the reward placed at the end of
-    that turn, ``turn`` [N] orders turns inside a trajectory (sample order when None).
-    ``G_i = r_i + gamma * G_next`` where ``next`` is the same agent's next turn in the same
-    trajectory, so gamma discounts per own turn, not per turn of the game. Masked turns are
-    skipped (no discount step) and get 0. Computed in float64 (sort + segmented scan, no loop);
-    returned in ``rewards.dtype``. Use ``broadcast_to_tokens`` to give the result to tokens.
-    """
-    shape, r = rewards.shape, rewards.reshape(-1)
-    if r.numel() == 0:
-        return rewards.clone()
-    seg, owned = _dense([trajectory, agent])
-    code = seg.ids if owned else seg.ids.clone()
-    m = None if mask is None else mask.reshape(-1).bool()
-    if m is not None:
-        code.masked_fill_(~m, seg.num)  # masked turns form a dummy segment
-    span = 1
-    if turn is not None:  # code = (segment, turn) in mixed radix
-        lo, hi = (int(v) for v in torch.aminmax(turn))
-        span = hi - lo + 1
-        t = turn.reshape(-1).long()
-        code.mul_(span).add_(t - lo if lo else t)
-    perm = _sort_perm(code)
-    xs = r.double() if perm is None else r[perm].double()
-    if perm is not None:
-        code = code[perm]
-    counts = torch.unique_consecutive(code.floor_divide_(span), return_counts=True)[1]
-    ends = torch.cumsum(counts, 0) - 1
-    if gamma == 1.0:  # suffix sums inside segments from one float64 cumulative sum
-        csum = torch.cumsum(xs, 0)
-        g = csum[torch.repeat_interleave(ends, counts)].sub_(csum).add_(xs)
-    else:  # reversed order turns the suffix recursion into the forward scan
-        xr = xs.flip(0)
-        start = (r.numel() - 1 - torch.repeat_interleave(ends, counts)).flip(0)
-        g = xr.add_(_segment_scan(xr, start, gamma, torch.zeros_like(xr)), alpha=gamma).flip(0)
-    if perm is not None:
-        g = torch.empty_like(g).index_copy_(0, perm, g)
-    if m is not None:
-        g.masked_fill_(~m, 0.0)
-    return g.to(rewards.dtype).reshape(shape)
-
-
-def broadcast_to_tokens(turn_values: Tensor, token_turn: Tensor, fill: float = 0.0) -> Tensor:
-    """Give each token the value of its turn: ``turn_values`` [N], ``token_turn`` [B, L] -> [B, L].
-
-    ``token_turn`` holds, per token, the index into ``turn_values`` of the turn that generated
-    it, or -1 for tokens of no turn (prompt, observations, padding), which get ``fill``.
-    """
-    idx = token_turn.long()
-    out = turn_values[idx.clamp_min(0)]
-    return torch.where(idx >= 0, out, torch.tensor(fill, dtype=out.dtype, device=out.device))
-
-
-def rewards_at_turn_ends(turn_rewards: Tensor, token_turn: Tensor) -> Tensor:
-    """Token-level rewards [B, L]: each turn's reward on its last token, 0 elsewhere.
-
-    ``token_turn`` [B, L] as in ``broadcast_to_tokens``; a turn's tokens are contiguous in a row.
-    """
-    idx = token_turn.long()
-    end = idx >= 0
-    end[..., :-1] &= idx[..., 1:] != idx[..., :-1]
-    return torch.where(end, turn_rewards[idx.clamp_min(0)], 0.0).to(turn_rewards.dtype)
+    act, w, pairs = _prepare(key, mask, weights, trajectory, per_trajectory, x.dtype)
+    return _normalize(x, key, act, w, eps=eps, scale=scale, unbiased=unbiased, pairs=pairs)
 
 
 # --- config and registry
@@ -476,14 +372,28 @@ def _need(scheme: str, keys: AdvantageKeys, *names: str) -> None:
 def _grouped(x, keys, mask, weights, cfg, cols, *, scale: bool | None = None) -> Tensor:
     """``_normalize`` per key built from ``cols`` with the config's counting and scaling."""
     cols = [c for c in cols if c is not None]
-    if cols:
+    act, w, pairs = _active(mask, weights), None if weights is None else weights.to(x.dtype), None
+    if cfg.per_trajectory:  # statistics run over pairs only: no [N] key ids
+        if keys.trajectory is None:
+            raise ValueError("per_trajectory statistics need keys.trajectory; got None")
+        key, owned, pairs = None, True, _pairs_of(keys.trajectory, cols)
+    elif cols:
         key, owned = _dense(cols)
     else:
         key, owned = SegmentKey(torch.zeros_like(x, dtype=torch.long), 1), True
-    act, w = _prepare(key, mask, weights, keys.trajectory, cfg.per_trajectory, x.dtype, cols)
     scale = cfg.scale if scale is None else scale
     return _normalize(x, key, act, w, eps=cfg.eps, scale=scale, unbiased=cfg.unbiased_std,
-                      owned=owned)  # fmt: skip
+                      owned=owned, pairs=pairs)  # fmt: skip
+
+
+def _unit_sums(unit: SegmentKey, cols: list[Tensor]) -> list[Tensor]:
+    """Per-unit sums [U] of each column [N]. Contiguous units (sorted ids, e.g. trajectories in
+    collection order) use ``segment_reduce``: ``bincount`` serializes on runs of equal ids."""
+    ids = unit.ids
+    if ids.numel() > 1 and bool((ids[1:] >= ids[:-1]).all()):
+        lengths = torch.bincount(ids, minlength=unit.num)
+        return [torch.segment_reduce(c, "sum", lengths=lengths) for c in cols]
+    return [torch.bincount(ids, weights=c, minlength=unit.num) for c in cols]
 
 
 def _unit_means(x: Tensor, unit: SegmentKey, mask: Tensor | None, weights: Tensor | None):
@@ -492,13 +402,13 @@ def _unit_means(x: Tensor, unit: SegmentKey, mask: Tensor | None, weights: Tenso
     m = None if mask is None else mask.reshape(-1).bool()
     xm = x if m is None else torch.where(m, x, 0.0)
     ones = torch.ones_like(x) if m is None else m.to(x.dtype)
-    cnt = torch.bincount(unit.ids, weights=ones, minlength=unit.num)
-    plain = torch.bincount(unit.ids, weights=xm, minlength=unit.num) / cnt.clamp_min(1.0)
     if weights is None:
-        return plain, cnt > 0
+        cnt, tot = _unit_sums(unit, [ones, xm])
+        return tot / cnt.clamp_min(1.0), cnt > 0
     w = weights.reshape(-1).to(x.dtype) * ones
-    total = torch.bincount(unit.ids, weights=w, minlength=unit.num)
-    mean = torch.bincount(unit.ids, weights=xm * w, minlength=unit.num) / total.clamp_min(_TINY)
+    cnt, tot, total, wsum = _unit_sums(unit, [ones, xm, w, xm * w])
+    plain = tot / cnt.clamp_min(1.0)
+    mean = wsum / total.clamp_min(_TINY)
     return torch.where(total > 0, mean, plain), total > 0
 
 
@@ -586,8 +496,8 @@ def _player_turn(x, keys, mask, weights, cfg, state) -> Tensor:
     """
     _need("player_turn", keys, "agent", "trajectory")
     r = _grouped(x, keys, mask, weights, cfg, [keys.game, keys.group, keys.agent], scale=True)
-    traj = keys.trajectory if keys.game is None else dense_key(keys.game, keys.trajectory).ids
-    g = turn_returns(r, traj, keys.agent, keys.turn, gamma=cfg.turn_gamma, mask=mask)
+    traj_cols = [keys.game, keys.trajectory]
+    g = _turn_returns(r, traj_cols, keys.agent, keys.turn, cfg.turn_gamma, mask)
     cols = [keys.game, keys.agent]
     return _grouped(g, keys, mask, weights, cfg, cols, scale=cfg.player_turn_scale)
 
@@ -606,24 +516,36 @@ def _joint_group(x, keys, mask, weights, cfg, state) -> Tensor:
     node_col = keys.node if keys.node is not None else keys.group
     if node_col is None:
         _need("joint_group", keys, "node")
-    node = dense_key(keys.game, node_col)
     scale, eps, unbiased = cfg.joint_group_scale, cfg.eps, cfg.unbiased_std
     if keys.trajectory is None:
+        node = dense_key(keys.game, node_col)
         return group_normalize(x, node, mask, weights, eps=eps, scale=scale, unbiased=unbiased)
     unit = dense_key(keys.trajectory)
-    # a trajectory normally stays in one node: then it is the unit, without a pair key
-    lo, hi = (torch.zeros(unit.num, dtype=torch.long, device=x.device).scatter_reduce_(
-        0, unit.ids, node.ids, r, include_self=False) for r in ("amin", "amax"))  # fmt: skip
-    if not torch.equal(lo, hi):
-        unit = dense_key(keys.trajectory, node.ids)
-        ids, num = _compact(unit.ids, unit.num)
+    # a trajectory normally stays in one node: then it is the unit, and each unit's node comes
+    # from per-unit columns without an [N] node key
+    ranges = [_unit_range(unit, c) for c in (keys.game, node_col) if c is not None]
+    if all(torch.equal(lo, hi) for lo, hi in ranges):
+        node_u = dense_key(*(lo for lo, _ in ranges))
+    else:
+        node = dense_key(keys.game, node_col)
+        ids, num = _compact(dense_key(keys.trajectory, node.ids).ids, None)
         unit = SegmentKey(ids, num)
+        node_u = SegmentKey(torch.zeros(num, dtype=torch.long, device=x.device).scatter_(
+            0, ids, node.ids), node.num)  # fmt: skip
     r_u, live_u = _unit_means(x, unit, mask, weights)
-    node_u = torch.zeros_like(r_u, dtype=torch.long).scatter_(0, unit.ids, node.ids)
     # units without positive weight are normalized but stay out of the node statistics
-    a_u = group_normalize(r_u, SegmentKey(node_u, node.num), None, live_u.to(r_u.dtype), eps=eps,
-                          scale=scale, unbiased=unbiased)  # fmt: skip
+    a_u = group_normalize(r_u, node_u, None, live_u.to(r_u.dtype), eps=eps, scale=scale,
+                          unbiased=unbiased)  # fmt: skip
     return a_u[unit.ids]
+
+
+def _unit_range(unit: SegmentKey, col: Tensor) -> tuple[Tensor, Tensor]:
+    """Smallest and largest value of ``col`` [N] in each unit, [U] each (0 for empty units)."""
+    info = torch.iinfo(col.dtype)
+    lo = col.new_full((unit.num,), info.max).scatter_reduce_(0, unit.ids, col, "amin")
+    hi = col.new_full((unit.num,), info.min).scatter_reduce_(0, unit.ids, col, "amax")
+    empty = hi < lo
+    return lo.masked_fill_(empty, 0), hi.masked_fill_(empty, 0)
 
 
 class RoleEMABaseline:
@@ -677,47 +599,64 @@ def _role_ema(x, keys, mask, weights, cfg, state) -> Tensor:
     updated, then ``b <- alpha * b + (1 - alpha) * R`` (``role_ema_alpha``); no std division.
     Updates run in batch order, one per sample, or, with ``per_trajectory``, one per
     (trajectory, game, role) with its mean value (trajectories in id order) -- exactly the
-    sequential EMA, computed by a segmented scan. Samples that update nothing (weight 0) are
-    compared with the baseline before the batch. ``drop_zero`` reproduces SPIRAL's filtering
-    of zero-advantage samples. ``state`` (a ``RoleEMABaseline``) is updated in place.
+    sequential EMA, from its closed form per key (``_keyed_ema``). Samples that update nothing
+    (weight 0) are compared with the baseline before the batch. ``drop_zero`` reproduces
+    SPIRAL's filtering of zero-advantage samples. ``state`` (a ``RoleEMABaseline``) is updated
+    in place.
     """
     _need("role_ema", keys, "role")
     if not isinstance(state, RoleEMABaseline):
         raise ValueError(f"scheme 'role_ema' needs state=RoleEMABaseline(); got {state!r}")
-    game = keys.game if keys.game is not None else torch.zeros_like(keys.role)
-    for name, col, top in (("game", game, 1 << 31), ("role", keys.role, 1 << 32)):
-        lo, hi = (int(v) for v in torch.aminmax(col.long()))
+    spans = []
+    for name, col, top in (("game", keys.game, 1 << 31), ("role", keys.role, 1 << 32)):
+        lo, hi = (0, 0) if col is None else (int(v) for v in torch.aminmax(col))
         if lo < 0 or hi >= top:
             raise ValueError(f"role_ema needs 0 <= keys.{name} < {top}; got [{lo}, {hi}]")
-    code = (game.long() << 32).bitwise_or_(keys.role.long())
+        spans.append((lo, hi))
+    (glo, ghi), (rlo, rhi) = spans
+    room = _ema_room(cfg.role_ema_alpha, x.numel(), (ghi - glo + 1) * (rhi - rlo + 1))
+    code, raw = _role_codes(keys.game, keys.role, spans, 0 if cfg.per_trajectory else room)
     if cfg.per_trajectory:
         _need("role_ema with per_trajectory", keys, "trajectory")
-        unit = dense_key(keys.trajectory, game, keys.role)
+        unit = dense_key(keys.trajectory, keys.game, keys.role)
         r_u, live = _unit_means(x, unit, mask, weights)
-        code_u = torch.zeros_like(r_u, dtype=torch.long).scatter_(0, unit.ids, code)
+        code = torch.zeros(unit.num, dtype=torch.long, device=x.device).scatter_(0, unit.ids, code)
     else:
-        unit, r_u, live, code_u = None, x, _active(mask, weights), code
-    sel = None if live is None else live.nonzero().squeeze(1)
-    r_s, c_s = (r_u, code_u) if sel is None else (r_u[sel], code_u[sel])
-    perm = _sort_perm(c_s)
-    if perm is not None:
-        r_s, c_s = r_s[perm], c_s[perm]
-    uniq, counts = torch.unique_consecutive(c_s, return_counts=True)
-    alpha = cfg.role_ema_alpha
-    step = torch.empty_like(r_s, dtype=torch.float64).copy_(r_s).mul_(1.0 - alpha)  # float64 scan
-    init = torch.repeat_interleave(state.lookup(uniq, cfg.role_ema_init), counts)
-    last = torch.cumsum(counts, 0) - 1
-    pre = _segment_scan(step, torch.repeat_interleave(last + 1 - counts, counts), alpha, init)
-    final = alpha * pre[last] + step[last]
-    if perm is not None:
-        pre = torch.empty_like(pre).index_copy_(0, perm, pre)
-    if sel is not None:  # units that update nothing meet the baseline from before the batch
-        dead = (~live).nonzero().squeeze(1)
-        base = torch.empty(r_u.shape, dtype=pre.dtype, device=pre.device).index_copy_(0, sel, pre)
-        pre = base.index_copy_(0, dead, state.lookup(code_u[dead], cfg.role_ema_init))
-    state.merge(uniq, final)
-    base = (pre if unit is None else pre[unit.ids]).to(x.dtype)
+        unit, r_u, live = None, x, _active(mask, weights)
+    num, init = raw.numel(), state.lookup(raw, cfg.role_ema_init)
+    if live is None:
+        skip = code
+    else:  # samples that update nothing go to key ``num``; without weights they are masked
+        skip = code.masked_fill_(~live, num) if weights is None else code.masked_fill(~live, num)
+    ema = _keyed_ema(r_u, skip, num, cfg.role_ema_alpha, init)
+    base = ema.before
+    if live is not None and weights is not None:  # they meet the baseline from before the batch
+        base = torch.where(live, base, init.to(base.dtype)[code])
+    hit = ema.count > 0
+    state.merge(raw[hit], ema.final[hit])
+    base = base if unit is None else base[unit.ids]
     return torch.sub(x, base, out=base)
+
+
+def _role_codes(game: Tensor | None, role: Tensor, spans, room: int) -> tuple[Tensor, Tensor]:
+    """Dense (game, role) ids [N] (a fresh tensor with ``room`` spare slots) and each id's state
+    code ``game << 32 | role`` [K], ascending; ids are a mixed radix, renumbered by a sort only
+    when the spans are huge."""
+    (glo, ghi), (rlo, rhi) = spans
+    rspan, r = rhi - rlo + 1, role.reshape(-1).long()
+    code = torch.empty(r.numel() + room, dtype=torch.long, device=r.device)[: r.numel()]
+    if game is None:
+        torch.sub(r, rlo, out=code)
+    else:
+        torch.add(r, game.reshape(-1).long(), alpha=rspan, out=code)
+        if glo * rspan + rlo:
+            code.sub_(glo * rspan + rlo)
+    num = (ghi - glo + 1) * rspan
+    if num > max(2 * code.numel(), 1 << 16):
+        used, code = torch.unique(code, return_inverse=True)
+    else:
+        used = torch.arange(num, device=code.device)
+    return code, ((used // rspan + glo) << 32) | (used % rspan + rlo)
 
 
 # --- diagnostics

@@ -64,6 +64,8 @@ def ref_group_norm(vals, keys, mask, weights, traj, *, eps, scale=True, per_traj
             stats[k] = (0.0, 1.0)
             continue
         total = sum(w.values())
+        if per_traj:  # each trajectory weighs its mean weight (exactly 1 when unweighted)
+            total = sum(sum(weights[i] for i in idx if traj[i] == t) / c for t, c in steps.items())
         mu = sum(w[i] * vals[i] for i in idx) / total
         var = sum(w[i] * (vals[i] - mu) ** 2 for i in idx) / total
         if unbiased and total > 1:
