@@ -612,6 +612,25 @@ class PSRO:
         )
         return result
 
+    def restore(self, populations: Mapping[str, Sequence[Policy]], iterations: int) -> None:
+        """Continue a run from its saved members: append ``populations[seat]`` (the members
+        after the initial one, in order) to each seat, rebuild the empirical game and the
+        meta-strategies, and make the next iteration number ``iterations``. Best-response
+        seeds derive from the iteration number, so the continuation matches an uninterrupted
+        run with deterministic oracles."""
+        if self.iterations or any(len(m) != 1 for m in self.members.values()):
+            raise ValueError("PSRO.restore needs a fresh PSRO (only the initial members)")
+        counts = {a: len(populations.get(a, ())) for a in self.agents}
+        if set(counts.values()) != {iterations}:
+            raise ValueError(f"PSRO.restore: {iterations} iterations need {iterations} saved "
+                             f"members per seat after the first; got {counts}")
+        for agent in self.agents:
+            for policy in populations[agent]:
+                self._add_member(agent, policy)
+        self.update_empirical_game()
+        self.update_meta_strategies()
+        self.iterations = iterations
+
     def run(self, iterations: int) -> list[PSROIteration]:
         """``iterations`` calls of :meth:`iteration`."""
         return [self.iteration() for _ in range(iterations)]

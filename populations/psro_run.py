@@ -86,8 +86,14 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
     runner = make_runner(cfg.runner.kind, **(
         {"num_workers": cfg.runner.workers, "address": cfg.runner.address}
         if cfg.runner.kind == "ray" else {}))
+    done = len(db.psro_iterations(run_id)) if cfg.resume else 0
+    if done:
+        _restore(psro, store, min(done, pop.iterations))
+        log.info("resumed PSRO after iteration %d of %d", done - 1, pop.iterations)
     try:
-        for _ in range(pop.iterations):
+        if done:  # the last finished iteration may have stopped before its matches
+            _record_matches(db, run_id, runner, store, recorder, cfg, done - 1)
+        for _ in range(done, pop.iterations):
             it = psro.iteration()
             nc = "n/a" if it.nash_conv is None else f"{it.nash_conv:.5f}"
             log.info("psro iteration %d: NashConv %s (%.2fs)", it.iteration, nc, it.seconds)
@@ -101,6 +107,21 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
     ]
     db.close()
     return table
+
+
+def _restore(psro: PSRO, store: PolicyStore, iterations: int) -> None:
+    """Rebuild ``psro`` from the members its first ``iterations`` iterations published
+    (members published by an unfinished iteration are published again, identically keyed)."""
+    saved = {}
+    for agent in psro.agents:
+        saved[agent] = []
+        for k in range(1, iterations + 1):
+            snap = store.latest(f"psro-{agent}-{k}")
+            if snap is None:
+                raise ValueError(f"cannot resume PSRO: member psro-{agent}-{k} of a finished "
+                                 "iteration is missing from the store")
+            saved[agent].append(store.load(snap.id))
+    psro.restore(saved, iterations)
 
 
 def _with_seed(psro_cfg: Any, seed: int) -> Any:
