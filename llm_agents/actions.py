@@ -27,6 +27,7 @@ from games import Game, InvalidAction
 from llm_agents.backends.base import Backend, SamplingConfig
 from llm_agents.logprobs import (
     continuation_logprobs,
+    continuation_token_stats,
     pad_sequences,
     sequence_scores,
     token_logprobs,
@@ -195,9 +196,16 @@ class GenerateMode(ActionMode):
 
     def unit_logprobs(self, model: nn.Module, turns: Sequence[Turn], pad_id: int,
                       device: torch.device, with_entropy: bool = False) -> UnitLogprobs:
-        batch = pad_sequences([t.decision.prompt_ids for t in turns],
-                              [t.decision.completion_ids for t in turns], pad_id, device)
-        tl = token_logprobs(model, batch, self.cfg.sampling.temperature, with_entropy)
+        prompts = [t.decision.prompt_ids for t in turns]
+        completions = [t.decision.completion_ids for t in turns]
+        temperature = self.cfg.sampling.temperature
+        if all(completions):  # logits of the generated tokens only, prompts run once
+            logp, mask, entropy = continuation_token_stats(
+                model, prompts, [[c] for c in completions], pad_id, device, temperature,
+                with_entropy)
+            return UnitLogprobs(logp, mask, entropy)
+        batch = pad_sequences(prompts, completions, pad_id, device)
+        tl = token_logprobs(model, batch, temperature, with_entropy)
         return UnitLogprobs(tl.logp, batch.target, tl.entropy)
 
 

@@ -5,10 +5,12 @@ backend (scoring, no gradient) and the trainer (policy and reference forward pas
   model needs no position ids then, and pads never affect real tokens). ``target`` marks
   the continuation tokens whose log-probabilities are wanted: prompt and observation tokens
   are never targets, which is how the loss masks them.
-* :func:`continuation_logprobs` scores several continuations of each prompt with the prompt
-  run **once**: a left-padded prompt pass fills a key/value cache, the cache is repeated per
-  continuation, and only the continuation tokens run again (legal-action scoring, where a
-  long observation precedes short action texts).
+* :func:`continuation_logprobs` (and :func:`continuation_token_stats`, which adds
+  entropies) scores several continuations of each prompt with the prompt run **once**: a
+  left-padded prompt pass fills a key/value cache, the cache is repeated per continuation,
+  and only the continuation tokens run again (legal-action scoring, where a long
+  observation precedes short action texts; the trainer's pass over generated turns, where
+  only generated tokens need vocabulary-wide logits).
 
 Shape legend: ``N`` sequences, ``T`` padded length, ``V`` vocabulary, ``M`` target tokens,
 ``n`` prompts, ``C`` continuations in all, ``Lc`` longest continuation.
@@ -125,6 +127,24 @@ def continuation_logprobs(model: nn.Module, prefixes: Sequence[Sequence[int]],
     rows in the order of ``continuations`` flattened. Equal (up to rounding) to
     :func:`token_logprobs` on the concatenated sequences.
     """
+    logp, mask, _ = continuation_token_stats(model, prefixes, continuations, pad_id, device,
+                                             temperature)
+    return logp, mask
+
+
+def continuation_token_stats(model: nn.Module, prefixes: Sequence[Sequence[int]],
+                             continuations: Sequence[Sequence[Sequence[int]]], pad_id: int,
+                             device: torch.device | str = "cpu", temperature: float = 1.0,
+                             with_entropy: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`continuation_logprobs` plus the entropy ``[C, Lc]`` of the next-token
+    distribution at each continuation token (zeros unless ``with_entropy``).
+
+    Logits exist only for continuation tokens (the prompt pass keeps one position), so
+    memory grows with ``C * Lc * V``, not with the prompt length: the trainer's forward pass
+    of generated turns uses it with one continuation per prompt.
+    """
+    if any(len(c) == 0 for cands in continuations for c in cands):
+        raise ValueError("every continuation needs at least one token")
     names = forward_kwargs(model)
     counts = [len(c) for c in continuations]
     n, P = len(prefixes), max(len(p) for p in prefixes)
@@ -158,5 +178,9 @@ def continuation_logprobs(model: nn.Module, prefixes: Sequence[Sequence[int]],
             [attn[rows], mask[:, :-1].long()], 1), position_ids=pos, use_cache=True,
             **{names["cache"]: cache})
         logits = torch.cat([logits, more.logits.float() / temperature], 1)  # [C, Lc, V]
-    logp = logits.gather(-1, cont.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, -1)
-    return logp.masked_fill(~mask, 0.0), mask
+    lse = torch.logsumexp(logits, -1)
+    logp = logits.gather(-1, cont.unsqueeze(-1)).squeeze(-1) - lse
+    entropy = torch.zeros_like(logp)
+    if with_entropy:
+        entropy = (lse - (torch.softmax(logits, -1) * logits).sum(-1)).masked_fill(~mask, 0.0)
+    return logp.masked_fill(~mask, 0.0), mask, entropy

@@ -26,32 +26,35 @@ GEN = ActionConfig(mode="generate", sampling=SamplingConfig(max_new_tokens=4))
 
 
 def test_loss_masks_exactly_the_generated_tokens(kuhn_tok, make_model):
+    """Logits exist only where they predict a generated token (the prompt pass keeps its
+    last position, which predicts the first generated token), and the loss reaches exactly
+    those of real generated tokens, not the padding after shorter completions."""
     model = make_model(kuhn_tok)
     engine = RolloutEngine(Team.shared(model, kuhn_tok), GEN, COMPACT)
     turns = engine.run([EpisodeJob(KUHN, s) for s in range(8)]).turns
-    logits = {}
+    outputs = []
 
     def keep(module, inputs, output):
         output.retain_grad()
-        logits["x"] = output
+        outputs.append(output)
 
     hook = model.lm_head.register_forward_hook(keep)
     ul = engine.mode.unit_logprobs(model, turns, kuhn_tok.pad_token_id, torch.device("cpu"))
     hook.remove()
-    for row, t in zip(ul.mask, turns, strict=True):
-        start = len(t.decision.prompt_ids)
-        assert row.nonzero().flatten().tolist() == list(range(start, start +
-                                                             len(t.decision.completion_ids)))
+    lengths = [len(t.decision.completion_ids) for t in turns]
+    assert ul.mask.sum(1).tolist() == lengths
+    assert all(row[:n].all() for row, n in zip(ul.mask, lengths, strict=True))
+    assert len(set(lengths)) > 1  # shorter completions are padded
+    first, rest = outputs  # prompt pass, continuation pass
+    assert first.shape[:2] == (len(turns), 1)  # no logits for prompt positions but the last
     w = losses.AGGREGATIONS["token_mean"](ul.mask, int(ul.mask.sum()), len(turns))
     assert w.sum().item() == pytest.approx(1.0)
     adv = torch.randn(len(turns), 1)
     loss = (w * losses.ppo_clip(ul.logp, ul.logp.detach(), adv).loss).sum()
     loss.backward()
-    touched = logits["x"].grad.abs().sum(-1) > 0  # [N, T]: logits at t - 1 predict token t
-    expected = torch.zeros_like(ul.mask)
-    expected[:, :-1] = ul.mask[:, 1:]
-    assert torch.equal(touched, expected)
-    assert (~ul.mask & (torch.arange(ul.mask.shape[1]) < 3)).any()  # prompts were there
+    # unit j is predicted by the prompt's last logits (j = 0) or the continuation's j - 1
+    touched = torch.cat([first.grad, rest.grad], 1).abs().sum(-1) > 0  # [N, L]
+    assert torch.equal(touched, ul.mask)
 
 
 def _synthetic_turns(seed=0, groups=4, k=8):
