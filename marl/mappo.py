@@ -258,7 +258,11 @@ class MAPPO(Learner):
         return (self.value_rms.denormalize(v) if self.cfg.value_norm else v), h_next
 
     @torch.no_grad()
-    def act(self, vs: VecStep) -> dict[str, np.ndarray]:
+    def act(self, vs: VecStep, actions: dict[str, np.ndarray] | None = None,
+            logp: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        """Sample actions for the learner's seats and record the step for training; with
+        ``actions`` (chosen elsewhere, e.g. by rollout workers) record those instead, with
+        their behaviour log-probabilities ``logp`` (default: this learner's own)."""
         if vs.agent_node is not None:
             self._node = vs.agent_node
         x = self._inputs(vs)
@@ -279,6 +283,10 @@ class MAPPO(Learner):
         if self._H:
             start = torch.from_numpy(episode_starts(vs, self.agents)).to(self.device)
             buf.start[t], buf.h_actor[t], buf.h_critic[t] = start, self.h_actor, self.h_critic
+        given = None if actions is None else torch.from_numpy(
+            np.stack([np.asarray(actions[a], np.int64) for a in self.agents], 1)).to(self.device)
+        behaviour = None if logp is None else torch.from_numpy(
+            np.stack([np.asarray(logp[a], np.float32) for a in self.agents], 1)).to(self.device)
         actions = torch.zeros(B, A, dtype=torch.long, device=self.device)
         logp = torch.zeros(B, A, device=self.device)
         for g, grp in enumerate(self.groups):
@@ -290,10 +298,15 @@ class MAPPO(Learner):
                                                  start[:, cols].reshape(-1),
                                                  acting[:, cols].reshape(-1))
                 self.h_actor[:, cols] = hg.reshape(B, len(cols), -1)
-            a = torch.multinomial(torch.softmax(logits, -1), 1).squeeze(-1)
+            if given is None:
+                a = torch.multinomial(torch.softmax(logits, -1), 1).squeeze(-1)
+            else:
+                a = given[:, cols].reshape(-1)
             lp = torch.log_softmax(logits, -1).gather(-1, a[:, None]).squeeze(-1)
             actions[:, cols] = a.reshape(B, -1)
             logp[:, cols] = lp.reshape(B, -1)
+        if behaviour is not None:
+            logp = torch.where(acting, behaviour, logp)
         buf.obs[t], buf.legal[t], buf.action[t], buf.logp[t] = x["obs"], x["legal"], actions, logp
         buf.value[t], h_critic = self._values(x, start, acting)
         buf.acting[t] = acting

@@ -65,10 +65,14 @@ class RunnerConfig:
     kind: str = "local"  # local | ray
     workers: int = 2  # ray: actors
     address: str | None = None  # ray: cluster address (None: local ray.init())
+    rollout_workers: int = 0  # population=none, MAPPO/IPPO: workers collecting training
+    # rollouts (Ray actors with kind=ray, in this process with kind=local); 0: no workers
 
     def __post_init__(self) -> None:
         if self.kind not in ("local", "ray"):
             raise ValueError(f"runner kind {self.kind!r} unknown; choose one of ['local', 'ray']")
+        if self.rollout_workers < 0:
+            raise ValueError(f"rollout_workers={self.rollout_workers}; expected an integer >= 0")
 
 
 @dataclass
@@ -274,8 +278,20 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
         db.log_metrics(run_id, frames, metrics)
         logger.log(frames, metrics)
 
-    res = train(learner, vg, cfg.frames, opponents=others, progress=cfg.progress,
-                on_update=on_update, eval_greedy=cfg.algo in ("vdn", "qmix"))
+    if cfg.runner.rollout_workers:
+        from populations.rollouts import RolloutCollector, RolloutSpec, train_with_workers
+
+        workers = cfg.runner.rollout_workers
+        spec_w = RolloutSpec(cfg.game.name, agents, max(1, cfg.num_envs // workers), cfg.seed,
+                             dict(cfg.game.kwargs), dict(vkw))
+        collector = RolloutCollector(spec_w, workers, cfg.runner.kind, cfg.runner.address)
+        try:
+            res = train_with_workers(learner, collector, cfg.frames, cfg.progress, on_update)
+        finally:
+            collector.close()
+    else:
+        res = train(learner, vg, cfg.frames, opponents=others, progress=cfg.progress,
+                    on_update=on_update, eval_greedy=cfg.algo in ("vdn", "qmix"))
     snap = store.publish(cfg.algo, learner.policy())
     _evaluate_single(db, run_id, cfg, spec, snap.id, learner, others, vkw)
     db.set_run_status(run_id, "finished")

@@ -1,0 +1,234 @@
+"""Training rollouts collected by workers: in this process or on Ray actors.
+
+Each :class:`RolloutWorker` owns ``num_envs`` copies of the game, kept between rounds (an
+episode goes on across rounds, as in one long ``VectorGame``). Every round the learner
+publishes its policy, sends it to all workers as policy-file bytes (loaded with
+``weights_only=True`` there, so a Ray cluster needs no shared disk), and each worker plays
+``steps`` steps sampling from it -- uniformly random play in seats the learner does not
+hold -- and returns what the policy saw, chose, and the behaviour log-probabilities of its
+choices. :func:`train_with_workers` stacks the workers' copies into one batch and replays
+it through the learner (``learner.act(vs, actions=..., logp=...)``,
+``learner.observe(next)``); PPO's ratios use the workers' log-probabilities, which equal the
+learner's own because each round's policy is the learner's fresh snapshot.
+
+With ``kind="ray"`` the workers are Ray actors (``ray.init()`` locally, or a cluster
+address); ``kind="local"`` runs the same workers in this process. For a fixed seed both
+give the same rollouts, hence the same training.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+import games
+from games import VecStep
+from marl.core import Learner, Policy, load_policy
+from marl.train import RandomPolicy, TrainResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RolloutSpec:
+    """What every worker plays: the game, its copies, and the seats the learner holds."""
+
+    game: str
+    learner_agents: tuple[str, ...]
+    num_envs: int = 8  # copies per worker
+    seed: int = 0
+    game_kwargs: dict[str, Any] = field(default_factory=dict)
+    vector_kwargs: dict[str, bool] = field(default_factory=dict)  # with_state, with_graphs...
+
+
+Segment = tuple[list[VecStep], list[dict[str, np.ndarray]], list[dict[str, np.ndarray]]]
+"""``steps + 1`` VecSteps (the first is where the round started), and per step the learner
+seats' actions and their behaviour log-probabilities (0 where a seat does not act)."""
+
+
+def policy_bytes(policy: Policy) -> bytes:
+    """The policy's file, as bytes (what workers receive)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return policy.save(Path(tmp) / "policy.pt").read_bytes()
+
+
+def policy_from_bytes(data: bytes) -> Policy:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "policy.pt"
+        path.write_bytes(data)
+        return load_policy(path)
+
+
+class RolloutWorker:
+    """``spec.num_envs`` game copies stepped with the policy of each round."""
+
+    def __init__(self, spec: RolloutSpec, index: int) -> None:
+        torch.set_num_threads(1)
+        self.spec, self.index, self.round = spec, index, 0
+        self.vg = games.VectorGame(spec.game, spec.num_envs, seed=spec.seed + 7919 * index,
+                                   **spec.vector_kwargs, **spec.game_kwargs)
+        others = [a for a in self.vg.spec.agent_ids if a not in spec.learner_agents]
+        self.others = {a: RandomPolicy(self.vg.spec, seed=spec.seed + index) for a in others}
+        self.vs = self.vg.reset()
+
+    def collect(self, data: bytes, steps: int) -> Segment:
+        policy = policy_from_bytes(data)
+        seen, chosen, logps = [self.vs], [], []
+        # sampling is seeded per (worker, round), on a forked RNG: the same rollouts in any
+        # process, and an in-process worker leaves the learner's random stream alone
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.spec.seed * 1_000_003 + 7919 * self.index + self.round)
+            for _ in range(steps):
+                actions, logp = {}, {}
+                for a in self.spec.learner_agents:
+                    actions[a] = policy.act(a, self.vs)
+                    probs = policy.action_probs(a, self.vs)
+                    p = np.take_along_axis(probs, actions[a][:, None], 1)[:, 0]
+                    with np.errstate(divide="ignore"):
+                        logp[a] = np.where(self.vs.acting[a], np.log(p), 0.0).astype(np.float32)
+                mine = dict(actions)
+                actions.update({a: p.act(a, self.vs) for a, p in self.others.items()})
+                self.vs = self.vg.step(actions)
+                seen.append(self.vs)
+                chosen.append(mine)
+                logps.append(logp)
+        self.round += 1
+        return seen, chosen, logps
+
+    def close(self) -> None:
+        self.vg.close()
+
+
+class RolloutCollector:
+    """``num_workers`` workers in this process (``kind="local"``) or on Ray actors."""
+
+    def __init__(self, spec: RolloutSpec, num_workers: int = 2, kind: str = "local",
+                 address: str | None = None) -> None:
+        if kind not in ("local", "ray"):
+            raise ValueError(f"rollout worker kind {kind!r} unknown; choose one of "
+                             "['local', 'ray']")
+        if num_workers < 1:
+            raise ValueError(f"rollout workers={num_workers}; expected an integer >= 1")
+        self.spec, self.kind, self.num_workers = spec, kind, num_workers
+        if kind == "local":
+            self.workers: list[Any] = [RolloutWorker(spec, i) for i in range(num_workers)]
+            return
+        import ray
+
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                      "configure_logging": False}
+            if address:
+                ray.init(address=address, **kwargs)
+            else:
+                ray.init(num_cpus=num_workers, **kwargs)
+        self._ray = ray
+        actor = ray.remote(num_cpus=1)(RolloutWorker)
+        self.workers = [actor.remote(spec, i) for i in range(num_workers)]
+        log.info("collecting rollouts on %d ray actors", num_workers)
+
+    @property
+    def num_envs(self) -> int:
+        return self.spec.num_envs * self.num_workers
+
+    def collect(self, policy: Policy, steps: int) -> list[Segment]:
+        data = policy_bytes(policy)
+        if self.kind == "local":
+            return [w.collect(data, steps) for w in self.workers]
+        ref = self._ray.put(data)
+        return list(self._ray.get([w.collect.remote(ref, steps) for w in self.workers]))
+
+    def close(self) -> None:
+        if self.kind == "local":
+            for w in self.workers:
+                w.close()
+        else:
+            for w in self.workers:
+                self._ray.kill(w)
+        self.workers = []
+
+
+def stack_steps(steps: Sequence[VecStep]) -> VecStep:
+    """One VecStep whose copies are those of ``steps`` in order (same game, same views)."""
+    def cat(values: list[Any]) -> Any:
+        first = values[0]
+        if first is None:
+            return None
+        if isinstance(first, np.ndarray):
+            return np.concatenate(values, 0)
+        if isinstance(first, list):
+            return [x for v in values for x in v]
+        if isinstance(first, dict):
+            return {k: cat([v[k] for v in values]) for k in first}
+        return first
+
+    out = {}
+    for f in dataclasses.fields(VecStep):
+        values = [getattr(s, f.name) for s in steps]
+        out[f.name] = values[0] if f.name in ("agent_node", "info") else cat(values)
+    return VecStep(**out)
+
+
+def _check_learner(learner: Learner) -> None:
+    from marl.mappo import MAPPO
+
+    if not isinstance(learner, MAPPO):
+        raise ValueError(f"rollout workers train MAPPO/IPPO learners (on-policy replay); got "
+                         f"{type(learner).__name__}: use rollout_workers=0")
+    if learner.cfg.net.recurrent:
+        raise ValueError("rollout workers do not carry GRU states between rounds yet; use "
+                         "rollout_workers=0 with a recurrent MAPPO")
+
+
+def train_with_workers(learner: Learner, collector: RolloutCollector, frames: int,
+                       progress: bool = True,
+                       on_update: Callable[[int, dict[str, float]], None] | None = None
+                       ) -> TrainResult:
+    """Train ``learner`` for ``frames`` frames of rollouts collected by ``collector``; one
+    round is ``learner.cfg.rollout_steps`` steps of every worker's copies."""
+    _check_learner(learner)
+    steps = learner.cfg.rollout_steps  # type: ignore[attr-defined]
+    mine = learner.agents
+    result = TrainResult(0, 0, 0.0)
+    start = time.perf_counter()
+    bar = tqdm(total=frames, disable=not progress, unit="frame", dynamic_ncols=True)
+    while result.frames < frames:
+        segments = collector.collect(learner.policy(), steps)
+        for t in range(steps):
+            vs = stack_steps([seg[0][t] for seg in segments])
+            actions = {a: np.concatenate([seg[1][t][a] for seg in segments]) for a in mine}
+            logp = {a: np.concatenate([seg[2][t][a] for seg in segments]) for a in mine}
+            learner.act(vs, actions=actions, logp=logp)  # type: ignore[call-arg]
+            nxt = stack_steps([seg[0][t + 1] for seg in segments])
+            learner.observe(nxt)
+            result.frames += collector.num_envs
+            bar.update(collector.num_envs)
+            for b in np.flatnonzero(nxt.done):
+                result.episode_returns.append(
+                    float(np.mean([nxt.episode_return[a][b] for a in mine])))
+            if learner.ready():
+                metrics = learner.update()
+                result.updates += 1
+                recent = result.episode_returns[-50:]
+                if recent:
+                    metrics["charts/episode_return"] = float(np.mean(recent))
+                metrics["charts/frames"] = float(result.frames)
+                result.metrics.append(metrics)
+                bar.set_postfix(ret=f"{metrics.get('charts/episode_return', float('nan')):.2f}")
+                if on_update is not None:
+                    on_update(result.frames, metrics)
+    bar.close()
+    result.seconds = time.perf_counter() - start
+    log.info("trained %d frames from %d %s workers in %.1fs (%d updates)", result.frames,
+             collector.num_workers, collector.kind, result.seconds, result.updates)
+    return result
