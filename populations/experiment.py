@@ -46,7 +46,7 @@ from populations.store import PolicyStore
 log = logging.getLogger(__name__)
 
 ALGOS = ("mappo", "ippo", "vdn", "qmix", "maddpg", "llm_grpo")
-LEAGUE_ALGOS = ("mappo", "ippo", "llm_grpo")
+LEAGUE_ALGOS = ("mappo", "ippo", "llm_grpo", "mappo_exploiter")
 MODES = ("none", "league", "psro")
 
 
@@ -84,8 +84,11 @@ class PopulationConfig:
     frames_per_generation: int = 20_000  # league: training frames per snapshot
     opponent_prob: float = 0.5  # league: share of copies with a past snapshot as opponent
     eval_window: int = 0  # league: evaluate against the last k snapshots (0: all)
-    members: list[str] = field(default_factory=list)  # league: member algos (empty: [algo])
+    members: list[str] = field(default_factory=list)  # league: member algos (empty: [algo]);
+    # mappo | ippo | llm_grpo | mappo_exploiter (AlphaStar main exploiter of the first member)
     nash_conv: bool = False  # league: log each snapshot's exact NashConv (small OpenSpiel)
+    exploiter_reset_win_rate: float = 0.7  # league, mappo_exploiter: restart after this
+    # win rate against the main member's newest snapshot
     matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
     iterations: int = 20  # psro: iterations
     oracle: str = "exact"  # psro: exact | rl (MAPPO best responses)
@@ -222,8 +225,18 @@ def _league_members(cfg: ExperimentConfig, lcfg: LeagueConfig, run_dir: Path) ->
         return None
     spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
     members: list = []
+    mains = [a for a in algos if a != "mappo_exploiter"]
+    if not mains:
+        raise ValueError("population.members: a mappo_exploiter needs a main member to "
+                         "exploit (mappo, ippo or llm_grpo)")
+    main = "llm" if mains[0] == "llm_grpo" else mains[0]
     for algo in algos:
-        if algo == "llm_grpo":
+        if algo == "mappo_exploiter":
+            members.append(MAPPOMember(
+                "exploiter", MAPPO(spec, cfg.mappo, device=cfg.device, seed=cfg.seed + 1),
+                opponents=(main,), latest_only=True,
+                reset_win_rate=cfg.population.exploiter_reset_win_rate))
+        elif algo == "llm_grpo":
             members.append(LLMMember("llm", _llm_trainer(cfg, run_dir), cfg.llm.iterations,
                                      cfg.population.opponent_prob))
         else:

@@ -193,6 +193,7 @@ class League:
                        seed=self.cfg.seed + 100_003 * g, prefix=f"g{g:04d}")
         recompute(self.db, self.run_id, step=g)
         self._log_nash_conv(new)
+        self._reset_winners(new)  # decided from recorded matches: the same after a resume
 
     def _log_nash_conv(self, snaps: Sequence[Any]) -> None:
         """``nash_conv/<member>``: the exact NashConv of each new snapshot (if configured)."""
@@ -209,12 +210,37 @@ class League:
         probability ``1 - opponent_prob`` unless ``always``) and a side for ``member``."""
         snaps = self.store.snapshots()
         latest = [s for s in snaps if s.member == member][-1].id
+        m = self._member(member)
+        if getattr(m, "opponents", None) is not None:
+            snaps = [s for s in snaps if s.member in m.opponents]
+        if getattr(m, "latest_only", False):
+            snaps = [s for s in snaps if s.id == max(t.id for t in snaps if t.member == s.member)]
         probs = opponent_distribution(
             win_rates(self.db, self.run_id, latest, [s.id for s in snaps]), self.cfg.matchmaking)
         for b in copies:
             use = always or self.rng.random() < self.cfg.opponent_prob
             opp[b] = snaps[self.rng.choice(len(snaps), p=probs)].id if use else -1
             side[b] = self.rng.integers(2)
+
+    def _member(self, name: str) -> Member:
+        return next(m for m in self.members if m.name == name)
+
+    def _reset_winners(self, new: Sequence[Any]) -> None:
+        """Restart members with ``reset_win_rate`` whose new snapshot beats the newest
+        snapshot of every opponent member that often (AlphaStar's exploiter resets)."""
+        newest = {s.member: s for s in new}
+        for m in self.members:
+            threshold = getattr(m, "reset_win_rate", None)
+            if threshold is None:
+                continue
+            rivals = [newest[o].id for o in (m.opponents or newest) if o != m.name]
+            rates = win_rates(self.db, self.run_id, newest[m.name].id, rivals)
+            won = bool(rivals) and all(r is not None and r >= threshold for r in rates)
+            self.log_metrics(self.frames, {f"{m.name}/reset": float(won)})
+            if won:
+                log.info("%s beat %s (win rates %s): restarting it from its initial weights",
+                         m.name, m.opponents, rates)
+                m.reset()  # type: ignore[attr-defined]
 
     def log_metrics(self, step: int, metrics: dict[str, float]) -> None:
         """Metrics go to the league database and the extra logger (csv, wandb)."""

@@ -16,6 +16,7 @@ an LLM snapshot may sit at the table, and an LLM member's rollouts seat classic 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 import games
-from marl.core import Policy
+from marl.core import Policy, rng_state
 from marl.mappo import MAPPO
 
 if TYPE_CHECKING:
@@ -51,12 +52,39 @@ class Member(Protocol):
 
 
 class MAPPOMember:
-    """A MAPPO/IPPO learner trained ``frames_per_generation`` frames per generation."""
+    """A MAPPO/IPPO learner trained ``frames_per_generation`` frames per generation.
+
+    Args:
+        name: the member's name (its snapshots are ``<name>/vNNNN``).
+        learner: the learner.
+        opponents: members whose snapshots it meets (None: every member, itself included).
+        latest_only: meet only the newest snapshot of each of those members.
+        reset_win_rate: after a generation whose new snapshot wins at least this often
+            against the newest snapshot of every opponent member, restart the learner from
+            its initial weights (None: never).
+
+    With ``opponents=("main",), latest_only=True, reset_win_rate=0.7`` the member is an
+    AlphaStar-style **main exploiter** (Vinyals et al., 2019): it trains only against the
+    current main agent, and starts over once it beats it.
+    """
 
     kind = "mappo"
 
-    def __init__(self, name: str, learner: MAPPO) -> None:
+    def __init__(self, name: str, learner: MAPPO, opponents: tuple[str, ...] | None = None,
+                 latest_only: bool = False, reset_win_rate: float | None = None) -> None:
         self.name, self.learner = name, learner
+        self.opponents, self.latest_only = opponents, latest_only
+        self.reset_win_rate = reset_win_rate
+        self._initial = copy.deepcopy(learner.state_dict()) if reset_win_rate is not None \
+            else None
+
+    def reset(self) -> None:
+        """Restart from the initial weights and optimizer (an exploiter that won)."""
+        if self._initial is None:
+            raise ValueError(f"member {self.name!r} keeps no initial state to reset to")
+        state = copy.deepcopy(self._initial)
+        state["rng"] = rng_state()  # the random streams go on; they are not rewound
+        self.learner.load_state_dict(state)
 
     def policy(self) -> Policy:
         return self.learner.policy()
