@@ -134,28 +134,13 @@ def train(
     bar = tqdm(total=frames, disable=not progress, unit="frame", dynamic_ncols=True)
     vs = vg.reset()
     next_eval = eval_every
-    mine = learner.agents
     while result.frames < frames:
         actions = learner.act(vs)
         for a, pol in opponents.items():
             actions[a] = pol.act(a, vs)
         vs = vg.step(actions)
         learner.observe(vs)
-        result.frames += vg.num_envs
-        bar.update(vg.num_envs)
-        for b in np.flatnonzero(vs.done):
-            result.episode_returns.append(float(np.mean([vs.episode_return[a][b] for a in mine])))
-        if learner.ready():
-            metrics = learner.update()
-            result.updates += 1
-            recent = result.episode_returns[-50:]
-            if recent:
-                metrics["charts/episode_return"] = float(np.mean(recent))
-            metrics["charts/frames"] = float(result.frames)
-            result.metrics.append(metrics)
-            bar.set_postfix(ret=f"{metrics.get('charts/episode_return', float('nan')):.2f}")
-            if on_update is not None:
-                on_update(result.frames, metrics)
+        after_step(learner, vs, result, bar, on_update)
         if eval_every and result.frames >= next_eval:
             next_eval += eval_every
             result.evals.append(
@@ -170,6 +155,29 @@ def train(
         "trained %d frames in %.1fs (%d updates)", result.frames, result.seconds, result.updates
     )
     return result
+
+
+def after_step(learner: Learner, vs: VecStep, result: TrainResult, bar: Any,
+               on_update: Callable[[int, dict[str, float]], None] | None) -> None:
+    """Bookkeeping after ``learner.observe(vs)``: frames, finished episodes' returns (mean
+    over the learner's seats), and an update with its metrics when the learner is ready."""
+    B = len(vs.done)
+    result.frames += B
+    bar.update(B)
+    for b in np.flatnonzero(vs.done):
+        result.episode_returns.append(
+            float(np.mean([vs.episode_return[a][b] for a in learner.agents])))
+    if learner.ready():
+        metrics = learner.update()
+        result.updates += 1
+        recent = result.episode_returns[-50:]
+        if recent:
+            metrics["charts/episode_return"] = float(np.mean(recent))
+        metrics["charts/frames"] = float(result.frames)
+        result.metrics.append(metrics)
+        bar.set_postfix(ret=f"{metrics.get('charts/episode_return', float('nan')):.2f}")
+        if on_update is not None:
+            on_update(result.frames, metrics)
 
 
 def _fresh(vg: VectorGame) -> VectorGame:

@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 import games
 from games import VecStep
 from marl.core import Learner, Policy, load_policy
-from marl.train import RandomPolicy, TrainResult
+from marl.train import RandomPolicy, TrainResult, after_step
 
 log = logging.getLogger(__name__)
 
@@ -123,16 +123,9 @@ class RolloutCollector:
         if kind == "local":
             self.workers: list[Any] = [RolloutWorker(spec, i) for i in range(num_workers)]
             return
-        import ray
+        from populations.runners import init_ray
 
-        if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                      "configure_logging": False}
-            if address:
-                ray.init(address=address, **kwargs)
-            else:
-                ray.init(num_cpus=num_workers, **kwargs)
-        self._ray = ray
+        self._ray = ray = init_ray(address, num_workers)
         actor = ray.remote(num_cpus=1)(RolloutWorker)
         self.workers = [actor.remote(spec, i) for i in range(num_workers)]
         log.info("collecting rollouts on %d ray actors", num_workers)
@@ -211,22 +204,7 @@ def train_with_workers(learner: Learner, collector: RolloutCollector, frames: in
             learner.act(vs, actions=actions, logp=logp)  # type: ignore[call-arg]
             nxt = stack_steps([seg[0][t + 1] for seg in segments])
             learner.observe(nxt)
-            result.frames += collector.num_envs
-            bar.update(collector.num_envs)
-            for b in np.flatnonzero(nxt.done):
-                result.episode_returns.append(
-                    float(np.mean([nxt.episode_return[a][b] for a in mine])))
-            if learner.ready():
-                metrics = learner.update()
-                result.updates += 1
-                recent = result.episode_returns[-50:]
-                if recent:
-                    metrics["charts/episode_return"] = float(np.mean(recent))
-                metrics["charts/frames"] = float(result.frames)
-                result.metrics.append(metrics)
-                bar.set_postfix(ret=f"{metrics.get('charts/episode_return', float('nan')):.2f}")
-                if on_update is not None:
-                    on_update(result.frames, metrics)
+            after_step(learner, nxt, result, bar, on_update)
     bar.close()
     result.seconds = time.perf_counter() - start
     log.info("trained %d frames from %d %s workers in %.1fs (%d updates)", result.frames,

@@ -102,21 +102,27 @@ class LocalRunner(Runner):
         return [play_job(j, self._cache) for j in jobs]
 
 
+def init_ray(address: str | None, num_cpus: int) -> Any:
+    """The ``ray`` module, initialized once per process: a cluster at ``address``, or a local
+    instance with ``num_cpus`` CPUs (no dashboard, quiet logs)."""
+    import ray
+
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                  "configure_logging": False}
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(num_cpus=num_cpus, **kwargs)
+    return ray
+
+
 class RayRunner(Runner):
     """Plays jobs on ``num_workers`` Ray actors (each caches the policies it loaded)."""
 
     def __init__(self, num_workers: int = 2, address: str | None = None,
                  num_cpus: int | None = None) -> None:
-        import ray
-
-        if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                      "configure_logging": False}
-            if address:
-                ray.init(address=address, **kwargs)
-            else:
-                ray.init(num_cpus=num_cpus or num_workers, **kwargs)
-        self._ray = ray
+        self._ray = ray = init_ray(address, num_cpus or num_workers)
 
         @ray.remote(num_cpus=1)
         class MatchWorker:
