@@ -36,6 +36,7 @@ from dataclasses import dataclass, fields
 import torch
 from torch import Tensor
 
+from marl import native
 from marl.returns import (
     GAEResult,
     SegmentKey,
@@ -44,6 +45,7 @@ from marl.returns import (
     _dense,
     _ema_room,
     _keyed_ema,
+    _native_key,
     _turn_returns,
     agent_gae,
     broadcast_to_tokens,
@@ -369,19 +371,26 @@ def _need(scheme: str, keys: AdvantageKeys, *names: str) -> None:
 
 
 # --- schemes
-def _grouped(x, keys, mask, weights, cfg, cols, *, scale: bool | None = None) -> Tensor:
-    """``_normalize`` per key built from ``cols`` with the config's counting and scaling."""
+def _grouped(x, keys, mask, weights, cfg, cols, *, scale: bool | None = None, out=None) -> Tensor:
+    """``_normalize`` per key built from ``cols`` with the config's counting and scaling; on the
+    CPU the fused kernels of ``marl.native`` when they apply (``out`` may be ``x`` then)."""
     cols = [c for c in cols if c is not None]
+    scale = cfg.scale if scale is None else scale
+    if cfg.per_trajectory and keys.trajectory is None:
+        raise ValueError("per_trajectory statistics need keys.trajectory; got None")
+    if x.device.type == "cpu" and native.available():
+        traj = keys.trajectory if cfg.per_trajectory else None
+        fast = native.normalize(x, _native_key(cols), mask, weights, eps=cfg.eps, scale=scale,
+                                unbiased=cfg.unbiased_std, trajectory=traj, out=out)  # fmt: skip
+        if fast is not None:
+            return fast
     act, w, pairs = _active(mask, weights), None if weights is None else weights.to(x.dtype), None
     if cfg.per_trajectory:  # statistics run over pairs only: no [N] key ids
-        if keys.trajectory is None:
-            raise ValueError("per_trajectory statistics need keys.trajectory; got None")
         key, owned, pairs = None, True, _pairs_of(keys.trajectory, cols)
     elif cols:
         key, owned = _dense(cols)
     else:
         key, owned = SegmentKey(torch.zeros_like(x, dtype=torch.long), 1), True
-    scale = cfg.scale if scale is None else scale
     return _normalize(x, key, act, w, eps=cfg.eps, scale=scale, unbiased=cfg.unbiased_std,
                       owned=owned, pairs=pairs)  # fmt: skip
 
@@ -425,7 +434,7 @@ def _global(x, keys, mask, weights, cfg, state) -> Tensor:
     The baseline everyone starts from: PPO's advantage normalization (Schulman et al., 2017),
     MAPPO (Yu et al., 2022, arXiv:2103.01955) and GRPO with one batch-wide group.
     """
-    if cfg.per_trajectory or weights is not None:
+    if cfg.per_trajectory or weights is not None or (x.device.type == "cpu" and native.available()):
         return _grouped(x, keys, mask, weights, cfg, [])
     if mask is None:
         n = torch.tensor(x.numel(), device=x.device)
@@ -497,9 +506,9 @@ def _player_turn(x, keys, mask, weights, cfg, state) -> Tensor:
     _need("player_turn", keys, "agent", "trajectory")
     r = _grouped(x, keys, mask, weights, cfg, [keys.game, keys.group, keys.agent], scale=True)
     traj_cols = [keys.game, keys.trajectory]
-    g = _turn_returns(r, traj_cols, keys.agent, keys.turn, cfg.turn_gamma, mask)
+    g = _turn_returns(r, traj_cols, keys.agent, keys.turn, cfg.turn_gamma, mask, inplace=True)
     cols = [keys.game, keys.agent]
-    return _grouped(g, keys, mask, weights, cfg, cols, scale=cfg.player_turn_scale)
+    return _grouped(g, keys, mask, weights, cfg, cols, scale=cfg.player_turn_scale, out=g)
 
 
 @register_scheme("joint_group")
@@ -613,11 +622,15 @@ def _role_ema(x, keys, mask, weights, cfg, state) -> Tensor:
         if lo < 0 or hi >= top:
             raise ValueError(f"role_ema needs 0 <= keys.{name} < {top}; got [{lo}, {hi}]")
         spans.append((lo, hi))
+    if cfg.per_trajectory:
+        _need("role_ema with per_trajectory", keys, "trajectory")
+    fast = _native_role_ema(x, keys, mask, weights, cfg, state, spans)
+    if fast is not None:
+        return fast
     (glo, ghi), (rlo, rhi) = spans
     room = _ema_room(cfg.role_ema_alpha, x.numel(), (ghi - glo + 1) * (rhi - rlo + 1))
     code, raw = _role_codes(keys.game, keys.role, spans, 0 if cfg.per_trajectory else room)
     if cfg.per_trajectory:
-        _need("role_ema with per_trajectory", keys, "trajectory")
         unit = dense_key(keys.trajectory, keys.game, keys.role)
         r_u, live = _unit_means(x, unit, mask, weights)
         code = torch.zeros(unit.num, dtype=torch.long, device=x.device).scatter_(0, unit.ids, code)
@@ -636,6 +649,29 @@ def _role_ema(x, keys, mask, weights, cfg, state) -> Tensor:
     state.merge(raw[hit], ema.final[hit])
     base = base if unit is None else base[unit.ids]
     return torch.sub(x, base, out=base)
+
+
+def _native_role_ema(x, keys, mask, weights, cfg, state: RoleEMABaseline, spans):
+    """``role_ema`` in one sequential pass of ``marl.native`` (CPU), or None."""
+    if x.device.type != "cpu" or not native.available():
+        return None
+    key = native.radix([keys.game, keys.role])
+    if key is None:  # huge id ranges: dense ids through a sort
+        code, raw = _role_codes(keys.game, keys.role, spans, 0)
+        key = native.Radix.of_ids(code, raw.numel())
+    else:
+        vals = key.unravel()
+        game, role = vals if keys.game is not None else (torch.zeros_like(vals[0]), vals[0])
+        raw = (game << 32) | role
+    init = state.lookup(raw, cfg.role_ema_init)
+    traj = keys.trajectory if cfg.per_trajectory else None
+    res = native.ema(x, key, mask, weights, cfg.role_ema_alpha, init, traj)
+    if res is None:
+        return None
+    out, final, count = res
+    hit = count > 0
+    state.merge(raw[hit], final[hit])
+    return out
 
 
 def _role_codes(game: Tensor | None, role: Tensor, spans, room: int) -> tuple[Tensor, Tensor]:

@@ -26,6 +26,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from marl import native
+
 
 def _acc(dtype: torch.dtype, float64: bool) -> torch.dtype:
     return torch.float64 if float64 or dtype == torch.float64 else torch.float32
@@ -222,6 +224,15 @@ def _dense(columns, cap: int | None = None) -> tuple[SegmentKey, bool]:
         if num > cap:
             ids, num = _compact(ids, num if num <= table else None)
     return SegmentKey(ids, num), owned
+
+
+def _native_key(cols) -> native.Radix:
+    """The key of ``cols`` for ``marl.native``: their radix, or dense ids when it is too wide."""
+    key = native.radix(cols)
+    if key is None:
+        seg = _dense(cols)[0]
+        key = native.Radix.of_ids(seg.ids, seg.num)
+    return key
 
 
 # --- scans over flat samples grouped by a key (no loop over samples)
@@ -456,11 +467,19 @@ def _in_turn_order(trajectory: Tensor, turn: Tensor) -> bool:
     return int(brk.sum()) + 1 == int(torch.count_nonzero(torch.bincount(dense_key(t).ids)))
 
 
-def _turn_returns(rewards, traj_cols, agent, turn, gamma: float, mask) -> Tensor:
-    """``turn_returns`` with the trajectory given by columns (e.g. game and trajectory)."""
+def _turn_returns(rewards, traj_cols, agent, turn, gamma: float, mask, inplace=False) -> Tensor:
+    """``turn_returns`` with the trajectory given by columns (e.g. game and trajectory);
+    ``inplace``: ``rewards`` is a temporary the result may overwrite."""
     shape, r = rewards.shape, rewards.reshape(-1)
     if r.numel() == 0:
         return rewards.clone()
+    if r.device.type == "cpu" and native.available():  # one backward pass per sample
+        ordered = turn is None or native.in_order(traj_cols[-1], turn)
+        out = r if inplace and r.is_contiguous() else None
+        key = _native_key([*traj_cols, agent]) if ordered else None
+        g = None if key is None else native.turn_returns(r, key, mask, gamma, out=out)
+        if g is not None:
+            return g.reshape(shape)
     seg, owned = _dense([*traj_cols, agent])
     code = seg.ids if owned else seg.ids.clone()
     m = None if mask is None else mask.reshape(-1).bool()

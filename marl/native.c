@@ -1,0 +1,267 @@
+/* CPU kernels of marl.advantages: one pass per step instead of one pass per tensor op.
+ *
+ * Built by marl/native.py with the system C compiler on first use and loaded with ctypes;
+ * every function has a pure-torch twin in marl/advantages.py and marl/returns.py, which runs
+ * on GPUs, when no compiler is found, and when SELFPLAY_NATIVE=0.
+ *
+ * Conventions. Samples are i in [i0, i1). A key is the mixed radix of up to MAXC int64 columns,
+ * k = ((c0 - lo0) * span1 + (c1 - lo1)) * span2 + ... in [0, K); K is the dummy key of masked
+ * samples. Statistics accumulate in double, shifted by a pilot value per key (the first
+ * contributing sample) so that variances do not cancel. Functions that need an order return
+ * -1 when the input does not have it; the caller then takes the torch path.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    int64_t cz;   /* contributing samples | (samples with x != pilot) << 32; nz 0: constant key */
+    double w;     /* total weight, weighted only (per trajectory: sum over pairs of pair weight /
+                   * pair count) */
+    double s1;    /* sum of w * (x - pilot) (per trajectory: of pair sums / pair count) */
+    double s2;    /* sum of w * (x - pilot)^2 (idem) */
+    double pilot; /* NaN until the first contributing sample */
+} Acc;
+
+typedef struct {
+    double cnt, w, s1, s2; /* per (trajectory, key) pair, flushed when the trajectory ends */
+} Pair;
+
+/* Key columns copied into locals once per call, so that stores to tables and outputs do not
+ * force the compiler to reload them; KEY(i) is branch-free once the loop is unswitched on nc. */
+#define MAXC 4
+#define KEY_LOCALS                                                                                \
+    const int64_t *c0 = nc > 0 ? cols[0] : 0, *c1 = nc > 1 ? cols[1] : 0;                         \
+    const int64_t *c2 = nc > 2 ? cols[2] : 0, *c3 = nc > 3 ? cols[3] : 0;                         \
+    const int64_t l0 = nc > 0 ? lo[0] : 0, l1 = nc > 1 ? lo[1] : 0, l2 = nc > 2 ? lo[2] : 0;      \
+    const int64_t l3 = nc > 3 ? lo[3] : 0, p1 = nc > 1 ? span[1] : 1, p2 = nc > 2 ? span[2] : 1;  \
+    const int64_t p3 = nc > 3 ? span[3] : 1;                                                      \
+    (void)c1, (void)c2, (void)c3, (void)l1, (void)l2, (void)l3, (void)p1, (void)p2, (void)p3
+#define KEY(i)                                                                                    \
+    (nc == 0   ? 0                                                                                \
+     : nc == 1 ? c0[i] - l0                                                                       \
+     : nc == 2 ? (c0[i] - l0) * p1 + (c1[i] - l1)                                                 \
+     : nc == 3 ? ((c0[i] - l0) * p1 + (c1[i] - l1)) * p2 + (c2[i] - l2)                           \
+               : (((c0[i] - l0) * p1 + (c1[i] - l1)) * p2 + (c2[i] - l2)) * p3 + (c3[i] - l3))
+
+#define DEFINE_KERNELS(T, SUF)                                                                     \
+    /* Per-key moments; ids[i] (may be NULL, may alias an output of the same width) gets the     \
+     * key, K when masked. Weight <= 0 (or NaN) keeps a sample out of the statistics only. */     \
+    int64_t stats_##SUF(int64_t i0, int64_t i1, const T *x, const uint8_t *mask, const T *wt,     \
+                        int nc, const int64_t *const *cols, const int64_t *lo,                    \
+                        const int64_t *span, int32_t *ids, int64_t K, Acc *acc) {                 \
+        KEY_LOCALS;                                                                               \
+        /* a run of one key accumulates in registers, flushed when the key changes (no          \
+         * store-to-load chain through acc); count and nz share one int64 (nz << 32 | count) */ \
+        int64_t cur = -1, cz = 0;                                                                 \
+        double pilot = 0, sw = 0, s1 = 0, s2 = 0;                                                 \
+        for (int64_t i = i0; i < i1; i++) {                                                       \
+            int64_t k = KEY(i);                                                                   \
+            int on = mask ? mask[i] : 1;                                                          \
+            if (ids) ids[i] = on ? (int32_t)k : (int32_t)K;                                       \
+            if (!on) continue;                                                                    \
+            double v = (double)x[i], w = 1.0;                                                     \
+            if (wt) {                                                                             \
+                w = (double)wt[i];                                                                \
+                if (!(w > 0)) continue;                                                           \
+            }                                                                                     \
+            if (k != cur) {                                                                       \
+                if (cur >= 0) {                                                                   \
+                    Acc *a = acc + cur;                                                           \
+                    a->cz += cz;                                                                  \
+                    a->s1 += s1;                                                                  \
+                    a->s2 += s2;                                                                  \
+                    if (wt) a->w += sw;                                                           \
+                }                                                                                 \
+                cur = k;                                                                          \
+                cz = 0;                                                                           \
+                sw = s1 = s2 = 0;                                                                 \
+                if (acc[k].pilot != acc[k].pilot) acc[k].pilot = v;                               \
+                pilot = acc[k].pilot;                                                             \
+            }                                                                                     \
+            double d = v - pilot;                                                                 \
+            cz += 1 + ((int64_t)(d != 0) << 32);                                                  \
+            if (wt) {                                                                             \
+                sw += w;                                                                          \
+                s1 += w * d;                                                                      \
+                s2 += w * d * d;                                                                  \
+            } else {                                                                              \
+                s1 += d;                                                                          \
+                s2 += d * d;                                                                      \
+            }                                                                                     \
+        }                                                                                         \
+        if (cur >= 0) {                                                                           \
+            Acc *a = acc + cur;                                                                   \
+            a->cz += cz;                                                                          \
+            a->s1 += s1;                                                                          \
+            a->s2 += s2;                                                                          \
+            if (wt) a->w += sw;                                                                   \
+        }                                                                                         \
+        return 0;                                                                                 \
+    }                                                                                             \
+                                                                                                  \
+    /* Per-trajectory moments: every (trajectory, key) pair weighs its mean weight. Needs        \
+     * trajectories as ascending contiguous runs (-1 otherwise). pairs [K] zeroed, touched [K]. */ \
+    int64_t stats_traj_##SUF(int64_t i0, int64_t i1, const T *x, const uint8_t *mask,            \
+                             const T *wt, int nc, const int64_t *const *cols, const int64_t *lo, \
+                             const int64_t *span, const int64_t *traj, int32_t *ids, int64_t K,   \
+                             Acc *acc, Pair *pairs, int64_t *touched) {                           \
+        KEY_LOCALS;                                                                               \
+        int64_t nt = 0;                                                                           \
+        for (int64_t i = i0; i <= i1; i++) {                                                      \
+            if (i == i1 || (i > i0 && traj[i] != traj[i - 1])) {                                  \
+                if (i < i1 && traj[i] < traj[i - 1]) return -1;                                   \
+                for (int64_t j = 0; j < nt; j++) {                                                \
+                    Pair *p = pairs + touched[j];                                                 \
+                    Acc *a = acc + touched[j];                                                    \
+                    a->cz += (int64_t)p->cnt;                                                     \
+                    a->w += p->w / p->cnt;                                                        \
+                    a->s1 += p->s1 / p->cnt;                                                      \
+                    a->s2 += p->s2 / p->cnt;                                                      \
+                    memset(p, 0, sizeof(Pair));                                                   \
+                }                                                                                 \
+                nt = 0;                                                                           \
+                if (i == i1) break;                                                               \
+            }                                                                                     \
+            int64_t k = KEY(i);                                            \
+            int on = mask ? mask[i] : 1;                                                          \
+            if (ids) ids[i] = on ? (int32_t)k : (int32_t)K;                                       \
+            if (!on) continue;                                                                    \
+            double v = (double)x[i], w = 1.0;                                                     \
+            if (wt) {                                                                             \
+                w = (double)wt[i];                                                                \
+                if (!(w > 0)) continue;                                                           \
+            }                                                                                     \
+            Acc *a = acc + k;                                                                     \
+            Pair *p = pairs + k;                                                                  \
+            if (a->pilot != a->pilot) a->pilot = v;                                               \
+            if (p->cnt == 0) touched[nt++] = k;                                                   \
+            double d = v - a->pilot;                                                              \
+            p->cnt += 1;                                                                          \
+            p->w += w;                                                                            \
+            p->s1 += w * d;                                                                       \
+            p->s2 += w * d * d;                                                                   \
+            a->cz += (int64_t)(d != 0) << 32;                                                     \
+        }                                                                                         \
+        return 0;                                                                                 \
+    }                                                                                             \
+                                                                                                  \
+    /* out[i] = (x[i] - mean[k]) * inv[k], 0 for masked samples. Keys come from ids (which may  \
+     * alias out: each is read before it is written) or, when ids is NULL, from the columns. */   \
+    void apply_##SUF(int64_t i0, int64_t i1, const T *x, const int32_t *ids, const uint8_t *mask, \
+                     int nc, const int64_t *const *cols, const int64_t *lo, const int64_t *span,  \
+                     const T *mean, const T *inv, int64_t K, T *out) {                            \
+        KEY_LOCALS;                                                                               \
+        for (int64_t i = i0; i < i1; i++) {                                                       \
+            int64_t k;                                                                            \
+            if (ids)                                                                              \
+                k = ids[i];                                                                       \
+            else                                                                                  \
+                k = (mask && !mask[i]) ? K : KEY(i);                       \
+            out[i] = k == K ? (T)0 : (T)((x[i] - mean[k]) * inv[k]);                              \
+        }                                                                                         \
+    }                                                                                             \
+                                                                                                  \
+    /* SPIRAL's per-key EMA in sample order: out = x - b (before the update), then               \
+     * b <- alpha b + (1 - alpha) x. Weight <= 0: compared with init, updates nothing. */          \
+    void ema_##SUF(int64_t n, const T *x, const uint8_t *mask, const T *wt, int nc,               \
+                   const int64_t *const *cols, const int64_t *lo, const int64_t *span,            \
+                   double alpha, const double *init, double *b, double *cnt, T *out) {            \
+        KEY_LOCALS;                                                                               \
+        for (int64_t i = 0; i < n; i++) {                                                         \
+            if (mask && !mask[i]) {                                                               \
+                out[i] = 0;                                                                       \
+                continue;                                                                         \
+            }                                                                                     \
+            int64_t k = KEY(i);                                            \
+            T v = x[i];                                                                           \
+            if (wt && !(wt[i] > 0)) {                                                             \
+                out[i] = v - (T)init[k];                                                          \
+                continue;                                                                         \
+            }                                                                                     \
+            out[i] = v - (T)b[k];                                                                 \
+            b[k] = alpha * b[k] + (1.0 - alpha) * (double)v;                                      \
+            cnt[k] += 1;                                                                          \
+        }                                                                                         \
+    }                                                                                             \
+                                                                                                  \
+    /* The same EMA with one update per (trajectory, key) unit from its mean value (weighted,   \
+     * plain when the unit's weights are all 0: then it meets init and updates nothing).        \
+     * Ascending contiguous trajectories only (-1 otherwise). pairs [K] zeroed, touched [K]. */   \
+    int64_t ema_traj_##SUF(int64_t n, const T *x, const uint8_t *mask, const T *wt, int nc,       \
+                           const int64_t *const *cols, const int64_t *lo, const int64_t *span,    \
+                           const int64_t *traj, double alpha, const double *init, double *b,      \
+                           double *cnt, Pair *pairs, int64_t *touched, T *out) {                  \
+        KEY_LOCALS;                                                                               \
+        int64_t nt = 0, s = 0;                                                                    \
+        for (int64_t i = 0; i <= n; i++) {                                                        \
+            if (i == n || (i > 0 && traj[i] != traj[i - 1])) {                                    \
+                if (i < n && traj[i] < traj[i - 1]) return -1;                                    \
+                for (int64_t j = 0; j < nt; j++) { /* one EMA step per unit; s2 holds before */   \
+                    int64_t k = touched[j];                                                       \
+                    Pair *p = pairs + k;                                                          \
+                    int live = wt ? p->w > 0 : 1;                                                 \
+                    double r = wt ? (live ? p->s2 / p->w : p->s1 / p->cnt) : p->s1 / p->cnt;      \
+                    if (live) {                                                                   \
+                        p->s2 = b[k];                                                             \
+                        b[k] = alpha * b[k] + (1.0 - alpha) * r;                                  \
+                        cnt[k] += 1;                                                              \
+                    } else {                                                                      \
+                        p->s2 = init[k];                                                          \
+                    }                                                                             \
+                }                                                                                 \
+                for (int64_t q = s; q < i; q++) {                                                 \
+                    if (mask && !mask[q]) {                                                       \
+                        out[q] = 0;                                                               \
+                        continue;                                                                 \
+                    }                                                                             \
+                    out[q] = x[q] - (T)pairs[KEY(q)].s2;                   \
+                }                                                                                 \
+                for (int64_t j = 0; j < nt; j++) memset(pairs + touched[j], 0, sizeof(Pair));     \
+                nt = 0;                                                                           \
+                s = i;                                                                            \
+                if (i == n) break;                                                                \
+            }                                                                                     \
+            if (mask && !mask[i]) continue;                                                       \
+            int64_t k = KEY(i);                                            \
+            Pair *p = pairs + k;                                                                  \
+            if (p->cnt == 0) touched[nt++] = k;                                                   \
+            p->cnt += 1;                                                                          \
+            p->s1 += (double)x[i];                                                                \
+            if (wt) {                                                                             \
+                p->w += (double)wt[i];                                                            \
+                p->s2 += (double)wt[i] * (double)x[i];                                            \
+            }                                                                                     \
+        }                                                                                         \
+        return 0;                                                                                 \
+    }                                                                                             \
+                                                                                                  \
+    /* Return-to-go per key over samples in order, g = r + gamma g_next, 0 for masked samples;   \
+     * g (double [K]) zeroed; out may alias r. */                                                 \
+    void turn_returns_##SUF(int64_t n, const T *r, const uint8_t *mask, int nc,                  \
+                            const int64_t *const *cols, const int64_t *lo, const int64_t *span,   \
+                            double gamma, double *g, T *out) {                                    \
+        KEY_LOCALS;                                                                               \
+        for (int64_t i = n - 1; i >= 0; i--) {                                                    \
+            if (mask && !mask[i]) {                                                               \
+                out[i] = 0;                                                                       \
+                continue;                                                                         \
+            }                                                                                     \
+            int64_t k = KEY(i);                                            \
+            g[k] = (double)r[i] + gamma * g[k];                                                   \
+            out[i] = (T)g[k];                                                                     \
+        }                                                                                         \
+    }
+
+/* 1 when trajectories are ascending contiguous runs and (turn not NULL) turns never decrease
+ * inside a run, else 0. */
+int64_t in_order(int64_t n, const int64_t *traj, const int64_t *turn) {
+    for (int64_t i = 1; i < n; i++) {
+        if (traj[i] < traj[i - 1]) return 0;
+        if (turn && traj[i] == traj[i - 1] && turn[i] < turn[i - 1]) return 0;
+    }
+    return 1;
+}
+
+DEFINE_KERNELS(float, f32)
+DEFINE_KERNELS(double, f64)

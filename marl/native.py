@@ -1,0 +1,364 @@
+"""CPU fast path of ``marl.advantages``: the C kernels of ``native.c``, one pass per step.
+
+On the CPU a chain of torch ops reads and writes every [N] tensor once per op, and each fresh
+[N] tensor costs page faults; these kernels fuse a whole step (key ids, moments, the
+normalized output; the role EMA; turn returns) into one or two passes. The C source is
+compiled with the system compiler (``$CC``, else ``cc``) on first use into
+``$SELFPLAY_CACHE`` (default ``~/.cache/selfplay``), keyed by a hash of the source and the
+compiler, and loaded with ``ctypes``. Nothing else is compiled or loaded.
+
+Every entry point returns ``None`` when it does not apply (not a CPU tensor, a dtype other
+than float32/float64, key ranges too wide for a table, samples out of the order a kernel
+needs, no compiler) and the caller runs its torch twin, which stays the reference
+implementation and the GPU path. ``SELFPLAY_NATIVE=0`` (or ``with native.disabled():``)
+turns the fast path off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+log = logging.getLogger(__name__)
+
+_SOURCE = Path(__file__).with_name("native.c")
+_FLAGS = ["-O3", "-std=c11", "-shared", "-fPIC", "-fno-math-errno"]
+_LOCK = threading.Lock()
+_STATE: dict[str, object] = {"lib": None, "tried": False, "off": 0}
+_PART = 1 << 20  # samples per thread at least: smaller inputs run on one thread
+
+_P, _I64, _INT, _DBL = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_double
+_SIGNATURES = {
+    "stats": (_I64, [_I64, _I64, _P, _P, _P, _INT, _P, _P, _P, _P, _I64, _P]),
+    "stats_traj": (_I64, [_I64, _I64, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P, _P, _P]),
+    "apply": (None, [_I64, _I64, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P]),
+    "ema": (None, [_I64, _P, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P, _P, _P]),
+    "ema_traj": (_I64, [_I64, _P, _P, _P, _INT, _P, _P, _P, _P, _DBL, _P, _P, _P, _P, _P, _P]),
+    "turn_returns": (None, [_I64, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P]),
+}
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("SELFPLAY_CACHE") or os.environ.get("XDG_CACHE_HOME")
+    return Path(root) / "selfplay" if root else Path.home() / ".cache" / "selfplay"
+
+
+def _compile() -> ctypes.CDLL | None:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        log.info("selfplay native kernels off: no C compiler (set CC); using torch ops")
+        return None
+    src = _SOURCE.read_bytes()
+    tag = hashlib.sha256(b"\0".join([src, cc.encode(), " ".join(_FLAGS).encode(),
+                                     platform.machine().encode()])).hexdigest()[:16]  # fmt: skip
+    target = cache_dir() / f"native-{tag}.so"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+        os.close(fd)
+        try:
+            run = subprocess.run([cc, *_FLAGS, str(_SOURCE), "-o", tmp, "-lm"],
+                                 capture_output=True, text=True, timeout=120)  # fmt: skip
+            if run.returncode != 0:
+                err = (run.stderr.strip().splitlines() or ["?"])[-1]
+                log.warning("selfplay native kernels off: %s failed: %s", cc, err)
+                return None
+            os.replace(tmp, target)  # atomic: concurrent builders write the same bytes
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+    lib = ctypes.CDLL(str(target))
+    for name, (res, args) in _SIGNATURES.items():
+        for suf in ("f32", "f64"):
+            fn = getattr(lib, f"{name}_{suf}")
+            fn.restype, fn.argtypes = res, args
+    lib.in_order.restype, lib.in_order.argtypes = _I64, [_I64, _P, _P]
+    return lib
+
+
+def library() -> ctypes.CDLL | None:
+    """The loaded kernels, compiling them on first use; None when off or unavailable."""
+    if _STATE["off"] or os.environ.get("SELFPLAY_NATIVE", "1") == "0":
+        return None
+    if not _STATE["tried"]:
+        with _LOCK:
+            if not _STATE["tried"]:
+                try:
+                    _STATE["lib"] = _compile()
+                except (OSError, subprocess.SubprocessError) as exc:
+                    log.warning("selfplay native kernels off: %s", exc)
+                _STATE["tried"] = True
+    return _STATE["lib"]  # type: ignore[return-value]
+
+
+def available() -> bool:
+    return library() is not None
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """Run the torch twins inside the block (tests compare both paths)."""
+    _STATE["off"] = int(_STATE["off"]) + 1
+    try:
+        yield
+    finally:
+        _STATE["off"] = int(_STATE["off"]) - 1
+
+
+# --- argument plumbing
+def _ptr(t: Tensor | None) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
+def _fn(lib: ctypes.CDLL, name: str, dtype: torch.dtype):
+    return getattr(lib, f"{name}_{'f32' if dtype == torch.float32 else 'f64'}")
+
+
+@dataclass
+class Radix:
+    """Mixed-radix key of int64 columns: ``((c0 - lo0) * span1 + (c1 - lo1)) * ...``."""
+
+    cols: list[Tensor]
+    lo: list[int]
+    span: list[int]
+    num: int
+
+    @classmethod
+    def of_ids(cls, ids: Tensor, num: int) -> Radix:
+        """A key given as dense ids in ``[0, num)`` (e.g. from ``marl.returns.dense_key``)."""
+        return cls([ids.reshape(-1).long().contiguous()], [0], [num], num)
+
+    def args(self) -> tuple[int, object, object, object]:
+        n = len(self.cols)
+        ptrs = (ctypes.c_void_p * max(n, 1))(*[c.data_ptr() for c in self.cols])
+        lo = (ctypes.c_int64 * max(n, 1))(*self.lo)
+        span = (ctypes.c_int64 * max(n, 1))(*self.span)
+        self._keep = (ptrs, lo, span)  # alive while the call runs
+        return n, ptrs, lo, span
+
+    def unravel(self) -> list[Tensor]:
+        """Column values [num] of every key id (the inverse of the radix)."""
+        rest, out = torch.arange(self.num), []
+        for lo, span in zip(reversed(self.lo), reversed(self.span), strict=True):
+            out.append(rest % span + lo)
+            rest = rest // span
+        return out[::-1]
+
+
+def radix(cols: Sequence[Tensor | None], cap: int | None = None) -> Radix | None:
+    """The radix key of ``cols`` (None entries skipped), or None when its table would exceed
+    ``cap`` (default ``max(2N, 65536)``) entries."""
+    cs = [c.reshape(-1) for c in cols if c is not None]
+    if not cs:
+        return Radix([], [], [], 1)
+    n = cs[0].numel()
+    cap = cap if cap is not None else max(2 * n, 1 << 16)
+    lo, span, num = [], [], 1
+    for i, c in enumerate(cs):
+        if c.dtype != torch.long or not c.is_contiguous():
+            cs[i] = c = c.long().contiguous()
+        a, b = (int(v) for v in torch.aminmax(c)) if n else (0, 0)
+        lo.append(a)
+        span.append(b - a + 1)
+        num *= b - a + 1
+        if num > cap or num >= 1 << 31:
+            return None
+    return Radix(cs, lo, span, num)
+
+
+def _usable(x: Tensor) -> bool:
+    return x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) and x.numel() > 0
+
+
+def _flat(t: Tensor | None, dtype: torch.dtype | None = None) -> Tensor | None:
+    if t is None:
+        return None
+    t = t.reshape(-1)
+    return (t if dtype is None else t.to(dtype)).contiguous()
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _parts(n: int) -> int:
+    return max(1, min(torch.get_num_threads(), n // _PART))
+
+
+def _run(calls: list) -> list:
+    """Run kernel calls (zero-argument callables) on threads; ctypes releases the GIL."""
+    if len(calls) == 1:
+        return [calls[0]()]
+    pool = _POOLS.get(len(calls))
+    if pool is None:
+        pool = _POOLS[len(calls)] = ThreadPoolExecutor(len(calls), "selfplay-native")
+    return [f.result() for f in [pool.submit(c) for c in calls]]
+
+
+def _bounds(n: int, parts: int, traj: Tensor | None) -> list[int]:
+    """Part boundaries; with (ascending) trajectories, moved to the start of a trajectory."""
+    cuts = [n * p // parts for p in range(parts + 1)]
+    if traj is not None:
+        inner = torch.tensor(cuts[1:-1], dtype=torch.long)
+        cuts[1:-1] = torch.searchsorted(traj, traj[inner]).tolist()
+    return cuts
+
+
+def in_order(traj: Tensor, turn: Tensor | None = None) -> bool | None:
+    """Whether trajectories are ascending contiguous runs (and turns never decrease inside
+    them); None when the kernels are off."""
+    lib = library()
+    if lib is None or traj.device.type != "cpu":
+        return None
+    t, u = _flat(traj, torch.long), _flat(turn, torch.long)
+    return bool(lib.in_order(t.numel(), _ptr(t), _ptr(u)))
+
+
+# --- entry points
+def normalize(
+    x: Tensor,
+    key: Radix,
+    mask: Tensor | None,
+    weights: Tensor | None,
+    *,
+    eps: float,
+    scale: bool,
+    unbiased: bool,
+    trajectory: Tensor | None = None,
+    out: Tensor | None = None,
+) -> Tensor | None:
+    """``(x - mu_k) / (sigma_k + eps)`` per key (``scale=False``: centering), 0 where masked,
+    with the degenerate-key rules of ``marl.advantages``; statistics per trajectory when
+    ``trajectory`` is given (ascending contiguous runs, else None). ``out`` may be ``x``."""
+    lib = library()
+    if lib is None or not _usable(x) or key.num >= (1 << 31) - 1:
+        return None
+    x, dt, n, num = x.reshape(-1), x.dtype, x.numel(), key.num
+    m, w = _flat(mask, torch.bool), _flat(weights, dt)
+    t = _flat(trajectory, torch.long)
+    if t is not None and not lib.in_order(n, _ptr(t), None):
+        return None
+    if not x.is_contiguous():
+        x = x.contiguous()
+    inplace = out is not None and out.data_ptr() == x.data_ptr()
+    out = torch.empty_like(x) if out is None else out
+    # float32: key ids share the output's memory (each is read before its slot is written)
+    ids = out.view(torch.int32) if dt == torch.float32 and not inplace else None
+    parts = max(_parts(n), -(-n // (1 << 31)))  # the kernel counts samples in 32 bits
+    cuts = _bounds(n, parts, t)
+    acc = torch.zeros(parts, num, 5, dtype=torch.float64)
+    acc[..., 4] = float("nan")
+    nc, cols, lo, span = key.args()
+    if t is None:
+        f = _fn(lib, "stats", dt)
+        calls = [lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), _ptr(w), nc, cols, lo,
+                               span, _ptr(ids), num, _ptr(acc[p]))
+                 for p in range(parts)]  # fmt: skip
+    else:
+        pairs = torch.zeros(parts, num, 4, dtype=torch.float64)
+        touched = torch.empty(parts, num, dtype=torch.long)
+        f = _fn(lib, "stats_traj", dt)
+        calls = [lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), _ptr(w), nc, cols, lo,
+                               span, _ptr(t), _ptr(ids), num, _ptr(acc[p]), _ptr(pairs[p]),
+                               _ptr(touched[p])) for p in range(parts)]  # fmt: skip
+    if any(r != 0 for r in _run(calls)):
+        return None
+    weighted = w is not None or t is not None
+    mean, inv = _tables(acc, weighted, eps=eps, scale=scale, unbiased=unbiased)
+    mean, inv = mean.to(dt), inv.to(dt)
+    g = _fn(lib, "apply", dt)
+    _run([lambda p=p: g(cuts[p], cuts[p + 1], _ptr(x), _ptr(ids), _ptr(m), nc, cols, lo, span,
+                        _ptr(mean), _ptr(inv), num, _ptr(out)) for p in range(parts)])  # fmt: skip
+    return out
+
+
+def _tables(acc: Tensor, weighted: bool, *, eps: float, scale: bool, unbiased: bool):
+    """Per-key mean and multiplier [K] from per-thread accumulators [P, K, 5] (``Acc``)."""
+    cz = acc[..., 0].view(torch.int64)
+    cnt, nz = (cz & 0xFFFFFFFF).double(), (cz >> 32).double()
+    w, s1, s2, pilot = acc[..., 1] if weighted else cnt, acc[..., 2], acc[..., 3], acc[..., 4]
+    seen = cnt > 0
+    ref = pilot[0]
+    for p in range(1, acc.shape[0]):  # a common pilot: the first part that saw the key
+        ref = torch.where(ref.isnan(), pilot[p], ref)
+    delta = torch.where(seen, pilot - ref, 0.0)
+    s2 = (s2 + 2 * delta * s1 + w * delta * delta).sum(0)
+    s1 = (s1 + w * delta).sum(0)
+    nz = nz.sum(0) + (seen & (delta != 0)).sum(0)
+    cnt, w = cnt.sum(0), w.sum(0)
+    ok = cnt >= 2
+    m1 = s1 / w.clamp_min(1e-300)
+    var = (s2 / w.clamp_min(1e-300) - m1 * m1).clamp_min(0.0)
+    if unbiased:
+        var = var * torch.where(w > 1, w / (w - 1).clamp_min(1e-300), 1.0)
+    constant = ok & (nz == 0)
+    mean = torch.where(ok, torch.where(constant, ref, ref + m1), 0.0)
+    std = var.sqrt()
+    inv = 1.0 / (std + eps) if scale else torch.ones_like(std)
+    return mean, torch.where(ok, torch.where(constant, 0.0, inv), 1.0)
+
+
+def ema(
+    x: Tensor,
+    key: Radix,
+    mask: Tensor | None,
+    weights: Tensor | None,
+    alpha: float,
+    init: Tensor,
+    trajectory: Tensor | None = None,
+) -> tuple[Tensor, Tensor, Tensor] | None:
+    """SPIRAL's keyed EMA (see ``marl.advantages``'s ``role_ema``): ``(x - baseline before its
+    update, final baselines [K] float64, updates per key [K])``; per (trajectory, key) unit when
+    ``trajectory`` is given (ascending contiguous runs, else None)."""
+    lib = library()
+    if lib is None or not _usable(x):
+        return None
+    x, dt, n, num = _flat(x), x.dtype, x.numel(), key.num
+    m, w = _flat(mask, torch.bool), _flat(weights, dt)
+    init = init.to(torch.float64).contiguous()
+    b, cnt, out = init.clone(), torch.zeros(num, dtype=torch.float64), torch.empty_like(x)
+    nc, cols, lo, span = key.args()
+    if trajectory is None:
+        _fn(lib, "ema", dt)(n, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span, alpha,
+                            _ptr(init), _ptr(b), _ptr(cnt), _ptr(out))  # fmt: skip
+    else:
+        t = _flat(trajectory, torch.long)
+        pairs = torch.zeros(num, 4, dtype=torch.float64)
+        touched = torch.empty(num, dtype=torch.long)
+        if _fn(lib, "ema_traj", dt)(n, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span, _ptr(t),
+                                    alpha, _ptr(init), _ptr(b), _ptr(cnt), _ptr(pairs),
+                                    _ptr(touched), _ptr(out)):  # fmt: skip
+            return None
+    return out, b, cnt
+
+
+def turn_returns(
+    r: Tensor, key: Radix, mask: Tensor | None, gamma: float, out: Tensor | None = None
+) -> Tensor | None:
+    """Return-to-go ``g = r + gamma * g_next`` per key over samples in sample order (the caller
+    checks the turn order), 0 where masked; ``out`` may be ``r``."""
+    lib = library()
+    if lib is None or not _usable(r):
+        return None
+    r, dt = _flat(r), r.dtype
+    m = _flat(mask, torch.bool)
+    out = torch.empty_like(r) if out is None else out
+    g = torch.zeros(key.num, dtype=torch.float64)
+    nc, cols, lo, span = key.args()
+    _fn(lib, "turn_returns", dt)(r.numel(), _ptr(r), _ptr(m), nc, cols, lo, span, gamma,
+                                 _ptr(g), _ptr(out))  # fmt: skip
+    return out
