@@ -15,6 +15,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from marl import native
 from marl.advantages import (
     AdvantageConfig,
     AdvantageKeys,
@@ -42,6 +43,18 @@ DEVICES = [
 ]
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 KEY_NAMES = ("game", "group", "agent", "role", "trajectory", "node", "turn")
+
+
+@pytest.fixture(autouse=True, scope="module", params=["native", "torch"])
+def backend(request):
+    """Every test runs on both CPU paths: ``marl.native``'s kernels and their torch twins."""
+    if request.param == "torch":
+        with native.disabled():
+            yield "torch"
+    elif not native.available():
+        pytest.skip("marl.native kernels unavailable (no C compiler)")
+    else:
+        yield "native"
 
 # ----------------------------------------------------------------------------- references
 

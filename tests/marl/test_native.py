@@ -1,0 +1,177 @@
+"""Tests of ``marl.native``, the C kernels behind ``marl.advantages`` on the CPU: the kernels
+against the slow references and against their torch twins, the per-thread merge, the orders
+they need (and the fallback when the input lacks it), and the build falling back to torch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from marl import native
+from marl.advantages import AdvantageConfig, AdvantageKeys, RoleEMABaseline, normalize_advantages
+from marl.returns import _turn_returns
+from tests.marl.test_advantages import SCHEMES, SETTINGS, layouts, needs, ref_scheme, to_torch
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="no C compiler for marl.native")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _sorted_by_trajectory(lay):
+    """The layout with samples stably sorted by trajectory: the order the kernels need."""
+    if lay.get("trajectory") is None:
+        return lay
+    order = sorted(range(len(lay["values"])), key=lambda i: lay["trajectory"][i])
+    return {k: (None if v is None else [v[i] for i in order]) for k, v in lay.items()}
+
+
+@pytest.fixture
+def taken(monkeypatch):
+    """Counts calls of each native entry point that did not fall back (returned a result)."""
+    counts = {"normalize": 0, "ema": 0, "turn_returns": 0}
+    for name in counts:
+        real = getattr(native, name)
+
+        def wrap(*args, _real=real, _name=name, **kw):
+            out = _real(*args, **kw)
+            counts[_name] += out is not None
+            return out
+
+        monkeypatch.setattr(native, name, wrap)
+    return counts
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@given(lay=layouts(), per_traj=st.booleans(), unbiased=st.booleans(), scale=st.booleans())
+@SETTINGS
+def test_kernels_match_reference_on_ordered_trajectories(scheme, lay, per_traj, unbiased, scale):
+    """As ``test_scheme_matches_reference``, with samples sorted by trajectory so that the
+    per-trajectory and turn-order kernels run too."""
+    for k in needs(scheme) + ["trajectory"]:
+        if lay[k] is None:
+            lay[k] = [0] * len(lay["values"])
+    if scheme == "joint_group" and lay["node"] is None and lay["group"] is None:
+        lay["node"] = [0] * len(lay["values"])
+    lay = _sorted_by_trajectory(lay)
+    cfg = AdvantageConfig(float64=True, per_trajectory=per_traj, unbiased_std=unbiased,
+                          scale=scale, player_turn_scale=scale, joint_group_scale=scale,
+                          turn_gamma=0.9, role_ema_alpha=0.8, role_ema_init=0.25,
+                          diagnostics=False)  # fmt: skip
+    x, keys, mask, w = to_torch(lay)
+    state, ref_state = RoleEMABaseline(), {}
+    for _ in range(2):  # twice: role_ema continues from its state
+        got = normalize_advantages(scheme, x, keys, mask, w, cfg, state=state).advantages
+        expect = ref_scheme(scheme, lay, cfg, ref_state)
+        torch.testing.assert_close(got, torch.tensor(expect, dtype=torch.float64), atol=1e-7,
+                                   rtol=1e-7)  # fmt: skip
+
+
+def _big_layout(n=6000, seed=0, dtype=torch.float64):
+    gen = torch.Generator().manual_seed(seed)
+    traj = torch.sort(torch.randint(0, 300, (n,), generator=gen)).values
+    agent = torch.randint(0, 5, (n,), generator=gen)
+    keys = AdvantageKeys(game=traj % 3, group=traj // 7, agent=agent, role=agent // 2,
+                         trajectory=traj, node=traj // 4, turn=torch.arange(n))  # fmt: skip
+    x = (torch.randn(n, generator=gen) * (agent + 1) + 10 * agent).to(dtype)
+    x[keys.role == 2] = 1.5  # a constant key that every thread part sees
+    mask = torch.rand(n, generator=gen) > 0.1
+    w = torch.rand(n, generator=gen).to(dtype) * (torch.rand(n, generator=gen) > 0.2)
+    return x, keys, mask, w
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("per_traj", [False, True])
+@pytest.mark.parametrize("scheme", ["global", "agent", "role", "group_role", "player_turn",
+                                    "role_ema"])  # fmt: skip
+def test_thread_parts_merge_like_one_pass(monkeypatch, taken, scheme, per_traj, weighted, dtype):
+    """Three parts with their own pilots and tables merge into the statistics of one pass:
+    the slow reference's results."""
+    monkeypatch.setattr(native, "_parts", lambda n: 3)
+    x, keys, mask, w = _big_layout(dtype=dtype)
+    w = w if weighted else None
+    cfg = AdvantageConfig(per_trajectory=per_traj, diagnostics=False)
+    got = normalize_advantages(scheme, x, keys, mask, w, cfg=cfg, state=RoleEMABaseline())
+    lay = {k: getattr(keys, k).tolist() for k in keys.present()}
+    lay.update(values=x.tolist(), mask=mask.tolist(), weights=None if w is None else w.tolist())
+    expect = torch.tensor(ref_scheme(scheme, lay, cfg, {}), dtype=dtype)
+    tol = 1e-9 if dtype == torch.float64 else 2e-4
+    torch.testing.assert_close(got.advantages, expect, atol=tol, rtol=tol)
+    assert taken["ema" if scheme == "role_ema" else "normalize"] > 0
+    if scheme == "role":  # the constant role is exactly 0 however the parts split it
+        assert bool((got.advantages[keys.role == 2] == 0).all())
+
+
+def test_fallbacks_when_the_input_lacks_the_order(taken):
+    x, keys, mask, _ = _big_layout()
+    shuffled = torch.randperm(x.numel(), generator=torch.Generator().manual_seed(1))
+    keys = AdvantageKeys(**{k: getattr(keys, k)[shuffled] for k in keys.present()})
+    x, mask = x[shuffled], mask[shuffled]
+    for scheme in ("agent", "role_ema", "player_turn"):
+        cfg = AdvantageConfig(per_trajectory=scheme != "player_turn", diagnostics=False)
+        got = normalize_advantages(scheme, x, keys, mask, cfg=cfg, state=RoleEMABaseline())
+        with native.disabled():
+            want = normalize_advantages(scheme, x, keys, mask, cfg=cfg, state=RoleEMABaseline())
+        torch.testing.assert_close(got.advantages, want.advantages, atol=1e-10, rtol=1e-10)
+    assert taken["ema"] == 0 and taken["turn_returns"] == 0  # per-trajectory / turn order
+    key = native.radix([keys.agent])
+    assert native.normalize(x.bfloat16(), key, mask, None, eps=1e-6, scale=True,
+                            unbiased=False) is None  # fmt: skip
+    assert native.normalize(x, key, mask, None, eps=1e-6, scale=True, unbiased=False,
+                            trajectory=keys.trajectory) is None  # fmt: skip
+
+
+def test_turn_returns_kernel_matches_torch_and_may_overwrite_its_input(taken):
+    x, keys, mask, _ = _big_layout()
+    cols = [keys.game, keys.trajectory]
+    for gamma in (1.0, 0.9):
+        want = None
+        with native.disabled():
+            want = _turn_returns(x, cols, keys.agent, keys.turn, gamma, mask)
+        got = _turn_returns(x, cols, keys.agent, keys.turn, gamma, mask)
+        torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-10)
+        tmp = x.clone()
+        assert _turn_returns(tmp, cols, keys.agent, keys.turn, gamma, mask, inplace=True) is not x
+        torch.testing.assert_close(tmp, want, atol=1e-10, rtol=1e-10)  # written in place
+    assert taken["turn_returns"] == 4
+
+
+def test_huge_id_ranges_go_through_dense_ids(taken):
+    x, keys, mask, _ = _big_layout()
+    big = AdvantageKeys(game=keys.game * 7 * 10**8, role=keys.role * 10**9, agent=keys.agent,
+                        group=keys.group * 10**9, trajectory=keys.trajectory)  # fmt: skip
+    for scheme in ("group_role", "role_ema"):
+        got = normalize_advantages(scheme, x, big, mask, state=RoleEMABaseline()).advantages
+        want = normalize_advantages(scheme, x, keys, mask, state=RoleEMABaseline()).advantages
+        torch.testing.assert_close(got, want, atol=0, rtol=0)
+    assert taken["normalize"] == 2 and taken["ema"] == 2
+
+
+def _python(code: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, **env}, timeout=300)  # fmt: skip
+
+
+def test_build_goes_to_the_cache_and_a_missing_compiler_falls_back(tmp_path):
+    code = (
+        "import torch; from marl import native; from marl.advantages import *\n"
+        "x = torch.randn(100); k = AdvantageKeys(agent=torch.arange(100) % 4)\n"
+        "a = normalize_advantages('agent', x, k).advantages\n"
+        "with native.disabled(): b = normalize_advantages('agent', x, k).advantages\n"
+        "print(native.available(), bool(torch.allclose(a, b, atol=1e-6)))\n"
+    )
+    built = _python(code, SELFPLAY_CACHE=str(tmp_path / "ok"))
+    assert built.stdout.split() == ["True", "True"], built.stderr
+    assert len(list((tmp_path / "ok" / "selfplay").glob("native-*.so"))) == 1
+    broken = _python(code, SELFPLAY_CACHE=str(tmp_path / "no"), CC="false")
+    assert broken.stdout.split() == ["False", "True"], broken.stderr
+    assert "native kernels off" in broken.stderr and "false failed" in broken.stderr
+    off = _python(code, SELFPLAY_CACHE=str(tmp_path / "off"), SELFPLAY_NATIVE="0")
+    assert off.stdout.split() == ["False", "True"]
+    assert not (tmp_path / "off").exists()  # nothing compiled
