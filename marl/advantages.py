@@ -504,11 +504,36 @@ def _player_turn(x, keys, mask, weights, cfg, state) -> Tensor:
        per-player std when ``player_turn_scale``.
     """
     _need("player_turn", keys, "agent", "trajectory")
+    fast = _native_player_turn(x, keys, mask, weights, cfg)
+    if fast is not None:
+        return fast
     r = _grouped(x, keys, mask, weights, cfg, [keys.game, keys.group, keys.agent], scale=True)
     traj_cols = [keys.game, keys.trajectory]
     g = _turn_returns(r, traj_cols, keys.agent, keys.turn, cfg.turn_gamma, mask, inplace=True)
     cols = [keys.game, keys.agent]
     return _grouped(g, keys, mask, weights, cfg, cols, scale=cfg.player_turn_scale, out=g)
+
+
+def _native_player_turn(x, keys, mask, weights, cfg) -> Tensor | None:
+    """``player_turn`` fused into three passes of ``marl.native`` (CPU, statistics per step,
+    trajectories as ascending runs in turn order), or None."""
+    if cfg.per_trajectory or x.device.type != "cpu" or not native.available():
+        return None
+    if not native.in_order(keys.trajectory, keys.turn):
+        return None
+    named = [(n, c) for n in ("game", "group", "agent") if (c := getattr(keys, n)) is not None]
+    key1 = native.radix([c for _, c in named])
+    key2 = native.radix([keys.game, keys.agent])
+    ret = _native_key([keys.game, keys.trajectory, keys.agent])
+    if key1 is None or key2 is None:
+        return None
+    vals = dict(zip([n for n, _ in named], key1.unravel(), strict=True))
+    k1_to_k2 = vals["agent"] - key2.lo[-1]
+    if keys.game is not None:
+        k1_to_k2 = k1_to_k2 + (vals["game"] - key2.lo[0]) * key2.span[-1]
+    return native.player_turn(x, key1, ret, key2, k1_to_k2, mask, weights, keys.trajectory,
+                              gamma=cfg.turn_gamma, eps=cfg.eps, unbiased=cfg.unbiased_std,
+                              scale2=cfg.player_turn_scale)  # fmt: skip
 
 
 @register_scheme("joint_group")
@@ -529,6 +554,9 @@ def _joint_group(x, keys, mask, weights, cfg, state) -> Tensor:
     if keys.trajectory is None:
         node = dense_key(keys.game, node_col)
         return group_normalize(x, node, mask, weights, eps=eps, scale=scale, unbiased=unbiased)
+    fast = _native_joint_group(x, keys, node_col, mask, weights, cfg)
+    if fast is not None:
+        return fast
     unit = dense_key(keys.trajectory)
     # a trajectory normally stays in one node: then it is the unit, and each unit's node comes
     # from per-unit columns without an [N] node key
@@ -546,6 +574,32 @@ def _joint_group(x, keys, mask, weights, cfg, state) -> Tensor:
     a_u = group_normalize(r_u, node_u, None, live_u.to(r_u.dtype), eps=eps, scale=scale,
                           unbiased=unbiased)  # fmt: skip
     return a_u[unit.ids]
+
+
+def _native_joint_group(x, keys, node_col, mask, weights, cfg) -> Tensor | None:
+    """``joint_group`` through ``marl.native`` (CPU; each trajectory in one node), or None:
+    joint returns from per-trajectory moments, the node baseline over [U], one gather."""
+    if x.device.type != "cpu" or not native.available():
+        return None
+    unit = _native_key([keys.trajectory])
+    checks = [c for c in (keys.game, node_col) if c is not None]
+    node_vals = native.unit_values(unit, checks)
+    if node_vals is None:  # a trajectory spans nodes: the torch path splits it
+        return None
+    plain = native.unit_means(x, unit, mask, None)  # (count, mean of unmasked samples) [U]
+    if plain is None:
+        return None
+    cnt, mean = plain
+    live = cnt > 0
+    if weights is not None:  # weighted means; units of weight 0 keep plain ones, out of stats
+        total, w_mean = native.unit_means(x, unit, mask, weights)
+        live = total > 0
+        mean = torch.where(live, w_mean, mean)
+    r_u = torch.where(cnt > 0, mean, 0.0).to(x.dtype)
+    node_u = dense_key(*node_vals.unbind(0))
+    a_u = group_normalize(r_u, node_u, None, live.to(r_u.dtype), eps=cfg.eps,
+                          scale=cfg.joint_group_scale, unbiased=cfg.unbiased_std)  # fmt: skip
+    return native.gather(a_u, unit, mask, x.numel())
 
 
 def _unit_range(unit: SegmentKey, col: Tensor) -> tuple[Tensor, Tensor]:
@@ -618,7 +672,7 @@ def _role_ema(x, keys, mask, weights, cfg, state) -> Tensor:
         raise ValueError(f"scheme 'role_ema' needs state=RoleEMABaseline(); got {state!r}")
     spans = []
     for name, col, top in (("game", keys.game, 1 << 31), ("role", keys.role, 1 << 32)):
-        lo, hi = (0, 0) if col is None else (int(v) for v in torch.aminmax(col))
+        lo, hi = (0, 0) if col is None else native.col_range(col)
         if lo < 0 or hi >= top:
             raise ValueError(f"role_ema needs 0 <= keys.{name} < {top}; got [{lo}, {hi}]")
         spans.append((lo, hi))
@@ -785,7 +839,7 @@ def normalize_advantages(
     w = None if weights is None else weights.broadcast_to(shape).reshape(-1)
     x = values.reshape(-1).to(_acc(values.dtype, cfg.float64))
     adv = fn(x, flat, m, w, cfg, state) if x.numel() else x.clone()
-    if m is not None:  # schemes return fresh tensors, except ``none`` (x itself)
+    if m is not None and not native.masked_zero(adv):  # fresh tensors, except ``none``'s x
         adv = torch.where(m, adv, 0.0) if adv is x else adv.masked_fill_(~m, 0.0)
     keep = m if m is not None else torch.ones_like(x, dtype=torch.bool)
     if cfg.drop_zero:

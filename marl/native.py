@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -50,6 +51,9 @@ _SIGNATURES = {
     "ema": (None, [_I64, _P, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P, _P, _P]),
     "ema_traj": (_I64, [_I64, _P, _P, _P, _INT, _P, _P, _P, _P, _DBL, _P, _P, _P, _P, _P, _P]),
     "turn_returns": (None, [_I64, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P]),
+    "turn_fused": (None, [_I64, _I64, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P, _DBL, _P,
+                          _P, _P]),
+    "gather": (None, [_I64, _I64, _P, _INT, _P, _P, _P, _P, _P]),
 }
 
 
@@ -88,6 +92,9 @@ def _compile() -> ctypes.CDLL | None:
             fn = getattr(lib, f"{name}_{suf}")
             fn.restype, fn.argtypes = res, args
     lib.in_order.restype, lib.in_order.argtypes = _I64, [_I64, _P, _P]
+    lib.prefer_huge_pages.restype, lib.prefer_huge_pages.argtypes = _INT, [_P, _I64]
+    lib.unit_values.restype = _I64
+    lib.unit_values.argtypes = [_I64, _I64, _INT, _P, _P, _P, _I64, _INT, _P, _P]
     return lib
 
 
@@ -118,6 +125,37 @@ def disabled() -> Iterator[None]:
         yield
     finally:
         _STATE["off"] = int(_STATE["off"]) - 1
+
+
+# --- column ranges and outputs, remembered per tensor object
+_RANGES: dict[int, tuple[weakref.ref, int, int, int]] = {}
+_ZEROED: dict[int, tuple[weakref.ref, int]] = {}
+
+
+def col_range(col: Tensor) -> tuple[int, int]:
+    """``(min, max)`` of an integer column, remembered while the tensor lives unmodified (one
+    call of ``normalize_advantages`` reads the same key column several times)."""
+    hit = _RANGES.get(id(col))
+    if hit is not None and hit[0]() is col and hit[1] == col._version:
+        return hit[2], hit[3]
+    lo, hi = (int(v) for v in torch.aminmax(col)) if col.numel() else (0, 0)
+    if len(_RANGES) > 64:
+        _RANGES.clear()
+    _RANGES[id(col)] = (weakref.ref(col), col._version, lo, hi)
+    return lo, hi
+
+
+def _zeroed(out: Tensor) -> Tensor:
+    if len(_ZEROED) > 64:
+        _ZEROED.clear()
+    _ZEROED[id(out)] = (weakref.ref(out), out._version)
+    return out
+
+
+def masked_zero(t: Tensor) -> bool:
+    """Whether ``t`` came from a kernel here that already wrote 0 at every masked sample."""
+    hit = _ZEROED.get(id(t))
+    return hit is not None and hit[0]() is t and hit[1] == t._version
 
 
 # --- argument plumbing
@@ -163,22 +201,37 @@ class Radix:
 def radix(cols: Sequence[Tensor | None], cap: int | None = None) -> Radix | None:
     """The radix key of ``cols`` (None entries skipped), or None when its table would exceed
     ``cap`` (default ``max(2N, 65536)``) entries."""
-    cs = [c.reshape(-1) for c in cols if c is not None]
-    if not cs:
+    given = [c for c in cols if c is not None]
+    if not given:
         return Radix([], [], [], 1)
-    n = cs[0].numel()
+    n = given[0].numel()
     cap = cap if cap is not None else max(2 * n, 1 << 16)
-    lo, span, num = [], [], 1
-    for i, c in enumerate(cs):
-        if c.dtype != torch.long or not c.is_contiguous():
-            cs[i] = c = c.long().contiguous()
-        a, b = (int(v) for v in torch.aminmax(c)) if n else (0, 0)
+    cs, lo, span, num = [], [], [], 1
+    for c in given:
+        a, b = col_range(c)
+        c = c.reshape(-1)
+        cs.append(c if c.dtype == torch.long and c.is_contiguous() else c.long().contiguous())
         lo.append(a)
         span.append(b - a + 1)
         num *= b - a + 1
         if num > cap or num >= 1 << 31:
             return None
     return Radix(cs, lo, span, num)
+
+
+def empty_like(x: Tensor) -> Tensor:
+    """A flat CPU output [N] like ``x``, backed by 2 MB pages where the kernel allows (Linux
+    transparent huge pages): first-touch page faults are most of a fresh [N] tensor's cost on
+    the CPU (~14 ms against ~2 ms for 10M float32 here)."""
+    return empty(x.numel(), x.dtype)
+
+
+def empty(n: int, dtype: torch.dtype) -> Tensor:
+    out = torch.empty(n, dtype=dtype)
+    lib = library()
+    if lib is not None and out.numel() * out.element_size() >= 1 << 22:
+        lib.prefer_huge_pages(out.data_ptr(), out.numel() * out.element_size())
+    return out
 
 
 def _usable(x: Tensor) -> bool:
@@ -255,7 +308,7 @@ def normalize(
     if not x.is_contiguous():
         x = x.contiguous()
     inplace = out is not None and out.data_ptr() == x.data_ptr()
-    out = torch.empty_like(x) if out is None else out
+    out = empty_like(x) if out is None else out
     # float32: key ids share the output's memory (each is read before its slot is written)
     ids = out.view(torch.int32) if dt == torch.float32 and not inplace else None
     parts = max(_parts(n), -(-n // (1 << 31)))  # the kernel counts samples in 32 bits
@@ -283,7 +336,7 @@ def normalize(
     g = _fn(lib, "apply", dt)
     _run([lambda p=p: g(cuts[p], cuts[p + 1], _ptr(x), _ptr(ids), _ptr(m), nc, cols, lo, span,
                         _ptr(mean), _ptr(inv), num, _ptr(out)) for p in range(parts)])  # fmt: skip
-    return out
+    return _zeroed(out)
 
 
 def _tables(acc: Tensor, weighted: bool, *, eps: float, scale: bool, unbiased: bool):
@@ -330,7 +383,7 @@ def ema(
     x, dt, n, num = _flat(x), x.dtype, x.numel(), key.num
     m, w = _flat(mask, torch.bool), _flat(weights, dt)
     init = init.to(torch.float64).contiguous()
-    b, cnt, out = init.clone(), torch.zeros(num, dtype=torch.float64), torch.empty_like(x)
+    b, cnt, out = init.clone(), torch.zeros(num, dtype=torch.float64), empty_like(x)
     nc, cols, lo, span = key.args()
     if trajectory is None:
         _fn(lib, "ema", dt)(n, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span, alpha,
@@ -343,7 +396,7 @@ def ema(
                                     alpha, _ptr(init), _ptr(b), _ptr(cnt), _ptr(pairs),
                                     _ptr(touched), _ptr(out)):  # fmt: skip
             return None
-    return out, b, cnt
+    return _zeroed(out), b, cnt
 
 
 def turn_returns(
@@ -356,9 +409,138 @@ def turn_returns(
         return None
     r, dt = _flat(r), r.dtype
     m = _flat(mask, torch.bool)
-    out = torch.empty_like(r) if out is None else out
+    out = empty_like(r) if out is None else out
     g = torch.zeros(key.num, dtype=torch.float64)
     nc, cols, lo, span = key.args()
     _fn(lib, "turn_returns", dt)(r.numel(), _ptr(r), _ptr(m), nc, cols, lo, span, gamma,
                                  _ptr(g), _ptr(out))  # fmt: skip
     return out
+
+
+def _acc(parts: int, num: int) -> Tensor:
+    acc = torch.zeros(parts, num, 5, dtype=torch.float64)
+    acc[..., 4] = float("nan")
+    return acc
+
+
+def player_turn(
+    x: Tensor,
+    key1: Radix,
+    ret_key: Radix,
+    key2: Radix,
+    k1_to_k2: Tensor,
+    mask: Tensor | None,
+    weights: Tensor | None,
+    trajectory: Tensor,
+    *,
+    gamma: float,
+    eps: float,
+    unbiased: bool,
+    scale2: bool,
+) -> Tensor | None:
+    """MARS ``player_turn`` in three passes: moments per ``key1``; backward, the normalized
+    rewards' return-to-go per ``ret_key`` with the moments of those returns per ``key2``
+    (``k1_to_k2`` maps key ids); the centered (``scale2``: scaled) returns. Trajectories must
+    be ascending contiguous runs in turn order (the caller checks)."""
+    lib = library()
+    if lib is None or not _usable(x) or key1.num >= (1 << 31) - 1:
+        return None
+    x, dt, n = _flat(x), x.dtype, x.numel()
+    m, w, t = _flat(mask, torch.bool), _flat(weights, dt), _flat(trajectory, torch.long)
+    out = empty_like(x)
+    ids = out.view(torch.int32) if dt == torch.float32 else torch.empty(n, dtype=torch.int32)
+    parts = max(_parts(n), -(-n // (1 << 31)))
+    cuts = _bounds(n, parts, t)
+    acc1, acc2 = _acc(parts, key1.num), _acc(parts, key2.num)
+    nc, cols, lo, span = key1.args()
+    f = _fn(lib, "stats", dt)
+    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
+                        _ptr(ids), key1.num, _ptr(acc1[p])) for p in range(parts)])  # fmt: skip
+    mean1, inv1 = (v.to(dt) for v in _tables(acc1, w is not None, eps=eps, scale=True,
+                                             unbiased=unbiased))  # fmt: skip
+    g_tab = torch.zeros(ret_key.num, dtype=torch.float64)
+    k12 = k1_to_k2.long().contiguous()
+    rc, rcols, rlo, rspan = ret_key.args()
+    f = _fn(lib, "turn_fused", dt)
+    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(ids), _ptr(w), rc, rcols, rlo, rspan,
+                        _ptr(mean1), _ptr(inv1), key1.num, _ptr(k12), gamma, _ptr(g_tab),
+                        _ptr(acc2[p]), _ptr(out)) for p in range(parts)])  # fmt: skip
+    mean2, inv2 = (v.to(dt) for v in _tables(acc2, True, eps=eps, scale=scale2,
+                                             unbiased=unbiased))  # fmt: skip
+    nc, cols, lo, span = key2.args()
+    f = _fn(lib, "apply", dt)
+    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(out), None, _ptr(m), nc, cols, lo, span,
+                        _ptr(mean2), _ptr(inv2), key2.num, _ptr(out))
+          for p in range(parts)])  # fmt: skip
+    return _zeroed(out)
+
+
+def unit_values(unit: Radix, checks: list[Tensor]) -> Tensor | None:
+    """The value of each column of ``checks`` in each unit, [C, U] int64 (0 for empty units), or
+    None when some unit holds two values of a column."""
+    lib = library()
+    if lib is None or any(c.device.type != "cpu" for c in checks):
+        return None
+    chk = [_flat(c, torch.long) for c in checks]
+    n = chk[0].numel() if chk else 0
+    parts = _parts(n)
+    cuts = _bounds(n, parts, None)
+    first = torch.full((parts, len(chk), unit.num), torch.iinfo(torch.long).min, dtype=torch.long)
+    ptrs = (ctypes.c_void_p * max(len(chk), 1))(*[c.data_ptr() for c in chk])
+    nc, cols, lo, span = unit.args()
+    calls = [lambda p=p: lib.unit_values(cuts[p], cuts[p + 1], nc, cols, lo, span, unit.num,
+                                         len(chk), ptrs, _ptr(first[p])) for p in range(parts)]
+    if not all(_run(calls)):
+        return None
+    low = torch.iinfo(torch.long).min
+    val = first[0]
+    for p in range(1, parts):  # the value of the first part that saw the unit
+        val = torch.where(val == low, first[p], val)
+    if bool(((first != low) & (first != val)).any()):
+        return None
+    return val.masked_fill_(val == low, 0)
+
+
+def unit_means(
+    x: Tensor, unit: Radix, mask: Tensor | None, weights: Tensor | None
+) -> tuple[Tensor, Tensor] | None:
+    """Per unit [U], float64: (count of unmasked samples, their mean) or, with ``weights``,
+    (total positive weight, weighted mean); empty units have mean NaN."""
+    lib = library()
+    if lib is None or not _usable(x):
+        return None
+    x, dt, n = _flat(x), x.dtype, x.numel()
+    m, w = _flat(mask, torch.bool), _flat(weights, dt)
+    parts = max(_parts(n), -(-n // (1 << 31)))
+    cuts = _bounds(n, parts, None)
+    acc = _acc(parts, unit.num)
+    nc, cols, lo, span = unit.args()
+    f = _fn(lib, "stats", dt)
+    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
+                        None, unit.num, _ptr(acc[p])) for p in range(parts)])  # fmt: skip
+    cnt = (acc[..., 0].view(torch.int64) & 0xFFFFFFFF).double()
+    tot = acc[..., 1] if w is not None else cnt
+    pilot = acc[..., 4]
+    ref = pilot[0]
+    for p in range(1, parts):
+        ref = torch.where(ref.isnan(), pilot[p], ref)
+    s1 = (acc[..., 2] + tot * torch.where(cnt > 0, pilot - ref, 0.0)).sum(0)
+    tot = tot.sum(0)
+    return tot, ref + s1 / tot
+
+
+def gather(table: Tensor, key: Radix, mask: Tensor | None, n: int) -> Tensor | None:
+    """``table[key]`` per sample [N], 0 where masked."""
+    lib = library()
+    if lib is None or not _usable(table):
+        return None
+    table, dt = table.contiguous(), table.dtype
+    m = _flat(mask, torch.bool)
+    out = empty(n, dt)
+    parts = _parts(n)
+    cuts = _bounds(n, parts, None)
+    nc, cols, lo, span = key.args()
+    f = _fn(lib, "gather", dt)
+    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(m), nc, cols, lo, span, _ptr(table), _ptr(out))
+          for p in range(parts)])  # fmt: skip
+    return _zeroed(out)

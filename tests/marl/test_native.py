@@ -34,7 +34,7 @@ def _sorted_by_trajectory(lay):
 @pytest.fixture
 def taken(monkeypatch):
     """Counts calls of each native entry point that did not fall back (returned a result)."""
-    counts = {"normalize": 0, "ema": 0, "turn_returns": 0}
+    counts = {"normalize": 0, "ema": 0, "turn_returns": 0, "player_turn": 0, "gather": 0}
     for name in counts:
         real = getattr(native, name)
 
@@ -89,7 +89,7 @@ def _big_layout(n=6000, seed=0, dtype=torch.float64):
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("per_traj", [False, True])
 @pytest.mark.parametrize("scheme", ["global", "agent", "role", "group_role", "player_turn",
-                                    "role_ema"])  # fmt: skip
+                                    "role_ema", "joint_group"])  # fmt: skip
 def test_thread_parts_merge_like_one_pass(monkeypatch, taken, scheme, per_traj, weighted, dtype):
     """Three parts with their own pilots and tables merge into the statistics of one pass:
     the slow reference's results."""
@@ -103,7 +103,9 @@ def test_thread_parts_merge_like_one_pass(monkeypatch, taken, scheme, per_traj, 
     expect = torch.tensor(ref_scheme(scheme, lay, cfg, {}), dtype=dtype)
     tol = 1e-9 if dtype == torch.float64 else 2e-4
     torch.testing.assert_close(got.advantages, expect, atol=tol, rtol=tol)
-    assert taken["ema" if scheme == "role_ema" else "normalize"] > 0
+    fused = {"role_ema": "ema", "joint_group": "gather", "player_turn": "player_turn"}
+    path = "normalize" if per_traj and scheme == "player_turn" else fused.get(scheme, "normalize")
+    assert taken[path] > 0
     if scheme == "role":  # the constant role is exactly 0 however the parts split it
         assert bool((got.advantages[keys.role == 2] == 0).all())
 
