@@ -299,15 +299,15 @@ DEFINE_KERNELS(double, f64)
 
 #define DEFINE_MORE(T, SUF)                                                                        \
     /* MARS player_turn after the first normalization's moments, backward over [i0, i1):        \
-     * r = (x - mean1[id]) * inv1[id] (ids: the first key, K1 when masked; may alias out),      \
-     * g = r + gamma g_next per return key (the columns), out = g, and the second key's         \
+     * r = (x - mean1[id]) * inv1[id] (ids: the first key, K1 when masked), g = r + gamma g_next \
+     * per return key (game digit of id, trajectory, agent digit of id), out = g, and the key-2  \
      * moments of g (acc2, key k1_to_k2[id]) for samples with positive weight. Parts must hold   \
      * whole trajectories. */                                                                   \
-    void turn_fused_##SUF(int64_t i0, int64_t i1, const T *x, const int32_t *ids,                 \
-                          const T *wt, int nc, const int64_t *const *cols, const int64_t *lo,     \
-                          const int64_t *span, const T *mean1, const T *inv1, int64_t K1,         \
-                          const int64_t *k1_to_k2, double gamma, double *G, Acc *acc2, T *out) {  \
-        KEY_LOCALS;                                                                               \
+    void turn_fused_##SUF(int64_t i0, int64_t i1, const T *x, const int32_t *ids, const T *wt,   \
+                          const int64_t *traj, int64_t tlo, int64_t tspan, int64_t aspan,         \
+                          const int64_t *k1_game, const int64_t *k1_agent, const T *mean1,        \
+                          const T *inv1, int64_t K1, const int64_t *k1_to_k2, double gamma,       \
+                          double *G, Acc *acc2, T *out) {                                         \
         for (int64_t i = i1 - 1; i >= i0; i--) {                                                  \
             int64_t id = ids[i];                                                                  \
             if (id == K1) {                                                                       \
@@ -315,7 +315,7 @@ DEFINE_KERNELS(double, f64)
                 continue;                                                                         \
             }                                                                                     \
             T r = (T)((x[i] - mean1[id]) * inv1[id]);                                             \
-            int64_t k = KEY(i);                                                                   \
+            int64_t k = (k1_game[id] * tspan + (traj[i] - tlo)) * aspan + k1_agent[id];           \
             G[k] = (double)r + gamma * G[k];                                                      \
             T g = (T)G[k];                                                                        \
             out[i] = g;                                                                           \

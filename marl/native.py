@@ -51,8 +51,8 @@ _SIGNATURES = {
     "ema": (None, [_I64, _P, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P, _P, _P]),
     "ema_traj": (_I64, [_I64, _P, _P, _P, _INT, _P, _P, _P, _P, _DBL, _P, _P, _P, _P, _P, _P]),
     "turn_returns": (None, [_I64, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P]),
-    "turn_fused": (None, [_I64, _I64, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P, _DBL, _P,
-                          _P, _P]),
+    "turn_fused": (None, [_I64, _I64, _P, _P, _P, _P, _I64, _I64, _I64, _P, _P, _P, _P, _I64, _P,
+                          _DBL, _P, _P, _P]),
     "gather": (None, [_I64, _I64, _P, _INT, _P, _P, _P, _P, _P]),
 }
 
@@ -246,6 +246,7 @@ def _flat(t: Tensor | None, dtype: torch.dtype | None = None) -> Tensor | None:
 
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
+os.register_at_fork(after_in_child=_POOLS.clear)  # a forked child has none of the pool threads
 
 
 def _parts(n: int) -> int:
@@ -256,10 +257,12 @@ def _run(calls: list) -> list:
     """Run kernel calls (zero-argument callables) on threads; ctypes releases the GIL."""
     if len(calls) == 1:
         return [calls[0]()]
-    pool = _POOLS.get(len(calls))
+    pool = _POOLS.get(len(calls) - 1)
     if pool is None:
-        pool = _POOLS[len(calls)] = ThreadPoolExecutor(len(calls), "selfplay-native")
-    return [f.result() for f in [pool.submit(c) for c in calls]]
+        pool = _POOLS[len(calls) - 1] = ThreadPoolExecutor(len(calls) - 1, "selfplay-native")
+    futures = [pool.submit(c) for c in calls[1:]]
+    first = calls[0]()  # the calling thread takes the first part
+    return [first] + [f.result() for f in futures]
 
 
 def _bounds(n: int, parts: int, traj: Tensor | None) -> list[int]:
@@ -278,7 +281,19 @@ def in_order(traj: Tensor, turn: Tensor | None = None) -> bool | None:
     if lib is None or traj.device.type != "cpu":
         return None
     t, u = _flat(traj, torch.long), _flat(turn, torch.long)
-    return bool(lib.in_order(t.numel(), _ptr(t), _ptr(u)))
+    n = t.numel()
+    parts = _parts(n)
+    cuts = _bounds(n, parts, None)
+    calls = [lambda p=p: lib.in_order(cuts[p + 1] - cuts[p], t.data_ptr() + 8 * cuts[p],
+                                      None if u is None else u.data_ptr() + 8 * cuts[p])
+             for p in range(parts)]  # fmt: skip
+    if not all(_run(calls)):
+        return False
+    for c in cuts[1:-1]:  # the seams between parts
+        a, b = int(t[c - 1]), int(t[c])
+        if a > b or (u is not None and a == b and int(u[c - 1]) > int(u[c])):
+            return False
+    return True
 
 
 # --- entry points
@@ -426,7 +441,7 @@ def _acc(parts: int, num: int) -> Tensor:
 def player_turn(
     x: Tensor,
     key1: Radix,
-    ret_key: Radix,
+    digits: tuple[Tensor, Tensor, int],
     key2: Radix,
     k1_to_k2: Tensor,
     mask: Tensor | None,
@@ -438,17 +453,23 @@ def player_turn(
     unbiased: bool,
     scale2: bool,
 ) -> Tensor | None:
-    """MARS ``player_turn`` in three passes: moments per ``key1``; backward, the normalized
-    rewards' return-to-go per ``ret_key`` with the moments of those returns per ``key2``
-    (``k1_to_k2`` maps key ids); the centered (``scale2``: scaled) returns. Trajectories must
-    be ascending contiguous runs in turn order (the caller checks)."""
+    """MARS ``player_turn`` in three passes: moments per ``key1`` (ids kept in 32 bits); backward,
+    the normalized rewards' return-to-go per (game, trajectory, agent), read from the ids'
+    ``digits`` (game digit [K1], agent digit [K1], agent span) and the trajectory, with the
+    moments of those returns per ``key2`` (``k1_to_k2`` maps ids); then the centered
+    (``scale2``: scaled) returns. Trajectories must be ascending runs in turn order (the caller
+    checks); None when the return table would be too large."""
     lib = library()
     if lib is None or not _usable(x) or key1.num >= (1 << 31) - 1:
         return None
     x, dt, n = _flat(x), x.dtype, x.numel()
     m, w, t = _flat(mask, torch.bool), _flat(weights, dt), _flat(trajectory, torch.long)
-    out = empty_like(x)
-    ids = out.view(torch.int32) if dt == torch.float32 else torch.empty(n, dtype=torch.int32)
+    game_d, agent_d, aspan = digits
+    tlo, thi = col_range(trajectory)
+    gspan = int(game_d.max()) + 1 if game_d.numel() else 1
+    if gspan * (thi - tlo + 1) * aspan > max(2 * n, 1 << 16):
+        return None
+    out, ids = empty_like(x), empty(n, torch.int32)
     parts = max(_parts(n), -(-n // (1 << 31)))
     cuts = _bounds(n, parts, t)
     acc1, acc2 = _acc(parts, key1.num), _acc(parts, key2.num)
@@ -458,19 +479,18 @@ def player_turn(
                         _ptr(ids), key1.num, _ptr(acc1[p])) for p in range(parts)])  # fmt: skip
     mean1, inv1 = (v.to(dt) for v in _tables(acc1, w is not None, eps=eps, scale=True,
                                              unbiased=unbiased))  # fmt: skip
-    g_tab = torch.zeros(ret_key.num, dtype=torch.float64)
-    k12 = k1_to_k2.long().contiguous()
-    rc, rcols, rlo, rspan = ret_key.args()
+    g_tab = torch.zeros(gspan * (thi - tlo + 1) * aspan, dtype=torch.float64)
+    k12, gd, ad = (v.long().contiguous() for v in (k1_to_k2, game_d, agent_d))
     f = _fn(lib, "turn_fused", dt)
-    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(ids), _ptr(w), rc, rcols, rlo, rspan,
-                        _ptr(mean1), _ptr(inv1), key1.num, _ptr(k12), gamma, _ptr(g_tab),
-                        _ptr(acc2[p]), _ptr(out)) for p in range(parts)])  # fmt: skip
-    mean2, inv2 = (v.to(dt) for v in _tables(acc2, True, eps=eps, scale=scale2,
-                                             unbiased=unbiased))  # fmt: skip
-    nc, cols, lo, span = key2.args()
-    f = _fn(lib, "apply", dt)
-    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(out), None, _ptr(m), nc, cols, lo, span,
-                        _ptr(mean2), _ptr(inv2), key2.num, _ptr(out))
+    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(ids), _ptr(w), _ptr(t), tlo,
+                        thi - tlo + 1, aspan, _ptr(gd), _ptr(ad), _ptr(mean1), _ptr(inv1),
+                        key1.num, _ptr(k12), gamma, _ptr(g_tab), _ptr(acc2[p]), _ptr(out))
+          for p in range(parts)])  # fmt: skip
+    mean2, inv2 = (v.to(dt)[k12] for v in _tables(acc2, True, eps=eps, scale=scale2,
+                                                  unbiased=unbiased))  # fmt: skip
+    f = _fn(lib, "apply", dt)  # per key-1 id: the tables of its key 2
+    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(out), _ptr(ids), None, 0, None, None, None,
+                        _ptr(mean2), _ptr(inv2), key1.num, _ptr(out))
           for p in range(parts)])  # fmt: skip
     return _zeroed(out)
 
