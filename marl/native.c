@@ -40,6 +40,7 @@ typedef struct {
 
 typedef struct {
     double cnt, w, s1, s2; /* per (trajectory, key) pair, flushed when the trajectory ends */
+    int64_t nz;            /* samples with x != pilot */
 } Pair;
 
 /* Key columns copied into locals once per call, so that stores to tables and outputs do not
@@ -129,7 +130,7 @@ typedef struct {
                 for (int64_t j = 0; j < nt; j++) {                                                \
                     Pair *p = pairs + touched[j];                                                 \
                     Acc *a = acc + touched[j];                                                    \
-                    a->cz += (int64_t)p->cnt;                                                     \
+                    a->cz += (int64_t)p->cnt + (p->nz << 32);                                     \
                     a->w += p->w / p->cnt;                                                        \
                     a->s1 += p->s1 / p->cnt;                                                      \
                     a->s2 += p->s2 / p->cnt;                                                      \
@@ -156,7 +157,7 @@ typedef struct {
             p->w += w;                                                                            \
             p->s1 += w * d;                                                                       \
             p->s2 += w * d * d;                                                                   \
-            a->cz += (int64_t)(d != 0) << 32;                                                     \
+            p->nz += (d != 0);                                                                    \
         }                                                                                         \
         return 0;                                                                                 \
     }                                                                                             \

@@ -274,6 +274,13 @@ def _bounds(n: int, parts: int, traj: Tensor | None) -> list[int]:
     return cuts
 
 
+def _seams_ascend(t: Tensor, cuts: list[int]) -> bool:
+    """Whether trajectory-aligned part boundaries are ordered and ids ascend across them."""
+    if any(a > b for a, b in zip(cuts, cuts[1:], strict=False)):
+        return False
+    return all(int(t[c - 1]) <= int(t[c]) for c in cuts[1:-1] if 0 < c < t.numel())
+
+
 def in_order(traj: Tensor, turn: Tensor | None = None) -> bool | None:
     """Whether trajectories are ascending contiguous runs (and turns never decrease inside
     them); None when the kernels are off."""
@@ -318,8 +325,6 @@ def normalize(
     x, dt, n, num = x.reshape(-1), x.dtype, x.numel(), key.num
     m, w = _flat(mask, torch.bool), _flat(weights, dt)
     t = _flat(trajectory, torch.long)
-    if t is not None and not lib.in_order(n, _ptr(t), None):
-        return None
     if not x.is_contiguous():
         x = x.contiguous()
     inplace = out is not None and out.data_ptr() == x.data_ptr()
@@ -328,6 +333,8 @@ def normalize(
     ids = out.view(torch.int32) if dt == torch.float32 and not inplace else None
     parts = max(_parts(n), -(-n // (1 << 31)))  # the kernel counts samples in 32 bits
     cuts = _bounds(n, parts, t)
+    if t is not None and not _seams_ascend(t, cuts):  # the kernel checks inside each part
+        return None
     acc = torch.zeros(parts, num, 5, dtype=torch.float64)
     acc[..., 4] = float("nan")
     nc, cols, lo, span = key.args()
@@ -337,7 +344,7 @@ def normalize(
                                span, _ptr(ids), num, _ptr(acc[p]))
                  for p in range(parts)]  # fmt: skip
     else:
-        pairs = torch.zeros(parts, num, 4, dtype=torch.float64)
+        pairs = torch.zeros(parts, num, 5, dtype=torch.float64)
         touched = torch.empty(parts, num, dtype=torch.long)
         f = _fn(lib, "stats_traj", dt)
         calls = [lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), _ptr(w), nc, cols, lo,
@@ -405,7 +412,7 @@ def ema(
                             _ptr(init), _ptr(b), _ptr(cnt), _ptr(out))  # fmt: skip
     else:
         t = _flat(trajectory, torch.long)
-        pairs = torch.zeros(num, 4, dtype=torch.float64)
+        pairs = torch.zeros(num, 5, dtype=torch.float64)
         touched = torch.empty(num, dtype=torch.long)
         if _fn(lib, "ema_traj", dt)(n, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span, _ptr(t),
                                     alpha, _ptr(init), _ptr(b), _ptr(cnt), _ptr(pairs),

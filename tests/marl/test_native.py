@@ -177,3 +177,20 @@ def test_build_goes_to_the_cache_and_a_missing_compiler_falls_back(tmp_path):
     off = _python(code, SELFPLAY_CACHE=str(tmp_path / "off"), SELFPLAY_NATIVE="0")
     assert off.stdout.split() == ["False", "True"]
     assert not (tmp_path / "off").exists()  # nothing compiled
+
+
+def test_parts_sorted_inside_but_not_across_fall_back(monkeypatch, taken):
+    """Each thread part ascends on its own, the whole does not: per-trajectory statistics must
+    notice at the seam and take the torch path."""
+    monkeypatch.setattr(native, "_parts", lambda n: 2)
+    x, keys, mask, _ = _big_layout()
+    half = x.numel() // 2
+    order = torch.cat([torch.arange(half, x.numel()), torch.arange(half)])
+    keys = AdvantageKeys(**{k: getattr(keys, k)[order] for k in keys.present()})
+    x, mask = x[order], mask[order]
+    cfg = AdvantageConfig(per_trajectory=True, diagnostics=False)
+    got = normalize_advantages("agent", x, keys, mask, cfg=cfg).advantages
+    with native.disabled():
+        want = normalize_advantages("agent", x, keys, mask, cfg=cfg).advantages
+    torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-10)
+    assert taken["normalize"] == 0
