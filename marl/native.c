@@ -60,15 +60,24 @@ typedef struct {
      : nc == 3 ? ((c0[i] - l0) * p1 + (c1[i] - l1)) * p2 + (c2[i] - l2)                           \
                : (((c0[i] - l0) * p1 + (c1[i] - l1)) * p2 + (c2[i] - l2)) * p3 + (c3[i] - l3))
 
+/* The moments kernel instantiated per (columns, runs, weights?): constant arguments fold away
+ * the branches the loop would otherwise test per sample. */
+#define STATS_ARGS(F, NC, W, R) F(i0, i1, x, mask, W, NC, cols, lo, span, ids, K, acc, R)
+#define STATS_CASE(F, NC)                                                                          \
+    if (runs)                                                                                      \
+        return wt ? STATS_ARGS(F, NC, wt, 1) : STATS_ARGS(F, NC, NULL, 1);                        \
+    return wt ? STATS_ARGS(F, NC, wt, 0) : STATS_ARGS(F, NC, NULL, 0)
+
 #define DEFINE_KERNELS(T, SUF)                                                                     \
     /* Per-key moments; ids[i] (may be NULL, may alias an output of the same width) gets the     \
      * key, K when masked. Weight <= 0 (or NaN) keeps a sample out of the statistics only. */     \
-    int64_t stats_##SUF(int64_t i0, int64_t i1, const T *x, const uint8_t *mask, const T *wt,     \
-                        int nc, const int64_t *const *cols, const int64_t *lo,                    \
-                        const int64_t *span, int32_t *ids, int64_t K, Acc *acc) {                 \
+    static inline __attribute__((always_inline)) int64_t stats_body_##SUF(int64_t i0, int64_t i1, const T *x, const uint8_t *mask, const T *wt,     \
+                        const int nc, const int64_t *const *cols, const int64_t *lo,                    \
+                        const int64_t *span, int32_t *ids, int64_t K, Acc *acc, const int runs) { \
         KEY_LOCALS;                                                                               \
-        /* a run of one key accumulates in registers, flushed when the key changes (no          \
-         * store-to-load chain through acc); count and nz share one int64 (nz << 32 | count) */ \
+        /* runs != 0: a run of one key accumulates in registers, flushed when the key changes   \
+         * (sorted keys, one key); else every sample updates its key's table entry (keys that   \
+         * interleave). count and nz share one int64: nz << 32 | count. */                      \
         int64_t cur = -1, cz = 0;                                                                 \
         double pilot = 0, sw = 0, s1 = 0, s2 = 0;                                                 \
         for (int64_t i = i0; i < i1; i++) {                                                       \
@@ -80,6 +89,21 @@ typedef struct {
             if (wt) {                                                                             \
                 w = (double)wt[i];                                                                \
                 if (!(w > 0)) continue;                                                           \
+            }                                                                                     \
+            if (!runs) {                                                                          \
+                Acc *a = acc + k;                                                                 \
+                if (a->pilot != a->pilot) a->pilot = v;                                           \
+                double d = v - a->pilot;                                                          \
+                a->cz += 1 + ((int64_t)(d != 0) << 32);                                           \
+                if (wt) {                                                                         \
+                    a->w += w;                                                                    \
+                    a->s1 += w * d;                                                               \
+                    a->s2 += w * d * d;                                                           \
+                } else {                                                                          \
+                    a->s1 += d;                                                                   \
+                    a->s2 += d * d;                                                               \
+                }                                                                                 \
+                continue;                                                                         \
             }                                                                                     \
             if (k != cur) {                                                                       \
                 if (cur >= 0) {                                                                   \
@@ -115,11 +139,23 @@ typedef struct {
         }                                                                                         \
         return 0;                                                                                 \
     }                                                                                             \
+    int64_t stats_##SUF(int64_t i0, int64_t i1, const T *x, const uint8_t *mask, const T *wt,     \
+                        int nc, const int64_t *const *cols, const int64_t *lo,                    \
+                        const int64_t *span, int32_t *ids, int64_t K, Acc *acc, int runs) {       \
+        switch (nc) {                                                                             \
+        case 0: STATS_CASE(stats_body_##SUF, 0);                                                  \
+        case 1: STATS_CASE(stats_body_##SUF, 1);                                                  \
+        case 2: STATS_CASE(stats_body_##SUF, 2);                                                  \
+        case 3: STATS_CASE(stats_body_##SUF, 3);                                                  \
+        case 4: STATS_CASE(stats_body_##SUF, 4);                                                  \
+        }                                                                                         \
+        return -1;                                                                                \
+    }                                                                                             \
                                                                                                   \
     /* Per-trajectory moments: every (trajectory, key) pair weighs its mean weight. Needs        \
      * trajectories as ascending contiguous runs (-1 otherwise). pairs [K] zeroed, touched [K]. */ \
-    int64_t stats_traj_##SUF(int64_t i0, int64_t i1, const T *x, const uint8_t *mask,            \
-                             const T *wt, int nc, const int64_t *const *cols, const int64_t *lo, \
+    static inline __attribute__((always_inline)) int64_t stats_traj_body_##SUF(int64_t i0, int64_t i1, const T *x, const uint8_t *mask,            \
+                             const T *wt, const int nc, const int64_t *const *cols, const int64_t *lo, \
                              const int64_t *span, const int64_t *traj, int32_t *ids, int64_t K,   \
                              Acc *acc, Pair *pairs, int64_t *touched) {                           \
         KEY_LOCALS;                                                                               \
@@ -161,11 +197,21 @@ typedef struct {
         }                                                                                         \
         return 0;                                                                                 \
     }                                                                                             \
+    int64_t stats_traj_##SUF(int64_t i0, int64_t i1, const T *x, const uint8_t *mask, const T *wt, int nc, const int64_t *const *cols, const int64_t *lo, const int64_t *span, const int64_t *traj, int32_t *ids, int64_t K, Acc *acc, Pair *pairs, int64_t *touched) { \
+        switch (nc) { \
+        case 0: return stats_traj_body_##SUF(i0, i1, x, mask, wt, 0, cols, lo, span, traj, ids, K, acc, pairs, touched); \
+        case 1: return stats_traj_body_##SUF(i0, i1, x, mask, wt, 1, cols, lo, span, traj, ids, K, acc, pairs, touched); \
+        case 2: return stats_traj_body_##SUF(i0, i1, x, mask, wt, 2, cols, lo, span, traj, ids, K, acc, pairs, touched); \
+        case 3: return stats_traj_body_##SUF(i0, i1, x, mask, wt, 3, cols, lo, span, traj, ids, K, acc, pairs, touched); \
+        case 4: return stats_traj_body_##SUF(i0, i1, x, mask, wt, 4, cols, lo, span, traj, ids, K, acc, pairs, touched); \
+        } \
+        return -1; \
+    } \
                                                                                                   \
     /* out[i] = (x[i] - mean[k]) * inv[k], 0 for masked samples. Keys come from ids (which may  \
      * alias out: each is read before it is written) or, when ids is NULL, from the columns. */   \
-    void apply_##SUF(int64_t i0, int64_t i1, const T *x, const int32_t *ids, const uint8_t *mask, \
-                     int nc, const int64_t *const *cols, const int64_t *lo, const int64_t *span,  \
+    static inline __attribute__((always_inline)) void apply_body_##SUF(int64_t i0, int64_t i1, const T *x, const int32_t *ids, const uint8_t *mask, \
+                     const int nc, const int64_t *const *cols, const int64_t *lo, const int64_t *span,  \
                      const T *mean, const T *inv, int64_t K, T *out) {                            \
         KEY_LOCALS;                                                                               \
         for (int64_t i = i0; i < i1; i++) {                                                       \
@@ -177,10 +223,20 @@ typedef struct {
             out[i] = k == K ? (T)0 : (T)((x[i] - mean[k]) * inv[k]);                              \
         }                                                                                         \
     }                                                                                             \
+    void apply_##SUF(int64_t i0, int64_t i1, const T *x, const int32_t *ids, const uint8_t *mask, int nc, const int64_t *const *cols, const int64_t *lo, const int64_t *span, const T *mean, const T *inv, int64_t K, T *out) { \
+        switch (nc) { \
+        case 0: apply_body_##SUF(i0, i1, x, ids, mask, 0, cols, lo, span, mean, inv, K, out); return; \
+        case 1: apply_body_##SUF(i0, i1, x, ids, mask, 1, cols, lo, span, mean, inv, K, out); return; \
+        case 2: apply_body_##SUF(i0, i1, x, ids, mask, 2, cols, lo, span, mean, inv, K, out); return; \
+        case 3: apply_body_##SUF(i0, i1, x, ids, mask, 3, cols, lo, span, mean, inv, K, out); return; \
+        case 4: apply_body_##SUF(i0, i1, x, ids, mask, 4, cols, lo, span, mean, inv, K, out); return; \
+        } \
+         \
+    } \
                                                                                                   \
     /* SPIRAL's per-key EMA in sample order: out = x - b (before the update), then               \
      * b <- alpha b + (1 - alpha) x. Weight <= 0: compared with init, updates nothing. */          \
-    void ema_##SUF(int64_t n, const T *x, const uint8_t *mask, const T *wt, int nc,               \
+    static inline __attribute__((always_inline)) void ema_body_##SUF(int64_t n, const T *x, const uint8_t *mask, const T *wt, const int nc,               \
                    const int64_t *const *cols, const int64_t *lo, const int64_t *span,            \
                    double alpha, const double *init, double *b, double *cnt, T *out) {            \
         KEY_LOCALS;                                                                               \
@@ -216,11 +272,21 @@ typedef struct {
             cnt[cur] += nu;                                                                       \
         }                                                                                         \
     }                                                                                             \
+    void ema_##SUF(int64_t n, const T *x, const uint8_t *mask, const T *wt, int nc, const int64_t *const *cols, const int64_t *lo, const int64_t *span, double alpha, const double *init, double *b, double *cnt, T *out) { \
+        switch (nc) { \
+        case 0: ema_body_##SUF(n, x, mask, wt, 0, cols, lo, span, alpha, init, b, cnt, out); return; \
+        case 1: ema_body_##SUF(n, x, mask, wt, 1, cols, lo, span, alpha, init, b, cnt, out); return; \
+        case 2: ema_body_##SUF(n, x, mask, wt, 2, cols, lo, span, alpha, init, b, cnt, out); return; \
+        case 3: ema_body_##SUF(n, x, mask, wt, 3, cols, lo, span, alpha, init, b, cnt, out); return; \
+        case 4: ema_body_##SUF(n, x, mask, wt, 4, cols, lo, span, alpha, init, b, cnt, out); return; \
+        } \
+         \
+    } \
                                                                                                   \
     /* The same EMA with one update per (trajectory, key) unit from its mean value (weighted,   \
      * plain when the unit's weights are all 0: then it meets init and updates nothing).        \
      * Ascending contiguous trajectories only (-1 otherwise). pairs [K] zeroed, touched [K]. */   \
-    int64_t ema_traj_##SUF(int64_t n, const T *x, const uint8_t *mask, const T *wt, int nc,       \
+    static inline __attribute__((always_inline)) int64_t ema_traj_body_##SUF(int64_t n, const T *x, const uint8_t *mask, const T *wt, const int nc,       \
                            const int64_t *const *cols, const int64_t *lo, const int64_t *span,    \
                            const int64_t *traj, double alpha, const double *init, double *b,      \
                            double *cnt, Pair *pairs, int64_t *touched, T *out) {                  \
@@ -267,10 +333,20 @@ typedef struct {
         }                                                                                         \
         return 0;                                                                                 \
     }                                                                                             \
+    int64_t ema_traj_##SUF(int64_t n, const T *x, const uint8_t *mask, const T *wt, int nc, const int64_t *const *cols, const int64_t *lo, const int64_t *span, const int64_t *traj, double alpha, const double *init, double *b, double *cnt, Pair *pairs, int64_t *touched, T *out) { \
+        switch (nc) { \
+        case 0: return ema_traj_body_##SUF(n, x, mask, wt, 0, cols, lo, span, traj, alpha, init, b, cnt, pairs, touched, out); \
+        case 1: return ema_traj_body_##SUF(n, x, mask, wt, 1, cols, lo, span, traj, alpha, init, b, cnt, pairs, touched, out); \
+        case 2: return ema_traj_body_##SUF(n, x, mask, wt, 2, cols, lo, span, traj, alpha, init, b, cnt, pairs, touched, out); \
+        case 3: return ema_traj_body_##SUF(n, x, mask, wt, 3, cols, lo, span, traj, alpha, init, b, cnt, pairs, touched, out); \
+        case 4: return ema_traj_body_##SUF(n, x, mask, wt, 4, cols, lo, span, traj, alpha, init, b, cnt, pairs, touched, out); \
+        } \
+        return -1; \
+    } \
                                                                                                   \
     /* Return-to-go per key over samples in order, g = r + gamma g_next, 0 for masked samples;   \
      * g (double [K]) zeroed; out may alias r. */                                                 \
-    void turn_returns_##SUF(int64_t n, const T *r, const uint8_t *mask, int nc,                  \
+    static inline __attribute__((always_inline)) void turn_returns_body_##SUF(int64_t n, const T *r, const uint8_t *mask, const int nc,                  \
                             const int64_t *const *cols, const int64_t *lo, const int64_t *span,   \
                             double gamma, double *g, T *out) {                                    \
         KEY_LOCALS;                                                                               \
@@ -283,7 +359,31 @@ typedef struct {
             g[k] = (double)r[i] + gamma * g[k];                                                   \
             out[i] = (T)g[k];                                                                     \
         }                                                                                         \
+    }  \
+    void turn_returns_##SUF(int64_t n, const T *r, const uint8_t *mask, int nc, const int64_t *const *cols, const int64_t *lo, const int64_t *span, double gamma, double *g, T *out) { \
+        switch (nc) { \
+        case 0: turn_returns_body_##SUF(n, r, mask, 0, cols, lo, span, gamma, g, out); return; \
+        case 1: turn_returns_body_##SUF(n, r, mask, 1, cols, lo, span, gamma, g, out); return; \
+        case 2: turn_returns_body_##SUF(n, r, mask, 2, cols, lo, span, gamma, g, out); return; \
+        case 3: turn_returns_body_##SUF(n, r, mask, 3, cols, lo, span, gamma, g, out); return; \
+        case 4: turn_returns_body_##SUF(n, r, mask, 4, cols, lo, span, gamma, g, out); return; \
+        } \
     }
+
+/* Touch a fresh buffer's pages in ascending order: kernels that write backwards would
+ * otherwise take their 2 MB page faults in descending order, which costs several times more. */
+void touch_pages(uint8_t *p, int64_t nbytes) {
+    for (int64_t i = 0; i < nbytes; i += 4096) p[i] = 0;
+}
+
+/* Whether samples [0, n) of the key mostly come in runs (fewer key changes than n / 4). */
+int64_t mostly_runs(int64_t n, int nc, const int64_t *const *cols, const int64_t *lo,
+                    const int64_t *span) {
+    KEY_LOCALS;
+    int64_t changes = 0;
+    for (int64_t i = 1; i < n; i++) changes += KEY(i) != KEY(i - 1);
+    return changes * 4 < n;
+}
 
 /* 1 when trajectories are ascending contiguous runs and (turn not NULL) turns never decrease
  * inside a run, else 0. */
@@ -337,11 +437,20 @@ DEFINE_KERNELS(double, f64)
     }                                                                                             \
                                                                                                   \
     /* out[i] = table[key], 0 where masked. */                                                    \
-    void gather_##SUF(int64_t i0, int64_t i1, const uint8_t *mask, int nc,                        \
+    static inline __attribute__((always_inline)) void gather_body_##SUF(int64_t i0, int64_t i1, const uint8_t *mask, const int nc,                        \
                       const int64_t *const *cols, const int64_t *lo, const int64_t *span,         \
                       const T *table, T *out) {                                                   \
         KEY_LOCALS;                                                                               \
         for (int64_t i = i0; i < i1; i++) out[i] = (mask && !mask[i]) ? (T)0 : table[KEY(i)];     \
+    }  \
+    void gather_##SUF(int64_t i0, int64_t i1, const uint8_t *mask, int nc, const int64_t *const *cols, const int64_t *lo, const int64_t *span, const T *table, T *out) { \
+        switch (nc) { \
+        case 0: gather_body_##SUF(i0, i1, mask, 0, cols, lo, span, table, out); return; \
+        case 1: gather_body_##SUF(i0, i1, mask, 1, cols, lo, span, table, out); return; \
+        case 2: gather_body_##SUF(i0, i1, mask, 2, cols, lo, span, table, out); return; \
+        case 3: gather_body_##SUF(i0, i1, mask, 3, cols, lo, span, table, out); return; \
+        case 4: gather_body_##SUF(i0, i1, mask, 4, cols, lo, span, table, out); return; \
+        } \
     }
 
 DEFINE_MORE(float, f32)

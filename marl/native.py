@@ -45,7 +45,7 @@ _PART = 1 << 20  # samples per thread at least: smaller inputs run on one thread
 
 _P, _I64, _INT, _DBL = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_double
 _SIGNATURES = {
-    "stats": (_I64, [_I64, _I64, _P, _P, _P, _INT, _P, _P, _P, _P, _I64, _P]),
+    "stats": (_I64, [_I64, _I64, _P, _P, _P, _INT, _P, _P, _P, _P, _I64, _P, _INT]),
     "stats_traj": (_I64, [_I64, _I64, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P, _P, _P]),
     "apply": (None, [_I64, _I64, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P]),
     "ema": (None, [_I64, _P, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P, _P, _P]),
@@ -92,6 +92,8 @@ def _compile() -> ctypes.CDLL | None:
             fn = getattr(lib, f"{name}_{suf}")
             fn.restype, fn.argtypes = res, args
     lib.in_order.restype, lib.in_order.argtypes = _I64, [_I64, _P, _P]
+    lib.touch_pages.restype, lib.touch_pages.argtypes = None, [_P, _I64]
+    lib.mostly_runs.restype, lib.mostly_runs.argtypes = _I64, [_I64, _INT, _P, _P, _P]
     lib.prefer_huge_pages.restype, lib.prefer_huge_pages.argtypes = _INT, [_P, _I64]
     lib.unit_values.restype = _I64
     lib.unit_values.argtypes = [_I64, _I64, _INT, _P, _P, _P, _I64, _INT, _P, _P]
@@ -189,6 +191,14 @@ class Radix:
         self._keep = (ptrs, lo, span)  # alive while the call runs
         return n, ptrs, lo, span
 
+    def runs(self, lib: ctypes.CDLL) -> int:
+        """1 when the first samples' keys come in runs (one key, sorted keys): the moments
+        kernel then accumulates runs in registers; 0 when keys interleave (agents of a step)."""
+        if not self.cols:
+            return 1
+        nc, cols, lo, span = self.args()
+        return int(lib.mostly_runs(min(self.cols[0].numel(), 4096), nc, cols, lo, span))
+
     def unravel(self) -> list[Tensor]:
         """Column values [num] of every key id (the inverse of the radix)."""
         rest, out = torch.arange(self.num), []
@@ -226,11 +236,16 @@ def empty_like(x: Tensor) -> Tensor:
     return empty(x.numel(), x.dtype)
 
 
-def empty(n: int, dtype: torch.dtype) -> Tensor:
+def empty(n: int, dtype: torch.dtype, backward: bool = False) -> Tensor:
+    """A fresh [n] CPU tensor on 2 MB pages; ``backward``: for a kernel that writes it from the
+    end, so its pages are touched in ascending order first (descending 2 MB faults are slow)."""
     out = torch.empty(n, dtype=dtype)
     lib = library()
-    if lib is not None and out.numel() * out.element_size() >= 1 << 22:
-        lib.prefer_huge_pages(out.data_ptr(), out.numel() * out.element_size())
+    size = out.numel() * out.element_size()
+    if lib is not None and size >= 1 << 22:
+        lib.prefer_huge_pages(out.data_ptr(), size)
+        if backward:
+            lib.touch_pages(out.data_ptr(), size)
     return out
 
 
@@ -339,9 +354,9 @@ def normalize(
     acc[..., 4] = float("nan")
     nc, cols, lo, span = key.args()
     if t is None:
-        f = _fn(lib, "stats", dt)
+        f, runs = _fn(lib, "stats", dt), key.runs(lib)
         calls = [lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), _ptr(w), nc, cols, lo,
-                               span, _ptr(ids), num, _ptr(acc[p]))
+                               span, _ptr(ids), num, _ptr(acc[p]), runs)
                  for p in range(parts)]  # fmt: skip
     else:
         pairs = torch.zeros(parts, num, 5, dtype=torch.float64)
@@ -431,7 +446,7 @@ def turn_returns(
         return None
     r, dt = _flat(r), r.dtype
     m = _flat(mask, torch.bool)
-    out = empty_like(r) if out is None else out
+    out = empty(r.numel(), dt, backward=True) if out is None else out
     g = torch.zeros(key.num, dtype=torch.float64)
     nc, cols, lo, span = key.args()
     _fn(lib, "turn_returns", dt)(r.numel(), _ptr(r), _ptr(m), nc, cols, lo, span, gamma,
@@ -476,14 +491,17 @@ def player_turn(
     gspan = int(game_d.max()) + 1 if game_d.numel() else 1
     if gspan * (thi - tlo + 1) * aspan > max(2 * n, 1 << 16):
         return None
-    out, ids = empty_like(x), empty(n, torch.int32)
+    alias = dt == torch.float32  # ids share out's memory (read before each slot is written)
+    out = empty(n, dt, backward=not alias)
+    ids = out.view(torch.int32) if alias else empty(n, torch.int32)
     parts = max(_parts(n), -(-n // (1 << 31)))
     cuts = _bounds(n, parts, t)
     acc1, acc2 = _acc(parts, key1.num), _acc(parts, key2.num)
     nc, cols, lo, span = key1.args()
-    f = _fn(lib, "stats", dt)
+    f, runs = _fn(lib, "stats", dt), key1.runs(lib)
     _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
-                        _ptr(ids), key1.num, _ptr(acc1[p])) for p in range(parts)])  # fmt: skip
+                        _ptr(ids), key1.num, _ptr(acc1[p]), runs)
+          for p in range(parts)])  # fmt: skip
     mean1, inv1 = (v.to(dt) for v in _tables(acc1, w is not None, eps=eps, scale=True,
                                              unbiased=unbiased))  # fmt: skip
     g_tab = torch.zeros(gspan * (thi - tlo + 1) * aspan, dtype=torch.float64)
@@ -493,12 +511,19 @@ def player_turn(
                         thi - tlo + 1, aspan, _ptr(gd), _ptr(ad), _ptr(mean1), _ptr(inv1),
                         key1.num, _ptr(k12), gamma, _ptr(g_tab), _ptr(acc2[p]), _ptr(out))
           for p in range(parts)])  # fmt: skip
-    mean2, inv2 = (v.to(dt)[k12] for v in _tables(acc2, True, eps=eps, scale=scale2,
-                                                  unbiased=unbiased))  # fmt: skip
-    f = _fn(lib, "apply", dt)  # per key-1 id: the tables of its key 2
-    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(out), _ptr(ids), None, 0, None, None, None,
-                        _ptr(mean2), _ptr(inv2), key1.num, _ptr(out))
-          for p in range(parts)])  # fmt: skip
+    mean2, inv2 = (v.to(dt) for v in _tables(acc2, True, eps=eps, scale=scale2,
+                                             unbiased=unbiased))  # fmt: skip
+    f = _fn(lib, "apply", dt)
+    if alias:  # the ids are gone: key 2 from its columns
+        nc, cols, lo, span = key2.args()
+        _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(out), None, _ptr(m), nc, cols, lo, span,
+                            _ptr(mean2), _ptr(inv2), key2.num, _ptr(out))
+              for p in range(parts)])  # fmt: skip
+    else:  # per key-1 id: the tables of its key 2
+        mean2, inv2 = mean2[k12].contiguous(), inv2[k12].contiguous()
+        _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(out), _ptr(ids), None, 0, None, None,
+                            None, _ptr(mean2), _ptr(inv2), key1.num, _ptr(out))
+              for p in range(parts)])  # fmt: skip
     return _zeroed(out)
 
 
@@ -542,9 +567,9 @@ def unit_means(
     cuts = _bounds(n, parts, None)
     acc = _acc(parts, unit.num)
     nc, cols, lo, span = unit.args()
-    f = _fn(lib, "stats", dt)
+    f, runs = _fn(lib, "stats", dt), unit.runs(lib)
     _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
-                        None, unit.num, _ptr(acc[p])) for p in range(parts)])  # fmt: skip
+                        None, unit.num, _ptr(acc[p]), runs) for p in range(parts)])  # fmt: skip
     cnt = (acc[..., 0].view(torch.int64) & 0xFFFFFFFF).double()
     tot = acc[..., 1] if w is not None else cnt
     pilot = acc[..., 4]
