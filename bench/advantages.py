@@ -8,8 +8,10 @@ Layout (``--samples`` N, default 10M): 1k groups spread over 4 games, 8 trajecto
 0.5% truncations. The reference runs on a layout ``--ref-scale`` (100) times smaller and its
 time (best of 2) is extrapolated linearly. Our times are the best of ``--repeats`` interleaved
 rounds (load spikes hit every row alike), diagnostics off (timed on their own row).
-``--device cuda`` runs our code on the GPU (inputs moved there first, ``torch.cuda.synchronize``
-around every timing); the reference always runs on the CPU.
+On the CPU every row is timed twice: with the ``marl.native`` kernels (the default) and on the
+torch path (``native.disabled()``, what runs without a C compiler), whose ``global`` is the
+second baseline. ``--device cuda`` runs our code on the GPU (inputs moved there first,
+``torch.cuda.synchronize`` around every timing); the reference always runs on the CPU.
 
 Usage: ``python bench/advantages.py [--samples 10000000] [--repeats 5] [--ref-scale 100]
 [--device cpu]``. Prints a markdown table. Goal: grouped schemes within 3x of ``global``,
@@ -30,6 +32,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from marl import native  # noqa: E402
 from marl.advantages import (  # noqa: E402
     AdvantageConfig,
     AdvantageKeys,
@@ -120,9 +123,10 @@ def keys_of(lay: dict[str, torch.Tensor]) -> AdvantageKeys:
 
 def run(
     samples: int, repeats: int, ref_scale: int, device: torch.device | None = None
-) -> list[tuple[str, float, float | None]]:
-    """(row name, seconds at full size, extrapolated reference seconds or None); our code runs
-    on ``device`` (CPU when None), the reference on the CPU."""
+) -> list[tuple[str, float, float | None, float | None]]:
+    """(row name, seconds at full size, extrapolated reference seconds or None, seconds of the
+    torch path or None); our code runs on ``device`` (CPU when None: the ``marl.native``
+    kernels, and the torch path with them disabled), the reference on the CPU."""
     device = device or torch.device("cpu")
     big = {k: v.to(device) for k, v in make_layout(samples).items()}
     small = make_layout(max(1, samples // ref_scale))
@@ -147,7 +151,11 @@ def run(
     refs["gae [125, B, 16]"] = partial(ref_gae, flat["rewards"], flat["values"],
                                        flat["next_values"], *flags, 0.99, 0.95)  # fmt: skip
     refs_t, ours_t = best_times(refs, 2), best_times(ours, repeats, device)
-    return [(row, t, refs_t[row] * ref_scale if row in refs_t else None)
+    torch_t: dict[str, float] = {}
+    if device.type == "cpu" and native.available():  # the same calls on the torch path
+        with native.disabled():
+            torch_t = best_times(ours, repeats, device)
+    return [(row, t, refs_t[row] * ref_scale if row in refs_t else None, torch_t.get(row))
             for row, t in ours_t.items()]  # fmt: skip
 
 
@@ -172,13 +180,16 @@ def main() -> None:
         f" device={where} reference on the CPU, samples/{args.ref_scale},"
         f" extrapolated x{args.ref_scale}\n"
     )
-    print("| scheme | seconds | x global | reference s (extrap.) | speedup vs reference |")
-    print("|---|---:|---:|---:|---:|")
-    for name, sec, ref in rows:
+    torch_glob = dict((r[0], r[3]) for r in rows)["global"]
+    print("| scheme | seconds | x global | reference s (extrap.) | speedup vs reference "
+          "| torch path s | x torch global |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, sec, ref, tor in rows:
         ref_s = "" if ref is None else f"{ref:.3g}"
         speed = "" if ref is None else f"{ref / sec:,.0f}x"
-        print(f"| {name} | {sec:.3f} | {sec / glob:.2f} | {ref_s} | {speed} |")
-
+        tor_s = "" if tor is None else f"{tor:.3f}"
+        tg = "" if torch_glob is None else f"{sec / torch_glob:.2f}"
+        print(f"| {name} | {sec:.3f} | {sec / glob:.2f} | {ref_s} | {speed} | {tor_s} | {tg} |")
 
 if __name__ == "__main__":
     main()

@@ -776,6 +776,11 @@ def advantage_diagnostics(
     """
     dt = torch.float64 if values.dtype == torch.float64 else torch.float32
     flat = (keys or AdvantageKeys()).flat(values.shape)
+    if values.device.type == "cpu" and native.available():
+        fast = _native_diagnostics(values.reshape(-1).to(dt), advantages.reshape(-1).to(dt), flat,
+                                   None if mask is None else mask.reshape(-1).bool())  # fmt: skip
+        if fast is not None:
+            return fast
     m = None if mask is None else mask.reshape(-1).bool()
     cnt = torch.tensor(values.numel(), device=values.device) if m is None else m.sum()
     shifted, mu = [], []
@@ -807,6 +812,45 @@ def advantage_diagnostics(
         for lab, row in zip(labs, table.tolist(), strict=True):
             if row[0] > 0 or lab == "global":
                 out.update({f"adv/{lab}/{n}": v for n, v in zip(names, row, strict=False)})
+    return out
+
+
+_DIAG_NAMES = ["count", "reward_mean", "reward_std", "adv_mean", "adv_std", "reward_std_ratio",
+               "reward_m2_ratio"]  # fmt: skip
+
+
+def _native_diagnostics(x, adv, flat: AdvantageKeys, m) -> dict[str, float] | None:
+    """``advantage_diagnostics`` from the moments kernel of ``marl.native``: one pass per
+    (values or advantages, global / agent / role), or None."""
+    tables: list[tuple[str, native.Radix]] = [("global", native.radix([]))]
+    for name in ("agent", "role"):
+        col = getattr(flat, name)
+        key = None if col is None else native.radix([col])
+        if col is not None and key is None:
+            return None
+        if key is not None:
+            tables.append((name, key))
+    out: dict[str, float] = {}
+    g_mu = g_sig = None
+    for name, key in tables:
+        r, a = native.moments(x, key, m), native.moments(adv, key, m)
+        if r is None or a is None:
+            return None
+        cnt, r_mu, r_var = r
+        r_sig, a_mu, a_sig = r_var.sqrt(), a[1], a[2].sqrt()
+        if name == "global":
+            g_mu, g_sig = r_mu[0], r_sig[0]
+            labels = ["global"]
+            rows = torch.stack([cnt, r_mu, r_sig, a_mu, a_sig], 1)
+        else:
+            labels = [f"{name}_{v}" for v in key.unravel()[0].tolist()]
+            std_ratio = torch.where(g_sig > 0, r_sig / g_sig.clamp_min(_TINY), 1.0)
+            m2 = (r_var + (r_mu - g_mu) ** 2) / (g_sig * g_sig).clamp_min(_TINY)
+            rows = torch.stack([cnt, r_mu, r_sig, a_mu, a_sig, std_ratio,
+                                torch.where(g_sig > 0, m2, 1.0)], 1)  # fmt: skip
+        for lab, row in zip(labels, rows.tolist(), strict=True):
+            if row[0] > 0 or lab == "global":
+                out.update({f"adv/{lab}/{n}": v for n, v in zip(_DIAG_NAMES, row, strict=False)})
     return out
 
 

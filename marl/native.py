@@ -553,6 +553,35 @@ def unit_values(unit: Radix, checks: list[Tensor]) -> Tensor | None:
     return val.masked_fill_(val == low, 0)
 
 
+def moments(x: Tensor, key: Radix, mask: Tensor | None) -> tuple[Tensor, Tensor, Tensor] | None:
+    """Per key [K], float64: (count of unmasked samples, their mean, population variance)."""
+    lib = library()
+    if lib is None or not _usable(x):
+        return None
+    x, dt, n = _flat(x), x.dtype, x.numel()
+    m = _flat(mask, torch.bool)
+    parts = max(_parts(n), -(-n // (1 << 31)))
+    cuts = _bounds(n, parts, None)
+    acc = _acc(parts, key.num)
+    nc, cols, lo, span = key.args()
+    f, runs = _fn(lib, "stats", dt), key.runs(lib)
+    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), None, nc, cols, lo, span, None,
+                        key.num, _ptr(acc[p]), runs) for p in range(parts)])  # fmt: skip
+    cnt = (acc[..., 0].view(torch.int64) & 0xFFFFFFFF).double()
+    pilot = acc[..., 4]
+    ref = pilot[0]
+    for p in range(1, parts):
+        ref = torch.where(ref.isnan(), pilot[p], ref)
+    delta = torch.where(cnt > 0, pilot - ref, 0.0)
+    s1, s2 = acc[..., 2], acc[..., 3]
+    s2 = (s2 + 2 * delta * s1 + cnt * delta * delta).sum(0)
+    s1 = (s1 + cnt * delta).sum(0)
+    cnt = cnt.sum(0)
+    m1 = s1 / cnt.clamp_min(1)
+    var = (s2 / cnt.clamp_min(1) - m1 * m1).clamp_min(0.0)
+    return cnt, torch.where(cnt > 0, ref + m1, 0.0), var
+
+
 def unit_means(
     x: Tensor, unit: Radix, mask: Tensor | None, weights: Tensor | None
 ) -> tuple[Tensor, Tensor] | None:

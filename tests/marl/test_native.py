@@ -15,7 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from marl import native
-from marl.advantages import AdvantageConfig, AdvantageKeys, RoleEMABaseline, normalize_advantages
+from marl.advantages import (
+    AdvantageConfig,
+    AdvantageKeys,
+    RoleEMABaseline,
+    advantage_diagnostics,
+    normalize_advantages,
+)
 from marl.returns import _turn_returns
 from tests.marl.test_advantages import SCHEMES, SETTINGS, layouts, needs, ref_scheme, to_torch
 
@@ -194,3 +200,20 @@ def test_parts_sorted_inside_but_not_across_fall_back(monkeypatch, taken):
         want = normalize_advantages("agent", x, keys, mask, cfg=cfg).advantages
     torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-10)
     assert taken["normalize"] == 0
+
+
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_diagnostics_kernel_matches_torch(monkeypatch, masked, dtype):
+    monkeypatch.setattr(native, "_parts", lambda n: 3)
+    x, keys, mask, _ = _big_layout(dtype=dtype)
+    keys = AdvantageKeys(agent=keys.agent * 3 + 1, role=keys.role, trajectory=keys.trajectory)
+    mask = mask if masked else None
+    adv = normalize_advantages("agent", x, keys, mask, cfg=AdvantageConfig(diagnostics=False))
+    got = advantage_diagnostics(x, adv.advantages, keys, mask)
+    with native.disabled():  # the torch path in float64: exact to ~1e-12 here
+        want = advantage_diagnostics(x.double(), adv.advantages.double(), keys, mask)
+    assert sorted(got) == sorted(want)  # agents 1, 4, ..., 13 only: no rows for unused ids
+    tol = 1e-9
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v, rel=tol, abs=tol), k
