@@ -474,3 +474,91 @@ int64_t unit_values(int64_t i0, int64_t i1, int nc, const int64_t *const *cols, 
     }
     return 1;
 }
+
+/* Parallel drivers: part p covers [cuts[p], cuts[p + 1]) and owns table p (stride K); one
+ * OpenMP thread per part. Built with -fopenmp they run on the OpenMP runtime torch already
+ * loaded (same libgomp.so.1), so torch's spinning idle workers do the work instead of
+ * competing with other threads for the cores; without OpenMP the parts run one after another. */
+#define PAR_FOR _Pragma("omp parallel for num_threads(P) schedule(static, 1) reduction(|:bad)")
+#define DEFINE_PAR(T, SUF)                                                                         \
+    int64_t stats_par_##SUF(int P, const int64_t *cuts, const T *x, const uint8_t *mask,          \
+                            const T *wt, int nc, const int64_t *const *cols, const int64_t *lo,   \
+                            const int64_t *span, int32_t *ids, int64_t K, Acc *acc, int runs) {   \
+        int64_t bad = 0;                                                                          \
+        PAR_FOR                                                                                   \
+        for (int p = 0; p < P; p++)                                                               \
+            bad |= stats_##SUF(cuts[p], cuts[p + 1], x, mask, wt, nc, cols, lo, span, ids, K,     \
+                               acc + (int64_t)p * K, runs) != 0;                                  \
+        return bad;                                                                               \
+    }                                                                                             \
+    int64_t stats_traj_par_##SUF(int P, const int64_t *cuts, const T *x, const uint8_t *mask,     \
+                                 const T *wt, int nc, const int64_t *const *cols,                 \
+                                 const int64_t *lo, const int64_t *span, const int64_t *traj,     \
+                                 int32_t *ids, int64_t K, Acc *acc, Pair *pairs,                  \
+                                 int64_t *touched) {                                              \
+        int64_t bad = 0;                                                                          \
+        PAR_FOR                                                                                   \
+        for (int p = 0; p < P; p++)                                                               \
+            bad |= stats_traj_##SUF(cuts[p], cuts[p + 1], x, mask, wt, nc, cols, lo, span, traj,  \
+                                    ids, K, acc + (int64_t)p * K, pairs + (int64_t)p * K,         \
+                                    touched + (int64_t)p * K) != 0;                               \
+        return bad;                                                                               \
+    }                                                                                             \
+    int64_t apply_par_##SUF(int P, const int64_t *cuts, const T *x, const int32_t *ids,           \
+                            const uint8_t *mask, int nc, const int64_t *const *cols,              \
+                            const int64_t *lo, const int64_t *span, const T *mean, const T *inv,  \
+                            int64_t K, T *out) {                                                  \
+        int64_t bad = 0;                                                                          \
+        PAR_FOR                                                                                   \
+        for (int p = 0; p < P; p++)                                                               \
+            apply_##SUF(cuts[p], cuts[p + 1], x, ids, mask, nc, cols, lo, span, mean, inv, K,     \
+                        out);                                                                     \
+        return bad;                                                                               \
+    }                                                                                             \
+    int64_t turn_fused_par_##SUF(int P, const int64_t *cuts, const T *x, const int32_t *ids,      \
+                                 const T *wt, const int64_t *traj, int64_t tlo, int64_t tspan,    \
+                                 int64_t aspan, const int64_t *k1_game, const int64_t *k1_agent,  \
+                                 const T *mean1, const T *inv1, int64_t K1,                       \
+                                 const int64_t *k1_to_k2, double gamma, double *G, Acc *acc2,     \
+                                 int64_t K2, T *out) {                                            \
+        int64_t bad = 0;                                                                          \
+        PAR_FOR                                                                                   \
+        for (int p = 0; p < P; p++)                                                               \
+            turn_fused_##SUF(cuts[p], cuts[p + 1], x, ids, wt, traj, tlo, tspan, aspan, k1_game,  \
+                             k1_agent, mean1, inv1, K1, k1_to_k2, gamma, G,                       \
+                             acc2 + (int64_t)p * K2, out);                                        \
+        return bad;                                                                               \
+    }                                                                                             \
+    int64_t gather_par_##SUF(int P, const int64_t *cuts, const uint8_t *mask, int nc,             \
+                             const int64_t *const *cols, const int64_t *lo, const int64_t *span,  \
+                             const T *table, T *out) {                                            \
+        int64_t bad = 0;                                                                          \
+        PAR_FOR                                                                                   \
+        for (int p = 0; p < P; p++)                                                               \
+            gather_##SUF(cuts[p], cuts[p + 1], mask, nc, cols, lo, span, table, out);             \
+        return bad;                                                                               \
+    }
+
+DEFINE_PAR(float, f32)
+DEFINE_PAR(double, f64)
+
+int64_t unit_values_par(int P, const int64_t *cuts, int nc, const int64_t *const *cols,
+                        const int64_t *lo, const int64_t *span, int64_t K, int nchk,
+                        const int64_t *const *chk, int64_t *first) {
+    int64_t bad = 0;
+    PAR_FOR
+    for (int p = 0; p < P; p++)
+        bad |= !unit_values(cuts[p], cuts[p + 1], nc, cols, lo, span, K, nchk, chk,
+                            first + (int64_t)p * nchk * K);
+    return bad;
+}
+
+int64_t in_order_par(int P, const int64_t *cuts, const int64_t *traj, const int64_t *turn) {
+    int64_t bad = 0;
+    PAR_FOR
+    for (int p = 0; p < P; p++) {
+        int64_t a = cuts[p] > 0 ? cuts[p] - 1 : 0; /* each part also checks its left seam */
+        bad |= !in_order(cuts[p + 1] - a, traj + a, turn ? turn + a : 0);
+    }
+    return bad;
+}

@@ -28,7 +28,6 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,16 +43,23 @@ _STATE: dict[str, object] = {"lib": None, "tried": False, "off": 0}
 _PART = 1 << 20  # samples per thread at least: smaller inputs run on one thread
 
 _P, _I64, _INT, _DBL = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_double
-_SIGNATURES = {
-    "stats": (_I64, [_I64, _I64, _P, _P, _P, _INT, _P, _P, _P, _P, _I64, _P, _INT]),
-    "stats_traj": (_I64, [_I64, _I64, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P, _P, _P]),
-    "apply": (None, [_I64, _I64, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P]),
+_SIGNATURES = {  # per dtype (suffix _f32 / _f64)
+    "stats_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _I64, _P, _INT]),
+    "stats_traj_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P, _P, _P]),
+    "apply_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P]),
     "ema": (None, [_I64, _P, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P, _P, _P]),
     "ema_traj": (_I64, [_I64, _P, _P, _P, _INT, _P, _P, _P, _P, _DBL, _P, _P, _P, _P, _P, _P]),
     "turn_returns": (None, [_I64, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P]),
-    "turn_fused": (None, [_I64, _I64, _P, _P, _P, _P, _I64, _I64, _I64, _P, _P, _P, _P, _I64, _P,
-                          _DBL, _P, _P, _P]),
-    "gather": (None, [_I64, _I64, _P, _INT, _P, _P, _P, _P, _P]),
+    "turn_fused_par": (_I64, [_INT, _P, _P, _P, _P, _P, _I64, _I64, _I64, _P, _P, _P, _P, _I64,
+                              _P, _DBL, _P, _P, _I64, _P]),
+    "gather_par": (_I64, [_INT, _P, _P, _INT, _P, _P, _P, _P, _P]),
+}
+_PLAIN = {  # dtype-free
+    "in_order_par": (_I64, [_INT, _P, _P, _P]),
+    "touch_pages": (None, [_P, _I64]),
+    "mostly_runs": (_I64, [_I64, _INT, _P, _P, _P]),
+    "prefer_huge_pages": (_INT, [_P, _I64]),
+    "unit_values_par": (_I64, [_INT, _P, _INT, _P, _P, _P, _I64, _INT, _P, _P]),
 }
 
 
@@ -67,8 +73,27 @@ def _compile() -> ctypes.CDLL | None:
     if cc is None:
         log.info("selfplay native kernels off: no C compiler (set CC); using torch ops")
         return None
+    errors = []
+    for extra in (["-fopenmp"], []):  # OpenMP shares torch's libgomp.so.1; else serial parts
+        lib = _build(cc, _FLAGS + extra, errors)
+        if lib is not None:
+            break
+    else:
+        log.warning("selfplay native kernels off (%s failed: %s); using torch ops", cc, errors[-1])
+        return None
+    for name, (res, args) in _SIGNATURES.items():
+        for suf in ("f32", "f64"):
+            fn = getattr(lib, f"{name}_{suf}")
+            fn.restype, fn.argtypes = res, args
+    for name, (res, args) in _PLAIN.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib
+
+
+def _build(cc: str, flags: list[str], errors: list[str]) -> ctypes.CDLL | None:
     src = _SOURCE.read_bytes()
-    tag = hashlib.sha256(b"\0".join([src, cc.encode(), " ".join(_FLAGS).encode(),
+    tag = hashlib.sha256(b"\0".join([src, cc.encode(), " ".join(flags).encode(),
                                      platform.machine().encode()])).hexdigest()[:16]  # fmt: skip
     target = cache_dir() / f"native-{tag}.so"
     if not target.exists():
@@ -76,28 +101,16 @@ def _compile() -> ctypes.CDLL | None:
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
         os.close(fd)
         try:
-            run = subprocess.run([cc, *_FLAGS, str(_SOURCE), "-o", tmp, "-lm"],
+            run = subprocess.run([cc, *flags, str(_SOURCE), "-o", tmp, "-lm"],
                                  capture_output=True, text=True, timeout=120)  # fmt: skip
             if run.returncode != 0:
-                err = (run.stderr.strip().splitlines() or ["?"])[-1]
-                log.warning("selfplay native kernels off: %s failed: %s", cc, err)
+                errors.append((run.stderr.strip().splitlines() or ["no message"])[-1])
                 return None
             os.replace(tmp, target)  # atomic: concurrent builders write the same bytes
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-    lib = ctypes.CDLL(str(target))
-    for name, (res, args) in _SIGNATURES.items():
-        for suf in ("f32", "f64"):
-            fn = getattr(lib, f"{name}_{suf}")
-            fn.restype, fn.argtypes = res, args
-    lib.in_order.restype, lib.in_order.argtypes = _I64, [_I64, _P, _P]
-    lib.touch_pages.restype, lib.touch_pages.argtypes = None, [_P, _I64]
-    lib.mostly_runs.restype, lib.mostly_runs.argtypes = _I64, [_I64, _INT, _P, _P, _P]
-    lib.prefer_huge_pages.restype, lib.prefer_huge_pages.argtypes = _INT, [_P, _I64]
-    lib.unit_values.restype = _I64
-    lib.unit_values.argtypes = [_I64, _I64, _INT, _P, _P, _P, _I64, _INT, _P, _P]
-    return lib
+    return ctypes.CDLL(str(target))
 
 
 def library() -> ctypes.CDLL | None:
@@ -260,24 +273,14 @@ def _flat(t: Tensor | None, dtype: torch.dtype | None = None) -> Tensor | None:
     return (t if dtype is None else t.to(dtype)).contiguous()
 
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-os.register_at_fork(after_in_child=_POOLS.clear)  # a forked child has none of the pool threads
 
 
 def _parts(n: int) -> int:
     return max(1, min(torch.get_num_threads(), n // _PART))
 
 
-def _run(calls: list) -> list:
-    """Run kernel calls (zero-argument callables) on threads; ctypes releases the GIL."""
-    if len(calls) == 1:
-        return [calls[0]()]
-    pool = _POOLS.get(len(calls) - 1)
-    if pool is None:
-        pool = _POOLS[len(calls) - 1] = ThreadPoolExecutor(len(calls) - 1, "selfplay-native")
-    futures = [pool.submit(c) for c in calls[1:]]
-    first = calls[0]()  # the calling thread takes the first part
-    return [first] + [f.result() for f in futures]
+def _carr(cuts: list[int]):
+    return (ctypes.c_int64 * len(cuts))(*cuts)
 
 
 def _bounds(n: int, parts: int, traj: Tensor | None) -> list[int]:
@@ -305,17 +308,7 @@ def in_order(traj: Tensor, turn: Tensor | None = None) -> bool | None:
     t, u = _flat(traj, torch.long), _flat(turn, torch.long)
     n = t.numel()
     parts = _parts(n)
-    cuts = _bounds(n, parts, None)
-    calls = [lambda p=p: lib.in_order(cuts[p + 1] - cuts[p], t.data_ptr() + 8 * cuts[p],
-                                      None if u is None else u.data_ptr() + 8 * cuts[p])
-             for p in range(parts)]  # fmt: skip
-    if not all(_run(calls)):
-        return False
-    for c in cuts[1:-1]:  # the seams between parts
-        a, b = int(t[c - 1]), int(t[c])
-        if a > b or (u is not None and a == b and int(u[c - 1]) > int(u[c])):
-            return False
-    return True
+    return not lib.in_order_par(parts, _carr(_bounds(n, parts, None)), _ptr(t), _ptr(u))
 
 
 # --- entry points
@@ -353,26 +346,23 @@ def normalize(
     acc = torch.zeros(parts, num, 5, dtype=torch.float64)
     acc[..., 4] = float("nan")
     nc, cols, lo, span = key.args()
+    ca = _carr(cuts)
     if t is None:
-        f, runs = _fn(lib, "stats", dt), key.runs(lib)
-        calls = [lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), _ptr(w), nc, cols, lo,
-                               span, _ptr(ids), num, _ptr(acc[p]), runs)
-                 for p in range(parts)]  # fmt: skip
+        bad = _fn(lib, "stats_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
+                                        _ptr(ids), num, _ptr(acc), key.runs(lib))  # fmt: skip
     else:
         pairs = torch.zeros(parts, num, 5, dtype=torch.float64)
         touched = torch.empty(parts, num, dtype=torch.long)
-        f = _fn(lib, "stats_traj", dt)
-        calls = [lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), _ptr(w), nc, cols, lo,
-                               span, _ptr(t), _ptr(ids), num, _ptr(acc[p]), _ptr(pairs[p]),
-                               _ptr(touched[p])) for p in range(parts)]  # fmt: skip
-    if any(r != 0 for r in _run(calls)):
+        bad = _fn(lib, "stats_traj_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo,
+                                             span, _ptr(t), _ptr(ids), num, _ptr(acc),
+                                             _ptr(pairs), _ptr(touched))  # fmt: skip
+    if bad:
         return None
     weighted = w is not None or t is not None
     mean, inv = _tables(acc, weighted, eps=eps, scale=scale, unbiased=unbiased)
     mean, inv = mean.to(dt), inv.to(dt)
-    g = _fn(lib, "apply", dt)
-    _run([lambda p=p: g(cuts[p], cuts[p + 1], _ptr(x), _ptr(ids), _ptr(m), nc, cols, lo, span,
-                        _ptr(mean), _ptr(inv), num, _ptr(out)) for p in range(parts)])  # fmt: skip
+    _fn(lib, "apply_par", dt)(parts, ca, _ptr(x), _ptr(ids), _ptr(m), nc, cols, lo, span,
+                              _ptr(mean), _ptr(inv), num, _ptr(out))  # fmt: skip
     return _zeroed(out)
 
 
@@ -498,32 +488,28 @@ def player_turn(
     cuts = _bounds(n, parts, t)
     acc1, acc2 = _acc(parts, key1.num), _acc(parts, key2.num)
     nc, cols, lo, span = key1.args()
-    f, runs = _fn(lib, "stats", dt), key1.runs(lib)
-    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
-                        _ptr(ids), key1.num, _ptr(acc1[p]), runs)
-          for p in range(parts)])  # fmt: skip
+    ca = _carr(cuts)
+    _fn(lib, "stats_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
+                              _ptr(ids), key1.num, _ptr(acc1), key1.runs(lib))  # fmt: skip
     mean1, inv1 = (v.to(dt) for v in _tables(acc1, w is not None, eps=eps, scale=True,
                                              unbiased=unbiased))  # fmt: skip
     g_tab = torch.zeros(gspan * (thi - tlo + 1) * aspan, dtype=torch.float64)
     k12, gd, ad = (v.long().contiguous() for v in (k1_to_k2, game_d, agent_d))
-    f = _fn(lib, "turn_fused", dt)
-    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(ids), _ptr(w), _ptr(t), tlo,
-                        thi - tlo + 1, aspan, _ptr(gd), _ptr(ad), _ptr(mean1), _ptr(inv1),
-                        key1.num, _ptr(k12), gamma, _ptr(g_tab), _ptr(acc2[p]), _ptr(out))
-          for p in range(parts)])  # fmt: skip
+    _fn(lib, "turn_fused_par", dt)(parts, ca, _ptr(x), _ptr(ids), _ptr(w), _ptr(t), tlo,
+                                   thi - tlo + 1, aspan, _ptr(gd), _ptr(ad), _ptr(mean1),
+                                   _ptr(inv1), key1.num, _ptr(k12), gamma, _ptr(g_tab),
+                                   _ptr(acc2), key2.num, _ptr(out))  # fmt: skip
     mean2, inv2 = (v.to(dt) for v in _tables(acc2, True, eps=eps, scale=scale2,
                                              unbiased=unbiased))  # fmt: skip
-    f = _fn(lib, "apply", dt)
+    f = _fn(lib, "apply_par", dt)
     if alias:  # the ids are gone: key 2 from its columns
         nc, cols, lo, span = key2.args()
-        _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(out), None, _ptr(m), nc, cols, lo, span,
-                            _ptr(mean2), _ptr(inv2), key2.num, _ptr(out))
-              for p in range(parts)])  # fmt: skip
+        f(parts, ca, _ptr(out), None, _ptr(m), nc, cols, lo, span, _ptr(mean2), _ptr(inv2),
+          key2.num, _ptr(out))  # fmt: skip
     else:  # per key-1 id: the tables of its key 2
         mean2, inv2 = mean2[k12].contiguous(), inv2[k12].contiguous()
-        _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(out), _ptr(ids), None, 0, None, None,
-                            None, _ptr(mean2), _ptr(inv2), key1.num, _ptr(out))
-              for p in range(parts)])  # fmt: skip
+        f(parts, ca, _ptr(out), _ptr(ids), None, 0, None, None, None, _ptr(mean2), _ptr(inv2),
+          key1.num, _ptr(out))  # fmt: skip
     return _zeroed(out)
 
 
@@ -540,9 +526,8 @@ def unit_values(unit: Radix, checks: list[Tensor]) -> Tensor | None:
     first = torch.full((parts, len(chk), unit.num), torch.iinfo(torch.long).min, dtype=torch.long)
     ptrs = (ctypes.c_void_p * max(len(chk), 1))(*[c.data_ptr() for c in chk])
     nc, cols, lo, span = unit.args()
-    calls = [lambda p=p: lib.unit_values(cuts[p], cuts[p + 1], nc, cols, lo, span, unit.num,
-                                         len(chk), ptrs, _ptr(first[p])) for p in range(parts)]
-    if not all(_run(calls)):
+    if lib.unit_values_par(parts, _carr(cuts), nc, cols, lo, span, unit.num, len(chk), ptrs,
+                           _ptr(first)):  # fmt: skip
         return None
     low = torch.iinfo(torch.long).min
     val = first[0]
@@ -564,9 +549,8 @@ def moments(x: Tensor, key: Radix, mask: Tensor | None) -> tuple[Tensor, Tensor,
     cuts = _bounds(n, parts, None)
     acc = _acc(parts, key.num)
     nc, cols, lo, span = key.args()
-    f, runs = _fn(lib, "stats", dt), key.runs(lib)
-    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), None, nc, cols, lo, span, None,
-                        key.num, _ptr(acc[p]), runs) for p in range(parts)])  # fmt: skip
+    _fn(lib, "stats_par", dt)(parts, _carr(cuts), _ptr(x), _ptr(m), None, nc, cols, lo, span,
+                              None, key.num, _ptr(acc), key.runs(lib))  # fmt: skip
     cnt = (acc[..., 0].view(torch.int64) & 0xFFFFFFFF).double()
     pilot = acc[..., 4]
     ref = pilot[0]
@@ -596,9 +580,8 @@ def unit_means(
     cuts = _bounds(n, parts, None)
     acc = _acc(parts, unit.num)
     nc, cols, lo, span = unit.args()
-    f, runs = _fn(lib, "stats", dt), unit.runs(lib)
-    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
-                        None, unit.num, _ptr(acc[p]), runs) for p in range(parts)])  # fmt: skip
+    _fn(lib, "stats_par", dt)(parts, _carr(cuts), _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
+                              None, unit.num, _ptr(acc), unit.runs(lib))  # fmt: skip
     cnt = (acc[..., 0].view(torch.int64) & 0xFFFFFFFF).double()
     tot = acc[..., 1] if w is not None else cnt
     pilot = acc[..., 4]
@@ -621,7 +604,6 @@ def gather(table: Tensor, key: Radix, mask: Tensor | None, n: int) -> Tensor | N
     parts = _parts(n)
     cuts = _bounds(n, parts, None)
     nc, cols, lo, span = key.args()
-    f = _fn(lib, "gather", dt)
-    _run([lambda p=p: f(cuts[p], cuts[p + 1], _ptr(m), nc, cols, lo, span, _ptr(table), _ptr(out))
-          for p in range(parts)])  # fmt: skip
+    _fn(lib, "gather_par", dt)(parts, _carr(cuts), _ptr(m), nc, cols, lo, span, _ptr(table),
+                               _ptr(out))  # fmt: skip
     return _zeroed(out)
