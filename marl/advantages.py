@@ -519,19 +519,17 @@ def _native_player_turn(x, keys, mask, weights, cfg) -> Tensor | None:
     trajectories as ascending runs in turn order), or None."""
     if cfg.per_trajectory or x.device.type != "cpu" or not native.available():
         return None
-    if not native.in_order(keys.trajectory, keys.turn):
-        return None
     named = [(n, c) for n in ("game", "group", "agent") if (c := getattr(keys, n)) is not None]
     key1 = native.radix([c for _, c in named])
     key2 = native.radix([keys.game, keys.agent])
     if key1 is None or key2 is None:
         return None
     vals = dict(zip([n for n, _ in named], key1.unravel(), strict=True))
-    agent_d = vals["agent"] - key2.lo[-1]
-    game_d = vals["game"] - key2.lo[0] if keys.game is not None else torch.zeros_like(agent_d)
-    k1_to_k2 = game_d * key2.span[-1] + agent_d
-    return native.player_turn(x, key1, (game_d, agent_d, key2.span[-1]), key2, k1_to_k2, mask,
-                              weights, keys.trajectory, gamma=cfg.turn_gamma, eps=cfg.eps,
+    k1_to_k2 = vals["agent"] - key2.lo[-1]
+    if keys.game is not None:
+        k1_to_k2 = k1_to_k2 + (vals["game"] - key2.lo[0]) * key2.span[-1]
+    return native.player_turn(x, key1, key2, k1_to_k2, mask, weights, keys.trajectory,
+                              keys.turn, gamma=cfg.turn_gamma, eps=cfg.eps,
                               unbiased=cfg.unbiased_std, scale2=cfg.player_turn_scale)  # fmt: skip
 
 

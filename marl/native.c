@@ -400,24 +400,35 @@ DEFINE_KERNELS(double, f64)
 
 #define DEFINE_MORE(T, SUF)                                                                        \
     /* MARS player_turn after the first normalization's moments, backward over [i0, i1):        \
-     * r = (x - mean1[id]) * inv1[id] (ids: the first key, K1 when masked), g = r + gamma g_next \
-     * per return key (game digit of id, trajectory, agent digit of id), out = g, and the key-2  \
-     * moments of g (acc2, key k1_to_k2[id]) for samples with positive weight. Parts must hold   \
-     * whole trajectories. */                                                                   \
-    void turn_fused_##SUF(int64_t i0, int64_t i1, const T *x, const int32_t *ids, const T *wt,   \
-                          const int64_t *traj, int64_t tlo, int64_t tspan, int64_t aspan,         \
-                          const int64_t *k1_game, const int64_t *k1_agent, const T *mean1,        \
-                          const T *inv1, int64_t K1, const int64_t *k1_to_k2, double gamma,       \
-                          double *G, Acc *acc2, T *out) {                                         \
+     * r = (x - mean1[id]) * inv1[id] (ids: the first key, K1 when masked; may alias out),      \
+     * g = r + gamma g_next per (trajectory, key 2) -- key 2 = k1_to_k2[id], (game, agent) -- in  \
+     * a table G [K2] restarted (gen stamps) at every trajectory, out = g, and the key-2          \
+     * moments of g (acc2) for samples with positive weight. Trajectories must be ascending runs  \
+     * with turns (when given) that never decrease inside them, parts whole trajectories: 1     \
+     * otherwise (out is then unspecified). */                                                    \
+    static inline __attribute__((always_inline)) int64_t turn_fused_body_##SUF(                  \
+        int64_t i0, int64_t i1, const T *x, const int32_t *ids, const T *wt, const int64_t *traj, \
+        const int64_t *turn, const T *mean1, const T *inv1, int64_t K1,                           \
+        const int64_t *k1_to_k2, double gamma, double *G, int64_t *gen, Acc *acc2, T *out) {      \
+        int64_t stamp = 0;                                                                        \
         for (int64_t i = i1 - 1; i >= i0; i--) {                                                  \
+            if (i + 1 < i1) {                                                                     \
+                if (traj[i] > traj[i + 1]) return 1;                                              \
+                if (traj[i] != traj[i + 1])                                                       \
+                    stamp++;                                                                      \
+                else if (turn && turn[i] > turn[i + 1])                                           \
+                    return 1;                                                                     \
+            }                                                                                     \
             int64_t id = ids[i];                                                                  \
             if (id == K1) {                                                                       \
                 out[i] = 0;                                                                       \
                 continue;                                                                         \
             }                                                                                     \
             T r = (T)((x[i] - mean1[id]) * inv1[id]);                                             \
-            int64_t k = (k1_game[id] * tspan + (traj[i] - tlo)) * aspan + k1_agent[id];           \
-            G[k] = (double)r + gamma * G[k];                                                      \
+            int64_t k = k1_to_k2[id];                                                             \
+            double next = gen[k] == stamp ? G[k] : 0.0;                                           \
+            gen[k] = stamp;                                                                       \
+            G[k] = (double)r + gamma * next;                                                      \
             T g = (T)G[k];                                                                        \
             out[i] = g;                                                                           \
             double w = 1.0;                                                                       \
@@ -425,7 +436,7 @@ DEFINE_KERNELS(double, f64)
                 w = (double)wt[i];                                                                \
                 if (!(w > 0)) continue;                                                           \
             }                                                                                     \
-            Acc *a = acc2 + k1_to_k2[id];                                                         \
+            Acc *a = acc2 + k;                                                                    \
             double v = (double)g;                                                                 \
             if (a->pilot != a->pilot) a->pilot = v;                                               \
             double d = v - a->pilot;                                                              \
@@ -434,6 +445,17 @@ DEFINE_KERNELS(double, f64)
             a->s1 += w * d;                                                                       \
             a->s2 += w * d * d;                                                                   \
         }                                                                                         \
+        return 0;                                                                                 \
+    }                                                                                             \
+    int64_t turn_fused_##SUF(int64_t i0, int64_t i1, const T *x, const int32_t *ids, const T *wt, \
+                             const int64_t *traj, const int64_t *turn, const T *mean1,            \
+                             const T *inv1, int64_t K1, const int64_t *k1_to_k2, double gamma,    \
+                             double *G, int64_t *gen, Acc *acc2, T *out) {                        \
+        if (wt)                                                                                   \
+            return turn_fused_body_##SUF(i0, i1, x, ids, wt, traj, turn, mean1, inv1, K1,         \
+                                         k1_to_k2, gamma, G, gen, acc2, out);                     \
+        return turn_fused_body_##SUF(i0, i1, x, ids, NULL, traj, turn, mean1, inv1, K1, k1_to_k2, \
+                                     gamma, G, gen, acc2, out);                                   \
     }                                                                                             \
                                                                                                   \
     /* out[i] = table[key], 0 where masked. */                                                    \
@@ -516,17 +538,16 @@ int64_t unit_values(int64_t i0, int64_t i1, int nc, const int64_t *const *cols, 
         return bad;                                                                               \
     }                                                                                             \
     int64_t turn_fused_par_##SUF(int P, const int64_t *cuts, const T *x, const int32_t *ids,      \
-                                 const T *wt, const int64_t *traj, int64_t tlo, int64_t tspan,    \
-                                 int64_t aspan, const int64_t *k1_game, const int64_t *k1_agent,  \
+                                 const T *wt, const int64_t *traj, const int64_t *turn,           \
                                  const T *mean1, const T *inv1, int64_t K1,                       \
-                                 const int64_t *k1_to_k2, double gamma, double *G, Acc *acc2,     \
-                                 int64_t K2, T *out) {                                            \
+                                 const int64_t *k1_to_k2, double gamma, double *G, int64_t *gen,  \
+                                 Acc *acc2, int64_t K2, T *out) {                                 \
         int64_t bad = 0;                                                                          \
         PAR_FOR                                                                                   \
         for (int p = 0; p < P; p++)                                                               \
-            turn_fused_##SUF(cuts[p], cuts[p + 1], x, ids, wt, traj, tlo, tspan, aspan, k1_game,  \
-                             k1_agent, mean1, inv1, K1, k1_to_k2, gamma, G,                       \
-                             acc2 + (int64_t)p * K2, out);                                        \
+            bad |= turn_fused_##SUF(cuts[p], cuts[p + 1], x, ids, wt, traj, turn, mean1, inv1,    \
+                                    K1, k1_to_k2, gamma, G + (int64_t)p * K2,                     \
+                                    gen + (int64_t)p * K2, acc2 + (int64_t)p * K2, out);          \
         return bad;                                                                               \
     }                                                                                             \
     int64_t gather_par_##SUF(int P, const int64_t *cuts, const uint8_t *mask, int nc,             \

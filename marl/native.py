@@ -50,8 +50,8 @@ _SIGNATURES = {  # per dtype (suffix _f32 / _f64)
     "ema": (None, [_I64, _P, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P, _P, _P]),
     "ema_traj": (_I64, [_I64, _P, _P, _P, _INT, _P, _P, _P, _P, _DBL, _P, _P, _P, _P, _P, _P]),
     "turn_returns": (None, [_I64, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P]),
-    "turn_fused_par": (_I64, [_INT, _P, _P, _P, _P, _P, _I64, _I64, _I64, _P, _P, _P, _P, _I64,
-                              _P, _DBL, _P, _P, _I64, _P]),
+    "turn_fused_par": (_I64, [_INT, _P, _P, _P, _P, _P, _P, _P, _P, _I64, _P, _DBL, _P, _P, _P,
+                              _I64, _P]),
     "gather_par": (_I64, [_INT, _P, _P, _INT, _P, _P, _P, _P, _P]),
 }
 _PLAIN = {  # dtype-free
@@ -453,39 +453,36 @@ def _acc(parts: int, num: int) -> Tensor:
 def player_turn(
     x: Tensor,
     key1: Radix,
-    digits: tuple[Tensor, Tensor, int],
     key2: Radix,
     k1_to_k2: Tensor,
     mask: Tensor | None,
     weights: Tensor | None,
     trajectory: Tensor,
+    turn: Tensor | None,
     *,
     gamma: float,
     eps: float,
     unbiased: bool,
     scale2: bool,
 ) -> Tensor | None:
-    """MARS ``player_turn`` in three passes: moments per ``key1`` (ids kept in 32 bits); backward,
-    the normalized rewards' return-to-go per (game, trajectory, agent), read from the ids'
-    ``digits`` (game digit [K1], agent digit [K1], agent span) and the trajectory, with the
-    moments of those returns per ``key2`` (``k1_to_k2`` maps ids); then the centered
-    (``scale2``: scaled) returns. Trajectories must be ascending runs in turn order (the caller
-    checks); None when the return table would be too large."""
+    """MARS ``player_turn`` in three passes: moments per ``key1``; backward, the normalized
+    rewards' return-to-go per (trajectory, ``key2``) with the moments of those returns per
+    ``key2`` (``k1_to_k2`` maps key ids); then the centered (``scale2``: scaled) returns.
+    None (after the first pass) unless trajectories are ascending contiguous runs in turn
+    order."""
     lib = library()
     if lib is None or not _usable(x) or key1.num >= (1 << 31) - 1:
         return None
     x, dt, n = _flat(x), x.dtype, x.numel()
     m, w, t = _flat(mask, torch.bool), _flat(weights, dt), _flat(trajectory, torch.long)
-    game_d, agent_d, aspan = digits
-    tlo, thi = col_range(trajectory)
-    gspan = int(game_d.max()) + 1 if game_d.numel() else 1
-    if gspan * (thi - tlo + 1) * aspan > max(2 * n, 1 << 16):
+    u = _flat(turn, torch.long)
+    parts = max(_parts(n), -(-n // (1 << 31)))
+    cuts = _bounds(n, parts, t)
+    if not _seams_ascend(t, cuts):
         return None
     alias = dt == torch.float32  # ids share out's memory (read before each slot is written)
     out = empty(n, dt, backward=not alias)
     ids = out.view(torch.int32) if alias else empty(n, torch.int32)
-    parts = max(_parts(n), -(-n // (1 << 31)))
-    cuts = _bounds(n, parts, t)
     acc1, acc2 = _acc(parts, key1.num), _acc(parts, key2.num)
     nc, cols, lo, span = key1.args()
     ca = _carr(cuts)
@@ -493,12 +490,14 @@ def player_turn(
                               _ptr(ids), key1.num, _ptr(acc1), key1.runs(lib))  # fmt: skip
     mean1, inv1 = (v.to(dt) for v in _tables(acc1, w is not None, eps=eps, scale=True,
                                              unbiased=unbiased))  # fmt: skip
-    g_tab = torch.zeros(gspan * (thi - tlo + 1) * aspan, dtype=torch.float64)
-    k12, gd, ad = (v.long().contiguous() for v in (k1_to_k2, game_d, agent_d))
-    _fn(lib, "turn_fused_par", dt)(parts, ca, _ptr(x), _ptr(ids), _ptr(w), _ptr(t), tlo,
-                                   thi - tlo + 1, aspan, _ptr(gd), _ptr(ad), _ptr(mean1),
-                                   _ptr(inv1), key1.num, _ptr(k12), gamma, _ptr(g_tab),
-                                   _ptr(acc2), key2.num, _ptr(out))  # fmt: skip
+    g_tab = torch.zeros(parts, key2.num, dtype=torch.float64)
+    gen = torch.full((parts, key2.num), -1, dtype=torch.long)
+    k12 = k1_to_k2.long().contiguous()
+    if _fn(lib, "turn_fused_par", dt)(parts, ca, _ptr(x), _ptr(ids), _ptr(w), _ptr(t), _ptr(u),
+                                      _ptr(mean1), _ptr(inv1), key1.num, _ptr(k12), gamma,
+                                      _ptr(g_tab), _ptr(gen), _ptr(acc2), key2.num,
+                                      _ptr(out)):  # fmt: skip
+        return None
     mean2, inv2 = (v.to(dt) for v in _tables(acc2, True, eps=eps, scale=scale2,
                                              unbiased=unbiased))  # fmt: skip
     f = _fn(lib, "apply_par", dt)
