@@ -39,9 +39,17 @@ typedef struct {
 } Acc;
 
 typedef struct {
-    double cnt, w, s1, s2; /* per (trajectory, key) pair, flushed when the trajectory ends */
-    int64_t nz;            /* samples with x != pilot */
-} Pair;
+    int64_t cz;   /* samples | (samples with x != pilot) << 32, of one (trajectory, key) pair */
+    double w;     /* their weight (weighted only) */
+    double s1;    /* sum of w * (x - pilot) */
+    double s2;    /* sum of w * (x - pilot)^2 */
+    double pilot; /* the key's pilot, copied when the pair starts */
+} Pair;           /* flushed into the key's Acc when the trajectory ends */
+
+typedef struct {
+    double cnt, w, sx, swx; /* one (trajectory, key) unit of ema_traj: count, weight, sums */
+    double before;          /* its baseline before its update */
+} Unit;
 
 /* Key columns copied into locals once per call, so that stores to tables and outputs do not
  * force the compiler to reload them; KEY(i) is branch-free once the loop is unswitched on nc. */
@@ -67,6 +75,23 @@ typedef struct {
     if (runs)                                                                                      \
         return wt ? STATS_ARGS(F, NC, wt, 1) : STATS_ARGS(F, NC, NULL, 1);                        \
     return wt ? STATS_ARGS(F, NC, wt, 0) : STATS_ARGS(F, NC, NULL, 0)
+
+/* Fold the pairs of the trajectory that just ended into their keys: each pair weighs its
+ * mean weight (1 unweighted), its sums divided by its sample count. */
+#define STATS_TRAJ_FLUSH                                                                           \
+    do {                                                                                           \
+        for (int64_t j = 0; j < nt; j++) {                                                         \
+            Pair *q = pairs + touched[j];                                                          \
+            Acc *a = acc + touched[j];                                                             \
+            double c = (double)(q->cz & 0xFFFFFFFF);                                               \
+            a->cz += q->cz;                                                                        \
+            a->w += wt ? q->w / c : 1.0;                                                           \
+            a->s1 += q->s1 / c;                                                                    \
+            a->s2 += q->s2 / c;                                                                    \
+            memset(q, 0, sizeof(Pair));                                                            \
+        }                                                                                          \
+        nt = 0;                                                                                    \
+    } while (0)
 
 #define DEFINE_KERNELS(T, SUF)                                                                     \
     /* Per-key moments; ids[i] (may be NULL, may alias an output of the same width) gets the     \
@@ -154,28 +179,18 @@ typedef struct {
                                                                                                   \
     /* Per-trajectory moments: every (trajectory, key) pair weighs its mean weight. Needs        \
      * trajectories as ascending contiguous runs (-1 otherwise). pairs [K] zeroed, touched [K]. */ \
-    static inline __attribute__((always_inline)) int64_t stats_traj_body_##SUF(int64_t i0, int64_t i1, const T *x, const uint8_t *mask,            \
-                             const T *wt, const int nc, const int64_t *const *cols, const int64_t *lo, \
-                             const int64_t *span, const int64_t *traj, int32_t *ids, int64_t K,   \
-                             Acc *acc, Pair *pairs, int64_t *touched) {                           \
+    static inline __attribute__((always_inline)) int64_t stats_traj_body_##SUF(                  \
+        int64_t i0, int64_t i1, const T *x, const uint8_t *mask, const T *wt, const int nc,       \
+        const int64_t *const *cols, const int64_t *lo, const int64_t *span, const int64_t *traj,  \
+        int32_t *ids, int64_t K, Acc *acc, Pair *pairs, int64_t *touched) {                       \
         KEY_LOCALS;                                                                               \
         int64_t nt = 0;                                                                           \
-        for (int64_t i = i0; i <= i1; i++) {                                                      \
-            if (i == i1 || (i > i0 && traj[i] != traj[i - 1])) {                                  \
-                if (i < i1 && traj[i] < traj[i - 1]) return -1;                                   \
-                for (int64_t j = 0; j < nt; j++) {                                                \
-                    Pair *p = pairs + touched[j];                                                 \
-                    Acc *a = acc + touched[j];                                                    \
-                    a->cz += (int64_t)p->cnt + (p->nz << 32);                                     \
-                    a->w += p->w / p->cnt;                                                        \
-                    a->s1 += p->s1 / p->cnt;                                                      \
-                    a->s2 += p->s2 / p->cnt;                                                      \
-                    memset(p, 0, sizeof(Pair));                                                   \
-                }                                                                                 \
-                nt = 0;                                                                           \
-                if (i == i1) break;                                                               \
+        for (int64_t i = i0; i < i1; i++) {                                                       \
+            if (i > i0 && traj[i] != traj[i - 1]) {                                               \
+                if (traj[i] < traj[i - 1]) return -1;                                             \
+                STATS_TRAJ_FLUSH;                                                                 \
             }                                                                                     \
-            int64_t k = KEY(i);                                            \
+            int64_t k = KEY(i);                                                                   \
             int on = mask ? mask[i] : 1;                                                          \
             if (ids) ids[i] = on ? (int32_t)k : (int32_t)K;                                       \
             if (!on) continue;                                                                    \
@@ -184,26 +199,28 @@ typedef struct {
                 w = (double)wt[i];                                                                \
                 if (!(w > 0)) continue;                                                           \
             }                                                                                     \
-            Acc *a = acc + k;                                                                     \
             Pair *p = pairs + k;                                                                  \
-            if (a->pilot != a->pilot) a->pilot = v;                                               \
-            if (p->cnt == 0) touched[nt++] = k;                                                   \
-            double d = v - a->pilot;                                                              \
-            p->cnt += 1;                                                                          \
-            p->w += w;                                                                            \
+            if (p->cz == 0) { /* the pair starts: its key's pilot */                              \
+                touched[nt++] = k;                                                                \
+                if (acc[k].pilot != acc[k].pilot) acc[k].pilot = v;                               \
+                p->pilot = acc[k].pilot;                                                          \
+            }                                                                                     \
+            double d = v - p->pilot;                                                              \
+            p->cz += 1 + ((int64_t)(d != 0) << 32);                                               \
+            if (wt) p->w += w;                                                                    \
             p->s1 += w * d;                                                                       \
             p->s2 += w * d * d;                                                                   \
-            p->nz += (d != 0);                                                                    \
         }                                                                                         \
+        STATS_TRAJ_FLUSH;                                                                         \
         return 0;                                                                                 \
     }                                                                                             \
     int64_t stats_traj_##SUF(int64_t i0, int64_t i1, const T *x, const uint8_t *mask, const T *wt, int nc, const int64_t *const *cols, const int64_t *lo, const int64_t *span, const int64_t *traj, int32_t *ids, int64_t K, Acc *acc, Pair *pairs, int64_t *touched) { \
         switch (nc) { \
-        case 0: return stats_traj_body_##SUF(i0, i1, x, mask, wt, 0, cols, lo, span, traj, ids, K, acc, pairs, touched); \
-        case 1: return stats_traj_body_##SUF(i0, i1, x, mask, wt, 1, cols, lo, span, traj, ids, K, acc, pairs, touched); \
-        case 2: return stats_traj_body_##SUF(i0, i1, x, mask, wt, 2, cols, lo, span, traj, ids, K, acc, pairs, touched); \
-        case 3: return stats_traj_body_##SUF(i0, i1, x, mask, wt, 3, cols, lo, span, traj, ids, K, acc, pairs, touched); \
-        case 4: return stats_traj_body_##SUF(i0, i1, x, mask, wt, 4, cols, lo, span, traj, ids, K, acc, pairs, touched); \
+        case 0: return wt ? stats_traj_body_##SUF(i0, i1, x, mask, wt, 0, cols, lo, span, traj, ids, K, acc, pairs, touched) : stats_traj_body_##SUF(i0, i1, x, mask, NULL, 0, cols, lo, span, traj, ids, K, acc, pairs, touched); \
+        case 1: return wt ? stats_traj_body_##SUF(i0, i1, x, mask, wt, 1, cols, lo, span, traj, ids, K, acc, pairs, touched) : stats_traj_body_##SUF(i0, i1, x, mask, NULL, 1, cols, lo, span, traj, ids, K, acc, pairs, touched); \
+        case 2: return wt ? stats_traj_body_##SUF(i0, i1, x, mask, wt, 2, cols, lo, span, traj, ids, K, acc, pairs, touched) : stats_traj_body_##SUF(i0, i1, x, mask, NULL, 2, cols, lo, span, traj, ids, K, acc, pairs, touched); \
+        case 3: return wt ? stats_traj_body_##SUF(i0, i1, x, mask, wt, 3, cols, lo, span, traj, ids, K, acc, pairs, touched) : stats_traj_body_##SUF(i0, i1, x, mask, NULL, 3, cols, lo, span, traj, ids, K, acc, pairs, touched); \
+        case 4: return wt ? stats_traj_body_##SUF(i0, i1, x, mask, wt, 4, cols, lo, span, traj, ids, K, acc, pairs, touched) : stats_traj_body_##SUF(i0, i1, x, mask, NULL, 4, cols, lo, span, traj, ids, K, acc, pairs, touched); \
         } \
         return -1; \
     } \
@@ -281,67 +298,6 @@ typedef struct {
         case 4: ema_body_##SUF(n, x, mask, wt, 4, cols, lo, span, alpha, init, b, cnt, out); return; \
         } \
          \
-    } \
-                                                                                                  \
-    /* The same EMA with one update per (trajectory, key) unit from its mean value (weighted,   \
-     * plain when the unit's weights are all 0: then it meets init and updates nothing).        \
-     * Ascending contiguous trajectories only (-1 otherwise). pairs [K] zeroed, touched [K]. */   \
-    static inline __attribute__((always_inline)) int64_t ema_traj_body_##SUF(int64_t n, const T *x, const uint8_t *mask, const T *wt, const int nc,       \
-                           const int64_t *const *cols, const int64_t *lo, const int64_t *span,    \
-                           const int64_t *traj, double alpha, const double *init, double *b,      \
-                           double *cnt, Pair *pairs, int64_t *touched, T *out) {                  \
-        KEY_LOCALS;                                                                               \
-        int64_t nt = 0, s = 0;                                                                    \
-        for (int64_t i = 0; i <= n; i++) {                                                        \
-            if (i == n || (i > 0 && traj[i] != traj[i - 1])) {                                    \
-                if (i < n && traj[i] < traj[i - 1]) return -1;                                    \
-                for (int64_t j = 0; j < nt; j++) { /* one EMA step per unit; s2 holds before */   \
-                    int64_t k = touched[j];                                                       \
-                    Pair *p = pairs + k;                                                          \
-                    int live = wt ? p->w > 0 : 1;                                                 \
-                    double r = wt ? (live ? p->s2 / p->w : p->s1 / p->cnt) : p->s1 / p->cnt;      \
-                    if (live) {                                                                   \
-                        p->s2 = b[k];                                                             \
-                        b[k] = alpha * b[k] + (1.0 - alpha) * r;                                  \
-                        cnt[k] += 1;                                                              \
-                    } else {                                                                      \
-                        p->s2 = init[k];                                                          \
-                    }                                                                             \
-                }                                                                                 \
-                for (int64_t q = s; q < i; q++) {                                                 \
-                    if (mask && !mask[q]) {                                                       \
-                        out[q] = 0;                                                               \
-                        continue;                                                                 \
-                    }                                                                             \
-                    out[q] = x[q] - (T)pairs[KEY(q)].s2;                   \
-                }                                                                                 \
-                for (int64_t j = 0; j < nt; j++) memset(pairs + touched[j], 0, sizeof(Pair));     \
-                nt = 0;                                                                           \
-                s = i;                                                                            \
-                if (i == n) break;                                                                \
-            }                                                                                     \
-            if (mask && !mask[i]) continue;                                                       \
-            int64_t k = KEY(i);                                            \
-            Pair *p = pairs + k;                                                                  \
-            if (p->cnt == 0) touched[nt++] = k;                                                   \
-            p->cnt += 1;                                                                          \
-            p->s1 += (double)x[i];                                                                \
-            if (wt) {                                                                             \
-                p->w += (double)wt[i];                                                            \
-                p->s2 += (double)wt[i] * (double)x[i];                                            \
-            }                                                                                     \
-        }                                                                                         \
-        return 0;                                                                                 \
-    }                                                                                             \
-    int64_t ema_traj_##SUF(int64_t n, const T *x, const uint8_t *mask, const T *wt, int nc, const int64_t *const *cols, const int64_t *lo, const int64_t *span, const int64_t *traj, double alpha, const double *init, double *b, double *cnt, Pair *pairs, int64_t *touched, T *out) { \
-        switch (nc) { \
-        case 0: return ema_traj_body_##SUF(n, x, mask, wt, 0, cols, lo, span, traj, alpha, init, b, cnt, pairs, touched, out); \
-        case 1: return ema_traj_body_##SUF(n, x, mask, wt, 1, cols, lo, span, traj, alpha, init, b, cnt, pairs, touched, out); \
-        case 2: return ema_traj_body_##SUF(n, x, mask, wt, 2, cols, lo, span, traj, alpha, init, b, cnt, pairs, touched, out); \
-        case 3: return ema_traj_body_##SUF(n, x, mask, wt, 3, cols, lo, span, traj, alpha, init, b, cnt, pairs, touched, out); \
-        case 4: return ema_traj_body_##SUF(n, x, mask, wt, 4, cols, lo, span, traj, alpha, init, b, cnt, pairs, touched, out); \
-        } \
-        return -1; \
     } \
                                                                                                   \
     /* Return-to-go per key over samples in order, g = r + gamma g_next, 0 for masked samples;   \
@@ -582,4 +538,106 @@ int64_t in_order_par(int P, const int64_t *cuts, const int64_t *traj, const int6
         bad |= !in_order(cuts[p + 1] - a, traj + a, turn ? turn + a : 0);
     }
     return bad;
+}
+
+/* role_ema per trajectory on threads, in three steps. 1 (parts of whole trajectories, in
+ * parallel): each (trajectory, key) unit's mean value (weighted; plain, and not live, when its
+ * weights are all 0) into means[u], keys[u], live[u], units numbered from the part's first
+ * sample (a part holds at most as many units as samples), and each sample's unit into uid
+ * (-1 masked; uid may alias a float32 output). 2 (sequential, part after part): the EMA over
+ * units in trajectory order, means[u] <- the unit's baseline before its update. 3 (parallel):
+ * out = x - baseline of the sample's unit. */
+#define DEFINE_EMA_UNITS(T, SUF)                                                                   \
+    static inline __attribute__((always_inline)) int64_t ema_units_body_##SUF(                    \
+        int64_t i0, int64_t i1, const T *x, const uint8_t *mask, const T *wt, const int nc,        \
+        const int64_t *const *cols, const int64_t *lo, const int64_t *span, const int64_t *traj,   \
+        Unit *pairs, int64_t *touched, int32_t *uid, double *means, int64_t *keys,                 \
+        uint8_t *live) {                                                                           \
+        KEY_LOCALS;                                                                                \
+        int64_t nt = 0, s = i0, nu = i0;                                                           \
+        for (int64_t i = i0; i <= i1; i++) {                                                       \
+            if (i == i1 || (i > i0 && traj[i] != traj[i - 1])) {                                   \
+                if (i < i1 && traj[i] < traj[i - 1]) return -1;                                    \
+                for (int64_t j = 0; j < nt; j++) {                                                 \
+                    Unit *p = pairs + touched[j];                                                  \
+                    int on = wt ? p->w > 0 : 1;                                                    \
+                    means[nu] = on && wt ? p->swx / p->w : p->sx / p->cnt;                         \
+                    keys[nu] = touched[j];                                                         \
+                    live[nu] = (uint8_t)on;                                                        \
+                    p->before = (double)nu++; /* the unit's number, for its samples */             \
+                }                                                                                  \
+                for (int64_t q = s; q < i; q++)                                                    \
+                    uid[q] = (mask && !mask[q]) ? -1 : (int32_t)pairs[KEY(q)].before;              \
+                for (int64_t j = 0; j < nt; j++) memset(pairs + touched[j], 0, sizeof(Unit));      \
+                nt = 0;                                                                            \
+                s = i;                                                                             \
+                if (i == i1) break;                                                                \
+            }                                                                                      \
+            if (mask && !mask[i]) continue;                                                        \
+            int64_t k = KEY(i);                                                                    \
+            Unit *p = pairs + k;                                                                   \
+            if (p->cnt == 0) touched[nt++] = k;                                                    \
+            p->cnt += 1;                                                                           \
+            p->sx += (double)x[i];                                                                 \
+            if (wt) {                                                                              \
+                p->w += (double)wt[i];                                                             \
+                p->swx += (double)wt[i] * (double)x[i];                                            \
+            }                                                                                      \
+        }                                                                                          \
+        return nu - i0;                                                                            \
+    }                                                                                              \
+    int64_t ema_units_par_##SUF(int P, const int64_t *cuts, const T *x, const uint8_t *mask,       \
+                                const T *wt, int nc, const int64_t *const *cols,                   \
+                                const int64_t *lo, const int64_t *span, const int64_t *traj,       \
+                                Unit *pairs, int64_t *touched, int64_t K, int32_t *uid,            \
+                                double *means, int64_t *keys, uint8_t *live, int64_t *nunits) {    \
+        int64_t bad = 0;                                                                           \
+        PAR_FOR                                                                                    \
+        for (int p = 0; p < P; p++) {                                                              \
+            int64_t r = -1, a = cuts[p], e = cuts[p + 1];                                          \
+            Unit *pp = pairs + (int64_t)p * K;                                                     \
+            int64_t *tt = touched + (int64_t)p * K;                                                \
+            switch (nc) {                                                                          \
+            case 0: r = ema_units_body_##SUF(a, e, x, mask, wt, 0, cols, lo, span, traj, pp, tt,   \
+                                             uid, means, keys, live); break;                       \
+            case 1: r = ema_units_body_##SUF(a, e, x, mask, wt, 1, cols, lo, span, traj, pp, tt,   \
+                                             uid, means, keys, live); break;                       \
+            case 2: r = ema_units_body_##SUF(a, e, x, mask, wt, 2, cols, lo, span, traj, pp, tt,   \
+                                             uid, means, keys, live); break;                       \
+            }                                                                                      \
+            nunits[p] = r;                                                                         \
+            bad |= r < 0;                                                                          \
+        }                                                                                          \
+        return bad;                                                                                \
+    }                                                                                              \
+    int64_t ema_out_par_##SUF(int P, const int64_t *cuts, const T *x, const int32_t *uid,          \
+                              const double *before, T *out) {                                      \
+        int64_t bad = 0;                                                                           \
+        PAR_FOR                                                                                    \
+        for (int p = 0; p < P; p++)                                                                \
+            for (int64_t i = cuts[p]; i < cuts[p + 1]; i++) {                                      \
+                int32_t u = uid[i];                                                                \
+                out[i] = u < 0 ? (T)0 : x[i] - (T)before[u];                                       \
+            }                                                                                      \
+        return bad;                                                                                \
+    }
+
+DEFINE_EMA_UNITS(float, f32)
+DEFINE_EMA_UNITS(double, f64)
+
+void ema_scan(int P, const int64_t *cuts, const int64_t *nunits, double *means,
+              const int64_t *keys, const uint8_t *live, double alpha, const double *init,
+              double *b, double *cnt) {
+    for (int p = 0; p < P; p++)
+        for (int64_t u = cuts[p]; u < cuts[p] + nunits[p]; u++) {
+            int64_t k = keys[u];
+            double r = means[u];
+            if (live[u]) {
+                means[u] = b[k];
+                b[k] = alpha * b[k] + (1.0 - alpha) * r;
+                cnt[k] += 1;
+            } else {
+                means[u] = init[k];
+            }
+        }
 }

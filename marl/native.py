@@ -48,14 +48,17 @@ _SIGNATURES = {  # per dtype (suffix _f32 / _f64)
     "stats_traj_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P, _P, _P]),
     "apply_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P]),
     "ema": (None, [_I64, _P, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P, _P, _P]),
-    "ema_traj": (_I64, [_I64, _P, _P, _P, _INT, _P, _P, _P, _P, _DBL, _P, _P, _P, _P, _P, _P]),
     "turn_returns": (None, [_I64, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P]),
     "turn_fused_par": (_I64, [_INT, _P, _P, _P, _P, _P, _P, _P, _P, _I64, _P, _DBL, _P, _P, _P,
                               _I64, _P]),
     "gather_par": (_I64, [_INT, _P, _P, _INT, _P, _P, _P, _P, _P]),
+    "ema_units_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _P, _I64, _P, _P, _P,
+                             _P, _P]),
+    "ema_out_par": (_I64, [_INT, _P, _P, _P, _P, _P]),
 }
 _PLAIN = {  # dtype-free
     "in_order_par": (_I64, [_INT, _P, _P, _P]),
+    "ema_scan": (None, [_INT, _P, _P, _P, _P, _P, _DBL, _P, _P, _P]),
     "touch_pages": (None, [_P, _I64]),
     "mostly_runs": (_I64, [_I64, _INT, _P, _P, _P]),
     "prefer_huge_pages": (_INT, [_P, _I64]),
@@ -415,14 +418,25 @@ def ema(
     if trajectory is None:
         _fn(lib, "ema", dt)(n, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span, alpha,
                             _ptr(init), _ptr(b), _ptr(cnt), _ptr(out))  # fmt: skip
-    else:
+    else:  # unit means on threads, the EMA over units, the outputs on threads
         t = _flat(trajectory, torch.long)
-        pairs = torch.zeros(num, 5, dtype=torch.float64)
-        touched = torch.empty(num, dtype=torch.long)
-        if _fn(lib, "ema_traj", dt)(n, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span, _ptr(t),
-                                    alpha, _ptr(init), _ptr(b), _ptr(cnt), _ptr(pairs),
-                                    _ptr(touched), _ptr(out)):  # fmt: skip
+        parts = _parts(n)
+        cuts = _bounds(n, parts, t)
+        if n >= 1 << 31 or not _seams_ascend(t, cuts):
             return None
+        ca, pairs = _carr(cuts), torch.zeros(parts, num, 5, dtype=torch.float64)
+        touched, nunits = torch.empty(parts, num, dtype=torch.long), torch.empty(parts, 1).long()
+        uid = out.view(torch.int32) if dt == torch.float32 else torch.empty(n, dtype=torch.int32)
+        # one slot per possible unit; only the used ones are ever touched
+        means, keys = torch.empty(n, dtype=torch.float64), torch.empty(n, dtype=torch.long)
+        live = torch.empty(n, dtype=torch.uint8)
+        if _fn(lib, "ema_units_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
+                                         _ptr(t), _ptr(pairs), _ptr(touched), num, _ptr(uid),
+                                         _ptr(means), _ptr(keys), _ptr(live), _ptr(nunits)):
+            return None
+        lib.ema_scan(parts, ca, _ptr(nunits), _ptr(means), _ptr(keys), _ptr(live), alpha,
+                     _ptr(init), _ptr(b), _ptr(cnt))  # fmt: skip
+        _fn(lib, "ema_out_par", dt)(parts, ca, _ptr(x), _ptr(uid), _ptr(means), _ptr(out))
     return _zeroed(out), b, cnt
 
 
