@@ -47,7 +47,7 @@ typedef struct {
 } Pair;           /* flushed into the key's Acc when the trajectory ends */
 
 typedef struct {
-    double cnt, w, sx, swx; /* one (trajectory, key) unit of ema_traj: count, weight, sums */
+    double cnt, w, sx, swx; /* one (trajectory, key) unit of role_ema: count, weight, sums */
     double before;          /* its baseline before its update */
 } Unit;
 
@@ -365,7 +365,8 @@ DEFINE_KERNELS(double, f64)
     static inline __attribute__((always_inline)) int64_t turn_fused_body_##SUF(                  \
         int64_t i0, int64_t i1, const T *x, const int32_t *ids, const T *wt, const int64_t *traj, \
         const int64_t *turn, const T *mean1, const T *inv1, int64_t K1,                           \
-        const int64_t *k1_to_k2, double gamma, double *G, int64_t *gen, Acc *acc2, T *out) {      \
+        const int64_t *k1_to_k2, double gamma, double *G, int64_t *gen, Acc *acc2, T *out,        \
+        uint16_t *k2out) {                                                                        \
         int64_t stamp = 0;                                                                        \
         for (int64_t i = i1 - 1; i >= i0; i--) {                                                  \
             if (i + 1 < i1) {                                                                     \
@@ -378,10 +379,12 @@ DEFINE_KERNELS(double, f64)
             int64_t id = ids[i];                                                                  \
             if (id == K1) {                                                                       \
                 out[i] = 0;                                                                       \
+                if (k2out) k2out[i] = 0xFFFF;                                                     \
                 continue;                                                                         \
             }                                                                                     \
             T r = (T)((x[i] - mean1[id]) * inv1[id]);                                             \
             int64_t k = k1_to_k2[id];                                                             \
+            if (k2out) k2out[i] = (uint16_t)k;                                                    \
             double next = gen[k] == stamp ? G[k] : 0.0;                                           \
             gen[k] = stamp;                                                                       \
             G[k] = (double)r + gamma * next;                                                      \
@@ -397,7 +400,7 @@ DEFINE_KERNELS(double, f64)
             if (a->pilot != a->pilot) a->pilot = v;                                               \
             double d = v - a->pilot;                                                              \
             a->cz += 1 + ((int64_t)(d != 0) << 32);                                               \
-            a->w += w;                                                                            \
+            if (wt) a->w += w; /* unweighted: the count */                                        \
             a->s1 += w * d;                                                                       \
             a->s2 += w * d * d;                                                                   \
         }                                                                                         \
@@ -406,12 +409,12 @@ DEFINE_KERNELS(double, f64)
     int64_t turn_fused_##SUF(int64_t i0, int64_t i1, const T *x, const int32_t *ids, const T *wt, \
                              const int64_t *traj, const int64_t *turn, const T *mean1,            \
                              const T *inv1, int64_t K1, const int64_t *k1_to_k2, double gamma,    \
-                             double *G, int64_t *gen, Acc *acc2, T *out) {                        \
+                             double *G, int64_t *gen, Acc *acc2, T *out, uint16_t *k2out) {       \
         if (wt)                                                                                   \
             return turn_fused_body_##SUF(i0, i1, x, ids, wt, traj, turn, mean1, inv1, K1,         \
-                                         k1_to_k2, gamma, G, gen, acc2, out);                     \
+                                         k1_to_k2, gamma, G, gen, acc2, out, k2out);              \
         return turn_fused_body_##SUF(i0, i1, x, ids, NULL, traj, turn, mean1, inv1, K1, k1_to_k2, \
-                                     gamma, G, gen, acc2, out);                                   \
+                                     gamma, G, gen, acc2, out, k2out);                            \
     }                                                                                             \
                                                                                                   \
     /* out[i] = table[key], 0 where masked. */                                                    \
@@ -497,13 +500,25 @@ int64_t unit_values(int64_t i0, int64_t i1, int nc, const int64_t *const *cols, 
                                  const T *wt, const int64_t *traj, const int64_t *turn,           \
                                  const T *mean1, const T *inv1, int64_t K1,                       \
                                  const int64_t *k1_to_k2, double gamma, double *G, int64_t *gen,  \
-                                 Acc *acc2, int64_t K2, T *out) {                                 \
+                                 Acc *acc2, int64_t K2, T *out, uint16_t *k2out) {                \
         int64_t bad = 0;                                                                          \
         PAR_FOR                                                                                   \
         for (int p = 0; p < P; p++)                                                               \
             bad |= turn_fused_##SUF(cuts[p], cuts[p + 1], x, ids, wt, traj, turn, mean1, inv1,    \
                                     K1, k1_to_k2, gamma, G + (int64_t)p * K2,                     \
-                                    gen + (int64_t)p * K2, acc2 + (int64_t)p * K2, out);          \
+                                    gen + (int64_t)p * K2, acc2 + (int64_t)p * K2, out, k2out);   \
+        return bad;                                                                               \
+    }                                                                                             \
+    /* out = (out - mean[k]) * inv[k] in place with 16-bit keys (0xFFFF: masked, 0). */           \
+    int64_t apply16_par_##SUF(int P, const int64_t *cuts, const uint16_t *k16, const T *mean,     \
+                              const T *inv, T *out) {                                             \
+        int64_t bad = 0;                                                                          \
+        PAR_FOR                                                                                   \
+        for (int p = 0; p < P; p++)                                                               \
+            for (int64_t i = cuts[p]; i < cuts[p + 1]; i++) {                                     \
+                uint16_t k = k16[i];                                                              \
+                out[i] = k == 0xFFFF ? (T)0 : (T)((out[i] - mean[k]) * inv[k]);                   \
+            }                                                                                     \
         return bad;                                                                               \
     }                                                                                             \
     int64_t gather_par_##SUF(int P, const int64_t *cuts, const uint8_t *mask, int nc,             \

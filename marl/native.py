@@ -50,7 +50,8 @@ _SIGNATURES = {  # per dtype (suffix _f32 / _f64)
     "ema": (None, [_I64, _P, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P, _P, _P]),
     "turn_returns": (None, [_I64, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P]),
     "turn_fused_par": (_I64, [_INT, _P, _P, _P, _P, _P, _P, _P, _P, _I64, _P, _DBL, _P, _P, _P,
-                              _I64, _P]),
+                              _I64, _P, _P]),
+    "apply16_par": (_I64, [_INT, _P, _P, _P, _P, _P]),
     "gather_par": (_I64, [_INT, _P, _P, _INT, _P, _P, _P, _P, _P]),
     "ema_units_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _P, _I64, _P, _P, _P,
                              _P, _P]),
@@ -507,22 +508,24 @@ def player_turn(
     g_tab = torch.zeros(parts, key2.num, dtype=torch.float64)
     gen = torch.full((parts, key2.num), -1, dtype=torch.long)
     k12 = k1_to_k2.long().contiguous()
+    k16 = empty(n, torch.int16) if key2.num < 0xFFFF else None  # key 2 per sample, for pass 3
     if _fn(lib, "turn_fused_par", dt)(parts, ca, _ptr(x), _ptr(ids), _ptr(w), _ptr(t), _ptr(u),
                                       _ptr(mean1), _ptr(inv1), key1.num, _ptr(k12), gamma,
-                                      _ptr(g_tab), _ptr(gen), _ptr(acc2), key2.num,
-                                      _ptr(out)):  # fmt: skip
+                                      _ptr(g_tab), _ptr(gen), _ptr(acc2), key2.num, _ptr(out),
+                                      _ptr(k16)):  # fmt: skip
         return None
-    mean2, inv2 = (v.to(dt) for v in _tables(acc2, True, eps=eps, scale=scale2,
+    mean2, inv2 = (v.to(dt) for v in _tables(acc2, w is not None, eps=eps, scale=scale2,
                                              unbiased=unbiased))  # fmt: skip
-    f = _fn(lib, "apply_par", dt)
-    if alias:  # the ids are gone: key 2 from its columns
+    if k16 is not None:
+        _fn(lib, "apply16_par", dt)(parts, ca, _ptr(k16), _ptr(mean2), _ptr(inv2), _ptr(out))
+    elif alias:  # the ids are gone: key 2 from its columns
         nc, cols, lo, span = key2.args()
-        f(parts, ca, _ptr(out), None, _ptr(m), nc, cols, lo, span, _ptr(mean2), _ptr(inv2),
-          key2.num, _ptr(out))  # fmt: skip
+        _fn(lib, "apply_par", dt)(parts, ca, _ptr(out), None, _ptr(m), nc, cols, lo, span,
+                                  _ptr(mean2), _ptr(inv2), key2.num, _ptr(out))  # fmt: skip
     else:  # per key-1 id: the tables of its key 2
         mean2, inv2 = mean2[k12].contiguous(), inv2[k12].contiguous()
-        f(parts, ca, _ptr(out), _ptr(ids), None, 0, None, None, None, _ptr(mean2), _ptr(inv2),
-          key1.num, _ptr(out))  # fmt: skip
+        _fn(lib, "apply_par", dt)(parts, ca, _ptr(out), _ptr(ids), None, 0, None, None, None,
+                                  _ptr(mean2), _ptr(inv2), key1.num, _ptr(out))  # fmt: skip
     return _zeroed(out)
 
 
