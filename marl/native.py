@@ -2,10 +2,17 @@
 
 On the CPU a chain of torch ops reads and writes every [N] tensor once per op, and each fresh
 [N] tensor costs page faults; these kernels fuse a whole step (key ids, moments, the
-normalized output; the role EMA; turn returns) into one or two passes. The C source is
-compiled with the system compiler (``$CC``, else ``cc``) on first use into
-``$SELFPLAY_CACHE`` (default ``~/.cache/selfplay``), keyed by a hash of the source and the
-compiler, and loaded with ``ctypes``. Nothing else is compiled or loaded.
+normalized output; the role EMA; turn returns; MARS's three steps) into one or two passes
+over the samples. Parts of the samples run on OpenMP threads of the runtime torch has already
+loaded (``-fopenmp`` links ``libgomp.so.1``, the library torch ships), so torch's idle workers
+do the work instead of competing for the cores; each part keeps its own tables, merged here.
+Fresh outputs ask for 2 MB pages (Linux transparent huge pages): first-touch page faults are
+most of a fresh [N] tensor's cost on the CPU.
+
+The C source is compiled with the system compiler (``$CC``, else ``cc``) on first use into
+``$SELFPLAY_CACHE`` (default ``~/.cache/selfplay``), keyed by a hash of the source, compiler
+and flags, and loaded with ``ctypes``; without OpenMP (``SELFPLAY_NATIVE_OPENMP=0``, or a
+compiler without it) the parts run one after another. Nothing else is compiled or loaded.
 
 Every entry point returns ``None`` when it does not apply (not a CPU tensor, a dtype other
 than float32/float64, key ranges too wide for a table, samples out of the order a kernel
@@ -78,7 +85,8 @@ def _compile() -> ctypes.CDLL | None:
         log.info("selfplay native kernels off: no C compiler (set CC); using torch ops")
         return None
     errors = []
-    for extra in (["-fopenmp"], []):  # OpenMP shares torch's libgomp.so.1; else serial parts
+    attempts = [["-fopenmp"], []] if os.environ.get("SELFPLAY_NATIVE_OPENMP", "1") != "0" else [[]]
+    for extra in attempts:  # OpenMP shares torch's libgomp.so.1; else serial parts
         lib = _build(cc, _FLAGS + extra, errors)
         if lib is not None:
             break

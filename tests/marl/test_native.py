@@ -217,3 +217,35 @@ def test_diagnostics_kernel_matches_torch(monkeypatch, masked, dtype):
     tol = 1e-9
     for k, v in want.items():
         assert got[k] == pytest.approx(v, rel=tol, abs=tol), k
+
+
+def _four_schemes(x, keys, mask, w) -> dict[str, torch.Tensor]:
+    out = {}
+    for s in ("agent", "player_turn", "role_ema", "joint_group"):
+        for pt in (False, True):
+            cfg = AdvantageConfig(per_trajectory=pt, diagnostics=False)
+            res = normalize_advantages(s, x, keys, mask, w, cfg, RoleEMABaseline())
+            out[f"{s}-{pt}"] = res.advantages
+    return out
+
+
+def test_kernels_without_openmp_run_parts_one_after_another(monkeypatch, tmp_path):
+    """A compiler without OpenMP: the same kernels with parts in sequence give bit-identical
+    results to the OpenMP build's parts on threads."""
+    code = (
+        "import torch; from marl import native\n"
+        "from tests.marl.test_native import _big_layout, _four_schemes\n"
+        "native._parts = lambda n: 3\n"
+        f"torch.save(_four_schemes(*_big_layout()), {str(tmp_path / 'serial.pt')!r})\n"
+        "print(native.available())\n"
+    )
+    env = {"SELFPLAY_CACHE": str(tmp_path), "SELFPLAY_NATIVE_OPENMP": "0"}
+    res = _python(code, **env)
+    assert res.stdout.split() == ["True"], res.stderr
+    lib = next((tmp_path / "selfplay").glob("native-*.so"))
+    assert b"GOMP_parallel" not in lib.read_bytes()  # no OpenMP in this build
+    serial = torch.load(tmp_path / "serial.pt", weights_only=True)
+    monkeypatch.setattr(native, "_parts", lambda n: 3)
+    threaded = _four_schemes(*_big_layout())
+    for name, want in serial.items():
+        torch.testing.assert_close(threaded[name], want, atol=0, rtol=0, msg=name)
