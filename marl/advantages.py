@@ -872,6 +872,11 @@ def normalize_advantages(
         res = normalize_advantages("agent", returns_TBA, AdvantageKeys(agent=torch.arange(A)))
         loss = -(res.advantages * logratio_TBA).mean(); logger.log(res.diagnostics)
     """
+    with native.call_scope():  # key ranges computed once, kernel outputs already zeroed
+        return _normalize_advantages(scheme, values, keys, mask, weights, cfg, state)
+
+
+def _normalize_advantages(scheme, values, keys, mask, weights, cfg, state) -> AdvantageResult:
     fn = get_scheme(scheme)
     cfg = cfg if cfg is not None else AdvantageConfig()
     shape = values.shape

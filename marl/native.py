@@ -33,7 +33,6 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,35 +153,50 @@ def disabled() -> Iterator[None]:
         _STATE["off"] = int(_STATE["off"]) - 1
 
 
-# --- column ranges and outputs, remembered per tensor object
-_RANGES: dict[int, tuple[weakref.ref, int, int, int]] = {}
-_ZEROED: dict[int, tuple[weakref.ref, int]] = {}
+# --- column ranges and zeroed outputs, remembered inside one call only
+# Key columns may change between calls without torch knowing (a tensor over a numpy buffer that
+# a rollout refills keeps its version counter), so nothing is remembered across calls.
+_SCOPE = threading.local()
+
+
+@contextlib.contextmanager
+def call_scope() -> Iterator[None]:
+    """One call of ``normalize_advantages``: key column ranges computed once (a scheme reads
+    the same column several times) and the outputs whose masked samples a kernel zeroed."""
+    outer = getattr(_SCOPE, "state", None)
+    _SCOPE.state = outer if outer is not None else ({}, {})
+    try:
+        yield
+    finally:
+        if outer is None:
+            _SCOPE.state = None
 
 
 def col_range(col: Tensor) -> tuple[int, int]:
-    """``(min, max)`` of an integer column, remembered while the tensor lives unmodified (one
-    call of ``normalize_advantages`` reads the same key column several times)."""
-    hit = _RANGES.get(id(col))
-    if hit is not None and hit[0]() is col and hit[1] == col._version:
+    """``(min, max)`` of an integer column (remembered inside a ``call_scope``)."""
+    state = getattr(_SCOPE, "state", None)
+    hit = None if state is None else state[0].get(id(col))
+    if hit is not None and hit[0] is col and hit[1] == col._version:
         return hit[2], hit[3]
     lo, hi = (int(v) for v in torch.aminmax(col)) if col.numel() else (0, 0)
-    if len(_RANGES) > 64:
-        _RANGES.clear()
-    _RANGES[id(col)] = (weakref.ref(col), col._version, lo, hi)
+    if state is not None:  # holds the column itself: its id stays unique inside the scope
+        state[0][id(col)] = (col, col._version, lo, hi)
     return lo, hi
 
 
 def _zeroed(out: Tensor) -> Tensor:
-    if len(_ZEROED) > 64:
-        _ZEROED.clear()
-    _ZEROED[id(out)] = (weakref.ref(out), out._version)
+    state = getattr(_SCOPE, "state", None)
+    if state is not None:
+        state[1][id(out)] = (out, out._version)
     return out
 
 
 def masked_zero(t: Tensor) -> bool:
-    """Whether ``t`` came from a kernel here that already wrote 0 at every masked sample."""
-    hit = _ZEROED.get(id(t))
-    return hit is not None and hit[0]() is t and hit[1] == t._version
+    """Whether a kernel of this ``call_scope`` returned ``t`` with every masked sample (of the
+    call's mask) already 0, and nothing changed it since."""
+    state = getattr(_SCOPE, "state", None)
+    hit = None if state is None else state[1].get(id(t))
+    return hit is not None and hit[0] is t and hit[1] == t._version
 
 
 # --- argument plumbing

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given
@@ -249,3 +250,20 @@ def test_kernels_without_openmp_run_parts_one_after_another(monkeypatch, tmp_pat
     threaded = _four_schemes(*_big_layout())
     for name, want in serial.items():
         torch.testing.assert_close(threaded[name], want, atol=0, rtol=0, msg=name)
+
+
+def test_nothing_is_remembered_across_calls():
+    """Key columns over a numpy buffer change between calls without torch's version counter
+    noticing; an earlier output passed back with another mask must still be masked."""
+    buf = np.arange(600) % 4
+    agent = torch.from_numpy(buf)
+    x = torch.randn(600, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    first = normalize_advantages("agent", x, AdvantageKeys(agent=agent)).advantages
+    buf += 10  # agents 10..13 now: the ranges of the first call would index out of bounds
+    got = normalize_advantages("agent", x, AdvantageKeys(agent=agent)).advantages
+    with native.disabled():
+        want = normalize_advantages("agent", x, AdvantageKeys(agent=agent)).advantages
+    torch.testing.assert_close(got, want)
+    mask = torch.arange(600) % 3 > 0
+    again = normalize_advantages("none", first, mask=mask).advantages
+    assert bool((again[~mask] == 0).all()) and torch.equal(again[mask], first[mask])
