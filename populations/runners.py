@@ -53,7 +53,20 @@ def _vector_kwargs(policies: list[Policy]) -> dict[str, bool]:
 
 
 def play_job(job: MatchJob, cache: dict[str, Policy] | None = None) -> MatchResult:
-    """Play one job deterministically (seeds torch and numpy from ``job.seed``)."""
+    """Play one job deterministically (seeds torch and numpy from ``job.seed``), leaving the
+    caller's global torch and numpy random states as they were: an in-process match must not
+    move a learner's random stream, or a run resumed after its matches were recorded (and
+    are not replayed) would train differently from one that was never interrupted."""
+    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    np_state = np.random.get_state()
+    try:
+        with torch.random.fork_rng(devices=cuda):
+            return _play_job(job, cache)
+    finally:
+        np.random.set_state(np_state)
+
+
+def _play_job(job: MatchJob, cache: dict[str, Policy] | None) -> MatchResult:
     cache = {} if cache is None else cache
     spec = games.make(job.game, **job.game_kwargs).spec
     seats: dict[str, Policy] = {}

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -85,6 +86,53 @@ def test_kill_and_resume_loses_nothing_and_counts_nothing_twice(tmp_path):
     assert got_snaps == ref_snaps == [("main", v) for v in range(5)]
     assert len(got_rows) == len({k for k, _ in got_rows})  # no match twice
     assert got_rows == ref_rows  # nothing lost, same results as an uninterrupted run
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_crash_after_matches_are_recorded_resumes_identically(tmp_path, monkeypatch):
+    """The narrow window the kill test hits by chance, made certain: generation 2's matches
+    are in the database but its "done" checkpoint is not. Resuming from the "trained"
+    checkpoint skips the recorded matches, so the matches must not have moved the learner's
+    random streams (they did: in-process matches reseeded torch and numpy globally)."""
+    ref = League(_tiny(), tmp_path / "ref")
+    ref.run()
+    ref.close()
+    save = League._save
+
+    def crash_before_done(self):
+        if self.phase == "done" and self.generation == 2:
+            raise _Crash
+        save(self)
+
+    monkeypatch.setattr(League, "_save", crash_before_done)
+    league = League(_tiny(), tmp_path / "run")
+    with pytest.raises(_Crash):
+        league.run()
+    league.close()
+    monkeypatch.setattr(League, "_save", save)
+    resumed = League(_tiny(), tmp_path / "run", resume=True)
+    assert (resumed.generation, resumed.phase) == (2, "trained")
+    resumed.run()
+    resumed.close()
+    got, _ = _match_table(tmp_path / "run" / "league.db")
+    want, _ = _match_table(tmp_path / "ref" / "league.db")
+    assert got == want
+
+
+def test_matches_leave_the_callers_random_streams_alone():
+    job = MatchJob(key="k", game="openspiel/kuhn_poker", game_kwargs={},
+                   seats={"player_0": "random", "player_1": "random"}, episodes=4, seed=3)
+    torch.manual_seed(11)
+    np.random.seed(11)
+    before = torch.rand(3), np.random.rand(3)
+    torch.manual_seed(11)
+    np.random.seed(11)
+    LocalRunner().play([job])
+    after = torch.rand(3), np.random.rand(3)
+    assert torch.equal(before[0], after[0]) and np.array_equal(before[1], after[1])
 
 
 def test_fresh_run_refuses_an_existing_folder(tmp_path):
