@@ -656,3 +656,45 @@ void ema_scan(int P, const int64_t *cuts, const int64_t *nunits, double *means,
             }
         }
 }
+
+/* Per-key mean and multiplier [K] from the parts' accumulators [P][K] (the rules of
+ * marl.advantages: fewer than 2 contributing samples: mean 0, multiplier 1; a constant key:
+ * its value, multiplier 0; else 1 / (std + eps), or 1 without scale). */
+#define DEFINE_TABLES(T, SUF)                                                                      \
+    void tables_##SUF(int P, int64_t K, const Acc *acc, int weighted, double eps, int scale,      \
+                      int unbiased, T *mean, T *inv) {                                             \
+        for (int64_t k = 0; k < K; k++) {                                                          \
+            double ref = NAN, cnt = 0, w = 0, s1 = 0, s2 = 0, nz = 0;                              \
+            for (int p = 0; p < P; p++) {                                                          \
+                const Acc *a = acc + (int64_t)p * K + k;                                           \
+                double c = (double)(a->cz & 0xFFFFFFFF);                                           \
+                if (c == 0) continue;                                                              \
+                double wp = weighted ? a->w : c;                                                   \
+                if (ref != ref) ref = a->pilot;                                                    \
+                double d = a->pilot - ref;                                                         \
+                s2 += a->s2 + 2 * d * a->s1 + wp * d * d;                                          \
+                s1 += a->s1 + wp * d;                                                              \
+                nz += (double)(a->cz >> 32) + (d != 0);                                            \
+                cnt += c;                                                                          \
+                w += wp;                                                                           \
+            }                                                                                      \
+            if (cnt < 2) {                                                                         \
+                mean[k] = 0;                                                                       \
+                inv[k] = 1;                                                                        \
+                continue;                                                                          \
+            }                                                                                      \
+            if (nz == 0) {                                                                         \
+                mean[k] = (T)ref;                                                                  \
+                inv[k] = 0;                                                                        \
+                continue;                                                                          \
+            }                                                                                      \
+            double wd = w > 1e-300 ? w : 1e-300, m1 = s1 / wd, var = s2 / wd - m1 * m1;            \
+            if (var < 0) var = 0;                                                                  \
+            if (unbiased && w > 1) var *= w / (w - 1);                                             \
+            mean[k] = (T)(ref + m1);                                                               \
+            inv[k] = scale ? (T)(1.0 / (sqrt(var) + eps)) : (T)1;                                  \
+        }                                                                                          \
+    }
+
+DEFINE_TABLES(float, f32)
+DEFINE_TABLES(double, f64)

@@ -62,6 +62,7 @@ _SIGNATURES = {  # per dtype (suffix _f32 / _f64)
     "ema_units_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _P, _I64, _P, _P, _P,
                              _P, _P]),
     "ema_out_par": (_I64, [_INT, _P, _P, _P, _P, _P]),
+    "tables": (None, [_INT, _I64, _P, _INT, _DBL, _INT, _INT, _P, _P]),
 }
 _PLAIN = {  # dtype-free
     "in_order_par": (_I64, [_INT, _P, _P, _P]),
@@ -385,37 +386,20 @@ def normalize(
     if bad:
         return None
     weighted = w is not None or t is not None
-    mean, inv = _tables(acc, weighted, eps=eps, scale=scale, unbiased=unbiased)
-    mean, inv = mean.to(dt), inv.to(dt)
+    mean, inv = _tables(acc, weighted, eps=eps, scale=scale, unbiased=unbiased, dtype=dt)
     _fn(lib, "apply_par", dt)(parts, ca, _ptr(x), _ptr(ids), _ptr(m), nc, cols, lo, span,
                               _ptr(mean), _ptr(inv), num, _ptr(out))  # fmt: skip
     return _zeroed(out)
 
 
-def _tables(acc: Tensor, weighted: bool, *, eps: float, scale: bool, unbiased: bool):
-    """Per-key mean and multiplier [K] from per-thread accumulators [P, K, 5] (``Acc``)."""
-    cz = acc[..., 0].view(torch.int64)
-    cnt, nz = (cz & 0xFFFFFFFF).double(), (cz >> 32).double()
-    w, s1, s2, pilot = acc[..., 1] if weighted else cnt, acc[..., 2], acc[..., 3], acc[..., 4]
-    seen = cnt > 0
-    ref = pilot[0]
-    for p in range(1, acc.shape[0]):  # a common pilot: the first part that saw the key
-        ref = torch.where(ref.isnan(), pilot[p], ref)
-    delta = torch.where(seen, pilot - ref, 0.0)
-    s2 = (s2 + 2 * delta * s1 + w * delta * delta).sum(0)
-    s1 = (s1 + w * delta).sum(0)
-    nz = nz.sum(0) + (seen & (delta != 0)).sum(0)
-    cnt, w = cnt.sum(0), w.sum(0)
-    ok = cnt >= 2
-    m1 = s1 / w.clamp_min(1e-300)
-    var = (s2 / w.clamp_min(1e-300) - m1 * m1).clamp_min(0.0)
-    if unbiased:
-        var = var * torch.where(w > 1, w / (w - 1).clamp_min(1e-300), 1.0)
-    constant = ok & (nz == 0)
-    mean = torch.where(ok, torch.where(constant, ref, ref + m1), 0.0)
-    std = var.sqrt()
-    inv = 1.0 / (std + eps) if scale else torch.ones_like(std)
-    return mean, torch.where(ok, torch.where(constant, 0.0, inv), 1.0)
+def _tables(acc: Tensor, weighted: bool, *, eps: float, scale: bool, unbiased: bool,
+            dtype: torch.dtype = torch.float64) -> tuple[Tensor, Tensor]:
+    """Per-key mean and multiplier [K] (``dtype``) from the parts' accumulators [P, K, 5]."""
+    parts, num = acc.shape[0], acc.shape[1]
+    mean, inv = torch.empty(num, dtype=dtype), torch.empty(num, dtype=dtype)
+    _fn(library(), "tables", dtype)(parts, num, _ptr(acc), int(weighted), eps, int(scale),
+                                    int(unbiased), _ptr(mean), _ptr(inv))  # fmt: skip
+    return mean, inv
 
 
 def ema(
@@ -525,8 +509,7 @@ def player_turn(
     ca = _carr(cuts)
     _fn(lib, "stats_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
                               _ptr(ids), key1.num, _ptr(acc1), key1.runs(lib))  # fmt: skip
-    mean1, inv1 = (v.to(dt) for v in _tables(acc1, w is not None, eps=eps, scale=True,
-                                             unbiased=unbiased))  # fmt: skip
+    mean1, inv1 = _tables(acc1, w is not None, eps=eps, scale=True, unbiased=unbiased, dtype=dt)
     g_tab = torch.zeros(parts, key2.num, dtype=torch.float64)
     gen = torch.full((parts, key2.num), -1, dtype=torch.long)
     k12 = k1_to_k2.long().contiguous()
@@ -536,8 +519,8 @@ def player_turn(
                                       _ptr(g_tab), _ptr(gen), _ptr(acc2), key2.num, _ptr(out),
                                       _ptr(k16)):  # fmt: skip
         return None
-    mean2, inv2 = (v.to(dt) for v in _tables(acc2, w is not None, eps=eps, scale=scale2,
-                                             unbiased=unbiased))  # fmt: skip
+    mean2, inv2 = _tables(acc2, w is not None, eps=eps, scale=scale2, unbiased=unbiased,
+                          dtype=dt)
     if k16 is not None:
         _fn(lib, "apply16_par", dt)(parts, ca, _ptr(k16), _ptr(mean2), _ptr(inv2), _ptr(out))
     elif alias:  # the ids are gone: key 2 from its columns
