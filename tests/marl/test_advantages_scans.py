@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 import marl.advantages as adv_mod
 import marl.returns as ret_mod
-from marl import native
 from marl.advantages import AdvantageConfig, AdvantageKeys, RoleEMABaseline, normalize_advantages
 from marl.returns import (
     _discounted_suffix,
@@ -26,19 +25,14 @@ from marl.returns import (
     _sort_by_key,
     _suffix_sums,
 )
-from tests.marl.test_advantages import SCHEMES, SETTINGS, ref_scheme, ref_turn_returns, to_torch
-
-
-@pytest.fixture(autouse=True, scope="module", params=["native", "torch"])
-def backend(request):
-    """Every test runs on both CPU paths: ``marl.native``'s kernels and their torch twins."""
-    if request.param == "torch":
-        with native.disabled():
-            yield "torch"
-    elif not native.available():
-        pytest.skip("marl.native kernels unavailable (no C compiler)")
-    else:
-        yield "native"
+from tests.marl.test_advantages import (  # noqa: F401 - backend: both CPU paths, autouse
+    SCHEMES,
+    SETTINGS,
+    backend,
+    ref_scheme,
+    ref_turn_returns,
+    to_torch,
+)
 
 
 def seq_ema(x, code, num, alpha, init):
