@@ -559,32 +559,40 @@ def unit_values(unit: Radix, checks: list[Tensor]) -> Tensor | None:
     return val.masked_fill_(val == low, 0)
 
 
-def moments(x: Tensor, key: Radix, mask: Tensor | None) -> tuple[Tensor, Tensor, Tensor] | None:
-    """Per key [K], float64: (count of unmasked samples, their mean, population variance)."""
+def _key_moments(x: Tensor, key: Radix, mask: Tensor | None, weights: Tensor | None):
+    """Per key [K], float64: (total weight -- the count when unweighted --, mean (NaN for an
+    empty key), population variance), from the moments kernel with its parts merged."""
     lib = library()
     if lib is None or not _usable(x):
         return None
     x, dt, n = _flat(x), x.dtype, x.numel()
-    m = _flat(mask, torch.bool)
+    m, w = _flat(mask, torch.bool), _flat(weights, dt)
     parts = max(_parts(n), -(-n // (1 << 31)))
-    cuts = _bounds(n, parts, None)
     acc = _acc(parts, key.num)
     nc, cols, lo, span = key.args()
-    _fn(lib, "stats_par", dt)(parts, _carr(cuts), _ptr(x), _ptr(m), None, nc, cols, lo, span,
-                              None, key.num, _ptr(acc), key.runs(lib))  # fmt: skip
+    ca = _carr(_bounds(n, parts, None))
+    _fn(lib, "stats_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span, None,
+                              key.num, _ptr(acc), key.runs(lib))  # fmt: skip
     cnt = (acc[..., 0].view(torch.int64) & 0xFFFFFFFF).double()
-    pilot = acc[..., 4]
+    tot, pilot = (acc[..., 1] if w is not None else cnt), acc[..., 4]
     ref = pilot[0]
-    for p in range(1, parts):
+    for p in range(1, parts):  # a common pilot: the first part that saw the key
         ref = torch.where(ref.isnan(), pilot[p], ref)
     delta = torch.where(cnt > 0, pilot - ref, 0.0)
     s1, s2 = acc[..., 2], acc[..., 3]
-    s2 = (s2 + 2 * delta * s1 + cnt * delta * delta).sum(0)
-    s1 = (s1 + cnt * delta).sum(0)
-    cnt = cnt.sum(0)
-    m1 = s1 / cnt.clamp_min(1)
-    var = (s2 / cnt.clamp_min(1) - m1 * m1).clamp_min(0.0)
-    return cnt, torch.where(cnt > 0, ref + m1, 0.0), var
+    s2 = (s2 + 2 * delta * s1 + tot * delta * delta).sum(0)
+    s1, tot = (s1 + tot * delta).sum(0), tot.sum(0)
+    m1 = s1 / tot.clamp_min(1e-300)
+    return tot, ref + m1, (s2 / tot.clamp_min(1e-300) - m1 * m1).clamp_min(0.0)
+
+
+def moments(x: Tensor, key: Radix, mask: Tensor | None) -> tuple[Tensor, Tensor, Tensor] | None:
+    """Per key [K], float64: (count of unmasked samples, their mean, population variance)."""
+    res = _key_moments(x, key, mask, None)
+    if res is None:
+        return None
+    cnt, mean, var = res
+    return cnt, torch.where(cnt > 0, mean, 0.0), var
 
 
 def unit_means(
@@ -592,26 +600,8 @@ def unit_means(
 ) -> tuple[Tensor, Tensor] | None:
     """Per unit [U], float64: (count of unmasked samples, their mean) or, with ``weights``,
     (total positive weight, weighted mean); empty units have mean NaN."""
-    lib = library()
-    if lib is None or not _usable(x):
-        return None
-    x, dt, n = _flat(x), x.dtype, x.numel()
-    m, w = _flat(mask, torch.bool), _flat(weights, dt)
-    parts = max(_parts(n), -(-n // (1 << 31)))
-    cuts = _bounds(n, parts, None)
-    acc = _acc(parts, unit.num)
-    nc, cols, lo, span = unit.args()
-    _fn(lib, "stats_par", dt)(parts, _carr(cuts), _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
-                              None, unit.num, _ptr(acc), unit.runs(lib))  # fmt: skip
-    cnt = (acc[..., 0].view(torch.int64) & 0xFFFFFFFF).double()
-    tot = acc[..., 1] if w is not None else cnt
-    pilot = acc[..., 4]
-    ref = pilot[0]
-    for p in range(1, parts):
-        ref = torch.where(ref.isnan(), pilot[p], ref)
-    s1 = (acc[..., 2] + tot * torch.where(cnt > 0, pilot - ref, 0.0)).sum(0)
-    tot = tot.sum(0)
-    return tot, ref + s1 / tot
+    res = _key_moments(x, unit, mask, weights)
+    return None if res is None else res[:2]
 
 
 def gather(table: Tensor, key: Radix, mask: Tensor | None, n: int) -> Tensor | None:
