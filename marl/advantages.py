@@ -380,7 +380,8 @@ def _grouped(x, keys, mask, weights, cfg, cols, *, scale: bool | None = None, ou
         raise ValueError("per_trajectory statistics need keys.trajectory; got None")
     if x.device.type == "cpu" and native.available():
         traj = keys.trajectory if cfg.per_trajectory else None
-        fast = native.normalize(x, _native_key(cols), mask, weights, eps=cfg.eps, scale=scale,
+        key = (native.guess(cols) if traj is None else None) or _native_key(cols)
+        fast = native.normalize(x, key, mask, weights, eps=cfg.eps, scale=scale,
                                 unbiased=cfg.unbiased_std, trajectory=traj, out=out)  # fmt: skip
         if fast is not None:
             return fast
@@ -519,17 +520,8 @@ def _native_player_turn(x, keys, mask, weights, cfg) -> Tensor | None:
     trajectories as ascending runs in turn order), or None."""
     if cfg.per_trajectory or x.device.type != "cpu" or not native.available():
         return None
-    named = [(n, c) for n in ("game", "group", "agent") if (c := getattr(keys, n)) is not None]
-    key1 = native.radix([c for _, c in named])
-    key2 = native.radix([keys.game, keys.agent])
-    if key1 is None or key2 is None:
-        return None
-    vals = dict(zip([n for n, _ in named], key1.unravel(), strict=True))
-    k1_to_k2 = vals["agent"] - key2.lo[-1]
-    if keys.game is not None:
-        k1_to_k2 = k1_to_k2 + (vals["game"] - key2.lo[0]) * key2.span[-1]
-    return native.player_turn(x, key1, key2, k1_to_k2, mask, weights, keys.trajectory,
-                              keys.turn, gamma=cfg.turn_gamma, eps=cfg.eps,
+    return native.player_turn(x, keys.game, keys.group, keys.agent, mask, weights,
+                              keys.trajectory, keys.turn, gamma=cfg.turn_gamma, eps=cfg.eps,
                               unbiased=cfg.unbiased_std, scale2=cfg.player_turn_scale)  # fmt: skip
 
 

@@ -51,6 +51,36 @@ typedef struct {
     double before;          /* its baseline before its update */
 } Unit;
 
+typedef struct {
+    double g;   /* return-to-go of one key in the current trajectory; RET_UNSET before its turn */
+    double sum; /* centered player_turn: the trajectory's weighted sum of the key's returns */
+} Ret;
+
+/* A signaling NaN with payload 1: no arithmetic result (quiet NaNs) and no float32 converted
+ * to double (payload in the high bits) has these bits, so it marks unset entries even when
+ * returns are NaN. */
+#define RET_UNSET_BITS 0x7FF0000000000001ULL
+static inline int ret_unset(double g) {
+    uint64_t b;
+    memcpy(&b, &g, sizeof b);
+    return b == RET_UNSET_BITS;
+}
+static inline void ret_clear(Ret *e) {
+    uint64_t b = RET_UNSET_BITS;
+    memcpy(&e->g, &b, sizeof b);
+    e->sum = 0;
+}
+/* A trajectory ended: its sums go to s1 (centered) and its keys are unset again (each key
+ * enters touched once per trajectory, as no computed return has the unset bits). */
+#define RET_FLUSH(centered)                                                                        \
+    do {                                                                                           \
+        for (int64_t j = 0; j < nt; j++) {                                                         \
+            if (centered) acc2[touched[j]].s1 += E[touched[j]].sum;                                \
+            ret_clear(E + touched[j]);                                                             \
+        }                                                                                          \
+        nt = 0;                                                                                    \
+    } while (0)
+
 /* Key columns copied into locals once per call, so that stores to tables and outputs do not
  * force the compiler to reload them; KEY(i) is branch-free once the loop is unswitched on nc. */
 #define MAXC 4
@@ -70,11 +100,41 @@ typedef struct {
 
 /* The moments kernel instantiated per (columns, runs, weights?): constant arguments fold away
  * the branches the loop would otherwise test per sample. */
-#define STATS_ARGS(F, NC, W, R) F(i0, i1, x, mask, W, NC, cols, lo, span, ids, K, acc, R)
-#define STATS_CASE(F, NC)                                                                          \
+#define STATS_ARGS(F, NC, W, R, C) F(i0, i1, x, mask, W, NC, cols, lo, span, ids, K, acc, R, C, orv)
+#define STATS_RUNS(F, NC, C)                                                                       \
     if (runs)                                                                                      \
-        return wt ? STATS_ARGS(F, NC, wt, 1) : STATS_ARGS(F, NC, NULL, 1);                        \
-    return wt ? STATS_ARGS(F, NC, wt, 0) : STATS_ARGS(F, NC, NULL, 0)
+        return wt ? STATS_ARGS(F, NC, wt, 1, C) : STATS_ARGS(F, NC, NULL, 1, C);                  \
+    return wt ? STATS_ARGS(F, NC, wt, 0, C) : STATS_ARGS(F, NC, NULL, 0, C)
+#define STATS_CASE(F, NC)                                                                          \
+    if (orv) {                                                                                     \
+        STATS_RUNS(F, NC, 1);                                                                      \
+    }                                                                                              \
+    STATS_RUNS(F, NC, 0)
+
+/* Checked keys: the OR of each column's offsets c - lo (as unsigned) in registers. With spans
+ * that are powers of two, every offset of column j is in range iff OR_j < span_j, so one OR
+ * per column checks guessed ranges; the key, masked to [0, K) (K a power of two then), stays in
+ * the table whatever the columns hold. */
+#define KEY_OR_LOCALS uint64_t r0 = 0, r1 = 0, r2 = 0, r3 = 0
+#define KEY_OR(i)                                                                                 \
+    do {                                                                                          \
+        if (nc > 0) r0 |= (uint64_t)(c0[i] - l0);                                                 \
+        if (nc > 1) r1 |= (uint64_t)(c1[i] - l1);                                                 \
+        if (nc > 2) r2 |= (uint64_t)(c2[i] - l2);                                                 \
+        if (nc > 3) r3 |= (uint64_t)(c3[i] - l3);                                                 \
+    } while (0)
+#define KEY_OR_STORE(orv)                                                                         \
+    do {                                                                                          \
+        if (nc > 0) orv[0] |= r0;                                                                 \
+        if (nc > 1) orv[1] |= r1;                                                                 \
+        if (nc > 2) orv[2] |= r2;                                                                 \
+        if (nc > 3) orv[3] |= r3;                                                                 \
+    } while (0)
+
+/* The constant-key count nz (Acc.cz >> 32) for float64 only: with float32 inputs every
+ * nonzero x - pilot in double squares to at least 2^-298 (weights at least 2^-149), so a key
+ * is constant exactly when its s2 is 0, and the per-sample count is one add cheaper. */
+#define CZ_ADD(T, d) (sizeof(T) == 8 ? 1 + ((int64_t)((d) != 0) << 32) : 1)
 
 /* Fold the pairs of the trajectory that just ended into their keys: each pair weighs its
  * mean weight (1 unweighted), its sums divided by its sample count. */
@@ -98,8 +158,10 @@ typedef struct {
      * key, K when masked. Weight <= 0 (or NaN) keeps a sample out of the statistics only. */     \
     static inline __attribute__((always_inline)) int64_t stats_body_##SUF(int64_t i0, int64_t i1, const T *x, const uint8_t *mask, const T *wt,     \
                         const int nc, const int64_t *const *cols, const int64_t *lo,                    \
-                        const int64_t *span, int32_t *ids, int64_t K, Acc *acc, const int runs) { \
+                        const int64_t *span, int32_t *ids, int64_t K, Acc *acc, const int runs,   \
+                        const int chk, uint64_t *orv) {                                           \
         KEY_LOCALS;                                                                               \
+        KEY_OR_LOCALS;                                                                            \
         /* runs != 0: a run of one key accumulates in registers, flushed when the key changes   \
          * (sorted keys, one key); else every sample updates its key's table entry (keys that   \
          * interleave). count and nz share one int64: nz << 32 | count. */                      \
@@ -107,6 +169,10 @@ typedef struct {
         double pilot = 0, sw = 0, s1 = 0, s2 = 0;                                                 \
         for (int64_t i = i0; i < i1; i++) {                                                       \
             int64_t k = KEY(i);                                                                   \
+            if (chk) {                                                                            \
+                KEY_OR(i);                                                                        \
+                k &= K - 1;                                                                       \
+            }                                                                                     \
             int on = mask ? mask[i] : 1;                                                          \
             if (ids) ids[i] = on ? (int32_t)k : (int32_t)K;                                       \
             if (!on) continue;                                                                    \
@@ -119,7 +185,7 @@ typedef struct {
                 Acc *a = acc + k;                                                                 \
                 if (a->pilot != a->pilot) a->pilot = v;                                           \
                 double d = v - a->pilot;                                                          \
-                a->cz += 1 + ((int64_t)(d != 0) << 32);                                           \
+                a->cz += CZ_ADD(T, d);                                                            \
                 if (wt) {                                                                         \
                     a->w += w;                                                                    \
                     a->s1 += w * d;                                                               \
@@ -145,7 +211,7 @@ typedef struct {
                 pilot = acc[k].pilot;                                                             \
             }                                                                                     \
             double d = v - pilot;                                                                 \
-            cz += 1 + ((int64_t)(d != 0) << 32);                                                  \
+            cz += CZ_ADD(T, d);                                                                   \
             if (wt) {                                                                             \
                 sw += w;                                                                          \
                 s1 += w * d;                                                                      \
@@ -162,11 +228,15 @@ typedef struct {
             a->s2 += s2;                                                                          \
             if (wt) a->w += sw;                                                                   \
         }                                                                                         \
+        if (chk) KEY_OR_STORE(orv);                                                               \
         return 0;                                                                                 \
     }                                                                                             \
+    /* orv (NULL: exact ranges) -- checked keys, K a power of two: orv[j] |= OR of column j's  \
+     * offsets, which the caller compares with span j. */                                        \
     int64_t stats_##SUF(int64_t i0, int64_t i1, const T *x, const uint8_t *mask, const T *wt,     \
                         int nc, const int64_t *const *cols, const int64_t *lo,                    \
-                        const int64_t *span, int32_t *ids, int64_t K, Acc *acc, int runs) {       \
+                        const int64_t *span, int32_t *ids, int64_t K, Acc *acc, int runs,         \
+                        uint64_t *orv) {                                                          \
         switch (nc) {                                                                             \
         case 0: STATS_CASE(stats_body_##SUF, 0);                                                  \
         case 1: STATS_CASE(stats_body_##SUF, 1);                                                  \
@@ -206,7 +276,7 @@ typedef struct {
                 p->pilot = acc[k].pilot;                                                          \
             }                                                                                     \
             double d = v - p->pilot;                                                              \
-            p->cz += 1 + ((int64_t)(d != 0) << 32);                                               \
+            p->cz += CZ_ADD(T, d);                                                                \
             if (wt) p->w += w;                                                                    \
             p->s1 += w * d;                                                                       \
             p->s2 += w * d * d;                                                                   \
@@ -358,24 +428,33 @@ DEFINE_KERNELS(double, f64)
     /* MARS player_turn after the first normalization's moments, backward over [i0, i1):        \
      * r = (x - mean1[id]) * inv1[id] (ids: the first key, K1 when masked; may alias out),      \
      * g = r + gamma g_next per (trajectory, key 2) -- key 2 = k1_to_k2[id], (game, agent) -- in  \
-     * a table G [K2] restarted (gen stamps) at every trajectory, out = g, and the key-2          \
-     * moments of g (acc2) for samples with positive weight. Trajectories must be ascending runs  \
-     * with turns (when given) that never decrease inside them, parts whole trajectories: 1     \
-     * otherwise (out is then unspecified). */                                                    \
+     * a table E [K2] of {g, sum} restarted at every trajectory (touched: its keys), out = g,    \
+     * and the key-2 moments of g (acc2) for samples with positive weight. centered (float32,   \
+     * unweighted, the final step centers only): the trajectory's sum of g per key, added to s1 \
+     * when it ends (acc2 pilots 0, counts those of key 1, summed by the caller); a key whose   \
+     * returns are all c still gets mean c and outputs 0, since a sum of n float32 values c in  \
+     * double is n c exactly (n < 2^29; beyond, within far less than a float32 ulp of it). Else \
+     * per-sample pilot-shifted moments. Trajectories must be ascending runs with turns (when  \
+     * given) that never decrease inside them, parts whole trajectories: 1 otherwise (out is    \
+     * then unspecified). */                                                                      \
     static inline __attribute__((always_inline)) int64_t turn_fused_body_##SUF(                  \
         int64_t i0, int64_t i1, const T *x, const int32_t *ids, const T *wt, const int64_t *traj, \
         const int64_t *turn, const T *mean1, const T *inv1, int64_t K1,                           \
-        const int64_t *k1_to_k2, double gamma, double *G, int64_t *gen, Acc *acc2, T *out,        \
-        uint16_t *k2out) {                                                                        \
-        int64_t stamp = 0;                                                                        \
+        const int64_t *k1_to_k2, double gamma, Ret *E, int64_t *touched, int64_t K2, Acc *acc2,   \
+        T *out, uint16_t *k2out, const int centered) {                                            \
+        int64_t nt = 0, bad = 0;                                                                  \
+        if (i1 <= i0) return 0;                                                                   \
+        int64_t tn = traj[i1 - 1], un = turn ? turn[i1 - 1] : 0;                                  \
         for (int64_t i = i1 - 1; i >= i0; i--) {                                                  \
-            if (i + 1 < i1) {                                                                     \
-                if (traj[i] > traj[i + 1]) return 1;                                              \
-                if (traj[i] != traj[i + 1])                                                       \
-                    stamp++;                                                                      \
-                else if (turn && turn[i] > turn[i + 1])                                           \
-                    return 1;                                                                     \
+            int64_t tc = traj[i], fresh = tc != tn; /* order checks without branches */           \
+            bad |= tc > tn;                                                                       \
+            if (turn) {                                                                           \
+                int64_t uc = turn[i];                                                             \
+                bad |= !fresh & (uc > un);                                                        \
+                un = uc;                                                                          \
             }                                                                                     \
+            tn = tc;                                                                              \
+            if (fresh) RET_FLUSH(centered);                                                       \
             int64_t id = ids[i];                                                                  \
             if (id == K1) {                                                                       \
                 out[i] = 0;                                                                       \
@@ -385,36 +464,48 @@ DEFINE_KERNELS(double, f64)
             T r = (T)((x[i] - mean1[id]) * inv1[id]);                                             \
             int64_t k = k1_to_k2[id];                                                             \
             if (k2out) k2out[i] = (uint16_t)k;                                                    \
-            double next = gen[k] == stamp ? G[k] : 0.0;                                           \
-            gen[k] = stamp;                                                                       \
-            G[k] = (double)r + gamma * next;                                                      \
-            T g = (T)G[k];                                                                        \
+            Ret *e = E + k;                                                                       \
+            double next = e->g;                                                                   \
+            if (ret_unset(next)) {                                                                \
+                next = 0;                                                                         \
+                touched[nt++] = k;                                                                \
+            }                                                                                     \
+            e->g = (double)r + gamma * next;                                                      \
+            T g = (T)e->g;                                                                        \
             out[i] = g;                                                                           \
             double w = 1.0;                                                                       \
             if (wt) {                                                                             \
                 w = (double)wt[i];                                                                \
                 if (!(w > 0)) continue;                                                           \
             }                                                                                     \
+            if (centered) {                                                                       \
+                e->sum += (double)g;                                                              \
+                continue;                                                                         \
+            }                                                                                     \
             Acc *a = acc2 + k;                                                                    \
             double v = (double)g;                                                                 \
             if (a->pilot != a->pilot) a->pilot = v;                                               \
             double d = v - a->pilot;                                                              \
-            a->cz += 1 + ((int64_t)(d != 0) << 32);                                               \
+            a->cz += CZ_ADD(T, d);                                                                \
             if (wt) a->w += w; /* unweighted: the count */                                        \
             a->s1 += w * d;                                                                       \
             a->s2 += w * d * d;                                                                   \
         }                                                                                         \
-        return 0;                                                                                 \
+        RET_FLUSH(centered);                                                                      \
+        return bad;                                                                               \
     }                                                                                             \
     int64_t turn_fused_##SUF(int64_t i0, int64_t i1, const T *x, const int32_t *ids, const T *wt, \
                              const int64_t *traj, const int64_t *turn, const T *mean1,            \
                              const T *inv1, int64_t K1, const int64_t *k1_to_k2, double gamma,    \
-                             double *G, int64_t *gen, Acc *acc2, T *out, uint16_t *k2out) {       \
-        if (wt)                                                                                   \
-            return turn_fused_body_##SUF(i0, i1, x, ids, wt, traj, turn, mean1, inv1, K1,         \
-                                         k1_to_k2, gamma, G, gen, acc2, out, k2out);              \
-        return turn_fused_body_##SUF(i0, i1, x, ids, NULL, traj, turn, mean1, inv1, K1, k1_to_k2, \
-                                     gamma, G, gen, acc2, out, k2out);                            \
+                             Ret *E, int64_t *touched, int64_t K2, Acc *acc2, T *out,             \
+                             uint16_t *k2out, int centered) {                                     \
+        if (centered && sizeof(T) == 4 && !wt)                                                    \
+            return turn_fused_body_##SUF(i0, i1, x, ids, NULL, traj, turn, mean1, inv1, K1,       \
+                                         k1_to_k2, gamma, E, touched, K2, acc2, out, k2out, 1);   \
+        return wt ? turn_fused_body_##SUF(i0, i1, x, ids, wt, traj, turn, mean1, inv1, K1,        \
+                                          k1_to_k2, gamma, E, touched, K2, acc2, out, k2out, 0)   \
+                  : turn_fused_body_##SUF(i0, i1, x, ids, NULL, traj, turn, mean1, inv1, K1,      \
+                                          k1_to_k2, gamma, E, touched, K2, acc2, out, k2out, 0);  \
     }                                                                                             \
                                                                                                   \
     /* out[i] = table[key], 0 where masked. */                                                    \
@@ -464,12 +555,13 @@ int64_t unit_values(int64_t i0, int64_t i1, int nc, const int64_t *const *cols, 
 #define DEFINE_PAR(T, SUF)                                                                         \
     int64_t stats_par_##SUF(int P, const int64_t *cuts, const T *x, const uint8_t *mask,          \
                             const T *wt, int nc, const int64_t *const *cols, const int64_t *lo,   \
-                            const int64_t *span, int32_t *ids, int64_t K, Acc *acc, int runs) {   \
+                            const int64_t *span, int32_t *ids, int64_t K, Acc *acc, int runs,     \
+                            uint64_t *orv) {                                                      \
         int64_t bad = 0;                                                                          \
         PAR_FOR                                                                                   \
         for (int p = 0; p < P; p++)                                                               \
             bad |= stats_##SUF(cuts[p], cuts[p + 1], x, mask, wt, nc, cols, lo, span, ids, K,     \
-                               acc + (int64_t)p * K, runs) != 0;                                  \
+                               acc + (int64_t)p * K, runs, orv ? orv + p * MAXC : NULL) != 0;     \
         return bad;                                                                               \
     }                                                                                             \
     int64_t stats_traj_par_##SUF(int P, const int64_t *cuts, const T *x, const uint8_t *mask,     \
@@ -499,14 +591,15 @@ int64_t unit_values(int64_t i0, int64_t i1, int nc, const int64_t *const *cols, 
     int64_t turn_fused_par_##SUF(int P, const int64_t *cuts, const T *x, const int32_t *ids,      \
                                  const T *wt, const int64_t *traj, const int64_t *turn,           \
                                  const T *mean1, const T *inv1, int64_t K1,                       \
-                                 const int64_t *k1_to_k2, double gamma, double *G, int64_t *gen,  \
-                                 Acc *acc2, int64_t K2, T *out, uint16_t *k2out) {                \
+                                 const int64_t *k1_to_k2, double gamma, Ret *E, int64_t *touched, \
+                                 Acc *acc2, int64_t K2, T *out, uint16_t *k2out, int centered) {  \
         int64_t bad = 0;                                                                          \
         PAR_FOR                                                                                   \
         for (int p = 0; p < P; p++)                                                               \
             bad |= turn_fused_##SUF(cuts[p], cuts[p + 1], x, ids, wt, traj, turn, mean1, inv1,    \
-                                    K1, k1_to_k2, gamma, G + (int64_t)p * K2,                     \
-                                    gen + (int64_t)p * K2, acc2 + (int64_t)p * K2, out, k2out);   \
+                                    K1, k1_to_k2, gamma, E + (int64_t)p * K2,                     \
+                                    touched + (int64_t)p * K2, K2, acc2 + (int64_t)p * K2, out,   \
+                                    k2out, centered);                                             \
         return bad;                                                                               \
     }                                                                                             \
     /* out = (out - mean[k]) * inv[k] in place with 16-bit keys (0xFFFF: masked, 0). */           \
@@ -659,10 +752,14 @@ void ema_scan(int P, const int64_t *cuts, const int64_t *nunits, double *means,
 
 /* Per-key mean and multiplier [K] from the parts' accumulators [P][K] (the rules of
  * marl.advantages: fewer than 2 contributing samples: mean 0, multiplier 1; a constant key:
- * its value, multiplier 0; else 1 / (std + eps), or 1 without scale). */
+ * its value, multiplier 0; else 1 / (std + eps), or 1 without scale). A key is constant when
+ * no sample differs from its part's pilot (nz: cz >> 32 in float64, s2 != 0 in float32) and
+ * the parts' pilots agree. centered (with scale 0): accumulators that hold no s2 and no nz;
+ * every key then counts as varying, which gives a constant key the same output, x - its value
+ * = 0, since its s1 is exactly 0. */
 #define DEFINE_TABLES(T, SUF)                                                                      \
     void tables_##SUF(int P, int64_t K, const Acc *acc, int weighted, double eps, int scale,      \
-                      int unbiased, T *mean, T *inv) {                                             \
+                      int unbiased, int centered, T *mean, T *inv) {                               \
         for (int64_t k = 0; k < K; k++) {                                                          \
             double ref = NAN, cnt = 0, w = 0, s1 = 0, s2 = 0, nz = 0;                              \
             for (int p = 0; p < P; p++) {                                                          \
@@ -674,7 +771,8 @@ void ema_scan(int P, const int64_t *cuts, const int64_t *nunits, double *means,
                 double d = a->pilot - ref;                                                         \
                 s2 += a->s2 + 2 * d * a->s1 + wp * d * d;                                          \
                 s1 += a->s1 + wp * d;                                                              \
-                nz += (double)(a->cz >> 32) + (d != 0);                                            \
+                nz += (centered ? 1 : sizeof(T) == 8 ? (double)(a->cz >> 32) : a->s2 != 0) +      \
+                      (d != 0);                                                                    \
                 cnt += c;                                                                          \
                 w += wp;                                                                           \
             }                                                                                      \

@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import hashlib
 import logging
+import math
 import os
 import platform
 import shutil
@@ -47,22 +48,26 @@ _FLAGS = ["-O3", "-std=c11", "-shared", "-fPIC", "-fno-math-errno"]
 _LOCK = threading.Lock()
 _STATE: dict[str, object] = {"lib": None, "tried": False, "off": 0}
 _PART = 1 << 20  # samples per thread at least: smaller inputs run on one thread
+_GUESS_MIN = 1 << 18  # samples from which key ranges are guessed (see ``guess``)
+_PROBES = 4096  # samples whose keys make the guess
+_MAXC = 4  # key columns the kernels take
+_RET_UNSET = 0x7FF0000000000001  # native.c's RET_UNSET_BITS
 
 _P, _I64, _INT, _DBL = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_double
 _SIGNATURES = {  # per dtype (suffix _f32 / _f64)
-    "stats_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _I64, _P, _INT]),
+    "stats_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _I64, _P, _INT, _P]),
     "stats_traj_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P, _P, _P]),
     "apply_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P]),
     "ema": (None, [_I64, _P, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P, _P, _P]),
     "turn_returns": (None, [_I64, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P]),
     "turn_fused_par": (_I64, [_INT, _P, _P, _P, _P, _P, _P, _P, _P, _I64, _P, _DBL, _P, _P, _P,
-                              _I64, _P, _P]),
+                              _I64, _P, _P, _INT]),
     "apply16_par": (_I64, [_INT, _P, _P, _P, _P, _P]),
     "gather_par": (_I64, [_INT, _P, _P, _INT, _P, _P, _P, _P, _P]),
     "ema_units_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _P, _I64, _P, _P, _P,
                              _P, _P]),
     "ema_out_par": (_I64, [_INT, _P, _P, _P, _P, _P]),
-    "tables": (None, [_INT, _I64, _P, _INT, _DBL, _INT, _INT, _P, _P]),
+    "tables": (None, [_INT, _I64, _P, _INT, _DBL, _INT, _INT, _INT, _P, _P]),
 }
 _PLAIN = {  # dtype-free
     "in_order_par": (_I64, [_INT, _P, _P, _P]),
@@ -173,12 +178,19 @@ def call_scope() -> Iterator[None]:
             _SCOPE.state = None
 
 
-def col_range(col: Tensor) -> tuple[int, int]:
-    """``(min, max)`` of an integer column (remembered inside a ``call_scope``)."""
+def _known_range(col: Tensor) -> tuple[int, int] | None:
     state = getattr(_SCOPE, "state", None)
     hit = None if state is None else state[0].get(id(col))
-    if hit is not None and hit[0] is col and hit[1] == col._version:
-        return hit[2], hit[3]
+    fresh = hit is not None and hit[0] is col and hit[1] == col._version
+    return (hit[2], hit[3]) if fresh else None
+
+
+def col_range(col: Tensor) -> tuple[int, int]:
+    """``(min, max)`` of an integer column (remembered inside a ``call_scope``)."""
+    known = _known_range(col)
+    if known is not None:
+        return known
+    state = getattr(_SCOPE, "state", None)
     lo, hi = (int(v) for v in torch.aminmax(col)) if col.numel() else (0, 0)
     if state is not None:  # holds the column itself: its id stays unique inside the scope
         state[0][id(col)] = (col, col._version, lo, hi)
@@ -211,19 +223,46 @@ def _fn(lib: ctypes.CDLL, name: str, dtype: torch.dtype):
 
 @dataclass
 class Radix:
-    """Mixed-radix key of int64 columns: ``((c0 - lo0) * span1 + (c1 - lo1)) * ...``."""
+    """Mixed-radix key of int64 columns: ``((c0 - lo0) * span1 + (c1 - lo1)) * ...``.
+
+    ``guessed``: the ranges come from a sample of the columns (``guess``), spans are powers of
+    two, and only the moments kernel in its checked mode may read the key until ``confirm``
+    has seen every value inside them."""
 
     cols: list[Tensor]
     lo: list[int]
     span: list[int]
     num: int
+    guessed: bool = False
+
+    def check_buffer(self, parts: int) -> Tensor | None:
+        """Where the checked moments kernel ORs each part's column offsets (None: exact)."""
+        return torch.zeros(parts, _MAXC, dtype=torch.long) if self.guessed else None
+
+    def confirm(self, ors: Tensor | None) -> bool:
+        """After a checked pass: whether every column value lay inside the guessed ranges (an
+        offset OR below a power-of-two span means each offset was); the key is exact then."""
+        if ors is not None:
+            got = ors[:, : len(self.cols)]  # per part: below a power of two iff all parts are
+            spans = torch.tensor(self.span, dtype=torch.long)
+            if bool(((got < 0) | (got >= spans)).any()):
+                return False
+            self.guessed = False
+        return True
+
+    def exact(self, cap: int | None = None) -> Radix | None:
+        """The key of the same columns over their exact ranges (self when not guessed)."""
+        return radix(self.cols, cap) if self.guessed else self
 
     @classmethod
     def of_ids(cls, ids: Tensor, num: int) -> Radix:
         """A key given as dense ids in ``[0, num)`` (e.g. from ``marl.returns.dense_key``)."""
         return cls([ids.reshape(-1).long().contiguous()], [0], [num], num)
 
-    def args(self) -> tuple[int, object, object, object]:
+    def args(self, checked: bool = False) -> tuple[int, object, object, object]:
+        """The kernels' key arguments; a guessed key only for the checked moments kernel."""
+        if self.guessed and not checked:
+            raise RuntimeError("a guessed key reaches a kernel that does not check ranges")
         n = len(self.cols)
         ptrs = (ctypes.c_void_p * max(n, 1))(*[c.data_ptr() for c in self.cols])
         lo = (ctypes.c_int64 * max(n, 1))(*self.lo)
@@ -236,7 +275,7 @@ class Radix:
         kernel then accumulates runs in registers; 0 when keys interleave (agents of a step)."""
         if not self.cols:
             return 1
-        nc, cols, lo, span = self.args()
+        nc, cols, lo, span = self.args(checked=True)  # compares keys, indexes nothing
         return int(lib.mostly_runs(min(self.cols[0].numel(), 4096), nc, cols, lo, span))
 
     def unravel(self) -> list[Tensor]:
@@ -267,6 +306,53 @@ def radix(cols: Sequence[Tensor | None], cap: int | None = None) -> Radix | None
         if num > cap or num >= 1 << 31:
             return None
     return Radix(cs, lo, span, num)
+
+
+def guess(cols: Sequence[Tensor | None], cap: int | None = None) -> Radix | None:
+    """The radix key of ``cols`` with ranges guessed from ``_PROBES`` spread samples (the first
+    and last among them) and spans rounded up to powers of two, the slack placed below the
+    smallest value seen (not below 0 for nonnegative ids): the first pass over the samples then
+    checks the ranges with one OR per column (``Radix.confirm``) instead of one ``aminmax``
+    pass per column before it (24 bytes per sample for three int64 columns). Exact ranges
+    (``radix``) for small inputs, for columns whose range this call already knows, and when the
+    rounding would make the table more than twice as large."""
+    given = [c.reshape(-1) for c in cols if c is not None]
+    n = given[0].numel() if given else 0
+    if n < _GUESS_MIN or len(given) > _MAXC:
+        return radix(cols, cap)
+    cap = cap if cap is not None else max(2 * n, 1 << 16)
+    probe = _probes(n)
+    cs, lo, span, num, tight = [], [], [], 1, 1
+    for c in given:
+        c = c if c.dtype == torch.long and c.is_contiguous() else c.long().contiguous()
+        known = _known_range(c)
+        a, b = known if known is not None else (int(v) for v in torch.aminmax(c[probe]))
+        width = 1 << (b - a).bit_length()  # the power of two above b - a
+        slack = width - (b - a + 1)
+        cs.append(c)
+        lo.append(max(0, a - slack) if a >= 0 else a - slack // 2)
+        span.append(width)
+        num, tight = num * width, tight * (b - a + 1)
+    if num > cap or num >= 1 << 31 or num > max(2 * tight, 1 << 16):
+        return radix(cols, cap)
+    return Radix(cs, lo, span, num, guessed=True)
+
+
+_PROBE_CACHE: dict[int, Tensor] = {}
+
+
+def _probes(n: int) -> Tensor:
+    """``_PROBES`` fixed pseudo-random positions in ``[0, n)`` with 0 and n - 1 (ids that ascend
+    with the samples show their range there); random, so periodic layouts (agents taking
+    turns) cannot alias with a stride."""
+    hit = _PROBE_CACHE.get(n)
+    if hit is None:
+        gen = torch.Generator().manual_seed(n)
+        hit = torch.cat([torch.tensor([0, n - 1]), torch.randint(n, (_PROBES - 2,), generator=gen)])
+        if len(_PROBE_CACHE) > 16:
+            _PROBE_CACHE.clear()
+        _PROBE_CACHE[n] = hit
+    return hit
 
 
 def empty_like(x: Tensor) -> Tensor:
@@ -355,8 +441,11 @@ def normalize(
     with the degenerate-key rules of ``marl.advantages``; statistics per trajectory when
     ``trajectory`` is given (ascending contiguous runs, else None). ``out`` may be ``x``."""
     lib = library()
-    if lib is None or not _usable(x) or key.num >= (1 << 31) - 1:
+    if key.guessed and trajectory is not None:  # only the plain moments kernel checks ranges
+        key = key.exact()
+    if lib is None or key is None or not _usable(x) or key.num >= (1 << 31) - 1:
         return None
+    args = (x, key, mask, weights)
     x, dt, n, num = x.reshape(-1), x.dtype, x.numel(), key.num
     m, w = _flat(mask, torch.bool), _flat(weights, dt)
     t = _flat(trajectory, torch.long)
@@ -372,11 +461,17 @@ def normalize(
         return None
     acc = torch.zeros(parts, num, 5, dtype=torch.float64)
     acc[..., 4] = float("nan")
-    nc, cols, lo, span = key.args()
+    nc, cols, lo, span = key.args(checked=t is None)
     ca = _carr(cuts)
     if t is None:
+        ors = key.check_buffer(parts)
         bad = _fn(lib, "stats_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
-                                        _ptr(ids), num, _ptr(acc), key.runs(lib))  # fmt: skip
+                                        _ptr(ids), num, _ptr(acc), key.runs(lib),
+                                        _ptr(ors))  # fmt: skip
+        if not key.confirm(ors):  # a value outside the guessed ranges: again over exact ones
+            exact = key.exact()
+            return None if exact is None else normalize(*args[:1], exact, *args[2:], eps=eps,
+                                                        scale=scale, unbiased=unbiased, out=out)
     else:
         pairs = torch.zeros(parts, num, 5, dtype=torch.float64)
         touched = torch.empty(parts, num, dtype=torch.long)
@@ -393,12 +488,14 @@ def normalize(
 
 
 def _tables(acc: Tensor, weighted: bool, *, eps: float, scale: bool, unbiased: bool,
-            dtype: torch.dtype = torch.float64) -> tuple[Tensor, Tensor]:
-    """Per-key mean and multiplier [K] (``dtype``) from the parts' accumulators [P, K, 5]."""
+            dtype: torch.dtype = torch.float64, centered: bool = False) -> tuple[Tensor, Tensor]:
+    """Per-key mean and multiplier [K] (``dtype``) from the parts' accumulators [P, K, 5] of a
+    kernel run on ``dtype`` samples; ``centered``: accumulators without s2 and nz."""
     parts, num = acc.shape[0], acc.shape[1]
     mean, inv = torch.empty(num, dtype=dtype), torch.empty(num, dtype=dtype)
     _fn(library(), "tables", dtype)(parts, num, _ptr(acc), int(weighted), eps, int(scale),
-                                    int(unbiased), _ptr(mean), _ptr(inv))  # fmt: skip
+                                    int(unbiased), int(centered), _ptr(mean),
+                                    _ptr(inv))  # fmt: skip
     return mean, inv
 
 
@@ -473,9 +570,9 @@ def _acc(parts: int, num: int) -> Tensor:
 
 def player_turn(
     x: Tensor,
-    key1: Radix,
-    key2: Radix,
-    k1_to_k2: Tensor,
+    game: Tensor | None,
+    group: Tensor | None,
+    agent: Tensor,
     mask: Tensor | None,
     weights: Tensor | None,
     trajectory: Tensor,
@@ -486,13 +583,14 @@ def player_turn(
     unbiased: bool,
     scale2: bool,
 ) -> Tensor | None:
-    """MARS ``player_turn`` in three passes: moments per ``key1``; backward, the normalized
-    rewards' return-to-go per (trajectory, ``key2``) with the moments of those returns per
-    ``key2`` (``k1_to_k2`` maps key ids); then the centered (``scale2``: scaled) returns.
+    """MARS ``player_turn`` in three passes: moments per key 1 = (game, group, agent);
+    backward, the normalized rewards' return-to-go per (trajectory, key 2 = (game, agent)) with
+    the moments of those returns per key 2; then the centered (``scale2``: scaled) returns.
     None (after the first pass) unless trajectories are ascending contiguous runs in turn
     order."""
     lib = library()
-    if lib is None or not _usable(x) or key1.num >= (1 << 31) - 1:
+    key1 = guess([game, group, agent])
+    if lib is None or key1 is None or not _usable(x) or key1.num >= (1 << 31) - 1:
         return None
     x, dt, n = _flat(x), x.dtype, x.numel()
     m, w, t = _flat(mask, torch.bool), _flat(weights, dt), _flat(trajectory, torch.long)
@@ -504,23 +602,51 @@ def player_turn(
     alias = dt == torch.float32  # ids share out's memory (read before each slot is written)
     out = empty(n, dt, backward=not alias)
     ids = out.view(torch.int32) if alias else empty(n, torch.int32)
-    acc1, acc2 = _acc(parts, key1.num), _acc(parts, key2.num)
-    nc, cols, lo, span = key1.args()
     ca = _carr(cuts)
-    _fn(lib, "stats_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
-                              _ptr(ids), key1.num, _ptr(acc1), key1.runs(lib))  # fmt: skip
+    while True:  # twice when a value falls outside guessed ranges
+        acc1, ors = _acc(parts, key1.num), key1.check_buffer(parts)
+        nc, cols, lo, span = key1.args(checked=True)
+        _fn(lib, "stats_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
+                                  _ptr(ids), key1.num, _ptr(acc1), key1.runs(lib),
+                                  _ptr(ors))  # fmt: skip
+        if key1.confirm(ors):
+            break
+        key1 = key1.exact()
+        if key1 is None:
+            return None
+    # key 2 over key 1's (now exact or confirmed) ranges of game and agent; k12: key 2 of
+    # every key-1 id, the (game, agent) digits of the radix broadcast over the group digit
+    keep = [group is None or i != (game is not None) for i in range(len(key1.cols))]
+    span2 = [s for s, k in zip(key1.span, keep, strict=True) if k]
+    key2 = Radix([c for c, k in zip(key1.cols, keep, strict=True) if k],
+                 [lo for lo, k in zip(key1.lo, keep, strict=True) if k], span2, math.prod(span2))
+    digits = torch.zeros(key1.span, dtype=torch.long)  # [game?, group?, agent]
+    digits += torch.arange(span2[-1])
+    if game is not None:
+        digits += (torch.arange(span2[0]) * span2[-1]).view(-1, *[1] * (len(key1.span) - 1))
+    k12 = digits.view(-1)
     mean1, inv1 = _tables(acc1, w is not None, eps=eps, scale=True, unbiased=unbiased, dtype=dt)
-    g_tab = torch.zeros(parts, key2.num, dtype=torch.float64)
-    gen = torch.full((parts, key2.num), -1, dtype=torch.long)
-    k12 = k1_to_k2.long().contiguous()
-    k16 = empty(n, torch.int16) if key2.num < 0xFFFF else None  # key 2 per sample, for pass 3
+    # per part and key 2: {return, sum} (return unset: the bits 0x7FF0000000000001), keys seen
+    rets = torch.zeros(parts, key2.num, 2, dtype=torch.long)
+    rets[..., 0] = _RET_UNSET
+    touched = torch.empty(parts, key2.num, dtype=torch.long)
+    acc2 = _acc(parts, key2.num)
+    # unweighted float32 centering: the kernel only sums returns, per trajectory (with weights
+    # a constant key's samples of weight 0 still need the constant rule, so its moments)
+    centered = not scale2 and dt == torch.float32 and w is None
+    if centered:
+        acc2[..., 4] = 0.0
+    k16 = empty(n, torch.int16, backward=True) if key2.num < 0xFFFF else None  # for pass 3
     if _fn(lib, "turn_fused_par", dt)(parts, ca, _ptr(x), _ptr(ids), _ptr(w), _ptr(t), _ptr(u),
                                       _ptr(mean1), _ptr(inv1), key1.num, _ptr(k12), gamma,
-                                      _ptr(g_tab), _ptr(gen), _ptr(acc2), key2.num, _ptr(out),
-                                      _ptr(k16)):  # fmt: skip
+                                      _ptr(rets), _ptr(touched), _ptr(acc2), key2.num, _ptr(out),
+                                      _ptr(k16), int(centered)):  # fmt: skip
         return None
+    if centered:  # the counts of key 2 are those of key 1
+        cnt1 = acc1[..., 0].view(torch.long) & 0xFFFFFFFF
+        acc2[..., 0].view(torch.long).index_add_(1, k12, cnt1)
     mean2, inv2 = _tables(acc2, w is not None, eps=eps, scale=scale2, unbiased=unbiased,
-                          dtype=dt)
+                          dtype=dt, centered=centered)  # fmt: skip
     if k16 is not None:
         _fn(lib, "apply16_par", dt)(parts, ca, _ptr(k16), _ptr(mean2), _ptr(inv2), _ptr(out))
     elif alias:  # the ids are gone: key 2 from its columns
@@ -572,7 +698,7 @@ def _key_moments(x: Tensor, key: Radix, mask: Tensor | None, weights: Tensor | N
     nc, cols, lo, span = key.args()
     ca = _carr(_bounds(n, parts, None))
     _fn(lib, "stats_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span, None,
-                              key.num, _ptr(acc), key.runs(lib))  # fmt: skip
+                              key.num, _ptr(acc), key.runs(lib), None)  # fmt: skip
     cnt = (acc[..., 0].view(torch.int64) & 0xFFFFFFFF).double()
     tot, pilot = (acc[..., 1] if w is not None else cnt), acc[..., 4]
     ref = pilot[0]

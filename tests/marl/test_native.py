@@ -267,3 +267,78 @@ def test_nothing_is_remembered_across_calls():
     mask = torch.arange(600) % 3 > 0
     again = normalize_advantages("none", first, mask=mask).advantages
     assert bool((again[~mask] == 0).all()) and torch.equal(again[mask], first[mask])
+
+
+@pytest.mark.parametrize("scheme", ["agent", "role", "group_role", "player_turn"])
+@given(lay=layouts(), unbiased=st.booleans(), scale=st.booleans())
+@SETTINGS
+def test_guessed_key_ranges_match_reference(scheme, lay, unbiased, scale):
+    """Key ranges guessed at every size from 3 probes (the first and last samples and one
+    more): most guesses miss a value, so the checked first pass and its rerun over exact
+    ranges both run; results stay the reference's."""
+    for k in needs(scheme) + ["trajectory"]:
+        if lay[k] is None:
+            lay[k] = [0] * len(lay["values"])
+    lay = _sorted_by_trajectory(lay)
+    cfg = AdvantageConfig(float64=True, unbiased_std=unbiased, scale=scale,
+                          player_turn_scale=scale, turn_gamma=0.9, diagnostics=False)  # fmt: skip
+    x, keys, mask, w = to_torch(lay)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(native, "_GUESS_MIN", 1)
+        mp.setattr(native, "_PROBES", 3)
+        mp.setattr(native, "_PROBE_CACHE", {})
+        got = normalize_advantages(scheme, x, keys, mask, w, cfg).advantages
+    expect = ref_scheme(scheme, lay, cfg, {})
+    torch.testing.assert_close(got, torch.tensor(expect, dtype=torch.float64), atol=1e-7,
+                               rtol=1e-7)  # fmt: skip
+
+
+@pytest.mark.parametrize("scheme", ["agent", "player_turn"])
+def test_a_value_outside_the_guessed_ranges_reruns_over_exact_ones(monkeypatch, taken, scheme):
+    """One agent id that no probe saw (and beyond the power-of-two slack): the checked pass
+    notices, the key is rebuilt over exact ranges, and the output is the torch path's. With
+    every value probed, nothing is rebuilt."""
+    monkeypatch.setattr(native, "_GUESS_MIN", 1)
+    rebuilt = []
+    real = native.Radix.exact
+    monkeypatch.setattr(native.Radix, "exact", lambda self, *a: rebuilt.append(self.guessed)
+                        or real(self, *a))  # fmt: skip
+    x, keys, mask, _ = _big_layout(dtype=torch.float32)
+    for probes, rare in ((3, 40), (4096, 4)):
+        monkeypatch.setattr(native, "_PROBES", probes)
+        monkeypatch.setattr(native, "_PROBE_CACHE", {})
+        rebuilt.clear()
+        agent = keys.agent.clone()
+        agent[2500] = rare  # the probes are 0, n - 1 and random positions
+        k = AdvantageKeys(**{**keys.__dict__, "agent": agent})
+        got = normalize_advantages(scheme, x, k, mask).advantages
+        with native.disabled():
+            want = normalize_advantages(scheme, x, k, mask).advantages
+        torch.testing.assert_close(got, want, atol=2e-5, rtol=2e-5)
+        assert rebuilt == ([True] if probes == 3 else []), (probes, rebuilt)
+    assert taken["normalize" if scheme == "agent" else "player_turn"] >= 2  # no torch path
+
+
+def test_a_guessed_key_reaches_only_the_checked_kernel():
+    x, keys, mask, _ = _big_layout()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(native, "_GUESS_MIN", 1)
+        key = native.guess([keys.game, keys.agent])
+    assert key.guessed and all(s & (s - 1) == 0 for s in key.span)  # powers of two
+    with pytest.raises(RuntimeError, match="guessed key"):
+        native.gather(torch.zeros(key.num, dtype=torch.float64), key, mask, x.numel())
+
+
+def test_constant_player_returns_center_to_exact_zero(monkeypatch):
+    """float32, unweighted: the last step only sums returns. Single-sample groups keep their
+    rewards (mean 0, std 1), so each player's returns are one nonzero constant, whose mean must
+    come back exactly: outputs exactly 0, as on the torch path (the constant-key rule)."""
+    monkeypatch.setattr(native, "_parts", lambda n: 3)
+    n = 3000
+    i = torch.arange(n)
+    keys = AdvantageKeys(group=i, agent=i % 3, trajectory=i, turn=torch.zeros(n, dtype=torch.long))
+    x = torch.tensor([0.1, 0.7, 1.3])[i % 3]
+    got = normalize_advantages("player_turn", x, keys).advantages
+    with native.disabled():
+        want = normalize_advantages("player_turn", x, keys).advantages
+    assert bool((want == 0).all()) and bool((got == 0).all())
