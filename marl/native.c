@@ -70,8 +70,8 @@ static inline void ret_clear(Ret *e) {
     memcpy(&e->g, &b, sizeof b);
     e->sum = 0;
 }
-/* A trajectory ended: its sums go to s1 (centered) and its keys are unset again (each key
- * enters touched once per trajectory, as no computed return has the unset bits). */
+/* A trajectory ended: its sums go to s1 (centered) and the keys it touched are unset again
+ * (each enters touched once per trajectory, as no computed return has the unset bits). */
 #define RET_FLUSH(centered)                                                                        \
     do {                                                                                           \
         for (int64_t j = 0; j < nt; j++) {                                                         \
@@ -424,6 +424,9 @@ int64_t in_order(int64_t n, const int64_t *traj, const int64_t *turn) {
 DEFINE_KERNELS(float, f32)
 DEFINE_KERNELS(double, f64)
 
+#define TURN_FUSED(SUF, W, C)                                                                      \
+    turn_fused_body_##SUF(i0, i1, x, ids, W, traj, turn, mean1, inv1, K1, k1_to_k2, gamma, E,      \
+                          touched, K2, acc2, out, k2out, C)
 #define DEFINE_MORE(T, SUF)                                                                        \
     /* MARS player_turn after the first normalization's moments, backward over [i0, i1):        \
      * r = (x - mean1[id]) * inv1[id] (ids: the first key, K1 when masked; may alias out),      \
@@ -458,7 +461,7 @@ DEFINE_KERNELS(double, f64)
             int64_t id = ids[i];                                                                  \
             if (id == K1) {                                                                       \
                 out[i] = 0;                                                                       \
-                if (k2out) k2out[i] = 0xFFFF;                                                     \
+                if (k2out) k2out[i] = (uint16_t)K2;                                               \
                 continue;                                                                         \
             }                                                                                     \
             T r = (T)((x[i] - mean1[id]) * inv1[id]);                                             \
@@ -499,13 +502,8 @@ DEFINE_KERNELS(double, f64)
                              const T *inv1, int64_t K1, const int64_t *k1_to_k2, double gamma,    \
                              Ret *E, int64_t *touched, int64_t K2, Acc *acc2, T *out,             \
                              uint16_t *k2out, int centered) {                                     \
-        if (centered && sizeof(T) == 4 && !wt)                                                    \
-            return turn_fused_body_##SUF(i0, i1, x, ids, NULL, traj, turn, mean1, inv1, K1,       \
-                                         k1_to_k2, gamma, E, touched, K2, acc2, out, k2out, 1);   \
-        return wt ? turn_fused_body_##SUF(i0, i1, x, ids, wt, traj, turn, mean1, inv1, K1,        \
-                                          k1_to_k2, gamma, E, touched, K2, acc2, out, k2out, 0)   \
-                  : turn_fused_body_##SUF(i0, i1, x, ids, NULL, traj, turn, mean1, inv1, K1,      \
-                                          k1_to_k2, gamma, E, touched, K2, acc2, out, k2out, 0);  \
+        if (centered && sizeof(T) == 4 && !wt) return TURN_FUSED(SUF, NULL, 1);                   \
+        return wt ? TURN_FUSED(SUF, wt, 0) : TURN_FUSED(SUF, NULL, 0);                            \
     }                                                                                             \
                                                                                                   \
     /* out[i] = table[key], 0 where masked. */                                                    \
@@ -598,11 +596,13 @@ int64_t unit_values(int64_t i0, int64_t i1, int nc, const int64_t *const *cols, 
         for (int p = 0; p < P; p++)                                                               \
             bad |= turn_fused_##SUF(cuts[p], cuts[p + 1], x, ids, wt, traj, turn, mean1, inv1,    \
                                     K1, k1_to_k2, gamma, E + (int64_t)p * K2,                     \
-                                    touched + (int64_t)p * K2, K2, acc2 + (int64_t)p * K2, out,   \
+                                    touched + (int64_t)p * K2, K2,                                \
+                                    acc2 + (int64_t)p * K2, out,                                  \
                                     k2out, centered);                                             \
         return bad;                                                                               \
     }                                                                                             \
-    /* out = (out - mean[k]) * inv[k] in place with 16-bit keys (0xFFFF: masked, 0). */           \
+    /* out = (out - mean[k]) * inv[k] in place with 16-bit keys; masked samples hold 0 and the \
+     * key K2, whose table entries are 0, so they stay 0 without a branch. */                     \
     int64_t apply16_par_##SUF(int P, const int64_t *cuts, const uint16_t *k16, const T *mean,     \
                               const T *inv, T *out) {                                             \
         int64_t bad = 0;                                                                          \
@@ -610,7 +610,7 @@ int64_t unit_values(int64_t i0, int64_t i1, int nc, const int64_t *const *cols, 
         for (int p = 0; p < P; p++)                                                               \
             for (int64_t i = cuts[p]; i < cuts[p + 1]; i++) {                                     \
                 uint16_t k = k16[i];                                                              \
-                out[i] = k == 0xFFFF ? (T)0 : (T)((out[i] - mean[k]) * inv[k]);                   \
+                out[i] = (T)((out[i] - mean[k]) * inv[k]);                                        \
             }                                                                                     \
         return bad;                                                                               \
     }                                                                                             \

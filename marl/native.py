@@ -626,7 +626,8 @@ def player_turn(
         digits += (torch.arange(span2[0]) * span2[-1]).view(-1, *[1] * (len(key1.span) - 1))
     k12 = digits.view(-1)
     mean1, inv1 = _tables(acc1, w is not None, eps=eps, scale=True, unbiased=unbiased, dtype=dt)
-    # per part and key 2: {return, sum} (return unset: the bits 0x7FF0000000000001), keys seen
+    # per part and key 2: {return (unset: the bits 0x7FF0000000000001), sum}; the keys the
+    # current trajectory touched
     rets = torch.zeros(parts, key2.num, 2, dtype=torch.long)
     rets[..., 0] = _RET_UNSET
     touched = torch.empty(parts, key2.num, dtype=torch.long)
@@ -636,7 +637,8 @@ def player_turn(
     centered = not scale2 and dt == torch.float32 and w is None
     if centered:
         acc2[..., 4] = 0.0
-    k16 = empty(n, torch.int16, backward=True) if key2.num < 0xFFFF else None  # for pass 3
+    # key 2 per sample (K2 where masked) for pass 3
+    k16 = empty(n, torch.int16, backward=True) if key2.num < 0xFFFF else None
     if _fn(lib, "turn_fused_par", dt)(parts, ca, _ptr(x), _ptr(ids), _ptr(w), _ptr(t), _ptr(u),
                                       _ptr(mean1), _ptr(inv1), key1.num, _ptr(k12), gamma,
                                       _ptr(rets), _ptr(touched), _ptr(acc2), key2.num, _ptr(out),
@@ -648,6 +650,7 @@ def player_turn(
     mean2, inv2 = _tables(acc2, w is not None, eps=eps, scale=scale2, unbiased=unbiased,
                           dtype=dt, centered=centered)  # fmt: skip
     if k16 is not None:
+        mean2, inv2 = (torch.cat([tab, tab.new_zeros(1)]) for tab in (mean2, inv2))
         _fn(lib, "apply16_par", dt)(parts, ca, _ptr(k16), _ptr(mean2), _ptr(inv2), _ptr(out))
     elif alias:  # the ids are gone: key 2 from its columns
         nc, cols, lo, span = key2.args()

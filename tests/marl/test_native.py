@@ -342,3 +342,23 @@ def test_constant_player_returns_center_to_exact_zero(monkeypatch):
     with native.disabled():
         want = normalize_advantages("player_turn", x, keys).advantages
     assert bool((want == 0).all()) and bool((got == 0).all())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("scale", [False, True])
+def test_player_turn_kernel_paths_match_reference(monkeypatch, taken, dtype, weighted, scale):
+    """player_turn's backward pass sums returns only (float32, unweighted, centering) or keeps
+    per-sample moments (weights, float64, scaling), with gamma < 1, on three thread parts:
+    the reference's results either way."""
+    monkeypatch.setattr(native, "_parts", lambda n: 3)
+    x, keys, mask, w = _big_layout(dtype=dtype)
+    w = w if weighted else None
+    cfg = AdvantageConfig(player_turn_scale=scale, turn_gamma=0.9, diagnostics=False)
+    got = normalize_advantages("player_turn", x, keys, mask, w, cfg=cfg).advantages
+    lay = {k: getattr(keys, k).tolist() for k in keys.present()}
+    lay.update(values=x.tolist(), mask=mask.tolist(), weights=None if w is None else w.tolist())
+    expect = torch.tensor(ref_scheme("player_turn", lay, cfg, {}), dtype=dtype)
+    tol = 1e-9 if dtype == torch.float64 else 2e-4
+    torch.testing.assert_close(got, expect, atol=tol, rtol=tol)
+    assert taken["player_turn"] == 1
