@@ -815,7 +815,7 @@ def _native_diagnostics(x, adv, flat: AdvantageKeys, m) -> dict[str, float] | No
     tables: list[tuple[str, native.Radix]] = [("global", native.radix([]))]
     for name in ("agent", "role"):
         col = getattr(flat, name)
-        key = None if col is None else native.radix([col])
+        key = None if col is None else native.guess([col])
         if col is not None and key is None:
             return None
         if key is not None:

@@ -250,9 +250,15 @@ class Radix:
             self.guessed = False
         return True
 
-    def exact(self, cap: int | None = None) -> Radix | None:
-        """The key of the same columns over their exact ranges (self when not guessed)."""
-        return radix(self.cols, cap) if self.guessed else self
+    def settle(self, cap: int | None = None) -> bool:
+        """Replace guessed ranges by the exact ones, in place (callers keep their reference);
+        False when the exact table would exceed ``cap`` (see ``radix``)."""
+        if self.guessed:
+            exact = radix(self.cols, cap)
+            if exact is None:
+                return False
+            self.lo, self.span, self.num, self.guessed = exact.lo, exact.span, exact.num, False
+        return True
 
     @classmethod
     def of_ids(cls, ids: Tensor, num: int) -> Radix:
@@ -441,12 +447,11 @@ def normalize(
     with the degenerate-key rules of ``marl.advantages``; statistics per trajectory when
     ``trajectory`` is given (ascending contiguous runs, else None). ``out`` may be ``x``."""
     lib = library()
-    if key.guessed and trajectory is not None:  # only the plain moments kernel checks ranges
-        key = key.exact()
-    if lib is None or key is None or not _usable(x) or key.num >= (1 << 31) - 1:
+    if trajectory is not None and not key.settle():  # only the plain moments pass checks
         return None
-    args = (x, key, mask, weights)
-    x, dt, n, num = x.reshape(-1), x.dtype, x.numel(), key.num
+    if lib is None or not _usable(x) or key.num >= (1 << 31) - 1:
+        return None
+    x, dt, n = x.reshape(-1), x.dtype, x.numel()
     m, w = _flat(mask, torch.bool), _flat(weights, dt)
     t = _flat(trajectory, torch.long)
     if not x.is_contiguous():
@@ -459,32 +464,45 @@ def normalize(
     cuts = _bounds(n, parts, t)
     if t is not None and not _seams_ascend(t, cuts):  # the kernel checks inside each part
         return None
-    acc = torch.zeros(parts, num, 5, dtype=torch.float64)
-    acc[..., 4] = float("nan")
-    nc, cols, lo, span = key.args(checked=t is None)
     ca = _carr(cuts)
     if t is None:
-        ors = key.check_buffer(parts)
-        bad = _fn(lib, "stats_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
-                                        _ptr(ids), num, _ptr(acc), key.runs(lib),
-                                        _ptr(ors))  # fmt: skip
-        if not key.confirm(ors):  # a value outside the guessed ranges: again over exact ones
-            exact = key.exact()
-            return None if exact is None else normalize(*args[:1], exact, *args[2:], eps=eps,
-                                                        scale=scale, unbiased=unbiased, out=out)
+        acc = _moments(lib, dt, key, parts, ca, x, m, w, ids)
+        if acc is None:
+            return None
+        nc, cols, lo, span, num = *key.args(), key.num
     else:
+        num = key.num
+        acc = _acc(parts, num)
+        nc, cols, lo, span = key.args()
         pairs = torch.zeros(parts, num, 5, dtype=torch.float64)
         touched = torch.empty(parts, num, dtype=torch.long)
         bad = _fn(lib, "stats_traj_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo,
                                              span, _ptr(t), _ptr(ids), num, _ptr(acc),
                                              _ptr(pairs), _ptr(touched))  # fmt: skip
-    if bad:
-        return None
+        if bad:
+            return None
     weighted = w is not None or t is not None
     mean, inv = _tables(acc, weighted, eps=eps, scale=scale, unbiased=unbiased, dtype=dt)
     _fn(lib, "apply_par", dt)(parts, ca, _ptr(x), _ptr(ids), _ptr(m), nc, cols, lo, span,
                               _ptr(mean), _ptr(inv), num, _ptr(out))  # fmt: skip
     return _zeroed(out)
+
+
+def _moments(lib, dt, key: Radix, parts: int, ca, x, m, w, ids) -> Tensor | None:
+    """The moments pass: per-part accumulators [P, K, 5] of ``key`` (ids written when given).
+    A guessed key is checked on the way; when a value fell outside it, the key is settled on
+    exact ranges and the pass runs again. None when the kernel refused or the exact table
+    would be too large."""
+    while True:
+        acc, ors = _acc(parts, key.num), key.check_buffer(parts)
+        nc, cols, lo, span = key.args(checked=True)
+        if _fn(lib, "stats_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
+                                     _ptr(ids), key.num, _ptr(acc), key.runs(lib), _ptr(ors)):
+            return None
+        if key.confirm(ors):
+            return acc
+        if not key.settle():
+            return None
 
 
 def _tables(acc: Tensor, weighted: bool, *, eps: float, scale: bool, unbiased: bool,
@@ -603,17 +621,9 @@ def player_turn(
     out = empty(n, dt, backward=not alias)
     ids = out.view(torch.int32) if alias else empty(n, torch.int32)
     ca = _carr(cuts)
-    while True:  # twice when a value falls outside guessed ranges
-        acc1, ors = _acc(parts, key1.num), key1.check_buffer(parts)
-        nc, cols, lo, span = key1.args(checked=True)
-        _fn(lib, "stats_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
-                                  _ptr(ids), key1.num, _ptr(acc1), key1.runs(lib),
-                                  _ptr(ors))  # fmt: skip
-        if key1.confirm(ors):
-            break
-        key1 = key1.exact()
-        if key1 is None:
-            return None
+    acc1 = _moments(lib, dt, key1, parts, ca, x, m, w, ids)
+    if acc1 is None:
+        return None
     # key 2 over key 1's (now exact or confirmed) ranges of game and agent; k12: key 2 of
     # every key-1 id, the (game, agent) digits of the radix broadcast over the group digit
     keep = [group is None or i != (game is not None) for i in range(len(key1.cols))]
@@ -697,11 +707,9 @@ def _key_moments(x: Tensor, key: Radix, mask: Tensor | None, weights: Tensor | N
     x, dt, n = _flat(x), x.dtype, x.numel()
     m, w = _flat(mask, torch.bool), _flat(weights, dt)
     parts = max(_parts(n), -(-n // (1 << 31)))
-    acc = _acc(parts, key.num)
-    nc, cols, lo, span = key.args()
-    ca = _carr(_bounds(n, parts, None))
-    _fn(lib, "stats_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span, None,
-                              key.num, _ptr(acc), key.runs(lib), None)  # fmt: skip
+    acc = _moments(lib, dt, key, parts, _carr(_bounds(n, parts, None)), x, m, w, None)
+    if acc is None:
+        return None
     cnt = (acc[..., 0].view(torch.int64) & 0xFFFFFFFF).double()
     tot, pilot = (acc[..., 1] if w is not None else cnt), acc[..., 4]
     ref = pilot[0]

@@ -203,10 +203,16 @@ def test_parts_sorted_inside_but_not_across_fall_back(monkeypatch, taken):
     assert taken["normalize"] == 0
 
 
+@pytest.mark.parametrize("guess", [False, True])
 @pytest.mark.parametrize("masked", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_diagnostics_kernel_matches_torch(monkeypatch, masked, dtype):
+def test_diagnostics_kernel_matches_torch(monkeypatch, masked, dtype, guess):
+    """guess: key ranges guessed from 3 probes (padded tables, reruns on a miss)."""
     monkeypatch.setattr(native, "_parts", lambda n: 3)
+    if guess:
+        monkeypatch.setattr(native, "_GUESS_MIN", 1)
+        monkeypatch.setattr(native, "_PROBES", 3)
+        monkeypatch.setattr(native, "_PROBE_CACHE", {})
     x, keys, mask, _ = _big_layout(dtype=dtype)
     keys = AdvantageKeys(agent=keys.agent * 3 + 1, role=keys.role, trajectory=keys.trajectory)
     mask = mask if masked else None
@@ -300,8 +306,8 @@ def test_a_value_outside_the_guessed_ranges_reruns_over_exact_ones(monkeypatch, 
     every value probed, nothing is rebuilt."""
     monkeypatch.setattr(native, "_GUESS_MIN", 1)
     rebuilt = []
-    real = native.Radix.exact
-    monkeypatch.setattr(native.Radix, "exact", lambda self, *a: rebuilt.append(self.guessed)
+    real = native.Radix.settle
+    monkeypatch.setattr(native.Radix, "settle", lambda self, *a: rebuilt.append(self.guessed)
                         or real(self, *a))  # fmt: skip
     x, keys, mask, _ = _big_layout(dtype=torch.float32)
     for probes, rare in ((3, 40), (4096, 4)):
@@ -311,9 +317,10 @@ def test_a_value_outside_the_guessed_ranges_reruns_over_exact_ones(monkeypatch, 
         agent = keys.agent.clone()
         agent[2500] = rare  # the probes are 0, n - 1 and random positions
         k = AdvantageKeys(**{**keys.__dict__, "agent": agent})
-        got = normalize_advantages(scheme, x, k, mask).advantages
+        cfg = AdvantageConfig(diagnostics=False)
+        got = normalize_advantages(scheme, x, k, mask, cfg=cfg).advantages
         with native.disabled():
-            want = normalize_advantages(scheme, x, k, mask).advantages
+            want = normalize_advantages(scheme, x, k, mask, cfg=cfg).advantages
         torch.testing.assert_close(got, want, atol=2e-5, rtol=2e-5)
         assert rebuilt == ([True] if probes == 3 else []), (probes, rebuilt)
     assert taken["normalize" if scheme == "agent" else "player_turn"] >= 2  # no torch path
