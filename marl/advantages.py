@@ -659,17 +659,12 @@ def _role_ema(x, keys, mask, weights, cfg, state) -> Tensor:
     _need("role_ema", keys, "role")
     if not isinstance(state, RoleEMABaseline):
         raise ValueError(f"scheme 'role_ema' needs state=RoleEMABaseline(); got {state!r}")
-    spans = []
-    for name, col, top in (("game", keys.game, 1 << 31), ("role", keys.role, 1 << 32)):
-        lo, hi = (0, 0) if col is None else native.col_range(col)
-        if lo < 0 or hi >= top:
-            raise ValueError(f"role_ema needs 0 <= keys.{name} < {top}; got [{lo}, {hi}]")
-        spans.append((lo, hi))
     if cfg.per_trajectory:
         _need("role_ema with per_trajectory", keys, "trajectory")
-    fast = _native_role_ema(x, keys, mask, weights, cfg, state, spans)
+    fast = _native_role_ema(x, keys, mask, weights, cfg, state)
     if fast is not None:
         return fast
+    spans = _role_spans(keys)
     (glo, ghi), (rlo, rhi) = spans
     room = _ema_room(cfg.role_ema_alpha, x.numel(), (ghi - glo + 1) * (rhi - rlo + 1))
     code, raw = _role_codes(keys.game, keys.role, spans, 0 if cfg.per_trajectory else room)
@@ -694,21 +689,47 @@ def _role_ema(x, keys, mask, weights, cfg, state) -> Tensor:
     return torch.sub(x, base, out=base)
 
 
-def _native_role_ema(x, keys, mask, weights, cfg, state: RoleEMABaseline, spans):
-    """``role_ema`` in one sequential pass of ``marl.native`` (CPU), or None."""
+_ROLE_TOPS = (("game", 1 << 31), ("role", 1 << 32))  # state codes game << 32 | role
+
+
+def _role_spans(keys: AdvantageKeys) -> list[tuple[int, int]]:
+    """``(lo, hi)`` of keys.game and keys.role ((0, 0) when absent), checked for the codes."""
+    spans = []
+    for name, top in _ROLE_TOPS:
+        col = getattr(keys, name)
+        lo, hi = (0, 0) if col is None else native.col_range(col)
+        if lo < 0 or hi >= top:
+            raise ValueError(f"role_ema needs 0 <= keys.{name} < {top}; got [{lo}, {hi}]")
+        spans.append((lo, hi))
+    return spans
+
+
+def _native_role_ema(x, keys, mask, weights, cfg, state: RoleEMABaseline):
+    """``role_ema`` in one sequential pass of ``marl.native`` (CPU), or None. Its key may be
+    guessed when the guessed ranges lie inside the valid ids: the pass confirms them, which
+    proves the ids valid; else (and after a miss) the exact ranges are checked first."""
     if x.device.type != "cpu" or not native.available():
         return None
-    key = native.radix([keys.game, keys.role])
-    if key is None:  # huge id ranges: dense ids through a sort
-        code, raw = _role_codes(keys.game, keys.role, spans, 0)
-        key = native.Radix.of_ids(code, raw.numel())
-    else:
-        vals = key.unravel()
-        game, role = vals if keys.game is not None else (torch.zeros_like(vals[0]), vals[0])
-        raw = (game << 32) | role
-    init = state.lookup(raw, cfg.role_ema_init)
+    key = native.guess([keys.game, keys.role])
+    tops = [top for name, top in _ROLE_TOPS if getattr(keys, name) is not None]
+    if key is None or not key.guessed or any(lo < 0 or lo + s > top for lo, s, top
+                                             in zip(key.lo, key.span, tops, strict=True)):
+        spans = _role_spans(keys)
+        key = native.radix([keys.game, keys.role])
     traj = keys.trajectory if cfg.per_trajectory else None
-    res = native.ema(x, key, mask, weights, cfg.role_ema_alpha, init, traj)
+    while True:
+        if key is None:  # huge id ranges: dense ids through a sort
+            code, raw = _role_codes(keys.game, keys.role, spans, 0)
+            key = native.Radix.of_ids(code, raw.numel())
+        else:
+            vals = key.unravel()
+            game, role = vals if keys.game is not None else (torch.zeros_like(vals[0]), vals[0])
+            raw = (game << 32) | role
+        init = state.lookup(raw, cfg.role_ema_init)
+        res = native.ema(x, key, mask, weights, cfg.role_ema_alpha, init, traj)
+        if res is not native.MISSED:
+            break
+        _role_spans(keys)  # the key now holds the exact ranges: are they valid ids?
     if res is None:
         return None
     out, final, count = res

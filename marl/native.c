@@ -53,7 +53,7 @@ typedef struct {
 
 typedef struct {
     double g;   /* return-to-go of one key in the current trajectory; RET_UNSET before its turn */
-    double sum; /* centered player_turn: the trajectory's weighted sum of the key's returns */
+    double sum; /* centered player_turn: the sum of the key's returns in the trajectory */
 } Ret;
 
 /* A signaling NaN with payload 1: no arithmetic result (quiet NaNs) and no float32 converted
@@ -153,6 +153,15 @@ static inline void ret_clear(Ret *e) {
         nt = 0;                                                                                    \
     } while (0)
 
+/* The EMA kernels per number of columns, checked (orv) or not. */
+#define EMA_CASE(SUF, NC)                                                                          \
+    (orv ? ema_body_##SUF(n, x, mask, wt, NC, cols, lo, span, alpha, init, b, cnt, out, K, 1, orv)  \
+         : ema_body_##SUF(n, x, mask, wt, NC, cols, lo, span, alpha, init, b, cnt, out, K, 0, orv))
+#define EMA_UNITS_CASE(SUF, NC)                                                                    \
+    (orv ? ema_units_body_##SUF(a, e, x, mask, wt, NC, cols, lo, span, traj, pp, tt, uid, means,   \
+                                keys, live, K, 1, orv + (int64_t)p * MAXC)                         \
+         : ema_units_body_##SUF(a, e, x, mask, wt, NC, cols, lo, span, traj, pp, tt, uid, means,   \
+                                keys, live, K, 0, NULL))
 #define DEFINE_KERNELS(T, SUF)                                                                     \
     /* Per-key moments; ids[i] (may be NULL, may alias an output of the same width) gets the     \
      * key, K when masked. Weight <= 0 (or NaN) keeps a sample out of the statistics only. */     \
@@ -325,17 +334,21 @@ static inline void ret_clear(Ret *e) {
      * b <- alpha b + (1 - alpha) x. Weight <= 0: compared with init, updates nothing. */          \
     static inline __attribute__((always_inline)) void ema_body_##SUF(int64_t n, const T *x, const uint8_t *mask, const T *wt, const int nc,               \
                    const int64_t *const *cols, const int64_t *lo, const int64_t *span,            \
-                   double alpha, const double *init, double *b, double *cnt, T *out) {            \
+                   double alpha, const double *init, double *b, double *cnt, T *out, int64_t K,   \
+                   const int chk, uint64_t *orv) {                                                \
         KEY_LOCALS;                                                                               \
+        KEY_OR_LOCALS;                                                                            \
         /* a run of one key keeps its baseline in a register */                                   \
         int64_t cur = -1;                                                                         \
         double bc = 0, nu = 0, beta = 1.0 - alpha;                                                \
         for (int64_t i = 0; i < n; i++) {                                                         \
+            if (chk) KEY_OR(i); /* checked keys: masked samples' columns too */                   \
             if (mask && !mask[i]) {                                                               \
                 out[i] = 0;                                                                       \
                 continue;                                                                         \
             }                                                                                     \
             int64_t k = KEY(i);                                                                   \
+            if (chk) k &= K - 1;                                                                  \
             T v = x[i];                                                                           \
             if (wt && !(wt[i] > 0)) {                                                             \
                 out[i] = v - (T)init[k];                                                          \
@@ -358,16 +371,17 @@ static inline void ret_clear(Ret *e) {
             b[cur] = bc;                                                                          \
             cnt[cur] += nu;                                                                       \
         }                                                                                         \
+        if (chk) KEY_OR_STORE(orv);                                                               \
     }                                                                                             \
-    void ema_##SUF(int64_t n, const T *x, const uint8_t *mask, const T *wt, int nc, const int64_t *const *cols, const int64_t *lo, const int64_t *span, double alpha, const double *init, double *b, double *cnt, T *out) { \
+    /* orv: checked keys (as stats_); K the table size. */                                       \
+    void ema_##SUF(int64_t n, const T *x, const uint8_t *mask, const T *wt, int nc, const int64_t *const *cols, const int64_t *lo, const int64_t *span, double alpha, const double *init, double *b, double *cnt, T *out, int64_t K, uint64_t *orv) { \
         switch (nc) { \
-        case 0: ema_body_##SUF(n, x, mask, wt, 0, cols, lo, span, alpha, init, b, cnt, out); return; \
-        case 1: ema_body_##SUF(n, x, mask, wt, 1, cols, lo, span, alpha, init, b, cnt, out); return; \
-        case 2: ema_body_##SUF(n, x, mask, wt, 2, cols, lo, span, alpha, init, b, cnt, out); return; \
-        case 3: ema_body_##SUF(n, x, mask, wt, 3, cols, lo, span, alpha, init, b, cnt, out); return; \
-        case 4: ema_body_##SUF(n, x, mask, wt, 4, cols, lo, span, alpha, init, b, cnt, out); return; \
+        case 0: EMA_CASE(SUF, 0); return; \
+        case 1: EMA_CASE(SUF, 1); return; \
+        case 2: EMA_CASE(SUF, 2); return; \
+        case 3: EMA_CASE(SUF, 3); return; \
+        case 4: EMA_CASE(SUF, 4); return; \
         } \
-         \
     } \
                                                                                                   \
     /* Return-to-go per key over samples in order, g = r + gamma g_next, 0 for masked samples;   \
@@ -660,8 +674,10 @@ int64_t in_order_par(int P, const int64_t *cuts, const int64_t *traj, const int6
         int64_t i0, int64_t i1, const T *x, const uint8_t *mask, const T *wt, const int nc,        \
         const int64_t *const *cols, const int64_t *lo, const int64_t *span, const int64_t *traj,   \
         Unit *pairs, int64_t *touched, int32_t *uid, double *means, int64_t *keys,                 \
-        uint8_t *live) {                                                                           \
+        uint8_t *live, int64_t K, const int chk, uint64_t *orv) {                                  \
         KEY_LOCALS;                                                                                \
+        KEY_OR_LOCALS;                                                                             \
+        const int64_t km = chk ? K - 1 : -1; /* checked keys stay in the table */                 \
         int64_t nt = 0, s = i0, nu = i0;                                                           \
         for (int64_t i = i0; i <= i1; i++) {                                                       \
             if (i == i1 || (i > i0 && traj[i] != traj[i - 1])) {                                   \
@@ -675,14 +691,15 @@ int64_t in_order_par(int P, const int64_t *cuts, const int64_t *traj, const int6
                     p->before = (double)nu++; /* the unit's number, for its samples */             \
                 }                                                                                  \
                 for (int64_t q = s; q < i; q++)                                                    \
-                    uid[q] = (mask && !mask[q]) ? -1 : (int32_t)pairs[KEY(q)].before;              \
+                    uid[q] = (mask && !mask[q]) ? -1 : (int32_t)pairs[KEY(q) & km].before;         \
                 for (int64_t j = 0; j < nt; j++) memset(pairs + touched[j], 0, sizeof(Unit));      \
                 nt = 0;                                                                            \
                 s = i;                                                                             \
                 if (i == i1) break;                                                                \
             }                                                                                      \
+            if (chk) KEY_OR(i);                                                                    \
             if (mask && !mask[i]) continue;                                                        \
-            int64_t k = KEY(i);                                                                    \
+            int64_t k = KEY(i) & km;                                                               \
             Unit *p = pairs + k;                                                                   \
             if (p->cnt == 0) touched[nt++] = k;                                                    \
             p->cnt += 1;                                                                           \
@@ -692,13 +709,15 @@ int64_t in_order_par(int P, const int64_t *cuts, const int64_t *traj, const int6
                 p->swx += (double)wt[i] * (double)x[i];                                            \
             }                                                                                      \
         }                                                                                          \
+        if (chk) KEY_OR_STORE(orv);                                                                \
         return nu - i0;                                                                            \
     }                                                                                              \
     int64_t ema_units_par_##SUF(int P, const int64_t *cuts, const T *x, const uint8_t *mask,       \
                                 const T *wt, int nc, const int64_t *const *cols,                   \
                                 const int64_t *lo, const int64_t *span, const int64_t *traj,       \
                                 Unit *pairs, int64_t *touched, int64_t K, int32_t *uid,            \
-                                double *means, int64_t *keys, uint8_t *live, int64_t *nunits) {    \
+                                double *means, int64_t *keys, uint8_t *live, int64_t *nunits,      \
+                                uint64_t *orv) {                                                   \
         int64_t bad = 0;                                                                           \
         PAR_FOR                                                                                    \
         for (int p = 0; p < P; p++) {                                                              \
@@ -706,12 +725,9 @@ int64_t in_order_par(int P, const int64_t *cuts, const int64_t *traj, const int6
             Unit *pp = pairs + (int64_t)p * K;                                                     \
             int64_t *tt = touched + (int64_t)p * K;                                                \
             switch (nc) {                                                                          \
-            case 0: r = ema_units_body_##SUF(a, e, x, mask, wt, 0, cols, lo, span, traj, pp, tt,   \
-                                             uid, means, keys, live); break;                       \
-            case 1: r = ema_units_body_##SUF(a, e, x, mask, wt, 1, cols, lo, span, traj, pp, tt,   \
-                                             uid, means, keys, live); break;                       \
-            case 2: r = ema_units_body_##SUF(a, e, x, mask, wt, 2, cols, lo, span, traj, pp, tt,   \
-                                             uid, means, keys, live); break;                       \
+            case 0: r = EMA_UNITS_CASE(SUF, 0); break;                                       \
+            case 1: r = EMA_UNITS_CASE(SUF, 1); break;                                       \
+            case 2: r = EMA_UNITS_CASE(SUF, 2); break;                                       \
             }                                                                                      \
             nunits[p] = r;                                                                         \
             bad |= r < 0;                                                                          \

@@ -52,20 +52,21 @@ _GUESS_MIN = 1 << 18  # samples from which key ranges are guessed (see ``guess``
 _PROBES = 4096  # samples whose keys make the guess
 _MAXC = 4  # key columns the kernels take
 _RET_UNSET = 0x7FF0000000000001  # native.c's RET_UNSET_BITS
+MISSED = "missed"  # ``ema``: a guessed key missed a value and was settled; call again
 
 _P, _I64, _INT, _DBL = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_double
 _SIGNATURES = {  # per dtype (suffix _f32 / _f64)
     "stats_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _I64, _P, _INT, _P]),
     "stats_traj_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P, _P, _P]),
     "apply_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _I64, _P]),
-    "ema": (None, [_I64, _P, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P, _P, _P]),
+    "ema": (None, [_I64, _P, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P, _P, _P, _I64, _P]),
     "turn_returns": (None, [_I64, _P, _P, _INT, _P, _P, _P, _DBL, _P, _P]),
     "turn_fused_par": (_I64, [_INT, _P, _P, _P, _P, _P, _P, _P, _P, _I64, _P, _DBL, _P, _P, _P,
                               _I64, _P, _P, _INT]),
     "apply16_par": (_I64, [_INT, _P, _P, _P, _P, _P]),
     "gather_par": (_I64, [_INT, _P, _P, _INT, _P, _P, _P, _P, _P]),
     "ema_units_par": (_I64, [_INT, _P, _P, _P, _P, _INT, _P, _P, _P, _P, _P, _P, _I64, _P, _P, _P,
-                             _P, _P]),
+                             _P, _P, _P]),
     "ema_out_par": (_I64, [_INT, _P, _P, _P, _P, _P]),
     "tables": (None, [_INT, _I64, _P, _INT, _DBL, _INT, _INT, _INT, _P, _P]),
 }
@@ -525,10 +526,12 @@ def ema(
     alpha: float,
     init: Tensor,
     trajectory: Tensor | None = None,
-) -> tuple[Tensor, Tensor, Tensor] | None:
+) -> tuple[Tensor, Tensor, Tensor] | str | None:
     """SPIRAL's keyed EMA (see ``marl.advantages``'s ``role_ema``): ``(x - baseline before its
     update, final baselines [K] float64, updates per key [K])``; per (trajectory, key) unit when
-    ``trajectory`` is given (ascending contiguous runs, else None)."""
+    ``trajectory`` is given (ascending contiguous runs, else None). A guessed ``key`` is checked
+    on the way: when a value fell outside it, ``MISSED`` (the key is settled on exact ranges in
+    place; ``init`` follows the key, so the caller makes it again and calls again)."""
     lib = library()
     if lib is None or not _usable(x):
         return None
@@ -536,13 +539,16 @@ def ema(
     m, w = _flat(mask, torch.bool), _flat(weights, dt)
     init = init.to(torch.float64).contiguous()
     b, cnt, out = init.clone(), torch.zeros(num, dtype=torch.float64), empty_like(x)
-    nc, cols, lo, span = key.args()
+    nc, cols, lo, span = key.args(checked=True)
+    parts = 1 if trajectory is None else _parts(n)
+    ors = key.check_buffer(parts)
     if trajectory is None:
         _fn(lib, "ema", dt)(n, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span, alpha,
-                            _ptr(init), _ptr(b), _ptr(cnt), _ptr(out))  # fmt: skip
+                            _ptr(init), _ptr(b), _ptr(cnt), _ptr(out), num, _ptr(ors))  # fmt: skip
+        if not key.confirm(ors):
+            return MISSED if key.settle() else None
     else:  # unit means on threads, the EMA over units, the outputs on threads
         t = _flat(trajectory, torch.long)
-        parts = _parts(n)
         cuts = _bounds(n, parts, t)
         if n >= 1 << 31 or not _seams_ascend(t, cuts):
             return None
@@ -554,8 +560,11 @@ def ema(
         live = torch.empty(n, dtype=torch.uint8)
         if _fn(lib, "ema_units_par", dt)(parts, ca, _ptr(x), _ptr(m), _ptr(w), nc, cols, lo, span,
                                          _ptr(t), _ptr(pairs), _ptr(touched), num, _ptr(uid),
-                                         _ptr(means), _ptr(keys), _ptr(live), _ptr(nunits)):
+                                         _ptr(means), _ptr(keys), _ptr(live), _ptr(nunits),
+                                         _ptr(ors)):  # fmt: skip
             return None
+        if not key.confirm(ors):
+            return MISSED if key.settle() else None
         lib.ema_scan(parts, ca, _ptr(nunits), _ptr(means), _ptr(keys), _ptr(live), alpha,
                      _ptr(init), _ptr(b), _ptr(cnt))  # fmt: skip
         _fn(lib, "ema_out_par", dt)(parts, ca, _ptr(x), _ptr(uid), _ptr(means), _ptr(out))

@@ -275,10 +275,10 @@ def test_nothing_is_remembered_across_calls():
     assert bool((again[~mask] == 0).all()) and torch.equal(again[mask], first[mask])
 
 
-@pytest.mark.parametrize("scheme", ["agent", "role", "group_role", "player_turn"])
-@given(lay=layouts(), unbiased=st.booleans(), scale=st.booleans())
+@pytest.mark.parametrize("scheme", ["agent", "role", "group_role", "player_turn", "role_ema"])
+@given(lay=layouts(), unbiased=st.booleans(), scale=st.booleans(), per_traj=st.booleans())
 @SETTINGS
-def test_guessed_key_ranges_match_reference(scheme, lay, unbiased, scale):
+def test_guessed_key_ranges_match_reference(scheme, lay, unbiased, scale, per_traj):
     """Key ranges guessed at every size from 3 probes (the first and last samples and one
     more): most guesses miss a value, so the checked first pass and its rerun over exact
     ranges both run; results stay the reference's."""
@@ -287,19 +287,22 @@ def test_guessed_key_ranges_match_reference(scheme, lay, unbiased, scale):
             lay[k] = [0] * len(lay["values"])
     lay = _sorted_by_trajectory(lay)
     cfg = AdvantageConfig(float64=True, unbiased_std=unbiased, scale=scale,
-                          player_turn_scale=scale, turn_gamma=0.9, diagnostics=False)  # fmt: skip
+                          player_turn_scale=scale, turn_gamma=0.9, diagnostics=False,
+                          per_trajectory=per_traj and scheme == "role_ema",
+                          role_ema_alpha=0.8, role_ema_init=0.25)  # fmt: skip
     x, keys, mask, w = to_torch(lay)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(native, "_GUESS_MIN", 1)
         mp.setattr(native, "_PROBES", 3)
         mp.setattr(native, "_PROBE_CACHE", {})
-        got = normalize_advantages(scheme, x, keys, mask, w, cfg).advantages
+        got = normalize_advantages(scheme, x, keys, mask, w, cfg,
+                                   state=RoleEMABaseline()).advantages  # fmt: skip
     expect = ref_scheme(scheme, lay, cfg, {})
     torch.testing.assert_close(got, torch.tensor(expect, dtype=torch.float64), atol=1e-7,
                                rtol=1e-7)  # fmt: skip
 
 
-@pytest.mark.parametrize("scheme", ["agent", "player_turn"])
+@pytest.mark.parametrize("scheme", ["agent", "player_turn", "role_ema"])
 def test_a_value_outside_the_guessed_ranges_reruns_over_exact_ones(monkeypatch, taken, scheme):
     """One agent id that no probe saw (and beyond the power-of-two slack): the checked pass
     notices, the key is rebuilt over exact ranges, and the output is the torch path's. With
@@ -316,14 +319,30 @@ def test_a_value_outside_the_guessed_ranges_reruns_over_exact_ones(monkeypatch, 
         rebuilt.clear()
         agent = keys.agent.clone()
         agent[2500] = rare  # the probes are 0, n - 1 and random positions
-        k = AdvantageKeys(**{**keys.__dict__, "agent": agent})
+        k = AdvantageKeys(**{**keys.__dict__, "agent": agent, "role": agent // 2})
         cfg = AdvantageConfig(diagnostics=False)
-        got = normalize_advantages(scheme, x, k, mask, cfg=cfg).advantages
+        got = normalize_advantages(scheme, x, k, mask, cfg=cfg, state=RoleEMABaseline())
         with native.disabled():
-            want = normalize_advantages(scheme, x, k, mask, cfg=cfg).advantages
-        torch.testing.assert_close(got, want, atol=2e-5, rtol=2e-5)
+            want = normalize_advantages(scheme, x, k, mask, cfg=cfg, state=RoleEMABaseline())
+        torch.testing.assert_close(got.advantages, want.advantages, atol=2e-5, rtol=2e-5)
         assert rebuilt == ([True] if probes == 3 else []), (probes, rebuilt)
-    assert taken["normalize" if scheme == "agent" else "player_turn"] >= 2  # no torch path
+    path = {"agent": "normalize", "role_ema": "ema"}.get(scheme, scheme)
+    assert taken[path] >= 2  # no torch path
+
+
+@pytest.mark.parametrize("per_traj", [False, True])
+def test_role_ema_with_guessed_ranges_still_rejects_bad_ids(monkeypatch, per_traj):
+    """A negative game id that no probe saw: the pass misses it, and the exact ranges then
+    checked raise the usual error."""
+    monkeypatch.setattr(native, "_GUESS_MIN", 1)
+    monkeypatch.setattr(native, "_PROBE_CACHE", {})
+    x, keys, mask, _ = _big_layout(dtype=torch.float32)
+    game = keys.game.clone()
+    game[2500] = -1
+    bad = AdvantageKeys(**{**keys.__dict__, "game": game})
+    cfg = AdvantageConfig(per_trajectory=per_traj, diagnostics=False)
+    with pytest.raises(ValueError, match=r"0 <= keys.game < 2147483648; got \[-1, 2\]"):
+        normalize_advantages("role_ema", x, bad, mask, cfg=cfg, state=RoleEMABaseline())
 
 
 def test_a_guessed_key_reaches_only_the_checked_kernel():
