@@ -388,3 +388,24 @@ def test_player_turn_kernel_paths_match_reference(monkeypatch, taken, dtype, wei
     tol = 1e-9 if dtype == torch.float64 else 2e-4
     torch.testing.assert_close(got, expect, atol=tol, rtol=tol)
     assert taken["player_turn"] == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_player_turn_with_more_players_than_16_bit_keys(monkeypatch, taken, dtype):
+    """66,000 players: key 2 does not fit the 16-bit per-sample keys, so the last pass reads
+    the players from their column (float32, whose ids the returns overwrote) or maps key-1 ids
+    (float64); masked samples stay 0 either way."""
+    monkeypatch.setattr(native, "_parts", lambda n: 3)
+    n = 70_000
+    i = torch.arange(n)
+    gen = torch.Generator().manual_seed(5)
+    keys = AdvantageKeys(agent=i % 66_000, trajectory=i // 100, turn=i % 100)
+    x = torch.randn(n, generator=gen, dtype=torch.float64).to(dtype)
+    mask = torch.rand(n, generator=gen) > 0.1
+    cfg = AdvantageConfig(diagnostics=False)
+    got = normalize_advantages("player_turn", x, keys, mask, cfg=cfg).advantages
+    with native.disabled():
+        want = normalize_advantages("player_turn", x, keys, mask, cfg=cfg).advantages
+    tol = 1e-9 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(got, want, atol=tol, rtol=tol)
+    assert bool((got[~mask] == 0).all()) and taken["player_turn"] == 1
