@@ -416,6 +416,28 @@ void touch_pages(uint8_t *p, int64_t nbytes) {
     for (int64_t i = 0; i < nbytes; i += 4096) p[i] = 0;
 }
 
+/* Per part, the counts (low 32 bits of cz) of key-1 entries added to their key-2 entries. */
+void add_counts(int P, int64_t K1, const Acc *acc1, const int64_t *k1_to_k2, int64_t K2,
+                Acc *acc2) {
+    for (int p = 0; p < P; p++)
+        for (int64_t k = 0; k < K1; k++)
+            acc2[p * K2 + k1_to_k2[k]].cz += acc1[p * K1 + k].cz & 0xFFFFFFFF;
+}
+
+/* (min, max) of each column over the m probed positions idx: out[2j], out[2j + 1]. */
+void probe_range(int nc, const int64_t *const *cols, const int64_t *idx, int64_t m, int64_t *out) {
+    for (int j = 0; j < nc; j++) {
+        int64_t a = INT64_MAX, b = INT64_MIN;
+        for (int64_t q = 0; q < m; q++) {
+            int64_t v = cols[j][idx[q]];
+            a = v < a ? v : a;
+            b = v > b ? v : b;
+        }
+        out[2 * j] = a;
+        out[2 * j + 1] = b;
+    }
+}
+
 /* Whether samples [0, n) of the key mostly come in runs (fewer key changes than n / 4). */
 int64_t mostly_runs(int64_t n, int nc, const int64_t *const *cols, const int64_t *lo,
                     const int64_t *span) {
@@ -776,6 +798,7 @@ void ema_scan(int P, const int64_t *cuts, const int64_t *nunits, double *means,
 #define DEFINE_TABLES(T, SUF)                                                                      \
     void tables_##SUF(int P, int64_t K, const Acc *acc, int weighted, double eps, int scale,      \
                       int unbiased, int centered, T *mean, T *inv) {                               \
+        _Pragma("omp parallel for if (K >= 16384)")                                                \
         for (int64_t k = 0; k < K; k++) {                                                          \
             double ref = NAN, cnt = 0, w = 0, s1 = 0, s2 = 0, nz = 0;                              \
             for (int p = 0; p < P; p++) {                                                          \

@@ -50,6 +50,7 @@ _STATE: dict[str, object] = {"lib": None, "tried": False, "off": 0}
 _PART = 1 << 20  # samples per thread at least: smaller inputs run on one thread
 _GUESS_MIN = 1 << 18  # samples from which key ranges are guessed (see ``guess``)
 _PROBES = 4096  # samples whose keys make the guess
+_PROBE_RUN = 128  # consecutive samples per probe
 _MAXC = 4  # key columns the kernels take
 _RET_UNSET = 0x7FF0000000000001  # native.c's RET_UNSET_BITS
 MISSED = "missed"  # ``ema``: a guessed key missed a value and was settled; call again
@@ -75,6 +76,8 @@ _PLAIN = {  # dtype-free
     "ema_scan": (None, [_INT, _P, _P, _P, _P, _P, _DBL, _P, _P, _P]),
     "touch_pages": (None, [_P, _I64]),
     "mostly_runs": (_I64, [_I64, _INT, _P, _P, _P]),
+    "probe_range": (None, [_INT, _P, _P, _I64, _P]),
+    "add_counts": (None, [_INT, _I64, _P, _P, _I64, _P]),
     "prefer_huge_pages": (_INT, [_P, _I64]),
     "unit_values_par": (_I64, [_INT, _P, _INT, _P, _P, _P, _I64, _INT, _P, _P]),
 }
@@ -316,8 +319,8 @@ def radix(cols: Sequence[Tensor | None], cap: int | None = None) -> Radix | None
 
 
 def guess(cols: Sequence[Tensor | None], cap: int | None = None) -> Radix | None:
-    """The radix key of ``cols`` with ranges guessed from ``_PROBES`` spread samples (the first
-    and last among them) and spans rounded up to powers of two, the slack placed below the
+    """The radix key of ``cols`` with ranges guessed from ``_PROBES`` samples (``_probes``) and
+    spans rounded up to powers of two, the slack placed below the
     smallest value seen (not below 0 for nonnegative ids): the first pass over the samples then
     checks the ranges with one OR per column (``Radix.confirm``) instead of one ``aminmax``
     pass per column before it (24 bytes per sample for three int64 columns). Exact ranges
@@ -325,18 +328,20 @@ def guess(cols: Sequence[Tensor | None], cap: int | None = None) -> Radix | None
     rounding would make the table more than twice as large."""
     given = [c.reshape(-1) for c in cols if c is not None]
     n = given[0].numel() if given else 0
-    if n < _GUESS_MIN or len(given) > _MAXC:
+    lib = library()
+    if n < _GUESS_MIN or len(given) > _MAXC or lib is None:
         return radix(cols, cap)
     cap = cap if cap is not None else max(2 * n, 1 << 16)
-    probe = _probes(n)
-    cs, lo, span, num, tight = [], [], [], 1, 1
-    for c in given:
-        c = c if c.dtype == torch.long and c.is_contiguous() else c.long().contiguous()
-        known = _known_range(c)
-        a, b = known if known is not None else (int(v) for v in torch.aminmax(c[probe]))
+    cs = [c if c.dtype == torch.long and c.is_contiguous() else c.long().contiguous()
+          for c in given]  # fmt: skip
+    probe, seen = _probes(n), torch.empty(len(cs), 2, dtype=torch.long)
+    ptrs = (ctypes.c_void_p * len(cs))(*[c.data_ptr() for c in cs])
+    lib.probe_range(len(cs), ptrs, _ptr(probe), probe.numel(), _ptr(seen))
+    lo, span, num, tight = [], [], 1, 1
+    for c, (a, b) in zip(cs, seen.tolist(), strict=True):
+        a, b = _known_range(c) or (a, b)
         width = 1 << (b - a).bit_length()  # the power of two above b - a
         slack = width - (b - a + 1)
-        cs.append(c)
         lo.append(max(0, a - slack) if a >= 0 else a - slack // 2)
         span.append(width)
         num, tight = num * width, tight * (b - a + 1)
@@ -349,13 +354,19 @@ _PROBE_CACHE: dict[int, Tensor] = {}
 
 
 def _probes(n: int) -> Tensor:
-    """``_PROBES`` fixed pseudo-random positions in ``[0, n)`` with 0 and n - 1 (ids that ascend
-    with the samples show their range there); random, so periodic layouts (agents taking
-    turns) cannot alias with a stride."""
+    """``_PROBES`` fixed positions in ``[0, n)``: runs of ``_PROBE_RUN`` consecutive samples
+    (agents taking turns show up inside one run; a run reads a few cache lines where scattered
+    probes would miss the cache once each) at pseudo-random starts (no stride to alias with),
+    the first run at 0 and the last ending at n - 1 (ids that ascend with the samples show
+    their range there)."""
     hit = _PROBE_CACHE.get(n)
     if hit is None:
+        run = min(_PROBE_RUN, _PROBES, n)
+        runs = max(1, _PROBES // run)
         gen = torch.Generator().manual_seed(n)
-        hit = torch.cat([torch.tensor([0, n - 1]), torch.randint(n, (_PROBES - 2,), generator=gen)])
+        starts = torch.randint(n - run + 1, (runs,), generator=gen)
+        starts[0], starts[-1] = 0, n - run
+        hit = (starts[:, None] + torch.arange(run)).reshape(-1)
         if len(_PROBE_CACHE) > 16:
             _PROBE_CACHE.clear()
         _PROBE_CACHE[n] = hit
@@ -664,8 +675,7 @@ def player_turn(
                                       _ptr(k16), int(centered)):  # fmt: skip
         return None
     if centered:  # the counts of key 2 are those of key 1
-        cnt1 = acc1[..., 0].view(torch.long) & 0xFFFFFFFF
-        acc2[..., 0].view(torch.long).index_add_(1, k12, cnt1)
+        lib.add_counts(parts, key1.num, _ptr(acc1), _ptr(k12), key2.num, _ptr(acc2))
     mean2, inv2 = _tables(acc2, w is not None, eps=eps, scale=scale2, unbiased=unbiased,
                           dtype=dt, centered=centered)  # fmt: skip
     if k16 is not None:
