@@ -21,6 +21,7 @@ Usage: ``python bench/advantages.py [--samples 10000000] [--repeats 5] [--ref-sc
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import sys
 import time
@@ -89,20 +90,26 @@ def best_times(
     fns: dict[str, Callable[[], object]], repeats: int, device: torch.device | None = None
 ) -> dict[str, float]:
     """Best wall time of each callable; rounds interleave them so load spikes hit all alike.
-    On a CUDA ``device`` the GPU is synchronized before and after each call."""
+    The garbage collector is off while they run (as in ``timeit``). On a CUDA ``device`` the
+    GPU is synchronized before and after each call."""
 
     def sync() -> None:
         if device is not None and device.type == "cuda":
             torch.cuda.synchronize(device)
 
     best = dict.fromkeys(fns, math.inf)
-    for _ in range(repeats + 1):  # the first round warms up
-        for name, fn in fns.items():
-            sync()
-            start = time.perf_counter()
-            fn()
-            sync()
-            best[name] = min(best[name], time.perf_counter() - start)
+    gc.collect()
+    gc.disable()  # as timeit does: a collection over the reference's Python lists takes ~10 ms
+    try:
+        for _ in range(repeats + 1):  # the first round warms up
+            for name, fn in fns.items():
+                sync()
+                start = time.perf_counter()
+                fn()
+                sync()
+                best[name] = min(best[name], time.perf_counter() - start)
+    finally:
+        gc.enable()
     return best
 
 
