@@ -102,8 +102,10 @@ static inline void ret_clear(Ret *e) {
  * the branches the loop would otherwise test per sample. */
 #define STATS_ARGS(F, NC, W, R, C) F(i0, i1, x, mask, W, NC, cols, lo, span, ids, K, acc, R, C, orv)
 #define STATS_RUNS(F, NC, C)                                                                       \
-    if (runs)                                                                                      \
+    if (runs == 1)                                                                                 \
         return wt ? STATS_ARGS(F, NC, wt, 1, C) : STATS_ARGS(F, NC, NULL, 1, C);                  \
+    if (runs == 2 && NC >= 2)                                                                      \
+        return wt ? STATS_ARGS(F, NC, wt, 2, C) : STATS_ARGS(F, NC, NULL, 2, C);                  \
     return wt ? STATS_ARGS(F, NC, wt, 0, C) : STATS_ARGS(F, NC, NULL, 0, C)
 #define STATS_CASE(F, NC)                                                                          \
     if (orv) {                                                                                     \
@@ -122,6 +124,18 @@ static inline void ret_clear(Ret *e) {
         if (nc > 1) r1 |= (uint64_t)(c1[i] - l1);                                                 \
         if (nc > 2) r2 |= (uint64_t)(c2[i] - l2);                                                 \
         if (nc > 3) r3 |= (uint64_t)(c3[i] - l3);                                                 \
+    } while (0)
+/* The last column's offset, and whether a leading column (all but the last) differs between
+ * samples i and j. */
+#define LAST_OFF(i)                                                                               \
+    (nc <= 1 ? c0[i] - l0 : nc == 2 ? c1[i] - l1 : nc == 3 ? c2[i] - l2 : c3[i] - l3)
+#define LEAD_DIFF(i, j)                                                                           \
+    (nc > 1 && (c0[i] != c0[j] || (nc > 2 && c1[i] != c1[j]) || (nc > 3 && c2[i] != c2[j])))
+#define KEY_OR_LAST(o)                                                                            \
+    do {                                                                                          \
+        if (nc == 2) r1 |= (uint64_t)(o);                                                         \
+        if (nc == 3) r2 |= (uint64_t)(o);                                                         \
+        if (nc == 4) r3 |= (uint64_t)(o);                                                         \
     } while (0)
 #define KEY_OR_STORE(orv)                                                                         \
     do {                                                                                          \
@@ -171,17 +185,32 @@ static inline void ret_clear(Ret *e) {
                         const int chk, uint64_t *orv) {                                           \
         KEY_LOCALS;                                                                               \
         KEY_OR_LOCALS;                                                                            \
-        /* runs != 0: a run of one key accumulates in registers, flushed when the key changes   \
+        /* runs 1: a run of one key accumulates in registers, flushed when the key changes      \
          * (sorted keys, one key); else every sample updates its key's table entry (keys that   \
-         * interleave). count and nz share one int64: nz << 32 | count. */                      \
-        int64_t cur = -1, cz = 0;                                                                 \
+         * interleave); runs 2 (such keys whose leading columns come in runs, e.g. the agents  \
+         * of one game and group): the leading part of the key is recomputed (and checked)      \
+         * only when a leading column changes. count and nz share one int64: nz << 32 | count. */ \
+        int64_t cur = -1, cz = 0, base = 0;                                                       \
+        int64_t q0 = i0 < i1 && nc > 1 ? ~c0[i0] : 0, q1 = 0, q2 = 0; /* q0 differs at i0 */     \
         double pilot = 0, sw = 0, s1 = 0, s2 = 0;                                                 \
         for (int64_t i = i0; i < i1; i++) {                                                       \
-            int64_t k = KEY(i);                                                                   \
-            if (chk) {                                                                            \
-                KEY_OR(i);                                                                        \
-                k &= K - 1;                                                                       \
+            int64_t k;                                                                            \
+            if (runs == 2) {                                                                      \
+                if (c0[i] != q0 || (nc > 2 && c1[i] != q1) || (nc > 3 && c2[i] != q2)) {          \
+                    q0 = c0[i];                                                                   \
+                    if (nc > 2) q1 = c1[i];                                                       \
+                    if (nc > 3) q2 = c2[i];                                                       \
+                    base = KEY(i) - LAST_OFF(i);                                                  \
+                    if (chk) KEY_OR(i);                                                           \
+                }                                                                                 \
+                int64_t o = LAST_OFF(i);                                                          \
+                if (chk) KEY_OR_LAST(o);                                                          \
+                k = base + o;                                                                     \
+            } else {                                                                              \
+                k = KEY(i);                                                                       \
+                if (chk) KEY_OR(i);                                                               \
             }                                                                                     \
+            if (chk) k &= K - 1;                                                                  \
             int on = mask ? mask[i] : 1;                                                          \
             if (ids) ids[i] = on ? (int32_t)k : (int32_t)K;                                       \
             if (!on) continue;                                                                    \
@@ -190,7 +219,7 @@ static inline void ret_clear(Ret *e) {
                 w = (double)wt[i];                                                                \
                 if (!(w > 0)) continue;                                                           \
             }                                                                                     \
-            if (!runs) {                                                                          \
+            if (runs != 1) {                                                                      \
                 Acc *a = acc + k;                                                                 \
                 if (a->pilot != a->pilot) a->pilot = v;                                           \
                 double d = v - a->pilot;                                                          \
@@ -438,13 +467,19 @@ void probe_range(int nc, const int64_t *const *cols, const int64_t *idx, int64_t
     }
 }
 
-/* Whether samples [0, n) of the key mostly come in runs (fewer key changes than n / 4). */
+/* The moments kernel's mode for keys like samples [0, n): 1 when they mostly come in runs
+ * (fewer changes than n / 4), 2 when their leading columns do (fewer changes than n / 16),
+ * else 0. */
 int64_t mostly_runs(int64_t n, int nc, const int64_t *const *cols, const int64_t *lo,
                     const int64_t *span) {
     KEY_LOCALS;
-    int64_t changes = 0;
-    for (int64_t i = 1; i < n; i++) changes += KEY(i) != KEY(i - 1);
-    return changes * 4 < n;
+    int64_t changes = 0, lead = 0;
+    for (int64_t i = 1; i < n; i++) {
+        changes += KEY(i) != KEY(i - 1);
+        lead += LEAD_DIFF(i, i - 1);
+    }
+    if (changes * 4 < n) return 1;
+    return nc > 1 && lead * 16 < n ? 2 : 0;
 }
 
 /* 1 when trajectories are ascending contiguous runs and (turn not NULL) turns never decrease

@@ -281,8 +281,10 @@ class Radix:
         return n, ptrs, lo, span
 
     def runs(self, lib: ctypes.CDLL) -> int:
-        """1 when the first samples' keys come in runs (one key, sorted keys): the moments
-        kernel then accumulates runs in registers; 0 when keys interleave (agents of a step)."""
+        """The moments kernel's mode, from the first 4,096 samples: 1 when keys come in runs
+        (one key, sorted keys: runs accumulate in registers), 2 when only their leading
+        columns do (the agents of one game and group: the key's leading part is recomputed
+        when those change), 0 when keys interleave."""
         if not self.cols:
             return 1
         nc, cols, lo, span = self.args(checked=True)  # compares keys, indexes nothing

@@ -409,3 +409,29 @@ def test_player_turn_with_more_players_than_16_bit_keys(monkeypatch, taken, dtyp
     tol = 1e-9 if dtype == torch.float64 else 1e-5
     torch.testing.assert_close(got, want, atol=tol, rtol=tol)
     assert bool((got[~mask] == 0).all()) and taken["player_turn"] == 1
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("scheme", ["agent", "group_role", "player_turn"])
+@given(lay=layouts(), guess=st.booleans())
+@SETTINGS
+def test_every_moments_mode_matches_reference(scheme, mode, lay, guess):
+    """The moments kernel's modes are picked from the first samples (interleaved keys, keys in
+    runs, leading columns in runs) but must be right on any layout: each forced on random
+    ones, with exact or guessed ranges."""
+    for k in needs(scheme) + ["trajectory"]:
+        if lay[k] is None:
+            lay[k] = [0] * len(lay["values"])
+    lay = _sorted_by_trajectory(lay)
+    cfg = AdvantageConfig(float64=True, diagnostics=False)
+    x, keys, mask, w = to_torch(lay)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(native.Radix, "runs", lambda self, lib: mode if len(self.cols) > 1 else 1)
+        if guess:
+            mp.setattr(native, "_GUESS_MIN", 1)
+            mp.setattr(native, "_PROBES", 3)
+            mp.setattr(native, "_PROBE_CACHE", {})
+        got = normalize_advantages(scheme, x, keys, mask, w, cfg).advantages
+    expect = ref_scheme(scheme, lay, cfg, {})
+    torch.testing.assert_close(got, torch.tensor(expect, dtype=torch.float64), atol=1e-7,
+                               rtol=1e-7)  # fmt: skip
