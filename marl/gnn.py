@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch_geometric.nn import GATv2Conv, TransformerConv
 
 GNN_LAYERS = ("gatv2", "transformer")
 POS, VEL, IS_SELF = slice(0, 2), slice(2, 4), 5
@@ -74,6 +73,10 @@ class GraphEncoder(nn.Module):
         super().__init__()
         if layer not in GNN_LAYERS:
             raise ValueError(f"gnn layer {layer!r} unknown; choose one of {list(GNN_LAYERS)}")
+        # imported here: torch_geometric takes seconds to import (it pulls torch._dynamo),
+        # and most runs build no graph encoder
+        from torch_geometric.nn import GATv2Conv, TransformerConv
+
         self.radius = radius
         self.inp = nn.Sequential(nn.Linear(node_dim, hidden), nn.Tanh())
         conv = GATv2Conv if layer == "gatv2" else TransformerConv

@@ -37,8 +37,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import sparse
-from scipy.optimize import linprog
 
 MetaSolver = Callable[..., list[np.ndarray]]
 """``(payoffs [P, K_0, ..., K_{P-1}], full_game: FullGame | None = None)
@@ -153,6 +151,8 @@ class ZeroSumSolution:
 
 def _maximin(A: np.ndarray) -> tuple[np.ndarray, float]:
     """Row strategy maximizing the worst-case payoff ``min_j x^T A[:, j]`` (an LP)."""
+    from scipy.optimize import linprog  # scipy.optimize takes 0.3 s to import; CLI startup
+
     m, n = A.shape
     c = np.zeros(m + 1)
     c[-1] = -1.0  # maximize v
@@ -174,6 +174,8 @@ def _max_support(A: np.ndarray, x0: np.ndarray, value: float) -> np.ndarray:
     of coordinates that reach 1 (``sum y`` with ``y <= z``, ``y <= 1``). Falls back to
     ``x0`` if round-off leaves the result short of ``value``.
     """
+    from scipy.optimize import linprog
+
     m, n = A.shape
     scale = max(1.0, float(np.abs(A).max()))
     floor = value - 1e-9 * scale
@@ -397,6 +399,9 @@ def least_exploitable_mixture(problem: ResponseProblem) -> LeastExploitable:
     ``K + 1 + S`` variables and ``Q`` inequalities. The inequalities' dual values are the
     responder's realization plan ``y`` of the max-min problem (the ``exploiter``).
     """
+    from scipy import sparse
+    from scipy.optimize import linprog
+
     payoff = np.asarray(problem.payoff, np.float64)
     Q, K = payoff.shape
     S = len(problem.parent)
