@@ -8,7 +8,7 @@
 """
 
 from games import graphs
-from games.check import CheckReport, check_game
+from games.check import CheckReport, GameCheckError, check_game
 from games.core import (
     Action,
     ActionSpace,
@@ -35,6 +35,7 @@ __all__ = [
     "CheckReport",
     "EntityGraph",
     "Game",
+    "GameCheckError",
     "GameError",
     "GameSpec",
     "IllegalActionError",

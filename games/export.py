@@ -4,7 +4,9 @@ Simultaneous-move games become a ``ParallelEnv``; turn-based games become an
 ``AECEnv`` whose observations are ``{"observation", "action_mask"}`` dicts (PettingZoo's
 convention for legal actions). When a turn-based game asks several agents to act at
 once, the AEC export collects their actions one after another and applies them together.
-Both pass PettingZoo's own ``api_test`` / ``parallel_api_test``.
+Both pass PettingZoo's own ``api_test`` / ``parallel_api_test``. Their ``metadata`` declares
+``teams``, ``roles``, ``zero_sum`` and ``max_steps``, which ``games.make("pettingzoo/...")``
+reads back when the export is loaded as a PettingZoo game.
 """
 
 from __future__ import annotations
@@ -33,6 +35,18 @@ def _gym_obs_space(game: Game, agent: str, with_mask: bool) -> spaces.Space:
     return spaces.Dict({"observation": box, "action_mask": mask})
 
 
+def _declared(game: Game) -> dict[str, Any]:
+    """What the game declares about its seats, so ``games.make("pettingzoo/...")`` of the
+    export gets the same teams, roles, zero-sum flag and episode limit back."""
+    spec = game.spec
+    return {
+        "teams": {a.id: a.team for a in spec.agents},
+        "roles": {a.id: a.role for a in spec.agents},
+        "zero_sum": spec.zero_sum,
+        "max_steps": spec.max_steps,
+    }
+
+
 def _to_action(space: ActionSpace, action: Any) -> Any:
     return int(action) if space.discrete else np.asarray(action, dtype=np.float32)
 
@@ -48,6 +62,7 @@ class GameParallelEnv(ParallelEnv):
             "name": game.spec.name,
             "render_modes": ["ansi"],
             "is_parallelizable": True,
+            **_declared(game),
         }
         self.render_mode = "ansi"
         self._obs_spaces = {a: _gym_obs_space(game, a, True) for a in self.possible_agents}
@@ -120,6 +135,7 @@ class GameAECEnv(AECEnv):
             "name": game.spec.name,
             "render_modes": ["ansi"],
             "is_parallelizable": False,
+            **_declared(game),
         }
         self.render_mode = "ansi"
         self._obs_spaces = {a: _gym_obs_space(game, a, True) for a in self.possible_agents}

@@ -15,6 +15,7 @@ for exact solvers such as exploitability.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +31,88 @@ from games.core import (
     Transition,
     UnknownGameError,
 )
+from games.teams import override_sides
+
+# Integer parameters that are not counts or sizes: 0 is a meaningful value for them.
+_NOT_A_COUNT = re.compile(
+    r"seed|bonus|threshold|points|insanity|handicap|recall|dealer|starting|fixed|extra|knock"
+    r"|num_tricks_in_observation|chance$|bribe|magic_wall"
+)
+_PLAYERS = re.compile(r"players|num_players|numPlayers")
+
+
+def _accepted_range(gspec: Any, name: str, value: Any) -> str | None:
+    """What ``name`` accepts when ``value`` is outside it, else None.
+
+    OpenSpiel checks few parameters: a negative or zero count or size (``goofspiel
+    num_cards=-2``, ``connect_four rows=0``, ``go_fish players=0``) aborts or segfaults the
+    process when a state is built, or hangs. The rules here, from the parameters' defaults,
+    reject every such value that a probe of all registered games found; the default value
+    itself is always accepted (``-1`` and ``0`` often mean "automatic").
+    """
+    default = gspec.parameter_specification.get(name)
+    if (
+        value == default
+        or not isinstance(default, int)
+        or isinstance(default, bool)
+        or not isinstance(value, int)
+        or isinstance(value, bool)  # wrong types: OpenSpiel's own error names them
+    ):
+        return None
+    if _PLAYERS.fullmatch(name):
+        lo, hi = gspec.min_num_players, gspec.max_num_players
+        return None if lo <= value <= hi else f"an integer in [{lo}, {hi}]"
+    if "seed" in name or default < -1:
+        return None
+    count = not _NOT_A_COUNT.search(name)
+    if default == -1:  # -1 means automatic
+        low = 1 if count else 0
+        return None if value == -1 or value >= low else f"-1 (automatic) or an integer >= {low}"
+    low = 1 if count and default >= 1 else 0
+    return None if value >= low else f"an integer >= {low}"
+
+
+def _check_params(game_string: str, params: dict[str, Any]) -> None:
+    """Reject parameter values that would crash OpenSpiel later, with a one-line error."""
+    short = game_string.split("(", 1)[0]
+    gspec = next(g for g in pyspiel.registered_games() if g.short_name == short)
+    given = dict(params)
+    if "(" in game_string:
+        try:
+            given.update(pyspiel.game_parameters_from_string(game_string))
+        except pyspiel.SpielError as err:
+            raise GameError(f"bad game string openspiel/{game_string}: {err}") from None
+    for name, value in given.items():
+        accepted = _accepted_range(gspec, name, value)
+        if accepted is not None:
+            raise GameError(
+                f"bad parameter for openspiel/{short}: {name}={value!r}; accepted: {accepted}"
+            )
+
+
+def _smoke(game: pyspiel.Game, where: str) -> None:
+    """Build a first decision state and its tensors: a non-default parameter that OpenSpiel
+    accepts but cannot play raises here, at make time, instead of at the first reset."""
+    try:
+        state = game.new_initial_state()
+        for _ in range(1000):
+            if not state.is_chance_node():
+                break
+            state.apply_action(state.chance_outcomes()[0][0])
+        if not state.is_terminal():
+            gtype = game.get_type()
+            for p in range(game.num_players()):
+                if gtype.provides_information_state_tensor:
+                    state.information_state_tensor(p)
+                elif gtype.provides_observation_tensor:
+                    state.observation_tensor(p)
+                state.legal_actions(p)
+    except Exception as err:  # any C++ error: the user's parameters caused it
+        first = str(err).splitlines()[0].removeprefix("OpenSpiel exception: ") if str(err) else ""
+        raise GameError(
+            f"bad parameters for {where}: OpenSpiel cannot start a game with them "
+            f"({type(err).__name__}: {first})"
+        ) from None
 
 
 def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
@@ -42,9 +125,12 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
             f"unknown OpenSpiel game {short!r};{hint} any of pyspiel.registered_names() "
             "works, e.g. kuhn_poker, leduc_poker, tic_tac_toe, goofspiel(num_cards=4)"
         )
+    _check_params(game_string, params)
     try:
-        return pyspiel.load_game(game_string, params) if params else pyspiel.load_game(game_string)
-    except pyspiel.SpielError as err:
+        game = (
+            pyspiel.load_game(game_string, params) if params else pyspiel.load_game(game_string)
+        )
+    except (pyspiel.SpielError, TypeError) as err:
         spec = next(g for g in pyspiel.registered_games() if g.short_name == short)
         accepted = sorted(spec.parameter_specification)
         first = str(err).splitlines()[0].removeprefix("OpenSpiel exception: ")
@@ -52,12 +138,25 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
             f"bad parameters for openspiel/{game_string} {params or ''}: {first}; "
             f"accepted: {accepted}"
         ) from None
+    if params or "(" in game_string:
+        _smoke(game, f"openspiel/{game_string} {params or ''}".rstrip())
+    return game
 
 
 class OpenSpielGame(Game):
     """Any ``pyspiel`` game (``kuhn_poker``, ``goofspiel(num_cards=4)``, ``matrix_rps``...)."""
 
-    def __init__(self, game_string: str, **params: Any) -> None:
+    def __init__(
+        self, game_string: str, teams: Any = None, zero_sum: Any = None, **params: Any
+    ) -> None:
+        """``teams=`` / ``zero_sum=`` override what the game type declares (every seat its own
+        team; zero-sum from OpenSpiel's utility type), except that ``zero_sum`` is passed on as
+        a game parameter to the games that take one (``laser_tag``, ``capture_the_flag``)."""
+        short = game_string.split("(", 1)[0]
+        if zero_sum is not None and short in pyspiel.registered_names():
+            gspec = next(g for g in pyspiel.registered_games() if g.short_name == short)
+            if "zero_sum" in gspec.parameter_specification:
+                params["zero_sum"], zero_sum = zero_sum, None
         self.game = _load(game_string, params)
         gtype = self.game.get_type()
         self._info_state = gtype.provides_information_state_tensor
@@ -87,6 +186,7 @@ class OpenSpielGame(Game):
             zero_sum=gtype.utility == pyspiel.GameType.Utility.ZERO_SUM,
             simultaneous=gtype.dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS,
         )
+        override_sides(self, teams, zero_sum)
         self._rng = np.random.default_rng()
         self.state_: pyspiel.State | None = None
 

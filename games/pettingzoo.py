@@ -1,32 +1,48 @@
 """PettingZoo environments through the game contract: ``games.make("pettingzoo/<module>")``.
 
-The module path is any importable PettingZoo-style module (``mpe2.simple_spread_v3``,
-``pettingzoo.classic.tictactoe_v3``); keyword arguments are forwarded to it.
+The path after ``pettingzoo/`` is an importable PettingZoo-style module
+(``mpe2.simple_spread_v3``, ``pettingzoo.classic.tictactoe_v3``) or a function that builds
+an env, written ``<module>:<function>`` (or ``<module>.<function>``), e.g. a user's module
+returning ``games.to_pettingzoo(...)``; keyword arguments are forwarded to it.
 
-* A module with ``parallel_env`` (the MPE scenarios) is driven through the Parallel API:
-  every live agent acts each step.
-* Otherwise ``env()`` is driven through the AEC API: the selected agent acts, its
-  ``action_mask`` becomes the legal mask, and agents that are done are stepped out.
+* A module with ``parallel_env`` (the MPE scenarios), or a function returning a
+  ``ParallelEnv``, is driven through the Parallel API: every live agent acts each step.
+* Otherwise ``env()`` is driven through the AEC API: the selected agent acts and agents
+  that are done are stepped out.
+* Dict observations ``{"observation", "action_mask"}`` (PettingZoo's convention, and what
+  ``games.to_pettingzoo`` exports) give the numeric observation and the legal-action mask.
 
-Roles are agent names without their index (``adversary_0`` → ``adversary``) in Parallel
-games and the seat names in turn-based games, where every seat is its own team.
+Teams and zero-sum come from what the environment declares, in this order: ``teams=`` /
+``zero_sum=`` passed to ``games.make``; the env's ``metadata["teams"]`` /
+``metadata["zero_sum"]`` (``to_pettingzoo`` exports write them); the MPE world's
+``agent.adversary`` flags (adversaries versus good agents: ``simple_adversary``,
+``simple_crypto`` with eve versus alice and bob, ``simple_push``, ``simple_tag``,
+``simple_world_comm``); the table :data:`KNOWN_SIDES` of PettingZoo's own games (classic
+games: every player its own team, zero-sum where the rules are, Hanabi one cooperative
+team; the other MPE scenarios one cooperative team). Any other env gets the safe default,
+every agent its own team and not zero-sum, with a logged warning.
+
+Roles are agent names without their index (``adversary_0`` → ``adversary``) in MPE and other
+Parallel games, and the seat names in classic and turn-based games.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from pettingzoo import AECEnv
 
 from games.core import (
     ActionSpace,
-    AgentSpec,
     EntityGraph,
     Game,
     GameError,
@@ -35,25 +51,145 @@ from games.core import (
     UnknownGameError,
 )
 from games.graphs import mpe_entity_graph
+from games.teams import agent_specs, parse_teams, parse_zero_sum
+
+logger = logging.getLogger(__name__)
 
 MPE_MOVES = ("no_action", "move_left", "move_right", "move_down", "move_up")
 # Episode lengths of the classic board games (moves until the board is full).
 CLASSIC_MAX_STEPS = {"tictactoe": 9, "connect_four": 42}
 DEFAULT_MAX_STEPS = 1000
 
+EACH, ONE = "each", "one"
+# PettingZoo's own games that declare no teams, by (family, game): every agent its own
+# team (EACH) or one team (ONE), and zero-sum, from the games' rules. MPE scenarios with
+# adversaries declare them on their world's agents and need no entry.
+_ZERO_SUM_CLASSIC = (  # two-player win/loss games, and poker (chips change hands)
+    "rps", "tictactoe", "connect_four", "chess", "go",
+    "leduc_holdem", "texas_holdem", "texas_holdem_no_limit",
+)  # fmt: skip
+_COOPERATIVE = {  # one shared (or team) reward
+    "mpe": ("simple", "simple_spread", "simple_reference", "simple_speaker_listener",
+            "simple_formation", "simple_line", "collect_treasure"),
+    "butterfly": ("cooperative_pong", "knights_archers_zombies", "pistonball"),
+    "sisl": ("multiwalker", "pursuit", "waterworld"),
+}  # fmt: skip
+KNOWN_SIDES: dict[tuple[str, str], tuple[str, bool]] = {
+    **{("classic", g): (EACH, True) for g in _ZERO_SUM_CLASSIC},
+    ("classic", "gin_rummy"): (EACH, False),  # pettingzoo<1.25; competitive, scores not zero-sum
+    ("classic", "hanabi"): (ONE, False),  # cooperative: all players share the score
+    **{(fam, g): (ONE, False) for fam, names in _COOPERATIVE.items() for g in names},
+}
+COOPERATIVE_TEAM = "team"
 
-def _import(module_path: str) -> ModuleType:
+
+def _import_error(spec: str, err: ImportError) -> UnknownGameError:
+    return UnknownGameError(
+        f"cannot import PettingZoo module for 'pettingzoo/{spec}' ({err}); use a module path "
+        "such as 'mpe2.simple_spread_v3' or 'pettingzoo.classic.tictactoe_v3', or "
+        "'<module>:<function returning an env>'"
+    )
+
+
+def _resolve(spec: str) -> tuple[Callable[..., Any], ModuleType, bool | None]:
+    """(env factory, its module, parallel?) for ``module``, ``module:fn`` or ``module.fn``.
+
+    ``parallel`` is None for a function: the env it returns says which API it has.
+    """
+    module_path, _, attr = spec.partition(":")
     try:
-        return importlib.import_module(module_path)
+        module = importlib.import_module(module_path)
+    except ModuleNotFoundError as err:
+        head, _, tail = module_path.rpartition(".")
+        if attr or not head or err.name != module_path:  # a missing module or dependency
+            raise _import_error(spec, err) from None
+        try:  # 'pkg.mod.fn': the last part may be a function of 'pkg.mod'
+            module = importlib.import_module(head)
+        except ImportError:
+            raise _import_error(spec, err) from None
+        if not callable(getattr(module, tail, None)):
+            raise _import_error(spec, err) from None
+        attr = tail
     except ImportError as err:
-        raise UnknownGameError(
-            f"cannot import PettingZoo module {module_path!r} ({err}); use a module path "
-            "such as 'mpe2.simple_spread_v3' or 'pettingzoo.classic.tictactoe_v3'"
-        ) from None
+        raise _import_error(spec, err) from None
+    if attr:
+        fn = getattr(module, attr, None)
+        if not callable(fn):
+            raise UnknownGameError(
+                f"'pettingzoo/{spec}': module {module.__name__!r} has no function {attr!r}"
+            )
+        return fn, module, None
+    if hasattr(module, "parallel_env"):
+        return module.parallel_env, module, True
+    if callable(getattr(module, "env", None)):
+        return module.env, module, False
+    raise UnknownGameError(
+        f"'pettingzoo/{spec}': module has neither parallel_env nor env; "
+        "name a function that builds the env as '<module>:<function>'"
+    )
+
+
+def _family(module_name: str) -> str:
+    """``classic`` / ``mpe`` / ``butterfly`` / ``sisl`` for PettingZoo's own games, else ''."""
+    if module_name.startswith("mpe2.") or module_name.startswith("pettingzoo.mpe."):
+        return "mpe"
+    m = re.match(r"pettingzoo\.(classic|butterfly|sisl)\.", module_name)
+    return m.group(1) if m else ""
 
 
 def _base_role(agent: str) -> str:
     return re.sub(r"_\d+$", "", agent)
+
+
+@dataclass(frozen=True)
+class Sides:
+    """Roles, teams and zero-sum of an adapted env, and where they came from."""
+
+    roles: dict[str, str]
+    teams: dict[str, str]
+    zero_sum: bool
+    source: str  # "override" | "metadata" | "mpe adversary flags" | "table" | "default"
+
+
+def _declared_sides(
+    env: Any, agents: tuple[str, ...], module: str, parallel: bool, warn: bool = True
+) -> Sides:
+    """What the env declares (metadata, MPE flags) or the table says; the default otherwise."""
+    where = f"pettingzoo/{module}"
+    meta = getattr(env, "metadata", None) or {}
+    family, short = _family(module), module.rsplit(".", 1)[-1].rsplit("_v", 1)[0]
+    if parallel and family != "classic":
+        roles = {a: _base_role(a) for a in agents}
+    else:
+        roles = {a: a for a in agents}
+    if isinstance(meta.get("roles"), Mapping) and set(meta["roles"]) == set(agents):
+        roles = {a: str(meta["roles"][a]) for a in agents}
+    if "teams" in meta:
+        teams = parse_teams(meta["teams"], agents, f"{where} metadata")
+        zero_sum = parse_zero_sum(meta.get("zero_sum", False), f"{where} metadata")
+        return Sides(roles, teams, zero_sum, "metadata")
+    world = getattr(getattr(env, "unwrapped", env), "world", None)
+    flags = {
+        a.name: bool(a.adversary) for a in getattr(world, "agents", ()) if hasattr(a, "adversary")
+    }
+    if flags and set(flags) == set(agents):
+        if any(flags.values()) and not all(flags.values()):
+            teams = {a: "adversary" if flags[a] else "good" for a in agents}
+        else:
+            teams = {a: COOPERATIVE_TEAM for a in agents}
+        return Sides(roles, teams, bool(meta.get("zero_sum", False)), "mpe adversary flags")
+    if (family, short) in KNOWN_SIDES:
+        kind, zero_sum = KNOWN_SIDES[family, short]
+        teams = {a: a if kind == EACH else COOPERATIVE_TEAM for a in agents}
+        return Sides(roles, teams, zero_sum, "table")
+    if warn:
+        logger.warning(
+            "%s declares no teams (metadata['teams']) and is not a known PettingZoo game: "
+            "every agent is its own team and the game is not zero-sum; pass teams=... and "
+            "zero_sum=... to games.make to say otherwise",
+            where,
+        )
+    return Sides(roles, {a: a for a in agents}, False, "default")
 
 
 def _action_space(space: spaces.Space, where: str) -> ActionSpace:
@@ -75,55 +211,73 @@ def _obs_space(space: spaces.Space) -> spaces.Space:
     return space
 
 
+def _split_obs(obs: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """(flat float32 observation, bool action mask or None) of a plain or dict observation."""
+    mask = None
+    if isinstance(obs, Mapping):
+        if "action_mask" in obs:
+            mask = np.asarray(obs["action_mask"], dtype=bool).ravel()
+        obs = obs["observation"]
+    return np.asarray(obs, dtype=np.float32).ravel(), mask
+
+
 def _array_text(x: np.ndarray) -> str:
     return np.array2string(np.asarray(x, dtype=np.float32).ravel(), precision=2, separator=" ")
 
 
 class PettingZooGame(Game):
-    """A PettingZoo Parallel or AEC environment behind the game contract."""
+    """A PettingZoo Parallel or AEC environment behind the game contract.
 
-    def __init__(self, module_path: str, **kwargs: Any) -> None:
-        module = _import(module_path)
-        self.parallel = hasattr(module, "parallel_env")
-        factory = module.parallel_env if self.parallel else getattr(module, "env", None)
-        if factory is None:
-            raise UnknownGameError(f"{module_path!r} has neither parallel_env nor env")
-        max_steps = kwargs.pop("max_steps", None)
+    Args:
+        module_path: ``<module>``, ``<module>:<function>`` or ``<module>.<function>``.
+        teams: override of the declared teams (``{agent: team}`` or a list of lists).
+        zero_sum: override of the declared zero-sum flag.
+        max_steps: override of the episode limit.
+        **kwargs: forwarded to the env factory.
+    """
+
+    def __init__(
+        self,
+        module_path: str,
+        teams: Any = None,
+        zero_sum: Any = None,
+        max_steps: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        factory, module, parallel = _resolve(module_path)
         try:
             self.env = factory(**kwargs)
         except TypeError as err:
-            raw = getattr(module, "raw_env", factory)
+            raw = getattr(module, "raw_env", factory) if parallel is not None else factory
             accepted = [p for p in inspect.signature(raw).parameters if p != "self"]
             raise GameError(
                 f"bad arguments for pettingzoo/{module_path} {kwargs}: {err}; accepted: {accepted}"
             ) from None
+        self.parallel = parallel if parallel is not None else not isinstance(self.env, AECEnv)
         self.name = module_path
         env = self.env
         agents = tuple(env.possible_agents)
-        short = module_path.rsplit(".", 1)[-1].rsplit("_v", 1)[0]
         self._world = getattr(env.unwrapped, "world", None)  # MPE scenarios only
-        if self.parallel:
-            roles = {a: _base_role(a) for a in agents}
-            adversarial = any("adversary" in r for r in roles.values())
-            teams = {
-                a: ("adversary" if "adversary" in r else "good") if adversarial else "team"
-                for a, r in roles.items()
-            }
-            max_steps = max_steps or getattr(env.unwrapped, "max_cycles", None)
-        else:
-            roles = {a: a for a in agents}
-            teams = dict(roles)
-            max_steps = max_steps or CLASSIC_MAX_STEPS.get(short)
+        self.sides = self._sides(module.__name__ if parallel is None else module_path,
+                                 agents, teams, zero_sum)
+        short = module_path.rsplit(".", 1)[-1].rsplit("_v", 1)[0]
+        meta = getattr(env, "metadata", None) or {}
+        max_steps = (
+            max_steps
+            or meta.get("max_steps")
+            or (getattr(env.unwrapped, "max_cycles", None) if self.parallel else None)
+            or CLASSIC_MAX_STEPS.get(short)
+        )
         self._action_spaces = {a: _action_space(env.action_space(a), module_path) for a in agents}
         obs_spaces = {a: _obs_space(env.observation_space(a)) for a in agents}
         state_space = getattr(env, "state_space", None) if self.parallel else None
         self.spec = GameSpec(
             name=f"pettingzoo/{module_path}",
-            agents=tuple(AgentSpec(a, roles[a], teams[a]) for a in agents),
+            agents=agent_specs(self.sides.roles, self.sides.teams),
             obs_shapes={a: (int(np.prod(obs_spaces[a].shape)),) for a in agents},
             action_spaces=self._action_spaces,
             max_steps=int(max_steps or DEFAULT_MAX_STEPS),
-            zero_sum=not self.parallel and len(agents) == 2 and "classic" in module_path,
+            zero_sum=self.sides.zero_sum,
             simultaneous=self.parallel,
             state_shape=(int(np.prod(state_space.shape)),) if state_space is not None else None,
             has_entity_graph=self._world is not None,
@@ -135,9 +289,21 @@ class PettingZooGame(Game):
                 self._all_legal[a] = np.ones(sp.n, dtype=bool)
                 self._all_legal[a].flags.writeable = False
         self._obs: dict[str, np.ndarray] = {}
+        self._masks: dict[str, np.ndarray] = {}  # Parallel envs with dict observations
         self._live: tuple[str, ...] = ()
         self._t = 0
         self._seeded = False
+
+    def _sides(self, module: str, agents: tuple[str, ...], teams: Any, zero_sum: Any) -> Sides:
+        """Declared sides, with the user's ``teams=`` / ``zero_sum=`` on top."""
+        where = f"pettingzoo/{self.name}"
+        sides = _declared_sides(self.env, agents, module, self.parallel, warn=teams is None)
+        if teams is not None:
+            team_of = parse_teams(teams, agents, where)
+            sides = Sides(sides.roles, team_of, sides.zero_sum, "override")
+        if zero_sum is not None:
+            sides = Sides(sides.roles, sides.teams, parse_zero_sum(zero_sum, where), "override")
+        return sides
 
     # ------------------------------------------------------------------- contract
     def _reset(self, seed: int | None) -> None:
@@ -147,7 +313,7 @@ class PettingZooGame(Game):
         self._t = 0
         if self.parallel:
             obs, _ = self.env.reset(seed=seed)
-            self._obs = {a: np.asarray(o, dtype=np.float32).ravel() for a, o in obs.items()}
+            self._take_obs(obs)
             self._live = tuple(self.env.agents)
         else:
             self.env.reset(seed=seed)
@@ -164,7 +330,7 @@ class PettingZooGame(Game):
 
     def _parallel_step(self, actions: dict[str, Any]) -> Transition:
         obs, rew, term, trunc, info = self.env.step(actions)
-        self._obs = {a: np.asarray(o, dtype=np.float32).ravel() for a, o in obs.items()}
+        self._take_obs(obs)
         self._live = tuple(a for a in self.env.agents if not (term.get(a) or trunc.get(a)))
         ids = self.spec.agent_ids
         return Transition(
@@ -173,6 +339,14 @@ class PettingZooGame(Game):
             truncated={a: bool(trunc.get(a, False)) for a in ids},
             info={"agents": info},
         )
+
+    def _take_obs(self, obs: Mapping[str, Any]) -> None:
+        """Store the Parallel API's observations (plain arrays or observation/mask dicts)."""
+        self._obs, self._masks = {}, {}
+        for a, o in obs.items():
+            self._obs[a], mask = _split_obs(o)
+            if mask is not None:
+                self._masks[a] = mask
 
     def _aec_step(self, actions: dict[str, Any]) -> Transition:
         env = self.env
@@ -213,28 +387,28 @@ class PettingZooGame(Game):
     def observe(self, agent: str) -> np.ndarray:
         if self.parallel:
             return self._obs[agent]
-        obs = self.env.observe(agent)
-        if isinstance(obs, dict):
-            obs = obs["observation"]
-        return np.asarray(obs, dtype=np.float32).ravel()
+        return _split_obs(self.env.observe(agent))[0]
+
+    def _mask(self, agent: str) -> np.ndarray | None:
+        """The env's action mask for a live agent, or None when it gives none."""
+        if self.parallel:
+            return self._masks.get(agent)
+        return _split_obs(self.env.observe(agent))[1]
 
     def legal_actions(self, agent: str) -> Sequence[int]:
         if agent not in self._live:
             return []
-        if self.parallel:
-            return range(self._action_spaces[agent].n)
-        obs = self.env.observe(agent)
-        if isinstance(obs, dict) and "action_mask" in obs:
-            return np.flatnonzero(obs["action_mask"]).tolist()
+        mask = self._mask(agent)
+        if mask is not None:
+            return np.flatnonzero(mask).tolist()
         return range(self._action_spaces[agent].n)
 
     def legal_mask(self, agent: str) -> np.ndarray:
-        if self.parallel and agent in self._live:
+        if agent in self._live and self._action_spaces[agent].discrete:
+            mask = self._mask(agent)
+            if mask is not None:
+                return mask
             return self._all_legal[agent]
-        if not self.parallel and agent in self._live:
-            obs = self.env.observe(agent)
-            if isinstance(obs, dict) and "action_mask" in obs:
-                return np.asarray(obs["action_mask"], dtype=bool)
         return super().legal_mask(agent)
 
     def text_observation(self, agent: str) -> str:

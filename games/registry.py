@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from games.core import Game, GameError, UnknownGameError
+from games.teams import override_sides
 
 F = TypeVar("F", bound=Callable[..., Game])
 
@@ -46,6 +47,9 @@ def make(spec: str, **kwargs: Any) -> Game:
     Examples: ``make("openspiel/kuhn_poker")``,
     ``make("pettingzoo/mpe2.simple_spread_v3", N=3)``, ``make("nim", stones=7)``.
 
+    Every game also takes ``teams=`` (``{agent: team}`` or a list of lists of agents) and
+    ``zero_sum=`` (bool), which override the sides the game declares (see ``games.teams``).
+
     Raises:
         UnknownGameError: the name is neither registered nor an adapter prefix.
         GameError: the game rejected its keyword arguments.
@@ -70,9 +74,17 @@ def make(spec: str, **kwargs: Any) -> Game:
 
 
 def _call(name: str, factory: Callable[..., Game], kwargs: dict[str, Any]) -> Game:
+    sig = inspect.signature(factory)
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    # teams= / zero_sum= override the game's spec unless the game takes them itself
+    sides = {
+        k: kwargs.pop(k)
+        for k in ("teams", "zero_sum")
+        if k in kwargs and k not in sig.parameters and not takes_any
+    }
     try:
-        inspect.signature(factory).bind(**kwargs)
+        sig.bind(**kwargs)
     except TypeError as err:
-        params = [p for p in inspect.signature(factory).parameters if p != "self"]
+        params = [p for p in sig.parameters if p != "self"]
         raise GameError(f"bad arguments for game {name!r}: {err}; accepted: {params}") from None
-    return factory(**kwargs)
+    return override_sides(factory(**kwargs), **sides)
