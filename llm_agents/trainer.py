@@ -47,6 +47,7 @@ from llm_agents.rollout import EpisodeJob, RolloutBatch, RolloutEngine
 from llm_agents.team import Team, TeamModel, backend_for
 from marl.advantages import AdvantageConfig, RoleEMABaseline, broadcast_to_tokens, get_scheme
 from marl.core import Policy
+from marl.guards import FiniteGuard
 
 log = logging.getLogger(__name__)
 
@@ -241,6 +242,7 @@ class MultiTurnGRPO:
         if not turns:
             return {}
         cfg = self.cfg
+        self._batch_games = batch.games  # names the game in a non-finite loss error
         res = turn_advantages(turns, batch.games, cfg.adv_mode, self.index, gamma=cfg.gamma,
                               on_rewards=cfg.adv_on_rewards, cfg=cfg.advantage,
                               state=self.baseline, device=self.device)
@@ -309,6 +311,7 @@ class MultiTurnGRPO:
                     ul.logp, _layout([ref[i] for i in idx], mask))
                 loss = loss + cfg.kl_coef * (w * kl).sum()
                 acc["losses/kl"] += (w * kl).sum().item()
+            self._check_finite("loss", loss, part)
             acc[f"losses/grad_norm/{role}"] = self._backward(loss)
             with torch.no_grad():
                 acc["losses/pg_loss"] += (w * terms.loss).sum().item()
@@ -317,8 +320,17 @@ class MultiTurnGRPO:
                 log_ratio = ul.logp - old_lp
                 acc["losses/approx_kl"] += (w * (log_ratio.exp() - 1 - log_ratio)).sum().item()
         acc["losses/grad_norm"] = float(nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
+        self._check_finite("gradient norm", acc["losses/grad_norm"], [turns[i] for i in mb])
         self.optimizer.step()
         return dict(acc)
+
+    def _check_finite(self, quantity: str, value: Tensor | float, part: Sequence[Turn]) -> None:
+        """Stop before ``optimizer.step()`` when a loss or gradient norm is NaN or inf."""
+        if np.isfinite(float(value.detach() if isinstance(value, Tensor) else value)):
+            return
+        games_ = sorted({self._batch_games[t.game] for t in part})
+        agents = sorted({t.agent for t in part})
+        FiniteGuard(", ".join(games_), tuple(agents)).scalar(self.iteration, quantity, value)
 
     def _backward(self, loss: Tensor) -> float:
         """Back-propagate one role's loss; return the norm of that role's gradient alone."""

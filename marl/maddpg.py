@@ -46,10 +46,10 @@ from marl.core import (
     PolicyMeta,
     register_policy,
     resolve_device,
-    rng_state,
-    set_rng_state,
 )
+from marl.guards import FiniteGuard
 from marl.networks import masked_logits
+from marl.registry import register_learner
 from marl.replay import (
     STATE_INPUTS,
     AgentStacker,
@@ -282,6 +282,13 @@ class MADDPGPolicy(Policy):
 
 
 # --------------------------------------------------------------------------------- learner
+MADDPG_CAPABILITIES = Capabilities(
+    discrete=True, continuous=True, on_policy=False, turn_based=False, centralized_critic=True
+)
+
+
+@register_learner("maddpg", config=MADDPGConfig, policy="maddpg",
+                  capabilities=MADDPG_CAPABILITIES)
 class MADDPG(Learner):
     """MADDPG for the seats ``agents`` of a simultaneous-move game.
 
@@ -293,9 +300,7 @@ class MADDPG(Learner):
         train(learner, vg, frames=50_000)
     """
 
-    CAPABILITIES = Capabilities(
-        discrete=True, continuous=True, on_policy=False, turn_based=False, centralized_critic=True
-    )
+    CAPABILITIES = MADDPG_CAPABILITIES
 
     def __init__(
         self,
@@ -303,8 +308,13 @@ class MADDPG(Learner):
         config: MADDPGConfig | None = None,
         agents: Sequence[str] | None = None,
         device: str | torch.device = "cpu",
+        seed: int | None = None,
     ) -> None:
-        self.cfg = cfg = config or MADDPGConfig()
+        """``seed`` (None: ``config.seed``) seeds the weights and the learner's own streams."""
+        cfg = config or MADDPGConfig()
+        if seed is not None and seed != cfg.seed:
+            cfg = dataclasses.replace(cfg, seed=seed)
+        self.cfg = cfg
         cfg.validate()
         self.spec = spec
         self.agents = check_agents(spec, agents, "MADDPG")
@@ -349,6 +359,7 @@ class MADDPG(Learner):
         self.update_gen = torch.Generator().manual_seed(cfg.seed + 3)
         self.frames = self.updates = self.steps_since_update = 0
         self._pending: dict[str, Tensor] | None = None
+        self.guard = FiniteGuard(spec.name, self.agents)  # NaN/inf stop training
 
     # ----------------------------------------------------------------- acting / data
     @torch.no_grad()
@@ -379,7 +390,11 @@ class MADDPG(Learner):
         if self._pending is None:
             raise RuntimeError("observe() called without a preceding act()")
         nxt = self.stack.next_fields(vs, with_state=True)
-        self.buffer.add({**self._pending, "reward": self.stack.rewards(vs), **nxt})
+        rewards_BA, p = self.stack.rewards(vs), self._pending
+        self.guard.data(self.frames, per_agent={"reward": rewards_BA, "observation": p["obs"],
+                                                "next observation": nxt["next_obs"]},
+                        shared={"global state": p["state"], "next global state": nxt["next_state"]})
+        self.buffer.add({**p, "reward": rewards_BA, **nxt})
         self._pending = None
         self.frames += int(vs.done.shape[0])
         self.steps_since_update += 1
@@ -416,9 +431,11 @@ class MADDPG(Learner):
             target_BA = b["reward"] + cfg.gamma * alive_BA * next_q_BA
         q_BA = self._q(self.critic, b["state"], _shared(b["action"]))
         critic_loss = F.mse_loss(q_BA, target_BA)
+        self.guard.scalar(self.frames, "critic loss", critic_loss)
         self.critic_opt.zero_grad()
         critic_loss.backward()
         critic_grad = nn.utils.clip_grad_norm_(self.critic.parameters(), cfg.max_grad_norm)
+        self.guard.scalar(self.frames, "critic gradient norm", critic_grad)
         self.critic_opt.step()
 
         # Actors: row i of the joint action holds mu_i(o_i) in slot i, replay actions elsewhere
@@ -437,9 +454,11 @@ class MADDPG(Learner):
         self.critic.requires_grad_(True)
         reg = masked_reg(out_BAD, b["legal"]) if self.head.discrete else out_BAD.pow(2).mean()
         actor_loss = -q_pi_BA.mean() + cfg.actor_reg * reg
+        self.guard.scalar(self.frames, "actor loss", actor_loss)
         self.actor_opt.zero_grad()
         actor_loss.backward()
         actor_grad = nn.utils.clip_grad_norm_(self.actor.parameters(), cfg.max_grad_norm)
+        self.guard.scalar(self.frames, "actor gradient norm", actor_grad)
         self.actor_opt.step()
 
         _polyak(self.actor, self.target_actor, cfg.tau)
@@ -489,7 +508,6 @@ class MADDPG(Learner):
             "critic_opt": self.critic_opt.state_dict(),
             "counters": [self.frames, self.updates, self.steps_since_update],
             "gens": [gen.get_state() for gen in self._gens()],
-            "rng": rng_state(),
             "buffer": self.buffer.state_dict() if self.cfg.checkpoint_buffer else None,
         }
 
@@ -507,7 +525,6 @@ class MADDPG(Learner):
         self.frames, self.updates, self.steps_since_update = (int(c) for c in state["counters"])
         for gen, st in zip(self._gens(), state["gens"], strict=True):
             gen.set_state(st)
-        set_rng_state(state["rng"])
         if state.get("buffer") is not None:
             self.buffer.load_state_dict(state["buffer"])
         self._pending = None

@@ -51,12 +51,13 @@ from marl.core import (
     Capabilities,
     Learner,
     PolicyMeta,
+    derive_seed,
     resolve_device,
-    rng_state,
-    set_rng_state,
 )
+from marl.guards import FiniteGuard
 from marl.networks import RunningMeanStd
 from marl.recurrent import episode_starts
+from marl.registry import register_learner
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,40 @@ def ippo_config(**kw: Any) -> MAPPOConfig:
     """IPPO: MAPPO with decentralized (local-observation) critics."""
     net = kw.pop("net", NetConfig())
     return MAPPOConfig(net=dataclasses.replace(net, critic="local"), **kw)
+
+
+def as_ippo(cfg: MAPPOConfig) -> MAPPOConfig:
+    """The ``ippo`` preset of a MAPPO config: every critic sees only its own observation."""
+    return dataclasses.replace(cfg, net=dataclasses.replace(cfg.net, critic="local"))
+
+
+def resolve_net(net: NetConfig, spec: GameSpec, agents: tuple[str, ...]) -> NetConfig:
+    """``critic="auto"``: the game's global state when it has one, else every agent's
+    observation concatenated (a centralized critic either way); ``share="auto"``: one
+    network for all seats when they have the same actions, else one per role."""
+    critic, share = net.critic, net.share
+    if critic == "auto":
+        critic = "state" if spec.state_shape is not None else "concat"
+    if share == "auto":
+        same = len({spec.action_spaces[a].n for a in agents}) == 1
+        share = "all" if same else "role"
+    return dataclasses.replace(net, critic=critic, share=share)
+
+
+def check_game(cfg: MAPPOConfig, spec: GameSpec) -> str | None:
+    """What of ``cfg`` ``spec`` cannot provide (None: nothing), as one clause."""
+    net = cfg.net
+    if net.critic == "state" and spec.state_shape is None:
+        return ("net.critic='state' needs a global state and it has none; "
+                "use mappo.net.critic=auto (or concat)")
+    if "gnn" in (net.encoder, net.critic) and not spec.has_entity_graph:
+        return "a gnn encoder or critic needs entity graphs and it has none; use encoder=mlp"
+    return None
+
+
+MAPPO_CAPABILITIES = Capabilities(discrete=True, continuous=False, on_policy=True,
+                                  turn_based=True, centralized_critic=True, partial_seats=True)
+IPPO_CAPABILITIES = dataclasses.replace(MAPPO_CAPABILITIES, centralized_critic=False)
 
 
 class _Buffer:
@@ -140,31 +175,46 @@ class _Buffer:
         self.row = 1
 
 
+@register_learner("ippo", config=MAPPOConfig, policy="mappo", capabilities=IPPO_CAPABILITIES,
+                  section="mappo", preset=as_ippo, check=check_game)
+@register_learner("mappo", config=MAPPOConfig, policy="mappo",
+                  capabilities=MAPPO_CAPABILITIES, check=check_game)
 class MAPPO(Learner):
-    """MAPPO/IPPO learner for the seats ``agents`` of ``spec`` (all seats by default)."""
+    """MAPPO/IPPO learner for the seats ``agents`` of ``spec`` (all seats by default).
 
-    CAPABILITIES = Capabilities(discrete=True, continuous=False, on_policy=True,
-                                turn_based=True, centralized_critic=True)
+    ``seed`` seeds the initial weights and the learner's own random stream (action
+    sampling, minibatches); the global torch and numpy random states are left alone.
+    """
+
+    CAPABILITIES = MAPPO_CAPABILITIES
 
     def __init__(self, spec: GameSpec, cfg: MAPPOConfig | None = None,
                  agents: tuple[str, ...] | None = None, device: str = "cpu",
                  seed: int = 0) -> None:
-        self.spec, self.cfg = spec, cfg or MAPPOConfig()
+        self.spec = spec
         self.agents = tuple(agents or spec.agent_ids)
         unknown = set(self.agents) - set(spec.agent_ids)
         if unknown:
             raise ValueError(f"agents {sorted(unknown)} are not seats of {spec.name}")
+        cfg = cfg or MAPPOConfig()
+        self.cfg = dataclasses.replace(cfg, net=resolve_net(cfg.net, spec, self.agents))
+        problem = check_game(self.cfg, spec)
+        if problem is not None:
+            raise ValueError(f"MAPPO cannot play {spec.name}: {problem}")
         self.device = resolve_device(device)
         net = self.cfg.net
-        if "gnn" in (net.encoder, net.critic) and not spec.has_entity_graph:
-            raise ValueError(f"encoder/critic 'gnn' needs entity graphs; {spec.name} has none")
-        torch.manual_seed(seed)
         self.groups = seat_groups(spec, self.agents, net.share)
         self.obs_dim = max(g.obs_dim for g in self.groups)
         self.n_max = max(g.num_actions for g in self.groups)
-        self.actors = nn.ModuleList(Actor(net, g, NODE_DIM) for g in self.groups)
-        self.critic_dim = critic_width(net, spec, self.agents, self.obs_dim)
-        self.critics = nn.ModuleList(Critic(net, self.critic_dim, NODE_DIM) for _ in self.groups)
+        with torch.random.fork_rng(devices=[]):  # the weights' seed, not the global stream's
+            torch.manual_seed(seed)
+            self.actors = nn.ModuleList(Actor(net, g, NODE_DIM) for g in self.groups)
+            self.critic_dim = critic_width(net, spec, self.agents, self.obs_dim)
+            self.critics = nn.ModuleList(Critic(net, self.critic_dim, NODE_DIM)
+                                         for _ in self.groups)
+        # [state] action sampling and minibatch order: the learner's own stream
+        self.gen = torch.Generator(device=self.device)
+        self.gen.manual_seed(derive_seed(seed, "mappo"))
         self.to(self.device)
         params = list(self.actors.parameters()) + list(self.critics.parameters())
         self.opt = torch.optim.Adam(params, lr=self.cfg.lr, eps=1e-5)
@@ -184,6 +234,7 @@ class MAPPO(Learner):
         self._H = net.rnn_hidden if net.recurrent else 0  # GRU width (0: feed-forward)
         self.steps = 0  # frames seen (copies × steps)
         self.updates = 0
+        self.guard = FiniteGuard(spec.name, self.agents)  # NaN/inf stop training
 
     def to(self, device: torch.device) -> MAPPO:
         self.actors.to(device)
@@ -208,6 +259,9 @@ class MAPPO(Learner):
         graph = vs.final_graph if final else vs.graph
         if graph is not None:
             x["graph"] = torch.from_numpy(graph).to(dev)
+        # checked on the numpy side: no device sync on the hot path
+        self.guard.data(self.steps, per_agent={"observation": obs, "critic input": crit},
+                        shared={"entity graph": graph})
         if not final:
             legal = np.zeros((obs.shape[0], len(self.agents), self.n_max), bool)
             for i, a in enumerate(self.agents):
@@ -299,7 +353,8 @@ class MAPPO(Learner):
                                                  acting[:, cols].reshape(-1))
                 self.h_actor[:, cols] = hg.reshape(B, len(cols), -1)
             if given is None:
-                a = torch.multinomial(torch.softmax(logits, -1), 1).squeeze(-1)
+                a = torch.multinomial(torch.softmax(logits, -1), 1,
+                                      generator=self.gen).squeeze(-1)
             else:
                 a = given[:, cols].reshape(-1)
             lp = torch.log_softmax(logits, -1).gather(-1, a[:, None]).squeeze(-1)
@@ -326,7 +381,9 @@ class MAPPO(Learner):
     def observe(self, vs: VecStep) -> None:
         buf = self.buf
         dev = self.device
-        r = torch.from_numpy(np.stack([vs.rewards[a] for a in self.agents], 1)).to(dev)
+        r_BA = np.stack([vs.rewards[a] for a in self.agents], 1)
+        self.guard.data(self.steps, per_agent={"reward": r_BA})
+        r = torch.from_numpy(r_BA).to(dev)
         term = torch.from_numpy(np.stack([vs.terminated[a] for a in self.agents], 1)).to(dev)
         trunc = torch.from_numpy(np.stack([vs.truncated[a] for a in self.agents], 1)).to(dev)
         done = torch.from_numpy(vs.done).to(dev)[:, None] | term | trunc  # [B, A]
@@ -379,7 +436,7 @@ class MAPPO(Learner):
             "value_rms": self.value_rms.state_dict(),
             "steps": self.steps,
             "updates": self.updates,
-            "rng": rng_state(),
+            "gen": self.gen.get_state(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -388,6 +445,7 @@ class MAPPO(Learner):
         self.opt.load_state_dict(state["opt"])
         self.value_rms.load_state_dict(state["value_rms"])
         self.steps, self.updates = int(state["steps"]), int(state["updates"])
-        set_rng_state(state["rng"])
+        if "gen" in state:  # checkpoints before the learner's own stream have none
+            self.gen.set_state(state["gen"])
         self.buf = None  # a resumed learner starts a fresh rollout (and fresh GRU states)
         self.h_actor = self.h_critic = None

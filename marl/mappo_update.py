@@ -119,6 +119,9 @@ def ppo_update(L: MAPPO) -> dict[str, float]:
         buf.final_value[rows], gamma=cfg.gamma, lam=cfg.gae_lambda,
     )
     returns_TBA = adv_TBA + values_TBA
+    # finite rewards can still overflow a discounted sum: stop before value_rms moves
+    L.guard.data(L.steps, per_agent={"value target": returns_TBA.where(complete_TBA, 0.0)},
+                 agent_dim=2)
     if cfg.value_norm:
         L.value_rms.update(returns_TBA[complete_TBA])
     keys = AdvantageKeys(agent=L.agent_key, role=L.role_key)
@@ -133,7 +136,7 @@ def ppo_update(L: MAPPO) -> dict[str, float]:
                                       "grad_norm")}
     params = [p for grp in L.opt.param_groups for p in grp["params"]]
     for _ in range(cfg.epochs):
-        perms = [torch.randperm(n, device=L.device) for n in sizes]
+        perms = [torch.randperm(n, device=L.device, generator=L.gen) for n in sizes]
         for mb in range(cfg.minibatches):
             loss = torch.zeros((), device=L.device)
             for g, perm in enumerate(perms):
@@ -159,18 +162,22 @@ def ppo_update(L: MAPPO) -> dict[str, float]:
                     stats["approx_kl"].append(((ratio - 1) - logratio).mean().item())
                     stats["clipfrac"].append(
                         ((ratio - 1).abs() > cfg.clip_coef).float().mean().item())
+            L.guard.scalar(L.steps, "loss", loss)
             L.opt.zero_grad(set_to_none=True)
             loss.backward()
-            stats["grad_norm"].append(float(nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)))
+            grad_norm = nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+            L.guard.scalar(L.steps, "gradient norm", grad_norm)
+            stats["grad_norm"].append(float(grad_norm))
             L.opt.step()
 
     with torch.no_grad():
         y = returns_TBA[complete_TBA]
         var_y = y.var() if y.numel() > 1 else torch.tensor(0.0)
         pred = values_TBA[complete_TBA]
-        explained = 1 - (y - pred).var() / var_y if var_y > 0 else torch.tensor(float("nan"))
+        explained = 1 - (y - pred).var() / var_y if var_y > 0 else None
     metrics = {f"losses/{k}": sum(v) / len(v) for k, v in stats.items() if v}
-    metrics["losses/explained_variance"] = float(explained)
+    if explained is not None:  # undefined for constant targets (e.g. all-zero rewards): omitted
+        metrics["losses/explained_variance"] = float(explained)
     metrics["charts/samples"] = float(complete_TBA.sum())
     metrics["charts/learning_rate"] = L.opt.param_groups[0]["lr"]
     metrics.update(res.diagnostics)

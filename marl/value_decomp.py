@@ -52,10 +52,10 @@ from marl.core import (
     PolicyMeta,
     register_policy,
     resolve_device,
-    rng_state,
-    set_rng_state,
 )
+from marl.guards import FiniteGuard
 from marl.networks import masked_logits, mlp
+from marl.registry import register_learner
 from marl.replay import (
     STATE_INPUTS,
     TEAM_REWARDS,
@@ -256,6 +256,25 @@ class ValueDecompPolicy(Policy):
 
 
 # --------------------------------------------------------------------------------- learner
+VALUE_DECOMP_CAPABILITIES = Capabilities(
+    discrete=True, continuous=False, on_policy=False, turn_based=False, centralized_critic=True,
+    team=True,
+)
+
+
+def _mixer_preset(mixer: str) -> Callable[[ValueDecompConfig], ValueDecompConfig]:
+    def preset(cfg: ValueDecompConfig) -> ValueDecompConfig:
+        return cfg if cfg.mixer == mixer else dataclasses.replace(cfg, mixer=mixer)
+
+    return preset
+
+
+@register_learner("qmix", config=ValueDecompConfig, policy="qmix",
+                  capabilities=VALUE_DECOMP_CAPABILITIES,
+                  default=lambda: ValueDecompConfig(mixer="qmix"), preset=_mixer_preset("qmix"))
+@register_learner("vdn", config=ValueDecompConfig, policy="vdn",
+                  capabilities=VALUE_DECOMP_CAPABILITIES,
+                  default=lambda: ValueDecompConfig(mixer="vdn"), preset=_mixer_preset("vdn"))
 class ValueDecomp(Learner):
     """VDN or QMIX (``config.mixer``) for the cooperative seats ``agents`` of a game.
 
@@ -267,9 +286,7 @@ class ValueDecomp(Learner):
         learner.policy().save("qmix.pt")
     """
 
-    CAPABILITIES = Capabilities(
-        discrete=True, continuous=False, on_policy=False, turn_based=False, centralized_critic=True
-    )
+    CAPABILITIES = VALUE_DECOMP_CAPABILITIES
 
     def __init__(
         self,
@@ -277,8 +294,13 @@ class ValueDecomp(Learner):
         config: ValueDecompConfig | None = None,
         agents: Sequence[str] | None = None,
         device: str | torch.device = "cpu",
+        seed: int | None = None,
     ) -> None:
-        self.cfg = cfg = config or ValueDecompConfig()
+        """``seed`` (None: ``config.seed``) seeds the weights and the learner's own streams."""
+        cfg = config or ValueDecompConfig()
+        if seed is not None and seed != cfg.seed:
+            cfg = dataclasses.replace(cfg, seed=seed)
+        self.cfg = cfg
         cfg.validate()
         name = cfg.mixer.upper()
         self.spec = spec
@@ -314,6 +336,7 @@ class ValueDecomp(Learner):
         self.sample_gen = torch.Generator().manual_seed(cfg.seed + 2)
         self.frames = self.updates = self.steps_since_update = 0
         self._pending: dict[str, Tensor] | None = None
+        self.guard = FiniteGuard(spec.name, self.agents)  # NaN/inf stop training
 
     @property
     def epsilon(self) -> float:
@@ -339,8 +362,14 @@ class ValueDecomp(Learner):
     def observe(self, vs: VecStep) -> None:
         if self._pending is None:
             raise RuntimeError("observe() called without a preceding act()")
-        team_B = self.stack.team(self.stack.rewards(vs))
+        rewards_BA = self.stack.rewards(vs)
         nxt = self.stack.next_fields(vs, with_state=self.uses_state)
+        p = self._pending
+        self.guard.data(self.frames, per_agent={"reward": rewards_BA, "observation": p["obs"],
+                                                "next observation": nxt["next_obs"]},
+                        shared={"global state": p.get("state"),
+                                "next global state": nxt.get("next_state")})
+        team_B = self.stack.team(rewards_BA)
         self.buffer.add({**self._pending, "reward": team_B, **nxt})
         self._pending = None
         self.frames += int(vs.done.shape[0])
@@ -379,9 +408,11 @@ class ValueDecomp(Learner):
         weight_B = torch.where(td_B > 0, cfg.optimistic_weight, 1.0)
         loss = (weight_B.detach() * per_sample_B).mean()
 
+        self.guard.scalar(self.frames, "TD loss", loss)
         self.optimizer.zero_grad()
         loss.backward()
         grad_norm = nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
+        self.guard.scalar(self.frames, "gradient norm", grad_norm)
         self.optimizer.step()
         self.updates += 1
         self.steps_since_update = 0
@@ -435,7 +466,6 @@ class ValueDecomp(Learner):
             "counters": [self.frames, self.updates, self.steps_since_update],
             "act_gen": self.act_gen.get_state(),
             "sample_gen": self.sample_gen.get_state(),
-            "rng": rng_state(),
             "buffer": self.buffer.state_dict() if self.cfg.checkpoint_buffer else None,
         }
 
@@ -450,7 +480,6 @@ class ValueDecomp(Learner):
         self.frames, self.updates, self.steps_since_update = (int(c) for c in state["counters"])
         self.act_gen.set_state(state["act_gen"])
         self.sample_gen.set_state(state["sample_gen"])
-        set_rng_state(state["rng"])
         if state.get("buffer") is not None:
             self.buffer.load_state_dict(state["buffer"])
         self._pending = None
