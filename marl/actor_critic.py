@@ -38,8 +38,8 @@ from marl.networks import masked_logits, mlp, one_hot_seats
 from marl.recurrent import GRUCore, PolicyMemory, episode_starts
 
 ENCODERS = ("mlp", "gnn")
-CRITICS = ("state", "concat", "local", "gnn")
-SHARING = ("all", "role", "agent")
+CRITICS = ("auto", "state", "concat", "local", "gnn")
+SHARING = ("auto", "all", "role", "agent")
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,10 @@ class NetConfig:
     """Network shapes shared by the actor and the critic."""
 
     encoder: str = "mlp"  # actor input: mlp (observation) | gnn (entity graph)
-    critic: str = "state"  # critic input: state | concat | local (IPPO) | gnn
-    share: str = "all"  # parameter sharing: all | role | agent
+    critic: str = "auto"  # critic input: auto (state if the game has one, else concat) |
+    # state | concat | local (IPPO) | gnn
+    share: str = "auto"  # parameter sharing: auto (all if every seat has the same actions,
+    # else role) | all | role | agent
     hidden: tuple[int, ...] = (64, 64)  # MLP widths (actor and critic heads)
     gnn_layer: str = "gatv2"  # gatv2 | transformer (torch_geometric conv)
     gnn_hidden: int = 64  # GNN width

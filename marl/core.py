@@ -15,10 +15,10 @@ Both read their inputs from a ``games.VecStep`` (``obs[agent]`` ``[B, O]``, ``le
 from __future__ import annotations
 
 import abc
-import contextlib
 import dataclasses
 import importlib
 import os
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +111,14 @@ class Capabilities:
         on_policy: trains on fresh rollouts only (False: replay buffer).
         turn_based: turn-based games (one agent acting at a time).
         centralized_critic: uses global information (state or all observations) in training.
+        simultaneous: simultaneous-move games (every agent acting at once).
+        needs_state: needs the game's global state whatever its config.
+        needs_graph: needs the game's entity graphs whatever its config.
+        team: controls a whole team (trained on the team's reward), not single seats.
+        own_rollouts: plays its own episodes (text views, whole games) instead of the
+            step loop ``act`` / ``observe`` / ``update`` (LLM teams).
+        partial_seats: honours ``Learner.seat_mask`` (trains where a frozen opponent fills
+            some of its seats in some copies), which league members need.
     """
 
     discrete: bool
@@ -118,6 +126,12 @@ class Capabilities:
     on_policy: bool
     turn_based: bool
     centralized_critic: bool
+    simultaneous: bool = True
+    needs_state: bool = False
+    needs_graph: bool = False
+    team: bool = False
+    own_rollouts: bool = False
+    partial_seats: bool = False
 
     def check(self, spec: GameSpec, agents: Sequence[str], learner: str) -> None:
         """Raise ``ValueError`` when ``spec`` needs something this learner lacks."""
@@ -213,22 +227,18 @@ def load_policy(path: str | os.PathLike) -> Policy:
         raise CheckpointError(f"{path} is not a selfplay policy file")
     meta = PolicyMeta.from_dict(data["meta"])
     if meta.kind not in _POLICIES:
-        _import_builtin_policies()
+        from marl.registry import policy_module  # the registry knows which module saves it
+
+        module = policy_module(meta.kind)
+        if module is not None:
+            importlib.import_module(module)
     if meta.kind not in _POLICIES:
         raise CheckpointError(
-            f"{path}: unknown policy kind {meta.kind!r}; known: {sorted(_POLICIES)}"
+            f"{path}: unknown policy kind {meta.kind!r}; known: {sorted(_POLICIES)} "
+            "(a package's kinds register when it is imported, e.g. llm_agents for 'llm')"
         )
     with torch.random.fork_rng(devices=[]):  # building modules must not move the global RNG
         return _POLICIES[meta.kind].from_payload(meta, data["payload"])
-
-
-def _import_builtin_policies() -> None:
-    """Policy classes register on import; load them before giving up on a kind."""
-    # by name only: marl does not import llm_agents unless an "llm" file is loaded
-    for mod in ("marl.mappo", "marl.value_decomp", "marl.maddpg", "marl.tabular",
-                "llm_agents.policy"):
-        with contextlib.suppress(ModuleNotFoundError):
-            importlib.import_module(mod)
 
 
 class Learner(abc.ABC):
@@ -277,6 +287,15 @@ class Learner(abc.ABC):
         if "learner" not in data:
             raise CheckpointError(f"{path} is not a learner checkpoint")
         self.load_state_dict(data["learner"])
+
+
+def derive_seed(seed: int, *keys: str | int) -> int:
+    """A 31-bit seed for the stream ``keys`` of ``seed``: a child of the
+    ``numpy.random.SeedSequence(seed)`` tree, keyed by name (stable across runs and
+    independent of the order streams are asked for)."""
+    spawn = tuple(k if isinstance(k, int) else zlib.crc32(k.encode()) for k in keys)
+    seq = np.random.SeedSequence(int(seed) % 2**128, spawn_key=spawn)
+    return int(seq.generate_state(1, np.uint32)[0] >> 1)
 
 
 def rng_state() -> dict[str, Any]:

@@ -239,8 +239,8 @@ def test_config_errors_are_one_line_and_list_choices():
         MAPPOConfig(adv_norm="agentwise")
     with pytest.raises(ValueError, match=r"encoder='cnn' unknown; choose one of \['mlp', 'gnn'\]"):
         NetConfig(encoder="cnn")
-    with pytest.raises(ValueError, match="has no global state; use 'concat'"):
-        MAPPO(games.make("openspiel/kuhn_poker").spec, MAPPOConfig())
+    with pytest.raises(ValueError, match="critic='state' needs a global state.*critic=auto"):
+        MAPPO(games.make("openspiel/kuhn_poker").spec, MAPPOConfig(net=NetConfig(critic="state")))
     with pytest.raises(ValueError, match="needs entity graphs"):
         MAPPO(games.make("openspiel/kuhn_poker").spec, MAPPOConfig(net=NetConfig(encoder="gnn")))
 

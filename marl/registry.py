@@ -1,0 +1,187 @@
+"""The learner registry: one decorator adds a learner to every entry point.
+
+A learner module registers its class once::
+
+    @register_learner("mappo", config=MAPPOConfig, policy="mappo",
+                      capabilities=Capabilities(discrete=True, ...))
+    class MAPPO(Learner): ...
+
+and ``selfplay-train algo=mappo``, leagues, PSRO oracles and :func:`marl.core.load_policy`
+find it here: the name, the config dataclass (the schema of its ``algo`` preset), the
+policy kind its snapshots are saved as, and the :class:`~marl.core.Capabilities` that
+decide which games it may play (:func:`check_compatible`). A *preset* of a learner (IPPO is
+MAPPO with local critics) is one more ``@register_learner`` line with a ``preset``
+function that adjusts the shared config; it is not a special case anywhere else.
+
+``marl`` registers its own learners when :func:`entries` is first called (the modules in
+``BUILTIN_MODULES``). Other packages register theirs on import: ``llm_agents.learner``
+registers ``llm_grpo``, and ``populations`` imports it; ``marl`` never imports them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from games import GameSpec
+from marl.core import Capabilities
+
+# marl's own learner modules: each registers its learners (and policy kinds) on import
+BUILTIN_MODULES = ("marl.mappo", "marl.value_decomp", "marl.maddpg", "marl.tabular")
+
+
+class IncompatibleError(ValueError):
+    """A learner cannot play a game (one line: what is incompatible, what to change)."""
+
+
+GameCheck = Callable[[Any, GameSpec], "str | None"]
+
+
+@dataclass(frozen=True)
+class LearnerEntry:
+    """One registered learner.
+
+    Attributes:
+        name: the ``algo`` name (``mappo``, ``ippo``, ``vdn``...).
+        cls: the class built (a ``marl.core.Learner``; for ``own_rollouts`` learners the
+            trainer class, e.g. ``llm_agents.MultiTurnGRPO``).
+        config: its config dataclass (the schema of its experiment section).
+        policy: the policy kind its snapshots are saved as (``load_policy`` looks it up).
+        capabilities: what it supports (drives :func:`check_compatible` and test matrices).
+        section: the experiment config field holding its settings (default: ``name``);
+            presets of one learner share a section (``ippo`` reads ``mappo``).
+        default: the section's default config (default: ``config()``).
+        preset: adjusts the section's config for this entry (``ippo``: local critics).
+        check: ``(config, spec) -> problem or None`` for requirements that depend on the
+            config (``critic=state`` needs a global state, ``encoder=gnn`` entity graphs).
+        factory: builds it when the class is not called as
+            ``cls(spec, config, agents=, device=, seed=)`` (an LLM trainer also needs the
+            game's name, keyword arguments and a work folder: ``**context``).
+    """
+
+    name: str
+    cls: type
+    config: type
+    policy: str
+    capabilities: Capabilities
+    section: str
+    default: Callable[[], Any]
+    preset: Callable[[Any], Any] | None = None
+    check: GameCheck | None = None
+    factory: Callable[..., Any] | None = None
+
+    def resolve(self, section_config: Any) -> Any:
+        """This entry's config from its section's (the preset applied)."""
+        return section_config if self.preset is None else self.preset(section_config)
+
+    def build(self, spec: GameSpec, config: Any = None, agents: tuple[str, ...] | None = None,
+              device: str = "cpu", seed: int = 0, **context: Any) -> Any:
+        """A learner for ``agents`` of ``spec``; ``config`` is the *section's* config
+        (None: the default), so presets apply here. Every learner takes its seed alike."""
+        cfg = self.resolve(self.default() if config is None else config)
+        if self.factory is not None:
+            return self.factory(spec, cfg, agents=agents, device=device, seed=seed, **context)
+        return self.cls(spec, cfg, agents=agents, device=device, seed=seed)
+
+
+_LEARNERS: dict[str, LearnerEntry] = {}
+_POLICY_MODULES: dict[str, str] = {}  # policy kind -> module that registers its class
+_builtins_loaded = False
+C = TypeVar("C", bound=type)
+
+
+def register_learner(
+    name: str, *, config: type, policy: str, capabilities: Capabilities,
+    section: str | None = None, default: Callable[[], Any] | None = None,
+    preset: Callable[[Any], Any] | None = None, check: GameCheck | None = None,
+    factory: Callable[..., Any] | None = None,
+) -> Callable[[C], C]:
+    """Class decorator registering a learner under ``name`` (see :class:`LearnerEntry`)."""
+    if not dataclasses.is_dataclass(config):
+        raise TypeError(f"learner {name!r}: config {config!r} is not a dataclass")
+
+    def deco(cls: C) -> C:
+        if name in _LEARNERS and _LEARNERS[name].cls is not cls:
+            raise ValueError(f"learner {name!r} is already registered by "
+                             f"{_LEARNERS[name].cls.__module__}")
+        _LEARNERS[name] = LearnerEntry(
+            name=name, cls=cls, config=config, policy=policy, capabilities=capabilities,
+            section=section or name, default=default or config, preset=preset, check=check,
+            factory=factory)
+        _POLICY_MODULES.setdefault(policy, cls.__module__)
+        return cls
+
+    return deco
+
+
+def _load_builtins() -> None:
+    global _builtins_loaded
+    if not _builtins_loaded:
+        _builtins_loaded = True
+        for mod in BUILTIN_MODULES:
+            importlib.import_module(mod)
+
+
+def entries() -> dict[str, LearnerEntry]:
+    """Every registered learner by name (marl's own, and those of imported packages)."""
+    _load_builtins()
+    return dict(_LEARNERS)
+
+
+def names() -> list[str]:
+    return sorted(entries())
+
+
+def get(name: str) -> LearnerEntry:
+    """The entry of ``name``; an unknown name fails in one line listing the known ones."""
+    found = entries().get(name)
+    if found is None:
+        raise ValueError(f"algo {name!r} unknown; choose one of {names()}")
+    return found
+
+
+def policy_module(kind: str) -> str | None:
+    """The module whose import registers policy ``kind`` (None: no learner saves it)."""
+    _load_builtins()
+    return _POLICY_MODULES.get(kind)
+
+
+def _problem(entry: LearnerEntry, spec: GameSpec, config: Any) -> str | None:
+    """Why ``entry`` cannot play ``spec`` (None: it can)."""
+    cap, game = entry.capabilities, spec.name
+    if spec.simultaneous and not cap.simultaneous:
+        return f"{entry.name} plays turn-based games only and {game} is simultaneous-move"
+    if not spec.simultaneous and not cap.turn_based:
+        return f"{entry.name} plays simultaneous-move games only and {game} is turn-based"
+    kinds = {sp.kind for sp in spec.action_spaces.values()}
+    for kind, ok in (("discrete", cap.discrete), ("continuous", cap.continuous)):
+        if kind in kinds and not ok:
+            return f"{entry.name} does not support the {kind} actions of {game}"
+    if cap.needs_state and spec.state_shape is None:
+        return f"{entry.name} needs a global state and {game} has none"
+    if cap.needs_graph and not spec.has_entity_graph:
+        return f"{entry.name} needs entity graphs and {game} has none"
+    if entry.check is not None:
+        cfg = entry.resolve(entry.default() if config is None else config)
+        return entry.check(cfg, spec)
+    return None
+
+
+def compatible(name: str, spec: GameSpec, config: Any = None) -> bool:
+    """True when learner ``name`` (with its section's ``config``) can play ``spec``."""
+    return _problem(get(name), spec, config) is None
+
+
+def check_compatible(name: str, spec: GameSpec, config: Any = None) -> None:
+    """Raise :class:`IncompatibleError` (one line) when ``name`` cannot play ``spec``: what is
+    incompatible, and which registered algos (with default settings) would play it."""
+    entry = get(name)
+    problem = _problem(entry, spec, config)
+    if problem is None:
+        return
+    others = [n for n, e in entries().items() if n != name and _problem(e, spec, None) is None]
+    hint = f"; algos that play it: {others}" if others else ""
+    raise IncompatibleError(f"algo={name} cannot play {spec.name}: {problem}{hint}")
