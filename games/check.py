@@ -9,12 +9,14 @@ finite), legal masks (bool, match ``legal_actions``, at least one legal action),
 illegal actions raise :class:`IllegalActionError` and leave the game unchanged, text
 views (every legal action text parses back to its action, garbage raises
 :class:`InvalidAction`), global state and entity graph shapes, rewards for every agent
-(summing to zero in zero-sum games), episodes ending within ``max_steps``, and that the
-same seed with the same actions gives the identical trajectory.
+(finite float scalars, summing to zero in zero-sum games), episodes ending within
+``max_steps``, and that the same seed with the same actions gives the identical trajectory.
+Shape errors say which shape was expected.
 """
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,12 +65,16 @@ def _check_timestep(game: Game, ts: TimeStep, where: str) -> None:
     spec = game.spec
     ids = set(spec.agent_ids)
     _require(set(ts.acting) <= ids, f"{where}: unknown acting agents {ts.acting}")
-    _require(set(ts.rewards) == ids, f"{where}: rewards must name every agent")
-    _require(all(np.isfinite(r) for r in ts.rewards.values()), f"{where}: non-finite reward")
+    _check_rewards(ts, spec.agent_ids, where)
     for a in ts.acting:
         obs = ts.obs[a]
+        _require(isinstance(obs, np.ndarray), f"{where}: obs of {a} is {type(obs).__name__}, "
+                 "expected a numpy float32 array")
         _require(obs.dtype == np.float32, f"{where}: obs of {a} is {obs.dtype}, not float32")
-        _require(obs.shape == spec.obs_shapes[a], f"{where}: obs of {a} has shape {obs.shape}")
+        _require(
+            obs.shape == spec.obs_shapes[a],
+            f"{where}: obs of {a} has shape {obs.shape}, expected {spec.obs_shapes[a]}",
+        )
         _require(bool(np.all(np.isfinite(obs))), f"{where}: obs of {a} is not finite")
         text = game.text_observation(a)
         _require(isinstance(text, str) and text != "", f"{where}: empty text obs for {a}")
@@ -76,22 +82,53 @@ def _check_timestep(game: Game, ts: TimeStep, where: str) -> None:
             _check_legal(game, ts, a, where)
     if spec.state_shape is not None:
         s = game.state()
-        _require(s is not None and s.shape == spec.state_shape, f"{where}: bad state shape")
+        got = None if s is None else np.shape(s)
+        _require(got == spec.state_shape, f"{where}: state has shape {got}, expected "
+                 f"spec.state_shape {spec.state_shape}")
     if spec.has_entity_graph and ts.acting:
         g = game.entity_graph(ts.acting[0])
         _require(g is not None, f"{where}: has_entity_graph but entity_graph() is None")
+        _require(
+            g.nodes.dtype == np.float32 and g.nodes.ndim == 2,
+            f"{where}: graph nodes are {g.nodes.dtype} of shape {g.nodes.shape}, "
+            "expected float32 [V, F]",
+        )
         v = g.nodes.shape[0]
-        _require(g.nodes.dtype == np.float32 and g.nodes.ndim == 2, f"{where}: bad node array")
-        _require(g.edge_index.shape[0] == 2, f"{where}: edge_index must be [2, E]")
+        _require(
+            g.edge_index.ndim == 2 and g.edge_index.shape[0] == 2,
+            f"{where}: edge_index has shape {g.edge_index.shape}, expected [2, E]",
+        )
         ok = g.edge_index.size == 0 or (g.edge_index.min() >= 0 and g.edge_index.max() < v)
-        _require(bool(ok), f"{where}: edge_index out of range")
-        _require(g.node_type.shape == (v,), f"{where}: node_type must be [V]")
+        _require(bool(ok), f"{where}: edge_index out of range [0, {v})")
+        _require(g.node_type.shape == (v,),
+                 f"{where}: node_type has shape {g.node_type.shape}, expected ({v},) = [V]")
+
+
+def _check_rewards(ts: TimeStep, ids: tuple[str, ...], where: str) -> None:
+    """Rewards, terminated and truncated name every agent; rewards are finite real scalars."""
+    for field in ("rewards", "terminated", "truncated"):
+        got = getattr(ts, field)
+        _require(
+            set(got) == set(ids),
+            f"{where}: {field} must name every agent; expected {sorted(ids)}, got {sorted(got)}",
+        )
+    for a, r in ts.rewards.items():
+        _require(
+            isinstance(r, numbers.Real) and not isinstance(r, bool | np.bool_),
+            f"{where}: reward of {a} is {type(r).__name__} of shape {np.shape(r)}, "
+            "expected a float scalar",
+        )
+        _require(bool(np.isfinite(r)), f"{where}: reward of {a} is {r}, not finite")
 
 
 def _check_legal(game: Game, ts: TimeStep, agent: str, where: str) -> None:
     mask = ts.legal[agent]
     n = game.spec.action_spaces[agent].n
-    _require(mask.dtype == bool and mask.shape == (n,), f"{where}: bad legal mask for {agent}")
+    _require(
+        isinstance(mask, np.ndarray) and mask.dtype == bool and mask.shape == (n,),
+        f"{where}: legal mask of {agent} is {getattr(mask, 'dtype', type(mask).__name__)} of "
+        f"shape {np.shape(mask)}, expected bool of shape ({n},)",
+    )
     legal = list(game.legal_actions(agent))
     _require(legal == sorted(np.flatnonzero(mask).tolist()), f"{where}: mask != legal_actions")
     _require(len(legal) > 0, f"{where}: {agent} must act but has no legal action")
@@ -156,6 +193,8 @@ def _play(game: Game, seed: int, check: bool) -> tuple[list, dict[str, float], i
         traj.append((ts.acting, {a: o.tobytes() for a, o in ts.obs.items()}))
         ts = game.step(actions)
         steps += 1
+        if check and ts.done:  # the last time step is not seen by _check_timestep
+            _check_rewards(ts, game.spec.agent_ids, f"{where} (episode end)")
         traj.append(dict(ts.rewards))
         for a, r in ts.rewards.items():
             returns[a] += r

@@ -253,7 +253,7 @@ class PettingZooGame(Game):
             raise GameError(
                 f"bad arguments for pettingzoo/{module_path} {kwargs}: {err}; accepted: {accepted}"
             ) from None
-        self.parallel = parallel if parallel is not None else not isinstance(self.env, AECEnv)
+        self.parallel = not isinstance(self.env, AECEnv)  # what the factory built decides
         self.name = module_path
         env = self.env
         agents = tuple(env.possible_agents)
