@@ -6,16 +6,22 @@ evaluator does not accept, a missing key, a call past the limit) returns a
 caller as an observation, the way a tool-using LLM sees an API error.
 
 The calculator parses with :mod:`ast` and evaluates only number literals, unary ``+``/``-``
-and the binary operators ``+ - * / // % **`` (exponents and magnitudes bounded) -- never
-``eval``.
+and the binary operators ``+ - * / // % **`` -- never ``eval``. Arithmetic is exact (``int``
+and :class:`~fractions.Fraction`; a decimal literal such as ``0.1`` is the fraction 1/10),
+and every intermediate number is bounded before it is computed: magnitude at most
+:data:`MAX_MAGNITUDE`, numerator and denominator at most :data:`MAX_BITS` bits, integer
+exponents up to :data:`MAX_EXPONENT`. So each call returns a correct value or a
+:class:`ToolError` within bounded time, whatever the text.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal, localcontext
 from fractions import Fraction
 
 Number = int | Fraction
@@ -35,6 +41,7 @@ _UNARY: dict[type[ast.unaryop], Callable[[Number], Number]] = {
 }
 MAX_EXPONENT = 64
 MAX_MAGNITUDE = 10**18
+MAX_BITS = 4096  # numerator / denominator size of any intermediate fraction
 MAX_EXPRESSION_CHARS = 200
 
 
@@ -52,33 +59,74 @@ class ToolResult:
 
 
 def format_number(x: Number) -> str:
-    """``7``, ``-3``, ``2.5``; fractions that are not integers with 4 significant decimals."""
+    """``7``, ``-3``, ``2.5``; fractions that are not integers with 4 significant digits."""
     if isinstance(x, Fraction) and x.denominator != 1:
-        return f"{float(x):.4g}"
+        f = float(x)  # |x| <= MAX_MAGNITUDE: no overflow; tiny values may round to 0
+        if f != 0.0:
+            return f"{f:.4g}"
+        with localcontext() as ctx:  # below float's range (1e-400): decimal has no limit
+            ctx.prec = 4
+            return format(Decimal(x.numerator) / Decimal(x.denominator), ".4g")
     return str(int(x))
+
+
+def _bits(x: Number) -> int:
+    if isinstance(x, Fraction):
+        return max(x.numerator.bit_length(), x.denominator.bit_length())
+    return x.bit_length()
+
+
+def _checked(x: Number) -> Number:
+    if abs(x) > MAX_MAGNITUDE:
+        raise ToolError(f"result too large (limit {MAX_MAGNITUDE:.0e})")
+    if _bits(x) > MAX_BITS:
+        raise ToolError(f"number too precise (more than {MAX_BITS} bits of numerator or "
+                        "denominator)")
+    if isinstance(x, Fraction) and x.denominator == 1:
+        return int(x)
+    return x
+
+
+def _literal(value: float | int) -> Number:
+    """An exact number for a literal: ``0.1`` is 1/10 (its shortest decimal form)."""
+    if isinstance(value, int):
+        return _checked(value)
+    if not math.isfinite(value):  # 1e309 parses as inf
+        raise ToolError(f"number too large (limit {MAX_MAGNITUDE:.0e})")
+    return _checked(Fraction(repr(value)))
+
+
+def _power(base: Number, exponent: Number) -> Number:
+    if exponent != int(exponent) or abs(exponent) > MAX_EXPONENT:
+        raise ToolError(f"exponent {format_number(exponent)} not allowed (integers up to "
+                        f"{MAX_EXPONENT})")
+    n = int(exponent)
+    if base == 0 and n < 0:
+        raise ToolError("division by zero (0 to a negative power)")
+    # The result's numerator and denominator grow to |n| times the base's bits: refuse
+    # before computing, so ((0.1**64)**64)**64 costs nothing.
+    if abs(n) * _bits(base) > MAX_BITS + abs(n):
+        raise ToolError(f"number too precise (more than {MAX_BITS} bits of numerator or "
+                        "denominator)")
+    return Fraction(base) ** n
 
 
 def _eval(node: ast.AST) -> Number:
     if isinstance(node, ast.Expression):
         return _eval(node.body)
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return Fraction(node.value) if isinstance(node.value, float) else node.value
+        return _literal(node.value)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_eval(node.operand))
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Pow) and (abs(right) > MAX_EXPONENT or right != int(right)):
-            raise ToolError(f"exponent {format_number(right)} not allowed (integers up to "
-                            f"{MAX_EXPONENT})")
+        if isinstance(node.op, ast.Pow):
+            return _checked(_power(left, right))
         if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod) and right == 0:
             raise ToolError("division by zero")
         if isinstance(node.op, ast.Div):
-            out: Number = Fraction(left) / Fraction(right)
-        else:
-            out = _BINARY[type(node.op)](left, right)
-        if abs(out) > MAX_MAGNITUDE:
-            raise ToolError(f"result too large (limit {MAX_MAGNITUDE:.0e})")
-        return out
+            return _checked(Fraction(left) / Fraction(right))
+        return _checked(_BINARY[type(node.op)](left, right))
     raise ToolError(f"unsupported syntax {type(node).__name__}: only numbers and + - * / // % **")
 
 
@@ -86,18 +134,21 @@ def safe_eval(expression: str) -> Number:
     """Value of an arithmetic expression (an ``int`` or an exact ``Fraction``).
 
     Raises:
-        ToolError: syntax errors, names, calls, division by zero, huge exponents or results.
+        ToolError: syntax errors, names, calls, division by zero, huge exponents, results
+            or intermediate numbers.
     """
+    if not isinstance(expression, str):
+        raise ToolError(f"expression must be text, got {type(expression).__name__}")
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise ToolError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
     try:
         tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # ValueError: NUL bytes
         raise ToolError(f"cannot parse {expression!r} as arithmetic") from None
-    value = _eval(tree)
-    if isinstance(value, Fraction) and value.denominator == 1:
-        return int(value)
-    return value
+    try:
+        return _checked(_eval(tree))
+    except RecursionError:
+        raise ToolError("expression nested too deeply") from None
 
 
 class _Limited:

@@ -2,6 +2,7 @@
 (a scripted team always succeeds, a wrong answer pays nothing, tool errors are observations)."""
 
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from pettingzoo.test import api_test
 import games
 from games.tool import Calculator, KeyValueTable, ToolError, safe_eval
 from games.tool.lookup import ELEMENTS
+from games.tool.tools import MAX_BITS, MAX_MAGNITUDE, format_number
 
 TASKS = [
     ("tool/relay", {}),
@@ -149,3 +151,71 @@ def test_random_play_success_rates_leave_room_to_learn():
         wins = [_play(game, s, lambda g, a: rng.choice(g.legal_action_texts(a))).info["success"]
                 for s in range(300)]
         assert 0.0 < np.mean(wins) < 0.5
+
+
+@pytest.mark.parametrize("expression, value", [
+    ("2**-1", Fraction(1, 2)),  # was 0: int ** negative int gave a float, printed as int
+    ("2 ** -3 * 8", 1),
+    ("(-2) ** -3", Fraction(-1, 8)),
+    ("0.1 + 0.2", Fraction(3, 10)),  # decimal literals are exact decimals
+    ("0.1 ** 64", Fraction(1, 10**64)),
+    ("(1/3) ** 64", Fraction(1, 3**64)),
+    ("1e-300 ** 2", Fraction(1, 10**600)),
+    ("1e18", 10**18),
+    ("7 // 0.5", 14),
+    ("7 % 2.5", 2),
+    ("0 ** 0", 1),
+])
+def test_safe_eval_is_exact(expression, value):
+    out = safe_eval(expression)
+    assert out == value and type(out) is type(value)
+
+
+@pytest.mark.parametrize("expression, message", [
+    ("1e309", "number too large"),  # parses as inf; raised OverflowError
+    ("0**-1", "division by zero"),  # raised ZeroDivisionError
+    ("0.0 ** -2", "division by zero"),
+    ("(((0.1**64)**64)**64)**64", "too precise"),  # exact fractions grew for > 20 s
+    ("(0.1**64)**64", "too precise"),
+    ("((1/3)**64)**64", "too precise"),
+    ("2 ** 64", "too large"),
+    ("0.5 ** -64", "too large"),
+    ("2 ** 0.5", "exponent 0.5 not allowed"),
+    ("1e308 * 10", "too large"),
+    ("1\x00", "cannot parse"),
+    ("1j", "unsupported"),
+    ("True + 1", "unsupported"),
+])
+def test_safe_eval_refuses_with_tool_errors(expression, message):
+    with pytest.raises(ToolError, match=message):
+        safe_eval(expression)
+    result = Calculator(max_calls=1).call(expression)
+    assert not result.ok and message.split()[0] in result.text
+
+
+def test_tiny_results_print_below_float_range():
+    assert Calculator(max_calls=1).call("1e-300 ** 2").text == "1e-300 ** 2 = 1e-600"
+    assert format_number(Fraction(1, 2)) == "0.5"
+
+
+def test_random_expressions_give_a_value_or_a_tool_error():
+    """Every text gives a value or a ToolError: nothing else escapes the calculator."""
+    rng = np.random.default_rng(0)
+    atoms = ["0", "1", "2", "7", "0.1", "1e309", "1e-300", "64", "-1", "0.0", "3.5", "10"]
+    ops = ["+", "-", "*", "/", "//", "%", "**", "**-"]
+    ok = 0
+    for _ in range(3000):
+        expr = str(rng.choice(atoms))
+        for _ in range(int(rng.integers(1, 6))):
+            expr = f"{expr} {rng.choice(ops)} {rng.choice(atoms)}"
+            if rng.random() < 0.4:
+                expr = f"({expr})"
+        try:
+            value = safe_eval(expr)
+        except ToolError:
+            continue
+        ok += 1
+        assert type(value) in (int, Fraction) and abs(value) <= MAX_MAGNITUDE
+        assert max(Fraction(value).numerator.bit_length(),
+                   Fraction(value).denominator.bit_length()) <= MAX_BITS
+    assert ok > 500  # most are fine; the rest were refused with ToolError
