@@ -152,6 +152,8 @@ class _Flawed(games.Game):
         tr = self.inner._step(actions)
         if self.flaw == "not_zero_sum":
             tr.rewards["player_0"] += 0.5
+        if self.flaw == "array_reward":  # a 1-element array: sums and isfinite accept it
+            tr.rewards = {a: np.array([r]) for a, r in tr.rewards.items()}
         return tr
 
     def acting_agents(self):
@@ -161,6 +163,8 @@ class _Flawed(games.Game):
         obs = self.inner.observe(agent)
         if self.flaw == "float64":
             return obs.astype(np.float64)
+        if self.flaw == "obs_shape":
+            return obs[:-1]
         return obs
 
     def legal_actions(self, agent):
@@ -171,6 +175,8 @@ class _Flawed(games.Game):
     def legal_mask(self, agent):
         if self.flaw == "wrong_mask":
             return self.inner.legal_mask(agent)
+        if self.flaw == "mask_shape":
+            return super().legal_mask(agent)[:-1]
         return super().legal_mask(agent)
 
     def action_text(self, agent, action):
@@ -188,6 +194,9 @@ class _Flawed(games.Game):
         ("not_zero_sum", "rewards sum to"),
         ("wrong_mask", "mask != legal_actions"),
         ("dup_text", "not unique"),
+        ("array_reward", r"reward of player_\d is ndarray of shape \(1,\), expected a float"),
+        ("obs_shape", r"obs of player_\d has shape \(\d+,\), expected \(\d+,\)"),
+        ("mask_shape", r"mask of player_\d is bool of shape \(2,\), expected bool of shape \(3,\)"),
     ],
 )
 def test_check_game_catches_broken_games(flaw, message):

@@ -1,0 +1,62 @@
+"""OpenSpiel game parameters are checked at make time: values that would crash, hang or fail
+at the first reset give a one-line error naming the parameter and what it accepts."""
+
+import pytest
+
+import games
+
+
+@pytest.mark.parametrize(
+    ("spec", "kwargs", "message"),
+    [
+        # each of these aborts, segfaults or hangs inside OpenSpiel when a state is built
+        ("openspiel/goofspiel", {"num_cards": -2}, r"num_cards=-2; accepted: an integer >= 1"),
+        ("openspiel/goofspiel(num_cards=-2)", {}, r"num_cards=-2; accepted: an integer >= 1"),
+        ("openspiel/goofspiel", {"players": 0}, r"players=0; accepted: an integer in \[2, 10\]"),
+        ("openspiel/go_fish", {"players": 0}, r"players=0; accepted: an integer in \[2, 10\]"),
+        ("openspiel/connect_four", {"rows": 0}, r"rows=0; accepted: an integer >= 1"),
+        ("openspiel/blotto", {"coins": 0}, r"coins=0; accepted: an integer >= 1"),
+        ("openspiel/kuhn_poker", {"players": 11}, r"players=11; accepted: an integer in \[2, 10\]"),
+        ("openspiel/goofspiel", {"num_turns": -2}, r"-1 \(automatic\) or an integer >= 1"),
+        ("openspiel/spades", {"win_or_loss_bonus": -2}, r"win_or_loss_bonus=-2; .*>= 0"),
+    ],
+)
+def test_bad_values_are_rejected_at_make_time(spec, kwargs, message):
+    with pytest.raises(games.GameError, match=message) as info:
+        games.make(spec, **kwargs)
+    assert "\n" not in str(info.value)
+    assert "openspiel/" in str(info.value)
+
+
+def test_values_openspiel_accepts_but_cannot_play_fail_at_make_time():
+    # num_turns > num_cards passes every static rule; OpenSpiel refuses it when a state is built
+    with pytest.raises(games.GameError, match=r"cannot start a game with them.*num_turns") as info:
+        games.make("openspiel/goofspiel", num_cards=3, num_turns=5)
+    assert "\n" not in str(info.value)
+
+
+def test_wrong_types_name_the_parameter():
+    with pytest.raises(games.GameError, match=r"num_cards.*accepted: \[.*'num_cards'"):
+        games.make("openspiel/goofspiel", num_cards="4")
+    with pytest.raises(games.GameError, match=r"accepted: \[.*'num_cards'"):
+        games.make("openspiel/goofspiel", num_cards=[4])
+
+
+@pytest.mark.parametrize(
+    ("spec", "kwargs"),
+    [
+        ("openspiel/goofspiel", {"num_cards": 3, "num_turns": -1}),  # the defaults' meaning kept
+        ("openspiel/goofspiel", {"num_cards": 1}),
+        ("openspiel/kuhn_poker", {"players": 3}),
+        ("openspiel/go", {"board_size": 5, "handicap": 0}),
+        ("openspiel/negotiation", {"rng_seed": -5}),  # seeds may be negative
+        ("openspiel/gin_rummy", {"gin_bonus": 0}),  # a bonus of 0 is a real choice
+        ("openspiel/hanabi", {}),  # defaults of 0 mean "automatic"
+    ],
+)
+def test_good_values_still_load(spec, kwargs):
+    try:
+        game = games.make(spec, **kwargs)
+    except games.UnknownGameError as err:  # e.g. hanabi when OpenSpiel was built without it
+        pytest.skip(str(err))
+    game.reset(seed=0)
