@@ -1,20 +1,31 @@
 """Run checkpoints: ``<run>/checkpoints/ckpt_<step>.pt``, written atomically, newest kept.
 
-Resuming takes the newest checkpoint that loads; a corrupt or truncated one is reported
-(naming the file) and skipped in favour of the previous good one.
+Each checkpoint has a sidecar ``ckpt_<step>.pt.sha256`` (``sha256sum`` format, so
+``sha256sum -c`` checks it by hand) holding the SHA-256 of its bytes. ``torch.load`` does
+not check a zip's CRC, so without it a few garbled bytes inside a tensor load silently as
+other weights. Resuming takes the newest checkpoint that matches its hash and loads; a
+garbled, truncated or unreadable one is reported in one line naming the file and skipped in
+favour of the previous good one. A checkpoint without a sidecar (written by an older
+selfplay) loads unverified, with a warning.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
 
-from marl.core import CheckpointError, atomic_torch_save, safe_torch_load
+import torch
+
+from marl.core import CheckpointError
 
 log = logging.getLogger(__name__)
 _CKPT = re.compile(r"^ckpt_(\d+)\.pt$")
+HASH_SUFFIX = ".sha256"
 
 
 def checkpoint_files(folder: str | Path) -> list[Path]:
@@ -26,25 +37,81 @@ def checkpoint_files(folder: str | Path) -> list[Path]:
     return [p for _, p in sorted(found, reverse=True)]
 
 
+def _hash_file(path: Path) -> Path:
+    return path.with_name(path.name + HASH_SUFFIX)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
 def save_checkpoint(folder: str | Path, step: int, state: dict[str, Any], keep: int = 3) -> Path:
-    """Write ``state`` as checkpoint ``step`` and delete all but the newest ``keep``."""
-    path = atomic_torch_save(state, Path(folder) / f"ckpt_{step:06d}.pt")
+    """Write ``state`` as checkpoint ``step`` with its hash; delete all but the newest
+    ``keep``. The hash is written after the file: a kill in between leaves either the
+    previous hash of this step (no match: resuming skips the file) or none (the file,
+    renamed into place whole, loads with a warning)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    data = buf.getvalue()
+    path = folder / f"ckpt_{step:06d}.pt"
+    _atomic_write(path, data)
+    _atomic_write(_hash_file(path), f"{hashlib.sha256(data).hexdigest()}  {path.name}\n".encode())
     for old in checkpoint_files(folder)[keep:]:
         old.unlink(missing_ok=True)
+        _hash_file(old).unlink(missing_ok=True)
     return path
 
 
-def load_latest(folder: str | Path) -> tuple[Path, dict[str, Any]] | None:
-    """The newest readable checkpoint, or None when there is none at all.
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """One checkpoint, checked against its hash, loaded with ``weights_only=True``.
 
     Raises:
-        CheckpointError: checkpoints exist but none can be read (each error is logged).
+        CheckpointError: missing, garbled (hash mismatch), truncated or not a dict; the
+            message is one line naming the file.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise CheckpointError(f"cannot read checkpoint {path}: {err.strerror}") from None
+    try:
+        recorded = _hash_file(path).read_text().split()[0]
+    except (OSError, IndexError):
+        recorded = None
+    if recorded is None:
+        log.warning("checkpoint %s has no %s file (older selfplay): loading it unverified",
+                    path, HASH_SUFFIX)
+    elif hashlib.sha256(data).hexdigest() != recorded:
+        raise CheckpointError(f"checkpoint {path} is damaged: its SHA-256 differs from the one "
+                              f"recorded in {_hash_file(path).name}")
+    try:
+        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - any unpickling failure means a bad file
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckpointError(f"cannot read checkpoint {path}: {first}") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"checkpoint {path} does not hold a dict")
+    return state
+
+
+def load_latest(folder: str | Path) -> tuple[Path, dict[str, Any]] | None:
+    """The newest good checkpoint, or None when there is none at all.
+
+    Raises:
+        CheckpointError: checkpoints exist but none is good (each error is logged).
     """
     files = checkpoint_files(folder)
     errors = []
     for path in files:
         try:
-            return path, safe_torch_load(path, "checkpoint")
+            return path, read_checkpoint(path)
         except CheckpointError as err:
             log.error("%s; trying the previous checkpoint", err)
             errors.append(str(err))

@@ -5,7 +5,11 @@ Tables: ``runs``, ``members``, ``snapshots``, ``matches`` (every evaluated episo
 seats, snapshots and returns), ``payoffs`` (estimates between snapshots), ``ratings``
 (history), ``metrics`` (learner scalars) and ``psro_iterations``. Writes are idempotent
 where a resumed run may repeat them: a snapshot is keyed by (member, version) and a match
-by a caller-chosen key, so replaying work after a crash records nothing twice.
+by a caller-chosen key, a metric by (run, member, step, key), so replaying work after a
+crash records nothing twice. A metric that is undefined (NaN, inf) is not stored: a missing
+row means "no value". Snapshot paths are stored relative to the database's folder (the run
+folder) with the SHA-256 of the file, and come back resolved against that folder, so a run
+reads its own snapshots whatever the working directory.
 
 Schema versions are SQLite's ``user_version``; ``MIGRATIONS[i]`` upgrades version i to
 i + 1 and runs in one transaction when an older file is opened.
@@ -14,8 +18,11 @@ i + 1 and runs in one transaction when an older file is opened.
 from __future__ import annotations
 
 import json
+import math
+import os
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,12 +70,28 @@ MIGRATIONS: list[str] = [
         meta_strategy TEXT NOT NULL, nash_conv REAL, seconds REAL, created_at REAL NOT NULL,
         PRIMARY KEY (run_id, iteration));
     """,
+    # 1 -> 2: why a run failed; snapshot content hashes; metrics keyed like matches (rows
+    # replayed by a resumed run before this version are collapsed to the newest one)
+    """
+    ALTER TABLE runs ADD COLUMN error TEXT;
+    ALTER TABLE snapshots ADD COLUMN sha256 TEXT;
+    DELETE FROM metrics WHERE id NOT IN (
+        SELECT MAX(id) FROM metrics GROUP BY run_id, IFNULL(member_id, -1), step, key);
+    CREATE UNIQUE INDEX metrics_once ON metrics (run_id, IFNULL(member_id, -1), step, key);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class LeagueDBError(RuntimeError):
     """The league database cannot be opened, is locked, or is newer than this code."""
+
+
+def sqlite_uri(path: str | Path, readonly: bool = False) -> str:
+    """The SQLite URI of file ``path``: every character a folder name may hold (``#``,
+    ``?``, ``%``, spaces...) percent-encoded, so ``exp#1`` and ``exp#2`` are two files."""
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path), safe="/")
+    return uri + "?mode=ro" if readonly else uri
 
 
 @dataclass(frozen=True)
@@ -86,6 +109,7 @@ class SnapshotRow:
     parent_id: int | None
     learner_step: int
     created_at: float
+    sha256: str | None = None  # of the .pt file; None for snapshots of older databases
 
 
 @dataclass(frozen=True)
@@ -103,12 +127,14 @@ class LeagueDB:
     """A league database file; safe to open from a reader while a writer holds it."""
 
     def __init__(self, path: str | Path, readonly: bool = False, timeout: float = 10.0) -> None:
-        self.path = Path(path)
+        # absolute at opening: relative snapshot paths resolve against this folder later,
+        # whatever the working directory is then
+        self.path = Path(os.path.abspath(path))
         if readonly and not self.path.is_file():
             raise LeagueDBError(f"league database not found: {self.path}")
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        uri = f"file:{self.path}?mode=ro" if readonly else f"file:{self.path}"
+        uri = sqlite_uri(self.path, readonly)
         try:
             self.conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)
             self.conn.row_factory = sqlite3.Row
@@ -158,10 +184,30 @@ class LeagueDB:
                                 (name,)).fetchone()
         return None if row is None else int(row[0])
 
-    def set_run_status(self, run_id: int, status: str) -> None:
+    def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
+        """Set ``status`` (running, finished, failed) and the error that ended the run."""
         with self.conn:
-            self.conn.execute("UPDATE runs SET status = ?, updated_at = ? WHERE id = ?",
-                              (status, time.time(), run_id))
+            self.conn.execute("UPDATE runs SET status = ?, error = ?, updated_at = ? "
+                              "WHERE id = ?", (status, error, time.time(), run_id))
+
+    def run_config(self, run_id: int) -> dict[str, Any] | None:
+        """The settings recorded when run ``run_id`` was created (None if none were)."""
+        row = self.conn.execute("SELECT config FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return None if row is None or row[0] is None else json.loads(row[0])
+
+    def set_run_config(self, run_id: int, config: dict[str, Any]) -> None:
+        with self.conn:
+            self.conn.execute("UPDATE runs SET config = ?, updated_at = ? WHERE id = ?",
+                              (json.dumps(config), time.time(), run_id))
+
+    def fail_running(self, error: str) -> int:
+        """Mark every run still ``running`` as ``failed`` with ``error`` (the caller holds the
+        run folder's lock, so none of them is running any more); returns how many."""
+        with self.conn:
+            cur = self.conn.execute("UPDATE runs SET status = 'failed', error = ?, "
+                                    "updated_at = ? WHERE status = 'running'",
+                                    (error, time.time()))
+        return cur.rowcount
 
     def add_member(self, run_id: int, name: str, kind: str, roles: Iterable[str]) -> int:
         with self.conn:
@@ -179,18 +225,21 @@ class LeagueDB:
         return [{**dict(r), "roles": json.loads(r["roles"])} for r in rows]
 
     # ------------------------------------------------------------------ snapshots
-    def add_snapshot(self, member_id: int, version: int, path: str, kind: str, game: str,
+    def add_snapshot(self, member_id: int, version: int, path: str | Path, kind: str, game: str,
                      roles: Iterable[str], parent_id: int | None = None, learner_step: int = 0,
-                     meta: dict[str, Any] | None = None) -> int:
-        """Record a snapshot; recording the same (member, version) again keeps one row."""
+                     meta: dict[str, Any] | None = None, sha256: str | None = None) -> int:
+        """Record a snapshot; recording the same (member, version) again keeps one row.
+
+        ``path`` is stored relative to the database's folder when it lies inside it."""
         with self.conn:
             self.conn.execute(
                 "INSERT INTO snapshots (member_id, version, path, kind, game, roles, parent_id, "
-                "learner_step, meta, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "learner_step, meta, created_at, sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (member_id, version) DO UPDATE SET path = excluded.path, "
-                "learner_step = excluded.learner_step, meta = excluded.meta",
-                (member_id, version, path, kind, game, json.dumps(list(roles)), parent_id,
-                 learner_step, json.dumps(meta or {}), time.time()),
+                "learner_step = excluded.learner_step, meta = excluded.meta, "
+                "sha256 = excluded.sha256",
+                (member_id, version, self._relative(path), kind, game, json.dumps(list(roles)),
+                 parent_id, learner_step, json.dumps(meta or {}), time.time(), sha256),
             )
         row = self.conn.execute("SELECT id FROM snapshots WHERE member_id = ? AND version = ?",
                                 (member_id, version)).fetchone()
@@ -204,12 +253,27 @@ class LeagueDB:
             sql += " AND m.name = ?"
             args.append(member)
         rows = self.conn.execute(sql + " ORDER BY s.id", args).fetchall()
+        # a schema-1 file opened read-only has no hashes (Row "in" tests values, not keys)
+        hashed = bool(rows) and "sha256" in rows[0].keys()  # noqa: SIM118
         return [
-            SnapshotRow(r["id"], r["member_id"], r["member"], r["version"], r["path"], r["kind"],
-                        r["game"], tuple(json.loads(r["roles"])), r["parent_id"],
-                        r["learner_step"], r["created_at"])
+            SnapshotRow(r["id"], r["member_id"], r["member"], r["version"],
+                        self._absolute(r["path"]), r["kind"], r["game"],
+                        tuple(json.loads(r["roles"])), r["parent_id"], r["learner_step"],
+                        r["created_at"], r["sha256"] if hashed else None)
             for r in rows
         ]
+
+    def _relative(self, path: str | Path) -> str:
+        """``path`` relative to the database's folder (POSIX form) if inside it."""
+        full = Path(os.path.abspath(path))
+        try:
+            return full.relative_to(self.path.parent).as_posix()
+        except ValueError:
+            return str(full)
+
+    def _absolute(self, stored: str) -> str:
+        """A stored snapshot path resolved against the database's folder."""
+        return str(self.path.parent / stored) if not os.path.isabs(stored) else stored
 
     # ------------------------------------------------------------------ matches, payoffs
     def add_matches(self, run_id: int, matches: Iterable[MatchRow]) -> int:
@@ -272,12 +336,19 @@ class LeagueDB:
 
     def log_metrics(self, run_id: int, step: int, metrics: dict[str, float],
                     member_id: int | None = None) -> None:
-        now = time.time()
+        """Record scalars at ``step``; logging a (member, step, key) again replaces its value
+        (a resumed run replaying a step), and undefined values (NaN, inf) are left out."""
         with self.conn:
-            self.conn.executemany(
-                "INSERT INTO metrics (run_id, member_id, step, key, value, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [(run_id, member_id, step, k, float(v), now) for k, v in metrics.items()])
+            self._insert_metrics(run_id, step, metrics, member_id)
+
+    def _insert_metrics(self, run_id: int, step: int, metrics: dict[str, float],
+                        member_id: int | None) -> None:
+        now = time.time()
+        rows = [(run_id, member_id, step, k, float(v), now) for k, v in metrics.items()
+                if v is not None and math.isfinite(float(v))]
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO metrics (run_id, member_id, step, key, value, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)", rows)
 
     def metric(self, run_id: int, key: str) -> list[tuple[int, float]]:
         rows = self.conn.execute(
@@ -285,9 +356,22 @@ class LeagueDB:
             (run_id, key))
         return [(int(s), float(v)) for s, v in rows]
 
+    def metric_rows(self, run_id: int) -> list[tuple[int, str, float]]:
+        """Every ``(step, key, value)`` of a run, by step then key."""
+        rows = self.conn.execute(
+            "SELECT step, key, value FROM metrics WHERE run_id = ? ORDER BY step, key, id",
+            (run_id,))
+        return [(int(s), str(k), float(v)) for s, k, v in rows]
+
     def add_psro_iteration(self, run_id: int, iteration: int, meta_strategy: Any,
-                           nash_conv: float | None, seconds: float | None) -> None:
+                           nash_conv: float | None, seconds: float | None,
+                           metrics: dict[str, float] | None = None) -> None:
+        """Record a finished iteration and its ``metrics`` (at step ``iteration``) in one
+        transaction: a resumed run counts finished iterations, so one must never be
+        recorded without its metrics."""
         with self.conn:
+            if metrics:
+                self._insert_metrics(run_id, iteration, metrics, None)
             self.conn.execute(
                 "INSERT OR REPLACE INTO psro_iterations (run_id, iteration, meta_strategy, "
                 "nash_conv, seconds, created_at) VALUES (?, ?, ?, ?, ?, ?)",

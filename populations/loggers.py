@@ -43,24 +43,64 @@ class MetricsLogger:
     def summary(self, values: dict[str, Any]) -> None:
         """Final values of the run (league table, best ratings...)."""
 
+    def backfill(self, rows: list[tuple[int, str, float]]) -> None:
+        """Add recorded ``(step, key, value)`` rows this sink may have missed (a resumed run
+        passes the database's rows); sinks that cannot tell what they hold ignore it."""
+
     def close(self) -> None:
         """Flush and release."""
 
 
+HEADER = ("step", "key", "value")
+
+
 class CSVLogger(MetricsLogger):
-    """``<run>/metrics.csv`` in long form: step, key, value (one row per scalar)."""
+    """``<run>/metrics.csv`` in long form: step, key, value (one row per scalar).
+
+    Keyed like the database's metrics: a (step, key) already in the file is not written
+    again, so a resumed run that replays steps ends with the rows of an uninterrupted one.
+    Opening repairs what a kill can leave: an empty file (header lost) or a last line cut
+    short.
+    """
 
     def __init__(self, run_dir: Path, cfg: LoggerConfig, config: dict[str, Any]) -> None:
         self.files = run_dir / "metrics.csv"
-        new = not self.files.exists()
+        self._seen = self._repair()
         self._fh = self.files.open("a", newline="")
         self._w = csv.writer(self._fh)
-        if new:
-            self._w.writerow(["step", "key", "value"])
+        if not self._seen and self.files.stat().st_size == 0:
+            self._w.writerow(HEADER)
+            self._fh.flush()  # a kill before the first metric must not lose the header
+
+    def _repair(self) -> set[tuple[int, str]]:
+        """Fix the file a kill left and return the (step, key) pairs it holds."""
+        if not self.files.is_file():
+            return set()
+        with self.files.open(newline="") as fh:  # keep the writer's \r\n line ends
+            text = fh.read()
+        cut = text[: text.rfind("\n") + 1]  # a last line without its newline was cut short
+        lines = cut.splitlines()
+        if lines and tuple(next(csv.reader(lines[:1]))) != HEADER:
+            cut = ",".join(HEADER) + "\r\n" + cut  # header lost: data rows first
+        if cut != text:
+            log.warning("repairing %s after an interrupted run", self.files)
+            tmp = self.files.with_name(self.files.name + ".tmp")
+            with tmp.open("w", newline="") as fh:
+                fh.write(cut)
+            os.replace(tmp, self.files)
+        rows = list(csv.reader(cut.splitlines()[1:]))
+        return {(int(r[0]), r[1]) for r in rows if len(r) == 3}
 
     def log(self, step: int, metrics: dict[str, float], prefix: str = "") -> None:
-        self._w.writerows([step, prefix + k, float(v)] for k, v in metrics.items())
+        rows = [(step, prefix + k, float(v)) for k, v in metrics.items()
+                if (step, prefix + k) not in self._seen]
+        self._seen.update((s, k) for s, k, _ in rows)
+        self._w.writerows(rows)
         self._fh.flush()
+
+    def backfill(self, rows: list[tuple[int, str, float]]) -> None:
+        for step, key, value in rows:
+            self.log(step, {key: value})
 
     def close(self) -> None:
         self._fh.close()

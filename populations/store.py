@@ -2,13 +2,21 @@
 
 A snapshot is ``<root>/<member>/v<version>.pt`` (weights, written atomically and loaded with
 ``torch.load(weights_only=True)``) plus ``v<version>.json`` (kind, game, roles, parent
-snapshot, learner step, created-at). Publishing the same (member, version) again — as a
-resumed run does — rewrites the same files and keeps one database row.
+snapshot, learner step, created-at, and the SHA-256 of the ``.pt`` file). Publishing the
+same (member, version) again — as a resumed run does — rewrites the same files and keeps one
+database row.
+
+The database records each file's SHA-256 and its path relative to the run folder; a
+snapshot is checked against the hash before it is loaded or handed to a runner, so a
+garbled or swapped file stops the run with a one-line error naming it instead of silently
+playing other weights.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -20,7 +28,16 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
 
 class StoreError(ValueError):
-    """A bad member name or an unknown snapshot."""
+    """A bad member name, an unknown snapshot, or a snapshot file that changed on disk."""
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes (read in 1 MiB blocks)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
 
 
 class PolicyStore:
@@ -30,6 +47,7 @@ class PolicyStore:
         self.root, self.db, self.run_id = Path(root), db, run_id
         self.root.mkdir(parents=True, exist_ok=True)
         self._cache: dict[int, Policy] = {}
+        self._verified: dict[str, tuple[int, int, str]] = {}  # path -> (size, mtime, sha)
 
     def member(self, name: str, kind: str, roles: tuple[str, ...]) -> int:
         """Create (or find) member ``name``; names are used as folder names."""
@@ -47,13 +65,16 @@ class PolicyStore:
             version = len(self.db.snapshots(self.run_id, member))
         path = self.root / member / f"v{version:04d}.pt"
         policy.save(path)
+        sha = file_sha256(path)
         info = {"member": member, "version": version, "kind": meta.kind, "game": meta.game,
                 "roles": list(meta.roles), "agents": list(meta.agents), "parent": parent,
-                "learner_step": meta.step, "created_at": time.time()}
+                "learner_step": meta.step, "created_at": time.time(), "sha256": sha}
         path.with_suffix(".json").write_text(json.dumps(info, indent=1))
-        sid = self.db.add_snapshot(member_id, version, str(path), meta.kind, meta.game,
-                                   meta.roles, parent, meta.step, {"agents": list(meta.agents)})
+        sid = self.db.add_snapshot(member_id, version, path, meta.kind, meta.game,
+                                   meta.roles, parent, meta.step, {"agents": list(meta.agents)},
+                                   sha256=sha)
         self._cache.pop(sid, None)
+        self._verified.pop(str(path), None)
         return self.get(sid)
 
     def get(self, snapshot_id: int) -> SnapshotRow:
@@ -69,8 +90,43 @@ class PolicyStore:
     def snapshots(self, member: str | None = None) -> list[SnapshotRow]:
         return self.db.snapshots(self.run_id, member)
 
+    def verify(self, snap: SnapshotRow) -> SnapshotRow:
+        """Check ``snap``'s file against its recorded SHA-256 (once per file version).
+
+        Raises:
+            StoreError: the file is missing or its bytes differ from what was published.
+        """
+        path = snap.path
+        try:
+            st = os.stat(path)
+        except OSError:
+            raise StoreError(f"snapshot file {path} of {snap.member} v{snap.version} is "
+                             "missing; the run folder is incomplete") from None
+        want = snap.sha256 or _json_sha(path)
+        if want is None:  # published by an older selfplay: nothing to check against
+            return snap
+        seen = self._verified.get(path)
+        if seen == (st.st_size, st.st_mtime_ns, want):
+            return snap
+        got = file_sha256(path)
+        if got != want:
+            raise StoreError(
+                f"snapshot file {path} is damaged or was replaced: its SHA-256 {got[:16]}... "
+                f"differs from the {want[:16]}... recorded when it was published")
+        self._verified[path] = (st.st_size, st.st_mtime_ns, want)
+        return snap
+
     def load(self, snapshot_id: int) -> Policy:
-        """The policy of a snapshot, without its learner (cached)."""
+        """The policy of a snapshot, without its learner (cached; checked against its hash)."""
         if snapshot_id not in self._cache:
-            self._cache[snapshot_id] = load_policy(self.get(snapshot_id).path)
+            self._cache[snapshot_id] = load_policy(self.verify(self.get(snapshot_id)).path)
         return self._cache[snapshot_id]
+
+
+def _json_sha(pt_path: str) -> str | None:
+    """The SHA-256 in a snapshot's ``.json`` sidecar (databases before hashes had none)."""
+    try:
+        sha = json.loads(Path(pt_path).with_suffix(".json").read_text()).get("sha256")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return sha if isinstance(sha, str) else None

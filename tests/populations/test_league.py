@@ -1,6 +1,7 @@
 """The self-play league end to end: learning shows in ratings, kill -9 and resume lose and
 duplicate nothing, corrupt checkpoints fall back, and Ray plays the same matches."""
 
+import csv
 import os
 import signal
 import subprocess
@@ -13,11 +14,16 @@ import pytest
 import torch
 
 import games
-from marl.core import CheckpointError
-from populations.checkpoint import load_latest
+from marl.actor_critic import NetConfig
+from marl.core import CheckpointError, load_policy
+from marl.mappo import MAPPOConfig
+from populations.checkpoint import checkpoint_files, load_latest
 from populations.db import LeagueDB
 from populations.league import League, LeagueConfig
+from populations.loggers import CSVLogger, LoggerConfig
 from populations.runners import LocalRunner, MatchJob, RayRunner
+from populations.store import StoreError
+from tests.populations.test_db_store import garble
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -180,3 +186,138 @@ def test_ray_runner_plays_the_same_matches_as_local(tmp_path):
     assert [r.returns for r in remote] == [r.returns for r in local]
     assert local[0].returns != local[1].returns
     league.close()
+
+
+# ------------------------------------------------------------------ hardening (issue 13)
+def _kuhn(**kw):
+    base = dict(game="openspiel/kuhn_poker", game_kwargs={}, generations=2,
+                frames_per_generation=256, num_envs=8, eval_episodes=2,
+                mappo=MAPPOConfig(rollout_steps=8, epochs=2, net=NetConfig(share="role")))
+    return LeagueConfig(**{**base, **kw})
+
+
+def _crash_before_done(monkeypatch, generation):
+    save = League._save
+
+    def crash(self):
+        if self.phase == "done" and self.generation == generation:
+            raise _Crash
+        save(self)
+
+    monkeypatch.setattr(League, "_save", crash)
+
+
+def test_garbled_checkpoint_is_caught_by_its_hash_and_resume_falls_back(tmp_path, monkeypatch,
+                                                                        caplog):
+    """64 flipped bytes inside a tensor (not a truncation) loaded silently and changed the
+    resumed run's weights and matches; the hash catches them and the previous checkpoint
+    is used, reported in one line naming the file."""
+    ref = League(_kuhn(), tmp_path / "ref")
+    ref.run()
+    ref.close()
+    _crash_before_done(monkeypatch, 2)
+    league = League(_kuhn(), tmp_path / "run")
+    with pytest.raises(_Crash):
+        league.run()
+    league.close()
+    monkeypatch.undo()
+    newest = checkpoint_files(tmp_path / "run" / "checkpoints")[0]
+    assert torch.load(newest, weights_only=True)["phase"] == "trained"
+    garble(newest)
+    assert torch.load(newest, weights_only=True)["phase"] == "trained"  # loads silently
+    resumed = League(_kuhn(), tmp_path / "run", resume=True)
+    assert (resumed.generation, resumed.phase) == (1, "done")  # the previous checkpoint
+    (line,) = [r.getMessage() for r in caplog.records if newest.name in r.getMessage()]
+    assert "damaged" in line and "\n" not in line
+    resumed.run()
+    resumed.close()
+    assert _match_table(tmp_path / "run" / "league.db") == _match_table(
+        tmp_path / "ref" / "league.db")
+
+
+def test_garbled_snapshot_stops_the_resume_naming_the_file(tmp_path):
+    league = League(_kuhn(generations=1), tmp_path)
+    league.run()
+    league.close()
+    snap = tmp_path / "snapshots" / "main" / "v0000.pt"
+    garble(snap)
+    with pytest.raises(StoreError, match=f"snapshot file {snap} is damaged") as err:
+        League(_kuhn(generations=2), tmp_path, resume=True)
+    assert "\n" not in str(err.value)
+
+
+def test_resume_from_another_directory_plays_this_runs_snapshots(tmp_path, monkeypatch):
+    """Snapshot paths were relative to the first working directory: resuming run 'a' from
+    folder 'b' silently played b's snapshots as opponents."""
+    for where, seed in (("a", 0), ("b", 1)):
+        (tmp_path / where).mkdir()
+        monkeypatch.chdir(tmp_path / where)
+        league = League(_kuhn(generations=1, seed=seed), "run")
+        league.run()
+        league.close()
+    league = League(_kuhn(generations=2), tmp_path / "a" / "run", resume=True)  # cwd: b
+    run = tmp_path / "a" / "run"
+    assert all(Path(s.path).is_relative_to(run) for s in league.store.snapshots())
+    v0 = league.store.snapshots("main")[0]
+    want = load_policy(run / "snapshots" / "main" / "v0000.pt").payload()["actors"]
+    got = league.store.load(v0.id).payload()["actors"]
+    assert all(torch.equal(got[k], want[k]) for k in want)
+    league.run()
+    league.close()
+
+
+def _metric_table(run_dir):
+    """(step, key) of every database row and every metrics.csv row (header apart)."""
+    db = LeagueDB(run_dir / "league.db", readonly=True)
+    rows = [(s, k) for s, k, _ in db.metric_rows(db.run_id("league"))]
+    db.close()
+    with open(run_dir / "metrics.csv", newline="") as fh:
+        csv_rows = list(csv.reader(fh))
+    return rows, csv_rows[0], sorted((int(s), k) for s, k, _ in csv_rows[1:])
+
+
+def _league_with_csv(run_dir, crash=None, **kw):
+    """A league logging to metrics.csv; ``crash(league, metrics)`` decides, after a metric
+    reached the database and before the csv, whether the process dies there."""
+    resume = (Path(run_dir) / "league.db").exists()
+    league = League(_kuhn(nash_conv=True, generations=3, **kw), run_dir, resume=resume)
+    league.logger = CSVLogger(Path(run_dir), LoggerConfig(), {})
+    if crash is not None:
+        def log_metrics(step, metrics):
+            league.db.log_metrics(league.run_id, step, metrics)
+            if crash(league, metrics):
+                raise _Crash
+            league.logger.log(step, metrics)
+
+        league.log_metrics = log_metrics
+    return league
+
+
+def test_metrics_after_injected_kills_equal_an_uninterrupted_run(tmp_path):
+    """Resumes replayed metric rows (+147 after a chain of kills); a kill between the
+    database and metrics.csv lost csv rows. Both now end with exactly the reference rows."""
+    ref = _league_with_csv(tmp_path / "ref")
+    ref.run()
+    ref.logger.close()
+    ref.close()
+    updates = iter(range(100))
+    crashes = [  # mid-training (2nd update), then in gen 2's evaluation, then gen 3 training
+        lambda lg, m: "losses/pg_loss" in m and next(updates) == 1,
+        lambda lg, m: lg.generation == 2 and "nash_conv/main" in m,
+        lambda lg, m: lg.generation == 3 and "losses/pg_loss" in m,
+    ]
+    for crash in crashes:
+        league = _league_with_csv(tmp_path / "run", crash)
+        with pytest.raises(_Crash):
+            league.run()
+        league.logger.close()
+        league.close()
+    league = _league_with_csv(tmp_path / "run")
+    league.run()
+    league.logger.close()
+    league.close()
+    want, got = _metric_table(tmp_path / "ref"), _metric_table(tmp_path / "run")
+    assert want[1] == got[1] == ["step", "key", "value"]
+    assert len(want[0]) > 10 and {k for _, k in want[0]} >= {"nash_conv/main",
+                                                             "losses/pg_loss"}
+    assert got == want  # the same rows, none twice, none lost

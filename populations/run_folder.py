@@ -1,0 +1,226 @@
+"""One process per run folder, and resumes that continue the same run.
+
+* :class:`RunLock` holds an exclusive ``flock`` on ``<run>/.lock`` (holding the PID) while a
+  run writes to its folder; a second process is refused with a one-line error naming the
+  PID that holds it. The kernel drops the lock when its process dies, even by SIGKILL, so
+  a stale lock never blocks a resume. Within one process the lock is re-entrant
+  (``run_experiment`` holds it, and the league it starts takes it again).
+* :func:`check_settings` compares the settings a run was started with to those of a resume:
+  a resume with other settings, or a resume of a folder that holds no run, fails in one
+  line unless ``override`` is set. Keys in ``may_change`` (where it runs, how it logs, how
+  long it goes on) may differ.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from populations.db import LeagueDB, LeagueDBError
+
+log = logging.getLogger(__name__)
+LOCK_NAME = ".lock"
+SETTINGS_NAME = "settings.json"
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows has no flock; locking is POSIX only
+    fcntl = None  # type: ignore[assignment]
+
+
+class RunFolderError(ValueError):
+    """A run folder that is in use, holds no run to resume, or was started with other
+    settings; the message is one line."""
+
+
+_held: dict[str, tuple[int, int]] = {}  # lock path -> (fd, depth), this process's locks
+_held_guard = threading.Lock()
+
+
+class RunLock:
+    """An exclusive lock on a run folder for this process (re-entrant, released by
+    :meth:`release` or process exit)."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = str(Path(os.path.abspath(self.run_dir)) / LOCK_NAME)
+        self.held = False
+
+    def acquire(self) -> RunLock:
+        """Take the lock; raises :class:`RunFolderError` naming the holder's PID."""
+        if self.held:
+            return self
+        with _held_guard:
+            if self.path in _held:
+                fd, depth = _held[self.path]
+                _held[self.path] = (fd, depth + 1)
+                self.held = True
+                return self
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as err:
+                    os.close(fd)
+                    if err.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                        raise
+                    raise RunFolderError(
+                        f"run folder {self.run_dir} is in use by process {_holder(self.path)} "
+                        f"(lock {self.path}); wait for it to end or stop it") from None
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            _held[self.path] = (fd, 1)
+        self.held = True
+        return self
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        with _held_guard:
+            fd, depth = _held[self.path]
+            if depth > 1:
+                _held[self.path] = (fd, depth - 1)
+                return
+            del _held[self.path]
+            os.close(fd)  # closing the only descriptor drops the flock
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def one_line(err: BaseException) -> str:
+    """``Type: first line of the message``: the error recorded with a failed run."""
+    text = str(err).strip()
+    return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__
+
+
+def _holder(lock_path: str) -> str:
+    """The PID written in a lock file (``unknown`` while the holder is still writing it)."""
+    try:
+        pid = Path(lock_path).read_text().strip()
+    except OSError:
+        pid = ""
+    return pid if pid.isdigit() else "unknown"
+
+
+# ------------------------------------------------------------------ settings of a resume
+def flatten(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists stay values)."""
+    out: dict[str, Any] = {}
+    for k, v in settings.items():
+        if isinstance(v, Mapping) and v:
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def settings_diff(saved: Mapping[str, Any], current: Mapping[str, Any],
+                  may_change: Iterable[str] = ()) -> list[str]:
+    """``key: saved -> current`` for each setting that differs, except ``may_change`` keys
+    (a key, or a prefix ending in ``.``). A key only one side has is a setting another
+    selfplay version added or removed, not a change the user made: it is not compared."""
+    free = tuple(may_change)
+    a, b = flatten(json.loads(json.dumps(saved))), flatten(json.loads(json.dumps(current)))
+    return [f"{k}={a[k]!r} (run) vs {b[k]!r} (now)" for k in sorted(set(a) & set(b))
+            if a[k] != b[k] and not any(k == f or (f.endswith(".") and k.startswith(f))
+                                        for f in free)]
+
+
+def check_settings(where: str, saved: Mapping[str, Any] | None, current: Mapping[str, Any],
+                   may_change: Iterable[str] = (), override: bool = False) -> bool:
+    """Refuse a resume whose settings differ from the run's (``saved``) unless ``override``.
+
+    Returns True when the saved settings should be replaced by ``current`` (they differed
+    and the user overrode). Raises :class:`RunFolderError` (one line) otherwise.
+    """
+    if saved is None:
+        return True
+    diff = settings_diff(saved, current, may_change)
+    if not diff:
+        return False
+    shown = "; ".join(diff[:4]) + (f"; and {len(diff) - 4} more" if len(diff) > 4 else "")
+    if not override:
+        raise RunFolderError(
+            f"cannot resume {where} with other settings ({shown}); resume with the run's own "
+            "settings, or set resume_override=true to continue with the new ones")
+    log.warning("resuming %s with other settings (resume_override): %s", where, shown)
+    return True
+
+
+def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: bool,
+                    override: bool = False, may_change: Iterable[str] = ()) -> None:
+    """Check (or record, for a fresh run) ``<run>/settings.json``.
+
+    * fresh run (``resume`` false) in a folder that already holds a run: refused;
+    * resume of a folder with no run (empty or mistyped): refused unless ``override``
+      (then it starts fresh);
+    * resume with settings that differ outside ``may_change``: refused unless ``override``.
+    A folder from before settings were recorded (a ``league.db``, no ``settings.json``)
+    resumes and records the current settings.
+    """
+    run_dir = Path(run_dir)
+    path = run_dir / SETTINGS_NAME
+    has_run = path.is_file() or (run_dir / "league.db").is_file()
+    if not resume and has_run:
+        raise RunFolderError(f"run folder {run_dir} already holds a run; set resume=true to "
+                             "continue it or choose a new folder")
+    if resume and not has_run:
+        if not override:
+            raise RunFolderError(
+                f"resume=true but {run_dir} holds no run (no {SETTINGS_NAME} or league.db): "
+                "check the folder name, or set resume_override=true to start a new run there")
+        log.warning("resume_override: %s holds no run; starting a new one", run_dir)
+    saved = None
+    if path.is_file():
+        try:
+            saved = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise RunFolderError(f"cannot read {path}: {err}") from None
+    if check_settings(str(run_dir), saved, current, may_change, override) or saved is None:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(current, indent=1, sort_keys=True))
+        os.replace(tmp, path)
+
+
+@contextmanager
+def open_run(run_dir: str | Path, settings: Mapping[str, Any], resume: bool,
+             override: bool = False, may_change: Iterable[str] = ()) -> Iterator[Path]:
+    """Hold ``run_dir``'s lock, check the resume's settings (:func:`resume_settings`), and on
+    an error mark the folder's runs still ``running`` as ``failed`` with it."""
+    run_dir = Path(run_dir)
+    if resume and not override and not run_dir.is_dir():  # a mistyped name: create nothing
+        raise RunFolderError(f"resume=true but run folder {run_dir} does not exist: check its "
+                             "name, or set resume_override=true to start a new run there")
+    fresh = not (run_dir / SETTINGS_NAME).exists()
+    with RunLock(run_dir):
+        resume_settings(run_dir, settings, resume, override, may_change)
+        try:
+            yield run_dir
+        except BaseException as err:
+            db_path = run_dir / "league.db"
+            if db_path.is_file():
+                try:
+                    db = LeagueDB(db_path)
+                    try:
+                        db.fail_running(one_line(err))
+                    finally:
+                        db.close()
+                except (LeagueDBError, sqlite3.Error, OSError) as db_err:  # keep the first error
+                    log.error("cannot record the failure in %s: %s", db_path, db_err)
+            elif fresh:  # nothing was recorded: the folder holds no run to resume
+                (run_dir / SETTINGS_NAME).unlink(missing_ok=True)
+            raise
