@@ -7,13 +7,25 @@ action texts), so exploitability, ratings and matches against classic learners a
 
 Saved files hold only tensors and plain values (``torch.load(weights_only=True)``): each
 model's config as JSON, its weights, and its tokenizer files.
+
+Loading treats a file as untrusted (:func:`check_payload`): the whole payload is checked
+before anything touches the disk; tokenizer files may only have the plain names
+transformers writes (:data:`TOKENIZER_FILES`) and are written, without following links,
+inside a fresh temporary folder; configs may not load custom code (``auto_map``) and their
+sizes are capped (:data:`CONFIG_LIMITS`, :data:`MAX_PARAMS`), and the model is built on the
+meta device first, so a config asking for far more than its saved weights is refused
+before anything is allocated (:func:`marl.core.build_checked`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import re
+import string
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +35,34 @@ import torch
 from games import GameSpec, VecStep
 from llm_agents.actions import ActionConfig, make_mode, match_action
 from llm_agents.backends.base import SamplingConfig
-from llm_agents.prompts import PromptBuilder, PromptConfig
+from llm_agents.prompts import FIELDS, PromptBuilder, PromptConfig
 from llm_agents.records import Request
 from llm_agents.team import RoleBinding, Team, TeamModel, backend_for
-from marl.core import Policy, PolicyMeta, register_policy
+from marl.core import Policy, PolicyLoadError, PolicyMeta, build_checked, register_policy
+
+TOKENIZER_FILES = frozenset({
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+    "vocab.json", "merges.txt", "vocab.txt", "tokenizer.model", "spiece.model",
+    "sentencepiece.bpe.model", "chat_template.jinja", "chat_template.json",
+})
+"""The tokenizer file names a snapshot may hold (what ``save_pretrained`` writes), plus
+``additional_chat_templates/<name>.jinja`` (:data:`_EXTRA_TEMPLATE`)."""
+_EXTRA_TEMPLATE = re.compile(r"additional_chat_templates/[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}\.jinja")
+
+CONFIG_LIMITS: dict[str, int] = {
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers", "n_layers"), 256),
+    **dict.fromkeys(("hidden_size", "n_embd", "d_model", "intermediate_size", "n_inner",
+                     "ffn_dim", "d_ff", "head_dim"), 2**16),
+    **dict.fromkeys(("num_attention_heads", "n_head", "num_key_value_heads", "num_heads"), 1024),
+    **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts"), 512),
+    **dict.fromkeys(("max_position_embeddings", "n_positions", "n_ctx"), 2**20),
+    "vocab_size": 2**20,
+}
+"""Largest value a snapshot's model config may give each size (anywhere in the config)."""
+MAX_PARAMS = 200 * 10**9
+"""Largest parameter count a snapshot's config may ask for, estimated from its sizes."""
+MAX_NEW_TOKENS = 2**16
+_FORBIDDEN_CONFIG_KEYS = ("auto_map", "quantization_config", "trust_remote_code")
 
 
 def _tokenizer_files(tokenizer: Any) -> dict[str, Any]:
@@ -35,31 +71,210 @@ def _tokenizer_files(tokenizer: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in sorted(Path(tmp).rglob("*")):
             if f.is_file():
+                name = f.relative_to(tmp).as_posix()
+                if not _allowed_file(name):  # loading would refuse it: fail now, not later
+                    raise ValueError(f"tokenizer wrote {name!r}, which snapshots do not carry; "
+                                     f"allowed: {sorted(TOKENIZER_FILES)}")
                 raw = f.read_bytes()
                 try:
-                    out[str(f.relative_to(tmp))] = raw.decode("utf-8")
+                    out[name] = raw.decode("utf-8")
                 except UnicodeDecodeError:  # sentencepiece models and other binaries
-                    data = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
-                    out[str(f.relative_to(tmp))] = data
+                    out[name] = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
         return out
 
 
-def _load_model(entry: dict[str, Any], device: str | torch.device) -> tuple[Any, Any]:
+# ------------------------------------------------------------------ untrusted payloads
+def _allowed_file(name: Any) -> bool:
+    return isinstance(name, str) and (
+        name in TOKENIZER_FILES or bool(_EXTRA_TEMPLATE.fullmatch(name))
+    )
+
+
+def _items(config: Any) -> Iterator[tuple[str, Any]]:
+    """Every (key, value) of a JSON config, nested ones (``text_config``) included."""
+    if isinstance(config, dict):
+        for k, v in config.items():
+            yield str(k), v
+            yield from _items(v)
+    elif isinstance(config, list):
+        for v in config:
+            yield from _items(v)
+
+
+def _check_config(name: str, text: Any) -> None:
+    """A model config: JSON, no custom code, every size within :data:`CONFIG_LIMITS`, and an
+    estimated parameter count (``L * (4 d^2 + 3 d f) * experts + 2 V d``) within
+    :data:`MAX_PARAMS` -- all before any object is built."""
+    if not isinstance(text, str):
+        raise PolicyLoadError(f"model {name!r}: config is not JSON text")
+    try:
+        config = json.loads(text)
+    except ValueError as err:
+        raise PolicyLoadError(f"model {name!r}: config is not JSON ({err})") from None
+    if not isinstance(config, dict) or not isinstance(config.get("model_type"), str):
+        raise PolicyLoadError(f"model {name!r}: config is not a transformers model config")
+    values: dict[str, int] = {}
+    for key, value in _items(config):
+        if key in _FORBIDDEN_CONFIG_KEYS:
+            raise PolicyLoadError(f"model {name!r}: config key {key!r} is not allowed in a "
+                                  "snapshot (no custom code or quantization)")
+        if key in CONFIG_LIMITS and value is not None:
+            if type(value) is not int or not 0 <= value <= CONFIG_LIMITS[key]:
+                raise PolicyLoadError(f"model {name!r}: config {key}={value!r:.40} is out of "
+                                      f"range (0 to {CONFIG_LIMITS[key]})")
+            values[key] = max(values.get(key, 0), value)
+
+    def size(*keys: str, default: int = 0) -> int:
+        return max([values.get(k, 0) for k in keys] + [default])
+
+    d = size("hidden_size", "n_embd", "d_model")
+    f = size("intermediate_size", "n_inner", "ffn_dim", "d_ff", default=4 * d)
+    layers = size("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    experts = size("num_experts", "num_local_experts", "n_routed_experts", default=1)
+    estimate = layers * (4 * d * d + 3 * d * f * experts) + 2 * size("vocab_size") * d
+    if estimate > MAX_PARAMS:
+        raise PolicyLoadError(f"model {name!r}: config asks for about {estimate:.2e} parameters; "
+                              f"snapshots are limited to {MAX_PARAMS:.0e}")
+
+
+def _check_tokenizer_files(name: str, files: Any) -> None:
+    if not isinstance(files, dict) or not files:
+        raise PolicyLoadError(f"model {name!r}: tokenizer_files is not a non-empty dict")
+    for fname, content in files.items():
+        if not _allowed_file(fname):
+            raise PolicyLoadError(f"model {name!r}: tokenizer file name {fname!r:.80} is not "
+                                  f"allowed; allowed: {sorted(TOKENIZER_FILES)}")
+        ok = isinstance(content, str) or (
+            isinstance(content, torch.Tensor) and content.dtype == torch.uint8
+            and content.dim() == 1 and content.device.type == "cpu")
+        if not ok:
+            raise PolicyLoadError(f"model {name!r}: tokenizer file {fname!r} is neither text "
+                                  "nor a 1-D uint8 tensor")
+    if "tokenizer_config.json" in files:
+        try:
+            tok_config = json.loads(files["tokenizer_config.json"])
+        except (TypeError, ValueError):
+            raise PolicyLoadError(f"model {name!r}: tokenizer_config.json is not JSON") from None
+        if not isinstance(tok_config, dict):
+            raise PolicyLoadError(f"model {name!r}: tokenizer_config.json is not an object")
+        # Values under these keys name files or code to load: only the folder's own files may
+        # be read, and no code.
+        bad = [k for k in tok_config if k == "auto_map" or k.endswith(("_file", "_files", "_dir"))]
+        if bad:
+            raise PolicyLoadError(f"model {name!r}: tokenizer_config.json key {bad[0]!r} is not "
+                                  "allowed in a snapshot")
+
+
+def _check_fields(d: Any, cls: type, what: str, nested: tuple[str, ...] = ()) -> None:
+    """``d`` holds only fields of the dataclass ``cls``, each of its default's type."""
+    if not isinstance(d, dict):
+        raise PolicyLoadError(f"{what} is not a dict")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(map(str, d)) - set(fields))
+    if unknown:
+        raise PolicyLoadError(f"{what} has unknown fields {unknown}; known: {sorted(fields)}")
+    for key, value in d.items():
+        if key in nested:
+            continue
+        default = fields[key].default
+        if isinstance(default, bool):
+            ok = type(value) is bool
+        elif isinstance(default, int | float):
+            ok = type(value) in (int, float) if isinstance(default, float) else type(value) is int
+        elif isinstance(default, str):
+            ok = isinstance(value, str)
+        elif isinstance(default, tuple):
+            ok = isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+        else:
+            ok = False
+        if not ok:
+            raise PolicyLoadError(f"{what} field {key!r} has a bad value {value!r:.60}")
+
+
+def _check_template(what: str, template: str) -> None:
+    """Only plain ``{field}`` slots: a format spec (``{observation:>999999999}``) would let
+    a file make every prompt allocate gigabytes."""
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as err:
+        raise PolicyLoadError(f"{what} is not a valid template: {err}") from None
+    for _, field_name, spec, conversion in parts:
+        if field_name is not None and (field_name not in FIELDS or spec or conversion):
+            raise PolicyLoadError(f"{what} has a bad slot {{{field_name}}}; allowed: plain "
+                                  f"{{name}} with name in {list(FIELDS)}")
+
+
+def check_payload(payload: Any) -> None:
+    """Check an untrusted LLM policy payload completely, before anything touches the disk.
+
+    Raises:
+        PolicyLoadError: one line naming what is malformed, disallowed or too large.
+    """
+    expected = {"models", "roles", "action", "prompt", "seed"}
+    if not isinstance(payload, dict) or set(payload) != expected:
+        keys = sorted(map(str, payload)) if isinstance(payload, dict) else type(payload).__name__
+        raise PolicyLoadError(f"llm payload has {keys}; expected {sorted(expected)}")
+    models = payload["models"]
+    if not isinstance(models, dict) or not models:
+        raise PolicyLoadError("llm payload 'models' is not a non-empty dict")
+    for name, entry in models.items():
+        if not isinstance(entry, dict) or set(entry) != {"config", "weights", "tokenizer_files"}:
+            raise PolicyLoadError(
+                f"model {name!r} entry is not {{config, weights, tokenizer_files}}")
+        _check_config(name, entry["config"])
+        _check_tokenizer_files(name, entry["tokenizer_files"])
+        weights = entry["weights"]
+        if not isinstance(weights, dict) or not all(
+                isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()):
+            raise PolicyLoadError(f"model {name!r}: weights are not a dict of named tensors")
+    roles = payload["roles"]
+    if not isinstance(roles, dict) or not all(
+            isinstance(r, str) and isinstance(b, list | tuple) and len(b) == 2
+            and b[0] in models and isinstance(b[1], str) for r, b in roles.items()):
+        raise PolicyLoadError("llm payload 'roles' is not {role: [model name, prompt]}")
+    if type(payload["seed"]) is not int:
+        raise PolicyLoadError(f"llm payload seed {payload['seed']!r:.40} is not an int")
+    _check_fields(payload["action"], ActionConfig, "action config", nested=("sampling",))
+    _check_fields(payload["action"].get("sampling", {}), SamplingConfig, "sampling config")
+    tokens = payload["action"].get("sampling", {}).get("max_new_tokens", 0)
+    if tokens > MAX_NEW_TOKENS:
+        raise PolicyLoadError(f"sampling max_new_tokens={tokens} exceeds {MAX_NEW_TOKENS}")
+    _check_fields(payload["prompt"], PromptConfig, "prompt config")
+    for key in ("system", "user"):
+        if key in payload["prompt"]:
+            _check_template(f"prompt {key}", payload["prompt"][key])
+
+
+def _write_inside(folder: Path, name: str, content: str | torch.Tensor) -> None:
+    """Write one checked file into ``folder``: the resolved path must stay inside it, and
+    the file must be new (``O_EXCL | O_NOFOLLOW``: no link is followed)."""
+    root = folder.resolve()
+    target = (root / name).resolve()
+    if not target.is_relative_to(root) or target == root:
+        raise PolicyLoadError(f"tokenizer file {name!r} would be written outside its folder")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8") if isinstance(content, str) else content.numpy().tobytes()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(target, flags, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def _load_model(name: str, entry: dict[str, Any],
+                device: str | torch.device) -> tuple[Any, Any]:
+    """Build one checked model entry (see :func:`check_payload`)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "config.json").write_text(entry["config"])
-        config = AutoConfig.from_pretrained(tmp)
-        for name, content in entry["tokenizer_files"].items():
-            target = Path(tmp) / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, str):
-                target.write_text(content)
-            else:
-                target.write_bytes(content.numpy().tobytes())
-        tokenizer = AutoTokenizer.from_pretrained(tmp)
+        folder = Path(tmp)
+        _write_inside(folder, "config.json", entry["config"])
+        config = AutoConfig.from_pretrained(tmp, trust_remote_code=False)
+        for fname, content in entry["tokenizer_files"].items():
+            _write_inside(folder, fname, content)
+        tokenizer = AutoTokenizer.from_pretrained(tmp, trust_remote_code=False)
     with torch.random.fork_rng(devices=[]):
-        model = AutoModelForCausalLM.from_config(config)
+        model = build_checked(lambda: AutoModelForCausalLM.from_config(config),
+                              entry["weights"], f"model {name!r}")
     model.load_state_dict(entry["weights"])
     return model.to(device).eval(), tokenizer
 
@@ -161,17 +376,18 @@ class LLMPolicy(Policy):
     @classmethod
     def from_payload(cls, meta: PolicyMeta, payload: dict[str, Any],
                      device: str | torch.device = "cpu") -> LLMPolicy:
+        check_payload(payload)  # everything, before the first file is written
         models = {}
         for name, entry in payload["models"].items():
-            model, tok = _load_model(entry, device)
+            model, tok = _load_model(name, entry, device)
             models[name] = TeamModel(name, model, tok, backend_for(model, tok, "transformers",
                                                                   seed=payload["seed"]))
         team = Team(models, {r: RoleBinding(m, p) for r, (m, p) in payload["roles"].items()})
         a = dict(payload["action"])
-        sampling = _sampling(a.pop("sampling"))
+        sampling = _sampling(a.pop("sampling", {}))
         action = ActionConfig(**a, sampling=sampling)
         return cls(team, meta, action, PromptConfig(**payload["prompt"]), payload["seed"])
 
 
 def _sampling(d: dict[str, Any]) -> SamplingConfig:
-    return SamplingConfig(**{**d, "stop": tuple(d["stop"])})
+    return SamplingConfig(**{**d, "stop": tuple(d.get("stop", SamplingConfig().stop))})

@@ -36,6 +36,14 @@ class CheckpointError(RuntimeError):
     """A policy or learner file is missing, unreadable or of the wrong kind."""
 
 
+class PolicyLoadError(CheckpointError, ValueError):
+    """A policy file cannot be loaded: missing, truncated, malformed or asking for too much.
+
+    The message is one line naming the file; a command line catches this (or
+    ``CheckpointError`` / ``ValueError``) and prints it.
+    """
+
+
 @dataclass(frozen=True)
 class PolicyMeta:
     """What a policy was trained for; stored next to its weights.
@@ -90,7 +98,13 @@ class PolicyMeta:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> PolicyMeta:
+    def from_dict(cls, d: Any) -> PolicyMeta:
+        """Rebuild metadata written by :meth:`to_dict`, checking every field's type.
+
+        Raises:
+            ValueError: one line naming the bad or missing field.
+        """
+        _check_meta(d)
         d = dict(d)
         d["agents"], d["roles"] = tuple(d["agents"]), tuple(d["roles"])
         d["inputs"] = tuple(d.get("inputs", ("obs",)))
@@ -99,6 +113,55 @@ class PolicyMeta:
             a: {**sp, "shape": tuple(sp.get("shape", ()))} for a, sp in d["action_spaces"].items()
         }
         return cls(**d)
+
+
+def _is_str_list(x: Any) -> bool:
+    return isinstance(x, list | tuple) and all(isinstance(v, str) for v in x)
+
+
+def _is_shape(x: Any) -> bool:
+    return isinstance(x, list | tuple) and all(type(v) is int and v >= 0 for v in x)
+
+
+_ACTION_SPACE_FIELDS = {f.name for f in dataclasses.fields(ActionSpace)}
+
+
+def _check_meta(d: Any) -> None:
+    """Raise a one-line ``ValueError`` unless ``d`` is well-formed policy metadata."""
+    if not isinstance(d, dict):
+        raise ValueError(f"policy metadata is a {type(d).__name__}, not a dict")
+    fields = {f.name: f for f in dataclasses.fields(PolicyMeta)}
+    unknown = sorted(set(map(str, d)) - set(fields))
+    if unknown:
+        raise ValueError(f"policy metadata has unknown fields {unknown}; known: {sorted(fields)}")
+    required = [n for n, f in fields.items()
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [n for n in required if n not in d]
+    if missing:
+        raise ValueError(f"policy metadata lacks fields {missing}")
+    agents = d["agents"]
+    checks = {
+        "kind": isinstance(d["kind"], str),
+        "game": isinstance(d["game"], str),
+        "agents": _is_str_list(agents),
+        "roles": _is_str_list(d["roles"]) and len(d["roles"]) == len(agents),
+        "inputs": _is_str_list(d.get("inputs", ())),
+        "step": type(d.get("step", 0)) is int,
+        "extra": isinstance(d.get("extra", {}), dict),
+        "obs_shapes": isinstance(d["obs_shapes"], dict)
+        and all(isinstance(a, str) and _is_shape(s) for a, s in d["obs_shapes"].items()),
+        "action_spaces": isinstance(d["action_spaces"], dict)
+        and all(isinstance(a, str) and isinstance(sp, dict) and isinstance(sp.get("kind"), str)
+                and set(sp) <= _ACTION_SPACE_FIELDS and _is_shape(sp.get("shape", ()))
+                for a, sp in d["action_spaces"].items()),
+    }
+    bad = [name for name, ok in checks.items() if not ok]
+    if bad:
+        raise ValueError(f"policy metadata field {bad[0]!r} is malformed: {d[bad[0]]!r:.80}")
+    seats = set(agents)
+    for name in ("obs_shapes", "action_spaces"):
+        if not seats <= set(d[name]):
+            raise ValueError(f"policy metadata {name!r} lacks seats {sorted(seats - set(d[name]))}")
 
 
 @dataclass(frozen=True)
@@ -205,27 +268,92 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
     return path
 
 
-def safe_torch_load(path: str | os.PathLike, what: str = "checkpoint") -> dict[str, Any]:
-    """``torch.load(weights_only=True)`` with one-line errors naming the file."""
+def _first_line(err: BaseException) -> str:
+    """The first sentence of an error's first line (torch's zip errors run on for 400 chars)."""
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return text.split(". ")[0][:200]
+
+
+def safe_torch_load(
+    path: str | os.PathLike,
+    what: str = "checkpoint",
+    error: type[CheckpointError] = CheckpointError,
+) -> dict[str, Any]:
+    """``torch.load(weights_only=True)``; one-line errors (of type ``error``) name the file."""
     path = Path(path)
     if not path.is_file():
-        raise CheckpointError(f"{what} file not found: {path}")
+        raise error(f"{what} file not found: {path}")
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - any unpickling failure means a bad file
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise CheckpointError(f"cannot read {what} {path}: {first}") from None
+        # A truncated zip says "[Errno 22] Invalid argument" or "failed finding central
+        # directory": name the likely cause, then torch's own words.
+        raise error(
+            f"cannot read {what} {path}: truncated or not a torch file ({_first_line(err)})"
+        ) from None
     if not isinstance(data, dict):
-        raise CheckpointError(f"{what} {path} does not hold a dict")
+        raise error(f"{what} {path} does not hold a dict")
     return data
 
 
+M = TypeVar("M", bound=torch.nn.Module)
+MAX_BUILD_SLACK_BYTES = 64 * 2**20
+"""What a loaded module may hold beyond twice its saved weights (non-persistent buffers)."""
+
+
+def build_checked(build: Callable[[], M], weights: Any, what: str) -> M:
+    """``build()``, once a dry run on the meta device shows the module fits ``weights``.
+
+    A snapshot chooses the sizes its loader builds (hidden widths, layers, vocabulary); this
+    check means a crafted file can make the loader allocate no more than about what the file
+    itself holds: the module's state-dict names and shapes must equal ``weights``' and its
+    parameters and buffers may take at most twice their bytes plus
+    :data:`MAX_BUILD_SLACK_BYTES`. The caller still loads ``weights`` into the result.
+
+    Raises:
+        PolicyLoadError: ``weights`` is not a state dict of tensors, or does not fit.
+    """
+    if not isinstance(weights, dict) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()
+    ):
+        raise PolicyLoadError(f"{what}: weights are not a dict of named tensors")
+    with torch.device("meta"), torch.random.fork_rng(devices=[]):
+        probe = build()
+    expected = {k: tuple(v.shape) for k, v in probe.state_dict().items()}
+    given = {k: tuple(v.shape) for k, v in weights.items()}
+    if expected != given:
+        diff = set(expected) ^ set(given) or {k for k in expected if expected[k] != given[k]}
+        k = sorted(diff)[0]
+        found = "missing" if k not in given else f"saved {list(given[k])}"
+        needed = "not built" if k not in expected else f"built {list(expected[k])}"
+        raise PolicyLoadError(
+            f"{what}: weights do not match the saved configuration at {k!r} ({needed}, {found})"
+        )
+    tensors = {id(t): t for t in (*probe.parameters(), *probe.buffers())}.values()
+    need = sum(t.numel() * t.element_size() for t in tensors)
+    have = sum(v.numel() * v.element_size() for v in weights.values())
+    if need > 2 * have + MAX_BUILD_SLACK_BYTES:
+        raise PolicyLoadError(
+            f"{what}: the saved configuration asks for {need / 2**20:.0f} MiB, far more than "
+            f"the {have / 2**20:.0f} MiB of weights saved with it"
+        )
+    return build()
+
+
 def load_policy(path: str | os.PathLike) -> Policy:
-    """Load a policy file written by :meth:`Policy.save`, whatever its kind."""
-    data = safe_torch_load(path, "policy")
-    if data.get("format") != POLICY_FORMAT or "meta" not in data:
-        raise CheckpointError(f"{path} is not a selfplay policy file")
-    meta = PolicyMeta.from_dict(data["meta"])
+    """Load a policy file written by :meth:`Policy.save`, whatever its kind.
+
+    Raises:
+        PolicyLoadError: the file is missing, truncated, not a policy file, or its metadata
+            or payload is malformed or asks to build more than it holds (one line naming it).
+    """
+    data = safe_torch_load(path, "policy", PolicyLoadError)
+    if data.get("format") != POLICY_FORMAT or "meta" not in data or "payload" not in data:
+        raise PolicyLoadError(f"{path} is not a selfplay policy file")
+    try:
+        meta = PolicyMeta.from_dict(data["meta"])
+    except (ValueError, TypeError) as err:
+        raise PolicyLoadError(f"{path}: {_first_line(err)}") from None
     if meta.kind not in _POLICIES:
         from marl.registry import policy_module  # the registry knows which module saves it
 
@@ -233,12 +361,21 @@ def load_policy(path: str | os.PathLike) -> Policy:
         if module is not None:
             importlib.import_module(module)
     if meta.kind not in _POLICIES:
-        raise CheckpointError(
+        raise PolicyLoadError(
             f"{path}: unknown policy kind {meta.kind!r}; known: {sorted(_POLICIES)} "
             "(a package's kinds register when it is imported, e.g. llm_agents for 'llm')"
         )
-    with torch.random.fork_rng(devices=[]):  # building modules must not move the global RNG
-        return _POLICIES[meta.kind].from_payload(meta, data["payload"])
+    if not isinstance(data["payload"], dict):
+        raise PolicyLoadError(f"{path}: {meta.kind} policy payload is not a dict")
+    try:
+        with torch.random.fork_rng(devices=[]):  # building modules must not move the global RNG
+            return _POLICIES[meta.kind].from_payload(meta, data["payload"])
+    except PolicyLoadError as err:
+        raise PolicyLoadError(f"{path}: {err}") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as err:
+        # A payload of the wrong shape fails somewhere inside from_payload; say where.
+        what = f"missing entry {err}" if isinstance(err, KeyError) else _first_line(err)
+        raise PolicyLoadError(f"{path}: malformed {meta.kind} policy payload: {what}") from err
 
 
 class Learner(abc.ABC):

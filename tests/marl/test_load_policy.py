@@ -1,0 +1,112 @@
+"""``load_policy`` on files a user may hand it: truncated, with malformed metadata or
+payload, or asking to build far more than they hold -- one ``PolicyLoadError`` (a
+``CheckpointError`` and a ``ValueError``), one line naming the file."""
+
+import pytest
+import torch
+from torch import nn
+
+import games
+from marl.actor_critic import NetConfig
+from marl.core import CheckpointError, PolicyLoadError, build_checked, load_policy
+from marl.mappo import MAPPO, MAPPOConfig
+
+SPREAD = "pettingzoo/mpe2.simple_spread_v3"
+
+
+@pytest.fixture(scope="module")
+def policy_file(tmp_path_factory):
+    spec = games.make(SPREAD, N=2).spec
+    learner = MAPPO(spec, MAPPOConfig(net=NetConfig(hidden=(256, 256))), seed=0)
+    return learner.policy().save(tmp_path_factory.mktemp("policy") / "mappo.pt")
+
+
+def _one_line_naming(err, path) -> None:
+    text = str(err.value)
+    assert str(path) in text and "\n" not in text and len(text) < 400, text
+
+
+def test_truncated_files_raise_one_error_type_naming_the_file(policy_file, tmp_path):
+    raw = policy_file.read_bytes()
+    causes = set()
+    for i in range(20):  # cut anywhere: in the header, the tensors, the zip directory
+        path = tmp_path / f"cut{i}.pt"
+        path.write_bytes(raw[: len(raw) * i // 20])
+        with pytest.raises(PolicyLoadError, match="truncated or not a torch file") as err:
+            load_policy(path)
+        _one_line_naming(err, path)
+        causes.add("Errno 22" in str(err.value))
+    assert causes == {True, False}  # both of torch's ways of failing were met
+    assert issubclass(PolicyLoadError, CheckpointError) and issubclass(PolicyLoadError, ValueError)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m.pop("agents"), r"metadata lacks fields \['agents'\]"),
+    (lambda m: m.pop("kind"), r"metadata lacks fields \['kind'\]"),
+    (lambda m: m.update(roles="adversary"), r"field 'roles' is malformed"),
+    (lambda m: m.update(roles=["x"]), r"field 'roles' is malformed"),
+    (lambda m: m.update(obs_shapes={"agent_0": [18]}), r"'obs_shapes' lacks seats \['agent_1'\]"),
+    (lambda m: m.update(obs_shapes=[18]), r"field 'obs_shapes' is malformed"),
+    (lambda m: m.update(action_spaces={"agent_0": {"n": 5}, "agent_1": {}}),
+     r"field 'action_spaces' is malformed"),
+    (lambda m: m.update(step="7"), r"field 'step' is malformed"),
+    (lambda m: m.update(colour="red"), r"unknown fields \['colour'\]"),
+    (lambda m: m.update(kind="nope"), r"unknown policy kind 'nope'"),
+])
+def test_malformed_metadata_is_one_line_naming_the_file(policy_file, tmp_path, change, message):
+    data = torch.load(policy_file, weights_only=True)
+    change(data["meta"])
+    path = tmp_path / "bad_meta.pt"
+    torch.save(data, path)
+    with pytest.raises(PolicyLoadError, match=message) as err:
+        load_policy(path)
+    _one_line_naming(err, path)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda p: p.pop("groups"), r"malformed mappo policy payload: missing entry 'groups'"),
+    (lambda p: p.update(net={"hidden": [8], "colour": 1}), r"malformed mappo policy payload"),
+    (lambda p: p.update(actors={"0.x": torch.zeros(2)}), r"malformed mappo policy payload"),
+])
+def test_malformed_payloads_are_one_line_naming_the_file(policy_file, tmp_path, change, message):
+    data = torch.load(policy_file, weights_only=True)
+    change(data["payload"])
+    path = tmp_path / "bad_payload.pt"
+    torch.save(data, path)
+    with pytest.raises(PolicyLoadError, match=message) as err:
+        load_policy(path)
+    _one_line_naming(err, path)
+
+
+def test_not_a_policy_file(tmp_path):
+    path = tmp_path / "dict.pt"
+    torch.save({"format": 1, "learner": {}}, path)
+    with pytest.raises(PolicyLoadError, match="is not a selfplay policy file"):
+        load_policy(path)
+    with pytest.raises(PolicyLoadError, match="policy file not found"):
+        load_policy(tmp_path / "missing.pt")
+
+
+class _Masked(nn.Module):
+    """A small weight and a non-persistent ``[n, n]`` buffer (like a causal mask)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(4))
+        self.register_buffer("mask", torch.ones(n, n), persistent=False)
+
+
+def test_build_checked_refuses_modules_far_larger_than_their_weights():
+    weights = {"w": torch.ones(4)}
+    small = build_checked(lambda: _Masked(8), weights, "small")
+    assert small.mask.shape == (8, 8) and small.mask.device.type == "cpu"
+    # 10^6 x 10^6 floats (4 TB) would be allocated by the constructor; the dry run on the
+    # meta device measures it without allocating
+    with pytest.raises(PolicyLoadError, match=r"huge: .* asks for 3814697 MiB, far more than"):
+        build_checked(lambda: _Masked(10**6), weights, "huge")
+    with pytest.raises(PolicyLoadError, match=r"at 'w' \(built \[4\], saved \[5\]\)"):
+        build_checked(lambda: _Masked(8), {"w": torch.ones(5)}, "shape")
+    with pytest.raises(PolicyLoadError, match=r"at 'v' \(not built, saved \[4\]\)"):
+        build_checked(lambda: _Masked(8), {**weights, "v": torch.ones(4)}, "extra")
+    with pytest.raises(PolicyLoadError, match="not a dict of named tensors"):
+        build_checked(lambda: _Masked(8), {"w": [1.0]}, "list")
