@@ -15,8 +15,14 @@ more (e.g. a MAPPO member and an LLM team, ``populations.members``). Each genera
 
 Everything written to the store and the database is idempotent per generation, and
 each generation's game copies are seeded from the generation number, so a run killed at
-any point and resumed (``resume=True``) ends with the same snapshots and matches as an
-uninterrupted run — none lost, none counted twice.
+any point and resumed (``resume=True``) ends with the same snapshots, matches and metric
+rows as an uninterrupted run — none lost, none counted twice.
+
+A league holds its run folder's lock (``populations.run_folder``) from construction to
+:meth:`League.close`, so a second process cannot resume it at the same time. A resume checks
+the settings recorded with the run (``resume_override=True`` accepts other ones), that the
+database and checkpoints belong together, and every snapshot's hash; a run that raises is
+recorded as ``failed`` with its error.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,18 +42,23 @@ import torch
 
 import games
 from marl.actor_critic import NetConfig
+from marl.core import CheckpointError
 from marl.mappo import MAPPO, MAPPOConfig
-from populations.checkpoint import load_latest, save_checkpoint
-from populations.db import LeagueDB
+from populations.checkpoint import checkpoint_files, load_latest, save_checkpoint
+from populations.db import LeagueDB, LeagueDBError
 from populations.evaluation import evaluate_pairs, recompute, win_rates
 from populations.loggers import MetricsLogger
 from populations.matchmaking import MatchmakingConfig, opponent_distribution
 from populations.members import MAPPOMember, Member
+from populations.run_folder import RunFolderError, RunLock, check_settings, one_line
 from populations.runners import make_runner
-from populations.store import PolicyStore
+from populations.store import PolicyStore, StoreError
 
 log = logging.getLogger(__name__)
 MEMBER = "main"
+# settings a resume may change: where and how fast it runs, and how long it goes on
+MAY_CHANGE = ("generations", "runner", "ray_workers", "ray_address", "keep_checkpoints",
+              "device", "torch_threads")
 
 
 @dataclass(frozen=True)
@@ -89,21 +101,50 @@ class League:
         resume: continue the run in ``run_dir`` from its last checkpoint.
         members: the members (default: one MAPPO member ``main`` built from ``cfg.mappo``);
             names must be unique.
+        resume_override: resume even with settings other than the run's, or start a new run
+            when ``run_dir`` holds none.
+
+    Raises:
+        RunFolderError: another process holds ``run_dir``; a resume with other settings, of
+            a folder with no league, or of checkpoints without their ``league.db``.
+        FileExistsError: a fresh run in a folder that already holds a league.
     """
 
     def __init__(self, cfg: LeagueConfig, run_dir: str | Path, resume: bool = False,
-                 members: Sequence[Member] | None = None) -> None:
+                 members: Sequence[Member] | None = None, resume_override: bool = False) -> None:
         self.cfg, self.run_dir = cfg, Path(run_dir)
+        if resume and not resume_override and not self.run_dir.is_dir():  # create nothing
+            raise RunFolderError(f"resume=True but run folder {self.run_dir} does not exist: "
+                                 "check its name, or pass resume_override=True to start there")
+        self.lock = RunLock(self.run_dir).acquire()
+        self.db: LeagueDB | None = None
+        self._started = False  # the run row says running: a failure from here is recorded
+        try:
+            self._open(resume, members, resume_override)
+        except BaseException as err:
+            if self.db is not None:
+                if self._started:  # a resume refused up front leaves the run as it was
+                    self.db.set_run_status(self.run_id, "failed", one_line(err))
+                self.db.close()
+            self.lock.release()
+            raise
+
+    def _open(self, resume: bool, members: Sequence[Member] | None, override: bool) -> None:
+        cfg = self.cfg
         torch.set_num_threads(cfg.torch_threads)
-        db_path = self.run_dir / "league.db"
-        if db_path.exists() and not resume:
-            raise FileExistsError(
-                f"run folder {self.run_dir} already holds a league; pass resume=True to continue "
-                "it or choose a new folder")
-        self.db = LeagueDB(db_path)
+        resume = self._check_folder(resume, override)
+        self.db = LeagueDB(self.run_dir / "league.db")
         run_id = self.db.run_id("league")
-        self.run_id = run_id if run_id is not None else self.db.create_run(
-            "league", experiment="league", game=cfg.game, config=_jsonable(cfg))
+        if run_id is None:
+            run_id = self.db.create_run("league", experiment="league", game=cfg.game,
+                                        config=_jsonable(cfg))
+        elif check_settings(f"league {self.run_dir}", self.db.run_config(run_id), _jsonable(cfg),
+                            MAY_CHANGE, override):
+            self.db.set_run_config(run_id, _jsonable(cfg))
+        self.run_id = run_id
+        if resume:
+            self.db.set_run_status(run_id, "running")
+        self._started = True
         self.store = PolicyStore(self.run_dir / "snapshots", self.db, self.run_id)
         self.spec = games.make(cfg.game, **cfg.game_kwargs).spec
         if cfg.nash_conv and not cfg.game.startswith("openspiel/"):
@@ -128,6 +169,28 @@ class League:
         if resume:
             self._restore()
 
+    def _check_folder(self, resume: bool, override: bool) -> bool:
+        """Whether there is a run to resume; refuses what cannot be continued or started."""
+        db_path = self.run_dir / "league.db"
+        ckpts = checkpoint_files(self.run_dir / "checkpoints")
+        if not resume and (db_path.exists() or ckpts):
+            raise FileExistsError(
+                f"run folder {self.run_dir} already holds a league; pass resume=True to continue "
+                "it or choose a new folder")
+        if resume and not db_path.exists():
+            if ckpts:
+                raise RunFolderError(
+                    f"cannot resume {self.run_dir}: it has checkpoints ({ckpts[0].name}...) but "
+                    "no league.db, which holds the snapshots and matches they refer to; restore "
+                    "the database or start a new run in another folder")
+            if not override:
+                raise RunFolderError(
+                    f"resume=True but {self.run_dir} holds no league (no league.db): check the "
+                    "folder name, or pass resume_override=True to start a new run there")
+            log.warning("resume_override: %s holds no league; starting a new one", self.run_dir)
+            return False
+        return resume
+
     # ------------------------------------------------------------------ checkpoints
     def _state(self) -> dict[str, Any]:
         return {"generation": self.generation, "phase": self.phase, "frames": self.frames,
@@ -145,6 +208,7 @@ class League:
             log.info("no checkpoint in %s: starting from scratch", self.run_dir)
             return
         path, state = found
+        self._check_snapshots(path, int(state["generation"]), str(state["phase"]))
         for m in self.members:
             if m.name not in state["members"]:
                 raise ValueError(f"checkpoint {path} has no member {m.name!r} (it holds "
@@ -155,8 +219,32 @@ class League:
         self.frames = int(state["frames"])
         log.info("resumed from %s (generation %d, %s)", path.name, self.generation, self.phase)
 
+    def _check_snapshots(self, path: Path, generation: int, phase: str) -> None:
+        """The database must hold every snapshot the checkpoint has published, each
+        matching its recorded hash (a damaged file stops the resume, naming it)."""
+        last = generation if phase == "done" else generation - 1
+        for m in self.members:
+            have = {s.version for s in self.store.snapshots(m.name)}
+            missing = sorted(set(range(last + 1)) - have)
+            if missing:
+                raise RunFolderError(
+                    f"checkpoint {path} is at generation {generation} but {self.db.path} has "
+                    f"no snapshot v{missing[0]} of {m.name!r}: the database and the checkpoints "
+                    "are from different runs")
+        for s in self.store.snapshots():
+            self.store.verify(s)
+
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
+        """Run (or continue) the league to ``cfg.generations``; a run that raises is
+        recorded as ``failed`` with its error before the error propagates."""
+        try:
+            self._run()
+        except BaseException as err:
+            self.db.set_run_status(self.run_id, "failed", one_line(err))
+            raise
+
+    def _run(self) -> None:
         start = time.perf_counter()
         if self.phase == "new":  # generation 0: the untrained policies are the first snapshots
             self._log_nash_conv([self.store.publish(m.name, m.policy(), version=0)
@@ -188,6 +276,8 @@ class League:
                                           parent=prev[-1].id if prev else None))
         rivals = earlier[-self.cfg.eval_window:] if self.cfg.eval_window else earlier
         pairs = [(s, r) for k, s in enumerate(new) for r in [*rivals, *new[:k]]]
+        for s in {s.id: s for pair in pairs for s in pair}.values():
+            self.store.verify(s)  # runners load by path: check the files they will read
         evaluate_pairs(self.db, self.run_id, self.runner, self.spec, self.cfg.game,
                        self.cfg.game_kwargs, pairs, self.cfg.eval_episodes,
                        seed=self.cfg.seed + 100_003 * g, prefix=f"g{g:04d}")
@@ -250,6 +340,7 @@ class League:
     def close(self) -> None:
         self.runner.close()
         self.db.close()
+        self.lock.release()
 
 
 def _jsonable(obj: Any) -> Any:
@@ -266,6 +357,8 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description="Run (or resume) a self-play league.")
     p.add_argument("--run-dir", required=True)
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--resume-override", action="store_true",
+                   help="resume with other settings, or start fresh in a folder with no run")
     p.add_argument("--game", default=LeagueConfig.game)
     p.add_argument("--generations", type=int, default=LeagueConfig.generations)
     p.add_argument("--frames-per-generation", type=int,
@@ -278,11 +371,16 @@ def main(argv: list[str] | None = None) -> None:
     cfg = LeagueConfig(game=args.game, generations=args.generations,
                        frames_per_generation=args.frames_per_generation,
                        num_envs=args.num_envs, eval_episodes=args.eval_episodes, seed=args.seed)
-    league = League(cfg, args.run_dir, resume=args.resume)
     try:
-        league.run()
-    finally:
-        league.close()
+        league = League(cfg, args.run_dir, resume=args.resume,
+                        resume_override=args.resume_override)
+        try:
+            league.run()
+        finally:
+            league.close()
+    except (RunFolderError, FileExistsError, StoreError, CheckpointError, LeagueDBError) as err:
+        print(f"python -m populations.league: {err}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":
