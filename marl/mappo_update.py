@@ -162,6 +162,8 @@ def ppo_update(L: MAPPO) -> dict[str, float]:
                     stats["approx_kl"].append(((ratio - 1) - logratio).mean().item())
                     stats["clipfrac"].append(
                         ((ratio - 1).abs() > cfg.clip_coef).float().mean().item())
+            if not loss.requires_grad:
+                continue  # no complete step in this minibatch (a short turn-based rollout)
             L.guard.scalar(L.steps, "loss", loss)
             L.opt.zero_grad(set_to_none=True)
             loss.backward()

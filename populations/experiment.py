@@ -19,8 +19,10 @@ so the dashboard shows any run.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,26 +31,41 @@ import numpy as np
 import torch
 
 import games
+import llm_agents.learner  # noqa: F401 - registers llm_grpo (and the llm policy kind)
 from llm_agents.build import LLMConfig
+from marl import registry
 from marl.core import Learner
-from marl.maddpg import MADDPG, MADDPGConfig
-from marl.mappo import MAPPO, MAPPOConfig
+from marl.maddpg import MADDPGConfig
+from marl.mappo import MAPPOConfig
+from marl.registry import LearnerEntry
 from marl.train import RandomPolicy, train
-from marl.value_decomp import ValueDecomp, ValueDecompConfig
+from marl.value_decomp import ValueDecompConfig
 from populations.db import LeagueDB, MatchRow
-from populations.league import League, LeagueConfig
+from populations.league import MEMBER, League, LeagueConfig
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
 from populations.matchmaking import MatchmakingConfig
-from populations.members import LLMMember, MAPPOMember
+from populations.members import LearnerMember, LLMMember
 from populations.psro import PSROConfig
-from populations.run_folder import open_run
+from populations.seeds import GLOBAL, RunSeeds, isolated_global_rng
 from populations.store import PolicyStore
 
 log = logging.getLogger(__name__)
 
-ALGOS = ("mappo", "ippo", "vdn", "qmix", "maddpg", "llm_grpo")
-LEAGUE_ALGOS = ("mappo", "ippo", "llm_grpo", "mappo_exploiter")
 MODES = ("none", "league", "psro")
+EXPLOITER = "_exploiter"  # population.members: "<algo>_exploiter", a main exploiter
+
+
+def league_algos() -> list[str]:
+    """What ``population.members`` may list: every registered learner that can share its
+    game copies with frozen opponents (or plays its own episodes, like an LLM team), and an
+    ``<algo>_exploiter`` of each of those that trains through the step loop."""
+    out = []
+    for name, e in sorted(registry.entries().items()):
+        if e.capabilities.partial_seats:
+            out += [name, name + EXPLOITER]
+        elif e.capabilities.own_rollouts:
+            out.append(name)
+    return out
 
 
 @dataclass
@@ -86,7 +103,8 @@ class PopulationConfig:
     opponent_prob: float = 0.5  # league: share of copies with a past snapshot as opponent
     eval_window: int = 0  # league: evaluate against the last k snapshots (0: all)
     members: list[str] = field(default_factory=list)  # league: member algos (empty: [algo]);
-    # mappo | ippo | llm_grpo | mappo_exploiter (AlphaStar main exploiter of the first member)
+    # registered algos (mappo, ippo, llm_grpo...) and <algo>_exploiter (AlphaStar main
+    # exploiter of the first member); see league_algos()
     nash_conv: bool = False  # league: log each snapshot's exact NashConv (small OpenSpiel)
     exploiter_reset_win_rate: float = 0.7  # league, mappo_exploiter: restart after this
     # win rate against the main member's newest snapshot
@@ -101,9 +119,10 @@ class PopulationConfig:
             raise ValueError(f"population kind {self.kind!r} unknown; choose one of {list(MODES)}")
         if self.oracle not in ("exact", "rl"):
             raise ValueError(f"psro oracle {self.oracle!r} unknown; choose one of ['exact', 'rl']")
+        allowed = league_algos()
         for m in self.members:
-            if m not in LEAGUE_ALGOS:
-                raise ValueError(f"league member {m!r} unknown; choose from {list(LEAGUE_ALGOS)}")
+            if m not in allowed:
+                raise ValueError(f"league member {m!r} unknown; choose from {allowed}")
         if len(set(self.members)) != len(self.members):
             raise ValueError(f"league members {self.members} repeat an algo; list each once")
 
@@ -113,15 +132,15 @@ class ExperimentConfig:
     """Everything ``selfplay-train`` runs; see ``configs/`` for named presets."""
 
     experiment: str = "default"  # name (run folders are grouped by it)
-    seed: int = 0  # seeds games, learners and evaluation
-    algo: str = "mappo"  # mappo | ippo | vdn | qmix | maddpg | llm_grpo
+    seed: int = 0  # root of the run's seed tree (populations.seeds): games, learners, matches
+    algo: str = "mappo"  # a registered learner (marl.registry): mappo | ippo | vdn | qmix |
+    # maddpg | llm_grpo | ...; its settings are the section its entry names (ippo: mappo)
     frames: int = 60_000  # population=none: training frames
     num_envs: int = 32  # game copies stepped together while training
     eval_episodes: int = 32  # evaluation episodes (league: role-swapped pairs per snapshot pair)
     device: str = "cpu"  # cpu | cuda | cuda:N | auto
     torch_threads: int = 1  # intra-op threads (small networks are fastest on one)
     resume: bool = False  # continue the run in this folder from its last checkpoint
-    resume_override: bool = False  # resume with other settings / start fresh on resume=true
     progress: bool = True  # progress bars and lines on the terminal
     game: GameConfig = field(default_factory=GameConfig)
     mappo: MAPPOConfig = field(default_factory=MAPPOConfig)
@@ -134,8 +153,7 @@ class ExperimentConfig:
     logger: LoggerConfig = field(default_factory=LoggerConfig)
 
     def __post_init__(self) -> None:
-        if self.algo not in ALGOS:
-            raise ValueError(f"algo {self.algo!r} unknown; choose one of {list(ALGOS)}")
+        registry.get(self.algo)  # one line listing the registered algos when unknown
 
 
 @dataclass
@@ -149,40 +167,44 @@ class RunSummary:
     table: list[dict[str, Any]]
 
 
+def section(cfg: ExperimentConfig, algo: str) -> Any:
+    """The settings of ``algo``: its registry entry's section of ``cfg`` (presets applied)."""
+    entry = registry.get(algo)
+    return entry.resolve(getattr(cfg, entry.section))
+
+
+def check_experiment(cfg: ExperimentConfig) -> None:
+    """Refuse, in one line, an algo that cannot play the game (before any run folder):
+    every learner the run would train (``algo``, or the league's members)."""
+    spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
+    algos = [cfg.algo]
+    if cfg.population.kind == "league" and cfg.population.members:
+        algos = [m.removesuffix(EXPLOITER) for m in cfg.population.members]
+    for algo in dict.fromkeys(algos):
+        entry = registry.get(algo)
+        registry.check_compatible(algo, spec, getattr(cfg, entry.section))
+
+
 def make_learner(cfg: ExperimentConfig, spec: games.GameSpec,
-                 agents: tuple[str, ...] | None = None) -> Learner:
-    """The learner ``cfg.algo`` names, for ``agents`` of ``spec`` (all by default)."""
-    if cfg.algo in ("mappo", "ippo"):
-        mcfg = cfg.mappo
-        if cfg.algo == "ippo":
-            mcfg = dataclasses.replace(mcfg, net=dataclasses.replace(mcfg.net, critic="local"))
-        return MAPPO(spec, mcfg, agents=agents, device=cfg.device, seed=cfg.seed)
-    if cfg.algo in ("vdn", "qmix"):
-        vcfg = dataclasses.replace(getattr(cfg, cfg.algo), seed=cfg.seed)
-        return ValueDecomp(spec, vcfg, agents=agents, device=cfg.device)
-    return MADDPG(spec, dataclasses.replace(cfg.maddpg, seed=cfg.seed), agents=agents,
-                  device=cfg.device)
-
-
-# settings a resume may change (populations.run_folder): where it runs, how it logs, how long
-RESUME_MAY_CHANGE = ("resume", "resume_override", "progress", "device", "torch_threads",
-                     "runner.", "logger.", "population.generations", "population.iterations")
+                 agents: tuple[str, ...] | None = None, seed: int | None = None) -> Learner:
+    """The learner ``cfg.algo`` names, for ``agents`` of ``spec`` (all by default), built
+    through the registry; ``seed`` defaults to the run tree's ``learner/<algo>`` stream."""
+    entry = registry.get(cfg.algo)
+    if seed is None:
+        seed = RunSeeds(cfg.seed).learner(cfg.algo)
+    return entry.build(spec, getattr(cfg, entry.section), agents, cfg.device, seed)
 
 
 def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
-    """Run ``cfg`` in ``run_dir`` (created, locked for this process, its settings checked on
-    a resume); returns where everything landed. A run that raises is recorded ``failed``."""
-    with open_run(run_dir, _plain(cfg), cfg.resume, cfg.resume_override, RESUME_MAY_CHANGE):
-        return _run_experiment(cfg, Path(run_dir))
-
-
-def _run_experiment(cfg: ExperimentConfig, run_dir: Path) -> RunSummary:
+    """Run ``cfg`` in ``run_dir`` (created); returns where everything landed."""
+    check_experiment(cfg)  # an algo that cannot play the game: refused before the folder
+    run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.torch_threads)
-    torch.manual_seed(cfg.seed)
-    np.random.seed(cfg.seed)
     logger = make_logger(cfg.logger, run_dir, _plain(cfg))
-    try:
+    # code that still draws from the global streams runs on a seeded copy of them: the
+    # caller's torch / numpy random states are as they were when this returns
+    with isolated_global_rng(RunSeeds(cfg.seed).stream(GLOBAL)), _closing(logger):
         kind = cfg.population.kind
         if kind == "league":
             table = _run_league(cfg, run_dir, logger)
@@ -193,75 +215,84 @@ def _run_experiment(cfg: ExperimentConfig, run_dir: Path) -> RunSummary:
         else:
             table = _run_single(cfg, run_dir, logger)
         logger.summary({"table": table})
-    finally:
-        logger.close()
     return RunSummary(run_dir, run_dir / "league.db", run_dir / "snapshots", logger.files, table)
 
 
-def _mappo_config(cfg: ExperimentConfig, algo: str) -> MAPPOConfig:
-    if algo == "ippo":
-        return dataclasses.replace(cfg.mappo, net=dataclasses.replace(cfg.mappo.net,
-                                                                     critic="local"))
-    return cfg.mappo
+@contextlib.contextmanager
+def _closing(logger: MetricsLogger) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        logger.close()
 
 
 def _league_config(cfg: ExperimentConfig) -> LeagueConfig:
     pop = cfg.population
     algos = pop.members or [cfg.algo]
-    bad = [a for a in algos if a not in LEAGUE_ALGOS]
+    allowed = league_algos()
+    bad = [a for a in algos if a not in allowed]
     if bad:
-        raise ValueError(f"population=league trains {list(LEAGUE_ALGOS)} members; got "
-                         f"{bad[0]!r}")
-    mappo = next((_mappo_config(cfg, a) for a in algos if a != "llm_grpo"), cfg.mappo)
+        raise ValueError(f"population=league trains {allowed} members; got {bad[0]!r}")
     return LeagueConfig(
         game=cfg.game.name, game_kwargs=dict(cfg.game.kwargs), generations=pop.generations,
         frames_per_generation=pop.frames_per_generation, num_envs=cfg.num_envs,
         opponent_prob=pop.opponent_prob, eval_episodes=cfg.eval_episodes,
-        eval_window=pop.eval_window, matchmaking=pop.matchmaking, mappo=mappo,
+        eval_window=pop.eval_window, matchmaking=pop.matchmaking, mappo=cfg.mappo,
         nash_conv=pop.nash_conv, runner=cfg.runner.kind, ray_workers=cfg.runner.workers,
         ray_address=cfg.runner.address, seed=cfg.seed, device=cfg.device,
         torch_threads=cfg.torch_threads)
 
 
-def _llm_trainer(cfg: ExperimentConfig, run_dir: Path) -> Any:
-    from llm_agents.build import build_trainer
+def _own_rollouts(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSpec,
+                  run_dir: Path, seed: int) -> Any:
+    """The trainer of a learner that plays its own episodes (an LLM team)."""
+    return entry.build(spec, getattr(cfg, entry.section), None, cfg.device, seed,
+                       game=cfg.game.name, game_kwargs=dict(cfg.game.kwargs), workdir=run_dir)
 
-    return build_trainer(cfg.llm, [cfg.game.name], {cfg.game.name: dict(cfg.game.kwargs)},
-                         seed=cfg.seed, device=cfg.device, workdir=run_dir)
+
+def _member_name(entry: LearnerEntry, single: bool) -> str:
+    """A league member's name: ``main`` alone, else its algo (an LLM team: its policy kind)."""
+    if entry.capabilities.own_rollouts:
+        return entry.policy
+    return MEMBER if single else entry.name
 
 
-def _league_members(cfg: ExperimentConfig, lcfg: LeagueConfig, run_dir: Path) -> list | None:
-    """The members ``population.members`` names (None: the league's default MAPPO ``main``)."""
+def _league_members(cfg: ExperimentConfig, lcfg: LeagueConfig, run_dir: Path) -> list:
+    """The members ``population.members`` names (default ``[algo]``), built through the
+    registry, each seeded from its own ``learner/<name>`` stream of the run's seed tree."""
     algos = cfg.population.members or [cfg.algo]
-    if algos in (["mappo"], ["ippo"]):
-        return None
     spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
-    members: list = []
-    mains = [a for a in algos if a != "mappo_exploiter"]
+    seeds = RunSeeds(cfg.seed)
+    mains = [a for a in algos if not a.endswith(EXPLOITER)]
     if not mains:
-        raise ValueError("population.members: a mappo_exploiter needs a main member to "
-                         "exploit (mappo, ippo or llm_grpo)")
-    main = "llm" if mains[0] == "llm_grpo" else mains[0]
+        raise ValueError(f"population.members: {algos[0]} needs a main member to exploit; "
+                         f"add one of {[a for a in league_algos() if EXPLOITER not in a]}")
+    main = _member_name(registry.get(mains[0]), len(algos) == 1)
+    members: list = []
     for algo in algos:
-        if algo == "mappo_exploiter":
-            members.append(MAPPOMember(
-                "exploiter", MAPPO(spec, cfg.mappo, device=cfg.device, seed=cfg.seed + 1),
-                opponents=(main,), latest_only=True,
+        entry = registry.get(algo.removesuffix(EXPLOITER))
+        if algo.endswith(EXPLOITER):
+            learner = entry.build(spec, getattr(cfg, entry.section), None, cfg.device,
+                                  seeds.learner("exploiter"))
+            members.append(LearnerMember(
+                "exploiter", learner, opponents=(main,), latest_only=True,
                 reset_win_rate=cfg.population.exploiter_reset_win_rate))
-        elif algo == "llm_grpo":
-            members.append(LLMMember("llm", _llm_trainer(cfg, run_dir), cfg.llm.iterations,
+        elif entry.capabilities.own_rollouts:
+            trainer = _own_rollouts(cfg, entry, spec, run_dir, seeds.learner(entry.policy))
+            members.append(LLMMember(entry.policy, trainer, cfg.llm.iterations,
                                      cfg.population.opponent_prob))
         else:
-            members.append(MAPPOMember(algo, MAPPO(spec, _mappo_config(cfg, algo),
-                                                   device=cfg.device, seed=cfg.seed)))
+            name = _member_name(entry, len(algos) == 1)
+            learner = entry.build(spec, getattr(cfg, entry.section), None, cfg.device,
+                                  seeds.learner(name))
+            members.append(LearnerMember(name, learner))
     return members
 
 
 def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict]:
     lcfg = _league_config(cfg)
     league = League(lcfg, run_dir, resume=cfg.resume,
-                    members=_league_members(cfg, lcfg, run_dir),
-                    resume_override=cfg.resume_override)
+                    members=_league_members(cfg, lcfg, run_dir))
     league.logger = logger
     try:
         league.run()
@@ -286,8 +317,10 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
 
 def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict]:
     """One learner on one game; its snapshot is evaluated against random other teams."""
-    if cfg.algo == "llm_grpo":
+    entry = registry.get(cfg.algo)
+    if entry.capabilities.own_rollouts:
         return _run_single_llm(cfg, run_dir, logger)
+    seeds = RunSeeds(cfg.seed)
     spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
     db = LeagueDB(run_dir / "league.db")
     run_id = db.run_id(cfg.experiment) or db.create_run(
@@ -295,10 +328,11 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
     store = PolicyStore(run_dir / "snapshots", db, run_id)
     teams = spec.teams
     agents = tuple(a.id for a in spec.agents if a.team == teams[0])  # first team learns
-    learner = make_learner(cfg, spec, agents)
-    others = {a: RandomPolicy(spec, seed=cfg.seed) for a in spec.agent_ids if a not in agents}
+    learner = make_learner(cfg, spec, agents, seeds.learner(cfg.algo))
+    others = random_seats(spec, agents, seeds)
     vkw = getattr(learner, "vector_game_kwargs", {"with_state": True})
-    vg = games.VectorGame(cfg.game.name, cfg.num_envs, seed=cfg.seed, **vkw, **cfg.game.kwargs)
+    vg = games.VectorGame(cfg.game.name, cfg.num_envs, seed=seeds.game("train"), **vkw,
+                          **cfg.game.kwargs)
 
     def on_update(frames: int, metrics: dict[str, float]) -> None:
         db.log_metrics(run_id, frames, metrics)
@@ -308,8 +342,8 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
         from populations.rollouts import RolloutCollector, RolloutSpec, train_with_workers
 
         workers = cfg.runner.rollout_workers
-        spec_w = RolloutSpec(cfg.game.name, agents, max(1, cfg.num_envs // workers), cfg.seed,
-                             dict(cfg.game.kwargs), dict(vkw))
+        spec_w = RolloutSpec(cfg.game.name, agents, max(1, cfg.num_envs // workers),
+                             seeds.stream("rollouts"), dict(cfg.game.kwargs), dict(vkw))
         collector = RolloutCollector(spec_w, workers, cfg.runner.kind, cfg.runner.address)
         try:
             res = train_with_workers(learner, collector, cfg.frames, cfg.progress, on_update)
@@ -317,7 +351,7 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
             collector.close()
     else:
         res = train(learner, vg, cfg.frames, opponents=others, progress=cfg.progress,
-                    on_update=on_update, eval_greedy=cfg.algo in ("vdn", "qmix"))
+                    on_update=on_update, eval_greedy=_greedy(entry))
     snap = store.publish(cfg.algo, learner.policy())
     _evaluate_single(db, run_id, cfg, spec, snap.id, learner, others, vkw)
     db.set_run_status(run_id, "finished")
@@ -339,7 +373,8 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
     run_id = db.run_id(cfg.experiment) or db.create_run(
         cfg.experiment, experiment=cfg.experiment, game=spec.name, config=_plain(cfg))
     store = PolicyStore(run_dir / "snapshots", db, run_id)
-    trainer = _llm_trainer(cfg, run_dir)
+    seeds = RunSeeds(cfg.seed)
+    trainer = _own_rollouts(cfg, registry.get(cfg.algo), spec, run_dir, seeds.learner(cfg.algo))
     store.publish("llm", trainer.policy(), version=0)
     metrics: dict[str, float] = {}
     bar = tqdm(total=cfg.llm.iterations, disable=not cfg.progress, unit="iter",
@@ -354,7 +389,7 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
     bar.close()
     snap = store.publish("llm", trainer.policy())
     agents = tuple(a.id for a in spec.agents if a.team == spec.teams[0])
-    others = {a: RandomPolicy(spec, seed=cfg.seed) for a in spec.agent_ids if a not in agents}
+    others = random_seats(spec, agents, seeds)
     member = _Seats(trainer.policy(agents), agents)
     _evaluate_single(db, run_id, cfg, spec, snap.id, member, others, {"with_text": True})
     db.set_run_status(run_id, "finished")
@@ -364,6 +399,20 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
             row[key] = round(float(metrics[f"charts/{key}"]), 3)
     db.close()
     return [row]
+
+
+def random_seats(spec: games.GameSpec, agents: tuple[str, ...],
+                 seeds: RunSeeds) -> dict[str, RandomPolicy]:
+    """A uniformly random policy in every seat outside ``agents``, each on its own
+    ``opponent/<seat>`` stream (one shared seed made the seats of a team move in lockstep)."""
+    return {a: RandomPolicy(spec, seed=seeds.opponent(a))
+            for a in spec.agent_ids if a not in agents}
+
+
+def _greedy(entry: LearnerEntry) -> bool:
+    """Off-policy learners explore with noise or ε while training; their snapshots are
+    evaluated greedily (on-policy ones by sampling, as they trained)."""
+    return not entry.capabilities.on_policy
 
 
 @dataclass
@@ -382,9 +431,9 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
     """Record ``eval_episodes`` episodes of the snapshot (random seats elsewhere) as matches."""
     pol = learner.policy()
     vg = games.VectorGame(cfg.game.name, min(cfg.num_envs, cfg.eval_episodes),
-                          seed=cfg.seed + 99_991, **vkw, **cfg.game.kwargs)
+                          seed=RunSeeds(cfg.seed).game("eval"), **vkw, **cfg.game.kwargs)
     seats = {a: pol if a in learner.agents else others[a] for a in spec.agent_ids}
-    greedy = cfg.algo in ("vdn", "qmix")
+    greedy = _greedy(registry.get(cfg.algo))
     vs = vg.reset()
     rows: list[MatchRow] = []
     while len(rows) < cfg.eval_episodes:

@@ -4,14 +4,20 @@ A :class:`Member` trains for one generation against opponents the league draws f
 (from every member's snapshots, by the matchmaking rule), publishes a frozen ``Policy``,
 and checkpoints its whole trainer state. Two kinds ship:
 
-* :class:`MAPPOMember` -- a MAPPO/IPPO learner; in a share of its game copies an opponent
-  snapshot plays one team and the learner the other (sides drawn per episode);
+* :class:`LearnerMember` -- any registered learner that honours ``Learner.seat_mask``
+  (``Capabilities.partial_seats``: MAPPO/IPPO today); in a share of its game copies an
+  opponent snapshot plays one team and the learner the other (sides drawn per episode);
 * :class:`LLMMember` -- an LLM team trained by multi-turn GRPO
   (``llm_agents.MultiTurnGRPO``); each GRPO group meets a drawn snapshot with probability
   ``opponent_prob``, otherwise the team plays every seat (self-play).
 
-Both kinds meet each other's snapshots: a MAPPO member's game copies carry text views when
-an LLM snapshot may sit at the table, and an LLM member's rollouts seat classic policies.
+Both kinds meet each other's snapshots: a learner member's game copies carry text views
+when an LLM snapshot may sit at the table, and an LLM member's rollouts seat classic policies.
+
+Frozen opponents may still draw from the global random streams (a PPO snapshot samples with
+``torch.multinomial``); each generation runs them on a copy seeded from the member's name
+and the generation (:func:`populations.seeds.isolated_global_rng`), so a generation replays
+identically after a resume and the caller's global state is left alone.
 """
 
 from __future__ import annotations
@@ -24,8 +30,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 import games
-from marl.core import Policy, rng_state
-from marl.mappo import MAPPO
+from marl.core import Learner, Policy, derive_seed
+from populations.seeds import isolated_global_rng
 
 if TYPE_CHECKING:
     from llm_agents.trainer import MultiTurnGRPO
@@ -38,7 +44,7 @@ class Member(Protocol):
     """What a league needs of a member (see the module docstring)."""
 
     name: str
-    kind: str  # "mappo" | "llm" | ...: what the member's snapshots are
+    kind: str  # "mappo" | "llm" | ...: what the member's snapshots are (their policy kind)
 
     def train_generation(self, league: League, generation: int) -> int:
         """Train for one generation; return the frames (or episodes) it consumed."""
@@ -51,8 +57,13 @@ class Member(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
-class MAPPOMember:
-    """A MAPPO/IPPO learner trained ``frames_per_generation`` frames per generation.
+# learner state entries that are random streams: a reset keeps them going (not rewound)
+_STREAM_KEYS = ("gen", "gens", "act_gen", "sample_gen", "rng")
+
+
+class LearnerMember:
+    """A learner (``marl.core.Learner`` with ``seat_mask`` support) trained
+    ``frames_per_generation`` frames per generation.
 
     Args:
         name: the member's name (its snapshots are ``<name>/vNNNN``).
@@ -68,11 +79,10 @@ class MAPPOMember:
     current main agent, and starts over once it beats it.
     """
 
-    kind = "mappo"
-
-    def __init__(self, name: str, learner: MAPPO, opponents: tuple[str, ...] | None = None,
+    def __init__(self, name: str, learner: Learner, opponents: tuple[str, ...] | None = None,
                  latest_only: bool = False, reset_win_rate: float | None = None) -> None:
         self.name, self.learner = name, learner
+        self.kind = learner.policy().meta.kind
         self.opponents, self.latest_only = opponents, latest_only
         self.reset_win_rate = reset_win_rate
         self._initial = copy.deepcopy(learner.state_dict()) if reset_win_rate is not None \
@@ -83,7 +93,10 @@ class MAPPOMember:
         if self._initial is None:
             raise ValueError(f"member {self.name!r} keeps no initial state to reset to")
         state = copy.deepcopy(self._initial)
-        state["rng"] = rng_state()  # the random streams go on; they are not rewound
+        now = self.learner.state_dict()
+        for key in _STREAM_KEYS:  # the random streams go on; they are not rewound
+            if key in now:
+                state[key] = now[key]
         self.learner.load_state_dict(state)
 
     def policy(self) -> Policy:
@@ -96,8 +109,12 @@ class MAPPOMember:
         self.learner.load_state_dict(state)
 
     def train_generation(self, league: League, generation: int) -> int:
+        with isolated_global_rng(derive_seed(league.cfg.seed, "member", self.name, generation)):
+            return self._train_generation(league, generation)
+
+    def _train_generation(self, league: League, generation: int) -> int:
         cfg, learner, spec = league.cfg, self.learner, league.spec
-        vkw = dict(learner.vector_game_kwargs)
+        vkw = dict(getattr(learner, "vector_game_kwargs", {"with_state": True}))
         if league.needs_text:  # an LLM snapshot may take a seat
             vkw["with_text"] = True
         vg = games.VectorGame(cfg.game, cfg.num_envs, seed=cfg.seed + 1000 * generation,
@@ -131,6 +148,9 @@ class MAPPOMember:
         learner.seat_mask = None
         vg.close()
         return done_frames
+
+
+MAPPOMember = LearnerMember  # the name before any registered learner could be a member
 
 
 class LLMMember:

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 import games
+import llm_agents.learner  # noqa: F401 - registers the llm policy kind (load_policy, Ray workers)
 from marl.core import Policy, load_policy
 from marl.train import RandomPolicy
 
