@@ -46,6 +46,7 @@ from populations.loggers import LoggerConfig, MetricsLogger, make_logger
 from populations.matchmaking import MatchmakingConfig
 from populations.members import LearnerMember, LLMMember
 from populations.psro import PSROConfig
+from populations.run_folder import open_run
 from populations.seeds import GLOBAL, RunSeeds, isolated_global_rng
 from populations.store import PolicyStore
 
@@ -141,6 +142,7 @@ class ExperimentConfig:
     device: str = "cpu"  # cpu | cuda | cuda:N | auto
     torch_threads: int = 1  # intra-op threads (small networks are fastest on one)
     resume: bool = False  # continue the run in this folder from its last checkpoint
+    resume_override: bool = False  # resume with other settings / start fresh on resume=true
     progress: bool = True  # progress bars and lines on the terminal
     game: GameConfig = field(default_factory=GameConfig)
     mappo: MAPPOConfig = field(default_factory=MAPPOConfig)
@@ -195,10 +197,20 @@ def make_learner(cfg: ExperimentConfig, spec: games.GameSpec,
     return entry.build(spec, getattr(cfg, entry.section), agents, cfg.device, seed)
 
 
+# settings a resume may change (populations.run_folder): where it runs, how it logs, how long
+RESUME_MAY_CHANGE = ("resume", "resume_override", "progress", "device", "torch_threads",
+                     "runner.", "logger.", "population.generations", "population.iterations")
+
+
 def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
-    """Run ``cfg`` in ``run_dir`` (created); returns where everything landed."""
+    """Run ``cfg`` in ``run_dir`` (created, locked for this process, its settings checked on
+    a resume); returns where everything landed. A run that raises is recorded ``failed``."""
     check_experiment(cfg)  # an algo that cannot play the game: refused before the folder
-    run_dir = Path(run_dir)
+    with open_run(run_dir, _plain(cfg), cfg.resume, cfg.resume_override, RESUME_MAY_CHANGE):
+        return _run_experiment(cfg, Path(run_dir))
+
+
+def _run_experiment(cfg: ExperimentConfig, run_dir: Path) -> RunSummary:
     run_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.torch_threads)
     logger = make_logger(cfg.logger, run_dir, _plain(cfg))
@@ -292,7 +304,8 @@ def _league_members(cfg: ExperimentConfig, lcfg: LeagueConfig, run_dir: Path) ->
 def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict]:
     lcfg = _league_config(cfg)
     league = League(lcfg, run_dir, resume=cfg.resume,
-                    members=_league_members(cfg, lcfg, run_dir))
+                    members=_league_members(cfg, lcfg, run_dir),
+                    resume_override=cfg.resume_override)
     league.logger = logger
     try:
         league.run()

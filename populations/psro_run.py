@@ -1,6 +1,12 @@
 """A PSRO experiment in a run folder: every member, payoff, meta-strategy and NashConv goes
 to the league database (``DBRecorder`` implements ``populations.psro.PSRORecorder``), and
 each iteration's new best responses play a few recorded episodes against each other.
+
+Resuming counts the iterations recorded in the database. An iteration's row and its
+metrics are written in one transaction, members and matches are keyed, so a run killed
+anywhere and resumed ends with exactly the rows of an uninterrupted one; the extra logger
+(``metrics.csv``) gets the database's rows it missed. A run that raises is recorded as
+``failed`` with its error.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from marl.core import Policy
 from populations.db import LeagueDB, MatchRow
 from populations.loggers import MetricsLogger
 from populations.psro import PSRO, ExactBestResponse, RLOracle, RLOracleConfig
+from populations.run_folder import one_line
 from populations.runners import MatchJob, make_runner
 from populations.seeds import MATCH, RunSeeds
 from populations.store import PolicyStore
@@ -55,24 +62,40 @@ class DBRecorder:
     def on_iteration(self, iteration: int, meta_strategy: Mapping[str, np.ndarray],
                      nash_conv: float | None, seconds: float) -> None:
         meta = {a: [float(x) for x in p] for a, p in meta_strategy.items()}
-        self.db.add_psro_iteration(self.run_id, iteration, meta, nash_conv, seconds)
         metrics = {"psro/seconds": seconds,
                    "psro/population": float(sum(len(v) for v in self.snapshot.values()))}
         if nash_conv is not None:
             metrics["psro/nash_conv"] = nash_conv
-        self.db.log_metrics(self.run_id, iteration, metrics)
+        # one transaction: a resume counts recorded iterations, so none may lack its metrics
+        self.db.add_psro_iteration(self.run_id, iteration, meta, nash_conv, seconds, metrics)
         self.logger.log(iteration, metrics)
 
 
 def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict[str, Any]]:
     """PSRO for ``cfg.population.iterations`` iterations; returns the final meta-strategy table."""
-    pop = cfg.population
     db = LeagueDB(run_dir / "league.db")
     run_id = db.run_id(cfg.experiment)
     if run_id is not None and not cfg.resume:
+        db.close()
         raise FileExistsError(f"run folder {run_dir} already holds {cfg.experiment!r}")
     if run_id is None:
         run_id = db.create_run(cfg.experiment, experiment=cfg.experiment, game=cfg.game.name)
+    else:
+        db.set_run_status(run_id, "running")
+    try:
+        table = _run(cfg, run_dir, logger, db, run_id)
+    except BaseException as err:
+        db.set_run_status(run_id, "failed", one_line(err))
+        db.close()
+        raise
+    db.set_run_status(run_id, "finished")
+    db.close()
+    return table
+
+
+def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: LeagueDB,
+         run_id: int) -> list[dict[str, Any]]:
+    pop = cfg.population
     store = PolicyStore(run_dir / "snapshots", db, run_id)
     recorder = DBRecorder(db, run_id, store, logger)
     if pop.oracle == "exact":
@@ -90,6 +113,7 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
     done = len(db.psro_iterations(run_id)) if cfg.resume else 0
     if done:
         _restore(psro, store, min(done, pop.iterations))
+        logger.backfill(db.metric_rows(run_id))  # rows recorded after the logger's last write
         log.info("resumed PSRO after iteration %d of %d", done - 1, pop.iterations)
     try:
         if done:  # the last finished iteration may have stopped before its matches
@@ -101,13 +125,10 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
             _record_matches(db, run_id, runner, store, recorder, cfg, it.iteration)
     finally:
         runner.close()
-    db.set_run_status(run_id, "finished")
-    table = [
+    return [
         {"member": f"psro-{agent}-{k}", "seat": agent, "meta_weight": round(float(w), 4)}
         for agent, probs in psro.meta_strategy.items() for k, w in enumerate(probs)
     ]
-    db.close()
-    return table
 
 
 def _restore(psro: PSRO, store: PolicyStore, iterations: int) -> None:
@@ -142,7 +163,7 @@ def _record_matches(db: LeagueDB, run_id: int, runner: Any, store: PolicyStore,
     """The newest member of every seat plays ``eval_episodes`` recorded episodes together."""
     newest = {agent: ids[-1] for agent, ids in recorder.snapshot.items()}
     job = MatchJob(key=f"psro/it{iteration:04d}", game=cfg.game.name,
-                   seats={a: store.get(s).path for a, s in newest.items()},
+                   seats={a: store.verify(store.get(s)).path for a, s in newest.items()},
                    episodes=cfg.eval_episodes, seed=match_seed(cfg.seed, iteration),
                    game_kwargs=dict(cfg.game.kwargs))
     (res,) = runner.play([job])
