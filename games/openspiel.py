@@ -83,6 +83,9 @@ def _check_params(game_string: str, params: dict[str, Any]) -> None:
         except pyspiel.SpielError as err:
             raise GameError(f"bad game string openspiel/{game_string}: {err}") from None
     for name, value in given.items():
+        if name not in gspec.parameter_specification and name != "name":  # else C++ prints
+            raise GameError(f"bad parameter for openspiel/{short}: {name!r} unknown; accepted: "
+                            f"{sorted(gspec.parameter_specification)}")
         accepted = _accepted_range(gspec, name, value)
         if accepted is not None:
             raise GameError(

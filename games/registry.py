@@ -2,6 +2,8 @@
 
 A spec is either a registered name (built-in tool tasks, users' games) or one of the
 adapter prefixes: ``openspiel/<pyspiel game string>`` and ``pettingzoo/<module path>``.
+Installed packages may declare ``selfplay.games`` entry points (modules whose import
+registers games); they are imported the first time a name is not found.
 """
 
 from __future__ import annotations
@@ -18,6 +20,35 @@ F = TypeVar("F", bound=Callable[..., Game])
 
 _REGISTRY: dict[str, Callable[..., Game]] = {}
 PREFIXES = ("openspiel/", "pettingzoo/")
+ENTRY_POINTS = "selfplay.games"
+_loaded_groups: set[str] = set()
+
+
+def load_entry_points(group: str = ENTRY_POINTS) -> list[str]:
+    """Import every installed entry point of ``group`` (once per process and group).
+
+    A user's package declares, in its ``pyproject.toml``,
+    ``[project.entry-points."selfplay.games"] my_games = "mypkg.games"``; importing the
+    module registers its games. ``selfplay.learners`` and ``selfplay.meta_solvers`` work
+    alike. Returns the names loaded.
+
+    Raises:
+        ImportError: one line naming the entry point that failed and why.
+    """
+    if group in _loaded_groups:
+        return []
+    _loaded_groups.add(group)
+    from importlib.metadata import entry_points
+
+    loaded = []
+    for ep in entry_points(group=group):
+        try:
+            ep.load()
+        except Exception as err:  # a user's package: report which one, in one line
+            raise ImportError(f"entry point {ep.name} = {ep.value!r} ({group}) failed to "
+                              f"load: {type(err).__name__}: {err}") from err
+        loaded.append(ep.name)
+    return loaded
 
 
 def register(name: str) -> Callable[[F], F]:
@@ -38,6 +69,7 @@ def registered() -> list[str]:
     """Registered game names (adapter prefixes not included), built-in tool tasks included."""
     with contextlib.suppress(ModuleNotFoundError):  # the built-in cooperative tool tasks
         import games.tool  # noqa: F401
+    load_entry_points()
     return sorted(_REGISTRY)
 
 
@@ -56,6 +88,8 @@ def make(spec: str, **kwargs: Any) -> Game:
     """
     if spec not in _REGISTRY and spec.startswith("tool/"):
         import games.tool  # noqa: F401  (built-in cooperative tool tasks register on import)
+    if spec not in _REGISTRY and not spec.startswith(PREFIXES):
+        load_entry_points()
     if spec in _REGISTRY:
         return _call(spec, _REGISTRY[spec], kwargs)
     if spec.startswith("openspiel/"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +51,22 @@ class RandomPolicy(Policy):
         raise NotImplementedError("random policies are rebuilt from a game spec")
 
 
+class EpisodeTooLongError(ValueError):
+    """An episode ran past its game's ``spec.max_steps``: evaluation would wait forever."""
+
+
+def check_episode_lengths(vs: VecStep, spec: GameSpec, where: str) -> None:
+    """Raise :class:`EpisodeTooLongError` when a copy's running episode has taken
+    ``spec.max_steps`` steps without ending. Evaluation and match play wait for whole
+    episodes, so a game that never ends one would hang them; ``where`` names the caller."""
+    over = (vs.episode_length >= spec.max_steps) & ~vs.done  # [B]
+    if over.any():
+        raise EpisodeTooLongError(
+            f"game {spec.name!r}: an episode ran {int(vs.episode_length[over].max())} steps "
+            f"without ending in {where}, but spec.max_steps={spec.max_steps}; a game must end "
+            "(terminate or truncate) every episode within max_steps")
+
+
 @dataclass
 class EvalResult:
     """Mean episode return per agent, role and team over ``episodes`` episodes."""
@@ -76,6 +92,7 @@ def evaluate(
     finished: dict[str, list[float]] = {a: [] for a in spec.agent_ids}
     while len(finished[spec.agent_ids[0]]) < episodes:
         vs = vg.step({a: seats[a].act(a, vs, greedy=greedy) for a in spec.agent_ids})
+        check_episode_lengths(vs, spec, "evaluation")
         for b in np.flatnonzero(vs.done):
             for a in spec.agent_ids:
                 finished[a].append(float(vs.episode_return[a][b]))
@@ -100,6 +117,8 @@ class TrainResult:
     metrics: list[dict[str, float]] = field(default_factory=list)
     evals: list[tuple[int, EvalResult]] = field(default_factory=list)
     episode_returns: list[float] = field(default_factory=list)
+    side_returns: dict[str, list[float]] = field(default_factory=dict)  # team -> returns,
+    # when the learner plays more than one team (self-play: the mean over seats says nothing)
 
 
 def train(
@@ -132,6 +151,7 @@ def train(
     result = TrainResult(0, 0, 0.0)
     start = time.perf_counter()
     bar = tqdm(total=frames, disable=not progress, unit="frame", dynamic_ncols=True)
+    sides = learner_sides(vg.spec, learner.agents)
     vs = vg.reset()
     next_eval = eval_every
     while result.frames < frames:
@@ -140,7 +160,7 @@ def train(
             actions[a] = pol.act(a, vs)
         vs = vg.step(actions)
         learner.observe(vs)
-        after_step(learner, vs, result, bar, on_update)
+        after_step(learner, vs, result, bar, on_update, sides)
         if eval_every and result.frames >= next_eval:
             next_eval += eval_every
             result.evals.append(
@@ -157,16 +177,31 @@ def train(
     return result
 
 
+def learner_sides(spec: GameSpec, agents: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Team -> the learner's seats in it, when the learner plays more than one team
+    (``{}`` otherwise): what the progress bar shows one return for each."""
+    sides: dict[str, tuple[str, ...]] = {}
+    for a in spec.agents:
+        if a.id in agents:
+            sides[a.team] = (*sides.get(a.team, ()), a.id)
+    return sides if len(sides) > 1 else {}
+
+
 def after_step(learner: Learner, vs: VecStep, result: TrainResult, bar: Any,
-               on_update: Callable[[int, dict[str, float]], None] | None) -> None:
+               on_update: Callable[[int, dict[str, float]], None] | None,
+               sides: Mapping[str, Sequence[str]] | None = None) -> None:
     """Bookkeeping after ``learner.observe(vs)``: frames, finished episodes' returns (mean
-    over the learner's seats), and an update with its metrics when the learner is ready."""
+    over the learner's seats, and per side of ``sides``), and an update with its metrics
+    when the learner is ready."""
     B = len(vs.done)
     result.frames += B
     bar.update(B)
     for b in np.flatnonzero(vs.done):
         result.episode_returns.append(
             float(np.mean([vs.episode_return[a][b] for a in learner.agents])))
+        for team, seats in (sides or {}).items():
+            result.side_returns.setdefault(team, []).append(
+                float(np.mean([vs.episode_return[a][b] for a in seats])))
     if learner.ready():
         metrics = learner.update()
         result.updates += 1
@@ -175,7 +210,10 @@ def after_step(learner: Learner, vs: VecStep, result: TrainResult, bar: Any,
             metrics["charts/episode_return"] = float(np.mean(recent))
         metrics["charts/frames"] = float(result.frames)
         result.metrics.append(metrics)
-        bar.set_postfix(ret=f"{metrics.get('charts/episode_return', float('nan')):.2f}")
+        if result.side_returns:  # zero-sum self-play: the mean is 0, each side's is not
+            bar.set_postfix({t: f"{np.mean(r[-50:]):.2f}" for t, r in result.side_returns.items()})
+        else:
+            bar.set_postfix(ret=f"{metrics.get('charts/episode_return', float('nan')):.2f}")
         if on_update is not None:
             on_update(result.frames, metrics)
 

@@ -2,50 +2,292 @@
 
 ``selfplay-train`` composes ``configs/config.yaml`` with the groups ``game``, ``algo``,
 ``encoder``, ``population``, ``runner``, ``logger`` and ``experiment`` over the typed schema
-:class:`populations.experiment.ExperimentConfig`: a misspelt key, a value of the wrong type
-or an unknown group option stops it before anything runs, naming what is accepted.
+:class:`populations.experiment.ExperimentConfig` (the ``configs`` package registers it when
+Hydra loads it): a misspelt key, a value of the wrong type, an unknown group option or game
+stops it before the run folder is made, naming what is accepted.
+
+A user's own code reaches every entry point two ways: modules listed in the config key
+``imports`` (``selfplay-train imports=[mypkg.games]``; ``--import MODULE`` for
+``selfplay-eval`` and ``python -m populations.league``), importable from the working
+directory; and installed packages' entry points in the groups ``selfplay.games``,
+``selfplay.learners`` and ``selfplay.meta_solvers``, loaded when each CLI starts.
+
+Every error a user can cause ends in one line on stderr, ``<prog>: <message>``, with exit
+status 2 and no traceback (``HYDRA_FULL_ERROR=1`` shows it), and leaves no half-made run
+folder behind. Startup stays light: torch and the learners load after the arguments parse.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import logging
+import os
+import re
+import shutil
 import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import hydra
-from hydra.core.config_store import ConfigStore
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from hydra.experimental.callback import Callback
 
-from populations.experiment import ExperimentConfig, RunSummary, run_experiment
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from populations.experiment import ExperimentConfig, RunSummary
 
 log = logging.getLogger("selfplay")
+TRAIN = "selfplay-train"
+PLUGIN_GROUPS = ("selfplay.games", "selfplay.learners", "selfplay.meta_solvers")
 
 
-def _writable(node: Any) -> Any:
-    """Structured configs of frozen dataclasses are read-only; overrides must be allowed
-    (the dataclasses are rebuilt, and validated, by ``OmegaConf.to_object``)."""
-    node._set_flag("readonly", None)
-    if isinstance(node, DictConfig):
-        for key in node:
-            _writable(node._get_node(key))
-    return node
+class CLIError(Exception):
+    """A mistake on the command line or in the config (reported in one line, exit 2)."""
 
 
-ConfigStore.instance().store(name="schema", node=_writable(OmegaConf.structured(ExperimentConfig)))
+# ----------------------------------------------------------------------------- errors
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Exception classes a user can cause: bad values, files, imports, configs, snapshots.
+
+    The library's own classes are looked up only where their module is loaded (an error of
+    a module that never loaded cannot have been raised), so this costs no imports."""
+    found: list[type[BaseException]] = [CLIError, ValueError, OSError]
+    for module, name in (("marl.core", "CheckpointError"), ("populations.db", "LeagueDBError"),
+                         ("hydra.errors", "HydraException"),
+                         ("omegaconf.errors", "OmegaConfBaseException")):
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type):
+            found.append(cls)
+    return tuple(found)
+
+
+_NOISE = ("full_key:", "reference_type=", "object_type=", "Set the environment variable")
+
+
+def one_line(err: BaseException) -> str:
+    """``err`` (and an OmegaConf cause) as one line: Hydra's indented option lists become
+    comma-separated, its config search path and key diagnostics are dropped."""
+    text = str(err)
+    cause = err.__cause__
+    if cause is not None and type(cause).__module__.startswith("omegaconf"):
+        text += "\n" + str(cause)
+    parts: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("Config search path"):
+            break
+        if not line or line.startswith(_NOISE):
+            continue
+        if raw[:1] in ("\t", " ") and parts and parts[-1].endswith(":"):
+            parts[-1] += " " + line  # the first item of an indented list
+        elif raw[:1] in ("\t", " ") and parts and ":" in parts[-1]:
+            parts[-1] += ", " + line
+        else:
+            parts.append(line.rstrip("."))
+    return "; ".join(parts) or type(err).__name__
+
+
+def fail(prog: str, message: str) -> NoReturn:
+    """Print ``prog: message`` on stderr and exit with status 2 (a usage error); progress
+    bars still open are cleared first, so the message is the line left on the terminal."""
+    bars = getattr(sys.modules.get("tqdm"), "tqdm", None)
+    for bar in list(getattr(bars, "_instances", ())):
+        bar.leave = False
+        bar.close()
+    print(f"{prog}: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+@contextmanager
+def reported(prog: str) -> Iterator[None]:
+    """Turn a user error raised inside into one line and exit 2 (``HYDRA_FULL_ERROR=1``:
+    the traceback instead); anything else (a bug) keeps its traceback."""
+    try:
+        yield
+    except user_errors() as err:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        fail(prog, one_line(err))
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with its usage errors in one line (exit 2, as argparse does)."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(self.prog, f"{message} (see --help)")
+
+
+# ------------------------------------------------------------------------ user code
+def import_user_modules(modules: Sequence[str], where: str = "imports") -> None:
+    """Import ``modules`` (registering their games, learners, meta-solvers), the working
+    directory first on ``sys.path``; a module that fails raises :class:`CLIError`."""
+    cwd = os.getcwd()
+    if modules and cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as err:
+            raise CLIError(f"{where}: cannot import {name!r} from {cwd}: "
+                           f"{type(err).__name__}: {one_line(err)}") from None
+
+
+def load_plugins() -> None:
+    """Import the installed packages' ``selfplay.*`` entry points (once per process)."""
+    from games.registry import load_entry_points
+
+    for group in PLUGIN_GROUPS:
+        try:
+            load_entry_points(group)
+        except ImportError as err:  # a user's package failed: one line naming it
+            raise CLIError(str(err)) from None
+
+
+# ---------------------------------------------------------------------- game presets
+_GAME_GROUP = re.compile(r"^[+~]*game(@[^=]*)?(=|$)")
+_GAME_NAME = re.compile(r"^\+{0,2}game\.name=")
+
+
+def game_overrides(args: Sequence[str]) -> list[str]:
+    """Command-line overrides with ``game.name=X`` starting from X's own defaults.
+
+    A game preset (``configs/game/``) sets a name *and* that game's keyword arguments;
+    naming another game without choosing a preset must not keep the preset's arguments,
+    so the preset is dropped (``~game``) and ``game.kwargs`` starts empty."""
+    if any(_GAME_NAME.match(a) for a in args) and not any(_GAME_GROUP.match(a) for a in args):
+        return ["~game", *args]
+    return list(args)
+
+
+def replace_game_kwargs(cfg: DictConfig, overrides: Sequence[str]) -> None:
+    """``game.kwargs={...}`` replaces the preset's arguments (Hydra merges dicts); later
+    ``game.kwargs.KEY=...`` overrides apply on top."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf, open_dict
+
+    kwargs: Any = None
+    for o in OverridesParser.create().parse_overrides(list(overrides)):
+        key = o.key_or_group
+        if key == "game.kwargs":
+            kwargs = OmegaConf.create({} if o.is_delete() else o.value() or {})
+        elif kwargs is not None and key.startswith("game.kwargs."):
+            sub = key.removeprefix("game.kwargs.")
+            if o.is_delete():
+                kwargs.pop(sub, None)
+            else:
+                OmegaConf.update(kwargs, sub, o.value(), merge=True)
+    if kwargs is not None:
+        with open_dict(cfg):
+            cfg.game.kwargs = kwargs
+
+
+# ------------------------------------------------------------------------ the config
+def register_schema() -> None:
+    """Store the schema ``configs/config.yaml`` composes over (its ``defaults: - schema``)."""
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import DictConfig, OmegaConf
+
+    from populations.experiment import ExperimentConfig
+
+    def writable(node: Any) -> Any:
+        # structured configs of frozen dataclasses are read-only; overrides must be allowed
+        # (the dataclasses are rebuilt, and validated, by ``OmegaConf.to_object``)
+        node._set_flag("readonly", None)
+        if isinstance(node, DictConfig):
+            for key in node:
+                writable(node._get_node(key))
+        return node
+
+    schema = writable(OmegaConf.structured(ExperimentConfig))
+    # a game's keyword arguments are open: game.kwargs.num_cards=4 needs no "+"
+    OmegaConf.set_struct(schema.game.kwargs, False)
+    ConfigStore.instance().store(name="schema", node=schema)
 
 
 def to_experiment(cfg: DictConfig) -> ExperimentConfig:
-    """The typed experiment of a composed config; a bad value exits with a one-line error."""
+    """The typed experiment of a composed config (without its ``hydra`` node)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from populations.experiment import ExperimentConfig
+
     try:
         exp = OmegaConf.to_object(cfg)
-    except (ValueError, TypeError) as err:
-        sys.exit(f"selfplay-train: bad config: {err}")
+    except (ValueError, TypeError, OmegaConfBaseException) as err:
+        raise CLIError(f"bad config: {one_line(err)}") from None
     assert isinstance(exp, ExperimentConfig)
     return exp
+
+
+def prepare(cfg: DictConfig, overrides: Sequence[str]) -> ExperimentConfig:
+    """Import the user's modules, settle the game's arguments, validate: the experiment to
+    run, or a :class:`CLIError` / game error before anything is written."""
+    import_user_modules(list(cfg.get("imports") or []))
+    replace_game_kwargs(cfg, overrides)
+    exp = to_experiment(cfg)
+    from populations.experiment import check_experiment
+
+    check_experiment(exp)  # unknown game, bad game arguments, an algo that cannot play it
+    return exp
+
+
+class ConfigCheck(Callback):
+    """Hydra callback (``configs/config.yaml``): validates the composed config before Hydra
+    makes the run folder, so a config mistake leaves nothing behind."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        import copy
+
+        from omegaconf import open_dict
+
+        task = copy.deepcopy(config)
+        with open_dict(task):
+            del task["hydra"]
+        with reported(TRAIN):  # Hydra turns a callback's exception into a warning: exit here
+            prepare(task, list(config.hydra.overrides.task))
+
+
+# ------------------------------------------------------------------------ run folders
+def _fresh(run_dir: Path) -> bool:
+    """True when ``run_dir`` holds only what Hydra writes before the task starts."""
+    return not run_dir.exists() or all(p.name == ".hydra" or p.suffix == ".log"
+                                       for p in run_dir.iterdir())
+
+
+def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
+    """Remove a run folder this process created if it holds nothing worth keeping (no
+    checkpoint), and its parents left empty below ``root`` (the working directory)."""
+    ckpt = run_dir / "checkpoints"
+    if not run_dir.is_dir() or (ckpt.is_dir() and any(ckpt.iterdir())):
+        return False
+    shutil.rmtree(run_dir, ignore_errors=True)
+    root = (root or Path.cwd()).resolve()
+    parent = run_dir.resolve().parent
+    while parent != root and root in parent.parents:
+        try:
+            parent.rmdir()  # only when empty
+        except OSError:
+            break
+        parent = parent.parent
+    return True
+
+
+@contextmanager
+def run_folder_guard(prog: str, run_dir: Path, created: bool) -> Iterator[None]:
+    """Report user errors in one line; a folder ``created`` by this run and holding no
+    checkpoint is removed first, so a failed start leaves nothing half-made behind."""
+    try:
+        yield
+    except user_errors() as err:
+        if created:
+            discard_run_dir(run_dir)
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        fail(prog, one_line(err))
 
 
 def print_summary(s: RunSummary) -> None:
@@ -64,21 +306,118 @@ def print_summary(s: RunSummary) -> None:
     print(f"\ndashboard  : selfplay-dashboard {s.run_dir}")
 
 
-@hydra.main(version_base=None, config_path="pkg://configs", config_name="config")
-def _train(cfg: DictConfig) -> None:
-    exp = to_experiment(cfg)
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
-    log.info("experiment %s in %s", exp.experiment, run_dir)
-    print_summary(run_experiment(exp, run_dir))
+# ---------------------------------------------------------------------- selfplay-train
+def _train_task(cfg: DictConfig) -> None:
+    """Hydra's task: one experiment in the run folder Hydra made."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from populations.experiment import run_experiment
+
+    hc = HydraConfig.get()
+    run_dir = Path(hc.runtime.output_dir)
+    with run_folder_guard(TRAIN, run_dir, created=_fresh(run_dir)):
+        exp = prepare(cfg, list(hc.overrides.task))
+        log.info("experiment %s in %s", exp.experiment, run_dir)
+        summary = run_experiment(exp, run_dir)
+    print_summary(summary)
+
+
+def _hydra_app() -> Callable[[], None]:
+    import hydra
+    import hydra._internal.utils as hydra_utils
+
+    # Hydra reports composition errors (unknown key, group option...) with several lines
+    # and exit 1; user errors become one line and exit 2, bugs keep Hydra's traceback
+    original = getattr(hydra_utils.run_and_report, "__wrapped__", hydra_utils.run_and_report)
+
+    def run_and_report(func: Callable[[], Any]) -> Any:
+        def guarded() -> Any:
+            with reported(TRAIN):
+                return func()
+
+        return original(guarded)
+
+    run_and_report.__wrapped__ = original  # type: ignore[attr-defined]
+    hydra_utils.run_and_report = run_and_report
+    return hydra.main(version_base=None, config_path="pkg://configs",
+                      config_name="config")(_train_task)
+
+
+def _config_groups() -> dict[str, list[str]]:
+    """Group -> options of the shipped configs, read without importing anything heavy."""
+    spec = importlib.util.find_spec("configs")
+    assert spec is not None and spec.submodule_search_locations
+    root = Path(next(iter(spec.submodule_search_locations)))
+    return {d.name: sorted(p.stem for p in d.glob("*.yaml"))
+            for d in sorted(root.iterdir()) if d.is_dir() and list(d.glob("*.yaml"))}
+
+
+HELP = """\
+usage: selfplay-train [GROUP=OPTION ...] [KEY=VALUE ...] [-m] [--cfg job] [--hydra-help]
+
+Run one experiment (a sweep with -m) in a new run folder (runs/<experiment>/<time>/).
+
+config groups (configs/):
+{groups}
+common keys:
+  seed=0  frames=60000  num_envs=32  eval_episodes=32  device=cpu|cuda|cuda:N|auto
+  game.name=NAME game.kwargs.KEY=V   a game by name, from its own defaults (game.kwargs={{}})
+  imports=[mypkg.games]              your modules (importable from here) to import first
+  resume=true hydra.run.dir=DIR      continue a run;  progress=false  logger=none
+  population.psro.payoffs=sampled  population.oracle=rl  population.members=[mappo,llm_grpo]
+
+examples:
+  selfplay-train experiment=kuhn_psro
+  selfplay-train algo=ippo game=kuhn seed=3
+  selfplay-train imports=[mygames] game.name=my_game population=self_play
+  selfplay-train experiment=kuhn_psro --cfg job      # every key, with its value
+
+Installed packages' entry points (selfplay.games, selfplay.learners, selfplay.meta_solvers)
+load at start. Errors are one line and exit 2; HYDRA_FULL_ERROR=1 shows the traceback.
+"""
 
 
 def train_main() -> None:
     """``selfplay-train``: run one experiment (or a sweep with ``-m``)."""
-    _train()
+    args = sys.argv[1:]
+    if "--help" in args or "-h" in args:  # Hydra's own help copies the config store ~90
+        groups = "".join(f"  {g:<11} {', '.join(o)}\n" for g, o in _config_groups().items())
+        print(HELP.format(groups=groups), end="")  # times: seconds; this one reads files
+        return
+    sys.argv = [sys.argv[0], *game_overrides(args)]
+    with reported(TRAIN):
+        load_plugins()
+    _hydra_app()()
 
 
+# ----------------------------------------------------------------------- selfplay-eval
 def eval_main(argv: list[str] | None = None) -> None:
     """``selfplay-eval``: round-robin rating of saved policy files into a league database."""
+    p = OneLineParser(prog="selfplay-eval", description=eval_main.__doc__)
+    p.add_argument("policies", nargs="+", help="policy files (.pt) written by a run")
+    p.add_argument("--game", required=True, help="game spec, e.g. openspiel/kuhn_poker")
+    p.add_argument("--game-kwargs", default="{}", help="JSON keyword arguments of the game")
+    p.add_argument("--db", required=True, help="league database to write (created if missing)")
+    p.add_argument("--episodes", type=int, default=16, help="role-swapped pairs per pairing")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--runner", default="local", choices=["local", "ray"])
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first (your games), from the working directory; "
+                        "repeatable")
+    args = p.parse_args(argv)
+    with reported(p.prog):
+        import_user_modules(args.imports, "--import")
+        load_plugins()
+        try:
+            kwargs = json.loads(args.game_kwargs)
+        except json.JSONDecodeError as err:
+            raise CLIError(f"--game-kwargs is not JSON ({err}): {args.game_kwargs!r}") from None
+        if not isinstance(kwargs, dict):
+            raise CLIError(f"--game-kwargs must be a JSON object, got {args.game_kwargs!r}")
+        _evaluate(args, kwargs)
+
+
+def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     from games import make
     from marl.core import load_policy
     from populations.db import LeagueDB
@@ -87,24 +426,12 @@ def eval_main(argv: list[str] | None = None) -> None:
     from populations.runners import make_runner
     from populations.store import PolicyStore
 
-    p = argparse.ArgumentParser(description=eval_main.__doc__)
-    p.add_argument("policies", nargs="+", help="policy files (.pt) written by a run")
-    p.add_argument("--game", required=True, help="game spec, e.g. openspiel/kuhn_poker")
-    p.add_argument("--game-kwargs", default="{}", help="JSON keyword arguments of the game")
-    p.add_argument("--db", required=True, help="league database to write (created if missing)")
-    p.add_argument("--episodes", type=int, default=16, help="role-swapped pairs per pairing")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--runner", default="local", choices=["local", "ray"])
-    args = p.parse_args(argv)
-    kwargs = json.loads(args.game_kwargs)
     spec = make(args.game, **kwargs).spec
-    db = LeagueDB(args.db)
+    policies = {Path(path).stem.replace(" ", "_"): load_policy(path) for path in args.policies}
+    db = LeagueDB(args.db)  # made only once every policy loaded
     run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name)
     store = PolicyStore(Path(args.db).parent / "eval_snapshots", db, run_id)
-    snaps = []
-    for path in args.policies:
-        name = Path(path).stem.replace(" ", "_")
-        snaps.append(store.publish(name, load_policy(path)))
+    snaps = [store.publish(name, pol) for name, pol in policies.items()]
     runner = make_runner(args.runner)
     try:
         round_robin(db, run_id, runner, spec, args.game, kwargs, snaps, args.episodes, args.seed)

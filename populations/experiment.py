@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,6 +134,8 @@ class ExperimentConfig:
     """Everything ``selfplay-train`` runs; see ``configs/`` for named presets."""
 
     experiment: str = "default"  # name (run folders are grouped by it)
+    imports: list[str] = field(default_factory=list)  # modules imported before the run (your
+    # games, learners, meta-solvers: ``imports=[mypkg.games]``), importable from the cwd
     seed: int = 0  # root of the run's seed tree (populations.seeds): games, learners, matches
     algo: str = "mappo"  # a registered learner (marl.registry): mappo | ippo | vdn | qmix |
     # maddpg | llm_grpo | ...; its settings are the section its entry names (ippo: mappo)
@@ -156,6 +159,11 @@ class ExperimentConfig:
 
     def __post_init__(self) -> None:
         registry.get(self.algo)  # one line listing the registered algos when unknown
+        if self.num_envs < 1:
+            raise ValueError(f"num_envs={self.num_envs}; expected an integer >= 1")
+        if not re.fullmatch(r"cpu|cuda(:\d+)?|auto", self.device):
+            raise ValueError(f"device={self.device!r} unknown; choose one of cpu, cuda, "
+                             "cuda:N (N a GPU index), auto")
 
 
 @dataclass

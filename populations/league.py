@@ -27,10 +27,8 @@ recorded as ``failed`` with its error.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,17 +40,16 @@ import torch
 
 import games
 from marl.actor_critic import NetConfig
-from marl.core import CheckpointError
 from marl.mappo import MAPPO, MAPPOConfig
 from populations.checkpoint import checkpoint_files, load_latest, save_checkpoint
-from populations.db import LeagueDB, LeagueDBError
+from populations.db import LeagueDB
 from populations.evaluation import evaluate_pairs, recompute, win_rates
 from populations.loggers import MetricsLogger
 from populations.matchmaking import MatchmakingConfig, opponent_distribution
 from populations.members import MAPPOMember, Member
 from populations.run_folder import RunFolderError, RunLock, check_settings, one_line
 from populations.runners import make_runner
-from populations.store import PolicyStore, StoreError
+from populations.store import PolicyStore
 
 log = logging.getLogger(__name__)
 MEMBER = "main"
@@ -354,8 +351,21 @@ def _jsonable(obj: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description="Run (or resume) a self-play league.")
+    from populations.cli import (
+        OneLineParser,
+        discard_run_dir,
+        fail,
+        import_user_modules,
+        load_plugins,
+        one_line,
+        user_errors,
+    )
+
+    p = OneLineParser(prog="python -m populations.league",
+                      description="Run (or resume) a self-play league.")
     p.add_argument("--run-dir", required=True)
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first (your games), from the working directory")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--resume-override", action="store_true",
                    help="resume with other settings, or start fresh in a folder with no run")
@@ -368,19 +378,26 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    cfg = LeagueConfig(game=args.game, generations=args.generations,
-                       frames_per_generation=args.frames_per_generation,
-                       num_envs=args.num_envs, eval_episodes=args.eval_episodes, seed=args.seed)
+    created = not Path(args.run_dir).exists()
     try:
+        import_user_modules(args.imports, "--import")
+        load_plugins()
+        # another game starts from its own defaults, not the default game's max_cycles
+        kwargs = {} if args.game != LeagueConfig.game else LeagueConfig().game_kwargs
+        cfg = LeagueConfig(game=args.game, game_kwargs=kwargs, generations=args.generations,
+                           frames_per_generation=args.frames_per_generation,
+                           num_envs=args.num_envs, eval_episodes=args.eval_episodes,
+                           seed=args.seed)
         league = League(cfg, args.run_dir, resume=args.resume,
                         resume_override=args.resume_override)
         try:
             league.run()
         finally:
             league.close()
-    except (RunFolderError, FileExistsError, StoreError, CheckpointError, LeagueDBError) as err:
-        print(f"python -m populations.league: {err}", file=sys.stderr)
-        sys.exit(2)
+    except user_errors() as err:  # one line, exit 2; a folder this call made is not left
+        if created:
+            discard_run_dir(Path(args.run_dir))
+        fail(p.prog, one_line(err))
 
 
 if __name__ == "__main__":

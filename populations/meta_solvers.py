@@ -78,6 +78,10 @@ def get_meta_solver(name: str) -> MetaSolver:
     Raises:
         ValueError: ``name`` is unknown; the message lists the valid names.
     """
+    if name not in _META_SOLVERS:  # installed packages' ``selfplay.meta_solvers`` entry points
+        from games.registry import load_entry_points
+
+        load_entry_points("selfplay.meta_solvers")
     if name not in _META_SOLVERS:
         raise ValueError(f"unknown meta-solver {name!r}; choose one of {available_meta_solvers()}")
     return _META_SOLVERS[name]

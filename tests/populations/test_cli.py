@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
@@ -76,7 +77,7 @@ def test_multirun_makes_one_folder_per_job(tmp_path):
         ("mappo.adv_norm=agentwise", "adv_norm='agentwise' unknown; choose one of"),
         ("population.matchmaking.rule=elo", "matchmaking rule 'elo' unknown; choose one of"),
         ("llm.team=solo", "llm team 'solo' unknown; choose one of ['shared', 'per_role']"),
-        ("llm.grpo.adv_mode=agentwise", "unknown advantage scheme 'agentwise'"),
+        ("llm.grpo.adv_norm=agentwise", "adv_norm='agentwise' unknown; choose one of"),
         ("population.members=[mappo,vdn]", "league member 'vdn' unknown; choose from"),
     ],
 )
@@ -99,3 +100,247 @@ def test_wandb_logger_writes_offline_run_files(tmp_path):
     runs = list(tmp_path.rglob("offline-run-*"))
     assert runs, res.stdout + res.stderr
     assert list(runs[0].glob("*.wandb"))
+
+
+# ------------------------------------------------------------------ one-line user errors
+def _one_line_failure(res, *messages):
+    """A user error: exit 2, one line on stderr naming it, no traceback."""
+    err = res.stderr.strip()
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+    assert len(err.splitlines()) == 1, err
+    for m in messages:
+        assert m in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("num_envs=0", "num_envs=0; expected an integer >= 1"),
+        ("device=gpu", "device='gpu' unknown; choose one of cpu, cuda"),
+        ("game.name=openspiel/kuhn_pokr", "kuhn_pokr"),
+        ("game.name=chesss", "unknown game 'chesss'; registered:"),
+        ("game=chess", "Available options in 'game': climbing, kuhn"),
+        ("mappo.lrr=0.1", "Key 'lrr' not in 'MAPPOConfig'"),
+        ("algo=alphazero", "Could not find 'algo/alphazero'"),
+        ("imports=[no_such_module]", "cannot import 'no_such_module'"),
+        ("game.kwargs.cards=4", "cards"),  # no "+" needed: game.kwargs is open
+    ],
+)
+def test_config_errors_are_one_line_exit_2_and_make_no_run_folder(override, message, tmp_path):
+    args = [override, "frames=1"] + (["game=kuhn"] if override.startswith("game.kwargs") else [])
+    res = _cli(args, tmp_path, check=False)
+    _one_line_failure(res, "selfplay-train: ", message)
+    assert not list(tmp_path.iterdir())  # not even an empty run folder
+
+
+BROKEN_GAME = '''
+import numpy as np
+import games
+
+@games.register("broken_at_reset")
+class Broken(games.Game):
+    def __init__(self):
+        agents = tuple(games.AgentSpec(a, role=a, team=a) for a in ("a", "b"))
+        self.spec = games.GameSpec(
+            name="broken_at_reset", agents=agents, obs_shapes={"a": (1,), "b": (1,)},
+            action_spaces={a: games.ActionSpace("discrete", n=2) for a in ("a", "b")},
+            max_steps=2, simultaneous=True)
+    def _reset(self, seed):
+        raise games.GameError("broken_at_reset: the board cannot be set up")
+    def _step(self, actions): ...
+    def acting_agents(self): return ("a", "b")
+    def observe(self, agent): return np.zeros(1, np.float32)
+    def legal_actions(self, agent): return [0, 1]
+    def text_observation(self, agent): return ""
+'''
+
+
+def test_error_found_at_run_time_removes_the_new_run_folder(tmp_path):
+    (tmp_path / "brokengame.py").write_text(BROKEN_GAME)
+    res = _cli(["imports=[brokengame]", "game.name=broken_at_reset", "frames=64",
+                "progress=false", "logger=none", "hydra.run.dir=runs/x/y"], tmp_path, check=False)
+    _one_line_failure(res, "selfplay-train: broken_at_reset: the board cannot be set up")
+    assert not (tmp_path / "runs").exists()  # the run folder Hydra made, and its parents
+
+
+def test_failed_resume_keeps_the_folder_it_did_not_create(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "notes.txt").write_text("mine")
+    res = _cli(["resume=true", f"hydra.run.dir={run}", "game=kuhn", "frames=64"], tmp_path,
+               check=False)
+    _one_line_failure(res, "selfplay-train: ")
+    assert (run / "notes.txt").read_text() == "mine"
+
+
+# ------------------------------------------------------------ game.name starts from defaults
+def test_game_name_drops_the_default_presets_kwargs(tmp_path):
+    out = _cli(["game.name=openspiel/liars_dice", "--cfg", "job"], tmp_path).stdout
+    game = OmegaConf.create(out).game
+    assert game.name == "openspiel/liars_dice" and dict(game.kwargs) == {}
+    out = _cli(["experiment=tag_pfsp_league", "game.name=openspiel/kuhn_poker", "--cfg", "job"],
+               tmp_path).stdout
+    assert dict(OmegaConf.create(out).game.kwargs) == {}
+    # a preset chosen explicitly keeps its arguments
+    out = _cli(["game=mpe_spread", "--cfg", "job"], tmp_path).stdout
+    assert dict(OmegaConf.create(out).game.kwargs) == {"N": 3, "max_cycles": 25}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "kwargs"),
+    [
+        (["game.kwargs={}"], {}),
+        (["game.kwargs={}", "game.kwargs.N=2"], {"N": 2}),
+        (["game.kwargs={max_cycles: 10}"], {"max_cycles": 10}),
+        (["game.kwargs.max_cycles=10"], {"N": 3, "max_cycles": 10}),  # one key: merged
+    ],
+)
+def test_game_kwargs_dict_replaces_the_presets(overrides, kwargs):
+    from populations.cli import game_overrides, prepare
+
+    exp = prepare(_compose(game_overrides(overrides)), overrides)
+    assert exp.game.name == "pettingzoo/mpe2.simple_spread_v3"
+    assert exp.game.kwargs == kwargs
+
+
+def test_game_name_runs_from_its_own_defaults(tmp_path):
+    res = _cli(["game.name=openspiel/liars_dice", "frames=64", "num_envs=4", "eval_episodes=2",
+                "progress=false", "logger=none", "hydra.run.dir=run"], tmp_path)
+    assert res.returncode == 0
+    db = sqlite3.connect(tmp_path / "run" / "league.db")
+    assert db.execute("SELECT game FROM runs").fetchone()[0] == "openspiel/liars_dice"
+
+
+# --------------------------------------------------------------------------- startup
+def _fresh_python(code, cwd):
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, check=True).stdout
+
+
+def test_help_reads_files_only(tmp_path):
+    out = _fresh_python(
+        "import sys; sys.argv = ['selfplay-train', '--help']\n"
+        "from populations.cli import train_main; train_main()\n"
+        "print('heavy:', sorted(m for m in ('torch', 'marl', 'populations.experiment') "
+        "if m in sys.modules))", tmp_path)
+    assert "game " in out and "kuhn" in out and "imports=" in out
+    assert "heavy: []" in out
+
+
+def test_mappo_does_not_import_torch_geometric(tmp_path):
+    out = _fresh_python("import sys, marl.mappo, populations.experiment\n"
+                        "print('pyg' if 'torch_geometric' in sys.modules else 'no pyg')",
+                        tmp_path)
+    assert out.strip() == "no pyg"
+
+
+# ------------------------------------------------------------------ selfplay-eval errors
+def _eval(args, cwd):
+    return subprocess.run([sys.executable, "-c", "from populations.cli import eval_main; "
+                           "eval_main()", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def policy_file(tmp_path_factory):
+    import games
+    from marl import registry
+
+    spec = games.make("openspiel/kuhn_poker").spec
+    return registry.get("mappo").build(spec).policy().save(
+        tmp_path_factory.mktemp("pol") / "a.pt")
+
+
+@pytest.mark.parametrize("case", ["missing", "truncated", "garbage", "json", "json_list"])
+def test_eval_errors_are_one_line_and_write_no_database(case, policy_file, tmp_path):
+    pol = tmp_path / "p.pt"
+    kwargs = "{}"
+    if case == "truncated":
+        data = policy_file.read_bytes()
+        pol.write_bytes(data[: len(data) // 2])
+    elif case == "garbage":
+        pol.write_bytes(b"not a policy" * 20)
+    elif case in ("json", "json_list"):
+        pol = policy_file
+        kwargs = "{players: 2" if case == "json" else "[2]"
+    res = _eval(["--game", "openspiel/kuhn_poker", "--db", str(tmp_path / "r.db"),
+                 "--game-kwargs", kwargs, str(pol), str(pol)], tmp_path)
+    err = _one_line_failure(res, "selfplay-eval: ")
+    assert ("--game-kwargs" in err) == case.startswith("json")
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_eval_import_brings_a_users_game(tmp_path):
+    (tmp_path / "brokengame.py").write_text(BROKEN_GAME)
+    res = _eval(["--import", "nosuchmodule", "--game", "x", "--db", "r.db", "a.pt"], tmp_path)
+    _one_line_failure(res, "selfplay-eval: --import: cannot import 'nosuchmodule'")
+    res = _eval(["--import", "brokengame", "--game", "broken_at_reset", "--db", "r.db", "a.pt"],
+                tmp_path)
+    _one_line_failure(res, "selfplay-eval: ", "a.pt")  # the game was found: the file is not
+
+
+# ------------------------------------------------------------- python -m populations.league
+def _league(args, cwd):
+    return subprocess.run([sys.executable, "-m", "populations.league", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_league_cli_errors_are_one_line(tmp_path):
+    res = _league(["--run-dir", "run", "--game", "chesss"], tmp_path)
+    _one_line_failure(res, "python -m populations.league: unknown game 'chesss'")
+    assert not (tmp_path / "run").exists()
+    res = _league(["--run-dir", "run", "--num-envs", "many"], tmp_path)
+    _one_line_failure(res, "invalid int value: 'many'")
+
+
+def test_league_cli_missing_database_next_to_checkpoints(tmp_path):
+    small = ["--game", "openspiel/kuhn_poker", "--generations", "1", "--frames-per-generation",
+             "64", "--num-envs", "4", "--eval-episodes", "1"]
+    assert _league(["--run-dir", "run", *small], tmp_path).returncode == 0
+    (tmp_path / "run" / "league.db").unlink()
+    res = _league(["--run-dir", "run", "--resume", *small], tmp_path)
+    _one_line_failure(res, "python -m populations.league: ")
+    assert list((tmp_path / "run" / "checkpoints").iterdir())  # nothing of value removed
+
+
+# ---------------------------------------------------------------------- entry points
+def test_entry_point_games_load_without_imports(tmp_path):
+    """An installed package's ``selfplay.games`` entry point (a dist-info folder on the path,
+    as ``pip install`` writes it) makes its game known to the CLI and ``games.make``."""
+    site = tmp_path / "site"
+    (site / "brokengame_pkg-0.1.dist-info").mkdir(parents=True)
+    (site / "brokengame.py").write_text(BROKEN_GAME)
+    (site / "brokengame_pkg-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: brokengame-pkg\nVersion: 0.1\n")
+    (site / "brokengame_pkg-0.1.dist-info" / "entry_points.txt").write_text(
+        "[selfplay.games]\nbroken = brokengame\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", "import games; print(games.registered())"],
+                         cwd=tmp_path, capture_output=True, text=True, env={**os.environ, **env},
+                         check=True).stdout
+    assert "broken_at_reset" in out
+    res = _cli(["game.name=broken_at_reset", "frames=64", "hydra.run.dir=run", "progress=false"],
+               tmp_path, env=env, check=False)
+    _one_line_failure(res, "broken_at_reset: the board cannot be set up")  # found, then ran
+    (site / "brokengame.py").write_text("raise RuntimeError('plugin broken')\n")
+    res = _cli(["frames=64"], tmp_path, env=env, check=False)
+    _one_line_failure(res, "entry point broken = 'brokengame' (selfplay.games) failed to load: "
+                      "RuntimeError: plugin broken")
+
+
+# ------------------------------------------------------------------------ progress bar
+def test_progress_bar_shows_each_sides_return_in_self_play(capsys):
+    import games
+    from marl import registry
+    from marl.train import train
+
+    spec = games.make("openspiel/kuhn_poker").spec
+    learner = registry.get("mappo").build(spec, seed=0)
+    res = train(learner, games.VectorGame("openspiel/kuhn_poker", 8, seed=0), 8 * 25 * 2,
+                progress=True)
+    assert set(res.side_returns) == {"player_0", "player_1"}
+    assert np.allclose(np.add(res.side_returns["player_0"], res.side_returns["player_1"]), 0)
+    err = capsys.readouterr().err
+    assert "player_0=" in err and "player_1=" in err and "ret=0.00" not in err
