@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import games
-from games.check import GameCheckError
+from games import GameCheckError  # public, as the README names it
 
 GAMES = [
     ("openspiel/kuhn_poker", {}),
