@@ -153,11 +153,44 @@ def _member_matrices(tree: ex.GameTree, mixture: Mixture) -> list[np.ndarray]:
     ]
 
 
+def resolve_game(
+    game: str | games.Game | GameSpec, game_kwargs: Mapping[str, Any] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """``(name, kwargs)`` for ``games.make``, from a name or from a game object or spec whose
+    name rebuilds it (OpenSpiel names hold their parameters: ``goofspiel(num_cards=4)``).
+
+    PSRO builds many copies of the game (payoff estimates, RL oracles), so a game object is
+    accepted only where its name makes an equal one.
+
+    Raises:
+        TypeError: ``game`` is none of these, or its name does not rebuild it.
+    """
+    if isinstance(game, str):
+        return game, dict(game_kwargs or {})
+    spec = game.spec if isinstance(game, games.Game) else game
+    if not isinstance(spec, GameSpec):
+        raise TypeError(
+            "game must be a name ('openspiel/kuhn_poker'), a games.Game or a GameSpec; got "
+            f"{type(game).__name__}"
+        )
+    try:
+        same = not game_kwargs and games.make(spec.name).spec == spec
+    except (games.GameError, ValueError):
+        same = False
+    if not same:
+        raise TypeError(
+            f"cannot rebuild copies of the game {spec.name!r} from its name (its keyword "
+            "arguments are not part of it); pass the name and game_kwargs instead"
+        )
+    return spec.name, {}
+
+
 class ExactBestResponse:
     """Exact best responses on enumerable OpenSpiel games, as :class:`TabularPolicy`."""
 
-    def __init__(self, game: str | OpenSpielGame) -> None:
+    def __init__(self, game: str | games.Game | GameSpec) -> None:
         self.tree = ex.game_tree(game)
+        ex.require_perfect_recall(self.tree)
 
     def best_response(self, agent: str, opponents: Mapping[str, Mixture], seed: int) -> Policy:
         tree = self.tree
@@ -253,15 +286,15 @@ class RLOracle:
 
     def __init__(
         self,
-        game: str,
+        game: str | games.Game | GameSpec,
         config: RLOracleConfig | None = None,
         learner_factory: LearnerFactory = mappo_learner,
         game_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
-        self.game, self.game_kwargs = game, dict(game_kwargs or {})
+        self.game, self.game_kwargs = resolve_game(game, game_kwargs)
         self.config = config or RLOracleConfig()
         self.learner_factory = learner_factory
-        self.spec = games.make(game, **self.game_kwargs).spec
+        self.spec = games.make(self.game, **self.game_kwargs).spec
 
     def best_response(self, agent: str, opponents: Mapping[str, Mixture], seed: int) -> Policy:
         learner = self.learner_factory(self.spec, agent, seed)
@@ -322,15 +355,15 @@ class SampledPayoffs:
 
     def __init__(
         self,
-        game: str,
+        game: str | games.Game | GameSpec,
         episodes: int = 1000,
         num_envs: int = 64,
         seed: int = 0,
         game_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
-        self.game, self.game_kwargs = game, dict(game_kwargs or {})
+        self.game, self.game_kwargs = resolve_game(game, game_kwargs)
         self.episodes, self.num_envs, self.seed = episodes, num_envs, seed
-        self.spec = games.make(game, **self.game_kwargs).spec
+        self.spec = games.make(self.game, **self.game_kwargs).spec
         self.members: dict[str, list[Member]] = {a: [] for a in self.spec.agent_ids}
 
     def add_member(self, member: Member) -> None:
@@ -449,7 +482,8 @@ class PSRO:
     """PSRO on ``game`` with ``oracle``; see the module docstring.
 
     Args:
-        game: a game spec for ``games.make`` (``"openspiel/kuhn_poker"``).
+        game: a game name for ``games.make`` (``"openspiel/kuhn_poker"``), or a
+            ``games.Game`` / ``GameSpec`` whose name rebuilds it (:func:`resolve_game`).
         oracle: computes best responses (:class:`ExactBestResponse`, :class:`RLOracle`).
         config: meta-solver name, payoff mode, seed.
         recorder: receives members, payoffs and iteration results (default: nothing).
@@ -459,7 +493,7 @@ class PSRO:
 
     def __init__(
         self,
-        game: str,
+        game: str | games.Game | GameSpec,
         oracle: Oracle,
         config: PSROConfig | None = None,
         recorder: PSRORecorder | None = None,
@@ -467,6 +501,7 @@ class PSRO:
         game_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         self.config = cfg = config or PSROConfig()
+        game, game_kwargs = resolve_game(game, game_kwargs)
         self.game = game
         self.oracle = oracle
         self.recorder: PSRORecorder = recorder or NullRecorder()
@@ -477,10 +512,13 @@ class PSRO:
         self.tree: ex.GameTree | None = None
         if isinstance(game_obj, OpenSpielGame) and cfg.payoffs == "exact":
             self.tree = ex.game_tree(game_obj)
+            ex.require_perfect_recall(self.tree)
         elif isinstance(game_obj, OpenSpielGame) and cfg.nash_conv:
             try:
                 self.tree = ex.game_tree(game_obj)
+                ex.require_perfect_recall(self.tree)
             except ValueError as err:
+                self.tree = None
                 log.warning("PSRO: no exact NashConv for %s: %s", game, err)
         if cfg.payoffs == "exact":
             if self.tree is None:
