@@ -165,9 +165,13 @@ def _declared_sides(
     if isinstance(meta.get("roles"), Mapping) and set(meta["roles"]) == set(agents):
         roles = {a: str(meta["roles"][a]) for a in agents}
     if "teams" in meta:
-        teams = parse_teams(meta["teams"], agents, f"{where} metadata")
-        zero_sum = parse_zero_sum(meta.get("zero_sum", False), f"{where} metadata")
-        return Sides(roles, teams, zero_sum, "metadata")
+        try:
+            teams = parse_teams(meta["teams"], agents, f"{where} metadata")
+            zero_sum = parse_zero_sum(meta.get("zero_sum", False), f"{where} metadata")
+            return Sides(roles, teams, zero_sum, "metadata")
+        except GameError as err:
+            if warn:  # no override given: the declaration is all there is
+                raise GameError(f"{err}; pass teams=... to games.make to override") from None
     world = getattr(getattr(env, "unwrapped", env), "world", None)
     flags = {
         a.name: bool(a.adversary) for a in getattr(world, "agents", ()) if hasattr(a, "adversary")

@@ -214,3 +214,17 @@ def test_unknown_env_defaults_to_one_team_per_agent_with_a_warning(tmp_path, mon
     with caplog.at_level(logging.WARNING, logger="games.pettingzoo"):
         game = games.make(f"pettingzoo/{mod}:env", teams=[["agent_0", "agent_1"]])
     assert game.spec.teams == ("team_0",) and caplog.text == ""
+
+
+def test_malformed_metadata_teams_name_the_override(tmp_path, monkeypatch):
+    mod = _write_module(tmp_path, monkeypatch, "third_party_bad_teams", (
+        "import games\n"
+        "def env():\n"
+        "    e = games.to_pettingzoo(games.make('matrix/climbing'))\n"
+        "    e.metadata = {**e.metadata, 'teams': ['red', 'blue']}  # not a declaration we read\n"
+        "    return e\n"
+    ))
+    with pytest.raises(games.GameError, match="metadata: teams= must be.*pass teams="):
+        games.make(f"pettingzoo/{mod}:env")
+    game = games.make(f"pettingzoo/{mod}:env", teams={"agent_0": "a", "agent_1": "b"})
+    assert game.spec.teams == ("a", "b")
