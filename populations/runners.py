@@ -1,5 +1,7 @@
 """Runners play evaluation matches: in this process (``LocalRunner``, the default) or on Ray
-actors (``RayRunner``: ``ray.init()`` locally, or a cluster address).
+actors (``RayRunner``: a local Ray instance listening on 127.0.0.1 only, or a cluster address).
+A Ray worker that dies mid-evaluation is replaced by a fresh actor and its jobs replayed
+(at most ``max_retries`` times per job); jobs are deterministic, so the results are the same.
 
 A :class:`MatchJob` is self-contained — game, seats as policy files, episodes, seed — so a
 job gives the same returns wherever it runs: the local and Ray runners agree exactly for
@@ -9,7 +11,10 @@ a fixed seed. Episodes are reported in the order they finish (copy order within 
 from __future__ import annotations
 
 import abc
+import contextlib
 import logging
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +24,7 @@ import torch
 import games
 import llm_agents.learner  # noqa: F401 - registers the llm policy kind (load_policy, Ray workers)
 from marl.core import Policy, load_policy
-from marl.train import RandomPolicy
+from marl.train import RandomPolicy, check_episode_lengths
 
 log = logging.getLogger(__name__)
 RANDOM = "random"  # seat value for a uniformly random policy instead of a file
@@ -89,6 +94,7 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None) -> MatchResult:
     out: list[dict[str, float]] = []
     while len(out) < job.episodes:
         vs = vg.step({a: p.act(a, vs, greedy=job.greedy) for a, p in seats.items()})
+        check_episode_lengths(vs, spec, f"match {job.key}")
         for b in np.flatnonzero(vs.done):
             out.append({a: float(vs.episode_return[a][b]) for a in spec.agent_ids})
     vg.close()
@@ -116,9 +122,13 @@ class LocalRunner(Runner):
         return [play_job(j, self._cache) for j in jobs]
 
 
+LOCAL_RAY_IP = "127.0.0.1"
+
+
 def init_ray(address: str | None, num_cpus: int) -> Any:
     """The ``ray`` module, initialized once per process: a cluster at ``address``, or a local
-    instance with ``num_cpus`` CPUs (no dashboard, quiet logs)."""
+    instance with ``num_cpus`` CPUs (no dashboard, quiet logs) whose servers listen on
+    127.0.0.1 only, since Ray's services take commands from whoever can reach them."""
     import ray
 
     if not ray.is_initialized():
@@ -127,36 +137,114 @@ def init_ray(address: str | None, num_cpus: int) -> Any:
         if address:
             ray.init(address=address, **kwargs)
         else:
-            ray.init(num_cpus=num_cpus, **kwargs)
+            with _loopback_only():
+                ray.init(num_cpus=num_cpus, _node_ip_address=LOCAL_RAY_IP, **kwargs)
     return ray
 
 
+@contextlib.contextmanager
+def _loopback_only() -> Iterator[None]:
+    """Ray binds its servers to the node IP, and turns a loopback ``_node_ip_address`` into
+    the routable address unless clusters are disabled (as Ray does itself on macOS and
+    Windows: ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER``). Disable them while the local instance
+    starts: in this process (the constant was read at import) and in the processes it
+    spawns (they read the variable)."""
+    from ray._private import ray_constants
+
+    var = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
+    old_env, old_flag = os.environ.get(var), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[var], ray_constants.ENABLE_RAY_CLUSTER = "0", False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = old_flag
+        if old_env is None:
+            os.environ.pop(var, None)
+        else:
+            os.environ[var] = old_env
+
+
+class RunnerError(RuntimeError):
+    """A match job could not be played (its workers kept dying)."""
+
+
+class _MatchWorker:
+    """One Ray actor's state: the policies it loaded."""
+
+    def __init__(self) -> None:
+        torch.set_num_threads(1)
+        self.cache: dict[str, Policy] = {}
+
+    def play(self, job: MatchJob) -> MatchResult:
+        return play_job(job, self.cache)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
 class RayRunner(Runner):
-    """Plays jobs on ``num_workers`` Ray actors (each caches the policies it loaded)."""
+    """Plays jobs on ``num_workers`` Ray actors (each caches the policies it loaded).
+
+    Each worker holds one job at a time (the next goes to whichever finishes first). A
+    worker that dies mid-job (killed, out of memory, its node lost) is replaced by a fresh
+    actor and the job replayed there, at most ``max_retries`` times per job; jobs are
+    seeded, so a replay returns what the first try would have. ``retries`` counts them.
+    """
 
     def __init__(self, num_workers: int = 2, address: str | None = None,
-                 num_cpus: int | None = None) -> None:
+                 num_cpus: int | None = None, max_retries: int = 2) -> None:
+        if num_workers < 1 or max_retries < 0:
+            raise ValueError(f"RayRunner: num_workers={num_workers} (expected >= 1), "
+                             f"max_retries={max_retries} (expected >= 0)")
         self._ray = ray = init_ray(address, num_cpus or num_workers)
-
-        @ray.remote(num_cpus=1)
-        class MatchWorker:
-            def __init__(self) -> None:
-                torch.set_num_threads(1)
-                self.cache: dict[str, Policy] = {}
-
-            def play(self, job: MatchJob) -> MatchResult:
-                return play_job(job, self.cache)
-
-        self.workers = [MatchWorker.remote() for _ in range(num_workers)]
+        self._actor = ray.remote(num_cpus=1)(_MatchWorker)
+        self.max_retries, self.retries = max_retries, 0
+        self.workers = [self._actor.remote() for _ in range(num_workers)]
         log.info("ray runner with %d workers", num_workers)
 
     def play(self, jobs: list[MatchJob]) -> list[MatchResult]:
-        refs = [self.workers[i % len(self.workers)].play.remote(j) for i, j in enumerate(jobs)]
-        return list(self._ray.get(refs))
+        from ray.exceptions import RayActorError, RayTaskError
+
+        ray = self._ray
+        results: list[MatchResult | None] = [None] * len(jobs)
+        tries = [0] * len(jobs)
+        todo = list(range(len(jobs)))[::-1]  # popped from the end: job order
+        running: dict[Any, tuple[int, int]] = {}  # ref -> (job, worker slot)
+        idle = list(range(len(self.workers)))
+        while todo or running:
+            while todo and idle:
+                i, w = todo.pop(), idle.pop(0)
+                running[self.workers[w].play.remote(jobs[i])] = (i, w)
+            (ref,), _ = ray.wait(list(running), num_returns=1)
+            i, w = running.pop(ref)
+            try:
+                results[i] = ray.get(ref)
+            except RayTaskError as err:  # the job itself failed: its own error, unwrapped
+                raise (err.cause if isinstance(err.cause, Exception) else err) from None
+            except RayActorError as err:
+                tries[i] += 1
+                first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                if tries[i] > self.max_retries:
+                    raise RunnerError(
+                        f"match {jobs[i].key}: its Ray worker died {tries[i]} times "
+                        f"(max_retries={self.max_retries}); last: {first}") from None
+                log.warning("match %s: Ray worker died (%s); replaying it on a fresh worker "
+                            "(try %d of %d)", jobs[i].key, first, tries[i], self.max_retries)
+                self._replace(w)
+                self.retries += 1
+                todo.append(i)
+            idle.append(w)
+        return results  # type: ignore[return-value]
+
+    def _replace(self, slot: int) -> None:
+        with contextlib.suppress(Exception):  # it may be gone already
+            self._ray.kill(self.workers[slot])
+        self.workers[slot] = self._actor.remote()
 
     def close(self) -> None:
         for w in self.workers:
-            self._ray.kill(w)
+            with contextlib.suppress(Exception):
+                self._ray.kill(w)
         self.workers = []
 
 
