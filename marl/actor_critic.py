@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from games import GameSpec, VecStep
-from marl.core import Policy, PolicyMeta, register_policy
+from marl.core import Policy, PolicyMeta, build_checked, register_policy
 from marl.gnn import GraphEncoder
 from marl.networks import masked_logits, mlp, one_hot_seats
 from marl.recurrent import GRUCore, PolicyMemory, episode_starts
@@ -367,6 +367,8 @@ class PPOPolicy(Policy):
                       g["num_actions"])
             for g in payload["groups"]
         ]
-        actors = nn.ModuleList(Actor(net, g, payload["node_dim"]) for g in groups)
+        actors = build_checked(  # sizes come from the file: dry run first
+            lambda: nn.ModuleList(Actor(net, g, payload["node_dim"]) for g in groups),
+            payload["actors"], "mappo actors")
         actors.load_state_dict(payload["actors"])
         return cls(meta, net, groups, actors, payload["node_dim"])

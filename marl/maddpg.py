@@ -44,6 +44,7 @@ from marl.core import (
     Learner,
     Policy,
     PolicyMeta,
+    build_checked,
     register_policy,
     resolve_device,
 )
@@ -269,7 +270,9 @@ class MADDPGPolicy(Policy):
     def from_payload(cls, meta: PolicyMeta, payload: dict[str, Any]) -> MADDPGPolicy:
         w0 = payload["actor"]["layers.0.weight"]  # [G, O, H]
         _, width = _head_for([meta.action_space(a) for a in meta.agents], meta.agents)
-        actor = GroupedMLP(w0.shape[0], w0.shape[1], payload["hidden"], width)
+        actor = build_checked(  # sizes come from the file: dry run first
+            lambda: GroupedMLP(w0.shape[0], w0.shape[1], payload["hidden"], width),
+            payload["actor"], "maddpg actor")
         actor.load_state_dict(payload["actor"])
         return cls(
             meta,

@@ -50,6 +50,7 @@ from marl.core import (
     Learner,
     Policy,
     PolicyMeta,
+    build_checked,
     register_policy,
     resolve_device,
 )
@@ -248,9 +249,11 @@ class ValueDecompPolicy(Policy):
 
     @classmethod
     def from_payload(cls, meta: PolicyMeta, payload: dict[str, Any]) -> ValueDecompPolicy:
-        qnet = AgentQNetwork(
-            payload["obs_width"], len(meta.agents), payload["num_actions"], payload["hidden"]
-        )
+        qnet = build_checked(  # sizes come from the file: dry run first
+            lambda: AgentQNetwork(
+                payload["obs_width"], len(meta.agents), payload["num_actions"], payload["hidden"]
+            ),
+            payload["qnet"], "q-network")
         qnet.load_state_dict(payload["qnet"])
         return cls(meta, qnet, payload["epsilon"], payload["seed"])
 

@@ -66,7 +66,7 @@ def test_malformed_metadata_is_one_line_naming_the_file(policy_file, tmp_path, c
 @pytest.mark.parametrize("change, message", [
     (lambda p: p.pop("groups"), r"malformed mappo policy payload: missing entry 'groups'"),
     (lambda p: p.update(net={"hidden": [8], "colour": 1}), r"malformed mappo policy payload"),
-    (lambda p: p.update(actors={"0.x": torch.zeros(2)}), r"malformed mappo policy payload"),
+    (lambda p: p.update(actors={"0.x": torch.zeros(2)}), r"mappo actors: weights do not match"),
 ])
 def test_malformed_payloads_are_one_line_naming_the_file(policy_file, tmp_path, change, message):
     data = torch.load(policy_file, weights_only=True)
@@ -110,3 +110,31 @@ def test_build_checked_refuses_modules_far_larger_than_their_weights():
         build_checked(lambda: _Masked(8), {**weights, "v": torch.ones(4)}, "extra")
     with pytest.raises(PolicyLoadError, match="not a dict of named tensors"):
         build_checked(lambda: _Masked(8), {"w": [1.0]}, "list")
+
+
+def _learner(kind: str):
+    from marl.maddpg import MADDPG
+    from marl.value_decomp import ValueDecomp
+
+    if kind == "mappo":
+        return MAPPO(games.make(SPREAD, N=2).spec, seed=0), ("net", "hidden")
+    if kind == "maddpg":
+        return MADDPG(games.make(SPREAD, N=2).spec), ("hidden",)
+    return ValueDecomp(games.make("matrix/climbing").spec), ("hidden",)
+
+
+@pytest.mark.parametrize("kind", ["mappo", "maddpg", "vdn"])
+def test_classic_policies_build_only_what_their_weights_hold(kind, tmp_path):
+    """Hidden widths are read from the file: 2^20 x 2^20 layers (4 TB) are measured on the
+    meta device and refused, instead of allocated."""
+    learner, key = _learner(kind)
+    path = learner.policy().save(tmp_path / "ok.pt")
+    assert load_policy(path).meta.kind == learner.policy().meta.kind  # round trip still works
+    data = torch.load(path, weights_only=True)
+    owner = data["payload"]
+    for k in key[:-1]:
+        owner = owner[k]
+    owner[key[-1]] = [2**20, 2**20]
+    torch.save(data, tmp_path / "huge.pt")
+    with pytest.raises(PolicyLoadError, match="weights do not match the saved configuration"):
+        load_policy(tmp_path / "huge.pt")
