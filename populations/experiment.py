@@ -177,10 +177,11 @@ class RunSummary:
     table: list[dict[str, Any]]
 
 
-def section(cfg: ExperimentConfig, algo: str) -> Any:
-    """The settings of ``algo``: its registry entry's section of ``cfg`` (presets applied)."""
-    entry = registry.get(algo)
-    return entry.resolve(getattr(cfg, entry.section))
+def settings(cfg: ExperimentConfig, entry: LearnerEntry) -> Any:
+    """The section of ``cfg`` its registry entry names (``ippo``: ``mappo``); a learner
+    registered by the user's own module, with no section in this schema, gets its config
+    dataclass's defaults. Presets are applied by the entry when it builds."""
+    return getattr(cfg, entry.section, None) or entry.default()
 
 
 def check_experiment(cfg: ExperimentConfig) -> None:
@@ -192,7 +193,7 @@ def check_experiment(cfg: ExperimentConfig) -> None:
         algos = [m.removesuffix(EXPLOITER) for m in cfg.population.members]
     for algo in dict.fromkeys(algos):
         entry = registry.get(algo)
-        registry.check_compatible(algo, spec, getattr(cfg, entry.section))
+        registry.check_compatible(algo, spec, settings(cfg, entry))
 
 
 def make_learner(cfg: ExperimentConfig, spec: games.GameSpec,
@@ -202,7 +203,7 @@ def make_learner(cfg: ExperimentConfig, spec: games.GameSpec,
     entry = registry.get(cfg.algo)
     if seed is None:
         seed = RunSeeds(cfg.seed).learner(cfg.algo)
-    return entry.build(spec, getattr(cfg, entry.section), agents, cfg.device, seed)
+    return entry.build(spec, settings(cfg, entry), agents, cfg.device, seed)
 
 
 # settings a resume may change (populations.run_folder): where it runs, how it logs, how long
@@ -266,7 +267,7 @@ def _league_config(cfg: ExperimentConfig) -> LeagueConfig:
 def _own_rollouts(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSpec,
                   run_dir: Path, seed: int) -> Any:
     """The trainer of a learner that plays its own episodes (an LLM team)."""
-    return entry.build(spec, getattr(cfg, entry.section), None, cfg.device, seed,
+    return entry.build(spec, settings(cfg, entry), None, cfg.device, seed,
                        game=cfg.game.name, game_kwargs=dict(cfg.game.kwargs), workdir=run_dir)
 
 
@@ -292,7 +293,7 @@ def _league_members(cfg: ExperimentConfig, lcfg: LeagueConfig, run_dir: Path) ->
     for algo in algos:
         entry = registry.get(algo.removesuffix(EXPLOITER))
         if algo.endswith(EXPLOITER):
-            learner = entry.build(spec, getattr(cfg, entry.section), None, cfg.device,
+            learner = entry.build(spec, settings(cfg, entry), None, cfg.device,
                                   seeds.learner("exploiter"))
             members.append(LearnerMember(
                 "exploiter", learner, opponents=(main,), latest_only=True,
@@ -303,7 +304,7 @@ def _league_members(cfg: ExperimentConfig, lcfg: LeagueConfig, run_dir: Path) ->
                                      cfg.population.opponent_prob))
         else:
             name = _member_name(entry, len(algos) == 1)
-            learner = entry.build(spec, getattr(cfg, entry.section), None, cfg.device,
+            learner = entry.build(spec, settings(cfg, entry), None, cfg.device,
                                   seeds.learner(name))
             members.append(LearnerMember(name, learner))
     return members
@@ -475,5 +476,3 @@ def _plain(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [_plain(v) for v in obj]
     return obj
-
-

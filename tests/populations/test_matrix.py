@@ -5,10 +5,12 @@ compatible pair trains (at least one update) and records its snapshot and matche
 incompatible one is refused in one line before any run folder exists (and the command line
 says so in one line, exit 2)."""
 
+import dataclasses
 import os
 import sqlite3
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,8 @@ import games
 import populations.cli  # noqa: F401 - registers the schema the configs compose over
 from marl import registry
 from marl.registry import IncompatibleError
-from populations.experiment import ExperimentConfig, run_experiment
+from populations.experiment import ExperimentConfig, GameConfig, run_experiment
+from populations.loggers import LoggerConfig
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 ALGOS = sorted(p.stem for p in (CONFIGS / "algo").glob("*.yaml"))
@@ -89,3 +92,38 @@ def test_incompatible_pair_from_the_command_line_is_one_line(tmp_path):
     assert len(lines) == 1 and "algo=vdn cannot play openspiel/kuhn_poker" in lines[0]
     assert "turn-based" in lines[0] and "'mappo'" in lines[0]
     assert not (tmp_path / "runs").exists()
+
+
+@dataclass(frozen=True)
+class _TinyPPOConfig:
+    rollout_steps: int = 2  # steps per copy between updates
+
+
+def _tiny_ppo(spec, cfg, agents=None, device="cpu", seed=0):
+    from marl.mappo import MAPPO, MAPPOConfig
+
+    return MAPPO(spec, MAPPOConfig(rollout_steps=cfg.rollout_steps, epochs=1, minibatches=1),
+                 agents=agents, device=device, seed=seed)
+
+
+def test_a_learner_registered_by_user_code_runs_as_an_experiment(tmp_path):
+    """One decorator in the user's module is all an experiment needs (no schema field: its
+    config's defaults), and the capability check applies to it like to any learner."""
+    from marl.mappo import MAPPO, MAPPO_CAPABILITIES
+
+    registry.register_learner("tiny_ppo", config=_TinyPPOConfig, policy="mappo",
+                              capabilities=MAPPO_CAPABILITIES, factory=_tiny_ppo)(MAPPO)
+    try:
+        cfg = ExperimentConfig(algo="tiny_ppo", game=GameConfig("openspiel/kuhn_poker"),
+                               frames=16, num_envs=2, eval_episodes=1, progress=False,
+                               logger=LoggerConfig(kind="none"))
+        summary = run_experiment(cfg, tmp_path / "run")
+        assert summary.table[0]["member"] == "tiny_ppo"
+        turn_based_only = dataclasses.replace(MAPPO_CAPABILITIES, simultaneous=False)
+        registry.register_learner("tiny_ppo_tb", config=_TinyPPOConfig, policy="mappo",
+                                  capabilities=turn_based_only, factory=_tiny_ppo)(MAPPO)
+        with pytest.raises(IncompatibleError, match="turn-based games only"):
+            registry.check_compatible("tiny_ppo_tb", _spec("rps"))
+    finally:
+        registry._LEARNERS.pop("tiny_ppo", None)
+        registry._LEARNERS.pop("tiny_ppo_tb", None)
