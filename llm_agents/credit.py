@@ -1,12 +1,13 @@
 """Turn-level credit for multi-turn, multi-agent GRPO, computed with ``marl.advantages``.
 
 Each LLM turn is one sample. Its reward is what the agent received until its next turn
-(plus any invalid-output penalty). The value that gets normalized is the agent's
-return-to-go over its *own* later turns (``marl.advantages.turn_returns``, ``gamma`` per own
-turn), or the raw turn reward for schemes that build their own returns (``player_turn``).
-Normalization is any scheme registered in ``marl.advantages`` -- ``global``, ``agent``
-(Dr. MAS), ``role``, ``group_role``, ``role_ema`` (SPIRAL)... -- keyed by game, GRPO group
-(the K episodes of one seed), agent, role, trajectory and turn.
+(plus any invalid-output penalty). What gets normalized is what the adv_norm declares it
+consumes: the agent's return-to-go over its *own* later turns (``consumes="returns"``:
+``marl.advantages.turn_returns``, ``gamma`` per own turn), or the raw turn rewards for one that
+builds its own returns (``consumes="rewards"``: ``player_turn``), so no return is counted
+twice. Normalization is any adv_norm registered in ``marl.advantages`` -- ``global``,
+``agent`` (Dr. MAS), ``role``, ``group_role``, ``role_ema`` (SPIRAL)... -- keyed by game, GRPO
+group (the K episodes of one seed), agent, role, trajectory and turn (``TURN_KEYS``).
 
 Integer ids of games, agents and roles come from a :class:`KeyIndex` that keeps them stable
 across updates (the ``role_ema`` baselines are stored per role id).
@@ -24,9 +25,14 @@ from marl.advantages import (
     AdvantageKeys,
     AdvantageResult,
     RoleEMABaseline,
+    get_adv_norm,
     normalize_advantages,
     turn_returns,
 )
+
+TURN_KEYS = ("game", "group", "agent", "role", "trajectory", "turn")  # keys of every turn
+# per-agent and per-role diagnostics: a GRPO step takes seconds, these take microseconds
+KEYED_DIAGNOSTICS = AdvantageConfig(diagnostics="keys")
 
 
 class KeyIndex:
@@ -65,13 +71,17 @@ def turn_keys(turns: Sequence[Turn], games: Sequence[str], index: KeyIndex,
     )
 
 
-def turn_advantages(turns: Sequence[Turn], games: Sequence[str], scheme: str,
-                    index: KeyIndex, *, gamma: float = 1.0, on_rewards: bool = False,
-                    cfg: AdvantageConfig | None = None, state: RoleEMABaseline | None = None,
+def turn_advantages(turns: Sequence[Turn], games: Sequence[str], adv_norm: str,
+                    index: KeyIndex, *, gamma: float = 1.0, cfg: AdvantageConfig | None = None,
+                    state: RoleEMABaseline | None = None,
                     device: torch.device | str = "cpu") -> AdvantageResult:
-    """Advantages ``[N]`` (one per turn) under ``scheme``, with ``adv/...`` diagnostics."""
+    """Advantages ``[N]`` (one per turn) under ``adv_norm``, with ``adv/...`` diagnostics
+    (per agent and role unless ``cfg`` says otherwise); returns or rewards as it consumes."""
     keys = turn_keys(turns, games, index, device)
     rewards = torch.tensor([t.reward for t in turns], dtype=torch.float32, device=device)
-    values = rewards if on_rewards else turn_returns(rewards, keys.trajectory, keys.agent,
-                                                     keys.turn, gamma=gamma)
-    return normalize_advantages(scheme, values, keys, cfg=cfg, state=state)
+    if get_adv_norm(adv_norm).consumes == "rewards":
+        values = rewards
+    else:
+        values = turn_returns(rewards, keys.trajectory, keys.agent, keys.turn, gamma=gamma)
+    cfg = cfg if cfg is not None else KEYED_DIAGNOSTICS
+    return normalize_advantages(adv_norm, values, keys, cfg=cfg, state=state)

@@ -23,6 +23,7 @@ GRPO: Shao et al., 2024 (arXiv:2402.03300); multi-agent normalizations: Dr. MAS
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import time
 from collections import defaultdict
@@ -38,14 +39,14 @@ import games
 from llm_agents import losses
 from llm_agents.actions import ActionConfig, behaviour_logprobs
 from llm_agents.backends.hf import resolve_device
-from llm_agents.credit import KeyIndex, turn_advantages
+from llm_agents.credit import KEYED_DIAGNOSTICS, TURN_KEYS, KeyIndex, turn_advantages
 from llm_agents.opponents import OpponentPool
 from llm_agents.policy import LLMPolicy
 from llm_agents.prompts import PromptConfig
 from llm_agents.records import Turn
 from llm_agents.rollout import EpisodeJob, RolloutBatch, RolloutEngine
 from llm_agents.team import Team, TeamModel, backend_for
-from marl.advantages import AdvantageConfig, RoleEMABaseline, broadcast_to_tokens, get_scheme
+from marl.advantages import AdvantageConfig, RoleEMABaseline, broadcast_to_tokens, check_adv_norm
 from marl.core import Policy
 from marl.guards import FiniteGuard
 
@@ -58,10 +59,10 @@ class GRPOConfig:
 
     group_size: int = 8  # K: episodes per group (same game, seed and opponents)
     groups_per_step: int = 8  # G: groups per iteration
-    adv_mode: str = "group_role"  # marl.advantages scheme: global|agent|role|role_ema|group_role
-    advantage: AdvantageConfig = field(default_factory=AdvantageConfig)  # eps, role_ema_alpha...
+    adv_norm: str = "group_role"  # marl.advantages adv_norm: global|agent|role|role_ema|group_role
+    advantage: AdvantageConfig = field(default_factory=lambda: KEYED_DIAGNOSTICS)  # eps, alpha...
+    role_ema_per_trajectory: bool = True  # role_ema: one update per (game, role, episode): SPIRAL
     gamma: float = 1.0  # discount per own turn of the turn-level returns
-    adv_on_rewards: bool = False  # normalize raw turn rewards (schemes with own returns)
     lr: float = 1e-4  # AdamW learning rate
     lr_decay_iterations: int = 0  # decay lr linearly to 0 over this many iterations (0: constant)
     weight_decay: float = 0.0  # AdamW weight decay
@@ -82,7 +83,7 @@ class GRPOConfig:
     seed: int = 0  # seeds task draws, sampling and fallbacks
 
     def __post_init__(self) -> None:
-        get_scheme(self.adv_mode)  # unknown names fail with the valid list
+        check_adv_norm(self.adv_norm, TURN_KEYS, by="the LLM trainer")  # one-line errors
         losses.resolve(losses.KL_ESTIMATORS, "kl estimator", self.kl_estimator)
         losses.resolve(losses.AGGREGATIONS, "loss aggregation", self.loss_agg)
         if self.lr_decay_iterations < 0:
@@ -111,7 +112,7 @@ class MultiTurnGRPO:
         >>> tok = build_tokenizer(game_corpus("openspiel/kuhn_poker", 50))
         >>> model = build_model(tok)
         >>> before = [p.detach().clone() for p in model.parameters()]
-        >>> cfg = GRPOConfig(group_size=4, groups_per_step=4, adv_mode="role", lr=1e-3,
+        >>> cfg = GRPOConfig(group_size=4, groups_per_step=4, adv_norm="role", lr=1e-3,
         ...                  action=ActionConfig(mode="score"), device="cpu")
         >>> trainer = MultiTurnGRPO(Team.shared(model, tok), "openspiel/kuhn_poker", cfg)
         >>> metrics = trainer.step()
@@ -243,9 +244,11 @@ class MultiTurnGRPO:
             return {}
         cfg = self.cfg
         self._batch_games = batch.games  # names the game in a non-finite loss error
-        res = turn_advantages(turns, batch.games, cfg.adv_mode, self.index, gamma=cfg.gamma,
-                              on_rewards=cfg.adv_on_rewards, cfg=cfg.advantage,
-                              state=self.baseline, device=self.device)
+        adv_cfg = cfg.advantage
+        if cfg.adv_norm == "role_ema" and cfg.role_ema_per_trajectory:
+            adv_cfg = dataclasses.replace(adv_cfg, per_trajectory=True)
+        res = turn_advantages(turns, batch.games, cfg.adv_norm, self.index, gamma=cfg.gamma,
+                              cfg=adv_cfg, state=self.baseline, device=self.device)
         adv = res.advantages.float()  # [N]
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate()

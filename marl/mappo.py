@@ -47,6 +47,7 @@ from marl.actor_critic import (
     pad_obs,
     seat_groups,
 )
+from marl.advantages import check_adv_norm
 from marl.core import (
     Capabilities,
     Learner,
@@ -58,6 +59,8 @@ from marl.guards import FiniteGuard
 from marl.networks import RunningMeanStd
 from marl.recurrent import episode_starts
 from marl.registry import register_learner
+
+MAPPO_KEYS = ("agent", "role")  # advantage keys of a rollout (group/turn keys are LLM ones)
 
 
 @dataclass(frozen=True)
@@ -75,15 +78,13 @@ class MAPPOConfig:
     ent_coef: float = 0.01  # entropy bonus weight
     max_grad_norm: float = 10.0  # gradient clipping (global norm)
     value_norm: bool = True  # normalize value targets with running mean/std
-    adv_norm: str = "global"  # advantage scheme of marl.advantages (global, agent, role, none)
+    adv_norm: str = "global"  # marl.advantages adv_norm over MAPPO_KEYS: global|agent|role|none
     chunk_len: int = 10  # recurrent nets: rows per training sequence (rMAPPO data chunk)
     net: NetConfig = field(default_factory=NetConfig)  # encoders, GRU, critic input, sharing
 
     def __post_init__(self) -> None:
-        # schemes whose keys a rollout has: agent ids and roles (group/turn keys are LLM ones)
-        schemes = ["global", "agent", "role", "none"]
-        if self.adv_norm not in schemes:
-            raise ValueError(f"adv_norm={self.adv_norm!r} unknown; choose one of {schemes}")
+        # the registry decides: adv_norms over the keys a rollout has, fed GAE advantages
+        check_adv_norm(self.adv_norm, MAPPO_KEYS, by="MAPPO", consumes="returns", stateful=False)
         for name in ("rollout_steps", "epochs", "minibatches", "chunk_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")

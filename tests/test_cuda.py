@@ -86,7 +86,7 @@ def test_grpo_updates_a_model_on_cuda_and_its_snapshot_scores_alike_on_cpu(tmp_p
 
     tok = build_tokenizer(game_corpus(KUHN, 50))
     model = build_model(tok)
-    cfg = GRPOConfig(group_size=4, groups_per_step=8, adv_mode="role_ema", lr=1e-3,
+    cfg = GRPOConfig(group_size=4, groups_per_step=8, adv_norm="role_ema", lr=1e-3,
                      action=ActionConfig(mode="score"), device=DEVICE)
     trainer = MultiTurnGRPO(Team.shared(model, tok), KUHN, cfg)
     before = [p.detach().clone() for p in model.parameters()]

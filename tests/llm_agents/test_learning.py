@@ -32,7 +32,7 @@ def test_free_generation_learns_to_name_legal_actions(kuhn_tok, make_model):
     can win), so GRPO learns the format first."""
     action = ActionConfig(mode="generate", sampling=SamplingConfig(max_new_tokens=2),
                           invalid_penalty=-3.0)
-    cfg = GRPOConfig(group_size=8, groups_per_step=16, adv_mode="global", lr=2e-3,
+    cfg = GRPOConfig(group_size=8, groups_per_step=16, adv_norm="global", lr=2e-3,
                      minibatch_turns=512, action=action, prompt=COMPACT, device="cpu", seed=0)
     trainer = MultiTurnGRPO(Team.shared(make_model(kuhn_tok), kuhn_tok), KUHN, cfg)
     before = trainer.evaluate(512)["charts/legal_rate"]
@@ -48,7 +48,7 @@ def test_kuhn_self_play_in_scoring_mode_halves_exact_exploitability(kuhn_tok, ma
     scaling, an entropy bonus (an entropy-regularized game, as in magnetic mirror descent)
     and a decaying learning rate so the last iterate settles near the equilibrium."""
     iterations = 300
-    cfg = GRPOConfig(group_size=8, groups_per_step=32, adv_mode="group_role",
+    cfg = GRPOConfig(group_size=8, groups_per_step=32, adv_norm="group_role",
                      advantage=AdvantageConfig(scale=False), ent_coef=0.2, lr=6e-4,
                      lr_decay_iterations=iterations, minibatch_turns=1024,
                      action=ActionConfig(mode="score"), prompt=COMPACT, device="cpu", seed=0)
@@ -66,7 +66,7 @@ def test_cooperative_relay_team_success_rises(multi_tok, make_model):
     team = Team.per_role({"scout": (make_model(multi_tok, 1), multi_tok),
                           "solver": (make_model(multi_tok, 2), multi_tok)},
                          {"scout": "send A", "solver": "compute with the calculator"})
-    cfg = GRPOConfig(group_size=8, groups_per_step=16, adv_mode="group_role", lr=1e-3,
+    cfg = GRPOConfig(group_size=8, groups_per_step=16, adv_norm="group_role", lr=1e-3,
                      minibatch_turns=512, action=ActionConfig(mode="score"), prompt=COMPACT,
                      device="cpu", seed=0)
     trainer = MultiTurnGRPO(team, "tool/relay", cfg, game_kwargs={"tool/relay": RELAY})
@@ -117,7 +117,7 @@ def test_lookup_team_success_rises_with_longer_training(multi_tok, make_model):
     """The harder tool task (four dependent steps): a longer run than the default suite's."""
     team = Team.shared(make_model(multi_tok), multi_tok,
                        {"composer": "ask, then answer", "querier": "look up, then tell"})
-    cfg = GRPOConfig(group_size=8, groups_per_step=16, adv_mode="group_role", lr=1e-3,
+    cfg = GRPOConfig(group_size=8, groups_per_step=16, adv_norm="group_role", lr=1e-3,
                      minibatch_turns=1024, action=ActionConfig(mode="score"), prompt=COMPACT,
                      device="cpu", seed=0)
     kw = {"tool/lookup": {"num_keys": 4}}

@@ -129,7 +129,7 @@ def test_turn_returns_run_over_each_agents_own_turns():
              Turn(0, 0, 0, "a", "A", "m", 2, d, 0, 0.0), Turn(0, 0, 0, "a", "A", "m", 3, d, 0, 1.0)]
     adv, _ = _adv(turns, "none", gamma=0.5)
     np.testing.assert_allclose(adv, [0.25, 5.0, 0.5, 1.0])
-    raw, _ = _adv(turns, "none", on_rewards=True)
+    raw, _ = _adv(turns, "none", gamma=0.0)  # gamma 0: each return is its turn's reward
     np.testing.assert_allclose(raw, [0.0, 5.0, 0.0, 1.0])
 
 
@@ -140,7 +140,7 @@ def _params(model):
 def test_update_changes_parameters_and_logs_per_role_gradient_norms(kuhn_tok, make_model):
     model = make_model(kuhn_tok)
     before = _params(model)
-    cfg = GRPOConfig(group_size=4, groups_per_step=4, adv_mode="group_role", lr=1e-2,
+    cfg = GRPOConfig(group_size=4, groups_per_step=4, adv_norm="group_role", lr=1e-2,
                      epochs=2, minibatch_turns=8, kl_coef=0.1, ent_coef=0.01, action=GEN,
                      prompt=COMPACT, device="cpu")
     trainer = MultiTurnGRPO(Team.shared(model, kuhn_tok), KUHN, cfg)
@@ -160,7 +160,7 @@ def test_per_role_models_each_learn_from_their_own_turns(multi_tok, make_model):
     scout, solver = make_model(multi_tok, 1), make_model(multi_tok, 2)
     before = {"scout": _params(scout), "solver": _params(solver)}
     team = Team.per_role({"scout": (scout, multi_tok), "solver": (solver, multi_tok)})
-    cfg = GRPOConfig(group_size=4, groups_per_step=4, adv_mode="role", lr=1e-2,
+    cfg = GRPOConfig(group_size=4, groups_per_step=4, adv_norm="role", lr=1e-2,
                      action=ActionConfig(mode="score"), prompt=COMPACT, device="cpu")
     metrics = MultiTurnGRPO(team, "tool/relay", cfg, game_kwargs={"tool/relay": RELAY}).step()
     for name, model in (("scout", scout), ("solver", solver)):
@@ -188,7 +188,7 @@ def test_league_opponents_take_one_side_of_each_group(kuhn_tok, make_model):
 
 def test_checkpoint_resumes_exactly(tmp_path, kuhn_tok, make_model):
     def build():
-        cfg = GRPOConfig(group_size=4, groups_per_step=4, adv_mode="role_ema", lr=1e-2,
+        cfg = GRPOConfig(group_size=4, groups_per_step=4, adv_norm="role_ema", lr=1e-2,
                          action=GEN, prompt=COMPACT, device="cpu")
         return MultiTurnGRPO(Team.shared(make_model(kuhn_tok), kuhn_tok), KUHN, cfg)
 

@@ -15,21 +15,20 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from marl import native
 from marl.advantages import (
     AdvantageConfig,
     AdvantageKeys,
     RoleEMABaseline,
     advantage_diagnostics,
-    available_schemes,
+    available_adv_norms,
     broadcast_to_tokens,
     dense_key,
     discounted_returns,
     gae,
-    get_scheme,
+    get_adv_norm,
     next_values_from,
     normalize_advantages,
-    register_scheme,
+    register_adv_norm,
     rewards_at_turn_ends,
     segment_stats,
     turn_returns,
@@ -45,16 +44,6 @@ SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[Heal
 KEY_NAMES = ("game", "group", "agent", "role", "trajectory", "node", "turn")
 
 
-@pytest.fixture(autouse=True, scope="module", params=["native", "torch"])
-def backend(request):
-    """Every test runs on both CPU paths: ``marl.native``'s kernels and their torch twins."""
-    if request.param == "torch":
-        with native.disabled():
-            yield "torch"
-    elif not native.available():
-        pytest.skip("marl.native kernels unavailable (no C compiler)")
-    else:
-        yield "native"
 
 # ----------------------------------------------------------------------------- references
 
@@ -283,7 +272,7 @@ def test_scheme_matches_reference(scheme, lay, per_traj, unbiased, scale):
     cfg = AdvantageConfig(float64=True, per_trajectory=per_traj, unbiased_std=unbiased,
                           scale=scale, player_turn_scale=scale, joint_group_scale=scale,
                           turn_gamma=0.9, role_ema_alpha=0.8, role_ema_init=0.25,
-                          diagnostics=False)  # fmt: skip
+                          diagnostics="none")  # fmt: skip
     x, keys, mask, w = to_torch(lay)
     state, ref_state = RoleEMABaseline(), {(0, 1): -0.5}
     state.merge(torch.tensor([1]), torch.tensor([-0.5], dtype=torch.float64))
@@ -712,18 +701,62 @@ def test_diagnostics_known_values():
 
 
 def test_registry_and_errors():
-    assert set(available_schemes()) == set(SCHEMES)
-    with pytest.raises(ValueError, match=r"unknown advantage scheme 'gobal'; valid: agent, "):
+    assert set(available_adv_norms()) == set(SCHEMES)
+    with pytest.raises(ValueError, match=r"adv_norm='gobal' unknown; choose one of \['agent', "):
         normalize_advantages("gobal", torch.zeros(2))
     with pytest.raises(ValueError, match="already registered"):
-        register_scheme("agent")(get_scheme("agent"))
-    with pytest.raises(ValueError, match=r"scheme 'group_role' needs keys.group; got: role"):
+        register_adv_norm("agent")(get_adv_norm("agent").fn)
+    with pytest.raises(ValueError, match=r"adv_norm='group_role' needs keys.group, which the "
+                       r"caller does not provide \(role\); choose one of \[.*'role'"):
         normalize_advantages(
             "group_role", torch.zeros(2), AdvantageKeys(role=torch.zeros(2).long())
         )
+    with pytest.raises(ValueError, match=r"adv_norm='joint_group' needs keys.node\|group"):
+        normalize_advantages("joint_group", torch.zeros(2))
     with pytest.raises(ValueError, match="keys.agent has dtype torch.float32"):
         normalize_advantages("agent", torch.zeros(2), AdvantageKeys(agent=torch.zeros(2)))
     with pytest.raises(ValueError, match="keys.agent has shape"):
         normalize_advantages("agent", torch.zeros(2), AdvantageKeys(agent=torch.zeros(3).long()))
     with pytest.raises(ValueError, match="role_ema_alpha=1.5"):
         AdvantageConfig(role_ema_alpha=1.5)
+    with pytest.raises(ValueError, match="diagnostics='all'; expected none, global or keys"):
+        AdvantageConfig(diagnostics="all")
+    with pytest.raises(ValueError, match="needs names unknown keys \\['seat'\\]"):
+        register_adv_norm("mine", needs=("seat",))
+    with pytest.raises(ValueError, match="consumes='tokens'"):
+        register_adv_norm("mine", consumes="tokens")
+
+
+def test_adv_norms_declare_their_keys_and_inputs():
+    # every adv_norm runs with exactly the keys it declares (plus trajectory for per_trajectory)
+    n = 12
+    for name in available_adv_norms():
+        spec = get_adv_norm(name)
+        have = {alt.split("|")[0]: torch.arange(n) % 3 for alt in spec.needs}
+        res = normalize_advantages(name, torch.randn(n), AdvantageKeys(**have),
+                                   state=RoleEMABaseline())  # fmt: skip
+        assert res.advantages.shape == (n,)
+        for drop in have:  # and fails in one line naming the key when one is missing
+            less = AdvantageKeys(**{k: v for k, v in have.items() if k != drop})
+            with pytest.raises(ValueError, match=f"needs keys.{drop}") as err:
+                normalize_advantages(name, torch.randn(n), less, state=RoleEMABaseline())
+            assert "\n" not in str(err.value)
+    assert get_adv_norm("player_turn").consumes == "rewards"
+    assert {get_adv_norm(n).consumes for n in SCHEMES if n != "player_turn"} == {"returns"}
+    assert [n for n in SCHEMES if get_adv_norm(n).stateful] == ["role_ema"]
+
+
+def test_default_diagnostics_are_one_global_row_and_keys_add_agents_and_roles():
+    x = torch.tensor([0.0, 2.0, 10.0, 10.0, 99.0])
+    keys = AdvantageKeys(agent=torch.tensor([3, 3, 7, 7, 7]), role=torch.zeros(5).long())
+    mask = torch.tensor([True, True, True, True, False])
+    res = normalize_advantages("agent", x, keys, mask)
+    assert set(res.diagnostics) == {f"adv/global/{k}" for k in
+                                    ("count", "reward_mean", "reward_std", "adv_mean", "adv_std")}
+    full = normalize_advantages("agent", x, keys, mask, cfg=AdvantageConfig(diagnostics="keys"))
+    for k, v in res.diagnostics.items():  # the cheap row equals the full one
+        assert full.diagnostics[k] == pytest.approx(v, abs=1e-6)
+    assert res.diagnostics["adv/global/reward_mean"] == 5.5
+    assert full.diagnostics["adv/agent_7/count"] == 2 and "adv/role_0/adv_std" in full.diagnostics
+    none = normalize_advantages("agent", x, keys, mask, cfg=AdvantageConfig(diagnostics="none"))
+    assert none.diagnostics == {}

@@ -185,7 +185,7 @@ def test_grpo_stops_on_a_nan_loss_before_the_optimizer_step():
     tok = build_tokenizer(corpus(KUHN))
     model = build_model(tok, TinyModelConfig(seed=0))
     before = [p.detach().clone() for p in model.parameters()]
-    cfg = GRPOConfig(group_size=2, groups_per_step=2, adv_mode="group_role", lr=1e-2,
+    cfg = GRPOConfig(group_size=2, groups_per_step=2, adv_norm="group_role", lr=1e-2,
                      action=ActionConfig(mode="score"), prompt=COMPACT, device="cpu")
     trainer = MultiTurnGRPO(Team.shared(model, tok), "guards/nan_kuhn", cfg)
     with pytest.raises(NonFiniteError) as err:
