@@ -87,10 +87,14 @@ class LeagueDBError(RuntimeError):
     """The league database cannot be opened, is locked, or is newer than this code."""
 
 
-def sqlite_uri(path: str | Path, readonly: bool = False) -> str:
+def sqlite_uri(path: str | Path, readonly: bool = False, immutable: bool = False) -> str:
     """The SQLite URI of file ``path``: every character a folder name may hold (``#``,
-    ``?``, ``%``, spaces...) percent-encoded, so ``exp#1`` and ``exp#2`` are two files."""
+    ``?``, ``%``, spaces...) percent-encoded, so ``exp#1`` and ``exp#2`` are two files.
+    ``immutable`` (read-only): no locks and no ``-wal``/``-shm`` files, for a database no
+    process writes (see ``populations.dashboard.sources``)."""
     uri = "file:" + urllib.parse.quote(os.path.abspath(path), safe="/")
+    if immutable:
+        return uri + "?mode=ro&immutable=1"
     return uri + "?mode=ro" if readonly else uri
 
 
@@ -126,15 +130,17 @@ class MatchRow:
 class LeagueDB:
     """A league database file; safe to open from a reader while a writer holds it."""
 
-    def __init__(self, path: str | Path, readonly: bool = False, timeout: float = 10.0) -> None:
+    def __init__(self, path: str | Path, readonly: bool = False, timeout: float = 10.0,
+                 immutable: bool = False) -> None:
         # absolute at opening: relative snapshot paths resolve against this folder later,
         # whatever the working directory is then
         self.path = Path(os.path.abspath(path))
+        readonly = readonly or immutable
         if readonly and not self.path.is_file():
             raise LeagueDBError(f"league database not found: {self.path}")
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        uri = sqlite_uri(self.path, readonly)
+        uri = sqlite_uri(self.path, readonly, immutable)
         try:
             self.conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)
             self.conn.row_factory = sqlite3.Row

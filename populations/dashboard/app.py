@@ -9,6 +9,7 @@ initialised), which the page shows in a banner while it keeps refreshing.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import socket
 import threading
@@ -35,7 +36,8 @@ log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-LOOPBACK = ("127.0.0.1", "localhost")  # hosts whose servers check the Host header
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")  # Host headers a loopback server accepts
+MAX_RUN_ID = 2**63 - 1  # SQLite's largest integer; a larger id names no run
 
 # Plotly injects <style> elements, so styles may be inline; scripts come only from here.
 SECURITY_HEADERS = [
@@ -63,6 +65,27 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (as given to ``--host``) is this machine only: localhost,
+    127.0.0.0/8 or ::1."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def trusted_hosts(host: str) -> list[str] | None:
+    """The Host headers a server listening on ``host`` accepts: for a loopback address,
+    the loopback names and the address itself (a page on another site cannot reach it by
+    DNS rebinding); None (any) for other addresses, which are reachable by name anyway."""
+    if not is_loopback(host):
+        return None
+    bare = host.strip("[]").lower()
+    return list(dict.fromkeys([*LOOPBACK, f"[{bare}]" if ":" in bare else bare]))
+
+
 def _json(data: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(finite(data), status_code=status, headers={"cache-control": "no-store"})
 
@@ -88,20 +111,25 @@ def create_app(paths: Sequence[str | Path], refresh_s: float = 5.0,
     def runs(request: Request) -> Response:
         return _json(data.runs())
 
+    def run_id(request: Request) -> int:
+        run = request.path_params["run"]
+        if run > MAX_RUN_ID:  # SQLite cannot even compare it
+            raise SourceError(f"no run {run}: run ids are at most {MAX_RUN_ID}", 404)
+        return run
+
     def run(request: Request) -> Response:
-        p = request.path_params
-        return _json(data.run(p["source"], p["run"]))
+        return _json(data.run(request.path_params["source"], run_id(request)))
 
     def view(request: Request) -> Response:
         p = request.path_params
-        return _json(data.view(p["source"], p["run"], p["view"]))
+        return _json(data.view(p["source"], run_id(request), p["view"]))
 
     def metrics(request: Request) -> Response:
         p = request.path_params
         keys = request.query_params.getlist("key")
         if not keys:
             raise SourceError("pass one or more metric keys: metrics?key=losses/pg_loss", 400)
-        return _json(data.metrics(p["source"], p["run"], keys))
+        return _json(data.metrics(p["source"], run_id(request), keys))
 
     def health(request: Request) -> Response:
         return _json({"ok": True, "time": time.time()})

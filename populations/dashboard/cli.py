@@ -16,7 +16,7 @@ import sys
 
 import uvicorn
 
-from populations.dashboard.app import LOOPBACK, bind, create_app
+from populations.dashboard.app import bind, create_app, trusted_hosts
 from populations.dashboard.data import DashboardData, source_status
 from populations.dashboard.export import export_html
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     port = sock.getsockname()[1]
     # a loopback server checks the Host header, so a web page cannot reach it by DNS rebinding
-    hosts = list(LOOPBACK) if args.host in LOOPBACK else None
+    hosts = trusted_hosts(args.host)
     app = create_app(args.paths, args.refresh, allowed_hosts=hosts, max_points=args.max_points)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"league dashboard on http://{shown}:{port}/ (Ctrl-C stops it)", flush=True)

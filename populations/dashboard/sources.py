@@ -6,6 +6,14 @@ runs started after the dashboard appear). Each database gets a stable short id f
 resolved path. Databases are opened read-only for each request and closed after it; any
 failure (missing, not a database, locked, newer schema, not yet initialised) becomes a
 :class:`SourceError` with a one-line message that names the file and what to do.
+
+Reading leaves a run folder as it was. A reader of a WAL database needs its ``-wal`` and
+``-shm`` files, and SQLite creates them when they are missing (and leaves them behind),
+which also fails in a folder the user cannot write. A writer keeps its ``-wal`` file while
+it has the database open, so a database without one has no writer: it is read as an
+immutable file (no locks, nothing created). One with a ``-wal`` file is read through it,
+and the files are already there. A writer that opens the database during such a read
+can at worst make that one answer fail or be stale; the next refresh reads it normally.
 """
 
 from __future__ import annotations
@@ -89,11 +97,17 @@ def describe(err: BaseException, path: Path) -> str:
     return f"cannot read league database {path}: {text}"
 
 
+def has_writer(path: Path) -> bool:
+    """Whether a process may have the database open (its ``-wal`` file exists)."""
+    return Path(f"{path}-wal").exists()
+
+
 @contextmanager
 def open_source(source: Source) -> Iterator[LeagueDB]:
     """The database of ``source`` opened read-only; every failure is a :class:`SourceError`."""
     try:
-        db = LeagueDB(source.path, readonly=True, timeout=READ_TIMEOUT_S)
+        db = LeagueDB(source.path, readonly=True, timeout=READ_TIMEOUT_S,
+                      immutable=not has_writer(source.path))
     except (LeagueDBError, sqlite3.Error, OSError) as err:
         status = 404 if "not found" in str(err) else 503
         raise SourceError(describe(err, source.path), status) from None

@@ -413,3 +413,95 @@ def test_cli_rejects_bad_options_and_a_busy_port(run_dir, capsys):
     with BackgroundServer(create_app([])) as busy:
         assert cli.main([str(run_dir), "--port", str(busy.port)]) == 2
     assert "pass another --port" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ hardening (issue 13)
+@pytest.mark.parametrize("host", ["::1", "127.0.0.2"])
+def test_every_loopback_host_guards_the_host_header(host, tmp_path):
+    """The real command line on a loopback address other than 127.0.0.1: a page on another
+    site that rebinds its name to this address is refused; the address itself is served."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "populations.dashboard.cli", str(tmp_path), "--host", host,
+         "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in proc.stdout:
+            if "league dashboard on" in line:
+                url = line.split()[3]
+                break
+        else:
+            pytest.fail(f"the dashboard did not start on {host}")
+        netloc = url.split("//")[1].rstrip("/")
+        assert httpx.get(url + "api/health", headers={"host": "evil.example"}).status_code == 400
+        rebound = netloc.replace(netloc.rsplit(":", 1)[0], "evil.example")
+        assert httpx.get(url + "api/health", headers={"host": rebound}).status_code == 400
+        assert httpx.get(url + "api/health").status_code == 200  # Host: the address itself
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def test_run_ids_beyond_sqlite_integers_are_404(shared):
+    client, _, ids = shared
+    s, _ = ids["league"]
+    for path in ("", "/league", "/metrics?key=x"):
+        body = get(client, f"/api/runs/{s}/{2**63}{path}", 404)
+        assert f"no run {2**63}" in body["error"]
+    assert "no run" in get(client, f"/api/runs/{s}/{2**63 - 1}/league", 404)["error"]
+
+
+def _read_everything(client: TestClient) -> int:
+    runs = get(client, "/api/runs")
+    assert runs["errors"] == []
+    for r in runs["runs"]:
+        base = f"/api/runs/{r['source']}/{r['id']}"
+        for view in ("", "/league", "/payoffs", "/ratings", "/psro", "/learner"):
+            get(client, base + view)
+    return len(runs["runs"])
+
+
+def test_reading_leaves_the_run_folder_as_it_was(run_dir):
+    """No -wal/-shm files appear next to a database no one writes; with a live writer the
+    reader uses the writer's files and sees its rows."""
+    before = sorted(p.name for p in run_dir.iterdir())
+    assert _read_everything(TestClient(create_app([run_dir]))) == 2
+    assert sorted(p.name for p in run_dir.iterdir()) == before
+    writer = LeagueDB(run_dir / "league.db")  # a live writer: -wal and -shm are its own
+    try:
+        writer.create_run("live-run")
+        assert _read_everything(TestClient(create_app([run_dir]))) == 3
+    finally:
+        writer.close()
+    assert sorted(p.name for p in run_dir.iterdir()) == before  # the writer cleaned up
+
+
+@pytest.fixture
+def unwritable(run_dir):
+    """``run_dir`` made unwritable: ``chattr +i`` for root (which ignores modes), else a
+    read-only mode; skipped where neither stops a write."""
+    import os
+    import shutil
+    import subprocess
+
+    run_dir.chmod(0o555)
+    chattr = shutil.which("chattr") if os.geteuid() == 0 else None  # root ignores modes
+    if chattr:
+        chattr = chattr if subprocess.run([chattr, "+i", str(run_dir)]).returncode == 0 else None
+    try:
+        try:
+            (run_dir / "probe").touch()
+        except OSError:
+            yield run_dir
+        else:
+            pytest.skip("cannot make a folder unwritable here")
+    finally:
+        if chattr:
+            subprocess.run([chattr, "-i", str(run_dir)], check=True)
+        run_dir.chmod(0o755)
+
+
+def test_a_run_folder_the_user_cannot_write_still_displays(unwritable):
+    assert _read_everything(TestClient(create_app([unwritable]))) == 2
+    assert sorted(p.name for p in unwritable.iterdir()) == ["league.db"]
