@@ -33,10 +33,18 @@ class NonFiniteError(ValueError):
 
 
 def _all_finite(values: Sequence[Array]) -> bool:
-    """True when every element of every array is finite (one sync for all tensors)."""
-    tensors = [v for v in values if isinstance(v, torch.Tensor) and v.is_floating_point()]
+    """True when every element of every array is finite (one sync for all device tensors;
+    CPU tensors are checked through numpy, several times faster for small batches)."""
+    tensors = []
     for v in values:
-        if isinstance(v, np.ndarray) and v.dtype.kind in "fc" and not np.isfinite(v).all():
+        if isinstance(v, torch.Tensor):
+            if not v.is_floating_point():
+                continue
+            if v.device.type != "cpu":
+                tensors.append(v)
+                continue
+            v = v.detach().numpy()
+        if v.dtype.kind in "fc" and not np.isfinite(v).all():
             return False
     if not tensors:
         return True
