@@ -121,6 +121,7 @@ def test_an_overflowing_loss_stops_before_the_optimizer_step(name, quantity):
                      r"at step \d+", message), message
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast")  # the episode returns
 def test_mappo_value_targets_that_overflow_stop_before_the_normalizer_moves():
     """1e38 per step is finite, its discounted sum is not: the value normalizer (part of
     the weights compared) must not have seen it."""
