@@ -31,8 +31,6 @@ from marl.advantages import (
 )
 
 TURN_KEYS = ("game", "group", "agent", "role", "trajectory", "turn")  # keys of every turn
-# per-agent and per-role diagnostics: a GRPO step takes seconds, these take microseconds
-KEYED_DIAGNOSTICS = AdvantageConfig(diagnostics="keys")
 
 
 class KeyIndex:
@@ -75,13 +73,12 @@ def turn_advantages(turns: Sequence[Turn], games: Sequence[str], adv_norm: str,
                     index: KeyIndex, *, gamma: float = 1.0, cfg: AdvantageConfig | None = None,
                     state: RoleEMABaseline | None = None,
                     device: torch.device | str = "cpu") -> AdvantageResult:
-    """Advantages ``[N]`` (one per turn) under ``adv_norm``, with ``adv/...`` diagnostics
-    (per agent and role unless ``cfg`` says otherwise); returns or rewards as it consumes."""
+    """Advantages ``[N]`` (one per turn) under ``adv_norm``, with ``adv/...`` diagnostics;
+    it gets per-turn returns or rewards, whichever it declares it consumes."""
     keys = turn_keys(turns, games, index, device)
     rewards = torch.tensor([t.reward for t in turns], dtype=torch.float32, device=device)
     if get_adv_norm(adv_norm).consumes == "rewards":
         values = rewards
     else:
         values = turn_returns(rewards, keys.trajectory, keys.agent, keys.turn, gamma=gamma)
-    cfg = cfg if cfg is not None else KEYED_DIAGNOSTICS
     return normalize_advantages(adv_norm, values, keys, cfg=cfg, state=state)

@@ -39,7 +39,7 @@ import games
 from llm_agents import losses
 from llm_agents.actions import ActionConfig, behaviour_logprobs
 from llm_agents.backends.hf import resolve_device
-from llm_agents.credit import KEYED_DIAGNOSTICS, TURN_KEYS, KeyIndex, turn_advantages
+from llm_agents.credit import TURN_KEYS, KeyIndex, turn_advantages
 from llm_agents.opponents import OpponentPool
 from llm_agents.policy import LLMPolicy
 from llm_agents.prompts import PromptConfig
@@ -60,7 +60,7 @@ class GRPOConfig:
     group_size: int = 8  # K: episodes per group (same game, seed and opponents)
     groups_per_step: int = 8  # G: groups per iteration
     adv_norm: str = "group_role"  # marl.advantages adv_norm: global|agent|role|role_ema|group_role
-    advantage: AdvantageConfig = field(default_factory=lambda: KEYED_DIAGNOSTICS)  # eps, alpha...
+    advantage: AdvantageConfig = field(default_factory=AdvantageConfig)  # eps, role_ema_alpha...
     role_ema_per_trajectory: bool = True  # role_ema: one update per (game, role, episode): SPIRAL
     gamma: float = 1.0  # discount per own turn of the turn-level returns
     lr: float = 1e-4  # AdamW learning rate

@@ -189,7 +189,7 @@ class AdvantageConfig:
     turn_gamma: float = 1.0  # player_turn discount per own turn of a player
     player_turn_scale: bool = False  # player_turn also divides by the per-player std at the end
     joint_group_scale: bool = False  # joint_group divides by the std of sibling joint returns
-    diagnostics: str = "global"  # none | global (one row, ~free) | keys (+ per agent and role)
+    diagnostics: str = "keys"  # on first read: keys (global, per agent, per role) | global | none
 
     def __post_init__(self) -> None:
         for name in ("role_ema_alpha", "turn_gamma"):
@@ -217,30 +217,56 @@ class AdvantageKeys:
         return [f.name for f in fields(self) if getattr(self, f.name) is not None]
 
     def flat(self, shape: torch.Size, names: tuple[str, ...] = KEY_NAMES) -> AdvantageKeys:
-        """Broadcast the keys ``names`` to ``shape`` and flatten them (others dropped), checking
-        each is an integer tensor."""
-        out = {}
-        for name in names:
-            col = getattr(self, name)
-            if col is None:
-                continue
+        """The keys ``names`` broadcast to ``shape`` and flattened (others dropped)."""
+        return AdvantageKeys(**{n: _flat(n, getattr(self, n), shape) for n in names
+                                if getattr(self, n) is not None})  # fmt: skip
+
+
+def _flat(name: str, col: Tensor, shape: torch.Size) -> Tensor:
+    """Key ``col`` broadcast to ``shape`` and flattened [N], checked to be integers."""
+    if col.dtype.is_floating_point or col.dtype.is_complex or col.dtype == torch.bool:
+        raise ValueError(f"keys.{name} has dtype {col.dtype}; expected an integer dtype")
+    try:
+        return col.broadcast_to(shape).reshape(-1)
+    except RuntimeError:
+        msg = f"keys.{name} has shape {tuple(col.shape)}; expected one broadcastable to"
+        raise ValueError(f"{msg} values' {tuple(shape)}") from None
+
+
+class _LazyKeys:
+    """``AdvantageKeys`` whose columns are flattened on first use (an adv_norm reads few)."""
+
+    def __init__(self, keys: AdvantageKeys, shape: torch.Size) -> None:
+        self._keys, self._shape, self._done = keys, shape, {}
+        for name in keys.present():  # dtypes are checked at once, shapes on first use
+            col = getattr(keys, name)
             if col.dtype.is_floating_point or col.dtype.is_complex or col.dtype == torch.bool:
                 raise ValueError(f"keys.{name} has dtype {col.dtype}; expected an integer dtype")
-            try:
-                out[name] = col.broadcast_to(shape).reshape(-1)
-            except RuntimeError:
-                msg = f"keys.{name} has shape {tuple(col.shape)}; expected one broadcastable to"
-                raise ValueError(f"{msg} values' {tuple(shape)}") from None
-        return AdvantageKeys(**out)
+
+    def __getattr__(self, name: str) -> Tensor | None:
+        if name not in KEY_NAMES:
+            raise AttributeError(name)
+        if name not in self._done:
+            col = getattr(self._keys, name)
+            self._done[name] = None if col is None else _flat(name, col, self._shape)
+        return self._done[name]
 
 
-@dataclass(frozen=True)
 class AdvantageResult:
-    """Output of ``normalize_advantages``."""
+    """Output of ``normalize_advantages``: ``advantages`` (same shape and dtype as the values,
+    0 where masked), ``mask`` (bool, same shape: samples to train on, the input mask minus
+    dropped zeros) and ``diagnostics`` (``adv/...`` floats for the logger), computed on first
+    read -- a caller that does not log them pays nothing."""
 
-    advantages: Tensor  # same shape and dtype as values; 0 where masked
-    mask: Tensor  # bool, same shape: samples to train on (input mask minus dropped zeros)
-    diagnostics: dict[str, float]  # adv/... statistics for the logger
+    def __init__(self, advantages: Tensor, mask: Tensor,
+                 diagnostics: dict[str, float] | Callable[[], dict[str, float]]) -> None:
+        self.advantages, self.mask, self._diag = advantages, mask, diagnostics
+
+    @property
+    def diagnostics(self) -> dict[str, float]:
+        if callable(self._diag):
+            self._diag = self._diag()
+        return self._diag
 
 
 # (values [N] in the accumulation dtype, flat keys, mask [N] bool | None, weights [N] | None,
@@ -311,8 +337,11 @@ def check_adv_norm(name: str, have: set[str] | list[str], *, by: str = "the call
                    consumes: str | None = None, stateful: bool = True) -> AdvNorm:  # fmt: skip
     """The adv_norm ``name`` if a caller with keys ``have`` can run it, else a one-line error
     naming what is missing and the names it could use (see ``adv_norms_for``)."""
-    ok = adv_norms_for(have, consumes=consumes, stateful=stateful)
     spec = _REGISTRY.get(name)
+    if spec is not None and not spec.missing(have) and consumes in (None, spec.consumes) and (
+            stateful or not spec.stateful):
+        return spec
+    ok = adv_norms_for(have, consumes=consumes, stateful=stateful)
     if spec is None:
         raise ValueError(f"adv_norm={name!r} unknown; choose one of {ok}")
     if name not in ok:
@@ -348,9 +377,18 @@ def _global(x, keys, mask, weights, cfg, state) -> Tensor:
     """One mean/std over the whole batch, ``A = (R - mu) / (sigma + eps)``, [N] -> [N].
 
     The baseline everyone starts from: PPO's advantage normalization (Schulman et al., 2017),
-    MAPPO (Yu et al., 2022, arXiv:2103.01955) and GRPO with one batch-wide group.
+    MAPPO (Yu et al., 2022, arXiv:2103.01955) and GRPO with one batch-wide group. Unweighted,
+    it is the one-liner ``(x - x.mean()) / (x.std() + eps)`` over the unmasked samples plus
+    the degenerate rules (a constant batch: max == min).
     """
-    return _grouped(x, keys, mask, weights, cfg, [])
+    if weights is not None or cfg.per_trajectory:
+        return _grouped(x, keys, mask, weights, cfg, [])
+    xs = x if mask is None else x.masked_select(mask)
+    if xs.numel() < 2:
+        return x.clone()
+    lo, hi = torch.aminmax(xs)
+    sd = xs.std(correction=int(cfg.unbiased_std)) + cfg.eps if cfg.scale else 1.0
+    return (x - xs.mean()) * ((hi != lo) / sd)  # a constant batch: exactly 0
 
 
 @register_adv_norm("agent", needs=("agent",))
@@ -596,11 +634,12 @@ def advantage_diagnostics(
 
 
 def _global_diagnostics(x: Tensor, adv: Tensor, m: Tensor | None) -> dict[str, float]:
-    """``adv/global/...`` only (the default): four sums and one host sync."""
-    xm = x if m is None else torch.where(m, x, 0.0)  # adv is already 0 where masked
-    n = x.numel() if m is None else m.sum()
-    sums = torch.stack([xm.sum(), (xm * xm).sum(), adv.sum(), (adv * adv).sum()])
-    cnt, s1, s2, a1, a2 = float(n), *sums.double().tolist()
+    """``adv/global/...`` only (the default): one [2, N] table, its sums and squares, one
+    host sync (advantages are already 0 where masked)."""
+    t = torch.stack([x if m is None else torch.where(m, x, 0.0), adv])  # [2, N]
+    n = float(x.numel()) if m is None else m.sum()
+    s = torch.cat([t.sum(1), torch.linalg.vecdot(t, t), torch.as_tensor(n, dtype=t.dtype)[None]])
+    s1, a1, s2, a2, cnt = s.double().tolist()
     c = max(cnt, 1.0)
     row = [cnt, s1 / c, max(s2 / c - (s1 / c) ** 2, 0.0) ** 0.5, a1 / c,
            max(a2 / c - (a1 / c) ** 2, 0.0) ** 0.5]  # fmt: skip
@@ -636,8 +675,10 @@ def normalize_advantages(
     if cfg.per_trajectory and keys.trajectory is None and adv_norm not in ("none", "joint_group"):
         raise ValueError("per_trajectory statistics need keys.trajectory; got None")
     shape = values.shape
-    flat = keys.flat(shape)
-    m = None if mask is None else mask.to(torch.bool).broadcast_to(shape).reshape(-1)
+    flat = _LazyKeys(keys, shape)
+    m = None if mask is None else mask.to(torch.bool)
+    m = m if m is None or m.shape == shape else m.broadcast_to(shape)
+    m = None if m is None else m.reshape(-1)
     w = None if weights is None else weights.broadcast_to(shape).reshape(-1)
     x = values.reshape(-1).to(_acc(values.dtype, cfg.float64))
     adv = spec.fn(x, flat, m, w, cfg, state) if x.numel() else x.clone()
@@ -646,11 +687,19 @@ def normalize_advantages(
     keep = m if m is not None else torch.ones_like(x, dtype=torch.bool)
     if cfg.drop_zero:
         keep = keep & (adv != 0)
-    diag: dict[str, float] = {}
-    if cfg.diagnostics == "keys" and x.numel():
-        diag = advantage_diagnostics(x, adv, flat, m)
-    elif cfg.diagnostics == "global" and x.numel():
+    out = AdvantageResult(adv.to(values.dtype).reshape(shape), keep.reshape(shape), {})
+    if x.numel() and cfg.diagnostics != "none":
+        out._diag = lambda: _diagnostics(x, adv, keys, m, keep, shape, cfg)
+    return out
+
+
+def _diagnostics(x, adv, keys, m, keep, shape, cfg: AdvantageConfig) -> dict[str, float]:
+    """The diagnostics of one ``normalize_advantages`` call, at the config's level."""
+    if cfg.diagnostics == "global":
         diag = _global_diagnostics(x, adv, m)
-    if cfg.drop_zero and cfg.diagnostics != "none":
+    else:
+        diag = advantage_diagnostics(x.reshape(shape), adv.reshape(shape), keys,
+                                     None if m is None else m.reshape(shape))  # fmt: skip
+    if cfg.drop_zero:
         diag["adv/dropped_frac"] = 1.0 - float(keep.sum()) / max(1, int(x.numel()))
-    return AdvantageResult(adv.to(values.dtype).reshape(shape), keep.reshape(shape), diag)
+    return diag

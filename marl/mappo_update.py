@@ -18,13 +18,10 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from marl.advantages import AdvantageConfig, AdvantageKeys, agent_gae, normalize_advantages
+from marl.advantages import AdvantageKeys, agent_gae, normalize_advantages
 
 if TYPE_CHECKING:
     from marl.mappo import MAPPO
-
-# per-agent and per-role diagnostics for the dashboard: ~0.1 % of an update
-_ADV_CFG = AdvantageConfig(diagnostics="keys")
 
 
 def _gather(L: MAPPO, g: int, t: torch.Tensor, b: torch.Tensor, a: torch.Tensor) -> dict:
@@ -128,7 +125,7 @@ def ppo_update(L: MAPPO) -> dict[str, float]:
     if cfg.value_norm:
         L.value_rms.update(returns_TBA[complete_TBA])
     keys = AdvantageKeys(agent=L.agent_key, role=L.role_key)
-    res = normalize_advantages(cfg.adv_norm, adv_TBA, keys, mask=complete_TBA, cfg=_ADV_CFG)
+    res = normalize_advantages(cfg.adv_norm, adv_TBA, keys, mask=complete_TBA)
     norm_adv_TBA = res.advantages
     target_TBA = L.value_rms.normalize(returns_TBA) if cfg.value_norm else returns_TBA
 

@@ -15,6 +15,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import marl.advantages as adv_mod
 from marl.advantages import (
     AdvantageConfig,
     AdvantageKeys,
@@ -702,8 +703,8 @@ def test_diagnostics_known_values():
 
 def test_registry_and_errors():
     assert set(available_adv_norms()) == set(SCHEMES)
-    with pytest.raises(ValueError, match=r"adv_norm='gobal' unknown; choose one of \['agent', "):
-        normalize_advantages("gobal", torch.zeros(2))
+    with pytest.raises(ValueError, match=r"'gobal' unknown; choose one of \['global', 'none'\]"):
+        normalize_advantages("gobal", torch.zeros(2))  # the names its keys (none) allow
     with pytest.raises(ValueError, match="already registered"):
         register_adv_norm("agent")(get_adv_norm("agent").fn)
     with pytest.raises(ValueError, match=r"adv_norm='group_role' needs keys.group, which the "
@@ -746,17 +747,22 @@ def test_adv_norms_declare_their_keys_and_inputs():
     assert [n for n in SCHEMES if get_adv_norm(n).stateful] == ["role_ema"]
 
 
-def test_default_diagnostics_are_one_global_row_and_keys_add_agents_and_roles():
+def test_diagnostics_levels_and_computed_on_first_read(monkeypatch):
     x = torch.tensor([0.0, 2.0, 10.0, 10.0, 99.0])
     keys = AdvantageKeys(agent=torch.tensor([3, 3, 7, 7, 7]), role=torch.zeros(5).long())
     mask = torch.tensor([True, True, True, True, False])
-    res = normalize_advantages("agent", x, keys, mask)
+    calls = []
+    real = adv_mod.advantage_diagnostics
+    monkeypatch.setattr(adv_mod, "advantage_diagnostics", lambda *a: calls.append(1) or real(*a))
+    full = normalize_advantages("agent", x, keys, mask)  # default: keys, on first read
+    assert calls == []
+    assert full.diagnostics["adv/agent_7/count"] == 2 and "adv/role_0/adv_std" in full.diagnostics
+    assert full.diagnostics is full.diagnostics and calls == [1]  # once
+    res = normalize_advantages("agent", x, keys, mask, cfg=AdvantageConfig(diagnostics="global"))
     assert set(res.diagnostics) == {f"adv/global/{k}" for k in
                                     ("count", "reward_mean", "reward_std", "adv_mean", "adv_std")}
-    full = normalize_advantages("agent", x, keys, mask, cfg=AdvantageConfig(diagnostics="keys"))
-    for k, v in res.diagnostics.items():  # the cheap row equals the full one
+    for k, v in res.diagnostics.items():  # the global row alone equals the full one
         assert full.diagnostics[k] == pytest.approx(v, abs=1e-6)
     assert res.diagnostics["adv/global/reward_mean"] == 5.5
-    assert full.diagnostics["adv/agent_7/count"] == 2 and "adv/role_0/adv_std" in full.diagnostics
     none = normalize_advantages("agent", x, keys, mask, cfg=AdvantageConfig(diagnostics="none"))
     assert none.diagnostics == {}
