@@ -95,6 +95,12 @@ class GRPOConfig:
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError(f"gamma={self.gamma}; expected a value in [0, 1]")
 
+    def advantage_config(self) -> AdvantageConfig:
+        """``advantage`` as the trainer runs it: ``role_ema`` updates once per (game, role,
+        episode) as in SPIRAL (``per_trajectory``) unless ``role_ema_per_trajectory`` is off."""
+        if self.adv_norm == "role_ema" and self.role_ema_per_trajectory:
+            return dataclasses.replace(self.advantage, per_trajectory=True)
+        return self.advantage
 
 def _grad_norm(params: Sequence[nn.Parameter]) -> float:
     sq = [p.grad.detach().float().pow(2).sum() for p in params if p.grad is not None]
@@ -244,11 +250,9 @@ class MultiTurnGRPO:
             return {}
         cfg = self.cfg
         self._batch_games = batch.games  # names the game in a non-finite loss error
-        adv_cfg = cfg.advantage
-        if cfg.adv_norm == "role_ema" and cfg.role_ema_per_trajectory:
-            adv_cfg = dataclasses.replace(adv_cfg, per_trajectory=True)
         res = turn_advantages(turns, batch.games, cfg.adv_norm, self.index, gamma=cfg.gamma,
-                              cfg=adv_cfg, state=self.baseline, device=self.device)
+                              cfg=cfg.advantage_config(), state=self.baseline,
+                              device=self.device)  # fmt: skip
         adv = res.advantages.float()  # [N]
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate()
