@@ -9,7 +9,9 @@ registers games); they are imported the first time a name is not found.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -21,6 +23,7 @@ F = TypeVar("F", bound=Callable[..., Game])
 _REGISTRY: dict[str, Callable[..., Game]] = {}
 PREFIXES = ("openspiel/", "pettingzoo/")
 ENTRY_POINTS = "selfplay.games"
+IMPORTS_ENV = "SELFPLAY_IMPORTS"  # comma-separated modules a CLI imported for the user
 _loaded_groups: set[str] = set()
 
 
@@ -90,6 +93,10 @@ def make(spec: str, **kwargs: Any) -> Game:
         import games.tool  # noqa: F401  (built-in cooperative tool tasks register on import)
     if spec not in _REGISTRY and not spec.startswith(PREFIXES):
         load_entry_points()
+        # modules a command line imported (``imports=``): worker processes (Ray) inherit
+        # the variable, not the imports
+        for module in filter(None, os.environ.get(IMPORTS_ENV, "").split(",")):
+            importlib.import_module(module)
     if spec in _REGISTRY:
         return _call(spec, _REGISTRY[spec], kwargs)
     if spec.startswith("openspiel/"):

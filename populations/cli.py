@@ -125,8 +125,12 @@ class OneLineParser(argparse.ArgumentParser):
 def import_user_modules(modules: Sequence[str], where: str = "imports") -> None:
     """Import ``modules`` (registering their games, learners, meta-solvers), the working
     directory first on ``sys.path``; a module that fails raises :class:`CLIError`."""
+    if not modules:
+        return
+    from games.registry import IMPORTS_ENV
+
     cwd = os.getcwd()
-    if modules and cwd not in sys.path:
+    if cwd not in sys.path:
         sys.path.insert(0, cwd)
     for name in modules:
         try:
@@ -134,6 +138,13 @@ def import_user_modules(modules: Sequence[str], where: str = "imports") -> None:
         except Exception as err:
             raise CLIError(f"{where}: cannot import {name!r} from {cwd}: "
                            f"{type(err).__name__}: {one_line(err)}") from None
+    # worker processes (Ray actors, rollout workers) find the modules the same way: from
+    # the variables they inherit (``games.make`` imports them on a name it does not know)
+    known = [m for m in os.environ.get(IMPORTS_ENV, "").split(",") if m]
+    os.environ[IMPORTS_ENV] = ",".join(dict.fromkeys([*known, *modules]))
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if cwd not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([cwd, *filter(None, paths)])
 
 
 def load_plugins() -> None:

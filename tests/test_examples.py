@@ -71,6 +71,16 @@ def test_public_goods_psro_with_sampled_payoffs_from_the_cli(tmp_path):
     assert seats == {"psro-citizen_0", "psro-citizen_1", "psro-steward"}
 
 
+@pytest.mark.slow
+def test_public_goods_league_with_ray_workers(tmp_path):
+    """Ray actors are other processes: they find the game through the variables the CLI sets
+    (``SELFPLAY_IMPORTS``, ``PYTHONPATH``), not through the driver's imports."""
+    db = _train(["population=self_play", "population.generations=1",
+                 "population.frames_per_generation=200", "runner=ray", "runner.workers=1"],
+                tmp_path / "ray")
+    assert _count(db, "matches") >= 1
+
+
 @pytest.mark.parametrize("kwargs", ["game.kwargs.rounds=0", "game.kwargs.players=4"])
 def test_public_goods_bad_arguments_fail_in_one_line(kwargs, tmp_path):
     res = subprocess.run(
