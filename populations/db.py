@@ -6,10 +6,11 @@ seats, snapshots and returns), ``payoffs`` (estimates between snapshots), ``rati
 (history), ``metrics`` (learner scalars) and ``psro_iterations``. Writes are idempotent
 where a resumed run may repeat them: a snapshot is keyed by (member, version) and a match
 by a caller-chosen key, a metric by (run, member, step, key), so replaying work after a
-crash records nothing twice. A metric that is undefined (NaN, inf) is not stored: a missing
-row means "no value". Snapshot paths are stored relative to the database's folder (the run
-folder) with the SHA-256 of the file, and come back resolved against that folder, so a run
-reads its own snapshots whatever the working directory.
+crash records nothing twice. A metric that is undefined (NaN) is not stored: a missing row
+means "no value" (±inf is a value SQLite keeps; the dashboard shows it as a gap).
+Snapshot paths are stored relative to the database's folder (the run folder) with the
+SHA-256 of the file, and come back resolved against that folder, so a run reads its own
+snapshots whatever the working directory.
 
 Schema versions are SQLite's ``user_version``; ``MIGRATIONS[i]`` upgrades version i to
 i + 1 and runs in one transaction when an older file is opened.
@@ -343,7 +344,7 @@ class LeagueDB:
     def log_metrics(self, run_id: int, step: int, metrics: dict[str, float],
                     member_id: int | None = None) -> None:
         """Record scalars at ``step``; logging a (member, step, key) again replaces its value
-        (a resumed run replaying a step), and undefined values (NaN, inf) are left out."""
+        (a resumed run replaying a step), and undefined values (NaN) are left out."""
         with self.conn:
             self._insert_metrics(run_id, step, metrics, member_id)
 
@@ -351,7 +352,7 @@ class LeagueDB:
                         member_id: int | None) -> None:
         now = time.time()
         rows = [(run_id, member_id, step, k, float(v), now) for k, v in metrics.items()
-                if v is not None and math.isfinite(float(v))]
+                if v is not None and not math.isnan(float(v))]
         self.conn.executemany(
             "INSERT OR REPLACE INTO metrics (run_id, member_id, step, key, value, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?)", rows)

@@ -167,14 +167,14 @@ def test_a_garbled_snapshot_is_refused_naming_the_file(tmp_path):
 
 def test_metrics_are_keyed_and_undefined_values_left_out(tmp_path):
     """A replayed step replaces its rows instead of adding more; NaN (explained variance of
-    constant targets) is left out instead of failing the NOT NULL constraint."""
+    constant targets) is left out instead of failing the NOT NULL constraint; inf is kept."""
     db = LeagueDB(tmp_path / "l.db")
     run = db.create_run("r")
     db.log_metrics(run, 10, {"losses/explained_variance": float("nan"), "x": 1.0,
                              "y": float("inf")})
     db.log_metrics(run, 10, {"x": 1.0})
     db.log_metrics(run, 20, {"x": 2.0})
-    assert db.metric_rows(run) == [(10, "x", 1.0), (20, "x", 2.0)]
+    assert db.metric_rows(run) == [(10, "x", 1.0), (10, "y", float("inf")), (20, "x", 2.0)]
     assert db.metric(run, "losses/explained_variance") == []
 
 

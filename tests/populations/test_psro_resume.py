@@ -108,7 +108,7 @@ def test_metrics_csv_keeps_its_header_after_an_early_kill(tmp_path):
     resumed run appended rows to an empty file."""
     code = ("import os, signal, sys; from pathlib import Path; "
             "from populations.loggers import CSVLogger, LoggerConfig; "
-            "CSVLogger(Path(sys.argv[1]), LoggerConfig(), {}); "
+            "logger = CSVLogger(Path(sys.argv[1]), LoggerConfig(), {}); "
             "os.kill(os.getpid(), signal.SIGKILL)")
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
