@@ -1,21 +1,23 @@
-"""Benchmark of ``marl.advantages``: every scheme and GAE, against ``global`` and against the
-slow Python reference of ``tests/marl/test_advantages.py``, in one run.
+"""Benchmark of ``marl.advantages`` (plain torch), three parts in one run.
 
-Layout (``--samples`` N, default 10M): 1k groups spread over 4 games, 8 trajectories per group
-(``node`` = group for joint_group), 16 agents taking turns in order (one sample per turn),
-8 roles (two agents per role), rewards drawn per agent with different means and scales,
-2% of samples masked. GAE runs on ``[T=125, B, A=16]`` with N elements, 1% terminations and
-0.5% truncations. The reference runs on a layout ``--ref-scale`` (100) times smaller and its
-time (best of 2) is extrapolated linearly. Our times are the best of ``--repeats`` interleaved
-rounds (load spikes hit every row alike), diagnostics off (timed on their own row).
-On the CPU every row is timed twice: with the ``marl.native`` kernels (the default) and on the
-torch path (``native.disabled()``, what runs without a C compiler), whose ``global`` is the
-second baseline. ``--device cuda`` runs our code on the GPU (inputs moved there first,
-``torch.cuda.synchronize`` around every timing); the reference always runs on the CPU.
+1. **10M table** (``--samples``): every adv_norm and GAE against ``global`` and against the
+   slow Python reference of ``tests/marl/test_advantages.py``. Layout: 1k groups over 4 games,
+   8 trajectories per group (``node`` = group for joint_group), 16 agents taking turns in order
+   (one sample per turn), 8 roles (two agents per role), rewards drawn per agent with different
+   means and scales, 2% of samples masked. GAE runs on ``[T=125, B, A=16]`` with N elements.
+   The reference runs on a layout ``--ref-scale`` (100) times smaller and is extrapolated
+   linearly. Our times: best of ``--repeats`` interleaved rounds, diagnostics not read (timed
+   on their own row). ``--device cuda`` runs our code on the GPU (synchronized around every
+   call); the reference always runs on the CPU.
+2. **MAPPO's batch** (``[26, 32, 3]``, 5% masked, keys agent and role): the default
+   ``normalize_advantages`` call against the plain one-liner ``(a - a.mean()) / (a.std() +
+   eps)`` and its masked form, with and without reading the diagnostics.
+3. **End to end**: the share of advantage time (normalization with its diagnostics read, and
+   GAE) in real MAPPO updates (simple_spread N=3, default ``MAPPOConfig``, 32 copies) and in
+   GRPO steps of the tiny LLM preset (Kuhn poker, ``group_role``). Goal: under 1 %.
 
 Usage: ``python bench/advantages.py [--samples 10000000] [--repeats 5] [--ref-scale 100]
-[--device cpu]``. Prints a markdown table. Goal: grouped schemes within 3x of ``global``,
->100x the reference.
+[--device cpu] [--parts table,batch,e2e]``. Prints markdown tables.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-import torch
+# bench/games.py is named like the games package: keep bench/ off the import path.
+ROOT = Path(__file__).resolve().parents[1]
+sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+sys.path.insert(0, str(ROOT))
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch  # noqa: E402
 
-from marl import native  # noqa: E402
 from marl.advantages import (  # noqa: E402
     AdvantageConfig,
     AdvantageKeys,
@@ -114,8 +118,8 @@ def best_times(
 
 
 def cases() -> list[tuple[str, str, AdvantageConfig]]:
-    base = AdvantageConfig(diagnostics=False)
-    per_traj = AdvantageConfig(diagnostics=False, per_trajectory=True)
+    base = AdvantageConfig(diagnostics="none")
+    per_traj = AdvantageConfig(diagnostics="none", per_trajectory=True)
     names = ["global", "agent", "role", "group_role", "role_ema", "player_turn", "joint_group"]
     rows = [(name, name, base) for name in names + ["none"]]
     rows += [("agent (per trajectory)", "agent", per_traj),
@@ -128,13 +132,8 @@ def keys_of(lay: dict[str, torch.Tensor]) -> AdvantageKeys:
     return AdvantageKeys(**{k: lay[k] for k in names})
 
 
-def run(
-    samples: int, repeats: int, ref_scale: int, device: torch.device | None = None
-) -> list[tuple[str, float, float | None, float | None]]:
-    """(row name, seconds at full size, extrapolated reference seconds or None, seconds of the
-    torch path or None); our code runs on ``device`` (CPU when None: the ``marl.native``
-    kernels, and the torch path with them disabled), the reference on the CPU."""
-    device = device or torch.device("cpu")
+def table(samples: int, repeats: int, ref_scale: int, device: torch.device) -> None:
+    """Part 1: the 10M table."""
     big = {k: v.to(device) for k, v in make_layout(samples).items()}
     small = make_layout(max(1, samples // ref_scale))
     lists: dict = {k: v.tolist() for k, v in small.items()}
@@ -142,11 +141,11 @@ def run(
     keys = keys_of(big)
     ours: dict[str, Callable[[], object]] = {}
     refs: dict[str, Callable[[], object]] = {}
-    for row, scheme, cfg in cases():
-        ours[row] = partial(normalize_advantages, scheme, big["values"], keys, big["mask"],
+    for row, name, cfg in cases():
+        ours[row] = partial(normalize_advantages, name, big["values"], keys, big["mask"],
                             cfg=cfg, state=RoleEMABaseline())  # fmt: skip
         ref_cfg = AdvantageConfig(**{**cfg.__dict__, "float64": True})
-        refs[row] = partial(ref_scheme, scheme, lists, ref_cfg, {})
+        refs[row] = partial(ref_scheme, name, lists, ref_cfg, {})
     adv = normalize_advantages("agent", big["values"], keys, big["mask"]).advantages
     ours["diagnostics (agent + role)"] = partial(advantage_diagnostics, big["values"], adv, keys,
                                                  big["mask"])  # fmt: skip
@@ -158,12 +157,144 @@ def run(
     refs["gae [125, B, 16]"] = partial(ref_gae, flat["rewards"], flat["values"],
                                        flat["next_values"], *flags, 0.99, 0.95)  # fmt: skip
     refs_t, ours_t = best_times(refs, 2), best_times(ours, repeats, device)
-    torch_t: dict[str, float] = {}
-    if device.type == "cpu" and native.available():  # the same calls on the torch path
-        with native.disabled():
-            torch_t = best_times(ours, repeats, device)
-    return [(row, t, refs_t[row] * ref_scale if row in refs_t else None, torch_t.get(row))
-            for row, t in ours_t.items()]  # fmt: skip
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    print(f"samples={samples:,} torch={torch.__version__} threads={torch.get_num_threads()}"
+          f" device={where}; reference on the CPU at samples/{ref_scale}, extrapolated\n")
+    print("| adv_norm | seconds | × global | reference s (extrap.) | speed-up vs reference |")
+    print("|---|---:|---:|---:|---:|")
+    glob = ours_t["global"]
+    for row, sec in ours_t.items():
+        ref = refs_t.get(row)
+        ref_s = "" if ref is None else f"{ref * ref_scale:.3g}"
+        speed = "" if ref is None else f"{ref * ref_scale / sec:,.0f}×"
+        print(f"| {row} | {sec:.3f} | {sec / glob:.2f} | {ref_s} | {speed} |")
+    print()
+
+
+def mappo_batch(repeats: int, device: torch.device) -> None:
+    """Part 2: one call at MAPPO's batch against the one-liner (best of many interleaved)."""
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(26, 32, 3, generator=gen).to(device)
+    m = (torch.rand(26, 32, 3, generator=gen) > 0.05).to(device)
+    keys = AdvantageKeys(agent=torch.arange(3, device=device),
+                         role=torch.tensor([0, 0, 1], device=device))  # fmt: skip
+
+    def masked() -> torch.Tensor:
+        x = a[m]
+        return torch.where(m, (a - x.mean()) / (x.std() + 1e-6), 0.0)
+
+    fns: dict[str, Callable[[], object]] = {
+        "one-liner `(a - a.mean()) / (a.std() + eps)`": lambda: (a - a.mean()) / (a.std() + 1e-6),
+        "masked one-liner": masked,
+    }
+    for name in ("global", "agent", "role"):
+        fns[f"`{name}`, default call"] = partial(normalize_advantages, name, a, keys, m)
+        fns[f"`{name}`, diagnostics read"] = lambda n=name: normalize_advantages(
+            n, a, keys, m).diagnostics
+    calls = 20
+    best = best_times({k: _times(f, calls) for k, f in fns.items()}, 50 * repeats, device)
+    best = {k: t / calls for k, t in best.items()}
+    base, masked_t = best[next(iter(fns))], best["masked one-liner"]
+    print("MAPPO's batch [26, 32, 3], 5% masked; µs per call (best of interleaved rounds)\n")
+    print("| call | µs | × one-liner | × masked one-liner |")
+    print("|---|---:|---:|---:|")
+    for k, t in best.items():
+        print(f"| {k} | {t * 1e6:.1f} | {t / base:.2f} | {t / masked_t:.2f} |")
+    print()
+
+
+def _times(fn: Callable[[], object], n: int) -> Callable[[], None]:
+    """``fn`` run ``n`` times, so one timing covers ``n`` calls (divided out by the caller)."""
+
+    def run() -> None:
+        for _ in range(n):
+            fn()
+
+    return run
+
+
+class _Clock:
+    """Wraps a module attribute with a timer (synchronizing CUDA around each call)."""
+
+    def __init__(self, module: object, name: str, device: torch.device, read=None) -> None:
+        self.module, self.name, self.real, self.spent = module, name, getattr(module, name), []
+        self.device, self.read = device, read
+
+        def timed(*args, **kwargs):
+            _sync(device)
+            t0 = time.perf_counter()
+            out = self.real(*args, **kwargs)
+            if self.read is not None:
+                self.read(out)
+            _sync(device)
+            self.spent.append(time.perf_counter() - t0)
+            return out
+
+        setattr(module, name, timed)
+
+    def restore(self) -> None:
+        setattr(self.module, self.name, self.real)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def end_to_end(device: torch.device, updates: int, grpo_steps: int) -> None:
+    """Part 3: share of advantage time in MAPPO updates and GRPO steps."""
+    import games
+    import llm_agents.trainer as trainer_mod
+    import marl.mappo_update as mu
+    from llm_agents import ActionConfig, GRPOConfig, MultiTurnGRPO, Team
+    from llm_agents.tiny import build_model, build_tokenizer, game_corpus
+    from marl.mappo import MAPPO, MAPPOConfig
+    from marl.train import train
+
+    rows = []
+    game = "pettingzoo/mpe2.simple_spread_v3"
+    spec = games.make(game, N=3, max_cycles=25).spec
+    learner = MAPPO(spec, MAPPOConfig(), device=device, seed=0)
+    vg = games.VectorGame(game, 32, seed=0, N=3, max_cycles=25, **learner.vector_game_kwargs)
+    train(learner, vg, 32 * 25, progress=False)  # warm-up update
+    clocks = [_Clock(mu, "ppo_update", device), _Clock(mu, "agent_gae", device),
+              _Clock(mu, "normalize_advantages", device, read=lambda r: r.diagnostics)]
+    try:
+        train(learner, vg, 32 * 25 * updates, progress=False)
+    finally:
+        for c in clocks:
+            c.restore()
+    upd, gae_t, norm = (sum(c.spent) for c in clocks)
+    n = len(clocks[0].spent)
+    rows.append((f"MAPPO update, simple_spread ({n} updates, {learner.cfg.adv_norm})",
+                 upd / n, norm / n, gae_t / n))  # fmt: skip
+
+    kuhn = "openspiel/kuhn_poker"
+    tok = build_tokenizer(game_corpus(kuhn, 200))
+    cfg = GRPOConfig(group_size=8, groups_per_step=16, adv_norm="group_role", lr=1e-3,
+                     minibatch_turns=1024, action=ActionConfig(mode="score"),
+                     device=str(device), seed=0)  # fmt: skip
+    grpo = MultiTurnGRPO(Team.shared(build_model(tok), tok), kuhn, cfg)
+    grpo.step()  # warm-up
+    step_t, clock = [], _Clock(trainer_mod, "turn_advantages", device, read=lambda r: r.diagnostics)
+    try:
+        for _ in range(grpo_steps):
+            t0 = time.perf_counter()
+            grpo.step()
+            step_t.append(time.perf_counter() - t0)
+    finally:
+        clock.restore()
+    rows.append((f"GRPO step, tiny LLM on Kuhn poker ({grpo_steps} steps, group_role, "
+                 f"{cfg.group_size * cfg.groups_per_step} episodes)", sum(step_t) / grpo_steps,
+                 sum(clock.spent) / grpo_steps, None))  # fmt: skip
+    print("| step | ms per step | normalization ms (diagnostics read) | share | GAE ms | share |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, total, nrm, g in rows:
+        gae_s = "" if g is None else f"{g * 1e3:.2f} | {g / total:.2%}"
+        print(f"| {name} | {total * 1e3:.1f} | {nrm * 1e3:.3f} | {nrm / total:.2%} | "
+              f"{gae_s or ' | '} |")
+    print("\nGRPO's normalization time includes building the turn keys and the turn returns "
+          "(``llm_agents.credit.turn_advantages``).\n")
 
 
 def main() -> None:
@@ -172,6 +303,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--ref-scale", type=int, default=100)
     parser.add_argument("--device", default="cpu", help="where our code runs: cpu, cuda, cuda:1")
+    parser.add_argument("--parts", default="table,batch,e2e", help="comma list: table,batch,e2e")
+    parser.add_argument("--updates", type=int, default=10, help="MAPPO updates timed (part 3)")
+    parser.add_argument("--grpo-steps", type=int, default=3, help="GRPO steps timed (part 3)")
     args = parser.parse_args()
     try:
         device = torch.device(args.device)
@@ -179,24 +313,17 @@ def main() -> None:
         parser.error(f"--device {args.device!r} is not a torch device (cpu, cuda, cuda:1, ...)")
     if device.type == "cuda" and not torch.cuda.is_available():
         sys.exit(f"--device {args.device}: CUDA is not available in this torch build / machine")
-    rows = run(args.samples, args.repeats, args.ref_scale, device)
-    glob = dict((r[0], r[1]) for r in rows)["global"]
-    where = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    print(
-        f"samples={args.samples:,} torch={torch.__version__} threads={torch.get_num_threads()}"
-        f" device={where} reference on the CPU, samples/{args.ref_scale},"
-        f" extrapolated x{args.ref_scale}\n"
-    )
-    torch_glob = dict((r[0], r[3]) for r in rows)["global"]
-    print("| scheme | seconds | x global | reference s (extrap.) | speedup vs reference "
-          "| torch path s | x torch global |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, sec, ref, tor in rows:
-        ref_s = "" if ref is None else f"{ref:.3g}"
-        speed = "" if ref is None else f"{ref / sec:,.0f}x"
-        tor_s = "" if tor is None else f"{tor:.3f}"
-        tg = "" if torch_glob is None else f"{sec / torch_glob:.2f}"
-        print(f"| {name} | {sec:.3f} | {sec / glob:.2f} | {ref_s} | {speed} | {tor_s} | {tg} |")
+    parts = set(args.parts.split(","))
+    if parts - {"table", "batch", "e2e"}:
+        parser.error(f"--parts {args.parts!r}; choose from table, batch, e2e")
+    if "table" in parts:
+        table(args.samples, args.repeats, args.ref_scale, device)
+    torch.set_num_threads(1)  # as the entry points run learners on a CPU
+    if "batch" in parts:
+        mappo_batch(args.repeats, device)
+    if "e2e" in parts:
+        end_to_end(device, args.updates, args.grpo_steps)
+
 
 if __name__ == "__main__":
     main()

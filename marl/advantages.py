@@ -580,15 +580,6 @@ _DIAG = ["count", "reward_mean", "reward_std", "adv_mean", "adv_std", "reward_st
          "reward_m2_ratio"]  # fmt: skip
 
 
-def _rows(sums: Tensor) -> Tensor:
-    """[K, 5] rows (count, reward mean/std, advantage mean/std) from [K, 5] sums
-    (count, S r, S r^2, S a, S a^2), float64."""
-    cnt = sums[:, :1].clamp_min(1.0)
-    m = sums[:, 1::2] / cnt
-    sd = (sums[:, 2::2] / cnt - m * m).clamp_min(0.0).sqrt()
-    return torch.stack([sums[:, 0], m[:, 0], sd[:, 0], m[:, 1], sd[:, 1]], 1)
-
-
 def advantage_diagnostics(
     values: Tensor,
     advantages: Tensor,
@@ -601,8 +592,8 @@ def advantage_diagnostics(
     plus, per agent and role, ``reward_std_ratio`` (sigma_k / sigma) and ``reward_m2_ratio``
     ((sigma_k**2 + (mu_k - mu)**2) / sigma**2: the mean squared advantage the key would get under
     global normalization, the gradient-norm inflation factor of Dr. MAS, arXiv:2602.08847).
-    Ratios are 1 when the global std is 0. Unweighted, over unmasked samples, in float64: five
-    sums (1, r, r^2, a, a^2) per table and one host sync.
+    Ratios are 1 when the global std is 0. Unweighted, over unmasked samples: five float64 sums
+    (1, r, r^2, a, a^2) per (agent, role) pair [P, 5], one host sync, the rest on the host.
     """
     r, a = values.reshape(-1).double(), advantages.reshape(-1).double()
     m = None if mask is None else mask.reshape(-1).bool()
@@ -610,40 +601,38 @@ def advantage_diagnostics(
         r, a = torch.where(m, r, 0.0), torch.where(m, a, 0.0)
     cols = [torch.ones_like(r) if m is None else m.double(), r, r * r, a, a * a]
     flat = (keys or AdvantageKeys()).flat(values.shape, ("agent", "role"))
-    parts, labels = [torch.stack([c.sum() for c in cols])[None]], [["global"]]
-    for name in ("agent", "role"):
-        col = getattr(flat, name)
-        if col is not None:
-            key = dense_key(col)
-            parts.append(torch.stack([key.sum(c) for c in cols], 1))  # [K, 5]
-            raw = col.new_zeros(key.num).scatter_(0, key.ids, col)
-            labels.append([f"{name}_{v}" for v in raw.tolist()])
-    g = _rows(parts[0])[0]
-    sig = g[2]
+    named = [(n, c) for n, c in (("agent", flat.agent), ("role", flat.role)) if c is not None]
+    if named:  # one row per (agent, role) pair: its sums, then its agent and role ids
+        key = dense_key(*(c for _, c in named))
+        ids = [c.new_zeros(key.num).scatter_(0, key.ids, c).double() for _, c in named]
+        rows = torch.stack([key.sum(c) for c in cols] + ids, 1).tolist()
+    else:
+        rows = [torch.stack([c.sum() for c in cols]).tolist()]
+    tables: dict[str, list[float]] = {"global": [0.0] * 5}
+    for row in rows:
+        labels = ["global"] + [f"{n}_{int(v)}" for (n, _), v in zip(named, row[5:], strict=True)]
+        for lab in labels:
+            acc = tables.setdefault(lab, [0.0] * 5)
+            for i in range(5):
+                acc[i] += row[i]
     out: dict[str, float] = {}
-    for part, labs in zip(parts, labels, strict=True):
-        rows = _rows(part)
-        if labs != ["global"]:
-            ratio = torch.where(sig > 0, rows[:, 2] / sig.clamp_min(_TINY), 1.0)
-            m2 = (rows[:, 2] ** 2 + (rows[:, 1] - g[1]) ** 2) / (sig * sig).clamp_min(_TINY)
-            rows = torch.cat([rows, ratio[:, None], torch.where(sig > 0, m2, 1.0)[:, None]], 1)
-        for lab, row in zip(labs, rows.tolist(), strict=True):
-            if row[0] > 0 or lab == "global":
-                out.update({f"adv/{lab}/{n}": v for n, v in zip(_DIAG, row, strict=False)})
+    g = _moment_row(tables["global"])
+    for lab, sums in tables.items():
+        if sums[0] == 0 and lab != "global":
+            continue
+        row = _moment_row(sums)
+        if lab != "global":  # Dr. MAS ratios against the global reward statistics
+            sig2 = g[2] ** 2
+            row += [row[2] / g[2], (row[2] ** 2 + (row[1] - g[1]) ** 2) / sig2] if sig2 else [1, 1]
+        out.update({f"adv/{lab}/{n}": v for n, v in zip(_DIAG, row, strict=False)})
     return out
 
 
-def _global_diagnostics(x: Tensor, adv: Tensor, m: Tensor | None) -> dict[str, float]:
-    """``adv/global/...`` only (the default): one [2, N] table, its sums and squares, one
-    host sync (advantages are already 0 where masked)."""
-    t = torch.stack([x if m is None else torch.where(m, x, 0.0), adv])  # [2, N]
-    n = float(x.numel()) if m is None else m.sum()
-    s = torch.cat([t.sum(1), torch.linalg.vecdot(t, t), torch.as_tensor(n, dtype=t.dtype)[None]])
-    s1, a1, s2, a2, cnt = s.double().tolist()
-    c = max(cnt, 1.0)
-    row = [cnt, s1 / c, max(s2 / c - (s1 / c) ** 2, 0.0) ** 0.5, a1 / c,
-           max(a2 / c - (a1 / c) ** 2, 0.0) ** 0.5]  # fmt: skip
-    return {f"adv/global/{k}": v for k, v in zip(_DIAG, row, strict=False)}
+def _moment_row(s: list[float]) -> list[float]:
+    """(count, reward mean/std, advantage mean/std) from sums (n, S r, S r^2, S a, S a^2)."""
+    n = max(s[0], 1.0)
+    mr, ma = s[1] / n, s[3] / n
+    return [s[0], mr, max(s[2] / n - mr * mr, 0.0) ** 0.5, ma, max(s[4] / n - ma * ma, 0.0) ** 0.5]
 
 
 # --- entry point
@@ -695,11 +684,9 @@ def normalize_advantages(
 
 def _diagnostics(x, adv, keys, m, keep, shape, cfg: AdvantageConfig) -> dict[str, float]:
     """The diagnostics of one ``normalize_advantages`` call, at the config's level."""
-    if cfg.diagnostics == "global":
-        diag = _global_diagnostics(x, adv, m)
-    else:
-        diag = advantage_diagnostics(x.reshape(shape), adv.reshape(shape), keys,
-                                     None if m is None else m.reshape(shape))  # fmt: skip
+    diag = advantage_diagnostics(x.reshape(shape), adv.reshape(shape),
+                                 keys if cfg.diagnostics == "keys" else None,
+                                 None if m is None else m.reshape(shape))  # fmt: skip
     if cfg.drop_zero:
         diag["adv/dropped_frac"] = 1.0 - float(keep.sum()) / max(1, int(x.numel()))
     return diag
