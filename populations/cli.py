@@ -350,6 +350,16 @@ def _hydra_app() -> Callable[[], None]:
 
     run_and_report.__wrapped__ = original  # type: ignore[attr-defined]
     hydra_utils.run_and_report = run_and_report
+    hydra_main = sys.modules["hydra.main"]  # its argparse errors too (an unknown flag)
+    parser = getattr(hydra_main.get_args_parser, "__wrapped__", hydra_main.get_args_parser)
+
+    def get_args_parser() -> argparse.ArgumentParser:
+        p = parser()
+        p.error = lambda message: fail(TRAIN, f"{message} (see --help)")  # type: ignore[method-assign]
+        return p
+
+    get_args_parser.__wrapped__ = parser  # type: ignore[attr-defined]
+    hydra_main.get_args_parser = get_args_parser
     return hydra.main(version_base=None, config_path="pkg://configs",
                       config_name="config")(_train_task)
 

@@ -126,6 +126,8 @@ def _one_line_failure(res, *messages):
         ("algo=alphazero", "Could not find 'algo/alphazero'"),
         ("imports=[no_such_module]", "cannot import 'no_such_module'"),
         ("game.kwargs.cards=4", "cards"),  # no "+" needed: game.kwargs is open
+        ("--fast", "unrecognized arguments: --fast"),
+        ("seed=[1,", "no viable alternative at input '[1,'"),
     ],
 )
 def test_config_errors_are_one_line_exit_2_and_make_no_run_folder(override, message, tmp_path):
