@@ -297,7 +297,9 @@ def _league_with_csv(run_dir, crash=None, **kw):
 
 def test_metrics_after_injected_kills_equal_an_uninterrupted_run(tmp_path):
     """Resumes replayed metric rows (+147 after a chain of kills); a kill between the
-    database and metrics.csv lost csv rows. Both now end with exactly the reference rows."""
+    database and metrics.csv lost csv rows. Both now end with exactly the reference rows.
+    (Rows, not values: a MAPPO member's partial rollout crosses generations and is not in
+    its checkpoint, so training after a resume is not bit-identical yet.)"""
     ref = _league_with_csv(tmp_path / "ref")
     ref.run()
     ref.logger.close()
