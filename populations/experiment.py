@@ -39,7 +39,7 @@ from marl.core import Learner
 from marl.maddpg import MADDPGConfig
 from marl.mappo import MAPPOConfig
 from marl.registry import LearnerEntry
-from marl.train import RandomPolicy, train
+from marl.train import RandomPolicy, check_episode_lengths, train
 from marl.value_decomp import ValueDecompConfig
 from populations.db import LeagueDB, MatchRow
 from populations.league import MEMBER, League, LeagueConfig
@@ -460,6 +460,7 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
     rows: list[MatchRow] = []
     while len(rows) < cfg.eval_episodes:
         vs = vg.step({a: p.act(a, vs, greedy=greedy) for a, p in seats.items()})
+        check_episode_lengths(vs, spec, "evaluation")
         for b in np.flatnonzero(vs.done):
             rows.append(MatchRow(f"eval/e{len(rows):05d}", spec.name,
                                  {a: sid for a in learner.agents},
