@@ -84,16 +84,9 @@ def _active(mask: Tensor | None, weights: Tensor | None) -> Tensor | None:
     return pos if mask is None else mask & pos
 
 
-def segment_stats(
-    x: Tensor,
-    key: SegmentKey | None,
-    mask: Tensor | None = None,
-    weights: Tensor | None = None,
-    trajectory: Tensor | None = None,
-    *,
-    per_trajectory: bool = False,
-    unbiased: bool = False,
-) -> SegmentStats:
+def segment_stats(x: Tensor, key: SegmentKey | None, mask: Tensor | None = None,
+                  weights: Tensor | None = None, trajectory: Tensor | None = None, *,
+                  per_trajectory: bool = False, unbiased: bool = False) -> SegmentStats:
     """Weighted mean/std/count of ``x`` [N] per key (``None``: one key), ``[K]`` each.
 
     One pass of sums around a pilot ``p_k`` (one active sample of the key): with ``d = x - p_k``,
@@ -125,7 +118,7 @@ def segment_stats(
     if key is None:  # the pilot: the first active sample
         pilot = x[0 if act is None else act.to(torch.uint8).argmax()].reshape(1)
         d = x - pilot
-    else:  # the last active sample of each key (scatter_ keeps one write per key)
+    else:  # one active sample of each key (scatter_ keeps one of the writes to a key)
         sel = key.ids if act is None else key.ids.masked_fill(~act, k)
         pilot = x.new_zeros(k + 1).scatter_(0, sel, x)[:k]
         d = x - pilot[key.ids]
@@ -145,32 +138,18 @@ def segment_stats(
     return SegmentStats(torch.where(ok, pilot + m1, 0.0), std, count.long(), tot, constant)
 
 
-def _apply(x: Tensor, key: SegmentKey | None, st: SegmentStats, eps: float, scale: bool) -> Tensor:
-    """``(x - mu_k) * inv_k`` with the degenerate rules: inv 0 for constant keys, 1 for small."""
-    inv = 1.0 / (st.std + eps) if scale else torch.ones_like(st.std)
-    inv = torch.where(st.count >= 2, torch.where(st.constant, 0.0, inv), 1.0)
-    if key is None:
-        return (x - st.mean) * inv
-    return (x - st.mean[key.ids]) * inv[key.ids]
-
-
-def group_normalize(
-    x: Tensor,
-    key: SegmentKey | None,
-    mask: Tensor | None = None,
-    weights: Tensor | None = None,
-    trajectory: Tensor | None = None,
-    *,
-    eps: float = 1e-6,
-    scale: bool = True,
-    per_trajectory: bool = False,
-    unbiased: bool = False,
-) -> Tensor:
+def group_normalize(x: Tensor, key: SegmentKey | None, mask: Tensor | None = None,
+                    weights: Tensor | None = None, trajectory: Tensor | None = None, *,
+                    eps: float = 1e-6, scale: bool = True, per_trajectory: bool = False,
+                    unbiased: bool = False) -> Tensor:  # fmt: skip
     """``(x - mu_k) / (sigma_k + eps)`` per key (``scale=False``: ``x - mu_k``), [N]; stats
     as in ``segment_stats``, degenerate keys by the module rules, masked entries unspecified."""
     st = segment_stats(x, key, mask, weights, trajectory, per_trajectory=per_trajectory,
                        unbiased=unbiased)  # fmt: skip
-    return _apply(x.reshape(-1), key, st, eps, scale)
+    inv = 1.0 / (st.std + eps) if scale else torch.ones_like(st.std)
+    inv = torch.where(st.count >= 2, torch.where(st.constant, 0.0, inv), 1.0)  # degenerate keys
+    mean, inv = (st.mean, inv) if key is None else (st.mean[key.ids], inv[key.ids])
+    return (x.reshape(-1) - mean) * inv
 
 
 # --- config, keys, registry
@@ -216,40 +195,29 @@ class AdvantageKeys:
     def present(self) -> list[str]:
         return [f.name for f in fields(self) if getattr(self, f.name) is not None]
 
-    def flat(self, shape: torch.Size, names: tuple[str, ...] = KEY_NAMES) -> AdvantageKeys:
-        """The keys ``names`` broadcast to ``shape`` and flattened (others dropped)."""
-        return AdvantageKeys(**{n: _flat(n, getattr(self, n), shape) for n in names
-                                if getattr(self, n) is not None})  # fmt: skip
 
+class _FlatKeys:
+    """``AdvantageKeys`` broadcast to ``shape`` and flattened [N] on first use (an adv_norm
+    reads few); integer dtypes are checked at once, shapes on first use."""
 
-def _flat(name: str, col: Tensor, shape: torch.Size) -> Tensor:
-    """Key ``col`` broadcast to ``shape`` and flattened [N], checked to be integers."""
-    if col.dtype.is_floating_point or col.dtype.is_complex or col.dtype == torch.bool:
-        raise ValueError(f"keys.{name} has dtype {col.dtype}; expected an integer dtype")
-    try:
-        return col.broadcast_to(shape).reshape(-1)
-    except RuntimeError:
-        msg = f"keys.{name} has shape {tuple(col.shape)}; expected one broadcastable to"
-        raise ValueError(f"{msg} values' {tuple(shape)}") from None
-
-
-class _LazyKeys:
-    """``AdvantageKeys`` whose columns are flattened on first use (an adv_norm reads few)."""
-
-    def __init__(self, keys: AdvantageKeys, shape: torch.Size) -> None:
-        self._keys, self._shape, self._done = keys, shape, {}
-        for name in keys.present():  # dtypes are checked at once, shapes on first use
-            col = getattr(keys, name)
-            if col.dtype.is_floating_point or col.dtype.is_complex or col.dtype == torch.bool:
-                raise ValueError(f"keys.{name} has dtype {col.dtype}; expected an integer dtype")
+    def __init__(self, keys: AdvantageKeys | None, shape: torch.Size) -> None:
+        self._keys, self._shape = keys or AdvantageKeys(), shape
+        for name in self._keys.present():
+            dt = getattr(self._keys, name).dtype
+            if dt.is_floating_point or dt.is_complex or dt == torch.bool:
+                raise ValueError(f"keys.{name} has dtype {dt}; expected an integer dtype")
 
     def __getattr__(self, name: str) -> Tensor | None:
         if name not in KEY_NAMES:
             raise AttributeError(name)
-        if name not in self._done:
-            col = getattr(self._keys, name)
-            self._done[name] = None if col is None else _flat(name, col, self._shape)
-        return self._done[name]
+        col = getattr(self._keys, name)
+        try:
+            col = None if col is None else col.broadcast_to(self._shape).reshape(-1)
+        except RuntimeError:
+            msg = f"keys.{name} has shape {tuple(col.shape)}; expected one broadcastable to"
+            raise ValueError(f"{msg} values' {tuple(self._shape)}") from None
+        setattr(self, name, col)  # next reads skip __getattr__
+        return col
 
 
 class AdvantageResult:
@@ -317,12 +285,9 @@ def available_adv_norms() -> list[str]:
 
 def get_adv_norm(name: str) -> AdvNorm:
     """The adv_norm registered as ``name``; unknown names raise a one-line ``ValueError``."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(
-            f"adv_norm={name!r} unknown; choose one of {available_adv_norms()}"
-        ) from None
+    if name not in _REGISTRY:
+        raise ValueError(f"adv_norm={name!r} unknown; choose one of {available_adv_norms()}")
+    return _REGISTRY[name]
 
 
 def adv_norms_for(have: set[str] | list[str], *, consumes: str | None = None,
@@ -580,12 +545,8 @@ _DIAG = ["count", "reward_mean", "reward_std", "adv_mean", "adv_std", "reward_st
          "reward_m2_ratio"]  # fmt: skip
 
 
-def advantage_diagnostics(
-    values: Tensor,
-    advantages: Tensor,
-    keys: AdvantageKeys | None = None,
-    mask: Tensor | None = None,
-) -> dict[str, float]:
+def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKeys | None = None,
+                          mask: Tensor | None = None) -> dict[str, float]:  # fmt: skip
     """Global, per-agent and per-role reward/advantage statistics, as floats for the logger.
 
     Keys ``adv/{global,agent_<id>,role_<id>}/{count,reward_mean,reward_std,adv_mean,adv_std}``
@@ -600,7 +561,7 @@ def advantage_diagnostics(
     if m is not None:
         r, a = torch.where(m, r, 0.0), torch.where(m, a, 0.0)
     cols = [torch.ones_like(r) if m is None else m.double(), r, r * r, a, a * a]
-    flat = (keys or AdvantageKeys()).flat(values.shape, ("agent", "role"))
+    flat = _FlatKeys(keys, values.shape)
     named = [(n, c) for n, c in (("agent", flat.agent), ("role", flat.role)) if c is not None]
     if named:  # one row per (agent, role) pair: its sums, then its agent and role ids
         key = dense_key(*(c for _, c in named))
@@ -636,15 +597,10 @@ def _moment_row(s: list[float]) -> list[float]:
 
 
 # --- entry point
-def normalize_advantages(
-    adv_norm: str,
-    values: Tensor,
-    keys: AdvantageKeys | None = None,
-    mask: Tensor | None = None,
-    weights: Tensor | None = None,
-    cfg: AdvantageConfig | None = None,
-    state: RoleEMABaseline | None = None,
-) -> AdvantageResult:
+def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | None = None,
+                         mask: Tensor | None = None, weights: Tensor | None = None,
+                         cfg: AdvantageConfig | None = None,
+                         state: RoleEMABaseline | None = None) -> AdvantageResult:
     """Advantages of ``values`` (any shape) under the registered ``adv_norm``.
 
     ``values`` are returns / raw advantages, or per-turn rewards for an adv_norm that
@@ -664,7 +620,7 @@ def normalize_advantages(
     if cfg.per_trajectory and keys.trajectory is None and adv_norm not in ("none", "joint_group"):
         raise ValueError("per_trajectory statistics need keys.trajectory; got None")
     shape = values.shape
-    flat = _LazyKeys(keys, shape)
+    flat = _FlatKeys(keys, shape)
     m = None if mask is None else mask.to(torch.bool)
     m = m if m is None or m.shape == shape else m.broadcast_to(shape)
     m = None if m is None else m.reshape(-1)

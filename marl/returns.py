@@ -19,6 +19,7 @@ Shape legend: ``_T`` time, ``_B`` batch (copies / episodes), ``_A`` agents; flat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 from torch import Tensor
@@ -48,15 +49,9 @@ def _reverse_scan_T(x_T: Tensor, coef_T: Tensor) -> Tensor:
     return x_T
 
 
-def discounted_returns(
-    rewards: Tensor,
-    terminated: Tensor,
-    truncated: Tensor,
-    next_values: Tensor | None = None,
-    *,
-    gamma: float = 0.99,
-    float64: bool = False,
-) -> Tensor:
+def discounted_returns(rewards: Tensor, terminated: Tensor, truncated: Tensor,
+                       next_values: Tensor | None = None, *, gamma: float = 0.99,
+                       float64: bool = False) -> Tensor:  # fmt: skip
     """Discounted returns over ``[T, B, ...]``; flags are bool [T, B] or [T, B, ...].
 
     ``next_values`` [T, B, ...] is V of the observation *after* step t (0 when None).
@@ -76,17 +71,9 @@ def discounted_returns(
     return _reverse_scan_T(ret, gamma * (1.0 - cut)).to(rewards.dtype)
 
 
-def gae(
-    rewards: Tensor,
-    values: Tensor,
-    next_values: Tensor,
-    terminated: Tensor,
-    truncated: Tensor,
-    *,
-    gamma: float = 0.99,
-    lam: float = 0.95,
-    float64: bool = False,
-) -> GAEResult:
+def gae(rewards: Tensor, values: Tensor, next_values: Tensor, terminated: Tensor,
+        truncated: Tensor, *, gamma: float = 0.99, lam: float = 0.95,
+        float64: bool = False) -> GAEResult:
     """Generalized advantage estimation (Schulman et al., 2016) over ``[T, B, ...]``.
 
     ``next_values`` [T, B, ...] is V of the observation after step t: ``values[t + 1]`` inside
@@ -104,12 +91,8 @@ def gae(
     return GAEResult(adv.to(rewards.dtype), (adv + v).to(rewards.dtype))
 
 
-def next_values_from(
-    values: Tensor,
-    last_values: Tensor,
-    final_values: Tensor | None = None,
-    truncated: Tensor | None = None,
-) -> Tensor:
+def next_values_from(values: Tensor, last_values: Tensor, final_values: Tensor | None = None,
+                     truncated: Tensor | None = None) -> Tensor:  # fmt: skip
     """``next_values`` [T, B, ...] from V(s_t) ``values``, ``last_values`` [B, ...] (after the
     rollout) and, for truncated steps, ``final_values`` [T, B, ...] (V of final observations)."""
     nxt = torch.cat([values[1:], last_values.unsqueeze(0).to(values.dtype)], 0)
@@ -120,16 +103,9 @@ def next_values_from(
     return torch.where(_trail(truncated, nxt), final_values.to(nxt.dtype), nxt)
 
 
-def agent_gae(
-    rewards_TBA: torch.Tensor,
-    values_TBA: torch.Tensor,
-    acting_TBA: torch.Tensor,
-    end_TBA: torch.Tensor,
-    terminated_TBA: torch.Tensor,
-    final_values_TBA: torch.Tensor,
-    gamma: float,
-    lam: float,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def agent_gae(rewards_TBA: torch.Tensor, values_TBA: torch.Tensor, acting_TBA: torch.Tensor,
+              end_TBA: torch.Tensor, terminated_TBA: torch.Tensor, final_values_TBA: torch.Tensor,
+              gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """GAE over each agent's own acting steps; returns ``(advantages, complete)`` ``[T, B, A]``.
 
     ``rewards`` hold, at an acting step, everything the agent received until its next action
@@ -166,8 +142,25 @@ class SegmentKey:
     num: int
 
     def sum(self, values: Tensor) -> Tensor:
-        """Per-segment sums [num] of ``values`` [N] (``scatter_add_``: no sort)."""
-        return values.new_zeros(self.num).scatter_add_(0, self.ids, values)
+        """Per-segment sums [num] of ``values`` [N] (``scatter_add_``: no sort). With ``lanes``
+        > 1 each segment spreads over that many bins by sample position, then they are summed."""
+        if self.lanes == 1:
+            return values.new_zeros(self.num).scatter_add_(0, self.ids, values)
+        out = values.new_zeros(self.num * self.lanes).scatter_add_(0, self._laned, values)
+        return out.view(self.num, self.lanes).sum(1)
+
+    @cached_property
+    def lanes(self) -> int:
+        """1 on the CPU; on CUDA a power of two up to 256 that keeps ``num * lanes`` near 4096,
+        so atomics on a handful of segments (role's 32) do not serialize on a few addresses."""
+        if self.ids.device.type != "cuda" or self.num >= 2048:
+            return 1
+        return min(256, 1 << ((4096 // max(self.num, 1)).bit_length() - 1))
+
+    @cached_property
+    def _laned(self) -> Tensor:
+        lane = torch.arange(self.ids.numel(), device=self.ids.device) & (self.lanes - 1)
+        return self.ids * self.lanes + lane
 
 
 def dense_key(*columns: Tensor | None, cap: int | None = None) -> SegmentKey:
@@ -236,15 +229,8 @@ def linear_scan(b: Tensor, a: Tensor, *, decay: float = 1.0) -> Tensor:
 
 
 # --- turn-level returns
-def turn_returns(
-    rewards: Tensor,
-    trajectory: Tensor,
-    agent: Tensor,
-    turn: Tensor | None = None,
-    *,
-    gamma: float = 1.0,
-    mask: Tensor | None = None,
-) -> Tensor:
+def turn_returns(rewards: Tensor, trajectory: Tensor, agent: Tensor, turn: Tensor | None = None, *,
+                 gamma: float = 1.0, mask: Tensor | None = None) -> Tensor:  # fmt: skip
     """Return-to-go over one agent's own turns of a multi-turn episode, ``[N]`` -> ``[N]``.
 
     One sample per (trajectory, agent, turn): ``rewards`` [N] is the reward placed at the end of

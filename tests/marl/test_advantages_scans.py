@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from marl.advantages import AdvantageConfig, AdvantageKeys, RoleEMABaseline, normalize_advantages
-from marl.returns import _turn_returns, linear_scan, sorted_runs, turn_returns
+from marl.returns import SegmentKey, _turn_returns, linear_scan, sorted_runs, turn_returns
 from tests.marl.test_advantages import (
     SCHEMES,
     SETTINGS,
@@ -34,6 +34,19 @@ def test_sorted_runs_is_a_stable_sort_with_run_starts(codes):
     assert order.tolist() == expect
     s = [codes[i] for i in expect]
     assert same.tolist() == [False] + [s[i] == s[i - 1] for i in range(1, len(s))]
+
+
+@pytest.mark.parametrize("lanes", [1, 4, 256])
+def test_segment_sums_spread_over_lanes_match_plain_sums(lanes):
+    # CUDA spreads a few hot segments over lanes; the same arithmetic, forced here on the CPU
+    gen = torch.Generator().manual_seed(2)
+    ids = torch.randint(0, 5, (1000,), generator=gen)
+    x = torch.randn(1000, generator=gen, dtype=torch.float64)
+    key = SegmentKey(ids, 6)
+    key.__dict__["lanes"] = lanes
+    expect = torch.zeros(6, dtype=torch.float64).index_add_(0, ids, x)
+    torch.testing.assert_close(key.sum(x), expect)
+    assert SegmentKey(ids, 6).lanes == 1  # on the CPU
 
 
 @given(lengths=st.lists(st.integers(1, 40), min_size=1, max_size=8),
