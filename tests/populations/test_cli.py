@@ -255,11 +255,18 @@ def policy_file(tmp_path_factory):
         tmp_path_factory.mktemp("pol") / "a.pt")
 
 
-@pytest.mark.parametrize("case", ["missing", "truncated", "garbage", "json", "json_list"])
+@pytest.mark.parametrize("case", ["missing", "truncated", "garbage", "bad_meta", "json",
+                                  "json_list"])
 def test_eval_errors_are_one_line_and_write_no_database(case, policy_file, tmp_path):
     pol = tmp_path / "p.pt"
     kwargs = "{}"
-    if case == "truncated":
+    if case == "bad_meta":  # a policy file whose metadata lacks its keys
+        import torch
+
+        from marl.core import POLICY_FORMAT
+
+        torch.save({"format": POLICY_FORMAT, "meta": {"kind": "mappo"}, "payload": {}}, pol)
+    elif case == "truncated":
         data = policy_file.read_bytes()
         pol.write_bytes(data[: len(data) // 2])
     elif case == "garbage":
