@@ -218,7 +218,8 @@ class League:
 
     def _check_snapshots(self, path: Path, generation: int, phase: str) -> None:
         """The database must hold every snapshot the checkpoint has published, each
-        matching its recorded hash (a damaged file stops the resume, naming it)."""
+        matching its recorded hash (a damaged file stops the resume, naming it). Later
+        versions, left by an interrupted publish, are published again before any use."""
         last = generation if phase == "done" else generation - 1
         for m in self.members:
             have = {s.version for s in self.store.snapshots(m.name)}
@@ -229,7 +230,8 @@ class League:
                     f"no snapshot v{missing[0]} of {m.name!r}: the database and the checkpoints "
                     "are from different runs")
         for s in self.store.snapshots():
-            self.store.verify(s)
+            if s.version <= last:
+                self.store.verify(s)
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -295,7 +297,9 @@ class League:
                        side: np.ndarray, always: bool = False) -> None:
         """Draw, for each copy in ``copies``, an opponent snapshot (or -1: none, with
         probability ``1 - opponent_prob`` unless ``always``) and a side for ``member``."""
-        snaps = self.store.snapshots()
+        # snapshots before this generation: one an interrupted attempt published is not yet
+        # part of the run (a resume that fell back to an earlier checkpoint retrains it)
+        snaps = [s for s in self.store.snapshots() if s.version < self.generation]
         latest = [s for s in snaps if s.member == member][-1].id
         m = self._member(member)
         if getattr(m, "opponents", None) is not None:

@@ -23,7 +23,7 @@ from populations.db import LeagueDB
 from populations.league import League, LeagueConfig
 from populations.loggers import CSVLogger, LoggerConfig
 from populations.runners import LocalRunner, MatchJob, RayRunner
-from populations.store import StoreError
+from populations.store import PolicyStore, StoreError
 from tests.populations.test_db_store import garble
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -325,3 +325,30 @@ def test_metrics_after_injected_kills_equal_an_uninterrupted_run(tmp_path):
     assert len(want[0]) > 10 and {k for _, k in want[0]} >= {"nash_conv/main",
                                                              "losses/pg_loss"}
     assert got == want  # the same rows, none twice, none lost
+
+
+def test_resume_ignores_what_an_interrupted_attempt_published(tmp_path):
+    """A resume that falls back to an earlier checkpoint retrains a generation whose
+    snapshot an interrupted attempt had already (partly) published: that snapshot is
+    neither checked against its stale hash nor drawn as an opponent before it is
+    published again."""
+    league = League(_kuhn(), tmp_path)
+    league.run()
+    league.close()
+    for ckpt in checkpoint_files(tmp_path / "checkpoints")[:2]:  # back to "done" of gen 1
+        ckpt.unlink()
+    garble(tmp_path / "snapshots" / "main" / "v0002.pt")  # a republish cut short
+    resumed = League(_kuhn(), tmp_path, resume=True)
+    assert (resumed.generation, resumed.phase) == (1, "done")
+    resumed.generation = 2  # as while training generation 2
+    opp, side = np.full(64, -1), np.zeros(64, dtype=np.int64)
+    resumed.pick_opponents("main", np.arange(64), opp, side, always=True)
+    version = {s.id: s.version for s in resumed.store.snapshots()}
+    assert {version[int(o)] for o in opp} == {0, 1}
+    resumed.generation = 1
+    resumed.run()  # generation 2 again: v0002 published anew, then played
+    resumed.close()
+    db = LeagueDB(tmp_path / "league.db", readonly=True)
+    store = PolicyStore(tmp_path / "snapshots", db, db.run_id("league"))
+    store.verify(store.latest("main"))
+    db.close()
