@@ -51,7 +51,8 @@ class RunLock:
 
     def __init__(self, run_dir: str | Path) -> None:
         self.run_dir = Path(run_dir)
-        self.path = str(Path(os.path.abspath(self.run_dir)) / LOCK_NAME)
+        # the real path: one key per folder however it is named (symlinks, "..")
+        self.path = str(Path(os.path.realpath(self.run_dir)) / LOCK_NAME)
         self.held = False
 
     def acquire(self) -> RunLock:

@@ -74,6 +74,8 @@ def test_the_lock_is_reentrant_within_a_process(tmp_path):
     outer = RunLock(tmp_path).acquire()
     inner = RunLock(tmp_path).acquire()  # run_experiment holds it; the league takes it again
     inner.release()
+    (tmp_path.parent / f"{tmp_path.name}-link").symlink_to(tmp_path)
+    RunLock(tmp_path.parent / f"{tmp_path.name}-link").acquire().release()  # same folder
     proc = subprocess.run([sys.executable, "-c", HOLD, str(tmp_path)], env=ENV,
                           capture_output=True, text=True, input="", timeout=120)
     assert f"in use by process {os.getpid()}" in proc.stderr  # still held by the outer one
