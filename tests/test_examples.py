@@ -6,6 +6,7 @@ folder, as its README section says, for one learner, a league and PSRO with samp
 """
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -69,6 +70,23 @@ def test_public_goods_psro_with_sampled_payoffs_from_the_cli(tmp_path):
     assert _count(db, "psro_iterations") == 1
     seats = {r[0].rsplit("-", 1)[0] for r in db.execute("SELECT name FROM members")}
     assert seats == {"psro-citizen_0", "psro-citizen_1", "psro-steward"}
+
+
+def test_installed_public_goods_needs_no_imports(tmp_path):
+    """``pip install`` of the example package: its ``selfplay.games`` entry point makes the
+    game known to ``selfplay-train`` from any folder, with no ``imports``."""
+    shutil.copytree(PUBLIC_GOODS, tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--no-index", "--target", str(tmp_path / "site"),
+                    str(tmp_path / "src")], check=True, capture_output=True, timeout=300)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    res = subprocess.run(
+        [sys.executable, "-m", "populations.cli", "game.name=public_goods", "frames=200",
+         "num_envs=4", "eval_episodes=2", "progress=false", "logger=none", "hydra.run.dir=run"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    assert res.returncode == 0, res.stderr
+    db = sqlite3.connect(tmp_path / "run" / "league.db")
+    assert db.execute("SELECT game FROM runs").fetchone()[0] == "public_goods"
 
 
 @pytest.mark.slow
