@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from games import GameSpec, VecStep
-from marl.core import Policy, PolicyMeta, build_checked, register_policy
+from marl.core import Policy, PolicyMeta, build_checked, derive_seed, register_policy
 from marl.gnn import GraphEncoder
 from marl.networks import masked_logits, mlp, one_hot_seats
 from marl.recurrent import GRUCore, PolicyMemory, episode_starts
@@ -287,6 +287,11 @@ class PPOPolicy(Policy):
                 self._where[a] = (g, i)
         self._device = next(actors.parameters()).device
         self.memory = PolicyMemory(net.rnn_hidden, self._device) if net.recurrent else None
+        self.gen = torch.Generator(device=self._device)  # sampling: the policy's own stream
+        self.reseed(0)
+
+    def reseed(self, seed: int) -> None:
+        self.gen.manual_seed(derive_seed(seed, "ppo_policy"))
 
     def reset_state(self) -> None:
         """Forget every hidden state (a recurrent policy's next step starts from zeros)."""
@@ -339,7 +344,8 @@ class PPOPolicy(Policy):
         logits = self.logits(agent, vs)
         if greedy:
             return logits.argmax(-1).cpu().numpy()
-        return torch.multinomial(torch.softmax(logits, -1), 1).squeeze(-1).cpu().numpy()
+        probs = torch.softmax(logits, -1)
+        return torch.multinomial(probs, 1, generator=self.gen).squeeze(-1).cpu().numpy()
 
     def action_probs(self, agent: str, vs: VecStep) -> np.ndarray:
         return torch.softmax(self.logits(agent, vs), -1).cpu().numpy()

@@ -229,6 +229,13 @@ class Policy(abc.ABC):
         """``[B, N]`` action probabilities (stochastic discrete policies only)."""
         raise NotImplementedError(f"{self.meta.kind} policies have no action probabilities")
 
+    def reseed(self, seed: int) -> None:  # noqa: B027 - deterministic policies keep no stream
+        """Restart the policy's own random stream (sampling, exploration) from ``seed``.
+
+        Policies never draw from the global torch / numpy random state; a match job or a
+        league generation reseeds the policies it seats, so what a cached policy played
+        before does not change what it plays next."""
+
     @abc.abstractmethod
     def payload(self) -> dict[str, Any]:
         """Tensors and plain values that rebuild this policy with ``from_payload``."""

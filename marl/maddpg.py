@@ -225,6 +225,9 @@ class MADDPGPolicy(Policy):
         self.head, self.width = _head_for([meta.action_space(a) for a in meta.agents], meta.agents)
         self.obs_width = self.actor.layers[0].weight.shape[1]
 
+    def reseed(self, seed: int) -> None:
+        self.gen.manual_seed(seed)
+
     @torch.no_grad()
     def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
         """``[B]`` action ids or ``[B, D]`` box actions of ``agent``."""

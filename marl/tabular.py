@@ -58,6 +58,9 @@ class TabularPolicy(Policy):
         self.rng = np.random.default_rng(seed)
         self.misses = 0  # acting rows whose text was not in the table
 
+    def reseed(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
     @classmethod
     def from_tables(
         cls, spec: GameSpec, tables: Mapping[str, Mapping[str, np.ndarray]], seed: int = 0,

@@ -31,6 +31,9 @@ class RandomPolicy(Policy):
         self.meta = PolicyMeta.from_spec("random", spec, spec.agent_ids)
         self.rng = np.random.default_rng(seed)
 
+    def reseed(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
     def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
         space = self.meta.action_space(agent)
         B = vs.done.shape[0]

@@ -222,6 +222,9 @@ class ValueDecompPolicy(Policy):
         self.obs_width = self.qnet.net[0].in_features - len(meta.agents)
         self.num_actions = self.qnet.net[-1].out_features
 
+    def reseed(self, seed: int) -> None:
+        self.gen.manual_seed(seed)
+
     @torch.no_grad()
     def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
         """``[B]`` int64 actions of ``agent`` (ε-greedy with the snapshot's ε unless greedy)."""

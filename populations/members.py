@@ -31,7 +31,7 @@ import numpy as np
 
 import games
 from marl.core import Learner, Policy, derive_seed
-from populations.seeds import isolated_global_rng
+from populations.seeds import RunSeeds, isolated_global_rng
 
 if TYPE_CHECKING:
     from llm_agents.trainer import MultiTurnGRPO
@@ -117,19 +117,25 @@ class LearnerMember:
         vkw = dict(getattr(learner, "vector_game_kwargs", {"with_state": True}))
         if league.needs_text:  # an LLM snapshot may take a seat
             vkw["with_text"] = True
-        vg = games.VectorGame(cfg.game, cfg.num_envs, seed=cfg.seed + 1000 * generation,
-                              **vkw, **cfg.game_kwargs)
+        # each member and generation its own block of game seeds (resumes replay them)
+        game_seed = RunSeeds(cfg.seed).block("game", "member", self.name, index=generation)
+        vg = games.VectorGame(cfg.game, cfg.num_envs, seed=game_seed, **vkw, **cfg.game_kwargs)
         B = cfg.num_envs
         opp, side = np.full(B, -1), np.zeros(B, dtype=np.int64)
         league.pick_opponents(self.name, np.arange(B), opp, side)
         vs = vg.reset()
         done_frames = 0
+        reseeded: set[int] = set()
         while done_frames < cfg.frames_per_generation:
             # [B, A]: the learner plays a seat unless an opponent holds that seat's team
             learner.seat_mask = (opp[:, None] < 0) | (league.team_of[None, :] == side[:, None])
             actions = learner.act(vs)
             for sid in np.unique(opp[opp >= 0]):
                 policy = league.store.load(int(sid))
+                if int(sid) not in reseeded:  # cached policies: the same draws after a resume
+                    policy.reseed(derive_seed(cfg.seed, "member", self.name, generation,
+                                              int(sid)))
+                    reseeded.add(int(sid))
                 rows = opp == sid
                 for i, agent in enumerate(spec.agent_ids):
                     theirs = rows & (league.team_of[i] != side)
@@ -179,8 +185,10 @@ class LLMMember:
         opp, side = np.full(groups, -1), np.zeros(groups, dtype=np.int64)
         league.pick_opponents(self.name, np.arange(groups), opp, side, always=True)
         # The PFSP draw, with repeats, weights the pool the GRPO groups draw from.
-        self.trainer.opponents = OpponentPool([league.store.load(int(s)) for s in opp],
-                                              prob=self.opponent_prob)
+        pool = [league.store.load(int(s)) for s in opp]
+        for s, policy in zip(opp, pool, strict=True):  # a resumed run draws the same
+            policy.reseed(derive_seed(league.cfg.seed, "member", self.name, generation, int(s)))
+        self.trainer.opponents = OpponentPool(pool, prob=self.opponent_prob)
         episodes = 0
         for _ in range(self.iterations):
             metrics = self.trainer.step()

@@ -23,7 +23,7 @@ import torch
 
 import games
 import llm_agents.learner  # noqa: F401 - registers the llm policy kind (load_policy, Ray workers)
-from marl.core import Policy, load_policy
+from marl.core import Policy, derive_seed, load_policy
 from marl.train import RandomPolicy, check_episode_lengths
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,8 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None) -> MatchResult:
             seats[agent] = cache[path]
     torch.manual_seed(job.seed)  # after loading: results must not depend on what was cached
     np.random.seed(job.seed % 2**32)
+    for agent, policy in seats.items():  # nor on what a cached policy played in other jobs
+        policy.reseed(derive_seed(job.seed, "seat", agent))
     missing = set(spec.agent_ids) - set(seats)
     if missing:
         raise ValueError(f"match {job.key}: no policy for seats {sorted(missing)}")

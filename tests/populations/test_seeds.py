@@ -127,3 +127,31 @@ def test_run_experiment_leaves_the_global_random_state_alone(tmp_path):
     before = _global_state()
     run_experiment(cfg, tmp_path / "run")
     assert _same(before, _global_state())
+
+
+def test_policies_sample_from_their_own_stream(tmp_path):
+    """A frozen PPO snapshot acting leaves the global state alone, and a reseed replays."""
+    vg = games.VectorGame(SPREAD, 8, seed=0, N=2, max_cycles=5)
+    pol = registry.get("mappo").build(vg.spec, _tiny_section("mappo"), seed=0).policy()
+    vs = vg.reset()
+    before = _global_state()
+    pol.reseed(4)
+    a = pol.act("agent_0", vs)
+    pol.reseed(4)
+    np.testing.assert_array_equal(pol.act("agent_0", vs), a)
+    assert _same(before, _global_state())
+
+
+def test_a_cached_policy_plays_the_same_job_the_same_way(tmp_path):
+    """The local runner caches loaded policies: an ε-greedy VDN snapshot's exploration stream
+    went on from job to job, so one job gave different returns the second time."""
+    from marl.value_decomp import ValueDecompConfig
+    from populations.runners import LocalRunner
+
+    vg = games.VectorGame(SPREAD, 2, seed=0, with_state=True, N=2, max_cycles=5)
+    learner = registry.get("vdn").build(vg.spec, ValueDecompConfig(eps_start=0.5), seed=0)
+    path = learner.policy(epsilon=0.5).save(tmp_path / "vdn.pt")
+    job = MatchJob("k", SPREAD, {"agent_0": str(path), "agent_1": str(path)}, episodes=4,
+                   seed=11, game_kwargs={"N": 2, "max_cycles": 5})
+    first, second = LocalRunner().play([job, job])
+    assert first.returns == second.returns
