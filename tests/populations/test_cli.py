@@ -353,3 +353,14 @@ def test_progress_bar_shows_each_sides_return_in_self_play(capsys):
     assert np.allclose(np.add(res.side_returns["player_0"], res.side_returns["player_1"]), 0)
     err = capsys.readouterr().err
     assert "player_0=" in err and "player_1=" in err and "ret=0.00" not in err
+
+
+def test_train_resume_without_database_next_to_checkpoints(tmp_path):
+    league = ["game=kuhn", "population=self_play", "population.generations=1",
+              "population.frames_per_generation=64", "num_envs=4", "eval_episodes=1",
+              "progress=false", "logger=none", "hydra.run.dir=run"]
+    _cli(league, tmp_path)
+    (tmp_path / "run" / "league.db").unlink()
+    res = _cli([*league, "resume=true"], tmp_path, check=False)
+    _one_line_failure(res, "selfplay-train: ", "league.db")
+    assert list((tmp_path / "run" / "checkpoints").iterdir())  # kept: it holds checkpoints
