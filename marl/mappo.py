@@ -438,6 +438,7 @@ class MAPPO(Learner):
             "steps": self.steps,
             "updates": self.updates,
             "gen": self.gen.get_state(),
+            "gen_device": self.device.type,  # a CUDA stream's state does not fit a CPU one
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -446,7 +447,11 @@ class MAPPO(Learner):
         self.opt.load_state_dict(state["opt"])
         self.value_rms.load_state_dict(state["value_rms"])
         self.steps, self.updates = int(state["steps"]), int(state["updates"])
-        if "gen" in state:  # checkpoints before the learner's own stream have none
+        # checkpoints before the learner's own stream have none; one saved on another kind
+        # of device (CUDA -> CPU) cannot be restored, so the stream restarts from its state
+        if "gen" in state and state.get("gen_device", "cpu") == self.device.type:
             self.gen.set_state(state["gen"])
+        elif "gen" in state:
+            self.gen.manual_seed(int(torch.as_tensor(state["gen"]).long().sum()))
         self.buf = None  # a resumed learner starts a fresh rollout (and fresh GRU states)
         self.h_actor = self.h_critic = None

@@ -155,3 +155,17 @@ def test_a_cached_policy_plays_the_same_job_the_same_way(tmp_path):
                    seed=11, game_kwargs={"N": 2, "max_cycles": 5})
     first, second = LocalRunner().play([job, job])
     assert first.returns == second.returns
+
+
+def test_learner_stream_from_another_device_kind_restarts_deterministically():
+    """A CUDA generator's state (16 bytes) cannot be set on a CPU generator: a checkpoint
+    taken on a GPU resumes on a CPU with a stream restarted from that state."""
+    spec = games.make(SPREAD, N=2, max_cycles=5).spec
+    state = registry.get("mappo").build(spec, _tiny_section("mappo"), seed=0).state_dict()
+    state["gen"], state["gen_device"] = torch.arange(16, dtype=torch.uint8), "cuda"
+    draws = []
+    for _ in range(2):
+        learner = registry.get("mappo").build(spec, _tiny_section("mappo"), seed=1)
+        learner.load_state_dict(state)
+        draws.append(torch.rand(4, generator=learner.gen))
+    assert torch.equal(draws[0], draws[1])
