@@ -178,12 +178,14 @@ def dense_key(*columns: Tensor | None, cap: int | None = None) -> SegmentKey:
         return SegmentKey(torch.zeros(0, dtype=torch.long, device=cols[0].device), 1)
     cap = cap if cap is not None else max(2 * n, 1 << 16)
     ranges = torch.stack([torch.stack(torch.aminmax(c)) for c in cols]).tolist()
-    ids, num = torch.zeros_like(cols[0]), 1
+    ids, num = None, 1
     for c, (lo, hi) in zip(cols, ranges, strict=True):
         span = hi - lo + 1
-        if num * span >= 1 << 62:  # keep the radix inside int64
+        if ids is not None and num * span >= 1 << 62:  # keep the radix inside int64
             ids, num = _renumber(ids)
-        ids, num = ids * span + (c - lo), num * span
+        # one fresh [N] tensor per column, updated in place (fresh pages cost on the CPU)
+        ids = c - lo if ids is None else torch.mul(ids, span).add_(c).sub_(lo)
+        num *= span
         if num > cap:
             ids, num = _renumber(ids)
     return SegmentKey(ids, num)
@@ -218,11 +220,12 @@ def linear_scan(b: Tensor, a: Tensor, *, decay: float = 1.0) -> Tensor:
     n, s = y.numel(), 1
     if n:
         a[0] = 0.0
+    tmp = torch.empty_like(y)  # the window products, without fresh [N] tensors per step
     while s < n and decay**s > 1e-20:
         if not bool(a[s:].any()):
             break
-        y[s:] = torch.addcmul(y[s:], a[s:], y[:-s])
-        a[s:] = a[s:] * a[:-s]
+        y[s:] += torch.mul(a[s:], y[:-s], out=tmp[s:])
+        a[s:] *= tmp[s:].copy_(a[:-s])  # a copy first: the slices overlap
         a[:s] = 0.0
         s *= 2
     return y
