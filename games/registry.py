@@ -1,7 +1,8 @@
 """Game names: ``games.make(spec, **kwargs)`` and ``@games.register(name)``.
 
 A spec is either a registered name (built-in tool tasks, users' games) or one of the
-adapter prefixes: ``openspiel/<pyspiel game string>`` and ``pettingzoo/<module path>``.
+adapter prefixes: ``openspiel/<pyspiel game string>``, ``pettingzoo/<module path>`` and
+``vmas/<scenario>`` (natively batched torch games; torch is imported only for these).
 Installed packages may declare ``selfplay.games`` entry points (modules whose import
 registers games); they are imported the first time a name is not found.
 """
@@ -21,7 +22,7 @@ from games.teams import override_sides
 F = TypeVar("F", bound=Callable[..., Game])
 
 _REGISTRY: dict[str, Callable[..., Game]] = {}
-PREFIXES = ("openspiel/", "pettingzoo/")
+PREFIXES = ("openspiel/", "pettingzoo/", "vmas/")
 ENTRY_POINTS = "selfplay.games"
 IMPORTS_ENV = "SELFPLAY_IMPORTS"  # comma-separated modules a CLI imported for the user
 _loaded_groups: set[str] = set()
@@ -107,10 +108,14 @@ def make(spec: str, **kwargs: Any) -> Game:
         from games.pettingzoo import PettingZooGame
 
         return PettingZooGame(spec.removeprefix("pettingzoo/"), **kwargs)
+    if spec.startswith("vmas/"):
+        from games.vmas import VmasGame
+
+        return VmasGame(spec.removeprefix("vmas/"), **kwargs)
     names = ", ".join(registered()) or "(none)"
     raise UnknownGameError(
         f"unknown game {spec!r}; registered: {names}; or use a prefix: "
-        "'openspiel/<game string>', 'pettingzoo/<module>'"
+        "'openspiel/<game string>', 'pettingzoo/<module>', 'vmas/<scenario>'"
     )
 
 

@@ -10,6 +10,11 @@ that agent's action; entries for the others are zeros and their actions are igno
 Copy ``b`` starts from ``reset(seed + b)``; later episodes continue the copy's own RNG
 stream (``reset(None)``), so a VectorGame and B independent games driven with the same
 seeds and actions produce the same trajectories.
+
+A natively batched game (one with ``batched(num_envs, seed, with_state, with_graphs)``,
+such as ``vmas/<scenario>``) is not copied: the VectorGame delegates to the batch it
+builds, which steps all copies in one call on its device. Its VecSteps hold torch tensors
+on that device with ``tensors=True``; otherwise they are converted to numpy once per step.
 """
 
 from __future__ import annotations
@@ -70,6 +75,20 @@ class VecStep:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+def _host(x: Any) -> Any:
+    if hasattr(x, "detach"):  # a torch tensor (games stays importable without torch)
+        return x.detach().cpu().numpy()
+    if isinstance(x, dict):
+        return {k: _host(v) for k, v in x.items()}
+    return x
+
+
+def to_numpy(vs: VecStep) -> VecStep:
+    """A VecStep whose torch tensors are numpy arrays (one device-to-host copy per field)."""
+    return VecStep(**{f: getattr(vs, f) if f in ("agent_node", "info") else _host(getattr(vs, f))
+                      for f in vs.__dataclass_fields__})
+
+
 class VectorGame:
     """B copies of one game; ``step`` takes and returns arrays stacked over copies."""
 
@@ -81,13 +100,26 @@ class VectorGame:
         with_state: bool = False,
         with_graphs: bool = False,
         with_text: bool = False,
+        tensors: bool = False,
         **kwargs: Any,
     ) -> None:
         if num_envs < 1:
             raise GameError(f"num_envs must be >= 1, got {num_envs}")
         factory = (lambda: make(game, **kwargs)) if isinstance(game, str) else game
         self.factory: Callable[[], Game] = factory
-        self.games = [factory() for _ in range(num_envs)]
+        first = factory()
+        self.native = None  # the game's own batch, when it steps all copies in one call
+        self.tensors = tensors
+        if callable(getattr(first, "batched", None)):
+            if with_text:
+                raise GameError(f"{first.spec.name} is natively batched; with_text is not "
+                                "supported (use games.make for one copy with text views)")
+            self.native = first.batched(num_envs, seed=seed, with_state=with_state,
+                                        with_graphs=with_graphs)
+        elif tensors:
+            raise GameError(f"tensors=True needs a natively batched game; {first.spec.name} "
+                            "is stepped copy by copy (numpy)")
+        self.games = [first] + [factory() for _ in range(num_envs - 1 if not self.native else 0)]
         self.spec: GameSpec = self.games[0].spec
         self.num_envs = num_envs
         self.seed = seed
@@ -98,7 +130,9 @@ class VectorGame:
         self.with_graphs = with_graphs
         self.with_text = with_text
         self.agent_node: dict[str, int] = {}
-        if with_graphs:
+        if self.native is not None:
+            self.agent_node = dict(self.native.agent_node) if with_graphs else {}
+        elif with_graphs:
             self.games[0].reset(seed)
             self.agent_node = dict(self.games[0].entity_graph().agent_node)
         self._ids = self.spec.agent_ids
@@ -109,6 +143,8 @@ class VectorGame:
     # ------------------------------------------------------------------ stepping
     def reset(self) -> VecStep:
         """Reset every copy (copy ``b`` with ``seed + b``)."""
+        if self.native is not None:
+            return self._out(self.native.reset())
         seeds = [None if self.seed is None else self.seed + b for b in range(self.num_envs)]
         self._last = [g.reset(s) for g, s in zip(self.games, seeds, strict=True)]
         for a in self._ids:
@@ -118,6 +154,8 @@ class VectorGame:
 
     def step(self, actions: Mapping[str, np.ndarray]) -> VecStep:
         """Apply ``actions[agent][b]`` in every copy where ``agent`` acts; auto-reset."""
+        if self.native is not None:
+            return self._out(self.native.step(actions))
         if not self._last:
             raise GameError("VectorGame.step() before reset()")
         out: list[TimeStep] = []
@@ -151,6 +189,10 @@ class VectorGame:
                 self._ret[a][b] = 0.0
             self._len[b] = 0
         return vs
+
+    def _out(self, vs: VecStep) -> VecStep:
+        """A native batch's tensor VecStep, converted to numpy unless ``tensors``."""
+        return vs if self.tensors else to_numpy(vs)
 
     def _record_final(
         self,

@@ -1,0 +1,412 @@
+"""VMAS scenarios, natively batched: ``games.make("vmas/<scenario>", **kwargs)``.
+
+`VMAS <https://github.com/proroklab/VectorizedMultiAgentSimulator>`_ simulates B copies of
+a scenario as torch tensors on one device. :class:`VmasGame` is one copy behind the game
+contract (``check_game``, ``to_pettingzoo``, LLM text views); its :meth:`VmasGame.batched`
+builds a :class:`VmasBatch`, B copies stepping in one call, which ``VectorGame`` delegates
+to: ``VectorGame("vmas/simple_spread", 4096)`` steps every copy at once, auto-resets,
+counts returns and truncates at ``max_steps`` on the game's device.
+
+Keyword arguments: ``device`` (``"cpu"``, ``"cuda"``), ``continuous_actions`` (default
+False: VMAS's 9 moves, stay and the 8 directions, times ``dim_c`` with communication), ``max_steps`` (default 100,
+BenchMARL's horizon), ``teams`` / ``zero_sum`` (overrides), and anything else goes to the
+scenario (``n_agents=4``, ``num_adversaries=2``; a key the scenario does not use is an error).
+
+Roles are agent names without their index (``adversary_0`` -> ``adversary``). Teams come from
+the agents' ``adversary`` flags: adversaries against the others in the competitive MPE ports
+(``simple_tag``, ``simple_adversary``, ``simple_push``, ``simple_crypto``,
+``simple_world_comm``), one cooperative team elsewhere. Like the PettingZoo MPE adapter,
+no scenario is declared zero-sum.
+
+Randomness: VMAS keeps one random state for all its environments; each game here keeps its
+own and swaps it in around every VMAS call, so games do not disturb each other or the
+learner's torch RNG (on CUDA, VMAS draws from torch's CUDA generator, which is not swapped).
+A batch is seeded once with its ``seed``: the same (seed, B) replays identically, but copy
+``b`` is not ``reset(seed + b)`` of a single game as in the numpy ``VectorGame``.
+
+This module imports torch and vmas; ``games`` imports it only when a ``vmas/`` game is made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import re
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+import vmas
+from vmas.simulator.environment.environment import Environment, local_seed
+
+from games.core import (
+    ActionSpace,
+    EntityGraph,
+    Game,
+    GameError,
+    GameSpec,
+    Transition,
+    UnknownGameError,
+)
+from games.graphs import NODE_DIM, full_edges
+from games.teams import agent_specs, parse_teams, parse_zero_sum
+from games.vector import VecStep
+
+DEFAULT_MAX_STEPS = 100
+COOPERATIVE_TEAM = "team"
+# VMAS's default discrete moves: nvec [3, 3], flat id = 3 * x + y, each 0 stay, 1 -, 2 +
+_AXIS = (("", "left", "right"), ("", "down", "up"))
+MOVES_3X3 = tuple("+".join(filter(None, (_AXIS[0][i // 3], _AXIS[1][i % 3]))) or "stay"
+                  for i in range(9))
+SCENARIOS = tuple(sorted({*vmas.scenarios, *vmas.mpe_scenarios, *vmas.debug_scenarios}))
+
+
+def _base_role(agent: str) -> str:
+    return re.sub(r"_\d+$", "", agent)
+
+
+class _Sim:
+    """One VMAS environment of ``num_envs`` copies with its own random state.
+
+    Every call into VMAS goes through :meth:`rng`, which installs this simulator's random
+    state in VMAS's process-wide one and takes it back afterwards.
+    """
+
+    def __init__(self, scenario: str, num_envs: int, device: str, continuous: bool,
+                 kwargs: Mapping[str, Any], seed: int | None) -> None:
+        if scenario not in SCENARIOS:
+            raise UnknownGameError(
+                f"unknown VMAS scenario {scenario!r}; accepted: {', '.join(SCENARIOS)}")
+        self.where = f"vmas/{scenario}"
+        self._state = self._seeded_state(seed)
+        with self.rng(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                self.env = vmas.make_env(
+                    scenario, num_envs=num_envs, device=device, continuous_actions=continuous,
+                    max_steps=None, seed=None, dict_spaces=False, clamp_actions=True,
+                    terminated_truncated=True, **kwargs)
+            except (TypeError, ValueError, AssertionError, RuntimeError) as err:
+                raise GameError(f"bad arguments for {self.where} {dict(kwargs)}: "
+                                f"{type(err).__name__}: {err}") from None
+        unused = [str(w.message) for w in caught if "not used by the scenario" in str(w.message)]
+        if unused:
+            raise GameError(f"bad arguments for {self.where}: {unused[0].split('.')[0]}; "
+                            "see the scenario's make_world for the keys it reads")
+        self.device = self.env.device
+        self.num_envs = num_envs
+        self.agents = list(self.env.agents)
+        self.entities = list(self.env.world.agents) + list(self.env.world.landmarks)
+        names = {a.name for a in self.agents}  # scripted agents are nodes without a seat
+        self.agent_node = {e.name: i for i, e in enumerate(self.env.world.agents)
+                           if e.name in names}
+
+    @staticmethod
+    def _seeded_state(seed: int | None) -> list[Any]:
+        seed = int(np.random.default_rng().integers(2**31)) if seed is None else seed
+        saved = (torch.random.get_rng_state(), np.random.get_state(), random.getstate())
+        torch.manual_seed(seed)
+        np.random.seed(seed % 2**32)
+        random.seed(seed)
+        state = [torch.random.get_rng_state(), np.random.get_state(), random.getstate()]
+        torch.random.set_rng_state(saved[0])
+        np.random.set_state(saved[1])
+        random.setstate(saved[2])
+        return state
+
+    @contextlib.contextmanager
+    def rng(self) -> Iterator[None]:
+        shared = Environment.vmas_random_state
+        others = list(shared)
+        shared[:] = self._state
+        try:
+            yield
+        finally:
+            self._state = list(shared)
+            shared[:] = others
+
+    def seed(self, seed: int) -> None:
+        self._state = self._seeded_state(seed)
+
+    def reset(self) -> list[torch.Tensor]:
+        with self.rng():
+            return self._flat(self.env.reset())
+
+    def reset_at(self, index: torch.Tensor) -> list[torch.Tensor]:
+        """Reset the copies in ``index`` (``[k]`` int64), return every copy's observations."""
+        with self.rng(), local_seed(Environment.vmas_random_state):
+            for i in index.tolist():  # VMAS resets one copy (or all) per call
+                self.env.scenario.env_reset_world_at(i)
+            self.env.steps[index] = 0
+            obs = self.env._get_from_scenario(get_observations=True, get_rewards=False,
+                                              get_infos=False, get_dones=False)
+        return self._flat(obs[0])
+
+    def step(self, actions: Sequence[torch.Tensor]
+             ) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+        """(observations ``[B, O]``, rewards ``[B]`` per agent, terminated ``[B]`` bool)."""
+        with self.rng():
+            obs, rew, term, _, _ = self.env.step(list(actions))
+        return self._flat(obs), [r.float() for r in rew], term.bool()
+
+    def _flat(self, obs: Sequence[Any]) -> list[torch.Tensor]:
+        if not all(isinstance(o, torch.Tensor) for o in obs):
+            raise GameError(f"{self.where}: dict observations are not supported; "
+                            "pass the scenario's option for flat observations")
+        return [o.reshape(self.num_envs, -1).float() for o in obs]
+
+    def graph_static(self) -> tuple[torch.Tensor, np.ndarray]:
+        """(``[V, F]`` node features without positions, ``[V]`` node types)."""
+        n_agents = len(self.env.world.agents)
+        types = np.array([1 if i < n_agents and e.adversary else 0 if i < n_agents else 2
+                          for i, e in enumerate(self.entities)], np.int64)
+        nodes = torch.zeros(len(self.entities), NODE_DIM, device=self.device)
+        for i, e in enumerate(self.entities):
+            nodes[i, 4] = float(e.shape.circumscribed_radius())
+            nodes[i, 6 + types[i]] = 1.0
+        return nodes, types
+
+    def graph_nodes(self, static: torch.Tensor) -> torch.Tensor:
+        """``[B, V, F]`` node features in absolute coordinates (graphs.NODE_FEATURES)."""
+        pos = torch.stack([e.state.pos for e in self.entities], 1)  # [B, V, 2]
+        vel = torch.stack([e.state.vel for e in self.entities], 1)
+        return torch.cat([pos, vel, static[:, 4:].expand(pos.shape[0], -1, -1)], -1)
+
+
+class VmasGame(Game):
+    """One copy of a VMAS scenario behind the game contract (see the module docstring).
+
+    Args:
+        scenario: a VMAS scenario name (``simple_spread``, ``navigation``, ``balance``).
+        device: torch device of the simulation.
+        continuous_actions: Box actions instead of discrete moves.
+        max_steps: episode limit (truncation).
+        teams / zero_sum: overrides of the sides from the adversary flags.
+        **kwargs: forwarded to the scenario.
+    """
+
+    def __init__(self, scenario: str, device: str = "cpu", continuous_actions: bool = False,
+                 max_steps: int = DEFAULT_MAX_STEPS, teams: Any = None, zero_sum: Any = None,
+                 **kwargs: Any) -> None:
+        if not isinstance(max_steps, int) or max_steps < 1:
+            raise GameError(f"vmas/{scenario}: max_steps must be a positive int, got {max_steps!r}")
+        self.scenario, self.device = scenario, device
+        self.continuous = bool(continuous_actions)
+        self.kwargs = dict(kwargs)
+        self._sim = _Sim(scenario, 1, device, self.continuous, kwargs, seed=None)
+        env = self._sim.env
+        ids = [a.name for a in self._sim.agents]
+        where = f"vmas/{scenario}"
+        flags = [bool(a.adversary) for a in self._sim.agents]
+        team_of = ({a: "adversary" if f else "good" for a, f in zip(ids, flags, strict=True)}
+                   if any(flags) and not all(flags) else {a: COOPERATIVE_TEAM for a in ids})
+        if teams is not None:
+            team_of = parse_teams(teams, ids, where)
+        obs = self._sim.reset()
+        self.spec = GameSpec(
+            name=where,
+            agents=agent_specs({a: _base_role(a) for a in ids}, team_of),
+            obs_shapes={a: (int(o.shape[1]),) for a, o in zip(ids, obs, strict=True)},
+            action_spaces={a: self._space(env.action_space[i], where)
+                           for i, a in enumerate(ids)},
+            max_steps=max_steps,
+            zero_sum=False if zero_sum is None else parse_zero_sum(zero_sum, where),
+            simultaneous=True,
+            state_shape=(int(sum(o.shape[1] for o in obs)),),
+            has_entity_graph=True,
+        )
+        self._static, self._types = self._sim.graph_static()
+        self._moves = {a.name: list(a.discrete_action_nvec) == [3, 3]
+                       and (a.silent or env.world.dim_c == 0) for a in self._sim.agents}
+        self._obs: dict[str, np.ndarray] = {}
+        self._live: tuple[str, ...] = ()
+        self._t = 0
+        self._seeded = False
+
+    @staticmethod
+    def _space(space: Any, where: str) -> ActionSpace:
+        name = type(space).__name__
+        if name == "Discrete":
+            return ActionSpace("discrete", n=int(space.n))
+        if name == "Box":
+            return ActionSpace("continuous", shape=tuple(space.shape),
+                               low=float(np.min(space.low)), high=float(np.max(space.high)))
+        raise GameError(f"{where}: unsupported action space {space}; Discrete or Box is accepted")
+
+    def batched(self, num_envs: int, seed: int | None = 0, with_state: bool = False,
+                with_graphs: bool = False) -> VmasBatch:
+        """``num_envs`` copies of this game stepping together (what ``VectorGame`` uses)."""
+        return VmasBatch(self, num_envs, seed, with_state, with_graphs)
+
+    # ------------------------------------------------------------------- contract
+    def _actions(self, actions: Mapping[str, Any], batch: int) -> list[torch.Tensor]:
+        out = []
+        for a in self.spec.agent_ids:
+            x = torch.as_tensor(np.asarray(actions[a]) if not isinstance(actions[a], torch.Tensor)
+                                else actions[a], device=self._sim.device)
+            out.append(x.reshape(batch, -1).float() if self.continuous
+                       else x.reshape(batch, 1).long())
+        return out
+
+    def _reset(self, seed: int | None) -> None:
+        if seed is not None:
+            self._sim.seed(seed)
+        self._take(self._sim.reset())
+        self._t = 0
+        self._live = self.spec.agent_ids
+
+    def _step(self, actions: dict[str, Any]) -> Transition:
+        obs, rew, term = self._sim.step(self._actions(actions, 1))
+        self._take(obs)
+        self._t += 1
+        ended = bool(term[0])
+        cut = not ended and self._t >= self.spec.max_steps
+        ids = self.spec.agent_ids
+        if ended or cut:
+            self._live = ()
+        return Transition(rewards={a: float(r[0]) for a, r in zip(ids, rew, strict=True)},
+                          terminated={a: ended for a in ids}, truncated={a: cut for a in ids})
+
+    def _take(self, obs: list[torch.Tensor]) -> None:
+        self._obs = {a: o[0].cpu().numpy() for a, o in zip(self.spec.agent_ids, obs, strict=True)}
+
+    def acting_agents(self) -> tuple[str, ...]:
+        return self._live
+
+    def observe(self, agent: str) -> np.ndarray:
+        return self._obs[agent]
+
+    def legal_actions(self, agent: str) -> Sequence[int]:
+        return range(self.spec.action_spaces[agent].n) if agent in self._live else []
+
+    def text_observation(self, agent: str) -> str:
+        obs = np.array2string(self.observe(agent), precision=2, separator=" ")
+        return (f"{self.spec.name} step {self._t}; you are {agent} "
+                f"({self.spec.agent(agent).role}); observation: {obs}")
+
+    def action_text(self, agent: str, action: int) -> str:
+        if self._moves[agent]:
+            return MOVES_3X3[int(action)]
+        return super().action_text(agent, action)
+
+    def state(self) -> np.ndarray:
+        return np.concatenate([self._obs[a] for a in self.spec.agent_ids])
+
+    def entity_graph(self, agent: str | None = None) -> EntityGraph:
+        nodes = self._sim.graph_nodes(self._static)[0].cpu().numpy()
+        agent_node = dict(self._sim.agent_node)
+        if agent is not None:
+            if agent not in agent_node:
+                raise GameError(f"unknown ego agent {agent!r}; agents: {list(agent_node)}")
+            me = agent_node[agent]
+            nodes[:, 0:4] -= nodes[me, 0:4].copy()
+            nodes[me, 5] = 1.0
+        return EntityGraph(nodes=nodes, edge_index=full_edges(len(nodes)),
+                           node_type=self._types.copy(), agent_node=agent_node)
+
+
+class VmasBatch:
+    """B copies of a :class:`VmasGame` stepping as tensors on its device.
+
+    ``reset`` / ``step`` return :class:`~games.vector.VecStep` whose fields are torch tensors
+    on ``device`` (``to_numpy`` converts one); auto-reset, episode returns and lengths and
+    truncation at ``spec.max_steps`` are computed there.
+    """
+
+    def __init__(self, game: VmasGame, num_envs: int, seed: int | None,
+                 with_state: bool, with_graphs: bool) -> None:
+        if num_envs < 1:
+            raise GameError(f"num_envs must be >= 1, got {num_envs}")
+        self.game, self.spec, self.num_envs = game, game.spec, num_envs
+        self.seed, self.with_state, self.with_graphs = seed, with_state, with_graphs
+        self.sim = _Sim(game.scenario, num_envs, game.device, game.continuous, game.kwargs, seed)
+        self.device = self.sim.device
+        self._ids = self.spec.agent_ids
+        self.agent_node = dict(self.sim.agent_node)
+        self._static, _ = self.sim.graph_static()
+        B, dev = num_envs, self.device
+        self._ret = torch.zeros(len(self._ids), B, device=dev)
+        self._len = torch.zeros(B, dtype=torch.long, device=dev)
+        self._legal = {a: torch.ones(B, sp.n, dtype=torch.bool, device=dev)
+                       for a, sp in self.spec.action_spaces.items() if sp.discrete}
+        self._true = torch.ones(B, dtype=torch.bool, device=dev)
+        self._obs: list[torch.Tensor] = []
+
+    def reset(self) -> VecStep:
+        """Reset every copy (the batch is seeded with ``seed``)."""
+        if self.seed is not None:
+            self.sim.seed(self.seed)
+        self._obs = self.sim.reset()
+        self._ret.zero_()
+        self._len.zero_()
+        zero = torch.zeros(self.num_envs, device=self.device)
+        no = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        return self._vecstep([zero] * len(self._ids), no, no, no, None)
+
+    def step(self, actions: Mapping[str, Any]) -> VecStep:
+        """Apply ``actions[agent]`` (``[B]`` ids or ``[B, D]``, tensors or arrays) in every copy."""
+        if not self._obs:
+            raise GameError("VectorGame.step() before reset()")
+        missing = [a for a in self._ids if a not in actions]
+        if missing:
+            raise GameError(f"missing actions for agents {missing}")
+        obs, rew, term = self.sim.step(self.game._actions(actions, self.num_envs))
+        self._len += 1
+        trunc = ~term & (self._len >= self.spec.max_steps)
+        done = term | trunc
+        self._ret += torch.stack(rew)
+        self._obs = obs
+        final = None
+        if bool(done.any()):  # one host sync per step: resetting is a Python loop in VMAS
+            final = (obs, self._state(obs) if self.with_state else None,
+                     self.sim.graph_nodes(self._static) if self.with_graphs else None)
+            idx = done.nonzero().squeeze(1)
+            self._obs = self.sim.reset() if len(idx) == self.num_envs else self.sim.reset_at(idx)
+        vs = self._vecstep(rew, term, trunc, done, final)
+        self._ret[:, done] = 0.0
+        self._len[done] = 0
+        return vs
+
+    def _state(self, obs: list[torch.Tensor]) -> torch.Tensor:
+        return torch.cat(obs, 1)
+
+    def _vecstep(self, rew: list[torch.Tensor], term: torch.Tensor, trunc: torch.Tensor,
+                 done: torch.Tensor, final: tuple | None) -> VecStep:
+        ids, obs = self._ids, self._obs
+        d = done[:, None]
+        if final is None:
+            final_obs = {a: torch.zeros_like(o) for a, o in zip(ids, obs, strict=True)}
+        else:
+            final_obs = {a: torch.where(d, f, 0.0) for a, f in zip(ids, final[0], strict=True)}
+        graph = self.sim.graph_nodes(self._static) if self.with_graphs else None
+        final_graph = None
+        if graph is not None:
+            final_graph = graph if final is None else torch.where(d[:, :, None], final[2], graph)
+        state = final_state = None
+        if self.with_state:
+            state = self._state(obs)
+            final_state = (torch.zeros_like(state) if final is None
+                           else torch.where(d, final[1], 0.0))
+        return VecStep(
+            obs=dict(zip(ids, obs, strict=True)),
+            legal=dict(self._legal),
+            acting={a: self._true for a in ids},
+            rewards=dict(zip(ids, rew, strict=True)),
+            terminated={a: term for a in ids},
+            truncated={a: trunc for a in ids},
+            done=done,
+            final_obs=final_obs,
+            episode_return={a: self._ret[i].clone() for i, a in enumerate(ids)},
+            episode_length=self._len.clone(),
+            state=state,
+            final_state=final_state,
+            graph=graph,
+            final_graph=final_graph,
+            agent_node=self.agent_node if self.with_graphs else None,
+        )
+
+    def close(self) -> None:
+        self.game.close()
+
