@@ -109,7 +109,7 @@ def _served(cfg: LLMConfig, pairs: list[tuple[Any, Any]], names: Sequence[str],
                          "model to (pass workdir)")
     for (model, tok), name in zip(pairs, names, strict=True):
         path = save_model_dir(Path(workdir) / "models" / name, model, tok)
-        model.config._name_or_path = str(path)
+        model.config._name_or_path = model.name_or_path = str(path)
 
 
 def build_team(cfg: LLMConfig, games_: Sequence[str],
