@@ -1,0 +1,171 @@
+"""vmas/<scenario>: one copy behind the game contract, B copies natively batched in torch."""
+
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from hydra import compose, initialize_config_module
+from omegaconf import OmegaConf
+from pettingzoo.test import parallel_api_test
+
+import games
+from games.vmas import MOVES_3X3, VmasBatch, VmasGame
+
+
+def _random(spec, B, rng):
+    out = {}
+    for a in spec.agent_ids:
+        sp = spec.action_spaces[a]
+        out[a] = (rng.integers(0, sp.n, B) if sp.discrete
+                  else rng.uniform(sp.low, sp.high, (B, *sp.shape)).astype(np.float32))
+    return out
+
+
+def test_single_copy_passes_check_game_discrete_and_continuous():
+    spread = games.make("vmas/simple_spread", max_steps=10)
+    assert isinstance(spread, VmasGame)
+    assert games.check_game(spread, episodes=2).steps == 20
+    assert spread.spec.action_spaces["agent_0"] == games.ActionSpace("discrete", n=9)
+    spread.reset(0)
+    assert spread.legal_action_texts("agent_0") == list(MOVES_3X3)
+    nav = games.make("vmas/navigation", continuous_actions=True, n_agents=2, max_steps=8)
+    assert nav.spec.action_spaces["agent_0"].shape == (2,)
+    games.check_game(nav, episodes=2)
+
+
+def test_single_copy_exports_to_pettingzoo():
+    parallel_api_test(games.to_pettingzoo(games.make("vmas/simple_spread", max_steps=5)),
+                      num_cycles=8)
+
+
+@pytest.mark.parametrize("scenario, adversaries, good", [
+    ("simple_tag", ["adversary_0", "adversary_1", "adversary_2"], ["agent_0"]),
+    ("simple_adversary", ["adversary_0"], ["agent_0", "agent_1"]),
+])
+def test_adversaries_form_their_own_team(scenario, adversaries, good):
+    spec = games.make(f"vmas/{scenario}").spec
+    assert {a.id: a.team for a in spec.agents} == {
+        **{a: "adversary" for a in adversaries}, **{a: "good" for a in good}}
+    assert spec.roles == ("adversary", "agent")
+    assert not spec.zero_sum
+
+
+def test_cooperative_scenarios_are_one_team_and_teams_can_be_overridden():
+    assert games.make("vmas/simple_spread").spec.teams == ("team",)
+    spec = games.make("vmas/simple_spread", teams=[["agent_0"], ["agent_1", "agent_2"]]).spec
+    assert spec.teams == ("team_0", "team_1")
+
+
+def test_bad_scenario_and_kwargs_are_one_line_errors():
+    with pytest.raises(games.UnknownGameError, match="unknown VMAS scenario 'nope'; accepted:"):
+        games.make("vmas/nope")
+    with pytest.raises(games.GameError, match=r"\{'colour': 1\} passed but not used") as err:
+        games.make("vmas/simple_spread", colour=1)
+    assert "\n" not in str(err.value)
+
+
+def test_batched_steps_all_copies_with_shapes_and_truncation():
+    B = 6
+    vg = games.VectorGame("vmas/simple_spread", B, seed=1, with_state=True, with_graphs=True,
+                          max_steps=3)
+    assert isinstance(vg.native, VmasBatch) and len(vg.games) == 1  # one batch, no copies
+    vs = vg.reset()
+    assert vs.obs["agent_0"].shape == (B, 14) and vs.obs["agent_0"].dtype == np.float32
+    assert vs.legal["agent_0"].shape == (B, 9) and vs.legal["agent_0"].all()
+    assert vs.state.shape == (B, 42) and vs.graph.shape == (B, 6, games.graphs.NODE_DIM)
+    assert vs.agent_node == {"agent_0": 0, "agent_1": 1, "agent_2": 2}
+    rng = np.random.default_rng(0)
+    total = np.zeros(B)
+    for t in range(3):
+        before = vs.obs["agent_1"]
+        vs = vg.step(_random(vg.spec, B, rng))
+        total += vs.rewards["agent_1"]
+        assert vs.done.all() == (t == 2)
+    assert vs.truncated["agent_1"].all() and not vs.terminated["agent_1"].any()
+    assert (vs.episode_length == 3).all()
+    np.testing.assert_allclose(vs.episode_return["agent_1"], total, rtol=1e-5)
+    assert not np.allclose(vs.final_obs["agent_1"], before)  # the last step moved them
+    assert not np.allclose(vs.final_obs["agent_1"], vs.obs["agent_1"])  # and it reset
+    vs = vg.step(_random(vg.spec, B, rng))
+    assert (vs.episode_length == 1).all() and not vs.done.any()
+
+
+def test_auto_reset_resets_only_the_copies_that_ended():
+    """Copies 0 and 1 reach max_steps one step early; the others go on untouched."""
+    B, rng = 5, np.random.default_rng(3)
+    ended = games.VectorGame("vmas/simple_spread", B, seed=7, max_steps=4)
+    control = games.VectorGame("vmas/simple_spread", B, seed=7, max_steps=4)
+    ended.reset(), control.reset()
+    ended.native._len[:2] = 3  # as if they had started one step before the others
+    acts = _random(ended.spec, B, rng)
+    vs, ref = ended.step(acts), control.step(acts)
+    assert vs.done.tolist() == [True, True, False, False, False]
+    np.testing.assert_array_equal(vs.obs["agent_0"][2:], ref.obs["agent_0"][2:])
+    np.testing.assert_array_equal(vs.final_obs["agent_0"][:2], ref.obs["agent_0"][:2])
+    assert not np.allclose(vs.obs["agent_0"][:2], ref.obs["agent_0"][:2])
+    assert (vs.final_obs["agent_0"][2:] == 0).all()
+    assert vs.episode_length.tolist() == [4, 4, 1, 1, 1]  # the ended episodes' lengths
+
+
+def test_batched_continuous_actions_and_tensor_vecsteps():
+    B = 4
+    vg = games.VectorGame("vmas/navigation", B, seed=0, tensors=True, continuous_actions=True,
+                          n_agents=2, max_steps=5)
+    vs = vg.reset()
+    assert isinstance(vs.obs["agent_0"], torch.Tensor) and vs.obs["agent_0"].device.type == "cpu"
+    acts = {a: torch.full((B, 2), 5.0) for a in vg.spec.agent_ids}  # out of range: clamped
+    for _ in range(5):
+        vs = vg.step(acts)
+    assert vs.done.dtype == torch.bool and bool(vs.done.all())
+    assert vs.episode_return["agent_0"].shape == (B,)
+
+
+def test_same_seed_replays_and_the_global_torch_rng_is_left_alone():
+    def run(seed):
+        vg = games.VectorGame("vmas/simple_tag", 3, seed=seed, max_steps=4)
+        vs, out = vg.reset(), []
+        rng = np.random.default_rng(0)
+        for _ in range(6):
+            vs = vg.step(_random(vg.spec, 3, rng))
+            out.append(vs.obs["agent_0"].copy())
+        return np.stack(out)
+
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    a = run(5)
+    assert torch.equal(torch.rand(3), expected)
+    np.testing.assert_array_equal(a, run(5))
+    assert not np.array_equal(a, run(6))
+
+
+def test_natively_batched_game_rejects_text_views_and_numpy_games_reject_tensors():
+    with pytest.raises(games.GameError, match="natively batched; with_text"):
+        games.VectorGame("vmas/simple_spread", 2, with_text=True)
+    with pytest.raises(games.GameError, match="tensors=True needs a natively batched game"):
+        games.VectorGame("openspiel/kuhn_poker", 2, tensors=True)
+
+
+def test_games_imports_without_torch_for_numpy_games():
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import games\n"
+            "vg = games.VectorGame('openspiel/kuhn_poker', 2); vg.reset()\n"
+            "assert 'vmas' not in sys.modules and 'games.vmas' not in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_selfplay_train_vmas_spread_runs_one_mappo_update(tmp_path):
+    from populations.experiment import run_experiment
+
+    with initialize_config_module(config_module="configs", version_base=None):
+        cfg = compose(config_name="config", overrides=[
+            "game=vmas_spread", "frames=64", "num_envs=8", "mappo.rollout_steps=8",
+            "mappo.epochs=1", "eval_episodes=2", "progress=false", "logger=none"])
+    exp = OmegaConf.to_object(cfg)
+    summary = run_experiment(exp, tmp_path / "run")
+    db = sqlite3.connect(summary.database)
+    frames = [r[0] for r in db.execute("SELECT step FROM metrics")]
+    assert frames and max(frames) == 64  # one update after 8 steps of 8 copies
