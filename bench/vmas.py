@@ -16,7 +16,12 @@ Torch runs on one thread by default (``--threads``), as VMAS's own figure in iss
 taken. Each measurement is repeated, interleaved with the others, and the median reported;
 ratios are to the VMAS loop (overhead) and to mpe2 (speed-up), measured in the same run.
 
+With ``--mappo-frames F``, MAPPO (default settings, MLP) also trains F frames on
+``vmas/simple_spread`` and on mpe2's simple_spread at ``--mappo-envs`` copies, and on VMAS at
+``--mappo-big-envs`` copies: learner frames/s through today's numpy VecSteps.
+
     python bench/vmas.py [--sizes 1024 8192] [--steps 50] [--mpe-envs 64] [--repeats 3]
+                         [--mappo-frames 20000]
 """
 
 from __future__ import annotations
@@ -98,6 +103,18 @@ def mpe2_vector_game(B: int, steps: int) -> float:
     return steps * B * N_AGENTS / (time.perf_counter() - t0)
 
 
+def mappo_fps(game: str, num_envs: int, frames: int, **kwargs) -> float:
+    """Frames/s of MAPPO (default config) training on ``game`` with ``num_envs`` copies."""
+    from marl.mappo import MAPPO, MAPPOConfig
+    from marl.train import train
+
+    spec = games.make(game, **kwargs).spec
+    learner = MAPPO(spec, MAPPOConfig(), seed=0)
+    vg = games.VectorGame(game, num_envs, seed=0, **learner.vector_game_kwargs, **kwargs)
+    res = train(learner, vg, frames, progress=False)
+    return res.frames / res.seconds
+
+
 def _sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -114,6 +131,9 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads (0: torch's default; on a loaded 2-core machine two "
                         "threads contend and run ~10x slower than one)")
+    p.add_argument("--mappo-frames", type=int, default=0)
+    p.add_argument("--mappo-envs", type=int, default=32)
+    p.add_argument("--mappo-big-envs", type=int, default=1024)
     args = p.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -137,6 +157,25 @@ def main() -> None:
         base = med.get(f"vmas loop B={B}")
         own = f"{v / base:.3f}" if base and not k.startswith("mpe2") else "-"
         print(f"{k:<28}{v:>15,.0f}{own:>14}{v / mpe:>9.1f}x")
+    if args.mappo_frames:
+        _mappo_table(args)
+
+
+def _mappo_table(args: argparse.Namespace) -> None:
+    F, small, big = args.mappo_frames, args.mappo_envs, args.mappo_big_envs
+    rows = {
+        f"mpe2 B={small}": mappo_fps("pettingzoo/mpe2.simple_spread_v3", small, F, N=N_AGENTS,
+                                     max_cycles=HORIZON),
+        f"vmas B={small}": mappo_fps("vmas/simple_spread", small, F, n_agents=N_AGENTS,
+                                     max_steps=HORIZON),
+        f"vmas B={big}": mappo_fps("vmas/simple_spread", big, max(F, big * 25 * 2),
+                                   n_agents=N_AGENTS, max_steps=HORIZON),
+    }
+    base = rows[f"mpe2 B={small}"]
+    print(f"\nMAPPO training ({F} frames; {big}-copy run: at least 2 updates)")
+    print(f"{'game':<20}{'frames/s':>12}{'vs mpe2':>10}")
+    for k, v in rows.items():
+        print(f"{k:<20}{v:>12,.0f}{v / base:>9.1f}x")
 
 
 if __name__ == "__main__":

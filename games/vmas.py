@@ -8,9 +8,10 @@ to: ``VectorGame("vmas/simple_spread", 4096)`` steps every copy at once, auto-re
 counts returns and truncates at ``max_steps`` on the game's device.
 
 Keyword arguments: ``device`` (``"cpu"``, ``"cuda"``), ``continuous_actions`` (default
-False: VMAS's 9 moves, stay and the 8 directions, times ``dim_c`` with communication), ``max_steps`` (default 100,
-BenchMARL's horizon), ``teams`` / ``zero_sum`` (overrides), and anything else goes to the
-scenario (``n_agents=4``, ``num_adversaries=2``; a key the scenario does not use is an error).
+False: VMAS's 9 moves, stay and the 8 directions, times ``dim_c`` with communication),
+``max_steps`` (default 100, BenchMARL's horizon), ``teams`` / ``zero_sum`` (overrides), and
+anything else goes to the scenario (``n_agents=4``, ``num_adversaries=2``; a key the
+scenario does not read is an error).
 
 Roles are agent names without their index (``adversary_0`` -> ``adversary``). Teams come from
 the agents' ``adversary`` flags: adversaries against the others in the competitive MPE ports
@@ -89,8 +90,8 @@ class _Sim:
                     max_steps=None, seed=None, dict_spaces=False, clamp_actions=True,
                     terminated_truncated=True, **kwargs)
             except (TypeError, ValueError, AssertionError, RuntimeError) as err:
-                raise GameError(f"bad arguments for {self.where} {dict(kwargs)}: "
-                                f"{type(err).__name__}: {err}") from None
+                raise GameError(f"cannot build {self.where} (device={device!r}, scenario kwargs "
+                                f"{dict(kwargs)}): {type(err).__name__}: {err}") from None
         unused = [str(w.message) for w in caught if "not used by the scenario" in str(w.message)]
         if unused:
             raise GameError(f"bad arguments for {self.where}: {unused[0].split('.')[0]}; "

@@ -65,6 +65,8 @@ def test_bad_scenario_and_kwargs_are_one_line_errors():
     with pytest.raises(games.GameError, match=r"\{'colour': 1\} passed but not used") as err:
         games.make("vmas/simple_spread", colour=1)
     assert "\n" not in str(err.value)
+    with pytest.raises(games.GameError, match="cannot build vmas/simple_spread .device='nodevice'"):
+        games.make("vmas/simple_spread", device="nodevice")
 
 
 def test_batched_steps_all_copies_with_shapes_and_truncation():
