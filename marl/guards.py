@@ -117,5 +117,5 @@ class FiniteGuard:
         who = (f"agent {agents[0]!r}" if agents is not None and len(agents) == 1 else
                "agents " + ", ".join(repr(a) for a in (agents or self.agents)))
         self._fail(quantity, v, who, step,
-                   "the stored data was finite, so the numbers overflowed (check the scale "
-                   "of the rewards, the learning rate and max_grad_norm)")
+                   "check the game's rewards and their scale, the learning rate and "
+                   "max_grad_norm")
