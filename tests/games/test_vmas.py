@@ -1,5 +1,6 @@
 """vmas/<scenario>: one copy behind the game contract, B copies natively batched in torch."""
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -171,3 +172,21 @@ def test_selfplay_train_vmas_spread_runs_one_mappo_update(tmp_path):
     db = sqlite3.connect(summary.database)
     frames = [r[0] for r in db.execute("SELECT step FROM metrics")]
     assert frames and max(frames) == 64  # one update after 8 steps of 8 copies
+
+
+def test_vmas_tag_plays_a_pfsp_league_adversaries_against_the_good_agent(tmp_path):
+    from populations.experiment import run_experiment
+
+    with initialize_config_module(config_module="configs", version_base=None):
+        cfg = compose(config_name="config", overrides=[
+            "game=vmas_tag", "population=pfsp", "population.generations=1",
+            "population.frames_per_generation=64", "frames=64", "num_envs=4",
+            "mappo.rollout_steps=8", "mappo.epochs=1", "eval_episodes=2", "progress=false",
+            "logger=none"])
+    summary = run_experiment(OmegaConf.to_object(cfg), tmp_path / "run")
+    db = sqlite3.connect(summary.database)
+    rows = [json.loads(r[0]) for r in db.execute("SELECT seats FROM matches")]
+    assert rows
+    for seats in rows:  # the three adversaries are one side: one snapshot plays them all
+        assert len({seats[f"adversary_{i}"] for i in range(3)}) == 1
+        assert seats["agent_0"] != seats["adversary_0"]
