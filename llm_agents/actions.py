@@ -3,8 +3,9 @@ re-computes the log-probability of that choice.
 
 * ``generate`` -- free generation, then parsing: ``<action>...</action>`` (last tag wins) or
   the exact text of a legal action, case and whitespace ignored. Output that names no legal
-  action is *invalid*: the turn gets ``invalid_penalty``, a ``fallback`` action is played,
-  and the rollout counts it -- it never crashes. Trained units: the generated tokens.
+  action is *invalid*: the turn gets ``invalid_penalty``, a ``fallback`` action is played
+  (or, with ``on_invalid="end"``, the episode ends there, as in SPIRAL), and the rollout
+  counts it -- it never crashes. Trained units: the generated tokens.
 * ``score`` -- legal-action scoring: ``pi(a) = softmax(score(prompt, a) / score_temperature)``
   over the legal action texts, sampled (argmax when greedy). Trained unit: the choice, with
   the exact log-probability of the softmax over candidates.
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +43,16 @@ FALLBACKS: dict[str, FallbackFn] = {
     "first": lambda rng, n: 0,  # the first legal action
 }
 """Action played after invalid output: name -> ``(rng, number of legal actions) -> index``."""
+FALLBACK_PROBS: dict[str, Callable[[int], np.ndarray]] = {
+    "random": lambda n: np.full(n, 1.0 / n),
+    "first": lambda n: np.eye(n)[0],
+}
+"""The distribution of each fallback over ``n`` legal actions (others are sampled)."""
+MAX_POLICY_SAMPLES = 4096
+ON_INVALID = ("fallback", "end")
+"""After invalid output in rollouts: play the fallback action, or end the episode there
+(SPIRAL, arXiv:2506.24119): the offender's turn and return get ``invalid_penalty``, the
+other agents nothing more."""
 
 
 @dataclass(frozen=True)
@@ -51,18 +63,25 @@ class ActionConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)  # generate mode sampling
     invalid_penalty: float = -1.0  # reward added to a turn whose output named no legal action
     fallback: str = "random"  # action played after invalid output: random | first
+    on_invalid: str = "fallback"  # fallback: play it | end: the episode ends (SPIRAL)
     score_temperature: float = 1.0  # softmax temperature over candidate scores (score mode)
     length_normalize: bool = False  # score candidates by mean, not summed, token log-prob
+    policy_samples: int = 16  # generate mode: samples per state estimating action probs; 0: refuse
 
     def __post_init__(self) -> None:
         if self.fallback not in FALLBACKS:
             raise ValueError(f"unknown fallback {self.fallback!r}; valid: "
                              f"{', '.join(sorted(FALLBACKS))}")
+        if self.on_invalid not in ON_INVALID:
+            raise ValueError(f"on_invalid={self.on_invalid!r}; valid: {', '.join(ON_INVALID)}")
         if self.mode not in _MODES:
             raise ValueError(f"unknown action mode {self.mode!r}; valid: "
                              f"{', '.join(available_modes())}")
         if not self.score_temperature > 0:
             raise ValueError(f"score_temperature={self.score_temperature}; expected > 0")
+        if not 0 <= self.policy_samples <= MAX_POLICY_SAMPLES:
+            raise ValueError(f"policy_samples={self.policy_samples}; expected 0 (refuse) .. "
+                             f"{MAX_POLICY_SAMPLES}")
 
 
 _TAG = re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL)
@@ -163,6 +182,30 @@ def make_mode(cfg: ActionConfig) -> ActionMode:
     return _MODES[cfg.mode](cfg)
 
 
+def _checkpointed_layers(model: nn.Module) -> list[nn.Module]:
+    """Layers with gradient checkpointing on, when this forward pass builds a graph."""
+    if not torch.is_grad_enabled():
+        return []
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    return [m for m in model.modules()
+            if isinstance(m, GradientCheckpointingLayer) and m.gradient_checkpointing]
+
+
+@contextmanager
+def _checkpointing(layers: Sequence[nn.Module]) -> Iterator[None]:
+    """transformers checkpoints a layer only in training mode: switch on exactly those layers
+    (not their submodules, so no dropout runs and the ratio stays exact), then restore."""
+    modes = [m.training for m in layers]
+    for m in layers:
+        m.training = True
+    try:
+        yield
+    finally:
+        for m, mode in zip(layers, modes, strict=True):
+            m.training = mode
+
+
 def behaviour_logprobs(turns: Sequence[Turn], mask: Tensor) -> Tensor:
     """``[n, L]`` recorded behaviour log-probabilities laid out like ``mask`` (row-major)."""
     flat = [lp for t in turns for lp in t.decision.logprobs]
@@ -199,14 +242,44 @@ class GenerateMode(ActionMode):
         prompts = [t.decision.prompt_ids for t in turns]
         completions = [t.decision.completion_ids for t in turns]
         temperature = self.cfg.sampling.temperature
-        if all(completions):  # logits of the generated tokens only, prompts run once
+        layers = _checkpointed_layers(model)
+        if all(completions) and not layers:  # generated tokens' logits only, prompts run once
             logp, mask, entropy = continuation_token_stats(
                 model, prompts, [[c] for c in completions], pad_id, device, temperature,
                 with_entropy)
             return UnitLogprobs(logp, mask, entropy)
-        batch = pad_sequences(prompts, completions, pad_id, device)
-        tl = token_logprobs(model, batch, temperature, with_entropy)
+        batch = pad_sequences(prompts, completions, pad_id, device)  # no KV cache: checkpointing
+        with _checkpointing(layers):
+            tl = token_logprobs(model, batch, temperature, with_entropy)
         return UnitLogprobs(tl.logp, batch.target, tl.entropy)
+
+    def probabilities(self, backend: Backend, requests: Sequence[Request]) -> list[np.ndarray]:
+        """``[C]`` **estimated** behaviour probabilities of each request's legal actions.
+
+        ``policy_samples`` generations per request (one batched call), parsed like
+        :meth:`decide`; an invalid output counts as the fallback's distribution over the
+        legal actions. Raises ``ValueError`` when ``policy_samples`` is 0: free generation
+        has no exact action probabilities.
+        """
+        n = self.cfg.policy_samples
+        if n == 0:
+            raise ValueError("action probabilities in generate mode are not exact; set "
+                             "action.policy_samples > 0 for a sampled estimate or use mode=score")
+        gens = backend.generate([r.prompt for r in requests for _ in range(n)], self.cfg.sampling)
+        rng = np.random.default_rng(0)
+        out = []
+        for i, req in enumerate(requests):
+            probs = np.zeros(len(req.legal))
+            for gen in gens[i * n : (i + 1) * n]:
+                index = req.parse(gen.text)
+                if index is not None:
+                    probs[index] += 1.0
+                elif self.cfg.fallback in FALLBACK_PROBS:
+                    probs += FALLBACK_PROBS[self.cfg.fallback](len(req.legal))
+                else:
+                    probs[FALLBACKS[self.cfg.fallback](rng, len(req.legal))] += 1.0
+            out.append(probs / n)
+        return out
 
 
 def _score_decide(cfg: ActionConfig, backend: Backend, requests: Sequence[Request],
@@ -242,9 +315,16 @@ class ScoreMode(ActionMode):
     def unit_logprobs(self, model: nn.Module, turns: Sequence[Turn], pad_id: int,
                       device: torch.device, with_entropy: bool = False) -> UnitLogprobs:
         counts = [len(t.decision.candidate_ids or []) for t in turns]
-        logp_tok, mask = continuation_logprobs(
-            model, [t.decision.prompt_ids for t in turns],
-            [t.decision.candidate_ids or [] for t in turns], pad_id, device)
+        prompts = [t.decision.prompt_ids for t in turns]
+        cands = [t.decision.candidate_ids or [] for t in turns]
+        layers = _checkpointed_layers(model)
+        if layers:  # checkpointing drops the KV cache: one full sequence per candidate
+            batch = pad_sequences([p for p, cs in zip(prompts, cands, strict=True) for _ in cs],
+                                  [c for cs in cands for c in cs], pad_id, device)
+            with _checkpointing(layers):
+                logp_tok, mask = token_logprobs(model, batch).logp, batch.target
+        else:
+            logp_tok, mask = continuation_logprobs(model, prompts, cands, pad_id, device)
         seq = sequence_scores(logp_tok, mask, self.cfg.length_normalize)  # [sum C]
         n, C = len(turns), max(counts)
         row = torch.repeat_interleave(torch.arange(n, device=device),

@@ -6,6 +6,12 @@ local model directory or a hub name the user has, loaded with ``transformers``
 (``AutoTokenizer`` / ``AutoModelForCausalLM``). ``team: shared`` binds every role to one
 model; ``team: per_role`` gives each role of the games its own copy.
 
+Real models (``configs/llm/hf.yaml``): ``lora`` wraps each model with ``peft`` LoRA
+adapters (base frozen), ``gradient_checkpointing`` recomputes activations in the backward
+pass, and ``dtype: auto`` loads the base in bfloat16 where that is safe -- a CUDA GPU with
+bf16 and LoRA on (the trained adapters stay float32); full fine-tuning stays float32, since
+AdamW steps of lr ~1e-6 vanish in bfloat16 weights.
+
     >>> from llm_agents.build import LLMConfig, build_trainer
     >>> from llm_agents.tiny import TinyModelConfig
     >>> cfg = LLMConfig(tiny=TinyModelConfig(n_layer=1, n_embd=16), corpus_episodes=20)
@@ -17,12 +23,16 @@ model; ``team: per_role`` gives each role of the games its own copy.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 import games
+from llm_agents.lora import LoRAConfig, apply_lora, is_lora, merged_state_dict
 from llm_agents.prompts import PromptConfig
 from llm_agents.team import Team
 from llm_agents.tiny import (
@@ -33,9 +43,12 @@ from llm_agents.tiny import (
     save_model_dir,
 )
 from llm_agents.trainer import GRPOConfig, MultiTurnGRPO
+from marl.core import resolve_device
 
+log = logging.getLogger(__name__)
 TEAMS = ("shared", "per_role")
 BACKENDS = ("transformers", "vllm")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,9 @@ class LLMConfig:
     team: str = "shared"  # shared: one model for every role | per_role: one model per role
     role_prompts: dict[str, str] = field(default_factory=dict)  # role -> prompt line
     iterations: int = 100  # GRPO iterations (population=none) or per league generation
+    dtype: str = "float32"  # weights: auto (bf16 for LoRA on a bf16 GPU) | float32 | bfloat16...
+    gradient_checkpointing: bool = False  # recompute activations in the backward pass
+    lora: LoRAConfig = field(default_factory=LoRAConfig)  # r > 0: train LoRA adapters only
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
 
     def __post_init__(self) -> None:
@@ -61,6 +77,30 @@ class LLMConfig:
             raise ValueError(f"llm iterations={self.iterations!r}; expected an integer >= 1")
         if not self.model:
             raise ValueError("llm model is empty; use 'tiny' or a model directory / hub name")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"llm dtype {self.dtype!r} unknown; choose one of {list(DTYPES)}")
+
+    def torch_dtype(self, device: str | torch.device) -> torch.dtype:
+        """The weights' dtype on ``device`` (``auto``: see the module docstring)."""
+        if self.dtype != "auto":
+            return getattr(torch, self.dtype)
+        dev = torch.device(device)
+        bf16 = dev.type == "cuda" and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+        return torch.bfloat16 if bf16 and self.lora.r > 0 else torch.float32
+
+
+def _prepare(cfg: LLMConfig, model: Any) -> Any:
+    """Gradient checkpointing and LoRA adapters, as ``cfg`` asks."""
+    if cfg.gradient_checkpointing:
+        kwargs = {"use_reentrant": False}  # non-reentrant: frozen (LoRA) inputs are fine
+        model.config.use_cache = False  # training passes; generation asks for its cache
+        if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5 names it so
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    if cfg.dtype == "bfloat16" and cfg.lora.r == 0:
+        log.warning("llm dtype bfloat16 with full fine-tuning: small AdamW steps may round away")
+    return apply_lora(model, cfg.lora)
 
 
 def _roles(games_: Sequence[str], game_kwargs: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -82,15 +122,18 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
             texts += game_corpus(g, cfg.corpus_episodes, seed=cfg.grpo.seed + i,
                                  **game_kwargs.get(g, {}))
         tok = build_tokenizer(texts)
-        return [(build_model(tok, dataclasses.replace(cfg.tiny, seed=cfg.tiny.seed + k)), tok)
-                for k in range(count)]
+        return [(_prepare(cfg, build_model(tok, dataclasses.replace(cfg.tiny,
+                                                                     seed=cfg.tiny.seed + k))),
+                 tok) for k in range(count)]
     if cfg.model == "???":  # Hydra's mark for a value the user must give (configs/llm/hf.yaml)
         raise ValueError("llm.model is not set; give llm.model=<model directory or hub name>")
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    dtype = cfg.torch_dtype(resolve_device(cfg.grpo.device))
     try:
         tok = AutoTokenizer.from_pretrained(cfg.model)
-        models = [AutoModelForCausalLM.from_pretrained(cfg.model) for _ in range(count)]
+        models = [_prepare(cfg, AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype))
+                  for _ in range(count)]
     except OSError as err:
         raise ValueError(f"llm model {cfg.model!r} could not be loaded ({err}); give 'tiny', a "
                          "local model directory or a hub name available here") from err
@@ -108,7 +151,13 @@ def _served(cfg: LLMConfig, pairs: list[tuple[Any, Any]], names: Sequence[str],
         raise ValueError("llm backend 'vllm' with model 'tiny' needs a folder to write the "
                          "model to (pass workdir)")
     for (model, tok), name in zip(pairs, names, strict=True):
-        path = save_model_dir(Path(workdir) / "models" / name, model, tok)
+        served = model
+        if is_lora(model):  # vLLM serves the plain architecture: the adapters merged in
+            from transformers import AutoModelForCausalLM
+
+            served = AutoModelForCausalLM.from_config(model.config)
+            served.load_state_dict(merged_state_dict(model))
+        path = save_model_dir(Path(workdir) / "models" / name, served, tok)
         model.config._name_or_path = model.name_or_path = str(path)
 
 

@@ -2,11 +2,13 @@
 
 It reads the text view of a ``VecStep`` (``text[agent][b]``, ``legal_text[agent][b]``: the
 runner builds ``VectorGame(with_text=True)`` because ``meta.inputs == ("text",)``), acts with
-its action mode, and gives exact action probabilities (the scoring softmax over the legal
-action texts), so exploitability, ratings and matches against classic learners all work.
+its action mode, and gives action probabilities (exact in score mode: the scoring softmax
+over the legal action texts; a sampled estimate of the behaviour policy in generate mode),
+so exploitability, ratings and matches against classic learners all work.
 
 Saved files hold only tensors and plain values (``torch.load(weights_only=True)``): each
-model's config as JSON, its weights, and its tokenizer files.
+model's config as JSON, its weights, its tokenizer files and, for a LoRA model, its plain
+LoRA settings (checked by :func:`llm_agents.lora.check_lora_fields`).
 
 Loading treats a file as untrusted (:func:`check_payload`): the whole payload is checked
 before anything touches the disk; tokenizer files may only have the plain names
@@ -33,8 +35,9 @@ import numpy as np
 import torch
 
 from games import GameSpec, VecStep
-from llm_agents.actions import ActionConfig, make_mode, match_action
+from llm_agents.actions import MAX_POLICY_SAMPLES, ActionConfig, make_mode, match_action
 from llm_agents.backends.base import SamplingConfig
+from llm_agents.lora import check_lora_fields, lora_fields, rebuild_lora
 from llm_agents.prompts import FIELDS, PromptBuilder, PromptConfig
 from llm_agents.records import Request
 from llm_agents.team import RoleBinding, Team, TeamModel, backend_for
@@ -218,9 +221,12 @@ def check_payload(payload: Any) -> None:
     if not isinstance(models, dict) or not models:
         raise PolicyLoadError("llm payload 'models' is not a non-empty dict")
     for name, entry in models.items():
-        if not isinstance(entry, dict) or set(entry) != {"config", "weights", "tokenizer_files"}:
+        if not isinstance(entry, dict) or set(entry) - {"lora"} != {
+                "config", "weights", "tokenizer_files"}:
             raise PolicyLoadError(
-                f"model {name!r} entry is not {{config, weights, tokenizer_files}}")
+                f"model {name!r} entry is not {{config, weights, tokenizer_files[, lora]}}")
+        if "lora" in entry and (reason := check_lora_fields(entry["lora"])):
+            raise PolicyLoadError(f"model {name!r}: {reason}")
         _check_config(name, entry["config"])
         _check_tokenizer_files(name, entry["tokenizer_files"])
         weights = entry["weights"]
@@ -239,6 +245,8 @@ def check_payload(payload: Any) -> None:
     tokens = payload["action"].get("sampling", {}).get("max_new_tokens", 0)
     if tokens > MAX_NEW_TOKENS:
         raise PolicyLoadError(f"sampling max_new_tokens={tokens} exceeds {MAX_NEW_TOKENS}")
+    if payload["action"].get("policy_samples", 0) > MAX_POLICY_SAMPLES:
+        raise PolicyLoadError(f"action policy_samples exceeds {MAX_POLICY_SAMPLES}")
     _check_fields(payload["prompt"], PromptConfig, "prompt config")
     for key in ("system", "user"):
         if key in payload["prompt"]:
@@ -272,9 +280,12 @@ def _load_model(name: str, entry: dict[str, Any],
         for fname, content in entry["tokenizer_files"].items():
             _write_inside(folder, fname, content)
         tokenizer = AutoTokenizer.from_pretrained(tmp, trust_remote_code=False)
+    def build() -> Any:
+        model = AutoModelForCausalLM.from_config(config)
+        return rebuild_lora(model, entry["lora"]) if "lora" in entry else model
+
     with torch.random.fork_rng(devices=[]):
-        model = build_checked(lambda: AutoModelForCausalLM.from_config(config),
-                              entry["weights"], f"model {name!r}")
+        model = build_checked(build, entry["weights"], f"model {name!r}")
     model.load_state_dict(entry["weights"])
     return model.to(device).eval(), tokenizer
 
@@ -351,7 +362,8 @@ class LLMPolicy(Policy):
         return out
 
     def action_probs(self, agent: str, vs: VecStep) -> np.ndarray:
-        """``[B, N]``: the scoring softmax over each acting copy's legal action texts."""
+        """``[B, N]``: each acting copy's action probabilities (the scoring softmax; in
+        generate mode a sampled estimate, :meth:`GenerateMode.probabilities`)."""
         out = np.zeros(vs.legal[agent].shape, np.float64)
         rows, reqs, ids = self._requests(agent, vs)
         if rows:
@@ -369,6 +381,9 @@ class LLMPolicy(Policy):
                    "tokenizer_files": _tokenizer_files(tm.tokenizer)}
             for name, tm in self.team.models.items()
         }
+        for name, tm in self.team.models.items():
+            if (lora := lora_fields(tm.model)) is not None:
+                models[name]["lora"] = lora
         roles = {r: [b.model, b.prompt] for r, b in self.team.roles.items()}
         return {"models": models, "roles": roles, "action": dataclasses.asdict(self.action),
                 "prompt": dataclasses.asdict(self.prompt), "seed": self.seed}

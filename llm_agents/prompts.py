@@ -1,8 +1,12 @@
 """Prompts from a game's text observation, the agent's role and the legal action texts.
 
-A prompt has a *system* part (who the agent is: ``{role}``, ``{agent}``, ``{game}`` and the
-team's ``{role_prompt}``) and a *user* part (``{observation}``, ``{legal}`` -- the legal
-action texts joined by ``legal_separator`` -- and the action mode's ``{instruction}``).
+A prompt has a *system* part (who the agent is: ``{role}``, ``{agent}``, ``{game}``, the
+team's ``{role_prompt}`` and the game's ``{rules}``) and a *user* part (``{observation}`` --
+the game's raw text view --, ``{state}`` -- a readable view of it with the history so far,
+where the game has one (:data:`GAME_TEXTS`) --, ``{turn}`` -- whose turn it is --,
+``{legal}`` -- the legal action texts joined by ``legal_separator`` -- and the action
+mode's ``{instruction}``). :data:`REAL_MODEL_PROMPT` uses them all (``configs/llm/hf.yaml``);
+the tiny presets keep to role, observation and legal actions.
 When the tokenizer has a chat template (and ``chat_template=True``) the two parts become
 ``system`` and ``user`` messages rendered with ``add_generation_prompt=True``; otherwise
 they are joined with newlines.
@@ -16,14 +20,110 @@ they are joined with newlines.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from llm_agents.records import Request
 
-FIELDS = ("role", "agent", "game", "role_prompt", "observation", "legal", "instruction")
+FIELDS = ("role", "agent", "game", "role_prompt", "observation", "legal", "instruction",
+          "rules", "state", "turn")
 """The ``str.format`` fields prompt templates may use."""
+
+
+@dataclass(frozen=True)
+class GameText:
+    """What a prompt says about one game: its ``rules`` and a readable ``view`` of the raw
+    text observation, ``(observation, agent) -> text`` (None: the observation as it is)."""
+
+    rules: str
+    view: Callable[[str, str], str] | None = None
+
+
+_KUHN_CARDS = {"0": "Jack", "1": "Queen", "2": "King"}
+_KUHN_MOVES = {"p": "passed", "b": "bet"}
+
+
+def _kuhn_view(obs: str, agent: str) -> str:
+    """``"1pb"`` -> your card and each betting move so far (player 0 moves first)."""
+    if not obs or obs[0] not in _KUHN_CARDS or any(c not in _KUHN_MOVES for c in obs[1:]):
+        return obs
+    moves = [f"player_{i % 2} {_KUHN_MOVES[c]}" for i, c in enumerate(obs[1:])]
+    history = ", then ".join(moves) if moves else "no moves yet"
+    return f"Your card: {_KUHN_CARDS[obs[0]]}.\nBetting so far: {history}."
+
+
+def _leduc_view(obs: str, agent: str) -> str:
+    """OpenSpiel's ``[Key: value]`` string -> readable lines (cards by rank, moves by name)."""
+    fields = dict(re.findall(r"\[(\w+): ?([^\]]*)\]", obs))
+    if "Private" not in fields:
+        return obs
+    rank = dict(enumerate(("Jack", "Jack", "Queen", "Queen", "King", "King")))
+    move = {"0": "fold", "1": "call", "2": "raise"}
+
+    def card(v: str) -> str:
+        return rank.get(int(v), v) if v.strip().isdigit() else v
+
+    found = re.search(r"\[Round (\d)\]", obs)
+    lines = [f"Your private card: {card(fields['Private'])}."]
+    if fields.get("Public", "").strip():
+        lines.append(f"Public card: {card(fields['Public'])}.")
+    lines.append(f"Betting round: {found.group(1) if found else '?'}. Pot: "
+                 f"{fields.get('Pot', '?')}. Chips left (player_0, player_1): "
+                 f"{fields.get('Money', '?')}.")
+    for r in ("Round1", "Round2"):
+        moves = [move.get(m, m) for m in fields.get(r, "").split()]
+        lines.append(f"Moves in round {r[-1]}: {', '.join(moves) or 'none'}.")
+    return "\n".join(lines)
+
+
+def _ttt_view(obs: str, agent: str) -> str:
+    mark = "x" if agent.endswith("0") else "o"
+    return (f"You play {mark}. Board (rows 0-2 from the top, columns 0-2 from the left; "
+            f". is empty):\n{obs}")
+
+
+GAME_TEXTS: dict[str, GameText] = {
+    "openspiel/kuhn_poker": GameText(
+        "Kuhn poker, two players, a deck of three cards: Jack < Queen < King. Each player "
+        "antes 1 chip and gets one private card. player_0 acts first. Pass: check when no bet "
+        "is open, fold when facing a bet. Bet: put in 1 more chip (or call a bet). A pass "
+        "after a bet folds and the bettor wins the pot; two passes, or a bet and a call, go "
+        "to a showdown where the higher card wins the pot. Win as many chips as you can.",
+        _kuhn_view),
+    "openspiel/leduc_poker": GameText(
+        "Leduc poker, two players, six cards (two each of Jack < Queen < King). Each player "
+        "antes 1 chip and gets one private card; a public card is shown after the first "
+        "betting round. Each round allows at most two raises (2 chips in round 1, 4 in round "
+        "2). Fold gives up the pot, Call matches the open bet (or checks), Raise bets more. "
+        "At the showdown a pair with the public card wins, else the higher card.",
+        _leduc_view),
+    "openspiel/tic_tac_toe": GameText(
+        "Tic-tac-toe on a 3x3 board: player_0 plays x and moves first, player_1 plays o. "
+        "Players take turns marking an empty cell; three of your marks in a row, column or "
+        "diagonal wins (+1, the loser gets -1); a full board without a line is a draw. "
+        "x(r,c) marks row r, column c.",
+        _ttt_view),
+    "openspiel/matrix_rps": GameText(
+        "Rock-paper-scissors: both players choose at the same time. Rock beats Scissors, "
+        "Scissors beats Paper, Paper beats Rock; the winner gets +1, the loser -1, a tie 0."),
+}
+"""Rules and readable views by game name; :func:`register_game_text` adds more."""
+
+
+def register_game_text(name: str, rules: str, view: Callable[[str, str], str] | None = None
+                       ) -> None:
+    """Rules (and a readable view of the text observation) prompts give for game ``name``."""
+    GAME_TEXTS[name] = GameText(rules, view)
+
+
+def game_text(game: str) -> GameText:
+    """The registered :class:`GameText` of ``game``; games without one get general rules
+    (their text observations -- tool tasks, matrix games -- describe the task themselves)."""
+    return GAME_TEXTS.get(game) or GameText(
+        f"{game}: on each of your turns you choose exactly one of the legal actions listed; "
+        "your observation below says what you know and what you are rewarded for.")
 
 
 @dataclass(frozen=True)
@@ -55,6 +155,19 @@ class PromptConfig:
                           self.legal_separator])
 
 
+REAL_MODEL_PROMPT = PromptConfig(
+    system="You are {agent}, playing as {role} in the game {game}. {role_prompt}\n\n"
+           "Rules: {rules}",
+    user="{state}\n\n{turn}\nLegal actions: {legal}\n\n{instruction}",
+    generate_instruction="Think step by step in a few sentences, then end your reply with your "
+                         "move as <action>ACTION</action>, where ACTION is exactly one of the "
+                         "legal actions.",
+    score_instruction="Your action:",
+)
+"""Prompts for pretrained (instruct) models: rules, role, whose turn, the history and the
+legal actions, and room to reason before ``<action>`` (``configs/llm/hf.yaml`` sets it)."""
+
+
 class PromptBuilder:
     """Renders prompts and candidate continuations for one :class:`PromptConfig`."""
 
@@ -66,10 +179,13 @@ class PromptBuilder:
 
     def build(self, tokenizer: Any, *, game: str, agent: str, role: str, role_prompt: str,
               observation: str, legal: Sequence[str], instruction: str) -> str:
-        """The prompt text of one decision."""
+        """The prompt text of one decision (made when ``agent`` must act)."""
+        text = game_text(game)
         fields = dict(game=game, agent=agent, role=role, role_prompt=role_prompt,
                       observation=observation, legal=self.cfg.legal_separator.join(legal),
-                      instruction=instruction)
+                      instruction=instruction, rules=text.rules,
+                      state=text.view(observation, agent) if text.view else observation,
+                      turn=f"It is your turn to act, {agent} ({role}).")
         system = self.cfg.system.format(**fields).strip()
         user = self.cfg.user.format(**fields).strip()
         if self.uses_chat(tokenizer):

@@ -74,6 +74,7 @@ class _Slot:
     turn_ids: list[int] = field(default_factory=list)
     carry: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     turns: int = 0
+    forfeit: str | None = None  # on_invalid="end": the agent whose invalid output ends it
 
 
 def vecstep_of(game_list: Sequence[Game], steps: Sequence[TimeStep]) -> VecStep:
@@ -235,6 +236,8 @@ class RolloutEngine:
         reward = slot.carry.pop(agent, 0.0)
         if not d.valid:
             reward += self.action.invalid_penalty
+            if self.action.on_invalid == "end":
+                slot.forfeit = slot.forfeit or agent
         turns.append(Turn(episode=slot.job, group=job.group, game=names.index(job.game),
                           agent=agent, role=slot.game.spec.agent(agent).role, model=model,
                           index=slot.turns, decision=d, action=action, reward=reward))
@@ -245,9 +248,13 @@ class RolloutEngine:
     def _advance(self, slot: _Slot, actions: dict[str, int], turns: list[Turn],
                  episodes: list[EpisodeRecord | None]) -> bool:
         """Step one game; credit rewards; True when its episode ended."""
-        ts = slot.game.step(actions)
         ep = episodes[slot.job]
         assert ep is not None
+        if slot.forfeit is not None:  # SPIRAL: an invalid move ends the game unplayed
+            ep.returns[slot.forfeit] += self.action.invalid_penalty
+            ep.info, ep.turns = {"invalid_end": slot.forfeit}, list(slot.turn_ids)
+            return True
+        ts = slot.game.step(actions)
         ep.length += 1
         for agent, r in ts.rewards.items():
             ep.returns[agent] += r
