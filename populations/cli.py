@@ -234,15 +234,16 @@ def to_experiment(cfg: DictConfig) -> ExperimentConfig:
     return exp
 
 
-def prepare(cfg: DictConfig, overrides: Sequence[str]) -> ExperimentConfig:
-    """Import the user's modules, settle the game's arguments, validate: the experiment to
-    run, or a :class:`CLIError` / game error before anything is written."""
+def prepare(cfg: DictConfig, overrides: Sequence[str], check: bool = True) -> ExperimentConfig:
+    """Import the user's modules, settle the game's arguments, validate (``check``: build the
+    game too): the experiment to run, or a :class:`CLIError` / game error."""
     import_user_modules(list(cfg.get("imports") or []))
     replace_game_kwargs(cfg, overrides)
     exp = to_experiment(cfg)
-    from populations.experiment import check_experiment
+    if check:
+        from populations.experiment import check_experiment
 
-    check_experiment(exp)  # unknown game, bad game arguments, an algo that cannot play it
+        check_experiment(exp)  # unknown game, bad game arguments, an algo that cannot play it
     return exp
 
 
@@ -327,7 +328,7 @@ def _train_task(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
     with run_folder_guard(TRAIN, run_dir, created=_fresh(run_dir)):
-        exp = prepare(cfg, list(hc.overrides.task))
+        exp = prepare(cfg, list(hc.overrides.task), check=False)  # run_experiment checks
         log.info("experiment %s in %s", exp.experiment, run_dir)
         summary = run_experiment(exp, run_dir)
     print_summary(summary)
