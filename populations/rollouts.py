@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 import games
 from games import VecStep
 from marl.core import Learner, Policy, load_policy
-from marl.train import RandomPolicy, TrainResult, after_step
+from marl.train import RandomPolicy, TrainResult, after_step, learner_sides
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +195,8 @@ def train_with_workers(learner: Learner, collector: RolloutCollector, frames: in
     result = TrainResult(0, 0, 0.0)
     start = time.perf_counter()
     bar = tqdm(total=frames, disable=not progress, unit="frame", dynamic_ncols=True)
+    spec = getattr(learner, "spec", None)  # self-play: the bar shows each side's return
+    sides = learner_sides(spec, learner.agents) if spec is not None else {}
     while result.frames < frames:
         segments = collector.collect(learner.policy(), steps)
         for t in range(steps):
@@ -204,7 +206,7 @@ def train_with_workers(learner: Learner, collector: RolloutCollector, frames: in
             learner.act(vs, actions=actions, logp=logp)  # type: ignore[call-arg]
             nxt = stack_steps([seg[0][t + 1] for seg in segments])
             learner.observe(nxt)
-            after_step(learner, nxt, result, bar, on_update)
+            after_step(learner, nxt, result, bar, on_update, sides)
     bar.close()
     result.seconds = time.perf_counter() - start
     log.info("trained %d frames from %d %s workers in %.1fs (%d updates)", result.frames,
