@@ -133,6 +133,8 @@ def test_unknown_names_fail_with_the_valid_ones():
 
 
 def test_vllm_backend_matches_transformers_and_takes_new_weights(tmp_path, kuhn_tok):
+    """The real engine (multi-process by default): per-request seeds, temperature-scaled
+    logprobs, weights through the worker extension (the CPU tests use a fake engine)."""
     pytest.importorskip("vllm")
     if not torch.cuda.is_available():
         pytest.skip("the vllm backend needs a CUDA GPU")
@@ -147,6 +149,15 @@ def test_vllm_backend_matches_transformers_and_takes_new_weights(tmp_path, kuhn_
     for g in gens:
         ref = hf.score_ids([g.prompt_ids], [[g.token_ids]])[0][0]
         assert abs(sum(g.logprobs) - ref) < 0.05
+    group = engine.generate([PROMPTS[0]] * 8, SamplingConfig(max_new_tokens=6, temperature=2.0,
+                                                             stop=()))
+    assert len({tuple(g.token_ids) for g in group}) > 1  # a seed per request
+    batch = pad_sequences([g.prompt_ids for g in group], [g.token_ids for g in group],
+                          hf.pad_id, "cuda")
+    with torch.no_grad():  # logprobs of logits / temperature, what the trainer recomputes
+        ref = token_logprobs(model, batch, temperature=2.0).logp[batch.target].cpu()
+    torch.testing.assert_close(torch.tensor([lp for g in group for lp in g.logprobs]), ref,
+                               atol=0.05, rtol=0)
     cands = [[" Pass", " Bet"]] * len(PROMPTS)
     before = [s.logprobs for s in engine.score(PROMPTS, cands)]
     with torch.no_grad():

@@ -246,3 +246,27 @@ def test_bad_settings_fail_in_one_line(served, kuhn_tok):
         _backend(model, kuhn_tok, score_with="kv")
     with pytest.raises(ValueError, match="needs the transformers model"):
         _backend(str(path), kuhn_tok, score_with="transformers")
+
+
+def test_grpo_with_the_vllm_backend_gets_distinct_group_samples_and_pushes_weights(served,
+                                                                                  kuhn_tok):
+    from llm_agents import ActionConfig, GRPOConfig, MultiTurnGRPO, Team
+    from tests.llm_agents.conftest import COMPACT, KUHN
+
+    model, _ = served
+    team = Team.shared(model, kuhn_tok, backend=_backend(model, kuhn_tok))
+    cfg = GRPOConfig(group_size=4, groups_per_step=3, lr=1e-2, device="cpu", prompt=COMPACT,
+                     action=ActionConfig(mode="generate",
+                                         sampling=SamplingConfig(max_new_tokens=3, stop=())))
+    trainer = MultiTurnGRPO(team, KUHN, cfg)
+    metrics = trainer.step()
+    assert metrics["losses/grad_norm/player_0"] > 0
+    batch = trainer.collect()  # pushes the updated weights first
+    engine = team.models["shared"].backend.llm
+    for name, t in model.state_dict().items():
+        torch.testing.assert_close(engine.hf.state_dict()[name], t)
+    first = {}  # each episode's first completion, by group
+    for t in batch.turns:
+        if t.index == 0:
+            first.setdefault(t.group, []).append(tuple(t.decision.completion_ids))
+    assert all(len(set(c)) > 1 for c in first.values()), "a group of identical samples"
