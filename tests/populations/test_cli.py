@@ -365,3 +365,29 @@ def test_train_resume_without_database_next_to_checkpoints(tmp_path):
     res = _cli([*league, "resume=true"], tmp_path, check=False)
     _one_line_failure(res, "selfplay-train: ", "league.db")
     assert list((tmp_path / "run" / "checkpoints").iterdir())  # kept: it holds checkpoints
+
+
+def test_meta_solver_and_learner_entry_points(tmp_path):
+    """``selfplay.meta_solvers`` load on a name the registry does not know; every
+    ``selfplay.*`` group loads when a CLI starts (a learner registers on import)."""
+    site = tmp_path / "site"
+    info = site / "myplugins-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: myplugins\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[selfplay.meta_solvers]\nfirst = my_solvers\n\n[selfplay.learners]\nmine = my_learner\n")
+    (site / "my_solvers.py").write_text(
+        "import numpy as np\nfrom populations.meta_solvers import register_meta_solver\n"
+        "@register_meta_solver('first_member')\n"
+        "def first_member(payoffs, full_game=None):\n"
+        "    return [np.eye(k)[0] for k in payoffs.shape[1:]]\n")
+    (site / "my_learner.py").write_text(
+        "import pathlib\npathlib.Path('learner_loaded').write_text('yes')\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    out = subprocess.run([sys.executable, "-c", "import numpy as np\n"
+                          "from populations.meta_solvers import get_meta_solver\n"
+                          "print(get_meta_solver('first_member')(np.zeros((2, 3, 2))))"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    assert "array([1., 0., 0.])" in out.stdout
+    _cli(["--cfg", "job"], tmp_path, env={"PYTHONPATH": str(site)})
+    assert (tmp_path / "learner_loaded").read_text() == "yes"
