@@ -297,9 +297,11 @@ class League:
                        side: np.ndarray, always: bool = False) -> None:
         """Draw, for each copy in ``copies``, an opponent snapshot (or -1: none, with
         probability ``1 - opponent_prob`` unless ``always``) and a side for ``member``."""
-        # snapshots before this generation: one an interrupted attempt published is not yet
-        # part of the run (a resume that fell back to an earlier checkpoint retrains it)
-        snaps = [s for s in self.store.snapshots() if s.version < self.generation]
+        snaps = self.store.snapshots()
+        if self.phase == "training":  # only what came before this generation: a snapshot an
+            # interrupted attempt published is not part of the run yet (a resume that fell
+            # back to an earlier checkpoint trains that generation again)
+            snaps = [s for s in snaps if s.version < self.generation]
         latest = [s for s in snaps if s.member == member][-1].id
         m = self._member(member)
         if getattr(m, "opponents", None) is not None:

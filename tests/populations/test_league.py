@@ -340,12 +340,12 @@ def test_resume_ignores_what_an_interrupted_attempt_published(tmp_path):
     garble(tmp_path / "snapshots" / "main" / "v0002.pt")  # a republish cut short
     resumed = League(_kuhn(), tmp_path, resume=True)
     assert (resumed.generation, resumed.phase) == (1, "done")
-    resumed.generation = 2  # as while training generation 2
+    resumed.generation, resumed.phase = 2, "training"  # as while training generation 2
     opp, side = np.full(64, -1), np.zeros(64, dtype=np.int64)
     resumed.pick_opponents("main", np.arange(64), opp, side, always=True)
     version = {s.id: s.version for s in resumed.store.snapshots()}
     assert {version[int(o)] for o in opp} == {0, 1}
-    resumed.generation = 1
+    resumed.generation, resumed.phase = 1, "done"
     resumed.run()  # generation 2 again: v0002 published anew, then played
     resumed.close()
     db = LeagueDB(tmp_path / "league.db", readonly=True)
