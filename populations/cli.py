@@ -289,14 +289,17 @@ def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
 
 
 @contextmanager
-def run_folder_guard(prog: str, run_dir: Path, created: bool) -> Iterator[None]:
+def run_folder_guard(prog: str, run_dir: Path, created: bool,
+                     sweep_dir: Path | None = None) -> Iterator[None]:
     """Report user errors in one line; a folder ``created`` by this run and holding no
-    checkpoint is removed first, so a failed start leaves nothing half-made behind."""
+    checkpoint is removed first (and a sweep's folder left with no job in it), so a failed
+    start leaves nothing half-made behind."""
     try:
         yield
     except user_errors() as err:
-        if created:
-            discard_run_dir(run_dir)
+        if created and discard_run_dir(run_dir) and sweep_dir is not None and \
+                sweep_dir.is_dir() and {p.name for p in sweep_dir.iterdir()} <= {"multirun.yaml"}:
+            discard_run_dir(sweep_dir)
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         fail(prog, one_line(err))
@@ -322,12 +325,14 @@ def print_summary(s: RunSummary) -> None:
 def _train_task(cfg: DictConfig) -> None:
     """Hydra's task: one experiment in the run folder Hydra made."""
     from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
 
     from populations.experiment import run_experiment
 
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
-    with run_folder_guard(TRAIN, run_dir, created=_fresh(run_dir)):
+    sweep_dir = Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
+    with run_folder_guard(TRAIN, run_dir, created=_fresh(run_dir), sweep_dir=sweep_dir):
         exp = prepare(cfg, list(hc.overrides.task), check=False)  # run_experiment checks
         log.info("experiment %s in %s", exp.experiment, run_dir)
         summary = run_experiment(exp, run_dir)

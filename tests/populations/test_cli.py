@@ -391,3 +391,9 @@ def test_meta_solver_and_learner_entry_points(tmp_path):
     assert "array([1., 0., 0.])" in out.stdout
     _cli(["--cfg", "job"], tmp_path, env={"PYTHONPATH": str(site)})
     assert (tmp_path / "learner_loaded").read_text() == "yes"
+
+
+def test_sweep_job_error_leaves_no_sweep_folder(tmp_path):
+    res = _cli(["-m", "num_envs=0", "seed=0,1", "frames=64"], tmp_path, check=False)
+    _one_line_failure(res, "selfplay-train: bad config: num_envs=0")
+    assert not list(tmp_path.iterdir())
