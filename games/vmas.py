@@ -25,6 +25,10 @@ learner's torch RNG (on CUDA, VMAS draws from torch's CUDA generator, which is n
 A batch is seeded once with its ``seed``: the same (seed, B) replays identically, but copy
 ``b`` is not ``reset(seed + b)`` of a single game as in the numpy ``VectorGame``.
 
+Every VMAS 1.5.2 scenario passes ``check_game`` except the replay check of two whose
+episodes depend on earlier ones: ``road_traffic`` (a buffer of recorded initial states) and
+``wind_flocking`` with discrete actions (state its reset leaves in place).
+
 This module imports torch and vmas; ``games`` imports it only when a ``vmas/`` game is made.
 """
 
@@ -150,7 +154,8 @@ class _Sim:
         """(observations ``[B, O]``, rewards ``[B]`` per agent, terminated ``[B]`` bool)."""
         with self.rng():
             obs, rew, term, _, _ = self.env.step(list(actions))
-        return self._flat(obs), [r.float() for r in rew], term.bool()
+        # some scenarios (wheel) give [B, 1] rewards
+        return self._flat(obs), [r.reshape(self.num_envs).float() for r in rew], term.bool()
 
     def _flat(self, obs: Sequence[Any]) -> list[torch.Tensor]:
         if not all(isinstance(o, torch.Tensor) for o in obs):

@@ -96,6 +96,29 @@ def test_batched_steps_all_copies_with_shapes_and_truncation():
     assert (vs.episode_length == 1).all() and not vs.done.any()
 
 
+def test_entity_graph_nodes_are_the_simulated_positions_and_velocities():
+    vg = games.VectorGame("vmas/simple_spread", 4, seed=2, with_graphs=True, max_steps=5)
+    vs = vg.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        vs = vg.step(_random(vg.spec, 4, rng))
+    for a, node in vs.agent_node.items():  # simple_spread observes [pos, vel, ...] first
+        np.testing.assert_allclose(vs.graph[:, node, 0:4], vs.obs[a][:, 0:4], atol=1e-6)
+    assert (vs.graph[:, 3:, 8] == 1).all() and (vs.graph[:, :3, 6] == 1).all()  # landmarks
+    one = games.make("vmas/simple_tag")
+    one.reset(0)
+    g = one.entity_graph("agent_0")
+    assert g.node_type.tolist() == [1, 1, 1, 0, 2, 2] and g.nodes[3, 5] == 1.0
+    assert np.allclose(g.nodes[3, 0:4], 0.0)  # the ego's own node, relative to itself
+
+
+def test_rewards_of_shape_b_by_1_are_flattened():
+    vg = games.VectorGame("vmas/wheel", 3, seed=0, max_steps=2)  # wheel gives [B, 1] rewards
+    vg.reset()
+    vs = vg.step({a: np.zeros(3, np.int64) for a in vg.spec.agent_ids})
+    assert vs.rewards["agent_0"].shape == (3,) and vs.episode_return["agent_0"].shape == (3,)
+
+
 def test_auto_reset_resets_only_the_copies_that_ended():
     """Copies 0 and 1 reach max_steps one step early; the others go on untouched."""
     B, rng = 5, np.random.default_rng(3)
@@ -160,13 +183,15 @@ def test_games_imports_without_torch_for_numpy_games():
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
-def test_selfplay_train_vmas_spread_runs_one_mappo_update(tmp_path):
+@pytest.mark.parametrize("encoder", ["mlp", "gnn"])
+def test_selfplay_train_vmas_spread_runs_one_mappo_update(tmp_path, encoder):
     from populations.experiment import run_experiment
 
     with initialize_config_module(config_module="configs", version_base=None):
         cfg = compose(config_name="config", overrides=[
-            "game=vmas_spread", "frames=64", "num_envs=8", "mappo.rollout_steps=8",
-            "mappo.epochs=1", "eval_episodes=2", "progress=false", "logger=none"])
+            "game=vmas_spread", f"encoder={encoder}", "frames=64", "num_envs=8",
+            "mappo.rollout_steps=8", "mappo.epochs=1", "eval_episodes=2", "progress=false",
+            "logger=none"])
     exp = OmegaConf.to_object(cfg)
     summary = run_experiment(exp, tmp_path / "run")
     db = sqlite3.connect(summary.database)
