@@ -17,7 +17,7 @@ print("torch", torch.__version__, "cuda", torch.version.cuda,
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "NO CUDA DEVICE")
 PY
 timeout "${TESTS_LIMIT:-300}" $py -m pytest -q -p no:cacheprovider -rs \
-    tests/test_cuda.py tests/marl/test_advantages.py tests/marl/test_mappo*.py \
+    tests/test_cuda.py tests/marl/test_advantages*.py tests/marl/test_mappo*.py \
     tests/llm_agents/test_backends.py -k "cuda or vllm" 2>&1 | tee "$out/tests.log"
 timeout "${BENCH_LIMIT:-120}" $py bench/advantages.py --device cuda 2>&1 \
     | tee "$out/advantages_cuda.md"

@@ -766,3 +766,21 @@ def test_diagnostics_levels_and_computed_on_first_read(monkeypatch):
     assert res.diagnostics["adv/global/reward_mean"] == 5.5
     none = normalize_advantages("agent", x, keys, mask, cfg=AdvantageConfig(diagnostics="none"))
     assert none.diagnostics == {}
+
+
+def test_mappo_accepts_what_the_registry_allows_for_its_keys(monkeypatch):
+    from marl.mappo import MAPPOConfig
+
+    with pytest.raises(ValueError, match=r"adv_norm='player_turn' needs keys.trajectory, which "
+                       r"MAPPO does not provide \(agent, role\); choose one of "
+                       r"\['agent', 'global', 'none', 'role'\]"):
+        MAPPOConfig(adv_norm="player_turn")
+    with pytest.raises(ValueError, match="'role_ema' needs a RoleEMABaseline state, which MAPPO"):
+        MAPPOConfig(adv_norm="role_ema")
+    with pytest.raises(ValueError, match=r"'joint_group' needs keys.node\|group"):
+        MAPPOConfig(adv_norm="joint_group")
+    # a user's adv_norm over the agent key is a valid MAPPO setting at once, no list to edit
+    monkeypatch.setitem(adv_mod._REGISTRY, "agent_centered",
+                        adv_mod.AdvNorm("agent_centered", get_adv_norm("agent").fn, ("agent",),
+                                        "returns", False))  # fmt: skip
+    assert MAPPOConfig(adv_norm="agent_centered").adv_norm == "agent_centered"
