@@ -19,8 +19,9 @@ Degenerate cases, shared by every grouped statistic (a "key" is one segment of s
     * a key with fewer than two contributing samples (group of one, empty key) uses mu=0, sigma=1;
     * a constant key (all contributing values equal, sigma=0) gets advantage exactly 0.
 Statistics accumulate in float32 (float64 on request) around a pilot value per key (one of its
-samples: no cancellation); outputs keep the input dtype (bfloat16 in, bfloat16 out). Standard
-deviations are population ones unless ``unbiased_std``.
+samples: little cancellation); outputs keep the input dtype (bfloat16 in, bfloat16 out).
+Standard deviations are population ones unless ``unbiased_std``. Diagnostics are computed when
+``AdvantageResult.diagnostics`` is first read (one host sync), never by a caller that skips them.
 
 Shape legend: N flattened samples, K keys (segments), U units (a trajectory of one key, a joint
 action).
@@ -333,7 +334,7 @@ def _grouped(x, keys, mask, weights, cfg, cols, *, scale: bool | None = None) ->
 
 @register_adv_norm("none")
 def _none(x, keys, mask, weights, cfg, state) -> Tensor:
-    """No normalization: the advantages are the values (e.g. GAE advantages) themselves."""
+    """No normalization, [N] -> [N]: the advantages are the values (e.g. GAE advantages)."""
     return x
 
 
@@ -373,6 +374,7 @@ def _role(x, keys, mask, weights, cfg, state) -> Tensor:
     """Role-wise normalization: statistics per (game, role), ``A = (R - mu_k) / (sigma_k + eps)``.
 
     The role analogue of Dr. MAS (arXiv:2602.08847): agents sharing a role share statistics.
+    [N] -> [N].
     """
     return _grouped(x, keys, mask, weights, cfg, [keys.game, keys.role])
 
@@ -382,7 +384,8 @@ def _group_role(x, keys, mask, weights, cfg, state) -> Tensor:
     """GRPO-style group normalization split by role: statistics per (game, group, role).
 
     Group-relative advantages (GRPO, Shao et al., 2024, arXiv:2402.03300) computed separately
-    for each role, as in agent-/turn-wise grouped multi-agent GRPO (arXiv:2602.08847).
+    for each role, as in agent-/turn-wise grouped multi-agent GRPO (arXiv:2602.08847):
+    ``A = (R - mu_k) / (sigma_k + eps)``, [N] -> [N].
     """
     return _grouped(x, keys, mask, weights, cfg, [keys.game, keys.group, keys.role])
 
