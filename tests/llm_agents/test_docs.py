@@ -8,6 +8,7 @@ import pytest
 MODULES = [
     "llm_agents.backends", "llm_agents.backends.hf", "llm_agents.prompts", "llm_agents.tiny",
     "llm_agents.team", "llm_agents.rollout", "llm_agents.policy", "llm_agents.trainer",
+    "llm_agents.lora",
     "games.tool", "games.tool.relay", "games.tool.lookup",
 ]
 
