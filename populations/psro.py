@@ -60,7 +60,7 @@ import numpy as np
 import games
 from games import GameSpec, VecStep, VectorGame
 from games.openspiel import OpenSpielGame
-from marl.core import Learner, Policy, PolicyMeta
+from marl.core import Learner, Policy, PolicyMeta, derive_seed
 from marl.train import RandomPolicy, evaluate, train
 from populations import exploitability as ex
 from populations.meta_solvers import (
@@ -297,14 +297,16 @@ class RLOracle:
         self.spec = games.make(self.game, **self.game_kwargs).spec
 
     def best_response(self, agent: str, opponents: Mapping[str, Mixture], seed: int) -> Policy:
-        learner = self.learner_factory(self.spec, agent, seed)
+        # learner, each opponent seat and the game copies: children of the oracle's seed
+        learner = self.learner_factory(self.spec, agent, derive_seed(seed, "learner"))
         opp = {
-            q: SampledMixturePolicy(mix, q, seed=seed + 1 + i)
-            for i, (q, mix) in enumerate(sorted(opponents.items()))
+            q: SampledMixturePolicy(mix, q, seed=derive_seed(seed, "opponent", q))
+            for q, mix in sorted(opponents.items())
         }
         with_text = any("text" in p.meta.inputs for p in opp.values())
         kwargs = {**self.game_kwargs, **learner.vector_game_kwargs}
-        vg = VectorGame(self.game, self.config.num_envs, seed=seed, with_text=with_text, **kwargs)
+        vg = VectorGame(self.game, self.config.num_envs, seed=derive_seed(seed, "game"),
+                        with_text=with_text, **kwargs)
         result = train(learner, vg, self.config.frames, opponents=opp, progress=False)
         log.info(
             "RL oracle: %s trained %d frames in %.1fs (%d updates)",
@@ -565,7 +567,9 @@ class PSRO:
         meta-mixtures; see ``PSROConfig.response_target``)."""
         responses = {}
         for p, agent in enumerate(self.agents):
-            seed = self.config.seed + 1000 * (self.iterations + 1) + p
+            # the run's oracle/<iteration>/<seat> stream (seed + 1000 * it + p made seats'
+            # game copies overlap: seat 1 replayed seat 0's copies shifted by one)
+            seed = derive_seed(self.config.seed, "oracle", self.iterations + 1, p)
             responses[agent] = self.oracle.best_response(agent, self.targets[agent], seed)
         return {a: self._add_member(a, pol) for a, pol in responses.items()}
 

@@ -169,3 +169,24 @@ def test_learner_stream_from_another_device_kind_restarts_deterministically():
         learner.load_state_dict(state)
         draws.append(torch.rand(4, generator=learner.gen))
     assert torch.equal(draws[0], draws[1])
+
+
+def test_psro_oracle_seeds_are_distinct_streams():
+    """Each (iteration, seat) best response gets its own child of the run's seed; with
+    ``seed + 1000 * iteration + seat`` the seats' game copies overlapped, shifted by one."""
+    from itertools import combinations
+
+    from populations.psro import PSRO, ExactBestResponse, PSROConfig
+
+    seen: list[int] = []
+
+    class Recording(ExactBestResponse):
+        def best_response(self, agent, opponents, seed):
+            seen.append(seed)
+            return super().best_response(agent, opponents, seed)
+
+    psro = PSRO("openspiel/kuhn_poker", Recording("openspiel/kuhn_poker"), PSROConfig())
+    for _ in range(3):
+        psro.iteration()
+    assert len(seen) == 6
+    assert min(abs(a - b) for a, b in combinations(seen, 2)) >= 1024  # no shared game copies
