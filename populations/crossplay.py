@@ -1,0 +1,272 @@
+"""Cross-play evaluation with uncertainty: win/draw/loss rates and mean score margins
+between snapshots with bootstrap intervals over episodes, Elo with a bootstrap interval,
+and α-Rank over the empirical game (OpenSpiel's own ``open_spiel.python.egt.alpharank``).
+
+Pure functions of recorded episodes (:class:`populations.db.MatchRow`): nothing here
+reads a database or trains anything, so the dashboard and scripts share one definition.
+
+A snapshot's *score* in an episode is the sum of the returns of the agents it seats (a
+team's return); in an episode between snapshots ``a`` and ``b`` the *margin* of ``a`` is
+its score minus ``b``'s, and ``a`` wins, draws or loses as the margin is > tol, |·| <= tol
+or < -tol. Episodes where one snapshot plays every seat (self-play) say nothing about a
+pair and are left out. Role-asymmetric games: the league plays each pair in both seat
+orders, so these are seat-averaged figures, as the payoffs table is.
+
+Intervals are percentile bootstrap intervals: the episodes of a pair are resampled with
+replacement ``resamples`` times (one ``(resamples, n)`` index array, vectorized), from a
+generator seeded by ``(seed, a, b)``, so a pair's interval does not depend on which other
+pairs exist or in what order they are computed.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import types
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from populations.db import MatchRow
+from populations.ratings import ELO_START
+
+log = logging.getLogger(__name__)
+
+RESAMPLES = 1000  # bootstrap resamples per pair
+CONFIDENCE = 0.95
+TOL = 1e-9  # |margin| <= TOL is a draw (as populations.ratings.pair_outcome)
+
+
+# ----------------------------------------------------------------------------- episodes
+@dataclass(frozen=True)
+class Episodes:
+    """Two-snapshot episodes in recorded order: ``a[t] < b[t]`` snapshot ids and
+    ``margin[t]`` = score of ``a[t]`` minus score of ``b[t]``; all shape ``(T,)``."""
+
+    a: np.ndarray
+    b: np.ndarray
+    margin: np.ndarray
+
+    def pairs(self) -> dict[tuple[int, int], np.ndarray]:
+        """``{(a, b): margins of a over b, shape (n_ab,)}`` for every pair that met."""
+        out: dict[tuple[int, int], np.ndarray] = {}
+        if len(self.a) == 0:
+            return out
+        keys = np.stack([self.a, self.b], axis=1)
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        for k, (a, b) in enumerate(uniq):
+            out[(int(a), int(b))] = self.margin[inverse == k]
+        return out
+
+
+def episodes(matches: Iterable[MatchRow]) -> Episodes:
+    """Every (episode, pair of snapshots in it) from recorded matches. An episode with more
+    than two snapshots gives one entry per pair; self-play episodes give none."""
+    a: list[int] = []
+    b: list[int] = []
+    margin: list[float] = []
+    for m in matches:
+        score: dict[int, float] = {}
+        for agent, sid in m.seats.items():
+            if agent in m.returns:
+                score[int(sid)] = score.get(int(sid), 0.0) + float(m.returns[agent])
+        sids = sorted(score)
+        for i, x in enumerate(sids):
+            for y in sids[i + 1:]:
+                a.append(x)
+                b.append(y)
+                margin.append(score[x] - score[y])
+    return Episodes(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64),
+                    np.asarray(margin, dtype=np.float64))
+
+
+# ----------------------------------------------------------------------------- bootstrap
+def bootstrap_indices(n: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Resampled episode indices, shape ``(resamples, n)``, each row n draws with replacement."""
+    return rng.integers(0, n, size=(resamples, n))
+
+
+def pair_rng(seed: int, a: int, b: int) -> np.random.Generator:
+    """The generator of pair (a, b): independent of every other pair's."""
+    return np.random.default_rng([seed, a, b])
+
+
+def _interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
+    lo, hi = np.quantile(samples, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(lo), float(hi)
+
+
+def pair_stats(margin: np.ndarray, idx: np.ndarray, confidence: float = CONFIDENCE,
+               tol: float = TOL) -> dict[str, Any]:
+    """Win/draw/loss rates and mean margin of one pair with their bootstrap intervals.
+
+    ``margin``: shape (n,), ``idx``: shape (resamples, n) from :func:`bootstrap_indices`.
+    Returns ``{stat: value, stat_lo: ..., stat_hi: ...}`` for stat in win, draw, loss,
+    margin, and ``n``."""
+    win = (margin > tol).astype(np.float64)
+    loss = (margin < -tol).astype(np.float64)
+    draw = 1.0 - win - loss
+    out: dict[str, Any] = {"n": int(len(margin))}
+    for name, x in (("win", win), ("draw", draw), ("loss", loss), ("margin", margin)):
+        out[name] = float(x.mean())
+        out[f"{name}_lo"], out[f"{name}_hi"] = _interval(x[idx].mean(axis=1), confidence)
+    return out
+
+
+def _mirror(s: dict[str, Any]) -> dict[str, Any]:
+    """The same pair seen from the other snapshot: win ↔ loss, margin negated."""
+    return {"n": s["n"], "win": s["loss"], "win_lo": s["loss_lo"], "win_hi": s["loss_hi"],
+            "loss": s["win"], "loss_lo": s["win_lo"], "loss_hi": s["win_hi"],
+            "draw": s["draw"], "draw_lo": s["draw_lo"], "draw_hi": s["draw_hi"],
+            "margin": -s["margin"], "margin_lo": -s["margin_hi"], "margin_hi": -s["margin_lo"]}
+
+
+STATS = ("win", "draw", "loss", "margin")
+
+
+@dataclass
+class CrossPlay:
+    """Cross-play tables over snapshots ``ids``: ``table[stat][i][j]`` (and ``stat_lo``,
+    ``stat_hi``) is the statistic of ``ids[i]`` against ``ids[j]``, None where they have
+    not met (and on the diagonal); ``n[i][j]`` the number of episodes."""
+
+    ids: list[int]
+    n: list[list[int]]
+    table: dict[str, list[list[float | None]]] = field(default_factory=dict)
+
+
+def crossplay(eps: Episodes, resamples: int = RESAMPLES, seed: int = 0,
+              confidence: float = CONFIDENCE, tol: float = TOL) -> CrossPlay:
+    """Pairwise cross-play tables with bootstrap intervals (see the module doc)."""
+    if resamples < 1:
+        raise ValueError(f"resamples={resamples}: expected a positive number of resamples")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence={confidence}: expected a level in (0, 1), e.g. 0.95")
+    pairs = eps.pairs()
+    ids = sorted({x for ab in pairs for x in ab})
+    pos = {s: i for i, s in enumerate(ids)}
+    k = len(ids)
+    n = [[0] * k for _ in range(k)]
+    names = [f"{s}{sfx}" for s in STATS for sfx in ("", "_lo", "_hi")]
+    table: dict[str, list[list[float | None]]] = {nm: [[None] * k for _ in range(k)]
+                                                 for nm in names}
+    for (a, b), margin in pairs.items():
+        idx = bootstrap_indices(len(margin), resamples, pair_rng(seed, a, b))
+        s = pair_stats(margin, idx, confidence, tol)
+        for (i, j), st in (((pos[a], pos[b]), s), ((pos[b], pos[a]), _mirror(s))):
+            n[i][j] = st["n"]
+            for nm in names:
+                table[nm][i][j] = st[nm]
+    return CrossPlay(ids, n, table)
+
+
+# ----------------------------------------------------------------------------- Elo
+def elo_bootstrap(eps: Episodes, ids: Sequence[int], resamples: int = RESAMPLES,
+                  seed: int = 0, k: float = 24.0, tol: float = TOL,
+                  confidence: float = CONFIDENCE) -> dict[int, dict[str, float]]:
+    """Elo replayed over the episodes (start 1000, K = ``k``, one update per episode in
+    recorded order) and its percentile bootstrap interval: each resample draws T episodes
+    with replacement and replays them in the order they were drawn from, all resamples
+    at once (ratings shape ``(resamples, len(ids))``).
+
+    Returns ``{sid: {"elo": replay on the episodes as recorded, "elo_lo", "elo_hi"}}``.
+    This is an *episode-level* replay, so it differs from the stored Elo, which the
+    league updates once per role-swapped pair; the interval shows how much the rating
+    moves when other episodes had been drawn, not a posterior."""
+    pos = {s: i for i, s in enumerate(ids)}
+    keep = np.array([a in pos and b in pos for a, b in zip(eps.a, eps.b, strict=True)],
+                    dtype=bool)
+    a = np.array([pos[int(x)] for x in eps.a[keep]], dtype=np.int64)
+    b = np.array([pos[int(x)] for x in eps.b[keep]], dtype=np.int64)
+    m = eps.margin[keep]
+    score = np.where(m > tol, 1.0, np.where(m < -tol, 0.0, 0.5))
+    t = len(a)
+    rng = np.random.default_rng([seed, t])
+    idx = np.vstack([np.arange(t)[None, :], np.sort(bootstrap_indices(t, resamples, rng), 1)])
+    r = np.full((resamples + 1, len(ids)), ELO_START)
+    rows = np.arange(resamples + 1)
+    for step in range(t):  # sequential in episodes, vectorized over resamples
+        e = idx[:, step]
+        ra, rb = r[rows, a[e]], r[rows, b[e]]
+        delta = k * (score[e] - 1.0 / (1.0 + 10.0 ** ((rb - ra) / 400.0)))
+        r[rows, a[e]] += delta
+        r[rows, b[e]] -= delta
+    out = {}
+    for s, i in pos.items():
+        lo, hi = _interval(r[1:, i], confidence)
+        out[s] = {"elo": float(r[0, i]), "elo_lo": lo, "elo_hi": hi}
+    return out
+
+
+# ----------------------------------------------------------------------------- α-Rank
+def _import_alpharank() -> types.ModuleType:
+    """OpenSpiel's alpharank. Its module imports the plotting module, which needs
+    matplotlib even though :func:`alpharank.compute` draws nothing; without matplotlib, a
+    stand-in plotting module is registered that raises if anything tries to plot."""
+    try:
+        from open_spiel.python.egt import alpharank
+        return alpharank
+    except ImportError as err:
+        if "matplotlib" not in str(err):
+            raise
+    name = "open_spiel.python.egt.alpharank_visualizer"
+    stub = types.ModuleType(name, "stand-in: matplotlib is not installed")
+
+    def _no_plots(attr: str) -> Any:
+        raise ImportError(f"alpharank plotting ({attr}) needs matplotlib: pip install matplotlib")
+
+    stub.__getattr__ = _no_plots  # type: ignore[attr-defined]
+    sys.modules[name] = stub
+    from open_spiel.python.egt import alpharank
+    return alpharank
+
+
+def complete_subset(defined: np.ndarray) -> list[int]:
+    """Indices of a set of strategies that have all met each other: repeatedly drop the
+    one missing the most opponents (ties: the later one). ``defined``: bool (k, k)."""
+    keep = list(range(defined.shape[0]))
+    while keep:
+        sub = defined[np.ix_(keep, keep)] | np.eye(len(keep), dtype=bool)
+        missing = (~sub).sum(axis=1)
+        if missing.max() == 0:
+            return keep
+        worst = int(np.flatnonzero(missing == missing.max())[-1])
+        keep.pop(worst)
+    return keep
+
+
+def alpha_rank(margin: list[list[float | None]], ids: Sequence[int], alpha: float | None = None,
+               m: int = 50) -> dict[str, Any]:
+    """α-Rank (Omidshafiei et al. 2019) of the single-population empirical game whose
+    payoff to ``ids[i]`` against ``ids[j]`` is the mean margin ``margin[i][j]``
+    (antisymmetric, 0 on the diagonal), computed by ``alpharank.compute``.
+
+    Only snapshots that all met each other take part (:func:`complete_subset`); the rest
+    are listed under ``left_out``. ``alpha=None`` uses the α → ∞ limit
+    (``use_inf_alpha``), which depends only on which strategy beats which, not on the
+    scale of the scores. Returns ``{"ids", "pi" (stationary mass, sums to 1), "rank"
+    (1 = most mass), "alpha", "m", "left_out"}``."""
+    k = len(ids)
+    mat = np.array([[np.nan if v is None else float(v) for v in row] for row in margin],
+                   dtype=np.float64).reshape(k, k)
+    keep = complete_subset(~np.isnan(mat))
+    left_out = [int(ids[i]) for i in range(k) if i not in keep]
+    if not keep:
+        return {"ids": [], "pi": [], "rank": [], "alpha": alpha, "m": m, "left_out": left_out}
+    sub = np.nan_to_num(mat[np.ix_(keep, keep)])
+    np.fill_diagonal(sub, 0.0)
+    ar = _import_alpharank()
+    if alpha is None:
+        _, _, pi, _, _ = ar.compute([sub], m=m, use_inf_alpha=True)
+    else:
+        _, _, pi, _, _ = ar.compute([sub], m=m, alpha=alpha)
+    pi = np.clip(np.asarray(pi, dtype=np.float64).reshape(-1), 0.0, None)
+    pi = pi / pi.sum()
+    order = np.argsort(-pi, kind="stable")
+    rank = np.empty(len(pi), dtype=np.int64)
+    rank[order] = np.arange(1, len(pi) + 1)
+    return {"ids": [int(ids[i]) for i in keep], "pi": pi.tolist(), "rank": rank.tolist(),
+            "alpha": alpha, "m": m, "left_out": left_out}
