@@ -117,7 +117,10 @@ def pad_obs(vs: VecStep, agents: tuple[str, ...], width: int, final: bool = Fals
     """``[B, len(agents), width]`` observations, zero-padded to ``width``."""
     src = vs.final_obs if final else vs.obs
     B = vs.done.shape[0]
-    out = np.zeros((B, len(agents), width), np.float32)
+    if isinstance(vs.done, torch.Tensor):  # a natively batched game: stay on its device
+        out = torch.zeros(B, len(agents), width, device=vs.done.device)
+    else:
+        out = np.zeros((B, len(agents), width), np.float32)
     for i, a in enumerate(agents):
         o = src[a]
         out[:, i, : o.shape[1]] = o
@@ -247,6 +250,8 @@ def critic_inputs(
     final: bool = False,
 ) -> np.ndarray | None:
     """``[B, A, C]`` vector critic inputs for every controlled agent (None for gnn)."""
+    if isinstance(obs_BAO, torch.Tensor):
+        return _critic_inputs_tensor(net, spec, obs_BAO, vs, final)
     B, A = obs_BAO.shape[:2]
     seat_BAA = np.broadcast_to(np.eye(A, dtype=np.float32), (B, A, A))
     if net.critic == "state":
@@ -263,6 +268,27 @@ def critic_inputs(
     else:
         return None
     return np.concatenate([base, seat_BAA], axis=-1)
+
+
+def _critic_inputs_tensor(net: NetConfig, spec: GameSpec, obs_BAO: torch.Tensor, vs: VecStep,
+                          final: bool) -> torch.Tensor | None:
+    """:func:`critic_inputs` of a tensor VecStep, on its device."""
+    B, A = obs_BAO.shape[:2]
+    if net.critic == "state":
+        state = vs.final_state if final else vs.state
+        if state is None:
+            raise ValueError("critic='state' needs a VectorGame built with with_state=True")
+        base = state[:, None, :].expand(B, A, state.shape[1])
+    elif net.critic == "concat":
+        src = vs.final_obs if final else vs.obs
+        joint = torch.cat([src[a] for a in spec.agent_ids], 1)
+        base = joint[:, None, :].expand(B, A, joint.shape[1])
+    elif net.critic == "local":
+        base = obs_BAO
+    else:
+        return None
+    seat = torch.eye(A, device=obs_BAO.device).expand(B, A, A)
+    return torch.cat([base, seat], -1)
 
 
 @register_policy("mappo")

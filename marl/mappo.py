@@ -176,6 +176,18 @@ class _Buffer:
         self.row = 1
 
 
+def _on(x: np.ndarray | torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A numpy array, or a natively batched game's tensor (kept where it is), on ``device``."""
+    if isinstance(x, torch.Tensor):
+        return x.to(device)
+    return torch.from_numpy(np.ascontiguousarray(x)).to(device)
+
+
+def _stack(xs: list[np.ndarray] | list[torch.Tensor]) -> np.ndarray | torch.Tensor:
+    """``[B, A]`` from per-agent ``[B]`` arrays or tensors."""
+    return torch.stack(xs, 1) if isinstance(xs[0], torch.Tensor) else np.stack(xs, 1)
+
+
 @register_learner("ippo", config=MAPPOConfig, policy="mappo", capabilities=IPPO_CAPABILITIES,
                   section="mappo", preset=as_ippo, check=check_game)
 @register_learner("mappo", config=MAPPOConfig, policy="mappo",
@@ -253,21 +265,23 @@ class MAPPO(Learner):
     def _inputs(self, vs: VecStep, final: bool = False) -> dict[str, torch.Tensor]:
         dev = self.device
         obs = pad_obs(vs, self.agents, self.obs_dim, final)
-        x = {"obs": torch.from_numpy(obs).to(dev)}
+        x = {"obs": _on(obs, dev)}
         crit = critic_inputs(self.cfg.net, self.spec, self.agents, obs, vs, final)
         if crit is not None:
-            x["critic"] = torch.from_numpy(np.ascontiguousarray(crit)).to(dev)
+            x["critic"] = _on(crit, dev)
         graph = vs.final_graph if final else vs.graph
         if graph is not None:
-            x["graph"] = torch.from_numpy(graph).to(dev)
+            x["graph"] = _on(graph, dev)
         # checked on the numpy side: no device sync on the hot path
         self.guard.data(self.steps, per_agent={"observation": obs, "critic input": crit},
                         shared={"entity graph": graph})
         if not final:
-            legal = np.zeros((obs.shape[0], len(self.agents), self.n_max), bool)
+            shape = (obs.shape[0], len(self.agents), self.n_max)
+            legal = (torch.zeros(shape, dtype=torch.bool, device=obs.device)
+                     if isinstance(obs, torch.Tensor) else np.zeros(shape, bool))
             for i, a in enumerate(self.agents):
                 legal[:, i, : vs.legal[a].shape[1]] = vs.legal[a]
-            x["legal"] = torch.from_numpy(legal).to(dev)
+            x["legal"] = _on(legal, dev)
         return x
 
     def _group_batch(self, x: dict[str, torch.Tensor], g: int) -> dict[str, torch.Tensor]:
@@ -330,13 +344,12 @@ class MAPPO(Learner):
                 self.h_actor = torch.zeros(B, A, self._H, device=self.device)
                 self.h_critic = torch.zeros(B, A, self._H, device=self.device)
         buf, t = self.buf, self.buf.row
-        acting_BA = np.stack([vs.acting[a] for a in self.agents], 1)
+        acting = _on(_stack([vs.acting[a] for a in self.agents]), self.device)
         if self.seat_mask is not None:
-            acting_BA = acting_BA & self.seat_mask
-        acting = torch.from_numpy(acting_BA).to(self.device)
+            acting = acting & torch.as_tensor(self.seat_mask, device=self.device)
         start = None
         if self._H:
-            start = torch.from_numpy(episode_starts(vs, self.agents)).to(self.device)
+            start = _on(episode_starts(vs, self.agents), self.device)
             buf.start[t], buf.h_actor[t], buf.h_critic[t] = start, self.h_actor, self.h_critic
         given = None if actions is None else torch.from_numpy(
             np.stack([np.asarray(actions[a], np.int64) for a in self.agents], 1)).to(self.device)
@@ -375,6 +388,8 @@ class MAPPO(Learner):
         buf.last = torch.where(acting, t, buf.last)
         buf.row += 1
         self.steps += B
+        if isinstance(vs.done, torch.Tensor):  # a natively batched game: no host copy
+            return {a: actions[:, i] for i, a in enumerate(self.agents)}
         out = actions.cpu().numpy()
         return {a: out[:, i] for i, a in enumerate(self.agents)}
 
@@ -382,12 +397,12 @@ class MAPPO(Learner):
     def observe(self, vs: VecStep) -> None:
         buf = self.buf
         dev = self.device
-        r_BA = np.stack([vs.rewards[a] for a in self.agents], 1)
+        r_BA = _stack([vs.rewards[a] for a in self.agents])
         self.guard.data(self.steps, per_agent={"reward": r_BA})
-        r = torch.from_numpy(r_BA).to(dev)
-        term = torch.from_numpy(np.stack([vs.terminated[a] for a in self.agents], 1)).to(dev)
-        trunc = torch.from_numpy(np.stack([vs.truncated[a] for a in self.agents], 1)).to(dev)
-        done = torch.from_numpy(vs.done).to(dev)[:, None] | term | trunc  # [B, A]
+        r = _on(r_BA, dev)
+        term = _on(_stack([vs.terminated[a] for a in self.agents]), dev)
+        trunc = _on(_stack([vs.truncated[a] for a in self.agents]), dev)
+        done = _on(vs.done, dev)[:, None] | term | trunc  # [B, A]
         live = buf.last >= 0
         B, A = r.shape
         b_idx = torch.arange(B, device=dev)[:, None].expand(B, A)

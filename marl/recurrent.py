@@ -42,7 +42,8 @@ def episode_starts(vs: VecStep, agents: Sequence[str]) -> np.ndarray:
     ``done``), so a policy reused on a new game does not carry an old game's memory.
     """
     fresh = vs.done | (vs.episode_length == 0)  # [B]
-    return np.stack([fresh | vs.terminated[a] | vs.truncated[a] for a in agents], 1)
+    starts = [fresh | vs.terminated[a] | vs.truncated[a] for a in agents]
+    return torch.stack(starts, 1) if isinstance(fresh, torch.Tensor) else np.stack(starts, 1)
 
 
 class GRUCore(nn.Module):

@@ -19,6 +19,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from games import GameSpec, VecStep, VectorGame
+from games.vector import to_numpy
 from marl.core import Learner, Policy, PolicyMeta
 
 log = logging.getLogger(__name__)
@@ -159,8 +160,10 @@ def train(
     next_eval = eval_every
     while result.frames < frames:
         actions = learner.act(vs)
-        for a, pol in opponents.items():
-            actions[a] = pol.act(a, vs)
+        if opponents:  # fixed policies read numpy; a tensor VecStep is copied once for them
+            ovs = to_numpy(vs) if _on_device(vs) else vs
+            for a, pol in opponents.items():
+                actions[a] = pol.act(a, ovs)
         vs = vg.step(actions)
         learner.observe(vs)
         after_step(learner, vs, result, bar, on_update, sides)
@@ -199,12 +202,13 @@ def after_step(learner: Learner, vs: VecStep, result: TrainResult, bar: Any,
     B = len(vs.done)
     result.frames += B
     bar.update(B)
-    for b in np.flatnonzero(vs.done):
-        result.episode_returns.append(
-            float(np.mean([vs.episode_return[a][b] for a in learner.agents])))
+    ended = np.flatnonzero(_host(vs.done))  # a tensor VecStep: one device-to-host copy
+    ret = {a: _host(r) for a, r in vs.episode_return.items()} if len(ended) else {}
+    for b in ended:
+        result.episode_returns.append(float(np.mean([ret[a][b] for a in learner.agents])))
         for team, seats in (sides or {}).items():
             result.side_returns.setdefault(team, []).append(
-                float(np.mean([vs.episode_return[a][b] for a in seats])))
+                float(np.mean([ret[a][b] for a in seats])))
     if learner.ready():
         metrics = learner.update()
         result.updates += 1
@@ -219,6 +223,15 @@ def after_step(learner: Learner, vs: VecStep, result: TrainResult, bar: Any,
             bar.set_postfix(ret=f"{metrics.get('charts/episode_return', float('nan')):.2f}")
         if on_update is not None:
             on_update(result.frames, metrics)
+
+
+def _on_device(vs: VecStep) -> bool:
+    """A natively batched game's VecStep (torch tensors; ``VectorGame(tensors=True)``)."""
+    return hasattr(vs.done, "cpu")
+
+
+def _host(x: Any) -> np.ndarray:
+    return x.cpu().numpy() if hasattr(x, "cpu") else x
 
 
 def _fresh(vg: VectorGame) -> VectorGame:
