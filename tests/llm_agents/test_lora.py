@@ -128,3 +128,23 @@ def test_dtype_auto_is_bf16_only_for_lora_on_a_bf16_gpu():
         LLMConfig(dtype="fp8")
     with pytest.raises(ValueError, match="lora r=-1"):
         LoRAConfig(r=-1)
+
+
+def test_vllm_serves_a_lora_model_merged(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from llm_agents import build
+
+    cfg = dataclasses.replace(_cfg(lora=LoRAConfig(r=4)), backend="vllm")
+    pairs = build._load(cfg, [KUHN], {}, 1)
+    model = pairs[0][0]
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if ".lora_B" in n:  # B starts at zero: make the adapters matter
+                p.add_(0.5 * torch.randn_like(p))
+    build._served(cfg, pairs, ["shared"], tmp_path)
+    served = AutoModelForCausalLM.from_pretrained(model.name_or_path)  # what vLLM would load
+    assert model.name_or_path.startswith(str(tmp_path))
+    ids = torch.tensor([[1, 5, 7, 9, 2]])
+    with torch.no_grad():
+        torch.testing.assert_close(served(ids).logits, model(ids).logits, atol=1e-5, rtol=1e-4)
