@@ -16,6 +16,7 @@ Modes and fallbacks are registered by name (:func:`register_mode`, :data:`FALLBA
 from __future__ import annotations
 
 import abc
+import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -37,6 +38,7 @@ from llm_agents.logprobs import (
 from llm_agents.prompts import PromptConfig
 from llm_agents.records import Decision, Request, Turn
 
+log = logging.getLogger(__name__)
 FallbackFn = Callable[[np.random.Generator, int], int]
 FALLBACKS: dict[str, FallbackFn] = {
     "random": lambda rng, n: int(rng.integers(n)),  # a uniformly random legal action
@@ -265,6 +267,10 @@ class GenerateMode(ActionMode):
         if n == 0:
             raise ValueError("action probabilities in generate mode are not exact; set "
                              "action.policy_samples > 0 for a sampled estimate or use mode=score")
+        if not getattr(self, "_said_estimate", False):
+            self._said_estimate = True
+            log.info("generate mode: action probabilities (NashConv) are a sampled estimate, "
+                     "%d generations per information state", n)
         gens = backend.generate([r.prompt for r in requests for _ in range(n)], self.cfg.sampling)
         rng = np.random.default_rng(0)
         out = []
