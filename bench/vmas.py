@@ -18,7 +18,8 @@ ratios are to the VMAS loop (overhead) and to mpe2 (speed-up), measured in the s
 
 With ``--mappo-frames F``, MAPPO (default settings, MLP) also trains F frames on
 ``vmas/simple_spread`` and on mpe2's simple_spread at ``--mappo-envs`` copies, and on VMAS at
-``--mappo-big-envs`` copies: learner frames/s through today's numpy VecSteps.
+``--mappo-big-envs`` copies: learner frames/s through numpy VecSteps, and at the larger B
+with tensor VecSteps (``VectorGame(tensors=True)``, the rollout never leaves torch).
 
     python bench/vmas.py [--sizes 1024 8192] [--steps 50] [--mpe-envs 64] [--repeats 3]
                          [--mappo-frames 20000]
@@ -103,14 +104,16 @@ def mpe2_vector_game(B: int, steps: int) -> float:
     return steps * B * N_AGENTS / (time.perf_counter() - t0)
 
 
-def mappo_fps(game: str, num_envs: int, frames: int, **kwargs) -> float:
-    """Frames/s of MAPPO (default config) training on ``game`` with ``num_envs`` copies."""
+def mappo_fps(game: str, num_envs: int, frames: int, tensors: bool = False, **kwargs) -> float:
+    """Frames/s of MAPPO (default config) training on ``game`` with ``num_envs`` copies
+    (``tensors``: the rollout stays in torch, no numpy VecSteps)."""
     from marl.mappo import MAPPO, MAPPOConfig
     from marl.train import train
 
     spec = games.make(game, **kwargs).spec
     learner = MAPPO(spec, MAPPOConfig(), seed=0)
-    vg = games.VectorGame(game, num_envs, seed=0, **learner.vector_game_kwargs, **kwargs)
+    vg = games.VectorGame(game, num_envs, seed=0, tensors=tensors, **learner.vector_game_kwargs,
+                          **kwargs)
     res = train(learner, vg, frames, progress=False)
     return res.frames / res.seconds
 
@@ -170,6 +173,8 @@ def _mappo_table(args: argparse.Namespace) -> None:
                                      max_steps=HORIZON),
         f"vmas B={big}": mappo_fps("vmas/simple_spread", big, max(F, big * 25 * 2),
                                    n_agents=N_AGENTS, max_steps=HORIZON),
+        f"vmas B={big} tensors": mappo_fps("vmas/simple_spread", big, max(F, big * 25 * 2),
+                                           tensors=True, n_agents=N_AGENTS, max_steps=HORIZON),
     }
     base = rows[f"mpe2 B={small}"]
     print(f"\nMAPPO training ({F} frames; {big}-copy run: at least 2 updates)")
