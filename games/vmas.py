@@ -110,10 +110,10 @@ class _Sim:
 
     @staticmethod
     def _seeded_state(seed: int | None) -> list[Any]:
-        seed = int(np.random.default_rng().integers(2**31)) if seed is None else seed
+        seed = int(np.random.default_rng().integers(2**31)) if seed is None else seed % 2**32
         saved = (torch.random.get_rng_state(), np.random.get_state(), random.getstate())
         torch.manual_seed(seed)
-        np.random.seed(seed % 2**32)
+        np.random.seed(seed)
         random.seed(seed)
         state = [torch.random.get_rng_state(), np.random.get_state(), random.getstate()]
         torch.random.set_rng_state(saved[0])
@@ -153,7 +153,11 @@ class _Sim:
              ) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
         """(observations ``[B, O]``, rewards ``[B]`` per agent, terminated ``[B]`` bool)."""
         with self.rng():
-            obs, rew, term, _, _ = self.env.step(list(actions))
+            try:
+                obs, rew, term, _, _ = self.env.step(list(actions))
+            except (AssertionError, RuntimeError) as err:  # checked before the world moves
+                msg = str(err).splitlines()[0] if str(err) else type(err).__name__
+                raise GameError(f"{self.where}: bad actions: {msg}") from None
         # some scenarios (wheel) give [B, 1] rewards
         return self._flat(obs), [r.reshape(self.num_envs).float() for r in rew], term.bool()
 

@@ -149,6 +149,19 @@ def test_batched_continuous_actions_and_tensor_vecsteps():
     assert vs.episode_return["agent_0"].shape == (B,)
 
 
+def test_batched_out_of_range_discrete_actions_are_a_one_line_error():
+    vg = games.VectorGame("vmas/simple_spread", 2, seed=0, max_steps=4)
+    vs = vg.reset()
+    acts = {a: np.zeros(2, np.int64) for a in vg.spec.agent_ids}
+    acts["agent_1"] = np.array([0, 9])
+    with pytest.raises(games.GameError, match=r"vmas/simple_spread: bad actions: Discrete") as e:
+        vg.step(acts)
+    assert "\n" not in str(e.value)
+    acts["agent_1"] = np.array([0, 8])
+    assert vg.step(acts).episode_length.tolist() == [1, 1]  # nothing moved on the bad step
+    assert vs.episode_length.tolist() == [0, 0]
+
+
 def test_same_seed_replays_and_the_global_torch_rng_is_left_alone():
     def run(seed):
         vg = games.VectorGame("vmas/simple_tag", 3, seed=seed, max_steps=4)
