@@ -33,6 +33,9 @@ from games.registry import make
 class VecStep:
     """One step of B copies. Arrays are indexed ``[B, ...]``; dicts are keyed by agent id.
 
+    From a natively batched game with ``VectorGame(..., tensors=True)`` the arrays are torch
+    tensors on the game's device (same shapes; ``to_numpy`` converts them).
+
     Attributes:
         obs: ``[B, O]`` float32 observation of each agent (zeros where it does not act).
         legal: ``[B, N]`` bool legal mask of each discrete agent (False where it does not act).
