@@ -20,6 +20,7 @@ pairs exist or in what order they are computed.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import sys
 import types
@@ -205,21 +206,19 @@ def elo_bootstrap(eps: Episodes, ids: Sequence[int], resamples: int = RESAMPLES,
 def _import_alpharank() -> types.ModuleType:
     """OpenSpiel's alpharank. Its module imports the plotting module, which needs
     matplotlib even though :func:`alpharank.compute` draws nothing; without matplotlib, a
-    stand-in plotting module is registered that raises if anything tries to plot."""
-    try:
-        from open_spiel.python.egt import alpharank
-        return alpharank
-    except ImportError as err:
-        if "matplotlib" not in str(err):
-            raise
+    stand-in plotting module is registered first (so the real one never runs: its failed
+    import would also attach a stderr handler to the root logger) that raises if
+    anything tries to plot."""
     name = "open_spiel.python.egt.alpharank_visualizer"
-    stub = types.ModuleType(name, "stand-in: matplotlib is not installed")
+    if name not in sys.modules and importlib.util.find_spec("matplotlib") is None:
+        stub = types.ModuleType(name, "stand-in: matplotlib is not installed")
 
-    def _no_plots(attr: str) -> Any:
-        raise ImportError(f"alpharank plotting ({attr}) needs matplotlib: pip install matplotlib")
+        def _no_plots(attr: str) -> Any:
+            raise ImportError(f"alpharank plotting ({attr}) needs matplotlib: "
+                              "pip install matplotlib")
 
-    stub.__getattr__ = _no_plots  # type: ignore[attr-defined]
-    sys.modules[name] = stub
+        stub.__getattr__ = _no_plots  # type: ignore[attr-defined]
+        sys.modules[name] = stub
     from open_spiel.python.egt import alpharank
     return alpharank
 

@@ -12,6 +12,7 @@ Paths (``S`` a database id from ``api/runs``, ``R`` a run id inside it):
 ``api/runs/S/R``                       one run and its configuration
 ``api/runs/S/R/league``                the league table (one row per member)
 ``api/runs/S/R/payoffs``               the payoff matrix between snapshots
+``api/runs/S/R/crossplay``             win/draw/loss, margins, 95 % intervals, α-Rank
 ``api/runs/S/R/ratings``               Elo and μ/σ history per snapshot
 ``api/runs/S/R/psro``                  PSRO meta-strategies and NashConv per iteration
 ``api/runs/S/R/learner``               learner curves grouped into charts, and all metric keys
@@ -39,6 +40,7 @@ _URI_SAFE = "!'()*"  # characters encodeURIComponent leaves as they are (besides
 RUN_VIEWS: dict[str, Callable[[LeagueDB, int, int], Any]] = {
     "league": lambda db, run, _: queries.league_table(db, run),
     "payoffs": lambda db, run, _: queries.payoff_matrix(db, run),
+    "crossplay": lambda db, run, _: queries.crossplay(db, run),
     "ratings": lambda db, run, _: queries.rating_history(db, run),
     "psro": lambda db, run, _: queries.psro(db, run),
     "learner": queries.learner_panels,

@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from populations import crossplay as cp
 from populations.dashboard.sources import Source, SourceError
 from populations.db import LeagueDB
 
@@ -142,6 +143,63 @@ def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
         exact = exact or bool(e["exact"])
     return {"ids": ids, "labels": [labels.get(s, f"snapshot {s}") for s in ids],
             "value": value, "win_rate": win, "count": count, "exact": exact}
+
+
+# ------------------------------------------------------------------------------ cross-play
+CROSSPLAY_SEED = 0  # fixed, so every refresh (and the export) shows the same intervals
+ELO_RESAMPLES = 200  # the Elo replay is sequential in episodes; fewer resamples keep it quick
+_CROSSPLAY_CACHE: dict[tuple[str, int], tuple[tuple[int, int], dict[str, Any]]] = {}
+
+
+def crossplay(db: LeagueDB, run_id: int) -> dict[str, Any]:
+    """Cross-play between snapshots from the recorded episodes (:mod:`populations.crossplay`):
+    per pair win/draw/loss rates and mean margin with 95 % bootstrap intervals, α-Rank
+    over the mean-margin game, and per snapshot the stored rating (μ ± 2σ, Elo) beside
+    an Elo bootstrap interval. Recomputed only when the run's matches change."""
+    n, last = db.conn.execute("SELECT COUNT(*), IFNULL(MAX(id), 0) FROM matches "
+                              "WHERE run_id = ?", (run_id,)).fetchone()
+    key = (str(db.path), run_id)
+    hit = _CROSSPLAY_CACHE.get(key)
+    if hit is not None and hit[0] == (n, last):
+        return hit[1]
+    eps = cp.episodes(db.matches(run_id))
+    table = cp.crossplay(eps, resamples=cp.RESAMPLES, seed=CROSSPLAY_SEED)
+    labels = _labels(db, run_id)
+    ids = table.ids
+    pairs = []
+    for i, a in enumerate(ids):
+        for j in range(i + 1, len(ids)):
+            if table.n[i][j]:
+                pairs.append({"row": a, "col": ids[j], "row_label": labels.get(a, f"snapshot {a}"),
+                              "col_label": labels.get(ids[j], f"snapshot {ids[j]}"),
+                              "n": table.n[i][j],
+                              **{k: v[i][j] for k, v in table.table.items()}})
+    ar = cp.alpha_rank(table.table["margin"], ids)
+    elo = cp.elo_bootstrap(eps, ids, resamples=ELO_RESAMPLES, seed=CROSSPLAY_SEED)
+    stored = db.latest_ratings(run_id)
+    mass = dict(zip(ar["ids"], zip(ar["pi"], ar["rank"], strict=True), strict=True))
+    ratings = []
+    for s in ids:
+        r = stored.get(s)
+        ratings.append({
+            "snapshot_id": s, "label": labels.get(s, f"snapshot {s}"),
+            "alpharank_pi": mass[s][0] if s in mass else None,
+            "alpharank_rank": mass[s][1] if s in mass else None,
+            "mu": r["mu"] if r else None, "sigma": r["sigma"] if r else None,
+            "mu_lo": r["mu"] - 2 * r["sigma"] if r else None,
+            "mu_hi": r["mu"] + 2 * r["sigma"] if r else None,
+            "elo": r["elo"] if r else None, **{f"replay_{k}": v for k, v in elo[s].items()}})
+    doc = {"ids": ids, "labels": [labels.get(s, f"snapshot {s}") for s in ids],
+           "n": table.n, **table.table, "pairs": pairs, "ratings": ratings,
+           "alpharank": {**ar, "labels": [labels.get(s, f"snapshot {s}") for s in ar["ids"]],
+                         "left_out_labels": [labels.get(s, f"snapshot {s}")
+                                             for s in ar["left_out"]]},
+           "episodes": int(len(eps.a)), "resamples": cp.RESAMPLES,
+           "elo_resamples": ELO_RESAMPLES, "confidence": cp.CONFIDENCE, "seed": CROSSPLAY_SEED}
+    if len(_CROSSPLAY_CACHE) > 16:
+        _CROSSPLAY_CACHE.clear()
+    _CROSSPLAY_CACHE[key] = ((n, last), doc)
+    return doc
 
 
 # ------------------------------------------------------------------------------ ratings

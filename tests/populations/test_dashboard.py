@@ -385,7 +385,7 @@ def test_static_export_embeds_every_answer(run_dir, tmp_path):
     client = TestClient(create_app([run_dir]))
     for r in embedded["api/runs"]["runs"]:
         base = f"api/runs/{r['source']}/{r['id']}"
-        for view in ("league", "payoffs", "ratings", "psro"):
+        for view in ("league", "payoffs", "crossplay", "ratings", "psro"):
             assert embedded[f"{base}/{view}"] == get(client, f"/{base}/{view}")
         for key in embedded[f"{base}/learner"]["keys"]:
             assert metrics_path(r["source"], r["id"], key) in embedded
@@ -505,3 +505,60 @@ def unwritable(run_dir):
 def test_a_run_folder_the_user_cannot_write_still_displays(unwritable):
     assert _read_everything(TestClient(create_app([unwritable]))) == 2
     assert sorted(p.name for p in unwritable.iterdir()) == ["league.db"]
+
+
+# ---------------------------------------------------------------------------- cross-play
+def add_hostile_matches(path: Path, episodes: int = 6) -> tuple[int, int]:
+    """Episodes between the hostile-named snapshot and ``main v0`` (the hostile one wins
+    4 of 6 by 1.0, loses 2 by 0.5), so its name reaches the cross-play view."""
+    db = LeagueDB(path)
+    try:
+        run = next(r["id"] for r in db.conn.execute("SELECT id FROM runs WHERE name = 'league'"))
+        snaps = {s.member: s.id for s in db.snapshots(run) if s.version == 0}
+        xs, v0 = snaps[XSS], snaps["main"]
+        rows = [MatchRow(f"xss/{t}", "g", {"adversary_0": xs, "agent_0": v0, "agent_1": v0},
+                         {"adversary_0": 1.0 if t < 4 else -0.5, "agent_0": 0.0, "agent_1": 0.0})
+                for t in range(episodes)]
+        db.add_matches(run, rows)
+    finally:
+        db.close()
+    return xs, v0
+
+
+def test_crossplay_view_matches_the_crossplay_module(run_dir):
+    from populations import crossplay as cp
+
+    xs, v0 = add_hostile_matches(run_dir / "league.db")
+    client = TestClient(create_app([run_dir]))
+    runs = get(client, "/api/runs")["runs"]
+    s, r = next((x["source"], x["id"]) for x in runs if x["name"] == "league")
+    doc = get(client, f"/api/runs/{s}/{r}/crossplay")
+    db = LeagueDB(run_dir / "league.db", readonly=True)
+    eps = cp.episodes(db.matches(r))
+    want = cp.crossplay(eps, resamples=cp.RESAMPLES, seed=0)
+    assert doc["ids"] == want.ids and doc["n"] == want.n
+    for stat, table in want.table.items():
+        assert doc[stat] == table, stat
+    assert doc["episodes"] == len(eps.a) > 6 and doc["confidence"] == 0.95
+    pair = next(p for p in doc["pairs"] if {p["row"], p["col"]} == {xs, v0})
+    assert pair["n"] == 6 and f"{XSS} v0" in (pair["row_label"], pair["col_label"])
+    hostile_wins = 4 / 6 if pair["row"] == xs else 2 / 6
+    assert pair["win"] == pytest.approx(hostile_wins)
+    assert pair["win_lo"] <= pair["win"] <= pair["win_hi"] and pair["win_lo"] < pair["win_hi"]
+    ar = doc["alpharank"]
+    assert ar["pi"] == pytest.approx(cp.alpha_rank(want.table["margin"], want.ids)["pi"])
+    assert sum(ar["pi"]) == pytest.approx(1.0)
+    # the hostile snapshot met only main v0: α-Rank leaves it out and says so
+    assert XSS + " v0" in ar["left_out_labels"]
+    rated = {x["snapshot_id"]: x for x in doc["ratings"]}
+    stored = db.latest_ratings(r)
+    for sid, row in rated.items():
+        assert row["mu_lo"] == pytest.approx(stored[sid]["mu"] - 2 * stored[sid]["sigma"])
+        assert row["replay_elo_lo"] <= row["replay_elo_hi"]
+    db.close()
+
+
+def test_crossplay_view_of_a_run_without_episodes(shared):
+    client, _, ids = shared
+    doc = get(client, "/api/runs/{}/{}/crossplay".format(*ids["psro-kuhn"]))
+    assert doc["pairs"] == [] and doc["ids"] == [] and doc["alpharank"]["pi"] == []

@@ -19,7 +19,7 @@ import pytest
 
 from populations.dashboard import BackgroundServer, DashboardData, create_app, export_html
 from populations.db import LeagueDB
-from tests.populations.test_dashboard import XSS, build_league_db, copy_db
+from tests.populations.test_dashboard import XSS, add_hostile_matches, build_league_db, copy_db
 
 CHROMIUM = (os.environ.get("SELFPLAY_CHROMIUM") or shutil.which("chromium")
             or shutil.which("chromium-browser"))
@@ -206,4 +206,35 @@ def test_static_export_opens_without_the_server(page, tmp_path, league_dir):
     assert "static export" in page.page.inner_text("#status")
     page.page.select_option("#metric-select", "adv/agent_0/adv_mean")  # embedded per key
     page.rendered("metric-chart")
+    assert page.dialogs == [] and page.errors == []
+
+
+def test_crossplay_intervals_and_alpharank_show(page, tmp_path, league_dir):
+    copy_db(league_dir / "league.db", tmp_path / "league.db")
+    add_hostile_matches(tmp_path / "league.db")
+    s, r = run_ids(tmp_path)["league"]
+    with BackgroundServer(create_app([tmp_path], refresh_s=REFRESH_S)) as srv:
+        doc = DashboardData([tmp_path]).view(s, r, "crossplay")
+        page.page.goto(f"{srv.url}/#run={s}/{r}")
+        page.page.wait_for_selector("#crossplay-table tbody tr")
+        assert page.rows("crossplay-table") == len(doc["pairs"]) == 4  # v0-v1-v2 and XSS-v0
+        names = page.page.locator("#crossplay-table td.member").all_inner_texts()
+        assert f"{XSS} v0" in names  # shown as text, never run
+        interval = re.compile(r"^\d+\.\d% \[\d+\.\d%, \d+\.\d%\]$")
+        for text in page.page.locator("#crossplay-table td.win").all_inner_texts():
+            assert interval.match(text), text
+        first = doc["pairs"][0]
+        margin = page.page.locator(
+            f"#crossplay-table tr[data-pair='{first['row']}/{first['col']}'] td.margin")
+        assert margin.inner_text() == (f"{first['margin']:.3f} [{first['margin_lo']:.3f}, "
+                                       f"{first['margin_hi']:.3f}]")
+        assert page.rows("alpharank-table") == len(doc["ratings"]) == 4
+        top = next(x for x in doc["ratings"] if x["alpharank_rank"] == 1)
+        first_row = page.page.locator("#alpharank-table tbody tr").first
+        assert first_row.locator("td.member").inner_text() == top["label"]
+        assert first_row.locator("td.pi").inner_text() == f"{top['alpharank_pi']:.3f}"
+        assert re.match(r"^\d+ \[\d+, \d+\]$", first_row.locator("td.elo").inner_text())
+        note = page.page.inner_text("#alpharank-note")
+        assert "OpenSpiel alpharank" in note and f"{XSS} v0" in note  # left out, as text
+        assert page.page.evaluate("document.scripts.length") == 2
     assert page.dialogs == [] and page.errors == []

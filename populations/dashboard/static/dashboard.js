@@ -285,6 +285,51 @@
     })), { ...axes, yaxis: { title: { text: "μ (bars: σ)" } } });
   }
 
+  // ------------------------------------------------------------------ cross-play, α-Rank
+  const ci = (v, lo, hi, f) => (v == null ? "—" : `${f(v)} [${f(lo)}, ${f(hi)}]`);
+  const n3 = (v) => num(v, 3);
+
+  function renderCrossplay(doc) {
+    const body = $("crossplay-table").tBodies[0];
+    body.replaceChildren();
+    for (const p of doc.pairs) {
+      const tr = document.createElement("tr");
+      tr.dataset.pair = `${p.row}/${p.col}`;
+      cell(tr, p.row_label, "member");
+      cell(tr, p.col_label, "member");
+      cell(tr, int(p.n), "num");
+      cell(tr, ci(p.win, p.win_lo, p.win_hi, pct), "num win");
+      cell(tr, ci(p.draw, p.draw_lo, p.draw_hi, pct), "num");
+      cell(tr, ci(p.loss, p.loss_lo, p.loss_hi, pct), "num");
+      cell(tr, ci(p.margin, p.margin_lo, p.margin_hi, n3), "num margin");
+      body.appendChild(tr);
+    }
+    $("crossplay-empty").hidden = doc.pairs.length > 0;
+    const ranked = [...doc.ratings].sort((a, b) =>
+      (a.alpharank_rank ?? Infinity) - (b.alpharank_rank ?? Infinity));
+    const rbody = $("alpharank-table").tBodies[0];
+    rbody.replaceChildren();
+    for (const r of ranked) {
+      const tr = document.createElement("tr");
+      tr.dataset.snapshot = r.snapshot_id;
+      cell(tr, r.alpharank_rank == null ? "—" : String(r.alpharank_rank), "num");
+      cell(tr, r.label, "member");
+      cell(tr, num(r.alpharank_pi, 3), "num pi");
+      cell(tr, ci(r.mu, r.mu_lo, r.mu_hi, (v) => num(v, 1)), "num");
+      cell(tr, num(r.elo, 0), "num");
+      cell(tr, ci(r.replay_elo, r.replay_elo_lo, r.replay_elo_hi, (v) => num(v, 0)), "num elo");
+      rbody.appendChild(tr);
+    }
+    const ar = doc.alpharank;
+    const out = ar.left_out_labels.length
+      ? ` Left out of α-Rank (not met by every other snapshot): ${ar.left_out_labels.join(", ")}.`
+      : "";
+    $("alpharank-note").textContent = `${int(doc.episodes)} two-snapshot episodes; ` +
+      `${int(doc.resamples)} bootstrap resamples per pair (Elo: ${int(doc.elo_resamples)}), ` +
+      `seed ${doc.seed}. α-Rank: OpenSpiel alpharank, α ${ar.alpha == null ? "→ ∞" : ar.alpha}, ` +
+      `m = ${ar.m}.${out}`;
+  }
+
   // ------------------------------------------------------------------ PSRO
   async function renderPsro(doc) {
     const has = doc.iteration.length > 0;
@@ -386,6 +431,7 @@
     await Promise.all([
       part(base, renderRunTitle), part(`${base}/league`, renderLeague),
       part(`${base}/payoffs`, renderPayoffs), part(`${base}/ratings`, renderRatings),
+      part(`${base}/crossplay`, renderCrossplay),
       part(`${base}/psro`, renderPsro), part(`${base}/learner`, renderLearner),
     ]);
     if (state.metric) {
