@@ -20,8 +20,8 @@ the agents' ``adversary`` flags: adversaries against the others in the competiti
 no scenario is declared zero-sum.
 
 Randomness: VMAS keeps one random state for all its environments; each game here keeps its
-own and swaps it in around every VMAS call, so games do not disturb each other or the
-learner's torch RNG (on CUDA, VMAS draws from torch's CUDA generator, which is not swapped).
+own (and, on CUDA, its own state of the device's generator, which VMAS draws from there) and
+swaps it in around every VMAS call, so games do not disturb each other or the learner's RNG.
 A batch is seeded once with its ``seed``: the same (seed, B) replays identically, but copy
 ``b`` is not ``reset(seed + b)`` of a single game as in the numpy ``VectorGame``.
 
@@ -86,6 +86,7 @@ class _Sim:
                 f"unknown VMAS scenario {scenario!r}; accepted: {', '.join(SCENARIOS)}")
         self.where = f"vmas/{scenario}"
         self._state = self._seeded_state(seed)
+        self._cuda_state: torch.Tensor | None = None  # set once the device is known
         with self.rng(), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
@@ -101,6 +102,7 @@ class _Sim:
             raise GameError(f"bad arguments for {self.where}: {unused[0].split('.')[0]}; "
                             "see the scenario's make_world for the keys it reads")
         self.device = self.env.device
+        self._seed_cuda(seed)
         self.num_envs = num_envs
         self.agents = list(self.env.agents)
         self.entities = list(self.env.world.agents) + list(self.env.world.landmarks)
@@ -110,30 +112,46 @@ class _Sim:
 
     @staticmethod
     def _seeded_state(seed: int | None) -> list[Any]:
+        """VMAS's random state (torch CPU, numpy, python) seeded with ``seed``, built from
+        private generators: the global ones are never touched."""
         seed = int(np.random.default_rng().integers(2**31)) if seed is None else seed % 2**32
-        saved = (torch.random.get_rng_state(), np.random.get_state(), random.getstate())
-        torch.manual_seed(seed)
-        np.random.seed(seed)
-        random.seed(seed)
-        state = [torch.random.get_rng_state(), np.random.get_state(), random.getstate()]
-        torch.random.set_rng_state(saved[0])
-        np.random.set_state(saved[1])
-        random.setstate(saved[2])
-        return state
+        return [torch.Generator().manual_seed(seed).get_state(),
+                np.random.RandomState(seed).get_state(), random.Random(seed).getstate()]
 
     @contextlib.contextmanager
     def rng(self) -> Iterator[None]:
+        """Install this simulator's random state in VMAS's shared one (and, on CUDA, the
+        device's generator, which VMAS draws from there) for the duration of a call."""
         shared = Environment.vmas_random_state
         others = list(shared)
         shared[:] = self._state
+        cuda = self._cuda_state is not None
+        if cuda:
+            outside = torch.cuda.get_rng_state(self.device)
+            torch.cuda.set_rng_state(self._cuda_state, self.device)
         try:
             yield
         finally:
             self._state = list(shared)
             shared[:] = others
+            if cuda:
+                self._cuda_state = torch.cuda.get_rng_state(self.device)
+                torch.cuda.set_rng_state(outside, self.device)
+
+    def _seed_cuda(self, seed: int | None) -> None:
+        """A CUDA simulation's own device generator state, seeded like the CPU ones."""
+        if self.device.type != "cuda":
+            return
+        outside = torch.cuda.get_rng_state(self.device)
+        with torch.cuda.device(self.device):
+            torch.cuda.manual_seed(int(np.random.default_rng().integers(2**31))
+                                   if seed is None else seed % 2**32)
+        self._cuda_state = torch.cuda.get_rng_state(self.device)
+        torch.cuda.set_rng_state(outside, self.device)
 
     def seed(self, seed: int) -> None:
         self._state = self._seeded_state(seed)
+        self._seed_cuda(seed)
 
     def reset(self) -> list[torch.Tensor]:
         with self.rng():
