@@ -1,10 +1,14 @@
-"""PSRO with exact best responses on Kuhn and Leduc poker: our ``populations.psro``
-(exact expected payoffs) against OpenSpiel's ``psro_v2`` (1000 sampled episodes per
-payoff entry), both in this run: NashConv of the meta-mixture and seconds per iteration.
+"""PSRO with exact best responses on Kuhn and Leduc poker, compared like with like, all in
+one run: our ``populations.psro`` with exact expected payoffs against OpenSpiel's
+``psro_v2`` **with exact payoffs patched in** (its ``sample_episodes`` replaced by
+``expected_game_score.policy_value``, one call per entry), and OpenSpiel's sampled
+``psro_v2`` (1000 episodes per entry) against ours with sampled payoffs (``--sampled``).
+OpenSpiel's C++ CFR+ is the reference for the time to a given NashConv.
 
     python bench/psro_kuhn.py [--games kuhn_poker leduc_poker] [--iters 30]
                               [--peer-iters N] [--meta least_exploitable] [--target exploiter]
                               [--peer-meta nash] [--sims 1000] [--no-peer]
+                              [--peer-payoffs exact sampled] [--sampled] [--cfr-iters 1000]
                               [--variants nash:meta least_exploitable:nash ...]
 
 Ours by default reports the least-exploitable mixture of each population (meta-solver
@@ -43,12 +47,14 @@ PEERS = Path(os.environ.get("PEERS_DIR", ROOT.parent / "shared" / "bench" / "pee
 PEERS_ROOT = Path(os.environ.get("PEERS_ROOT", Path.home() / ".cache" / "selfplay-peers"))
 
 
-def run_ours(game: str, iters: int, meta: str, target: str) -> dict:
+def run_ours(game: str, iters: int, meta: str, target: str, payoffs: str = "exact",
+             episodes: int = 1000) -> dict:
     t0 = time.perf_counter()
     psro = PSRO(
         f"openspiel/{game}",
         ExactBestResponse(f"openspiel/{game}"),
-        PSROConfig(meta_solver=meta, response_target=target),
+        PSROConfig(meta_solver=meta, response_target=target, payoffs=payoffs,
+                   episodes_per_entry=episodes),
     )
     setup = time.perf_counter() - t0
     results = psro.run(iters)
@@ -60,24 +66,41 @@ def run_ours(game: str, iters: int, meta: str, target: str) -> dict:
     }
 
 
-def run_peer(game: str, iters: int, meta: str, sims: int) -> dict | None:
+# Run in the peer's interpreter: OpenSpiel's own psro_v2 script, with the one change that
+# each payoff entry is the exact expected return of the profile instead of a mean of
+# sampled episodes (the script is then run with --sims 1, so each entry is one exact call).
+EXACT_PATCH = """
+import runpy, sys
+import numpy as np
+from open_spiel.python.algorithms import expected_game_score
+from open_spiel.python.algorithms.psro_v2 import psro_v2
+
+def exact_payoffs(self, policies, num_episodes):
+    state = self._game.new_initial_state()
+    return np.asarray(expected_game_score.policy_value(state, policies), dtype=float)
+
+psro_v2.PSROSolver.sample_episodes = exact_payoffs
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+def peer_python() -> Path | None:
     python = PEERS_ROOT / "os" / "bin" / "python"
+    return python if python.exists() else None
+
+
+def run_peer(game: str, iters: int, meta: str, sims: int, exact: bool = False) -> dict | None:
+    """OpenSpiel's psro_v2 (``exact``: with exact payoffs patched in) in the peer venv."""
+    python = peer_python()
     script = PEERS / "openspiel_psro.py"
-    if not (python.exists() and script.exists()):
+    if python is None or not script.exists():
         return None
-    cmd = [
-        str(python),
-        str(script),
-        "--game",
-        game,
-        "--iters",
-        str(iters),
-        "--meta",
-        meta,
-        "--sims",
-        str(sims),
-        "--quiet",
-    ]
+    args = ["--game", game, "--iters", str(iters), "--meta", meta,
+            "--sims", "1" if exact else str(sims), "--quiet"]
+    cmd = [str(python), "-c", EXACT_PATCH, str(script), *args] if exact else [
+        str(python), str(script), *args]
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True)
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("SUMMARY ")]
@@ -91,6 +114,82 @@ def run_peer(game: str, iters: int, meta: str, sims: int) -> dict | None:
         "setup_s": summary["setup_s"],
         "wall_s": time.perf_counter() - t0,
     }
+
+
+def run_cfr_plus(game: str, iters: int) -> dict | None:
+    """OpenSpiel's C++ CFR+ (``pyspiel.CFRPlusSolver``) in the peer venv: NashConv of the
+    average policy at dense checkpoints with the cumulative solve seconds."""
+    python = peer_python()
+    script = PEERS / "openspiel_cfr.py"
+    if python is None or not script.exists():
+        return None
+    marks = sorted({m for m in (1, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100, 150, 200, 300,
+                                500, 700, 1000, 1500, 2000, 3000, 5000) if m <= iters} | {iters})
+    cmd = [str(python), str(script), "--game", game, "--algo", "cfr_plus", "--impl", "cpp",
+           "--iters", str(iters), "--checkpoints", ",".join(map(str, marks))]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("SUMMARY ")]
+    if not line:
+        print(f"CFR+ failed on {game}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        return None
+    return json.loads(line[-1].removeprefix("SUMMARY "))
+
+
+def seconds_to(nash_conv: list[float], iter_s: list[float], target: float) -> float | None:
+    """PSRO seconds (iterations only) until NashConv first is <= target; None if never."""
+    total = 0.0
+    for nc, sec in zip(nash_conv, iter_s, strict=False):
+        total += sec
+        if nc <= target:
+            return total
+    return None
+
+
+def cfr_seconds_to(cfr: dict, target: float) -> tuple[int, float] | None:
+    """(iterations, cumulative solve seconds) at CFR+'s first checkpoint <= target."""
+    for row in cfr["checkpoints"]:
+        if row["nash_conv"] <= target:
+            return row["iter"], row["solve_s_cum"]
+    return None
+
+
+def _secs(v: float | None) -> str:
+    """Seconds to 3 decimals (the CFR script rounds its own to 3: 0 means < 0.001 s)."""
+    if v is None:
+        return "not reached"
+    return "< 0.001" if v < 0.0005 else f"{v:.3f}"
+
+
+def report_like_with_like(game: str, ours: dict, exact: dict | None,
+                          sampled: tuple[dict, dict] | None, cfr: dict | None) -> None:
+    """Exact against exact, sampled against sampled, and time to a NashConv against CFR+."""
+    print(f"\n### {game}: like with like\n")
+    print("| payoffs | iterations | s in PSRO iterations, ours | OpenSpiel psro_v2 | ratio "
+          "(OpenSpiel / ours) | final NashConv ours | OpenSpiel |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    pairs = [("exact", ours, exact)] + ([("sampled", *sampled)] if sampled else [])
+    for name, mine, theirs in pairs:
+        if theirs is None:
+            continue
+        n = min(len(mine["iter_s"]), len(theirs["iter_s"]))
+        a, b = sum(mine["iter_s"][:n]), sum(theirs["iter_s"][:n])
+        print(f"| {name} | {n} | {a:.3f} | {b:.3f} | {b / max(a, 1e-9):.2f}x "
+              f"| {mine['nash_conv'][n - 1]:.3g} | {theirs['nash_conv'][n - 1]:.3g} |")
+    if cfr is None:
+        return
+    print("\n| NashConv target | ours PSRO (s) | OpenSpiel exact psro_v2 (s) "
+          "| OpenSpiel C++ CFR+ (iterations, s) |")
+    print("|---:|---:|---:|---:|")
+    final = ours["nash_conv"][-1]
+    for target in sorted({1.0, 0.1, 1e-2, 1e-3, round(final, 3) if final > 1e-3 else 1e-3},
+                         reverse=True):
+        mine = seconds_to(ours["nash_conv"], ours["iter_s"], target)
+        theirs = seconds_to(exact["nash_conv"], exact["iter_s"], target) if exact else None
+        c = cfr_seconds_to(cfr, target)
+        print(f"| {target:g} | {_secs(mine)} | {_secs(theirs)} | "
+              f"{'not reached' if c is None else f'{c[0]}, {_secs(c[1])}'} |")
+    print(f"\nCFR+ (C++): {cfr['iters']} iterations in {cfr['solve_s']:.3f} s, final NashConv "
+          f"{cfr['final_nash_conv']:.3g}")
 
 
 def checkpoints(iters: int) -> list[int]:
@@ -197,6 +296,14 @@ def main() -> None:
     )
     parser.add_argument("--sims", type=int, default=1000, help="peer: episodes per entry")
     parser.add_argument("--no-peer", action="store_true")
+    parser.add_argument("--peer-payoffs", nargs="+", default=["exact", "sampled"],
+                        choices=["exact", "sampled"],
+                        help="OpenSpiel runs: exact payoffs patched in, and/or sampled")
+    parser.add_argument("--sampled", action="store_true",
+                        help="also run ours with sampled payoffs (--sims episodes per entry, "
+                        "meta nash:meta as OpenSpiel) against OpenSpiel's sampled run")
+    parser.add_argument("--cfr-iters", type=int, default=1000,
+                        help="OpenSpiel C++ CFR+ iterations (0: skip)")
     parser.add_argument(
         "--variants",
         nargs="*",
@@ -207,16 +314,25 @@ def main() -> None:
     args = parser.parse_args()
     for game in args.games:
         ours = run_ours(game, args.iters, args.meta, args.target)
-        peer = (
-            None
-            if args.no_peer
-            else run_peer(game, args.peer_iters or args.iters, args.peer_meta, args.sims)
-        )
+        n_peer = args.peer_iters or args.iters
+        run = (not args.no_peer)
+        peer = (run_peer(game, n_peer, args.peer_meta, args.sims)
+                if run and "sampled" in args.peer_payoffs else None)
+        exact = (run_peer(game, n_peer, args.peer_meta, args.sims, exact=True)
+                 if run and "exact" in args.peer_payoffs else None)
         report(game, ours, peer, f"{args.meta}:{args.target}")
+        if exact:
+            print("\nAgainst OpenSpiel with exact payoffs patched in:")
+            report(game, ours, exact, f"{args.meta}:{args.target}")
+        sampled = None
+        if args.sampled and peer:
+            mine = run_ours(game, args.iters, "nash", "meta", "sampled", args.sims)
+            sampled = (mine, peer)
+        cfr = run_cfr_plus(game, args.cfr_iters) if run and args.cfr_iters > 0 else None
+        report_like_with_like(game, ours, exact, sampled, cfr)
         if args.variants:
             runs = {v: run_ours(game, args.iters, *v.split(":", 1)) for v in args.variants}
-            report_variants(game, runs, peer)
-
+            report_variants(game, runs, exact or peer)
 
 if __name__ == "__main__":
     main()
