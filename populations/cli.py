@@ -431,6 +431,15 @@ def eval_main(argv: list[str] | None = None) -> None:
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="import MODULE first (your games), from the working directory; "
                         "repeatable")
+    x = p.add_argument_group("approximate exploitability (trained best responses)")
+    x.add_argument("--exploit", action="store_true",
+                   help="also train a best response per team against each policy and "
+                        "print/record its gain (approximate NashConv ± 95%% interval)")
+    x.add_argument("--exploit-algo", default="ippo", help="registered learner of the responses")
+    x.add_argument("--exploit-frames", type=int, default=20_000, help="frames per response")
+    x.add_argument("--exploit-seeds", type=int, default=3, help="independent repetitions")
+    x.add_argument("--exploit-episodes", type=int, default=2_000,
+                   help="evaluation episodes per value estimate")
     args = p.parse_args(argv)
     with reported(p.prog):
         import_user_modules(args.imports, "--import")
@@ -454,6 +463,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     from populations.store import PolicyStore
 
     spec = make(args.game, **kwargs).spec
+    exploit = _exploit_config(args, spec) if args.exploit else None  # bad values fail first
     policies = {Path(path).stem.replace(" ", "_"): load_policy(path) for path in args.policies}
     db = LeagueDB(args.db)  # made only once every policy loaded
     run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name)
@@ -467,7 +477,32 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     for row in league_table(db, run_id):
         print(f"{row['member']:>24}  elo {row['elo']}  mu {row['mu']} ± {row['sigma']}  "
               f"matches {row['matches']}")
+    if exploit is not None:
+        _exploit(db, run_id, args, kwargs, snaps, policies, exploit)
     db.close()
+
+
+def _exploit_config(args: argparse.Namespace, spec: Any) -> Any:
+    """The ``--exploit-*`` settings, checked against the game (one line when wrong)."""
+    from populations.approx_exploit import ApproxConfig, check_response_algo
+
+    cfg = ApproxConfig(algo=args.exploit_algo, frames=args.exploit_frames,
+                       seeds=args.exploit_seeds, eval_episodes=args.exploit_episodes,
+                       seed=args.seed)
+    check_response_algo(spec, cfg)
+    return cfg
+
+
+def _exploit(db: Any, run_id: int, args: argparse.Namespace, kwargs: dict[str, Any],
+             snaps: list, policies: dict[str, Any], cfg: Any) -> None:
+    """Approximate NashConv of each policy, printed and recorded per snapshot."""
+    from populations.approx_exploit import approx_nash_conv, record
+
+    for snap, (name, pol) in zip(snaps, policies.items(), strict=True):
+        res = approx_nash_conv(args.game, pol, cfg, kwargs)
+        record(db, run_id, snap.id, name, res)
+        print(f"{name:>24}  approx NashConv {res.nash_conv:.4f} ± {res.half_width:.4f} "
+              f"(95% {res.interval}; {cfg.algo}, {cfg.frames} frames per response)")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ training writes).
 
 Tables: ``runs``, ``members``, ``snapshots``, ``matches`` (every evaluated episode with its
 seats, snapshots and returns), ``payoffs`` (estimates between snapshots), ``ratings``
-(history), ``metrics`` (learner scalars) and ``psro_iterations``. Writes are idempotent
+(history), ``metrics`` (learner scalars), ``psro_iterations`` and ``exploitability`` (NashConv
+of a snapshot, exact or by trained best responses, with its interval). Writes are idempotent
 where a resumed run may repeat them: a snapshot is keyed by (member, version) and a match
 by a caller-chosen key, a metric by (run, member, step, key), so replaying work after a
 crash records nothing twice. A metric that is undefined (NaN) is not stored: a missing row
@@ -79,6 +80,14 @@ MIGRATIONS: list[str] = [
     DELETE FROM metrics WHERE id NOT IN (
         SELECT MAX(id) FROM metrics GROUP BY run_id, IFNULL(member_id, -1), step, key);
     CREATE UNIQUE INDEX metrics_once ON metrics (run_id, IFNULL(member_id, -1), step, key);
+    """,
+    # 2 -> 3: approximate (trained best response) and exact exploitability per snapshot
+    """
+    CREATE TABLE exploitability (
+        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),
+        snapshot_id INTEGER REFERENCES snapshots(id), label TEXT NOT NULL,
+        method TEXT NOT NULL, value REAL NOT NULL, low REAL, high REAL, details TEXT,
+        created_at REAL NOT NULL, UNIQUE (run_id, label, method));
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -383,6 +392,25 @@ class LeagueDB:
                 "INSERT OR REPLACE INTO psro_iterations (run_id, iteration, meta_strategy, "
                 "nash_conv, seconds, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (run_id, iteration, json.dumps(meta_strategy), nash_conv, seconds, time.time()))
+
+    def add_exploitability(self, run_id: int, snapshot_id: int | None, label: str, method: str,
+                           value: float, low: float | None = None, high: float | None = None,
+                           details: dict[str, Any] | None = None) -> None:
+        """Record the NashConv of a snapshot (or of ``label``, e.g. a meta-mixture, when
+        ``snapshot_id`` is None) by ``method`` (``exact``, ``approx/<algo>/<frames>``) with
+        its interval ``[low, high]``; recording (label, method) again replaces it."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO exploitability (run_id, snapshot_id, label, method, "
+                "value, low, high, details, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, snapshot_id, label, method, float(value), low, high,
+                 json.dumps(details or {}), time.time()))
+
+    def exploitability(self, run_id: int) -> list[dict[str, Any]]:
+        """Every recorded exploitability of a run, oldest first."""
+        rows = self.conn.execute(
+            "SELECT * FROM exploitability WHERE run_id = ? ORDER BY id", (run_id,))
+        return [{**dict(r), "details": json.loads(r["details"] or "{}")} for r in rows]
 
     def psro_iterations(self, run_id: int) -> list[dict[str, Any]]:
         rows = self.conn.execute(
