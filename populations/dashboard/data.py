@@ -15,6 +15,7 @@ Paths (``S`` a database id from ``api/runs``, ``R`` a run id inside it):
 ``api/runs/S/R/crossplay``             win/draw/loss, margins, 95 % intervals, α-Rank
 ``api/runs/S/R/ratings``               Elo and μ/σ history per snapshot
 ``api/runs/S/R/psro``                  PSRO meta-strategies and NashConv per iteration
+``api/runs/S/R/exploitability``        NashConv per snapshot: exact, or approximate ± 95 %
 ``api/runs/S/R/learner``               learner curves grouped into charts, and all metric keys
 ``api/runs/S/R/metrics?key=K``         the curve of one metric key (repeat ``key`` for more)
 =====================================  ==================================================
@@ -43,6 +44,7 @@ RUN_VIEWS: dict[str, Callable[[LeagueDB, int, int], Any]] = {
     "crossplay": lambda db, run, _: queries.crossplay(db, run),
     "ratings": lambda db, run, _: queries.rating_history(db, run),
     "psro": lambda db, run, _: queries.psro(db, run),
+    "exploitability": lambda db, run, _: queries.exploitability(db, run),
     "learner": queries.learner_panels,
 }
 

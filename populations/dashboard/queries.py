@@ -95,6 +95,7 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
     ratings = db.latest_ratings(run_id)
     wins = _win_rates(db, run_id)
     played = _member_match_counts(db, run_id)
+    exploit = exploitability(db, run_id)
     by_member: dict[int, list[Any]] = defaultdict(list)
     for s in snaps:
         by_member[s.member_id].append(s)
@@ -116,8 +117,38 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
             "elo": r["elo"] if r else None,
             "matches": played.get(m["id"], 0),
             "win_rate": w[0] if w else None,
+            **_newest_nash_conv(exploit, own),
         })
     return table
+
+
+def exploitability(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
+    """Every recorded NashConv of the run (exact, or approximate by trained best responses
+    with its 95 % interval), with the snapshot's label; [] for databases older than the
+    ``exploitability`` table (a read-only dashboard does not migrate them)."""
+    has = db.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                          "name = 'exploitability'").fetchone()
+    if not has:
+        return []
+    labels = _labels(db, run_id)
+    return [{"snapshot_id": r["snapshot_id"], "label": r["label"],
+             "snapshot": labels.get(r["snapshot_id"]), "method": r["method"],
+             "value": r["value"], "low": r["low"], "high": r["high"],
+             "interval": r["details"].get("interval")} for r in db.exploitability(run_id)]
+
+
+def _newest_nash_conv(rows: list[dict[str, Any]], own: list[Any]) -> dict[str, Any]:
+    """The newest recorded NashConv of a member's newest measured snapshot (league columns)."""
+    by_sid = {s.id: s for s in own}
+    mine = [r for r in rows if r["snapshot_id"] in by_sid]
+    if not mine:
+        return {"nash_conv": None, "nash_conv_half": None, "nash_conv_method": None,
+                "nash_conv_version": None}
+    sid = max(by_sid[r["snapshot_id"]].version for r in mine)
+    r = [r for r in mine if by_sid[r["snapshot_id"]].version == sid][-1]
+    half = None if r["low"] is None or r["high"] is None else (r["high"] - r["low"]) / 2
+    return {"nash_conv": r["value"], "nash_conv_half": half, "nash_conv_method": r["method"],
+            "nash_conv_version": sid}
 
 
 def _labels(db: LeagueDB, run_id: int) -> dict[int, str]:

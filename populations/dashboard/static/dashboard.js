@@ -218,6 +218,10 @@
       cell(tr, num(r.elo, 0), "num", rated);
       cell(tr, int(r.matches), "num");
       cell(tr, pct(r.win_rate), "num", rated);
+      const nc = r.nash_conv == null ? "—" : num(r.nash_conv, 3)
+        + (r.nash_conv_half == null ? "" : ` ± ${num(r.nash_conv_half, 3)}`);
+      cell(tr, nc, "num", r.nash_conv == null ? null
+        : `${r.nash_conv_method} of v${r.nash_conv_version}`);
       body.appendChild(tr);
     }
     $("league-empty").hidden = rows.length > 0;
