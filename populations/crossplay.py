@@ -24,7 +24,7 @@ import importlib.util
 import logging
 import sys
 import types
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 RESAMPLES = 1000  # bootstrap resamples per pair
 CONFIDENCE = 0.95
 TOL = 1e-9  # |margin| <= TOL is a draw (as populations.ratings.pair_outcome)
+CHUNK = 1 << 22  # bootstrap index entries drawn at once (32 MiB of int64)
 
 
 # ----------------------------------------------------------------------------- episodes
@@ -85,9 +86,18 @@ def episodes(matches: Iterable[MatchRow]) -> Episodes:
 
 
 # ----------------------------------------------------------------------------- bootstrap
+def bootstrap_chunks(n: int, resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """Resampled episode indices, ``resamples`` rows of n draws with replacement, in blocks
+    of shape ``(rows, n)`` holding at most :data:`CHUNK` entries (memory stays bounded
+    however many episodes a pair has)."""
+    rows = max(1, CHUNK // max(n, 1))
+    for start in range(0, resamples, rows):
+        yield rng.integers(0, n, size=(min(rows, resamples - start), n))
+
+
 def bootstrap_indices(n: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Resampled episode indices, shape ``(resamples, n)``, each row n draws with replacement."""
-    return rng.integers(0, n, size=(resamples, n))
+    """All of :func:`bootstrap_chunks` at once, shape ``(resamples, n)``."""
+    return np.vstack(list(bootstrap_chunks(n, resamples, rng)))
 
 
 def pair_rng(seed: int, a: int, b: int) -> np.random.Generator:
@@ -100,20 +110,25 @@ def _interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def pair_stats(margin: np.ndarray, idx: np.ndarray, confidence: float = CONFIDENCE,
-               tol: float = TOL) -> dict[str, Any]:
+def pair_stats(margin: np.ndarray, rng: np.random.Generator, resamples: int = RESAMPLES,
+               confidence: float = CONFIDENCE, tol: float = TOL) -> dict[str, Any]:
     """Win/draw/loss rates and mean margin of one pair with their bootstrap intervals.
 
-    ``margin``: shape (n,), ``idx``: shape (resamples, n) from :func:`bootstrap_indices`.
+    ``margin``: shape (n,); the resamples come from :func:`bootstrap_chunks` with ``rng``.
     Returns ``{stat: value, stat_lo: ..., stat_hi: ...}`` for stat in win, draw, loss,
     margin, and ``n``."""
     win = (margin > tol).astype(np.float64)
     loss = (margin < -tol).astype(np.float64)
     draw = 1.0 - win - loss
+    series = (("win", win), ("draw", draw), ("loss", loss), ("margin", margin))
+    boot: dict[str, list[np.ndarray]] = {name: [] for name, _ in series}
+    for idx in bootstrap_chunks(len(margin), resamples, rng):  # idx: (rows, n)
+        for name, x in series:
+            boot[name].append(x[idx].mean(axis=1))
     out: dict[str, Any] = {"n": int(len(margin))}
-    for name, x in (("win", win), ("draw", draw), ("loss", loss), ("margin", margin)):
+    for name, x in series:
         out[name] = float(x.mean())
-        out[f"{name}_lo"], out[f"{name}_hi"] = _interval(x[idx].mean(axis=1), confidence)
+        out[f"{name}_lo"], out[f"{name}_hi"] = _interval(np.concatenate(boot[name]), confidence)
     return out
 
 
@@ -155,8 +170,7 @@ def crossplay(eps: Episodes, resamples: int = RESAMPLES, seed: int = 0,
     table: dict[str, list[list[float | None]]] = {nm: [[None] * k for _ in range(k)]
                                                  for nm in names}
     for (a, b), margin in pairs.items():
-        idx = bootstrap_indices(len(margin), resamples, pair_rng(seed, a, b))
-        s = pair_stats(margin, idx, confidence, tol)
+        s = pair_stats(margin, pair_rng(seed, a, b), resamples, confidence, tol)
         for (i, j), st in (((pos[a], pos[b]), s), ((pos[b], pos[a]), _mirror(s))):
             n[i][j] = st["n"]
             for nm in names:

@@ -179,58 +179,68 @@ def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ cross-play
 CROSSPLAY_SEED = 0  # fixed, so every refresh (and the export) shows the same intervals
 ELO_RESAMPLES = 200  # the Elo replay is sequential in episodes; fewer resamples keep it quick
-_CROSSPLAY_CACHE: dict[tuple[str, int], tuple[tuple[int, int], dict[str, Any]]] = {}
+ELO_MAX_EPISODES = 20_000  # beyond this the Elo replay (a Python loop over episodes) is skipped
+_CACHE: dict[tuple[str, int], tuple[tuple[int, int], Any]] = {}
+
+
+def _crossplay_stats(db: LeagueDB, run_id: int) -> tuple[Any, dict[str, Any], Any, int]:
+    """(cross-play tables, α-Rank, Elo replay or None, episodes), recomputed only when the
+    run's matches change (the page asks every few seconds)."""
+    n, last = db.conn.execute("SELECT COUNT(*), IFNULL(MAX(id), 0) FROM matches "
+                              "WHERE run_id = ?", (run_id,)).fetchone()
+    key = (str(db.path), run_id)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] == (n, last):
+        return hit[1]
+    eps = cp.episodes(db.matches(run_id))
+    table = cp.crossplay(eps, resamples=cp.RESAMPLES, seed=CROSSPLAY_SEED)
+    ar = cp.alpha_rank(table.table["margin"], table.ids)
+    elo = (cp.elo_bootstrap(eps, table.ids, resamples=ELO_RESAMPLES, seed=CROSSPLAY_SEED)
+           if len(eps.a) <= ELO_MAX_EPISODES else None)
+    out = (table, ar, elo, int(len(eps.a)))
+    if len(_CACHE) > 16:
+        _CACHE.clear()
+    _CACHE[key] = ((n, last), out)
+    return out
 
 
 def crossplay(db: LeagueDB, run_id: int) -> dict[str, Any]:
     """Cross-play between snapshots from the recorded episodes (:mod:`populations.crossplay`):
     per pair win/draw/loss rates and mean margin with 95 % bootstrap intervals, α-Rank
     over the mean-margin game, and per snapshot the stored rating (μ ± 2σ, Elo) beside
-    an Elo bootstrap interval. Recomputed only when the run's matches change."""
-    n, last = db.conn.execute("SELECT COUNT(*), IFNULL(MAX(id), 0) FROM matches "
-                              "WHERE run_id = ?", (run_id,)).fetchone()
-    key = (str(db.path), run_id)
-    hit = _CROSSPLAY_CACHE.get(key)
-    if hit is not None and hit[0] == (n, last):
-        return hit[1]
-    eps = cp.episodes(db.matches(run_id))
-    table = cp.crossplay(eps, resamples=cp.RESAMPLES, seed=CROSSPLAY_SEED)
+    an Elo replayed per episode with its bootstrap interval (None beyond
+    :data:`ELO_MAX_EPISODES` episodes)."""
+    table, ar, elo, episodes = _crossplay_stats(db, run_id)
     labels = _labels(db, run_id)
+
+    def name(s: int) -> str:
+        return labels.get(s, f"snapshot {s}")
+
     ids = table.ids
-    pairs = []
-    for i, a in enumerate(ids):
-        for j in range(i + 1, len(ids)):
-            if table.n[i][j]:
-                pairs.append({"row": a, "col": ids[j], "row_label": labels.get(a, f"snapshot {a}"),
-                              "col_label": labels.get(ids[j], f"snapshot {ids[j]}"),
-                              "n": table.n[i][j],
-                              **{k: v[i][j] for k, v in table.table.items()}})
-    ar = cp.alpha_rank(table.table["margin"], ids)
-    elo = cp.elo_bootstrap(eps, ids, resamples=ELO_RESAMPLES, seed=CROSSPLAY_SEED)
+    pairs = [{"row": a, "col": ids[j], "row_label": name(a), "col_label": name(ids[j]),
+              "n": table.n[i][j], **{k: v[i][j] for k, v in table.table.items()}}
+             for i, a in enumerate(ids) for j in range(i + 1, len(ids)) if table.n[i][j]]
     stored = db.latest_ratings(run_id)
     mass = dict(zip(ar["ids"], zip(ar["pi"], ar["rank"], strict=True), strict=True))
     ratings = []
     for s in ids:
         r = stored.get(s)
+        replay = elo[s] if elo else {"elo": None, "elo_lo": None, "elo_hi": None}
         ratings.append({
-            "snapshot_id": s, "label": labels.get(s, f"snapshot {s}"),
+            "snapshot_id": s, "label": name(s),
             "alpharank_pi": mass[s][0] if s in mass else None,
             "alpharank_rank": mass[s][1] if s in mass else None,
             "mu": r["mu"] if r else None, "sigma": r["sigma"] if r else None,
             "mu_lo": r["mu"] - 2 * r["sigma"] if r else None,
             "mu_hi": r["mu"] + 2 * r["sigma"] if r else None,
-            "elo": r["elo"] if r else None, **{f"replay_{k}": v for k, v in elo[s].items()}})
-    doc = {"ids": ids, "labels": [labels.get(s, f"snapshot {s}") for s in ids],
-           "n": table.n, **table.table, "pairs": pairs, "ratings": ratings,
-           "alpharank": {**ar, "labels": [labels.get(s, f"snapshot {s}") for s in ar["ids"]],
-                         "left_out_labels": [labels.get(s, f"snapshot {s}")
-                                             for s in ar["left_out"]]},
-           "episodes": int(len(eps.a)), "resamples": cp.RESAMPLES,
-           "elo_resamples": ELO_RESAMPLES, "confidence": cp.CONFIDENCE, "seed": CROSSPLAY_SEED}
-    if len(_CROSSPLAY_CACHE) > 16:
-        _CROSSPLAY_CACHE.clear()
-    _CROSSPLAY_CACHE[key] = ((n, last), doc)
-    return doc
+            "elo": r["elo"] if r else None, **{f"replay_{k}": v for k, v in replay.items()}})
+    return {"ids": ids, "labels": [name(s) for s in ids], "n": table.n, **table.table,
+            "pairs": pairs, "ratings": ratings,
+            "alpharank": {**ar, "labels": [name(s) for s in ar["ids"]],
+                          "left_out_labels": [name(s) for s in ar["left_out"]]},
+            "episodes": episodes, "resamples": cp.RESAMPLES,
+            "elo_resamples": ELO_RESAMPLES if elo else 0, "confidence": cp.CONFIDENCE,
+            "seed": CROSSPLAY_SEED}
 
 
 # ------------------------------------------------------------------------------ ratings

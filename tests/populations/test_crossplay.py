@@ -67,7 +67,9 @@ def reference(matches: list[MatchRow], resamples: int, seed: int, confidence: fl
     return out
 
 
-def test_tables_match_the_slow_reference_loop():
+@pytest.mark.parametrize("chunk", [1 << 22, 50])  # one block of resamples, or many
+def test_tables_match_the_slow_reference_loop(chunk, monkeypatch):
+    monkeypatch.setattr("populations.crossplay.CHUNK", chunk)
     matches = random_matches(300)
     cp = crossplay(episodes(matches), resamples=200, seed=3)
     ref = reference(matches, 200, 3)

@@ -562,3 +562,22 @@ def test_crossplay_view_of_a_run_without_episodes(shared):
     client, _, ids = shared
     doc = get(client, "/api/runs/{}/{}/crossplay".format(*ids["psro-kuhn"]))
     assert doc["pairs"] == [] and doc["ids"] == [] and doc["alpharank"]["pi"] == []
+
+
+def test_crossplay_view_shows_new_ratings_and_matches_at_once(run_dir):
+    """The heavy statistics are cached per match count; stored ratings written without new
+    matches, and new matches, both show on the next request."""
+    client = TestClient(create_app([run_dir]))
+    runs = get(client, "/api/runs")["runs"]
+    s, r = next((x["source"], x["id"]) for x in runs if x["name"] == "league")
+    before = get(client, f"/api/runs/{s}/{r}/crossplay")
+    sid = before["ids"][0]
+    writer = LeagueDB(run_dir / "league.db")
+    writer.add_ratings(r, 99, [(sid, 1234.0, 40.0, 1.5, 9)])
+    writer.close()
+    row = next(x for x in get(client, f"/api/runs/{s}/{r}/crossplay")["ratings"]
+               if x["snapshot_id"] == sid)
+    assert (row["elo"], row["mu_lo"], row["mu_hi"]) == (1234.0, 37.0, 43.0)
+    add_hostile_matches(run_dir / "league.db")
+    after = get(client, f"/api/runs/{s}/{r}/crossplay")
+    assert after["episodes"] == before["episodes"] + 6 and len(after["ids"]) == 4

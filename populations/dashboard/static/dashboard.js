@@ -329,7 +329,8 @@
       ? ` Left out of α-Rank (not met by every other snapshot): ${ar.left_out_labels.join(", ")}.`
       : "";
     $("alpharank-note").textContent = `${int(doc.episodes)} two-snapshot episodes; ` +
-      `${int(doc.resamples)} bootstrap resamples per pair (Elo: ${int(doc.elo_resamples)}), ` +
+      `${int(doc.resamples)} bootstrap resamples per pair (Elo replay: ` +
+      `${doc.elo_resamples ? int(doc.elo_resamples) : "skipped, too many episodes"}), ` +
       `seed ${doc.seed}. α-Rank: OpenSpiel alpharank, α ${ar.alpha == null ? "→ ∞" : ar.alpha}, ` +
       `m = ${ar.m}.${out}`;
   }
