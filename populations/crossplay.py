@@ -129,6 +129,7 @@ def pair_stats(margin: np.ndarray, rng: np.random.Generator, resamples: int = RE
     for name, x in series:
         out[name] = float(x.mean())
         out[f"{name}_lo"], out[f"{name}_hi"] = _interval(np.concatenate(boot[name]), confidence)
+    out["margin_boot"] = np.concatenate(boot["margin"])  # (resamples,), for α-Rank's interval
     return out
 
 
@@ -152,6 +153,8 @@ class CrossPlay:
     ids: list[int]
     n: list[list[int]]
     table: dict[str, list[list[float | None]]] = field(default_factory=dict)
+    # (i, j) with i < j → the pair's resampled mean margins, shape (resamples,)
+    margin_boot: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
 
 
 def crossplay(eps: Episodes, resamples: int = RESAMPLES, seed: int = 0,
@@ -169,13 +172,15 @@ def crossplay(eps: Episodes, resamples: int = RESAMPLES, seed: int = 0,
     names = [f"{s}{sfx}" for s in STATS for sfx in ("", "_lo", "_hi")]
     table: dict[str, list[list[float | None]]] = {nm: [[None] * k for _ in range(k)]
                                                  for nm in names}
+    boot: dict[tuple[int, int], np.ndarray] = {}
     for (a, b), margin in pairs.items():
         s = pair_stats(margin, pair_rng(seed, a, b), resamples, confidence, tol)
+        boot[(pos[a], pos[b])] = s["margin_boot"]
         for (i, j), st in (((pos[a], pos[b]), s), ((pos[b], pos[a]), _mirror(s))):
             n[i][j] = st["n"]
             for nm in names:
                 table[nm][i][j] = st[nm]
-    return CrossPlay(ids, n, table)
+    return CrossPlay(ids, n, table, boot)
 
 
 # ----------------------------------------------------------------------------- Elo
@@ -283,3 +288,34 @@ def alpha_rank(margin: list[list[float | None]], ids: Sequence[int], alpha: floa
     rank[order] = np.arange(1, len(pi) + 1)
     return {"ids": [int(ids[i]) for i in keep], "pi": pi.tolist(), "rank": rank.tolist(),
             "alpha": alpha, "m": m, "left_out": left_out}
+
+
+def alpha_rank_interval(cp: CrossPlay, ranked: dict[str, Any], resamples: int = 100,
+                        confidence: float = CONFIDENCE) -> dict[str, list[float]]:
+    """How much α-Rank's masses move with the episodes drawn: α-Rank (same α and m as
+    ``ranked``, from :func:`alpha_rank`) of the first ``resamples`` bootstrap mean-margin
+    tables of ``cp``, the snapshots ``ranked`` kept. Returns ``{"pi_lo", "pi_hi"}``
+    (percentile interval of each mass) and ``"top"`` (share of resamples in which each
+    snapshot has the most mass), each in ``ranked["ids"]`` order."""
+    keep = [cp.ids.index(s) for s in ranked["ids"]]
+    k = len(keep)
+    if k == 0:
+        return {"pi_lo": [], "pi_hi": [], "top": []}
+    if k == 1:
+        return {"pi_lo": [1.0], "pi_hi": [1.0], "top": [1.0]}
+    r = min(resamples, min(len(v) for v in cp.margin_boot.values()))
+    mats = np.zeros((r, k, k))
+    for x in range(k):
+        for y in range(x + 1, k):
+            i, j = keep[x], keep[y]
+            sample = cp.margin_boot[(i, j)] if i < j else -cp.margin_boot[(j, i)]
+            mats[:, x, y], mats[:, y, x] = sample[:r], -sample[:r]
+    ar = _import_alpharank()
+    kwargs = ({"use_inf_alpha": True} if ranked["alpha"] is None else {"alpha": ranked["alpha"]})
+    pis = np.array([np.asarray(ar.compute([m], m=ranked["m"], **kwargs)[2], dtype=float)
+                    for m in mats])  # (r, k)
+    pis = np.clip(pis, 0.0, None)
+    pis /= pis.sum(axis=1, keepdims=True)
+    lo, hi = np.quantile(pis, [(1 - confidence) / 2, (1 + confidence) / 2], axis=0)
+    top = np.bincount(pis.argmax(axis=1), minlength=k) / r
+    return {"pi_lo": lo.tolist(), "pi_hi": hi.tolist(), "top": top.tolist()}

@@ -179,6 +179,7 @@ def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ cross-play
 CROSSPLAY_SEED = 0  # fixed, so every refresh (and the export) shows the same intervals
 ELO_RESAMPLES = 200  # the Elo replay is sequential in episodes; fewer resamples keep it quick
+ALPHARANK_RESAMPLES = 100  # bootstrap tables α-Rank is recomputed on, for its interval
 ELO_MAX_EPISODES = 20_000  # beyond this the Elo replay (a Python loop over episodes) is skipped
 _CACHE: dict[tuple[str, int], tuple[tuple[int, int], Any]] = {}
 
@@ -195,6 +196,7 @@ def _crossplay_stats(db: LeagueDB, run_id: int) -> tuple[Any, dict[str, Any], An
     eps = cp.episodes(db.matches(run_id))
     table = cp.crossplay(eps, resamples=cp.RESAMPLES, seed=CROSSPLAY_SEED)
     ar = cp.alpha_rank(table.table["margin"], table.ids)
+    ar.update(cp.alpha_rank_interval(table, ar, resamples=ALPHARANK_RESAMPLES))
     elo = (cp.elo_bootstrap(eps, table.ids, resamples=ELO_RESAMPLES, seed=CROSSPLAY_SEED)
            if len(eps.a) <= ELO_MAX_EPISODES else None)
     out = (table, ar, elo, int(len(eps.a)))
@@ -221,15 +223,17 @@ def crossplay(db: LeagueDB, run_id: int) -> dict[str, Any]:
               "n": table.n[i][j], **{k: v[i][j] for k, v in table.table.items()}}
              for i, a in enumerate(ids) for j in range(i + 1, len(ids)) if table.n[i][j]]
     stored = db.latest_ratings(run_id)
-    mass = dict(zip(ar["ids"], zip(ar["pi"], ar["rank"], strict=True), strict=True))
+    mass = dict(zip(ar["ids"], zip(ar["pi"], ar["rank"], ar["pi_lo"], ar["pi_hi"], ar["top"],
+                                   strict=True), strict=True))
+    none = (None,) * 5
     ratings = []
     for s in ids:
         r = stored.get(s)
         replay = elo[s] if elo else {"elo": None, "elo_lo": None, "elo_hi": None}
         ratings.append({
             "snapshot_id": s, "label": name(s),
-            "alpharank_pi": mass[s][0] if s in mass else None,
-            "alpharank_rank": mass[s][1] if s in mass else None,
+            **dict(zip(("alpharank_pi", "alpharank_rank", "alpharank_pi_lo",
+                        "alpharank_pi_hi", "alpharank_top"), mass.get(s, none), strict=True)),
             "mu": r["mu"] if r else None, "sigma": r["sigma"] if r else None,
             "mu_lo": r["mu"] - 2 * r["sigma"] if r else None,
             "mu_hi": r["mu"] + 2 * r["sigma"] if r else None,
@@ -239,6 +243,7 @@ def crossplay(db: LeagueDB, run_id: int) -> dict[str, Any]:
             "alpharank": {**ar, "labels": [name(s) for s in ar["ids"]],
                           "left_out_labels": [name(s) for s in ar["left_out"]]},
             "episodes": episodes, "resamples": cp.RESAMPLES,
+            "alpharank_resamples": ALPHARANK_RESAMPLES,
             "elo_resamples": ELO_RESAMPLES if elo else 0, "confidence": cp.CONFIDENCE,
             "seed": CROSSPLAY_SEED}
 

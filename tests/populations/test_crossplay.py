@@ -9,6 +9,7 @@ import pytest
 from populations.crossplay import (
     RESAMPLES,
     alpha_rank,
+    alpha_rank_interval,
     bootstrap_indices,
     complete_subset,
     crossplay,
@@ -179,3 +180,18 @@ def test_alpharank_import_leaves_logging_alone():
             "alpha_rank([[None, 1.0], [-1.0, None]], [1, 2]); print(len(logging.root.handlers))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "0", out.stderr
+
+
+def test_alpha_rank_interval_is_wide_with_few_episodes_and_narrow_with_many():
+    few = crossplay(episodes(random_matches(24)), resamples=200, seed=0)
+    many = crossplay(episodes(random_matches(2000)), resamples=200, seed=0)
+    widths = []
+    for cp in (few, many):
+        ar = alpha_rank(cp.table["margin"], cp.ids)
+        iv = alpha_rank_interval(cp, ar, resamples=100)
+        assert len(iv["pi_lo"]) == len(ar["ids"]) and sum(iv["top"]) == pytest.approx(1.0)
+        assert all(0.0 <= lo <= hi <= 1.0 for lo, hi in zip(iv["pi_lo"], iv["pi_hi"],
+                                                             strict=True))
+        widths.append(max(h - lo for lo, h in zip(iv["pi_lo"], iv["pi_hi"], strict=True)))
+    assert widths[1] < widths[0]
+    assert iv["top"][ar["ids"].index(13)] > 0.9  # with 2000 episodes 13 is first every time

@@ -550,6 +550,8 @@ def test_crossplay_view_matches_the_crossplay_module(run_dir):
     assert sum(ar["pi"]) == pytest.approx(1.0)
     # the hostile snapshot met only main v0: α-Rank leaves it out and says so
     assert XSS + " v0" in ar["left_out_labels"]
+    iv = cp.alpha_rank_interval(want, cp.alpha_rank(want.table["margin"], want.ids), 100)
+    assert ar["pi_lo"] == pytest.approx(iv["pi_lo"]) and ar["top"] == pytest.approx(iv["top"])
     rated = {x["snapshot_id"]: x for x in doc["ratings"]}
     stored = db.latest_ratings(r)
     for sid, row in rated.items():

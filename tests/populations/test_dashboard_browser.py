@@ -232,7 +232,10 @@ def test_crossplay_intervals_and_alpharank_show(page, tmp_path, league_dir):
         top = next(x for x in doc["ratings"] if x["alpharank_rank"] == 1)
         first_row = page.page.locator("#alpharank-table tbody tr").first
         assert first_row.locator("td.member").inner_text() == top["label"]
-        assert first_row.locator("td.pi").inner_text() == f"{top['alpharank_pi']:.3f}"
+        assert first_row.locator("td.pi").inner_text() == (
+            f"{top['alpharank_pi']:.3f} [{top['alpharank_pi_lo']:.3f}, "
+            f"{top['alpharank_pi_hi']:.3f}]")
+        assert re.match(r"^\d+\.\d%$", first_row.locator("td.top").inner_text())
         assert re.match(r"^\d+ \[\d+, \d+\]$", first_row.locator("td.elo").inner_text())
         note = page.page.inner_text("#alpharank-note")
         assert "OpenSpiel alpharank" in note and f"{XSS} v0" in note  # left out, as text

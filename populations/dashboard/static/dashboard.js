@@ -318,7 +318,8 @@
       tr.dataset.snapshot = r.snapshot_id;
       cell(tr, r.alpharank_rank == null ? "—" : String(r.alpharank_rank), "num");
       cell(tr, r.label, "member");
-      cell(tr, num(r.alpharank_pi, 3), "num pi");
+      cell(tr, ci(r.alpharank_pi, r.alpharank_pi_lo, r.alpharank_pi_hi, n3), "num pi");
+      cell(tr, pct(r.alpharank_top), "num top");
       cell(tr, ci(r.mu, r.mu_lo, r.mu_hi, (v) => num(v, 1)), "num");
       cell(tr, num(r.elo, 0), "num");
       cell(tr, ci(r.replay_elo, r.replay_elo_lo, r.replay_elo_hi, (v) => num(v, 0)), "num elo");
@@ -332,7 +333,8 @@
       `${int(doc.resamples)} bootstrap resamples per pair (Elo replay: ` +
       `${doc.elo_resamples ? int(doc.elo_resamples) : "skipped, too many episodes"}), ` +
       `seed ${doc.seed}. α-Rank: OpenSpiel alpharank, α ${ar.alpha == null ? "→ ∞" : ar.alpha}, ` +
-      `m = ${ar.m}.${out}`;
+      `m = ${ar.m}, on the mean margins; its interval and "first in" from ` +
+      `${int(doc.alpharank_resamples)} bootstrap tables.${out}`;
   }
 
   // ------------------------------------------------------------------ PSRO
