@@ -21,7 +21,7 @@ from marl.registry import register_learner
 
 LLM_CAPABILITIES = Capabilities(
     discrete=True, continuous=False, on_policy=True, turn_based=True, centralized_critic=False,
-    simultaneous=True, team=True, own_rollouts=True,
+    simultaneous=True, team=True, own_rollouts=True, needs_text=True,
 )
 
 

@@ -182,6 +182,7 @@ class Capabilities:
             step loop ``act`` / ``observe`` / ``update`` (LLM teams).
         partial_seats: honours ``Learner.seat_mask`` (trains where a frozen opponent fills
             some of its seats in some copies), which league members need.
+        needs_text: acts on text views (LLM teams); natively batched games have none.
     """
 
     discrete: bool
@@ -195,6 +196,7 @@ class Capabilities:
     team: bool = False
     own_rollouts: bool = False
     partial_seats: bool = False
+    needs_text: bool = False
 
     def check(self, spec: GameSpec, agents: Sequence[str], learner: str) -> None:
         """Raise ``ValueError`` when ``spec`` needs something this learner lacks."""

@@ -149,8 +149,10 @@ def policy_module(kind: str) -> str | None:
     return _POLICY_MODULES.get(kind)
 
 
-def _problem(entry: LearnerEntry, spec: GameSpec, config: Any) -> str | None:
-    """Why ``entry`` cannot play ``spec`` (None: it can)."""
+def _problem(entry: LearnerEntry, spec: GameSpec, config: Any,
+             text_views: bool = True) -> str | None:
+    """Why ``entry`` cannot play ``spec`` (None: it can); ``text_views``: whether the game's
+    copies can carry text views (a natively batched game's cannot)."""
     cap, game = entry.capabilities, spec.name
     if spec.simultaneous and not cap.simultaneous:
         return f"{entry.name} plays turn-based games only and {game} is simultaneous-move"
@@ -164,24 +166,28 @@ def _problem(entry: LearnerEntry, spec: GameSpec, config: Any) -> str | None:
         return f"{entry.name} needs a global state and {game} has none"
     if cap.needs_graph and not spec.has_entity_graph:
         return f"{entry.name} needs entity graphs and {game} has none"
+    if cap.needs_text and not text_views:
+        return f"{entry.name} acts on text views and {game} is natively batched without them"
     if entry.check is not None:
         cfg = entry.resolve(entry.default() if config is None else config)
         return entry.check(cfg, spec)
     return None
 
 
-def compatible(name: str, spec: GameSpec, config: Any = None) -> bool:
+def compatible(name: str, spec: GameSpec, config: Any = None, text_views: bool = True) -> bool:
     """True when learner ``name`` (with its section's ``config``) can play ``spec``."""
-    return _problem(get(name), spec, config) is None
+    return _problem(get(name), spec, config, text_views) is None
 
 
-def check_compatible(name: str, spec: GameSpec, config: Any = None) -> None:
+def check_compatible(name: str, spec: GameSpec, config: Any = None,
+                     text_views: bool = True) -> None:
     """Raise :class:`IncompatibleError` (one line) when ``name`` cannot play ``spec``: what is
     incompatible, and which registered algos (with default settings) would play it."""
     entry = get(name)
-    problem = _problem(entry, spec, config)
+    problem = _problem(entry, spec, config, text_views)
     if problem is None:
         return
-    others = [n for n, e in entries().items() if n != name and _problem(e, spec, None) is None]
+    others = [n for n, e in entries().items()
+              if n != name and _problem(e, spec, None, text_views) is None]
     hint = f"; algos that play it: {others}" if others else ""
     raise IncompatibleError(f"algo={name} cannot play {spec.name}: {problem}{hint}")

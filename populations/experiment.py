@@ -187,13 +187,14 @@ def settings(cfg: ExperimentConfig, entry: LearnerEntry) -> Any:
 def check_experiment(cfg: ExperimentConfig) -> None:
     """Refuse, in one line, an algo that cannot play the game (before any run folder):
     every learner the run would train (``algo``, or the league's members)."""
-    spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
+    game = games.make(cfg.game.name, **cfg.game.kwargs)
+    text_views = not callable(getattr(game, "batched", None))  # see games.VectorGame
     algos = [cfg.algo]
     if cfg.population.kind == "league" and cfg.population.members:
         algos = [m.removesuffix(EXPLOITER) for m in cfg.population.members]
     for algo in dict.fromkeys(algos):
         entry = registry.get(algo)
-        registry.check_compatible(algo, spec, settings(cfg, entry))
+        registry.check_compatible(algo, game.spec, settings(cfg, entry), text_views)
 
 
 def make_learner(cfg: ExperimentConfig, spec: games.GameSpec,
