@@ -417,6 +417,11 @@ class Learner(abc.ABC):
     def policy(self) -> Policy:
         """A frozen snapshot of the current policy (independent of later updates)."""
 
+    def start_episodes(self) -> None:
+        """Forget an unfinished rollout: the next :meth:`act` sees new game copies (a league
+        member's next generation builds new games, and a checkpoint holds no rollout, so a
+        resumed run and an uninterrupted one must both start from an empty one)."""
+
     @abc.abstractmethod
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to resume: weights, optimizer, normalizers, RNG, counters."""

@@ -468,5 +468,8 @@ class MAPPO(Learner):
             self.gen.set_state(state["gen"])
         elif "gen" in state:
             self.gen.manual_seed(int(torch.as_tensor(state["gen"]).long().sum()))
-        self.buf = None  # a resumed learner starts a fresh rollout (and fresh GRU states)
+        self.start_episodes()  # a resumed learner starts a fresh rollout
+
+    def start_episodes(self) -> None:
+        self.buf = None  # the rollout and the GRU states belonged to the old game copies
         self.h_actor = self.h_critic = None

@@ -124,6 +124,7 @@ class LearnerMember:
         opp, side = np.full(B, -1), np.zeros(B, dtype=np.int64)
         league.pick_opponents(self.name, np.arange(B), opp, side)
         vs = vg.reset()
+        learner.start_episodes()  # the last generation's unfinished rollout was on its games
         done_frames = 0
         reseeded: set[int] = set()
         while done_frames < cfg.frames_per_generation:

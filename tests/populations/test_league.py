@@ -301,9 +301,9 @@ def _league_with_csv(run_dir, crash=None, **kw):
 
 def test_metrics_after_injected_kills_equal_an_uninterrupted_run(tmp_path):
     """Resumes replayed metric rows (+147 after a chain of kills); a kill between the
-    database and metrics.csv lost csv rows. Both now end with exactly the reference rows.
-    (Rows, not values: a MAPPO member's partial rollout crosses generations and is not in
-    its checkpoint, so training after a resume is not bit-identical yet.)"""
+    database and metrics.csv lost csv rows. Both now end with exactly the reference rows,
+    and with the same values: each generation starts its learner on an empty rollout
+    (``Learner.start_episodes``), so training after a resume replays bit for bit."""
     ref = _league_with_csv(tmp_path / "ref")
     ref.run()
     ref.logger.close()
@@ -329,6 +329,14 @@ def test_metrics_after_injected_kills_equal_an_uninterrupted_run(tmp_path):
     assert len(want[0]) > 10 and {k for _, k in want[0]} >= {"nash_conv/main",
                                                              "losses/pg_loss"}
     assert got == want  # the same rows, none twice, none lost
+    assert _metric_values(tmp_path / "run") == _metric_values(tmp_path / "ref")
+
+
+def _metric_values(run_dir):
+    db = sqlite3.connect(run_dir / "league.db")
+    rows = db.execute("SELECT step, key, value FROM metrics ORDER BY step, key").fetchall()
+    db.close()
+    return rows
 
 
 def test_resume_ignores_what_an_interrupted_attempt_published(tmp_path):
