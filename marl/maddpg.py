@@ -289,7 +289,8 @@ class MADDPGPolicy(Policy):
 
 # --------------------------------------------------------------------------------- learner
 MADDPG_CAPABILITIES = Capabilities(
-    discrete=True, continuous=True, on_policy=False, turn_based=False, centralized_critic=True
+    discrete=True, continuous=True, on_policy=False, turn_based=False, centralized_critic=True,
+    partial_seats=True,
 )
 
 
@@ -351,6 +352,7 @@ class MADDPG(Learner):
             "obs": ((A, O), torch.float32),
             "state": ((S,), torch.float32),
             "action": ((A, D), torch.float32),
+            "seated": ((A,), torch.bool),  # the learner held the seat (Learner.seat_mask)
             "reward": ((A,), torch.float32),
             "next_obs": ((A, O), torch.float32),
             "next_state": ((S,), torch.float32),
@@ -365,6 +367,7 @@ class MADDPG(Learner):
         self.update_gen = torch.Generator().manual_seed(cfg.seed + 3)
         self.frames = self.updates = self.steps_since_update = 0
         self._pending: dict[str, Tensor] | None = None
+        self.seat_mask: np.ndarray | None = None
         self.guard = FiniteGuard(spec.name, self.agents)  # NaN/inf stop training
 
     # ----------------------------------------------------------------- acting / data
@@ -383,7 +386,8 @@ class MADDPG(Learner):
             gen=self.act_gen,
         )
         if not greedy:
-            self._pending = {"obs": obs_BAO, "state": self.stack.state(vs), "action": unit_BAD}
+            self._pending = {"obs": obs_BAO, "state": self.stack.state(vs), "action": unit_BAD,
+                             "seated": self._seated(obs_BAO.shape[0])}
             if legal_BAD is not None:
                 self._pending["legal"] = legal_BAD
         out = self.head.to_game(unit_BAD)
@@ -392,7 +396,50 @@ class MADDPG(Learner):
             return {a: out[:, i] for i, a in enumerate(self.agents)}
         return {a: out[:, i, : dims[i]] for i, a in enumerate(self.agents)}
 
+    def _seated(self, B: int) -> Tensor:
+        """``[B, A]`` bool: where this learner holds each seat (``seat_mask``; None: all)."""
+        if self.seat_mask is None:
+            return torch.ones(B, len(self.agents), dtype=torch.bool, device=self.device)
+        mask = np.asarray(self.seat_mask, dtype=bool)
+        if mask.shape != (B, len(self.agents)):
+            raise ValueError(f"seat_mask has shape {mask.shape}; expected {(B, len(self.agents))}")
+        return torch.as_tensor(mask, device=self.device)
+
+    def start_episodes(self) -> None:
+        """Drop the half-transition of the last ``act`` (its games are gone)."""
+        self._pending = None
+
+    @torch.no_grad()
+    def played(self, actions: dict[str, np.ndarray]) -> None:
+        """The actions the game received, after another policy replaced this learner's in
+        the seats it did not hold: the centralized critics see the joint action really
+        played (the learner's own proposals there were ignored)."""
+        if self._pending is None:
+            raise RuntimeError("played() called without a preceding act()")
+        seated_BA, unit_BAD = self._pending["seated"], self._pending["action"]
+        if bool(seated_BA.all()):
+            return
+        unit_BAD = unit_BAD.clone()
+        D = unit_BAD.shape[-1]
+        for i, a in enumerate(self.agents):
+            rows = ~seated_BA[:, i]
+            if not bool(rows.any()):
+                continue
+            act = torch.as_tensor(np.asarray(actions[a]), device=self.device)
+            if self.head.discrete:
+                unit = F.one_hot(act.long().reshape(-1), D).to(unit_BAD.dtype)
+            else:
+                low, high = self.head.low_A[i], self.head.high_A[i]
+                box = act.reshape(act.shape[0], -1).to(unit_BAD.dtype)
+                unit = torch.zeros_like(unit_BAD[:, i])
+                unit[:, : box.shape[1]] = ((box - low) / (high - low) * 2.0 - 1.0).clamp(-1, 1)
+            unit_BAD[rows, i] = unit[rows]
+        self._pending["action"] = unit_BAD
+
     def observe(self, vs: VecStep) -> None:
+        """Store the copies' transitions; copies where the learner holds none of its seats
+        are not stored, and an agent whose seat another policy held is not trained there
+        (``seated`` masks its critic and actor losses)."""
         if self._pending is None:
             raise RuntimeError("observe() called without a preceding act()")
         nxt = self.stack.next_fields(vs, with_state=True)
@@ -400,7 +447,12 @@ class MADDPG(Learner):
         self.guard.data(self.frames, per_agent={"reward": rewards_BA, "observation": p["obs"],
                                                 "next observation": nxt["next_obs"]},
                         shared={"global state": p["state"], "next global state": nxt["next_state"]})
-        self.buffer.add({**p, "reward": rewards_BA, **nxt})
+        nxt["next_acting"] = nxt["next_acting"] & p["seated"]
+        row = {**p, "reward": rewards_BA, **nxt}
+        keep_B = p["seated"].any(1)
+        if not bool(keep_B.all()):
+            row = {k: v[keep_B] for k, v in row.items()}
+        self.buffer.add(row)
         self._pending = None
         self.frames += int(vs.done.shape[0])
         self.steps_since_update += 1
@@ -436,7 +488,10 @@ class MADDPG(Learner):
             alive_BA = 1.0 - b["terminal"][:, None]
             target_BA = b["reward"] + cfg.gamma * alive_BA * next_q_BA
         q_BA = self._q(self.critic, b["state"], _shared(b["action"]))
-        critic_loss = F.mse_loss(q_BA, target_BA)
+        # an agent is trained only where the learner held its seat
+        seated_BA = b["seated"].to(q_BA.dtype)
+        n_seated = seated_BA.sum().clamp(min=1.0)
+        critic_loss = ((q_BA - target_BA).pow(2) * seated_BA).sum() / n_seated
         self.guard.scalar(self.frames, "critic loss", critic_loss)
         self.critic_opt.zero_grad()
         critic_loss.backward()
@@ -459,7 +514,7 @@ class MADDPG(Learner):
         q_pi_BA = self._q(self.critic, b["state"], joint_BAAD.reshape(B, A, A * D))
         self.critic.requires_grad_(True)
         reg = masked_reg(out_BAD, b["legal"]) if self.head.discrete else out_BAD.pow(2).mean()
-        actor_loss = -q_pi_BA.mean() + cfg.actor_reg * reg
+        actor_loss = -(q_pi_BA * seated_BA).sum() / n_seated + cfg.actor_reg * reg
         self.guard.scalar(self.frames, "actor loss", actor_loss)
         self.actor_opt.zero_grad()
         actor_loss.backward()
@@ -532,7 +587,12 @@ class MADDPG(Learner):
         for gen, st in zip(self._gens(), state["gens"], strict=True):
             gen.set_state(st)
         if state.get("buffer") is not None:
-            self.buffer.load_state_dict(state["buffer"])
+            buf = state["buffer"]
+            if "seated" not in buf["data"]:  # a checkpoint from before seat masks
+                size = int(buf["size"])
+                buf = {**buf, "data": {**buf["data"], "seated": torch.ones(
+                    size, len(self.agents), dtype=torch.bool)}}
+            self.buffer.load_state_dict(buf)
         self._pending = None
 
 

@@ -171,6 +171,34 @@ MIXERS: dict[str, Callable[[int, int, ValueDecompConfig], nn.Module]] = {
 }
 
 
+class TeamMixer(nn.Module):
+    """One mixer per team when the learner holds seats of several teams (a league member
+    playing both sides): each team's ``Q_tot`` mixes its own agents' utilities only and is
+    trained on its own team reward, so opposing teams never share a value.
+
+    Args:
+        team_A: ``[A]`` team group index of every controlled agent (0..G-1).
+    """
+
+    def __init__(self, team_A: Sequence[int], state_dim: int, cfg: ValueDecompConfig) -> None:
+        super().__init__()
+        G = max(team_A) + 1
+        self.slots = [[i for i, t in enumerate(team_A) if t == g] for g in range(G)]
+        self.mixers = nn.ModuleList(
+            MIXERS[cfg.mixer](len(slots), state_dim, cfg) for slots in self.slots)
+
+    def forward(self, q_BA: Tensor, state_BS: Tensor | None) -> Tensor:
+        """``[B, A]`` chosen utilities → ``[B, G]`` team values."""
+        return torch.stack([m(q_BA[:, slots], state_BS)
+                            for m, slots in zip(self.mixers, self.slots, strict=True)], -1)
+
+
+def mix_teams(mixer: nn.Module, q_BA: Tensor, state_BS: Tensor | None) -> Tensor:
+    """``[B, G]`` team values (G = 1 for a plain mixer)."""
+    out = mixer(q_BA, state_BS)
+    return out if isinstance(mixer, TeamMixer) else out[:, None]
+
+
 class AgentQNetwork(nn.Module):
     """Shared utility network: ``[obs, one-hot agent id] → Q`` over the N (padded) actions."""
 
@@ -264,7 +292,7 @@ class ValueDecompPolicy(Policy):
 # --------------------------------------------------------------------------------- learner
 VALUE_DECOMP_CAPABILITIES = Capabilities(
     discrete=True, continuous=False, on_policy=False, turn_based=False, centralized_critic=True,
-    team=True,
+    team=True, partial_seats=True,
 )
 
 
@@ -316,10 +344,17 @@ class ValueDecomp(Learner):
         self.stack = AgentStacker(spec, self.agents, self.device, cfg.state_input, cfg.team_reward)
         self.uses_state = cfg.mixer == "qmix"
         A, O, N = len(self.agents), self.stack.obs_width, self.stack.num_actions
+        # seats of several teams (a league member plays every side): one Q_tot per team
+        teams = [spec.agent(a).team for a in self.agents]
+        team_A = [list(dict.fromkeys(teams)).index(t) for t in teams]
+        G = max(team_A) + 1
+        self.team_AG = F.one_hot(torch.tensor(team_A), G).bool().to(self.device)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed)
             self.qnet = AgentQNetwork(O, A, N, cfg.hidden).to(self.device)
-            self.mixer = MIXERS[cfg.mixer](A, self.stack.state_width, cfg).to(self.device)
+            S = self.stack.state_width
+            self.mixer = (MIXERS[cfg.mixer](A, S, cfg) if G == 1
+                          else TeamMixer(team_A, S, cfg)).to(self.device)
         self.target_qnet = copy.deepcopy(self.qnet).requires_grad_(False)
         self.target_mixer = copy.deepcopy(self.mixer).requires_grad_(False)
         self.params = [*self.qnet.parameters(), *self.mixer.parameters()]
@@ -328,7 +363,8 @@ class ValueDecomp(Learner):
             "obs": ((A, O), torch.float32),
             "action": ((A,), torch.int64),
             "acting": ((A,), torch.bool),
-            "reward": ((), torch.float32),
+            "seated": ((A,), torch.bool),  # the learner held the seat (Learner.seat_mask)
+            "reward": (() if G == 1 else (G,), torch.float32),  # team reward(s)
             "next_obs": ((A, O), torch.float32),
             "next_acting": ((A,), torch.bool),
             "next_legal": ((A, N), torch.bool),
@@ -342,6 +378,7 @@ class ValueDecomp(Learner):
         self.sample_gen = torch.Generator().manual_seed(cfg.seed + 2)
         self.frames = self.updates = self.steps_since_update = 0
         self._pending: dict[str, Tensor] | None = None
+        self.seat_mask: np.ndarray | None = None
         self.guard = FiniteGuard(spec.name, self.agents)  # NaN/inf stop training
 
     @property
@@ -359,13 +396,31 @@ class ValueDecomp(Learner):
         q_BAN = self.qnet(obs_BAO)
         actions_BA = epsilon_greedy(q_BAN, legal_BAN, 0.0 if greedy else self.epsilon, self.act_gen)
         if not greedy:
-            self._pending = {"obs": obs_BAO, "action": actions_BA, "acting": self.stack.acting(vs)}
+            seated_BA = self._seated(obs_BAO.shape[0])
+            self._pending = {"obs": obs_BAO, "action": actions_BA, "seated": seated_BA,
+                             "acting": self.stack.acting(vs) & seated_BA}
             if self.uses_state:
                 self._pending["state"] = self.stack.state(vs)
         out = actions_BA.cpu().numpy()
         return {a: out[:, i] for i, a in enumerate(self.agents)}
 
+    def _seated(self, B: int) -> Tensor:
+        """``[B, A]`` bool: where this learner holds each seat (``seat_mask``; None: all)."""
+        if self.seat_mask is None:
+            return torch.ones(B, len(self.agents), dtype=torch.bool, device=self.device)
+        mask = np.asarray(self.seat_mask, dtype=bool)
+        if mask.shape != (B, len(self.agents)):
+            raise ValueError(f"seat_mask has shape {mask.shape}; expected {(B, len(self.agents))}")
+        return torch.as_tensor(mask, device=self.device)
+
+    def start_episodes(self) -> None:
+        """Drop the half-transition of the last ``act`` (its games are gone)."""
+        self._pending = None
+
     def observe(self, vs: VecStep) -> None:
+        """Store the copies' transitions; copies where the learner holds none of its seats
+        (another policy played them all) are not stored, and a seat another policy held is
+        masked out of its team's value (``seated``)."""
         if self._pending is None:
             raise RuntimeError("observe() called without a preceding act()")
         rewards_BA = self.stack.rewards(vs)
@@ -375,8 +430,14 @@ class ValueDecomp(Learner):
                                                 "next observation": nxt["next_obs"]},
                         shared={"global state": p.get("state"),
                                 "next global state": nxt.get("next_state")})
-        team_B = self.stack.team(rewards_BA)
-        self.buffer.add({**self._pending, "reward": team_B, **nxt})
+        team_BG = torch.stack([self.stack.team(rewards_BA[:, col])
+                               for col in self.team_AG.T], -1)
+        nxt["next_acting"] = nxt["next_acting"] & p["seated"]
+        row = {**p, "reward": team_BG[:, 0] if team_BG.shape[1] == 1 else team_BG, **nxt}
+        keep_B = p["seated"].any(1)
+        if not bool(keep_B.all()):
+            row = {k: v[keep_B] for k, v in row.items()}
+        self.buffer.add(row)
         self._pending = None
         self.frames += int(vs.done.shape[0])
         self.steps_since_update += 1
@@ -397,22 +458,27 @@ class ValueDecomp(Learner):
 
         q_BAN = self.qnet(b["obs"])
         q_taken_BA = q_BAN.gather(-1, b["action"][..., None])[..., 0] * b["acting"]
-        q_tot_B = self.mixer(q_taken_BA, state)
+        q_tot_BG = mix_teams(self.mixer, q_taken_BA, state)
+        B, G = q_tot_BG.shape
         with torch.no_grad():
             next_target_BAN = self.target_qnet(b["next_obs"])
             chooser_BAN = self.qnet(b["next_obs"]) if cfg.double_q else next_target_BAN
             next_a_BA = masked_logits(chooser_BAN, b["next_legal"]).argmax(-1)
             next_q_BA = next_target_BAN.gather(-1, next_a_BA[..., None])[..., 0]
-            next_tot_B = self.target_mixer(next_q_BA * b["next_acting"], next_state)
-            target_B = b["reward"] + cfg.gamma * (1.0 - b["terminal"]) * next_tot_B
-        td_B = q_tot_B - target_B
-        per_sample_B = (
-            td_B.pow(2)
+            next_tot_BG = mix_teams(self.target_mixer, next_q_BA * b["next_acting"], next_state)
+            alive_B1 = (1.0 - b["terminal"])[:, None]
+            target_BG = b["reward"].reshape(B, G) + cfg.gamma * alive_B1 * next_tot_BG
+        td_BG = q_tot_BG - target_BG
+        per_sample_BG = (
+            td_BG.pow(2)
             if cfg.loss == "mse"
-            else F.smooth_l1_loss(q_tot_B, target_B, reduction="none")
+            else F.smooth_l1_loss(q_tot_BG, target_BG, reduction="none")
         )
-        weight_B = torch.where(td_B > 0, cfg.optimistic_weight, 1.0)
-        loss = (weight_B.detach() * per_sample_B).mean()
+        weight_BG = torch.where(td_BG > 0, cfg.optimistic_weight, 1.0)
+        # a team value is trained only where the learner held that team's seats
+        held_BG = (b["seated"][:, :, None] & self.team_AG[None]).any(1).to(td_BG.dtype)
+        loss = (weight_BG.detach() * per_sample_BG * held_BG).sum() / held_BG.sum().clamp(min=1)
+        q_tot_B, target_B, td_B = q_tot_BG, target_BG, td_BG  # metrics below
 
         self.guard.scalar(self.frames, "TD loss", loss)
         self.optimizer.zero_grad()
@@ -487,5 +553,10 @@ class ValueDecomp(Learner):
         self.act_gen.set_state(state["act_gen"])
         self.sample_gen.set_state(state["sample_gen"])
         if state.get("buffer") is not None:
-            self.buffer.load_state_dict(state["buffer"])
+            buf = state["buffer"]
+            if "seated" not in buf["data"]:  # a checkpoint from before seat masks
+                size = int(buf["size"])
+                buf = {**buf, "data": {**buf["data"], "seated": torch.ones(
+                    size, len(self.agents), dtype=torch.bool)}}
+            self.buffer.load_state_dict(buf)
         self._pending = None

@@ -5,7 +5,7 @@ A :class:`Member` trains for one generation against opponents the league draws f
 and checkpoints its whole trainer state. Two kinds ship:
 
 * :class:`LearnerMember` -- any registered learner that honours ``Learner.seat_mask``
-  (``Capabilities.partial_seats``: MAPPO/IPPO today); in a share of its game copies an
+  (``Capabilities.partial_seats``: MAPPO/IPPO, VDN/QMIX, MADDPG); in a share of its game copies an
   opponent snapshot plays one team and the learner the other (sides drawn per episode);
 * :class:`LLMMember` -- an LLM team trained by multi-turn GRPO
   (``llm_agents.MultiTurnGRPO``); each GRPO group meets a drawn snapshot with probability
@@ -144,6 +144,9 @@ class LearnerMember:
                         view = _only(vs, agent, theirs) if "text" in policy.meta.inputs else vs
                         actions[agent] = actions[agent].copy()
                         actions[agent][theirs] = policy.act(agent, view)[theirs]
+            played = getattr(learner, "played", None)
+            if played is not None:  # a centralized critic (MADDPG) reads the joint action
+                played(actions)
             vs = vg.step(actions)
             learner.observe(vs)
             done_frames += B
