@@ -1,6 +1,7 @@
 """VDN / QMIX and the replay buffer: mixer math, masking, truncation bootstrap, matrix-game
 optima, margins over random on MPE, save/load round trips and error messages."""
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -334,3 +335,79 @@ def test_qmix_without_state_in_vecstep_says_how_to_fix():
         learner.act(vg.reset())
     obs_learner = ValueDecomp(vg.spec, ValueDecompConfig(mixer="qmix", state_input="obs"))
     train(obs_learner, vg, 20, progress=False)  # concatenated observations work without it
+
+
+# ------------------------------------------------------------------ seat masks (leagues)
+TAG = "pettingzoo/mpe2.simple_tag_v3"
+
+
+def _tag_step(mixer: str, seat_mask: np.ndarray, seed: int = 0, **kw):
+    """A learner on every seat of simple_tag (two teams), one act/observe under ``seat_mask``."""
+    vg = VectorGame(TAG, 4, seed=0, with_state=True, max_cycles=25)
+    cfg = ValueDecompConfig(mixer=mixer, batch_size=4, learning_starts=1, seed=seed, **kw)
+    learner = ValueDecomp(vg.spec, cfg)
+    learner.seat_mask = seat_mask
+    acts = learner.act(vg.reset())
+    return learner, vg, acts
+
+
+# seats: adversary_0..2 (team 0), agent_0 (team 1); row 0 self-play, row 1 adversaries held
+# by an opponent, row 2 the good agent held by one, row 3 held by nobody (no learner seat)
+SEATS = np.array([[1, 1, 1, 1], [0, 0, 0, 1], [1, 1, 1, 0], [0, 0, 0, 0]], dtype=bool)
+
+
+@pytest.mark.parametrize("mixer", ["vdn", "qmix"])
+def test_seat_mask_stores_only_rows_where_the_learner_plays(mixer):
+    learner, vg, acts = _tag_step(mixer, SEATS)
+    assert learner.CAPABILITIES.partial_seats
+    learner.observe(vg.step(acts))
+    buf = learner.buffer
+    assert len(buf) == 3  # the copy where another policy held every seat is not stored
+    np.testing.assert_array_equal(buf.data["seated"][:3].numpy(), SEATS[:3])
+    assert buf.data["reward"].shape[1:] == (2,)  # one team reward per team
+    # a seat another policy held acts nowhere in the stored data, now or next step
+    assert not (buf.data["acting"][:3] & ~buf.data["seated"][:3]).any()
+    assert not (buf.data["next_acting"][:3] & ~buf.data["seated"][:3]).any()
+
+
+@pytest.mark.parametrize("mixer", ["vdn", "qmix"])
+def test_one_team_learner_skips_copies_an_opponent_plays(mixer):
+    vg = VectorGame(TAG, 4, seed=0, with_state=True, max_cycles=25)
+    adversaries = ("adversary_0", "adversary_1", "adversary_2")
+    learner = ValueDecomp(vg.spec, ValueDecompConfig(mixer=mixer), agents=adversaries)
+    learner.seat_mask = np.array([[1] * 3, [0] * 3, [1] * 3, [0] * 3], dtype=bool)
+    acts = {**learner.act(vg.reset()), "agent_0": np.zeros(4, np.int64)}
+    learner.observe(vg.step(acts))
+    assert len(learner.buffer) == 2 and learner.buffer.data["reward"].ndim == 1
+
+
+def test_the_team_an_opponent_held_is_not_trained_on():
+    """Rewards of the team another policy played change nothing in the update (QMIX: its
+    team's mixer keeps its weights); the held team's rewards do."""
+    mask = np.array([[1, 1, 1, 0]] * 4, dtype=bool)  # the good agent always held elsewhere
+
+    def run(shift_good: float, shift_adv: float = 0.0) -> ValueDecomp:
+        learner, vg, acts = _tag_step("qmix", mask)
+        vs = vg.step(acts)
+        rewards = {a: r + (shift_good if a == "agent_0" else shift_adv)
+                   for a, r in vs.rewards.items()}
+        learner.observe(dataclasses.replace(vs, rewards=rewards))
+        before = [p.clone() for p in learner.mixer.mixers[1].parameters()]
+        learner.update()
+        for p, q in zip(before, learner.mixer.mixers[1].parameters(), strict=True):
+            assert torch.equal(p, q)  # the good team's mixer is untouched
+        return learner
+
+    a, b, c = run(0.0), run(-7.0), run(0.0, shift_adv=3.0)
+    for p, q in zip(a.qnet.parameters(), b.qnet.parameters(), strict=True):
+        assert torch.equal(p, q)
+    assert any(not torch.equal(p, r) for p, r in zip(a.qnet.parameters(), c.qnet.parameters(),
+                                                     strict=True))
+
+
+def test_start_episodes_drops_the_pending_half_transition():
+    learner, vg, acts = _tag_step("vdn", np.ones((4, 4), bool))
+    learner.start_episodes()
+    with pytest.raises(RuntimeError, match="without a preceding act"):
+        learner.observe(vg.step(acts))
+    assert len(learner.buffer) == 0
