@@ -46,7 +46,7 @@ from populations.league import MEMBER, League, LeagueConfig
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
 from populations.matchmaking import MatchmakingConfig
 from populations.members import LearnerMember, LLMMember
-from populations.psro import PSROConfig
+from populations.psro import ORACLE_NAMES, PSROConfig, oracle_algos
 from populations.run_folder import open_run
 from populations.seeds import GLOBAL, RunSeeds, isolated_global_rng
 from populations.store import PolicyStore
@@ -112,15 +112,18 @@ class PopulationConfig:
     # win rate against the main member's newest snapshot
     matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
     iterations: int = 20  # psro: iterations
-    oracle: str = "exact"  # psro: exact | rl (MAPPO best responses)
+    oracle: str = "exact"  # psro: exact | rl (MAPPO, local critics, default settings) | a
+    # registered algo trained through the step loop (ippo, vdn, maddpg...: its own section)
     oracle_frames: int = 20_000  # psro rl oracle: frames per best response
     psro: PSROConfig = field(default_factory=PSROConfig)
 
     def __post_init__(self) -> None:
         if self.kind not in MODES:
             raise ValueError(f"population kind {self.kind!r} unknown; choose one of {list(MODES)}")
-        if self.oracle not in ("exact", "rl"):
-            raise ValueError(f"psro oracle {self.oracle!r} unknown; choose one of ['exact', 'rl']")
+        oracles = [*ORACLE_NAMES, *oracle_algos()]
+        if self.oracle not in oracles:
+            raise ValueError(f"population.oracle={self.oracle!r} is not a PSRO oracle; "
+                             f"choose one of {oracles}")
         allowed = league_algos()
         for m in self.members:
             if m not in allowed:
@@ -190,6 +193,11 @@ def check_experiment(cfg: ExperimentConfig) -> None:
     game = games.make(cfg.game.name, **cfg.game.kwargs)
     text_views = not callable(getattr(game, "batched", None))  # see games.VectorGame
     algos = [cfg.algo]
+    if cfg.population.kind == "psro":  # PSRO trains no `algo`; its RL oracle plays
+        from populations.psro_run import check_oracle_config
+
+        check_oracle_config(cfg, game.spec)
+        return
     if cfg.population.kind == "league" and cfg.population.members:
         algos = [m.removesuffix(EXPLOITER) for m in cfg.population.members]
     for algo in dict.fromkeys(algos):
@@ -478,3 +486,5 @@ def _plain(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [_plain(v) for v in obj]
     return obj
+
+

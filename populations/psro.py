@@ -60,6 +60,7 @@ import numpy as np
 import games
 from games import GameSpec, VecStep, VectorGame
 from games.openspiel import OpenSpielGame
+from marl import registry
 from marl.core import Learner, Policy, PolicyMeta, derive_seed
 from marl.train import RandomPolicy, evaluate, train
 from populations import exploitability as ex
@@ -262,6 +263,53 @@ class SampledMixturePolicy(Policy):
 LearnerFactory = Callable[[GameSpec, str, int], Learner]
 """``(game spec, seat, seed) -> Learner`` controlling that one seat."""
 
+ORACLE_NAMES = ("exact", "rl")
+"""Oracles that are not a registered learner's name: exact best responses, and ``rl`` (a
+MAPPO with local critics and default settings, :func:`mappo_learner`)."""
+
+
+def oracle_algos(spec: GameSpec | None = None) -> list[str]:
+    """Registered learners that can be an RL oracle (on ``spec``, when given): those trained
+    through the step loop (``act`` / ``observe`` / ``update``) on a subset of the seats,
+    next to frozen opponents; a learner that plays its own whole episodes (an LLM team)
+    cannot train against a meta-mixture."""
+    return [name for name, e in sorted(registry.entries().items())
+            if not e.capabilities.own_rollouts
+            and (spec is None or registry.compatible(name, spec))]
+
+
+def check_oracle(algo: str, spec: GameSpec, config: Any = None) -> None:
+    """Refuse, in one line, an RL oracle ``algo`` (with its section's ``config``) that cannot
+    best-respond on ``spec``: unknown, not trained through the step loop, or unable to play
+    the game (:func:`marl.registry.check_compatible`)."""
+    if algo == "rl":
+        algo = "ippo"  # what mappo_learner builds: MAPPO with local critics
+    entry = registry.get(algo)
+    if entry.capabilities.own_rollouts:
+        raise registry.IncompatibleError(
+            f"population.oracle={algo} cannot be a PSRO oracle: it plays its own episodes and "
+            f"an oracle trains one seat against frozen opponents; choose one of "
+            f"{[*ORACLE_NAMES, *oracle_algos(spec)]}")
+    try:
+        registry.check_compatible(algo, spec, config)
+    except registry.IncompatibleError as err:
+        problem = str(err).split("; algos that play it")[0]
+        raise registry.IncompatibleError(
+            f"population.oracle: {problem}; oracles that play it: "
+            f"{[*ORACLE_NAMES, *oracle_algos(spec)]}") from None
+
+
+def registry_learner(algo: str, config: Any = None, device: str = "cpu") -> LearnerFactory:
+    """A :data:`LearnerFactory` building the registered learner ``algo`` for one seat, with
+    ``config`` (its experiment section's settings; None: the learner's defaults)."""
+    entry = registry.get(algo)
+
+    def build(spec: GameSpec, agent: str, seed: int) -> Learner:
+        return entry.build(spec, config, (agent,), device, seed)
+
+    build.__name__ = f"{algo}_learner"
+    return build
+
 
 def mappo_learner(spec: GameSpec, agent: str, seed: int) -> Learner:
     """Default RL oracle learner: PPO with a local critic (OpenSpiel games have no global
@@ -282,7 +330,13 @@ class RLOracleConfig:
 
 class RLOracle:
     """Approximate best responses: a fresh ``marl`` learner per seat and iteration, trained
-    against the other seats' meta-mixtures (:class:`SampledMixturePolicy`)."""
+    against the other seats' meta-mixtures (:class:`SampledMixturePolicy`).
+
+    ``learner_factory`` builds it for that one seat; any registered learner fits through
+    :func:`registry_learner` (``RLOracle(game, learner_factory=registry_learner("vdn"))``),
+    refused beforehand by :func:`check_oracle` where it cannot play the game. The learner
+    is driven only through the ``Learner`` protocol (``marl.train.train``) and its
+    ``policy()`` snapshot joins the population."""
 
     def __init__(
         self,
@@ -304,7 +358,10 @@ class RLOracle:
             for q, mix in sorted(opponents.items())
         }
         with_text = any("text" in p.meta.inputs for p in opp.values())
-        kwargs = {**self.game_kwargs, **learner.vector_game_kwargs}
+        # what the learner needs of the game copies (MAPPO declares it; replay learners
+        # read the global state where the game has one)
+        needs = getattr(learner, "vector_game_kwargs", {"with_state": True})
+        kwargs = {**self.game_kwargs, **needs}
         vg = VectorGame(self.game, self.config.num_envs, seed=derive_seed(seed, "game"),
                         with_text=with_text, **kwargs)
         result = train(learner, vg, self.config.frames, opponents=opp, progress=False)
@@ -512,6 +569,7 @@ class PSRO:
         self.spec = game_obj.spec
         self.agents = self.spec.agent_ids
         self.tree: ex.GameTree | None = None
+        self.no_exact: str | None = None  # why a tree was dropped (a member without probs)
         if isinstance(game_obj, OpenSpielGame) and cfg.payoffs == "exact":
             self.tree = ex.game_tree(game_obj)
             ex.require_perfect_recall(self.tree)
@@ -554,12 +612,27 @@ class PSRO:
 
     def _add_member(self, agent: str, policy: Policy) -> Member:
         name = f"psro/{agent}/{len(self.members[agent])}"
-        matrix = ex.policy_matrix(self.tree, policy, agent) if self.tree is not None else None
-        member = Member(name, agent, policy, matrix)
+        member = Member(name, agent, policy, self._matrix(policy, agent))
         self.members[agent].append(member)
         self.estimator.add_member(member)
         self.recorder.on_member(name, agent, policy)
         return member
+
+    def _matrix(self, policy: Policy, agent: str) -> np.ndarray | None:
+        """The member's behaviour strategy on an enumerable game. A policy without action
+        probabilities (a value-based oracle's greedy Q policy) has none: with sampled
+        payoffs the run goes on without exact NashConv from then on."""
+        if self.tree is None:
+            return None
+        try:
+            return ex.policy_matrix(self.tree, policy, agent)
+        except ValueError as err:
+            if self.config.payoffs == "exact":
+                raise ValueError(f"payoffs='exact' needs every member's action probabilities "
+                                 f"({err}); use payoffs='sampled'") from None
+            log.warning("PSRO: no exact NashConv for %s from now on: %s", self.game, err)
+            self.tree, self.no_exact = None, str(err)
+            return None
 
     # ------------------------------------------------------------------ the three steps
     def update_agents(self) -> dict[str, Member]:
@@ -684,7 +757,8 @@ class PSRO:
 
     def _exact_tree(self) -> ex.GameTree:
         if self.tree is None:
-            raise ValueError(f"{self.game!r} is not an enumerable OpenSpiel game")
+            why = self.no_exact or "it is not an enumerable OpenSpiel game"
+            raise ValueError(f"no exact tools on {self.game!r}: {why}")
         return self.tree
 
     def mixture_matrices(self) -> dict[int, np.ndarray]:

@@ -18,10 +18,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from games import GameSpec
+from marl import registry
 from marl.core import Policy
 from populations.db import LeagueDB, MatchRow
 from populations.loggers import MetricsLogger
-from populations.psro import PSRO, ExactBestResponse, RLOracle, RLOracleConfig
+from populations.psro import (
+    PSRO,
+    ExactBestResponse,
+    LearnerFactory,
+    Oracle,
+    RLOracle,
+    RLOracleConfig,
+    check_oracle,
+    mappo_learner,
+    registry_learner,
+)
 from populations.run_folder import one_line
 from populations.runners import MatchJob, make_runner
 from populations.seeds import MATCH, RunSeeds
@@ -98,12 +110,7 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
     pop = cfg.population
     store = PolicyStore(run_dir / "snapshots", db, run_id)
     recorder = DBRecorder(db, run_id, store, logger)
-    if pop.oracle == "exact":
-        oracle: Any = ExactBestResponse(cfg.game.name)
-    else:
-        oracle = RLOracle(cfg.game.name, RLOracleConfig(frames=pop.oracle_frames,
-                                                        num_envs=cfg.num_envs),
-                          game_kwargs=cfg.game.kwargs)
+    oracle = make_oracle(cfg)
     psro_cfg = pop.psro if pop.psro.seed == cfg.seed else _with_seed(pop.psro, cfg.seed)
     psro = PSRO(cfg.game.name, oracle, psro_cfg, recorder=recorder,
                 game_kwargs=cfg.game.kwargs)
@@ -129,6 +136,40 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
         {"member": f"psro-{agent}-{k}", "seat": agent, "meta_weight": round(float(w), 4)}
         for agent, probs in psro.meta_strategy.items() for k, w in enumerate(probs)
     ]
+
+
+def oracle_learner(cfg: ExperimentConfig) -> LearnerFactory:
+    """The RL oracle's learner: ``rl`` is a MAPPO with local critics and default settings
+    (as before learners were registered); a registered algo is built through the registry
+    with its own experiment section (``population.oracle=vdn`` reads ``vdn:``), one seat."""
+    from populations.experiment import settings
+
+    if cfg.population.oracle == "rl":
+        return mappo_learner
+    entry = registry.get(cfg.population.oracle)
+    return registry_learner(entry.name, settings(cfg, entry), cfg.device)
+
+
+def make_oracle(cfg: ExperimentConfig) -> Oracle:
+    """The best-response oracle ``population.oracle`` names (``exact``, ``rl`` or an algo)."""
+    pop = cfg.population
+    if pop.oracle == "exact":
+        return ExactBestResponse(cfg.game.name)
+    return RLOracle(cfg.game.name, RLOracleConfig(frames=pop.oracle_frames,
+                                                  num_envs=cfg.num_envs),
+                    learner_factory=oracle_learner(cfg), game_kwargs=cfg.game.kwargs)
+
+
+def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
+    """Refuse, in one line and before any run folder, an RL oracle that cannot play the
+    game (the learner with its experiment section's settings)."""
+    from populations.experiment import settings
+
+    oracle = cfg.population.oracle
+    if oracle == "exact":
+        return
+    config = None if oracle == "rl" else settings(cfg, registry.get(oracle))
+    check_oracle(oracle, spec, config)
 
 
 def _restore(psro: PSRO, store: PolicyStore, iterations: int) -> None:
