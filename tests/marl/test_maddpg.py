@@ -2,6 +2,8 @@
 straight-through Gumbel-softmax), margins over random on MPE with continuous and discrete
 actions, save/load round trips and error messages."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -163,3 +165,70 @@ def test_errors_are_one_line_and_name_the_value():
         MADDPG(games.make("openspiel/kuhn_poker").spec)
     with pytest.raises(ValueError, match="not seats of"):
         MADDPG(spec, agents=("agent_7",))
+
+
+# ------------------------------------------------------------------ seat masks (leagues)
+TAG = "pettingzoo/mpe2.simple_tag_v3"
+# seats: adversary_0..2, agent_0; row 0 self-play, row 1 adversaries held by an opponent,
+# row 2 the good agent held by one, row 3 held by nobody (no learner seat)
+SEATS = np.array([[1, 1, 1, 1], [0, 0, 0, 1], [1, 1, 1, 0], [0, 0, 0, 0]], dtype=bool)
+
+
+def _tag(cont: bool = False, seed: int = 0):
+    vg = VectorGame(TAG, 4, seed=0, with_state=True, max_cycles=25, continuous_actions=cont)
+    cfg = MADDPGConfig(batch_size=4, learning_starts=1, seed=seed)
+    return MADDPG(vg.spec, cfg), vg
+
+
+@pytest.mark.parametrize("cont", [False, True], ids=["discrete", "continuous"])
+def test_seat_mask_stores_rows_where_the_learner_plays_with_the_actions_played(cont):
+    learner, vg = _tag(cont)
+    assert learner.CAPABILITIES.partial_seats
+    learner.seat_mask = SEATS
+    vs = vg.reset()
+    acts = learner.act(vs)
+    other = RandomPolicy(vg.spec, seed=3)  # another policy's actions where it holds seats
+    played = {a: np.where(SEATS[:, i].reshape(-1, *[1] * (acts[a].ndim - 1)), acts[a],
+                          other.act(a, vs)) for i, a in enumerate(learner.agents)}
+    learner.played(played)
+    learner.observe(vg.step(played))
+    buf = learner.buffer
+    assert len(buf) == 3  # the copy where another policy held every seat is not stored
+    np.testing.assert_array_equal(buf.data["seated"][:3].numpy(), SEATS[:3])
+    assert not (buf.data["next_acting"][:3] & ~buf.data["seated"][:3]).any()
+    stored = learner.head.to_game(buf.data["action"][:3])  # what the critics will see
+    for i, a in enumerate(learner.agents):
+        want = played[a][:3]
+        got = stored[:, i] if not cont else stored[:, i, : want.shape[1]]
+        np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_an_agent_another_policy_played_is_not_trained_on():
+    """The rewards of the good agent, whose seat another policy held in every copy, change
+    neither its actor and critic nor anyone else's; the adversaries' rewards do."""
+    mask = np.array([[1, 1, 1, 0]] * 4, dtype=bool)
+
+    def run(shift_good: float, shift_adv: float = 0.0) -> MADDPG:
+        learner, vg = _tag()
+        learner.seat_mask = mask
+        vs = vg.step(learner.act(vg.reset()))
+        rewards = {a: r + (shift_good if a == "agent_0" else shift_adv)
+                   for a, r in vs.rewards.items()}
+        learner.observe(dataclasses.replace(vs, rewards=rewards))
+        learner.update()
+        return learner
+
+    a, b, c = run(0.0), run(-7.0), run(0.0, shift_adv=3.0)
+    params = lambda m: [*m.actor.parameters(), *m.critic.parameters()]  # noqa: E731
+    for p, q in zip(params(a), params(b), strict=True):
+        assert torch.equal(p, q)
+    assert any(not torch.equal(p, r) for p, r in zip(params(a), params(c), strict=True))
+
+
+def test_start_episodes_drops_the_pending_half_transition():
+    learner, vg = _tag()
+    acts = learner.act(vg.reset())
+    learner.start_episodes()
+    with pytest.raises(RuntimeError, match="without a preceding act"):
+        learner.observe(vg.step(acts))
+    assert len(learner.buffer) == 0
