@@ -1,0 +1,106 @@
+"""Any registered learner is PSRO's RL best-response oracle (``population.oracle=<algo>``):
+it is built through the registry for one seat with its own experiment section, trains
+against the other seats' meta-mixtures, and each iteration adds one best response per seat;
+an oracle that cannot play the game is refused in one line before any run folder."""
+
+import sqlite3
+
+import pytest
+from hydra import compose, initialize_config_module
+from omegaconf import OmegaConf
+
+import games
+import populations.cli  # noqa: F401  (registers the schema)
+from marl.registry import IncompatibleError
+from populations.experiment import ExperimentConfig, PopulationConfig, run_experiment
+from populations.psro_run import oracle_learner
+
+SMALL = ["progress=false", "logger=none", "eval_episodes=2", "num_envs=4",
+         "population=psro", "population.iterations=2", "population.oracle_frames=200",
+         "population.psro.payoffs=sampled", "population.psro.episodes_per_entry=8",
+         "population.psro.num_envs=8"]
+REPLAY = ["learning_starts=32", "batch_size=16"]  # vdn./maddpg. settings: a few updates
+
+
+def _cfg(*overrides: str) -> ExperimentConfig:
+    with initialize_config_module(config_module="configs", version_base=None):
+        return OmegaConf.to_object(compose(config_name="config",
+                                           overrides=[*SMALL, *overrides]))
+
+
+def _rows(db_path):
+    db = sqlite3.connect(db_path)
+    try:
+        snaps = db.execute("SELECT m.name, s.kind FROM snapshots s JOIN members m "
+                           "ON s.member_id = m.id ORDER BY s.id").fetchall()
+        its = db.execute("SELECT iteration, nash_conv FROM psro_iterations "
+                         "ORDER BY iteration").fetchall()
+        matches = db.execute("SELECT key FROM matches ORDER BY key").fetchall()
+        return snaps, its, [k for (k,) in matches]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("algo,game", [("vdn", "rps"), ("maddpg", "rps"), ("ippo", "kuhn")])
+def test_registered_learner_is_the_psro_oracle(tmp_path, algo, game):
+    """Two iterations with sampled payoffs: one best response per seat and iteration, each
+    a snapshot of the oracle's learner kind, and one recorded iteration row each."""
+    ppo = ["mappo.rollout_steps=10", "mappo.epochs=2"]  # ippo reads the mappo section
+    extra = ppo if algo == "ippo" else [f"{algo}.{s}" for s in REPLAY]
+    cfg = _cfg(f"game={game}", f"population.oracle={algo}", *extra)
+    summary = run_experiment(cfg, tmp_path / "run")
+    snaps, its, matches = _rows(summary.database)
+    seats = games.make(cfg.game.name).spec.agent_ids
+    kind = "mappo" if algo == "ippo" else algo  # ippo saves MAPPO policies
+    for seat in seats:
+        names = [(n, k) for n, k in snaps if n.startswith(f"psro-{seat}-")]
+        assert [n for n, _ in names] == [f"psro-{seat}-{k}" for k in range(3)]
+        assert [k for _, k in names[1:]] == [kind, kind]  # the initial member is uniform
+    assert [i for i, _ in its] == [0, 1]
+    assert {m.rsplit("/", 1)[0] for m in matches} == {"psro/it0000", "psro/it0001"}
+    assert len(summary.table) == 3 * len(seats)
+    if algo == "ippo":  # policies with action probabilities keep the exact NashConv
+        assert all(nc is not None and nc >= 0 for _, nc in its)
+
+
+def test_oracle_uses_its_own_section_settings():
+    """``population.oracle=vdn`` builds a one-seat VDN from the experiment's ``vdn:``
+    section (as ``algo=vdn`` would); ``rl`` stays a MAPPO with local critics."""
+    cfg = _cfg("game=rps", "population.oracle=vdn", "vdn.batch_size=24", "vdn.lr=0.002")
+    spec = games.make(cfg.game.name).spec
+    learner = oracle_learner(cfg)(spec, "player_1", 3)
+    assert learner.agents == ("player_1",)
+    assert (learner.cfg.mixer, learner.cfg.batch_size, learner.cfg.lr) == ("vdn", 24, 0.002)
+    rl = oracle_learner(_cfg("game=kuhn", "population.oracle=rl"))(spec, "player_0", 3)
+    assert type(rl).__name__ == "MAPPO" and rl.cfg.net.critic == "local"
+
+
+def test_incompatible_oracle_is_refused_in_one_line(tmp_path):
+    """VDN plays simultaneous-move games only: a turn-based game is refused at config time,
+    in one line naming the oracle, the game and the oracles that would play it."""
+    cfg = _cfg("game=rps", "game.name=openspiel/first_sealed_auction", "population.oracle=vdn")
+    with pytest.raises(IncompatibleError) as err:
+        run_experiment(cfg, tmp_path / "run")
+    msg = str(err.value)
+    assert "\n" not in msg and "vdn" in msg and "first_sealed_auction" in msg
+    assert "simultaneous-move games only" in msg and "'ippo'" in msg and "'maddpg'" not in msg
+    assert not (tmp_path / "run").exists()  # refused before the run folder
+
+
+def test_oracle_that_plays_its_own_episodes_is_refused():
+    """An LLM team trains on whole episodes of its own, not one seat next to frozen
+    opponents; an unknown name is refused alike, both listing the oracles."""
+    for name in ("llm_grpo", "nope"):
+        with pytest.raises(ValueError, match=rf"population.oracle='{name}' is not a PSRO "
+                                             r"oracle; choose one of \['exact', 'rl', .*'vdn'"):
+            PopulationConfig(kind="psro", oracle=name)
+
+
+def test_exact_payoffs_need_action_probabilities(tmp_path):
+    """A VDN best response has no action probabilities: exact payoffs say so in one line
+    (sampled payoffs go on without exact NashConv, as above)."""
+    cfg = _cfg("game=rps", "population.oracle=vdn", "population.psro.payoffs=exact",
+               "population.iterations=1", *(f"vdn.{s}" for s in REPLAY))
+    with pytest.raises(ValueError, match=r"payoffs='exact' needs every member's action "
+                                         r"probabilities .*use payoffs='sampled'"):
+        run_experiment(cfg, tmp_path / "run")
