@@ -115,6 +115,10 @@ class LearnerMember:
     def _train_generation(self, league: League, generation: int) -> int:
         cfg, learner, spec = league.cfg, self.learner, league.spec
         vkw = dict(getattr(learner, "vector_game_kwargs", {"with_state": True}))
+        for other in league.members:  # another member's snapshot (a GNN policy) may take
+            # a seat: the copies carry what any member's learner reads
+            wants = getattr(getattr(other, "learner", None), "vector_game_kwargs", {})
+            vkw |= {k: True for k, v in wants.items() if v}
         if league.needs_text:  # an LLM snapshot may take a seat
             vkw["with_text"] = True
         # each member and generation its own block of game seeds (resumes replay them)
