@@ -15,6 +15,11 @@ and the others' taken from the replay. All A actor updates run as one batched cr
 * ``share_parameters``: agents of one role share actor and critic weights (critics also see
   the agent's one-hot id, as each agent has its own reward).
 
+In a league (``Learner.seat_mask``) an agent whose seat another policy played is not
+trained there (its critic and actor losses are masked), the critics see the action that
+policy really played (:meth:`MADDPG.played`), and a copy where the learner held no seat is
+not stored. Target actions of those seats still come from the learner's own target actors.
+
 Weights are stored per *group* (one per agent, or one per role when sharing) and applied to
 all agents at once with a gathered batched matmul, so no hot path loops over agents.
 

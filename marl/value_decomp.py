@@ -17,6 +17,11 @@ selection and in the target max, and a transition bootstraps unless its episode
 *terminated* (a truncated episode bootstraps from ``final_obs`` / ``final_state``).
 Exploration is ε-greedy over legal actions with ε decaying linearly in frames.
 
+In a league (``Learner.seat_mask``) the learner holds every seat, of both teams: each team
+gets its own ``Q_tot`` (:class:`TeamMixer`) trained on its own team reward, a seat another
+policy played is masked out of its team's value, a team held elsewhere is not trained on,
+and a copy where the learner held no seat is not stored.
+
 Known limitation: both mixers are monotone, so they cannot represent payoffs where one
 agent's best action depends on the other's (non-monotonic games such as the climbing
 game). With uniform data the best monotone fit of climbing prefers (2, 2) over the optimum
