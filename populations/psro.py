@@ -260,6 +260,46 @@ class SampledMixturePolicy(Policy):
         raise NotImplementedError("a meta-mixture is rebuilt from its members and weights")
 
 
+def plays_greedy(policy: Policy) -> bool:
+    """Whether PSRO plays ``policy`` by its greedy actions: snapshots of off-policy learners
+    (ε-greedy VDN/QMIX, MADDPG's Gumbel or noise exploration: ``on_policy=False`` in their
+    capabilities) explore only while training, as ``selfplay-train`` evaluates them;
+    on-policy and tabular policies are played by sampling."""
+    kind = policy.meta.kind
+    return any(e.policy == kind and not e.capabilities.on_policy
+               for e in registry.entries().values())
+
+
+class GreedyPolicy(Policy):
+    """Plays ``policy``'s greedy actions whatever :meth:`act` is asked: a PSRO member of an
+    off-policy learner, in payoff estimates, meta-mixtures and exact tools alike.
+
+    Its :meth:`action_probs` are the greedy actions one-hot (``[B, N]``, discrete actions),
+    so a deterministic member has a behaviour strategy and an exact NashConv.
+    """
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy, self.meta = policy, policy.meta
+
+    def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
+        return self.policy.act(agent, vs, greedy=True)
+
+    def action_probs(self, agent: str, vs: VecStep) -> np.ndarray:
+        actions = np.asarray(self.policy.act(agent, vs, greedy=True))
+        if actions.ndim != 1:
+            raise NotImplementedError(f"{self.meta.kind} plays continuous actions")
+        out = np.zeros(vs.legal[agent].shape)
+        out[np.arange(len(actions)), actions] = 1.0
+        return out
+
+    def payload(self) -> dict[str, Any]:
+        return self.policy.payload()
+
+    @classmethod
+    def from_payload(cls, meta: PolicyMeta, payload: dict[str, Any]) -> Policy:
+        raise NotImplementedError("a greedy member is saved as the policy it wraps")
+
+
 LearnerFactory = Callable[[GameSpec, str, int], Learner]
 """``(game spec, seat, seed) -> Learner`` controlling that one seat."""
 
@@ -612,7 +652,8 @@ class PSRO:
 
     def _add_member(self, agent: str, policy: Policy) -> Member:
         name = f"psro/{agent}/{len(self.members[agent])}"
-        member = Member(name, agent, policy, self._matrix(policy, agent))
+        played = GreedyPolicy(policy) if plays_greedy(policy) else policy
+        member = Member(name, agent, played, self._matrix(played, agent))
         self.members[agent].append(member)
         self.estimator.add_member(member)
         self.recorder.on_member(name, agent, policy)

@@ -26,6 +26,7 @@ from populations.loggers import MetricsLogger
 from populations.psro import (
     PSRO,
     ExactBestResponse,
+    GreedyPolicy,
     LearnerFactory,
     Oracle,
     RLOracle,
@@ -124,12 +125,14 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
         log.info("resumed PSRO after iteration %d of %d", done - 1, pop.iterations)
     try:
         if done:  # the last finished iteration may have stopped before its matches
-            _record_matches(db, run_id, runner, store, recorder, cfg, done - 1)
+            _record_matches(db, run_id, runner, store, recorder, cfg, done - 1,
+                            _greedy(psro))
         for _ in range(done, pop.iterations):
             it = psro.iteration()
             nc = "n/a" if it.nash_conv is None else f"{it.nash_conv:.5f}"
             log.info("psro iteration %d: NashConv %s (%.2fs)", it.iteration, nc, it.seconds)
-            _record_matches(db, run_id, runner, store, recorder, cfg, it.iteration)
+            _record_matches(db, run_id, runner, store, recorder, cfg, it.iteration,
+                            _greedy(psro))
     finally:
         runner.close()
     return [
@@ -199,14 +202,21 @@ def match_seed(seed: int, iteration: int) -> int:
     return RunSeeds(seed).block(MATCH, "psro", index=iteration)
 
 
+def _greedy(psro: PSRO) -> bool:
+    """Whether the newest members are played greedily (off-policy oracles' snapshots)."""
+    return all(isinstance(ms[-1].policy, GreedyPolicy) for ms in psro.members.values())
+
+
 def _record_matches(db: LeagueDB, run_id: int, runner: Any, store: PolicyStore,
-                    recorder: DBRecorder, cfg: ExperimentConfig, iteration: int) -> None:
-    """The newest member of every seat plays ``eval_episodes`` recorded episodes together."""
+                    recorder: DBRecorder, cfg: ExperimentConfig, iteration: int,
+                    greedy: bool = False) -> None:
+    """The newest member of every seat plays ``eval_episodes`` recorded episodes together
+    (greedily where PSRO plays them greedily)."""
     newest = {agent: ids[-1] for agent, ids in recorder.snapshot.items()}
     job = MatchJob(key=f"psro/it{iteration:04d}", game=cfg.game.name,
                    seats={a: store.verify(store.get(s)).path for a, s in newest.items()},
                    episodes=cfg.eval_episodes, seed=match_seed(cfg.seed, iteration),
-                   game_kwargs=dict(cfg.game.kwargs))
+                   game_kwargs=dict(cfg.game.kwargs), greedy=greedy)
     (res,) = runner.play([job])
     db.add_matches(run_id, [MatchRow(f"{job.key}/e{e:04d}", cfg.game.name, newest, ret, job.seed)
                             for e, ret in enumerate(res.returns)])

@@ -22,10 +22,10 @@ SMALL = ["progress=false", "logger=none", "eval_episodes=2", "num_envs=4",
 REPLAY = ["learning_starts=32", "batch_size=16"]  # vdn./maddpg. settings: a few updates
 
 
-def _cfg(*overrides: str) -> ExperimentConfig:
+def _cfg(*overrides: str, small: bool = True) -> ExperimentConfig:
     with initialize_config_module(config_module="configs", version_base=None):
-        return OmegaConf.to_object(compose(config_name="config",
-                                           overrides=[*SMALL, *overrides]))
+        return OmegaConf.to_object(compose(
+            config_name="config", overrides=[*(SMALL if small else SMALL[:2]), *overrides]))
 
 
 def _rows(db_path):
@@ -41,13 +41,14 @@ def _rows(db_path):
         db.close()
 
 
-@pytest.mark.parametrize("algo,game", [("vdn", "rps"), ("maddpg", "rps"), ("ippo", "kuhn")])
+@pytest.mark.parametrize("algo,game", [("vdn", "rps"), ("maddpg", None), ("ippo", "kuhn")])
 def test_registered_learner_is_the_psro_oracle(tmp_path, algo, game):
     """Two iterations with sampled payoffs: one best response per seat and iteration, each
     a snapshot of the oracle's learner kind, and one recorded iteration row each."""
     ppo = ["mappo.rollout_steps=10", "mappo.epochs=2"]  # ippo reads the mappo section
     extra = ppo if algo == "ippo" else [f"{algo}.{s}" for s in REPLAY]
-    cfg = _cfg(f"game={game}", f"population.oracle={algo}", *extra)
+    cfg = _cfg(f"game={game}", f"population.oracle={algo}", *extra) if game else \
+        _cfg("experiment=psro_maddpg_oracle", *extra)  # the shipped preset, small
     summary = run_experiment(cfg, tmp_path / "run")
     snaps, its, matches = _rows(summary.database)
     seats = games.make(cfg.game.name).spec.agent_ids
@@ -96,11 +97,21 @@ def test_oracle_that_plays_its_own_episodes_is_refused():
             PopulationConfig(kind="psro", oracle=name)
 
 
-def test_exact_payoffs_need_action_probabilities(tmp_path):
-    """A VDN best response has no action probabilities: exact payoffs say so in one line
-    (sampled payoffs go on without exact NashConv, as above)."""
+def test_off_policy_members_are_played_greedily(tmp_path):
+    """VDN and MADDPG explore only while training: PSRO plays their members greedily (as
+    ``selfplay-train`` evaluates them), so a deterministic member has a behaviour strategy,
+    exact payoffs apply and its exact NashConv is recorded."""
     cfg = _cfg("game=rps", "population.oracle=vdn", "population.psro.payoffs=exact",
                "population.iterations=1", *(f"vdn.{s}" for s in REPLAY))
-    with pytest.raises(ValueError, match=r"payoffs='exact' needs every member's action "
-                                         r"probabilities .*use payoffs='sampled'"):
-        run_experiment(cfg, tmp_path / "run")
+    snaps, its, matches = _rows(run_experiment(cfg, tmp_path / "run").database)
+    assert [k for _, k in snaps] == ["tabular", "tabular", "vdn", "vdn"]
+    assert len(its) == 1 and its[0][1] is not None and 0 <= its[0][1] <= 2  # RPS: NashConv <= 2
+
+
+@pytest.mark.benchmark
+def test_maddpg_oracle_preset_solves_rps(tmp_path):
+    """The shipped preset at its own settings: MADDPG best responses (played greedily) find
+    rock, paper and scissors, and the meta-mixture's exact NashConv reaches 0."""
+    cfg = _cfg("experiment=psro_maddpg_oracle", "population.iterations=4", small=False)
+    _, its, _ = _rows(run_experiment(cfg, tmp_path / "run").database)
+    assert its[-1][1] == pytest.approx(0.0, abs=1e-6)
