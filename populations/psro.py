@@ -292,6 +292,9 @@ class GreedyPolicy(Policy):
         out[np.arange(len(actions)), actions] = 1.0
         return out
 
+    def reseed(self, seed: int) -> None:
+        self.policy.reseed(seed)
+
     def payload(self) -> dict[str, Any]:
         return self.policy.payload()
 
@@ -393,6 +396,9 @@ class RLOracle:
     def best_response(self, agent: str, opponents: Mapping[str, Mixture], seed: int) -> Policy:
         # learner, each opponent seat and the game copies: children of the oracle's seed
         learner = self.learner_factory(self.spec, agent, derive_seed(seed, "learner"))
+        for q, mix in opponents.items():  # members draw from the response's own streams
+            for k, m in enumerate(mix.members):
+                m.policy.reseed(derive_seed(seed, "member", q, k))
         opp = {
             q: SampledMixturePolicy(mix, q, seed=derive_seed(seed, "opponent", q))
             for q, mix in sorted(opponents.items())
@@ -474,6 +480,9 @@ class SampledPayoffs:
         for pos in itertools.product(*(range(len(i)) for i in index)):
             profile = [int(index[p][j]) for p, j in enumerate(pos)]
             seats = {a: self.members[a][k].policy for a, k in zip(agents, profile, strict=True)}
+            for a, pol in seats.items():  # each profile's own draws: a resumed run (fresh
+                # policies) estimates the same payoffs as an uninterrupted one
+                pol.reseed(derive_seed(self.seed, "payoffs", *profile, a))
             with_text = any("text" in pol.meta.inputs for pol in seats.values())
             seed = int(np.random.SeedSequence([self.seed, *profile]).generate_state(1)[0])
             vg = VectorGame(
