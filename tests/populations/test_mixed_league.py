@@ -103,17 +103,20 @@ def _compose(overrides: list[str]):
 
 def test_mixed_algo_league_preset_runs_through_selfplay_train(tmp_path):
     """The shipped preset, composed as ``selfplay-train experiment=mixed_algo_league``
-    composes it, at small settings: every algorithm's snapshots in one league table."""
+    composes it, at small settings: MAPPO+GNN, MADDPG, QMIX and LLM-team snapshots in one
+    league table."""
     from populations.experiment import run_experiment
 
     cfg = OmegaConf.to_object(_compose([
         "experiment=mixed_algo_league", "num_envs=4", "eval_episodes=2", "progress=false",
         "logger=none", "population.generations=1", "population.frames_per_generation=200",
-        "mappo.rollout_steps=25", *(f"{s}.{k}=32" for s in ("vdn", "qmix", "maddpg")
-                                    for k in ("learning_starts", "batch_size"))]))
+        "mappo.rollout_steps=25", "llm.iterations=1", "llm.grpo.group_size=2",
+        "llm.grpo.groups_per_step=2", "llm.corpus_episodes=10",
+        *(f"{s}.{k}=32" for s in ("vdn", "qmix", "maddpg")
+          for k in ("learning_starts", "batch_size"))]))
     summary = run_experiment(cfg, tmp_path / "run")
     kinds = {r["kind"] for r in summary.table}
-    assert {"mappo", "maddpg"} <= kinds and kinds & {"vdn", "qmix"}
+    assert {"mappo", "maddpg", "llm"} <= kinds and kinds & {"vdn", "qmix"}
     assert all(r["mu"] is not None for r in summary.table)
     db = sqlite3.connect(Path(summary.database))
     assert db.execute("SELECT COUNT(*) FROM matches").fetchone()[0] > 0
