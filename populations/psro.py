@@ -64,6 +64,7 @@ from marl import registry
 from marl.core import Learner, Policy, PolicyMeta, derive_seed
 from marl.train import RandomPolicy, evaluate, train
 from populations import exploitability as ex
+from populations.approx_exploit import evaluated_greedy
 from populations.meta_solvers import (
     FullGame,
     available_meta_solvers,
@@ -264,10 +265,9 @@ def plays_greedy(policy: Policy) -> bool:
     """Whether PSRO plays ``policy`` by its greedy actions: snapshots of off-policy learners
     (ε-greedy VDN/QMIX, MADDPG's Gumbel or noise exploration: ``on_policy=False`` in their
     capabilities) explore only while training, as ``selfplay-train`` evaluates them;
-    on-policy and tabular policies are played by sampling."""
-    kind = policy.meta.kind
-    return any(e.policy == kind and not e.capabilities.on_policy
-               for e in registry.entries().values())
+    on-policy and tabular policies are played by sampling. The league's rule
+    (:func:`populations.approx_exploit.evaluated_greedy`)."""
+    return evaluated_greedy(policy)
 
 
 class GreedyPolicy(Policy):
