@@ -233,6 +233,8 @@ def _import_alpharank() -> types.ModuleType:
         stub = types.ModuleType(name, "stand-in: matplotlib is not installed")
 
         def _no_plots(attr: str) -> Any:
+            if attr.startswith("__"):  # module introspection (pytest, hypothesis, pickle)
+                raise AttributeError(attr)  # must see a plain module, not a failed import
             raise ImportError(f"alpharank plotting ({attr}) needs matplotlib: "
                               "pip install matplotlib")
 
