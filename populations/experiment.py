@@ -46,7 +46,8 @@ from populations.league import MEMBER, League, LeagueConfig
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
 from populations.matchmaking import MatchmakingConfig
 from populations.members import LearnerMember, LLMMember
-from populations.psro import ORACLE_NAMES, PSROConfig, oracle_algos
+from populations.psro import PSROConfig
+from populations.psro_run import ORACLE_NAMES, oracle_algos
 from populations.run_folder import open_run
 from populations.seeds import GLOBAL, RunSeeds, isolated_global_rng
 from populations.store import PolicyStore

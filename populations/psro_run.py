@@ -20,7 +20,7 @@ import numpy as np
 
 from games import GameSpec
 from marl import registry
-from marl.core import Policy
+from marl.core import Learner, Policy
 from populations.db import LeagueDB, MatchRow
 from populations.loggers import MetricsLogger
 from populations.psro import (
@@ -31,9 +31,7 @@ from populations.psro import (
     Oracle,
     RLOracle,
     RLOracleConfig,
-    check_oracle,
     mappo_learner,
-    registry_learner,
 )
 from populations.run_folder import one_line
 from populations.runners import MatchJob, make_runner
@@ -139,6 +137,54 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
         {"member": f"psro-{agent}-{k}", "seat": agent, "meta_weight": round(float(w), 4)}
         for agent, probs in psro.meta_strategy.items() for k, w in enumerate(probs)
     ]
+
+
+ORACLE_NAMES = ("exact", "rl")
+"""Oracles that are not a registered learner's name: exact best responses, and ``rl`` (a
+MAPPO with local critics and default settings, :func:`mappo_learner`)."""
+
+
+def oracle_algos(spec: GameSpec | None = None) -> list[str]:
+    """Registered learners that can be an RL oracle (on ``spec``, when given): those trained
+    through the step loop (``act`` / ``observe`` / ``update``) on a subset of the seats,
+    next to frozen opponents; a learner that plays its own whole episodes (an LLM team)
+    cannot train against a meta-mixture."""
+    return [name for name, e in sorted(registry.entries().items())
+            if not e.capabilities.own_rollouts
+            and (spec is None or registry.compatible(name, spec))]
+
+
+def check_oracle(algo: str, spec: GameSpec, config: Any = None) -> None:
+    """Refuse, in one line, an RL oracle ``algo`` (with its section's ``config``) that cannot
+    best-respond on ``spec``: unknown, not trained through the step loop, or unable to play
+    the game (:func:`marl.registry.check_compatible`)."""
+    if algo == "rl":
+        algo = "ippo"  # what mappo_learner builds: MAPPO with local critics
+    entry = registry.get(algo)
+    if entry.capabilities.own_rollouts:
+        raise registry.IncompatibleError(
+            f"population.oracle={algo} cannot be a PSRO oracle: it plays its own episodes and "
+            f"an oracle trains one seat against frozen opponents; choose one of "
+            f"{[*ORACLE_NAMES, *oracle_algos(spec)]}")
+    try:
+        registry.check_compatible(algo, spec, config)
+    except registry.IncompatibleError as err:
+        problem = str(err).split("; algos that play it")[0]
+        raise registry.IncompatibleError(
+            f"population.oracle: {problem}; oracles that play it: "
+            f"{[*ORACLE_NAMES, *oracle_algos(spec)]}") from None
+
+
+def registry_learner(algo: str, config: Any = None, device: str = "cpu") -> LearnerFactory:
+    """A :data:`LearnerFactory` building the registered learner ``algo`` for one seat, with
+    ``config`` (its experiment section's settings; None: the learner's defaults)."""
+    entry = registry.get(algo)
+
+    def build(spec: GameSpec, agent: str, seed: int) -> Learner:
+        return entry.build(spec, config, (agent,), device, seed)
+
+    build.__name__ = f"{algo}_learner"
+    return build
 
 
 def oracle_learner(cfg: ExperimentConfig) -> LearnerFactory:
