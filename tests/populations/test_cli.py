@@ -78,7 +78,7 @@ def test_multirun_makes_one_folder_per_job(tmp_path):
         ("population.matchmaking.rule=elo", "matchmaking rule 'elo' unknown; choose one of"),
         ("llm.team=solo", "llm team 'solo' unknown; choose one of ['shared', 'per_role']"),
         ("llm.grpo.adv_norm=agentwise", "adv_norm='agentwise' unknown; choose one of"),
-        ("population.members=[mappo,vdn]", "league member 'vdn' unknown; choose from"),
+        ("population.members=[mappo,nope]", "league member 'nope' unknown; choose from"),
     ],
 )
 def test_config_mistakes_fail_at_startup(override, message, tmp_path):
