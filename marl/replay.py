@@ -96,8 +96,9 @@ class ReplayBuffer:
         return {k: v[idx_M] for k, v in self.data.items()}
 
     def state_dict(self) -> dict[str, Any]:
-        """Contents and write position (tensors share storage with the buffer)."""
-        data = {k: v[: self.size] for k, v in self.data.items()}
+        """Contents and write position. The filled rows are copied: ``torch.save`` writes a
+        view's whole storage, so a slice would put the full capacity in every checkpoint."""
+        data = {k: v[: self.size].clone() for k, v in self.data.items()}
         return {"data": data, "pos": self.pos, "size": self.size}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:

@@ -411,3 +411,18 @@ def test_start_episodes_drops_the_pending_half_transition():
     with pytest.raises(RuntimeError, match="without a preceding act"):
         learner.observe(vg.step(acts))
     assert len(learner.buffer) == 0
+
+
+def test_replay_state_holds_only_the_filled_rows():
+    """A league checkpoint of a partly filled buffer was 170 MB: ``torch.save`` of a slice
+    writes the whole underlying storage, so every checkpoint held the full capacity."""
+    import io
+
+    buf = ReplayBuffer(100_000, {"obs": ((16,), torch.float32)})
+    buf.add({"obs": torch.ones(10, 16)})
+    out = io.BytesIO()
+    torch.save(buf.state_dict(), out)
+    assert out.tell() < 50_000  # 10 rows, not 100k rows (6.4 MB)
+    again = ReplayBuffer(100_000, {"obs": ((16,), torch.float32)})
+    again.load_state_dict(torch.load(io.BytesIO(out.getvalue()), weights_only=True))
+    assert len(again) == 10 and torch.equal(again.data["obs"][:10], torch.ones(10, 16))
