@@ -417,7 +417,7 @@ class Learner(abc.ABC):
     def policy(self) -> Policy:
         """A frozen snapshot of the current policy (independent of later updates)."""
 
-    def start_episodes(self) -> None:
+    def start_episodes(self) -> None:  # noqa: B027 (a no-op unless a learner keeps a rollout)
         """Forget an unfinished rollout: the next :meth:`act` sees new game copies (a league
         member's next generation builds new games, and a checkpoint holds no rollout, so a
         resumed run and an uninterrupted one must both start from an empty one)."""
