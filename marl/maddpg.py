@@ -62,6 +62,7 @@ from marl.replay import (
     ReplayBuffer,
     check_agents,
     check_choice,
+    seated,
 )
 
 
@@ -391,8 +392,9 @@ class MADDPG(Learner):
             gen=self.act_gen,
         )
         if not greedy:
+            B, A = obs_BAO.shape[0], len(self.agents)
             self._pending = {"obs": obs_BAO, "state": self.stack.state(vs), "action": unit_BAD,
-                             "seated": self._seated(obs_BAO.shape[0])}
+                             "seated": seated(self.seat_mask, B, A, self.device)}
             if legal_BAD is not None:
                 self._pending["legal"] = legal_BAD
         out = self.head.to_game(unit_BAD)
@@ -400,15 +402,6 @@ class MADDPG(Learner):
         if self.head.discrete:
             return {a: out[:, i] for i, a in enumerate(self.agents)}
         return {a: out[:, i, : dims[i]] for i, a in enumerate(self.agents)}
-
-    def _seated(self, B: int) -> Tensor:
-        """``[B, A]`` bool: where this learner holds each seat (``seat_mask``; None: all)."""
-        if self.seat_mask is None:
-            return torch.ones(B, len(self.agents), dtype=torch.bool, device=self.device)
-        mask = np.asarray(self.seat_mask, dtype=bool)
-        if mask.shape != (B, len(self.agents)):
-            raise ValueError(f"seat_mask has shape {mask.shape}; expected {(B, len(self.agents))}")
-        return torch.as_tensor(mask, device=self.device)
 
     def start_episodes(self) -> None:
         """Drop the half-transition of the last ``act`` (its games are gone)."""

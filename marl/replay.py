@@ -238,3 +238,14 @@ class AgentStacker:
                 st = torch.where(done_B[:, None], self.state(vs, final=True), st)
             out["next_state"] = st
         return out
+
+
+def seated(seat_mask: Any, B: int, A: int, device: torch.device) -> Tensor:
+    """``[B, A]`` bool: where a learner holds each of its ``A`` seats in ``B`` copies
+    (``Learner.seat_mask``; None: everywhere)."""
+    if seat_mask is None:
+        return torch.ones(B, A, dtype=torch.bool, device=device)
+    mask = np.asarray(seat_mask, dtype=bool)
+    if mask.shape != (B, A):
+        raise ValueError(f"seat_mask has shape {mask.shape}; expected {(B, A)}")
+    return torch.as_tensor(mask, device=device)

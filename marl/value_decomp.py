@@ -69,6 +69,7 @@ from marl.replay import (
     ReplayBuffer,
     check_agents,
     check_choice,
+    seated,
 )
 
 TARGET_UPDATES = ("hard", "polyak")
@@ -401,22 +402,13 @@ class ValueDecomp(Learner):
         q_BAN = self.qnet(obs_BAO)
         actions_BA = epsilon_greedy(q_BAN, legal_BAN, 0.0 if greedy else self.epsilon, self.act_gen)
         if not greedy:
-            seated_BA = self._seated(obs_BAO.shape[0])
+            seated_BA = seated(self.seat_mask, obs_BAO.shape[0], len(self.agents), self.device)
             self._pending = {"obs": obs_BAO, "action": actions_BA, "seated": seated_BA,
                              "acting": self.stack.acting(vs) & seated_BA}
             if self.uses_state:
                 self._pending["state"] = self.stack.state(vs)
         out = actions_BA.cpu().numpy()
         return {a: out[:, i] for i, a in enumerate(self.agents)}
-
-    def _seated(self, B: int) -> Tensor:
-        """``[B, A]`` bool: where this learner holds each seat (``seat_mask``; None: all)."""
-        if self.seat_mask is None:
-            return torch.ones(B, len(self.agents), dtype=torch.bool, device=self.device)
-        mask = np.asarray(self.seat_mask, dtype=bool)
-        if mask.shape != (B, len(self.agents)):
-            raise ValueError(f"seat_mask has shape {mask.shape}; expected {(B, len(self.agents))}")
-        return torch.as_tensor(mask, device=self.device)
 
     def start_episodes(self) -> None:
         """Drop the half-transition of the last ``act`` (its games are gone)."""
