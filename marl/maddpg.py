@@ -585,12 +585,8 @@ class MADDPG(Learner):
         for gen, st in zip(self._gens(), state["gens"], strict=True):
             gen.set_state(st)
         if state.get("buffer") is not None:
-            buf = state["buffer"]
-            if "seated" not in buf["data"]:  # a checkpoint from before seat masks
-                size = int(buf["size"])
-                buf = {**buf, "data": {**buf["data"], "seated": torch.ones(
-                    size, len(self.agents), dtype=torch.bool)}}
-            self.buffer.load_state_dict(buf)
+            # a checkpoint from before seat masks: the learner held every seat
+            self.buffer.load_state_dict(state["buffer"], missing={"seated": True})
         self._pending = None
 
 

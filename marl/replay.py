@@ -101,11 +101,17 @@ class ReplayBuffer:
         data = {k: v[: self.size].clone() for k, v in self.data.items()}
         return {"data": data, "pos": self.pos, "size": self.size}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: Mapping[str, Any],
+                        missing: Mapping[str, float | bool] | None = None) -> None:
+        """Restore :meth:`state_dict`; a field in ``missing`` that the state lacks (a
+        checkpoint from before the field existed) is filled with that value."""
         size = int(state["size"])
         if size > self.capacity:
             raise ValueError(f"replay state holds {size} rows > capacity {self.capacity}")
         for k, v in self.data.items():
+            if k not in state["data"] and missing is not None and k in missing:
+                v[:size] = missing[k]
+                continue
             v[:size] = state["data"][k].to(self.device, v.dtype)
         self.pos, self.size = int(state["pos"]), size
 

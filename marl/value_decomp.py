@@ -550,10 +550,6 @@ class ValueDecomp(Learner):
         self.act_gen.set_state(state["act_gen"])
         self.sample_gen.set_state(state["sample_gen"])
         if state.get("buffer") is not None:
-            buf = state["buffer"]
-            if "seated" not in buf["data"]:  # a checkpoint from before seat masks
-                size = int(buf["size"])
-                buf = {**buf, "data": {**buf["data"], "seated": torch.ones(
-                    size, len(self.agents), dtype=torch.bool)}}
-            self.buffer.load_state_dict(buf)
+            # a checkpoint from before seat masks: the learner held every seat
+            self.buffer.load_state_dict(state["buffer"], missing={"seated": True})
         self._pending = None

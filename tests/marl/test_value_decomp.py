@@ -426,3 +426,16 @@ def test_replay_state_holds_only_the_filled_rows():
     again = ReplayBuffer(100_000, {"obs": ((16,), torch.float32)})
     again.load_state_dict(torch.load(io.BytesIO(out.getvalue()), weights_only=True))
     assert len(again) == 10 and torch.equal(again.data["obs"][:10], torch.ones(10, 16))
+
+
+def test_checkpoint_from_before_seat_masks_loads_with_every_seat_held():
+    learner, vg, acts = _tag_step("vdn", SEATS)
+    learner.observe(vg.step(acts))
+    state = learner.state_dict()
+    old = {**state["buffer"], "data": {k: v for k, v in state["buffer"]["data"].items()
+                                       if k != "seated"}}
+    again, _, _ = _tag_step("vdn", SEATS, seed=1)
+    again.load_state_dict({**state, "buffer": old})
+    n = len(learner.buffer)
+    assert len(again.buffer) == n and again.buffer.data["seated"][:n].all()
+    assert torch.equal(again.buffer.data["obs"][:n], learner.buffer.data["obs"][:n])
