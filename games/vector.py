@@ -78,6 +78,18 @@ class VecStep:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+NATIVE_MAX_COPIES = 16_384  # a natively batched game plays at most this many episodes at once
+
+
+def episode_copies(game: Game, episodes: int, num_envs: int) -> int:
+    """How many copies to step to play ``episodes`` episodes of ``game``: every episode at
+    once (up to ``NATIVE_MAX_COPIES``) on a natively batched game, where more copies cost
+    almost nothing per step; ``min(num_envs, episodes)`` copies of a stepped game."""
+    if callable(getattr(game, "batched", None)):
+        return max(1, min(episodes, NATIVE_MAX_COPIES))
+    return max(1, min(num_envs, episodes))
+
+
 def _host(x: Any) -> Any:
     if hasattr(x, "detach"):  # a torch tensor (games stays importable without torch)
         return x.detach().cpu().numpy()

@@ -6,6 +6,10 @@ A Ray worker that dies mid-evaluation is replaced by a fresh actor and its jobs 
 A :class:`MatchJob` is self-contained — game, seats as policy files, episodes, seed — so a
 job gives the same returns wherever it runs: the local and Ray runners agree exactly for
 a fixed seed. Episodes are reported in the order they finish (copy order within a step).
+
+A job plays ``min(num_envs, episodes)`` copies of a stepped (PettingZoo, OpenSpiel) game at
+once; a natively batched game (VMAS) plays every episode of the job at once, as copies of
+one batch (``games.vector.episode_copies``), so a pair's match costs one episode's steps.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import torch
 
 import games
 import llm_agents.learner  # noqa: F401 - registers the llm policy kind (load_policy, Ray workers)
+from games.vector import episode_copies
 from marl.core import Policy, derive_seed, load_policy
 from marl.train import RandomPolicy, check_episode_lengths
 
@@ -46,10 +51,13 @@ class MatchJob:
 
 @dataclass(frozen=True)
 class MatchResult:
-    """Returns of each finished episode, in order: ``returns[e][agent]``."""
+    """Returns of each finished episode, in order: ``returns[e][agent]``; ``copies`` game
+    copies stepped together ``steps`` times to play them."""
 
     key: str
     returns: list[dict[str, float]]
+    copies: int = 0
+    steps: int = 0
 
 
 def _vector_kwargs(policies: list[Policy]) -> dict[str, bool]:
@@ -74,7 +82,8 @@ def play_job(job: MatchJob, cache: dict[str, Policy] | None = None) -> MatchResu
 
 def _play_job(job: MatchJob, cache: dict[str, Policy] | None) -> MatchResult:
     cache = {} if cache is None else cache
-    spec = games.make(job.game, **job.game_kwargs).spec
+    game = games.make(job.game, **job.game_kwargs)
+    spec = game.spec
     seats: dict[str, Policy] = {}
     for agent, path in job.seats.items():
         if path == RANDOM:
@@ -90,17 +99,20 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None) -> MatchResult:
     missing = set(spec.agent_ids) - set(seats)
     if missing:
         raise ValueError(f"match {job.key}: no policy for seats {sorted(missing)}")
-    vg = games.VectorGame(job.game, min(job.num_envs, job.episodes), seed=job.seed,
+    copies = episode_copies(game, job.episodes, job.num_envs)
+    vg = games.VectorGame(job.game, copies, seed=job.seed,
                           **_vector_kwargs(list(seats.values())), **job.game_kwargs)
     vs = vg.reset()
     out: list[dict[str, float]] = []
+    steps = 0
     while len(out) < job.episodes:
         vs = vg.step({a: p.act(a, vs, greedy=job.greedy) for a, p in seats.items()})
+        steps += 1
         check_episode_lengths(vs, spec, f"match {job.key}")
         for b in np.flatnonzero(vs.done):
             out.append({a: float(vs.episode_return[a][b]) for a in spec.agent_ids})
     vg.close()
-    return MatchResult(job.key, out[: job.episodes])
+    return MatchResult(job.key, out[: job.episodes], copies, steps)
 
 
 class Runner(abc.ABC):

@@ -1,0 +1,108 @@
+"""Leagues, evaluation and the CLI on VMAS games: a match job plays every episode of a pair
+at once as copies of one VMAS batch; ``selfplay-train game=vmas_spread`` trains from the
+command line; the ``vmas_tag_league`` preset runs a PFSP league (adversaries against the good
+agent) at small settings."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+from hydra import compose, initialize_config_module
+from omegaconf import OmegaConf
+
+import games
+from marl.mappo import MAPPO, MAPPOConfig
+from populations.runners import RANDOM, LocalRunner, MatchJob, play_job
+
+TAG_KW = {"max_steps": 5, "shape_agent_rew": True}  # distinct returns per episode
+
+
+def _snapshot(tmp_path, seed=0):
+    """An (untrained) MAPPO policy for every seat of vmas/simple_tag, as a policy file."""
+    spec = games.make("vmas/simple_tag", **TAG_KW).spec
+    return str(MAPPO(spec, MAPPOConfig(), seed=seed).policy().save(tmp_path / f"p{seed}.pt"))
+
+
+def test_a_vmas_match_job_plays_all_its_episodes_as_copies_of_one_batch(tmp_path):
+    spec = games.make("vmas/simple_tag", **TAG_KW).spec
+    path = _snapshot(tmp_path)
+    seats = {a: (path if a.startswith("adversary") else RANDOM) for a in spec.agent_ids}
+    res = play_job(MatchJob("m", "vmas/simple_tag", seats, 24, 3, TAG_KW, num_envs=8))
+    assert (res.copies, res.steps) == (24, 5)  # one episode's steps, not 24 / 8 of them
+    assert len(res.returns) == 24 and set(res.returns[0]) == set(spec.agent_ids)
+    assert len({r["agent_0"] for r in res.returns}) > 1  # 24 different episodes
+    # a game stepped copy by copy keeps num_envs copies
+    kw = {"N": 2, "max_cycles": 5}
+    pz = games.make("pettingzoo/mpe2.simple_spread_v3", **kw).spec
+    res = play_job(MatchJob("p", "pettingzoo/mpe2.simple_spread_v3",
+                            {a: RANDOM for a in pz.agent_ids}, 24, 3, kw, num_envs=8))
+    assert (res.copies, res.steps) == (8, 15) and len(res.returns) == 24
+
+
+def test_a_vmas_match_job_replays_identically_and_depends_on_its_seed(tmp_path):
+    spec = games.make("vmas/simple_tag", **TAG_KW).spec
+    a, b = _snapshot(tmp_path, 0), _snapshot(tmp_path, 1)
+    seats = {ag: (a if ag.startswith("adversary") else b) for ag in spec.agent_ids}
+    jobs = [MatchJob(f"j{s}", "vmas/simple_tag", seats, 6, s, TAG_KW) for s in (1, 1, 2)]
+    runner = LocalRunner()  # policies cached across jobs: they are reseeded per job
+    first, again, other = runner.play(jobs)
+    assert first.returns == again.returns == play_job(jobs[0]).returns
+    assert first.returns != other.returns
+
+
+def _compose(overrides):
+    with initialize_config_module(config_module="configs", version_base=None):
+        return compose(config_name="config", overrides=overrides)
+
+
+def test_vmas_tag_league_preset_runs_a_pfsp_league_at_small_settings(tmp_path):
+    from populations.experiment import run_experiment
+
+    preset = OmegaConf.to_object(_compose(["experiment=vmas_tag_league"]))
+    assert preset.game.name == "vmas/simple_tag" and preset.num_envs == 1024
+    assert preset.population.kind == "league"
+    assert preset.population.matchmaking.rule == "pfsp"
+    exp = OmegaConf.to_object(_compose([
+        "experiment=vmas_tag_league", "num_envs=8", "population.generations=2",
+        "population.frames_per_generation=200", "mappo.epochs=1", "eval_episodes=6",
+        "game.kwargs.max_steps=5", "progress=false", "logger=none"]))
+    summary = run_experiment(exp, tmp_path / "run")
+    db = sqlite3.connect(summary.database)
+    rows = [(k, json.loads(s)) for k, s in db.execute("SELECT key, seats FROM matches")]
+    # v1-v0, then v2-v0 and v2-v1: 6 role-swapped episode pairs each
+    assert len(rows) == 3 * 2 * 6
+    for _, seats in rows:  # the three adversaries are one side: one snapshot plays them all
+        assert len({seats[f"adversary_{i}"] for i in range(3)}) == 1
+        assert seats["agent_0"] != seats["adversary_0"]
+    assert max(r[0] for r in db.execute("SELECT step FROM metrics")) >= 200
+    assert {r["version"] for r in summary.table} == {0, 1, 2}
+    assert all(r["matches"] > 0 for r in summary.table)  # every snapshot rated
+
+
+def test_selfplay_train_game_vmas_spread_from_the_command_line(tmp_path):
+    run = tmp_path / "run"
+    res = subprocess.run(
+        [sys.executable, "-m", "populations.cli", "game=vmas_spread", "frames=64", "num_envs=8",
+         "mappo.rollout_steps=8", "mappo.epochs=1", "eval_episodes=3", "progress=false",
+         "logger=none", f"hydra.run.dir={run}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    db = sqlite3.connect(run / "league.db")
+    assert [r[0] for r in db.execute("SELECT max(step) FROM metrics")] == [64]
+    rets = [json.loads(r[0]) for r in db.execute("SELECT returns FROM matches")]
+    assert len(rets) == 3 and all(np.isfinite(r["agent_0"]) for r in rets)
+
+
+def test_selfplay_train_refuses_a_bad_vmas_kwarg_in_one_line(tmp_path):
+    res = subprocess.run(
+        [sys.executable, "-m", "populations.cli", "game=vmas_spread", "game.kwargs.colour=1",
+         "progress=false",
+         "logger=none", f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("selfplay-train: ")
+    assert "vmas/simple_spread" in err[0] and "colour" in err[0]
+    assert "Traceback" not in res.stderr and not (tmp_path / "run").exists()
