@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
@@ -106,3 +107,22 @@ def test_selfplay_train_refuses_a_bad_vmas_kwarg_in_one_line(tmp_path):
     assert len(err) == 1 and err[0].startswith("selfplay-train: ")
     assert "vmas/simple_spread" in err[0] and "colour" in err[0]
     assert "Traceback" not in res.stderr and not (tmp_path / "run").exists()
+
+
+def test_psro_with_sampled_payoffs_runs_on_vmas_tag(tmp_path):
+    """PSRO's players are the seats (3 adversaries and the good agent), each with an RL
+    (MAPPO) best response and payoffs sampled on VMAS copies."""
+    from populations.experiment import run_experiment
+
+    exp = OmegaConf.to_object(_compose([
+        "population=psro", "game=vmas_tag", "game.kwargs.max_steps=3", "population.oracle=rl",
+        "population.psro.payoffs=sampled", "population.psro.meta_solver=prd",
+        "population.psro.episodes_per_entry=2", "population.psro.num_envs=2",
+        "population.iterations=1", "population.oracle_frames=24", "mappo.rollout_steps=3",
+        "mappo.epochs=1", "num_envs=8", "eval_episodes=2", "progress=false", "logger=none"]))
+    summary = run_experiment(exp, tmp_path / "run")
+    weights: dict[str, float] = {}
+    for row in summary.table:
+        weights[row["seat"]] = weights.get(row["seat"], 0.0) + row["meta_weight"]
+    assert set(weights) == {"adversary_0", "adversary_1", "adversary_2", "agent_0"}
+    assert all(w == pytest.approx(1.0, abs=1e-3) for w in weights.values())
