@@ -33,7 +33,9 @@ never increases, as populations only grow. Best-response targets (``response_tar
 Oracles: :class:`ExactBestResponse` (OpenSpiel's C++ tabular best response, for games
 small enough to enumerate) and :class:`RLOracle` (trains a ``marl`` learner against the
 meta-mixtures). Payoffs: :class:`ExactPayoffs` (exact expected returns in sequence form,
-:mod:`populations.exploitability`) or :class:`SampledPayoffs` (simulated episodes). On
+:mod:`populations.exploitability`) or :class:`SampledPayoffs` (simulated episodes, in
+lockstep over a memo of the game's histories on OpenSpiel games; both in
+:mod:`populations.payoffs`). On
 enumerable OpenSpiel games the exact NashConv of the meta-mixture is computed after
 every iteration. A :class:`PSRORecorder` receives members, payoffs and per-iteration
 results (the league database connects there); progress goes to ``logging``.
@@ -48,7 +50,6 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -61,7 +62,7 @@ import games
 from games import GameSpec, VecStep, VectorGame
 from games.openspiel import OpenSpielGame
 from marl.core import Learner, Policy, PolicyMeta, derive_seed
-from marl.train import RandomPolicy, evaluate, train
+from marl.train import RandomPolicy, train
 from populations import exploitability as ex
 from populations.approx_exploit import evaluated_greedy
 from populations.meta_solvers import (
@@ -69,6 +70,12 @@ from populations.meta_solvers import (
     available_meta_solvers,
     get_meta_solver,
     needs_full_game,
+)
+from populations.payoffs import (  # noqa: F401 - PSRO's estimators, importable from here too
+    ExactPayoffs,
+    PayoffEstimator,
+    SampledPayoffs,
+    resolve_game,
 )
 
 log = logging.getLogger(__name__)
@@ -152,38 +159,6 @@ def _member_matrices(tree: ex.GameTree, mixture: Mixture) -> list[np.ndarray]:
         m.matrix if m.matrix is not None else ex.policy_matrix(tree, m.policy, m.agent)
         for m in mixture.members
     ]
-
-
-def resolve_game(
-    game: str | games.Game | GameSpec, game_kwargs: Mapping[str, Any] | None = None
-) -> tuple[str, dict[str, Any]]:
-    """``(name, kwargs)`` for ``games.make``, from a name or from a game object or spec whose
-    name rebuilds it (OpenSpiel names hold their parameters: ``goofspiel(num_cards=4)``).
-
-    PSRO builds many copies of the game (payoff estimates, RL oracles), so a game object is
-    accepted only where its name makes an equal one.
-
-    Raises:
-        TypeError: ``game`` is none of these, or its name does not rebuild it.
-    """
-    if isinstance(game, str):
-        return game, dict(game_kwargs or {})
-    spec = game.spec if isinstance(game, games.Game) else game
-    if not isinstance(spec, GameSpec):
-        raise TypeError(
-            "game must be a name ('openspiel/kuhn_poker'), a games.Game or a GameSpec; got "
-            f"{type(game).__name__}"
-        )
-    try:
-        same = not game_kwargs and games.make(spec.name).spec == spec
-    except (games.GameError, ValueError):
-        same = False
-    if not same:
-        raise TypeError(
-            f"cannot rebuild copies of the game {spec.name!r} from its name (its keyword "
-            "arguments are not part of it); pass the name and game_kwargs instead"
-        )
-    return spec.name, {}
 
 
 class ExactBestResponse:
@@ -370,78 +345,6 @@ class RLOracle:
             result.updates,
         )
         return learner.policy()
-
-
-# ------------------------------------------------------------------------------- payoffs
-class PayoffEstimator(Protocol):
-    """Fills blocks of the empirical payoff tensor."""
-
-    def add_member(self, member: Member) -> None:
-        """Register the next member of ``member.agent``'s population."""
-
-    def block(self, index: Sequence[np.ndarray]) -> np.ndarray:
-        """``[P, len(index[0]), ..., len(index[P-1])]`` payoffs of the profiles
-        ``index[0] x ... x index[P-1]`` (member indices per seat)."""
-        ...
-
-
-class ExactPayoffs:
-    """Exact expected payoffs on enumerable games (sequence form; needs member matrices)."""
-
-    def __init__(self, tree: ex.GameTree) -> None:
-        self.tree = tree
-        self.reals: list[list[np.ndarray]] = [[] for _ in tree.agents]  # [Z] per member
-
-    def add_member(self, member: Member) -> None:
-        p = self.tree.player(member.agent)
-        mat = member.matrix
-        if mat is None:
-            mat = ex.policy_matrix(self.tree, member.policy, member.agent)
-        self.reals[p].append(ex.realization(self.tree, p, mat[None])[0])
-
-    def block(self, index: Sequence[np.ndarray]) -> np.ndarray:
-        reals = [
-            np.stack(r)[np.asarray(i, np.int64)] for r, i in zip(self.reals, index, strict=True)
-        ]
-        return ex.payoff_block(self.tree, reals)
-
-
-class SampledPayoffs:
-    """Payoffs as mean returns over ``episodes`` simulated episodes per profile."""
-
-    def __init__(
-        self,
-        game: str | games.Game | GameSpec,
-        episodes: int = 1000,
-        num_envs: int = 64,
-        seed: int = 0,
-        game_kwargs: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.game, self.game_kwargs = resolve_game(game, game_kwargs)
-        self.episodes, self.num_envs, self.seed = episodes, num_envs, seed
-        self.spec = games.make(self.game, **self.game_kwargs).spec
-        self.members: dict[str, list[Member]] = {a: [] for a in self.spec.agent_ids}
-
-    def add_member(self, member: Member) -> None:
-        self.members[member.agent].append(member)
-
-    def block(self, index: Sequence[np.ndarray]) -> np.ndarray:
-        agents = self.spec.agent_ids
-        out = np.zeros((len(agents), *(len(i) for i in index)))
-        for pos in itertools.product(*(range(len(i)) for i in index)):
-            profile = [int(index[p][j]) for p, j in enumerate(pos)]
-            seats = {a: self.members[a][k].policy for a, k in zip(agents, profile, strict=True)}
-            for a, pol in seats.items():  # each profile's own draws: a resumed run (fresh
-                # policies) estimates the same payoffs as an uninterrupted one
-                pol.reseed(derive_seed(self.seed, "payoffs", *profile, a))
-            with_text = any("text" in pol.meta.inputs for pol in seats.values())
-            seed = int(np.random.SeedSequence([self.seed, *profile]).generate_state(1)[0])
-            vg = VectorGame(
-                self.game, self.num_envs, seed=seed, with_text=with_text, **self.game_kwargs
-            )
-            res = evaluate(vg, seats, self.episodes)
-            out[(slice(None), *pos)] = [res.per_agent[a] for a in agents]
-        return out
 
 
 # ---------------------------------------------------------------------------------- PSRO

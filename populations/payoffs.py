@@ -1,0 +1,188 @@
+"""Payoff estimators of PSRO's empirical game: exact expected returns on enumerable
+OpenSpiel games (:class:`ExactPayoffs`, sequence form) and means of sampled episodes
+(:class:`SampledPayoffs`).
+
+Sampled entries are played in lockstep over a memo of the game's histories
+(:class:`populations.lockstep.LockstepSampler`: every episode of every entry of a block at
+once) on sequential OpenSpiel games whose members' probabilities depend on their views
+alone; other entries are played through ``VectorGame`` one profile at a time. Either way an
+entry's value depends only on the run's seed and its profile, so a resumed run (which
+recomputes its empirical game in other blocks) records the same payoffs.
+
+Shape legend: ``P`` seats, ``K_p`` members of seat ``p``, ``Z`` terminal histories.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+import games
+from games import GameSpec, VectorGame
+from marl.core import derive_seed
+from marl.train import evaluate
+from populations import exploitability as ex
+from populations.lockstep import LockstepSampler, MemoFull, NoProbabilities, memoryless
+
+if TYPE_CHECKING:
+    from populations.psro import Member
+
+log = logging.getLogger(__name__)
+
+
+def resolve_game(
+    game: str | games.Game | GameSpec, game_kwargs: Mapping[str, Any] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """``(name, kwargs)`` for ``games.make``, from a name or from a game object or spec whose
+    name rebuilds it (OpenSpiel names hold their parameters: ``goofspiel(num_cards=4)``).
+
+    PSRO builds many copies of the game (payoff estimates, RL oracles), so a game object is
+    accepted only where its name makes an equal one.
+
+    Raises:
+        TypeError: ``game`` is none of these, or its name does not rebuild it.
+    """
+    if isinstance(game, str):
+        return game, dict(game_kwargs or {})
+    spec = game.spec if isinstance(game, games.Game) else game
+    if not isinstance(spec, GameSpec):
+        raise TypeError(
+            "game must be a name ('openspiel/kuhn_poker'), a games.Game or a GameSpec; got "
+            f"{type(game).__name__}"
+        )
+    try:
+        same = not game_kwargs and games.make(spec.name).spec == spec
+    except (games.GameError, ValueError):
+        same = False
+    if not same:
+        raise TypeError(
+            f"cannot rebuild copies of the game {spec.name!r} from its name (its keyword "
+            "arguments are not part of it); pass the name and game_kwargs instead"
+        )
+    return spec.name, {}
+
+
+
+class PayoffEstimator(Protocol):
+    """Fills blocks of the empirical payoff tensor."""
+
+    def add_member(self, member: Member) -> None:
+        """Register the next member of ``member.agent``'s population."""
+
+    def block(self, index: Sequence[np.ndarray]) -> np.ndarray:
+        """``[P, len(index[0]), ..., len(index[P-1])]`` payoffs of the profiles
+        ``index[0] x ... x index[P-1]`` (member indices per seat)."""
+        ...
+
+
+class ExactPayoffs:
+    """Exact expected payoffs on enumerable games (sequence form; needs member matrices)."""
+
+    def __init__(self, tree: ex.GameTree) -> None:
+        self.tree = tree
+        self.reals: list[list[np.ndarray]] = [[] for _ in tree.agents]  # [Z] per member
+
+    def add_member(self, member: Member) -> None:
+        p = self.tree.player(member.agent)
+        mat = member.matrix
+        if mat is None:
+            mat = ex.policy_matrix(self.tree, member.policy, member.agent)
+        self.reals[p].append(ex.realization(self.tree, p, mat[None])[0])
+
+    def block(self, index: Sequence[np.ndarray]) -> np.ndarray:
+        reals = [
+            np.stack(r)[np.asarray(i, np.int64)] for r, i in zip(self.reals, index, strict=True)
+        ]
+        return ex.payoff_block(self.tree, reals)
+
+
+class SampledPayoffs:
+    """Payoffs as mean returns over ``episodes`` simulated episodes per profile.
+
+    Args:
+        game: a game name (or object / spec, :func:`resolve_game`).
+        episodes: episodes per profile.
+        num_envs: game copies stepped together where episodes are played through
+            ``VectorGame``.
+        seed: the run's seed; each entry's draws derive from it and the profile.
+        game_kwargs: keyword arguments of ``games.make``.
+        lockstep: sample entries with :class:`~populations.lockstep.LockstepSampler` where
+            it applies (False: always play through ``VectorGame``).
+    """
+
+    def __init__(
+        self,
+        game: str | games.Game | GameSpec,
+        episodes: int = 1000,
+        num_envs: int = 64,
+        seed: int = 0,
+        game_kwargs: Mapping[str, Any] | None = None,
+        lockstep: bool = True,
+    ) -> None:
+        self.game, self.game_kwargs = resolve_game(game, game_kwargs)
+        self.episodes, self.num_envs, self.seed = episodes, num_envs, seed
+        self.spec = games.make(self.game, **self.game_kwargs).spec
+        self.members: dict[str, list[Member]] = {a: [] for a in self.spec.agent_ids}
+        self.sampler: LockstepSampler | None = None
+        if lockstep:
+            try:
+                self.sampler = LockstepSampler(self.game, self.game_kwargs)
+            except ValueError as err:  # not a sequential OpenSpiel game: play episodes
+                log.debug("sampled payoffs play episodes: %s", err)
+        self.lockstep: dict[str, list[bool]] = {a: [] for a in self.spec.agent_ids}
+
+    def add_member(self, member: Member) -> None:
+        self.members[member.agent].append(member)
+        self.lockstep[member.agent].append(memoryless(member.policy))
+        if self.sampler is not None:
+            self.sampler.add_member(self.spec.agent_ids.index(member.agent), member.policy)
+
+    def block(self, index: Sequence[np.ndarray]) -> np.ndarray:
+        agents = self.spec.agent_ids
+        out = np.zeros((len(agents), *(len(i) for i in index)))
+        positions = list(itertools.product(*(range(len(i)) for i in index)))
+        profiles = [tuple(int(index[p][j]) for p, j in enumerate(pos)) for pos in positions]
+        fast = [
+            self.sampler is not None
+            and all(self.lockstep[a][k] for a, k in zip(agents, prof, strict=True))
+            for prof in profiles
+        ]
+        chosen = [prof for prof, f in zip(profiles, fast, strict=True) if f]
+        values = iter(())
+        if chosen:
+            assert self.sampler is not None
+            seeds = [derive_seed(self.seed, "payoffs", *prof) for prof in chosen]
+            try:
+                values = iter(self.sampler.payoffs(np.asarray(chosen), seeds, self.episodes))
+            except MemoFull as err:  # the game is too large to memoize: play from now on
+                log.warning("sampled payoffs: %s; playing episodes from now on", err)
+                self.sampler = None
+                return self.block(index)
+            except NoProbabilities as err:
+                log.info("sampled payoffs: member %d of %s is played (%s)", err.member,
+                         agents[err.seat], err)
+                self.lockstep[agents[err.seat]][err.member] = False
+                return self.block(index)
+        for pos, prof, f in zip(positions, profiles, fast, strict=True):
+            out[(slice(None), *pos)] = next(values) if f else self.play(prof)
+        return out
+
+    def play(self, profile: Sequence[int]) -> np.ndarray:
+        """``[P]`` mean returns of ``profile`` over ``episodes`` episodes played through a
+        ``VectorGame`` (``num_envs`` copies), the members acting as they do anywhere."""
+        agents = self.spec.agent_ids
+        seats = {a: self.members[a][k].policy for a, k in zip(agents, profile, strict=True)}
+        for a, pol in seats.items():  # each profile's own draws: a resumed run (fresh
+            # policies) estimates the same payoffs as an uninterrupted one
+            pol.reseed(derive_seed(self.seed, "payoffs", *profile, a))
+        with_text = any("text" in pol.meta.inputs for pol in seats.values())
+        seed = int(np.random.SeedSequence([self.seed, *profile]).generate_state(1)[0])
+        vg = VectorGame(
+            self.game, self.num_envs, seed=seed, with_text=with_text, **self.game_kwargs
+        )
+        res = evaluate(vg, seats, self.episodes)
+        return np.asarray([res.per_agent[a] for a in agents])
