@@ -183,6 +183,8 @@ class Capabilities:
         partial_seats: honours ``Learner.seat_mask`` (trains where a frozen opponent fills
             some of its seats in some copies), which league members need.
         needs_text: acts on text views (LLM teams); natively batched games have none.
+        why_not: why the learner lacks a capability, by its name (``{"turn_based": ...}``);
+            refusals quote it, so the user learns why, not only what.
     """
 
     discrete: bool
@@ -197,13 +199,19 @@ class Capabilities:
     own_rollouts: bool = False
     partial_seats: bool = False
     needs_text: bool = False
+    why_not: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def reason(self, capability: str) -> str:
+        """`` (why)`` when ``why_not`` says why ``capability`` is missing, else ``""``."""
+        why = self.why_not.get(capability)
+        return f" ({why})" if why else ""
 
     def check(self, spec: GameSpec, agents: Sequence[str], learner: str) -> None:
         """Raise ``ValueError`` when ``spec`` needs something this learner lacks."""
         if not spec.simultaneous and not self.turn_based:
             raise ValueError(
                 f"{learner} supports simultaneous-move games only; {spec.name} is turn-based"
-            )
+                + self.reason("turn_based"))
         kinds = {spec.action_spaces[a].kind for a in agents}
         for kind, ok in (("discrete", self.discrete), ("continuous", self.continuous)):
             if kind in kinds and not ok:

@@ -297,6 +297,9 @@ class MADDPGPolicy(Policy):
 MADDPG_CAPABILITIES = Capabilities(
     discrete=True, continuous=True, on_policy=False, turn_based=False, centralized_critic=True,
     partial_seats=True,
+    why_not={"turn_based": "each critic scores the joint action of all agents at one step and "
+                           "every actor learns through it by a deterministic policy gradient; "
+                           "a turn-based game has one mover per step and no joint action"},
 )
 
 

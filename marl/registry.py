@@ -157,7 +157,8 @@ def _problem(entry: LearnerEntry, spec: GameSpec, config: Any,
     if spec.simultaneous and not cap.simultaneous:
         return f"{entry.name} plays turn-based games only and {game} is simultaneous-move"
     if not spec.simultaneous and not cap.turn_based:
-        return f"{entry.name} plays simultaneous-move games only and {game} is turn-based"
+        return (f"{entry.name} plays simultaneous-move games only and {game} is turn-based"
+                + cap.reason("turn_based"))
     kinds = {sp.kind for sp in spec.action_spaces.values()}
     for kind, ok in (("discrete", cap.discrete), ("continuous", cap.continuous)):
         if kind in kinds and not ok:

@@ -9,8 +9,8 @@
   ``final_obs`` / ``final_state`` where a copy's episode ended (so truncated episodes
   bootstrap from their last observation) and a ``terminal`` flag that is set only when
   the episode ended by the rules, never by a time limit.
-* :class:`Capabilities` is what a learner declares it supports (to be moved to
-  ``marl/core.py``).
+* :class:`TeamTurns` holds each team's open transition in a turn-based game, from the
+  team's acting step to its next one (or the episode's end), rewards summed in between.
 
 Shape legend: ``C`` capacity, ``B`` copies (envs), ``M`` minibatch, ``A`` agents,
 ``O`` observation width (padded), ``N`` discrete actions (padded), ``S`` global state width.
@@ -255,3 +255,88 @@ def seated(seat_mask: Any, B: int, A: int, device: torch.device) -> Tensor:
     if mask.shape != (B, A):
         raise ValueError(f"seat_mask has shape {mask.shape}; expected {(B, A)}")
     return torch.as_tensor(mask, device=device)
+
+
+class TeamTurns:
+    """Each team's open transition in every copy of a turn-based game.
+
+    A transition runs from a step where a seated agent of team ``g`` acts to the team's next
+    acting step (or the end of the episode). The steps in between are other teams' turns:
+    their team rewards are summed into the transition (credited to the team's latest action,
+    as MAPPO credits an agent's), so ``gamma`` discounts once per own step. A finished
+    transition becomes one replay row that holds only team ``g``'s seats (``acting``,
+    ``seated`` and ``next_acting`` masked to them; the team reward in column ``g``), so a
+    learner holding both sides of a game trains each team's value on its own steps only.
+    When a team has one agent this is that agent's own acting steps; a team of several
+    passes its value from one member's turn to the next member's.
+
+    Args:
+        team_AG: ``[A, G]`` bool, controlled agent ``a`` plays for team ``g``.
+
+    Open fields are ``[G, B, ...]``: the row fields given to :meth:`start` (``obs``,
+    ``action``, ``acting``, ``seated``, optionally ``state``), ``reward`` ``[G, B]`` (summed
+    so far) and ``is_open`` ``[G, B]``.
+    """
+
+    def __init__(self, team_AG: Tensor) -> None:
+        self.team_AG = team_AG
+        self.open: dict[str, Tensor] = {}
+
+    def clear(self) -> None:
+        """Drop every open transition (their games are gone)."""
+        self.open = {}
+
+    def start(self, row: Mapping[str, Tensor]) -> None:
+        """Open a transition for every (team, copy) where a seated agent of the team acts.
+
+        ``row``: ``[B, ...]`` fields of this step; ``row["acting"]`` ``[B, A]`` is already
+        masked by ``row["seated"]``.
+        """
+        team_GA = self.team_AG.T
+        mine_GBA = row["acting"][None] & team_GA[:, None]  # [G, B, A]
+        starts_GB = mine_GBA.any(-1)
+        G, B = starts_GB.shape
+        op = self.open
+        if not op or op["is_open"].shape[1] != B or set(op) != {*row, "reward", "is_open"}:
+            op = {k: v.new_zeros((G, *v.shape)) for k, v in row.items()}
+            op["is_open"] = starts_GB.new_zeros(G, B)
+            op["reward"] = torch.zeros(G, B, device=starts_GB.device)
+        new = {k: v[None].expand(G, *v.shape) for k, v in row.items()}
+        new["acting"] = mine_GBA
+        new["seated"] = new["seated"] & team_GA[:, None]
+        new["reward"] = torch.zeros_like(op["reward"])
+        for k, v in new.items():
+            op[k] = torch.where(starts_GB.view(G, B, *(1,) * (v.dim() - 2)), v, op[k])
+        op["is_open"] = op["is_open"] | starts_GB
+        self.open = op
+
+    def finish(self, team_BG: Tensor, nxt: Mapping[str, Tensor], acting_BA: Tensor,
+               done_B: Tensor) -> dict[str, Tensor] | None:
+        """Add this step's team rewards ``team_BG`` ``[B, G]`` to the open transitions and
+        close those whose team acts again now (``acting_BA``: who acts in the new step) or
+        whose episode ended; their replay rows ``[M, ...]`` (None: none closed).
+
+        ``nxt``: the "next" fields of this step (:meth:`AgentStacker.next_fields`). Where
+        the episode ended, ``next_acting`` is the seats that acted last (a truncated
+        episode bootstraps from them; a terminated one does not read it).
+        """
+        op = self.open
+        if not op:
+            return None
+        op["reward"] = op["reward"] + team_BG.T * op["is_open"]
+        again_GB = (acting_BA[None] & op["seated"]).any(-1)
+        close_GB = op["is_open"] & (again_GB | done_B[None])
+        if not bool(close_GB.any()):
+            return None
+        g_M, b_M = close_GB.nonzero(as_tuple=True)
+        rows = {k: v[g_M, b_M] for k, v in op.items() if k not in ("is_open", "reward")}
+        rows |= {k: v[b_M] for k, v in nxt.items()}
+        rows["next_acting"] = torch.where(done_B[b_M, None], rows["acting"],
+                                          acting_BA[b_M] & rows["seated"])
+        reward_M = op["reward"][g_M, b_M]
+        G = close_GB.shape[0]
+        rows["reward"] = reward_M if G == 1 else (
+            torch.zeros(len(g_M), G, device=reward_M.device).index_put_(
+                (torch.arange(len(g_M), device=reward_M.device), g_M), reward_M))
+        op["is_open"] = op["is_open"] & ~close_GB
+        return rows

@@ -17,6 +17,14 @@ selection and in the target max, and a transition bootstraps unless its episode
 *terminated* (a truncated episode bootstraps from ``final_obs`` / ``final_state``).
 Exploration is ε-greedy over legal actions with ε decaying linearly in frames.
 
+Turn-based games (one agent acts per step): a team's transition runs from its acting step
+to its next acting step or the episode's end (:class:`marl.replay.TeamTurns`), the rewards
+of the other teams' turns in between summed into it, ``gamma`` once per own step (as MAPPO
+does it). ``Q_tot`` mixes the utility of the team's agent acting at that step (the others
+count 0), and the target maximizes over the legal actions of the team's agent acting at its
+next step. A team of one agent (tic-tac-toe, poker) learns over its own acting steps; a
+team of several passes its value from one member's turn to the next member's.
+
 In a league (``Learner.seat_mask``) the learner holds every seat, of both teams: each team
 gets its own ``Q_tot`` (:class:`TeamMixer`) trained on its own team reward, a seat another
 policy played is masked out of its team's value, a team held elsewhere is not trained on,
@@ -67,6 +75,7 @@ from marl.replay import (
     TEAM_REWARDS,
     AgentStacker,
     ReplayBuffer,
+    TeamTurns,
     check_agents,
     check_choice,
     seated,
@@ -297,7 +306,7 @@ class ValueDecompPolicy(Policy):
 
 # --------------------------------------------------------------------------------- learner
 VALUE_DECOMP_CAPABILITIES = Capabilities(
-    discrete=True, continuous=False, on_policy=False, turn_based=False, centralized_critic=True,
+    discrete=True, continuous=False, on_policy=False, turn_based=True, centralized_critic=True,
     team=True, partial_seats=True,
 )
 
@@ -384,6 +393,8 @@ class ValueDecomp(Learner):
         self.sample_gen = torch.Generator().manual_seed(cfg.seed + 2)
         self.frames = self.updates = self.steps_since_update = 0
         self._pending: dict[str, Tensor] | None = None
+        # turn-based: each team's transition spans the other teams' turns
+        self.turns = None if spec.simultaneous else TeamTurns(self.team_AG)
         self.seat_mask: np.ndarray | None = None
         self.guard = FiniteGuard(spec.name, self.agents)  # NaN/inf stop training
 
@@ -407,17 +418,23 @@ class ValueDecomp(Learner):
                              "acting": self.stack.acting(vs) & seated_BA}
             if self.uses_state:
                 self._pending["state"] = self.stack.state(vs)
+            if self.turns is not None:
+                self.turns.start(self._pending)
         out = actions_BA.cpu().numpy()
         return {a: out[:, i] for i, a in enumerate(self.agents)}
 
     def start_episodes(self) -> None:
         """Drop the half-transition of the last ``act`` (its games are gone)."""
         self._pending = None
+        if self.turns is not None:
+            self.turns.clear()
 
     def observe(self, vs: VecStep) -> None:
         """Store the copies' transitions; copies where the learner holds none of its seats
         (another policy played them all) are not stored, and a seat another policy held is
-        masked out of its team's value (``seated``)."""
+        masked out of its team's value (``seated``). In a turn-based game a team's
+        transition is stored when the team acts again or its episode ends
+        (:class:`~marl.replay.TeamTurns`)."""
         if self._pending is None:
             raise RuntimeError("observe() called without a preceding act()")
         rewards_BA = self.stack.rewards(vs)
@@ -429,12 +446,18 @@ class ValueDecomp(Learner):
                                 "next global state": nxt.get("next_state")})
         team_BG = torch.stack([self.stack.team(rewards_BA[:, col])
                                for col in self.team_AG.T], -1)
-        nxt["next_acting"] = nxt["next_acting"] & p["seated"]
-        row = {**p, "reward": team_BG[:, 0] if team_BG.shape[1] == 1 else team_BG, **nxt}
-        keep_B = p["seated"].any(1)
-        if not bool(keep_B.all()):
-            row = {k: v[keep_B] for k, v in row.items()}
-        self.buffer.add(row)
+        if self.turns is not None:  # turn-based: the teams' transitions that ended now
+            done_B = torch.as_tensor(vs.done, device=self.device)
+            rows = self.turns.finish(team_BG, nxt, self.stack.acting(vs), done_B)
+            if rows is not None:
+                self.buffer.add(rows)
+        else:
+            nxt["next_acting"] = nxt["next_acting"] & p["seated"]
+            row = {**p, "reward": team_BG[:, 0] if team_BG.shape[1] == 1 else team_BG, **nxt}
+            keep_B = p["seated"].any(1)
+            if not bool(keep_B.all()):
+                row = {k: v[keep_B] for k, v in row.items()}
+            self.buffer.add(row)
         self._pending = None
         self.frames += int(vs.done.shape[0])
         self.steps_since_update += 1
@@ -475,7 +498,10 @@ class ValueDecomp(Learner):
         # a team value is trained only where the learner held that team's seats
         held_BG = (b["seated"][:, :, None] & self.team_AG[None]).any(1).to(td_BG.dtype)
         loss = (weight_BG.detach() * per_sample_BG * held_BG).sum() / held_BG.sum().clamp(min=1)
-        q_tot_B, target_B, td_B = q_tot_BG, target_BG, td_BG  # metrics below
+        n_held = held_BG.sum().clamp(min=1)
+
+        def held_mean(x_BG: Tensor) -> float:  # metrics over the team values trained on
+            return float((x_BG.detach() * held_BG).sum() / n_held)
 
         self.guard.scalar(self.frames, "TD loss", loss)
         self.optimizer.zero_grad()
@@ -488,10 +514,10 @@ class ValueDecomp(Learner):
         self._update_targets()
         return {
             "losses/td_loss": float(loss.detach()),
-            "losses/q_tot": float(q_tot_B.detach().mean()),
-            "losses/q_values": float(q_taken_BA.detach().mean()),
-            "losses/target": float(target_B.mean()),
-            "losses/abs_td_error": float(td_B.detach().abs().mean()),
+            "losses/q_tot": held_mean(q_tot_BG),
+            "losses/q_values": float(q_taken_BA.detach().sum() / b["acting"].sum().clamp(min=1)),
+            "losses/target": held_mean(target_BG),
+            "losses/abs_td_error": held_mean(td_BG.abs()),
             "losses/grad_norm": float(grad_norm),
             "charts/epsilon": self.epsilon,
             "charts/buffer_size": float(len(self.buffer)),
@@ -552,4 +578,4 @@ class ValueDecomp(Learner):
         if state.get("buffer") is not None:
             # a checkpoint from before seat masks: the learner held every seat
             self.buffer.load_state_dict(state["buffer"], missing={"seated": True})
-        self._pending = None
+        self.start_episodes()  # open transitions belong to games that are gone

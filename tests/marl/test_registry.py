@@ -28,7 +28,8 @@ def test_marl_learners_are_registered_with_their_config_and_policy_kind():
     assert e["ippo"].section == "mappo" and e["ippo"].config is MAPPOConfig
     assert e["ippo"].capabilities.centralized_critic is False
     assert {e[n].policy for n in ("mappo", "ippo")} == {"mappo"}
-    assert e["vdn"].capabilities.team and not e["vdn"].capabilities.turn_based
+    assert e["vdn"].capabilities.team and e["vdn"].capabilities.turn_based
+    assert not e["maddpg"].capabilities.turn_based
 
 
 def test_presets_are_entries_not_special_cases():
@@ -46,10 +47,10 @@ def test_unknown_algo_lists_the_registered_ones():
 
 def test_incompatible_pairs_fail_in_one_line_naming_what_to_change():
     with pytest.raises(IncompatibleError) as err:
-        check_compatible("vdn", KUHN)
+        check_compatible("maddpg", KUHN)
     msg = str(err.value)
     assert "\n" not in msg
-    assert "algo=vdn" in msg and "turn-based" in msg and "'mappo'" in msg
+    assert "algo=maddpg" in msg and "turn-based" in msg and "'mappo'" in msg
     # a config that needs what the game lacks: the setting to change is named
     state = MAPPOConfig(net=NetConfig(critic="state"))
     with pytest.raises(IncompatibleError, match="critic='state' needs a global state.*auto"):

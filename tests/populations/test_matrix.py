@@ -89,13 +89,13 @@ def test_algo_game_pair(algo, game, tmp_path):
 
 
 def test_incompatible_pair_from_the_command_line_is_one_line(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "populations.cli", "algo=vdn", "game=kuhn"],
+    res = subprocess.run([sys.executable, "-m", "populations.cli", "algo=maddpg", "game=kuhn"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(CONFIGS.parent)})
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and "algo=vdn cannot play openspiel/kuhn_poker" in lines[0]
-    assert "turn-based" in lines[0] and "'mappo'" in lines[0]
+    assert len(lines) == 1 and "algo=maddpg cannot play openspiel/kuhn_poker" in lines[0]
+    assert "turn-based" in lines[0] and "no joint action" in lines[0] and "'vdn'" in lines[0]
     assert not (tmp_path / "runs").exists()
 
 

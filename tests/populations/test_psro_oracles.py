@@ -77,14 +77,16 @@ def test_oracle_uses_its_own_section_settings():
 
 
 def test_incompatible_oracle_is_refused_in_one_line(tmp_path):
-    """VDN plays simultaneous-move games only: a turn-based game is refused at config time,
-    in one line naming the oracle, the game and the oracles that would play it."""
-    cfg = _cfg("game=rps", "game.name=openspiel/first_sealed_auction", "population.oracle=vdn")
+    """MADDPG plays simultaneous-move games only: a turn-based game is refused at config
+    time, in one line naming the oracle, the game, why, and the oracles that would play it."""
+    cfg = _cfg("game=rps", "game.name=openspiel/first_sealed_auction",
+               "population.oracle=maddpg")
     with pytest.raises(IncompatibleError) as err:
         run_experiment(cfg, tmp_path / "run")
     msg = str(err.value)
-    assert "\n" not in msg and "vdn" in msg and "first_sealed_auction" in msg
-    assert "simultaneous-move games only" in msg and "'ippo'" in msg and "'maddpg'" not in msg
+    assert "\n" not in msg and "algo=maddpg" in msg and "first_sealed_auction" in msg
+    assert "simultaneous-move games only" in msg and "no joint action" in msg
+    assert "'ippo'" in msg and "'vdn'" in msg and "'maddpg'" not in msg
     assert not (tmp_path / "run").exists()  # refused before the run folder
 
 
