@@ -1,7 +1,7 @@
 """Policy-loss pieces of the LLM trainer as pure tensor functions, registered by name.
 
-* :func:`ppo_clip` -- PPO's clipped surrogate (Schulman et al., 2017) per trained unit,
-  with DAPO-style asymmetric clip ranges (Yu et al., 2025, arXiv:2503.14476).
+* :func:`ppo_clip` / :func:`ppo_clip_loss` -- PPO's clipped surrogate per trained unit, with
+  DAPO-style asymmetric clip ranges: :mod:`marl.losses`' (MAPPO's too), re-exported here.
 * ``KL_ESTIMATORS`` -- per-unit estimators of KL(pi || pi_ref) from log-probabilities of
   sampled units (Schulman, "Approximating KL divergence", 2020): ``k1``, ``k2``, ``k3``.
 * ``AGGREGATIONS`` -- how per-unit losses of a minibatch are averaged: ``token_mean``
@@ -15,29 +15,14 @@ Shape legend: ``n`` turns of a chunk, ``L`` units per turn (generated tokens, or
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from marl.losses import PPOLoss, PPOTerms, ppo_clip, ppo_clip_loss
 
-@dataclass
-class PPOTerms:
-    """Per-unit PPO terms, each ``[n, L]``."""
-
-    loss: Tensor  # -min(r A, clip(r) A)
-    ratio: Tensor  # pi / pi_old
-    clipped: Tensor  # bool: the clipped branch was taken
-
-
-def ppo_clip(logp: Tensor, old_logp: Tensor, adv: Tensor, clip_low: float = 0.2,
-             clip_high: float | None = None) -> PPOTerms:
-    """Clipped surrogate per unit; ``adv`` broadcasts to ``logp`` ``[n, L]``."""
-    high = clip_low if clip_high is None else clip_high
-    ratio = torch.exp(logp - old_logp)
-    unclipped = ratio * adv
-    clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + high) * adv
-    return PPOTerms(-torch.minimum(unclipped, clipped), ratio, clipped < unclipped)
+__all__ = ["AGGREGATIONS", "KL_ESTIMATORS", "PPOLoss", "PPOTerms", "ppo_clip", "ppo_clip_loss",
+           "register_aggregation", "register_kl", "resolve"]
 
 
 KLFn = Callable[[Tensor, Tensor], Tensor]

@@ -49,6 +49,7 @@ from llm_agents.team import Team, TeamModel, backend_for
 from marl.advantages import AdvantageConfig, RoleEMABaseline, broadcast_to_tokens, check_adv_norm
 from marl.core import Policy
 from marl.guards import FiniteGuard
+from marl.losses import ppo_clip_loss
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +163,7 @@ class MultiTurnGRPO:
         self.index = KeyIndex()
         self.rng = np.random.default_rng(cfg.seed)
         self.iteration = 0
+        self.rollouts: Any = None  # rollout workers (llm_agents.ray_rollouts); None: in-process
 
     # ----------------------------------------------------------------- rollouts
     def jobs(self) -> list[EpisodeJob]:
@@ -176,7 +178,10 @@ class MultiTurnGRPO:
         return out
 
     def collect(self) -> RolloutBatch:
-        """Play one iteration's episodes with the current weights."""
+        """Play one iteration's episodes with the current weights (on the rollout workers,
+        after a weight push, when ``rollouts`` is set)."""
+        if self.rollouts is not None:
+            return self.rollouts.collect(self.jobs(), self.iteration)
         self.team.sync()
         return self.engine.run(self.jobs())
 
@@ -311,8 +316,8 @@ class MultiTurnGRPO:
             rows = torch.arange(len(idx), device=self.device)[:, None].expand_as(mask)
             adv_u = broadcast_to_tokens(adv[idx], torch.where(mask, rows, -1))  # [n, L]
             w = agg(mask, units, len(mb))
-            terms = losses.ppo_clip(ul.logp, old_lp, adv_u, cfg.clip_low, cfg.clip_high)
-            loss = (w * terms.loss).sum() - cfg.ent_coef * (w * ul.entropy).sum()
+            pg = ppo_clip_loss(ul.logp, old_lp, adv_u, cfg.clip_low, cfg.clip_high, weight=w)
+            loss = pg.loss - cfg.ent_coef * (w * ul.entropy).sum()
             if ref is not None:
                 kl = losses.KL_ESTIMATORS[cfg.kl_estimator](
                     ul.logp, _layout([ref[i] for i in idx], mask))
@@ -321,11 +326,10 @@ class MultiTurnGRPO:
             self._check_finite("loss", loss, part)
             acc[f"losses/grad_norm/{role}"] = self._backward(loss)
             with torch.no_grad():
-                acc["losses/pg_loss"] += (w * terms.loss).sum().item()
+                acc["losses/pg_loss"] += pg.loss.item()
                 acc["losses/entropy"] += (w * ul.entropy).sum().item()
-                acc["losses/clipfrac"] += (w * terms.clipped).sum().item()
-                log_ratio = ul.logp - old_lp
-                acc["losses/approx_kl"] += (w * (log_ratio.exp() - 1 - log_ratio)).sum().item()
+                acc["losses/clipfrac"] += pg.clipfrac.item()  # units the clip zeroed
+                acc["losses/approx_kl"] += pg.approx_kl.item()
         acc["losses/grad_norm"] = float(nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm))
         self._check_finite("gradient norm", acc["losses/grad_norm"], [turns[i] for i in mb])
         self.optimizer.step()

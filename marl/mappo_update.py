@@ -5,6 +5,7 @@ paper's names: ``pg_loss``, ``v_loss``, ``entropy``, ``approx_kl``, ``clipfrac``
 ``explained_var``. Feed-forward nets draw minibatches of complete steps; recurrent nets
 (rMAPPO) draw minibatches of whole chunks (:func:`chunk_rows`), re-run their GRUs from the
 chunk's stored first-row states and take the loss on the chunk's complete steps only.
+The policy loss is :func:`marl.losses.ppo_clip_loss`, the one the LLM trainer uses too.
 
 Shape legend as in ``marl.mappo``; ``M`` samples of one minibatch, ``K`` chunks, ``L``
 rows per chunk, ``S`` sequences (chunk × copy × agent) of one minibatch.
@@ -19,6 +20,7 @@ import torch
 from torch import nn
 
 from marl.advantages import AdvantageKeys, agent_gae, normalize_advantages
+from marl.losses import ppo_clip_loss
 
 if TYPE_CHECKING:
     from marl.mappo import MAPPO
@@ -147,21 +149,16 @@ def ppo_update(L: MAPPO) -> dict[str, float]:
                 logp_all = torch.log_softmax(logits, -1)
                 newlogp = logp_all.gather(-1, buf.action[ti, bi, ai][:, None]).squeeze(-1)
                 entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
-                logratio = newlogp - buf.logp[ti, bi, ai]
-                ratio = logratio.exp()
-                mb_adv = norm_adv_TBA[ti, bi, ai]
-                pg_loss = torch.max(
-                    -mb_adv * ratio, -mb_adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
-                ).mean()
+                pg = ppo_clip_loss(newlogp, buf.logp[ti, bi, ai], norm_adv_TBA[ti, bi, ai],
+                                   cfg.clip_coef)  # [M] samples, plain mean
                 v_loss = 0.5 * (newvalue - target_TBA[ti, bi, ai]).pow(2).mean()
-                loss = loss + pg_loss - cfg.ent_coef * entropy + cfg.vf_coef * v_loss
+                loss = loss + pg.loss - cfg.ent_coef * entropy + cfg.vf_coef * v_loss
                 with torch.no_grad():
-                    stats["pg_loss"].append(pg_loss.item())
+                    stats["pg_loss"].append(pg.loss.item())
                     stats["v_loss"].append(v_loss.item())
                     stats["entropy"].append(entropy.item())
-                    stats["approx_kl"].append(((ratio - 1) - logratio).mean().item())
-                    stats["clipfrac"].append(
-                        ((ratio - 1).abs() > cfg.clip_coef).float().mean().item())
+                    stats["approx_kl"].append(pg.approx_kl.item())
+                    stats["clipfrac"].append(pg.outside.item())  # CleanRL's: |r - 1| > eps
             if not loss.requires_grad:
                 continue  # no complete step in this minibatch (a short turn-based rollout)
             L.guard.scalar(L.steps, "loss", loss)
