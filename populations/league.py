@@ -3,11 +3,15 @@
 By default the league has one member, ``main``, a MAPPO learner; pass ``members`` for
 more (e.g. a MAPPO member and an LLM team, ``populations.members``). Each generation:
 
-1. **train** every member in turn (``Member.train_generation``): in a fraction
-   ``opponent_prob`` of its games a snapshot of any member, chosen by the matchmaking rule
-   (self-play, FSP, PFSP, from the member's latest snapshot's win rates), plays one team and
-   the learner the other (sides drawn at random per episode); otherwise it plays every seat;
-2. **checkpoint** the members, the matchmaking RNG and the generation;
+1. **train** every member (``Member.train_generation``), one after another in this process
+   or all at once on Ray actors (``runner="ray"``, ``populations.learner_actors``): in a
+   fraction ``opponent_prob`` of its games a snapshot of any member, chosen by the
+   matchmaking rule (self-play, FSP, PFSP, from the member's latest snapshot's win rates),
+   plays one team and the learner the other (sides drawn at random per episode); otherwise
+   it plays every seat. A member sees the league only through a ``Matchmaker`` (its plan,
+   opponent draws from its own seeded stream, snapshot policies, a metrics sink), so both
+   ways train the same snapshots;
+2. **checkpoint** the members and the generation;
 3. **publish** each member's policy as snapshot ``v<generation>`` of that member;
 4. **evaluate** the new snapshots against earlier ones and each other (role-swapped episode
    pairs through the runner), record every episode, recompute payoffs and ratings;
@@ -40,22 +44,38 @@ import torch
 
 import games
 from marl.actor_critic import NetConfig
+from marl.core import derive_seed
 from marl.mappo import MAPPO, MAPPOConfig
 from populations.checkpoint import checkpoint_files, load_latest, save_checkpoint
 from populations.db import LeagueDB
 from populations.evaluation import evaluate_pairs, recompute, win_rates
+from populations.learner_actors import (
+    LearnerJob,
+    LearnerPool,
+    LearnerResult,
+    learner_gpus,
+    load_state_bytes,
+    state_bytes,
+)
 from populations.loggers import MetricsLogger
 from populations.matchmaking import MatchmakingConfig, opponent_distribution
-from populations.members import MAPPOMember, Member
+from populations.members import (
+    GenerationMatchmaker,
+    MAPPOMember,
+    Matchmaker,
+    Member,
+    OpponentDraw,
+    TrainPlan,
+)
 from populations.run_folder import RunFolderError, RunLock, check_settings, one_line
-from populations.runners import make_runner
-from populations.store import PolicyStore
+from populations.runners import init_ray, make_runner
+from populations.store import PolicyStore, file_sha256
 
 log = logging.getLogger(__name__)
 MEMBER = "main"
 # settings a resume may change: where and how fast it runs, and how long it goes on
 MAY_CHANGE = ("generations", "runner", "ray_workers", "ray_address", "keep_checkpoints",
-              "device", "torch_threads")
+              "device", "torch_threads", "ray_learners", "learner_gpus", "max_learner_restarts")
 
 
 @dataclass(frozen=True)
@@ -76,6 +96,11 @@ class LeagueConfig:
     runner: str = "local"  # local | ray
     ray_workers: int = 2  # Ray actors playing evaluation matches
     ray_address: str | None = None  # Ray cluster address (None: start Ray locally)
+    ray_learners: int = 0  # ray: learner actors training members at once (0: one per member)
+    learner_gpus: float | None = None  # ray: GPUs per learner actor (None: 1 on CUDA, else 0)
+    max_learner_restarts: int = 2  # ray: a dead learner actor is replaced this often per job
+    sync: bool = True  # ray: members wait for each other each generation (False: a member
+    # that finishes publishes, is evaluated and trains on at once; see League._run_async)
     keep_checkpoints: int = 3  # newest checkpoints kept on disk
     seed: int = 0
     device: str = "cpu"
@@ -87,6 +112,14 @@ class LeagueConfig:
         for name in ("generations", "frames_per_generation", "num_envs", "eval_episodes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
+        if self.runner not in ("local", "ray"):
+            raise ValueError(f"runner {self.runner!r} unknown; choose one of ['local', 'ray']")
+        if self.ray_learners < 0 or self.max_learner_restarts < 0:
+            raise ValueError(f"ray_learners={self.ray_learners}, max_learner_restarts="
+                             f"{self.max_learner_restarts}; expected integers >= 0")
+        if not self.sync and self.runner != "ray":
+            raise ValueError("sync=False (asynchronous members) needs runner='ray'; "
+                             f"got runner={self.runner!r}")
 
 
 class League:
@@ -156,10 +189,18 @@ class League:
             raise ValueError(f"league members need unique names; got {names}")
         self.single = len(self.members) == 1
         self.needs_text = any(m.kind == "llm" for m in self.members)
-        self.rng = np.random.default_rng(cfg.seed)
+        self.learners: LearnerPool | None = None
+        if cfg.runner == "ray":  # CPUs of a local Ray: the match workers and learner actors
+            actors = min(len(self.members), cfg.ray_learners or len(self.members))
+            init_ray(cfg.ray_address, cfg.ray_workers + actors)
         self.runner = make_runner(cfg.runner, **(
             {"num_workers": cfg.ray_workers, "address": cfg.ray_address}
             if cfg.runner == "ray" else {}))
+        if cfg.runner == "ray":
+            self.learners = LearnerPool(self.members, actors,
+                                        learner_gpus(cfg.device, cfg.learner_gpus),
+                                        torch_threads=cfg.torch_threads,
+                                        max_restarts=cfg.max_learner_restarts)
         self.team_of = np.array([self.spec.teams.index(a.team) for a in self.spec.agents])
         self.generation, self.phase, self.frames = 0, "new", 0
         self.logger: MetricsLogger = MetricsLogger()  # extra metrics sink (csv, wandb)
@@ -191,8 +232,7 @@ class League:
     # ------------------------------------------------------------------ checkpoints
     def _state(self) -> dict[str, Any]:
         return {"generation": self.generation, "phase": self.phase, "frames": self.frames,
-                "members": {m.name: m.state_dict() for m in self.members},
-                "rng": self.rng.bit_generator.state}
+                "members": {m.name: m.state_dict() for m in self.members}}
 
     def _save(self) -> None:
         step = 2 * self.generation + (1 if self.phase == "done" else 0)
@@ -211,7 +251,6 @@ class League:
                 raise ValueError(f"checkpoint {path} has no member {m.name!r} (it holds "
                                  f"{sorted(state['members'])}); resume with the same members")
             m.load_state_dict(state["members"][m.name])
-        self.rng.bit_generator.state = state["rng"]
         self.generation, self.phase = int(state["generation"]), str(state["phase"])
         self.frames = int(state["frames"])
         log.info("resumed from %s (generation %d, %s)", path.name, self.generation, self.phase)
@@ -254,8 +293,7 @@ class League:
             if self.phase == "done":
                 self.generation += 1
                 self.phase = "training"
-                for m in self.members:
-                    self.frames += m.train_generation(self, self.generation)
+                self._train_members()
                 self.phase = "trained"
                 self._save()
             self._publish_and_evaluate()
@@ -293,10 +331,54 @@ class League:
                 f"nash_conv/{s.member}": nash_conv(self.cfg.game, self.store.load(s.id)).nash_conv
                 for s in snaps})
 
-    def pick_opponents(self, member: str, copies: np.ndarray, opp: np.ndarray,
-                       side: np.ndarray, always: bool = False) -> None:
-        """Draw, for each copy in ``copies``, an opponent snapshot (or -1: none, with
-        probability ``1 - opponent_prob`` unless ``always``) and a side for ``member``."""
+    def _train_members(self) -> None:
+        """One generation of every member: in turn in this process (metrics logged live),
+        or all at once on the learner actors; their results are then applied in member
+        order, so metric steps and states are the in-process runner's."""
+        if self.learners is None:
+            for m in self.members:
+                self.frames += m.train_generation(self.matchmaker(m.name))
+            return
+        for m in self.members:
+            self.learners.submit(self._job(m, self.generation))
+        done = {}
+        while self.learners.busy:
+            r = self.learners.wait()
+            done[r.name] = r
+        for m in self.members:
+            self._apply(m, done[m.name])
+
+    def _job(self, m: Member, generation: int) -> LearnerJob:
+        """``m``'s generation for a learner actor: its state, plan, draw and snapshots."""
+        draw = self.draw(m.name, generation)
+        snaps = {}
+        for sid in draw.ids:
+            s = self.store.verify(self.store.get(sid))  # the bytes the actor gets are checked
+            snaps[sid] = self.learners.snapshot(sid, s.path, s.sha256 or file_sha256(s.path))
+        return LearnerJob(m.name, self.plan(generation), draw, state_bytes(m.state_dict()), snaps)
+
+    def _apply(self, m: Member, r: LearnerResult) -> None:
+        """A learner actor's result: the member's new state, its metrics at the league's
+        frame count, the frames."""
+        m.load_state_dict(load_state_bytes(r.state))
+        for f, metrics in r.metrics:
+            self.log_metrics(self.frames + f, metrics)
+        self.frames += r.frames
+
+    def plan(self, generation: int | None = None) -> TrainPlan:
+        """What every member trains with in ``generation`` (default: this one)."""
+        inputs: dict[str, bool] = {}
+        for m in self.members:
+            inputs |= m.inputs()
+        cfg = self.cfg
+        g = self.generation if generation is None else generation
+        return TrainPlan(cfg.game, dict(cfg.game_kwargs), cfg.num_envs, cfg.frames_per_generation,
+                         cfg.seed, g, tuple(int(t) for t in self.team_of), inputs, self.single)
+
+    def draw(self, member: str, generation: int | None = None) -> OpponentDraw:
+        """The matchmaking rule's candidates and probabilities for ``member`` now, and the
+        seed of its draw stream for ``generation`` (default: this one)."""
+        g = self.generation if generation is None else generation
         snaps = self.store.snapshots()
         if self.phase == "training":  # only what came before this generation: a snapshot an
             # interrupted attempt published is not part of the run yet (a resume that fell
@@ -310,10 +392,24 @@ class League:
             snaps = [s for s in snaps if s.id == max(t.id for t in snaps if t.member == s.member)]
         probs = opponent_distribution(
             win_rates(self.db, self.run_id, latest, [s.id for s in snaps]), self.cfg.matchmaking)
-        for b in copies:
-            use = always or self.rng.random() < self.cfg.opponent_prob
-            opp[b] = snaps[self.rng.choice(len(snaps), p=probs)].id if use else -1
-            side[b] = self.rng.integers(2)
+        return OpponentDraw(tuple(s.id for s in snaps), tuple(float(p) for p in probs),
+                            self.cfg.opponent_prob,
+                            derive_seed(self.cfg.seed, "matchmaking", member, g))
+
+    def matchmaker(self, member: str) -> Matchmaker:
+        """``member``'s matchmaker for this generation, in this process: snapshots from the
+        store, metrics logged at the league's frame count when it was made plus the
+        member's own."""
+        base = self.frames
+        return GenerationMatchmaker(member, self.plan(), self.draw(member), self.store.load,
+                                    lambda f, metrics: self.log_metrics(base + f, metrics))
+
+    def pick_opponents(self, member: str, copies: np.ndarray, opp: np.ndarray,
+                       side: np.ndarray, always: bool = False) -> None:
+        """Draw, for each copy in ``copies``, an opponent snapshot (or -1: none, with
+        probability ``1 - opponent_prob`` unless ``always``) and a side for ``member``, as its
+        matchmaker would at the start of this generation."""
+        self.draw(member).sampler()(copies, opp, side, always)
 
     def _member(self, name: str) -> Member:
         return next(m for m in self.members if m.name == name)
@@ -341,6 +437,8 @@ class League:
         self.logger.log(step, metrics)
 
     def close(self) -> None:
+        if self.learners is not None:
+            self.learners.close()
         self.runner.close()
         self.db.close()
         self.lock.release()

@@ -25,6 +25,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -35,9 +37,97 @@ from populations.seeds import RunSeeds, isolated_global_rng
 
 if TYPE_CHECKING:
     from llm_agents.trainer import MultiTurnGRPO
-    from populations.league import League
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainPlan:
+    """What one member needs to know of the league to train one generation: plain values,
+    so a plan travels to a Ray actor (``populations.learner_actors``) as it is."""
+
+    game: str
+    game_kwargs: dict[str, Any]
+    num_envs: int  # game copies stepped together
+    frames: int  # frames to train this generation (a step loop rounds up to num_envs)
+    seed: int  # the run's root seed
+    generation: int
+    team_of: tuple[int, ...]  # [A] team index of each agent (spec.agent_ids order)
+    inputs: dict[str, bool] = field(default_factory=dict)  # views a seated snapshot of any
+    # member may read (graphs, text): every game copy carries them
+    single: bool = False  # a one-member league keeps plain metric names
+
+
+@dataclass(frozen=True)
+class OpponentDraw:
+    """The matchmaking rule's answer for one member and generation: candidate snapshot ids
+    (oldest first), their probabilities, and the seed of the member's own draw stream.
+
+    The stream is seeded from (run seed, member, generation), not shared across members, so
+    members draw the same opponents whether they train one after another or at once."""
+
+    ids: tuple[int, ...]
+    probs: tuple[float, ...]
+    opponent_prob: float  # share of copies (or groups) where a snapshot is the opponent
+    seed: int
+
+    def sampler(self) -> Callable[[np.ndarray, np.ndarray, np.ndarray, bool], None]:
+        """``pick(copies, opp, side, always)``: for each copy in ``copies`` an opponent
+        snapshot id in ``opp`` (-1: none, with probability ``1 - opponent_prob`` unless
+        ``always``) and the member's side (0/1) in ``side``; one stream per call of this."""
+        rng = np.random.default_rng(self.seed)
+        probs = np.asarray(self.probs, dtype=np.float64)
+
+        def pick(copies: np.ndarray, opp: np.ndarray, side: np.ndarray,
+                 always: bool = False) -> None:
+            for b in copies:
+                use = always or rng.random() < self.opponent_prob
+                opp[b] = self.ids[rng.choice(len(self.ids), p=probs)] if use else -1
+                side[b] = rng.integers(2)
+
+        return pick
+
+
+class Matchmaker(Protocol):
+    """What a member sees of the league while it trains one generation: the plan, opponent
+    draws, snapshot policies, and a metrics sink. The league gives one per member and
+    generation, in this process or on a Ray actor; a member never reaches the league."""
+
+    plan: TrainPlan
+
+    def pick_opponents(self, copies: np.ndarray, opp: np.ndarray, side: np.ndarray,
+                       always: bool = False) -> None:
+        """Fill ``opp[copies]`` (snapshot id or -1) and ``side[copies]`` (see OpponentDraw)."""
+        ...
+
+    def load(self, snapshot_id: int) -> Policy:
+        """The frozen policy of a snapshot (cached; the caller reseeds it)."""
+        ...
+
+    def log_metrics(self, frames: int, metrics: dict[str, float]) -> None:
+        """Record ``metrics`` after ``frames`` frames of this member's generation."""
+        ...
+
+
+class GenerationMatchmaker:
+    """A :class:`Matchmaker` from a plan, a draw, a snapshot loader and a metrics sink
+    (``sink(frames, metrics)``, names prefixed ``<member>/`` unless the league is single)."""
+
+    def __init__(self, name: str, plan: TrainPlan, draw: OpponentDraw,
+                 load: Callable[[int], Policy],
+                 sink: Callable[[int, dict[str, float]], None]) -> None:
+        self.name, self.plan, self.draw = name, plan, draw
+        self._pick, self._load, self._sink = draw.sampler(), load, sink
+
+    def pick_opponents(self, copies: np.ndarray, opp: np.ndarray, side: np.ndarray,
+                       always: bool = False) -> None:
+        self._pick(copies, opp, side, always)
+
+    def load(self, snapshot_id: int) -> Policy:
+        return self._load(snapshot_id)
+
+    def log_metrics(self, frames: int, metrics: dict[str, float]) -> None:
+        self._sink(frames, _prefixed(self.name, metrics, self.plan.single))
 
 
 class Member(Protocol):
@@ -45,9 +135,15 @@ class Member(Protocol):
 
     name: str
     kind: str  # "mappo" | "llm" | ...: what the member's snapshots are (their policy kind)
+    opponents: tuple[str, ...] | None  # members whose snapshots it meets (None: all)
+    latest_only: bool  # meet only each of those members' newest snapshot
 
-    def train_generation(self, league: League, generation: int) -> int:
-        """Train for one generation; return the frames (or episodes) it consumed."""
+    def train_generation(self, mm: Matchmaker) -> int:
+        """Train for one generation (``mm.plan``); return the frames (or episodes) consumed."""
+        ...
+
+    def inputs(self) -> dict[str, bool]:
+        """Views its snapshots read from game copies (``with_graphs``, ``with_text``...)."""
         ...
 
     def policy(self) -> Policy: ...
@@ -108,42 +204,45 @@ class LearnerMember:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.learner.load_state_dict(state)
 
-    def train_generation(self, league: League, generation: int) -> int:
-        with isolated_global_rng(derive_seed(league.cfg.seed, "member", self.name, generation)):
-            return self._train_generation(league, generation)
+    def inputs(self) -> dict[str, bool]:
+        return {k: True for k, v in getattr(self.learner, "vector_game_kwargs", {}).items() if v}
 
-    def _train_generation(self, league: League, generation: int) -> int:
-        cfg, learner, spec = league.cfg, self.learner, league.spec
+    def train_generation(self, mm: Matchmaker) -> int:
+        plan = mm.plan
+        with isolated_global_rng(derive_seed(plan.seed, "member", self.name, plan.generation)):
+            return self._train_generation(mm, plan)
+
+    def _train_generation(self, mm: Matchmaker, plan: TrainPlan) -> int:
+        learner, generation = self.learner, plan.generation
+        spec = games.make(plan.game, **plan.game_kwargs).spec
+        team_of = np.asarray(plan.team_of)
         vkw = dict(getattr(learner, "vector_game_kwargs", {"with_state": True}))
-        for other in league.members:  # another member's snapshot (a GNN policy) may take
-            # a seat: the copies carry what any member's learner reads
-            wants = getattr(getattr(other, "learner", None), "vector_game_kwargs", {})
-            vkw |= {k: True for k, v in wants.items() if v}
-        if league.needs_text:  # an LLM snapshot may take a seat
-            vkw["with_text"] = True
+        # another member's snapshot (a GNN or an LLM policy) may take a seat: the copies
+        # carry what any member's policy reads
+        vkw |= plan.inputs
         # each member and generation its own block of game seeds (resumes replay them)
-        game_seed = RunSeeds(cfg.seed).block("game", "member", self.name, index=generation)
-        vg = games.VectorGame(cfg.game, cfg.num_envs, seed=game_seed, **vkw, **cfg.game_kwargs)
-        B = cfg.num_envs
+        game_seed = RunSeeds(plan.seed).block("game", "member", self.name, index=generation)
+        vg = games.VectorGame(plan.game, plan.num_envs, seed=game_seed, **vkw, **plan.game_kwargs)
+        B = plan.num_envs
         opp, side = np.full(B, -1), np.zeros(B, dtype=np.int64)
-        league.pick_opponents(self.name, np.arange(B), opp, side)
+        mm.pick_opponents(np.arange(B), opp, side)
         vs = vg.reset()
         learner.start_episodes()  # the last generation's unfinished rollout was on its games
         done_frames = 0
         reseeded: set[int] = set()
-        while done_frames < cfg.frames_per_generation:
+        while done_frames < plan.frames:
             # [B, A]: the learner plays a seat unless an opponent holds that seat's team
-            learner.seat_mask = (opp[:, None] < 0) | (league.team_of[None, :] == side[:, None])
+            learner.seat_mask = (opp[:, None] < 0) | (team_of[None, :] == side[:, None])
             actions = learner.act(vs)
             for sid in np.unique(opp[opp >= 0]):
-                policy = league.store.load(int(sid))
+                policy = mm.load(int(sid))
                 if int(sid) not in reseeded:  # cached policies: the same draws after a resume
-                    policy.reseed(derive_seed(cfg.seed, "member", self.name, generation,
+                    policy.reseed(derive_seed(plan.seed, "member", self.name, generation,
                                               int(sid)))
                     reseeded.add(int(sid))
                 rows = opp == sid
                 for i, agent in enumerate(spec.agent_ids):
-                    theirs = rows & (league.team_of[i] != side)
+                    theirs = rows & (team_of[i] != side)
                     if theirs.any():
                         view = _only(vs, agent, theirs) if "text" in policy.meta.inputs else vs
                         actions[agent] = actions[agent].copy()
@@ -155,10 +254,9 @@ class LearnerMember:
             learner.observe(vs)
             done_frames += B
             if vs.done.any():
-                league.pick_opponents(self.name, np.flatnonzero(vs.done), opp, side)
+                mm.pick_opponents(np.flatnonzero(vs.done), opp, side)
             if learner.ready():
-                league.log_metrics(league.frames + done_frames, _prefixed(
-                    self.name, learner.update(), league.single))
+                mm.log_metrics(done_frames, learner.update())
         learner.seat_mask = None
         vg.close()
         return done_frames
@@ -186,23 +284,29 @@ class LLMMember:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.trainer.load_state_dict(state)
 
-    def train_generation(self, league: League, generation: int) -> int:
+    opponents: tuple[str, ...] | None = None
+    latest_only = False
+
+    def inputs(self) -> dict[str, bool]:
+        return {"with_text": True}
+
+    def train_generation(self, mm: Matchmaker) -> int:
         from llm_agents.opponents import OpponentPool
 
+        plan = mm.plan
         groups = self.trainer.cfg.groups_per_step
         opp, side = np.full(groups, -1), np.zeros(groups, dtype=np.int64)
-        league.pick_opponents(self.name, np.arange(groups), opp, side, always=True)
+        mm.pick_opponents(np.arange(groups), opp, side, always=True)
         # The PFSP draw, with repeats, weights the pool the GRPO groups draw from.
-        pool = [league.store.load(int(s)) for s in opp]
+        pool = [mm.load(int(s)) for s in opp]
         for s, policy in zip(opp, pool, strict=True):  # a resumed run draws the same
-            policy.reseed(derive_seed(league.cfg.seed, "member", self.name, generation, int(s)))
+            policy.reseed(derive_seed(plan.seed, "member", self.name, plan.generation, int(s)))
         self.trainer.opponents = OpponentPool(pool, prob=self.opponent_prob)
         episodes = 0
         for _ in range(self.iterations):
             metrics = self.trainer.step()
             episodes += self.trainer.cfg.groups_per_step * self.trainer.cfg.group_size
-            league.log_metrics(league.frames + episodes,
-                               _prefixed(self.name, metrics, league.single))
+            mm.log_metrics(episodes, metrics)
         return episodes
 
 

@@ -364,3 +364,16 @@ def test_resume_ignores_what_an_interrupted_attempt_published(tmp_path):
     store = PolicyStore(tmp_path / "snapshots", db, db.run_id("league"))
     store.verify(store.latest("main"))
     db.close()
+
+
+def test_members_do_not_import_the_league():
+    """Members see the league only through a Matchmaker (issue 15): members.py names no
+    ``populations.league`` import, not even under TYPE_CHECKING, so the two modules no
+    longer import each other."""
+    import ast
+
+    tree = ast.parse((ROOT / "populations" / "members.py").read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {m for m in imported if m and m.startswith("populations.league")}
+    assert "populations.league" not in (ROOT / "populations" / "members.py").read_text()
