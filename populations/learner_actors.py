@@ -1,0 +1,256 @@
+"""League members' learners on Ray actors: every member trains its generation at once.
+
+The league (``populations.league``, ``runner="ray"``) keeps matchmaking, evaluation,
+ratings, the policy store and checkpoints in the driver; only training moves. For each
+member and generation the driver sends a :class:`LearnerJob` to a free learner actor:
+
+* the member's whole trainer state (``state_dict``) as ``torch.save`` bytes, so any actor
+  can train any member (a pool of M actors serves N members) and a restarted actor starts
+  from the member's last checkpoint, which is exactly that state;
+* its :class:`~populations.members.TrainPlan` and :class:`~populations.members.OpponentDraw`
+  (candidate snapshot ids, probabilities, the seed of its own draw stream);
+* the bytes of every candidate snapshot (Ray object refs, put once per snapshot), checked on
+  the actor against the SHA-256 the store recorded and loaded like a snapshot file
+  (``weights_only``), so a second node needs no shared file system.
+
+The actor trains the member through a :class:`~populations.members.GenerationMatchmaker`
+whose metrics it buffers, and returns a :class:`LearnerResult`: frames, the buffered
+metrics, and the new state as bytes (loaded in the driver with ``weights_only=True``). The
+driver loads that state into its own copy of the member, and publishes and checkpoints
+from it as the in-process league does; a member's opponent draws come from its own seeded
+stream, so the snapshots, matches and ratings equal the in-process runner's.
+
+An actor that dies (killed, out of memory, its node lost) is replaced and the job sent
+again, from the same state, at most ``max_restarts`` times per job.
+
+Costs: each generation ships a member's state twice (a small MLP learner: ~100 kB; an
+off-policy learner's replay rows: megabytes); snapshots travel once per actor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from marl.core import Policy, load_policy
+from populations.members import GenerationMatchmaker, Member, OpponentDraw, TrainPlan
+
+log = logging.getLogger(__name__)
+
+
+class LearnerActorError(RuntimeError):
+    """A member's generation could not be trained: its learner actor kept dying."""
+
+
+def state_bytes(state: dict[str, Any]) -> bytes:
+    """A trainer state as ``torch.save`` bytes (what travels to and from an actor)."""
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    return buf.getvalue()
+
+
+def load_state_bytes(data: bytes) -> dict[str, Any]:
+    """The inverse of :func:`state_bytes`, with ``weights_only=True`` (on the CPU)."""
+    state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    if not isinstance(state, dict):
+        raise ValueError("a learner actor returned a state that is not a dict")
+    return state
+
+
+@dataclass(frozen=True)
+class LearnerJob:
+    """One member's generation: its state, plan, opponent draw and candidate snapshots
+    (``snapshots[id] = (sha256, [bytes ref])``: the ref in a list, so Ray hands it over
+    unresolved and an actor fetches only snapshots it has not loaded yet)."""
+
+    name: str
+    plan: TrainPlan
+    draw: OpponentDraw
+    state: bytes
+    snapshots: dict[int, tuple[str, list[Any]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LearnerResult:
+    """What an actor sends back: frames trained, metrics ``[(frames, {key: value})]`` in
+    order (names already prefixed), the new state, and the wall-clock start and end."""
+
+    name: str
+    frames: int
+    metrics: list[tuple[int, dict[str, float]]]
+    state: bytes
+    started_at: float
+    finished_at: float
+    pid: int
+
+
+class _LearnerActor:
+    """One Ray actor: trains whichever member a job names (members cached by name)."""
+
+    def __init__(self, torch_threads: int) -> None:
+        torch.set_num_threads(torch_threads)
+        self.members: dict[str, Member] = {}
+        self.policies: dict[tuple[int, str], Policy] = {}  # (snapshot id, sha256) -> policy
+        self.folder = Path(tempfile.mkdtemp(prefix="selfplay-learner-"))
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def train(self, member: list[Any], job: LearnerJob) -> LearnerResult:
+        import ray
+
+        started = time.time()
+        if job.name not in self.members:
+            self.members[job.name] = ray.get(member[0])
+        m = self.members[job.name]
+        m.load_state_dict(load_state_bytes(job.state))
+        metrics: list[tuple[int, dict[str, float]]] = []
+        mm = GenerationMatchmaker(job.name, job.plan, job.draw,
+                                  lambda sid: self._policy(job, sid),
+                                  lambda f, values: metrics.append((f, dict(values))))
+        frames = m.train_generation(mm)
+        return LearnerResult(job.name, frames, metrics, state_bytes(m.state_dict()), started,
+                             time.time(), os.getpid())
+
+    def _policy(self, job: LearnerJob, sid: int) -> Policy:
+        """Snapshot ``sid`` from its bytes, checked against the store's hash, loaded like the
+        store loads its files (``load_policy``: ``weights_only``, sizes checked)."""
+        import ray
+
+        sha, ref = job.snapshots[sid]
+        if (sid, sha) not in self.policies:
+            data = ray.get(ref[0])
+            got = hashlib.sha256(data).hexdigest()
+            if got != sha:
+                raise ValueError(f"snapshot {sid} arrived damaged: SHA-256 {got[:16]}... "
+                                 f"differs from the {sha[:16]}... recorded when published")
+            path = self.folder / f"{sid}-{sha[:16]}.pt"
+            path.write_bytes(data)
+            self.policies[(sid, sha)] = load_policy(path)
+        return self.policies[(sid, sha)]
+
+
+def learner_gpus(device: str, requested: float | None) -> float:
+    """GPUs per learner actor: ``requested``, or 1 when the league trains on CUDA and this
+    machine has it, else 0 (CPU actors)."""
+    if requested is not None:
+        if requested < 0:
+            raise ValueError(f"learner_gpus={requested}; expected a number >= 0")
+        return float(requested)
+    return 1.0 if device.startswith("cuda") and torch.cuda.is_available() else 0.0
+
+
+class LearnerPool:
+    """``num_actors`` Ray learner actors training league members' generations.
+
+    Jobs are queued with :meth:`submit`; :meth:`wait` returns the next finished result
+    (completion order). A job whose actor dies is sent again to a fresh actor, from the same
+    state, at most ``max_restarts`` times (then :class:`LearnerActorError`); an error raised
+    by training itself is raised here as it was. ``restarts`` counts replacements.
+    """
+
+    def __init__(self, members: Sequence[Member], num_actors: int, num_gpus: float = 0.0,
+                 num_cpus: float = 1.0, torch_threads: int = 1, max_restarts: int = 2) -> None:
+        import ray
+
+        if num_actors < 1 or max_restarts < 0:
+            raise ValueError(f"LearnerPool: num_actors={num_actors} (expected >= 1), "
+                             f"max_restarts={max_restarts} (expected >= 0)")
+        if not ray.is_initialized():
+            raise RuntimeError("LearnerPool needs Ray initialized (populations.runners.init_ray)")
+        self._ray = ray
+        self._actor = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus)(_LearnerActor)
+        self._threads, self.max_restarts, self.restarts = torch_threads, max_restarts, 0
+        # each member's skeleton travels once per actor; its state travels with every job
+        self._members = {m.name: ray.put(m) for m in members}
+        self._snapshots: dict[int, tuple[str, Any]] = {}
+        self.actors = [self._actor.remote(torch_threads) for _ in range(num_actors)]
+        self._idle = list(range(num_actors))
+        self._queue: list[LearnerJob] = []
+        self._running: dict[Any, tuple[LearnerJob, int, int]] = {}  # ref -> (job, slot, tries)
+        log.info("%d learner actors (%.2g GPUs each) for %d members", num_actors, num_gpus,
+                 len(members))
+
+    def snapshot(self, sid: int, path: str, sha256: str) -> tuple[str, list[Any]]:
+        """The (hash, [ref]) of snapshot ``sid``'s bytes, put in the object store once."""
+        if sid not in self._snapshots or self._snapshots[sid][0] != sha256:
+            self._snapshots[sid] = (sha256, self._ray.put(Path(path).read_bytes()))
+        sha, ref = self._snapshots[sid]
+        return sha, [ref]
+
+    @property
+    def busy(self) -> int:
+        """Jobs queued or running."""
+        return len(self._queue) + len(self._running)
+
+    def submit(self, job: LearnerJob) -> None:
+        self._queue.append(job)
+        self._dispatch()
+
+    def _dispatch(self, retry: tuple[LearnerJob, int] | None = None) -> None:
+        if retry is not None:
+            job, tries = retry
+            self._start(job, self._idle.pop(0), tries)
+        while self._queue and self._idle:
+            self._start(self._queue.pop(0), self._idle.pop(0), 0)
+
+    def _start(self, job: LearnerJob, slot: int, tries: int) -> None:
+        ref = self.actors[slot].train.remote([self._members[job.name]], job)
+        self._running[ref] = (job, slot, tries)
+
+    def wait(self) -> LearnerResult:
+        """The next job to finish (restarting dead actors on the way)."""
+        from ray.exceptions import RayActorError, RayTaskError
+
+        while True:
+            if not self._running:
+                raise RuntimeError("LearnerPool.wait: no job running")
+            (ref,), _ = self._ray.wait(list(self._running), num_returns=1)
+            job, slot, tries = self._running.pop(ref)
+            try:
+                result = self._ray.get(ref)
+            except RayTaskError as err:  # training itself failed: its own error, unwrapped
+                self._idle.append(slot)
+                raise (err.cause if isinstance(err.cause, Exception) else err) from None
+            except RayActorError as err:
+                first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                if tries + 1 > self.max_restarts:
+                    self._replace(slot)
+                    self._idle.append(slot)
+                    raise LearnerActorError(
+                        f"member {job.name!r}, generation {job.plan.generation}: its learner "
+                        f"actor died {tries + 1} times (max_restarts={self.max_restarts}); "
+                        f"last: {first}") from None
+                log.warning("member %s: learner actor died (%s); restarting it from the "
+                            "member's last checkpoint (restart %d of %d)", job.name, first,
+                            tries + 1, self.max_restarts)
+                self._replace(slot)
+                self.restarts += 1
+                self._idle.insert(0, slot)
+                self._dispatch(retry=(job, tries + 1))
+                continue
+            self._idle.append(slot)
+            self._dispatch()
+            return result
+
+    def _replace(self, slot: int) -> None:
+        with contextlib.suppress(Exception):  # it may be gone already
+            self._ray.kill(self.actors[slot])
+        self.actors[slot] = self._actor.remote(self._threads)
+
+    def close(self) -> None:
+        for a in self.actors:
+            with contextlib.suppress(Exception):
+                self._ray.kill(a)
+        self.actors, self._running, self._queue = [], {}, []
