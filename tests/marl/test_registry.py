@@ -1,9 +1,7 @@
 """The learner registry: one decorator per learner, capabilities decide which games it plays,
 presets (IPPO) are entries, ``load_policy`` finds policy kinds through it, and ``marl``
-never imports ``llm_agents``."""
+never imports ``llm_agents`` (checked by ``tests/test_structure.py``)."""
 
-import ast
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,22 +94,4 @@ def test_load_policy_finds_kinds_through_the_registry(tmp_path):
     assert out.stdout.split() == ["vdn", "False"]
 
 
-def _imports(path: Path) -> set[str]:
-    """Modules a file imports, including dotted module names in strings (what
-    ``importlib.import_module`` would be handed)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
-              and re.fullmatch(r"[a-z_]+(\.[a-z_]+)+", node.value)):
-            found.add(node.value)  # a dotted module name in a string: an import_module target
-    return found
-
-
-def test_marl_never_imports_llm_agents():
-    bad = {str(p.relative_to(ROOT)): sorted(m for m in _imports(p) if m.startswith("llm_agents"))
-           for p in (ROOT / "marl").glob("*.py")}
-    assert not {k: v for k, v in bad.items() if v}
+# marl never imports llm_agents (nor anything above it): tests/test_structure.py
