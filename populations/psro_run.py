@@ -48,9 +48,11 @@ class DBRecorder:
     """Writes PSRO's members, payoffs and iterations to a league database and a store."""
 
     def __init__(self, db: LeagueDB, run_id: int, store: PolicyStore,
-                 logger: MetricsLogger | None = None) -> None:
+                 logger: MetricsLogger | None = None, episodes: int | None = None) -> None:
+        """``episodes``: episodes behind each sampled payoff (None: exact payoffs)."""
         self.db, self.run_id, self.store = db, run_id, store
         self.logger = logger or MetricsLogger()
+        self.episodes = episodes
         self.snapshot: dict[str, list[int]] = {}  # seat -> snapshot id of each member
 
     def on_member(self, name: str, agent: str, policy: Policy) -> None:
@@ -63,11 +65,12 @@ class DBRecorder:
             return  # the payoff table is pairwise; n-player tensors stay in PSRO
         seats = list(self.snapshot)
         rows = []
+        exact, count = self.episodes is None, self.episodes or 0
         for i, si in enumerate(self.snapshot[seats[0]][: payoffs.shape[1]]):
             for j, sj in enumerate(self.snapshot[seats[1]][: payoffs.shape[2]]):
                 v = float(payoffs[0, i, j])
-                rows.append((si, sj, v, None, 0, True))
-                rows.append((sj, si, float(payoffs[1, i, j]), None, 0, True))
+                rows.append((si, sj, v, None, count, exact))
+                rows.append((sj, si, float(payoffs[1, i, j]), None, count, exact))
         self.db.set_payoffs(self.run_id, rows)
 
     def on_iteration(self, iteration: int, meta_strategy: Mapping[str, np.ndarray],
@@ -108,9 +111,10 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
          run_id: int) -> list[dict[str, Any]]:
     pop = cfg.population
     store = PolicyStore(run_dir / "snapshots", db, run_id)
-    recorder = DBRecorder(db, run_id, store, logger)
     oracle = make_oracle(cfg)
     psro_cfg = pop.psro if pop.psro.seed == cfg.seed else _with_seed(pop.psro, cfg.seed)
+    recorder = DBRecorder(db, run_id, store, logger, None if psro_cfg.payoffs == "exact"
+                          else psro_cfg.episodes_per_entry)
     psro = PSRO(cfg.game.name, oracle, psro_cfg, recorder=recorder,
                 game_kwargs=cfg.game.kwargs)
     runner = make_runner(cfg.runner.kind, **(
