@@ -3,8 +3,9 @@ training writes).
 
 Tables: ``runs``, ``members``, ``snapshots``, ``matches`` (every evaluated episode with its
 seats, snapshots and returns), ``payoffs`` (estimates between snapshots), ``ratings``
-(history), ``metrics`` (learner scalars), ``psro_iterations`` and ``exploitability`` (NashConv
-of a snapshot, exact or by trained best responses, with its interval). Writes are idempotent
+(history), ``metrics`` (learner scalars), ``psro_iterations``, ``exploitability`` (NashConv
+of a snapshot, exact or by trained best responses, with its interval) and ``generations``
+(when each league member finished each generation, in order). Writes are idempotent
 where a resumed run may repeat them: a snapshot is keyed by (member, version) and a match
 by a caller-chosen key, a metric by (run, member, step, key), so replaying work after a
 crash records nothing twice. A metric that is undefined (NaN) is not stored: a missing row
@@ -88,6 +89,15 @@ MIGRATIONS: list[str] = [
         snapshot_id INTEGER REFERENCES snapshots(id), label TEXT NOT NULL,
         method TEXT NOT NULL, value REAL NOT NULL, low REAL, high REAL, details TEXT,
         created_at REAL NOT NULL, UNIQUE (run_id, label, method));
+    """,
+    # 3 -> 4: when each league member finished each generation, in wall-clock order (an
+    # asynchronous league's members publish whenever they finish; this audits the order)
+    """
+    CREATE TABLE generations (
+        run_id INTEGER NOT NULL REFERENCES runs(id), member TEXT NOT NULL,
+        version INTEGER NOT NULL, seq INTEGER NOT NULL, frames INTEGER NOT NULL,
+        started_at REAL, finished_at REAL NOT NULL, worker TEXT,
+        PRIMARY KEY (run_id, member, version));
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -411,6 +421,31 @@ class LeagueDB:
         rows = self.conn.execute(
             "SELECT * FROM exploitability WHERE run_id = ? ORDER BY id", (run_id,))
         return [{**dict(r), "details": json.loads(r["details"] or "{}")} for r in rows]
+
+    def add_generation(self, run_id: int, member: str, version: int, frames: int,
+                       started_at: float | None, finished_at: float,
+                       worker: str | None = None) -> int:
+        """Record that ``member`` finished training snapshot ``version`` (wall-clock times,
+        where it trained); returns its place in the run's finishing order (1, 2, ...). A
+        resumed run recording it again keeps its place and takes the new times."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO generations (run_id, member, version, seq, frames, started_at, "
+                "finished_at, worker) VALUES (?, ?, ?, (SELECT IFNULL(MAX(seq), 0) + 1 FROM "
+                "generations WHERE run_id = ?), ?, ?, ?, ?) ON CONFLICT (run_id, member, "
+                "version) DO UPDATE SET frames = excluded.frames, started_at = "
+                "excluded.started_at, finished_at = excluded.finished_at, worker = "
+                "excluded.worker", (run_id, member, version, run_id, frames, started_at,
+                                    finished_at, worker))
+        row = self.conn.execute("SELECT seq FROM generations WHERE run_id = ? AND member = ? "
+                                "AND version = ?", (run_id, member, version)).fetchone()
+        return int(row[0])
+
+    def generations(self, run_id: int) -> list[dict[str, Any]]:
+        """Every recorded member generation of a run, in finishing order."""
+        rows = self.conn.execute("SELECT * FROM generations WHERE run_id = ? ORDER BY seq",
+                                 (run_id,))
+        return [dict(r) for r in rows]
 
     def psro_iterations(self, run_id: int) -> list[dict[str, Any]]:
         rows = self.conn.execute(

@@ -88,6 +88,9 @@ class RunnerConfig:
     address: str | None = None  # ray: cluster address (None: local ray.init())
     rollout_workers: int = 0  # population=none, MAPPO/IPPO: workers collecting training
     # rollouts (Ray actors with kind=ray, in this process with kind=local); 0: no workers
+    learners: int = 0  # ray, league: learner actors training members at once (0: one each)
+    learner_gpus: float | None = None  # ray, league: GPUs per learner actor (None: 1 on CUDA)
+    max_learner_restarts: int = 2  # ray, league: replacements of a dead learner actor per job
 
     def __post_init__(self) -> None:
         if self.kind not in ("local", "ray"):
@@ -109,6 +112,8 @@ class PopulationConfig:
     # registered algos (mappo, ippo, llm_grpo...) and <algo>_exploiter (AlphaStar main
     # exploiter of the first member); see league_algos()
     nash_conv: bool = False  # league: log each snapshot's exact NashConv (small OpenSpiel)
+    sync: bool = True  # league, runner=ray: members wait for each other every generation
+    # (false: a member that finishes publishes and trains on at once; populations.league)
     exploiter_reset_win_rate: float = 0.7  # league, mappo_exploiter: restart after this
     # win rate against the main member's newest snapshot
     matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
@@ -271,7 +276,9 @@ def _league_config(cfg: ExperimentConfig) -> LeagueConfig:
         eval_window=pop.eval_window, matchmaking=pop.matchmaking, mappo=cfg.mappo,
         nash_conv=pop.nash_conv, runner=cfg.runner.kind, ray_workers=cfg.runner.workers,
         ray_address=cfg.runner.address, seed=cfg.seed, device=cfg.device,
-        torch_threads=cfg.torch_threads)
+        torch_threads=cfg.torch_threads, ray_learners=cfg.runner.learners,
+        learner_gpus=cfg.runner.learner_gpus,
+        max_learner_restarts=cfg.runner.max_learner_restarts, sync=pop.sync)
 
 
 def _own_rollouts(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSpec,

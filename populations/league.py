@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -203,6 +204,8 @@ class League:
                                         max_restarts=cfg.max_learner_restarts)
         self.team_of = np.array([self.spec.teams.index(a.team) for a in self.spec.agents])
         self.generation, self.phase, self.frames = 0, "new", 0
+        # asynchronous runs: each member's (generation, "trained" | "done")
+        self.progress: dict[str, tuple[int, str]] = {}
         self.logger: MetricsLogger = MetricsLogger()  # extra metrics sink (csv, wandb)
         if resume:
             self._restore()
@@ -232,10 +235,13 @@ class League:
     # ------------------------------------------------------------------ checkpoints
     def _state(self) -> dict[str, Any]:
         return {"generation": self.generation, "phase": self.phase, "frames": self.frames,
-                "members": {m.name: m.state_dict() for m in self.members}}
+                "members": {m.name: m.state_dict() for m in self.members},
+                "progress": {k: list(v) for k, v in self.progress.items()}}
 
     def _save(self) -> None:
         step = 2 * self.generation + (1 if self.phase == "done" else 0)
+        if self.phase == "async":  # each member's own generation: +1 per phase change
+            step = sum(2 * g + (p == "done") for g, p in self.progress.values())
         save_checkpoint(self.run_dir / "checkpoints", step, self._state(),
                         keep=self.cfg.keep_checkpoints)
 
@@ -245,7 +251,8 @@ class League:
             log.info("no checkpoint in %s: starting from scratch", self.run_dir)
             return
         path, state = found
-        self._check_snapshots(path, int(state["generation"]), str(state["phase"]))
+        self._check_snapshots(path, int(state["generation"]), str(state["phase"]),
+                              state.get("progress"))
         for m in self.members:
             if m.name not in state["members"]:
                 raise ValueError(f"checkpoint {path} has no member {m.name!r} (it holds "
@@ -253,14 +260,19 @@ class League:
             m.load_state_dict(state["members"][m.name])
         self.generation, self.phase = int(state["generation"]), str(state["phase"])
         self.frames = int(state["frames"])
+        self.progress = {k: (int(g), str(p)) for k, (g, p) in state.get("progress", {}).items()}
         log.info("resumed from %s (generation %d, %s)", path.name, self.generation, self.phase)
 
-    def _check_snapshots(self, path: Path, generation: int, phase: str) -> None:
+    def _check_snapshots(self, path: Path, generation: int, phase: str,
+                         progress: dict[str, Any] | None = None) -> None:
         """The database must hold every snapshot the checkpoint has published, each
         matching its recorded hash (a damaged file stops the resume, naming it). Later
         versions, left by an interrupted publish, are published again before any use."""
         last = generation if phase == "done" else generation - 1
         for m in self.members:
+            if progress and m.name in progress:  # asynchronous: the member's own generation
+                g, p = progress[m.name]
+                last = int(g) if p == "done" else int(g) - 1
             have = {s.version for s in self.store.snapshots(m.name)}
             missing = sorted(set(range(last + 1)) - have)
             if missing:
@@ -268,9 +280,8 @@ class League:
                     f"checkpoint {path} is at generation {generation} but {self.db.path} has "
                     f"no snapshot v{missing[0]} of {m.name!r}: the database and the checkpoints "
                     "are from different runs")
-        for s in self.store.snapshots():
-            if s.version <= last:
-                self.store.verify(s)
+        for s in self._published(self.store.snapshots(), progress or {}, last):
+            self.store.verify(s)
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -289,6 +300,9 @@ class League:
                                  for m in self.members])
             self.phase = "done"
             self._save()
+        if not self.cfg.sync:
+            self._run_async(start)
+            return
         while self.generation < self.cfg.generations or self.phase != "done":
             if self.phase == "done":
                 self.generation += 1
@@ -322,6 +336,86 @@ class League:
         self._log_nash_conv(new)
         self._reset_winners(new)  # decided from recorded matches: the same after a resume
 
+    # ------------------------------------------------------------------ asynchronous
+    def _run_async(self, start: float) -> None:
+        """Members train without waiting for each other (``sync=False``, learner actors):
+        one that finishes is checkpointed ("trained"), publishes its snapshot, is evaluated
+        against every published snapshot (ratings recomputed at step = its place in the
+        finishing order), checkpointed again ("done"), and starts its next generation with
+        a fresh draw. Which snapshots a draw sees depends on timing, so runs are not
+        reproducible; the ``generations`` table records the order. A resume publishes
+        members checkpointed "trained" and retrains the others from their checkpoints
+        (their unfinished work was never recorded: nothing lost, nothing twice)."""
+        if self.phase != "async":
+            self.progress = {m.name: (self.generation, "done") for m in self.members}
+            self.phase = "async"
+            self._save()
+        for m in self.members:
+            if self.progress[m.name][1] == "trained":
+                self._finish_async(m, self.progress[m.name][0])
+        for m in self.members:
+            if self.progress[m.name][0] < self.cfg.generations:
+                self.learners.submit(self._job(m, self.progress[m.name][0] + 1))
+        while self.learners.busy:
+            r = self.learners.wait()
+            m = self._member(r.name)
+            g = self.progress[m.name][0] + 1
+            seq = self.db.add_generation(self.run_id, m.name, g, r.frames, r.started_at,
+                                         r.finished_at, f"pid {r.pid}")
+            self._apply(m, r)
+            self.progress[m.name] = (g, "trained")
+            self._save()
+            self._finish_async(m, g, seq)
+            if g < self.cfg.generations:
+                self.learners.submit(self._job(m, g + 1))
+            log.info("%s generation %d/%d done (#%d), %d steps, %.0fs", m.name, g,
+                     self.cfg.generations, seq, self.frames, time.perf_counter() - start)
+        self.generation = min(g for g, _ in self.progress.values())
+        self._save()
+        self.db.set_run_status(self.run_id, "finished")
+
+    def _finish_async(self, m: Member, g: int, seq: int | None = None) -> None:
+        """Publish member ``m``'s snapshot ``g``, evaluate it against every published one
+        (the last ``eval_window``), recompute ratings, checkpoint it "done"."""
+        if seq is None:
+            seq = next(r["seq"] for r in self.db.generations(self.run_id)
+                       if r["member"] == m.name and r["version"] == g)
+        earlier = self._published(self.store.snapshots(), self.progress)
+        prev = [s for s in earlier if s.member == m.name and s.version < g]
+        new = self.store.publish(m.name, m.policy(), version=g,
+                                 parent=prev[-1].id if prev else None)
+        rivals = [s for s in earlier if s.id != new.id]
+        rivals = rivals[-self.cfg.eval_window:] if self.cfg.eval_window else rivals
+        for s in [new, *rivals]:
+            self.store.verify(s)
+        evaluate_pairs(self.db, self.run_id, self.runner, self.spec, self.cfg.game,
+                       self.cfg.game_kwargs, [(new, r) for r in rivals], self.cfg.eval_episodes,
+                       seed=self.cfg.seed + 100_003 * g + seq, prefix=f"g{g:04d}")
+        recompute(self.db, self.run_id, step=seq)
+        self._log_nash_conv([new])
+        self.progress[m.name] = (g, "done")
+        # decided from recorded matches: the same if a resume publishes this again
+        self._reset_winners(self._published(self.store.snapshots(), self.progress, newest=True),
+                            only=m.name)
+        self._save()
+
+    def _published(self, snaps: Sequence[Any], progress: dict[str, Any], last: int = -1,
+                   newest: bool = False) -> list[Any]:
+        """The snapshots a checkpoint counts as published: each member's versions up to its
+        own generation (``progress``: asynchronous runs) or up to ``last``; ``newest``: only
+        each member's newest of those."""
+        def top(member: str) -> int:
+            if member not in progress:
+                return last
+            g, p = progress[member]
+            return int(g) if p == "done" else int(g) - 1
+
+        out = [s for s in snaps if s.version <= top(s.member)]
+        if newest:
+            out = [s for s in out if s.version == max(t.version for t in out
+                                                      if t.member == s.member)]
+        return out
+
     def _log_nash_conv(self, snaps: Sequence[Any]) -> None:
         """``nash_conv/<member>``: the exact NashConv of each new snapshot (if configured)."""
         if self.cfg.nash_conv:
@@ -335,15 +429,22 @@ class League:
         """One generation of every member: in turn in this process (metrics logged live),
         or all at once on the learner actors; their results are then applied in member
         order, so metric steps and states are the in-process runner's."""
+        g = self.generation
         if self.learners is None:
             for m in self.members:
-                self.frames += m.train_generation(self.matchmaker(m.name))
+                started = time.time()
+                frames = m.train_generation(self.matchmaker(m.name))
+                self.db.add_generation(self.run_id, m.name, g, frames, started, time.time(),
+                                       f"pid {os.getpid()}")
+                self.frames += frames
             return
         for m in self.members:
-            self.learners.submit(self._job(m, self.generation))
+            self.learners.submit(self._job(m, g))
         done = {}
-        while self.learners.busy:
+        while self.learners.busy:  # recorded as they finish: the wall-clock order
             r = self.learners.wait()
+            self.db.add_generation(self.run_id, r.name, g, r.frames, r.started_at,
+                                   r.finished_at, f"pid {r.pid}")
             done[r.name] = r
         for m in self.members:
             self._apply(m, done[m.name])
@@ -380,6 +481,8 @@ class League:
         seed of its draw stream for ``generation`` (default: this one)."""
         g = self.generation if generation is None else generation
         snaps = self.store.snapshots()
+        if self.phase == "async":  # what each member has published and checkpointed
+            snaps = self._published(snaps, self.progress)
         if self.phase == "training":  # only what came before this generation: a snapshot an
             # interrupted attempt published is not part of the run yet (a resume that fell
             # back to an earlier checkpoint trains that generation again)
@@ -414,12 +517,15 @@ class League:
     def _member(self, name: str) -> Member:
         return next(m for m in self.members if m.name == name)
 
-    def _reset_winners(self, new: Sequence[Any]) -> None:
-        """Restart members with ``reset_win_rate`` whose new snapshot beats the newest
-        snapshot of every opponent member that often (AlphaStar's exploiter resets)."""
+    def _reset_winners(self, new: Sequence[Any], only: str | None = None) -> None:
+        """Restart members (``only`` one) with ``reset_win_rate`` whose new snapshot beats
+        the newest snapshot of every opponent member that often (AlphaStar's exploiter
+        resets)."""
         newest = {s.member: s for s in new}
         for m in self.members:
             threshold = getattr(m, "reset_win_rate", None)
+            if only is not None and m.name != only:
+                continue
             if threshold is None:
                 continue
             rivals = [newest[o].id for o in (m.opponents or newest) if o != m.name]

@@ -2,7 +2,9 @@
 matches, ratings and metrics as the in-process runner for a fixed seed; asynchronous
 members; a learner actor that dies is restarted; a league on a two-node cluster."""
 
+import os
 import sqlite3
+import time
 
 import pytest
 import torch
@@ -86,3 +88,58 @@ def test_ray_learners_equal_the_in_process_runner(tmp_path, ray_local):
         assert w["actors"].keys() == g["actors"].keys()
         assert all(torch.equal(w["actors"][k], g["actors"][k]) for k in w["actors"])
     assert got == want  # snapshot hashes, every match, rating and metric
+
+
+class WaitFor(LearnerMember):
+    """A member whose generation ``gen`` ends only once ``path`` exists (a file another
+    member's later snapshot writes): a league that waits for every member each generation
+    could never finish it."""
+
+    def __init__(self, *args, path=None, gen=1, **kw):
+        super().__init__(*args, **kw)
+        self.path, self.gen = path, gen
+
+    def train_generation(self, mm):
+        frames = super().train_generation(mm)
+        if mm.plan.generation == self.gen:
+            deadline = time.monotonic() + 300  # a stuck test fails instead of hanging
+            while not os.path.exists(self.path):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{self.path} never appeared")
+                time.sleep(0.05)
+        return frames
+
+
+def test_async_members_publish_without_waiting(tmp_path, ray_local):
+    """``sync=False``: member a publishes v1, v2, v3 while member slow is still in its first
+    generation (which waits for a's v2); the finishing order is in the database."""
+    cfg = _cfg(runner="ray", sync=False, generations=3)
+    spec = games.make(GAME).spec
+    run = tmp_path / "run"
+    members = [LearnerMember("a", MAPPO(spec, cfg.mappo, seed=1)),
+               WaitFor("slow", MAPPO(spec, cfg.mappo, seed=2),
+                       path=str(run / "snapshots" / "a" / "v0002.pt"))]
+    league = _run(cfg, run, members)
+    db = league.db.__class__(run / "league.db", readonly=True)
+    rid = db.run_id("league")
+    order = [(r["member"], r["version"]) for r in db.generations(rid)]
+    assert sorted(order) == [("a", 1), ("a", 2), ("a", 3), ("slow", 1), ("slow", 2),
+                             ("slow", 3)]
+    assert order.index(("a", 2)) < order.index(("slow", 1))  # a did not wait for slow
+    rows = db.generations(rid)
+    assert [r["seq"] for r in rows] == list(range(1, 7))
+    assert all(r["finished_at"] >= r["started_at"] for r in rows)
+    assert [r["finished_at"] for r in rows] == sorted(r["finished_at"] for r in rows)
+    snaps = [(s.member, s.version) for s in db.snapshots(rid)]
+    assert sorted(snaps) == sorted([(m, v) for m in ("a", "slow") for v in range(4)])
+    ratings = db.latest_ratings(rid)
+    assert {s.id for s in db.snapshots(rid)} == set(ratings)  # every snapshot was rated
+    assert db.count_matches(rid) > 0
+    status = sqlite3.connect(run / "league.db").execute("SELECT status FROM runs").fetchone()
+    db.close()
+    assert status == ("finished",)
+
+
+def test_sync_requires_ray():
+    with pytest.raises(ValueError, match="sync=False .* needs runner='ray'"):
+        _cfg(sync=False)
