@@ -15,6 +15,8 @@ A natively batched game (one with ``batched(num_envs, seed, with_state, with_gra
 such as ``vmas/<scenario>``) is not copied: the VectorGame delegates to the batch it
 builds, which steps all copies in one call on its device. Its VecSteps hold torch tensors
 on that device with ``tensors=True``; otherwise they are converted to numpy once per step.
+``tensors="auto"`` asks for tensors where the game is natively batched and numpy elsewhere
+(what a launcher passes for a learner that reads both).
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ class VectorGame:
         with_state: bool = False,
         with_graphs: bool = False,
         with_text: bool = False,
-        tensors: bool = False,
+        tensors: bool | str = False,
         **kwargs: Any,
     ) -> None:
         if num_envs < 1:
@@ -124,14 +126,17 @@ class VectorGame:
         self.factory: Callable[[], Game] = factory
         first = factory()
         self.native = None  # the game's own batch, when it steps all copies in one call
-        self.tensors = tensors
-        if callable(getattr(first, "batched", None)):
+        native = callable(getattr(first, "batched", None))
+        if tensors not in (True, False, "auto"):
+            raise GameError(f"tensors={tensors!r}; expected True, False or 'auto'")
+        self.tensors = native if tensors == "auto" else bool(tensors)
+        if native:
             if with_text:
                 raise GameError(f"{first.spec.name} is natively batched; with_text is not "
                                 "supported (use games.make for one copy with text views)")
             self.native = first.batched(num_envs, seed=seed, with_state=with_state,
                                         with_graphs=with_graphs)
-        elif tensors:
+        elif self.tensors:
             raise GameError(f"tensors=True needs a natively batched game; {first.spec.name} "
                             "is stepped copy by copy (numpy)")
         self.games = [first] + [factory() for _ in range(num_envs - 1 if not self.native else 0)]

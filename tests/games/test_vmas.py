@@ -274,3 +274,12 @@ def test_train_gives_fixed_opponents_numpy_from_a_tensor_vecstep():
                           **learner.vector_game_kwargs, **kw)
     res = train(learner, vg, 3 * 5, opponents={"agent_0": RandomPolicy(spec)}, progress=False)
     assert res.updates == 1 and len(res.episode_returns) == 3
+
+
+def test_tensors_auto_gives_tensors_for_vmas_and_numpy_elsewhere():
+    vg = games.VectorGame("vmas/simple_spread", 2, seed=0, tensors="auto", max_steps=3)
+    assert isinstance(vg.reset().done, torch.Tensor)
+    kuhn = games.VectorGame("openspiel/kuhn_poker", 2, tensors="auto")
+    assert isinstance(kuhn.reset().done, np.ndarray)
+    with pytest.raises(games.GameError, match="tensors='yes'; expected True, False or 'auto'"):
+        games.VectorGame("vmas/simple_spread", 2, tensors="yes")

@@ -126,3 +126,25 @@ def test_psro_with_sampled_payoffs_runs_on_vmas_tag(tmp_path):
         weights[row["seat"]] = weights.get(row["seat"], 0.0) + row["meta_weight"]
     assert set(weights) == {"adversary_0", "adversary_1", "adversary_2", "agent_0"}
     assert all(w == pytest.approx(1.0, abs=1e-3) for w in weights.values())
+
+
+def test_selfplay_train_feeds_mappo_tensor_vecsteps_from_a_vmas_game(tmp_path, monkeypatch):
+    """The launcher's training copies are a VMAS batch returning torch tensors (the rollout
+    stays on the game's device); its evaluation still gives policies numpy."""
+    from populations.experiment import run_experiment
+
+    made = []
+
+    class Recorded(games.VectorGame):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(games, "VectorGame", Recorded)
+    exp = OmegaConf.to_object(_compose([
+        "game=vmas_spread", "frames=64", "num_envs=8", "mappo.rollout_steps=8",
+        "mappo.epochs=1", "eval_episodes=2", "progress=false", "logger=none"]))
+    run_experiment(exp, tmp_path / "run")
+    train_vg, eval_vg = made
+    assert train_vg.native is not None and train_vg.tensors
+    assert not eval_vg.tensors

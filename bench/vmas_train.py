@@ -1,0 +1,200 @@
+"""MAPPO training on VMAS beside BenchMARL's MAPPO on the same task, in the same run.
+
+Task: ``vmas/navigation`` with BenchMARL's task settings (3 agents, 100-step episodes,
+collisions, LIDAR range 0.35, own goals, individual rewards), discrete actions on both sides
+(our MAPPO is discrete; BenchMARL gets ``experiment.prefer_continuous_actions=False``).
+
+Settings (``--settings``):
+
+* ``defaults``: each framework's defaults. Ours: ``MAPPOConfig()`` (64×64 MLPs, 25-step
+  rollouts, 10 epochs × 4 minibatches, lr 1e-3) on ``num_envs`` 32 copies (the
+  ``selfplay-train`` default); BenchMARL: 6,000 frames per iteration from 10 VMAS copies,
+  45 epochs × 15 minibatches of 400, 256×256 MLPs, lr 5e-5.
+* ``matched``: the same hyperparameters on both sides: ``--copies`` copies (default 128),
+  25 steps per copy per update, 10 epochs × 4 minibatches, 64×64 Tanh MLPs, lr 1e-3,
+  γ 0.99, GAE λ 0.95, entropy 0.01, gradient-norm clip 10 (BenchMARL:
+  ``on_policy_collected_frames_per_batch=25·B on_policy_n_envs_per_worker=B
+  on_policy_n_minibatch_iters=10 on_policy_minibatch_size=25·B/4 ...``). Left as each has
+  it: our value normalization and per-copy truncation bootstrap, BenchMARL's shared critic
+  parameters (ours share too).
+* ``ours_big``: ours only, default hyperparameters on ``--big-copies`` (1,024) copies.
+
+Measured per run: frames/s over training (startup and imports excluded on both sides:
+ours from ``train``'s clock, BenchMARL from its own iteration timers), the return (each
+agent's episode return averaged over agents, BenchMARL's convention) over the training
+episodes of the last 10 % of frames, and for our runs the wall-clock seconds until the
+mean return of the last 50 episodes first reaches BenchMARL's final return of the same
+setting and seed (BenchMARL's time to it: its whole run). Ours trains with tensor VecSteps
+(``VectorGame(tensors=True)``): the rollout never leaves torch.
+
+    nice -n 10 python bench/vmas_train.py [--frames 30000] [--seeds 0 1 2]
+        [--settings defaults matched ours_big] [--copies 128] [--big-copies 1024] [--no-peer]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# bench/games.py is named like the package: keep bench/ off the import path.
+sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import games  # noqa: E402
+from marl.actor_critic import NetConfig  # noqa: E402
+from marl.mappo import MAPPO, MAPPOConfig  # noqa: E402
+from marl.train import train  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PEERS = Path(os.environ.get("PEERS_DIR", ROOT.parent / "shared" / "bench" / "peers"))
+PEERS_ROOT = Path(os.environ.get("PEERS_ROOT", Path.home() / ".cache" / "selfplay-peers"))
+GAME = "vmas/navigation"
+BM_TASK = "vmas/navigation"
+# BenchMARL's conf/task/vmas/navigation.yaml
+TASK_KW = {"n_agents": 3, "max_steps": 100, "collisions": True, "agents_with_same_goal": 1,
+           "split_goals": False, "observe_all_goals": False, "shared_rew": False,
+           "lidar_range": 0.35, "agent_radius": 0.1}
+STEPS, EPOCHS, MINIBATCHES, HIDDEN, LR = 25, 10, 4, 64, 1e-3
+
+
+def our_config(setting: str, copies: int, big: int) -> tuple[MAPPOConfig, int]:
+    if setting == "matched":
+        return MAPPOConfig(rollout_steps=STEPS, epochs=EPOCHS, minibatches=MINIBATCHES, lr=LR,
+                           gamma=0.99, gae_lambda=0.95, ent_coef=0.01, max_grad_norm=10.0,
+                           net=NetConfig(hidden=(HIDDEN, HIDDEN))), copies
+    return MAPPOConfig(), big if setting == "ours_big" else 32
+
+
+def bm_overrides(setting: str, copies: int) -> list[str]:
+    common = ["experiment.prefer_continuous_actions=False", "experiment.evaluation=False"]
+    common += [f"task.{k}={v}" for k, v in TASK_KW.items()]
+    if setting == "defaults":
+        return common
+    batch = STEPS * copies
+    return common + [
+        f"experiment.on_policy_collected_frames_per_batch={batch}",
+        f"experiment.on_policy_n_envs_per_worker={copies}",
+        f"experiment.on_policy_n_minibatch_iters={EPOCHS}",
+        f"experiment.on_policy_minibatch_size={batch // MINIBATCHES}",
+        f"experiment.lr={LR}", "experiment.gamma=0.99", "experiment.clip_grad_val=10",
+        "algorithm.lmbda=0.95", "algorithm.entropy_coef=0.01",
+        f"model.num_cells=[{HIDDEN},{HIDDEN}]"]
+
+
+def run_ours(setting: str, seed: int, frames: int, copies: int, big: int,
+             target: float | None) -> dict:
+    cfg, B = our_config(setting, copies, big)
+    spec = games.make(GAME, **TASK_KW).spec
+    learner = MAPPO(spec, cfg, seed=seed)
+    vg = games.VectorGame(GAME, B, seed=seed, tensors=True, **learner.vector_game_kwargs,
+                          **TASK_KW)
+    curve: list[tuple[float, int, float]] = []  # (seconds, frames, mean of last 50 returns)
+    t0 = time.perf_counter()
+
+    def on_update(f: int, metrics: dict[str, float]) -> None:
+        if "charts/episode_return" in metrics:
+            curve.append((time.perf_counter() - t0, f, metrics["charts/episode_return"]))
+
+    res = train(learner, vg, frames, progress=False, on_update=on_update)
+    vg.close()
+    rets = np.asarray(res.episode_returns)
+    tenth = max(1, len(rets) // 10)
+    reach = None
+    if target is not None:
+        reach = next((s for s, _, r in curve if r >= target), None)
+    return {"fps": res.frames / res.seconds, "last": float(np.mean(rets[-tenth:])),
+            "first": float(np.mean(rets[:tenth])), "seconds": res.seconds, "copies": B,
+            "reach_s": reach, "curve": [(round(s, 1), f, round(r, 3)) for s, f, r in curve]}
+
+
+def _scalars(run_dir: str, name: str) -> list[float]:
+    files = sorted(glob.glob(os.path.join(run_dir, "**", "scalars", name + ".csv"),
+                             recursive=True), key=os.path.getmtime)
+    if not files:
+        return []
+    with open(files[-1]) as fh:
+        return [float(r[1]) for r in csv.reader(fh) if len(r) >= 2]
+
+
+def run_benchmarl(setting: str, seed: int, frames: int, copies: int) -> dict | None:
+    script = PEERS / "benchmarl_bench.sh"
+    if not (script.exists() and (PEERS_ROOT / "bm" / "bin" / "python").exists()):
+        return None
+    cmd = ["bash", str(script), "mappo", BM_TASK, str(frames), str(seed),
+           *bm_overrides(setting, copies)]
+    # one intra-op thread, as ours: two threads contend on a loaded 2-core machine
+    env = {**os.environ, "TAG": setting, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("SUMMARY ")]
+    if not line:
+        print(out.stdout[-2000:], out.stderr[-2000:])
+        return None
+    s = json.loads(line[-1][8:])
+    rewards = _scalars(s["run_dir"], "collection_reward_episode_reward_mean")
+    iter_s = sum(_scalars(s["run_dir"], "timers_iteration_time"))
+    tenth = max(1, len(rewards) // 10)
+    return {"fps": s["total_frames"] / iter_s, "wall_s": s["wall_s"], "seconds": iter_s,
+            "first": float(np.mean(rewards[:tenth])), "last": float(np.mean(rewards[-tenth:])),
+            "iterations": len(rewards), "curve": [round(r, 3) for r in rewards]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=30_000)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--settings", nargs="+", default=["defaults", "matched", "ours_big"],
+                        choices=["defaults", "matched", "ours_big"])
+    parser.add_argument("--copies", type=int, default=128)
+    parser.add_argument("--big-copies", type=int, default=1024)
+    parser.add_argument("--no-peer", action="store_true", help="skip BenchMARL")
+    parser.add_argument("--json", type=Path, help="append every run's figures here")
+    args = parser.parse_args()
+    torch.set_num_threads(1)  # small networks: one thread is fastest (our default)
+    rows: dict[str, list[dict]] = {}
+    for seed in args.seeds:
+        target: dict[str, float] = {}
+        for setting in args.settings:  # BenchMARL first: its final return is our target
+            if setting == "ours_big" or args.no_peer:
+                continue
+            peer = run_benchmarl(setting, seed, args.frames, args.copies)
+            if peer is not None:
+                target[setting] = peer["last"]
+                rows.setdefault(f"BenchMARL {setting}", []).append(peer)
+                _report(f"BenchMARL {setting} seed {seed}", peer, args.json)
+        for setting in args.settings:
+            goal = target.get("defaults" if setting == "ours_big" else setting)
+            ours = run_ours(setting, seed, args.frames, args.copies, args.big_copies, goal)
+            rows.setdefault(f"selfplay {setting}", []).append(ours)
+            _report(f"selfplay {setting} seed {seed}", ours, args.json)
+    print(f"\n{args.frames} frames per run, seeds {args.seeds}")
+    print("| run | frames/s | return first 10 % | return last 10 % | s to BenchMARL's final |")
+    print("|---|---:|---:|---:|---:|")
+    for name, rs in rows.items():
+        fps = float(np.mean([r["fps"] for r in rs]))
+        reach = [r.get("reach_s") for r in rs]
+        reach_txt = ("never" if any(x is None for x in reach) else f"{np.mean(reach):.0f}") \
+            if name.startswith("selfplay") else f"{np.mean([r['seconds'] for r in rs]):.0f}"
+        print(f"| {name} | {fps:,.0f} | {np.mean([r['first'] for r in rs]):.2f} | "
+              f"{np.mean([r['last'] for r in rs]):.2f} | {reach_txt} |")
+
+
+def _report(name: str, r: dict, path: Path | None) -> None:
+    brief = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
+             if k != "curve"}
+    print(f"{name}: {json.dumps(brief)}", flush=True)
+    if path is not None:
+        with path.open("a") as fh:
+            fh.write(json.dumps({"run": name, **r}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
