@@ -41,6 +41,7 @@ from marl.mappo import MAPPO, MAPPOConfig
 from marl.registry import LearnerEntry
 from marl.train import RandomPolicy, check_episode_lengths, train
 from marl.value_decomp import ValueDecompConfig
+from populations.approx_exploit import ExploitEvery
 from populations.db import LeagueDB, MatchRow
 from populations.league import MEMBER, League, LeagueConfig
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
@@ -112,6 +113,8 @@ class PopulationConfig:
     # registered algos (mappo, ippo, llm_grpo...) and <algo>_exploiter (AlphaStar main
     # exploiter of the first member); see league_algos()
     nash_conv: bool = False  # league: log each snapshot's exact NashConv (small OpenSpiel)
+    exploit: ExploitEvery = field(default_factory=ExploitEvery)  # league: approximate
+    # NashConv of new snapshots every exploit.every generations (any game; 0: never)
     sync: bool = True  # league, runner=ray: members wait for each other every generation
     # (false: a member that finishes publishes and trains on at once; populations.league)
     exploiter_reset_win_rate: float = 0.7  # league, mappo_exploiter: restart after this
@@ -274,7 +277,8 @@ def _league_config(cfg: ExperimentConfig) -> LeagueConfig:
         frames_per_generation=pop.frames_per_generation, num_envs=cfg.num_envs,
         opponent_prob=pop.opponent_prob, eval_episodes=cfg.eval_episodes,
         eval_window=pop.eval_window, matchmaking=pop.matchmaking, mappo=cfg.mappo,
-        nash_conv=pop.nash_conv, runner=cfg.runner.kind, ray_workers=cfg.runner.workers,
+        nash_conv=pop.nash_conv, exploit=pop.exploit, runner=cfg.runner.kind,
+        ray_workers=cfg.runner.workers,
         ray_address=cfg.runner.address, seed=cfg.seed, device=cfg.device,
         torch_threads=cfg.torch_threads, ray_learners=cfg.runner.learners,
         learner_gpus=cfg.runner.learner_gpus,

@@ -47,6 +47,7 @@ import games
 from marl.actor_critic import NetConfig
 from marl.core import derive_seed
 from marl.mappo import MAPPO, MAPPOConfig
+from populations.approx_exploit import ExploitEvery, exploit_snapshots
 from populations.checkpoint import checkpoint_files, load_latest, save_checkpoint
 from populations.db import LeagueDB
 from populations.evaluation import evaluate_pairs, recompute, win_rates
@@ -93,6 +94,8 @@ class LeagueConfig:
     eval_window: int = 0  # evaluate a new snapshot against the last k snapshots (0: all)
     matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
     nash_conv: bool = False  # log each new snapshot's exact NashConv (small OpenSpiel games)
+    exploit: ExploitEvery = field(default_factory=ExploitEvery)  # approximate NashConv of
+    # new snapshots every N generations (any game; populations.approx_exploit)
     mappo: MAPPOConfig = field(default_factory=lambda: MAPPOConfig(net=NetConfig(share="role")))
     runner: str = "local"  # local | ray
     ray_workers: int = 2  # Ray actors playing evaluation matches
@@ -424,6 +427,11 @@ class League:
             self.log_metrics(self.frames, {
                 f"nash_conv/{s.member}": nash_conv(self.cfg.game, self.store.load(s.id)).nash_conv
                 for s in snaps})
+        approx = exploit_snapshots(self.db, self.run_id, self.store, self.cfg.game,
+                                   self.cfg.game_kwargs, self.cfg.exploit, list(snaps),
+                                   self.cfg.seed, self.cfg.device)
+        if approx:
+            self.log_metrics(self.frames, approx)
 
     def _train_members(self) -> None:
         """One generation of every member: in turn in this process (metrics logged live),
