@@ -594,6 +594,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--num-envs", type=int, default=LeagueConfig.num_envs)
     p.add_argument("--eval-episodes", type=int, default=LeagueConfig.eval_episodes)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--runner", choices=["local", "ray"], default="local",
+                   help="ray: members train on learner actors, matches on Ray workers")
+    p.add_argument("--ray-address", default=None, help="join this Ray cluster (runner ray)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     created = not Path(args.run_dir).exists()
@@ -605,7 +608,7 @@ def main(argv: list[str] | None = None) -> None:
         cfg = LeagueConfig(game=args.game, game_kwargs=kwargs, generations=args.generations,
                            frames_per_generation=args.frames_per_generation,
                            num_envs=args.num_envs, eval_episodes=args.eval_episodes,
-                           seed=args.seed)
+                           seed=args.seed, runner=args.runner, ray_address=args.ray_address)
         league = League(cfg, args.run_dir, resume=args.resume,
                         resume_override=args.resume_override)
         try:

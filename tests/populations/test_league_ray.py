@@ -3,8 +3,12 @@ matches, ratings and metrics as the in-process runner for a fixed seed; asynchro
 members; a learner actor that dies is restarted; a league on a two-node cluster."""
 
 import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,11 +17,14 @@ import games
 from marl.actor_critic import NetConfig
 from marl.core import load_policy
 from marl.mappo import MAPPO, MAPPOConfig
+from populations.checkpoint import load_latest
 from populations.league import League, LeagueConfig
+from populations.learner_actors import LearnerActorError
 from populations.members import LearnerMember
 from populations.runners import init_ray
 
 GAME = "openspiel/kuhn_poker"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -143,3 +150,100 @@ def test_async_members_publish_without_waiting(tmp_path, ray_local):
 def test_sync_requires_ray():
     with pytest.raises(ValueError, match="sync=False .* needs runner='ray'"):
         _cfg(sync=False)
+
+
+class DiesOnce(LearnerMember):
+    """A member whose learner process dies (``os._exit``) in generation ``gen`` the first
+    ``times`` times it gets there (counted in files under ``folder``, which outlive it)."""
+
+    def __init__(self, *args, folder=None, gen=2, times=1, **kw):
+        super().__init__(*args, **kw)
+        self.folder, self.gen, self.times = folder, gen, times
+
+    def train_generation(self, mm):
+        if mm.plan.generation == self.gen:
+            tries = len(os.listdir(self.folder))
+            if tries < self.times:
+                open(os.path.join(self.folder, f"died{tries}"), "w").close()
+                super().train_generation(mm)  # dies with its work done, unsent
+                os._exit(1)
+        return super().train_generation(mm)
+
+
+def _dying_members(cfg, folder, times):
+    spec = games.make(GAME).spec
+    return [LearnerMember("a", MAPPO(spec, cfg.mappo, seed=1)),
+            DiesOnce("b", MAPPO(spec, cfg.mappo, seed=2), folder=str(folder), times=times)]
+
+
+def test_dead_learner_actor_is_restarted_from_the_last_checkpoint(tmp_path, ray_local):
+    """Member b's actor dies in generation 2 after training it; a fresh actor trains that
+    generation again from b's checkpointed state, and the run ends with exactly the
+    snapshots, matches, ratings and metrics of a run where nothing died."""
+    (tmp_path / "never").mkdir()
+    (tmp_path / "never" / "x").touch()  # already "died": the reference never dies
+    (tmp_path / "once").mkdir()
+    cfg = _cfg(runner="ray", generations=3)
+    ref = _run(cfg, tmp_path / "ref", _dying_members(cfg, tmp_path / "never", 1))
+    league = _run(cfg, tmp_path / "run", _dying_members(cfg, tmp_path / "once", 1))
+    assert os.listdir(tmp_path / "once") == ["died0"]  # it did die, once
+    assert league.learners.restarts == 1 and ref.learners.restarts == 0
+    assert _tables(tmp_path / "run") == _tables(tmp_path / "ref")
+
+
+def test_restarts_are_bounded_and_the_run_is_marked_failed(tmp_path, ray_local):
+    (tmp_path / "always").mkdir()
+    cfg = _cfg(runner="ray", generations=2, max_learner_restarts=1)
+    league = League(cfg, tmp_path / "run", members=_dying_members(cfg, tmp_path / "always", 99))
+    try:
+        with pytest.raises(LearnerActorError, match="member 'b', generation 2: its learner "
+                           "actor died 2 times \\(max_restarts=1\\)") as err:
+            league.run()
+    finally:
+        league.close()
+    assert "\n" not in str(err.value)
+    db = sqlite3.connect(tmp_path / "run" / "league.db")
+    status, error = db.execute("SELECT status, error FROM runs").fetchone()
+    db.close()
+    assert status == "failed" and "max_restarts=1" in error
+    resumed = League(_cfg(runner="ray", generations=2), tmp_path / "run", resume=True,
+                     members=_dying_members(cfg, tmp_path / "never_again", 0))
+    try:  # the checkpoint from before the deaths continues the run
+        assert (resumed.generation, resumed.phase) == (1, "done")
+    finally:
+        resumed.close()
+
+
+@pytest.mark.slow
+def test_driver_killed_with_kill_9_resumes_with_nothing_lost(tmp_path):
+    """The league's resume guarantee holds with learner actors: a driver killed (-9) once
+    generation 2 is checkpointed and resumed ends with the uninterrupted run's snapshots
+    and matches, none twice."""
+    from tests.populations.test_league import _match_table
+
+    args = ["--generations", "3", "--frames-per-generation", "400", "--num-envs", "8",
+            "--eval-episodes", "2", "--runner", "ray"]
+    cmd = [sys.executable, "-m", "populations.league", *args]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([*cmd, "--run-dir", str(tmp_path / "ref")], check=True, env=env,
+                   capture_output=True, timeout=600)
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen([*cmd, "--run-dir", str(killed)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline:  # kill once generation 2 has been checkpointed
+        found = (killed / "checkpoints").exists() and load_latest(killed / "checkpoints")
+        if found and found[1]["generation"] >= 2:
+            break
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial, _ = _match_table(killed / "league.db")
+    subprocess.run([*cmd, "--run-dir", str(killed), "--resume"], check=True, env=env,
+                   capture_output=True, timeout=600)
+    ref_rows, ref_snaps = _match_table(tmp_path / "ref" / "league.db")
+    got_rows, got_snaps = _match_table(killed / "league.db")
+    assert 0 < len(partial) < len(ref_rows)  # it really was interrupted
+    assert got_snaps == ref_snaps == [("main", v) for v in range(4)]
+    assert len(got_rows) == len({k for k, _ in got_rows})  # no match twice
+    assert got_rows == ref_rows
