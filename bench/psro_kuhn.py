@@ -91,16 +91,29 @@ def peer_python() -> Path | None:
     return python if python.exists() else None
 
 
-def run_peer(game: str, iters: int, meta: str, sims: int, exact: bool = False) -> dict | None:
-    """OpenSpiel's psro_v2 (``exact``: with exact payoffs patched in) in the peer venv."""
+# Prepended to the peer's script with ``cpu=True``: the script times with time.time(), which
+# then reads this process's CPU seconds (less sensitive than wall time to a loaded machine).
+CPU_PATCH = "import time\ntime.time = time.process_time\n"
+RUN_SCRIPT = """
+import runpy, sys
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+def run_peer(game: str, iters: int, meta: str, sims: int, exact: bool = False,
+             seed: int = 1, cpu: bool = False) -> dict | None:
+    """OpenSpiel's psro_v2 (``exact``: with exact payoffs patched in) in the peer venv;
+    ``cpu``: its seconds are CPU seconds of its process."""
     python = peer_python()
     script = PEERS / "openspiel_psro.py"
     if python is None or not script.exists():
         return None
     args = ["--game", game, "--iters", str(iters), "--meta", meta,
-            "--sims", "1" if exact else str(sims), "--quiet"]
-    cmd = [str(python), "-c", EXACT_PATCH, str(script), *args] if exact else [
-        str(python), str(script), *args]
+            "--sims", "1" if exact else str(sims), "--seed", str(seed), "--quiet"]
+    prelude = (CPU_PATCH if cpu else "") + (EXACT_PATCH if exact else RUN_SCRIPT)
+    cmd = [str(python), "-c", prelude, str(script), *args]
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True)
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("SUMMARY ")]
