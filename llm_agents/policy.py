@@ -287,7 +287,9 @@ def _load_model(name: str, entry: dict[str, Any],
     with torch.random.fork_rng(devices=[]):
         model = build_checked(build, entry["weights"], f"model {name!r}")
     model.load_state_dict(entry["weights"])
-    return model.to(device).eval(), tokenizer
+    # frozen like the learner's own snapshot (MultiTurnGRPO.policy): with weights that require
+    # grad, a loaded snapshot's probabilities differed from the learner's in the 7th digit
+    return model.to(device).eval().requires_grad_(False), tokenizer
 
 
 @register_policy("llm")
