@@ -11,10 +11,12 @@
   actions, the next update's metrics and the weights after it equal the uninterrupted
   learner's.
 
-Which game a learner (pair) plays is decided by ``registry.compatible`` over the shipped game
-presets (``GAME_ORDER`` first: the competitive MPE game every current learner plays); the
-settings are ``selfplay-train``'s with ``test_matrix.TINY``'s budgets. Training every
-algo on every preset is ``test_matrix.test_algo_game_pair``.
+Both run once on a simultaneous-move and once on a turn-based game, for each learner whose
+capabilities say it plays that kind (MADDPG: simultaneous only). Which game a learner (pair)
+plays is decided by ``registry.compatible`` over the shipped two-team game presets
+(``GAME_ORDER`` first: competitive MPE and Kuhn poker, which every current learner of the
+kind plays); the settings are ``selfplay-train``'s with ``test_matrix.TINY``'s budgets.
+Training every algo on every preset is ``test_matrix.test_algo_game_pair``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ from populations.store import PolicyStore
 from .test_matrix import CONFIGS, _game, _prepared
 
 KINDS = registry.names()
-GAME_ORDER = ("mpe_adversary", "rps")  # tried first: competitive, two teams, cheap
+MOVES = ("simultaneous", "turn_based")  # Capabilities fields and GameSpec kinds alike
+GAME_ORDER = ("mpe_adversary", "kuhn", "rps")  # tried first: competitive, two teams, cheap
 PRESETS = (*GAME_ORDER, *sorted(p.stem for p in (CONFIGS / "game").glob("*.yaml")
                                 if p.stem not in GAME_ORDER))
 
@@ -62,11 +65,18 @@ def _plays(kind: str, preset: str) -> bool:
                                text_views)
 
 
+def _moves(kind: str) -> list[str]:
+    """The kinds of game (``MOVES``) learner ``kind`` declares it plays."""
+    return [m for m in MOVES if getattr(registry.get(kind).capabilities, m)]
+
+
 @functools.cache
-def shared_game(*kinds: str) -> str | None:
-    """The first two-team game preset every learner in ``kinds`` can play (None: none)."""
+def shared_game(move: str, *kinds: str) -> str | None:
+    """The first two-team ``move`` game preset every learner in ``kinds`` can play."""
     for preset in PRESETS:
-        if len(_preset(preset)[1].spec.teams) == 2 and all(_plays(k, preset) for k in kinds):
+        spec = _preset(preset)[1].spec
+        if len(spec.teams) == 2 and spec.simultaneous == (move == "simultaneous") \
+                and all(_plays(k, preset) for k in kinds):
             return preset
     return None
 
@@ -183,10 +193,14 @@ def snapshots(tmp_path_factory):
     db.close()
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_snapshot_saves_loads_and_acts_alike(kind, snapshots):
-    preset = shared_game(kind)
-    assert preset is not None, f"{kind} plays no shipped two-team game preset"
+CASES = [(m, k) for k in KINDS for m in _moves(k)]
+CASE_IDS = [f"{m}-{k}" for m, k in CASES]
+
+
+@pytest.mark.parametrize(("move", "kind"), CASES, ids=CASE_IDS)
+def test_snapshot_saves_loads_and_acts_alike(move, kind, snapshots):
+    preset = shared_game(move, kind)
+    assert preset is not None, f"{kind} plays no shipped two-team {move} game preset"
     snap = snapshots(kind, preset)
     loaded = snap.store.load(snap.snapshot_id)  # load_policy, after the SHA-256 check
     assert loaded is not snap.policy and loaded.meta == snap.policy.meta
@@ -196,15 +210,17 @@ def test_snapshot_saves_loads_and_acts_alike(kind, snapshots):
         assert_same_play(snap.policy, loaded, probe_step(loaded, preset, seed), seed)
 
 
-PAIRS = [(a, b) for a in KINDS for b in KINDS if a != b]
+PAIRS = [(m, a, b) for m in MOVES for a in KINDS for b in KINDS
+         if a != b and m in _moves(a) and m in _moves(b)]
 
 
-@pytest.mark.parametrize(("first", "second"), PAIRS, ids=[f"{a}-vs-{b}" for a, b in PAIRS])
-def test_snapshot_plays_every_other_kind(first, second, snapshots):
+@pytest.mark.parametrize(("move", "first", "second"), PAIRS,
+                         ids=[f"{m}-{a}-vs-{b}" for m, a, b in PAIRS])
+def test_snapshot_plays_every_other_kind(move, first, second, snapshots):
     """``first``'s snapshot fills the first team's seats, ``second``'s the other team's."""
-    preset = shared_game(first, second)
+    preset = shared_game(move, first, second)
     if preset is None:
-        pytest.skip(f"{first} and {second} share no shipped two-team game preset")
+        pytest.skip(f"{first} and {second} share no shipped two-team {move} game preset")
     exp, game = _preset(preset)
     spec = game.spec
     sides = {a.id: snapshots(first if a.team == spec.teams[0] else second, preset).path
@@ -229,9 +245,10 @@ def _same_metrics(a: list[dict[str, float]], b: list[dict[str, float]]) -> None:
             assert ma[k] == mb[k] or (math.isnan(ma[k]) and math.isnan(mb[k])), k
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_resumed_learner_acts_as_the_uninterrupted_one(kind, tmp_path):
-    preset = shared_game(kind)
+@pytest.mark.parametrize(("move", "kind"), CASES, ids=CASE_IDS)
+def test_resumed_learner_acts_as_the_uninterrupted_one(move, kind, tmp_path):
+    preset = shared_game(move, kind)
+    assert preset is not None, f"{kind} plays no shipped two-team {move} game preset"
     entry = registry.get(kind)
     first = build(kind, preset, seed=11, workdir=tmp_path / "a")
     train_phase(entry, first, preset, seed=21)
