@@ -46,7 +46,11 @@ from marl.train import EpisodeTooLongError
 log = logging.getLogger(__name__)
 
 MAX_CELLS = 1 << 24
-"""Default memo budget: histories times ``A`` (16M cells: 128 MB of child indices)."""
+"""Default memo budget: histories times ``A`` (16M cells: 64 MB of child indices)."""
+
+KEEP_STATES = 100_000
+"""Histories whose pyspiel state is kept to expand their children; later ones are rebuilt
+from their actions when a child is first reached (a state can take kilobytes)."""
 
 TERMINAL, CHANCE, DECISION = 0, 1, 2
 
@@ -157,8 +161,10 @@ class HistoryMemo:
     Arrays over histories (nodes; node 0 is the initial state): ``kind`` (terminal, chance,
     decision), ``player`` to move, ``aux`` (a decision node's view index for its player, a
     chance node's row of ``chance``), ``child [n, A]`` (-1 until reached), ``value [n, P]``
-    (returns of terminal histories) and ``chance [c, C]`` (outcome probabilities by action
-    id).
+    (returns of terminal histories), ``parent`` / ``via`` (the history it extends, by which
+    action) and ``chance [c, C]`` (outcome probabilities by action id). The pyspiel states of
+    the first :data:`KEEP_STATES` histories are kept to expand their children; later ones are
+    replayed from their actions.
 
     Raises:
         ValueError: simultaneous-move games (their joint actions are not handled here).
@@ -178,7 +184,8 @@ class HistoryMemo:
         self.n = 0
         self.kind = np.zeros(0, np.int8)
         self.player, self.aux = np.zeros(0, np.int32), np.zeros(0, np.int64)
-        self.child = np.zeros((0, self.A), np.int64)
+        self.child = np.zeros((0, self.A), np.int32)
+        self.parent, self.via = np.zeros(0, np.int32), np.zeros(0, np.int32)
         self.value = np.zeros((0, self.P))
         self._grow(256)
         self.chance = np.zeros((0, self.C))
@@ -196,16 +203,20 @@ class HistoryMemo:
         self.kind = grown(self.kind, TERMINAL)
         self.player, self.aux = grown(self.player, -1), grown(self.aux, -1)
         self.child, self.value = grown(self.child, -1), grown(self.value, 0.0)
+        self.parent, self.via = grown(self.parent, -1), grown(self.via, -1)
 
-    def _add(self, state: pyspiel.State) -> int:
-        """Append the history ``state`` as a node; its index."""
+    def _add(self, state: pyspiel.State, parent: int = -1, via: int = -1) -> int:
+        """Append the history ``state`` (``parent``'s child after action ``via``) as a
+        node; its index."""
         if self.n >= self.max_nodes:
             raise MemoFull(f"{self.game.spec.name}: more than {self.max_nodes} histories met")
         if self.n == len(self.kind):
             self._grow(min(2 * self.n, self.max_nodes))
         i = self.n
         self.n += 1
-        self.states.append(state)
+        self.parent[i], self.via[i] = parent, via
+        if i < KEEP_STATES:
+            self.states.append(state)
         if state.is_terminal():
             self.kind[i], self.value[i] = TERMINAL, state.returns()
         elif state.is_chance_node():
@@ -236,6 +247,19 @@ class HistoryMemo:
             views.legal_text.append(self.game.legal_action_texts(agent))
         return s
 
+    def state(self, n: int) -> pyspiel.State:
+        """The pyspiel state of node ``n`` (kept, or replayed from the initial state)."""
+        if n < len(self.states):
+            return self.states[n]
+        path = []
+        while n >= len(self.states):
+            path.append(int(self.via[n]))
+            n = int(self.parent[n])
+        state = self.states[n].clone()
+        for a in reversed(path):
+            state.apply_action(a)
+        return state
+
     def chance_probs(self, nodes: np.ndarray) -> np.ndarray:
         """``[B, C]`` outcome probabilities of chance ``nodes``."""
         if len(self.chance) < len(self._chance_rows):
@@ -249,7 +273,7 @@ class HistoryMemo:
         if miss.any():
             for code in np.unique(nodes[miss] * self.A + actions[miss]):
                 n, a = divmod(int(code), self.A)
-                self.child[n, a] = self._add(self.states[n].child(a))
+                self.child[n, a] = self._add(self.state(n).child(a), n, a)
             child = self.child[nodes, actions]
         return child
 

@@ -19,6 +19,7 @@ from marl.core import Policy
 from marl.mappo import MAPPO, MAPPOConfig
 from marl.train import RandomPolicy
 from populations import exploitability as ex
+from populations import lockstep
 from populations.experiment import run_experiment
 from populations.lockstep import LockstepSampler, memoryless
 from populations.payoffs import SampledPayoffs
@@ -126,6 +127,18 @@ def test_memo_views_are_the_game_adapters():
             np.testing.assert_array_equal(seen.obs[s], info.obs[t])
             np.testing.assert_array_equal(seen.legal[s], info.legal[t])
             assert seen.legal_text[s] == info.legal_text[t]
+
+
+def test_histories_rebuilt_from_their_actions_give_the_same_payoffs(monkeypatch):
+    """Past ``KEEP_STATES`` histories the memo keeps no pyspiel state and replays a history's
+    actions to expand it: the payoffs are the same as with every state kept."""
+    _, members = _members(LEDUC)
+    index = [np.arange(3), np.arange(3)]
+    kept = _estimator(LEDUC, members, 400).block(index)
+    monkeypatch.setattr(lockstep, "KEEP_STATES", 3)
+    est = _estimator(LEDUC, members, 400)
+    np.testing.assert_array_equal(est.block(index), kept)
+    assert len(est.sampler.memo.states) == 3 and est.sampler.memo.n > 1000
 
 
 class FirstLegal(Policy):
