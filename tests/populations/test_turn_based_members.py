@@ -1,6 +1,14 @@
-"""VDN / QMIX teams as league members of a turn-based team game: tiny bridge with two
-partnerships (North-South against East-West), a QMIX member and a MAPPO member training
-against each other's snapshots, every snapshot rated on one scale."""
+"""VDN / QMIX on turn-based games through ``populations``: ``selfplay-train algo=vdn
+game=tictactoe`` from the command line, and QMIX teams as league members of a turn-based
+team game (tiny bridge with two partnerships, North-South against East-West), a QMIX member
+and a MAPPO member training against each other's snapshots, every snapshot rated on one
+scale."""
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 from marl.mappo import MAPPOConfig
 from marl.value_decomp import ValueDecompConfig
@@ -15,6 +23,7 @@ from populations.experiment import (
 from populations.league import League
 from populations.loggers import LoggerConfig
 
+ROOT = Path(__file__).resolve().parents[2]
 BRIDGE = GameConfig("openspiel/tiny_bridge_4p",
                     {"teams": [["player_0", "player_2"], ["player_1", "player_3"]]})
 
@@ -48,3 +57,19 @@ def test_qmix_partnership_meets_a_mappo_partnership_at_tiny_bridge(tmp_path):
     assert ((buf["seated"].float() @ team > 0).sum(1) == 1).all()
     # rows of both partnerships (self-play copies) and copies where MAPPO held one side
     assert (buf["seated"].float() @ team > 0).any(0).all()
+
+
+def test_selfplay_train_vdn_on_a_turn_based_preset(tmp_path):
+    res = subprocess.run(
+        [sys.executable, "-m", "populations.cli", "algo=vdn", "game=tictactoe", "frames=400",
+         "num_envs=4", "eval_episodes=4", "vdn.learning_starts=32", "vdn.batch_size=32",
+         "progress=false", "logger=none"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 0, res.stderr[-2000:]
+    (db_path,) = tmp_path.glob("runs/**/league.db")
+    db = sqlite3.connect(db_path)
+    updates = db.execute("SELECT COUNT(*) FROM metrics").fetchone()[0]
+    matches = db.execute("SELECT COUNT(*) FROM matches").fetchone()[0]
+    db.close()
+    assert updates >= 1 and matches == 4
