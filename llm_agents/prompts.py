@@ -137,6 +137,7 @@ class PromptConfig:
     legal_separator: str = " | "
     chat_template: bool = True  # use the tokenizer's chat template when it has one
     candidate_prefix: str = " "  # put before action texts scored after a plain-text prompt
+    response_prefix: str = ""  # the reply's first words, written for the model (e.g. <action>)
 
     def __post_init__(self) -> None:
         fields = dict.fromkeys(FIELDS, "")
@@ -188,11 +189,12 @@ class PromptBuilder:
                       turn=f"It is your turn to act, {agent} ({role}).")
         system = self.cfg.system.format(**fields).strip()
         user = self.cfg.user.format(**fields).strip()
+        prefix = self.cfg.response_prefix
         if self.uses_chat(tokenizer):
             messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
             return tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                                 tokenize=False)
-        return f"{system}\n{user}\n" if system else f"{user}\n"
+                                                 tokenize=False) + prefix
+        return (f"{system}\n{user}\n" if system else f"{user}\n") + prefix
 
     def candidate(self, tokenizer: Any, action_text: str) -> str:
         """The continuation scored for one legal action."""
@@ -204,4 +206,20 @@ class PromptBuilder:
         """A :class:`Request` for one decision: prompt, legal texts, scored candidates."""
         prompt = self.build(tokenizer, game=game, agent=agent, role=role, role_prompt=role_prompt,
                             observation=observation, legal=legal, instruction=instruction)
+        if self.cfg.response_prefix:
+            parse = _prefixed(parse, self.cfg.response_prefix)
         return Request(prompt, list(legal), [self.candidate(tokenizer, a) for a in legal], parse)
+
+
+def _prefixed(parse: Callable[[str], int | None], prefix: str) -> Callable[[str], int | None]:
+    """Parse ``prefix + text``: the model's reply begins with the written prefix. A prefix that
+    opens ``<action>`` is closed when the model ended (EOS) without ``</action>``, so
+    ``<action>`` + ``Pass`` reads as ``<action>Pass</action>`` -- and ``Pass, Bet`` still fails."""
+
+    def parse_reply(text: str) -> int | None:
+        full = prefix + text
+        if full.lower().count("<action>") > full.lower().count("</action>"):
+            full += "</action>"
+        return parse(full)
+
+    return parse_reply
