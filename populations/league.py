@@ -55,6 +55,7 @@ from populations.learner_actors import (
     LearnerJob,
     LearnerPool,
     LearnerResult,
+    connect_ray,
     learner_gpus,
     load_state_bytes,
     state_bytes,
@@ -70,7 +71,7 @@ from populations.members import (
     TrainPlan,
 )
 from populations.run_folder import RunFolderError, RunLock, check_settings, one_line
-from populations.runners import init_ray, make_runner
+from populations.runners import make_runner
 from populations.store import PolicyStore, file_sha256
 
 log = logging.getLogger(__name__)
@@ -196,7 +197,7 @@ class League:
         self.learners: LearnerPool | None = None
         if cfg.runner == "ray":  # CPUs of a local Ray: the match workers and learner actors
             actors = min(len(self.members), cfg.ray_learners or len(self.members))
-            init_ray(cfg.ray_address, cfg.ray_workers + actors)
+            connect_ray(cfg.ray_address, cfg.ray_workers + actors)
         self.runner = make_runner(cfg.runner, **(
             {"num_workers": cfg.ray_workers, "address": cfg.ray_address}
             if cfg.runner == "ray" else {}))
@@ -364,7 +365,7 @@ class League:
             m = self._member(r.name)
             g = self.progress[m.name][0] + 1
             seq = self.db.add_generation(self.run_id, m.name, g, r.frames, r.started_at,
-                                         r.finished_at, f"pid {r.pid}")
+                                         r.finished_at, r.worker)
             self._apply(m, r)
             self.progress[m.name] = (g, "trained")
             self._save()
@@ -452,7 +453,7 @@ class League:
         while self.learners.busy:  # recorded as they finish: the wall-clock order
             r = self.learners.wait()
             self.db.add_generation(self.run_id, r.name, g, r.frames, r.started_at,
-                                   r.finished_at, f"pid {r.pid}")
+                                   r.finished_at, r.worker)
             done[r.name] = r
         for m in self.members:
             self._apply(m, done[m.name])

@@ -45,6 +45,7 @@ import torch
 
 from marl.core import Policy, load_policy
 from populations.members import GenerationMatchmaker, Member, OpponentDraw, TrainPlan
+from populations.runners import _loopback_only, init_ray
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ class LearnerResult:
     state: bytes
     started_at: float
     finished_at: float
-    pid: int
+    worker: str  # "<node id> pid <pid>"
 
 
 class _LearnerActor:
@@ -104,8 +105,11 @@ class _LearnerActor:
         self.policies: dict[tuple[int, str], Policy] = {}  # (snapshot id, sha256) -> policy
         self.folder = Path(tempfile.mkdtemp(prefix="selfplay-learner-"))
 
-    def pid(self) -> int:
-        return os.getpid()
+    def where(self) -> str:
+        """``<node id prefix> pid <pid>``: which node and process trains here."""
+        import ray
+
+        return f"{ray.get_runtime_context().get_node_id()[:12]} pid {os.getpid()}"
 
     def train(self, member: list[Any], job: LearnerJob) -> LearnerResult:
         import ray
@@ -121,7 +125,7 @@ class _LearnerActor:
                                   lambda f, values: metrics.append((f, dict(values))))
         frames = m.train_generation(mm)
         return LearnerResult(job.name, frames, metrics, state_bytes(m.state_dict()), started,
-                             time.time(), os.getpid())
+                             time.time(), self.where())
 
     def _policy(self, job: LearnerJob, sid: int) -> Policy:
         """Snapshot ``sid`` from its bytes, checked against the store's hash, loaded like the
@@ -139,6 +143,19 @@ class _LearnerActor:
             path.write_bytes(data)
             self.policies[(sid, sha)] = load_policy(path)
         return self.policies[(sid, sha)]
+
+
+def connect_ray(address: str | None, num_cpus: int) -> Any:
+    """``populations.runners.init_ray``; a cluster address on this machine (``127.0.0.1:port``,
+    ``localhost:port``) stays loopback: Ray would rewrite it to the machine's routable
+    address, where a cluster started with ``--node-ip-address=127.0.0.1`` does not listen."""
+    import ray
+
+    host = (address or "").rsplit(":", 1)[0]
+    if address and not ray.is_initialized() and host in ("127.0.0.1", "localhost"):
+        with _loopback_only():
+            return init_ray(address, num_cpus)
+    return init_ray(address, num_cpus)
 
 
 def learner_gpus(device: str, requested: float | None) -> float:
@@ -170,7 +187,9 @@ class LearnerPool:
         if not ray.is_initialized():
             raise RuntimeError("LearnerPool needs Ray initialized (populations.runners.init_ray)")
         self._ray = ray
-        self._actor = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus)(_LearnerActor)
+        # SPREAD: learners go to different nodes while there are any (their own GPUs)
+        self._actor = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus,
+                                 scheduling_strategy="SPREAD")(_LearnerActor)
         self._threads, self.max_restarts, self.restarts = torch_threads, max_restarts, 0
         # each member's skeleton travels once per actor; its state travels with every job
         self._members = {m.name: ray.put(m) for m in members}

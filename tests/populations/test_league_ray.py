@@ -2,6 +2,7 @@
 matches, ratings and metrics as the in-process runner for a fixed seed; asynchronous
 members; a learner actor that dies is restarted; a league on a two-node cluster."""
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -247,3 +248,77 @@ def test_driver_killed_with_kill_9_resumes_with_nothing_lost(tmp_path):
     assert got_snaps == ref_snaps == [("main", v) for v in range(4)]
     assert len(got_rows) == len({k for k, _ in got_rows})  # no match twice
     assert got_rows == ref_rows
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _kill_session(sid):
+    """End every process of session ``sid`` (a ``ray start`` this test made, and the Ray
+    daemons it left running): by id, never by name, so other Ray instances live on."""
+    def members():
+        out = []
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                with contextlib.suppress(OSError):
+                    if os.getsid(int(d)) == sid:
+                        out.append(int(d))
+        return out
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in members():
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.time() + 10
+        while members() and time.time() < deadline:
+            time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_league_joins_a_two_node_cluster_by_address(tmp_path):
+    """``runner.address``: a head and a second node started with ``ray start`` on this
+    machine (loopback only); the league's two learners train on different nodes."""
+    import secrets
+    import shutil
+    import tempfile
+
+    port = _free_port()
+    temp = tempfile.mkdtemp(prefix="sp-ray-")  # short: Ray's socket paths must fit 107 bytes
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "token",
+           "RAY_AUTH_TOKEN": secrets.token_hex(32)}  # the cluster's own token
+    start = [sys.executable, str(ROOT / "tests" / "populations" / "loopback_ray.py"), "start",
+             "--node-ip-address=127.0.0.1", "--num-cpus=2", "--disable-usage-stats"]
+    sessions = []
+    try:
+        for extra in (["--head", f"--port={port}", "--include-dashboard=false",
+                       f"--temp-dir={temp}"], [f"--address=127.0.0.1:{port}"]):
+            proc = subprocess.Popen([*start, *extra], env=env, start_new_session=True,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            sessions.append(proc.pid)
+            _, err = proc.communicate(timeout=180)
+            assert proc.returncode == 0, err.decode()[-2000:]
+        run = tmp_path / "run"
+        train = subprocess.run(
+            [sys.executable, "-m", "populations.cli", f"game.name={GAME}", "encoder=mlp",
+             "population=fsp", "population.members=[mappo,mappo_exploiter]",
+             "mappo.net.critic=concat", "population.generations=1",
+             "population.frames_per_generation=256",
+             "num_envs=8", "eval_episodes=2", "progress=false", "logger=none",
+             "runner=ray", "runner.workers=1", f"runner.address=127.0.0.1:{port}",
+             f"hydra.run.dir={run}"], env=env, capture_output=True, timeout=300)
+        assert train.returncode == 0, train.stderr.decode()[-3000:]
+        db = sqlite3.connect(run / "league.db")
+        workers = [w for (w,) in db.execute("SELECT worker FROM generations")]
+        status = db.execute("SELECT status FROM runs").fetchone()
+        db.close()
+        assert status == ("finished",) and len(workers) == 2
+        assert len({w.split()[0] for w in workers}) == 2, workers  # two nodes
+    finally:
+        for sid in sessions:
+            _kill_session(sid)
+        shutil.rmtree(temp, ignore_errors=True)
