@@ -80,6 +80,19 @@ def test_smollm2_preset_composes_over_hf():
         load_llm_preset("nope")
 
 
+def test_hydra_composes_the_preset_as_load_llm_preset_does():
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    import populations.cli  # noqa: F401  (registers the schema)
+
+    with initialize_config_module(config_module="configs", version_base=None):
+        exp = OmegaConf.to_object(compose(config_name="config", overrides=[
+            "experiment=kuhn_llm_selfplay", "llm=smollm2_kuhn", "llm.model=/some/model"]))
+    assert exp.llm.iterations == 50  # the experiment's own setting
+    assert exp.llm == load_llm_preset("smollm2_kuhn", model="/some/model", iterations=50)
+
+
 def test_missing_package_is_one_line_with_the_install_command(monkeypatch):
     monkeypatch.setattr(real_models.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(RealModelMissing) as err:
