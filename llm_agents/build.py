@@ -43,7 +43,7 @@ from llm_agents.tiny import (
     save_model_dir,
 )
 from llm_agents.trainer import GRPOConfig, MultiTurnGRPO
-from marl.core import resolve_device
+from marl.core import derive_seed, resolve_device
 
 log = logging.getLogger(__name__)
 TEAMS = ("shared", "per_role")
@@ -89,8 +89,9 @@ class LLMConfig:
         return torch.bfloat16 if bf16 and self.lora.r > 0 else torch.float32
 
 
-def _prepare(cfg: LLMConfig, model: Any) -> Any:
-    """Gradient checkpointing and LoRA adapters, as ``cfg`` asks."""
+def _prepare(cfg: LLMConfig, model: Any, k: int = 0) -> Any:
+    """Gradient checkpointing and LoRA adapters, as ``cfg`` asks (model ``k``'s adapters
+    initialized from its own seed: peft draws them from the global torch RNG)."""
     if cfg.gradient_checkpointing:
         kwargs = {"use_reentrant": False}  # non-reentrant: frozen (LoRA) inputs are fine
         model.config.use_cache = False  # training passes; generation asks for its cache
@@ -100,7 +101,9 @@ def _prepare(cfg: LLMConfig, model: Any) -> Any:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
     if cfg.dtype == "bfloat16" and cfg.lora.r == 0:
         log.warning("llm dtype bfloat16 with full fine-tuning: small AdamW steps may round away")
-    return apply_lora(model, cfg.lora)
+    with torch.random.fork_rng(devices=[]):  # same seed, same adapters; global RNG untouched
+        torch.manual_seed(derive_seed(cfg.grpo.seed, "lora", k))
+        return apply_lora(model, cfg.lora)
 
 
 def _roles(games_: Sequence[str], game_kwargs: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -123,7 +126,7 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
                                  **game_kwargs.get(g, {}))
         tok = build_tokenizer(texts)
         return [(_prepare(cfg, build_model(tok, dataclasses.replace(cfg.tiny,
-                                                                     seed=cfg.tiny.seed + k))),
+                                                                     seed=cfg.tiny.seed + k)), k),
                  tok) for k in range(count)]
     if cfg.model == "???":  # Hydra's mark for a value the user must give (configs/llm/hf.yaml)
         raise ValueError("llm.model is not set; give llm.model=<model directory or hub name>")
@@ -132,8 +135,8 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
     dtype = cfg.torch_dtype(resolve_device(cfg.grpo.device))
     try:
         tok = AutoTokenizer.from_pretrained(cfg.model)
-        models = [_prepare(cfg, AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype))
-                  for _ in range(count)]
+        models = [_prepare(cfg, AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype), k)
+                  for k in range(count)]
     except OSError as err:
         raise ValueError(f"llm model {cfg.model!r} could not be loaded ({err}); give 'tiny', a "
                          "local model directory or a hub name available here") from err

@@ -270,29 +270,55 @@ class RolloutEngine:
 
     def _metrics(self, turns: list[Turn], episodes: list[EpisodeRecord], seconds: float,
                  calls: int) -> dict[str, float]:
-        n = max(1, len(turns))
-        gen = sum(len(t.decision.completion_ids) for t in turns)
-        prompt = sum(len(t.decision.prompt_ids) for t in turns)
-        m = {
-            "charts/episodes": float(len(episodes)),
-            "charts/turns": float(len(turns)),
-            "charts/legal_rate": sum(t.valid for t in turns) / n,
-            "charts/invalid_turns": float(sum(not t.valid for t in turns)),
-            "charts/generated_tokens": float(gen),
-            "charts/prompt_tokens": float(prompt),
-            "charts/backend_calls": float(calls),
-            "charts/rollout_seconds": seconds,
-            "charts/tokens_per_second": (gen + prompt) / max(seconds, 1e-9),
-        }
-        succ = [e.success for e in episodes if e.success is not None]
-        if succ:
-            m["charts/success_rate"] = float(np.mean(succ))
-        team = [np.mean([r for a, r in e.returns.items() if e.seats.get(a) == TEAM_SEAT] or [0.0])
-                for e in episodes]
-        m["charts/team_return"] = float(np.mean(team)) if team else 0.0
-        by_role: dict[str, list[float]] = defaultdict(list)
-        for t in turns:
-            by_role[t.role].append(t.reward)
-        for role, rs in by_role.items():
-            m[f"charts/turn_reward/{role}"] = float(np.mean(rs))
-        return m
+        return batch_metrics(turns, episodes, seconds, calls)
+
+
+def merge_batches(batches: Sequence[RolloutBatch], seconds: float) -> RolloutBatch:
+    """One batch of ``batches`` in order (episode, turn and game indices renumbered; the
+    records are moved, not copied), as if one :meth:`RolloutEngine.run` had played them all;
+    ``seconds`` is the wall time of the whole collection."""
+    names = list(dict.fromkeys(g for b in batches for g in b.games))
+    turns: list[Turn] = []
+    episodes: list[EpisodeRecord] = []
+    calls = 0
+    for b in batches:
+        for t in b.turns:
+            t.episode += len(episodes)
+            t.game = names.index(b.games[t.game])
+        for e in b.episodes:
+            e.turns = [i + len(turns) for i in e.turns]
+        turns += b.turns
+        episodes += b.episodes
+        calls += int(b.metrics.get("charts/backend_calls", 0))
+    return RolloutBatch(turns, episodes, names, batch_metrics(turns, episodes, seconds, calls))
+
+
+def batch_metrics(turns: Sequence[Turn], episodes: Sequence[EpisodeRecord], seconds: float,
+                  calls: int) -> dict[str, float]:
+    """``charts/`` metrics of a rollout: legal rate, tokens, success, returns per role."""
+    n = max(1, len(turns))
+    gen = sum(len(t.decision.completion_ids) for t in turns)
+    prompt = sum(len(t.decision.prompt_ids) for t in turns)
+    m = {
+        "charts/episodes": float(len(episodes)),
+        "charts/turns": float(len(turns)),
+        "charts/legal_rate": sum(t.valid for t in turns) / n,
+        "charts/invalid_turns": float(sum(not t.valid for t in turns)),
+        "charts/generated_tokens": float(gen),
+        "charts/prompt_tokens": float(prompt),
+        "charts/backend_calls": float(calls),
+        "charts/rollout_seconds": seconds,
+        "charts/tokens_per_second": (gen + prompt) / max(seconds, 1e-9),
+    }
+    succ = [e.success for e in episodes if e.success is not None]
+    if succ:
+        m["charts/success_rate"] = float(np.mean(succ))
+    team = [np.mean([r for a, r in e.returns.items() if e.seats.get(a) == TEAM_SEAT] or [0.0])
+            for e in episodes]
+    m["charts/team_return"] = float(np.mean(team)) if team else 0.0
+    by_role: dict[str, list[float]] = defaultdict(list)
+    for t in turns:
+        by_role[t.role].append(t.reward)
+    for role, rs in by_role.items():
+        m[f"charts/turn_reward/{role}"] = float(np.mean(rs))
+    return m

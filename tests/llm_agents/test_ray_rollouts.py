@@ -1,0 +1,208 @@
+"""LLM rollouts on Ray actors (issue 19, item 7): for a fixed seed, actors that build their
+own engines and receive pushed weights play exactly the records the in-process shards play,
+so the learner's updates are identical; LoRA models push their adapters only; a stale actor
+refuses to play; the same runs on a Ray cluster joined by address."""
+
+import contextlib
+import dataclasses
+import io
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from llm_agents.actions import ActionConfig
+from llm_agents.backends import SamplingConfig
+from llm_agents.build import LLMConfig, build_trainer
+from llm_agents.opponents import OpponentPool
+from llm_agents.ray_rollouts import RolloutWorkersConfig, make_rollouts
+from llm_agents.tiny import TinyModelConfig
+from llm_agents.trainer import GRPOConfig
+from populations.runners import init_ray
+from tests.llm_agents.conftest import COMPACT, KUHN, RELAY
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = TinyModelConfig(n_layer=1, n_embd=32, n_head=2)
+
+
+def _cfg(mode="score", **kw):
+    action = ActionConfig(mode=mode, sampling=SamplingConfig(max_new_tokens=3))
+    grpo = GRPOConfig(group_size=4, groups_per_step=6, lr=1e-2, adv_norm="group_role",
+                      action=action, prompt=COMPACT, device="cpu")
+    return LLMConfig(tiny=TINY, corpus_episodes=20, grpo=grpo, **kw)
+
+
+def _records(batch):
+    return [(t.episode, t.group, t.game, t.agent, t.role, t.model, t.index, t.action, t.reward,
+             t.valid, t.decision.prompt_ids, t.decision.completion_ids, t.decision.logprobs)
+            for t in batch.turns], [(e.game, e.seed, e.group, e.returns, e.turns, e.seats)
+                                    for e in batch.episodes]
+
+
+def _train(cfg, kind, games_=(KUHN,), game_kwargs=None, workers=2, opponents=False,
+           iterations=2, address=None):
+    """``iterations`` GRPO steps with rollouts on ``kind`` workers: records, final weights
+    and the sizes of the weight pushes."""
+    trainer = build_trainer(cfg, list(games_), game_kwargs, seed=5)
+    if opponents:  # league play: a frozen snapshot takes one side of about half the groups
+        trainer.opponents = OpponentPool([trainer.policy()], prob=0.5)
+    llm = dataclasses.replace(cfg, grpo=trainer.cfg)
+    col = make_rollouts(trainer, llm, list(games_), game_kwargs or {},
+                        RolloutWorkersConfig(kind=kind, workers=workers, groups_per_shard=2,
+                                             address=address), init_ray)
+    records, pushes = [], []
+    try:
+        for _ in range(iterations):
+            batch = trainer.collect()
+            records.append(_records(batch))
+            pushes.append(getattr(col, "last_push_bytes", None))
+            trainer.update(batch)
+            trainer.iteration += 1
+    finally:
+        col.close()
+    return records, [p.detach().clone() for p in trainer.params], pushes, trainer
+
+
+def _assert_same(a, b):
+    assert a[0] == b[0]  # every turn and episode record
+    assert len(a[1]) == len(b[1])
+    for p, q in zip(a[1], b[1], strict=True):
+        assert torch.equal(p, q)
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray = init_ray(None, 2)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.parametrize("mode", ["score", "generate"])
+def test_ray_actors_play_the_in_process_records_and_give_identical_updates(ray_local, mode):
+    cfg = _cfg(mode)
+    local = _train(cfg, "local", opponents=mode == "score")
+    ray = _train(cfg, "ray", opponents=mode == "score")
+    _assert_same(local, ray)
+    first = _train(cfg, "local", iterations=1)[1]
+    assert any(not torch.equal(p, q) for p, q in zip(first, local[1], strict=True))  # learned
+    if mode == "score":  # the league snapshot sat in some groups' seats
+        assert any(s != {"player_0": "team", "player_1": "team"}
+                   for it in ray[0] for *_, s in it[1])
+
+
+def test_per_role_team_on_a_tool_task_matches(ray_local):
+    cfg = _cfg(team="per_role", role_prompts={"scout": "send A", "solver": "calc"})
+    games_, kw = ("tool/relay",), {"tool/relay": RELAY}
+    _assert_same(_train(cfg, "local", games_, kw), _train(cfg, "ray", games_, kw))
+
+
+def test_lora_pushes_the_adapters_only_after_the_first_full_push(ray_local):
+    pytest.importorskip("peft")
+    from llm_agents.lora import LoRAConfig
+    from llm_agents.ray_rollouts import weights_blob
+
+    cfg = _cfg(lora=LoRAConfig(r=2))
+    local = _train(cfg, "local", iterations=3)
+    ray = _train(cfg, "ray", iterations=3)
+    _assert_same(local, ray)
+    full, adapters, again = ray[2]
+    assert adapters == again < full / 2
+    team = ray[3].team
+    blob = torch.load(io.BytesIO(weights_blob(team, 7, adapters_only=True)), weights_only=True)
+    keys = set(blob["models"]["shared"])
+    model = team.models["shared"].model
+    assert keys == {k for k in model.state_dict() if ".lora_" in k}
+    assert keys == {n for n, p in model.named_parameters() if p.requires_grad}
+
+
+def test_an_actor_without_the_pushed_version_refuses_to_play(ray_local):
+    trainer = build_trainer(_cfg(), [KUHN], seed=5)
+    llm = dataclasses.replace(_cfg(), grpo=trainer.cfg)
+    col = make_rollouts(trainer, llm, [KUHN], {}, RolloutWorkersConfig(workers=1), init_ray)
+    try:
+        col.push(0)
+        shard = col.shards(trainer.jobs(), 1)[0]
+        with pytest.raises(RuntimeError, match=r"holds weights v0, asked to play v1"):
+            ray_local.get(col.workers[0].play.remote(1, shard))
+    finally:
+        col.close()
+
+
+def test_bad_settings_are_one_line_errors():
+    with pytest.raises(ValueError, match=r"kind 'spark' unknown; choose one of \['ray', 'local'\]"):
+        RolloutWorkersConfig(kind="spark")
+    with pytest.raises(ValueError, match=r"rollout workers=0; expected an integer >= 1"):
+        RolloutWorkersConfig(workers=0)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+LOOPBACK = ("from ray._private import services; "
+            "services.resolve_ip_for_localhost = lambda host: host; "
+            "services.get_node_ip_address = lambda address=None: '127.0.0.1'")
+"""Ray turns a loopback node address into the machine's routable one when clusters are on;
+a test cluster (and its driver) keeps 127.0.0.1, so nothing listens on the network."""
+
+
+def _kill_session(sid: int) -> None:
+    """End every process of session ``sid`` (the ``ray start`` this test made and the Ray
+    daemons it left): by id -- ``ray stop`` would stop every Ray instance on the machine."""
+    def members():
+        out = []
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                with contextlib.suppress(OSError):
+                    if os.getsid(int(d)) == sid:
+                        out.append(int(d))
+        return out
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in members():
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 10
+        while members() and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_rollouts_run_on_a_ray_cluster_given_by_address(monkeypatch):
+    """A head started by ``ray start`` (Ray's token authentication, default token file);
+    the learner joins it by address and its actors play what the in-process shards play."""
+    import ray
+    from ray._private import services
+
+    if ray.is_initialized():
+        ray.shutdown()
+    port = _free_port()
+    temp = tempfile.mkdtemp(prefix="sp-ray-")  # short: Ray's socket paths must fit 107 bytes
+    head = subprocess.Popen(
+        [sys.executable, "-c", LOOPBACK + "; from ray.scripts.scripts import main; main()",
+         "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
+         "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _, err = head.communicate(timeout=180)
+        assert head.returncode == 0, err.decode()[-2000:]
+        monkeypatch.setattr(services, "resolve_ip_for_localhost", lambda host: host)
+        monkeypatch.setattr(services, "get_node_ip_address", lambda address=None: "127.0.0.1")
+        joined = _train(_cfg(), "ray", address=f"127.0.0.1:{port}", iterations=1)
+        assert ray.get_runtime_context().gcs_address == f"127.0.0.1:{port}"
+        _assert_same(_train(_cfg(), "local", iterations=1), joined)
+    finally:
+        ray.shutdown()
+        _kill_session(head.pid)
+        shutil.rmtree(temp, ignore_errors=True)
