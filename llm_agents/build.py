@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -44,6 +44,9 @@ from llm_agents.tiny import (
 )
 from llm_agents.trainer import GRPOConfig, MultiTurnGRPO
 from marl.core import derive_seed, resolve_device
+
+if TYPE_CHECKING:
+    from llm_agents.ray_rollouts import RolloutWorkersConfig
 
 log = logging.getLogger(__name__)
 TEAMS = ("shared", "per_role")
@@ -186,8 +189,12 @@ def build_team(cfg: LLMConfig, games_: Sequence[str],
 def build_trainer(cfg: LLMConfig, games_: Sequence[str],
                   game_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
                   seed: int | None = None, device: str | None = None,
-                  workdir: str | Path | None = None) -> MultiTurnGRPO:
-    """A :class:`MultiTurnGRPO` over a fresh team; ``seed``/``device`` override ``cfg.grpo``."""
+                  workdir: str | Path | None = None,
+                  rollouts: RolloutWorkersConfig | None = None,
+                  ray_init: Callable[[str | None, int], Any] | None = None) -> MultiTurnGRPO:
+    """A :class:`MultiTurnGRPO` over a fresh team; ``seed``/``device`` override ``cfg.grpo``;
+    ``rollouts`` plays its episodes on workers (Ray actors: ``ray_init`` starts or joins Ray,
+    see :mod:`llm_agents.ray_rollouts`)."""
     over: dict[str, Any] = {}
     if seed is not None:
         over["seed"] = seed
@@ -195,4 +202,9 @@ def build_trainer(cfg: LLMConfig, games_: Sequence[str],
         over["device"] = device
     cfg = dataclasses.replace(cfg, grpo=dataclasses.replace(cfg.grpo, **over))
     team = build_team(cfg, games_, game_kwargs, workdir)
-    return MultiTurnGRPO(team, list(games_), cfg.grpo, game_kwargs=game_kwargs)
+    trainer = MultiTurnGRPO(team, list(games_), cfg.grpo, game_kwargs=game_kwargs)
+    if rollouts is not None:
+        from llm_agents.ray_rollouts import make_rollouts
+
+        make_rollouts(trainer, cfg, list(games_), game_kwargs or {}, rollouts, ray_init)
+    return trainer

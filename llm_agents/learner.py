@@ -28,12 +28,14 @@ LLM_CAPABILITIES = Capabilities(
 def build_llm_trainer(spec: GameSpec, cfg: LLMConfig, agents: tuple[str, ...] | None = None,
                       device: str = "cpu", seed: int = 0, game: str | None = None,
                       game_kwargs: Mapping[str, Any] | None = None,
-                      workdir: str | Path | None = None) -> MultiTurnGRPO:
+                      workdir: str | Path | None = None, rollouts: Any = None,
+                      ray_init: Any = None) -> MultiTurnGRPO:
     """A GRPO trainer over a fresh team for ``game`` (default: ``spec.name``); the team
-    plays every seat (``agents`` is not used: an LLM team trains on whole episodes)."""
+    plays every seat (``agents`` is not used: an LLM team trains on whole episodes);
+    ``rollouts``/``ray_init``: rollout workers (:mod:`llm_agents.ray_rollouts`)."""
     name = game or spec.name
     return build_trainer(cfg, [name], {name: dict(game_kwargs or {})}, seed=seed,
-                         device=device, workdir=workdir)
+                         device=device, workdir=workdir, rollouts=rollouts, ray_init=ray_init)
 
 
 register_learner("llm_grpo", config=LLMConfig, policy="llm", capabilities=LLM_CAPABILITIES,

@@ -206,3 +206,35 @@ def test_rollouts_run_on_a_ray_cluster_given_by_address(monkeypatch):
         ray.shutdown()
         _kill_session(head.pid)
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_runner_ray_trains_an_llm_experiment_as_the_in_process_workers_do(ray_local, tmp_path):
+    """``selfplay-train experiment=tool_team_llm runner=ray``: every logged training number
+    (timings aside) equals the run with ``runner.rollout_workers=2`` in this process."""
+    import sqlite3
+
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    import populations.cli  # noqa: F401  (registers the schema)
+    from populations.experiment import run_experiment
+
+    tiny = ["experiment=tool_team_llm", "llm.iterations=2", "llm.grpo.group_size=2",
+            "llm.grpo.groups_per_step=4", "llm.corpus_episodes=20", "eval_episodes=2",
+            "progress=false", "logger=none"]
+    logged = {}
+    for kind, extra in (("local", ["runner.rollout_workers=2"]), ("ray", ["runner=ray"])):
+        with initialize_config_module(config_module="configs", version_base=None):
+            cfg = OmegaConf.to_object(compose(config_name="config", overrides=[*tiny, *extra]))
+        summary = run_experiment(cfg, tmp_path / kind)
+        db = sqlite3.connect(summary.database)
+        logged[kind] = list(db.execute("SELECT step, key, value FROM metrics ORDER BY step, key"))
+        db.close()
+    pushes = [v for _, k, v in logged["ray"] if k == "charts/weight_push_bytes"]
+    assert len(pushes) == 2 and pushes[0] > 0  # one push per iteration, Ray only
+
+    def training(rows):
+        return [r for r in rows if "second" not in r[1] and r[1] != "charts/weight_push_bytes"]
+
+    assert training(logged["ray"]) == training(logged["local"])
+    assert "losses/grad_norm/scout" in {k for _, k, _ in logged["ray"]}
