@@ -287,9 +287,20 @@ def _league_config(cfg: ExperimentConfig) -> LeagueConfig:
 
 def _own_rollouts(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSpec,
                   run_dir: Path, seed: int) -> Any:
-    """The trainer of a learner that plays its own episodes (an LLM team)."""
+    """The trainer of a learner that plays its own episodes (an LLM team); ``runner=ray``
+    (or ``runner.rollout_workers``) plays its rollouts on workers (llm_agents.ray_rollouts)."""
+    run, extra = cfg.runner, {}
+    if run.kind == "ray" or run.rollout_workers:
+        from llm_agents.ray_rollouts import RolloutWorkersConfig
+        from populations.runners import init_ray
+
+        extra = {"rollouts": RolloutWorkersConfig(run.kind, run.rollout_workers or run.workers,
+                                                  run.address),
+                 # a local instance also seats the evaluation workers
+                 "ray_init": lambda address, cpus: init_ray(address, cpus + run.workers)}
     return entry.build(spec, settings(cfg, entry), None, cfg.device, seed,
-                       game=cfg.game.name, game_kwargs=dict(cfg.game.kwargs), workdir=run_dir)
+                       game=cfg.game.name, game_kwargs=dict(cfg.game.kwargs), workdir=run_dir,
+                       **extra)
 
 
 def _member_name(entry: LearnerEntry, single: bool) -> str:
