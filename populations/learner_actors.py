@@ -23,6 +23,11 @@ stream, so the snapshots, matches and ratings equal the in-process runner's.
 An actor that dies (killed, out of memory, its node lost) is replaced and the job sent
 again, from the same state, at most ``max_restarts`` times per job.
 
+Bit-equal numbers need the driver to set its torch thread count before its first torch
+computation (``selfplay-train`` and ``python -m populations.league`` do): a process that
+computed with several threads first keeps other CPU kernels after ``set_num_threads(1)``,
+and its floats differ from a fresh actor's in the last bits (seen on simple_adversary).
+
 Costs: each generation ships a member's state twice (a small MLP learner: ~100 kB; an
 off-policy learner's replay rows: megabytes); snapshots travel once per actor.
 """
@@ -100,7 +105,7 @@ class _LearnerActor:
     """One Ray actor: trains whichever member a job names (members cached by name)."""
 
     def __init__(self, torch_threads: int) -> None:
-        torch.set_num_threads(torch_threads)
+        self.threads = torch_threads
         self.members: dict[str, Member] = {}
         self.policies: dict[tuple[int, str], Policy] = {}  # (snapshot id, sha256) -> policy
         self.folder = Path(tempfile.mkdtemp(prefix="selfplay-learner-"))
@@ -115,6 +120,8 @@ class _LearnerActor:
         import ray
 
         started = time.time()
+        # OpenMP's thread count belongs to the calling thread: set it where the work runs
+        torch.set_num_threads(self.threads)
         if job.name not in self.members:
             self.members[job.name] = ray.get(member[0])
         m = self.members[job.name]

@@ -79,8 +79,19 @@ def _weights(run_dir, member, version):
     return load_policy(run_dir / "snapshots" / member / f"v{version:04d}.pt").payload()
 
 
+def in_process_reference(run_dir):
+    """The in-process league, in a fresh process whose first torch call sets one thread: a
+    process that computed with more threads first (as pytest's may have) keeps other CPU
+    kernels, whose floats differ in the last bits (see populations.learner_actors)."""
+    torch.set_num_threads(1)
+    _run(_cfg(), Path(run_dir))
+
+
 def test_ray_learners_equal_the_in_process_runner(tmp_path, ray_local):
-    _run(_cfg(), tmp_path / "local")
+    code = ("import sys; from tests.populations.test_league_ray import in_process_reference; "
+            "in_process_reference(sys.argv[1])")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "local")], check=True,
+                   cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
     league = _run(_cfg(runner="ray"), tmp_path / "ray")
     assert league.learners is None or league.learners.actors == []  # closed
     want, got = _tables(tmp_path / "local"), _tables(tmp_path / "ray")
