@@ -296,8 +296,9 @@ def _own_rollouts(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSp
 
         extra = {"rollouts": RolloutWorkersConfig(run.kind, run.rollout_workers or run.workers,
                                                   run.address),
-                 # a local instance also seats the evaluation workers
-                 "ray_init": lambda address, cpus: init_ray(address, cpus + run.workers)}
+                 # a local instance also seats the match workers and the league's learners
+                 "ray_init": lambda address, cpus: init_ray(address, cpus + run.workers + max(
+                     run.learners, len(cfg.population.members or [cfg.algo])))}
     return entry.build(spec, settings(cfg, entry), None, cfg.device, seed,
                        game=cfg.game.name, game_kwargs=dict(cfg.game.kwargs), workdir=run_dir,
                        **extra)
