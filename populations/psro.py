@@ -384,7 +384,8 @@ class PSROConfig:
     # exploiter (least_exploitable's dual), or a meta-solver name
     payoffs: str = "exact"  # exact (enumerable OpenSpiel games) | sampled (simulation)
     episodes_per_entry: int = 1000  # sampled payoffs: episodes per profile
-    num_envs: int = 64  # sampled payoffs: copies of the game stepped together
+    num_envs: int = 64  # sampled payoffs played through VectorGame: copies stepped together
+    # (entries sampled in lockstep, populations.lockstep, step all their episodes at once)
     nash_conv: bool = True  # exact NashConv of the meta-mixture each iteration, when enumerable
     seed: int = 0  # seeds oracles, sampled payoffs and initial policies
 
