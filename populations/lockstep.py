@@ -56,7 +56,8 @@ TERMINAL, CHANCE, DECISION = 0, 1, 2
 
 
 class MemoFull(RuntimeError):
-    """The memo would pass its ``max_cells`` budget: play episodes instead."""
+    """The memo cannot go on (past its ``max_cells`` budget, or a chance outcome id outside
+    ``max_chance_outcomes()``): play episodes instead."""
 
 
 class NoProbabilities(RuntimeError):
@@ -222,6 +223,9 @@ class HistoryMemo:
         elif state.is_chance_node():
             row = np.zeros(self.C)
             for a, prob in state.chance_outcomes():
+                if not 0 <= a < self.C:  # outside OpenSpiel's convention: play instead
+                    raise MemoFull(f"{self.game.spec.name}: chance outcome {a} is not below "
+                                   f"max_chance_outcomes()={self.C}")
                 row[a] = prob
             self.kind[i], self.aux[i] = CHANCE, len(self._chance_rows)
             self._chance_rows.append(row / row.sum())
