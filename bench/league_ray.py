@@ -7,10 +7,12 @@ this process) and with ``runner="ray"`` (``--actors`` (2) CPU learner actors, on
 worker). For each generation it reports the wall time of the training phase (every member's
 generation) and of the whole generation (training to the end of evaluation; checkpoints
 apart), and the ratios in-process / Ray. Ray's start (once per run) is timed on its own
-line. Both runs must publish identical snapshots (checked: the same SHA-256 per snapshot).
+line; generation 1 on Ray also starts the learner actors (fresh processes importing torch and
+the games), so the steady state shows from generation 2. Both runs must publish identical
+snapshots (checked: the same SHA-256 per snapshot).
 
 Usage: ``nice -n 10 python bench/league_ray.py [--members 4] [--actors 2] [--frames 8000]
-[--generations 2]``. Prints a markdown table.
+[--generations 3]``. Prints a markdown table.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def main() -> None:
     p.add_argument("--members", type=int, default=4)
     p.add_argument("--actors", type=int, default=2)
     p.add_argument("--frames", type=int, default=8000)
-    p.add_argument("--generations", type=int, default=2)
+    p.add_argument("--generations", type=int, default=3)
     args = p.parse_args()
     torch.set_num_threads(1)  # before any torch work, as selfplay-train (learner_actors)
     logging.basicConfig(level=logging.WARNING)
