@@ -292,12 +292,12 @@ def _own_rollouts(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSp
     run, extra = cfg.runner, {}
     if run.kind == "ray" or run.rollout_workers:
         from llm_agents.ray_rollouts import RolloutWorkersConfig
-        from populations.runners import init_ray
+        from populations.learner_actors import connect_ray  # init_ray; 127.0.0.1 kept
 
         extra = {"rollouts": RolloutWorkersConfig(run.kind, run.rollout_workers or run.workers,
                                                   run.address),
                  # a local instance also seats the match workers and the league's learners
-                 "ray_init": lambda address, cpus: init_ray(address, cpus + run.workers + max(
+                 "ray_init": lambda address, cpus: connect_ray(address, cpus + run.workers + max(
                      run.learners, len(cfg.population.members or [cfg.algo])))}
     return entry.build(spec, settings(cfg, entry), None, cfg.device, seed,
                        game=cfg.game.name, game_kwargs=dict(cfg.game.kwargs), workdir=run_dir,

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import io
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -26,6 +27,7 @@ from llm_agents.opponents import OpponentPool
 from llm_agents.ray_rollouts import RolloutWorkersConfig, make_rollouts
 from llm_agents.tiny import TinyModelConfig
 from llm_agents.trainer import GRPOConfig
+from populations.learner_actors import connect_ray
 from populations.runners import init_ray
 from tests.llm_agents.conftest import COMPACT, KUHN, RELAY
 
@@ -57,7 +59,7 @@ def _train(cfg, kind, games_=(KUHN,), game_kwargs=None, workers=2, opponents=Fal
     llm = dataclasses.replace(cfg, grpo=trainer.cfg)
     col = make_rollouts(trainer, llm, list(games_), game_kwargs or {},
                         RolloutWorkersConfig(kind=kind, workers=workers, groups_per_shard=2,
-                                             address=address), init_ray)
+                                             address=address), connect_ray)
     records, pushes = [], []
     try:
         for _ in range(iterations):
@@ -177,33 +179,38 @@ def _kill_session(sid: int) -> None:
             time.sleep(0.2)
 
 
-@pytest.mark.slow
-def test_rollouts_run_on_a_ray_cluster_given_by_address(monkeypatch):
-    """A head started by ``ray start`` (Ray's token authentication, default token file);
-    the learner joins it by address and its actors play what the in-process shards play."""
-    import ray
-    from ray._private import services
+DRIVER = """
+import sys
+from tests.llm_agents.test_ray_rollouts import _assert_same, _cfg, _train
+import ray
+joined = _train(_cfg(), "ray", address=sys.argv[1], iterations=1)
+assert ray.get_runtime_context().gcs_address == sys.argv[1], ray.get_runtime_context().gcs_address
+_assert_same(_train(_cfg(), "local", iterations=1), joined)
+"""
+"""The learner: a fresh process, since Ray reads its auth settings once per process."""
 
-    if ray.is_initialized():
-        ray.shutdown()
+
+@pytest.mark.slow
+def test_rollouts_run_on_a_ray_cluster_given_by_address():
+    """A head started by ``ray start`` with its own auth token; a learner joins it by
+    address (``runner.address``'s path: ``connect_ray``) and its actors play what the
+    in-process shards play."""
     port = _free_port()
     temp = tempfile.mkdtemp(prefix="sp-ray-")  # short: Ray's socket paths must fit 107 bytes
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "token",
+           "RAY_AUTH_TOKEN": secrets.token_hex(32)}  # the cluster's own token
     head = subprocess.Popen(
         [sys.executable, "-c", LOOPBACK + "; from ray.scripts.scripts import main; main()",
          "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
          "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _, err = head.communicate(timeout=180)
         assert head.returncode == 0, err.decode()[-2000:]
-        monkeypatch.setattr(services, "resolve_ip_for_localhost", lambda host: host)
-        monkeypatch.setattr(services, "get_node_ip_address", lambda address=None: "127.0.0.1")
-        joined = _train(_cfg(), "ray", address=f"127.0.0.1:{port}", iterations=1)
-        assert ray.get_runtime_context().gcs_address == f"127.0.0.1:{port}"
-        _assert_same(_train(_cfg(), "local", iterations=1), joined)
+        driver = subprocess.run([sys.executable, "-c", DRIVER, f"127.0.0.1:{port}"], env=env,
+                                cwd=ROOT, capture_output=True, timeout=300)
+        assert driver.returncode == 0, driver.stderr.decode()[-3000:]
     finally:
-        ray.shutdown()
         _kill_session(head.pid)
         shutil.rmtree(temp, ignore_errors=True)
 
