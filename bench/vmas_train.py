@@ -17,7 +17,8 @@ Settings (``--settings``):
   on_policy_n_minibatch_iters=10 on_policy_minibatch_size=25·B/4 ...``). Left as each has
   it: our value normalization and per-copy truncation bootstrap, BenchMARL's shared critic
   parameters (ours share too).
-* ``ours_big``: ours only, default hyperparameters on ``--big-copies`` (1,024) copies.
+* ``ours_big``: ours only, default hyperparameters on ``--big-copies`` (1,024) copies for
+  ``--big-frames`` (204,800: two 100-step episodes per copy; fewer frames end no episode).
 
 Measured per run: frames/s over training (startup and imports excluded on both sides:
 ours from ``train``'s clock, BenchMARL from its own iteration timers), the return (each
@@ -155,6 +156,8 @@ def main() -> None:
                         choices=["defaults", "matched", "ours_big"])
     parser.add_argument("--copies", type=int, default=128)
     parser.add_argument("--big-copies", type=int, default=1024)
+    parser.add_argument("--big-frames", type=int, default=204_800,
+                        help="ours_big's frames: 2 episodes of 100 steps per copy at least")
     parser.add_argument("--no-peer", action="store_true", help="skip BenchMARL")
     parser.add_argument("--json", type=Path, help="append every run's figures here")
     args = parser.parse_args()
@@ -172,10 +175,11 @@ def main() -> None:
                 _report(f"BenchMARL {setting} seed {seed}", peer, args.json)
         for setting in args.settings:
             goal = target.get("defaults" if setting == "ours_big" else setting)
-            ours = run_ours(setting, seed, args.frames, args.copies, args.big_copies, goal)
+            frames = args.big_frames if setting == "ours_big" else args.frames
+            ours = run_ours(setting, seed, frames, args.copies, args.big_copies, goal)
             rows.setdefault(f"selfplay {setting}", []).append(ours)
             _report(f"selfplay {setting} seed {seed}", ours, args.json)
-    print(f"\n{args.frames} frames per run, seeds {args.seeds}")
+    print(f"\n{args.frames} frames per run ({args.big_frames} ours_big), seeds {args.seeds}")
     print("| run | frames/s | return first 10 % | return last 10 % | s to BenchMARL's final |")
     print("|---|---:|---:|---:|---:|")
     for name, rs in rows.items():
