@@ -42,6 +42,7 @@ import importlib
 import io
 import logging
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -285,6 +286,9 @@ class RolloutActor:
                  torch_threads: int, env: Mapping[str, str]) -> None:
         torch.set_num_threads(torch_threads)
         os.environ.update(env)  # a cluster's workers do not inherit the driver's variables
+        for path in reversed(env.get("PYTHONPATH", "").split(os.pathsep)):
+            if path and path not in sys.path:  # the driver's folders (a user's modules)
+                sys.path.insert(0, path)
         for module in filter(None, env.get(IMPORTS_ENV, "").split(",")):
             importlib.import_module(module)  # a user's games / backends register
         from llm_agents.build import build_team
