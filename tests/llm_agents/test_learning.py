@@ -61,19 +61,23 @@ def test_kuhn_self_play_in_scoring_mode_halves_exact_exploitability(kuhn_tok, ma
     assert after < 0.5 * before
 
 
-def test_cooperative_relay_team_success_rises(multi_tok, make_model):
-    """Scout and solver, one model each: relay A, call the calculator, answer its result."""
-    team = Team.per_role({"scout": (make_model(multi_tok, 1), multi_tok),
-                          "solver": (make_model(multi_tok, 2), multi_tok)},
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.benchmark),
+                                  pytest.param(2, marks=pytest.mark.benchmark)])
+def test_cooperative_relay_team_success_rises(multi_tok, make_model, seed):
+    """Scout and solver, one model each: relay A, call the calculator, answer its result.
+    The claim holds on 3 seeds (model inits and trainer seed; seeds 1 and 2 are benchmarks):
+    success 0.30 -> 0.79, 0.32 -> 0.83, 0.29 -> 0.57 measured with seeds 0, 1, 2."""
+    team = Team.per_role({"scout": (make_model(multi_tok, 1 + 10 * seed), multi_tok),
+                          "solver": (make_model(multi_tok, 2 + 10 * seed), multi_tok)},
                          {"scout": "send A", "solver": "compute with the calculator"})
     cfg = GRPOConfig(group_size=8, groups_per_step=16, adv_norm="group_role", lr=1e-3,
                      minibatch_turns=512, action=ActionConfig(mode="score"), prompt=COMPACT,
-                     device="cpu", seed=0)
+                     device="cpu", seed=seed)
     trainer = MultiTurnGRPO(team, "tool/relay", cfg, game_kwargs={"tool/relay": RELAY})
     before = trainer.evaluate(256)["charts/success_rate"]
     trainer.train(60)
     after = trainer.evaluate(256)["charts/success_rate"]
-    log.info("relay success %.3f -> %.3f", before, after)
+    log.info("relay success (seed %d) %.3f -> %.3f", seed, before, after)
     assert after > before + 0.25
 
 
