@@ -27,18 +27,21 @@ from .conftest import COMPACT, KUHN, RELAY
 log = logging.getLogger(__name__)
 
 
-def test_free_generation_learns_to_name_legal_actions(kuhn_tok, make_model):
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.benchmark),
+                                  pytest.param(2, marks=pytest.mark.benchmark)])
+def test_free_generation_learns_to_name_legal_actions(kuhn_tok, make_model, seed):
     """Random init says mostly garbage; invalid output costs 3 chips (more than a poker hand
-    can win), so GRPO learns the format first."""
+    can win), so GRPO learns the format first. Holds on 3 seeds (model init and trainer
+    seed; 1 and 2 are benchmarks): 0.005 -> 0.999 and 0.006 -> 0.997 with seeds 1 and 2."""
     action = ActionConfig(mode="generate", sampling=SamplingConfig(max_new_tokens=2),
                           invalid_penalty=-3.0)
     cfg = GRPOConfig(group_size=8, groups_per_step=16, adv_norm="global", lr=2e-3,
-                     minibatch_turns=512, action=action, prompt=COMPACT, device="cpu", seed=0)
-    trainer = MultiTurnGRPO(Team.shared(make_model(kuhn_tok), kuhn_tok), KUHN, cfg)
+                     minibatch_turns=512, action=action, prompt=COMPACT, device="cpu", seed=seed)
+    trainer = MultiTurnGRPO(Team.shared(make_model(kuhn_tok, seed), kuhn_tok), KUHN, cfg)
     before = trainer.evaluate(512)["charts/legal_rate"]
     trainer.train(150)
     after = trainer.evaluate(512)["charts/legal_rate"]
-    log.info("legal-action rate %.3f -> %.3f", before, after)
+    log.info("legal-action rate (seed %d) %.3f -> %.3f", seed, before, after)
     assert before < 0.1
     assert after > 0.95
 
