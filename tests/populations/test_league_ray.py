@@ -188,6 +188,7 @@ def _dying_members(cfg, folder, times):
             DiesOnce("b", MAPPO(spec, cfg.mappo, seed=2), folder=str(folder), times=times)]
 
 
+@pytest.mark.slow
 def test_dead_learner_actor_is_restarted_from_the_last_checkpoint(tmp_path, ray_local):
     """Member b's actor dies in generation 2 after training it; a fresh actor trains that
     generation again from b's checkpointed state, and the run ends with exactly the
