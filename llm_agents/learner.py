@@ -15,6 +15,7 @@ from typing import Any
 from games import GameSpec
 from llm_agents.build import LLMConfig, build_trainer
 from llm_agents.policy import LLMPolicy  # noqa: F401 - registers the "llm" policy kind
+from llm_agents.ray_rollouts import RolloutWorkersConfig  # noqa: F401 - part of this API
 from llm_agents.trainer import MultiTurnGRPO
 from marl.core import Capabilities
 from marl.registry import register_learner

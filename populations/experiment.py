@@ -291,7 +291,7 @@ def _own_rollouts(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSp
     (or ``runner.rollout_workers``) plays its rollouts on workers (llm_agents.ray_rollouts)."""
     run, extra = cfg.runner, {}
     if run.kind == "ray" or run.rollout_workers:
-        from llm_agents.ray_rollouts import RolloutWorkersConfig
+        from llm_agents.learner import RolloutWorkersConfig
         from populations.learner_actors import connect_ray  # init_ray; 127.0.0.1 kept
 
         extra = {"rollouts": RolloutWorkersConfig(run.kind, run.rollout_workers or run.workers,
