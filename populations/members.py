@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 import games
+from games.vector import to_numpy
 from marl.core import Learner, Policy, derive_seed
 from populations.seeds import RunSeeds, isolated_global_rng
 
@@ -222,7 +223,11 @@ class LearnerMember:
         vkw |= plan.inputs
         # each member and generation its own block of game seeds (resumes replay them)
         game_seed = RunSeeds(plan.seed).block("game", "member", self.name, index=generation)
-        vg = games.VectorGame(plan.game, plan.num_envs, seed=game_seed, **vkw, **plan.game_kwargs)
+        # MAPPO/IPPO read tensor VecSteps: on a natively batched game (VMAS) the rollout
+        # stays on the game's device, as in the single-learner path
+        vg = games.VectorGame(plan.game, plan.num_envs, seed=game_seed, **vkw,
+                              tensors="auto" if _reads_tensors(learner) else False,
+                              **plan.game_kwargs)
         B = plan.num_envs
         opp, side = np.full(B, -1), np.zeros(B, dtype=np.int64)
         mm.pick_opponents(np.arange(B), opp, side)
@@ -234,6 +239,8 @@ class LearnerMember:
             # [B, A]: the learner plays a seat unless an opponent holds that seat's team
             learner.seat_mask = (opp[:, None] < 0) | (team_of[None, :] == side[:, None])
             actions = learner.act(vs)
+            # frozen snapshots read numpy: a tensor VecStep is copied to host once per step
+            ovs = to_numpy(vs) if vg.tensors and (opp >= 0).any() else vs
             for sid in np.unique(opp[opp >= 0]):
                 policy = mm.load(int(sid))
                 if int(sid) not in reseeded:  # cached policies: the same draws after a resume
@@ -244,17 +251,19 @@ class LearnerMember:
                 for i, agent in enumerate(spec.agent_ids):
                     theirs = rows & (team_of[i] != side)
                     if theirs.any():
-                        view = _only(vs, agent, theirs) if "text" in policy.meta.inputs else vs
-                        actions[agent] = actions[agent].copy()
-                        actions[agent][theirs] = policy.act(agent, view)[theirs]
+                        view = _only(ovs, agent, theirs) if "text" in policy.meta.inputs \
+                            else ovs
+                        actions[agent] = _overwrite(actions[agent], theirs,
+                                                    policy.act(agent, view))
             played = getattr(learner, "played", None)
             if played is not None:  # a centralized critic (MADDPG) reads the joint action
                 played(actions)
             vs = vg.step(actions)
             learner.observe(vs)
             done_frames += B
-            if vs.done.any():
-                mm.pick_opponents(np.flatnonzero(vs.done), opp, side)
+            done = _host(vs.done)  # [B] bool on host: opponents are drawn per copy there
+            if done.any():
+                mm.pick_opponents(np.flatnonzero(done), opp, side)
             if learner.ready():
                 mm.log_metrics(done_frames, learner.update())
         learner.seat_mask = None
@@ -308,6 +317,35 @@ class LLMMember:
             episodes += self.trainer.cfg.groups_per_step * self.trainer.cfg.group_size
             mm.log_metrics(episodes, metrics)
         return episodes
+
+
+def _reads_tensors(learner: Learner) -> bool:
+    """Whether ``learner`` takes torch-tensor VecSteps from a natively batched game
+    (MAPPO/IPPO, as in ``populations.experiment``'s single-learner path)."""
+    from marl.mappo import MAPPO
+
+    return isinstance(learner, MAPPO)
+
+
+def _host(x: Any) -> np.ndarray:
+    """A numpy view of a VecStep field (a tensor is copied to host; numpy is kept)."""
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else x
+
+
+def _overwrite(mine: Any, rows: np.ndarray, theirs: np.ndarray) -> Any:
+    """``mine`` (``[B]`` or ``[B, D]``, numpy or a tensor on the game's device) with
+    ``theirs[rows]`` written into ``rows``, without touching the caller's array."""
+    if hasattr(mine, "detach"):  # the learner's tensor actions: write on their device
+        import torch
+
+        out = mine.clone()
+        idx = torch.as_tensor(np.flatnonzero(rows), device=mine.device)
+        out[idx] = torch.as_tensor(np.asarray(theirs)[rows], device=mine.device,
+                                   dtype=mine.dtype)
+        return out
+    out = mine.copy()
+    out[rows] = theirs[rows]
+    return out
 
 
 def _only(vs: games.VecStep, agent: str, rows: np.ndarray) -> games.VecStep:

@@ -148,3 +148,60 @@ def test_selfplay_train_feeds_mappo_tensor_vecsteps_from_a_vmas_game(tmp_path, m
     train_vg, eval_vg = made
     assert train_vg.native is not None and train_vg.tensors
     assert not eval_vg.tensors
+
+
+def _tag_league(tmp_path, name):
+    from populations.experiment import run_experiment
+
+    exp = OmegaConf.to_object(_compose([
+        "experiment=vmas_tag_league", "num_envs=8", "population.generations=2",
+        "population.frames_per_generation=200", "mappo.epochs=1", "eval_episodes=6",
+        "game.kwargs.max_steps=5", "progress=false", "logger=none"]))
+    summary = run_experiment(exp, tmp_path / name)
+    db = sqlite3.connect(summary.database)
+    metrics = sorted(db.execute("SELECT step, key, value FROM metrics"))
+    returns = sorted(r[0] for r in db.execute("SELECT returns FROM matches"))
+    db.close()
+    return summary, metrics, returns
+
+
+def test_a_vmas_league_member_trains_on_tensor_vecsteps_and_replays_identically(
+        tmp_path, monkeypatch):
+    """A MAPPO league member on a VMAS game is fed torch-tensor VecSteps (its rollout stays on
+    the game's device); frozen opponents still act on numpy and their actions reach the
+    joint action; the league rates every snapshot and a fixed seed replays it exactly."""
+    import torch
+
+    observed: list[type] = []  # the type of each VecStep's done the learner observed
+    stepped: list[tuple[type, bool]] = []  # after each learner act: actions' type, opponents?
+    last = {"mixed": None}  # whether a snapshot held seats in the learner's last act
+    observe, act, step = MAPPO.observe, MAPPO.act, games.VectorGame.step
+
+    def observe_recorded(self, vs):
+        observed.append(type(vs.done))
+        return observe(self, vs)
+
+    def act_recorded(self, vs, *args, **kwargs):
+        last["mixed"] = self.seat_mask is not None and not self.seat_mask.all()
+        return act(self, vs, *args, **kwargs)
+
+    def step_recorded(self, actions):
+        if last["mixed"] is not None:  # a training step (evaluation never calls act)
+            stepped.append((type(actions["agent_0"]), last["mixed"]))
+            last["mixed"] = None
+        return step(self, actions)
+
+    monkeypatch.setattr(MAPPO, "observe", observe_recorded)
+    monkeypatch.setattr(MAPPO, "act", act_recorded)
+    monkeypatch.setattr(games.VectorGame, "step", step_recorded)
+    summary, metrics, returns = _tag_league(tmp_path, "a")
+    monkeypatch.undo()
+    assert observed and set(observed) == {torch.Tensor}  # no numpy VecStep reached it
+    assert {t for t, _ in stepped} == {torch.Tensor}  # the joint action stays on device
+    assert any(mixed for _, mixed in stepped)  # ... also where snapshots wrote into it
+    assert {r["version"] for r in summary.table} == {0, 1, 2}
+    assert all(r["matches"] > 0 for r in summary.table)
+    again, metrics2, returns2 = _tag_league(tmp_path, "b")
+    assert metrics == metrics2 and returns == returns2
+    assert [(r["version"], r["mu"]) for r in summary.table] == \
+        [(r["version"], r["mu"]) for r in again.table]
