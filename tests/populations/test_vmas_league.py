@@ -205,3 +205,9 @@ def test_a_vmas_league_member_trains_on_tensor_vecsteps_and_replays_identically(
     assert metrics == metrics2 and returns == returns2
     assert [(r["version"], r["mu"]) for r in summary.table] == \
         [(r["version"], r["mu"]) for r in again.table]
+    # on CPU the numpy path (what a non-tensor learner gets) trains the very same league
+    import populations.members as members
+
+    monkeypatch.setattr(members, "_reads_tensors", lambda learner: False)
+    _, metrics3, returns3 = _tag_league(tmp_path, "numpy")
+    assert metrics == metrics3 and returns == returns3
