@@ -46,20 +46,24 @@ def test_free_generation_learns_to_name_legal_actions(kuhn_tok, make_model, seed
     assert after > 0.95
 
 
-def test_kuhn_self_play_in_scoring_mode_halves_exact_exploitability(kuhn_tok, make_model):
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.benchmark),
+                                  pytest.param(2, marks=pytest.mark.benchmark)])
+def test_kuhn_self_play_in_scoring_mode_halves_exact_exploitability(kuhn_tok, make_model,
+                                                                     seed):
     """One model in both seats; advantages centered per (deal group, role) without std
     scaling, an entropy bonus (an entropy-regularized game, as in magnetic mirror descent)
-    and a decaying learning rate so the last iterate settles near the equilibrium."""
+    and a decaying learning rate so the last iterate settles near the equilibrium. Holds on
+    3 seeds (1 and 2 are benchmarks): 0.665 -> 0.256 and 0.664 -> 0.110 with seeds 1 and 2."""
     iterations = 300
     cfg = GRPOConfig(group_size=8, groups_per_step=32, adv_norm="group_role",
                      advantage=AdvantageConfig(scale=False), ent_coef=0.2, lr=6e-4,
                      lr_decay_iterations=iterations, minibatch_turns=1024,
-                     action=ActionConfig(mode="score"), prompt=COMPACT, device="cpu", seed=0)
-    trainer = MultiTurnGRPO(Team.shared(make_model(kuhn_tok), kuhn_tok), KUHN, cfg)
+                     action=ActionConfig(mode="score"), prompt=COMPACT, device="cpu", seed=seed)
+    trainer = MultiTurnGRPO(Team.shared(make_model(kuhn_tok, seed), kuhn_tok), KUHN, cfg)
     before = nash_conv(KUHN, trainer.policy()).nash_conv
     trainer.train(iterations)
     after = nash_conv(KUHN, trainer.policy()).nash_conv
-    log.info("NashConv %.3f -> %.3f", before, after)
+    log.info("NashConv (seed %d) %.3f -> %.3f", seed, before, after)
     assert before > 0.6  # random init: near-uniform play, tilted towards one token
     assert after < 0.5 * before
 
