@@ -22,7 +22,8 @@ from pathlib import Path
 # bench/games.py is named like the games package: keep bench/ off the import path.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
 
-from llm_agents.real_models import RealModelMissing, smollm2_kuhn_run  # noqa: E402
+from llm_agents.real_models import RealModelMissing  # noqa: E402
+from populations.real_models import smollm2_kuhn_run  # noqa: E402
 
 
 def main() -> None:

@@ -405,6 +405,10 @@ class Learner(abc.ABC):
     def act(self, vs: VecStep) -> dict[str, np.ndarray]:
         """Exploratory actions of every controlled agent (``[B]`` or ``[B, D]`` each)."""
 
+    reads_tensors: bool = False
+    """True when ``act``/``observe`` take VecSteps of torch tensors (``VectorGame(tensors=
+    "auto")`` on a natively batched game keeps the rollout on the game's device)."""
+
     seat_mask: np.ndarray | None = None
     """``[B, A]`` bool: copies where this learner really plays each of its seats (None: all).
     Where False, another policy's action replaces the learner's and it is not trained on."""

@@ -200,6 +200,7 @@ class MAPPO(Learner):
     """
 
     CAPABILITIES = MAPPO_CAPABILITIES
+    reads_tensors = True  # rollouts, GAE and updates run on tensor VecSteps as on numpy
 
     def __init__(self, spec: GameSpec, cfg: MAPPOConfig | None = None,
                  agents: tuple[str, ...] | None = None, device: str = "cpu",

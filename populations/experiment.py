@@ -37,7 +37,7 @@ from llm_agents.build import LLMConfig
 from marl import registry
 from marl.core import Learner
 from marl.maddpg import MADDPGConfig
-from marl.mappo import MAPPO, MAPPOConfig
+from marl.mappo import MAPPOConfig
 from marl.registry import LearnerEntry
 from marl.train import RandomPolicy, check_episode_lengths, train
 from marl.value_decomp import ValueDecompConfig
@@ -388,7 +388,7 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
     vkw = getattr(learner, "vector_game_kwargs", {"with_state": True})
     # MAPPO/IPPO read tensor VecSteps: a natively batched game's rollout stays on its device
     vg = games.VectorGame(cfg.game.name, cfg.num_envs, seed=seeds.game("train"), **vkw,
-                          tensors="auto" if isinstance(learner, MAPPO) else False,
+                          tensors="auto" if getattr(learner, "reads_tensors", False) else False,
                           **cfg.game.kwargs)
 
     def on_update(frames: int, metrics: dict[str, float]) -> None:

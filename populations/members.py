@@ -321,10 +321,8 @@ class LLMMember:
 
 def _reads_tensors(learner: Learner) -> bool:
     """Whether ``learner`` takes torch-tensor VecSteps from a natively batched game
-    (MAPPO/IPPO, as in ``populations.experiment``'s single-learner path)."""
-    from marl.mappo import MAPPO
-
-    return isinstance(learner, MAPPO)
+    (``Learner.reads_tensors``: MAPPO/IPPO), as in ``populations.experiment``."""
+    return bool(getattr(learner, "reads_tensors", False))
 
 
 def _host(x: Any) -> np.ndarray:

@@ -61,6 +61,10 @@ POPULATIONS_KNOWN: dict[tuple[str, str], str] = {
     # the LLM member drives a GRPO trainer (type hint only) and hands it an opponent pool
     ("populations/members.py", "llm_agents.trainer"): "TYPE_CHECKING: MultiTurnGRPO hint",
     ("populations/members.py", "llm_agents.opponents"): "OpponentPool of the LLM member",
+    # the SmolLM2 recipe (bench/llm_real.py): where the converted model is, its preset, and
+    # a bare GRPO trainer on Kuhn measured before and after, with populations' NashConv
+    ("populations/real_models.py", "llm_agents.real_models"): "smollm2_path, its preset",
+    ("populations/real_models.py", "llm_agents.build"): "build_trainer of the recipe",
 }
 
 _MODULE_STRING = re.compile(rf"(?:{'|'.join(OURS)})(?:\.[A-Za-z_]\w*)+")

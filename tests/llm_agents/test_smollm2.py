@@ -14,6 +14,7 @@ from llm_agents import real_models
 from llm_agents.actions import game_parser, match_action
 from llm_agents.prompts import PromptBuilder, PromptConfig
 from llm_agents.real_models import RealModelMissing, load_llm_preset, smollm2_gguf, smollm2_path
+from populations.real_models import smollm2_kuhn_run
 
 from .conftest import KUHN
 
@@ -130,7 +131,7 @@ def test_smollm2_grpo_raises_the_legal_action_rate_on_kuhn():
     """The documented recipe (bench/llm_real.py, preset llm=smollm2_kuhn) on CPU: legal-action
     rate and Kuhn NashConv before and after 12 GRPO iterations of self-play. Measured: legal
     0.81 -> 0.99, NashConv (estimated behaviour policy) 1.79 -> 0.50, 7.8 min."""
-    res = real_models.smollm2_kuhn_run(iterations=12, episodes=32, seed=0)  # $SELFPLAY_CACHE
+    res = smollm2_kuhn_run(iterations=12, episodes=32, seed=0)  # $SELFPLAY_CACHE
     log.info("SmolLM2 on Kuhn: %s", res)
     before, after = res["before"], res["after"]
     assert after["legal_rate"] >= before["legal_rate"] + LEGAL_MARGIN
