@@ -97,11 +97,15 @@ def vecstep_of(game_list: Sequence[Game], steps: Sequence[TimeStep]) -> VecStep:
                 legal_text[a][b] = g.legal_action_texts(a)
     zeros = {a: np.zeros(B, np.float32) for a in ids}
     false = {a: np.zeros(B, bool) for a in ids}
+    graph, agent_node = None, None
+    if spec.has_entity_graph:  # a GNN snapshot drawn as an opponent reads the entity graph
+        graphs = [g.entity_graph() for g in game_list]
+        graph, agent_node = np.stack([e.nodes for e in graphs]), dict(graphs[0].agent_node)
     return VecStep(obs=obs, legal=legal, acting=acting, rewards=zeros, terminated=false,
                    truncated=dict(false), done=np.zeros(B, bool),
                    final_obs={a: np.zeros_like(o) for a, o in obs.items()},
                    episode_return=dict(zeros), episode_length=np.zeros(B, np.int64),
-                   text=text, legal_text=legal_text)
+                   graph=graph, agent_node=agent_node, text=text, legal_text=legal_text)
 
 
 class RolloutEngine:

@@ -114,3 +114,22 @@ def test_vecstep_of_games_at_any_state():
     assert vs.acting["player_1"].tolist() == [False, True]
     assert vs.legal_text["player_1"][1] == ["Pass", "Bet"] and vs.text["player_0"][1] == ""
     np.testing.assert_array_equal(vs.obs["player_1"][1], ts2.obs["player_1"])
+
+
+def test_a_gnn_snapshot_acts_in_a_vecstep_of_games():
+    """An LLM team's opponent may be a MAPPO+GNN snapshot (mixed_algo_league): vecstep_of
+    carries the entity graph, and the snapshot acts as it does in a VectorGame with graphs
+    (it raised 'a GNN policy needs a VectorGame built with with_graphs=True' before)."""
+    from marl.actor_critic import NetConfig
+    from marl.mappo import MAPPO, MAPPOConfig
+
+    tag, kw = "pettingzoo/mpe2.simple_tag_v3", {"max_cycles": 25}
+    gs = [games.make(tag, **kw) for _ in range(2)]
+    cfg = MAPPOConfig(net=NetConfig(encoder="gnn", critic="local", gnn_hidden=16))
+    pol = MAPPO(gs[0].spec, cfg, seed=0).policy()
+    vs = vecstep_of(gs, [g.reset(seed=s) for g, s in zip(gs, (7, 8), strict=True)])
+    ref = games.VectorGame(tag, 2, seed=7, with_graphs=True, **kw).reset()
+    for agent in gs[0].spec.agent_ids:
+        np.testing.assert_array_equal(vs.graph, ref.graph)
+        np.testing.assert_allclose(pol.action_probs(agent, vs), pol.action_probs(agent, ref),
+                                   rtol=1e-6, atol=1e-7)
