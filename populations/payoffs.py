@@ -23,6 +23,7 @@ import numpy as np
 
 import games
 from games import GameSpec, VectorGame
+from games.vector import episode_copies
 from marl.core import derive_seed
 from marl.train import evaluate
 from populations import exploitability as ex
@@ -107,7 +108,7 @@ class SampledPayoffs:
         game: a game name (or object / spec, :func:`resolve_game`).
         episodes: episodes per profile.
         num_envs: game copies stepped together where episodes are played through
-            ``VectorGame``.
+            ``VectorGame`` (a natively batched game steps every episode at once instead).
         seed: the run's seed; each entry's draws derive from it and the profile.
         game_kwargs: keyword arguments of ``games.make``.
         lockstep: sample entries with :class:`~populations.lockstep.LockstepSampler` where
@@ -125,7 +126,12 @@ class SampledPayoffs:
     ) -> None:
         self.game, self.game_kwargs = resolve_game(game, game_kwargs)
         self.episodes, self.num_envs, self.seed = episodes, num_envs, seed
-        self.spec = games.make(self.game, **self.game_kwargs).spec
+        probe = games.make(self.game, **self.game_kwargs)
+        self.spec = probe.spec
+        # a natively batched game (VMAS) plays all of a profile's episodes as copies of one
+        # batch, as match jobs do; a stepped game keeps num_envs copies
+        self.copies = (episode_copies(probe, episodes, num_envs)
+                       if callable(getattr(probe, "batched", None)) else num_envs)
         self.members: dict[str, list[Member]] = {a: [] for a in self.spec.agent_ids}
         self.sampler: LockstepSampler | None = None
         if lockstep:
@@ -182,7 +188,7 @@ class SampledPayoffs:
         with_text = any("text" in pol.meta.inputs for pol in seats.values())
         seed = int(np.random.SeedSequence([self.seed, *profile]).generate_state(1)[0])
         vg = VectorGame(
-            self.game, self.num_envs, seed=seed, with_text=with_text, **self.game_kwargs
+            self.game, self.copies, seed=seed, with_text=with_text, **self.game_kwargs
         )
         res = evaluate(vg, seats, self.episodes)
         return np.asarray([res.per_agent[a] for a in agents])

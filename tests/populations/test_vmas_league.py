@@ -211,3 +211,23 @@ def test_a_vmas_league_member_trains_on_tensor_vecsteps_and_replays_identically(
     monkeypatch.setattr(members, "_reads_tensors", lambda learner: False)
     _, metrics3, returns3 = _tag_league(tmp_path, "numpy")
     assert metrics == metrics3 and returns == returns3
+
+
+def test_sampled_psro_payoffs_play_a_vmas_profile_as_one_batch(tmp_path):
+    """Sampled PSRO payoffs on a VMAS game step every episode of a profile at once (as match
+    jobs do); the estimate is reproducible and a stepped game keeps num_envs copies."""
+    from marl.core import load_policy
+    from populations.payoffs import SampledPayoffs
+    from populations.psro import Member
+
+    sp = SampledPayoffs("vmas/simple_tag", episodes=12, num_envs=4, seed=3, game_kwargs=TAG_KW)
+    assert sp.copies == 12
+    pol = load_policy(_snapshot(tmp_path))
+    for a in sp.spec.agent_ids:
+        sp.add_member(Member(f"psro/{a}/0", a, pol))
+    first = sp.play([0] * len(sp.spec.agent_ids))
+    assert first.shape == (len(sp.spec.agent_ids),) and np.isfinite(first).all()
+    np.testing.assert_array_equal(first, sp.play([0] * len(sp.spec.agent_ids)))
+    kw = {"N": 2, "max_cycles": 5}
+    assert SampledPayoffs("pettingzoo/mpe2.simple_spread_v3", episodes=12, num_envs=4,
+                          game_kwargs=kw).copies == 4
