@@ -251,3 +251,38 @@ def test_mappo_runs_on_cuda():
     learner = MAPPO(spec, MAPPOConfig(rollout_steps=25, epochs=1), device="cuda", seed=0)
     _short_run(learner)
     assert next(learner.actors.parameters()).is_cuda and learner.updates >= 1
+
+
+@pytest.mark.parametrize("game,kw,net", [
+    (SPREAD, {"N": 2}, NetConfig(encoder="gnn", critic="gnn", gnn_hidden=8)),
+    ("pettingzoo/mpe2.simple_adversary_v3", {}, NetConfig(share="role")),  # obs widths 8, 10
+])
+def test_minibatches_read_the_rollout_steps_they_name(game, kw, net):
+    """The update gathers a group's samples once (flat positions, padding cut off, graphs
+    per copy); each minibatch's forward pass equals the one on the rollout steps it names."""
+    from marl.mappo_update import _gather, _minibatch_source
+
+    spec = games.make(game, max_cycles=25, **kw).spec
+    learner = MAPPO(spec, MAPPOConfig(rollout_steps=6, net=net), seed=0)
+    vg = games.VectorGame(game, 3, seed=0, max_cycles=25, **kw, **learner.vector_game_kwargs)
+    vs = vg.reset()
+    while not learner.ready():
+        vs = vg.step(learner.act(vs))
+        learner.observe(vs)
+    buf = learner.buf
+    T, B, A = buf.row, *buf.action.shape[1:]
+    steps = buf.acting[:T].clone()
+    steps[2] = False  # some steps left out
+    sizes, forward = _minibatch_source(learner, steps)
+    for g, grp in enumerate(learner.groups):
+        in_group = torch.zeros(A, dtype=torch.bool)
+        in_group[list(grp.cols)] = True
+        units = torch.stack((steps & in_group).nonzero(as_tuple=True), 1)  # [U, 3]
+        assert sizes[g] == len(units) > 0
+        idx = torch.randperm(sizes[g], generator=torch.Generator().manual_seed(g))[:7]
+        logits, values, at = forward(g, idx)
+        tba = torch.stack((at // (B * A), at // A % B, at % A), 1)
+        assert torch.equal(tba, units[idx])
+        x = _gather(learner, g, *tba.T)
+        assert torch.equal(logits, learner.actors[g](x))
+        assert torch.equal(values, learner.critics[g](x))
