@@ -3,18 +3,14 @@ own engines and receive pushed weights play exactly the records the in-process s
 so the learner's updates are identical; LoRA models push their adapters only; a stale actor
 refuses to play; the same runs on a Ray cluster joined by address."""
 
-import contextlib
 import dataclasses
 import io
 import os
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +26,7 @@ from llm_agents.trainer import GRPOConfig
 from populations.learner_actors import connect_ray
 from populations.runners import init_ray
 from tests.llm_agents.conftest import COMPACT, KUHN, RELAY
+from tests.ray_cluster import free_port, kill_session
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = TinyModelConfig(n_layer=1, n_embd=32, n_head=2)
@@ -145,38 +142,11 @@ def test_bad_settings_are_one_line_errors():
         RolloutWorkersConfig(workers=0)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 LOOPBACK = ("from ray._private import services; "
             "services.resolve_ip_for_localhost = lambda host: host; "
             "services.get_node_ip_address = lambda address=None: '127.0.0.1'")
 """Ray turns a loopback node address into the machine's routable one when clusters are on;
 a test cluster (and its driver) keeps 127.0.0.1, so nothing listens on the network."""
-
-
-def _kill_session(sid: int) -> None:
-    """End every process of session ``sid`` (the ``ray start`` this test made and the Ray
-    daemons it left): by id -- ``ray stop`` would stop every Ray instance on the machine."""
-    def members():
-        out = []
-        for d in os.listdir("/proc"):
-            if d.isdigit():
-                with contextlib.suppress(OSError):
-                    if os.getsid(int(d)) == sid:
-                        out.append(int(d))
-        return out
-
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in members():
-            with contextlib.suppress(OSError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + 10
-        while members() and time.monotonic() < deadline:
-            time.sleep(0.2)
 
 
 DRIVER = """
@@ -195,7 +165,7 @@ def test_rollouts_run_on_a_ray_cluster_given_by_address():
     """A head started by ``ray start`` with its own auth token; a learner joins it by
     address (``runner.address``'s path: ``connect_ray``) and its actors play what the
     in-process shards play."""
-    port = _free_port()
+    port = free_port()
     temp = tempfile.mkdtemp(prefix="sp-ray-")  # short: Ray's socket paths must fit 107 bytes
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "token",
            "RAY_AUTH_TOKEN": secrets.token_hex(32)}  # the cluster's own token
@@ -211,7 +181,7 @@ def test_rollouts_run_on_a_ray_cluster_given_by_address():
                                 cwd=ROOT, capture_output=True, timeout=300)
         assert driver.returncode == 0, driver.stderr.decode()[-3000:]
     finally:
-        _kill_session(head.pid)
+        kill_session(head.pid)
         shutil.rmtree(temp, ignore_errors=True)
 
 

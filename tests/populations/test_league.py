@@ -70,9 +70,10 @@ def _match_table(db_path):
     return rows, snaps
 
 
-def test_kill_and_resume_loses_nothing_and_counts_nothing_twice(tmp_path):
-    args = ["--generations", "4", "--frames-per-generation", "1600", "--num-envs", "8",
-            "--eval-episodes", "3"]
+def kill_and_resume(tmp_path, args):
+    """Run the league CLI with ``args`` to the end (``ref``), and again (``killed``) killed
+    with -9 once generation 2 is checkpointed, then resumed. Returns the match rows of the
+    killed run before its resume, and (rows, snapshots) of both finished runs."""
     cmd = [sys.executable, "-m", "populations.league", *args]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run([*cmd, "--run-dir", str(tmp_path / "ref")], check=True, env=env,
@@ -91,8 +92,14 @@ def test_kill_and_resume_loses_nothing_and_counts_nothing_twice(tmp_path):
     partial, _ = _match_table(killed / "league.db")
     subprocess.run([*cmd, "--run-dir", str(killed), "--resume"], check=True, env=env,
                    capture_output=True, timeout=600)
-    ref_rows, ref_snaps = _match_table(tmp_path / "ref" / "league.db")
-    got_rows, got_snaps = _match_table(killed / "league.db")
+    return partial, _match_table(tmp_path / "ref" / "league.db"), _match_table(
+        killed / "league.db")
+
+
+def test_kill_and_resume_loses_nothing_and_counts_nothing_twice(tmp_path):
+    partial, (ref_rows, ref_snaps), (got_rows, got_snaps) = kill_and_resume(
+        tmp_path, ["--generations", "4", "--frames-per-generation", "1600", "--num-envs", "8",
+                   "--eval-episodes", "3"])
     assert 0 < len(partial) < len(ref_rows)  # it really was interrupted
     assert got_snaps == ref_snaps == [("main", v) for v in range(5)]
     assert len(got_rows) == len({k for k, _ in got_rows})  # no match twice

@@ -2,9 +2,7 @@
 matches, ratings and metrics as the in-process runner for a fixed seed; asynchronous
 members; a learner actor that dies is restarted; a league on a two-node cluster."""
 
-import contextlib
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -18,11 +16,11 @@ import games
 from marl.actor_critic import NetConfig
 from marl.core import load_policy
 from marl.mappo import MAPPO, MAPPOConfig
-from populations.checkpoint import load_latest
 from populations.league import League, LeagueConfig
 from populations.learner_actors import LearnerActorError
 from populations.members import LearnerMember
 from populations.runners import init_ray
+from tests.ray_cluster import free_port, kill_session
 
 GAME = "openspiel/kuhn_poker"
 ROOT = Path(__file__).resolve().parents[2]
@@ -232,63 +230,15 @@ def test_driver_killed_with_kill_9_resumes_with_nothing_lost(tmp_path):
     """The league's resume guarantee holds with learner actors: a driver killed (-9) once
     generation 2 is checkpointed and resumed ends with the uninterrupted run's snapshots
     and matches, none twice."""
-    from tests.populations.test_league import _match_table
+    from tests.populations.test_league import kill_and_resume
 
-    args = ["--generations", "3", "--frames-per-generation", "400", "--num-envs", "8",
-            "--eval-episodes", "2", "--runner", "ray"]
-    cmd = [sys.executable, "-m", "populations.league", *args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    subprocess.run([*cmd, "--run-dir", str(tmp_path / "ref")], check=True, env=env,
-                   capture_output=True, timeout=600)
-    killed = tmp_path / "killed"
-    proc = subprocess.Popen([*cmd, "--run-dir", str(killed)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while time.time() < deadline:  # kill once generation 2 has been checkpointed
-        found = (killed / "checkpoints").exists() and load_latest(killed / "checkpoints")
-        if found and found[1]["generation"] >= 2:
-            break
-        time.sleep(0.2)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    partial, _ = _match_table(killed / "league.db")
-    subprocess.run([*cmd, "--run-dir", str(killed), "--resume"], check=True, env=env,
-                   capture_output=True, timeout=600)
-    ref_rows, ref_snaps = _match_table(tmp_path / "ref" / "league.db")
-    got_rows, got_snaps = _match_table(killed / "league.db")
+    partial, (ref_rows, ref_snaps), (got_rows, got_snaps) = kill_and_resume(
+        tmp_path, ["--generations", "3", "--frames-per-generation", "400", "--num-envs", "8",
+                   "--eval-episodes", "2", "--runner", "ray"])
     assert 0 < len(partial) < len(ref_rows)  # it really was interrupted
     assert got_snaps == ref_snaps == [("main", v) for v in range(4)]
     assert len(got_rows) == len({k for k, _ in got_rows})  # no match twice
     assert got_rows == ref_rows
-
-
-def _free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _kill_session(sid):
-    """End every process of session ``sid`` (a ``ray start`` this test made, and the Ray
-    daemons it left running): by id, never by name, so other Ray instances live on."""
-    def members():
-        out = []
-        for d in os.listdir("/proc"):
-            if d.isdigit():
-                with contextlib.suppress(OSError):
-                    if os.getsid(int(d)) == sid:
-                        out.append(int(d))
-        return out
-
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in members():
-            with contextlib.suppress(OSError):
-                os.kill(pid, sig)
-        deadline = time.time() + 10
-        while members() and time.time() < deadline:
-            time.sleep(0.2)
 
 
 @pytest.mark.slow
@@ -299,7 +249,7 @@ def test_league_joins_a_two_node_cluster_by_address(tmp_path):
     import shutil
     import tempfile
 
-    port = _free_port()
+    port = free_port()
     temp = tempfile.mkdtemp(prefix="sp-ray-")  # short: Ray's socket paths must fit 107 bytes
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "token",
            "RAY_AUTH_TOKEN": secrets.token_hex(32)}  # the cluster's own token
@@ -332,5 +282,5 @@ def test_league_joins_a_two_node_cluster_by_address(tmp_path):
         assert len({w.split()[0] for w in workers}) == 2, workers  # two nodes
     finally:
         for sid in sessions:
-            _kill_session(sid)
+            kill_session(sid)
         shutil.rmtree(temp, ignore_errors=True)
