@@ -47,7 +47,6 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -57,7 +56,13 @@ from games.registry import IMPORTS_ENV
 from llm_agents.lora import is_lora
 from llm_agents.rollout import EpisodeJob, RolloutBatch, RolloutEngine, merge_batches
 from llm_agents.team import Team, TeamModel, backend_for
-from marl.core import Policy, derive_seed, load_policy, resolve_device
+from marl.core import (
+    Policy,
+    derive_seed,
+    policy_bytes,
+    policy_from_bytes,
+    resolve_device,
+)
 
 if TYPE_CHECKING:
     from llm_agents.build import LLMConfig
@@ -154,18 +159,6 @@ def team_fingerprint(team: Team) -> dict[str, str]:
 
 
 # -------------------------------------------------------------------- shard playing
-def _policy_bytes(policy: Policy) -> bytes:
-    with tempfile.TemporaryDirectory() as tmp:
-        return policy.save(Path(tmp) / "policy.pt").read_bytes()
-
-
-def _policy_from_bytes(data: bytes) -> Policy:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "policy.pt"
-        path.write_bytes(data)
-        return load_policy(path)  # weights_only=True underneath
-
-
 def _fresh(policy: Policy, seed: int) -> Policy:
     """``policy`` restarted from ``seed``; one that keeps its stream without a ``reseed``
     of its own is copied as loaded instead (its stream then starts where loading left it)."""
@@ -195,7 +188,7 @@ class ShardPlayer:
         if key not in self.loaded:
             if key not in self.blobs:
                 raise KeyError(f"rollout shard names opponent {key!r}, which was never sent")
-            self.loaded[key] = _policy_from_bytes(self.blobs[key])
+            self.loaded[key] = policy_from_bytes(self.blobs[key])
         return _fresh(self.loaded[key], seed)
 
     def play(self, shard: Shard) -> RolloutBatch:
@@ -242,7 +235,7 @@ class _Collector:
             self._keys.pop(pid)  # a later policy may reuse the id
         for pid, p in live.items():
             if pid not in self._keys:
-                data = _policy_bytes(p)
+                data = policy_bytes(p)
                 self._keys[pid] = (p, hashlib.sha256(data).hexdigest()[:24], data)
         return {key: data for _, key, data in self._keys.values()}
 

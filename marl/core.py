@@ -357,6 +357,25 @@ def build_checked(build: Callable[[], M], weights: Any, what: str) -> M:
     return build()
 
 
+def policy_bytes(policy: Policy) -> bytes:
+    """``policy``'s file (:meth:`Policy.save`) as bytes, to send to another process."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        return policy.save(Path(tmp) / "policy.pt").read_bytes()
+
+
+def policy_from_bytes(data: bytes) -> Policy:
+    """The policy of :func:`policy_bytes`' bytes, loaded (and checked) as :func:`load_policy`
+    loads a file: ``weights_only`` underneath, the payload treated as untrusted."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "policy.pt"
+        path.write_bytes(data)
+        return load_policy(path)
+
+
 def load_policy(path: str | os.PathLike) -> Policy:
     """Load a policy file written by :meth:`Policy.save`, whatever its kind.
 

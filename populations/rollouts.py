@@ -20,11 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,7 +31,7 @@ from tqdm.auto import tqdm
 
 import games
 from games import VecStep
-from marl.core import Learner, Policy, load_policy
+from marl.core import Learner, Policy, policy_bytes, policy_from_bytes
 from marl.train import RandomPolicy, TrainResult, after_step, learner_sides
 
 log = logging.getLogger(__name__)
@@ -54,19 +52,6 @@ class RolloutSpec:
 Segment = tuple[list[VecStep], list[dict[str, np.ndarray]], list[dict[str, np.ndarray]]]
 """``steps + 1`` VecSteps (the first is where the round started), and per step the learner
 seats' actions and their behaviour log-probabilities (0 where a seat does not act)."""
-
-
-def policy_bytes(policy: Policy) -> bytes:
-    """The policy's file, as bytes (what workers receive)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        return policy.save(Path(tmp) / "policy.pt").read_bytes()
-
-
-def policy_from_bytes(data: bytes) -> Policy:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "policy.pt"
-        path.write_bytes(data)
-        return load_policy(path)
 
 
 class RolloutWorker:
