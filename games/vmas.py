@@ -95,8 +95,9 @@ class _Sim:
                     max_steps=None, seed=None, dict_spaces=False, clamp_actions=True,
                     terminated_truncated=True, **kwargs)
             except (TypeError, ValueError, AssertionError, RuntimeError) as err:
+                why = str(err).strip() or "the scenario's own check failed, without a message"
                 raise GameError(f"cannot build {self.where} (device={device!r}, scenario kwargs "
-                                f"{dict(kwargs)}): {type(err).__name__}: {err}") from None
+                                f"{dict(kwargs)}): {type(err).__name__}: {why}") from None
         unused = [str(w.message) for w in caught if "not used by the scenario" in str(w.message)]
         if unused:
             raise GameError(f"bad arguments for {self.where}: {unused[0].split('.')[0]}; "

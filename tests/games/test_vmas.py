@@ -68,6 +68,11 @@ def test_bad_scenario_and_kwargs_are_one_line_errors():
     assert "\n" not in str(err.value)
     with pytest.raises(games.GameError, match="cannot build vmas/simple_spread .device='nodevice'"):
         games.make("vmas/simple_spread", device="nodevice")
+    # a scenario's bare assert (balance needs 2+ agents) still says what happened, on one line
+    with pytest.raises(games.GameError, match=r"\{'n_agents': 0\}\): AssertionError: the "
+                       r"scenario's own check failed") as err:
+        games.make("vmas/balance", n_agents=0)
+    assert "\n" not in str(err.value)
 
 
 def test_batched_steps_all_copies_with_shapes_and_truncation():
