@@ -9,7 +9,11 @@ alone; other entries are played through ``VectorGame`` one profile at a time. Ei
 entry's value depends only on the run's seed and its profile, so a resumed run (which
 recomputes its empirical game in other blocks) records the same payoffs.
 
-Shape legend: ``P`` seats, ``K_p`` members of seat ``p``, ``Z`` terminal histories.
+A PSRO player is a seat or a team (``PSROConfig.players``): a team's member plays all of
+its seats, and the team's payoff is the mean of its seats' returns.
+
+Shape legend: ``P`` PSRO players (seats or teams), ``K_p`` members of player ``p``, ``Z``
+terminal histories.
 """
 
 from __future__ import annotations
@@ -102,7 +106,8 @@ class ExactPayoffs:
 
 
 class SampledPayoffs:
-    """Payoffs as mean returns over ``episodes`` simulated episodes per profile.
+    """Payoffs as mean returns over ``episodes`` simulated episodes per profile; a team's
+    payoff is the mean over its seats.
 
     Args:
         game: a game name (or object / spec, :func:`resolve_game`).
@@ -113,6 +118,8 @@ class SampledPayoffs:
         game_kwargs: keyword arguments of ``games.make``.
         lockstep: sample entries with :class:`~populations.lockstep.LockstepSampler` where
             it applies (False: always play through ``VectorGame``).
+        players: PSRO's players and the seats each plays (``psro.psro_players``; default:
+            every seat a player).
     """
 
     def __init__(
@@ -123,6 +130,7 @@ class SampledPayoffs:
         seed: int = 0,
         game_kwargs: Mapping[str, Any] | None = None,
         lockstep: bool = True,
+        players: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.game, self.game_kwargs = resolve_game(game, game_kwargs)
         self.episodes, self.num_envs, self.seed = episodes, num_envs, seed
@@ -132,23 +140,33 @@ class SampledPayoffs:
         # batch, as match jobs do; a stepped game keeps num_envs copies
         self.copies = (episode_copies(probe, episodes, num_envs)
                        if callable(getattr(probe, "batched", None)) else num_envs)
-        self.members: dict[str, list[Member]] = {a: [] for a in self.spec.agent_ids}
+        self.players = {p: tuple(s) for p, s in (players or {a: (a,) for a in
+                                                         self.spec.agent_ids}).items()}
+        self.player_of = {a: p for p, seats in self.players.items() for a in seats}
+        self.members: dict[str, list[Member]] = {p: [] for p in self.players}
         self.sampler: LockstepSampler | None = None
         if lockstep:
             try:
                 self.sampler = LockstepSampler(self.game, self.game_kwargs)
             except ValueError as err:  # not a sequential OpenSpiel game: play episodes
                 log.debug("sampled payoffs play episodes: %s", err)
-        self.lockstep: dict[str, list[bool]] = {a: [] for a in self.spec.agent_ids}
+        self.lockstep: dict[str, list[bool]] = {p: [] for p in self.players}
 
     def add_member(self, member: Member) -> None:
         self.members[member.agent].append(member)
         self.lockstep[member.agent].append(memoryless(member.policy))
-        if self.sampler is not None:
-            self.sampler.add_member(self.spec.agent_ids.index(member.agent), member.policy)
+        if self.sampler is not None:  # a team's member: the next member of each of its seats
+            for a in self.players[member.agent]:
+                self.sampler.add_member(self.spec.agent_ids.index(a), member.policy)
+
+    def _by_player(self, seat_values: np.ndarray) -> np.ndarray:
+        """``[P]`` per player (the mean over its seats) from ``[A]`` per seat."""
+        ids = self.spec.agent_ids
+        return np.asarray([np.mean([seat_values[ids.index(a)] for a in seats])
+                           for seats in self.players.values()])
 
     def block(self, index: Sequence[np.ndarray]) -> np.ndarray:
-        agents = self.spec.agent_ids
+        agents = tuple(self.players)
         out = np.zeros((len(agents), *(len(i) for i in index)))
         positions = list(itertools.product(*(range(len(i)) for i in index)))
         profiles = [tuple(int(index[p][j]) for p, j in enumerate(pos)) for pos in positions]
@@ -162,33 +180,40 @@ class SampledPayoffs:
         if chosen:
             assert self.sampler is not None
             seeds = [derive_seed(self.seed, "payoffs", *prof) for prof in chosen]
+            # [M, A] member index per seat: each seat plays its player's member
+            seat_profiles = np.asarray([[prof[agents.index(self.player_of[a])]
+                                         for a in self.spec.agent_ids] for prof in chosen])
             try:
-                values = iter(self.sampler.payoffs(np.asarray(chosen), seeds, self.episodes))
+                values = iter(self._by_player(v) for v in
+                              self.sampler.payoffs(seat_profiles, seeds, self.episodes))
             except MemoFull as err:  # the game is too large to memoize: play from now on
                 log.warning("sampled payoffs: %s; playing episodes from now on", err)
                 self.sampler = None
                 return self.block(index)
             except NoProbabilities as err:
+                player = self.player_of[self.spec.agent_ids[err.seat]]
                 log.info("sampled payoffs: member %d of %s is played (%s)", err.member,
-                         agents[err.seat], err)
-                self.lockstep[agents[err.seat]][err.member] = False
+                         player, err)
+                self.lockstep[player][err.member] = False
                 return self.block(index)
         for pos, prof, f in zip(positions, profiles, fast, strict=True):
             out[(slice(None), *pos)] = next(values) if f else self.play(prof)
         return out
 
     def play(self, profile: Sequence[int]) -> np.ndarray:
-        """``[P]`` mean returns of ``profile`` over ``episodes`` episodes played through a
-        ``VectorGame`` (``num_envs`` copies), the members acting as they do anywhere."""
-        agents = self.spec.agent_ids
-        seats = {a: self.members[a][k].policy for a, k in zip(agents, profile, strict=True)}
-        for a, pol in seats.items():  # each profile's own draws: a resumed run (fresh
+        """``[P]`` mean returns of ``profile`` (member index per player) over ``episodes``
+        episodes played through a ``VectorGame`` (``num_envs`` copies, or one batch of
+        them all on a natively batched game), the members acting as they do anywhere."""
+        players = tuple(self.players)
+        chosen = {p: self.members[p][k].policy for p, k in zip(players, profile, strict=True)}
+        for p, pol in chosen.items():  # each profile's own draws: a resumed run (fresh
             # policies) estimates the same payoffs as an uninterrupted one
-            pol.reseed(derive_seed(self.seed, "payoffs", *profile, a))
+            pol.reseed(derive_seed(self.seed, "payoffs", *profile, p))
+        seats = {a: chosen[self.player_of[a]] for a in self.spec.agent_ids}
         with_text = any("text" in pol.meta.inputs for pol in seats.values())
         seed = int(np.random.SeedSequence([self.seed, *profile]).generate_state(1)[0])
         vg = VectorGame(
             self.game, self.copies, seed=seed, with_text=with_text, **self.game_kwargs
         )
         res = evaluate(vg, seats, self.episodes)
-        return np.asarray([res.per_agent[a] for a in agents])
+        return self._by_player(np.asarray([res.per_agent[a] for a in self.spec.agent_ids]))

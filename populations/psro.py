@@ -1,15 +1,22 @@
 """Policy-Space Response Oracles (Lanctot et al., 2017, "A Unified Game-Theoretic Approach
 to Multiagent Reinforcement Learning"), after OpenSpiel's ``psro_v2``.
 
-Each seat of the game has a population of policies. One iteration is three steps:
+Each PSRO *player* has a population of policies. A player is a seat of the game, or, with
+``PSROConfig.players="teams"``, a team: each member of a team's population then plays every
+seat of the team (drawn once per episode for all of them), and the team's payoff is the
+mean of its seats' returns (with a shared team reward, that reward's return). ``"auto"``
+(the default) takes teams when the game has two or more teams and one of them has more
+than one seat (``vmas/simple_tag``: adversaries vs the good agent, a 2-player meta-game of
+``K^2`` profiles instead of ``K^4``), else seats; on a game of one-seat teams both are the
+same. One iteration is three steps:
 
-1. **update agents**: for every seat, an oracle computes a best response to the other
-   seats' meta-mixtures (their members drawn with the current meta-strategy) and the
+1. **update agents**: for every player, an oracle computes a best response to the other
+   players' meta-mixtures (their members drawn with the current meta-strategy) and the
    responses join the populations;
 2. **update the empirical game**: the payoff tensor ``[P, K_0, ..., K_{P-1}]`` gains the
    entries involving new members (only those are computed);
 3. **update meta-strategies**: a meta-solver (:mod:`populations.meta_solvers`, chosen by
-   name) turns the payoff tensor into one distribution per seat.
+   name) turns the payoff tensor into one distribution per player.
 
 The meta-strategy is PSRO's output (its NashConv is reported) and, by default, what the
 next best responses answer; ``PSROConfig.response_target`` can choose other targets.
@@ -32,13 +39,16 @@ never increases, as populations only grow. Best-response targets (``response_tar
 
 Oracles: :class:`ExactBestResponse` (OpenSpiel's C++ tabular best response, for games
 small enough to enumerate) and :class:`RLOracle` (trains a ``marl`` learner against the
-meta-mixtures). Payoffs: :class:`ExactPayoffs` (exact expected returns in sequence form,
-:mod:`populations.exploitability`) or :class:`SampledPayoffs` (simulated episodes, in
-lockstep over a memo of the game's histories on OpenSpiel games; both in
-:mod:`populations.payoffs`). On
-enumerable OpenSpiel games the exact NashConv of the meta-mixture is computed after
-every iteration. A :class:`PSRORecorder` receives members, payoffs and per-iteration
-results (the league database connects there); progress goes to ``logging``.
+meta-mixtures; for a team, one learner on all of the team's seats). The exact tools (exact
+best responses and payoffs, exact NashConv) work on seats: a team of several seats needs a
+joint best response they do not compute, so ``players="teams"`` takes sampled payoffs and
+an RL oracle, and reports no exact NashConv. Payoffs: :class:`ExactPayoffs` (exact
+expected returns in sequence form, :mod:`populations.exploitability`) or
+:class:`SampledPayoffs` (simulated episodes, in lockstep over a memo of the game's
+histories on OpenSpiel games; both in :mod:`populations.payoffs`). On enumerable
+OpenSpiel games the exact NashConv of the meta-mixture is computed after every iteration.
+A :class:`PSRORecorder` receives members, payoffs and per-iteration results (the league
+database connects there); progress goes to ``logging``.
 
 Example::
 
@@ -125,19 +135,25 @@ class NullRecorder:
 # ------------------------------------------------------------------- members and mixtures
 @dataclass
 class Member:
-    """One policy of a seat's population.
+    """One policy of a PSRO player's population.
 
     Attributes:
-        name: unique name (``psro/<seat>/<index>``).
-        agent: the seat it plays.
+        name: unique name (``psro/<player>/<index>``).
+        agent: the PSRO player it belongs to: a seat, or a team (``PSROConfig.players``).
         policy: the policy itself.
         matrix: ``[S, N]`` its behaviour strategy, on enumerable games (converted once).
+        seats: the seats it plays (default: ``(agent,)``, the player is a seat).
     """
 
     name: str
     agent: str
     policy: Policy
     matrix: np.ndarray | None = None
+    seats: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.seats:
+            self.seats = (self.agent,)
 
 
 @dataclass(frozen=True)
@@ -185,23 +201,33 @@ class SampledMixturePolicy(Policy):
 
     Stateful: the draw of copy ``b`` lasts until ``vs.done[b]``, so :meth:`act` must be
     called on every step of a ``VectorGame`` (as ``marl.train.train`` does for opponents).
+    A team's mixture (members playing several seats, ``Member.seats``) plays all of them
+    with one draw per copy and episode: the seats' calls on one step share it.
     """
 
     def __init__(self, mixture: Mixture, agent: str, seed: int = 0) -> None:
+        """``agent``: the seat, or the team whose seats (``mixture.members[0].seats``) the
+        mixture plays."""
         self.mixture, self.agent = mixture, agent
         self.weights = np.asarray(mixture.weights, np.float64) / np.sum(mixture.weights)
         first = mixture.members[0].policy.meta
-        if agent not in first.agents:
-            raise ValueError(f"mixture members play {first.agents}, not {agent!r}")
+        seats = mixture.members[0].seats if agent == mixture.members[0].agent else (agent,)
+        missing = [a for a in seats if a not in first.agents]
+        if missing:
+            raise ValueError(f"mixture members play {first.agents}, not {missing[0]!r}")
         inputs = tuple(dict.fromkeys(i for m in mixture.members for i in m.policy.meta.inputs))
-        role = first.roles[first.agents.index(agent)]
+        roles = tuple(first.roles[first.agents.index(a)] for a in seats)
         self.meta = dataclasses.replace(
-            first, kind="meta_mixture", agents=(agent,), roles=(role,), inputs=inputs
+            first, kind="meta_mixture", agents=tuple(seats), roles=roles, inputs=inputs
         )
         self.rng = np.random.default_rng(seed)
         self.current: np.ndarray | None = None  # [B] member index of each copy
+        self.seen: VecStep | None = None  # the step drawn for (a team's seats share it)
 
     def _draw(self, vs: VecStep) -> np.ndarray:
+        if len(self.meta.agents) > 1 and vs is self.seen:
+            return self.current  # another seat of the team on the same step
+        self.seen = vs if len(self.meta.agents) > 1 else None
         B = vs.done.shape[0]
         if self.current is None or len(self.current) != B:
             self.current = self.rng.choice(len(self.weights), size=B, p=self.weights)
@@ -277,16 +303,24 @@ class GreedyPolicy(Policy):
         raise NotImplementedError("a greedy member is saved as the policy it wraps")
 
 
-LearnerFactory = Callable[[GameSpec, str, int], Learner]
-"""``(game spec, seat, seed) -> Learner`` controlling that one seat."""
+LearnerFactory = Callable[[GameSpec, "str | tuple[str, ...]", int], Learner]
+"""``(game spec, seat, seed) -> Learner`` controlling that one seat; for a team of several
+seats (``PSROConfig.players="teams"``) the second argument is the tuple of its seats."""
 
-def mappo_learner(spec: GameSpec, agent: str, seed: int) -> Learner:
+
+def seat_tuple(agent: str | Sequence[str]) -> tuple[str, ...]:
+    """A :data:`LearnerFactory`'s seat argument as a tuple of seats."""
+    return (agent,) if isinstance(agent, str) else tuple(agent)
+
+
+def mappo_learner(spec: GameSpec, agent: str | tuple[str, ...], seed: int) -> Learner:
     """Default RL oracle learner: PPO with a local critic (OpenSpiel games have no global
-    state), one seat."""
+    state), on one seat or a team's seats."""
     from marl.actor_critic import NetConfig
     from marl.mappo import MAPPO, MAPPOConfig
 
-    return MAPPO(spec, MAPPOConfig(net=NetConfig(critic="local")), agents=(agent,), seed=seed)
+    return MAPPO(spec, MAPPOConfig(net=NetConfig(critic="local")), agents=seat_tuple(agent),
+                 seed=seed)
 
 
 @dataclass(frozen=True)
@@ -298,10 +332,11 @@ class RLOracleConfig:
 
 
 class RLOracle:
-    """Approximate best responses: a fresh ``marl`` learner per seat and iteration, trained
-    against the other seats' meta-mixtures (:class:`SampledMixturePolicy`).
+    """Approximate best responses: a fresh ``marl`` learner per player and iteration, trained
+    against the other players' meta-mixtures (:class:`SampledMixturePolicy`).
 
-    ``learner_factory`` builds it for that one seat; any registered learner fits through
+    ``learner_factory`` builds it for that one seat, or a team's seats: the seats no
+    opponent mixture plays; any registered learner fits through
     ``populations.psro_run.registry_learner`` (``learner_factory=registry_learner("vdn")``),
     refused beforehand by ``psro_run.check_oracle`` where it cannot play the game. The learner
     is driven only through the ``Learner`` protocol (``marl.train.train``) and its
@@ -321,13 +356,19 @@ class RLOracle:
 
     def best_response(self, agent: str, opponents: Mapping[str, Mixture], seed: int) -> Policy:
         # learner, each opponent seat and the game copies: children of the oracle's seed
-        learner = self.learner_factory(self.spec, agent, derive_seed(seed, "learner"))
+        own = tuple(a for a in self.spec.agent_ids
+                    if not any(a in m.members[0].seats for m in opponents.values()))
+        seats: str | tuple[str, ...] = agent if own == (agent,) else own
+        learner = self.learner_factory(self.spec, seats, derive_seed(seed, "learner"))
         for q, mix in opponents.items():  # members draw from the response's own streams
             for k, m in enumerate(mix.members):
                 m.policy.reseed(derive_seed(seed, "member", q, k))
+        # an opponent team's mixture plays each of its seats (one draw for all of them)
         opp = {
-            q: SampledMixturePolicy(mix, q, seed=derive_seed(seed, "opponent", q))
+            a: pol
             for q, mix in sorted(opponents.items())
+            for pol in [SampledMixturePolicy(mix, q, seed=derive_seed(seed, "opponent", q))]
+            for a in pol.meta.agents
         }
         with_text = any("text" in p.meta.inputs for p in opp.values())
         # what the learner needs of the game copies (MAPPO declares it; replay learners
@@ -373,6 +414,53 @@ def new_entry_blocks(old: Sequence[int], new: Sequence[int]) -> list[list[np.nda
 RESPONSE_TARGETS = ("meta", "exploiter")
 """``PSROConfig.response_target`` values besides meta-solver names."""
 
+PLAYERS = ("auto", "seats", "teams")
+"""``PSROConfig.players`` values: who PSRO's players are (see the module docstring)."""
+
+
+def psro_players(spec: GameSpec, players: str = "auto") -> dict[str, tuple[str, ...]]:
+    """PSRO's players, each with the seats it plays: ``{seat: (seat,)}`` for ``"seats"``,
+    ``{team: its seats}`` (in the game's team order) for ``"teams"``; ``"auto"`` is teams
+    when the game has two or more teams and one of them has several seats, else seats.
+    Teams of one seat each are the seats (named by them), whatever ``players`` says.
+
+    Raises:
+        ValueError: one line, for an unknown value, or ``"teams"`` on a game of one team.
+    """
+    if players not in PLAYERS:
+        raise ValueError(f"population.psro.players={players!r} unknown; choose one of "
+                         f"{list(PLAYERS)}")
+    teams = {t: tuple(a.id for a in spec.agents if a.team == t) for t in spec.teams}
+    if players == "teams" and len(teams) < 2:
+        raise ValueError(f"population.psro.players='teams' needs two or more teams; "
+                         f"{spec.name} has one ({spec.teams[0]!r}: {list(spec.agent_ids)}); "
+                         "use players=seats")
+    multi = any(len(seats) > 1 for seats in teams.values())
+    if players == "seats" or not multi or len(teams) < 2:
+        return {a: (a,) for a in spec.agent_ids}
+    return teams
+
+
+def check_exact_players(
+    seats_of: Mapping[str, Sequence[str]], payoffs: str, exact_oracle: bool,
+    uses_full_game: bool, where: str = "PSRO",
+) -> None:
+    """Refuse, in one line, exact tools for a team of several seats: an exact best response
+    of such a team is a joint one (the team's seats coordinating), which the per-seat exact
+    tools do not compute."""
+    teams = [p for p, seats in seats_of.items() if len(seats) > 1]
+    if not teams:
+        return
+    used = [what for what, on in (("payoffs=exact", payoffs == "exact"),
+                                  ("oracle=exact", exact_oracle),
+                                  ("a full-game meta-solver/target", uses_full_game)) if on]
+    if used:
+        raise ValueError(
+            f"{where}: players=teams ({teams[0]!r} plays {list(seats_of[teams[0]])}) cannot "
+            f"use {' and '.join(used)}: exact best responses and payoffs are per seat, a "
+            "team needs a joint one; use payoffs=sampled with an RL oracle (oracle=rl or an "
+            "algo), or players=seats")
+
 
 @dataclass(frozen=True)
 class PSROConfig:
@@ -388,8 +476,13 @@ class PSROConfig:
     # (entries sampled in lockstep, populations.lockstep, step all their episodes at once)
     nash_conv: bool = True  # exact NashConv of the meta-mixture each iteration, when enumerable
     seed: int = 0  # seeds oracles, sampled payoffs and initial policies
+    players: str = "auto"  # PSRO's players: seats | teams (a population per team, each
+    # member playing all of its seats) | auto (teams when a team has several seats)
 
     def __post_init__(self) -> None:
+        if self.players not in PLAYERS:
+            raise ValueError(f"population.psro.players={self.players!r} unknown; choose one "
+                             f"of {list(PLAYERS)}")
         if self.payoffs not in ("exact", "sampled"):
             raise ValueError(
                 f"payoffs={self.payoffs!r} unknown; choose one of ['exact', 'sampled']"
@@ -471,10 +564,20 @@ class PSRO:
         self.solver = get_meta_solver(cfg.meta_solver)
         game_obj = games.make(game, **dict(game_kwargs or {}))
         self.spec = game_obj.spec
-        self.agents = self.spec.agent_ids
+        # PSRO's players (seats, or teams) and the seats each plays
+        self.seats_of = psro_players(self.spec, cfg.players)
+        self.players: tuple[str, ...] = tuple(self.seats_of)
+        self.agents = self.players  # the name PSRO's players had when they were seats
+        teams = any(len(seats) > 1 for seats in self.seats_of.values())
+        check_exact_players(self.seats_of, cfg.payoffs, isinstance(oracle, ExactBestResponse),
+                            cfg.uses_full_game)
         self.tree: ex.GameTree | None = None
         self.no_exact: str | None = None  # why a tree was dropped (a member without probs)
-        if isinstance(game_obj, OpenSpielGame) and cfg.payoffs == "exact":
+        if teams:
+            self.no_exact = "players are teams of several seats (exact tools are per seat)"
+            if cfg.nash_conv:
+                log.info("PSRO: no exact NashConv on %s: %s", game, self.no_exact)
+        elif isinstance(game_obj, OpenSpielGame) and cfg.payoffs == "exact":
             self.tree = ex.game_tree(game_obj)
             ex.require_perfect_recall(self.tree)
         elif isinstance(game_obj, OpenSpielGame) and cfg.nash_conv:
@@ -495,14 +598,15 @@ class PSRO:
                 ex.check_full_game(self.tree)
         else:
             self.estimator = SampledPayoffs(
-                game, cfg.episodes_per_entry, cfg.num_envs, cfg.seed, game_kwargs
+                game, cfg.episodes_per_entry, cfg.num_envs, cfg.seed, game_kwargs,
+                players=self.seats_of,
             )
-        self.members: dict[str, list[Member]] = {a: [] for a in self.agents}
-        self.payoffs = np.zeros((len(self.agents), *([0] * len(self.agents))))
+        self.members: dict[str, list[Member]] = {a: [] for a in self.players}
+        self.payoffs = np.zeros((len(self.players), *([0] * len(self.players))))
         self.meta_strategy: dict[str, np.ndarray] = {}
-        self.targets: dict[str, dict[str, Mixture]] = {}  # seat -> what it best-responds to
+        self.targets: dict[str, dict[str, Mixture]] = {}  # player -> what it best-responds to
         self.iterations = 0
-        for agent in self.agents:
+        for agent in self.players:
             self._add_member(agent, (initial or {}).get(agent) or self._uniform(agent))
         self.update_empirical_game()
         self.update_meta_strategies()
@@ -516,8 +620,14 @@ class PSRO:
 
     def _add_member(self, agent: str, policy: Policy) -> Member:
         name = f"psro/{agent}/{len(self.members[agent])}"
+        seats = self.seats_of[agent]
+        missing = [a for a in seats if a not in policy.meta.agents]
+        if missing:
+            raise ValueError(f"PSRO: the policy for {agent!r} ({policy.meta.kind}) plays "
+                             f"{list(policy.meta.agents)}, not {missing}; a member of "
+                             f"{agent!r} must play {list(seats)}")
         played = GreedyPolicy(policy) if plays_greedy(policy) else policy
-        member = Member(name, agent, played, self._matrix(played, agent))
+        member = Member(name, agent, played, self._matrix(played, agent), seats)
         self.members[agent].append(member)
         self.estimator.add_member(member)
         self.recorder.on_member(name, agent, policy)
@@ -541,10 +651,10 @@ class PSRO:
 
     # ------------------------------------------------------------------ the three steps
     def update_agents(self) -> dict[str, Member]:
-        """Step 1: a best response per seat to its targets (by default the others'
-        meta-mixtures; see ``PSROConfig.response_target``)."""
+        """Step 1: a best response per player (seat or team) to its targets (by default
+        the others' meta-mixtures; see ``PSROConfig.response_target``)."""
         responses = {}
-        for p, agent in enumerate(self.agents):
+        for p, agent in enumerate(self.players):
             # the run's oracle/<iteration>/<seat> stream (seed + 1000 * it + p made seats'
             # game copies overlap: seat 1 replayed seat 0's copies shifted by one)
             seed = derive_seed(self.config.seed, "oracle", self.iterations + 1, p)
@@ -554,8 +664,8 @@ class PSRO:
     def update_empirical_game(self) -> np.ndarray:
         """Step 2: grow the payoff tensor by the entries involving new members."""
         old = self.payoffs.shape[1:]
-        new = tuple(len(self.members[a]) for a in self.agents)
-        grown = np.full((len(self.agents), *new), np.nan)
+        new = tuple(len(self.members[a]) for a in self.players)
+        grown = np.full((len(self.players), *new), np.nan)
         grown[(slice(None), *(slice(0, k) for k in old))] = self.payoffs
         for index in new_entry_blocks(old, new):
             grown[(slice(None), *np.ix_(*index))] = self.estimator.block(index)
@@ -568,12 +678,12 @@ class PSRO:
         next best responses' targets."""
         full = self.full_game() if self.config.uses_full_game else None
         dists = self.solver(self.payoffs, full_game=full)
-        self.meta_strategy = dict(zip(self.agents, dists, strict=True))
+        self.meta_strategy = dict(zip(self.players, dists, strict=True))
         self.targets = self._response_targets(full)
         return self.meta_strategy
 
     def _response_targets(self, full: FullGame | None) -> dict[str, dict[str, Mixture]]:
-        target, agents = self.config.response_target, self.agents
+        target, agents = self.config.response_target, self.players
         if target == "exploiter":
             assert full is not None and self.tree is not None
             out = {}
@@ -633,18 +743,18 @@ class PSRO:
         return result
 
     def restore(self, populations: Mapping[str, Sequence[Policy]], iterations: int) -> None:
-        """Continue a run from its saved members: append ``populations[seat]`` (the members
-        after the initial one, in order) to each seat, rebuild the empirical game and the
+        """Continue a run from its saved members: append ``populations[player]`` (the
+        members after the initial one, in order) to each player, rebuild the empirical game and the
         meta-strategies, and make the next iteration number ``iterations``. Best-response
         seeds derive from the iteration number, so the continuation matches an uninterrupted
         run with deterministic oracles."""
         if self.iterations or any(len(m) != 1 for m in self.members.values()):
             raise ValueError("PSRO.restore needs a fresh PSRO (only the initial members)")
-        counts = {a: len(populations.get(a, ())) for a in self.agents}
+        counts = {a: len(populations.get(a, ())) for a in self.players}
         if set(counts.values()) != {iterations}:
             raise ValueError(f"PSRO.restore: {iterations} iterations need {iterations} saved "
-                             f"members per seat after the first; got {counts}")
-        for agent in self.agents:
+                             f"members per player after the first; got {counts}")
+        for agent in self.players:
             for policy in populations[agent]:
                 self._add_member(agent, policy)
         self.update_empirical_game()
@@ -673,7 +783,7 @@ class PSRO:
             p: ex.mixture_matrix(
                 tree, p, [m.matrix for m in self.members[a]], self.meta_strategy[a]
             )
-            for p, a in enumerate(self.agents)
+            for p, a in enumerate(self.players)
         }
 
     def mixture_policy(self) -> Policy:

@@ -7,10 +7,16 @@ metrics are written in one transaction, members and matches are keyed, so a run 
 anywhere and resumed ends with exactly the rows of an uninterrupted one; the extra logger
 (``metrics.csv``) gets the database's rows it missed. A run that raises is recorded as
 ``failed`` with its error.
+
+PSRO's players are seats or teams (``population.psro.players``, see :mod:`populations.psro`).
+A run from before that setting (its ``settings.json`` has no ``players``) played seats; it
+resumes so with ``players=auto``, and refuses ``players=teams`` in one line.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,9 +37,12 @@ from populations.psro import (
     Oracle,
     RLOracle,
     RLOracleConfig,
+    check_exact_players,
     mappo_learner,
+    psro_players,
+    seat_tuple,
 )
-from populations.run_folder import one_line
+from populations.run_folder import SETTINGS_NAME, one_line
 from populations.runners import MatchJob, make_runner
 from populations.seeds import MATCH, RunSeeds
 from populations.store import PolicyStore
@@ -113,6 +122,8 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
     store = PolicyStore(run_dir / "snapshots", db, run_id)
     oracle = make_oracle(cfg)
     psro_cfg = pop.psro if pop.psro.seed == cfg.seed else _with_seed(pop.psro, cfg.seed)
+    if cfg.resume:
+        psro_cfg = _resumed_players(psro_cfg, run_dir, cfg.game.name, dict(cfg.game.kwargs))
     recorder = DBRecorder(db, run_id, store, logger, None if psro_cfg.payoffs == "exact"
                           else psro_cfg.episodes_per_entry)
     psro = PSRO(cfg.game.name, oracle, psro_cfg, recorder=recorder,
@@ -128,13 +139,13 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
     try:
         if done:  # the last finished iteration may have stopped before its matches
             _record_matches(db, run_id, runner, store, recorder, cfg, done - 1,
-                            _greedy(psro))
+                            _greedy(psro), psro.seats_of)
         for _ in range(done, pop.iterations):
             it = psro.iteration()
             nc = "n/a" if it.nash_conv is None else f"{it.nash_conv:.5f}"
             log.info("psro iteration %d: NashConv %s (%.2fs)", it.iteration, nc, it.seconds)
             _record_matches(db, run_id, runner, store, recorder, cfg, it.iteration,
-                            _greedy(psro))
+                            _greedy(psro), psro.seats_of)
     finally:
         runner.close()
     return [
@@ -184,8 +195,8 @@ def registry_learner(algo: str, config: Any = None, device: str = "cpu") -> Lear
     ``config`` (its experiment section's settings; None: the learner's defaults)."""
     entry = registry.get(algo)
 
-    def build(spec: GameSpec, agent: str, seed: int) -> Learner:
-        return entry.build(spec, config, (agent,), device, seed)
+    def build(spec: GameSpec, agent: str | tuple[str, ...], seed: int) -> Learner:
+        return entry.build(spec, config, seat_tuple(agent), device, seed)
 
     build.__name__ = f"{algo}_learner"
     return build
@@ -194,7 +205,8 @@ def registry_learner(algo: str, config: Any = None, device: str = "cpu") -> Lear
 def oracle_learner(cfg: ExperimentConfig) -> LearnerFactory:
     """The RL oracle's learner: ``rl`` is a MAPPO with local critics and default settings
     (as before learners were registered); a registered algo is built through the registry
-    with its own experiment section (``population.oracle=vdn`` reads ``vdn:``), one seat."""
+    with its own experiment section (``population.oracle=vdn`` reads ``vdn:``), on one seat
+    or a team's seats."""
     from populations.experiment import settings
 
     if cfg.population.oracle == "rl":
@@ -215,10 +227,13 @@ def make_oracle(cfg: ExperimentConfig) -> Oracle:
 
 def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
     """Refuse, in one line and before any run folder, an RL oracle that cannot play the
-    game (the learner with its experiment section's settings)."""
+    game (the learner with its experiment section's settings), and PSRO players that the
+    settings cannot serve (an unknown ``players``, exact tools for a team of several seats)."""
     from populations.experiment import settings
 
-    oracle = cfg.population.oracle
+    oracle, psro_cfg = cfg.population.oracle, cfg.population.psro
+    check_exact_players(psro_players(spec, psro_cfg.players), psro_cfg.payoffs,
+                        oracle == "exact", psro_cfg.uses_full_game, where="population.psro")
     if oracle == "exact":
         return
     config = None if oracle == "rl" else settings(cfg, registry.get(oracle))
@@ -229,7 +244,7 @@ def _restore(psro: PSRO, store: PolicyStore, iterations: int) -> None:
     """Rebuild ``psro`` from the members its first ``iterations`` iterations published
     (members published by an unfinished iteration are published again, identically keyed)."""
     saved = {}
-    for agent in psro.agents:
+    for agent in psro.players:
         saved[agent] = []
         for k in range(1, iterations + 1):
             snap = store.latest(f"psro-{agent}-{k}")
@@ -241,9 +256,31 @@ def _restore(psro: PSRO, store: PolicyStore, iterations: int) -> None:
 
 
 def _with_seed(psro_cfg: Any, seed: int) -> Any:
-    import dataclasses
-
     return dataclasses.replace(psro_cfg, seed=seed)
+
+
+def _resumed_players(psro_cfg: Any, run_dir: Path, game: str,
+                     game_kwargs: dict[str, Any]) -> Any:
+    """The PSRO settings a resume continues with: a run from before ``players`` existed (no
+    such key in its ``settings.json``) played seats, so ``players=auto`` means seats there,
+    and ``players=teams`` (on a game where that differs) is refused in one line."""
+    try:
+        saved = json.loads((run_dir / SETTINGS_NAME).read_text())
+    except (OSError, ValueError):
+        return psro_cfg  # no settings recorded: nothing to compare (run_folder's rule)
+    section = saved.get("population", {}).get("psro", {}) if isinstance(saved, dict) else {}
+    if not isinstance(section, dict) or "players" in section:
+        return psro_cfg
+    if psro_cfg.players == "teams":
+        import games
+
+        spec = games.make(game, **game_kwargs).spec
+        if psro_players(spec, "teams") != psro_players(spec, "seats"):
+            raise ValueError(
+                f"cannot resume {run_dir} with population.psro.players='teams': the run is "
+                "from before that setting and its players are seats; resume with "
+                "players=auto or players=seats")
+    return dataclasses.replace(psro_cfg, players="seats")
 
 
 def match_seed(seed: int, iteration: int) -> int:
@@ -259,10 +296,12 @@ def _greedy(psro: PSRO) -> bool:
 
 def _record_matches(db: LeagueDB, run_id: int, runner: Any, store: PolicyStore,
                     recorder: DBRecorder, cfg: ExperimentConfig, iteration: int,
-                    greedy: bool = False) -> None:
-    """The newest member of every seat plays ``eval_episodes`` recorded episodes together
-    (greedily where PSRO plays them greedily)."""
-    newest = {agent: ids[-1] for agent, ids in recorder.snapshot.items()}
+                    greedy: bool = False,
+                    seats_of: Mapping[str, tuple[str, ...]] | None = None) -> None:
+    """The newest member of every player plays ``eval_episodes`` recorded episodes together
+    (greedily where PSRO plays them greedily); a team's member holds each of its seats."""
+    seats_of = seats_of or {agent: (agent,) for agent in recorder.snapshot}
+    newest = {a: recorder.snapshot[p][-1] for p, seats in seats_of.items() for a in seats}
     job = MatchJob(key=f"psro/it{iteration:04d}", game=cfg.game.name,
                    seats={a: store.verify(store.get(s)).path for a, s in newest.items()},
                    episodes=cfg.eval_episodes, seed=match_seed(cfg.seed, iteration),
