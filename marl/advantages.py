@@ -2,10 +2,8 @@
 
 Every learner (MAPPO's per-agent GAE, the LLM trainer's group-relative turn-level advantages)
 calls these tensor functions on its own device; plain torch, the same code on CPU and CUDA.
-Building blocks (``marl.returns``, re-exported): ``gae`` / ``discounted_returns`` over
-``[T, B, ...]``, ``turn_returns``, ``broadcast_to_tokens`` / ``rewards_at_turn_ends``,
-``dense_key``; here ``segment_stats`` / ``group_normalize`` (sort-free segment reductions:
-``scatter_add_`` over keys built once per call).
+Returns, GAE and segment keys live in ``marl.returns`` (re-exported here); ``segment_stats`` /
+``group_normalize`` are sort-free segment reductions (``scatter_add_`` over keys built once).
 
 An **adv_norm** (the one name of the concept: ``MAPPOConfig.adv_norm``, ``GRPOConfig.adv_norm``,
 the first argument of ``normalize_advantages``) is a registered function with the keys it
@@ -253,9 +251,19 @@ class AdvNorm:
     consumes: str  # "returns" (per-sample returns or advantages) | "rewards" (per-turn rewards)
     stateful: bool  # needs state=RoleEMABaseline()
 
-    def missing(self, have: set[str] | list[str]) -> list[str]:
-        """Needed keys absent from ``have`` (an alternative counts when any of it is there)."""
-        return [n for n in self.needs if not set(n.split("|")) & set(have)]
+    def why_not(self, have: set[str] | list[str], consumes: str | None = None,
+                stateful: bool = True, by: str = "the caller") -> str:  # fmt: skip
+        """Why a caller with keys ``have`` (giving ``consumes``, keeping a state or not) cannot
+        run it, or "" when it can; a needed alternative "a|b" counts when either is there."""
+        missing = [n for n in self.needs if not set(n.split("|")) & set(have)]
+        if missing:
+            return (f"needs keys.{', keys.'.join(missing)}, which {by} does not provide "
+                    f"({', '.join(sorted(have)) or 'none'})")  # fmt: skip
+        if consumes not in (None, self.consumes):
+            return f"consumes {self.consumes}, {by} gives {consumes}"
+        if self.stateful and not stateful:
+            return f"needs a RoleEMABaseline state, which {by} does not keep"
+        return ""
 
 
 _REGISTRY: dict[str, AdvNorm] = {}
@@ -286,17 +294,13 @@ def available_adv_norms() -> list[str]:
 
 def get_adv_norm(name: str) -> AdvNorm:
     """The adv_norm registered as ``name``; unknown names raise a one-line ``ValueError``."""
-    if name not in _REGISTRY:
-        raise ValueError(f"adv_norm={name!r} unknown; choose one of {available_adv_norms()}")
-    return _REGISTRY[name]
+    return check_adv_norm(name, KEY_NAMES)  # every key present: only the name can be wrong
 
 
 def adv_norms_for(have: set[str] | list[str], *, consumes: str | None = None,
                   stateful: bool = True) -> list[str]:  # fmt: skip
-    """Names a caller with keys ``have`` can run (of one ``consumes`` kind; stateful ones
-    only when it keeps a ``RoleEMABaseline``), sorted."""
-    return [n for n, s in sorted(_REGISTRY.items()) if not s.missing(have)
-            and consumes in (None, s.consumes) and (stateful or not s.stateful)]  # fmt: skip
+    """Names a caller with keys ``have`` can run (see ``AdvNorm.why_not``), sorted."""
+    return [n for n, s in sorted(_REGISTRY.items()) if not s.why_not(have, consumes, stateful)]
 
 
 def check_adv_norm(name: str, have: set[str] | list[str], *, by: str = "the caller",
@@ -304,20 +308,9 @@ def check_adv_norm(name: str, have: set[str] | list[str], *, by: str = "the call
     """The adv_norm ``name`` if a caller with keys ``have`` can run it, else a one-line error
     naming what is missing and the names it could use (see ``adv_norms_for``)."""
     spec = _REGISTRY.get(name)
-    if spec is not None and not spec.missing(have) and consumes in (None, spec.consumes) and (
-            stateful or not spec.stateful):
-        return spec
-    ok = adv_norms_for(have, consumes=consumes, stateful=stateful)
-    if spec is None:
-        raise ValueError(f"adv_norm={name!r} unknown; choose one of {ok}")
-    if name not in ok:
-        if spec.missing(have):
-            why = (f"needs keys.{', keys.'.join(spec.missing(have))}, which {by} does not "
-                   f"provide ({', '.join(sorted(have)) or 'none'})")  # fmt: skip
-        elif consumes not in (None, spec.consumes):
-            why = f"consumes {spec.consumes}, {by} gives {consumes}"
-        else:
-            why = f"needs a RoleEMABaseline state, which {by} does not keep"
+    why = "unknown" if spec is None else spec.why_not(have, consumes, stateful, by)
+    if why:
+        ok = adv_norms_for(have, consumes=consumes, stateful=stateful)
         raise ValueError(f"adv_norm={name!r} {why}; choose one of {ok}")
     return spec
 
@@ -434,12 +427,10 @@ def _joint_group(x, keys, mask, weights, cfg, state) -> Tensor:
     action (divided by the std when ``joint_group_scale``). Without ``keys.trajectory`` each
     sample is its own joint action.
     """
-    node_col = keys.node if keys.node is not None else keys.group
+    node = dense_key(keys.game, keys.node if keys.node is not None else keys.group)
     eps, scale, unbiased = cfg.eps, cfg.joint_group_scale, cfg.unbiased_std
     if keys.trajectory is None:
-        return group_normalize(x, dense_key(keys.game, node_col), mask, weights, eps=eps,
-                               scale=scale, unbiased=unbiased)  # fmt: skip
-    node = dense_key(keys.game, node_col)
+        return group_normalize(x, node, mask, weights, eps=eps, scale=scale, unbiased=unbiased)
     unit = dense_key(node.ids, keys.trajectory)  # a trajectory spanning nodes splits
     r_u, live = _unit_means(x, unit, mask, weights)
     node_u = SegmentKey(node.ids.new_zeros(unit.num).scatter_(0, unit.ids, node.ids), node.num)
@@ -525,19 +516,17 @@ def _role_ema(x, keys, mask, weights, cfg, state: RoleEMABaseline) -> Tensor:
     else:
         unit, r, live = None, x, _active(mask, weights)
     alpha, init = cfg.role_ema_alpha, state.lookup(codes, cfg.role_ema_init)  # [K] float64
-    ids = key.ids if live is None else key.ids.masked_fill(~live, key.num)  # no update: last
+    init = torch.cat([init, init.new_zeros(1)])  # [K + 1]: id K holds samples that update nothing
+    ids = key.ids if live is None else key.ids.masked_fill(~live, key.num)
     order, same = sorted_runs(ids, ids)
     rs, ks = r[order].double(), ids[order]
-    init_x = torch.cat([init, init.new_zeros(1)])[ks]
-    b = torch.where(same, (1 - alpha) * rs, alpha * init_x + (1 - alpha) * rs)
+    b = torch.where(same, (1 - alpha) * rs, alpha * init[ks] + (1 - alpha) * rs)
     after = linear_scan(b, same.double() * alpha, decay=alpha)  # baseline after each update
-    before = torch.where(same, torch.cat([after.new_zeros(1), after[:-1]]), init_x)
+    before = torch.where(same, torch.cat([after.new_zeros(1), after[:-1]]), init[ks])
     base = torch.empty_like(before).scatter_(0, order, before)
     if live is not None:  # samples that update nothing meet the baseline before the batch
-        base = torch.where(live, base, torch.cat([init, init.new_zeros(1)])[key.ids])
-    last = torch.ones_like(same)
-    last[:-1] = ~same[1:]
-    hit = last & (ks < key.num)
+        base = torch.where(live, base, init[key.ids])
+    hit = torch.cat([~same[1:], same.new_ones(1)]) & (ks < key.num)  # each key's last update
     state.merge(codes[ks[hit]], after[hit])
     base = base if unit is None else base[unit.ids]
     return x - base.to(x.dtype)
@@ -573,12 +562,9 @@ def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKey
     else:
         rows = [torch.stack([c.sum() for c in cols]).tolist()]
     tables: dict[str, list[float]] = {"global": [0.0] * 5}
-    for row in rows:
-        labels = ["global"] + [f"{n}_{int(v)}" for (n, _), v in zip(named, row[5:], strict=True)]
-        for lab in labels:
-            acc = tables.setdefault(lab, [0.0] * 5)
-            for i in range(5):
-                acc[i] += row[i]
+    for row in rows:  # each pair's sums go to the global row, its agent's and its role's
+        for lab in ["global"] + [f"{n}_{int(v)}" for (n, _), v in zip(named, row[5:], strict=True)]:
+            tables[lab] = [t + v for t, v in zip(tables.get(lab, [0.0] * 5), row[:5], strict=True)]
     out: dict[str, float] = {}
     g = _moment_row(tables["global"])
     for lab, sums in tables.items():
@@ -624,9 +610,7 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
         raise ValueError("per_trajectory statistics need keys.trajectory; got None")
     shape = values.shape
     flat = _FlatKeys(keys, shape)
-    m = None if mask is None else mask.to(torch.bool)
-    m = m if m is None or m.shape == shape else m.broadcast_to(shape)
-    m = None if m is None else m.reshape(-1)
+    m = None if mask is None else mask.to(torch.bool).broadcast_to(shape).reshape(-1)
     w = None if weights is None else weights.broadcast_to(shape).reshape(-1)
     x = values.reshape(-1).to(_acc(values.dtype, cfg.float64))
     adv = spec.fn(x, flat, m, w, cfg, state) if x.numel() else x.clone()
@@ -635,10 +619,9 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
     keep = m if m is not None else torch.ones_like(x, dtype=torch.bool)
     if cfg.drop_zero:
         keep = keep & (adv != 0)
-    out = AdvantageResult(adv.to(values.dtype).reshape(shape), keep.reshape(shape), {})
-    if x.numel() and cfg.diagnostics != "none":
-        out._diag = lambda: _diagnostics(x, adv, keys, m, keep, shape, cfg)
-    return out
+    lazy = x.numel() and cfg.diagnostics != "none"
+    diag = (lambda: _diagnostics(x, adv, keys, m, keep, shape, cfg)) if lazy else {}
+    return AdvantageResult(adv.to(values.dtype).reshape(shape), keep.reshape(shape), diag)
 
 
 def _diagnostics(x, adv, keys, m, keep, shape, cfg: AdvantageConfig) -> dict[str, float]:

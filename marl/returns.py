@@ -1,16 +1,8 @@
 """Returns: GAE and discounted returns over ``[T, B, ...]`` (loops over time only), turn-level
-returns over flat samples, and the segment keys and scans ``marl.advantages`` builds on (it
-re-exports the public names). Plain torch: the same code runs on CPU and CUDA.
-
-``gae``/``discounted_returns`` bootstrap on truncation and not on termination; ``agent_gae``
-runs GAE over each agent's own acting steps for turn-based games; ``turn_returns`` runs the
-return-to-go over one agent's own turns, with ``broadcast_to_tokens`` / ``rewards_at_turn_ends``
-to move between turns and tokens.
-
-Keys and scans: ``dense_key`` turns integer columns into segment ids (a mixed radix, renumbered
-by ``torch.unique`` when its range is wide); ``sorted_runs`` groups samples by a code with one
-stable sort; ``linear_scan`` runs ``y_i = b_i + a_i * y_{i-1}`` by recursive doubling
-(log2 of the longest run of steps, each a few [N] ops).
+returns over flat samples (``turn_returns``, and ``broadcast_to_tokens`` /
+``rewards_at_turn_ends`` between turns and tokens), and the segment keys (``dense_key``) and
+scans (``sorted_runs``, ``linear_scan``) that ``marl.advantages`` builds on and re-exports.
+Plain torch: the same code runs on CPU and CUDA.
 
 Shape legend: ``_T`` time, ``_B`` batch (copies / episodes), ``_A`` agents; flat: ``N`` samples,
 ``K`` keys.
@@ -116,16 +108,14 @@ def agent_gae(rewards_TBA: torch.Tensor, values_TBA: torch.Tensor, acting_TBA: t
     """
     adv_TBA = torch.zeros_like(values_TBA)
     complete_TBA = torch.zeros_like(acting_TBA)
-    next_v = torch.zeros_like(values_TBA[0])
-    next_adv = torch.zeros_like(values_TBA[0])
+    next_v = next_adv = torch.zeros_like(values_TBA[0])  # [B, A], rebound (never in place)
     has_next = torch.zeros_like(acting_TBA[0])
-    zero = torch.zeros_like(next_v)
     for t in range(values_TBA.shape[0] - 1, -1, -1):
         act, end = acting_TBA[t], end_TBA[t]
-        boot = torch.where(end, torch.where(terminated_TBA[t], zero, final_values_TBA[t]), next_v)
+        boot = torch.where(end, torch.where(terminated_TBA[t], 0.0, final_values_TBA[t]), next_v)
         delta = rewards_TBA[t] + gamma * boot - values_TBA[t]
-        a_t = delta + gamma * lam * torch.where(end, zero, next_adv)
-        adv_TBA[t] = torch.where(act, a_t, zero)
+        a_t = delta + gamma * lam * torch.where(end, 0.0, next_adv)
+        adv_TBA[t] = torch.where(act, a_t, 0.0)
         complete_TBA[t] = act & (end | has_next)
         next_v = torch.where(act, values_TBA[t], next_v)
         next_adv = torch.where(act, a_t, next_adv)
@@ -262,8 +252,7 @@ def _turn_returns(rewards, traj_cols, agent, turn, gamma: float, mask) -> Tensor
     xs = r[order].double()
     if gamma == 1.0:  # suffix sums inside each run: its total minus what came before
         incl = xs.cumsum(0)
-        last = torch.ones_like(same)
-        last[:-1] = ~same[1:]
+        last = torch.cat([~same[1:], same.new_ones(1)])  # each run's last sample
         run = same.logical_not().cumsum(0) - 1
         g = incl[last][run] - incl + xs
     else:  # backwards: g_i = x_i + gamma * g_{i+1} inside a run
