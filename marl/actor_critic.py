@@ -9,7 +9,10 @@ Actor encoders: ``mlp`` on the agent's observation (+ seat one-hot), or ``gnn`` 
 entity graph seen from the agent (no one-hot, so it runs at any number of agents).
 Critic inputs (``critic=``): ``local`` (own observation: IPPO), ``state`` (the game's
 global state + seat one-hot: MAPPO), ``concat`` (all agents' observations + one-hot) or
-``gnn`` (entity graph from the agent's node).
+``gnn`` (entity graph from the agent's node). With ``value="shared"`` (state or concat
+only) a group's critic drops the one-hot and computes one value per copy and step, given
+to every seat of the group (BenchMARL's MAPPO critic: torchrl's centralized
+``MultiAgentMLP``), so it runs once per copy instead of once per seat.
 
 With ``recurrent=True`` (rMAPPO) both networks become encoder → MLP → GRU → linear head,
 the GRU's hidden state kept per (copy, agent) (``marl.recurrent``); the learner and the
@@ -34,12 +37,13 @@ from torch import nn
 from games import GameSpec, VecStep
 from marl.core import Policy, PolicyMeta, build_checked, derive_seed, register_policy
 from marl.gnn import GraphEncoder
-from marl.networks import masked_logits, mlp, one_hot_seats
+from marl.networks import FastTanh, masked_logits, mlp, one_hot_seats
 from marl.recurrent import GRUCore, PolicyMemory, episode_starts
 
 ENCODERS = ("mlp", "gnn")
 CRITICS = ("auto", "state", "concat", "local", "gnn")
 SHARING = ("auto", "all", "role", "agent")
+VALUES = ("seat", "shared")
 
 
 @dataclass(frozen=True)
@@ -59,15 +63,25 @@ class NetConfig:
     graph_radius: float | None = None  # connect entities closer than this (None: all)
     recurrent: bool = False  # GRU after the encoder in actor and critic (recurrent MAPPO)
     rnn_hidden: int = 64  # GRU hidden width (recurrent only)
+    value: str = "seat"  # seat: one value per seat (critic input + seat one-hot) | shared:
+    # one value per copy from the state/concat input, given to all seats of the group
+    fast_tanh: bool = False  # MLP tanh as 2*sigmoid(2x)-1 on CPU (marl.networks.FastTanh)
 
     def __post_init__(self) -> None:
-        for name, choices in (("encoder", ENCODERS), ("critic", CRITICS), ("share", SHARING)):
+        for name, choices in (("encoder", ENCODERS), ("critic", CRITICS), ("share", SHARING),
+                              ("value", VALUES)):
             if getattr(self, name) not in choices:
                 raise ValueError(
                     f"{name}={getattr(self, name)!r} unknown; choose one of {list(choices)}"
                 )
         if self.rnn_hidden < 1:
             raise ValueError(f"rnn_hidden={self.rnn_hidden!r}; expected an integer >= 1")
+        if self.value == "shared" and self.critic not in ("auto", "state", "concat"):
+            raise ValueError(f"value='shared' needs critic='state', 'concat' or 'auto', not "
+                             f"critic={self.critic!r}; use value='seat'")
+        if self.value == "shared" and self.recurrent:
+            raise ValueError("value='shared' is feed-forward only, not recurrent=True; "
+                             "use value='seat'")
 
 
 @dataclass(frozen=True)
@@ -136,13 +150,14 @@ class _PPONet(nn.Module, abc.ABC):
     rnn: GRUCore | None
 
     def _heads(self, net: NetConfig, in_dim: int, out_dim: int, gain: float) -> None:
+        act = FastTanh if net.fast_tanh else nn.Tanh  # no parameters: same state_dict
         if not net.recurrent:
             self.rnn = None
-            self.head = mlp(in_dim, net.hidden, out_dim, out_gain=gain)
+            self.head = mlp(in_dim, net.hidden, out_dim, act, out_gain=gain)
             return
         if net.hidden:
-            body = mlp(in_dim, net.hidden[:-1], net.hidden[-1], out_gain=2**0.5)
-            self.body, in_dim = nn.Sequential(*body, nn.Tanh()), net.hidden[-1]
+            body = mlp(in_dim, net.hidden[:-1], net.hidden[-1], act, out_gain=2**0.5)
+            self.body, in_dim = nn.Sequential(*body, act()), net.hidden[-1]
         else:
             self.body = nn.Identity()
         self.rnn = GRUCore(in_dim, net.rnn_hidden)
@@ -233,7 +248,7 @@ class Critic(_PPONet):
 
 def critic_width(net: NetConfig, spec: GameSpec, agents: tuple[str, ...], obs_dim: int) -> int:
     """Width of the vector critic input (0 for the gnn critic)."""
-    seat = len(agents)
+    seat = 0 if net.value == "shared" else len(agents)
     if net.critic == "state":
         if spec.state_shape is None:
             raise ValueError(f"critic='state' but {spec.name} has no global state; use 'concat'")
@@ -249,7 +264,8 @@ def critic_inputs(
     net: NetConfig, spec: GameSpec, agents: tuple[str, ...], obs_BAO: np.ndarray, vs: VecStep,
     final: bool = False,
 ) -> np.ndarray | None:
-    """``[B, A, C]`` vector critic inputs for every controlled agent (None for gnn)."""
+    """``[B, A, C]`` vector critic inputs for every controlled agent (None for gnn);
+    ``value="shared"``: no seat one-hot, so every agent of a copy has the same input."""
     if isinstance(obs_BAO, torch.Tensor):
         return _critic_inputs_tensor(net, spec, obs_BAO, vs, final)
     B, A = obs_BAO.shape[:2]
@@ -267,6 +283,8 @@ def critic_inputs(
         base = obs_BAO
     else:
         return None
+    if net.value == "shared":
+        return np.ascontiguousarray(base)
     return np.concatenate([base, seat_BAA], axis=-1)
 
 
@@ -287,6 +305,8 @@ def _critic_inputs_tensor(net: NetConfig, spec: GameSpec, obs_BAO: torch.Tensor,
         base = obs_BAO
     else:
         return None
+    if net.value == "shared":
+        return base
     seat = torch.eye(A, device=obs_BAO.device).expand(B, A, A)
     return torch.cat([base, seat], -1)
 

@@ -317,7 +317,11 @@ class MAPPO(Learner):
         v = torch.zeros(B, A, device=self.device)
         h_next = None if self.h_critic is None else self.h_critic.clone()
         for g, grp in enumerate(self.groups):
-            cols, xg = list(grp.cols), self._group_batch(x, g)
+            cols = list(grp.cols)
+            if self.cfg.net.value == "shared":  # one value per copy: every seat's input is it
+                v[:, cols] = self.critics[g]({"critic": x["critic"][:, cols[0]]})[:, None]
+                continue
+            xg = self._group_batch(x, g)
             if h_next is None:
                 vg = self.critics[g](xg)
             else:

@@ -92,9 +92,10 @@ def flat_index(L: MAPPO, t: torch.Tensor, b: torch.Tensor, a: torch.Tensor) -> t
     return (t * B + b) * A + a
 
 
-def _pregather(L: MAPPO, g: int, flat: torch.Tensor) -> dict:
+def _pregather(L: MAPPO, g: int, flat: torch.Tensor, critic: bool = True) -> dict:
     """:func:`_gather` of all of a group's units at once, as contiguous ``[U, ...]``
-    tensors, so that each minibatch is one ``index_select`` per input."""
+    tensors, so that each minibatch is one ``index_select`` per input (``critic=False``:
+    the actor's inputs only)."""
     buf, grp = L.buf, L.groups[g]
     seat_of = torch.full((len(L.agents),), -1, dtype=torch.long, device=L.device)
     seat_of[list(grp.cols)] = torch.arange(len(grp.cols), device=L.device)
@@ -106,7 +107,7 @@ def _pregather(L: MAPPO, g: int, flat: torch.Tensor) -> dict:
 
     x = {"obs": rows(buf.obs, grp.obs_dim), "legal": rows(buf.legal, grp.num_actions),
          "seat": seat_of[flat % A]}
-    if buf.critic is not None:
+    if buf.critic is not None and critic:
         x["critic"] = rows(buf.critic)
     if buf.graph is not None:
         T, B = buf.graph.shape[:2]
@@ -116,11 +117,70 @@ def _pregather(L: MAPPO, g: int, flat: torch.Tensor) -> dict:
     return x
 
 
+def shared_rows(L: MAPPO, g: int, complete_TBA: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The distinct critic inputs of group ``g`` (``value="shared"``): one row per copy
+    and step with a complete step of the group, its ``k`` seats side by side.
+
+    Row 0 holds each seat's carried last step, which can come from different steps (turn
+    order, an agent that ended early); a copy whose carried seats' inputs differ gets one
+    row per seat there. Returns the seats' positions ``[R, k]`` (:func:`flat_index`), which
+    of them are complete steps ``[R, k]``, and where each row's critic input is ``[R]``.
+    """
+    buf, grp = L.buf, L.groups[g]
+    T, B, A = complete_TBA.shape
+    cols = torch.tensor(grp.cols, device=L.device)
+    k = len(grp.cols)
+    c_TBK = complete_TBA[:, :, cols]
+    steps_TB = torch.arange(T, device=L.device)[:, None] * B + torch.arange(B, device=L.device)
+    pos_TBK = steps_TB[..., None] * A + cols
+    x0_BKC = buf.critic[0][:, cols]
+    same_B = ((x0_BKC == x0_BKC[:, :1]).all(-1) | ~c_TBK[0]).all(-1)
+    rows_TB = c_TBK.any(-1)
+    rows_TB[0] &= same_B
+    t, b = rows_TB.nonzero(as_tuple=True)
+    pos_RK, mask_RK = pos_TBK[t, b], c_TBK[t, b]
+    sb, sk = (c_TBK[0] & ~same_B[:, None]).nonzero(as_tuple=True)
+    if sb.numel():
+        pos_RK = torch.cat([pos_RK, pos_TBK[0, sb]])
+        mask_RK = torch.cat([mask_RK, nn.functional.one_hot(sk, k).bool()])
+    crit_R = pos_RK.gather(1, mask_RK.int().argmax(1, keepdim=True)).squeeze(1)
+    return pos_RK, mask_RK, crit_R
+
+
+def _shared_source(L: MAPPO, complete_TBA: torch.Tensor) -> tuple[list[int], _Forward]:
+    """:func:`_minibatch_source` of ``value="shared"``: minibatches of distinct critic
+    rows (:func:`shared_rows`) with all their seats' complete steps; the critic runs once
+    per row and its value is given to each of the row's samples."""
+    sources = []
+    for g in range(len(L.groups)):
+        pos_RK, mask_RK, crit_R = shared_rows(L, g, complete_TBA)
+        critic_RC = L.buf.critic.reshape(-1, L.buf.critic.shape[-1]).index_select(0, crit_R)
+        flat = pos_RK.reshape(-1)
+        full = bool(mask_RK.all())  # the usual case: no masking per minibatch
+        sources.append((flat, mask_RK, full, _pregather(L, g, flat, critic=False), critic_RC))
+
+    def forward(g: int, idx: torch.Tensor) -> tuple:
+        flat, mask_RK, full, actor_in, critic_RC = sources[g]
+        M, k = len(idx), mask_RK.shape[1]
+        units = (idx[:, None] * k + torch.arange(k, device=idx.device)).reshape(-1)
+        values = L.critics[g]({"critic": critic_RC.index_select(0, idx)})  # [M] rows
+        values = values[:, None].expand(M, k).reshape(-1)  # [M * k] samples, row-major
+        if not full:
+            keep = mask_RK.index_select(0, idx).reshape(-1)
+            units, values = units[keep], values[keep]
+        x = {key: v.index_select(0, units) for key, v in actor_in.items()}
+        return L.actors[g](x), values, flat.index_select(0, units)
+    return [len(s[1]) for s in sources], forward
+
+
 def _minibatch_source(L: MAPPO, complete_TBA: torch.Tensor) -> tuple[list[int], _Forward]:
     """Per group, how many units minibatches are drawn from, and the forward pass of a
-    set of them: complete steps (feed-forward) or chunks with a complete step (GRU). The
-    forward pass returns logits ``[M, N]``, values ``[M]`` and the samples' positions
-    (:func:`flat_index`) in the ``[T, B, A]`` rollout fields."""
+    set of them: complete steps (feed-forward), distinct critic rows (``value="shared"``)
+    or chunks with a complete step (GRU). The forward pass returns logits ``[M, N]``,
+    values ``[M]`` and the samples' positions (:func:`flat_index`) in the ``[T, B, A]``
+    rollout fields."""
+    if L.cfg.net.value == "shared":
+        return _shared_source(L, complete_TBA)
     groups = []
     for grp in L.groups:
         in_group = torch.zeros(len(L.agents), dtype=torch.bool, device=L.device)

@@ -7,11 +7,49 @@ Shape legend: ``B`` batch (copies × steps), ``A`` agents, ``O`` observation wid
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 NEG_INF = -1e9  # logit of an illegal action (finite, so all-illegal rows stay NaN-free)
+
+
+class _SigmoidTanh(torch.autograd.Function):
+    """tanh as ``2 * sigmoid(2x) - 1`` forward, torch's own ``tanh_backward`` backward."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        y = torch.sigmoid(x * 2).mul_(2).sub_(1)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, grad_y: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return torch.ops.aten.tanh_backward(grad_y, y)  # grad * (1 - y²), as torch.tanh's
+
+
+class FastTanh(nn.Module):
+    """``nn.Tanh`` computed as ``2 * sigmoid(2x) - 1`` on CPU, torch.tanh elsewhere.
+
+    Why: this torch's CPU ``tanh`` kernel is ~7-9x slower than its ``sigmoid`` (0.36 ms vs
+    0.04 ms on ``[2400, 64]`` float32, one thread) and tanh was ~23 % of a MAPPO update.
+    Same function: at most ~2e-7 absolute error against torch.tanh (the float rounding of
+    ``sigmoid`` near 0.5, so tiny ``|x|`` lose their relative precision, not their
+    absolute one), exactly ±1 at large ``|x|``, ±inf → ±1, NaN → NaN; the gradient is
+    ``grad * (1 - y²)`` as torch's (first-order only). No parameters: state dicts are
+    those of ``nn.Tanh``.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.device.type != "cpu":  # CUDA's tanh is as fast as its sigmoid
+            return torch.tanh(x)
+        if x.requires_grad and torch.is_grad_enabled():
+            return _SigmoidTanh.apply(x)
+        return torch.sigmoid(x * 2).mul_(2).sub_(1)
 
 
 def mlp(
