@@ -108,9 +108,7 @@ def segment_stats(x: Tensor, key: SegmentKey | None, mask: Tensor | None = None,
         pair = dense_key(trajectory, None if key is None else key.ids)
         on = torch.ones_like(x) if act is None else act.to(x.dtype)
         w, n_p = on if w is None else w, pair.sum(on).clamp_min(1.0)
-        up = pair.ids.new_zeros(pair.num)
-        if key is not None:
-            up.scatter_(0, pair.ids, key.ids)
+        up = pair.ids.new_zeros(pair.num) if key is None else pair.per_segment(key.ids)
         tot = x.new_zeros(k).index_add_(0, up, pair.sum(w) / n_p)
         w = w / n_p[pair.ids]
 
@@ -433,7 +431,7 @@ def _joint_group(x, keys, mask, weights, cfg, state) -> Tensor:
         return group_normalize(x, node, mask, weights, eps=eps, scale=scale, unbiased=unbiased)
     unit = dense_key(node.ids, keys.trajectory)  # a trajectory spanning nodes splits
     r_u, live = _unit_means(x, unit, mask, weights)
-    node_u = SegmentKey(node.ids.new_zeros(unit.num).scatter_(0, unit.ids, node.ids), node.num)
+    node_u = SegmentKey(unit.per_segment(node.ids), node.num)
     # units without positive weight (and empty unit ids) are normalized but stay out of stats
     a_u = group_normalize(r_u, node_u, None, live.to(r_u.dtype), eps=eps, scale=scale,
                           unbiased=unbiased)  # fmt: skip
@@ -491,8 +489,7 @@ def _role_codes(keys: AdvantageKeys) -> tuple[SegmentKey, Tensor]:
         if lo < 0 or hi >= top:
             raise ValueError(f"role_ema needs 0 <= keys.{name} < {top}; got [{lo}, {hi}]")
     key = dense_key(game, keys.role)
-    g, r = (key.ids.new_zeros(key.num).scatter_(0, key.ids, c.long()) for c in (game, keys.role))
-    return key, (g << 32) | r
+    return key, key.per_segment(game.long() << 32 | keys.role.long())
 
 
 @register_adv_norm("role_ema", needs=("role",), stateful=True)
@@ -512,7 +509,7 @@ def _role_ema(x, keys, mask, weights, cfg, state: RoleEMABaseline) -> Tensor:
     if cfg.per_trajectory:  # units: (trajectory, game, role), ascending trajectory ids
         unit = dense_key(keys.trajectory, key.ids)
         r, live = _unit_means(x, unit, mask, weights)
-        key = SegmentKey(key.ids.new_zeros(unit.num).scatter_(0, unit.ids, key.ids), key.num)
+        key = SegmentKey(unit.per_segment(key.ids), key.num)
     else:
         unit, r, live = None, x, _active(mask, weights)
     alpha, init = cfg.role_ema_alpha, state.lookup(codes, cfg.role_ema_init)  # [K] float64
@@ -557,7 +554,7 @@ def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKey
     named = [(n, c) for n, c in (("agent", flat.agent), ("role", flat.role)) if c is not None]
     if named:  # one row per (agent, role) pair: its sums, then its agent and role ids
         key = dense_key(*(c for _, c in named))
-        ids = [c.new_zeros(key.num).scatter_(0, key.ids, c).double() for _, c in named]
+        ids = [key.per_segment(c).double() for _, c in named]
         rows = torch.stack([key.sum(c) for c in cols] + ids, 1).tolist()
     else:
         rows = [torch.stack([c.sum() for c in cols]).tolist()]

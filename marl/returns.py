@@ -139,6 +139,10 @@ class SegmentKey:
         out = values.new_zeros(self.num * self.lanes).scatter_add_(0, self._laned, values)
         return out.view(self.num, self.lanes).sum(1)
 
+    def per_segment(self, col: Tensor) -> Tensor:
+        """``col`` [N], constant inside each segment, as one value per segment [num] (0: empty)."""
+        return col.new_zeros(self.num).scatter_(0, self.ids, col)
+
     @cached_property
     def lanes(self) -> int:
         """1 on the CPU; on CUDA a power of two up to 256 that keeps ``num * lanes`` near 4096,
