@@ -1,25 +1,35 @@
 #!/usr/bin/env bash
 # The checks that need a CUDA GPU, in one go: the CUDA tests (tests/test_cuda.py and every
-# test parametrized over devices), then the advantage and LLM-rollout benchmarks on the GPU.
-# Each part has its own time limit so one slow part cannot starve the others.
+# test parametrized over devices), then the advantage (10M samples), LLM-rollout and VMAS
+# MAPPO (4,096+ copies, largest B that fits) benchmarks on the GPU.
+# Each part has its own time limit so one slow part cannot starve the others; the limits add
+# up to 570 s (a device command may run 600 s), each part prints as it goes, so a part
+# cut off by its limit keeps what it measured. On a CPU machine the tests skip and the
+# benchmarks stop at once with a one-line "no CUDA device".
 #
 #   bash bench/gpu_checks.sh [output folder]        (default: gpu-checks/)
 #
-# Writes env.txt, tests.log, advantages_cuda.md and llm_rollouts_cuda.md to the folder.
+# Writes env.txt, tests.log, advantages_cuda.md, llm_rollouts_cuda.md and vmas_mappo_cuda.md
+# to the folder.
 set -uo pipefail
 out=${1:-gpu-checks}
 py=${PYTHON:-python3}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-$py - <<'PY' 2>&1 | tee "$out/env.txt"
+timeout 30 $py - <<'PY' 2>&1 | tee "$out/env.txt"
 import torch
 print("torch", torch.__version__, "cuda", torch.version.cuda,
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "NO CUDA DEVICE")
 PY
-timeout "${TESTS_LIMIT:-300}" $py -m pytest -q -p no:cacheprovider -rs \
+timeout "${TESTS_LIMIT:-210}" $py -m pytest -q -p no:cacheprovider -rs \
     tests/test_cuda.py tests/marl/test_advantages*.py tests/marl/test_mappo*.py \
     tests/llm_agents/test_backends.py -k "cuda or vllm" 2>&1 | tee "$out/tests.log"
-timeout "${BENCH_LIMIT:-120}" $py bench/advantages.py --device cuda 2>&1 \
+# issue 16's target: every grouped scheme at most 3x `global` at 10M samples on CUDA
+timeout "${BENCH_LIMIT:-120}" $py bench/advantages.py --device cuda --samples 10000000 2>&1 \
     | tee "$out/advantages_cuda.md"
-timeout "${BENCH_LIMIT:-120}" $py bench/llm_rollouts.py --device cuda --repeats 2 2>&1 \
+timeout "${LLM_LIMIT:-90}" $py bench/llm_rollouts.py --device cuda --repeats 2 2>&1 \
     | tee "$out/llm_rollouts_cuda.md"
+# issue 17: MAPPO frames/s on vmas/navigation at 4,096-32,768 copies (15 s per B at most),
+# then doubling B until CUDA runs out of memory (45 s at most)
+timeout "${VMAS_LIMIT:-120}" $py bench/vmas_gpu.py --device cuda --copies 4096 8192 16384 32768 \
+    --updates 5 --limit 15 --search-limit 45 2>&1 | tee "$out/vmas_mappo_cuda.md"

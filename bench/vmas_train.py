@@ -1,8 +1,11 @@
 """MAPPO training on VMAS beside BenchMARL's MAPPO on the same task, in the same run.
 
-Task: ``vmas/navigation`` with BenchMARL's task settings (3 agents, 100-step episodes,
-collisions, LIDAR range 0.35, own goals, individual rewards), discrete actions on both sides
-(our MAPPO is discrete; BenchMARL gets ``experiment.prefer_continuous_actions=False``).
+Task (``--task``): ``vmas/navigation`` (default) with BenchMARL's task settings (3 agents,
+100-step episodes, collisions, LIDAR range 0.35, own goals, individual rewards), or
+``vmas/balance`` with BenchMARL's (4 agents, 100-step episodes, package mass 5, random
+package position on the line; a shared reward, episodes end when the package falls or
+reaches the goal). Discrete actions on both sides (our MAPPO is discrete; BenchMARL gets
+``experiment.prefer_continuous_actions=False``).
 
 Settings (``--settings``):
 
@@ -28,8 +31,9 @@ mean return of the last 50 episodes first reaches BenchMARL's final return of th
 setting and seed (BenchMARL's time to it: its whole run). Ours trains with tensor VecSteps
 (``VectorGame(tensors=True)``): the rollout never leaves torch.
 
-    nice -n 10 python bench/vmas_train.py [--frames 30000] [--seeds 0 1 2]
-        [--settings defaults matched ours_big] [--copies 128] [--big-copies 1024] [--no-peer]
+    nice -n 10 python bench/vmas_train.py [--task navigation|balance] [--frames 30000]
+        [--seeds 0 1 2] [--settings defaults matched ours_big] [--copies 128]
+        [--big-copies 1024] [--no-peer]
 """
 
 from __future__ import annotations
@@ -58,12 +62,18 @@ from marl.train import train  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = Path(os.environ.get("PEERS_DIR", ROOT.parent / "shared" / "bench" / "peers"))
 PEERS_ROOT = Path(os.environ.get("PEERS_ROOT", Path.home() / ".cache" / "selfplay-peers"))
+# BenchMARL's conf/task/vmas/<task>.yaml, passed to both sides (``--task``)
+TASKS = {
+    "navigation": {"n_agents": 3, "max_steps": 100, "collisions": True,
+                   "agents_with_same_goal": 1, "split_goals": False,
+                   "observe_all_goals": False, "shared_rew": False, "lidar_range": 0.35,
+                   "agent_radius": 0.1},
+    "balance": {"n_agents": 4, "max_steps": 100, "random_package_pos_on_line": True,
+                "package_mass": 5},
+}
 GAME = "vmas/navigation"
 BM_TASK = "vmas/navigation"
-# BenchMARL's conf/task/vmas/navigation.yaml
-TASK_KW = {"n_agents": 3, "max_steps": 100, "collisions": True, "agents_with_same_goal": 1,
-           "split_goals": False, "observe_all_goals": False, "shared_rew": False,
-           "lidar_range": 0.35, "agent_radius": 0.1}
+TASK_KW = TASKS["navigation"]
 STEPS, EPOCHS, MINIBATCHES, HIDDEN, LR = 25, 10, 4, 64, 1e-3
 
 
@@ -151,6 +161,8 @@ def run_benchmarl(setting: str, seed: int, frames: int, copies: int) -> dict | N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=30_000)
+    parser.add_argument("--task", default="navigation", choices=sorted(TASKS),
+                        help="VMAS scenario, with BenchMARL's task settings on both sides")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--settings", nargs="+", default=["defaults", "matched", "ours_big"],
                         choices=["defaults", "matched", "ours_big"])
@@ -161,6 +173,10 @@ def main() -> None:
     parser.add_argument("--no-peer", action="store_true", help="skip BenchMARL")
     parser.add_argument("--json", type=Path, help="append every run's figures here")
     args = parser.parse_args()
+    global GAME, BM_TASK, TASK_KW  # one task per process: the run functions read these
+    GAME = BM_TASK = f"vmas/{args.task}"
+    TASK_KW = TASKS[args.task]
+    print(f"task {GAME} {TASK_KW}", flush=True)
     torch.set_num_threads(1)  # small networks: one thread is fastest (our default)
     rows: dict[str, list[dict]] = {}
     for seed in args.seeds:
@@ -179,7 +195,8 @@ def main() -> None:
             ours = run_ours(setting, seed, frames, args.copies, args.big_copies, goal)
             rows.setdefault(f"selfplay {setting}", []).append(ours)
             _report(f"selfplay {setting} seed {seed}", ours, args.json)
-    print(f"\n{args.frames} frames per run ({args.big_frames} ours_big), seeds {args.seeds}")
+    print(f"\n{GAME}: {args.frames} frames per run ({args.big_frames} ours_big), "
+          f"seeds {args.seeds}")
     print("| run | frames/s | return first 10 % | return last 10 % | s to BenchMARL's final |")
     print("|---|---:|---:|---:|---:|")
     for name, rs in rows.items():
