@@ -217,6 +217,8 @@ class Actor(_PPONet):
     def encode(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
         if self.net.encoder == "gnn":
             return self.graph(x["graph"], x["ego"])
+        if "obs_seat" in x:  # built once per update (marl.mappo_update), not per minibatch
+            return x["obs_seat"]
         if self.seats > 1:
             return torch.cat([x["obs"], one_hot_seats(x["seat"], self.seats)], -1)
         return x["obs"]

@@ -21,6 +21,7 @@ from torch import nn
 
 from marl.advantages import AdvantageKeys, agent_gae, normalize_advantages
 from marl.losses import ppo_clip_loss
+from marl.networks import one_hot_seats
 
 if TYPE_CHECKING:
     from marl.mappo import MAPPO
@@ -107,6 +108,9 @@ def _pregather(L: MAPPO, g: int, flat: torch.Tensor, critic: bool = True) -> dic
 
     x = {"obs": rows(buf.obs, grp.obs_dim), "legal": rows(buf.legal, grp.num_actions),
          "seat": seat_of[flat % A]}
+    actor = L.actors[g]
+    if actor.net.encoder == "mlp" and actor.seats > 1:  # the MLP actor's input, seat one-hot
+        x["obs_seat"] = torch.cat([x.pop("obs"), one_hot_seats(x.pop("seat"), actor.seats)], -1)
     if buf.critic is not None and critic:
         x["critic"] = rows(buf.critic)
     if buf.graph is not None:
