@@ -88,8 +88,9 @@ def test_team_payoff_is_the_mean_team_return_of_a_replayed_profile():
     for name, pol in team.items():  # the entry's own draws (populations.payoffs)
         pol.reseed(derive_seed(0, "payoffs", i, j, name))
     seats = {a: team["adversary" if a.startswith("adversary") else "good"] for a in SEATS}
-    probe = games.make(TAG, **TAG_KW)
-    vg = VectorGame(TAG, episode_copies(probe, 6, 64), **TAG_KW,
+    # a natively batched game plays all of an entry's episodes as copies of one batch
+    assert psro.estimator.copies == episode_copies(games.make(TAG, **TAG_KW), 6, 64) == 6
+    vg = VectorGame(TAG, 6, **TAG_KW,
                     seed=int(np.random.SeedSequence([0, i, j]).generate_state(1)[0]))
     res = evaluate(vg, seats, 6)
     assert psro.payoffs[0, i, j] == pytest.approx(res.per_team["adversary"], abs=1e-12)
