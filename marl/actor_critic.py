@@ -65,7 +65,7 @@ class NetConfig:
     rnn_hidden: int = 64  # GRU hidden width (recurrent only)
     value: str = "seat"  # seat: one value per seat (critic input + seat one-hot) | shared:
     # one value per copy from the state/concat input, given to all seats of the group
-    fast_tanh: bool = False  # MLP tanh as 2*sigmoid(2x)-1 on CPU (marl.networks.FastTanh)
+    fast_tanh: bool = True  # MLP tanh as 2*sigmoid(2x)-1 on CPU (marl.networks.FastTanh)
 
     def __post_init__(self) -> None:
         for name, choices in (("encoder", ENCODERS), ("critic", CRITICS), ("share", SHARING),
