@@ -14,9 +14,14 @@ for exact solvers such as exploitability.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import logging
+import os
 import re
-from collections.abc import Sequence
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,6 +38,7 @@ from games.core import (
 )
 from games.teams import override_sides
 
+logger = logging.getLogger(__name__)
 # Integer parameters that are not counts or sizes: 0 is a meaningful value for them.
 _NOT_A_COUNT = re.compile(
     r"seed|bonus|threshold|points|insanity|handicap|recall|dealer|starting|fixed|extra|knock"
@@ -118,6 +124,34 @@ def _smoke(game: pyspiel.Game, where: str) -> None:
         ) from None
 
 
+@contextlib.contextmanager
+def _cpp_stderr_to_log() -> Iterator[None]:
+    """Send what OpenSpiel's C++ code writes to stderr (pyspiel prints every error it raises,
+    ``OpenSpiel exception: ...``, and some warnings) to this module's log, so that a refused
+    game is reported in the one line of its ``GameError``."""
+    fd = 2  # std::cerr writes there, whatever sys.stderr is
+    try:
+        saved = os.dup(fd)
+    except OSError:  # no stderr at all: nothing to keep off it
+        yield
+        return
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), fd)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, fd)
+            os.close(saved)
+            sink.seek(0)
+            for line in sink.read().decode(errors="replace").splitlines():
+                if line.startswith("OpenSpiel exception:"):  # the error raised says it
+                    logger.debug("%s", line)
+                elif line.strip():
+                    logger.warning("openspiel: %s", line)
+
+
 def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
     short = game_string.split("(", 1)[0]
     names = pyspiel.registered_names()
@@ -128,22 +162,41 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
             f"unknown OpenSpiel game {short!r};{hint} any of pyspiel.registered_names() "
             "works, e.g. kuhn_poker, leduc_poker, tic_tac_toe, goofspiel(num_cards=4)"
         )
+    gspec = next(g for g in pyspiel.registered_games() if g.short_name == short)
+    if gspec.dynamics == pyspiel.GameType.Dynamics.MEAN_FIELD:
+        # its states wait for a population distribution (mean-field nodes), not for seats
+        raise GameError(f"openspiel/{short} is a mean-field game, which has no seats for agents; "
+                        "accepted: sequential or simultaneous-move games")
     _check_params(game_string, params)
+    where = f"openspiel/{game_string} {params or ''}".rstrip()
     try:
-        game = (
-            pyspiel.load_game(game_string, params) if params else pyspiel.load_game(game_string)
-        )
-    except (pyspiel.SpielError, TypeError) as err:
-        spec = next(g for g in pyspiel.registered_games() if g.short_name == short)
-        accepted = sorted(spec.parameter_specification)
-        first = str(err).splitlines()[0].removeprefix("OpenSpiel exception: ")
+        with _cpp_stderr_to_log():
+            game = (
+                pyspiel.load_game(game_string, params) if params else pyspiel.load_game(game_string)
+            )
+    except Exception as err:  # SpielError, TypeError, or a bare C++ one (nfg_game: map::at)
+        first = str(err).splitlines()[0].removeprefix("OpenSpiel exception: ") if str(err) else ""
         raise GameError(
-            f"bad parameters for openspiel/{game_string} {params or ''}: {first}; "
-            f"accepted: {accepted}"
+            f"bad parameters for {where}: {type(err).__name__}: {first}; "
+            f"accepted: {sorted(gspec.parameter_specification)}"
         ) from None
     if params or "(" in game_string:
-        _smoke(game, f"openspiel/{game_string} {params or ''}".rstrip())
+        with _cpp_stderr_to_log():
+            _smoke(game, where)
     return game
+
+
+def _obs_shape(game: pyspiel.Game, info_state: bool, game_string: str) -> tuple[int, ...]:
+    """The tensor shape agents observe; some games declare a tensor they do not implement."""
+    try:
+        with _cpp_stderr_to_log():
+            if info_state:
+                return tuple(game.information_state_tensor_shape())
+            return tuple(game.observation_tensor_shape())
+    except pyspiel.SpielError as err:
+        raise GameError(f"openspiel/{game_string} provides no observation tensor "
+                        f"({str(err).strip()}); accepted: games with an information-state "
+                        "or observation tensor") from None
 
 
 class OpenSpielGame(Game):
@@ -169,14 +222,11 @@ class OpenSpielGame(Game):
             perfect and gtype.provides_observation_string
         )
         if not (self._info_state or gtype.provides_observation_tensor):
-            raise GameError(f"openspiel/{game_string} provides no observation tensor")
+            raise GameError(f"openspiel/{game_string} provides no observation tensor; accepted: "
+                            "games with an information-state or observation tensor")
         n = self.game.num_players()
         self._ids = tuple(f"player_{i}" for i in range(n))
-        shape = tuple(
-            self.game.information_state_tensor_shape()
-            if self._info_state
-            else self.game.observation_tensor_shape()
-        )
+        shape = _obs_shape(self.game, self._info_state, game_string)
         obs_shape = (int(np.prod(shape)),)
         space = ActionSpace("discrete", n=self.game.num_distinct_actions())
         name = str(self.game) if params else game_string

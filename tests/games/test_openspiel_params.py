@@ -60,3 +60,25 @@ def test_good_values_still_load(spec, kwargs):
     except games.UnknownGameError as err:  # e.g. hanabi when OpenSpiel was built without it
         pytest.skip(str(err))
     game.reset(seed=0)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        # mean-field games: before, make() worked and the first step raised an IndexError
+        ("mfg_garnet", r"mfg_garnet is a mean-field game.*accepted: sequential or simultaneous"),
+        ("mfg_crowd_modelling", r"mean-field game"),
+        # declares an observation tensor, then raises SpielError for its shape
+        ("crossword", r"crossword provides no observation tensor.*accepted: games with an"),
+        # a bare C++ error (map::at, an IndexError) when the file parameter is missing
+        ("nfg_game", r"openspiel/nfg_game: IndexError.*accepted: \[.filename.\]"),
+        # OpenSpiel's own message, without its C++ line on stderr
+        ("repeated_game", r"repeated_game: SpielError: Missing parameter num_repetitions"),
+        ("coordinated_mp", r"no observation tensor; accepted: games with an"),
+    ],
+)
+def test_unplayable_registered_games_are_refused_in_one_line(name, message, capfd):
+    with pytest.raises(games.GameError, match=message) as info:
+        games.make(f"openspiel/{name}")
+    assert "\n" not in str(info.value)
+    assert "OpenSpiel exception" not in capfd.readouterr().err  # the error says it once
