@@ -14,6 +14,7 @@ from omegaconf import OmegaConf
 
 import populations.cli  # noqa: F401  (registers the schema)
 from populations.experiment import ExperimentConfig, run_experiment
+from tests.subprocs import Ahead, run_together
 
 EXPERIMENTS = sorted(p.stem for p in (Path(__file__).parents[2] / "configs" / "experiment").glob(
     "*.yaml"))
@@ -49,10 +50,14 @@ def test_experiment_composes_and_runs_end_to_end(name, tmp_path):
     assert summary.table
 
 
+def _cli_job(args, cwd, env=None):
+    """``selfplay-train args`` in ``cwd``: keyword arguments of ``subprocess.run``."""
+    return dict(args=[sys.executable, "-m", "populations.cli", *args], cwd=cwd,
+                capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
+
+
 def _cli(args, cwd, env=None, check=True):
-    return subprocess.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600, check=check,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(**_cli_job(args, cwd, env), check=check)
 
 
 def test_cli_cfg_job_prints_the_composed_config(tmp_path):
@@ -68,24 +73,52 @@ def test_multirun_makes_one_folder_per_job(tmp_path):
     assert len(dbs) == 2 and dbs[0].parent != dbs[1].parent
 
 
-@pytest.mark.parametrize(
-    ("override", "message"),
-    [
-        ("mappo.lrr=0.1", "Key 'lrr' not in 'MAPPOConfig'"),
-        ("mappo.lr=fast", "Value 'fast' of type 'str' could not be converted to Float"),
-        ("algo=alphazero", "Could not find 'algo/alphazero'"),
-        ("mappo.adv_norm=agentwise", "adv_norm='agentwise' unknown; choose one of"),
-        ("population.matchmaking.rule=elo", "matchmaking rule 'elo' unknown; choose one of"),
-        ("llm.team=solo", "llm team 'solo' unknown; choose one of ['shared', 'per_role']"),
-        ("llm.grpo.adv_norm=agentwise", "adv_norm='agentwise' unknown; choose one of"),
-        ("population.members=[mappo,nope]", "league member 'nope' unknown; choose from"),
-    ],
-)
-def test_config_mistakes_fail_at_startup(override, message, tmp_path):
-    res = _cli([override, "frames=1"], tmp_path, check=False)
+CONFIG_MISTAKES = [
+    ("mappo.lrr=0.1", "Key 'lrr' not in 'MAPPOConfig'"),
+    ("mappo.lr=fast", "Value 'fast' of type 'str' could not be converted to Float"),
+    ("algo=alphazero", "Could not find 'algo/alphazero'"),
+    ("mappo.adv_norm=agentwise", "adv_norm='agentwise' unknown; choose one of"),
+    ("population.matchmaking.rule=elo", "matchmaking rule 'elo' unknown; choose one of"),
+    ("llm.team=solo", "llm team 'solo' unknown; choose one of ['shared', 'per_role']"),
+    ("llm.grpo.adv_norm=agentwise", "adv_norm='agentwise' unknown; choose one of"),
+    ("population.members=[mappo,nope]", "league member 'nope' unknown; choose from"),
+]
+CONFIG_ERRORS = [
+    ("num_envs=0", "num_envs=0; expected an integer >= 1"),
+    ("device=gpu", "device='gpu' unknown; choose one of cpu, cuda"),
+    ("game.name=openspiel/kuhn_pokr", "kuhn_pokr"),
+    ("game.name=chesss", "unknown game 'chesss'; registered:"),
+    ("game=chess", "Available options in 'game': climbing, kuhn"),
+    ("mappo.lrr=0.1", "Key 'lrr' not in 'MAPPOConfig'"),
+    ("algo=alphazero", "Could not find 'algo/alphazero'"),
+    ("imports=[no_such_module]", "cannot import 'no_such_module'"),
+    ("game.kwargs.cards=4", "cards"),  # no "+" needed: game.kwargs is open
+    ("--fast", "unrecognized arguments: --fast"),
+    ("seed=[1,", "no viable alternative at input '[1,'"),
+]
+
+
+def _startup_args(override):
+    return [override, "frames=1"] + (["game=kuhn"] if override.startswith("game.kwargs") else [])
+
+
+@pytest.fixture(scope="module")
+def startup_runs(tmp_path_factory):
+    """``selfplay-train <override> frames=1``, each in its own empty folder, for the two tests
+    below (an override both list runs once): started ahead, two at a time."""
+    overrides = dict.fromkeys(o for o, _ in CONFIG_MISTAKES + CONFIG_ERRORS)
+    ahead = Ahead({o: _cli_job(_startup_args(o), tmp_path_factory.mktemp("startup"))
+                   for o in overrides})
+    yield lambda override: (ahead.result(override), ahead.jobs[override]["cwd"])
+    ahead.close()
+
+
+@pytest.mark.parametrize(("override", "message"), CONFIG_MISTAKES)
+def test_config_mistakes_fail_at_startup(override, message, startup_runs):
+    res, cwd = startup_runs(override)
     assert res.returncode != 0
     assert message in res.stderr + res.stdout
-    assert not list(tmp_path.rglob("league.db"))  # nothing ran
+    assert not list(cwd.rglob("league.db"))  # nothing ran
 
 
 def test_unknown_group_option_lists_the_choices(tmp_path):
@@ -114,27 +147,12 @@ def _one_line_failure(res, *messages):
     return err
 
 
-@pytest.mark.parametrize(
-    ("override", "message"),
-    [
-        ("num_envs=0", "num_envs=0; expected an integer >= 1"),
-        ("device=gpu", "device='gpu' unknown; choose one of cpu, cuda"),
-        ("game.name=openspiel/kuhn_pokr", "kuhn_pokr"),
-        ("game.name=chesss", "unknown game 'chesss'; registered:"),
-        ("game=chess", "Available options in 'game': climbing, kuhn"),
-        ("mappo.lrr=0.1", "Key 'lrr' not in 'MAPPOConfig'"),
-        ("algo=alphazero", "Could not find 'algo/alphazero'"),
-        ("imports=[no_such_module]", "cannot import 'no_such_module'"),
-        ("game.kwargs.cards=4", "cards"),  # no "+" needed: game.kwargs is open
-        ("--fast", "unrecognized arguments: --fast"),
-        ("seed=[1,", "no viable alternative at input '[1,'"),
-    ],
-)
-def test_config_errors_are_one_line_exit_2_and_make_no_run_folder(override, message, tmp_path):
-    args = [override, "frames=1"] + (["game=kuhn"] if override.startswith("game.kwargs") else [])
-    res = _cli(args, tmp_path, check=False)
+@pytest.mark.parametrize(("override", "message"), CONFIG_ERRORS)
+def test_config_errors_are_one_line_exit_2_and_make_no_run_folder(override, message,
+                                                                   startup_runs):
+    res, cwd = startup_runs(override)
     _one_line_failure(res, "selfplay-train: ", message)
-    assert not list(tmp_path.iterdir())  # not even an empty run folder
+    assert not list(cwd.iterdir())  # not even an empty run folder
 
 
 BROKEN_GAME = '''
@@ -179,15 +197,18 @@ def test_failed_resume_keeps_the_folder_it_did_not_create(tmp_path):
 
 # ------------------------------------------------------------ game.name starts from defaults
 def test_game_name_drops_the_default_presets_kwargs(tmp_path):
-    out = _cli(["game.name=openspiel/liars_dice", "--cfg", "job"], tmp_path).stdout
-    game = OmegaConf.create(out).game
+    name, preset, explicit = run_together(
+        _cli_job(["game.name=openspiel/liars_dice", "--cfg", "job"], tmp_path),
+        _cli_job(["experiment=tag_pfsp_league", "game.name=openspiel/kuhn_poker", "--cfg", "job"],
+                 tmp_path),
+        _cli_job(["game=mpe_spread", "--cfg", "job"], tmp_path))
+    for res in (name, preset, explicit):
+        res.check_returncode()
+    game = OmegaConf.create(name.stdout).game
     assert game.name == "openspiel/liars_dice" and dict(game.kwargs) == {}
-    out = _cli(["experiment=tag_pfsp_league", "game.name=openspiel/kuhn_poker", "--cfg", "job"],
-               tmp_path).stdout
-    assert dict(OmegaConf.create(out).game.kwargs) == {}
+    assert dict(OmegaConf.create(preset.stdout).game.kwargs) == {}
     # a preset chosen explicitly keeps its arguments
-    out = _cli(["game=mpe_spread", "--cfg", "job"], tmp_path).stdout
-    assert dict(OmegaConf.create(out).game.kwargs) == {"N": 3, "max_cycles": 25}
+    assert dict(OmegaConf.create(explicit.stdout).game.kwargs) == {"N": 3, "max_cycles": 25}
 
 
 @pytest.mark.parametrize(
@@ -240,10 +261,13 @@ def test_mappo_does_not_import_torch_geometric(tmp_path):
 
 
 # ------------------------------------------------------------------ selfplay-eval errors
+def _eval_job(args, cwd):
+    return dict(args=[sys.executable, "-c", "from populations.cli import eval_main; eval_main()",
+                      *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
 def _eval(args, cwd):
-    return subprocess.run([sys.executable, "-c", "from populations.cli import eval_main; "
-                           "eval_main()", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(**_eval_job(args, cwd))
 
 
 @pytest.fixture(scope="module")
@@ -256,10 +280,12 @@ def policy_file(tmp_path_factory):
         tmp_path_factory.mktemp("pol") / "a.pt")
 
 
-@pytest.mark.parametrize("case", ["missing", "truncated", "garbage", "bad_meta", "json",
-                                  "json_list"])
-def test_eval_errors_are_one_line_and_write_no_database(case, policy_file, tmp_path):
-    pol = tmp_path / "p.pt"
+EVAL_CASES = ["missing", "truncated", "garbage", "bad_meta", "json", "json_list"]
+
+
+def _eval_case(case, policy_file, folder):
+    """``selfplay-eval`` on a broken policy file (or bad ``--game-kwargs``) in ``folder``."""
+    pol = folder / "p.pt"
     kwargs = "{}"
     if case == "bad_meta":  # a policy file whose metadata lacks its keys
         import torch
@@ -275,34 +301,57 @@ def test_eval_errors_are_one_line_and_write_no_database(case, policy_file, tmp_p
     elif case in ("json", "json_list"):
         pol = policy_file
         kwargs = "{players: 2" if case == "json" else "[2]"
-    res = _eval(["--game", "openspiel/kuhn_poker", "--db", str(tmp_path / "r.db"),
-                 "--game-kwargs", kwargs, str(pol), str(pol)], tmp_path)
+    return _eval_job(["--game", "openspiel/kuhn_poker", "--db", str(folder / "r.db"),
+                      "--game-kwargs", kwargs, str(pol), str(pol)], folder)
+
+
+@pytest.fixture(scope="module")
+def eval_runs(policy_file, tmp_path_factory):
+    """The cases below, each in its own folder: started ahead, two at a time."""
+    ahead = Ahead({c: _eval_case(c, policy_file, tmp_path_factory.mktemp("eval"))
+                   for c in EVAL_CASES})
+    yield lambda case: (ahead.result(case), ahead.jobs[case]["cwd"])
+    ahead.close()
+
+
+@pytest.mark.parametrize("case", EVAL_CASES)
+def test_eval_errors_are_one_line_and_write_no_database(case, eval_runs):
+    res, folder = eval_runs(case)
     err = _one_line_failure(res, "selfplay-eval: ")
     assert ("--game-kwargs" in err) == case.startswith("json")
-    assert not (tmp_path / "r.db").exists()
+    assert not (folder / "r.db").exists()
 
 
 def test_eval_import_brings_a_users_game(tmp_path):
     (tmp_path / "brokengame.py").write_text(BROKEN_GAME)
-    res = _eval(["--import", "nosuchmodule", "--game", "x", "--db", "r.db", "a.pt"], tmp_path)
-    _one_line_failure(res, "selfplay-eval: --import: cannot import 'nosuchmodule'")
-    res = _eval(["--import", "brokengame", "--game", "broken_at_reset", "--db", "r.db", "a.pt"],
-                tmp_path)
-    _one_line_failure(res, "selfplay-eval: ", "a.pt")  # the game was found: the file is not
+    missing, found = run_together(
+        _eval_job(["--import", "nosuchmodule", "--game", "x", "--db", "r.db", "a.pt"], tmp_path),
+        _eval_job(["--import", "brokengame", "--game", "broken_at_reset", "--db", "r.db",
+                   "a.pt"], tmp_path))
+    _one_line_failure(missing, "selfplay-eval: --import: cannot import 'nosuchmodule'")
+    _one_line_failure(found, "selfplay-eval: ", "a.pt")  # the game was found: the file is not
 
 
 # ------------------------------------------------------------- python -m populations.league
+def _league_job(args, cwd):
+    return dict(args=[sys.executable, "-m", "populations.league", *args], cwd=cwd,
+                capture_output=True, text=True, timeout=600)
+
+
 def _league(args, cwd):
-    return subprocess.run([sys.executable, "-m", "populations.league", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(**_league_job(args, cwd))
 
 
 def test_league_cli_errors_are_one_line(tmp_path):
-    res = _league(["--run-dir", "run", "--game", "chesss"], tmp_path)
-    _one_line_failure(res, "python -m populations.league: unknown game 'chesss'")
-    assert not (tmp_path / "run").exists()
-    res = _league(["--run-dir", "run", "--num-envs", "many"], tmp_path)
-    _one_line_failure(res, "invalid int value: 'many'")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    game, envs = run_together(
+        _league_job(["--run-dir", "run", "--game", "chesss"], tmp_path / "a"),
+        _league_job(["--run-dir", "run", "--num-envs", "many"], tmp_path / "b"))
+    _one_line_failure(game, "python -m populations.league: unknown game 'chesss'")
+    assert not (tmp_path / "a" / "run").exists()
+    _one_line_failure(envs, "invalid int value: 'many'")
+    assert not (tmp_path / "b" / "run").exists()
 
 
 def test_league_cli_missing_database_next_to_checkpoints(tmp_path):
@@ -327,12 +376,13 @@ def test_entry_point_games_load_without_imports(tmp_path):
     (site / "brokengame_pkg-0.1.dist-info" / "entry_points.txt").write_text(
         "[selfplay.games]\nbroken = brokengame\n")
     env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", "import games; print(games.registered())"],
-                         cwd=tmp_path, capture_output=True, text=True, env={**os.environ, **env},
-                         check=True).stdout
-    assert "broken_at_reset" in out
-    res = _cli(["game.name=broken_at_reset", "frames=64", "hydra.run.dir=run", "progress=false"],
-               tmp_path, env=env, check=False)
+    out, res = run_together(
+        dict(args=[sys.executable, "-c", "import games; print(games.registered())"],
+             cwd=tmp_path, env={**os.environ, **env}),
+        _cli_job(["game.name=broken_at_reset", "frames=64", "hydra.run.dir=run",
+                  "progress=false"], tmp_path, env=env))
+    out.check_returncode()
+    assert "broken_at_reset" in out.stdout
     _one_line_failure(res, "broken_at_reset: the board cannot be set up")  # found, then ran
     (site / "brokengame.py").write_text("raise RuntimeError('plugin broken')\n")
     res = _cli(["frames=64"], tmp_path, env=env, check=False)
@@ -384,12 +434,15 @@ def test_meta_solver_and_learner_entry_points(tmp_path):
     (site / "my_learner.py").write_text(
         "import pathlib\npathlib.Path('learner_loaded').write_text('yes')\n")
     env = {**os.environ, "PYTHONPATH": str(site)}
-    out = subprocess.run([sys.executable, "-c", "import numpy as np\n"
-                          "from populations.meta_solvers import get_meta_solver\n"
-                          "print(get_meta_solver('first_member')(np.zeros((2, 3, 2))))"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    out, cfg = run_together(
+        dict(args=[sys.executable, "-c", "import numpy as np\n"
+                   "from populations.meta_solvers import get_meta_solver\n"
+                   "print(get_meta_solver('first_member')(np.zeros((2, 3, 2))))"],
+             cwd=tmp_path, env=env),
+        _cli_job(["--cfg", "job"], tmp_path, env={"PYTHONPATH": str(site)}))
+    out.check_returncode()
     assert "array([1., 0., 0.])" in out.stdout
-    _cli(["--cfg", "job"], tmp_path, env={"PYTHONPATH": str(site)})
+    cfg.check_returncode()
     assert (tmp_path / "learner_loaded").read_text() == "yes"
 
 

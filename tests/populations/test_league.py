@@ -73,25 +73,37 @@ def _match_table(db_path):
 def kill_and_resume(tmp_path, args):
     """Run the league CLI with ``args`` to the end (``ref``), and again (``killed``) killed
     with -9 once generation 2 is checkpointed, then resumed. Returns the match rows of the
-    killed run before its resume, and (rows, snapshots) of both finished runs."""
+    killed run before its resume, and (rows, snapshots) of both finished runs.
+
+    The reference runs beside the killed run and its resume (own folder, one torch thread):
+    a test process that only waits would leave the second core idle."""
     cmd = [sys.executable, "-m", "populations.league", *args]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    subprocess.run([*cmd, "--run-dir", str(tmp_path / "ref")], check=True, env=env,
-                   capture_output=True, timeout=600)
-    killed = tmp_path / "killed"
-    proc = subprocess.Popen([*cmd, "--run-dir", str(killed)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while time.time() < deadline:  # kill once generation 2 has been checkpointed
-        found = (killed / "checkpoints").exists() and load_latest(killed / "checkpoints")
-        if found and found[1]["generation"] >= 2:
-            break
-        time.sleep(0.2)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    partial, _ = _match_table(killed / "league.db")
-    subprocess.run([*cmd, "--run-dir", str(killed), "--resume"], check=True, env=env,
-                   capture_output=True, timeout=600)
+    ref_log = tmp_path / "ref.log"
+    with open(ref_log, "wb") as out:  # a file, not a pipe: nothing reads it while it runs
+        ref = subprocess.Popen([*cmd, "--run-dir", str(tmp_path / "ref")], env=env,
+                               stdout=out, stderr=subprocess.STDOUT)
+    try:
+        killed = tmp_path / "killed"
+        proc = subprocess.Popen([*cmd, "--run-dir", str(killed)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 300
+        while time.time() < deadline:  # kill once generation 2 has been checkpointed
+            found = (killed / "checkpoints").exists() and load_latest(killed / "checkpoints")
+            if found and found[1]["generation"] >= 2:
+                break
+            time.sleep(0.2)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        partial, _ = _match_table(killed / "league.db")
+        subprocess.run([*cmd, "--run-dir", str(killed), "--resume"], check=True, env=env,
+                       capture_output=True, timeout=600)
+        ref.wait(timeout=600)
+    finally:
+        if ref.poll() is None:
+            ref.kill()
+            ref.wait()
+    assert ref.returncode == 0, ref_log.read_text()[-3000:]
     return partial, _match_table(tmp_path / "ref" / "league.db"), _match_table(
         killed / "league.db")
 
