@@ -247,12 +247,8 @@ def _turn_returns(rewards, traj_cols, agent, turn, gamma: float, mask) -> Tensor
         return rewards.clone()
     seg = dense_key(*traj_cols, agent)
     ids = seg.ids if mask is None else seg.ids.masked_fill(~mask.reshape(-1).bool(), seg.num)
-    code = ids
-    if turn is not None:  # (segment, turn) in mixed radix; ties keep sample order
-        t = turn.reshape(-1).long()
-        lo, hi = (int(v) for v in torch.aminmax(t))
-        code = ids * (hi - lo + 1) + (t - lo)
-    order, same = sorted_runs(code, ids)
+    code = ids if turn is None else dense_key(ids, turn, cap=1 << 62).ids  # (segment, turn)
+    order, same = sorted_runs(code, ids)  # ties keep sample order
     xs = r[order].double()
     if gamma == 1.0:  # suffix sums inside each run: its total minus what came before
         incl = xs.cumsum(0)
