@@ -21,7 +21,7 @@ from games import VectorGame
 from games.vector import episode_copies
 from marl.core import derive_seed
 from marl.mappo import MAPPOConfig
-from marl.train import evaluate
+from marl.train import RandomPolicy, evaluate
 from populations import exploitability as ex
 from populations.experiment import run_experiment
 from populations.meta_solvers import get_meta_solver
@@ -30,9 +30,11 @@ from populations.psro import (
     PSRO,
     ExactBestResponse,
     Member,
+    Mixture,
     PSROConfig,
     RLOracle,
     RLOracleConfig,
+    SampledMixturePolicy,
     psro_players,
 )
 from populations.psro_run import registry_learner
@@ -137,6 +139,29 @@ def test_team_members_sampled_in_lockstep_match_their_exact_team_payoffs():
             np.testing.assert_allclose(psro.payoffs[:, i, j], [(v[0] + v[2]) / 2, v[1]],
                                        atol=0.16)
     assert abs(psro.payoffs[1, 1, 1] - psro.payoffs[1, 0, 0]) > 0.3
+
+
+def test_an_opponent_team_mixture_draws_one_member_for_all_its_seats():
+    """The seats of a team share one draw per copy and episode, redrawn when it ends."""
+    game = games.make(TAG, **TAG_KW)
+    members = tuple(Member(f"psro/adversary/{k}", "adversary", RandomPolicy(game.spec, seed=k),
+                           seats=SEATS[:3]) for k in range(4))
+    mix = SampledMixturePolicy(Mixture(members, np.full(4, 0.25)), "adversary", seed=0)
+    assert mix.meta.agents == SEATS[:3]
+    vg = VectorGame(TAG, 64, seed=0, **TAG_KW)
+    vs, changed = vg.reset(), 0
+    for _ in range(2 * TAG_KW["max_steps"]):
+        before = None if mix.current is None else mix.current.copy()
+        draws = []
+        for a in SEATS[:3]:
+            mix.act(a, vs)
+            draws.append(mix.current.copy())
+        assert all((d == draws[0]).all() for d in draws)  # one draw for the team's seats
+        if before is not None:
+            assert (draws[0][~vs.done] == before[~vs.done]).all()  # kept within an episode
+            changed += int((draws[0] != before).sum())
+        vs = vg.step({a: np.zeros(64, np.int64) for a in SEATS})
+    assert changed > 0  # redrawn at episode ends
 
 
 def test_vmas_tag_seats_is_unchanged_four_players(monkeypatch):
