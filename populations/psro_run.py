@@ -15,6 +15,7 @@ resumes so with ``players=auto``, and refuses ``players=teams`` in one line.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -123,7 +124,9 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
     oracle = make_oracle(cfg)
     psro_cfg = pop.psro if pop.psro.seed == cfg.seed else _with_seed(pop.psro, cfg.seed)
     if cfg.resume:
-        psro_cfg = _resumed_players(psro_cfg, run_dir, cfg.game.name, dict(cfg.game.kwargs))
+        recorded = db.psro_iterations(run_id)[:1]
+        psro_cfg = _resumed_players(psro_cfg, run_dir, cfg.game.name, dict(cfg.game.kwargs),
+                                    set(recorded[0]["meta_strategy"]) if recorded else None)
     recorder = DBRecorder(db, run_id, store, logger, None if psro_cfg.payoffs == "exact"
                           else psro_cfg.episodes_per_entry)
     psro = PSRO(cfg.game.name, oracle, psro_cfg, recorder=recorder,
@@ -259,28 +262,37 @@ def _with_seed(psro_cfg: Any, seed: int) -> Any:
     return dataclasses.replace(psro_cfg, seed=seed)
 
 
-def _resumed_players(psro_cfg: Any, run_dir: Path, game: str,
-                     game_kwargs: dict[str, Any]) -> Any:
-    """The PSRO settings a resume continues with: a run from before ``players`` existed (no
-    such key in its ``settings.json``) played seats, so ``players=auto`` means seats there,
-    and ``players=teams`` (on a game where that differs) is refused in one line."""
-    try:
-        saved = json.loads((run_dir / SETTINGS_NAME).read_text())
-    except (OSError, ValueError):
-        return psro_cfg  # no settings recorded: nothing to compare (run_folder's rule)
-    section = saved.get("population", {}).get("psro", {}) if isinstance(saved, dict) else {}
-    if not isinstance(section, dict) or "players" in section:
-        return psro_cfg
-    if psro_cfg.players == "teams":
-        import games
+def _resumed_players(psro_cfg: Any, run_dir: Path, game: str, game_kwargs: dict[str, Any],
+                     recorded: set[str] | None) -> Any:
+    """The PSRO settings a resume continues with: the players the run has (``recorded``: its
+    first iteration's meta-strategy keys; else, for a run whose ``settings.json`` predates
+    ``players``, the seats). ``players=auto`` follows them; an explicit other value is
+    refused in one line."""
+    if recorded is None:
+        try:
+            saved = json.loads((run_dir / SETTINGS_NAME).read_text())
+            section = saved["population"]["psro"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return psro_cfg  # nothing recorded to compare (run_folder's rule)
+        if not isinstance(section, dict) or "players" in section:
+            return psro_cfg
+    import games
 
-        spec = games.make(game, **game_kwargs).spec
-        if psro_players(spec, "teams") != psro_players(spec, "seats"):
-            raise ValueError(
-                f"cannot resume {run_dir} with population.psro.players='teams': the run is "
-                "from before that setting and its players are seats; resume with "
-                "players=auto or players=seats")
-    return dataclasses.replace(psro_cfg, players="seats")
+    spec = games.make(game, **game_kwargs).spec
+    ran = recorded if recorded is not None else set(spec.agent_ids)
+    if set(psro_players(spec, psro_cfg.players)) == ran:
+        return psro_cfg
+    kind = None
+    for k in ("seats", "teams"):
+        with contextlib.suppress(ValueError):  # teams on a game of one team
+            kind = k if set(psro_players(spec, k)) == ran else kind
+    if psro_cfg.players != "auto" or kind is None:
+        why = "it is from before that setting and " if recorded is None else ""
+        raise ValueError(
+            f"cannot resume {run_dir} with population.psro.players={psro_cfg.players!r}: "
+            f"{why}its players are {kind or 'other'} ({sorted(ran)}); resume with "
+            f"players=auto{f' or players={kind}' if kind else ''}")
+    return dataclasses.replace(psro_cfg, players=kind)
 
 
 def match_seed(seed: int, iteration: int) -> int:

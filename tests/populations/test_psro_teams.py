@@ -37,7 +37,7 @@ from populations.psro import (
     SampledMixturePolicy,
     psro_players,
 )
-from populations.psro_run import registry_learner
+from populations.psro_run import _resumed_players, registry_learner
 
 TAG = "vmas/simple_tag"
 TAG_KW = {"num_adversaries": 3, "num_good_agents": 1, "max_steps": 3}
@@ -277,11 +277,25 @@ def test_a_run_from_before_the_setting_resumes_as_seats(tmp_path):
     del saved["population"]["psro"]["players"]  # as a run recorded before the setting
     settings.write_text(json.dumps(saved))
     auto = [o for o in base if "players" not in o]
+    # no iteration recorded yet: the settings say it (a missing field: seats)
     with pytest.raises(ValueError, match="before that setting and its players are seats"):
+        _resumed_players(PSROConfig(players="teams"), tmp_path / "old", TAG, TAG_KW, None)
+    assert _resumed_players(PSROConfig(), tmp_path / "old", TAG, TAG_KW, None).players == "seats"
+    # an iteration recorded: its players say it
+    with pytest.raises(ValueError, match="its players are seats .*; resume with players=auto "
+                                         "or players=seats"):
         run_experiment(_experiment([*auto, "resume=true", "population.psro.players=teams"]),
                        tmp_path / "old")
     summary = run_experiment(_experiment([*auto, "resume=true"]), tmp_path / "old")
     assert {row["seat"] for row in summary.table} == set(SEATS)  # still 4 seat players
+    # once an iteration is recorded, its players decide (whatever settings.json says)
+    saved["population"]["psro"]["players"] = "auto"  # as resume_override would record
+    settings.write_text(json.dumps(saved))
+    summary = run_experiment(_experiment([*auto, "resume=true"]), tmp_path / "old")
+    assert {row["seat"] for row in summary.table} == set(SEATS)
+    with pytest.raises(ValueError, match="its players are seats"):
+        run_experiment(_experiment([*auto, "resume=true", "resume_override=true",
+                                    "population.psro.players=teams"]), tmp_path / "old")
 
 
 def test_cli_trains_psro_teams_on_vmas_tag(tmp_path):
