@@ -562,16 +562,13 @@ def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKey
     for row in rows:  # each pair's sums go to the global row, its agent's and its role's
         for lab in ["global"] + [f"{n}_{int(v)}" for (n, _), v in zip(named, row[5:], strict=True)]:
             tables[lab] = [t + v for t, v in zip(tables.get(lab, [0.0] * 5), row[:5], strict=True)]
-    out: dict[str, float] = {}
-    g = _moment_row(tables["global"])
-    for lab, sums in tables.items():
-        if sums[0] == 0 and lab != "global":
-            continue
-        row = _moment_row(sums)
-        if lab != "global":  # Dr. MAS ratios against the global reward statistics
-            sig2 = g[2] ** 2
+    g = _moment_row(tables.pop("global"))
+    out = {f"adv/global/{n}": v for n, v in zip(_DIAG, g, strict=False)}
+    for lab, sums in tables.items():  # agents and roles seen unmasked, with Dr. MAS ratios
+        if sums[0] > 0:
+            row, sig2 = _moment_row(sums), g[2] ** 2
             row += [row[2] / g[2], (row[2] ** 2 + (row[1] - g[1]) ** 2) / sig2] if sig2 else [1, 1]
-        out.update({f"adv/{lab}/{n}": v for n, v in zip(_DIAG, row, strict=False)})
+            out.update({f"adv/{lab}/{n}": v for n, v in zip(_DIAG, row, strict=True)})
     return out
 
 

@@ -212,8 +212,7 @@ def linear_scan(b: Tensor, a: Tensor, *, decay: float = 1.0) -> Tensor:
     """
     y, a = b.clone(), a.clone()
     n, s = y.numel(), 1
-    if n:
-        a[0] = 0.0
+    a[:1] = 0.0
     tmp = torch.empty_like(y)  # the window products, without fresh [N] tensors per step
     while s < n and decay**s > 1e-20:
         if not bool(a[s:].any()):
