@@ -8,7 +8,8 @@
    The reference runs on a layout ``--ref-scale`` (100) times smaller and is extrapolated
    linearly. Our times: best of ``--repeats`` interleaved rounds, diagnostics not read (timed
    on their own row). ``--device cuda`` runs our code on the GPU (synchronized around every
-   call); the reference always runs on the CPU.
+   call); the reference always runs on the CPU. A line under the table says whether every
+   grouped adv_norm is within 3× ``global`` (issue 16's goal on CUDA; none on the CPU).
 2. **MAPPO's batch** (``[26, 32, 3]``, 5% masked, keys agent and role): the default
    ``normalize_advantages`` call against the plain one-liner ``(a - a.mean()) / (a.std() +
    eps)`` and its masked form, with and without reading the diagnostics.
@@ -320,6 +321,8 @@ def main() -> None:
         device = torch.device(args.device)
     except RuntimeError:
         parser.error(f"--device {args.device!r} is not a torch device (cpu, cuda, cuda:1, ...)")
+    if device.type not in ("cpu", "cuda"):
+        parser.error(f"--device {args.device!r}; expected cpu, cuda or cuda:<index>")
     if device.type == "cuda" and not torch.cuda.is_available():  # one line, exit 2, no traceback
         parser.exit(2, f"--device {args.device}: no CUDA device here (torch {torch.__version__})\n")
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():

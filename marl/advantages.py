@@ -385,7 +385,7 @@ def _group_role(x, keys, mask, weights, cfg, state) -> Tensor:
 def _player_turn(x, keys, mask, weights, cfg, state) -> Tensor:
     """Turn-level advantages with agent-specific normalization of MARS
     (Yuan et al., 2025, arXiv:2510.15414), for any number of players. ``x`` [N]: per-turn
-    rewards (it builds its own returns).
+    rewards (it builds its own returns) -> advantages [N].
 
     1. ``r = (r - mu) / (sigma + eps)`` per (game, group, agent);
     2. ``G_i = r_i + turn_gamma * G_next``: return-to-go over the player's own later turns in
