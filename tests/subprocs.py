@@ -36,6 +36,14 @@ class Ahead:
         self.pool.shutdown(wait=True)
 
 
+def wanted(request, fixture: str, key_of) -> list:
+    """The job keys that this session's tests of ``request``'s module will ask ``fixture``
+    for, in run order (``key_of(item)``): a run of a few selected cases starts only theirs."""
+    keys = [key_of(item) for item in request.session.items
+            if fixture in getattr(item, "fixturenames", ()) and item.module is request.module]
+    return list(dict.fromkeys(keys))
+
+
 def run_together(*jobs: dict[str, Any], workers: int = WORKERS
                  ) -> list[subprocess.CompletedProcess]:
     """Several independent ``subprocess.run`` keyword sets, ``workers`` at a time, in order."""

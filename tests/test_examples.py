@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.subprocs import Ahead, run_together, wanted
+
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC_GOODS = ROOT / "examples" / "public_goods"
 
@@ -34,39 +36,76 @@ def test_public_goods_package_declares_its_entry_point():
     assert meta["project"]["entry-points"]["selfplay.games"] == {"public_goods": "public_goods"}
 
 
-def _train(args, run_dir):
+def _train_job(args, run_dir):
     """``selfplay-train`` in the example's folder (its package importable from there only)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    res = subprocess.run(
-        [sys.executable, "-m", "populations.cli", "imports=[public_goods]",
-         "game.name=public_goods", "progress=false", "logger=none", "eval_episodes=2",
-         "num_envs=4", f"hydra.run.dir={run_dir}", *args],
-        cwd=PUBLIC_GOODS, capture_output=True, text=True, timeout=600, env=env)
+    return dict(args=[sys.executable, "-m", "populations.cli", "imports=[public_goods]",
+                      "game.name=public_goods", "progress=false", "logger=none",
+                      "eval_episodes=2", "num_envs=4", f"hydra.run.dir={run_dir}", *args],
+                cwd=PUBLIC_GOODS, capture_output=True, text=True, timeout=600, env=env)
+
+
+def _database(res, run_dir):
     assert res.returncode == 0, res.stdout + res.stderr
     return sqlite3.connect(run_dir / "league.db")
+
+
+def _train(args, run_dir):
+    return _database(subprocess.run(**_train_job(args, run_dir)), run_dir)
 
 
 def _count(db, table):
     return db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
 
 
-def test_public_goods_trains_from_the_cli(tmp_path):
-    db = _train(["frames=400"], tmp_path / "single")
+PUBLIC_GOODS_RUNS = {
+    "single": ["frames=400"],
+    "league": ["population=self_play", "population.generations=1",
+               "population.frames_per_generation=200"],
+    "psro": ["population=psro", "population.oracle=rl", "population.oracle_frames=200",
+             "population.iterations=1", "population.psro.payoffs=sampled",
+             "population.psro.meta_solver=prd", "population.psro.episodes_per_entry=4",
+             "population.psro.num_envs=4"],
+}
+BAD_ARGUMENTS = ["game.kwargs.rounds=0", "game.kwargs.players=4"]
+RUN_OF_TEST = {"test_public_goods_trains_from_the_cli": "single",
+               "test_public_goods_league_from_the_cli": "league",
+               "test_public_goods_psro_with_sampled_payoffs_from_the_cli": "psro"}
+
+
+def _bad_job(kwargs, run_dir):
+    return dict(args=[sys.executable, "-m", "populations.cli", "imports=[public_goods]",
+                      "game.name=public_goods", kwargs, f"hydra.run.dir={run_dir}"],
+                cwd=PUBLIC_GOODS, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def public_goods(request, tmp_path_factory):
+    """The example's CLI runs below, each with its own run folder: started ahead, two at a
+    time. Yields ``name -> (CompletedProcess, run folder)``."""
+    names = wanted(request, "public_goods", lambda item: RUN_OF_TEST.get(item.originalname)
+                   or item.callspec.params["kwargs"])
+    folders = {name: tmp_path_factory.mktemp("pg") / "run" for name in names}
+    jobs = {name: _train_job(PUBLIC_GOODS_RUNS[name], folders[name])
+            if name in PUBLIC_GOODS_RUNS else _bad_job(name, folders[name]) for name in names}
+    ahead = Ahead(jobs)
+    yield lambda name: (ahead.result(name), folders[name])
+    ahead.close()
+
+
+def test_public_goods_trains_from_the_cli(public_goods):
+    db = _database(*public_goods("single"))
     assert db.execute("SELECT game FROM runs").fetchone()[0] == "public_goods"
     assert _count(db, "matches") == 2 and _count(db, "metrics") >= 1
 
 
-def test_public_goods_league_from_the_cli(tmp_path):
-    db = _train(["population=self_play", "population.generations=1",
-                 "population.frames_per_generation=200"], tmp_path / "league")
+def test_public_goods_league_from_the_cli(public_goods):
+    db = _database(*public_goods("league"))
     assert _count(db, "snapshots") >= 2 and _count(db, "matches") >= 1  # v0, v1 rated
 
 
-def test_public_goods_psro_with_sampled_payoffs_from_the_cli(tmp_path):
-    db = _train(["population=psro", "population.oracle=rl", "population.oracle_frames=200",
-                 "population.iterations=1", "population.psro.payoffs=sampled",
-                 "population.psro.meta_solver=prd", "population.psro.episodes_per_entry=4",
-                 "population.psro.num_envs=4"], tmp_path / "psro")
+def test_public_goods_psro_with_sampled_payoffs_from_the_cli(public_goods):
+    db = _database(*public_goods("psro"))
     assert _count(db, "psro_iterations") == 1
     seats = {r[0].rsplit("-", 1)[0] for r in db.execute("SELECT name FROM members")}
     assert seats == {"psro-citizen_0", "psro-citizen_1", "psro-steward"}
@@ -99,14 +138,11 @@ def test_public_goods_league_with_ray_workers(tmp_path):
     assert _count(db, "matches") >= 1
 
 
-@pytest.mark.parametrize("kwargs", ["game.kwargs.rounds=0", "game.kwargs.players=4"])
-def test_public_goods_bad_arguments_fail_in_one_line(kwargs, tmp_path):
-    res = subprocess.run(
-        [sys.executable, "-m", "populations.cli", "imports=[public_goods]",
-         "game.name=public_goods", kwargs, f"hydra.run.dir={tmp_path / 'run'}"],
-        cwd=PUBLIC_GOODS, capture_output=True, text=True, timeout=600)
+@pytest.mark.parametrize("kwargs", BAD_ARGUMENTS)
+def test_public_goods_bad_arguments_fail_in_one_line(kwargs, public_goods):
+    res, run_dir = public_goods(kwargs)
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
-    assert "public_goods" in res.stderr and not (tmp_path / "run").exists()
+    assert "public_goods" in res.stderr and not run_dir.exists()
 
 
 OPENSPIEL_GAME = ROOT / "examples" / "openspiel_game"
@@ -124,14 +160,15 @@ def test_users_openspiel_python_game_gets_the_exact_tools(tmp_path):
             "ours = nash_conv('openspiel/high_card', RandomPolicy(spec, seed=0)).nash_conv\n"
             "g = pyspiel.load_game('high_card')\n"
             "print(ours, exploitability.nash_conv(g, policy.UniformRandomPolicy(g)))\n")
-    out = subprocess.run([sys.executable, "-c", code], cwd=OPENSPIEL_GAME, capture_output=True,
-                         text=True, timeout=300, check=True).stdout.split()
+    exact, res = run_together(
+        dict(args=[sys.executable, "-c", code], cwd=OPENSPIEL_GAME, timeout=300),
+        dict(args=[sys.executable, "-m", "populations.cli", "imports=[high_card]",
+                   "experiment=kuhn_psro", "game.name=openspiel/high_card",
+                   "population.iterations=3", "eval_episodes=2", "progress=false",
+                   "logger=none", f"hydra.run.dir={tmp_path / 'psro'}"], cwd=OPENSPIEL_GAME))
+    exact.check_returncode()
+    out = exact.stdout.split()
     assert float(out[0]) == pytest.approx(float(out[1])) and float(out[0]) > 0.1
-    res = subprocess.run(
-        [sys.executable, "-m", "populations.cli", "imports=[high_card]", "experiment=kuhn_psro",
-         "game.name=openspiel/high_card", "population.iterations=3", "eval_episodes=2",
-         "progress=false", "logger=none", f"hydra.run.dir={tmp_path / 'psro'}"],
-        cwd=OPENSPIEL_GAME, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     db = sqlite3.connect(tmp_path / "psro" / "league.db")
     nash_conv = [r[0] for r in db.execute(

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 import populations.cli  # noqa: F401  (registers the schema)
 from populations.experiment import ExperimentConfig, run_experiment
-from tests.subprocs import Ahead, run_together
+from tests.subprocs import Ahead, run_together, wanted
 
 EXPERIMENTS = sorted(p.stem for p in (Path(__file__).parents[2] / "configs" / "experiment").glob(
     "*.yaml"))
@@ -103,10 +103,10 @@ def _startup_args(override):
 
 
 @pytest.fixture(scope="module")
-def startup_runs(tmp_path_factory):
+def startup_runs(request, tmp_path_factory):
     """``selfplay-train <override> frames=1``, each in its own empty folder, for the two tests
     below (an override both list runs once): started ahead, two at a time."""
-    overrides = dict.fromkeys(o for o, _ in CONFIG_MISTAKES + CONFIG_ERRORS)
+    overrides = wanted(request, "startup_runs", lambda item: item.callspec.params["override"])
     ahead = Ahead({o: _cli_job(_startup_args(o), tmp_path_factory.mktemp("startup"))
                    for o in overrides})
     yield lambda override: (ahead.result(override), ahead.jobs[override]["cwd"])
@@ -306,10 +306,11 @@ def _eval_case(case, policy_file, folder):
 
 
 @pytest.fixture(scope="module")
-def eval_runs(policy_file, tmp_path_factory):
+def eval_runs(request, policy_file, tmp_path_factory):
     """The cases below, each in its own folder: started ahead, two at a time."""
+    cases = wanted(request, "eval_runs", lambda item: item.callspec.params["case"])
     ahead = Ahead({c: _eval_case(c, policy_file, tmp_path_factory.mktemp("eval"))
-                   for c in EVAL_CASES})
+                   for c in cases})
     yield lambda case: (ahead.result(case), ahead.jobs[case]["cwd"])
     ahead.close()
 
