@@ -121,7 +121,8 @@ class PopulationConfig:
     # win rate against the main member's newest snapshot
     matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
     iterations: int = 20  # psro: iterations
-    oracle: str = "exact"  # psro: exact | rl (MAPPO, local critics, default settings) | a
+    oracle: str = "exact"  # psro: auto (exact where it can be computed, else rl) | exact |
+    # rl (MAPPO, local critics, default settings) | a
     # registered algo trained through the step loop (ippo, vdn, maddpg...: its own section)
     oracle_frames: int = 20_000  # psro rl oracle: frames per best response
     psro: PSROConfig = field(default_factory=PSROConfig)
@@ -203,9 +204,9 @@ def check_experiment(cfg: ExperimentConfig) -> None:
     text_views = not callable(getattr(game, "batched", None))  # see games.VectorGame
     algos = [cfg.algo]
     if cfg.population.kind == "psro":  # PSRO trains no `algo`; its RL oracle plays
-        from populations.psro_run import check_oracle_config
+        from populations.psro_run import check_oracle_config, resolve_auto
 
-        check_oracle_config(cfg, game.spec)
+        check_oracle_config(resolve_auto(cfg, game), game.spec)
         return
     if cfg.population.kind == "league" and cfg.population.members:
         algos = [m.removesuffix(EXPLOITER) for m in cfg.population.members]
@@ -233,6 +234,10 @@ def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
     """Run ``cfg`` in ``run_dir`` (created, locked for this process, its settings checked on
     a resume); returns where everything landed. A run that raises is recorded ``failed``."""
     check_experiment(cfg)  # an algo that cannot play the game: refused before the folder
+    if cfg.population.kind == "psro":  # settings.json records what `auto` decided
+        from populations.psro_run import resolve_auto
+
+        cfg = resolve_auto(cfg, games.make(cfg.game.name, **cfg.game.kwargs))
     with open_run(run_dir, _plain(cfg), cfg.resume, cfg.resume_override, RESUME_MAY_CHANGE):
         return _run_experiment(cfg, Path(run_dir))
 

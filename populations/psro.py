@@ -441,6 +441,21 @@ def psro_players(spec: GameSpec, players: str = "auto") -> dict[str, tuple[str, 
     return teams
 
 
+def why_not_exact(game_obj: games.Game, seats_of: Mapping[str, Sequence[str]]) -> str | None:
+    """Why exact payoffs and best responses cannot serve ``game_obj`` with these players
+    (None: they can); what ``payoffs="auto"`` / ``oracle="auto"`` decide by."""
+    if not isinstance(game_obj, OpenSpielGame):
+        return f"{game_obj.spec.name} is not an OpenSpiel game"
+    team = next((p for p, seats in seats_of.items() if len(seats) > 1), None)
+    if team is not None:
+        return f"team {team!r} has several seats (exact tools are per seat)"
+    try:
+        ex.require_perfect_recall(ex.game_tree(game_obj))
+    except ValueError as err:
+        return str(err)
+    return None
+
+
 def check_exact_players(
     seats_of: Mapping[str, Sequence[str]], payoffs: str, exact_oracle: bool,
     uses_full_game: bool, where: str = "PSRO",
@@ -470,7 +485,8 @@ class PSROConfig:
     # uniform, least_exploitable)
     response_target: str = "meta"  # what best responses answer: meta (the meta-strategy),
     # exploiter (least_exploitable's dual), or a meta-solver name
-    payoffs: str = "exact"  # exact (enumerable OpenSpiel games) | sampled (simulation)
+    payoffs: str = "exact"  # exact (enumerable OpenSpiel games) | sampled (simulation) |
+    # auto (exact where it can be computed, see why_not_exact; else sampled)
     episodes_per_entry: int = 1000  # sampled payoffs: episodes per profile
     num_envs: int = 64  # sampled payoffs played through VectorGame: copies stepped together
     # (entries sampled in lockstep, populations.lockstep, step all their episodes at once)
@@ -483,9 +499,9 @@ class PSROConfig:
         if self.players not in PLAYERS:
             raise ValueError(f"population.psro.players={self.players!r} unknown; choose one "
                              f"of {list(PLAYERS)}")
-        if self.payoffs not in ("exact", "sampled"):
+        if self.payoffs not in ("auto", "exact", "sampled"):
             raise ValueError(
-                f"payoffs={self.payoffs!r} unknown; choose one of ['exact', 'sampled']"
+                f"payoffs={self.payoffs!r} unknown; choose one of ['auto', 'exact', 'sampled']"
             )
         get_meta_solver(self.meta_solver)  # fail early on an unknown name
         if (
@@ -496,7 +512,7 @@ class PSROConfig:
                 f"response_target={self.response_target!r} unknown; choose one of "
                 f"{[*RESPONSE_TARGETS, *available_meta_solvers()]}"
             )
-        if self.uses_full_game and self.payoffs != "exact":
+        if self.uses_full_game and self.payoffs == "sampled":
             raise ValueError(
                 f"meta_solver={self.meta_solver!r} with response_target="
                 f"{self.response_target!r} needs the exact full game; not "
@@ -566,6 +582,10 @@ class PSRO:
         self.spec = game_obj.spec
         # PSRO's players (seats, or teams) and the seats each plays
         self.seats_of = psro_players(self.spec, cfg.players)
+        if cfg.payoffs == "auto":
+            why = why_not_exact(game_obj, self.seats_of)
+            self.config = cfg = dataclasses.replace(cfg, payoffs="sampled" if why else "exact")
+            log.info("PSRO: payoffs=auto is %s%s", cfg.payoffs, f" ({why})" if why else "")
         self.players: tuple[str, ...] = tuple(self.seats_of)
         self.agents = self.players  # the name PSRO's players had when they were seats
         teams = any(len(seats) > 1 for seats in self.seats_of.values())

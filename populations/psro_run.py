@@ -42,6 +42,7 @@ from populations.psro import (
     mappo_learner,
     psro_players,
     seat_tuple,
+    why_not_exact,
 )
 from populations.run_folder import SETTINGS_NAME, one_line
 from populations.runners import MatchJob, make_runner
@@ -157,9 +158,28 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
     ]
 
 
-ORACLE_NAMES = ("exact", "rl")
-"""Oracles that are not a registered learner's name: exact best responses, and ``rl`` (a
-MAPPO with local critics and default settings, :func:`mappo_learner`)."""
+ORACLE_NAMES = ("auto", "exact", "rl")
+"""Oracles that are not a registered learner's name: exact best responses, ``rl`` (a
+MAPPO with local critics and default settings, :func:`mappo_learner`), and ``auto`` (exact
+where exact best responses can be computed, else ``rl``: :func:`resolve_auto`)."""
+
+
+def resolve_auto(cfg: ExperimentConfig, game: Any) -> ExperimentConfig:
+    """``cfg`` with ``population.oracle`` and ``population.psro.payoffs`` of ``auto`` made
+    ``exact`` where exact tools serve the game (an enumerable OpenSpiel game of perfect
+    recall, played by seats: :func:`populations.psro.why_not_exact`), else ``rl`` and
+    ``sampled``; a run's settings record what was decided, so a resume compares those."""
+    pop = cfg.population
+    if "auto" not in (pop.oracle, pop.psro.payoffs):
+        return cfg
+    why = why_not_exact(game, psro_players(game.spec, pop.psro.players))
+    oracle = ("rl" if why else "exact") if pop.oracle == "auto" else pop.oracle
+    payoffs = ("sampled" if why else "exact") if pop.psro.payoffs == "auto" else pop.psro.payoffs
+    log.info("PSRO on %s: oracle=%s, payoffs=%s%s", game.spec.name, oracle, payoffs,
+             f" ({why})" if why else "")
+    psro = dataclasses.replace(pop.psro, payoffs=payoffs)
+    return dataclasses.replace(cfg, population=dataclasses.replace(pop, oracle=oracle,
+                                                                    psro=psro))
 
 
 def oracle_algos(spec: GameSpec | None = None) -> list[str]:

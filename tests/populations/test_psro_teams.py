@@ -37,7 +37,7 @@ from populations.psro import (
     SampledMixturePolicy,
     psro_players,
 )
-from populations.psro_run import _resumed_players, registry_learner
+from populations.psro_run import _resumed_players, registry_learner, resolve_auto
 
 TAG = "vmas/simple_tag"
 TAG_KW = {"num_adversaries": 3, "num_good_agents": 1, "max_steps": 3}
@@ -243,7 +243,8 @@ def _state(db_path):
 
 
 def test_exact_psro_on_vmas_tag_is_refused_before_any_run_folder(tmp_path):
-    exp = _experiment(["population=psro", "game=vmas_tag"])  # the preset: exact, exact
+    exp = _experiment(["population=psro", "game=vmas_tag", "population.oracle=exact",
+                       "population.psro.payoffs=exact"])
     with pytest.raises(ValueError) as err:
         run_experiment(exp, tmp_path / "run")
     assert "\n" not in str(err.value) and "players=teams ('adversary'" in str(err.value)
@@ -312,3 +313,38 @@ def test_cli_trains_psro_teams_on_vmas_tag(tmp_path):
         db.close()
     assert {a: len(p) for a, p in meta.items()} == {"adversary": 2, "good": 2}
     assert payoffs == 2 * 2 * 2
+
+
+@pytest.mark.parametrize("game, kwargs, decided", [
+    ("vmas_tag", [], ("rl", "sampled")),  # not OpenSpiel, and a team of several seats
+    ("mpe_spread", [], ("rl", "sampled")),  # not OpenSpiel
+    ("kuhn", [], ("exact", "exact")),
+    # imperfect recall: exact tools refuse it, so auto samples
+    ("kuhn", ["game.name=openspiel/goofspiel", "game.kwargs.num_cards=4"], ("rl", "sampled")),
+])
+def test_the_psro_preset_picks_exact_tools_only_where_they_serve_the_game(game, kwargs,
+                                                                          decided):
+    exp = _experiment(["population=psro", f"game={game}", *kwargs])
+    assert (exp.population.oracle, exp.population.psro.payoffs) == ("auto", "auto")
+    got = resolve_auto(exp, games.make(exp.game.name, **exp.game.kwargs))
+    assert (got.population.oracle, got.population.psro.payoffs) == decided
+    # a value the user gave is kept, whatever auto would say
+    fixed = _experiment(["population=psro", f"game={game}", *kwargs, "population.oracle=rl",
+                         "population.psro.payoffs=sampled"])
+    assert resolve_auto(fixed, games.make(exp.game.name, **exp.game.kwargs)) == fixed
+
+
+def test_an_auto_run_records_what_it_decided_and_an_old_exact_run_resumes(tmp_path):
+    kuhn = ["population=psro", "game=kuhn", "population.iterations=1", "progress=false",
+            "logger=none"]
+    run_experiment(_experiment([*kuhn, "population.oracle=exact",
+                                "population.psro.payoffs=exact"]), tmp_path / "old")
+    saved = json.loads((tmp_path / "old" / "settings.json").read_text())
+    assert (saved["population"]["oracle"], saved["population"]["psro"]["payoffs"]) == (
+        "exact", "exact")
+    # the preset's auto decides exact on kuhn, so the old run's settings still match
+    summary = run_experiment(_experiment([*kuhn, "population.iterations=2", "resume=true"]),
+                             tmp_path / "old")
+    assert len({row["member"] for row in summary.table}) == 2 * 3
+    saved = json.loads((tmp_path / "old" / "settings.json").read_text())
+    assert saved["population"]["oracle"] == "exact"

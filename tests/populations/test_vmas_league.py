@@ -110,14 +110,15 @@ def test_selfplay_train_refuses_a_bad_vmas_kwarg_in_one_line(tmp_path):
 
 
 def test_psro_with_sampled_payoffs_runs_on_vmas_tag(tmp_path):
-    """PSRO's players are the seats (3 adversaries and the good agent), each with an RL
-    (MAPPO) best response and payoffs sampled on VMAS copies."""
+    """With players=seats PSRO's players are the seats (3 adversaries and the good agent),
+    each with an RL (MAPPO) best response and payoffs sampled on VMAS copies (the default,
+    teams, is in test_psro_teams.py)."""
     from populations.experiment import run_experiment
 
     exp = OmegaConf.to_object(_compose([
         "population=psro", "game=vmas_tag", "game.kwargs.max_steps=3", "population.oracle=rl",
         "population.psro.payoffs=sampled", "population.psro.meta_solver=prd",
-        "population.psro.episodes_per_entry=2", "population.psro.num_envs=2",
+        "population.psro.players=seats", "population.psro.episodes_per_entry=2", "population.psro.num_envs=2",
         "population.iterations=1", "population.oracle_frames=24", "mappo.rollout_steps=3",
         "mappo.epochs=1", "num_envs=8", "eval_episodes=2", "progress=false", "logger=none"]))
     summary = run_experiment(exp, tmp_path / "run")
