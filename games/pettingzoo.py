@@ -317,7 +317,7 @@ class PettingZooGame(Game):
         self._t = 0
         if self.parallel:
             obs, _ = self.env.reset(seed=seed)
-            self._take_obs(obs)
+            self._take_obs(obs, reset=True)
             self._live = tuple(self.env.agents)
         else:
             self.env.reset(seed=seed)
@@ -344,9 +344,14 @@ class PettingZooGame(Game):
             info={"agents": info},
         )
 
-    def _take_obs(self, obs: Mapping[str, Any]) -> None:
-        """Store the Parallel API's observations (plain arrays or observation/mask dicts)."""
-        self._obs, self._masks = {}, {}
+    def _take_obs(self, obs: Mapping[str, Any], reset: bool = False) -> None:
+        """Store the Parallel API's observations (plain arrays or observation/mask dicts).
+
+        An agent the env removed mid-episode (a dead knight in ``knights_archers_zombies``)
+        keeps its last observation: the one it got when it terminated, which is what a
+        learner bootstraps from when the episode ends."""
+        if reset:
+            self._obs, self._masks = {}, {}
         for a, o in obs.items():
             self._obs[a], mask = _split_obs(o)
             if mask is not None:

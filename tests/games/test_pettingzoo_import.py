@@ -104,3 +104,23 @@ def test_bad_paths_are_one_line_errors(user_module, path, message):
 def test_bad_kwargs_of_a_user_function_name_its_parameters(user_module):
     with pytest.raises(games.GameError, match=r"accepted: \['num_cards'\]"):
         games.make(f"pettingzoo/{user_module}:goofspiel", cards=3)
+
+
+def test_an_agent_removed_mid_episode_keeps_its_last_observation_for_the_episode_end():
+    # knights_archers_zombies drops a dead archer from env.agents and from later observation
+    # dicts; the episode goes on. Before, the episode end (VectorGame records every agent's
+    # final observation) raised KeyError: 'archer_0'.
+    name = "pettingzoo/pettingzoo.butterfly.knights_archers_zombies_v11"
+    vg = games.VectorGame(name, 1, seed=1, spawn_delay=1, max_zombies=30, num_knights=0)
+    game, rng = vg.games[0], np.random.default_rng(1)
+    vs, gone, last = vg.reset(), set(), {}
+    while not vs.done[0]:
+        acts = {a: np.array([rng.choice(np.flatnonzero(vs.legal[a][0])) if vs.acting[a][0]
+                             else 0]) for a in vs.acting}
+        vs = vg.step(acts)
+        if not vs.done[0]:
+            gone |= set(game.spec.agent_ids) - set(game.env.agents)
+            last = {a: game.observe(a).copy() for a in gone}
+    assert gone, "no archer died before the episode ended: pick another seed"
+    for a in gone:
+        np.testing.assert_array_equal(vs.final_obs[a][0], last[a])
