@@ -48,8 +48,8 @@ def _records(batch):
 
 def _train(cfg, kind, games_=(KUHN,), game_kwargs=None, workers=2, opponents=False,
            iterations=2, address=None):
-    """``iterations`` GRPO steps with rollouts on ``kind`` workers: records, final weights
-    and the sizes of the weight pushes."""
+    """``iterations`` GRPO steps with rollouts on ``kind`` workers: records, final weights,
+    the sizes of the weight pushes, the trainer and the weights after each iteration."""
     trainer = build_trainer(cfg, list(games_), game_kwargs, seed=5)
     if opponents:  # league play: a frozen snapshot takes one side of about half the groups
         trainer.opponents = OpponentPool([trainer.policy()], prob=0.5)
@@ -57,7 +57,7 @@ def _train(cfg, kind, games_=(KUHN,), game_kwargs=None, workers=2, opponents=Fal
     col = make_rollouts(trainer, llm, list(games_), game_kwargs or {},
                         RolloutWorkersConfig(kind=kind, workers=workers, groups_per_shard=2,
                                              address=address), connect_ray)
-    records, pushes = [], []
+    records, pushes, weights = [], [], []
     try:
         for _ in range(iterations):
             batch = trainer.collect()
@@ -65,9 +65,10 @@ def _train(cfg, kind, games_=(KUHN,), game_kwargs=None, workers=2, opponents=Fal
             pushes.append(getattr(col, "last_push_bytes", None))
             trainer.update(batch)
             trainer.iteration += 1
+            weights.append([p.detach().clone() for p in trainer.params])
     finally:
         col.close()
-    return records, [p.detach().clone() for p in trainer.params], pushes, trainer
+    return records, weights[-1], pushes, trainer, weights
 
 
 def _assert_same(a, b):
@@ -90,8 +91,8 @@ def test_ray_actors_play_the_in_process_records_and_give_identical_updates(ray_l
     local = _train(cfg, "local", opponents=mode == "score")
     ray = _train(cfg, "ray", opponents=mode == "score")
     _assert_same(local, ray)
-    first = _train(cfg, "local", iterations=1)[1]
-    assert any(not torch.equal(p, q) for p, q in zip(first, local[1], strict=True))  # learned
+    first, second = local[4]
+    assert any(not torch.equal(p, q) for p, q in zip(first, second, strict=True))  # learned
     if mode == "score":  # the league snapshot sat in some groups' seats
         assert any(s != {"player_0": "team", "player_1": "team"}
                    for it in ray[0] for *_, s in it[1])
