@@ -84,6 +84,16 @@ COOPERATIVE_TEAM = "team"
 
 
 def _import_error(spec: str, err: ImportError) -> UnknownGameError:
+    module_path = spec.partition(":")[0]
+    missing = err.name if isinstance(err, ModuleNotFoundError) else None
+    if missing and not f"{module_path}.".startswith(f"{missing}."):
+        # the module exists; a package it imports does not (pistonball needs pymunk)
+        fam = re.match(r"pettingzoo\.(\w+)\.", module_path)
+        hint = f"pip install 'pettingzoo[{fam.group(1)}]'" if fam else f"pip install {missing}"
+        return UnknownGameError(
+            f"'pettingzoo/{spec}' needs the package {missing!r}, which is not installed "
+            f"({hint})"
+        )
     return UnknownGameError(
         f"cannot import PettingZoo module for 'pettingzoo/{spec}' ({err}); use a module path "
         "such as 'mpe2.simple_spread_v3' or 'pettingzoo.classic.tictactoe_v3', or "

@@ -124,3 +124,16 @@ def test_an_agent_removed_mid_episode_keeps_its_last_observation_for_the_episode
     assert gone, "no archer died before the episode ended: pick another seed"
     for a in gone:
         np.testing.assert_array_equal(vs.final_obs[a][0], last[a])
+
+
+def test_a_module_whose_dependency_is_missing_names_the_package_to_install(tmp_path,
+                                                                          monkeypatch):
+    # like pettingzoo.butterfly.pistonball_v6 without pymunk: the hint to use another module
+    # path was wrong, the module path was right
+    (tmp_path / "user_pz_needs_dep.py").write_text("import no_such_dependency_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(games.UnknownGameError) as info:
+        games.make("pettingzoo/user_pz_needs_dep")
+    assert str(info.value) == ("'pettingzoo/user_pz_needs_dep' needs the package "
+                               "'no_such_dependency_xyz', which is not installed "
+                               "(pip install no_such_dependency_xyz)")
