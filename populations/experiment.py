@@ -206,7 +206,7 @@ def check_experiment(cfg: ExperimentConfig) -> None:
     if cfg.population.kind == "psro":  # PSRO trains no `algo`; its RL oracle plays
         from populations.psro_run import check_oracle_config, resolve_auto
 
-        check_oracle_config(resolve_auto(cfg, game), game.spec)
+        check_oracle_config(resolve_auto(cfg, game, announce=False), game.spec)
         return
     if cfg.population.kind == "league" and cfg.population.members:
         algos = [m.removesuffix(EXPLOITER) for m in cfg.population.members]

@@ -11,6 +11,7 @@ the next best responses are computed against:
   general-sum and n-player games: replicator dynamics kept at least ``gamma / K`` away from
   the simplex boundary, returning the average of the iterates;
 * ``uniform``: every member equally, which makes PSRO fictitious play;
+* ``auto``: ``nash`` for a 2-player constant-sum empirical game, else ``prd``;
 * ``least_exploitable``: for each player of a 2-player zero-sum game with an exactly known
   full game, the mixture of its population whose full-game best-response value for the
   opponent is smallest: Anytime PSRO's restricted distribution (McAleer et al., 2022,
@@ -294,6 +295,17 @@ def prd(payoffs: np.ndarray, full_game: FullGame | None = None) -> list[np.ndarr
     """Projected replicator dynamics with :class:`PRDConfig` defaults (any number of players,
     general-sum)."""
     return projected_replicator_dynamics(payoffs)
+
+
+@register_meta_solver("auto")
+def auto(payoffs: np.ndarray, full_game: FullGame | None = None) -> list[np.ndarray]:
+    """``nash`` when the empirical game is 2-player and constant-sum, else ``prd``: decided
+    on each iteration's payoffs (a game constant-sum by its rules stays on ``nash``; PSRO's
+    experiment layer settles it up front where the game declares it, ``psro_run``)."""
+    payoffs = check_payoffs(payoffs)
+    if payoffs.shape[0] == 2 and is_constant_sum(payoffs):
+        return nash(payoffs)
+    return prd(payoffs)
 
 
 @register_meta_solver("uniform")

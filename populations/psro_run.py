@@ -164,20 +164,30 @@ MAPPO with local critics and default settings, :func:`mappo_learner`), and ``aut
 where exact best responses can be computed, else ``rl``: :func:`resolve_auto`)."""
 
 
-def resolve_auto(cfg: ExperimentConfig, game: Any) -> ExperimentConfig:
-    """``cfg`` with ``population.oracle`` and ``population.psro.payoffs`` of ``auto`` made
-    ``exact`` where exact tools serve the game (an enumerable OpenSpiel game of perfect
-    recall, played by seats: :func:`populations.psro.why_not_exact`), else ``rl`` and
-    ``sampled``; a run's settings record what was decided, so a resume compares those."""
+def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True) -> ExperimentConfig:
+    """``cfg`` with PSRO's ``auto`` settings decided for ``game``: ``population.oracle`` and
+    ``population.psro.payoffs`` are ``exact`` where exact tools serve the game (an enumerable
+    OpenSpiel game of perfect recall, played by seats: :func:`populations.psro.why_not_exact`),
+    else ``rl`` and ``sampled``; ``psro.meta_solver`` is ``prd`` unless PSRO has 2 players,
+    ``nash`` when the game also declares itself zero-sum, else it stays ``auto`` (decided on
+    each iteration's payoffs). A run's settings record what was decided, so a resume (and a
+    run from before ``auto``) compares those. ``announce``: log the decision."""
     pop = cfg.population
-    if "auto" not in (pop.oracle, pop.psro.payoffs):
+    meta = pop.psro.meta_solver
+    if "auto" not in (pop.oracle, pop.psro.payoffs, meta):
         return cfg
-    why = why_not_exact(game, psro_players(game.spec, pop.psro.players))
+    players = psro_players(game.spec, pop.psro.players)
+    why = why_not_exact(game, players) if "auto" in (pop.oracle, pop.psro.payoffs) else None
     oracle = ("rl" if why else "exact") if pop.oracle == "auto" else pop.oracle
     payoffs = ("sampled" if why else "exact") if pop.psro.payoffs == "auto" else pop.psro.payoffs
-    log.info("PSRO on %s: oracle=%s, payoffs=%s%s", game.spec.name, oracle, payoffs,
-             f" ({why})" if why else "")
-    psro = dataclasses.replace(pop.psro, payoffs=payoffs)
+    if meta == "auto" and len(players) != 2:
+        meta = "prd"
+    elif meta == "auto" and game.spec.zero_sum:
+        meta = "nash"
+    if announce:
+        log.info("PSRO on %s: oracle=%s, payoffs=%s, meta_solver=%s%s", game.spec.name, oracle,
+                 payoffs, meta, f" ({why})" if why else "")
+    psro = dataclasses.replace(pop.psro, payoffs=payoffs, meta_solver=meta)
     return dataclasses.replace(cfg, population=dataclasses.replace(pop, oracle=oracle,
                                                                     psro=psro))
 

@@ -316,22 +316,48 @@ def test_cli_trains_psro_teams_on_vmas_tag(tmp_path):
 
 
 @pytest.mark.parametrize("game, kwargs, decided", [
-    ("vmas_tag", [], ("rl", "sampled")),  # not OpenSpiel, and a team of several seats
-    ("mpe_spread", [], ("rl", "sampled")),  # not OpenSpiel
-    ("kuhn", [], ("exact", "exact")),
+    # not OpenSpiel, a team of several seats; 2 team players, zero-sum not declared
+    ("vmas_tag", [], ("rl", "sampled", "auto")),
+    ("mpe_spread", [], ("rl", "sampled", "prd")),  # not OpenSpiel; 3 seat players
+    ("kuhn", [], ("exact", "exact", "nash")),
     # imperfect recall: exact tools refuse it, so auto samples
-    ("kuhn", ["game.name=openspiel/goofspiel", "game.kwargs.num_cards=4"], ("rl", "sampled")),
+    ("kuhn", ["game.name=openspiel/goofspiel", "game.kwargs.num_cards=4"],
+     ("rl", "sampled", "nash")),
 ])
 def test_the_psro_preset_picks_exact_tools_only_where_they_serve_the_game(game, kwargs,
                                                                           decided):
     exp = _experiment(["population=psro", f"game={game}", *kwargs])
-    assert (exp.population.oracle, exp.population.psro.payoffs) == ("auto", "auto")
-    got = resolve_auto(exp, games.make(exp.game.name, **exp.game.kwargs))
-    assert (got.population.oracle, got.population.psro.payoffs) == decided
+    pop = exp.population
+    assert (pop.oracle, pop.psro.payoffs, pop.psro.meta_solver) == ("auto",) * 3
+    got = resolve_auto(exp, games.make(exp.game.name, **exp.game.kwargs)).population
+    assert (got.oracle, got.psro.payoffs, got.psro.meta_solver) == decided
     # a value the user gave is kept, whatever auto would say
     fixed = _experiment(["population=psro", f"game={game}", *kwargs, "population.oracle=rl",
-                         "population.psro.payoffs=sampled"])
+                         "population.psro.payoffs=sampled", "population.psro.meta_solver=uniform"])
     assert resolve_auto(fixed, games.make(exp.game.name, **exp.game.kwargs)) == fixed
+
+
+def test_the_auto_meta_solver_is_nash_on_constant_sum_payoffs_and_prd_otherwise():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(3, 4))
+    zero_sum = np.stack([a, 3.0 - a])  # constant-sum
+    auto = get_meta_solver("auto")
+    for got, want in zip(auto(zero_sum), get_meta_solver("nash")(zero_sum), strict=True):
+        np.testing.assert_array_equal(got, want)
+    general = np.stack([a, rng.normal(size=(3, 4))])
+    for got, want in zip(auto(general), get_meta_solver("prd")(general), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_psro_on_vmas_tag_runs_from_the_preset_defaults(tmp_path):
+    """No oracle, payoff or meta-solver setting: the preset's auto picks an RL oracle,
+    sampled payoffs, team players and (the team payoffs being constant-sum) nash."""
+    run = [o for o in TAG_RUN if not o.startswith(("population.oracle=", "population.psro.pay"))]
+    summary = run_experiment(_experiment([*run, "population.iterations=1"]), tmp_path / "run")
+    saved = json.loads((tmp_path / "run" / "settings.json").read_text())["population"]
+    assert (saved["oracle"], saved["psro"]["payoffs"], saved["psro"]["meta_solver"]) == (
+        "rl", "sampled", "auto")
+    assert {row["seat"] for row in summary.table} == {"adversary", "good"}
 
 
 def test_an_auto_run_records_what_it_decided_and_an_old_exact_run_resumes(tmp_path):
