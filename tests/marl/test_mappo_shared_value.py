@@ -104,6 +104,23 @@ def test_minibatch_values_are_the_critic_of_each_samples_own_input():
                                rtol=0, atol=1e-6)
 
 
+def test_role_groups_each_share_their_own_value():
+    """simple_adversary with one network per role: one value per copy and group."""
+    game = "pettingzoo/mpe2.simple_adversary_v3"
+    spec = games.make(game, max_cycles=25).spec
+    learner = MAPPO(spec, MAPPOConfig(rollout_steps=5, epochs=1,
+                                      net=NetConfig(share="role", value="shared")), seed=0)
+    vg = games.VectorGame(game, 4, seed=0, max_cycles=25, **learner.vector_game_kwargs)
+    _fill(learner, vg)
+    v = learner.buf.value[1:learner.buf.row]  # seats: adversary_0 | agent_0, agent_1
+    assert torch.equal(v[..., 1], v[..., 2]) and not torch.equal(v[..., 0], v[..., 1])
+    rows = []
+    for critic in learner.critics:
+        critic.register_forward_hook(lambda m, i, o: rows.append(len(o)))
+    samples = learner.update()["charts/samples"]
+    assert sum(rows) == samples // 3 * 2  # adversary rows + agent rows, once per copy-step
+
+
 @pytest.mark.parametrize("net,match", [
     (dict(critic="local"), "value='shared' needs critic='state', 'concat' or 'auto', not "
                            "critic='local'; use value='seat'"),
