@@ -490,7 +490,12 @@ class _Seats:
 
 def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: games.GameSpec,
                      sid: int, learner: Learner, others: dict, vkw: dict) -> None:
-    """Record ``eval_episodes`` episodes of the snapshot (random seats elsewhere) as matches."""
+    """Record ``eval_episodes`` episodes of the snapshot (random seats elsewhere) as matches,
+    with a progress bar of episodes (long games, e.g. chess, take minutes)."""
+    from tqdm.auto import tqdm
+
+    log.info("evaluating the trained policy: %d episodes against random seats",
+             cfg.eval_episodes)
     pol = learner.policy()
     vg = games.VectorGame(cfg.game.name, min(cfg.num_envs, cfg.eval_episodes),
                           seed=RunSeeds(cfg.seed).game("eval"), **vkw, **cfg.game.kwargs)
@@ -498,6 +503,8 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
     greedy = _greedy(registry.get(cfg.algo))
     vs = vg.reset()
     rows: list[MatchRow] = []
+    bar = tqdm(total=cfg.eval_episodes, disable=not cfg.progress, unit="episode",
+               desc="evaluation", dynamic_ncols=True)
     while len(rows) < cfg.eval_episodes:
         vs = vg.step({a: p.act(a, vs, greedy=greedy) for a, p in seats.items()})
         check_episode_lengths(vs, spec, "evaluation")
@@ -505,6 +512,8 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
             rows.append(MatchRow(f"eval/e{len(rows):05d}", spec.name,
                                  {a: sid for a in learner.agents},
                                  {a: float(vs.episode_return[a][b]) for a in spec.agent_ids}))
+        bar.update(min(len(rows), cfg.eval_episodes) - bar.n)
+    bar.close()
     db.add_matches(run_id, rows[: cfg.eval_episodes])
 
 
