@@ -111,7 +111,11 @@ def reported(prog: str) -> Iterator[None]:
     except user_errors() as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
-        fail(prog, one_line(err))
+        msg = one_line(err)
+        if type(err).__name__ == "OverrideParseException":  # Hydra's grammar, not ours
+            msg += (" (a value holding ( ) [ ] , = or spaces needs quotes: "
+                    "'game.name=\"openspiel/goofspiel(num_cards=4)\"')")
+        fail(prog, msg)
 
 
 class OneLineParser(argparse.ArgumentParser):
