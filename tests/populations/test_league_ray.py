@@ -88,16 +88,9 @@ def in_process_reference(run_dir):
 def test_ray_learners_equal_the_in_process_runner(tmp_path, ray_local):
     code = ("import sys; from tests.populations.test_league_ray import in_process_reference; "
             "in_process_reference(sys.argv[1])")
-    # the reference plays beside the Ray league (its own folder and process)
-    reference = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "local")],
-                                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        league = _run(_cfg(runner="ray"), tmp_path / "ray")
-        assert reference.wait(timeout=300) == 0
-    finally:
-        if reference.poll() is None:
-            reference.kill()
-            reference.wait()
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "local")], check=True,
+                   cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    league = _run(_cfg(runner="ray"), tmp_path / "ray")
     assert league.learners is None or league.learners.actors == []  # closed
     want, got = _tables(tmp_path / "local"), _tables(tmp_path / "ray")
     assert [(m, v) for m, v, _ in got["snapshots"]] == [
