@@ -33,7 +33,11 @@ setting and seed (BenchMARL's time to it: its whole run). Ours trains with tenso
 
     nice -n 10 python bench/vmas_train.py [--task navigation|balance] [--frames 30000]
         [--seeds 0 1 2] [--settings defaults matched ours_big] [--copies 128]
-        [--big-copies 1024] [--no-peer]
+        [--big-copies 1024] [--no-peer] [--nets '{"seat": {}, "shared": {"value": "shared"}}']
+
+The matched rows of BENCHMARKS.md's "shared value + FastTanh" table came from ``--settings
+matched --frames 120000 --nets '{"seat": {"value": "seat", "fast_tanh": false},
+"shared+fast": {"value": "shared", "fast_tanh": true}}'``.
 """
 
 from __future__ import annotations
@@ -77,12 +81,16 @@ TASK_KW = TASKS["navigation"]
 STEPS, EPOCHS, MINIBATCHES, HIDDEN, LR = 25, 10, 4, 64, 1e-3
 
 
-def our_config(setting: str, copies: int, big: int) -> tuple[MAPPOConfig, int]:
+def our_config(setting: str, copies: int, big: int,
+               net: dict | None = None) -> tuple[MAPPOConfig, int]:
+    """Our MAPPO settings and copies for ``setting``; ``net``: NetConfig options on top
+    (``--nets``: e.g. ``{"value": "shared"}``, BenchMARL's one value per copy)."""
+    net = net or {}
     if setting == "matched":
         return MAPPOConfig(rollout_steps=STEPS, epochs=EPOCHS, minibatches=MINIBATCHES, lr=LR,
                            gamma=0.99, gae_lambda=0.95, ent_coef=0.01, max_grad_norm=10.0,
-                           net=NetConfig(hidden=(HIDDEN, HIDDEN))), copies
-    return MAPPOConfig(), big if setting == "ours_big" else 32
+                           net=NetConfig(hidden=(HIDDEN, HIDDEN), **net)), copies
+    return MAPPOConfig(net=NetConfig(**net)), big if setting == "ours_big" else 32
 
 
 def bm_overrides(setting: str, copies: int) -> list[str]:
@@ -102,8 +110,8 @@ def bm_overrides(setting: str, copies: int) -> list[str]:
 
 
 def run_ours(setting: str, seed: int, frames: int, copies: int, big: int,
-             target: float | None) -> dict:
-    cfg, B = our_config(setting, copies, big)
+             target: float | None, net: dict | None = None) -> dict:
+    cfg, B = our_config(setting, copies, big, net)
     spec = games.make(GAME, **TASK_KW).spec
     learner = MAPPO(spec, cfg, seed=seed)
     vg = games.VectorGame(GAME, B, seed=seed, tensors=True, **learner.vector_game_kwargs,
@@ -172,6 +180,10 @@ def main() -> None:
                         help="ours_big's frames: 2 episodes of 100 steps per copy at least")
     parser.add_argument("--no-peer", action="store_true", help="skip BenchMARL")
     parser.add_argument("--json", type=Path, help="append every run's figures here")
+    parser.add_argument("--nets", type=json.loads, default={"": {}}, metavar="JSON",
+                        help='our variants, each run after BenchMARL per seed and setting: '
+                        'name -> NetConfig options, e.g. \'{"seat": {"fast_tanh": false}, '
+                        '"shared": {"value": "shared"}}\' (default: ours as configured)')
     args = parser.parse_args()
     global GAME, BM_TASK, TASK_KW  # one task per process: the run functions read these
     GAME = BM_TASK = f"vmas/{args.task}"
@@ -192,9 +204,11 @@ def main() -> None:
         for setting in args.settings:
             goal = target.get("defaults" if setting == "ours_big" else setting)
             frames = args.big_frames if setting == "ours_big" else args.frames
-            ours = run_ours(setting, seed, frames, args.copies, args.big_copies, goal)
-            rows.setdefault(f"selfplay {setting}", []).append(ours)
-            _report(f"selfplay {setting} seed {seed}", ours, args.json)
+            for variant, net in args.nets.items():
+                ours = run_ours(setting, seed, frames, args.copies, args.big_copies, goal, net)
+                name = f"selfplay {setting}" + (f" {variant}" if variant else "")
+                rows.setdefault(name, []).append(ours)
+                _report(f"{name} seed {seed}", ours, args.json)
     print(f"\n{GAME}: {args.frames} frames per run ({args.big_frames} ours_big), "
           f"seeds {args.seeds}")
     print("| run | frames/s | return first 10 % | return last 10 % | s to BenchMARL's final |")
