@@ -107,8 +107,10 @@ def test_public_goods_league_from_the_cli(public_goods):
 def test_public_goods_psro_with_sampled_payoffs_from_the_cli(public_goods):
     db = _database(*public_goods("psro"))
     assert _count(db, "psro_iterations") == 1
-    seats = {r[0].rsplit("-", 1)[0] for r in db.execute("SELECT name FROM members")}
-    assert seats == {"psro-citizen_0", "psro-citizen_1", "psro-steward"}
+    players = {r[0].rsplit("-", 1)[0] for r in db.execute("SELECT name FROM members")}
+    # population.psro.players=auto: the two citizens are one team (village), so PSRO's
+    # players are the teams, each village member playing both citizen seats
+    assert players == {"psro-village", "psro-steward"}
 
 
 def test_installed_public_goods_needs_no_imports(tmp_path):
