@@ -95,7 +95,8 @@ def test_oracle_that_plays_its_own_episodes_is_refused():
     opponents; an unknown name is refused alike, both listing the oracles."""
     for name in ("llm_grpo", "nope"):
         with pytest.raises(ValueError, match=rf"population.oracle='{name}' is not a PSRO "
-                                             r"oracle; choose one of \['auto', 'exact', 'rl', .*'vdn'"):
+                                             r"oracle; choose one of "
+                                             r"\['auto', 'exact', 'rl', .*'vdn'"):
             PopulationConfig(kind="psro", oracle=name)
 
 

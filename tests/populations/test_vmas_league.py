@@ -118,7 +118,8 @@ def test_psro_with_sampled_payoffs_runs_on_vmas_tag(tmp_path):
     exp = OmegaConf.to_object(_compose([
         "population=psro", "game=vmas_tag", "game.kwargs.max_steps=3", "population.oracle=rl",
         "population.psro.payoffs=sampled", "population.psro.meta_solver=prd",
-        "population.psro.players=seats", "population.psro.episodes_per_entry=2", "population.psro.num_envs=2",
+        "population.psro.players=seats", "population.psro.episodes_per_entry=2",
+        "population.psro.num_envs=2",
         "population.iterations=1", "population.oracle_frames=24", "mappo.rollout_steps=3",
         "mappo.epochs=1", "num_envs=8", "eval_episodes=2", "progress=false", "logger=none"]))
     summary = run_experiment(exp, tmp_path / "run")
