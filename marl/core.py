@@ -310,7 +310,35 @@ def safe_torch_load(
         ) from None
     if not isinstance(data, dict):
         raise error(f"{what} {path} does not hold a dict")
+    check_tensors(data, f"{what} {path}", error)
     return data
+
+
+def check_tensors(data: Any, what: str, error: type[Exception] = CheckpointError) -> None:
+    """Refuse loaded tensors that claim far more memory than the file holds (one-line
+    ``error`` naming ``what``): a file chooses its tensors' shapes and strides, so a few bytes
+    expanded with stride 0, or many views of one storage, would pass for gigabytes of weights
+    (``build_checked`` sizes a module by them; casting or copying one allocates it whole).
+    Tensors must be dense, none may overlap itself, and all of them together may view at most
+    four times their storages' bytes plus :data:`MAX_BUILD_SLACK_BYTES` (tied weights: 2x)."""
+    stack, seen, storages, viewed = [data], set(), {}, 0
+    while stack:
+        x = stack.pop()
+        if isinstance(x, torch.Tensor):
+            if x.layout != torch.strided:
+                raise error(f"{what}: holds a {x.layout} tensor; only dense tensors are read")
+            nbytes, stored = x.numel() * x.element_size(), x.untyped_storage().nbytes()
+            if nbytes > stored:
+                raise error(f"{what}: a tensor of shape {list(x.shape)} overlaps itself "
+                            f"({nbytes} bytes viewed in {stored} stored)")
+            storages[x.untyped_storage().data_ptr()], viewed = stored, viewed + nbytes
+        elif isinstance(x, dict | list | tuple | set) and id(x) not in seen:
+            seen.add(id(x))  # a pickle may nest a container in itself
+            stack.extend([*x.keys(), *x.values()] if isinstance(x, dict) else x)
+    have = sum(storages.values())
+    if viewed > 4 * have + MAX_BUILD_SLACK_BYTES:
+        raise error(f"{what}: its tensors view {viewed / 2**20:.0f} MiB of "
+                    f"{have / 2**20:.0f} MiB stored")
 
 
 M = TypeVar("M", bound=torch.nn.Module)
@@ -348,7 +376,9 @@ def build_checked(build: Callable[[], M], weights: Any, what: str) -> M:
         )
     tensors = {id(t): t for t in (*probe.parameters(), *probe.buffers())}.values()
     need = sum(t.numel() * t.element_size() for t in tensors)
-    have = sum(v.numel() * v.element_size() for v in weights.values())
+    stored = {v.untyped_storage().data_ptr(): v.untyped_storage().nbytes()
+              for v in weights.values()}  # what the file holds: views of one storage count once
+    have = min(sum(v.numel() * v.element_size() for v in weights.values()), sum(stored.values()))
     if need > 2 * have + MAX_BUILD_SLACK_BYTES:
         raise PolicyLoadError(
             f"{what}: the saved configuration asks for {need / 2**20:.0f} MiB, far more than "

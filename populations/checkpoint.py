@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from marl.core import CheckpointError
+from marl.core import CheckpointError, check_tensors
 
 log = logging.getLogger(__name__)
 _CKPT = re.compile(r"^ckpt_(\d+)\.pt$")
@@ -98,6 +98,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"cannot read checkpoint {path}: {first}") from None
     if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint {path} does not hold a dict")
+    check_tensors(state, f"checkpoint {path}")  # no file-chosen shape claims more than it holds
     return state
 
 

@@ -1,0 +1,94 @@
+"""Files a run reads are untrusted: a crafted policy file, checkpoint or league database row
+must not make the loader allocate far more memory than the file holds, nor read files
+outside the run folder. Each test crafts such a file and expects a one-line refusal."""
+
+import pytest
+import torch
+
+import games
+from marl import registry
+from marl.actor_critic import Actor, NetConfig, SeatGroup
+from marl.core import (
+    POLICY_FORMAT,
+    CheckpointError,
+    PolicyLoadError,
+    build_checked,
+    load_policy,
+    safe_torch_load,
+)
+from populations.checkpoint import read_checkpoint, save_checkpoint
+
+KUHN = "openspiel/kuhn_poker"
+
+
+def _one_line(err: pytest.ExceptionInfo) -> str:
+    text = str(err.value)
+    assert "\n" not in text
+    return text
+
+
+def _expanded_policy_file(path, hidden=4096):
+    """A 3 KB MAPPO policy file whose actor config asks for ``hidden``-wide layers, with
+    weights that are one float each, expanded (stride 0) to the shapes the loader builds."""
+    spec = games.make(KUHN).spec
+    pol = registry.get("mappo").build(spec).policy()
+    data = {"format": POLICY_FORMAT, "meta": pol.meta.to_dict(), "payload": pol.payload()}
+    payload = data["payload"]
+    payload["net"].update(hidden=[hidden, hidden], init="torch")
+    net = NetConfig(**{**payload["net"], "hidden": (hidden, hidden)})
+    groups = [SeatGroup(g["name"], tuple(g["agents"]), tuple(g["cols"]), g["obs_dim"],
+                        g["num_actions"]) for g in payload["groups"]]
+    with torch.device("meta"):
+        shapes = {k: v.shape for k, v in torch.nn.ModuleList(
+            Actor(net, g, payload["node_dim"]) for g in groups).state_dict().items()}
+    payload["actors"] = {k: torch.zeros(1).expand(s) for k, s in shapes.items()}
+    torch.save(data, path)
+    return path
+
+
+def test_expanded_tensors_in_a_policy_file_are_refused(tmp_path):
+    """Stride-0 tensors claimed 67 MB of weights from a 3 KB file, so the size check let the
+    loader build a 67 MB network (and 40 GB at hidden=100000)."""
+    path = _expanded_policy_file(tmp_path / "big.pt")
+    assert path.stat().st_size < 10_000
+    with pytest.raises(PolicyLoadError) as err:
+        load_policy(path)
+    assert "overlaps itself" in _one_line(err) and str(path) in str(err.value)
+
+
+def test_views_of_one_storage_claim_no_more_than_it_holds(tmp_path):
+    """A thousand views of one 1 MB storage claimed 1 GB."""
+    data = torch.zeros(2**18)
+    torch.save({"format": POLICY_FORMAT, "views": [data[:] for _ in range(1000)]},
+               tmp_path / "views.pt")
+    with pytest.raises(CheckpointError) as err:
+        safe_torch_load(tmp_path / "views.pt", "learner checkpoint")
+    assert "1000 MiB" in _one_line(err) and "1 MiB" in str(err.value)
+
+
+def test_sparse_tensors_are_refused(tmp_path):
+    big = torch.sparse_coo_tensor(torch.zeros(2, 1, dtype=torch.long), torch.ones(1),
+                                  (10**6, 10**6), check_invariants=True)
+    torch.save({"w": big}, tmp_path / "sparse.pt")
+    with pytest.raises(CheckpointError, match="sparse_coo") as err:
+        safe_torch_load(tmp_path / "sparse.pt")
+    _one_line(err)
+
+
+def test_run_checkpoints_refuse_expanded_tensors(tmp_path):
+    path = save_checkpoint(tmp_path, 1, {"members": {"main": torch.zeros(1).expand(10**6)}})
+    with pytest.raises(CheckpointError, match="overlaps itself") as err:
+        read_checkpoint(path)
+    _one_line(err)
+
+
+def test_build_counts_shared_storage_once():
+    """Eight 2048x2048 layers whose weights all view one 16 MiB storage: the module needs
+    128 MiB, more than twice what the weights hold plus the slack."""
+    module = lambda: torch.nn.Sequential(  # noqa: E731
+        *(torch.nn.Linear(2048, 2048, bias=False) for _ in range(8)))
+    flat = torch.zeros(2048 * 2048)
+    weights = {f"{k}.weight": flat.view(2048, 2048) for k in range(8)}
+    with pytest.raises(PolicyLoadError, match="asks for 128 MiB") as err:
+        build_checked(module, weights, "stacked layers")
+    _one_line(err)
