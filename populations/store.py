@@ -94,9 +94,14 @@ class PolicyStore:
         """Check ``snap``'s file against its recorded SHA-256 (once per file version).
 
         Raises:
-            StoreError: the file is missing or its bytes differ from what was published.
+            StoreError: the file is missing, lies outside the store's folder (a path or link
+                of a crafted database), or its bytes differ from what was published.
         """
         path = snap.path
+        root = os.path.realpath(self.root)  # the database row is untrusted: read only inside
+        if os.path.commonpath([root, os.path.realpath(path)]) != root:
+            raise StoreError(f"snapshot {snap.member} v{snap.version} is recorded at {path}, "
+                             f"outside the run's snapshot folder {self.root}; not reading it")
         try:
             st = os.stat(path)
         except OSError:

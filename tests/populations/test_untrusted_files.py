@@ -92,3 +92,38 @@ def test_build_counts_shared_storage_once():
     with pytest.raises(PolicyLoadError, match="asks for 128 MiB") as err:
         build_checked(module, weights, "stacked layers")
     _one_line(err)
+
+
+# ------------------------------------------------------------------ league database rows
+def _run_with_snapshot(run_dir):
+    from populations.db import LeagueDB
+    from populations.store import PolicyStore
+
+    db = LeagueDB(run_dir / "league.db")
+    store = PolicyStore(run_dir / "snapshots", db, db.create_run("r"))
+    spec = games.make(KUHN).spec
+    snap = store.publish("main", registry.get("mappo").build(spec).policy())
+    return db, store, snap
+
+
+@pytest.mark.parametrize("where", ["absolute", "dotdot", "symlink"])
+def test_snapshot_rows_cannot_point_outside_the_run_folder(tmp_path, where):
+    """A league.db row's path (with its hash) was read wherever it pointed: an absolute path,
+    ``../`` or a link inside the snapshot folder read any file the user could."""
+    from populations.store import PolicyStore, StoreError, file_sha256
+
+    db, store, snap = _run_with_snapshot(tmp_path / "run")
+    outside = tmp_path / "elsewhere" / "secret.pt"
+    outside.parent.mkdir()
+    outside.write_bytes((tmp_path / "run" / "snapshots" / "main" / "v0000.pt").read_bytes())
+    stored = {"absolute": str(outside), "dotdot": "../elsewhere/secret.pt",
+              "symlink": "snapshots/main/v0001.pt"}[where]
+    if where == "symlink":
+        (tmp_path / "run" / "snapshots" / "main" / "v0001.pt").symlink_to(outside)
+    with db.conn:
+        db.conn.execute("UPDATE snapshots SET path = ?, sha256 = ?", (stored, file_sha256(outside)))
+    fresh = PolicyStore(tmp_path / "run" / "snapshots", db, db.run_id("r"))
+    with pytest.raises(StoreError, match="outside the run's snapshot folder") as err:
+        fresh.load(snap.id)
+    _one_line(err)
+    db.close()
