@@ -278,11 +278,13 @@ class League:
                 g, p = progress[m.name]
                 last = int(g) if p == "done" else int(g) - 1
             have = {s.version for s in self.store.snapshots(m.name)}
-            missing = sorted(set(range(last + 1)) - have)
-            if missing:
+            # the first version missing, found within the database's versions: a checkpoint's
+            # generation is untrusted and must not size anything (range(10**12))
+            missing = next((v for v in range(last + 1) if v not in have), None)
+            if missing is not None:
                 raise RunFolderError(
                     f"checkpoint {path} is at generation {generation} but {self.db.path} has "
-                    f"no snapshot v{missing[0]} of {m.name!r}: the database and the checkpoints "
+                    f"no snapshot v{missing} of {m.name!r}: the database and the checkpoints "
                     "are from different runs")
         for s in self._published(self.store.snapshots(), progress or {}, last):
             self.store.verify(s)

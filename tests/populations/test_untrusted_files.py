@@ -127,3 +127,23 @@ def test_snapshot_rows_cannot_point_outside_the_run_folder(tmp_path, where):
         fresh.load(snap.id)
     _one_line(err)
     db.close()
+
+
+# ------------------------------------------------------------------ run checkpoints
+@pytest.mark.parametrize("progress", [False, True])
+def test_a_checkpoint_generation_does_not_size_memory(tmp_path, progress):
+    """A checkpoint's generation sized a set of every version up to it: generation=10**12
+    filled memory instead of naming the first missing snapshot."""
+    from populations.league import League, LeagueConfig
+    from populations.run_folder import RunFolderError
+
+    cfg = LeagueConfig(game=KUHN, game_kwargs={}, generations=1, frames_per_generation=16,
+                       num_envs=2)
+    League(cfg, tmp_path).close()  # a league.db and its run, no snapshot yet
+    huge = 10**12
+    save_checkpoint(tmp_path / "checkpoints", 1, {
+        "generation": 0 if progress else huge, "phase": "done", "frames": 0, "members": {},
+        "progress": {"main": [huge, "done"]} if progress else {}})
+    with pytest.raises(RunFolderError, match="no snapshot v0 of 'main'") as err:
+        League(cfg, tmp_path, resume=True)
+    _one_line(err)
