@@ -40,6 +40,13 @@ def _loads(text: str | None, default: Any) -> Any:
         return default
 
 
+def _number(value: Any) -> int | float | None:
+    """A number column's value as served to a chart: SQLite keeps whatever a crafted file put
+    in an INTEGER or REAL column, and Plotly renders text in axis labels and hovers as markup
+    (links, styles), so anything but a number is served as None (a gap)."""
+    return value if type(value) in (int, float) else None
+
+
 # ------------------------------------------------------------------------------ runs
 def runs(db: LeagueDB, source: Source) -> list[dict[str, Any]]:
     """Every run in one database, newest first, with member and match counts."""
@@ -170,7 +177,8 @@ def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
     exact = False
     for e in entries:
         i, j = pos[e["row_snapshot"]], pos[e["col_snapshot"]]
-        value[i][j], win[i][j], count[i][j] = e["value"], e["win_rate"], e["count"]
+        value[i][j], win[i][j] = _number(e["value"]), _number(e["win_rate"])
+        count[i][j] = _number(e["count"]) or 0
         exact = exact or bool(e["exact"])
     return {"ids": ids, "labels": [labels.get(s, f"snapshot {s}") for s in ids],
             "value": value, "win_rate": win, "count": count, "exact": exact}
@@ -261,7 +269,7 @@ def rating_history(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
                                     "step": [], "elo": [], "mu": [], "sigma": [], "matches": []})
         for k, v in (("step", step), ("elo", elo), ("mu", mu), ("sigma", sigma),
                      ("matches", matches)):
-            s[k].append(v)
+            s[k].append(_number(v))
     return list(series.values())
 
 
@@ -292,9 +300,9 @@ def psro(db: LeagueDB, run_id: int) -> dict[str, Any]:
                     for w in per_it] for j in range(k)]
         out_seats.append({"seat": seat, "members": [f"#{j}" for j in range(k)],
                           "weights": weights})
-    return {"iteration": [it["iteration"] for it in its],
-            "nash_conv": [it["nash_conv"] for it in its],
-            "seconds": [it["seconds"] for it in its], "seats": out_seats}
+    return {"iteration": [_number(it["iteration"]) for it in its],
+            "nash_conv": [_number(it["nash_conv"]) for it in its],
+            "seconds": [_number(it["seconds"]) for it in its], "seats": out_seats}
 
 
 # ------------------------------------------------------------------------------ learner
@@ -332,15 +340,16 @@ def metric_series(db: LeagueDB, run_id: int, keys: list[str],
     equal width over the run's step range, values averaged per bin."""
     if not keys:
         return []
-    lo, hi = db.conn.execute("SELECT MIN(step), MAX(step) FROM metrics WHERE run_id = ?",
-                             (run_id,)).fetchone()
+    numbers = ("typeof(step) = 'integer' AND typeof(value) IN ('integer', 'real')")  # not text
+    lo, hi = db.conn.execute(f"SELECT MIN(step), MAX(step) FROM metrics WHERE run_id = ? AND "
+                             f"{numbers}", (run_id,)).fetchone()
     if lo is None:
         return []
     names = {m["id"]: m["name"] for m in db.members(run_id)}
     marks = ",".join("?" * len(keys))
     rows = db.conn.execute(
         f"SELECT member_id, key, MAX(step), AVG(value) FROM metrics WHERE run_id = ? AND "
-        f"key IN ({marks}) GROUP BY member_id, key, ((step - ?) * ?) / ? "
+        f"{numbers} AND key IN ({marks}) GROUP BY member_id, key, ((step - ?) * ?) / ? "
         "ORDER BY key, member_id, MAX(step)",
         (run_id, *keys, lo, max(1, max_points), hi - lo + 1))
     series: dict[tuple[str, int | None], dict[str, Any]] = {}

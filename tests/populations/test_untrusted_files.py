@@ -147,3 +147,49 @@ def test_a_checkpoint_generation_does_not_size_memory(tmp_path, progress):
     with pytest.raises(RunFolderError, match="no snapshot v0 of 'main'") as err:
         League(cfg, tmp_path, resume=True)
     _one_line(err)
+
+
+# ------------------------------------------------------------------ dashboard
+HTML = '<a href="https://example.invalid/">click</a>'
+
+
+def test_dashboard_charts_get_numbers_only_from_number_columns(tmp_path):
+    """SQLite keeps text in an INTEGER or REAL column: a crafted league.db put markup in
+    rating steps, PSRO iterations, payoff counts and metric steps, which Plotly drew as tick
+    labels and hover text (it renders links and styles there). Every chart number the API
+    serves is now a number or None."""
+    from populations.dashboard import DashboardData
+    from populations.db import LeagueDB
+
+    db = LeagueDB(tmp_path / "league.db")
+    run = db.create_run("r", game=KUHN)
+    mid = db.add_member(run, "main", "mappo", ["player"])
+    sid = db.add_snapshot(mid, 0, tmp_path / "snapshots" / "main" / "v0000.pt", "mappo", KUHN,
+                          ["player"])
+    with db.conn:
+        db.conn.execute("INSERT INTO ratings (run_id, snapshot_id, step, elo, mu, sigma, "
+                        "matches, created_at) VALUES (?, ?, ?, ?, 1.0, 1.0, ?, 0)",
+                        (run, sid, HTML, HTML, HTML))
+        db.conn.execute("INSERT INTO payoffs (run_id, row_snapshot, col_snapshot, value, "
+                        "win_rate, count, exact, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, 0)",
+                        (run, sid, sid, HTML, HTML, HTML))
+        db.conn.execute("INSERT INTO psro_iterations (run_id, iteration, meta_strategy, "
+                        "nash_conv, seconds, created_at) VALUES (?, ?, '[1.0]', ?, ?, 0)",
+                        (run, HTML, HTML, HTML))
+        db.conn.execute("INSERT INTO metrics (run_id, member_id, step, key, value, created_at) "
+                        "VALUES (?, ?, ?, 'charts/episode_return', ?, 0)", (run, mid, HTML, HTML))
+    db.log_metrics(run, 5, {"charts/episode_return": 1.5}, member_id=mid)
+    db.close()
+    data = DashboardData([tmp_path])
+    source = data.runs()["runs"][0]["source"]
+    (series,) = data.view(source, run, "ratings")
+    payoffs = data.view(source, run, "payoffs")
+    psro = data.view(source, run, "psro")
+    (curve,) = data.metrics(source, run, ["charts/episode_return"])
+    served = [*(series[k] for k in ("step", "elo", "mu", "sigma", "matches")),
+              *(sum(payoffs[k], []) for k in ("value", "win_rate", "count")),
+              *(psro[k] for k in ("iteration", "nash_conv", "seconds")),
+              curve["step"], curve["value"]]
+    for values in served:
+        assert all(v is None or type(v) in (int, float) for v in values), values
+    assert (curve["step"], curve["value"]) == ([5], [1.5])  # the text row is left out
