@@ -16,8 +16,11 @@ across updates (the ``role_ema`` baselines are stored per role id).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
+import numpy as np
 import torch
+from torch import Tensor
 
 from llm_agents.records import Turn
 from marl.advantages import (
@@ -52,21 +55,35 @@ class KeyIndex:
         self.names = {k: list(v) for k, v in state.items()}
 
 
+_COLUMNS = attrgetter("game", "group", "agent", "role", "episode", "index", "reward")
+
+
+def _turn_columns(turns: Sequence[Turn], games: Sequence[str], index: KeyIndex,
+                  device: torch.device | str) -> tuple[AdvantageKeys, Tensor]:
+    """``AdvantageKeys`` (``TURN_KEYS``, int64 ``[N]`` each) and rewards (float32 ``[N]``).
+
+    One pass reads the turns' fields into columns; each kind of name gets its ``KeyIndex``
+    ids once per distinct name (in order of first appearance, as one call per turn would);
+    the six key columns become one ``[6, N]`` array, copied to ``device`` at once.
+    """
+    cols = list(zip(*map(_COLUMNS, turns), strict=True)) or [()] * 7
+    game, group, agent, role, episode, turn, reward = cols
+
+    def ids(kind: str, names: Sequence[str]) -> list[int]:
+        known = {n: index.id(kind, n) for n in dict.fromkeys(names)}
+        return [known[n] for n in names]
+
+    table = torch.from_numpy(np.array([
+        ids("game", [games[g] for g in game]), group, ids("agent", agent), ids("role", role),
+        episode, turn], dtype=np.int64)).to(device)  # fmt: skip
+    keys = AdvantageKeys(**dict(zip(TURN_KEYS, table.unbind(0), strict=True)))
+    return keys, torch.from_numpy(np.array(reward, dtype=np.float32)).to(device)
+
+
 def turn_keys(turns: Sequence[Turn], games: Sequence[str], index: KeyIndex,
               device: torch.device | str = "cpu") -> AdvantageKeys:
-    """``AdvantageKeys`` of the turns, each column ``[N]`` int64 on ``device``."""
-
-    def col(values: list[int]) -> torch.Tensor:
-        return torch.tensor(values, dtype=torch.long, device=device)
-
-    return AdvantageKeys(
-        game=col([index.id("game", games[t.game]) for t in turns]),
-        group=col([t.group for t in turns]),
-        agent=col([index.id("agent", t.agent) for t in turns]),
-        role=col([index.id("role", t.role) for t in turns]),
-        trajectory=col([t.episode for t in turns]),
-        turn=col([t.index for t in turns]),
-    )
+    """``AdvantageKeys`` of the turns (``TURN_KEYS``), each column ``[N]`` int64 on ``device``."""
+    return _turn_columns(turns, games, index, device)[0]
 
 
 def turn_advantages(turns: Sequence[Turn], games: Sequence[str], adv_norm: str,
@@ -75,8 +92,7 @@ def turn_advantages(turns: Sequence[Turn], games: Sequence[str], adv_norm: str,
                     device: torch.device | str = "cpu") -> AdvantageResult:
     """Advantages ``[N]`` (one per turn) under ``adv_norm``, with ``adv/...`` diagnostics;
     it gets per-turn returns or rewards, whichever it declares it consumes."""
-    keys = turn_keys(turns, games, index, device)
-    rewards = torch.tensor([t.reward for t in turns], dtype=torch.float32, device=device)
+    keys, rewards = _turn_columns(turns, games, index, device)
     if get_adv_norm(adv_norm).consumes == "rewards":
         values = rewards
     else:

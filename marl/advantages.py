@@ -125,9 +125,9 @@ def segment_stats(x: Tensor, key: SegmentKey | None, mask: Tensor | None = None,
     count = total(torch.ones_like(x) if act is None else act.to(x.dtype))
     tot = tot if tot is not None else count if w is None else total(w)
     s1, s2 = total(wd), total(wd * d)
-    ok = count >= 2
-    m1 = s1 / tot.clamp_min(_TINY)
-    var = (s2 / tot.clamp_min(_TINY) - m1 * m1).clamp_min(0.0)
+    ok, tot_ = count >= 2, tot.clamp_min(_TINY)
+    m1 = s1 / tot_
+    var = (s2 / tot_ - m1 * m1).clamp_min(0.0)
     if unbiased:
         var = var * torch.where(tot > 1, tot / (tot - 1).clamp_min(_TINY), 1.0)
     constant = ok & (s2 == 0)

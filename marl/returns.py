@@ -171,14 +171,14 @@ def dense_key(*columns: Tensor | None, cap: int | None = None) -> SegmentKey:
     if n == 0:
         return SegmentKey(torch.zeros(0, dtype=torch.long, device=cols[0].device), 1)
     cap = cap if cap is not None else max(2 * n, 1 << 16)
-    ranges = torch.stack([torch.stack(torch.aminmax(c)) for c in cols]).tolist()
+    ranges = torch.stack([m for c in cols for m in torch.aminmax(c)]).tolist()  # [lo, hi, ...]
     ids, num = None, 1
-    for c, (lo, hi) in zip(cols, ranges, strict=True):
+    for c, lo, hi in zip(cols, ranges[::2], ranges[1::2], strict=True):
         span = hi - lo + 1
         if ids is not None and num * span >= 1 << 62:  # keep the radix inside int64
             ids, num = _renumber(ids)
         # one fresh [N] tensor per column, updated in place (fresh pages cost on the CPU)
-        ids = c - lo if ids is None else torch.mul(ids, span).add_(c).sub_(lo)
+        ids = c - lo if ids is None else torch.add(c, ids, alpha=span).sub_(lo)
         num *= span
         if num > cap:
             ids, num = _renumber(ids)
