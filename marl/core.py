@@ -276,10 +276,12 @@ def register_policy(kind: str) -> Callable[[P], P]:
 
 
 def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
-    """``torch.save`` to a temporary file, then rename over ``path``."""
+    """``torch.save`` to a temporary file, then rename over ``path`` (a link at either name
+    is replaced, never written through)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)  # a planted link there would be written through
     torch.save(obj, tmp)
     os.replace(tmp, path)
     return path

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from marl.core import CheckpointError, check_tensors
+from populations.db import refuse_link
 
 log = logging.getLogger(__name__)
 _CKPT = re.compile(r"^ckpt_(\d+)\.pt$")
@@ -43,7 +44,8 @@ def _hash_file(path: Path) -> Path:
 
 def _atomic_write(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
+    tmp.unlink(missing_ok=True)  # a planted link there would be written through
+    with open(tmp, "xb") as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
@@ -77,6 +79,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
             message is one line naming the file.
     """
     path = Path(path)
+    refuse_link(path, "checkpoint", CheckpointError)  # resuming reads only the run's own files
     try:
         data = path.read_bytes()
     except OSError as err:

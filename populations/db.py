@@ -107,6 +107,15 @@ class LeagueDBError(RuntimeError):
     """The league database cannot be opened, is locked, or is newer than this code."""
 
 
+def refuse_link(path: str | Path, what: str,
+                error: type[Exception] = ValueError) -> None:
+    """Raise ``error`` (one line) when ``path`` is a symbolic link: a run folder from
+    elsewhere may hold links planted so that a run reads or writes files outside it."""
+    if os.path.islink(path):
+        raise error(f"{what} {path} is a link (to {os.readlink(path)}); a run folder's files "
+                    "must be its own: remove the link")
+
+
 def sqlite_uri(path: str | Path, readonly: bool = False, immutable: bool = False) -> str:
     """The SQLite URI of file ``path``: every character a folder name may hold (``#``,
     ``?``, ``%``, spaces...) percent-encoded, so ``exp#1`` and ``exp#2`` are two files.
@@ -160,6 +169,8 @@ class LeagueDB:
             raise LeagueDBError(f"league database not found: {self.path}")
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            for suffix in ("", "-wal", "-shm", "-journal"):  # SQLite writes through links
+                refuse_link(f"{self.path}{suffix}", "league database file", LeagueDBError)
         uri = sqlite_uri(self.path, readonly, immutable)
         try:
             self.conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)

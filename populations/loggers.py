@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from populations.db import refuse_link
+
 log = logging.getLogger(__name__)
 
 
@@ -65,6 +67,7 @@ class CSVLogger(MetricsLogger):
 
     def __init__(self, run_dir: Path, cfg: LoggerConfig, config: dict[str, Any]) -> None:
         self.files = run_dir / "metrics.csv"
+        refuse_link(self.files, "metrics file", ValueError)  # appended to: the run's own only
         self._seen = self._repair()
         self._fh = self.files.open("a", newline="")
         self._w = csv.writer(self._fh)
@@ -85,6 +88,7 @@ class CSVLogger(MetricsLogger):
         if cut != text:
             log.warning("repairing %s after an interrupted run", self.files)
             tmp = self.files.with_name(self.files.name + ".tmp")
+            tmp.unlink(missing_ok=True)  # replaced, never written through a planted link
             with tmp.open("w", newline="") as fh:
                 fh.write(cut)
             os.replace(tmp, self.files)

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from populations.db import LeagueDB, LeagueDBError
+from populations.db import LeagueDB, LeagueDBError, refuse_link
 
 log = logging.getLogger(__name__)
 LOCK_NAME = ".lock"
@@ -66,7 +66,8 @@ class RunLock:
                 self.held = True
                 return self
             self.run_dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            refuse_link(self.path, "run folder lock", RunFolderError)  # it is truncated
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             if fcntl is not None:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -186,6 +187,7 @@ def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: boo
                 "check the folder name, or set resume_override=true to start a new run there")
         log.warning("resume_override: %s holds no run; starting a new one", run_dir)
     saved = None
+    refuse_link(path, "run settings", RunFolderError)
     if path.is_file():
         try:
             saved = json.loads(path.read_text())
@@ -193,6 +195,7 @@ def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: boo
             raise RunFolderError(f"cannot read {path}: {err}") from None
     if check_settings(str(run_dir), saved, current, may_change, override) or saved is None:
         tmp = path.with_name(path.name + ".tmp")
+        tmp.unlink(missing_ok=True)  # replaced, never written through a planted link
         tmp.write_text(json.dumps(current, indent=1, sort_keys=True))
         os.replace(tmp, path)
 

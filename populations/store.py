@@ -69,7 +69,11 @@ class PolicyStore:
         info = {"member": member, "version": version, "kind": meta.kind, "game": meta.game,
                 "roles": list(meta.roles), "agents": list(meta.agents), "parent": parent,
                 "learner_step": meta.step, "created_at": time.time(), "sha256": sha}
-        path.with_suffix(".json").write_text(json.dumps(info, indent=1))
+        side = path.with_suffix(".json")
+        tmp = side.with_name(side.name + ".tmp")
+        tmp.unlink(missing_ok=True)  # replaced, never written through a planted link
+        tmp.write_text(json.dumps(info, indent=1))
+        os.replace(tmp, side)
         sid = self.db.add_snapshot(member_id, version, path, meta.kind, meta.game,
                                    meta.roles, parent, meta.step, {"agents": list(meta.agents)},
                                    sha256=sha)

@@ -193,3 +193,76 @@ def test_dashboard_charts_get_numbers_only_from_number_columns(tmp_path):
     for values in served:
         assert all(v is None or type(v) in (int, float) for v in values), values
     assert (curve["step"], curve["value"]) == ([5], [1.5])  # the text row is left out
+
+
+# ------------------------------------------------------------------ links in a run folder
+def _plant(run, name, victim):
+    link = run / name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(victim)
+    return link
+
+
+def _do(where, run, victim):
+    """The real operation that writes (or reads) ``where`` inside run folder ``run``."""
+    from populations.db import LeagueDB
+    from populations.loggers import CSVLogger, LoggerConfig
+    from populations.run_folder import RunLock, resume_settings
+    from populations.store import PolicyStore
+
+    if where == ".lock":
+        RunLock(run).acquire().release()
+    elif where == "settings.json.tmp":
+        resume_settings(run, {"seed": 0}, resume=False)
+    elif where == "settings.json":
+        resume_settings(run, {"seed": 0}, resume=True)
+    elif where.startswith("checkpoints/"):
+        if where.endswith(".tmp"):
+            save_checkpoint(run / "checkpoints", 1, {"generation": 0})
+        else:
+            read_checkpoint(run / where)
+    elif where.startswith("snapshots/"):
+        db = LeagueDB(tmp := run / "league.db")
+        try:
+            PolicyStore(run / "snapshots", db, db.create_run("r")).publish(
+                "main", registry.get("mappo").build(games.make(KUHN).spec).policy())
+        finally:
+            db.close()
+            tmp.unlink()
+    elif where == "metrics.csv":
+        CSVLogger(run, LoggerConfig(), {}).close()
+    elif where.startswith("league.db"):
+        LeagueDB(run / "league.db").close()
+
+
+@pytest.mark.parametrize("where, refused", [
+    (".lock", "is a link"),
+    ("settings.json.tmp", None),
+    ("settings.json", "is a link"),
+    ("checkpoints/ckpt_000001.pt.tmp", None),
+    ("checkpoints/ckpt_000002.pt", "is a link"),
+    ("snapshots/main/v0000.pt.tmp", None),
+    ("snapshots/main/v0000.json", None),
+    ("snapshots/main/v0000.json.tmp", None),
+    ("metrics.csv", "is a link"),
+    ("league.db", "is a link"),
+    ("league.db-wal", "is a link"),
+])
+def test_links_planted_in_a_run_folder_are_not_followed(tmp_path, where, refused):
+    """A run folder from elsewhere may hold links: opening it truncated the file its .lock
+    pointed to, saving wrote through a link at a temporary or sidecar file, and resuming
+    read checkpoints, settings and metrics wherever their links pointed."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    if where == "checkpoints/ckpt_000002.pt":  # a good checkpoint, kept outside the run
+        victim = save_checkpoint(tmp_path / "outside", 2, {"generation": 0})
+        _plant(tmp_path / "run", where + ".sha256", victim.with_name(victim.name + ".sha256"))
+    before = victim.read_bytes()
+    link = _plant(tmp_path / "run", where, victim)
+    if refused:
+        with pytest.raises((ValueError, RuntimeError), match=refused) as err:
+            _do(where, tmp_path / "run", victim)
+        assert str(link) in _one_line(err)
+    else:
+        _do(where, tmp_path / "run", victim)
+    assert victim.read_bytes() == before
