@@ -191,7 +191,7 @@ def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: boo
     if path.is_file():
         try:
             saved = json.loads(path.read_text())
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, RecursionError) as err:  # RecursionError: nested too deep
             raise RunFolderError(f"cannot read {path}: {err}") from None
     if check_settings(str(run_dir), saved, current, may_change, override) or saved is None:
         tmp = path.with_name(path.name + ".tmp")

@@ -266,3 +266,13 @@ def test_links_planted_in_a_run_folder_are_not_followed(tmp_path, where, refused
     else:
         _do(where, tmp_path / "run", victim)
     assert victim.read_bytes() == before
+
+
+def test_deeply_nested_settings_are_one_line(tmp_path):
+    """A settings.json nested 100,000 deep raised RecursionError with a traceback."""
+    from populations.run_folder import RunFolderError, resume_settings
+
+    (tmp_path / "settings.json").write_text("[" * 100_000)
+    with pytest.raises(RunFolderError, match="cannot read .*settings.json") as err:
+        resume_settings(tmp_path, {"seed": 0}, resume=True)
+    _one_line(err)
