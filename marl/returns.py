@@ -105,22 +105,26 @@ def agent_gae(rewards_TBA: torch.Tensor, values_TBA: torch.Tensor, acting_TBA: t
     whether that end was terminal (else ``final_values`` bootstraps it). Non-acting steps are
     skipped: the next value of an acting step is the value of the same agent's next acting
     step. ``complete`` is False for steps whose successor is not in the buffer yet.
+    The next acting step ``n(t)`` of every (t, b, a) is found at once (a reverse ``cummin``),
+    so ``delta_t = r_t + gamma * (end_t ? (terminated_t ? 0 : final_t) : V_n(t)) - V_t`` is one
+    tensor expression; only ``A_t = delta_t + gamma lam (end_t ? 0 : A_n(t))`` loops over time.
     """
-    adv_TBA = torch.zeros_like(values_TBA)
-    complete_TBA = torch.zeros_like(acting_TBA)
-    next_v = next_adv = torch.zeros_like(values_TBA[0])  # [B, A], rebound (never in place)
-    has_next = torch.zeros_like(acting_TBA[0])
-    for t in range(values_TBA.shape[0] - 1, -1, -1):
-        act, end = acting_TBA[t], end_TBA[t]
-        boot = torch.where(end, torch.where(terminated_TBA[t], 0.0, final_values_TBA[t]), next_v)
-        delta = rewards_TBA[t] + gamma * boot - values_TBA[t]
-        a_t = delta + gamma * lam * torch.where(end, 0.0, next_adv)
-        adv_TBA[t] = torch.where(act, a_t, 0.0)
-        complete_TBA[t] = act & (end | has_next)
-        next_v = torch.where(act, values_TBA[t], next_v)
-        next_adv = torch.where(act, a_t, next_adv)
-        has_next = has_next | act
-    return adv_TBA, complete_TBA
+    T = values_TBA.shape[0]
+    step = torch.arange(T, device=values_TBA.device).reshape(T, *[1] * (values_TBA.dim() - 1))
+    acted = torch.where(acting_TBA, step, T)  # [T, B, A]: the step where the agent acts, else T
+    nxt = torch.cat([acted[1:], torch.full_like(acted[:1], T)]).flip(0).cummin(0).values.flip(0)
+    has_next = nxt < T  # nxt = n(t): the agent's next acting step after t (T: none yet)
+    next_v = torch.cat([values_TBA, torch.zeros_like(values_TBA[:1])]).gather(0, nxt)  # V_n(t)
+    boot = torch.where(end_TBA, torch.where(terminated_TBA, 0.0, final_values_TBA), next_v)
+    delta_TBA = rewards_TBA + gamma * boot - values_TBA
+    a_T = []  # A_t [B, A], from the last step back
+    next_adv = torch.zeros_like(values_TBA[0])  # [B, A]: A of the agent's next acting step
+    for delta, end, act in zip(*(x.unbind(0)[::-1] for x in (delta_TBA, end_TBA, acting_TBA)),
+                               strict=True):  # fmt: skip
+        a_T.append(delta + gamma * lam * torch.where(end, 0.0, next_adv))
+        next_adv = torch.where(act, a_T[-1], next_adv)
+    adv_TBA = torch.where(acting_TBA, torch.stack(a_T[::-1]), 0.0).to(values_TBA.dtype)
+    return adv_TBA, acting_TBA & (end_TBA | has_next)
 
 
 # --- keys and segments
