@@ -13,12 +13,19 @@
 2. **MAPPO's batch** (``[26, 32, 3]``, 5% masked, keys agent and role): the default
    ``normalize_advantages`` call against the plain one-liner ``(a - a.mean()) / (a.std() +
    eps)`` and its masked form, with and without reading the diagnostics.
-3. **End to end**: the share of advantage time (normalization with its diagnostics read, and
-   GAE) in real MAPPO updates (simple_spread N=3, default ``MAPPOConfig``, 32 copies) and in
-   GRPO steps of the tiny LLM preset (Kuhn poker, ``group_role``). Goal: under 1 %.
+3. **End to end**: the share of advantage time in real MAPPO updates (simple_spread N=3,
+   default ``MAPPOConfig``, 32 copies; ``--updates`` updates, rollout excluded; normalization
+   with its diagnostics read, and GAE) and in whole GRPO steps (rollout + update) of the tiny
+   LLM preset (Kuhn poker, ``group_role``, 128 episodes, ``--grpo-steps`` steps; keys built
+   from the turn records, turn returns, normalization, diagnostics read, token broadcast).
+   Shares are sums over the steps, in wall time and in this thread's CPU time: under load a
+   short timed span that the scheduler preempts reads several ms of wall time, so the wall
+   share scatters from run to run while the CPU-time share stays put. The load average is
+   printed with the table. Goal: under 1 %.
 
 Usage: ``python bench/advantages.py [--samples 10000000] [--repeats 5] [--ref-scale 100]
-[--device cpu] [--parts table,batch,e2e]``. Prints markdown tables.
+[--device cpu] [--parts table,batch,e2e] [--updates 10] [--grpo-steps 20]``. Prints markdown
+tables.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from __future__ import annotations
 import argparse
 import gc
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -224,20 +232,25 @@ def _times(fn: Callable[[], object], n: int) -> Callable[[], None]:
 
 
 class _Clock:
-    """Wraps a module attribute with a timer (synchronizing CUDA around each call)."""
+    """Wraps a module attribute with a timer: wall time (CUDA synchronized around each call)
+    and this thread's CPU time (``time.thread_time``: not the time other processes hold the
+    core). ``read`` runs on the output inside the timed span (e.g. reading the diagnostics)."""
 
     def __init__(self, module: object, name: str, device: torch.device, read=None) -> None:
-        self.module, self.name, self.real, self.spent = module, name, getattr(module, name), []
-        self.device, self.read = device, read
+        self.module, self.name, self.real = module, name, getattr(module, name)
+        self.wall, self.cpu = 0.0, 0.0
+        self.calls = 0
 
         def timed(*args, **kwargs):
             _sync(device)
-            t0 = time.perf_counter()
+            w0, c0 = time.perf_counter(), time.thread_time()
             out = self.real(*args, **kwargs)
-            if self.read is not None:
-                self.read(out)
+            if read is not None:
+                read(out)
             _sync(device)
-            self.spent.append(time.perf_counter() - t0)
+            self.wall += time.perf_counter() - w0
+            self.cpu += time.thread_time() - c0
+            self.calls += 1
             return out
 
         setattr(module, name, timed)
@@ -251,6 +264,40 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def _shares(run_step: Callable[[], object], parts: dict[str, list[_Clock]], device: torch.device,
+            steps: int, step_clock: _Clock | None = None) -> dict[str, float]:
+    """Runs ``steps`` steps and sums, over them, the wall and thread CPU time of each step (the
+    span of ``step_clock`` inside it when given, else all of ``run_step``) and of each part's
+    clocked calls inside it. Shares are ratios of these sums (a preemption inside a short
+    timed span weighs as much as one elsewhere); the per-step wall shares of all parts
+    together give the spread."""
+    clocks = [c for cs in parts.values() for c in cs]
+    tot = dict.fromkeys(["wall", "cpu", "adv_cpu", *parts], 0.0)
+    per_step = []
+    for _ in range(steps):
+        before = {id(c): (c.wall, c.cpu) for c in [*clocks, *([step_clock] if step_clock else [])]}
+        _sync(device)
+        w0, c0 = time.perf_counter(), time.thread_time()
+        run_step()
+        _sync(device)
+        w, c = time.perf_counter() - w0, time.thread_time() - c0
+        if step_clock is not None:
+            w0, c0 = before[id(step_clock)]
+            w, c = step_clock.wall - w0, step_clock.cpu - c0
+        tot["wall"], tot["cpu"] = tot["wall"] + w, tot["cpu"] + c
+        for name, cs in parts.items():
+            tot[name] += sum(k.wall - before[id(k)][0] for k in cs)
+        tot["adv_cpu"] += sum(k.cpu - before[id(k)][1] for k in clocks)
+        per_step.append(sum(k.wall - before[id(k)][0] for k in clocks) / w)
+    per_step.sort()
+    out = {"step_ms": tot["wall"] / steps * 1e3, "cpu_share": tot["adv_cpu"] / tot["cpu"],
+           "share": sum(tot[p] for p in parts) / tot["wall"], "lo": per_step[0],
+           "median": per_step[len(per_step) // 2], "hi": per_step[-1]}
+    for name in parts:
+        out[f"{name}_ms"], out[f"{name}_share"] = tot[name] / steps * 1e3, tot[name] / tot["wall"]
+    return out
+
+
 def end_to_end(device: torch.device, updates: int, grpo_steps: int) -> None:
     """Part 3: share of advantage time in MAPPO updates and GRPO steps."""
     import games
@@ -261,23 +308,26 @@ def end_to_end(device: torch.device, updates: int, grpo_steps: int) -> None:
     from marl.mappo import MAPPO, MAPPOConfig
     from marl.train import train
 
-    rows = []
+    load0 = os.getloadavg()[0]
     game = "pettingzoo/mpe2.simple_spread_v3"
     spec = games.make(game, N=3, max_cycles=25).spec
     learner = MAPPO(spec, MAPPOConfig(), device=device, seed=0)
     vg = games.VectorGame(game, 32, seed=0, N=3, max_cycles=25, **learner.vector_game_kwargs)
     train(learner, vg, 32 * 25, progress=False)  # warm-up update
-    clocks = [_Clock(mu, "ppo_update", device), _Clock(mu, "agent_gae", device),
-              _Clock(mu, "normalize_advantages", device, read=lambda r: r.diagnostics)]
+    # MAPPO: a step is one update (``ppo_update``, rollout excluded); advantage time is GAE +
+    # normalization with its diagnostics read, both inside it
+    update = _Clock(mu, "ppo_update", device)
+    parts = {"norm": [_Clock(mu, "normalize_advantages", device, read=lambda r: r.diagnostics)],
+             "gae": [_Clock(mu, "agent_gae", device)]}
     try:
-        train(learner, vg, 32 * 25 * updates, progress=False)
+        res = _shares(partial(train, learner, vg, 32 * 25, progress=False), parts, device,
+                      updates, step_clock=update)  # fmt: skip
+        assert update.calls == updates, f"{update.calls} MAPPO updates ran, expected {updates}"
     finally:
-        for c in clocks:
+        for c in [update, *parts["norm"], *parts["gae"]]:
             c.restore()
-    upd, gae_t, norm = (sum(c.spent) for c in clocks)
-    n = len(clocks[0].spent)
-    rows.append((f"MAPPO update, simple_spread ({n} updates, {learner.cfg.adv_norm})",
-                 upd / n, norm / n, gae_t / n))  # fmt: skip
+    rows = [(f"MAPPO update, simple_spread N=3, 32 copies ({learner.cfg.adv_norm}; update only)",
+             updates, res)]  # fmt: skip
 
     kuhn = "openspiel/kuhn_poker"
     tok = build_tokenizer(game_corpus(kuhn, 200))
@@ -286,25 +336,36 @@ def end_to_end(device: torch.device, updates: int, grpo_steps: int) -> None:
                      device=str(device), seed=0)  # fmt: skip
     grpo = MultiTurnGRPO(Team.shared(build_model(tok), tok), kuhn, cfg)
     grpo.step()  # warm-up
-    step_t, clock = [], _Clock(trainer_mod, "turn_advantages", device, read=lambda r: r.diagnostics)
+    # keys from the turn records, turn returns, normalization, diagnostics read, and the
+    # broadcast of each turn's advantage to its tokens
+    clocks = [_Clock(trainer_mod, "turn_advantages", device, read=lambda r: r.diagnostics),
+              _Clock(trainer_mod, "broadcast_to_tokens", device)]
     try:
-        for _ in range(grpo_steps):
-            t0 = time.perf_counter()
-            grpo.step()
-            step_t.append(time.perf_counter() - t0)
+        res = _shares(grpo.step, {"norm": clocks}, device, grpo_steps)
     finally:
-        clock.restore()
-    rows.append((f"GRPO step, tiny LLM on Kuhn poker ({grpo_steps} steps, group_role, "
-                 f"{cfg.group_size * cfg.groups_per_step} episodes)", sum(step_t) / grpo_steps,
-                 sum(clock.spent) / grpo_steps, None))  # fmt: skip
-    print("| step | ms per step | normalization ms (diagnostics read) | share | GAE ms | share |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, total, nrm, g in rows:
-        gae_s = "" if g is None else f"{g * 1e3:.2f} | {g / total:.2%}"
-        print(f"| {name} | {total * 1e3:.1f} | {nrm * 1e3:.3f} | {nrm / total:.2%} | "
-              f"{gae_s or ' | '} |")
-    print("\nGRPO's normalization time includes building the turn keys and the turn returns "
-          "(``llm_agents.credit.turn_advantages``).\n")
+        for c in clocks:
+            c.restore()
+    rows.append((f"GRPO step, tiny LLM on Kuhn poker (group_role, "
+                 f"{cfg.group_size * cfg.groups_per_step} episodes; rollout + update)",
+                 grpo_steps, res))  # fmt: skip
+    load1 = os.getloadavg()[0]
+    print(f"load average (1 min) {load0:.1f} before, {load1:.1f} after; "
+          f"torch threads {torch.get_num_threads()}\n")
+    print("| step | steps | ms per step | normalization ms | share | GAE ms | share | "
+          "advantage share (wall) | (thread CPU time) | per step: min / median / max |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for name, n, r in rows:
+        gae_s = f"{r['gae_ms']:.3f} | {r['gae_share']:.2%}" if "gae_ms" in r else " | "
+        print(f"| {name} | {n} | {r['step_ms']:.1f} | {r['norm_ms']:.3f} | {r['norm_share']:.2%} "
+              f"| {gae_s} | {r['share']:.2%} | {r['cpu_share']:.2%} | {r['lo']:.2%} / "
+              f"{r['median']:.2%} / {r['hi']:.2%} |")
+    grpo_share = rows[-1][2]["share"]
+    print("\nShares: sums over the steps of advantage time / step time. MAPPO: normalization "
+          "(diagnostics read) and GAE inside ``ppo_update``. GRPO: normalization is "
+          "``llm_agents.credit.turn_advantages`` (keys from the turn records, turn returns, "
+          "normalization, diagnostics read) plus ``broadcast_to_tokens``; the step includes the "
+          f"rollout. Goal, GRPO under 1 % (wall): {'met' if grpo_share < 0.01 else 'missed'} "
+          f"({grpo_share:.2%}).\n")
 
 
 def main() -> None:
@@ -315,7 +376,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help="where our code runs: cpu, cuda, cuda:1")
     parser.add_argument("--parts", default="table,batch,e2e", help="comma list: table,batch,e2e")
     parser.add_argument("--updates", type=int, default=10, help="MAPPO updates timed (part 3)")
-    parser.add_argument("--grpo-steps", type=int, default=3, help="GRPO steps timed (part 3)")
+    parser.add_argument("--grpo-steps", type=int, default=20, help="GRPO steps timed (part 3)")
     args = parser.parse_args()
     try:
         device = torch.device(args.device)
