@@ -15,11 +15,17 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from populations import crossplay as cp
 from populations.dashboard.sources import Source, SourceError
 from populations.db import LeagueDB
 
 MAX_POINTS = 400  # points per learner curve after bucketing
+# A crafted league.db chooses how many snapshots its rows name: tables are k x k in the
+# snapshots shown and an episode of k snapshots is k(k-1)/2 pairs, so both are bounded.
+MAX_MATRIX_SNAPSHOTS = 1000  # payoff and cross-play tables show the newest (highest ids)
+MAX_EPISODE_SNAPSHOTS = 64  # cross-play leaves out an episode naming more (no game has)
 
 KIND_LABELS = {
     "mappo": "MAPPO", "ippo": "IPPO", "maddpg": "MADDPG", "vdn": "VDN", "qmix": "QMIX",
@@ -158,6 +164,11 @@ def _newest_nash_conv(rows: list[dict[str, Any]], own: list[Any]) -> dict[str, A
             "nash_conv_version": sid}
 
 
+def _newest(ids: Any) -> set[int]:
+    """The :data:`MAX_MATRIX_SNAPSHOTS` highest of the integer snapshot ids ``ids``."""
+    return set(sorted({i for i in ids if type(i) is int})[-MAX_MATRIX_SNAPSHOTS:])
+
+
 def _labels(db: LeagueDB, run_id: int) -> dict[int, str]:
     return {s.id: f"{s.member} v{s.version}" for s in db.snapshots(run_id)}
 
@@ -168,7 +179,10 @@ def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
     snapshot ``ids[i]`` against ``ids[j]`` (None where they have not met)."""
     entries = db.payoffs(run_id)
     labels = _labels(db, run_id)
-    ids = sorted({e["row_snapshot"] for e in entries} | {e["col_snapshot"] for e in entries})
+    named = {e["row_snapshot"] for e in entries} | {e["col_snapshot"] for e in entries}
+    shown = _newest(named)
+    entries = [e for e in entries if e["row_snapshot"] in shown and e["col_snapshot"] in shown]
+    ids = sorted(shown)
     pos = {sid: i for i, sid in enumerate(ids)}
     n = len(ids)
     value: list[list[float | None]] = [[None] * n for _ in range(n)]
@@ -181,7 +195,8 @@ def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
         count[i][j] = _number(e["count"]) or 0
         exact = exact or bool(e["exact"])
     return {"ids": ids, "labels": [labels.get(s, f"snapshot {s}") for s in ids],
-            "value": value, "win_rate": win, "count": count, "exact": exact}
+            "value": value, "win_rate": win, "count": count, "exact": exact,
+            "left_out": len(named) - len(shown)}
 
 
 # ------------------------------------------------------------------------------ cross-play
@@ -190,6 +205,11 @@ ELO_RESAMPLES = 200  # the Elo replay is sequential in episodes; fewer resamples
 ALPHARANK_RESAMPLES = 100  # bootstrap tables α-Rank is recomputed on, for its interval
 ELO_MAX_EPISODES = 20_000  # beyond this the Elo replay (a Python loop over episodes) is skipped
 _CACHE: dict[tuple[str, int], tuple[tuple[int, int], Any]] = {}
+
+
+def _few_snapshots(seats: Any) -> bool:
+    """Whether a match names at most :data:`MAX_EPISODE_SNAPSHOTS` snapshot ids."""
+    return isinstance(seats, dict) and len(set(map(str, seats.values()))) <= MAX_EPISODE_SNAPSHOTS
 
 
 def _crossplay_stats(db: LeagueDB, run_id: int) -> tuple[Any, dict[str, Any], Any, int]:
@@ -201,7 +221,10 @@ def _crossplay_stats(db: LeagueDB, run_id: int) -> tuple[Any, dict[str, Any], An
     hit = _CACHE.get(key)
     if hit is not None and hit[0] == (n, last):
         return hit[1]
-    eps = cp.episodes(db.matches(run_id))
+    eps = cp.episodes(m for m in db.matches(run_id) if _few_snapshots(m.seats))
+    shown = _newest(np.concatenate([eps.a, eps.b]).tolist())
+    keep = np.isin(eps.a, list(shown)) & np.isin(eps.b, list(shown))
+    eps = cp.Episodes(eps.a[keep], eps.b[keep], eps.margin[keep])
     table = cp.crossplay(eps, resamples=cp.RESAMPLES, seed=CROSSPLAY_SEED)
     ar = cp.alpha_rank(table.table["margin"], table.ids)
     ar.update(cp.alpha_rank_interval(table, ar, resamples=ALPHARANK_RESAMPLES))

@@ -276,3 +276,28 @@ def test_deeply_nested_settings_are_one_line(tmp_path):
     with pytest.raises(RunFolderError, match="cannot read .*settings.json") as err:
         resume_settings(tmp_path, {"seed": 0}, resume=True)
     _one_line(err)
+
+
+def test_dashboard_tables_are_bounded_in_the_snapshots_rows_name(tmp_path):
+    """One 4 KB match row naming 200 snapshots made cross-play bootstrap 19,900 pairs (an
+    episode of k snapshots is k(k-1)/2 pairs), and payoff rows naming many snapshots made
+    k x k tables; the dashboard keeps the newest MAX_MATRIX_SNAPSHOTS and leaves out
+    episodes naming more than MAX_EPISODE_SNAPSHOTS."""
+    from populations.dashboard import DashboardData, queries
+    from populations.db import LeagueDB, MatchRow
+
+    n = queries.MAX_MATRIX_SNAPSHOTS + 20
+    db = LeagueDB(tmp_path / "league.db")
+    run = db.create_run("r", game=KUHN)
+    db.set_payoffs(run, [(k, k + 1, 0.0, 0.5, 1, False) for k in range(1, n)])
+    crowd = {f"agent_{k}": k for k in range(200)}
+    db.add_matches(run, [MatchRow("crowd", KUHN, crowd, {a: 1.0 for a in crowd}),
+                         MatchRow("pair", KUHN, {"a": 1, "b": 2}, {"a": 1.0, "b": -1.0})])
+    db.close()
+    data = DashboardData([tmp_path])
+    source = data.runs()["runs"][0]["source"]
+    payoffs = data.view(source, run, "payoffs")
+    assert len(payoffs["ids"]) == queries.MAX_MATRIX_SNAPSHOTS == len(payoffs["value"])
+    assert payoffs["ids"][-1] == n and payoffs["left_out"] == n - queries.MAX_MATRIX_SNAPSHOTS
+    crossplay = data.view(source, run, "crossplay")
+    assert [(p["row"], p["col"]) for p in crossplay["pairs"]] == [(1, 2)]
