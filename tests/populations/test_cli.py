@@ -20,7 +20,8 @@ EXPERIMENTS = sorted(p.stem for p in (Path(__file__).parents[2] / "configs" / "e
     "*.yaml"))
 # the smallest budget each population kind finishes in
 TINY = ["frames=400", "num_envs=4", "eval_episodes=2", "population.generations=1",
-        "population.frames_per_generation=400", "population.iterations=2", "progress=false",
+        "population.frames_per_generation=400", "population.iterations=2",
+        "population.oracle_frames=400", "progress=false",
         "logger=none", "llm.iterations=1", "llm.grpo.group_size=2", "llm.grpo.groups_per_step=2",
         "llm.corpus_episodes=20"]
 
