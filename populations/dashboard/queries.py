@@ -26,6 +26,7 @@ MAX_POINTS = 400  # points per learner curve after bucketing
 # snapshots shown and an episode of k snapshots is k(k-1)/2 pairs, so both are bounded.
 MAX_MATRIX_SNAPSHOTS = 1000  # payoff and cross-play tables show the newest (highest ids)
 MAX_EPISODE_SNAPSHOTS = 64  # cross-play leaves out an episode naming more (no game has)
+MAX_PSRO_PLAYERS = 64  # PSRO charts: players (seats or teams) shown
 
 KIND_LABELS = {
     "mappo": "MAPPO", "ippo": "IPPO", "maddpg": "MADDPG", "vdn": "VDN", "qmix": "QMIX",
@@ -313,12 +314,14 @@ def psro(db: LeagueDB, run_id: int) -> dict[str, Any]:
     each population member at each iteration (0 before it joined)."""
     its = db.psro_iterations(run_id)
     per_it = [_seat_weights(it["meta_strategy"]) for it in its]
-    seats: list[str] = []
+    seats: dict[str, None] = {}  # in order of first appearance
     for w in per_it:
-        seats += [s for s in w if s not in seats]
+        seats.update((s, None) for s in w if len(seats) < MAX_PSRO_PLAYERS)
     out_seats = []
     for seat in seats:
-        k = max((len(w.get(seat, [])) for w in per_it), default=0)
+        # iteration i has at most i + 1 members per player: a longer stored list (a crafted
+        # row) must not size the k x iterations table
+        k = min(max((len(w.get(seat, [])) for w in per_it), default=0), len(its) + 1)
         weights = [[(w.get(seat) or [])[j] if j < len(w.get(seat) or []) else 0.0
                     for w in per_it] for j in range(k)]
         out_seats.append({"seat": seat, "members": [f"#{j}" for j in range(k)],

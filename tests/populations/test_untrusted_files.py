@@ -301,3 +301,25 @@ def test_dashboard_tables_are_bounded_in_the_snapshots_rows_name(tmp_path):
     assert payoffs["ids"][-1] == n and payoffs["left_out"] == n - queries.MAX_MATRIX_SNAPSHOTS
     crossplay = data.view(source, run, "crossplay")
     assert [(p["row"], p["col"]) for p in crossplay["pairs"]] == [(1, 2)]
+
+
+def test_dashboard_psro_charts_are_bounded_by_the_iterations(tmp_path):
+    """A meta-strategy row of 100,000 weights made a 100,000 x iterations table (and one of
+    many players as many charts); iteration i has at most i + 1 members per player."""
+    from populations.dashboard import DashboardData, queries
+    from populations.db import LeagueDB
+
+    db = LeagueDB(tmp_path / "league.db")
+    run = db.create_run("r", experiment="psro", game=KUHN)
+    for it in range(3):
+        db.add_psro_iteration(run, it, {"player_0": [1.0] * (it + 1), "player_1": [1.0]}, None,
+                              None)
+    db.add_psro_iteration(run, 3, {"player_0": [0.0] * 100_000,
+                                   **{f"p{k}": [1.0] for k in range(200)}}, None, None)
+    db.close()
+    data = DashboardData([tmp_path])
+    psro = data.view(data.runs()["runs"][0]["source"], run, "psro")
+    seats = {s["seat"]: s for s in psro["seats"]}
+    assert len(seats) == queries.MAX_PSRO_PLAYERS
+    assert len(seats["player_0"]["weights"]) == 5 == len(seats["player_0"]["members"])
+    assert seats["player_0"]["weights"][1] == [0.0, 1.0, 1.0, 0.0]
