@@ -128,8 +128,9 @@ def test_config_mistakes_fail_at_startup(override, message, startup_runs):
     assert not list(cwd.rglob("league.db"))  # nothing ran
 
 
-def test_unknown_group_option_lists_the_choices(tmp_path):
-    res = _cli(["game=chess"], tmp_path, check=False)
+@pytest.mark.parametrize("override", ["game=chess"])
+def test_unknown_group_option_lists_the_choices(override, startup_runs):
+    res, _ = startup_runs(override)  # the run test_config_errors_... checks too
     assert "Available options in 'game'" in res.stderr and "kuhn" in res.stderr
 
 
