@@ -209,7 +209,8 @@ class _FlatKeys:
             raise AttributeError(name)
         col = getattr(self._keys, name)
         try:
-            col = None if col is None else col.broadcast_to(self._shape).reshape(-1)
+            col = None if col is None else (
+                col if col.shape == self._shape else col.broadcast_to(self._shape)).reshape(-1)
         except RuntimeError:
             msg = f"keys.{name} has shape {tuple(col.shape)}; expected one broadcastable to"
             raise ValueError(f"{msg} values' {tuple(self._shape)}") from None

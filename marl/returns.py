@@ -201,9 +201,8 @@ def sorted_runs(code: Tensor, seg: Tensor) -> tuple[Tensor, Tensor]:
     the previous one's segment ``seg`` [N] (bool [N], False at every run's first sample)."""
     order = torch.sort(code, stable=True).indices
     s = seg[order]
-    same = torch.ones_like(s, dtype=torch.bool)
-    same[0] = False
-    same[1:] = s[1:] == s[:-1]
+    same = s == s.roll(1)
+    same[:1] = False
     return order, same
 
 
@@ -262,7 +261,8 @@ def _turn_returns(rewards, traj_cols, agent, turn, gamma: float, mask) -> Tensor
         nxt = torch.zeros_like(xs)
         nxt[:-1] = same[1:].to(xs.dtype) * gamma
         g = linear_scan(xs.flip(0), nxt.flip(0), decay=gamma).flip(0)
-    g = torch.where(ids[order] < seg.num, g, 0.0)  # masked turns
+    if mask is not None:  # masked turns (their id is seg.num) get 0
+        g = torch.where(ids[order] < seg.num, g, 0.0)
     return torch.empty_like(g).scatter_(0, order, g).to(rewards.dtype).reshape(shape)
 
 
