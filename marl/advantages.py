@@ -101,12 +101,11 @@ def segment_stats(x: Tensor, key: SegmentKey | None, mask: Tensor | None = None,
     def total(v: Tensor) -> Tensor:
         return v.sum(0, keepdim=True) if key is None else key.sum(v)
 
-    tot = None
+    tot, on = None, torch.ones_like(x) if act is None else act.to(x.dtype)  # on: 1 if active
     if per_trajectory:  # w / (active samples of the pair); W sums pair means (exact when 1)
         if trajectory is None:
             raise ValueError("per_trajectory statistics need keys.trajectory; got None")
         pair = dense_key(trajectory, None if key is None else key.ids)
-        on = torch.ones_like(x) if act is None else act.to(x.dtype)
         w, n_p = on if w is None else w, pair.sum(on).clamp_min(1.0)
         up = pair.ids.new_zeros(pair.num) if key is None else pair.per_segment(key.ids)
         tot = x.new_zeros(k).index_add_(0, up, pair.sum(w) / n_p)
@@ -122,7 +121,7 @@ def segment_stats(x: Tensor, key: SegmentKey | None, mask: Tensor | None = None,
     if act is not None:
         d = torch.where(act, d, 0.0)
     wd = d if w is None else w * d
-    count = total(torch.ones_like(x) if act is None else act.to(x.dtype))
+    count = total(on)
     tot = tot if tot is not None else count if w is None else total(w)
     s1, s2 = total(wd), total(wd * d)
     ok, tot_ = count >= 2, tot.clamp_min(_TINY)
