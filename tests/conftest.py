@@ -4,6 +4,8 @@ import os
 import sys
 from pathlib import Path
 
+pytest_plugins = ["tests.ray_cluster"]  # the session's shared local Ray (fixture ray_local)
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 os.environ.setdefault("WANDB_MODE", "offline")

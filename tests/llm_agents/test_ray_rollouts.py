@@ -78,13 +78,6 @@ def _assert_same(a, b):
         assert torch.equal(p, q)
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    ray = init_ray(None, 2)
-    yield ray
-    ray.shutdown()
-
-
 @pytest.mark.parametrize("mode", ["score", "generate"])
 def test_ray_actors_play_the_in_process_records_and_give_identical_updates(ray_local, mode):
     cfg = _cfg(mode)

@@ -187,7 +187,7 @@ def test_corrupt_checkpoint_falls_back_to_previous(tmp_path, caplog):
         load_latest(tmp_path / "checkpoints")
 
 
-def test_ray_runner_plays_the_same_matches_as_local(tmp_path):
+def test_ray_runner_plays_the_same_matches_as_local(tmp_path, ray_local):
     league = League(_tiny(generations=1), tmp_path)
     league.run()
     snaps = league.store.snapshots("main")
@@ -199,14 +199,11 @@ def test_ray_runner_plays_the_same_matches_as_local(tmp_path):
         for i in range(4)
     ]
     local = LocalRunner().play(jobs)
-    ray_runner = RayRunner(num_workers=2, num_cpus=2)
+    ray_runner = RayRunner(num_workers=2)
     try:
         remote = ray_runner.play(jobs)
     finally:
         ray_runner.close()
-        import ray
-
-        ray.shutdown()
     assert [r.returns for r in remote] == [r.returns for r in local]
     assert local[0].returns != local[1].returns
     league.close()

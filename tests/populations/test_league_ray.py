@@ -19,19 +19,10 @@ from marl.mappo import MAPPO, MAPPOConfig
 from populations.league import League, LeagueConfig
 from populations.learner_actors import LearnerActorError
 from populations.members import LearnerMember
-from populations.runners import init_ray
 from tests.ray_cluster import free_port, kill_session
 
 GAME = "openspiel/kuhn_poker"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def ray_local():
-    """One local Ray instance (127.0.0.1) for the module's leagues."""
-    ray = init_ray(None, 4)
-    yield ray
-    ray.shutdown()
 
 
 def _cfg(**kw):

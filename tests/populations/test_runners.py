@@ -1,7 +1,7 @@
 """Match runners: a local Ray instance listens on 127.0.0.1 only; a Ray match worker killed
 mid-evaluation is replaced and the results are those of an undisturbed run, with bounded
 retries; match play and evaluation stop with a clear error on a game whose episode never
-ends. One Ray instance serves the whole module (starting Ray costs seconds)."""
+ends. The session's Ray instance (``ray_local``, tests/ray_cluster.py) serves them."""
 
 import os
 import signal
@@ -20,18 +20,10 @@ from populations.runners import (
     MatchJob,
     RayRunner,
     RunnerError,
-    init_ray,
 )
 
 SPREAD = "pettingzoo/mpe2.simple_spread_v3"
 SPREAD_KW = {"N": 2, "max_cycles": 25}
-
-
-@pytest.fixture(scope="module")
-def ray_local():
-    ray = init_ray(None, 2)
-    yield ray
-    ray.shutdown()
 
 
 def _jobs(n=4, episodes=32):
