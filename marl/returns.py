@@ -220,8 +220,8 @@ def linear_scan(b: Tensor, a: Tensor, *, decay: float = 1.0) -> Tensor:
     while s < n and decay**s > 1e-20:
         if not bool(a[s:].any()):
             break
-        y[s:] += torch.mul(a[s:], y[:-s], out=tmp[s:])
-        a[s:] *= tmp[s:].copy_(a[:-s])  # a copy first: the slices overlap
+        y[s:].add_(torch.mul(a[s:], y[:-s], out=tmp[s:]))  # add_ on the view: no write-back
+        a[s:].mul_(tmp[s:].copy_(a[:-s]))  # a copy first: the slices overlap
         a[:s] = 0.0
         s *= 2
     return y
