@@ -4,7 +4,9 @@ import os
 import sys
 from pathlib import Path
 
-pytest_plugins = ["tests.ray_cluster"]  # the session's shared local Ray (fixture ray_local)
+# tests.lanes: the modules that start Ray run in a second pytest process;
+# tests.ray_cluster: the session's shared local Ray instance (fixture ray_local)
+pytest_plugins = ["tests.lanes", "tests.ray_cluster"]
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))

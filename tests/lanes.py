@@ -1,0 +1,249 @@
+"""Two lanes for the suite: the test modules in :data:`SECOND_LANE` run in a second pytest
+process while this one runs the rest, and their results are reported here.
+
+Most tests are single-threaded (``torch.set_num_threads(1)``), and the slowest modules
+spend their time waiting on child processes (``selfplay-train``, ``python -m
+populations.league``, Ray workers), so one pytest process keeps about one core of a
+2-core machine busy. Every test still runs once, in a fresh pytest process with the same
+conftest, options from ``pyproject.toml`` and module order; the second lane's modules
+are those that start Ray, so two Ray instances never run at once.
+
+Here, each second-lane test becomes a :class:`LaneItem` with the same node id, placed
+after this lane's tests: it waits for the worker's result and passes, fails (with the
+worker's traceback and captured output) or skips as the test did there; ``--durations``
+shows the worker's times. ``SELFPLAY_TEST_LANES=0`` runs everything in one process (as
+do ``--pdb``, ``--collect-only`` and a selection that falls in one lane only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SECOND_LANE = (
+    "tests/llm_agents/test_ray_rollouts.py",
+    "tests/populations/test_cli.py",
+    "tests/populations/test_league.py",
+    "tests/populations/test_league_ray.py",
+    "tests/populations/test_rollouts.py",
+    "tests/populations/test_runners.py",
+    "tests/test_examples.py",
+)
+"""Modules (paths from the repository root) the second process runs, in this order: every
+module that starts Ray, and test_cli (mostly ``selfplay-train`` child processes) for balance."""
+
+SWITCH = "SELFPLAY_TEST_LANES"  # "0": one process
+WORKER = "SELFPLAY_TEST_LANE_WORKER"  # set in the worker: its folder (node ids, results)
+STALL_S = 1800  # a worker with no result this long is stuck (one test may take 900 s)
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _enabled(config: pytest.Config) -> bool:
+    return (os.environ.get(SWITCH, "1") != "0" and not os.environ.get(WORKER)
+            and not config.option.collectonly and not config.option.usepdb
+            and (os.cpu_count() or 1) >= 2)
+
+
+class Lane:
+    """The worker process and the results it has written so far."""
+
+    def __init__(self, config: pytest.Config, nodeids: list[str]) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="selfplay-lane-"))
+        (self.folder / "nodeids.txt").write_text("\n".join(nodeids))
+        self.results_path = self.folder / "results.jsonl"
+        self.results_path.touch()
+        self.log_path = self.folder / "worker.log"
+        self.results: dict[str, dict[str, Any]] = {}
+        self._offset = 0
+        modules = list(dict.fromkeys(_module(n) for n in nodeids))
+        root = config.rootpath
+        args = [sys.executable, "-m", "pytest", *modules, "-p", "no:cacheprovider",
+                f"--basetemp={self.folder / 'tmp'}", "-q"]
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(args, cwd=root, stdout=log, stderr=subprocess.STDOUT,
+                                         env={**os.environ, WORKER: str(self.folder)},
+                                         start_new_session=True)
+
+    def _read(self) -> None:
+        with open(self.results_path, encoding="utf-8") as fh:
+            fh.seek(self._offset)
+            while True:
+                line = fh.readline()
+                if not line.endswith("\n"):
+                    break  # written only in part so far
+                self._offset = fh.tell()
+                rec = json.loads(line)
+                self.results[rec["nodeid"]] = rec
+
+    def log_tail(self, chars: int = 4000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+    def result(self, nodeid: str) -> dict[str, Any]:
+        """The worker's result for ``nodeid``, once it has one (a failure if it never will)."""
+        last = time.monotonic()
+        seen = len(self.results)
+        while True:
+            self._read()
+            if nodeid in self.results:
+                return self.results[nodeid]
+            if len(self.results) != seen:
+                seen, last = len(self.results), time.monotonic()
+            if self.proc.poll() is not None:
+                self._read()
+                return self.results.get(nodeid) or self._lost(
+                    nodeid, f"the second-lane pytest process exited ({self.proc.returncode}) "
+                    "without running this test")
+            if time.monotonic() - last > STALL_S:
+                return self._lost(nodeid, f"the second-lane pytest process reported nothing "
+                                  f"for {STALL_S} s")
+            time.sleep(0.1)
+
+    def _lost(self, nodeid: str, why: str) -> dict[str, Any]:
+        self.results[nodeid] = rec = {
+            "nodeid": nodeid, "outcome": "failed", "when": "call", "durations": {}, "lost": True,
+            "sections": [], "text": f"{why}; its log ({self.log_path}) ends:\n{self.log_tail()}"}
+        return rec
+
+    def close(self, keep: bool) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(OSError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        if not keep:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class LaneItem(pytest.Item):
+    """A second-lane test, reported from the worker's result."""
+
+    def __init__(self, *, lane: Lane, location: tuple[str, int | None, str], **kw: Any):
+        super().__init__(**kw)
+        self.lane = lane
+        self._where = location
+        self.durations: dict[str, float] = {}
+        self.skip_where: list | None = None
+        self.add_marker(pytest.mark.timeout(0))  # the worker times its own tests out
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return self._where
+
+    def _replay(self, when: str) -> None:
+        """Fail or skip in phase ``when`` as the test did in the worker."""
+        rec = self.lane.result(self.nodeid)
+        self.durations = rec["durations"]
+        if rec["when"] != when:
+            return
+        if rec["outcome"] == "skipped":
+            self.skip_where = rec.get("where")
+            pytest.skip(rec["text"])
+        if rec["outcome"] == "failed":
+            captured = "".join(f"\n{'-' * 20} {title}\n{content}"
+                               for title, content in rec["sections"])
+            where = "" if rec.get("lost") else "[in the second-lane pytest process]\n"
+            pytest.fail(f"{where}{rec['text']}{captured}", pytrace=False)
+
+    def setup(self) -> None:
+        self._replay("setup")
+
+    def runtest(self) -> None:
+        self._replay("call")
+
+    def teardown(self) -> None:
+        self._replay("teardown")
+
+
+_lane: Lane | None = None
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k have deselected
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    global _lane
+    folder = os.environ.get(WORKER)
+    if folder:  # the worker: exactly the tests the first process handed over
+        wanted = set(Path(folder, "nodeids.txt").read_text().splitlines())
+        keep = [i for i in items if i.nodeid in wanted]
+        config.hook.pytest_deselected(items=[i for i in items if i.nodeid not in wanted])
+        items[:] = keep
+        return
+    if not _enabled(config):
+        return
+    order = {m: k for k, m in enumerate(SECOND_LANE)}
+    second = sorted((i for i in items if _module(i.nodeid) in order),
+                    key=lambda i: order[_module(i.nodeid)])  # stable: module order kept
+    first = [i for i in items if _module(i.nodeid) not in order]
+    if not first or not second:
+        return
+    _lane = Lane(config, [i.nodeid for i in second])
+    proxies = [LaneItem.from_parent(i.parent, name=i.name, lane=_lane, location=i.location)
+               for i in second]
+    items[:] = first + proxies
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    outcome = yield
+    if isinstance(item, LaneItem):
+        rep = outcome.get_result()
+        rep.duration = item.durations.get(call.when, 0.0)  # --durations: the worker's, not
+        # the wait for it (the first second-lane test waits for most of the worker's run)
+        if rep.skipped and item.skip_where and isinstance(rep.longrepr, tuple):
+            rep.longrepr = (*item.skip_where, rep.longrepr[2])  # -ra: where it skipped
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _lane is not None:
+        _lane.close(keep=exitstatus != 0)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config
+                            ) -> None:
+    if _lane is not None:
+        where = f"; its log: {_lane.log_path}" if exitstatus != 0 else ""
+        terminalreporter.write_line(
+            f"second lane: {len(_lane.results)} tests of {', '.join(SECOND_LANE)} ran in a "
+            f"second pytest process beside this one ({SWITCH}=0: one process){where}")
+
+
+# ------------------------------------------------------------------------- in the worker
+_reports: dict[str, dict[str, Any]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    folder = os.environ.get(WORKER)
+    if not folder:
+        return
+    rec = _reports.setdefault(report.nodeid, {"nodeid": report.nodeid, "outcome": "passed",
+                                              "when": "", "text": "", "durations": {},
+                                              "sections": []})
+    rec["durations"][report.when] = report.duration
+    if report.failed and rec["outcome"] != "failed":
+        rec.update(outcome="failed", when=report.when, text=report.longreprtext,
+                   sections=[list(s) for s in report.sections])
+    elif report.skipped and rec["outcome"] == "passed":
+        where, reason = ((list(report.longrepr[:2]), report.longrepr[2])
+                         if isinstance(report.longrepr, tuple) else (None, str(report.longrepr)))
+        rec.update(outcome="skipped", when=report.when, text=reason.removeprefix("Skipped: "),
+                   where=where)
+    if report.when == "teardown":
+        with open(Path(folder, "results.jsonl"), "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(_reports.pop(report.nodeid)) + "\n")
