@@ -104,7 +104,35 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 class LeagueDBError(RuntimeError):
-    """The league database cannot be opened, is locked, or is newer than this code."""
+    """The league database cannot be opened, is locked, is newer than this code, or holds a
+    row this code cannot read."""
+
+
+def _is_number(x: Any) -> bool:
+    return type(x) in (int, float)
+
+
+def _is_str_list(x: Any) -> bool:
+    return isinstance(x, list) and all(type(v) is str for v in x)
+
+
+def _is_dict_of(check: Any) -> Any:
+    return lambda x: isinstance(x, dict) and all(check(v) for v in x.values())
+
+
+# what each JSON column holds, as (test, description) for the one-line error
+_ROLES = (_is_str_list, "a list of role names")
+_SEATS = (_is_dict_of(lambda v: type(v) is int), "an object of agent -> snapshot id")
+_RETURNS = (_is_dict_of(_is_number), "an object of agent -> return")
+_OBJECT = (lambda x: isinstance(x, dict), "an object")
+_META = (_is_dict_of(lambda v: isinstance(v, list) and all(map(_is_number, v))),
+         "an object of player -> list of weights")
+
+
+def _shown(text: Any) -> str:
+    """A stored value in a message: its start, on one line."""
+    r = repr(text)
+    return r if len(r) <= 40 else r[:37] + "..."
 
 
 def refuse_link(path: str | Path, what: str,
@@ -204,6 +232,25 @@ class LeagueDB:
     def close(self) -> None:
         self.conn.close()
 
+    def _decode(self, text: Any, table: str, row: str, column: str,
+                kind: tuple[Any, str]) -> Any:
+        """A JSON column's value, decoded and checked; a row a crafted or damaged file holds
+        (not JSON, nested too deep for the parser, another type) is a one-line
+        :class:`LeagueDBError` naming the table, the row and the column."""
+        check, expected = kind
+        where = f"league database {self.path}: {table} {row}, column {column}"
+        try:
+            value = json.loads(text)
+        except RecursionError:
+            raise LeagueDBError(f"{where}: nested too deep to read; expected "
+                                f"{expected}") from None
+        except (TypeError, ValueError) as err:
+            raise LeagueDBError(f"{where}: {_shown(text)} is not JSON ({err}); expected "
+                                f"{expected}") from None
+        if not check(value):
+            raise LeagueDBError(f"{where}: {_shown(text)} is not {expected}")
+        return value
+
     # ------------------------------------------------------------------ runs, members
     def create_run(self, name: str, experiment: str = "", game: str = "",
                    config: dict[str, Any] | None = None) -> int:
@@ -230,7 +277,8 @@ class LeagueDB:
     def run_config(self, run_id: int) -> dict[str, Any] | None:
         """The settings recorded when run ``run_id`` was created (None if none were)."""
         row = self.conn.execute("SELECT config FROM runs WHERE id = ?", (run_id,)).fetchone()
-        return None if row is None or row[0] is None else json.loads(row[0])
+        return None if row is None or row[0] is None else self._decode(
+            row[0], "runs", f"row {run_id}", "config", _OBJECT)
 
     def set_run_config(self, run_id: int, config: dict[str, Any]) -> None:
         with self.conn:
@@ -259,7 +307,8 @@ class LeagueDB:
 
     def members(self, run_id: int) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT * FROM members WHERE run_id = ? ORDER BY id", (run_id,))
-        return [{**dict(r), "roles": json.loads(r["roles"])} for r in rows]
+        return [{**dict(r), "roles": self._decode(r["roles"], "members", f"row {r['id']}",
+                                                   "roles", _ROLES)} for r in rows]
 
     # ------------------------------------------------------------------ snapshots
     def add_snapshot(self, member_id: int, version: int, path: str | Path, kind: str, game: str,
@@ -295,7 +344,8 @@ class LeagueDB:
         return [
             SnapshotRow(r["id"], r["member_id"], r["member"], r["version"],
                         self._absolute(r["path"]), r["kind"], r["game"],
-                        tuple(json.loads(r["roles"])), r["parent_id"], r["learner_step"],
+                        tuple(self._decode(r["roles"], "snapshots", f"row {r['id']}", "roles",
+                                           _ROLES)), r["parent_id"], r["learner_step"],
                         r["created_at"], r["sha256"] if hashed else None)
             for r in rows
         ]
@@ -329,8 +379,10 @@ class LeagueDB:
         rows = self.conn.execute(
             "SELECT * FROM matches WHERE run_id = ? AND key LIKE ? ORDER BY id",
             (run_id, prefix.replace("%", r"\%") + "%"))
-        return [MatchRow(r["key"], r["game"], json.loads(r["seats"]),
-                         json.loads(r["returns"]), r["seed"]) for r in rows]
+        return [MatchRow(r["key"], r["game"],
+                         self._decode(r["seats"], "matches", f"row {r['id']}", "seats", _SEATS),
+                         self._decode(r["returns"], "matches", f"row {r['id']}", "returns",
+                                      _RETURNS), r["seed"]) for r in rows]
 
     def count_matches(self, run_id: int) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM matches WHERE run_id = ?",
@@ -431,7 +483,9 @@ class LeagueDB:
         """Every recorded exploitability of a run, oldest first."""
         rows = self.conn.execute(
             "SELECT * FROM exploitability WHERE run_id = ? ORDER BY id", (run_id,))
-        return [{**dict(r), "details": json.loads(r["details"] or "{}")} for r in rows]
+        return [{**dict(r), "details": self._decode(r["details"] or "{}", "exploitability",
+                                                     f"row {r['id']}", "details", _OBJECT)}
+                for r in rows]
 
     def add_generation(self, run_id: int, member: str, version: int, frames: int,
                        started_at: float | None, finished_at: float,
@@ -461,4 +515,6 @@ class LeagueDB:
     def psro_iterations(self, run_id: int) -> list[dict[str, Any]]:
         rows = self.conn.execute(
             "SELECT * FROM psro_iterations WHERE run_id = ? ORDER BY iteration", (run_id,))
-        return [{**dict(r), "meta_strategy": json.loads(r["meta_strategy"])} for r in rows]
+        return [{**dict(r), "meta_strategy": self._decode(
+                    r["meta_strategy"], "psro_iterations", f"iteration {_shown(r['iteration'])}",
+                    "meta_strategy", _META)} for r in rows]

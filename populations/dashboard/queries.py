@@ -43,7 +43,7 @@ def kind_label(kind: str) -> str:
 def _loads(text: str | None, default: Any) -> Any:
     try:
         return json.loads(text) if text else default
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # not JSON, or nested too deep
         return default
 
 
@@ -298,22 +298,33 @@ def rating_history(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------ PSRO
+def _weights(v: Any) -> list[float] | None:
+    """A stored list of weights, or None when it is not a list of numbers."""
+    if isinstance(v, list) and all(type(x) in (int, float) for x in v):
+        return [float(x) for x in v]
+    return None
+
+
 def _seat_weights(meta: Any) -> dict[str, list[float]]:
-    """Meta-strategy as stored (per seat, one list, or a list per seat) → ``{seat: probs}``."""
+    """Meta-strategy as stored (per seat, one list, or a list per seat) → ``{seat: probs}``;
+    what is not a list of numbers (a crafted row) is left out."""
     if isinstance(meta, dict):
-        return {str(k): [float(x) for x in v] for k, v in meta.items() if isinstance(v, list)}
-    if isinstance(meta, list) and meta and all(isinstance(v, list) for v in meta):
-        return {f"seat {i}": [float(x) for x in v] for i, v in enumerate(meta)}
-    if isinstance(meta, list):
-        return {"meta": [float(x) for x in meta]}
-    return {}
+        pairs = [(str(k), _weights(v)) for k, v in meta.items()]
+    elif isinstance(meta, list) and meta and all(isinstance(v, list) for v in meta):
+        pairs = [(f"seat {i}", _weights(v)) for i, v in enumerate(meta)]
+    else:
+        pairs = [("meta", _weights(meta))]
+    return {k: w for k, w in pairs if w is not None}
 
 
 def psro(db: LeagueDB, run_id: int) -> dict[str, Any]:
     """PSRO iterations: NashConv (None where not computed) and, per seat, the weight of
-    each population member at each iteration (0 before it joined)."""
-    its = db.psro_iterations(run_id)
-    per_it = [_seat_weights(it["meta_strategy"]) for it in its]
+    each population member at each iteration (0 before it joined). The meta-strategies are
+    read here, not by :meth:`LeagueDB.psro_iterations` (which refuses all but PSRO's own
+    form), so that older forms and a malformed row leave only their chart entries out."""
+    its = [dict(r) for r in db.conn.execute(
+        "SELECT * FROM psro_iterations WHERE run_id = ? ORDER BY iteration", (run_id,))]
+    per_it = [_seat_weights(_loads(it["meta_strategy"], None)) for it in its]
     seats: dict[str, None] = {}  # in order of first appearance
     for w in per_it:
         seats.update((s, None) for s in w if len(seats) < MAX_PSRO_PLAYERS)

@@ -113,7 +113,7 @@ def open_source(source: Source) -> Iterator[LeagueDB]:
         raise SourceError(describe(err, source.path), status) from None
     try:
         yield db
-    except sqlite3.Error as err:
+    except (LeagueDBError, sqlite3.Error) as err:  # a row it cannot read, a locked file
         raise SourceError(describe(err, source.path)) from None
     finally:
         db.close()
