@@ -302,7 +302,7 @@ def _resumed_players(psro_cfg: Any, run_dir: Path, game: str, game_kwargs: dict[
         try:
             saved = json.loads((run_dir / SETTINGS_NAME).read_text())
             section = saved["population"]["psro"]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return psro_cfg  # nothing recorded to compare (run_folder's rule)
         if not isinstance(section, dict) or "players" in section:
             return psro_cfg

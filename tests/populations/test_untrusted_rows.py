@@ -134,6 +134,17 @@ def test_resuming_a_run_whose_league_db_was_tampered_with_is_one_line(tmp_path, 
     assert (run_dir / "league.db").is_file()  # the run folder it did not create is kept
 
 
+def test_psro_resume_reads_a_deeply_nested_settings_json_as_unreadable(tmp_path):
+    """``_resumed_players`` (a PSRO run with no recorded iteration) caught an unreadable
+    settings.json but not one nested too deep for the parser: a RecursionError traceback."""
+    from populations.psro import PSROConfig
+    from populations.psro_run import _resumed_players
+
+    (tmp_path / "settings.json").write_text(NESTED)
+    cfg = PSROConfig()
+    assert _resumed_players(cfg, tmp_path, KUHN, {}, None) is cfg  # nothing to compare
+
+
 # ------------------------------------------------------------------ dashboard
 def test_dashboard_views_report_a_malformed_row_in_one_line(tmp_path):
     """A malformed row made a view answer 500 ``internal error: JSONDecodeError`` (with a
