@@ -109,7 +109,9 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
     ratings = db.latest_ratings(run_id)
     wins = _win_rates(db, run_id)
     played = _member_match_counts(db, run_id)
-    exploit = exploitability(db, run_id)
+    exploit: dict[Any, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+    for k, r in enumerate(exploitability(db, run_id)):  # grouped once, not scanned per member
+        exploit[r["snapshot_id"]].append((k, r))
     by_member: dict[int, list[Any]] = defaultdict(list)
     for s in snaps:
         by_member[s.member_id].append(s)
@@ -151,18 +153,20 @@ def exploitability(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
              "interval": r["details"].get("interval")} for r in db.exploitability(run_id)]
 
 
-def _newest_nash_conv(rows: list[dict[str, Any]], own: list[Any]) -> dict[str, Any]:
-    """The newest recorded NashConv of a member's newest measured snapshot (league columns)."""
-    by_sid = {s.id: s for s in own}
-    mine = [r for r in rows if r["snapshot_id"] in by_sid]
-    if not mine:
+def _newest_nash_conv(rows: dict[Any, list[tuple[int, dict[str, Any]]]],
+                      own: list[Any]) -> dict[str, Any]:
+    """The newest recorded NashConv of a member's newest measured snapshot (league columns);
+    ``rows``: each snapshot id's exploitability rows with their places in recording order."""
+    measured = [s for s in own if s.id in rows]
+    if not measured:
         return {"nash_conv": None, "nash_conv_half": None, "nash_conv_method": None,
                 "nash_conv_version": None}
-    sid = max(by_sid[r["snapshot_id"]].version for r in mine)
-    r = [r for r in mine if by_sid[r["snapshot_id"]].version == sid][-1]
+    version = max(s.version for s in measured)
+    _, r = max((kr for s in measured if s.version == version for kr in rows[s.id]),
+               key=lambda kr: kr[0])  # the one recorded last
     half = None if r["low"] is None or r["high"] is None else (r["high"] - r["low"]) / 2
     return {"nash_conv": r["value"], "nash_conv_half": half, "nash_conv_method": r["method"],
-            "nash_conv_version": sid}
+            "nash_conv_version": version}
 
 
 def _newest(ids: Any) -> set[int]:

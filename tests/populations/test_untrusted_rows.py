@@ -1,7 +1,8 @@
 """A league.db's JSON columns are untrusted: a crafted or damaged row (not JSON, nested too
 deep for the parser, another type than the column holds) is a one-line ``LeagueDBError``
 naming the table, the row and the column, in the library, in resumed runs (what
-``selfplay-train`` prints) and in the dashboard."""
+``selfplay-train`` prints) and in the dashboard; and the dashboard's league table groups
+exploitability rows once instead of scanning them per member."""
 
 import pytest
 
@@ -171,4 +172,57 @@ def test_dashboard_views_report_a_malformed_row_in_one_line(tmp_path):
     assert psro["iteration"] == [0, 1]
     assert {s["seat"]: s["weights"] for s in psro["seats"]} == {
         "player_0": [[0.0, 0.5], [0.0, 0.5]], "player_1": [[0.0, 1.0], [0.0, 0.0]]}
+
+
+def _reference_nash_conv(rows, own):
+    """The league table's NashConv columns as computed before: every exploitability row
+    scanned for every member."""
+    by_sid = {s.id: s for s in own}
+    mine = [r for r in rows if r["snapshot_id"] in by_sid]
+    if not mine:
+        return {"nash_conv": None, "nash_conv_half": None, "nash_conv_method": None,
+                "nash_conv_version": None}
+    version = max(by_sid[r["snapshot_id"]].version for r in mine)
+    r = [r for r in mine if by_sid[r["snapshot_id"]].version == version][-1]
+    half = None if r["low"] is None or r["high"] is None else (r["high"] - r["low"]) / 2
+    return {"nash_conv": r["value"], "nash_conv_half": half, "nash_conv_method": r["method"],
+            "nash_conv_version": version}
+
+
+def test_league_table_groups_exploitability_rows_once(tmp_path):
+    """``league_table`` scanned every exploitability row for every member (members x rows);
+    it groups them by snapshot once, with the same answer: the newest measured version of
+    each member, and of its rows the one recorded last."""
+    from populations.dashboard import queries
+    from populations.db import LeagueDB
+
+    db = LeagueDB(tmp_path / "league.db")
+    run = db.create_run("r", game=KUHN)
+    snaps = {}
+    for m in range(4):
+        mid = db.add_member(run, f"m{m}", "mappo", ["player"])
+        for v in (2, 0, 1):  # recorded out of version order
+            snaps[m, v] = db.add_snapshot(mid, v, tmp_path / f"m{m}v{v}.pt", "mappo", KUHN,
+                                          ["player"])
+    db.add_member(run, "unmeasured", "mappo", ["player"])
+    recorded = [((0, 1), "exact", 0.3, None, None), ((0, 2), "approx/ippo/100", 0.2, 0.1, 0.3),
+                ((0, 0), "exact", 0.9, None, None), ((0, 2), "exact", 0.25, None, None),
+                ((1, 0), "approx/ippo/100", 0.5, 0.4, 0.7), ((1, 1), "exact", 0.4, None, None),
+                ((2, 2), "exact", 0.1, None, None), ((2, 2), "approx/ippo/200", 0.15, 0.1, 0.2),
+                ((1, 0), "exact", 0.45, None, None)]
+    for (m, v), method, value, low, high in recorded:
+        db.add_exploitability(run, snaps[m, v], f"m{m} v{v}", method, value, low, high)
+    db.add_exploitability(run, None, "meta-mixture", "exact", 0.05)  # no snapshot
+    exploit = queries.exploitability(db, run)
+    table = queries.league_table(db, run)
+    by_member = {}
+    for s in db.snapshots(run):
+        by_member.setdefault(s.member_id, []).append(s)
+    want = [_reference_nash_conv(exploit, sorted(by_member.get(m["id"], []),
+                                                 key=lambda s: (s.version, s.id)))
+            for m in db.members(run)]
+    db.close()
+    got = [{k: row[k] for k in want[0]} for row in table]
+    assert got == want
+    assert [g["nash_conv"] for g in got] == [0.25, 0.4, 0.15, None, None]
 
