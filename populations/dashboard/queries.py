@@ -181,7 +181,8 @@ def _labels(db: LeagueDB, run_id: int) -> dict[int, str]:
 # ------------------------------------------------------------------------------ payoffs
 def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
     """Payoffs between every snapshot that has one: ``value[i][j]`` is the mean payoff of
-    snapshot ``ids[i]`` against ``ids[j]`` (None where they have not met)."""
+    snapshot ``ids[i]`` against ``ids[j]`` (None where they have not met); ``left_out``
+    snapshots (beyond the newest ``max_snapshots``) are not in the table."""
     entries = db.payoffs(run_id)
     labels = _labels(db, run_id)
     named = {e["row_snapshot"] for e in entries} | {e["col_snapshot"] for e in entries}
@@ -201,7 +202,7 @@ def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
         exact = exact or bool(e["exact"])
     return {"ids": ids, "labels": [labels.get(s, f"snapshot {s}") for s in ids],
             "value": value, "win_rate": win, "count": count, "exact": exact,
-            "left_out": len(named) - len(shown)}
+            "left_out": len(named) - len(shown), "max_snapshots": MAX_MATRIX_SNAPSHOTS}
 
 
 # ------------------------------------------------------------------------------ cross-play
@@ -217,17 +218,24 @@ def _few_snapshots(seats: Any) -> bool:
     return isinstance(seats, dict) and len(set(map(str, seats.values()))) <= MAX_EPISODE_SNAPSHOTS
 
 
-def _crossplay_stats(db: LeagueDB, run_id: int) -> tuple[Any, dict[str, Any], Any, int]:
-    """(cross-play tables, α-Rank, Elo replay or None, episodes), recomputed only when the
-    run's matches change (the page asks every few seconds)."""
+def _crossplay_stats(db: LeagueDB, run_id: int
+                     ) -> tuple[Any, dict[str, Any], Any, int, dict[str, int]]:
+    """(cross-play tables, α-Rank, Elo replay or None, episodes, what was left out: older
+    snapshots and episodes naming too many), recomputed only when the run's matches change
+    (the page asks every few seconds)."""
     n, last = db.conn.execute("SELECT COUNT(*), IFNULL(MAX(id), 0) FROM matches "
                               "WHERE run_id = ?", (run_id,)).fetchone()
     key = (str(db.path), run_id)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] == (n, last):
         return hit[1]
-    eps = cp.episodes(m for m in db.matches(run_id) if _few_snapshots(m.seats))
-    shown = _newest(np.concatenate([eps.a, eps.b]).tolist())
+    matches = db.matches(run_id)
+    few = [m for m in matches if _few_snapshots(m.seats)]
+    eps = cp.episodes(few)
+    named = set(np.concatenate([eps.a, eps.b]).tolist())
+    shown = _newest(named)
+    left_out = {"left_out": len(named) - len(shown),
+                "left_out_episodes": len(matches) - len(few)}
     keep = np.isin(eps.a, list(shown)) & np.isin(eps.b, list(shown))
     eps = cp.Episodes(eps.a[keep], eps.b[keep], eps.margin[keep])
     table = cp.crossplay(eps, resamples=cp.RESAMPLES, seed=CROSSPLAY_SEED)
@@ -235,7 +243,7 @@ def _crossplay_stats(db: LeagueDB, run_id: int) -> tuple[Any, dict[str, Any], An
     ar.update(cp.alpha_rank_interval(table, ar, resamples=ALPHARANK_RESAMPLES))
     elo = (cp.elo_bootstrap(eps, table.ids, resamples=ELO_RESAMPLES, seed=CROSSPLAY_SEED)
            if len(eps.a) <= ELO_MAX_EPISODES else None)
-    out = (table, ar, elo, int(len(eps.a)))
+    out = (table, ar, elo, int(len(eps.a)), left_out)
     if len(_CACHE) > 16:
         _CACHE.clear()
     _CACHE[key] = ((n, last), out)
@@ -247,8 +255,10 @@ def crossplay(db: LeagueDB, run_id: int) -> dict[str, Any]:
     per pair win/draw/loss rates and mean margin with 95 % bootstrap intervals, α-Rank
     over the mean-margin game, and per snapshot the stored rating (μ ± 2σ, Elo) beside
     an Elo replayed per episode with its bootstrap interval (None beyond
-    :data:`ELO_MAX_EPISODES` episodes)."""
-    table, ar, elo, episodes = _crossplay_stats(db, run_id)
+    :data:`ELO_MAX_EPISODES` episodes). ``left_out``: snapshots beyond the newest
+    :data:`MAX_MATRIX_SNAPSHOTS`; ``left_out_episodes``: recorded episodes naming more than
+    :data:`MAX_EPISODE_SNAPSHOTS` snapshots."""
+    table, ar, elo, episodes, left_out = _crossplay_stats(db, run_id)
     labels = _labels(db, run_id)
 
     def name(s: int) -> str:
@@ -281,7 +291,8 @@ def crossplay(db: LeagueDB, run_id: int) -> dict[str, Any]:
             "episodes": episodes, "resamples": cp.RESAMPLES,
             "alpharank_resamples": ALPHARANK_RESAMPLES,
             "elo_resamples": ELO_RESAMPLES if elo else 0, "confidence": cp.CONFIDENCE,
-            "seed": CROSSPLAY_SEED}
+            "seed": CROSSPLAY_SEED, **left_out,
+            "max_snapshots": MAX_MATRIX_SNAPSHOTS, "max_episode_snapshots": MAX_EPISODE_SNAPSHOTS}
 
 
 # ------------------------------------------------------------------------------ ratings

@@ -194,7 +194,14 @@ def test_missing_database_shows_a_message(page, tmp_path):
     assert page.errors == []
 
 
-def test_static_export_opens_without_the_server(page, tmp_path, league_dir):
+def test_static_export_opens_without_the_server(page, tmp_path, league_dir, monkeypatch):
+    """The exported page opens from a file, and says how many older snapshots the payoff
+    table and cross-play left out (the bound on the snapshots shown, 1000, is lowered to 2
+    here: the page draws the same)."""
+    from populations.dashboard import queries
+
+    monkeypatch.setattr(queries, "MAX_MATRIX_SNAPSHOTS", 2)
+    monkeypatch.setattr(queries, "_CACHE", {})  # cross-play computed under that bound
     out = tmp_path / "report.html"
     export_html(DashboardData([league_dir]), out)
     s, r = run_ids(league_dir)["league"]
@@ -204,6 +211,11 @@ def test_static_export_opens_without_the_server(page, tmp_path, league_dir):
     assert page.rows("league-table") == 2
     assert XSS in page.page.locator("#league-table td.member").all_inner_texts()
     assert "static export" in page.page.inner_text("#status")
+    expect(page.page.locator("#payoff-note")).to_be_visible()
+    assert page.page.inner_text("#payoff-note") == (
+        "2 older snapshots left out of this table: it shows the newest 2.")
+    assert "1 older snapshot left out of cross-play: it shows the newest 2." in (
+        page.page.inner_text("#alpharank-note"))
     page.page.select_option("#metric-select", "adv/agent_0/adv_mean")  # embedded per key
     page.rendered("metric-chart")
     assert page.dialogs == [] and page.errors == []

@@ -226,3 +226,28 @@ def test_league_table_groups_exploitability_rows_once(tmp_path):
     assert got == want
     assert [g["nash_conv"] for g in got] == [0.25, 0.4, 0.15, None, None]
 
+
+def test_dashboard_answers_say_what_the_tables_left_out(tmp_path, monkeypatch):
+    """The page notes the snapshots left out of the payoff table and cross-play (beyond the
+    newest MAX_MATRIX_SNAPSHOTS, lowered to 2 here) and the episodes naming more than
+    MAX_EPISODE_SNAPSHOTS, from these counts."""
+    from populations.dashboard import DashboardData, queries
+    from populations.db import LeagueDB, MatchRow
+
+    monkeypatch.setattr(queries, "MAX_MATRIX_SNAPSHOTS", 2)
+    db = LeagueDB(tmp_path / "league.db")
+    run = db.create_run("r", game=KUHN)
+    db.set_payoffs(run, [(k, k + 1, 0.0, 0.5, 1, False) for k in range(1, 5)])
+    crowd = {f"agent_{k}": k for k in range(queries.MAX_EPISODE_SNAPSHOTS + 1)}
+    db.add_matches(run, [MatchRow(f"pair/{a}", KUHN, {"a": a, "b": a + 1},
+                                  {"a": 1.0, "b": -1.0}) for a in (1, 2, 3)]
+                   + [MatchRow("crowd", KUHN, crowd, {a: 1.0 for a in crowd})])
+    db.close()
+    data = DashboardData([tmp_path])
+    source = data.runs()["runs"][0]["source"]
+    payoffs = data.view(source, run, "payoffs")
+    assert (payoffs["ids"], payoffs["left_out"], payoffs["max_snapshots"]) == ([4, 5], 3, 2)
+    crossplay = data.view(source, run, "crossplay")
+    assert crossplay["ids"] == [3, 4] and crossplay["left_out"] == 2
+    assert crossplay["left_out_episodes"] == 1
+    assert crossplay["max_episode_snapshots"] == queries.MAX_EPISODE_SNAPSHOTS

@@ -245,8 +245,17 @@
   const PAYOFF_SCALE = [[0, "#b2182b"], [0.25, "#ef8a62"], [0.5, "#f7f7f7"],
     [0.75, "#67a9cf"], [1, "#2166ac"]];
 
+  // "N older snapshots left out ..." when a table shows only the newest ones (numbers only)
+  function leftOut(n, max, what) {
+    return n > 0 ? `${int(n)} older snapshot${n === 1 ? "" : "s"} left out of ${what}: ` +
+      `it shows the newest ${int(max)}.` : "";
+  }
+
   async function renderPayoffs(doc) {
     const div = $("payoff-chart");
+    const note = $("payoff-note");
+    note.textContent = leftOut(doc.left_out, doc.max_snapshots, "this table");
+    note.hidden = !note.textContent;
     if (!doc.ids.length) return emptyChart(div, "No evaluated pairs yet.");
     const labels = doc.labels.map(pt);
     const text = doc.value.map((row, i) => row.map((v, j) => (v == null ? "not played"
@@ -334,7 +343,11 @@
       `${doc.elo_resamples ? int(doc.elo_resamples) : "skipped, too many episodes"}), ` +
       `seed ${doc.seed}. α-Rank: OpenSpiel alpharank, α ${ar.alpha == null ? "→ ∞" : ar.alpha}, ` +
       `m = ${ar.m}, on the mean margins; its interval and "first in" from ` +
-      `${int(doc.alpharank_resamples)} bootstrap tables.${out}`;
+      `${int(doc.alpharank_resamples)} bootstrap tables.${out}` +
+      (doc.left_out > 0 ? ` ${leftOut(doc.left_out, doc.max_snapshots, "cross-play")}` : "") +
+      (doc.left_out_episodes > 0 ? ` ${int(doc.left_out_episodes)} episode` +
+        `${doc.left_out_episodes === 1 ? "" : "s"} naming more than ` +
+        `${int(doc.max_episode_snapshots)} snapshots left out.` : "");
   }
 
   // ------------------------------------------------------------------ PSRO
