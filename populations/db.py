@@ -342,13 +342,25 @@ class LeagueDB:
         # a schema-1 file opened read-only has no hashes (Row "in" tests values, not keys)
         hashed = bool(rows) and "sha256" in rows[0].keys()  # noqa: SIM118
         return [
-            SnapshotRow(r["id"], r["member_id"], r["member"], r["version"],
+            SnapshotRow(r["id"], r["member_id"], r["member"],
+                        self._integer(r["version"], "snapshots", f"row {r['id']}", "version"),
                         self._absolute(r["path"]), r["kind"], r["game"],
                         tuple(self._decode(r["roles"], "snapshots", f"row {r['id']}", "roles",
-                                           _ROLES)), r["parent_id"], r["learner_step"],
+                                           _ROLES)), r["parent_id"],
+                        self._integer(r["learner_step"], "snapshots", f"row {r['id']}",
+                                      "learner_step"),
                         r["created_at"], r["sha256"] if hashed else None)
             for r in rows
         ]
+
+    def _integer(self, value: Any, table: str, row: str, column: str) -> int:
+        """An INTEGER column's value: SQLite keeps whatever a crafted file put there (text, a
+        float), which sorted against numbers fails far from the file; a one-line
+        :class:`LeagueDBError` naming the table, the row and the column instead."""
+        if type(value) is not int:
+            raise LeagueDBError(f"league database {self.path}: {table} {row}, column {column}: "
+                                f"{_shown(value)} is not an integer")
+        return value
 
     def _relative(self, path: str | Path) -> str:
         """``path`` relative to the database's folder (POSIX form) if inside it."""

@@ -39,6 +39,8 @@ ROWS = [
     ("members", "roles", '"player"', "members", "members row 1"),
     ("snapshots", "roles", NESTED, "snapshots", "snapshots row 1"),
     ("snapshots", "roles", '{"player": 1}', "snapshots", "snapshots row 1"),
+    ("snapshots", "version", "v0", "snapshots", "snapshots row 1"),
+    ("snapshots", "learner_step", 1.5, "snapshots", "snapshots row 1"),
     ("matches", "seats", '{"player_0": "1"}', "matches", "matches row 1"),
     ("matches", "returns", "[1.0, -1.0]", "matches", "matches row 1"),
     ("matches", "returns", "not json", "matches", "matches row 1"),
