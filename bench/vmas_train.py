@@ -17,9 +17,11 @@ Settings (``--settings``):
   25 steps per copy per update, 10 epochs × 4 minibatches, 64×64 Tanh MLPs, lr 1e-3,
   γ 0.99, GAE λ 0.95, entropy 0.01, gradient-norm clip 10 (BenchMARL:
   ``on_policy_collected_frames_per_batch=25·B on_policy_n_envs_per_worker=B
-  on_policy_n_minibatch_iters=10 on_policy_minibatch_size=25·B/4 ...``). Left as each has
-  it: our value normalization and per-copy truncation bootstrap, BenchMARL's shared critic
-  parameters (ours share too).
+  on_policy_n_minibatch_iters=10 on_policy_minibatch_size=25·B/4 ...
+  model.num_cells=[64,64] critic_model.num_cells=[64,64]``: BenchMARL's critic has a model
+  config of its own, 256×256 unless set). Left as each has it: our value normalization and
+  per-copy truncation bootstrap, BenchMARL's shared critic parameters (ours share too);
+  ``--nets`` can set ours to BenchMARL's MAPPO switch by switch (README, MAPPO).
 * ``ours_big``: ours only, default hyperparameters on ``--big-copies`` (1,024) copies for
   ``--big-frames`` (204,800: two 100-step episodes per copy; fewer frames end no episode).
 
@@ -83,14 +85,16 @@ STEPS, EPOCHS, MINIBATCHES, HIDDEN, LR = 25, 10, 4, 64, 1e-3
 
 def our_config(setting: str, copies: int, big: int,
                net: dict | None = None) -> tuple[MAPPOConfig, int]:
-    """Our MAPPO settings and copies for ``setting``; ``net``: NetConfig options on top
-    (``--nets``: e.g. ``{"value": "shared"}``, BenchMARL's one value per copy)."""
-    net = net or {}
+    """Our MAPPO settings and copies for ``setting``; ``net``: NetConfig or MAPPOConfig
+    options on top (``--nets``: e.g. ``{"value": "shared"}``, BenchMARL's one value per
+    copy, or ``{"optim": "separate", "value_norm": false}``)."""
+    net = dict(net or {})
+    algo = {k: net.pop(k) for k in list(net) if k in MAPPOConfig.__dataclass_fields__}
     if setting == "matched":
         return MAPPOConfig(rollout_steps=STEPS, epochs=EPOCHS, minibatches=MINIBATCHES, lr=LR,
                            gamma=0.99, gae_lambda=0.95, ent_coef=0.01, max_grad_norm=10.0,
-                           net=NetConfig(hidden=(HIDDEN, HIDDEN), **net)), copies
-    return MAPPOConfig(net=NetConfig(**net)), big if setting == "ours_big" else 32
+                           net=NetConfig(hidden=(HIDDEN, HIDDEN), **net), **algo), copies
+    return MAPPOConfig(net=NetConfig(**net), **algo), big if setting == "ours_big" else 32
 
 
 def bm_overrides(setting: str, copies: int) -> list[str]:
@@ -106,7 +110,8 @@ def bm_overrides(setting: str, copies: int) -> list[str]:
         f"experiment.on_policy_minibatch_size={batch // MINIBATCHES}",
         f"experiment.lr={LR}", "experiment.gamma=0.99", "experiment.clip_grad_val=10",
         "algorithm.lmbda=0.95", "algorithm.entropy_coef=0.01",
-        f"model.num_cells=[{HIDDEN},{HIDDEN}]"]
+        # the critic has its own model config (default 256×256): both must be matched
+        f"model.num_cells=[{HIDDEN},{HIDDEN}]", f"critic_model.num_cells=[{HIDDEN},{HIDDEN}]"]
 
 
 def run_ours(setting: str, seed: int, frames: int, copies: int, big: int,
@@ -182,8 +187,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="append every run's figures here")
     parser.add_argument("--nets", type=json.loads, default={"": {}}, metavar="JSON",
                         help='our variants, each run after BenchMARL per seed and setting: '
-                        'name -> NetConfig options, e.g. \'{"seat": {"fast_tanh": false}, '
-                        '"shared": {"value": "shared"}}\' (default: ours as configured)')
+                        'name -> NetConfig or MAPPOConfig options, e.g. \'{"seat": '
+                        '{"fast_tanh": false}, "shared": {"value": "shared", "optim": '
+                        '"separate"}}\' (default: ours as configured)')
     args = parser.parse_args()
     global GAME, BM_TASK, TASK_KW  # one task per process: the run functions read these
     GAME = BM_TASK = f"vmas/{args.task}"
