@@ -44,6 +44,7 @@ ENCODERS = ("mlp", "gnn")
 CRITICS = ("auto", "state", "concat", "local", "gnn")
 SHARING = ("auto", "all", "role", "agent")
 VALUES = ("seat", "shared")
+INITS = ("orthogonal", "torch")
 
 
 @dataclass(frozen=True)
@@ -66,10 +67,14 @@ class NetConfig:
     value: str = "seat"  # seat: one value per seat (critic input + seat one-hot) | shared:
     # one value per copy from the state/concat input, given to all seats of the group
     fast_tanh: bool = True  # MLP tanh as 2*sigmoid(2x)-1 on CPU (marl.networks.FastTanh)
+    init: str = "orthogonal"  # MLP weights: orthogonal (gain √2, actor out 0.01, critic out 1)
+    # | torch (nn.Linear's default, as TorchRL's / BenchMARL's MLPs)
+    seat_id: bool = True  # an MLP actor shared by several seats sees a seat one-hot
+    # (false: the observation only, as BenchMARL's shared actor)
 
     def __post_init__(self) -> None:
         for name, choices in (("encoder", ENCODERS), ("critic", CRITICS), ("share", SHARING),
-                              ("value", VALUES)):
+                              ("value", VALUES), ("init", INITS)):
             if getattr(self, name) not in choices:
                 raise ValueError(
                     f"{name}={getattr(self, name)!r} unknown; choose one of {list(choices)}"
@@ -151,17 +156,19 @@ class _PPONet(nn.Module, abc.ABC):
 
     def _heads(self, net: NetConfig, in_dim: int, out_dim: int, gain: float) -> None:
         act = FastTanh if net.fast_tanh else nn.Tanh  # no parameters: same state_dict
+        ortho = net.init == "orthogonal"
         if not net.recurrent:
             self.rnn = None
-            self.head = mlp(in_dim, net.hidden, out_dim, act, out_gain=gain)
+            self.head = mlp(in_dim, net.hidden, out_dim, act, out_gain=gain, orthogonal=ortho)
             return
         if net.hidden:
-            body = mlp(in_dim, net.hidden[:-1], net.hidden[-1], act, out_gain=2**0.5)
+            body = mlp(in_dim, net.hidden[:-1], net.hidden[-1], act, out_gain=2**0.5,
+                       orthogonal=ortho)
             self.body, in_dim = nn.Sequential(*body, act()), net.hidden[-1]
         else:
             self.body = nn.Identity()
         self.rnn = GRUCore(in_dim, net.rnn_hidden)
-        self.head = mlp(net.rnn_hidden, (), out_dim, out_gain=gain)
+        self.head = mlp(net.rnn_hidden, (), out_dim, out_gain=gain, orthogonal=ortho)
 
     @abc.abstractmethod
     def encode(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -204,6 +211,8 @@ class Actor(_PPONet):
     def __init__(self, net: NetConfig, group: SeatGroup, node_dim: int) -> None:
         super().__init__()
         self.net, self.seats = net, len(group.agents)
+        # the MLP input's seat one-hot (width ``seats``), when the group shares one network
+        self.one_hot = self.seats > 1 and net.seat_id and net.encoder == "mlp"
         if net.encoder == "gnn":
             self.graph = GraphEncoder(
                 node_dim, net.gnn_hidden, net.gnn_layers, net.gnn_heads, net.gnn_layer,
@@ -211,7 +220,7 @@ class Actor(_PPONet):
             )
             in_dim = self.graph.out_dim
         else:
-            in_dim = group.obs_dim + (self.seats if self.seats > 1 else 0)
+            in_dim = group.obs_dim + (self.seats if self.one_hot else 0)
         self._heads(net, in_dim, group.num_actions, 0.01)
 
     def encode(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -219,7 +228,7 @@ class Actor(_PPONet):
             return self.graph(x["graph"], x["ego"])
         if "obs_seat" in x:  # built once per update (marl.mappo_update), not per minibatch
             return x["obs_seat"]
-        if self.seats > 1:
+        if self.one_hot:
             return torch.cat([x["obs"], one_hot_seats(x["seat"], self.seats)], -1)
         return x["obs"]
 

@@ -109,7 +109,7 @@ def _pregather(L: MAPPO, g: int, flat: torch.Tensor, critic: bool = True) -> dic
     x = {"obs": rows(buf.obs, grp.obs_dim), "legal": rows(buf.legal, grp.num_actions),
          "seat": seat_of[flat % A]}
     actor = L.actors[g]
-    if actor.net.encoder == "mlp" and actor.seats > 1:  # the MLP actor's input, seat one-hot
+    if actor.one_hot:  # the MLP actor's input with its seat one-hot
         x["obs_seat"] = torch.cat([x.pop("obs"), one_hot_seats(x.pop("seat"), actor.seats)], -1)
     if buf.critic is not None and critic:
         x["critic"] = rows(buf.critic)
@@ -238,7 +238,10 @@ def ppo_update(L: MAPPO) -> dict[str, float]:
     names = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac")
     mb_stats: list[torch.Tensor] = []  # [5] per minibatch and group, in ``names`` order
     grad_norms: list[float] = []
-    params = [p for grp in L.opt.param_groups for p in grp["params"]]
+    # what one gradient-norm clip covers: everything (joint) or each network (separate)
+    clipped = ([list(L.actors.parameters()), list(L.critics.parameters())]
+               if cfg.optim == "separate" else
+               [[p for grp in L.opt.param_groups for p in grp["params"]]])
     for _ in range(cfg.epochs):
         perms = [torch.randperm(n, device=L.device, generator=L.gen) for n in sizes]
         for mb in range(cfg.minibatches):
@@ -263,7 +266,8 @@ def ppo_update(L: MAPPO) -> dict[str, float]:
             L.guard.scalar(L.steps, "loss", loss)
             L.opt.zero_grad(set_to_none=True)
             loss.backward()
-            grad_norm = nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+            norms = [nn.utils.clip_grad_norm_(ps, cfg.max_grad_norm) for ps in clipped]
+            grad_norm = norms[0] if len(norms) == 1 else torch.stack(norms).norm()
             L.guard.scalar(L.steps, "gradient norm", grad_norm)
             grad_norms.append(float(grad_norm))
             L.opt.step()

@@ -58,19 +58,23 @@ def mlp(
     out_dim: int,
     activation: type[nn.Module] = nn.Tanh,
     out_gain: float = 1.0,
+    orthogonal: bool = True,
 ) -> nn.Sequential:
-    """``in_dim → hidden... → out_dim`` with orthogonal init (PPO practice, out layer scaled)."""
+    """``in_dim → hidden... → out_dim`` with orthogonal init (PPO practice: hidden layers
+    gain √2, the out layer ``out_gain``, zero biases); ``orthogonal=False``: nn.Linear's
+    own init (TorchRL's and so BenchMARL's MLPs)."""
     layers: list[nn.Module] = []
     dims = [in_dim, *hidden]
     for d_in, d_out in zip(dims[:-1], dims[1:], strict=True):
-        layers += [_ortho(nn.Linear(d_in, d_out), 2**0.5), activation()]
-    layers.append(_ortho(nn.Linear(dims[-1], out_dim), out_gain))
+        layers += [_ortho(nn.Linear(d_in, d_out), 2**0.5, orthogonal), activation()]
+    layers.append(_ortho(nn.Linear(dims[-1], out_dim), out_gain, orthogonal))
     return nn.Sequential(*layers)
 
 
-def _ortho(layer: nn.Linear, gain: float) -> nn.Linear:
-    nn.init.orthogonal_(layer.weight, gain)
-    nn.init.zeros_(layer.bias)
+def _ortho(layer: nn.Linear, gain: float, orthogonal: bool = True) -> nn.Linear:
+    if orthogonal:
+        nn.init.orthogonal_(layer.weight, gain)
+        nn.init.zeros_(layer.bias)
     return layer
 
 
