@@ -63,6 +63,7 @@ class Lane:
 
     def __init__(self, config: pytest.Config, nodeids: list[str]) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="selfplay-lane-"))
+        self.nodeids = nodeids
         (self.folder / "nodeids.txt").write_text("\n".join(nodeids))
         self.results_path = self.folder / "results.jsonl"
         self.results_path.touch()
@@ -119,6 +120,11 @@ class Lane:
         return rec
 
     def close(self, keep: bool) -> None:
+        """Stop the worker: once it has reported every test, give it time to end its session
+        (fixtures' teardown: Ray's shutdown); else (an interrupted run) at once."""
+        if len(self.results) >= len(self.nodeids):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=120)
         if self.proc.poll() is None:
             with contextlib.suppress(OSError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
@@ -221,7 +227,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         where = f"; its log: {_lane.log_path}" if exitstatus != 0 else ""
         terminalreporter.write_line(
             f"second lane: {len(_lane.results)} tests of {', '.join(SECOND_LANE)} ran in a "
-            f"second pytest process beside this one ({SWITCH}=0: one process){where}")
+            f"second pytest process beside this one (exit status {_lane.proc.returncode}; "
+            f"{SWITCH}=0: one process){where}")
 
 
 # ------------------------------------------------------------------------- in the worker
