@@ -69,6 +69,7 @@ class Lane:
         self.results_path.touch()
         self.log_path = self.folder / "worker.log"
         self.results: dict[str, dict[str, Any]] = {}
+        self.waited = 0.0  # seconds this process spent waiting for the worker's results
         self._offset = 0
         modules = list(dict.fromkeys(_module(n) for n in nodeids))
         root = config.rootpath
@@ -95,11 +96,12 @@ class Lane:
 
     def result(self, nodeid: str) -> dict[str, Any]:
         """The worker's result for ``nodeid``, once it has one (a failure if it never will)."""
-        last = time.monotonic()
+        start = last = time.monotonic()
         seen = len(self.results)
         while True:
             self._read()
             if nodeid in self.results:
+                self.waited += time.monotonic() - start
                 return self.results[nodeid]
             if len(self.results) != seen:
                 seen, last = len(self.results), time.monotonic()
@@ -227,8 +229,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         where = f"; its log: {_lane.log_path}" if exitstatus != 0 else ""
         terminalreporter.write_line(
             f"second lane: {len(_lane.results)} tests of {', '.join(SECOND_LANE)} ran in a "
-            f"second pytest process beside this one (exit status {_lane.proc.returncode}; "
-            f"{SWITCH}=0: one process){where}")
+            f"second pytest process beside this one (exit status {_lane.proc.returncode}); "
+            f"this one then waited {_lane.waited:.0f} s for their results ({SWITCH}=0: one "
+            f"process){where}")
 
 
 # ------------------------------------------------------------------------- in the worker
