@@ -77,6 +77,9 @@ class Scored:
     candidate_ids: list[list[int]] = field(default_factory=list)
 
 
+CANDIDATE_MEMO = 4096  # candidate texts whose token ids a backend keeps
+
+
 class Backend(abc.ABC):
     """Batched generation and scoring with one model."""
 
@@ -112,11 +115,26 @@ class Backend(abc.ABC):
         return [list(self.tokenizer(p, add_special_tokens=add)["input_ids"]) for p in prompts]
 
     def encode_candidates(self, candidates: Sequence[str]) -> list[list[int]]:
-        """Token ids of continuations (no special tokens); an empty text gets EOS."""
+        """Token ids of continuations (no special tokens); an empty text gets EOS.
+
+        Ids are kept per text for the current tokenizer (up to ``CANDIDATE_MEMO`` texts):
+        the legal-action strings scored every turn repeat, and tokenizing them again was
+        about 10 % of an LLM training step on the tiny models."""
+        tok = self.tokenizer
+        memo = getattr(self, "_candidate_ids", None)
+        if memo is None or memo[0] is not tok:  # a new tokenizer starts a new memo
+            memo = self._candidate_ids = (tok, {})
+        known = memo[1]
         out = []
         for c in candidates:
-            ids = list(self.tokenizer(c, add_special_tokens=False)["input_ids"])
-            out.append(ids or [int(self.tokenizer.eos_token_id)])
+            ids = known.get(c)
+            if ids is None:
+                ids = (tuple(tok(c, add_special_tokens=False)["input_ids"])
+                       or (int(tok.eos_token_id),))
+                if len(known) >= CANDIDATE_MEMO:
+                    known.clear()
+                known[c] = ids
+            out.append(list(ids))  # callers get their own lists
         return out
 
     def generate(self, prompts: Sequence[str], sampling: SamplingConfig | None = None
