@@ -22,6 +22,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -184,6 +185,65 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
         with _cpp_stderr_to_log():
             _smoke(game, where)
     return game
+
+
+def _choices(state: pyspiel.State) -> list[int]:
+    if state.is_chance_node():
+        return [a for a, _ in state.chance_outcomes()]
+    return state.legal_actions()
+
+
+@dataclass(frozen=True)
+class TreeEstimate:
+    """What random playouts tell of a game tree's size (:func:`estimate_histories`)."""
+
+    histories: float  # estimated number of nodes (inf past float range)
+    longest: int  # moves (chance outcomes included) of the longest playout, or of the
+    # first history depth-first (always the first choice), if longer
+
+
+def estimate_histories(game: pyspiel.Game, probes: int = 256, seed: int = 0) -> TreeEstimate:
+    """Knuth's (1975) estimate of the number of nodes of ``game``'s tree (every history:
+    decision, chance and terminal ones), in ``probes`` random playouts.
+
+    On a playout choosing uniformly among the ``b_d`` choices at each depth ``d`` (chance
+    outcomes too), ``1 + b_0 + b_0 b_1 + ...`` is an unbiased estimate of the node count;
+    the mean of ``probes`` of them costs ``probes`` times the game's length in steps,
+    however large the tree. It errs mostly low on lopsided trees (liars_dice: 0.25-1.6x the
+    true count over 30 seeds; tiny_bridge_2p: 0.65-2.2x; tic_tac_toe, leduc_poker,
+    goofspiel: within 0.85-1.2x). Simultaneous-move games: pass the turn-based version.
+    """
+    rng = np.random.default_rng(seed)
+    total, longest = 0.0, 0
+    for _ in range(probes):
+        state, width, nodes, moves = game.new_initial_state(), 1.0, 1.0, 0
+        while not state.is_terminal():
+            choices = _choices(state)
+            width *= len(choices)
+            nodes += width
+            moves += 1
+            state.apply_action(choices[int(rng.integers(len(choices)))])
+        total, longest = total + nodes, max(longest, moves)
+    state, moves = game.new_initial_state(), 0
+    while not state.is_terminal() and moves <= game.max_game_length():
+        state.apply_action(_choices(state)[0])
+        moves += 1
+    return TreeEstimate(total / probes, max(longest, moves))
+
+
+def count_histories(game: pyspiel.Game, limit: int) -> int:
+    """The number of nodes of ``game``'s tree (as :func:`estimate_histories` counts them),
+    walked depth-first without building any view, stopping at ``limit + 1``: a result
+    above ``limit`` means "more than ``limit``". About 1.5 us a node on a 2-core CPU."""
+    count, stack = 0, [game.new_initial_state()]
+    while stack:
+        state = stack.pop()
+        count += 1
+        if count > limit:
+            break
+        if not state.is_terminal():
+            stack.extend(state.child(a) for a in _choices(state))
+    return count
 
 
 def _obs_shape(game: pyspiel.Game, info_state: bool, game_string: str) -> tuple[int, ...]:
