@@ -11,7 +11,8 @@ seeing only its own observation. Per update:
 2. GAE over each agent's *own* acting steps (``marl.advantages.agent_gae``), bootstrapping
    on truncation (``truncation="terminal"``: not) and not on termination; an agent's last
    step whose outcome is not yet known is carried into the next rollout instead of being
-   guessed;
+   guessed (``rollout_end="bootstrap"``: ended with the value of the next observation, as
+   TorchRL's GAE does), and the steps before it bootstrap from its value;
 3. advantages normalized by the configured scheme of ``marl.advantages`` (``global``,
    ``agent``, ``role``...); value targets normalized by running statistics;
 4. ``epochs`` × ``minibatches`` of clipped policy loss, value loss and entropy bonus.
@@ -64,6 +65,7 @@ from marl.registry import register_learner
 MAPPO_KEYS = ("agent", "role")  # advantage keys of a rollout (group/turn keys are LLM ones)
 OPTIMS = ("joint", "separate")
 TRUNCATIONS = ("bootstrap", "terminal")
+ROLLOUT_ENDS = ("carry", "bootstrap")
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,9 @@ class MAPPOConfig:
     adam_eps: float = 1e-5  # Adam epsilon (BenchMARL: 1e-6)
     truncation: str = "bootstrap"  # an episode cut at its step limit: bootstrap from the
     # value of its last observation | terminal: end it there (TorchRL's VMAS wrapper)
+    rollout_end: str = "carry"  # an agent's last step of a rollout, episode still running:
+    # carry: into the next update, its target waits for its successor | bootstrap: from the
+    # value of the next observation (TorchRL's GAE); a seat not acting there is carried
     value_norm: bool = True  # normalize value targets with running mean/std
     adv_norm: str = "global"  # marl.advantages adv_norm over MAPPO_KEYS: global|agent|role|none
     chunk_len: int = 10  # recurrent nets: rows per training sequence (rMAPPO data chunk)
@@ -93,7 +98,8 @@ class MAPPOConfig:
     def __post_init__(self) -> None:
         # the registry decides: adv_norms over the keys a rollout has, fed GAE advantages
         check_adv_norm(self.adv_norm, MAPPO_KEYS, by="MAPPO", consumes="returns", stateful=False)
-        for name, choices in (("optim", OPTIMS), ("truncation", TRUNCATIONS)):
+        for name, choices in (("optim", OPTIMS), ("truncation", TRUNCATIONS),
+                              ("rollout_end", ROLLOUT_ENDS)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name}={getattr(self, name)!r} unknown; choose one of "
                                  f"{list(choices)}")
@@ -446,6 +452,30 @@ class MAPPO(Learner):
                 fv, _ = self._values(self._inputs(vs, final=True), no, no)
                 buf.final_value[t[cut], b_idx[cut], a_idx[cut]] = fv[cut]
             buf.last = torch.where(done, -1, buf.last)
+        if self.cfg.rollout_end == "bootstrap" and self.ready():
+            self._bootstrap_rollout_end(vs)
+
+    @torch.no_grad()
+    def _bootstrap_rollout_end(self, vs: VecStep) -> None:
+        """``rollout_end="bootstrap"``: end each agent's unfinished last step with the value
+        of the observation after it (TorchRL's GAE), where the agent acts at ``vs``; the
+        others (turn-based seats waiting for their turn) stay carried."""
+        buf, dev = self.buf, self.device
+        acting = _on(_stack([vs.acting[a] for a in self.agents]), dev)
+        if self.seat_mask is not None:
+            acting = acting & torch.as_tensor(self.seat_mask, device=dev)
+        pend = (buf.last >= 0) & acting  # [B, A]
+        start = _on(episode_starts(vs, self.agents), dev) if self._H else None
+        v, _ = self._values(self._inputs(vs), start, acting)  # GRU state kept for act
+        B, A = pend.shape
+        t = buf.last.clamp_min(0)
+        b_idx = torch.arange(B, device=dev)[:, None].expand(B, A)
+        a_idx = torch.arange(A, device=dev)[None, :].expand(B, A)
+        at = (t[pend], b_idx[pend], a_idx[pend])
+        buf.end[at] = True
+        buf.term[at] = False
+        buf.final_value[at] = v[pend]
+        buf.last = torch.where(pend, -1, buf.last)
 
     def ready(self) -> bool:
         return self.buf is not None and self.buf.row > self.cfg.rollout_steps
