@@ -81,6 +81,8 @@ KNOWN_SIDES: dict[tuple[str, str], tuple[str, bool]] = {
     **{(fam, g): (ONE, False) for fam, names in _COOPERATIVE.items() for g in names},
 }
 COOPERATIVE_TEAM = "team"
+LARGE_OBS = 10_000  # features of a multi-dimensional observation (an image) worth a warning
+_warned_large: set[str] = set()  # games warned about, once per process
 
 
 def _import_error(spec: str, err: ImportError) -> UnknownGameError:
@@ -235,6 +237,24 @@ def _split_obs(obs: Any) -> tuple[np.ndarray, np.ndarray | None]:
     return np.asarray(obs, dtype=np.float32).ravel(), mask
 
 
+def _warn_large_obs(module_path: str, obs_spaces: Mapping[str, spaces.Space]) -> None:
+    """Warn (once per game and process) that images will be flattened into a vector: the
+    learners' encoders are MLPs and GNNs, which on cooperative_pong's 280x480x3 frames
+    (403,200 features) update at ~1 frame/s on a CPU."""
+    shape = max((tuple(sp.shape or ()) for sp in obs_spaces.values()), key=np.prod)
+    size = int(np.prod(shape))
+    if len(shape) < 2 or size < LARGE_OBS or module_path in _warned_large:
+        return
+    _warned_large.add(module_path)
+    logger.warning(
+        "pettingzoo/%s: observations are %s arrays (images?), flattened to %d features: the "
+        "encoders here (MLP, GNN) are not convolutional and will train very slowly on them; "
+        "downscale them first, e.g. game.name=pettingzoo/<your module>:<function> returning "
+        "the env with smaller observations (resized, grayscale, cropped)",
+        module_path, "x".join(map(str, shape)), size,
+    )
+
+
 def _array_text(x: np.ndarray) -> str:
     return np.array2string(np.asarray(x, dtype=np.float32).ravel(), precision=2, separator=" ")
 
@@ -284,6 +304,7 @@ class PettingZooGame(Game):
         )
         self._action_spaces = {a: _action_space(env.action_space(a), module_path) for a in agents}
         obs_spaces = {a: _obs_space(env.observation_space(a)) for a in agents}
+        _warn_large_obs(module_path, obs_spaces)
         state_space = getattr(env, "state_space", None) if self.parallel else None
         self.spec = GameSpec(
             name=f"pettingzoo/{module_path}",
