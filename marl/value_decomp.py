@@ -114,6 +114,9 @@ class ValueDecompConfig:
     seed: int = 0  # seeds network init, exploration and minibatch sampling
     checkpoint_buffer: bool = True  # include the replay contents in state_dict()
 
+    def __post_init__(self) -> None:
+        self.validate()  # a bad value fails where it is set (the config, a CLI override)
+
     def validate(self) -> None:
         check_choice("ValueDecompConfig.mixer", self.mixer, MIXERS)
         check_choice("ValueDecompConfig.state_input", self.state_input, STATE_INPUTS)

@@ -224,16 +224,20 @@ def register_schema() -> None:
 
 
 def to_experiment(cfg: DictConfig) -> ExperimentConfig:
-    """The typed experiment of a composed config (without its ``hydra`` node)."""
+    """The typed experiment of a composed config (without its ``hydra`` node); a value a
+    section refuses is reported by its dotted path (``mappo.net.init='x' unknown; ...``)."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    from populations.config_paths import refused_message
     from populations.experiment import ExperimentConfig
 
     try:
         exp = OmegaConf.to_object(cfg)
-    except (ValueError, TypeError, OmegaConfBaseException) as err:
+    except OmegaConfBaseException as err:  # names its key itself
         raise CLIError(f"bad config: {one_line(err)}") from None
+    except (ValueError, TypeError) as err:  # a section's dataclass: name the setting's path
+        raise CLIError(f"bad config: {refused_message(cfg, err, one_line)}") from None
     assert isinstance(exp, ExperimentConfig)
     return exp
 

@@ -134,12 +134,20 @@ class PopulationConfig:
         if self.oracle not in oracles:
             raise ValueError(f"population.oracle={self.oracle!r} is not a PSRO oracle; "
                              f"choose one of {oracles}")
+        for name in ("frames_per_generation", "iterations", "oracle_frames"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 1")
+        for name in ("generations", "eval_window"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 0")
+        if not 0.0 <= self.opponent_prob <= 1.0:
+            raise ValueError(f"opponent_prob={self.opponent_prob}; expected a value in [0, 1]")
         allowed = league_algos()
         for m in self.members:
             if m not in allowed:
-                raise ValueError(f"league member {m!r} unknown; choose from {allowed}")
+                raise ValueError(f"members={self.members}: {m!r} unknown; choose from {allowed}")
         if len(set(self.members)) != len(self.members):
-            raise ValueError(f"league members {self.members} repeat an algo; list each once")
+            raise ValueError(f"members={self.members} repeat an algo; list each once")
 
 
 @dataclass

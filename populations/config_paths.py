@@ -1,0 +1,107 @@
+"""Config errors that name a setting by the dotted path a user types on the command line.
+
+The schema's dataclasses check their own values and name a field the way their own code
+spells it (``optim='bogus'``, ``MADDPGConfig.tau``, ``llm team 'solo'``), so the same check
+reads right from Python; a user of ``selfplay-train`` wrote ``mappo.optim=bogus``. When a
+composed config does not convert, :func:`refusal` finds the section whose dataclass refused
+its values (the deepest one: ``mappo.net`` before ``mappo``) and :func:`at_path` puts that
+section's path in front of the field its message names::
+
+    optim='bogus' unknown; choose one of [...]    ->  mappo.optim='bogus' unknown; ...
+    init='bogus' unknown; ...       (mappo.net)   ->  mappo.net.init='bogus' unknown; ...
+    MADDPGConfig.tau must be in (0, 1], got 5.0  ->  maddpg.tau must be in (0, 1], got 5.0
+    llm team 'solo' unknown; ...                  ->  llm.team='solo' unknown; ...
+
+A message that names no field of its section gets the section's path in front
+(``llm.grpo: kl estimator 'k9' unknown; ...``). Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+_CONTEXT = re.compile(r"[\w ]+: ")  # "approx exploitability: frames must be..."
+_UNKNOWN = re.compile(r"unknown (?P<what>(?:[a-z]\w* )?[A-Za-z_][\w.]*) "
+                      r"(?P<value>'[^']*'|\"[^\"]*\")(?P<rest>.*)", re.S)
+_NAME = [re.compile(r"(?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)", re.S),  # "optim='bogus'..."
+         re.compile(r"(?P<noun>[a-z]\w*) (?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)",  # "llm team"
+                    re.S)]
+
+
+def at_path(message: str, path: str, cls: type | None = None) -> str:
+    """``message`` of the section at ``path`` (dataclass ``cls``) naming its field by the
+    field's full dotted path; the top level (``path`` empty) already does."""
+    if not path:
+        return message
+    fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+    context, unknown = _CONTEXT.match(message), _UNKNOWN.fullmatch(message)
+    bodies = [  # "unknown action mode 'x'; valid: ..." -> "action mode 'x' unknown; ..."
+        f"{unknown['what']} {unknown['value']} unknown{unknown['rest']}" if unknown else "",
+        message, message[context.end():] if context else ""]
+    for body in bodies:
+        for pattern in _NAME if body else ():
+            found = pattern.fullmatch(body)
+            if found is None:
+                continue
+            name, rest = found["name"], found["rest"]
+            if name.startswith(path + "."):
+                return message  # says it already (population.oracle=...)
+            noun = found.groupdict().get("noun")
+            field = _field(name, noun, path, cls, fields)
+            if field is not None:
+                if rest[:2] in (" '", ' "'):  # "llm team 'solo'" -> "llm.team='solo'"
+                    rest = "=" + rest[1:]
+                return f"{path}.{field}{rest}"
+    if cls is not None and message.startswith(cls.__name__ + ": "):
+        return path + message[len(cls.__name__):]  # "MADDPGConfig: ..." -> "maddpg: ..."
+    return f"{path}: {message}"
+
+
+def _field(name: str, noun: str | None, path: str, cls: type | None,
+           fields: set[str]) -> str | None:
+    """The field of ``cls`` that ``name`` (after ``noun``) spells, if any: ``tau``,
+    ``MADDPGConfig.tau``, ``exploit.every`` (of ``population.exploit``), ``kl estimator``."""
+    *owner, field = name.split(".")
+    if owner and owner not in ([getattr(cls, "__name__", "")], path.split(".")[-len(owner):]):
+        return None
+    if noun is not None and not owner and f"{noun}_{field}" in fields:
+        return f"{noun}_{field}"
+    return field if field in fields else None
+
+
+def refusal(cfg: DictConfig, path: str = "") -> tuple[str, type, Exception] | None:
+    """The deepest section of ``cfg`` whose dataclass refuses its values, in the order
+    ``OmegaConf.to_object`` builds them: its dotted path, dataclass and error (None: every
+    section converts, or the refusal is OmegaConf's own, which names its key itself)."""
+    from omegaconf import DictConfig, OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    for key in cfg:
+        node = cfg._get_node(key)
+        if not isinstance(node, DictConfig) or node._is_none() or node._is_missing():
+            continue
+        cls = OmegaConf.get_type(node)
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            continue
+        try:
+            OmegaConf.to_object(node)
+        except OmegaConfBaseException:
+            return None
+        except (ValueError, TypeError) as err:
+            return refusal(node, f"{path}{key}.") or (f"{path}{key}", cls, err)
+    return None
+
+
+def refused_message(cfg: DictConfig, err: BaseException, one_line: Any) -> str:
+    """The one-line message of ``err`` (raised converting ``cfg``) naming its setting's full
+    path; ``one_line`` renders an exception as one line (``populations.cli.one_line``)."""
+    found = refusal(cfg)
+    if found is None:
+        return one_line(err)
+    path, cls, inner = found
+    return at_path(one_line(inner), path, cls)

@@ -1,0 +1,71 @@
+"""Config errors name the setting by the dotted path a user types (``mappo.net.init=...``),
+whichever section's dataclass refused it and however its own message spells the field."""
+
+import pytest
+from hydra import compose, initialize_config_module
+
+from populations.cli import CLIError, to_experiment
+from populations.config_paths import at_path
+from populations.experiment import PopulationConfig
+from populations.matchmaking import MatchmakingConfig
+
+
+def _refused(override: str) -> str:
+    with initialize_config_module(config_module="configs", version_base=None):
+        cfg = compose(config_name="config", overrides=[override])
+    with pytest.raises(CLIError) as err:
+        to_experiment(cfg)
+    return str(err.value)
+
+
+# (override, the start of the message after "bad config: ")
+NESTED = [
+    ("mappo.optim=bogus", "mappo.optim='bogus' unknown; choose one of ['joint', 'separate']"),
+    ("mappo.net.init=bogus", "mappo.net.init='bogus' unknown; choose one of"),
+    ("mappo.net.critic=bogus", "mappo.net.critic='bogus' unknown; choose one of"),
+    ("maddpg.tau=5", "maddpg.tau must be in (0, 1], got 5.0"),
+    ("maddpg.state_input=pixels", "maddpg.state_input='pixels' is not supported; accepted:"),
+    ("vdn.tau=0", "vdn.tau must be in (0, 1], got 0.0"),
+    ("qmix.loss=l1", "qmix.loss='l1' is not supported; accepted: ['mse', 'huber']"),
+    ("population.kind=x", "population.kind='x' unknown; choose one of"),
+    ("population.oracle_frames=0", "population.oracle_frames=0; expected an integer >= 1"),
+    ("population.members=[mappo,nope]", "population.members=['mappo', 'nope']: 'nope' unknown"),
+    ("population.psro.payoffs=x", "population.psro.payoffs='x' unknown; choose one of"),
+    ("population.matchmaking.rule=elo", "population.matchmaking.rule='elo' unknown; choose"),
+    ("population.exploit.every=-1", "population.exploit.every=-1; expected an integer >= 0"),
+    ("llm.team=solo", "llm.team='solo' unknown; choose one of ['shared', 'per_role']"),
+    ("llm.iterations=0", "llm.iterations=0; expected an integer >= 1"),
+    ("llm.lora.r=-1", "llm.lora.r=-1; expected 0 (off)"),
+    ("llm.grpo.adv_norm=agentwise", "llm.grpo.adv_norm='agentwise' unknown; choose one of"),
+    ("llm.grpo.kl_estimator=k9", "llm.grpo.kl_estimator='k9' unknown; valid: k1, k2, k3"),
+    ("llm.grpo.action.mode=x", "llm.grpo.action.mode='x' unknown; valid: generate, score"),
+    ("llm.grpo.advantage.eps=-1", "llm.grpo.advantage.eps=-1.0; expected a value >= 0"),
+    ("runner.kind=slurm", "runner.kind='slurm' unknown; choose one of ['local', 'ray']"),
+    ("logger.mode=x", "logger.mode='x' unknown; choose one of"),
+]
+
+
+@pytest.mark.parametrize(("override", "message"), NESTED)
+def test_a_refused_value_is_named_by_its_full_path(override, message):
+    text = _refused(override)
+    assert text.startswith("bad config: " + message), text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize(("message", "path", "cls", "expected"), [
+    ("rule='x' unknown", "population.matchmaking", MatchmakingConfig,
+     "population.matchmaking.rule='x' unknown"),
+    ("matchmaking rule 'x' unknown", "population.matchmaking", MatchmakingConfig,
+     "population.matchmaking.rule='x' unknown"),
+    ("MatchmakingConfig.rule must be set", "population.matchmaking", MatchmakingConfig,
+     "population.matchmaking.rule must be set"),
+    ("population.oracle='x' is not a PSRO oracle", "population", PopulationConfig,
+     "population.oracle='x' is not a PSRO oracle"),  # names its path already
+    ("no candidate opponents", "population", PopulationConfig,
+     "population: no candidate opponents"),  # names no field: the section's path in front
+    ("MatchmakingConfig: two settings clash", "population.matchmaking", MatchmakingConfig,
+     "population.matchmaking: two settings clash"),
+    ("num_envs=0; expected an integer >= 1", "", None, "num_envs=0; expected an integer >= 1"),
+])
+def test_at_path_spellings(message, path, cls, expected):
+    assert at_path(message, path, cls) == expected
