@@ -28,9 +28,11 @@ Parallel games, and the seat names in classic and turn-based games.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import logging
+import pkgutil
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -85,6 +87,37 @@ LARGE_OBS = 10_000  # features of a multi-dimensional observation (an image) wor
 _warned_large: set[str] = set()  # games warned about, once per process
 
 
+FAMILIES = ("mpe2", "pettingzoo.classic", "pettingzoo.butterfly", "pettingzoo.sisl")
+"""Packages searched for a misspelt or bare game module (``simple_spread_v3``)."""
+
+
+def _modules_of(package: str) -> list[str]:
+    """Names of the modules directly in ``package`` (none if it does not import)."""
+    try:
+        path = importlib.import_module(package).__path__
+    except (ImportError, AttributeError):
+        return []
+    return [m.name for m in pkgutil.iter_modules(path)]
+
+
+def _did_you_mean(module_path: str) -> str:
+    """``"; close matches: [...]"`` naming game modules near ``module_path`` (other versions
+    of it, near spellings) in its package, or in :data:`FAMILIES` for a bare name; the
+    package's game modules when none is near; else ''."""
+    head, _, tail = module_path.rpartition(".")
+    base = re.sub(r"_v\d+$", "", tail)
+    found, in_package = [], bool(head and _modules_of(head))
+    for package in (head,) if in_package else FAMILIES:
+        names = [n for n in _modules_of(package) if re.search(r"_v\d+$", n)]
+        near = [n for n in names if re.sub(r"_v\d+$", "", n) == base]
+        near += [n for n in difflib.get_close_matches(tail, names, n=3, cutoff=0.75)
+                 if n not in near]
+        found += [f"{package}.{n}" for n in near if f"{package}.{n}" != module_path]
+        if in_package and not found and names:
+            return f"; {head} has {names}"
+    return f"; close matches: {found[:5]}" if found else ""
+
+
 def _import_error(spec: str, err: ImportError) -> UnknownGameError:
     module_path = spec.partition(":")[0]
     missing = err.name if isinstance(err, ModuleNotFoundError) else None
@@ -97,9 +130,9 @@ def _import_error(spec: str, err: ImportError) -> UnknownGameError:
             f"({hint})"
         )
     return UnknownGameError(
-        f"cannot import PettingZoo module for 'pettingzoo/{spec}' ({err}); use a module path "
-        "such as 'mpe2.simple_spread_v3' or 'pettingzoo.classic.tictactoe_v3', or "
-        "'<module>:<function returning an env>'"
+        f"cannot import PettingZoo module for 'pettingzoo/{spec}' ({err})"
+        f"{_did_you_mean(module_path)}; use a module path such as 'mpe2.simple_spread_v3' or "
+        "'pettingzoo.classic.tictactoe_v3', or '<module>:<function returning an env>'"
     )
 
 
@@ -136,8 +169,9 @@ def _resolve(spec: str) -> tuple[Callable[..., Any], ModuleType, bool | None]:
     if callable(getattr(module, "env", None)):
         return module.env, module, False
     raise UnknownGameError(
-        f"'pettingzoo/{spec}': module has neither parallel_env nor env; "
-        "name a function that builds the env as '<module>:<function>'"
+        f"'pettingzoo/{spec}': module has neither parallel_env nor env"
+        f"{_did_you_mean(module_path)}; name a function that builds the env as "
+        "'<module>:<function>'"
     )
 
 
