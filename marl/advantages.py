@@ -46,7 +46,7 @@ from marl.returns import (
     linear_scan,
     next_values_from,
     rewards_at_turn_ends,
-    sorted_runs,
+    run_positions,
     turn_returns,
 )
 
@@ -464,32 +464,49 @@ class RoleEMABaseline:
         self.codes = state["codes"].long().clone()
         self.values = state["values"].double().clone()
 
-    def lookup(self, codes: Tensor, init: float) -> Tensor:
-        """Baselines of ``codes`` [K] (``init`` where never updated), float64."""
+    def find(self, codes: Tensor, init: float) -> tuple[Tensor, Tensor, Tensor]:
+        """For ``codes`` [M]: index in the state, whether it is there, and the baseline
+        (``init`` where never updated, float64), [M] each; no host sync."""
         known, vals = self.codes.to(codes.device), self.values.to(codes.device)
         if known.numel() == 0:
-            return torch.full(codes.shape, init, dtype=torch.float64, device=codes.device)
+            return codes, codes < 0, torch.full(codes.shape, init, dtype=vals.dtype,
+                                                device=codes.device)  # fmt: skip
         idx = torch.searchsorted(known, codes).clamp_max(known.numel() - 1)
-        return torch.where(known[idx] == codes, vals[idx], init)
+        hit = known[idx] == codes
+        return idx, hit, torch.where(hit, vals[idx], init)
 
-    def merge(self, codes: Tensor, values: Tensor) -> None:
-        """Set the baselines of sorted unique ``codes`` [K] to ``values`` [K]."""
-        known = self.codes.to(codes.device)
-        merged, inv = torch.unique(torch.cat([known, codes]), return_inverse=True)
-        out = torch.zeros(merged.numel(), dtype=torch.float64, device=codes.device)
-        out.scatter_(0, inv[: known.numel()], self.values.to(codes.device))
-        self.codes, self.values = merged, out.scatter_(0, inv[known.numel() :], values)
+    def update(self, codes, values, new, idx, hit, fresh: int) -> None:
+        """Baselines of ``codes[new]`` (distinct) set to ``values[new]``, [M] each, given
+        ``idx, hit`` of ``find(codes)`` and ``fresh``, the number of new codes the state lacks."""
+        k, vals, values = self.codes.numel(), self.values.to(codes.device), values.double()
+        vals = torch.cat([vals, vals.new_zeros(1)]).scatter_(0, torch.where(new & hit, idx, k),
+                                                             values)[:k]  # fmt: skip
+        slot = torch.where(new & ~hit, (new & ~hit).cumsum(0) - 1, fresh)  # fresh: appended
+        codes = torch.cat([self.codes.to(codes.device),
+                           codes.new_zeros(fresh + 1).scatter_(0, slot, codes)[:fresh]])
+        vals = torch.cat([vals, vals.new_zeros(fresh + 1).scatter_(0, slot, values)[:fresh]])
+        order = torch.argsort(codes)  # the state is small: (game, role) pairs
+        self.codes, self.values = codes[order], vals[order]
 
 
-def _role_codes(keys: AdvantageKeys) -> tuple[SegmentKey, Tensor]:
-    """Dense (game, role) ids [N] and each id's state code ``game << 32 | role`` [K], checked."""
-    game = keys.game if keys.game is not None else torch.zeros_like(keys.role)
-    for name, col, top in (("game", game, 1 << 31), ("role", keys.role, 1 << 32)):
-        lo, hi = (int(v) for v in torch.aminmax(col))
-        if lo < 0 or hi >= top:
-            raise ValueError(f"role_ema needs 0 <= keys.{name} < {top}; got [{lo}, {hi}]")
-    key = dense_key(game, keys.role)
-    return key, key.per_segment(game.long() << 32 | keys.role.long())
+def _ema_units(x, code, traj, act, weights) -> tuple[Tensor, ...]:
+    """``role_ema``'s per-trajectory updates: samples ordered by (code, trajectory) (two stable
+    sorts), each run one unit. Returns ``order`` [N], the unit of each ordered sample [N], and
+    per unit slot [N] (slots past the last unit empty): its code (-1: empty), the weighted mean
+    value of its active samples, and whether it has one (None: all do)."""
+    o = torch.sort(traj, stable=True).indices
+    order = o[torch.sort(code[o], stable=True).indices]
+    cs, ts = code[order], traj[order]
+    start = (cs != cs.roll(1)) | (ts != ts.roll(1))
+    start[:1] = True
+    unit = start.cumsum(0) - 1
+    on = torch.ones_like(x) if act is None else act[order].to(x.dtype)
+    w = on if weights is None else on * weights[order].to(x.dtype)
+    xs = x[order] if act is None else torch.where(act[order], x[order], 0.0)  # masked: NaN
+    tot = x.new_zeros(x.numel()).index_add_(0, unit, w)
+    mean = x.new_zeros(x.numel()).index_add_(0, unit, w * xs) / tot.clamp_min(_TINY)
+    live = None if act is None else tot > 0  # None: every unit, slots [0, units)
+    return order, unit, code.new_full((x.numel(),), -1).scatter_(0, unit, cs), mean, live
 
 
 @register_adv_norm("role_ema", needs=("role",), stateful=True)
@@ -502,30 +519,45 @@ def _role_ema(x, keys, mask, weights, cfg, state: RoleEMABaseline) -> Tensor:
     game and role), one per (trajectory, game, role) with its mean value, trajectories in id
     order. Samples that update nothing (weight 0) meet the baseline from before the batch.
     ``drop_zero`` reproduces SPIRAL's filtering of zero-advantage samples. ``state`` is updated
-    in place. Computed by one stable sort by (game, role) and ``linear_scan`` over the sorted
-    updates: ``b_i = alpha * b_{i-1} + (1 - alpha) * R_i``, [N] -> [N].
+    in place. Computed by a stable sort by (game, role) and ``linear_scan`` over the sorted
+    updates: ``b_i = alpha * b_{i-1} + (1 - alpha) * R_i``, [N] -> [N]; one host sync per call
+    (the key bounds and the number of new (game, role) pairs, read together).
     """
-    key, codes = _role_codes(keys)
-    if cfg.per_trajectory:  # units: (trajectory, game, role), ascending trajectory ids
-        unit = dense_key(keys.trajectory, key.ids)
-        r, live = _unit_means(x, unit, mask, weights)
-        key = SegmentKey(unit.per_segment(key.ids), key.num)
-    else:
-        unit, r, live = None, x, _active(mask, weights)
-    alpha, init = cfg.role_ema_alpha, state.lookup(codes, cfg.role_ema_init)  # [K] float64
-    init = torch.cat([init, init.new_zeros(1)])  # [K + 1]: id K holds samples that update nothing
-    ids = key.ids if live is None else key.ids.masked_fill(~live, key.num)
-    order, same = sorted_runs(ids, ids)
-    rs, ks = r[order].double(), ids[order]
-    b = torch.where(same, (1 - alpha) * rs, alpha * init[ks] + (1 - alpha) * rs)
-    after = linear_scan(b, same.double() * alpha, decay=alpha)  # baseline after each update
-    before = torch.where(same, torch.cat([after.new_zeros(1), after[:-1]]), init[ks])
-    base = torch.empty_like(before).scatter_(0, order, before)
-    if live is not None:  # samples that update nothing meet the baseline before the batch
-        base = torch.where(live, base, init[key.ids])
-    hit = torch.cat([~same[1:], same.new_ones(1)]) & (ks < key.num)  # each key's last update
-    state.merge(codes[ks[hit]], after[hit])
-    base = base if unit is None else base[unit.ids]
+    role, game = keys.role.long(), None if keys.game is None else keys.game.long()
+    code = role if game is None else game << 32 | role  # [N]: the state's codes
+    limits = [(n, c, top) for n, c, top in (("game", game, 1 << 31), ("role", role, 1 << 32))
+              if c is not None]  # fmt: skip
+    act = _active(mask, weights)
+    if cfg.per_trajectory:  # units: (game, role, trajectory)
+        order, unit, code_u, r_u, live = _ema_units(x, code, keys.trajectory, act, weights)
+    else:  # units: samples
+        order = torch.sort(code, stable=True).indices
+        unit, code_u, r_u, live = None, code[order], x[order], None if act is None else act[order]
+    n, alpha, init = x.numel(), cfg.role_ema_alpha, cfg.role_ema_init
+    cu, ru = code_u, r_u
+    if live is not None:  # the updating units first, in order (slots past them: code -1)
+        dest = live.cumsum(0) - 1
+        slot = torch.where(live, dest, n)
+        cu = code.new_full((n + 1,), -1).scatter_(0, slot, code_u)[:n]
+        ru = r_u.new_zeros(n + 1).scatter_(0, slot, r_u)[:n]
+    start = (cu != cu.roll(1)) | (cu < 0)  # first update of each (game, role); empty slots
+    start[:1] = True
+    pos, (idx, hit, b0) = run_positions(start), state.find(cu, init)
+    last = torch.cat([start[1:], start.new_ones(1)]) & (cu >= 0)  # each key's last update
+    bounds = [m for _, c, _ in limits for m in torch.aminmax(c)] + [(last & ~hit).sum(), pos.max()]
+    *seen, fresh, max_pos = torch.stack(bounds).tolist()  # the one host sync
+    for (name, _, top), lo, hi in zip(limits, seen[::2], seen[1::2], strict=True):
+        if lo < 0 or hi >= top:
+            raise ValueError(f"role_ema needs 0 <= keys.{name} < {top}; got [{lo}, {hi}]")
+    rs = ru.double()
+    b = torch.where(start, b0, 0.0).mul_(alpha).add_(rs, alpha=1 - alpha)
+    after = linear_scan(b, pos, alpha, max_pos=max_pos)  # the baseline after each update
+    before = torch.where(start, b0, after.roll(1))  # the baseline each update meets
+    if live is not None:  # units that update nothing meet the baseline before the batch
+        before = torch.where(live, before[dest.clamp_min(0)], state.find(code_u, init)[2])
+    base = before if unit is None else before[unit]
+    base = torch.empty_like(base).scatter_(0, order, base)
+    state.update(cu, after, last, idx, hit, fresh)
     return x - base.to(x.dtype)
 
 

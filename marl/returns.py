@@ -206,23 +206,25 @@ def sorted_runs(code: Tensor, seg: Tensor) -> tuple[Tensor, Tensor]:
     return order, same
 
 
-def linear_scan(b: Tensor, a: Tensor, *, decay: float = 1.0) -> Tensor:
-    """``y_i = b_i + a_i * y_{i-1}`` (``a_0`` ignored) by recursive doubling, [N] -> [N].
+def run_positions(start: Tensor) -> Tensor:
+    """Position of each sample inside its run, [N] int64: ``start`` [N] (bool) marks the first
+    sample of each run (sample 0 always starts one)."""
+    idx = torch.arange(start.numel(), device=start.device)
+    return idx - torch.where(start, idx, 0).cummax(0).values
 
-    Step ``s`` folds the window ``(i - 2s, i - s]`` into ``(i - s, i]``: log2(N) steps at most,
-    fewer when every ``a`` is 0 at run starts (it stops once no window spans a run) or when
-    ``decay`` (an upper bound on ``|a|``) makes ``decay ** s`` vanish below float64 precision.
+
+def linear_scan(b: Tensor, pos: Tensor, coef: float, *, max_pos: int | None = None) -> Tensor:
+    """``y_i = b_i + coef * y_{i-1}`` inside runs, ``y_i = b_i`` at a run's first sample, by
+    recursive doubling, [N] -> [N]; ``pos`` [N] is each sample's position in its run
+    (``run_positions``), ``max_pos`` its largest value (None: read, one host sync).
+
+    Step ``s`` adds ``coef**s * y_{i-s}`` where ``pos_i >= s``: log2 of the longest run steps,
+    fewer when ``|coef| ** s`` vanishes below float64 precision.
     """
-    y, a = b.clone(), a.clone()
-    n, s = y.numel(), 1
-    a[:1] = 0.0
-    tmp = torch.empty_like(y)  # the window products, without fresh [N] tensors per step
-    while s < n and decay**s > 1e-20:
-        if not bool(a[s:].any()):
-            break
-        y[s:].add_(torch.mul(a[s:], y[:-s], out=tmp[s:]))  # add_ on the view: no write-back
-        a[s:].mul_(tmp[s:].copy_(a[:-s]))  # a copy first: the slices overlap
-        a[:s] = 0.0
+    y, s = b.clone(), 1
+    top = (int(pos.max()) if pos.numel() else 0) if max_pos is None else max_pos
+    while s <= top and abs(coef) ** s > 1e-20:
+        y[s:].add_(y[:-s].masked_fill(pos[s:] < s, 0.0), alpha=coef**s)  # a copy: no aliasing
         s *= 2
     return y
 
@@ -251,16 +253,12 @@ def _turn_returns(rewards, traj_cols, agent, turn, gamma: float, mask) -> Tensor
     ids = seg.ids if mask is None else seg.ids.masked_fill(~mask.reshape(-1).bool(), seg.num)
     code = ids if turn is None else dense_key(ids, turn, cap=1 << 62).ids  # (segment, turn)
     order, same = sorted_runs(code, ids)  # ties keep sample order
-    xs = r[order].double()
+    xs, last = r[order].double(), torch.cat([~same[1:], same.new_ones(1)])  # last: of a run
     if gamma == 1.0:  # suffix sums inside each run: its total minus what came before
         incl = xs.cumsum(0)
-        last = torch.cat([~same[1:], same.new_ones(1)])  # each run's last sample
-        run = same.logical_not().cumsum(0) - 1
-        g = incl[last][run] - incl + xs
+        g = incl[last][(~same).cumsum(0) - 1] - incl + xs
     else:  # backwards: g_i = x_i + gamma * g_{i+1} inside a run
-        nxt = torch.zeros_like(xs)
-        nxt[:-1] = same[1:].to(xs.dtype) * gamma
-        g = linear_scan(xs.flip(0), nxt.flip(0), decay=gamma).flip(0)
+        g = linear_scan(xs.flip(0), run_positions(last.flip(0)), gamma).flip(0)
     if mask is not None:  # masked turns (their id is seg.num) get 0
         g = torch.where(ids[order] < seg.num, g, 0.0)
     return torch.empty_like(g).scatter_(0, order, g).to(rewards.dtype).reshape(shape)

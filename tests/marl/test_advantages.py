@@ -276,7 +276,7 @@ def test_scheme_matches_reference(scheme, lay, per_traj, unbiased, scale):
                           diagnostics="none")  # fmt: skip
     x, keys, mask, w = to_torch(lay)
     state, ref_state = RoleEMABaseline(), {(0, 1): -0.5}
-    state.merge(torch.tensor([1]), torch.tensor([-0.5], dtype=torch.float64))
+    state.load_state_dict({"codes": torch.tensor([1]), "values": torch.tensor([-0.5])})
     for _ in range(2):  # twice: role_ema must continue from its state
         res = normalize_advantages(scheme, x, keys, mask, w, cfg, state=state)
         expect = ref_scheme(scheme, lay, cfg, ref_state)

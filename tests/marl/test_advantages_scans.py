@@ -13,7 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from marl.advantages import AdvantageConfig, AdvantageKeys, RoleEMABaseline, normalize_advantages
-from marl.returns import SegmentKey, _turn_returns, linear_scan, sorted_runs, turn_returns
+from marl.returns import (
+    SegmentKey,
+    _turn_returns,
+    linear_scan,
+    run_positions,
+    sorted_runs,
+    turn_returns,
+)
 from tests.marl.test_advantages import (
     SCHEMES,
     SETTINGS,
@@ -57,14 +64,15 @@ def test_linear_scan_matches_loop(lengths, coef, seed):
     n = sum(lengths)
     b = torch.randn(n, generator=gen, dtype=torch.float64)
     starts = set(torch.tensor([0] + lengths[:-1]).cumsum(0).tolist())
-    a = torch.tensor([0.0 if i in starts else coef for i in range(n)], dtype=torch.float64)
+    start = torch.tensor([i in starts for i in range(n)])
     y, expect = 0.0, []
     for i in range(n):
         y = b[i].item() + (0.0 if i in starts else coef * y)
         expect.append(y)
-    got = linear_scan(b, a, decay=abs(coef))
-    torch.testing.assert_close(got, torch.tensor(expect, dtype=torch.float64), atol=1e-12,
-                               rtol=1e-12)
+    for max_pos in (None, n - 1):  # steps up to the longest run (read), or up to log2(N)
+        got = linear_scan(b, run_positions(start), coef, max_pos=max_pos)
+        torch.testing.assert_close(got, torch.tensor(expect, dtype=torch.float64), atol=1e-12,
+                                   rtol=1e-12)  # fmt: skip
 
 
 @pytest.mark.parametrize("gamma", [1.0, 0.9, 0.0])
@@ -141,6 +149,64 @@ def test_role_ema_huge_ids_match_small_ids():
     for g in range(3):
         for r in range(2):
             assert s_small.get(g, r) == s_big.get(g * 700_000_000, r * 2_000_000_000)
+
+
+def test_role_ema_per_trajectory_updates_in_trajectory_id_order():
+    # one (game, role); trajectories 2, 0, 1 in batch order, updates in id order 0, 1, 2:
+    # traj 0 (mean of 2 and 8 = 5) meets 0 -> b 2.5, traj 1 (6) meets 2.5 -> 4.25,
+    # traj 2 (4) meets 4.25 -> 4.125; the weight-0 sample of traj 1 meets its unit's 2.5,
+    # the one of traj 3 (no weight at all: no update) the baseline before the batch, 0
+    x = torch.tensor([4.0, 2.0, 6.0, 8.0, 100.0, 7.0], dtype=torch.float64)
+    traj = torch.tensor([2, 0, 1, 0, 1, 3])
+    w = torch.tensor([1.0, 1.0, 1.0, 1.0, 0.0, 0.0])
+    keys = AdvantageKeys(role=torch.zeros(6, dtype=torch.long), trajectory=traj)
+    cfg = AdvantageConfig(role_ema_alpha=0.5, per_trajectory=True, diagnostics="none")
+    state = RoleEMABaseline()
+    got = normalize_advantages("role_ema", x, keys, weights=w, cfg=cfg, state=state).advantages
+    assert got.tolist() == [4 - 4.25, 2.0, 6 - 2.5, 8.0, 100 - 2.5, 7.0]
+    assert state.get(0, 0) == 4.125
+    # per sample: batch order, each sample meets the baseline the one before left
+    cfg = AdvantageConfig(role_ema_alpha=0.5, diagnostics="none")
+    got = normalize_advantages("role_ema", x[:4], AdvantageKeys(role=torch.zeros(4).long()),
+                               cfg=cfg, state=RoleEMABaseline()).advantages  # fmt: skip
+    assert got.tolist() == [4.0, 2 - 2.0, 6 - 2.0, 8 - 4.0]
+
+
+@pytest.mark.parametrize("per_traj", [False, True])
+def test_role_ema_reads_the_host_once_per_call(per_traj, monkeypatch):
+    # counted on the CPU: each call that makes the host wait for a GPU (item, bool, int,
+    # tolist, unique, nonzero, a boolean index) -- role_ema reads its one tolist()
+    syncs = []
+
+    def counted(owner, name):
+        real = getattr(owner, name)
+        monkeypatch.setattr(owner, name, lambda *a, **k: syncs.append(name) or real(*a, **k))
+
+    for name in ("item", "tolist", "__bool__", "__int__", "__float__", "__index__", "nonzero",
+                 "unique", "unique_consecutive", "masked_select", "numpy", "cpu"):  # fmt: skip
+        counted(torch.Tensor, name)
+    for name in ("unique", "unique_consecutive", "nonzero", "masked_select"):
+        counted(torch, name)
+    getitem = torch.Tensor.__getitem__
+
+    def bool_index(t, idx):
+        idx_ = idx if isinstance(idx, tuple) else (idx,)
+        if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in idx_):
+            syncs.append("boolean index")
+        return getitem(t, idx)
+
+    monkeypatch.setattr(torch.Tensor, "__getitem__", bool_index)
+    gen = torch.Generator().manual_seed(6)
+    n = 300
+    keys = AdvantageKeys(game=torch.randint(0, 2, (n,), generator=gen), role=torch.arange(n) % 3,
+                         trajectory=torch.randint(0, 40, (n,), generator=gen))  # fmt: skip
+    cfg = AdvantageConfig(role_ema_alpha=0.9, per_trajectory=per_traj, diagnostics="none")
+    state = RoleEMABaseline()
+    for mask in (None, torch.rand(n, generator=gen) > 0.2, None):  # new pairs, then known ones
+        syncs.clear()
+        normalize_advantages("role_ema", torch.randn(n, generator=gen), keys, mask, cfg=cfg,
+                             state=state)  # fmt: skip
+        assert syncs == ["tolist"]
 
 
 # ----------------------------------------------------------------------------- scheme paths
