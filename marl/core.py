@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from games import ActionSpace, GameSpec, VecStep
+from marl.fileio import atomic_write
 
 POLICY_FORMAT = 1
 
@@ -280,11 +281,7 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike) -> Path:
     is replaced, never written through)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)  # a planted link there would be written through
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-    return path
+    return atomic_write(path, lambda fh: torch.save(obj, fh))
 
 
 def _first_line(err: BaseException) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import torch
 
 from marl.core import CheckpointError, check_tensors
+from marl.fileio import atomic_write
 from populations.db import refuse_link
 
 log = logging.getLogger(__name__)
@@ -42,16 +42,6 @@ def _hash_file(path: Path) -> Path:
     return path.with_name(path.name + HASH_SUFFIX)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)  # a planted link there would be written through
-    with open(tmp, "xb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def save_checkpoint(folder: str | Path, step: int, state: dict[str, Any], keep: int = 3) -> Path:
     """Write ``state`` as checkpoint ``step`` with its hash; delete all but the newest
     ``keep``. The hash is written after the file: a kill in between leaves either the
@@ -63,8 +53,8 @@ def save_checkpoint(folder: str | Path, step: int, state: dict[str, Any], keep: 
     torch.save(state, buf)
     data = buf.getvalue()
     path = folder / f"ckpt_{step:06d}.pt"
-    _atomic_write(path, data)
-    _atomic_write(_hash_file(path), f"{hashlib.sha256(data).hexdigest()}  {path.name}\n".encode())
+    atomic_write(path, data, fsync=True)
+    atomic_write(_hash_file(path), f"{hashlib.sha256(data).hexdigest()}  {path.name}\n", fsync=True)
     for old in checkpoint_files(folder)[keep:]:
         old.unlink(missing_ok=True)
         _hash_file(old).unlink(missing_ok=True)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from marl.fileio import atomic_write
 from populations.db import refuse_link
 
 log = logging.getLogger(__name__)
@@ -87,11 +88,7 @@ class CSVLogger(MetricsLogger):
             cut = ",".join(HEADER) + "\r\n" + cut  # header lost: data rows first
         if cut != text:
             log.warning("repairing %s after an interrupted run", self.files)
-            tmp = self.files.with_name(self.files.name + ".tmp")
-            tmp.unlink(missing_ok=True)  # replaced, never written through a planted link
-            with tmp.open("w", newline="") as fh:
-                fh.write(cut)
-            os.replace(tmp, self.files)
+            atomic_write(self.files, cut)
         rows = list(csv.reader(cut.splitlines()[1:]))
         return {(int(r[0]), r[1]) for r in rows if len(r) == 3}
 

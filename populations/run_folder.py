@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from marl.fileio import atomic_write
 from populations.db import LeagueDB, LeagueDBError, refuse_link
 
 log = logging.getLogger(__name__)
@@ -194,10 +195,7 @@ def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: boo
         except (OSError, ValueError, RecursionError) as err:  # RecursionError: nested too deep
             raise RunFolderError(f"cannot read {path}: {err}") from None
     if check_settings(str(run_dir), saved, current, may_change, override) or saved is None:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.unlink(missing_ok=True)  # replaced, never written through a planted link
-        tmp.write_text(json.dumps(current, indent=1, sort_keys=True))
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(current, indent=1, sort_keys=True))
 
 
 @contextmanager

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from marl.core import Policy, load_policy
+from marl.fileio import atomic_write
 from populations.db import LeagueDB, SnapshotRow
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
@@ -70,10 +71,7 @@ class PolicyStore:
                 "roles": list(meta.roles), "agents": list(meta.agents), "parent": parent,
                 "learner_step": meta.step, "created_at": time.time(), "sha256": sha}
         side = path.with_suffix(".json")
-        tmp = side.with_name(side.name + ".tmp")
-        tmp.unlink(missing_ok=True)  # replaced, never written through a planted link
-        tmp.write_text(json.dumps(info, indent=1))
-        os.replace(tmp, side)
+        atomic_write(side, json.dumps(info, indent=1))
         sid = self.db.add_snapshot(member_id, version, path, meta.kind, meta.game,
                                    meta.roles, parent, meta.step, {"agents": list(meta.agents)},
                                    sha256=sha)
