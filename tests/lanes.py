@@ -70,6 +70,7 @@ class Lane:
         self.log_path = self.folder / "worker.log"
         self.results: dict[str, dict[str, Any]] = {}
         self.waited = 0.0  # seconds this process spent waiting for the worker's results
+        self.started, self.own_s = time.time(), None  # own_s: this lane's tests, in seconds
         self._offset = 0
         modules = list(dict.fromkeys(_module(n) for n in nodeids))
         root = config.rootpath
@@ -98,6 +99,8 @@ class Lane:
         """The worker's result for ``nodeid``, once it has one (a failure if it never will)."""
         start = last = time.monotonic()
         seen = len(self.results)
+        if self.own_s is None:  # the first wait: this process's own tests are done
+            self.own_s = time.time() - self.started
         while True:
             self._read()
             if nodeid in self.results:
@@ -227,11 +230,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                             ) -> None:
     if _lane is not None:
         where = f"; its log: {_lane.log_path}" if exitstatus != 0 else ""
+        ends = [r["t"] for r in _lane.results.values() if "t" in r]
+        took = f"{max(ends) - _lane.started:.0f} s" if ends else "?"
         terminalreporter.write_line(
             f"second lane: {len(_lane.results)} tests of {', '.join(SECOND_LANE)} ran in a "
             f"second pytest process beside this one (exit status {_lane.proc.returncode}); "
-            f"this one then waited {_lane.waited:.0f} s for their results ({SWITCH}=0: one "
-            f"process){where}")
+            f"their last result came {took} after the start, this one's own tests took "
+            f"{_lane.own_s or 0:.0f} s, then it waited {_lane.waited:.0f} s for their results "
+            f"({SWITCH}=0: one process){where}")
 
 
 # ------------------------------------------------------------------------- in the worker
@@ -255,5 +261,6 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         rec.update(outcome="skipped", when=report.when, text=reason.removeprefix("Skipped: "),
                    where=where)
     if report.when == "teardown":
+        rec["t"] = time.time()  # when it ended: the first process sums up the lanes' times
         with open(Path(folder, "results.jsonl"), "a", encoding="utf-8") as fh:
             fh.write(json.dumps(_reports.pop(report.nodeid)) + "\n")
