@@ -283,8 +283,9 @@ def _warn_large_obs(module_path: str, obs_spaces: Mapping[str, spaces.Space]) ->
     logger.warning(
         "pettingzoo/%s: observations are %s arrays (images?), flattened to %d features: the "
         "encoders here (MLP, GNN) are not convolutional and will train very slowly on them; "
-        "downscale them first, e.g. game.name=pettingzoo/<your module>:<function> returning "
-        "the env with smaller observations (resized, grayscale, cropped)",
+        "downscale them first: game.name=pettingzoo/<your module>:<function> returning the "
+        "env in a wrapper (pettingzoo.utils.BaseParallelWrapper) with smaller observations "
+        "(strided, grayscale, cropped)",
         module_path, "x".join(map(str, shape)), size,
     )
 
