@@ -141,7 +141,7 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
         models = [_prepare(cfg, AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype), k)
                   for k in range(count)]
     except OSError as err:
-        raise ValueError(f"llm model {cfg.model!r} could not be loaded ({err}); give 'tiny', a "
+        raise ValueError(f"llm.model={cfg.model!r} could not be loaded ({err}); give 'tiny', a "
                          "local model directory or a hub name available here") from err
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token

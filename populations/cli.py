@@ -234,9 +234,7 @@ def to_experiment(cfg: DictConfig) -> ExperimentConfig:
 
     try:
         exp = OmegaConf.to_object(cfg)
-    except OmegaConfBaseException as err:  # names its key itself
-        raise CLIError(f"bad config: {one_line(err)}") from None
-    except (ValueError, TypeError) as err:  # a section's dataclass: name the setting's path
+    except (ValueError, TypeError, OmegaConfBaseException) as err:  # named by its dotted path
         raise CLIError(f"bad config: {refused_message(cfg, err, one_line)}") from None
     assert isinstance(exp, ExperimentConfig)
     return exp

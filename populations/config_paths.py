@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from omegaconf import DictConfig
 
 _CONTEXT = re.compile(r"[\w ]+: ")  # "approx exploitability: frames must be..."
-_UNKNOWN = re.compile(r"unknown (?P<what>(?:[a-z]\w* )?[A-Za-z_][\w.]*) "
+_UNKNOWN = re.compile(r"unknown (?P<what>(?:[a-z]\w* )?[A-Za-z_][\w.-]*) "
                       r"(?P<value>'[^']*'|\"[^\"]*\")(?P<rest>.*)", re.S)
-_NAME = [re.compile(r"(?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)", re.S),  # "optim='bogus'..."
-         re.compile(r"(?P<noun>[a-z]\w*) (?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)",  # "llm team"
+_NAME = [re.compile(r"(?P<name>[A-Za-z_][\w.-]*)(?P<rest>.*)", re.S),  # "optim='bogus'..."
+         re.compile(r"(?P<noun>[a-z]\w*) (?P<name>[A-Za-z_][\w.-]*)(?P<rest>.*)",  # "llm team"
                     re.S)]
 
 
@@ -65,8 +65,9 @@ def at_path(message: str, path: str, cls: type | None = None) -> str:
 def _field(name: str, noun: str | None, path: str, cls: type | None,
            fields: set[str]) -> str | None:
     """The field of ``cls`` that ``name`` (after ``noun``) spells, if any: ``tau``,
-    ``MADDPGConfig.tau``, ``exploit.every`` (of ``population.exploit``), ``kl estimator``."""
-    *owner, field = name.split(".")
+    ``MADDPGConfig.tau``, ``exploit.every`` (of ``population.exploit``), ``kl estimator``,
+    ``meta-solver``."""
+    *owner, field = name.replace("-", "_").split(".")
     if owner and owner not in ([getattr(cls, "__name__", "")], path.split(".")[-len(owner):]):
         return None
     if noun is not None and not owner and f"{noun}_{field}" in fields:
@@ -100,6 +101,11 @@ def refusal(cfg: DictConfig, path: str = "") -> tuple[str, type, Exception] | No
 def refused_message(cfg: DictConfig, err: BaseException, one_line: Any) -> str:
     """The one-line message of ``err`` (raised converting ``cfg``) naming its setting's full
     path; ``one_line`` renders an exception as one line (``populations.cli.one_line``)."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    if isinstance(err, OmegaConfBaseException):  # its key is on a line one_line drops
+        key = getattr(err, "full_key", None)
+        return one_line(err) if not key or key in one_line(err) else f"{key}: {one_line(err)}"
     found = refusal(cfg)
     if found is None:
         return one_line(err)

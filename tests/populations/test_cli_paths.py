@@ -8,6 +8,7 @@ from populations.cli import CLIError, to_experiment
 from populations.config_paths import at_path
 from populations.experiment import PopulationConfig
 from populations.matchmaking import MatchmakingConfig
+from populations.psro import PSROConfig
 
 
 def _refused(override: str) -> str:
@@ -42,6 +43,9 @@ NESTED = [
     ("llm.grpo.advantage.eps=-1", "llm.grpo.advantage.eps=-1.0; expected a value >= 0"),
     ("runner.kind=slurm", "runner.kind='slurm' unknown; choose one of ['local', 'ray']"),
     ("logger.mode=x", "logger.mode='x' unknown; choose one of"),
+    ("population.psro.meta_solver=nashx", "population.psro.meta_solver='nashx' unknown; choose"),
+    ("llm.model=???", "llm.model: Structured config of type `LLMConfig` has missing mandatory"),
+    ("mappo.net.init=???", "mappo.net.init: Structured config of type `NetConfig` has missing"),
 ]
 
 
@@ -66,6 +70,8 @@ def test_a_refused_value_is_named_by_its_full_path(override, message):
     ("MatchmakingConfig: two settings clash", "population.matchmaking", MatchmakingConfig,
      "population.matchmaking: two settings clash"),
     ("num_envs=0; expected an integer >= 1", "", None, "num_envs=0; expected an integer >= 1"),
+    ("unknown meta-solver 'x'; choose one of ['nash']", "population.psro", PSROConfig,
+     "population.psro.meta_solver='x' unknown; choose one of ['nash']"),
 ])
 def test_at_path_spellings(message, path, cls, expected):
     assert at_path(message, path, cls) == expected

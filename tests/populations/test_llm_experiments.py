@@ -84,7 +84,7 @@ def test_per_role_team_gives_each_role_its_own_model():
     ("cfg", "message"),
     [
         (dict(model="???"), "llm.model is not set"),
-        (dict(model="/no/such/model/dir"), "llm model '/no/such/model/dir' could not be loaded"),
+        (dict(model="/no/such/model/dir"), "llm.model='/no/such/model/dir' could not be loaded"),
     ],
 )
 def test_bad_model_fails_with_a_clear_message(cfg, message):
