@@ -478,14 +478,12 @@ class RoleEMABaseline:
     def update(self, codes, values, new, idx, hit, fresh: int) -> None:
         """Baselines of ``codes[new]`` (distinct) set to ``values[new]``, [M] each, given
         ``idx, hit`` of ``find(codes)`` and ``fresh``, the number of new codes the state lacks."""
-        k, vals, values = self.codes.numel(), self.values.to(codes.device), values.double()
-        vals = torch.cat([vals, vals.new_zeros(1)]).scatter_(0, torch.where(new & hit, idx, k),
-                                                             values)[:k]  # fmt: skip
-        slot = torch.where(new & ~hit, (new & ~hit).cumsum(0) - 1, fresh)  # fresh: appended
-        codes = torch.cat([self.codes.to(codes.device),
-                           codes.new_zeros(fresh + 1).scatter_(0, slot, codes)[:fresh]])
-        vals = torch.cat([vals, vals.new_zeros(fresh + 1).scatter_(0, slot, values)[:fresh]])
-        order = torch.argsort(codes)  # the state is small: (game, role) pairs
+        k, dev = self.codes.numel(), codes.device  # fresh codes go after the known ones
+        slot = torch.where(new, torch.where(hit, idx, k + (new & ~hit).cumsum(0) - 1), k + fresh)
+        codes = torch.cat([self.codes.to(dev), codes.new_zeros(fresh + 1)]).scatter_(0, slot, codes)
+        vals = torch.cat([self.values.to(dev), values.new_zeros(fresh + 1, dtype=torch.float64)])
+        vals = vals.scatter_(0, slot, values.double())[: k + fresh]
+        order = torch.argsort(codes[: k + fresh])  # the state is small: (game, role) pairs
         self.codes, self.values = codes[order], vals[order]
 
 
@@ -500,9 +498,10 @@ def _ema_units(x, code, traj, act, weights) -> tuple[Tensor, ...]:
     start = (cs != cs.roll(1)) | (ts != ts.roll(1))
     start[:1] = True
     unit = start.cumsum(0) - 1
-    on = torch.ones_like(x) if act is None else act[order].to(x.dtype)
+    xs, ao = x[order], None if act is None else act[order]
+    on = torch.ones_like(x) if ao is None else ao.to(x.dtype)
     w = on if weights is None else on * weights[order].to(x.dtype)
-    xs = x[order] if act is None else torch.where(act[order], x[order], 0.0)  # masked: NaN
+    xs = xs if ao is None else torch.where(ao, xs, 0.0)  # masked values may be NaN
     tot = x.new_zeros(x.numel()).index_add_(0, unit, w)
     mean = x.new_zeros(x.numel()).index_add_(0, unit, w * xs) / tot.clamp_min(_TINY)
     live = None if act is None else tot > 0  # None: every unit, slots [0, units)
@@ -540,15 +539,21 @@ def _role_ema(x, keys, mask, weights, cfg, state: RoleEMABaseline) -> Tensor:
         slot = torch.where(live, dest, n)
         cu = code.new_full((n + 1,), -1).scatter_(0, slot, code_u)[:n]
         ru = r_u.new_zeros(n + 1).scatter_(0, slot, r_u)[:n]
-    start = (cu != cu.roll(1)) | (cu < 0)  # first update of each (game, role); empty slots
+    real = cu >= 0  # slots that hold an update: a prefix (codes are >= 0 once checked)
+    start = (cu != cu.roll(1)) | ~real  # first update of each (game, role); empty slots
     start[:1] = True
     pos, (idx, hit, b0) = run_positions(start), state.find(cu, init)
-    last = torch.cat([start[1:], start.new_ones(1)]) & (cu >= 0)  # each key's last update
-    bounds = [m for _, c, _ in limits for m in torch.aminmax(c)] + [(last & ~hit).sum(), pos.max()]
-    *seen, fresh, max_pos = torch.stack(bounds).tolist()  # the one host sync
+    last = torch.cat([start[1:], start.new_ones(1)]) & real  # each key's last update
+    reads = [v for _, c, _ in limits for v in torch.aminmax(c)]
+    *seen, fresh, max_pos, ups = torch.stack(
+        reads + [(last & ~hit).sum(), pos.max(), real.sum()]).tolist()  # the one host sync
     for (name, _, top), lo, hi in zip(limits, seen[::2], seen[1::2], strict=True):
         if lo < 0 or hi >= top:
             raise ValueError(f"role_ema needs 0 <= keys.{name} < {top}; got [{lo}, {hi}]")
+    if not ups:  # nothing updates: every sample meets the baseline from before the batch
+        return x - state.find(code, init)[2].to(x.dtype)
+    cu, ru, start, pos, idx, hit, b0, last = (t[:ups] for t in (cu, ru, start, pos, idx, hit,
+                                                                 b0, last))  # fmt: skip
     rs = ru.double()
     b = torch.where(start, b0, 0.0).mul_(alpha).add_(rs, alpha=1 - alpha)
     after = linear_scan(b, pos, alpha, max_pos=max_pos)  # the baseline after each update
