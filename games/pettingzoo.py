@@ -316,11 +316,14 @@ class PettingZooGame(Game):
         factory, module, parallel = _resolve(module_path)
         try:
             self.env = factory(**kwargs)
-        except TypeError as err:
+        except Exception as err:  # a bad value fails deep in the env (N=0: a numpy error)
             raw = getattr(module, "raw_env", factory) if parallel is not None else factory
             accepted = [p for p in inspect.signature(raw).parameters if p != "self"]
+            why = str(err).strip().splitlines()[-1] if str(err).strip() else "no message"
+            kind = "" if isinstance(err, TypeError) else f"{type(err).__name__}: "
             raise GameError(
-                f"bad arguments for pettingzoo/{module_path} {kwargs}: {err}; accepted: {accepted}"
+                f"bad arguments for pettingzoo/{module_path} {kwargs}: {kind}{why}; "
+                f"accepted: {accepted}"
             ) from None
         self.parallel = not isinstance(self.env, AECEnv)  # what the factory built decides
         self.name = module_path

@@ -28,3 +28,14 @@ def test_nothing_close_names_nothing():
     with pytest.raises(games.UnknownGameError) as info:
         games.make("pettingzoo/no_such_module_xyz")
     assert "close matches" not in str(info.value)
+
+
+@pytest.mark.parametrize(("kwargs", "why"), [
+    ({"N": 0}, "ValueError: zero-size array"),  # numpy, deep in the scenario
+    ({"local_ratio": 5}, "AssertionError: local_ratio is a proportion"),
+])
+def test_a_value_the_env_rejects_names_the_argument_and_the_accepted_ones(kwargs, why):
+    with pytest.raises(games.GameError) as info:
+        games.make("pettingzoo/mpe2.simple_spread_v3", **kwargs)
+    msg = str(info.value)
+    assert str(kwargs) in msg and why in msg and "accepted: ['N', " in msg and "\n" not in msg
