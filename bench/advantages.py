@@ -16,8 +16,9 @@
 3. **End to end**: the share of advantage time in real MAPPO updates (simple_spread N=3,
    default ``MAPPOConfig``, 32 copies; ``--updates`` updates, rollout excluded; normalization
    with its diagnostics read, and GAE) and in whole GRPO steps (rollout + update) of the tiny
-   LLM preset (Kuhn poker, ``group_role``, 128 episodes, ``--grpo-steps`` steps; keys built
-   from the turn records, turn returns, normalization, diagnostics read, token broadcast).
+   LLM preset (Kuhn poker, ``group_role`` and ``role_ema``, 128 episodes, ``--grpo-steps``
+   steps; keys from the turn records, turn returns, normalization, diagnostics read, token
+   broadcast).
    Shares are sums over the steps, in wall time and in this thread's CPU time: under load a
    short timed span that the scheduler preempts reads several ms of wall time, so the wall
    share scatters from run to run while the CPU-time share stays put. The load average is
@@ -331,23 +332,24 @@ def end_to_end(device: torch.device, updates: int, grpo_steps: int) -> None:
 
     kuhn = "openspiel/kuhn_poker"
     tok = build_tokenizer(game_corpus(kuhn, 200))
-    cfg = GRPOConfig(group_size=8, groups_per_step=16, adv_norm="group_role", lr=1e-3,
-                     minibatch_turns=1024, action=ActionConfig(mode="score"),
-                     device=str(device), seed=0)  # fmt: skip
-    grpo = MultiTurnGRPO(Team.shared(build_model(tok), tok), kuhn, cfg)
-    grpo.step()  # warm-up
-    # keys from the turn records, turn returns, normalization, diagnostics read, and the
-    # broadcast of each turn's advantage to its tokens
-    clocks = [_Clock(trainer_mod, "turn_advantages", device, read=lambda r: r.diagnostics),
-              _Clock(trainer_mod, "broadcast_to_tokens", device)]
-    try:
-        res = _shares(grpo.step, {"norm": clocks}, device, grpo_steps)
-    finally:
-        for c in clocks:
-            c.restore()
-    rows.append((f"GRPO step, tiny LLM on Kuhn poker (group_role, "
-                 f"{cfg.group_size * cfg.groups_per_step} episodes; rollout + update)",
-                 grpo_steps, res))  # fmt: skip
+    for adv_norm in ("group_role", "role_ema"):  # role_ema: per trajectory, the trainer default
+        cfg = GRPOConfig(group_size=8, groups_per_step=16, adv_norm=adv_norm, lr=1e-3,
+                         minibatch_turns=1024, action=ActionConfig(mode="score"),
+                         device=str(device), seed=0)  # fmt: skip
+        grpo = MultiTurnGRPO(Team.shared(build_model(tok), tok), kuhn, cfg)
+        grpo.step()  # warm-up
+        # keys from the turn records, turn returns, normalization, diagnostics read, and the
+        # broadcast of each turn's advantage to its tokens
+        clocks = [_Clock(trainer_mod, "turn_advantages", device, read=lambda r: r.diagnostics),
+                  _Clock(trainer_mod, "broadcast_to_tokens", device)]
+        try:
+            res = _shares(grpo.step, {"norm": clocks}, device, grpo_steps)
+        finally:
+            for c in clocks:
+                c.restore()
+        rows.append((f"GRPO step, tiny LLM on Kuhn poker ({adv_norm}, "
+                     f"{cfg.group_size * cfg.groups_per_step} episodes; rollout + update)",
+                     grpo_steps, res))  # fmt: skip
     load1 = os.getloadavg()[0]
     print(f"load average (1 min) {load0:.1f} before, {load1:.1f} after; "
           f"torch threads {torch.get_num_threads()}\n")
@@ -359,7 +361,7 @@ def end_to_end(device: torch.device, updates: int, grpo_steps: int) -> None:
         print(f"| {name} | {n} | {r['step_ms']:.1f} | {r['norm_ms']:.3f} | {r['norm_share']:.2%} "
               f"| {gae_s} | {r['share']:.2%} | {r['cpu_share']:.2%} | {r['lo']:.2%} / "
               f"{r['median']:.2%} / {r['hi']:.2%} |")
-    grpo_share = rows[-1][2]["share"]
+    grpo_share = max(r["share"] for name, _, r in rows if name.startswith("GRPO"))
     print("\nShares: sums over the steps of advantage time / step time. MAPPO: normalization "
           "(diagnostics read) and GAE inside ``ppo_update``. GRPO: normalization is "
           "``llm_agents.credit.turn_advantages`` (keys from the turn records, turn returns, "

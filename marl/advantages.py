@@ -520,7 +520,7 @@ def _role_ema(x, keys, mask, weights, cfg, state: RoleEMABaseline) -> Tensor:
     ``drop_zero`` reproduces SPIRAL's filtering of zero-advantage samples. ``state`` is updated
     in place. Computed by a stable sort by (game, role) and ``linear_scan`` over the sorted
     updates: ``b_i = alpha * b_{i-1} + (1 - alpha) * R_i``, [N] -> [N]; one host sync per call
-    (the key bounds and the number of new (game, role) pairs, read together).
+    reads the key bounds, the number of updates and of new (game, role) pairs, the longest run.
     """
     role, game = keys.role.long(), None if keys.game is None else keys.game.long()
     code = role if game is None else game << 32 | role  # [N]: the state's codes
