@@ -200,6 +200,57 @@ def replace_game_kwargs(cfg: DictConfig, overrides: Sequence[str]) -> None:
             cfg.game.kwargs = kwargs
 
 
+# ------------------------------------------------------------- before the schema loads
+class _Unparsed(Exception):
+    """Arguments Hydra's own parser refuses (it reports them itself, later)."""
+
+
+def check_command_line(args: Sequence[str]) -> None:
+    """Mistakes Hydra would report before using the schema, found before the schema (and
+    torch, ~1 s) is imported, in Hydra's own words: an override its grammar cannot parse, and
+    ``GROUP=OPTION`` naming an option no file in ``configs/GROUP/`` (nor an installed
+    package's config store entry) provides. Skipped where other configs may provide it
+    (``--config-dir``, ``--config-path``, ``hydra.searchpath``)."""
+    from hydra._internal.utils import get_args_parser
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ValueType
+
+    parser = get_args_parser()
+
+    def refuse(message: str) -> NoReturn:
+        raise _Unparsed(message)
+
+    parser.error = refuse  # type: ignore[method-assign]
+    try:
+        parsed = parser.parse_args(list(args))
+    except _Unparsed:
+        return
+    overrides = OverridesParser.create().parse_overrides(parsed.overrides)  # grammar errors
+    if parsed.config_dir or parsed.config_path or parsed.config_name or any(
+            o.key_or_group.startswith("hydra.searchpath") for o in overrides):
+        return
+    groups = _config_groups()
+    for o in overrides:
+        group = o.key_or_group
+        if group not in groups or o.package is not None or o.input_line.startswith(("+", "~")):
+            continue
+        options = [o.value()] if o.value_type == ValueType.ELEMENT else \
+            list(o.value().list) if o.value_type in (ValueType.CHOICE_SWEEP,
+                                                     ValueType.SIMPLE_CHOICE_SWEEP) else []
+        for option in options:  # a sweep's too (-m algo=mappo,ipo: before the sweep folder)
+            if not isinstance(option, str) or "/" in option or option in groups[group]:
+                continue
+            try:
+                stored = [n.removesuffix(".yaml") for n in ConfigStore.instance().list(group)]
+            except OSError:
+                stored = []
+            if option not in stored:
+                known = ", ".join(sorted({*groups[group], *stored}))
+                raise CLIError(f"In 'config': Could not find '{group}/{option}'; Available "
+                               f"options in '{group}': {known}")
+
+
 # ------------------------------------------------------------------------ the config
 def register_schema() -> None:
     """Store the schema ``configs/config.yaml`` composes over (its ``defaults: - schema``)."""
@@ -420,6 +471,7 @@ def train_main() -> None:
     sys.argv = [sys.argv[0], *game_overrides(args)]
     with reported(TRAIN):
         load_plugins()
+        check_command_line(sys.argv[1:])
     _hydra_app()()
 
 

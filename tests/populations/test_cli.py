@@ -463,3 +463,10 @@ def test_sweep_job_error_leaves_no_sweep_folder(tmp_path):
     res = _cli(["-m", "num_envs=0", "seed=0,1", "frames=64"], tmp_path, check=False)
     _one_line_failure(res, "selfplay-train: bad config: num_envs=0")
     assert not list(tmp_path.iterdir())
+
+
+def test_sweep_over_an_unknown_option_leaves_no_sweep_folder(tmp_path):
+    res = _cli(["-m", "algo=mappo,ipo", "frames=64"], tmp_path, check=False)
+    _one_line_failure(res, "selfplay-train: In 'config': Could not find 'algo/ipo'; Available "
+                           "options in 'algo': ippo, ")
+    assert not list(tmp_path.iterdir())

@@ -1,10 +1,15 @@
 """Config errors name the setting by the dotted path a user types (``mappo.net.init=...``),
-whichever section's dataclass refused it and however its own message spells the field."""
+whichever section's dataclass refused it and however its own message spells the field;
+mistakes Hydra finds without the schema are found before the schema (and torch) loads."""
+
+import subprocess
+import sys
 
 import pytest
 from hydra import compose, initialize_config_module
+from hydra.errors import MissingConfigException
 
-from populations.cli import CLIError, to_experiment
+from populations.cli import CLIError, check_command_line, one_line, to_experiment
 from populations.config_paths import at_path
 from populations.experiment import PopulationConfig
 from populations.matchmaking import MatchmakingConfig
@@ -75,3 +80,26 @@ def test_a_refused_value_is_named_by_its_full_path(override, message):
 ])
 def test_at_path_spellings(message, path, cls, expected):
     assert at_path(message, path, cls) == expected
+
+
+# ------------------------------------------------- found before the schema (and torch) loads
+@pytest.mark.parametrize("override", ["algo=alphazero", "encoder=gnnx", "experiment=nope"])
+def test_unknown_option_is_refused_in_hydras_words(override):
+    with pytest.raises(CLIError) as ours:
+        check_command_line([override])
+    with pytest.raises(MissingConfigException) as hydras, \
+            initialize_config_module(config_module="configs", version_base=None):
+        compose(config_name="config", overrides=[override])
+    assert str(ours.value) == one_line(hydras.value)
+
+
+def test_command_line_mistakes_are_found_without_importing_torch():
+    code = ("import sys\nfrom populations.cli import check_command_line\n"
+            "for args in (['algo=alphazero'], ['seed=[1,'], ['-m', 'algo=mappo,ipo']):\n"
+            "    try:\n        check_command_line(args)\n"
+            "    except Exception as err:\n        print(type(err).__name__)\n"
+            "check_command_line(['algo=ippo', '-m', 'seed=0,1', 'game.name=x'])\n"
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["CLIError", "OverrideParseException", "CLIError", "False"]
