@@ -35,8 +35,10 @@ ALLOWED: dict[str, set[str]] = {
 # What populations may import of the learner packages: the protocols and the registry
 # (marl.core, marl.registry), the learner-agnostic loops over them (marl.train), and the
 # module whose import registers llm_grpo in marl's registry (marl never imports llm_agents,
-# so someone above both must: the counterpart of marl.registry.BUILTIN_MODULES).
-POPULATIONS_PUBLIC = {"marl", "marl.core", "marl.registry", "marl.train", "llm_agents.learner"}
+# so someone above both must: the counterpart of marl.registry.BUILTIN_MODULES), and the
+# torch-free atomic file writer that policies and run files share (marl.fileio).
+POPULATIONS_PUBLIC = {"marl", "marl.core", "marl.fileio", "marl.registry", "marl.train",
+                      "llm_agents.learner"}
 
 # Known reaches into learner internals, (file, module) -> why it is there. A new one fails
 # the test; make it go through the registry (registry.get(algo).build(...), entry.config,
