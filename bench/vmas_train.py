@@ -122,11 +122,17 @@ def run_ours(setting: str, seed: int, frames: int, copies: int, big: int,
     vg = games.VectorGame(GAME, B, seed=seed, tensors=True, **learner.vector_game_kwargs,
                           **TASK_KW)
     curve: list[tuple[float, int, float]] = []  # (seconds, frames, mean of last 50 returns)
+    # per update: the critic's loss as BenchMARL logs it (TorchRL's l2: the mean squared
+    # error in return units, without our 0.5), from our v_loss (0.5 x the squared error of
+    # normalized targets under value normalization: times the running variance)
+    critic_mse: list[float] = []
     t0 = time.perf_counter()
 
     def on_update(f: int, metrics: dict[str, float]) -> None:
         if "charts/episode_return" in metrics:
             curve.append((time.perf_counter() - t0, f, metrics["charts/episode_return"]))
+        scale = float(learner.value_rms.var) if cfg.value_norm else 1.0
+        critic_mse.append(2.0 * metrics.get("losses/v_loss", float("nan")) * scale)
 
     res = train(learner, vg, frames, progress=False, on_update=on_update)
     vg.close()
@@ -137,7 +143,15 @@ def run_ours(setting: str, seed: int, frames: int, copies: int, big: int,
         reach = next((s for s, _, r in curve if r >= target), None)
     return {"fps": res.frames / res.seconds, "last": float(np.mean(rets[-tenth:])),
             "first": float(np.mean(rets[:tenth])), "seconds": res.seconds, "copies": B,
-            "reach_s": reach, "curve": [(round(s, 1), f, round(r, 3)) for s, f, r in curve]}
+            "reach_s": reach, "critic_loss": _tenths(critic_mse),
+            "curve": [(round(s, 1), f, round(r, 3)) for s, f, r in curve],
+            "critic_mse": [round(x, 4) for x in critic_mse]}
+
+
+def _tenths(xs: list[float], parts: int = 5) -> list[float]:
+    """Means of ``xs`` over ``parts`` equal spans of the run (a trajectory in brief)."""
+    spans = np.array_split(np.asarray(xs, dtype=float), parts) if xs else []
+    return [round(float(np.mean(s)), 2) for s in spans if len(s)]
 
 
 def _scalars(run_dir: str, name: str) -> list[float]:
@@ -166,9 +180,11 @@ def run_benchmarl(setting: str, seed: int, frames: int, copies: int) -> dict | N
     rewards = _scalars(s["run_dir"], "collection_reward_episode_reward_mean")
     iter_s = sum(_scalars(s["run_dir"], "timers_iteration_time"))
     tenth = max(1, len(rewards) // 10)
+    critic = _scalars(s["run_dir"], "train_agents_loss_critic")
     return {"fps": s["total_frames"] / iter_s, "wall_s": s["wall_s"], "seconds": iter_s,
             "first": float(np.mean(rewards[:tenth])), "last": float(np.mean(rewards[-tenth:])),
-            "iterations": len(rewards), "curve": [round(r, 3) for r in rewards]}
+            "iterations": len(rewards), "critic_loss": _tenths(critic),
+            "curve": [round(r, 3) for r in rewards]}
 
 
 def main() -> None:
@@ -230,7 +246,7 @@ def main() -> None:
 
 def _report(name: str, r: dict, path: Path | None) -> None:
     brief = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
-             if k != "curve"}
+             if k not in ("curve", "critic_mse")}
     print(f"{name}: {json.dumps(brief)}", flush=True)
     if path is not None:
         with path.open("a") as fh:
