@@ -30,7 +30,9 @@ ours from ``train``'s clock, BenchMARL from its own iteration timers), the retur
 agent's episode return averaged over agents, BenchMARL's convention) over the training
 episodes of the last 10 % of frames, and for our runs the wall-clock seconds until the
 mean return of the last 50 episodes first reaches BenchMARL's final return of the same
-setting and seed (BenchMARL's time to it: its whole run). Ours trains with tensor VecSteps
+setting and seed (BenchMARL's time to it: its whole run), and the critic loss over fifths of
+the run in BenchMARL's units (``critic_loss``: mean squared error in return units; every
+update's in ``--json``). Ours trains with tensor VecSteps
 (``VectorGame(tensors=True)``): the rollout never leaves torch.
 
     nice -n 10 python bench/vmas_train.py [--task navigation|balance] [--frames 30000]

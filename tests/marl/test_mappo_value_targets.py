@@ -122,3 +122,26 @@ def test_rollout_end_is_checked_in_one_line():
     with pytest.raises(ValueError, match=r"rollout_end='cut' unknown; choose one of "
                                          r"\['carry', 'bootstrap'\]"):
         MAPPOConfig(rollout_end="cut")
+
+
+@pytest.mark.parametrize("recurrent", [False, True])
+def test_bootstrap_value_is_the_one_the_next_step_gets(recurrent):
+    # the rollout's last step ends with V(next observation) as the next act computes it:
+    # for a GRU critic, from the hidden state after the last step (not a fresh one)
+    spec = games.make("vmas/balance", **BALANCE).spec
+    cfg = MAPPOConfig(rollout_steps=R, rollout_end="bootstrap",
+                      net=NetConfig(recurrent=recurrent, rnn_hidden=8))
+    learner = MAPPO(spec, cfg, seed=0)
+    vg = games.VectorGame("vmas/balance", B, seed=0, tensors=True, **BALANCE,
+                          **learner.vector_game_kwargs)
+    vs = vg.reset()
+    while not learner.ready():
+        vs = vg.step(learner.act(vs))
+        learner.observe(vs)
+    buf = learner.buf
+    assert buf.end[R].all() and not buf.term[R].any() and (buf.last == -1).all()
+    boot = buf.final_value[R].clone()
+    buf.carry()  # no update: the next act values the same observation with the same critic
+    learner.act(vs)
+    torch.testing.assert_close(buf.value[1], boot, rtol=0, atol=0)
+    vg.close()
