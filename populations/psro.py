@@ -178,9 +178,13 @@ def _member_matrices(tree: ex.GameTree, mixture: Mixture) -> list[np.ndarray]:
 
 
 class ExactBestResponse:
-    """Exact best responses on enumerable OpenSpiel games, as :class:`TabularPolicy`."""
+    """Exact best responses on enumerable OpenSpiel games, as :class:`TabularPolicy`
+    (``game_kwargs``: the game's parameters, as for :class:`PSRO`)."""
 
-    def __init__(self, game: str | games.Game | GameSpec) -> None:
+    def __init__(self, game: str | games.Game | GameSpec,
+                 game_kwargs: Mapping[str, Any] | None = None) -> None:
+        if game_kwargs:  # an OpenSpiel game's name then holds them: kuhn_poker(players=3)
+            game = games.make(game if isinstance(game, str) else game.name, **game_kwargs)
         self.tree = ex.game_tree(game)
         ex.require_perfect_recall(self.tree)
 
@@ -621,6 +625,9 @@ class PSRO:
                 game, cfg.episodes_per_entry, cfg.num_envs, cfg.seed, game_kwargs,
                 players=self.seats_of,
             )
+        if isinstance(oracle, ExactBestResponse) and oracle.tree.name != self.spec.name:
+            raise ValueError(f"the exact oracle solves {oracle.tree.name}, PSRO plays "
+                             f"{self.spec.name}; give ExactBestResponse the same game_kwargs")
         self.members: dict[str, list[Member]] = {a: [] for a in self.players}
         self.payoffs = np.zeros((len(self.players), *([0] * len(self.players))))
         self.meta_strategy: dict[str, np.ndarray] = {}

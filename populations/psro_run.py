@@ -252,7 +252,7 @@ def make_oracle(cfg: ExperimentConfig) -> Oracle:
     """The best-response oracle ``population.oracle`` names (``exact``, ``rl`` or an algo)."""
     pop = cfg.population
     if pop.oracle == "exact":
-        return ExactBestResponse(cfg.game.name)
+        return ExactBestResponse(cfg.game.name, game_kwargs=cfg.game.kwargs)
     return RLOracle(cfg.game.name, RLOracleConfig(frames=pop.oracle_frames,
                                                   num_envs=cfg.num_envs),
                     learner_factory=oracle_learner(cfg), game_kwargs=cfg.game.kwargs)
