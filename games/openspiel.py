@@ -156,6 +156,11 @@ def _cpp_stderr_to_log() -> Iterator[None]:
 def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
     short = game_string.split("(", 1)[0]
     names = pyspiel.registered_names()
+    if short not in names and short.startswith("python_"):
+        # OpenSpiel's games written in Python register when their package is imported
+        import open_spiel.python.games  # noqa: F401
+
+        names = pyspiel.registered_names()
     if short not in names:
         close = difflib.get_close_matches(short, names, n=5)
         hint = f" did you mean {close}?" if close else ""
