@@ -9,6 +9,7 @@ import pytest
 from hydra import compose, initialize_config_module
 from hydra.errors import MissingConfigException
 
+from populations.approx_exploit import ExploitEvery
 from populations.cli import CLIError, check_command_line, one_line, to_experiment
 from populations.config_paths import at_path
 from populations.experiment import PopulationConfig
@@ -77,6 +78,10 @@ def test_a_refused_value_is_named_by_its_full_path(override, message):
     ("num_envs=0; expected an integer >= 1", "", None, "num_envs=0; expected an integer >= 1"),
     ("unknown meta-solver 'x'; choose one of ['nash']", "population.psro", PSROConfig,
      "population.psro.meta_solver='x' unknown; choose one of ['nash']"),
+    ("algo 'x' unknown; choose one of ['ippo']", "population.exploit", ExploitEvery,
+     "population.exploit.algo='x' unknown; choose one of ['ippo']"),
+    ("approx exploitability: frames must be an integer >= 1, got 0", "population.exploit",
+     ExploitEvery, "population.exploit.frames must be an integer >= 1, got 0"),
 ])
 def test_at_path_spellings(message, path, cls, expected):
     assert at_path(message, path, cls) == expected
