@@ -84,7 +84,7 @@ KNOWN_SIDES: dict[tuple[str, str], tuple[str, bool]] = {
 }
 COOPERATIVE_TEAM = "team"
 LARGE_OBS = 10_000  # features of a multi-dimensional observation (an image) worth a warning
-_warned_large: set[str] = set()  # games warned about, once per process
+_warned_large: set[tuple[str, str]] = set()  # (game, "obs" | "state") warned about
 
 
 FAMILIES = ("mpe2", "pettingzoo.classic", "pettingzoo.butterfly", "pettingzoo.sisl")
@@ -271,23 +271,40 @@ def _split_obs(obs: Any) -> tuple[np.ndarray, np.ndarray | None]:
     return np.asarray(obs, dtype=np.float32).ravel(), mask
 
 
-def _warn_large_obs(module_path: str, obs_spaces: Mapping[str, spaces.Space]) -> None:
+def _image_shape(spaces_: Sequence[spaces.Space | None]) -> tuple[int, ...] | None:
+    """The largest shape among ``spaces_`` if it is multi-dimensional and at least
+    :data:`LARGE_OBS` features (an image, flattened for the encoders), else None."""
+    shape = max((tuple(sp.shape or ()) for sp in spaces_ if sp is not None), key=np.prod,
+                default=())
+    return shape if len(shape) >= 2 and np.prod(shape) >= LARGE_OBS else None
+
+
+def _warn_large_obs(module_path: str, obs_spaces: Mapping[str, spaces.Space],
+                    state_space: spaces.Space | None) -> None:
     """Warn (once per game and process) that images will be flattened into a vector: the
-    learners' encoders are MLPs and GNNs, which on cooperative_pong's 280x480x3 frames
-    (403,200 features) update at ~1 frame/s on a CPU."""
-    shape = max((tuple(sp.shape or ()) for sp in obs_spaces.values()), key=np.prod)
-    size = int(np.prod(shape))
-    if len(shape) < 2 or size < LARGE_OBS or module_path in _warned_large:
-        return
-    _warned_large.add(module_path)
-    logger.warning(
-        "pettingzoo/%s: observations are %s arrays (images?), flattened to %d features: the "
-        "encoders here (MLP, GNN) are not convolutional and will train very slowly on them; "
-        "downscale them first: game.name=pettingzoo/<your module>:<function> returning the "
-        "env in a wrapper (pettingzoo.utils.BaseParallelWrapper) with smaller observations "
-        "(strided, grayscale, cropped)",
-        module_path, "x".join(map(str, shape)), size,
-    )
+    encoders are MLPs and GNNs, and on cooperative_pong's 280x480x3 frames (403,200
+    features; its global state is the same screen) a MAPPO update took ~65 s on a CPU."""
+    shape = _image_shape(list(obs_spaces.values()))
+    if shape and (module_path, "obs") not in _warned_large:
+        _warned_large.add((module_path, "obs"))
+        logger.warning(
+            "pettingzoo/%s: observations are %s arrays (images?), flattened to %d features: "
+            "the encoders here (MLP, GNN) are not convolutional and will train very slowly on "
+            "them; downscale them first: game.name=pettingzoo/<your module>:<function> "
+            "returning the env in a wrapper (pettingzoo.utils.BaseParallelWrapper) with "
+            "smaller observations (strided, grayscale, cropped)",
+            module_path, "x".join(map(str, shape)), int(np.prod(shape)),
+        )
+    shape = _image_shape([state_space])
+    if shape and (module_path, "state") not in _warned_large:
+        _warned_large.add((module_path, "state"))
+        logger.warning(
+            "pettingzoo/%s: the global state is a %s array (an image?), flattened to %d "
+            "features for centralized critics, which will train very slowly on it; use "
+            "critics on the agents' own observations (mappo.net.critic=local) or a wrapper "
+            "whose state_space and state() are smaller",
+            module_path, "x".join(map(str, shape)), int(np.prod(shape)),
+        )
 
 
 def _array_text(x: np.ndarray) -> str:
@@ -342,8 +359,8 @@ class PettingZooGame(Game):
         )
         self._action_spaces = {a: _action_space(env.action_space(a), module_path) for a in agents}
         obs_spaces = {a: _obs_space(env.observation_space(a)) for a in agents}
-        _warn_large_obs(module_path, obs_spaces)
         state_space = getattr(env, "state_space", None) if self.parallel else None
+        _warn_large_obs(module_path, obs_spaces, state_space)
         self.spec = GameSpec(
             name=f"pettingzoo/{module_path}",
             agents=agent_specs(self.sides.roles, self.sides.teams),
