@@ -761,11 +761,12 @@ class PSRO:
         self.iterations += 1
         self.recorder.on_iteration(result.iteration, result.meta_strategy, nash_conv, seconds)
         log.info(
-            "PSRO iteration %d: population %s, NashConv %s, %.3fs",
+            "PSRO iteration %d: population %s, NashConv %s, %.3fs%s",
             result.iteration,
             list(result.population.values()),
             "n/a" if nash_conv is None else f"{nash_conv:.6f}",
             seconds,
+            "" if nash_conv is None else f" (+{result.eval_seconds:.3f}s computing NashConv)",
         )
         return result
 
