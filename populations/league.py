@@ -448,6 +448,8 @@ class League:
                 self.db.add_generation(self.run_id, m.name, g, frames, started, time.time(),
                                        f"pid {os.getpid()}")
                 self.frames += frames
+                log.info("generation %d: %s trained %d frames in %.0fs", g, m.name, frames,
+                         time.time() - started)  # a generation of several members is long
             return
         for m in self.members:
             self.learners.submit(self._job(m, g))
@@ -456,6 +458,8 @@ class League:
             r = self.learners.wait()
             self.db.add_generation(self.run_id, r.name, g, r.frames, r.started_at,
                                    r.finished_at, r.worker)
+            log.info("generation %d: %s trained %d frames in %.0fs (%s)", g, r.name, r.frames,
+                     r.finished_at - r.started_at, r.worker)
             done[r.name] = r
         for m in self.members:
             self._apply(m, done[m.name])
