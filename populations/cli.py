@@ -522,7 +522,10 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
 
     spec = make(args.game, **kwargs).spec
     exploit = _exploit_config(args, spec) if args.exploit else None  # bad values fail first
-    policies = {Path(path).stem.replace(" ", "_"): load_policy(path) for path in args.policies}
+    policies = {name: load_policy(path) for name, path in _policy_names(args.policies).items()}
+    if len(policies) < 2 and not args.exploit:
+        raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
+                       "or add --exploit for one policy's approximate NashConv")
     db = LeagueDB(args.db)  # made only once every policy loaded
     run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name)
     store = PolicyStore(Path(args.db).parent / "eval_snapshots", db, run_id)
@@ -538,6 +541,21 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     if exploit is not None:
         _exploit(db, run_id, args, kwargs, snaps, policies, exploit)
     db.close()
+
+
+def _policy_names(paths: list[str]) -> dict[str, str]:
+    """``{name: path}``, one per file given: its stem, ``<folder>_<stem>`` where stems repeat
+    (a run's snapshots are ``<member>/v0000.pt``...), then ``_2``, ``_3``... (two files of
+    one name were one player: no matches, nothing said)."""
+    stems = [Path(p).stem.replace(" ", "_") for p in paths]
+    names: dict[str, str] = {}
+    for stem, path in zip(stems, paths, strict=True):
+        name = base = stem if stems.count(stem) == 1 else f"{Path(path).parent.name}_{stem}"
+        k = 2
+        while name in names:
+            name, k = f"{base}_{k}", k + 1
+        names[name] = path
+    return names
 
 
 def _exploit_config(args: argparse.Namespace, spec: Any) -> Any:

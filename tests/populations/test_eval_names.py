@@ -1,0 +1,48 @@
+"""``selfplay-eval`` on a run's snapshots (``<member>/v0000.pt`` in each member's folder):
+files of one name were one player, so the round robin played no match and said nothing."""
+
+import pytest
+
+import games
+from marl import registry
+
+KUHN = "openspiel/kuhn_poker"
+
+
+def _eval(args, capsys):
+    from populations.cli import eval_main
+
+    try:
+        eval_main(args)
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def snapshots(tmp_path_factory):
+    spec = games.make(KUHN).spec
+    root = tmp_path_factory.mktemp("snapshots")
+    paths = []
+    for member in ("main", "exploiter"):
+        (root / member).mkdir()
+        paths.append(registry.get("mappo").build(spec).policy().save(root / member / "v0000.pt"))
+    return [str(p) for p in paths]
+
+
+def test_files_of_one_name_are_players_of_their_own(snapshots, tmp_path, capsys):
+    code, out, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "2",
+                            *snapshots], capsys)
+    assert code == 0, err
+    rows = {line.split()[0]: line for line in out.splitlines() if "matches" in line}
+    assert set(rows) == {"main_v0000", "exploiter_v0000"}
+    assert all("matches 0" not in row for row in rows.values())
+
+
+def test_one_policy_without_exploit_is_a_one_line_error(snapshots, tmp_path, capsys):
+    code, _, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), snapshots[0]], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "two or more policy files" in lines[0]
+    assert not (tmp_path / "r.db").exists()
