@@ -184,6 +184,15 @@ class League:
         self.spec = games.make(cfg.game, **cfg.game_kwargs).spec
         if cfg.nash_conv and not cfg.game.startswith("openspiel/"):
             raise ValueError(f"nash_conv=True needs a small OpenSpiel game; got {cfg.game!r}")
+        if cfg.nash_conv:  # refused now, not after generation 0 trained
+            from populations import exploitability as ex
+
+            try:
+                ex.require_perfect_recall(ex.game_tree(self.spec))
+            except ValueError as err:
+                raise ValueError(f"nash_conv=True: {str(err).replace(f'; {ex.SAMPLED_HINT}', '')}"
+                                 "; set it false, or exploit.every=N for an approximate "
+                                 "NashConv") from None
         if len(self.spec.teams) != 2:
             raise ValueError(
                 f"a self-play league needs two teams; {cfg.game} has {self.spec.teams}")
@@ -428,7 +437,7 @@ class League:
             from populations.exploitability import nash_conv
 
             self.log_metrics(self.frames, {
-                f"nash_conv/{s.member}": nash_conv(self.cfg.game, self.store.load(s.id)).nash_conv
+                f"nash_conv/{s.member}": nash_conv(self.spec, self.store.load(s.id)).nash_conv
                 for s in snaps})
         approx = exploit_snapshots(self.db, self.run_id, self.store, self.cfg.game,
                                    self.cfg.game_kwargs, self.cfg.exploit, list(snaps),
