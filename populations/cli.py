@@ -499,6 +499,8 @@ def eval_main(argv: list[str] | None = None) -> None:
     x.add_argument("--exploit-episodes", type=int, default=2_000,
                    help="evaluation episodes per value estimate")
     args = p.parse_args(argv)
+    if args.exploit:  # minutes of training: its progress lines (populations.approx_exploit)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     with reported(p.prog):
         import_user_modules(args.imports, "--import")
         load_plugins()

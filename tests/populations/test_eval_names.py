@@ -46,3 +46,18 @@ def test_one_policy_without_exploit_is_a_one_line_error(snapshots, tmp_path, cap
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "two or more policy files" in lines[0]
     assert not (tmp_path / "r.db").exists()
+
+
+def test_exploit_turns_on_progress_lines(snapshots, tmp_path, capsys, monkeypatch):
+    """--exploit trains for minutes; its progress (populations.approx_exploit logs each
+    response and seed) was not shown: selfplay-eval set up no logging (300 s, one line)."""
+    import logging
+
+    calls = []
+    monkeypatch.setattr(logging, "basicConfig", lambda **kw: calls.append(kw))
+    _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--exploit", "--exploit-frames",
+           "0", snapshots[0]], capsys)  # refused, after the logging is set up
+    assert [c["level"] for c in calls] == [logging.INFO]
+    calls.clear()
+    _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), snapshots[0]], capsys)
+    assert calls == []  # a plain round robin stays as quiet as it was
