@@ -190,9 +190,10 @@ class League:
             try:
                 ex.require_perfect_recall(ex.game_tree(self.spec))
             except ValueError as err:
-                raise ValueError(f"nash_conv=True: {str(err).replace(f'; {ex.SAMPLED_HINT}', '')}"
-                                 "; set it false, or exploit.every=N for an approximate "
-                                 "NashConv") from None
+                why = str(err).replace(f"; {ex.SAMPLED_HINT}", "")
+                raise ValueError(f"nash_conv=True (population.nash_conv): {why}; set it false, "
+                                 "or exploit.every=N (population.exploit.every) for an "
+                                 "approximate NashConv") from None
         if len(self.spec.teams) != 2:
             raise ValueError(
                 f"a self-play league needs two teams; {cfg.game} has {self.spec.teams}")

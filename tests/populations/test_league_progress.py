@@ -45,5 +45,6 @@ def test_a_game_too_large_for_nash_conv_is_refused_before_training(tmp_path):
     with pytest.raises(ValueError) as err:
         League(cfg, tmp_path)
     msg = str(err.value)
-    assert msg.startswith("nash_conv=True: openspiel/nim has more than") and "psro" not in msg
+    assert msg.startswith("nash_conv=True (population.nash_conv): openspiel/nim has more than")
+    assert "psro" not in msg
     assert "exploit.every" in msg and "\n" not in msg
