@@ -180,8 +180,9 @@ class ExperimentConfig:
 
     def __post_init__(self) -> None:
         registry.get(self.algo)  # one line listing the registered algos when unknown
-        if self.num_envs < 1:
-            raise ValueError(f"num_envs={self.num_envs}; expected an integer >= 1")
+        for name in ("frames", "num_envs"):  # frames=-5 trained nothing and exited 0
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 1")
         if not re.fullmatch(r"cpu|cuda(:\d+)?|auto", self.device):
             raise ValueError(f"device={self.device!r} unknown; choose one of cpu, cuda, "
                              "cuda:N (N a GPU index), auto")
