@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import logging
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,13 +36,14 @@ import games
 import llm_agents.learner  # noqa: F401 - registers llm_grpo (and the llm policy kind)
 from llm_agents.build import LLMConfig
 from marl import registry
-from marl.core import Learner
+from marl.core import CheckpointError, Learner
 from marl.maddpg import MADDPGConfig
 from marl.mappo import MAPPOConfig
 from marl.registry import LearnerEntry
-from marl.train import RandomPolicy, check_episode_lengths, train
+from marl.train import RandomPolicy, TrainResult, check_episode_lengths, train
 from marl.value_decomp import ValueDecompConfig
 from populations.approx_exploit import ExploitEvery
+from populations.checkpoint import checkpoint_files, load_latest, save_checkpoint
 from populations.db import LeagueDB, MatchRow
 from populations.league import MEMBER, League, LeagueConfig
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
@@ -49,7 +51,7 @@ from populations.matchmaking import MatchmakingConfig
 from populations.members import LearnerMember, LLMMember
 from populations.psro import PSROConfig
 from populations.psro_run import ORACLE_NAMES, oracle_algos
-from populations.run_folder import open_run
+from populations.run_folder import one_line, open_run
 from populations.seeds import GLOBAL, RunSeeds, isolated_global_rng
 from populations.store import PolicyStore
 
@@ -57,6 +59,7 @@ log = logging.getLogger(__name__)
 
 MODES = ("none", "league", "psro")
 EXPLOITER = "_exploiter"  # population.members: "<algo>_exploiter", a main exploiter
+CHECKPOINTS = "checkpoints"  # a single run's checkpoints (a league's: populations.league)
 
 
 def league_algos() -> list[str]:
@@ -167,6 +170,8 @@ class ExperimentConfig:
     torch_threads: int = 1  # intra-op threads (small networks are fastest on one)
     resume: bool = False  # continue the run in this folder from its last checkpoint
     resume_override: bool = False  # resume with other settings / start fresh on resume=true
+    checkpoint_every_s: float = 300.0  # population=none: seconds between checkpoints of the
+    # learner (taken after an update; 0: after every update), and one when training ends
     progress: bool = True  # progress bars and lines on the terminal
     game: GameConfig = field(default_factory=GameConfig)
     mappo: MAPPOConfig = field(default_factory=MAPPOConfig)
@@ -180,9 +185,12 @@ class ExperimentConfig:
 
     def __post_init__(self) -> None:
         registry.get(self.algo)  # one line listing the registered algos when unknown
-        for name in ("frames", "num_envs"):  # frames=-5 trained nothing and exited 0
+        for name in ("frames", "num_envs", "eval_episodes"):  # frames=-5 trained nothing
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 1")
+        if not self.checkpoint_every_s >= 0:  # NaN too
+            raise ValueError(f"checkpoint_every_s={self.checkpoint_every_s}; expected seconds "
+                             ">= 0 (0: after every update)")
         if not re.fullmatch(r"cpu|cuda(:\d+)?|auto", self.device):
             raise ValueError(f"device={self.device!r} unknown; choose one of cpu, cuda, "
                              "cuda:N (N a GPU index), auto")
@@ -236,6 +244,7 @@ def make_learner(cfg: ExperimentConfig, spec: games.GameSpec,
 
 # settings a resume may change (populations.run_folder): where it runs, how it logs, how long
 RESUME_MAY_CHANGE = ("resume", "resume_override", "progress", "device", "torch_threads",
+                     "checkpoint_every_s",
                      "runner.", "logger.", "population.generations", "population.iterations")
 
 
@@ -394,10 +403,16 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
     db = LeagueDB(run_dir / "league.db")
     run_id = db.run_id(cfg.experiment) or db.create_run(
         cfg.experiment, experiment=cfg.experiment, game=spec.name, config=_plain(cfg))
+    done = _finished_row(db, run_id, run_dir, cfg.algo, "frames")
+    if done is not None:
+        db.close()
+        return [done]
     store = PolicyStore(run_dir / "snapshots", db, run_id)
     teams = spec.teams
     agents = tuple(a.id for a in spec.agents if a.team == teams[0])  # first team learns
     learner = make_learner(cfg, spec, agents, seeds.learner(cfg.algo))
+    start, state = _restore(learner, cfg, run_dir, db, run_id, logger) if cfg.resume else (0, {})
+    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, learner)
     others = random_seats(spec, agents, seeds)
     vkw = getattr(learner, "vector_game_kwargs", {"with_state": True})
     # MAPPO/IPPO read tensor VecSteps: a natively batched game's rollout stays on its device
@@ -406,10 +421,16 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
                           **cfg.game.kwargs)
 
     def on_update(frames: int, metrics: dict[str, float]) -> None:
+        frames += start  # a resumed run counts on from its checkpoint
+        if "charts/frames" in metrics:
+            metrics["charts/frames"] = float(frames)
         db.log_metrics(run_id, frames, metrics)
         logger.log(frames, metrics)
+        ckpt.maybe_save(frames)  # after the metrics: a resume drops only later ones
 
-    if cfg.runner.rollout_workers:
+    if start >= cfg.frames:  # stopped after training (publishing or evaluating)
+        res = TrainResult(0, 0, 0.0)
+    elif cfg.runner.rollout_workers:
         from populations.rollouts import RolloutCollector, RolloutSpec, train_with_workers
 
         workers = cfg.runner.rollout_workers
@@ -417,19 +438,23 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
                              seeds.stream("rollouts"), dict(cfg.game.kwargs), dict(vkw))
         collector = RolloutCollector(spec_w, workers, cfg.runner.kind, cfg.runner.address)
         try:
-            res = train_with_workers(learner, collector, cfg.frames, cfg.progress, on_update)
+            res = train_with_workers(learner, collector, cfg.frames - start, cfg.progress,
+                                     on_update)
         finally:
             collector.close()
     else:
-        res = train(learner, vg, cfg.frames, opponents=others, progress=cfg.progress,
+        res = train(learner, vg, cfg.frames - start, opponents=others, progress=cfg.progress,
                     on_update=on_update, eval_greedy=_greedy(entry))
-    snap = store.publish(cfg.algo, learner.policy())
+    frames, returns = start + res.frames, (state.get("returns", []) + res.episode_returns)[-50:]
+    seconds = state.get("seconds", 0.0) + res.seconds
+    if res.frames:  # a resume after a kill past this point trains nothing again
+        ckpt.save(frames, returns=returns, seconds=seconds)
+    snap = store.publish(cfg.algo, learner.policy(), version=0)
     _evaluate_single(db, run_id, cfg, spec, snap.id, learner, others, vkw)
     db.set_run_status(run_id, "finished")
-    rows = [{"member": cfg.algo, "version": snap.version, "frames": res.frames,
-             "seconds": round(res.seconds, 1),
-             "final_return": round(float(np.mean(res.episode_returns[-50:])), 3)
-             if res.episode_returns else None}]
+    rows = [{"member": cfg.algo, "version": snap.version, "frames": frames,
+             "seconds": round(seconds, 1),
+             "final_return": round(float(np.mean(returns)), 3) if returns else None}]
     db.close()
     return rows
 
@@ -443,22 +468,33 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
     db = LeagueDB(run_dir / "league.db")
     run_id = db.run_id(cfg.experiment) or db.create_run(
         cfg.experiment, experiment=cfg.experiment, game=spec.name, config=_plain(cfg))
+    done = _finished_row(db, run_id, run_dir, "llm", "iterations")
+    if done is not None:
+        db.close()
+        return [done]
     store = PolicyStore(run_dir / "snapshots", db, run_id)
     seeds = RunSeeds(cfg.seed)
     trainer = _own_rollouts(cfg, registry.get(cfg.algo), spec, run_dir, seeds.learner(cfg.algo))
-    store.publish("llm", trainer.policy(), version=0)
+    start = _restore(trainer, cfg, run_dir, db, run_id, logger)[0] if cfg.resume else 0
+    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, trainer)
+    if start == 0:  # the untrained team (a resumed one is past it)
+        store.publish("llm", trainer.policy(), version=0)
     metrics: dict[str, float] = {}
-    bar = tqdm(total=cfg.llm.iterations, disable=not cfg.progress, unit="iter",
-               dynamic_ncols=True)
-    for it in range(1, cfg.llm.iterations + 1):
+    bar = tqdm(total=cfg.llm.iterations, initial=min(start, cfg.llm.iterations),
+               disable=not cfg.progress, unit="iter", dynamic_ncols=True)
+    for it in range(start + 1, cfg.llm.iterations + 1):
         metrics = trainer.step()
         db.log_metrics(run_id, it, metrics)
         logger.log(it, metrics)
+        if it == cfg.llm.iterations:  # a resume after a kill past this trains nothing again
+            ckpt.save(it)
+        else:
+            ckpt.maybe_save(it)
         bar.set_postfix(legal=f"{metrics['charts/legal_rate']:.2f}",
                         ret=f"{metrics['charts/team_return']:.2f}", refresh=False)
         bar.update(1)
     bar.close()
-    snap = store.publish("llm", trainer.policy())
+    snap = store.publish("llm", trainer.policy(), version=1)
     agents = tuple(a.id for a in spec.agents if a.team == spec.teams[0])
     others = random_seats(spec, agents, seeds)
     member = _Seats(trainer.policy(agents), agents)
@@ -470,6 +506,73 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
             row[key] = round(float(metrics[f"charts/{key}"]), 3)
     db.close()
     return [row]
+
+
+class _Checkpoints:
+    """A single run's checkpoints (``<run>/checkpoints/ckpt_<step>.pt``, step: frames, or
+    iterations of an LLM team): the learner's ``state_dict`` and the step, written
+    atomically with a hash (populations.checkpoint), at most every ``every_s`` seconds."""
+
+    def __init__(self, run_dir: Path, every_s: float, learner: Any) -> None:
+        self.folder, self.every_s, self.learner = run_dir / CHECKPOINTS, every_s, learner
+        self.last = time.monotonic()
+
+    def maybe_save(self, step: int) -> None:
+        if time.monotonic() - self.last >= self.every_s:
+            self.save(step)
+
+    def save(self, step: int, **extra: Any) -> None:
+        save_checkpoint(self.folder, step, {"step": step, "learner": self.learner.state_dict(),
+                                            **extra})
+        self.last = time.monotonic()
+
+
+def _finished_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,
+                  unit: str) -> dict[str, Any] | None:
+    """A run recorded ``finished`` is not trained nor published again on a resume: one log
+    line and its table row (None when the run is not finished)."""
+    status = db.conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+    if status is None or status[0] != "finished":
+        return None
+    snaps = db.snapshots(run_id, member)
+    version = snaps[-1].version if snaps else None
+    ckpts = checkpoint_files(run_dir / CHECKPOINTS)
+    step = int(ckpts[0].stem.removeprefix("ckpt_")) if ckpts else None
+    log.info("run %s already finished%s (snapshot v%s); nothing to do", run_dir,
+             "" if step is None else f" at {step} {unit}", version)
+    return {"member": member, "version": version, unit: step}
+
+
+def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, run_id: int,
+             logger: MetricsLogger) -> tuple[int, dict[str, Any]]:
+    """Load a resumed single run's newest good checkpoint into ``learner`` (a learner, or an
+    LLM team's trainer); returns its step and the rest of its state (checked: the file is
+    untrusted). Metrics recorded past the step (by the interrupted process) are dropped."""
+    found = load_latest(run_dir / CHECKPOINTS)
+    step, state = 0, {}
+    if found is None:
+        log.info("no checkpoint in %s: training from the start", run_dir)
+    else:
+        path, raw = found
+        step, returns, seconds = raw.get("step"), raw.get("returns", []), raw.get("seconds", 0.0)
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise CheckpointError(f"checkpoint {path} holds step={step!r}; expected a count >= 0")
+        if not isinstance(returns, list) or not all(isinstance(r, float) for r in returns) \
+                or not isinstance(seconds, float):
+            raise CheckpointError(f"checkpoint {path} holds returns or seconds that are not "
+                                  "floats")
+        try:
+            learner.load_state_dict(raw["learner"])
+        except Exception as err:  # noqa: BLE001 - a file of other settings, or a crafted one
+            raise CheckpointError(f"checkpoint {path} does not fit this {cfg.algo} learner "
+                                  f"({one_line(err)}); resume with the run's settings") from None
+        state = {"returns": returns[-50:], "seconds": seconds}
+        log.info("resumed %s from %s at step %d of its training", run_dir, path.name, step)
+    with db.transaction() as conn:
+        conn.execute("DELETE FROM metrics WHERE run_id = ? AND step > ?", (run_id, step))
+    logger.backfill(db.metric_rows(run_id))
+    db.set_run_status(run_id, "running")
+    return step, state
 
 
 def random_seats(spec: games.GameSpec, agents: tuple[str, ...],
