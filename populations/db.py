@@ -268,6 +268,19 @@ class LeagueDB:
                                 (name,)).fetchone()
         return None if row is None else int(row[0])
 
+    def run_status(self, run_id: int) -> str | None:
+        """The status of run ``run_id`` (running, finished, failed; None: no such run)."""
+        row = self.conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def drop_metrics_after(self, run_id: int, step: int) -> int:
+        """Delete run ``run_id``'s metric rows past ``step`` (what an interrupted process
+        logged after the checkpoint a resume starts from); returns how many."""
+        with self.conn:
+            cur = self.conn.execute("DELETE FROM metrics WHERE run_id = ? AND step > ?",
+                                    (run_id, step))
+        return cur.rowcount
+
     def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
         """Set ``status`` (running, finished, failed) and the error that ended the run."""
         with self.conn:

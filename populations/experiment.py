@@ -531,8 +531,7 @@ def _finished_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,
                   unit: str) -> dict[str, Any] | None:
     """A run recorded ``finished`` is not trained nor published again on a resume: one log
     line and its table row (None when the run is not finished)."""
-    status = db.conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
-    if status is None or status[0] != "finished":
+    if db.run_status(run_id) != "finished":
         return None
     snaps = db.snapshots(run_id, member)
     version = snaps[-1].version if snaps else None
@@ -568,8 +567,7 @@ def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, r
                                   f"({one_line(err)}); resume with the run's settings") from None
         state = {"returns": returns[-50:], "seconds": seconds}
         log.info("resumed %s from %s at step %d of its training", run_dir, path.name, step)
-    with db.transaction() as conn:
-        conn.execute("DELETE FROM metrics WHERE run_id = ? AND step > ?", (run_id, step))
+    db.drop_metrics_after(run_id, step)
     logger.backfill(db.metric_rows(run_id))
     db.set_run_status(run_id, "running")
     return step, state
