@@ -447,7 +447,7 @@ common keys:
   seed=0  frames=60000  num_envs=32  eval_episodes=32  device=cpu|cuda|cuda:N|auto
   game.name=NAME game.kwargs.KEY=V   a game by name, from its own defaults (game.kwargs={{}})
   imports=[mypkg.games]              your modules (importable from here) to import first
-  resume=true hydra.run.dir=DIR      continue a run;  progress=false  logger=none
+  resume=true hydra.run.dir=DIR      continue a run;  checkpoint_every_s=300  progress=false
   population.psro.payoffs=sampled  population.oracle=rl  population.members=[mappo,llm_grpo]
 
 examples:
