@@ -216,16 +216,10 @@ def value_targets(L: MAPPO) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     cfg, buf = L.cfg, L.buf
     rows = slice(0, buf.row)
     values_TBA = buf.value[rows]
-    # An agent's unfinished last step (buf.last, carried to the next update) has no
-    # successor yet: agent_gae gives it delta = r - V, as if V(next) were 0, and passes
-    # gamma*lam times that on to the agent's earlier steps, lowering their targets by
-    # (gamma*lam)^n * gamma * V(next). Its reward set to its value makes that delta 0, so
-    # the earlier steps' sums stop before it (bootstrapping from its value).
-    steps_T = torch.arange(buf.row, device=L.device)[:, None, None]
-    pending_TBA = steps_T == buf.last  # [T, B, A]; last = -1 (none) matches no row
-    rewards_TBA = torch.where(pending_TBA, values_TBA, buf.reward[rows])
+    # an agent's unfinished last step (buf.last, carried to the next update) gets no
+    # advantage of its own and passes none back: its earlier steps bootstrap from its value
     adv_TBA, complete_TBA = agent_gae(
-        rewards_TBA, values_TBA, buf.acting[rows], buf.end[rows], buf.term[rows],
+        buf.reward[rows], values_TBA, buf.acting[rows], buf.end[rows], buf.term[rows],
         buf.final_value[rows], gamma=cfg.gamma, lam=cfg.gae_lambda,
     )
     return adv_TBA, adv_TBA + values_TBA, complete_TBA

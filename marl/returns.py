@@ -104,7 +104,9 @@ def agent_gae(rewards_TBA: torch.Tensor, values_TBA: torch.Tensor, acting_TBA: t
     (or the episode end); ``end`` marks an agent's last step of an episode, ``terminated``
     whether that end was terminal (else ``final_values`` bootstraps it). Non-acting steps are
     skipped: the next value of an acting step is the value of the same agent's next acting
-    step. ``complete`` is False for steps whose successor is not in the buffer yet.
+    step. ``complete`` is False for steps whose successor is not in the buffer yet; such a
+    step gets advantage 0 and passes nothing back, so the agent's earlier steps bootstrap
+    from its value (its outcome is not known, not zero).
     The next acting step ``n(t)`` of every (t, b, a) is found at once (a reverse ``cummin``),
     so ``delta_t = r_t + gamma * (end_t ? (terminated_t ? 0 : final_t) : V_n(t)) - V_t`` is one
     tensor expression; only ``A_t = delta_t + gamma lam (end_t ? 0 : A_n(t))`` loops over time.
@@ -116,7 +118,8 @@ def agent_gae(rewards_TBA: torch.Tensor, values_TBA: torch.Tensor, acting_TBA: t
     has_next = nxt < T  # nxt = n(t): the agent's next acting step after t (T: none yet)
     next_v = torch.cat([values_TBA, torch.zeros_like(values_TBA[:1])]).gather(0, nxt)  # V_n(t)
     boot = torch.where(end_TBA, torch.where(terminated_TBA, 0.0, final_values_TBA), next_v)
-    delta_TBA = rewards_TBA + gamma * boot - values_TBA
+    # an unfinished last step (no successor, no end) has no delta yet: 0, not r - V
+    delta_TBA = torch.where(end_TBA | has_next, rewards_TBA + gamma * boot - values_TBA, 0.0)
     a_T = []  # A_t [B, A], from the last step back
     next_adv = torch.zeros_like(values_TBA[0])  # [B, A]: A of the agent's next acting step
     for delta, end, act in zip(*(x.unbind(0)[::-1] for x in (delta_TBA, end_TBA, acting_TBA)),

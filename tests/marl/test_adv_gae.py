@@ -23,7 +23,7 @@ def loop_agent_gae(rewards, values, acting, end, terminated, final_values, gamma
     for t in range(values.shape[0] - 1, -1, -1):
         act, e = acting[t], end[t]
         boot = torch.where(e, torch.where(terminated[t], 0.0, final_values[t]), next_v)
-        delta = rewards[t] + gamma * boot - values[t]
+        delta = torch.where(e | has_next, rewards[t] + gamma * boot - values[t], 0.0)
         a_t = delta + gamma * lam * torch.where(e, 0.0, next_adv)
         adv[t] = torch.where(act, a_t, 0.0)
         complete[t] = act & (e | has_next)

@@ -31,10 +31,11 @@ def _reference_agent_gae(r, v, acting, end, term, fv, gamma, lam):
                     delta = r[t, b, a] + gamma * boot - v[t, b, a]
                     adv[t, b, a] = delta
                     complete[t, b, a] = True
-                else:
+                elif have:
                     delta = r[t, b, a] + gamma * nxt_v - v[t, b, a]
                     adv[t, b, a] = delta + gamma * lam * nxt_adv
-                    complete[t, b, a] = have
+                    complete[t, b, a] = True
+                # else: outcome not known yet; earlier steps bootstrap from v[t] alone
                 nxt_v, nxt_adv, have = v[t, b, a], adv[t, b, a], True
     return adv, complete
 
