@@ -256,8 +256,24 @@ def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
         from populations.psro_run import resolve_auto
 
         cfg = resolve_auto(cfg, games.make(cfg.game.name, **cfg.game.kwargs))
-    with open_run(run_dir, _plain(cfg), cfg.resume, cfg.resume_override, RESUME_MAY_CHANGE):
+    # a finished single run does not train on: other settings would be recorded for nothing
+    finished = (lambda: _single_finished(Path(run_dir), cfg.experiment)) \
+        if cfg.population.kind == "none" else None
+    with open_run(run_dir, _plain(cfg), cfg.resume, cfg.resume_override, RESUME_MAY_CHANGE,
+                  finished):
         return _run_experiment(cfg, Path(run_dir))
+
+
+def _single_finished(run_dir: Path, name: str) -> bool:
+    """Whether the single run recorded in ``run_dir``'s database has finished."""
+    if not (run_dir / "league.db").is_file():
+        return False
+    db = LeagueDB(run_dir / "league.db", readonly=True)
+    try:
+        run_id = db.run_id(name)
+        return run_id is not None and db.run_status(run_id) == "finished"
+    finally:
+        db.close()
 
 
 def _run_experiment(cfg: ExperimentConfig, run_dir: Path) -> RunSummary:
@@ -568,6 +584,7 @@ def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, r
         state = {"returns": returns[-50:], "seconds": seconds}
         log.info("resumed %s from %s at step %d of its training", run_dir, path.name, step)
     db.drop_metrics_after(run_id, step)
+    logger.drop_after(step)  # metrics.csv holds what the database holds, not the dead run's
     logger.backfill(db.metric_rows(run_id))
     db.set_run_status(run_id, "running")
     return step, state

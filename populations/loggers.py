@@ -5,6 +5,7 @@ metric whatever the logger; these are extra sinks for the researcher's usual too
 from __future__ import annotations
 
 import csv
+import io
 import logging
 import os
 from collections.abc import Callable
@@ -49,6 +50,10 @@ class MetricsLogger:
     def backfill(self, rows: list[tuple[int, str, float]]) -> None:
         """Add recorded ``(step, key, value)`` rows this sink may have missed (a resumed run
         passes the database's rows); sinks that cannot tell what they hold ignore it."""
+
+    def drop_after(self, step: int) -> None:
+        """Forget the rows past ``step``: a run resumed from a checkpoint there logs those
+        steps anew (sinks that cannot take rows back, e.g. wandb, keep them)."""
 
     def close(self) -> None:
         """Flush and release."""
@@ -102,6 +107,20 @@ class CSVLogger(MetricsLogger):
     def backfill(self, rows: list[tuple[int, str, float]]) -> None:
         for step, key, value in rows:
             self.log(step, {key: value})
+
+    def drop_after(self, step: int) -> None:
+        if not any(s > step for s, _ in self._seen):
+            return
+        self._fh.close()
+        with self.files.open(newline="") as fh:
+            rows = list(csv.reader(fh))
+        kept = [r for r in rows[1:] if len(r) == 3 and int(r[0]) <= step]
+        text = io.StringIO(newline="")
+        csv.writer(text).writerows([list(HEADER), *kept])
+        atomic_write(self.files, text.getvalue())
+        self._seen = {(int(r[0]), r[1]) for r in kept}
+        self._fh = self.files.open("a", newline="")
+        self._w = csv.writer(self._fh)
 
     def close(self) -> None:
         self._fh.close()

@@ -19,7 +19,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -165,13 +165,16 @@ def check_settings(where: str, saved: Mapping[str, Any] | None, current: Mapping
 
 
 def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: bool,
-                    override: bool = False, may_change: Iterable[str] = ()) -> None:
+                    override: bool = False, may_change: Iterable[str] = (),
+                    finished: Callable[[], bool] | None = None) -> None:
     """Check (or record, for a fresh run) ``<run>/settings.json``.
 
     * fresh run (``resume`` false) in a folder that already holds a run: refused;
     * resume of a folder with no run (empty or mistyped): refused unless ``override``
       (then it starts fresh);
-    * resume with settings that differ outside ``may_change``: refused unless ``override``.
+    * resume with settings that differ outside ``may_change``: refused unless ``override``,
+      and always when ``finished()`` says the run cannot go on (a finished single run: its
+      settings would be replaced while nothing trains);
     A folder from before settings were recorded (a ``league.db``, no ``settings.json``)
     resumes and records the current settings.
     """
@@ -194,13 +197,19 @@ def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: boo
             saved = json.loads(path.read_text())
         except (OSError, ValueError, RecursionError) as err:  # RecursionError: nested too deep
             raise RunFolderError(f"cannot read {path}: {err}") from None
+    diff = settings_diff(saved, current, may_change) if resume and saved is not None else []
+    if diff and finished is not None and finished():
+        raise RunFolderError(
+            f"run {run_dir} has finished and cannot continue with other settings "
+            f"({'; '.join(diff[:4])}); resume it with its own settings, or start a new folder")
     if check_settings(str(run_dir), saved, current, may_change, override) or saved is None:
         atomic_write(path, json.dumps(current, indent=1, sort_keys=True))
 
 
 @contextmanager
 def open_run(run_dir: str | Path, settings: Mapping[str, Any], resume: bool,
-             override: bool = False, may_change: Iterable[str] = ()) -> Iterator[Path]:
+             override: bool = False, may_change: Iterable[str] = (),
+             finished: Callable[[], bool] | None = None) -> Iterator[Path]:
     """Hold ``run_dir``'s lock, check the resume's settings (:func:`resume_settings`), and on
     an error mark the folder's runs still ``running`` as ``failed`` with it."""
     run_dir = Path(run_dir)
@@ -209,7 +218,7 @@ def open_run(run_dir: str | Path, settings: Mapping[str, Any], resume: bool,
                              "name, or set resume_override=true to start a new run there")
     fresh = not (run_dir / SETTINGS_NAME).exists()
     with RunLock(run_dir):
-        resume_settings(run_dir, settings, resume, override, may_change)
+        resume_settings(run_dir, settings, resume, override, may_change, finished)
         try:
             yield run_dir
         except BaseException as err:

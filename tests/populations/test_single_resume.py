@@ -14,6 +14,7 @@ import populations.cli  # noqa: F401  (registers the schema)
 import populations.experiment as experiment
 from marl.core import CheckpointError
 from populations.experiment import ExperimentConfig, run_experiment
+from populations.run_folder import RunFolderError
 from tests.populations.test_db_store import garble
 
 # updates every 4 steps of 4 copies: at frames 16, 32, 48 and 64
@@ -61,9 +62,16 @@ def test_a_finished_run_resumes_to_nothing(tmp_path, caplog):
     run_experiment(_exp(*TINY), tmp_path)
     before = sorted(p.name for p in (tmp_path / "snapshots").rglob("*.pt"))
     metrics = _rows(tmp_path / "league.db", "SELECT step, key, value FROM metrics ORDER BY id")
+    settings = (tmp_path / "settings.json").read_text()
     with caplog.at_level(logging.INFO, logger="populations.experiment"):
         summary = run_experiment(_exp(*TINY, "resume=true"), tmp_path)
-        run_experiment(_exp(*TINY, "resume=true", "resume_override=true", "seed=1"), tmp_path)
+        # other settings would be recorded while nothing trains: refused, even overridden
+        with pytest.raises(RunFolderError, match=r"has finished and cannot continue with "
+                           r"other settings \(seed=0 \(run\) vs 1 \(now\)\)"):
+            run_experiment(_exp(*TINY, "resume=true", "resume_override=true", "seed=1"),
+                           tmp_path)
+    assert (tmp_path / "settings.json").read_text() == settings
+    run_experiment(_exp(*TINY, "resume=true"), tmp_path)  # its own settings still resume
     assert sorted(p.name for p in (tmp_path / "snapshots").rglob("*.pt")) == before == \
         ["v0000.pt"]
     assert summary.table == [{"member": "mappo", "version": 0, "frames": 64}]
@@ -98,9 +106,12 @@ def test_an_interrupted_run_resumes_at_its_checkpoint(tmp_path, monkeypatch):
                                      "WHERE key = 'charts/frames' ORDER BY step")
     assert frames == [(16, 16.0), (32, 32.0), (48, 48.0), (64, 64.0)]  # one row per update
     with open(tmp_path / "metrics.csv", newline="") as fh:
-        rows = [(int(r["step"]), r["key"]) for r in csv.DictReader(fh)]
-    assert len(rows) == len(set(rows))
-    assert sorted({s for s, k in rows if k == "charts/frames"}) == [16, 32, 48, 64]
+        rows = [(int(r["step"]), r["key"], float(r["value"])) for r in csv.DictReader(fh)]
+    assert len(rows) == len({(s, k) for s, k, _ in rows})
+    assert sorted({s for s, k, _ in rows if k == "charts/frames"}) == [16, 32, 48, 64]
+    # the file holds the resumed run's values past the checkpoint, as the database does
+    assert sorted(rows) == sorted(_rows(summary.database,
+                                        "SELECT step, key, value FROM metrics"))
 
 
 def test_a_damaged_checkpoint_stops_the_resume_in_one_line(tmp_path, monkeypatch):
