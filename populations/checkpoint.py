@@ -32,6 +32,7 @@ HASH_SUFFIX = ".sha256"
 def checkpoint_files(folder: str | Path) -> list[Path]:
     """Checkpoint files in ``folder``, newest (highest step) first."""
     folder = Path(folder)
+    refuse_link(folder, "checkpoint folder", CheckpointError)  # pruned and read: the run's own
     if not folder.is_dir():
         return []
     found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _CKPT.match(p.name))]
@@ -48,6 +49,7 @@ def save_checkpoint(folder: str | Path, step: int, state: dict[str, Any], keep: 
     previous hash of this step (no match: resuming skips the file) or none (the file,
     renamed into place whole, loads with a warning)."""
     folder = Path(folder)
+    refuse_link(folder, "checkpoint folder", CheckpointError)  # written and pruned
     folder.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
     torch.save(state, buf)

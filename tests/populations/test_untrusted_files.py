@@ -323,3 +323,22 @@ def test_dashboard_psro_charts_are_bounded_by_the_iterations(tmp_path):
     assert len(seats) == queries.MAX_PSRO_PLAYERS
     assert len(seats["player_0"]["weights"]) == 5 == len(seats["player_0"]["members"])
     assert seats["player_0"]["weights"][1] == [0.0, 1.0, 1.0, 0.0]
+
+
+def test_a_linked_checkpoint_folder_is_neither_written_nor_pruned(tmp_path):
+    """Files in a run's checkpoints/ were refused as links, the folder itself was not:
+    a planted link made a run write there and delete all but the newest 3 ckpt_*.pt."""
+    from populations.checkpoint import checkpoint_files
+
+    outside = tmp_path / "outside"
+    for step in range(4):
+        save_checkpoint(outside, step, {"generation": step})
+    before = sorted(p.name for p in outside.iterdir())
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "checkpoints").symlink_to(outside)
+    for act in (lambda: save_checkpoint(tmp_path / "run" / "checkpoints", 9, {}),
+                lambda: checkpoint_files(tmp_path / "run" / "checkpoints")):
+        with pytest.raises(CheckpointError, match="checkpoint folder .* is a link") as err:
+            act()
+        _one_line(err)
+    assert sorted(p.name for p in outside.iterdir()) == before
