@@ -79,8 +79,11 @@ class NetConfig:
                 raise ValueError(
                     f"{name}={getattr(self, name)!r} unknown; choose one of {list(choices)}"
                 )
-        if self.rnn_hidden < 1:
-            raise ValueError(f"rnn_hidden={self.rnn_hidden!r}; expected an integer >= 1")
+        for name in ("rnn_hidden", "gnn_hidden", "gnn_layers", "gnn_heads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
+        if not self.hidden or min(self.hidden) < 1:
+            raise ValueError(f"hidden={list(self.hidden)!r}; expected one or more widths >= 1")
         if self.value == "shared" and self.critic not in ("auto", "state", "concat"):
             raise ValueError(f"value='shared' needs critic='state', 'concat' or 'auto', not "
                              f"critic={self.critic!r}; use value='seat'")

@@ -108,6 +108,17 @@ class MAPPOConfig:
         for name in ("rollout_steps", "epochs", "minibatches", "chunk_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
+        for name, low, high in (("lr", 0.0, None), ("clip_coef", 0.0, None),
+                                ("max_grad_norm", 0.0, None), ("gamma", None, 1.0),
+                                ("gae_lambda", None, 1.0), ("vf_coef", None, None),
+                                ("ent_coef", None, None)):
+            value = getattr(self, name)
+            if not (value == value and abs(value) != float("inf")) or (
+                    low is not None and not value > low) or (low is None and value < 0) or (
+                    high is not None and value > high):
+                want = (f"a number > {low:g}" if low is not None else
+                        "a number in [0, 1]" if high is not None else "a number >= 0")
+                raise ValueError(f"{name}={value!r}; expected {want}")
 
 
 def ippo_config(**kw: Any) -> MAPPOConfig:
