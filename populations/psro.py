@@ -183,8 +183,11 @@ class ExactBestResponse:
 
     def __init__(self, game: str | games.Game | GameSpec,
                  game_kwargs: Mapping[str, Any] | None = None) -> None:
+        if game_kwargs and not isinstance(game, str):
+            raise ValueError(f"ExactBestResponse: game_kwargs={dict(game_kwargs)!r} go with a "
+                             "game's name; a made game already has its parameters")
         if game_kwargs:  # an OpenSpiel game's name then holds them: kuhn_poker(players=3)
-            game = games.make(game if isinstance(game, str) else game.name, **game_kwargs)
+            game = games.make(game, **game_kwargs)
         self.tree = ex.game_tree(game)
         ex.require_perfect_recall(self.tree)
 

@@ -35,3 +35,12 @@ def test_an_oracle_for_another_game_is_refused_in_one_line():
         PSRO(KUHN, ExactBestResponse(KUHN), PSROConfig(meta_solver="uniform"), game_kwargs=THREE)
     msg = str(err.value)
     assert "openspiel/kuhn_poker(players=3)" in msg and "game_kwargs" in msg and "\n" not in msg
+
+
+def test_a_made_game_with_game_kwargs_is_refused_in_one_line():
+    """It read ``game.name``, which a made game does not have: AttributeError."""
+    import games
+
+    with pytest.raises(ValueError, match=r"game_kwargs=\{'players': 3\} go with a game's name"):
+        ExactBestResponse(games.make(KUHN), game_kwargs=THREE)
+    assert len(ExactBestResponse(games.make(KUHN, **THREE)).tree.players) == 3
