@@ -548,11 +548,17 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
 def _policy_names(paths: list[str]) -> dict[str, str]:
     """``{name: path}``, one per file given: its stem, ``<folder>_<stem>`` where stems repeat
     (a run's snapshots are ``<member>/v0000.pt``...), then ``_2``, ``_3``... (two files of
-    one name were one player: no matches, nothing said)."""
-    stems = [Path(p).stem.replace(" ", "_") for p in paths]
+    one name were one player: no matches, nothing said). Names are made valid member names
+    (letters, digits, ``_-.``, starting with a letter or digit, at most 64)."""
+    def valid(text: str) -> str:
+        text = re.sub(r"[^A-Za-z0-9_.\-]", "_", text).lstrip("_.-")[:58]
+        return text or "policy"
+
+    stems = [valid(Path(p).stem) for p in paths]
     names: dict[str, str] = {}
     for stem, path in zip(stems, paths, strict=True):
-        name = base = stem if stems.count(stem) == 1 else f"{Path(path).parent.name}_{stem}"
+        name = base = stem if stems.count(stem) == 1 else \
+            valid(f"{Path(path).parent.name}_{stem}")
         k = 2
         while name in names:
             name, k = f"{base}_{k}", k + 1

@@ -61,3 +61,14 @@ def test_exploit_turns_on_progress_lines(snapshots, tmp_path, capsys, monkeypatc
     calls.clear()
     _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), snapshots[0]], capsys)
     assert calls == []  # a plain round robin stays as quiet as it was
+
+
+def test_player_names_made_from_paths_are_valid_member_names():
+    """``a.pt a.pt`` gave ``_a`` twice and folders with spaces ``run 1_v0``: both refused as
+    member names after the evaluation database had been created."""
+    from populations.cli import _policy_names
+    from populations.store import _NAME
+
+    names = _policy_names(["a.pt", "a.pt", "run 1/v0.pt", "run 2/v0.pt", "x/-é!.pt"])
+    assert list(names) == ["a", "a_2", "run_1_v0", "run_2_v0", "policy"]
+    assert all(_NAME.match(n) for n in names)
