@@ -34,6 +34,8 @@ import inspect
 import logging
 import pkgutil
 import re
+import sysconfig
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -307,6 +309,45 @@ def _warn_large_obs(module_path: str, obs_spaces: Mapping[str, spaces.Space],
         )
 
 
+def _where_raised(err: BaseException) -> str:
+    """``file:line in function`` of the innermost frame of ``err`` outside the standard
+    library and installed packages (the user's own line), else of the innermost frame."""
+    frames = traceback.extract_tb(err.__traceback__)
+    libs = {sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    own = [f for f in frames if not any(lib and f.filename.startswith(lib) for lib in libs)]
+    frame = (own or frames or [None])[-1]
+    return f"{frame.filename}:{frame.lineno} in {frame.name}" if frame else "unknown place"
+
+
+def _build_error(err: Exception, module_path: str, factory: Callable[..., Any],
+                 module: ModuleType, parallel: bool | None, kwargs: dict) -> GameError:
+    """The one-line error for an env factory that raised ``err``.
+
+    Bad arguments (a keyword the factory does not take, a value the env rejects) name the
+    accepted parameters. PettingZoo's own envs reject bad values deep inside (``N=0``: a numpy
+    ValueError, ``local_ratio=5``: an AssertionError), so any of their errors reads as bad
+    arguments; a user's factory is read so only for a TypeError or ValueError when arguments
+    were given. Anything else is a bug in the user's code: the error names the factory, the
+    exception and the line that raised it (``HYDRA_FULL_ERROR=1`` shows the traceback)."""
+    why = str(err).strip().splitlines()[-1] if str(err).strip() else "no message"
+    own_game = bool(_family(module.__name__))
+    if kwargs and (own_game or isinstance(err, (TypeError, ValueError))):
+        raw = getattr(module, "raw_env", factory) if parallel is not None else factory
+        try:
+            accepted = [p for p in inspect.signature(raw).parameters if p != "self"]
+        except (TypeError, ValueError):  # a builtin or a callable without a signature
+            accepted = "see its signature"
+        kind = "" if isinstance(err, TypeError) else f"{type(err).__name__}: "
+        at = "" if own_game else f" (raised at {_where_raised(err)})"
+        return GameError(f"bad arguments for pettingzoo/{module_path} {kwargs}: {kind}{why}"
+                         f"{at}; accepted: {accepted}")
+    name = f"{module.__name__}.{getattr(factory, '__name__', 'env')}"
+    return GameError(
+        f"pettingzoo/{module_path}: the env factory {name} raised {type(err).__name__}: {why} "
+        f"(at {_where_raised(err)}); HYDRA_FULL_ERROR=1 shows the traceback"
+    )
+
+
 def _array_text(x: np.ndarray) -> str:
     return np.array2string(np.asarray(x, dtype=np.float32).ravel(), precision=2, separator=" ")
 
@@ -333,15 +374,8 @@ class PettingZooGame(Game):
         factory, module, parallel = _resolve(module_path)
         try:
             self.env = factory(**kwargs)
-        except Exception as err:  # a bad value fails deep in the env (N=0: a numpy error)
-            raw = getattr(module, "raw_env", factory) if parallel is not None else factory
-            accepted = [p for p in inspect.signature(raw).parameters if p != "self"]
-            why = str(err).strip().splitlines()[-1] if str(err).strip() else "no message"
-            kind = "" if isinstance(err, TypeError) else f"{type(err).__name__}: "
-            raise GameError(
-                f"bad arguments for pettingzoo/{module_path} {kwargs}: {kind}{why}; "
-                f"accepted: {accepted}"
-            ) from None
+        except Exception as err:
+            raise _build_error(err, module_path, factory, module, parallel, kwargs) from err
         self.parallel = not isinstance(self.env, AECEnv)  # what the factory built decides
         self.name = module_path
         env = self.env
