@@ -4,9 +4,12 @@ Each controlled agent ``i`` has a deterministic actor ``mu_i(o_i)`` and a critic
 ``Q_i(x, u_1, ..., u_A)`` that sees the global input ``x`` (the game's state, or all
 observations concatenated) and every controlled agent's action. Critics regress on
 ``r_i + gamma * Q'_i(x', mu'_1(o'_1), ..., mu'_A(o'_A))`` with target networks updated by
-Polyak averaging; actor ``i`` ascends ``Q_i`` with its own action replaced by ``mu_i(o_i)``
-and the others' taken from the replay. All A actor updates run as one batched critic call
-(rows ``i`` of a ``[B, A, A, D]`` joint-action tensor differ only in agent ``i``'s slot).
+Polyak averaging (the ``gamma`` term is dropped where agent ``i``'s own episode ended by
+the rules: the game's end, or ``i`` leaving a game the others play on; a truncated episode
+bootstraps from its final observation); actor ``i`` ascends ``Q_i`` with its own action
+replaced by ``mu_i(o_i)`` and the others' taken from the replay. All A actor updates run as
+one batched critic call (rows ``i`` of a ``[B, A, A, D]`` joint-action tensor differ only in
+agent ``i``'s slot).
 
 * Continuous actions: ``tanh`` outputs in ``[-1, 1]`` (the units the critic sees), Gaussian
   exploration noise, clipped and mapped affinely into the game's box ``[low, high]``.
@@ -14,6 +17,9 @@ and the others' taken from the replay. All A actor updates run as one batched cr
   critics see one-hot actions; illegal actions get a logit of ``-1e9`` and are never chosen.
 * ``share_parameters``: agents of one role share actor and critic weights (critics also see
   the agent's one-hot id, as each agent has its own reward).
+
+Only the steps where an agent acts train its critic and actor: an agent that left the game
+(``knights_archers_zombies``' dead knight) has no transitions until the next episode.
 
 In a league (``Learner.seat_mask``) an agent whose seat another policy played is not
 trained there (its critic and actor losses are masked), the critics see the action that
@@ -365,11 +371,13 @@ class MADDPG(Learner):
             "state": ((S,), torch.float32),
             "action": ((A, D), torch.float32),
             "seated": ((A,), torch.bool),  # the learner held the seat (Learner.seat_mask)
+            "acting": ((A,), torch.bool),  # the agent acted (not one that left the game)
             "reward": ((A,), torch.float32),
             "next_obs": ((A, O), torch.float32),
             "next_state": ((S,), torch.float32),
             "next_acting": ((A,), torch.bool),
             "terminal": ((), torch.float32),
+            "terminated": ((A,), torch.bool),  # the agent's own episode ended by the rules
         }
         if self.head.discrete:
             fields |= {"legal": ((A, D), torch.bool), "next_legal": ((A, D), torch.bool)}
@@ -400,7 +408,8 @@ class MADDPG(Learner):
         if not greedy:
             B, A = obs_BAO.shape[0], len(self.agents)
             self._pending = {"obs": obs_BAO, "state": self.stack.state(vs), "action": unit_BAD,
-                             "seated": seated(self.seat_mask, B, A, self.device)}
+                             "seated": seated(self.seat_mask, B, A, self.device),
+                             "acting": self.stack.acting(vs)}
             if legal_BAD is not None:
                 self._pending["legal"] = legal_BAD
         out = self.head.to_game(unit_BAD)
@@ -452,7 +461,7 @@ class MADDPG(Learner):
                                                 "next observation": nxt["next_obs"]},
                         shared={"global state": p["state"], "next global state": nxt["next_state"]})
         nxt["next_acting"] = nxt["next_acting"] & p["seated"]
-        row = {**p, "reward": rewards_BA, **nxt}
+        row = {**p, "reward": rewards_BA, **nxt, "terminated": self.stack.terminated(vs)}
         keep_B = p["seated"].any(1)
         if not bool(keep_B.all()):
             row = {k: v[keep_B] for k, v in row.items()}
@@ -489,13 +498,16 @@ class MADDPG(Learner):
             next_out_BAD = self.target_actor(b["next_obs"], g)
             next_act_BAD = self.head.unit_actions(next_out_BAD, b.get("next_legal"), explore=False)
             next_q_BA = self._q(self.target_critic, b["next_state"], _shared(next_act_BAD))
-            alive_BA = 1.0 - b["terminal"][:, None]
-            target_BA = b["reward"] + cfg.gamma * alive_BA * next_q_BA
+            # agent i stops where its own episode ended by the rules (it left the game, or
+            # the game ended); a truncated one bootstraps from its final observation
+            ended_BA = b["terminated"] | b["terminal"][:, None].bool()
+            target_BA = b["reward"] + cfg.gamma * (~ended_BA) * next_q_BA
         q_BA = self._q(self.critic, b["state"], _shared(b["action"]))
-        # an agent is trained only where the learner held its seat
-        seated_BA = b["seated"].to(q_BA.dtype)
-        n_seated = seated_BA.sum().clamp(min=1.0)
-        critic_loss = ((q_BA - target_BA).pow(2) * seated_BA).sum() / n_seated
+        # an agent is trained only where it acted and the learner held its seat: an agent
+        # that left the game has no transition (its critic and actor are not trained there)
+        train_BA = (b["seated"] & b["acting"]).to(q_BA.dtype)
+        n_train = train_BA.sum().clamp(min=1.0)
+        critic_loss = ((q_BA - target_BA).pow(2) * train_BA).sum() / n_train
         self.guard.scalar(self.frames, "critic loss", critic_loss)
         self.critic_opt.zero_grad()
         critic_loss.backward()
@@ -518,7 +530,7 @@ class MADDPG(Learner):
         q_pi_BA = self._q(self.critic, b["state"], joint_BAAD.reshape(B, A, A * D))
         self.critic.requires_grad_(True)
         reg = masked_reg(out_BAD, b["legal"]) if self.head.discrete else out_BAD.pow(2).mean()
-        actor_loss = -(q_pi_BA * seated_BA).sum() / n_seated + cfg.actor_reg * reg
+        actor_loss = -(q_pi_BA * train_BA).sum() / n_train + cfg.actor_reg * reg
         self.guard.scalar(self.frames, "actor loss", actor_loss)
         self.actor_opt.zero_grad()
         actor_loss.backward()
@@ -534,7 +546,7 @@ class MADDPG(Learner):
             "losses/critic_loss": float(critic_loss.detach()),
             "losses/actor_loss": float(actor_loss.detach()),
             "losses/q_values": float(q_BA.detach().mean()),
-            "losses/target": float(target_BA.mean()),
+            "losses/target": float((target_BA * train_BA).sum() / n_train),
             "losses/critic_grad_norm": float(critic_grad),
             "losses/actor_grad_norm": float(actor_grad),
             "charts/mean_reward": float(b["reward"].mean()),
@@ -592,7 +604,9 @@ class MADDPG(Learner):
             gen.set_state(st)
         if state.get("buffer") is not None:
             # a checkpoint from before seat masks: the learner held every seat
-            self.buffer.load_state_dict(state["buffer"], missing={"seated": True})
+            # ... and from before per-agent ends: every agent acted, none left alone
+            self.buffer.load_state_dict(state["buffer"], missing={
+                "seated": True, "acting": True, "terminated": False})
         self._pending = None
 
 

@@ -208,6 +208,11 @@ class AgentStacker:
         """``[B]`` team reward: mean or sum over the controlled agents."""
         return rewards_BA.mean(1) if self.team_reward == "mean" else rewards_BA.sum(1)
 
+    def terminated(self, vs: VecStep) -> Tensor:
+        """``[B, A]`` bool, agents whose own episode ended by the rules at this step (an
+        agent that leaves a game its team plays on; no bootstrap of its own value)."""
+        return self._tensor(np.stack([vs.terminated[a] for a in self.agents], 1), torch.bool)
+
     def terminal(self, vs: VecStep) -> Tensor:
         """``[B]`` float, 1 where the episode ended by the rules (no bootstrap).
 

@@ -1,0 +1,84 @@
+"""A hand-made simultaneous game for the off-policy learners' reference tests: every way a
+transition can end, in a few steps of near-random play.
+
+Two agents, 3 actions each, one team. ``agent_0`` playing 2 leaves the game alone
+(*terminated* for it only; ``agent_1`` plays on); ``agent_1`` playing 2 ends the episode for
+every live agent (*terminated*); at step 4 the live agents are *truncated*. Action 2 is
+illegal for both at step 0 and action 1 for ``agent_1`` on odd steps. Observations and the
+global state carry fresh random numbers every step, so no two transitions look alike.
+"""
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from games import ActionSpace, AgentSpec, Game, GameSpec, Transition
+
+IDS = ("agent_0", "agent_1")
+LIMIT = 4  # steps before the live agents are truncated
+
+
+class Exits(Game):
+    def __init__(self) -> None:
+        self.spec = GameSpec(
+            name="test/exits",
+            agents=tuple(AgentSpec(a, "worker", "team") for a in IDS),
+            obs_shapes={a: (4,) for a in IDS},
+            action_spaces={a: ActionSpace("discrete", n=3) for a in IDS},
+            max_steps=LIMIT,
+            simultaneous=True,
+            state_shape=(5,),
+        )
+        self.rng = np.random.default_rng(0)
+        self.t, self.live, self.over = 0, list(IDS), False
+        self.noise = np.zeros(2, np.float32)
+
+    def _reset(self, seed: int | None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        self.t, self.live, self.over = 0, list(IDS), False
+        self.noise = self.rng.normal(size=2).astype(np.float32)
+
+    def _step(self, actions: dict) -> Transition:
+        self.t += 1
+        rewards = {a: 0.0 for a in IDS}
+        term = {a: False for a in IDS}
+        trunc = {a: False for a in IDS}
+        for i, a in enumerate(IDS):
+            if a in actions:
+                rewards[a] = float(actions[a]) - 0.7 * self.t + 0.5 * i + float(self.noise[i])
+        if actions.get("agent_0") == 2:
+            term["agent_0"] = True
+            self.live.remove("agent_0")
+        if actions.get("agent_1") == 2:
+            for a in self.live:
+                term[a] = True
+            self.live, self.over = [], True
+        elif self.t >= LIMIT:
+            for a in self.live:
+                trunc[a] = True
+            self.live, self.over = [], True
+        self.noise = self.rng.normal(size=2).astype(np.float32)
+        return Transition(rewards, term, trunc)
+
+    def acting_agents(self) -> tuple[str, ...]:
+        return () if self.over else tuple(self.live)
+
+    def observe(self, agent: str) -> np.ndarray:
+        i = IDS.index(agent)
+        alive = [float(a in self.live) for a in IDS]
+        return np.array([self.t / LIMIT, *alive, self.noise[i]], np.float32)
+
+    def legal_actions(self, agent: str) -> Sequence[int]:
+        if agent not in self.acting_agents():
+            return []
+        if self.t == 0:
+            return [0, 1]
+        return [0, 2] if agent == "agent_1" and self.t % 2 else [0, 1, 2]
+
+    def text_observation(self, agent: str) -> str:
+        return f"step {self.t}"
+
+    def state(self) -> np.ndarray:
+        alive = [float(a in self.live) for a in IDS]
+        return np.array([self.t / LIMIT, *alive, *self.noise], np.float32)
