@@ -320,6 +320,22 @@ class ConfigCheck(Callback):
             prepare(task, list(config.hydra.overrides.task))
 
 
+def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[str]:
+    """Warnings for command-line settings this run does not read: ``frames=`` sizes a
+    single-learner run only (a league trained 20k frames per member and generation after
+    ``frames=1000``, silently)."""
+    keys = {o.split("=", 1)[0].lstrip("+") for o in overrides if "=" in o}
+    kind = exp.population.kind
+    if "frames" not in keys or kind == "none":
+        return []
+    pop = exp.population
+    where = (f"population.frames_per_generation={pop.frames_per_generation} per member and "
+             "generation" if kind == "league" else
+             f"population.oracle_frames={pop.oracle_frames} per RL best response")
+    return [f"frames={exp.frames} is not used with population.kind={kind} (it sizes "
+            f"population=none runs); this run trains {where}"]
+
+
 # ------------------------------------------------------------------------ run folders
 def _fresh(run_dir: Path) -> bool:
     """True when ``run_dir`` holds only what Hydra writes before the task starts."""
@@ -392,6 +408,8 @@ def _train_task(cfg: DictConfig) -> None:
     with run_folder_guard(TRAIN, run_dir, created=_fresh(run_dir), sweep_dir=sweep_dir):
         exp = prepare(cfg, list(hc.overrides.task), check=False)  # run_experiment checks
         log.info("experiment %s in %s", exp.experiment, run_dir)
+        for note in unused_overrides(exp, list(hc.overrides.task)):
+            log.warning(note)
         summary = run_experiment(exp, run_dir)
     print_summary(summary)
 

@@ -21,3 +21,17 @@ def test_other_errors_get_no_quoting_hint(capsys):
     with pytest.raises(SystemExit), reported("selfplay-train"):
         raise ValueError("num_envs=0 must be positive")
     assert "quotes" not in capsys.readouterr().err
+
+
+def test_frames_beside_a_league_is_named_as_unused():
+    """``frames=1000 population=pfsp`` trained 20k frames per generation without a word."""
+    from populations.cli import unused_overrides
+    from populations.experiment import ExperimentConfig, PopulationConfig
+
+    league = ExperimentConfig(frames=1000, population=PopulationConfig(kind="league"))
+    (note,) = unused_overrides(league, ["frames=1000", "population=pfsp"])
+    assert "frames=1000" in note and "population.frames_per_generation=20000" in note
+    psro = ExperimentConfig(frames=1000, population=PopulationConfig(kind="psro", oracle="rl"))
+    assert "population.oracle_frames" in unused_overrides(psro, ["frames=1000"])[0]
+    assert unused_overrides(ExperimentConfig(frames=1000), ["frames=1000"]) == []
+    assert unused_overrides(league, ["population=pfsp"]) == []  # a preset's frames: no note
