@@ -11,6 +11,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import sys
 
@@ -68,8 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sock = bind(args.host, args.port)
     except OSError as err:
-        print(f"cannot listen on {args.host}:{args.port} ({err.strerror}); "
-              "pass another --port (0 picks a free one)", file=sys.stderr)
+        # a taken or privileged port: another --port; an address this machine lacks: --host
+        fix = ("pass another --port (0 picks a free one)"
+               if err.errno in (errno.EADDRINUSE, errno.EACCES) else
+               "pass an address of this machine as --host (127.0.0.1 is the default)")
+        print(f"cannot listen on {args.host}:{args.port} ({err.strerror}); {fix}",
+              file=sys.stderr)
         return 2
     port = sock.getsockname()[1]
     # a loopback server checks the Host header, so a web page cannot reach it by DNS rebinding
