@@ -436,13 +436,19 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
                           tensors="auto" if getattr(learner, "reads_tensors", False) else False,
                           **cfg.game.kwargs)
 
+    recent = _RecentReturns(learner, state.get("returns", []))
+    began = time.perf_counter()
+
     def on_update(frames: int, metrics: dict[str, float]) -> None:
         frames += start  # a resumed run counts on from its checkpoint
         if "charts/frames" in metrics:
             metrics["charts/frames"] = float(frames)
         db.log_metrics(run_id, frames, metrics)
         logger.log(frames, metrics)
-        ckpt.maybe_save(frames)  # after the metrics: a resume drops only later ones
+        # after the metrics: a resume drops only later ones, and counts the returns and
+        # seconds so far (without them a resume's final_return was the resumed part's alone)
+        ckpt.maybe_save(frames, returns=recent.returns[-50:],
+                        seconds=state.get("seconds", 0.0) + time.perf_counter() - began)
 
     if start >= cfg.frames:  # stopped after training (publishing or evaluating)
         res = TrainResult(0, 0, 0.0)
@@ -461,6 +467,7 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
     else:
         res = train(learner, vg, cfg.frames - start, opponents=others, progress=cfg.progress,
                     on_update=on_update, eval_greedy=_greedy(entry))
+    recent.close()
     frames, returns = start + res.frames, (state.get("returns", []) + res.episode_returns)[-50:]
     seconds = state.get("seconds", 0.0) + res.seconds
     if res.frames:  # a resume after a kill past this point trains nothing again
@@ -491,11 +498,16 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
     store = PolicyStore(run_dir / "snapshots", db, run_id)
     seeds = RunSeeds(cfg.seed)
     trainer = _own_rollouts(cfg, registry.get(cfg.algo), spec, run_dir, seeds.learner(cfg.algo))
-    start = _restore(trainer, cfg, run_dir, db, run_id, logger)[0] if cfg.resume else 0
+    start, state = _restore(trainer, cfg, run_dir, db, run_id, logger) if cfg.resume else (0, {})
     ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, trainer)
     if start == 0:  # the untrained team (a resumed one is past it)
         store.publish("llm", trainer.policy(), version=0)
+    # the last iteration's metrics: a run killed after its last checkpoint trains nothing
+    # again but still reports them (an older checkpoint without them: the database's row)
     metrics: dict[str, float] = {}
+    if start:
+        metrics = state.get("metrics") or {k: v for s, k, v in db.metric_rows(run_id)
+                                            if s == start}
     bar = tqdm(total=cfg.llm.iterations, initial=min(start, cfg.llm.iterations),
                disable=not cfg.progress, unit="iter", dynamic_ncols=True)
     for it in range(start + 1, cfg.llm.iterations + 1):
@@ -503,7 +515,7 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
         db.log_metrics(run_id, it, metrics)
         logger.log(it, metrics)
         if it == cfg.llm.iterations:  # a resume after a kill past this trains nothing again
-            ckpt.save(it)
+            ckpt.save(it, metrics={k: float(v) for k, v in metrics.items()})
         else:
             ckpt.maybe_save(it)
         bar.set_postfix(legal=f"{metrics['charts/legal_rate']:.2f}",
@@ -533,14 +545,40 @@ class _Checkpoints:
         self.folder, self.every_s, self.learner = run_dir / CHECKPOINTS, every_s, learner
         self.last = time.monotonic()
 
-    def maybe_save(self, step: int) -> None:
+    def maybe_save(self, step: int, **extra: Any) -> None:
         if time.monotonic() - self.last >= self.every_s:
-            self.save(step)
+            self.save(step, **extra)
 
     def save(self, step: int, **extra: Any) -> None:
         save_checkpoint(self.folder, step, {"step": step, "learner": self.learner.state_dict(),
                                             **extra})
         self.last = time.monotonic()
+
+
+class _RecentReturns:
+    """The returns of the learner's episodes as they end (the mean over its seats, as
+    ``marl.train`` counts them), after ``returns`` from a checkpoint: what a periodic
+    checkpoint saves mid-``train``. It watches ``learner.observe``, which both training loops
+    call with every step, until :meth:`close`."""
+
+    def __init__(self, learner: Learner, returns: list[float]) -> None:
+        self.learner, self.returns = learner, list(returns)
+        observe = learner.observe
+
+        def watched(vs: Any) -> None:
+            observe(vs)
+            done = vs.done.cpu().numpy() if hasattr(vs.done, "cpu") else vs.done  # [B]
+            ended = np.flatnonzero(done)
+            if len(ended):
+                ret = {a: vs.episode_return[a] for a in learner.agents}
+                ret = {a: r.cpu().numpy() if hasattr(r, "cpu") else r for a, r in ret.items()}
+                self.returns += [float(np.mean([ret[a][b] for a in ret])) for b in ended]
+                del self.returns[:-50]
+
+        learner.observe = watched  # type: ignore[method-assign]
+
+    def close(self) -> None:
+        del self.learner.observe  # the class's own method again
 
 
 def _finished_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,
@@ -570,18 +608,21 @@ def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, r
     else:
         path, raw = found
         step, returns, seconds = raw.get("step"), raw.get("returns", []), raw.get("seconds", 0.0)
+        metrics = raw.get("metrics", {})
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise CheckpointError(f"checkpoint {path} holds step={step!r}; expected a count >= 0")
         if not isinstance(returns, list) or not all(isinstance(r, float) for r in returns) \
-                or not isinstance(seconds, float):
-            raise CheckpointError(f"checkpoint {path} holds returns or seconds that are not "
-                                  "floats")
+                or not isinstance(seconds, float) or not isinstance(metrics, dict) \
+                or not all(isinstance(k, str) and isinstance(v, float)
+                           for k, v in metrics.items()):
+            raise CheckpointError(f"checkpoint {path} holds returns, seconds or metrics that "
+                                  "are not floats")
         try:
             learner.load_state_dict(raw["learner"])
         except Exception as err:  # noqa: BLE001 - a file of other settings, or a crafted one
             raise CheckpointError(f"checkpoint {path} does not fit this {cfg.algo} learner "
                                   f"({one_line(err)}); resume with the run's settings") from None
-        state = {"returns": returns[-50:], "seconds": seconds}
+        state = {"returns": returns[-50:], "seconds": seconds, "metrics": metrics}
         log.info("resumed %s from %s at step %d of its training", run_dir, path.name, step)
     db.drop_metrics_after(run_id, step)
     logger.drop_after(step)  # metrics.csv holds what the database holds, not the dead run's
