@@ -455,7 +455,11 @@ class ValueDecomp(Learner):
             if rows is not None:
                 self.buffer.add(rows)
         else:
-            nxt["next_acting"] = nxt["next_acting"] & p["seated"]
+            # where the episode ended, only the agents still in it bootstrap (a truncated
+            # episode): those that acted last and did not leave by the rules at this step
+            done_B1 = torch.as_tensor(vs.done, device=self.device)[:, None]
+            still_BA = p["acting"] & ~self.stack.terminated(vs)
+            nxt["next_acting"] = torch.where(done_B1, still_BA, nxt["next_acting"]) & p["seated"]
             row = {**p, "reward": team_BG[:, 0] if team_BG.shape[1] == 1 else team_BG, **nxt}
             keep_B = p["seated"].any(1)
             if not bool(keep_B.all()):
