@@ -4,6 +4,10 @@
   DAPO-style asymmetric clip ranges: :mod:`marl.losses`' (MAPPO's too), re-exported here.
 * ``KL_ESTIMATORS`` -- per-unit estimators of KL(pi || pi_ref) from log-probabilities of
   sampled units (Schulman, "Approximating KL divergence", 2020): ``k1``, ``k2``, ``k3``.
+  Their *values* average to the KL (``k1``, ``k3`` exactly); as loss terms on sampled
+  units their *gradients* differ: ``k2``'s is the gradient of KL(pi || pi_ref), ``k3``'s
+  that of KL(pi_ref || pi) (GRPO's penalty), and ``k1``'s is 0 in expectation -- ``k1``
+  measures the KL but does not regularize (``tests/llm_agents/test_loss_reference.py``).
 * ``AGGREGATIONS`` -- how per-unit losses of a minibatch are averaged: ``token_mean``
   (every generated token weighs the same; DAPO) or ``turn_mean`` (every turn weighs the
   same, its tokens averaged; GRPO as published). They return weights, so a minibatch split
@@ -39,7 +43,8 @@ def register_kl(name: str) -> Callable[[KLFn], KLFn]:
 
 @register_kl("k1")
 def _k1(logp: Tensor, ref_logp: Tensor) -> Tensor:
-    """``log pi - log pi_ref``: unbiased, high variance, can be negative."""
+    """``log pi - log pi_ref``: unbiased, high variance, can be negative; as a loss its
+    expected gradient is 0 (no regularization), so prefer ``k2`` or ``k3`` for ``kl_coef``."""
     return logp - ref_logp
 
 
