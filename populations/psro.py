@@ -589,10 +589,13 @@ class PSRO:
         self.spec = game_obj.spec
         # PSRO's players (seats, or teams) and the seats each plays
         self.seats_of = psro_players(self.spec, cfg.players)
+        why = None  # why payoffs=auto chose sampled: it rules out exact NashConv too
         if cfg.payoffs == "auto":
             why = why_not_exact(game_obj, self.seats_of)
             self.config = cfg = dataclasses.replace(cfg, payoffs="sampled" if why else "exact")
-            log.info("PSRO: payoffs=auto is %s%s", cfg.payoffs, f" ({why})" if why else "")
+            log.info("PSRO: payoffs=auto is %s%s%s", cfg.payoffs,
+                     ", no exact NashConv" if why and cfg.nash_conv else "",
+                     f" ({why})" if why else "")
         self.players: tuple[str, ...] = tuple(self.seats_of)
         self.agents = self.players  # the name PSRO's players had when they were seats
         teams = any(len(seats) > 1 for seats in self.seats_of.values())
@@ -602,17 +605,19 @@ class PSRO:
         self.no_exact: str | None = None  # why a tree was dropped (a member without probs)
         if teams:
             self.no_exact = "players are teams of several seats (exact tools are per seat)"
-            if cfg.nash_conv:
+            if cfg.nash_conv and not why:
                 log.info("PSRO: no exact NashConv on %s: %s", game, self.no_exact)
         elif isinstance(game_obj, OpenSpielGame) and cfg.payoffs == "exact":
             self.tree = ex.game_tree(game_obj)
             ex.require_perfect_recall(self.tree)
+        elif isinstance(game_obj, OpenSpielGame) and cfg.nash_conv and why:
+            self.no_exact = why  # the tree why_not_exact was refused: said above
         elif isinstance(game_obj, OpenSpielGame) and cfg.nash_conv:
             try:
                 self.tree = ex.game_tree(game_obj)
                 ex.require_perfect_recall(self.tree)
             except ValueError as err:
-                self.tree = None
+                self.tree, self.no_exact = None, str(err)
                 log.warning("PSRO: no exact NashConv for %s: %s", game, err)
         if cfg.payoffs == "exact":
             if self.tree is None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from games import GameSpec
+from games.openspiel import OpenSpielGame
 from marl import registry
 from marl.core import Learner, Policy
 from populations.db import LeagueDB, MatchRow
@@ -185,8 +186,14 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True) -> Exp
     elif meta == "auto" and game.spec.zero_sum:
         meta = "nash"
     if announce:
+        # where PSRO looks for exact NashConv (an OpenSpiel game, or teams) it logs the same
+        # reason on its NashConv line: said once, there
+        teams = any(len(seats) > 1 for seats in players.values())
+        later = why and pop.psro.nash_conv and (isinstance(game, OpenSpielGame) or teams)
+        because = "" if not why else " (no exact tools: see PSRO's NashConv line)" if later \
+            else f" ({why})"
         log.info("PSRO on %s: oracle=%s, payoffs=%s, meta_solver=%s%s", game.spec.name, oracle,
-                 payoffs, meta, f" ({why})" if why else "")
+                 payoffs, meta, because)
     psro = dataclasses.replace(pop.psro, payoffs=payoffs, meta_solver=meta)
     return dataclasses.replace(cfg, population=dataclasses.replace(pop, oracle=oracle,
                                                                     psro=psro))
