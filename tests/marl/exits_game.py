@@ -6,6 +6,10 @@ Two agents, 3 actions each, one team. ``agent_0`` playing 2 leaves the game alon
 every live agent (*terminated*); at step 4 the live agents are *truncated*. Action 2 is
 illegal for both at step 0 and action 1 for ``agent_1`` on odd steps. Observations and the
 global state carry fresh random numbers every step, so no two transitions look alike.
+
+``Exits(continuous=True)``: boxes in ``[-2, 3]`` of widths 2 (``agent_0``) and 1 (``agent_1``);
+an action's first entry above ``EXIT`` counts as playing 2 (leaving / ending), and the
+reward reads the sum of the entries.
 """
 
 from collections.abc import Sequence
@@ -16,15 +20,20 @@ from games import ActionSpace, AgentSpec, Game, GameSpec, Transition
 
 IDS = ("agent_0", "agent_1")
 LIMIT = 4  # steps before the live agents are truncated
+EXIT = 0.65  # continuous: a first entry above this leaves (agent_0) / ends the game (agent_1)
 
 
 class Exits(Game):
-    def __init__(self) -> None:
+    def __init__(self, continuous: bool = False) -> None:
+        self.continuous = continuous
+        spaces = ({a: ActionSpace("continuous", shape=(2 - i,), low=-2.0, high=3.0)
+                   for i, a in enumerate(IDS)} if continuous
+                  else {a: ActionSpace("discrete", n=3) for a in IDS})
         self.spec = GameSpec(
             name="test/exits",
             agents=tuple(AgentSpec(a, "worker", "team") for a in IDS),
             obs_shapes={a: (4,) for a in IDS},
-            action_spaces={a: ActionSpace("discrete", n=3) for a in IDS},
+            action_spaces=spaces,
             max_steps=LIMIT,
             simultaneous=True,
             state_shape=(5,),
@@ -41,6 +50,8 @@ class Exits(Game):
 
     def _step(self, actions: dict) -> Transition:
         self.t += 1
+        if self.continuous:
+            actions = {a: 2 if float(u[0]) > EXIT else float(np.sum(u)) for a, u in actions.items()}
         rewards = {a: 0.0 for a in IDS}
         term = {a: False for a in IDS}
         trunc = {a: False for a in IDS}
@@ -71,6 +82,8 @@ class Exits(Game):
 
     def legal_actions(self, agent: str) -> Sequence[int]:
         if agent not in self.acting_agents():
+            return []
+        if self.continuous:
             return []
         if self.t == 0:
             return [0, 1]

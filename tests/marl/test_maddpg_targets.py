@@ -1,4 +1,4 @@
-"""MADDPG's critic loss against a slow reference on a hand-made trajectory
+"""MADDPG's critic and actor losses against a slow reference on a hand-made trajectory
 (:mod:`tests.marl.exits_game`: an agent leaving mid-episode, episodes terminated and
 truncated, legal masks that change every step).
 
@@ -6,7 +6,12 @@ The reference walks the recorded steps with plain loops: agent ``i``'s critic re
 ``y_i = r_i + gamma * (1 - terminated_i) * Q'_i(s', mu'_1(o'_1), ..., mu'_A(o'_A))``, where
 ``terminated_i`` is agent ``i``'s own end flag (a truncated agent bootstraps from its final
 observation), ``mu'_j`` is agent ``j``'s target actor taking its best *legal* action, and
-only steps where agent ``i`` acted are trained (a dead agent has no transition)."""
+only steps where agent ``i`` acted are trained (a dead agent has no transition). With
+continuous actions (boxes of different widths) the critics see ``tanh`` actions in
+``[-1, 1]`` and actor ``i`` ascends ``Q_i`` with its own replayed action replaced by
+``tanh(mu_i(o_i))``."""
+
+import copy
 
 import numpy as np
 import pytest
@@ -29,6 +34,27 @@ def _mlp(net, group: int, x: np.ndarray) -> np.ndarray:
     return x
 
 
+def _unit(learner, i: int, action) -> np.ndarray:
+    """The action the critics see: a one-hot, or the box action mapped into [-1, 1]."""
+    D = learner.head.dims_A.max().item()
+    if learner.head.discrete:
+        return np.eye(D)[int(action)]
+    low, high = float(learner.head.low_A[i]), float(learner.head.high_A[i])
+    out = np.zeros(D)
+    box = np.asarray(action, float)
+    out[: box.size] = np.clip((box - low) / (high - low) * 2 - 1, -1, 1)
+    return out
+
+
+def _mu(learner, net, i: int, obs, legal=None) -> np.ndarray:
+    """Agent ``i``'s deterministic action under actor ``net``: best legal one-hot or tanh."""
+    out = _mlp(net, learner.groups[i], np.asarray(obs, float))
+    if learner.head.discrete:
+        return np.eye(out.size)[int(np.argmax(np.where(legal, out, -np.inf)))]
+    width = int(learner.head.dims_A[i])
+    return np.where(np.arange(out.size) < width, np.tanh(out), 0.0)
+
+
 def _record(learner, vg, steps=40):
     vs, rec = vg.reset(), []
     for _ in range(steps):
@@ -43,20 +69,19 @@ def _record(learner, vg, steps=40):
 def _reference_loss(learner, rec):
     """Mean over (step, copy, acting agent) of ``(Q_i(s, u) - y_i)^2``, by loops."""
     agents, g = learner.agents, learner.groups
-    D = 3
+    D = int(learner.head.dims_A.max())
     errs, kinds = [], {"term": 0, "trunc": 0, "left": 0, "dead": 0}
     for vs, actions, nxt in rec:
         for c in range(len(nxt.done)):
             done = bool(nxt.done[c])
             src, st = (nxt.final_obs, nxt.final_state) if done else (nxt.obs, nxt.state)
             state = np.asarray(vs.state[c], float)
-            joint = np.concatenate([np.eye(D)[int(actions[a][c])] for a in agents])
+            joint = np.concatenate([_unit(learner, i, actions[a][c]) for i, a in enumerate(agents)])
             next_joint = []
             for j, a in enumerate(agents):  # target actors' best legal actions
-                logits = _mlp(learner.target_actor, g[j], np.asarray(src[a][c], float))
-                legal = (nxt.legal[a][c] if not done and nxt.acting[a][c]
+                legal = (nxt.legal[a][c] if learner.head.discrete and not done and nxt.acting[a][c]
                          else np.ones(D, bool))  # placeholder rows: any action
-                next_joint.append(np.eye(D)[int(np.argmax(np.where(legal, logits, -np.inf)))])
+                next_joint.append(_mu(learner, learner.target_actor, j, src[a][c], legal))
             next_joint = np.concatenate(next_joint)
             for i, a in enumerate(agents):
                 if not vs.acting[a][c]:
@@ -75,11 +100,30 @@ def _reference_loss(learner, rec):
     return float(np.mean(errs)), kinds
 
 
-@pytest.mark.parametrize("share", [False, True], ids=["per_agent", "shared"])
-def test_critic_loss_matches_a_slow_reference(share):
-    vg = VectorGame(Exits, 4, seed=0, with_state=True)
+def _reference_actor_loss(learner, actor, rec):
+    """Mean over (step, copy, acting agent) of ``-Q_i(s, u_-i, tanh(mu_i(o_i)))`` with the
+    critic as it is now (after the update's critic step) and the actor from before it."""
+    agents, qs = learner.agents, []
+    for vs, actions, _ in rec:
+        for c in range(len(vs.done)):
+            units = [_unit(learner, i, actions[a][c]) for i, a in enumerate(agents)]
+            for i, a in enumerate(agents):
+                if not vs.acting[a][c]:
+                    continue
+                joint = [*units[:i], _mu(learner, actor, i, vs.obs[a][c]), *units[i + 1 :]]
+                x = np.concatenate([vs.state[c], *joint, np.eye(len(agents))[i]])
+                qs.append(_mlp(learner.critic, learner.groups[i], x)[0])
+    return -float(np.mean(qs))
+
+
+@pytest.mark.parametrize(("share", "cont"), [(False, False), (True, False), (False, True),
+                                             (True, True)],
+                         ids=["per_agent", "shared", "box_per_agent", "box_shared"])
+def test_critic_and_actor_losses_match_a_slow_reference(share, cont):
+    vg = VectorGame(lambda: Exits(continuous=cont), 4, seed=0, with_state=True)
     cfg = MADDPGConfig(gamma=GAMMA, batch_size=8, learning_starts=1, buffer_size=1000,
-                       share_parameters=share, hidden=(16,), seed=1)
+                       share_parameters=share, hidden=(16,), seed=1, exploration_noise=0.4,
+                       actor_reg=0.0)
     learner = MADDPG(vg.spec, cfg)
     with torch.no_grad():  # targets unlike the online nets, with values far from 0
         for net in (learner.target_actor, learner.target_critic):
@@ -91,8 +135,12 @@ def test_critic_loss_matches_a_slow_reference(share):
     assert min(kinds.values()) >= 3, kinds  # every kind of ending, and dead agents, occur
     whole = {k: v[: len(learner.buffer)] for k, v in learner.buffer.data.items()}
     learner.buffer.sample = lambda n, gen: whole  # the update sees every transition once
+    actor = copy.deepcopy(learner.actor)
     metrics = learner.update()
     assert metrics["losses/critic_loss"] == pytest.approx(ref, rel=1e-5)
+    if cont:  # the discrete actor step samples Gumbel noise; its heads are tested apart
+        ref_actor = _reference_actor_loss(learner, actor, rec)
+        assert metrics["losses/actor_loss"] == pytest.approx(ref_actor, rel=1e-5)
 
 
 def test_a_dead_agent_gets_no_actor_gradient():
@@ -110,3 +158,17 @@ def test_a_dead_agent_gets_no_actor_gradient():
     w0 = [p[0] for p in learner.actor.parameters()]  # group 0: agent_0's actor
     for b, p in zip(before, w0, strict=True):
         assert torch.equal(b[0], p.detach()), "agent_0's actor moved on rows where it was dead"
+
+
+def test_targets_move_by_polyak_averaging_after_every_update():
+    vg = VectorGame(Exits, 4, seed=0, with_state=True)
+    learner = MADDPG(vg.spec, MADDPGConfig(batch_size=8, learning_starts=1, hidden=(16,),
+                                           tau=0.25))
+    _record(learner, vg, steps=4)
+    pairs = [(learner.actor, learner.target_actor), (learner.critic, learner.target_critic)]
+    for _ in range(3):
+        before = [[p.detach().clone() for p in t.parameters()] for _, t in pairs]
+        learner.update()
+        for (online, target), old in zip(pairs, before, strict=True):
+            for p, tp, o in zip(online.parameters(), target.parameters(), old, strict=True):
+                assert torch.allclose(tp, 0.75 * o + 0.25 * p.detach(), atol=1e-7)
