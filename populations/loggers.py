@@ -8,6 +8,8 @@ import csv
 import io
 import logging
 import os
+import re
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +62,7 @@ class MetricsLogger:
 
 
 HEADER = ("step", "key", "value")
+RUN_ID = "run_id"  # <run>/wandb/run_id: the wandb run a resume continues
 
 
 class CSVLogger(MetricsLogger):
@@ -127,7 +130,11 @@ class CSVLogger(MetricsLogger):
 
 
 class WandbLogger(MetricsLogger):
-    """A real wandb run in ``<run>/wandb`` (offline unless the user is logged in)."""
+    """A real wandb run in ``<run>/wandb`` (offline unless the user is logged in).
+
+    The wandb run's id is kept in ``<run>/wandb/run_id``: a resumed run folder continues the
+    same wandb run (``resume="allow"``) instead of starting a second one; offline runs of one
+    id sync into one run."""
 
     def __init__(self, run_dir: Path, cfg: LoggerConfig, config: dict[str, Any]) -> None:
         import wandb
@@ -138,8 +145,24 @@ class WandbLogger(MetricsLogger):
                 "online" if os.environ.get("WANDB_API_KEY") else "offline")
         self.files = run_dir / "wandb"
         self.files.mkdir(parents=True, exist_ok=True)
+        run_id = self._run_id()
         self.run = wandb.init(project=cfg.project, dir=str(run_dir), config=config,
-                              mode=mode, tags=list(cfg.tags), name=run_dir.name, reinit=True)
+                              mode=mode, tags=list(cfg.tags), name=run_dir.name, reinit=True,
+                              id=run_id, resume="allow")
+
+    def _run_id(self) -> str:
+        """The id this run folder's wandb run has (a new one, recorded, the first time)."""
+        path = self.files / RUN_ID
+        refuse_link(path, "wandb run id file", ValueError)
+        if path.is_file():
+            run_id = path.read_text(encoding="utf-8", errors="replace").strip()
+            if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", run_id):
+                raise ValueError(f"{path} holds {run_id[:40]!r}, not a wandb run id (letters, "
+                                 "digits, - and _); delete it to start a new wandb run")
+            return run_id
+        run_id = secrets.token_hex(4)  # 8 characters, as wandb's own ids
+        atomic_write(path, run_id + "\n")
+        return run_id
 
     def log(self, step: int, metrics: dict[str, float], prefix: str = "") -> None:
         self.run.log({prefix + k: v for k, v in metrics.items()}, step=step)
