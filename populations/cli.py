@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -91,15 +92,15 @@ def one_line(err: BaseException) -> str:
     return "; ".join(parts) or type(err).__name__
 
 
-def fail(prog: str, message: str) -> NoReturn:
-    """Print ``prog: message`` on stderr and exit with status 2 (a usage error); progress
+def fail(prog: str, message: str, status: int = 2) -> NoReturn:
+    """Print ``prog: message`` on stderr and exit with ``status`` (2: a usage error); progress
     bars still open are cleared first, so the message is the line left on the terminal."""
     bars = getattr(sys.modules.get("tqdm"), "tqdm", None)
     for bar in list(getattr(bars, "_instances", ())):
         bar.leave = False
         bar.close()
     print(f"{prog}: {message}", file=sys.stderr)
-    sys.exit(2)
+    sys.exit(status)
 
 
 @contextmanager
@@ -369,6 +370,14 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
     start leaves nothing half-made behind."""
     try:
         yield
+    except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        ckpt = run_dir / "checkpoints"
+        kept = ckpt.is_dir() and any(ckpt.iterdir())
+        fail(prog, f"interrupted; {run_dir} " + (
+            f"resumes with resume=true hydra.run.dir={shlex.quote(str(run_dir))}" if kept else
+            "holds no checkpoint yet (start again)"), status=130)
     except user_errors() as err:
         if created and discard_run_dir(run_dir) and sweep_dir is not None and \
                 sweep_dir.is_dir() and {p.name for p in sweep_dir.iterdir()} <= {"multirun.yaml"}:

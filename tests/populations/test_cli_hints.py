@@ -35,3 +35,19 @@ def test_frames_beside_a_league_is_named_as_unused():
     assert "population.oracle_frames" in unused_overrides(psro, ["frames=1000"])[0]
     assert unused_overrides(ExperimentConfig(frames=1000), ["frames=1000"]) == []
     assert unused_overrides(league, ["population=pfsp"]) == []  # a preset's frames: no note
+
+
+def test_ctrl_c_is_one_line_naming_the_resume(tmp_path, capsys, monkeypatch):
+    """Ctrl-C during a run printed a KeyboardInterrupt traceback (status 1 from Python)."""
+    from populations.cli import run_folder_guard
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    run = tmp_path / "my run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "ckpt_000001.pt").write_bytes(b"x")
+    with pytest.raises(SystemExit) as stop, run_folder_guard("selfplay-train", run, True):
+        raise KeyboardInterrupt
+    assert stop.value.code == 130 and run.is_dir()  # kept: it holds a checkpoint
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("selfplay-train: interrupted")
+    assert f"resume=true hydra.run.dir='{run}'" in err  # quoted: the folder has a space
