@@ -126,3 +126,68 @@ def test_epsilon_decays_linearly_in_frames_then_stays():
         seen.append(learner.epsilon)
     want = [0.9 + min(1.0, 4 * k / 40) * (0.1 - 0.9) for k in range(15)]
     assert seen == pytest.approx(want)
+
+
+def _all_obs(obs, c):
+    """QMIX's global input of a game without a state: every seat's observation."""
+    return np.concatenate([o[c].reshape(-1) for o in obs.values()])
+
+
+@torch.no_grad()
+def _turn_reference_loss(learner, rec):
+    """Two one-seat teams taking turns: team ``p``'s transition runs from its move to its
+    next move or the episode's end (the other's reward in between summed in); its own
+    ``Q_tot`` (team mixer ``p``) regresses on ``r + gamma * (1 - terminated) * Q'_tot``."""
+    agents, rows, opened = learner.agents, [], {}
+    for vs, actions, nxt in rec:
+        for p, a in enumerate(agents):
+            for c in np.flatnonzero(vs.acting[a]):
+                opened[(p, c)] = dict(obs=vs.obs[a][c], u=int(actions[a][c]),
+                                      s=_all_obs(vs.obs, c), r=0.0)
+        for (p, c), o in list(opened.items()):
+            a = agents[p]
+            o["r"] += float(nxt.rewards[a][c])
+            if not (nxt.done[c] or nxt.acting[a][c]):
+                continue
+            done = bool(nxt.done[c])
+            o |= dict(next_obs=(nxt.final_obs if done else nxt.obs)[a][c],
+                      next_s=_all_obs(nxt.final_obs if done else nxt.obs, c),
+                      legal=np.ones(9, bool) if done else nxt.legal[a][c],
+                      ended=done and not nxt.truncated[a][c], team=p)
+            rows.append(o)
+            del opened[(p, c)]
+    errs = []
+    for o in rows:
+        p = o["team"]
+        q = learner.qnet.forward_agent(_t(o["obs"])[None], p)[0, o["u"]]
+        q_tot = float(learner.mixer.mixers[p](q.view(1, 1), _t(o["s"])[None])[0])
+        y = o["r"]
+        if not o["ended"]:
+            nobs = _t(o["next_obs"])[None]
+            pick = learner.qnet.forward_agent(nobs, p)[0].numpy()
+            u = int(np.argmax(np.where(o["legal"], pick, -np.inf)))
+            nq = learner.target_qnet.forward_agent(nobs, p)[0, u]
+            y += GAMMA * float(learner.target_mixer.mixers[p](nq.view(1, 1),
+                                                               _t(o["next_s"])[None])[0])
+        errs.append((q_tot - y) ** 2)
+    return float(np.mean(errs)), len(rows), sum(o["ended"] for o in rows)
+
+
+@pytest.mark.parametrize("mixer", ["vdn", "qmix"])
+def test_two_teams_taking_turns_match_a_slow_reference(mixer):
+    """Both seats of tic-tac-toe (two teams, one value each): the TD loss of every stored
+    turn transition equals the reference's."""
+    vg = VectorGame("openspiel/tic_tac_toe", 4, seed=0)
+    cfg = ValueDecompConfig(mixer=mixer, gamma=GAMMA, batch_size=8, learning_starts=1,
+                            hidden=(16,), mixing_embed_dim=8, hypernet_hidden=16, seed=2)
+    learner = ValueDecomp(vg.spec, cfg)
+    with torch.no_grad():
+        for p in [*learner.target_qnet.parameters(), *learner.target_mixer.parameters()]:
+            p.add_(0.2 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+        learner.target_qnet.net[-1].bias.add_(3.0)
+    rec = _record(learner, vg, steps=30)
+    ref, n, ended = _turn_reference_loss(learner, rec)
+    assert n == len(learner.buffer) and ended >= 6
+    whole = {k: v[: len(learner.buffer)] for k, v in learner.buffer.data.items()}
+    learner.buffer.sample = lambda n, gen: whole
+    assert learner.update()["losses/td_loss"] == pytest.approx(ref, rel=1e-5)
