@@ -362,6 +362,16 @@ def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
     return True
 
 
+def run_dir_override(run_dir: Path) -> str:
+    """``hydra.run.dir=<run_dir>`` as a shell and Hydra can read it back: a sweep job's
+    ``0_algo=mappo,seed=1`` (a comma: a list), ``run#1``, spaces or non-ASCII letters are
+    refused by Hydra's grammar unquoted, and a space splits the shell's words."""
+    path = str(run_dir)
+    if not re.fullmatch(r"[\w./:+-]+", path, re.ASCII):
+        path = f'"{path}"' if '"' not in path else f"'{path}'"
+    return shlex.quote(f"hydra.run.dir={path}")
+
+
 @contextmanager
 def run_folder_guard(prog: str, run_dir: Path, created: bool,
                      sweep_dir: Path | None = None) -> Iterator[None]:
@@ -376,7 +386,7 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
         ckpt = run_dir / "checkpoints"
         kept = ckpt.is_dir() and any(ckpt.iterdir())
         fail(prog, f"interrupted; {run_dir} " + (
-            f"resumes with resume=true hydra.run.dir={shlex.quote(str(run_dir))}" if kept else
+            f"resumes with resume=true {run_dir_override(run_dir)}" if kept else
             "holds no checkpoint yet (start again)"), status=130)
     except user_errors() as err:
         if created and discard_run_dir(run_dir) and sweep_dir is not None and \
@@ -394,13 +404,14 @@ def print_summary(s: RunSummary) -> None:
     if s.logger_files is not None:
         print(f"metrics    : {s.logger_files}")
     if (s.run_dir / "checkpoints").is_dir():
-        print(f"checkpoints: {s.run_dir / 'checkpoints'} (resume=true hydra.run.dir={s.run_dir})")
+        print(f"checkpoints: {s.run_dir / 'checkpoints'} (resume=true "
+              f"{run_dir_override(s.run_dir)})")
     if s.table:
         cols = list(s.table[0])
         print("\n" + "  ".join(f"{c:>12}" for c in cols))
         for row in s.table[:20]:
             print("  ".join(f"{str(row[c]):>12}" for c in cols))
-    print(f"\ndashboard  : selfplay-dashboard {s.run_dir}")
+    print(f"\ndashboard  : selfplay-dashboard {shlex.quote(str(s.run_dir))}")
 
 
 # ---------------------------------------------------------------------- selfplay-train

@@ -50,4 +50,19 @@ def test_ctrl_c_is_one_line_naming_the_resume(tmp_path, capsys, monkeypatch):
     assert stop.value.code == 130 and run.is_dir()  # kept: it holds a checkpoint
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("selfplay-train: interrupted")
-    assert f"resume=true hydra.run.dir='{run}'" in err  # quoted: the folder has a space
+    assert f"""resume=true 'hydra.run.dir="{run}"'""" in err  # quoted: it has a space
+
+
+@pytest.mark.parametrize("path", ["/r/default/2026", "/r/0_algo=mappo,seed=1", "/r/run#1",
+                                  "/r/my run", "/r/ünï cødé/ρ", "/r/it's", '/r/say "x"'])
+def test_the_printed_resume_override_reads_back_as_the_folder(path):
+    """The summary's ``resume=true hydra.run.dir=...`` of a sweep job (``0_algo=mappo,seed=1``:
+    a list to Hydra), of ``run#1`` or of a folder with spaces did not parse when pasted."""
+    import shlex
+    from pathlib import Path
+
+    from populations.cli import run_dir_override
+
+    (word,) = shlex.split(run_dir_override(Path(path)))
+    (o,) = OverridesParser.create().parse_overrides([word])
+    assert o.key_or_group == "hydra.run.dir" and o.value() == path
