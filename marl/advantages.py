@@ -2,12 +2,12 @@
 
 Every learner (MAPPO's per-agent GAE, the LLM trainer's group-relative turn-level advantages)
 calls these tensor functions on its own device; plain torch, the same code on CPU and CUDA.
-Returns, GAE and segment keys live in ``marl.returns`` (re-exported here); ``segment_stats`` /
-``group_normalize`` are sort-free segment reductions (``scatter_add_`` over keys built once).
+Returns, GAE and segment keys live in ``marl.returns`` (re-exported here); grouped statistics
+are sort-free segment reductions (``scatter_add_`` over keys built once per call).
 
 An **adv_norm** (the one name of the concept: ``MAPPOConfig.adv_norm``, ``GRPOConfig.adv_norm``,
-the first argument of ``normalize_advantages``) is a registered function with the keys it
-needs and whether it consumes per-sample returns or per-turn rewards: ``none``, ``global``,
+the first argument of ``normalize_advantages``) is a registered function that declares the keys
+it needs and whether it consumes per-sample returns or per-turn rewards: ``none``, ``global``,
 ``agent`` (Dr. MAS), ``role``, ``group_role``, ``role_ema`` (SPIRAL), ``player_turn`` (MARS),
 ``joint_group`` (MAGRPO). ``@register_adv_norm`` adds one.
 
@@ -17,12 +17,10 @@ Degenerate cases, shared by every grouped statistic (a "key" is one segment of s
     * a key with fewer than two contributing samples (group of one, empty key) uses mu=0, sigma=1;
     * a constant key (all contributing values equal, sigma=0) gets advantage exactly 0.
 Statistics accumulate in float32 (float64 on request) around a pilot value per key (one of its
-samples: little cancellation); outputs keep the input dtype (bfloat16 in, bfloat16 out).
-Standard deviations are population ones unless ``unbiased_std``. Diagnostics are computed when
-``AdvantageResult.diagnostics`` is first read (one host sync), never by a caller that skips them.
+samples: little cancellation); outputs keep the input dtype. Standard deviations are population
+ones unless ``unbiased_std``. Diagnostics are computed when first read (one host sync).
 
-Shape legend: N flattened samples, K keys (segments), U units (a trajectory of one key, a joint
-action).
+Shape legend: N flattened samples, K keys (segments), U units (trajectory of a key, joint action).
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ from marl.returns import (
     GAEResult,
     SegmentKey,
     _acc,
-    _turn_returns,
     agent_gae,
     broadcast_to_tokens,
     dense_key,
@@ -45,7 +42,6 @@ from marl.returns import (
     gae,
     linear_scan,
     next_values_from,
-    rewards_at_turn_ends,
     run_positions,
     turn_returns,
 )
@@ -53,14 +49,12 @@ from marl.returns import (
 __all__ = [
     "AdvNorm", "AdvantageConfig", "AdvantageKeys", "AdvantageResult", "GAEResult",
     "RoleEMABaseline", "SegmentKey", "SegmentStats", "advantage_diagnostics", "agent_gae",
-    "adv_norms_for", "available_adv_norms", "broadcast_to_tokens", "check_adv_norm", "dense_key",
+    "adv_norms_for", "broadcast_to_tokens", "check_adv_norm", "dense_key",
     "discounted_returns", "gae", "get_adv_norm", "group_normalize", "next_values_from",
-    "normalize_advantages", "register_adv_norm", "rewards_at_turn_ends", "segment_stats",
-    "turn_returns",
+    "normalize_advantages", "register_adv_norm", "segment_stats", "turn_returns",
 ]  # fmt: skip
 
 _TINY = 1e-30
-KEY_NAMES = ("game", "group", "agent", "role", "trajectory", "node", "turn")
 
 
 # --- segment statistics
@@ -71,7 +65,6 @@ class SegmentStats:
     mean: Tensor
     std: Tensor
     count: Tensor  # contributing samples (unmasked, weight > 0), int64
-    weight: Tensor  # total weight: sum of weights (per trajectory: each pair weighs its mean)
     constant: Tensor  # bool: at least two contributing samples, all equal
 
 
@@ -112,7 +105,7 @@ def segment_stats(x: Tensor, key: SegmentKey | None, mask: Tensor | None = None,
         w = w / n_p[pair.ids]
 
     if key is None:  # the pilot: the first active sample
-        pilot = x[0 if act is None else act.to(torch.uint8).argmax()].reshape(1)
+        pilot = x[:1] if act is None else x[act.to(torch.uint8).argmax().reshape(1)]  # no sync
         d = x - pilot
     else:  # one active sample of each key (scatter_ keeps one of the writes to a key)
         sel = key.ids if act is None else key.ids.masked_fill(~act, k)
@@ -131,7 +124,7 @@ def segment_stats(x: Tensor, key: SegmentKey | None, mask: Tensor | None = None,
         var = var * torch.where(tot > 1, tot / (tot - 1).clamp_min(_TINY), 1.0)
     constant = ok & (s2 == 0)
     std = torch.where(ok, torch.where(constant, 0.0, var.sqrt()), 1.0)
-    return SegmentStats(torch.where(ok, pilot + m1, 0.0), std, count.long(), tot, constant)
+    return SegmentStats(torch.where(ok, pilot + m1, 0.0), std, count.long(), constant)
 
 
 def group_normalize(x: Tensor, key: SegmentKey | None, mask: Tensor | None = None,
@@ -189,39 +182,31 @@ class AdvantageKeys:
     turn: Tensor | None = None  # player_turn: turn index inside a trajectory
 
     def present(self) -> list[str]:
-        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+        return [n for n in KEY_NAMES if getattr(self, n) is not None]
+
+    def flat(self, shape: torch.Size) -> AdvantageKeys:
+        """The keys broadcast to ``shape`` and flattened [N] (views where they already have
+        it); a non-integer dtype or a shape that does not broadcast is a one-line error."""
+        cols = {}
+        for name in self.present():
+            col = getattr(self, name)
+            if col.dtype.is_floating_point or col.dtype.is_complex or col.dtype == torch.bool:
+                raise ValueError(f"keys.{name} has dtype {col.dtype}; expected an integer dtype")
+            try:
+                cols[name] = col.broadcast_to(shape).reshape(-1)
+            except RuntimeError:
+                raise ValueError(f"keys.{name} has shape {tuple(col.shape)}; expected one "
+                                 f"broadcastable to values' {tuple(shape)}") from None
+        return AdvantageKeys(**cols)
 
 
-class _FlatKeys:
-    """``AdvantageKeys`` broadcast to ``shape`` and flattened [N] on first use (an adv_norm
-    reads few); integer dtypes are checked at once, shapes on first use."""
-
-    def __init__(self, keys: AdvantageKeys | None, shape: torch.Size) -> None:
-        self._keys, self._shape = keys or AdvantageKeys(), shape
-        for name in self._keys.present():
-            dt = getattr(self._keys, name).dtype
-            if dt.is_floating_point or dt.is_complex or dt == torch.bool:
-                raise ValueError(f"keys.{name} has dtype {dt}; expected an integer dtype")
-
-    def __getattr__(self, name: str) -> Tensor | None:
-        if name not in KEY_NAMES:
-            raise AttributeError(name)
-        col = getattr(self._keys, name)
-        try:
-            col = None if col is None else (
-                col if col.shape == self._shape else col.broadcast_to(self._shape)).reshape(-1)
-        except RuntimeError:
-            msg = f"keys.{name} has shape {tuple(col.shape)}; expected one broadcastable to"
-            raise ValueError(f"{msg} values' {tuple(self._shape)}") from None
-        setattr(self, name, col)  # next reads skip __getattr__
-        return col
+KEY_NAMES = tuple(f.name for f in fields(AdvantageKeys))
 
 
 class AdvantageResult:
-    """Output of ``normalize_advantages``: ``advantages`` (same shape and dtype as the values,
-    0 where masked), ``mask`` (bool, same shape: samples to train on, the input mask minus
-    dropped zeros) and ``diagnostics`` (``adv/...`` floats for the logger), computed on first
-    read -- a caller that does not log them pays nothing."""
+    """Output of ``normalize_advantages``: ``advantages`` (shape and dtype of the values, 0 where
+    masked), ``mask`` (bool: samples to train on, the input mask minus dropped zeros) and
+    ``diagnostics`` (``adv/...`` floats), computed on first read: unread, they cost nothing."""
 
     def __init__(self, advantages: Tensor, mask: Tensor,
                  diagnostics: dict[str, float] | Callable[[], dict[str, float]]) -> None:
@@ -285,19 +270,15 @@ def register_adv_norm(name: str, *, needs: tuple[str, ...] = (), consumes: str =
     return deco
 
 
-def available_adv_norms() -> list[str]:
-    """Names accepted by ``normalize_advantages``, sorted."""
-    return sorted(_REGISTRY)
-
-
 def get_adv_norm(name: str) -> AdvNorm:
     """The adv_norm registered as ``name``; unknown names raise a one-line ``ValueError``."""
     return check_adv_norm(name, KEY_NAMES)  # every key present: only the name can be wrong
 
 
-def adv_norms_for(have: set[str] | list[str], *, consumes: str | None = None,
-                  stateful: bool = True) -> list[str]:  # fmt: skip
-    """Names a caller with keys ``have`` can run (see ``AdvNorm.why_not``), sorted."""
+def adv_norms_for(have: set[str] | list[str] | tuple[str, ...] = KEY_NAMES, *,
+                  consumes: str | None = None, stateful: bool = True) -> list[str]:  # fmt: skip
+    """Names a caller with keys ``have`` (default: all) can run (see ``AdvNorm.why_not``),
+    sorted; ``adv_norms_for()`` lists every registered adv_norm."""
     return [n for n, s in sorted(_REGISTRY.items()) if not s.why_not(have, consumes, stateful)]
 
 
@@ -316,8 +297,7 @@ def check_adv_norm(name: str, have: set[str] | list[str], *, by: str = "the call
 # --- the adv_norms
 def _grouped(x, keys, mask, weights, cfg, cols, *, scale: bool | None = None) -> Tensor:
     """``group_normalize`` per key built from ``cols`` (none: one key) with the config."""
-    cols = [c for c in cols if c is not None]
-    key = dense_key(*cols) if cols else None
+    key = dense_key(*cols) if any(c is not None for c in cols) else None
     scale = cfg.scale if scale is None else scale
     return group_normalize(x, key, mask, weights, keys.trajectory, eps=cfg.eps, scale=scale,
                            per_trajectory=cfg.per_trajectory, unbiased=cfg.unbiased_std)
@@ -331,13 +311,10 @@ def _none(x, keys, mask, weights, cfg, state) -> Tensor:
 
 @register_adv_norm("global")
 def _global(x, keys, mask, weights, cfg, state) -> Tensor:
-    """One mean/std over the whole batch, ``A = (R - mu) / (sigma + eps)``, [N] -> [N].
-
-    The baseline everyone starts from: PPO's advantage normalization (Schulman et al., 2017),
-    MAPPO (Yu et al., 2022, arXiv:2103.01955) and GRPO with one batch-wide group. Unweighted,
-    it is the one-liner ``(x - x.mean()) / (x.std() + eps)`` over the unmasked samples plus
-    the degenerate rules (a constant batch: max == min).
-    """
+    """One mean/std over the whole batch, ``A = (R - mu) / (sigma + eps)``, [N] -> [N]: PPO's
+    advantage normalization (Schulman et al., 2017), MAPPO (Yu et al., 2022, arXiv:2103.01955),
+    GRPO with one batch-wide group. Unweighted, the one-liner over the unmasked samples plus the
+    degenerate rules (a constant batch: max == min)."""
     if weights is not None or cfg.per_trajectory:
         return _grouped(x, keys, mask, weights, cfg, [])
     xs = x if mask is None else x.masked_select(mask)
@@ -350,42 +327,32 @@ def _global(x, keys, mask, weights, cfg, state) -> Tensor:
 
 @register_adv_norm("agent", needs=("agent",))
 def _agent(x, keys, mask, weights, cfg, state) -> Tensor:
-    """Agent-wise normalization of Dr. MAS (Feng et al., 2026, arXiv:2602.08847), [N] -> [N].
-
-    Statistics per (game, group, agent id) -- game and group when given --,
-    ``A = (R - mu_k) / (sigma_k + eps)``. A single global baseline mis-centers agents whose
-    reward distributions differ and inflates their gradient norms; each agent's own statistics
-    calibrate them.
-    """
+    """Agent-wise normalization of Dr. MAS (Feng et al., 2026, arXiv:2602.08847), [N] -> [N]:
+    ``A = (R - mu_k) / (sigma_k + eps)`` per (game, group, agent), game and group when given.
+    One global baseline mis-centers agents whose reward distributions differ and inflates their
+    gradient norms; each agent's own statistics calibrate them."""
     return _grouped(x, keys, mask, weights, cfg, [keys.game, keys.group, keys.agent])
 
 
 @register_adv_norm("role", needs=("role",))
 def _role(x, keys, mask, weights, cfg, state) -> Tensor:
-    """Role-wise normalization: statistics per (game, role), ``A = (R - mu_k) / (sigma_k + eps)``.
-
-    The role analogue of Dr. MAS (arXiv:2602.08847): agents sharing a role share statistics.
-    [N] -> [N].
-    """
+    """Role-wise normalization, the role analogue of Dr. MAS (arXiv:2602.08847), [N] -> [N]:
+    ``A = (R - mu_k) / (sigma_k + eps)`` per (game, role); agents of one role share statistics."""
     return _grouped(x, keys, mask, weights, cfg, [keys.game, keys.role])
 
 
 @register_adv_norm("group_role", needs=("group", "role"))
 def _group_role(x, keys, mask, weights, cfg, state) -> Tensor:
-    """GRPO-style group normalization split by role: statistics per (game, group, role).
-
-    Group-relative advantages (GRPO, Shao et al., 2024, arXiv:2402.03300) computed separately
-    for each role, as in agent-/turn-wise grouped multi-agent GRPO (arXiv:2602.08847):
-    ``A = (R - mu_k) / (sigma_k + eps)``, [N] -> [N].
-    """
+    """Group-relative advantages (GRPO, Shao et al., 2024, arXiv:2402.03300) split by role, as in
+    grouped multi-agent GRPO (arXiv:2602.08847): ``A = (R - mu_k) / (sigma_k + eps)`` per (game,
+    group, role), [N] -> [N]."""
     return _grouped(x, keys, mask, weights, cfg, [keys.game, keys.group, keys.role])
 
 
 @register_adv_norm("player_turn", needs=("agent", "trajectory"), consumes="rewards")
 def _player_turn(x, keys, mask, weights, cfg, state) -> Tensor:
-    """Turn-level advantages with agent-specific normalization of MARS
-    (Yuan et al., 2025, arXiv:2510.15414), for any number of players. ``x`` [N]: per-turn
-    rewards (it builds its own returns) -> advantages [N].
+    """Turn-level advantages with agent-specific normalization of MARS (Yuan et al., 2025,
+    arXiv:2510.15414), any number of players: per-turn rewards [N] -> advantages [N].
 
     1. ``r = (r - mu) / (sigma + eps)`` per (game, group, agent);
     2. ``G_i = r_i + turn_gamma * G_next``: return-to-go over the player's own later turns in
@@ -394,24 +361,10 @@ def _player_turn(x, keys, mask, weights, cfg, state) -> Tensor:
        ``player_turn_scale``).
     """
     r = _grouped(x, keys, mask, weights, cfg, [keys.game, keys.group, keys.agent], scale=True)
-    g = _turn_returns(r, [keys.game, keys.trajectory], keys.agent, keys.turn, cfg.turn_gamma,
-                      mask)  # fmt: skip
+    g = turn_returns(r, keys.trajectory, keys.agent, keys.turn, gamma=cfg.turn_gamma, mask=mask,
+                     game=keys.game)  # fmt: skip
     return _grouped(g, keys, mask, weights, cfg, [keys.game, keys.agent],
                     scale=cfg.player_turn_scale)  # fmt: skip
-
-
-def _unit_means(x: Tensor, unit: SegmentKey, mask: Tensor | None, weights: Tensor | None):
-    """Per unit [U]: weighted mean of unmasked samples (plain mean when all weights are 0),
-    and whether the unit has positive weight (enters statistics)."""
-    on = torch.ones_like(x) if mask is None else mask.to(x.dtype)
-    xm = x if mask is None else torch.where(mask, x, 0.0)
-    cnt, tot = unit.sum(on), unit.sum(xm)
-    plain = tot / cnt.clamp_min(1.0)
-    if weights is None:
-        return plain, cnt > 0
-    w = weights.to(x.dtype) * on
-    total = unit.sum(w)
-    return torch.where(total > 0, unit.sum(xm * w) / total.clamp_min(_TINY), plain), total > 0
 
 
 @register_adv_norm("joint_group", needs=("node|group",))
@@ -423,28 +376,30 @@ def _joint_group(x, keys, mask, weights, cfg, state) -> Tensor:
     ``R_u`` [U] is the (weighted) mean value of the joint action's samples; ``A = R_u - mean``
     over the node's joint actions, each counted once, the same for every agent of the joint
     action (divided by the std when ``joint_group_scale``). Without ``keys.trajectory`` each
-    sample is its own joint action.
+    sample is its own joint action. A joint action whose samples all weigh 0 gets the plain
+    mean of its unmasked samples and stays out of the statistics.
     """
     node = dense_key(keys.game, keys.node if keys.node is not None else keys.group)
-    eps, scale, unbiased = cfg.eps, cfg.joint_group_scale, cfg.unbiased_std
+    norm = dict(eps=cfg.eps, scale=cfg.joint_group_scale, unbiased=cfg.unbiased_std)
     if keys.trajectory is None:
-        return group_normalize(x, node, mask, weights, eps=eps, scale=scale, unbiased=unbiased)
+        return group_normalize(x, node, mask, weights, **norm)
     unit = dense_key(node.ids, keys.trajectory)  # a trajectory spanning nodes splits
-    r_u, live = _unit_means(x, unit, mask, weights)
+    on = torch.ones_like(x) if mask is None else mask.to(x.dtype)  # 1: unmasked
+    xm = x if mask is None else torch.where(mask, x, 0.0)  # masked samples may hold NaN
+    w = on if weights is None else weights.to(x.dtype) * on
+    tot = unit.sum(w)  # [U]
+    plain = unit.sum(xm) / unit.sum(on).clamp_min(1.0)
+    r_u = torch.where(tot > 0, unit.sum(xm * w) / tot.clamp_min(_TINY), plain)  # [U]
     node_u = SegmentKey(unit.per_segment(node.ids), node.num)
     # units without positive weight (and empty unit ids) are normalized but stay out of stats
-    a_u = group_normalize(r_u, node_u, None, live.to(r_u.dtype), eps=eps, scale=scale,
-                          unbiased=unbiased)  # fmt: skip
-    return a_u[unit.ids]
+    return group_normalize(r_u, node_u, None, (tot > 0).to(r_u.dtype), **norm)[unit.ids]
 
 
 class RoleEMABaseline:
     """State of ``role_ema``: one scalar baseline per (game, role); save it with the learner.
-
     ``state_dict()`` holds plain tensors (``codes`` int64 ``game << 32 | role``, sorted;
-    ``values`` float64), so it fits a checkpoint loaded with ``torch.load(weights_only=True)``.
-    The decay and the initial value live in ``AdvantageConfig``.
-    """
+    ``values`` float64) for ``torch.load(weights_only=True)``; decay and initial value live in
+    ``AdvantageConfig``."""
 
     def __init__(self) -> None:
         self.codes = torch.zeros(0, dtype=torch.long)
@@ -467,11 +422,10 @@ class RoleEMABaseline:
     def find(self, codes: Tensor, init: float) -> tuple[Tensor, Tensor, Tensor]:
         """For ``codes`` [M]: index in the state, whether it is there, and the baseline
         (``init`` where never updated, float64), [M] each; no host sync."""
-        known, vals = self.codes.to(codes.device), self.values.to(codes.device)
-        if known.numel() == 0:
-            return codes, codes < 0, torch.full(codes.shape, init, dtype=vals.dtype,
-                                                device=codes.device)  # fmt: skip
-        idx = torch.searchsorted(known, codes).clamp_max(known.numel() - 1)
+        end = self.codes.new_full((1,), torch.iinfo(torch.int64).max)  # past every valid code
+        known = torch.cat([self.codes, end]).to(codes.device)
+        vals = torch.cat([self.values, self.values.new_full((1,), init)]).to(codes.device)
+        idx = torch.searchsorted(known, codes)
         hit = known[idx] == codes
         return idx, hit, torch.where(hit, vals[idx], init)
 
@@ -488,10 +442,10 @@ class RoleEMABaseline:
 
 
 def _ema_units(x, code, traj, act, weights) -> tuple[Tensor, ...]:
-    """``role_ema``'s per-trajectory updates: samples ordered by (code, trajectory) (two stable
-    sorts), each run one unit. Returns ``order`` [N], the unit of each ordered sample [N], and
-    per unit slot [N] (slots past the last unit empty): its code (-1: empty), the weighted mean
-    value of its active samples, and whether it has one (None: all do)."""
+    """``role_ema``'s per-trajectory units: samples ordered by (code, trajectory) by two stable
+    sorts, each run a unit. Returns ``order`` [N], each ordered sample's unit [N] and, per unit
+    slot [N]: its code (-1: no unit), the weighted mean of its active samples, and whether it
+    has one (None: all do)."""
     o = torch.sort(traj, stable=True).indices
     order = o[torch.sort(code[o], stable=True).indices]
     cs, ts = code[order], traj[order]
@@ -516,11 +470,10 @@ def _role_ema(x, keys, mask, weights, cfg, state: RoleEMABaseline) -> Tensor:
     updated, then ``b <- alpha * b + (1 - alpha) * R`` (``role_ema_alpha``); no std division.
     Updates run in batch order, one per sample, or, with ``per_trajectory`` (SPIRAL: once per
     game and role), one per (trajectory, game, role) with its mean value, trajectories in id
-    order. Samples that update nothing (weight 0) meet the baseline from before the batch.
-    ``drop_zero`` reproduces SPIRAL's filtering of zero-advantage samples. ``state`` is updated
-    in place. Computed by a stable sort by (game, role) and ``linear_scan`` over the sorted
-    updates: ``b_i = alpha * b_{i-1} + (1 - alpha) * R_i``, [N] -> [N]; one host sync per call
-    reads the key bounds, the number of updates and of new (game, role) pairs, the longest run.
+    order. Samples that update nothing (weight 0) meet the baseline from before the batch;
+    ``drop_zero`` is SPIRAL's filtering of zero advantages; ``state`` is updated in place.
+    [N] -> [N] by a stable sort by (game, role) and ``linear_scan`` of the sorted updates; one
+    host sync reads the key bounds, the numbers of updates and new pairs, the longest run.
     """
     role, game = keys.role.long(), None if keys.game is None else keys.game.long()
     code = role if game is None else game << 32 | role  # [N]: the state's codes
@@ -554,8 +507,7 @@ def _role_ema(x, keys, mask, weights, cfg, state: RoleEMABaseline) -> Tensor:
         return x - state.find(code, init)[2].to(x.dtype)
     cu, ru, start, pos, idx, hit, b0, last = (t[:ups] for t in (cu, ru, start, pos, idx, hit,
                                                                  b0, last))  # fmt: skip
-    rs = ru.double()
-    b = torch.where(start, b0, 0.0).mul_(alpha).add_(rs, alpha=1 - alpha)
+    b = torch.where(start, b0, 0.0).mul_(alpha).add_(ru.double(), alpha=1 - alpha)
     after = linear_scan(b, pos, alpha, max_pos=max_pos)  # the baseline after each update
     before = torch.where(start, b0, after.roll(1))  # the baseline each update meets
     if live is not None:  # units that update nothing meet the baseline before the batch
@@ -579,15 +531,14 @@ def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKey
     plus, per agent and role, ``reward_std_ratio`` (sigma_k / sigma) and ``reward_m2_ratio``
     ((sigma_k**2 + (mu_k - mu)**2) / sigma**2: the mean squared advantage the key would get under
     global normalization, the gradient-norm inflation factor of Dr. MAS, arXiv:2602.08847).
-    Ratios are 1 when the global std is 0. Unweighted, over unmasked samples: five float64 sums
-    (1, r, r^2, a, a^2) per (agent, role) pair [P, 5], one host sync, the rest on the host.
-    """
+    Ratios are 1 when the global std is 0. Unweighted, over unmasked samples: float64 sums of
+    (1, r, r^2, a, a^2) per (agent, role) pair [P, 5] in one host sync, the rest on the host."""
     r, a = values.reshape(-1).double(), advantages.reshape(-1).double()
     m = None if mask is None else mask.reshape(-1).bool()
     if m is not None:
         r, a = torch.where(m, r, 0.0), torch.where(m, a, 0.0)
     cols = [torch.ones_like(r) if m is None else m.double(), r, r * r, a, a * a]
-    flat = _FlatKeys(keys, values.shape)
+    flat = (keys or AdvantageKeys()).flat(values.shape)
     named = [(n, c) for n, c in (("agent", flat.agent), ("role", flat.role)) if c is not None]
     if named:  # one row per (agent, role) pair: its sums, then its agent and role ids
         key = dense_key(*(c for _, c in named))
@@ -632,18 +583,14 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
         res = normalize_advantages("agent", returns_TBA, AdvantageKeys(agent=torch.arange(A)))
         loss = -(res.advantages * logratio_TBA).mean(); logger.log(res.diagnostics)
     """
-    cfg = cfg if cfg is not None else AdvantageConfig()
-    keys = keys if keys is not None else AdvantageKeys()
+    cfg, keys = cfg or AdvantageConfig(), keys or AdvantageKeys()
     spec = check_adv_norm(adv_norm, keys.present())
     if spec.stateful and not isinstance(state, RoleEMABaseline):
         raise ValueError(f"adv_norm {adv_norm!r} needs state=RoleEMABaseline(); got {state!r}")
-    if cfg.per_trajectory and keys.trajectory is None and adv_norm not in ("none", "joint_group"):
+    if cfg.per_trajectory and keys.trajectory is None:
         raise ValueError("per_trajectory statistics need keys.trajectory; got None")
-    shape = values.shape
-    flat = _FlatKeys(keys, shape)
-    m = None if mask is None else mask.to(torch.bool)
-    m = m if m is None or m.shape == shape else m.broadcast_to(shape)  # saves 1 of MAPPO's 45 us
-    m = None if m is None else m.reshape(-1)
+    shape, flat = values.shape, keys.flat(values.shape)
+    m = None if mask is None else mask.to(torch.bool).broadcast_to(shape).reshape(-1)
     w = None if weights is None else weights.broadcast_to(shape).reshape(-1)
     x = values.reshape(-1).to(_acc(values.dtype, cfg.float64))
     adv = spec.fn(x, flat, m, w, cfg, state) if x.numel() else x.clone()
@@ -653,15 +600,13 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
     if cfg.drop_zero:
         keep = keep & (adv != 0)
     lazy = x.numel() and cfg.diagnostics != "none"
-    diag = (lambda: _diagnostics(x, adv, keys, m, keep, shape, cfg)) if lazy else {}
+    diag = (lambda: _diagnostics(x, adv, flat, m, keep, cfg)) if lazy else {}
     return AdvantageResult(adv.to(values.dtype).reshape(shape), keep.reshape(shape), diag)
 
 
-def _diagnostics(x, adv, keys, m, keep, shape, cfg: AdvantageConfig) -> dict[str, float]:
+def _diagnostics(x, adv, flat, m, keep, cfg: AdvantageConfig) -> dict[str, float]:
     """The diagnostics of one ``normalize_advantages`` call, at the config's level."""
-    diag = advantage_diagnostics(x.reshape(shape), adv.reshape(shape),
-                                 keys if cfg.diagnostics == "keys" else None,
-                                 None if m is None else m.reshape(shape))  # fmt: skip
+    diag = advantage_diagnostics(x, adv, flat if cfg.diagnostics == "keys" else None, m)
     if cfg.drop_zero:
         diag["adv/dropped_frac"] = 1.0 - float(keep.sum()) / max(1, int(x.numel()))
     return diag

@@ -1,8 +1,7 @@
 """Returns: GAE and discounted returns over ``[T, B, ...]`` (loops over time only), turn-level
-returns over flat samples (``turn_returns``, and ``broadcast_to_tokens`` /
-``rewards_at_turn_ends`` between turns and tokens), and the segment keys (``dense_key``) and
-scans (``sorted_runs``, ``linear_scan``) that ``marl.advantages`` builds on and re-exports.
-Plain torch: the same code runs on CPU and CUDA.
+returns over flat samples (``turn_returns``, ``broadcast_to_tokens``), and the segment keys
+(``dense_key``) and scans (``run_positions``, ``linear_scan``) that ``marl.advantages`` builds
+on and re-exports. Plain torch: the same code runs on CPU and CUDA.
 
 Shape legend: ``_T`` time, ``_B`` batch (copies / episodes), ``_A`` agents; flat: ``N`` samples,
 ``K`` keys.
@@ -34,33 +33,22 @@ def _trail(flag: Tensor, ref: Tensor) -> Tensor:
     return flag.reshape(*flag.shape, *([1] * (ref.dim() - flag.dim())))
 
 
-def _reverse_scan_T(x_T: Tensor, coef_T: Tensor) -> Tensor:
-    """In place ``x[t] += coef[t] * x[t + 1]`` from the end: the module's only time loop."""
-    for t in range(x_T.shape[0] - 2, -1, -1):
-        x_T[t].addcmul_(coef_T[t], x_T[t + 1])
-    return x_T
-
-
 def discounted_returns(rewards: Tensor, terminated: Tensor, truncated: Tensor,
                        next_values: Tensor | None = None, *, gamma: float = 0.99,
                        float64: bool = False) -> Tensor:  # fmt: skip
     """Discounted returns over ``[T, B, ...]``; flags are bool [T, B] or [T, B, ...].
 
-    ``next_values`` [T, B, ...] is V of the observation *after* step t (0 when None).
-    ``G_t = r_t + gamma * (1 - terminated_t) * next_values_t`` when step t ends an episode
-    (truncated: bootstrap; terminated: none) or the rollout, else ``r_t + gamma * G_{t+1}``.
+    ``next_values`` [T, B, ...] is V of the observation *after* step t (0 when None), read only
+    where step t ends an episode (truncated: bootstrap; terminated: none) or the rollout:
+    ``G_t = r_t + gamma * (1 - terminated_t) * next_values_t`` there, else ``r_t + gamma G_{t+1}``.
+    This is ``gae`` with ``lam = 1`` and ``V = 0``.
     """
-    acc = _acc(rewards.dtype, float64)
-    r = rewards.to(acc)
-    term = _trail(terminated, r).to(acc)  # [T, B, 1...]: flags stay small
-    cut = torch.maximum(term, _trail(truncated, r).to(acc))
+    cut = _trail(terminated, rewards) | _trail(truncated, rewards)  # [T, B, 1...]
     if cut.shape[0]:
-        cut[-1] = 1.0  # the rollout end bootstraps like a truncation
-    if next_values is None:
-        ret = r.clone()
-    else:
-        ret = torch.mul(next_values.to(acc), gamma * (1.0 - term) * cut).add_(r)
-    return _reverse_scan_T(ret, gamma * (1.0 - cut)).to(rewards.dtype)
+        cut[-1] = True  # the rollout end bootstraps like a truncation
+    nv = torch.zeros_like(rewards) if next_values is None else torch.where(cut, next_values, 0.0)
+    return gae(rewards, torch.zeros_like(rewards), nv, terminated, truncated, gamma=gamma, lam=1.0,
+               float64=float64).returns  # fmt: skip
 
 
 def gae(rewards: Tensor, values: Tensor, next_values: Tensor, terminated: Tensor,
@@ -79,7 +67,9 @@ def gae(rewards: Tensor, values: Tensor, next_values: Tensor, terminated: Tensor
     term = _trail(terminated, r).to(acc)
     done = torch.maximum(term, _trail(truncated, r).to(acc))
     adv = torch.mul(next_values.to(acc), gamma * (1.0 - term)).add_(r).sub_(v)  # delta_t
-    adv = _reverse_scan_T(adv, (gamma * lam) * (1.0 - done))
+    coef = (gamma * lam) * (1.0 - done)
+    for t in range(adv.shape[0] - 2, -1, -1):  # the module's only time loop, in place
+        adv[t].addcmul_(coef[t], adv[t + 1])
     return GAEResult(adv.to(rewards.dtype), (adv + v).to(rewards.dtype))
 
 
@@ -100,16 +90,14 @@ def agent_gae(rewards_TBA: torch.Tensor, values_TBA: torch.Tensor, acting_TBA: t
               gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """GAE over each agent's own acting steps; returns ``(advantages, complete)`` ``[T, B, A]``.
 
-    ``rewards`` hold, at an acting step, everything the agent received until its next action
-    (or the episode end); ``end`` marks an agent's last step of an episode, ``terminated``
-    whether that end was terminal (else ``final_values`` bootstraps it). Non-acting steps are
-    skipped: the next value of an acting step is the value of the same agent's next acting
-    step. ``complete`` is False for steps whose successor is not in the buffer yet; such a
-    step gets advantage 0 and passes nothing back, so the agent's earlier steps bootstrap
-    from its value (its outcome is not known, not zero).
-    The next acting step ``n(t)`` of every (t, b, a) is found at once (a reverse ``cummin``),
-    so ``delta_t = r_t + gamma * (end_t ? (terminated_t ? 0 : final_t) : V_n(t)) - V_t`` is one
-    tensor expression; only ``A_t = delta_t + gamma lam (end_t ? 0 : A_n(t))`` loops over time.
+    ``rewards`` hold, at an acting step, all the agent received until its next action (or the
+    episode end); ``end`` marks its last step of an episode, ``terminated`` whether that end was
+    terminal (else ``final_values`` bootstraps it). Non-acting steps are skipped: ``n(t)``, the
+    agent's next acting step, is found at once (a reverse ``cummin``), so
+    ``delta_t = r_t + gamma * (end_t ? (terminated_t ? 0 : final_t) : V_n(t)) - V_t`` is one
+    tensor expression and only ``A_t = delta_t + gamma lam (end_t ? 0 : A_n(t))`` loops over
+    time. ``complete`` is False where the successor is not in the buffer yet: advantage 0 and
+    nothing passed back (the agent's earlier steps bootstrap from its value: outcome unknown).
     """
     T = values_TBA.shape[0]
     step = torch.arange(T, device=values_TBA.device).reshape(T, *[1] * (values_TBA.dim() - 1))
@@ -199,16 +187,6 @@ def _renumber(ids: Tensor) -> tuple[Tensor, int]:
 
 
 # --- scans over flat samples
-def sorted_runs(code: Tensor, seg: Tensor) -> tuple[Tensor, Tensor]:
-    """Stable order of ``code`` [N] (one sort) and, in that order, whether each sample continues
-    the previous one's segment ``seg`` [N] (bool [N], False at every run's first sample)."""
-    order = torch.sort(code, stable=True).indices
-    s = seg[order]
-    same = s == s.roll(1)
-    same[:1] = False
-    return order, same
-
-
 def run_positions(start: Tensor) -> Tensor:
     """Position of each sample inside its run, [N] int64: ``start`` [N] (bool) marks the first
     sample of each run (sample 0 always starts one)."""
@@ -234,36 +212,38 @@ def linear_scan(b: Tensor, pos: Tensor, coef: float, *, max_pos: int | None = No
 
 # --- turn-level returns
 def turn_returns(rewards: Tensor, trajectory: Tensor, agent: Tensor, turn: Tensor | None = None, *,
-                 gamma: float = 1.0, mask: Tensor | None = None) -> Tensor:  # fmt: skip
+                 gamma: float = 1.0, mask: Tensor | None = None,
+                 game: Tensor | None = None) -> Tensor:  # fmt: skip
     """Return-to-go over one agent's own turns of a multi-turn episode, ``[N]`` -> ``[N]``.
 
     One sample per (trajectory, agent, turn): ``rewards`` [N] is the reward placed at the end of
-    that turn, ``turn`` [N] orders turns inside a trajectory (sample order when None).
-    ``G_i = r_i + gamma * G_next`` where ``next`` is the same agent's next turn in the same
-    trajectory, so gamma discounts per own turn, not per turn of the game. Masked turns are
-    skipped (no discount step) and get 0. Computed in float64 (one stable sort by (trajectory,
-    agent, turn), then a suffix sum or a scan), returned in ``rewards.dtype``.
+    that turn, ``turn`` [N] orders turns inside a trajectory (sample order when None), ``game``
+    [N] (optional) scopes trajectory ids per game. ``G_i = r_i + gamma * G_next`` where ``next``
+    is the same agent's next turn in the same trajectory, so gamma discounts per own turn, not
+    per turn of the game. Masked turns are skipped (no discount step) and get 0. Computed in
+    float64 (stable sorts by turn, then by (trajectory, agent); then a suffix sum or a scan),
+    returned in ``rewards.dtype``.
     """
-    return _turn_returns(rewards, [trajectory], agent, turn, gamma, mask)
-
-
-def _turn_returns(rewards, traj_cols, agent, turn, gamma: float, mask) -> Tensor:
-    """``turn_returns`` with the trajectory given by columns (e.g. game and trajectory)."""
     shape, r = rewards.shape, rewards.reshape(-1)
     if r.numel() == 0:
         return rewards.clone()
-    seg = dense_key(*traj_cols, agent)
+    seg = dense_key(game, trajectory, agent)
     ids = seg.ids if mask is None else seg.ids.masked_fill(~mask.reshape(-1).bool(), seg.num)
-    code = ids if turn is None else dense_key(ids, turn, cap=1 << 62).ids  # (segment, turn)
-    order, same = sorted_runs(code, ids)  # ties keep sample order
-    xs, last = r[order].double(), torch.cat([~same[1:], same.new_ones(1)])  # last: of a run
+    idx = torch.arange(r.numel(), device=r.device)
+    order = idx if turn is None else torch.sort(turn.reshape(-1), stable=True).indices
+    order = order[torch.sort(ids[order], stable=True).indices]  # ties keep sample order
+    s = ids[order]
+    last = torch.cat([s[1:] != s[:-1], s.new_ones(1, dtype=torch.bool)])  # a run's last sample
+    xs = r[order].double()
     if gamma == 1.0:  # suffix sums inside each run: its total minus what came before
         incl = xs.cumsum(0)
-        g = incl[last][(~same).cumsum(0) - 1] - incl + xs
+        end = torch.where(last, idx, r.numel()).flip(0).cummin(0).values.flip(0)  # run's last
+        g = incl[end] - incl + xs
     else:  # backwards: g_i = x_i + gamma * g_{i+1} inside a run
-        g = linear_scan(xs.flip(0), run_positions(last.flip(0)), gamma).flip(0)
+        pos = run_positions(last.flip(0))  # steps past the longest run add exact zeros: no sync
+        g = linear_scan(xs.flip(0), pos, gamma, max_pos=r.numel() - 1).flip(0)
     if mask is not None:  # masked turns (their id is seg.num) get 0
-        g = torch.where(ids[order] < seg.num, g, 0.0)
+        g = torch.where(s < seg.num, g, 0.0)
     return torch.empty_like(g).scatter_(0, order, g).to(rewards.dtype).reshape(shape)
 
 
@@ -276,14 +256,3 @@ def broadcast_to_tokens(turn_values: Tensor, token_turn: Tensor, fill: float = 0
     idx = token_turn.long()
     out = turn_values[idx.clamp_min(0)]
     return torch.where(idx >= 0, out, torch.tensor(fill, dtype=out.dtype, device=out.device))
-
-
-def rewards_at_turn_ends(turn_rewards: Tensor, token_turn: Tensor) -> Tensor:
-    """Token-level rewards [B, L]: each turn's reward on its last token, 0 elsewhere.
-
-    ``token_turn`` [B, L] as in ``broadcast_to_tokens``; a turn's tokens are contiguous in a row.
-    """
-    idx = token_turn.long()
-    end = idx >= 0
-    end[..., :-1] &= idx[..., 1:] != idx[..., :-1]
-    return torch.where(end, turn_rewards[idx.clamp_min(0)], 0.0).to(turn_rewards.dtype)

@@ -20,8 +20,8 @@ from marl.advantages import (
     AdvantageConfig,
     AdvantageKeys,
     RoleEMABaseline,
+    adv_norms_for,
     advantage_diagnostics,
-    available_adv_norms,
     broadcast_to_tokens,
     dense_key,
     discounted_returns,
@@ -30,7 +30,6 @@ from marl.advantages import (
     next_values_from,
     normalize_advantages,
     register_adv_norm,
-    rewards_at_turn_ends,
     segment_stats,
     turn_returns,
 )
@@ -678,10 +677,6 @@ def test_token_helpers():
         broadcast_to_tokens(turn_values, token_turn),
         torch.tensor([[0, 10, 10, 0, 20, 20], [0, 0, 30, 30, 30, 0.0]]),
     )
-    torch.testing.assert_close(
-        rewards_at_turn_ends(turn_values, token_turn),
-        torch.tensor([[0, 0, 10, 0, 0, 20], [0, 0, 0, 0, 30, 0.0]]),
-    )
 
 
 def test_diagnostics_known_values():
@@ -702,7 +697,7 @@ def test_diagnostics_known_values():
 
 
 def test_registry_and_errors():
-    assert set(available_adv_norms()) == set(SCHEMES)
+    assert set(adv_norms_for()) == set(SCHEMES)
     with pytest.raises(ValueError, match=r"'gobal' unknown; choose one of \['global', 'none'\]"):
         normalize_advantages("gobal", torch.zeros(2))  # the names its keys (none) allow
     with pytest.raises(ValueError, match="already registered"):
@@ -731,7 +726,7 @@ def test_registry_and_errors():
 def test_adv_norms_declare_their_keys_and_inputs():
     # every adv_norm runs with exactly the keys it declares (plus trajectory for per_trajectory)
     n = 12
-    for name in available_adv_norms():
+    for name in adv_norms_for():
         spec = get_adv_norm(name)
         have = {alt.split("|")[0]: torch.arange(n) % 3 for alt in spec.needs}
         res = normalize_advantages(name, torch.randn(n), AdvantageKeys(**have),

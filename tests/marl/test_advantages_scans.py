@@ -1,5 +1,5 @@
-"""Tests of the flat-sample scans behind ``marl.advantages``: the stable grouping by key
-(``sorted_runs``), the recursive-doubling ``linear_scan`` (vs a sequential loop, long runs,
+"""Tests of the flat-sample scans behind ``marl.advantages``: the recursive-doubling
+``linear_scan`` (vs a sequential loop, long runs,
 early stops), ``role_ema`` on long batches and huge ids, and the schemes on the usual layout
 (trajectory-major, turns in order) against the slow references and against a shuffle; on
 CUDA, the same inputs against the CPU.
@@ -11,16 +11,10 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from torch.overrides import TorchFunctionMode
 
 from marl.advantages import AdvantageConfig, AdvantageKeys, RoleEMABaseline, normalize_advantages
-from marl.returns import (
-    SegmentKey,
-    _turn_returns,
-    linear_scan,
-    run_positions,
-    sorted_runs,
-    turn_returns,
-)
+from marl.returns import SegmentKey, linear_scan, run_positions, turn_returns
 from tests.marl.test_advantages import (
     SCHEMES,
     SETTINGS,
@@ -30,17 +24,6 @@ from tests.marl.test_advantages import (
 )
 
 # ----------------------------------------------------------------------------- grouping, scans
-
-
-@given(codes=st.lists(st.integers(0, 5), min_size=1, max_size=60))
-@SETTINGS
-def test_sorted_runs_is_a_stable_sort_with_run_starts(codes):
-    code = torch.tensor(codes)
-    order, same = sorted_runs(code, code)
-    expect = sorted(range(len(codes)), key=lambda i: codes[i])  # Python's sort is stable
-    assert order.tolist() == expect
-    s = [codes[i] for i in expect]
-    assert same.tolist() == [False] + [s[i] == s[i - 1] for i in range(1, len(s))]
 
 
 @pytest.mark.parametrize("lanes", [1, 4, 256])
@@ -87,8 +70,8 @@ def test_turn_returns_of_long_runs_match_loop(gamma):
                               [True] * n, gamma)  # fmt: skip
     torch.testing.assert_close(got, torch.tensor(expect, dtype=torch.float64), atol=1e-9,
                                rtol=1e-9)  # fmt: skip
-    cols = _turn_returns(r, [traj * 0, traj], agent, None, gamma, None)  # game column too
-    torch.testing.assert_close(cols, got)
+    with_game = turn_returns(r, traj, agent, gamma=gamma, game=traj * 0)  # game column too
+    torch.testing.assert_close(with_game, got)
 
 
 # ----------------------------------------------------------------------------- role_ema
@@ -207,6 +190,56 @@ def test_role_ema_reads_the_host_once_per_call(per_traj, monkeypatch):
         normalize_advantages("role_ema", torch.randn(n, generator=gen), keys, mask, cfg=cfg,
                              state=state)  # fmt: skip
         assert syncs == ["tolist"]
+
+
+class DeviceWaits(TorchFunctionMode):
+    """Records the calls that make the host wait for a GPU, seen on the CPU as well: reads of a
+    value (``item``, ``int()``...), data-dependent sizes (``nonzero``, ``unique``,
+    ``masked_select``) and indexing by a bool or a 0-dim tensor. ``tolist()`` is left out: the
+    one read of each ``dense_key`` (its ranges) and of ``role_ema`` are by design."""
+
+    WAITS = {"item", "__int__", "__float__", "__bool__", "__index__", "nonzero", "masked_select",
+             "unique", "unique_consecutive", "repeat_interleave", "cpu", "numpy"}  # fmt: skip
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        idx = args[1] if name in ("__getitem__", "__setitem__") else ()
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if name in self.WAITS or any(isinstance(i, torch.Tensor) and (i.dtype == torch.bool
+                                     or i.dim() == 0) for i in idx):  # fmt: skip
+            self.ops.append(name)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("scheme", [s for s in SCHEMES if s != "none"])
+@pytest.mark.parametrize("per_traj", [False, True])
+def test_grouped_schemes_make_the_device_wait_on_nothing(scheme, per_traj):
+    # no item(), nonzero or boolean index in any adv_norm with a mask and weights (global's
+    # masked one-liner without weights reads the mask's size: masked_select), nor in
+    # turn_returns; was: global's pilot sample, turn_returns' run totals and longest run
+    gen = torch.Generator().manual_seed(8)
+    n = 400
+    keys = AdvantageKeys(game=torch.randint(0, 2, (n,), generator=gen),
+                         group=torch.randint(0, 20, (n,), generator=gen),
+                         agent=torch.arange(n) % 3, role=torch.arange(n) % 3 // 2,
+                         trajectory=torch.randint(0, 40, (n,), generator=gen),
+                         turn=torch.arange(n) // 3)  # fmt: skip
+    x, mask, w = torch.randn(n, generator=gen), torch.rand(n, generator=gen) > 0.1, torch.rand(n)
+    state = RoleEMABaseline()
+    for gamma in (1.0, 0.9):  # turn returns by suffix sums, by a scan
+        cfg = AdvantageConfig(per_trajectory=per_traj, turn_gamma=gamma, diagnostics="none")
+        with DeviceWaits() as waits:
+            for m, ww in ((mask, w), (None, None)):
+                normalize_advantages(scheme, x, keys, m, ww, cfg, state=state)
+            turn_returns(x, keys.trajectory, keys.agent, keys.turn, gamma=gamma, mask=mask)
+        assert waits.ops == []
+    with DeviceWaits() as waits:
+        normalize_advantages("global", x, keys, mask, cfg=AdvantageConfig(diagnostics="none"))
+    assert waits.ops == ["masked_select"]
 
 
 # ----------------------------------------------------------------------------- scheme paths
