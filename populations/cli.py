@@ -20,6 +20,7 @@ folder behind. Startup stays light: torch and the learners load after the argume
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -344,6 +345,11 @@ def _fresh(run_dir: Path) -> bool:
                                        for p in run_dir.iterdir())
 
 
+def _sweep_started(sweep_dir: Path) -> bool:
+    """True when a job folder of the sweep holds a run (a resumed sweep, not a new one)."""
+    return any((job / "settings.json").is_file() for job in sweep_dir.iterdir() if job.is_dir())
+
+
 def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
     """Remove a run folder this process created if it holds nothing worth keeping (no
     checkpoint), and its parents left empty below ``root`` (the working directory)."""
@@ -425,8 +431,14 @@ def _train_task(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
     sweep_dir = Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
-    with run_folder_guard(TRAIN, run_dir, created=_fresh(run_dir), sweep_dir=sweep_dir):
+    created = _fresh(run_dir)
+    with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir):
         exp = prepare(cfg, list(hc.overrides.task), check=False)  # run_experiment checks
+        if exp.resume and created and sweep_dir is not None and _sweep_started(sweep_dir):
+            # a job the interrupted sweep never reached (a mistyped sweep folder still fails)
+            log.info("resume=true: job %d of the sweep had not started; starting it",
+                     hc.job.num)
+            exp = dataclasses.replace(exp, resume=False)
         log.info("experiment %s in %s", exp.experiment, run_dir)
         for note in unused_overrides(exp, list(hc.overrides.task)):
             log.warning(note)

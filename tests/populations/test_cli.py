@@ -2,6 +2,7 @@
 sweeps make one folder per job, config mistakes fail at startup, wandb writes offline."""
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -470,3 +471,26 @@ def test_sweep_over_an_unknown_option_leaves_no_sweep_folder(tmp_path):
     _one_line_failure(res, "selfplay-train: In 'config': Could not find 'algo/ipo'; Available "
                            "options in 'algo': ippo, ")
     assert not list(tmp_path.iterdir())
+
+
+def test_an_interrupted_sweep_resumes_into_its_job_folders(tmp_path):
+    """``-m ... resume=true hydra.sweep.dir=D`` wrote into new ``..,resume=True,..`` folders
+    ("holds no run"), so a sweep stopped by Ctrl-C could not be resumed; a job it never
+    reached (its folder made by Hydra, nothing in it) starts there."""
+    args = ["-m", "seed=0,1", "game=kuhn", "frames=64", "num_envs=4", "eval_episodes=2",
+            "progress=false", "logger=none", "hydra.sweep.dir=sw"]
+    assert _cli(args, tmp_path).returncode == 0
+    jobs = sorted((tmp_path / "sw").iterdir())
+    jobs = [j for j in jobs if j.is_dir()]
+    assert len(jobs) == 2 and all("resume" not in j.name for j in jobs)
+    for p in jobs[1].iterdir():  # job 1 as if Ctrl-C came before it started
+        if p.name != ".hydra":
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    res = _cli([*args, "resume=true"], tmp_path, check=False)
+    assert res.returncode == 0, res.stderr
+    assert sorted(j for j in (tmp_path / "sw").iterdir() if j.is_dir()) == jobs
+    assert "already finished" in res.stderr + res.stdout
+    assert (jobs[1] / "snapshots" / "mappo" / "v0000.pt").is_file()
+    bad = _cli(["-m", "seed=0", "game=kuhn", "frames=64", "resume=true",
+                "hydra.sweep.dir=typo"], tmp_path, check=False)  # a sweep never started
+    assert bad.returncode == 2 and "holds no run" in bad.stderr
