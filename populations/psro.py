@@ -48,7 +48,9 @@ expected returns in sequence form, :mod:`populations.exploitability`) or
 histories on OpenSpiel games; both in :mod:`populations.payoffs`). On enumerable
 OpenSpiel games the exact NashConv of the meta-mixture is computed after every iteration.
 A :class:`PSRORecorder` receives members, payoffs and per-iteration results (the league
-database connects there); progress goes to ``logging``.
+database connects there); progress goes to ``logging``. The settings (:class:`PSROConfig`)
+and what is decided from them before a run (players, exact or sampled) are in
+:mod:`populations.psro_config`, importable from here too.
 
 Example::
 
@@ -77,15 +79,21 @@ from populations import exploitability as ex
 from populations.approx_exploit import evaluated_greedy
 from populations.meta_solvers import (
     FullGame,
-    available_meta_solvers,
     get_meta_solver,
-    needs_full_game,
 )
 from populations.payoffs import (  # noqa: F401 - PSRO's estimators, importable from here too
     ExactPayoffs,
     PayoffEstimator,
     SampledPayoffs,
     resolve_game,
+)
+from populations.psro_config import (  # noqa: F401 - PSRO's settings, importable from here too
+    PLAYERS,
+    RESPONSE_TARGETS,
+    PSROConfig,
+    check_exact_players,
+    psro_players,
+    why_not_exact,
 )
 
 log = logging.getLogger(__name__)
@@ -416,124 +424,6 @@ def new_entry_blocks(old: Sequence[int], new: Sequence[int]) -> list[list[np.nda
         if all(len(i) for i in index):
             blocks.append(index)
     return blocks
-
-
-RESPONSE_TARGETS = ("meta", "exploiter")
-"""``PSROConfig.response_target`` values besides meta-solver names."""
-
-PLAYERS = ("auto", "seats", "teams")
-"""``PSROConfig.players`` values: who PSRO's players are (see the module docstring)."""
-
-
-def psro_players(spec: GameSpec, players: str = "auto") -> dict[str, tuple[str, ...]]:
-    """PSRO's players, each with the seats it plays: ``{seat: (seat,)}`` for ``"seats"``,
-    ``{team: its seats}`` (in the game's team order) for ``"teams"``; ``"auto"`` is teams
-    when the game has two or more teams and one of them has several seats, else seats.
-    Teams of one seat each are the seats (named by them), whatever ``players`` says.
-
-    Raises:
-        ValueError: one line, for an unknown value, or ``"teams"`` on a game of one team.
-    """
-    if players not in PLAYERS:
-        raise ValueError(f"population.psro.players={players!r} unknown; choose one of "
-                         f"{list(PLAYERS)}")
-    teams = {t: tuple(a.id for a in spec.agents if a.team == t) for t in spec.teams}
-    if players == "teams" and len(teams) < 2:
-        raise ValueError(f"population.psro.players='teams' needs two or more teams; "
-                         f"{spec.name} has one ({spec.teams[0]!r}: {list(spec.agent_ids)}); "
-                         "use players=seats")
-    multi = any(len(seats) > 1 for seats in teams.values())
-    if players == "seats" or not multi or len(teams) < 2:
-        return {a: (a,) for a in spec.agent_ids}
-    return teams
-
-
-def why_not_exact(game_obj: games.Game, seats_of: Mapping[str, Sequence[str]]) -> str | None:
-    """Why exact payoffs and best responses cannot serve ``game_obj`` with these players
-    (None: they can); what ``payoffs="auto"`` / ``oracle="auto"`` decide by."""
-    if not isinstance(game_obj, OpenSpielGame):
-        return f"{game_obj.spec.name} is not an OpenSpiel game"
-    team = next((p for p, seats in seats_of.items() if len(seats) > 1), None)
-    if team is not None:
-        return f"team {team!r} has several seats (exact tools are per seat)"
-    try:
-        ex.require_perfect_recall(ex.game_tree(game_obj))
-    except ValueError as err:
-        return str(err)
-    return None
-
-
-def check_exact_players(
-    seats_of: Mapping[str, Sequence[str]], payoffs: str, exact_oracle: bool,
-    uses_full_game: bool, where: str = "PSRO",
-) -> None:
-    """Refuse, in one line, exact tools for a team of several seats: an exact best response
-    of such a team is a joint one (the team's seats coordinating), which the per-seat exact
-    tools do not compute."""
-    teams = [p for p, seats in seats_of.items() if len(seats) > 1]
-    if not teams:
-        return
-    used = [what for what, on in (("payoffs=exact", payoffs == "exact"),
-                                  ("oracle=exact", exact_oracle),
-                                  ("a full-game meta-solver/target", uses_full_game)) if on]
-    if used:
-        raise ValueError(
-            f"{where}: players=teams ({teams[0]!r} plays {list(seats_of[teams[0]])}) cannot "
-            f"use {' and '.join(used)}: exact best responses and payoffs are per seat, a "
-            "team needs a joint one; use payoffs=sampled with an RL oracle (oracle=rl or an "
-            "algo), or players=seats")
-
-
-@dataclass(frozen=True)
-class PSROConfig:
-    """PSRO settings."""
-
-    meta_solver: str = "nash"  # output mixtures: name in populations.meta_solvers (nash, prd,
-    # uniform, least_exploitable)
-    response_target: str = "meta"  # what best responses answer: meta (the meta-strategy),
-    # exploiter (least_exploitable's dual), or a meta-solver name
-    payoffs: str = "exact"  # exact (enumerable OpenSpiel games) | sampled (simulation) |
-    # auto (exact where it can be computed, see why_not_exact; else sampled)
-    episodes_per_entry: int = 1000  # sampled payoffs: episodes per profile
-    num_envs: int = 64  # sampled payoffs played through VectorGame: copies stepped together
-    # (entries sampled in lockstep, populations.lockstep, step all their episodes at once)
-    nash_conv: bool = True  # exact NashConv of the meta-mixture each iteration, when enumerable
-    seed: int = 0  # seeds oracles, sampled payoffs and initial policies
-    players: str = "auto"  # PSRO's players: seats | teams (a population per team, each
-    # member playing all of its seats) | auto (teams when a team has several seats)
-
-    def __post_init__(self) -> None:
-        if self.players not in PLAYERS:
-            raise ValueError(f"population.psro.players={self.players!r} unknown; choose one "
-                             f"of {list(PLAYERS)}")
-        if self.payoffs not in ("auto", "exact", "sampled"):
-            raise ValueError(
-                f"payoffs={self.payoffs!r} unknown; choose one of ['auto', 'exact', 'sampled']"
-            )
-        get_meta_solver(self.meta_solver)  # fail early on an unknown name
-        if (
-            self.response_target not in RESPONSE_TARGETS
-            and self.response_target not in available_meta_solvers()
-        ):
-            raise ValueError(
-                f"response_target={self.response_target!r} unknown; choose one of "
-                f"{[*RESPONSE_TARGETS, *available_meta_solvers()]}"
-            )
-        if self.uses_full_game and self.payoffs == "sampled":
-            raise ValueError(
-                f"meta_solver={self.meta_solver!r} with response_target="
-                f"{self.response_target!r} needs the exact full game; not "
-                f"applicable with payoffs={self.payoffs!r} (use 'exact')"
-            )
-
-    @property
-    def uses_full_game(self) -> bool:
-        """Whether the meta-strategies or the response targets need the exact full game."""
-        return (
-            needs_full_game(self.meta_solver)
-            or self.response_target == "exploiter"
-            or (self.response_target != "meta" and needs_full_game(self.response_target))
-        )
 
 
 @dataclass(frozen=True)
