@@ -79,8 +79,9 @@ class LLMConfig:
         if self.iterations < 1:
             raise ValueError(f"llm iterations={self.iterations!r}; expected an integer >= 1")
         if not self.model:  # llm=hf / llm=vllm without llm.model trained nothing real
-            raise ValueError("llm model is empty; llm=hf and llm=vllm train your model: "
-                             "llm.model=<a model directory or hub name> (llm=tiny builds one)")
+            raise ValueError("llm model is empty; llm=hf and llm=vllm (and smollm2_kuhn) "
+                             "train your model: llm.model=<a model directory or hub name> "
+                             "(llm=tiny builds one)")
         if self.dtype not in DTYPES:
             raise ValueError(f"llm dtype {self.dtype!r} unknown; choose one of {list(DTYPES)}")
 
@@ -137,10 +138,13 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     dtype = cfg.torch_dtype(resolve_device(cfg.grpo.device))
-    if cfg.model.startswith(("/", "./", "../", "~")) and \
-            not Path(cfg.model).expanduser().is_dir():  # not "Repo id must be in the form..."
-        raise ValueError(f"llm.model={cfg.model!r} could not be loaded (no such directory); "
-                         "give 'tiny', a local model directory or a hub name available here")
+    folder = Path(cfg.model).expanduser()
+    if cfg.model.startswith(("/", ".", "~")) or folder.is_dir():  # a path, not a hub name
+        why = ("no such directory" if not folder.is_dir() else  # not "Repo id must be..."
+               "no config.json in it" if not (folder / "config.json").is_file() else None)
+        if why:  # a folder without a model gave "Couldn't instantiate the backend tokenizer"
+            raise ValueError(f"llm.model={cfg.model!r} could not be loaded ({why}); give "
+                             "'tiny', a local model directory or a hub name available here")
     try:
         tok = AutoTokenizer.from_pretrained(cfg.model)
         models = [_prepare(cfg, AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype), k)

@@ -112,6 +112,8 @@ def test_a_real_model_preset_without_a_model_is_refused(preset):
         to_experiment(cfg)
 
 
-def test_a_model_path_that_does_not_exist_is_named_as_such():
+def test_a_model_path_that_does_not_exist_is_named_as_such(tmp_path):
     with pytest.raises(ValueError, match="could not be loaded \\(no such directory\\)"):
         build_team(LLMConfig(model="/path/to/your/model"), ["openspiel/kuhn_poker"])
+    with pytest.raises(ValueError, match="could not be loaded \\(no config.json in it\\)"):
+        build_team(LLMConfig(model=str(tmp_path)), ["openspiel/kuhn_poker"])
