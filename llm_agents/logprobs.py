@@ -117,6 +117,19 @@ def _cache_of(out: Any) -> Any:
     return out["cache"] if "cache" in out else out.get("past_key_values")
 
 
+def _padded(rows: Sequence[Sequence[int]], width: int, pad_id: int, left: bool
+            ) -> tuple[Tensor, Tensor]:
+    """``[len(rows), width]`` token ids padded with ``pad_id`` on the left or the right, and
+    the mask of real tokens: one tensor built from all rows (a row at a time cost more than
+    the tiny models' forward passes when scoring legal actions)."""
+    lengths = torch.tensor([len(r) for r in rows], dtype=torch.long)
+    col = torch.arange(width)
+    real = col >= width - lengths[:, None] if left else col < lengths[:, None]
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    ids[real] = torch.tensor([t for r in rows for t in r], dtype=torch.long)  # row-major
+    return ids, real
+
+
 def continuation_logprobs(model: nn.Module, prefixes: Sequence[Sequence[int]],
                           continuations: Sequence[Sequence[Sequence[int]]], pad_id: int,
                           device: torch.device | str = "cpu", temperature: float = 1.0
@@ -148,25 +161,17 @@ def continuation_token_stats(model: nn.Module, prefixes: Sequence[Sequence[int]]
     names = forward_kwargs(model)
     counts = [len(c) for c in continuations]
     n, P = len(prefixes), max(len(p) for p in prefixes)
-    ids = torch.full((n, P), pad_id, dtype=torch.long)
-    attn = torch.zeros((n, P), dtype=torch.long)
-    for i, p in enumerate(prefixes):  # left padding: every prompt ends at column P - 1
-        ids[i, P - len(p):] = torch.tensor(list(p), dtype=torch.long)
-        attn[i, P - len(p):] = 1
-    ids, attn = ids.to(device), attn.to(device)
+    ids, real = _padded(prefixes, P, pad_id, left=True)  # every prompt ends at column P - 1
+    ids, attn = ids.to(device), real.long().to(device)
     keep = {names["keep"]: 1} if names["keep"] else {}
     out = model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0),
                 use_cache=True, **keep)
     first = out.logits[:, -1].float() / temperature  # [n, V]: distribution of token 0
     rows = torch.repeat_interleave(torch.arange(n, device=device),
                                    torch.tensor(counts, device=device))
-    flat = [list(c) for cands in continuations for c in cands]
-    C, Lc = len(flat), max(len(c) for c in flat)
-    cont = torch.full((C, Lc), pad_id, dtype=torch.long)
-    mask = torch.zeros((C, Lc), dtype=torch.bool)
-    for j, c in enumerate(flat):
-        cont[j, : len(c)] = torch.tensor(c, dtype=torch.long)
-        mask[j, : len(c)] = True
+    flat = [c for cands in continuations for c in cands]
+    Lc = max(len(c) for c in flat)
+    cont, mask = _padded(flat, Lc, pad_id, left=False)
     cont, mask = cont.to(device), mask.to(device)
     logits = first[rows].unsqueeze(1)  # [C, 1, V]
     if Lc > 1:
