@@ -70,10 +70,11 @@ def _match_table(db_path):
     return rows, snaps
 
 
-def kill_and_resume(tmp_path, args):
-    """Run the league CLI with ``args`` to the end (``ref``), and again (``killed``) killed
-    with -9 once generation 2 is checkpointed, then resumed. Returns the match rows of the
-    killed run before its resume, and (rows, snapshots) of both finished runs.
+def kill_and_resume(tmp_path, args, ref_args=()):
+    """Run the league CLI with ``args`` (then ``ref_args``) to the end (``ref``), and with
+    ``args`` again (``killed``) killed with -9 once generation 2 is checkpointed, then
+    resumed. Returns the match rows of the killed run before its resume, and (rows,
+    snapshots) of both finished runs.
 
     The reference runs beside the killed run and its resume (own folder, one torch thread):
     a test process that only waits would leave the second core idle."""
@@ -81,7 +82,7 @@ def kill_and_resume(tmp_path, args):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     ref_log = tmp_path / "ref.log"
     with open(ref_log, "wb") as out:  # a file, not a pipe: nothing reads it while it runs
-        ref = subprocess.Popen([*cmd, "--run-dir", str(tmp_path / "ref")], env=env,
+        ref = subprocess.Popen([*cmd, *ref_args, "--run-dir", str(tmp_path / "ref")], env=env,
                                stdout=out, stderr=subprocess.STDOUT)
     try:
         killed = tmp_path / "killed"

@@ -220,12 +220,14 @@ def test_restarts_are_bounded_and_the_run_is_marked_failed(tmp_path, ray_local):
 def test_driver_killed_with_kill_9_resumes_with_nothing_lost(tmp_path):
     """The league's resume guarantee holds with learner actors: a driver killed (-9) once
     generation 2 is checkpointed and resumed ends with the uninterrupted run's snapshots
-    and matches, none twice."""
+    and matches, none twice. The uninterrupted run is in-process: Ray and the in-process
+    runner record the same matches (test_ray_learners_equal_the_in_process_runner), and a
+    third Ray instance beside the killed run's would cost seconds of both cores."""
     from tests.populations.test_league import kill_and_resume
 
     partial, (ref_rows, ref_snaps), (got_rows, got_snaps) = kill_and_resume(
         tmp_path, ["--generations", "3", "--frames-per-generation", "400", "--num-envs", "8",
-                   "--eval-episodes", "2", "--runner", "ray"])
+                   "--eval-episodes", "2", "--runner", "ray"], ref_args=["--runner", "local"])
     assert 0 < len(partial) < len(ref_rows)  # it really was interrupted
     assert got_snaps == ref_snaps == [("main", v) for v in range(4)]
     assert len(got_rows) == len({k for k, _ in got_rows})  # no match twice
