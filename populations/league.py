@@ -34,6 +34,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import shlex
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -632,6 +634,10 @@ def main(argv: list[str] | None = None) -> None:
             league.run()
         finally:
             league.close()
+    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (exit 130, as a shell's)
+        given = list(sys.argv[1:] if argv is None else argv)
+        again = shlex.join(given if "--resume" in given else [*given, "--resume"])
+        fail(p.prog, f"interrupted; go on with: {p.prog} {again}", status=130)
     except user_errors() as err:  # one line, exit 2; a folder this call made is not left
         if created:
             discard_run_dir(Path(args.run_dir))

@@ -66,3 +66,20 @@ def test_the_printed_resume_override_reads_back_as_the_folder(path):
     (word,) = shlex.split(run_dir_override(Path(path)))
     (o,) = OverridesParser.create().parse_overrides([word])
     assert o.key_or_group == "hydra.run.dir" and o.value() == path
+
+
+def test_ctrl_c_in_a_plain_league_is_one_line_naming_the_resume(tmp_path, capsys, monkeypatch):
+    """``python -m populations.league`` printed a KeyboardInterrupt traceback on Ctrl-C."""
+    from populations import league
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(league.League, "run", interrupted)
+    run = str(tmp_path / "my league")
+    with pytest.raises(SystemExit) as stop:
+        league.main(["--run-dir", run, "--game", "openspiel/kuhn_poker"])
+    assert stop.value.code == 130
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == (f"python -m populations.league: interrupted; go on with: python -m "
+                   f"populations.league --run-dir '{run}' --game openspiel/kuhn_poker --resume")
