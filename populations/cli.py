@@ -110,6 +110,10 @@ def reported(prog: str) -> Iterator[None]:
     the traceback instead); anything else (a bug) keeps its traceback."""
     try:
         yield
+    except KeyboardInterrupt:  # Ctrl-C (selfplay-eval...): one line, exit 130 as a shell's
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        fail(prog, "interrupted", status=130)
     except user_errors() as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise

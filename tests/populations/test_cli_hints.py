@@ -83,3 +83,11 @@ def test_ctrl_c_in_a_plain_league_is_one_line_naming_the_resume(tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == (f"python -m populations.league: interrupted; go on with: python -m "
                    f"populations.league --run-dir '{run}' --game openspiel/kuhn_poker --resume")
+
+
+def test_ctrl_c_in_selfplay_eval_is_one_line(capsys, monkeypatch):
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    with pytest.raises(SystemExit) as stop, reported("selfplay-eval"):
+        raise KeyboardInterrupt
+    assert stop.value.code == 130
+    assert capsys.readouterr().err == "selfplay-eval: interrupted\n"
