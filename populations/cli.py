@@ -582,6 +582,13 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     if len(policies) < 2 and not args.exploit:
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")
+    for name, pol in policies.items():  # each plays every side (a KeyError deep in a match)
+        missing = [a for a in spec.agent_ids if a not in pol.meta.agents]
+        if missing:
+            raise CLIError(
+                f"{name} holds the seats {list(pol.meta.agents)} of {spec.name}, not "
+                f"{missing}: matches here play each policy on every side (a population=none "
+                "run trains its first team only; a league's snapshots hold every seat)")
     db = LeagueDB(args.db)  # made only once every policy loaded
     run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name)
     store = PolicyStore(Path(args.db).parent / "eval_snapshots", db, run_id)

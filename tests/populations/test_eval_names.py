@@ -72,3 +72,18 @@ def test_player_names_made_from_paths_are_valid_member_names():
     names = _policy_names(["a.pt", "a.pt", "run 1/v0.pt", "run 2/v0.pt", "x/-é!.pt"])
     assert list(names) == ["a", "a_2", "run_1_v0", "run_2_v0", "policy"]
     assert all(_NAME.match(n) for n in names)
+
+
+def test_a_policy_of_one_side_is_refused_before_the_database(tmp_path, capsys):
+    """A ``population=none`` snapshot (its first team's seats only) died in the first match
+    with ``KeyError: 'player_1'`` after the eval database was made."""
+    spec = games.make(KUHN).spec
+    one = registry.get("mappo").build(spec, agents=("player_0",)).policy().save(tmp_path / "a.pt")
+    full = registry.get("mappo").build(spec).policy().save(tmp_path / "b.pt")
+    db = tmp_path / "r.db"
+    code, _, err = _eval(["--game", KUHN, "--db", str(db), str(one), str(full)], capsys)
+    assert code == 2 and not db.exists()
+    assert err.strip() == (
+        "selfplay-eval: a holds the seats ['player_0'] of openspiel/kuhn_poker, not "
+        "['player_1']: matches here play each policy on every side (a population=none run "
+        "trains its first team only; a league's snapshots hold every seat)")
