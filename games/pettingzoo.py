@@ -433,6 +433,11 @@ class PettingZooGame(Game):
                 self._all_legal[a].flags.writeable = False
         self._obs: dict[str, np.ndarray] = {}
         self._masks: dict[str, np.ndarray] = {}  # Parallel envs with dict observations
+        # MPE's state is every agent's observation concatenated: kept from the step's
+        # observations instead of computed again (checked against env.state() at the first
+        # reset; None: ask the env)
+        self._state_from_obs = self.parallel and self._world is not None and state_space is not None
+        self._state: np.ndarray | None = None
         self._live: tuple[str, ...] = ()
         self._t = 0
         self._seeded = False
@@ -495,6 +500,14 @@ class PettingZooGame(Game):
             self._obs[a], mask = _split_obs(o)
             if mask is not None:
                 self._masks[a] = mask
+        self._state = None
+        if self._state_from_obs and len(obs) == len(self.spec.agents):
+            self._state = np.concatenate([np.asarray(obs[a], dtype=np.float32).ravel()
+                                          for a in self.spec.agent_ids])
+            if reset and self._state_from_obs is True:  # the first reset: the same numbers?
+                same = np.array_equal(self._state, np.asarray(self.env.state(),
+                                                              dtype=np.float32).ravel())
+                self._state_from_obs = "checked" if same else False
 
     def _aec_step(self, actions: dict[str, Any]) -> Transition:
         env = self.env
@@ -573,6 +586,8 @@ class PettingZooGame(Game):
     def state(self) -> np.ndarray | None:
         if self.spec.state_shape is None:
             return None
+        if self._state is not None and self._state_from_obs:
+            return self._state.copy()
         return np.asarray(self.env.state(), dtype=np.float32).ravel()
 
     def entity_graph(self, agent: str | None = None) -> EntityGraph | None:

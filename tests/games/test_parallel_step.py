@@ -1,5 +1,6 @@
 """PettingZoo Parallel envs converted from AEC envs step without the wrappers whose checks
-the game contract makes itself, and play exactly the episodes of the env as built."""
+the game contract makes itself, and play exactly the episodes of the env as built; MPE's
+global state comes from the step's observations, equal to the env's own."""
 
 import numpy as np
 import pytest
@@ -33,8 +34,23 @@ def test_checking_wrappers_are_skipped_and_episodes_are_unchanged(continuous):
         while plain.agents:
             for a in plain.agents:
                 np.testing.assert_array_equal(ts.obs[a], obs[a])
+            np.testing.assert_array_equal(game.state(), plain.state())
             acts = {a: (rng.uniform(0.0, 1.0, 5).astype(np.float32) if continuous
                         else int(rng.integers(5))) for a in plain.agents}
             ts = game.step(acts)
             obs, rew, *_ = plain.step(acts)
             assert ts.rewards == pytest.approx(rew, abs=0)
+        np.testing.assert_array_equal(game.state(), plain.state())
+    assert game._state_from_obs == "checked"
+
+
+def test_state_from_observations_only_where_equal(monkeypatch):
+    """An env whose state is not its observations concatenated keeps asking the env."""
+    from mpe2._mpe_utils.simple_env import SimpleEnv
+
+    monkeypatch.setattr(SimpleEnv, "state", lambda self: np.zeros(3 * 18, np.float32))
+    game = games.make("pettingzoo/mpe2.simple_spread_v3", N=3, max_cycles=5)
+    game.reset(seed=0)
+    assert game._state_from_obs is False
+    game.step({a: 0 for a in game.spec.agent_ids})
+    np.testing.assert_array_equal(game.state(), np.zeros(3 * 18))
