@@ -239,6 +239,12 @@ def check_command_line(args: Sequence[str]) -> None:
     groups = _config_groups()
     for o in overrides:
         group = o.key_or_group
+        value = None if o.is_delete() else o.value()
+        if group in ("hydra.run.dir", "hydra.sweep.dir") and value in ("", None):
+            raise CLIError(f"{group} is empty (an unset shell variable?), which writes the "
+                           "run into this folder; give the run's folder")
+        if group == "imports" and isinstance(value, str):  # Hydra: "str is not a ListConfig"
+            raise CLIError(f"imports={value} must be a list: imports=[{value}]")
         if group not in groups or o.package is not None or o.input_line.startswith(("+", "~")):
             continue
         options = [o.value()] if o.value_type == ValueType.ELEMENT else \

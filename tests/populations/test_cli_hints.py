@@ -1,5 +1,7 @@
 """One-line CLI errors that say how to fix the command."""
 
+import re
+
 import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -91,3 +93,18 @@ def test_ctrl_c_in_selfplay_eval_is_one_line(capsys, monkeypatch):
         raise KeyboardInterrupt
     assert stop.value.code == 130
     assert capsys.readouterr().err == "selfplay-eval: interrupted\n"
+
+
+@pytest.mark.parametrize(("arg", "message"), [
+    ("hydra.run.dir=", "hydra.run.dir is empty (an unset shell variable?)"),
+    ("hydra.sweep.dir=", "hydra.sweep.dir is empty"),
+    ("imports=mygames", "imports=mygames must be a list: imports=[mygames]"),
+])
+def test_command_line_slips_are_named_with_their_fix(arg, message):
+    """``hydra.run.dir=$UNSET`` wrote league.db, snapshots/ and checkpoints/ into the working
+    folder; ``imports=mygames`` got Hydra's "str is not a ListConfig"."""
+    from populations.cli import CLIError, check_command_line
+
+    with pytest.raises(CLIError, match=re.escape(message)):
+        check_command_line(["game=kuhn", arg])
+    check_command_line(["game=kuhn", "hydra.run.dir=x", "imports=[mygames]"])  # fine
