@@ -585,6 +585,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     spec = make(args.game, **kwargs).spec
     exploit = _exploit_config(args, spec) if args.exploit else None  # bad values fail first
     policies = {name: load_policy(path) for name, path in _policy_names(args.policies).items()}
+    if args.episodes < 1:  # 0 played no match and printed ratings of None
+        raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
     if len(policies) < 2 and not args.exploit:
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")
@@ -595,6 +597,13 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
                 f"{name} holds the seats {list(pol.meta.agents)} of {spec.name}, not "
                 f"{missing}: matches here play each policy on every side (a population=none "
                 "run trains its first team only; a league's snapshots hold every seat)")
+        if {"graph", "text"} & set(pol.meta.inputs):  # graphs and texts fit other sizes
+            continue
+        for a in spec.agent_ids:  # kuhn snapshots on leduc: "could not broadcast (8,30)..."
+            want, got = tuple(pol.meta.obs_shapes[a]), tuple(spec.obs_shapes[a])
+            if want != got:
+                raise CLIError(f"{name} was trained on {pol.meta.game} (observations of "
+                               f"shape {want} for {a}); {spec.name} gives {got}")
     db = LeagueDB(args.db)  # made only once every policy loaded
     run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name)
     store = PolicyStore(Path(args.db).parent / "eval_snapshots", db, run_id)

@@ -87,3 +87,19 @@ def test_a_policy_of_one_side_is_refused_before_the_database(tmp_path, capsys):
         "selfplay-eval: a holds the seats ['player_0'] of openspiel/kuhn_poker, not "
         "['player_1']: matches here play each policy on every side (a population=none run "
         "trains its first team only; a league's snapshots hold every seat)")
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--game", "openspiel/leduc_poker"],
+     "main_v0000 was trained on openspiel/kuhn_poker (observations of shape (11,) for "
+     "player_0); openspiel/leduc_poker gives (30,)"),
+    (["--game", KUHN, "--episodes", "0"], "--episodes 0: expected an integer >= 1"),
+])
+def test_a_policy_of_another_game_or_no_episodes_is_refused(snapshots, tmp_path, capsys,
+                                                            extra, message):
+    """Kuhn snapshots on Leduc died with 'could not broadcast input array from shape (8,30)
+    into shape (8,11)' after the database was made; --episodes 0 printed ratings of None."""
+    db = tmp_path / "r.db"
+    code, _, err = _eval([*extra, "--db", str(db), *snapshots], capsys)
+    assert code == 2 and not db.exists()
+    assert err.strip() == f"selfplay-eval: {message}"
