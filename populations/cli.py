@@ -532,7 +532,12 @@ def train_main() -> None:
     with reported(TRAIN):
         load_plugins()
         check_command_line(sys.argv[1:])
-    _hydra_app()()
+    try:
+        _hydra_app()()
+    except KeyboardInterrupt:  # Ctrl-C while Hydra composes, before the run (and its guard)
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        fail(TRAIN, "interrupted", status=130)
 
 
 # ----------------------------------------------------------------------- selfplay-eval

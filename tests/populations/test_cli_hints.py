@@ -108,3 +108,21 @@ def test_command_line_slips_are_named_with_their_fix(arg, message):
     with pytest.raises(CLIError, match=re.escape(message)):
         check_command_line(["game=kuhn", arg])
     check_command_line(["game=kuhn", "hydra.run.dir=x", "imports=[mygames]"])  # fine
+
+
+def test_ctrl_c_while_hydra_composes_is_one_line(capsys, monkeypatch):
+    """Ctrl-C in the first seconds (Hydra composing the config) printed a traceback."""
+    from populations import cli
+
+    def app():
+        def run():
+            raise KeyboardInterrupt
+        return run
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    monkeypatch.setattr(cli, "_hydra_app", app)
+    monkeypatch.setattr(cli.sys, "argv", ["selfplay-train", "game=kuhn"])
+    with pytest.raises(SystemExit) as stop:
+        cli.train_main()
+    assert stop.value.code == 130
+    assert capsys.readouterr().err == "selfplay-train: interrupted\n"
