@@ -18,8 +18,9 @@ agent ``i``'s slot).
 * ``share_parameters``: agents of one role share actor and critic weights (critics also see
   the agent's one-hot id, as each agent has its own reward).
 
-Only the steps where an agent acts train its critic and actor: an agent that left the game
-(``knights_archers_zombies``' dead knight) has no transitions until the next episode.
+Only the steps where an agent is in the episode train its critic and actor: one that waits a
+step (it does not act but has not left) keeps its transitions and its reward there; an agent
+that left the game (``knights_archers_zombies``' dead knight) has none until the next episode.
 
 In a league (``Learner.seat_mask``) an agent whose seat another policy played is not
 trained there (its critic and actor losses are masked), the critics see the action that
@@ -66,6 +67,7 @@ from marl.replay import (
     STATE_INPUTS,
     AgentStacker,
     ReplayBuffer,
+    StillIn,
     check_agents,
     check_choice,
     seated,
@@ -346,6 +348,7 @@ class MADDPG(Learner):
         self.CAPABILITIES.check(spec, self.agents, "MADDPG")
         self.device = resolve_device(device)
         self.stack = AgentStacker(spec, self.agents, self.device, cfg.state_input)
+        self.still_in = StillIn(self.stack)
         head, D = _head_for([spec.action_spaces[a] for a in self.agents], self.agents)
         self.head = dataclasses.replace(
             head,
@@ -371,7 +374,7 @@ class MADDPG(Learner):
             "state": ((S,), torch.float32),
             "action": ((A, D), torch.float32),
             "seated": ((A,), torch.bool),  # the learner held the seat (Learner.seat_mask)
-            "acting": ((A,), torch.bool),  # the agent acted (not one that left the game)
+            "acting": ((A,), torch.bool),  # the agent is in the episode (acts or waits)
             "reward": ((A,), torch.float32),
             "next_obs": ((A, O), torch.float32),
             "next_state": ((S,), torch.float32),
@@ -409,7 +412,7 @@ class MADDPG(Learner):
             B, A = obs_BAO.shape[0], len(self.agents)
             self._pending = {"obs": obs_BAO, "state": self.stack.state(vs), "action": unit_BAD,
                              "seated": seated(self.seat_mask, B, A, self.device),
-                             "acting": self.stack.acting(vs)}
+                             "acting": self.still_in.mask(B)}
             if legal_BAD is not None:
                 self._pending["legal"] = legal_BAD
         out = self.head.to_game(unit_BAD)
@@ -421,6 +424,7 @@ class MADDPG(Learner):
     def start_episodes(self) -> None:
         """Drop the half-transition of the last ``act`` (its games are gone)."""
         self._pending = None
+        self.still_in.clear()
 
     @torch.no_grad()
     def played(self, actions: dict[str, np.ndarray]) -> None:
@@ -466,6 +470,7 @@ class MADDPG(Learner):
         if not bool(keep_B.all()):
             row = {k: v[keep_B] for k, v in row.items()}
         self.buffer.add(row)
+        self.still_in.step(vs)
         self._pending = None
         self.frames += int(vs.done.shape[0])
         self.steps_since_update += 1
@@ -503,8 +508,8 @@ class MADDPG(Learner):
             ended_BA = b["terminated"] | b["terminal"][:, None].bool()
             target_BA = b["reward"] + cfg.gamma * (~ended_BA) * next_q_BA
         q_BA = self._q(self.critic, b["state"], _shared(b["action"]))
-        # an agent is trained only where it acted and the learner held its seat: an agent
-        # that left the game has no transition (its critic and actor are not trained there)
+        # an agent is trained only where it is in the episode (acting or waiting a step)
+        # and the learner held its seat: one that left the game has no transition there
         train_BA = (b["seated"] & b["acting"]).to(q_BA.dtype)
         n_train = train_BA.sum().clamp(min=1.0)
         critic_loss = ((q_BA - target_BA).pow(2) * train_BA).sum() / n_train

@@ -213,6 +213,10 @@ class AgentStacker:
         agent that leaves a game its team plays on; no bootstrap of its own value)."""
         return self._tensor(np.stack([vs.terminated[a] for a in self.agents], 1), torch.bool)
 
+    def truncated(self, vs: VecStep) -> Tensor:
+        """``[B, A]`` bool, agents whose own episode was cut at this step (a time limit)."""
+        return self._tensor(np.stack([vs.truncated[a] for a in self.agents], 1), torch.bool)
+
     def terminal(self, vs: VecStep) -> Tensor:
         """``[B]`` float, 1 where the episode ended by the rules (no bootstrap).
 
@@ -249,6 +253,33 @@ class AgentStacker:
                 st = torch.where(done_B[:, None], self.state(vs, final=True), st)
             out["next_state"] = st
         return out
+
+
+class StillIn:
+    """Which agents are still in their copy's episode: acting now *or waiting* (a seat
+    that does not act on a step of a simultaneous game, or waits for its turn), not one
+    that left it (its own episode ended, terminated or truncated, while others play on).
+
+    ``mask(B)`` is the ``[B, A]`` mask before a step; ``step(vs)`` records who left in it
+    (everyone is back where the copy's episode ended). ``clear()``: new games.
+    """
+
+    def __init__(self, stack: AgentStacker) -> None:
+        self.stack, self.gone = stack, None
+
+    def clear(self) -> None:
+        self.gone = None
+
+    def mask(self, B: int) -> Tensor:
+        A = len(self.stack.agents)
+        if self.gone is None or self.gone.shape != (B, A):
+            self.gone = torch.zeros(B, A, dtype=torch.bool, device=self.stack.device)
+        return ~self.gone
+
+    def step(self, vs: VecStep) -> None:
+        left_BA = self.stack.terminated(vs) | self.stack.truncated(vs)
+        done_B1 = self.stack._tensor(vs.done, torch.bool)[:, None]
+        self.gone = (~self.mask(len(vs.done)) | left_BA) & ~done_B1
 
 
 def seated(seat_mask: Any, B: int, A: int, device: torch.device) -> Tensor:

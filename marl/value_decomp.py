@@ -75,6 +75,7 @@ from marl.replay import (
     TEAM_REWARDS,
     AgentStacker,
     ReplayBuffer,
+    StillIn,
     TeamTurns,
     check_agents,
     check_choice,
@@ -360,6 +361,7 @@ class ValueDecomp(Learner):
         self.CAPABILITIES.check(spec, self.agents, name)
         self.device = resolve_device(device)
         self.stack = AgentStacker(spec, self.agents, self.device, cfg.state_input, cfg.team_reward)
+        self.still_in = StillIn(self.stack)
         self.uses_state = cfg.mixer == "qmix"
         A, O, N = len(self.agents), self.stack.obs_width, self.stack.num_actions
         # seats of several teams (a league member plays every side): one Q_tot per team
@@ -429,6 +431,7 @@ class ValueDecomp(Learner):
     def start_episodes(self) -> None:
         """Drop the half-transition of the last ``act`` (its games are gone)."""
         self._pending = None
+        self.still_in.clear()
         if self.turns is not None:
             self.turns.clear()
 
@@ -456,9 +459,11 @@ class ValueDecomp(Learner):
                 self.buffer.add(rows)
         else:
             # where the episode ended, only the agents still in it bootstrap (a truncated
-            # episode): those that acted last and did not leave by the rules at this step
+            # episode): those that had not left it (acting or waiting a step) and did not
+            # leave by the rules at this step
             done_B1 = torch.as_tensor(vs.done, device=self.device)[:, None]
-            still_BA = p["acting"] & ~self.stack.terminated(vs)
+            still_BA = self.still_in.mask(len(vs.done)) & ~self.stack.terminated(vs)
+            self.still_in.step(vs)
             nxt["next_acting"] = torch.where(done_B1, still_BA, nxt["next_acting"]) & p["seated"]
             row = {**p, "reward": team_BG[:, 0] if team_BG.shape[1] == 1 else team_BG, **nxt}
             keep_B = p["seated"].any(1)

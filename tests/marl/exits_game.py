@@ -10,6 +10,9 @@ global state carry fresh random numbers every step, so no two transitions look a
 ``Exits(continuous=True)``: boxes in ``[-2, 3]`` of widths 2 (``agent_0``) and 1 (``agent_1``);
 an action's first entry above ``EXIT`` counts as playing 2 (leaving / ending), and the
 reward reads the sum of the entries.
+
+``Exits(wait=True)``: ``agent_1`` sits out the last step before the time limit (it does not
+act, has not left, and is paid ``WAIT_REWARD``), so a truncation finds it waiting.
 """
 
 from collections.abc import Sequence
@@ -21,11 +24,12 @@ from games import ActionSpace, AgentSpec, Game, GameSpec, Transition
 IDS = ("agent_0", "agent_1")
 LIMIT = 4  # steps before the live agents are truncated
 EXIT = 0.65  # continuous: a first entry above this leaves (agent_0) / ends the game (agent_1)
+WAIT_REWARD = 0.3
 
 
 class Exits(Game):
-    def __init__(self, continuous: bool = False) -> None:
-        self.continuous = continuous
+    def __init__(self, continuous: bool = False, wait: bool = False) -> None:
+        self.continuous, self.wait = continuous, wait
         spaces = ({a: ActionSpace("continuous", shape=(2 - i,), low=-2.0, high=3.0)
                    for i, a in enumerate(IDS)} if continuous
                   else {a: ActionSpace("discrete", n=3) for a in IDS})
@@ -58,6 +62,8 @@ class Exits(Game):
         for i, a in enumerate(IDS):
             if a in actions:
                 rewards[a] = float(actions[a]) - 0.7 * self.t + 0.5 * i + float(self.noise[i])
+            elif a in self.live:  # waiting
+                rewards[a] = WAIT_REWARD
         if actions.get("agent_0") == 2:
             term["agent_0"] = True
             self.live.remove("agent_0")
@@ -73,7 +79,11 @@ class Exits(Game):
         return Transition(rewards, term, trunc)
 
     def acting_agents(self) -> tuple[str, ...]:
-        return () if self.over else tuple(self.live)
+        if self.over:
+            return ()
+        if self.wait and self.t == LIMIT - 1 and "agent_0" in self.live:
+            return tuple(a for a in self.live if a != "agent_1")
+        return tuple(self.live)
 
     def observe(self, agent: str) -> np.ndarray:
         i = IDS.index(agent)
@@ -95,3 +105,18 @@ class Exits(Game):
     def state(self) -> np.ndarray:
         alive = [float(a in self.live) for a in IDS]
         return np.array([self.t / LIMIT, *alive, *self.noise], np.float32)
+
+
+def left_before(rec, agents):
+    """Per recorded step, the ``(copy, agent)`` pairs that had left their episode before it
+    (terminated or truncated alone; back where the copy's episode ended)."""
+    gone, out = set(), []
+    for _, _, nxt in rec:
+        out.append(set(gone))
+        for c in range(len(nxt.done)):
+            for a in agents:
+                if nxt.done[c]:
+                    gone.discard((c, a))
+                elif nxt.terminated[a][c] or nxt.truncated[a][c]:
+                    gone.add((c, a))
+    return out

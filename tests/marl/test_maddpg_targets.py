@@ -6,7 +6,8 @@ The reference walks the recorded steps with plain loops: agent ``i``'s critic re
 ``y_i = r_i + gamma * (1 - terminated_i) * Q'_i(s', mu'_1(o'_1), ..., mu'_A(o'_A))``, where
 ``terminated_i`` is agent ``i``'s own end flag (a truncated agent bootstraps from its final
 observation), ``mu'_j`` is agent ``j``'s target actor taking its best *legal* action, and
-only steps where agent ``i`` acted are trained (a dead agent has no transition). With
+only steps where agent ``i`` is in the episode are trained (a dead agent has no transition;
+one waiting a step, ``Exits(wait=True)``, keeps its transition and reward). With
 continuous actions (boxes of different widths) the critics see ``tanh`` actions in
 ``[-1, 1]`` and actor ``i`` ascends ``Q_i`` with its own replayed action replaced by
 ``tanh(mu_i(o_i))``."""
@@ -19,7 +20,7 @@ import torch
 
 from games import VectorGame
 from marl.maddpg import MADDPG, MADDPGConfig
-from tests.marl.exits_game import Exits
+from tests.marl.exits_game import Exits, left_before
 
 GAMMA = 0.9
 
@@ -70,8 +71,8 @@ def _reference_loss(learner, rec):
     """Mean over (step, copy, acting agent) of ``(Q_i(s, u) - y_i)^2``, by loops."""
     agents, g = learner.agents, learner.groups
     D = int(learner.head.dims_A.max())
-    errs, kinds = [], {"term": 0, "trunc": 0, "left": 0, "dead": 0}
-    for vs, actions, nxt in rec:
+    errs, kinds = [], {"term": 0, "trunc": 0, "left": 0, "dead": 0, "wait": 0}
+    for (vs, actions, nxt), gone in zip(rec, left_before(rec, agents), strict=True):
         for c in range(len(nxt.done)):
             done = bool(nxt.done[c])
             src, st = (nxt.final_obs, nxt.final_state) if done else (nxt.obs, nxt.state)
@@ -84,9 +85,10 @@ def _reference_loss(learner, rec):
                 next_joint.append(_mu(learner, learner.target_actor, j, src[a][c], legal))
             next_joint = np.concatenate(next_joint)
             for i, a in enumerate(agents):
-                if not vs.acting[a][c]:
+                if (c, a) in gone:
                     kinds["dead"] += 1
                     continue
+                kinds["wait"] += not vs.acting[a][c]
                 ident = np.eye(len(agents))[i]
                 q = _mlp(learner.critic, g[i], np.concatenate([state, joint, ident]))[0]
                 y = float(nxt.rewards[a][c])
@@ -101,14 +103,14 @@ def _reference_loss(learner, rec):
 
 
 def _reference_actor_loss(learner, actor, rec):
-    """Mean over (step, copy, acting agent) of ``-Q_i(s, u_-i, tanh(mu_i(o_i)))`` with the
+    """Mean over (step, copy, agent in the episode) of ``-Q_i(s, u_-i, tanh(mu_i(o_i)))`` with the
     critic as it is now (after the update's critic step) and the actor from before it."""
     agents, qs = learner.agents, []
-    for vs, actions, _ in rec:
+    for (vs, actions, _), gone in zip(rec, left_before(rec, agents), strict=True):
         for c in range(len(vs.done)):
             units = [_unit(learner, i, actions[a][c]) for i, a in enumerate(agents)]
             for i, a in enumerate(agents):
-                if not vs.acting[a][c]:
+                if (c, a) in gone:
                     continue
                 joint = [*units[:i], _mu(learner, actor, i, vs.obs[a][c]), *units[i + 1 :]]
                 x = np.concatenate([vs.state[c], *joint, np.eye(len(agents))[i]])
@@ -119,8 +121,9 @@ def _reference_actor_loss(learner, actor, rec):
 @pytest.mark.parametrize(("share", "cont"), [(False, False), (True, False), (False, True),
                                              (True, True)],
                          ids=["per_agent", "shared", "box_per_agent", "box_shared"])
-def test_critic_and_actor_losses_match_a_slow_reference(share, cont):
-    vg = VectorGame(lambda: Exits(continuous=cont), 4, seed=0, with_state=True)
+@pytest.mark.parametrize("wait", [False, True], ids=["acting", "waiting"])
+def test_critic_and_actor_losses_match_a_slow_reference(share, cont, wait):
+    vg = VectorGame(lambda: Exits(continuous=cont, wait=wait), 4, seed=0, with_state=True)
     cfg = MADDPGConfig(gamma=GAMMA, batch_size=8, learning_starts=1, buffer_size=1000,
                        share_parameters=share, hidden=(16,), seed=1, exploration_noise=0.4,
                        actor_reg=0.0)
@@ -132,6 +135,7 @@ def test_critic_and_actor_losses_match_a_slow_reference(share, cont):
         learner.target_critic.layers[-1].bias.add_(3.0)
     rec = _record(learner, vg)
     ref, kinds = _reference_loss(learner, rec)
+    assert kinds.pop("wait") >= 3 if wait else kinds.pop("wait") == 0, kinds
     assert min(kinds.values()) >= 3, kinds  # every kind of ending, and dead agents, occur
     whole = {k: v[: len(learner.buffer)] for k, v in learner.buffer.data.items()}
     learner.buffer.sample = lambda n, gen: whole  # the update sees every transition once

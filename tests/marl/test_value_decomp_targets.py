@@ -6,8 +6,9 @@ The reference walks the recorded steps with plain loops:
 ``y = r_team + gamma * [not ended by the rules] * Q'_tot(s', q'_1, ..., q'_A)`` with
 ``q'_j = Q'_j(o'_j, argmax_{legal u} Q_j(o'_j, u))`` (double Q: the online network picks,
 the target evaluates; ``double_q=False``: the target does both) for the agents still in the
-game after the step, 0 for those not (one that left, in the step or before), and
-``Q_tot(s, ...)`` mixing the chosen utilities of the agents that acted."""
+game after the step, 0 for those not (one that left, in the step or before; one waiting a
+step, ``Exits(wait=True)``, is still in), and ``Q_tot(s, ...)`` mixing the chosen utilities
+of the agents that acted."""
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ import torch
 
 from games import VectorGame
 from marl.value_decomp import ValueDecomp, ValueDecompConfig
-from tests.marl.exits_game import Exits
+from tests.marl.exits_game import Exits, left_before
 
 GAMMA = 0.9
 
@@ -38,8 +39,9 @@ def _t(x) -> torch.Tensor:
 @torch.no_grad()
 def _reference_loss(learner, rec, double_q):
     agents = learner.agents
-    errs, kinds = [], {"term": 0, "trunc": 0, "left": 0, "left_before_trunc": 0}
-    for vs, actions, nxt in rec:
+    errs, kinds = [], {"term": 0, "trunc": 0, "left": 0, "left_before_trunc": 0,
+                       "wait_at_trunc": 0}
+    for (vs, actions, nxt), gone in zip(rec, left_before(rec, agents), strict=True):
         for c in range(len(nxt.done)):
             done = bool(nxt.done[c])
             q = torch.zeros(len(agents))
@@ -52,7 +54,8 @@ def _reference_loss(learner, rec, double_q):
             nq, still = torch.zeros(len(agents)), []
             for i, a in enumerate(agents):
                 if done:
-                    live = bool(vs.acting[a][c] and not nxt.terminated[a][c])
+                    live = (c, a) not in gone and not nxt.terminated[a][c]
+                    kinds["wait_at_trunc"] += live and not vs.acting[a][c]
                 else:
                     live = bool(nxt.acting[a][c])
                 kinds["left"] += bool(vs.acting[a][c] and nxt.terminated[a][c] and not done)
@@ -75,9 +78,11 @@ def _reference_loss(learner, rec, double_q):
     return float(np.mean(errs)), kinds
 
 
-@pytest.mark.parametrize(("mixer", "double_q"), [("vdn", True), ("qmix", True), ("qmix", False)])
-def test_td_loss_matches_a_slow_reference(mixer, double_q):
-    vg = VectorGame(Exits, 4, seed=0, with_state=True)
+@pytest.mark.parametrize(("mixer", "double_q", "wait"), [
+    ("vdn", True, False), ("qmix", True, False), ("qmix", False, False),
+    ("vdn", True, True), ("qmix", False, True)])
+def test_td_loss_matches_a_slow_reference(mixer, double_q, wait):
+    vg = VectorGame(lambda: Exits(wait=wait), 4, seed=0, with_state=True)
     cfg = ValueDecompConfig(mixer=mixer, gamma=GAMMA, double_q=double_q, batch_size=8,
                             learning_starts=1, buffer_size=1000, hidden=(16,),
                             mixing_embed_dim=8, hypernet_hidden=16, eps_decay_frames=1, seed=1)
@@ -89,6 +94,7 @@ def test_td_loss_matches_a_slow_reference(mixer, double_q):
     learner.cfg.eps_start = learner.cfg.eps_end = 1.0  # uniform legal actions: every ending
     rec = _record(learner, vg)
     ref, kinds = _reference_loss(learner, rec, double_q)
+    assert kinds.pop("wait_at_trunc") >= 2 if wait else kinds.pop("wait_at_trunc") == 0, kinds
     assert min(kinds.values()) >= 2, kinds
     whole = {k: v[: len(learner.buffer)] for k, v in learner.buffer.data.items()}
     learner.buffer.sample = lambda n, gen: whole  # the update sees every transition once
