@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from functools import cached_property
 
 import torch
 from torch import Tensor
@@ -184,39 +185,48 @@ class AdvantageKeys:
     def present(self) -> list[str]:
         return [n for n in KEY_NAMES if getattr(self, n) is not None]
 
-    def flat(self, shape: torch.Size) -> AdvantageKeys:
-        """The keys broadcast to ``shape`` and flattened [N] (views where they already have
-        it); a non-integer dtype or a shape that does not broadcast is a one-line error."""
-        cols = {}
-        for name in self.present():
-            col = getattr(self, name)
-            if col.dtype.is_floating_point or col.dtype.is_complex or col.dtype == torch.bool:
-                raise ValueError(f"keys.{name} has dtype {col.dtype}; expected an integer dtype")
-            try:
-                cols[name] = col.broadcast_to(shape).reshape(-1)
-            except RuntimeError:
-                raise ValueError(f"keys.{name} has shape {tuple(col.shape)}; expected one "
-                                 f"broadcastable to values' {tuple(shape)}") from None
-        return AdvantageKeys(**cols)
-
 
 KEY_NAMES = tuple(f.name for f in fields(AdvantageKeys))
 
 
+class _FlatKeys:
+    """``AdvantageKeys`` broadcast to ``shape`` and flattened [N] on first use (an adv_norm
+    reads few); integer dtypes are checked at once, shapes on first use."""
+
+    def __init__(self, keys: AdvantageKeys | None, shape: torch.Size) -> None:
+        self._keys, self._shape = keys or AdvantageKeys(), shape
+        for name in self._keys.present():
+            dt = getattr(self._keys, name).dtype
+            if dt.is_floating_point or dt.is_complex or dt == torch.bool:
+                raise ValueError(f"keys.{name} has dtype {dt}; expected an integer dtype")
+
+    def __getattr__(self, name: str) -> Tensor | None:
+        if name not in KEY_NAMES:
+            raise AttributeError(name)
+        col = getattr(self._keys, name)
+        try:
+            col = None if col is None else (
+                col if col.shape == self._shape else col.broadcast_to(self._shape)).reshape(-1)
+        except RuntimeError:
+            msg = f"keys.{name} has shape {tuple(col.shape)}; expected one broadcastable to"
+            raise ValueError(f"{msg} values' {tuple(self._shape)}") from None
+        setattr(self, name, col)  # next reads skip __getattr__
+        return col
+
+
+@dataclass
 class AdvantageResult:
     """Output of ``normalize_advantages``: ``advantages`` (shape and dtype of the values, 0 where
     masked), ``mask`` (bool: samples to train on, the input mask minus dropped zeros) and
     ``diagnostics`` (``adv/...`` floats), computed on first read: unread, they cost nothing."""
 
-    def __init__(self, advantages: Tensor, mask: Tensor,
-                 diagnostics: dict[str, float] | Callable[[], dict[str, float]]) -> None:
-        self.advantages, self.mask, self._diag = advantages, mask, diagnostics
+    advantages: Tensor
+    mask: Tensor
+    compute_diagnostics: Callable[[], dict[str, float]] = dict
 
-    @property
+    @cached_property
     def diagnostics(self) -> dict[str, float]:
-        if callable(self._diag):
-            self._diag = self._diag()
-        return self._diag
+        return self.compute_diagnostics()
 
 
 # (values [N] in the accumulation dtype, flat keys, mask [N] bool | None, weights [N] | None,
@@ -538,7 +548,7 @@ def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKey
     if m is not None:
         r, a = torch.where(m, r, 0.0), torch.where(m, a, 0.0)
     cols = [torch.ones_like(r) if m is None else m.double(), r, r * r, a, a * a]
-    flat = (keys or AdvantageKeys()).flat(values.shape)
+    flat = _FlatKeys(keys, values.shape)
     named = [(n, c) for n, c in (("agent", flat.agent), ("role", flat.role)) if c is not None]
     if named:  # one row per (agent, role) pair: its sums, then its agent and role ids
         key = dense_key(*(c for _, c in named))
@@ -589,8 +599,9 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
         raise ValueError(f"adv_norm {adv_norm!r} needs state=RoleEMABaseline(); got {state!r}")
     if cfg.per_trajectory and keys.trajectory is None:
         raise ValueError("per_trajectory statistics need keys.trajectory; got None")
-    shape, flat = values.shape, keys.flat(values.shape)
-    m = None if mask is None else mask.to(torch.bool).broadcast_to(shape).reshape(-1)
+    shape, flat = values.shape, _FlatKeys(keys, values.shape)
+    m = None if mask is None else mask.to(torch.bool)
+    m = None if m is None else (m if m.shape == shape else m.broadcast_to(shape)).reshape(-1)
     w = None if weights is None else weights.broadcast_to(shape).reshape(-1)
     x = values.reshape(-1).to(_acc(values.dtype, cfg.float64))
     adv = spec.fn(x, flat, m, w, cfg, state) if x.numel() else x.clone()
@@ -600,13 +611,15 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
     if cfg.drop_zero:
         keep = keep & (adv != 0)
     lazy = x.numel() and cfg.diagnostics != "none"
-    diag = (lambda: _diagnostics(x, adv, flat, m, keep, cfg)) if lazy else {}
+    diag = (lambda: _diagnostics(x, adv, keys, m, keep, shape, cfg)) if lazy else dict
     return AdvantageResult(adv.to(values.dtype).reshape(shape), keep.reshape(shape), diag)
 
 
-def _diagnostics(x, adv, flat, m, keep, cfg: AdvantageConfig) -> dict[str, float]:
+def _diagnostics(x, adv, keys, m, keep, shape, cfg: AdvantageConfig) -> dict[str, float]:
     """The diagnostics of one ``normalize_advantages`` call, at the config's level."""
-    diag = advantage_diagnostics(x, adv, flat if cfg.diagnostics == "keys" else None, m)
+    diag = advantage_diagnostics(x.reshape(shape), adv.reshape(shape),
+                                 keys if cfg.diagnostics == "keys" else None,
+                                 None if m is None else m.reshape(shape))  # fmt: skip
     if cfg.drop_zero:
         diag["adv/dropped_frac"] = 1.0 - float(keep.sum()) / max(1, int(x.numel()))
     return diag
