@@ -360,6 +360,20 @@ def _sweep_started(sweep_dir: Path) -> bool:
     return any((job / "settings.json").is_file() for job in sweep_dir.iterdir() if job.is_dir())
 
 
+def _refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path) -> None:
+    """Refuse to start job ``num`` of a resumed sweep afresh in ``run_dir`` when an earlier
+    folder of that job holds its run: the folder name holds the command line's settings
+    (those a resume may change are left out, but ``runner.*``/``logger.*`` keys are not),
+    so a changed one named a new folder and the job trained from frame 0 there."""
+    earlier = sorted(p for p in sweep_dir.glob(f"{num}_*")
+                     if p != run_dir and (p / "settings.json").is_file())
+    if earlier:
+        raise CLIError(
+            f"job {num} of the sweep ran in {earlier[0]}, not in {run_dir.name} (job folders are "
+            "named by the sweep's settings): resume the sweep with the settings it started "
+            f"with, or that job alone with resume=true {run_dir_override(earlier[0])}")
+
+
 def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
     """Remove a run folder this process created if it holds nothing worth keeping (no
     checkpoint), and its parents left empty below ``root`` (the working directory)."""
@@ -445,6 +459,7 @@ def _train_task(cfg: DictConfig) -> None:
     with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir):
         exp = prepare(cfg, list(hc.overrides.task), check=False)  # run_experiment checks
         if exp.resume and created and sweep_dir is not None and _sweep_started(sweep_dir):
+            _refuse_renamed_job(sweep_dir, hc.job.num, run_dir)
             # a job the interrupted sweep never reached (a mistyped sweep folder still fails)
             log.info("resume=true: job %d of the sweep had not started; starting it",
                      hc.job.num)
