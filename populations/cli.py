@@ -374,6 +374,21 @@ def _refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path) -> None:
             f"with, or that job alone with resume=true {run_dir_override(earlier[0])}")
 
 
+def _holds_run(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a run ``resume=true`` goes on with (as run_folder decides)."""
+    ckpt = run_dir / "checkpoints"
+    return (run_dir / "settings.json").is_file() or (run_dir / "league.db").is_file() or \
+        (ckpt.is_dir() and any(ckpt.iterdir()))
+
+
+def _discard_new(run_dir: Path, sweep_dir: Path | None) -> None:
+    """Remove a run folder this process created (:func:`discard_run_dir`), and its sweep's
+    folder when no job is left in it."""
+    if discard_run_dir(run_dir) and sweep_dir is not None and sweep_dir.is_dir() and \
+            {p.name for p in sweep_dir.iterdir()} <= {"multirun.yaml"}:
+        discard_run_dir(sweep_dir)
+
+
 def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
     """Remove a run folder this process created if it holds nothing worth keeping (no
     checkpoint), and its parents left empty below ``root`` (the working directory)."""
@@ -392,14 +407,23 @@ def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
     return True
 
 
-def run_dir_override(run_dir: Path) -> str:
+def run_dir_override(run_dir: Path, key: str = "hydra.run.dir") -> str:
     """``hydra.run.dir=<run_dir>`` as a shell and Hydra can read it back: a sweep job's
     ``0_algo=mappo,seed=1`` (a comma: a list), ``run#1``, spaces or non-ASCII letters are
     refused by Hydra's grammar unquoted, and a space splits the shell's words."""
     path = str(run_dir)
     if not re.fullmatch(r"[\w./:+-]+", path, re.ASCII):
         path = f'"{path}"' if '"' not in path else f"'{path}'"
-    return shlex.quote(f"hydra.run.dir={path}")
+    return shlex.quote(f"{key}={path}")
+
+
+def sweep_resume_command(sweep_dir: Path, argv: Sequence[str]) -> str:
+    """``selfplay-train -m <the sweep's overrides> resume=true hydra.sweep.dir=<sweep_dir>``
+    from the command line ``argv`` that started (or resumed) the sweep."""
+    skip = ("resume=", "hydra.sweep.dir=")
+    args = [a for a in argv if a not in ("-m", "--multirun") and not a.startswith(skip)]
+    return " ".join([TRAIN, "-m", *map(shlex.quote, args), "resume=true",
+                     run_dir_override(sweep_dir, "hydra.sweep.dir")])
 
 
 @contextmanager
@@ -413,15 +437,21 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
     except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
-        ckpt = run_dir / "checkpoints"
-        kept = ckpt.is_dir() and any(ckpt.iterdir())
-        fail(prog, f"interrupted; {run_dir} " + (
-            f"resumes with resume=true {run_dir_override(run_dir)}" if kept else
-            "holds no checkpoint yet (start again)"), status=130)
+        # a folder holding a run resumes (from its last checkpoint, or from the start when
+        # it has none yet: PSRO keeps none, it goes on from league.db); the same command
+        # again would be refused ("already holds a run")
+        if sweep_dir is not None and sweep_dir.is_dir() and _sweep_started(sweep_dir):
+            fail(prog, f"interrupted; the sweep resumes with: "
+                 f"{sweep_resume_command(sweep_dir, sys.argv[1:])}", status=130)
+        if _holds_run(run_dir):
+            fail(prog, f"interrupted; {run_dir} resumes with resume=true "
+                 f"{run_dir_override(run_dir)}", status=130)
+        if created:  # stopped before the run started: nothing recorded, nothing kept
+            _discard_new(run_dir, sweep_dir)
+        fail(prog, "interrupted before the run started (start again)", status=130)
     except user_errors() as err:
-        if created and discard_run_dir(run_dir) and sweep_dir is not None and \
-                sweep_dir.is_dir() and {p.name for p in sweep_dir.iterdir()} <= {"multirun.yaml"}:
-            discard_run_dir(sweep_dir)
+        if created:
+            _discard_new(run_dir, sweep_dir)
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         fail(prog, one_line(err))

@@ -28,3 +28,58 @@ def test_a_resumed_sweep_finds_its_jobs_when_a_may_change_setting_changes(tmp_pa
     err = res.stderr.strip().splitlines()[-1]
     assert before[0] in err and "resume=true" in err
     assert _jobs(tmp_path / "sw") == before  # the new job folder is not left behind
+
+
+def _ctrl_c(run, capsys, monkeypatch, created=True, sweep_dir=None, argv=None):
+    import pytest
+
+    from populations import cli
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    monkeypatch.setattr(cli.sys, "argv", argv or ["selfplay-train", "game=kuhn"])
+    with pytest.raises(SystemExit) as stop, cli.run_folder_guard("selfplay-train", run, created,
+                                                                 sweep_dir):
+        raise KeyboardInterrupt
+    assert stop.value.code == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    return err.strip()
+
+
+def test_ctrl_c_names_the_resume_of_a_run_without_checkpoints(tmp_path, capsys, monkeypatch):
+    """PSRO keeps no checkpoints/ (it resumes from league.db), and a single run or league
+    before its first checkpoint resumes with resume=true; the line said "holds no
+    checkpoint yet (start again)", and the same command again is refused (the folder
+    already holds a run)."""
+    for held in ("league.db", "settings.json"):
+        run = tmp_path / held / "my run"
+        run.mkdir(parents=True)
+        (run / held).write_text("x")
+        err = _ctrl_c(run, capsys, monkeypatch)
+        assert err.endswith(f"""resume=true 'hydra.run.dir="{run}"'"""), err
+        assert run.is_dir()
+    monkeypatch.chdir(tmp_path)  # folders left empty are removed up to the working folder
+    empty = tmp_path / "runs" / "empty"  # stopped before the run started: nothing is kept
+    (empty / ".hydra").mkdir(parents=True)
+    err = _ctrl_c(empty, capsys, monkeypatch)
+    assert "start again" in err and "resume" not in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_ctrl_c_in_a_sweep_names_the_sweeps_resume(tmp_path, capsys, monkeypatch):
+    """The line named one job's single-run resume: pasted, it resumed that job alone and
+    the sweep's other jobs never ran."""
+    import shlex
+
+    sweep = tmp_path / "my sweep"
+    job = sweep / "0_seed=0"
+    job.mkdir(parents=True)
+    (job / "settings.json").write_text("{}")
+    argv = ["selfplay-train", "-m", "seed=0,1", "game=kuhn", f"hydra.sweep.dir={sweep}",
+            "resume=false"]
+    err = _ctrl_c(job, capsys, monkeypatch, sweep_dir=sweep, argv=argv)
+    assert "hydra.run.dir" not in err
+    command = err.split("resumes with: ", 1)[1]
+    words = shlex.split(command)
+    assert words[:4] == ["selfplay-train", "-m", "seed=0,1", "game=kuhn"]
+    assert words[4:] == ["resume=true", f'hydra.sweep.dir="{sweep}"']
