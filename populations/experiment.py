@@ -450,24 +450,26 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
         ckpt.maybe_save(frames, returns=recent.returns[-50:],
                         seconds=state.get("seconds", 0.0) + time.perf_counter() - began)
 
-    if start >= cfg.frames:  # stopped after training (publishing or evaluating)
-        res = TrainResult(0, 0, 0.0)
-    elif cfg.runner.rollout_workers:
-        from populations.rollouts import RolloutCollector, RolloutSpec, train_with_workers
+    try:  # the learner gets its own observe back, also after an error or Ctrl-C
+        if start >= cfg.frames:  # stopped after training (publishing or evaluating)
+            res = TrainResult(0, 0, 0.0)
+        elif cfg.runner.rollout_workers:
+            from populations.rollouts import RolloutCollector, RolloutSpec, train_with_workers
 
-        workers = cfg.runner.rollout_workers
-        spec_w = RolloutSpec(cfg.game.name, agents, max(1, cfg.num_envs // workers),
-                             seeds.stream("rollouts"), dict(cfg.game.kwargs), dict(vkw))
-        collector = RolloutCollector(spec_w, workers, cfg.runner.kind, cfg.runner.address)
-        try:
-            res = train_with_workers(learner, collector, cfg.frames - start, cfg.progress,
-                                     on_update)
-        finally:
-            collector.close()
-    else:
-        res = train(learner, vg, cfg.frames - start, opponents=others, progress=cfg.progress,
-                    on_update=on_update, eval_greedy=_greedy(entry))
-    recent.close()
+            workers = cfg.runner.rollout_workers
+            spec_w = RolloutSpec(cfg.game.name, agents, max(1, cfg.num_envs // workers),
+                                 seeds.stream("rollouts"), dict(cfg.game.kwargs), dict(vkw))
+            collector = RolloutCollector(spec_w, workers, cfg.runner.kind, cfg.runner.address)
+            try:
+                res = train_with_workers(learner, collector, cfg.frames - start, cfg.progress,
+                                         on_update)
+            finally:
+                collector.close()
+        else:
+            res = train(learner, vg, cfg.frames - start, opponents=others,
+                        progress=cfg.progress, on_update=on_update, eval_greedy=_greedy(entry))
+    finally:
+        recent.close()
     frames, returns = start + res.frames, (state.get("returns", []) + res.episode_returns)[-50:]
     seconds = state.get("seconds", 0.0) + res.seconds
     if res.frames:  # a resume after a kill past this point trains nothing again
@@ -563,6 +565,7 @@ class _RecentReturns:
 
     def __init__(self, learner: Learner, returns: list[float]) -> None:
         self.learner, self.returns = learner, list(returns)
+        self.own = vars(learner).get("observe")  # a plugin's own instance attribute, if any
         observe = learner.observe
 
         def watched(vs: Any) -> None:
@@ -578,7 +581,10 @@ class _RecentReturns:
         learner.observe = watched  # type: ignore[method-assign]
 
     def close(self) -> None:
-        del self.learner.observe  # the class's own method again
+        if self.own is None:
+            del self.learner.observe  # the class's own method again
+        else:
+            self.learner.observe = self.own  # type: ignore[method-assign]
 
 
 def _finished_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,

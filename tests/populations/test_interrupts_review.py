@@ -83,3 +83,26 @@ def test_ctrl_c_in_a_sweep_names_the_sweeps_resume(tmp_path, capsys, monkeypatch
     words = shlex.split(command)
     assert words[:4] == ["selfplay-train", "-m", "seed=0,1", "game=kuhn"]
     assert words[4:] == ["resume=true", f'hydra.sweep.dir="{sweep}"']
+
+
+def test_a_failed_single_run_gives_the_learner_its_own_observe_back(tmp_path, monkeypatch):
+    """The single run watches ``learner.observe`` to checkpoint the returns so far; an error
+    (or Ctrl-C) in training left the wrapper on the learner (a reference cycle holding its
+    tensors until the cyclic GC, in a notebook that catches the error)."""
+    import pytest
+
+    from populations import experiment
+
+    seen = []
+
+    def failing_train(learner, *args, **kwargs):
+        seen.append(learner)
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(experiment, "train", failing_train)
+    cfg = experiment.ExperimentConfig(game=experiment.GameConfig(name="openspiel/kuhn_poker"),
+                                      frames=64, num_envs=4, progress=False)
+    with pytest.raises(RuntimeError, match="boom"):
+        experiment.run_experiment(cfg, tmp_path / "run")
+    (learner,) = seen
+    assert "observe" not in vars(learner)
