@@ -120,3 +120,16 @@ def left_before(rec, agents):
                 elif nxt.terminated[a][c] or nxt.truncated[a][c]:
                     gone.add((c, a))
     return out
+
+
+def record(learner, vg, steps=40):
+    """Play ``steps`` steps of ``vg`` with ``learner`` (it records them too); the
+    ``(step, actions, next step)`` triples."""
+    vs, rec = vg.reset(), []
+    for _ in range(steps):
+        actions = learner.act(vs)
+        nxt = vg.step(actions)
+        learner.observe(nxt)
+        rec.append((vs, actions, nxt))
+        vs = nxt
+    return rec

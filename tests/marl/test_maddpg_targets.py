@@ -20,7 +20,7 @@ import torch
 
 from games import VectorGame
 from marl.maddpg import MADDPG, MADDPGConfig
-from tests.marl.exits_game import Exits, left_before
+from tests.marl.exits_game import Exits, left_before, record
 
 GAMMA = 0.9
 
@@ -54,17 +54,6 @@ def _mu(learner, net, i: int, obs, legal=None) -> np.ndarray:
         return np.eye(out.size)[int(np.argmax(np.where(legal, out, -np.inf)))]
     width = int(learner.head.dims_A[i])
     return np.where(np.arange(out.size) < width, np.tanh(out), 0.0)
-
-
-def _record(learner, vg, steps=40):
-    vs, rec = vg.reset(), []
-    for _ in range(steps):
-        actions = learner.act(vs)
-        nxt = vg.step(actions)
-        learner.observe(nxt)
-        rec.append((vs, actions, nxt))
-        vs = nxt
-    return rec
 
 
 def _reference_loss(learner, rec):
@@ -133,7 +122,7 @@ def test_critic_and_actor_losses_match_a_slow_reference(share, cont, wait):
             for p in net.parameters():
                 p.add_(torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
         learner.target_critic.layers[-1].bias.add_(3.0)
-    rec = _record(learner, vg)
+    rec = record(learner, vg)
     ref, kinds = _reference_loss(learner, rec)
     assert kinds.pop("wait") >= 3 if wait else kinds.pop("wait") == 0, kinds
     assert min(kinds.values()) >= 3, kinds  # every kind of ending, and dead agents, occur
@@ -151,7 +140,7 @@ def test_a_dead_agent_gets_no_actor_gradient():
     """Rows where an agent did not act (it left the game) do not train its actor."""
     vg = VectorGame(Exits, 4, seed=0, with_state=True)
     learner = MADDPG(vg.spec, MADDPGConfig(batch_size=8, learning_starts=1, hidden=(16,)))
-    _record(learner, vg)
+    record(learner, vg)
     data = {k: v[: len(learner.buffer)] for k, v in learner.buffer.data.items()}
     dead = data["state"][:, 1] == 0.0  # agent_0 had left the game
     assert dead.sum() >= 3
@@ -168,7 +157,7 @@ def test_targets_move_by_polyak_averaging_after_every_update():
     vg = VectorGame(Exits, 4, seed=0, with_state=True)
     learner = MADDPG(vg.spec, MADDPGConfig(batch_size=8, learning_starts=1, hidden=(16,),
                                            tau=0.25))
-    _record(learner, vg, steps=4)
+    record(learner, vg, steps=4)
     pairs = [(learner.actor, learner.target_actor), (learner.critic, learner.target_critic)]
     for _ in range(3):
         before = [[p.detach().clone() for p in t.parameters()] for _, t in pairs]
@@ -183,7 +172,7 @@ def test_replay_checkpoint_from_before_per_agent_ends_loads():
     none left alone (the old semantics), and training goes on."""
     vg = VectorGame(Exits, 4, seed=0, with_state=True)
     learner = MADDPG(vg.spec, MADDPGConfig(batch_size=8, learning_starts=1, hidden=(16,)))
-    _record(learner, vg, steps=5)
+    record(learner, vg, steps=5)
     state = learner.state_dict()
     for key in ("acting", "terminated"):
         del state["buffer"]["data"][key]

@@ -16,20 +16,9 @@ import torch
 
 from games import VectorGame
 from marl.value_decomp import ValueDecomp, ValueDecompConfig
-from tests.marl.exits_game import Exits, left_before
+from tests.marl.exits_game import Exits, left_before, record
 
 GAMMA = 0.9
-
-
-def _record(learner, vg, steps=40):
-    vs, rec = vg.reset(), []
-    for _ in range(steps):
-        actions = learner.act(vs)
-        nxt = vg.step(actions)
-        learner.observe(nxt)
-        rec.append((vs, actions, nxt))
-        vs = nxt
-    return rec
 
 
 def _t(x) -> torch.Tensor:
@@ -92,7 +81,7 @@ def test_td_loss_matches_a_slow_reference(mixer, double_q, wait):
             p.add_(0.2 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
         learner.target_qnet.net[-1].bias.add_(3.0)
     learner.cfg.eps_start = learner.cfg.eps_end = 1.0  # uniform legal actions: every ending
-    rec = _record(learner, vg)
+    rec = record(learner, vg)
     ref, kinds = _reference_loss(learner, rec, double_q)
     assert kinds.pop("wait_at_trunc") >= 2 if wait else kinds.pop("wait_at_trunc") == 0, kinds
     assert min(kinds.values()) >= 2, kinds
@@ -108,7 +97,7 @@ def test_target_networks_follow_their_schedule(mode):
     cfg = ValueDecompConfig(mixer="qmix", batch_size=8, learning_starts=1, hidden=(16,),
                             target_update=mode, target_update_interval=3, tau=0.25)
     learner = ValueDecomp(vg.spec, cfg)
-    _record(learner, vg, steps=4)
+    record(learner, vg, steps=4)
     pairs = [(learner.qnet, learner.target_qnet), (learner.mixer, learner.target_mixer)]
     for n in range(1, 7):
         before = [[p.detach().clone() for p in t.parameters()] for _, t in pairs]
@@ -128,7 +117,7 @@ def test_epsilon_decays_linearly_in_frames_then_stays():
                                                      eps_decay_frames=40))
     seen = [learner.epsilon]
     for _ in range(14):  # 4 frames per vector step
-        _record(learner, vg, steps=1)
+        record(learner, vg, steps=1)
         seen.append(learner.epsilon)
     want = [0.9 + min(1.0, 4 * k / 40) * (0.1 - 0.9) for k in range(15)]
     assert seen == pytest.approx(want)
@@ -191,7 +180,7 @@ def test_two_teams_taking_turns_match_a_slow_reference(mixer):
         for p in [*learner.target_qnet.parameters(), *learner.target_mixer.parameters()]:
             p.add_(0.2 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
         learner.target_qnet.net[-1].bias.add_(3.0)
-    rec = _record(learner, vg, steps=30)
+    rec = record(learner, vg, steps=30)
     ref, n, ended = _turn_reference_loss(learner, rec)
     assert n == len(learner.buffer) and ended >= 6
     whole = {k: v[: len(learner.buffer)] for k, v in learner.buffer.data.items()}
