@@ -35,12 +35,23 @@ import dataclasses
 import logging
 import os
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+if __name__ == "__main__" and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    def _interrupted_early(*_: object) -> None:
+        """Ctrl-C while torch and the rest load (the first seconds), before main()'s
+        handler: one line too; nothing was made yet."""
+        sys.stderr.write("python -m populations.league: interrupted\n")
+        sys.stderr.flush()
+        os._exit(130)
+
+    signal.signal(signal.SIGINT, _interrupted_early)
 
 import numpy as np
 import torch
@@ -645,4 +656,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    if "_interrupted_early" in globals():  # main() reports Ctrl-C from here on
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     main()

@@ -106,3 +106,26 @@ def test_a_failed_single_run_gives_the_learner_its_own_observe_back(tmp_path, mo
         experiment.run_experiment(cfg, tmp_path / "run")
     (learner,) = seen
     assert "observe" not in vars(learner)
+
+
+def test_ctrl_c_while_the_league_cli_imports_torch_is_one_line(tmp_path):
+    """``python -m populations.league`` stopped in its first seconds (``import torch`` at
+    the module's top, before main() and its handler) printed a KeyboardInterrupt traceback."""
+    import subprocess
+    import sys
+
+    code = """
+import os, runpy, signal, sys
+class Interrupt:  # Ctrl-C arrives while torch loads
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            os.kill(os.getpid(), signal.SIGINT)
+sys.meta_path.insert(0, Interrupt())
+sys.argv = ["league", "--run-dir", "lg", "--game", "openspiel/kuhn_poker"]
+runpy.run_module("populations.league", run_name="__main__")
+"""
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 130, res.stderr
+    assert res.stderr == "python -m populations.league: interrupted\n"
+    assert not (tmp_path / "lg").exists()
