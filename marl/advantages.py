@@ -436,7 +436,7 @@ class RoleEMABaseline:
         known = torch.cat([self.codes, end]).to(codes.device)
         vals = torch.cat([self.values, self.values.new_full((1,), init)]).to(codes.device)
         idx = torch.searchsorted(known, codes)
-        hit = known[idx] == codes
+        hit = (idx < self.codes.numel()) & (known[idx] == codes)  # the end is no key
         return idx, hit, torch.where(hit, vals[idx], init)
 
     def update(self, codes, values, new, idx, hit, fresh: int) -> None:

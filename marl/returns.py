@@ -43,7 +43,7 @@ def discounted_returns(rewards: Tensor, terminated: Tensor, truncated: Tensor,
     ``G_t = r_t + gamma * (1 - terminated_t) * next_values_t`` there, else ``r_t + gamma G_{t+1}``.
     This is ``gae`` with ``lam = 1`` and ``V = 0``.
     """
-    cut = _trail(terminated, rewards) | _trail(truncated, rewards)  # [T, B, 1...]
+    cut = (_trail(terminated, rewards) != 0) | (_trail(truncated, rewards) != 0)  # [T, B, 1...]
     if cut.shape[0]:
         cut[-1] = True  # the rollout end bootstraps like a truncation
     nv = torch.zeros_like(rewards) if next_values is None else torch.where(cut, next_values, 0.0)

@@ -779,3 +779,23 @@ def test_mappo_accepts_what_the_registry_allows_for_its_keys(monkeypatch):
                         adv_mod.AdvNorm("agent_centered", get_adv_norm("agent").fn, ("agent",),
                                         "returns", False))  # fmt: skip
     assert MAPPOConfig(adv_norm="agent_centered").adv_norm == "agent_centered"
+
+
+def test_role_ema_largest_key_is_not_the_states_end_marker():
+    # game 2**31-1 with role 2**32-1 encodes to the int64 maximum, which ``find`` appends past
+    # the known codes: it must still be a key of its own (review: (0, 1) lost its baseline)
+    keys = AdvantageKeys(game=torch.tensor([2**31 - 1, 0, 2**31 - 1]),
+                         role=torch.tensor([2**32 - 1, 1, 2**32 - 1]))  # fmt: skip
+    cfg = AdvantageConfig(role_ema_alpha=0.5, diagnostics="none")
+    state, x = RoleEMABaseline(), torch.tensor([1.0, 2.0, 3.0])
+    normalize_advantages("role_ema", x, keys, cfg=cfg, state=state)
+    second = normalize_advantages("role_ema", x, keys, cfg=cfg, state=state).advantages
+    torch.testing.assert_close(second, torch.tensor([-0.75, 1.0, 1.625]))
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.float32, torch.int64])
+def test_discounted_returns_reads_flags_of_any_dtype(dtype):
+    r = torch.tensor([[1.0], [2.0], [3.0]])
+    term = torch.tensor([[0], [1], [0]]).to(dtype)
+    got = discounted_returns(r, term, torch.zeros_like(term), gamma=0.5)
+    torch.testing.assert_close(got, torch.tensor([[2.0], [2.0], [3.0]]))
