@@ -360,13 +360,26 @@ def _sweep_started(sweep_dir: Path) -> bool:
     return any((job / "settings.json").is_file() for job in sweep_dir.iterdir() if job.is_dir())
 
 
-def _refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path) -> None:
+def _refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path,
+                        settings: dict[str, Any]) -> None:
     """Refuse to start job ``num`` of a resumed sweep afresh in ``run_dir`` when an earlier
-    folder of that job holds its run: the folder name holds the command line's settings
-    (those a resume may change are left out, but ``runner.*``/``logger.*`` keys are not),
-    so a changed one named a new folder and the job trained from frame 0 there."""
+    folder of that job holds its run with these ``settings`` (but for those a resume may
+    change): the folder name holds the command line's settings (those a resume may change
+    are left out, but ``runner.*``/``logger.*`` keys are not), so a changed one named a new
+    folder and the job trained from frame 0 there. A job whose settings differ (the sweep
+    list changed: ``seed=0,2`` after ``seed=0,1``) is another job and starts."""
+    from populations.experiment import RESUME_MAY_CHANGE
+    from populations.run_folder import settings_diff
+
+    def same_job(folder: Path) -> bool:
+        try:
+            saved = json.loads((folder / "settings.json").read_text())
+        except (OSError, ValueError, RecursionError):
+            return False  # unreadable: its own resume says so
+        return isinstance(saved, dict) and not settings_diff(saved, settings, RESUME_MAY_CHANGE)
+
     earlier = sorted(p for p in sweep_dir.glob(f"{num}_*")
-                     if p != run_dir and (p / "settings.json").is_file())
+                     if p != run_dir and (p / "settings.json").is_file() and same_job(p))
     if earlier:
         raise CLIError(
             f"job {num} of the sweep ran in {earlier[0]}, not in {run_dir.name} (job folders are "
@@ -480,7 +493,7 @@ def _train_task(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from populations.experiment import run_experiment
+    from populations.experiment import _plain, run_experiment
 
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
@@ -489,7 +502,7 @@ def _train_task(cfg: DictConfig) -> None:
     with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir):
         exp = prepare(cfg, list(hc.overrides.task), check=False)  # run_experiment checks
         if exp.resume and created and sweep_dir is not None and _sweep_started(sweep_dir):
-            _refuse_renamed_job(sweep_dir, hc.job.num, run_dir)
+            _refuse_renamed_job(sweep_dir, hc.job.num, run_dir, _plain(exp))
             # a job the interrupted sweep never reached (a mistyped sweep folder still fails)
             log.info("resume=true: job %d of the sweep had not started; starting it",
                      hc.job.num)

@@ -28,6 +28,11 @@ def test_a_resumed_sweep_finds_its_jobs_when_a_may_change_setting_changes(tmp_pa
     err = res.stderr.strip().splitlines()[-1]
     assert before[0] in err and "resume=true" in err
     assert _jobs(tmp_path / "sw") == before  # the new job folder is not left behind
+    # another seed in job 0's place is another job (its settings differ): it starts
+    other = [a for a in SWEEP if a != "seed=0"]
+    res = _cli([*other, "seed=1", "runner.workers=2", "resume=true"], tmp_path, check=False)
+    assert res.returncode == 0, res.stderr
+    assert len(_jobs(tmp_path / "sw")) == 2
 
 
 def _ctrl_c(run, capsys, monkeypatch, created=True, sweep_dir=None, argv=None):
