@@ -71,8 +71,10 @@ class GRPOConfig:
     minibatch_turns: int = 256  # turns per optimizer step
     clip_low: float = 0.2  # PPO ratio clip below 1
     clip_high: float | None = None  # PPO ratio clip above 1 (None: clip_low)
-    kl_coef: float = 0.0  # weight of KL(pi || reference); > 0 keeps a frozen copy
-    kl_estimator: str = "k3"  # losses.KL_ESTIMATORS: k1 | k2 | k3
+    kl_coef: float = 0.0  # weight of the KL penalty to a frozen reference copy (> 0 keeps one)
+    # losses.KL_ESTIMATORS; as a loss k3 (GRPO's) pulls by grad KL(ref || pi), k2 by
+    # grad KL(pi || ref), and k1 measures the KL but its expected gradient is 0
+    kl_estimator: str = "k3"
     ent_coef: float = 0.0  # entropy bonus weight
     loss_agg: str = "token_mean"  # losses.AGGREGATIONS: token_mean | turn_mean
     max_grad_norm: float = 1.0  # global gradient clipping
