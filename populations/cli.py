@@ -671,16 +671,25 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name)
     store = PolicyStore(Path(args.db).parent / "eval_snapshots", db, run_id)
     snaps = [store.publish(name, pol) for name, pol in policies.items()]
-    runner = make_runner(args.runner)
-    try:
-        round_robin(db, run_id, runner, spec, args.game, kwargs, snaps, args.episodes, args.seed)
-    finally:
-        runner.close()
-    for row in league_table(db, run_id):
-        print(f"{row['member']:>24}  elo {row['elo']}  mu {row['mu']} ± {row['sigma']}  "
-              f"matches {row['matches']}")
-    if exploit is not None:
-        _exploit(db, run_id, args, kwargs, snaps, policies, exploit)
+    try:  # the run ends finished or failed (it stayed 'running' in the dashboard)
+        runner = make_runner(args.runner)
+        try:
+            round_robin(db, run_id, runner, spec, args.game, kwargs, snaps, args.episodes,
+                        args.seed)
+        finally:
+            runner.close()
+        for row in league_table(db, run_id):
+            print(f"{row['member']:>24}  elo {row['elo']}  mu {row['mu']} ± {row['sigma']}  "
+                  f"matches {row['matches']}")
+        if exploit is not None:
+            _exploit(db, run_id, args, kwargs, snaps, policies, exploit)
+    except BaseException as err:  # Ctrl-C too
+        from populations.run_folder import one_line as error_line
+
+        db.set_run_status(run_id, "failed", error_line(err))
+        db.close()
+        raise
+    db.set_run_status(run_id, "finished")
     db.close()
 
 

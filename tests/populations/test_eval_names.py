@@ -103,3 +103,24 @@ def test_a_policy_of_another_game_or_no_episodes_is_refused(snapshots, tmp_path,
     code, _, err = _eval([*extra, "--db", str(db), *snapshots], capsys)
     assert code == 2 and not db.exists()
     assert err.strip() == f"selfplay-eval: {message}"
+
+
+def test_an_evaluation_run_ends_finished_or_failed(snapshots, tmp_path, capsys, monkeypatch):
+    """selfplay-eval left its run 'running' in the database (the dashboard showed a live
+    run), also after Ctrl-C."""
+    from populations import evaluation
+    from populations.db import LeagueDB
+
+    db_path = tmp_path / "r.db"
+    args = ["--game", KUHN, "--db", str(db_path), "--episodes", "2", *snapshots]
+    assert _eval(args, capsys)[0] == 0
+
+    def interrupted(*a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluation, "round_robin", interrupted)
+    code, _, err = _eval(args, capsys)
+    assert code == 130 and err.strip().endswith("interrupted")
+    db = LeagueDB(str(db_path))
+    assert [db.run_status(r) for r in (1, 2)] == ["finished", "failed"]
+    db.close()
