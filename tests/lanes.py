@@ -40,11 +40,13 @@ SECOND_LANE = (
     "tests/populations/test_runners.py",
     "tests/test_examples.py",
     "tests/marl/test_mappo_gru.py",
+    "tests/populations/test_interrupts_review.py",
 )
 """Modules (paths from the repository root) the second process runs, in this order: every
-module that starts Ray, and test_cli (mostly ``selfplay-train`` child processes) and
-test_mappo_gru (~80 s) for balance: in a fresh-clone run the first lane's own tests took
-966 s and the second's 799 s."""
+module that starts Ray, and test_cli (mostly ``selfplay-train`` child processes),
+test_mappo_gru (~40-80 s) and test_interrupts_review (CLI child processes, ~40 s) for
+balance: in the fresh-clone run at bcbf1ec the first lane's own tests took 882 s and the
+second's last result came at 799 s."""
 
 SWITCH = "SELFPLAY_TEST_LANES"  # "0": one process
 WORKER = "SELFPLAY_TEST_LANE_WORKER"  # set in the worker: its folder (node ids, results)
