@@ -387,13 +387,6 @@ def _refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path,
             f"with, or that job alone with resume=true {run_dir_override(earlier[0])}")
 
 
-def _holds_run(run_dir: Path) -> bool:
-    """Whether ``run_dir`` holds a run ``resume=true`` goes on with (as run_folder decides)."""
-    ckpt = run_dir / "checkpoints"
-    return (run_dir / "settings.json").is_file() or (run_dir / "league.db").is_file() or \
-        (ckpt.is_dir() and any(ckpt.iterdir()))
-
-
 def _discard_new(run_dir: Path, sweep_dir: Path | None) -> None:
     """Remove a run folder this process created (:func:`discard_run_dir`), and its sweep's
     folder when no job is left in it."""
@@ -456,7 +449,9 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
         if sweep_dir is not None and sweep_dir.is_dir() and _sweep_started(sweep_dir):
             fail(prog, f"interrupted; the sweep resumes with: "
                  f"{sweep_resume_command(sweep_dir, sys.argv[1:])}", status=130)
-        if _holds_run(run_dir):
+        from populations.run_folder import holds_run
+
+        if holds_run(run_dir):  # what resume=true accepts (the same test)
             fail(prog, f"interrupted; {run_dir} resumes with resume=true "
                  f"{run_dir_override(run_dir)}", status=130)
         if created:  # stopped before the run started: nothing recorded, nothing kept

@@ -164,6 +164,13 @@ def check_settings(where: str, saved: Mapping[str, Any] | None, current: Mapping
     return True
 
 
+def holds_run(run_dir: str | Path) -> bool:
+    """Whether ``run_dir`` holds a run that ``resume=true`` goes on with: its settings (written
+    first, before ``league.db`` and any checkpoint), or a ``league.db`` from before settings
+    were recorded. Checkpoints alone are not a run (``resume=true`` refuses them)."""
+    return (Path(run_dir) / SETTINGS_NAME).is_file() or (Path(run_dir) / "league.db").is_file()
+
+
 def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: bool,
                     override: bool = False, may_change: Iterable[str] = (),
                     finished: Callable[[], bool] | None = None) -> None:
@@ -180,7 +187,7 @@ def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: boo
     """
     run_dir = Path(run_dir)
     path = run_dir / SETTINGS_NAME
-    has_run = path.is_file() or (run_dir / "league.db").is_file()
+    has_run = holds_run(run_dir)
     if not resume and has_run:
         raise RunFolderError(f"run folder {run_dir} already holds a run; set resume=true to "
                              "continue it or choose a new folder")

@@ -46,6 +46,7 @@ def test_ctrl_c_is_one_line_naming_the_resume(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     run = tmp_path / "my run"
     (run / "checkpoints").mkdir(parents=True)
+    (run / "settings.json").write_text("{}")  # a run writes it first, before any checkpoint
     (run / "checkpoints" / "ckpt_000001.pt").write_bytes(b"x")
     with pytest.raises(SystemExit) as stop, run_folder_guard("selfplay-train", run, True):
         raise KeyboardInterrupt
@@ -53,6 +54,25 @@ def test_ctrl_c_is_one_line_naming_the_resume(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("selfplay-train: interrupted")
     assert f"""resume=true 'hydra.run.dir="{run}"'""" in err  # quoted: it has a space
+
+
+def test_ctrl_c_names_a_resume_only_where_resume_goes_on(tmp_path, capsys, monkeypatch):
+    """Ctrl-C counted a checkpoints/ folder alone as a run and said "resumes with
+    resume=true", which resume=true refuses (no settings.json or league.db)."""
+    from populations.cli import run_folder_guard
+    from populations.run_folder import RunFolderError, resume_settings
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "ckpt_000001.pt").write_bytes(b"x")
+    with pytest.raises(SystemExit) as stop, run_folder_guard("selfplay-train", run, False):
+        raise KeyboardInterrupt
+    assert stop.value.code == 130 and run.is_dir()
+    err = capsys.readouterr().err.strip()
+    assert err == "selfplay-train: interrupted before the run started (start again)"
+    with pytest.raises(RunFolderError, match="holds no run"):
+        resume_settings(run, {}, resume=True)
 
 
 @pytest.mark.parametrize("path", ["/r/default/2026", "/r/0_algo=mappo,seed=1", "/r/run#1",
