@@ -104,6 +104,15 @@ def fail(prog: str, message: str, status: int = 2) -> NoReturn:
     sys.exit(status)
 
 
+def interrupted(prog: str, message: str | Callable[[], str] = "interrupted") -> NoReturn:
+    """Ctrl-C, called from ``except KeyboardInterrupt``: ``prog: message`` on stderr and exit
+    130 (as a shell's), no traceback; ``HYDRA_FULL_ERROR=1`` re-raises instead (the traceback),
+    before ``message`` (a callable: computed only then, with what it does) is made."""
+    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        raise  # the KeyboardInterrupt being handled by the caller
+    fail(prog, message() if callable(message) else message, status=130)
+
+
 @contextmanager
 def reported(prog: str) -> Iterator[None]:
     """Turn a user error raised inside into one line and exit 2 (``HYDRA_FULL_ERROR=1``:
@@ -111,9 +120,7 @@ def reported(prog: str) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:  # Ctrl-C (selfplay-eval...): one line, exit 130 as a shell's
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":
-            raise
-        fail(prog, "interrupted", status=130)
+        interrupted(prog)
     except user_errors() as err:
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
@@ -441,28 +448,31 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
     try:
         yield
     except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":
-            raise
-        # a folder holding a run resumes (from its last checkpoint, or from the start when
-        # it has none yet: PSRO keeps none, it goes on from league.db); the same command
-        # again would be refused ("already holds a run")
-        if sweep_dir is not None and sweep_dir.is_dir() and _sweep_started(sweep_dir):
-            fail(prog, f"interrupted; the sweep resumes with: "
-                 f"{sweep_resume_command(sweep_dir, sys.argv[1:])}", status=130)
-        from populations.run_folder import holds_run
-
-        if holds_run(run_dir):  # what resume=true accepts (the same test)
-            fail(prog, f"interrupted; {run_dir} resumes with resume=true "
-                 f"{run_dir_override(run_dir)}", status=130)
-        if created:  # stopped before the run started: nothing recorded, nothing kept
-            _discard_new(run_dir, sweep_dir)
-        fail(prog, "interrupted before the run started (start again)", status=130)
+        interrupted(prog, lambda: _how_to_go_on(run_dir, created, sweep_dir))
     except user_errors() as err:
         if created:
             _discard_new(run_dir, sweep_dir)
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         fail(prog, one_line(err))
+
+
+def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None) -> str:
+    """Ctrl-C's message: the command that resumes the run or sweep, or (stopped before the
+    run started) "start again", removing the folder ``created`` for it."""
+    # a folder holding a run resumes (from its last checkpoint, or from the start when it has
+    # none yet: PSRO keeps none, it goes on from league.db); the same command again would be
+    # refused ("already holds a run")
+    if sweep_dir is not None and sweep_dir.is_dir() and _sweep_started(sweep_dir):
+        return f"interrupted; the sweep resumes with: " \
+            f"{sweep_resume_command(sweep_dir, sys.argv[1:])}"
+    from populations.run_folder import holds_run
+
+    if holds_run(run_dir):  # what resume=true accepts (the same test)
+        return f"interrupted; {run_dir} resumes with resume=true {run_dir_override(run_dir)}"
+    if created:  # stopped before the run started: nothing recorded, nothing kept
+        _discard_new(run_dir, sweep_dir)
+    return "interrupted before the run started (start again)"
 
 
 def print_summary(s: RunSummary) -> None:
@@ -588,9 +598,7 @@ def train_main() -> None:
     try:
         _hydra_app()()
     except KeyboardInterrupt:  # Ctrl-C while Hydra composes, before the run (and its guard)
-        if os.environ.get("HYDRA_FULL_ERROR") == "1":
-            raise
-        fail(TRAIN, "interrupted", status=130)
+        interrupted(TRAIN)
 
 
 # ----------------------------------------------------------------------- selfplay-eval

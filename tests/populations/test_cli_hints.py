@@ -75,6 +75,21 @@ def test_ctrl_c_names_a_resume_only_where_resume_goes_on(tmp_path, capsys, monke
         resume_settings(run, {}, resume=True)
 
 
+def test_ctrl_c_under_hydra_full_error_keeps_its_traceback_and_the_folder(tmp_path, capsys,
+                                                                          monkeypatch):
+    """HYDRA_FULL_ERROR=1: the KeyboardInterrupt goes on, before the folder is touched."""
+    from populations.cli import reported, run_folder_guard
+
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    run = tmp_path / "new"
+    run.mkdir()
+    with pytest.raises(KeyboardInterrupt), run_folder_guard("selfplay-train", run, True):
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), reported("selfplay-eval"):
+        raise KeyboardInterrupt
+    assert run.is_dir() and capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("path", ["/r/default/2026", "/r/0_algo=mappo,seed=1", "/r/run#1",
                                   "/r/my run", "/r/ünï cødé/ρ", "/r/it's", '/r/say "x"'])
 def test_the_printed_resume_override_reads_back_as_the_folder(path):
