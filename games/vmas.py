@@ -16,7 +16,8 @@ scenario does not read is an error).
 Roles are agent names without their index (``adversary_0`` -> ``adversary``). Teams come from
 the agents' ``adversary`` flags: adversaries against the others in the competitive MPE ports
 (``simple_tag``, ``simple_adversary``, ``simple_push``, ``simple_crypto``,
-``simple_world_comm``), one cooperative team elsewhere. Like the PettingZoo MPE adapter,
+``simple_world_comm``); ``blue`` against ``red`` in ``football`` when both sides are played
+(``ai_red_agents=False``); one cooperative team elsewhere. Like the PettingZoo MPE adapter,
 no scenario is declared zero-sum.
 
 Randomness: VMAS keeps one random state for all its environments; each game here keeps its
@@ -66,6 +67,22 @@ _AXIS = (("", "left", "right"), ("", "down", "up"))
 MOVES_3X3 = tuple("+".join(filter(None, (_AXIS[0][i // 3], _AXIS[1][i % 3]))) or "stay"
                   for i in range(9))
 SCENARIOS = tuple(sorted({*vmas.scenarios, *vmas.mpe_scenarios, *vmas.debug_scenarios}))
+
+
+def _declared_teams(scenario: Any, agents: Sequence[Any]) -> dict[str, str]:
+    """Teams of the played ``agents``: adversaries against the others where the agents'
+    ``adversary`` flags differ (the MPE ports); ``blue`` against ``red`` where the scenario
+    lists both sides and agents of both are played (``football`` with
+    ``ai_red_agents=False``, whose red agents have no adversary flag); else one team."""
+    ids = [a.name for a in agents]
+    flags = [bool(a.adversary) for a in agents]
+    if any(flags) and not all(flags):
+        return {a: "adversary" if f else "good" for a, f in zip(ids, flags, strict=True)}
+    side = {a.name: s for s in ("blue", "red")
+            for a in getattr(scenario, f"{s}_agents", None) or ()}
+    if set(ids) <= set(side) and len({side[a] for a in ids}) > 1:
+        return {a: side[a] for a in ids}
+    return {a: COOPERATIVE_TEAM for a in ids}
 
 
 def _base_role(agent: str) -> str:
@@ -228,9 +245,7 @@ class VmasGame(Game):
         env = self._sim.env
         ids = [a.name for a in self._sim.agents]
         where = f"vmas/{scenario}"
-        flags = [bool(a.adversary) for a in self._sim.agents]
-        team_of = ({a: "adversary" if f else "good" for a, f in zip(ids, flags, strict=True)}
-                   if any(flags) and not all(flags) else {a: COOPERATIVE_TEAM for a in ids})
+        team_of = _declared_teams(env.scenario, self._sim.agents)
         if teams is not None:
             team_of = parse_teams(teams, ids, where)
         obs = self._sim.reset()

@@ -54,6 +54,16 @@ def test_adversaries_form_their_own_team(scenario, adversaries, good):
     assert not spec.zero_sum
 
 
+def test_football_with_both_sides_played_is_blue_against_red():
+    # its red agents carry no adversary flag: they were one cooperative team with blue
+    spec = games.make("vmas/football", ai_red_agents=False, n_blue_agents=2, n_red_agents=2,
+                      max_steps=3).spec
+    assert {a.id: a.team for a in spec.agents} == {
+        "agent_blue_0": "blue", "agent_blue_1": "blue", "agent_red_0": "red", "agent_red_1": "red"}
+    assert spec.roles == ("agent_blue", "agent_red")
+    assert games.make("vmas/football", n_blue_agents=2, n_red_agents=2).spec.teams == ("team",)
+
+
 def test_cooperative_scenarios_are_one_team_and_teams_can_be_overridden():
     assert games.make("vmas/simple_spread").spec.teams == ("team",)
     spec = games.make("vmas/simple_spread", teams=[["agent_0"], ["agent_1", "agent_2"]]).spec
