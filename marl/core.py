@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from games import ActionSpace, GameSpec, VecStep
-from marl.fileio import atomic_write
+from marl.fileio import atomic_write, check_torch_zip
 
 POLICY_FORMAT = 1
 
@@ -299,6 +299,7 @@ def safe_torch_load(
     path = Path(path)
     if not path.is_file():
         raise error(f"{what} file not found: {path}")
+    check_torch_zip(path, f"{what} {path}", error)  # no entry inflates past the file's size
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - any unpickling failure means a bad file

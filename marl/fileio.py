@@ -1,5 +1,7 @@
 """Files written whole or not at all: the one atomic-write helper of ``marl`` and
-``populations`` (policies, checkpoints, snapshot sidecars, run settings, repaired metrics).
+``populations`` (policies, checkpoints, snapshot sidecars, run settings, repaired metrics);
+and :func:`check_torch_zip`, which refuses a torch file that would unpack to more than it
+holds.
 
 Standard library only, so ``populations.run_folder`` and ``populations.loggers`` import it
 without pulling torch in.
@@ -7,7 +9,9 @@ without pulling torch in.
 
 from __future__ import annotations
 
+import io
 import os
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -38,3 +42,33 @@ def atomic_write(path: str | os.PathLike, data: bytes | str | Callable[[BinaryIO
             os.fsync(fh.fileno())
     os.replace(tmp, path)
     return path
+
+
+def check_torch_zip(source: str | os.PathLike | bytes, what: str,
+                    error: type[Exception] = ValueError) -> None:
+    """Raise ``error`` (one line naming ``what``) when a torch file would unpack to more
+    bytes than it holds: ``torch.save`` stores its zip entries uncompressed, but
+    ``torch.load`` also inflates compressed ones, so a crafted 1 MB file could allocate
+    1 GB of tensor storage before any check of the loaded tensors sees it. Only the zip's
+    directory is read. A file that is not a zip (truncated, or torch's legacy format, which
+    holds its storages' bytes as they are) is left for ``torch.load`` to judge."""
+    def opened() -> io.BytesIO | str | os.PathLike:
+        return io.BytesIO(source) if isinstance(source, bytes) else source
+
+    size = len(source) if isinstance(source, bytes) else os.path.getsize(source)
+    if not zipfile.is_zipfile(opened()):
+        return
+    try:
+        with zipfile.ZipFile(opened()) as z:
+            entries = z.infolist()
+    except Exception as err:  # noqa: BLE001 - any way a crafted directory fails to parse
+        raise error(f"cannot read {what}: its zip directory is malformed "
+                    f"({type(err).__name__})") from None
+    packed = [e.filename for e in entries if e.compress_type != zipfile.ZIP_STORED]
+    if packed:
+        raise error(f"cannot read {what}: entry {packed[0][:80]!r} is compressed; torch.save "
+                    "writes stored entries only (a compressed one may unpack to gigabytes)")
+    unpacked = sum(e.file_size for e in entries)
+    if unpacked > size:
+        raise error(f"cannot read {what}: its entries claim {unpacked} bytes, more than the "
+                    f"{size} bytes of the file")

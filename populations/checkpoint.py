@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from marl.core import CheckpointError, check_tensors
-from marl.fileio import atomic_write
+from marl.fileio import atomic_write, check_torch_zip
 from populations.db import refuse_link
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     elif hashlib.sha256(data).hexdigest() != recorded:
         raise CheckpointError(f"checkpoint {path} is damaged: its SHA-256 differs from the one "
                               f"recorded in {_hash_file(path).name}")
+    check_torch_zip(data, f"checkpoint {path}", CheckpointError)  # no inflating entries
     try:
         state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - any unpickling failure means a bad file

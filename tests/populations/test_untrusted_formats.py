@@ -1,0 +1,134 @@
+"""Containers a run reads are untrusted too: a torch file is a zip a crafted file may
+compress (or overlap), a league database is a SQLite file that may carry code (views,
+triggers, generated columns) run by every read. Each test crafts one and expects a
+one-line refusal before anything is unpacked or run."""
+
+import hashlib
+import io
+import sqlite3
+import zipfile
+
+import pytest
+import torch
+
+from marl.core import CheckpointError, PolicyLoadError, safe_torch_load
+from marl.fileio import check_torch_zip
+from populations.checkpoint import read_checkpoint
+from populations.dashboard.data import DashboardData
+from populations.db import LeagueDB, LeagueDBError
+
+
+def _one_line(err: pytest.ExceptionInfo) -> str:
+    text = str(err.value)
+    assert "\n" not in text
+    return text
+
+
+def _deflated(state: dict) -> bytes:
+    """``torch.save(state)`` with its tensor data deflated: 1 MiB of zeros takes ~1 KB,
+    and ``torch.load`` inflates it (a 10 MB file claimed 10 GB the same way)."""
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    src = zipfile.ZipFile(buf)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for info in src.infolist():
+            packed = "/data/" in info.filename
+            z.writestr(info, src.read(info.filename),
+                       compress_type=zipfile.ZIP_DEFLATED if packed else zipfile.ZIP_STORED)
+    return out.getvalue()
+
+
+def test_compressed_torch_files_are_refused_before_they_inflate(tmp_path):
+    data = _deflated({"w": torch.zeros(2**20, dtype=torch.uint8)})
+    assert len(data) < 2**20 // 100
+    policy = tmp_path / "policy.pt"
+    policy.write_bytes(data)
+    with pytest.raises(PolicyLoadError, match="is compressed") as err:
+        safe_torch_load(policy, "policy", PolicyLoadError)
+    assert str(policy) in _one_line(err)
+    ckpt = tmp_path / "ckpt_000001.pt"  # its hash recorded: the crafter writes that too
+    ckpt.write_bytes(data)
+    (tmp_path / "ckpt_000001.pt.sha256").write_text(
+        f"{hashlib.sha256(data).hexdigest()}  {ckpt.name}\n")
+    with pytest.raises(CheckpointError, match="is compressed") as err:
+        read_checkpoint(ckpt)
+    assert str(ckpt) in _one_line(err)
+
+
+def test_overlapping_zip_entries_cannot_claim_more_than_the_file(tmp_path):
+    """Entries of a zip may all point at the same stored bytes (an overlapping zip bomb):
+    what they claim together is checked against the file's size."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("archive/data/0", b"\0" * 4096)
+        first = z.filelist[0]
+        for i in range(1, 64):  # 63 more directory entries naming the same bytes
+            clone = zipfile.ZipInfo(f"archive/data/{i}", first.date_time)
+            clone.header_offset, clone.file_size = first.header_offset, first.file_size
+            clone.compress_size, clone.CRC = first.compress_size, first.CRC
+            z.filelist.append(clone)
+    with pytest.raises(ValueError, match="claim 262144 bytes, more than"):
+        check_torch_zip(out.getvalue(), "crafted.pt")
+    buf = io.BytesIO()
+    torch.save({"w": torch.zeros(1000)}, buf)
+    check_torch_zip(buf.getvalue(), "good.pt")  # what torch.save writes passes
+    check_torch_zip(b"not a zip", "legacy.pt")  # left to torch.load to judge
+
+
+def _league_db(path):
+    db = LeagueDB(path)
+    run = db.create_run("r", "e", "g")
+    db.add_member(run, "main", "mappo", ["player_0"])
+    db.close()
+    return path
+
+
+CRAFTED = {
+    "view": "ALTER TABLE members RENAME TO m; CREATE VIEW members AS "
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 9) "
+            "SELECT m.* FROM m, c",  # the same with no bound hung every reader for good
+    "trigger": "CREATE TRIGGER t AFTER INSERT ON metrics BEGIN "
+               "UPDATE snapshots SET path = '/etc/passwd'; END",
+    "generated column": "ALTER TABLE runs ADD COLUMN pad TEXT GENERATED ALWAYS AS "
+                        "(printf('%.*c', 1000, 'x')) VIRTUAL",  # 10^9: a gigabyte per row
+    "index": "CREATE INDEX by_name ON runs (name)",
+}
+
+
+@pytest.mark.parametrize("what", sorted(CRAFTED))
+def test_league_databases_carrying_their_own_schema_are_refused(tmp_path, what):
+    path = _league_db(tmp_path / "league.db")
+    with sqlite3.connect(path) as conn:
+        conn.executescript(CRAFTED[what])
+    conn.close()
+    for readonly in (True, False):  # the dashboard and a resumed run
+        with pytest.raises(LeagueDBError, match="which selfplay does not create") as err:
+            LeagueDB(path, readonly=readonly)
+        assert str(path) in _one_line(err)
+    (error,) = DashboardData([tmp_path]).runs()["errors"]
+    assert "which selfplay does not create" in error["error"]
+
+
+def test_a_negative_schema_version_is_refused(tmp_path):
+    """user_version -1 made the writer run the newest migration first, on a file without
+    the tables it extends."""
+    path = _league_db(tmp_path / "league.db")
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA user_version = -1")
+    conn.close()
+    with pytest.raises(LeagueDBError, match="schema version -1") as err:
+        LeagueDB(path)
+    _one_line(err)
+
+
+def test_league_databases_selfplay_writes_still_open(tmp_path):
+    """What a user may do to a good file keeps it readable: ANALYZE adds statistics tables."""
+    path = _league_db(tmp_path / "league.db")
+    with sqlite3.connect(path) as conn:
+        conn.execute("ANALYZE")
+    conn.close()
+    db = LeagueDB(path, readonly=True)
+    assert [m["name"] for m in db.members(1)] == ["main"]
+    db.close()
+    assert LeagueDB(tmp_path / "fresh.db").run_id("r") is None
