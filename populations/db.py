@@ -20,6 +20,7 @@ i + 1 and runs in one transaction when an older file is opened.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -101,6 +102,27 @@ MIGRATIONS: list[str] = [
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _schema_of(conn: sqlite3.Connection) -> frozenset[tuple[str, str, str, str | None]]:
+    """The objects of a database's schema: (type, name, table, SQL with whitespace
+    collapsed); statistics tables (``ANALYZE``) only steer the query planner and are left
+    out."""
+    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
+    return frozenset((t, n, tb, " ".join(q.split()) if isinstance(q, str) else q)
+                     for t, n, tb, q in rows if not str(n).startswith("sqlite_stat"))
+
+
+@functools.cache
+def _expected_schema(version: int) -> frozenset[tuple[str, str, str, str | None]]:
+    """The schema :data:`MIGRATIONS` create up to ``version`` (built once, in memory)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for migration in MIGRATIONS[:version]:
+            conn.executescript(migration)
+        return _schema_of(conn)
+    finally:
+        conn.close()
 
 
 class LeagueDBError(RuntimeError):
@@ -202,20 +224,47 @@ class LeagueDB:
         uri = sqlite_uri(self.path, readonly, immutable)
         try:
             self.conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)
+        except sqlite3.DatabaseError as err:
+            raise LeagueDBError(f"cannot open league database {self.path}: {err}") from None
+        try:
             self.conn.row_factory = sqlite3.Row
             self.conn.execute("PRAGMA foreign_keys = ON")
+            self.conn.execute("PRAGMA trusted_schema = OFF")  # no side-effect functions in it
+            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise LeagueDBError(
+                    f"{self.path} has schema version {version}; this selfplay reads up to "
+                    f"{SCHEMA_VERSION}: upgrade selfplay")
+            self._check_schema(version)
             if not readonly:
                 self.conn.execute("PRAGMA journal_mode = WAL")
                 self.conn.execute("PRAGMA synchronous = NORMAL")
                 self._migrate()
-            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.DatabaseError as err:
+            self.conn.close()
             raise LeagueDBError(f"cannot open league database {self.path}: {err}") from None
-        if version > SCHEMA_VERSION:
+        except LeagueDBError:
+            self.conn.close()
+            raise
+
+    def _check_schema(self, version: int) -> None:
+        """Refuse a file whose schema differs from the one :data:`MIGRATIONS` create: a
+        league database from elsewhere may hold views, triggers, generated columns or
+        CHECK constraints that run on every read or write (an endless recursive query
+        hung the dashboard and resuming; one generated column can allocate a gigabyte per
+        row). Objects missing (a file still being created) are left to the queries."""
+        if version < 0:
+            raise LeagueDBError(f"{self.path} has schema version {version}; selfplay writes "
+                                f"0 to {SCHEMA_VERSION}: not a league database")
+        order = {"view": 0, "trigger": 1, "table": 2}  # what runs code first
+        extra = sorted(_schema_of(self.conn) - _expected_schema(version),
+                       key=lambda o: (order.get(o[0], 3), str(o[1])))
+        if extra:
+            kind, name, _, sql = extra[0]
             raise LeagueDBError(
-                f"{self.path} has schema version {version}; this selfplay reads up to "
-                f"{SCHEMA_VERSION}: upgrade selfplay"
-            )
+                f"league database {self.path}: its schema holds {kind} {_shown(name)}"
+                f"{f' ({_shown(sql)})' if sql else ''}, which selfplay does not create (a "
+                "crafted or edited file); not opening it")
 
     def _migrate(self) -> None:
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
@@ -269,7 +318,8 @@ class LeagueDB:
         return None if row is None else int(row[0])
 
     def run_status(self, run_id: int) -> str | None:
-        """The status of run ``run_id`` (running, finished, failed; None: no such run)."""
+        """The status of run ``run_id`` (running, finished, failed, interrupted; None: no
+        such run)."""
         row = self.conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
         return None if row is None else str(row[0])
 
@@ -282,7 +332,8 @@ class LeagueDB:
         return cur.rowcount
 
     def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
-        """Set ``status`` (running, finished, failed) and the error that ended the run."""
+        """Set ``status`` (running, finished, failed, interrupted: stopped by Ctrl-C) and the
+        error that ended the run."""
         with self.conn:
             self.conn.execute("UPDATE runs SET status = ?, error = ?, updated_at = ? "
                               "WHERE id = ?", (status, error, time.time(), run_id))
@@ -298,13 +349,14 @@ class LeagueDB:
             self.conn.execute("UPDATE runs SET config = ?, updated_at = ? WHERE id = ?",
                               (json.dumps(config), time.time(), run_id))
 
-    def fail_running(self, error: str) -> int:
-        """Mark every run still ``running`` as ``failed`` with ``error`` (the caller holds the
-        run folder's lock, so none of them is running any more); returns how many."""
+    def fail_running(self, error: str, status: str = "failed") -> int:
+        """Mark every run still ``running`` as ``status`` (failed, or interrupted) with
+        ``error`` (the caller holds the run folder's lock, so none of them is running any
+        more); returns how many."""
         with self.conn:
-            cur = self.conn.execute("UPDATE runs SET status = 'failed', error = ?, "
+            cur = self.conn.execute("UPDATE runs SET status = ?, error = ?, "
                                     "updated_at = ? WHERE status = 'running'",
-                                    (error, time.time()))
+                                    (status, error, time.time()))
         return cur.rowcount
 
     def add_member(self, run_id: int, name: str, kind: str, roles: Iterable[str]) -> int:
