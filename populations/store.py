@@ -23,7 +23,7 @@ from pathlib import Path
 
 from marl.core import Policy, load_policy
 from marl.fileio import atomic_write
-from populations.db import LeagueDB, SnapshotRow
+from populations.db import LeagueDB, SnapshotRow, refuse_link
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
@@ -46,6 +46,7 @@ class PolicyStore:
 
     def __init__(self, root: str | Path, db: LeagueDB, run_id: int) -> None:
         self.root, self.db, self.run_id = Path(root), db, run_id
+        refuse_link(self.root, "snapshot folder", StoreError)  # written into: the run's own
         self.root.mkdir(parents=True, exist_ok=True)
         self._cache: dict[int, Policy] = {}
         self._verified: dict[str, tuple[int, int, str]] = {}  # path -> (size, mtime, sha)
@@ -65,6 +66,7 @@ class PolicyStore:
         if version is None:
             version = len(self.db.snapshots(self.run_id, member))
         path = self.root / member / f"v{version:04d}.pt"
+        refuse_link(path.parent, "snapshot folder", StoreError)  # a planted link: files outside
         policy.save(path)
         sha = file_sha256(path)
         info = {"member": member, "version": version, "kind": meta.kind, "game": meta.game,

@@ -342,3 +342,27 @@ def test_a_linked_checkpoint_folder_is_neither_written_nor_pruned(tmp_path):
             act()
         _one_line(err)
     assert sorted(p.name for p in outside.iterdir()) == before
+
+
+@pytest.mark.parametrize("linked", ["snapshots", "snapshots/main"])
+def test_a_linked_snapshot_folder_is_not_written(tmp_path, linked):
+    """Links at the files were replaced, links at the folders were followed: a run folder
+    whose snapshots/ or snapshots/<member>/ pointed elsewhere had its v0000.pt and .json
+    written (over any files of those names) outside the run."""
+    from populations.db import LeagueDB
+    from populations.store import PolicyStore, StoreError
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    run = tmp_path / "run"
+    (run / linked).parent.mkdir(parents=True, exist_ok=True)
+    (run / linked).symlink_to(outside)
+    db = LeagueDB(run / "league.db")
+    try:
+        with pytest.raises(StoreError, match="snapshot folder .* is a link") as err:
+            PolicyStore(run / "snapshots", db, db.create_run("r")).publish(
+                "main", registry.get("mappo").build(games.make(KUHN).spec).policy())
+        _one_line(err)
+    finally:
+        db.close()
+    assert list(outside.iterdir()) == []
