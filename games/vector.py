@@ -46,10 +46,13 @@ class VecStep:
         terminated / truncated: ``[B]`` bool end flags of the last transition.
         done: ``[B]`` bool, the copy's episode ended at this step and it was reset: ``obs``
             and ``acting`` already belong to the next episode.
-        final_obs: ``[B, O]`` last observation of each agent in episodes that ended now
-            (zeros elsewhere), to bootstrap truncated episodes.
+        final_obs: ``[B, O]`` last observation of each agent in copies where an episode
+            ended now: the copy's (``done``), or one agent's alone (it terminated or was
+            truncated while the others play on; the row holds every agent's observation
+            after the step); zeros elsewhere. Truncated agents bootstrap from it.
         state / final_state: ``[B, S]`` global state (``None`` unless the VectorGame was
-            built with ``with_state=True`` for a game that has one).
+            built with ``with_state=True`` for a game that has one); ``final_state`` in the
+            copies where ``final_obs`` is set (``None`` when there are none).
         text / legal_text: per agent, ``B`` text observations and lists of legal action
             texts (``""`` / ``[]`` where the agent does not act; ``with_text=True``), for
             LLM and tabular policies.
@@ -196,6 +199,10 @@ class VectorGame:
                 final_obs, final_state = self._record_final(b, g, final_obs, final_state)
                 if self.with_graphs:
                     final_graph[b] = g.entity_graph().nodes
+            elif any(ts.terminated.values()) or any(ts.truncated.values()):
+                # an agent left alone (the others play on): its last observation, which a
+                # learner bootstraps from where it was truncated (vs.obs holds zeros there)
+                final_obs, final_state = self._record_final(b, g, final_obs, final_state)
             out.append(ts)
         resets = {int(b): self.games[b].reset(None) for b in np.flatnonzero(done)}
         self._last = [resets.get(b, ts) for b, ts in enumerate(out)]

@@ -6,7 +6,9 @@ observations concatenated) and every controlled agent's action. Critics regress 
 ``r_i + gamma * Q'_i(x', mu'_1(o'_1), ..., mu'_A(o'_A))`` with target networks updated by
 Polyak averaging (the ``gamma`` term is dropped where agent ``i``'s own episode ended by
 the rules: the game's end, or ``i`` leaving a game the others play on; a truncated episode
-bootstraps from its final observation); actor ``i`` ascends ``Q_i`` with its own action
+bootstraps from its final observation, and so does an agent truncated alone while the others
+play on: its own critic's target takes its next action from its last observation, the other
+critics see it gone, as at the steps after); actor ``i`` ascends ``Q_i`` with its own action
 replaced by ``mu_i(o_i)`` and the others' taken from the replay. All A actor updates run as
 one batched critic call (rows ``i`` of a ``[B, A, A, D]`` joint-action tensor differ only in
 agent ``i``'s slot).
@@ -381,6 +383,7 @@ class MADDPG(Learner):
             "next_acting": ((A,), torch.bool),
             "terminal": ((), torch.float32),
             "terminated": ((A,), torch.bool),  # the agent's own episode ended by the rules
+            "left": ((A,), torch.bool),  # the agent's own episode ended, the copy's goes on
         }
         if self.head.discrete:
             fields |= {"legal": ((A, D), torch.bool), "next_legal": ((A, D), torch.bool)}
@@ -465,7 +468,10 @@ class MADDPG(Learner):
                                                 "next observation": nxt["next_obs"]},
                         shared={"global state": p["state"], "next global state": nxt["next_state"]})
         nxt["next_acting"] = nxt["next_acting"] & p["seated"]
-        row = {**p, "reward": rewards_BA, **nxt, "terminated": self.stack.terminated(vs)}
+        term_BA = self.stack.terminated(vs)
+        done_B1 = torch.as_tensor(vs.done, device=self.device)[:, None]
+        left_BA = (term_BA | self.stack.truncated(vs)) & ~done_B1
+        row = {**p, "reward": rewards_BA, **nxt, "terminated": term_BA, "left": left_BA}
         keep_B = p["seated"].any(1)
         if not bool(keep_B.all()):
             row = {k: v[keep_B] for k, v in row.items()}
@@ -502,7 +508,16 @@ class MADDPG(Learner):
         with torch.no_grad():
             next_out_BAD = self.target_actor(b["next_obs"], g)
             next_act_BAD = self.head.unit_actions(next_out_BAD, b.get("next_legal"), explore=False)
-            next_q_BA = self._q(self.target_critic, b["next_state"], _shared(next_act_BAD))
+            # an agent that left now (the copy goes on): its own row bootstraps from its last
+            # observation (a truncation), the others see it gone, with the target action of
+            # the zero observation it has at every later step (placeholder: any real action)
+            gone_1AD = self.head.unit_actions(
+                self.target_actor(b["next_obs"].new_zeros(1, A, b["next_obs"].shape[-1]), g),
+                self.stack.real_actions[None] if self.head.discrete else None, explore=False)
+            others_BAD = torch.where(b["left"][..., None], gone_1AD, next_act_BAD)
+            own_AA1 = torch.eye(A, dtype=torch.bool, device=self.device)[:, :, None]
+            next_BAAD = torch.where(own_AA1, next_act_BAD[:, None], others_BAD[:, None])
+            next_q_BA = self._q(self.target_critic, b["next_state"], next_BAAD.reshape(B, A, -1))
             # agent i stops where its own episode ended by the rules (it left the game, or
             # the game ended); a truncated one bootstraps from its final observation
             ended_BA = b["terminated"] | b["terminal"][:, None].bool()
@@ -529,7 +544,6 @@ class MADDPG(Learner):
             temperature=cfg.gumbel_temperature,
             gen=self.update_gen,
         )
-        own_AA1 = torch.eye(A, dtype=torch.bool, device=self.device)[:, :, None]
         joint_BAAD = torch.where(own_AA1, mu_BAD[:, None], b["action"][:, None])
         self.critic.requires_grad_(False)  # the actor step needs no critic gradients
         q_pi_BA = self._q(self.critic, b["state"], joint_BAAD.reshape(B, A, A * D))
@@ -610,8 +624,9 @@ class MADDPG(Learner):
         if state.get("buffer") is not None:
             # a checkpoint from before seat masks: the learner held every seat
             # ... and from before per-agent ends: every agent acted, none left alone
+            # ... and from before agents leaving alone kept their last observation
             self.buffer.load_state_dict(state["buffer"], missing={
-                "seated": True, "acting": True, "terminated": False})
+                "seated": True, "acting": True, "terminated": False, "left": False})
         self._pending = None
 
 

@@ -232,12 +232,17 @@ class AgentStacker:
         Where a copy's episode ended, ``vs.obs`` already belongs to the next episode, so
         ``next_obs`` / ``next_state`` come from ``final_obs`` / ``final_state`` and every
         action counts as legal (the game reports no legal mask after the end; only a
-        truncated episode reads them, to bootstrap).
+        truncated episode reads them, to bootstrap). An agent whose own episode ended alone
+        (the copy plays on) has its last observation in ``next_obs`` too (``vs.obs`` holds
+        zeros for it); ``next_state`` is the copy's global input after the step.
         """
         done_B = self._tensor(vs.done, torch.bool)
         nxt = self.obs(vs.obs)
-        if vs.done.any():
-            nxt = torch.where(done_B[:, None, None], self.obs(vs.final_obs), nxt)
+        ended_BA = vs.done[:, None] | np.stack(
+            [vs.terminated[a] | vs.truncated[a] for a in self.agents], 1)
+        if ended_BA.any():
+            ended = self._tensor(ended_BA, torch.bool)
+            nxt = torch.where(ended[:, :, None], self.obs(vs.final_obs), nxt)
         out = {
             "next_obs": nxt,
             "next_acting": self.acting(vs) | done_B[:, None],

@@ -13,6 +13,9 @@ reward reads the sum of the entries.
 
 ``Exits(wait=True)``: ``agent_1`` sits out the last step before the time limit (it does not
 act, has not left, and is paid ``WAIT_REWARD``), so a truncation finds it waiting.
+
+``Exits(cut=True)``: ``agent_0`` has its own time limit: still in at step ``CUT`` (and the
+episode not ended by ``agent_1``), it is *truncated alone* while ``agent_1`` plays on.
 """
 
 from collections.abc import Sequence
@@ -25,11 +28,12 @@ IDS = ("agent_0", "agent_1")
 LIMIT = 4  # steps before the live agents are truncated
 EXIT = 0.65  # continuous: a first entry above this leaves (agent_0) / ends the game (agent_1)
 WAIT_REWARD = 0.3
+CUT = 3  # Exits(cut=True): agent_0 is truncated alone at this step
 
 
 class Exits(Game):
-    def __init__(self, continuous: bool = False, wait: bool = False) -> None:
-        self.continuous, self.wait = continuous, wait
+    def __init__(self, continuous: bool = False, wait: bool = False, cut: bool = False) -> None:
+        self.continuous, self.wait, self.cut = continuous, wait, cut
         spaces = ({a: ActionSpace("continuous", shape=(2 - i,), low=-2.0, high=3.0)
                    for i, a in enumerate(IDS)} if continuous
                   else {a: ActionSpace("discrete", n=3) for a in IDS})
@@ -75,6 +79,9 @@ class Exits(Game):
             for a in self.live:
                 trunc[a] = True
             self.live, self.over = [], True
+        elif self.cut and self.t == CUT and "agent_0" in self.live:
+            trunc["agent_0"] = True
+            self.live.remove("agent_0")
         self.noise = self.rng.normal(size=2).astype(np.float32)
         return Transition(rewards, term, trunc)
 

@@ -5,7 +5,10 @@ truncated, legal masks that change every step).
 The reference walks the recorded steps with plain loops: agent ``i``'s critic regresses on
 ``y_i = r_i + gamma * (1 - terminated_i) * Q'_i(s', mu'_1(o'_1), ..., mu'_A(o'_A))``, where
 ``terminated_i`` is agent ``i``'s own end flag (a truncated agent bootstraps from its final
-observation), ``mu'_j`` is agent ``j``'s target actor taking its best *legal* action, and
+observation, also one truncated alone while the others play on, ``Exits(cut=True)``: its own
+target action comes from its last observation, while for the other critics it is gone, with
+the zero observation it has at the later steps), ``mu'_j`` is agent ``j``'s target actor
+taking its best *legal* action, and
 only steps where agent ``i`` is in the episode are trained (a dead agent has no transition;
 one waiting a step, ``Exits(wait=True)``, keeps its transition and reward). With
 continuous actions (boxes of different widths) the critics see ``tanh`` actions in
@@ -60,19 +63,24 @@ def _reference_loss(learner, rec):
     """Mean over (step, copy, acting agent) of ``(Q_i(s, u) - y_i)^2``, by loops."""
     agents, g = learner.agents, learner.groups
     D = int(learner.head.dims_A.max())
-    errs, kinds = [], {"term": 0, "trunc": 0, "left": 0, "dead": 0, "wait": 0}
+    errs, kinds = [], {"term": 0, "trunc": 0, "left": 0, "dead": 0, "wait": 0, "cut": 0}
     for (vs, actions, nxt), gone in zip(rec, left_before(rec, agents), strict=True):
         for c in range(len(nxt.done)):
             done = bool(nxt.done[c])
-            src, st = (nxt.final_obs, nxt.final_state) if done else (nxt.obs, nxt.state)
+            st = nxt.final_state if done else nxt.state
             state = np.asarray(vs.state[c], float)
             joint = np.concatenate([_unit(learner, i, actions[a][c]) for i, a in enumerate(agents)])
-            next_joint = []
-            for j, a in enumerate(agents):  # target actors' best legal actions
+
+            def next_action(j, a, own):  # target actor j's best legal action after the step
                 legal = (nxt.legal[a][c] if learner.head.discrete and not done and nxt.acting[a][c]
                          else np.ones(D, bool))  # placeholder rows: any action
-                next_joint.append(_mu(learner, learner.target_actor, j, src[a][c], legal))
-            next_joint = np.concatenate(next_joint)
+                alone = not done and (nxt.terminated[a][c] or nxt.truncated[a][c])
+                if alone:  # the game's last observation of it (t / LIMIT > 0: not zeros)
+                    assert nxt.final_obs[a][c][0] > 0
+                obs = (nxt.final_obs[a][c] if done or (alone and own)
+                       else np.zeros_like(nxt.obs[a][c]) if alone else nxt.obs[a][c])
+                return _mu(learner, learner.target_actor, j, obs, legal)
+
             for i, a in enumerate(agents):
                 if (c, a) in gone:
                     kinds["dead"] += 1
@@ -85,7 +93,9 @@ def _reference_loss(learner, rec):
                     kinds["left" if not done else "term"] += 1
                 else:
                     kinds["trunc"] += bool(nxt.truncated[a][c])
-                    x = np.concatenate([np.asarray(st[c], float), next_joint, ident])
+                    kinds["cut"] += bool(nxt.truncated[a][c]) and not done
+                    next_joint = [next_action(j, b, j == i) for j, b in enumerate(agents)]
+                    x = np.concatenate([np.asarray(st[c], float), *next_joint, ident])
                     y += GAMMA * _mlp(learner.target_critic, g[i], x)[0]
                 errs.append((q - y) ** 2)
     return float(np.mean(errs)), kinds
@@ -110,9 +120,11 @@ def _reference_actor_loss(learner, actor, rec):
 @pytest.mark.parametrize(("share", "cont"), [(False, False), (True, False), (False, True),
                                              (True, True)],
                          ids=["per_agent", "shared", "box_per_agent", "box_shared"])
-@pytest.mark.parametrize("wait", [False, True], ids=["acting", "waiting"])
+@pytest.mark.parametrize("wait", [False, True, "cut"], ids=["acting", "waiting", "cut_alone"])
 def test_critic_and_actor_losses_match_a_slow_reference(share, cont, wait):
-    vg = VectorGame(lambda: Exits(continuous=cont, wait=wait), 4, seed=0, with_state=True)
+    cut, wait = wait == "cut", wait is True
+    vg = VectorGame(lambda: Exits(continuous=cont, wait=wait, cut=cut), 4, seed=0,
+                    with_state=True)
     cfg = MADDPGConfig(gamma=GAMMA, batch_size=8, learning_starts=1, buffer_size=1000,
                        share_parameters=share, hidden=(16,), seed=1, exploration_noise=0.4,
                        actor_reg=0.0)
@@ -125,6 +137,7 @@ def test_critic_and_actor_losses_match_a_slow_reference(share, cont, wait):
     rec = record(learner, vg)
     ref, kinds = _reference_loss(learner, rec)
     assert kinds.pop("wait") >= 3 if wait else kinds.pop("wait") == 0, kinds
+    assert kinds.pop("cut") >= 3 if cut else kinds.pop("cut") == 0, kinds
     assert min(kinds.values()) >= 3, kinds  # every kind of ending, and dead agents, occur
     whole = {k: v[: len(learner.buffer)] for k, v in learner.buffer.data.items()}
     learner.buffer.sample = lambda n, gen: whole  # the update sees every transition once
