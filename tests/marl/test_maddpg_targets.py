@@ -71,7 +71,8 @@ def _reference_loss(learner, rec):
             state = np.asarray(vs.state[c], float)
             joint = np.concatenate([_unit(learner, i, actions[a][c]) for i, a in enumerate(agents)])
 
-            def next_action(j, a, own):  # target actor j's best legal action after the step
+            def next_action(j, a, own, nxt=nxt, c=c, done=done):  # target actor j's best
+                # legal action after the step
                 legal = (nxt.legal[a][c] if learner.head.discrete and not done and nxt.acting[a][c]
                          else np.ones(D, bool))  # placeholder rows: any action
                 alone = not done and (nxt.terminated[a][c] or nxt.truncated[a][c])
