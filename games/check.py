@@ -10,7 +10,8 @@ illegal actions raise :class:`IllegalActionError` and leave the game unchanged, 
 views (every legal action text parses back to its action, garbage raises
 :class:`InvalidAction`), global state and entity graph shapes, rewards for every agent
 (finite float scalars, summing to zero in zero-sum games), episodes ending within
-``max_steps``, and that the same seed with the same actions gives the identical trajectory.
+``max_steps`` with every agent terminated or truncated, and that the same seed with the
+same actions gives the identical trajectory.
 Shape errors say which shape was expected.
 """
 
@@ -181,7 +182,7 @@ def _play(game: Game, seed: int, check: bool) -> tuple[list, dict[str, float], i
     ts = game.reset(seed)
     traj: list = []
     returns = {a: 0.0 for a in game.spec.agent_ids}
-    steps = 0
+    steps, ended = 0, set()  # agents terminated or truncated so far
     while not ts.done:
         where = f"{game.spec.name} seed {seed} step {steps}"
         _require(steps < game.spec.max_steps, f"{where}: episode longer than max_steps")
@@ -193,8 +194,13 @@ def _play(game: Game, seed: int, check: bool) -> tuple[list, dict[str, float], i
         traj.append((ts.acting, {a: o.tobytes() for a, o in ts.obs.items()}))
         ts = game.step(actions)
         steps += 1
+        ended |= {a for a in ts.terminated if ts.terminated[a] or ts.truncated[a]}
         if check and ts.done:  # the last time step is not seen by _check_timestep
             _check_rewards(ts, game.spec.agent_ids, f"{where} (episode end)")
+            left = sorted(set(game.spec.agent_ids) - ended)
+            _require(not left, f"{where} (episode end): {left} neither terminated nor truncated; "
+                     "at the end every agent must be one or the other (truncated: a time limit, "
+                     "learners bootstrap; terminated: by the rules)")
         traj.append(dict(ts.rewards))
         for a, r in ts.rewards.items():
             returns[a] += r

@@ -476,8 +476,13 @@ class PettingZooGame(Game):
         self._t += 1
         tr = self._parallel_step(actions) if self.parallel else self._aec_step(actions)
         if self._live and self._t >= self.spec.max_steps:  # our own time limit
-            for a in self._live:
-                tr.truncated[a] = True
+            # every agent still in the episode is cut, also those waiting for their turn in
+            # an AEC game (only the one to move is live): else a learner reads their end as
+            # terminated and does not bootstrap
+            still = self._live if self.parallel else self.env.agents
+            for a in still:
+                if not (tr.terminated.get(a) or tr.truncated.get(a)):
+                    tr.truncated[a] = True
             self._live = ()
         return tr
 

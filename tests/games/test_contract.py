@@ -152,6 +152,8 @@ class _Flawed(games.Game):
         tr = self.inner._step(actions)
         if self.flaw == "not_zero_sum":
             tr.rewards["player_0"] += 0.5
+        if self.flaw == "unflagged_end" and not self.inner.acting_agents():
+            tr.terminated = {a: False for a in tr.terminated}  # ended, but for no agent
         if self.flaw == "array_reward":  # a 1-element array: sums and isfinite accept it
             tr.rewards = {a: np.array([r]) for a, r in tr.rewards.items()}
         return tr
@@ -197,6 +199,7 @@ class _Flawed(games.Game):
         ("array_reward", r"reward of player_\d is ndarray of shape \(1,\), expected a float"),
         ("obs_shape", r"obs of player_\d has shape \(\d+,\), expected \(\d+,\)"),
         ("mask_shape", r"mask of player_\d is bool of shape \(2,\), expected bool of shape \(3,\)"),
+        ("unflagged_end", r"\['player_0', 'player_1'\] neither terminated nor truncated"),
     ],
 )
 def test_check_game_catches_broken_games(flaw, message):
@@ -213,3 +216,15 @@ def test_check_game_catches_accepted_illegal_action():
 
     with pytest.raises(GameCheckError, match="was accepted"):
         games.check_game(Lenient(stones=5), episodes=2)
+
+
+def test_pettingzoo_time_limit_truncates_the_waiting_seat_too():
+    # max_steps cut a turn-based game: only the seat to move was truncated, the waiting one
+    # ended with neither flag, which MAPPO reads as terminated (no bootstrap)
+    game = games.make("pettingzoo/pettingzoo.classic.connect_four_v3", max_steps=3)
+    ts = game.reset(seed=0)
+    while not ts.done:
+        ts = game.step({a: int(np.flatnonzero(ts.legal[a])[0]) for a in ts.acting})
+    assert ts.truncated == {"player_0": True, "player_1": True}
+    assert not any(ts.terminated.values())
+    games.check_game(game, episodes=2)
