@@ -674,7 +674,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name)
     store = PolicyStore(Path(args.db).parent / "eval_snapshots", db, run_id)
     snaps = [store.publish(name, pol) for name, pol in policies.items()]
-    try:  # the run ends finished or failed (it stayed 'running' in the dashboard)
+    try:  # the run ends finished, failed or interrupted (it stayed 'running' in the dashboard)
         runner = make_runner(args.runner)
         try:
             round_robin(db, run_id, runner, spec, args.game, kwargs, snaps, args.episodes,
@@ -687,9 +687,10 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         if exploit is not None:
             _exploit(db, run_id, args, kwargs, snaps, policies, exploit)
     except BaseException as err:  # Ctrl-C too
+        from populations.run_folder import end_status
         from populations.run_folder import one_line as error_line
 
-        db.set_run_status(run_id, "failed", error_line(err))
+        db.set_run_status(run_id, end_status(err), error_line(err))
         db.close()
         raise
     db.set_run_status(run_id, "finished")

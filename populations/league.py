@@ -83,7 +83,7 @@ from populations.members import (
     OpponentDraw,
     TrainPlan,
 )
-from populations.run_folder import RunFolderError, RunLock, check_settings, one_line
+from populations.run_folder import RunFolderError, RunLock, check_settings, end_status, one_line
 from populations.runners import make_runner
 from populations.store import PolicyStore, file_sha256
 
@@ -172,7 +172,7 @@ class League:
         except BaseException as err:
             if self.db is not None:
                 if self._started:  # a resume refused up front leaves the run as it was
-                    self.db.set_run_status(self.run_id, "failed", one_line(err))
+                    self.db.set_run_status(self.run_id, end_status(err), one_line(err))
                 self.db.close()
             self.lock.release()
             raise
@@ -315,11 +315,12 @@ class League:
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
         """Run (or continue) the league to ``cfg.generations``; a run that raises is
-        recorded as ``failed`` with its error before the error propagates."""
+        recorded as ``failed`` (``interrupted`` after Ctrl-C) with its error before the error
+        propagates."""
         try:
             self._run()
         except BaseException as err:
-            self.db.set_run_status(self.run_id, "failed", one_line(err))
+            self.db.set_run_status(self.run_id, end_status(err), one_line(err))
             raise
 
     def _run(self) -> None:

@@ -45,7 +45,7 @@ from populations.psro import (
     seat_tuple,
     why_not_exact,
 )
-from populations.run_folder import SETTINGS_NAME, one_line
+from populations.run_folder import SETTINGS_NAME, end_status, one_line
 from populations.runners import MatchJob, make_runner
 from populations.seeds import MATCH, RunSeeds
 from populations.store import PolicyStore
@@ -111,7 +111,7 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
     try:
         table = _run(cfg, run_dir, logger, db, run_id)
     except BaseException as err:
-        db.set_run_status(run_id, "failed", one_line(err))
+        db.set_run_status(run_id, end_status(err), one_line(err))
         db.close()
         raise
     db.set_run_status(run_id, "finished")

@@ -110,6 +110,12 @@ def one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__
 
 
+def end_status(err: BaseException) -> str:
+    """The status a run stopped by ``err`` is recorded with: ``interrupted`` after Ctrl-C
+    (it resumes as a failed one does; not a crash), ``failed`` otherwise."""
+    return "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
+
+
 def _holder(lock_path: str) -> str:
     """The PID written in a lock file (``unknown`` while the holder is still writing it)."""
     try:
@@ -218,7 +224,8 @@ def open_run(run_dir: str | Path, settings: Mapping[str, Any], resume: bool,
              override: bool = False, may_change: Iterable[str] = (),
              finished: Callable[[], bool] | None = None) -> Iterator[Path]:
     """Hold ``run_dir``'s lock, check the resume's settings (:func:`resume_settings`), and on
-    an error mark the folder's runs still ``running`` as ``failed`` with it."""
+    an error mark the folder's runs still ``running`` as ``failed`` with it (``interrupted``
+    after Ctrl-C)."""
     run_dir = Path(run_dir)
     if resume and not override and not run_dir.is_dir():  # a mistyped name: create nothing
         raise RunFolderError(f"resume=true but run folder {run_dir} does not exist: check its "
@@ -234,7 +241,7 @@ def open_run(run_dir: str | Path, settings: Mapping[str, Any], resume: bool,
                 try:
                     db = LeagueDB(db_path)
                     try:
-                        db.fail_running(one_line(err))
+                        db.fail_running(one_line(err), end_status(err))
                     finally:
                         db.close()
                 except (LeagueDBError, sqlite3.Error, OSError) as db_err:  # keep the first error

@@ -105,7 +105,7 @@ def test_a_policy_of_another_game_or_no_episodes_is_refused(snapshots, tmp_path,
     assert err.strip() == f"selfplay-eval: {message}"
 
 
-def test_an_evaluation_run_ends_finished_or_failed(snapshots, tmp_path, capsys, monkeypatch):
+def test_an_evaluation_run_ends_finished_or_interrupted(snapshots, tmp_path, capsys, monkeypatch):
     """selfplay-eval left its run 'running' in the database (the dashboard showed a live
     run), also after Ctrl-C."""
     from populations import evaluation
@@ -122,5 +122,5 @@ def test_an_evaluation_run_ends_finished_or_failed(snapshots, tmp_path, capsys, 
     code, _, err = _eval(args, capsys)
     assert code == 130 and err.strip().endswith("interrupted")
     db = LeagueDB(str(db_path))
-    assert [db.run_status(r) for r in (1, 2)] == ["finished", "failed"]
+    assert [db.run_status(r) for r in (1, 2)] == ["finished", "interrupted"]
     db.close()

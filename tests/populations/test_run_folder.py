@@ -204,3 +204,25 @@ def test_a_crashed_experiment_records_failed(tmp_path, monkeypatch):
     with pytest.raises(_Boom):
         run_experiment(_exp("population.iterations=1"), tmp_path)
     assert _runs(tmp_path / "league.db") == [("kuhn_psro", "failed", "_Boom: worker lost")]
+
+
+def test_ctrl_c_records_interrupted_not_failed_and_resumes(tmp_path, monkeypatch):
+    """A run stopped by Ctrl-C was recorded ``failed`` (red in the dashboard, as a crash)."""
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(populations.psro_run, "_record_matches", ctrl_c)  # PSRO (open_run too)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(_exp("population.iterations=1"), tmp_path / "psro")
+    assert _runs(tmp_path / "psro" / "league.db") == [
+        ("kuhn_psro", "interrupted", "KeyboardInterrupt")]
+    monkeypatch.setattr(League, "_publish_and_evaluate", ctrl_c)  # a league
+    league = League(_kuhn(), tmp_path / "league")
+    with pytest.raises(KeyboardInterrupt):
+        league.run()
+    league.close()
+    assert _runs(tmp_path / "league" / "league.db") == [
+        ("league", "interrupted", "KeyboardInterrupt")]
+    monkeypatch.undo()
+    run_experiment(_exp("population.iterations=1", "resume=true"), tmp_path / "psro")
+    assert _runs(tmp_path / "psro" / "league.db") == [("kuhn_psro", "finished", None)]

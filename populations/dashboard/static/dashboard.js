@@ -137,7 +137,7 @@
       cell(tr, r.game || "—");
       const st = cell(tr, "");
       const pill = document.createElement("span");
-      pill.className = `pill ${/^(running|failed)$/.test(r.status) ? r.status : ""}`;
+      pill.className = `pill ${/^(running|failed|interrupted)$/.test(r.status) ? r.status : ""}`;
       pill.textContent = r.status;
       st.appendChild(pill);
       cell(tr, when(r.started_at));
