@@ -177,6 +177,8 @@ def bind(host: str, port: int) -> socket.socket:
 
 class BackgroundServer:
     """Serves ``app`` from a thread on ``host`` (a free port unless given); a context manager.
+    On a loopback ``host`` it accepts only loopback Host headers (:func:`trusted_hosts`), as
+    ``selfplay-dashboard`` does, so a web page cannot read it by DNS rebinding.
 
     Example::
 
@@ -186,6 +188,9 @@ class BackgroundServer:
 
     def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0,
                  start_timeout_s: float = 10.0) -> None:
+        hosts = trusted_hosts(host)
+        if hosts is not None:  # whatever allowed_hosts the app was created with
+            app = TrustedHostMiddleware(app, allowed_hosts=hosts)
         self.sock = bind(host, port)
         self.host, self.port = host, self.sock.getsockname()[1]
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))

@@ -361,6 +361,9 @@ def test_background_server_serves_over_http(run_dir):
         with httpx.Client(base_url=server.url, timeout=10) as http:
             assert http.get("/api/health").json()["ok"] is True
             assert len(http.get("/api/runs").json()["runs"]) == 2
+            # DNS rebinding: a page of evil.example resolved to 127.0.0.1 read the league
+            for host in ("evil.example", f"evil.example:{server.port}"):
+                assert http.get("/api/runs", headers={"host": host}).status_code == 400
     assert not server.thread.is_alive()
 
 
