@@ -172,30 +172,46 @@ def _maximin(A: np.ndarray) -> tuple[np.ndarray, float]:
     return _simplex(res.x[:m], LP_NOISE), float(res.x[-1])
 
 
+SUPPORT_MIN = 1e-6
+"""A member belongs to the support of some maximin strategy when one gives it at least this
+probability (members whose deficit is ``g`` reach only about ``1e-9 * scale / g``)."""
+
+
 def _max_support(A: np.ndarray, x0: np.ndarray, value: float) -> np.ndarray:
     """A maximin strategy of largest support: in the relative interior of the optimal face.
 
-    One LP over the cone of the face: scale ``z = lambda * x`` freely and maximize the number
-    of coordinates that reach 1 (``sum y`` with ``y <= z``, ``y <= 1``). Falls back to
-    ``x0`` if round-off leaves the result short of ``value``.
+    For each member outside the support found so far, one LP over the face (mixtures that
+    guarantee ``value`` up to round-off) maximizes that member's probability; the mean of
+    ``x0`` and every solution that gives a new member at least :data:`SUPPORT_MIN` is a
+    maximin strategy whose support is the union of all of theirs. Falls back to ``x0`` if
+    round-off leaves the mean short of ``value``.
+
+    (A single LP over the cone of the face, ``A^T z >= (value - tol) sum(z)`` with ``z``
+    scaled freely, does not work: scaling an optimal ``z`` up multiplies the tolerance's
+    slack, which then covers any member at weight ``~1e-10``, later dropped as noise, so
+    degenerate games came back at the simplex method's vertex.)
     """
     from scipy.optimize import linprog
 
     m, n = A.shape
     scale = max(1.0, float(np.abs(A).max()))
     floor = value - 1e-9 * scale
-    c = np.concatenate([np.zeros(m), -np.ones(m)])
-    a_ub = np.vstack(
-        [
-            np.hstack([-np.eye(m), np.eye(m)]),  # y - z <= 0
-            np.hstack([floor - A.T, np.zeros((n, m))]),  # floor * sum(z) - A^T z <= 0
-        ]
-    )
-    bounds = [(0.0, None)] * m + [(0.0, 1.0)] * m
-    res = linprog(c, A_ub=a_ub, b_ub=np.zeros(m + n), bounds=bounds, method="highs")
-    if not res.success or res.x[:m].sum() <= 0:
+    points = [x0]
+    covered = x0 >= SUPPORT_MIN
+    for i in range(m):
+        if covered[i]:
+            continue
+        c = np.zeros(m)
+        c[i] = -1.0  # maximize x_i
+        res = linprog(c, A_ub=-A.T, b_ub=np.full(n, -floor), A_eq=np.ones((1, m)), b_eq=[1.0],
+                      bounds=[(0.0, None)] * m, method="highs")
+        if res.success and res.x[i] >= SUPPORT_MIN:
+            x = _simplex(res.x, LP_NOISE)
+            points.append(x)
+            covered |= x >= SUPPORT_MIN
+    if len(points) == 1:
         return x0
-    x = _simplex(res.x[:m], LP_NOISE * res.x[:m].max())
+    x = _simplex(np.mean(points, axis=0), LP_NOISE)
     return x if (x @ A).min() >= value - 1e-7 * scale else x0
 
 

@@ -205,3 +205,34 @@ def test_least_exploitable_solver_in_the_registry():
     np.testing.assert_allclose(dists[1], [1 / 3, 2 / 3], atol=1e-8)
     with pytest.raises(ValueError, match="full_game has 2 members of player 1, payoffs 3"):
         ms.least_exploitable(np.zeros((2, 2, 3)), full_game=full)
+
+
+def support_union(A: np.ndarray, value: float) -> np.ndarray:
+    """Reference: the members some maximin strategy plays, one LP per member (max x_i over
+    the optimal face, tolerance 1e-10)."""
+    from scipy.optimize import linprog
+
+    m, n = A.shape
+    out = []
+    for i in range(m):
+        c = np.zeros(m)
+        c[i] = -1.0
+        r = linprog(c, A_ub=-A.T, b_ub=np.full(n, 1e-10 - value), A_eq=np.ones((1, m)),
+                    b_eq=[1.0], bounds=[(0, None)] * m, method="highs")
+        out.append(bool(r.success and -r.fun > 1e-6))
+    return np.array(out)
+
+
+def test_lp_nash_support_is_every_member_some_equilibrium_plays():
+    # Columns 0 and 3 both hold the row player to -2: the column player's largest-support
+    # equilibrium mixes them. The old one-LP cone formulation returned the vertex [1, 0, 0, 0, 0]
+    # (its tolerance slack, scaled up, covered every member at weight ~1e-10).
+    sol = ms.zero_sum_nash(np.array([[-2.0, -1.0, 1.0, -2.0, 0.0]]))
+    np.testing.assert_allclose(sol.col, [0.5, 0, 0, 0.5, 0], atol=1e-8)
+    rng = np.random.default_rng(0)
+    for _ in range(8):  # small integer games: ties and several equilibria
+        A = rng.integers(-2, 3, size=tuple(rng.integers(1, 5, 2))).astype(float)
+        sol = ms.zero_sum_nash(A)
+        np.testing.assert_array_equal(sol.row > 1e-6, support_union(A, sol.value))
+        np.testing.assert_array_equal(sol.col > 1e-6, support_union(-A.T, -sol.value))
+        assert ms.meta_nash_conv(zero_sum(A), [sol.row, sol.col]) < 1e-8
