@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from pathlib import Path
 
@@ -111,6 +112,9 @@ class PolicyStore:
         except OSError:
             raise StoreError(f"snapshot file {path} of {snap.member} v{snap.version} is "
                              "missing; the run folder is incomplete") from None
+        if not stat.S_ISREG(st.st_mode):  # a FIFO blocked hashing for good
+            raise StoreError(f"snapshot file {path} of {snap.member} v{snap.version} is not a "
+                             "regular file; not reading it")
         want = snap.sha256 or _json_sha(path)
         if want is None:  # published by an older selfplay: nothing to check against
             return snap
@@ -132,10 +136,19 @@ class PolicyStore:
         return self._cache[snapshot_id]
 
 
+MAX_SIDECAR_BYTES = 1 << 20  # a sidecar is a few hundred bytes
+
+
 def _json_sha(pt_path: str) -> str | None:
-    """The SHA-256 in a snapshot's ``.json`` sidecar (databases before hashes had none)."""
+    """The SHA-256 in a snapshot's ``.json`` sidecar (databases before hashes had none).
+    Only a regular file of at most :data:`MAX_SIDECAR_BYTES` is read: a link to /dev/zero
+    read until memory ran out, and JSON nested 100,000 deep raised RecursionError."""
+    side = Path(pt_path).with_suffix(".json")
     try:
-        sha = json.loads(Path(pt_path).with_suffix(".json").read_text()).get("sha256")
-    except (OSError, ValueError, AttributeError):
+        st = os.lstat(side)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SIDECAR_BYTES:
+            return None
+        sha = json.loads(side.read_text()).get("sha256")
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
     return sha if isinstance(sha, str) else None

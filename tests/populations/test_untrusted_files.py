@@ -366,3 +366,43 @@ def test_a_linked_snapshot_folder_is_not_written(tmp_path, linked):
     finally:
         db.close()
     assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("sidecar", ["nested", "link"])
+def test_a_snapshot_sidecar_is_read_only_as_a_small_regular_file(tmp_path, sidecar):
+    """A row without a hash falls back to the ``.json`` sidecar: JSON nested 100,000 deep
+    raised RecursionError (a traceback), and a link was followed (to /dev/zero it read
+    until memory ran out). Either is now no sidecar: the snapshot loads unverified, as one
+    from before hashes does."""
+    from populations.store import PolicyStore
+
+    db, store, snap = _run_with_snapshot(tmp_path / "run")
+    side = tmp_path / "run" / "snapshots" / "main" / "v0000.json"
+    side.unlink()
+    if sidecar == "nested":
+        side.write_text("[" * 100_000)
+    else:  # a sidecar elsewhere whose hash does not match: followed, it failed the load
+        (outside := tmp_path / "outside.json").write_text('{"sha256": "' + "0" * 64 + '"}')
+        side.symlink_to(outside)
+    with db.conn:
+        db.conn.execute("UPDATE snapshots SET sha256 = NULL")
+    fresh = PolicyStore(tmp_path / "run" / "snapshots", db, db.run_id("r"))
+    assert fresh.load(snap.id).meta.kind == "mappo"
+    db.close()
+
+
+def test_a_snapshot_that_is_not_a_regular_file_is_refused(tmp_path):
+    """A FIFO in place of a snapshot (a run folder unpacked from elsewhere) blocked the
+    hashing before loading for good."""
+    import os
+
+    from populations.store import PolicyStore, StoreError
+
+    db, store, snap = _run_with_snapshot(tmp_path / "run")
+    (pt := tmp_path / "run" / "snapshots" / "main" / "v0000.pt").unlink()
+    os.mkfifo(pt)
+    fresh = PolicyStore(tmp_path / "run" / "snapshots", db, db.run_id("r"))
+    with pytest.raises(StoreError, match="is not a regular file") as err:
+        fresh.load(snap.id)
+    _one_line(err)
+    db.close()
