@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -72,3 +73,32 @@ def check_torch_zip(source: str | os.PathLike | bytes, what: str,
     if unpacked > size:
         raise error(f"cannot read {what}: its entries claim {unpacked} bytes, more than the "
                     f"{size} bytes of the file")
+
+
+def read_regular(path: str | os.PathLike, what: str, error: type[Exception] = ValueError,
+                 max_bytes: int | None = None) -> bytes:
+    """The bytes of ``path``, which must be a regular file (of at most ``max_bytes``): a run
+    folder from elsewhere may hold a link (to /dev/zero: read until memory runs out) or a
+    FIFO (blocks for good) in place of one of its files. The file is opened without
+    following a link or waiting for a writer, and checked on the open descriptor.
+
+    Raises:
+        error: one line naming ``what`` and ``path``: missing, a link, not a regular file,
+            larger than ``max_bytes``, or unreadable. A missing file raises
+            ``FileNotFoundError`` instead (callers tell "absent" from "bad").
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        why = "a link" if os.path.islink(path) else err.strerror
+        raise error(f"cannot read {what} {path}: {why}") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise error(f"cannot read {what} {path}: not a regular file")
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise error(f"cannot read {what} {path}: {st.st_size} bytes, more than the "
+                        f"{max_bytes} it may hold")
+        return fh.read() if max_bytes is None else fh.read(max_bytes)

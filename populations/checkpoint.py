@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from marl.core import CheckpointError, check_tensors
-from marl.fileio import atomic_write, check_torch_zip
+from marl.fileio import atomic_write, check_torch_zip, read_regular
 from populations.db import refuse_link
 
 log = logging.getLogger(__name__)
@@ -72,13 +72,14 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     """
     path = Path(path)
     refuse_link(path, "checkpoint", CheckpointError)  # resuming reads only the run's own files
-    try:
-        data = path.read_bytes()
+    try:  # a FIFO blocked for good; a link is refused above
+        data = read_regular(path, "checkpoint", CheckpointError)
     except OSError as err:
         raise CheckpointError(f"cannot read checkpoint {path}: {err.strerror}") from None
-    try:
-        recorded = _hash_file(path).read_text().split()[0]
-    except (OSError, IndexError):
+    try:  # a link to /dev/zero read until memory ran out
+        recorded = read_regular(_hash_file(path), "checkpoint hash", CheckpointError,
+                                max_bytes=4096).decode("utf-8", "replace").split()[0]
+    except (FileNotFoundError, IndexError):
         recorded = None
     if recorded is None:
         log.warning("checkpoint %s has no %s file (older selfplay): loading it unverified",

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from marl.core import Policy, load_policy
-from marl.fileio import atomic_write
+from marl.fileio import atomic_write, read_regular
 from populations.db import LeagueDB, SnapshotRow, refuse_link
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
@@ -145,10 +145,8 @@ def _json_sha(pt_path: str) -> str | None:
     read until memory ran out, and JSON nested 100,000 deep raised RecursionError."""
     side = Path(pt_path).with_suffix(".json")
     try:
-        st = os.lstat(side)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SIDECAR_BYTES:
-            return None
-        sha = json.loads(side.read_text()).get("sha256")
+        sha = json.loads(read_regular(side, "snapshot sidecar", max_bytes=MAX_SIDECAR_BYTES)
+                         ).get("sha256")
     except (OSError, ValueError, AttributeError, RecursionError):
         return None
     return sha if isinstance(sha, str) else None

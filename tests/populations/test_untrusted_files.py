@@ -406,3 +406,26 @@ def test_a_snapshot_that_is_not_a_regular_file_is_refused(tmp_path):
         fresh.load(snap.id)
     _one_line(err)
     db.close()
+
+
+@pytest.mark.parametrize("planted", ["fifo checkpoint", "linked hash"])
+def test_a_checkpoint_and_its_hash_are_read_only_as_regular_files(tmp_path, planted):
+    """A FIFO named like a checkpoint blocked resuming for good, and the ``.sha256``
+    sidecar was read through a link (to /dev/zero: until memory ran out)."""
+    import os
+
+    run = tmp_path / "run" / "checkpoints"
+    path = save_checkpoint(run, 1, {"generation": 0})
+    side = path.with_name(path.name + ".sha256")
+    if planted == "fifo checkpoint":
+        path.unlink()
+        os.mkfifo(path)
+        refused = "not a regular file"
+    else:  # the right hash, kept elsewhere
+        (outside := tmp_path / "hash.txt").write_bytes(side.read_bytes())
+        side.unlink()
+        side.symlink_to(outside)
+        refused = "checkpoint hash .* a link"
+    with pytest.raises(CheckpointError, match=refused) as err:
+        read_checkpoint(path)
+    _one_line(err)
