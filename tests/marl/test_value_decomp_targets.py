@@ -8,7 +8,8 @@ The reference walks the recorded steps with plain loops:
 the target evaluates; ``double_q=False``: the target does both) for the agents still in the
 game after the step, 0 for those not (one that left, in the step or before; one waiting a
 step, ``Exits(wait=True)``, is still in), and ``Q_tot(s, ...)`` mixing the chosen utilities
-of the agents that acted."""
+of the agents that acted. ``r_team`` is the mean reward of the agents still in the episode
+at the step (one that left before it does not count)."""
 
 import numpy as np
 import pytest
@@ -28,8 +29,8 @@ def _t(x) -> torch.Tensor:
 @torch.no_grad()
 def _reference_loss(learner, rec, double_q):
     agents = learner.agents
-    errs, kinds = [], {"term": 0, "trunc": 0, "left": 0, "left_before_trunc": 0,
-                       "wait_at_trunc": 0}
+    errs, rewards, kinds = [], [], {"term": 0, "trunc": 0, "left": 0, "left_before_trunc": 0,
+                       "wait_at_trunc": 0, "mean_after_left": 0}
     for (vs, actions, nxt), gone in zip(rec, left_before(rec, agents), strict=True):
         for c in range(len(nxt.done)):
             done = bool(nxt.done[c])
@@ -38,7 +39,10 @@ def _reference_loss(learner, rec, double_q):
                 if vs.acting[a][c]:
                     q[i] = learner.qnet.forward_agent(_t(vs.obs[a][c])[None], i)[0, actions[a][c]]
             q_tot = float(learner.mixer(q[None], _t(vs.state[c])[None])[0])
-            y = float(np.mean([nxt.rewards[a][c] for a in agents]))
+            # team reward: the mean over the agents still in the episode at this step
+            y = float(np.mean([nxt.rewards[a][c] for a in agents if (c, a) not in gone]))
+            kinds["mean_after_left"] += len(gone & {(c, a) for a in agents}) > 0
+            rewards.append(y)
             src, st = (nxt.final_obs, nxt.final_state) if done else (nxt.obs, nxt.state)
             nq, still = torch.zeros(len(agents)), []
             for i, a in enumerate(agents):
@@ -64,7 +68,7 @@ def _reference_loss(learner, rec, double_q):
                     kinds["left_before_trunc"] += len(still) < len(agents)
                 y += GAMMA * float(learner.target_mixer(nq[None], _t(st[c])[None])[0])
             errs.append((q_tot - y) ** 2)
-    return float(np.mean(errs)), kinds
+    return float(np.mean(errs)), kinds, rewards
 
 
 @pytest.mark.parametrize(("mixer", "double_q", "wait"), [
@@ -82,11 +86,12 @@ def test_td_loss_matches_a_slow_reference(mixer, double_q, wait):
         learner.target_qnet.net[-1].bias.add_(3.0)
     learner.cfg.eps_start = learner.cfg.eps_end = 1.0  # uniform legal actions: every ending
     rec = record(learner, vg)
-    ref, kinds = _reference_loss(learner, rec, double_q)
+    ref, kinds, rewards = _reference_loss(learner, rec, double_q)
     assert kinds.pop("wait_at_trunc") >= 2 if wait else kinds.pop("wait_at_trunc") == 0, kinds
     assert min(kinds.values()) >= 2, kinds
     whole = {k: v[: len(learner.buffer)] for k, v in learner.buffer.data.items()}
     learner.buffer.sample = lambda n, gen: whole  # the update sees every transition once
+    np.testing.assert_allclose(whole["reward"].numpy(), rewards, rtol=1e-6, atol=1e-6)
     metrics = learner.update()
     assert metrics["losses/td_loss"] == pytest.approx(ref, rel=1e-5)
 
