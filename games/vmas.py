@@ -69,6 +69,14 @@ MOVES_3X3 = tuple("+".join(filter(None, (_AXIS[0][i // 3], _AXIS[1][i % 3]))) or
 SCENARIOS = tuple(sorted({*vmas.scenarios, *vmas.mpe_scenarios, *vmas.debug_scenarios}))
 
 
+def _colour_sides(scenario: Any) -> dict[str, str]:
+    """``{agent name: "blue" | "red"}`` of a scenario that lists both sides (``football``:
+    played and scripted players alike; its ball is on neither), else empty."""
+    if not (getattr(scenario, "blue_agents", None) and getattr(scenario, "red_agents", None)):
+        return {}
+    return {a.name: s for s in ("blue", "red") for a in getattr(scenario, f"{s}_agents")}
+
+
 def _declared_teams(scenario: Any, agents: Sequence[Any]) -> dict[str, str]:
     """Teams of the played ``agents``: adversaries against the others where the agents'
     ``adversary`` flags differ (the MPE ports); ``blue`` against ``red`` where the scenario
@@ -78,8 +86,7 @@ def _declared_teams(scenario: Any, agents: Sequence[Any]) -> dict[str, str]:
     flags = [bool(a.adversary) for a in agents]
     if any(flags) and not all(flags):
         return {a: "adversary" if f else "good" for a, f in zip(ids, flags, strict=True)}
-    side = {a.name: s for s in ("blue", "red")
-            for a in getattr(scenario, f"{s}_agents", None) or ()}
+    side = _colour_sides(scenario)
     if set(ids) <= set(side) and len({side[a] for a in ids}) > 1:
         return {a: side[a] for a in ids}
     return {a: COOPERATIVE_TEAM for a in ids}
@@ -206,7 +213,11 @@ class _Sim:
     def graph_static(self) -> tuple[torch.Tensor, np.ndarray]:
         """(``[V, F]`` node features without positions, ``[V]`` node types)."""
         n_agents = len(self.env.world.agents)
-        types = np.array([1 if i < n_agents and e.adversary else 0 if i < n_agents else 2
+        # football: red players are the adversary type, blue ones agents, and its ball (an
+        # agent of neither side) an object, as a landmark; before, all three looked alike
+        side = _colour_sides(self.env.scenario)
+        types = np.array([2 if i >= n_agents or (side and e.name not in side)
+                          else 1 if e.adversary or side.get(e.name) == "red" else 0
                           for i, e in enumerate(self.entities)], np.int64)
         nodes = torch.zeros(len(self.entities), NODE_DIM, device=self.device)
         for i, e in enumerate(self.entities):

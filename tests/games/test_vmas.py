@@ -61,7 +61,13 @@ def test_football_with_both_sides_played_is_blue_against_red():
     assert {a.id: a.team for a in spec.agents} == {
         "agent_blue_0": "blue", "agent_blue_1": "blue", "agent_red_0": "red", "agent_red_1": "red"}
     assert spec.roles == ("agent_blue", "agent_red")
-    assert games.make("vmas/football", n_blue_agents=2, n_red_agents=2).spec.teams == ("team",)
+    scripted_red = games.make("vmas/football", n_blue_agents=2, n_red_agents=2)
+    assert scripted_red.spec.teams == ("team",)
+    # the GNN's node types: red players (played or scripted) adversaries, the ball an object
+    # (all three were the agent type)
+    scripted_red.reset(seed=0)
+    graph = scripted_red.entity_graph("agent_blue_0")  # nodes: blue 0, 1, red 0, 1, ball, walls
+    assert graph.node_type.tolist() == [0, 0, 1, 1] + [2] * (len(graph.node_type) - 4)
 
 
 def test_cooperative_scenarios_are_one_team_and_teams_can_be_overridden():
