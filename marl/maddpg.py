@@ -75,6 +75,8 @@ from marl.replay import (
     seated,
 )
 
+TARGET_ACTIONS = ("argmax", "gumbel")
+
 
 @dataclass
 class MADDPGConfig:
@@ -93,6 +95,9 @@ class MADDPGConfig:
     train_every: int = 1  # vector steps between updates (one critic + one actor step each)
     exploration_noise: float = 0.1  # continuous: std of Gaussian noise in [-1, 1] action units
     gumbel_temperature: float = 1.0  # discrete: Gumbel-softmax temperature of the actor update
+    target_action: str = "argmax"  # discrete: the target actors' next actions in the critic
+    # targets: "argmax" (their best legal action; maddpg-pytorch, EPyMARL) or "gumbel" (a
+    # straight-through Gumbel sample at gumbel_temperature, as OpenAI's MADDPG samples)
     actor_reg: float = 1e-3  # L2 penalty on actor outputs (pre-tanh / logits), as in MADDPG
     max_grad_norm: float = 0.5  # gradient clipping (global norm) of actors and critics
     seed: int = 0  # seeds network init, exploration and minibatch sampling
@@ -103,6 +108,7 @@ class MADDPGConfig:
 
     def validate(self) -> None:
         check_choice("MADDPGConfig.state_input", self.state_input, STATE_INPUTS)
+        check_choice("MADDPGConfig.target_action", self.target_action, TARGET_ACTIONS)
         for name in ("batch_size", "buffer_size", "train_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"MADDPGConfig.{name} must be >= 1, got {getattr(self, name)}")
@@ -506,14 +512,16 @@ class MADDPG(Learner):
 
         # Critic: Q_i(x, u) -> r_i + gamma * Q'_i(x', mu'(o'))
         with torch.no_grad():
+            sample = {"explore": cfg.target_action == "gumbel",  # discrete only; no box noise
+                      "temperature": cfg.gumbel_temperature, "gen": self.update_gen}
             next_out_BAD = self.target_actor(b["next_obs"], g)
-            next_act_BAD = self.head.unit_actions(next_out_BAD, b.get("next_legal"), explore=False)
+            next_act_BAD = self.head.unit_actions(next_out_BAD, b.get("next_legal"), **sample)
             # an agent that left now (the copy goes on): its own row bootstraps from its last
             # observation (a truncation), the others see it gone, with the target action of
             # the zero observation it has at every later step (placeholder: any real action)
             gone_1AD = self.head.unit_actions(
                 self.target_actor(b["next_obs"].new_zeros(1, A, b["next_obs"].shape[-1]), g),
-                self.stack.real_actions[None] if self.head.discrete else None, explore=False)
+                self.stack.real_actions[None] if self.head.discrete else None, **sample)
             others_BAD = torch.where(b["left"][..., None], gone_1AD, next_act_BAD)
             own_AA1 = torch.eye(A, dtype=torch.bool, device=self.device)[:, :, None]
             next_BAAD = torch.where(own_AA1, next_act_BAD[:, None], others_BAD[:, None])

@@ -50,37 +50,46 @@ def _unit(learner, i: int, action) -> np.ndarray:
     return out
 
 
-def _mu(learner, net, i: int, obs, legal=None) -> np.ndarray:
-    """Agent ``i``'s deterministic action under actor ``net``: best legal one-hot or tanh."""
+def _mu(learner, net, i: int, obs, legal=None, gumbel=None) -> np.ndarray:
+    """Agent ``i``'s deterministic action under actor ``net``: best legal one-hot or tanh;
+    ``gumbel``: Gumbel noise added to the logits (a sample of the softmax policy)."""
     out = _mlp(net, learner.groups[i], np.asarray(obs, float))
     if learner.head.discrete:
+        out = out if gumbel is None else out + gumbel
         return np.eye(out.size)[int(np.argmax(np.where(legal, out, -np.inf)))]
     width = int(learner.head.dims_A[i])
     return np.where(np.arange(out.size) < width, np.tanh(out), 0.0)
 
 
-def _reference_loss(learner, rec):
-    """Mean over (step, copy, acting agent) of ``(Q_i(s, u) - y_i)^2``, by loops."""
+def _reference_loss(learner, rec, noise=None):
+    """Mean over (step, copy, acting agent) of ``(Q_i(s, u) - y_i)^2``, by loops.
+    ``noise``: ``([rows, A, D], [1, A, D])`` Gumbel noise of the sampled target actions
+    (``target_action="gumbel"``), per stored row, and of an agent's gone placeholder."""
     agents, g = learner.agents, learner.groups
     D = int(learner.head.dims_A.max())
     errs, kinds = [], {"term": 0, "trunc": 0, "left": 0, "dead": 0, "wait": 0, "cut": 0}
-    for (vs, actions, nxt), gone in zip(rec, left_before(rec, agents), strict=True):
+    for k, ((vs, actions, nxt), gone) in enumerate(zip(rec, left_before(rec, agents),
+                                                       strict=True)):
         for c in range(len(nxt.done)):
+            r = k * len(nxt.done) + c  # the stored row
             done = bool(nxt.done[c])
             st = nxt.final_state if done else nxt.state
             state = np.asarray(vs.state[c], float)
             joint = np.concatenate([_unit(learner, i, actions[a][c]) for i, a in enumerate(agents)])
 
-            def next_action(j, a, own, nxt=nxt, c=c, done=done):  # target actor j's best
+            def next_action(j, a, own, nxt=nxt, c=c, r=r, done=done):  # target actor j's best
                 # legal action after the step
                 legal = (nxt.legal[a][c] if learner.head.discrete and not done and nxt.acting[a][c]
                          else np.ones(D, bool))  # placeholder rows: any action
                 alone = not done and (nxt.terminated[a][c] or nxt.truncated[a][c])
                 if alone:  # the game's last observation of it (t / LIMIT > 0: not zeros)
                     assert nxt.final_obs[a][c][0] > 0
+                placeholder = alone and not own and not done
                 obs = (nxt.final_obs[a][c] if done or (alone and own)
-                       else np.zeros_like(nxt.obs[a][c]) if alone else nxt.obs[a][c])
-                return _mu(learner, learner.target_actor, j, obs, legal)
+                       else np.zeros_like(nxt.obs[a][c]) if placeholder else nxt.obs[a][c])
+                gumbel = None if noise is None else noise[int(placeholder)][
+                    0 if placeholder else r, j]
+                return _mu(learner, learner.target_actor, j, obs, legal, gumbel)
 
             for i, a in enumerate(agents):
                 if (c, a) in gone:
@@ -148,6 +157,34 @@ def test_critic_and_actor_losses_match_a_slow_reference(share, cont, wait):
     if cont:  # the discrete actor step samples Gumbel noise; its heads are tested apart
         ref_actor = _reference_actor_loss(learner, actor, rec)
         assert metrics["losses/actor_loss"] == pytest.approx(ref_actor, rel=1e-5)
+
+
+def test_sampled_target_actions_match_a_slow_reference():
+    """``target_action="gumbel"`` (OpenAI's MADDPG): each target actor's next action is a
+    Gumbel-max sample of its softmax policy over the legal actions, drawn per stored row
+    (and once for an agent's gone placeholder), not its argmax."""
+    vg = VectorGame(lambda: Exits(cut=True), 4, seed=0, with_state=True)
+    cfg = MADDPGConfig(gamma=GAMMA, batch_size=8, learning_starts=1, buffer_size=1000,
+                       hidden=(16,), seed=1, actor_reg=0.0, target_action="gumbel",
+                       gumbel_temperature=0.5)
+    learner = MADDPG(vg.spec, cfg)
+    with torch.no_grad():
+        learner.target_critic.layers[-1].bias.add_(3.0)
+        for p in learner.target_actor.parameters():  # logits near the Gumbel noise's scale
+            p.mul_(40.0)
+    rec = record(learner, vg)
+    whole = {k: v[: len(learner.buffer)] for k, v in learner.buffer.data.items()}
+    learner.buffer.sample = lambda n, gen: whole
+    gen = torch.Generator().set_state(learner.update_gen.get_state())
+    noise = []
+    for shape in ((len(learner.buffer), 2, 3), (1, 2, 3)):  # the update's first two draws
+        u = torch.rand(shape, generator=gen).clamp_(1e-10, 1.0 - 1e-7)
+        noise.append((-torch.log(-torch.log(u))).double().numpy())
+    ref, kinds = _reference_loss(learner, rec, noise)
+    argmax_ref, _ = _reference_loss(learner, rec)
+    assert kinds["cut"] >= 3
+    assert abs(ref - argmax_ref) > 1e-3 * ref  # the samples are not the argmaxes
+    assert learner.update()["losses/critic_loss"] == pytest.approx(ref, rel=1e-5)
 
 
 def test_a_dead_agent_gets_no_actor_gradient():
