@@ -5,12 +5,14 @@ and α-Rank over the empirical game (OpenSpiel's own ``open_spiel.python.egt.alp
 Pure functions of recorded episodes (:class:`populations.db.MatchRow`): nothing here
 reads a database or trains anything, so the dashboard and scripts share one definition.
 
-A snapshot's *score* in an episode is the sum of the returns of the agents it seats (a
-team's return); in an episode between snapshots ``a`` and ``b`` the *margin* of ``a`` is
-its score minus ``b``'s, and ``a`` wins, draws or loses as the margin is > tol, |·| <= tol
-or < -tol. Episodes where one snapshot plays every seat (self-play) say nothing about a
-pair and are left out. Role-asymmetric games: the league plays each pair in both seat
-orders, so these are seat-averaged figures, as the payoffs table is.
+A snapshot's *score* in an episode is the mean return of the agents it seats (its team's
+return, as ``populations.evaluation`` and ``marl.train.evaluate`` count it: a shared team
+reward once, however many seats the team has); in an episode between snapshots ``a`` and
+``b`` the *margin* of ``a`` is its score minus ``b``'s, and ``a`` wins, draws or loses as
+the margin is > tol, |·| <= tol or < -tol. Episodes where one snapshot plays every seat
+(self-play) say nothing about a pair and are left out. Role-asymmetric games: the league
+plays each pair in both seat orders, so these are seat-averaged figures, and over complete
+role-swapped pairs a pair's mean margin is the payoffs table's value.
 
 Intervals are percentile bootstrap intervals: the episodes of a pair are resampled with
 replacement ``resamples`` times (one ``(resamples, n)`` index array, vectorized), from a
@@ -71,10 +73,13 @@ def episodes(matches: Iterable[MatchRow]) -> Episodes:
     b: list[int] = []
     margin: list[float] = []
     for m in matches:
-        score: dict[int, float] = {}
+        total: dict[int, float] = {}
+        seats: dict[int, int] = {}
         for agent, sid in m.seats.items():
             if agent in m.returns:
-                score[int(sid)] = score.get(int(sid), 0.0) + float(m.returns[agent])
+                total[int(sid)] = total.get(int(sid), 0.0) + float(m.returns[agent])
+                seats[int(sid)] = seats.get(int(sid), 0) + 1
+        score = {s: total[s] / seats[s] for s in total}
         sids = sorted(score)
         for i, x in enumerate(sids):
             for y in sids[i + 1:]:

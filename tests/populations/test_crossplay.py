@@ -18,6 +18,7 @@ from populations.crossplay import (
     pair_rng,
 )
 from populations.db import MatchRow
+from populations.evaluation import pair_outcomes
 from populations.ratings import PairOutcome, Ratings
 
 
@@ -41,9 +42,10 @@ def reference(matches: list[MatchRow], resamples: int, seed: int, confidence: fl
     resample's rates counted one by one, with the same index draws as the module."""
     margins: dict[tuple[int, int], list[float]] = {}
     for m in matches:
-        score: dict[int, float] = {}
+        seated: dict[int, list[float]] = {}
         for agent, sid in m.seats.items():
-            score[sid] = score.get(sid, 0.0) + m.returns[agent]
+            seated.setdefault(sid, []).append(m.returns[agent])
+        score = {sid: sum(r) / len(r) for sid, r in seated.items()}  # the team's return
         for x in score:
             for y in score:
                 if x < y:
@@ -93,9 +95,27 @@ def test_tables_match_the_slow_reference_loop(chunk, monkeypatch):
 def test_three_snapshot_episode_gives_every_pair():
     m = MatchRow("x", "g", {"a": 1, "b": 2, "c": 3, "d": 3}, {"a": 1.0, "b": 2.0, "c": 1.0,
                                                              "d": 1.5})
-    e = episodes([m])
-    assert list(zip(e.a, e.b, e.margin, strict=True)) == [(1, 2, -1.0), (1, 3, -1.5),
-                                                          (2, 3, -0.5)]
+    e = episodes([m])  # snapshot 3's score is the mean of its seats' returns, 1.25
+    assert list(zip(e.a, e.b, e.margin, strict=True)) == [(1, 2, -1.0), (1, 3, -0.25),
+                                                          (2, 3, 0.75)]
+
+
+def test_team_scores_are_team_returns_as_in_the_payoffs_table():
+    # 3 seats against 1: the three-seat team's shared reward 1.0 is its return, not 3.0, so
+    # snapshot 9 (return 2.0) wins the first episode, as populations.evaluation counts it.
+    # Over a complete role-swapped pair the mean margin is the payoffs table's value.
+    rows = [
+        MatchRow("rr/7-9/ab/e0000", "g", {"x0": 7, "x1": 7, "x2": 7, "y0": 9},
+                 {"x0": 1.0, "x1": 1.0, "x2": 1.0, "y0": 2.0}),
+        MatchRow("rr/7-9/ba/e0000", "g", {"x0": 9, "x1": 9, "x2": 9, "y0": 7},
+                 {"x0": -1.0, "x1": -1.0, "x2": -1.0, "y0": 0.5}),
+    ]
+    e = episodes(rows)
+    assert e.margin.tolist() == [-1.0, 1.5]
+    (o,) = pair_outcomes(rows)
+    cp = crossplay(e, resamples=10)
+    assert (o.a, o.b) == (7, 9) and cp.table["margin"][0][1] == pytest.approx(o.margin / 2)
+    assert cp.table["loss"][0][1] == 0.5 and cp.table["win"][0][1] == 0.5
 
 
 def test_same_seed_same_intervals_and_pairs_are_independent():
