@@ -209,7 +209,9 @@ class League:
                                  "approximate NashConv") from None
         if len(self.spec.teams) != 2:
             raise ValueError(
-                f"a self-play league needs two teams; {cfg.game} has {self.spec.teams}")
+                f"a self-play league needs two teams; {cfg.game} has {self.spec.teams}; "
+                "accepted: a game with two teams (game.kwargs.teams=[[...],[...]] groups its "
+                "seats), or population=psro, which plays any number")
         self.members: list[Member] = list(members) if members is not None else [
             MAPPOMember(MEMBER, MAPPO(self.spec, cfg.mappo, device=cfg.device, seed=cfg.seed))]
         names = [m.name for m in self.members]
