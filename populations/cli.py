@@ -250,6 +250,19 @@ def check_command_line(args: Sequence[str]) -> None:
         if group in ("hydra.run.dir", "hydra.sweep.dir") and value in ("", None):
             raise CLIError(f"{group} is empty (an unset shell variable?), which writes the "
                            "run into this folder; give the run's folder")
+        if group in ("hydra.run.dir", "hydra.sweep.dir") and isinstance(value, str) and \
+                "\\${" in value:  # Hydra resolves the folder's name again (its logging)
+            raise CLIError(f"{group}={value}: a folder name holding a literal '${{' cannot be "
+                           "a run folder (Hydra resolves it as an interpolation); rename it")
+        if group in ("hydra.run.dir", "hydra.sweep.dir") and isinstance(value, str) and \
+                value.startswith("/"):  # $RUN/x with RUN unset: /x, made silently
+            first = next((p for p in value.split("/") if p), "")
+            if not first:
+                raise CLIError(f"{group}={value} is the filesystem's root (an unset shell "
+                               "variable, as in $RUN/?); give the run's folder")
+            if "$" not in first and not Path("/", first).is_dir():
+                raise CLIError(f"{group}={value}: /{first} does not exist (an unset shell "
+                               "variable, as in $RUN/x?); give a folder under an existing one")
         if group == "imports" and isinstance(value, str):  # Hydra: "str is not a ListConfig"
             raise CLIError(f"imports={value} must be a list: imports=[{value}]")
         if group not in groups or o.package is not None or o.input_line.startswith(("+", "~")):
@@ -426,7 +439,13 @@ def run_dir_override(run_dir: Path, key: str = "hydra.run.dir") -> str:
     refused by Hydra's grammar unquoted, and a space splits the shell's words."""
     path = str(run_dir)
     if not re.fullmatch(r"[\w./:+-]+", path, re.ASCII):
-        path = f'"{path}"' if '"' not in path else f"'{path}'"
+        # OmegaConf resolves ${...} in the value: \${ is a literal ${ (a backslash before it
+        # doubled); in Hydra's quoted string a quote and the backslashes before it or before
+        # the closing quote are escaped with a backslash
+        path = re.sub(r"(\\*)\$\{", lambda m: m[1] * 2 + "\\${", path)
+        q = "'" if '"' in path and "'" not in path else '"'
+        path = q + re.sub(rf"(\\*)({q}|\Z)", lambda m: m[1] * 2 + ("\\" + q if m[2] else ""),
+                          path) + q
     return shlex.quote(f"{key}={path}")
 
 

@@ -105,6 +105,27 @@ def test_the_printed_resume_override_reads_back_as_the_folder(path):
     assert o.key_or_group == "hydra.run.dir" and o.value() == path
 
 
+def test_the_printed_resume_override_names_the_folder_to_hydra(tmp_path):
+    """Both quote kinds, a backslash before a quote or at the end, or ``${`` in the name were
+    printed as overrides Hydra could not parse, or read as an interpolation."""
+    import shlex
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from populations.cli import run_dir_override
+
+    names = ["/r/it's \"x\"", "/r/x\\", "/r/a\\'b\"", '/r/"\\', "/r/a${b}", "/r/a\\${b}",
+             "/r/$HOME !x `y`", "/r/plain"]
+    (tmp_path / "c.yaml").write_text("{}")  # Hydra's own config is what reads the folder
+    with initialize_config_dir(config_dir=str(tmp_path), version_base=None):
+        for name in names:
+            (word,) = shlex.split(run_dir_override(Path(name)))
+            cfg = compose(config_name="c", overrides=[word], return_hydra_config=True)
+            assert OmegaConf.select(cfg, "hydra.run.dir") == name, word
+
+
 def test_ctrl_c_in_a_plain_league_is_one_line_naming_the_resume(tmp_path, capsys, monkeypatch):
     """``python -m populations.league`` printed a KeyboardInterrupt traceback on Ctrl-C."""
     from populations import league
@@ -134,6 +155,9 @@ def test_ctrl_c_in_selfplay_eval_is_one_line(capsys, monkeypatch):
     ("hydra.run.dir=", "hydra.run.dir is empty (an unset shell variable?)"),
     ("hydra.sweep.dir=", "hydra.sweep.dir is empty"),
     ("imports=mygames", "imports=mygames must be a list: imports=[mygames]"),
+    ("hydra.run.dir=/no_such_top_folder/x", "/no_such_top_folder does not exist (an unset "),
+    ("hydra.sweep.dir=/", "hydra.sweep.dir=/ is the filesystem's root"),
+    (r'hydra.run.dir="runs/a\${y}"', "holding a literal '${' cannot be a run folder"),
 ])
 def test_command_line_slips_are_named_with_their_fix(arg, message):
     """``hydra.run.dir=$UNSET`` wrote league.db, snapshots/ and checkpoints/ into the working
@@ -143,6 +167,7 @@ def test_command_line_slips_are_named_with_their_fix(arg, message):
     with pytest.raises(CLIError, match=re.escape(message)):
         check_command_line(["game=kuhn", arg])
     check_command_line(["game=kuhn", "hydra.run.dir=x", "imports=[mygames]"])  # fine
+    check_command_line(["hydra.run.dir=/tmp/r/${now:%H}", "hydra.sweep.dir=/${oc.env:X}/s"])
 
 
 def test_ctrl_c_while_hydra_composes_is_one_line(capsys, monkeypatch):
