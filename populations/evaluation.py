@@ -96,7 +96,12 @@ def pair_outcomes(matches: Iterable[MatchRow]) -> list[PairOutcome]:
 
 
 def recompute(db: LeagueDB, run_id: int, step: int) -> Ratings:
-    """Payoffs and ratings from every recorded match; written to the database at ``step``."""
+    """Payoffs and ratings from every recorded match; written to the database at ``step``.
+
+    A payoff entry ``(a, b)`` holds the mean over ``a``'s role-swapped pairs against ``b`` of
+    the per-episode margin (``a``'s team return minus ``b``'s; in a zero-sum game twice
+    ``a``'s mean return), the win rate (draws count 1/2) and the number of pairs; ``(b, a)``
+    holds the negated margin and ``1 -`` the win rate."""
     outcomes = pair_outcomes(db.matches(run_id))
     ratings = Ratings()
     ratings.update(outcomes)
