@@ -36,6 +36,9 @@ class MatchmakingConfig:
         if self.weighting not in PFSP_WEIGHTINGS:
             raise ValueError(f"pfsp weighting {self.weighting!r} unknown; choose one of "
                              f"{sorted(PFSP_WEIGHTINGS)}")
+        if not self.exponent >= 0.0 or self.exponent == float("inf"):  # NaN fails too
+            raise ValueError(f"pfsp exponent={self.exponent!r}; expected a finite value >= 0 "
+                             "(hard weighting (1 - p) ** exponent)")
         if not 0.0 <= self.smoothing <= 1.0:
             raise ValueError(f"smoothing={self.smoothing!r}; expected a value in [0, 1]")
 

@@ -75,3 +75,6 @@ def test_matchmaking_errors():
         MatchmakingConfig(weighting="soft")
     with pytest.raises(ValueError, match="no candidate opponents"):
         opponent_distribution([], MatchmakingConfig())
+    for bad in (-1.0, float("nan"), float("inf")):  # NaN probabilities (a crash mid-run) before
+        with pytest.raises(ValueError, match=r"pfsp exponent=.*expected a finite value >= 0"):
+            MatchmakingConfig(exponent=bad)
