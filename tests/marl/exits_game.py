@@ -14,6 +14,9 @@ reward reads the sum of the entries.
 ``Exits(wait=True)``: ``agent_1`` sits out the last step before the time limit (it does not
 act, has not left, and is paid ``WAIT_REWARD``), so a truncation finds it waiting.
 
+``Exits(graph=True)``: an entity graph for GNN encoders: one node per agent (it stays when
+the agent leaves, marked gone) and one landmark.
+
 ``Exits(cut=True)``: ``agent_0`` has its own time limit: still in at step ``CUT`` (and the
 episode not ended by ``agent_1``), it is *truncated alone* while ``agent_1`` plays on.
 """
@@ -23,6 +26,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from games import ActionSpace, AgentSpec, Game, GameSpec, Transition
+from games.core import EntityGraph
+from games.graphs import NODE_DIM, full_edges
 
 IDS = ("agent_0", "agent_1")
 LIMIT = 4  # steps before the live agents are truncated
@@ -32,7 +37,8 @@ CUT = 3  # Exits(cut=True): agent_0 is truncated alone at this step
 
 
 class Exits(Game):
-    def __init__(self, continuous: bool = False, wait: bool = False, cut: bool = False) -> None:
+    def __init__(self, continuous: bool = False, wait: bool = False, cut: bool = False,
+                 graph: bool = False) -> None:
         self.continuous, self.wait, self.cut = continuous, wait, cut
         spaces = ({a: ActionSpace("continuous", shape=(2 - i,), low=-2.0, high=3.0)
                    for i, a in enumerate(IDS)} if continuous
@@ -45,6 +51,7 @@ class Exits(Game):
             max_steps=LIMIT,
             simultaneous=True,
             state_shape=(5,),
+            has_entity_graph=graph,
         )
         self.rng = np.random.default_rng(0)
         self.t, self.live, self.over = 0, list(IDS), False
@@ -108,6 +115,20 @@ class Exits(Game):
 
     def text_observation(self, agent: str) -> str:
         return f"step {self.t}"
+
+    def entity_graph(self, agent: str | None = None) -> EntityGraph | None:
+        """Nodes ``[x, y, vx, vy, size, is_self, is_agent, is_adversary, is_landmark]``:
+        agent ``i`` at ``(noise_i, alive_i)`` moving ``(t / LIMIT, 0)``, the landmark at 0
+        (absolute coordinates; ``marl.gnn`` centres them on each ego)."""
+        if not self.spec.has_entity_graph:
+            return None
+        nodes = np.zeros((3, NODE_DIM), np.float32)
+        for i, a in enumerate(IDS):
+            nodes[i, :3] = self.noise[i], float(a in self.live), self.t / LIMIT
+            nodes[i, 6] = 1.0
+        nodes[:2, 4], nodes[2, 4], nodes[2, 8] = 0.1, 0.3, 1.0
+        return EntityGraph(nodes=nodes, edge_index=full_edges(3), node_type=np.array([0, 0, 2]),
+                           agent_node={a: i for i, a in enumerate(IDS)})
 
     def state(self) -> np.ndarray:
         alive = [float(a in self.live) for a in IDS]

@@ -7,7 +7,9 @@ is paid until its next acting step (a waiting step's reward included), GAE runs 
 steps and stops at the agent's own end: no bootstrap where it terminated (or the episode
 ended without cutting it), the critic's value of its last input where it was truncated,
 alone or with the episode. Where it was truncated alone, that input is read from the game
-itself (``Game.observe`` / ``Game.state`` right after the step), not from the VecStep. After
+itself (``Game.observe`` / ``Game.state`` / ``Game.entity_graph`` right after the step), not
+from the VecStep. With GNN encoders (actor and critic) a departed agent's node stays in the
+graph and its rows are left out the same way. After
 an agent's end nothing of its copy's later steps is credited to it, and it has no complete
 (trained) step until its next episode; its last step in the rollout, if its outcome is not
 known yet, is carried (not complete) and its earlier steps bootstrap from its value."""
@@ -26,11 +28,15 @@ GAMMA, LAM, R, B = 0.9, 0.8, 40, 4
 
 
 def _value(learner, i, x):
-    """Agent ``i``'s value of critic input ``x`` (its seat one-hot appended)."""
-    seat = np.eye(len(learner.agents))[i]
-    inp = torch.as_tensor(np.concatenate([x, seat]), dtype=torch.float32)[None]
+    """Agent ``i``'s value of critic input ``x``: a vector (its seat one-hot appended) or
+    the entity graph's nodes (agent ``i``'s node the ego)."""
+    if learner.cfg.net.critic == "gnn":
+        inp = {"graph": torch.as_tensor(x)[None], "ego": torch.tensor([i])}
+    else:
+        seat = np.eye(len(learner.agents))[i]
+        inp = {"critic": torch.as_tensor(np.concatenate([x, seat]), dtype=torch.float32)[None]}
     with torch.no_grad():
-        return float(learner.value_rms.denormalize(learner.critics[0]({"critic": inp}))[0])
+        return float(learner.value_rms.denormalize(learner.critics[0](inp))[0])
 
 
 def _reference(learner, rec):
@@ -69,12 +75,17 @@ def _reference(learner, rec):
 
 
 @pytest.mark.parametrize(("critic", "wait"), [("state", False), ("local", False),
-                                               ("state", True)],
-                         ids=["mappo_state-cut_alone", "ippo-cut_alone", "mappo_state-waiting"])
+                                               ("state", True), ("gnn", False)],
+                         ids=["mappo_state-cut_alone", "ippo-cut_alone", "mappo_state-waiting",
+                              "mappo_gnn-cut_alone"])
 def test_value_targets_stop_at_each_agents_own_end(critic, wait):
+    gnn = critic == "gnn"
+    net = NetConfig(critic=critic, encoder="gnn" if gnn else "mlp", share="all", hidden=(16,),
+                    gnn_hidden=8, gnn_layers=1)
     cfg = MAPPOConfig(rollout_steps=R, gamma=GAMMA, gae_lambda=LAM, rollout_end="carry",
-                      net=NetConfig(critic=critic, share="all", hidden=(16,)))
-    vg = VectorGame(lambda: Exits(wait=wait, cut=not wait), B, seed=0, with_state=True)
+                      net=net)
+    vg = VectorGame(lambda: Exits(wait=wait, cut=not wait, graph=gnn), B, seed=0,
+                    with_state=True, with_graphs=gnn)
     learner = MAPPO(vg.spec, cfg, seed=0)
     with torch.no_grad():  # values far from 0 and unlike each other
         learner.critics[0].head[-1].bias.add_(3.0)
@@ -87,7 +98,10 @@ def test_value_targets_stop_at_each_agents_own_end(critic, wait):
             row = []
             for a in learner.agents:
                 alone = not nxt.done[c] and (nxt.terminated[a][c] or nxt.truncated[a][c])
-                if critic == "state":
+                if gnn:
+                    row.append(vg.games[c].entity_graph().nodes if alone else
+                               nxt.final_graph[c])
+                elif critic == "state":
                     row.append(vg.games[c].state() if alone else nxt.final_state[c]
                                if nxt.done[c] else nxt.state[c])
                 else:
