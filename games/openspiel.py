@@ -7,6 +7,8 @@
 * Rewards are the change of ``state.returns()`` over a step, so their sum over an
   episode is the OpenSpiel return.
 * Simultaneous-move nodes ask every player with legal actions to act at once.
+* Every seat is its own team, except in games of identical utilities (``tiny_hanabi``,
+  ``coop_box_pushing``), whose seats are one cooperative team; ``teams=`` overrides.
 
 The live ``pyspiel`` game and state are exposed (``pyspiel_game``, ``pyspiel_state``)
 for exact solvers such as exploitability.
@@ -40,6 +42,7 @@ from games.core import (
 from games.teams import override_sides
 
 logger = logging.getLogger(__name__)
+COOPERATIVE_TEAM = "team"  # the one team of a game whose seats all score the same
 # Integer parameters that are not counts or sizes: 0 is a meaningful value for them.
 _NOT_A_COUNT = re.compile(
     r"seed|bonus|threshold|points|insanity|handicap|recall|dealer|starting|fixed|extra|knock"
@@ -295,9 +298,13 @@ class OpenSpielGame(Game):
         obs_shape = (int(np.prod(shape)),)
         space = ActionSpace("discrete", n=self.game.num_distinct_actions())
         name = str(self.game) if params else game_string
+        # identical utilities (tiny_hanabi, coop_box_pushing): one cooperative team; else
+        # every seat its own (partnerships, as in tiny_bridge_4p, need teams=)
+        coop = gtype.utility == pyspiel.GameType.Utility.IDENTICAL
         self.spec = GameSpec(
             name=f"openspiel/{name}",
-            agents=tuple(AgentSpec(a, role=a, team=a) for a in self._ids),
+            agents=tuple(AgentSpec(a, role=a, team=COOPERATIVE_TEAM if coop else a)
+                         for a in self._ids),
             obs_shapes={a: obs_shape for a in self._ids},
             action_spaces={a: space for a in self._ids},
             max_steps=int(self.game.max_game_length()),

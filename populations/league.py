@@ -211,7 +211,7 @@ class League:
             raise ValueError(
                 f"a self-play league needs two teams; {cfg.game} has {self.spec.teams}; "
                 "accepted: a game with two teams (game.kwargs.teams=[[...],[...]] groups its "
-                "seats), or population=psro, which plays any number")
+                "seats); population=psro plays any number, population=none one team")
         self.members: list[Member] = list(members) if members is not None else [
             MAPPOMember(MEMBER, MAPPO(self.spec, cfg.mappo, device=cfg.device, seed=cfg.seed))]
         names = [m.name for m in self.members]

@@ -229,3 +229,14 @@ def test_malformed_metadata_teams_name_the_override(tmp_path, monkeypatch):
         games.make(f"pettingzoo/{mod}:env")
     game = games.make(f"pettingzoo/{mod}:env", teams={"agent_0": "a", "agent_1": "b"})
     assert game.spec.teams == ("a", "b")
+
+
+def test_openspiel_games_of_identical_utilities_are_one_team():
+    # tiny_hanabi was two teams: population=none trained player_0 beside a random partner
+    # and a league played partners against each other
+    for name in ("tiny_hanabi", "coop_box_pushing", "matrix_coordination"):
+        spec = games.make(f"openspiel/{name}").spec
+        assert spec.teams == ("team",) and not spec.zero_sum, name
+    assert games.make("openspiel/kuhn_poker").spec.teams == ("player_0", "player_1")
+    split = games.make("openspiel/tiny_hanabi", teams=[["player_0"], ["player_1"]]).spec
+    assert split.teams == ("team_0", "team_1")
