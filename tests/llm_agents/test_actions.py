@@ -46,6 +46,32 @@ def test_match_action(text, index):
     assert match_action(text, ["Pass", "Bet", "x(0,1)"]) == index
 
 
+def test_match_action_reads_the_tag_findall_would():
+    """Searching only up to the last closing tag finds the same last tag as before."""
+    import random
+    import re
+
+    tag = re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL)
+    rng = random.Random(0)
+    parts = ["<action>", "</action>", "<ACTION>", "</Action>", "Bet", "Pass", " ", "<act"]
+    for _ in range(2000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randint(0, 10)))
+        found = tag.findall(text)
+        said = found[-1] if found else text
+        want = next((i for i, o in enumerate(["Pass", "Bet"])
+                     if "".join(said.lower().split()) == o.lower()), None)
+        assert match_action(text, ["Pass", "Bet"]) == want, text
+
+
+@pytest.mark.timeout(60)  # a hang guard: ~10 ms now; the quadratic search took ~9 minutes
+def test_match_action_is_linear_in_unclosed_tags():
+    """An output of many ``<action>`` tags with no closing one after them (400 KB) made the
+    lazy tag search scan to the end from each: 20,000 tags took 83 s to parse."""
+    assert match_action("<action>" * 50_000, ["Pass", "Bet"]) is None
+    assert match_action("<action>" * 50_000 + "</action><action>Bet</action>" + "<action>" * 50_000,
+                        ["Pass", "Bet"]) == 1
+
+
 def test_invalid_output_gets_penalty_and_fallback_and_is_counted(kuhn_tok):
     replies = ["<action>Bet</action>", "fold!", "Pass"]
     backend = ScriptedBackend(kuhn_tok, replies)
