@@ -58,7 +58,7 @@ import torch
 
 import games
 from marl.actor_critic import NetConfig
-from marl.core import derive_seed
+from marl.core import CheckpointError, derive_seed
 from marl.mappo import MAPPO, MAPPOConfig
 from populations.approx_exploit import ExploitEvery, exploit_snapshots
 from populations.checkpoint import checkpoint_files, load_latest, save_checkpoint
@@ -280,16 +280,21 @@ class League:
             log.info("no checkpoint in %s: starting from scratch", self.run_dir)
             return
         path, state = found
-        self._check_snapshots(path, int(state["generation"]), str(state["phase"]),
-                              state.get("progress"))
-        for m in self.members:
-            if m.name not in state["members"]:
-                raise ValueError(f"checkpoint {path} has no member {m.name!r} (it holds "
-                                 f"{sorted(state['members'])}); resume with the same members")
-            m.load_state_dict(state["members"][m.name])
-        self.generation, self.phase = int(state["generation"]), str(state["phase"])
-        self.frames = int(state["frames"])
-        self.progress = {k: (int(g), str(p)) for k, (g, p) in state.get("progress", {}).items()}
+        try:  # the file is untrusted: a crafted entry of another type is one line, not a traceback
+            self._check_snapshots(path, int(state["generation"]), str(state["phase"]),
+                                  state.get("progress"))
+            for m in self.members:
+                if m.name not in state["members"]:
+                    raise ValueError(f"checkpoint {path} has no member {m.name!r} (it holds "
+                                     f"{sorted(state['members'])}); resume with the same members")
+                m.load_state_dict(state["members"][m.name])
+            self.generation, self.phase = int(state["generation"]), str(state["phase"])
+            self.frames = int(state["frames"])
+            self.progress = {k: (int(g), str(p))
+                             for k, (g, p) in state.get("progress", {}).items()}
+        except (KeyError, TypeError, AttributeError, IndexError) as err:
+            raise CheckpointError(f"checkpoint {path} does not hold a league state this selfplay "
+                                  f"reads ({type(err).__name__}: {one_line(err)})") from None
         log.info("resumed from %s (generation %d, %s)", path.name, self.generation, self.phase)
 
     def _check_snapshots(self, path: Path, generation: int, phase: str,

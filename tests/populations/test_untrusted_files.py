@@ -429,3 +429,44 @@ def test_a_checkpoint_and_its_hash_are_read_only_as_regular_files(tmp_path, plan
     with pytest.raises(CheckpointError, match=refused) as err:
         read_checkpoint(path)
     _one_line(err)
+
+
+@pytest.fixture(scope="module")
+def league_run(tmp_path_factory):
+    """A finished one-generation league run folder (copied by each test that edits it)."""
+    from populations.experiment import run_experiment
+    from tests.populations.test_untrusted_rows import LEAGUE, _experiment
+
+    run = tmp_path_factory.mktemp("league") / "run"
+    run_experiment(_experiment(LEAGUE), run)
+    return run
+
+
+CRAFTED_LEAGUE_STATE = {  # what a crafted league checkpoint holds, each once a traceback
+    "no generation": lambda s: s.pop("generation"),  # KeyError
+    "member not a dict": lambda s: s.update(members={k: "x" for k in s["members"]}),  # TypeError
+}  # progress={"main": 5} and frames=[1] were TypeErrors of the same lines too
+
+
+@pytest.mark.parametrize("craft", sorted(CRAFTED_LEAGUE_STATE))
+def test_resuming_a_crafted_league_checkpoint_is_one_line(tmp_path, league_run, craft, capsys):
+    import shutil
+
+    from populations.checkpoint import checkpoint_files, load_latest
+    from populations.cli import TRAIN, run_folder_guard
+    from populations.experiment import run_experiment
+    from tests.populations.test_untrusted_rows import LEAGUE, _experiment
+
+    run = tmp_path / "run"
+    shutil.copytree(league_run, run)
+    _, state = load_latest(run / "checkpoints")
+    for p in checkpoint_files(run / "checkpoints"):
+        p.unlink()
+    CRAFTED_LEAGUE_STATE[craft](state)
+    save_checkpoint(run / "checkpoints", 99, state)  # with its hash: the crafter writes it too
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_, run_folder_guard(TRAIN, run, created=False):
+        run_experiment(_experiment(LEAGUE, resume=True), run)
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2
+    assert "does not hold a league state" in err and "\n" not in err, err
