@@ -219,17 +219,18 @@ def test_targets_move_by_polyak_averaging_after_every_update():
 
 
 def test_replay_checkpoint_from_before_per_agent_ends_loads():
-    """A replay saved before ``acting`` / ``terminated`` existed: every agent acted and
-    none left alone (the old semantics), and training goes on."""
+    """A replay saved before ``acting`` / ``terminated`` / ``left`` existed: every agent
+    acted and none left alone (the old semantics), and training goes on."""
     vg = VectorGame(Exits, 4, seed=0, with_state=True)
     learner = MADDPG(vg.spec, MADDPGConfig(batch_size=8, learning_starts=1, hidden=(16,)))
     record(learner, vg, steps=5)
     state = learner.state_dict()
-    for key in ("acting", "terminated"):
+    for key in ("acting", "terminated", "left"):
         del state["buffer"]["data"][key]
     fresh = MADDPG(vg.spec, MADDPGConfig(batch_size=8, learning_starts=1, hidden=(16,)))
     fresh.load_state_dict(state)
     n = len(fresh.buffer)
     assert n == 20 and fresh.buffer.data["acting"][:n].all()
     assert not fresh.buffer.data["terminated"][:n].any()
+    assert not fresh.buffer.data["left"][:n].any()
     assert np.isfinite(fresh.update()["losses/critic_loss"])
