@@ -111,17 +111,25 @@ def _reference_loss(learner, rec, noise=None):
     return float(np.mean(errs)), kinds
 
 
-def _reference_actor_loss(learner, actor, rec):
+def _reference_actor_loss(learner, actor, rec, noise=None):
     """Mean over (step, copy, agent in the episode) of ``-Q_i(s, u_-i, tanh(mu_i(o_i)))`` with the
-    critic as it is now (after the update's critic step) and the actor from before it."""
+    critic as it is now (after the update's critic step) and the actor from before it;
+    discrete: the straight-through Gumbel sample's forward value, the one-hot of
+    ``argmax(logits + noise)`` over the legal actions (``noise [rows, A, D]``)."""
     agents, qs = learner.agents, []
-    for (vs, actions, _), gone in zip(rec, left_before(rec, agents), strict=True):
+    D = int(learner.head.dims_A.max())
+    for k, ((vs, actions, _), gone) in enumerate(zip(rec, left_before(rec, agents),
+                                                     strict=True)):
         for c in range(len(vs.done)):
             units = [_unit(learner, i, actions[a][c]) for i, a in enumerate(agents)]
             for i, a in enumerate(agents):
                 if (c, a) in gone:
                     continue
-                joint = [*units[:i], _mu(learner, actor, i, vs.obs[a][c]), *units[i + 1 :]]
+                legal = vs.legal[a][c] if learner.head.discrete and vs.acting[a][c] else (
+                    np.ones(D, bool))  # a waiting seat's row: any action
+                gumbel = None if noise is None else noise[k * len(vs.done) + c, i]
+                own = _mu(learner, actor, i, vs.obs[a][c], legal, gumbel)
+                joint = [*units[:i], own, *units[i + 1 :]]
                 x = np.concatenate([vs.state[c], *joint, np.eye(len(agents))[i]])
                 qs.append(_mlp(learner.critic, learner.groups[i], x)[0])
     return -float(np.mean(qs))
@@ -152,11 +160,15 @@ def test_critic_and_actor_losses_match_a_slow_reference(share, cont, wait):
     whole = {k: v[: len(learner.buffer)] for k, v in learner.buffer.data.items()}
     learner.buffer.sample = lambda n, gen: whole  # the update sees every transition once
     actor = copy.deepcopy(learner.actor)
+    gen = torch.Generator().set_state(learner.update_gen.get_state())
     metrics = learner.update()
     assert metrics["losses/critic_loss"] == pytest.approx(ref, rel=1e-5)
-    if cont:  # the discrete actor step samples Gumbel noise; its heads are tested apart
-        ref_actor = _reference_actor_loss(learner, actor, rec)
-        assert metrics["losses/actor_loss"] == pytest.approx(ref_actor, rel=1e-5)
+    noise = None
+    if not cont:  # the actor step's Gumbel draw, the update's first (argmax targets draw none)
+        u = torch.rand(whole["action"].shape, generator=gen).clamp_(1e-10, 1.0 - 1e-7)
+        noise = (-torch.log(-torch.log(u))).double().numpy()
+    ref_actor = _reference_actor_loss(learner, actor, rec, noise)
+    assert metrics["losses/actor_loss"] == pytest.approx(ref_actor, rel=1e-5)
 
 
 def test_sampled_target_actions_match_a_slow_reference():
