@@ -177,14 +177,16 @@ SUPPORT_MIN = 1e-6
 probability (members whose deficit is ``g`` reach only about ``1e-9 * scale / g``)."""
 
 
-def _max_support(A: np.ndarray, x0: np.ndarray, value: float) -> np.ndarray:
+def _max_support(A: np.ndarray, x0: np.ndarray, value: float, y: np.ndarray) -> np.ndarray:
     """A maximin strategy of largest support: in the relative interior of the optimal face.
 
-    For each member outside the support found so far, one LP over the face (mixtures that
-    guarantee ``value`` up to round-off) maximizes that member's probability; the mean of
-    ``x0`` and every solution that gives a new member at least :data:`SUPPORT_MIN` is a
-    maximin strategy whose support is the union of all of theirs. Falls back to ``x0`` if
-    round-off leaves the mean short of ``value``.
+    For each member outside the support found so far that is a best response to the
+    opponent's equilibrium strategy ``y`` (only those can be played by an equilibrium, by
+    complementary slackness), one LP over the face (mixtures that guarantee ``value`` up to
+    round-off) maximizes that member's probability; the mean of ``x0`` and every solution
+    that gives a new member at least :data:`SUPPORT_MIN` is a maximin strategy whose support
+    is the union of all of theirs. Falls back to ``x0`` if round-off leaves the mean short
+    of ``value``.
 
     (A single LP over the cone of the face, ``A^T z >= (value - tol) sum(z)`` with ``z``
     scaled freely, does not work: scaling an optimal ``z`` up multiplies the tolerance's
@@ -197,7 +199,7 @@ def _max_support(A: np.ndarray, x0: np.ndarray, value: float) -> np.ndarray:
     scale = max(1.0, float(np.abs(A).max()))
     floor = value - 1e-9 * scale
     points = [x0]
-    covered = x0 >= SUPPORT_MIN
+    covered = (x0 >= SUPPORT_MIN) | (A @ y < value - 1e-7 * scale)  # in, or surely out
     for i in range(m):
         if covered[i]:
             continue
@@ -229,11 +231,15 @@ def zero_sum_nash(A: np.ndarray, max_support: bool = True) -> ZeroSumSolution:
     A = np.asarray(A, dtype=np.float64)
     if A.ndim != 2 or A.size == 0:
         raise ValueError(f"A must be a non-empty [m, n] matrix, got shape {A.shape}")
-    row, value = _maximin(A)
-    col, neg_value = _maximin(-A.T)
+    # HiGHS' tolerances are absolute: solve at unit scale so a game paid in thousandths is
+    # solved as accurately as one paid in units (and the support tests below stay relative)
+    scale = float(np.abs(A).max()) or 1.0
+    B = A / scale
+    row, value = _maximin(B)
+    col, neg_value = _maximin(-B.T)
     if max_support:
-        row, col = _max_support(A, row, value), _max_support(-A.T, col, neg_value)
-    return ZeroSumSolution(row=row, col=col, value=value)
+        row, col = _max_support(B, row, value, col), _max_support(-B.T, col, neg_value, row)
+    return ZeroSumSolution(row=row, col=col, value=value * scale)
 
 
 def is_constant_sum(payoffs: np.ndarray, atol: float = 1e-6) -> bool:

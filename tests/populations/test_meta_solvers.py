@@ -236,3 +236,7 @@ def test_lp_nash_support_is_every_member_some_equilibrium_plays():
         np.testing.assert_array_equal(sol.row > 1e-6, support_union(A, sol.value))
         np.testing.assert_array_equal(sol.col > 1e-6, support_union(-A.T, -sol.value))
         assert ms.meta_nash_conv(zero_sum(A), [sol.row, sol.col]) < 1e-8
+        small = ms.zero_sum_nash(A * 1e-3)  # the LP's absolute tolerances: solved at unit scale
+        np.testing.assert_allclose(small.row, sol.row, atol=1e-8)
+        np.testing.assert_allclose(small.col, sol.col, atol=1e-8)
+        assert small.value == pytest.approx(sol.value * 1e-3, abs=1e-12)
