@@ -77,6 +77,8 @@ class CSVLogger(MetricsLogger):
     def __init__(self, run_dir: Path, cfg: LoggerConfig, config: dict[str, Any]) -> None:
         self.files = run_dir / "metrics.csv"
         refuse_link(self.files, "metrics file", ValueError)  # appended to: the run's own only
+        if self.files.exists() and not self.files.is_file():  # a FIFO: opening blocked for good
+            raise ValueError(f"metrics file {self.files} is not a regular file; remove it")
         self._seen = self._repair()
         self._fh = self.files.open("a", newline="")
         self._w = csv.writer(self._fh)

@@ -470,3 +470,15 @@ def test_resuming_a_crafted_league_checkpoint_is_one_line(tmp_path, league_run, 
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2
     assert "does not hold a league state" in err and "\n" not in err, err
+
+
+def test_a_fifo_named_metrics_csv_is_refused(tmp_path):
+    """Appending to a FIFO planted as metrics.csv blocked the run before its first step."""
+    import os
+
+    from populations.loggers import CSVLogger, LoggerConfig
+
+    os.mkfifo(tmp_path / "metrics.csv")
+    with pytest.raises(ValueError, match="is not a regular file") as err:
+        CSVLogger(tmp_path, LoggerConfig(), {})
+    _one_line(err)
