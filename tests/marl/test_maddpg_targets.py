@@ -135,10 +135,16 @@ def _reference_actor_loss(learner, actor, rec, noise=None):
     return -float(np.mean(qs))
 
 
-@pytest.mark.parametrize(("share", "cont"), [(False, False), (True, False), (False, True),
-                                             (True, True)],
-                         ids=["per_agent", "shared", "box_per_agent", "box_shared"])
-@pytest.mark.parametrize("wait", [False, True, "cut"], ids=["acting", "waiting", "cut_alone"])
+CASES = [(share, cont, wait) for wait in (False, True) for share, cont in
+         ((False, False), (True, False), (False, True), (True, True))]
+CASES += [(False, False, "cut"), (True, True, "cut")]  # an agent truncated alone
+
+
+WAITS = {False: "acting", True: "waiting", "cut": "cut_alone"}
+
+
+@pytest.mark.parametrize(("share", "cont", "wait"), CASES, ids=[
+    f"{WAITS[w]}-{'box_' if c else ''}{'shared' if s else 'per_agent'}" for s, c, w in CASES])
 def test_critic_and_actor_losses_match_a_slow_reference(share, cont, wait):
     cut, wait = wait == "cut", wait is True
     vg = VectorGame(lambda: Exits(continuous=cont, wait=wait, cut=cut), 4, seed=0,
