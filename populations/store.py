@@ -103,6 +103,9 @@ class PolicyStore:
                 of a crafted database), or its bytes differ from what was published.
         """
         path = snap.path
+        if "\0" in path:  # os functions raised a bare "embedded null byte"
+            raise StoreError(f"snapshot {snap.member} v{snap.version} is recorded at {path!r}, "
+                             "which holds a NUL byte; not reading it")
         root = os.path.realpath(self.root)  # the database row is untrusted: read only inside
         if os.path.commonpath([root, os.path.realpath(path)]) != root:
             raise StoreError(f"snapshot {snap.member} v{snap.version} is recorded at {path}, "

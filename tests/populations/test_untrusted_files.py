@@ -482,3 +482,17 @@ def test_a_fifo_named_metrics_csv_is_refused(tmp_path):
     with pytest.raises(ValueError, match="is not a regular file") as err:
         CSVLogger(tmp_path, LoggerConfig(), {})
     _one_line(err)
+
+
+def test_a_snapshot_row_path_with_a_nul_byte_is_one_line(tmp_path):
+    """A NUL byte in a row's path raised os's bare 'embedded null byte' naming nothing."""
+    from populations.store import PolicyStore, StoreError
+
+    db, store, snap = _run_with_snapshot(tmp_path / "run")
+    with db.conn:
+        db.conn.execute("UPDATE snapshots SET path = ?", ("snapshots/main/v0\0.pt",))
+    fresh = PolicyStore(tmp_path / "run" / "snapshots", db, db.run_id("r"))
+    with pytest.raises(StoreError, match="main v0 .* NUL byte") as err:
+        fresh.load(snap.id)
+    _one_line(err)
+    db.close()
