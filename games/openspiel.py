@@ -8,7 +8,8 @@
   episode is the OpenSpiel return.
 * Simultaneous-move nodes ask every player with legal actions to act at once.
 * Every seat is its own team, except in games of identical utilities (``tiny_hanabi``,
-  ``coop_box_pushing``), whose seats are one cooperative team; ``teams=`` overrides.
+  ``coop_box_pushing``), whose seats are one cooperative team, and in the partnership games
+  of :data:`PARTNERSHIPS` (seats 0 and 2 against 1 and 3); ``teams=`` overrides.
 
 The live ``pyspiel`` game and state are exposed (``pyspiel_game``, ``pyspiel_state``)
 for exact solvers such as exploitability.
@@ -43,6 +44,9 @@ from games.teams import override_sides
 
 logger = logging.getLogger(__name__)
 COOPERATIVE_TEAM = "team"  # the one team of a game whose seats all score the same
+# Four-player partnership games: seats 0 and 2 against 1 and 3 (partners' returns are equal
+# in every episode; OpenSpiel's game type does not say so). Named as teams=[[0, 2], [1, 3]].
+PARTNERSHIPS = ("bridge", "euchre", "spades", "tiny_bridge_4p", "python_team_dominoes")
 # Integer parameters that are not counts or sizes: 0 is a meaningful value for them.
 _NOT_A_COUNT = re.compile(
     r"seed|bonus|threshold|points|insanity|handicap|recall|dealer|starting|fixed|extra|knock"
@@ -298,13 +302,17 @@ class OpenSpielGame(Game):
         obs_shape = (int(np.prod(shape)),)
         space = ActionSpace("discrete", n=self.game.num_distinct_actions())
         name = str(self.game) if params else game_string
-        # identical utilities (tiny_hanabi, coop_box_pushing): one cooperative team; else
-        # every seat its own (partnerships, as in tiny_bridge_4p, need teams=)
-        coop = gtype.utility == pyspiel.GameType.Utility.IDENTICAL
+        # identical utilities (tiny_hanabi, coop_box_pushing): one cooperative team; the
+        # partnership games: two; else every seat its own
+        if gtype.utility == pyspiel.GameType.Utility.IDENTICAL:
+            team_of = dict.fromkeys(self._ids, COOPERATIVE_TEAM)
+        elif gtype.short_name in PARTNERSHIPS and n == 4:
+            team_of = {a: f"team_{i % 2}" for i, a in enumerate(self._ids)}
+        else:
+            team_of = {a: a for a in self._ids}
         self.spec = GameSpec(
             name=f"openspiel/{name}",
-            agents=tuple(AgentSpec(a, role=a, team=COOPERATIVE_TEAM if coop else a)
-                         for a in self._ids),
+            agents=tuple(AgentSpec(a, role=a, team=team_of[a]) for a in self._ids),
             obs_shapes={a: obs_shape for a in self._ids},
             action_spaces={a: space for a in self._ids},
             max_steps=int(self.game.max_game_length()),

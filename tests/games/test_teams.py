@@ -240,3 +240,14 @@ def test_openspiel_games_of_identical_utilities_are_one_team():
     assert games.make("openspiel/kuhn_poker").spec.teams == ("player_0", "player_1")
     split = games.make("openspiel/tiny_hanabi", teams=[["player_0"], ["player_1"]]).spec
     assert split.teams == ("team_0", "team_1")
+
+
+def test_openspiel_partnership_games_are_two_teams():
+    # seats 0 and 2 against 1 and 3: each seat was its own team, so population=none trained
+    # player_0 beside a random partner and a league refused the game (four teams)
+    for name in ("tiny_bridge_4p", "euchre", "python_team_dominoes"):
+        spec = games.make(f"openspiel/{name}").spec
+        assert {a.id: a.team for a in spec.agents} == {
+            "player_0": "team_0", "player_1": "team_1", "player_2": "team_0",
+            "player_3": "team_1"}, name
+    assert len(games.make("openspiel/hearts").spec.teams) == 4  # every player for themself
