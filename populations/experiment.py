@@ -615,8 +615,9 @@ def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, r
         path, raw = found
         step, returns, seconds = raw.get("step"), raw.get("returns", []), raw.get("seconds", 0.0)
         metrics = raw.get("metrics", {})
-        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            raise CheckpointError(f"checkpoint {path} holds step={step!r}; expected a count >= 0")
+        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < 2**63:
+            raise CheckpointError(f"checkpoint {path} holds step={step!r}; expected a count >= 0 "
+                                  "below 2**63 (SQLite's integers)")
         if not isinstance(returns, list) or not all(isinstance(r, float) for r in returns) \
                 or not isinstance(seconds, float) or not isinstance(metrics, dict) \
                 or not all(isinstance(k, str) and isinstance(v, float)

@@ -126,18 +126,19 @@ def test_a_damaged_checkpoint_stops_the_resume_in_one_line(tmp_path, monkeypatch
     assert not list((tmp_path / "snapshots").rglob("*.pt"))  # nothing trained nor published
 
 
-def test_a_checkpoint_with_a_bad_step_is_refused(tmp_path, monkeypatch):
+@pytest.mark.parametrize("bad", [-5, 2**64])  # 2**64: an OverflowError traceback from SQLite
+def test_a_checkpoint_with_a_bad_step_is_refused(tmp_path, monkeypatch, bad):
     real = experiment.save_checkpoint
 
     def save(folder, step, state, keep=3):
-        real(folder, step, {**state, "step": -5}, keep)
+        real(folder, step, {**state, "step": bad}, keep)
         raise _Killed
 
     monkeypatch.setattr(experiment, "save_checkpoint", save)
     with pytest.raises(_Killed):
         run_experiment(_exp(*TINY), tmp_path)
     monkeypatch.undo()
-    with pytest.raises(CheckpointError, match="step=-5; expected a count >= 0"):
+    with pytest.raises(CheckpointError, match=f"step={bad}; expected a count >= 0"):
         run_experiment(_exp(*TINY, "resume=true"), tmp_path)
 
 
