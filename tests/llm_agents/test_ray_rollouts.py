@@ -5,12 +5,8 @@ refuses to play; the same runs on a Ray cluster joined by address."""
 
 import dataclasses
 import io
-import os
-import secrets
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,7 +22,6 @@ from llm_agents.trainer import GRPOConfig
 from populations.learner_actors import connect_ray
 from populations.runners import init_ray
 from tests.llm_agents.conftest import COMPACT, KUHN, RELAY
-from tests.ray_cluster import free_port, kill_session
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = TinyModelConfig(n_layer=1, n_embd=32, n_head=2)
@@ -136,13 +131,6 @@ def test_bad_settings_are_one_line_errors():
         RolloutWorkersConfig(workers=0)
 
 
-LOOPBACK = ("from ray._private import services; "
-            "services.resolve_ip_for_localhost = lambda host: host; "
-            "services.get_node_ip_address = lambda address=None: '127.0.0.1'")
-"""Ray turns a loopback node address into the machine's routable one when clusters are on;
-a test cluster (and its driver) keeps 127.0.0.1, so nothing listens on the network."""
-
-
 DRIVER = """
 import sys
 from tests.llm_agents.test_ray_rollouts import _assert_same, _cfg, _train
@@ -155,28 +143,14 @@ _assert_same(_train(_cfg(), "local", iterations=1), joined)
 
 
 @pytest.mark.slow
-def test_rollouts_run_on_a_ray_cluster_given_by_address():
-    """A head started by ``ray start`` with its own auth token; a learner joins it by
-    address (``runner.address``'s path: ``connect_ray``) and its actors play what the
-    in-process shards play."""
-    port = free_port()
-    temp = tempfile.mkdtemp(prefix="sp-ray-")  # short: Ray's socket paths must fit 107 bytes
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "token",
-           "RAY_AUTH_TOKEN": secrets.token_hex(32)}  # the cluster's own token
-    head = subprocess.Popen(
-        [sys.executable, "-c", LOOPBACK + "; from ray.scripts.scripts import main; main()",
-         "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2",
-         "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
-        env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        _, err = head.communicate(timeout=180)
-        assert head.returncode == 0, err.decode()[-2000:]
-        driver = subprocess.run([sys.executable, "-c", DRIVER, f"127.0.0.1:{port}"], env=env,
-                                cwd=ROOT, capture_output=True, timeout=300)
-        assert driver.returncode == 0, driver.stderr.decode()[-3000:]
-    finally:
-        kill_session(head.pid)
-        shutil.rmtree(temp, ignore_errors=True)
+def test_rollouts_run_on_a_ray_cluster_given_by_address(loopback_cluster):
+    """A cluster started by ``ray start`` with its own auth token (``tests/ray_cluster.py``);
+    a learner joins it by address (``runner.address``'s path: ``connect_ray``) and its
+    actors play what the in-process shards play."""
+    driver = subprocess.run([sys.executable, "-c", DRIVER, loopback_cluster.address],
+                            env=loopback_cluster.env, cwd=ROOT, capture_output=True,
+                            timeout=300)
+    assert driver.returncode == 0, driver.stderr.decode()[-3000:]
 
 
 def test_runner_ray_trains_an_llm_experiment_as_the_in_process_workers_do(ray_local, tmp_path):

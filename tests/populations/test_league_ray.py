@@ -19,7 +19,6 @@ from marl.mappo import MAPPO, MAPPOConfig
 from populations.league import League, LeagueConfig
 from populations.learner_actors import LearnerActorError
 from populations.members import LearnerMember
-from tests.ray_cluster import free_port, kill_session
 
 GAME = "openspiel/kuhn_poker"
 ROOT = Path(__file__).resolve().parents[2]
@@ -235,45 +234,23 @@ def test_driver_killed_with_kill_9_resumes_with_nothing_lost(tmp_path):
 
 
 @pytest.mark.slow
-def test_league_joins_a_two_node_cluster_by_address(tmp_path):
+def test_league_joins_a_two_node_cluster_by_address(tmp_path, loopback_cluster):
     """``runner.address``: a head and a second node started with ``ray start`` on this
-    machine (loopback only); the league's two learners train on different nodes."""
-    import secrets
-    import shutil
-    import tempfile
-
-    port = free_port()
-    temp = tempfile.mkdtemp(prefix="sp-ray-")  # short: Ray's socket paths must fit 107 bytes
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "token",
-           "RAY_AUTH_TOKEN": secrets.token_hex(32)}  # the cluster's own token
-    start = [sys.executable, str(ROOT / "tests" / "populations" / "loopback_ray.py"), "start",
-             "--node-ip-address=127.0.0.1", "--num-cpus=2", "--disable-usage-stats"]
-    sessions = []
-    try:
-        for extra in (["--head", f"--port={port}", "--include-dashboard=false",
-                       f"--temp-dir={temp}"], [f"--address=127.0.0.1:{port}"]):
-            proc = subprocess.Popen([*start, *extra], env=env, start_new_session=True,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            sessions.append(proc.pid)
-            _, err = proc.communicate(timeout=180)
-            assert proc.returncode == 0, err.decode()[-2000:]
-        run = tmp_path / "run"
-        train = subprocess.run(
-            [sys.executable, "-m", "populations.cli", f"game.name={GAME}", "encoder=mlp",
-             "population=fsp", "population.members=[mappo,mappo_exploiter]",
-             "mappo.net.critic=concat", "population.generations=1",
-             "population.frames_per_generation=256",
-             "num_envs=8", "eval_episodes=2", "progress=false", "logger=none",
-             "runner=ray", "runner.workers=1", f"runner.address=127.0.0.1:{port}",
-             f"hydra.run.dir={run}"], env=env, capture_output=True, timeout=300)
-        assert train.returncode == 0, train.stderr.decode()[-3000:]
-        db = sqlite3.connect(run / "league.db")
-        workers = [w for (w,) in db.execute("SELECT worker FROM generations")]
-        status = db.execute("SELECT status FROM runs").fetchone()
-        db.close()
-        assert status == ("finished",) and len(workers) == 2
-        assert len({w.split()[0] for w in workers}) == 2, workers  # two nodes
-    finally:
-        for sid in sessions:
-            kill_session(sid)
-        shutil.rmtree(temp, ignore_errors=True)
+    machine (loopback only, ``tests/ray_cluster.py``); the league's two learners train on
+    different nodes."""
+    run = tmp_path / "run"
+    train = subprocess.run(
+        [sys.executable, "-m", "populations.cli", f"game.name={GAME}", "encoder=mlp",
+         "population=fsp", "population.members=[mappo,mappo_exploiter]",
+         "mappo.net.critic=concat", "population.generations=1",
+         "population.frames_per_generation=256",
+         "num_envs=8", "eval_episodes=2", "progress=false", "logger=none",
+         "runner=ray", "runner.workers=1", f"runner.address={loopback_cluster.address}",
+         f"hydra.run.dir={run}"], env=loopback_cluster.env, capture_output=True, timeout=300)
+    assert train.returncode == 0, train.stderr.decode()[-3000:]
+    db = sqlite3.connect(run / "league.db")
+    workers = [w for (w,) in db.execute("SELECT worker FROM generations")]
+    status = db.execute("SELECT status FROM runs").fetchone()
+    db.close()
+    assert status == ("finished",) and len(workers) == 2
+    assert len({w.split()[0] for w in workers}) == 2, workers  # two nodes

@@ -37,7 +37,7 @@ def _train(kind, frames=600):
     return res, learner
 
 
-def test_ray_and_local_workers_train_identically():
+def test_ray_and_local_workers_train_identically(ray_local):
     local, a = _train("local")
     ray_, b = _train("ray")
     assert local.updates == ray_.updates == 3  # one update per round of 25 steps x 8 copies
