@@ -114,7 +114,9 @@ def test_league_page_renders_without_console_errors(page, server, league_dir):
     assert page.page.locator("#learner-charts .chart").count() >= 5
     assert page.page.is_hidden("#psro-section")  # a league run has no PSRO iterations
     assert page.page.is_hidden("#banner")
-    assert "live" in page.page.inner_text("#status")
+    # the status line changes once every part of the refresh is in, which can be after the
+    # charts above drew (a loaded machine showed 'loading…' here): wait for it
+    expect(page.page.locator("#status")).to_contain_text("live")
     page.page.select_option("#metric-select", "losses/pg_loss")
     page.rendered("metric-chart")
     expect(page.page.locator("body")).to_have_attribute(  # the page refreshed itself
