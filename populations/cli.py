@@ -261,8 +261,12 @@ def check_command_line(args: Sequence[str]) -> None:
                 raise CLIError(f"{group}={value} is the filesystem's root (an unset shell "
                                "variable, as in $RUN/?); give the run's folder")
             if "$" not in first and not Path("/", first).is_dir():
-                raise CLIError(f"{group}={value}: /{first} does not exist (an unset shell "
-                               "variable, as in $RUN/x?); give a folder under an existing one")
+                if not os.access("/", os.W_OK):  # Hydra could not make it either
+                    raise CLIError(f"{group}={value}: /{first} does not exist and cannot be "
+                                   "made here (an unset shell variable, as in $RUN/x?); give "
+                                   "a folder under an existing one")
+                print(f"note: {group}={value} makes the new top-level folder /{first} (if you "
+                      "meant $VAR/..., VAR is unset)", file=sys.stderr)  # containers: /results
         if group == "imports" and isinstance(value, str):  # Hydra: "str is not a ListConfig"
             raise CLIError(f"imports={value} must be a list: imports=[{value}]")
         if group not in groups or o.package is not None or o.input_line.startswith(("+", "~")):

@@ -155,7 +155,6 @@ def test_ctrl_c_in_selfplay_eval_is_one_line(capsys, monkeypatch):
     ("hydra.run.dir=", "hydra.run.dir is empty (an unset shell variable?)"),
     ("hydra.sweep.dir=", "hydra.sweep.dir is empty"),
     ("imports=mygames", "imports=mygames must be a list: imports=[mygames]"),
-    ("hydra.run.dir=/no_such_top_folder/x", "/no_such_top_folder does not exist (an unset "),
     ("hydra.sweep.dir=/", "hydra.sweep.dir=/ is the filesystem's root"),
     (r'hydra.run.dir="runs/a\${y}"', "holding a literal '${' cannot be a run folder"),
 ])
@@ -168,6 +167,28 @@ def test_command_line_slips_are_named_with_their_fix(arg, message):
         check_command_line(["game=kuhn", arg])
     check_command_line(["game=kuhn", "hydra.run.dir=x", "imports=[mygames]"])  # fine
     check_command_line(["hydra.run.dir=/tmp/r/${now:%H}", "hydra.sweep.dir=/${oc.env:X}/s"])
+
+
+def test_new_top_level_run_folder(capsys, monkeypatch):
+    """``hydra.run.dir=/results/exp1`` (a new top-level folder, usual in containers run as
+    root) was refused as a likely ``$RUN/x`` with ``RUN`` unset: it goes on with a one-line
+    note where the process may create it, and is refused (naming the guess) where not."""
+    from populations import cli
+
+    monkeypatch.setattr(cli.os, "access", lambda path, mode: True)  # root: / is writable
+    cli.check_command_line(["game=kuhn", "hydra.run.dir=/no_such_top_folder/exp1"])
+    assert capsys.readouterr().err == (
+        "note: hydra.run.dir=/no_such_top_folder/exp1 makes the new top-level folder "
+        "/no_such_top_folder (if you meant $VAR/..., VAR is unset)\n")
+    cli.check_command_line(["hydra.run.dir=/tmp/x"])  # an existing one: nothing to say
+    assert capsys.readouterr().err == ""
+    with pytest.raises(cli.CLIError, match=re.escape("hydra.sweep.dir=/ is the filesystem's")):
+        cli.check_command_line(["hydra.sweep.dir=/"])
+    monkeypatch.setattr(cli.os, "access", lambda path, mode: False)
+    with pytest.raises(cli.CLIError, match=re.escape(
+            "hydra.sweep.dir=/no_such_top_folder/s: /no_such_top_folder does not exist and "
+            "cannot be made here (an unset shell variable, as in $RUN/x?)")):
+        cli.check_command_line(["hydra.sweep.dir=/no_such_top_folder/s"])
 
 
 def test_ctrl_c_while_hydra_composes_is_one_line(capsys, monkeypatch):
