@@ -240,3 +240,18 @@ def test_lp_nash_support_is_every_member_some_equilibrium_plays():
         np.testing.assert_allclose(small.row, sol.row, atol=1e-8)
         np.testing.assert_allclose(small.col, sol.col, atol=1e-8)
         assert small.value == pytest.approx(sol.value * 1e-3, abs=1e-12)
+
+
+def test_lp_nash_support_leaves_out_a_member_worse_by_a_little():
+    """A member that does a little worse against the opponent's equilibrium plays in no
+    equilibrium. Each support LP may fall short of the value by ~1e-9 (relative), which let
+    a member with a small deficit ``g`` in at weight ``~1e-9 / g`` (kept above 1e-6)."""
+    for scale in (1.0, 1e3):
+        sol = ms.zero_sum_nash(np.array([[0.0], [-1e-4]]) * scale)
+        np.testing.assert_array_equal(sol.row, [1.0, 0.0])
+    rps = np.array([[0, -1, 1], [1, 0, -1], [-1, 1, 0], [-1e-4, -1e-4, -1e-4]])
+    np.testing.assert_allclose(ms.zero_sum_nash(rps).row, [1 / 3, 1 / 3, 1 / 3, 0], atol=1e-9)
+    rng = np.random.default_rng(0)  # generic: one equilibrium, of support 85 (deficits ~1e-4)
+    M = rng.normal(size=(150, 150))
+    sol = ms.zero_sum_nash(M - M.T)
+    assert (sol.row > 0).sum() == (sol.col > 0).sum() == 85
