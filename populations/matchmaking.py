@@ -36,7 +36,8 @@ class MatchmakingConfig:
         if self.weighting not in PFSP_WEIGHTINGS:
             raise ValueError(f"pfsp weighting {self.weighting!r} unknown; choose one of "
                              f"{sorted(PFSP_WEIGHTINGS)}")
-        if not self.exponent >= 0.0 or self.exponent == float("inf"):  # NaN fails too
+        if self.rule == "pfsp" and self.weighting == "hard" and (
+                not self.exponent >= 0.0 or self.exponent == float("inf")):  # NaN fails too
             raise ValueError(f"pfsp exponent={self.exponent!r}; expected a finite value >= 0 "
                              "(hard weighting (1 - p) ** exponent)")
         if not 0.0 <= self.smoothing <= 1.0:
@@ -55,9 +56,19 @@ def register_rule(name: str) -> Callable[[Rule], Rule]:
     return deco
 
 
+def _log_hard(p: np.ndarray, e: float) -> np.ndarray:
+    if e == 0.0:  # (1 - p) ** 0 = 1, at p = 1 too (0 * log 0 would be NaN)
+        return np.zeros_like(p)
+    with np.errstate(divide="ignore"):
+        return e * np.log1p(-p)  # -inf at p = 1
+
+
+# log f(p): weights are compared in log space, so (1 - p) ** 2000 (0.0 in float64 for every
+# p >= 0.3) still prefers the opponent the learner loses to
 PFSP_WEIGHTINGS: dict[str, Callable[[np.ndarray, float], np.ndarray]] = {
-    "hard": lambda p, e: (1.0 - p) ** e,
-    "variance": lambda p, e: p * (1.0 - p),
+    "hard": _log_hard,
+    "variance": lambda p, e: np.log(p * (1.0 - p), where=(p > 0) & (p < 1),
+                                    out=np.full_like(p, -np.inf)),
 }
 
 
@@ -75,9 +86,10 @@ def _fsp(win_rates: np.ndarray, cfg: MatchmakingConfig) -> np.ndarray:
 
 @register_rule("pfsp")
 def _pfsp(win_rates: np.ndarray, cfg: MatchmakingConfig) -> np.ndarray:
-    w = PFSP_WEIGHTINGS[cfg.weighting](np.clip(win_rates, 0.0, 1.0), cfg.exponent)
-    if w.sum() <= 0:  # e.g. the learner beats everyone surely: fall back to uniform
-        w = np.ones_like(w)
+    log_w = PFSP_WEIGHTINGS[cfg.weighting](np.clip(win_rates, 0.0, 1.0), cfg.exponent)
+    if np.isneginf(log_w).all():  # e.g. the learner beats everyone surely: uniform
+        log_w = np.zeros_like(log_w)
+    w = np.exp(log_w - log_w.max())
     w = w / w.sum()
     return (1.0 - cfg.smoothing) * w + cfg.smoothing / len(w)
 

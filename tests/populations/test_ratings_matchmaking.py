@@ -60,6 +60,21 @@ def test_pfsp_weights_match_formulas():
     np.testing.assert_allclose(opponent_distribution([1.0, 1.0], MatchmakingConfig()), [0.5, 0.5])
 
 
+def test_pfsp_hard_weights_with_a_large_exponent_still_focus():
+    """(1 - p) ** 2000 underflowed to 0 for every opponent: PFSP fell back to uniform, the
+    opposite of focusing on the opponent the learner loses to (weights now in log space)."""
+    cfg = MatchmakingConfig(exponent=2000.0)
+    np.testing.assert_allclose(opponent_distribution([0.5, 0.9], cfg), [1.0, 0.0], atol=1e-300)
+    np.testing.assert_allclose(opponent_distribution([0.9, 0.9, 1.0], cfg), [0.5, 0.5, 0.0])
+    np.testing.assert_allclose(opponent_distribution([1.0, 1.0], cfg), [0.5, 0.5])  # uniform
+    zero = MatchmakingConfig(exponent=0.0)  # (1 - p) ** 0 = 1, at p = 1 too: uniform
+    np.testing.assert_allclose(opponent_distribution([0.2, 1.0], zero), [0.5, 0.5])
+    # the exponent is checked where it is used (pfsp, hard) only: fsp said "pfsp exponent"
+    assert opponent_distribution([0.3, 0.6], MatchmakingConfig(rule="fsp", exponent=-1.0))[0] \
+        == 0.5
+    MatchmakingConfig(weighting="variance", exponent=float("nan"))
+
+
 def test_self_play_and_fsp():
     wr = [0.3, 0.6, 0.5]
     np.testing.assert_array_equal(
