@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 # tests.lanes: the modules that start Ray run in a second pytest process;
-# tests.ray_cluster: the session's shared local Ray instance (fixture ray_local)
+# tests.ray_cluster: the session's shared Ray instances (fixtures ray_local, loopback_cluster)
 pytest_plugins = ["tests.lanes", "tests.ray_cluster"]
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,8 +2,9 @@
 
 With multi-node clusters enabled, Ray turns a loopback ``--node-ip-address`` (and a
 ``127.0.0.1:port`` address) into the machine's routable address, so a test cluster would
-listen on the network. Here the loopback address is kept as given. Used by
-``test_league_ray``: ``python tests/populations/loopback_ray.py start --head ...``.
+listen on the network. Here the loopback address is kept as given. Used by the
+``loopback_cluster`` fixture (tests/ray_cluster.py):
+``python tests/populations/loopback_ray.py start --head ...``.
 """
 
 import sys
