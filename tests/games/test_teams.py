@@ -251,3 +251,24 @@ def test_openspiel_partnership_games_are_two_teams():
             "player_0": "team_0", "player_1": "team_1", "player_2": "team_0",
             "player_3": "team_1"}, name
     assert len(games.make("openspiel/hearts").spec.teams) == 4  # every player for themself
+
+
+def test_partnership_table_names_games_where_partners_score_alike():
+    import numpy as np
+
+    import games.openspiel as gos
+
+    rng = np.random.default_rng(0)
+    fast = {"bridge": {"use_double_dummy_result": False}}  # its solver: ~1 s an episode
+    for name in gos.PARTNERSHIPS:
+        game = games.make(f"openspiel/{name}", **fast.get(name, {})).pyspiel_game
+        for _ in range(3):
+            state = game.new_initial_state()
+            while not state.is_terminal():
+                if state.is_chance_node():
+                    outcomes, probs = zip(*state.chance_outcomes(), strict=True)
+                    state.apply_action(outcomes[rng.choice(len(outcomes), p=probs)])
+                else:
+                    state.apply_action(rng.choice(state.legal_actions()))
+            r = state.returns()
+            assert r[0] == r[2] and r[1] == r[3], (name, r)
