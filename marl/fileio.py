@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import os
 import stat
-import zipfile
+import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -45,34 +45,141 @@ def atomic_write(path: str | os.PathLike, data: bytes | str | Callable[[BinaryIO
     return path
 
 
+_LOCAL, _CENTRAL = b"PK\x03\x04", b"PK\x01\x02"
+_END, _END64, _LOCATOR64 = b"PK\x05\x06", b"PK\x06\x06", b"PK\x06\x07"
+_ALL_ONES = 0xFFFFFFFF  # a 32-bit size or offset field saying "see the zip64 extra field"
+
+
+def _zip_directory(fh: BinaryIO, size: int) -> list[tuple[bytes, int, int, int]]:
+    """(name, method, compressed size, uncompressed size) of each central-directory entry,
+    read where torch's reader (miniz) reads them: the end record is the last one in the file
+    with a whole record after it, the directory sits at the offset that record (or the zip64
+    record its locator points at) gives. Python's ``zipfile`` instead trusts the bytes just
+    before the end record, so a crafted file could show it a second, harmless directory.
+    Anything not shaped as ``torch.save`` writes it (the directory not right before its end
+    records, a zip64 record anywhere but just before its locator, several disks, bytes left
+    over) raises ValueError naming what."""
+    def at(offset: int, n: int) -> bytes:
+        fh.seek(offset)
+        got = fh.read(n)
+        if len(got) != n:
+            raise ValueError(f"{n} bytes at offset {offset} lie past the end")
+        return got
+
+    tail_start = max(0, size - (0xFFFF + 22))  # the end record plus the longest comment
+    tail = at(tail_start, size - tail_start)
+    found = tail.rfind(_END, 0, max(0, len(tail) - 22 + 4))
+    if found < 0:
+        raise ValueError("no end of central directory record")
+    end = tail_start + found
+    _, disk, dir_disk, on_disk, total, dir_size, dir_offset, _ = struct.unpack(
+        "<4s4H2LH", tail[found:found + 22])
+    dir_end = end
+    if end >= 20 and at(end - 20, 4) == _LOCATOR64:  # miniz then reads the zip64 record
+        _, _, end64, disks = struct.unpack("<4sLQL", at(end - 20, 20))
+        if end64 > size - 56:
+            raise ValueError("zip64 locator points past the end")
+        record = at(end64, 56)
+        if record[:4] == _END64:
+            if end64 != end - 20 - 56:  # Python's zipfile reads the one just before
+                raise ValueError("zip64 end record is not where its locator says")
+            if disks != 1:
+                raise ValueError(f"zip64 locator claims {disks} disks")
+            (_, _, _, _, disk, dir_disk, on_disk, total, dir_size, dir_offset
+             ) = struct.unpack("<4sQ2H2L4Q", record)
+            dir_end = end64
+    if disk or dir_disk or on_disk != total:
+        raise ValueError("it spans several disks")
+    if dir_offset + dir_size != dir_end:
+        raise ValueError(f"the end record places the directory at {dir_offset}, "
+                         f"not right before it ({dir_end - dir_size})")
+    if total * 46 > dir_size:
+        raise ValueError(f"{total} entries cannot fit in a {dir_size}-byte directory")
+    directory = at(dir_offset, dir_size)
+    entries, pos = [], 0
+    for _ in range(total):
+        head = directory[pos:pos + 46]
+        if len(head) < 46 or head[:4] != _CENTRAL:
+            raise ValueError(f"no directory entry at offset {dir_offset + pos}")
+        method, = struct.unpack_from("<H", head, 10)
+        packed, unpacked, n_name, n_extra, n_comment = struct.unpack_from("<2L3H", head, 20)
+        local, = struct.unpack_from("<L", head, 42)
+        name = directory[pos + 46:pos + 46 + n_name]
+        extra = directory[pos + 46 + n_name:pos + 46 + n_name + n_extra]
+        if _ALL_ONES in (packed, unpacked, local):  # miniz's order: sizes, then offset
+            fields = _zip64_fields(extra)
+            if unpacked == _ALL_ONES:
+                unpacked = next(fields)
+            if packed == _ALL_ONES:
+                packed = next(fields)
+        entries.append((name, method, packed, unpacked))
+        pos += 46 + n_name + n_extra + n_comment
+    if pos != dir_size:
+        raise ValueError(f"its directory holds {dir_size - pos} bytes past its {total} entries")
+    return entries
+
+
+def _zip64_fields(extra: bytes):
+    """The 64-bit values of a directory entry's zip64 extra field (id 1), in order."""
+    pos = 0
+    while pos + 4 <= len(extra):
+        kind, n = struct.unpack_from("<2H", extra, pos)
+        if kind == 1:
+            body = extra[pos + 4:pos + 4 + n]
+            for i in range(0, len(body) - 7, 8):
+                yield struct.unpack_from("<Q", body, i)[0]
+            break
+        pos += 4 + n
+    raise ValueError("an entry's zip64 sizes are missing")
+
+
 def check_torch_zip(source: str | os.PathLike | bytes, what: str,
                     error: type[Exception] = ValueError) -> None:
     """Raise ``error`` (one line naming ``what``) when a torch file would unpack to more
     bytes than it holds: ``torch.save`` stores its zip entries uncompressed, but
     ``torch.load`` also inflates compressed ones, so a crafted 1 MB file could allocate
     1 GB of tensor storage before any check of the loaded tensors sees it. Only the zip's
-    directory is read. A file that is not a zip (truncated, or torch's legacy format, which
-    holds its storages' bytes as they are) is left for ``torch.load`` to judge."""
-    def opened() -> io.BytesIO | str | os.PathLike:
-        return io.BytesIO(source) if isinstance(source, bytes) else source
-
-    size = len(source) if isinstance(source, bytes) else os.path.getsize(source)
-    if not zipfile.is_zipfile(opened()):
-        return
+    directory is read, where torch's reader reads it (see :func:`_zip_directory`), and the
+    names and sizes torch's own reader then reports must be the same. A file is a zip when
+    it starts as one, as torch decides; any other file (truncated, or torch's legacy
+    format, which holds its storages' bytes as they are) is left for ``torch.load`` to
+    judge."""
     try:
-        with zipfile.ZipFile(opened()) as z:
-            entries = z.infolist()
-    except Exception as err:  # noqa: BLE001 - any way a crafted directory fails to parse
+        with (io.BytesIO(source) if isinstance(source, bytes) else open(source, "rb")) as fh:
+            if fh.read(4) != _LOCAL:
+                return
+            size = fh.seek(0, os.SEEK_END)
+            entries = _zip_directory(fh, size)
+    except (OSError, ValueError, struct.error) as err:
         raise error(f"cannot read {what}: its zip directory is malformed "
-                    f"({type(err).__name__})") from None
-    packed = [e.filename for e in entries if e.compress_type != zipfile.ZIP_STORED]
+                    f"({str(err) or type(err).__name__})") from None
+    names = [name.decode("utf-8", "replace") for name, *_ in entries]
+    packed = [name for name, (_, method, *_) in zip(names, entries, strict=True) if method]
     if packed:
         raise error(f"cannot read {what}: entry {packed[0][:80]!r} is compressed; torch.save "
                     "writes stored entries only (a compressed one may unpack to gigabytes)")
-    unpacked = sum(e.file_size for e in entries)
+    if any(p != u for _, _, p, u in entries):
+        raise error(f"cannot read {what}: an entry's stored size differs from its size")
+    unpacked = sum(u for *_, u in entries)
     if unpacked > size:
         raise error(f"cannot read {what}: its entries claim {unpacked} bytes, more than the "
                     f"{size} bytes of the file")
+    folder = names[0].split("/", 1)[0] + "/" if names else ""
+    if len(set(names)) != len(names) or not all(n.startswith(folder) for n in names):
+        raise error(f"cannot read {what}: its zip directory names an entry twice or one "
+                    "outside its folder")
+    ours = sorted((n[len(folder):], u) for n, (*_, u) in zip(names, entries, strict=True))
+    import torch  # only callers about to torch.load get here
+
+    try:  # torch's own reader must list the same entries (building it reads only `version`)
+        reader = torch._C.PyTorchFileReader(io.BytesIO(source) if isinstance(source, bytes)
+                                            else os.fspath(source))
+        theirs = sorted((n, reader.get_record_size(n)) for n in reader.get_all_records())
+    except Exception:  # noqa: BLE001 - torch.load will give its own message
+        return
+    if theirs != ours:
+        raise error(f"cannot read {what}: torch's zip reader lists other entries than its "
+                    "directory does")
 
 
 def read_regular(path: str | os.PathLike, what: str, error: type[Exception] = ValueError,

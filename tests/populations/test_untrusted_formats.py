@@ -6,6 +6,7 @@ one-line refusal before anything is unpacked or run."""
 import hashlib
 import io
 import sqlite3
+import struct
 import zipfile
 
 import pytest
@@ -74,6 +75,64 @@ def test_overlapping_zip_entries_cannot_claim_more_than_the_file(tmp_path):
     torch.save({"w": torch.zeros(1000)}, buf)
     check_torch_zip(buf.getvalue(), "good.pt")  # what torch.save writes passes
     check_torch_zip(b"not a zip", "legacy.pt")  # left to torch.load to judge
+
+
+def _with_decoy_directory(data: bytes) -> bytes:
+    """``data`` (a zip) with a second copy of its central directory placed right before
+    the end record, every entry in the copy "stored" at its compressed size. Python's
+    zipfile reads the copy; torch's reader seeks to the offset the end record gives and
+    reads the real one."""
+    end = data.rfind(b"PK\x05\x06")
+    offset, = struct.unpack_from("<L", data, end + 16)
+    decoy = bytearray(data[offset:end])
+    pos = 0
+    while pos < len(decoy):
+        packed, = struct.unpack_from("<L", decoy, pos + 20)
+        struct.pack_into("<H", decoy, pos + 10, zipfile.ZIP_STORED)
+        struct.pack_into("<L", decoy, pos + 24, packed)
+        pos += 46 + sum(struct.unpack_from("<3H", decoy, pos + 28))
+    return data[:end] + bytes(decoy) + data[end:]
+
+
+def test_a_decoy_directory_cannot_hide_a_compressed_entry(tmp_path):
+    """Review S2: a 205 KB file passed the check and allocated 200 MB in torch.load."""
+    data = _with_decoy_directory(_deflated({"w": torch.zeros(2**20, dtype=torch.uint8)}))
+    with zipfile.ZipFile(io.BytesIO(data)) as z:  # what Python's zipfile sees: harmless
+        assert all(e.compress_type == zipfile.ZIP_STORED for e in z.infolist())
+    assert torch.load(io.BytesIO(data), weights_only=True)["w"].numel() == 2**20  # inflated
+    policy = tmp_path / "policy.pt"
+    policy.write_bytes(data)
+    with pytest.raises(PolicyLoadError, match="zip directory is malformed") as err:
+        safe_torch_load(policy, "policy", PolicyLoadError)
+    assert str(policy) in _one_line(err)
+    ckpt = tmp_path / "ckpt_000001.pt"
+    ckpt.write_bytes(data)
+    (tmp_path / "ckpt_000001.pt.sha256").write_text(
+        f"{hashlib.sha256(data).hexdigest()}  {ckpt.name}\n")
+    with pytest.raises(CheckpointError, match="zip directory is malformed") as err:
+        read_checkpoint(ckpt)
+    assert str(ckpt) in _one_line(err)
+
+
+def test_zip_ness_is_decided_as_torch_decides(tmp_path):
+    """Review S4: a zip64 locator claiming two disks made zipfile.is_zipfile raise
+    BadZipFile past every handler (a traceback from the CLI); a legacy-format file whose
+    tensor bytes held an end-record signature was refused though torch.load reads it."""
+    locator = struct.pack("<4sLQL", b"PK\x06\x07", 0, 0, 2)
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0, 0, 0, 0, 0)
+    crafted = tmp_path / "policy.pt"
+    crafted.write_bytes(b"PK\x03\x04" + bytes(100) + locator + end)
+    with pytest.raises(PolicyLoadError, match="zip directory is malformed") as err:
+        safe_torch_load(crafted, "policy", PolicyLoadError)
+    _one_line(err)
+    legacy = tmp_path / "legacy.pt"
+    w = torch.tensor(list(b"PK\x05\x06" + bytes(range(1, 19))) + [7] * 40, dtype=torch.uint8)
+    torch.save({"w": w}, legacy, _use_new_zipfile_serialization=False)
+    assert torch.equal(safe_torch_load(legacy, "policy", PolicyLoadError)["w"], w)
+    for new_format in (True, False):  # what torch.save writes, both formats, passes
+        buf = io.BytesIO()
+        torch.save({"w": torch.arange(5)}, buf, _use_new_zipfile_serialization=new_format)
+        check_torch_zip(buf.getvalue(), "good.pt")
 
 
 def _league_db(path):
