@@ -194,7 +194,8 @@ def _play(game: Game, seed: int, check: bool) -> tuple[list, dict[str, float], i
         traj.append((ts.acting, {a: o.tobytes() for a, o in ts.obs.items()}))
         ts = game.step(actions)
         steps += 1
-        ended |= {a for a in ts.terminated if ts.terminated[a] or ts.truncated[a]}
+        ended |= {a for a in {*ts.terminated, *ts.truncated}
+                  if ts.terminated.get(a) or ts.truncated.get(a)}  # checked below
         if check and ts.done:  # the last time step is not seen by _check_timestep
             _check_rewards(ts, game.spec.agent_ids, f"{where} (episode end)")
             left = sorted(set(game.spec.agent_ids) - ended)

@@ -154,6 +154,8 @@ class _Flawed(games.Game):
             tr.rewards["player_0"] += 0.5
         if self.flaw == "unflagged_end" and not self.inner.acting_agents():
             tr.terminated = {a: False for a in tr.terminated}  # ended, but for no agent
+        if self.flaw == "lazy_truncated":  # no time limit, so it names nobody (a common shortcut)
+            tr.truncated = {}
         if self.flaw == "array_reward":  # a 1-element array: sums and isfinite accept it
             tr.rewards = {a: np.array([r]) for a, r in tr.rewards.items()}
         return tr
@@ -200,6 +202,7 @@ class _Flawed(games.Game):
         ("obs_shape", r"obs of player_\d has shape \(\d+,\), expected \(\d+,\)"),
         ("mask_shape", r"mask of player_\d is bool of shape \(2,\), expected bool of shape \(3,\)"),
         ("unflagged_end", r"\['player_0', 'player_1'\] neither terminated nor truncated"),
+        ("lazy_truncated", r"truncated must name every agent"),
     ],
 )
 def test_check_game_catches_broken_games(flaw, message):
