@@ -104,13 +104,21 @@ MIGRATIONS: list[str] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+# The statistics tables ``ANALYZE`` creates, exactly as SQLite writes them: they only steer
+# the query planner. Anything else so named (a trigger, or the table redefined with a
+# generated column SQLite evaluates as it loads the statistics) is a crafted schema.
+_ANALYZE_TABLES = frozenset(
+    ("table", name, name, f"CREATE TABLE {name}({columns})")
+    for name, columns in (("sqlite_stat1", "tbl,idx,stat"),
+                          ("sqlite_stat4", "tbl,idx,neq,nlt,ndlt,sample")))
+
+
 def _schema_of(conn: sqlite3.Connection) -> frozenset[tuple[str, str, str, str | None]]:
     """The objects of a database's schema: (type, name, table, SQL with whitespace
-    collapsed); statistics tables (``ANALYZE``) only steer the query planner and are left
-    out."""
+    collapsed), less the statistics tables of ``ANALYZE`` (:data:`_ANALYZE_TABLES`)."""
     rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
     return frozenset((t, n, tb, " ".join(q.split()) if isinstance(q, str) else q)
-                     for t, n, tb, q in rows if not str(n).startswith("sqlite_stat"))
+                     for t, n, tb, q in rows) - _ANALYZE_TABLES
 
 
 @functools.cache
@@ -227,6 +235,11 @@ class LeagueDB:
         except sqlite3.DatabaseError as err:
             raise LeagueDBError(f"cannot open league database {self.path}: {err}") from None
         try:
+            # Reading the schema loads ANALYZE's statistics, evaluating any generated column
+            # a crafted sqlite_stat1 holds (300 MB per row were allocated before the check
+            # refused it): no string or blob may exceed 1 MiB until the schema is checked.
+            length = self.conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+            self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 2**20)
             self.conn.row_factory = sqlite3.Row
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("PRAGMA trusted_schema = OFF")  # no side-effect functions in it
@@ -236,6 +249,7 @@ class LeagueDB:
                     f"{self.path} has schema version {version}; this selfplay reads up to "
                     f"{SCHEMA_VERSION}: upgrade selfplay")
             self._check_schema(version)
+            self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, length)
             if not readonly:
                 self.conn.execute("PRAGMA journal_mode = WAL")
                 self.conn.execute("PRAGMA synchronous = NORMAL")

@@ -169,6 +169,44 @@ def test_league_databases_carrying_their_own_schema_are_refused(tmp_path, what):
     assert "which selfplay does not create" in error["error"]
 
 
+def _rewrite_schema(path, sql: str) -> None:
+    """Run ``sql`` with sqlite_master writable: what a crafter can put in a file."""
+    with sqlite3.connect(path) as conn:
+        version = conn.execute("PRAGMA schema_version").fetchone()[0]
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute(sql)
+        conn.execute(f"PRAGMA schema_version = {version + 1}")
+    conn.close()
+
+
+def test_only_analyze_statistics_tables_pass_as_statistics(tmp_path):
+    """Review S1: every object named sqlite_stat* was skipped by the schema check, so a
+    trigger so named ran on the next insert, and a sqlite_stat1 redefined with a generated
+    column was evaluated as SQLite loaded the statistics (300 MB per row)."""
+    trigger = _league_db(tmp_path / "trigger.db")
+    _rewrite_schema(trigger, "INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql) "
+                             "VALUES ('trigger', 'sqlite_stat_x', 'members', 0, 'CREATE TRIGGER "
+                             "sqlite_stat_x BEFORE INSERT ON members BEGIN SELECT RAISE(ABORT, "
+                             "''trigger ran''); END')")
+    with pytest.raises(LeagueDBError, match="trigger 'sqlite_stat_x'.*does not create") as err:
+        LeagueDB(trigger)
+    _one_line(err)
+    generated = _league_db(tmp_path / "generated.db")
+    with sqlite3.connect(generated) as conn:
+        conn.execute("ANALYZE")
+    conn.close()
+    _rewrite_schema(generated, "UPDATE sqlite_master SET sql = 'CREATE TABLE sqlite_stat1(tbl, "
+                               "idx, stat2, stat AS (printf(''%.*c'', 2097152, ''x'')))' "
+                               "WHERE name = 'sqlite_stat1'")
+    with sqlite3.connect(generated) as conn:
+        conn.execute("INSERT INTO sqlite_stat1 (tbl, idx, stat2) VALUES ('runs', NULL, '1')")
+    conn.close()
+    for readonly in (True, False):  # 2 MiB stands for 1 GB: over the cap until checked
+        with pytest.raises(LeagueDBError, match="string or blob too big") as err:
+            LeagueDB(generated, readonly=readonly)
+        assert str(generated) in _one_line(err)
+
+
 def test_a_negative_schema_version_is_refused(tmp_path):
     """user_version -1 made the writer run the newest migration first, on a file without
     the tables it extends."""
