@@ -140,6 +140,24 @@ class LeagueConfig:
                              f"got runner={self.runner!r}")
 
 
+_PHASES = ("new", "training", "trained", "done", "async")  # a league's, in a checkpoint
+_MISSING = object()
+
+
+def _shown(value: Any) -> str:
+    """A checkpoint's value in a message: its start, on one line."""
+    r = repr(value)
+    return r if len(r) <= 40 else r[:37] + "..."
+
+
+def _first_lines(err: BaseException) -> str:
+    """``Type: message`` with its lines joined (torch's load_state_dict error names the
+    mismatched tensor on its second line), at most 300 characters."""
+    text = " ".join(line.strip() for line in str(err).strip().splitlines() if line.strip())
+    text = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
 class League:
     """One league run in ``run_dir`` (league.db, snapshots/, checkpoints/).
 
@@ -280,22 +298,62 @@ class League:
             log.info("no checkpoint in %s: starting from scratch", self.run_dir)
             return
         path, state = found
-        try:  # the file is untrusted: a crafted entry of another type is one line, not a traceback
-            self._check_snapshots(path, int(state["generation"]), str(state["phase"]),
-                                  state.get("progress"))
-            for m in self.members:
-                if m.name not in state["members"]:
-                    raise ValueError(f"checkpoint {path} has no member {m.name!r} (it holds "
-                                     f"{sorted(state['members'])}); resume with the same members")
-                m.load_state_dict(state["members"][m.name])
-            self.generation, self.phase = int(state["generation"]), str(state["phase"])
-            self.frames = int(state["frames"])
-            self.progress = {k: (int(g), str(p))
-                             for k, (g, p) in state.get("progress", {}).items()}
-        except (KeyError, TypeError, AttributeError, IndexError) as err:
-            raise CheckpointError(f"checkpoint {path} does not hold a league state this selfplay "
-                                  f"reads ({type(err).__name__}: {one_line(err)})") from None
+        generation, phase, frames, members, progress = self._checked_state(path, state)
+        self._check_snapshots(path, generation, phase, progress)
+        for m in self.members:
+            if m.name not in members:
+                raise ValueError(f"checkpoint {path} has no member {m.name!r} (it holds "
+                                 f"{_shown(sorted(members))}); resume with the same members")
+            try:
+                m.load_state_dict(members[m.name])
+            except Exception as err:  # noqa: BLE001 - a file of other settings, or a crafted one
+                raise CheckpointError(
+                    f"checkpoint {path} does not fit member {m.name!r} "
+                    f"({_first_lines(err)}); resume with the run's settings") from None
+        self.generation, self.phase, self.frames = generation, phase, frames
+        self.progress = progress
         log.info("resumed from %s (generation %d, %s)", path.name, self.generation, self.phase)
+
+    def _checked_state(self, path: Path, state: dict[str, Any]) -> tuple[
+            int, str, int, dict[str, Any], dict[str, tuple[int, str]]]:
+        """A league checkpoint's entries, each checked for type and range before anything
+        uses it (the file is untrusted: generation=inf or frames=10**30 were OverflowError
+        tracebacks, a member missing from an asynchronous run's progress a KeyError)."""
+        def bad(entry: str, value: Any, expected: str) -> CheckpointError:
+            shown = "missing" if value is _MISSING else f"{_shown(value)}"
+            return CheckpointError(f"checkpoint {path} does not hold a league state this "
+                                   f"selfplay reads: {entry} is {shown}; expected {expected}")
+
+        def count(entry: str, value: Any) -> int:
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+                raise bad(entry, value, "a count >= 0 below 2**63 (SQLite's integers)")
+            return value
+
+        def phase(entry: str, value: Any, allowed: tuple[str, ...]) -> str:
+            if not (isinstance(value, str) and value in allowed):
+                raise bad(entry, value, f"one of {', '.join(allowed)}")
+            return value
+
+        generation = count("generation", state.get("generation", _MISSING))
+        frames = count("frames", state.get("frames", _MISSING))
+        now = phase("phase", state.get("phase", _MISSING), _PHASES)
+        members = state.get("members", _MISSING)
+        if not isinstance(members, dict) or not all(
+                isinstance(k, str) and isinstance(v, dict) for k, v in members.items()):
+            raise bad("members", members, "an object of member name -> its state")
+        raw = state.get("progress", {})
+        if not isinstance(raw, dict) or not all(
+                isinstance(k, str) and isinstance(v, list | tuple) and len(v) == 2
+                for k, v in raw.items()):
+            raise bad("progress", raw, "an object of member name -> [generation, phase]")
+        progress = {k: (count(f"progress[{k!r}] generation", g),
+                        phase(f"progress[{k!r}] phase", p, ("trained", "done")))
+                    for k, (g, p) in raw.items()}
+        if now == "async":
+            for m in self.members:
+                if m.name not in progress:
+                    raise bad(f"progress[{m.name!r}]", _MISSING, "[generation, phase]")
+        return generation, now, frames, members, progress
 
     def _check_snapshots(self, path: Path, generation: int, phase: str,
                          progress: dict[str, Any] | None = None) -> None:

@@ -442,14 +442,35 @@ def league_run(tmp_path_factory):
     return run
 
 
+def _resized_first_tensor(state: dict) -> None:
+    """Member main's first weight, one row longer: a file of other settings."""
+    node = state["members"]["main"]
+    while True:
+        key, value = next((k, v) for k, v in node.items() if isinstance(v, dict | torch.Tensor))
+        if isinstance(value, torch.Tensor):
+            node[key] = torch.zeros(value.shape[0] + 1, *value.shape[1:])
+            return
+        node = value
+
+
+NOT_LEAGUE = "does not hold a league state this selfplay reads"
 CRAFTED_LEAGUE_STATE = {  # what a crafted league checkpoint holds, each once a traceback
-    "no generation": lambda s: s.pop("generation"),  # KeyError
-    "member not a dict": lambda s: s.update(members={k: "x" for k in s["members"]}),  # TypeError
+    "no generation": (lambda s: s.pop("generation"), f"{NOT_LEAGUE}: generation is missing"),
+    "member not a dict": (lambda s: s.update(members={k: "x" for k in s["members"]}),
+                          f"{NOT_LEAGUE}: members is"),  # a TypeError
+    "generation inf": (lambda s: s.update(generation=float("inf")),  # OverflowError
+                       f"{NOT_LEAGUE}: generation is inf; expected a count >= 0 below 2\\*\\*63"),
+    "frames 10**30": (lambda s: s.update(frames=10**30), f"{NOT_LEAGUE}: frames is 10+;"),
+    "progress 10**30": (lambda s: s.update(progress={"main": [10**30, "done"]}),
+                        f"{NOT_LEAGUE}: progress\\['main'\\] generation is 10+;"),
+    "weights of another size": (_resized_first_tensor,  # torch's RuntimeError, a traceback
+                                "does not fit member 'main' \\(RuntimeError: .*size mismatch"),
 }  # progress={"main": 5} and frames=[1] were TypeErrors of the same lines too
 
 
 @pytest.mark.parametrize("craft", sorted(CRAFTED_LEAGUE_STATE))
 def test_resuming_a_crafted_league_checkpoint_is_one_line(tmp_path, league_run, craft, capsys):
+    import re
     import shutil
 
     from populations.checkpoint import checkpoint_files, load_latest
@@ -462,14 +483,16 @@ def test_resuming_a_crafted_league_checkpoint_is_one_line(tmp_path, league_run, 
     _, state = load_latest(run / "checkpoints")
     for p in checkpoint_files(run / "checkpoints"):
         p.unlink()
-    CRAFTED_LEAGUE_STATE[craft](state)
+    craft_state, expected = CRAFTED_LEAGUE_STATE[craft]
+    craft_state(state)
     save_checkpoint(run / "checkpoints", 99, state)  # with its hash: the crafter writes it too
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_, run_folder_guard(TRAIN, run, created=False):
         run_experiment(_experiment(LEAGUE, resume=True), run)
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2
-    assert "does not hold a league state" in err and "\n" not in err, err
+    assert re.search(expected, err) and "\n" not in err, err
+    assert not re.search(r"(\w+Error): \1", err), err  # the type named once
 
 
 def test_a_fifo_named_metrics_csv_is_refused(tmp_path):
