@@ -107,10 +107,20 @@ def fail(prog: str, message: str, status: int = 2) -> NoReturn:
 def interrupted(prog: str, message: str | Callable[[], str] = "interrupted") -> NoReturn:
     """Ctrl-C, called from ``except KeyboardInterrupt``: ``prog: message`` on stderr and exit
     130 (as a shell's), no traceback; ``HYDRA_FULL_ERROR=1`` re-raises instead (the traceback),
-    before ``message`` (a callable: computed only then, with what it does) is made."""
+    before ``message`` (a callable: computed only then, with what it does) is made. SIGTERM
+    (:func:`populations.run_folder.sigterm_as_interrupt`) says "terminated" and exits 143."""
     if os.environ.get("HYDRA_FULL_ERROR") == "1":
         raise  # the KeyboardInterrupt being handled by the caller
-    fail(prog, message() if callable(message) else message, status=130)
+    from populations.run_folder import stop_status
+
+    status = stop_status(sys.exc_info()[1])
+    text = message() if callable(message) else message
+    fail(prog, sigterm_text(text) if status == 143 else text, status=status)
+
+
+def sigterm_text(message: str) -> str:
+    """Ctrl-C's message (``interrupted...``) as SIGTERM's."""
+    return "terminated (SIGTERM)" + message.removeprefix("interrupted")
 
 
 @contextmanager
@@ -615,13 +625,16 @@ def train_main() -> None:
         print(HELP.format(groups=groups), end="")  # times: seconds; this one reads files
         return
     sys.argv = [sys.argv[0], *game_overrides(args)]
-    with reported(TRAIN):
-        load_plugins()
-        check_command_line(sys.argv[1:])
-    try:
-        _hydra_app()()
-    except KeyboardInterrupt:  # Ctrl-C while Hydra composes, before the run (and its guard)
-        interrupted(TRAIN)
+    from populations.run_folder import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():  # SIGTERM (kill, timeout, SLURM) ends the run as Ctrl-C does
+        with reported(TRAIN):
+            load_plugins()
+            check_command_line(sys.argv[1:])
+        try:
+            _hydra_app()()
+        except KeyboardInterrupt:  # Ctrl-C while Hydra composes, before the run and its guard
+            interrupted(TRAIN)
 
 
 # ----------------------------------------------------------------------- selfplay-eval
@@ -650,7 +663,9 @@ def eval_main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if args.exploit:  # minutes of training: its progress lines (populations.approx_exploit)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    with reported(p.prog):
+    from populations.run_folder import sigterm_as_interrupt
+
+    with sigterm_as_interrupt(), reported(p.prog):  # SIGTERM: as Ctrl-C (run interrupted)
         import_user_modules(args.imports, "--import")
         load_plugins()
         try:

@@ -672,8 +672,10 @@ def main(argv: list[str] | None = None) -> None:
         import_user_modules,
         load_plugins,
         one_line,
+        sigterm_text,
         user_errors,
     )
+    from populations.run_folder import sigterm_as_interrupt, stop_status
 
     p = OneLineParser(prog="python -m populations.league",
                       description="Run (or resume) a self-play league.")
@@ -696,29 +698,31 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     created = not Path(args.run_dir).exists()
-    try:
-        import_user_modules(args.imports, "--import")
-        load_plugins()
-        # another game starts from its own defaults, not the default game's max_cycles
-        kwargs = {} if args.game != LeagueConfig.game else LeagueConfig().game_kwargs
-        cfg = LeagueConfig(game=args.game, game_kwargs=kwargs, generations=args.generations,
-                           frames_per_generation=args.frames_per_generation,
-                           num_envs=args.num_envs, eval_episodes=args.eval_episodes,
-                           seed=args.seed, runner=args.runner, ray_address=args.ray_address)
-        league = League(cfg, args.run_dir, resume=args.resume,
-                        resume_override=args.resume_override)
+    with sigterm_as_interrupt():  # SIGTERM (kill, timeout, SLURM) as Ctrl-C: interrupted
         try:
-            league.run()
-        finally:
-            league.close()
-    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (exit 130, as a shell's)
-        given = list(sys.argv[1:] if argv is None else argv)
-        again = shlex.join(given if "--resume" in given else [*given, "--resume"])
-        fail(p.prog, f"interrupted; go on with: {p.prog} {again}", status=130)
-    except user_errors() as err:  # one line, exit 2; a folder this call made is not left
-        if created:
-            discard_run_dir(Path(args.run_dir))
-        fail(p.prog, one_line(err))
+            import_user_modules(args.imports, "--import")
+            load_plugins()
+            # another game starts from its own defaults, not the default game's max_cycles
+            kwargs = {} if args.game != LeagueConfig.game else LeagueConfig().game_kwargs
+            cfg = LeagueConfig(game=args.game, game_kwargs=kwargs, generations=args.generations,
+                               frames_per_generation=args.frames_per_generation,
+                               num_envs=args.num_envs, eval_episodes=args.eval_episodes,
+                               seed=args.seed, runner=args.runner, ray_address=args.ray_address)
+            league = League(cfg, args.run_dir, resume=args.resume,
+                            resume_override=args.resume_override)
+            try:
+                league.run()
+            finally:
+                league.close()
+        except KeyboardInterrupt as err:  # Ctrl-C: one line, no traceback (exit 130, as a shell's)
+            given = list(sys.argv[1:] if argv is None else argv)
+            again = shlex.join(given if "--resume" in given else [*given, "--resume"])
+            message, status = f"interrupted; go on with: {p.prog} {again}", stop_status(err)
+            fail(p.prog, sigterm_text(message) if status == 143 else message, status=status)
+        except user_errors() as err:  # one line, exit 2; a folder this call made is not left
+            if created:
+                discard_run_dir(Path(args.run_dir))
+            fail(p.prog, one_line(err))
 
 
 if __name__ == "__main__":

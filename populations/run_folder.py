@@ -9,6 +9,8 @@
   a resume with other settings, or a resume of a folder that holds no run, fails in one
   line unless ``override`` is set. Keys in ``may_change`` (where it runs, how it logs, how
   long it goes on) may differ.
+* :func:`sigterm_as_interrupt` (the CLIs' entry points only) makes SIGTERM end a run the way
+  Ctrl-C does: recorded ``interrupted``, resumable, workers released.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import errno
 import json
 import logging
 import os
+import signal
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -106,13 +109,70 @@ class RunLock:
 
 def one_line(err: BaseException) -> str:
     """``Type: first line of the message``: the error recorded with a failed run."""
+    if _by_sigterm(err):  # Ray re-raises a Terminated met in ray.get as a KeyboardInterrupt
+        return "Terminated: SIGTERM"
     text = str(err).strip()
     return f"{type(err).__name__}: {text.splitlines()[0]}" if text else type(err).__name__
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, SLURM, Kubernetes) in a CLI, raised in the main thread:
+    a ``KeyboardInterrupt``, so every path that handles Ctrl-C handles it the same way (the
+    run recorded ``interrupted``, workers closed, one line naming the resume), exit 143."""
+
+
+_sigterm_seen = threading.Event()  # Ray's ray.get turns any KeyboardInterrupt into a plain one
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    _sigterm_seen.set()
+    raise Terminated("SIGTERM")
+
+
+def _by_sigterm(err: BaseException | None) -> bool:
+    return isinstance(err, Terminated) or (
+        isinstance(err, KeyboardInterrupt) and _sigterm_seen.is_set())
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises :class:`Terminated` in the main thread (the previous
+    handler is put back after). For the command-line entry points only: a program that
+    imports selfplay as a library keeps its own SIGTERM handling."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _sigterm_seen.clear()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _sigterm_seen.clear()
+
+
+@contextmanager
+def kept_sigterm() -> Iterator[None]:
+    """Around ``ray.init()``, which puts its own SIGTERM handler (``sys.exit(15)``: the run
+    stayed ``running``) in the driver: :func:`sigterm_as_interrupt`'s is put back."""
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if handler is _raise_terminated and threading.current_thread() is \
+                threading.main_thread():
+            signal.signal(signal.SIGTERM, handler)
+
+
+def stop_status(err: BaseException | None) -> int:
+    """Exit status of a CLI stopped by ``err``: 143 after SIGTERM, 130 after Ctrl-C (a
+    shell's 128 + the signal's number)."""
+    return 143 if _by_sigterm(err) else 130
+
+
 def end_status(err: BaseException) -> str:
-    """The status a run stopped by ``err`` is recorded with: ``interrupted`` after Ctrl-C
-    (it resumes as a failed one does; not a crash), ``failed`` otherwise."""
+    """The status a run stopped by ``err`` is recorded with: ``interrupted`` after Ctrl-C or
+    SIGTERM (it resumes as a failed one does; not a crash), ``failed`` otherwise."""
     return "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
 
 

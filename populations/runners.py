@@ -145,13 +145,16 @@ def init_ray(address: str | None, num_cpus: int) -> Any:
     127.0.0.1 only, since Ray's services take commands from whoever can reach them."""
     import ray
 
+    from populations.run_folder import kept_sigterm
+
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                   "configure_logging": False}
         if address:
-            ray.init(address=address, **kwargs)
+            with kept_sigterm():  # a CLI's SIGTERM handler, which ray.init replaces
+                ray.init(address=address, **kwargs)
         else:
-            with _loopback_only():
+            with _loopback_only(), kept_sigterm():
                 ray.init(num_cpus=num_cpus, _node_ip_address=LOCAL_RAY_IP, **kwargs)
     return ray
 

@@ -134,3 +134,97 @@ runpy.run_module("populations.league", run_name="__main__")
     assert res.returncode == 130, res.stderr
     assert res.stderr == "python -m populations.league: interrupted\n"
     assert not (tmp_path / "lg").exists()
+
+
+def test_sigterm_ends_a_run_as_ctrl_c_does(tmp_path):
+    """SIGTERM (``kill``, ``timeout``, SLURM, Kubernetes) killed selfplay-train outright: the
+    run stayed ``running`` in league.db and nothing said how to go on. Now it takes Ctrl-C's
+    path: recorded ``interrupted``, one line naming the resume, exit 143 (128 + 15)."""
+    import signal
+    import sqlite3
+    import subprocess
+    import time
+
+    from populations.cli import run_dir_override
+    from tests.populations.test_cli import _cli_job
+
+    run = tmp_path / "run"
+    job = _cli_job(["game=kuhn", "frames=100000000", "num_envs=4", "checkpoint_every_s=0",
+                    "progress=false", "logger=none", f"hydra.run.dir={run}"], tmp_path)
+    del job["capture_output"], job["timeout"]
+    proc = subprocess.Popen(**job, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        while not any((run / "checkpoints").glob("ckpt_*.pt")) and proc.poll() is None:
+            time.sleep(0.05)  # training has started: the first checkpoint is written
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1] == (
+        f"selfplay-train: terminated (SIGTERM); {run} resumes with resume=true "
+        f"{run_dir_override(run)}")
+    with sqlite3.connect(run / "league.db") as db:
+        assert db.execute("SELECT status, error FROM runs").fetchall() == [
+            ("interrupted", "Terminated: SIGTERM")]
+
+
+def test_sigterm_in_the_other_clis_and_only_there(tmp_path, capsys, monkeypatch):
+    """selfplay-eval and ``python -m populations.league`` stop on SIGTERM as on Ctrl-C (exit
+    143); importing selfplay (a library) installs no handler, the CLIs put the previous one
+    back, and ray.init (which puts its own ``sys.exit`` in place) does not undo theirs."""
+    import os
+    import signal
+
+    import pytest
+
+    from populations import cli, league, run_folder
+
+    before = signal.getsignal(signal.SIGTERM)
+    assert before is not run_folder._raise_terminated  # imported: nothing installed
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    with pytest.raises(SystemExit) as stop, run_folder.sigterm_as_interrupt(), \
+            cli.reported("selfplay-eval"):
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert stop.value.code == 143
+    assert capsys.readouterr().err == "selfplay-eval: terminated (SIGTERM)\n"
+    assert signal.getsignal(signal.SIGTERM) is before
+    with pytest.raises(SystemExit) as stop, run_folder.sigterm_as_interrupt(), \
+            cli.reported("selfplay-eval"):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        except KeyboardInterrupt:  # as ray.get re-raises it (a plain KeyboardInterrupt)
+            raise KeyboardInterrupt from None
+    assert stop.value.code == 143
+    with pytest.raises(SystemExit) as stop, cli.reported("selfplay-eval"):
+        raise KeyboardInterrupt  # Ctrl-C after that: 130 again
+    assert stop.value.code == 130
+    assert capsys.readouterr().err.endswith("selfplay-eval: interrupted\n")
+
+    class Killed:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def run(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(league, "League", Killed)
+    with pytest.raises(SystemExit) as stop:
+        league.main(["--run-dir", str(tmp_path / "lg"), "--game", "openspiel/kuhn_poker"])
+    assert stop.value.code == 143
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"python -m populations.league: terminated (SIGTERM); go on with: python -m "
+        f"populations.league --run-dir {tmp_path / 'lg'} --game openspiel/kuhn_poker --resume")
+    assert signal.getsignal(signal.SIGTERM) is before
+
+    with run_folder.sigterm_as_interrupt():
+        with run_folder.kept_sigterm():  # as ray.init does
+            signal.signal(signal.SIGTERM, lambda *_: None)
+        assert signal.getsignal(signal.SIGTERM) is run_folder._raise_terminated
+    with run_folder.kept_sigterm():  # a library user's process: ray.init's own stays
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    signal.signal(signal.SIGTERM, before)
