@@ -175,10 +175,23 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _checks_hosts(app: ASGIApp) -> bool:
+    """Whether ``app`` was made with a Host check of its own (``create_app(allowed_hosts=)``)."""
+    return any(getattr(m, "cls", None) is TrustedHostMiddleware
+               for m in getattr(app, "user_middleware", ()))
+
+
+_APP_OR_LOOPBACK: Any = object()  # BackgroundServer's default allowed_hosts
+
+
 class BackgroundServer:
     """Serves ``app`` from a thread on ``host`` (a free port unless given); a context manager.
-    On a loopback ``host`` it accepts only loopback Host headers (:func:`trusted_hosts`), as
-    ``selfplay-dashboard`` does, so a web page cannot read it by DNS rebinding.
+    ``allowed_hosts``: the Host headers it serves. By default an app made with
+    ``create_app(allowed_hosts=...)`` keeps its own list; any other app, on a loopback
+    ``host``, accepts only loopback Host headers (:func:`trusted_hosts`), as
+    ``selfplay-dashboard`` does, so a web page cannot read it by DNS rebinding. Behind a
+    proxy that keeps the browser's Host (a notebook's server proxy), name that host here or
+    in ``create_app``; None accepts any.
 
     Example::
 
@@ -187,10 +200,12 @@ class BackgroundServer:
     """
 
     def __init__(self, app: ASGIApp, host: str = "127.0.0.1", port: int = 0,
-                 start_timeout_s: float = 10.0) -> None:
-        hosts = trusted_hosts(host)
-        if hosts is not None:  # whatever allowed_hosts the app was created with
-            app = TrustedHostMiddleware(app, allowed_hosts=hosts)
+                 start_timeout_s: float = 10.0,
+                 allowed_hosts: Sequence[str] | None = _APP_OR_LOOPBACK) -> None:
+        if allowed_hosts is _APP_OR_LOOPBACK:
+            allowed_hosts = None if _checks_hosts(app) else trusted_hosts(host)
+        if allowed_hosts is not None:
+            app = TrustedHostMiddleware(app, allowed_hosts=list(allowed_hosts))
         self.sock = bind(host, port)
         self.host, self.port = host, self.sock.getsockname()[1]
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))

@@ -367,6 +367,24 @@ def test_background_server_serves_over_http(run_dir):
     assert not server.thread.is_alive()
 
 
+def test_background_server_keeps_the_hosts_a_caller_names():
+    """Review S3: BackgroundServer put its own loopback check in front of an app made with
+    create_app(allowed_hosts=[...]), so a dashboard behind a notebook proxy (which keeps the
+    browser's Host) answered 400."""
+    def status(server: BackgroundServer, host: str) -> int:
+        server.sock.close()  # never started: its app is called directly
+        return TestClient(server.server.config.app, base_url=f"http://{host}") \
+            .get("/api/health").status_code
+
+    proxied = create_app([], allowed_hosts=["dash.example", "127.0.0.1"])
+    assert status(BackgroundServer(proxied), "dash.example") == 200
+    assert status(BackgroundServer(proxied), "evil.example") == 400
+    named = BackgroundServer(create_app([]), allowed_hosts=["dash.example"])
+    assert status(named, "dash.example") == 200
+    assert status(BackgroundServer(create_app([])), "dash.example") == 400  # loopback only
+    assert status(BackgroundServer(create_app([]), allowed_hosts=None), "dash.example") == 200
+
+
 # ---------------------------------------------------------------------------- export, CLI
 def _embedded(html: str) -> dict:
     m = re.search(r'<script id="dashboard-export" type="application/json">(.*?)</script>',
