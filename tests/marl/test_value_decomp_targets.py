@@ -30,7 +30,7 @@ def _t(x) -> torch.Tensor:
 def _reference_loss(learner, rec, double_q):
     agents = learner.agents
     errs, rewards, kinds = [], [], {"term": 0, "trunc": 0, "left": 0, "left_before_trunc": 0,
-                       "wait_at_trunc": 0, "mean_after_left": 0}
+                       "wait_at_trunc": 0, "mean_after_left": 0, "cut": 0}
     for (vs, actions, nxt), gone in zip(rec, left_before(rec, agents), strict=True):
         for c in range(len(nxt.done)):
             done = bool(nxt.done[c])
@@ -52,6 +52,7 @@ def _reference_loss(learner, rec, double_q):
                 else:
                     live = bool(nxt.acting[a][c])
                 kinds["left"] += bool(vs.acting[a][c] and nxt.terminated[a][c] and not done)
+                kinds["cut"] += bool(nxt.truncated[a][c] and not done)
                 if not live:
                     continue
                 still.append(a)
@@ -73,9 +74,12 @@ def _reference_loss(learner, rec, double_q):
 
 @pytest.mark.parametrize(("mixer", "double_q", "wait"), [
     ("vdn", True, False), ("qmix", True, False), ("qmix", False, False),
-    ("vdn", True, True), ("qmix", False, True)])
+    ("vdn", True, True), ("qmix", False, True), ("qmix", True, "cut")])
 def test_td_loss_matches_a_slow_reference(mixer, double_q, wait):
-    vg = VectorGame(lambda: Exits(wait=wait), 4, seed=0, with_state=True)
+    """``wait="cut"``: agent_0 is truncated alone (``Exits(cut=True)``); the team plays on
+    without it, so its utility leaves ``Q'_tot`` as when an agent leaves by the rules."""
+    cut, wait = wait == "cut", wait is True
+    vg = VectorGame(lambda: Exits(wait=wait, cut=cut), 4, seed=0, with_state=True)
     cfg = ValueDecompConfig(mixer=mixer, gamma=GAMMA, double_q=double_q, batch_size=8,
                             learning_starts=1, buffer_size=1000, hidden=(16,),
                             mixing_embed_dim=8, hypernet_hidden=16, eps_decay_frames=1, seed=1)
@@ -88,6 +92,7 @@ def test_td_loss_matches_a_slow_reference(mixer, double_q, wait):
     rec = record(learner, vg)
     ref, kinds, rewards = _reference_loss(learner, rec, double_q)
     assert kinds.pop("wait_at_trunc") >= 2 if wait else kinds.pop("wait_at_trunc") == 0, kinds
+    assert kinds.pop("cut") >= 2 if cut else kinds.pop("cut") == 0, kinds
     assert min(kinds.values()) >= 2, kinds
     whole = {k: v[: len(learner.buffer)] for k, v in learner.buffer.data.items()}
     learner.buffer.sample = lambda n, gen: whole  # the update sees every transition once
