@@ -4,6 +4,7 @@ without repeating metric rows; a damaged checkpoint stops the resume in one line
 
 import csv
 import logging
+import shutil
 import sqlite3
 
 import pytest
@@ -13,6 +14,7 @@ from omegaconf import OmegaConf
 import populations.cli  # noqa: F401  (registers the schema)
 import populations.experiment as experiment
 from marl.core import CheckpointError
+from populations.checkpoint import load_latest, save_checkpoint
 from populations.experiment import ExperimentConfig, run_experiment
 from populations.run_folder import RunFolderError
 from tests.populations.test_db_store import garble
@@ -126,18 +128,27 @@ def test_a_damaged_checkpoint_stops_the_resume_in_one_line(tmp_path, monkeypatch
     assert not list((tmp_path / "snapshots").rglob("*.pt"))  # nothing trained nor published
 
 
-@pytest.mark.parametrize("bad", [-5, 2**64])  # 2**64: an OverflowError traceback from SQLite
-def test_a_checkpoint_with_a_bad_step_is_refused(tmp_path, monkeypatch, bad):
+@pytest.fixture(scope="module")
+def killed_run(tmp_path_factory):
+    """A run killed right after its first checkpoint (copied by each test that edits it)."""
+    run = tmp_path_factory.mktemp("killed") / "run"
     real = experiment.save_checkpoint
 
     def save(folder, step, state, keep=3):
-        real(folder, step, {**state, "step": bad}, keep)
+        real(folder, step, state, keep)
         raise _Killed
 
-    monkeypatch.setattr(experiment, "save_checkpoint", save)
-    with pytest.raises(_Killed):
-        run_experiment(_exp(*TINY), tmp_path)
-    monkeypatch.undo()
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(_Killed):
+        patch.setattr(experiment, "save_checkpoint", save)
+        run_experiment(_exp(*TINY), run)
+    return run
+
+
+@pytest.mark.parametrize("bad", [-5, 2**64])  # 2**64: an OverflowError traceback from SQLite
+def test_a_checkpoint_with_a_bad_step_is_refused(tmp_path, killed_run, bad):
+    shutil.copytree(killed_run, tmp_path, dirs_exist_ok=True)
+    _, state = load_latest(tmp_path / "checkpoints")  # rewritten with its hash, as a crafter can
+    save_checkpoint(tmp_path / "checkpoints", state["step"], {**state, "step": bad})
     with pytest.raises(CheckpointError, match=f"step={bad}; expected a count >= 0"):
         run_experiment(_exp(*TINY, "resume=true"), tmp_path)
 
