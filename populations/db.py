@@ -234,6 +234,7 @@ class LeagueDB:
             self.conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)
         except sqlite3.DatabaseError as err:
             raise LeagueDBError(f"cannot open league database {self.path}: {err}") from None
+        checked = False
         try:
             # Reading the schema loads ANALYZE's statistics, evaluating any generated column
             # a crafted sqlite_stat1 holds (300 MB per row were allocated before the check
@@ -249,6 +250,7 @@ class LeagueDB:
                     f"{self.path} has schema version {version}; this selfplay reads up to "
                     f"{SCHEMA_VERSION}: upgrade selfplay")
             self._check_schema(version)
+            checked = True
             self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, length)
             if not readonly:
                 self.conn.execute("PRAGMA journal_mode = WAL")
@@ -256,7 +258,9 @@ class LeagueDB:
                 self._migrate()
         except sqlite3.DatabaseError as err:
             self.conn.close()
-            raise LeagueDBError(f"cannot open league database {self.path}: {err}") from None
+            capped = isinstance(err, sqlite3.DataError) and not checked  # only a crafted file
+            why = " (its schema holds a value over 1 MiB: a crafted file)" if capped else ""
+            raise LeagueDBError(f"cannot open league database {self.path}: {err}{why}") from None
         except LeagueDBError:
             self.conn.close()
             raise
