@@ -204,17 +204,12 @@ class AgentStacker:
         """``[B, A]`` float rewards of the controlled agents."""
         return self._tensor(np.stack([vs.rewards[a] for a in self.agents], 1))
 
-    def team(self, rewards_BA: Tensor, in_BA: Tensor | None = None) -> Tensor:
-        """``[B]`` team reward: mean or sum over the controlled agents; ``in_BA`` (the
-        agents still in the episode, :class:`StillIn`): the mean is over those, so a
-        departure (an agent paid 0 from then on) does not shrink the team's reward scale."""
-        if self.team_reward == "sum":
-            return rewards_BA.sum(1)
-        if in_BA is None:
-            return rewards_BA.mean(1)
-        n_B = in_BA.sum(1)
-        kept_B = (rewards_BA * in_BA).sum(1) / n_B.clamp(min=1)
-        return torch.where(n_B == in_BA.shape[1], rewards_BA.mean(1), kept_B)
+    def team(self, rewards_BA: Tensor) -> Tensor:
+        """``[B]`` team reward: mean or sum over the controlled agents. The mean is over all
+        of them (an agent that left is paid 0), i.e. ``sum / A``: the same objective as the
+        sum, scaled. Averaging over the agents still in would weigh the others' rewards more
+        after a departure, so leaving early could pay although it loses the team reward."""
+        return rewards_BA.mean(1) if self.team_reward == "mean" else rewards_BA.sum(1)
 
     def terminated(self, vs: VecStep) -> Tensor:
         """``[B, A]`` bool, agents whose own episode ended by the rules at this step (an

@@ -3,7 +3,8 @@
 Every controlled agent ``a`` has a utility ``Q_a(o_a, u_a)``, computed by one network shared
 by all agents (the agent's one-hot id is appended to its observation). A *mixer* turns the
 utilities of the chosen actions into the team value ``Q_tot``, trained by TD on the team
-reward (the mean over the controlled agents still in the episode, or the sum of their rewards):
+reward: the sum of the controlled agents' rewards, or their mean over all of them (``sum / A``,
+an agent that left counts 0: the same objective as the sum, scaled):
 
 * ``vdn``:  ``Q_tot = sum_a Q_a``.
 * ``qmix``: ``Q_tot = f_s(Q_1, ..., Q_A)``, a two-layer network whose weights are produced
@@ -95,8 +96,8 @@ class ValueDecompConfig:
     mixing_embed_dim: int = 32  # QMIX: width E of the mixing network's hidden layer
     hypernet_hidden: int = 64  # QMIX: hidden width of the hypernetworks producing mixer weights
     state_input: str = "auto"  # QMIX mixer input: "state", "obs" (all obs concatenated), "auto"
-    team_reward: str = "mean"  # team reward from the controlled agents' rewards: "mean" (over
-    # those still in the episode: one that left does not count) or "sum"
+    team_reward: str = "mean"  # team reward from the controlled agents' rewards: "sum", or
+    # "mean" over all controlled agents (sum / A: a departed agent counts 0), the sum scaled
     gamma: float = 0.99  # discount factor
     lr: float = 5e-4  # Adam learning rate (agent network and mixer)
     batch_size: int = 128  # transitions per gradient step
@@ -451,9 +452,7 @@ class ValueDecomp(Learner):
                                                 "next observation": nxt["next_obs"]},
                         shared={"global state": p.get("state"),
                                 "next global state": nxt.get("next_state")})
-        in_BA = self.still_in.mask(len(vs.done))  # in the episode during this step
-        self.still_in.step(vs)
-        team_BG = torch.stack([self.stack.team(rewards_BA[:, col], in_BA[:, col])
+        team_BG = torch.stack([self.stack.team(rewards_BA[:, col])
                                for col in self.team_AG.T], -1)
         if self.turns is not None:  # turn-based: the teams' transitions that ended now
             done_B = torch.as_tensor(vs.done, device=self.device)
@@ -465,7 +464,8 @@ class ValueDecomp(Learner):
             # episode): those that had not left it (acting or waiting a step) and did not
             # leave by the rules at this step
             done_B1 = torch.as_tensor(vs.done, device=self.device)[:, None]
-            still_BA = in_BA & ~self.stack.terminated(vs)
+            still_BA = self.still_in.mask(len(vs.done)) & ~self.stack.terminated(vs)
+            self.still_in.step(vs)
             nxt["next_acting"] = torch.where(done_B1, still_BA, nxt["next_acting"]) & p["seated"]
             row = {**p, "reward": team_BG[:, 0] if team_BG.shape[1] == 1 else team_BG, **nxt}
             keep_B = p["seated"].any(1)

@@ -8,14 +8,14 @@ The reference walks the recorded steps with plain loops:
 the target evaluates; ``double_q=False``: the target does both) for the agents still in the
 game after the step, 0 for those not (one that left, in the step or before; one waiting a
 step, ``Exits(wait=True)``, is still in), and ``Q_tot(s, ...)`` mixing the chosen utilities
-of the agents that acted. ``r_team`` is the mean reward of the agents still in the episode
-at the step (one that left before it does not count)."""
+of the agents that acted. ``r_team`` is the mean reward over all controlled agents (one that
+left counts 0: ``sum / A``, the team's return scaled)."""
 
 import numpy as np
 import pytest
 import torch
 
-from games import VectorGame
+from games import Transition, VectorGame
 from marl.value_decomp import ValueDecomp, ValueDecompConfig
 from tests.marl.exits_game import Exits, left_before, record
 
@@ -39,8 +39,8 @@ def _reference_loss(learner, rec, double_q):
                 if vs.acting[a][c]:
                     q[i] = learner.qnet.forward_agent(_t(vs.obs[a][c])[None], i)[0, actions[a][c]]
             q_tot = float(learner.mixer(q[None], _t(vs.state[c])[None])[0])
-            # team reward: the mean over the agents still in the episode at this step
-            y = float(np.mean([nxt.rewards[a][c] for a in agents if (c, a) not in gone]))
+            # team reward: the mean over all controlled agents (a departed one is paid 0)
+            y = float(np.mean([nxt.rewards[a][c] for a in agents]))
             kinds["mean_after_left"] += len(gone & {(c, a) for a in agents}) > 0
             rewards.append(y)
             src, st = (nxt.final_obs, nxt.final_state) if done else (nxt.obs, nxt.state)
@@ -196,3 +196,41 @@ def test_two_teams_taking_turns_match_a_slow_reference(mixer):
     whole = {k: v[: len(learner.buffer)] for k, v in learner.buffer.data.items()}
     learner.buffer.sample = lambda n, gen: whole
     assert learner.update()["losses/td_loss"] == pytest.approx(ref, rel=1e-5)
+
+
+class _StayOrLeave(Exits):
+    """Review L1's two 3-step episodes: ``agent_1`` earns 1 a step; ``agent_0`` earns 0.4 a
+    step if ``stay`` or leaves at the first step with 0 (actions are ignored)."""
+
+    def __init__(self, stay: bool) -> None:
+        super().__init__()
+        self.stay = stay
+
+    def _step(self, actions: dict):
+        self.t += 1
+        rewards = {"agent_0": 0.4 if "agent_0" in self.live and self.stay else 0.0,
+                   "agent_1": 1.0}
+        term = {a: False for a in self.live}
+        trunc = {a: self.t >= 3 for a in self.live}
+        if not self.stay and self.t == 1:
+            term["agent_0"], trunc["agent_0"] = True, False
+            self.live.remove("agent_0")
+        if self.t >= 3:
+            self.live, self.over = [], True
+        term.update({a: False for a in ("agent_0", "agent_1") if a not in term})
+        trunc.update({a: False for a in ("agent_0", "agent_1") if a not in trunc})
+        return Transition(rewards, term, trunc)
+
+
+def test_team_mean_keeps_the_order_of_team_returns():
+    """``team_reward=mean`` is ``sum / A``: the episode earning more in total (agent_0 stays:
+    4.2, leaves: 3.0) keeps the higher stored team return (2.1 > 1.5). A mean over the agents
+    still in the episode gave 2.1 < 2.5: leaving early paid."""
+    kinds = iter([True, False])
+    vg = VectorGame(lambda: _StayOrLeave(next(kinds)), 2, seed=0, with_state=True)
+    learner = ValueDecomp(vg.spec, ValueDecompConfig(hidden=(8,), learning_starts=10**6))
+    record(learner, vg, steps=3)
+    stored = learner.buffer.data["reward"][: len(learner.buffer)].numpy()
+    assert stored.shape == (6,)
+    returns = stored.reshape(3, 2).sum(0)  # rows: step-major, copies (stay, leave)
+    np.testing.assert_allclose(returns, [4.2 / 2, 3.0 / 2], rtol=1e-6)
