@@ -198,12 +198,20 @@ class _PPONet(nn.Module, abc.ABC):
 
     def unroll(
         self, x: dict[str, torch.Tensor], h0_SH: torch.Tensor, start_LS: torch.Tensor,
-        move_LS: torch.Tensor,
+        move_LS: torch.Tensor, need_LS: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Recurrent: outputs ``[L*S, ...]`` of S sequences whose inputs ``x`` are
-        flattened time-major (row ``t * S + s``); the encoder runs on all rows at once."""
+        flattened time-major (row ``t * S + s``); the encoder runs on all rows at once, or
+        only on the rows ``need_LS`` holds (the others' outputs are then meaningless: rows
+        where the GRU does not move and whose output nobody reads, e.g. chunk padding and
+        other seats' turns, which are most rows of a turn-based game)."""
         L, S = start_LS.shape
-        z = self.body(self.encode(x))
+        if need_LS is None:
+            z = self.body(self.encode(x))
+        else:
+            idx = need_LS.reshape(-1).nonzero().squeeze(1)
+            z_N = self.body(self.encode({k: v.index_select(0, idx) for k, v in x.items()}))
+            z = z_N.new_zeros(L * S, z_N.shape[-1]).index_copy(0, idx, z_N)
         y = self.rnn.unroll(z.reshape(L, S, -1), h0_SH, start_LS, move_LS)
         return self._out(self.head(y.reshape(L * S, -1)), x)
 

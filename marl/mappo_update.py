@@ -76,9 +76,11 @@ def recurrent_forward(
     start_LS = buf.start[t_LS, b_LS, a_LS] & valid_LS
     move_LS = buf.acting[t_LS, b_LS, a_LS] & valid_LS
     first = t_LS[0]
-    logits = L.actors[g].unroll(x, buf.h_actor[first, b, a], start_LS, move_LS)
-    values = L.critics[g].unroll(x, buf.h_critic[first, b, a], start_LS, move_LS)
-    keep = (select_TBA[t_LS, b_LS, a_LS] & valid_LS).reshape(-1)
+    select_LS = select_TBA[t_LS, b_LS, a_LS] & valid_LS
+    need_LS = move_LS | select_LS  # encoded rows: padding and others' turns are not
+    logits = L.actors[g].unroll(x, buf.h_actor[first, b, a], start_LS, move_LS, need_LS)
+    values = L.critics[g].unroll(x, buf.h_critic[first, b, a], start_LS, move_LS, need_LS)
+    keep = select_LS.reshape(-1)
     return logits[keep], values[keep], (t_LS.reshape(-1)[keep], b_LS.reshape(-1)[keep],
                                         a_LS.reshape(-1)[keep])
 

@@ -83,10 +83,12 @@ class GRUCore(nn.Module):
         """``[L, S, H]`` outputs of S sequences of L rows from their first-row states
         ``h0_SH`` (a Python loop over the L rows only; everything else is batched)."""
         h, outs = h0_SH, []
-        for t in range(z_LSF.shape[0]):
-            out, h = self.step(z_LSF[t], h, start_LS[t], move_LS[t])
-            outs.append(out)
-        return torch.stack(outs)
+        for t in range(z_LSF.shape[0]):  # as step(), with the LayerNorm once after the loop
+            h = h.masked_fill(start_LS[t][:, None], 0.0)
+            new = self.cell(z_LSF[t], h)
+            outs.append(new)
+            h = torch.where(move_LS[t][:, None], new, h)
+        return self.norm(torch.stack(outs))
 
 
 class PolicyMemory:
