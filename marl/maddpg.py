@@ -357,6 +357,10 @@ class MADDPG(Learner):
         self.device = resolve_device(device)
         self.stack = AgentStacker(spec, self.agents, self.device, cfg.state_input)
         self.still_in = StillIn(self.stack)
+        # state_input "obs": where each controlled agent's observation sits in the global input
+        widths = {a: int(np.prod(spec.obs_shapes[a])) for a in spec.agent_ids}
+        starts = np.cumsum([0] + [widths[a] for a in spec.agent_ids])
+        self._obs_slots = [(int(starts[spec.agent_ids.index(a)]), widths[a]) for a in self.agents]
         head, D = _head_for([spec.action_spaces[a] for a in self.agents], self.agents)
         self.head = dataclasses.replace(
             head,
@@ -496,12 +500,30 @@ class MADDPG(Learner):
 
     # ------------------------------------------------------------------------ update
     def _q(self, critic: GroupedMLP, state_BS: Tensor, joint_BAJ: Tensor) -> Tensor:
-        """``[B, A]`` values: critic ``i`` reads the state, row ``i`` of the joint actions
-        (``J = A * D``) and its agent's one-hot id."""
+        """``[B, A]`` values: critic ``i`` reads the state (``[B, S]``, or its own row of a
+        ``[B, A, S]`` one), row ``i`` of the joint actions (``J = A * D``) and its agent's
+        one-hot id."""
         B, A, _ = joint_BAJ.shape
         ids = torch.eye(A, device=state_BS.device).expand(B, A, A)
-        x = torch.cat([state_BS[:, None].expand(B, A, state_BS.shape[1]), joint_BAJ, ids], -1)
+        if state_BS.dim() == 2:
+            state_BS = state_BS[:, None].expand(B, A, state_BS.shape[1])
+        x = torch.cat([state_BS, joint_BAJ, ids], -1)
         return critic(x, self.group_A)[..., 0]
+
+    def _own_next_state(self, b: dict[str, Tensor]) -> Tensor:
+        """The critics' next global input: ``[B, S]``, or ``[B, A, S]`` (one per critic) where
+        the input is the observations (``state_input="obs"``) and an agent left alone: its
+        own critic reads its last observation in its slot (as at every step it trained on),
+        the others its zeros (it is gone for them)."""
+        st_BS = b["next_state"]
+        if self.stack.use_state or not bool(b["left"].any()):
+            return st_BS
+        B, A = b["left"].shape
+        st_BAS = st_BS[:, None].expand(B, A, st_BS.shape[1]).clone()
+        for i, (start, width) in enumerate(self._obs_slots):  # A is small
+            slot = st_BAS[:, i, start : start + width]
+            slot.copy_(torch.where(b["left"][:, i, None], b["next_obs"][:, i, :width], slot))
+        return st_BAS
 
     def update(self) -> dict[str, float]:
         """One critic and one actor gradient step on a replay minibatch, then Polyak targets."""
@@ -525,7 +547,8 @@ class MADDPG(Learner):
             others_BAD = torch.where(b["left"][..., None], gone_1AD, next_act_BAD)
             own_AA1 = torch.eye(A, dtype=torch.bool, device=self.device)[:, :, None]
             next_BAAD = torch.where(own_AA1, next_act_BAD[:, None], others_BAD[:, None])
-            next_q_BA = self._q(self.target_critic, b["next_state"], next_BAAD.reshape(B, A, -1))
+            next_q_BA = self._q(self.target_critic, self._own_next_state(b),
+                                next_BAAD.reshape(B, A, -1))
             # agent i stops where its own episode ended by the rules (it left the game, or
             # the game ended); a truncated one bootstraps from its final observation
             ended_BA = b["terminated"] | b["terminal"][:, None].bool()

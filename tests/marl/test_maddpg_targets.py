@@ -13,7 +13,9 @@ only steps where agent ``i`` is in the episode are trained (a dead agent has no 
 one waiting a step, ``Exits(wait=True)``, keeps its transition and reward). With
 continuous actions (boxes of different widths) the critics see ``tanh`` actions in
 ``[-1, 1]`` and actor ``i`` ascends ``Q_i`` with its own replayed action replaced by
-``tanh(mu_i(o_i))``."""
+``tanh(mu_i(o_i))``. ``state_input="obs"`` (``cut_obs``): ``s`` is every agent's observation
+concatenated; agent ``i``'s own critic reads its last observation in its slot of ``s'`` where
+it was truncated alone (the others read the zeros it has from then on)."""
 
 import copy
 
@@ -61,6 +63,16 @@ def _mu(learner, net, i: int, obs, legal=None, gumbel=None) -> np.ndarray:
     return np.where(np.arange(out.size) < width, np.tanh(out), 0.0)
 
 
+def _gstate(learner, step, c, final=False, own=None):
+    """Copy ``c``'s global input: the state, or (``state_input="obs"``) every agent's
+    observation concatenated, ``own``'s slot holding its last observation (``final_obs``)."""
+    if learner.stack.use_state:
+        return np.asarray((step.final_state if final else step.state)[c], float)
+    src = step.final_obs if final else step.obs
+    return np.concatenate([np.asarray((step.final_obs if a == own else src)[a][c], float)
+                           for a in learner.spec.agent_ids])
+
+
 def _reference_loss(learner, rec, noise=None):
     """Mean over (step, copy, acting agent) of ``(Q_i(s, u) - y_i)^2``, by loops.
     ``noise``: ``([rows, A, D], [1, A, D])`` Gumbel noise of the sampled target actions
@@ -73,8 +85,7 @@ def _reference_loss(learner, rec, noise=None):
         for c in range(len(nxt.done)):
             r = k * len(nxt.done) + c  # the stored row
             done = bool(nxt.done[c])
-            st = nxt.final_state if done else nxt.state
-            state = np.asarray(vs.state[c], float)
+            state = _gstate(learner, vs, c)
             joint = np.concatenate([_unit(learner, i, actions[a][c]) for i, a in enumerate(agents)])
 
             def next_action(j, a, own, nxt=nxt, c=c, r=r, done=done):  # target actor j's best
@@ -105,7 +116,9 @@ def _reference_loss(learner, rec, noise=None):
                     kinds["trunc"] += bool(nxt.truncated[a][c])
                     kinds["cut"] += bool(nxt.truncated[a][c]) and not done
                     next_joint = [next_action(j, b, j == i) for j, b in enumerate(agents)]
-                    x = np.concatenate([np.asarray(st[c], float), *next_joint, ident])
+                    alone = not done and bool(nxt.truncated[a][c])
+                    st = _gstate(learner, nxt, c, final=done, own=a if alone else None)
+                    x = np.concatenate([st, *next_joint, ident])
                     y += GAMMA * _mlp(learner.target_critic, g[i], x)[0]
                 errs.append((q - y) ** 2)
     return float(np.mean(errs)), kinds
@@ -130,7 +143,7 @@ def _reference_actor_loss(learner, actor, rec, noise=None):
                 gumbel = None if noise is None else noise[k * len(vs.done) + c, i]
                 own = _mu(learner, actor, i, vs.obs[a][c], legal, gumbel)
                 joint = [*units[:i], own, *units[i + 1 :]]
-                x = np.concatenate([vs.state[c], *joint, np.eye(len(agents))[i]])
+                x = np.concatenate([_gstate(learner, vs, c), *joint, np.eye(len(agents))[i]])
                 qs.append(_mlp(learner.critic, learner.groups[i], x)[0])
     return -float(np.mean(qs))
 
@@ -138,20 +151,22 @@ def _reference_actor_loss(learner, actor, rec, noise=None):
 CASES = [(share, cont, wait) for wait in (False, True) for share, cont in
          ((False, False), (True, False), (False, True), (True, True))]
 CASES += [(False, False, "cut"), (True, True, "cut")]  # an agent truncated alone
+CASES += [(False, False, "cut_obs"), (True, True, "cut_obs")]  # ... state_input="obs"
 
 
-WAITS = {False: "acting", True: "waiting", "cut": "cut_alone"}
+WAITS = {False: "acting", True: "waiting", "cut": "cut_alone", "cut_obs": "cut_alone_obs"}
 
 
 @pytest.mark.parametrize(("share", "cont", "wait"), CASES, ids=[
     f"{WAITS[w]}-{'box_' if c else ''}{'shared' if s else 'per_agent'}" for s, c, w in CASES])
 def test_critic_and_actor_losses_match_a_slow_reference(share, cont, wait):
-    cut, wait = wait == "cut", wait is True
+    obs_state = wait == "cut_obs"
+    cut, wait = wait in ("cut", "cut_obs"), wait is True
     vg = VectorGame(lambda: Exits(continuous=cont, wait=wait, cut=cut), 4, seed=0,
                     with_state=True)
     cfg = MADDPGConfig(gamma=GAMMA, batch_size=8, learning_starts=1, buffer_size=1000,
                        share_parameters=share, hidden=(16,), seed=1, exploration_noise=0.4,
-                       actor_reg=0.0)
+                       actor_reg=0.0, state_input="obs" if obs_state else "auto")
     learner = MADDPG(vg.spec, cfg)
     with torch.no_grad():  # targets unlike the online nets, with values far from 0
         for net in (learner.target_actor, learner.target_critic):
