@@ -675,7 +675,7 @@ def main(argv: list[str] | None = None) -> None:
         sigterm_text,
         user_errors,
     )
-    from populations.run_folder import sigterm_as_interrupt, stop_status
+    from populations.run_folder import holds_run, sigterm_as_interrupt, stop_status
 
     p = OneLineParser(prog="python -m populations.league",
                       description="Run (or resume) a self-play league.")
@@ -717,7 +717,12 @@ def main(argv: list[str] | None = None) -> None:
         except KeyboardInterrupt as err:  # Ctrl-C: one line, no traceback (exit 130, as a shell's)
             given = list(sys.argv[1:] if argv is None else argv)
             again = shlex.join(given if "--resume" in given else [*given, "--resume"])
-            message, status = f"interrupted; go on with: {p.prog} {again}", stop_status(err)
+            message = f"interrupted; go on with: {p.prog} {again}"
+            if not holds_run(args.run_dir):  # --resume would be refused: nothing to go on with
+                if created:
+                    discard_run_dir(Path(args.run_dir))
+                message = "interrupted before the run started (start again)"
+            status = stop_status(err)
             fail(p.prog, sigterm_text(message) if status == 143 else message, status=status)
         except user_errors() as err:  # one line, exit 2; a folder this call made is not left
             if created:

@@ -143,6 +143,27 @@ def test_ctrl_c_in_a_plain_league_is_one_line_naming_the_resume(tmp_path, capsys
                    f"populations.league --run-dir '{run}' --game openspiel/kuhn_poker --resume")
 
 
+def test_ctrl_c_before_a_plain_league_started_says_start_again(tmp_path, capsys, monkeypatch):
+    """A Ctrl-C before the league made its database (a user's plugin still importing) printed
+    a ``--resume`` command, which then failed: the folder held no run."""
+    from populations import cli, league
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "load_plugins", interrupted)
+    for made in (False, True):  # a folder the user made first is left, empty
+        run = tmp_path / f"made {made}"
+        if made:
+            run.mkdir()
+        with pytest.raises(SystemExit) as stop:
+            league.main(["--run-dir", str(run), "--game", "openspiel/kuhn_poker"])
+        assert stop.value.code == 130
+        assert capsys.readouterr().err.strip().splitlines()[-1] == (
+            "python -m populations.league: interrupted before the run started (start again)")
+        assert run.is_dir() == made
+
+
 def test_ctrl_c_in_selfplay_eval_is_one_line(capsys, monkeypatch):
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     with pytest.raises(SystemExit) as stop, reported("selfplay-eval"):

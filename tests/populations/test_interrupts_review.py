@@ -175,6 +175,7 @@ def test_sigterm_in_the_other_clis_and_only_there(tmp_path, capsys, monkeypatch)
     back, and ray.init (which puts its own ``sys.exit`` in place) does not undo theirs."""
     import os
     import signal
+    from pathlib import Path
 
     import pytest
 
@@ -202,8 +203,9 @@ def test_sigterm_in_the_other_clis_and_only_there(tmp_path, capsys, monkeypatch)
     assert capsys.readouterr().err.endswith("selfplay-eval: interrupted\n")
 
     class Killed:
-        def __init__(self, *args, **kwargs):
-            pass
+        def __init__(self, cfg, run_dir, **kwargs):
+            Path(run_dir).mkdir()
+            (Path(run_dir) / "league.db").touch()  # the run has started: it resumes
 
         def run(self):
             os.kill(os.getpid(), signal.SIGTERM)
