@@ -48,8 +48,9 @@ class VecStep:
             and ``acting`` already belong to the next episode.
         final_obs: ``[B, O]`` last observation of each agent in copies where an episode
             ended now: the copy's (``done``), or one agent's alone (it terminated or was
-            truncated while the others play on; the row holds every agent's observation
-            after the step); zeros elsewhere. Truncated agents bootstrap from it.
+            truncated while the others play on; the row holds the observation after the
+            step of every agent still in the episode at it, zeros for one that left at an
+            earlier step, as in ``obs``); zeros elsewhere. Truncated agents bootstrap from it.
         state / final_state: ``[B, S]`` global state (``None`` unless the VectorGame was
             built with ``with_state=True`` for a game that has one); ``final_state`` in the
             copies where ``final_obs`` is set (``None`` when there are none).
@@ -162,6 +163,8 @@ class VectorGame:
         self._ret = {a: np.zeros(num_envs, np.float64) for a in self._ids}
         self._len = np.zeros(num_envs, np.int64)
         self._last: list[TimeStep] = []
+        # per copy, the agents whose own episode ended at an earlier step (the others play on)
+        self._gone: list[set[str]] = [set() for _ in range(num_envs)]
 
     # ------------------------------------------------------------------ stepping
     def reset(self) -> VecStep:
@@ -173,6 +176,7 @@ class VectorGame:
         for a in self._ids:
             self._ret[a][:] = 0.0
         self._len[:] = 0
+        self._gone = [set() for _ in range(self.num_envs)]
         return self._collect(self._last, np.zeros(self.num_envs, bool), {}, None)
 
     def step(self, actions: Mapping[str, np.ndarray]) -> VecStep:
@@ -199,10 +203,13 @@ class VectorGame:
                 final_obs, final_state = self._record_final(b, g, final_obs, final_state)
                 if self.with_graphs:
                     final_graph[b] = g.entity_graph().nodes
+                self._gone[b].clear()
             elif any(ts.terminated.values()) or any(ts.truncated.values()):
                 # an agent left alone (the others play on): its last observation, which a
                 # learner bootstraps from where it was truncated (vs.obs holds zeros there)
                 final_obs, final_state = self._record_final(b, g, final_obs, final_state)
+                self._gone[b].update(a for a in self._ids
+                                     if ts.terminated.get(a) or ts.truncated.get(a))
             out.append(ts)
         resets = {int(b): self.games[b].reset(None) for b in np.flatnonzero(done)}
         self._last = [resets.get(b, ts) for b, ts in enumerate(out)]
@@ -233,8 +240,9 @@ class VectorGame:
                 a: np.zeros((self.num_envs, *self.spec.obs_shapes[a]), np.float32)
                 for a in self._ids
             }
-        for a in self._ids:
-            final_obs[a][b] = game.observe(a)
+        for a in self._ids:  # one that left at an earlier step keeps zeros, as in obs
+            if a not in self._gone[b]:
+                final_obs[a][b] = game.observe(a)
         if self.with_state:
             if final_state is None:
                 final_state = np.zeros((self.num_envs, *self.spec.state_shape), np.float32)

@@ -9,7 +9,9 @@ ended without cutting it), the critic's value of its last input where it was tru
 alone or with the episode. Where it was truncated alone, that input is read from the game
 itself (``Game.observe`` / ``Game.state`` / ``Game.entity_graph`` right after the step), not
 from the VecStep. With GNN encoders (actor and critic) a departed agent's node stays in the
-graph and its rows are left out the same way. After
+graph and its rows are left out the same way. With ``critic="concat"`` (every agent's
+observation) an agent that left at an earlier step has zeros in its slot of the bootstrap
+input, as on every step since (review L4). After
 an agent's end nothing of its copy's later steps is credited to it, and it has no complete
 (trained) step until its next episode; its last step in the rollout, if its outcome is not
 known yet, is carried (not complete) and its earlier steps bootstrap from its value."""
@@ -75,9 +77,10 @@ def _reference(learner, rec):
 
 
 @pytest.mark.parametrize(("critic", "wait"), [("state", False), ("local", False),
-                                               ("state", True), ("gnn", False)],
+                                               ("state", True), ("gnn", False),
+                                               ("concat", False)],
                          ids=["mappo_state-cut_alone", "ippo-cut_alone", "mappo_state-waiting",
-                              "mappo_gnn-cut_alone"])
+                              "mappo_gnn-cut_alone", "mappo_concat-cut_alone"])
 def test_value_targets_stop_at_each_agents_own_end(critic, wait):
     gnn = critic == "gnn"
     net = NetConfig(critic=critic, encoder="gnn" if gnn else "mlp", share="all", hidden=(16,),
@@ -90,6 +93,7 @@ def test_value_targets_stop_at_each_agents_own_end(critic, wait):
     with torch.no_grad():  # values far from 0 and unlike each other
         learner.critics[0].head[-1].bias.add_(3.0)
     vs, rec = vg.reset(), []
+    gone = [set() for _ in range(B)]  # per copy, the agents that left at an earlier step
     for _ in range(R):
         actions = learner.act(vs)
         nxt = vg.step(actions)
@@ -101,12 +105,19 @@ def test_value_targets_stop_at_each_agents_own_end(critic, wait):
                 if gnn:
                     row.append(vg.games[c].entity_graph().nodes if alone else
                                nxt.final_graph[c])
+                elif critic == "concat":
+                    row.append(np.concatenate([
+                        np.zeros_like(nxt.final_obs[o][c]) if o in gone[c] else
+                        vg.games[c].observe(o) if alone else nxt.final_obs[o][c]
+                        for o in vg.spec.agent_ids]))
                 elif critic == "state":
                     row.append(vg.games[c].state() if alone else nxt.final_state[c]
                                if nxt.done[c] else nxt.state[c])
                 else:
                     row.append(vg.games[c].observe(a) if alone else nxt.final_obs[a][c])
             final.append(row)
+            ended = {a for a in vg.spec.agent_ids if nxt.terminated[a][c] or nxt.truncated[a][c]}
+            gone[c] = set() if nxt.done[c] else gone[c] | ended
         rec.append({"acting": vs.acting, "reward": nxt.rewards, "term": nxt.terminated,
                     "trunc": nxt.truncated, "done": nxt.done, "final": final})
         learner.observe(nxt)
