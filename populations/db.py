@@ -102,6 +102,7 @@ MIGRATIONS: list[str] = [
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+_SCHEMA_STEPS = 20_000  # SQLite instructions reading a schema may take (see LeagueDB)
 
 
 # The statistics tables ``ANALYZE`` creates, exactly as SQLite writes them: they only steer
@@ -238,9 +239,13 @@ class LeagueDB:
         try:
             # Reading the schema loads ANALYZE's statistics, evaluating any generated column
             # a crafted sqlite_stat1 holds (300 MB per row were allocated before the check
-            # refused it): no string or blob may exceed 1 MiB until the schema is checked.
+            # refused it; 20,000 rows of 1 MiB took 11 s CPU): until the schema is checked,
+            # no string or blob may exceed 64 KiB and SQLite may run at most _SCHEMA_STEPS
+            # instructions (a league database's schema and statistics load in ~400).
             length = self.conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
-            self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 2**20)
+            self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 2**16)
+            steps = iter(range(_SCHEMA_STEPS // 1000))
+            self.conn.set_progress_handler(lambda: next(steps, None) is None, 1000)
             self.conn.row_factory = sqlite3.Row
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("PRAGMA trusted_schema = OFF")  # no side-effect functions in it
@@ -252,14 +257,19 @@ class LeagueDB:
             self._check_schema(version)
             checked = True
             self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, length)
+            self.conn.set_progress_handler(None, 1000)
             if not readonly:
                 self.conn.execute("PRAGMA journal_mode = WAL")
                 self.conn.execute("PRAGMA synchronous = NORMAL")
                 self._migrate()
         except sqlite3.DatabaseError as err:
             self.conn.close()
-            capped = isinstance(err, sqlite3.DataError) and not checked  # only a crafted file
-            why = " (its schema holds a value over 1 MiB: a crafted file)" if capped else ""
+            why = ""
+            if not checked and isinstance(err, sqlite3.DataError):  # only a crafted file
+                why = " (its schema holds a value over 64 KiB: a crafted file)"
+            elif not checked and str(err) == "interrupted":
+                why = (f" (its schema took over {_SCHEMA_STEPS:,} steps to load, a league "
+                       "database's takes ~400: a crafted file)")
             raise LeagueDBError(f"cannot open league database {self.path}: {err}{why}") from None
         except LeagueDBError:
             self.conn.close()
