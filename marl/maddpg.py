@@ -96,8 +96,8 @@ class MADDPGConfig:
     exploration_noise: float = 0.1  # continuous: std of Gaussian noise in [-1, 1] action units
     gumbel_temperature: float = 1.0  # discrete: Gumbel-softmax temperature of the actor update
     target_action: str = "argmax"  # discrete: the target actors' next actions in the critic
-    # targets: "argmax" (their best legal action; maddpg-pytorch, EPyMARL) or "gumbel" (a
-    # straight-through Gumbel sample at gumbel_temperature, as OpenAI's MADDPG samples)
+    # targets: "argmax" (their best legal action; maddpg-pytorch, EPyMARL) or "gumbel" (a hard
+    # Gumbel-max sample of their policy; OpenAI's MADDPG feeds the soft relaxed sample instead)
     actor_reg: float = 1e-3  # L2 penalty on actor outputs (pre-tanh / logits), as in MADDPG
     max_grad_norm: float = 0.5  # gradient clipping (global norm) of actors and critics
     seed: int = 0  # seeds network init, exploration and minibatch sampling

@@ -193,7 +193,7 @@ def test_critic_and_actor_losses_match_a_slow_reference(share, cont, wait):
 
 
 def test_sampled_target_actions_match_a_slow_reference():
-    """``target_action="gumbel"`` (OpenAI's MADDPG): each target actor's next action is a
+    """``target_action="gumbel"``: each target actor's next action is a
     Gumbel-max sample of its softmax policy over the legal actions, drawn per stored row
     (and once for an agent's gone placeholder), not its argmax."""
     vg = VectorGame(lambda: Exits(cut=True), 4, seed=0, with_state=True)
