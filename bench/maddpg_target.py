@@ -1,6 +1,7 @@
 """MADDPG's discrete target actions: the target actors' argmax (our default, as in
 maddpg-pytorch and EPyMARL) against a straight-through Gumbel sample of the target policy
-(hard; OpenAI's MADDPG feeds soft relaxed samples), on MPE ``simple_spread`` (N=2) and ``simple_reference``.
+(hard; OpenAI's MADDPG feeds soft relaxed samples), on MPE ``simple_spread`` (N=2) and
+``simple_reference``.
 
     python bench/maddpg_target.py [--frames 16000] [--seeds 0 1 2] [--games spread reference]
 
