@@ -102,7 +102,7 @@ MIGRATIONS: list[str] = [
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
-_SCHEMA_STEPS = 20_000  # SQLite instructions reading a schema may take (see LeagueDB)
+_SCHEMA_STEPS = 100_000  # SQLite instructions reading a schema may take (see LeagueDB)
 
 
 # The statistics tables ``ANALYZE`` creates, exactly as SQLite writes them: they only steer
@@ -240,10 +240,11 @@ class LeagueDB:
             # Reading the schema loads ANALYZE's statistics, evaluating any generated column
             # a crafted sqlite_stat1 holds (300 MB per row were allocated before the check
             # refused it; 20,000 rows of 1 MiB took 11 s CPU): until the schema is checked,
-            # no string or blob may exceed 64 KiB and SQLite may run at most _SCHEMA_STEPS
-            # instructions (a league database's schema and statistics load in ~400).
+            # no string or blob may exceed 16 KiB and SQLite may run at most _SCHEMA_STEPS
+            # instructions (a league database's schema and sqlite_stat1 load in ~354; with
+            # SQLITE_ENABLE_STAT4, sqlite_stat4's ~24 samples per index add a few thousand).
             length = self.conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
-            self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 2**16)
+            self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 2**14)
             steps = iter(range(_SCHEMA_STEPS // 1000))
             self.conn.set_progress_handler(lambda: next(steps, None) is None, 1000)
             self.conn.row_factory = sqlite3.Row
@@ -266,10 +267,10 @@ class LeagueDB:
             self.conn.close()
             why = ""
             if not checked and isinstance(err, sqlite3.DataError):  # only a crafted file
-                why = " (its schema holds a value over 64 KiB: a crafted file)"
+                why = " (its schema holds a value over 16 KiB: a crafted file)"
             elif not checked and str(err) == "interrupted":
                 why = (f" (its schema took over {_SCHEMA_STEPS:,} steps to load, a league "
-                       "database's takes ~400: a crafted file)")
+                       "database's takes under 10,000: a crafted file)")
             raise LeagueDBError(f"cannot open league database {self.path}: {err}{why}") from None
         except LeagueDBError:
             self.conn.close()

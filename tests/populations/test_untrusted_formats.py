@@ -202,7 +202,7 @@ def test_only_analyze_statistics_tables_pass_as_statistics(tmp_path):
         conn.execute("INSERT INTO sqlite_stat1 (tbl, idx, stat2) VALUES ('runs', NULL, '1')")
     conn.close()
     for readonly in (True, False):  # 2 MiB stands for 1 GB: over the cap until checked
-        with pytest.raises(LeagueDBError, match="too big .*over 64 KiB: a crafted file") as err:
+        with pytest.raises(LeagueDBError, match="too big .*over 16 KiB: a crafted file") as err:
             LeagueDB(generated, readonly=readonly)
         assert str(generated) in _one_line(err)
 
@@ -210,15 +210,15 @@ def test_only_analyze_statistics_tables_pass_as_statistics(tmp_path):
 def test_reading_a_schema_has_a_budget(tmp_path):
     """Review S6: under the length cap, a crafted sqlite_stat1's rows were still unbounded
     (20,000 rows of 1 MiB: 11 s CPU on every open, and the dashboard opens every request).
-    Reading the schema, statistics included, may now take 20,000 SQLite steps (a league
-    database's takes ~400): here 10,000 objects (views, stand-ins for any rows) exceed it."""
+    Reading the schema, statistics included, may now take 100,000 SQLite steps (a league
+    database's takes ~354): here 50,000 objects (views, stand-ins for any rows) exceed it."""
     path = _league_db(tmp_path / "league.db")
     _rewrite_schema(path, "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k "
-                          "WHERE i < 10000) INSERT INTO sqlite_master (type, name, tbl_name, "
+                          "WHERE i < 50000) INSERT INTO sqlite_master (type, name, tbl_name, "
                           "rootpage, sql) SELECT 'view', 'v' || i, 'v' || i, 0, "
                           "'CREATE VIEW v' || i || ' AS SELECT 1' FROM k")
     for readonly in (True, False):
-        with pytest.raises(LeagueDBError, match="interrupted .*over 20,000 steps") as err:
+        with pytest.raises(LeagueDBError, match="interrupted .*over 100,000 steps") as err:
             LeagueDB(path, readonly=readonly)
         assert str(path) in _one_line(err)
 
