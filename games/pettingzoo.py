@@ -502,8 +502,10 @@ class PettingZooGame(Game):
         """Store the Parallel API's observations (plain arrays or observation/mask dicts).
 
         An agent the env removed mid-episode (a dead knight in ``knights_archers_zombies``)
-        keeps its last observation: the one it got when it terminated, which is what a
-        learner bootstraps from when the episode ends."""
+        keeps its last observation, the one it got when it left: ``observe`` still answers
+        for it, and VectorGame's ``final_obs`` holds it at the step it leaves (an agent
+        truncated alone bootstraps from it); at later steps, the episode's end included,
+        learners see zeros for it."""
         if reset:
             self._obs, self._masks = {}, {}
         for a, o in obs.items():
