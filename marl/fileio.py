@@ -46,6 +46,11 @@ def atomic_write(path: str | os.PathLike, data: bytes | str | Callable[[BinaryIO
 
 
 _LOCAL, _CENTRAL = b"PK\x03\x04", b"PK\x01\x02"
+
+
+class _NoEndRecord(ValueError):
+    """No zip end record in the file (it was cut): torch's reader, which looks for it the same
+    way, finds none either and fails before reading any entry."""
 _END, _END64, _LOCATOR64 = b"PK\x05\x06", b"PK\x06\x06", b"PK\x06\x07"
 _ALL_ONES = 0xFFFFFFFF  # a 32-bit size or offset field saying "see the zip64 extra field"
 
@@ -70,7 +75,7 @@ def _zip_directory(fh: BinaryIO, size: int) -> list[tuple[bytes, int, int, int]]
     tail = at(tail_start, size - tail_start)
     found = tail.rfind(_END, 0, max(0, len(tail) - 22 + 4))
     if found < 0:
-        raise ValueError("no end of central directory record")
+        raise _NoEndRecord("no end of central directory record")
     end = tail_start + found
     _, disk, dir_disk, on_disk, total, dir_size, dir_offset, _ = struct.unpack(
         "<4s4H2LH", tail[found:found + 22])
@@ -150,6 +155,8 @@ def check_torch_zip(source: str | os.PathLike | bytes, what: str,
                 return
             size = fh.seek(0, os.SEEK_END)
             entries = _zip_directory(fh, size)
+    except _NoEndRecord:  # a truncated file: torch.load says so ("truncated or not ...")
+        return
     except (OSError, ValueError, struct.error) as err:
         raise error(f"cannot read {what}: its zip directory is malformed "
                     f"({str(err) or type(err).__name__})") from None
