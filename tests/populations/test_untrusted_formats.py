@@ -40,21 +40,27 @@ def _deflated(state: dict) -> bytes:
     return out.getvalue()
 
 
-def test_compressed_torch_files_are_refused_before_they_inflate(tmp_path):
-    data = _deflated({"w": torch.zeros(2**20, dtype=torch.uint8)})
-    assert len(data) < 2**20 // 100
+def _refused_as_policy_and_checkpoint(tmp_path, data: bytes, match: str) -> None:
+    """``data`` as a policy file and as a checkpoint with its hash recorded (the crafter
+    writes that too): each refused in one line naming the file."""
     policy = tmp_path / "policy.pt"
     policy.write_bytes(data)
-    with pytest.raises(PolicyLoadError, match="is compressed") as err:
+    with pytest.raises(PolicyLoadError, match=match) as err:
         safe_torch_load(policy, "policy", PolicyLoadError)
     assert str(policy) in _one_line(err)
-    ckpt = tmp_path / "ckpt_000001.pt"  # its hash recorded: the crafter writes that too
+    ckpt = tmp_path / "ckpt_000001.pt"
     ckpt.write_bytes(data)
     (tmp_path / "ckpt_000001.pt.sha256").write_text(
         f"{hashlib.sha256(data).hexdigest()}  {ckpt.name}\n")
-    with pytest.raises(CheckpointError, match="is compressed") as err:
+    with pytest.raises(CheckpointError, match=match) as err:
         read_checkpoint(ckpt)
     assert str(ckpt) in _one_line(err)
+
+
+def test_compressed_torch_files_are_refused_before_they_inflate(tmp_path):
+    data = _deflated({"w": torch.zeros(2**20, dtype=torch.uint8)})
+    assert len(data) < 2**20 // 100
+    _refused_as_policy_and_checkpoint(tmp_path, data, "is compressed")
 
 
 def test_overlapping_zip_entries_cannot_claim_more_than_the_file(tmp_path):
@@ -100,18 +106,7 @@ def test_a_decoy_directory_cannot_hide_a_compressed_entry(tmp_path):
     with zipfile.ZipFile(io.BytesIO(data)) as z:  # what Python's zipfile sees: harmless
         assert all(e.compress_type == zipfile.ZIP_STORED for e in z.infolist())
     assert torch.load(io.BytesIO(data), weights_only=True)["w"].numel() == 2**20  # inflated
-    policy = tmp_path / "policy.pt"
-    policy.write_bytes(data)
-    with pytest.raises(PolicyLoadError, match="zip directory is malformed") as err:
-        safe_torch_load(policy, "policy", PolicyLoadError)
-    assert str(policy) in _one_line(err)
-    ckpt = tmp_path / "ckpt_000001.pt"
-    ckpt.write_bytes(data)
-    (tmp_path / "ckpt_000001.pt.sha256").write_text(
-        f"{hashlib.sha256(data).hexdigest()}  {ckpt.name}\n")
-    with pytest.raises(CheckpointError, match="zip directory is malformed") as err:
-        read_checkpoint(ckpt)
-    assert str(ckpt) in _one_line(err)
+    _refused_as_policy_and_checkpoint(tmp_path, data, "zip directory is malformed")
 
 
 def test_zip_ness_is_decided_as_torch_decides(tmp_path):
