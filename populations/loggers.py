@@ -62,6 +62,26 @@ class MetricsLogger:
 
 
 HEADER = ("step", "key", "value")
+_FORMULA = tuple("=+-@\t\r'")  # cells a spreadsheet may run as a formula (and the quote)
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def csv_cell(text: str) -> str:
+    """``text`` safe to open in a spreadsheet: a cell starting with ``= + - @``, a tab or a
+    CR (a metric key from a member name or a crafted league.db) gets a leading ``'``, which
+    spreadsheets show as text instead of running it (OWASP's "CSV injection"); a number
+    such as ``-0.5`` stays a number. A leading ``'`` is doubled, so :func:`csv_key` gives
+    every key back exactly."""
+    if text.startswith(_FORMULA) and not _NUMBER.fullmatch(text):
+        return "'" + text
+    return text
+
+
+def csv_key(cell: str) -> str:
+    """The key a :func:`csv_cell` cell holds (a file from before the quoting: as written)."""
+    if cell.startswith("'") and cell[1:].startswith(_FORMULA):
+        return cell[1:]
+    return cell
 RUN_ID = "run_id"  # <run>/wandb/run_id: the wandb run a resume continues
 
 
@@ -70,6 +90,8 @@ class CSVLogger(MetricsLogger):
 
     Keyed like the database's metrics: a (step, key) already in the file is not written
     again, so a resumed run that replays steps ends with the rows of an uninterrupted one.
+    Keys are written through :func:`csv_cell` (no cell runs as a spreadsheet formula);
+    values are Python floats, numbers in any spreadsheet.
     Opening repairs what a kill can leave: an empty file (header lost) or a last line cut
     short.
     """
@@ -93,20 +115,21 @@ class CSVLogger(MetricsLogger):
         with self.files.open(newline="") as fh:  # keep the writer's \r\n line ends
             text = fh.read()
         cut = text[: text.rfind("\n") + 1]  # a last line without its newline was cut short
-        lines = cut.splitlines()
-        if lines and tuple(next(csv.reader(lines[:1]))) != HEADER:
+        first = next(csv.reader(io.StringIO(cut)), None)
+        if first is not None and tuple(first) != HEADER:
             cut = ",".join(HEADER) + "\r\n" + cut  # header lost: data rows first
         if cut != text:
             log.warning("repairing %s after an interrupted run", self.files)
             atomic_write(self.files, cut)
-        rows = list(csv.reader(cut.splitlines()[1:]))
-        return {(int(r[0]), r[1]) for r in rows if len(r) == 3}
+        # csv's reader, not splitlines: a quoted key may hold a CR (a crafted member name)
+        rows = list(csv.reader(io.StringIO(cut)))[1:]
+        return {(int(r[0]), csv_key(r[1])) for r in rows if len(r) == 3}
 
     def log(self, step: int, metrics: dict[str, float], prefix: str = "") -> None:
         rows = [(step, prefix + k, float(v)) for k, v in metrics.items()
                 if (step, prefix + k) not in self._seen]
         self._seen.update((s, k) for s, k, _ in rows)
-        self._w.writerows(rows)
+        self._w.writerows((s, csv_cell(k), v) for s, k, v in rows)
         self._fh.flush()
 
     def backfill(self, rows: list[tuple[int, str, float]]) -> None:
@@ -119,11 +142,12 @@ class CSVLogger(MetricsLogger):
         self._fh.close()
         with self.files.open(newline="") as fh:
             rows = list(csv.reader(fh))
-        kept = [r for r in rows[1:] if len(r) == 3 and int(r[0]) <= step]
+        kept = [[r[0], csv_cell(csv_key(r[1])), r[2]] for r in rows[1:]
+                if len(r) == 3 and int(r[0]) <= step]  # an older file's keys quoted too
         text = io.StringIO(newline="")
         csv.writer(text).writerows([list(HEADER), *kept])
         atomic_write(self.files, text.getvalue())
-        self._seen = {(int(r[0]), r[1]) for r in kept}
+        self._seen = {(int(r[0]), csv_key(r[1])) for r in kept}
         self._fh = self.files.open("a", newline="")
         self._w = csv.writer(self._fh)
 
