@@ -1,0 +1,25 @@
+"""README snippets run as a new user pastes them, so they cannot rot.
+
+Only the cheap ones run here (well under a second each); the training snippets are run by
+hand with smaller budgets (see the examples tests for the command lines)."""
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _python_block(after: str) -> str:
+    """The first ```python block of README.md after the line ``after``."""
+    text = README.read_text()
+    start = text.index(after)
+    return re.search(r"```python\n(.*?)```", text[start:], re.S).group(1)
+
+
+def test_readme_games_snippet_runs_as_written():
+    ns: dict = {}
+    exec(compile(_python_block("## Games"), "README.md (Games)", "exec"), ns)
+    g, ts = ns["g"], ns["ts"]
+    assert g.spec.name == "openspiel/kuhn_poker"
+    assert g.action_text(ns["agent"], ns["action"]) == "Bet"
+    assert ts.acting == ("player_1",)  # the step was taken: the other seat acts now
