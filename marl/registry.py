@@ -183,12 +183,14 @@ def compatible(name: str, spec: GameSpec, config: Any = None, text_views: bool =
 def check_compatible(name: str, spec: GameSpec, config: Any = None,
                      text_views: bool = True) -> None:
     """Raise :class:`IncompatibleError` (one line) when ``name`` cannot play ``spec``: what is
-    incompatible, and which registered algos (with default settings) would play it."""
+    incompatible, and which registered algos would play it: those sharing ``name``'s config
+    section (``ippo`` and ``mappo``) with ``config``, as the command line sets both (under
+    ``encoder=gnn`` neither is offered), the others with their default settings."""
     entry = get(name)
     problem = _problem(entry, spec, config, text_views)
     if problem is None:
         return
-    others = [n for n, e in entries().items()
-              if n != name and _problem(e, spec, None, text_views) is None]
+    others = [n for n, e in entries().items() if n != name and _problem(
+        e, spec, config if e.section == entry.section else None, text_views) is None]
     hint = f"; algos that play it: {others}" if others else ""
     raise IncompatibleError(f"algo={name} cannot play {spec.name}: {problem}{hint}")

@@ -52,7 +52,7 @@ from populations.members import LearnerMember, LLMMember
 from populations.psro import PSROConfig
 from populations.psro_run import ORACLE_NAMES, oracle_algos
 from populations.run_folder import one_line, open_run
-from populations.seeds import GLOBAL, RunSeeds, isolated_global_rng
+from populations.seeds import GAME, GLOBAL, OPPONENT, RunSeeds, isolated_global_rng
 from populations.store import PolicyStore
 
 log = logging.getLogger(__name__)
@@ -429,10 +429,14 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
     learner = make_learner(cfg, spec, agents, seeds.learner(cfg.algo))
     start, state = _restore(learner, cfg, run_dir, db, run_id, logger) if cfg.resume else (0, {})
     ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, learner)
-    others = random_seats(spec, agents, seeds)
+    # a resume plays new game copies and random seats seeded from its checkpoint's step: as
+    # at the run's start, it replayed the first deals and opponent moves after every resume
+    resumed = ("resumed", start) if start else ()
+    others = random_seats(spec, agents, seeds, *resumed)
     vkw = getattr(learner, "vector_game_kwargs", {"with_state": True})
     # MAPPO/IPPO read tensor VecSteps: a natively batched game's rollout stays on its device
-    vg = games.VectorGame(cfg.game.name, cfg.num_envs, seed=seeds.game("train"), **vkw,
+    vg = games.VectorGame(cfg.game.name, cfg.num_envs,
+                          seed=seeds.block(GAME, "train", *resumed, index=0), **vkw,
                           tensors="auto" if getattr(learner, "reads_tensors", False) else False,
                           **cfg.game.kwargs)
 
@@ -458,7 +462,8 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
 
             workers = cfg.runner.rollout_workers
             spec_w = RolloutSpec(cfg.game.name, agents, max(1, cfg.num_envs // workers),
-                                 seeds.stream("rollouts"), dict(cfg.game.kwargs), dict(vkw))
+                                 seeds.stream("rollouts", *(("resumed", start) if start else ())),
+                                 dict(cfg.game.kwargs), dict(vkw))
             collector = RolloutCollector(spec_w, workers, cfg.runner.kind, cfg.runner.address)
             try:
                 res = train_with_workers(learner, collector, cfg.frames - start, cfg.progress,
@@ -475,7 +480,10 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
     if res.frames:  # a resume after a kill past this point trains nothing again
         ckpt.save(frames, returns=returns, seconds=seconds)
     snap = store.publish(cfg.algo, learner.policy(), version=0)
-    _evaluate_single(db, run_id, cfg, spec, snap.id, learner, others, vkw)
+    # random seats from their streams' starts, not where training left them: a run killed
+    # after its last checkpoint resumes to the uninterrupted run's evaluation
+    _evaluate_single(db, run_id, cfg, spec, snap.id, learner, random_seats(spec, agents, seeds),
+                     vkw)
     db.set_run_status(run_id, "finished")
     rows = [{"member": cfg.algo, "version": snap.version, "frames": frames,
              "seconds": round(seconds, 1),
@@ -638,11 +646,12 @@ def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, r
     return step, state
 
 
-def random_seats(spec: games.GameSpec, agents: tuple[str, ...],
-                 seeds: RunSeeds) -> dict[str, RandomPolicy]:
+def random_seats(spec: games.GameSpec, agents: tuple[str, ...], seeds: RunSeeds,
+                 *path: str | int) -> dict[str, RandomPolicy]:
     """A uniformly random policy in every seat outside ``agents``, each on its own
-    ``opponent/<seat>`` stream (one shared seed made the seats of a team move in lockstep)."""
-    return {a: RandomPolicy(spec, seed=seeds.opponent(a))
+    ``opponent/<seat>[/<path>]`` stream (one shared seed made the seats of a team move in
+    lockstep)."""
+    return {a: RandomPolicy(spec, seed=seeds.stream(OPPONENT, a, *path))
             for a in spec.agent_ids if a not in agents}
 
 

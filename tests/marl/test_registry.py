@@ -57,6 +57,16 @@ def test_incompatible_pairs_fail_in_one_line_naming_what_to_change():
     check_compatible("maddpg", SPREAD)
 
 
+def test_the_hint_offers_no_algo_that_shares_the_refused_setting():
+    # encoder=gnn sets the mappo section, which ippo reads too: offering ippo failed the same way
+    gnn = MAPPOConfig(net=NetConfig(encoder="gnn", critic="gnn"))
+    for algo, other in (("mappo", "'ippo'"), ("ippo", "'mappo'")):
+        with pytest.raises(IncompatibleError, match="entity graphs") as err:
+            check_compatible(algo, KUHN, gnn)
+        hint = str(err.value).split("algos that play it")[1]
+        assert other not in hint and "'vdn'" in hint
+
+
 def test_critic_and_sharing_adapt_to_the_game():
     assert MAPPO(KUHN).cfg.net.critic == "concat"
     assert MAPPO(SPREAD).cfg.net.critic == "state"

@@ -1,0 +1,92 @@
+"""Resume equivalence of a single run (``population=none``) against an uninterrupted one.
+
+A resume cannot continue the game copies of the killed process (episodes in flight at the
+checkpoint are dropped, see the README's Resume section), so the training after it is not the
+uninterrupted run's. What it can and must keep: the learner's whole state (the learner matrix,
+tests/populations/test_learner_matrix.py, checks weights, optimizer, replay and RNG streams),
+the evaluation of a run killed after its last checkpoint (the uninterrupted run's matches),
+and fresh randomness after a checkpoint: a resumed segment that played the games and random
+opponents of the run's start again would train on the same deals twice.
+"""
+
+import sqlite3
+
+import pytest
+
+import populations.experiment as experiment
+from populations.checkpoint import save_checkpoint
+from populations.experiment import run_experiment
+from tests.populations.test_single_resume import TINY, _exp, _kill_after_first_checkpoint
+
+
+class _Killed(Exception):
+    """Stands for a kill of the process."""
+
+
+def _rows(run_dir, sql):
+    db = sqlite3.connect(run_dir / "league.db")
+    try:
+        return db.execute(sql).fetchall()
+    finally:
+        db.close()
+
+
+MATCHES = "SELECT key, seats, returns FROM matches ORDER BY key"
+CHEAP = [*TINY, "mappo.epochs=1", "mappo.minibatches=1"]  # one gradient step per update
+
+
+def _with(*overrides):
+    """CHEAP with ``overrides`` in place of its own values of those keys."""
+    keys = {o.split("=")[0] for o in overrides}
+    return [*(o for o in CHEAP if o.split("=")[0] not in keys), *overrides]
+
+
+def test_a_run_killed_in_its_evaluation_resumes_to_the_uninterrupted_matches(
+        tmp_path, monkeypatch):
+    """The evaluation's random seats went on from the training opponents' streams, which a
+    resume (training nothing again) restarted: the same trained snapshot was evaluated on
+    other opponent moves (8 of 16 kuhn matches differed)."""
+    run = _with("frames=16", "eval_episodes=16")  # one update, then the evaluation
+    run_experiment(_exp(*run), tmp_path / "ref")
+    real = experiment._evaluate_single
+
+    def killed(*args, **kw):
+        raise _Killed
+
+    monkeypatch.setattr(experiment, "_evaluate_single", killed)
+    with pytest.raises(_Killed):
+        run_experiment(_exp(*run), tmp_path / "run")
+    monkeypatch.setattr(experiment, "_evaluate_single", real)
+    run_experiment(_exp(*run, "resume=true"), tmp_path / "run")
+    snaps = "SELECT version, sha256 FROM snapshots"
+    assert _rows(tmp_path / "run", snaps) == _rows(tmp_path / "ref", snaps)
+    want = _rows(tmp_path / "ref", MATCHES)
+    assert len(want) == 16 and _rows(tmp_path / "run", MATCHES) == want
+
+
+def test_a_resume_plays_new_games_and_opponent_moves_from_its_checkpoint(
+        tmp_path, monkeypatch):
+    """Resumed game copies and random seats were seeded as at the run's start: every resume
+    replayed the run's first deals and opponent moves (a job preempted every few minutes
+    trained on its first few minutes of games over and over). Now they are seeded from the
+    checkpoint's step, the same for every resume from that checkpoint."""
+    seen, real = [], experiment.train
+
+    def train(learner, vg, frames, opponents=None, **kw):
+        seen.append((vg.seed, {a: p.rng.bit_generator.state["state"]["state"]
+                               for a, p in opponents.items()}))
+        return real(learner, vg, frames, opponents=opponents, **kw)
+
+    monkeypatch.setattr(experiment, "train", train)
+    _kill_after_first_checkpoint(monkeypatch, at_call=2)  # checkpoint at 16, killed at 32
+    with pytest.raises(Exception, match="killed at step 32"):
+        run_experiment(_exp(*CHEAP), tmp_path)
+    for _ in range(2):  # resumed, killed at its first checkpoint; resumed again
+        monkeypatch.setattr(experiment, "save_checkpoint", save_checkpoint)
+        _kill_after_first_checkpoint(monkeypatch, at_call=1)
+        with pytest.raises(Exception, match="killed at step 32"):
+            run_experiment(_exp(*CHEAP, "resume=true"), tmp_path)
+    (start_seed, start_opp), (seed1, opp1), (seed2, opp2) = seen
+    assert seed1 != start_seed and set(opp1.values()).isdisjoint(start_opp.values())
+    assert (seed1, opp1) == (seed2, opp2)  # a resume from one checkpoint: one segment
+    assert abs(seed1 - start_seed) >= 4  # 4 copies seeded s, s+1, ...: none replayed
