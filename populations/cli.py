@@ -30,6 +30,7 @@ import re
 import shlex
 import shutil
 import sys
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -109,11 +110,14 @@ def interrupted(prog: str, message: str | Callable[[], str] = "interrupted") -> 
     130 (as a shell's), no traceback; ``HYDRA_FULL_ERROR=1`` re-raises instead (the traceback),
     before ``message`` (a callable: computed only then, with what it does) is made. SIGTERM
     (:func:`populations.run_folder.sigterm_as_interrupt`) says "terminated" and exits 143."""
-    if os.environ.get("HYDRA_FULL_ERROR") == "1":
-        raise  # the KeyboardInterrupt being handled by the caller
     from populations.run_folder import stop_status
 
     status = stop_status(sys.exc_info()[1])
+    if os.environ.get("HYDRA_FULL_ERROR") == "1":
+        if status == 143:  # raised on, Python would exit as after Ctrl-C (130)
+            traceback.print_exc()
+            sys.exit(status)
+        raise  # the KeyboardInterrupt being handled by the caller
     text = message() if callable(message) else message
     fail(prog, sigterm_text(text) if status == 143 else text, status=status)
 

@@ -51,7 +51,7 @@ from populations.matchmaking import MatchmakingConfig
 from populations.members import LearnerMember, LLMMember
 from populations.psro import PSROConfig
 from populations.psro_run import ORACLE_NAMES, oracle_algos
-from populations.run_folder import one_line, open_run
+from populations.run_folder import deferred_stop, one_line, open_run, stop_now, stop_requested
 from populations.seeds import GAME, GLOBAL, OPPONENT, RunSeeds, isolated_global_rng
 from populations.store import PolicyStore
 
@@ -451,9 +451,39 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
         logger.log(frames, metrics)
         # after the metrics: a resume drops only later ones, and counts the returns and
         # seconds so far (without them a resume's final_return was the resumed part's alone)
-        ckpt.maybe_save(frames, returns=recent.returns[-50:],
-                        seconds=state.get("seconds", 0.0) + time.perf_counter() - began)
+        extra = {"returns": recent.returns[-50:],
+                 "seconds": state.get("seconds", 0.0) + time.perf_counter() - began}
+        if stop_requested():  # a CLI's first Ctrl-C / SIGTERM: stop here, nothing lost
+            ckpt.save(frames, **extra)
+            log.warning("stopped at frame %d with a checkpoint", frames)
+            stop_now()
+        ckpt.maybe_save(frames, **extra)
 
+    with deferred_stop():  # a CLI's Ctrl-C / SIGTERM stops at the next update's checkpoint
+        res = _train_single(cfg, learner, recent, start, vg, others, on_update, agents, vkw,
+                            seeds)
+        frames = start + res.frames
+        returns = (state.get("returns", []) + res.episode_returns)[-50:]
+        seconds = state.get("seconds", 0.0) + res.seconds
+        if res.frames:  # a resume after a kill past this point trains nothing again
+            ckpt.save(frames, returns=returns, seconds=seconds)
+    snap = store.publish(cfg.algo, learner.policy(), version=0)
+    # random seats from their streams' starts, not where training left them: a run killed
+    # after its last checkpoint resumes to the uninterrupted run's evaluation
+    _evaluate_single(db, run_id, cfg, spec, snap.id, learner, random_seats(spec, agents, seeds),
+                     vkw)
+    db.set_run_status(run_id, "finished")
+    rows = [{"member": cfg.algo, "version": snap.version, "frames": frames,
+             "seconds": round(seconds, 1),
+             "final_return": round(float(np.mean(returns)), 3) if returns else None}]
+    db.close()
+    return rows
+
+
+def _train_single(cfg: ExperimentConfig, learner: Learner, recent: _RecentReturns, start: int,
+                  vg: games.VectorGame, others: dict, on_update: Any, agents: tuple[str, ...],
+                  vkw: dict[str, Any], seeds: RunSeeds) -> TrainResult:
+    """The frames left of a single run (from ``start``), in process or on rollout workers."""
     try:  # the learner gets its own observe back, also after an error or Ctrl-C
         if start >= cfg.frames:  # stopped after training (publishing or evaluating)
             res = TrainResult(0, 0, 0.0)
@@ -472,24 +502,11 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
                 collector.close()
         else:
             res = train(learner, vg, cfg.frames - start, opponents=others,
-                        progress=cfg.progress, on_update=on_update, eval_greedy=_greedy(entry))
+                        progress=cfg.progress, on_update=on_update,
+                        eval_greedy=_greedy(registry.get(cfg.algo)))
     finally:
         recent.close()
-    frames, returns = start + res.frames, (state.get("returns", []) + res.episode_returns)[-50:]
-    seconds = state.get("seconds", 0.0) + res.seconds
-    if res.frames:  # a resume after a kill past this point trains nothing again
-        ckpt.save(frames, returns=returns, seconds=seconds)
-    snap = store.publish(cfg.algo, learner.policy(), version=0)
-    # random seats from their streams' starts, not where training left them: a run killed
-    # after its last checkpoint resumes to the uninterrupted run's evaluation
-    _evaluate_single(db, run_id, cfg, spec, snap.id, learner, random_seats(spec, agents, seeds),
-                     vkw)
-    db.set_run_status(run_id, "finished")
-    rows = [{"member": cfg.algo, "version": snap.version, "frames": frames,
-             "seconds": round(seconds, 1),
-             "final_return": round(float(np.mean(returns)), 3) if returns else None}]
-    db.close()
-    return rows
+    return res
 
 
 def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict]:
@@ -520,17 +537,22 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
                                             if s == start}
     bar = tqdm(total=cfg.llm.iterations, initial=min(start, cfg.llm.iterations),
                disable=not cfg.progress, unit="iter", dynamic_ncols=True)
-    for it in range(start + 1, cfg.llm.iterations + 1):
-        metrics = trainer.step()
-        db.log_metrics(run_id, it, metrics)
-        logger.log(it, metrics)
-        if it == cfg.llm.iterations:  # a resume after a kill past this trains nothing again
-            ckpt.save(it, metrics={k: float(v) for k, v in metrics.items()})
-        else:
-            ckpt.maybe_save(it)
-        bar.set_postfix(legal=f"{metrics['charts/legal_rate']:.2f}",
-                        ret=f"{metrics['charts/team_return']:.2f}", refresh=False)
-        bar.update(1)
+    with deferred_stop():  # a CLI's Ctrl-C / SIGTERM stops after the iteration's checkpoint
+        for it in range(start + 1, cfg.llm.iterations + 1):
+            metrics = trainer.step()
+            db.log_metrics(run_id, it, metrics)
+            logger.log(it, metrics)
+            if it == cfg.llm.iterations:  # a resume after a kill past this trains nothing again
+                ckpt.save(it, metrics={k: float(v) for k, v in metrics.items()})
+            elif stop_requested():
+                ckpt.save(it)
+                log.warning("stopped at iteration %d with a checkpoint", it)
+                stop_now()
+            else:
+                ckpt.maybe_save(it)
+            bar.set_postfix(legal=f"{metrics['charts/legal_rate']:.2f}",
+                            ret=f"{metrics['charts/team_return']:.2f}", refresh=False)
+            bar.update(1)
     bar.close()
     snap = store.publish("llm", trainer.policy(), version=1)
     agents = tuple(a.id for a in spec.agents if a.team == spec.teams[0])

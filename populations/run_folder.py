@@ -10,7 +10,10 @@
   line unless ``override`` is set. Keys in ``may_change`` (where it runs, how it logs, how
   long it goes on) may differ.
 * :func:`sigterm_as_interrupt` (the CLIs' entry points only) makes SIGTERM end a run the way
-  Ctrl-C does: recorded ``interrupted``, resumable, workers released.
+  Ctrl-C does: recorded ``interrupted``, resumable, workers released. Inside
+  :func:`deferred_stop` (a single run's training) the first Ctrl-C or SIGTERM only asks the
+  loop to stop: it finishes its update, writes a checkpoint and stops (:func:`stop_requested`,
+  :func:`stop_now`); a second one stops at once.
 """
 
 from __future__ import annotations
@@ -122,11 +125,76 @@ class Terminated(KeyboardInterrupt):
 
 
 _sigterm_seen = threading.Event()  # Ray's ray.get turns any KeyboardInterrupt into a plain one
+_deferring = False  # inside deferred_stop() of a CLI: the first signal only asks to stop
+_requested: int | None = None  # the signal that asked (SIGINT or SIGTERM), not yet obeyed
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
     _sigterm_seen.set()
+    if _defer(signum):
+        return
     raise Terminated("SIGTERM")
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    """Ctrl-C in a CLI: Python's own KeyboardInterrupt, or a stop request (deferred_stop)."""
+    if _defer(signum):
+        return
+    raise KeyboardInterrupt
+
+
+def _defer(signum: int) -> bool:
+    """Whether this signal only asks the loop to stop (the first one inside deferred_stop)."""
+    global _requested
+    if not _deferring or _requested is not None:
+        return False
+    _requested = signum
+    name = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+    # os.write: print() here could re-enter a write to stderr the signal interrupted
+    os.write(2, f"\n{name}: stopping after the current update with a checkpoint (the run "
+                f"resumes from it); {name} again stops at once\n".encode())
+    return True
+
+
+def stop_requested() -> bool:
+    """Whether a Ctrl-C or SIGTERM asked the running loop to stop (inside deferred_stop)."""
+    return _requested is not None
+
+
+def stop_now() -> None:
+    """Obey a stop request (the checkpoint is written): raise what the signal would have
+    raised (:class:`Terminated` after SIGTERM, ``KeyboardInterrupt`` after Ctrl-C)."""
+    global _requested
+    signum, _requested = _requested, None
+    if signum is None:
+        return
+    if signum == signal.SIGTERM:
+        raise Terminated("SIGTERM")
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def deferred_stop() -> Iterator[None]:
+    """While inside, a CLI's first Ctrl-C or SIGTERM (the handlers
+    :func:`sigterm_as_interrupt` installs) sets :func:`stop_requested` instead of raising:
+    the loop inside finishes its update, writes a checkpoint and calls :func:`stop_now`. A
+    second signal raises at once, as outside. A request still pending when the block ends
+    (the signal came after the loop's last check) is obeyed then. In a program that imports
+    selfplay (its own handlers) nothing changes: signals raise where they arrive."""
+    global _deferring, _requested
+    ours = threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGTERM) is _raise_terminated
+    if not ours or _deferring:
+        yield
+        return
+    _deferring, _requested = True, None
+    try:
+        yield
+    except BaseException:
+        _deferring, _requested = False, None
+        raise
+    _deferring = False
+    stop_now()
 
 
 def _by_sigterm(err: BaseException | None) -> bool:
@@ -144,10 +212,16 @@ def sigterm_as_interrupt() -> Iterator[None]:
         return
     _sigterm_seen.clear()
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    # Ctrl-C: Python's KeyboardInterrupt, or a stop request inside deferred_stop()
+    previous_int = signal.getsignal(signal.SIGINT)
+    if previous_int is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _raise_interrupt)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if previous_int is signal.default_int_handler:
+            signal.signal(signal.SIGINT, previous_int)
         _sigterm_seen.clear()
 
 

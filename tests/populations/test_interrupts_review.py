@@ -1,6 +1,19 @@
-"""Resuming an interrupted sweep and the Ctrl-C line (review 2 of the CLI's user path)."""
+"""Resuming an interrupted sweep or run, and the Ctrl-C / SIGTERM line (review 2 of the CLI's user
+path)."""
 
-from tests.populations.test_cli import _cli
+import csv
+import dataclasses
+import logging
+import os
+import sqlite3
+import subprocess
+import sys
+
+from omegaconf import OmegaConf
+
+from populations.cli import run_dir_override
+from populations.experiment import run_experiment
+from tests.populations.test_cli import _cli, _compose
 
 SWEEP = ["-m", "seed=0", "game=kuhn", "frames=64", "num_envs=4", "eval_episodes=2",
          "progress=false", "logger=none", "hydra.sweep.dir=sw"]
@@ -136,37 +149,66 @@ runpy.run_module("populations.league", run_name="__main__")
     assert not (tmp_path / "lg").exists()
 
 
-def test_sigterm_ends_a_run_as_ctrl_c_does(tmp_path):
-    """SIGTERM (``kill``, ``timeout``, SLURM, Kubernetes) killed selfplay-train outright: the
-    run stayed ``running`` in league.db and nothing said how to go on. Now it takes Ctrl-C's
-    path: recorded ``interrupted``, one line naming the resume, exit 143 (128 + 15)."""
-    import signal
-    import sqlite3
-    import subprocess
-    import time
+RUN = ["game=kuhn", "frames=200", "num_envs=4", "mappo.rollout_steps=4", "mappo.epochs=1",
+       "mappo.minibatches=1", "eval_episodes=1", "progress=false", "logger=csv",
+       "checkpoint_every_s=1000"]  # no periodic checkpoint: only the signal's
 
-    from populations.cli import run_dir_override
-    from tests.populations.test_cli import _cli_job
+# selfplay-train itself (train_main), sending itself SIGTERM while the Nth update's metrics
+# are being recorded: the signal arrives in the middle of the training loop's bookkeeping
+STOP_AT_UPDATE = """
+import os, signal, sys
+from populations.db import LeagueDB
+record, steps = LeagueDB.log_metrics, []
+def log_metrics(self, run_id, step, metrics, *args, **kwargs):
+    record(self, run_id, step, metrics, *args, **kwargs)
+    steps.append(step)
+    if len(steps) == {n}:
+        os.kill(os.getpid(), signal.SIGTERM)
+LeagueDB.log_metrics = log_metrics
+from populations.cli import train_main
+sys.argv = ["selfplay-train", *{args!r}]
+train_main()
+"""
 
+
+def _metric_rows(path):
+    with open(path, newline="") as fh:
+        return [(int(r[0]), r[1]) for r in list(csv.reader(fh))[1:]]
+
+
+def test_sigterm_stops_at_the_next_update_with_a_checkpoint_and_the_resume_loses_nothing(
+        tmp_path, caplog):
+    """One real ``selfplay-train`` process, SIGTERM at its 3rd update: exit 143, one line
+    naming the resume, the run recorded ``interrupted``, and a checkpoint at that update's
+    frame (none was due for 1000 s: before, there was none and the resume trained from frame
+    0). The resume (in this process) starts from it and ends with metrics.csv holding each
+    (step, key) once and the same steps and keys as an uninterrupted run."""
     run = tmp_path / "run"
-    job = _cli_job(["game=kuhn", "frames=100000000", "num_envs=4", "checkpoint_every_s=0",
-                    "progress=false", "logger=none", f"hydra.run.dir={run}"], tmp_path)
-    del job["capture_output"], job["timeout"]
-    proc = subprocess.Popen(**job, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        while not any((run / "checkpoints").glob("ckpt_*.pt")) and proc.poll() is None:
-            time.sleep(0.05)  # training has started: the first checkpoint is written
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-    assert proc.returncode == 143, err
-    assert err.strip().splitlines()[-1] == (
-        f"selfplay-train: terminated (SIGTERM); {run} resumes with resume=true "
-        f"{run_dir_override(run)}")
+    args = [*RUN, f"hydra.run.dir={run}"]
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    res = subprocess.run([sys.executable, "-c", STOP_AT_UPDATE.format(n=3, args=args)],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 143, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert lines[-1] == (f"selfplay-train: terminated (SIGTERM); {run} resumes with "
+                         f"resume=true {run_dir_override(run)}")
+    assert any("SIGTERM: stopping after the current update" in line for line in lines)
     with sqlite3.connect(run / "league.db") as db:
         assert db.execute("SELECT status, error FROM runs").fetchall() == [
             ("interrupted", "Terminated: SIGTERM")]
+    steps = sorted({s for s, _ in _metric_rows(run / "metrics.csv")})
+    assert len(steps) == 3
+    ckpts = [int(p.stem.removeprefix("ckpt_")) for p in (run / "checkpoints").glob("ckpt_*.pt")]
+    assert ckpts == [steps[-1]]
+
+    exp = OmegaConf.to_object(_compose(RUN))
+    with caplog.at_level(logging.INFO, logger="populations.experiment"):
+        run_experiment(dataclasses.replace(exp, resume=True), run)
+    assert f"at step {steps[-1]} of its training" in caplog.text
+    resumed = _metric_rows(run / "metrics.csv")
+    assert len(resumed) == len(set(resumed))  # each (step, key) once
+    run_experiment(exp, tmp_path / "whole")
+    assert set(resumed) == set(_metric_rows(tmp_path / "whole" / "metrics.csv"))
 
 
 def test_sigterm_in_the_other_clis_and_only_there(tmp_path, capsys, monkeypatch):

@@ -1,0 +1,50 @@
+"""Ctrl-C / SIGTERM in a CLI stop a single run at its next update with a checkpoint
+(``populations.run_folder.deferred_stop``); the run through the real CLI is in
+test_interrupts_review (the second test lane)."""
+
+import os
+import signal
+
+import pytest
+
+from populations import run_folder
+
+
+def test_the_first_signal_asks_the_second_stops_at_once(monkeypatch):
+    """Inside ``deferred_stop`` (with the CLI's handlers) the first SIGTERM or Ctrl-C only
+    asks; ``stop_now`` raises what the signal would have; a second signal raises where it
+    arrives; a request the loop did not obey is obeyed when the block ends. A program that
+    imports selfplay (its own handlers) is not changed."""
+    with run_folder.sigterm_as_interrupt():
+        with pytest.raises(run_folder.Terminated), run_folder.deferred_stop():
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert run_folder.stop_requested()
+            run_folder.stop_now()
+        assert not run_folder.stop_requested()
+        with pytest.raises(KeyboardInterrupt) as stop, run_folder.deferred_stop():
+            os.kill(os.getpid(), signal.SIGINT)
+            assert run_folder.stop_requested()
+            os.kill(os.getpid(), signal.SIGINT)  # again: at once
+            pytest.fail("the second Ctrl-C did not stop")
+        assert type(stop.value) is KeyboardInterrupt
+        with pytest.raises(run_folder.Terminated), run_folder.deferred_stop():
+            os.kill(os.getpid(), signal.SIGTERM)  # after the loop's last check
+        assert run_folder.stop_status(run_folder.Terminated()) == 143
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt), run_folder.deferred_stop():  # no CLI handlers
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_sigterm_exits_143_with_hydra_full_error(monkeypatch, capsys):
+    """``HYDRA_FULL_ERROR=1`` shows the traceback; SIGTERM's exception raised on to the top
+    made Python exit as after Ctrl-C (130), not 143."""
+    from populations import cli
+
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    with pytest.raises(SystemExit) as stop, run_folder.sigterm_as_interrupt(), \
+            cli.reported("selfplay-train"):
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert stop.value.code == 143
+    assert "Traceback" in capsys.readouterr().err
+    with pytest.raises(KeyboardInterrupt), cli.reported("selfplay-train"):
+        raise KeyboardInterrupt  # Ctrl-C: raised on (Python exits 130 itself)
