@@ -536,12 +536,14 @@ def _train_task(cfg: DictConfig) -> None:
     from hydra.types import RunMode
 
     from populations.experiment import _plain, run_experiment
+    from populations.run_folder import HYDRA_WORDS, spelled
 
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
     sweep_dir = Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
     created = _fresh(run_dir)
-    with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir):
+    with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir), \
+            spelled(HYDRA_WORDS):  # messages say resume_override=true, as typed here
         exp = prepare(cfg, list(hc.overrides.task), check=False)  # run_experiment checks
         if exp.resume and created and sweep_dir is not None and _sweep_started(sweep_dir):
             _refuse_renamed_job(sweep_dir, hc.job.num, run_dir, _plain(exp))

@@ -83,7 +83,14 @@ from populations.members import (
     OpponentDraw,
     TrainPlan,
 )
-from populations.run_folder import RunFolderError, RunLock, check_settings, end_status, one_line
+from populations.run_folder import (
+    RunFolderError,
+    RunLock,
+    check_settings,
+    end_status,
+    one_line,
+    resume_words,
+)
 from populations.runners import make_runner
 from populations.store import PolicyStore, file_sha256
 
@@ -180,8 +187,9 @@ class League:
                  members: Sequence[Member] | None = None, resume_override: bool = False) -> None:
         self.cfg, self.run_dir = cfg, Path(run_dir)
         if resume and not resume_override and not self.run_dir.is_dir():  # create nothing
-            raise RunFolderError(f"resume=True but run folder {self.run_dir} does not exist: "
-                                 "check its name, or pass resume_override=True to start there")
+            w = resume_words()
+            raise RunFolderError(f"{w.resume} but run folder {self.run_dir} does not exist: "
+                                 f"check its name, or {w.verb} {w.override} to start there")
         self.lock = RunLock(self.run_dir).acquire()
         self.db: LeagueDB | None = None
         self._started = False  # the run row says running: a failure from here is recorded
@@ -228,7 +236,8 @@ class League:
         if len(self.spec.teams) != 2:
             raise ValueError(
                 f"a self-play league needs two teams; {cfg.game} has {self.spec.teams}; "
-                "accepted: a game with two teams (game.kwargs.teams=[[...],[...]] groups its "
+                "accepted: a game with two teams "
+                f"({resume_words().kwarg('teams', '[[...],[...]]')} groups its "
                 "seats); population=psro plays any number, population=none one team")
         self.members: list[Member] = list(members) if members is not None else [
             MAPPOMember(MEMBER, MAPPO(self.spec, cfg.mappo, device=cfg.device, seed=cfg.seed))]
@@ -261,10 +270,11 @@ class League:
         """Whether there is a run to resume; refuses what cannot be continued or started."""
         db_path = self.run_dir / "league.db"
         ckpts = checkpoint_files(self.run_dir / "checkpoints")
+        w = resume_words()
         if not resume and (db_path.exists() or ckpts):
             raise FileExistsError(
-                f"run folder {self.run_dir} already holds a league; pass resume=True to continue "
-                "it or choose a new folder")
+                f"run folder {self.run_dir} already holds a league; {w.verb} {w.resume} to "
+                "continue it or choose a new folder")
         if resume and not db_path.exists():
             if ckpts:
                 raise RunFolderError(
@@ -273,8 +283,8 @@ class League:
                     "the database or start a new run in another folder")
             if not override:
                 raise RunFolderError(
-                    f"resume=True but {self.run_dir} holds no league (no league.db): check the "
-                    "folder name, or pass resume_override=True to start a new run there")
+                    f"{w.resume} but {self.run_dir} holds no league (no league.db): check the "
+                    f"folder name, or {w.verb} {w.override} to start a new run there")
             log.warning("resume_override: %s holds no league; starting a new one", self.run_dir)
             return False
         return resume
@@ -666,6 +676,7 @@ def _jsonable(obj: Any) -> Any:
 
 def main(argv: list[str] | None = None) -> None:
     from populations.cli import (
+        CLIError,
         OneLineParser,
         discard_run_dir,
         fail,
@@ -675,7 +686,13 @@ def main(argv: list[str] | None = None) -> None:
         sigterm_text,
         user_errors,
     )
-    from populations.run_folder import holds_run, sigterm_as_interrupt, stop_status
+    from populations.run_folder import (
+        LEAGUE_CLI_WORDS,
+        holds_run,
+        sigterm_as_interrupt,
+        spelled,
+        stop_status,
+    )
 
     p = OneLineParser(prog="python -m populations.league",
                       description="Run (or resume) a self-play league.")
@@ -686,6 +703,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--resume-override", action="store_true",
                    help="resume with other settings, or start fresh in a folder with no run")
     p.add_argument("--game", default=LeagueConfig.game)
+    p.add_argument("--game-kwargs", default=None, metavar="JSON",
+                   help="the game's keyword arguments as a JSON object, replacing its defaults "
+                        "(the default game's: {\"max_cycles\": 25}), e.g. '{\"players\": 3}'")
     p.add_argument("--generations", type=int, default=LeagueConfig.generations)
     p.add_argument("--frames-per-generation", type=int,
                    default=LeagueConfig.frames_per_generation)
@@ -698,12 +718,12 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     created = not Path(args.run_dir).exists()
-    with sigterm_as_interrupt():  # SIGTERM (kill, timeout, SLURM) as Ctrl-C: interrupted
+    # SIGTERM (kill, timeout, SLURM) as Ctrl-C: interrupted; messages say --resume-override
+    with sigterm_as_interrupt(), spelled(LEAGUE_CLI_WORDS):
         try:
             import_user_modules(args.imports, "--import")
             load_plugins()
-            # another game starts from its own defaults, not the default game's max_cycles
-            kwargs = {} if args.game != LeagueConfig.game else LeagueConfig().game_kwargs
+            kwargs = _game_kwargs(args.game, args.game_kwargs, CLIError)
             cfg = LeagueConfig(game=args.game, game_kwargs=kwargs, generations=args.generations,
                                frames_per_generation=args.frames_per_generation,
                                num_envs=args.num_envs, eval_episodes=args.eval_episodes,
@@ -728,6 +748,26 @@ def main(argv: list[str] | None = None) -> None:
             if created:
                 discard_run_dir(Path(args.run_dir))
             fail(p.prog, one_line(err))
+
+
+def _game_kwargs(game: str, text: str | None, error: type[Exception]) -> dict[str, Any]:
+    """``--game-kwargs``: a JSON object of the game's keyword arguments, checked by building
+    the game (before the run folder is made); without it another game than the default
+    starts from its own defaults, not the default game's ``max_cycles``."""
+    if text is None:
+        return {} if game != LeagueConfig.game else LeagueConfig().game_kwargs
+    import json
+
+    try:
+        kwargs = json.loads(text)
+    except (ValueError, RecursionError) as err:
+        raise error(f"--game-kwargs is not JSON ({err}): {text!r}; expected an "
+                    "object such as '{\"players\": 3}'") from None
+    if not isinstance(kwargs, dict):
+        raise error(f"--game-kwargs must be a JSON object such as '{{\"players\": 3}}', got "
+                    f"{text!r}")
+    games.make(game, **kwargs)  # an unknown or bad argument: the game's one-line error
+    return kwargs
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,46 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows has no flock; locking is POSIX only
     fcntl = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class ResumeWords:
+    """How the user spells the resume options and a game's keyword argument where they
+    started the run, so messages name what they would type: ``set resume_override=true``
+    (selfplay-train), ``add --resume-override`` (``python -m populations.league``), ``pass
+    resume_override=True`` (the Python API, the default)."""
+
+    verb: str
+    resume: str
+    override: str
+    game_kwarg: str  # "{key}" and "{value}" filled in
+
+    def kwarg(self, key: str, value: str) -> str:
+        return self.game_kwarg.format(key=key, value=value)
+
+
+PYTHON_WORDS = ResumeWords("pass", "resume=True", "resume_override=True",
+                           "game_kwargs={{'{key}': {value}}}")
+HYDRA_WORDS = ResumeWords("set", "resume=true", "resume_override=true",
+                          "game.kwargs.{key}={value}")
+LEAGUE_CLI_WORDS = ResumeWords("add", "--resume", "--resume-override",
+                               "--game-kwargs '{{\"{key}\": {value}}}'")
+_words: ContextVar[ResumeWords] = ContextVar("selfplay_resume_words", default=PYTHON_WORDS)
+
+
+def resume_words() -> ResumeWords:
+    """The spelling of resume options in this context's messages (:func:`spelled`)."""
+    return _words.get()
+
+
+@contextmanager
+def spelled(words: ResumeWords) -> Iterator[None]:
+    """Messages inside name the resume options as ``words`` spells them (an entry point)."""
+    token = _words.set(words)
+    try:
+        yield
+    finally:
+        _words.reset(token)
 
 
 class RunFolderError(ValueError):
@@ -297,9 +339,10 @@ def check_settings(where: str, saved: Mapping[str, Any] | None, current: Mapping
         return False
     shown = "; ".join(diff[:4]) + (f"; and {len(diff) - 4} more" if len(diff) > 4 else "")
     if not override:
+        w = resume_words()
         raise RunFolderError(
             f"cannot resume {where} with other settings ({shown}); resume with the run's own "
-            "settings, or set resume_override=true to continue with the new ones")
+            f"settings, or {w.verb} {w.override} to continue with the new ones")
     log.warning("resuming %s with other settings (resume_override): %s", where, shown)
     return True
 
@@ -328,14 +371,15 @@ def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: boo
     run_dir = Path(run_dir)
     path = run_dir / SETTINGS_NAME
     has_run = holds_run(run_dir)
+    w = resume_words()
     if not resume and has_run:
-        raise RunFolderError(f"run folder {run_dir} already holds a run; set resume=true to "
+        raise RunFolderError(f"run folder {run_dir} already holds a run; {w.verb} {w.resume} to "
                              "continue it or choose a new folder")
     if resume and not has_run:
         if not override:
             raise RunFolderError(
-                f"resume=true but {run_dir} holds no run (no {SETTINGS_NAME} or league.db): "
-                "check the folder name, or set resume_override=true to start a new run there")
+                f"{w.resume} but {run_dir} holds no run (no {SETTINGS_NAME} or league.db): "
+                f"check the folder name, or {w.verb} {w.override} to start a new run there")
         log.warning("resume_override: %s holds no run; starting a new one", run_dir)
     saved = None
     refuse_link(path, "run settings", RunFolderError)
@@ -362,8 +406,9 @@ def open_run(run_dir: str | Path, settings: Mapping[str, Any], resume: bool,
     after Ctrl-C)."""
     run_dir = Path(run_dir)
     if resume and not override and not run_dir.is_dir():  # a mistyped name: create nothing
-        raise RunFolderError(f"resume=true but run folder {run_dir} does not exist: check its "
-                             "name, or set resume_override=true to start a new run there")
+        w = resume_words()
+        raise RunFolderError(f"{w.resume} but run folder {run_dir} does not exist: check its "
+                             f"name, or {w.verb} {w.override} to start a new run there")
     fresh = not (run_dir / SETTINGS_NAME).exists()
     with RunLock(run_dir):
         resume_settings(run_dir, settings, resume, override, may_change, finished)

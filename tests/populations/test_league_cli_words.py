@@ -1,0 +1,72 @@
+"""``python -m populations.league``: its messages name its own options (``--resume``,
+``--resume-override``, ``--game-kwargs``), and ``--game-kwargs`` reaches the game, checked
+before a run folder is made. In process: each case stops before anything trains."""
+
+import pytest
+
+from populations import league, run_folder
+
+GAME = ["--game", "openspiel/kuhn_poker"]
+
+
+def _fails(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        league.main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err.removeprefix("python -m populations.league: ")
+
+
+def test_league_cli_messages_name_its_own_options(tmp_path, capsys):
+    """They said ``pass resume_override=True`` (the Python API's spelling) to a user of
+    ``--resume-override``."""
+    missing = _fails(["--run-dir", str(tmp_path / "nope"), "--resume", *GAME], capsys)
+    assert missing.startswith("--resume but run folder") and "add --resume-override" in missing
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "league.db").touch()
+    err = _fails(["--run-dir", str(held), *GAME], capsys)
+    assert "already holds a league; add --resume to continue" in err
+    err = _fails(["--run-dir", str(tmp_path / "three"), *GAME, "--game-kwargs",
+                  '{"players": 3}'], capsys)  # the game got its argument: three teams
+    assert "needs two teams" in err and """--game-kwargs '{"teams": [[...],[...]]}'""" in err
+    assert "resume_override" not in missing + err and not (tmp_path / "three").exists()
+    # the Python API's and selfplay-train's own spellings
+    with pytest.raises(run_folder.RunFolderError, match=r"pass resume_override=True to"):
+        run_folder.resume_settings(tmp_path / "empty", {}, resume=True)
+    with run_folder.spelled(run_folder.HYDRA_WORDS), \
+            pytest.raises(run_folder.RunFolderError, match=r"set resume_override=true to"):
+        run_folder.resume_settings(tmp_path / "empty", {}, resume=True)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ('{"players": 3', "--game-kwargs is not JSON ("),
+    ("[3]", "--game-kwargs must be a JSON object"),
+    ('{"cards": 4}', "bad parameter for openspiel/kuhn_poker: 'cards' unknown; accepted:"),
+])
+def test_bad_game_kwargs_are_one_line_and_make_no_folder(kwargs, message, tmp_path, capsys):
+    err = _fails(["--run-dir", str(tmp_path / "run"), *GAME, "--game-kwargs", kwargs], capsys)
+    assert err.startswith(message), err
+    assert not (tmp_path / "run").exists()
+
+
+def test_game_kwargs_reach_the_league(tmp_path, monkeypatch):
+    """The league CLI could not pass a game's arguments at all (selfplay-train can)."""
+    seen = []
+
+    class Started:
+        def __init__(self, cfg, run_dir, **kwargs):
+            seen.append(cfg)
+
+        def run(self):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(league, "League", Started)
+    league.main(["--run-dir", str(tmp_path / "a"), *GAME, "--game-kwargs", '{"players": 2}'])
+    league.main(["--run-dir", str(tmp_path / "b"), *GAME])  # another game: its own defaults
+    league.main(["--run-dir", str(tmp_path / "c")])  # the default game's max_cycles
+    assert [c.game_kwargs for c in seen] == [{"players": 2}, {}, {"max_cycles": 25}]
