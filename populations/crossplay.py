@@ -1,6 +1,7 @@
-"""Cross-play evaluation with uncertainty: win/draw/loss rates and mean score margins
-between snapshots with bootstrap intervals over episodes, Elo with a bootstrap interval,
-and α-Rank over the empirical game (OpenSpiel's own ``open_spiel.python.egt.alpharank``).
+"""Cross-play evaluation with uncertainty: win/draw/loss rates (Wilson score intervals) and
+mean score margins (bootstrap intervals over episodes) between snapshots, Elo with a
+bootstrap interval, and α-Rank over the empirical game (OpenSpiel's own
+``open_spiel.python.egt.alpharank``).
 
 Pure functions of recorded episodes (:class:`populations.db.MatchRow`): nothing here
 reads a database or trains anything, so the dashboard and scripts share one definition.
@@ -14,10 +15,18 @@ the margin is > tol, |·| <= tol or < -tol. Episodes where one snapshot plays ev
 plays each pair in both seat orders, so these are seat-averaged figures, and over complete
 role-swapped pairs a pair's mean margin is the payoffs table's value.
 
-Intervals are percentile bootstrap intervals: the episodes of a pair are resampled with
-replacement ``resamples`` times (one ``(resamples, n)`` index array, vectorized), from a
-generator seeded by ``(seed, a, b)``, so a pair's interval does not depend on which other
-pairs exist or in what order they are computed.
+Win, draw and loss rates get Wilson score intervals (Wilson, 1927): a pair that won all of
+its n episodes has a win rate in [n / (n + z²), 1] (10 of 10: [0.72, 1] at 95 %), where a
+percentile bootstrap gives [1, 1], since every resample of all-wins is all-wins; Wilson's
+coverage stays near the nominal level for small n and rates near 0 or 1 (Brown, Cai &
+DasGupta, 2001, "Interval Estimation for a Binomial Proportion"). Mean margins, the
+α-Rank masses and the Elo replay get percentile bootstrap intervals: the episodes of a pair
+are resampled with replacement ``resamples`` times (one ``(resamples, n)`` index array,
+vectorized), from a generator seeded by ``(seed, a, b)``, so a pair's interval does not
+depend on which other pairs exist or in what order they are computed. A bootstrap interval
+shows how much a statistic moves with the episodes drawn; where every episode of a pair
+ended alike (all won, one margin), no resample differs and it has no width: that is no
+spread in the data seen, not certainty.
 """
 
 from __future__ import annotations
@@ -115,26 +124,41 @@ def _interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def wilson(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Wilson score interval of a proportion: ``successes`` of ``n`` trials (n >= 1).
+
+    With ``z`` the normal quantile of ``(1 + confidence) / 2`` and ``p = successes / n``:
+    ``(p + z²/2n ± z √(p(1-p)/n + z²/4n²)) / (1 + z²/n)``; 0 and 1 exactly at p = 0, 1."""
+    from scipy.stats import norm
+
+    z = float(norm.ppf((1 + confidence) / 2))
+    p, z2 = successes / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    lo, hi = max(0.0, float(centre - half)), min(1.0, float(centre + half))
+    return (0.0 if successes == 0 else lo), (1.0 if successes == n else hi)  # exact there
+
+
 def pair_stats(margin: np.ndarray, rng: np.random.Generator, resamples: int = RESAMPLES,
                confidence: float = CONFIDENCE, tol: float = TOL) -> dict[str, Any]:
-    """Win/draw/loss rates and mean margin of one pair with their bootstrap intervals.
+    """Win/draw/loss rates of one pair with Wilson score intervals, and its mean margin with
+    a percentile bootstrap interval.
 
     ``margin``: shape (n,); the resamples come from :func:`bootstrap_chunks` with ``rng``.
     Returns ``{stat: value, stat_lo: ..., stat_hi: ...}`` for stat in win, draw, loss,
     margin, and ``n``."""
-    win = (margin > tol).astype(np.float64)
-    loss = (margin < -tol).astype(np.float64)
-    draw = 1.0 - win - loss
-    series = (("win", win), ("draw", draw), ("loss", loss), ("margin", margin))
-    boot: dict[str, list[np.ndarray]] = {name: [] for name, _ in series}
-    for idx in bootstrap_chunks(len(margin), resamples, rng):  # idx: (rows, n)
-        for name, x in series:
-            boot[name].append(x[idx].mean(axis=1))
-    out: dict[str, Any] = {"n": int(len(margin))}
-    for name, x in series:
-        out[name] = float(x.mean())
-        out[f"{name}_lo"], out[f"{name}_hi"] = _interval(np.concatenate(boot[name]), confidence)
-    out["margin_boot"] = np.concatenate(boot["margin"])  # (resamples,), for α-Rank's interval
+    n = len(margin)
+    counts = {"win": int((margin > tol).sum()), "loss": int((margin < -tol).sum())}
+    counts["draw"] = n - counts["win"] - counts["loss"]
+    out: dict[str, Any] = {"n": int(n)}
+    for name in ("win", "draw", "loss"):
+        out[name] = counts[name] / n
+        out[f"{name}_lo"], out[f"{name}_hi"] = wilson(counts[name], n, confidence)
+    boot = np.concatenate([margin[idx].mean(axis=1)  # idx: (rows, n)
+                           for idx in bootstrap_chunks(n, resamples, rng)])
+    out["margin"] = float(margin.mean())
+    out["margin_lo"], out["margin_hi"] = _interval(boot, confidence)
+    out["margin_boot"] = boot  # (resamples,), for α-Rank's interval
     return out
 
 
@@ -164,7 +188,8 @@ class CrossPlay:
 
 def crossplay(eps: Episodes, resamples: int = RESAMPLES, seed: int = 0,
               confidence: float = CONFIDENCE, tol: float = TOL) -> CrossPlay:
-    """Pairwise cross-play tables with bootstrap intervals (see the module doc)."""
+    """Pairwise cross-play tables with Wilson intervals for the rates and bootstrap intervals
+    for the mean margins (see the module doc)."""
     if resamples < 1:
         raise ValueError(f"resamples={resamples}: expected a positive number of resamples")
     if not 0.0 < confidence < 1.0:

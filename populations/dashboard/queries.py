@@ -179,10 +179,16 @@ def _labels(db: LeagueDB, run_id: int) -> dict[int, str]:
 
 
 # ------------------------------------------------------------------------------ payoffs
+PAYOFF_LABEL = "mean margin per episode (row's team return − column's)"
+
+
 def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
-    """Payoffs between every snapshot that has one: ``value[i][j]`` is the mean payoff of
-    snapshot ``ids[i]`` against ``ids[j]`` (None where they have not met); ``left_out``
-    snapshots (beyond the newest ``max_snapshots``) are not in the table."""
+    """Payoffs between every snapshot that has one: ``value[i][j]`` is the mean margin of
+    snapshot ``ids[i]`` over ``ids[j]`` per episode (its team's return minus the other's,
+    over their role-swapped pairs: in a zero-sum game twice its mean return, not the return
+    itself; :func:`populations.evaluation.recompute`), None where they have not met;
+    ``value_label`` says so in words for a page or export. ``left_out`` snapshots (beyond
+    the newest ``max_snapshots``) are not in the table."""
     entries = db.payoffs(run_id)
     labels = _labels(db, run_id)
     named = {e["row_snapshot"] for e in entries} | {e["col_snapshot"] for e in entries}
@@ -201,7 +207,8 @@ def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
         count[i][j] = _number(e["count"]) or 0
         exact = exact or bool(e["exact"])
     return {"ids": ids, "labels": [labels.get(s, f"snapshot {s}") for s in ids],
-            "value": value, "win_rate": win, "count": count, "exact": exact,
+            "value": value, "value_label": PAYOFF_LABEL, "win_rate": win, "count": count,
+            "exact": exact,
             "left_out": len(named) - len(shown), "max_snapshots": MAX_MATRIX_SNAPSHOTS}
 
 

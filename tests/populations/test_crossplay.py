@@ -37,9 +37,23 @@ def random_matches(n: int, k: int = 4, seed: int = 0) -> list[MatchRow]:
     return out
 
 
+def wilson_reference(k: int, n: int, confidence: float) -> tuple[float, float]:
+    """Wilson's score interval from its definition: the p whose score test at level
+    ``confidence`` does not reject, |k/n - p| <= z sqrt(p (1 - p) / n), as the two roots of
+    the quadratic (1 + z²/n) p² - (2k/n + z²/n) p + (k/n)² = 0."""
+    import math
+    from statistics import NormalDist
+
+    z, q = NormalDist().inv_cdf((1 + confidence) / 2), k / n
+    a, b, c = 1 + z * z / n, -(2 * q + z * z / n), q * q
+    root = math.sqrt(max(b * b - 4 * a * c, 0.0))
+    return (-b - root) / (2 * a), (-b + root) / (2 * a)
+
+
 def reference(matches: list[MatchRow], resamples: int, seed: int, confidence: float = 0.95):
-    """Slow loops: per ordered pair, margins episode by episode and each bootstrap
-    resample's rates counted one by one, with the same index draws as the module."""
+    """Slow loops: per ordered pair, margins episode by episode, rates counted one by one
+    with Wilson's interval from its definition, and each bootstrap resample's mean margin
+    with the same index draws as the module."""
     margins: dict[tuple[int, int], list[float]] = {}
     for m in matches:
         seated: dict[int, list[float]] = {}
@@ -59,6 +73,10 @@ def reference(matches: list[MatchRow], resamples: int, seed: int, confidence: fl
             for name, f in (("win", lambda v: v > 1e-9), ("loss", lambda v: v < -1e-9),
                             ("draw", lambda v: abs(v) <= 1e-9), ("margin", lambda v: v)):
                 point = sum(float(f(v)) for v in vals) / len(vals)
+                if name != "margin":
+                    count = sum(bool(f(v)) for v in vals)
+                    stats[name] = (point, *wilson_reference(count, len(vals), confidence))
+                    continue
                 boot = []
                 for r in range(resamples):
                     boot.append(sum(float(f(vals[i])) for i in idx[r]) / len(vals))
@@ -128,6 +146,19 @@ def test_same_seed_same_intervals_and_pairs_are_independent():
     c = crossplay(episodes(fewer), resamples=100, seed=1)
     assert c.table["margin_lo"][0][1] == a.table["margin_lo"][0][1]
     assert crossplay(episodes(matches), resamples=100, seed=2).table != a.table
+
+
+def test_a_pair_that_always_won_has_an_honest_win_rate_interval():
+    """10 wins of 10: Wilson's interval is [10 / (10 + z²), 1] = [0.722, 1] at 95 % (a
+    percentile bootstrap said [1, 1]); the loser's loss rate mirrors it, no draws [0, 0.278]."""
+    ms = [MatchRow(str(t), "g", {"p0": 1, "p1": 2}, {"p0": 1.0, "p1": -1.0}) for t in range(10)]
+    t = crossplay(episodes(ms), resamples=50).table
+    z2 = 1.959963984540054 ** 2
+    assert t["win"][0][1] == 1.0 and t["win_hi"][0][1] == 1.0
+    assert t["win_lo"][0][1] == pytest.approx(10 / (10 + z2), abs=1e-12)
+    assert t["loss_lo"][1][0] == pytest.approx(10 / (10 + z2), abs=1e-12)
+    assert t["draw_lo"][0][1] == 0.0
+    assert t["draw_hi"][0][1] == pytest.approx(z2 / (10 + z2), abs=1e-12)
 
 
 def test_bootstrap_interval_covers_the_true_win_rate():

@@ -157,6 +157,7 @@ def test_payoff_matrix_matches_the_payoff_table(shared):
     labels = {sn.id: f"{sn.member} v{sn.version}" for sn in db.snapshots(r)}
     assert doc["labels"] == [labels[i] for i in doc["ids"]]
     assert f"{XSS} v0" in doc["labels"]
+    assert doc["value_label"].startswith("mean margin")  # not a "mean payoff" (a return)
     n = len(doc["ids"])
     assert all(doc["value"][i][i] is None and doc["count"][i][i] == 0 for i in range(n))
     pos = {sid: i for i, sid in enumerate(doc["ids"])}

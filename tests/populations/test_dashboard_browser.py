@@ -110,6 +110,9 @@ def test_league_page_renders_without_console_errors(page, server, league_dir):
     assert page.rows("league-table") == members == 2
     assert page.rows("runs-table") == 2
     assert page.page.locator("#payoff-chart g.hm image").count() == 1  # the heatmap itself
+    # a payoff cell is a margin (twice the return in a zero-sum game), and says so
+    assert "mean margin" in page.page.locator("#payoff-chart .cbtitle").text_content()
+    assert "twice the row's return" in page.page.inner_text("#payoff-meaning")
     assert page.page.locator("#elo-chart .scatterlayer .trace").count() == rated == 4
     assert page.page.locator("#learner-charts .chart").count() >= 5
     assert page.page.is_hidden("#psro-section")  # a league run has no PSRO iterations
@@ -218,6 +221,7 @@ def test_static_export_opens_without_the_server(page, tmp_path, league_dir, monk
         "2 older snapshots left out of this table: it shows the newest 2.")
     assert "1 older snapshot left out of cross-play: it shows the newest 2." in (
         page.page.inner_text("#alpharank-note"))
+    assert "mean margin per episode" in page.page.inner_text("#payoff-meaning")
     page.page.select_option("#metric-select", "adv/agent_0/adv_mean")  # embedded per key
     page.rendered("metric-chart")
     assert page.dialogs == [] and page.errors == []
@@ -253,5 +257,7 @@ def test_crossplay_intervals_and_alpharank_show(page, tmp_path, league_dir):
         assert re.match(r"^\d+ \[\d+, \d+\]$", first_row.locator("td.elo").inner_text())
         note = page.page.inner_text("#alpharank-note")
         assert "OpenSpiel alpharank" in note and f"{XSS} v0" in note  # left out, as text
+        assert "Wilson score" in note and "Wilson score" in page.page.inner_text(
+            "#crossplay-card h3")
         assert page.page.evaluate("document.scripts.length") == 2
     assert page.dialogs == [] and page.errors == []

@@ -263,8 +263,8 @@
     const trace = {
       type: "heatmap", z: doc.value, x: labels, y: labels, text, zmid: 0,
       colorscale: PAYOFF_SCALE, xgap: 1, ygap: 1, hoverongaps: false,
-      hovertemplate: "%{y} vs %{x}<br>payoff %{z:.3f}<br>%{text}<extra></extra>",
-      colorbar: { title: { text: doc.exact ? "exact payoff" : "payoff" }, thickness: 12 },
+      hovertemplate: "%{y} vs %{x}<br>margin %{z:.3f}<br>%{text}<extra></extra>",
+      colorbar: { title: { text: doc.exact ? "exact margin" : "mean margin" }, thickness: 12 },
     };
     if (doc.ids.length <= 12) trace.texttemplate = "%{z:.2f}";
     await plot(div, [trace], {
@@ -343,7 +343,9 @@
       `${doc.elo_resamples ? int(doc.elo_resamples) : "skipped, too many episodes"}), ` +
       `seed ${doc.seed}. α-Rank: OpenSpiel alpharank, α ${ar.alpha == null ? "→ ∞" : ar.alpha}, ` +
       `m = ${ar.m}, on the mean margins; its interval and "first in" from ` +
-      `${int(doc.alpharank_resamples)} bootstrap tables.${out}` +
+      `${int(doc.alpharank_resamples)} bootstrap tables. Rates: Wilson score intervals; ` +
+      "a bootstrap interval of no width (every episode of a pair alike, e.g. always won) " +
+      `means no spread in the episodes seen, not certainty.${out}` +
       (doc.left_out > 0 ? ` ${leftOut(doc.left_out, doc.max_snapshots, "cross-play")}` : "") +
       (doc.left_out_episodes > 0 ? ` ${int(doc.left_out_episodes)} episode` +
         `${doc.left_out_episodes === 1 ? "" : "s"} naming more than ` +
