@@ -43,8 +43,8 @@ from llm_agents.credit import TURN_KEYS, KeyIndex, turn_advantages
 from llm_agents.opponents import OpponentPool
 from llm_agents.policy import LLMPolicy
 from llm_agents.prompts import PromptConfig
-from llm_agents.records import Turn
-from llm_agents.rollout import EpisodeJob, RolloutBatch, RolloutEngine
+from llm_agents.records import EpisodeRecord, Turn
+from llm_agents.rollout import TEAM_SEAT, EpisodeJob, RolloutBatch, RolloutEngine
 from llm_agents.team import Team, TeamModel, backend_for
 from marl.advantages import AdvantageConfig, RoleEMABaseline, broadcast_to_tokens, check_adv_norm
 from marl.core import Policy
@@ -190,7 +190,8 @@ class MultiTurnGRPO:
     def step(self) -> dict[str, float]:
         """Collect, then update; returns ``charts/``, ``adv/`` and ``losses/`` metrics."""
         batch = self.collect()
-        metrics = {**batch.metrics, **self.update(batch)}
+        metrics = {**batch.metrics, **side_metrics(batch.episodes, self.specs),
+                   **self.update(batch)}
         self.iteration += 1
         metrics["charts/iteration"] = float(self.iteration)
         return metrics
@@ -214,7 +215,8 @@ class MultiTurnGRPO:
         self.team.sync()
         jobs = [EpisodeJob(g, seed + e, e, self.game_kwargs[g], dict(opponents or {}))
                 for g in self.games for e in range(episodes)]
-        return self.engine.run(jobs, greedy=greedy).metrics
+        batch = self.engine.run(jobs, greedy=greedy)
+        return {**batch.metrics, **side_metrics(batch.episodes, self.specs)}
 
     def policy(self, agents: Sequence[str] | None = None, game: str | None = None) -> LLMPolicy:
         """A frozen copy of the team as a population member (independent of later updates)."""
@@ -384,6 +386,36 @@ class MultiTurnGRPO:
         self.engine.rng.bit_generator.state = state["engine_rng"]
         for name, rng in state.get("backend_rng", {}).items():
             self.team.models[name].backend.generator.set_state(rng)
+
+
+def side_metrics(episodes: Sequence[EpisodeRecord],
+                 specs: Mapping[str, games.GameSpec]) -> dict[str, float]:
+    """How each side the team plays does: ``charts/seat_return/<seat>`` (the mean return of
+    each seat the team held) and ``charts/win_rate/<side>`` (per team of the game the team
+    held: 1 when that side's score, the mean of its seats' returns, beats every other side's,
+    1/k when k sides tie for the best, else 0; averaged over those episodes).
+
+    ``charts/team_return`` averages over every seat the team held, so in zero-sum self-play
+    (the team holds every seat) it is 0 by construction; these say which side wins
+    (Kuhn: ``win_rate/player_0`` + ``win_rate/player_1`` = 1 in self-play)."""
+    seat_ret: dict[str, list[float]] = defaultdict(list)
+    wins: dict[str, list[float]] = defaultdict(list)
+    for e in episodes:
+        spec = specs[e.game]
+        held = [a for a in spec.agent_ids if e.seats.get(a, TEAM_SEAT) == TEAM_SEAT]
+        for a in held:
+            seat_ret[a].append(float(e.returns.get(a, 0.0)))
+        score = {t: float(np.mean([e.returns.get(a.id, 0.0) for a in spec.agents
+                                   if a.team == t])) for t in spec.teams}
+        if len(score) < 2:
+            continue  # a cooperative game: success and team return say it
+        best = max(score.values())
+        tied = [t for t, v in score.items() if v >= best - 1e-9]
+        for t in {a.team for a in spec.agents if a.id in held}:
+            wins[t].append(1.0 / len(tied) if t in tied else 0.0)
+    out = {f"charts/seat_return/{a}": float(np.mean(r)) for a, r in seat_ret.items()}
+    out.update({f"charts/win_rate/{t}": float(np.mean(w)) for t, w in wins.items()})
+    return out
 
 
 def _layout(rows: Sequence[Tensor], mask: Tensor) -> Tensor:

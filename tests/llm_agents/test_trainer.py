@@ -152,6 +152,11 @@ def test_update_changes_parameters_and_logs_per_role_gradient_norms(kuhn_tok, ma
                 "charts/team_return"):
         assert key in metrics and np.isfinite(metrics[key]), key
     assert metrics["losses/kl"] > 0 and metrics["losses/grad_norm/player_0"] > 0
+    # zero-sum self-play: the team return is 0 by construction; the sides say who wins
+    assert metrics["charts/team_return"] == pytest.approx(0.0, abs=1e-12)
+    assert metrics["charts/seat_return/player_0"] == pytest.approx(
+        -metrics["charts/seat_return/player_1"], abs=1e-12)
+    assert metrics["charts/win_rate/player_0"] + metrics["charts/win_rate/player_1"] == 1.0
     ref = trainer.ref["shared"]
     assert all(torch.equal(a, b) for a, b in zip(before, ref.parameters(), strict=True))
 
@@ -204,3 +209,25 @@ def test_checkpoint_resumes_exactly(tmp_path, kuhn_tok, make_model):
     for p, q in zip(a.team.models["shared"].model.parameters(),
                     b.team.models["shared"].model.parameters(), strict=True):
         torch.testing.assert_close(p, q)
+
+
+def test_side_metrics_per_seat_and_side():
+    """By hand: self-play episodes (the team holds both Kuhn seats) give both sides' win
+    rates, an episode against a fixed opponent gives only the side the team held, and tied
+    sides share the win."""
+    from llm_agents.records import EpisodeRecord
+    from llm_agents.trainer import side_metrics
+
+    spec = games.make(KUHN).spec
+    eps = [EpisodeRecord(KUHN, 0, 0, {"player_0": 2.0, "player_1": -2.0}, 3,
+                         seats={"player_0": "team", "player_1": "team"}),
+           EpisodeRecord(KUHN, 1, 0, {"player_0": -1.0, "player_1": 1.0}, 2,
+                         seats={"player_0": "team", "player_1": "team"}),
+           EpisodeRecord(KUHN, 2, 0, {"player_0": 1.0, "player_1": -1.0}, 2,
+                         seats={"player_0": "random", "player_1": "team"})]
+    m = side_metrics(eps, {KUHN: spec})
+    assert m == {"charts/seat_return/player_0": 0.5, "charts/seat_return/player_1": -2 / 3,
+                 "charts/win_rate/player_0": 0.5, "charts/win_rate/player_1": 1 / 3}
+    draw = EpisodeRecord(KUHN, 3, 0, {"player_0": 0.0, "player_1": 0.0}, 2,
+                         seats={"player_0": "team", "player_1": "team"})
+    assert side_metrics([draw], {KUHN: spec})["charts/win_rate/player_0"] == 0.5
