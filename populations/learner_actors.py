@@ -68,6 +68,10 @@ def state_bytes(state: dict[str, Any]) -> bytes:
 
 def load_state_bytes(data: bytes) -> dict[str, Any]:
     """The inverse of :func:`state_bytes`, with ``weights_only=True`` (on the CPU)."""
+    # No check_torch_zip: these bytes pass only between this run's driver and its own Ray
+    # actors, through Ray's object store, which moves task arguments and results as pickles;
+    # whoever can put bytes there already runs code on both ends. Files (checkpoints, policy
+    # and snapshot bytes: load_policy) are checked where they enter.
     state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     if not isinstance(state, dict):
         raise ValueError("a learner actor returned a state that is not a dict")
