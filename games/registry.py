@@ -115,7 +115,9 @@ def make(spec: str, **kwargs: Any) -> Game:
     names = ", ".join(registered()) or "(none)"
     raise UnknownGameError(
         f"unknown game {spec!r}; registered: {names}; or use a prefix: "
-        "'openspiel/<game string>', 'pettingzoo/<module>', 'vmas/<scenario>'"
+        "'openspiel/<game string>', 'pettingzoo/<module>', 'vmas/<scenario>'; a game of your "
+        "own is registered when its module is imported: imports=[module] (selfplay-train), "
+        "--import module (selfplay-eval, python -m populations.league)"
     )
 
 

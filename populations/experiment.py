@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from marl.train import RandomPolicy, TrainResult, check_episode_lengths, train
 from marl.value_decomp import ValueDecompConfig
 from populations.approx_exploit import ExploitEvery
 from populations.checkpoint import checkpoint_files, load_latest, save_checkpoint
+from populations.config_checks import TOP_LEVEL_TYPES, check_run_values
 from populations.db import LeagueDB, MatchRow
 from populations.league import MEMBER, League, LeagueConfig
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
@@ -185,15 +185,8 @@ class ExperimentConfig:
 
     def __post_init__(self) -> None:
         registry.get(self.algo)  # one line listing the registered algos when unknown
-        for name in ("frames", "num_envs", "eval_episodes"):  # frames=-5 trained nothing
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 1")
-        if not self.checkpoint_every_s >= 0:  # NaN too
-            raise ValueError(f"checkpoint_every_s={self.checkpoint_every_s}; expected seconds "
-                             ">= 0 (0: after every update)")
-        if not re.fullmatch(r"cpu|cuda(:\d+)?|auto", self.device):
-            raise ValueError(f"device={self.device!r} unknown; choose one of cpu, cuda, "
-                             "cuda:N (N a GPU index), auto")
+        # frames, num_envs, ..., device: checked without torch (selfplay-train, before Hydra)
+        check_run_values({name: getattr(self, name) for name in TOP_LEVEL_TYPES})
 
 
 @dataclass
