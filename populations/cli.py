@@ -299,6 +299,67 @@ def check_command_line(args: Sequence[str]) -> None:
                 known = ", ".join(sorted({*groups[group], *stored}))
                 raise CLIError(f"In 'config': Could not find '{group}/{option}'; Available "
                                f"options in '{group}': {known}")
+    check_values(overrides)
+
+
+def _values(override: Any) -> list[Any]:
+    """An override's value, or each of a choice sweep's (``num_envs=0,4``); none for ranges,
+    intervals, deletions."""
+    from hydra.core.override_parser.types import ValueType
+
+    if override.is_delete():
+        return []
+    if override.value_type == ValueType.ELEMENT:
+        return [override.value()]
+    if override.value_type in (ValueType.CHOICE_SWEEP, ValueType.SIMPLE_CHOICE_SWEEP):
+        return list(override.value().list)
+    return []
+
+
+def check_values(overrides: Sequence[Any]) -> None:
+    """Common bad values on the command line (``num_envs=0``, ``seed=abc``, ``device=gpu``,
+    an unknown ``game.name``), refused before the schema and torch load, in the words the
+    schema's own checks use (:mod:`populations.config_checks`, ``games.make``)."""
+    from populations.config_checks import TOP_LEVEL_TYPES, check_override_type, check_run_values
+
+    names, imports = [], None
+    for o in overrides:
+        key = o.key_or_group
+        if o.package is not None or o.input_line.startswith(("+", "~")):
+            continue
+        values = [v for v in _values(o) if not (isinstance(v, str) and "${" in v)]
+        if key == "imports" and o.value_type.name == "ELEMENT":
+            imports = o.value()
+        elif key == "game.name":
+            names += [v for v in values if isinstance(v, str)]
+        elif key in TOP_LEVEL_TYPES:
+            for value in values:
+                try:
+                    check_override_type(key, value)
+                    check_run_values({key: value})
+                except ValueError as err:
+                    raise CLIError(f"bad config: {err}") from None
+                except TypeError:  # a list or a dict: OmegaConf names it
+                    continue
+    unknown = _unknown_games(names, imports)
+    if unknown:
+        import games
+
+        games.make(unknown[0])  # raises UnknownGameError listing the registered games
+
+
+def _unknown_games(names: Sequence[str], imports: Any) -> list[str]:
+    """``names`` that are neither an adapter's prefix nor registered (by the shipped games,
+    installed packages, or the command line's ``imports``, imported here first)."""
+    from games.registry import PREFIXES, registered
+
+    names = [n for n in names if not n.startswith(PREFIXES)]
+    if not names:
+        return []
+    if isinstance(imports, list) and all(isinstance(m, str) for m in imports):
+        import_user_modules(imports)
+    known = registered()
+    return [n for n in names if n not in known]
 
 
 # ------------------------------------------------------------------------ the config

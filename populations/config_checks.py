@@ -1,0 +1,47 @@
+"""Checks of an experiment's top-level values that need neither torch nor the schema.
+
+:class:`populations.experiment.ExperimentConfig` runs :func:`check_run_values` on itself, and
+``selfplay-train`` runs it (with :func:`check_override_type`) on the command line's overrides
+before Hydra loads the schema, which imports torch and the learners (~3 s of CPU): a mistyped
+``num_envs=0`` or ``seed=abc`` is refused in the time it takes to parse the command line.
+Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+TOP_LEVEL_TYPES: dict[str, type] = {
+    "seed": int, "frames": int, "num_envs": int, "eval_episodes": int, "torch_threads": int,
+    "checkpoint_every_s": float, "device": str}
+"""The top-level scalar settings these checks cover and their types (a test keeps this in
+step with ExperimentConfig's fields)."""
+AT_LEAST_ONE = ("frames", "num_envs", "eval_episodes", "torch_threads")
+DEVICE = re.compile(r"cpu|cuda(:\d+)?|auto")
+
+
+def check_run_values(values: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` (one line naming the value and what is accepted) for a bad value
+    among ``values`` (top-level settings of an experiment; keys not given are not checked)."""
+    for name in AT_LEAST_ONE:  # frames=-5 trained nothing
+        if name in values and values[name] < 1:
+            raise ValueError(f"{name}={values[name]}; expected an integer >= 1")
+    every = values.get("checkpoint_every_s", 0.0)
+    if not every >= 0:  # NaN too
+        raise ValueError(f"checkpoint_every_s={every}; expected seconds >= 0 (0: after every "
+                         "update)")
+    if "device" in values and not DEVICE.fullmatch(str(values["device"])):
+        raise ValueError(f"device={values['device']!r} unknown; choose one of cpu, cuda, "
+                         "cuda:N (N a GPU index), auto")
+
+
+def check_override_type(key: str, value: Any) -> None:
+    """Raise ``ValueError`` when a command line's ``key=value`` (as Hydra's parser typed it)
+    cannot become the setting's type: a word where a number goes (``seed=abc``)."""
+    want = TOP_LEVEL_TYPES[key]
+    if want is str or not isinstance(value, str):
+        return  # numbers and bools: the range checks (or OmegaConf) decide
+    kind = "an integer" if want is int else "a number"
+    raise ValueError(f"{key}={value!r}; expected {kind}")

@@ -1,0 +1,59 @@
+"""selfplay-train refuses the common bad values (``num_envs=0``, ``seed=abc``, ``device=gpu``,
+an unknown game) before the schema loads: it imported torch first (~3 s of CPU to say a
+value is wrong; ~0.5 s now), with the same message ExperimentConfig gives."""
+
+import dataclasses
+import subprocess
+import sys
+import typing
+
+import pytest
+
+from populations import config_checks
+from populations.experiment import ExperimentConfig, GameConfig
+
+BAD = {
+    "num_envs=0": "bad config: num_envs=0; expected an integer >= 1",
+    "seed=abc": "bad config: seed='abc'; expected an integer",
+    "checkpoint_every_s=-1": "bad config: checkpoint_every_s=-1; expected seconds >= 0",
+    "device=gpu": "bad config: device='gpu' unknown; choose one of cpu, cuda",
+    "torch_threads=0": "bad config: torch_threads=0; expected an integer >= 1",
+    "game.name=chesss": "unknown game 'chesss'; registered:",
+}
+GOOD = ["num_envs=4", "seed=3", "device=cuda:1", "game.name=openspiel/kuhn_poker",
+        "game.name=tool/relay", "frames=${oc.env:FRAMES,100}", "-m", "num_envs=2,4"]
+
+CHECK = """
+import sys
+from populations.cli import CLIError, check_command_line
+for args in {bad!r}:
+    try:
+        check_command_line(args)
+        print("accepted", args)
+    except CLIError as err:
+        print(err)
+    except ValueError as err:  # games' UnknownGameError
+        print(err)
+check_command_line({good!r})
+print("heavy:", sorted(m for m in ("torch", "marl", "populations.experiment") if m in sys.modules))
+"""
+
+
+def test_common_bad_values_are_refused_before_torch_loads(tmp_path):
+    bad = [[override] for override in BAD] + [["-m", "num_envs=4,0"]]
+    out = subprocess.run([sys.executable, "-c", CHECK.format(bad=bad, good=GOOD)], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    lines = out.splitlines()
+    for line, message in zip(lines, [*BAD.values(), BAD["num_envs=0"]], strict=False):
+        assert line.startswith(message), (line, message)
+    assert lines[len(bad):] == ["heavy: []"], out
+
+
+def test_the_fast_checks_cover_experiment_configs_fields():
+    """One source: ExperimentConfig runs the same checks, on fields of the listed types."""
+    hints = typing.get_type_hints(ExperimentConfig)
+    assert {k: hints[k] for k in config_checks.TOP_LEVEL_TYPES} == config_checks.TOP_LEVEL_TYPES
+    game = GameConfig(name="openspiel/kuhn_poker")
+    for field, value in (("torch_threads", 0), ("num_envs", 0), ("device", "gpu")):
+        with pytest.raises(ValueError, match=f"^{field}="):
+            dataclasses.replace(ExperimentConfig(game=game), **{field: value})
