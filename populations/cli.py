@@ -341,23 +341,23 @@ def check_values(overrides: Sequence[Any]) -> None:
                     raise CLIError(f"bad config: {err}") from None
                 except TypeError:  # a list or a dict: OmegaConf names it
                     continue
-    unknown = _unknown_games(names, imports)
+    if isinstance(imports, list) and all(isinstance(m, str) for m in imports):
+        import_user_modules(imports)  # one that fails: refused now (the run imports them too)
+    unknown = _unknown_games(names)
     if unknown:
         import games
 
         games.make(unknown[0])  # raises UnknownGameError listing the registered games
 
 
-def _unknown_games(names: Sequence[str], imports: Any) -> list[str]:
+def _unknown_games(names: Sequence[str]) -> list[str]:
     """``names`` that are neither an adapter's prefix nor registered (by the shipped games,
-    installed packages, or the command line's ``imports``, imported here first)."""
+    installed packages, or the command line's ``imports``, imported before)."""
     from games.registry import PREFIXES, registered
 
     names = [n for n in names if not n.startswith(PREFIXES)]
     if not names:
         return []
-    if isinstance(imports, list) and all(isinstance(m, str) for m in imports):
-        import_user_modules(imports)
     known = registered()
     return [n for n in names if n not in known]
 

@@ -19,6 +19,7 @@ BAD = {
     "device=gpu": "bad config: device='gpu' unknown; choose one of cpu, cuda",
     "torch_threads=0": "bad config: torch_threads=0; expected an integer >= 1",
     "game.name=chesss": "unknown game 'chesss'; registered:",
+    "imports=[no_such_module]": "imports: cannot import 'no_such_module'",
 }
 GOOD = ["num_envs=4", "seed=3", "device=cuda:1", "game.name=openspiel/kuhn_poker",
         "game.name=tool/relay", "frames=${oc.env:FRAMES,100}", "-m", "num_envs=2,4"]
