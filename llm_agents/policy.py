@@ -330,6 +330,15 @@ class LLMPolicy(Policy):
                                     extra={"models": sorted(team.models)})
         return cls(team, meta, action, prompt, seed)
 
+    def reseed(self, seed: int) -> None:
+        """Restart the choices among scored actions and each model's sampling generator (a
+        league reseeds the snapshots it seats every generation: a cached one then plays as
+        one loaded after a resume)."""
+        self.rng = np.random.default_rng(seed)
+        for tm in self.team.models.values():
+            if callable(getattr(tm.backend, "reseed", None)):
+                tm.backend.reseed(seed)
+
     # ------------------------------------------------------------------- acting
     def _role(self, agent: str) -> str:
         return self.meta.roles[self.meta.agents.index(agent)] if agent in self.meta.agents \

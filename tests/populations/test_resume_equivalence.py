@@ -11,11 +11,14 @@ opponents of the run's start again would train on the same deals twice.
 
 import sqlite3
 
+import numpy as np
 import pytest
 
 import populations.experiment as experiment
+from marl.core import load_policy
 from populations.checkpoint import save_checkpoint
 from populations.experiment import run_experiment
+from tests.populations.test_learner_matrix import KINDS, _moves, build, probe_step, shared_game
 from tests.populations.test_single_resume import TINY, _exp, _kill_after_first_checkpoint
 
 
@@ -90,3 +93,28 @@ def test_a_resume_plays_new_games_and_opponent_moves_from_its_checkpoint(
     assert seed1 != start_seed and set(opp1.values()).isdisjoint(start_opp.values())
     assert (seed1, opp1) == (seed2, opp2)  # a resume from one checkpoint: one segment
     assert abs(seed1 - start_seed) >= 4  # 4 copies seeded s, s+1, ...: none replayed
+
+
+# each learner's policy once, on a turn-based game where it plays one (Kuhn: cheap texts)
+ONCE = [("turn_based" if "turn_based" in _moves(k) else _moves(k)[0], k) for k in KINDS]
+
+
+@pytest.mark.parametrize(("move", "kind"), ONCE, ids=[f"{m}-{k}" for m, k in ONCE])
+def test_a_reseeded_policy_plays_as_a_fresh_one(move, kind, tmp_path):
+    """A league reseeds the snapshots it seats at each generation: a snapshot cached since an
+    earlier generation must then play as one loaded after a resume. An LLM policy had no
+    reseed (its scoring choices went on from where they were): in a league with an LLM team,
+    the MADDPG and QMIX members' generation-3 snapshots after a resume differed."""
+    preset = shared_game(move, kind)
+    played = build(kind, preset, seed=3, workdir=tmp_path).policy()
+    fresh = load_policy(played.save(tmp_path / "policy.pt"))
+    vs = probe_step(played, preset, seed=0)
+
+    def acts(policy):
+        return [policy.act(agent, vs) for _ in range(4) for agent in policy.meta.agents]
+
+    acts(played)  # its streams move on, as a cached snapshot's do
+    played.reseed(9)
+    fresh.reseed(9)
+    for want, got in zip(acts(fresh), acts(played), strict=True):
+        np.testing.assert_array_equal(got, want)
