@@ -37,6 +37,7 @@ import sys
 import types
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -124,14 +125,13 @@ def _interval(samples: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def wilson(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Wilson score interval of a proportion: ``successes`` of ``n`` trials (n >= 1).
+def wilson(successes: float, n: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Wilson score interval of a proportion: ``successes`` of ``n`` trials (n >= 1; a
+    fractional count, draws as halves, gives the same formula at that rate).
 
     With ``z`` the normal quantile of ``(1 + confidence) / 2`` and ``p = successes / n``:
     ``(p + z²/2n ± z √(p(1-p)/n + z²/4n²)) / (1 + z²/n)``; 0 and 1 exactly at p = 0, 1."""
-    from scipy.stats import norm
-
-    z = float(norm.ppf((1 + confidence) / 2))
+    z = NormalDist().inv_cdf((1 + confidence) / 2)  # not scipy: a page's first answer waited
     p, z2 = successes / n, z * z
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)

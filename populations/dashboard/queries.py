@@ -104,7 +104,9 @@ def _win_rates(db: LeagueDB, run_id: int) -> dict[int, tuple[float, int]]:
 
 def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
     """One row per member: latest snapshot, rating of its newest rated snapshot, matches
-    played by any of its snapshots and the win rate of its newest rated snapshot."""
+    played by any of its snapshots and the win rate of its newest rated snapshot over its
+    role-swapped pairs (``win_pairs``; a draw counts 1/2) with a 95 % Wilson score interval
+    (``win_rate_lo``, ``win_rate_hi``)."""
     snaps = db.snapshots(run_id)
     ratings = db.latest_ratings(run_id)
     wins = _win_rates(db, run_id)
@@ -122,6 +124,7 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
         rated = next((s for s in reversed(own) if s.id in ratings), None)
         r = ratings.get(rated.id) if rated else None
         w = wins.get(rated.id) if rated else None
+        w_lo, w_hi = cp.wilson(w[0] * w[1], w[1]) if w and w[1] > 0 else (None, None)
         table.append({
             "member_id": m["id"], "member": m["name"], "kind": m["kind"],
             "kind_label": kind_label(m["kind"]), "roles": m["roles"],
@@ -132,7 +135,8 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
             "mu": r["mu"] if r else None, "sigma": r["sigma"] if r else None,
             "elo": r["elo"] if r else None,
             "matches": played.get(m["id"], 0),
-            "win_rate": w[0] if w else None,
+            "win_rate": w[0] if w else None, "win_pairs": w[1] if w else 0,
+            "win_rate_lo": w_lo, "win_rate_hi": w_hi,  # 95 % Wilson, over the pairs
             **_newest_nash_conv(exploit, own),
         })
     return table

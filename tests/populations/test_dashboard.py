@@ -147,6 +147,12 @@ def test_league_table_has_one_row_per_member(shared):
     hostile = rows[XSS]  # returned as stored: escaping is the page's job
     assert (hostile["kind_label"], hostile["elo"], hostile["win_rate"]) == ("LLM team", 1100.0,
                                                                            0.75)
+    # a proportion comes with its 95 % Wilson interval: 3 of 4 pairs is [30.1 %, 95.4 %]
+    assert hostile["win_pairs"] == 4
+    assert (hostile["win_rate_lo"], hostile["win_rate_hi"]) == pytest.approx((0.3006, 0.9544),
+                                                                              abs=1e-4)
+    n = sum(p["count"] for p in mine)
+    assert main["win_pairs"] == n and main["win_rate_lo"] < expected < main["win_rate_hi"]
     assert hostile["matches"] == 0
 
 

@@ -108,6 +108,8 @@ def test_league_page_renders_without_console_errors(page, server, league_dir):
     members, rated = len(db.members(r)), len(db.latest_ratings(r))
     db.close()
     assert page.rows("league-table") == members == 2
+    for text in page.page.locator("#league-table td.win").all_inner_texts():  # rate [Wilson]
+        assert re.match(r"^\d+\.\d% \[\d+\.\d%, \d+\.\d%\]$", text), text
     assert page.rows("runs-table") == 2
     assert page.page.locator("#payoff-chart g.hm image").count() == 1  # the heatmap itself
     # a payoff cell is a margin (twice the return in a zero-sum game), and says so

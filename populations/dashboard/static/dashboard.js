@@ -217,7 +217,9 @@
       cell(tr, r.mu == null ? "—" : `${num(r.mu, 2)} ± ${num(r.sigma, 2)}`, "num", rated);
       cell(tr, num(r.elo, 0), "num", rated);
       cell(tr, int(r.matches), "num");
-      cell(tr, pct(r.win_rate), "num", rated);
+      cell(tr, r.win_rate == null ? "—" : ci(r.win_rate, r.win_rate_lo, r.win_rate_hi, pct),
+        "num win", rated && `${rated}; [95 % Wilson interval] over ${int(r.win_pairs)} ` +
+        "role-swapped pairs, a draw counting 1/2");
       const nc = r.nash_conv == null ? "—" : num(r.nash_conv, 3)
         + (r.nash_conv_half == null ? "" : ` ± ${num(r.nash_conv_half, 3)}`);
       cell(tr, nc, "num", r.nash_conv == null ? null
