@@ -557,6 +557,8 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
     for key in ("legal_rate", "success_rate", "team_return"):
         if f"charts/{key}" in metrics:
             row[key] = round(float(metrics[f"charts/{key}"]), 3)
+    for key in sorted(k for k in metrics if k.startswith("charts/win_rate/")):  # self-play:
+        row[key.removeprefix("charts/")] = round(float(metrics[key]), 3)  # team_return is 0
     db.close()
     return [row]
 
