@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
@@ -193,8 +194,9 @@ def _defer(signum: int) -> bool:
     _requested = signum
     name = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
     # os.write: print() here could re-enter a write to stderr the signal interrupted
-    os.write(2, f"\n{name}: stopping after the current update with a checkpoint (the run "
-                f"resumes from it); {name} again stops at once\n".encode())
+    with contextlib.suppress(OSError):  # no stderr (closed): the stop goes on all the same
+        os.write(2, f"\n{name}: stopping after the current update with a checkpoint (the "
+                    f"run resumes from it); {name} again stops at once\n".encode())
     return True
 
 

@@ -48,3 +48,21 @@ def test_sigterm_exits_143_with_hydra_full_error(monkeypatch, capsys):
     assert "Traceback" in capsys.readouterr().err
     with pytest.raises(KeyboardInterrupt), cli.reported("selfplay-train"):
         raise KeyboardInterrupt  # Ctrl-C: raised on (Python exits 130 itself)
+
+
+def test_a_stop_request_without_stderr_still_stops(monkeypatch):
+    """The note on stderr failing (a daemon's closed stderr) raised OSError from the signal
+    handler into the training loop: the run was recorded failed instead of stopped."""
+    write = os.write
+
+    def closed(fd, data):
+        if fd == 2:
+            raise OSError(9, "Bad file descriptor")
+        return write(fd, data)
+
+    with run_folder.sigterm_as_interrupt():
+        monkeypatch.setattr(os, "write", closed)
+        with pytest.raises(run_folder.Terminated), run_folder.deferred_stop():
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert run_folder.stop_requested()
+        monkeypatch.undo()
