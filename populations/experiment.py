@@ -419,6 +419,10 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
     store = PolicyStore(run_dir / "snapshots", db, run_id)
     teams = spec.teams
     agents = tuple(a.id for a in spec.agents if a.team == teams[0])  # first team learns
+    if len(teams) > 1:  # a user of a competitive game may expect both sides to train
+        log.info("population=none: %s trains team %r (%s) against uniformly random players in "
+                 "the other seats; population=self_play, fsp, pfsp or psro trains every side",
+                 cfg.algo, teams[0], ", ".join(agents))
     learner = make_learner(cfg, spec, agents, seeds.learner(cfg.algo))
     start, state = _restore(learner, cfg, run_dir, db, run_id, logger) if cfg.resume else (0, {})
     ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, learner)
