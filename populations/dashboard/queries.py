@@ -183,16 +183,28 @@ def _labels(db: LeagueDB, run_id: int) -> dict[int, str]:
 
 
 # ------------------------------------------------------------------------------ payoffs
-PAYOFF_LABEL = "mean margin per episode (row's team return − column's)"
+# what a payoff cell holds: league evaluations (populations.evaluation.recompute, with a win
+# rate) store margins; PSRO (psro_run.DBRecorder, no win rate) stores each seat's return
+PAYOFF_LABELS = {
+    "margin": "Each cell: the row's mean margin per episode over the column, its team's return "
+              "minus the column's, over role-swapped pairs; in a zero-sum game twice the "
+              "row's return.",
+    "return": "Each cell: the expected return of the row's PSRO member against the column's "
+              "(PSRO's empirical game), not a margin.",
+}
 
 
 def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
-    """Payoffs between every snapshot that has one: ``value[i][j]`` is the mean margin of
-    snapshot ``ids[i]`` over ``ids[j]`` per episode (its team's return minus the other's,
-    over their role-swapped pairs: in a zero-sum game twice its mean return, not the return
-    itself; :func:`populations.evaluation.recompute`), None where they have not met;
-    ``value_label`` says so in words for a page or export. ``left_out`` snapshots (beyond
-    the newest ``max_snapshots``) are not in the table."""
+    """Payoffs between every snapshot that has one, None where they have not met.
+
+    ``value_kind`` says what ``value[i][j]`` is, and ``value_label`` says it in words for the
+    page and the export: ``"margin"`` for a league's evaluations (rows with a win rate,
+    :func:`populations.evaluation.recompute`): the mean margin of snapshot ``ids[i]`` over
+    ``ids[j]`` per episode, its team's return minus the other's over their role-swapped
+    pairs (in a zero-sum game twice its return, not the return itself); ``"return"`` for
+    PSRO's empirical game (rows without one, ``psro_run.DBRecorder``): the expected return
+    of ``ids[i]``'s seat against ``ids[j]``. ``left_out`` snapshots (beyond the newest
+    ``max_snapshots``) are not in the table."""
     entries = db.payoffs(run_id)
     labels = _labels(db, run_id)
     named = {e["row_snapshot"] for e in entries} | {e["col_snapshot"] for e in entries}
@@ -210,9 +222,10 @@ def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
         value[i][j], win[i][j] = _number(e["value"]), _number(e["win_rate"])
         count[i][j] = _number(e["count"]) or 0
         exact = exact or bool(e["exact"])
+    kind = "return" if entries and all(e["win_rate"] is None for e in entries) else "margin"
     return {"ids": ids, "labels": [labels.get(s, f"snapshot {s}") for s in ids],
-            "value": value, "value_label": PAYOFF_LABEL, "win_rate": win, "count": count,
-            "exact": exact,
+            "value": value, "value_kind": kind, "value_label": PAYOFF_LABELS[kind],
+            "win_rate": win, "count": count, "exact": exact,
             "left_out": len(named) - len(shown), "max_snapshots": MAX_MATRIX_SNAPSHOTS}
 
 

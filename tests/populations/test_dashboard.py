@@ -12,10 +12,18 @@ import sqlite3
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
-from populations.dashboard import BackgroundServer, DashboardData, cli, create_app, export_html
+from populations.dashboard import (
+    BackgroundServer,
+    DashboardData,
+    cli,
+    create_app,
+    export_html,
+    queries,
+)
 from populations.dashboard.app import PLOTLY_JS, STATIC
 from populations.dashboard.data import metrics_path
 from populations.dashboard.export import script_json
@@ -163,7 +171,8 @@ def test_payoff_matrix_matches_the_payoff_table(shared):
     labels = {sn.id: f"{sn.member} v{sn.version}" for sn in db.snapshots(r)}
     assert doc["labels"] == [labels[i] for i in doc["ids"]]
     assert f"{XSS} v0" in doc["labels"]
-    assert doc["value_label"].startswith("mean margin")  # not a "mean payoff" (a return)
+    assert doc["value_kind"] == "margin"  # not a "mean payoff" (a return): says so in words
+    assert "mean margin per episode" in doc["value_label"]
     n = len(doc["ids"])
     assert all(doc["value"][i][i] is None and doc["count"][i][i] == 0 for i in range(n))
     pos = {sid: i for i, sid in enumerate(doc["ids"])}
@@ -173,6 +182,27 @@ def test_payoff_matrix_matches_the_payoff_table(shared):
         assert doc["win_rate"][i][j] == pytest.approx(p["win_rate"])
         assert doc["count"][i][j] == p["count"]
         assert doc["value"][j][i] == pytest.approx(-p["value"])  # zero-sum estimates
+
+
+def test_psro_payoffs_are_labelled_returns_not_margins(run_dir):
+    """PSRO stores each seat's expected return (psro_run.DBRecorder), half a zero-sum margin:
+    its table says "return", a league's says "margin"."""
+    from populations.psro_run import DBRecorder
+
+    db = LeagueDB(run_dir / "league.db")
+    psro = db.run_id("psro-kuhn")
+    rec = DBRecorder(db, psro, store=None)
+    snaps = [db.add_snapshot(db.members(psro)[k]["id"], 0, f"/x/{k}.pt", "exact_br", "g",
+                             [seat]) for k, seat in ((0, "player_0"), (3, "player_1"))]
+    rec.snapshot = {"player_0": [snaps[0]], "player_1": [snaps[1]]}
+    rec.on_payoffs(np.array([[[0.125]], [[-0.125]]]))  # Kuhn, uniform against uniform
+    doc = queries.payoff_matrix(db, psro)
+    assert doc["value_kind"] == "return" and doc["exact"]
+    assert "return" in doc["value_label"] and "margin per episode" not in doc["value_label"]
+    assert doc["value"][0][1] == 0.125
+    league = queries.payoff_matrix(db, db.run_id("league"))
+    assert league["value_kind"] == "margin"
+    db.close()
 
 
 def test_rating_history_per_snapshot(shared):

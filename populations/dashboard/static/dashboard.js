@@ -258,6 +258,9 @@
     const note = $("payoff-note");
     note.textContent = leftOut(doc.left_out, doc.max_snapshots, "this table");
     note.hidden = !note.textContent;
+    // a league's cells are margins, PSRO's returns: the data says which (value_kind)
+    const what = doc.value_kind === "return" ? "return" : "margin";
+    if (doc.value_label) $("payoff-meaning").textContent = doc.value_label;
     if (!doc.ids.length) return emptyChart(div, "No evaluated pairs yet.");
     const labels = doc.labels.map(pt);
     const text = doc.value.map((row, i) => row.map((v, j) => (v == null ? "not played"
@@ -265,8 +268,8 @@
     const trace = {
       type: "heatmap", z: doc.value, x: labels, y: labels, text, zmid: 0,
       colorscale: PAYOFF_SCALE, xgap: 1, ygap: 1, hoverongaps: false,
-      hovertemplate: "%{y} vs %{x}<br>margin %{z:.3f}<br>%{text}<extra></extra>",
-      colorbar: { title: { text: doc.exact ? "exact margin" : "mean margin" }, thickness: 12 },
+      hovertemplate: `%{y} vs %{x}<br>${what} %{z:.3f}<br>%{text}<extra></extra>`,
+      colorbar: { title: { text: `${doc.exact ? "exact" : "mean"} ${what}` }, thickness: 12 },
     };
     if (doc.ids.length <= 12) trace.texttemplate = "%{z:.2f}";
     await plot(div, [trace], {
