@@ -77,8 +77,20 @@ def csv_cell(text: str) -> str:
     return text
 
 
+def _last_record_end(text: str) -> int:
+    """Where the last complete CSV record of ``text`` ends: after its last newline outside
+    a quoted field (csv doubles quotes inside fields, so an even count of ``"`` before a
+    newline puts it outside). A kill can cut a quoted key that holds a newline."""
+    end = text.rfind("\n")
+    while end >= 0 and text.count('"', 0, end) % 2:
+        end = text.rfind("\n", 0, end)
+    return end + 1
+
+
 def csv_key(cell: str) -> str:
-    """The key a :func:`csv_cell` cell holds (a file from before the quoting: as written)."""
+    """The key a :func:`csv_cell` cell holds (a file from before the quoting: as written,
+    except that a key written there as ``'=x``, a quote then a formula character, reads as
+    ``=x``)."""
     if cell.startswith("'") and cell[1:].startswith(_FORMULA):
         return cell[1:]
     return cell
@@ -114,7 +126,7 @@ class CSVLogger(MetricsLogger):
             return set()
         with self.files.open(newline="") as fh:  # keep the writer's \r\n line ends
             text = fh.read()
-        cut = text[: text.rfind("\n") + 1]  # a last line without its newline was cut short
+        cut = text[: _last_record_end(text)]  # a last record without its newline was cut
         first = next(csv.reader(io.StringIO(cut)), None)
         if first is not None and tuple(first) != HEADER:
             cut = ",".join(HEADER) + "\r\n" + cut  # header lost: data rows first

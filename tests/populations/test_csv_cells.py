@@ -56,3 +56,19 @@ def test_an_older_files_unquoted_keys_are_quoted_when_rewritten(tmp_path):
     log.drop_after(1)
     log.close()
     assert _rows(tmp_path / "metrics.csv") == [["1", "'=1+1", "0.5"]]
+
+
+def test_a_kill_inside_a_quoted_key_holding_a_newline_is_repaired(tmp_path):
+    """The cut falls inside a quoted field: the record is dropped, not left open to swallow
+    every row appended after it."""
+    (tmp_path / "metrics.csv").write_text('step,key,value\r\n1,a,1.0\r\n2,"member\n',
+                                          newline="")
+    log = CSVLogger(tmp_path, LoggerConfig(), {})
+    log.log(2, {"b": 3.0, "member\nx": 4.0})
+    log.close()
+    assert _rows(tmp_path / "metrics.csv") == [["1", "a", "1.0"], ["2", "b", "3.0"],
+                                               ["2", "member\nx", "4.0"]]
+    again = CSVLogger(tmp_path, LoggerConfig(), {})  # complete: nothing cut, nothing twice
+    again.log(2, {"member\nx": 4.0})
+    again.close()
+    assert len(_rows(tmp_path / "metrics.csv")) == 3
