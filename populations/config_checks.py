@@ -45,3 +45,42 @@ def check_override_type(key: str, value: Any) -> None:
         return  # numbers and bools: the range checks (or OmegaConf) decide
     kind = "an integer" if want is int else "a number"
     raise ValueError(f"{key}={value!r}; expected {kind}")
+
+
+def check_game_kwargs(name: str, kwargs: Mapping[str, Any]) -> None:
+    """Build game ``name`` with the user's ``kwargs``, reset it and play one step of first
+    legal actions (the middle of a continuous box): an argument the game cannot use raises
+    ``ValueError``, one line naming the arguments. Some games take any value when built and
+    fail later (``max_cycles="5"``: a TypeError at the first step of a run, a traceback after
+    the run folder was made; ``max_cycles=1e400``: an OverflowError)."""
+    import numpy as np
+
+    import games
+
+    def refused(err: Exception, when: str) -> ValueError:
+        text = str(err).strip().splitlines()
+        return ValueError(f"{name} {when} with the game arguments {dict(kwargs)} "
+                          f"({type(err).__name__}: {text[0] if text else ''}); check their "
+                          "values and types")
+
+    try:
+        game = games.make(name, **kwargs)
+    except ValueError:
+        raise  # the game's own one-line errors (GameError)
+    except Exception as err:  # noqa: BLE001 - whatever the game raised on the user's values
+        raise refused(err, "cannot be built") from None
+    try:
+        game.reset(seed=0)
+        actions: dict[str, Any] = {}
+        for agent in game.acting_agents():
+            space = game.spec.action_spaces[agent]
+            actions[agent] = game.legal_actions(agent)[0] if space.discrete else \
+                np.full(space.shape, (space.low + space.high) / 2, dtype=np.float32)
+        if actions:
+            game.step(actions)
+    except ValueError:
+        raise
+    except Exception as err:  # noqa: BLE001
+        raise refused(err, "fails on its first step") from None
+    finally:
+        game.close()

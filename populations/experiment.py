@@ -43,7 +43,7 @@ from marl.train import RandomPolicy, TrainResult, check_episode_lengths, train
 from marl.value_decomp import ValueDecompConfig
 from populations.approx_exploit import ExploitEvery
 from populations.checkpoint import checkpoint_files, load_latest, save_checkpoint
-from populations.config_checks import TOP_LEVEL_TYPES, check_run_values
+from populations.config_checks import TOP_LEVEL_TYPES, check_game_kwargs, check_run_values
 from populations.db import LeagueDB, MatchRow
 from populations.league import MEMBER, League, LeagueConfig
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
@@ -148,7 +148,11 @@ class PopulationConfig:
         allowed = league_algos()
         for m in self.members:
             if m not in allowed:
-                raise ValueError(f"members={self.members}: {m!r} unknown; choose from {allowed}")
+                base = m.removesuffix(EXPLOITER)
+                why = (f"{m!r}: learner {base!r} does not declare Capabilities(partial_seats="
+                       "True) (it must train only the seats it is given)"
+                       if base in registry.entries() else f"{m!r} unknown")
+                raise ValueError(f"members={self.members}: {why}; choose from {allowed}")
         if len(set(self.members)) != len(self.members):
             raise ValueError(f"members={self.members} repeat an algo; list each once")
 
@@ -210,6 +214,8 @@ def settings(cfg: ExperimentConfig, entry: LearnerEntry) -> Any:
 def check_experiment(cfg: ExperimentConfig) -> None:
     """Refuse, in one line, an algo that cannot play the game (before any run folder):
     every learner the run would train (``algo``, or the league's members)."""
+    if cfg.game.kwargs:  # built and stepped once: an argument the game cannot use, one line
+        check_game_kwargs(cfg.game.name, dict(cfg.game.kwargs))
     game = games.make(cfg.game.name, **cfg.game.kwargs)
     text_views = not callable(getattr(game, "batched", None))  # see games.VectorGame
     algos = [cfg.algo]

@@ -766,7 +766,9 @@ def _game_kwargs(game: str, text: str | None, error: type[Exception]) -> dict[st
     if not isinstance(kwargs, dict):
         raise error(f"--game-kwargs must be a JSON object such as '{{\"players\": 3}}', got "
                     f"{text!r}")
-    games.make(game, **kwargs)  # an unknown or bad argument: the game's one-line error
+    from populations.config_checks import check_game_kwargs
+
+    check_game_kwargs(game, kwargs)  # built and stepped once: a bad argument in one line
     return kwargs
 
 

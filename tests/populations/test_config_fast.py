@@ -58,3 +58,14 @@ def test_the_fast_checks_cover_experiment_configs_fields():
     for field, value in (("torch_threads", 0), ("num_envs", 0), ("device", "gpu")):
         with pytest.raises(ValueError, match=f"^{field}="):
             dataclasses.replace(ExperimentConfig(game=game), **{field: value})
+
+
+def test_game_kwargs_a_game_takes_but_cannot_use_are_refused_up_front():
+    """selfplay-train game=mpe_adversary game.kwargs.max_cycles='"5"': the game was built,
+    the run folder made, and the first step raised a TypeError traceback."""
+    from populations.experiment import check_experiment
+
+    game = GameConfig(name="pettingzoo/mpe2.simple_adversary_v3", kwargs={"max_cycles": "5"})
+    with pytest.raises(ValueError, match=r"fails on its first step with the game arguments "
+                       r"\{'max_cycles': '5'\} \(TypeError: "):
+        check_experiment(ExperimentConfig(game=game))

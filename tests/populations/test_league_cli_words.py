@@ -44,9 +44,15 @@ def test_league_cli_messages_name_its_own_options(tmp_path, capsys):
     ('{"players": 3', "--game-kwargs is not JSON ("),
     ("[3]", "--game-kwargs must be a JSON object"),
     ('{"cards": 4}', "bad parameter for openspiel/kuhn_poker: 'cards' unknown; accepted:"),
+    # taken when built, failing later: a traceback once the folder was made (review I1)
+    ('{"max_cycles": "5"}', "pettingzoo/mpe2.simple_adversary_v3 fails on its first step "
+                            "with the game arguments {'max_cycles': '5'} (TypeError: "),
+    ('{"max_cycles": 1e400}', "pettingzoo/mpe2.simple_adversary_v3 cannot be built with the "
+                              "game arguments {'max_cycles': inf} (OverflowError: "),
 ])
 def test_bad_game_kwargs_are_one_line_and_make_no_folder(kwargs, message, tmp_path, capsys):
-    err = _fails(["--run-dir", str(tmp_path / "run"), *GAME, "--game-kwargs", kwargs], capsys)
+    game = [] if "max_cycles" in kwargs else GAME  # the default game (MPE)
+    err = _fails(["--run-dir", str(tmp_path / "run"), *game, "--game-kwargs", kwargs], capsys)
     assert err.startswith(message), err
     assert not (tmp_path / "run").exists()
 
