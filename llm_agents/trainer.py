@@ -370,10 +370,14 @@ class MultiTurnGRPO:
             "iteration": self.iteration,
             "rng": self.rng.bit_generator.state,
             "engine_rng": self.engine.rng.bit_generator.state,
-            "backend_rng": {name: tm.backend.generator.get_state()
-                            for name, tm in self.team.models.items()
-                            if isinstance(getattr(tm.backend, "generator", None), torch.Generator)},
+            "backend_rng": {name: gen.get_state() for name, gen in self._backend_gens()},
+            # a CUDA stream's state does not fit a CPU generator (nor the reverse)
+            "backend_rng_device": {name: gen.device.type for name, gen in self._backend_gens()},
         }
+
+    def _backend_gens(self) -> list[tuple[str, torch.Generator]]:
+        return [(name, tm.backend.generator) for name, tm in self.team.models.items()
+                if isinstance(getattr(tm.backend, "generator", None), torch.Generator)]
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for name, m in self.team.modules():
@@ -384,8 +388,16 @@ class MultiTurnGRPO:
         self.iteration = int(state["iteration"])
         self.rng.bit_generator.state = state["rng"]
         self.engine.rng.bit_generator.state = state["engine_rng"]
+        # a checkpoint saved on another kind of device (the device may change on a resume)
+        # restarts the sampling stream from its state (one from before the record: by size)
+        devices = state.get("backend_rng_device", {})
         for name, rng in state.get("backend_rng", {}).items():
-            self.team.models[name].backend.generator.set_state(rng)
+            gen, rng = self.team.models[name].backend.generator, torch.as_tensor(rng)
+            if devices.get(name, gen.device.type) == gen.device.type \
+                    and rng.numel() == gen.get_state().numel():
+                gen.set_state(rng)
+            else:
+                gen.manual_seed(int(rng.long().sum()))
 
 
 def side_metrics(episodes: Sequence[EpisodeRecord],

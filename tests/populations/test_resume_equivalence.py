@@ -193,3 +193,23 @@ def test_a_loaded_checkpoint_restores_everything_the_learner_holds(move, kind, t
     if hasattr(trained, "start_episodes"):
         trained.start_episodes()
     assert _differences(trained, resumed, kind, set()) == []
+
+
+def test_an_llm_checkpoint_from_another_device_kind_resumes(tmp_path):
+    """The device may change on a resume, but an LLM team's sampling generators were set
+    from the checkpoint's states as they were: a CUDA one's (16 bytes) on a CPU generator
+    raised, and the resume stopped ('does not fit this llm_grpo learner'). It now restarts
+    the stream from that state, as MAPPO's does (tests/populations/test_seeds.py)."""
+    preset = shared_game("turn_based", "llm_grpo")
+    state = build("llm_grpo", preset, seed=11, workdir=tmp_path / "a").state_dict()
+    names = sorted(state["backend_rng"])
+    assert names  # the tiny team samples with a torch generator per model
+    state["backend_rng"] = {n: torch.arange(16, dtype=torch.uint8) for n in names}
+    state["backend_rng_device"] = dict.fromkeys(names, "cuda")
+    draws = []
+    for k in range(2):
+        resumed = build("llm_grpo", preset, seed=11, workdir=tmp_path / f"b{k}")
+        resumed.load_state_dict(state)
+        draws.append([torch.rand(3, generator=resumed.team.models[n].backend.generator)
+                      for n in names])
+    assert all(torch.equal(x, y) for x, y in zip(*draws, strict=True))
