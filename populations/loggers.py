@@ -63,6 +63,7 @@ class MetricsLogger:
 
 HEADER = ("step", "key", "value")
 _FORMULA = tuple("=+-@\t\r'")  # cells a spreadsheet may run as a formula (and the quote)
+_QUOTED_RECORD = re.compile(r'\d+,"')  # a record whose key is quoted: step,"key...
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
@@ -77,13 +78,24 @@ def csv_cell(text: str) -> str:
     return text
 
 
-def _last_record_end(text: str) -> int:
+def _last_record_end(text: str, tail: int = 1 << 16) -> int:
     """Where the last complete CSV record of ``text`` ends: after its last newline outside
     a quoted field (csv doubles quotes inside fields, so an even count of ``"`` before a
-    newline puts it outside). A kill can cut a quoted key that holds a newline."""
-    end = text.rfind("\n")
-    while end >= 0 and text.count('"', 0, end) % 2:
-        end = text.rfind("\n", 0, end)
+    newline puts it outside). A kill can cut a quoted key that holds a newline; only the
+    last record is ever cut, so the walk back stays within ``tail`` characters and must end
+    where a record with a quoted key starts (``step,"``); otherwise (a stray quote earlier in
+    the file, not a cut) every line is kept, as before."""
+    last = end = text.rfind("\n")
+    odd = text.count('"', 0, end) % 2 if end >= 0 else 0  # one pass over the file
+    floor = max(0, end - tail)
+    while end >= 0 and odd:
+        prev = text.rfind("\n", floor, end)
+        if prev < 0:
+            return last + 1
+        odd ^= text.count('"', prev, end) % 2
+        end = prev
+    if end != last and not _QUOTED_RECORD.match(text, end + 1):
+        return last + 1
     return end + 1
 
 

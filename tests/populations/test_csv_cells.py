@@ -72,3 +72,14 @@ def test_a_kill_inside_a_quoted_key_holding_a_newline_is_repaired(tmp_path):
     again.log(2, {"member\nx": 4.0})
     again.close()
     assert len(_rows(tmp_path / "metrics.csv")) == 3
+
+
+def test_a_stray_quote_early_in_the_file_keeps_every_row(tmp_path):
+    """An unbalanced quote far from the end is no cut record: nothing after it is dropped
+    (and the walk back is bounded, not one count per line)."""
+    rows = "".join(f"{s},k{s},1.0\r\n" for s in range(2, 3000))
+    (tmp_path / "metrics.csv").write_text('step,key,value\r\n1,a"b,1.0\r\n' + rows,
+                                          newline="")
+    CSVLogger(tmp_path, LoggerConfig(), {}).close()
+    text = (tmp_path / "metrics.csv").read_text()
+    assert text.endswith("2999,k2999,1.0\n") and text.count("\n") == 3000
