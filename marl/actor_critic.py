@@ -66,7 +66,7 @@ class NetConfig:
     rnn_hidden: int = 64  # GRU hidden width (recurrent only)
     value: str = "seat"  # seat: one value per seat (critic input + seat one-hot) | shared:
     # one value per copy from the state/concat input, given to all seats of the group
-    fast_tanh: bool = True  # MLP tanh as 2*sigmoid(2x)-1 on CPU (marl.networks.FastTanh)
+    fast_tanh: bool = True  # MLP and GNN tanh as 2*sigmoid(2x)-1 on CPU (networks.FastTanh)
     init: str = "orthogonal"  # MLP weights: orthogonal (gain √2, actor out 0.01, critic out 1)
     # | torch (nn.Linear's default, as TorchRL's / BenchMARL's MLPs)
     seat_id: bool = True  # an MLP actor shared by several seats sees a seat one-hot
@@ -216,6 +216,12 @@ class _PPONet(nn.Module, abc.ABC):
         return self._out(self.head(y.reshape(L * S, -1)), x)
 
 
+def graph_encoder(net: NetConfig, node_dim: int) -> GraphEncoder:
+    """The GNN encoder of an actor or a critic, with ``net``'s tanh kernel."""
+    return GraphEncoder(node_dim, net.gnn_hidden, net.gnn_layers, net.gnn_heads, net.gnn_layer,
+                        net.graph_radius, FastTanh if net.fast_tanh else nn.Tanh)
+
+
 class Actor(_PPONet):
     """Policy network of one seat group: logits ``[M, N]``."""
 
@@ -225,10 +231,7 @@ class Actor(_PPONet):
         # the MLP input's seat one-hot (width ``seats``), when the group shares one network
         self.one_hot = self.seats > 1 and net.seat_id and net.encoder == "mlp"
         if net.encoder == "gnn":
-            self.graph = GraphEncoder(
-                node_dim, net.gnn_hidden, net.gnn_layers, net.gnn_heads, net.gnn_layer,
-                net.graph_radius,
-            )
+            self.graph = graph_encoder(net, node_dim)
             in_dim = self.graph.out_dim
         else:
             in_dim = group.obs_dim + (self.seats if self.one_hot else 0)
@@ -254,10 +257,7 @@ class Critic(_PPONet):
         super().__init__()
         self.net = net
         if net.critic == "gnn":
-            self.graph = GraphEncoder(
-                node_dim, net.gnn_hidden, net.gnn_layers, net.gnn_heads, net.gnn_layer,
-                net.graph_radius,
-            )
+            self.graph = graph_encoder(net, node_dim)
             in_dim = self.graph.out_dim
         self._heads(net, in_dim, 1, 1.0)
 

@@ -39,3 +39,15 @@ def test_dense_gatv2_equals_torch_geometric(radius, V):
     if radius is not None:  # some nodes have no neighbour in range: only their self loop
         pos = nodes[:, :, :2]
         assert (torch.cdist(pos, pos) <= radius).sum(-1).min() == 1
+
+
+def test_gatv2_score_gradients_match_finite_differences():
+    """The hand-written backward of the attention logits (float64 gradcheck)."""
+    from marl.gnn import _GATv2Score
+
+    gen = torch.Generator().manual_seed(0)
+    x_r, x_l = (torch.randn(3, 4, 2, 3, generator=gen, dtype=torch.float64,
+                            requires_grad=True) for _ in range(2))
+    att = torch.randn(2, 3, generator=gen, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda r, c, a: _GATv2Score.apply(r, c, a, 0.2),
+                                    (x_r, x_l, att))

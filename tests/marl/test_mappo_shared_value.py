@@ -204,6 +204,25 @@ def test_fast_tanh_keeps_state_dicts_and_is_off_with_fast_tanh_false():
     plain.load_state_dict(sd_f)  # and a checkpoint of one loads into the other
 
 
+def test_fast_tanh_reaches_the_gnn_encoders():
+    """``fast_tanh`` switches the GNN encoders' tanh too (input layer and residuals): same
+    state dicts, outputs within FastTanh's rounding of torch.tanh's."""
+    spec = games.make(SPREAD, N=2, max_cycles=25).spec
+    net = {"encoder": "gnn", "critic": "gnn", "gnn_hidden": 8}
+    fast = MAPPO(spec, MAPPOConfig(net=NetConfig(**net)), seed=0)
+    plain = MAPPO(spec, MAPPOConfig(net=NetConfig(fast_tanh=False, **net)), seed=0)
+    for learner, kind in ((fast, FastTanh), (plain, nn.Tanh)):
+        for enc in (learner.actors[0].graph, learner.critics[0].graph):
+            acts = [m for m in enc.modules() if isinstance(m, (nn.Tanh, FastTanh))]
+            assert len(acts) == 2 and all(isinstance(m, kind) for m in acts)
+    plain.load_state_dict(fast.state_dict())
+    vs = _spread(fast, N=2).reset()
+    for s in spec.agent_ids:
+        torch.testing.assert_close(torch.as_tensor(fast.policy().action_probs(s, vs)),
+                                   torch.as_tensor(plain.policy().action_probs(s, vs)),
+                                   rtol=0, atol=1e-6)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA not available")
 def test_fast_tanh_is_torch_tanh_on_cuda():
     x = torch.randn(1000, device="cuda") * 5
