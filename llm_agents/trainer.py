@@ -414,7 +414,7 @@ def side_metrics(episodes: Sequence[EpisodeRecord],
     wins: dict[str, list[float]] = defaultdict(list)
     for e in episodes:
         spec = specs[e.game]
-        held = [a for a in spec.agent_ids if e.seats.get(a, TEAM_SEAT) == TEAM_SEAT]
+        held = [a for a in spec.agent_ids if e.seats.get(a) == TEAM_SEAT]  # as team_return
         for a in held:
             seat_ret[a].append(float(e.returns.get(a, 0.0)))
         score = {t: float(np.mean([e.returns.get(a.id, 0.0) for a in spec.agents

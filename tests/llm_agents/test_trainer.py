@@ -39,6 +39,12 @@ def test_loss_masks_exactly_the_generated_tokens(kuhn_tok, make_model):
         outputs.append(output)
 
     hook = model.lm_head.register_forward_hook(keep)
+    # eval mode: each distinct prompt runs once (test_repeated_prompts.py)
+    engine.mode.unit_logprobs(model, turns, kuhn_tok.pad_token_id, torch.device("cpu"))
+    prompts = {tuple(t.decision.prompt_ids) for t in turns}
+    assert outputs[0].shape[:2] == (len(prompts), 1) and len(prompts) < len(turns)
+    outputs.clear()
+    model.train()  # no dropout in the tiny model: one row per turn, as asserted below
     ul = engine.mode.unit_logprobs(model, turns, kuhn_tok.pad_token_id, torch.device("cpu"))
     hook.remove()
     lengths = [len(t.decision.completion_ids) for t in turns]
@@ -231,3 +237,6 @@ def test_side_metrics_per_seat_and_side():
     draw = EpisodeRecord(KUHN, 3, 0, {"player_0": 0.0, "player_1": 0.0}, 2,
                          seats={"player_0": "team", "player_1": "team"})
     assert side_metrics([draw], {KUHN: spec})["charts/win_rate/player_0"] == 0.5
+    # a seat the record does not name is not the team's, as charts/team_return counts it
+    assert side_metrics([EpisodeRecord(KUHN, 4, 0, {"player_0": 1.0, "player_1": -1.0}, 2)],
+                        {KUHN: spec}) == {}
