@@ -320,7 +320,7 @@ def check_values(overrides: Sequence[Any]) -> None:
     """Common bad values on the command line (``num_envs=0``, ``seed=abc``, ``device=gpu``,
     an unknown ``game.name``), refused before the schema and torch load, in the words the
     schema's own checks use (:mod:`populations.config_checks`, ``games.make``)."""
-    from populations.config_checks import TOP_LEVEL_TYPES, check_override_type, check_run_values
+    from populations.config_checks import TOP_LEVEL_TYPES, check_run_values, typed_override
 
     names, imports = [], None
     for o in overrides:
@@ -335,8 +335,7 @@ def check_values(overrides: Sequence[Any]) -> None:
         elif key in TOP_LEVEL_TYPES:
             for value in values:
                 try:
-                    check_override_type(key, value)
-                    check_run_values({key: value})
+                    check_run_values({key: typed_override(key, value)})
                 except ValueError as err:
                     raise CLIError(f"bad config: {err}") from None
                 except TypeError:  # a list or a dict: OmegaConf names it

@@ -1,7 +1,7 @@
 """Checks of an experiment's top-level values that need neither torch nor the schema.
 
 :class:`populations.experiment.ExperimentConfig` runs :func:`check_run_values` on itself, and
-``selfplay-train`` runs it (with :func:`check_override_type`) on the command line's overrides
+``selfplay-train`` runs it (with :func:`typed_override`) on the command line's overrides
 before Hydra loads the schema, which imports torch and the learners (~3 s of CPU): a mistyped
 ``num_envs=0`` or ``seed=abc`` is refused in the time it takes to parse the command line.
 Nothing here imports torch.
@@ -37,14 +37,18 @@ def check_run_values(values: Mapping[str, Any]) -> None:
                          "cuda:N (N a GPU index), auto")
 
 
-def check_override_type(key: str, value: Any) -> None:
-    """Raise ``ValueError`` when a command line's ``key=value`` (as Hydra's parser typed it)
-    cannot become the setting's type: a word where a number goes (``seed=abc``)."""
+def typed_override(key: str, value: Any) -> Any:
+    """A command line's ``key=value`` (as Hydra's parser typed it) as the setting's type, the
+    way OmegaConf converts it (a quoted number ``seed='5'`` is 5); ``ValueError`` when it
+    cannot become one: a word where a number goes (``seed=abc``)."""
     want = TOP_LEVEL_TYPES[key]
     if want is str or not isinstance(value, str):
-        return  # numbers and bools: the range checks (or OmegaConf) decide
-    kind = "an integer" if want is int else "a number"
-    raise ValueError(f"{key}={value!r}; expected {kind}")
+        return value  # numbers and bools: the range checks (or OmegaConf) decide
+    try:
+        return want(value)
+    except ValueError:
+        kind = "an integer" if want is int else "a number"
+        raise ValueError(f"{key}={value!r}; expected {kind}") from None
 
 
 def check_game_kwargs(name: str, kwargs: Mapping[str, Any]) -> None:

@@ -18,10 +18,12 @@ BAD = {
     "checkpoint_every_s=-1": "bad config: checkpoint_every_s=-1; expected seconds >= 0",
     "device=gpu": "bad config: device='gpu' unknown; choose one of cpu, cuda",
     "torch_threads=0": "bad config: torch_threads=0; expected an integer >= 1",
+    "frames='0'": "bad config: frames=0; expected an integer >= 1",
     "game.name=chesss": "unknown game 'chesss'; registered:",
     "imports=[no_such_module]": "imports: cannot import 'no_such_module'",
 }
 GOOD = ["num_envs=4", "seed=3", "device=cuda:1", "game.name=openspiel/kuhn_poker",
+        "seed='5'", 'checkpoint_every_s="30"',  # quoted numbers: OmegaConf converts them
         "game.name=tool/relay", "frames=${oc.env:FRAMES,100}", "-m", "num_envs=2,4"]
 
 CHECK = """
