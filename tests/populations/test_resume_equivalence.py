@@ -9,6 +9,9 @@ and fresh randomness after a checkpoint: a resumed segment that played the games
 opponents of the run's start again would train on the same deals twice.
 """
 
+import collections
+import collections.abc
+import inspect
 import sqlite3
 from typing import Any
 
@@ -143,7 +146,8 @@ _CACHES = {"_candidate_ids", "_prompt_ids", "_games", "_batch_games"}
 
 def _differences(a: Any, b: Any, path: str, seen: set[int]) -> list[str]:
     """Where two objects' state differs: tensors, RNG streams, modules' and optimizers'
-    state dicts, numbers, containers and every attribute of other objects, recursively."""
+    state dicts, numbers, containers and every attribute (``__dict__`` and ``__slots__``) of
+    other objects, recursively. A kind of value it cannot compare is named, not passed."""
     if isinstance(a, torch.Tensor):
         same = isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype \
             and bool(torch.equal(a, b))
@@ -160,20 +164,25 @@ def _differences(a: Any, b: Any, path: str, seen: set[int]) -> list[str]:
         if not isinstance(b, dict) or a.keys() != b.keys():
             return [f"{path} (keys)"]
         return [d for k in a for d in _differences(a[k], b[k], f"{path}[{k!r}]", seen)]
-    if isinstance(a, list | tuple):
+    if isinstance(a, list | tuple | collections.deque):
         if type(a) is not type(b) or len(a) != len(b):
             return [f"{path} (length)"]
         return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in
                 _differences(x, y, f"{path}[{i}]", seen)]
-    if isinstance(a, int | float | str | bytes | type(None) | torch.device | torch.dtype):
+    if isinstance(a, int | float | str | bytes | type(None) | torch.device | torch.dtype
+                  | np.generic | collections.abc.Set):
         return [] if type(a) is type(b) and a == b else [f"{path}: {a!r} != {b!r}"]
-    if not hasattr(a, "__dict__") or id(a) in seen or callable(a):
-        return []
+    if inspect.isroutine(a) or isinstance(a, type) or id(a) in seen:
+        return []  # code, not state; or an object already walked
     seen.add(id(a))
     if type(a) is not type(b):
         return [f"{path} (type)"]
-    return [d for k, v in vars(a).items() if k not in _CACHES
-            for d in _differences(v, vars(b).get(k), f"{path}.{k}", seen)]
+    slots = [n for c in type(a).__mro__ for n in getattr(c, "__slots__", ()) if hasattr(a, n)]
+    if not hasattr(a, "__dict__") and not slots:
+        return [f"{path}: cannot compare a {type(a).__name__}"]
+    fields = {**getattr(a, "__dict__", {}), **{n: getattr(a, n) for n in slots}}
+    return [d for k, v in fields.items() if k not in _CACHES
+            for d in _differences(v, getattr(b, k, None), f"{path}.{k}", seen)]
 
 
 @pytest.mark.parametrize(("move", "kind"), ONCE, ids=[f"{m}-{k}" for m, k in ONCE])
