@@ -136,6 +136,7 @@ def train(
     eval_greedy: bool = False,
     progress: bool = True,
     on_update: Callable[[int, dict[str, float]], None] | None = None,
+    on_step: Callable[[int], None] | None = None,
 ) -> TrainResult:
     """Train ``learner`` for ``frames`` joint steps (one frame = one step of one copy).
 
@@ -147,6 +148,7 @@ def train(
         eval_greedy: evaluate greedy actions (e.g. for value-based learners) instead of
             sampling from the policy.
         on_update: called with (frames, metrics) after each update (logging hooks).
+        on_step: called with the frames so far after each step (and its update, if any).
     """
     opponents = dict(opponents or {})
     free = set(vg.spec.agent_ids) - set(learner.agents) - set(opponents)
@@ -167,6 +169,8 @@ def train(
         vs = vg.step(actions)
         learner.observe(vs)
         after_step(learner, vs, result, bar, on_update, sides)
+        if on_step is not None:
+            on_step(result.frames)
         if eval_every and result.frames >= next_eval:
             next_eval += eval_every
             result.evals.append(

@@ -457,14 +457,25 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
         extra = {"returns": recent.returns[-50:],
                  "seconds": state.get("seconds", 0.0) + time.perf_counter() - began}
         if stop_requested():  # a CLI's first Ctrl-C / SIGTERM: stop here, nothing lost
-            ckpt.save(frames, **extra)
-            log.warning("stopped at frame %d with a checkpoint", frames)
-            stop_now()
+            stop_with_checkpoint(frames)
         ckpt.maybe_save(frames, **extra)
 
+    def stop_with_checkpoint(frames: int) -> None:
+        ckpt.save(frames, returns=recent.returns[-50:],
+                  seconds=state.get("seconds", 0.0) + time.perf_counter() - began)
+        log.warning("stopped at frame %d with a checkpoint", frames)
+        stop_now()
+
+    def on_step(frames: int) -> None:
+        # a replay learner's state is whole after any step (weights, counters, the replay if
+        # it checkpoints it): it stops at once, not after a warm-up of minutes; a rollout
+        # learner stops at its next update (its partial rollout is not in its state)
+        if stop_requested() and not entry.capabilities.on_policy:
+            stop_with_checkpoint(start + frames)
+
     with deferred_stop():  # a CLI's Ctrl-C / SIGTERM stops at the next update's checkpoint
-        res = _train_single(cfg, learner, recent, start, vg, others, on_update, agents, vkw,
-                            seeds)
+        res = _train_single(cfg, learner, recent, start, vg, others, (on_update, on_step),
+                            agents, vkw, seeds)
         frames = start + res.frames
         returns = (state.get("returns", []) + res.episode_returns)[-50:]
         seconds = state.get("seconds", 0.0) + res.seconds
@@ -484,9 +495,11 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
 
 
 def _train_single(cfg: ExperimentConfig, learner: Learner, recent: _RecentReturns, start: int,
-                  vg: games.VectorGame, others: dict, on_update: Any, agents: tuple[str, ...],
-                  vkw: dict[str, Any], seeds: RunSeeds) -> TrainResult:
-    """The frames left of a single run (from ``start``), in process or on rollout workers."""
+                  vg: games.VectorGame, others: dict, hooks: tuple[Any, Any],
+                  agents: tuple[str, ...], vkw: dict[str, Any], seeds: RunSeeds) -> TrainResult:
+    """The frames left of a single run (from ``start``), in process or on rollout workers
+    (``hooks``: ``on_update`` and ``on_step`` of ``marl.train.train``)."""
+    on_update, on_step = hooks
     try:  # the learner gets its own observe back, also after an error or Ctrl-C
         if start >= cfg.frames:  # stopped after training (publishing or evaluating)
             res = TrainResult(0, 0, 0.0)
@@ -505,7 +518,7 @@ def _train_single(cfg: ExperimentConfig, learner: Learner, recent: _RecentReturn
                 collector.close()
         else:
             res = train(learner, vg, cfg.frames - start, opponents=others,
-                        progress=cfg.progress, on_update=on_update,
+                        progress=cfg.progress, on_update=on_update, on_step=on_step,
                         eval_greedy=_greedy(registry.get(cfg.algo)))
     finally:
         recent.close()

@@ -195,8 +195,8 @@ def _defer(signum: int) -> bool:
     name = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
     # os.write: print() here could re-enter a write to stderr the signal interrupted
     with contextlib.suppress(OSError):  # no stderr (closed): the stop goes on all the same
-        os.write(2, f"\n{name}: stopping after the current update with a checkpoint (the "
-                    f"run resumes from it); {name} again stops at once\n".encode())
+        os.write(2, f"\n{name}: stopping at the next update with a checkpoint (the run "
+                    f"resumes from it); {name} again stops at once\n".encode())
     return True
 
 

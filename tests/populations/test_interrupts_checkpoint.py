@@ -66,3 +66,40 @@ def test_a_stop_request_without_stderr_still_stops(monkeypatch):
             os.kill(os.getpid(), signal.SIGTERM)
             assert run_folder.stop_requested()
         monkeypatch.undo()
+
+
+def test_a_replay_learner_stops_at_the_next_step_not_after_its_warm_up(tmp_path, monkeypatch):
+    """VDN makes no update before ``learning_starts``: the first Ctrl-C waited for one and the
+    run trained all its frames, then stopped without evaluating (review I2). A replay
+    learner's state is whole after any step: it stops there, with a checkpoint holding its
+    replay, and the resume goes on from that frame."""
+    import marl.train
+    from populations import experiment
+    from populations.checkpoint import load_latest
+    from populations.experiment import (
+        ExperimentConfig,
+        GameConfig,
+        ValueDecompConfig,
+        run_experiment,
+    )
+
+    steps = []
+    after_step = marl.train.after_step
+
+    def counted(learner, vs, *args, **kwargs):
+        after_step(learner, vs, *args, **kwargs)
+        steps.append(1)
+        if len(steps) == 10:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(marl.train, "after_step", counted)
+    cfg = ExperimentConfig(algo="vdn", game=GameConfig(name="matrix/climbing"), frames=4000,
+                           num_envs=4, eval_episodes=1, progress=False,
+                           checkpoint_every_s=1000, vdn=ValueDecompConfig(
+                               mixer="vdn", learning_starts=100_000))
+    with run_folder.sigterm_as_interrupt(), pytest.raises(KeyboardInterrupt):
+        run_experiment(cfg, tmp_path / "run")
+    assert len(steps) == 10
+    _, state = load_latest(tmp_path / "run" / experiment.CHECKPOINTS)
+    assert state["step"] == 40  # 10 steps of 4 copies
+    assert state["learner"]["buffer"]["size"] == 40  # the replay so far
