@@ -10,7 +10,9 @@ backend (scoring, no gradient) and the trainer (policy and reference forward pas
   left-padded prompt pass fills a key/value cache, the cache is repeated per continuation,
   and only the continuation tokens run again (legal-action scoring, where a long
   observation precedes short action texts; the trainer's pass over generated turns, where
-  only generated tokens need vocabulary-wide logits).
+  only generated tokens need vocabulary-wide logits). A model in eval mode runs each
+  distinct prompt, and each distinct (prompt, continuation) pair, once: a GRPO group's
+  episodes start from the same deal, and small games repeat their information states.
 
 Shape legend: ``N`` sequences, ``T`` padded length, ``V`` vocabulary, ``M`` target tokens,
 ``n`` prompts, ``C`` continuations in all, ``Lc`` longest continuation.
@@ -158,18 +160,20 @@ def continuation_token_stats(model: nn.Module, prefixes: Sequence[Sequence[int]]
     """
     if any(len(c) == 0 for cands in continuations for c in cands):
         raise ValueError("every continuation needs at least one token")
+    if not model.training:  # deterministic forward: a repeated prompt or candidate runs once
+        prefixes, pair_prefix, flat, where = _distinct(prefixes, continuations)
+    else:  # dropout and the like: every row draws its own noise, as in the full pass
+        pair_prefix = [i for i, cands in enumerate(continuations) for _ in cands]
+        flat, where = [c for cands in continuations for c in cands], None
     names = forward_kwargs(model)
-    counts = [len(c) for c in continuations]
-    n, P = len(prefixes), max(len(p) for p in prefixes)
+    P = max(len(p) for p in prefixes)
     ids, real = _padded(prefixes, P, pad_id, left=True)  # every prompt ends at column P - 1
     ids, attn = ids.to(device), real.long().to(device)
     keep = {names["keep"]: 1} if names["keep"] else {}
     out = model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0),
                 use_cache=True, **keep)
     first = out.logits[:, -1].float() / temperature  # [n, V]: distribution of token 0
-    rows = torch.repeat_interleave(torch.arange(n, device=device),
-                                   torch.tensor(counts, device=device))
-    flat = [c for cands in continuations for c in cands]
+    rows = torch.tensor(pair_prefix, dtype=torch.long, device=device)
     Lc = max(len(c) for c in flat)
     cont, mask = _padded(flat, Lc, pad_id, left=False)
     cont, mask = cont.to(device), mask.to(device)
@@ -188,4 +192,26 @@ def continuation_token_stats(model: nn.Module, prefixes: Sequence[Sequence[int]]
     entropy = torch.zeros_like(logp)
     if with_entropy:
         entropy = (lse - (torch.softmax(logits, -1) * logits).sum(-1)).masked_fill(~mask, 0.0)
-    return logp.masked_fill(~mask, 0.0), mask, entropy
+    logp = logp.masked_fill(~mask, 0.0)
+    if where is not None:  # back to one row per continuation asked for (gradients add up)
+        at = torch.tensor(where, dtype=torch.long, device=device)
+        logp, mask, entropy = logp[at], mask[at], entropy[at]
+    return logp, mask, entropy
+
+
+def _distinct(prefixes: Sequence[Sequence[int]],
+              continuations: Sequence[Sequence[Sequence[int]]]
+              ) -> tuple[list[list[int]], list[int], list[list[int]], list[int] | None]:
+    """The distinct prefixes; per distinct (prefix, continuation) pair its prefix's index
+    and its tokens; and per continuation asked for (flattened) its pair's index, or None
+    when nothing repeats. A GRPO group's episodes share a deal, so their first prompts are
+    equal, and small games have few information states (Kuhn poker: 12 prompts in ~560
+    turns of a batch)."""
+    first: dict[tuple[int, ...], int] = {}
+    pairs: dict[tuple[int, tuple[int, ...]], int] = {}
+    where = []
+    for p, cands in zip(prefixes, continuations, strict=True):
+        u = first.setdefault(tuple(p), len(first))
+        where += [pairs.setdefault((u, tuple(c)), len(pairs)) for c in cands]
+    return ([list(p) for p in first], [u for u, _ in pairs], [list(c) for _, c in pairs],
+            None if len(pairs) == len(where) else where)

@@ -2,7 +2,8 @@
 
 Generation is a batched sampling loop with a key/value cache over left-padded prompts
 (position ids follow the attention mask, so padding never shifts positions); prompts are
-grouped into micro-batches of similar length (:func:`length_buckets`) and rows that hit EOS
+grouped into micro-batches of similar length (:func:`length_buckets`), a prompt repeated in
+a micro-batch runs its prompt pass once (its cache is copied per row), and rows that hit EOS
 or a stop string leave the batch. The recorded log-probability of each sampled token is
 taken from the same temperature-scaled distribution it was sampled from.
 
@@ -78,6 +79,10 @@ def length_buckets(lengths: Sequence[int], extra: int, max_tokens: int,
         cur.append(i)
         total += L
     return out + [cur] if cur else out
+
+
+def _cache(out: Any) -> Any:
+    return out["cache"] if "cache" in out else out.get("past_key_values")
 
 
 @register_backend("transformers")
@@ -167,14 +172,13 @@ class TransformersBackend(Backend):
         logps: list[list[float]] = [[] for _ in range(B)]
         finished = [False] * B
         rows = list(range(B))  # rows still generating, in batch order
-        cache = None
-        for _ in range(sampling.max_new_tokens):
-            kw = {self._names["cache"]: cache} if cache is not None else {}
-            if self._names["keep"]:
-                kw[self._names["keep"]] = 1
-            res = self.model(input_ids=inputs, attention_mask=attn, position_ids=pos,
-                             use_cache=True, **kw)
-            cache = res["cache"] if "cache" in res else res.get("past_key_values")
+        keep_kw = {self._names["keep"]: 1} if self._names["keep"] else {}
+        res, cache = self._prefill(prompt_ids, inputs, attn, pos, keep_kw)
+        for step in range(sampling.max_new_tokens):
+            if step:
+                res = self.model(input_ids=inputs, attention_mask=attn, position_ids=pos,
+                                 use_cache=True, **{self._names["cache"]: cache}, **keep_kw)
+                cache = _cache(res)
             tok, lp = _sample(res.logits[:, -1], sampling, self.generator)
             alive = []
             for j, (b, t, p) in enumerate(zip(rows, tok.tolist(), lp.tolist(), strict=True)):
@@ -202,6 +206,31 @@ class TransformersBackend(Backend):
             )
             for t, lp, p, f in zip(tokens, logps, prompt_ids, finished, strict=True)
         ]
+
+    def _prefill(self, prompt_ids: Sequence[Sequence[int]], inputs: Tensor, attn: Tensor,
+                 pos: Tensor, keep_kw: dict[str, int]) -> tuple[Any, Any]:
+        """The prompts' forward pass and its cache, one row per prompt. A prompt repeated in
+        the batch (a GRPO group's first turns, a small game's information states) runs once
+        and its cache rows are copied, when the cache can select rows."""
+        first: dict[tuple[int, ...], int] = {}
+        same = [first.setdefault(tuple(p), len(first)) for p in prompt_ids]
+        if len(first) < len(same):
+            lead = []
+            for b, u in enumerate(same):
+                if u == len(lead):  # the first row with this prompt
+                    lead.append(b)
+            at = torch.tensor(lead, device=inputs.device)
+            res = self.model(input_ids=inputs[at], attention_mask=attn[at], position_ids=pos[at],
+                             use_cache=True, **keep_kw)
+            cache = _cache(res)
+            if hasattr(cache, "batch_select_indices"):
+                rows = torch.tensor(same, device=inputs.device)
+                cache.batch_select_indices(rows)
+                res.logits = res.logits[rows]
+                return res, cache
+        res = self.model(input_ids=inputs, attention_mask=attn, position_ids=pos, use_cache=True,
+                         **keep_kw)
+        return res, _cache(res)
 
     # ------------------------------------------------------------------- scoring
     @torch.no_grad()

@@ -1,0 +1,124 @@
+"""Repeated prompts cost once: a GRPO group's episodes start from the same deal and small
+games repeat their information states (Kuhn poker: 12 distinct prompts in ~560 turns). A
+model in eval mode runs each distinct prompt and (prompt, continuation) pair once, with
+the same log-probabilities, entropies and gradients as one row per continuation; a backend
+tokenizes each distinct prompt text once."""
+
+import numpy as np
+import torch
+
+from llm_agents.backends import SamplingConfig, TransformersBackend, base
+from llm_agents.backends.base import Backend
+from llm_agents.logprobs import continuation_token_stats
+from llm_agents.tiny import SIMPLE_CHAT_TEMPLATE, build_tokenizer
+
+PROMPTS = [[5, 6, 7], [8, 9], [5, 6, 7], [10, 11, 12, 13], [8, 9], [5, 6, 7]]
+CANDS = [[[3], [4, 5]], [[6]], [[3], [4, 5]], [[7, 8]], [[9]], [[4, 5], [6]]]
+
+
+def _rows_seen(model):
+    seen = []
+    model.register_forward_pre_hook(lambda m, a, kw: seen.append(kw["input_ids"].shape[0]),
+                                    with_kwargs=True)
+    return seen
+
+
+def test_repeated_prompts_and_pairs_run_once_with_the_same_values_and_gradients(
+        kuhn_tok, make_model):
+    pad = kuhn_tok.pad_token_id
+    model = make_model(kuhn_tok)  # no dropout: train mode gives the one-row-each pass
+    params = list(model.parameters())
+
+    def stats(train):
+        model.train(train)
+        logp, mask, ent = continuation_token_stats(model, PROMPTS, CANDS, pad,
+                                                   with_entropy=True)
+        weights = torch.arange(1, logp.shape[0] + 1.0)[:, None]  # every row counts apart
+        grad = torch.autograd.grad(((logp + ent) * weights).sum(), params)
+        return logp.detach(), mask, ent.detach(), grad
+
+    seen = _rows_seen(model)
+    ref = stats(train=True)
+    assert seen == [6, 9]  # one row per prompt, then one per continuation
+    seen.clear()
+    got = stats(train=False)
+    assert seen == [3, 6]  # 3 distinct prompts; 6 distinct (prompt, continuation) pairs
+    assert got[1].tolist() == ref[1].tolist() and got[1].shape == (9, 2)
+    torch.testing.assert_close(got[0], ref[0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(got[2], ref[2], atol=1e-5, rtol=1e-5)
+    for a, b in zip(got[3], ref[3], strict=True):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+class CountingTokenizer:
+    """The real tokenizer, counting the texts it is asked to tokenize."""
+
+    def __init__(self, tok):
+        self.tok, self.calls = tok, []
+
+    def __call__(self, text, **kw):
+        self.calls += [text] if isinstance(text, str) else list(text)
+        return self.tok(text, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self.tok, name)
+
+    def __setattr__(self, name, value):
+        if name in ("tok", "calls"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.tok, name, value)
+
+
+class IdsOnly(Backend):
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def generate_ids(self, prompt_ids, sampling):
+        raise NotImplementedError
+
+    def score_ids(self, prompt_ids, candidate_ids, length_normalize=False):
+        raise NotImplementedError
+
+
+TEXTS = ["bet pass", "pass", "bet pass", "call the bet", "fold", "pass"]
+
+
+def _alone(tok, texts, add):
+    return [list(tok(t, add_special_tokens=add)["input_ids"]) for t in texts]
+
+
+def test_prompt_ids_are_tokenized_once_per_text_and_match_the_tokenizer(monkeypatch):
+    tok = build_tokenizer(TEXTS, chat_template=SIMPLE_CHAT_TEMPLATE)
+    counting = CountingTokenizer(tok)
+    b = IdsOnly(counting)
+    want = _alone(tok, TEXTS, add=False)  # a chat template puts the special tokens
+    assert b.encode_prompts(TEXTS) == want
+    assert b.encode_prompts(TEXTS[::-1]) == want[::-1]
+    assert sorted(counting.calls) == sorted(set(TEXTS))  # each text once, in all
+    b.encode_prompts(["pass"])[0].append(999)  # a caller's list is its own
+    assert b.encode_prompts(["pass"]) == [want[1]]
+
+    counting.chat_template = None  # no template: special tokens again, not the memo's ids
+    assert b.encode_prompts(TEXTS) == _alone(tok, TEXTS, add=True)
+
+    monkeypatch.setattr(base, "PROMPT_MEMO", 3)  # full: a known prompt beside new ones
+    b = IdsOnly(tok)
+    b.encode_prompts(["pass", "fold", "bet pass"])
+    assert b.encode_prompts(["pass", "call the bet"]) == _alone(tok, ["pass", "call the bet"],
+                                                                 add=True)
+    assert len(b._prompt_ids[2]) <= 3
+
+
+def test_generation_runs_a_repeated_prompt_once(kuhn_tok, make_model):
+    backend = TransformersBackend(make_model(kuhn_tok), kuhn_tok, seed=0)
+    prompts = ["Pass Bet", "Bet", "Pass Bet", "Pass Bet", "Bet Pass Bet"]
+    sampling = SamplingConfig(max_new_tokens=3, greedy=True, stop_at_eos=False, stop=())
+    seen = _rows_seen(backend.model)
+    gens = backend.generate(prompts, sampling)
+    assert seen[0] == 3  # the prompt pass: 3 distinct prompts; then one row each
+    assert seen[1:] == [5, 5]
+    for p, g in zip(prompts, gens, strict=True):
+        (alone,) = backend.generate([p], sampling)
+        assert g.token_ids == alone.token_ids and g.prompt_ids == alone.prompt_ids
+        assert np.allclose(g.logprobs, alone.logprobs, atol=1e-5)
