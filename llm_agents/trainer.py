@@ -47,7 +47,7 @@ from llm_agents.records import EpisodeRecord, Turn
 from llm_agents.rollout import TEAM_SEAT, EpisodeJob, RolloutBatch, RolloutEngine
 from llm_agents.team import Team, TeamModel, backend_for
 from marl.advantages import AdvantageConfig, RoleEMABaseline, broadcast_to_tokens, check_adv_norm
-from marl.core import Policy
+from marl.core import Policy, seed_from_state
 from marl.guards import FiniteGuard
 from marl.losses import ppo_clip_loss
 
@@ -397,7 +397,7 @@ class MultiTurnGRPO:
                     and rng.numel() == gen.get_state().numel():
                 gen.set_state(rng)
             else:
-                gen.manual_seed(int(rng.long().sum()))
+                gen.manual_seed(seed_from_state(rng))
 
 
 def side_metrics(episodes: Sequence[EpisodeRecord],

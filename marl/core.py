@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import hashlib
 import importlib
 import os
 import zlib
@@ -508,6 +509,15 @@ def derive_seed(seed: int, *keys: str | int) -> int:
     spawn = tuple(k if isinstance(k, int) else zlib.crc32(k.encode()) for k in keys)
     seq = np.random.SeedSequence(int(seed) % 2**128, spawn_key=spawn)
     return int(seq.generate_state(1, np.uint32)[0] >> 1)
+
+
+def seed_from_state(state: Any) -> int:
+    """A 63-bit seed that restarts a torch generator from a saved state of another kind of
+    device (a CUDA generator's 16 bytes do not fit a CPU one): the SHA-256 of its bytes, so
+    every resume from one checkpoint restarts alike and other checkpoints restart otherwise
+    (a sum of the bytes mapped seed 42 at offsets 4, 1024 and 262144 to one seed)."""
+    data = torch.as_tensor(state).to(torch.uint8).cpu().numpy().tobytes()
+    return int.from_bytes(hashlib.sha256(data).digest()[:8], "little") >> 1
 
 
 def rng_state() -> dict[str, Any]:

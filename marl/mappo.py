@@ -56,6 +56,7 @@ from marl.core import (
     PolicyMeta,
     derive_seed,
     resolve_device,
+    seed_from_state,
 )
 from marl.guards import FiniteGuard
 from marl.networks import RunningMeanStd
@@ -535,7 +536,7 @@ class MAPPO(Learner):
         if "gen" in state and state.get("gen_device", "cpu") == self.device.type:
             self.gen.set_state(state["gen"])
         elif "gen" in state:
-            self.gen.manual_seed(int(torch.as_tensor(state["gen"]).long().sum()))
+            self.gen.manual_seed(seed_from_state(state["gen"]))
         self.start_episodes()  # a resumed learner starts a fresh rollout
 
     def start_episodes(self) -> None:

@@ -204,21 +204,39 @@ def test_a_loaded_checkpoint_restores_everything_the_learner_holds(move, kind, t
     assert _differences(trained, resumed, kind, set()) == []
 
 
-def test_an_llm_checkpoint_from_another_device_kind_resumes(tmp_path):
+def _cuda_state(seed: int, offset: int) -> torch.Tensor:
+    """A CUDA generator's state as ``torch.cuda.get_rng_state`` lays it out (16 bytes)."""
+    return torch.tensor(list(np.array([seed, offset], "<i8").view(np.uint8)), dtype=torch.uint8)
+
+
+@pytest.mark.parametrize("kind", ["mappo", "llm_grpo"])
+def test_a_checkpoint_from_another_device_kind_resumes(kind, tmp_path):
     """The device may change on a resume, but an LLM team's sampling generators were set
     from the checkpoint's states as they were: a CUDA one's (16 bytes) on a CPU generator
-    raised, and the resume stopped ('does not fit this llm_grpo learner'). It now restarts
-    the stream from that state, as MAPPO's does (tests/populations/test_seeds.py)."""
-    preset = shared_game("turn_based", "llm_grpo")
-    state = build("llm_grpo", preset, seed=11, workdir=tmp_path / "a").state_dict()
-    names = sorted(state["backend_rng"])
-    assert names  # the tiny team samples with a torch generator per model
-    state["backend_rng"] = {n: torch.arange(16, dtype=torch.uint8) for n in names}
-    state["backend_rng_device"] = dict.fromkeys(names, "cuda")
-    draws = []
-    for k in range(2):
-        resumed = build("llm_grpo", preset, seed=11, workdir=tmp_path / f"b{k}")
+    raised, and the resume stopped ('does not fit this llm_grpo learner'). Such a stream
+    now restarts from the saved state (the same for every resume from it), as MAPPO's did,
+    but by its hash: the sum of its bytes restarted seed 42 at offsets 4 and 1024, and
+    seed 43 at offset 3, alike (review R3)."""
+    preset = shared_game("turn_based", kind)
+    state = build(kind, preset, seed=11, workdir=tmp_path / "a").state_dict()
+
+    def draws(seed: int, offset: int, k: int) -> list[torch.Tensor]:
+        cuda = _cuda_state(seed, offset)
+        if kind == "mappo":
+            state["gen"], state["gen_device"] = cuda, "cuda"
+        else:
+            state["backend_rng"] = dict.fromkeys(state["backend_rng"], cuda)
+            state["backend_rng_device"] = dict.fromkeys(state["backend_rng"], "cuda")
+        resumed = build(kind, preset, seed=11, workdir=tmp_path / f"b{k}")
         resumed.load_state_dict(state)
-        draws.append([torch.rand(3, generator=resumed.team.models[n].backend.generator)
-                      for n in names])
-    assert all(torch.equal(x, y) for x, y in zip(*draws, strict=True))
+        gens = [resumed.gen] if kind == "mappo" else \
+            [tm.backend.generator for tm in resumed.team.models.values()]
+        assert gens  # the tiny LLM team samples with a torch generator per model
+        return [torch.rand(3, generator=g) for g in gens]
+
+    def same(x: list[torch.Tensor], y: list[torch.Tensor]) -> bool:
+        return all(torch.equal(a, b) for a, b in zip(x, y, strict=True))
+
+    first = draws(42, 4, 0)
+    assert same(first, draws(42, 4, 1))  # a resume from one checkpoint restarts alike
+    assert not same(first, draws(42, 1024, 2)) and not same(first, draws(43, 3, 3))
