@@ -304,11 +304,16 @@ def _holder(lock_path: str) -> str:
 
 
 # ------------------------------------------------------------------ settings of a resume
+WHOLE = ("game_kwargs", "game.kwargs")
+"""Settings compared as one value: a game's arguments (one given at the start and left out on
+a resume is a change the user made, not a key another selfplay version added)."""
+
+
 def flatten(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists stay values)."""
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` (lists and :data:`WHOLE` keys stay values)."""
     out: dict[str, Any] = {}
     for k, v in settings.items():
-        if isinstance(v, Mapping) and v:
+        if isinstance(v, Mapping) and v and f"{prefix}{k}" not in WHOLE:
             out.update(flatten(v, f"{prefix}{k}."))
         else:
             out[f"{prefix}{k}"] = v

@@ -76,3 +76,17 @@ def test_game_kwargs_reach_the_league(tmp_path, monkeypatch):
     league.main(["--run-dir", str(tmp_path / "b"), *GAME])  # another game: its own defaults
     league.main(["--run-dir", str(tmp_path / "c")])  # the default game's max_cycles
     assert [c.game_kwargs for c in seen] == [{"players": 2}, {}, {"max_cycles": 25}]
+
+
+def test_a_resume_without_the_runs_game_kwargs_is_another_setting():
+    """A game argument given at the start and left out on a resume was a key only one side
+    had (taken for one another selfplay version added), so the league resumed on the game's
+    default silently (review I4); selfplay-train's +game.kwargs.X alike."""
+    league_run = {"game": "g", "game_kwargs": {"dynamic_rescaling": True, "max_cycles": 25}}
+    diff = run_folder.settings_diff(league_run, {"game": "g", "game_kwargs": {"max_cycles": 25}})
+    assert diff == ["game_kwargs={'dynamic_rescaling': True, 'max_cycles': 25} (run) vs "
+                    "{'max_cycles': 25} (now)"]
+    assert run_folder.settings_diff({"game": {"name": "g", "kwargs": {"N": 3}}},
+                                    {"game": {"name": "g", "kwargs": {}}})
+    assert not run_folder.settings_diff(league_run, dict(league_run))
+    assert not run_folder.settings_diff({"a": {"b": 1}}, {"a": {"b": 1, "c": 2}})  # added key
