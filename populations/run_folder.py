@@ -208,10 +208,11 @@ def stop_requested() -> bool:
 def stop_now() -> None:
     """Obey a stop request (the checkpoint is written): raise what the signal would have
     raised (:class:`Terminated` after SIGTERM, ``KeyboardInterrupt`` after Ctrl-C)."""
-    global _requested
+    global _deferring, _requested
     signum, _requested = _requested, None
     if signum is None:
         return
+    _deferring = False  # obeyed: a signal during the clean-up the stop unwinds through stops
     if signum == signal.SIGTERM:
         raise Terminated("SIGTERM")
     raise KeyboardInterrupt

@@ -103,3 +103,17 @@ def test_a_replay_learner_stops_at_the_next_step_not_after_its_warm_up(tmp_path,
     _, state = load_latest(tmp_path / "run" / experiment.CHECKPOINTS)
     assert state["step"] == 40  # 10 steps of 4 copies
     assert state["learner"]["buffer"]["size"] == 40  # the replay so far
+
+
+def test_a_second_signal_during_the_stops_clean_up_stops_at_once():
+    """Once the stop was obeyed, a Ctrl-C in the clean-up it unwinds through (closing rollout
+    workers, progress bars) was taken as a new first request: swallowed, the note printed
+    again (review I5)."""
+    with run_folder.sigterm_as_interrupt(), pytest.raises(KeyboardInterrupt), \
+            run_folder.deferred_stop():
+        os.kill(os.getpid(), signal.SIGINT)
+        try:
+            run_folder.stop_now()
+        finally:  # the clean-up the stop unwinds through
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), signal.SIGINT)
