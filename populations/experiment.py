@@ -450,6 +450,8 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
         frames += start  # a resumed run counts on from its checkpoint
         if "charts/frames" in metrics:
             metrics["charts/frames"] = float(frames)
+        if start and recent.returns:  # the last 50 episodes', as uninterrupted: also before it
+            metrics["charts/episode_return"] = float(np.mean(recent.returns[-50:]))
         db.log_metrics(run_id, frames, metrics)
         logger.log(frames, metrics)
         # after the metrics: a resume drops only later ones, and counts the returns and

@@ -85,7 +85,9 @@ def test_a_resume_plays_new_games_and_opponent_moves_from_its_checkpoint(
     """Resumed game copies and random seats were seeded as at the run's start: every resume
     replayed the run's first deals and opponent moves (a job preempted every few minutes
     trained on its first few minutes of games over and over). Now they are seeded from the
-    checkpoint's step, the same for every resume from that checkpoint."""
+    checkpoint's step, the same for every resume from that checkpoint. The episode-return
+    chart's window of 50 episodes goes on over the episodes before the resume (it restarted
+    empty: the first rows after a resume averaged the resumed part's episodes only)."""
     seen, real = [], experiment.train
 
     def train(learner, vg, frames, opponents=None, **kw):
@@ -97,15 +99,21 @@ def test_a_resume_plays_new_games_and_opponent_moves_from_its_checkpoint(
     _kill_after_first_checkpoint(monkeypatch, at_call=2)  # checkpoint at 16, killed at 32
     with pytest.raises(Exception, match="killed at step 32"):
         run_experiment(_exp(*CHEAP), tmp_path)
-    for _ in range(2):  # resumed, killed at its first checkpoint; resumed again
-        monkeypatch.setattr(experiment, "save_checkpoint", save_checkpoint)
-        _kill_after_first_checkpoint(monkeypatch, at_call=1)
-        with pytest.raises(Exception, match="killed at step 32"):
-            run_experiment(_exp(*CHEAP, "resume=true"), tmp_path)
+    monkeypatch.setattr(experiment, "save_checkpoint", save_checkpoint)
+    _kill_after_first_checkpoint(monkeypatch, at_call=1)  # resumed, killed at 32 again
+    with pytest.raises(Exception, match="killed at step 32"):
+        run_experiment(_exp(*CHEAP, "resume=true"), tmp_path)
+    monkeypatch.setattr(experiment, "save_checkpoint", save_checkpoint)
+    run_experiment(_exp(*CHEAP, "resume=true"), tmp_path)  # to the end, a checkpoint a step
     (start_seed, start_opp), (seed1, opp1), (seed2, opp2) = seen
     assert seed1 != start_seed and set(opp1.values()).isdisjoint(start_opp.values())
     assert (seed1, opp1) == (seed2, opp2)  # a resume from one checkpoint: one segment
     assert abs(seed1 - start_seed) >= 4  # 4 copies seeded s, s+1, ...: none replayed
+    charts = dict(_rows(tmp_path, "SELECT step, value FROM metrics "
+                                  "WHERE key = 'charts/episode_return'"))
+    for step in (32, 48, 64):  # each checkpoint holds the window's returns at its step
+        window = read_checkpoint(tmp_path / "checkpoints" / f"ckpt_{step:06d}.pt")["returns"]
+        assert len(window) > 8 and charts[step] == float(np.mean(window)), step
 
 
 # one kind per learner class (mappo/ippo and vdn/qmix share theirs), on a turn-based game
