@@ -179,14 +179,19 @@ def test_ctrl_c_in_selfplay_eval_is_one_line(capsys, monkeypatch):
     ("hydra.sweep.dir=/", "hydra.sweep.dir=/ is the filesystem's root"),
     (r'hydra.run.dir="runs/a\${y}"', "holding a literal '${' cannot be a run folder"),
 ])
-def test_command_line_slips_are_named_with_their_fix(arg, message):
+def test_command_line_slips_are_named_with_their_fix(arg, message, monkeypatch):
     """``hydra.run.dir=$UNSET`` wrote league.db, snapshots/ and checkpoints/ into the working
     folder; ``imports=mygames`` got Hydra's "str is not a ListConfig"."""
+    import os
+
     from populations.cli import CLIError, check_command_line
+
+    monkeypatch.setattr(os, "environ", os.environ.copy())  # imports= sets variables for workers
 
     with pytest.raises(CLIError, match=re.escape(message)):
         check_command_line(["game=kuhn", arg])
-    check_command_line(["game=kuhn", "hydra.run.dir=x", "imports=[mygames]"])  # fine
+    # fine (the listed modules are imported here since d856a16: one that exists)
+    check_command_line(["game=kuhn", "hydra.run.dir=x", "imports=[json]"])
     check_command_line(["hydra.run.dir=/tmp/r/${now:%H}", "hydra.sweep.dir=/${oc.env:X}/s"])
 
 
