@@ -85,6 +85,18 @@ def _cache(out: Any) -> Any:
     return out["cache"] if "cache" in out else out.get("past_key_values")
 
 
+def rows_selectable(cache: Any) -> bool:
+    """Whether every layer of ``cache`` can keep (or repeat) some of its rows: key/value
+    layers can; the conv and linear-attention states of hybrid models (LFM2, Qwen3-Next)
+    cannot (``Cache.batch_select_indices`` exists for them too, and fails or selects only
+    the keys and values)."""
+    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+
+    layers = getattr(cache, "layers", None)
+    return bool(layers) and all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer)
+                                for layer in layers)
+
+
 @register_backend("transformers")
 class TransformersBackend(Backend):
     """Generation and scoring with a ``transformers`` causal LM.
@@ -120,6 +132,7 @@ class TransformersBackend(Backend):
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         self._names = forward_kwargs(model)
+        self._select_rows: bool | None = None  # can its cache select rows? (rows_selectable)
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, device: str | torch.device = "auto",
@@ -191,7 +204,7 @@ class TransformersBackend(Backend):
                     alive.append(j)
             if not alive:
                 break
-            if len(alive) < len(rows) and hasattr(cache, "batch_select_indices"):
+            if len(alive) < len(rows) and rows_selectable(cache):
                 keep = torch.tensor(alive, device=self.device)  # finished rows stop computing
                 cache.batch_select_indices(keep)
                 tok, attn, pos = tok[keep], attn[keep], pos[keep]
@@ -211,10 +224,11 @@ class TransformersBackend(Backend):
                  pos: Tensor, keep_kw: dict[str, int]) -> tuple[Any, Any]:
         """The prompts' forward pass and its cache, one row per prompt. A prompt repeated in
         the batch (a GRPO group's first turns, a small game's information states) runs once
-        and its cache rows are copied, when the cache can select rows."""
+        and its cache rows are copied, when the model's cache can select rows (learned at its
+        first prompt pass: a hybrid model's then runs again in full, once)."""
         first: dict[tuple[int, ...], int] = {}
         same = [first.setdefault(tuple(p), len(first)) for p in prompt_ids]
-        if len(first) < len(same):
+        if len(first) < len(same) and self._select_rows is not False:
             lead = []
             for b, u in enumerate(same):
                 if u == len(lead):  # the first row with this prompt
@@ -223,13 +237,16 @@ class TransformersBackend(Backend):
             res = self.model(input_ids=inputs[at], attention_mask=attn[at], position_ids=pos[at],
                              use_cache=True, **keep_kw)
             cache = _cache(res)
-            if hasattr(cache, "batch_select_indices"):
+            self._select_rows = rows_selectable(cache)
+            if self._select_rows:
                 rows = torch.tensor(same, device=inputs.device)
                 cache.batch_select_indices(rows)
                 res.logits = res.logits[rows]
                 return res, cache
         res = self.model(input_ids=inputs, attention_mask=attn, position_ids=pos, use_cache=True,
                          **keep_kw)
+        if self._select_rows is None:
+            self._select_rows = rows_selectable(_cache(res))
         return res, _cache(res)
 
     # ------------------------------------------------------------------- scoring

@@ -5,6 +5,7 @@ the same log-probabilities, entropies and gradients as one row per continuation;
 tokenizes each distinct prompt text once."""
 
 import numpy as np
+import pytest
 import torch
 
 from llm_agents.backends import SamplingConfig, TransformersBackend, base
@@ -122,3 +123,29 @@ def test_generation_runs_a_repeated_prompt_once(kuhn_tok, make_model):
         (alone,) = backend.generate([p], sampling)
         assert g.token_ids == alone.token_ids and g.prompt_ids == alone.prompt_ids
         assert np.allclose(g.logprobs, alone.logprobs, atol=1e-5)
+
+
+def test_a_hybrid_models_cache_is_not_row_selected():
+    """LFM2's conv layers keep a state that ``batch_select_indices`` cannot select (review
+    ST-1): a repeated prompt, and rows that stop early, generate as one prompt at a time."""
+    transformers = pytest.importorskip("transformers")
+    if not hasattr(transformers, "Lfm2Config"):
+        pytest.skip("this transformers has no LFM2")
+    tok = build_tokenizer(["bet pass call fold"])
+    cfg = transformers.Lfm2Config(
+        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=1, layer_types=["conv", "full_attention"],
+        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+        bos_token_id=tok.eos_token_id)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    backend = TransformersBackend(model, tok, seed=0)
+    prompts = ["bet pass", "bet pass", "call"]
+    for stop in ((), ("bet",)):  # ("bet",): some rows stop before the others
+        sampling = SamplingConfig(max_new_tokens=3, greedy=True, stop_at_eos=False, stop=stop)
+        gens = backend.generate(prompts, sampling)
+        for p, g in zip(prompts, gens, strict=True):
+            (alone,) = backend.generate([p], sampling)
+            assert g.token_ids == alone.token_ids
+    assert backend._select_rows is False
