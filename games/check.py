@@ -9,9 +9,9 @@ finite), legal masks (bool, match ``legal_actions``, at least one legal action),
 illegal actions raise :class:`IllegalActionError` and leave the game unchanged, text
 views (every legal action text parses back to its action, garbage raises
 :class:`InvalidAction`), global state and entity graph shapes, rewards for every agent
-(finite float scalars, summing to zero in zero-sum games), episodes ending within
-``max_steps`` with every agent terminated or truncated, and that the same seed with the
-same actions gives the identical trajectory.
+(finite float scalars; episode returns summing to zero in zero-sum games), episodes ending
+within ``max_steps`` with every agent terminated or truncated, and that the same seed with
+the same actions gives the identical trajectory.
 Shape errors say which shape was expected.
 """
 
@@ -205,9 +205,11 @@ def _play(game: Game, seed: int, check: bool) -> tuple[list, dict[str, float], i
         traj.append(dict(ts.rewards))
         for a, r in ts.rewards.items():
             returns[a] += r
-        if game.spec.zero_sum:
-            total = sum(ts.rewards.values())
-            _require(abs(total) < 1e-6, f"{where}: zero-sum game rewards sum to {total}")
+        if game.spec.zero_sum and ts.done:  # returns, not each step's rewards: OpenSpiel's
+            # repeated_leduc_poker pays one player a hand's result a step before the other
+            total = sum(returns.values())
+            _require(abs(total) < 1e-6,
+                     f"{where} (episode end): zero-sum game returns sum to {total}")
     return traj, returns, steps
 
 
