@@ -196,7 +196,7 @@ class _Flawed(games.Game):
     [
         ("float64", "not float32"),
         ("nondeterministic", "did not replay identically"),
-        ("not_zero_sum", "rewards sum to"),
+        ("not_zero_sum", "zero-sum game returns sum to"),  # checked at the episode end
         ("wrong_mask", "mask != legal_actions"),
         ("dup_text", "not unique"),
         ("array_reward", r"reward of player_\d is ndarray of shape \(1,\), expected a float"),
