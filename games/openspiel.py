@@ -53,6 +53,7 @@ _NOT_A_COUNT = re.compile(
     r"|num_tricks_in_observation|chance$|bribe|magic_wall"
 )
 _PLAYERS = re.compile(r"players|num_players|numPlayers")
+_warned_sampled: set[str] = set()  # games whose chance OpenSpiel samples itself, warned about
 
 
 def _accepted_range(gspec: Any, name: str, value: Any) -> str | None:
@@ -287,6 +288,12 @@ class OpenSpielGame(Game):
                 params["zero_sum"], zero_sum = zero_sum, None
         self.game = _load(game_string, params)
         gtype = self.game.get_type()
+        if (gtype.chance_mode == pyspiel.GameType.ChanceMode.SAMPLED_STOCHASTIC
+                and short not in _warned_sampled):  # once per game, not per VectorGame copy
+            _warned_sampled.add(short)
+            logger.warning("openspiel/%s samples its chance outcomes from the game's own generator "
+                           "(its rng_seed), not from reset(seed): its episodes do not replay "
+                           "from a seed", short)
         self._info_state = gtype.provides_information_state_tensor
         perfect = gtype.information == pyspiel.GameType.Information.PERFECT_INFORMATION
         # Boards read better than move histories; hidden information needs the history.

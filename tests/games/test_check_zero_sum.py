@@ -1,6 +1,7 @@
 """``check_game`` asks a zero-sum game for zero-sum *returns*, not zero-sum rewards at every
 step: OpenSpiel's repeated_leduc_poker (zero-sum by its game type) pays a hand's result to one
-player a step before the other, and check_game refused it ("rewards sum to 3.0")."""
+player a step before the other, and check_game refused it ("rewards sum to 3.0"). Games
+that sample chance inside OpenSpiel say at make time that their episodes do not replay."""
 
 import numpy as np
 import pytest
@@ -50,3 +51,17 @@ def test_zero_sum_returns_pass_with_staggered_rewards():
 def test_returns_that_do_not_sum_to_zero_still_fail():
     with pytest.raises(games.GameCheckError, match=r"episode end\): zero-sum game returns sum"):
         games.check_game(_Staggered(paid_back=2.0), episodes=1)
+
+
+def test_a_game_that_samples_its_own_chance_says_it_does_not_replay(caplog):
+    # negotiation draws its item pools from the game's generator: check_game's replay check
+    # failed ("did not replay identically") with nothing telling the user why
+    from games import openspiel
+
+    openspiel._warned_sampled.discard("negotiation")
+    with caplog.at_level("WARNING", logger="games.openspiel"):
+        games.make("openspiel/negotiation")
+        games.make("openspiel/negotiation")  # once per game: VectorGame makes many copies
+        games.make("openspiel/kuhn_poker")
+    (msg,) = [r.getMessage() for r in caplog.records]
+    assert msg.startswith("openspiel/negotiation samples its chance") and "reset(seed)" in msg
