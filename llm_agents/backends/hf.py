@@ -89,10 +89,15 @@ def rows_selectable(cache: Any) -> bool:
     """Whether every layer of ``cache`` can keep (or repeat) some of its rows: key/value
     layers can; the conv and linear-attention states of hybrid models (LFM2, Qwen3-Next)
     cannot (``Cache.batch_select_indices`` exists for them too, and fails or selects only
-    the keys and values)."""
-    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
-
+    the keys and values). A cache without layers (transformers before ~4.54: DynamicCache
+    kept key and value lists; hybrid caches had no row selection) can if it says so."""
     layers = getattr(cache, "layers", None)
+    if layers is None:
+        return hasattr(cache, "batch_select_indices")
+    try:
+        from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+    except ImportError:
+        return False
     return bool(layers) and all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer)
                                 for layer in layers)
 

@@ -149,3 +149,16 @@ def test_a_hybrid_models_cache_is_not_row_selected():
             (alone,) = backend.generate([p], sampling)
             assert g.token_ids == alone.token_ids
     assert backend._select_rows is False
+
+
+def test_a_cache_without_layers_selects_rows_if_it_says_so():
+    """transformers before the layered caches (~4.54): DynamicCache selected rows with key
+    and value lists, hybrid caches had no ``batch_select_indices`` (review ST-3)."""
+    from llm_agents.backends.hf import rows_selectable
+
+    class OldDynamic:
+        def batch_select_indices(self, rows):
+            pass
+
+    assert rows_selectable(OldDynamic()) and not rows_selectable(object())
+    assert not rows_selectable(None)
