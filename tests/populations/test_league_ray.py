@@ -67,28 +67,46 @@ def _weights(run_dir, member, version):
     return load_policy(run_dir / "snapshots" / member / f"v{version:04d}.pt").payload()
 
 
+GENERATIONS = 3  # of the shared Ray run (ray_league) and of the runs compared with it
+
+
 def in_process_reference(run_dir):
     """The in-process league, in a fresh process whose first torch call sets one thread: a
     process that computed with more threads first (as pytest's may have) keeps other CPU
     kernels, whose floats differ in the last bits (see populations.learner_actors)."""
     torch.set_num_threads(1)
-    _run(_cfg(), Path(run_dir))
+    _run(_cfg(generations=GENERATIONS), Path(run_dir))
 
 
-def test_ray_learners_equal_the_in_process_runner(tmp_path, ray_local):
+@pytest.fixture(scope="module")
+def ray_league(tmp_path_factory, ray_local):
+    """One league on Ray learner actors, where nothing dies, and its run folder: the in-process
+    runner must record the same (test_ray_learners_equal_the_in_process_runner), and so must
+    a run whose learner actor dies and is restarted (test_dead_learner_actor_...). One Ray
+    league for both: its three actors start in 10-20 s on a loaded 2-core machine."""
+    run = tmp_path_factory.mktemp("ray_league") / "run"
+    never = run.parent / "never"
+    never.mkdir()
+    (never / "x").touch()  # already "died": these members never die
+    cfg = _cfg(runner="ray", generations=GENERATIONS)
+    return _run(cfg, run, _dying_members(cfg, never, 1)), run
+
+
+def test_ray_learners_equal_the_in_process_runner(tmp_path, ray_league):
     code = ("import sys; from tests.populations.test_league_ray import in_process_reference; "
             "in_process_reference(sys.argv[1])")
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "local")], check=True,
                    cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
-    league = _run(_cfg(runner="ray"), tmp_path / "ray")
+    league, ray_run = ray_league
     assert league.learners is None or league.learners.actors == []  # closed
-    want, got = _tables(tmp_path / "local"), _tables(tmp_path / "ray")
+    want, got = _tables(tmp_path / "local"), _tables(ray_run)
     assert [(m, v) for m, v, _ in got["snapshots"]] == [
-        ("a", 0), ("b", 0), ("a", 1), ("b", 1), ("a", 2), ("b", 2)]
+        (m, v) for v in range(GENERATIONS + 1) for m in ("a", "b")]
     assert len(want["matches"]) > 0 and len(want["metrics"]) > 10
     assert {k for _, k, _ in want["metrics"]} >= {"a/losses/pg_loss", "b/losses/pg_loss"}
     for member in ("a", "b"):  # trained weights, tensor for tensor
-        w, g = _weights(tmp_path / "local", member, 2), _weights(tmp_path / "ray", member, 2)
+        w = _weights(tmp_path / "local", member, GENERATIONS)
+        g = _weights(ray_run, member, GENERATIONS)
         assert not torch.equal(w["actors"][next(iter(w["actors"]))],
                                _weights(tmp_path / "local", member, 0)["actors"][
                                    next(iter(w["actors"]))])  # it did train
@@ -177,19 +195,17 @@ def _dying_members(cfg, folder, times):
 
 
 @pytest.mark.slow
-def test_dead_learner_actor_is_restarted_from_the_last_checkpoint(tmp_path, ray_local):
+def test_dead_learner_actor_is_restarted_from_the_last_checkpoint(tmp_path, ray_league):
     """Member b's actor dies in generation 2 after training it; a fresh actor trains that
     generation again from b's checkpointed state, and the run ends with exactly the
-    snapshots, matches, ratings and metrics of a run where nothing died."""
-    (tmp_path / "never").mkdir()
-    (tmp_path / "never" / "x").touch()  # already "died": the reference never dies
+    snapshots, matches, ratings and metrics of the run where nothing died (ray_league)."""
     (tmp_path / "once").mkdir()
-    cfg = _cfg(runner="ray", generations=3)
-    ref = _run(cfg, tmp_path / "ref", _dying_members(cfg, tmp_path / "never", 1))
+    cfg = _cfg(runner="ray", generations=GENERATIONS)
     league = _run(cfg, tmp_path / "run", _dying_members(cfg, tmp_path / "once", 1))
+    ref, ref_run = ray_league
     assert os.listdir(tmp_path / "once") == ["died0"]  # it did die, once
     assert league.learners.restarts == 1 and ref.learners.restarts == 0
-    assert _tables(tmp_path / "run") == _tables(tmp_path / "ref")
+    assert _tables(tmp_path / "run") == _tables(ref_run)
 
 
 def test_restarts_are_bounded_and_the_run_is_marked_failed(tmp_path, ray_local):
