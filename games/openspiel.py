@@ -288,12 +288,20 @@ class OpenSpielGame(Game):
                 params["zero_sum"], zero_sum = zero_sum, None
         self.game = _load(game_string, params)
         gtype = self.game.get_type()
-        if (gtype.chance_mode == pyspiel.GameType.ChanceMode.SAMPLED_STOCHASTIC
-                and short not in _warned_sampled):  # once per game, not per VectorGame copy
-            _warned_sampled.add(short)
-            logger.warning("openspiel/%s samples its chance outcomes from the game's own generator "
-                           "(its rng_seed), not from reset(seed): its episodes do not replay "
-                           "from a seed", short)
+        # A game that samples chance itself (negotiation, stones_and_gems...) draws from its
+        # own generator, a fixed stream from its rng_seed: reset(seed) reloads it with
+        # rng_seed=seed, so VectorGame's copies differ and a seed replays its episode
+        self._reseed: dict[str, Any] | None = None
+        if gtype.chance_mode == pyspiel.GameType.ChanceMode.SAMPLED_STOCHASTIC:
+            full = self.game.get_parameters()
+            if "rng_seed" in full and "rng_seed" not in params and "rng_seed" not in game_string:
+                self._reseed = full
+            elif short not in _warned_sampled:  # once per game, not per VectorGame copy
+                _warned_sampled.add(short)
+                logger.warning("openspiel/%s samples its chance outcomes from the game's own "
+                               "generator (rng_seed=%s), not from reset(seed): every copy and "
+                               "seed plays the same stream of deals", short,
+                               full.get("rng_seed", "none"))
         self._info_state = gtype.provides_information_state_tensor
         perfect = gtype.information == pyspiel.GameType.Information.PERFECT_INFORMATION
         # Boards read better than move histories; hidden information needs the history.
@@ -355,6 +363,9 @@ class OpenSpielGame(Game):
     def _reset(self, seed: int | None) -> None:
         if seed is not None:
             self._rng = np.random.default_rng(seed)
+            if self._reseed is not None:
+                short = str(self.game.get_type().short_name)
+                self.game = pyspiel.load_game(short, {**self._reseed, "rng_seed": seed % 2**31})
         self.state_ = self.game.new_initial_state()
         self._resolve_chance()
 

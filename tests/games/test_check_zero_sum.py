@@ -1,7 +1,7 @@
 """``check_game`` asks a zero-sum game for zero-sum *returns*, not zero-sum rewards at every
 step: OpenSpiel's repeated_leduc_poker (zero-sum by its game type) pays a hand's result to one
 player a step before the other, and check_game refused it ("rewards sum to 3.0"). Games
-that sample chance inside OpenSpiel say at make time that their episodes do not replay."""
+that sample chance inside OpenSpiel are seeded by reset(seed) like every other game."""
 
 import numpy as np
 import pytest
@@ -53,15 +53,21 @@ def test_returns_that_do_not_sum_to_zero_still_fail():
         games.check_game(_Staggered(paid_back=2.0), episodes=1)
 
 
-def test_a_game_that_samples_its_own_chance_says_it_does_not_replay(caplog):
-    # negotiation draws its item pools from the game's generator: check_game's replay check
-    # failed ("did not replay identically") with nothing telling the user why
+def test_a_game_that_samples_its_own_chance_is_seeded_by_reset(caplog):
+    # negotiation draws its deals from the game's generator, a fixed stream from rng_seed:
+    # every VectorGame copy played the same deals, seed= changed nothing, and check_game
+    # failed ("did not replay identically"); reset(seed) now reloads it with rng_seed=seed
+    first = games.VectorGame("openspiel/negotiation", 3, seed=0).reset().obs["player_0"]
+    assert not np.array_equal(first[0], first[1]) and not np.array_equal(first[1], first[2])
+    again = games.VectorGame("openspiel/negotiation", 3, seed=0).reset().obs["player_0"]
+    other = games.VectorGame("openspiel/negotiation", 3, seed=7).reset().obs["player_0"]
+    assert np.array_equal(first, again) and not np.array_equal(first, other)
+    games.check_game(games.make("openspiel/negotiation"), episodes=1)  # replays its seed
     from games import openspiel
 
     openspiel._warned_sampled.discard("negotiation")
-    with caplog.at_level("WARNING", logger="games.openspiel"):
-        games.make("openspiel/negotiation")
-        games.make("openspiel/negotiation")  # once per game: VectorGame makes many copies
-        games.make("openspiel/kuhn_poker")
+    with caplog.at_level("WARNING", logger="games.openspiel"):  # a fixed rng_seed is kept
+        games.make("openspiel/negotiation", rng_seed=3)
+        games.make("openspiel/negotiation", rng_seed=3)  # once: VectorGame makes many copies
     (msg,) = [r.getMessage() for r in caplog.records]
-    assert msg.startswith("openspiel/negotiation samples its chance") and "reset(seed)" in msg
+    assert "rng_seed=3" in msg and "same stream" in msg
