@@ -257,6 +257,7 @@ def check_command_line(args: Sequence[str]) -> None:
     if parsed.config_dir or parsed.config_path or parsed.config_name or any(
             o.key_or_group.startswith("hydra.searchpath") for o in overrides):
         return
+    import_listed_modules(overrides)  # before the options: their ConfigStore presets count
     groups = _config_groups()
     for o in overrides:
         group = o.key_or_group
@@ -302,6 +303,29 @@ def check_command_line(args: Sequence[str]) -> None:
     check_values(overrides)
 
 
+def import_listed_modules(overrides: Sequence[Any]) -> None:
+    """Import the command line's ``imports=[...]`` now (the run imports them again): one that
+    fails is refused before torch loads, and the games and config presets (ConfigStore) they
+    register are known to the checks. The working folder leaves ``sys.path`` again after:
+    Hydra has not loaded its ``configs`` package yet, and a project's own ``configs/`` there
+    would be taken for it (the run puts the folder back, after Hydra)."""
+    from hydra.core.override_parser.types import ValueType
+
+    for o in overrides:
+        if o.key_or_group != "imports" or o.package is not None or o.is_delete() or \
+                o.value_type != ValueType.ELEMENT:
+            continue
+        modules = o.value()
+        if isinstance(modules, list) and all(isinstance(m, str) for m in modules):
+            cwd = os.getcwd()
+            added = cwd not in sys.path
+            try:
+                import_user_modules(modules)
+            finally:
+                if added and cwd in sys.path:
+                    sys.path.remove(cwd)
+
+
 def _values(override: Any) -> list[Any]:
     """An override's value, or each of a choice sweep's (``num_envs=0,4``); none for ranges,
     intervals, deletions."""
@@ -322,15 +346,13 @@ def check_values(overrides: Sequence[Any]) -> None:
     schema's own checks use (:mod:`populations.config_checks`, ``games.make``)."""
     from populations.config_checks import TOP_LEVEL_TYPES, check_run_values, typed_override
 
-    names, imports = [], None
+    names = []
     for o in overrides:
         key = o.key_or_group
         if o.package is not None or o.input_line.startswith(("+", "~")):
             continue
         values = [v for v in _values(o) if not (isinstance(v, str) and "${" in v)]
-        if key == "imports" and o.value_type.name == "ELEMENT":
-            imports = o.value()
-        elif key == "game.name":
+        if key == "game.name":
             names += [v for v in values if isinstance(v, str)]
         elif key in TOP_LEVEL_TYPES:
             for value in values:
@@ -340,8 +362,6 @@ def check_values(overrides: Sequence[Any]) -> None:
                     raise CLIError(f"bad config: {err}") from None
                 except TypeError:  # a list or a dict: OmegaConf names it
                     continue
-    if isinstance(imports, list) and all(isinstance(m, str) for m in imports):
-        import_user_modules(imports)  # one that fails: refused now (the run imports them too)
     unknown = _unknown_games(names)
     if unknown:
         import games

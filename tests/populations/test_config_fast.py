@@ -71,3 +71,34 @@ def test_game_kwargs_a_game_takes_but_cannot_use_are_refused_up_front():
     with pytest.raises(ValueError, match=r"fails on its first step with the game arguments "
                        r"\{'max_cycles': '5'\} \(TypeError: "):
         check_experiment(ExperimentConfig(game=game))
+
+
+USER_MODULE = '''
+from hydra.core.config_store import ConfigStore
+ConfigStore.instance().store(group="algo", name="my_algo", node={"algo": "ippo"},
+                             package="_global_")
+'''
+EARLY_IMPORTS = """
+import os, sys
+sys.path = [p for p in sys.path if p not in ("", os.getcwd())]  # as the console script has it
+from populations.cli import check_command_line
+check_command_line(["imports=[mypreset]", "algo=my_algo"])  # the module's preset is known
+import importlib.util
+print(importlib.util.find_spec("configs").origin)  # the package Hydra will load (not run)
+"""
+
+
+def test_early_imports_keep_the_shipped_configs_and_bring_the_users_presets(tmp_path):
+    """The command line's modules are imported before Hydra loads ``pkg://configs``, with the
+    working folder first on sys.path: a project's own ``configs/`` there was taken for the
+    shipped one (review I6). Imported before the group-option check, a preset the module
+    stores in Hydra's ConfigStore is accepted, as Hydra composes it (review I7)."""
+    (tmp_path / "mypreset.py").write_text(USER_MODULE)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "__init__.py").write_text("")
+    (tmp_path / "configs" / "config.yaml").write_text("lr: 0.1\n")
+    out = subprocess.run([sys.executable, "-c", EARLY_IMPORTS], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert str(tmp_path) not in out.stdout and out.stdout.strip().endswith(
+        "configs/__init__.py"), out.stdout
