@@ -10,9 +10,12 @@ backend (scoring, no gradient) and the trainer (policy and reference forward pas
   left-padded prompt pass fills a key/value cache, the cache is repeated per continuation,
   and only the continuation tokens run again (legal-action scoring, where a long
   observation precedes short action texts; the trainer's pass over generated turns, where
-  only generated tokens need vocabulary-wide logits). A model in eval mode runs each
-  distinct prompt, and each distinct (prompt, continuation) pair, once: a GRPO group's
-  episodes start from the same deal, and small games repeat their information states.
+  only generated tokens need vocabulary-wide logits). Without gradients (rollouts,
+  evaluation), a model in eval mode runs each distinct prompt, and each distinct (prompt,
+  continuation) pair, once: a GRPO group's episodes start from the same deal, and small
+  games repeat their information states. With gradients every row runs: shared rows would
+  sum the gradient in another order, and the learning tests' runs (Kuhn: 200 Adam steps)
+  then take other paths (seed 1 of the Kuhn benchmark missed its bound, review ST-4).
 
 Shape legend: ``N`` sequences, ``T`` padded length, ``V`` vocabulary, ``M`` target tokens,
 ``n`` prompts, ``C`` continuations in all, ``Lc`` longest continuation.
@@ -160,9 +163,9 @@ def continuation_token_stats(model: nn.Module, prefixes: Sequence[Sequence[int]]
     """
     if any(len(c) == 0 for cands in continuations for c in cands):
         raise ValueError("every continuation needs at least one token")
-    if not model.training:  # deterministic forward: a repeated prompt or candidate runs once
+    if not model.training and not torch.is_grad_enabled():  # a repeated prompt runs once
         prefixes, pair_prefix, flat, where = _distinct(prefixes, continuations)
-    else:  # dropout and the like: every row draws its own noise, as in the full pass
+    else:  # dropout draws noise per row; with gradients the rows' sum keeps its order
         pair_prefix = [i for i, cands in enumerate(continuations) for _ in cands]
         flat, where = [c for cands in continuations for c in cands], None
     names = forward_kwargs(model)

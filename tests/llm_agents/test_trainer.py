@@ -35,16 +35,16 @@ def test_loss_masks_exactly_the_generated_tokens(kuhn_tok, make_model):
     outputs = []
 
     def keep(module, inputs, output):
-        output.retain_grad()
+        if output.requires_grad:
+            output.retain_grad()
         outputs.append(output)
 
     hook = model.lm_head.register_forward_hook(keep)
-    # eval mode: each distinct prompt runs once (test_repeated_prompts.py)
-    engine.mode.unit_logprobs(model, turns, kuhn_tok.pad_token_id, torch.device("cpu"))
+    with torch.no_grad():  # no gradients: each distinct prompt runs once (test_repeated_prompts)
+        engine.mode.unit_logprobs(model, turns, kuhn_tok.pad_token_id, torch.device("cpu"))
     prompts = {tuple(t.decision.prompt_ids) for t in turns}
     assert outputs[0].shape[:2] == (len(prompts), 1) and len(prompts) < len(turns)
     outputs.clear()
-    model.train()  # no dropout in the tiny model: one row per turn, as asserted below
     ul = engine.mode.unit_logprobs(model, turns, kuhn_tok.pad_token_id, torch.device("cpu"))
     hook.remove()
     lengths = [len(t.decision.completion_ids) for t in turns]
