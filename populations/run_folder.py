@@ -195,8 +195,9 @@ def _defer(signum: int) -> bool:
     name = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
     # os.write: print() here could re-enter a write to stderr the signal interrupted
     with contextlib.suppress(OSError):  # no stderr (closed): the stop goes on all the same
-        os.write(2, f"\n{name}: stopping at the next update with a checkpoint (the run "
-                    f"resumes from it); {name} again stops at once\n".encode())
+        os.write(2, f"\n{name}: stopping with a checkpoint at the next update (a replay "
+                    f"learner: the next step), which the run resumes from; {name} again stops "
+                    "at once\n".encode())
     return True
 
 

@@ -192,7 +192,8 @@ def test_sigterm_stops_at_the_next_update_with_a_checkpoint_and_the_resume_loses
     lines = res.stderr.strip().splitlines()
     assert lines[-1] == (f"selfplay-train: terminated (SIGTERM); {run} resumes with "
                          f"resume=true {run_dir_override(run)}")
-    assert any("SIGTERM: stopping at the next update" in line for line in lines)
+    assert any("SIGTERM: stopping with a checkpoint at the next update" in line
+               for line in lines)
     with sqlite3.connect(run / "league.db") as db:
         assert db.execute("SELECT status, error FROM runs").fetchall() == [
             ("interrupted", "Terminated: SIGTERM")]
