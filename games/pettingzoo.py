@@ -395,6 +395,11 @@ class PettingZooGame(Game):
         **kwargs: Any,
     ) -> None:
         factory, module, parallel = _resolve(module_path)
+        cycles = kwargs.get("max_cycles", 1)
+        if isinstance(cycles, bool) or not isinstance(cycles, (int, np.integer)) or cycles < 1:
+            # 0, -3 or true pass PettingZoo's envs and truncate every episode after one step
+            raise GameError(f"bad parameter for pettingzoo/{module_path}: "
+                            f"max_cycles={cycles!r}; accepted: an integer >= 1")
         try:
             self.env = factory(**kwargs)
         except Exception as err:

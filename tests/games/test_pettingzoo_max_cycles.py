@@ -1,0 +1,19 @@
+"""A PettingZoo ``max_cycles`` that is not an integer >= 1 is refused at make time: 0, a
+negative or ``true`` would truncate every episode after its first step, silently."""
+
+import pytest
+
+import games
+
+
+@pytest.mark.parametrize("value", [0, -3, True, False, 2.5, "10", None])
+def test_a_bad_max_cycles_is_refused_in_one_line(value):
+    with pytest.raises(games.GameError) as info:
+        games.make("pettingzoo/mpe2.simple_spread_v3", max_cycles=value)
+    msg = str(info.value)
+    assert msg == (f"bad parameter for pettingzoo/mpe2.simple_spread_v3: max_cycles={value!r}; "
+                   "accepted: an integer >= 1")
+
+
+def test_a_good_max_cycles_sets_the_episode_limit():
+    assert games.make("pettingzoo/mpe2.simple_spread_v3", max_cycles=7).spec.max_steps == 7
