@@ -3,34 +3,8 @@ repeat every turn): the same ids as tokenizing each time, the tokenizer called o
 distinct text, a fresh memo for a new tokenizer, and lists the caller may change."""
 
 from llm_agents.backends import base
-from llm_agents.backends.base import Backend
 from llm_agents.tiny import build_tokenizer
-
-
-class CountingTokenizer:
-    """The real tokenizer, counting the texts it is asked to tokenize."""
-
-    def __init__(self, tok):
-        self.tok, self.calls = tok, []
-
-    def __call__(self, text, **kw):
-        self.calls.append(text)
-        return self.tok(text, **kw)
-
-    def __getattr__(self, name):
-        return getattr(self.tok, name)
-
-
-class IdsOnly(Backend):
-    def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
-
-    def generate_ids(self, prompt_ids, sampling):
-        raise NotImplementedError
-
-    def score_ids(self, prompt_ids, candidate_ids, length_normalize=False):
-        raise NotImplementedError
-
+from tests.llm_agents.counting import CountingTokenizer, IdsOnly
 
 TEXTS = ["bet", "pass", "call the bet", "fold", ""]
 

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from llm_agents.backends import SamplingConfig, TransformersBackend, base
-from llm_agents.backends.base import Backend
 from llm_agents.logprobs import continuation_token_stats
 from llm_agents.tiny import SIMPLE_CHAT_TEMPLATE, build_tokenizer
+from tests.llm_agents.counting import CountingTokenizer, IdsOnly
 
 PROMPTS = [[5, 6, 7], [8, 9], [5, 6, 7], [10, 11, 12, 13], [8, 9], [5, 6, 7]]
 CANDS = [[[3], [4, 5]], [[6]], [[3], [4, 5]], [[7, 8]], [[9]], [[4, 5], [6]]]
@@ -48,37 +48,6 @@ def test_repeated_prompts_and_pairs_run_once_without_gradients(kuhn_tok, make_mo
     model.train()  # no dropout in the tiny model; in train mode every row runs
     stats(grad=False)
     assert seen == [6, 9]
-
-
-class CountingTokenizer:
-    """The real tokenizer, counting the texts it is asked to tokenize."""
-
-    def __init__(self, tok):
-        self.tok, self.calls = tok, []
-
-    def __call__(self, text, **kw):
-        self.calls += [text] if isinstance(text, str) else list(text)
-        return self.tok(text, **kw)
-
-    def __getattr__(self, name):
-        return getattr(self.tok, name)
-
-    def __setattr__(self, name, value):
-        if name in ("tok", "calls"):
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self.tok, name, value)
-
-
-class IdsOnly(Backend):
-    def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
-
-    def generate_ids(self, prompt_ids, sampling):
-        raise NotImplementedError
-
-    def score_ids(self, prompt_ids, candidate_ids, length_normalize=False):
-        raise NotImplementedError
 
 
 TEXTS = ["bet pass", "pass", "bet pass", "call the bet", "fold", "pass"]
