@@ -99,6 +99,14 @@ from populations.psro_config import (  # noqa: F401 - PSRO's settings, importabl
 log = logging.getLogger(__name__)
 
 
+def nash_conv_text(value: float | None, digits: int) -> str:
+    """``value`` for a log line: "n/a" for None, and a float-error negative (|x| < 1e-12,
+    e.g. -1e-17 at an exact equilibrium) as 0 rather than ``-0.00000``; display only."""
+    if value is None:
+        return "n/a"
+    return f"{0.0 if abs(value) < 1e-12 else value:.{digits}f}"
+
+
 # ------------------------------------------------------------------------ the recorder hook
 @runtime_checkable
 class PSRORecorder(Protocol):
@@ -662,7 +670,7 @@ class PSRO:
             "PSRO iteration %d: population %s, NashConv %s, %.3fs%s",
             result.iteration,
             list(result.population.values()),
-            "n/a" if nash_conv is None else f"{nash_conv:.6f}",
+            nash_conv_text(nash_conv, 6),
             seconds,
             "" if nash_conv is None else f" (+{result.eval_seconds:.3f}s computing NashConv)",
         )

@@ -41,6 +41,7 @@ from populations.psro import (
     RLOracleConfig,
     check_exact_players,
     mappo_learner,
+    nash_conv_text,
     psro_players,
     seat_tuple,
     why_not_exact,
@@ -147,8 +148,8 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
                             _greedy(psro), psro.seats_of)
         for _ in range(done, pop.iterations):
             it = psro.iteration()
-            nc = "n/a" if it.nash_conv is None else f"{it.nash_conv:.5f}"
-            log.info("psro iteration %d: NashConv %s (%.2fs)", it.iteration, nc, it.seconds)
+            log.info("psro iteration %d: NashConv %s (%.2fs)", it.iteration,
+                     nash_conv_text(it.nash_conv, 5), it.seconds)
             _record_matches(db, run_id, runner, store, recorder, cfg, it.iteration,
                             _greedy(psro), psro.seats_of)
     finally:
