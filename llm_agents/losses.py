@@ -89,5 +89,5 @@ def _turn_mean(mask: Tensor, units: int, turns: int) -> Tensor:
 def resolve(table: dict[str, Callable], kind: str, name: str) -> Callable:
     """``table[name]``; unknown names raise a one-line error listing the valid ones."""
     if name not in table:
-        raise ValueError(f"unknown {kind} {name!r}; valid: {', '.join(sorted(table))}")
+        raise ValueError(f"{kind} {name!r} unknown; choose one of {sorted(table)}")
     return table[name]

@@ -87,8 +87,11 @@ class GRPOConfig:
 
     def __post_init__(self) -> None:
         check_adv_norm(self.adv_norm, TURN_KEYS, by="the LLM trainer")  # one-line errors
-        losses.resolve(losses.KL_ESTIMATORS, "kl estimator", self.kl_estimator)
-        losses.resolve(losses.AGGREGATIONS, "loss aggregation", self.loss_agg)
+        for name, table in (("kl_estimator", losses.KL_ESTIMATORS),
+                            ("loss_agg", losses.AGGREGATIONS)):
+            if getattr(self, name) not in table:
+                raise ValueError(f"{name}={getattr(self, name)!r} unknown; choose one of "
+                                 f"{sorted(table)}")
         if self.lr_decay_iterations < 0:
             raise ValueError(f"lr_decay_iterations={self.lr_decay_iterations}; expected >= 0")
         for name in ("group_size", "groups_per_step", "epochs", "minibatch_turns",
