@@ -64,12 +64,15 @@ def test_the_fast_checks_cover_experiment_configs_fields():
 
 def test_game_kwargs_a_game_takes_but_cannot_use_are_refused_up_front():
     """selfplay-train game=mpe_adversary game.kwargs.max_cycles='"5"': the game was built,
-    the run folder made, and the first step raised a TypeError traceback."""
+    the run folder made, and the first step raised a TypeError traceback. The MPE adapter
+    now refuses that max_cycles itself; examples/nim.py takes any stones when built."""
+    import nim  # noqa: F401 - registers "nim" (examples/ is on sys.path: tests/conftest.py)
+
     from populations.experiment import check_experiment
 
-    game = GameConfig(name="pettingzoo/mpe2.simple_adversary_v3", kwargs={"max_cycles": "5"})
-    with pytest.raises(ValueError, match=r"fails on its first step with the game arguments "
-                       r"\{'max_cycles': '5'\} \(TypeError: "):
+    game = GameConfig(name="nim", kwargs={"stones": 1e400})
+    with pytest.raises(ValueError, match=r"nim fails on its first step with the game arguments "
+                       r"\{'stones': inf\} \(TypeError: "):
         check_experiment(ExperimentConfig(game=game))
 
 

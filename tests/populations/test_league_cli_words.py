@@ -40,18 +40,28 @@ def test_league_cli_messages_name_its_own_options(tmp_path, capsys):
         run_folder.resume_settings(tmp_path / "empty", {}, resume=True)
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ('{"players": 3', "--game-kwargs is not JSON ("),
-    ("[3]", "--game-kwargs must be a JSON object"),
-    ('{"cards": 4}', "bad parameter for openspiel/kuhn_poker: 'cards' unknown; accepted:"),
-    # taken when built, failing later: a traceback once the folder was made (review I1)
-    ('{"max_cycles": "5"}', "pettingzoo/mpe2.simple_adversary_v3 fails on its first step "
-                            "with the game arguments {'max_cycles': '5'} (TypeError: "),
-    ('{"max_cycles": 1e400}', "pettingzoo/mpe2.simple_adversary_v3 cannot be built with the "
-                              "game arguments {'max_cycles': inf} (OverflowError: "),
+NIM = ["--import", "nim", "--game", "nim"]  # examples/nim.py (tests/conftest.py: on sys.path)
+
+
+@pytest.mark.parametrize(("game", "kwargs", "message"), [
+    (GAME, '{"players": 3', "--game-kwargs is not JSON ("),
+    (GAME, "[3]", "--game-kwargs must be a JSON object"),
+    (GAME, '{"cards": 4}', "bad parameter for openspiel/kuhn_poker: 'cards' unknown; accepted:"),
+    # the MPE adapter refuses a max_cycles that is not an integer >= 1 (c22b40d); it took
+    # "5" and failed at the first step with a traceback once the folder was made (review I1)
+    ([], '{"max_cycles": "5"}', "bad parameter for pettingzoo/mpe2.simple_adversary_v3: "
+                                "max_cycles='5'; accepted: an integer >= 1"),
+    # a game that takes what it is given when built, failing when built or at its first step
+    (NIM, '{"stones": "5"}', "nim cannot be built with the game arguments {'stones': '5'} "
+                             "(TypeError: "),
+    (NIM, '{"stones": 1e400}', "nim fails on its first step with the game arguments "
+                               "{'stones': inf} (TypeError: "),
 ])
-def test_bad_game_kwargs_are_one_line_and_make_no_folder(kwargs, message, tmp_path, capsys):
-    game = [] if "max_cycles" in kwargs else GAME  # the default game (MPE)
+def test_bad_game_kwargs_are_one_line_and_make_no_folder(game, kwargs, message, tmp_path,
+                                                          capsys, monkeypatch):
+    from games.registry import IMPORTS_ENV
+
+    monkeypatch.setenv(IMPORTS_ENV, "")  # --import records its modules there for workers
     err = _fails(["--run-dir", str(tmp_path / "run"), *game, "--game-kwargs", kwargs], capsys)
     assert err.startswith(message), err
     assert not (tmp_path / "run").exists()
