@@ -400,6 +400,13 @@ class PettingZooGame(Game):
             # 0, -3 or true pass PettingZoo's envs and truncate every episode after one step
             raise GameError(f"bad parameter for pettingzoo/{module_path}: "
                             f"max_cycles={cycles!r}; accepted: an integer >= 1")
+        if max_steps is not None and (isinstance(max_steps, bool)
+                                      or not isinstance(max_steps, (int, np.integer))
+                                      or max_steps < 1):
+            # 0 fell through `or` to the env's own limit, silently; -3 or true cut every
+            # episode after its first step
+            raise GameError(f"bad parameter for pettingzoo/{module_path}: "
+                            f"max_steps={max_steps!r}; accepted: an integer >= 1")
         try:
             self.env = factory(**kwargs)
         except Exception as err:

@@ -247,8 +247,10 @@ class VmasGame(Game):
     def __init__(self, scenario: str, device: str = "cpu", continuous_actions: bool = False,
                  max_steps: int = DEFAULT_MAX_STEPS, teams: Any = None, zero_sum: Any = None,
                  **kwargs: Any) -> None:
-        if not isinstance(max_steps, int) or max_steps < 1:
-            raise GameError(f"vmas/{scenario}: max_steps must be a positive int, got {max_steps!r}")
+        if (isinstance(max_steps, bool) or not isinstance(max_steps, int)
+                or max_steps < 1):  # true passed as 1: every episode one step long
+            raise GameError(f"bad parameter for vmas/{scenario}: max_steps={max_steps!r}; "
+                            "accepted: an integer >= 1")
         self.scenario, self.device = scenario, device
         self.continuous = bool(continuous_actions)
         self.kwargs = dict(kwargs)

@@ -304,3 +304,12 @@ def test_tensors_auto_gives_tensors_for_vmas_and_numpy_elsewhere():
     assert isinstance(kuhn.reset().done, np.ndarray)
     with pytest.raises(games.GameError, match="tensors='yes'; expected True, False or 'auto'"):
         games.VectorGame("vmas/simple_spread", 2, tensors="yes")
+
+
+@pytest.mark.parametrize("value", [0, True, 2.5])
+def test_a_bad_max_steps_is_refused_in_the_games_own_words(value):
+    # true passed as 1 (every episode one step long); the line now reads as every adapter's
+    with pytest.raises(games.GameError) as info:
+        games.make("vmas/simple_spread", max_steps=value)
+    assert str(info.value) == (f"bad parameter for vmas/simple_spread: max_steps={value!r}; "
+                               "accepted: an integer >= 1")
