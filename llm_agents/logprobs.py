@@ -10,7 +10,9 @@ backend (scoring, no gradient) and the trainer (policy and reference forward pas
   left-padded prompt pass fills a key/value cache, the cache is repeated per continuation,
   and only the continuation tokens run again (legal-action scoring, where a long
   observation precedes short action texts; the trainer's pass over generated turns, where
-  only generated tokens need vocabulary-wide logits). Without gradients (rollouts,
+  only generated tokens need vocabulary-wide logits). A hybrid model's cache (LFM2's conv
+  state) cannot repeat rows: its prompts run once per continuation instead (learned at
+  the model's first such call). Without gradients (rollouts,
   evaluation), a model in eval mode runs each distinct prompt, and each distinct (prompt,
   continuation) pair, once: a GRPO group's episodes start from the same deal, and small
   games repeat their information states. With gradients every row runs: shared rows would
@@ -24,6 +26,7 @@ Shape legend: ``N`` sequences, ``T`` padded length, ``V`` vocabulary, ``M`` targ
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -122,6 +125,28 @@ def _cache_of(out: Any) -> Any:
     return out["cache"] if "cache" in out else out.get("past_key_values")
 
 
+def rows_selectable(cache: Any) -> bool:
+    """Whether every layer of ``cache`` can keep (or repeat) some of its rows: key/value
+    layers can; the conv and linear-attention states of hybrid models (LFM2, Qwen3-Next)
+    cannot (``Cache.batch_select_indices`` exists for them too, and fails or selects only
+    the keys and values). A cache without layers (transformers before ~4.54: DynamicCache
+    kept key and value lists; hybrid caches had no row selection) can if it says so."""
+    layers = getattr(cache, "layers", None)
+    if layers is None:
+        return hasattr(cache, "batch_select_indices")
+    try:
+        from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+    except ImportError:
+        return False
+    return bool(layers) and all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer)
+                                for layer in layers)
+
+
+# per model, whether its cache selects rows (rows_selectable), learned at its first prompt
+# pass that needed it: a hybrid model's prompts then run once per continuation
+_SELECTS_ROWS: weakref.WeakKeyDictionary[nn.Module, bool] = weakref.WeakKeyDictionary()
+
+
 def _padded(rows: Sequence[Sequence[int]], width: int, pad_id: int, left: bool
             ) -> tuple[Tensor, Tensor]:
     """``[len(rows), width]`` token ids padded with ``pad_id`` on the left or the right, and
@@ -169,21 +194,32 @@ def continuation_token_stats(model: nn.Module, prefixes: Sequence[Sequence[int]]
         pair_prefix = [i for i, cands in enumerate(continuations) for _ in cands]
         flat, where = [c for cands in continuations for c in cands], None
     names = forward_kwargs(model)
+    Lc = max(len(c) for c in flat)
+    # the continuation pass needs the prompt's cache once per continuation
+    select = Lc > 1 and pair_prefix != list(range(len(prefixes)))
+    if select and not _SELECTS_ROWS.get(model, True):  # a hybrid model: no row selection
+        prefixes, pair_prefix = [prefixes[i] for i in pair_prefix], list(range(len(flat)))
+        select = False
     P = max(len(p) for p in prefixes)
     ids, real = _padded(prefixes, P, pad_id, left=True)  # every prompt ends at column P - 1
     ids, attn = ids.to(device), real.long().to(device)
+    pos0 = (attn.cumsum(-1) - 1).clamp_min(0)
     keep = {names["keep"]: 1} if names["keep"] else {}
-    out = model(input_ids=ids, attention_mask=attn, position_ids=(attn.cumsum(-1) - 1).clamp_min(0),
-                use_cache=True, **keep)
+    out = model(input_ids=ids, attention_mask=attn, position_ids=pos0, use_cache=True, **keep)
     first = out.logits[:, -1].float() / temperature  # [n, V]: distribution of token 0
     rows = torch.tensor(pair_prefix, dtype=torch.long, device=device)
-    Lc = max(len(c) for c in flat)
     cont, mask = _padded(flat, Lc, pad_id, left=False)
     cont, mask = cont.to(device), mask.to(device)
     logits = first[rows].unsqueeze(1)  # [C, 1, V]
     if Lc > 1:
         cache = _cache_of(out)
-        cache.batch_select_indices(rows)
+        if select:
+            _SELECTS_ROWS[model] = ok = rows_selectable(cache)
+            if ok:
+                cache.batch_select_indices(rows)
+            else:  # the prompts again, one row per continuation (this model's first time)
+                cache = _cache_of(model(input_ids=ids[rows], attention_mask=attn[rows],
+                                        position_ids=pos0[rows], use_cache=True, **keep))
         lengths = attn.sum(-1)[rows]
         pos = lengths[:, None] + torch.arange(Lc - 1, device=device)
         more = model(input_ids=cont[:, :-1], attention_mask=torch.cat(

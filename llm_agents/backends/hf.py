@@ -4,8 +4,10 @@ Generation is a batched sampling loop with a key/value cache over left-padded pr
 (position ids follow the attention mask, so padding never shifts positions); prompts are
 grouped into micro-batches of similar length (:func:`length_buckets`), a prompt repeated in
 a micro-batch runs its prompt pass once (its cache is copied per row), and rows that hit EOS
-or a stop string leave the batch. The recorded log-probability of each sampled token is
-taken from the same temperature-scaled distribution it was sampled from.
+or a stop string leave the batch (a hybrid model's cache, e.g. LFM2's conv state, cannot
+copy or drop rows: there each prompt runs, and a finished row runs on, its tokens dropped).
+The recorded log-probability of each sampled token is taken from the same
+temperature-scaled distribution it was sampled from.
 
 Scoring runs each prompt once and its candidates on a repeated key/value cache
 (:func:`llm_agents.logprobs.continuation_logprobs`), in length buckets of about
@@ -25,7 +27,12 @@ import torch
 from torch import Tensor, nn
 
 from llm_agents.backends.base import Backend, Generation, SamplingConfig, register_backend
-from llm_agents.logprobs import continuation_logprobs, forward_kwargs, sequence_scores
+from llm_agents.logprobs import (
+    continuation_logprobs,
+    forward_kwargs,
+    rows_selectable,
+    sequence_scores,
+)
 from marl.core import resolve_device  # re-exported by llm_agents.backends
 
 log = logging.getLogger(__name__)
@@ -83,23 +90,6 @@ def length_buckets(lengths: Sequence[int], extra: int, max_tokens: int,
 
 def _cache(out: Any) -> Any:
     return out["cache"] if "cache" in out else out.get("past_key_values")
-
-
-def rows_selectable(cache: Any) -> bool:
-    """Whether every layer of ``cache`` can keep (or repeat) some of its rows: key/value
-    layers can; the conv and linear-attention states of hybrid models (LFM2, Qwen3-Next)
-    cannot (``Cache.batch_select_indices`` exists for them too, and fails or selects only
-    the keys and values). A cache without layers (transformers before ~4.54: DynamicCache
-    kept key and value lists; hybrid caches had no row selection) can if it says so."""
-    layers = getattr(cache, "layers", None)
-    if layers is None:
-        return hasattr(cache, "batch_select_indices")
-    try:
-        from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
-    except ImportError:
-        return False
-    return bool(layers) and all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer)
-                                for layer in layers)
 
 
 @register_backend("transformers")
@@ -200,6 +190,8 @@ class TransformersBackend(Backend):
             tok, lp = _sample(res.logits[:, -1], sampling, self.generator)
             alive = []
             for j, (b, t, p) in enumerate(zip(rows, tok.tolist(), lp.tolist(), strict=True)):
+                if finished[b]:  # a row a hybrid cache could not drop: its tokens are not kept
+                    continue
                 tokens[b].append(t)
                 logps[b].append(p)
                 if (sampling.stop_at_eos and t == self.eos_id) or any(

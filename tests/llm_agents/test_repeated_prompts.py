@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from llm_agents.backends import SamplingConfig, TransformersBackend, base
-from llm_agents.logprobs import continuation_token_stats
+from llm_agents.logprobs import continuation_token_stats, pad_sequences, token_logprobs
 from llm_agents.tiny import SIMPLE_CHAT_TEMPLATE, build_tokenizer
 from tests.llm_agents.counting import CountingTokenizer, IdsOnly
 
@@ -93,9 +93,9 @@ def test_generation_runs_a_repeated_prompt_once(kuhn_tok, make_model):
         assert np.allclose(g.logprobs, alone.logprobs, atol=1e-5)
 
 
-def test_a_hybrid_models_cache_is_not_row_selected():
-    """LFM2's conv layers keep a state that ``batch_select_indices`` cannot select (review
-    ST-1): a repeated prompt, and rows that stop early, generate as one prompt at a time."""
+@pytest.fixture(scope="module")
+def hybrid():
+    """A tiny random LFM2 (layers: conv, full attention) and its tokenizer, built in code."""
     transformers = pytest.importorskip("transformers")
     if not hasattr(transformers, "Lfm2Config"):
         pytest.skip("this transformers has no LFM2")
@@ -108,15 +108,56 @@ def test_a_hybrid_models_cache_is_not_row_selected():
     with torch.random.fork_rng():
         torch.manual_seed(0)
         model = transformers.AutoModelForCausalLM.from_config(cfg).eval()
+    return model, tok
+
+
+def test_a_hybrid_models_cache_is_not_row_selected(hybrid):
+    """LFM2's conv layers keep a state that ``batch_select_indices`` cannot select (review
+    ST-1): a repeated prompt, and rows that stop early, generate as one prompt at a time; a
+    stopped row's tokens end at its stop, though its row keeps running in the batch."""
+    model, tok = hybrid
     backend = TransformersBackend(model, tok, seed=0)
     prompts = ["bet pass", "bet pass", "call"]
-    for stop in ((), ("bet",)):  # ("bet",): some rows stop before the others
+    for stop in ((), ("call",)):  # ("call",): the third row stops at once, the others run on
         sampling = SamplingConfig(max_new_tokens=3, greedy=True, stop_at_eos=False, stop=stop)
         gens = backend.generate(prompts, sampling)
         for p, g in zip(prompts, gens, strict=True):
             (alone,) = backend.generate([p], sampling)
-            assert g.token_ids == alone.token_ids
+            assert g.token_ids == alone.token_ids and g.finish_reason == alone.finish_reason
+        if stop:
+            assert [g.finish_reason for g in gens] == ["length", "length", "stop"]
+            assert gens[2].text == "call"
     assert backend._select_rows is False
+
+
+def test_a_hybrid_model_scores_continuations_as_whole_sequences(hybrid):
+    """Scoring and the trainer's pass repeat each prompt's cache per continuation; a hybrid
+    cache cannot repeat rows, so its prompts run once per continuation (learned at the
+    model's first such call): equal to each prompt + continuation run alone, uncached."""
+    model, tok = hybrid
+    pad = tok.pad_token_id
+    prompts = [[3, 4, 5], [6, 3], [3, 4, 5], [4, 5, 6, 7], [6, 3], [3, 4, 5]]  # PROMPTS' pattern
+    cands = [[[3], [4, 5]], [[6]], [[3], [4, 5]], [[7, 8]], [[8]], [[4, 5], [6]]]
+    want = []
+    for p, cs in zip(prompts, cands, strict=True):
+        for c in cs:
+            batch = pad_sequences([p], [c], pad)
+            want.append(token_logprobs(model, batch).logp[batch.target].detach())
+    seen = _rows_seen(model)
+    for grad in (False, False, True):
+        seen.clear()
+        with torch.set_grad_enabled(grad):
+            logp, mask, _ = continuation_token_stats(model, prompts, cands, pad)
+        got = [row[m] for row, m in zip(logp.detach(), mask, strict=True)]
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+        if not grad:  # 3 distinct prompts (first call only), then 6 distinct pairs
+            assert seen in ([3, 6, 6], [6, 6])
+    assert seen == [9, 9]  # with gradients, one row per continuation
+    with torch.no_grad():  # one continuation per prompt: the cache is used as it is
+        seen.clear()
+        continuation_token_stats(model, prompts[:2], [[[3, 4]], [[5, 6]]], pad)
+    assert seen == [2, 2]
 
 
 def test_a_cache_without_layers_selects_rows_if_it_says_so():
