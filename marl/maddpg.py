@@ -658,7 +658,7 @@ class MADDPG(Learner):
             # ... and from before agents leaving alone kept their last observation
             self.buffer.load_state_dict(state["buffer"], missing={
                 "seated": True, "acting": True, "terminated": False, "left": False})
-        self._pending = None
+        self.start_episodes()  # the half-transition and who left belong to games that are gone
 
 
 def _shared(actions_BAD: Tensor) -> Tensor:

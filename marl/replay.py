@@ -111,8 +111,9 @@ class ReplayBuffer:
         for k, v in self.data.items():
             if k not in state["data"] and missing is not None and k in missing:
                 v[:size] = missing[k]
-                continue
-            v[:size] = state["data"][k].to(self.device, v.dtype)
+            else:
+                v[:size] = state["data"][k].to(self.device, v.dtype)
+            v[size:self.size] = 0  # rows this buffer held before: as in a fresh one
         self.pos, self.size = int(state["pos"]), size
 
 
