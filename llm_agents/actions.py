@@ -72,13 +72,13 @@ class ActionConfig:
 
     def __post_init__(self) -> None:
         if self.fallback not in FALLBACKS:
-            raise ValueError(f"unknown fallback {self.fallback!r}; valid: "
-                             f"{', '.join(sorted(FALLBACKS))}")
+            raise ValueError(f"fallback={self.fallback!r} unknown; choose one of "
+                             f"{sorted(FALLBACKS)}")
         if self.on_invalid not in ON_INVALID:
-            raise ValueError(f"on_invalid={self.on_invalid!r}; valid: {', '.join(ON_INVALID)}")
+            raise ValueError(f"on_invalid={self.on_invalid!r} unknown; choose one of "
+                             f"{list(ON_INVALID)}")
         if self.mode not in _MODES:
-            raise ValueError(f"unknown action mode {self.mode!r}; valid: "
-                             f"{', '.join(available_modes())}")
+            raise ValueError(f"mode={self.mode!r} unknown; choose one of {available_modes()}")
         if not self.score_temperature > 0:
             raise ValueError(f"score_temperature={self.score_temperature}; expected > 0")
         if not 0 <= self.policy_samples <= MAX_POLICY_SAMPLES:
@@ -184,7 +184,7 @@ def available_modes() -> list[str]:
 def make_mode(cfg: ActionConfig) -> ActionMode:
     """The action mode ``cfg.mode``; unknown names list the valid ones."""
     if cfg.mode not in _MODES:
-        raise ValueError(f"unknown action mode {cfg.mode!r}; valid: {', '.join(available_modes())}")
+        raise ValueError(f"action mode {cfg.mode!r} unknown; choose one of {available_modes()}")
     return _MODES[cfg.mode](cfg)
 
 

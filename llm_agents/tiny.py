@@ -144,7 +144,8 @@ def build_model(tokenizer: Any, cfg: TinyModelConfig | None = None) -> Any:
     """A randomly initialized causal LM for ``tokenizer`` (global RNG untouched)."""
     cfg = cfg or TinyModelConfig()
     if cfg.arch not in ARCHITECTURES:
-        raise ValueError(f"unknown tiny architecture {cfg.arch!r}; valid: {sorted(ARCHITECTURES)}")
+        raise ValueError(f"tiny architecture {cfg.arch!r} unknown; choose one of "
+                         f"{sorted(ARCHITECTURES)}")
     ids = {"bos_token_id": tokenizer.eos_token_id, "eos_token_id": tokenizer.eos_token_id,
            "pad_token_id": tokenizer.pad_token_id}
     with torch.random.fork_rng(devices=[]):

@@ -193,5 +193,5 @@ def available_backends() -> list[str]:
 def make_backend(name: str, *args: Any, **kwargs: Any) -> Backend:
     """Build the backend registered as ``name``; unknown names list the valid ones."""
     if name not in _BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; valid: {', '.join(available_backends())}")
+        raise ValueError(f"backend {name!r} unknown; choose one of {available_backends()}")
     return _BACKENDS[name](*args, **kwargs)

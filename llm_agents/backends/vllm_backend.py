@@ -88,7 +88,8 @@ class VLLMBackend(Backend):
                  gpu_memory_utilization: float = 0.3, score_with: str = "auto",
                  push_bytes: int = 2**28, vllm_module: Any = None, **llm_kwargs: Any) -> None:
         if score_with not in SCORE_WITH:
-            raise ValueError(f"score_with={score_with!r}; valid: {', '.join(SCORE_WITH)}")
+            raise ValueError(f"score_with={score_with!r} unknown; choose one of "
+                             f"{list(SCORE_WITH)}")
         if vllm_module is None:
             if not torch.cuda.is_available():
                 raise RuntimeError("the vllm backend needs a CUDA GPU; use backend 'transformers'")

@@ -160,5 +160,6 @@ def test_invalid_output_can_end_the_episode(kuhn_tok, on_invalid):
             assert [batch.turns[i].reward for i in ep.turns] == [-2.0]
         else:  # fallback moves play the hand out
             assert ep.length >= 2 and len(ep.turns) >= 2
-    with pytest.raises(ValueError, match="on_invalid='lose'; valid: fallback, end"):
+    with pytest.raises(ValueError,
+                       match=r"on_invalid='lose' unknown; choose one of \['fallback', 'end'\]"):
         ActionConfig(on_invalid="lose")

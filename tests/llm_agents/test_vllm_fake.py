@@ -242,7 +242,8 @@ def test_lora_model_is_pushed_merged(served, kuhn_tok):
 
 def test_bad_settings_fail_in_one_line(served, kuhn_tok):
     model, path = served
-    with pytest.raises(ValueError, match="score_with='kv'; valid: auto, transformers, engine"):
+    with pytest.raises(ValueError, match=r"score_with='kv' unknown; choose one of \['auto', "
+                       r"'transformers', 'engine'\]"):
         _backend(model, kuhn_tok, score_with="kv")
     with pytest.raises(ValueError, match="needs the transformers model"):
         _backend(str(path), kuhn_tok, score_with="transformers")
