@@ -27,25 +27,6 @@ if TYPE_CHECKING:
     from marl.mappo import MAPPO
 
 
-def _gather(L: MAPPO, g: int, t: torch.Tensor, b: torch.Tensor, a: torch.Tensor) -> dict:
-    """Network inputs of group ``g`` for samples at rows ``t``, copies ``b``, agents ``a``."""
-    buf, grp = L.buf, L.groups[g]
-    seat_of = torch.full((len(L.agents),), -1, dtype=torch.long, device=L.device)
-    seat_of[list(grp.cols)] = torch.arange(len(grp.cols), device=L.device)
-    x = {
-        "obs": buf.obs[t, b, a, : grp.obs_dim],
-        "legal": buf.legal[t, b, a, : grp.num_actions],
-        "seat": seat_of[a],
-    }
-    if buf.critic is not None:
-        x["critic"] = buf.critic[t, b, a]
-    if buf.graph is not None:
-        x["graph"] = buf.graph[t, b]
-        nodes = torch.tensor([L._node[ag] for ag in L.agents], device=L.device)
-        x["ego"] = nodes[a]
-    return x
-
-
 def chunk_rows(T: int, chunk_len: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Rows ``[K, L]`` and validity ``[K, L]`` of the chunks of a ``T``-row rollout.
 
@@ -72,7 +53,7 @@ def recurrent_forward(
     buf = L.buf
     t_LS, valid_LS = rows_KL[k].T, valid_KL[k].T
     b_LS, a_LS = b.expand_as(t_LS), a.expand_as(t_LS)
-    x = _gather(L, g, t_LS.reshape(-1), b_LS.reshape(-1), a_LS.reshape(-1))
+    x = _gather(L, g, flat_index(L, t_LS.reshape(-1), b_LS.reshape(-1), a_LS.reshape(-1)))
     start_LS = buf.start[t_LS, b_LS, a_LS] & valid_LS
     move_LS = buf.acting[t_LS, b_LS, a_LS] & valid_LS
     first = t_LS[0]
@@ -95,10 +76,11 @@ def flat_index(L: MAPPO, t: torch.Tensor, b: torch.Tensor, a: torch.Tensor) -> t
     return (t * B + b) * A + a
 
 
-def _pregather(L: MAPPO, g: int, flat: torch.Tensor, critic: bool = True) -> dict:
-    """:func:`_gather` of all of a group's units at once, as contiguous ``[U, ...]``
-    tensors, so that each minibatch is one ``index_select`` per input (``critic=False``:
-    the actor's inputs only)."""
+def _gather(L: MAPPO, g: int, flat: torch.Tensor, critic: bool = True) -> dict:
+    """Network inputs of group ``g`` at the rollout positions ``flat`` (:func:`flat_index`)
+    as contiguous ``[U, ...]`` tensors (``critic=False``: the actor's inputs only). The
+    feed-forward update gathers all of a group's units once, so that each minibatch is one
+    ``index_select`` per input; the recurrent one gathers each minibatch's chunks."""
     buf, grp = L.buf, L.groups[g]
     seat_of = torch.full((len(L.agents),), -1, dtype=torch.long, device=L.device)
     seat_of[list(grp.cols)] = torch.arange(len(grp.cols), device=L.device)
@@ -163,7 +145,7 @@ def _shared_source(L: MAPPO, complete_TBA: torch.Tensor) -> tuple[list[int], _Fo
         critic_RC = L.buf.critic.reshape(-1, L.buf.critic.shape[-1]).index_select(0, crit_R)
         flat = pos_RK.reshape(-1)
         full = bool(mask_RK.all())  # the usual case: no masking per minibatch
-        sources.append((flat, mask_RK, full, _pregather(L, g, flat, critic=False), critic_RC))
+        sources.append((flat, mask_RK, full, _gather(L, g, flat, critic=False), critic_RC))
 
     def forward(g: int, idx: torch.Tensor) -> tuple:
         flat, mask_RK, full, actor_in, critic_RC = sources[g]
@@ -195,7 +177,7 @@ def _minibatch_source(L: MAPPO, complete_TBA: torch.Tensor) -> tuple[list[int], 
     if not L.cfg.net.recurrent:
         # the units' inputs are gathered once per update, not once per minibatch
         flats = [flat_index(L, *(complete_TBA & m).nonzero(as_tuple=True)) for m in groups]
-        inputs = [_pregather(L, g, f) for g, f in enumerate(flats)]
+        inputs = [_gather(L, g, f) for g, f in enumerate(flats)]
 
         def forward(g: int, idx: torch.Tensor) -> tuple:
             x = {k: v.index_select(0, idx) for k, v in inputs[g].items()}

@@ -258,6 +258,25 @@ def test_mappo_runs_on_cuda():
     assert next(learner.actors.parameters()).is_cuda and learner.updates >= 1
 
 
+def gather_reference(L, g, t, b, a):
+    """The obvious reading of group ``g``'s network inputs at rollout steps ``(t, b, a)``,
+    against which the update's flat, once-per-update gathering is checked."""
+    buf, grp = L.buf, L.groups[g]
+    seat_of = torch.full((len(L.agents),), -1, dtype=torch.long)
+    seat_of[list(grp.cols)] = torch.arange(len(grp.cols))
+    x = {
+        "obs": buf.obs[t, b, a, : grp.obs_dim],
+        "legal": buf.legal[t, b, a, : grp.num_actions],
+        "seat": seat_of[a],
+    }
+    if buf.critic is not None:
+        x["critic"] = buf.critic[t, b, a]
+    if buf.graph is not None:
+        x["graph"] = buf.graph[t, b]
+        x["ego"] = torch.tensor([L._node[ag] for ag in L.agents])[a]
+    return x
+
+
 @pytest.mark.parametrize("game,kw,net", [
     (SPREAD, {"N": 2}, NetConfig(encoder="gnn", critic="gnn", gnn_hidden=8)),
     ("pettingzoo/mpe2.simple_adversary_v3", {}, NetConfig(share="role")),  # obs widths 8, 10
@@ -265,7 +284,7 @@ def test_mappo_runs_on_cuda():
 def test_minibatches_read_the_rollout_steps_they_name(game, kw, net):
     """The update gathers a group's samples once (flat positions, padding cut off, graphs
     per copy); each minibatch's forward pass equals the one on the rollout steps it names."""
-    from marl.mappo_update import _gather, _minibatch_source
+    from marl.mappo_update import _minibatch_source
 
     spec = games.make(game, max_cycles=25, **kw).spec
     learner = MAPPO(spec, MAPPOConfig(rollout_steps=6, net=net), seed=0)
@@ -288,6 +307,6 @@ def test_minibatches_read_the_rollout_steps_they_name(game, kw, net):
         logits, values, at = forward(g, idx)
         tba = torch.stack((at // (B * A), at // A % B, at % A), 1)
         assert torch.equal(tba, units[idx])
-        x = _gather(learner, g, *tba.T)
+        x = gather_reference(learner, g, *tba.T)
         assert torch.equal(logits, learner.actors[g](x))
         assert torch.equal(values, learner.critics[g](x))

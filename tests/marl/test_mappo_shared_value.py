@@ -11,9 +11,10 @@ import games
 from marl.actor_critic import NetConfig
 from marl.core import load_policy
 from marl.mappo import MAPPO, MAPPOConfig
-from marl.mappo_update import _gather, _minibatch_source
+from marl.mappo_update import _minibatch_source
 from marl.networks import FastTanh
 from marl.train import train
+from tests.marl.test_mappo import gather_reference
 
 SPREAD = "pettingzoo/mpe2.simple_spread_v3"
 SHARED = NetConfig(value="shared")
@@ -98,7 +99,7 @@ def test_minibatch_values_are_the_critic_of_each_samples_own_input():
                                                    .manual_seed(0)))
     tba = torch.stack((at // (B * A), at // A % B, at % A), 1)
     assert sorted(map(tuple, tba.tolist())) == sorted(map(tuple, steps.nonzero().tolist()))
-    x = _gather(learner, 0, *tba.T)
+    x = gather_reference(learner, 0, *tba.T)
     torch.testing.assert_close(logits, learner.actors[0](x), rtol=0, atol=1e-6)
     torch.testing.assert_close(values, learner.critics[0]({"critic": x["critic"]}),
                                rtol=0, atol=1e-6)
