@@ -79,3 +79,46 @@ def test_trainer_runs_role_ema_per_episode_unless_told_otherwise():
 def test_unknown_or_unusable_adv_norm_fails_in_one_line():
     with pytest.raises(ValueError, match=r"adv_norm='dr_mas' unknown; choose one of \["):
         GRPOConfig(adv_norm="dr_mas")
+
+
+def test_joint_group_is_magrpos_baseline_at_the_groups_start(multi_tok, make_model):
+    """MAGRPO (arXiv:2508.04652): a joint action's advantage is its return minus the mean
+    return of the G joint actions sampled from the same history. The trainer samples K
+    episodes from each group's shared start and does not branch later turns, so
+    ``joint_group`` gives every turn of an episode R_e - mean over its group's episodes
+    (each once, whatever its length), R_e the mean of its turns' returns-to-go (README).
+    Reference in plain Python: on relay batches (a shared team reward at the end, gamma 1,
+    score mode: no invalid-output penalty) R_e is the team's episode return, MAGRPO's R_0;
+    with a reward during the episode R_e is that mean, not the episode return."""
+    from llm_agents.actions import ActionConfig
+    from llm_agents.team import Team
+    from llm_agents.trainer import MultiTurnGRPO
+
+    from .conftest import COMPACT, RELAY
+
+    team = Team.per_role({"scout": (make_model(multi_tok, 1), multi_tok),
+                          "solver": (make_model(multi_tok, 2), multi_tok)},
+                         {"scout": "send A", "solver": "compute with the calculator"})
+    cfg = GRPOConfig(group_size=4, groups_per_step=3, adv_norm="joint_group",
+                     action=ActionConfig(mode="score"), prompt=COMPACT, device="cpu", seed=0)
+    trainer = MultiTurnGRPO(team, "tool/relay", cfg, game_kwargs={"tool/relay": RELAY})
+    batch = trainer.collect()
+    adv = turn_advantages(batch.turns, batch.games, "joint_group", trainer.index,
+                          cfg=cfg.advantage_config()).advantages
+    assert all(len(set(ep.returns.values())) == 1 for ep in batch.episodes)  # shared reward
+    ret = {e: next(iter(ep.returns.values())) for e, ep in enumerate(batch.episodes)}
+    groups = {ep.group for ep in batch.episodes}
+    assert len(groups) == 3 and len(set(ret.values())) > 1
+    mean = {g: np.mean([ret[e] for e, ep in enumerate(batch.episodes) if ep.group == g])
+            for g in groups}
+    want = [ret[t.episode] - mean[t.group] for t in batch.turns]
+    np.testing.assert_allclose(adv.numpy(), want, atol=1e-6)
+
+    # a reward during the episode: R_e is the mean of its turns' returns-to-go
+    turns = [Turn(ep, 0, 0, a, a, "m", i, D, 0, r)
+             for ep, rs in enumerate([[("s", -1.0), ("v", 0.0), ("s", 2.0), ("v", 2.0)],
+                                      [("s", 0.0), ("v", 1.0)]])
+             for i, (a, r) in enumerate(rs)]
+    r_e = [np.mean([1.0, 2.0, 2.0, 2.0]), np.mean([0.0, 1.0])]  # s: -1+2, 2; v: 2, 2 | 0 | 1
+    got = turn_advantages(turns, ["g"], "joint_group", KeyIndex()).advantages.numpy()
+    np.testing.assert_allclose(got, [r_e[t.episode] - np.mean(r_e) for t in turns], atol=1e-6)
