@@ -107,6 +107,7 @@ def csv_key(cell: str) -> str:
         return cell[1:]
     return cell
 RUN_ID = "run_id"  # <run>/wandb/run_id: the wandb run a resume continues
+LAST_STEP = "last_step"  # <run>/wandb/last_step: the last step given to wandb
 
 
 class CSVLogger(MetricsLogger):
@@ -184,7 +185,16 @@ class WandbLogger(MetricsLogger):
 
     The wandb run's id is kept in ``<run>/wandb/run_id``: a resumed run folder continues the
     same wandb run (``resume="allow"``) instead of starting a second one; offline runs of one
-    id sync into one run."""
+    id sync into one run.
+
+    wandb's steps only go up: a row at a step below the run's last one is dropped (online)
+    or logged twice (offline, each process writes its own file from step 0). The last step
+    given to wandb is kept in ``<run>/wandb/last_step`` (written before the row), and a later
+    process on the folder leaves out every step up to it: a run resumed from a checkpoint
+    before that step logs only the steps after it to wandb (those between the checkpoint and
+    that step keep the killed process's values; the database and ``metrics.csv`` get the
+    resumed ones). :meth:`backfill` gives wandb the database's rows past that step (a run that
+    logged to csv before its resume with ``logger=wandb``)."""
 
     def __init__(self, run_dir: Path, cfg: LoggerConfig, config: dict[str, Any]) -> None:
         import wandb
@@ -195,10 +205,18 @@ class WandbLogger(MetricsLogger):
                 "online" if os.environ.get("WANDB_API_KEY") else "offline")
         self.files = run_dir / "wandb"
         self.files.mkdir(parents=True, exist_ok=True)
+        fresh = not (self.files / RUN_ID).is_file()  # a new wandb run: nothing logged yet
         run_id = self._run_id()
+        self._last_file = self.files / LAST_STEP
+        self.floor = -1 if fresh else self._last_logged()  # earlier processes' last step
+        self.last = self.floor
         self.run = wandb.init(project=cfg.project, dir=str(run_dir), config=config,
                               mode=mode, tags=list(cfg.tags), name=run_dir.name, reinit=True,
                               id=run_id, resume="allow")
+        start = getattr(self.run, "starting_step", 0)  # online resume: the server's next step
+        if isinstance(start, int) and start > 0:
+            self.floor = self.last = max(self.floor, start - 1)
+        self._warned = False
 
     def _run_id(self) -> str:
         """The id this run folder's wandb run has (a new one, recorded, the first time)."""
@@ -214,8 +232,36 @@ class WandbLogger(MetricsLogger):
         atomic_write(path, run_id + "\n")
         return run_id
 
+    def _last_logged(self) -> int:
+        """The last step this folder's earlier processes gave wandb (-1: none recorded)."""
+        refuse_link(self._last_file, "wandb last-step file", ValueError)
+        if not self._last_file.is_file():
+            return -1
+        text = self._last_file.read_text(encoding="utf-8", errors="replace").strip()
+        if not re.fullmatch(r"\d{1,19}", text):
+            raise ValueError(f"{self._last_file} holds {text[:40]!r}, not a step (an integer "
+                             ">= 0); delete it to log every step to wandb again")
+        return int(text)
+
     def log(self, step: int, metrics: dict[str, float], prefix: str = "") -> None:
+        if step <= self.floor or step < self.last:  # wandb would drop or duplicate the row
+            if step > self.floor and not self._warned:
+                self._warned = True
+                log.warning("wandb: step %d after step %d is not logged to wandb (its steps "
+                            "only go up); the league database has it", step, self.last)
+            return
+        if step > self.last:
+            atomic_write(self._last_file, f"{step}\n")  # before the row: never logged twice
+            self.last = step
         self.run.log({prefix + k: v for k, v in metrics.items()}, step=step)
+
+    def backfill(self, rows: list[tuple[int, str, float]]) -> None:
+        by_step: dict[int, dict[str, float]] = {}
+        for step, key, value in rows:
+            if step > self.floor:
+                by_step.setdefault(step, {})[key] = value
+        for step in sorted(by_step):
+            self.log(step, by_step[step])
 
     def summary(self, values: dict[str, Any]) -> None:
         self.run.summary.update(values)

@@ -2,6 +2,8 @@
 passed with ``resume="allow"`` (each resume started a second wandb run). Disabled mode: no
 network, no files of wandb's own."""
 
+import struct
+
 import pytest
 
 from populations.loggers import LoggerConfig, WandbLogger
@@ -31,3 +33,120 @@ def test_a_damaged_run_id_file_is_one_line(tmp_path, disabled):
     (tmp_path / "wandb" / "run_id").write_text("../../x y\n")
     with pytest.raises(ValueError, match=r"run_id holds '\.\./\.\./x y', not a wandb run id"):
         WandbLogger(tmp_path, LoggerConfig(kind="wandb"), {})
+
+
+def _session(run_dir, steps=(), backfill=(), drop_after=None):
+    """One process on ``run_dir``: what reaches ``wandb.log`` as ``[(step, keys)]``."""
+    logger = WandbLogger(run_dir, LoggerConfig(kind="wandb"), {})
+    sent = []
+    logger.run.log = lambda row, step: sent.append((step, sorted(row)))
+    if drop_after is not None:  # what experiment._restore does on a resume
+        logger.drop_after(drop_after)
+        logger.backfill(list(backfill))
+    for s in steps:
+        logger.log(s, {"loss": float(s)})
+        logger.log(s, {"eval": 1.0})  # a second call at the same step merges into its row
+    logger.close()
+    return sent
+
+
+def test_a_resumed_run_logs_each_wandb_step_once(tmp_path, disabled):
+    """Killed after logging step 5, resumed from its checkpoint at step 3: wandb's steps only
+    go up, so the resumed process leaves out steps 4 and 5 (they hold the killed process's
+    rows) and logs from step 6 on; before, it sent 4 and 5 again (offline: twice in the run,
+    online: dropped with a warning each)."""
+    first = _session(tmp_path, steps=[1, 2, 3, 4, 5])
+    assert [s for s, _ in first] == [1, 1, 2, 2, 3, 3, 4, 4, 5, 5]
+    assert (tmp_path / "wandb" / "last_step").read_text() == "5\n"
+    rows = [(s, "loss", float(s)) for s in (1, 2, 3)]  # the database's rows up to the checkpoint
+    again = _session(tmp_path, steps=[4, 5, 6, 7], backfill=rows, drop_after=3)
+    assert again == [(6, ["loss"]), (6, ["eval"]), (7, ["loss"]), (7, ["eval"])]
+
+
+def test_a_run_that_logged_elsewhere_gets_its_recorded_rows_on_resume(tmp_path, disabled):
+    """A run resumed with ``logger=wandb`` after logging to csv only: the database's rows up
+    to the checkpoint reach wandb, in step order, before the new ones."""
+    rows = [(1, "a", 1.0), (1, "b", 2.0), (2, "a", 3.0)]
+    sent = _session(tmp_path, steps=[3], backfill=rows, drop_after=2)
+    assert sent == [(1, ["a", "b"]), (2, ["a"]), (3, ["loss"]), (3, ["eval"])]
+
+
+def test_a_step_below_the_last_one_is_left_out_with_one_warning(tmp_path, disabled, caplog):
+    logger = WandbLogger(tmp_path, LoggerConfig(kind="wandb"), {})
+    sent = []
+    logger.run.log = lambda row, step: sent.append(step)
+    for s in (10, 20, 15, 12, 20, 30):
+        logger.log(s, {"x": 1.0})
+    logger.close()
+    assert sent == [10, 20, 20, 30]
+    assert [r.message for r in caplog.records].count(
+        "wandb: step 15 after step 20 is not logged to wandb (its steps only go up); the "
+        "league database has it") == 1
+
+
+def test_a_damaged_last_step_file_is_one_line(tmp_path, disabled):
+    WandbLogger(tmp_path, LoggerConfig(kind="wandb"), {}).close()
+    (tmp_path / "wandb" / "last_step").write_text("-3 x\n")
+    with pytest.raises(ValueError, match=r"last_step holds '-3 x', not a step"):
+        WandbLogger(tmp_path, LoggerConfig(kind="wandb"), {})
+
+
+BLOCK = 32768  # wandb's run file: LevelDB-style log blocks of records, after a 7-byte header
+
+
+def _wandb_steps(run_dir) -> list[list[int]]:
+    """The history steps each offline wandb file of ``run_dir`` holds, file by file (wandb
+    0.31 ships no reader of its own: the format is ``:W&B`` + 3 bytes, then records of a
+    4-byte checksum, 2-byte length and 1-byte kind, cut at 32 KiB blocks)."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    out = []
+    for path in sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb")):
+        data, steps, pos, buf = path.read_bytes(), [], 7, b""
+        assert data[:4] == b":W&B"
+        while pos + 7 <= len(data):
+            if BLOCK - pos % BLOCK < 7:  # a block's tail too short for a header: padding
+                pos += BLOCK - pos % BLOCK
+                continue
+            n, kind = struct.unpack("<HB", data[pos + 4:pos + 7])
+            buf += data[pos + 7:pos + 7 + n]
+            pos += 7 + n
+            if kind in (1, 4):  # a whole record, or the last piece of one
+                rec = pb.Record()
+                rec.ParseFromString(buf)
+                buf = b""
+                if rec.WhichOneof("record_type") == "history":
+                    steps.append(rec.history.step.num)
+        out.append(steps)
+    return out
+
+
+@pytest.mark.benchmark
+def test_offline_wandb_files_of_a_killed_and_resumed_run_hold_each_step_once(
+        tmp_path, monkeypatch):
+    """A single run killed after logging past its checkpoint and resumed: the wandb files of
+    its two processes hold every step of the uninterrupted run's wandb file, each once (before:
+    the resumed file held the steps between the checkpoint and the kill again). Three
+    offline wandb runs (~20 s on a loaded 2-core machine)."""
+    from tests.populations.test_single_resume import (
+        TINY,
+        _exp,
+        _kill_after_first_checkpoint,
+        _Killed,
+    )
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    from populations.experiment import run_experiment
+
+    run_experiment(_exp(*TINY, "logger=wandb"), tmp_path / "ref")
+    with monkeypatch.context() as m:
+        _kill_after_first_checkpoint(m)
+        with pytest.raises(_Killed):
+            run_experiment(_exp(*TINY, "logger=wandb"), tmp_path / "run")
+    run_experiment(_exp(*TINY, "logger=wandb", "resume=true"), tmp_path / "run")
+    [ref] = _wandb_steps(tmp_path / "ref")
+    killed, resumed = _wandb_steps(tmp_path / "run")
+    assert ref == [16, 32, 48, 64]
+    assert killed == [16, 32, 48] and resumed == [64]
