@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,23 +43,37 @@ def pair_jobs(spec: GameSpec, game: str, game_kwargs: dict[str, Any], a: Snapsho
 
 def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, game: str,
                    game_kwargs: dict[str, Any], pairs: Sequence[tuple[SnapshotRow, SnapshotRow]],
-                   episodes: int, seed: int, prefix: str) -> int:
-    """Play and record every pair; returns the number of new match rows."""
-    jobs, seat_ids = [], []
+                   episodes: int, seed: int, prefix: str,
+                   stop: Callable[[], bool] | None = None, batch: int = 1) -> int:
+    """Play and record every pair; returns the number of new match rows.
+
+    With ``stop``, pairs are played and recorded ``batch`` at a time, and the evaluation
+    ends early once ``stop()`` is true (a CLI's stop request): each pair's jobs keep their
+    seeds, so a resume playing the pairs left records what one call would have."""
+    todo = []
     for i, (a, b) in enumerate(pairs):
         key = f"{prefix}/{a.id}-{b.id}"
         if db.matches(run_id, key + "/"):
             continue  # recorded before an interruption
-        jobs += pair_jobs(spec, game, game_kwargs, a, b, episodes, seed + 7919 * i, key)
+        jobs = pair_jobs(spec, game, game_kwargs, a, b, episodes, seed + 7919 * i, key)
         first = spec.teams[0]
         team = {ag.id: ag.team for ag in spec.agents}
-        seat_ids.append({ag: (a.id if team[ag] == first else b.id) for ag in spec.agent_ids})
-        seat_ids.append({ag: (b.id if team[ag] == first else a.id) for ag in spec.agent_ids})
-    rows = []
-    for job, seats, res in zip(jobs, seat_ids, runner.play(jobs), strict=True):
-        for e, ret in enumerate(res.returns):
-            rows.append(MatchRow(f"{job.key}/e{e:04d}", game, seats, ret, job.seed))
-    return db.add_matches(run_id, rows)
+        seat_ids = [{ag: (a.id if team[ag] == first else b.id) for ag in spec.agent_ids},
+                    {ag: (b.id if team[ag] == first else a.id) for ag in spec.agent_ids}]
+        todo.append((jobs, seat_ids))
+    size = max(1, batch) if stop is not None else max(1, len(todo))
+    added = 0
+    for at in range(0, len(todo), size):
+        if stop is not None and stop():
+            break
+        jobs = [j for js, _ in todo[at:at + size] for j in js]
+        seat_ids = [s for _, ss in todo[at:at + size] for s in ss]
+        rows = []
+        for job, seats, res in zip(jobs, seat_ids, runner.play(jobs), strict=True):
+            for e, ret in enumerate(res.returns):
+                rows.append(MatchRow(f"{job.key}/e{e:04d}", game, seats, ret, job.seed))
+        added += db.add_matches(run_id, rows)
+    return added
 
 
 def _score(match: MatchRow, sid: int) -> float:

@@ -87,9 +87,12 @@ from populations.run_folder import (
     RunFolderError,
     RunLock,
     check_settings,
+    deferred_stop,
     end_status,
     one_line,
     resume_words,
+    stop_now,
+    stop_requested,
 )
 from populations.runners import make_runner
 from populations.store import PolicyStore, file_sha256
@@ -260,6 +263,7 @@ class League:
                                         max_restarts=cfg.max_learner_restarts)
         self.team_of = np.array([self.spec.teams.index(a.team) for a in self.spec.agents])
         self.generation, self.phase, self.frames = 0, "new", 0
+        self.trained: list[str] = []  # phase "training": members whose generation is trained
         # asynchronous runs: each member's (generation, "trained" | "done")
         self.progress: dict[str, tuple[int, str]] = {}
         self.logger: MetricsLogger = MetricsLogger()  # extra metrics sink (csv, wandb)
@@ -293,9 +297,12 @@ class League:
     def _state(self) -> dict[str, Any]:
         return {"generation": self.generation, "phase": self.phase, "frames": self.frames,
                 "members": {m.name: m.state_dict() for m in self.members},
-                "progress": {k: list(v) for k, v in self.progress.items()}}
+                "progress": {k: list(v) for k, v in self.progress.items()},
+                "trained": list(self.trained)}
 
     def _save(self) -> None:
+        # "training" (some members trained, a stop request) shares its step with "trained",
+        # which replaces it
         step = 2 * self.generation + (1 if self.phase == "done" else 0)
         if self.phase == "async":  # each member's own generation: +1 per phase change
             step = sum(2 * g + (p == "done") for g, p in self.progress.values())
@@ -308,7 +315,8 @@ class League:
             log.info("no checkpoint in %s: starting from scratch", self.run_dir)
             return
         path, state = found
-        generation, phase, frames, members, progress = self._checked_state(path, state)
+        generation, phase, frames, members, progress, trained = self._checked_state(path,
+                                                                                     state)
         self._check_snapshots(path, generation, phase, progress)
         for m in self.members:
             if m.name not in members:
@@ -321,11 +329,12 @@ class League:
                     f"checkpoint {path} does not fit member {m.name!r} "
                     f"({_first_lines(err)}); resume with the run's settings") from None
         self.generation, self.phase, self.frames = generation, phase, frames
-        self.progress = progress
-        log.info("resumed from %s (generation %d, %s)", path.name, self.generation, self.phase)
+        self.progress, self.trained = progress, trained
+        log.info("resumed from %s (generation %d, %s%s)", path.name, self.generation, self.phase,
+                 f": {', '.join(trained)} trained" if trained else "")
 
     def _checked_state(self, path: Path, state: dict[str, Any]) -> tuple[
-            int, str, int, dict[str, Any], dict[str, tuple[int, str]]]:
+            int, str, int, dict[str, Any], dict[str, tuple[int, str]], list[str]]:
         """A league checkpoint's entries, each checked for type and range before anything
         uses it (the file is untrusted: generation=inf or frames=10**30 were OverflowError
         tracebacks, a member missing from an asynchronous run's progress a KeyError)."""
@@ -363,7 +372,12 @@ class League:
             for m in self.members:
                 if m.name not in progress:
                     raise bad(f"progress[{m.name!r}]", _MISSING, "[generation, phase]")
-        return generation, now, frames, members, progress
+        trained = state.get("trained", [])  # a checkpoint from before stops within a phase
+        names = [m.name for m in self.members]
+        if not isinstance(trained, list) or not all(t in names for t in trained) \
+                or len(set(trained)) != len(trained) or (trained and now != "training"):
+            raise bad("trained", trained, "a list of distinct member names (phase training)")
+        return generation, now, frames, members, progress, list(trained)
 
     def _check_snapshots(self, path: Path, generation: int, phase: str,
                          progress: dict[str, Any] | None = None) -> None:
@@ -393,7 +407,10 @@ class League:
         recorded as ``failed`` (``interrupted`` after Ctrl-C) with its error before the error
         propagates."""
         try:
-            self._run()
+            # a CLI's first Ctrl-C / SIGTERM stops at the next checkpoint that a resume goes
+            # on from bit for bit (after a member's training, a pair's evaluation matches)
+            with deferred_stop():
+                self._run()
         except BaseException as err:
             self.db.set_run_status(self.run_id, end_status(err), one_line(err))
             raise
@@ -411,13 +428,16 @@ class League:
         while self.generation < self.cfg.generations or self.phase != "done":
             if self.phase == "done":
                 self.generation += 1
-                self.phase = "training"
+                self.phase, self.trained = "training", []
+            if self.phase == "training":  # a resume skips the members trained before a stop
                 self._train_members()
-                self.phase = "trained"
+                self.phase, self.trained = "trained", []
                 self._save()
+                self._stop_if_asked()
             self._publish_and_evaluate()
             self.phase = "done"
             self._save()
+            self._stop_if_asked()
             log.info("generation %d/%d done, %d steps, %.0fs", self.generation,
                      self.cfg.generations, self.frames, time.perf_counter() - start)
         self.db.set_run_status(self.run_id, "finished")
@@ -436,7 +456,8 @@ class League:
             self.store.verify(s)  # runners load by path: check the files they will read
         evaluate_pairs(self.db, self.run_id, self.runner, self.spec, self.cfg.game,
                        self.cfg.game_kwargs, pairs, self.cfg.eval_episodes,
-                       seed=self.cfg.seed + 100_003 * g, prefix=f"g{g:04d}")
+                       seed=self.cfg.seed + 100_003 * g, prefix=f"g{g:04d}", **self._stop())
+        self._stop_if_asked()  # the "trained" checkpoint: a resume plays the pairs left
         recompute(self.db, self.run_id, step=g)
         self._log_nash_conv(new)
         self._reset_winners(new)  # decided from recorded matches: the same after a resume
@@ -470,7 +491,9 @@ class League:
             self._apply(m, r)
             self.progress[m.name] = (g, "trained")
             self._save()
+            self._stop_if_asked()  # the other members' generations are trained again
             self._finish_async(m, g, seq)
+            self._stop_if_asked()
             if g < self.cfg.generations:
                 self.learners.submit(self._job(m, g + 1))
             log.info("%s generation %d/%d done (#%d), %d steps, %.0fs", m.name, g,
@@ -495,7 +518,9 @@ class League:
             self.store.verify(s)
         evaluate_pairs(self.db, self.run_id, self.runner, self.spec, self.cfg.game,
                        self.cfg.game_kwargs, [(new, r) for r in rivals], self.cfg.eval_episodes,
-                       seed=self.cfg.seed + 100_003 * g + seq, prefix=f"g{g:04d}")
+                       seed=self.cfg.seed + 100_003 * g + seq, prefix=f"g{g:04d}",
+                       **self._stop())
+        self._stop_if_asked()
         recompute(self.db, self.run_id, step=seq)
         self._log_nash_conv([new])
         self.progress[m.name] = (g, "done")
@@ -542,14 +567,22 @@ class League:
         g = self.generation
         if self.learners is None:
             for m in self.members:
+                if m.name in self.trained:  # before a stop: in the checkpoint resumed from
+                    continue
+                if stop_requested():  # a Ctrl-C / SIGTERM during the last member's training
+                    self._save()  # phase "training": the members trained so far
+                    stop_now()
                 started = time.time()
                 frames = m.train_generation(self.matchmaker(m.name))
                 self.db.add_generation(self.run_id, m.name, g, frames, started, time.time(),
                                        f"pid {os.getpid()}")
                 self.frames += frames
+                self.trained.append(m.name)
                 log.info("generation %d: %s trained %d frames in %.0fs", g, m.name, frames,
                          time.time() - started)  # a generation of several members is long
             return
+        # learner actors train every member at once: a stop request waits for them all
+        # (about one member's generation), then stops with the "trained" checkpoint
         for m in self.members:
             self.learners.submit(self._job(m, g))
         done = {}
@@ -627,6 +660,20 @@ class League:
         probability ``1 - opponent_prob`` unless ``always``) and a side for ``member``, as its
         matchmaker would at the start of this generation."""
         self.draw(member).sampler()(copies, opp, side, always)
+
+    def _stop(self) -> dict[str, Any]:
+        """``evaluate_pairs``' stop arguments: a stop request ends an evaluation after a
+        batch of pairs (one in process; one per match worker on Ray), recorded."""
+        return {"stop": stop_requested,
+                "batch": self.cfg.ray_workers if self.cfg.runner == "ray" else 1}
+
+    def _stop_if_asked(self) -> None:
+        """Obey a CLI's stop request here: the checkpoint just written (or, in an
+        evaluation, the last one) is where its resume goes on from."""
+        if stop_requested():
+            log.warning("stopped at generation %d (%s) with a checkpoint", self.generation,
+                        self.phase)
+            stop_now()
 
     def _member(self, name: str) -> Member:
         return next(m for m in self.members if m.name == name)

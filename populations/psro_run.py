@@ -46,7 +46,14 @@ from populations.psro import (
     seat_tuple,
     why_not_exact,
 )
-from populations.run_folder import SETTINGS_NAME, end_status, one_line
+from populations.run_folder import (
+    SETTINGS_NAME,
+    deferred_stop,
+    end_status,
+    one_line,
+    stop_now,
+    stop_requested,
+)
 from populations.runners import MatchJob, make_runner
 from populations.seeds import MATCH, RunSeeds
 from populations.store import PolicyStore
@@ -110,7 +117,9 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
     else:
         db.set_run_status(run_id, "running")
     try:
-        table = _run(cfg, run_dir, logger, db, run_id)
+        # a CLI's first Ctrl-C / SIGTERM stops after the best response or iteration at hand
+        with deferred_stop():
+            table = _run(cfg, run_dir, logger, db, run_id)
     except BaseException as err:
         db.set_run_status(run_id, end_status(err), one_line(err))
         db.close()
@@ -134,6 +143,7 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
                           else psro_cfg.episodes_per_entry)
     psro = PSRO(cfg.game.name, oracle, psro_cfg, recorder=recorder,
                 game_kwargs=cfg.game.kwargs)
+    psro.oracle = _KeptResponses(oracle, store, psro)
     runner = make_runner(cfg.runner.kind, **(
         {"num_workers": cfg.runner.workers, "address": cfg.runner.address}
         if cfg.runner.kind == "ray" else {}))
@@ -152,12 +162,41 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
                      nash_conv_text(it.nash_conv, 5), it.seconds)
             _record_matches(db, run_id, runner, store, recorder, cfg, it.iteration,
                             _greedy(psro), psro.seats_of)
+            if stop_requested():  # the iteration is recorded: its resume starts the next
+                log.warning("stopped after PSRO iteration %d", it.iteration)
+                stop_now()
     finally:
         runner.close()
     return [
         {"member": f"psro-{agent}-{k}", "seat": agent, "meta_weight": round(float(w), 4)}
         for agent, probs in psro.meta_strategy.items() for k, w in enumerate(probs)
     ]
+
+
+class _KeptResponses:
+    """An oracle whose best responses are published as each is computed (as the member the
+    iteration then adds: ``psro-<player>-<k>``, the same bytes) and, when the store already
+    holds one (an iteration stopped after it), loaded instead of computed again. Each
+    response's seed derives from its iteration and player, so the member is the one an
+    uninterrupted run computes. A CLI's stop request is obeyed after a response is kept."""
+
+    def __init__(self, oracle: Oracle, store: PolicyStore, psro: PSRO) -> None:
+        self.oracle, self.store, self.psro = oracle, store, psro
+
+    def best_response(self, agent: str, opponents: Mapping[str, Any], seed: int) -> Policy:
+        name = f"psro-{agent}-{self.psro.iterations + 1}"
+        kept = self.store.latest(name)
+        if kept is not None:
+            log.info("PSRO iteration %d: %s's best response kept before a stop (%s)",
+                     self.psro.iterations, agent, name)
+            return self.store.load(self.store.verify(kept).id)
+        policy = self.oracle.best_response(agent, opponents, seed)
+        self.store.publish(name, policy, version=0)
+        if stop_requested():
+            log.warning("stopped in PSRO iteration %d after %s's best response",
+                        self.psro.iterations, agent)
+            stop_now()
+        return policy
 
 
 ORACLE_NAMES = ("auto", "exact", "rl")

@@ -1,0 +1,180 @@
+"""Ctrl-C / SIGTERM in a CLI stop a league or a PSRO run at the next point a checkpoint
+keeps bit for bit (after a member's training, after a batch of evaluation pairs, after a
+PSRO best response or iteration); the resume ends with the uninterrupted run's tables. The
+handlers are the CLIs' (``sigterm_as_interrupt``); the signal is sent to this process."""
+
+import os
+import signal
+import sqlite3
+
+import pytest
+
+import games
+from marl.mappo import MAPPO
+from populations import run_folder
+from populations.checkpoint import load_latest
+from populations.league import League
+from populations.members import MAPPOMember
+from populations.psro import ExactBestResponse
+from populations.runners import LocalRunner
+from tests.populations.test_league import _kuhn
+from tests.populations.test_psro_resume import _metrics, _run, _state
+
+TABLES = {
+    "snapshots": "SELECT m.name, s.version, s.sha256 FROM snapshots s "
+                 "JOIN members m ON s.member_id = m.id ORDER BY m.name, s.version",
+    "matches": "SELECT key, seats, returns, seed FROM matches ORDER BY id",
+    "payoffs": "SELECT row_snapshot, col_snapshot, value, win_rate, count FROM payoffs "
+               "ORDER BY row_snapshot, col_snapshot",
+    "ratings": "SELECT snapshot_id, step, elo, mu, sigma, matches FROM ratings "
+               "ORDER BY snapshot_id, step",
+    "metrics": "SELECT IFNULL(member_id, -1), step, key, value FROM metrics "
+               "ORDER BY member_id, step, key",
+    "generations": "SELECT member, version, frames FROM generations ORDER BY member, version",
+}
+
+
+def _tables(run_dir):
+    db = sqlite3.connect(run_dir / "league.db")
+    try:
+        return {name: db.execute(sql).fetchall() for name, sql in TABLES.items()}
+    finally:
+        db.close()
+
+
+def _league(run_dir, resume=False):
+    """Two MAPPO members on Kuhn poker, two generations (about 1 s)."""
+    cfg = _kuhn(frames_per_generation=64, eval_episodes=1)
+    spec = games.make(cfg.game).spec
+    members = [MAPPOMember(name, MAPPO(spec, cfg.mappo, seed=seed))
+               for seed, name in enumerate(("a", "b"))]
+    league = League(cfg, run_dir, resume=resume, members=members)
+    try:
+        league.run()
+    finally:
+        league.close()
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    run = tmp_path_factory.mktemp("league") / "whole"
+    _league(run)
+    return _tables(run)
+
+
+def _signal_in(monkeypatch, cls, method, when, times=1):
+    """Send SIGTERM to this process ``times`` times the first time ``cls.method`` is called
+    with arguments for which ``when(self, *args)`` holds, then go on with the call."""
+    real = getattr(cls, method)
+    sent = []
+
+    def signalled(self, *args, **kwargs):
+        if not sent and when(self, *args):
+            sent.append(1)
+            for _ in range(times):
+                os.kill(os.getpid(), signal.SIGTERM)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, method, signalled)
+
+
+def test_a_league_stops_after_the_members_training_and_resumes_bit_for_bit(
+        tmp_path, monkeypatch, whole):
+    """SIGTERM while member ``a`` trains generation 2: ``a`` finishes, a checkpoint holds
+    it trained and ``b`` not yet, the run stops (Terminated) recorded ``interrupted``; the
+    resume trains ``b`` only and ends with every table of the uninterrupted run."""
+    _signal_in(monkeypatch, MAPPOMember, "train_generation",
+               lambda m, mm: m.name == "a" and mm.plan.generation == 2)
+    trained = []
+    real = MAPPOMember.train_generation
+    monkeypatch.setattr(MAPPOMember, "train_generation",
+                        lambda m, mm: trained.append(m.name) or real(m, mm))
+    with run_folder.sigterm_as_interrupt(), pytest.raises(run_folder.Terminated):
+        _league(tmp_path / "run")
+    assert trained == ["a", "b", "a"]  # generation 1, then a of generation 2
+    _, state = load_latest(tmp_path / "run" / "checkpoints")
+    assert (state["generation"], state["phase"], state["trained"]) == (2, "training", ["a"])
+    db = sqlite3.connect(tmp_path / "run" / "league.db")
+    assert db.execute("SELECT status, error FROM runs").fetchone() == (
+        "interrupted", "Terminated: SIGTERM")
+    db.close()
+    trained.clear()
+    _league(tmp_path / "run", resume=True)
+    assert trained == ["b"]
+    assert _tables(tmp_path / "run") == whole
+
+
+def test_a_league_stops_inside_its_evaluation_and_plays_only_the_pairs_left(
+        tmp_path, monkeypatch, whole):
+    """SIGTERM while generation 1's first pair plays: that pair is recorded, the others are
+    not played, the run stops; its resume plays the pairs left (not the first again)."""
+    _signal_in(monkeypatch, LocalRunner, "play", lambda r, jobs: jobs[0].key.startswith(
+        "g0001/") and len(plays) == 1)
+    plays = []
+    real = LocalRunner.play
+    monkeypatch.setattr(LocalRunner, "play", lambda r, jobs: plays.append(
+        {j.key.rsplit("/", 1)[0] for j in jobs}) or real(r, jobs))
+    with run_folder.sigterm_as_interrupt(), pytest.raises(run_folder.Terminated):
+        _league(tmp_path / "run")
+    assert len(plays) == 1 and len(plays[0]) == 1  # one pair, then the stop
+    _, state = load_latest(tmp_path / "run" / "checkpoints")
+    assert (state["generation"], state["phase"]) == (1, "trained")
+    pairs = {k for k, *_ in whole["matches"] if k.startswith("g0001/")}
+    assert len({k.rsplit("/", 2)[0] for k in pairs}) == 5  # a: a0, b0; b: a0, b0, a1
+    _league(tmp_path / "run", resume=True)
+    assert plays[0] not in plays[1:]
+    assert _tables(tmp_path / "run") == whole
+
+
+def test_a_second_signal_stops_the_league_at_once(tmp_path, monkeypatch):
+    """Two SIGTERMs while ``a`` trains: it stops in that training, with no new checkpoint."""
+    _signal_in(monkeypatch, MAPPOMember, "train_generation",
+               lambda m, mm: m.name == "a" and mm.plan.generation == 1, times=2)
+    with run_folder.sigterm_as_interrupt(), pytest.raises(run_folder.Terminated):
+        _league(tmp_path / "run")
+    _, state = load_latest(tmp_path / "run" / "checkpoints")
+    assert (state["generation"], state["phase"]) == (0, "done")
+
+
+def test_psro_stops_after_a_best_response_and_resumes_bit_for_bit(tmp_path, monkeypatch):
+    """SIGTERM while player 0's best response of iteration 1 is computed: it is kept
+    (published), the run stops before player 1's; the resume computes player 1's only and
+    ends with the uninterrupted run's members, iterations, matches and metric rows."""
+    extra = ["logger=csv"]
+    whole = _run(tmp_path / "whole", 3, extra=extra)
+    want = _state(whole.database), _metrics(whole)
+    calls = []
+    _signal_in(monkeypatch, ExactBestResponse, "best_response",
+               lambda o, agent, opp, seed: len(calls) == 3)
+    real = ExactBestResponse.best_response
+    monkeypatch.setattr(ExactBestResponse, "best_response", lambda o, agent, opp, seed: (
+        calls.append(agent), real(o, agent, opp, seed))[1])
+    with run_folder.sigterm_as_interrupt(), pytest.raises(run_folder.Terminated):
+        _run(tmp_path / "run", 3, extra=extra)
+    assert len(calls) == 3  # iteration 0's two, iteration 1's first
+    got = _state(tmp_path / "run" / "league.db")
+    assert len(got["iterations"]) == 1
+    assert [n for n, _ in got["snapshots"]].count(f"psro-{calls[2]}-2") == 1
+    calls.clear()
+    summary = _run(tmp_path / "run", 3, resume=True, extra=extra)
+    assert len(calls) == 3  # iteration 1's second player, iteration 2's two
+    assert (_state(summary.database), _metrics(summary)) == want
+
+
+def test_psro_stops_after_the_iteration_at_hand(tmp_path, monkeypatch):
+    """SIGTERM during an iteration's recorded matches: the iteration is recorded whole and
+    the run stops before the next one."""
+    from populations import psro_run
+
+    real = psro_run._record_matches
+
+    def signalled(db, run_id, runner, store, recorder, cfg, iteration, *args):
+        if iteration == 0:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(db, run_id, runner, store, recorder, cfg, iteration, *args)
+
+    monkeypatch.setattr(psro_run, "_record_matches", signalled)
+    with run_folder.sigterm_as_interrupt(), pytest.raises(run_folder.Terminated):
+        _run(tmp_path / "run", 3)
+    got = _state(tmp_path / "run" / "league.db")
+    assert len(got["iterations"]) == 1 and len(got["matches"]) == 2
