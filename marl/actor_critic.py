@@ -35,61 +35,11 @@ import torch
 from torch import nn
 
 from games import GameSpec, VecStep
+from marl.configs import NetConfig  # the settings, torch-free (selfplay-train checks them early)
 from marl.core import Policy, PolicyMeta, build_checked, derive_seed, register_policy
 from marl.gnn import GraphEncoder
 from marl.networks import FastTanh, masked_logits, mlp, one_hot_seats
 from marl.recurrent import GRUCore, PolicyMemory, episode_starts
-
-ENCODERS = ("mlp", "gnn")
-CRITICS = ("auto", "state", "concat", "local", "gnn")
-SHARING = ("auto", "all", "role", "agent")
-VALUES = ("seat", "shared")
-INITS = ("orthogonal", "torch")
-
-
-@dataclass(frozen=True)
-class NetConfig:
-    """Network shapes shared by the actor and the critic."""
-
-    encoder: str = "mlp"  # actor input: mlp (observation) | gnn (entity graph)
-    critic: str = "auto"  # critic input: auto (state if the game has one, else concat) |
-    # state | concat | local (IPPO) | gnn
-    share: str = "auto"  # parameter sharing: auto (all if every seat has the same actions,
-    # else role) | all | role | agent
-    hidden: tuple[int, ...] = (64, 64)  # MLP widths (actor and critic heads)
-    gnn_layer: str = "gatv2"  # gatv2 | transformer (torch_geometric conv)
-    gnn_hidden: int = 64  # GNN width
-    gnn_layers: int = 2  # message-passing rounds
-    gnn_heads: int = 2  # attention heads per layer
-    graph_radius: float | None = None  # connect entities closer than this (None: all)
-    recurrent: bool = False  # GRU after the encoder in actor and critic (recurrent MAPPO)
-    rnn_hidden: int = 64  # GRU hidden width (recurrent only)
-    value: str = "seat"  # seat: one value per seat (critic input + seat one-hot) | shared:
-    # one value per copy from the state/concat input, given to all seats of the group
-    fast_tanh: bool = True  # MLP and GNN tanh as 2*sigmoid(2x)-1 on CPU (networks.FastTanh)
-    init: str = "orthogonal"  # MLP weights: orthogonal (gain √2, actor out 0.01, critic out 1)
-    # | torch (nn.Linear's default, as TorchRL's / BenchMARL's MLPs)
-    seat_id: bool = True  # an MLP actor shared by several seats sees a seat one-hot
-    # (false: the observation only, as BenchMARL's shared actor)
-
-    def __post_init__(self) -> None:
-        for name, choices in (("encoder", ENCODERS), ("critic", CRITICS), ("share", SHARING),
-                              ("value", VALUES), ("init", INITS)):
-            if getattr(self, name) not in choices:
-                raise ValueError(
-                    f"{name}={getattr(self, name)!r} unknown; choose one of {list(choices)}"
-                )
-        for name in ("rnn_hidden", "gnn_hidden", "gnn_layers", "gnn_heads"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
-        if not self.hidden or min(self.hidden) < 1:
-            raise ValueError(f"hidden={list(self.hidden)!r}; expected one or more widths >= 1")
-        if self.value == "shared" and self.critic not in ("auto", "state", "concat"):
-            raise ValueError(f"value='shared' needs critic='state', 'concat' or 'auto', not "
-                             f"critic={self.critic!r}; use value='seat'")
-        if self.value == "shared" and self.recurrent:
-            raise ValueError("value='shared' is feed-forward only, not recurrent=True; "
-                             "use value='seat'")
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ controlled agents, ``O`` padded obs width, ``N`` actions, ``C`` critic input wid
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,7 +48,7 @@ from marl.actor_critic import (
     pad_obs,
     seat_groups,
 )
-from marl.advantages import check_adv_norm
+from marl.configs import MAPPOConfig  # the settings, torch-free (selfplay-train checks them early)
 from marl.core import (
     Capabilities,
     Learner,
@@ -62,64 +61,6 @@ from marl.guards import FiniteGuard
 from marl.networks import RunningMeanStd
 from marl.recurrent import episode_starts
 from marl.registry import register_learner
-
-MAPPO_KEYS = ("agent", "role")  # advantage keys of a rollout (group/turn keys are LLM ones)
-OPTIMS = ("joint", "separate")
-TRUNCATIONS = ("bootstrap", "terminal")
-ROLLOUT_ENDS = ("carry", "bootstrap")
-
-
-@dataclass(frozen=True)
-class MAPPOConfig:
-    """MAPPO / IPPO hyperparameters (defaults tuned for MPE on a CPU)."""
-
-    rollout_steps: int = 25  # steps per copy between updates
-    epochs: int = 10  # passes over each rollout
-    minibatches: int = 4  # minibatches per epoch
-    lr: float = 1e-3  # Adam learning rate (actor and critic)
-    gamma: float = 0.99  # discount
-    gae_lambda: float = 0.95  # GAE lambda
-    clip_coef: float = 0.2  # PPO ratio clip
-    vf_coef: float = 0.5  # value loss weight
-    ent_coef: float = 0.01  # entropy bonus weight
-    max_grad_norm: float = 10.0  # gradient clipping (global norm)
-    optim: str = "joint"  # joint: one gradient-norm clip over actor and critic | separate:
-    # actor and critic clipped apart (BenchMARL's / TorchRL's two Adams; Adam is per parameter)
-    adam_eps: float = 1e-5  # Adam epsilon (BenchMARL: 1e-6)
-    truncation: str = "bootstrap"  # an episode cut at its step limit: bootstrap from the
-    # value of its last observation | terminal: end it there (TorchRL's VMAS wrapper)
-    rollout_end: str = "carry"  # an agent's last step of a rollout, episode still running:
-    # carry: into the next update, its target waits for its successor | bootstrap: from the
-    # value of the next observation (TorchRL's GAE); a seat not acting there is carried
-    value_norm: bool = True  # normalize value targets with running mean/std
-    adv_norm: str = "global"  # marl.advantages adv_norm over MAPPO_KEYS: global|agent|role|none
-    chunk_len: int = 10  # recurrent nets: rows per training sequence (rMAPPO data chunk)
-    net: NetConfig = field(default_factory=NetConfig)  # encoders, GRU, critic input, sharing
-
-    def __post_init__(self) -> None:
-        # the registry decides: adv_norms over the keys a rollout has, fed GAE advantages
-        check_adv_norm(self.adv_norm, MAPPO_KEYS, by="MAPPO", consumes="returns", stateful=False)
-        for name, choices in (("optim", OPTIMS), ("truncation", TRUNCATIONS),
-                              ("rollout_end", ROLLOUT_ENDS)):
-            if getattr(self, name) not in choices:
-                raise ValueError(f"{name}={getattr(self, name)!r} unknown; choose one of "
-                                 f"{list(choices)}")
-        if not self.adam_eps > 0:
-            raise ValueError(f"adam_eps={self.adam_eps!r}; expected a number > 0")
-        for name in ("rollout_steps", "epochs", "minibatches", "chunk_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
-        for name, low, high in (("lr", 0.0, None), ("clip_coef", 0.0, None),
-                                ("max_grad_norm", 0.0, None), ("gamma", None, 1.0),
-                                ("gae_lambda", None, 1.0), ("vf_coef", None, None),
-                                ("ent_coef", None, None)):
-            value = getattr(self, name)
-            if not (value == value and abs(value) != float("inf")) or (
-                    low is not None and not value > low) or (low is None and value < 0) or (
-                    high is not None and value > high):
-                want = (f"a number > {low:g}" if low is not None else
-                        "a number in [0, 1]" if high is not None else "a number >= 0")
-                raise ValueError(f"{name}={value!r}; expected {want}")
 
 
 def ippo_config(**kw: Any) -> MAPPOConfig:

@@ -344,9 +344,14 @@ def check_values(overrides: Sequence[Any]) -> None:
     """Common bad values on the command line (``num_envs=0``, ``seed=abc``, ``device=gpu``,
     an unknown ``game.name``), refused before the schema and torch load, in the words the
     schema's own checks use (:mod:`populations.config_checks`, ``games.make``)."""
-    from populations.config_checks import TOP_LEVEL_TYPES, check_run_values, typed_override
+    from populations.config_checks import (
+        TOP_LEVEL_TYPES,
+        check_run_values,
+        check_section_value,
+        typed_override,
+    )
 
-    names = []
+    names, sections = [], []
     for o in overrides:
         key = o.key_or_group
         if o.package is not None or o.input_line.startswith(("+", "~")):
@@ -362,11 +367,18 @@ def check_values(overrides: Sequence[Any]) -> None:
                     raise CLIError(f"bad config: {err}") from None
                 except TypeError:  # a list or a dict: OmegaConf names it
                     continue
+        elif "." in key:
+            sections += [(key, value, o.input_line) for value in values]
     unknown = _unknown_games(names)
     if unknown:
         import games
 
         games.make(unknown[0])  # raises UnknownGameError listing the registered games
+    for key, value, line in sections:  # last: a good mappo value may import torch
+        try:
+            check_section_value(key, value, line)
+        except ValueError as err:
+            raise CLIError(f"bad config: {err}") from None
 
 
 def _unknown_games(names: Sequence[str]) -> list[str]:
@@ -385,18 +397,10 @@ def _unknown_games(names: Sequence[str]) -> list[str]:
 def register_schema() -> None:
     """Store the schema ``configs/config.yaml`` composes over (its ``defaults: - schema``)."""
     from hydra.core.config_store import ConfigStore
-    from omegaconf import DictConfig, OmegaConf
+    from omegaconf import OmegaConf
 
+    from populations.config_checks import writable
     from populations.experiment import ExperimentConfig
-
-    def writable(node: Any) -> Any:
-        # structured configs of frozen dataclasses are read-only; overrides must be allowed
-        # (the dataclasses are rebuilt, and validated, by ``OmegaConf.to_object``)
-        node._set_flag("readonly", None)
-        if isinstance(node, DictConfig):
-            for key in node:
-                writable(node._get_node(key))
-        return node
 
     schema = writable(OmegaConf.structured(ExperimentConfig))
     # a game's keyword arguments are open: game.kwargs.num_cards=4 needs no "+"

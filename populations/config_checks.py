@@ -88,3 +88,90 @@ def check_game_kwargs(name: str, kwargs: Mapping[str, Any]) -> None:
         raise refused(err, "fails on its first step") from None
     finally:
         game.close()
+
+
+def section_schemas() -> dict[str, tuple[type, dict[str, Any]]]:
+    """The sections of an experiment whose dataclasses import without torch, by dotted path:
+    each one's dataclass and the defaults ``ExperimentConfig`` gives it beyond the class's own
+    (a test keeps this in step with ExperimentConfig). The others (``llm``, ``population``'s
+    own fields, ``runner``) are checked when the schema loads."""
+    from marl.configs import MAPPOConfig
+    from populations.loggers import LoggerConfig
+    from populations.matchmaking import MatchmakingConfig
+    from populations.psro_config import PSROConfig
+
+    return {"mappo": (MAPPOConfig, {}), "logger": (LoggerConfig, {}),
+            "population.matchmaking": (MatchmakingConfig, {}),
+            "population.psro": (PSROConfig, {})}
+
+
+def writable(node: Any) -> Any:
+    """``node`` (a structured config) and every node under it made writable: structured
+    configs of frozen dataclasses are read-only, and overrides must apply (the dataclasses
+    are rebuilt, and validated, by ``OmegaConf.to_object``)."""
+    from omegaconf import DictConfig
+
+    node._set_flag("readonly", None)  # OmegaConf.set_readonly(node, False) leaves children's
+    if isinstance(node, DictConfig):
+        for key in node:
+            writable(node._get_node(key))
+    return node
+
+
+def check_section_value(key: str, value: Any, input_line: str | None = None) -> None:
+    """Refuse a command line's ``key=value`` inside a section of :func:`section_schemas`
+    (``mappo.lr=-1``, ``mappo.lrr=0.1``) as the schema would, before torch loads: the
+    section's dataclass is built from its defaults with this one value, so its own checks
+    decide (one source), and its message names the value by its full path. An unknown key
+    is named with the section's nearest keys. ``ValueError`` (one line) when refused.
+
+    A section's check that needs torch (MAPPO's ``adv_norm`` registry) imports it last, when
+    the others passed: a value refused only there costs torch's import here, as it would
+    later; a good value costs nothing (the run imports torch next)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+    from populations.config_paths import at_path, refusal
+
+    schemas = section_schemas()
+    path = max((p for p in schemas if key.startswith(p + ".")), key=len, default=None)
+    if path is None:
+        return
+    cls, defaults = schemas[path]
+    node = writable(OmegaConf.structured(cls))
+    for name, default in defaults.items():
+        node[name] = default
+    sub = key[len(path) + 1:]
+    try:
+        OmegaConf.update(node, sub, value, merge=True)
+    except (ConfigAttributeError, ConfigKeyError) as err:
+        raise ValueError(_unknown_key(node, path, sub, err)) from None
+    except OmegaConfBaseException as err:  # a word where a number goes: OmegaConf's words
+        text = str(err).strip().splitlines()[0]
+        raise ValueError(f"{input_line or f'{key}={value}'}: {text}") from None
+    try:
+        OmegaConf.to_object(node)
+    except (ValueError, TypeError) as err:
+        where, owner, inner = refusal(node, path + ".") or (path, cls, err)  # mappo.net first
+        text = str(inner).strip().splitlines()[0]
+        raise ValueError(at_path(text, where, owner)) from None
+
+
+def _unknown_key(node: Any, path: str, sub: str, err: Exception) -> str:
+    """``mappo.lrr: Key 'lrr' not in 'MAPPOConfig'; nearest: mappo.lr``: OmegaConf's words
+    with the nearest keys of the section the unknown one was looked up in."""
+    import difflib
+
+    from omegaconf import OmegaConf
+
+    parts = sub.split(".")
+    bad = str(getattr(err, "key", None) or parts[-1])
+    owner = parts[:parts.index(bad)] if bad in parts else parts[:-1]
+    parent = OmegaConf.select(node, ".".join(owner)) if owner else node
+    keys = [str(k) for k in parent] if OmegaConf.is_dict(parent) else []
+    where = ".".join([path, *owner])
+    near = difflib.get_close_matches(bad, keys, n=3, cutoff=0.6)
+    hint = (f"nearest: {', '.join(f'{where}.{k}' for k in near)}" if near else
+            f"keys of {where}: {', '.join(keys)}")
+    text = str(err).strip().splitlines()[0]
+    return f"{path}.{sub}: {text}; {hint}"

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import games
 from games import GameSpec
 from games.openspiel import OpenSpielGame
-from populations import exploitability as ex
 from populations.meta_solvers import available_meta_solvers, get_meta_solver, needs_full_game
 
 RESPONSE_TARGETS = ("meta", "exploiter")
@@ -54,6 +53,8 @@ def why_not_exact(game_obj: games.Game, seats_of: Mapping[str, Sequence[str]]) -
     team = next((p for p, seats in seats_of.items() if len(seats) > 1), None)
     if team is not None:
         return f"team {team!r} has several seats (exact tools are per seat)"
+    from populations import exploitability as ex  # torch: PSROConfig is checked before it
+
     try:
         ex.require_perfect_recall(ex.game_tree(game_obj))
     except ValueError as err:

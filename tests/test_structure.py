@@ -50,6 +50,9 @@ POPULATIONS_KNOWN: dict[tuple[str, str], str] = {
     ("populations/experiment.py", "marl.value_decomp"): "ValueDecompConfig fields (vdn, qmix)",
     ("populations/experiment.py", "marl.maddpg"): "MADDPGConfig field of the schema",
     ("populations/experiment.py", "llm_agents.build"): "LLMConfig field of the schema",
+    # selfplay-train checks section values (mappo.lr=-1) with the learners' own dataclasses
+    # before torch loads: marl.configs holds them without torch
+    ("populations/config_checks.py", "marl.configs"): "MAPPOConfig of the early checks",
     # the Python API's League() without members builds one MAPPO member from LeagueConfig
     ("populations/league.py", "marl.mappo"): "LeagueConfig.mappo and the default member",
     ("populations/league.py", "marl.actor_critic"): "NetConfig in LeagueConfig's default",
