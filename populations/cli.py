@@ -596,15 +596,17 @@ def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None) -> str:
     return "interrupted before the run started (start again)"
 
 
-def print_summary(s: RunSummary) -> None:
+def print_summary(s: RunSummary, resume: str | None = None) -> None:
+    """The end-of-run summary: folders, files, the table (``resume``: how the run is
+    resumed, default ``selfplay-train``'s ``resume=true hydra.run.dir=...``)."""
     print(f"\nrun folder : {s.run_dir}")
     print(f"database   : {s.database}")
     print(f"snapshots  : {s.snapshots}")
     if s.logger_files is not None:
         print(f"metrics    : {s.logger_files}")
     if (s.run_dir / "checkpoints").is_dir():
-        print(f"checkpoints: {s.run_dir / 'checkpoints'} (resume=true "
-              f"{run_dir_override(s.run_dir)})")
+        resume = resume or f"resume=true {run_dir_override(s.run_dir)}"
+        print(f"checkpoints: {s.run_dir / 'checkpoints'} ({resume})")
     if s.table:
         cols = list(s.table[0])
         print("\n" + "  ".join(f"{c:>12}" for c in cols))

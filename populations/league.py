@@ -409,7 +409,9 @@ class League:
         try:
             # a CLI's first Ctrl-C / SIGTERM stops at the next checkpoint that a resume goes
             # on from bit for bit (after a member's training, a pair's evaluation matches)
-            with deferred_stop():
+            with deferred_stop("after the member in training (in process; on Ray learner "
+                               "actors: after the generation's training) or the evaluation "
+                               "pair at hand"):
                 self._run()
         except BaseException as err:
             self.db.set_run_status(self.run_id, end_status(err), one_line(err))
@@ -730,9 +732,11 @@ def main(argv: list[str] | None = None) -> None:
         import_user_modules,
         load_plugins,
         one_line,
+        print_summary,
         sigterm_text,
         user_errors,
     )
+    from populations.experiment import RunSummary, league_table
     from populations.run_folder import (
         LEAGUE_CLI_WORDS,
         holds_run,
@@ -779,12 +783,14 @@ def main(argv: list[str] | None = None) -> None:
                             resume_override=args.resume_override)
             try:
                 league.run()
+                table = league_table(league.db, league.run_id)
             finally:
                 league.close()
+            run_dir = Path(args.run_dir)
+            print_summary(RunSummary(run_dir, run_dir / "league.db", run_dir / "snapshots",
+                                     None, table), resume=f"{p.prog} {_again(argv)}")
         except KeyboardInterrupt as err:  # Ctrl-C: one line, no traceback (exit 130, as a shell's)
-            given = list(sys.argv[1:] if argv is None else argv)
-            again = shlex.join(given if "--resume" in given else [*given, "--resume"])
-            message = f"interrupted; go on with: {p.prog} {again}"
+            message = f"interrupted; go on with: {p.prog} {_again(argv)}"
             if not holds_run(args.run_dir):  # --resume would be refused: nothing to go on with
                 if created:
                     discard_run_dir(Path(args.run_dir))
@@ -795,6 +801,12 @@ def main(argv: list[str] | None = None) -> None:
             if created:
                 discard_run_dir(Path(args.run_dir))
             fail(p.prog, one_line(err))
+
+
+def _again(argv: list[str] | None) -> str:
+    """The league CLI's arguments that resume this run: these, with ``--resume``."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    return shlex.join(given if "--resume" in given else [*given, "--resume"])
 
 
 def _game_kwargs(game: str, text: str | None, error: type[Exception]) -> dict[str, Any]:

@@ -118,7 +118,8 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
         db.set_run_status(run_id, "running")
     try:
         # a CLI's first Ctrl-C / SIGTERM stops after the best response or iteration at hand
-        with deferred_stop():
+        with deferred_stop("after the best response in training (or, past them, the "
+                           "iteration at hand)"):
             table = _run(cfg, run_dir, logger, db, run_id)
     except BaseException as err:
         db.set_run_status(run_id, end_status(err), one_line(err))

@@ -170,6 +170,9 @@ class Terminated(KeyboardInterrupt):
 _sigterm_seen = threading.Event()  # Ray's ray.get turns any KeyboardInterrupt into a plain one
 _deferring = False  # inside deferred_stop() of a CLI: the first signal only asks to stop
 _requested: int | None = None  # the signal that asked (SIGINT or SIGTERM), not yet obeyed
+# where the loop inside deferred_stop() stops, in the note a first signal prints
+UPDATE = "at the next update (a replay learner: the next step)"
+_where = UPDATE
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
@@ -195,9 +198,8 @@ def _defer(signum: int) -> bool:
     name = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
     # os.write: print() here could re-enter a write to stderr the signal interrupted
     with contextlib.suppress(OSError):  # no stderr (closed): the stop goes on all the same
-        os.write(2, f"\n{name}: stopping with a checkpoint at the next update (a replay "
-                    f"learner: the next step), which the run resumes from; {name} again stops "
-                    "at once\n".encode())
+        os.write(2, f"\n{name}: stopping with a checkpoint {_where}, which the run resumes "
+                    f"from; {name} again stops at once\n".encode())
     return True
 
 
@@ -220,20 +222,21 @@ def stop_now() -> None:
 
 
 @contextmanager
-def deferred_stop() -> Iterator[None]:
+def deferred_stop(where: str = UPDATE) -> Iterator[None]:
     """While inside, a CLI's first Ctrl-C or SIGTERM (the handlers
     :func:`sigterm_as_interrupt` installs) sets :func:`stop_requested` instead of raising:
     the loop inside finishes its update, writes a checkpoint and calls :func:`stop_now`. A
     second signal raises at once, as outside. A request still pending when the block ends
     (the signal came after the loop's last check) is obeyed then. In a program that imports
-    selfplay (its own handlers) nothing changes: signals raise where they arrive."""
-    global _deferring, _requested
+    selfplay (its own handlers) nothing changes: signals raise where they arrive. ``where``:
+    where the loop stops, in the note the first signal prints."""
+    global _deferring, _requested, _where
     ours = threading.current_thread() is threading.main_thread() and \
         signal.getsignal(signal.SIGTERM) is _raise_terminated
     if not ours or _deferring:
         yield
         return
-    _deferring, _requested = True, None
+    _deferring, _requested, _where = True, None, where
     try:
         yield
     except BaseException:

@@ -178,3 +178,37 @@ def test_psro_stops_after_the_iteration_at_hand(tmp_path, monkeypatch):
         _run(tmp_path / "run", 3)
     got = _state(tmp_path / "run" / "league.db")
     assert len(got["iterations"]) == 1 and len(got["matches"]) == 2
+
+
+LEAGUE_ARGS = ["--game", "openspiel/kuhn_poker", "--generations", "1",
+               "--frames-per-generation", "64", "--num-envs", "4", "--eval-episodes", "1"]
+
+
+def test_the_league_cli_prints_selfplay_trains_summary(tmp_path, capsys):
+    """``python -m populations.league`` ended without the summary table selfplay-train
+    prints; the resume it names is the league CLI's own."""
+    from populations import league
+
+    league.main(["--run-dir", str(tmp_path / "run"), *LEAGUE_ARGS])
+    out = capsys.readouterr().out
+    assert f"run folder : {tmp_path / 'run'}" in out
+    assert "member" in out and "elo" in out and "matches" in out
+    assert f"--run-dir {tmp_path / 'run'} " in out and out.count("--resume)") == 1
+    assert "hydra.run.dir" not in out
+
+
+def test_the_league_cli_stops_at_sigterm_after_the_training(tmp_path, monkeypatch, capfd):
+    """SIGTERM while the only member trains: the generation's training ends, the 'trained'
+    checkpoint is written, exit 143 with the league CLI's resume line."""
+    from populations import league
+
+    _signal_in(monkeypatch, MAPPOMember, "train_generation", lambda m, mm: True)
+    argv = ["--run-dir", str(tmp_path / "run"), *LEAGUE_ARGS]
+    with pytest.raises(SystemExit) as stop:
+        league.main(argv)
+    assert stop.value.code == 143
+    err = capfd.readouterr().err  # the note is written to file descriptor 2
+    assert "SIGTERM: stopping with a checkpoint after the member in training" in err
+    assert "terminated (SIGTERM)" in err and "--eval-episodes 1 --resume" in err
+    _, state = load_latest(tmp_path / "run" / "checkpoints")
+    assert (state["generation"], state["phase"]) == (1, "trained")

@@ -72,6 +72,8 @@ def test_game_kwargs_reach_the_league(tmp_path, monkeypatch):
     seen = []
 
     class Started:
+        db, run_id = None, None  # the summary's table: none (league_table below)
+
         def __init__(self, cfg, run_dir, **kwargs):
             seen.append(cfg)
 
@@ -82,6 +84,7 @@ def test_game_kwargs_reach_the_league(tmp_path, monkeypatch):
             pass
 
     monkeypatch.setattr(league, "League", Started)
+    monkeypatch.setattr("populations.experiment.league_table", lambda db, run_id: [])
     league.main(["--run-dir", str(tmp_path / "a"), *GAME, "--game-kwargs", '{"players": 2}'])
     league.main(["--run-dir", str(tmp_path / "b"), *GAME])  # another game: its own defaults
     league.main(["--run-dir", str(tmp_path / "c")])  # the default game's max_cycles
