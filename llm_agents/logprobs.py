@@ -142,9 +142,16 @@ def rows_selectable(cache: Any) -> bool:
                                 for layer in layers)
 
 
-# per model, whether its cache selects rows (rows_selectable), learned at its first prompt
-# pass that needed it: a hybrid model's prompts then run once per continuation
 _SELECTS_ROWS: weakref.WeakKeyDictionary[nn.Module, bool] = weakref.WeakKeyDictionary()
+
+
+def selects_rows(model: nn.Module, cache: Any = None) -> bool | None:
+    """Whether ``model``'s cache can select rows (:func:`rows_selectable`), learned from the
+    first ``cache`` given and remembered per model (scoring and generation alike); None
+    while unknown. A hybrid model then runs each row's prompt instead of copying a cache."""
+    if cache is not None and model not in _SELECTS_ROWS:
+        _SELECTS_ROWS[model] = rows_selectable(cache)
+    return _SELECTS_ROWS.get(model)
 
 
 def _padded(rows: Sequence[Sequence[int]], width: int, pad_id: int, left: bool
@@ -197,7 +204,7 @@ def continuation_token_stats(model: nn.Module, prefixes: Sequence[Sequence[int]]
     Lc = max(len(c) for c in flat)
     # the continuation pass needs the prompt's cache once per continuation
     select = Lc > 1 and pair_prefix != list(range(len(prefixes)))
-    if select and not _SELECTS_ROWS.get(model, True):  # a hybrid model: no row selection
+    if select and selects_rows(model) is False:  # a hybrid model: no row selection
         prefixes, pair_prefix = [prefixes[i] for i in pair_prefix], list(range(len(flat)))
         select = False
     P = max(len(p) for p in prefixes)
@@ -214,8 +221,7 @@ def continuation_token_stats(model: nn.Module, prefixes: Sequence[Sequence[int]]
     if Lc > 1:
         cache = _cache_of(out)
         if select:
-            _SELECTS_ROWS[model] = ok = rows_selectable(cache)
-            if ok:
+            if selects_rows(model, cache):
                 cache.batch_select_indices(rows)
             else:  # the prompts again, one row per continuation (this model's first time)
                 cache = _cache_of(model(input_ids=ids[rows], attention_mask=attn[rows],

@@ -31,6 +31,7 @@ from llm_agents.logprobs import (
     continuation_logprobs,
     forward_kwargs,
     rows_selectable,
+    selects_rows,
     sequence_scores,
 )
 from marl.core import resolve_device  # re-exported by llm_agents.backends
@@ -127,7 +128,6 @@ class TransformersBackend(Backend):
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         self._names = forward_kwargs(model)
-        self._select_rows: bool | None = None  # can its cache select rows? (rows_selectable)
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, device: str | torch.device = "auto",
@@ -225,7 +225,7 @@ class TransformersBackend(Backend):
         first prompt pass: a hybrid model's then runs again in full, once)."""
         first: dict[tuple[int, ...], int] = {}
         same = [first.setdefault(tuple(p), len(first)) for p in prompt_ids]
-        if len(first) < len(same) and self._select_rows is not False:
+        if len(first) < len(same) and selects_rows(self.model) is not False:
             lead = []
             for b, u in enumerate(same):
                 if u == len(lead):  # the first row with this prompt
@@ -234,16 +234,14 @@ class TransformersBackend(Backend):
             res = self.model(input_ids=inputs[at], attention_mask=attn[at], position_ids=pos[at],
                              use_cache=True, **keep_kw)
             cache = _cache(res)
-            self._select_rows = rows_selectable(cache)
-            if self._select_rows:
+            if selects_rows(self.model, cache):
                 rows = torch.tensor(same, device=inputs.device)
                 cache.batch_select_indices(rows)
                 res.logits = res.logits[rows]
                 return res, cache
         res = self.model(input_ids=inputs, attention_mask=attn, position_ids=pos, use_cache=True,
                          **keep_kw)
-        if self._select_rows is None:
-            self._select_rows = rows_selectable(_cache(res))
+        selects_rows(self.model, _cache(res))
         return res, _cache(res)
 
     # ------------------------------------------------------------------- scoring

@@ -10,7 +10,12 @@ import pytest
 import torch
 
 from llm_agents.backends import SamplingConfig, TransformersBackend, base
-from llm_agents.logprobs import continuation_token_stats, pad_sequences, token_logprobs
+from llm_agents.logprobs import (
+    continuation_token_stats,
+    pad_sequences,
+    selects_rows,
+    token_logprobs,
+)
 from llm_agents.tiny import SIMPLE_CHAT_TEMPLATE, build_tokenizer
 from tests.llm_agents.counting import CountingTokenizer, IdsOnly
 
@@ -127,7 +132,7 @@ def test_a_hybrid_models_cache_is_not_row_selected(hybrid):
         if stop:
             assert [g.finish_reason for g in gens] == ["length", "length", "stop"]
             assert gens[2].text == "call"
-    assert backend._select_rows is False
+    assert selects_rows(model) is False
 
 
 def test_a_hybrid_model_scores_continuations_as_whole_sequences(hybrid):
