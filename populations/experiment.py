@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import time
 from collections.abc import Iterator
@@ -51,7 +52,14 @@ from populations.matchmaking import MatchmakingConfig
 from populations.members import LearnerMember, LLMMember
 from populations.psro import PSROConfig
 from populations.psro_run import ORACLE_NAMES, oracle_algos
-from populations.run_folder import deferred_stop, one_line, open_run, stop_now, stop_requested
+from populations.run_folder import (
+    SETTINGS_NAME,
+    deferred_stop,
+    one_line,
+    open_run,
+    stop_now,
+    stop_requested,
+)
 from populations.seeds import GAME, GLOBAL, OPPONENT, RunSeeds, isolated_global_rng
 from populations.store import PolicyStore
 
@@ -260,7 +268,23 @@ def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
         if cfg.population.kind == "none" else None
     with open_run(run_dir, _plain(cfg), cfg.resume, cfg.resume_override, RESUME_MAY_CHANGE,
                   finished):
+        if cfg.resume and not (finished is not None and finished()):
+            _note_thread_change(Path(run_dir), cfg.torch_threads)
         return _run_experiment(cfg, Path(run_dir))
+
+
+def _note_thread_change(run_dir: Path, threads: int) -> None:
+    """One line when a resume runs at another ``torch_threads`` than the run recorded (its
+    ``settings.json``, checked by ``open_run``): allowed, but sums round otherwise from the
+    first update on, so the numbers after the checkpoint are not the uninterrupted run's."""
+    try:
+        saved = json.loads((run_dir / SETTINGS_NAME).read_text()).get("torch_threads")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return
+    if isinstance(saved, int) and not isinstance(saved, bool) and saved != threads:
+        log.warning("resuming with torch_threads=%d (the run had %d): training goes on, but "
+                    "its numbers from here on differ from the run kept at %d (sums round "
+                    "otherwise)", threads, saved, saved)
 
 
 def _single_finished(run_dir: Path, name: str) -> bool:
