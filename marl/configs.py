@@ -1,12 +1,15 @@
 """The classic learners' settings, torch-free: ``selfplay-train`` builds them from the command
 line's section values (``mappo.lr=-1``) before torch loads (``populations.config_checks``), and
-the learners (:mod:`marl.mappo`, :mod:`marl.actor_critic`) take them from here. A check that
-needs a registry of torch code (MAPPO's ``adv_norm``) imports it last, when the others passed.
+the learners (:mod:`marl.mappo`, :mod:`marl.actor_critic`, :mod:`marl.value_decomp`,
+:mod:`marl.maddpg`) take them from here. A check that needs torch code (MAPPO's ``adv_norm``
+registry, VDN/QMIX's mixers) imports it last, when the others passed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 MAPPO_KEYS = ("agent", "role")  # advantage keys of a rollout (group/turn keys are LLM ones)
 OPTIMS = ("joint", "separate")
@@ -17,6 +20,28 @@ CRITICS = ("auto", "state", "concat", "local", "gnn")
 SHARING = ("auto", "all", "role", "agent")
 VALUES = ("seat", "shared")
 INITS = ("orthogonal", "torch")
+TEAM_REWARDS = ("mean", "sum")
+STATE_INPUTS = ("auto", "state", "obs")
+TARGET_UPDATES = ("hard", "polyak")
+LOSSES = ("mse", "huber")
+TARGET_ACTIONS = ("argmax", "gumbel")
+
+
+def check_choice(where: str, value: Any, accepted: Iterable[Any]) -> None:
+    """One-line ``ValueError`` naming ``where``, the bad ``value`` and the accepted ones."""
+    accepted = tuple(accepted)
+    if value not in accepted:
+        raise ValueError(f"{where}={value!r} is not supported; accepted: {list(accepted)}")
+
+
+def check_rates(owner: str, gamma: float, **rates: float) -> None:
+    """One-line ``ValueError`` for a discount outside [0, 1] or a learning rate that is not a
+    finite number > 0 (``MADDPGConfig.gamma must be in [0, 1], got 2.0``)."""
+    if not 0.0 <= gamma <= 1.0:  # NaN too
+        raise ValueError(f"{owner}.gamma must be in [0, 1], got {gamma}")
+    for name, rate in rates.items():
+        if not 0.0 < rate < float("inf"):
+            raise ValueError(f"{owner}.{name} must be a finite number > 0, got {rate}")
 
 
 @dataclass(frozen=True)
@@ -118,3 +143,103 @@ class MAPPOConfig:
         from marl.advantages import check_adv_norm
 
         check_adv_norm(self.adv_norm, MAPPO_KEYS, by="MAPPO", consumes="returns", stateful=False)
+
+
+@dataclass
+class ValueDecompConfig:
+    """Hyperparameters of VDN / QMIX (defaults: pymarl's QMIX, scaled to small games)."""
+
+    mixer: str = "qmix"  # how utilities become Q_tot: "vdn" (sum) or "qmix" (monotone hypernet)
+    hidden: tuple[int, ...] = (64, 64)  # hidden widths of the shared agent Q network
+    mixing_embed_dim: int = 32  # QMIX: width E of the mixing network's hidden layer
+    hypernet_hidden: int = 64  # QMIX: hidden width of the hypernetworks producing mixer weights
+    state_input: str = "auto"  # QMIX mixer input: "state", "obs" (all obs concatenated), "auto"
+    team_reward: str = "mean"  # team reward from the controlled agents' rewards: "sum", or
+    # "mean" over all controlled agents (sum / A: a departed agent counts 0), the sum scaled
+    gamma: float = 0.99  # discount factor
+    lr: float = 5e-4  # Adam learning rate (agent network and mixer)
+    batch_size: int = 128  # transitions per gradient step
+    buffer_size: int = 50_000  # replay capacity in transitions (one per copy and step)
+    learning_starts: int = 1_000  # frames collected before the first update
+    train_every: int = 1  # vector steps between updates (one gradient step each)
+    double_q: bool = True  # the online network picks the target action, the target evaluates
+    target_update: str = "hard"  # "hard" copy every target_update_interval, or "polyak"
+    target_update_interval: int = 200  # updates between hard target copies
+    tau: float = 0.005  # Polyak rate: target <- tau * online + (1 - tau) * target
+    eps_start: float = 1.0  # ε of ε-greedy exploration at frame 0
+    eps_end: float = 0.05  # ε after eps_decay_frames
+    eps_decay_frames: int = 20_000  # frames over which ε decays linearly
+    loss: str = "mse"  # TD loss: "mse" or "huber"
+    optimistic_weight: float = 1.0  # TD-loss weight where Q_tot > target (OW-QMIX; 1: plain)
+    max_grad_norm: float = 10.0  # gradient clipping (global norm)
+    seed: int = 0  # seeds network init, exploration and minibatch sampling
+    checkpoint_buffer: bool = True  # include the replay contents in state_dict()
+
+    def __post_init__(self) -> None:
+        self.validate()  # a bad value fails where it is set (the config, a CLI override)
+
+    def validate(self) -> None:
+        check_choice("ValueDecompConfig.state_input", self.state_input, STATE_INPUTS)
+        check_choice("ValueDecompConfig.team_reward", self.team_reward, TEAM_REWARDS)
+        check_choice("ValueDecompConfig.target_update", self.target_update, TARGET_UPDATES)
+        check_choice("ValueDecompConfig.loss", self.loss, LOSSES)
+        for name in ("batch_size", "buffer_size", "train_every", "target_update_interval"):
+            if getattr(self, name) < 1:
+                raise ValueError(
+                    f"ValueDecompConfig.{name} must be >= 1, got {getattr(self, name)}"
+                )
+        if not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"ValueDecompConfig.tau must be in (0, 1], got {self.tau}")
+        if self.optimistic_weight <= 0.0:
+            raise ValueError(
+                f"ValueDecompConfig.optimistic_weight must be > 0, got {self.optimistic_weight}"
+            )
+        check_rates("ValueDecompConfig", gamma=self.gamma, lr=self.lr)
+        from marl.value_decomp import MIXERS  # last: the mixers are torch modules
+
+        check_choice("ValueDecompConfig.mixer", self.mixer, MIXERS)
+
+
+@dataclass
+class MADDPGConfig:
+    """Hyperparameters of MADDPG (defaults: Lowe et al. on MPE, with a smaller batch)."""
+
+    hidden: tuple[int, ...] = (64, 64)  # hidden widths of actors and critics
+    share_parameters: bool = False  # agents of the same role share actor and critic weights
+    state_input: str = "auto"  # critic input: "state", "obs" (all obs concatenated), "auto"
+    gamma: float = 0.95  # discount factor
+    lr_actor: float = 1e-3  # Adam learning rate of the actors
+    lr_critic: float = 1e-3  # Adam learning rate of the critics
+    tau: float = 0.01  # Polyak rate: target <- tau * online + (1 - tau) * target
+    batch_size: int = 256  # transitions per gradient step
+    buffer_size: int = 100_000  # replay capacity in transitions (one per copy and step)
+    learning_starts: int = 1_000  # frames collected before the first update
+    train_every: int = 1  # vector steps between updates (one critic + one actor step each)
+    exploration_noise: float = 0.1  # continuous: std of Gaussian noise in [-1, 1] action units
+    gumbel_temperature: float = 1.0  # discrete: Gumbel-softmax temperature of the actor update
+    target_action: str = "argmax"  # discrete: the target actors' next actions in the critic
+    # targets: "argmax" (their best legal action; maddpg-pytorch, EPyMARL) or "gumbel" (a hard
+    # Gumbel-max sample of their policy; OpenAI's MADDPG feeds the soft relaxed sample instead)
+    actor_reg: float = 1e-3  # L2 penalty on actor outputs (pre-tanh / logits), as in MADDPG
+    max_grad_norm: float = 0.5  # gradient clipping (global norm) of actors and critics
+    seed: int = 0  # seeds network init, exploration and minibatch sampling
+    checkpoint_buffer: bool = True  # include the replay contents in state_dict()
+
+    def __post_init__(self) -> None:
+        self.validate()  # a bad value fails where it is set (the config, a CLI override)
+
+    def validate(self) -> None:
+        check_choice("MADDPGConfig.state_input", self.state_input, STATE_INPUTS)
+        check_choice("MADDPGConfig.target_action", self.target_action, TARGET_ACTIONS)
+        for name in ("batch_size", "buffer_size", "train_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"MADDPGConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"MADDPGConfig.tau must be in (0, 1], got {self.tau}")
+        if self.gumbel_temperature <= 0.0 or self.exploration_noise < 0.0:
+            raise ValueError(
+                "MADDPGConfig: gumbel_temperature must be > 0 and exploration_noise >= 0, got "
+                f"{self.gumbel_temperature} and {self.exploration_noise}"
+            )
+        check_rates("MADDPGConfig", gamma=self.gamma, lr_actor=self.lr_actor,
+                    lr_critic=self.lr_critic)

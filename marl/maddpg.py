@@ -52,6 +52,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from games import ActionSpace, GameSpec, VecStep
+from marl.configs import MADDPGConfig  # the settings, torch-free (selfplay-train checks them early)
 from marl.core import (
     Capabilities,
     CheckpointError,
@@ -66,59 +67,12 @@ from marl.guards import FiniteGuard
 from marl.networks import masked_logits
 from marl.registry import register_learner
 from marl.replay import (
-    STATE_INPUTS,
     AgentStacker,
     ReplayBuffer,
     StillIn,
     check_agents,
-    check_choice,
     seated,
 )
-
-TARGET_ACTIONS = ("argmax", "gumbel")
-
-
-@dataclass
-class MADDPGConfig:
-    """Hyperparameters of MADDPG (defaults: Lowe et al. on MPE, with a smaller batch)."""
-
-    hidden: tuple[int, ...] = (64, 64)  # hidden widths of actors and critics
-    share_parameters: bool = False  # agents of the same role share actor and critic weights
-    state_input: str = "auto"  # critic input: "state", "obs" (all obs concatenated), "auto"
-    gamma: float = 0.95  # discount factor
-    lr_actor: float = 1e-3  # Adam learning rate of the actors
-    lr_critic: float = 1e-3  # Adam learning rate of the critics
-    tau: float = 0.01  # Polyak rate: target <- tau * online + (1 - tau) * target
-    batch_size: int = 256  # transitions per gradient step
-    buffer_size: int = 100_000  # replay capacity in transitions (one per copy and step)
-    learning_starts: int = 1_000  # frames collected before the first update
-    train_every: int = 1  # vector steps between updates (one critic + one actor step each)
-    exploration_noise: float = 0.1  # continuous: std of Gaussian noise in [-1, 1] action units
-    gumbel_temperature: float = 1.0  # discrete: Gumbel-softmax temperature of the actor update
-    target_action: str = "argmax"  # discrete: the target actors' next actions in the critic
-    # targets: "argmax" (their best legal action; maddpg-pytorch, EPyMARL) or "gumbel" (a hard
-    # Gumbel-max sample of their policy; OpenAI's MADDPG feeds the soft relaxed sample instead)
-    actor_reg: float = 1e-3  # L2 penalty on actor outputs (pre-tanh / logits), as in MADDPG
-    max_grad_norm: float = 0.5  # gradient clipping (global norm) of actors and critics
-    seed: int = 0  # seeds network init, exploration and minibatch sampling
-    checkpoint_buffer: bool = True  # include the replay contents in state_dict()
-
-    def __post_init__(self) -> None:
-        self.validate()  # a bad value fails where it is set (the config, a CLI override)
-
-    def validate(self) -> None:
-        check_choice("MADDPGConfig.state_input", self.state_input, STATE_INPUTS)
-        check_choice("MADDPGConfig.target_action", self.target_action, TARGET_ACTIONS)
-        for name in ("batch_size", "buffer_size", "train_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"MADDPGConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if not 0.0 < self.tau <= 1.0:
-            raise ValueError(f"MADDPGConfig.tau must be in (0, 1], got {self.tau}")
-        if self.gumbel_temperature <= 0.0 or self.exploration_noise < 0.0:
-            raise ValueError(
-                "MADDPGConfig: gumbel_temperature must be > 0 and exploration_noise >= 0, got "
-                f"{self.gumbel_temperature} and {self.exploration_noise}"
-            )
 
 
 # ------------------------------------------------------------------------------- networks

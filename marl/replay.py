@@ -18,7 +18,7 @@ Shape legend: ``C`` capacity, ``B`` copies (envs), ``M`` minibatch, ``A`` agents
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,17 +26,9 @@ import torch
 from torch import Tensor
 
 from games import GameSpec, VecStep
+from marl.configs import STATE_INPUTS, TEAM_REWARDS, check_choice  # torch-free: the configs'
 
 FieldSpec = tuple[tuple[int, ...], torch.dtype]
-TEAM_REWARDS = ("mean", "sum")
-STATE_INPUTS = ("auto", "state", "obs")
-
-
-def check_choice(where: str, value: Any, accepted: Iterable[Any]) -> None:
-    """One-line ``ValueError`` naming ``where``, the bad ``value`` and the accepted ones."""
-    accepted = tuple(accepted)
-    if value not in accepted:
-        raise ValueError(f"{where}={value!r} is not supported; accepted: {list(accepted)}")
 
 
 def check_agents(spec: GameSpec, agents: Sequence[str] | None, learner: str) -> tuple[str, ...]:

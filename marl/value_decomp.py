@@ -49,7 +49,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -58,6 +57,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from games import GameSpec, VecStep
+from marl.configs import ValueDecompConfig  # the settings, torch-free (checked early)
 from marl.core import (
     Capabilities,
     CheckpointError,
@@ -72,71 +72,13 @@ from marl.guards import FiniteGuard
 from marl.networks import masked_logits, mlp
 from marl.registry import register_learner
 from marl.replay import (
-    STATE_INPUTS,
-    TEAM_REWARDS,
     AgentStacker,
     ReplayBuffer,
     StillIn,
     TeamTurns,
     check_agents,
-    check_choice,
     seated,
 )
-
-TARGET_UPDATES = ("hard", "polyak")
-LOSSES = ("mse", "huber")
-
-
-@dataclass
-class ValueDecompConfig:
-    """Hyperparameters of VDN / QMIX (defaults: pymarl's QMIX, scaled to small games)."""
-
-    mixer: str = "qmix"  # how utilities become Q_tot: "vdn" (sum) or "qmix" (monotone hypernet)
-    hidden: tuple[int, ...] = (64, 64)  # hidden widths of the shared agent Q network
-    mixing_embed_dim: int = 32  # QMIX: width E of the mixing network's hidden layer
-    hypernet_hidden: int = 64  # QMIX: hidden width of the hypernetworks producing mixer weights
-    state_input: str = "auto"  # QMIX mixer input: "state", "obs" (all obs concatenated), "auto"
-    team_reward: str = "mean"  # team reward from the controlled agents' rewards: "sum", or
-    # "mean" over all controlled agents (sum / A: a departed agent counts 0), the sum scaled
-    gamma: float = 0.99  # discount factor
-    lr: float = 5e-4  # Adam learning rate (agent network and mixer)
-    batch_size: int = 128  # transitions per gradient step
-    buffer_size: int = 50_000  # replay capacity in transitions (one per copy and step)
-    learning_starts: int = 1_000  # frames collected before the first update
-    train_every: int = 1  # vector steps between updates (one gradient step each)
-    double_q: bool = True  # the online network picks the target action, the target evaluates
-    target_update: str = "hard"  # "hard" copy every target_update_interval, or "polyak"
-    target_update_interval: int = 200  # updates between hard target copies
-    tau: float = 0.005  # Polyak rate: target <- tau * online + (1 - tau) * target
-    eps_start: float = 1.0  # ε of ε-greedy exploration at frame 0
-    eps_end: float = 0.05  # ε after eps_decay_frames
-    eps_decay_frames: int = 20_000  # frames over which ε decays linearly
-    loss: str = "mse"  # TD loss: "mse" or "huber"
-    optimistic_weight: float = 1.0  # TD-loss weight where Q_tot > target (OW-QMIX; 1: plain)
-    max_grad_norm: float = 10.0  # gradient clipping (global norm)
-    seed: int = 0  # seeds network init, exploration and minibatch sampling
-    checkpoint_buffer: bool = True  # include the replay contents in state_dict()
-
-    def __post_init__(self) -> None:
-        self.validate()  # a bad value fails where it is set (the config, a CLI override)
-
-    def validate(self) -> None:
-        check_choice("ValueDecompConfig.mixer", self.mixer, MIXERS)
-        check_choice("ValueDecompConfig.state_input", self.state_input, STATE_INPUTS)
-        check_choice("ValueDecompConfig.team_reward", self.team_reward, TEAM_REWARDS)
-        check_choice("ValueDecompConfig.target_update", self.target_update, TARGET_UPDATES)
-        check_choice("ValueDecompConfig.loss", self.loss, LOSSES)
-        for name in ("batch_size", "buffer_size", "train_every", "target_update_interval"):
-            if getattr(self, name) < 1:
-                raise ValueError(
-                    f"ValueDecompConfig.{name} must be >= 1, got {getattr(self, name)}"
-                )
-        if not 0.0 < self.tau <= 1.0:
-            raise ValueError(f"ValueDecompConfig.tau must be in (0, 1], got {self.tau}")
-        if self.optimistic_weight <= 0.0:
-            raise ValueError(
-                f"ValueDecompConfig.optimistic_weight must be > 0, got {self.optimistic_weight}"
-            )
 
 
 # ----------------------------------------------------------------------------- mixing math

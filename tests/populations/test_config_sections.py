@@ -21,6 +21,12 @@ BAD = {  # override: the start of its one line
     "mappo.optim=bogus": "mappo.optim='bogus' unknown; choose one of ['joint', 'separate']",
     "mappo.net.init=x": "mappo.net.init='x' unknown; choose one of ['orthogonal', 'torch']",
     "mappo.net.hidden=[0]": "mappo.net.hidden=[0]; expected one or more widths >= 1",
+    "vdn.batch_size=0": "vdn.batch_size must be >= 1, got 0",
+    "qmix.loss=l1": "qmix.loss='l1' is not supported; accepted: ['mse', 'huber']",
+    "vdn.gamma=1.5": "vdn.gamma must be in [0, 1], got 1.5",
+    "maddpg.gamma=2": "maddpg.gamma must be in [0, 1], got 2.0",
+    "maddpg.lr_actor=0": "maddpg.lr_actor must be a finite number > 0, got 0.0",
+    "maddpg.tau=5": "maddpg.tau must be in (0, 1], got 5.0",
     "population.psro.meta_solver=x": "population.psro.meta_solver='x' unknown; choose one of",
     "population.matchmaking.rule=elo": "population.matchmaking.rule='elo' unknown; choose one",
     "logger.kind=x": "logger.kind='x' unknown; choose one of ['csv', 'none', 'wandb']",
@@ -32,7 +38,8 @@ UNKNOWN = {
                             "mappo.net.encoder",
     "logger.zzz=1": "logger.zzz: Key 'zzz' not in 'LoggerConfig'; keys of logger: kind,",
 }
-GOOD = ["mappo.lr=0.5", "mappo.net.hidden=[32,32]", "mappo.net.value=shared",
+GOOD = ["mappo.lr=0.5", "vdn.batch_size=8", "qmix.mixer=vdn", "maddpg.gamma=1",
+        "mappo.net.hidden=[32,32]", "mappo.net.value=shared",
         "population.psro.payoffs=sampled", "population.matchmaking.rule=fsp", "logger.kind=csv",
         "llm.team=anything", "population.kind=whatever"]  # not torch-free: checked later
 
@@ -95,13 +102,14 @@ for args in {bad!r}:
         print("accepted", args)
     except CLIError as err:
         print(err)
-heavy = ("torch", "marl.core", "marl.mappo", "populations.experiment")
+heavy = ("torch", "marl.core", "marl.mappo", "marl.maddpg", "populations.experiment")
 print("heavy:", sorted(m for m in heavy if m in sys.modules))
 """
 
 
 def test_section_values_are_refused_before_torch_loads(tmp_path):
-    bad = [[o] for o in ["mappo.lr=-1", "mappo.lrr=0.1", "population.psro.meta_solver=x"]] + [
+    bad = [[o] for o in ["mappo.lr=-1", "mappo.lrr=0.1", "population.psro.meta_solver=x",
+                         "vdn.batch_size=0", "maddpg.gamma=2"]] + [
         ["-m", "mappo.lr=0,0.1"], ["num_envs=0", "mappo.lr=-1"]]  # top-level values first
     # (a good mappo value before a bad one imports torch: MAPPOConfig's adv_norm check)
     out = subprocess.run([sys.executable, "-c", CHECK.format(bad=bad)], cwd=tmp_path,
@@ -110,5 +118,6 @@ def test_section_values_are_refused_before_torch_loads(tmp_path):
         f"bad config: {BAD['mappo.lr=-1']}", f"bad config: {UNKNOWN['mappo.lrr=0.1']}",
         "bad config: population.psro.meta_solver='x' unknown; choose one of ['auto', "
         "'least_exploitable', 'nash', 'prd', 'uniform']",
+        f"bad config: {BAD['vdn.batch_size=0']}", f"bad config: {BAD['maddpg.gamma=2']}",
         "bad config: mappo.lr=0.0; expected a number > 0",
         "bad config: num_envs=0; expected an integer >= 1", "heavy: []"], out
