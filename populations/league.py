@@ -91,6 +91,7 @@ from populations.run_folder import (
     end_status,
     one_line,
     resume_words,
+    stop_deferred,
     stop_now,
     stop_requested,
 )
@@ -665,7 +666,10 @@ class League:
 
     def _stop(self) -> dict[str, Any]:
         """``evaluate_pairs``' stop arguments: a stop request ends an evaluation after a
-        batch of pairs (one in process; one per match worker on Ray), recorded."""
+        batch of pairs (one in process; one per match worker on Ray), recorded. Outside a
+        CLI's deferred stop: none (every pair in one batch, as before)."""
+        if not stop_deferred():
+            return {}
         return {"stop": stop_requested,
                 "batch": self.cfg.ray_workers if self.cfg.runner == "ray" else 1}
 

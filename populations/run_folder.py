@@ -203,6 +203,12 @@ def _defer(signum: int) -> bool:
     return True
 
 
+def stop_deferred() -> bool:
+    """Whether a first Ctrl-C or SIGTERM would only ask to stop (inside a CLI's
+    deferred_stop): loops then cut long work into parts they can stop between."""
+    return _deferring
+
+
 def stop_requested() -> bool:
     """Whether a Ctrl-C or SIGTERM asked the running loop to stop (inside deferred_stop)."""
     return _requested is not None

@@ -212,3 +212,20 @@ def test_the_league_cli_stops_at_sigterm_after_the_training(tmp_path, monkeypatc
     assert "terminated (SIGTERM)" in err and "--eval-episodes 1 --resume" in err
     _, state = load_latest(tmp_path / "run" / "checkpoints")
     assert (state["generation"], state["phase"]) == (1, "trained")
+
+
+@pytest.mark.parametrize("trained, phase", [(["nobody"], "training"), (["a", "a"], "training"),
+                                            ("a", "training"), (["a"], "done")])
+def test_a_checkpoints_trained_members_are_checked(trained, phase):
+    """The members a stopped generation trained come from an untrusted file: an unknown or
+    repeated name, a non-list, or a list outside the 'training' phase is one line."""
+    from marl.core import CheckpointError
+
+    league = League.__new__(League)
+    league.members = [MAPPOMember.__new__(MAPPOMember) for _ in "ab"]
+    league.members[0].name, league.members[1].name = "a", "b"
+    state = {"generation": 1, "phase": phase, "frames": 0, "members": {}, "trained": trained}
+    with pytest.raises(CheckpointError, match="trained is .*; expected a list of distinct"):
+        league._checked_state("ckpt_000002.pt", state)
+    state["trained"] = ["b"] if phase == "training" else []
+    assert league._checked_state("ckpt_000002.pt", state)[-1] == state["trained"]
