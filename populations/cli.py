@@ -77,7 +77,10 @@ def one_line(err: BaseException) -> str:
     text = str(err)
     cause = err.__cause__
     if cause is not None and type(cause).__module__.startswith("omegaconf"):
-        text += "\n" + str(cause)
+        from populations.config_checks import unknown_key_hint
+
+        hint = unknown_key_hint(cause)  # llm.tem=1: the nearest keys of llm
+        text += "\n" + str(cause) + (f"\n{hint}" if hint else "")
     parts: list[str] = []
     for raw in text.splitlines():
         line = raw.strip()
@@ -238,6 +241,8 @@ def check_command_line(args: Sequence[str]) -> None:
     ``GROUP=OPTION`` naming an option no file in ``configs/GROUP/`` (nor an installed
     package's config store entry) provides. Skipped where other configs may provide it
     (``--config-dir``, ``--config-path``, ``hydra.searchpath``)."""
+    # private, no public equivalent: Hydra's own flag parser (--config-dir, -m, ...) is only
+    # reachable here or through hydra.main, which runs the app (pyproject pins hydra-core 1.3)
     from hydra._internal.utils import get_args_parser
     from hydra.core.config_store import ConfigStore
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -648,6 +653,9 @@ def _hydra_app() -> Callable[[], None]:
     import hydra
     import hydra._internal.utils as hydra_utils
 
+    # private, no public equivalent: Hydra has no hook for its composition or argparse
+    # errors (callbacks start after composition), so its reporter and parser are wrapped;
+    # pyproject pins hydra-core 1.3, whose names these are
     # Hydra reports composition errors (unknown key, group option...) with several lines
     # and exit 1; user errors become one line and exit 2, bugs keep Hydra's traceback
     original = getattr(hydra_utils.run_and_report, "__wrapped__", hydra_utils.run_and_report)

@@ -113,7 +113,9 @@ def writable(node: Any) -> Any:
     are rebuilt, and validated, by ``OmegaConf.to_object``)."""
     from omegaconf import DictConfig
 
-    node._set_flag("readonly", None)  # OmegaConf.set_readonly(node, False) leaves children's
+    # OmegaConf.set_readonly(node, False) and structured(flags=...) leave the nested frozen
+    # dataclasses' own read-only flags; no public call walks nodes without resolving them
+    node._set_flag("readonly", None)
     if isinstance(node, DictConfig):
         for key in node:
             writable(node._get_node(key))
@@ -162,8 +164,6 @@ def check_section_value(key: str, value: Any, input_line: str | None = None) -> 
 def _unknown_key(node: Any, path: str, sub: str, err: Exception) -> str:
     """``mappo.lrr: Key 'lrr' not in 'MAPPOConfig'; nearest: mappo.lr``: OmegaConf's words
     with the nearest keys of the section the unknown one was looked up in."""
-    import difflib
-
     from omegaconf import OmegaConf
 
     parts = sub.split(".")
@@ -171,9 +171,33 @@ def _unknown_key(node: Any, path: str, sub: str, err: Exception) -> str:
     owner = parts[:parts.index(bad)] if bad in parts else parts[:-1]
     parent = OmegaConf.select(node, ".".join(owner)) if owner else node
     keys = [str(k) for k in parent] if OmegaConf.is_dict(parent) else []
-    where = ".".join([path, *owner])
-    near = difflib.get_close_matches(bad, keys, n=3, cutoff=0.6)
-    hint = (f"nearest: {', '.join(f'{where}.{k}' for k in near)}" if near else
-            f"keys of {where}: {', '.join(keys)}")
     text = str(err).strip().splitlines()[0]
-    return f"{path}.{sub}: {text}; {hint}"
+    return f"{path}.{sub}: {text}; {nearest_keys(bad, keys, '.'.join([path, *owner]))}"
+
+
+def nearest_keys(bad: str, keys: list[str], where: str) -> str:
+    """``nearest: mappo.lr`` (the keys of section ``where`` spelt like ``bad``), or all of
+    them when none is close."""
+    import difflib
+
+    near = difflib.get_close_matches(bad, keys, n=3, cutoff=0.6)
+    prefix = f"{where}." if where else ""
+    return (f"nearest: {', '.join(prefix + k for k in near)}" if near else
+            f"keys of {where or 'the config'}: {', '.join(keys)}")
+
+
+def unknown_key_hint(err: BaseException) -> str | None:
+    """The nearest keys for OmegaConf's ``Key 'x' not in 'SomeConfig'`` (``err``, raised
+    where the schema composes: sections checked only after torch, such as ``llm``), from
+    the dataclass's fields; None for other errors."""
+    import dataclasses
+
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
+    cls, key = getattr(err, "object_type", None), getattr(err, "key", None)
+    if not isinstance(err, (ConfigAttributeError, ConfigKeyError)) or not isinstance(key, str) \
+            or not dataclasses.is_dataclass(cls):
+        return None
+    full = str(getattr(err, "full_key", "") or key)
+    where = full[:-len(key)].rstrip(".") if full.endswith(key) else ""
+    return nearest_keys(key, [f.name for f in dataclasses.fields(cls)], where)

@@ -121,3 +121,23 @@ def test_section_values_are_refused_before_torch_loads(tmp_path):
         f"bad config: {BAD['vdn.batch_size=0']}", f"bad config: {BAD['maddpg.gamma=2']}",
         "bad config: mappo.lr=0.0; expected a number > 0",
         "bad config: num_envs=0; expected an integer >= 1", "heavy: []"], out
+
+
+@pytest.mark.parametrize(("key", "hint"), [("llm.tem", "nearest: llm.team"),
+                                           ("llm.grpo.lrr", "nearest: llm.grpo.lr"),
+                                           ("population.kindd", "nearest: population.kind")])
+def test_unknown_keys_of_the_later_sections_name_the_nearest(key, hint):
+    """Sections the schema checks after torch (llm, population, runner): Hydra's line for an
+    unknown key ends with the nearest keys, from the section's dataclass."""
+    from hydra.errors import ConfigCompositionException
+
+    from populations.cli import one_line
+
+    cfg = writable(OmegaConf.structured(ExperimentConfig))
+    with pytest.raises(Exception) as caught:
+        OmegaConf.update(cfg, key, 1, merge=True)
+    try:
+        raise ConfigCompositionException(f"Could not override '{key}'.") from caught.value
+    except ConfigCompositionException as err:
+        line = one_line(err)
+    assert line.startswith(f"Could not override '{key}'; Key ") and line.endswith(hint), line
