@@ -93,18 +93,15 @@ def check_game_kwargs(name: str, kwargs: Mapping[str, Any]) -> None:
 def section_schemas() -> dict[str, tuple[type, dict[str, Any]]]:
     """The sections of an experiment whose dataclasses import without torch, by dotted path:
     each one's dataclass and the defaults ``ExperimentConfig`` gives it beyond the class's own
-    (a test keeps this in step with ExperimentConfig). The others (``llm``, ``population``'s
-    own fields, ``runner``) are checked when the schema loads."""
+    (a test keeps this in step with ExperimentConfig). The others (``llm``, ``runner``,
+    ``game``) are checked when the schema loads."""
     from marl.configs import MADDPGConfig, MAPPOConfig, ValueDecompConfig
     from populations.loggers import LoggerConfig
-    from populations.matchmaking import MatchmakingConfig
-    from populations.psro_config import PSROConfig
+    from populations.population_config import PopulationConfig
 
     return {"mappo": (MAPPOConfig, {}), "vdn": (ValueDecompConfig, {"mixer": "vdn"}),
             "qmix": (ValueDecompConfig, {"mixer": "qmix"}), "maddpg": (MADDPGConfig, {}),
-            "logger": (LoggerConfig, {}),
-            "population.matchmaking": (MatchmakingConfig, {}),
-            "population.psro": (PSROConfig, {})}
+            "logger": (LoggerConfig, {}), "population": (PopulationConfig, {})}
 
 
 def writable(node: Any) -> Any:
@@ -129,9 +126,10 @@ def check_section_value(key: str, value: Any, input_line: str | None = None) -> 
     decide (one source), and its message names the value by its full path. An unknown key
     is named with the section's nearest keys. ``ValueError`` (one line) when refused.
 
-    A section's check that needs torch (MAPPO's ``adv_norm`` registry, VDN/QMIX's mixers)
-    imports it last, when the others passed: a value refused only there costs torch's import
-    here, as it would later; a good value costs nothing (the run imports torch next)."""
+    A section's check that needs torch (MAPPO's ``adv_norm`` registry, VDN/QMIX's mixers,
+    the learner registry for ``population.oracle`` / ``members``) imports it last, when the
+    others passed: a value refused only there costs torch's import here, as it would later;
+    a good value costs nothing (the run imports torch next)."""
     from omegaconf import OmegaConf
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 

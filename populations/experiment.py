@@ -42,16 +42,17 @@ from marl.mappo import MAPPOConfig
 from marl.registry import LearnerEntry
 from marl.train import RandomPolicy, TrainResult, check_episode_lengths, train
 from marl.value_decomp import ValueDecompConfig
-from populations.approx_exploit import ExploitEvery
 from populations.checkpoint import checkpoint_files, load_latest, save_checkpoint
 from populations.config_checks import TOP_LEVEL_TYPES, check_game_kwargs, check_run_values
 from populations.db import LeagueDB, MatchRow
 from populations.league import MEMBER, League, LeagueConfig
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
-from populations.matchmaking import MatchmakingConfig
 from populations.members import LearnerMember, LLMMember
-from populations.psro import PSROConfig
-from populations.psro_run import ORACLE_NAMES, oracle_algos
+from populations.population_config import (  # torch-free: checked before torch loads
+    EXPLOITER,
+    PopulationConfig,
+    league_algos,
+)
 from populations.run_folder import (
     SETTINGS_NAME,
     deferred_stop,
@@ -65,22 +66,7 @@ from populations.store import PolicyStore
 
 log = logging.getLogger(__name__)
 
-MODES = ("none", "league", "psro")
-EXPLOITER = "_exploiter"  # population.members: "<algo>_exploiter", a main exploiter
 CHECKPOINTS = "checkpoints"  # a single run's checkpoints (a league's: populations.league)
-
-
-def league_algos() -> list[str]:
-    """What ``population.members`` may list: every registered learner that can share its
-    game copies with frozen opponents (or plays its own episodes, like an LLM team), and an
-    ``<algo>_exploiter`` of each of those that trains through the step loop."""
-    out = []
-    for name, e in sorted(registry.entries().items()):
-        if e.capabilities.partial_seats:
-            out += [name, name + EXPLOITER]
-        elif e.capabilities.own_rollouts:
-            out.append(name)
-    return out
 
 
 @dataclass
@@ -109,60 +95,6 @@ class RunnerConfig:
             raise ValueError(f"runner kind {self.kind!r} unknown; choose one of ['local', 'ray']")
         if self.rollout_workers < 0:
             raise ValueError(f"rollout_workers={self.rollout_workers}; expected an integer >= 0")
-
-
-@dataclass
-class PopulationConfig:
-    """What population runs: none (one learner), a self-play league, or PSRO."""
-
-    kind: str = "none"  # none | league | psro
-    generations: int = 6  # league: snapshots after the first
-    frames_per_generation: int = 20_000  # league: training frames per snapshot
-    opponent_prob: float = 0.5  # league: share of copies with a past snapshot as opponent
-    eval_window: int = 0  # league: evaluate against the last k snapshots (0: all)
-    members: list[str] = field(default_factory=list)  # league: member algos (empty: [algo]);
-    # registered algos (mappo, ippo, llm_grpo...) and <algo>_exploiter (AlphaStar main
-    # exploiter of the first member); see league_algos()
-    nash_conv: bool = False  # league: log each snapshot's exact NashConv (small OpenSpiel)
-    exploit: ExploitEvery = field(default_factory=ExploitEvery)  # league: approximate
-    # NashConv of new snapshots every exploit.every generations (any game; 0: never)
-    sync: bool = True  # league, runner=ray: members wait for each other every generation
-    # (false: a member that finishes publishes and trains on at once; populations.league)
-    exploiter_reset_win_rate: float = 0.7  # league, mappo_exploiter: restart after this
-    # win rate against the main member's newest snapshot
-    matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
-    iterations: int = 20  # psro: iterations
-    oracle: str = "exact"  # psro: auto (exact where it can be computed, else rl) | exact |
-    # rl (MAPPO, local critics, default settings) | a
-    # registered algo trained through the step loop (ippo, vdn, maddpg...: its own section)
-    oracle_frames: int = 20_000  # psro rl oracle: frames per best response
-    psro: PSROConfig = field(default_factory=PSROConfig)
-
-    def __post_init__(self) -> None:
-        if self.kind not in MODES:
-            raise ValueError(f"population kind {self.kind!r} unknown; choose one of {list(MODES)}")
-        oracles = [*ORACLE_NAMES, *oracle_algos()]
-        if self.oracle not in oracles:
-            raise ValueError(f"population.oracle={self.oracle!r} is not a PSRO oracle; "
-                             f"choose one of {oracles}")
-        for name in ("frames_per_generation", "iterations", "oracle_frames"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 1")
-        for name in ("generations", "eval_window"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 0")
-        if not 0.0 <= self.opponent_prob <= 1.0:
-            raise ValueError(f"opponent_prob={self.opponent_prob}; expected a value in [0, 1]")
-        allowed = league_algos()
-        for m in self.members:
-            if m not in allowed:
-                base = m.removesuffix(EXPLOITER)
-                why = (f"{m!r}: learner {base!r} does not declare Capabilities(partial_seats="
-                       "True) (it must train only the seats it is given)"
-                       if base in registry.entries() else f"{m!r} unknown")
-                raise ValueError(f"members={self.members}: {why}; choose from {allowed}")
-        if len(set(self.members)) != len(self.members):
-            raise ValueError(f"members={self.members} repeat an algo; list each once")
 
 
 @dataclass

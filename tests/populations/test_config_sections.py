@@ -27,6 +27,10 @@ BAD = {  # override: the start of its one line
     "maddpg.gamma=2": "maddpg.gamma must be in [0, 1], got 2.0",
     "maddpg.lr_actor=0": "maddpg.lr_actor must be a finite number > 0, got 0.0",
     "maddpg.tau=5": "maddpg.tau must be in (0, 1], got 5.0",
+    "population.generations=-1": "population.generations=-1; expected an integer >= 0",
+    "population.opponent_prob=2": "population.opponent_prob=2.0; expected a value in [0, 1]",
+    "population.kind=leage": "population.kind='leage' unknown; choose one of",
+    "population.exploit.every=-1": "population.exploit.every=-1; expected an integer >= 0",
     "population.psro.meta_solver=x": "population.psro.meta_solver='x' unknown; choose one of",
     "population.matchmaking.rule=elo": "population.matchmaking.rule='elo' unknown; choose one",
     "logger.kind=x": "logger.kind='x' unknown; choose one of ['csv', 'none', 'wandb']",
@@ -36,12 +40,15 @@ UNKNOWN = {
     "mappo.clip=0.1": "mappo.clip: Key 'clip' not in 'MAPPOConfig'; nearest: mappo.clip_coef",
     "mappo.net.encodr=gnn": "mappo.net.encodr: Key 'encodr' not in 'NetConfig'; nearest: "
                             "mappo.net.encoder",
+    "population.iteratons=3": "population.iteratons: Key 'iteratons' not in 'PopulationConfig'"
+                              "; nearest: population.iterations",
     "logger.zzz=1": "logger.zzz: Key 'zzz' not in 'LoggerConfig'; keys of logger: kind,",
 }
 GOOD = ["mappo.lr=0.5", "vdn.batch_size=8", "qmix.mixer=vdn", "maddpg.gamma=1",
         "mappo.net.hidden=[32,32]", "mappo.net.value=shared",
         "population.psro.payoffs=sampled", "population.matchmaking.rule=fsp", "logger.kind=csv",
-        "llm.team=anything", "population.kind=whatever"]  # not torch-free: checked later
+        "population.members=[mappo,llm_grpo]", "population.kind=psro",
+        "llm.team=anything", "runner.kind=whatever"]  # not torch-free: checked later
 
 
 def yaml_value(text):
@@ -102,14 +109,15 @@ for args in {bad!r}:
         print("accepted", args)
     except CLIError as err:
         print(err)
-heavy = ("torch", "marl.core", "marl.mappo", "marl.maddpg", "populations.experiment")
+heavy = ("torch", "marl.core", "marl.mappo", "marl.maddpg", "populations.psro_run",
+         "populations.experiment")
 print("heavy:", sorted(m for m in heavy if m in sys.modules))
 """
 
 
 def test_section_values_are_refused_before_torch_loads(tmp_path):
     bad = [[o] for o in ["mappo.lr=-1", "mappo.lrr=0.1", "population.psro.meta_solver=x",
-                         "vdn.batch_size=0", "maddpg.gamma=2"]] + [
+                         "vdn.batch_size=0", "maddpg.gamma=2", "population.generations=-1"]] + [
         ["-m", "mappo.lr=0,0.1"], ["num_envs=0", "mappo.lr=-1"]]  # top-level values first
     # (a good mappo value before a bad one imports torch: MAPPOConfig's adv_norm check)
     out = subprocess.run([sys.executable, "-c", CHECK.format(bad=bad)], cwd=tmp_path,
@@ -119,6 +127,7 @@ def test_section_values_are_refused_before_torch_loads(tmp_path):
         "bad config: population.psro.meta_solver='x' unknown; choose one of ['auto', "
         "'least_exploitable', 'nash', 'prd', 'uniform']",
         f"bad config: {BAD['vdn.batch_size=0']}", f"bad config: {BAD['maddpg.gamma=2']}",
+        f"bad config: {BAD['population.generations=-1']}",
         "bad config: mappo.lr=0.0; expected a number > 0",
         "bad config: num_envs=0; expected an integer >= 1", "heavy: []"], out
 

@@ -1,0 +1,132 @@
+"""What population an experiment runs (:class:`PopulationConfig`: none, a self-play league,
+PSRO) and how often a league estimates its exploitability (:class:`ExploitEvery`), torch-free:
+``selfplay-train`` builds them from the command line's ``population.*`` values before torch
+loads (``populations.config_checks``). The checks that need the learner registry (``oracle``,
+``members``, ``exploit.algo``) import it last, when the others passed.
+:mod:`populations.experiment` and :mod:`populations.approx_exploit` re-export these names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from populations.matchmaking import MatchmakingConfig
+from populations.psro_config import PSROConfig
+
+if TYPE_CHECKING:
+    from populations.approx_exploit import ApproxConfig
+
+MODES = ("none", "league", "psro")
+EXPLOITER = "_exploiter"  # population.members: "<algo>_exploiter", a main exploiter
+
+
+def league_algos() -> list[str]:
+    """What ``population.members`` may list: every registered learner that can share its
+    game copies with frozen opponents (or plays its own episodes, like an LLM team), and an
+    ``<algo>_exploiter`` of each of those that trains through the step loop."""
+    import llm_agents.learner  # noqa: F401 - registers llm_grpo
+    from marl import registry
+
+    out = []
+    for name, e in sorted(registry.entries().items()):
+        if e.capabilities.partial_seats:
+            out += [name, name + EXPLOITER]
+        elif e.capabilities.own_rollouts:
+            out.append(name)
+    return out
+
+
+@dataclass(frozen=True)
+class ExploitEvery:
+    """Approximate NashConv of a league's new snapshots while it trains
+    (``population.exploit.every=N``).
+
+    Every ``every``-th generation (versions 0, N, 2N, ...) each member's new snapshot that
+    holds every seat gets :func:`approx_nash_conv` with this budget, recorded in the
+    ``exploitability`` table as ``selfplay-eval --exploit`` records it (the dashboard shows it
+    per snapshot) and logged as ``approx_nash_conv/<member>``. It is for games too large to
+    enumerate; on small OpenSpiel games ``population.nash_conv`` gives the exact value sooner.
+
+    Attributes:
+        every: generations between estimates (0: never).
+        algo, frames, seeds, eval_episodes: as in :class:`ApproxConfig` (one seed by default:
+            the interval then covers evaluation noise only, and says so).
+    """
+
+    every: int = 0
+    algo: str = "ippo"
+    frames: int = 20_000
+    seeds: int = 1
+    eval_episodes: int = 500
+
+    def __post_init__(self) -> None:
+        if isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 0:
+            raise ValueError(f"exploit.every={self.every!r}; expected an integer >= 0 "
+                             "(generations between estimates; 0: never)")
+        if self.every:
+            self.config()  # a bad algo or budget fails at config time, in one line
+
+    def config(self, seed: int = 0, device: str = "cpu") -> ApproxConfig:
+        from populations.approx_exploit import ApproxConfig  # torch: imported when needed
+
+        return ApproxConfig(algo=self.algo, frames=self.frames, seeds=self.seeds,
+                            eval_episodes=self.eval_episodes, seed=seed, device=device)
+
+
+@dataclass
+class PopulationConfig:
+    """What population runs: none (one learner), a self-play league, or PSRO."""
+
+    kind: str = "none"  # none | league | psro
+    generations: int = 6  # league: snapshots after the first
+    frames_per_generation: int = 20_000  # league: training frames per snapshot
+    opponent_prob: float = 0.5  # league: share of copies with a past snapshot as opponent
+    eval_window: int = 0  # league: evaluate against the last k snapshots (0: all)
+    members: list[str] = field(default_factory=list)  # league: member algos (empty: [algo]);
+    # registered algos (mappo, ippo, llm_grpo...) and <algo>_exploiter (AlphaStar main
+    # exploiter of the first member); see league_algos()
+    nash_conv: bool = False  # league: log each snapshot's exact NashConv (small OpenSpiel)
+    exploit: ExploitEvery = field(default_factory=ExploitEvery)  # league: approximate
+    # NashConv of new snapshots every exploit.every generations (any game; 0: never)
+    sync: bool = True  # league, runner=ray: members wait for each other every generation
+    # (false: a member that finishes publishes and trains on at once; populations.league)
+    exploiter_reset_win_rate: float = 0.7  # league, mappo_exploiter: restart after this
+    # win rate against the main member's newest snapshot
+    matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
+    iterations: int = 20  # psro: iterations
+    oracle: str = "exact"  # psro: auto (exact where it can be computed, else rl) | exact |
+    # rl (MAPPO, local critics, default settings) | a
+    # registered algo trained through the step loop (ippo, vdn, maddpg...: its own section)
+    oracle_frames: int = 20_000  # psro rl oracle: frames per best response
+    psro: PSROConfig = field(default_factory=PSROConfig)
+
+    def __post_init__(self) -> None:
+        if self.kind not in MODES:
+            raise ValueError(f"population kind {self.kind!r} unknown; choose one of {list(MODES)}")
+        for name in ("frames_per_generation", "iterations", "oracle_frames"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 1")
+        for name in ("generations", "eval_window"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 0")
+        if not 0.0 <= self.opponent_prob <= 1.0:
+            raise ValueError(f"opponent_prob={self.opponent_prob}; expected a value in [0, 1]")
+        if len(set(self.members)) != len(self.members):
+            raise ValueError(f"members={self.members} repeat an algo; list each once")
+        # last: the registry knows the learners once torch and their modules are imported
+        from marl import registry
+        from populations.psro_run import ORACLE_NAMES, oracle_algos
+
+        oracles = [*ORACLE_NAMES, *oracle_algos()]
+        if self.oracle not in oracles:
+            raise ValueError(f"population.oracle={self.oracle!r} is not a PSRO oracle; "
+                             f"choose one of {oracles}")
+        allowed = league_algos()
+        for m in self.members:
+            if m not in allowed:
+                base = m.removesuffix(EXPLOITER)
+                why = (f"{m!r}: learner {base!r} does not declare Capabilities(partial_seats="
+                       "True) (it must train only the seats it is given)"
+                       if base in registry.entries() else f"{m!r} unknown")
+                raise ValueError(f"members={self.members}: {why}; choose from {allowed}")
