@@ -56,7 +56,7 @@ from populations.run_folder import (
 )
 from populations.runners import MatchJob, make_runner
 from populations.seeds import MATCH, RunSeeds
-from populations.store import PolicyStore
+from populations.store import PolicyStore, StoreError
 
 if TYPE_CHECKING:
     from populations.experiment import ExperimentConfig
@@ -77,7 +77,14 @@ class DBRecorder:
 
     def on_member(self, name: str, agent: str, policy: Policy) -> None:
         k = len(self.snapshot.setdefault(agent, []))
-        snap = self.store.publish(f"psro-{agent}-{k}", policy, version=0)
+        member = f"psro-{agent}-{k}"
+        snap = self.store.latest(member)  # published before a resume, or as a best response
+        try:  # kept as written: a policy loaded back saves equal tensors in other bytes
+            snap = self.store.verify(snap) if snap is not None else None
+        except StoreError:
+            snap = None
+        if snap is None:
+            snap = self.store.publish(member, policy, version=0)
         self.snapshot[agent].append(snap.id)
 
     def on_payoffs(self, payoffs: np.ndarray) -> None:

@@ -15,7 +15,6 @@ from populations import run_folder
 from populations.checkpoint import load_latest
 from populations.league import League
 from populations.members import MAPPOMember
-from populations.psro import ExactBestResponse
 from populations.runners import LocalRunner
 from tests.populations.test_league import _kuhn
 from tests.populations.test_psro_resume import _metrics, _run, _state
@@ -136,31 +135,6 @@ def test_a_second_signal_stops_the_league_at_once(tmp_path, monkeypatch):
     assert (state["generation"], state["phase"]) == (0, "done")
 
 
-def test_psro_stops_after_a_best_response_and_resumes_bit_for_bit(tmp_path, monkeypatch):
-    """SIGTERM while player 0's best response of iteration 1 is computed: it is kept
-    (published), the run stops before player 1's; the resume computes player 1's only and
-    ends with the uninterrupted run's members, iterations, matches and metric rows."""
-    extra = ["logger=csv"]
-    whole = _run(tmp_path / "whole", 3, extra=extra)
-    want = _state(whole.database), _metrics(whole)
-    calls = []
-    _signal_in(monkeypatch, ExactBestResponse, "best_response",
-               lambda o, agent, opp, seed: len(calls) == 3)
-    real = ExactBestResponse.best_response
-    monkeypatch.setattr(ExactBestResponse, "best_response", lambda o, agent, opp, seed: (
-        calls.append(agent), real(o, agent, opp, seed))[1])
-    with run_folder.sigterm_as_interrupt(), pytest.raises(run_folder.Terminated):
-        _run(tmp_path / "run", 3, extra=extra)
-    assert len(calls) == 3  # iteration 0's two, iteration 1's first
-    got = _state(tmp_path / "run" / "league.db")
-    assert len(got["iterations"]) == 1
-    assert [n for n, _ in got["snapshots"]].count(f"psro-{calls[2]}-2") == 1
-    calls.clear()
-    summary = _run(tmp_path / "run", 3, resume=True, extra=extra)
-    assert len(calls) == 3  # iteration 1's second player, iteration 2's two
-    assert (_state(summary.database), _metrics(summary)) == want
-
-
 def test_psro_stops_after_the_iteration_at_hand(tmp_path, monkeypatch):
     """SIGTERM during an iteration's recorded matches: the iteration is recorded whole and
     the run stops before the next one."""
@@ -229,3 +203,39 @@ def test_a_checkpoints_trained_members_are_checked(trained, phase):
         league._checked_state("ckpt_000002.pt", state)
     state["trained"] = ["b"] if phase == "training" else []
     assert league._checked_state("ckpt_000002.pt", state)[-1] == state["trained"]
+
+
+def test_psro_stops_after_a_best_response_and_resumes_bit_for_bit(tmp_path, monkeypatch):
+    """SIGTERM while player 0's best response of iteration 1 trains (RL oracle): it is kept
+    (published), the run stops before player 1's; the resume trains player 1's only and ends
+    with the uninterrupted run's members (their files' hashes too: a member loaded back and
+    published again saved equal tensors in other bytes), iterations, matches and metric
+    rows (database and metrics.csv)."""
+    from populations.psro import RLOracle
+
+    extra = ["population.oracle=rl", "population.oracle_frames=16", "num_envs=2",
+             "logger=csv"]
+
+    def tables(summary):
+        db = sqlite3.connect(summary.database)
+        try:
+            hashes = db.execute(TABLES["snapshots"]).fetchall()
+        finally:
+            db.close()
+        return hashes, _state(summary.database), _metrics(summary)
+
+    want = tables(_run(tmp_path / "whole", 2, extra=extra))
+    calls = []
+    _signal_in(monkeypatch, RLOracle, "best_response", lambda o, *args: len(calls) == 3)
+    real = RLOracle.best_response
+    monkeypatch.setattr(RLOracle, "best_response", lambda o, agent, *args: (
+        calls.append(agent), real(o, agent, *args))[1])
+    with run_folder.sigterm_as_interrupt(), pytest.raises(run_folder.Terminated):
+        _run(tmp_path / "run", 2, extra=extra)
+    assert len(calls) == 3  # iteration 0's two, iteration 1's first
+    got = _state(tmp_path / "run" / "league.db")
+    assert len(got["iterations"]) == 1
+    assert [n for n, _ in got["snapshots"]].count(f"psro-{calls[2]}-2") == 1
+    calls.clear()
+    assert tables(_run(tmp_path / "run", 2, resume=True, extra=extra)) == want
+    assert len(calls) == 1  # the kept best response was not trained again
