@@ -93,15 +93,16 @@ def check_game_kwargs(name: str, kwargs: Mapping[str, Any]) -> None:
 def section_schemas() -> dict[str, tuple[type, dict[str, Any]]]:
     """The sections of an experiment whose dataclasses import without torch, by dotted path:
     each one's dataclass and the defaults ``ExperimentConfig`` gives it beyond the class's own
-    (a test keeps this in step with ExperimentConfig). The others (``llm``, ``runner``,
-    ``game``) are checked when the schema loads."""
+    (a test keeps this in step with ExperimentConfig). The others (``llm``, ``game``) are
+    checked when the schema loads."""
     from marl.configs import MADDPGConfig, MAPPOConfig, ValueDecompConfig
+    from populations.experiment_config import PopulationConfig, RunnerConfig
     from populations.loggers import LoggerConfig
-    from populations.population_config import PopulationConfig
 
     return {"mappo": (MAPPOConfig, {}), "vdn": (ValueDecompConfig, {"mixer": "vdn"}),
             "qmix": (ValueDecompConfig, {"mixer": "qmix"}), "maddpg": (MADDPGConfig, {}),
-            "logger": (LoggerConfig, {}), "population": (PopulationConfig, {})}
+            "logger": (LoggerConfig, {}), "population": (PopulationConfig, {}),
+            "runner": (RunnerConfig, {})}
 
 
 def writable(node: Any) -> Any:

@@ -45,14 +45,15 @@ from marl.value_decomp import ValueDecompConfig
 from populations.checkpoint import checkpoint_files, load_latest, save_checkpoint
 from populations.config_checks import TOP_LEVEL_TYPES, check_game_kwargs, check_run_values
 from populations.db import LeagueDB, MatchRow
+from populations.experiment_config import (  # torch-free: checked before torch loads
+    EXPLOITER,
+    PopulationConfig,
+    RunnerConfig,
+    league_algos,
+)
 from populations.league import MEMBER, League, LeagueConfig
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
 from populations.members import LearnerMember, LLMMember
-from populations.population_config import (  # torch-free: checked before torch loads
-    EXPLOITER,
-    PopulationConfig,
-    league_algos,
-)
 from populations.run_folder import (
     SETTINGS_NAME,
     deferred_stop,
@@ -75,26 +76,6 @@ class GameConfig:
 
     name: str = "pettingzoo/mpe2.simple_spread_v3"
     kwargs: dict[str, Any] = field(default_factory=dict)  # presets in configs/game/ set them
-
-
-@dataclass
-class RunnerConfig:
-    """Where evaluation matches run."""
-
-    kind: str = "local"  # local | ray
-    workers: int = 2  # ray: actors
-    address: str | None = None  # ray: cluster address (None: local ray.init())
-    rollout_workers: int = 0  # population=none, MAPPO/IPPO: workers collecting training
-    # rollouts (Ray actors with kind=ray, in this process with kind=local); 0: no workers
-    learners: int = 0  # ray, league: learner actors training members at once (0: one each)
-    learner_gpus: float | None = None  # ray, league: GPUs per learner actor (None: 1 on CUDA)
-    max_learner_restarts: int = 2  # ray, league: replacements of a dead learner actor per job
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("local", "ray"):
-            raise ValueError(f"runner kind {self.kind!r} unknown; choose one of ['local', 'ray']")
-        if self.rollout_workers < 0:
-            raise ValueError(f"rollout_workers={self.rollout_workers}; expected an integer >= 0")
 
 
 @dataclass

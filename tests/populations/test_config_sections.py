@@ -33,6 +33,8 @@ BAD = {  # override: the start of its one line
     "population.exploit.every=-1": "population.exploit.every=-1; expected an integer >= 0",
     "population.psro.meta_solver=x": "population.psro.meta_solver='x' unknown; choose one of",
     "population.matchmaking.rule=elo": "population.matchmaking.rule='elo' unknown; choose one",
+    "runner.kind=slurm": "runner.kind='slurm' unknown; choose one of ['local', 'ray']",
+    "runner.rollout_workers=-1": "runner.rollout_workers=-1; expected an integer >= 0",
     "logger.kind=x": "logger.kind='x' unknown; choose one of ['csv', 'none', 'wandb']",
 }
 UNKNOWN = {
@@ -48,7 +50,7 @@ GOOD = ["mappo.lr=0.5", "vdn.batch_size=8", "qmix.mixer=vdn", "maddpg.gamma=1",
         "mappo.net.hidden=[32,32]", "mappo.net.value=shared",
         "population.psro.payoffs=sampled", "population.matchmaking.rule=fsp", "logger.kind=csv",
         "population.members=[mappo,llm_grpo]", "population.kind=psro",
-        "llm.team=anything", "runner.kind=whatever"]  # not torch-free: checked later
+        "runner.kind=ray", "llm.team=anything", "game.kwargs.cards=4"]  # llm, game: later
 
 
 def yaml_value(text):

@@ -1,8 +1,9 @@
-"""What population an experiment runs (:class:`PopulationConfig`: none, a self-play league,
-PSRO) and how often a league estimates its exploitability (:class:`ExploitEvery`), torch-free:
-``selfplay-train`` builds them from the command line's ``population.*`` values before torch
-loads (``populations.config_checks``). The checks that need the learner registry (``oracle``,
-``members``, ``exploit.algo``) import it last, when the others passed.
+"""An experiment's own sections that import without torch: what population it runs
+(:class:`PopulationConfig`: none, a self-play league, PSRO), how often a league estimates its
+exploitability (:class:`ExploitEvery`) and where matches run (:class:`RunnerConfig`).
+``selfplay-train`` builds them from the command line's ``population.*`` and ``runner.*`` values
+before torch loads (``populations.config_checks``). The checks that need the learner registry
+(``oracle``, ``members``, ``exploit.algo``) import it last, when the others passed.
 :mod:`populations.experiment` and :mod:`populations.approx_exploit` re-export these names.
 """
 
@@ -130,3 +131,23 @@ class PopulationConfig:
                        "True) (it must train only the seats it is given)"
                        if base in registry.entries() else f"{m!r} unknown")
                 raise ValueError(f"members={self.members}: {why}; choose from {allowed}")
+
+
+@dataclass
+class RunnerConfig:
+    """Where evaluation matches run."""
+
+    kind: str = "local"  # local | ray
+    workers: int = 2  # ray: actors
+    address: str | None = None  # ray: cluster address (None: local ray.init())
+    rollout_workers: int = 0  # population=none, MAPPO/IPPO: workers collecting training
+    # rollouts (Ray actors with kind=ray, in this process with kind=local); 0: no workers
+    learners: int = 0  # ray, league: learner actors training members at once (0: one each)
+    learner_gpus: float | None = None  # ray, league: GPUs per learner actor (None: 1 on CUDA)
+    max_learner_restarts: int = 2  # ray, league: replacements of a dead learner actor per job
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("local", "ray"):
+            raise ValueError(f"runner kind {self.kind!r} unknown; choose one of ['local', 'ray']")
+        if self.rollout_workers < 0:
+            raise ValueError(f"rollout_workers={self.rollout_workers}; expected an integer >= 0")
