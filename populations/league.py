@@ -574,7 +574,7 @@ class League:
                     continue
                 if stop_requested():  # a Ctrl-C / SIGTERM during the last member's training
                     self._save()  # phase "training": the members trained so far
-                    stop_now()
+                    self._stop_if_asked()
                 started = time.time()
                 frames = m.train_generation(self.matchmaker(m.name))
                 self.db.add_generation(self.run_id, m.name, g, frames, started, time.time(),
@@ -677,8 +677,9 @@ class League:
         """Obey a CLI's stop request here: the checkpoint just written (or, in an
         evaluation, the last one) is where its resume goes on from."""
         if stop_requested():
-            log.warning("stopped at generation %d (%s) with a checkpoint", self.generation,
-                        self.phase)
+            log.warning("stopped at generation %d (%s%s) with a checkpoint", self.generation,
+                        self.phase, f": {', '.join(self.trained)} trained"
+                        if self.phase == "training" else "")
             stop_now()
 
     def _member(self, name: str) -> Member:
