@@ -379,9 +379,10 @@ def check_values(overrides: Sequence[Any]) -> None:
         import games
 
         games.make(unknown[0])  # raises UnknownGameError listing the registered games
+    presets = _chosen_presets(overrides) if sections else None
     for key, value, line in sections:  # last: a good mappo value may import torch
         try:
-            check_section_value(key, value, line)
+            check_section_value(key, value, line, presets)
         except ValueError as err:
             raise CLIError(f"bad config: {err}") from None
 
@@ -681,6 +682,38 @@ def _hydra_app() -> Callable[[], None]:
     hydra_main.get_args_parser = get_args_parser
     return hydra.main(version_base=None, config_path="pkg://configs",
                       config_name="config")(_train_task)
+
+
+def _chosen_presets(overrides: Sequence[Any]) -> Any:
+    """What the command line's group options (``population=fsp``, ``experiment=X`` and the
+    options its defaults list overrides) set, merged in Hydra's order (experiment last), for
+    the early section checks; a preset that does not load adds nothing (Hydra reports it)."""
+    from hydra.core.override_parser.types import ValueType
+    from omegaconf import OmegaConf
+
+    spec = importlib.util.find_spec("configs")
+    assert spec is not None and spec.submodule_search_locations
+    root = Path(next(iter(spec.submodule_search_locations)))
+    out = OmegaConf.create()
+
+    def merge(group: str, option: str) -> None:
+        try:
+            data = OmegaConf.load(root / group / f"{option}.yaml")
+            for item in data.pop("defaults", None) or []:  # "override /population: pfsp"
+                for name, choice in (item.items() if isinstance(item, dict) else []):
+                    if isinstance(choice, str) and "/" not in name.removeprefix("override /"):
+                        merge(name.removeprefix("override /"), choice)
+            out.merge_with(data)
+        except Exception:  # noqa: BLE001 - missing file, bad YAML: Hydra's own error later
+            return
+
+    chosen = [(o.key_or_group, o.value()) for o in overrides if o.package is None and
+              o.value_type == ValueType.ELEMENT and isinstance(o.value(), str) and
+              not o.input_line.startswith(("+", "~")) and "." not in o.key_or_group and
+              (root / o.key_or_group).is_dir()]
+    for group, option in sorted(chosen, key=lambda c: c[0] == "experiment"):
+        merge(group, option)
+    return out
 
 
 def _config_groups() -> dict[str, list[str]]:

@@ -120,12 +120,16 @@ def writable(node: Any) -> Any:
     return node
 
 
-def check_section_value(key: str, value: Any, input_line: str | None = None) -> None:
+def check_section_value(key: str, value: Any, input_line: str | None = None,
+                        presets: Any = None) -> None:
     """Refuse a command line's ``key=value`` inside a section of :func:`section_schemas`
     (``mappo.lr=-1``, ``mappo.lrr=0.1``) as the schema would, before torch loads: the
     section's dataclass is built from its defaults with this one value, so its own checks
     decide (one source), and its message names the value by its full path. An unknown key
     is named with the section's nearest keys. ``ValueError`` (one line) when refused.
+    ``presets`` (a config) holds what the command line's group options set (``population=fsp``:
+    ``population.matchmaking.rule=fsp``), applied first: a rule of one field that depends on
+    another (pfsp's exponent) sees the value the run will have.
 
     A section's check that needs torch (MAPPO's ``adv_norm`` registry, VDN/QMIX's mixers,
     the learner registry for ``population.oracle`` / ``members``) imports it last, when the
@@ -144,6 +148,12 @@ def check_section_value(key: str, value: Any, input_line: str | None = None) -> 
     node = writable(OmegaConf.structured(cls))
     for name, default in defaults.items():
         node[name] = default
+    chosen = OmegaConf.select(presets, path) if presets is not None else None
+    if chosen is not None:
+        try:
+            node.merge_with(chosen)
+        except OmegaConfBaseException:
+            return  # a preset the schema reports itself
     sub = key[len(path) + 1:]
     try:
         OmegaConf.update(node, sub, value, merge=True)
@@ -154,6 +164,8 @@ def check_section_value(key: str, value: Any, input_line: str | None = None) -> 
         raise ValueError(f"{input_line or f'{key}={value}'}: {text}") from None
     try:
         OmegaConf.to_object(node)
+    except OmegaConfBaseException:
+        return  # an interpolation in a preset (resolved against the whole config): the schema's
     except (ValueError, TypeError) as err:
         where, owner, inner = refusal(node, path + ".") or (path, cls, err)  # mappo.net first
         text = str(inner).strip().splitlines()[0]

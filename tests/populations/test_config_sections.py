@@ -120,7 +120,9 @@ print("heavy:", sorted(m for m in heavy if m in sys.modules))
 def test_section_values_are_refused_before_torch_loads(tmp_path):
     bad = [[o] for o in ["mappo.lr=-1", "mappo.lrr=0.1", "population.psro.meta_solver=x",
                          "vdn.batch_size=0", "maddpg.gamma=2", "population.generations=-1"]] + [
-        ["-m", "mappo.lr=0,0.1"], ["num_envs=0", "mappo.lr=-1"]]  # top-level values first
+        ["-m", "mappo.lr=0,0.1"], ["num_envs=0", "mappo.lr=-1"],  # top-level values first
+        # the exponent is checked only with pfsp's hard weighting: the chosen presets count
+        ["experiment=tag_pfsp_league", "population.matchmaking.exponent=-1"]]
     # (a good mappo value before a bad one imports torch: MAPPOConfig's adv_norm check)
     out = subprocess.run([sys.executable, "-c", CHECK.format(bad=bad)], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120, check=True).stdout
@@ -131,7 +133,19 @@ def test_section_values_are_refused_before_torch_loads(tmp_path):
         f"bad config: {BAD['vdn.batch_size=0']}", f"bad config: {BAD['maddpg.gamma=2']}",
         f"bad config: {BAD['population.generations=-1']}",
         "bad config: mappo.lr=0.0; expected a number > 0",
-        "bad config: num_envs=0; expected an integer >= 1", "heavy: []"], out
+        "bad config: num_envs=0; expected an integer >= 1",
+        "bad config: population.matchmaking.exponent=-1.0; expected a finite value >= 0 (hard "
+        "weighting (1 - p) ** exponent)", "heavy: []"], out
+
+
+def test_the_presets_the_command_line_picks_count():
+    """pfsp's exponent is checked only with its hard weighting (an fsp league ignores it):
+    population=fsp population.matchmaking.exponent=-1 runs, as the full schema decides."""
+    from populations.cli import check_command_line
+
+    check_command_line(["population=fsp", "population.matchmaking.exponent=-1"])
+    with pytest.raises(CLIError, match="population.matchmaking.exponent=-1.0; expected"):
+        check_command_line(["population=pfsp", "population.matchmaking.exponent=-1"])
 
 
 @pytest.mark.parametrize(("key", "hint"), [("llm.tem", "nearest: llm.team"),
