@@ -707,10 +707,10 @@ def _chosen_presets(overrides: Sequence[Any]) -> Any:
         except Exception:  # noqa: BLE001 - missing file, bad YAML: Hydra's own error later
             return
 
-    chosen = [(o.key_or_group, o.value()) for o in overrides if o.package is None and
+    chosen = [(o.key_or_group, o.value()) for o in overrides
+              if not o.input_line.startswith(("+", "~")) and o.package is None and
               o.value_type == ValueType.ELEMENT and isinstance(o.value(), str) and
-              not o.input_line.startswith(("+", "~")) and "." not in o.key_or_group and
-              (root / o.key_or_group).is_dir()]
+              "." not in o.key_or_group and (root / o.key_or_group).is_dir()]
     for group, option in sorted(chosen, key=lambda c: c[0] == "experiment"):
         merge(group, option)
     return out
