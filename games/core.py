@@ -235,8 +235,15 @@ class Game(abc.ABC):
     # ------------------------------------------------------------------- provided
     def legal_mask(self, agent: str) -> np.ndarray:
         """bool ``[n]`` mask of the legal actions of ``agent``."""
-        mask = np.zeros(self.spec.action_spaces[agent].n, dtype=bool)
-        mask[list(self.legal_actions(agent))] = True
+        n = self.spec.action_spaces[agent].n
+        mask = np.zeros(n, dtype=bool)
+        legal = list(self.legal_actions(agent))
+        try:
+            mask[legal] = True
+        except IndexError:  # else a bare IndexError from the first reset (openspiel/chat_game)
+            bad = [a for a in legal if not 0 <= a < n]
+            raise GameError(f"{self.spec.name}: legal actions {bad} of {agent} are outside its "
+                            f"{n} actions (ids 0..{n - 1}); the game cannot be played") from None
         return mask
 
     def legal_action_texts(self, agent: str) -> list[str]:

@@ -232,3 +232,16 @@ def test_pettingzoo_time_limit_truncates_the_waiting_seat_too():
     assert ts.truncated == {"player_0": True, "player_1": True}
     assert not any(ts.terminated.values())
     games.check_game(game, episodes=2)
+
+
+def test_a_legal_action_outside_the_action_space_is_named_in_one_line():
+    # was a bare IndexError from reset (openspiel/chat_game lists action 2 of its 2)
+    import nim
+
+    class Broken(nim.Nim):
+        def legal_actions(self, agent):
+            return [*super().legal_actions(agent), self.max_take]  # one past the last id
+
+    with pytest.raises(games.GameError, match=r"^nim: legal actions \[3\] of player_0 are "
+                       r"outside its 3 actions \(ids 0\.\.2\); the game cannot be played$"):
+        Broken(stones=5).reset(seed=0)
