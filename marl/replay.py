@@ -97,16 +97,21 @@ class ReplayBuffer:
                         missing: Mapping[str, float | bool] | None = None) -> None:
         """Restore :meth:`state_dict`; a field in ``missing`` that the state lacks (a
         checkpoint from before the field existed) is filled with that value."""
-        size = int(state["size"])
-        if size > self.capacity:
-            raise ValueError(f"replay state holds {size} rows > capacity {self.capacity}")
+        size, pos = state["size"], state["pos"]
+        for name, value, top in (("size", size, self.capacity), ("pos", pos, self.capacity - 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
+                raise ValueError(f"replay state holds {name}={value!r}; expected an integer in "
+                                 f"[0, {top}] (capacity {self.capacity})")
+        for k, v in state["data"].items():
+            if k in self.data and (not isinstance(v, Tensor) or v.dim() < 1 or v.shape[0] != size):
+                raise ValueError(f"replay state's {k!r} rows do not match its size {size}")
         for k, v in self.data.items():
             if k not in state["data"] and missing is not None and k in missing:
                 v[:size] = missing[k]
             else:
                 v[:size] = state["data"][k].to(self.device, v.dtype)
             v[size:self.size] = 0  # rows this buffer held before: as in a fresh one
-        self.pos, self.size = int(state["pos"]), size
+        self.pos, self.size = pos, size
 
 
 class AgentStacker:

@@ -64,3 +64,23 @@ def test_loading_into_a_learner_that_played_equals_loading_into_a_fresh_one(kind
         vg2, _ = _make(kind, buffer)
         _play(learner, vg2, vg2.reset(), 6)
     assert _differences(used, fresh, kind, set()) == []
+
+
+@pytest.mark.parametrize(("field", "value"), [("size", -1), ("size", 5), ("pos", 4), ("pos", -1),
+                                              ("size", 2.0), ("rows", 3)])
+def test_a_replay_state_out_of_range_is_refused_in_one_line(field, value):
+    """Review LR-1: a negative size or a pos past the capacity loaded, and failed much later in
+    sample() with torch's error."""
+    import torch
+
+    from marl.replay import ReplayBuffer
+
+    buf = ReplayBuffer(4, {"x": ((), torch.float32)})
+    state = {"data": {"x": torch.ones(2)}, "pos": 2, "size": 2}
+    if field == "rows":
+        state["data"]["x"] = torch.ones(value)
+    else:
+        state[field] = value
+    with pytest.raises(ValueError, match=r"^replay state") as err:
+        buf.load_state_dict(state)
+    assert "\n" not in str(err.value)
