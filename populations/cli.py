@@ -380,9 +380,13 @@ def check_values(overrides: Sequence[Any]) -> None:
 
         games.make(unknown[0])  # raises UnknownGameError listing the registered games
     presets = _chosen_presets(overrides) if sections else None
+    from collections import Counter
+
+    counts = Counter(key for key, _, _ in sections)  # swept keys: each value alone
+    single = [(key, value) for key, value, _ in sections if counts[key] == 1]
     for key, value, line in sections:  # last: a good mappo value may import torch
         try:
-            check_section_value(key, value, line, presets)
+            check_section_value(key, value, line, presets, single)
         except ValueError as err:
             raise CLIError(f"bad config: {err}") from None
 

@@ -9,6 +9,7 @@ Nothing here imports torch.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -121,7 +122,7 @@ def writable(node: Any) -> Any:
 
 
 def check_section_value(key: str, value: Any, input_line: str | None = None,
-                        presets: Any = None) -> None:
+                        presets: Any = None, others: Any = ()) -> None:
     """Refuse a command line's ``key=value`` inside a section of :func:`section_schemas`
     (``mappo.lr=-1``, ``mappo.lrr=0.1``) as the schema would, before torch loads: the
     section's dataclass is built from its defaults with this one value, so its own checks
@@ -154,6 +155,10 @@ def check_section_value(key: str, value: Any, input_line: str | None = None,
             node.merge_with(chosen)
         except OmegaConfBaseException:
             return  # a preset the schema reports itself
+    for other, given in others:  # the line's other values of this section: cross-field rules
+        if other != key and other.startswith(path + "."):
+            with contextlib.suppress(OmegaConfBaseException):  # its own check reports it
+                OmegaConf.update(node, other[len(path) + 1:], given, merge=True)
     sub = key[len(path) + 1:]
     try:
         OmegaConf.update(node, sub, value, merge=True)

@@ -144,6 +144,9 @@ def test_the_presets_the_command_line_picks_count():
     from populations.cli import check_command_line
 
     check_command_line(["population=fsp", "population.matchmaking.exponent=-1"])
+    # and the line's other values of the section (review CC-1)
+    check_command_line(["encoder=gnn", "mappo.net.critic=state", "mappo.net.value=shared"])
+    check_command_line(["population.matchmaking.rule=fsp", "population.matchmaking.exponent=-1"])
     with pytest.raises(CLIError, match="population.matchmaking.exponent=-1.0; expected"):
         check_command_line(["population=pfsp", "population.matchmaking.exponent=-1"])
 
