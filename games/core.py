@@ -240,8 +240,10 @@ class Game(abc.ABC):
         legal = list(self.legal_actions(agent))
         try:
             mask[legal] = True
+            if legal and min(legal) < 0:  # numpy wraps -1 to the last action, silently
+                raise IndexError
         except IndexError:  # else a bare IndexError from the first reset (openspiel/chat_game)
-            bad = [a for a in legal if not 0 <= a < n]
+            bad = [a for a in legal if not (isinstance(a, (int, np.integer)) and 0 <= a < n)]
             raise GameError(f"{self.spec.name}: legal actions {bad} of {agent} are outside its "
                             f"{n} actions (ids 0..{n - 1}); the game cannot be played") from None
         return mask

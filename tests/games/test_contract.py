@@ -245,3 +245,15 @@ def test_a_legal_action_outside_the_action_space_is_named_in_one_line():
     with pytest.raises(games.GameError, match=r"^nim: legal actions \[3\] of player_0 are "
                        r"outside its 3 actions \(ids 0\.\.2\); the game cannot be played$"):
         Broken(stones=5).reset(seed=0)
+
+
+def test_a_negative_legal_action_is_refused_too():
+    # numpy wrapped -1 to the last action, silently (review MX-1)
+    import nim
+
+    class Negative(nim.Nim):
+        def legal_actions(self, agent):
+            return [-1, *super().legal_actions(agent)]
+
+    with pytest.raises(games.GameError, match=r"^nim: legal actions \[-1\] of player_0"):
+        Negative(stones=5).reset(seed=0)
