@@ -384,7 +384,7 @@ def check_values(overrides: Sequence[Any]) -> None:
 
     counts = Counter(key for key, _, _ in sections)  # swept keys: each value alone
     single = [(key, value) for key, value, _ in sections if counts[key] == 1]
-    for key, value, line in sections:  # last: a good mappo value may import torch
+    for key, value, line in sections if presets is not None else ():  # last: torch may load
         try:
             check_section_value(key, value, line, presets, single)
         except ValueError as err:
@@ -715,9 +715,14 @@ def _chosen_presets(overrides: Sequence[Any]) -> Any:
               if not o.input_line.startswith(("+", "~")) and o.package is None and
               o.value_type == ValueType.ELEMENT and isinstance(o.value(), str) and
               "." not in o.key_or_group and (root / o.key_or_group).is_dir()]
+    unsure = any(o.key_or_group.split("@")[0] in {d.name for d in root.iterdir() if d.is_dir()}
+                 and not o.input_line.startswith(("+", "~")) and o.value_type != ValueType.ELEMENT
+                 for o in overrides)  # a swept group option (-m population=fsp,pfsp)
     for group, option in sorted(chosen, key=lambda c: c[0] == "experiment"):
+        if not (root / group / f"{option}.yaml").is_file():
+            unsure = True  # a ConfigStore preset (imports=[...]): leave it to the schema
         merge(group, option)
-    return out
+    return None if unsure else out
 
 
 def _config_groups() -> dict[str, list[str]]:

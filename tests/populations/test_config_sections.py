@@ -147,6 +147,8 @@ def test_the_presets_the_command_line_picks_count():
     # and the line's other values of the section (review CC-1)
     check_command_line(["encoder=gnn", "mappo.net.critic=state", "mappo.net.value=shared"])
     check_command_line(["population.matchmaking.rule=fsp", "population.matchmaking.exponent=-1"])
+    # a swept group option: each job's presets differ, the schema decides (review CC-3)
+    check_command_line(["-m", "population=fsp,self_play", "population.matchmaking.exponent=-1"])
     with pytest.raises(CLIError, match="population.matchmaking.exponent=-1.0; expected"):
         check_command_line(["population=pfsp", "population.matchmaking.exponent=-1"])
 
