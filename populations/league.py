@@ -412,7 +412,7 @@ class League:
             # on from bit for bit (after a member's training, a pair's evaluation matches)
             with deferred_stop("after the member in training (in process; on Ray learner "
                                "actors: after the generation's training) or the evaluation "
-                               "pair at hand"):
+                               "pair at hand", obey_at_end=False):
                 self._run()
         except BaseException as err:
             self.db.set_run_status(self.run_id, end_status(err), one_line(err))
@@ -440,7 +440,8 @@ class League:
             self._publish_and_evaluate()
             self.phase = "done"
             self._save()
-            self._stop_if_asked()
+            if self.generation < self.cfg.generations:  # after the last: finished
+                self._stop_if_asked()
             log.info("generation %d/%d done, %d steps, %.0fs", self.generation,
                      self.cfg.generations, self.frames, time.perf_counter() - start)
         self.db.set_run_status(self.run_id, "finished")

@@ -126,7 +126,7 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
     try:
         # a CLI's first Ctrl-C / SIGTERM stops after the best response or iteration at hand
         with deferred_stop("after the best response in training (or, past them, the "
-                           "iteration at hand)"):
+                           "iteration at hand)", obey_at_end=False):
             table = _run(cfg, run_dir, logger, db, run_id)
     except BaseException as err:
         db.set_run_status(run_id, end_status(err), one_line(err))
@@ -164,13 +164,14 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
         if done:  # the last finished iteration may have stopped before its matches
             _record_matches(db, run_id, runner, store, recorder, cfg, done - 1,
                             _greedy(psro), psro.seats_of)
-        for _ in range(done, pop.iterations):
+        for k in range(done, pop.iterations):
             it = psro.iteration()
             log.info("psro iteration %d: NashConv %s (%.2fs)", it.iteration,
                      nash_conv_text(it.nash_conv, 5), it.seconds)
             _record_matches(db, run_id, runner, store, recorder, cfg, it.iteration,
                             _greedy(psro), psro.seats_of)
-            if stop_requested():  # the iteration is recorded: its resume starts the next
+            # the iteration is recorded: its resume starts the next (after the last: finished)
+            if stop_requested() and k < pop.iterations - 1:
                 log.warning("stopped after PSRO iteration %d", it.iteration)
                 stop_now()
     finally:

@@ -25,6 +25,7 @@ import logging
 import os
 import signal
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -228,14 +229,16 @@ def stop_now() -> None:
 
 
 @contextmanager
-def deferred_stop(where: str = UPDATE) -> Iterator[None]:
+def deferred_stop(where: str = UPDATE, obey_at_end: bool = True) -> Iterator[None]:
     """While inside, a CLI's first Ctrl-C or SIGTERM (the handlers
     :func:`sigterm_as_interrupt` installs) sets :func:`stop_requested` instead of raising:
     the loop inside finishes its update, writes a checkpoint and calls :func:`stop_now`. A
     second signal raises at once, as outside. A request still pending when the block ends
     (the signal came after the loop's last check) is obeyed then. In a program that imports
     selfplay (its own handlers) nothing changes: signals raise where they arrive. ``where``:
-    where the loop stops, in the note the first signal prints."""
+    where the loop stops, in the note the first signal prints. ``obey_at_end=False`` (a
+    league, PSRO: nothing is left to do after their loop) drops such a late request: the
+    run has finished and is recorded so."""
     global _deferring, _requested, _where
     ours = threading.current_thread() is threading.main_thread() and \
         signal.getsignal(signal.SIGTERM) is _raise_terminated
@@ -249,7 +252,11 @@ def deferred_stop(where: str = UPDATE) -> Iterator[None]:
         _deferring, _requested = False, None
         raise
     _deferring = False
-    stop_now()
+    if obey_at_end or _requested is None:
+        stop_now()
+        return
+    _requested = None
+    print("the run finished before it could stop: nothing left to resume", file=sys.stderr)
 
 
 def _by_sigterm(err: BaseException | None) -> bool:

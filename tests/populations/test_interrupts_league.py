@@ -239,3 +239,41 @@ def test_psro_stops_after_a_best_response_and_resumes_bit_for_bit(tmp_path, monk
     calls.clear()
     assert tables(_run(tmp_path / "run", 2, resume=True, extra=extra)) == want
     assert len(calls) == 1  # the kept best response was not trained again
+
+
+def test_a_signal_after_the_leagues_last_stop_check_leaves_it_finished(
+        tmp_path, monkeypatch, capfd):
+    """SIGTERM as the league records itself finished (after its last stop check): every
+    generation is recorded, so the run ends normally, 'finished' (before: the block's end
+    raised Terminated and the complete run was recorded 'interrupted', exit 143)."""
+    from populations.db import LeagueDB
+
+    _signal_in(monkeypatch, LeagueDB, "set_run_status", lambda db, run_id, status, *a:
+               status == "finished")
+    with run_folder.sigterm_as_interrupt():
+        _league(tmp_path / "run")
+    assert "nothing left to resume" in capfd.readouterr().err
+    db = sqlite3.connect(tmp_path / "run" / "league.db")
+    assert db.execute("SELECT status, error FROM runs").fetchone() == ("finished", None)
+    db.close()
+
+
+def test_a_signal_in_psros_last_iteration_leaves_it_finished(tmp_path, monkeypatch):
+    """SIGTERM while the last PSRO iteration records its matches: that iteration is the
+    run's last, so it ends 'finished' with every iteration (before: 'interrupted')."""
+    from populations import psro_run
+
+    real = psro_run._record_matches
+
+    def signalled(db, run_id, runner, store, recorder, cfg, iteration, *args):
+        if iteration == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(db, run_id, runner, store, recorder, cfg, iteration, *args)
+
+    monkeypatch.setattr(psro_run, "_record_matches", signalled)
+    with run_folder.sigterm_as_interrupt():
+        _run(tmp_path / "run", 2)
+    assert len(_state(tmp_path / "run" / "league.db")["iterations"]) == 2
+    db = sqlite3.connect(tmp_path / "run" / "league.db")
+    assert db.execute("SELECT status FROM runs").fetchone() == ("finished",)
+    db.close()
