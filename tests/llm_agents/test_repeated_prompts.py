@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from llm_agents import logprobs
 from llm_agents.backends import SamplingConfig, TransformersBackend, base
 from llm_agents.logprobs import (
     continuation_token_stats,
@@ -148,7 +149,9 @@ def test_a_hybrid_model_scores_continuations_as_whole_sequences(hybrid):
         for c in cs:
             batch = pad_sequences([p], [c], pad)
             want.append(token_logprobs(model, batch).logp[batch.target].detach())
+    logprobs._SELECTS_ROWS.pop(model, None)  # not yet learned (the fixture is shared)
     seen = _rows_seen(model)
+    first = []
     for grad in (False, False, True):
         seen.clear()
         with torch.set_grad_enabled(grad):
@@ -157,7 +160,8 @@ def test_a_hybrid_model_scores_continuations_as_whole_sequences(hybrid):
         for g, w in zip(got, want, strict=True):
             torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
         if not grad:  # 3 distinct prompts (first call only), then 6 distinct pairs
-            assert seen in ([3, 6, 6], [6, 6])
+            first.append(list(seen))
+    assert first == [[3, 6, 6], [6, 6]]
     assert seen == [9, 9]  # with gradients, one row per continuation
     with torch.no_grad():  # one continuation per prompt: the cache is used as it is
         seen.clear()
