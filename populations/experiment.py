@@ -449,7 +449,8 @@ def _train_single(cfg: ExperimentConfig, learner: Learner, recent: _RecentReturn
             spec_w = RolloutSpec(cfg.game.name, agents, max(1, cfg.num_envs // workers),
                                  seeds.stream("rollouts", *(("resumed", start) if start else ())),
                                  dict(cfg.game.kwargs), dict(vkw))
-            collector = RolloutCollector(spec_w, workers, cfg.runner.kind, cfg.runner.address)
+            collector = RolloutCollector(spec_w, workers, cfg.runner.kind, cfg.runner.address,
+                                         num_envs=cfg.num_envs)  # 5 over 2 workers: 3 + 2
             try:
                 res = train_with_workers(learner, collector, cfg.frames - start, cfg.progress,
                                          on_update)

@@ -95,29 +95,40 @@ class RolloutWorker:
 
 
 class RolloutCollector:
-    """``num_workers`` workers in this process (``kind="local"``) or on Ray actors."""
+    """``num_workers`` workers in this process (``kind="local"``) or on Ray actors. Each
+    plays ``spec.num_envs`` copies, or, given ``num_envs`` (the copies of all of them), a
+    share of it: 5 over 2 workers are 3 + 2."""
 
     def __init__(self, spec: RolloutSpec, num_workers: int = 2, kind: str = "local",
-                 address: str | None = None) -> None:
+                 address: str | None = None, num_envs: int | None = None) -> None:
         if kind not in ("local", "ray"):
             raise ValueError(f"rollout worker kind {kind!r} unknown; choose one of "
                              "['local', 'ray']")
         if num_workers < 1:
             raise ValueError(f"rollout workers={num_workers}; expected an integer >= 1")
+        if num_envs is not None and num_envs < num_workers:
+            raise ValueError(f"num_envs={num_envs} game copies cannot be shared by "
+                             f"rollout_workers={num_workers}: give num_envs >= {num_workers} "
+                             "(each worker plays at least one copy)")
         self.spec, self.kind, self.num_workers = spec, kind, num_workers
+        share = [spec.num_envs] * num_workers if num_envs is None else [
+            num_envs // num_workers + (i < num_envs % num_workers) for i in range(num_workers)]
+        specs = [spec if n == spec.num_envs else dataclasses.replace(spec, num_envs=n)
+                 for n in share]
+        self.copies = share  # each worker's copies
         if kind == "local":
-            self.workers: list[Any] = [RolloutWorker(spec, i) for i in range(num_workers)]
+            self.workers: list[Any] = [RolloutWorker(s, i) for i, s in enumerate(specs)]
             return
         from populations.runners import init_ray
 
         self._ray = ray = init_ray(address, num_workers)
         actor = ray.remote(num_cpus=1)(RolloutWorker)
-        self.workers = [actor.remote(spec, i) for i in range(num_workers)]
+        self.workers = [actor.remote(s, i) for i, s in enumerate(specs)]
         log.info("collecting rollouts on %d ray actors", num_workers)
 
     @property
     def num_envs(self) -> int:
-        return self.spec.num_envs * self.num_workers
+        return sum(self.copies)
 
     def collect(self, policy: Policy, steps: int) -> list[Segment]:
         data = policy_bytes(policy)

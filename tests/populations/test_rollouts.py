@@ -108,3 +108,19 @@ def test_experiment_trains_with_rollout_workers(tmp_path):
     updates = db.execute("SELECT COUNT(*) FROM metrics WHERE key = 'losses/pg_loss'").fetchone()
     db.close()
     assert updates[0] == 4 and summary.table[0]["frames"] == 400  # 4 rounds of 25 x 4 copies
+
+
+def test_copies_that_do_not_divide_are_shared_unevenly():
+    """num_envs=5 over 2 workers played 4 copies (5 // 2 each): now 3 + 2, stacked into one
+    batch of 5; fewer copies than workers is one line naming both."""
+    learner = _learner(epochs=1, minibatches=1)
+    spec = RolloutSpec(SPREAD, learner.agents, 2, seed=3, game_kwargs={"N": 2, "max_cycles": 25})
+    collector = RolloutCollector(spec, 2, "local", num_envs=5)
+    try:
+        assert collector.copies == [3, 2] and collector.num_envs == 5
+        segments = collector.collect(learner.policy(), 2)
+        assert [seg[1][0][learner.agents[0]].shape[0] for seg in segments] == [3, 2]
+    finally:
+        collector.close()
+    with pytest.raises(ValueError, match=r"num_envs=1 .* rollout_workers=2: give num_envs >= 2"):
+        RolloutCollector(spec, 2, "local", num_envs=1)
