@@ -57,6 +57,7 @@ from populations.members import LearnerMember, LLMMember
 from populations.run_folder import (
     SETTINGS_NAME,
     deferred_stop,
+    note_thread_change,
     one_line,
     open_run,
     stop_now,
@@ -194,10 +195,7 @@ def _note_thread_change(run_dir: Path, threads: int) -> None:
         saved = json.loads((run_dir / SETTINGS_NAME).read_text()).get("torch_threads")
     except (OSError, ValueError, AttributeError, RecursionError):
         return
-    if isinstance(saved, int) and not isinstance(saved, bool) and saved != threads:
-        log.warning("resuming with torch_threads=%d (the run had %d): training goes on, but "
-                    "its numbers from here on differ from the run kept at %d (sums round "
-                    "otherwise)", threads, saved, saved)
+    note_thread_change(saved, threads)  # the league CLI's resume says the same
 
 
 def _single_finished(run_dir: Path, name: str) -> bool:

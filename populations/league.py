@@ -89,6 +89,7 @@ from populations.run_folder import (
     check_settings,
     deferred_stop,
     end_status,
+    note_thread_change,
     one_line,
     resume_words,
     stop_deferred,
@@ -216,9 +217,13 @@ class League:
         if run_id is None:
             run_id = self.db.create_run("league", experiment="league", game=cfg.game,
                                         config=_jsonable(cfg))
-        elif check_settings(f"league {self.run_dir}", self.db.run_config(run_id), _jsonable(cfg),
-                            MAY_CHANGE, override):
-            self.db.set_run_config(run_id, _jsonable(cfg))
+        else:
+            recorded = self.db.run_config(run_id)
+            if check_settings(f"league {self.run_dir}", recorded, _jsonable(cfg), MAY_CHANGE,
+                              override):
+                self.db.set_run_config(run_id, _jsonable(cfg))
+            if resume and self.db.run_status(run_id) != "finished":
+                note_thread_change((recorded or {}).get("torch_threads"), cfg.torch_threads)
         self.run_id = run_id
         if resume:
             self.db.set_run_status(run_id, "running")

@@ -39,3 +39,37 @@ def test_a_resume_at_another_thread_count_says_its_numbers_differ(tmp_path, monk
         caplog.clear()
         run_experiment(_exp(*TINY, "resume=true"), tmp_path)  # the run's own count
         assert _notes(caplog) == []
+
+
+def test_the_league_cli_resume_at_another_thread_count_says_so(tmp_path, caplog):
+    """``python -m populations.league --resume`` of a league made at another
+    ``torch_threads`` (the library's LeagueConfig; the CLI runs at 1) said nothing: the
+    same line as selfplay-train's now (9a056e8); a finished league's resume none."""
+    import torch
+
+    from populations import league
+    from populations.db import LeagueDB
+
+    args = ["--run-dir", str(tmp_path / "run"), "--game", "openspiel/kuhn_poker",
+            "--generations", "1", "--frames-per-generation", "16", "--num-envs", "4",
+            "--eval-episodes", "1"]
+    cfg = league.LeagueConfig(game="openspiel/kuhn_poker", game_kwargs={}, generations=1,
+                              frames_per_generation=16, num_envs=4, eval_episodes=1,
+                              torch_threads=2)
+    threads = torch.get_num_threads()
+    try:
+        made = league.League(cfg, tmp_path / "run")
+        made.close()  # recorded, not run: the CLI's resume trains its generation
+    finally:
+        torch.set_num_threads(threads)
+    db = LeagueDB(tmp_path / "run" / "league.db")
+    db.set_run_status(db.run_id("league"), "interrupted")
+    db.close()
+    with caplog.at_level(logging.INFO):
+        league.main([*args, "--resume"])
+        assert _notes(caplog) == [
+            "resuming with torch_threads=1 (the run had 2): training goes on, but its numbers "
+            "from here on differ from the run kept at 2 (sums round otherwise)"]
+        caplog.clear()
+        league.main([*args, "--resume"])  # finished: nothing left to train
+        assert _notes(caplog) == []
