@@ -76,6 +76,7 @@ from games.openspiel import OpenSpielGame
 from marl.core import Learner, Policy, PolicyMeta, derive_seed
 from marl.train import RandomPolicy, train
 from populations import exploitability as ex
+from populations import sequence_form as sf
 from populations.approx_exploit import evaluated_greedy
 from populations.meta_solvers import (
     FullGame,
@@ -516,7 +517,12 @@ class PSRO:
                 ex.require_perfect_recall(self.tree)
             except ValueError as err:
                 self.tree, self.no_exact = None, str(err)
-                log.warning("PSRO: no exact NashConv for %s: %s", game, err)
+                # its payoffs are sampled already (and its oracle not exact, which would
+                # have refused the game): the hint to sample them is no advice here
+                why = str(err).replace(f"; {sf.RECALL_HINT}", "").replace(
+                    f"; {ex.SAMPLED_HINT}", "")
+                log.warning("PSRO: no exact NashConv for %s: %s (payoffs are sampled; "
+                            "nash_conv=False leaves this check out)", game, why)
         if cfg.payoffs == "exact":
             if self.tree is None:
                 raise ValueError(

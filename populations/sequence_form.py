@@ -73,6 +73,9 @@ class BestResponse:
     value: float
 
 
+RECALL_HINT = "use sampled payoffs (payoffs='sampled', nash_conv=False)"
+
+
 def require_perfect_recall(tree: GameTree) -> None:
     """Refuse a game of imperfect recall -- the one check every exact tool here makes.
 
@@ -88,7 +91,7 @@ def require_perfect_recall(tree: GameTree) -> None:
         raise ValueError(
             f"{tree.name} has imperfect recall (an information state forgets the player's own "
             "earlier moves): exact NashConv, payoffs, best responses and mixtures need perfect "
-            "recall; use sampled payoffs (payoffs='sampled', nash_conv=False)"
+            f"recall; {RECALL_HINT}"
         )
 
 

@@ -56,3 +56,16 @@ def test_imperfect_recall_games_are_refused_for_exact_payoffs():
     psro = PSRO(games.make(GOOF4), RLOracle(GOOF4),
                 PSROConfig(payoffs="sampled", episodes_per_entry=4, num_envs=2, nash_conv=True))
     assert psro.tree is None and psro.payoffs.shape == (2, 1, 1)
+
+
+def test_sampled_payoffs_on_imperfect_recall_do_not_advise_sampled_payoffs(caplog):
+    """goofspiel(num_cards=4) with sampled payoffs: the warning that exact NashConv is left
+    out advised 'use sampled payoffs (payoffs='sampled', ...)', which the run already did."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="populations.psro"):
+        PSRO(GOOF4, RLOracle(GOOF4), PSROConfig(payoffs="sampled", episodes_per_entry=1,
+                                                num_envs=1, nash_conv=True))
+    (line,) = [r.getMessage() for r in caplog.records if "no exact NashConv" in r.getMessage()]
+    assert "has imperfect recall" in line and "use sampled payoffs" not in line
+    assert line.endswith("(payoffs are sampled; nash_conv=False leaves this check out)")
