@@ -838,6 +838,10 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
                        "or add --exploit for one policy's approximate NashConv")
     for name, pol in policies.items():  # each plays every side (a KeyError deep in a match)
         missing = [a for a in spec.agent_ids if a not in pol.meta.agents]
+        if missing and pol.meta.game != spec.name:  # not seats of this game: say so
+            raise CLIError(f"{name} was trained on {pol.meta.game} (seats "
+                           f"{list(pol.meta.agents)}), not on {spec.name} (seats "
+                           f"{list(spec.agent_ids)}): evaluate it on its own game")
         if missing:
             raise CLIError(
                 f"{name} holds the seats {list(pol.meta.agents)} of {spec.name}, not "
