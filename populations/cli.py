@@ -618,10 +618,14 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
         resume = resume or f"resume=true {run_dir_override(s.run_dir)}"
         print(f"checkpoints: {s.run_dir / 'checkpoints'} ({resume})")
     if s.table:
-        cols = list(s.table[0])
-        print("\n" + "  ".join(f"{c:>12}" for c in cols))
-        for row in s.table[:20]:
-            print("  ".join(f"{str(row[c]):>12}" for c in cols))
+        cols, rows = list(s.table[0]), s.table[:20]
+        # a single run whose episodes all outlast its frames has no return: say so
+        cells = [[("no episode ended" if c == "final_return" and row[c] is None else str(row[c]))
+                  for c in cols] for row in rows]
+        width = [max(12, len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(cols)]
+        print("\n" + "  ".join(f"{c:>{w}}" for c, w in zip(cols, width, strict=True)))
+        for r in cells:  # long member names (psro-player_0-12) kept the columns aligned
+            print("  ".join(f"{v:>{w}}" for v, w in zip(r, width, strict=True)))
     print(f"\ndashboard  : selfplay-dashboard {shlex.quote(str(s.run_dir))}")
 
 

@@ -1,0 +1,34 @@
+"""The end-of-run table of selfplay-train and the league CLI (``print_summary``)."""
+
+from pathlib import Path
+
+from populations.cli import print_summary
+from populations.experiment import RunSummary
+
+
+def _table(rows, capsys):
+    run = Path("/nowhere/run")
+    print_summary(RunSummary(run, run / "league.db", run / "snapshots", None, rows))
+    out = capsys.readouterr().out.splitlines()
+    return [line for line in out if line and not line.startswith(
+        ("run folder", "database", "snapshots", "dashboard"))]
+
+
+def test_long_names_keep_the_columns_aligned(capsys):
+    """PSRO's members (psro-player_0-12, 15 characters) pushed their row's columns right
+    of the header's (every column was 12 wide)."""
+    rows = [{"member": f"psro-player_{a}-{k}", "seat": f"player_{a}", "meta_weight": w}
+            for a, k, w in ((0, 12, 0.5), (1, 3, 1.0))]
+    lines = _table(rows, capsys)
+    assert len(lines) == 3
+    ends = {tuple(i + 1 for i, ch in enumerate(line) if ch != " " and (
+        i + 1 == len(line) or line[i + 1] == " ")) for line in lines}
+    assert len(ends) == 1  # every column ends where its header does
+
+
+def test_a_single_run_without_an_ended_episode_says_so(capsys):
+    """final_return printed 'None' when no episode ended within the frames (go, chess at
+    frames=800 in a CLI walk)."""
+    lines = _table([{"member": "mappo", "version": 1, "frames": 800, "seconds": 25.8,
+                     "final_return": None}], capsys)
+    assert lines[1].endswith("no episode ended") and "None" not in lines[1]
