@@ -591,8 +591,11 @@ class League:
                          time.time() - started)  # a generation of several members is long
             return
         # learner actors train every member at once: a stop request waits for them all
-        # (about one member's generation), then stops with the "trained" checkpoint
-        for m in self.members:
+        # (about one member's generation), then stops with the "trained" checkpoint. A
+        # resume of an in-process stop between members trains only those left (the others'
+        # trained states and frames are in the checkpoint)
+        todo = [m for m in self.members if m.name not in self.trained]
+        for m in todo:
             self.learners.submit(self._job(m, g))
         done = {}
         while self.learners.busy:  # recorded as they finish: the wall-clock order
@@ -602,7 +605,7 @@ class League:
             log.info("generation %d: %s trained %d frames in %.0fs (%s)", g, r.name, r.frames,
                      r.finished_at - r.started_at, r.worker)
             done[r.name] = r
-        for m in self.members:
+        for m in todo:
             self._apply(m, done[m.name])
 
     def _job(self, m: Member, generation: int) -> LearnerJob:

@@ -277,3 +277,38 @@ def test_a_signal_in_psros_last_iteration_leaves_it_finished(tmp_path, monkeypat
     db = sqlite3.connect(tmp_path / "run" / "league.db")
     assert db.execute("SELECT status FROM runs").fetchone() == ("finished",)
     db.close()
+
+
+def test_learner_actors_resuming_a_stop_between_members_train_only_those_left(monkeypatch):
+    """A 'training' checkpoint of an in-process league (``a`` trained) resumed with
+    runner=ray (allowed: the runner may change) submitted every member: ``a`` trained the
+    generation again on its trained state and its frames counted twice (review LS-2)."""
+    from types import SimpleNamespace
+
+    league = League.__new__(League)
+    league.members = [MAPPOMember.__new__(MAPPOMember) for _ in "ab"]
+    league.members[0].name, league.members[1].name = "a", "b"
+    league.generation, league.trained, league.run_id = 2, ["a"], 1
+    submitted, applied = [], []
+
+    class Learners:
+        def submit(self, job):
+            submitted.append(job)
+
+        @property
+        def busy(self):
+            return len(submitted) > len(done)
+
+        def wait(self):
+            r = SimpleNamespace(name=submitted[len(done)], frames=64, started_at=0.0,
+                                finished_at=1.0, worker="actor 0")
+            done.append(r)
+            return r
+
+    done = []
+    league.learners = Learners()
+    league.db = SimpleNamespace(add_generation=lambda *a: None)
+    monkeypatch.setattr(League, "_job", lambda self, m, g: m.name)
+    monkeypatch.setattr(League, "_apply", lambda self, m, r: applied.append(m.name))
+    league._train_members()
+    assert submitted == ["b"] and applied == ["b"]
