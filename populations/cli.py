@@ -352,13 +352,20 @@ def check_values(overrides: Sequence[Any]) -> None:
     from populations.config_checks import (
         TOP_LEVEL_TYPES,
         check_run_values,
-        check_section_value,
+        check_section_values,
+        section_schemas,
         typed_override,
     )
 
-    names, sections = [], []
+    names, schemas, sections = [], None, {}
     for o in overrides:
         key = o.key_or_group
+        first = key.split("@")[0].split(".")[0]  # mappo.lr=-1: mappo (mappo={...} too)
+        if first not in ("game", "hydra", "imports", *TOP_LEVEL_TYPES) and (
+                "." in key or key not in _groups()):
+            schemas = section_schemas() if schemas is None else schemas  # imports marl.configs
+            if first in schemas:
+                sections.setdefault(first, []).append(o)
         if o.package is not None or o.input_line.startswith(("+", "~")):
             continue
         values = [v for v in _values(o) if not (isinstance(v, str) and "${" in v)]
@@ -372,23 +379,40 @@ def check_values(overrides: Sequence[Any]) -> None:
                     raise CLIError(f"bad config: {err}") from None
                 except TypeError:  # a list or a dict: OmegaConf names it
                     continue
-        elif "." in key:
-            sections += [(key, value, o.input_line) for value in values]
     unknown = _unknown_games(names)
     if unknown:
         import games
 
         games.make(unknown[0])  # raises UnknownGameError listing the registered games
     presets = _chosen_presets(overrides) if sections else None
-    from collections import Counter
+    for found in sections.values() if presets is not None else ():  # last: torch may load
+        for items in _section_jobs(found):
+            try:
+                check_section_values(items, presets)
+            except ValueError as err:
+                raise CLIError(f"bad config: {err}") from None
 
-    counts = Counter(key for key, _, _ in sections)  # swept keys: each value alone
-    single = [(key, value) for key, value, _ in sections if counts[key] == 1]
-    for key, value, line in sections if presets is not None else ():  # last: torch may load
-        try:
-            check_section_value(key, value, line, presets, single)
-        except ValueError as err:
-            raise CLIError(f"bad config: {err}") from None
+
+def _section_jobs(overrides: Sequence[Any]) -> list[list[tuple[str, Any, str]]]:
+    """One section's overrides (``mappo.lr=-1 mappo.net.hidden=[32]``) as each job of the line
+    applies them: ``(key, value, input_line)`` in the line's order, once per value of a swept
+    key (``-m mappo.lr=0,0.1``). No job where the early check cannot apply them as Hydra does
+    (the schema decides, after torch: a false refusal is worse than a late one): two swept
+    keys, a range, a key given twice, ``+``/``++``/``~`` lines, an interpolation (``${...}``),
+    a package (``@``), the whole section (``mappo={...}``)."""
+    from hydra.core.override_parser.types import ValueType
+
+    keys = [o.key_or_group for o in overrides]
+    swept = [o for o in overrides if o.value_type != ValueType.ELEMENT]
+    if len(set(keys)) < len(keys) or len(swept) > 1 or any(
+            o.package is not None or o.input_line.startswith(("+", "~")) or
+            "${" in o.input_line or "." not in o.key_or_group for o in overrides) or any(
+            o.value_type not in (ValueType.CHOICE_SWEEP, ValueType.SIMPLE_CHOICE_SWEEP)
+            for o in swept):
+        return []
+    values = list(swept[0].value().list) if swept else [None]
+    return [[(o.key_or_group, value if o in swept else o.value(), o.input_line)
+             for o in overrides] for value in values]
 
 
 def _unknown_games(names: Sequence[str]) -> list[str]:
@@ -693,40 +717,79 @@ def _hydra_app() -> Callable[[], None]:
 
 
 def _chosen_presets(overrides: Sequence[Any]) -> Any:
-    """What the command line's group options (``population=fsp``, ``experiment=X`` and the
-    options its defaults list overrides) set, merged in Hydra's order (experiment last), for
-    the early section checks; a preset that does not load adds nothing (Hydra reports it)."""
+    """What the group options of ``configs/config.yaml``'s defaults list set, as the command
+    line and an ``experiment=`` choose them, for the early section checks: merged in the
+    defaults list's order with the experiment's own values last, and a command-line option
+    beats the experiment's ``override /group: option``, as Hydra composes them. None (the
+    schema decides, after torch) where it cannot be read so: a group option swept, appended,
+    deleted, packaged or given twice, one with no file in ``configs/`` (a ConfigStore preset
+    from ``imports=[...]``), a defaults list other than an experiment's overrides, a file that
+    does not load (Hydra reports it)."""
     from hydra.core.override_parser.types import ValueType
     from omegaconf import OmegaConf
 
+    from populations.config_checks import section_schemas
+
+    root = _configs_root()
+    choices: dict[str, str] = {}
+    for o in overrides:
+        group = o.key_or_group.split("@")[0]
+        if group not in _groups():
+            continue
+        if o.package is not None or o.input_line.startswith(("+", "~")) or group in choices \
+                or o.value_type != ValueType.ELEMENT or not isinstance(o.value(), str):
+            return None  # (-m population=fsp,self_play: each job's presets differ)
+        choices[group] = o.value()
+
+    def load(group: str, option: str, overrides_of: str = "") -> Any:
+        path = root / group / f"{option}.yaml"
+        text = path.read_text()  # OSError: no file (a ConfigStore preset)
+        header = [line for line in text.splitlines() if line.startswith("#")][:20]
+        package = next((line.split("@package", 1)[1].strip() for line in header
+                        if "@package" in line), group)
+        if package != "_global_":
+            if package.split(".")[0] in section_schemas():
+                raise LookupError(package)
+            return OmegaConf.create()  # under llm.*: nothing the early checks read
+        data = OmegaConf.create(text)
+        defaults = OmegaConf.to_container(data.pop("defaults", None) or OmegaConf.create([]))
+        for item in defaults if isinstance(defaults, list) else [defaults]:
+            name, choice = next(iter(item.items())) if isinstance(item, dict) and \
+                len(item) == 1 else (item, None)
+            if group == overrides_of and isinstance(name, str) and \
+                    name.startswith("override /") and isinstance(choice, str):
+                choices.setdefault(name.removeprefix("override /"), choice)  # the line wins
+            elif item != "_self_":
+                raise LookupError(item)
+        return data
+
+    try:
+        primary = OmegaConf.to_container(OmegaConf.load(root / "config.yaml").defaults)
+        order = [next(iter(item.items())) for item in primary if isinstance(item, dict)]
+        experiment = choices.get("experiment", dict(order).get("experiment"))
+        body = load("experiment", experiment, "experiment") if experiment else None
+        out = OmegaConf.create()
+        for group, default in order:
+            option = choices.get(group, default)
+            if group == "experiment" and body is not None:
+                out.merge_with(body)
+            elif option is not None:
+                out.merge_with(load(group, option))
+    except Exception:  # noqa: BLE001 - a ConfigStore preset, a defaults list, bad YAML
+        return None
+    return out
+
+
+def _configs_root() -> Path:
+    """The shipped ``configs`` package's folder (found without importing it)."""
     spec = importlib.util.find_spec("configs")
     assert spec is not None and spec.submodule_search_locations
-    root = Path(next(iter(spec.submodule_search_locations)))
-    out = OmegaConf.create()
+    return Path(next(iter(spec.submodule_search_locations)))
 
-    def merge(group: str, option: str) -> None:
-        try:
-            data = OmegaConf.load(root / group / f"{option}.yaml")
-            for item in data.pop("defaults", None) or []:  # "override /population: pfsp"
-                for name, choice in (item.items() if isinstance(item, dict) else []):
-                    if isinstance(choice, str) and "/" not in name.removeprefix("override /"):
-                        merge(name.removeprefix("override /"), choice)
-            out.merge_with(data)
-        except Exception:  # noqa: BLE001 - missing file, bad YAML: Hydra's own error later
-            return
 
-    chosen = [(o.key_or_group, o.value()) for o in overrides
-              if not o.input_line.startswith(("+", "~")) and o.package is None and
-              o.value_type == ValueType.ELEMENT and isinstance(o.value(), str) and
-              "." not in o.key_or_group and (root / o.key_or_group).is_dir()]
-    unsure = any(o.key_or_group.split("@")[0] in {d.name for d in root.iterdir() if d.is_dir()}
-                 and not o.input_line.startswith(("+", "~")) and o.value_type != ValueType.ELEMENT
-                 for o in overrides)  # a swept group option (-m population=fsp,pfsp)
-    for group, option in sorted(chosen, key=lambda c: c[0] == "experiment"):
-        if not (root / group / f"{option}.yaml").is_file():
-            unsure = True  # a ConfigStore preset (imports=[...]): leave it to the schema
-        merge(group, option)
-    return None if unsure else out
+def _groups() -> set[str]:
+    """The config groups of the shipped configs (their folders)."""
+    return {d.name for d in _configs_root().iterdir() if d.is_dir()}
 
 
 def _config_groups() -> dict[str, list[str]]:

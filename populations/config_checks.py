@@ -9,9 +9,8 @@ Nothing here imports torch.
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 TOP_LEVEL_TYPES: dict[str, type] = {
@@ -122,15 +121,24 @@ def writable(node: Any) -> Any:
 
 
 def check_section_value(key: str, value: Any, input_line: str | None = None,
-                        presets: Any = None, others: Any = ()) -> None:
+                        presets: Any = None) -> None:
     """Refuse a command line's ``key=value`` inside a section of :func:`section_schemas`
-    (``mappo.lr=-1``, ``mappo.lrr=0.1``) as the schema would, before torch loads: the
-    section's dataclass is built from its defaults with this one value, so its own checks
-    decide (one source), and its message names the value by its full path. An unknown key
-    is named with the section's nearest keys. ``ValueError`` (one line) when refused.
-    ``presets`` (a config) holds what the command line's group options set (``population=fsp``:
-    ``population.matchmaking.rule=fsp``), applied first: a rule of one field that depends on
-    another (pfsp's exponent) sees the value the run will have.
+    (``mappo.lr=-1``, ``mappo.lrr=0.1``) as the schema would, before torch loads:
+    :func:`check_section_values` with this one value."""
+    check_section_values([(key, value, input_line)], presets)
+
+
+def check_section_values(items: Sequence[tuple[str, Any, str | None]],
+                         presets: Any = None) -> None:
+    """Refuse the command line's values of one section of :func:`section_schemas` (``items``:
+    ``(key, value, input_line)`` in the line's order) as the schema would, before torch loads:
+    the section's dataclass is built from its defaults, what the command line's group options
+    set there (``presets``, a config: ``population=fsp`` sets
+    ``population.matchmaking.rule=fsp``) and then these values in order, as Hydra applies them,
+    so its own checks decide (one source) and a rule of one field that depends on another
+    (pfsp's exponent, ``mappo.net.value=shared``'s critic) sees the values the run will have.
+    Its message names the value by its full path; an unknown key is named with the section's
+    nearest keys. ``ValueError`` (one line) when refused.
 
     A section's check that needs torch (MAPPO's ``adv_norm`` registry, VDN/QMIX's mixers,
     the learner registry for ``population.oracle`` / ``members``) imports it last, when the
@@ -142,31 +150,34 @@ def check_section_value(key: str, value: Any, input_line: str | None = None,
     from populations.config_paths import at_path, refusal
 
     schemas = section_schemas()
-    path = max((p for p in schemas if key.startswith(p + ".")), key=len, default=None)
+    path = None
+    for key, value, input_line in items:
+        found = max((p for p in schemas if key.startswith(p + ".")), key=len, default=None)
+        if path is None:
+            if found is None:
+                return
+            path = found
+            cls, defaults = schemas[path]
+            node = writable(OmegaConf.structured(cls))
+            for name, default in defaults.items():
+                node[name] = default
+            chosen = OmegaConf.select(presets, path) if presets is not None else None
+            if chosen is not None:
+                try:
+                    node.merge_with(chosen)
+                except OmegaConfBaseException:
+                    return  # a preset the schema reports itself
+        assert found == path, f"{key} is not in section {path}"  # one section per call
+        sub = key[len(path) + 1:]
+        try:
+            OmegaConf.update(node, sub, value, merge=True)
+        except (ConfigAttributeError, ConfigKeyError) as err:
+            raise ValueError(_unknown_key(node, path, sub, err)) from None
+        except OmegaConfBaseException as err:  # a word where a number goes: OmegaConf's words
+            text = str(err).strip().splitlines()[0]
+            raise ValueError(f"{input_line or f'{key}={value}'}: {text}") from None
     if path is None:
         return
-    cls, defaults = schemas[path]
-    node = writable(OmegaConf.structured(cls))
-    for name, default in defaults.items():
-        node[name] = default
-    chosen = OmegaConf.select(presets, path) if presets is not None else None
-    if chosen is not None:
-        try:
-            node.merge_with(chosen)
-        except OmegaConfBaseException:
-            return  # a preset the schema reports itself
-    for other, given in others:  # the line's other values of this section: cross-field rules
-        if other != key and other.startswith(path + "."):
-            with contextlib.suppress(OmegaConfBaseException):  # its own check reports it
-                OmegaConf.update(node, other[len(path) + 1:], given, merge=True)
-    sub = key[len(path) + 1:]
-    try:
-        OmegaConf.update(node, sub, value, merge=True)
-    except (ConfigAttributeError, ConfigKeyError) as err:
-        raise ValueError(_unknown_key(node, path, sub, err)) from None
-    except OmegaConfBaseException as err:  # a word where a number goes: OmegaConf's words
-        text = str(err).strip().splitlines()[0]
-        raise ValueError(f"{input_line or f'{key}={value}'}: {text}") from None
     try:
         OmegaConf.to_object(node)
     except OmegaConfBaseException:

@@ -153,6 +153,65 @@ def test_the_presets_the_command_line_picks_count():
         check_command_line(["population=pfsp", "population.matchmaking.exponent=-1"])
 
 
+ACCEPTED = [  # lines the full schema accepts (Hydra compose + to_object), refused early before
+    "encoder=gnn ++mappo.net.critic=state mappo.net.value=shared",  # review CC-5: '++' sets
+    "population.matchmaking.exponent=-1 ++population.matchmaking.rule=fsp",
+    "encoder=gnn mappo.net.critic=${oc.env:CRIT_UNSET,state} mappo.net.value=shared",
+    "mappo.lr=-1 mappo.lr=0.1",  # a key given twice: Hydra keeps the last
+    "mappo.net.critic=gnn mappo.net={critic:state} mappo.net.value=shared",  # in line order
+    # review CC-4: the command line's group option beats the experiment's 'override /group'
+    # (accepted before by a dead branch that never read an experiment's defaults list)
+    "experiment=tag_pfsp_league population=fsp population.matchmaking.exponent=-1",
+    "experiment=spread_mappo_gnn encoder=mlp mappo.net.value=shared"]
+REFUSED = {  # and refused by the full schema: early, in its words
+    "experiment=spread_mappo_gnn mappo.net.value=shared":  # its encoder=gnn sets critic=gnn
+        "mappo.net.value='shared' needs critic='state', 'concat' or 'auto', not critic='gnn'",
+    "experiment=main encoder=mlp_gru mappo.lr=-1": "mappo.lr=-1.0; expected a number > 0",
+    "llm=vllm mappo.lr=-1": "mappo.lr=-1.0; expected a number > 0",  # llm's own defaults list
+    "-m mappo.lr=0.1,0.2 mappo.gamma=2": "mappo.gamma=2.0; expected a number in [0, 1]",
+    "mappo.net.value=shared mappo.net={critic:gnn}": "mappo.net.value='shared' needs critic="}
+
+
+@pytest.mark.parametrize("line", ACCEPTED)
+def test_a_line_the_schema_accepts_is_not_refused_early(line):
+    """Where the early check cannot apply a section's values as Hydra does (``+``/``++``, an
+    interpolation, a key given twice) it leaves the section to the schema; otherwise it
+    applies them in the line's order over the presets Hydra would pick."""
+    from populations.cli import check_command_line
+
+    check_command_line(line.split())
+
+
+@pytest.mark.parametrize("line", REFUSED)
+def test_a_line_the_schema_refuses_is_refused_early(line):
+    from populations.cli import check_command_line
+
+    with pytest.raises(CLIError) as err:
+        check_command_line(line.split())
+    assert str(err.value).startswith(f"bad config: {REFUSED[line]}"), err.value
+
+
+def test_a_config_store_preset_leaves_the_section_to_the_schema(tmp_path, monkeypatch):
+    """imports=[mod] population=my_fsp (a ConfigStore preset: no file in configs/) sets rule
+    fsp, which ignores the exponent: the early check cannot read it and leaves it (review CC-2;
+    the class defaults, pfsp and hard, refused it)."""
+    from hydra.core.config_store import ConfigStore
+
+    from populations.cli import check_command_line
+
+    (tmp_path / "fixconfig_presets.py").write_text(
+        "from hydra.core.config_store import ConfigStore\n"
+        "ConfigStore.instance().store(group='population', name='my_fsp', package='_global_', "
+        "node={'population': {'kind': 'league', 'matchmaking': {'rule': 'fsp'}}})\n")
+    monkeypatch.chdir(tmp_path)
+    try:
+        check_command_line(["imports=[fixconfig_presets]", "population=my_fsp",
+                            "population.matchmaking.exponent=-1"])
+    finally:
+        sys.modules.pop("fixconfig_presets", None)
+        ConfigStore.instance().repo.get("population", {}).pop("my_fsp.yaml", None)
+
+
 @pytest.mark.parametrize(("key", "hint"), [("llm.tem", "nearest: llm.team"),
                                            ("llm.grpo.lrr", "nearest: llm.grpo.lr"),
                                            ("population.kindd", "nearest: population.kind")])
