@@ -94,7 +94,8 @@ def check_game(cfg: MAPPOConfig, spec: GameSpec) -> str | None:
         return ("net.critic='state' needs a global state and it has none; "
                 "use mappo.net.critic=auto (or concat)")
     if "gnn" in (net.encoder, net.critic) and not spec.has_entity_graph:
-        return "a gnn encoder or critic needs entity graphs and it has none; use encoder=mlp"
+        mlp = "mlp_gru" if net.recurrent else "mlp"  # encoder=gnn_gru: keep the GRU
+        return f"a gnn encoder or critic needs entity graphs and it has none; use encoder={mlp}"
     return None
 
 

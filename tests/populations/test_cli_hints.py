@@ -233,3 +233,23 @@ def test_ctrl_c_while_hydra_composes_is_one_line(capsys, monkeypatch):
         cli.train_main()
     assert stop.value.code == 130
     assert capsys.readouterr().err == "selfplay-train: interrupted\n"
+
+
+def test_a_graph_encoder_on_a_graphless_game_names_the_encoder_that_plays_it():
+    """encoder=gnn_gru on kuhn said 'use encoder=mlp' (dropping the GRU) and its list of algos
+    that play the game left out mappo and ippo, which do with an mlp encoder."""
+    import games
+    from marl.configs import MAPPOConfig, NetConfig
+    from marl.registry import IncompatibleError, check_compatible
+
+    kuhn = games.make("openspiel/kuhn_poker").spec
+    gnn_gru = MAPPOConfig(net=NetConfig(encoder="gnn", critic="gnn", recurrent=True))
+    with pytest.raises(IncompatibleError) as err:
+        check_compatible("mappo", kuhn, gnn_gru)
+    msg = str(err.value)
+    assert "use encoder=mlp_gru (mappo and ippo play it with mappo.* at its defaults); " \
+           "algos that play it: [" in msg, msg
+    check_compatible("mappo", kuhn, MAPPOConfig(net=NetConfig(encoder="mlp", recurrent=True)))
+    plain = MAPPOConfig(net=NetConfig(encoder="gnn", critic="gnn"))
+    with pytest.raises(IncompatibleError, match=r"use encoder=mlp \(mappo and ippo"):
+        check_compatible("ippo", kuhn, plain)
