@@ -255,6 +255,8 @@ def deferred_stop(where: str = UPDATE, obey_at_end: bool = True) -> Iterator[Non
     if obey_at_end or _requested is None:
         stop_now()
         return
+    if _requested == signal.SIGTERM:  # a later plain Ctrl-C is no SIGTERM (exit 130)
+        _sigterm_seen.clear()
     _requested = None
     print("the run finished before it could stop: nothing left to resume", file=sys.stderr)
 

@@ -117,3 +117,13 @@ def test_a_second_signal_during_the_stops_clean_up_stops_at_once():
         finally:  # the clean-up the stop unwinds through
             with pytest.raises(KeyboardInterrupt):
                 os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_a_dropped_late_sigterm_leaves_a_later_ctrl_c_a_ctrl_c(capfd):
+    """A league/PSRO block (``obey_at_end=False``) drops a SIGTERM that came after its last
+    check; a Ctrl-C later in the same CLI (its summary) was still reported as SIGTERM (143)."""
+    with run_folder.sigterm_as_interrupt():
+        with run_folder.deferred_stop(obey_at_end=False):
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert "nothing left to resume" in capfd.readouterr().err
+        assert run_folder.stop_status(KeyboardInterrupt()) == 130
