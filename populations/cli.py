@@ -385,12 +385,46 @@ def check_values(overrides: Sequence[Any]) -> None:
 
         games.make(unknown[0])  # raises UnknownGameError listing the registered games
     presets = _chosen_presets(overrides) if sections else None
-    for found in sections.values() if presets is not None else ():  # last: torch may load
-        for items in _section_jobs(found):
+    jobs = [items for found in sections.values() if presets is not None
+            for items in _section_jobs(found)]
+    later = []
+    with _torch_refused():  # first every check that needs no torch (a good population.* value
+        for items in jobs:  # before mappo.lr=-1 imported it through the learner registry)
             try:
                 check_section_values(items, presets)
+            except _NeedsTorch:
+                later.append(items)
             except ValueError as err:
                 raise CLIError(f"bad config: {err}") from None
+    for items in later:  # last: their registry checks import torch
+        try:
+            check_section_values(items, presets)
+        except ValueError as err:
+            raise CLIError(f"bad config: {err}") from None
+
+
+class _NeedsTorch(BaseException):
+    """An import of torch refused by :func:`_torch_refused` (a BaseException: no library's
+    ``except Exception`` or ``except ImportError`` takes it for a missing package)."""
+
+
+@contextmanager
+def _torch_refused() -> Iterator[None]:
+    """While inside, importing torch (not loaded yet) raises :class:`_NeedsTorch`; the module
+    that imported it is left unloaded, as after any failed import, and loads again later."""
+    import importlib.abc
+
+    class Refuse(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+            if name == "torch" or name.startswith("torch."):
+                raise _NeedsTorch(name)
+
+    finder = Refuse()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
 
 
 def _section_jobs(overrides: Sequence[Any]) -> list[list[tuple[str, Any, str]]]:

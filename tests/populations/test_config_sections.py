@@ -122,8 +122,10 @@ def test_section_values_are_refused_before_torch_loads(tmp_path):
                          "vdn.batch_size=0", "maddpg.gamma=2", "population.generations=-1"]] + [
         ["-m", "mappo.lr=0,0.1"], ["num_envs=0", "mappo.lr=-1"],  # top-level values first
         # the exponent is checked only with pfsp's hard weighting: the chosen presets count
-        ["experiment=tag_pfsp_league", "population.matchmaking.exponent=-1"]]
-    # (a good mappo value before a bad one imports torch: MAPPOConfig's adv_norm check)
+        ["experiment=tag_pfsp_league", "population.matchmaking.exponent=-1"],
+        # a good value whose check imports torch (the learner registry) before a bad one:
+        # the checks that need no torch run first (review CC-6)
+        ["population.generations=2", "mappo.net.hidden=[8]", "mappo.lr=-1"]]
     out = subprocess.run([sys.executable, "-c", CHECK.format(bad=bad)], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120, check=True).stdout
     assert out.splitlines() == [
@@ -135,7 +137,7 @@ def test_section_values_are_refused_before_torch_loads(tmp_path):
         "bad config: mappo.lr=0.0; expected a number > 0",
         "bad config: num_envs=0; expected an integer >= 1",
         "bad config: population.matchmaking.exponent=-1.0; expected a finite value >= 0 (hard "
-        "weighting (1 - p) ** exponent)", "heavy: []"], out
+        "weighting (1 - p) ** exponent)", f"bad config: {BAD['mappo.lr=-1']}", "heavy: []"], out
 
 
 def test_the_presets_the_command_line_picks_count():
