@@ -80,6 +80,8 @@ def one_line(err: BaseException) -> str:
         from populations.config_checks import unknown_key_hint
 
         hint = unknown_key_hint(cause)  # llm.tem=1: the nearest keys of llm
+        if hint:  # the schema is closed: Hydra's "+llm.tem=1" ended in a traceback (CC-8)
+            text = re.sub(r"\s*To append to your config use \S+", "", text)
         text += "\n" + str(cause) + (f"\n{hint}" if hint else "")
     parts: list[str] = []
     for raw in text.splitlines():
@@ -487,10 +489,35 @@ def to_experiment(cfg: DictConfig) -> ExperimentConfig:
 
     try:
         exp = OmegaConf.to_object(cfg)
+    except dataclasses.FrozenInstanceError:  # +mappo.lrr=1 added a key the schema lacks
+        raise CLIError(f"bad config: {_added_key(cfg)}") from None
     except (ValueError, TypeError, OmegaConfBaseException) as err:  # named by its dotted path
         raise CLIError(f"bad config: {refused_message(cfg, err, one_line)}") from None
     assert isinstance(exp, ExperimentConfig)
     return exp
+
+
+def _added_key(cfg: DictConfig, path: str = "") -> str:
+    """``mappo.lrr: Key 'lrr' not in 'MAPPOConfig'; nearest: mappo.lr``: the first key of
+    ``cfg`` its node's dataclass lacks (added by a ``+``/``++`` override; the sections are
+    closed), as an unknown key is named elsewhere."""
+    from omegaconf import DictConfig, OmegaConf
+
+    from populations.config_checks import nearest_keys
+
+    cls = OmegaConf.get_type(cfg)
+    names = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else None
+    for key in cfg:
+        full = f"{path}.{key}" if path else str(key)
+        if names is not None and key not in names:
+            return (f"{full}: Key '{key}' not in '{cls.__name__}' (a '+' cannot add keys to "
+                    f"the schema); {nearest_keys(str(key), names, path)}")
+        child = cfg._get_node(key)
+        if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none():
+            found = _added_key(child, full)
+            if found:
+                return found
+    return "" if path else "a key the schema does not have was added (check '+' overrides)"
 
 
 def prepare(cfg: DictConfig, overrides: Sequence[str], check: bool = True) -> ExperimentConfig:

@@ -232,3 +232,41 @@ def test_unknown_keys_of_the_later_sections_name_the_nearest(key, hint):
     except ConfigCompositionException as err:
         line = one_line(err)
     assert line.startswith(f"Could not override '{key}'; Key ") and line.endswith(hint), line
+
+
+def test_hydras_append_hint_is_dropped_for_the_closed_schema():
+    """'To append to your config use +llm.tem=1' pointed at a line that ended in a traceback
+    (review CC-8): the schema's sections take no new keys, the nearest keys are the hint."""
+    from hydra.errors import ConfigCompositionException
+
+    from populations.cli import one_line
+
+    cfg = writable(OmegaConf.structured(ExperimentConfig))
+    with pytest.raises(Exception) as caught:
+        OmegaConf.update(cfg, "llm.tem", 1, merge=True)
+    try:
+        raise ConfigCompositionException("Could not override 'llm.tem'.\nTo append to your "
+                                         "config use +llm.tem=1") from caught.value
+    except ConfigCompositionException as err:
+        line = one_line(err)
+    assert line == "Could not override 'llm.tem'; Key 'tem' not in 'LLMConfig'; nearest: " \
+                   "llm.team", line
+
+
+@pytest.mark.parametrize(("path", "key", "message"), [
+    ("mappo", "lrr", "mappo.lrr: Key 'lrr' not in 'MAPPOConfig' (a '+' cannot add keys to the "
+                     "schema); nearest: mappo.lr"),
+    ("llm", "tem", "llm.tem: Key 'tem' not in 'LLMConfig' (a '+' cannot add keys to the schema)"
+                   "; nearest: llm.team")])
+def test_a_key_added_with_plus_is_one_line(path, key, message):
+    """+mappo.lrr=1 / +llm.tem=1 (Hydra adds the key) ended in FrozenInstanceError's traceback
+    from the config check, and left the run folder's log behind (review CC-8)."""
+    from omegaconf import open_dict
+
+    cfg = writable(OmegaConf.structured(ExperimentConfig))
+    node = OmegaConf.select(cfg, path)
+    with open_dict(node):
+        node[key] = 1
+    with pytest.raises(CLIError) as err:
+        to_experiment(cfg)
+    assert str(err.value) == f"bad config: {message}"
