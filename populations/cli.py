@@ -204,10 +204,14 @@ def game_overrides(args: Sequence[str]) -> list[str]:
 
     A game preset (``configs/game/``) sets a name *and* that game's keyword arguments;
     naming another game without choosing a preset must not keep the preset's arguments,
-    so the preset is dropped (``~game``) and ``game.kwargs`` starts empty."""
-    if any(_GAME_NAME.match(a) for a in args) and not any(_GAME_GROUP.match(a) for a in args):
-        return ["~game", *args]
-    return list(args)
+    so the preset is dropped (``~game``) and ``game.kwargs`` starts empty. ``~game`` goes
+    just before the ``game.name=`` override: Hydra's argparse takes the overrides as one run
+    of positionals, so one put before ``-m`` or ``--cfg job`` made the rest unrecognized."""
+    args = list(args)
+    at = next((i for i, a in enumerate(args) if _GAME_NAME.match(a)), None)
+    if at is not None and not any(_GAME_GROUP.match(a) for a in args):
+        return [*args[:at], "~game", *args[at:]]
+    return args
 
 
 def replace_game_kwargs(cfg: DictConfig, overrides: Sequence[str]) -> None:
