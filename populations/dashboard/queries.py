@@ -314,7 +314,7 @@ def crossplay(db: LeagueDB, run_id: int) -> dict[str, Any]:
                           "left_out_labels": [name(s) for s in ar["left_out"]]},
             "episodes": episodes, "resamples": cp.RESAMPLES,
             "alpharank_resamples": ALPHARANK_RESAMPLES,
-            "elo_resamples": ELO_RESAMPLES if elo else 0, "confidence": cp.CONFIDENCE,
+            "elo_resamples": ELO_RESAMPLES if elo is not None else 0, "confidence": cp.CONFIDENCE,
             "seed": CROSSPLAY_SEED, **left_out,
             "max_snapshots": MAX_MATRIX_SNAPSHOTS, "max_episode_snapshots": MAX_EPISODE_SNAPSHOTS}
 

@@ -27,6 +27,7 @@ from populations.dashboard import (
 from populations.dashboard.app import PLOTLY_JS, STATIC
 from populations.dashboard.data import metrics_path
 from populations.dashboard.export import script_json
+from populations.dashboard.queries import ELO_RESAMPLES
 from populations.db import LeagueDB, MatchRow
 from populations.league import League, LeagueConfig
 
@@ -622,6 +623,8 @@ def test_crossplay_view_of_a_run_without_episodes(shared):
     client, _, ids = shared
     doc = get(client, "/api/runs/{}/{}/crossplay".format(*ids["psro-kuhn"]))
     assert doc["pairs"] == [] and doc["ids"] == [] and doc["alpharank"]["pi"] == []
+    # no episodes is not "too many": the page said "Elo replay: skipped, too many episodes"
+    assert doc["elo_resamples"] == ELO_RESAMPLES
 
 
 def test_crossplay_view_shows_new_ratings_and_matches_at_once(run_dir):
