@@ -1,11 +1,12 @@
 """Where the dashboard's data comes from: league database files named on the command line.
 
 A path is a database file (``*.db``), a run folder (``<dir>/league.db``) or a folder of
-runs (every ``league.db`` up to three levels below it, found again on every request, so
-runs started after the dashboard appear). Each database gets a stable short id from its
-resolved path. Databases are opened read-only for each request and closed after it; any
-failure (missing, not a database, locked, newer schema, not yet initialised) becomes a
-:class:`SourceError` with a one-line message that names the file and what to do.
+runs (every ``league.db`` up to five folders below it, hidden ones left out, found again
+on every request, so runs started after the dashboard appear). Each database gets a stable
+short id from its resolved path. Databases are opened read-only for each request and
+closed after it; any failure (missing, not a database, locked, newer schema, not yet
+initialised) becomes a :class:`SourceError` with a one-line message that names the file
+and what to do.
 
 Reading leaves a run folder as it was. A reader of a WAL database needs its ``-wal`` and
 ``-shm`` files, and SQLite creates them when they are missing (and leaves them behind),
@@ -19,6 +20,7 @@ can at worst make that one answer fail or be stale; the next refresh reads it no
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -28,7 +30,7 @@ from pathlib import Path
 from populations.db import LeagueDB, LeagueDBError
 
 DB_NAME = "league.db"
-SCAN_DEPTH = 3  # how deep a folder of runs is searched for league.db files
+SCAN_DEPTH = 5  # how deep a folder of runs is searched (multirun/<exp>/<stamp>/<job>: 4)
 READ_TIMEOUT_S = 1.0  # how long a read waits on a lock before reporting it
 
 
@@ -54,11 +56,23 @@ def source_id(path: Path) -> str:
 
 
 def _scan(folder: Path) -> list[Path]:
+    """Every ``league.db`` up to :data:`SCAN_DEPTH` folders below ``folder``, shallower ones
+    first. Hidden folders (``.venv``, ``.git``, ``.hydra``) are not entered: the walk runs
+    on every request (a link to a folder is, and what it finds is kept once)."""
     found: list[Path] = []
-    pattern = DB_NAME
+    level = [folder]
     for _ in range(SCAN_DEPTH):
-        pattern = "*/" + pattern
-        found += sorted(p for p in folder.glob(pattern) if p.is_file())
+        below: list[Path] = []
+        for d in level:
+            try:
+                with os.scandir(d) as it:
+                    below += [Path(e.path) for e in it if not e.name.startswith(".")
+                              and e.is_dir()]
+            except OSError:  # unreadable or gone since
+                continue
+        below.sort()
+        found += [p / DB_NAME for p in below if (p / DB_NAME).is_file()]
+        level = below
     return found
 
 

@@ -28,6 +28,7 @@ from populations.dashboard.app import PLOTLY_JS, STATIC
 from populations.dashboard.data import metrics_path
 from populations.dashboard.export import script_json
 from populations.dashboard.queries import ELO_RESAMPLES
+from populations.dashboard.sources import resolve
 from populations.db import LeagueDB, MatchRow
 from populations.league import League, LeagueConfig
 
@@ -369,6 +370,19 @@ def test_several_paths_and_duplicates(tmp_path, built_db):
     data = DashboardData([tmp_path / "x", tmp_path / "x" / "league.db", tmp_path / "y.db"])
     assert len(data.sources.all()) == 2
     assert len(data.runs()["runs"]) == 4
+
+
+def test_a_folder_of_runs_finds_sweep_jobs_and_skips_hidden_folders(tmp_path):
+    # selfplay-dashboard . in a project: runs/<exp>/<stamp> (2 below), a sweep's jobs at
+    # multirun/<exp>/<stamp>/<job> (4 below, and 5 for a job of game.name=openspiel/x: the
+    # '/' nests it); before, only 3 levels were searched, so no sweep job showed
+    for rel in ["runs/main/t0", "multirun/default/t1/0_seed=0",
+                "multirun/default/t1/1_game.name=openspiel/kuhn_poker,seed=0", ".venv/x/y"]:
+        (tmp_path / rel).mkdir(parents=True)
+        (tmp_path / rel / "league.db").write_bytes(b"")
+    found = [s.path.relative_to(tmp_path).as_posix() for s in resolve([tmp_path])]
+    assert found == ["runs/main/t0/league.db", "multirun/default/t1/0_seed=0/league.db",
+                     "multirun/default/t1/1_game.name=openspiel/kuhn_poker,seed=0/league.db"]
 
 
 # ---------------------------------------------------------------------------- page, server
