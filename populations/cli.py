@@ -997,7 +997,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
                         args.seed)
         finally:
             runner.close()
-        for row in league_table(db, run_id):
+        for row in league_table(db, run_id) if len(snaps) > 1 else ():  # one: no matches
             print(f"{row['member']:>24}  elo {row['elo']}  mu {row['mu']} ± {row['sigma']}  "
                   f"matches {row['matches']}")
         if exploit is not None:

@@ -128,3 +128,16 @@ def test_an_evaluation_run_ends_finished_or_interrupted(snapshots, tmp_path, cap
     db = LeagueDB(str(db_path))
     assert [db.run_status(r) for r in (1, 2)] == ["finished", "interrupted"]
     db.close()
+
+
+def test_one_policy_with_exploit_prints_no_empty_rating_row(snapshots, tmp_path, capsys,
+                                                              monkeypatch):
+    """One policy and --exploit played no match, yet printed the rating table first:
+    '  v0006  elo None  mu None ± None  matches 0' above the NashConv estimate."""
+    import populations.cli as cli
+
+    monkeypatch.setattr(cli, "_exploit", lambda *a, **k: print("exploit ran"))
+    code, out, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--exploit",
+                            snapshots[0]], capsys)
+    assert code == 0, err
+    assert out.strip() == "exploit ran"
