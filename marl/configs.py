@@ -7,6 +7,7 @@ registry, VDN/QMIX's mixers) imports it last, when the others passed.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,14 +35,35 @@ def check_choice(where: str, value: Any, accepted: Iterable[Any]) -> None:
         raise ValueError(f"{where}={value!r} is not supported; accepted: {list(accepted)}")
 
 
-def check_rates(owner: str, gamma: float, **rates: float) -> None:
-    """One-line ``ValueError`` for a discount outside [0, 1] or a learning rate that is not a
-    finite number > 0 (``MADDPGConfig.gamma must be in [0, 1], got 2.0``)."""
-    if not 0.0 <= gamma <= 1.0:  # NaN too
-        raise ValueError(f"{owner}.gamma must be in [0, 1], got {gamma}")
-    for name, rate in rates.items():
-        if not 0.0 < rate < float("inf"):
-            raise ValueError(f"{owner}.{name} must be a finite number > 0, got {rate}")
+def check_number(where: str, value: Any, *, above: float | None = None,
+                 at_least: float | None = None, at_most: float | None = None,
+                 integer: bool = False) -> None:
+    """One-line ``ValueError`` naming ``where``, the bad ``value`` and the accepted range
+    (``lr=0.0; expected a finite number > 0``, ``ValueDecompConfig.tau=0.0; expected a number
+    in (0, 1]``) unless ``value`` is a finite number with ``above < value``,
+    ``at_least <= value <= at_most`` (the bounds given). NaN and infinities are refused."""
+    ok = isinstance(value, numbers.Real) and value == value and abs(value) != float("inf") and (
+        above is None or value > above) and (at_least is None or value >= at_least) and (
+        at_most is None or value <= at_most)
+    if ok:
+        return
+    kind = "an integer" if integer else "a number"
+    low = f"({above:g}" if above is not None else f"[{at_least:g}" if at_least is not None \
+        else None
+    if low is not None and at_most is not None:
+        want = f"{kind} in {low}, {at_most:g}]"
+    else:
+        bound = (f" > {above:g}" if above is not None else f" >= {at_least:g}"
+                 if at_least is not None else f" <= {at_most:g}" if at_most is not None else "")
+        want = f"{kind}{bound}" if integer else f"a finite number{bound}"
+    raise ValueError(f"{where}={value!r}; expected {want}")
+
+
+POSITIVE = {"above": 0.0}  # learning rates, clip ranges, temperatures
+NON_NEGATIVE = {"at_least": 0.0}  # loss weights, noise
+UNIT = {"at_least": 0.0, "at_most": 1.0}  # discounts, GAE lambda
+RATE = {"above": 0.0, "at_most": 1.0}  # Polyak rates
+COUNT = {"at_least": 1, "integer": True}  # sizes, steps, intervals
 
 
 @dataclass(frozen=True)
@@ -77,8 +99,7 @@ class NetConfig:
                     f"{name}={getattr(self, name)!r} unknown; choose one of {list(choices)}"
                 )
         for name in ("rnn_hidden", "gnn_hidden", "gnn_layers", "gnn_heads"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
+            check_number(name, getattr(self, name), **COUNT)
         if not self.hidden or min(self.hidden) < 1:
             raise ValueError(f"hidden={list(self.hidden)!r}; expected one or more widths >= 1")
         if self.value == "shared" and self.critic not in ("auto", "state", "concat"):
@@ -122,22 +143,12 @@ class MAPPOConfig:
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name}={getattr(self, name)!r} unknown; choose one of "
                                  f"{list(choices)}")
-        if not self.adam_eps > 0:
-            raise ValueError(f"adam_eps={self.adam_eps!r}; expected a number > 0")
-        for name in ("rollout_steps", "epochs", "minibatches", "chunk_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
-        for name, low, high in (("lr", 0.0, None), ("clip_coef", 0.0, None),
-                                ("max_grad_norm", 0.0, None), ("gamma", None, 1.0),
-                                ("gae_lambda", None, 1.0), ("vf_coef", None, None),
-                                ("ent_coef", None, None)):
-            value = getattr(self, name)
-            if not (value == value and abs(value) != float("inf")) or (
-                    low is not None and not value > low) or (low is None and value < 0) or (
-                    high is not None and value > high):
-                want = (f"a number > {low:g}" if low is not None else
-                        "a number in [0, 1]" if high is not None else "a number >= 0")
-                raise ValueError(f"{name}={value!r}; expected {want}")
+        for name, bounds in (("adam_eps", POSITIVE), ("rollout_steps", COUNT),
+                             ("epochs", COUNT), ("minibatches", COUNT), ("chunk_len", COUNT),
+                             ("lr", POSITIVE), ("clip_coef", POSITIVE),
+                             ("max_grad_norm", POSITIVE), ("gamma", UNIT), ("gae_lambda", UNIT),
+                             ("vf_coef", NON_NEGATIVE), ("ent_coef", NON_NEGATIVE)):
+            check_number(name, getattr(self, name), **bounds)
         # the registry decides: adv_norms over the keys a rollout has, fed GAE advantages
         # (imported here, last: it needs torch, the checks above do not)
         from marl.advantages import check_adv_norm
@@ -183,18 +194,11 @@ class ValueDecompConfig:
         check_choice("ValueDecompConfig.team_reward", self.team_reward, TEAM_REWARDS)
         check_choice("ValueDecompConfig.target_update", self.target_update, TARGET_UPDATES)
         check_choice("ValueDecompConfig.loss", self.loss, LOSSES)
-        for name in ("batch_size", "buffer_size", "train_every", "target_update_interval"):
-            if getattr(self, name) < 1:
-                raise ValueError(
-                    f"ValueDecompConfig.{name} must be >= 1, got {getattr(self, name)}"
-                )
-        if not 0.0 < self.tau <= 1.0:
-            raise ValueError(f"ValueDecompConfig.tau must be in (0, 1], got {self.tau}")
-        if self.optimistic_weight <= 0.0:
-            raise ValueError(
-                f"ValueDecompConfig.optimistic_weight must be > 0, got {self.optimistic_weight}"
-            )
-        check_rates("ValueDecompConfig", gamma=self.gamma, lr=self.lr)
+        for name, bounds in (("batch_size", COUNT), ("buffer_size", COUNT),
+                             ("train_every", COUNT), ("target_update_interval", COUNT),
+                             ("tau", RATE), ("optimistic_weight", POSITIVE), ("gamma", UNIT),
+                             ("lr", POSITIVE)):
+            check_number(f"ValueDecompConfig.{name}", getattr(self, name), **bounds)
         from marl.value_decomp import MIXERS  # last: the mixers are torch modules
 
         check_choice("ValueDecompConfig.mixer", self.mixer, MIXERS)
@@ -231,15 +235,8 @@ class MADDPGConfig:
     def validate(self) -> None:
         check_choice("MADDPGConfig.state_input", self.state_input, STATE_INPUTS)
         check_choice("MADDPGConfig.target_action", self.target_action, TARGET_ACTIONS)
-        for name in ("batch_size", "buffer_size", "train_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"MADDPGConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if not 0.0 < self.tau <= 1.0:
-            raise ValueError(f"MADDPGConfig.tau must be in (0, 1], got {self.tau}")
-        if self.gumbel_temperature <= 0.0 or self.exploration_noise < 0.0:
-            raise ValueError(
-                "MADDPGConfig: gumbel_temperature must be > 0 and exploration_noise >= 0, got "
-                f"{self.gumbel_temperature} and {self.exploration_noise}"
-            )
-        check_rates("MADDPGConfig", gamma=self.gamma, lr_actor=self.lr_actor,
-                    lr_critic=self.lr_critic)
+        for name, bounds in (("batch_size", COUNT), ("buffer_size", COUNT),
+                             ("train_every", COUNT), ("tau", RATE),
+                             ("gumbel_temperature", POSITIVE), ("exploration_noise", NON_NEGATIVE),
+                             ("gamma", UNIT), ("lr_actor", POSITIVE), ("lr_critic", POSITIVE)):
+            check_number(f"MADDPGConfig.{name}", getattr(self, name), **bounds)

@@ -135,7 +135,7 @@ def test_actor_without_seat_id_sees_only_the_observation(tmp_path):
      "optim='both' unknown; choose one of ['joint', 'separate']"),
     (lambda: MAPPOConfig(truncation="cut"),
      "truncation='cut' unknown; choose one of ['bootstrap', 'terminal']"),
-    (lambda: MAPPOConfig(adam_eps=0.0), "adam_eps=0.0; expected a number > 0"),
+    (lambda: MAPPOConfig(adam_eps=0.0), "adam_eps=0.0; expected a finite number > 0"),
     (lambda: NetConfig(init="xavier"),
      "init='xavier' unknown; choose one of ['orthogonal', 'torch']"),
 ])

@@ -97,7 +97,7 @@ CONFIG_ERRORS = [
     ("num_envs=0", "num_envs=0; expected an integer >= 1"),
     ("device=gpu", "device='gpu' unknown; choose one of cpu, cuda"),
     ("mappo.net.init=bogus", "bad config: mappo.net.init='bogus' unknown; choose one of"),
-    ("maddpg.tau=5", "bad config: maddpg.tau must be in (0, 1], got 5.0"),
+    ("maddpg.tau=5", "bad config: maddpg.tau=5.0; expected a number in (0, 1]"),
     ("game.name=openspiel/kuhn_pokr", "kuhn_pokr"),
     ("game.name=chesss", "unknown game 'chesss'; registered:"),
     ("game=chess", "Available options in 'game': climbing, kuhn"),

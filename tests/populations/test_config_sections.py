@@ -15,18 +15,28 @@ from populations.config_checks import check_section_value, section_schemas, writ
 from populations.experiment import ExperimentConfig
 
 BAD = {  # override: the start of its one line
-    "mappo.lr=-1": "mappo.lr=-1.0; expected a number > 0",
+    "mappo.lr=-1": "mappo.lr=-1.0; expected a finite number > 0",
     "mappo.gamma=2": "mappo.gamma=2.0; expected a number in [0, 1]",
     "mappo.lr=abc": "mappo.lr=abc: Value 'abc' of type 'str' could not be converted to Float",
     "mappo.optim=bogus": "mappo.optim='bogus' unknown; choose one of ['joint', 'separate']",
     "mappo.net.init=x": "mappo.net.init='x' unknown; choose one of ['orthogonal', 'torch']",
     "mappo.net.hidden=[0]": "mappo.net.hidden=[0]; expected one or more widths >= 1",
-    "vdn.batch_size=0": "vdn.batch_size must be >= 1, got 0",
+    "vdn.batch_size=0": "vdn.batch_size=0; expected an integer >= 1",
     "qmix.loss=l1": "qmix.loss='l1' is not supported; accepted: ['mse', 'huber']",
-    "vdn.gamma=1.5": "vdn.gamma must be in [0, 1], got 1.5",
-    "maddpg.gamma=2": "maddpg.gamma must be in [0, 1], got 2.0",
-    "maddpg.lr_actor=0": "maddpg.lr_actor must be a finite number > 0, got 0.0",
-    "maddpg.tau=5": "maddpg.tau must be in (0, 1], got 5.0",
+    "vdn.gamma=1.5": "vdn.gamma=1.5; expected a number in [0, 1]",
+    "maddpg.gamma=2": "maddpg.gamma=2.0; expected a number in [0, 1]",
+    "maddpg.lr_actor=0": "maddpg.lr_actor=0.0; expected a finite number > 0",
+    "maddpg.tau=5": "maddpg.tau=5.0; expected a number in (0, 1]",
+    # one rule, one form for every learner (a rate > 0, a weight >= 0, a count >= 1)
+    "mappo.lr=inf": "mappo.lr=inf; expected a finite number > 0",
+    "vdn.lr=-1": "vdn.lr=-1.0; expected a finite number > 0",
+    "qmix.lr=nan": "qmix.lr=nan; expected a finite number > 0",
+    "maddpg.lr_critic=0": "maddpg.lr_critic=0.0; expected a finite number > 0",
+    "vdn.optimistic_weight=0": "vdn.optimistic_weight=0.0; expected a finite number > 0",
+    "maddpg.gumbel_temperature=0": "maddpg.gumbel_temperature=0.0; expected a finite number > 0",
+    "maddpg.exploration_noise=-1": "maddpg.exploration_noise=-1.0; expected a finite number >= 0",
+    "mappo.epochs=0": "mappo.epochs=0; expected an integer >= 1",
+    "qmix.train_every=0": "qmix.train_every=0; expected an integer >= 1",
     "population.generations=-1": "population.generations=-1; expected an integer >= 0",
     "population.opponent_prob=2": "population.opponent_prob=2.0; expected a value in [0, 1]",
     "population.kind=leage": "population.kind='leage' unknown; choose one of",
@@ -134,7 +144,7 @@ def test_section_values_are_refused_before_torch_loads(tmp_path):
         "'least_exploitable', 'nash', 'prd', 'uniform']",
         f"bad config: {BAD['vdn.batch_size=0']}", f"bad config: {BAD['maddpg.gamma=2']}",
         f"bad config: {BAD['population.generations=-1']}",
-        "bad config: mappo.lr=0.0; expected a number > 0",
+        "bad config: mappo.lr=0.0; expected a finite number > 0",
         "bad config: num_envs=0; expected an integer >= 1",
         "bad config: population.matchmaking.exponent=-1.0; expected a finite value >= 0 (hard "
         "weighting (1 - p) ** exponent)", f"bad config: {BAD['mappo.lr=-1']}", "heavy: []"], out
@@ -168,8 +178,9 @@ ACCEPTED = [  # lines the full schema accepts (Hydra compose + to_object), refus
 REFUSED = {  # and refused by the full schema: early, in its words
     "experiment=spread_mappo_gnn mappo.net.value=shared":  # its encoder=gnn sets critic=gnn
         "mappo.net.value='shared' needs critic='state', 'concat' or 'auto', not critic='gnn'",
-    "experiment=main encoder=mlp_gru mappo.lr=-1": "mappo.lr=-1.0; expected a number > 0",
-    "llm=vllm mappo.lr=-1": "mappo.lr=-1.0; expected a number > 0",  # llm's own defaults list
+    "experiment=main encoder=mlp_gru mappo.lr=-1": "mappo.lr=-1.0; expected a finite number > 0",
+    # llm's own defaults list
+    "llm=vllm mappo.lr=-1": "mappo.lr=-1.0; expected a finite number > 0",
     "-m mappo.lr=0.1,0.2 mappo.gamma=2": "mappo.gamma=2.0; expected a number in [0, 1]",
     "mappo.net.value=shared mappo.net={critic:gnn}": "mappo.net.value='shared' needs critic="}
 
