@@ -161,7 +161,7 @@ def test_errors_are_one_line_and_name_the_value():
     spec = games.make(SPREAD, N=2).spec
     with pytest.raises(ValueError, match=r"state_input='pixels' .*accepted: \['auto'"):
         MADDPG(spec, MADDPGConfig(state_input="pixels"))
-    with pytest.raises(ValueError, match="tau must be in"):
+    with pytest.raises(ValueError, match=r"MADDPGConfig.tau=0.0; expected a number in \(0, 1\]"):
         MADDPG(spec, MADDPGConfig(tau=0.0))
     with pytest.raises(ValueError, match="simultaneous-move games only; openspiel/kuhn_poker"):
         MADDPG(games.make("openspiel/kuhn_poker").spec)
