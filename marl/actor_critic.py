@@ -35,7 +35,14 @@ import torch
 from torch import nn
 
 from games import GameSpec, VecStep
-from marl.configs import NetConfig  # the settings, torch-free (selfplay-train checks them early)
+from marl.configs import (  # noqa: F401 - re-exported: the choices' old home
+    CRITICS,
+    ENCODERS,
+    INITS,
+    SHARING,
+    VALUES,
+    NetConfig,  # the settings, torch-free (selfplay-train checks them early)
+)
 from marl.core import Policy, PolicyMeta, build_checked, derive_seed, register_policy
 from marl.gnn import GraphEncoder
 from marl.networks import FastTanh, masked_logits, mlp, one_hot_seats

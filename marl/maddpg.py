@@ -52,7 +52,12 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from games import ActionSpace, GameSpec, VecStep
-from marl.configs import MADDPGConfig  # the settings, torch-free (selfplay-train checks them early)
+from marl.configs import (  # noqa: F401 - re-exported: the choices' old home
+    STATE_INPUTS,
+    TARGET_ACTIONS,
+    MADDPGConfig,  # the settings, torch-free (selfplay-train checks them early)
+    check_choice,
+)
 from marl.core import (
     Capabilities,
     CheckpointError,

@@ -48,7 +48,13 @@ from marl.actor_critic import (
     pad_obs,
     seat_groups,
 )
-from marl.configs import MAPPOConfig  # the settings, torch-free (selfplay-train checks them early)
+from marl.configs import (  # noqa: F401 - re-exported: the choices' old home
+    MAPPO_KEYS,
+    OPTIMS,
+    ROLLOUT_ENDS,
+    TRUNCATIONS,
+    MAPPOConfig,  # the settings, torch-free (selfplay-train checks them early)
+)
 from marl.core import (
     Capabilities,
     Learner,

@@ -57,7 +57,14 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from games import GameSpec, VecStep
-from marl.configs import ValueDecompConfig  # the settings, torch-free (checked early)
+from marl.configs import (  # noqa: F401 - re-exported: the choices' old home
+    LOSSES,
+    STATE_INPUTS,
+    TARGET_UPDATES,
+    TEAM_REWARDS,
+    ValueDecompConfig,  # the settings, torch-free (checked early)
+    check_choice,
+)
 from marl.core import (
     Capabilities,
     CheckpointError,

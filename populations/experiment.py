@@ -47,13 +47,17 @@ from populations.config_checks import TOP_LEVEL_TYPES, check_game_kwargs, check_
 from populations.db import LeagueDB, MatchRow
 from populations.experiment_config import (  # torch-free: checked before torch loads
     EXPLOITER,
+    MODES,  # noqa: F401 - re-exported: its old home
+    ExploitEvery,  # noqa: F401 - re-exported
     PopulationConfig,
     RunnerConfig,
     league_algos,
 )
 from populations.league import MEMBER, League, LeagueConfig
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
+from populations.matchmaking import MatchmakingConfig  # noqa: F401 - re-exported: its old home
 from populations.members import LearnerMember, LLMMember
+from populations.psro_config import PSROConfig  # noqa: F401 - re-exported: its old home
 from populations.run_folder import (
     SETTINGS_NAME,
     deferred_stop,
@@ -67,6 +71,17 @@ from populations.seeds import GAME, GLOBAL, OPPONENT, RunSeeds, isolated_global_
 from populations.store import PolicyStore
 
 log = logging.getLogger(__name__)
+
+
+def __getattr__(name: str) -> Any:
+    """``ORACLE_NAMES`` and ``oracle_algos`` of :mod:`populations.psro_run`, importable from
+    here as before (this module no longer imports psro_run at its top: psro_run imports it)."""
+    if name in ("ORACLE_NAMES", "oracle_algos"):
+        from populations import psro_run
+
+        return getattr(psro_run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 CHECKPOINTS = "checkpoints"  # a single run's checkpoints (a league's: populations.league)
 
