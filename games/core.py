@@ -186,6 +186,13 @@ def _norm_text(text: str) -> str:
     return " ".join(text.strip().lower().split())
 
 
+def _action_candidate(text: str) -> str:
+    """What :meth:`Game.parse_action` compares with each legal action's normalised text: the
+    last ``<action>...</action>`` of ``text`` (else all of it), case and spacing ignored."""
+    tags = _ACTION_TAG.findall(text)
+    return _norm_text(tags[-1] if tags else text)
+
+
 class Game(abc.ABC):
     """Base class of every game. Subclasses set ``self.spec`` in ``__init__``."""
 
@@ -261,8 +268,7 @@ class Game(abc.ABC):
         Raises:
             InvalidAction: naming the text and the legal action texts.
         """
-        tags = _ACTION_TAG.findall(text)
-        candidate = _norm_text(tags[-1] if tags else text)
+        candidate = _action_candidate(text)
         legal = list(self.legal_actions(agent))
         texts = [self.action_text(agent, a) for a in legal]
         for action, action_str in zip(legal, texts, strict=True):
