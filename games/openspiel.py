@@ -164,8 +164,9 @@ def _cpp_stderr_to_log() -> Iterator[None]:
 def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
     short = game_string.split("(", 1)[0]
     names = pyspiel.registered_names()
-    if short not in names and short.startswith("python_"):
+    if short not in names:
         # OpenSpiel's games written in Python register when their package is imported
+        # (python_kuhn_poker..., and chat_game, which has no python_ prefix)
         import open_spiel.python.games  # noqa: F401
 
         names = pyspiel.registered_names()

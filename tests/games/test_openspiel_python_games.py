@@ -18,3 +18,23 @@ def test_an_unknown_python_name_is_still_one_line():
         assert "did you mean ['python_kuhn_poker'" in str(err) and "\n" not in str(err)
     else:
         raise AssertionError("no error")
+
+
+def test_chat_game_is_found_by_name_and_refused_in_one_line():
+    # chat_game registers with open_spiel.python.games but has no python_ prefix: unless some
+    # python_ game was made first in the process, it was "unknown OpenSpiel game 'chat_game'";
+    # a fresh process, as a user's selfplay-train is. It is found, then refused at its first
+    # reset (its legal ids 2..7 lie outside its 2 actions).
+    import subprocess
+    import sys
+
+    code = ("import games\n"
+            "g = games.make('openspiel/chat_game')\n"
+            "try:\n    g.reset(0)\n"
+            "except games.GameError as err:\n    print(err)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert out.stdout.strip() == ("openspiel/chat_game: legal actions [2, 3, 4, 5, 6, 7] of "
+                                  "player_1 are outside its 2 actions (ids 0..1); the game "
+                                  "cannot be played")
