@@ -214,6 +214,19 @@ def game_overrides(args: Sequence[str]) -> list[str]:
     return args
 
 
+_TYPED: list[str] = []  # selfplay-train's command line as typed (sys.argv is rewritten)
+
+
+def job_dirname(override_dirname: str) -> str:
+    """A sweep job's folder name from Hydra's ``override_dirname`` (the resolver
+    ``job_dirname`` of ``configs/config.yaml``): a ``/`` in a value (``game.name=openspiel/x``,
+    ``llm.model=/models/m``) nested the job a folder deeper, where the sweep's resume, its
+    Ctrl-C hint and the dashboard did not look, so it becomes ``_``; the ``~game`` this CLI
+    adds for ``game.name=`` is left out."""
+    items = [i for i in override_dirname.split(",") if i != "~game=null"]
+    return ",".join(items).replace("/", "_")
+
+
 def replace_game_kwargs(cfg: DictConfig, overrides: Sequence[str]) -> None:
     """``game.kwargs={...}`` replaces the preset's arguments (Hydra merges dicts); later
     ``game.kwargs.KEY=...`` overrides apply on top."""
@@ -357,6 +370,7 @@ def check_values(overrides: Sequence[Any]) -> None:
     schema's own checks use (:mod:`populations.config_checks`, ``games.make``)."""
     from populations.config_checks import (
         TOP_LEVEL_TYPES,
+        check_rollout_share,
         check_run_values,
         check_section_values,
         section_schemas,
@@ -390,7 +404,16 @@ def check_values(overrides: Sequence[Any]) -> None:
         import games
 
         games.make(unknown[0])  # raises UnknownGameError listing the registered games
-    presets = _chosen_presets(overrides) if sections else None
+    share = {o.key_or_group: _values(o) for o in overrides if o.key_or_group in (
+        "num_envs", "runner.rollout_workers", "population.kind") and o.package is None and
+        not o.input_line.startswith(("+", "~"))}
+    presets = _chosen_presets(overrides) if sections or share else None
+    if presets is not None and ("num_envs" in share or "runner.rollout_workers" in share):
+        try:  # fewer game copies than rollout workers: the collector's words, before torch
+            check_rollout_share({k: [typed_override(k, v) if k in TOP_LEVEL_TYPES else v
+                                     for v in vs] for k, vs in share.items()}, presets)
+        except ValueError as err:
+            raise CLIError(str(err)) from None
     jobs = [items for found in sections.values() if presets is not None
             for items in _section_jobs(found)]
     later = []
@@ -661,10 +684,11 @@ def sweep_resume_command(sweep_dir: Path, argv: Sequence[str]) -> str:
 
 @contextmanager
 def run_folder_guard(prog: str, run_dir: Path, created: bool,
-                     sweep_dir: Path | None = None) -> Iterator[None]:
+                     sweep_dir: Path | None = None, job: int | None = None) -> Iterator[None]:
     """Report user errors in one line; a folder ``created`` by this run and holding no
     checkpoint is removed first (and a sweep's folder left with no job in it), so a failed
-    start leaves nothing half-made behind."""
+    start leaves nothing half-made behind. In a sweep (job number ``job``) the line says
+    that the jobs after it did not run, and how the sweep goes on."""
     try:
         yield
     except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
@@ -674,7 +698,17 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
             _discard_new(run_dir, sweep_dir)
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
-        fail(prog, one_line(err))
+        fail(prog, one_line(err) + _sweep_stopped(sweep_dir, job))
+
+
+def _sweep_stopped(sweep_dir: Path | None, job: int | None) -> str:
+    """What a sweep's failed job adds to its error line (Hydra's launcher ends the sweep)."""
+    if sweep_dir is None or job is None:
+        return ""
+    if not (sweep_dir.is_dir() and _sweep_started(sweep_dir)):
+        return f" (sweep job {job}; the jobs after it did not run)"
+    return (f" (sweep job {job}; the jobs after it did not run: fix the swept values, then "
+            f"{sweep_resume_command(sweep_dir, _TYPED or sys.argv[1:])})")
 
 
 def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None) -> str:
@@ -685,7 +719,7 @@ def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None) -> str:
     # refused ("already holds a run")
     if sweep_dir is not None and sweep_dir.is_dir() and _sweep_started(sweep_dir):
         return f"interrupted; the sweep resumes with: " \
-            f"{sweep_resume_command(sweep_dir, sys.argv[1:])}"
+            f"{sweep_resume_command(sweep_dir, _TYPED or sys.argv[1:])}"
     from populations.run_folder import holds_run
 
     if holds_run(run_dir):  # what resume=true accepts (the same test)
@@ -731,7 +765,8 @@ def _train_task(cfg: DictConfig) -> None:
     run_dir = Path(hc.runtime.output_dir)
     sweep_dir = Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
     created = _fresh(run_dir)
-    with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir), \
+    with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir,
+                          job=hc.job.num if sweep_dir is not None else None), \
             spelled(HYDRA_WORDS):  # messages say resume_override=true, as typed here
         exp = prepare(cfg, list(hc.overrides.task), check=False)  # run_experiment checks
         if exp.resume and created and sweep_dir is not None and _sweep_started(sweep_dir):
@@ -750,6 +785,10 @@ def _train_task(cfg: DictConfig) -> None:
 def _hydra_app() -> Callable[[], None]:
     import hydra
     import hydra._internal.utils as hydra_utils
+    from omegaconf import OmegaConf
+
+    if not OmegaConf.has_resolver("job_dirname"):  # hydra.sweep.subdir uses it
+        OmegaConf.register_new_resolver("job_dirname", job_dirname)
 
     # private, no public equivalent: Hydra has no hook for its composition or argparse
     # errors (callbacks start after composition), so its reporter and parser are wrapped;
@@ -898,6 +937,7 @@ def train_main() -> None:
         groups = "".join(f"  {g:<11} {', '.join(o)}\n" for g, o in _config_groups().items())
         print(HELP.format(groups=groups), end="")  # times: seconds; this one reads files
         return
+    _TYPED[:] = args  # the resume hints repeat what was typed, not the added ~game
     sys.argv = [sys.argv[0], *game_overrides(args)]
     from populations.run_folder import sigterm_as_interrupt
 

@@ -25,3 +25,58 @@ def test_game_name_keeps_the_command_line_parseable(argv):
     assert [a for a in args.overrides if a != "~game"] == \
         [a for a in argv if "=" in a]
     assert args.multirun == ("-m" in argv or "--multirun" in argv)
+
+
+def test_a_sweep_job_folder_is_one_folder(monkeypatch):
+    # before: 0_game.name=openspiel/kuhn_poker,seed=0,~game=null nested the job a folder
+    # deeper, where the sweep's resume, its Ctrl-C hint and the dashboard did not look
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    from populations.cli import job_dirname
+
+    if not OmegaConf.has_resolver("job_dirname"):
+        OmegaConf.register_new_resolver("job_dirname", job_dirname)
+    cfg = OmegaConf.load(Path(__file__).resolve().parents[2] / "configs" / "config.yaml")
+    cfg.hydra.job.num = 0
+    cfg.hydra.job.override_dirname = "game.name=openspiel/kuhn_poker,seed=0,~game=null"
+    assert cfg.hydra.sweep.subdir == "0_game.name=openspiel_kuhn_poker,seed=0"
+
+
+def test_the_sweep_resume_hint_repeats_the_typed_command(tmp_path, monkeypatch):
+    # the CLI adds ~game for game.name=; the Ctrl-C hint printed it back ('-m '~game' ...')
+    import sys
+
+    import populations.cli as cli
+
+    sweep = tmp_path / "sweep"
+    (sweep / "0_seed=0").mkdir(parents=True)
+    (sweep / "0_seed=0" / "settings.json").write_text("{}")
+    typed = ["-m", "game.name=openspiel/kuhn_poker", "seed=0,1"]
+    monkeypatch.setattr(cli, "_TYPED", list(typed))
+    monkeypatch.setattr(sys, "argv", ["selfplay-train", *cli.game_overrides(typed)])
+    hint = cli._how_to_go_on(sweep / "0_seed=0", False, sweep)
+    assert "~game" not in hint
+    assert "-m game.name=openspiel/kuhn_poker seed=0,1 resume=true" in hint
+
+
+def test_a_failed_sweep_job_says_the_rest_did_not_run(tmp_path, monkeypatch, capsys):
+    # -m game=kuhn game.kwargs.players=2,11,3: job 1 failed on players=11 and the sweep
+    # ended there, in a line that said neither that job 2 never ran nor how to go on
+    import populations.cli as cli
+
+    sweep = tmp_path / "sweep"
+    (sweep / "0_players=2").mkdir(parents=True)
+    (sweep / "0_players=2" / "settings.json").write_text("{}")
+    (sweep / "1_players=11").mkdir()
+    monkeypatch.setattr(cli, "_TYPED", ["-m", "game=kuhn", "game.kwargs.players=2,11,3"])
+    with pytest.raises(SystemExit) as stop, cli.run_folder_guard(
+            "selfplay-train", sweep / "1_players=11", created=True, sweep_dir=sweep, job=1):
+        raise cli.CLIError("bad parameter for openspiel/kuhn_poker: players=11")
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and len(err.splitlines()) == 1
+    assert "players=11 (sweep job 1; the jobs after it did not run: fix the swept values, " \
+        "then selfplay-train -m game=kuhn game.kwargs.players=2,11,3 resume=true " \
+        "hydra.sweep.dir=" in err
+    assert not (sweep / "1_players=11").exists()  # the failed job's folder is removed
