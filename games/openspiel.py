@@ -106,6 +106,14 @@ def _check_params(game_string: str, params: dict[str, Any]) -> None:
             raise GameError(
                 f"bad parameter for openspiel/{short}: {name}={value!r}; accepted: {accepted}"
             )
+    # efg_game / nfg_game read their game from a file: without one OpenSpiel said
+    # "CHECK_TRUE(fd_)" or "IndexError: map::at"
+    if "filename" in gspec.parameter_specification:
+        path = given.get("filename", gspec.parameter_specification["filename"])
+        if not (isinstance(path, str) and os.path.isfile(path)):
+            raise GameError(f"bad parameter for openspiel/{short}: filename={path!r} is not a "
+                            f"file; accepted: the path of a Gambit .{short[:3]} file "
+                            f"(game.kwargs.filename=/path/to/game.{short[:3]})")
 
 
 def _smoke(game: pyspiel.Game, where: str) -> None:

@@ -72,8 +72,12 @@ def test_good_values_still_load(spec, kwargs):
         ("mfg_crowd_modelling", r"mean-field game"),
         # declares an observation tensor, then raises SpielError for its shape
         ("crossword", r"crossword provides no observation tensor.*accepted: games with an"),
-        # a bare C++ error (map::at, an IndexError) when the file parameter is missing
-        ("nfg_game", r"openspiel/nfg_game: IndexError.*accepted: \[.filename.\]"),
+        # a bare C++ error (map::at, an IndexError; efg_game: CHECK_TRUE(fd_)) when the file
+        # parameter is missing: now the parameter and what it takes
+        ("nfg_game", r"^bad parameter for openspiel/nfg_game: filename='' is not a file; "
+                     r"accepted: the path of a Gambit \.nfg file"),
+        ("efg_game", r"^bad parameter for openspiel/efg_game: filename='' is not a file; "
+                     r"accepted: the path of a Gambit \.efg file"),
         # OpenSpiel's own message, without its C++ line on stderr
         ("repeated_game", r"repeated_game: SpielError: Missing parameter num_repetitions"),
         ("coordinated_mp", r"no observation tensor; accepted: games with an"),
@@ -102,3 +106,15 @@ def test_every_registered_openspiel_game_is_made_or_refused_in_one_line():
         game.step({a: int(np.flatnonzero(ts.legal[a])[0]) for a in ts.acting})
         made += 1
     assert made >= 90  # 101 of 126 with OpenSpiel 2.0.2
+
+
+def test_efg_and_nfg_games_load_from_a_file_and_name_a_missing_one(tmp_path):
+    efg = tmp_path / "kuhn.efg"
+    efg.write_text(pyspiel.get_kuhn_poker_efg_data())
+    assert games.make("openspiel/efg_game", filename=str(efg)).spec.agent_ids == (
+        "player_0", "player_1")
+    nfg = tmp_path / "rps.nfg"
+    nfg.write_text(pyspiel.game_to_nfg_string(pyspiel.load_game("matrix_rps")))
+    games.check_game(games.make("openspiel/nfg_game", filename=str(nfg)), episodes=2)
+    with pytest.raises(games.GameError, match=r"filename='/no/such.efg' is not a file"):
+        games.make("openspiel/efg_game", filename="/no/such.efg")
