@@ -1018,7 +1018,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
             raise CLIError(
                 f"{name} holds the seats {list(pol.meta.agents)} of {spec.name}, not "
                 f"{missing}: matches here play each policy on every side (a population=none "
-                "run trains its first team only; a league's snapshots hold every seat)")
+                "run trains its first team only, a PSRO member plays its own seat; a league's "
+                "snapshots hold every seat)")
         if {"graph", "text"} & set(pol.meta.inputs):  # graphs and texts fit other sizes
             continue
         for a in spec.agent_ids:  # kuhn snapshots on leduc: "could not broadcast (8,30)..."
