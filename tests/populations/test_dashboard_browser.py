@@ -201,6 +201,23 @@ def test_missing_database_shows_a_message(page, tmp_path):
     assert page.errors == []
 
 
+def test_a_finished_run_without_ratings_does_not_say_yet(page, tmp_path):
+    """A population=none run rates nothing; its finished page said "No ratings yet." and
+    "No learner metrics yet." as if more were coming."""
+    db = LeagueDB(tmp_path / "league.db")
+    run = db.create_run("single", experiment="default", game="openspiel/kuhn_poker")
+    db.set_run_status(run, "finished")
+    db.close()
+    with BackgroundServer(create_app([tmp_path], refresh_s=REFRESH_S)) as srv:
+        page.page.goto(f"{srv.url}/")
+        expect(page.page.locator("#elo-chart")).to_contain_text("No ratings in this run.")
+        expect(page.page.locator("#payoff-chart")).to_contain_text(
+            "No evaluated pairs in this run.")
+        expect(page.page.locator("#learner-empty")).to_have_text(
+            "No learner metrics in this run.")
+    assert page.errors == []
+
+
 def test_static_export_opens_without_the_server(page, tmp_path, league_dir, monkeypatch):
     """The exported page opens from a file, and says how many older snapshots the payoff
     table and cross-play left out (the bound on the snapshots shown, 1000, is lowered to 2

@@ -12,9 +12,13 @@
 
   const state = {
     config: null, selected: null, cache: new Map(), league: [],
-    sort: { key: "elo", dir: -1 }, metric: "", keys: [], refreshes: 0,
+    sort: { key: "elo", dir: -1 }, metric: "", keys: [], refreshes: 0, status: new Map(),
   };
   const $ = (id) => document.getElementById(id);
+  // "No ratings yet." while the selected run may still write them; a finished run's empty
+  // table is final (a population=none run rates nothing)
+  const yet = () => (/^(finished|failed|interrupted)$/.test(state.status.get(state.selected))
+    ? " in this run" : " yet");
 
   // ------------------------------------------------------------------ data
   class ApiError extends Error {}
@@ -128,6 +132,7 @@
   function renderRuns(doc) {
     const body = $("runs-table").tBodies[0];
     body.replaceChildren();
+    state.status = new Map(doc.runs.map((r) => [runKey(r), r.status]));
     for (const r of doc.runs) {
       const tr = document.createElement("tr");
       tr.dataset.run = runKey(r);
@@ -261,7 +266,7 @@
     // a league's cells are margins, PSRO's returns: the data says which (value_kind)
     const what = doc.value_kind === "return" ? "return" : "margin";
     if (doc.value_label) $("payoff-meaning").textContent = doc.value_label;
-    if (!doc.ids.length) return emptyChart(div, "No evaluated pairs yet.");
+    if (!doc.ids.length) return emptyChart(div, `No evaluated pairs${yet()}.`);
     const labels = doc.labels.map(pt);
     const text = doc.value.map((row, i) => row.map((v, j) => (v == null ? "not played"
       : `win rate ${pct(doc.win_rate[i][j])} · ${doc.count[i][j]} pairs`)));
@@ -283,8 +288,8 @@
     const elo = $("elo-chart");
     const mu = $("mu-chart");
     if (!series.length) {
-      emptyChart(elo, "No ratings yet.");
-      emptyChart(mu, "No ratings yet.");
+      emptyChart(elo, `No ratings${yet()}.`);
+      emptyChart(mu, `No ratings${yet()}.`);
       return;
     }
     const legend = series.length <= 16;
@@ -323,6 +328,7 @@
       body.appendChild(tr);
     }
     $("crossplay-empty").hidden = doc.pairs.length > 0;
+    $("crossplay-empty").textContent = `No episodes between two different snapshots${yet()}.`;
     const ranked = [...doc.ratings].sort((a, b) =>
       (a.alpharank_rank ?? Infinity) - (b.alpharank_rank ?? Infinity));
     const rbody = $("alpharank-table").tBodies[0];
@@ -412,6 +418,7 @@
       box.dataset.titles = titles;
     }
     $("learner-empty").hidden = doc.panels.length > 0;
+    $("learner-empty").textContent = `No learner metrics${yet()}.`;
     for (const [i, p] of doc.panels.entries()) {
       await plot(box.children[i], p.series.map(curve), {
         title: { text: pt(p.title), font: { size: 13 } }, margin: { l: 60, r: 20, t: 36, b: 48 },
