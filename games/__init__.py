@@ -7,6 +7,8 @@
     (('player_0',), ['Pass', 'Bet'])
 """
 
+from typing import TYPE_CHECKING, Any
+
 from games import graphs
 from games.check import CheckReport, GameCheckError, check_game
 from games.core import (
@@ -23,10 +25,23 @@ from games.core import (
     Transition,
     UnknownGameError,
 )
-from games.export import to_pettingzoo
 from games.matrix import MatrixGame
 from games.registry import make, register, registered
 from games.vector import VecStep, VectorGame
+
+if TYPE_CHECKING:
+    from games.export import to_pettingzoo
+
+
+def __getattr__(name: str) -> Any:
+    """``to_pettingzoo`` on first use: it imports PettingZoo and gymnasium (~0.07 s CPU), which
+    a run of an OpenSpiel or built-in game and a refused command line never need."""
+    if name == "to_pettingzoo":
+        from games.export import to_pettingzoo
+
+        globals()[name] = to_pettingzoo
+        return to_pettingzoo
+    raise AttributeError(f"module 'games' has no attribute {name!r}")
 
 __all__ = [
     "Action",

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import games
 from games import GameSpec
-from games.openspiel import OpenSpielGame
 from populations.meta_solvers import available_meta_solvers, get_meta_solver, needs_full_game
 
 RESPONSE_TARGETS = ("meta", "exploiter")
@@ -48,6 +47,8 @@ def psro_players(spec: GameSpec, players: str = "auto") -> dict[str, tuple[str, 
 def why_not_exact(game_obj: games.Game, seats_of: Mapping[str, Sequence[str]]) -> str | None:
     """Why exact payoffs and best responses cannot serve ``game_obj`` with these players
     (None: they can); what ``payoffs="auto"`` / ``oracle="auto"`` decide by."""
+    from games.openspiel import OpenSpielGame  # pyspiel: not for a config check or other games
+
     if not isinstance(game_obj, OpenSpielGame):
         return f"{game_obj.spec.name} is not an OpenSpiel game"
     team = next((p for p, seats in seats_of.items() if len(seats) > 1), None)
