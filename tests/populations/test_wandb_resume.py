@@ -150,3 +150,33 @@ def test_offline_wandb_files_of_a_killed_and_resumed_run_hold_each_step_once(
     killed, resumed = _wandb_steps(tmp_path / "run")
     assert ref == [16, 32, 48, 64]
     assert killed == [16, 32, 48] and resumed == [64]
+
+
+def _offline_file(run_dir, steps, cut=False):
+    """A wandb offline run file holding history rows at ``steps`` (``cut``: its last record
+    cut short, as a SIGKILL leaves it)."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    run_id = (run_dir / "wandb" / "run_id").read_text().strip()
+    folder = run_dir / "wandb" / f"offline-run-20261203_231758-{run_id}"
+    folder.mkdir()
+    data = b":W&B\x00\x00\x01"
+    for s in steps:
+        rec = pb.Record()
+        rec.history.step.num = s
+        body = rec.SerializeToString()
+        data += b"\x00" * 4 + struct.pack("<HB", len(body), 1) + body
+    (folder / f"run-{run_id}.wandb").write_bytes(data[:-3] if cut else data)
+
+
+@pytest.mark.parametrize("cut", [False, True])
+def test_steps_a_kill_kept_from_the_offline_file_are_logged_again(tmp_path, disabled, cut):
+    """kill -9 of an offline run: last_step said 5, its wandb file held steps 1 and 2 (the
+    rest was never written: steps 2300-3100 of a run killed at 3100 on this CPU). The resume
+    from the checkpoint at step 3 gave wandb only steps 6 on, so 3-5 were in no wandb file;
+    now the database's rows after the file's last step and the replayed steps reach it."""
+    _session(tmp_path, steps=[1, 2, 3, 4, 5])
+    _offline_file(tmp_path, [1, 2, 3] if cut else [1, 2], cut)
+    rows = [(s, "loss", float(s)) for s in (1, 2, 3)]  # the database's rows up to the checkpoint
+    again = _session(tmp_path, steps=[4, 5, 6], backfill=rows, drop_after=3)
+    assert [s for s, _ in again] == [3, 4, 4, 5, 5, 6, 6]
