@@ -217,6 +217,11 @@ def game_overrides(args: Sequence[str]) -> list[str]:
 _TYPED: list[str] = []  # selfplay-train's command line as typed (sys.argv is rewritten)
 
 
+def _untyped(message: str) -> str:
+    """Hydra's argparse message without the ``~game`` this CLI added (game_overrides)."""
+    return message if "~game" in _TYPED else re.sub(r"(?<!\S)~game ", "", message)
+
+
 def job_dirname(override_dirname: str) -> str:
     """A sweep job's folder name from Hydra's ``override_dirname`` (the resolver
     ``job_dirname`` of ``configs/config.yaml``): a ``/`` in a value (``game.name=openspiel/x``,
@@ -277,6 +282,10 @@ def check_command_line(args: Sequence[str]) -> None:
         parsed = parser.parse_args(list(args))
     except _Unparsed:
         return
+    if parsed.multirun and (parsed.cfg or parsed.info):  # Hydra: a ValueError's traceback
+        raise CLIError(f"-m cannot be combined with {'--cfg' if parsed.cfg else '--info'}; "
+                       "--cfg job prints one job's config: drop -m and give one value of each "
+                       "swept key")
     overrides = OverridesParser.create().parse_overrides(parsed.overrides)  # grammar errors
     if parsed.config_dir or parsed.config_path or parsed.config_name or any(
             o.key_or_group.startswith("hydra.searchpath") for o in overrides):
@@ -811,7 +820,7 @@ def _hydra_app() -> Callable[[], None]:
 
     def get_args_parser() -> argparse.ArgumentParser:
         p = parser()
-        p.error = lambda message: fail(TRAIN, f"{message} (see --help)")  # type: ignore[method-assign]
+        p.error = lambda message: fail(TRAIN, f"{_untyped(message)} (see --help)")  # type: ignore[method-assign]
         return p
 
     get_args_parser.__wrapped__ = parser  # type: ignore[attr-defined]

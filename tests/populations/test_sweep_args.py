@@ -80,3 +80,38 @@ def test_a_failed_sweep_job_says_the_rest_did_not_run(tmp_path, monkeypatch, cap
         "then selfplay-train -m game=kuhn game.kwargs.players=2,11,3 resume=true " \
         "hydra.sweep.dir=" in err
     assert not (sweep / "1_players=11").exists()  # the failed job's folder is removed
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["-m", "game.name=openspiel/goofspiel", "seed=0,1", "--cfg", "job"], "--cfg"),
+    (["-m", "--info", "config", "game.name=openspiel/kuhn_poker"], "--info"),
+    (["--multirun", "--cfg", "job"], "--cfg"),
+])
+def test_a_sweep_with_cfg_or_info_is_one_line(argv, flag, monkeypatch, capsys):
+    # before: Hydra's "ValueError: Only one of --run, --multirun, --cfg, ..." traceback, rc 1
+    import sys
+
+    from populations.cli import train_main
+
+    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
+    with pytest.raises(SystemExit) as stop:
+        train_main()
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == (
+        f"selfplay-train: -m cannot be combined with {flag}; --cfg job prints one job's "
+        "config: drop -m and give one value of each swept key\n")
+
+
+def test_an_unparsed_line_does_not_name_the_added_game_deletion(monkeypatch, capsys):
+    # overrides split around a flag: Hydra's refusal named '~game', which nobody typed
+    import sys
+
+    from populations.cli import train_main
+
+    monkeypatch.setattr(sys, "argv", ["selfplay-train", "seed=3", "--cfg", "job", "--resolve",
+                                      "game.name=openspiel/kuhn_poker"])
+    with pytest.raises(SystemExit) as stop:
+        train_main()
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == ("selfplay-train: unrecognized arguments: "
+                                       "game.name=openspiel/kuhn_poker (see --help)\n")
