@@ -13,14 +13,14 @@ views (every legal action text parses back to its action, garbage raises
 within ``max_steps`` with every agent terminated or truncated, and that the same seed with
 the same actions gives the identical trajectory.
 Shape errors say which shape was expected. On long games it stops starting episodes once
-those played hold ``step_budget`` steps (1,000 by default), with a warning saying how many
-were checked.
+those played hold ``step_budget`` steps (1,000 by default), with a ``UserWarning`` saying how
+many were checked.
 """
 
 from __future__ import annotations
 
-import logging
 import numbers
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +35,6 @@ from games.core import (
     _norm_text,
 )
 
-logger = logging.getLogger(__name__)
 STEP_BUDGET = 1000  # check_game's default bound on the steps it plays (episodes start below it)
 
 
@@ -151,6 +150,12 @@ def _check_legal(game: Game, ts: TimeStep, agent: str, where: str) -> None:
     _require(len(legal) > 0, f"{where}: {agent} must act but has no legal action")
     texts = game.legal_action_texts(agent)
     _require(len(texts) == len(legal), f"{where}: one text per legal action expected")
+    for action, text in zip(legal, texts, strict=True):
+        _require(isinstance(text, str), f"{where}: text of action {action} of {agent} is "
+                 f"{type(text).__name__} {text!r}, expected str")
+        # an empty text parses from an empty reply: an LLM saying nothing would make a move
+        _require(_norm_text(text) != "", f"{where}: text of action {action} of {agent} is "
+                 f"{text!r}, expected a non-empty text")
     _require(len(set(texts)) == len(texts), f"{where}: legal action texts not unique: {texts}")
     pairs = list(zip(legal, texts, strict=True))
     if _default_parsing(game):
@@ -263,10 +268,10 @@ def check_game(
     Every check runs at every step of every episode played; the first three episodes are
     also replayed from their seeds. ``step_budget`` bounds the cost on long games: once the
     episodes played hold that many steps, no further episode starts (the one under way ends),
-    a warning says how many of ``episodes`` were checked, and the report's ``budget_reached``
-    is True (VMAS scenarios run ~100 steps of 5-15 ms, pursuit 500 steps of ~10 ms; checking
-    all 20 took over a minute on a loaded 2-core machine). ``step_budget=None`` plays all.
-    """
+    a ``UserWarning`` says how many of ``episodes`` were checked, and the report's
+    ``budget_reached`` is True (VMAS scenarios run ~100 steps of 5-15 ms, pursuit 500 steps
+    of ~10 ms; checking all 20 took over a minute on a loaded 2-core machine). A defect that
+    shows only in a later episode is then not seen: ``step_budget=None`` plays all."""
     if not isinstance(game, Game):
         raise GameError(f"check_game expects a games.Game, got {type(game).__name__}")
     if step_budget is not None and (
@@ -289,11 +294,11 @@ def check_game(
             again, _, _ = _play(game, seed + e, check=False)
             _require(again == traj, f"{game.spec.name}: seed {seed + e} did not replay identically")
     reached = played < episodes
-    if reached:
-        logger.warning(
-            "check_game(%s): checked %d of %d episodes (%d steps, every check at every step; "
-            "%d replayed from their seeds): step_budget=%d reached; step_budget=None checks "
-            "all %d", game.spec.name, played, episodes, steps, min(played, 3), step_budget,
-            episodes)
+    if reached:  # a warning, not a log record: a passing pytest test lists it in its summary
+        warnings.warn(
+            f"check_game({game.spec.name}): checked {played} of {episodes} episodes ({steps} "
+            f"steps, every check at every step; {min(played, 3)} replayed from their seeds): "
+            f"step_budget={step_budget} reached; step_budget=None checks all {episodes}",
+            UserWarning, stacklevel=2)
     return CheckReport(played, steps, {a: r / max(played, 1) for a, r in total.items()},
                        budget_reached=reached)

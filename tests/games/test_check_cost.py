@@ -5,8 +5,6 @@ step (openspiel/hex, 121 actions: 29,000 a step; y and battleship took over a mi
 the default parser is now checked for every action in O(n). Long episodes (VMAS, pursuit,
 laser_tag) are bounded by ``step_budget``, with a warning saying what was checked."""
 
-import logging
-
 import numpy as np
 import pytest
 
@@ -64,6 +62,19 @@ def test_texts_equal_but_for_case_are_named():
         games.check_game(_Wide(n=40, texts=texts), episodes=1)
 
 
+@pytest.mark.parametrize(("bad", "message"), [
+    ("", r"text of action 17 of p0 is '', expected a non-empty text"),  # review GW-2
+    ("   ", r"text of action 17 of p0 is '   ', expected a non-empty text"),
+    (17, r"text of action 17 of p0 is int 17, expected str"),  # GW-3: was AttributeError
+])
+def test_empty_or_non_text_action_texts_are_named(bad, message):
+    # parse_action("") returned the action with an empty text: an empty reply made a move
+    texts = [f"move {i}" for i in range(40)]
+    texts[17] = bad
+    with pytest.raises(games.GameCheckError, match=message):
+        games.check_game(_Wide(n=40, texts=texts), episodes=1)
+
+
 @pytest.mark.parametrize("bad", ["x </action> y", "<action>move 2</action>"])
 def test_every_text_still_parses_back(bad):
     # a text that is not sampled for a real parse_action call must still be checked
@@ -83,13 +94,13 @@ def test_an_overridden_parser_is_called_for_every_action():
         games.check_game(Picky(n=40), episodes=1)
 
 
-def test_long_episodes_stop_at_the_step_budget(caplog):
+def test_long_episodes_stop_at_the_step_budget():
     game = _Wide(n=2, length=300)
-    with caplog.at_level(logging.WARNING, logger="games.check"):
+    # a UserWarning (review GW-1), not a log record that a passing user's test never shows
+    with pytest.warns(UserWarning, match=r"checked 4 of 20 episodes \(1200 steps.*"
+                      r"step_budget=None checks all 20"):
         report = games.check_game(game, episodes=20)
     assert (report.episodes, report.steps, report.budget_reached) == (4, 1200, True)
-    assert "checked 4 of 20 episodes (1200 steps" in caplog.text
-    assert "step_budget=None checks all 20" in caplog.text
     full = games.check_game(game, episodes=5, step_budget=None)
     assert (full.episodes, full.steps, full.budget_reached) == (5, 1500, False)
     short = games.check_game(games.make("openspiel/kuhn_poker"), episodes=20)
