@@ -19,6 +19,12 @@ TOP_LEVEL_TYPES: dict[str, type] = {
 """The top-level scalar settings these checks cover and their types (a test keeps this in
 step with ExperimentConfig's fields)."""
 AT_LEAST_ONE = ("frames", "num_envs", "eval_episodes", "torch_threads")
+NUM_ENVS = 32
+"""``ExperimentConfig.num_envs``'s default (it takes it from here)."""
+STEPPED_ALGOS = ("mappo", "ippo", "vdn", "qmix", "maddpg")
+"""marl's learners that step copies of the game (not ``own_rollouts``): a ``population=none``
+run of one of them with ``runner.rollout_workers`` shares ``num_envs`` among the workers (a
+test keeps this in step with the learner registry; a learner of yours is checked later)."""
 DEVICE = re.compile(r"cpu|cuda(:\d+)?|auto")
 
 
@@ -35,6 +41,43 @@ def check_run_values(values: Mapping[str, Any]) -> None:
     if "device" in values and not DEVICE.fullmatch(str(values["device"])):
         raise ValueError(f"device={values['device']!r} unknown; choose one of cpu, cuda, "
                          "cuda:N (N a GPU index), auto")
+
+
+def check_rollout_copies(num_envs: int, workers: int) -> None:
+    """``ValueError`` (one line naming both) when ``workers`` rollout workers cannot share
+    ``num_envs`` game copies: each plays at least one."""
+    if num_envs < workers:
+        raise ValueError(f"num_envs={num_envs} game copies cannot be shared by "
+                         f"rollout_workers={workers}: give num_envs >= {workers} "
+                         "(each worker plays at least one copy)")
+
+
+def check_rollout_share(line: Mapping[str, Sequence[Any]], presets: Any) -> None:
+    """Refuse fewer game copies than rollout workers (:func:`check_rollout_copies`) where the
+    run shares them, before torch: ``line`` holds the command line's values of ``num_envs``,
+    ``runner.rollout_workers`` and ``population.kind`` (several for a sweep: one refused job
+    refuses the line), over what its group options set (``presets``, a config with ``algo``)
+    and the defaults. Only a ``population=none`` run of one of :data:`STEPPED_ALGOS` shares
+    them (a league or an LLM team plays no such copies)."""
+    from omegaconf import OmegaConf
+
+    def chosen(key: str, default: Any) -> list[Any]:
+        if key in line:
+            return list(line[key])
+        found = OmegaConf.select(presets, key, default=None)
+        return [default if found is None else found]
+
+    try:
+        kinds, algos = chosen("population.kind", "none"), chosen("algo", None)
+        copies, workers = chosen("num_envs", NUM_ENVS), chosen("runner.rollout_workers", 0)
+    except Exception:  # noqa: BLE001 - an interpolation of a preset: the schema decides
+        return
+    if kinds != ["none"] or len(algos) != 1 or algos[0] not in STEPPED_ALGOS:
+        return
+    for n in copies:
+        for w in workers:
+            if isinstance(n, int) and isinstance(w, int) and n >= 1 and w >= 1:
+                check_rollout_copies(n, w)
 
 
 def typed_override(key: str, value: Any) -> Any:

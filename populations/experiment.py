@@ -43,7 +43,12 @@ from marl.registry import LearnerEntry
 from marl.train import RandomPolicy, TrainResult, check_episode_lengths, train
 from marl.value_decomp import ValueDecompConfig
 from populations.checkpoint import checkpoint_files, load_latest, save_checkpoint
-from populations.config_checks import TOP_LEVEL_TYPES, check_game_kwargs, check_run_values
+from populations.config_checks import (
+    NUM_ENVS,
+    TOP_LEVEL_TYPES,
+    check_game_kwargs,
+    check_run_values,
+)
 from populations.db import LeagueDB, MatchRow
 from populations.experiment_config import (  # torch-free: checked before torch loads
     EXPLOITER,
@@ -105,7 +110,7 @@ class ExperimentConfig:
     algo: str = "mappo"  # a registered learner (marl.registry): mappo | ippo | vdn | qmix |
     # maddpg | llm_grpo | ...; its settings are the section its entry names (ippo: mappo)
     frames: int = 60_000  # population=none: training frames
-    num_envs: int = 32  # game copies stepped together while training
+    num_envs: int = NUM_ENVS  # game copies stepped together while training (32)
     eval_episodes: int = 32  # evaluation episodes (league: role-swapped pairs per snapshot pair)
     device: str = "cpu"  # cpu | cuda | cuda:N | auto
     torch_threads: int = 1  # intra-op threads (small networks are fastest on one)

@@ -33,6 +33,7 @@ import games
 from games import VecStep
 from marl.core import Learner, Policy, policy_bytes, policy_from_bytes
 from marl.train import RandomPolicy, TrainResult, after_step, learner_sides
+from populations.config_checks import check_rollout_copies
 
 log = logging.getLogger(__name__)
 
@@ -106,10 +107,8 @@ class RolloutCollector:
                              "['local', 'ray']")
         if num_workers < 1:
             raise ValueError(f"rollout workers={num_workers}; expected an integer >= 1")
-        if num_envs is not None and num_envs < num_workers:
-            raise ValueError(f"num_envs={num_envs} game copies cannot be shared by "
-                             f"rollout_workers={num_workers}: give num_envs >= {num_workers} "
-                             "(each worker plays at least one copy)")
+        if num_envs is not None:  # selfplay-train refuses it before torch, in these words
+            check_rollout_copies(num_envs, num_workers)
         self.spec, self.kind, self.num_workers = spec, kind, num_workers
         share = [spec.num_envs] * num_workers if num_envs is None else [
             num_envs // num_workers + (i < num_envs % num_workers) for i in range(num_workers)]

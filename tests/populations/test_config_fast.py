@@ -52,6 +52,44 @@ def test_common_bad_values_are_refused_before_torch_loads(tmp_path):
     assert lines[len(bad):] == ["heavy: []"], out
 
 
+@pytest.mark.parametrize("line, refused", [
+    ("runner.rollout_workers=3 num_envs=2", True),
+    ("algo=vdn num_envs=2 runner.rollout_workers=3", True),  # the same collector
+    ("-m runner.rollout_workers=3 num_envs=8,2", True),  # one job of the sweep
+    ("runner.rollout_workers=3 num_envs=3", False),
+    ("runner.rollout_workers=0 num_envs=1", False),
+    ("algo=llm_grpo runner.rollout_workers=3 num_envs=2", False),  # an LLM team: no copies
+    ("experiment=kuhn_llm_selfplay runner.rollout_workers=3 num_envs=2", False),
+    ("population=psro runner.rollout_workers=3 num_envs=2", False),  # leagues share none
+    ("runner.rollout_workers=3 num_envs=2 population.kind=league", False),
+    ("-m algo=mappo,llm_grpo runner.rollout_workers=3 num_envs=2", False),  # schema decides
+])
+def test_fewer_game_copies_than_rollout_workers_are_refused_where_they_are_shared(line,
+                                                                                 refused):
+    """A population=none run of a learner that steps copies of the game shares num_envs among
+    its rollout workers: fewer copies than workers is refused before torch (it was refused
+    after the run folder was made, ~5 s of CPU), where the collector would refuse it."""
+    from populations.cli import CLIError, check_command_line
+
+    if refused:
+        with pytest.raises(CLIError, match=r"^num_envs=\d+ game copies cannot be shared by "
+                                           r"rollout_workers=3: give num_envs >= 3 \(each"):
+            check_command_line(line.split())
+    else:
+        check_command_line(line.split())
+
+
+def test_the_learners_sharing_game_copies_are_marls_stepped_ones():
+    """config_checks.STEPPED_ALGOS (torch-free) lists marl's learners that do not own their
+    rollouts, as the registry declares them."""
+    from marl import registry
+
+    stepped = {name for name, entry in registry.entries().items()
+               if not entry.capabilities.own_rollouts and entry.cls.__module__.startswith("marl.")}
+    assert set(config_checks.STEPPED_ALGOS) == stepped
+    assert ExperimentConfig.num_envs == config_checks.NUM_ENVS
+
+
 def test_the_fast_checks_cover_experiment_configs_fields():
     """One source: ExperimentConfig runs the same checks, on fields of the listed types."""
     hints = typing.get_type_hints(ExperimentConfig)

@@ -135,7 +135,9 @@ def test_section_values_are_refused_before_torch_loads(tmp_path):
         ["experiment=tag_pfsp_league", "population.matchmaking.exponent=-1"],
         # a good value whose check imports torch (the learner registry) before a bad one:
         # the checks that need no torch run first (review CC-6)
-        ["population.generations=2", "mappo.net.hidden=[8]", "mappo.lr=-1"]]
+        ["population.generations=2", "mappo.net.hidden=[8]", "mappo.lr=-1"],
+        # fewer game copies (num_envs, 32 by default) than rollout workers
+        ["runner.rollout_workers=40"]]
     out = subprocess.run([sys.executable, "-c", CHECK.format(bad=bad)], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120, check=True).stdout
     assert out.splitlines() == [
@@ -147,7 +149,9 @@ def test_section_values_are_refused_before_torch_loads(tmp_path):
         "bad config: mappo.lr=0.0; expected a finite number > 0",
         "bad config: num_envs=0; expected an integer >= 1",
         "bad config: population.matchmaking.exponent=-1.0; expected a finite value >= 0 (hard "
-        "weighting (1 - p) ** exponent)", f"bad config: {BAD['mappo.lr=-1']}", "heavy: []"], out
+        "weighting (1 - p) ** exponent)", f"bad config: {BAD['mappo.lr=-1']}",
+        "num_envs=32 game copies cannot be shared by rollout_workers=40: give num_envs >= 40 "
+        "(each worker plays at least one copy)", "heavy: []"], out
 
 
 def test_the_presets_the_command_line_picks_count():
