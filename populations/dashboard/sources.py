@@ -31,6 +31,7 @@ from populations.db import LeagueDB, LeagueDBError
 
 DB_NAME = "league.db"
 SCAN_DEPTH = 5  # how deep a folder of runs is searched (multirun/<exp>/<stamp>/<job>: 4)
+NO_RUNS = frozenset({"site-packages", "node_modules", "__pycache__", "wandb"})  # not entered
 READ_TIMEOUT_S = 1.0  # how long a read waits on a lock before reporting it
 
 
@@ -57,8 +58,9 @@ def source_id(path: Path) -> str:
 
 def _scan(folder: Path) -> list[Path]:
     """Every ``league.db`` up to :data:`SCAN_DEPTH` folders below ``folder``, shallower ones
-    first. Hidden folders (``.venv``, ``.git``, ``.hydra``) are not entered: the walk runs
-    on every request (a link to a folder is, and what it finds is kept once)."""
+    first. Hidden folders (``.venv``, ``.git``, ``.hydra``), a run folder (its snapshots),
+    a virtualenv and the folders of :data:`NO_RUNS` are not entered: the walk runs on every
+    request (a link to a folder is, and what it finds is kept once)."""
     found: list[Path] = []
     level = [folder]
     for _ in range(SCAN_DEPTH):
@@ -67,12 +69,14 @@ def _scan(folder: Path) -> list[Path]:
             try:
                 with os.scandir(d) as it:
                     below += [Path(e.path) for e in it if not e.name.startswith(".")
-                              and e.is_dir()]
+                              and e.name not in NO_RUNS and e.is_dir()]
             except OSError:  # unreadable or gone since
                 continue
         below.sort()
-        found += [p / DB_NAME for p in below if (p / DB_NAME).is_file()]
-        level = below
+        runs = {p for p in below if (p / DB_NAME).is_file()}
+        found += [p / DB_NAME for p in below if p in runs]
+        # a run folder's snapshots/ and checkpoints/ hold no runs, nor does a virtualenv
+        level = [p for p in below if p not in runs and not (p / "pyvenv.cfg").is_file()]
     return found
 
 

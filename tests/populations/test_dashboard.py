@@ -385,6 +385,26 @@ def test_a_folder_of_runs_finds_sweep_jobs_and_skips_hidden_folders(tmp_path):
                      "multirun/default/t1/1_game.name=openspiel/kuhn_poker,seed=0/league.db"]
 
 
+def test_the_folder_scan_skips_run_folders_and_virtualenvs(tmp_path, monkeypatch):
+    # review TW-3: the 5-level scan (on every request, ~9 a refresh) walked each run's
+    # snapshots/<member>/ and a venv/ 's lib/python3.11/site-packages: 3.7x the CPU of 3 levels
+    import populations.dashboard.sources as sources
+
+    for rel in ["runs/main/t0/snapshots/main", "runs/main/t0/checkpoints", "venv/lib/py/x",
+                "multirun/e/t1/0_seed=0/snapshots/m", "node_modules/a/b"]:
+        (tmp_path / rel).mkdir(parents=True)
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    for rel in ["runs/main/t0", "multirun/e/t1/0_seed=0"]:
+        (tmp_path / rel / "league.db").write_bytes(b"")
+    walked = []
+    real = sources.os.scandir
+    monkeypatch.setattr(sources.os, "scandir", lambda d: walked.append(Path(d)) or real(d))
+    found = [s.path.relative_to(tmp_path).as_posix() for s in resolve([tmp_path])]
+    assert found == ["runs/main/t0/league.db", "multirun/e/t1/0_seed=0/league.db"]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in walked) == [
+        ".", "multirun", "multirun/e", "multirun/e/t1", "runs", "runs/main"]
+
+
 # ---------------------------------------------------------------------------- page, server
 def test_page_static_files_and_no_cdn():
     client = TestClient(create_app([]))
