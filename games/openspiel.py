@@ -114,6 +114,15 @@ def _check_params(game_string: str, params: dict[str, Any]) -> None:
             raise GameError(f"bad parameter for openspiel/{short}: filename={path!r} is not a "
                             f"file; accepted: the path of a Gambit .{short[:3]} file "
                             f"(game.kwargs.filename=/path/to/game.{short[:3]})")
+    # the other file parameters (empty: the game's built-in data): a path that is not a file
+    # was CHECK_TRUE(fd_) (colored_trails, crossword, python_hangman) or, in bargaining, a
+    # log line and training on the built-in instances
+    for name, value in given.items():
+        if name.endswith("_file") and value != "" and not (
+            isinstance(value, str) and os.path.isfile(value)
+        ):
+            raise GameError(f"bad parameter for openspiel/{short}: {name}={value!r} is not a "
+                            "file; accepted: the path of a file, or '' for the game's own data")
 
 
 def _smoke(game: pyspiel.Game, where: str) -> None:

@@ -118,3 +118,15 @@ def test_efg_and_nfg_games_load_from_a_file_and_name_a_missing_one(tmp_path):
     games.check_game(games.make("openspiel/nfg_game", filename=str(nfg)), episodes=2)
     with pytest.raises(games.GameError, match=r"filename='/no/such.efg' is not a file"):
         games.make("openspiel/efg_game", filename="/no/such.efg")
+
+
+@pytest.mark.parametrize(("name", "key"), [("bargaining", "instances_file"),
+                                           ("colored_trails", "boards_file")])
+def test_a_data_file_that_is_not_there_is_named(name, key):
+    # review GW-4: colored_trails said CHECK_TRUE(fd_); bargaining logged a line and trained
+    # on its built-in instances
+    with pytest.raises(games.GameError, match=rf"^bad parameter for openspiel/{name}: "
+                       rf"{key}='/no/such.txt' is not a file; accepted: the path of a file, "
+                       r"or '' for the game's own data$"):
+        games.make(f"openspiel/{name}", **{key: "/no/such.txt"})
+    games.make(f"openspiel/{name}", **{key: ""})  # '' is the default: built-in data
