@@ -43,11 +43,13 @@ def _hash_file(path: Path) -> Path:
     return path.with_name(path.name + HASH_SUFFIX)
 
 
-def save_checkpoint(folder: str | Path, step: int, state: dict[str, Any], keep: int = 3) -> Path:
+def save_checkpoint(folder: str | Path, step: int, state: dict[str, Any], keep: int = 3,
+                    torch_threads: int | None = None) -> Path:
     """Write ``state`` as checkpoint ``step`` with its hash; delete all but the newest
     ``keep``. The hash is written after the file: a kill in between leaves either the
     previous hash of this step (no match: resuming skips the file) or none (the file,
-    renamed into place whole, loads with a warning)."""
+    renamed into place whole, loads with a warning). ``torch_threads`` (the run's setting
+    that trained it) goes on the hash file's second line (:func:`checkpoint_threads`)."""
     folder = Path(folder)
     refuse_link(folder, "checkpoint folder", CheckpointError)  # written and pruned
     folder.mkdir(parents=True, exist_ok=True)
@@ -56,11 +58,33 @@ def save_checkpoint(folder: str | Path, step: int, state: dict[str, Any], keep: 
     data = buf.getvalue()
     path = folder / f"ckpt_{step:06d}.pt"
     atomic_write(path, data, fsync=True)
-    atomic_write(_hash_file(path), f"{hashlib.sha256(data).hexdigest()}  {path.name}\n", fsync=True)
+    threads = f"torch_threads {torch_threads}\n" if torch_threads is not None else ""
+    atomic_write(_hash_file(path), f"{hashlib.sha256(data).hexdigest()}  {path.name}\n{threads}",
+                 fsync=True)
     for old in checkpoint_files(folder)[keep:]:
         old.unlink(missing_ok=True)
         _hash_file(old).unlink(missing_ok=True)
     return path
+
+
+def checkpoint_threads(folder: str | Path) -> int | None:
+    """The ``torch_threads`` the newest checkpoint in ``folder`` was trained with, as
+    :func:`save_checkpoint` recorded it (None: no checkpoint, or one that did not record it).
+    A resume's thread-count note compares with it: the run's recorded settings keep the
+    first session's count, though a later session may have trained the checkpoint."""
+    try:
+        files = checkpoint_files(folder)
+        if not files:
+            return None
+        text = read_regular(_hash_file(files[0]), "checkpoint hash", CheckpointError,
+                            max_bytes=4096).decode("utf-8", "replace")
+    except (OSError, CheckpointError):
+        return None
+    for line in text.splitlines()[1:]:
+        key, _, value = line.partition(" ")
+        if key == "torch_threads" and value.strip().isdigit():
+            return int(value)
+    return None
 
 
 def read_checkpoint(path: str | Path) -> dict[str, Any]:

@@ -42,7 +42,12 @@ from marl.mappo import MAPPOConfig
 from marl.registry import LearnerEntry
 from marl.train import RandomPolicy, TrainResult, check_episode_lengths, train
 from marl.value_decomp import ValueDecompConfig
-from populations.checkpoint import checkpoint_files, load_latest, save_checkpoint
+from populations.checkpoint import (
+    checkpoint_files,
+    checkpoint_threads,
+    load_latest,
+    save_checkpoint,
+)
 from populations.config_checks import (
     NUM_ENVS,
     TOP_LEVEL_TYPES,
@@ -211,10 +216,12 @@ def _note_thread_change(run_dir: Path, threads: int) -> None:
     """One line when a resume runs at another ``torch_threads`` than the run recorded (its
     ``settings.json``, checked by ``open_run``): allowed, but sums round otherwise from the
     first update on, so the numbers after the checkpoint are not the uninterrupted run's."""
-    try:
-        saved = json.loads((run_dir / SETTINGS_NAME).read_text()).get("torch_threads")
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return
+    saved = checkpoint_threads(run_dir / CHECKPOINTS)  # the session that trained it last
+    if saved is None:  # none yet, or from before checkpoints recorded it
+        try:
+            saved = json.loads((run_dir / SETTINGS_NAME).read_text()).get("torch_threads")
+        except (OSError, ValueError, AttributeError, RecursionError):
+            return
     note_thread_change(saved, threads)  # the league CLI's resume says the same
 
 
@@ -386,7 +393,7 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
                  cfg.algo, teams[0], ", ".join(agents))
     learner = make_learner(cfg, spec, agents, seeds.learner(cfg.algo))
     start, state = _restore(learner, cfg, run_dir, db, run_id, logger) if cfg.resume else (0, {})
-    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, learner)
+    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, learner, cfg.torch_threads)
     # a resume plays new game copies and random seats seeded from its checkpoint's step: as
     # at the run's start, it replayed the first deals and opponent moves after every resume
     resumed = ("resumed", start) if start else ()
@@ -500,7 +507,7 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
     seeds = RunSeeds(cfg.seed)
     trainer = _own_rollouts(cfg, registry.get(cfg.algo), spec, run_dir, seeds.learner(cfg.algo))
     start, state = _restore(trainer, cfg, run_dir, db, run_id, logger) if cfg.resume else (0, {})
-    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, trainer)
+    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, trainer, cfg.torch_threads)
     if start == 0:  # the untrained team (a resumed one is past it)
         store.publish("llm", trainer.policy(), version=0)
     # the last iteration's metrics: a run killed after its last checkpoint trains nothing
@@ -549,8 +556,9 @@ class _Checkpoints:
     iterations of an LLM team): the learner's ``state_dict`` and the step, written
     atomically with a hash (populations.checkpoint), at most every ``every_s`` seconds."""
 
-    def __init__(self, run_dir: Path, every_s: float, learner: Any) -> None:
+    def __init__(self, run_dir: Path, every_s: float, learner: Any, threads: int) -> None:
         self.folder, self.every_s, self.learner = run_dir / CHECKPOINTS, every_s, learner
+        self.threads = threads  # torch_threads: recorded with each checkpoint
         self.last = time.monotonic()
 
     def maybe_save(self, step: int, **extra: Any) -> None:
@@ -559,7 +567,7 @@ class _Checkpoints:
 
     def save(self, step: int, **extra: Any) -> None:
         save_checkpoint(self.folder, step, {"step": step, "learner": self.learner.state_dict(),
-                                            **extra})
+                                            **extra}, torch_threads=self.threads)
         self.last = time.monotonic()
 
 

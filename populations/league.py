@@ -61,7 +61,12 @@ from marl.actor_critic import NetConfig
 from marl.core import CheckpointError, derive_seed
 from marl.mappo import MAPPO, MAPPOConfig
 from populations.approx_exploit import ExploitEvery, exploit_snapshots
-from populations.checkpoint import checkpoint_files, load_latest, save_checkpoint
+from populations.checkpoint import (
+    checkpoint_files,
+    checkpoint_threads,
+    load_latest,
+    save_checkpoint,
+)
 from populations.db import LeagueDB
 from populations.evaluation import evaluate_pairs, recompute, win_rates
 from populations.learner_actors import (
@@ -223,7 +228,9 @@ class League:
                               override):
                 self.db.set_run_config(run_id, _jsonable(cfg))
             if resume and self.db.run_status(run_id) != "finished":
-                note_thread_change((recorded or {}).get("torch_threads"), cfg.torch_threads)
+                trained = checkpoint_threads(self.run_dir / "checkpoints")  # its last session's
+                note_thread_change((recorded or {}).get("torch_threads") if trained is None
+                                   else trained, cfg.torch_threads)
         self.run_id = run_id
         if resume:
             self.db.set_run_status(run_id, "running")
@@ -313,7 +320,7 @@ class League:
         if self.phase == "async":  # each member's own generation: +1 per phase change
             step = sum(2 * g + (p == "done") for g, p in self.progress.values())
         save_checkpoint(self.run_dir / "checkpoints", step, self._state(),
-                        keep=self.cfg.keep_checkpoints)
+                        keep=self.cfg.keep_checkpoints, torch_threads=self.cfg.torch_threads)
 
     def _restore(self) -> None:
         found = load_latest(self.run_dir / "checkpoints")

@@ -73,3 +73,32 @@ def test_the_league_cli_resume_at_another_thread_count_says_so(tmp_path, caplog)
         caplog.clear()
         league.main([*args, "--resume"])  # finished: nothing left to train
         assert _notes(caplog) == []
+
+
+def test_the_note_compares_with_the_count_that_trained_the_checkpoint(tmp_path, monkeypatch,
+                                                                        caplog):
+    """settings.json keeps the first session's torch_threads (a may-change key is not
+    rewritten), so a second resume at the new count repeated 'the run had 1' though its
+    checkpoint was trained at 2, and a resume back at 1 said nothing. Each checkpoint now
+    records the count that trained it (its hash file's second line): the note compares with
+    the newest one's."""
+    from populations.checkpoint import checkpoint_threads, read_checkpoint, save_checkpoint
+
+    with monkeypatch.context() as m:
+        _kill_after_first_checkpoint(m, at_call=2)
+        with pytest.raises(_Killed):
+            run_experiment(_exp(*TINY), tmp_path)
+    folder = tmp_path / experiment.CHECKPOINTS
+    assert checkpoint_threads(folder) == 1
+    newest = read_checkpoint(max(folder.glob("ckpt_*.pt")))  # the hash still verifies
+    # a session at torch_threads=2 trained on and saved the newest checkpoint
+    path = save_checkpoint(folder, newest["step"] + 1, newest, torch_threads=2)
+    assert read_checkpoint(path)["step"] == newest["step"] and checkpoint_threads(folder) == 2
+    monkeypatch.setattr(experiment, "_run_experiment", lambda cfg, run_dir: None)
+    with caplog.at_level(logging.INFO, logger="populations.experiment"):
+        run_experiment(_exp(*TINY, "resume=true", "torch_threads=2"), tmp_path)
+        assert _notes(caplog) == []  # trained at 2, resumed at 2
+        run_experiment(_exp(*TINY, "resume=true", "torch_threads=1"), tmp_path)
+        assert _notes(caplog) == [
+            "resuming with torch_threads=1 (the run had 2): training goes on, but its numbers "
+            "from here on differ from the run kept at 2 (sums round otherwise)"]

@@ -49,12 +49,12 @@ def _kill_after_first_checkpoint(monkeypatch, at_call=3):
     ``at_call``-th one: the run has logged metrics past its checkpoint."""
     real, calls = experiment.save_checkpoint, []
 
-    def save(folder, step, state, keep=3):
+    def save(folder, step, state, keep=3, **kw):
         calls.append(step)
         if len(calls) == at_call:
             raise _Killed(f"killed at step {step}")
         if len(calls) == 1:
-            real(folder, step, state, keep)
+            real(folder, step, state, keep, **kw)
 
     monkeypatch.setattr(experiment, "save_checkpoint", save)
     return calls
@@ -134,8 +134,8 @@ def killed_run(tmp_path_factory):
     run = tmp_path_factory.mktemp("killed") / "run"
     real = experiment.save_checkpoint
 
-    def save(folder, step, state, keep=3):
-        real(folder, step, state, keep)
+    def save(folder, step, state, keep=3, **kw):
+        real(folder, step, state, keep, **kw)
         raise _Killed
 
     with pytest.MonkeyPatch.context() as patch, pytest.raises(_Killed):
