@@ -64,6 +64,13 @@ NON_NEGATIVE = {"at_least": 0.0}  # loss weights, noise
 UNIT = {"at_least": 0.0, "at_most": 1.0}  # discounts, GAE lambda
 RATE = {"above": 0.0, "at_most": 1.0}  # Polyak rates
 COUNT = {"at_least": 1, "integer": True}  # sizes, steps, intervals
+COUNTED = {"at_least": 0, "integer": True}  # frames before something starts
+
+
+def check_widths(where: str, hidden: Any) -> None:
+    """One-line ``ValueError`` unless ``hidden`` holds one or more layer widths >= 1."""
+    if not hidden or min(hidden) < 1:
+        raise ValueError(f"{where}={list(hidden)!r}; expected one or more widths >= 1")
 
 
 @dataclass(frozen=True)
@@ -100,8 +107,7 @@ class NetConfig:
                 )
         for name in ("rnn_hidden", "gnn_hidden", "gnn_layers", "gnn_heads"):
             check_number(name, getattr(self, name), **COUNT)
-        if not self.hidden or min(self.hidden) < 1:
-            raise ValueError(f"hidden={list(self.hidden)!r}; expected one or more widths >= 1")
+        check_widths("hidden", self.hidden)
         if self.value == "shared" and self.critic not in ("auto", "state", "concat"):
             raise ValueError(f"value='shared' needs critic='state', 'concat' or 'auto', not "
                              f"critic={self.critic!r}; use value='seat'")
@@ -196,9 +202,13 @@ class ValueDecompConfig:
         check_choice("ValueDecompConfig.loss", self.loss, LOSSES)
         for name, bounds in (("batch_size", COUNT), ("buffer_size", COUNT),
                              ("train_every", COUNT), ("target_update_interval", COUNT),
+                             ("mixing_embed_dim", COUNT), ("hypernet_hidden", COUNT),
+                             ("learning_starts", COUNTED), ("eps_decay_frames", COUNTED),
                              ("tau", RATE), ("optimistic_weight", POSITIVE), ("gamma", UNIT),
-                             ("lr", POSITIVE)):
+                             ("lr", POSITIVE), ("eps_start", UNIT), ("eps_end", UNIT),
+                             ("max_grad_norm", POSITIVE)):
             check_number(f"ValueDecompConfig.{name}", getattr(self, name), **bounds)
+        check_widths("ValueDecompConfig.hidden", self.hidden)
         from marl.value_decomp import MIXERS  # last: the mixers are torch modules
 
         check_choice("ValueDecompConfig.mixer", self.mixer, MIXERS)
@@ -236,7 +246,9 @@ class MADDPGConfig:
         check_choice("MADDPGConfig.state_input", self.state_input, STATE_INPUTS)
         check_choice("MADDPGConfig.target_action", self.target_action, TARGET_ACTIONS)
         for name, bounds in (("batch_size", COUNT), ("buffer_size", COUNT),
-                             ("train_every", COUNT), ("tau", RATE),
+                             ("train_every", COUNT), ("learning_starts", COUNTED), ("tau", RATE),
                              ("gumbel_temperature", POSITIVE), ("exploration_noise", NON_NEGATIVE),
-                             ("gamma", UNIT), ("lr_actor", POSITIVE), ("lr_critic", POSITIVE)):
+                             ("gamma", UNIT), ("lr_actor", POSITIVE), ("lr_critic", POSITIVE),
+                             ("actor_reg", NON_NEGATIVE), ("max_grad_norm", POSITIVE)):
             check_number(f"MADDPGConfig.{name}", getattr(self, name), **bounds)
+        check_widths("MADDPGConfig.hidden", self.hidden)
