@@ -208,9 +208,19 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
             )
     except Exception as err:  # SpielError, TypeError, or a bare C++ one (nfg_game: map::at)
         first = str(err).splitlines()[0].removeprefix("OpenSpiel exception: ") if str(err) else ""
+        accepted = str(sorted(gspec.parameter_specification))
+        given = {*params, *(pyspiel.game_parameters_from_string(game_string)
+                            if "(" in game_string else ())}
+        # a wrapper's game parameter (misere, zerosum, add_noise...) is a game, which only
+        # the game string can give (game.kwargs.game=kuhn_poker is a string)
+        for key, default in gspec.parameter_specification.items():
+            named = re.search(rf"parameter {key}\b", first)
+            if isinstance(default, dict) and (named or key not in given):
+                inner = "goofspiel(num_cards=3)" if "simultaneous" in short else "kuhn_poker()"
+                accepted += (f"; {key}= is a game, given inside the game string: "
+                             f"game.name='openspiel/{short}({key}={inner})'")
         raise GameError(
-            f"bad parameters for {where}: {type(err).__name__}: {first}; "
-            f"accepted: {sorted(gspec.parameter_specification)}"
+            f"bad parameters for {where}: {type(err).__name__}: {first}; accepted: {accepted}"
         ) from None
     if params or "(" in game_string:
         with _cpp_stderr_to_log():

@@ -1,6 +1,8 @@
 """OpenSpiel game parameters are checked at make time: values that would crash, hang or fail
 at the first reset give a one-line error naming the parameter and what it accepts."""
 
+import re
+
 import numpy as np
 import pyspiel
 import pytest
@@ -130,3 +132,17 @@ def test_a_data_file_that_is_not_there_is_named(name, key):
                        r"or '' for the game's own data$"):
         games.make(f"openspiel/{name}", **{key: "/no/such.txt"})
     games.make(f"openspiel/{name}", **{key: ""})  # '' is the default: built-in data
+
+
+@pytest.mark.parametrize(("spec", "kwargs", "hint"), [
+    ("misere", {}, "game.name='openspiel/misere(game=kuhn_poker())'"),
+    ("misere", {"game": "tic_tac_toe"}, "game.name='openspiel/misere(game=kuhn_poker())'"),
+    ("add_noise", {}, "game.name='openspiel/add_noise(game=kuhn_poker())'"),
+    ("repeated_game", {}, "stage_game= is a game, given inside the game string"),
+])
+def test_a_wrapper_names_the_game_string_form_of_its_game(spec, kwargs, hint):
+    # review GW-5: 'Missing parameter game; accepted: ['game']' did not say that a game
+    # parameter is given in the game string (game.kwargs.game=tic_tac_toe is a string)
+    with pytest.raises(games.GameError, match=re.escape(hint)):
+        games.make(f"openspiel/{spec}", **kwargs)
+    games.check_game(games.make("openspiel/misere(game=kuhn_poker())"), episodes=2)
