@@ -27,6 +27,9 @@ run: $(VENV)/.installed-run  ## the main job: a MAPPO+GNN PFSP league, then PSRO
 	$(VENV)/bin/selfplay-train experiment=kuhn_psro
 
 test: $(VENV)/.installed-test  ## the whole pytest suite (benchmarks excluded)
+	@# bytecode for the hundreds of CLI child processes: where PYTHONDONTWRITEBYTECODE is set
+	@# (containers) each one compiled our modules again (bench/startup.py --cpu)
+	$(PY) -m compileall -q games marl populations llm_agents configs examples > /dev/null
 	$(PY) -m pytest -m "not benchmark"
 
 lint: $(VENV)/.installed-test
