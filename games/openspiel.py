@@ -201,11 +201,22 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
                         "accepted: sequential or simultaneous-move games")
     _check_params(game_string, params)
     where = f"openspiel/{game_string} {params or ''}".rstrip()
+    load_name, load_params = game_string, params
+    if params and "(" in game_string:
+        # pyspiel.load_game(string, params) takes the string as a bare name: "Unknown game
+        # 'goofspiel(num_cards=3)'" and the list of every game on stderr; merged here
+        load_params = pyspiel.game_parameters_from_string(game_string)
+        load_name = load_params.pop("name")
+        twice = sorted(set(load_params) & set(params))
+        if twice:
+            raise GameError(f"bad parameters for openspiel/{game_string}: {twice} given both in "
+                            "the game string and as keyword arguments (game.kwargs); accepted: "
+                            "each in one place")
+        load_params.update(params)
     try:
         with _cpp_stderr_to_log():
-            game = (
-                pyspiel.load_game(game_string, params) if params else pyspiel.load_game(game_string)
-            )
+            game = (pyspiel.load_game(load_name, load_params) if load_params
+                    else pyspiel.load_game(game_string))
     except Exception as err:  # SpielError, TypeError, or a bare C++ one (nfg_game: map::at)
         first = str(err).splitlines()[0].removeprefix("OpenSpiel exception: ") if str(err) else ""
         accepted = str(sorted(gspec.parameter_specification))

@@ -146,3 +146,15 @@ def test_a_wrapper_names_the_game_string_form_of_its_game(spec, kwargs, hint):
     with pytest.raises(games.GameError, match=re.escape(hint)):
         games.make(f"openspiel/{spec}", **kwargs)
     games.check_game(games.make("openspiel/misere(game=kuhn_poker())"), episodes=2)
+
+
+def test_a_game_string_with_parameters_takes_keyword_arguments_too(capfd):
+    # was "Unknown game 'goofspiel(num_cards=3)'" and every registered name on stderr
+    # (selfplay-train game.name='openspiel/goofspiel(num_cards=3)' game.kwargs.players=3)
+    game = games.make("openspiel/goofspiel(num_cards=3)", players=3)
+    assert game.spec.agent_ids == ("player_0", "player_1", "player_2")
+    assert game.spec.max_steps == 3
+    with pytest.raises(games.GameError, match=r"\['num_cards'\] given both in the game string "
+                       r"and as keyword arguments"):
+        games.make("openspiel/goofspiel(num_cards=3)", num_cards=4)
+    assert "kuhn_poker" not in capfd.readouterr().err
