@@ -413,16 +413,17 @@ def check_values(overrides: Sequence[Any]) -> None:
         import games
 
         games.make(unknown[0])  # raises UnknownGameError listing the registered games
-    share = {o.key_or_group: _values(o) for o in overrides if o.key_or_group in (
-        "num_envs", "runner.rollout_workers", "population.kind") and o.package is None and
-        not o.input_line.startswith(("+", "~"))}
+    share = {o.key_or_group: [v for v in _values(o) if not (isinstance(v, str) and "${" in v)]
+             for o in overrides if o.key_or_group in (
+                 "num_envs", "runner.rollout_workers", "population.kind", "mappo.net.recurrent")
+             and o.package is None and not o.input_line.startswith(("+", "~"))}
     presets = _chosen_presets(overrides) if sections or share else None
     if presets is not None and ("num_envs" in share or "runner.rollout_workers" in share):
-        try:  # fewer game copies than rollout workers: the collector's words, before torch
+        try:  # rollout workers: the learners and copies they take, in the run's words
             check_rollout_share({k: [typed_override(k, v) if k in TOP_LEVEL_TYPES else v
                                      for v in vs] for k, vs in share.items()}, presets)
         except ValueError as err:
-            raise CLIError(str(err)) from None
+            raise CLIError(f"bad config: {err}") from None
     jobs = [items for found in sections.values() if presets is not None
             for items in _section_jobs(found)]
     later = []

@@ -25,6 +25,8 @@ STEPPED_ALGOS = ("mappo", "ippo", "vdn", "qmix", "maddpg")
 """marl's learners that step copies of the game (not ``own_rollouts``): a ``population=none``
 run of one of them with ``runner.rollout_workers`` shares ``num_envs`` among the workers (a
 test keeps this in step with the learner registry; a learner of yours is checked later)."""
+ROLLOUT_ALGOS = ("mappo", "ippo")
+"""The learners rollout workers train (MAPPO's on-policy replay, feed-forward nets only)."""
 DEVICE = re.compile(r"cpu|cuda(:\d+)?|auto")
 
 
@@ -53,9 +55,11 @@ def check_rollout_copies(num_envs: int, workers: int) -> None:
 
 
 def check_rollout_share(line: Mapping[str, Sequence[Any]], presets: Any) -> None:
-    """Refuse fewer game copies than rollout workers (:func:`check_rollout_copies`) where the
-    run shares them, before torch: ``line`` holds the command line's values of ``num_envs``,
-    ``runner.rollout_workers`` and ``population.kind`` (several for a sweep: one refused job
+    """Refuse rollout workers where the run would refuse them after torch: for a learner
+    other than :data:`ROLLOUT_ALGOS` or a recurrent MAPPO (``populations.rollouts``' words),
+    and fewer game copies than workers (:func:`check_rollout_copies`). ``line`` holds the
+    command line's values of ``num_envs``, ``runner.rollout_workers``, ``population.kind``
+    and ``mappo.net.recurrent`` (interpolations left out; several for a sweep: one refused job
     refuses the line), over what its group options set (``presets``, a config with ``algo``)
     and the defaults. Only a ``population=none`` run of one of :data:`STEPPED_ALGOS` shares
     them (a league or an LLM team plays no such copies)."""
@@ -74,6 +78,13 @@ def check_rollout_share(line: Mapping[str, Sequence[Any]], presets: Any) -> None
         return
     if kinds != ["none"] or len(algos) != 1 or algos[0] not in STEPPED_ALGOS:
         return
+    if any(isinstance(w, int) and w >= 1 for w in workers):  # populations.rollouts' learners
+        if algos[0] not in ROLLOUT_ALGOS:
+            raise ValueError(f"rollout workers train MAPPO/IPPO learners (on-policy replay); "
+                             f"got algo={algos[0]}: use rollout_workers=0")
+        if True in chosen("mappo.net.recurrent", False):  # encoder=mlp_gru sets it
+            raise ValueError("rollout workers do not carry GRU states between rounds yet; use "
+                             "rollout_workers=0 with a recurrent MAPPO")
     for n in copies:
         for w in workers:
             if isinstance(n, int) and isinstance(w, int) and n >= 1 and w >= 1:

@@ -52,29 +52,39 @@ def test_common_bad_values_are_refused_before_torch_loads(tmp_path):
     assert lines[len(bad):] == ["heavy: []"], out
 
 
+COPIES = "num_envs=2 game copies cannot be shared by rollout_workers=3: give num_envs >= 3"
+NOT_MAPPO = "rollout workers train MAPPO/IPPO learners (on-policy replay); got algo=vdn: use "
+
+
 @pytest.mark.parametrize("line, refused", [
-    ("runner.rollout_workers=3 num_envs=2", True),
-    ("algo=vdn num_envs=2 runner.rollout_workers=3", True),  # the same collector
-    ("-m runner.rollout_workers=3 num_envs=8,2", True),  # one job of the sweep
-    ("runner.rollout_workers=3 num_envs=3", False),
-    ("runner.rollout_workers=0 num_envs=1", False),
-    ("algo=llm_grpo runner.rollout_workers=3 num_envs=2", False),  # an LLM team: no copies
-    ("experiment=kuhn_llm_selfplay runner.rollout_workers=3 num_envs=2", False),
-    ("population=psro runner.rollout_workers=3 num_envs=2", False),  # leagues share none
-    ("runner.rollout_workers=3 num_envs=2 population.kind=league", False),
-    ("-m algo=mappo,llm_grpo runner.rollout_workers=3 num_envs=2", False),  # schema decides
+    ("runner.rollout_workers=3 num_envs=2", COPIES),
+    ("-m runner.rollout_workers=3 num_envs=8,2", COPIES),  # one job of the sweep
+    ("algo=vdn num_envs=2 runner.rollout_workers=3", NOT_MAPPO),  # the learner first (CT-3)
+    ("algo=vdn num_envs=8 runner.rollout_workers=3", NOT_MAPPO),
+    ("encoder=mlp_gru num_envs=8 runner.rollout_workers=2",
+     "rollout workers do not carry GRU states between rounds yet; use rollout_workers=0"),
+    ("runner.rollout_workers=3 num_envs=3", None),
+    ("runner.rollout_workers=0 num_envs=1", None),
+    ("algo=vdn num_envs=1", None),  # no workers
+    ("algo=llm_grpo runner.rollout_workers=3 num_envs=2", None),  # an LLM team: no copies
+    ("experiment=kuhn_llm_selfplay runner.rollout_workers=3 num_envs=2", None),
+    ("population=psro runner.rollout_workers=3 num_envs=2", None),  # leagues share none
+    ("runner.rollout_workers=3 num_envs=2 population.kind=league", None),
+    ("-m algo=mappo,llm_grpo runner.rollout_workers=3 num_envs=2", None),  # schema decides
+    ("num_envs=${eval_episodes}", None),  # interpolations: the schema resolves them (CT-2)
+    ("runner.rollout_workers=3 num_envs=${runner.rollout_workers}", None),
 ])
-def test_fewer_game_copies_than_rollout_workers_are_refused_where_they_are_shared(line,
-                                                                                 refused):
+def test_rollout_workers_are_refused_before_torch_where_the_run_refuses_them(line, refused):
     """A population=none run of a learner that steps copies of the game shares num_envs among
-    its rollout workers: fewer copies than workers is refused before torch (it was refused
-    after the run folder was made, ~5 s of CPU), where the collector would refuse it."""
+    its rollout workers, and only MAPPO/IPPO (feed-forward) train on them: fewer copies than
+    workers or another learner is refused before torch (it was refused after the run folder
+    was made, ~5 s of CPU), in the run's words."""
     from populations.cli import CLIError, check_command_line
 
     if refused:
-        with pytest.raises(CLIError, match=r"^num_envs=\d+ game copies cannot be shared by "
-                                           r"rollout_workers=3: give num_envs >= 3 \(each"):
+        with pytest.raises(CLIError) as err:
             check_command_line(line.split())
+        assert str(err.value).startswith(f"bad config: {refused}"), str(err.value)
     else:
         check_command_line(line.split())
 
@@ -87,6 +97,10 @@ def test_the_learners_sharing_game_copies_are_marls_stepped_ones():
     stepped = {name for name, entry in registry.entries().items()
                if not entry.capabilities.own_rollouts and entry.cls.__module__.startswith("marl.")}
     assert set(config_checks.STEPPED_ALGOS) == stepped
+    from marl.mappo import MAPPO  # what populations.rollouts' workers train
+
+    assert set(config_checks.ROLLOUT_ALGOS) == {
+        name for name in stepped if issubclass(registry.get(name).cls, MAPPO)}
     assert ExperimentConfig.num_envs == config_checks.NUM_ENVS
 
 

@@ -159,8 +159,8 @@ def test_section_values_are_refused_before_torch_loads(tmp_path):
         "bad config: num_envs=0; expected an integer >= 1",
         "bad config: population.matchmaking.exponent=-1.0; expected a finite value >= 0 (hard "
         "weighting (1 - p) ** exponent)", f"bad config: {BAD['mappo.lr=-1']}",
-        "num_envs=32 game copies cannot be shared by rollout_workers=40: give num_envs >= 40 "
-        "(each worker plays at least one copy)", "heavy: []"], out
+        "bad config: num_envs=32 game copies cannot be shared by rollout_workers=40: give "
+        "num_envs >= 40 (each worker plays at least one copy)", "heavy: []"], out
 
 
 def test_the_presets_the_command_line_picks_count():
