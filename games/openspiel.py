@@ -311,6 +311,19 @@ def _obs_shape(game: pyspiel.Game, info_state: bool, game_string: str) -> tuple[
                         "or observation tensor") from None
 
 
+def _first_tensor_size(game: pyspiel.Game) -> int | None:
+    """Values in the information-state tensor of the first decision state (first chance
+    outcomes), or None when the game ends before one."""
+    state = game.new_initial_state()
+    for _ in range(1000):
+        if not state.is_chance_node():
+            break
+        state.apply_action(state.chance_outcomes()[0][0])
+    if state.is_terminal() or state.is_chance_node():
+        return None
+    return len(state.information_state_tensor(max(state.current_player(), 0)))
+
+
 class OpenSpielGame(Game):
     """Any ``pyspiel`` game (``kuhn_poker``, ``goofspiel(num_cards=4)``, ``matrix_rps``...)."""
 
@@ -353,6 +366,18 @@ class OpenSpielGame(Game):
         n = self.game.num_players()
         self._ids = tuple(f"player_{i}" for i in range(n))
         shape = _obs_shape(self.game, self._info_state, game_string)
+        if self._info_state and type(self.game).__module__ != "pyspiel":
+            # a game written in Python may declare an information-state tensor its states do
+            # not fill (python_dynamic_routing: shape [1], states give []): VectorGame failed
+            # with "could not broadcast input array from shape (0,) into shape (1,)"
+            got = _first_tensor_size(self.game)
+            if got is not None and got != int(np.prod(shape)):
+                if not gtype.provides_observation_tensor:
+                    raise GameError(f"openspiel/{game_string}: its information-state tensor has "
+                                    f"{got} values, not the {int(np.prod(shape))} it declares; "
+                                    "accepted: games whose tensors match their shapes")
+                self._info_state = False
+                shape = _obs_shape(self.game, False, game_string)
         obs_shape = (int(np.prod(shape)),)
         space = ActionSpace("discrete", n=self.game.num_distinct_actions())
         name = str(self.game) if params else game_string

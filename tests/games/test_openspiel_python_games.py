@@ -38,3 +38,13 @@ def test_chat_game_is_found_by_name_and_refused_in_one_line():
     assert out.stdout.strip() == ("openspiel/chat_game: legal actions [2, 3, 4, 5, 6, 7] of "
                                   "player_1 are outside its 2 actions (ids 0..1); the game "
                                   "cannot be played")
+
+
+def test_a_declared_information_state_tensor_that_states_leave_empty_falls_back():
+    # python_dynamic_routing declares an information-state tensor of shape [1] and its states
+    # give []: selfplay-train failed with "could not broadcast input array from shape (0,)
+    # into shape (1,)"; its observation tensor (11 x 6) is used instead
+    game = games.make("openspiel/python_dynamic_routing")
+    assert game.spec.obs_shapes["player_0"] == (66,)
+    vec = games.VectorGame("openspiel/python_dynamic_routing", 2, seed=0)
+    assert vec.reset().obs["player_0"].shape == (2, 66)
