@@ -43,13 +43,18 @@ def _hash_file(path: Path) -> Path:
     return path.with_name(path.name + HASH_SUFFIX)
 
 
+def _threads_file(path: Path) -> Path:
+    return path.with_name(path.name + ".threads")
+
+
 def save_checkpoint(folder: str | Path, step: int, state: dict[str, Any], keep: int = 3,
                     torch_threads: int | None = None) -> Path:
     """Write ``state`` as checkpoint ``step`` with its hash; delete all but the newest
     ``keep``. The hash is written after the file: a kill in between leaves either the
     previous hash of this step (no match: resuming skips the file) or none (the file,
     renamed into place whole, loads with a warning). ``torch_threads`` (the run's setting
-    that trained it) goes on the hash file's second line (:func:`checkpoint_threads`)."""
+    that trained it) goes in a sidecar ``ckpt_<step>.pt.threads`` (:func:`checkpoint_threads`;
+    the hash file stays plain ``sha256sum`` format)."""
     folder = Path(folder)
     refuse_link(folder, "checkpoint folder", CheckpointError)  # written and pruned
     folder.mkdir(parents=True, exist_ok=True)
@@ -58,12 +63,13 @@ def save_checkpoint(folder: str | Path, step: int, state: dict[str, Any], keep: 
     data = buf.getvalue()
     path = folder / f"ckpt_{step:06d}.pt"
     atomic_write(path, data, fsync=True)
-    threads = f"torch_threads {torch_threads}\n" if torch_threads is not None else ""
-    atomic_write(_hash_file(path), f"{hashlib.sha256(data).hexdigest()}  {path.name}\n{threads}",
-                 fsync=True)
+    atomic_write(_hash_file(path), f"{hashlib.sha256(data).hexdigest()}  {path.name}\n", fsync=True)
+    if torch_threads is not None:
+        atomic_write(_threads_file(path), f"{torch_threads}\n")
     for old in checkpoint_files(folder)[keep:]:
         old.unlink(missing_ok=True)
         _hash_file(old).unlink(missing_ok=True)
+        _threads_file(old).unlink(missing_ok=True)
     return path
 
 
@@ -76,15 +82,11 @@ def checkpoint_threads(folder: str | Path) -> int | None:
         files = checkpoint_files(folder)
         if not files:
             return None
-        text = read_regular(_hash_file(files[0]), "checkpoint hash", CheckpointError,
-                            max_bytes=4096).decode("utf-8", "replace")
+        text = read_regular(_threads_file(files[0]), "checkpoint threads", CheckpointError,
+                            max_bytes=64).decode("utf-8", "replace").strip()
     except (OSError, CheckpointError):
         return None
-    for line in text.splitlines()[1:]:
-        key, _, value = line.partition(" ")
-        if key == "torch_threads" and value.strip().isdigit():
-            return int(value)
-    return None
+    return int(text) if text.isdigit() else None
 
 
 def read_checkpoint(path: str | Path) -> dict[str, Any]:

@@ -80,7 +80,7 @@ def test_the_note_compares_with_the_count_that_trained_the_checkpoint(tmp_path, 
     """settings.json keeps the first session's torch_threads (a may-change key is not
     rewritten), so a second resume at the new count repeated 'the run had 1' though its
     checkpoint was trained at 2, and a resume back at 1 said nothing. Each checkpoint now
-    records the count that trained it (its hash file's second line): the note compares with
+    records the count that trained it (``ckpt_<step>.pt.threads``): the note compares with
     the newest one's."""
     from populations.checkpoint import checkpoint_threads, read_checkpoint, save_checkpoint
 
@@ -94,6 +94,8 @@ def test_the_note_compares_with_the_count_that_trained_the_checkpoint(tmp_path, 
     # a session at torch_threads=2 trained on and saved the newest checkpoint
     path = save_checkpoint(folder, newest["step"] + 1, newest, torch_threads=2)
     assert read_checkpoint(path)["step"] == newest["step"] and checkpoint_threads(folder) == 2
+    hashed = path.with_name(path.name + ".sha256").read_text()  # sha256sum -c reads it (CT-4)
+    assert hashed == f"{hashed.split()[0]}  {path.name}\n"
     monkeypatch.setattr(experiment, "_run_experiment", lambda cfg, run_dir: None)
     with caplog.at_level(logging.INFO, logger="populations.experiment"):
         run_experiment(_exp(*TINY, "resume=true", "torch_threads=2"), tmp_path)
