@@ -324,6 +324,27 @@ def _first_tensor_size(game: pyspiel.Game) -> int | None:
     return len(state.information_state_tensor(max(state.current_player(), 0)))
 
 
+def _check_legal_ids(game: pyspiel.Game, game_string: str) -> None:
+    """Refuse a game (written in Python) whose first decision state lists legal actions
+    outside its ``num_distinct_actions()`` (chat_game: ids 2..7 of 2), at make time."""
+    state = game.new_initial_state()
+    for _ in range(1000):
+        if not state.is_chance_node():
+            break
+        state.apply_action(state.chance_outcomes()[0][0])
+    if state.is_terminal() or state.is_chance_node():
+        return
+    n = game.num_distinct_actions()
+    players = range(game.num_players()) if state.is_simultaneous_node() else [
+        state.current_player()]
+    for p in players:
+        bad = [a for a in state.legal_actions(p) if not 0 <= a < n]
+        if bad:
+            raise GameError(f"openspiel/{game_string}: legal actions {bad} of player_{p} are "
+                            f"outside its {n} actions (ids 0..{n - 1}); the game cannot be "
+                            "played")
+
+
 class OpenSpielGame(Game):
     """Any ``pyspiel`` game (``kuhn_poker``, ``goofspiel(num_cards=4)``, ``matrix_rps``...)."""
 
@@ -366,6 +387,8 @@ class OpenSpielGame(Game):
         n = self.game.num_players()
         self._ids = tuple(f"player_{i}" for i in range(n))
         shape = _obs_shape(self.game, self._info_state, game_string)
+        if type(self.game).__module__ != "pyspiel":
+            _check_legal_ids(self.game, game_string)
         if self._info_state and type(self.game).__module__ != "pyspiel":
             # a game written in Python may declare an information-state tensor its states do
             # not fill (python_dynamic_routing: shape [1], states give []): VectorGame failed

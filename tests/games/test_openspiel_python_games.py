@@ -23,14 +23,13 @@ def test_an_unknown_python_name_is_still_one_line():
 def test_chat_game_is_found_by_name_and_refused_in_one_line():
     # chat_game registers with open_spiel.python.games but has no python_ prefix: unless some
     # python_ game was made first in the process, it was "unknown OpenSpiel game 'chat_game'";
-    # a fresh process, as a user's selfplay-train is. It is found, then refused at its first
-    # reset (its legal ids 2..7 lie outside its 2 actions).
+    # a fresh process, as a user's selfplay-train is. It is found, then refused at make time
+    # (its legal ids 2..7 lie outside its 2 actions; at its first reset before).
     import subprocess
     import sys
 
     code = ("import games\n"
-            "g = games.make('openspiel/chat_game')\n"
-            "try:\n    g.reset(0)\n"
+            "try:\n    games.make('openspiel/chat_game')\n"
             "except games.GameError as err:\n    print(err)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
