@@ -104,3 +104,41 @@ def test_the_note_compares_with_the_count_that_trained_the_checkpoint(tmp_path, 
         assert _notes(caplog) == [
             "resuming with torch_threads=1 (the run had 2): training goes on, but its numbers "
             "from here on differ from the run kept at 2 (sums round otherwise)"]
+
+
+def test_a_league_resume_compares_with_its_newest_checkpoints_count(tmp_path, monkeypatch,
+                                                                      caplog):
+    """League._open's note (the league CLI's and selfplay-train's leagues) compared with the
+    count the league was made with, though a later session at another count may have trained
+    its newest checkpoint (``ckpt_<step>.pt.threads``): made at 2, trained on at 1, resumed at
+    1 said 'the run had 2'."""
+    import dataclasses
+
+    import torch
+
+    from populations import league
+    from populations.db import LeagueDB
+
+    cfg = league.LeagueConfig(game="openspiel/kuhn_poker", game_kwargs={}, generations=2,
+                              frames_per_generation=16, num_envs=4, eval_episodes=1,
+                              torch_threads=2)
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(league.League, "_restore", lambda self: None)  # the count is the point
+    try:
+        league.League(cfg, tmp_path).close()
+        db = LeagueDB(tmp_path / "league.db")
+        db.set_run_status(db.run_id("league"), "interrupted")
+        db.close()
+        (tmp_path / "checkpoints").mkdir()
+        (tmp_path / "checkpoints" / "ckpt_000002.pt").write_bytes(b"trained at 1")
+        (tmp_path / "checkpoints" / "ckpt_000002.pt.threads").write_text("1\n")
+        with caplog.at_level(logging.INFO):
+            league.League(dataclasses.replace(cfg, torch_threads=1), tmp_path,
+                          resume=True).close()
+            assert _notes(caplog) == []
+            league.League(cfg, tmp_path, resume=True).close()  # back at 2
+            assert _notes(caplog) == [
+                "resuming with torch_threads=2 (the run had 1): training goes on, but its "
+                "numbers from here on differ from the run kept at 1 (sums round otherwise)"]
+    finally:
+        torch.set_num_threads(threads)
