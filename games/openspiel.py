@@ -228,8 +228,9 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
             named = re.search(rf"parameter {key}\b", first)
             if isinstance(default, dict) and (named or key not in given):
                 inner = "goofspiel(num_cards=3)" if "simultaneous" in short else "kuhn_poker()"
-                accepted += (f"; {key}= is a game, given inside the game string: "
-                             f"game.name='openspiel/{short}({key}={inner})'")
+                accepted += (f"; {key}= is a game, given inside the game string (quoted "
+                             f"for Hydra and the shell): 'game.name=\"openspiel/{short}("
+                             f"{key}={inner})\"'")
         raise GameError(
             f"bad parameters for {where}: {type(err).__name__}: {first}; accepted: {accepted}"
         ) from None

@@ -135,14 +135,15 @@ def test_a_data_file_that_is_not_there_is_named(name, key):
 
 
 @pytest.mark.parametrize(("spec", "kwargs", "hint"), [
-    ("misere", {}, "game.name='openspiel/misere(game=kuhn_poker())'"),
-    ("misere", {"game": "tic_tac_toe"}, "game.name='openspiel/misere(game=kuhn_poker())'"),
-    ("add_noise", {}, "game.name='openspiel/add_noise(game=kuhn_poker())'"),
+    ("misere", {}, "'game.name=\"openspiel/misere(game=kuhn_poker())\"'"),
+    ("misere", {"game": "tic_tac_toe"}, "'game.name=\"openspiel/misere(game=kuhn_poker())\"'"),
+    ("add_noise", {}, "'game.name=\"openspiel/add_noise(game=kuhn_poker())\"'"),
     ("repeated_game", {}, "stage_game= is a game, given inside the game string"),
 ])
 def test_a_wrapper_names_the_game_string_form_of_its_game(spec, kwargs, hint):
     # review GW-5: 'Missing parameter game; accepted: ['game']' did not say that a game
-    # parameter is given in the game string (game.kwargs.game=tic_tac_toe is a string)
+    # parameter is given in the game string (game.kwargs.game=tic_tac_toe is a string); GW-7:
+    # in the form a shell and Hydra both take
     with pytest.raises(games.GameError, match=re.escape(hint)):
         games.make(f"openspiel/{spec}", **kwargs)
     games.check_game(games.make("openspiel/misere(game=kuhn_poker())"), episodes=2)
