@@ -291,6 +291,24 @@ def _first_line(err: BaseException) -> str:
     return text.split(". ")[0][:200]
 
 
+def _not_torch(path: Path) -> str | None:
+    """What a file torch cannot read is, when it is plainly no torch file (empty, text, or
+    other bytes than a zip's or a pickle's start); None when it may be a cut torch file."""
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+    if not head:
+        return "truncated or not a torch file (it is empty)"
+    if head[:2] == b"PK" or head[:1] == b"\x80":
+        return None  # a zip (torch.save) or a pickle (torch's legacy format), maybe cut
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:  # (a multi-byte character cut at byte 64 is still text)
+        text = head[:-3].decode("utf-8", "replace") if len(head) == 64 else ""
+    if text and "\ufffd" not in text and all(c.isprintable() or c in "\t\r\n" for c in text):
+        return f"not a torch file but text, starting {text.splitlines()[0][:40]!r}"
+    return f"not a torch file (it starts with bytes {head[:8].hex(' ')})"
+
+
 def safe_torch_load(
     path: str | os.PathLike,
     what: str = "checkpoint",
@@ -298,6 +316,11 @@ def safe_torch_load(
 ) -> dict[str, Any]:
     """``torch.load(weights_only=True)``; one-line errors (of type ``error``) name the file."""
     path = Path(path)
+    if path.is_dir():
+        files = sorted(p.name for p in path.glob("*.pt"))
+        raise error(f"{what} {path} is a folder; " + (
+            f"give one of its files: {' '.join(files[:5])}{' ...' if len(files) > 5 else ''}"
+            if files else "give a .pt file (it holds none)"))
     if not path.is_file():
         raise error(f"{what} file not found: {path}")
     check_torch_zip(path, f"{what} {path}", error)  # no entry inflates past the file's size
@@ -305,10 +328,10 @@ def safe_torch_load(
         data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - any unpickling failure means a bad file
         # A truncated zip says "[Errno 22] Invalid argument" or "failed finding central
-        # directory": name the likely cause, then torch's own words.
-        raise error(
-            f"cannot read {what} {path}: truncated or not a torch file ({_first_line(err)})"
-        ) from None
+        # directory": name the likely cause, then torch's own words (or what the file is:
+        # torch says only "101" of a text file).
+        why = _not_torch(path) or f"truncated or not a torch file ({_first_line(err)})"
+        raise error(f"cannot read {what} {path}: {why}") from None
     if not isinstance(data, dict):
         raise error(f"{what} {path} does not hold a dict")
     check_tensors(data, f"{what} {path}", error)

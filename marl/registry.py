@@ -88,7 +88,8 @@ class LearnerEntry:
 
 
 _LEARNERS: dict[str, LearnerEntry] = {}
-_POLICY_MODULES: dict[str, str] = {}  # policy kind -> module that registers its class
+# policy kind -> module that registers its class (a learner's, or a run's random players)
+_POLICY_MODULES: dict[str, str] = {"random": "marl.train"}
 _builtins_loaded = False
 C = TypeVar("C", bound=type)
 
@@ -144,7 +145,7 @@ def get(name: str) -> LearnerEntry:
 
 
 def policy_module(kind: str) -> str | None:
-    """The module whose import registers policy ``kind`` (None: no learner saves it)."""
+    """The module whose import registers policy ``kind`` (None: nothing saves it)."""
     _load_builtins()
     return _POLICY_MODULES.get(kind)
 

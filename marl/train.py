@@ -20,16 +20,20 @@ from tqdm.auto import tqdm
 
 from games import GameSpec, VecStep, VectorGame
 from games.vector import to_numpy
-from marl.core import Learner, Policy, PolicyMeta
+from marl.core import Learner, Policy, PolicyMeta, register_policy
 
 log = logging.getLogger(__name__)
 
 
+@register_policy("random")
 class RandomPolicy(Policy):
-    """Uniformly random legal actions (uniform in the box for continuous agents)."""
+    """Uniformly random legal actions (uniform in the box for continuous agents). Saved (a
+    PSRO run's first members), it loads back from its metadata alone: ``spec`` may be the
+    :class:`PolicyMeta` of a saved one."""
 
-    def __init__(self, spec: GameSpec, seed: int = 0) -> None:
-        self.meta = PolicyMeta.from_spec("random", spec, spec.agent_ids)
+    def __init__(self, spec: GameSpec | PolicyMeta, seed: int = 0) -> None:
+        self.meta = spec if isinstance(spec, PolicyMeta) else \
+            PolicyMeta.from_spec("random", spec, spec.agent_ids)
         self.rng = np.random.default_rng(seed)
 
     def reseed(self, seed: int) -> None:
@@ -52,7 +56,7 @@ class RandomPolicy(Policy):
 
     @classmethod
     def from_payload(cls, meta: PolicyMeta, payload: dict[str, Any]) -> Policy:
-        raise NotImplementedError("random policies are rebuilt from a game spec")
+        return cls(meta)
 
 
 class EpisodeTooLongError(ValueError):

@@ -2,6 +2,7 @@
 payload, or asking to build far more than they hold -- one ``PolicyLoadError`` (a
 ``CheckpointError`` and a ``ValueError``), one line naming the file."""
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -138,3 +139,38 @@ def test_classic_policies_build_only_what_their_weights_hold(kind, tmp_path):
     torch.save(data, tmp_path / "huge.pt")
     with pytest.raises(PolicyLoadError, match="weights do not match the saved configuration"):
         load_policy(tmp_path / "huge.pt")
+
+
+def test_random_policies_load_back(tmp_path):
+    """A PSRO run's first members are random policies saved as snapshots; selfplay-eval on
+    one said "unknown policy kind 'random'" (the kind was saved, never registered)."""
+    from marl import registry
+    from marl.train import RandomPolicy
+
+    spec = games.make("openspiel/kuhn_poker").spec
+    path = RandomPolicy(spec, seed=3).save(tmp_path / "v0000.pt")
+    assert registry.policy_module("random") == "marl.train"  # found by kind in a fresh process
+    loaded = load_policy(path)
+    assert isinstance(loaded, RandomPolicy) and loaded.meta == RandomPolicy(spec).meta
+    vg = games.VectorGame("openspiel/kuhn_poker", 4, seed=0)
+    vs = vg.reset()
+    agent = next(a for a in spec.agent_ids if vs.legal[a].any())
+    actions = loaded.act(agent, vs)
+    assert vs.legal[agent][np.arange(4), actions].all()
+
+
+def test_a_text_file_or_a_folder_is_named_for_what_it_is(tmp_path):
+    """Torch says only "101" of a text file, and a folder was "file not found"."""
+    text = tmp_path / "text.pt"
+    text.write_text("hello world\n")
+    with pytest.raises(PolicyLoadError, match="not a torch file but text, starting 'hello world'"):
+        load_policy(text)
+    (tmp_path / "snaps").mkdir()
+    with pytest.raises(PolicyLoadError, match=r"is a folder; give a \.pt file \(it holds none\)"):
+        load_policy(tmp_path / "snaps")
+    for name in ("v0001.pt", "v0000.pt", "v0000.json"):
+        (tmp_path / "snaps" / name).write_bytes(b"")
+    with pytest.raises(PolicyLoadError, match="snaps is a folder; give one of its files: "
+                       "v0000.pt v0001.pt$") as err:
+        load_policy(tmp_path / "snaps")
+    _one_line_naming(err, tmp_path / "snaps")
