@@ -61,9 +61,10 @@ def test_kuhn_self_play_in_scoring_mode_halves_exact_exploitability(kuhn_tok, ma
     The last iterate is noisy: the entropy-regularized equilibrium (agent logit QRE at
     temperature 0.2, computed by hand for Kuhn) has NashConv 0.087; a run ends 0.0-0.3 above
     it. Seed 0 with every weight scaled by 1 + 1e-6 * N(0, 1) (3 draws): 0.177, 0.188, 0.162
-    (bound 0.345), so the suite's seed stands rounding; seeds 0-6 ended 0.156 0.196 0.144
-    0.226 0.230 0.176 0.146, and after a gradient change of ~2e-7 (3cbfa55) 0.132 0.355
-    0.089 0.140 0.385 0.156 0.156: seeds 1 and 4 then miss the bound."""
+    (bound 0.345), so the suite's seed stands rounding. Seeds 0-6 end (this code) at 0.156
+    0.196 0.144 0.226 0.230 0.176 0.146; with an experiment that changed the gradients by
+    ~2e-7 (35b0dbc's gradient-pass prompt dedupe, since undone by 55558e3) they ended at
+    0.132 0.355 0.089 0.140 0.385 0.156 0.156: seeds 1 and 4 missed the bound there."""
     iterations = 200
     cfg = GRPOConfig(group_size=8, groups_per_step=32, adv_norm="group_role",
                      advantage=AdvantageConfig(scale=False), ent_coef=0.2, lr=6e-4,
