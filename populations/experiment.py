@@ -684,8 +684,8 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
     with a progress bar of episodes (long games, e.g. chess, take minutes)."""
     from tqdm.auto import tqdm
 
-    log.info("evaluating the trained policy: %d episodes against random seats",
-             cfg.eval_episodes)
+    log.info("evaluating the trained policy: %d episodes%s", cfg.eval_episodes,
+             " against random seats" if set(spec.agent_ids) - set(learner.agents) else "")
     pol = learner.policy()
     vg = games.VectorGame(cfg.game.name, min(cfg.num_envs, cfg.eval_episodes),
                           seed=RunSeeds(cfg.seed).game("eval"), **vkw, **cfg.game.kwargs)

@@ -32,3 +32,12 @@ def test_a_registered_learner_that_cannot_share_games_is_named_as_such(monkeypat
         PopulationConfig(kind="league", members=["mappo", "my_algo"])
     with pytest.raises(ValueError, match=r"'my_algp' unknown; choose from"):
         PopulationConfig(kind="league", members=["my_algp"])
+
+
+def test_a_one_team_game_is_not_said_to_be_evaluated_against_random_seats(tmp_path, caplog):
+    # every seat is the trained team's: 'against random seats' named seats that do not exist
+    with caplog.at_level(logging.INFO, logger="populations.experiment"):
+        run_experiment(_exp(*TINY, "game=climbing", "frames=16", "logger=none"), tmp_path / "r")
+    (line,) = [r.getMessage() for r in caplog.records
+               if r.getMessage().startswith("evaluating the trained policy")]
+    assert line == "evaluating the trained policy: 2 episodes"
