@@ -37,12 +37,15 @@ def check_choice(where: str, value: Any, accepted: Iterable[Any]) -> None:
 
 def check_number(where: str, value: Any, *, above: float | None = None,
                  at_least: float | None = None, at_most: float | None = None,
-                 integer: bool = False) -> None:
+                 integer: bool = False, allow_inf: bool = False) -> None:
     """One-line ``ValueError`` naming ``where``, the bad ``value`` and the accepted range
     (``lr=0.0; expected a finite number > 0``, ``ValueDecompConfig.tau=0.0; expected a number
     in (0, 1]``) unless ``value`` is a finite number with ``above < value``,
-    ``at_least <= value <= at_most`` (the bounds given). NaN and infinities are refused."""
-    ok = isinstance(value, numbers.Real) and value == value and abs(value) != float("inf") and (
+    ``at_least <= value <= at_most`` (the bounds given). NaN and infinities are refused
+    (``+inf`` accepted with ``allow_inf``: a gradient clip of inf clips nothing)."""
+    infinite = allow_inf and value == float("inf")
+    ok = isinstance(value, numbers.Real) and value == value and (
+        abs(value) != float("inf") or infinite) and (
         above is None or value > above) and (at_least is None or value >= at_least) and (
         at_most is None or value <= at_most)
     if ok:
@@ -55,11 +58,13 @@ def check_number(where: str, value: Any, *, above: float | None = None,
     else:
         bound = (f" > {above:g}" if above is not None else f" >= {at_least:g}"
                  if at_least is not None else f" <= {at_most:g}" if at_most is not None else "")
-        want = f"{kind}{bound}" if integer else f"a finite number{bound}"
+        want = f"{kind}{bound}" if integer else f"a number{bound} or inf" if allow_inf \
+            else f"a finite number{bound}"
     raise ValueError(f"{where}={value!r}; expected {want}")
 
 
 POSITIVE = {"above": 0.0}  # learning rates, clip ranges, temperatures
+CLIP = {"above": 0.0, "allow_inf": True}  # gradient-norm clips (inf: no clipping)
 NON_NEGATIVE = {"at_least": 0.0}  # loss weights, noise
 UNIT = {"at_least": 0.0, "at_most": 1.0}  # discounts, GAE lambda
 RATE = {"above": 0.0, "at_most": 1.0}  # Polyak rates
@@ -129,7 +134,7 @@ class MAPPOConfig:
     clip_coef: float = 0.2  # PPO ratio clip
     vf_coef: float = 0.5  # value loss weight
     ent_coef: float = 0.01  # entropy bonus weight
-    max_grad_norm: float = 10.0  # gradient clipping (global norm)
+    max_grad_norm: float = 10.0  # gradient clipping (global norm; inf: none)
     optim: str = "joint"  # joint: one gradient-norm clip over actor and critic | separate:
     # actor and critic clipped apart (BenchMARL's / TorchRL's two Adams; Adam is per parameter)
     adam_eps: float = 1e-5  # Adam epsilon (BenchMARL: 1e-6)
@@ -152,7 +157,7 @@ class MAPPOConfig:
         for name, bounds in (("adam_eps", POSITIVE), ("rollout_steps", COUNT),
                              ("epochs", COUNT), ("minibatches", COUNT), ("chunk_len", COUNT),
                              ("lr", POSITIVE), ("clip_coef", POSITIVE),
-                             ("max_grad_norm", POSITIVE), ("gamma", UNIT), ("gae_lambda", UNIT),
+                             ("max_grad_norm", CLIP), ("gamma", UNIT), ("gae_lambda", UNIT),
                              ("vf_coef", NON_NEGATIVE), ("ent_coef", NON_NEGATIVE)):
             check_number(name, getattr(self, name), **bounds)
         # the registry decides: adv_norms over the keys a rollout has, fed GAE advantages
@@ -188,7 +193,7 @@ class ValueDecompConfig:
     eps_decay_frames: int = 20_000  # frames over which ε decays linearly
     loss: str = "mse"  # TD loss: "mse" or "huber"
     optimistic_weight: float = 1.0  # TD-loss weight where Q_tot > target (OW-QMIX; 1: plain)
-    max_grad_norm: float = 10.0  # gradient clipping (global norm)
+    max_grad_norm: float = 10.0  # gradient clipping (global norm; inf: none)
     seed: int = 0  # seeds network init, exploration and minibatch sampling
     checkpoint_buffer: bool = True  # include the replay contents in state_dict()
 
@@ -206,7 +211,7 @@ class ValueDecompConfig:
                              ("learning_starts", COUNTED), ("eps_decay_frames", COUNTED),
                              ("tau", RATE), ("optimistic_weight", POSITIVE), ("gamma", UNIT),
                              ("lr", POSITIVE), ("eps_start", UNIT), ("eps_end", UNIT),
-                             ("max_grad_norm", POSITIVE)):
+                             ("max_grad_norm", CLIP)):
             check_number(f"ValueDecompConfig.{name}", getattr(self, name), **bounds)
         check_widths("ValueDecompConfig.hidden", self.hidden)
         from marl.value_decomp import MIXERS  # last: the mixers are torch modules
@@ -235,7 +240,8 @@ class MADDPGConfig:
     # targets: "argmax" (their best legal action; maddpg-pytorch, EPyMARL) or "gumbel" (a hard
     # Gumbel-max sample of their policy; OpenAI's MADDPG feeds the soft relaxed sample instead)
     actor_reg: float = 1e-3  # L2 penalty on actor outputs (pre-tanh / logits), as in MADDPG
-    max_grad_norm: float = 0.5  # gradient clipping (global norm) of actors and critics
+    max_grad_norm: float = 0.5  # gradient clipping (global norm; inf: none) of actors and
+    # critics
     seed: int = 0  # seeds network init, exploration and minibatch sampling
     checkpoint_buffer: bool = True  # include the replay contents in state_dict()
 
@@ -249,6 +255,6 @@ class MADDPGConfig:
                              ("train_every", COUNT), ("learning_starts", COUNTED), ("tau", RATE),
                              ("gumbel_temperature", POSITIVE), ("exploration_noise", NON_NEGATIVE),
                              ("gamma", UNIT), ("lr_actor", POSITIVE), ("lr_critic", POSITIVE),
-                             ("actor_reg", NON_NEGATIVE), ("max_grad_norm", POSITIVE)):
+                             ("actor_reg", NON_NEGATIVE), ("max_grad_norm", CLIP)):
             check_number(f"MADDPGConfig.{name}", getattr(self, name), **bounds)
         check_widths("MADDPGConfig.hidden", self.hidden)
