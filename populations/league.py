@@ -217,10 +217,11 @@ class League:
         cfg = self.cfg
         torch.set_num_threads(cfg.torch_threads)
         resume = self._check_folder(resume, override)
+        self.spec = games.make(cfg.game, **cfg.game_kwargs).spec  # its name holds the kwargs
         self.db = LeagueDB(self.run_dir / "league.db")
         run_id = self.db.run_id("league")
         if run_id is None:
-            run_id = self.db.create_run("league", experiment="league", game=cfg.game,
+            run_id = self.db.create_run("league", experiment="league", game=self.spec.name,
                                         config=_jsonable(cfg))
         else:
             recorded = self.db.run_config(run_id)
@@ -236,7 +237,6 @@ class League:
             self.db.set_run_status(run_id, "running")
         self._started = True
         self.store = PolicyStore(self.run_dir / "snapshots", self.db, self.run_id)
-        self.spec = games.make(cfg.game, **cfg.game_kwargs).spec
         if cfg.nash_conv and not cfg.game.startswith("openspiel/"):
             raise ValueError(f"nash_conv=True needs a small OpenSpiel game; got {cfg.game!r}")
         if cfg.nash_conv:  # refused now, not after generation 0 trained
@@ -279,9 +279,24 @@ class League:
         self.trained: list[str] = []  # phase "training": members whose generation is trained
         # asynchronous runs: each member's (generation, "trained" | "done")
         self.progress: dict[str, tuple[int, str]] = {}
-        self.logger: MetricsLogger = MetricsLogger()  # extra metrics sink (csv, wandb)
+        self._logger: MetricsLogger = MetricsLogger()  # extra metrics sink (csv, wandb)
+        self._resumed = resume
         if resume:
             self._restore()
+
+    @property
+    def logger(self) -> MetricsLogger:
+        """The extra metrics sink (csv, wandb). Given to a resumed league, it gets the
+        database's rows it may lack (:meth:`MetricsLogger.backfill`: wandb those past its last
+        step, csv those it has not): a killed process's rows after its last checkpoint are
+        not replayed, and a SIGKILL loses the rows wandb had not yet written."""
+        return self._logger
+
+    @logger.setter
+    def logger(self, logger: MetricsLogger) -> None:
+        self._logger = logger
+        if self._resumed:
+            logger.backfill(self.db.metric_rows(self.run_id))
 
     def _check_folder(self, resume: bool, override: bool) -> bool:
         """Whether there is a run to resume; refuses what cannot be continued or started."""
