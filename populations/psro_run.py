@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import games
 from games import GameSpec
 from games.openspiel import OpenSpielGame
 from marl import registry
@@ -114,13 +115,17 @@ class DBRecorder:
 
 def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict[str, Any]]:
     """PSRO for ``cfg.population.iterations`` iterations; returns the final meta-strategy table."""
+    game = games.make(cfg.game.name, **cfg.game.kwargs).spec.name  # kuhn_poker(players=3)
     db = LeagueDB(run_dir / "league.db")
     run_id = db.run_id(cfg.experiment)
     if run_id is not None and not cfg.resume:
         db.close()
         raise FileExistsError(f"run folder {run_dir} already holds {cfg.experiment!r}")
-    if run_id is None:
-        run_id = db.create_run(cfg.experiment, experiment=cfg.experiment, game=cfg.game.name)
+    if run_id is None:  # the game's name with its arguments and the settings, as single runs
+        from populations.experiment import _plain
+
+        run_id = db.create_run(cfg.experiment, experiment=cfg.experiment, game=game,
+                               config=_plain(cfg))
     else:
         db.set_run_status(run_id, "running")
     try:
