@@ -43,6 +43,10 @@ def __getattr__(name: str) -> Any:
         return to_pettingzoo
     raise AttributeError(f"module 'games' has no attribute {name!r}")
 
+
+def __dir__() -> list[str]:  # help(games) and tab completion list the lazy name too
+    return sorted({*globals(), "to_pettingzoo"})
+
 __all__ = [
     "Action",
     "ActionSpace",

@@ -16,6 +16,7 @@ for args in (["num_envs=0"], ["mappo.lr=-1"], ["population.psro.meta_solver=x"])
         print(str(err).split(";")[0])
 print(sorted(m for m in ("pettingzoo", "gymnasium", "pyspiel", "torch") if m in sys.modules))
 import games
+print("to_pettingzoo" in dir(games), "pettingzoo" in sys.modules)
 from games import to_pettingzoo
 from games.export import to_pettingzoo as exported
 print(to_pettingzoo is exported is games.to_pettingzoo, "pettingzoo" in sys.modules)
@@ -27,4 +28,4 @@ def test_a_refused_value_loads_no_game_library_and_to_pettingzoo_loads_on_use(tm
                          text=True, timeout=120, check=True).stdout
     assert out.splitlines() == [
         "bad config: num_envs=0", "bad config: mappo.lr=-1.0",
-        "bad config: population.psro.meta_solver='x' unknown", "[]", "True True"], out
+        "bad config: population.psro.meta_solver='x' unknown", "[]", "True False", "True True"], out
