@@ -117,15 +117,18 @@ def _spread(n, seed, learner, num_envs=16, max_cycles=25):
 
 
 def test_gru_mappo_beats_random_on_spread():
+    """Learned and random each play 256 episodes: on 64 the random baseline read -25.55
+    (-26.72 on 256), and learned - random - 3.0 over seeds 0-3 (learner, torch, training
+    game; AMD EPYC) was 0.78 0.33 1.20 1.52; on 256 it is 1.73 1.20 2.11 2.44."""
     torch.manual_seed(0)
     spec = games.make(SPREAD, N=3, max_cycles=25).spec
     cfg = MAPPOConfig(rollout_steps=25, epochs=5, minibatches=4, net=NetConfig(recurrent=True))
     learner = MAPPO(spec, cfg, seed=0)
     train(learner, _spread(3, 0, learner, 32), frames=40_000, progress=False)
-    learned = evaluate_learner(learner, _spread(3, 1234, learner), episodes=64).per_team["team"]
+    learned = evaluate_learner(learner, _spread(3, 1234, learner), episodes=256).per_team["team"]
     rnd = RandomPolicy(spec, seed=0)
     vg = _spread(3, 1234, learner)
-    baseline = evaluate(vg, dict.fromkeys(spec.agent_ids, rnd), 64).per_team["team"]
+    baseline = evaluate(vg, dict.fromkeys(spec.agent_ids, rnd), 256).per_team["team"]
     assert learned > baseline + 3.0, (learned, baseline)
 
 
