@@ -312,9 +312,9 @@ def _obs_shape(game: pyspiel.Game, info_state: bool, game_string: str) -> tuple[
                         "or observation tensor") from None
 
 
-def _first_tensor_size(game: pyspiel.Game) -> int | None:
-    """Values in the information-state tensor of the first decision state (first chance
-    outcomes), or None when the game ends before one."""
+def _first_decision_state(game: pyspiel.Game) -> Any:
+    """The first state where a player decides (first chance outcomes taken), or None when
+    the game ends (or 1,000 chance nodes pass) before one."""
     state = game.new_initial_state()
     for _ in range(1000):
         if not state.is_chance_node():
@@ -322,18 +322,23 @@ def _first_tensor_size(game: pyspiel.Game) -> int | None:
         state.apply_action(state.chance_outcomes()[0][0])
     if state.is_terminal() or state.is_chance_node():
         return None
+    return state
+
+
+def _first_tensor_size(game: pyspiel.Game) -> int | None:
+    """Values in the information-state tensor of the first decision state, or None when the
+    game ends before one."""
+    state = _first_decision_state(game)
+    if state is None:
+        return None
     return len(state.information_state_tensor(max(state.current_player(), 0)))
 
 
 def _check_legal_ids(game: pyspiel.Game, game_string: str) -> None:
     """Refuse a game (written in Python) whose first decision state lists legal actions
     outside its ``num_distinct_actions()`` (chat_game: ids 2..7 of 2), at make time."""
-    state = game.new_initial_state()
-    for _ in range(1000):
-        if not state.is_chance_node():
-            break
-        state.apply_action(state.chance_outcomes()[0][0])
-    if state.is_terminal() or state.is_chance_node():
+    state = _first_decision_state(game)
+    if state is None:
         return
     n = game.num_distinct_actions()
     players = range(game.num_players()) if state.is_simultaneous_node() else [
