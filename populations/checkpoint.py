@@ -15,6 +15,7 @@ import hashlib
 import io
 import logging
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,24 @@ def checkpoint_threads(folder: str | Path) -> int | None:
     except (OSError, CheckpointError):
         return None
     return int(text) if text.isdigit() else None
+
+
+def note_resume_threads(folder: str | Path, threads: int,
+                        recorded: Callable[[], object]) -> None:
+    """One line when a resume runs at another ``torch_threads`` than trained the newest
+    checkpoint in ``folder`` (:func:`checkpoint_threads`), or, where none recorded it, than the
+    run's recorded settings (``recorded()``: its settings mapping, read only then): allowed,
+    but sums round otherwise from the first update on, so the numbers after the checkpoint
+    are not the uninterrupted run's. selfplay-train's single and PSRO runs and every league
+    (the league CLI's, selfplay-train's) say it through here."""
+    saved = checkpoint_threads(folder)  # the session that trained it last
+    if saved is None:  # none yet, or from before checkpoints recorded it
+        settings = recorded()
+        saved = settings.get("torch_threads") if isinstance(settings, dict) else None
+    if isinstance(saved, int) and not isinstance(saved, bool) and saved != threads:
+        log.warning("resuming with torch_threads=%d (the run had %d): training goes on, but "
+                    "its numbers from here on differ from the run kept at %d (sums round "
+                    "otherwise)", threads, saved, saved)
 
 
 def read_checkpoint(path: str | Path) -> dict[str, Any]:

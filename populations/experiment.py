@@ -44,8 +44,8 @@ from marl.train import RandomPolicy, TrainResult, check_episode_lengths, train
 from marl.value_decomp import ValueDecompConfig
 from populations.checkpoint import (
     checkpoint_files,
-    checkpoint_threads,
     load_latest,
+    note_resume_threads,
     save_checkpoint,
 )
 from populations.config_checks import (
@@ -71,7 +71,6 @@ from populations.psro_config import PSROConfig  # noqa: F401 - re-exported: its 
 from populations.run_folder import (
     SETTINGS_NAME,
     deferred_stop,
-    note_thread_change,
     one_line,
     open_run,
     stop_now,
@@ -207,22 +206,20 @@ def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
         if cfg.population.kind == "none" else None
     with open_run(run_dir, _plain(cfg), cfg.resume, cfg.resume_override, RESUME_MAY_CHANGE,
                   finished):
-        if cfg.resume and not (finished is not None and finished()):
-            _note_thread_change(Path(run_dir), cfg.torch_threads)
+        # a league says it itself (League._open), for the league CLI's resumes too
+        if cfg.resume and cfg.population.kind != "league" and not (
+                finished is not None and finished()):
+            note_resume_threads(Path(run_dir) / CHECKPOINTS, cfg.torch_threads,
+                                lambda: _recorded_settings(Path(run_dir)))
         return _run_experiment(cfg, Path(run_dir))
 
 
-def _note_thread_change(run_dir: Path, threads: int) -> None:
-    """One line when a resume runs at another ``torch_threads`` than the run recorded (its
-    ``settings.json``, checked by ``open_run``): allowed, but sums round otherwise from the
-    first update on, so the numbers after the checkpoint are not the uninterrupted run's."""
-    saved = checkpoint_threads(run_dir / CHECKPOINTS)  # the session that trained it last
-    if saved is None:  # none yet, or from before checkpoints recorded it
-        try:
-            saved = json.loads((run_dir / SETTINGS_NAME).read_text()).get("torch_threads")
-        except (OSError, ValueError, AttributeError, RecursionError):
-            return
-    note_thread_change(saved, threads)  # the league CLI's resume says the same
+def _recorded_settings(run_dir: Path) -> object:
+    """The run's ``settings.json`` as recorded (None where it cannot be read)."""
+    try:
+        return json.loads((run_dir / SETTINGS_NAME).read_text())
+    except (OSError, ValueError, RecursionError):
+        return None
 
 
 def _single_finished(run_dir: Path, name: str) -> bool:

@@ -63,8 +63,8 @@ from marl.mappo import MAPPO, MAPPOConfig
 from populations.approx_exploit import ExploitEvery, exploit_snapshots
 from populations.checkpoint import (
     checkpoint_files,
-    checkpoint_threads,
     load_latest,
+    note_resume_threads,
     save_checkpoint,
 )
 from populations.db import LeagueDB
@@ -94,7 +94,6 @@ from populations.run_folder import (
     check_settings,
     deferred_stop,
     end_status,
-    note_thread_change,
     one_line,
     resume_words,
     stop_deferred,
@@ -229,9 +228,8 @@ class League:
                               override):
                 self.db.set_run_config(run_id, _jsonable(cfg))
             if resume and self.db.run_status(run_id) != "finished":
-                trained = checkpoint_threads(self.run_dir / "checkpoints")  # its last session's
-                note_thread_change((recorded or {}).get("torch_threads") if trained is None
-                                   else trained, cfg.torch_threads)
+                note_resume_threads(self.run_dir / "checkpoints", cfg.torch_threads,
+                                    lambda: recorded)
         self.run_id = run_id
         if resume:
             self.db.set_run_status(run_id, "running")

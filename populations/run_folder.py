@@ -261,16 +261,6 @@ def deferred_stop(where: str = UPDATE, obey_at_end: bool = True) -> Iterator[Non
     print("the run finished before it could stop: nothing left to resume", file=sys.stderr)
 
 
-def note_thread_change(saved: object, threads: int) -> None:
-    """One line when a resume runs at another ``torch_threads`` than the run recorded
-    (``saved``, from its settings): allowed, but sums round otherwise from the first update
-    on, so the numbers after the checkpoint are not the uninterrupted run's."""
-    if isinstance(saved, int) and not isinstance(saved, bool) and saved != threads:
-        log.warning("resuming with torch_threads=%d (the run had %d): training goes on, but "
-                    "its numbers from here on differ from the run kept at %d (sums round "
-                    "otherwise)", threads, saved, saved)
-
-
 def _by_sigterm(err: BaseException | None) -> bool:
     return isinstance(err, Terminated) or (
         isinstance(err, KeyboardInterrupt) and _sigterm_seen.is_set())

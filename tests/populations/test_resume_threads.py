@@ -142,3 +142,26 @@ def test_a_league_resume_compares_with_its_newest_checkpoints_count(tmp_path, mo
                 "numbers from here on differ from the run kept at 1 (sums round otherwise)"]
     finally:
         torch.set_num_threads(threads)
+
+
+def test_a_league_experiment_resume_says_it_once(tmp_path, caplog):
+    """selfplay-train's league (population=self_play ...) noted the count twice: once in
+    run_experiment and once in League._open, the same comparison written in two places; one
+    helper now (populations.checkpoint.note_resume_threads), said by the league alone, and
+    nothing for a finished league (no generation left to train)."""
+    from populations.db import LeagueDB
+
+    league = ["game=kuhn", "population=self_play", "population.generations=1",
+              "population.frames_per_generation=16", "num_envs=4", "eval_episodes=1",
+              "progress=false", "logger=none"]
+    run_experiment(_exp(*league), tmp_path)
+    with caplog.at_level(logging.INFO):
+        run_experiment(_exp(*league, "resume=true", "torch_threads=2"), tmp_path)
+        assert _notes(caplog) == []  # finished: nothing trains at 2
+        db = LeagueDB(tmp_path / "league.db")
+        db.set_run_status(db.run_id("league"), "interrupted")
+        db.close()
+        run_experiment(_exp(*league, "resume=true", "torch_threads=2"), tmp_path)
+        assert _notes(caplog) == [
+            "resuming with torch_threads=2 (the run had 1): training goes on, but its numbers "
+            "from here on differ from the run kept at 1 (sums round otherwise)"]
