@@ -826,8 +826,38 @@ def _hydra_app() -> Callable[[], None]:
 
     get_args_parser.__wrapped__ = parser  # type: ignore[attr-defined]
     hydra_main.get_args_parser = get_args_parser
+    _resolve_hydra_node_in_full_config()
     return hydra.main(version_base=None, config_path="pkg://configs",
                       config_name="config")(_train_task)
+
+
+def _resolve_hydra_node_in_full_config() -> None:
+    """``--cfg hydra --resolve``: Hydra drops the job's keys and then resolves the ``hydra``
+    node alone, so ``hydra.run.dir: runs/${experiment}/...`` (the run folder is named after
+    the job key ``experiment``) failed with "Interpolation key 'experiment' not found". The
+    ``hydra`` node is resolved while the job's keys are still there, then they are dropped."""
+    import copy
+
+    from hydra._internal.hydra import Hydra  # private: Hydra.show_cfg is its --cfg printer
+    from omegaconf import OmegaConf, flag_override
+
+    show = getattr(Hydra.show_cfg, "__wrapped__", Hydra.show_cfg)
+    sanitize = Hydra.get_sanitized_hydra_cfg
+
+    def resolved_hydra_cfg(src_cfg: DictConfig) -> DictConfig:
+        cfg = copy.deepcopy(src_cfg)
+        with flag_override(cfg.hydra, ["struct", "readonly"], [False, False]):
+            OmegaConf.resolve(cfg.hydra)  # its interpolations see the whole config
+        return sanitize(cfg)
+
+    def show_cfg(self: Any, config_name: Any, overrides: Any, cfg_type: str, package: Any,
+                 resolve: bool = False) -> None:
+        if resolve and cfg_type == "hydra":
+            self.get_sanitized_hydra_cfg = resolved_hydra_cfg  # this Hydra object only
+        show(self, config_name, overrides, cfg_type, package, resolve)
+
+    show_cfg.__wrapped__ = show  # type: ignore[attr-defined]
+    Hydra.show_cfg = show_cfg  # type: ignore[method-assign]
 
 
 def _chosen_presets(overrides: Sequence[Any]) -> Any:
