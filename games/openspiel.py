@@ -240,6 +240,56 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
     return game
 
 
+def _param_text(value: Any) -> str:
+    """``value`` as a game string writes it, read back as the same value and type."""
+    if isinstance(value, dict):  # a game (misere's game=...): given in the string, parsed
+        return pyspiel.game_parameters_to_string(value)
+    if isinstance(value, float):  # all its digits, no exponent (1e-05 reads as a string)
+        return np.format_float_positional(value, trim="0")
+    return str(value)
+
+
+def _misread(text: str, short: str, given: dict[str, Any]) -> tuple[str, Any] | None:
+    """The first of ``given`` (parameter: value) that the game string ``text`` does not
+    read back as itself (same type, same value), as (name, what it reads); None: none."""
+    try:
+        back = pyspiel.game_parameters_from_string(text)
+    except pyspiel.SpielError:
+        return "name", text
+    if back.get("name") != short:
+        return "name", back.get("name")
+    for key, value in given.items():
+        got = back.get(key)
+        if type(got) is not type(value) or got != value:
+            return key, got
+    return None
+
+
+def _spec_name(game: pyspiel.Game, game_string: str, params: dict[str, Any]) -> str:
+    """The game string a spec names, ``params`` (game.kwargs) merged into ``game_string``:
+    ``games.make("openspiel/" + name)`` makes this game again (a league records the name;
+    evaluation and exploitability make the game from it). OpenSpiel's own ``str(game)``
+    where it reads back as given; it does not for nfg_game ('matrix_nfg()') nor for floats
+    past 15 digits. Raises GameError for a value no game string can say ('4' reads back
+    as 4, a comma ends a value)."""
+    short = game_string.split("(", 1)[0]
+    given = dict(pyspiel.game_parameters_from_string(game_string)) if "(" in game_string else {}
+    given.pop("name", None)
+    given.update(params)
+    if _misread(str(game), short, given) is None:
+        return str(game)
+    text = f"{short}({','.join(f'{k}={_param_text(v)}' for k, v in sorted(given.items()))})"
+    bad = _misread(text, short, given)
+    if bad is None:
+        return text
+    key, back = bad
+    raise GameError(
+        f"openspiel/{short}: {key}={given.get(key)!r} cannot be written in an OpenSpiel game "
+        f"string (it reads back as {back!r}), so the game could not be made again from its "
+        "name; accepted: values that read back as given (a string that is not a number or "
+        "true/false, with no ',', '(', ')' or '=')")
+
+
 def _choices(state: pyspiel.State) -> list[int]:
     if state.is_chance_node():
         return [a for a, _ in state.chance_outcomes()]
@@ -409,7 +459,7 @@ class OpenSpielGame(Game):
                 shape = _obs_shape(self.game, False, game_string)
         obs_shape = (int(np.prod(shape)),)
         space = ActionSpace("discrete", n=self.game.num_distinct_actions())
-        name = str(self.game) if params else game_string
+        name = _spec_name(self.game, game_string, params) if params else game_string
         # identical utilities (tiny_hanabi, coop_box_pushing): one cooperative team; the
         # partnership games: two; else every seat its own
         if gtype.utility == pyspiel.GameType.Utility.IDENTICAL:
