@@ -327,7 +327,7 @@ def _league_members(cfg: ExperimentConfig, lcfg: LeagueConfig, run_dir: Path) ->
                                   seeds.learner("exploiter"))
             members.append(LearnerMember(
                 "exploiter", learner, opponents=(main,), latest_only=True,
-                reset_win_rate=cfg.population.exploiter_reset_win_rate))
+                reset_win_rate=cfg.population.exploiter_reset_win_rate, algo=entry.name))
         elif entry.capabilities.own_rollouts:
             trainer = _own_rollouts(cfg, entry, spec, run_dir, seeds.learner(entry.policy))
             members.append(LLMMember(entry.policy, trainer, cfg.llm.iterations,
@@ -336,7 +336,7 @@ def _league_members(cfg: ExperimentConfig, lcfg: LeagueConfig, run_dir: Path) ->
             name = _member_name(entry, len(algos) == 1)
             learner = entry.build(spec, settings(cfg, entry), None, cfg.device,
                                   seeds.learner(name))
-            members.append(LearnerMember(name, learner))
+            members.append(LearnerMember(name, learner, algo=entry.name))
     return members
 
 
@@ -354,12 +354,15 @@ def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
 
 
 def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
-    """One row per snapshot: member, version, Elo, μ±σ, matches (best first)."""
+    """One row per snapshot: member, version, kind (the member's learner: ``ippo``, whose
+    snapshots are ``mappo`` policies), Elo, μ±σ, matches (best first)."""
     ratings = db.latest_ratings(run_id)
+    kinds = {m["name"]: m["kind"] for m in db.members(run_id)}
     rows = []
     for s in db.snapshots(run_id):
         r = ratings.get(s.id)
-        rows.append({"member": s.member, "version": s.version, "kind": s.kind,
+        rows.append({"member": s.member, "version": s.version,
+                     "kind": kinds.get(s.member, s.kind),
                      "elo": None if r is None else round(r["elo"], 1),
                      "mu": None if r is None else round(r["mu"], 2),
                      "sigma": None if r is None else round(r["sigma"], 2),
@@ -442,7 +445,7 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
         seconds = state.get("seconds", 0.0) + res.seconds
         if res.frames:  # a resume after a kill past this point trains nothing again
             ckpt.save(frames, returns=returns, seconds=seconds)
-    snap = store.publish(cfg.algo, learner.policy(), version=0)
+    snap = store.publish(cfg.algo, learner.policy(), version=0, algo=cfg.algo)
     # random seats from their streams' starts, not where training left them: a run killed
     # after its last checkpoint resumes to the uninterrupted run's evaluation
     _evaluate_single(db, run_id, cfg, spec, snap.id, learner, random_seats(spec, agents, seeds),

@@ -446,7 +446,8 @@ class League:
     def _run(self) -> None:
         start = time.perf_counter()
         if self.phase == "new":  # generation 0: the untrained policies are the first snapshots
-            self._log_nash_conv([self.store.publish(m.name, m.policy(), version=0)
+            self._log_nash_conv([self.store.publish(m.name, m.policy(), version=0,
+                                                    algo=getattr(m, "algo", None))
                                  for m in self.members])
             self.phase = "done"
             self._save()
@@ -478,7 +479,8 @@ class League:
         for m in self.members:
             prev = [s for s in earlier if s.member == m.name]
             new.append(self.store.publish(m.name, m.policy(), version=g,
-                                          parent=prev[-1].id if prev else None))
+                                          parent=prev[-1].id if prev else None,
+                                          algo=getattr(m, "algo", None)))
         rivals = earlier[-self.cfg.eval_window:] if self.cfg.eval_window else earlier
         pairs = [(s, r) for k, s in enumerate(new) for r in [*rivals, *new[:k]]]
         for s in {s.id: s for pair in pairs for s in pair}.values():
@@ -540,7 +542,8 @@ class League:
         earlier = self._published(self.store.snapshots(), self.progress)
         prev = [s for s in earlier if s.member == m.name and s.version < g]
         new = self.store.publish(m.name, m.policy(), version=g,
-                                 parent=prev[-1].id if prev else None)
+                                 parent=prev[-1].id if prev else None,
+                                 algo=getattr(m, "algo", None))
         rivals = [s for s in earlier if s.id != new.id]
         rivals = rivals[-self.cfg.eval_window:] if self.cfg.eval_window else rivals
         for s in [new, *rivals]:

@@ -136,6 +136,10 @@ class Member(Protocol):
 
     name: str
     kind: str  # "mappo" | "llm" | ...: what the member's snapshots are (their policy kind)
+    # the learner that trains it (its registry name: "ippo", whose snapshots are "mappo"
+    # policies); the league tables' kind column. Optional: a member without one (an LLM
+    # team's: "llm") shows its kind
+    algo: str
     opponents: tuple[str, ...] | None  # members whose snapshots it meets (None: all)
     latest_only: bool  # meet only each of those members' newest snapshot
 
@@ -170,6 +174,8 @@ class LearnerMember:
         reset_win_rate: after a generation whose new snapshot wins at least this often
             against the newest snapshot of every opponent member, restart the learner from
             its initial weights (None: never).
+        algo: the learner's registry name, as the league tables show it (None: the policy
+            kind its snapshots are saved as; IPPO's are ``mappo``).
 
     With ``opponents=("main",), latest_only=True, reset_win_rate=0.7`` the member is an
     AlphaStar-style **main exploiter** (Vinyals et al., 2019): it trains only against the
@@ -177,9 +183,11 @@ class LearnerMember:
     """
 
     def __init__(self, name: str, learner: Learner, opponents: tuple[str, ...] | None = None,
-                 latest_only: bool = False, reset_win_rate: float | None = None) -> None:
+                 latest_only: bool = False, reset_win_rate: float | None = None,
+                 algo: str | None = None) -> None:
         self.name, self.learner = name, learner
         self.kind = learner.policy().meta.kind
+        self.algo = algo or self.kind
         self.opponents, self.latest_only = opponents, latest_only
         self.reset_win_rate = reset_win_rate
         self._initial = copy.deepcopy(learner.state_dict()) if reset_win_rate is not None \

@@ -156,7 +156,9 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
                           else psro_cfg.episodes_per_entry)
     psro = PSRO(cfg.game.name, oracle, psro_cfg, recorder=recorder,
                 game_kwargs=cfg.game.kwargs)
-    psro.oracle = _KeptResponses(oracle, store, psro)
+    # an RL oracle's members show its learner (population.oracle=ippo: ippo, not mappo)
+    algo = {"exact": None, "rl": "mappo"}.get(pop.oracle, pop.oracle)
+    psro.oracle = _KeptResponses(oracle, store, psro, algo)
     runner = make_runner(cfg.runner.kind, **(
         {"num_workers": cfg.runner.workers, "address": cfg.runner.address}
         if cfg.runner.kind == "ray" else {}))
@@ -194,8 +196,9 @@ class _KeptResponses:
     response's seed derives from its iteration and player, so the member is the one an
     uninterrupted run computes. A CLI's stop request is obeyed after a response is kept."""
 
-    def __init__(self, oracle: Oracle, store: PolicyStore, psro: PSRO) -> None:
-        self.oracle, self.store, self.psro = oracle, store, psro
+    def __init__(self, oracle: Oracle, store: PolicyStore, psro: PSRO,
+                 algo: str | None = None) -> None:
+        self.oracle, self.store, self.psro, self.algo = oracle, store, psro, algo
 
     def best_response(self, agent: str, opponents: Mapping[str, Any], seed: int) -> Policy:
         name = f"psro-{agent}-{self.psro.iterations + 1}"
@@ -205,7 +208,7 @@ class _KeptResponses:
                      self.psro.iterations, agent, name)
             return self.store.load(self.store.verify(kept).id)
         policy = self.oracle.best_response(agent, opponents, seed)
-        self.store.publish(name, policy, version=0)
+        self.store.publish(name, policy, version=0, algo=self.algo)
         if stop_requested():
             log.warning("stopped in PSRO iteration %d after %s's best response",
                         self.psro.iterations, agent)

@@ -60,10 +60,12 @@ class PolicyStore:
         return self.db.add_member(self.run_id, name, kind, roles)
 
     def publish(self, member: str, policy: Policy, version: int | None = None,
-                parent: int | None = None) -> SnapshotRow:
-        """Save ``policy`` as the next (or the given) version of ``member``."""
+                parent: int | None = None, algo: str | None = None) -> SnapshotRow:
+        """Save ``policy`` as the next (or the given) version of ``member``; a new member is
+        recorded as of kind ``algo`` (the learner that trains it: ``ippo``), else as the
+        policy's kind (IPPO's snapshots are ``mappo`` policies)."""
         meta = policy.meta
-        member_id = self.member(member, meta.kind, meta.roles)
+        member_id = self.member(member, algo or meta.kind, meta.roles)
         if version is None:
             version = len(self.db.snapshots(self.run_id, member))
         path = self.root / member / f"v{version:04d}.pt"

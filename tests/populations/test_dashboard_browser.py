@@ -280,3 +280,31 @@ def test_crossplay_intervals_and_alpharank_show(page, tmp_path, league_dir):
             "#crossplay-card h3")
         assert page.page.evaluate("document.scripts.length") == 2
     assert page.dialogs == [] and page.errors == []
+
+
+def test_each_member_shows_its_own_learner(page, tmp_path):
+    """A league of MAPPO, IPPO and VDN members (a real one, trained a generation): each row's
+    kind names its learner; IPPO's read MAPPO, its snapshots' policy kind. A kind from the
+    file is text (a crafted one as well), never markup."""
+    from tests.populations.test_member_kinds import mixed_league
+
+    db = LeagueDB(mixed_league(tmp_path))
+    try:
+        run = db.run_id("league")
+        mid = db.add_member(run, "crafted", XSS, ["player_0"])
+        db.add_snapshot(mid, 0, "/nowhere/x.pt", XSS, "g", ["player_0"])
+    finally:
+        db.close()
+    s, r = run_ids(tmp_path)["league"]
+    with BackgroundServer(create_app([tmp_path], refresh_s=REFRESH_S)) as srv:
+        page.page.goto(f"{srv.url}/#run={s}/{r}")
+        expect(page.page.locator("#league-table tbody tr")).to_have_count(4)
+        kinds = {}
+        for row in page.page.locator("#league-table tbody tr").all():
+            cells = row.locator("td")
+            kinds[cells.nth(0).inner_text()] = (cells.nth(1).inner_text(),
+                                                cells.nth(1).get_attribute("title"))
+        assert kinds == {"mappo": ("MAPPO", "mappo"), "ippo": ("IPPO", "ippo"),
+                         "vdn": ("VDN", "vdn"), "crafted": (XSS, XSS)}
+        assert page.page.evaluate("document.scripts.length") == 2
+    assert page.dialogs == [] and page.errors == []
