@@ -183,6 +183,31 @@ def import_user_modules(modules: Sequence[str], where: str = "imports") -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([cwd, *filter(None, paths)])
 
 
+def game_modules(name: str) -> list[str]:
+    """The module of a ``pettingzoo/<module>[:<function>]`` game that only the working
+    folder holds (a user's env file, ``mypz.py``), to import as ``imports`` are: an entry
+    script's ``sys.path`` does not hold that folder, so ``game.name=pettingzoo/mypz:make_env``
+    was 'No module named mypz' unless ``imports=[mypz]`` put it there. Installed modules
+    (``mpe2...``) are left to the adapter."""
+    if not isinstance(name, str) or not name.startswith("pettingzoo/"):
+        return []
+    module = name.removeprefix("pettingzoo/").partition(":")[0]
+    top = module.split(".")[0]
+    if not top.isidentifier() or not all(p.isidentifier() for p in module.split(".")):
+        return []
+    cwd = Path.cwd()
+    if not ((cwd / f"{top}.py").is_file() or (cwd / top / "__init__.py").is_file()):
+        return []
+    try:
+        found = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return []
+    origin = found and (found.origin or next(iter(found.submodule_search_locations or []), None))
+    if origin and Path(origin).resolve().parent not in (cwd.resolve(), (cwd / top).resolve()):
+        return []  # an installed module of that name wins, as without the folder on the path
+    return [module]
+
+
 def load_plugins() -> None:
     """Import the installed packages' ``selfplay.*`` entry points (once per process)."""
     from games.registry import load_entry_points
@@ -561,6 +586,8 @@ def prepare(cfg: DictConfig, overrides: Sequence[str], check: bool = True) -> Ex
     """Import the user's modules, settle the game's arguments, validate (``check``: build the
     game too): the experiment to run, or a :class:`CLIError` / game error."""
     import_user_modules(list(cfg.get("imports") or []))
+    name = cfg.get("game", {}).get("name")
+    import_user_modules(game_modules(name), f"game.name={name}")
     replace_game_kwargs(cfg, overrides)
     exp = to_experiment(cfg)
     if check:
@@ -1021,6 +1048,7 @@ def eval_main(argv: list[str] | None = None) -> None:
 
     with sigterm_as_interrupt(), reported(p.prog):  # SIGTERM: as Ctrl-C (run interrupted)
         import_user_modules(args.imports, "--import")
+        import_user_modules(game_modules(args.game), f"--game {args.game}")
         load_plugins()
         try:
             kwargs = json.loads(args.game_kwargs)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -32,3 +33,55 @@ def test_cfg_hydra_without_resolve_keeps_the_interpolations(monkeypatch, tmp_pat
     _train(["--cfg", "hydra", "-p", "hydra.run"], monkeypatch, tmp_path)
     assert capsys.readouterr().out == \
         "# @package hydra.run\ndir: runs/${experiment}/${now:%Y-%m-%d_%H-%M-%S}\n"
+
+
+PZ_ENV = '''
+import games
+
+
+def make_env(**kwargs):  # a PettingZoo env of the user's own (here one exported from a game)
+    return games.to_pettingzoo(games.make("openspiel/kuhn_poker", **kwargs))
+'''
+
+
+@pytest.fixture
+def pz_module(tmp_path, monkeypatch):
+    """A user's PettingZoo module in the working folder, which is not on ``sys.path``; what
+    importing it changes (sys.path, sys.modules, the workers' variables) is undone."""
+    from games.registry import IMPORTS_ENV
+
+    (tmp_path / "walk_pz_env.py").write_text(PZ_ENV)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    for var in ("PYTHONPATH", IMPORTS_ENV):
+        monkeypatch.setenv(var, os.environ.get(var, ""))
+    yield "walk_pz_env"
+    sys.modules.pop("walk_pz_env", None)
+
+
+def test_a_pettingzoo_module_in_the_working_folder_is_found(pz_module):
+    # before: selfplay-train game.name=pettingzoo/mypz:make_env (mypz.py in the folder it
+    # ran in) was "cannot import PettingZoo module ... (No module named 'mypz')" unless
+    # imports=[mypz] was given too; README's modules "importable from the working directory"
+    from hydra import compose, initialize_config_module
+
+    from populations.cli import game_overrides, prepare
+
+    overrides = [f"game.name=pettingzoo/{pz_module}:make_env"]
+    with initialize_config_module(config_module="configs", version_base=None):
+        cfg = compose(config_name="config", overrides=game_overrides(overrides))
+    exp = prepare(cfg, overrides)  # builds the game
+    assert exp.game.name == f"pettingzoo/{pz_module}:make_env"
+    assert os.getcwd() in os.environ["PYTHONPATH"].split(os.pathsep)  # Ray workers find it
+
+
+def test_only_a_working_folder_module_is_imported_for_the_game(pz_module, tmp_path):
+    from populations.cli import game_modules
+
+    assert game_modules(f"pettingzoo/{pz_module}:make_env") == [pz_module]
+    assert game_modules(f"pettingzoo/{pz_module}") == [pz_module]
+    assert game_modules("pettingzoo/mpe2.simple_spread_v3") == []  # installed: the adapter's
+    (tmp_path / "mpe2.py").write_text("")  # a file named as an installed package: not taken
+    assert game_modules("pettingzoo/mpe2.simple_spread_v3") == []
+    assert game_modules("pettingzoo/not_here:make_env") == []
+    assert game_modules("openspiel/kuhn_poker") == []
