@@ -10,21 +10,49 @@
   matches against classic MARL members.
 """
 
-from llm_agents.actions import ActionConfig, available_modes, make_mode, match_action
-from llm_agents.backends import (
-    Backend,
-    SamplingConfig,
-    TransformersBackend,
-    VLLMBackend,
-    available_backends,
-    make_backend,
-)
-from llm_agents.opponents import OpponentPool
-from llm_agents.policy import LLMPolicy
-from llm_agents.prompts import PromptBuilder, PromptConfig
-from llm_agents.rollout import EpisodeJob, RolloutBatch, RolloutEngine
-from llm_agents.team import RoleBinding, Team, TeamModel
-from llm_agents.trainer import GRPOConfig, MultiTurnGRPO
+import importlib
+from typing import Any
+
+_HOMES = {  # name -> module: loaded on first use, so `import llm_agents.settings` (the
+    # experiment's llm section, checked before torch loads) does not import torch
+    "ActionConfig": "llm_agents.settings",
+    "available_modes": "llm_agents.actions",
+    "make_mode": "llm_agents.actions",
+    "match_action": "llm_agents.actions",
+    "Backend": "llm_agents.backends",
+    "SamplingConfig": "llm_agents.settings",
+    "TransformersBackend": "llm_agents.backends",
+    "VLLMBackend": "llm_agents.backends",
+    "available_backends": "llm_agents.backends",
+    "make_backend": "llm_agents.backends",
+    "OpponentPool": "llm_agents.opponents",
+    "LLMPolicy": "llm_agents.policy",
+    "PromptBuilder": "llm_agents.prompts",
+    "PromptConfig": "llm_agents.prompts",
+    "EpisodeJob": "llm_agents.rollout",
+    "RolloutBatch": "llm_agents.rollout",
+    "RolloutEngine": "llm_agents.rollout",
+    "RoleBinding": "llm_agents.team",
+    "Team": "llm_agents.team",
+    "TeamModel": "llm_agents.team",
+    "GRPOConfig": "llm_agents.settings",
+    "MultiTurnGRPO": "llm_agents.trainer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``llm_agents.Team`` and the other names of ``__all__``, imported when first used."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'llm_agents' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "ActionConfig",

@@ -20,7 +20,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -37,55 +37,20 @@ from llm_agents.logprobs import (
 )
 from llm_agents.prompts import PromptConfig
 from llm_agents.records import Decision, Request, Turn
+from llm_agents.settings import (  # noqa: F401 - their old home
+    FALLBACKS,
+    MAX_POLICY_SAMPLES,
+    ON_INVALID,
+    ActionConfig,
+)
 
 log = logging.getLogger(__name__)
 FallbackFn = Callable[[np.random.Generator, int], int]
-FALLBACKS: dict[str, FallbackFn] = {
-    "random": lambda rng, n: int(rng.integers(n)),  # a uniformly random legal action
-    "first": lambda rng, n: 0,  # the first legal action
-}
-"""Action played after invalid output: name -> ``(rng, number of legal actions) -> index``."""
 FALLBACK_PROBS: dict[str, Callable[[int], np.ndarray]] = {
     "random": lambda n: np.full(n, 1.0 / n),
     "first": lambda n: np.eye(n)[0],
 }
 """The distribution of each fallback over ``n`` legal actions (others are sampled)."""
-MAX_POLICY_SAMPLES = 4096
-ON_INVALID = ("fallback", "end")
-"""After invalid output in rollouts: play the fallback action, or end the episode there
-(SPIRAL, arXiv:2506.24119): the offender's turn and return get ``invalid_penalty``, the
-other agents nothing more."""
-
-
-@dataclass(frozen=True)
-class ActionConfig:
-    """How LLM agents choose actions."""
-
-    mode: str = "generate"  # registered action mode: generate | score
-    sampling: SamplingConfig = field(default_factory=SamplingConfig)  # generate mode sampling
-    invalid_penalty: float = -1.0  # reward added to a turn whose output named no legal action
-    fallback: str = "random"  # action played after invalid output: random | first
-    on_invalid: str = "fallback"  # fallback: play it | end: the episode ends (SPIRAL)
-    score_temperature: float = 1.0  # softmax temperature over candidate scores (score mode)
-    length_normalize: bool = False  # score candidates by mean, not summed, token log-prob
-    policy_samples: int = 16  # generate mode: samples per state estimating action probs; 0: refuse
-
-    def __post_init__(self) -> None:
-        if self.fallback not in FALLBACKS:
-            raise ValueError(f"fallback={self.fallback!r} unknown; choose one of "
-                             f"{sorted(FALLBACKS)}")
-        if self.on_invalid not in ON_INVALID:
-            raise ValueError(f"on_invalid={self.on_invalid!r} unknown; choose one of "
-                             f"{list(ON_INVALID)}")
-        if self.mode not in _MODES:
-            raise ValueError(f"mode={self.mode!r} unknown; choose one of {available_modes()}")
-        if not self.score_temperature > 0:
-            raise ValueError(f"score_temperature={self.score_temperature}; expected > 0")
-        if not 0 <= self.policy_samples <= MAX_POLICY_SAMPLES:
-            raise ValueError(f"policy_samples={self.policy_samples}; expected 0 (refuse) .. "
-                             f"{MAX_POLICY_SAMPLES}")
-
-
 _TAG = re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL)
 _CLOSE = re.compile(r"</action>", re.IGNORECASE)
 

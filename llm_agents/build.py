@@ -25,73 +25,37 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 import games
-from llm_agents.lora import LoRAConfig, apply_lora, is_lora, merged_state_dict
+from llm_agents.lora import apply_lora, is_lora, merged_state_dict
 from llm_agents.prompts import PromptConfig
+from llm_agents.settings import (  # noqa: F401 - LLMConfig's old home: re-exported
+    BACKENDS,
+    DTYPES,
+    TEAMS,
+    GRPOConfig,
+    LLMConfig,
+    LoRAConfig,
+    TinyModelConfig,
+)
 from llm_agents.team import Team
 from llm_agents.tiny import (
-    TinyModelConfig,
     build_model,
     build_tokenizer,
     game_corpus,
     save_model_dir,
 )
-from llm_agents.trainer import GRPOConfig, MultiTurnGRPO
+from llm_agents.trainer import MultiTurnGRPO
 from marl.core import derive_seed, resolve_device
 
 if TYPE_CHECKING:
     from llm_agents.ray_rollouts import RolloutWorkersConfig
 
 log = logging.getLogger(__name__)
-TEAMS = ("shared", "per_role")
-BACKENDS = ("transformers", "vllm")
-DTYPES = ("auto", "float32", "bfloat16", "float16")
-
-
-@dataclass(frozen=True)
-class LLMConfig:
-    """Which model(s) an LLM team uses and how its GRPO trainer runs."""
-
-    model: str = "tiny"  # tiny (built in code from the game texts) | a model directory | hub name
-    tiny: TinyModelConfig = field(default_factory=TinyModelConfig)  # model=tiny: its size
-    corpus_episodes: int = 200  # model=tiny: random episodes whose texts make the vocabulary
-    backend: str = "transformers"  # transformers (CPU/GPU) | vllm (GPU)
-    team: str = "shared"  # shared: one model for every role | per_role: one model per role
-    role_prompts: dict[str, str] = field(default_factory=dict)  # role -> prompt line
-    iterations: int = 100  # GRPO iterations (population=none) or per league generation
-    dtype: str = "float32"  # weights: auto (bf16 for LoRA on a bf16 GPU) | float32 | bfloat16...
-    gradient_checkpointing: bool = False  # recompute activations in the backward pass
-    lora: LoRAConfig = field(default_factory=LoRAConfig)  # r > 0: train LoRA adapters only
-    grpo: GRPOConfig = field(default_factory=GRPOConfig)
-
-    def __post_init__(self) -> None:
-        if self.team not in TEAMS:
-            raise ValueError(f"llm team {self.team!r} unknown; choose one of {list(TEAMS)}")
-        if self.backend not in BACKENDS:
-            raise ValueError(f"llm backend {self.backend!r} unknown; choose one of "
-                             f"{list(BACKENDS)}")
-        if self.iterations < 1:
-            raise ValueError(f"llm iterations={self.iterations!r}; expected an integer >= 1")
-        if not self.model:  # llm=hf / llm=vllm without llm.model trained nothing real
-            raise ValueError("llm model is empty; llm=hf and llm=vllm (and smollm2_kuhn) "
-                             "train your model: llm.model=<a model directory or hub name> "
-                             "(llm=tiny builds one)")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"llm dtype {self.dtype!r} unknown; choose one of {list(DTYPES)}")
-
-    def torch_dtype(self, device: str | torch.device) -> torch.dtype:
-        """The weights' dtype on ``device`` (``auto``: see the module docstring)."""
-        if self.dtype != "auto":
-            return getattr(torch, self.dtype)
-        dev = torch.device(device)
-        bf16 = dev.type == "cuda" and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-        return torch.bfloat16 if bf16 and self.lora.r > 0 else torch.float32
 
 
 def _prepare(cfg: LLMConfig, model: Any, k: int = 0) -> Any:

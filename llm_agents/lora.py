@@ -16,33 +16,15 @@ added in, for engines that serve the plain architecture (vLLM).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
+from llm_agents.settings import MAX_RANK, LoRAConfig  # noqa: F401 - their old home
+
 LORA_FIELDS = {"r": int, "lora_alpha": int, "lora_dropout": float, "target_modules": list}
 """The LoRA settings a snapshot may hold, with their types (the loader's allow-list)."""
-MAX_RANK = 1024
-
-
-@dataclass(frozen=True)
-class LoRAConfig:
-    """LoRA adapters (``r=0``: off, the whole model trains)."""
-
-    r: int = 0  # adapter rank; 0 turns LoRA off
-    alpha: int = 16  # scaling is alpha / r
-    dropout: float = 0.0  # dropout on the adapter input
-    target_modules: tuple[str, ...] = ("all-linear",)  # peft names; all-linear: every linear
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.r <= MAX_RANK:
-            raise ValueError(f"lora r={self.r}; expected 0 (off) .. {MAX_RANK}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"lora dropout={self.dropout}; expected a value in [0, 1)")
-
-
 def _peft() -> Any:
     try:
         import peft

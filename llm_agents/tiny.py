@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ import numpy as np
 import torch
 
 import games
+from llm_agents.settings import TinyModelConfig  # noqa: F401 - its old home
 
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
 ACTION_TAGS = ("<action>", "</action>")
@@ -91,18 +91,6 @@ def build_tokenizer(texts: Iterable[str], chat_template: str | None = None) -> A
     if chat_template:
         out.chat_template = chat_template
     return out
-
-
-@dataclass(frozen=True)
-class TinyModelConfig:
-    """Size of a tiny causal LM (defaults: ~100k parameters, fast on one CPU thread)."""
-
-    arch: str = "gpt2"  # a key of ARCHITECTURES: gpt2 | llama
-    n_layer: int = 2  # transformer blocks
-    n_embd: int = 64  # hidden width
-    n_head: int = 4  # attention heads
-    n_positions: int = 512  # longest prompt + completion
-    seed: int = 0  # weight initialization seed
 
 
 ArchFn = Callable[[TinyModelConfig, int, dict[str, int]], Any]

@@ -23,12 +23,10 @@ GRPO: Shao et al., 2024 (arXiv:2402.03300); multi-agent normalizations: Dr. MAS
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,76 +35,22 @@ from torch import Tensor, nn
 
 import games
 from llm_agents import losses
-from llm_agents.actions import ActionConfig, behaviour_logprobs
+from llm_agents.actions import behaviour_logprobs
 from llm_agents.backends.hf import resolve_device
-from llm_agents.credit import TURN_KEYS, KeyIndex, turn_advantages
+from llm_agents.credit import KeyIndex, turn_advantages
 from llm_agents.opponents import OpponentPool
 from llm_agents.policy import LLMPolicy
-from llm_agents.prompts import PromptConfig
 from llm_agents.records import EpisodeRecord, Turn
 from llm_agents.rollout import TEAM_SEAT, EpisodeJob, RolloutBatch, RolloutEngine
+from llm_agents.settings import ActionConfig, GRPOConfig  # noqa: F401 - their old home
 from llm_agents.team import Team, TeamModel, backend_for
-from marl.advantages import AdvantageConfig, RoleEMABaseline, broadcast_to_tokens, check_adv_norm
+from marl.advantages import RoleEMABaseline, broadcast_to_tokens
 from marl.core import Policy, seed_from_state
 from marl.guards import FiniteGuard
 from marl.losses import ppo_clip_loss
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class GRPOConfig:
-    """Hyperparameters of :class:`MultiTurnGRPO` (one source for presets and code)."""
-
-    group_size: int = 8  # K: episodes per group (same game, seed and opponents)
-    groups_per_step: int = 8  # G: groups per iteration
-    adv_norm: str = "group_role"  # marl.advantages adv_norm: global|agent|role|role_ema|group_role
-    advantage: AdvantageConfig = field(default_factory=AdvantageConfig)  # eps, role_ema_alpha...
-    role_ema_per_trajectory: bool = True  # role_ema: one update per (game, role, episode): SPIRAL
-    gamma: float = 1.0  # discount per own turn of the turn-level returns
-    lr: float = 1e-4  # AdamW learning rate
-    lr_decay_iterations: int = 0  # decay lr linearly to 0 over this many iterations (0: constant)
-    weight_decay: float = 0.0  # AdamW weight decay
-    epochs: int = 1  # passes over each batch of turns
-    minibatch_turns: int = 256  # turns per optimizer step
-    clip_low: float = 0.2  # PPO ratio clip below 1
-    clip_high: float | None = None  # PPO ratio clip above 1 (None: clip_low)
-    kl_coef: float = 0.0  # weight of the KL penalty to a frozen reference copy (> 0 keeps one)
-    # losses.KL_ESTIMATORS; as a loss k3 (GRPO's) pulls by grad KL(ref || pi), k2 by
-    # grad KL(pi || ref), and k1 measures the KL but its expected gradient is 0
-    kl_estimator: str = "k3"
-    ent_coef: float = 0.0  # entropy bonus weight
-    loss_agg: str = "token_mean"  # losses.AGGREGATIONS: token_mean | turn_mean
-    max_grad_norm: float = 1.0  # global gradient clipping
-    recompute_old_logprobs: bool = True  # old log-probs from the trainer's forward, not backend's
-    max_in_flight: int = 64  # games stepped together during rollouts
-    action: ActionConfig = field(default_factory=ActionConfig)  # action mode, sampling, penalty
-    prompt: PromptConfig = field(default_factory=PromptConfig)  # prompt templates
-    device: str = "auto"  # learner device: auto | cpu | cuda[:i]
-    seed: int = 0  # seeds task draws, sampling and fallbacks
-
-    def __post_init__(self) -> None:
-        check_adv_norm(self.adv_norm, TURN_KEYS, by="the LLM trainer")  # one-line errors
-        for name, table in (("kl_estimator", losses.KL_ESTIMATORS),
-                            ("loss_agg", losses.AGGREGATIONS)):
-            if getattr(self, name) not in table:
-                raise ValueError(f"{name}={getattr(self, name)!r} unknown; choose one of "
-                                 f"{sorted(table)}")
-        if self.lr_decay_iterations < 0:
-            raise ValueError(f"lr_decay_iterations={self.lr_decay_iterations}; expected >= 0")
-        for name in ("group_size", "groups_per_step", "epochs", "minibatch_turns",
-                     "max_in_flight"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
-        if not 0.0 <= self.gamma <= 1.0:
-            raise ValueError(f"gamma={self.gamma}; expected a value in [0, 1]")
-
-    def advantage_config(self) -> AdvantageConfig:
-        """``advantage`` as the trainer runs it: ``role_ema`` updates once per (game, role,
-        episode) as in SPIRAL (``per_trajectory``) unless ``role_ema_per_trajectory`` is off."""
-        if self.adv_norm == "role_ema" and self.role_ema_per_trajectory:
-            return dataclasses.replace(self.advantage, per_trajectory=True)
-        return self.advantage
 
 def _grad_norm(params: Sequence[nn.Parameter]) -> float:
     sq = [p.grad.detach().float().pow(2).sum() for p in params if p.grad is not None]

@@ -32,6 +32,7 @@ from functools import cached_property
 import torch
 from torch import Tensor
 
+from marl.configs import AdvantageConfig  # torch-free (the LLM settings hold one)
 from marl.returns import (
     GAEResult,
     SegmentKey,
@@ -143,33 +144,6 @@ def group_normalize(x: Tensor, key: SegmentKey | None, mask: Tensor | None = Non
 
 
 # --- config, keys, registry
-@dataclass(frozen=True)
-class AdvantageConfig:
-    """Settings of ``normalize_advantages``; one source for YAML presets and learners."""
-
-    eps: float = 1e-6  # added to sigma before dividing
-    per_trajectory: bool = False  # each (key, trajectory) weighs 1 in statistics, not each step
-    float64: bool = False  # accumulate statistics in float64 instead of float32
-    unbiased_std: bool = False  # Bessel-corrected std (weights read as frequency weights)
-    scale: bool = True  # global/agent/role/group_role divide by sigma (False: center only)
-    role_ema_alpha: float = 0.95  # role_ema decay: b <- alpha * b + (1 - alpha) * R
-    role_ema_init: float = 0.0  # role_ema baseline of a (game, role) never seen before
-    drop_zero: bool = False  # drop samples with advantage exactly 0 from the returned mask
-    turn_gamma: float = 1.0  # player_turn discount per own turn of a player
-    player_turn_scale: bool = False  # player_turn also divides by the per-player std at the end
-    joint_group_scale: bool = False  # joint_group divides by the std of sibling joint returns
-    diagnostics: str = "keys"  # on first read: keys (global, per agent, per role) | global | none
-
-    def __post_init__(self) -> None:
-        for name in ("role_ema_alpha", "turn_gamma"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name}={getattr(self, name)!r}; expected a value in [0, 1]")
-        if not self.eps >= 0.0:
-            raise ValueError(f"eps={self.eps!r}; expected a value >= 0")
-        if self.diagnostics not in ("none", "global", "keys"):
-            raise ValueError(f"diagnostics={self.diagnostics!r}; expected none, global or keys")
-
-
 @dataclass(frozen=True)
 class AdvantageKeys:
     """Integer key tensors aligned with the samples (each broadcastable to ``values.shape``)."""

@@ -22,25 +22,7 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
-
-@dataclass(frozen=True)
-class SamplingConfig:
-    """How :meth:`Backend.generate` samples."""
-
-    max_new_tokens: int = 16  # generated tokens per prompt at most
-    temperature: float = 1.0  # logits are divided by it; logprobs are of that distribution
-    top_p: float = 1.0  # nucleus sampling (recorded logprobs ignore the truncation)
-    greedy: bool = False  # argmax instead of sampling
-    stop: tuple[str, ...] = ("</action>",)  # generation ends after a stop string
-    stop_at_eos: bool = True  # generation ends after the tokenizer's EOS token
-
-    def __post_init__(self) -> None:
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens={self.max_new_tokens}; expected >= 1")
-        if not self.temperature > 0:
-            raise ValueError(f"temperature={self.temperature}; expected > 0 (use greedy=True)")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p={self.top_p}; expected a value in (0, 1]")
+from llm_agents.settings import SamplingConfig  # noqa: F401 - its old home
 
 
 @dataclass

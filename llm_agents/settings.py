@@ -1,0 +1,286 @@
+"""The LLM team's settings (the experiment's ``llm`` section), torch-free.
+
+``selfplay-train`` builds :class:`LLMConfig` from the command line's ``llm.*`` values and the
+``llm=`` preset before torch loads (``populations.config_checks``), so ``llm.grpo.lr=-1`` is
+refused in the time it takes to parse the command line; the trainer, the team builder and the
+backends take these classes from here (their old homes re-export them:
+``llm_agents.build.LLMConfig``, ``llm_agents.trainer.GRPOConfig``, ...).
+
+A check of a name against a registry of torch code (``grpo.adv_norm``: ``marl.advantages``;
+``grpo.kl_estimator`` / ``grpo.loss_agg``: :mod:`llm_agents.losses`; ``grpo.action.mode``:
+:mod:`llm_agents.actions`) imports it; inside :func:`registry_checks_later` those checks wait
+until every other check of the section passed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from llm_agents.prompts import PromptConfig
+from marl.configs import NON_NEGATIVE, POSITIVE, AdvantageConfig, check_number
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+TEAMS = ("shared", "per_role")
+BACKENDS = ("transformers", "vllm")
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+MAX_RANK = 1024
+MAX_POLICY_SAMPLES = 4096
+ON_INVALID = ("fallback", "end")
+"""After invalid output in rollouts: play the fallback action, or end the episode there
+(SPIRAL, arXiv:2506.24119): the offender's turn and return get ``invalid_penalty``, the
+other agents nothing more."""
+FALLBACKS: dict[str, Callable[[np.random.Generator, int], int]] = {
+    "random": lambda rng, n: int(rng.integers(n)),  # a uniformly random legal action
+    "first": lambda rng, n: 0,  # the first legal action
+}
+"""Action played after invalid output: name -> ``(rng, number of legal actions) -> index``
+(:mod:`llm_agents.actions` registers more here)."""
+
+_LATER: ContextVar[list[tuple[Any, Callable[[], None]]] | None] = ContextVar(
+    "llm_registry_checks_later", default=None)
+
+
+def _registry_check(owner: Any, check: Callable[[], None]) -> None:
+    """Run ``check`` (it imports a torch registry) now, or later inside
+    :func:`registry_checks_later`."""
+    later = _LATER.get()
+    if later is None:
+        check()
+    else:
+        later.append((owner, check))
+
+
+@contextmanager
+def registry_checks_later() -> Iterator[list[tuple[Any, Callable[[], None]]]]:
+    """Inside, the settings built here put their registry checks (which import torch) on the
+    yielded list as ``(settings object, check)`` instead of running them: the caller runs them
+    once every torch-free check passed."""
+    later: list[tuple[Any, Callable[[], None]]] = []
+    token = _LATER.set(later)
+    try:
+        yield later
+    finally:
+        _LATER.reset(token)
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """How :meth:`llm_agents.backends.Backend.generate` samples."""
+
+    max_new_tokens: int = 16  # generated tokens per prompt at most
+    temperature: float = 1.0  # logits are divided by it; logprobs are of that distribution
+    top_p: float = 1.0  # nucleus sampling (recorded logprobs ignore the truncation)
+    greedy: bool = False  # argmax instead of sampling
+    stop: tuple[str, ...] = ("</action>",)  # generation ends after a stop string
+    stop_at_eos: bool = True  # generation ends after the tokenizer's EOS token
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens={self.max_new_tokens}; expected >= 1")
+        if not self.temperature > 0:
+            raise ValueError(f"temperature={self.temperature}; expected > 0 (use greedy=True)")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p={self.top_p}; expected a value in (0, 1]")
+
+
+@dataclass(frozen=True)
+class ActionConfig:
+    """How LLM agents choose actions (:mod:`llm_agents.actions`)."""
+
+    mode: str = "generate"  # registered action mode: generate | score
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)  # generate mode sampling
+    invalid_penalty: float = -1.0  # reward added to a turn whose output named no legal action
+    fallback: str = "random"  # action played after invalid output: random | first
+    on_invalid: str = "fallback"  # fallback: play it | end: the episode ends (SPIRAL)
+    score_temperature: float = 1.0  # softmax temperature over candidate scores (score mode)
+    length_normalize: bool = False  # score candidates by mean, not summed, token log-prob
+    policy_samples: int = 16  # generate mode: samples per state estimating action probs; 0: refuse
+
+    def __post_init__(self) -> None:
+        if self.fallback not in FALLBACKS:
+            raise ValueError(f"fallback={self.fallback!r} unknown; choose one of "
+                             f"{sorted(FALLBACKS)}")
+        if self.on_invalid not in ON_INVALID:
+            raise ValueError(f"on_invalid={self.on_invalid!r} unknown; choose one of "
+                             f"{list(ON_INVALID)}")
+        if not self.score_temperature > 0:
+            raise ValueError(f"score_temperature={self.score_temperature}; expected > 0")
+        if not 0 <= self.policy_samples <= MAX_POLICY_SAMPLES:
+            raise ValueError(f"policy_samples={self.policy_samples}; expected 0 (refuse) .. "
+                             f"{MAX_POLICY_SAMPLES}")
+        _registry_check(self, self._check_mode)
+
+    def _check_mode(self) -> None:
+        from llm_agents.actions import _MODES, available_modes  # the modes are torch code
+
+        if self.mode not in _MODES:
+            raise ValueError(f"mode={self.mode!r} unknown; choose one of {available_modes()}")
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """Hyperparameters of :class:`llm_agents.MultiTurnGRPO` (one source for presets and
+    code)."""
+
+    group_size: int = 8  # K: episodes per group (same game, seed and opponents)
+    groups_per_step: int = 8  # G: groups per iteration
+    adv_norm: str = "group_role"  # marl.advantages adv_norm: global|agent|role|role_ema|group_role
+    advantage: AdvantageConfig = field(default_factory=AdvantageConfig)  # eps, role_ema_alpha...
+    role_ema_per_trajectory: bool = True  # role_ema: one update per (game, role, episode): SPIRAL
+    gamma: float = 1.0  # discount per own turn of the turn-level returns
+    lr: float = 1e-4  # AdamW learning rate
+    lr_decay_iterations: int = 0  # decay lr linearly to 0 over this many iterations (0: constant)
+    weight_decay: float = 0.0  # AdamW weight decay
+    epochs: int = 1  # passes over each batch of turns
+    minibatch_turns: int = 256  # turns per optimizer step
+    clip_low: float = 0.2  # PPO ratio clip below 1
+    clip_high: float | None = None  # PPO ratio clip above 1 (None: clip_low)
+    kl_coef: float = 0.0  # weight of the KL penalty to a frozen reference copy (> 0 keeps one)
+    # losses.KL_ESTIMATORS; as a loss k3 (GRPO's) pulls by grad KL(ref || pi), k2 by
+    # grad KL(pi || ref), and k1 measures the KL but its expected gradient is 0
+    kl_estimator: str = "k3"
+    ent_coef: float = 0.0  # entropy bonus weight
+    loss_agg: str = "token_mean"  # losses.AGGREGATIONS: token_mean | turn_mean
+    max_grad_norm: float = 1.0  # global gradient clipping
+    recompute_old_logprobs: bool = True  # old log-probs from the trainer's forward, not backend's
+    max_in_flight: int = 64  # games stepped together during rollouts
+    action: ActionConfig = field(default_factory=ActionConfig)  # action mode, sampling, penalty
+    prompt: PromptConfig = field(default_factory=PromptConfig)  # prompt templates
+    device: str = "auto"  # learner device: auto | cpu | cuda[:i]
+    seed: int = 0  # seeds task draws, sampling and fallbacks
+
+    def __post_init__(self) -> None:
+        if self.lr_decay_iterations < 0:
+            raise ValueError(f"lr_decay_iterations={self.lr_decay_iterations}; expected >= 0")
+        for name in ("group_size", "groups_per_step", "epochs", "minibatch_turns",
+                     "max_in_flight"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"gamma={self.gamma}; expected a value in [0, 1]")
+        check_number("lr", self.lr, **POSITIVE)  # AdamW refused lr < 0 at the first update
+        check_number("weight_decay", self.weight_decay, **NON_NEGATIVE)  # AdamW's rule too
+        _registry_check(self, self._check_names)
+
+    def _check_names(self) -> None:
+        from llm_agents import losses  # the registries of torch functions
+        from llm_agents.credit import TURN_KEYS
+        from marl.advantages import check_adv_norm
+
+        check_adv_norm(self.adv_norm, TURN_KEYS, by="the LLM trainer")  # one-line errors
+        for name, table in (("kl_estimator", losses.KL_ESTIMATORS),
+                            ("loss_agg", losses.AGGREGATIONS)):
+            if getattr(self, name) not in table:
+                raise ValueError(f"{name}={getattr(self, name)!r} unknown; choose one of "
+                                 f"{sorted(table)}")
+
+    def advantage_config(self) -> AdvantageConfig:
+        """``advantage`` as the trainer runs it: ``role_ema`` updates once per (game, role,
+        episode) as in SPIRAL (``per_trajectory``) unless ``role_ema_per_trajectory`` is off."""
+        if self.adv_norm == "role_ema" and self.role_ema_per_trajectory:
+            return dataclasses.replace(self.advantage, per_trajectory=True)
+        return self.advantage
+
+
+@dataclass(frozen=True)
+class TinyModelConfig:
+    """Size of a tiny causal LM (defaults: ~100k parameters, fast on one CPU thread)."""
+
+    arch: str = "gpt2"  # a key of llm_agents.tiny.ARCHITECTURES: gpt2 | llama
+    n_layer: int = 2  # transformer blocks
+    n_embd: int = 64  # hidden width
+    n_head: int = 4  # attention heads
+    n_positions: int = 512  # longest prompt + completion
+    seed: int = 0  # weight initialization seed
+
+
+@dataclass(frozen=True)
+class LoRAConfig:
+    """LoRA adapters (``r=0``: off, the whole model trains)."""
+
+    r: int = 0  # adapter rank; 0 turns LoRA off
+    alpha: int = 16  # scaling is alpha / r
+    dropout: float = 0.0  # dropout on the adapter input
+    target_modules: tuple[str, ...] = ("all-linear",)  # peft names; all-linear: every linear
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.r <= MAX_RANK:
+            raise ValueError(f"lora r={self.r}; expected 0 (off) .. {MAX_RANK}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"lora dropout={self.dropout}; expected a value in [0, 1)")
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Which model(s) an LLM team uses and how its GRPO trainer runs
+    (:mod:`llm_agents.build`)."""
+
+    model: str = "tiny"  # tiny (built in code from the game texts) | a model directory | hub name
+    tiny: TinyModelConfig = field(default_factory=TinyModelConfig)  # model=tiny: its size
+    corpus_episodes: int = 200  # model=tiny: random episodes whose texts make the vocabulary
+    backend: str = "transformers"  # transformers (CPU/GPU) | vllm (GPU)
+    team: str = "shared"  # shared: one model for every role | per_role: one model per role
+    role_prompts: dict[str, str] = field(default_factory=dict)  # role -> prompt line
+    iterations: int = 100  # GRPO iterations (population=none) or per league generation
+    dtype: str = "float32"  # weights: auto (bf16 for LoRA on a bf16 GPU) | float32 | bfloat16...
+    gradient_checkpointing: bool = False  # recompute activations in the backward pass
+    lora: LoRAConfig = field(default_factory=LoRAConfig)  # r > 0: train LoRA adapters only
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+
+    def __post_init__(self) -> None:
+        if self.team not in TEAMS:
+            raise ValueError(f"llm team {self.team!r} unknown; choose one of {list(TEAMS)}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"llm backend {self.backend!r} unknown; choose one of "
+                             f"{list(BACKENDS)}")
+        if self.iterations < 1:
+            raise ValueError(f"llm iterations={self.iterations!r}; expected an integer >= 1")
+        if not self.model:  # llm=hf / llm=vllm without llm.model trained nothing real
+            raise ValueError("llm model is empty; llm=hf and llm=vllm (and smollm2_kuhn) "
+                             "train your model: llm.model=<a model directory or hub name> "
+                             "(llm=tiny builds one)")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"llm dtype {self.dtype!r} unknown; choose one of {list(DTYPES)}")
+
+    def torch_dtype(self, device: str | torch.device) -> torch.dtype:
+        """The weights' dtype on ``device`` (``auto``: see :mod:`llm_agents.build`)."""
+        import torch
+
+        if self.dtype != "auto":
+            return getattr(torch, self.dtype)
+        dev = torch.device(device)
+        bf16 = dev.type == "cuda" and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+        return torch.bfloat16 if bf16 and self.lora.r > 0 else torch.float32
+
+
+def registry_refusal(cfg: Any, later: list[tuple[Any, Callable[[], None]]]
+                     ) -> tuple[str, type, Exception] | None:
+    """Run the registry checks ``later`` collected while ``cfg`` (settings of this module) was
+    built: the first refusal as ``(dotted path of its object inside cfg, its class, error)``
+    (``grpo.action``), None when all pass."""
+    for owner, check in later:
+        try:
+            check()
+        except ValueError as err:
+            return _path_of(cfg, owner, "") or "", type(owner), err
+    return None
+
+
+def _path_of(node: Any, target: Any, path: str) -> str | None:
+    if node is target:
+        return path
+    for f in dataclasses.fields(node) if dataclasses.is_dataclass(node) else ():
+        child = getattr(node, f.name)
+        if dataclasses.is_dataclass(child):
+            found = _path_of(child, target, f"{path}.{f.name}" if path else f.name)
+            if found is not None:
+                return found
+    return None
