@@ -420,6 +420,8 @@ def check_values(overrides: Sequence[Any]) -> None:
             schemas = section_schemas() if schemas is None else schemas  # imports marl.configs
             if first in schemas:
                 sections.setdefault(first, []).append(o)
+        elif key == "llm" and o.package is None:  # llm=hf alone: its preset is checked too
+            sections.setdefault("llm", [])
         if o.package is not None or o.input_line.startswith(("+", "~")):
             continue
         values = [v for v in _values(o) if not (isinstance(v, str) and "${" in v)]
@@ -449,20 +451,22 @@ def check_values(overrides: Sequence[Any]) -> None:
                                      for v in vs] for k, vs in share.items()}, presets)
         except ValueError as err:
             raise CLIError(f"bad config: {err}") from None
-    jobs = [items for found in sections.values() if presets is not None
+    order = list(section_schemas()) if sections else []  # the schema's order
+    jobs = [(section, items) for section, found in sorted(
+        sections.items(), key=lambda kv: order.index(kv[0])) if presets is not None
             for items in _section_jobs(found)]
     later = []
     with _torch_refused():  # first every check that needs no torch (a good population.* value
-        for items in jobs:  # before mappo.lr=-1 imported it through the learner registry)
+        for section, items in jobs:  # before mappo.lr=-1 imported it via the learner registry)
             try:
-                check_section_values(items, presets)
+                check_section_values(items, presets, section)
             except _NeedsTorch:
-                later.append(items)
+                later.append((section, items))
             except ValueError as err:
                 raise CLIError(f"bad config: {err}") from None
-    for items in later:  # last: their registry checks import torch
+    for section, items in later:  # last: their registry checks import torch
         try:
-            check_section_values(items, presets)
+            check_section_values(items, presets, section)
         except ValueError as err:
             raise CLIError(f"bad config: {err}") from None
 
@@ -899,7 +903,7 @@ def _chosen_presets(overrides: Sequence[Any]) -> Any:
     from hydra.core.override_parser.types import ValueType
     from omegaconf import OmegaConf
 
-    from populations.config_checks import section_schemas
+    from populations.config_checks import group_preset, section_schemas
 
     root = _configs_root()
     choices: dict[str, str] = {}
@@ -919,9 +923,11 @@ def _chosen_presets(overrides: Sequence[Any]) -> Any:
         package = next((line.split("@package", 1)[1].strip() for line in header
                         if "@package" in line), group)
         if package != "_global_":
+            if package == group and group in section_schemas():  # llm=hf: the llm section
+                return group_preset(root, group, option)
             if package.split(".")[0] in section_schemas():
                 raise LookupError(package)
-            return OmegaConf.create()  # under llm.*: nothing the early checks read
+            return OmegaConf.create()
         data = OmegaConf.create(text)
         defaults = OmegaConf.to_container(data.pop("defaults", None) or OmegaConf.create([]))
         for item in defaults if isinstance(defaults, list) else [defaults]:
@@ -1063,7 +1069,9 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     from games import make
 
     spec = make(args.game, **kwargs).spec
-    if not args.exploit:  # --exploit's settings are checked first, against the registry (torch)
+    if args.exploit:  # --exploit's settings first (against the registry and game: torch, later)
+        _check_exploit_values(args)
+    else:
         _check_eval_values(args)
     from marl.core import load_policy
     from populations.db import LeagueDB
@@ -1140,6 +1148,30 @@ def _check_eval_values(args: argparse.Namespace) -> None:
     if len(args.policies) < 2:
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")
+
+
+EXPLOIT_MINIMUMS = {"frames": 1, "seeds": 1, "eval_episodes": 2}
+"""The least value of ``ApproxConfig``'s budget fields (``--exploit-frames``...; a test keeps
+them in step)."""
+
+
+def _check_exploit_values(args: argparse.Namespace) -> None:
+    """The ``--exploit-*`` values refused before torch loads (the learner registry and the
+    game's check come after, in ``_exploit_config``): a budget below its least value, and a
+    learner that is none of marl's that train best responses
+    (``config_checks.STEPPED_ALGOS``) while nothing registered another (``--import``, a
+    plugin: the registry loaded)."""
+    from populations.config_checks import STEPPED_ALGOS
+
+    for name, low in EXPLOIT_MINIMUMS.items():
+        flag = name.removeprefix("eval_")
+        value = getattr(args, f"exploit_{flag}")
+        if value < low:  # ApproxConfig's words, which came after torch (~2.5 s CPU)
+            raise CLIError(f"approx exploitability: {name} must be an integer >= {low}, got "
+                           f"{value!r} (--exploit-{flag})")
+    if args.exploit_algo not in STEPPED_ALGOS and "marl.registry" not in sys.modules:
+        raise CLIError(f"--exploit-algo {args.exploit_algo!r} cannot train best responses; "
+                       f"choose one of {list(STEPPED_ALGOS)} (one compatible with the game)")
 
 
 def _policy_names(paths: list[str]) -> dict[str, str]:

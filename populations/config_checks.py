@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 TOP_LEVEL_TYPES: dict[str, type] = {
@@ -145,18 +146,44 @@ def check_game_kwargs(name: str, kwargs: Mapping[str, Any]) -> None:
 
 
 def section_schemas() -> dict[str, tuple[type, dict[str, Any]]]:
-    """The sections of an experiment whose dataclasses import without torch, by dotted path:
-    each one's dataclass and the defaults ``ExperimentConfig`` gives it beyond the class's own
-    (a test keeps this in step with ExperimentConfig). The others (``llm``, ``game``) are
-    checked when the schema loads."""
+    """The sections of an experiment whose dataclasses import without torch, by dotted path, in
+    ``ExperimentConfig``'s order (the schema reports the first bad one): each one's dataclass
+    and the defaults ``ExperimentConfig`` gives it beyond the class's own (a test keeps this
+    in step with ExperimentConfig). The other one (``game``) is checked when the schema
+    loads."""
+    from llm_agents.settings import LLMConfig
     from marl.configs import MADDPGConfig, MAPPOConfig, ValueDecompConfig
     from populations.experiment_config import PopulationConfig, RunnerConfig
     from populations.loggers import LoggerConfig
 
     return {"mappo": (MAPPOConfig, {}), "vdn": (ValueDecompConfig, {"mixer": "vdn"}),
             "qmix": (ValueDecompConfig, {"mixer": "qmix"}), "maddpg": (MADDPGConfig, {}),
-            "logger": (LoggerConfig, {}), "population": (PopulationConfig, {}),
-            "runner": (RunnerConfig, {})}
+            "llm": (LLMConfig, {}), "population": (PopulationConfig, {}),
+            "runner": (RunnerConfig, {}), "logger": (LoggerConfig, {})}
+
+
+def group_preset(root: Path, group: str, option: str) -> Any:
+    """``configs/<group>/<option>.yaml`` of a group packaged under its own name (``llm=hf``:
+    the ``llm`` section) as ``{group: values}``, its defaults list (other options of the same
+    group and ``_self_``, ``smollm2_kuhn``: ``[hf, _self_]``) merged in Hydra's order
+    (``_self_`` last when not listed). ``LookupError`` for anything else in a defaults list
+    (the schema decides); ``OSError`` when there is no such file (a ConfigStore preset)."""
+    from omegaconf import OmegaConf
+
+    def body(name: str, seen: tuple[str, ...]) -> Any:
+        if name in seen or not re.fullmatch(r"[\w-]+", name):
+            raise LookupError(name)
+        data = OmegaConf.create((root / group / f"{name}.yaml").read_text())
+        defaults = data.pop("defaults", None)
+        items = OmegaConf.to_container(defaults) if defaults is not None else []
+        if not isinstance(items, list) or any(not isinstance(i, str) for i in items):
+            raise LookupError(name)
+        out = OmegaConf.create()
+        for item in items if "_self_" in items else [*items, "_self_"]:
+            out.merge_with(data if item == "_self_" else body(item, (*seen, name)))
+        return out
+
+    return OmegaConf.create({group: body(option, ())})
 
 
 def writable(node: Any) -> Any:
@@ -183,7 +210,7 @@ def check_section_value(key: str, value: Any, input_line: str | None = None,
 
 
 def check_section_values(items: Sequence[tuple[str, Any, str | None]],
-                         presets: Any = None) -> None:
+                         presets: Any = None, section: str | None = None) -> None:
     """Refuse the command line's values of one section of :func:`section_schemas` (``items``:
     ``(key, value, input_line)`` in the line's order) as the schema would, before torch loads:
     the section's dataclass is built from its defaults, what the command line's group options
@@ -195,24 +222,28 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
     nearest keys. ``ValueError`` (one line) when refused.
 
     A section's check that needs torch (MAPPO's ``adv_norm`` registry, VDN/QMIX's mixers,
-    the learner registry for ``population.oracle`` / ``members``) imports it last, when the
-    others passed: a value refused only there costs torch's import here, as it would later;
-    a good value costs nothing (the run imports torch next)."""
+    the learner registry for ``population.oracle`` / ``members``; the LLM's ``adv_norm``,
+    ``kl_estimator``, ``loss_agg`` and action ``mode``) imports it last, when the others
+    passed: a value refused only there costs torch's import here, as it would later; a good
+    value costs nothing (the run imports torch next). ``section`` (``llm``) checks that
+    section from its defaults and ``presets`` alone when ``items`` is empty (``llm=hf``)."""
     from omegaconf import OmegaConf
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
+    from llm_agents.settings import registry_checks_later, registry_refusal
     from populations.config_paths import at_path, refusal
 
     schemas = section_schemas()
     path = None
-    for key, value, input_line in items:
+    for key, value, input_line in [*items] or ([(section + ".", None, None)] if section else []):
         found = max((p for p in schemas if key.startswith(p + ".")), key=len, default=None)
         if path is None:
             if found is None:
                 return
             path = found
             cls, defaults = schemas[path]
-            node = writable(OmegaConf.structured(cls))
+            with registry_checks_later():  # the defaults are built: their checks run below
+                node = writable(OmegaConf.structured(cls))
             for name, default in defaults.items():
                 node[name] = default
             chosen = OmegaConf.select(presets, path) if presets is not None else None
@@ -223,6 +254,8 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
                     return  # a preset the schema reports itself
         assert found == path, f"{key} is not in section {path}"  # one section per call
         sub = key[len(path) + 1:]
+        if not sub:  # the section as its presets set it (llm=hf)
+            continue
         try:
             OmegaConf.update(node, sub, value, merge=True)
         except (ConfigAttributeError, ConfigKeyError) as err:
@@ -232,12 +265,22 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
             raise ValueError(f"{input_line or f'{key}={value}'}: {text}") from None
     if path is None:
         return
+    refused = None  # llm's registry checks (torch) wait until every other check passed
     try:
-        OmegaConf.to_object(node)
+        with registry_checks_later() as later:
+            built = OmegaConf.to_object(node)
+        refused = registry_refusal(built, later) if later else None
+        if refused is not None:
+            sub, owner, inner = refused
+            raise ValueError(at_path(str(inner).strip().splitlines()[0],
+                                     f"{path}.{sub}" if sub else path, owner))
     except OmegaConfBaseException:
         return  # an interpolation in a preset (resolved against the whole config): the schema's
     except (ValueError, TypeError) as err:
-        where, owner, inner = refusal(node, path + ".") or (path, cls, err)  # mappo.net first
+        if refused is not None:
+            raise
+        with registry_checks_later():
+            where, owner, inner = refusal(node, path + ".") or (path, cls, err)  # mappo.net first
         text = str(inner).strip().splitlines()[0]
         raise ValueError(at_path(text, where, owner)) from None
 

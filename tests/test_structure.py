@@ -53,6 +53,7 @@ POPULATIONS_KNOWN: dict[tuple[str, str], str] = {
     # selfplay-train checks section values (mappo.lr=-1) with the learners' own dataclasses
     # before torch loads: marl.configs holds them without torch
     ("populations/config_checks.py", "marl.configs"): "MAPPOConfig of the early checks",
+    ("populations/config_checks.py", "llm_agents.settings"): "LLMConfig of the early checks",
     # the Python API's League() without members builds one MAPPO member from LeagueConfig
     ("populations/league.py", "marl.mappo"): "LeagueConfig.mappo and the default member",
     ("populations/league.py", "marl.actor_critic"): "NetConfig in LeagueConfig's default",

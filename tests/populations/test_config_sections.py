@@ -70,7 +70,7 @@ GOOD = ["mappo.lr=0.5", "vdn.batch_size=8", "qmix.mixer=vdn", "maddpg.gamma=1",
         "mappo.net.hidden=[32,32]", "mappo.net.value=shared",
         "population.psro.payoffs=sampled", "population.matchmaking.rule=fsp", "logger.kind=csv",
         "population.members=[mappo,llm_grpo]", "population.kind=psro",
-        "runner.kind=ray", "llm.team=anything", "game.kwargs.cards=4",  # llm, game: later
+        "runner.kind=ray", "llm.team=per_role", "game.kwargs.cards=4",  # game: later
         # inf: no gradient clipping (torch's clip_grad_norm_ leaves the gradients), review CT-5
         "vdn.max_grad_norm=inf", "maddpg.max_grad_norm=inf", "mappo.max_grad_norm=inf"]
 
