@@ -1027,7 +1027,7 @@ def train_main() -> None:
 # ----------------------------------------------------------------------- selfplay-eval
 def eval_main(argv: list[str] | None = None) -> None:
     """``selfplay-eval``: round-robin rating of saved policy files into a league database."""
-    p = OneLineParser(prog="selfplay-eval", description=eval_main.__doc__)
+    p = OneLineParser(prog="selfplay-eval", description=(eval_main.__doc__ or "").replace("``", ""))
     p.add_argument("policies", nargs="+", help="policy files (.pt) written by a run")
     p.add_argument("--game", required=True, help="game spec, e.g. openspiel/kuhn_poker")
     p.add_argument("--game-kwargs", default="{}", help="JSON keyword arguments of the game")

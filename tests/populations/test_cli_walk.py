@@ -85,3 +85,14 @@ def test_only_a_working_folder_module_is_imported_for_the_game(pz_module, tmp_pa
     assert game_modules("pettingzoo/mpe2.simple_spread_v3") == []
     assert game_modules("pettingzoo/not_here:make_env") == []
     assert game_modules("openspiel/kuhn_poker") == []
+
+
+def test_selfplay_eval_help_shows_no_markup(capsys):
+    # before: "``selfplay-eval``: round-robin rating ..." (the docstring's reST markup)
+    from populations.cli import eval_main
+
+    with pytest.raises(SystemExit) as stop:
+        eval_main(["--help"])
+    out = capsys.readouterr().out
+    assert stop.value.code == 0 and "selfplay-eval: round-robin rating" in out
+    assert "``" not in out
