@@ -56,6 +56,7 @@ from games.core import (
     UnknownGameError,
 )
 from games.graphs import mpe_entity_graph
+from games.registry import kwargs_name
 from games.teams import agent_specs, parse_teams, parse_zero_sum
 
 logger = logging.getLogger(__name__)
@@ -395,6 +396,7 @@ class PettingZooGame(Game):
         **kwargs: Any,
     ) -> None:
         factory, module, parallel = _resolve(module_path)
+        named = {"max_steps": max_steps, "teams": teams, "zero_sum": zero_sum}
         cycles = kwargs.get("max_cycles", 1)
         if isinstance(cycles, bool) or not isinstance(cycles, (int, np.integer)) or cycles < 1:
             # 0, -3 or true pass PettingZoo's envs and truncate every episode after one step
@@ -432,7 +434,9 @@ class PettingZooGame(Game):
         state_space = getattr(env, "state_space", None) if self.parallel else None
         _warn_large_obs(module_path, obs_spaces, state_space)
         self.spec = GameSpec(
-            name=f"pettingzoo/{module_path}",
+            # the kwargs are part of the name: making the game from it gets this game
+            name=kwargs_name(f"pettingzoo/{module_path}", {**kwargs, **{
+                k: v for k, v in named.items() if v is not None}}),
             agents=agent_specs(self.sides.roles, self.sides.teams),
             obs_shapes={a: (int(np.prod(obs_spaces[a].shape)),) for a in agents},
             action_spaces=self._action_spaces,

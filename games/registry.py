@@ -9,11 +9,12 @@ registers games); they are imported the first time a name is not found.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
 import inspect
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from games.core import Game, GameError, UnknownGameError
@@ -104,6 +105,8 @@ def make(spec: str, **kwargs: Any) -> Game:
         from games.openspiel import OpenSpielGame
 
         return OpenSpielGame(spec.removeprefix("openspiel/"), **kwargs)
+    if spec.startswith(("pettingzoo/", "vmas/")):
+        spec, kwargs = _merge_named(spec, kwargs)
     if spec.startswith("pettingzoo/"):
         from games.pettingzoo import PettingZooGame
 
@@ -136,3 +139,67 @@ def _call(name: str, factory: Callable[..., Game], kwargs: dict[str, Any]) -> Ga
         params = [p for p in sig.parameters if p != "self"]
         raise GameError(f"bad arguments for game {name!r}: {err}; accepted: {params}") from None
     return override_sides(factory(**kwargs), **sides)
+
+
+# ----------------------------------------------------------- names that hold kwargs
+# A PettingZoo or VMAS spec names its keyword arguments as OpenSpiel's names hold their
+# parameters: ``pettingzoo/mpe2.simple_spread_v3(N=2,max_cycles=25)``. Policies, run
+# records and league databases keep the name, and whatever makes the game from it again
+# (selfplay-eval's checks, PSRO from a game object) gets the same game, not the defaults.
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as Python literals: numpy scalars and OmegaConf containers unwrapped."""
+    if isinstance(value, Mapping):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ListConfig":
+        out = [_plain(v) for v in value]
+        return tuple(out) if isinstance(value, tuple) else out
+    item = getattr(value, "item", None)  # np.int64(2) -> 2
+    if callable(item) and type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0:
+        return item()
+    return value
+
+
+def kwargs_name(base: str, kwargs: Mapping[str, Any]) -> str:
+    """``base(k=v,...)`` with the keys sorted and values as Python literals; ``base`` alone
+    for no kwargs. ``split_name`` reads it back."""
+    if not kwargs:
+        return base
+    return f"{base}({','.join(f'{k}={_plain(v)!r}' for k, v in sorted(kwargs.items()))})"
+
+
+def split_name(spec: str) -> tuple[str, dict[str, Any]]:
+    """``("pettingzoo/mpe2.simple_spread_v3", {"N": 2})`` from
+    ``"pettingzoo/mpe2.simple_spread_v3(N=2)"``; a name without ``(...)`` has no kwargs.
+
+    Raises:
+        GameError: the part in parentheses is not ``key=literal`` pairs (nothing is run).
+    """
+    base, paren, rest = spec.partition("(")
+    if not paren:
+        return spec, {}
+    bad = GameError(f"cannot read the game name {spec!r}: expected <name>(key=value,...) with "
+                    "Python literal values (2, 0.5, True, 'text', [1, 2]), as a game's "
+                    "spec.name writes them")
+    try:
+        call = ast.parse(f"f({rest}", mode="eval").body
+    except SyntaxError:
+        raise bad from None
+    if not rest.endswith(")") or not isinstance(call, ast.Call) or call.args or any(
+            k.arg is None for k in call.keywords):
+        raise bad
+    try:
+        return base, {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    except (ValueError, TypeError, SyntaxError):
+        raise bad from None
+
+
+def _merge_named(spec: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The kwargs a name holds under the ones given; a key both give must agree."""
+    base, named = split_name(spec)
+    for key, value in named.items():
+        if key in kwargs and _plain(kwargs[key]) != value:
+            raise GameError(f"game {spec!r} names {key}={value!r} but its kwargs give "
+                            f"{key}={kwargs[key]!r}; give one of them")
+    return base, {**named, **kwargs}

@@ -57,6 +57,7 @@ from games.core import (
     UnknownGameError,
 )
 from games.graphs import NODE_DIM, full_edges
+from games.registry import kwargs_name
 from games.teams import agent_specs, parse_teams, parse_zero_sum
 from games.vector import VecStep
 
@@ -262,8 +263,11 @@ class VmasGame(Game):
         if teams is not None:
             team_of = parse_teams(teams, ids, where)
         obs = self._sim.reset()
+        named = {**kwargs, **({"continuous_actions": True} if self.continuous else {}),
+                 **({} if max_steps == DEFAULT_MAX_STEPS else {"max_steps": max_steps}),
+                 **{k: v for k, v in (("teams", teams), ("zero_sum", zero_sum)) if v is not None}}
         self.spec = GameSpec(
-            name=where,
+            name=kwargs_name(where, named),  # not the device: the same game anywhere
             agents=agent_specs({a: _base_role(a) for a in ids}, team_of),
             obs_shapes={a: (int(o.shape[1]),) for a, o in zip(ids, obs, strict=True)},
             action_spaces={a: self._space(env.action_space[i], where)
@@ -340,7 +344,7 @@ class VmasGame(Game):
 
     def text_observation(self, agent: str) -> str:
         obs = np.array2string(self.observe(agent), precision=2, separator=" ")
-        return (f"{self.spec.name} step {self._t}; you are {agent} "
+        return (f"vmas/{self.scenario} step {self._t}; you are {agent} "
                 f"({self.spec.agent(agent).role}); observation: {obs}")
 
     def action_text(self, agent: str, action: int) -> str:

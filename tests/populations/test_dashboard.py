@@ -127,7 +127,7 @@ def test_runs_list_counts_match_the_database(shared):
     assert league["matches"] == db.count_matches(run) > 0
     assert league["snapshots"] == len(db.snapshots(run)) == 4
     assert league["status"] == "finished"
-    assert league["game"] == "pettingzoo/mpe2.simple_adversary_v3"
+    assert league["game"] == "pettingzoo/mpe2.simple_adversary_v3(max_cycles=25)"  # + kwargs
 
 
 def test_run_summary_has_the_config(shared):
