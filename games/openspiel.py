@@ -87,6 +87,19 @@ def _accepted_range(gspec: Any, name: str, value: Any) -> str | None:
     return None if value >= low else f"an integer >= {low}"
 
 
+def _as_declared(short: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with an integer made a float where the game's default is a float:
+    Hydra reads ``game.kwargs.unscaled_move_cost=2`` as an int, which OpenSpiel refused
+    ("Expected type: kDouble, got kInt"). A bool stays a bool (OpenSpiel refuses it for a
+    number, as it should: true is not 1.0)."""
+    gspec = next((g for g in pyspiel.registered_games() if g.short_name == short), None)
+    if gspec is None:
+        return dict(params)
+    declared = gspec.parameter_specification
+    return {k: float(v) if isinstance(declared.get(k), float) and isinstance(v, (int, np.integer))
+            and not isinstance(v, bool) else v for k, v in params.items()}
+
+
 def _check_params(game_string: str, params: dict[str, Any]) -> None:
     """Reject parameter values that would crash OpenSpiel later, with a one-line error."""
     short = game_string.split("(", 1)[0]
@@ -199,10 +212,15 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
         # its states wait for a population distribution (mean-field nodes), not for seats
         raise GameError(f"openspiel/{short} is a mean-field game, which has no seats for agents; "
                         "accepted: sequential or simultaneous-move games")
+    params.update(_as_declared(short, params))  # in place: the spec's name reads it too
     _check_params(game_string, params)
     where = f"openspiel/{game_string} {params or ''}".rstrip()
     load_name, load_params = game_string, params
-    if params and "(" in game_string:
+    in_string = (pyspiel.game_parameters_from_string(game_string) if "(" in game_string
+                 else {})
+    declared = _as_declared(short, in_string)
+    ints = any(type(v) is not type(declared[k]) for k, v in in_string.items())
+    if ints or params and "(" in game_string:
         # pyspiel.load_game(string, params) takes the string as a bare name: "Unknown game
         # 'goofspiel(num_cards=3)'" and the list of every game on stderr; merged here
         load_params = pyspiel.game_parameters_from_string(game_string)
@@ -213,6 +231,7 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
                             "the game string and as keyword arguments (game.kwargs); accepted: "
                             "each in one place")
         load_params.update(params)
+        load_params = _as_declared(short, load_params)  # deep_sea(unscaled_move_cost=2)
     try:
         with _cpp_stderr_to_log():
             game = (pyspiel.load_game(load_name, load_params) if load_params
@@ -276,6 +295,7 @@ def _spec_name(game: pyspiel.Game, game_string: str, params: dict[str, Any]) -> 
     given = dict(pyspiel.game_parameters_from_string(game_string)) if "(" in game_string else {}
     given.pop("name", None)
     given.update(params)
+    given = _as_declared(short, given)  # deep_sea(unscaled_move_cost=2) is 2.0
     if _misread(str(game), short, given) is None:
         return str(game)
     text = f"{short}({','.join(f'{k}={_param_text(v)}' for k, v in sorted(given.items()))})"

@@ -1,0 +1,39 @@
+"""An integer where an OpenSpiel parameter's default is a float is that float.
+
+Hydra reads ``game.kwargs.unscaled_move_cost=2`` as the int 2, which OpenSpiel refused in
+one line ("Expected type: kDouble, got kInt"). A bool is not a number here: OpenSpiel's
+own refusal stands, so true does not play as 1.0 (nor 1 as true).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import games
+from games.core import GameError
+
+
+@pytest.mark.parametrize("name, kwargs, key, want", [
+    ("openspiel/deep_sea", {"unscaled_move_cost": 2}, "unscaled_move_cost", 2.0),
+    ("openspiel/deep_sea", {"unscaled_move_cost": np.int64(2)}, "unscaled_move_cost", 2.0),
+    ("openspiel/deep_sea(unscaled_move_cost=2)", {}, "unscaled_move_cost", 2.0),
+    ("openspiel/deep_sea(size=3)", {"unscaled_move_cost": 2}, "unscaled_move_cost", 2.0),
+    ("openspiel/go", {"komi": 6, "board_size": 5}, "komi", 6.0),
+])
+def test_an_int_is_the_float_the_game_declares(name, kwargs, key, want):
+    game = games.make(name, **kwargs)
+    got = game.game.get_parameters()[key]
+    assert type(got) is float and got == want
+    assert games.make(game.spec.name).spec == game.spec  # its name makes it again
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"unscaled_move_cost": True},  # a bool for a float
+    {"size": True},  # a bool for an int
+    {"randomize_actions": 1},  # an int for a bool
+    {"size": 2.0},  # a float for an int: not rounded into one
+])
+def test_other_types_are_still_refused_in_one_line(kwargs):
+    with pytest.raises(GameError, match=r"^[^\n]*Wrong type for parameter[^\n]*$"):
+        games.make("openspiel/deep_sea", **kwargs)
