@@ -1010,6 +1010,12 @@ def train_main() -> None:
         groups = "".join(f"  {g:<11} {', '.join(o)}\n" for g, o in _config_groups().items())
         print(HELP.format(groups=groups), end="")  # times: seconds; this one reads files
         return
+    for i, arg in enumerate(args):  # the other CLIs' flag (README's walk: 'unrecognized')
+        if arg == "--import" or arg.startswith("--import="):
+            module = arg.partition("=")[2] or next(
+                (a for a in args[i + 1:i + 2] if "=" not in a and not a.startswith("-")), "MODULE")
+            fail(TRAIN, f"{arg}: selfplay-train names your modules as imports=[{module}] "
+                        "(--import is selfplay-eval's and python -m populations.league's)")
     _TYPED[:] = args  # the resume hints repeat what was typed, not the added ~game
     sys.argv = [sys.argv[0], *game_overrides(args)]
     from populations.run_folder import sigterm_as_interrupt
@@ -1047,7 +1053,7 @@ def eval_main(argv: list[str] | None = None) -> None:
     x.add_argument("--exploit-seeds", type=int, default=3, help="independent repetitions")
     x.add_argument("--exploit-episodes", type=int, default=2_000,
                    help="evaluation episodes per value estimate")
-    args = p.parse_args(argv)
+    args = p.parse_intermixed_args(argv)  # files before and after the flags alike
     if args.exploit:  # minutes of training: its progress lines (populations.approx_exploit)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     from populations.run_folder import sigterm_as_interrupt

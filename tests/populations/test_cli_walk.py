@@ -96,3 +96,28 @@ def test_selfplay_eval_help_shows_no_markup(capsys):
     out = capsys.readouterr().out
     assert stop.value.code == 0 and "selfplay-eval: round-robin rating" in out
     assert "``" not in out
+
+
+@pytest.mark.parametrize("argv", [["--import", "mygame", "game.name=tug"],
+                                  ["game.name=tug", "--import=mygame"]])
+def test_selfplay_train_import_flag_names_imports(argv, monkeypatch, tmp_path, capsys):
+    # before: "selfplay-train: unrecognized arguments: --import (see --help)"
+    with pytest.raises(SystemExit) as stop:
+        _train(argv, monkeypatch, tmp_path)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.splitlines()) == 1
+    assert "selfplay-train names your modules as imports=[mygame]" in err
+
+
+def test_selfplay_eval_takes_files_before_and_after_the_flags(tmp_path, capsys):
+    # before: 'selfplay-eval a.pt --game G --db D b.pt' ended "unrecognized arguments: b.pt"
+    import games
+    from marl.train import RandomPolicy
+    from populations.cli import eval_main
+
+    spec = games.make("openspiel/kuhn_poker").spec
+    a, b = RandomPolicy(spec).save(tmp_path / "a.pt"), RandomPolicy(spec).save(tmp_path / "b.pt")
+    eval_main([str(a), "--game", "openspiel/kuhn_poker", "--db", str(tmp_path / "r.db"),
+               str(b), "--episodes", "1"])
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines()] == ["a", "b"]
