@@ -102,12 +102,17 @@ FAST = dict(rollout_steps=25, epochs=10, minibatches=4)
 
 
 def test_mappo_mlp_beats_random_on_spread():
+    """Learned and random each play 256 episodes. On 64 the random baseline read -25.55
+    (-26.72 on 256) and learned - random over seeds 0-4 (learner, torch, training game; AMD
+    EPYC, 4 Dec) was 4.62 4.65 4.45 4.92 3.96 against the bar of 3 (seed 4 within one
+    standard error, ~1.0, of it); on 256 it is 5.13 5.85 5.72 5.87 5.05 (standard error
+    ~0.56). Same training (60k frames), same bar; the evaluations cost ~2 s more."""
     torch.manual_seed(0)
     spec = games.make(SPREAD, N=3, max_cycles=25).spec
     learner = MAPPO(spec, MAPPOConfig(**FAST), seed=0)
     train(learner, _spread(3, 0, learner, 32), frames=60_000, progress=False)
-    learned = evaluate_learner(learner, _spread(3, 1234, learner), episodes=64).per_team["team"]
-    baseline = _random_return(3, learner)
+    learned = evaluate_learner(learner, _spread(3, 1234, learner), episodes=256).per_team["team"]
+    baseline = _random_return(3, learner, episodes=256)
     assert learned > baseline + 3.0, (learned, baseline)
 
 
