@@ -144,6 +144,9 @@ def test_mappo_gnn_beats_random_and_runs_at_more_agents():
 
 
 def test_ippo_learns_on_spread():
+    """Learned - random at 30k over seeds 0-4 (learner, torch, training game; AMD EPYC,
+    4 Dec): 7.27 4.73 6.76 5.07 5.36 against the bar of 2 (standard error ~1.0); at 20k
+    seed 1 was 4.05, so the 30k frames stay."""
     torch.manual_seed(0)
     spec = games.make(SPREAD, N=2, max_cycles=25).spec
     learner = MAPPO(spec, ippo_config(**FAST), seed=0)
