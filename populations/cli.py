@@ -1112,6 +1112,10 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
             if want != got:
                 raise CLIError(f"{name} was trained on {pol.meta.game} (observations of "
                                f"shape {want} for {a}); {spec.name} gives {got}")
+    for name, pol in policies.items():  # same seats and sizes, other parameters (max_cycles)
+        if pol.meta.game != spec.name:
+            print(f"selfplay-eval: note: {name} was trained on {pol.meta.game}; it plays "
+                  f"{spec.name} here", file=sys.stderr)
     db = LeagueDB(args.db)  # made only once every policy loaded
     run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name)
     store = PolicyStore(Path(args.db).parent / "eval_snapshots", db, run_id)
