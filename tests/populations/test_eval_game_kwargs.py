@@ -6,8 +6,6 @@ pettingzoo/mpe2.simple_spread_v3, not [agent_2]' (one name for two games), and o
 with max_cycles=5 played max_cycles=25 without a word.
 """
 
-import pytest
-
 import games
 from marl import registry
 
