@@ -613,8 +613,25 @@ class ConfigCheck(Callback):
         task = copy.deepcopy(config)
         with open_dict(task):
             del task["hydra"]
-        with reported(TRAIN):  # Hydra turns a callback's exception into a warning: exit here
-            prepare(task, list(config.hydra.overrides.task))
+        with reported(TRAIN), _named_log_lines():  # Hydra turns a callback's exception
+            prepare(task, list(config.hydra.overrides.task))  # into a warning: exit here
+
+
+@contextmanager
+def _named_log_lines() -> Iterator[None]:
+    """Before the run's logging is set up, Hydra's own formatter labels every line
+    ``[HYDRA]``: the check's lines ('enumerated openspiel/kuhn_poker: 58 histories...') read as
+    Hydra's. They are formatted as the run's lines are (Hydra's job_logging default)."""
+    root = logging.getLogger()
+    saved = [(h, h.formatter) for h in root.handlers]
+    named = logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    for handler, _ in saved:
+        handler.setFormatter(named)
+    try:
+        yield
+    finally:
+        for handler, formatter in saved:
+            handler.setFormatter(formatter)
 
 
 def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[str]:

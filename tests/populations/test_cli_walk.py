@@ -121,3 +121,33 @@ def test_selfplay_eval_takes_files_before_and_after_the_flags(tmp_path, capsys):
                str(b), "--episodes", "1"])
     out = capsys.readouterr().out
     assert [line.split()[0] for line in out.splitlines()] == ["a", "b"]
+
+
+def test_the_config_check_lines_are_not_labelled_hydra(monkeypatch):
+    # before: "[...][HYDRA] enumerated openspiel/kuhn_poker: 58 histories, ..." (the check runs
+    # while Hydra's own logging, whose formatter says HYDRA, is the root's)
+    import io
+    import logging
+
+    from hydra import compose, initialize_config_module
+
+    from populations.cli import ConfigCheck
+
+    with initialize_config_module(config_module="configs", version_base=None):
+        cfg = compose(config_name="config", overrides=["experiment=kuhn_psro"],
+                      return_hydra_config=True)
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    hydra_format = logging.Formatter("[%(asctime)s][HYDRA] %(message)s")
+    handler.setFormatter(hydra_format)
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [handler])
+    monkeypatch.setattr(root, "level", logging.INFO)
+    from populations import exploitability
+
+    exploitability._cached_tree.cache_clear()  # a fresh walk of Kuhn logs its size (~10 ms)
+    ConfigCheck().on_run_start(cfg)
+    lines = out.getvalue().splitlines()
+    assert lines and not any("[HYDRA]" in line for line in lines)
+    assert any("][populations." in line for line in lines)
+    assert handler.formatter is hydra_format  # Hydra's own lines after it: as before
