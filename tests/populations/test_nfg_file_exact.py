@@ -1,0 +1,61 @@
+"""Exact tools on a simultaneous game made from an .nfg file: the solver copy is the
+turn-based version of the same game object. It was reloaded from OpenSpiel's ``str(game)``,
+'matrix_nfg()', which no game string loads: PSRO and league NashConv on
+``openspiel/nfg_game`` ended in a pyspiel traceback listing every OpenSpiel game."""
+
+import sys
+
+import numpy as np
+import pyspiel
+import pytest
+
+import games
+from populations import exploitability as ex
+
+RPS = pyspiel.game_to_nfg_string(pyspiel.load_game("matrix_rps"))
+
+
+@pytest.fixture
+def nfg(tmp_path):
+    path = tmp_path / "rps.nfg"
+    path.write_text(RPS)
+    return path
+
+
+def test_game_tree_of_an_nfg_file_game(nfg):
+    tree = ex.game_tree(f"openspiel/nfg_game(filename={nfg})")
+    assert tree.solver_game.num_players() == 2
+    assert [len(p.keys) for p in tree.players] == [1, 1]
+    # rock-paper-scissors: payoffs of the 9 pure profiles are 0, -1 or 1
+    assert sorted(np.unique(tree.terminals.returns)) == [-1.0, 0.0, 1.0]
+
+
+def test_psro_auto_on_an_nfg_file_game_decides_exact(nfg):
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    import populations.cli  # noqa: F401  (registers the schema)
+    from populations.psro_run import resolve_auto
+
+    with initialize_config_module(config_module="configs", version_base=None):
+        exp = OmegaConf.to_object(compose(config_name="config", overrides=[
+            "population=psro", "game=rps", "game.name=openspiel/nfg_game",
+            f"+game.kwargs.filename={nfg}"]))
+    game = games.make(exp.game.name, **exp.game.kwargs)
+    decided = resolve_auto(exp, game, announce=False)
+    assert (decided.population.oracle, decided.population.psro.payoffs) == ("exact", "exact")
+
+
+def test_selfplay_train_psro_on_an_nfg_file_game(nfg, tmp_path, monkeypatch):
+    from populations.cli import train_main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [
+        "selfplay-train", "game.name=openspiel/nfg_game", f"+game.kwargs.filename={nfg}",
+        "population=psro", "population.iterations=1", "eval_episodes=4", "progress=false",
+        "logger=none", f"hydra.run.dir={tmp_path / 'run'}"])
+    try:
+        train_main()
+    except SystemExit as stop:
+        assert stop.code in (0, None)
+    assert (tmp_path / "run" / "league.db").exists() or any((tmp_path / "run").iterdir())
