@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import importlib
 import inspect
 import os
@@ -99,6 +100,8 @@ def make(spec: str, **kwargs: Any) -> Game:
         # the variable, not the imports
         for module in filter(None, os.environ.get(IMPORTS_ENV, "").split(",")):
             importlib.import_module(module)
+    if spec not in _REGISTRY and "(" in spec and spec.partition("(")[0] in _REGISTRY:
+        spec, kwargs = _merge_named(spec, kwargs)  # a registered game's name with its kwargs
     if spec in _REGISTRY:
         return _call(spec, _REGISTRY[spec], kwargs)
     if spec.startswith("openspiel/"):
@@ -138,7 +141,10 @@ def _call(name: str, factory: Callable[..., Game], kwargs: dict[str, Any]) -> Ga
     except TypeError as err:
         params = [p for p in sig.parameters if p != "self"]
         raise GameError(f"bad arguments for game {name!r}: {err}; accepted: {params}") from None
-    return override_sides(factory(**kwargs), **sides)
+    game = override_sides(factory(**kwargs), **sides)
+    if (kwargs or sides) and game.spec.name == name:  # the name holds them (tool/lookup(...))
+        game.spec = dataclasses.replace(game.spec, name=kwargs_name(name, {**kwargs, **sides}))
+    return game
 
 
 # ----------------------------------------------------------- names that hold kwargs

@@ -1,4 +1,5 @@
-"""PettingZoo and VMAS names hold their kwargs: the game made from a spec's name is that game.
+"""PettingZoo, VMAS and registered games' names hold their kwargs: the game made from a
+spec's name is that game.
 
 Before, ``make("pettingzoo/mpe2.simple_spread_v3", N=2).spec.name`` was the bare module
 path, so anything that made the game again from the name (a snapshot's meta.game, a run's
@@ -24,6 +25,9 @@ SPREAD = "pettingzoo/mpe2.simple_spread_v3"
     ("vmas/simple_spread", {"n_agents": 2}),
     ("vmas/simple_spread", {"n_agents": 2, "teams": {"agent_0": "a", "agent_1": "b"}}),
     ("vmas/simple_spread", {"n_agents": 2, "continuous_actions": True, "max_steps": 9}),
+    ("tool/lookup", {"num_keys": 4}),  # a registered game whose name is its registry name
+    ("tool/relay", {"max_value": 3, "ops": "+"}),
+    ("matrix/climbing", {"zero_sum": True}),
 ])
 def test_the_name_makes_the_same_game(name, kwargs):
     spec = games.make(name, **kwargs).spec
@@ -37,6 +41,7 @@ def test_names_without_kwargs_are_unchanged():
     assert games.make(SPREAD).spec.name == SPREAD
     assert games.make("vmas/simple_spread").spec.name == "vmas/simple_spread"
     assert games.make("vmas/simple_spread", device="cpu").spec.name == "vmas/simple_spread"
+    assert games.make("tool/lookup").spec.name == "tool/lookup"
 
 
 def test_a_rebuilt_game_object_keeps_its_kwargs():
@@ -57,3 +62,11 @@ def test_a_bad_name_is_one_line(name, kwargs, says):
     with pytest.raises(GameError, match=r"^[^\n]*$") as err:
         games.make(name, **kwargs)
     assert says in str(err.value)
+
+
+def test_a_registered_game_object_is_rebuilt_from_its_name():
+    from populations.payoffs import resolve_game
+
+    relay = games.make("tool/relay", max_value=2)  # was refused: 'cannot rebuild copies'
+    name, kwargs = resolve_game(relay)
+    assert games.make(name, **kwargs).spec == relay.spec and name == "tool/relay(max_value=2)"
