@@ -191,7 +191,7 @@ def game_modules(name: str) -> list[str]:
     (``mpe2...``) are left to the adapter."""
     if not isinstance(name, str) or not name.startswith("pettingzoo/"):
         return []
-    module = name.removeprefix("pettingzoo/").partition(":")[0]
+    module = name.removeprefix("pettingzoo/").partition("(")[0].partition(":")[0]  # (N=2)
     top = module.split(".")[0]
     if not top.isidentifier() or not all(p.isidentifier() for p in module.split(".")):
         return []

@@ -50,3 +50,14 @@ def test_other_seats_name_both_games(tmp_path, capsys):
     assert code == 2
     assert err.startswith(f"selfplay-eval: a was trained on {SPREAD}(N=2) (seats "
                           f"['agent_0', 'agent_1']), not on {SPREAD} (seats "), err
+
+
+def test_a_working_folder_module_is_found_under_a_name_with_kwargs(tmp_path, monkeypatch):
+    from populations.cli import game_modules
+
+    (tmp_path / "mypz_kw.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # a snapshot's name of a user's env module holds its kwargs: mypz_kw(N=2)
+    assert game_modules("pettingzoo/mypz_kw(N=2)") == ["mypz_kw"]
+    assert game_modules("pettingzoo/mypz_kw:make_env(N=2)") == ["mypz_kw"]
