@@ -219,6 +219,8 @@ class League:
         self.spec = games.make(cfg.game, **cfg.game_kwargs).spec  # its name holds the kwargs
         self.db = LeagueDB(self.run_dir / "league.db")
         run_id = self.db.run_id("league")
+        had_run = run_id is not None
+        recorded: dict[str, Any] | None = None  # the run's settings, when it has them
         if run_id is None:
             run_id = self.db.create_run("league", experiment="league", game=self.spec.name,
                                         config=_jsonable(cfg))
@@ -227,9 +229,6 @@ class League:
             if check_settings(f"league {self.run_dir}", recorded, _jsonable(cfg), MAY_CHANGE,
                               override):
                 self.db.set_run_config(run_id, _jsonable(cfg))
-            if resume and self.db.run_status(run_id) != "finished":
-                note_resume_threads(self.run_dir / "checkpoints", cfg.torch_threads,
-                                    lambda: recorded)
         self.run_id = run_id
         if resume:
             self.db.set_run_status(run_id, "running")
@@ -281,6 +280,17 @@ class League:
         self._resumed = resume
         if resume:
             self._restore()
+            if had_run and self._left_to_train():
+                note_resume_threads(self.run_dir / "checkpoints", cfg.torch_threads,
+                                    lambda: recorded)
+
+    def _left_to_train(self) -> bool:
+        """Whether :meth:`run` trains a member from the loaded checkpoint: a generation short
+        of ``cfg.generations`` (a finished league resumed with more generations trains them;
+        one only publishing or evaluating, or finished, trains nothing)."""
+        if self.progress:  # asynchronous: each member's own generation
+            return any(g < self.cfg.generations for g, _ in self.progress.values())
+        return self.generation < self.cfg.generations or self.phase == "training"
 
     @property
     def logger(self) -> MetricsLogger:

@@ -158,10 +158,29 @@ def test_a_league_experiment_resume_says_it_once(tmp_path, caplog):
     with caplog.at_level(logging.INFO):
         run_experiment(_exp(*league, "resume=true", "torch_threads=2"), tmp_path)
         assert _notes(caplog) == []  # finished: nothing trains at 2
+        # killed while generation 1 trained: its status, and generation 0's checkpoint the
+        # newest (the note is decided from the checkpoint: generation 1 is left to train)
         db = LeagueDB(tmp_path / "league.db")
         db.set_run_status(db.run_id("league"), "interrupted")
         db.close()
+        for later in (tmp_path / "checkpoints").glob("ckpt_00000[23].pt*"):
+            later.unlink()
         run_experiment(_exp(*league, "resume=true", "torch_threads=2"), tmp_path)
+        assert _notes(caplog) == [
+            "resuming with torch_threads=2 (the run had 1): training goes on, but its numbers "
+            "from here on differ from the run kept at 1 (sums round otherwise)"]
+
+
+def test_a_finished_league_resumed_with_more_generations_says_it(tmp_path, caplog):
+    """population.generations may change on a resume: a finished league resumed with more
+    trains them, at torch_threads=2, and said nothing (the note was decided from the run's
+    status, before the checkpoint was loaded); it is decided from the checkpoint now."""
+    league = ["game=kuhn", "population=self_play", "population.frames_per_generation=16",
+              "num_envs=4", "eval_episodes=1", "progress=false", "logger=none"]
+    run_experiment(_exp(*league, "population.generations=1"), tmp_path)
+    with caplog.at_level(logging.INFO):
+        run_experiment(_exp(*league, "population.generations=2", "resume=true",
+                            "torch_threads=2"), tmp_path)
         assert _notes(caplog) == [
             "resuming with torch_threads=2 (the run had 1): training goes on, but its numbers "
             "from here on differ from the run kept at 1 (sums round otherwise)"]
