@@ -141,6 +141,7 @@ def train(
     progress: bool = True,
     on_update: Callable[[int, dict[str, float]], None] | None = None,
     on_step: Callable[[int], None] | None = None,
+    log_as: str = "",
 ) -> TrainResult:
     """Train ``learner`` for ``frames`` joint steps (one frame = one step of one copy).
 
@@ -153,6 +154,9 @@ def train(
             sampling from the policy.
         on_update: called with (frames, metrics) after each update (logging hooks).
         on_step: called with the frames so far after each step (and its update, if any).
+        log_as: what trained, as the closing log line names it (``"RL oracle: player_0"``
+            -> ``"RL oracle: player_0 trained 512 frames in ..."``); a caller names its
+            learner here instead of logging a second line of the same frames.
     """
     opponents = dict(opponents or {})
     free = set(vg.spec.agent_ids) - set(learner.agents) - set(opponents)
@@ -185,9 +189,8 @@ def train(
             )
     bar.close()
     result.seconds = time.perf_counter() - start
-    log.info(
-        "trained %d frames in %.1fs (%d updates)", result.frames, result.seconds, result.updates
-    )
+    log.info("%strained %d frames in %.1fs (%d updates)", f"{log_as} " if log_as else "",
+             result.frames, result.seconds, result.updates)
     return result
 
 

@@ -77,7 +77,7 @@ from marl.core import Learner, Policy, PolicyMeta, derive_seed
 from marl.train import RandomPolicy, train
 from populations import exploitability as ex
 from populations import sequence_form as sf
-from populations.approx_exploit import evaluated_greedy
+from populations.approx_exploit import evaluated_greedy, side_text
 from populations.meta_solvers import (
     FullGame,
     get_meta_solver,
@@ -401,14 +401,8 @@ class RLOracle:
         kwargs = {**self.game_kwargs, **needs}
         vg = VectorGame(self.game, self.config.num_envs, seed=derive_seed(seed, "game"),
                         with_text=with_text, **kwargs)
-        result = train(learner, vg, self.config.frames, opponents=opp, progress=False)
-        log.info(
-            "RL oracle: %s trained %d frames in %.1fs (%d updates)",
-            agent,
-            result.frames,
-            result.seconds,
-            result.updates,
-        )
+        train(learner, vg, self.config.frames, opponents=opp, progress=False,
+              log_as=f"RL oracle: {side_text(self.spec, own)}")
         return learner.policy()
 
 

@@ -42,7 +42,6 @@ from populations.psro import (
     RLOracleConfig,
     check_exact_players,
     mappo_learner,
-    nash_conv_text,
     psro_players,
     seat_tuple,
     why_not_exact,
@@ -172,9 +171,7 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
             _record_matches(db, run_id, runner, store, recorder, cfg, done - 1,
                             _greedy(psro), psro.seats_of)
         for k in range(done, pop.iterations):
-            it = psro.iteration()
-            log.info("psro iteration %d: NashConv %s (%.2fs)", it.iteration,
-                     nash_conv_text(it.nash_conv, 5), it.seconds)
+            it = psro.iteration()  # logs its one line (population, NashConv, seconds)
             _record_matches(db, run_id, runner, store, recorder, cfg, it.iteration,
                             _greedy(psro), psro.seats_of)
             # the iteration is recorded: its resume starts the next (after the last: finished)
@@ -183,8 +180,10 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
                 stop_now()
     finally:
         runner.close()
+    # a player is a seat, or a team (players=teams: red, blue), and its column says which
+    col = "seat" if all(s == (p,) for p, s in psro.seats_of.items()) else "team"
     return [
-        {"member": f"psro-{agent}-{k}", "seat": agent, "meta_weight": round(float(w), 4)}
+        {"member": f"psro-{agent}-{k}", col: agent, "meta_weight": round(float(w), 4)}
         for agent, probs in psro.meta_strategy.items() for k, w in enumerate(probs)
     ]
 

@@ -357,7 +357,7 @@ def test_psro_on_vmas_tag_runs_from_the_preset_defaults(tmp_path):
     saved = json.loads((tmp_path / "run" / "settings.json").read_text())["population"]
     assert (saved["oracle"], saved["psro"]["payoffs"], saved["psro"]["meta_solver"]) == (
         "rl", "sampled", "auto")
-    assert {row["seat"] for row in summary.table} == {"adversary", "good"}
+    assert {row["team"] for row in summary.table} == {"adversary", "good"}  # teams, not seats
 
 
 def test_an_auto_run_records_what_it_decided_and_an_old_exact_run_resumes(tmp_path):
