@@ -389,11 +389,19 @@ class LeagueDB:
         return cur.rowcount
 
     def add_member(self, run_id: int, name: str, kind: str, roles: Iterable[str]) -> int:
+        """Record member ``name`` of ``kind`` (or find it). A member recorded as its
+        snapshots' policy kind (leagues from before members were recorded by their learner:
+        an IPPO member as ``mappo``) takes ``kind``, the learner's name, from then on."""
         with self.conn:
             self.conn.execute(
                 "INSERT OR IGNORE INTO members (run_id, name, kind, roles, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (run_id, name, kind, json.dumps(list(roles)), time.time()),
+            )
+            self.conn.execute(
+                "UPDATE members SET kind = ? WHERE run_id = ? AND name = ? AND kind <> ? "
+                "AND kind IN (SELECT s.kind FROM snapshots s WHERE s.member_id = members.id)",
+                (kind, run_id, name, kind),
             )
         row = self.conn.execute("SELECT id FROM members WHERE run_id = ? AND name = ?",
                                 (run_id, name)).fetchone()
