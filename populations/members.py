@@ -132,14 +132,15 @@ class GenerationMatchmaker:
 
 
 class Member(Protocol):
-    """What a league needs of a member (see the module docstring)."""
+    """What a league needs of a member (see the module docstring).
+
+    Optional: ``algo: str``, the learner that trains it (its registry name: ``"ippo"``,
+    whose snapshots are ``"mappo"`` policies), for the league tables' kind column; the
+    league reads it with ``getattr``, and a member without one (an LLM team's: ``"llm"``)
+    shows its ``kind``. Not declared here, so a member class without it is a Member."""
 
     name: str
     kind: str  # "mappo" | "llm" | ...: what the member's snapshots are (their policy kind)
-    # the learner that trains it (its registry name: "ippo", whose snapshots are "mappo"
-    # policies); the league tables' kind column. Optional: a member without one (an LLM
-    # team's: "llm") shows its kind
-    algo: str
     opponents: tuple[str, ...] | None  # members whose snapshots it meets (None: all)
     latest_only: bool  # meet only each of those members' newest snapshot
 

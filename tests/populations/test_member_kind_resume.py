@@ -39,3 +39,16 @@ def test_a_row_naming_its_learner_keeps_it(tmp_path):
     db.add_member(run, "fresh", "vdn", ["player_0"])  # no snapshots: as recorded
     db.add_member(run, "fresh", "mappo", ["player_0"])
     assert _kinds(db, run)["fresh"] == "vdn"
+
+
+def test_the_member_protocol_leaves_algo_optional():
+    """The league reads ``algo`` with getattr (a member without one shows its kind), but the
+    Protocol declared ``algo: str``, so a type checker refused every Member class written
+    without it (README's ``League(cfg, dir, members=[...])``)."""
+    import typing
+
+    from populations.members import Member
+
+    assert "algo" not in typing.get_type_hints(Member)
+    assert {"name", "kind", "opponents", "latest_only"} <= set(typing.get_type_hints(Member))
+    assert "algo" in (Member.__doc__ or "")  # still documented, as optional
