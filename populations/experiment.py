@@ -46,6 +46,7 @@ from populations.checkpoint import (
     checkpoint_files,
     load_latest,
     note_resume_threads,
+    read_checkpoint,
     save_checkpoint,
 )
 from populations.config_checks import (
@@ -451,11 +452,28 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
     _evaluate_single(db, run_id, cfg, spec, snap.id, learner, random_seats(spec, agents, seeds),
                      vkw)
     db.set_run_status(run_id, "finished")
-    rows = [{"member": cfg.algo, "version": snap.version, "frames": frames,
-             "seconds": round(seconds, 1),
-             "final_return": round(float(np.mean(returns)), 3) if returns else None}]
+    rows = [_single_row(cfg.algo, snap.version, frames, seconds, returns)]
     db.close()
     return rows
+
+
+def _single_row(member: str, version: int | None, frames: int | None, seconds: float,
+                returns: list[float]) -> dict[str, Any]:
+    """A single run's table row: its frames, seconds and mean return of its last episodes."""
+    return {"member": member, "version": version, "frames": frames, "seconds": round(seconds, 1),
+            "final_return": round(float(np.mean(returns)), 3) if returns else None}
+
+
+def _llm_row(version: int | None, iterations: int | None,
+             metrics: dict[str, float]) -> dict[str, Any]:
+    """An LLM team run's table row: its last iteration's rates (and self-play win rates)."""
+    row: dict[str, Any] = {"member": "llm", "version": version, "iterations": iterations}
+    for key in ("legal_rate", "success_rate", "team_return"):
+        if f"charts/{key}" in metrics:
+            row[key] = round(float(metrics[f"charts/{key}"]), 3)
+    for key in sorted(k for k in metrics if k.startswith("charts/win_rate/")):  # self-play:
+        row[key.removeprefix("charts/")] = round(float(metrics[key]), 3)  # team_return is 0
+    return row
 
 
 def _train_single(cfg: ExperimentConfig, learner: Learner, recent: _RecentReturns, start: int,
@@ -541,12 +559,7 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
     member = _Seats(trainer.policy(agents), agents)
     _evaluate_single(db, run_id, cfg, spec, snap.id, member, others, {"with_text": True})
     db.set_run_status(run_id, "finished")
-    row = {"member": "llm", "version": snap.version, "iterations": cfg.llm.iterations}
-    for key in ("legal_rate", "success_rate", "team_return"):
-        if f"charts/{key}" in metrics:
-            row[key] = round(float(metrics[f"charts/{key}"]), 3)
-    for key in sorted(k for k in metrics if k.startswith("charts/win_rate/")):  # self-play:
-        row[key.removeprefix("charts/")] = round(float(metrics[key]), 3)  # team_return is 0
+    row = _llm_row(snap.version, cfg.llm.iterations, metrics)
     db.close()
     return [row]
 
@@ -604,7 +617,8 @@ class _RecentReturns:
 def _finished_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,
                   unit: str) -> dict[str, Any] | None:
     """A run recorded ``finished`` is not trained nor published again on a resume: one log
-    line and its table row (None when the run is not finished)."""
+    line and its table row as the run recorded it (its last checkpoint's seconds and returns,
+    or an LLM run's rates), None when the run is not finished."""
     if db.run_status(run_id) != "finished":
         return None
     snaps = db.snapshots(run_id, member)
@@ -613,7 +627,37 @@ def _finished_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,
     step = int(ckpts[0].stem.removeprefix("ckpt_")) if ckpts else None
     log.info("run %s already finished%s (snapshot v%s); nothing to do", run_dir,
              "" if step is None else f" at {step} {unit}", version)
-    return {"member": member, "version": version, unit: step}
+    if not ckpts:
+        return {"member": member, "version": version, unit: step}
+    try:  # the newest only: an older one's figures are not the finished run's
+        _, returns, seconds, metrics = _checked_state(ckpts[0], read_checkpoint(ckpts[0]))
+    except CheckpointError as err:
+        log.warning("%s; the finished run's table shows none of its figures", err)
+        return {"member": member, "version": version, unit: step}
+    if unit == "iterations":
+        return _llm_row(version, step, metrics)
+    return _single_row(member, version, step, seconds, returns)
+
+
+def _checked_state(path: Path, raw: dict[str, Any]) -> tuple[int, list[float], float,
+                                                             dict[str, float]]:
+    """A single run's checkpoint ``raw`` (read from ``path``, an untrusted file): its step,
+    last episode returns, seconds and metrics, each checked.
+
+    Raises:
+        CheckpointError: one line naming the file and the bad value.
+    """
+    step, returns, seconds = raw.get("step"), raw.get("returns", []), raw.get("seconds", 0.0)
+    metrics = raw.get("metrics", {})
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < 2**63:
+        raise CheckpointError(f"checkpoint {path} holds step={step!r}; expected a count >= 0 "
+                              "below 2**63 (SQLite's integers)")
+    if not isinstance(returns, list) or not all(isinstance(r, float) for r in returns) \
+            or not isinstance(seconds, float) or not isinstance(metrics, dict) \
+            or not all(isinstance(k, str) and isinstance(v, float) for k, v in metrics.items()):
+        raise CheckpointError(f"checkpoint {path} holds returns, seconds or metrics that "
+                              "are not floats")
+    return step, returns, seconds, metrics
 
 
 def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, run_id: int,
@@ -627,17 +671,7 @@ def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, r
         log.info("no checkpoint in %s: training from the start", run_dir)
     else:
         path, raw = found
-        step, returns, seconds = raw.get("step"), raw.get("returns", []), raw.get("seconds", 0.0)
-        metrics = raw.get("metrics", {})
-        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < 2**63:
-            raise CheckpointError(f"checkpoint {path} holds step={step!r}; expected a count >= 0 "
-                                  "below 2**63 (SQLite's integers)")
-        if not isinstance(returns, list) or not all(isinstance(r, float) for r in returns) \
-                or not isinstance(seconds, float) or not isinstance(metrics, dict) \
-                or not all(isinstance(k, str) and isinstance(v, float)
-                           for k, v in metrics.items()):
-            raise CheckpointError(f"checkpoint {path} holds returns, seconds or metrics that "
-                                  "are not floats")
+        step, returns, seconds, metrics = _checked_state(path, raw)
         try:
             learner.load_state_dict(raw["learner"])
         except Exception as err:  # noqa: BLE001 - a file of other settings, or a crafted one

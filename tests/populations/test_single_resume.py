@@ -61,7 +61,7 @@ def _kill_after_first_checkpoint(monkeypatch, at_call=3):
 
 
 def test_a_finished_run_resumes_to_nothing(tmp_path, caplog):
-    run_experiment(_exp(*TINY), tmp_path)
+    first = run_experiment(_exp(*TINY), tmp_path).table
     before = sorted(p.name for p in (tmp_path / "snapshots").rglob("*.pt"))
     metrics = _rows(tmp_path / "league.db", "SELECT step, key, value FROM metrics ORDER BY id")
     settings = (tmp_path / "settings.json").read_text()
@@ -76,7 +76,9 @@ def test_a_finished_run_resumes_to_nothing(tmp_path, caplog):
     run_experiment(_exp(*TINY, "resume=true"), tmp_path)  # its own settings still resume
     assert sorted(p.name for p in (tmp_path / "snapshots").rglob("*.pt")) == before == \
         ["v0000.pt"]
-    assert summary.table == [{"member": "mappo", "version": 0, "frames": 64}]
+    # the figures the run recorded (its seconds and final_return were left out)
+    assert summary.table == first and set(first[0]) == {
+        "member", "version", "frames", "seconds", "final_return"}
     assert f"run {tmp_path} already finished at 64 frames (snapshot v0); nothing to do" \
         in caplog.messages
     assert _rows(tmp_path / "league.db",
@@ -160,12 +162,12 @@ def test_out_of_range_settings_are_refused_in_one_line(name, value):
 
 
 def test_a_finished_llm_run_resumes_to_nothing(tmp_path, caplog):
-    run_experiment(_exp(*TINY_LLM), tmp_path)
+    first = run_experiment(_exp(*TINY_LLM), tmp_path).table
     with caplog.at_level(logging.INFO, logger="populations.experiment"):
         summary = run_experiment(_exp(*TINY_LLM, "resume=true"), tmp_path)
     assert sorted(p.name for p in (tmp_path / "snapshots").rglob("*.pt")) == \
         ["v0000.pt", "v0001.pt"]
-    assert summary.table == [{"member": "llm", "version": 1, "iterations": 2}]
+    assert summary.table == first and "legal_rate" in first[0]  # its recorded rates
     assert any("already finished at 2 iterations" in m for m in caplog.messages)
 
 
