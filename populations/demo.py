@@ -65,7 +65,9 @@ def play(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(  # the docstring's first line, without its reST markup
+        prog="selfplay-demo",
+        description=(__doc__ or "selfplay-demo").splitlines()[0].replace("``", ""))
     parser.add_argument("--episodes", type=int, default=200, help="episodes per pairing")
     parser.add_argument("--num-envs", type=int, default=16, help="copies stepped together")
     parser.add_argument("--seed", type=int, default=0)
