@@ -4,13 +4,14 @@ Like PettingZoo's ``api_test``, a user runs it on their own game::
 
     report = games.check_game(games.make("my_game"), episodes=50)
 
-It plays random legal actions and checks, at every step: observations (shape, float32,
-finite), legal masks (bool, match ``legal_actions``, at least one legal action), that
-illegal actions raise :class:`IllegalActionError` and leave the game unchanged, text
-views (every legal action text parses back to its action, garbage raises
-:class:`InvalidAction`), global state and entity graph shapes, rewards for every agent
-(finite float scalars; episode returns summing to zero in zero-sum games), episodes ending
-within ``max_steps`` with every agent terminated or truncated, and that the same seed with
+It plays random legal actions and checks, at every step: one acting agent at a time unless
+the spec is ``simultaneous``, observations (shape, float32, finite), legal masks (bool,
+match ``legal_actions``, at least one legal action), that illegal actions raise
+:class:`IllegalActionError` and leave the game unchanged, text views (every legal action
+text parses back to its action, garbage raises :class:`InvalidAction`), global state and
+entity graph shapes, rewards for every agent (finite float scalars; episode returns
+summing to zero in zero-sum games), episodes ending within ``max_steps`` with every agent
+terminated or truncated, and that the same seed with
 the same actions gives the identical trajectory.
 Shape errors say which shape was expected. On long games it stops starting episodes once
 those played hold ``step_budget`` steps (1,000 by default), with a ``UserWarning`` saying how
@@ -81,6 +82,9 @@ def _check_timestep(game: Game, ts: TimeStep, where: str) -> None:
     spec = game.spec
     ids = set(spec.agent_ids)
     _require(set(ts.acting) <= ids, f"{where}: unknown acting agents {ts.acting}")
+    _require(spec.simultaneous or len(ts.acting) <= 1,
+             f"{where}: {list(ts.acting)} act at once, but spec.simultaneous is False (turns: "
+             "one agent acts at a time); declare GameSpec(simultaneous=True)")
     _check_rewards(ts, spec.agent_ids, where)
     for a in ts.acting:
         obs = ts.obs[a]
