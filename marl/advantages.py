@@ -368,6 +368,7 @@ def _joint_group(x, keys, mask, weights, cfg, state) -> Tensor:
     if keys.trajectory is None:
         return group_normalize(x, node, mask, weights, **norm)
     unit = dense_key(node.ids, keys.trajectory)  # a trajectory spanning nodes splits
+    unit = SegmentKey(unit.ids, unit.num, side_by_side=True)  # a joint action's samples adjoin
     on = torch.ones_like(x) if mask is None else mask.to(x.dtype)  # 1: unmasked
     xm = x if mask is None else torch.where(mask, x, 0.0)  # masked samples may hold NaN
     w = on if weights is None else weights.to(x.dtype) * on

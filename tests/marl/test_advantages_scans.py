@@ -36,7 +36,18 @@ def test_segment_sums_spread_over_lanes_match_plain_sums(lanes):
     key.__dict__["lanes"] = lanes
     expect = torch.zeros(6, dtype=torch.float64).index_add_(0, ids, x)
     torch.testing.assert_close(key.sum(x), expect)
-    assert SegmentKey(ids, 6).lanes == 1  # on the CPU
+    assert SegmentKey(ids, 6).lanes == SegmentKey(ids, 6, side_by_side=True).lanes == 1  # CPU
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_lanes_spread_hot_and_side_by_side_keys_only():
+    """Few segments (role) and a key whose segments' samples adjoin (joint actions) spread
+    over lanes on CUDA; many interleaved segments (agent of 64k) do not; the sums agree."""
+    ids = torch.arange(100_000, device="cuda") // 25  # 4,000 segments of 25 adjacent samples
+    x = torch.randn(100_000, device="cuda", dtype=torch.float64)
+    side, plain = SegmentKey(ids, 4000, side_by_side=True), SegmentKey(ids, 4000)
+    assert side.lanes == 16 and plain.lanes == 1 and SegmentKey(ids % 32, 32).lanes == 128
+    torch.testing.assert_close(side.sum(x), plain.sum(x))
 
 
 @given(lengths=st.lists(st.integers(1, 40), min_size=1, max_size=8),
