@@ -91,6 +91,16 @@ def test_turn_keys_equal_the_per_turn_reference(device, episodes):
         assert got_index.state_dict() == ref_index.state_dict()  # same ids in the same order
 
 
+def same(got: torch.Tensor, want: torch.Tensor, where, device: str) -> None:
+    """Equal tensors on the CPU. On CUDA the segment sums are ``scatter_add_``'s float atomics,
+    whose order (so the last bits) changes from call to call: equal to float32 rounding (also
+    the ``role_ema`` baselines, which ``state_dict`` hands back on the CPU)."""
+    if device == "cpu" or not got.is_floating_point():
+        assert torch.equal(got, want), where
+    else:
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=str(where))
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_turn_advantages_equal_the_per_turn_reference_for_every_adv_norm(device):
     """Every adv_norm the trainer can run (``TURN_KEYS``), returns and rewards, gamma 1 / 0.7 /
@@ -110,10 +120,14 @@ def test_turn_advantages_equal_the_per_turn_reference_for_every_adv_norm(device)
                     ref = ref_advantages(turns, games, name, indices[1], gamma=gamma, cfg=cfg,
                                          state=states[1], device=device)
                     where = (name, cfg.per_trajectory, gamma)
-                    assert torch.equal(got.advantages, ref.advantages), where
+                    same(got.advantages, ref.advantages, where, device)
                     assert torch.equal(got.mask, ref.mask), where
-                    assert got.diagnostics == ref.diagnostics, where
+                    if device == "cpu":
+                        assert got.diagnostics == ref.diagnostics, where
+                    else:
+                        assert got.diagnostics == pytest.approx(ref.diagnostics, rel=1e-5,
+                                                                abs=1e-6, nan_ok=True), where
                     for a, b in zip(states[0].state_dict().values(),
                                     states[1].state_dict().values(), strict=True):
-                        assert torch.equal(a, b), where
+                        same(a, b, where, device)
                 assert indices[0].state_dict() == indices[1].state_dict()
