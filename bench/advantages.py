@@ -190,6 +190,45 @@ def table(samples: int, repeats: int, ref_scale: int, device: torch.device) -> N
     print()
 
 
+def profile(samples: int, device: torch.device, top: int = 6) -> None:
+    """Part 4 (``--parts profile``): where one call of each adv_norm spends its time at
+    ``samples``: wall time, kernel launches and their summed device time (CUDA; on the CPU the
+    ops' own CPU time), and the ``top`` kernels. A call whose kernels sum to far less than its
+    wall time waits on launches or the host; else the top kernels are the ones to change."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    cuda = device.type == "cuda"
+    big = {k: v.to(device) for k, v in make_layout(samples).items()}
+    keys = keys_of(big)
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    print(f"One call at {samples:,} samples on {device}: kernels (device time) per adv_norm\n")
+    print("| adv_norm | wall ms | kernels | kernel ms | top kernels (calls, ms) |")
+    print("|---|---:|---:|---:|---|")
+    for row, name, cfg in cases():
+        fn = partial(normalize_advantages, name, big["values"], keys, big["mask"], cfg=cfg,
+                     state=RoleEMABaseline())  # fmt: skip
+        fn()
+        _sync(device)
+        with torch_profile(activities=acts) as prof:
+            w0 = time.perf_counter()
+            fn()
+            _sync(device)
+            wall = time.perf_counter() - w0
+        evs = [e for e in prof.key_averages()
+               if (e.device_type == DeviceType.CUDA) == cuda and not e.key.startswith("cuda")]
+        own = "self_device_time_total" if cuda else "self_cpu_time_total"
+        evs = [e for e in evs if getattr(e, own, 0) > 0]
+        evs.sort(key=lambda e: getattr(e, own), reverse=True)
+        total = sum(getattr(e, own) for e in evs) / 1e3
+        tops = "; ".join(f"{e.key[:60].replace('|', '/')} ({e.count}, "
+                         f"{getattr(e, own) / 1e3:.3f})" for e in evs[:top])
+        print(f"| {row} | {wall * 1e3:.3f} | {sum(e.count for e in evs)} | {total:.3f} | "
+              f"{tops} |", flush=True)
+    print()
+
+
 def mappo_batch(repeats: int, device: torch.device) -> None:
     """Part 2: one call at MAPPO's batch against the one-liner (best of many interleaved)."""
     gen = torch.Generator().manual_seed(0)
@@ -376,7 +415,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--ref-scale", type=int, default=100)
     parser.add_argument("--device", default="cpu", help="where our code runs: cpu, cuda, cuda:1")
-    parser.add_argument("--parts", default="table,batch,e2e", help="comma list: table,batch,e2e")
+    parser.add_argument("--parts", default="table,batch,e2e",
+                        help="comma list: table,batch,e2e,profile")
     parser.add_argument("--updates", type=int, default=10, help="MAPPO updates timed (part 3)")
     parser.add_argument("--grpo-steps", type=int, default=20, help="GRPO steps timed (part 3)")
     args = parser.parse_args()
@@ -393,8 +433,8 @@ def main() -> None:
     if min(args.samples, args.repeats, args.ref_scale, args.updates, args.grpo_steps) < 1:
         parser.error("--samples, --repeats, --ref-scale, --updates and --grpo-steps must be >= 1")
     parts = set(args.parts.split(","))
-    if parts - {"table", "batch", "e2e"}:
-        parser.error(f"--parts {args.parts!r}; choose from table, batch, e2e")
+    if parts - {"table", "batch", "e2e", "profile"}:
+        parser.error(f"--parts {args.parts!r}; choose from table, batch, e2e, profile")
     if "table" in parts:
         table(args.samples, args.repeats, args.ref_scale, device)
     torch.set_num_threads(1)  # as the entry points run learners on a CPU
@@ -402,6 +442,8 @@ def main() -> None:
         mappo_batch(args.repeats, device)
     if "e2e" in parts:
         end_to_end(device, args.updates, args.grpo_steps)
+    if "profile" in parts:
+        profile(args.samples, device)
 
 
 if __name__ == "__main__":

@@ -25,10 +25,14 @@ timeout "${TESTS_LIMIT:-210}" $py -m pytest -q -p no:cacheprovider -rs \
     tests/test_cuda.py tests/marl/test_adv*.py tests/marl/test_mappo*.py tests/llm_agents/test_turn_keys.py \
     tests/llm_agents/test_backends.py -k "cuda or vllm" 2>&1 | tee "$out/tests.log"
 # issue 16's target: every grouped scheme at most 3x `global` at 10M samples on CUDA
-timeout "${BENCH_LIMIT:-120}" $py bench/advantages.py --device cuda --samples 10000000 2>&1 \
+# (--parts ... profile: each adv_norm's kernels, to see where a missed goal goes)
+timeout "${BENCH_LIMIT:-120}" $py bench/advantages.py --device cuda --samples 10000000 \
+    --parts table,batch,e2e,profile 2>&1 \
     | tee "$out/advantages_cuda.md"
-timeout "${LLM_LIMIT:-90}" $py bench/llm_rollouts.py --device cuda --repeats 2 2>&1 \
-    | tee "$out/llm_rollouts_cuda.md"
+if [ "${LLM_LIMIT:-90}" != 0 ]; then  # LLM_LIMIT=0 skips this part
+    timeout "${LLM_LIMIT:-90}" $py bench/llm_rollouts.py --device cuda --repeats 2 2>&1 \
+        | tee "$out/llm_rollouts_cuda.md"
+fi
 # issue 17: MAPPO frames/s on vmas/navigation at 4,096-32,768 copies (15 s per B at most),
 # then doubling B until CUDA runs out of memory (45 s at most)
 timeout "${VMAS_LIMIT:-120}" $py bench/vmas_gpu.py --device cuda --copies 4096 8192 16384 32768 \
