@@ -118,6 +118,15 @@ def register_game_text(name: str, rules: str, view: Callable[[str, str], str] | 
     GAME_TEXTS[name] = GameText(rules, view)
 
 
+def prompt_game_name(name: str) -> str:
+    """A game's name as prompts (and tiny vocabularies) say it: without the ``(key=value,...)``
+    suffix that PettingZoo, VMAS and registered games' spec names carry for their kwargs (since
+    4 Dec, so that a recorded name makes the same game again); OpenSpiel names keep their game
+    string's parameters, as prompts always said them. So prompts, rules lookup and a tiny
+    model's vocabulary read as they did before the suffix, and older LLM runs resume."""
+    return name if name.startswith("openspiel/") else name.partition("(")[0]
+
+
 def game_text(game: str) -> GameText:
     """The registered :class:`GameText` of ``game``; games without one get general rules
     (their text observations -- tool tasks, matrix games -- describe the task themselves)."""
@@ -181,6 +190,7 @@ class PromptBuilder:
     def build(self, tokenizer: Any, *, game: str, agent: str, role: str, role_prompt: str,
               observation: str, legal: Sequence[str], instruction: str) -> str:
         """The prompt text of one decision (made when ``agent`` must act)."""
+        game = prompt_game_name(game)
         text = game_text(game)
         fields = dict(game=game, agent=agent, role=role, role_prompt=role_prompt,
                       observation=observation, legal=self.cfg.legal_separator.join(legal),

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 import games
+from llm_agents.prompts import prompt_game_name
 from llm_agents.settings import TinyModelConfig  # noqa: F401 - its old home
 
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
@@ -60,7 +61,8 @@ def game_corpus(game: str | games.Game, episodes: int = 100, seed: int = 0,
                 texts += g.legal_action_texts(agent)
                 actions[agent] = int(rng.choice(np.flatnonzero(ts.legal[agent])))
             ts = g.step(actions)
-    texts += [a.role for a in g.spec.agents] + list(g.spec.agent_ids) + [g.spec.name]
+    texts += [a.role for a in g.spec.agents] + list(g.spec.agent_ids) + [
+        prompt_game_name(g.spec.name)]  # as prompts say it: the same words as older runs
     return texts
 
 

@@ -17,6 +17,7 @@ from llm_agents.prompts import (
     PromptBuilder,
     PromptConfig,
     game_text,
+    prompt_game_name,
     register_game_text,
 )
 from llm_agents.records import Request
@@ -85,6 +86,26 @@ def test_user_games_get_rules_and_templates_are_checked():
         GAME_TEXTS.pop("my_game_rules")
     with pytest.raises(ValueError, match="bad field 'history'"):
         PromptConfig(user="{history}")
+
+
+def test_prompts_and_tiny_vocabularies_name_games_as_before_names_carried_kwargs():
+    """Since spec names carry kwargs ('tool/relay(max_value=2,ops=\'+\')'), prompts, rules
+    lookup and a tiny model's vocabulary use the name without them, as before: an LLM run
+    started before resumes with the same vocabulary and prompts. OpenSpiel names keep their
+    parameters, as they always did."""
+    from llm_agents.tiny import build_tokenizer, game_corpus
+
+    named = games.make("tool/relay", max_value=2, ops="+").spec.name
+    assert named != "tool/relay" and prompt_game_name(named) == "tool/relay"
+    corpus = game_corpus("tool/relay", 3, max_value=2, ops="+")
+    assert corpus[-1] == "tool/relay"
+    assert not {"max_value", "ops", "("} & set(build_tokenizer(corpus).get_vocab())
+    build = PromptBuilder().build
+    kw = dict(agent="a", role="r", role_prompt="", observation="x", legal=["1"], instruction="")
+    assert build(None, game=named, **kw) == build(None, game="tool/relay", **kw)
+    assert "playing tool/relay." in build(None, game=named, **kw)
+    leduc = "openspiel/leduc_poker(players=2)"
+    assert prompt_game_name(leduc) == leduc and game_text(leduc) is not None
 
 
 class ScriptedBackend(Backend):
