@@ -11,6 +11,7 @@
 """
 
 import importlib
+import importlib.util
 from typing import Any
 
 _HOMES = {  # name -> module: loaded on first use, so `import llm_agents.settings` (the
@@ -41,9 +42,12 @@ _HOMES = {  # name -> module: loaded on first use, so `import llm_agents.setting
 
 
 def __getattr__(name: str) -> Any:
-    """``llm_agents.Team`` and the other names of ``__all__``, imported when first used."""
+    """``llm_agents.Team`` and the other names of ``__all__``, imported when first used; a
+    submodule (``llm_agents.trainer``) too, as when the package imported them all."""
     home = _HOMES.get(name)
     if home is None:
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+            return importlib.import_module(f"{__name__}.{name}")  # sets the attribute
         raise AttributeError(f"module 'llm_agents' has no attribute {name!r}")
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value

@@ -100,6 +100,11 @@ def test_every_old_name_still_imports():
         assert getattr(llm_agents, name) is not None and name in dir(llm_agents)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         llm_agents.nope  # noqa: B018
+    # a submodule as an attribute of the bare package, as when it imported them all
+    code = "import llm_agents; print(llm_agents.prompts.PromptConfig.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "PromptConfig"
 
 
 def _schema(line):
