@@ -130,6 +130,8 @@ PRESETS = sorted(p.stem for p in (Path(__file__).parents[2] / "configs" / "llm")
 EXPERIMENTS = sorted(p.stem for p in
                      (Path(__file__).parents[2] / "configs" / "experiment").glob("*.yaml"))
 ANSWERS = {  # lines refused by the schema and early, in the same words
+    "llm.grpo.lr=0": "llm.grpo.lr=0.0; expected a finite number > 0",  # the boundary
+    "llm.lora.r=-1": "llm.lora.r=-1; expected 0 (off) .. 1024",
     "llm.grpo.weight_decay=-1": "llm.grpo.weight_decay=-1.0; expected a finite number >= 0",
     "llm.grpo.adv_norm=nope": "llm.grpo.adv_norm='nope' unknown; choose one of",
     "llm.grpo.action.mode=nope": "llm.grpo.action.mode='nope' unknown; choose one of",
