@@ -138,6 +138,12 @@ class ExperimentConfig:
         registry.get(self.algo)  # one line listing the registered algos when unknown
         # frames, num_envs, ..., device: checked without torch (selfplay-train, before Hydra)
         check_run_values({name: getattr(self, name) for name in TOP_LEVEL_TYPES})
+        for name, default in (("device", "auto"), ("seed", 0)):  # the Python API's knobs
+            value = getattr(self.llm.grpo, name)
+            if value != default:  # the experiment passes its own: this one was ignored
+                raise ValueError(f"llm.grpo.{name}={value!r} is not read by an experiment: "
+                                 f"the run's {name}= sets the LLM learner's too (give "
+                                 f"{name}={value} instead)")
 
 
 @dataclass

@@ -162,3 +162,14 @@ def test_the_exploit_minimums_are_approx_configs():
         ApproxConfig(**{name: low})
         with pytest.raises(ValueError, match=f"{name} must be an integer >= {low}, got"):
             ApproxConfig(**{name: low - 1})
+
+
+@pytest.mark.parametrize("line, answer", [
+    (["llm.grpo.device=cuda"], "llm.grpo.device='cuda' is not read by an experiment: the run's "
+                               "device= sets the LLM learner's too (give device=cuda instead)"),
+    (["experiment=kuhn_llm_selfplay", "llm.grpo.seed=3"], "llm.grpo.seed=3 is not read by an "
+     "experiment: the run's seed= sets the LLM learner's too (give seed=3 instead)")])
+def test_llm_grpo_device_and_seed_given_to_an_experiment_are_refused_not_ignored(line, answer):
+    """An experiment builds its LLM learner with the run's device and seed, so these two
+    GRPOConfig fields (the Python API's) were silently ignored on the command line."""
+    assert _schema(line) == f"bad config: {answer}"
