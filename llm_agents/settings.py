@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from llm_agents.prompts import PromptConfig
-from marl.configs import NON_NEGATIVE, POSITIVE, AdvantageConfig, check_number
+from marl.configs import CLIP, COUNT, NON_NEGATIVE, POSITIVE, AdvantageConfig, check_number
 
 if TYPE_CHECKING:
     import numpy as np
@@ -168,6 +168,12 @@ class GRPOConfig:
             raise ValueError(f"gamma={self.gamma}; expected a value in [0, 1]")
         check_number("lr", self.lr, **POSITIVE)  # AdamW refused lr < 0 at the first update
         check_number("weight_decay", self.weight_decay, **NON_NEGATIVE)  # AdamW's rule too
+        # as MAPPO's: a clip <= 0 or a gradient clip of 0 trained nothing, without a word
+        for name, rule in (("clip_low", POSITIVE), ("kl_coef", NON_NEGATIVE),
+                           ("ent_coef", NON_NEGATIVE), ("max_grad_norm", CLIP)):
+            check_number(name, getattr(self, name), **rule)
+        if self.clip_high is not None:
+            check_number("clip_high", self.clip_high, **POSITIVE)
         _registry_check(self, self._check_names)
 
     def _check_names(self) -> None:
@@ -201,6 +207,13 @@ class TinyModelConfig:
     n_positions: int = 512  # longest prompt + completion
     seed: int = 0  # weight initialization seed
 
+    def __post_init__(self) -> None:
+        for name in ("n_layer", "n_embd", "n_head", "n_positions"):
+            check_number(name, getattr(self, name), **COUNT)
+        if self.n_embd % self.n_head:  # transformers raised this when the model was built
+            raise ValueError(f"n_embd={self.n_embd} is not a multiple of n_head="
+                             f"{self.n_head}; each head takes n_embd / n_head of the width")
+
 
 @dataclass(frozen=True)
 class LoRAConfig:
@@ -216,6 +229,7 @@ class LoRAConfig:
             raise ValueError(f"lora r={self.r}; expected 0 (off) .. {MAX_RANK}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"lora dropout={self.dropout}; expected a value in [0, 1)")
+        check_number("alpha", self.alpha, **POSITIVE)  # scaling alpha / r: 0 is no adapter
 
 
 @dataclass(frozen=True)
@@ -243,6 +257,9 @@ class LLMConfig:
                              f"{list(BACKENDS)}")
         if self.iterations < 1:
             raise ValueError(f"llm iterations={self.iterations!r}; expected an integer >= 1")
+        if self.corpus_episodes < 1:  # the tiny vocabulary had no observation or action word
+            raise ValueError(f"llm corpus_episodes={self.corpus_episodes!r}; expected an "
+                             "integer >= 1")
         if not self.model:  # llm=hf / llm=vllm without llm.model trained nothing real
             raise ValueError("llm model is empty; llm=hf and llm=vllm (and smollm2_kuhn) "
                              "train your model: llm.model=<a model directory or hub name> "

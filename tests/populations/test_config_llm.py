@@ -132,6 +132,13 @@ EXPERIMENTS = sorted(p.stem for p in
 ANSWERS = {  # lines refused by the schema and early, in the same words
     "llm.grpo.lr=0": "llm.grpo.lr=0.0; expected a finite number > 0",  # the boundary
     "llm.lora.r=-1": "llm.lora.r=-1; expected 0 (off) .. 1024",
+    # accepted before, then trained nothing (a clip or grad clip of 0, alpha 0) or failed late
+    "llm.grpo.clip_low=-1": "llm.grpo.clip_low=-1.0; expected a finite number > 0",
+    "llm.grpo.max_grad_norm=0": "llm.grpo.max_grad_norm=0.0; expected a number > 0 or inf",
+    "llm.grpo.kl_coef=-0.1": "llm.grpo.kl_coef=-0.1; expected a finite number >= 0",
+    "llm.lora.alpha=0": "llm.lora.alpha=0; expected a finite number > 0",
+    "llm.corpus_episodes=0": "llm.corpus_episodes=0; expected an integer >= 1",
+    "llm.tiny.n_head=3": "llm.tiny.n_embd=64 is not a multiple of n_head=3",
     "llm.grpo.weight_decay=-1": "llm.grpo.weight_decay=-1.0; expected a finite number >= 0",
     "llm.grpo.adv_norm=nope": "llm.grpo.adv_norm='nope' unknown; choose one of",
     "llm.grpo.action.mode=nope": "llm.grpo.action.mode='nope' unknown; choose one of",
