@@ -426,8 +426,8 @@ class VmasBatch:
             idx = done.nonzero().squeeze(1)
             self._obs = self.sim.reset() if len(idx) == self.num_envs else self.sim.reset_at(idx)
         vs = self._vecstep(rew, term, trunc, done, final)
-        self._ret[:, done] = 0.0
-        self._len[done] = 0
+        self._ret.masked_fill_(done, 0.0)  # not `_ret[:, done] = 0`: a boolean index is a
+        self._len.masked_fill_(done, 0)  # nonzero, which waits for the GPU every step
         return vs
 
     def _state(self, obs: list[torch.Tensor]) -> torch.Tensor:
