@@ -272,16 +272,29 @@ def _misread(text: str, short: str, given: dict[str, Any]) -> tuple[str, Any] | 
     """The first of ``given`` (parameter: value) that the game string ``text`` does not
     read back as itself (same type, same value), as (name, what it reads); None: none."""
     try:
-        back = pyspiel.game_parameters_from_string(text)
-    except pyspiel.SpielError:
-        return "name", text
+        with _cpp_stderr_to_log():  # pyspiel prints the error it raises
+            back = pyspiel.game_parameters_from_string(text)
+    except pyspiel.SpielError as err:  # an unclosed '(': "Missing closing bracket ')'."
+        return "name", f"an error ({str(err).splitlines()[0]})"
     if back.get("name") != short:
         return "name", back.get("name")
     for key, value in given.items():
-        got = back.get(key)
+        if key not in back:  # a ',' or '=' cut it: what OpenSpiel reads instead
+            return key, {k: v for k, v in back.items() if k != "name"}
+        got = back[key]
         if type(got) is not type(value) or got != value:
             return key, got
     return None
+
+
+# What a string parameter may hold for a game string to read it back as itself (OpenSpiel's
+# GameParametersFromString: ',' and '=' end a value outside parentheses, one ending in ')'
+# is a game, only digits and signs an int, with a '.' a float, true/True/false/False bools)
+_SAYABLE = ("a string that is not a number (only digits, '+', '-', '.') nor true, false, "
+            "True or False, does not end in ')', closes each '(' it opens and has ',' or '=' "
+            "only inside parentheses")
+# spec names that do not make their game again: the name -> why (remaking it is refused)
+_UNSAYABLE: dict[str, str] = {}
 
 
 def _spec_name(game: pyspiel.Game, game_string: str, params: dict[str, Any]) -> str:
@@ -289,25 +302,36 @@ def _spec_name(game: pyspiel.Game, game_string: str, params: dict[str, Any]) -> 
     ``games.make("openspiel/" + name)`` makes this game again (a league records the name;
     evaluation and exploitability make the game from it). OpenSpiel's own ``str(game)``
     where it reads back as given; it does not for nfg_game ('matrix_nfg()') nor for floats
-    past 15 digits. Raises GameError for a value no game string can say ('4' reads back
-    as 4, a comma ends a value)."""
+    past 15 digits. A value no game string can say ('1' reads back as 1, a ',' or '=' in
+    a file's folder) is no reason to refuse the game: it is named by its parameters written
+    out (OpenSpiel's str(game) but for float digits) with a warning, once; making a game
+    from that name is refused in this process (``_UNSAYABLE``), where it would make
+    another game or fail."""
     short = game_string.split("(", 1)[0]
     given = dict(pyspiel.game_parameters_from_string(game_string)) if "(" in game_string else {}
     given.pop("name", None)
     given.update(params)
     given = _as_declared(short, given)  # deep_sea(unscaled_move_cost=2) is 2.0
+    given = {k: v.item() if isinstance(v, np.generic) else v for k, v in given.items()}
     if _misread(str(game), short, given) is None:
         return str(game)
     text = f"{short}({','.join(f'{k}={_param_text(v)}' for k, v in sorted(given.items()))})"
-    bad = _misread(text, short, given)
-    if bad is None:
+    if _misread(text, short, given) is None:
         return text
-    key, back = bad
-    raise GameError(
-        f"openspiel/{short}: {key}={given.get(key)!r} cannot be written in an OpenSpiel game "
-        f"string (it reads back as {back!r}), so the game could not be made again from its "
-        "name; accepted: values that read back as given (a string that is not a number or "
-        "true/false, with no ',', '(', ')' or '=')")
+    key, back = next(  # the value that does not read back, each said alone
+        ((k, bad[1]) for k in sorted(given) if (bad := _misread(
+            f"{short}({k}={_param_text(given[k])})", short, {k: given[k]})) is not None),
+        ("name", text))
+    why = (f"{key}={given.get(key, text)!r} cannot be written in an OpenSpiel game string "
+           f"(it reads back as {back!r})")
+    if f"openspiel/{text}" not in _UNSAYABLE:
+        _UNSAYABLE[f"openspiel/{text}"] = why
+        logger.warning(
+            "openspiel/%s: %s: the game plays, named 'openspiel/%s', but that name does not "
+            "make it again, so what makes a game from its recorded name (exact payoffs and "
+            "exploitability, selfplay-eval, a rebuild from its GameSpec) refuses it; a value "
+            "reads back as given when it is %s", short, why, text, _SAYABLE)
+    return text
 
 
 def _choices(state: pyspiel.State) -> list[int]:
@@ -431,6 +455,12 @@ class OpenSpielGame(Game):
         team; zero-sum from OpenSpiel's utility type), except that ``zero_sum`` is passed on as
         a game parameter to the games that take one (``laser_tag``, ``capture_the_flag``)."""
         short = game_string.split("(", 1)[0]
+        why = None if params else _UNSAYABLE.get(f"openspiel/{game_string}")
+        if why is not None:  # the name of a game made here that it does not make again
+            raise GameError(
+                f"openspiel/{game_string} would not make the game made under this name "
+                f"earlier: its {why}; accepted: that game made from its game string and "
+                f"game.kwargs, or the value given as {_SAYABLE}")
         if zero_sum is not None and short in pyspiel.registered_names():
             gspec = next(g for g in pyspiel.registered_games() if g.short_name == short)
             if "zero_sum" in gspec.parameter_specification:
