@@ -91,13 +91,27 @@ def _as_declared(short: str, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` with an integer made a float where the game's default is a float:
     Hydra reads ``game.kwargs.unscaled_move_cost=2`` as an int, which OpenSpiel refused
     ("Expected type: kDouble, got kInt"). A bool stays a bool (OpenSpiel refuses it for a
-    number, as it should: true is not 1.0)."""
+    number, as it should: true is not 1.0). A wrapped game's parameters alike (misere's
+    ``game=deep_sea(unscaled_move_cost=2)``, repeated_game's ``stage_game=``)."""
     gspec = next((g for g in pyspiel.registered_games() if g.short_name == short), None)
-    if gspec is None:
-        return dict(params)
-    declared = gspec.parameter_specification
-    return {k: float(v) if isinstance(declared.get(k), float) and isinstance(v, (int, np.integer))
-            and not isinstance(v, bool) else v for k, v in params.items()}
+    declared = gspec.parameter_specification if gspec is not None else {}
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, dict) and isinstance(v.get("name"), str):  # a game inside the game
+            v = {"name": v["name"], **_as_declared(v["name"], {a: b for a, b in v.items()
+                                                              if a != "name"})}
+        elif (isinstance(declared.get(k), float) and isinstance(v, (int, np.integer))
+              and not isinstance(v, bool)):
+            v = float(v)
+        out[k] = v
+    return out
+
+
+def _same_types(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` hold values of the same types, into wrapped games' dicts."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_types(a[k], b[k]) for k in a)
+    return type(a) is type(b)
 
 
 def _check_params(game_string: str, params: dict[str, Any]) -> None:
@@ -218,8 +232,7 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
     load_name, load_params = game_string, params
     in_string = (pyspiel.game_parameters_from_string(game_string) if "(" in game_string
                  else {})
-    declared = _as_declared(short, in_string)
-    ints = any(type(v) is not type(declared[k]) for k, v in in_string.items())
+    ints = not _same_types(in_string, _as_declared(short, in_string))
     if ints or params and "(" in game_string:
         # pyspiel.load_game(string, params) takes the string as a bare name: "Unknown game
         # 'goofspiel(num_cards=3)'" and the list of every game on stderr; merged here

@@ -122,8 +122,13 @@ def test_the_refusal_says_which_characters_a_game_string_reads_back(tmp_path, ca
 
 
 @pytest.mark.parametrize("name, kwargs, spec_name", [
+    # a wrapped game's float parameter given as an int: 'Expected type: kDouble, got kInt'
+    ("misere(game=deep_sea(unscaled_move_cost=2))", {},
+     "misere(game=deep_sea(unscaled_move_cost=2))"),
+    ("start_at(game=deep_sea(unscaled_move_cost=2))", {"history": "1;0"},
+     "start_at(game=deep_sea(unscaled_move_cost=2.0),history=1;0)"),
     # a numpy float (a config's value) is the float it holds: refused at make time before
     ("deep_sea", {"unscaled_move_cost": np.float64(0.5)}, "deep_sea(unscaled_move_cost=0.5)"),
 ])
-def test_numpy_parameters(name, kwargs, spec_name):
+def test_wrapped_and_numpy_parameters(name, kwargs, spec_name):
     assert _same_again(f"openspiel/{name}", **kwargs) == f"openspiel/{spec_name}"
