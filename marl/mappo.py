@@ -397,7 +397,9 @@ class MAPPO(Learner):
         b_idx = torch.arange(B, device=dev)[:, None].expand(B, A)
         a_idx = torch.arange(A, device=dev)[None, :].expand(B, A)
         t = buf.last.clamp_min(0)
-        buf.reward.index_put_((t[live], b_idx[live], a_idx[live]), r[live], accumulate=True)
+        # each (copy, agent) adds its reward to its pending step, a dense add: indexing by
+        # `live` (a boolean mask) was four nonzeros, each a host wait for the GPU, every step
+        buf.reward.index_put_((t, b_idx, a_idx), torch.where(live, r, 0.0), accumulate=True)
         ended = live & done
         if ended.any():
             buf.end[t[ended], b_idx[ended], a_idx[ended]] = True

@@ -334,3 +334,24 @@ def test_a_tensor_step_waits_for_the_device_only_where_the_vmas_loop_does_and_on
         vg.native.sim.env.step(list(acts.values()))
     assert Counter(ours.ops) - Counter(theirs.ops) == Counter({"__bool__": 1})
     assert not Counter(theirs.ops) - Counter(ours.ops)
+
+
+def test_mappo_observe_of_a_tensor_step_indexes_nothing_by_a_boolean_mask():
+    """Between two steps where no episode ends MAPPO's observe reads the device twice: the
+    finite check of the rewards (one read for all) and ``ended.any()``. Storing rewards by a
+    boolean index of the pending steps added four waits (a ``nonzero`` each) per step."""
+    from collections import Counter
+
+    from marl.mappo import MAPPO, MAPPOConfig
+    from tests.marl.test_advantages_scans import DeviceWaits
+
+    kw = {"n_agents": 3, "max_steps": 50}
+    learner = MAPPO(games.make("vmas/simple_spread", **kw).spec, MAPPOConfig(), seed=0)
+    vg = games.VectorGame("vmas/simple_spread", 8, seed=0, tensors=True,
+                          **learner.vector_game_kwargs, **kw)
+    vs = vg.reset()
+    for _ in range(3):
+        vs = vg.step(learner.act(vs))
+        with DeviceWaits() as waits:
+            learner.observe(vs)
+    assert Counter(waits.ops) == Counter({"numpy": 1, "__bool__": 1})  # numpy: CPU finite check
