@@ -1096,7 +1096,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         _check_exploit_values(args)
     else:
         _check_eval_values(args)
-    from marl.core import load_policy
+    from marl.core import CheckpointError, load_policy
     from populations.db import LeagueDB
     from populations.evaluation import round_robin
     from populations.experiment import league_table
@@ -1104,7 +1104,11 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     from populations.store import PolicyStore
 
     exploit = _exploit_config(args, spec) if args.exploit else None  # bad values fail first
-    policies = {name: load_policy(path) for name, path in _policy_names(args.policies).items()}
+    try:  # its messages quote the file (a game name, a payload's keys): escaped
+        policies = {name: load_policy(path)
+                    for name, path in _policy_names(args.policies).items()}
+    except (CheckpointError, ValueError) as err:
+        raise CLIError(escaped(str(err))) from err
     if args.episodes < 1:  # 0 played no match and printed ratings of None
         raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
     if len(policies) < 2 and not args.exploit:
@@ -1112,27 +1116,38 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
                        "or add --exploit for one policy's approximate NashConv")
     for name, pol in policies.items():  # each plays every side (a KeyError deep in a match)
         missing = [a for a in spec.agent_ids if a not in pol.meta.agents]
-        if missing and pol.meta.game != spec.name:  # not seats of this game: say so
-            raise CLIError(f"{name} was trained on {pol.meta.game} (seats "
+        game = escaped(pol.meta.game)  # read from the file: no terminal codes printed raw
+        bare = _unrecorded(pol.meta.game) and _same_game(pol.meta.game, spec.name)
+        if missing and not _same_game(pol.meta.game, spec.name):  # not seats of this game
+            raise CLIError(f"{name} was trained on {game} (seats "
                            f"{list(pol.meta.agents)}), not on {spec.name} (seats "
                            f"{list(spec.agent_ids)}): evaluate it on its own game")
         if missing:
             raise CLIError(
-                f"{name} holds the seats {list(pol.meta.agents)} of {spec.name}, not "
-                f"{missing}: matches here play each policy on every side (a population=none "
-                "run trains its first team only, a PSRO member plays its own seat; a league's "
-                "snapshots hold every seat)")
+                f"{name} holds the seats {list(pol.meta.agents)} of {game}, not "
+                f"{missing}{f' of {spec.name}' if spec.name != pol.meta.game else ''}: "
+                "matches here play each policy on every side (a population=none run trains its "
+                "first team only, a PSRO member plays its own seat; a league's snapshots hold "
+                "every seat)"
+                + (UNRECORDED.format(game=game) if bare else ""))
         if {"graph", "text"} & set(pol.meta.inputs):  # graphs and texts fit other sizes
             continue
         for a in spec.agent_ids:  # kuhn snapshots on leduc: "could not broadcast (8,30)..."
             want, got = tuple(pol.meta.obs_shapes[a]), tuple(spec.obs_shapes[a])
             if want != got:
-                raise CLIError(f"{name} was trained on {pol.meta.game} (observations of "
-                               f"shape {want} for {a}); {spec.name} gives {got}")
+                raise CLIError(f"{name} was trained on {game} (observations of "
+                               f"shape {want} for {a}); {spec.name} gives {got}"
+                               + (UNRECORDED.format(game=game) if bare else ""))
     for name, pol in policies.items():  # same seats and sizes, other parameters (max_cycles)
-        if pol.meta.game != spec.name:
-            print(f"selfplay-eval: note: {name} was trained on {pol.meta.game}; it plays "
-                  f"{spec.name} here", file=sys.stderr)
+        if pol.meta.game == spec.name:
+            continue
+        if _same_game(pol.meta.game, spec.name):
+            print(f"selfplay-eval: note: {name}'s file names its game {escaped(pol.meta.game)} "
+                  f"without arguments (the defaults, or not recorded); it plays {spec.name} "
+                  "here", file=sys.stderr)
+        else:
+            print(f"selfplay-eval: note: {name} was trained on {escaped(pol.meta.game)}; it "
+                  f"plays {spec.name} here", file=sys.stderr)
     db = LeagueDB(args.db)  # made only once every policy loaded
     run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name)
     store = PolicyStore(Path(args.db).parent / "eval_snapshots", db, run_id)
@@ -1160,6 +1175,37 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     db.close()
 
 
+UNRECORDED = ("; its file names the game {game} without arguments (the defaults, or not "
+              "recorded: files written before game names held them): give the --game-kwargs "
+              "it was trained with")
+
+
+def escaped(text: str) -> str:
+    """``text`` with each character that is not printable (ESC, ``\\r``, newlines, other
+    control and format codes) as its Python escape: text read from a file (a snapshot's game
+    name) printed raw could move the cursor, recolour or retitle the terminal, or fake lines."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _same_game(recorded: str, name: str) -> bool:
+    """Whether a snapshot's ``recorded`` game name may name the game ``name``: the same name,
+    or ``name``'s base without arguments where those may be unrecorded (:func:`_unrecorded`).
+    A PettingZoo or VMAS name recorded before names held their kwargs (399addf) is bare
+    whatever the run's kwargs; one recorded since is bare for the defaults: either way the
+    base is all the file says, so it is not called another game (its seats and observation
+    shapes are checked against the game all the same). A bare OpenSpiel name is the
+    defaults', as ever: ``kuhn_poker`` is not ``kuhn_poker(players=3)``."""
+    if recorded == name:
+        return True
+    return _unrecorded(recorded) and name.partition("(")[0] == recorded
+
+
+def _unrecorded(recorded: str) -> bool:
+    """Whether a snapshot's game name may lack the arguments it was trained with: a name
+    without ``(...)`` of another family than OpenSpiel's (whose names always held them)."""
+    return "(" not in recorded and not recorded.startswith("openspiel/")
+
+
 def _check_eval_values(args: argparse.Namespace) -> None:
     """The refusals that need only the command line, with the words of the checks below, in
     their order, before torch and the policy files load: such a refusal cost 2.1-2.9 s CPU,
@@ -1169,7 +1215,7 @@ def _check_eval_values(args: argparse.Namespace) -> None:
         if path.is_dir():  # load_policy says which files it holds: the checks below run then
             return
         if not path.is_file():
-            raise CLIError(f"policy file not found: {path}")
+            raise CLIError(f"policy file not found: {escaped(str(path))}")
     if args.episodes < 1:
         raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
     if len(args.policies) < 2:

@@ -54,3 +54,124 @@ def test_demo_console_script_num_envs_0():
     assert run.returncode == 2 and run.stdout == "", run.stderr
     assert run.stderr == ("selfplay-demo: argument --num-envs: 0: expected an integer from 1 "
                           "to 1024 (see --help)\n")
+
+
+# ----------------------------------------------------------------------- selfplay-eval
+KUHN = "openspiel/kuhn_poker"
+ADVERSARY = "pettingzoo/mpe2.simple_adversary_v3"
+SPREAD = "pettingzoo/mpe2.simple_spread_v3"
+
+
+def _eval(args, capsys):
+    from populations.cli import eval_main
+
+    try:
+        eval_main([*args, "--episodes", "1"])
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _policy(path, game, agents=None, recorded=None, **kwargs):
+    """A policy file of ``game``; ``recorded``: the game name its file holds instead (a
+    crafted one, or the bare name files held before 399addf)."""
+    import dataclasses
+
+    import games
+    from marl import registry
+
+    pol = registry.get("mappo").build(games.make(game, **kwargs).spec, agents=agents).policy()
+    if recorded is not None:
+        pol.meta = dataclasses.replace(pol.meta, game=recorded)
+    return str(pol.save(path))
+
+
+def test_escaped_shows_control_codes():
+    from populations.cli import escaped
+
+    assert escaped("openspiel/kuhn_poker(players=2)") == "openspiel/kuhn_poker(players=2)"
+    assert escaped("a\x1b[2Jb\r\n\x07\u202ec é") == "a\\x1b[2Jb\\r\\n\\x07\\u202ec é"
+
+
+@pytest.mark.parametrize("recorded, seats, game, said", [
+    # the note (same seats and shapes), "another game" (other seats), other shapes
+    ("\x1b[31mRED\x1b[0m\rfake\nline", None, KUHN,
+     "selfplay-eval: note: a was trained on \\x1b[31mRED\\x1b[0m\\rfake\\nline; it plays "
+     "openspiel/kuhn_poker here"),
+    ("\x1b]0;title\x07evil", ("player_0",), KUHN,
+     "selfplay-eval: a was trained on \\x1b]0;title\\x07evil (seats ['player_0']), not on "
+     "openspiel/kuhn_poker (seats ['player_0', 'player_1']): evaluate it on its own game"),
+    ("\x1b[2Jleduc", None, "openspiel/leduc_poker",
+     "selfplay-eval: a was trained on \\x1b[2Jleduc (observations of shape (30,) for "
+     "player_0); openspiel/kuhn_poker gives (11,)"),
+])
+def test_a_snapshots_game_name_is_printed_escaped(recorded, seats, game, said, tmp_path,
+                                                   capsys):
+    # before: the ESC sequences, \r and \n reached the terminal raw (RA-10)
+    a = _policy(tmp_path / "a.pt", game, seats, recorded)
+    b = _policy(tmp_path / "b.pt", KUHN)
+    code, _, err = _eval([a, b, "--game", KUHN, "--db", str(tmp_path / "r.db")], capsys)
+    assert said in err.splitlines(), err
+    assert not any(c in err for c in "\x1b\r\x07")
+
+
+def test_a_file_name_in_a_load_error_is_escaped(tmp_path, capsys):
+    bad = tmp_path / "x\x1b[2J.pt"
+    bad.write_text("not a policy")
+    b = _policy(tmp_path / "b.pt", KUHN)
+    code, _, err = _eval([str(bad), b, "--game", KUHN, "--db", str(tmp_path / "r.db")], capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and "x\\x1b[2J.pt" in err, err
+    assert "\x1b" not in err
+    code, _, err = _eval([str(tmp_path / "y\x1b[2J.pt"), b, "--game", KUHN, "--db",
+                          str(tmp_path / "r.db")], capsys)  # a file that is not there
+    assert code == 2 and "policy file not found:" in err and "\x1b" not in err, err
+
+
+def test_an_old_bare_name_is_not_another_game(tmp_path, capsys):
+    """A snapshot written before names held their kwargs (meta.game the bare module) of a
+    population=none run (its first team's seats) was 'trained on <bare>, not on
+    <bare>(max_cycles=25): evaluate it on its own game' -- the same game."""
+    a = _policy(tmp_path / "a.pt", ADVERSARY, ("adversary_0",), ADVERSARY)
+    b = _policy(tmp_path / "b.pt", ADVERSARY, None, ADVERSARY)
+    code, _, err = _eval([a, b, "--game", ADVERSARY, "--game-kwargs", '{"max_cycles": 25}',
+                          "--db", str(tmp_path / "r.db")], capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "evaluate it on its own game" not in err
+    assert err.startswith(f"selfplay-eval: a holds the seats ['adversary_0'] of {ADVERSARY}, "
+                          f"not ['agent_0', 'agent_1'] of {ADVERSARY}(max_cycles=25): "), err
+    assert f"its file names the game {ADVERSARY} without arguments" in err
+
+
+def test_an_old_bare_name_with_every_seat_plays_with_a_note(tmp_path, capsys):
+    a = _policy(tmp_path / "a.pt", ADVERSARY, None, ADVERSARY)
+    b = _policy(tmp_path / "b.pt", ADVERSARY, None, ADVERSARY)
+    code, out, err = _eval([a, b, "--game", ADVERSARY, "--game-kwargs", '{"max_cycles": 25}',
+                            "--db", str(tmp_path / "r.db")], capsys)
+    assert code == 0, err
+    assert (f"selfplay-eval: note: a's file names its game {ADVERSARY} without arguments (the "
+            f"defaults, or not recorded); it plays {ADVERSARY}(max_cycles=25) here"
+            ) in err.splitlines()
+    assert "was trained on" not in err and out.count("matches 1") == 2
+
+
+def test_an_old_bare_name_of_other_kwargs_says_so(tmp_path, capsys):
+    # an N=2 snapshot of before 399addf, on the default N=3: its seats' refusal says the
+    # file does not tell its arguments (the population=none reason alone misled)
+    a = _policy(tmp_path / "a.pt", SPREAD, None, SPREAD, N=2)
+    b = _policy(tmp_path / "b.pt", SPREAD, None, SPREAD, N=2)
+    code, _, err = _eval([a, b, "--game", SPREAD, "--db", str(tmp_path / "r.db")], capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"selfplay-eval: a holds the seats ['agent_0', 'agent_1'] of {SPREAD}, "
+                          "not ['agent_2']: ")
+    assert err.rstrip().endswith("give the --game-kwargs it was trained with"), err
+
+
+def test_a_bare_openspiel_name_is_still_another_game(tmp_path, capsys):
+    # OpenSpiel names always held their parameters: kuhn_poker is not kuhn_poker(players=3)
+    a = _policy(tmp_path / "a.pt", KUHN)
+    b = _policy(tmp_path / "b.pt", KUHN)
+    code, _, err = _eval([a, b, "--game", KUHN, "--game-kwargs", '{"players": 3}',
+                          "--db", str(tmp_path / "r.db")], capsys)
+    assert code == 2 and "evaluate it on its own game" in err, err
