@@ -311,6 +311,7 @@ def check_command_line(args: Sequence[str]) -> None:
         raise CLIError(f"-m cannot be combined with {'--cfg' if parsed.cfg else '--info'}; "
                        "--cfg job prints one job's config: drop -m and give one value of each "
                        "swept key")
+    _check_hydra_flags(parsed)
     overrides = OverridesParser.create().parse_overrides(parsed.overrides)  # grammar errors
     if parsed.config_dir or parsed.config_path or parsed.config_name or any(
             o.key_or_group.startswith("hydra.searchpath") for o in overrides):
@@ -359,6 +360,34 @@ def check_command_line(args: Sequence[str]) -> None:
                 raise CLIError(f"In 'config': Could not find '{group}/{option}'; Available "
                                f"options in '{group}': {known}")
     check_values(overrides)
+
+
+def _check_hydra_flags(parsed: argparse.Namespace) -> None:
+    """Hydra's flags that it refuses with a traceback (a ValueError, exit 1), in one line:
+    two commands (``-r --info``, ``--cfg job --info``), ``--resolve`` without ``--cfg``, and
+    ``--experimental-rerun`` of a file that is missing, a folder or no pickle."""
+    commands = [flag for flag, given in (
+        ("--run", parsed.run), ("-m", parsed.multirun), ("--cfg", parsed.cfg is not None),
+        ("--info", parsed.info is not None), ("--shell-completion", parsed.shell_completion))
+        if given]
+    if len(commands) > 1:
+        raise CLIError(f"{' and '.join(commands)} cannot be combined: give one of --run, -m, "
+                       "--cfg, --info, --shell-completion")
+    if parsed.resolve and parsed.cfg is None:
+        raise CLIError("--resolve resolves what --cfg prints: give it with --cfg job, --cfg "
+                       "hydra or --cfg all")
+    rerun = parsed.experimental_rerun
+    if rerun is not None:
+        path = Path(rerun)
+        if not path.is_file():
+            what = "a folder" if path.is_dir() else "no such file"
+            raise CLIError(f"--experimental-rerun {rerun!r}: {what} (give a run's "
+                           ".hydra/config.pickle)")
+        with open(path, "rb") as fh:
+            head = fh.read(1)
+        if head != b"\x80":  # a pickle of protocol 2 or later, as Hydra writes
+            raise CLIError(f"--experimental-rerun {rerun!r} is not a pickle file (give a run's "
+                           ".hydra/config.pickle)")
 
 
 def import_listed_modules(overrides: Sequence[Any]) -> None:

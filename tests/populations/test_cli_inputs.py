@@ -175,3 +175,34 @@ def test_a_bare_openspiel_name_is_still_another_game(tmp_path, capsys):
     code, _, err = _eval([a, b, "--game", KUHN, "--game-kwargs", '{"players": 3}',
                           "--db", str(tmp_path / "r.db")], capsys)
     assert code == 2 and "evaluate it on its own game" in err, err
+
+
+# ------------------------------------------------------------- selfplay-train's flags
+@pytest.mark.parametrize("argv, said", [
+    # before: Hydra's ValueError tracebacks, exit 1 (RA-12)
+    (["-r", "-m"], "--run and -m cannot be combined: give one of --run, -m, --cfg, --info, "
+                   "--shell-completion"),
+    (["--cfg", "job", "--info"], "--cfg and --info cannot be combined: give one of --run, -m, "
+                                 "--cfg, --info, --shell-completion"),
+    (["--resolve"], "--resolve resolves what --cfg prints: give it with --cfg job, --cfg "
+                    "hydra or --cfg all"),
+    (["--info", "config", "--resolve"], "--resolve resolves what --cfg prints: give it with "
+                                        "--cfg job, --cfg hydra or --cfg all"),
+    (["--experimental-rerun", "nope.pickle"], "--experimental-rerun 'nope.pickle': no such "
+                                              "file (give a run's .hydra/config.pickle)"),
+    (["--experimental-rerun", "."], "--experimental-rerun '.': a folder (give a run's "
+                                    ".hydra/config.pickle)"),
+    (["--experimental-rerun", "text.txt"], "--experimental-rerun 'text.txt' is not a pickle "
+                                           "file (give a run's .hydra/config.pickle)"),
+])
+def test_train_hydra_flag_misuse_is_one_line(argv, said, monkeypatch, tmp_path, capsys):
+    from populations.cli import train_main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "text.txt").write_text("hi\n")
+    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
+    with pytest.raises(SystemExit) as stop:
+        train_main()
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == f"selfplay-train: {said}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["text.txt"]  # no run folder
