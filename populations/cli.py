@@ -1121,6 +1121,9 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     from games import make
 
     spec = make(args.game, **kwargs).spec
+    if not 0 <= args.seed < EVAL_SEED_END:  # numpy: "expected non-negative integer"; SQLite:
+        raise CLIError(f"--seed {args.seed}: expected an integer from 0 to "  # an overflow
+                       f"{EVAL_SEED_END - 1} (2**62 - 1)")
     if args.exploit:  # --exploit's settings first (against the registry and game: torch, later)
         _check_exploit_values(args)
     else:
@@ -1203,6 +1206,10 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     db.set_run_status(run_id, "finished")
     db.close()
 
+
+EVAL_SEED_END = 2**62
+"""``selfplay-eval --seed`` is below this: numpy's generators take no negative seed, and the
+match records' seeds (``--seed`` plus 7,919 per pairing) are SQLite integers (below 2**63)."""
 
 UNRECORDED = ("; its file names the game {game} without arguments (the defaults, or not "
               "recorded: files written before game names held them): give the --game-kwargs "

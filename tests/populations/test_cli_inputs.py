@@ -177,6 +177,19 @@ def test_a_bare_openspiel_name_is_still_another_game(tmp_path, capsys):
     assert code == 2 and "evaluate it on its own game" in err, err
 
 
+@pytest.mark.parametrize("seed", ["-1", str(2**62), "99999999999999999999999"])
+@pytest.mark.parametrize("exploit", [[], ["--exploit"]])
+def test_eval_seed_out_of_range_is_one_line(seed, exploit, tmp_path, capsys):
+    # before: numpy's "expected non-negative integer" (not naming --seed), and a SQLite
+    # "Overflow when unpacking long long" / OverflowError, after the database was made
+    a = _policy(tmp_path / "a.pt", KUHN)
+    code, _, err = _eval([a, a, "--game", KUHN, "--db", str(tmp_path / "r.db"), "--seed", seed,
+                          *exploit], capsys)
+    assert code == 2 and err == (f"selfplay-eval: --seed {seed}: expected an integer from 0 to "
+                                 f"{2**62 - 1} (2**62 - 1)\n")
+    assert not (tmp_path / "r.db").exists()
+
+
 # ------------------------------------------------------------- selfplay-train's flags
 @pytest.mark.parametrize("argv, said", [
     # before: Hydra's ValueError tracebacks, exit 1 (RA-12)
