@@ -10,7 +10,8 @@
 #   bash bench/gpu_checks.sh [output folder]        (default: gpu-checks/)
 #
 # Writes env.txt, tests.log, advantages_cuda.md, llm_rollouts_cuda.md and vmas_mappo_cuda.md
-# to the folder.
+# to the folder. A GPU machine without our game/config packages and no network: see
+# bench/gpu_wheels.sh.
 set -uo pipefail
 out=${1:-gpu-checks}
 py=${PYTHON:-python3}
