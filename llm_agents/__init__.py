@@ -46,7 +46,8 @@ def __getattr__(name: str) -> Any:
     submodule (``llm_agents.trainer``) too, as when the package imported them all."""
     home = _HOMES.get(name)
     if home is None:
-        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+        if name.isidentifier() and not name.startswith("_") and importlib.util.find_spec(
+                f"{__name__}.{name}"):
             return importlib.import_module(f"{__name__}.{name}")  # sets the attribute
         raise AttributeError(f"module 'llm_agents' has no attribute {name!r}")
     value = getattr(importlib.import_module(home), name)

@@ -213,6 +213,9 @@ class TinyModelConfig:
         if self.n_embd % self.n_head:  # transformers raised this when the model was built
             raise ValueError(f"n_embd={self.n_embd} is not a multiple of n_head="
                              f"{self.n_head}; each head takes n_embd / n_head of the width")
+        if self.arch == "llama" and (self.n_embd // self.n_head) % 2:  # rotary halves a head
+            raise ValueError(f"n_embd={self.n_embd} / n_head={self.n_head} is an odd head size; "
+                             "arch=llama rotates pairs of a head's dimensions: give an even one")
 
 
 @dataclass(frozen=True)

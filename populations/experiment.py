@@ -140,7 +140,7 @@ class ExperimentConfig:
         check_run_values({name: getattr(self, name) for name in TOP_LEVEL_TYPES})
         for name, default in (("device", "auto"), ("seed", 0)):  # the Python API's knobs
             value = getattr(self.llm.grpo, name)
-            if value != default:  # the experiment passes its own: this one was ignored
+            if value not in (default, getattr(self, name)):  # the run passes its own: ignored
                 raise ValueError(f"llm.grpo.{name}={value!r} is not read by an experiment: "
                                  f"the run's {name}= sets the LLM learner's too (give "
                                  f"{name}={value} instead)")
@@ -196,7 +196,7 @@ def make_learner(cfg: ExperimentConfig, spec: games.GameSpec,
 
 # settings a resume may change (populations.run_folder): where it runs, how it logs, how long
 RESUME_MAY_CHANGE = ("resume", "resume_override", "progress", "device", "torch_threads",
-                     "checkpoint_every_s",
+                     "checkpoint_every_s", "llm.grpo.device", "llm.grpo.seed",  # never read
                      "runner.", "logger.", "population.generations", "population.iterations")
 
 

@@ -101,6 +101,7 @@ def test_every_old_name_still_imports():
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         llm_agents.nope  # noqa: B018
     # a submodule as an attribute of the bare package, as when it imported them all
+    assert not hasattr(llm_agents, "nope.x") and not hasattr(llm_agents, "prompts.x")
     code = "import llm_agents; print(llm_agents.prompts.PromptConfig.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)
@@ -139,6 +140,7 @@ ANSWERS = {  # lines refused by the schema and early, in the same words
     "llm.lora.alpha=0": "llm.lora.alpha=0; expected a finite number > 0",
     "llm.corpus_episodes=0": "llm.corpus_episodes=0; expected an integer >= 1",
     "llm.tiny.n_head=3": "llm.tiny.n_embd=64 is not a multiple of n_head=3",
+    "llm.tiny.arch=llama llm.tiny.n_embd=20": "llm.tiny.n_embd=20 / n_head=4 is an odd head",
     "llm.grpo.weight_decay=-1": "llm.grpo.weight_decay=-1.0; expected a finite number >= 0",
     "llm.grpo.adv_norm=nope": "llm.grpo.adv_norm='nope' unknown; choose one of",
     "llm.grpo.action.mode=nope": "llm.grpo.action.mode='nope' unknown; choose one of",
@@ -180,3 +182,16 @@ def test_llm_grpo_device_and_seed_given_to_an_experiment_are_refused_not_ignored
     """An experiment builds its LLM learner with the run's device and seed, so these two
     GRPOConfig fields (the Python API's) were silently ignored on the command line."""
     assert _schema(line) == f"bad config: {answer}"
+
+
+def test_llm_grpo_seed_equal_to_the_run_seed_is_accepted_and_a_resume_may_change_both():
+    """A config that says ``llm.grpo.seed: ${seed}`` asks for nothing the run ignores; and a
+    run recorded with these two (never read) resumes without them."""
+    from populations.experiment import RESUME_MAY_CHANGE
+    from populations.run_folder import settings_diff
+
+    assert _schema(["seed=5", "llm.grpo.seed=5"]) is None
+    assert _schema(["device=cpu", "llm.grpo.device=cpu"]) is None
+    saved = {"seed": 0, "llm": {"grpo": {"seed": 5, "device": "cuda", "lr": 1.0}}}
+    now = {"seed": 0, "llm": {"grpo": {"seed": 0, "device": "auto", "lr": 1.0}}}
+    assert settings_diff(saved, now, RESUME_MAY_CHANGE) == []
