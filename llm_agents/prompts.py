@@ -123,8 +123,17 @@ def prompt_game_name(name: str) -> str:
     suffix that PettingZoo, VMAS and registered games' spec names carry for their kwargs (since
     4 Dec, so that a recorded name makes the same game again); OpenSpiel names keep their game
     string's parameters, as prompts always said them. So prompts, rules lookup and a tiny
-    model's vocabulary read as they did before the suffix, and older LLM runs resume."""
-    return name if name.startswith("openspiel/") else name.partition("(")[0]
+    model's vocabulary read as they did before the suffix, and older LLM runs resume. Only a
+    suffix such a name writes is dropped: a user's 'Connect Four (7x6)' stays as it is."""
+    if name.startswith("openspiel/") or "(" not in name:
+        return name
+    from games.registry import GameError, kwargs_name, split_name
+
+    try:
+        base, kwargs = split_name(name)
+    except GameError:
+        return name
+    return base if kwargs and kwargs_name(base, kwargs) == name else name
 
 
 def game_text(game: str) -> GameText:
@@ -190,8 +199,8 @@ class PromptBuilder:
     def build(self, tokenizer: Any, *, game: str, agent: str, role: str, role_prompt: str,
               observation: str, legal: Sequence[str], instruction: str) -> str:
         """The prompt text of one decision (made when ``agent`` must act)."""
+        text = GAME_TEXTS.get(game) or game_text(prompt_game_name(game))  # full name first
         game = prompt_game_name(game)
-        text = game_text(game)
         fields = dict(game=game, agent=agent, role=role, role_prompt=role_prompt,
                       observation=observation, legal=self.cfg.legal_separator.join(legal),
                       instruction=instruction, rules=text.rules,

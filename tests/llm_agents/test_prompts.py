@@ -106,6 +106,16 @@ def test_prompts_and_tiny_vocabularies_name_games_as_before_names_carried_kwargs
     assert "playing tool/relay." in build(None, game=named, **kw)
     leduc = "openspiel/leduc_poker(players=2)"
     assert prompt_game_name(leduc) == leduc and game_text(leduc) is not None
+    # only a suffix a spec name writes goes: a user's own parentheses stay, and rules
+    # registered under the full name are found first
+    for own in ("Connect Four (7x6)", "my(game)", "(weird)", "x(a=1"):
+        assert prompt_game_name(own) == own
+    register_game_text("tool/relay(max_value=2,ops='+')", "Relay rules for this size.")
+    try:
+        prompt = PromptBuilder(REAL_MODEL_PROMPT).build(None, game=named, **kw)
+        assert "Rules: Relay rules for this size." in prompt and "game tool/relay." in prompt
+    finally:
+        GAME_TEXTS.pop("tool/relay(max_value=2,ops='+')")
 
 
 class ScriptedBackend(Backend):
