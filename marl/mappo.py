@@ -398,8 +398,11 @@ class MAPPO(Learner):
         a_idx = torch.arange(A, device=dev)[None, :].expand(B, A)
         t = buf.last.clamp_min(0)
         # each (copy, agent) adds its reward to its pending step, a dense add: indexing by
-        # `live` (a boolean mask) was four nonzeros, each a host wait for the GPU, every step
-        buf.reward.index_put_((t, b_idx, a_idx), torch.where(live, r, 0.0), accumulate=True)
+        # `live` (a boolean mask) was four nonzeros, each a host wait for the GPU, every step;
+        # one target per column, so no sort (index_put_ with accumulate sorts on CUDA)
+        T = buf.reward.shape[0]
+        buf.reward.view(T, B * A).scatter_add_(0, t.reshape(1, B * A),
+                                               torch.where(live, r, 0.0).reshape(1, B * A))
         ended = live & done
         if ended.any():
             buf.end[t[ended], b_idx[ended], a_idx[ended]] = True

@@ -253,13 +253,13 @@ def turn_returns(rewards: Tensor, trajectory: Tensor, agent: Tensor, turn: Tenso
         return rewards.clone()
     seg = dense_key(game, trajectory, agent)
     ids = seg.ids if mask is None else seg.ids.masked_fill(~mask.reshape(-1).bool(), seg.num)
-    tk = None if turn is None else dense_key(turn)
-    if tk is None:
+    tk = None if turn is None or turn.is_floating_point() else dense_key(turn)
+    if turn is None:
         order = torch.sort(ids, stable=True).indices  # ties keep sample order
-    elif (seg.num + 1) * tk.num < 1 << 62:  # one sort by (segment, turn): a sort costs most
+    elif tk is not None and (seg.num + 1) * tk.num < 1 << 62:  # one sort by (segment, turn)
         order = torch.sort(ids * tk.num + tk.ids, stable=True).indices
-    else:  # by turn, then by segment
-        order = torch.sort(tk.ids, stable=True).indices
+    else:  # by turn (float turns too), then by segment
+        order = torch.sort(turn.reshape(-1), stable=True).indices
         order = order[torch.sort(ids[order], stable=True).indices]
     s = ids[order]
     last = torch.cat([s[1:] != s[:-1], s.new_ones(1, dtype=torch.bool)])  # a run's last sample

@@ -329,3 +329,18 @@ def test_role_ema_and_turn_returns_on_cuda_match_cpu():
         a = turn_returns(x, traj, role, gamma=gamma)
         b = turn_returns(x.cuda(), traj.cuda(), role.cuda(), gamma=gamma)
         torch.testing.assert_close(b.cpu(), a)
+
+
+def test_turn_returns_order_float_turns_as_given():
+    """``turn`` orders a trajectory's turns; float turns (times, say) keep their order: the
+    one-sort path reads integer turns and must not truncate 0.05, 0.15, ... to 0."""
+    gen = torch.Generator().manual_seed(5)
+    n = 200
+    traj = torch.randint(0, 6, (n,), generator=gen)
+    agent = torch.randint(0, 3, (n,), generator=gen)
+    rank = torch.randperm(n, generator=gen)  # distinct turn ranks, in shuffled sample order
+    r = torch.randn(n, generator=gen, dtype=torch.float64)
+    for gamma in (1.0, 0.8):
+        want = turn_returns(r, traj, agent, rank, gamma=gamma)
+        got = turn_returns(r, traj, agent, rank.double() * 0.1 + 0.05, gamma=gamma)
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
