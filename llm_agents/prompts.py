@@ -20,6 +20,7 @@ they are joined with newlines.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -118,6 +119,7 @@ def register_game_text(name: str, rules: str, view: Callable[[str, str], str] | 
     GAME_TEXTS[name] = GameText(rules, view)
 
 
+@functools.lru_cache(maxsize=256)  # every decision's prompt asks; a run has a few names
 def prompt_game_name(name: str) -> str:
     """A game's name as prompts (and tiny vocabularies) say it: without the ``(key=value,...)``
     suffix that PettingZoo, VMAS and registered games' spec names carry for their kwargs (since
@@ -199,8 +201,9 @@ class PromptBuilder:
     def build(self, tokenizer: Any, *, game: str, agent: str, role: str, role_prompt: str,
               observation: str, legal: Sequence[str], instruction: str) -> str:
         """The prompt text of one decision (made when ``agent`` must act)."""
-        text = GAME_TEXTS.get(game) or game_text(prompt_game_name(game))  # full name first
-        game = prompt_game_name(game)
+        shown = prompt_game_name(game)
+        text = GAME_TEXTS.get(game) or game_text(shown)  # rules under the full name first
+        game = shown
         fields = dict(game=game, agent=agent, role=role, role_prompt=role_prompt,
                       observation=observation, legal=self.cfg.legal_separator.join(legal),
                       instruction=instruction, rules=text.rules,
