@@ -394,8 +394,6 @@ class MAPPO(Learner):
         done = _on(vs.done, dev)[:, None] | term | trunc  # [B, A]
         live = buf.last >= 0
         B, A = r.shape
-        b_idx = torch.arange(B, device=dev)[:, None].expand(B, A)
-        a_idx = torch.arange(A, device=dev)[None, :].expand(B, A)
         t = buf.last.clamp_min(0)
         # each (copy, agent) adds its reward to its pending step, a dense add: indexing by
         # `live` (a boolean mask) was four nonzeros, each a host wait for the GPU, every step;
@@ -405,6 +403,8 @@ class MAPPO(Learner):
                                                torch.where(live, r, 0.0).reshape(1, B * A))
         ended = live & done
         if ended.any():
+            b_idx = torch.arange(B, device=dev)[:, None].expand(B, A)
+            a_idx = torch.arange(A, device=dev)[None, :].expand(B, A)
             buf.end[t[ended], b_idx[ended], a_idx[ended]] = True
             if self.cfg.truncation == "terminal":  # a cut episode ends as if terminated
                 term = term | trunc
