@@ -188,3 +188,40 @@ def test_vmas_tag_league_runs_with_its_copies_on_cuda(tmp_path):
     for seats in rows:  # the three adversaries are one side: one snapshot plays them all
         assert len({seats[f"adversary_{i}"] for i in range(3)}) == 1
         assert seats["agent_0"] != seats["adversary_0"]
+
+
+def _cuda_syncs(fn) -> int:
+    """Host waits for the GPU while ``fn()`` runs, as CUDA's sync debug mode counts them
+    (every synchronizing call warns once), not as Python-level calls look."""
+    import warnings
+
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return sum("synchroniz" in str(w.message) for w in caught)
+
+
+@pytest.mark.skipif(not DEVICE.startswith("cuda"), reason="counts CUDA synchronizations")
+def test_a_vmas_step_and_mappo_observe_wait_for_the_gpu_as_few_times_as_counted_on_the_cpu():
+    """tests/games/test_vmas.py counts the waits of a tensor step and of MAPPO's observe
+    from Python (one more than VMAS's own step; two in observe); CUDA's own count must agree,
+    or a wait hides inside an op those tests do not see."""
+    kw = {"n_agents": 3, "max_steps": 50}
+    learner = MAPPO(games.make("vmas/simple_spread", **kw).spec, MAPPOConfig(), device=DEVICE,
+                    seed=0)
+    vg = games.VectorGame("vmas/simple_spread", 64, seed=0, tensors=True, device=DEVICE,
+                          **learner.vector_game_kwargs, **kw)
+    vs = vg.reset()
+    acts = learner.act(vs)
+    vs = vg.step(acts)
+    learner.observe(vs)
+    out = {}
+    ours = _cuda_syncs(lambda: out.setdefault("vs", vg.step(acts)))
+    theirs = _cuda_syncs(lambda: vg.native.sim.env.step(list(vg.native.game._actions(acts, 64))))
+    assert ours <= theirs + 1, (ours, theirs)
+    assert _cuda_syncs(lambda: learner.observe(out["vs"])) <= 2
