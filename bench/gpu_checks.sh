@@ -3,13 +3,14 @@
 # test parametrized over devices), then the advantage (10M samples), LLM-rollout and VMAS
 # MAPPO (4,096+ copies, largest B that fits) benchmarks on the GPU.
 # Each part has its own time limit so one slow part cannot starve the others; the limits add
-# up to 570 s (a device command may run 600 s), each part prints as it goes, so a part
+# up to 630 s with every default (a device command may run 600 s: lower one, e.g. LLM_LIMIT=0), each part prints as it goes, so a part
 # cut off by its limit keeps what it measured. On a CPU machine the tests skip and the
 # benchmarks stop at once with a one-line "no CUDA device".
 #
 #   bash bench/gpu_checks.sh [output folder]        (default: gpu-checks/)
 #
-# Writes env.txt, tests.log, advantages_cuda.md, llm_rollouts_cuda.md and vmas_mappo_cuda.md
+# Writes env.txt, tests.log, advantages_cuda.md, llm_rollouts_cuda.md, vmas_step_cuda.md and
+# vmas_mappo_cuda.md
 # to the folder. A GPU machine without our game/config packages and no network: see
 # bench/gpu_wheels.sh.
 set -uo pipefail
@@ -33,6 +34,11 @@ timeout "${BENCH_LIMIT:-120}" $py bench/advantages.py --device cuda --samples 10
 if [ "${LLM_LIMIT:-90}" != 0 ]; then  # LLM_LIMIT=0 skips this part
     timeout "${LLM_LIMIT:-90}" $py bench/llm_rollouts.py --device cuda --repeats 2 2>&1 \
         | tee "$out/llm_rollouts_cuda.md"
+fi
+# issue 17: raw stepping, VectorGame tensors against VMAS's own loop (overhead goal <= 10 %)
+if [ "${STEP_LIMIT:-60}" != 0 ]; then
+    timeout "${STEP_LIMIT:-60}" $py bench/vmas.py --device cuda --sizes 8192 65536 --steps 50 \
+        --mpe-envs 16 --mpe-steps 10 2>&1 | tee "$out/vmas_step_cuda.md"
 fi
 # issue 17: MAPPO frames/s on vmas/navigation at 4,096-32,768 copies (15 s per B at most),
 # then doubling B until CUDA runs out of memory (45 s at most)

@@ -138,6 +138,8 @@ def main() -> None:
     p.add_argument("--mappo-envs", type=int, default=32)
     p.add_argument("--mappo-big-envs", type=int, default=1024)
     args = p.parse_args()
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        p.exit(2, f"--device {args.device}: no CUDA device here (torch {torch.__version__})\n")
     if args.threads:
         torch.set_num_threads(args.threads)
     runs: dict[str, list[float]] = {}
