@@ -69,6 +69,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+import torch
 
 import games
 from games import GameSpec, VecStep, VectorGame
@@ -262,10 +263,16 @@ class SampledMixturePolicy(Policy):
 
     def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
         current = self._draw(vs)
-        out = np.zeros(vs.done.shape[0], np.int64)
+        out = None  # the first member's actions: [B] discrete, [B, *shape] continuous
         for k in np.unique(current):
+            acts = self.mixture.members[k].policy.act(agent, vs, greedy)
+            if out is None:
+                out = acts.clone() if isinstance(acts, torch.Tensor) else np.array(acts)
+                continue
             rows = current == k
-            out[rows] = self.mixture.members[k].policy.act(agent, vs, greedy)[rows]
+            if isinstance(acts, torch.Tensor):
+                rows = torch.as_tensor(rows, device=acts.device)
+            out[rows] = acts[rows]
         return out
 
     def action_probs(self, agent: str, vs: VecStep) -> np.ndarray:
