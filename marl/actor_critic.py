@@ -101,7 +101,7 @@ def pad_obs(vs: VecStep, agents: tuple[str, ...], width: int, final: bool = Fals
     else:
         out = np.zeros((B, len(agents), width), np.float32)
     for i, a in enumerate(agents):
-        o = src[a]
+        o = src[a].reshape(B, -1)  # observations of any shape, flattened per copy
         out[:, i, : o.shape[1]] = o
     return out
 
@@ -253,10 +253,11 @@ def critic_inputs(
         state = vs.final_state if final else vs.state
         if state is None:
             raise ValueError("critic='state' needs a VectorGame built with with_state=True")
+        state = state.reshape(B, -1)
         base = np.broadcast_to(state[:, None, :], (B, A, state.shape[1]))
     elif net.critic == "concat":
         src = vs.final_obs if final else vs.obs
-        joint = np.concatenate([src[a] for a in spec.agent_ids], axis=1)
+        joint = np.concatenate([src[a].reshape(B, -1) for a in spec.agent_ids], axis=1)
         base = np.broadcast_to(joint[:, None, :], (B, A, joint.shape[1]))
     elif net.critic == "local":
         base = obs_BAO
@@ -275,10 +276,11 @@ def _critic_inputs_tensor(net: NetConfig, spec: GameSpec, obs_BAO: torch.Tensor,
         state = vs.final_state if final else vs.state
         if state is None:
             raise ValueError("critic='state' needs a VectorGame built with with_state=True")
+        state = state.reshape(B, -1)
         base = state[:, None, :].expand(B, A, state.shape[1])
     elif net.critic == "concat":
         src = vs.final_obs if final else vs.obs
-        joint = torch.cat([src[a] for a in spec.agent_ids], 1)
+        joint = torch.cat([src[a].reshape(B, -1) for a in spec.agent_ids], 1)
         base = joint[:, None, :].expand(B, A, joint.shape[1])
     elif net.critic == "local":
         base = obs_BAO
@@ -351,7 +353,7 @@ class PPOPolicy(Policy):
             x["graph"] = torch.from_numpy(vs.graph).to(dev)
             x["ego"] = torch.full((legal.shape[0],), vs.agent_node[agent], device=dev)
         else:
-            obs = vs.obs[agent]
+            obs = vs.obs[agent].reshape(legal.shape[0], -1)
             pad = np.zeros((obs.shape[0], grp.obs_dim), np.float32)
             pad[:, : obs.shape[1]] = obs
             x["obs"] = torch.from_numpy(pad).to(dev)

@@ -75,11 +75,12 @@ class FiniteGuard:
 
     game: str
     agents: tuple[str, ...]
+    stopped: str = "training stopped before any weight changed"  # what the message says
 
     def _fail(self, quantity: str, value: float, agent: str, step: int, hint: str) -> None:
         raise NonFiniteError(
             f"non-finite {quantity} ({value}) in game {self.game!r}, {agent}, at step {step}: "
-            f"training stopped before any weight changed; {hint}")
+            f"{self.stopped}; {hint}")
 
     def _who(self, index: int | None) -> str:
         if index is not None and 0 <= index < len(self.agents):

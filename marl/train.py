@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
 from tqdm.auto import tqdm
 
 from games import GameSpec, VecStep, VectorGame
 from games.vector import to_numpy
 from marl.core import Learner, Policy, PolicyMeta, register_policy
+from marl.guards import FiniteGuard
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +100,12 @@ def evaluate(
         raise ValueError(f"evaluate: no policy for seats {sorted(missing)}")
     vs = vg.reset()
     finished: dict[str, list[float]] = {a: [] for a in spec.agent_ids}
+    guard = FiniteGuard(spec.name, spec.agent_ids, "evaluation stopped")
+    steps = 0
     while len(finished[spec.agent_ids[0]]) < episodes:
         vs = vg.step({a: seats[a].act(a, vs, greedy=greedy) for a in spec.agent_ids})
+        steps += len(vs.done)
+        guard.data(steps, per_agent=_rewards(vs, spec.agent_ids))  # NaN returns are no score
         check_episode_lengths(vs, spec, "evaluation")
         for b in np.flatnonzero(vs.done):
             for a in spec.agent_ids:
@@ -166,6 +172,7 @@ def train(
     start = time.perf_counter()
     bar = tqdm(total=frames, disable=not progress, unit="frame", dynamic_ncols=True)
     sides = learner_sides(vg.spec, learner.agents)
+    opponent_guard = FiniteGuard(vg.spec.name, tuple(opponents)) if opponents else None
     vs = vg.reset()
     next_eval = eval_every
     while result.frames < frames:
@@ -175,6 +182,9 @@ def train(
             for a, pol in opponents.items():
                 actions[a] = pol.act(a, ovs)
         vs = vg.step(actions)
+        if opponent_guard is not None:  # the learner checks its own seats in observe
+            opponent_guard.data(result.frames + len(vs.done),
+                                per_agent=_rewards(vs, opponent_guard.agents))
         learner.observe(vs)
         after_step(learner, vs, result, bar, on_update, sides)
         if on_step is not None:
@@ -234,6 +244,14 @@ def after_step(learner: Learner, vs: VecStep, result: TrainResult, bar: Any,
             bar.set_postfix(ret=f"{metrics.get('charts/episode_return', float('nan')):.2f}")
         if on_update is not None:
             on_update(result.frames, metrics)
+
+
+def _rewards(vs: VecStep, agents: Sequence[str]) -> dict[str, Any]:
+    """``{"reward": [B, len(agents)]}`` of ``vs``, for :class:`FiniteGuard` (agents on dim 1)."""
+    r = [vs.rewards[a] for a in agents]
+    if isinstance(r[0], torch.Tensor):  # a tensor VecStep: stays on its device
+        return {"reward": torch.stack(r, 1)}
+    return {"reward": np.stack(r, 1)}
 
 
 def _on_device(vs: VecStep) -> bool:
