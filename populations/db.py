@@ -478,7 +478,14 @@ class LeagueDB:
 
     # ------------------------------------------------------------------ matches, payoffs
     def add_matches(self, run_id: int, matches: Iterable[MatchRow]) -> int:
-        """Insert matches whose key is new; returns how many were inserted."""
+        """Insert matches whose key is new; returns how many were inserted. A NaN or
+        infinite return is refused (:class:`LeagueDBError`): nothing is inserted."""
+        matches = list(matches)
+        for m in matches:
+            bad = [a for a, r in m.returns.items() if not math.isfinite(r)]
+            if bad:
+                raise LeagueDBError(f"match {m.key}: non-finite return {m.returns[bad[0]]} of "
+                                    f"agent {bad[0]!r}; no match of this batch was recorded")
         now = time.time()
         rows = [(run_id, m.key, m.game, json.dumps(m.seats), json.dumps(m.returns), m.seed, now)
                 for m in matches]
@@ -497,6 +504,14 @@ class LeagueDB:
                          self._decode(r["seats"], "matches", f"row {r['id']}", "seats", _SEATS),
                          self._decode(r["returns"], "matches", f"row {r['id']}", "returns",
                                       _RETURNS), r["seed"]) for r in rows]
+
+    def delete_matches(self, run_id: int, prefix: str) -> int:
+        """Delete the matches whose key starts with ``prefix``; returns how many."""
+        with self.conn:
+            cur = self.conn.execute(  # not LIKE: its _ and % would match other keys
+                "DELETE FROM matches WHERE run_id = ? AND substr(key, 1, ?) = ?",
+                (run_id, len(prefix), prefix))
+            return cur.rowcount
 
     def count_matches(self, run_id: int) -> int:
         return int(self.conn.execute("SELECT COUNT(*) FROM matches WHERE run_id = ?",

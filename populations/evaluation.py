@@ -10,6 +10,7 @@ they are the same however often a run was interrupted.
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -20,7 +21,9 @@ import numpy as np
 from games import GameSpec
 from populations.db import LeagueDB, MatchRow, SnapshotRow
 from populations.ratings import PairOutcome, Ratings, pair_outcome
-from populations.runners import MatchJob, Runner
+from populations.runners import MATCH_HINT, MatchJob, NonFiniteMatchError, Runner
+
+log = logging.getLogger(__name__)
 
 _KEY = re.compile(r"^(?P<pair>.+)/(?P<side>ab|ba)/e(?P<ep>\d+)$")
 
@@ -51,16 +54,24 @@ def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, ga
     ends early once ``stop()`` is true (a CLI's stop request): each pair's jobs keep their
     seeds, so a resume playing the pairs left records what one call would have."""
     todo = []
+    names: dict[str, str] = {}  # pair key -> its snapshots, for an error
     for i, (a, b) in enumerate(pairs):
         key = f"{prefix}/{a.id}-{b.id}"
-        if db.matches(run_id, key + "/"):
+        recorded = db.matches(run_id, key + "/")
+        if recorded and all(_finite(m) for m in recorded):
             continue  # recorded before an interruption
+        if recorded:  # an earlier version recorded a NaN return; played again (same seeds)
+            log.warning("match %s: %d recorded episode(s) hold non-finite returns (recorded "
+                        "by an earlier version); playing the pair again", key,
+                        sum(not _finite(m) for m in recorded))
+            db.delete_matches(run_id, key + "/")
         jobs = pair_jobs(spec, game, game_kwargs, a, b, episodes, seed + 7919 * i, key)
         first = spec.teams[0]
         team = {ag.id: ag.team for ag in spec.agents}
         seat_ids = [{ag: (a.id if team[ag] == first else b.id) for ag in spec.agent_ids},
                     {ag: (b.id if team[ag] == first else a.id) for ag in spec.agent_ids}]
         todo.append((jobs, seat_ids))
+        names[key] = f"snapshots {_name(a)} vs {_name(b)}"
     size = max(1, batch) if stop is not None else max(1, len(todo))
     added = 0
     for at in range(0, len(todo), size):
@@ -69,11 +80,27 @@ def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, ga
         jobs = [j for js, _ in todo[at:at + size] for j in js]
         seat_ids = [s for _, ss in todo[at:at + size] for s in ss]
         rows = []
-        for job, seats, res in zip(jobs, seat_ids, runner.play(jobs), strict=True):
+        try:
+            results = runner.play(jobs)
+        except NonFiniteMatchError as err:  # name the snapshots, not their files
+            pair = names.get(err.key.rpartition("/")[0])
+            if pair is None or not err.detail:
+                raise
+            raise NonFiniteMatchError(f"{err.detail} ({pair}): {MATCH_HINT}", err.key,
+                                      err.detail) from None
+        for job, seats, res in zip(jobs, seat_ids, results, strict=True):
             for e, ret in enumerate(res.returns):
                 rows.append(MatchRow(f"{job.key}/e{e:04d}", game, seats, ret, job.seed))
         added += db.add_matches(run_id, rows)
     return added
+
+
+def _name(s: SnapshotRow) -> str:
+    return f"{s.member!r} v{s.version} (id {s.id})"
+
+
+def _finite(match: MatchRow) -> bool:
+    return all(np.isfinite(r) for r in match.returns.values())
 
 
 def _score(match: MatchRow, sid: int) -> float:
@@ -116,7 +143,14 @@ def recompute(db: LeagueDB, run_id: int, step: int) -> Ratings:
     the per-episode margin (``a``'s team return minus ``b``'s; in a zero-sum game twice
     ``a``'s mean return), the win rate (draws count 1/2) and the number of pairs; ``(b, a)``
     holds the negated margin and ``1 -`` the win rate."""
-    outcomes = pair_outcomes(db.matches(run_id))
+    matches = db.matches(run_id)
+    finite = [m for m in matches if _finite(m)]
+    if len(finite) < len(matches):  # recorded before match play checked rewards
+        log.warning("%d recorded match episode(s) of run %d have non-finite returns (NaN or "
+                    "infinity, recorded by an earlier version); payoffs and ratings leave "
+                    "them and their role-swapped halves out", len(matches) - len(finite),
+                    run_id)
+    outcomes = pair_outcomes(finite)
     ratings = Ratings()
     ratings.update(outcomes)
     acc: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)

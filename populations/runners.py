@@ -29,6 +29,7 @@ import games
 import llm_agents.learner  # noqa: F401 - registers the llm policy kind (load_policy, Ray workers)
 from games.vector import episode_copies
 from marl.core import Policy, derive_seed, load_policy
+from marl.guards import NonFiniteError
 from marl.train import RandomPolicy, check_episode_lengths
 
 log = logging.getLogger(__name__)
@@ -105,14 +106,74 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None) -> MatchResult:
     vs = vg.reset()
     out: list[dict[str, float]] = []
     steps = 0
+    t = np.zeros(copies, np.int64)  # [B] steps of each copy's running episode
     while len(out) < job.episodes:
         vs = vg.step({a: p.act(a, vs, greedy=job.greedy) for a, p in seats.items()})
         steps += 1
+        t += 1
+        _check_finite(job, spec, vs, t)
         check_episode_lengths(vs, spec, f"match {job.key}")
+        t[_host(vs.done)] = 0
         for b in np.flatnonzero(vs.done):
             out.append({a: float(vs.episode_return[a][b]) for a in spec.agent_ids})
     vg.close()
     return MatchResult(job.key, out[: job.episodes], copies, steps)
+
+
+class NonFiniteMatchError(NonFiniteError):
+    """A game gave a match a NaN or infinite reward; nothing of the match was returned.
+
+    ``key`` is the job's key and ``detail`` the message without the seats, so that a
+    caller knowing which snapshots the files hold can name them instead."""
+
+    def __init__(self, message: str, key: str = "", detail: str = "") -> None:
+        super().__init__(message)  # args: the message alone (pickled through Ray)
+        self.key, self.detail = key, detail
+
+
+def _host(x: Any) -> np.ndarray:
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+def _seats_text(seats: dict[str, str]) -> str:
+    """``b0, b1: A.pt; r0, r1: B.pt``: the policy file (or ``random``) of each seat."""
+    by_file: dict[str, list[str]] = {}
+    for agent, path in seats.items():
+        by_file.setdefault(path if path == RANDOM else os.path.basename(path), []).append(agent)
+    return "; ".join(f"{', '.join(agents)}: {name}" for name, agents in by_file.items())
+
+
+def _check_finite(job: MatchJob, spec: games.GameSpec, vs: games.VecStep,
+                  t: np.ndarray) -> None:
+    """Raise :class:`NonFiniteMatchError` when a reward of this step, or the return of an
+    episode ending at it, is NaN or infinite: naming the game, the agent, the episode's step
+    and the seats' policy files, before anything of the match is returned (and recorded).
+    One check for every agent together while all is well."""
+    ids = spec.agent_ids
+    rewards = [vs.rewards[a] for a in ids]  # [B] each
+    returns = [vs.episode_return[a] for a in ids]
+    if isinstance(rewards[0], torch.Tensor):  # a natively batched game: one device sync
+        if bool(torch.isfinite(torch.stack([*rewards, *returns])).all()):
+            return
+    elif np.isfinite(rewards).all() and np.isfinite(returns).all():
+        return
+    done = _host(vs.done)
+    for quantity, values in (("reward", rewards), ("episode return", returns)):
+        for agent, v in zip(ids, values, strict=True):
+            bad = ~np.isfinite(_host(v))
+            if quantity != "reward":
+                bad &= done
+            if bad.any():
+                b = int(np.flatnonzero(bad)[0])
+                detail = (f"non-finite {quantity} ({float(_host(v)[b])}) in game {spec.name!r}, "
+                          f"agent {agent!r}, at step {int(t[b])} of an episode of match "
+                          f"{job.key}")
+                raise NonFiniteMatchError(
+                    f"{detail} (seats {_seats_text(job.seats)}): {MATCH_HINT}", job.key, detail)
+
+
+MATCH_HINT = ("the match was stopped before anything of it was recorded; the game returned it "
+              "(check the game's rewards)")
 
 
 class Runner(abc.ABC):

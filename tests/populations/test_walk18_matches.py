@@ -2,11 +2,21 @@
 members, non-finite rewards in evaluation matches (and databases they poisoned), the oracle
 messages for continuous-action games, and the game name recorded with each match."""
 
+import dataclasses
+import json
+import logging
+import sqlite3
+
 import numpy as np
+import pytest
 
 import games
+from marl.guards import NonFiniteError
 from marl.train import RandomPolicy
+from populations.db import LeagueDB, LeagueDBError, MatchRow
+from populations.evaluation import recompute, round_robin
 from populations.psro import Member, Mixture, SampledMixturePolicy
+from populations.runners import RANDOM, LocalRunner, MatchJob
 
 CONT = "walk18/chase_cont"
 SEATS = ("chaser", "evader")
@@ -16,10 +26,12 @@ SEATS = ("chaser", "evader")
 class ChaseCont(games.Game):
     """Two seats each pick a point in [-1, 1]^2 every round; the chaser wants to be near."""
 
-    def __init__(self, rounds: int = 3) -> None:
-        self.rounds = rounds
-        self.spec = games.GameSpec(
-            name=CONT, agents=tuple(games.AgentSpec(a, role=a, team=a) for a in SEATS),
+    def __init__(self, rounds: int = 3, nan_at: int = 0) -> None:
+        """``nan_at``: the evader's reward is NaN at that step of every episode (0: never)."""
+        self.rounds, self.nan_at = rounds, nan_at
+        self.spec = games.GameSpec(  # its name with its arguments, as many games do
+            name=f"{CONT}(nan_at={nan_at})" if nan_at else CONT,
+            agents=tuple(games.AgentSpec(a, role=a, team=a) for a in SEATS),
             obs_shapes={a: (3,) for a in SEATS},
             action_spaces={a: games.ActionSpace("continuous", shape=(2,), low=-1.0, high=1.0)
                            for a in SEATS},
@@ -35,8 +47,9 @@ class ChaseCont(games.Game):
         self.t += 1
         d = float(np.linalg.norm(self.p["chaser"] - self.p["evader"]))
         done = self.t >= self.rounds
-        return games.Transition({"chaser": -d, "evader": d}, {a: False for a in SEATS},
-                                {a: done for a in SEATS})
+        nan = self.t == self.nan_at
+        return games.Transition({"chaser": -d, "evader": float("nan") if nan else d},
+                                {a: False for a in SEATS}, {a: done for a in SEATS})
 
     def acting_agents(self):
         return () if self.t >= self.rounds else SEATS
@@ -73,3 +86,85 @@ def test_a_mixture_of_continuous_members_acts_with_their_shape_and_dtype():
     assert out.shape == (16, 2) and out.dtype == np.float32
     assert set(np.unique(mix.current)) == {0, 1}  # both members drawn: both wrote rows
     assert np.array_equal(out, np.array([[-0.5, -0.5], [0.25, 0.25]], np.float32)[mix.current])
+
+
+# ------------------------------------------------------ non-finite rewards in matches
+def _snapshots(db, run):
+    """Two snapshots 'A' and 'B' of ``run`` whose seats play uniformly at random."""
+    for name in "AB":
+        db.add_snapshot(db.add_member(run, name, "random", SEATS), 0, RANDOM, "random", CONT,
+                        SEATS)
+    return [dataclasses.replace(s, path=RANDOM) for s in db.snapshots(run)]
+
+
+def test_match_play_stops_at_a_nan_reward_naming_game_agent_step_and_seats():
+    job = MatchJob("rr/1-2/ab", CONT, {a: RANDOM for a in SEATS}, 4, 0, {"nan_at": 2})
+    with pytest.raises(NonFiniteError) as err:
+        LocalRunner().play([job])
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"non-finite reward (nan) in game '{CONT}(nan_at=2)', agent "
+                          "'evader', at step 2 of an episode of match rr/1-2/ab (seats chaser, "
+                          "evader: random): ")
+
+
+def test_evaluation_records_nothing_of_a_nan_match_and_names_the_snapshots(tmp_path):
+    db = LeagueDB(tmp_path / "l.db")
+    run = db.create_run("eval", game=CONT)
+    with pytest.raises(NonFiniteError, match=r"agent 'evader', at step 3 of an episode of "
+                       r"match rr/1-2/ab \(snapshots 'A' v0 \(id 1\) vs 'B' v0 \(id 2\)\): "
+                       r"the match was stopped before anything of it was recorded"):
+        round_robin(db, run, LocalRunner(), games.make(CONT).spec, CONT, {"nan_at": 3},
+                    _snapshots(db, run), episodes=2)
+    assert db.count_matches(run) == 0 and db.payoffs(run) == []
+    with pytest.raises(LeagueDBError, match="non-finite return nan of agent 'evader'"):
+        db.add_matches(run, [MatchRow("m/0", CONT, {"chaser": 1, "evader": 2},
+                                      {"chaser": 0.0, "evader": float("nan")})])
+    assert db.count_matches(run) == 0
+
+
+def _poison(db, run, key):
+    """A NaN return recorded as an earlier version did (straight into the table)."""
+    db.conn.execute("INSERT INTO matches (run_id, key, game, seats, returns, seed, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (run, key, CONT, json.dumps({"chaser": 1, "evader": 2}),
+                     json.dumps({"chaser": 0.5, "evader": float("nan")}), 0, 0.0))
+    db.conn.commit()
+
+
+def test_a_database_poisoned_by_an_earlier_version_resumes(tmp_path, caplog):
+    db = LeagueDB(tmp_path / "l.db")
+    run = db.create_run("eval", game=CONT)
+    a, b = _snapshots(db, run)
+    good = [MatchRow(f"g/1-2/{s}/e0000", CONT, seats, {"chaser": r, "evader": -r})
+            for s, seats, r in (("ab", {"chaser": 1, "evader": 2}, 1.0),
+                                ("ba", {"chaser": 2, "evader": 1}, -1.0))]
+    db.add_matches(run, good)
+    _poison(db, run, "g/1-2/ab/e0001")
+    _poison(db, run, "g/1-2/ba/e0001")
+    with caplog.at_level(logging.WARNING, "populations.evaluation"):
+        recompute(db, run, step=0)  # was: sqlite3.IntegrityError (payoffs.value NOT NULL)
+    assert [r.getMessage() for r in caplog.records] == [
+        "2 recorded match episode(s) of run 1 have non-finite returns (NaN or infinity, "
+        "recorded by an earlier version); payoffs and ratings leave them and their "
+        "role-swapped halves out"]
+    pay = {(p["row_snapshot"], p["col_snapshot"]): p for p in db.payoffs(run)}
+    assert pay[(1, 2)]["value"] == 2.0 and pay[(1, 2)]["count"] == 1  # the finite pair alone
+
+    # the evaluation of a poisoned pair plays it again (its seeds: what it would have given)
+    _poison(db, run, "rr/1-2/ab/e0000")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, "populations.evaluation"):
+        round_robin(db, run, LocalRunner(), games.make(CONT).spec, CONT, {}, [a, b],
+                    episodes=2)
+    assert "match rr/1-2: 1 recorded episode(s) hold non-finite returns" in caplog.text
+    replayed = db.matches(run, "rr/")
+    assert len(replayed) == 4
+    assert all(np.isfinite(list(m.returns.values())).all() for m in replayed)
+    fresh = LeagueDB(tmp_path / "fresh.db")
+    fresh_run = fresh.create_run("eval", game=CONT)
+    round_robin(fresh, fresh_run, LocalRunner(), games.make(CONT).spec, CONT, {},
+                _snapshots(fresh, fresh_run), episodes=2)
+    assert [m.returns for m in fresh.matches(fresh_run)] == [m.returns for m in replayed]
+    with pytest.raises(sqlite3.IntegrityError):  # the constraint that was hit stays
+        db.set_payoffs(run, [(1, 2, float("nan"), None, 1, False)])
