@@ -28,12 +28,15 @@ import numpy as np
 
 from games.core import (
     Game,
+    GameContractError,
     GameError,
     IllegalActionError,
     InvalidAction,
     TimeStep,
     _action_candidate,
+    _method_of,
     _norm_text,
+    raised_text,
 )
 
 STEP_BUDGET = 1000  # check_game's default bound on the steps it plays (episodes start below it)
@@ -227,10 +230,34 @@ def _check_illegal(game: Game, ts: TimeStep, actions: dict, where: str) -> None:
         _require(after == before, f"{where}: a rejected action changed the game")
 
 
-def _play(game: Game, seed: int, check: bool) -> tuple[list, dict[str, float], int]:
-    """One episode of random legal play; returns (trajectory, returns, steps)."""
+def _play(game: Game, seed: int, check: bool, fresh: bool = True
+          ) -> tuple[list, dict[str, float], int]:
+    """One episode of random legal play (actions drawn from ``seed``), started by
+    ``reset(seed)``, or by ``reset(None)`` (the game's RNG continued) when not ``fresh``;
+    returns (trajectory, returns, steps).
+
+    Raises:
+        GameCheckError: a broken contract, also an exception of the game's own code, named
+            with the seed and the step.
+    """
+    try:
+        return _episode(game, seed, check, fresh)
+    except GameCheckError:
+        raise
+    except GameContractError as err:  # raised by reset/step: they know the step
+        raise GameCheckError(f"{game.spec.name} seed {seed} {err.where}: {err.detail}") from err
+    except GameError:
+        raise  # the game's own words (an InvalidAction of a legal action's text, ...)
+    except Exception as err:  # a method the checks call (text_observation, state, ...)
+        where = f"{game.spec.name} seed {seed} step {game._contract_steps}"
+        raise GameCheckError(f"{where}: {raised_text(err, _method_of(err, (__file__,)))}"
+                             ) from err
+
+
+def _episode(game: Game, seed: int, check: bool, fresh: bool
+             ) -> tuple[list, dict[str, float], int]:
     rng = np.random.default_rng(seed)
-    ts = game.reset(seed)
+    ts = game.reset(seed if fresh else None)
     traj: list = []
     returns = {a: 0.0 for a in game.spec.agent_ids}
     steps, ended = 0, set()  # agents terminated or truncated so far

@@ -18,13 +18,19 @@ information, teams, numeric learners and LLM agents:
 Writing a game means subclassing :class:`Game` and implementing ``_reset``, ``_step``,
 ``acting_agents``, ``observe``, ``legal_actions`` and ``text_observation``; the base
 class validates actions (an illegal action raises :class:`IllegalActionError` and
-never changes the game) and assembles time steps.
+never changes the game) and assembles time steps. Building one, it checks each acting agent's
+observation shape and that a discrete-action agent has a legal action
+(:class:`GameContractError`), and an exception of the game's own code comes out of
+``reset``/``step`` as a :class:`GameCodeError` naming the game, the step, the method and the
+line that raised it (a :class:`GameError`, so the command lines report it in one line).
 """
 
 from __future__ import annotations
 
 import abc
 import re
+import sysconfig
+import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +55,64 @@ class IllegalActionError(GameError):
 
 class InvalidAction(GameError):
     """``Game.parse_action`` could not turn a text into a legal action."""
+
+
+class GameContractError(GameError):
+    """The game broke the contract where the base class builds a time step: an observation
+    of another shape than ``spec.obs_shapes`` says, an acting agent with no legal action, or
+    (:class:`GameCodeError`) an exception of its own.
+
+    Attributes:
+        game: the game's ``spec.name``.
+        where: ``reset(seed=...)`` or ``step N`` (time step N of the episode).
+        detail: what went wrong, without the game and the step.
+    """
+
+    def __init__(self, game: str, where: str, detail: str, hint: str = "") -> None:
+        self.game, self.where, self.detail = game, where, detail
+        super().__init__(f"{game} {where}: {detail}{hint}")
+
+
+class GameCodeError(GameContractError):
+    """A game's own code (``_reset``, ``_step``, ``acting_agents``, ``observe``,
+    ``legal_actions``) raised an exception that is not a :class:`GameError`: a bug in the game.
+
+    The message names the game, where in the episode, the method, the exception and the line
+    that raised it; the exception itself is ``__cause__`` and ``error`` (``HYDRA_FULL_ERROR=1``
+    shows its traceback on the command line). ``method`` is the game's method the contract
+    called (the outermost frame of the game's code).
+    """
+
+    def __init__(self, game: str, where: str, err: Exception) -> None:
+        self.error, self.method = err, _method_of(err)
+        super().__init__(game, where, raised_text(err, self.method),
+                         "; HYDRA_FULL_ERROR=1 shows the traceback")
+
+
+def where_raised(err: BaseException) -> str:
+    """``file:line in function`` of the innermost frame of ``err`` outside the standard
+    library and installed packages (the user's own line), else of the innermost frame."""
+    frames = traceback.extract_tb(err.__traceback__)
+    libs = {sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    own = [f for f in frames if not any(lib and f.filename.startswith(lib) for lib in libs)]
+    frame = (own or frames or [None])[-1]
+    return f"{frame.filename}:{frame.lineno} in {frame.name}" if frame else "unknown place"
+
+
+def _method_of(err: BaseException, callers: tuple[str, ...] = ()) -> str:
+    """The name of the outermost frame of ``err``'s traceback outside this module and the
+    files ``callers``: the game's method that the contract (or a checker) called."""
+    frames = list(traceback.walk_tb(err.__traceback__))
+    for frame, _ in frames:
+        if frame.f_code.co_filename not in (__file__, *callers):
+            return frame.f_code.co_name
+    return frames[-1][0].f_code.co_name if frames else "?"
+
+
+def raised_text(err: BaseException, method: str) -> str:
+    """``<method> raised <Type>: <message> (at <file:line in function>)`` in one line."""
+    why = " ".join(str(err).split()) or "no message"
+    return f"{method} raised {type(err).__name__}: {why} (at {where_raised(err)})"
 
 
 @dataclass(frozen=True)
@@ -182,6 +246,12 @@ class Transition:
 _ACTION_TAG = re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL)
 
 
+def _plain_action(action: Any) -> Any:
+    """``action`` as a message shows it: a numpy scalar as its Python value (``1.5``, not
+    ``np.float64(1.5)``)."""
+    return action.item() if isinstance(action, np.generic) else action
+
+
 def _norm_text(text: str) -> str:
     return " ".join(text.strip().lower().split())
 
@@ -242,9 +312,12 @@ class Game(abc.ABC):
     # ------------------------------------------------------------------- provided
     def legal_mask(self, agent: str) -> np.ndarray:
         """bool ``[n]`` mask of the legal actions of ``agent``."""
+        return self._mask_of(agent, list(self.legal_actions(agent)))
+
+    def _mask_of(self, agent: str, legal: list) -> np.ndarray:
+        """bool ``[n]`` mask of the action ids ``legal`` of ``agent``."""
         n = self.spec.action_spaces[agent].n
         mask = np.zeros(n, dtype=bool)
-        legal = list(self.legal_actions(agent))
         try:
             mask[legal] = True
             if legal and min(legal) < 0:  # numpy wraps -1 to the last action, silently
@@ -280,12 +353,24 @@ class Game(abc.ABC):
             f"legal: {texts}"
         )
 
+    _contract_steps = 0  # steps taken in this episode (for the messages)
+
     def reset(self, seed: int | None = None) -> TimeStep:
-        """Start an episode. Same seed, same episode; ``None`` continues the RNG stream."""
-        self._reset(seed)
-        zeros = {a: 0.0 for a in self.spec.agent_ids}
-        false = {a: False for a in self.spec.agent_ids}
-        return self._timestep(Transition(zeros, false, dict(false)))
+        """Start an episode. Same seed, same episode; ``None`` continues the RNG stream.
+
+        Raises:
+            GameCodeError: the game's own code raised (naming the method and its line).
+        """
+        self._contract_steps = 0
+        try:
+            self._reset(seed)
+            zeros = {a: 0.0 for a in self.spec.agent_ids}
+            false = {a: False for a in self.spec.agent_ids}
+            return self._timestep(Transition(zeros, false, dict(false)))
+        except GameError:
+            raise
+        except Exception as err:  # a bug in the game: one line naming its method and line
+            raise GameCodeError(self.spec.name, f"reset(seed={seed})", err) from err
 
     def step(self, actions: Mapping[str, Action]) -> TimeStep:
         """Apply one action per acting agent.
@@ -293,16 +378,25 @@ class Game(abc.ABC):
         Raises:
             IllegalActionError: an action is missing, extra, or illegal; the game is
                 left unchanged.
+            GameCodeError: the game's own code raised (naming the method and its line).
         """
-        acting = self.acting_agents()
-        if not acting:
-            raise GameError(f"{self.spec.name}: step() after the episode ended; call reset()")
-        if set(actions) != set(acting):
-            raise IllegalActionError(
-                f"{self.spec.name}: expected actions for {list(acting)}, got {sorted(actions)}"
-            )
-        checked = {a: self._check_action(a, actions[a]) for a in acting}
-        return self._timestep(self._step(checked))
+        t = self._contract_steps
+        try:
+            acting = self.acting_agents()
+            if not acting:
+                raise GameError(f"{self.spec.name}: step() after the episode ended; call reset()")
+            if set(actions) != set(acting):
+                raise IllegalActionError(
+                    f"{self.spec.name}: expected actions for {list(acting)}, got {sorted(actions)}"
+                )
+            checked = {a: self._check_action(a, actions[a]) for a in acting}
+            tr = self._step(checked)
+            self._contract_steps = t = t + 1
+            return self._timestep(tr)
+        except GameError:
+            raise
+        except Exception as err:  # a bug in the game: one line naming its method and line
+            raise GameCodeError(self.spec.name, f"step {t}", err) from err
 
     def _check_action(self, agent: str, action: Action) -> Action:
         space = self.spec.action_spaces[agent]
@@ -314,9 +408,10 @@ class Game(abc.ABC):
                 ok = False
             legal = self.legal_actions(agent)
             if not ok or a not in legal:
+                shown = a if ok else _plain_action(action)
                 raise IllegalActionError(
-                    f"{self.spec.name}: illegal action {action!r} for {agent}; "
-                    f"legal: {list(legal)}"
+                    f"{self.spec.name}: illegal action {shown!r} for {agent}; "
+                    f"legal: {[int(x) for x in legal]}"
                 )
             return a
         vec = np.asarray(action, dtype=np.float32)
@@ -334,10 +429,30 @@ class Game(abc.ABC):
 
     def _timestep(self, tr: Transition) -> TimeStep:
         acting = self.acting_agents()
-        obs = {a: self.observe(a) for a in acting}
-        legal = {
-            a: self.legal_mask(a) for a in acting if self.spec.action_spaces[a].discrete
-        }
+        spec = self.spec
+        shapes, spaces = spec.obs_shapes, spec.action_spaces
+        own_mask = type(self).legal_mask is Game.legal_mask
+        obs, legal = {}, {}
+        for a in acting:
+            o = obs[a] = self.observe(a)
+            if getattr(o, "shape", None) != shapes[a] and np.shape(o) != tuple(shapes[a]):
+                # checked here, not where a batch stacks it: numpy's "could not broadcast
+                # (8,) into (4,)" named no game, agent nor step
+                raise GameContractError(spec.name, f"step {self._contract_steps}", f"obs of {a} "
+                                        f"has shape {np.shape(o)}, expected {tuple(shapes[a])}")
+            if spaces[a].discrete:
+                if own_mask:  # the legal ids are at hand: an empty list costs nothing to see
+                    ids = list(self.legal_actions(a))
+                    empty = not ids
+                    mask = self._mask_of(a, ids)
+                else:
+                    mask = self.legal_mask(a)
+                    empty = np.count_nonzero(mask) == 0
+                if empty:  # else each consumer failed its own way (IndexError, a sampler's
+                    # "a cannot be empty", an illegal action 1 with legal [])
+                    raise GameContractError(spec.name, f"step {self._contract_steps}",
+                                            f"{a} must act but has no legal action")
+                legal[a] = mask
         return TimeStep(acting, obs, legal, tr.rewards, tr.terminated, tr.truncated, tr.info)
 
     def __repr__(self) -> str:

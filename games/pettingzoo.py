@@ -35,8 +35,6 @@ import inspect
 import logging
 import pkgutil
 import re
-import sysconfig
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -55,6 +53,7 @@ from games.core import (
     Transition,
     UnknownGameError,
 )
+from games.core import where_raised as _where_raised
 from games.graphs import mpe_entity_graph
 from games.registry import kwargs_name
 from games.teams import agent_specs, parse_teams, parse_zero_sum
@@ -331,16 +330,6 @@ def _warn_large_obs(module_path: str, obs_spaces: Mapping[str, spaces.Space],
             "whose state_space and state() are smaller",
             module_path, "x".join(map(str, shape)), int(np.prod(shape)),
         )
-
-
-def _where_raised(err: BaseException) -> str:
-    """``file:line in function`` of the innermost frame of ``err`` outside the standard
-    library and installed packages (the user's own line), else of the innermost frame."""
-    frames = traceback.extract_tb(err.__traceback__)
-    libs = {sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    own = [f for f in frames if not any(lib and f.filename.startswith(lib) for lib in libs)]
-    frame = (own or frames or [None])[-1]
-    return f"{frame.filename}:{frame.lineno} in {frame.name}" if frame else "unknown place"
 
 
 def _build_error(err: Exception, module_path: str, factory: Callable[..., Any],

@@ -1,0 +1,223 @@
+"""A user's own game, written as README's "Add your own game" shows, that breaks the contract:
+the errors name the game, where in the episode, the method and the user's own line (a
+user-path walk found tracebacks, numpy's words and messages that differed by path)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import games
+
+AGENTS = ("r0", "b0")
+
+
+class Tug(games.Game):
+    """Two players pull a rope at once (simultaneous); first to 2 wins, 4 rounds at most.
+
+    ``bug`` picks a defect that shows at step ``after`` (0: at the first reset)."""
+
+    def __init__(self, bug: str = "", after: int = 1, rounds: int = 4) -> None:
+        self.bug, self.after, self.rounds = bug, after, rounds
+        self.spec = games.GameSpec(
+            name="walk18_tug",
+            agents=tuple(games.AgentSpec(a, role="puller", team=a) for a in AGENTS),
+            obs_shapes={a: (3,) for a in AGENTS},
+            action_spaces={a: games.ActionSpace("discrete", n=3) for a in AGENTS},
+            max_steps=rounds, zero_sum=True, simultaneous=True, state_shape=(2,))
+        self.rng = np.random.default_rng(0)
+
+    def _broken(self, bug: str) -> bool:
+        return self.bug == bug and self.t >= self.after
+
+    def _reset(self, seed):
+        if seed is not None or self.bug == "reseed":  # "reseed": fresh entropy on reset(None)
+            self.rng = np.random.default_rng(seed)
+        self.t, self.pos = 0, int(self.rng.integers(-1, 2))
+        if self._broken("reset"):
+            raise RuntimeError("reset exploded")
+
+    def _step(self, actions):
+        self.t += 1
+        if self._broken("step"):
+            raise RuntimeError("physics exploded")
+        if self._broken("unpack"):
+            (agent,) = actions  # a turn-based habit: ValueError, too many values to unpack
+        self.pos += int(np.sign(actions["r0"] - actions["b0"]))
+        won = abs(self.pos) >= 2
+        winner = "r0" if self.pos > 0 else "b0"
+        rewards = {a: (1.0 if a == winner else -1.0) if won else 0.0 for a in AGENTS}
+        cut = not won and self.t >= self.rounds
+        return games.Transition(rewards, {a: won for a in AGENTS}, {a: cut for a in AGENTS})
+
+    def acting_agents(self):
+        return () if abs(self.pos) >= 2 or self.t >= self.rounds else AGENTS
+
+    def observe(self, agent):
+        if self._broken("observe"):
+            return {"pos": self.pos}["position"]  # KeyError in the user's own line
+        obs = np.array([self.pos / 2, self.t / self.rounds, float(agent == "r0")], np.float32)
+        return np.concatenate([obs, obs]) if self._broken("shape") else obs
+
+    def legal_actions(self, agent):
+        if self._broken("nolegal") and agent == "b0":
+            return []
+        return [0, 1, 2]
+
+    def action_text(self, agent, action):
+        return ("rest", "pull", "heave")[action]
+
+    def text_observation(self, agent):
+        return f"You are {agent}. Rope at {self.pos}, round {self.t + 1}/{self.rounds}."
+
+    def state(self):
+        return np.array([self.pos / 2, self.t / self.rounds], np.float32)
+
+
+games.register("walk18_tug")(Tug)
+
+
+def _play(game: games.Game, steps: int = 8) -> None:
+    ts = game.reset(0)
+    for _ in range(steps):
+        if ts.done:
+            ts = game.reset(None)
+        ts = game.step({a: 1 for a in ts.acting})
+
+
+def test_tug_is_a_correct_game():
+    games.check_game(games.make("walk18_tug"))
+
+
+# ------------------------------------------------------- 1. the game's own exceptions
+@pytest.mark.parametrize(("bug", "after", "where", "method", "error"), [
+    ("reset", 0, "reset(seed=0)", "_reset", "RuntimeError: reset exploded"),
+    ("step", 1, "step 0", "_step", "RuntimeError: physics exploded"),
+    ("unpack", 1, "step 0", "_step", "ValueError: too many values to unpack (expected 1)"),
+    ("observe", 1, "step 1", "observe", "KeyError: 'position'"),
+])
+def test_a_games_own_exception_names_game_step_method_and_line(bug, after, where, method,
+                                                                error):
+    """``selfplay-train imports=[broken] game.name=push_raise`` ended in a traceback; a
+    ValueError in the game (``(agent,) = actions``) in ``selfplay-train: too many values to
+    unpack (expected 1)``, naming nothing."""
+    game = games.make("walk18_tug", bug=bug, after=after)
+    with pytest.raises(games.GameCodeError) as info:
+        _play(game)
+    msg = str(info.value)
+    assert msg.startswith(f"{game.spec.name} {where}: {method} raised {error} (at {__file__}:"), msg
+    assert "\n" not in msg
+    assert isinstance(info.value, games.GameError)  # one line on every CLI (a ValueError)
+    assert info.value.method == method and info.value.__cause__ is info.value.error
+
+
+def test_a_games_own_exception_inside_a_vector_game_is_one_line():
+    vg = games.VectorGame("walk18_tug", 3, bug="step", after=2)
+    vg.reset()
+    with pytest.raises(games.GameCodeError, match=r"^walk18_tug\(.*\) step 1: _step raised "
+                       r"RuntimeError: physics exploded \(at .*test_walk18_user_games.py:\d+ "
+                       r"in _step\)"):
+        for _ in range(3):
+            vg.step({a: np.ones(3, np.int64) for a in AGENTS})
+
+
+def test_game_errors_and_interrupts_pass_through_unchanged():
+    class Refuses(Tug):
+        def _step(self, actions):
+            raise games.GameError("walk18: refused on purpose")
+
+    class Interrupted(Tug):
+        def _step(self, actions):
+            raise KeyboardInterrupt
+
+    game = Refuses()
+    with pytest.raises(games.GameError, match="^walk18: refused on purpose$") as info:
+        _play(game)
+    assert type(info.value) is games.GameError
+    with pytest.raises(KeyboardInterrupt):
+        _play(Interrupted())
+    # illegal actions are the contract's own errors, not the game's
+    game = Tug()
+    game.reset(0)
+    with pytest.raises(games.IllegalActionError, match=r"^walk18_tug: illegal action 7"):
+        game.step({"r0": 7, "b0": 0})
+
+
+# --------------------------------------------------------- 2. wrong-shaped observations
+def test_an_observation_of_the_wrong_shape_names_game_agent_and_step():
+    """``could not broadcast input array from shape (8,) into shape (4,)``, from the batch
+    that stacked it, named neither the game nor the agent."""
+    game = games.make("walk18_tug", bug="shape", after=1)
+    with pytest.raises(games.GameError, match=r"^walk18_tug\(.*\) step 1: obs of r0 has shape "
+                       r"\(6,\), expected \(3,\)$"):
+        _play(game)
+    vg = games.VectorGame("walk18_tug", 2, bug="shape", after=1)
+    vg.reset()
+    with pytest.raises(games.GameError, match=r"^walk18_tug\(.*\) step 1: obs of r0 has shape"):
+        vg.step({a: np.ones(2, np.int64) for a in AGENTS})
+
+
+def test_observations_as_lists_or_shapes_given_as_lists_still_pass():
+    class ListObs(Tug):
+        def observe(self, agent):
+            return super().observe(agent).tolist()
+
+    game = ListObs()
+    game.spec = dataclasses.replace(game.spec, obs_shapes={a: [3] for a in AGENTS})
+    _play(game)
+
+
+# ------------------------------------------------------- 3. no legal action for an agent
+def test_an_acting_agent_without_legal_actions_is_one_message_on_every_path():
+    """It read ``illegal action np.int64(1) for b0; legal: []``, an IndexError or an LLM
+    sampler's ``a cannot be empty``, depending on who acted for the agent."""
+    game = games.make("walk18_tug", bug="nolegal", after=1)
+    with pytest.raises(games.GameError, match=r"^walk18_tug\(.*\) step 1: b0 must act but has "
+                       "no legal action$"):
+        _play(game)
+
+
+def test_an_overridden_legal_mask_with_no_legal_action_is_refused_too():
+    class OwnMask(Tug):
+        def legal_mask(self, agent):
+            return np.zeros(3, bool) if self.t >= 1 and agent == "b0" else np.ones(3, bool)
+
+    with pytest.raises(games.GameError,
+                       match="^walk18_tug step 1: b0 must act but has no legal action$"):
+        _play(OwnMask())
+
+
+def test_an_illegal_numpy_action_is_shown_as_a_number():
+    game = games.make("walk18_tug")
+    game.reset(0)
+    with pytest.raises(games.IllegalActionError,
+                       match=r"^walk18_tug: illegal action 5 for r0; legal: \[0, 1, 2\]$"):
+        game.step({"r0": np.int64(5), "b0": np.int64(0)})
+    with pytest.raises(games.IllegalActionError, match=r"illegal action 1.5 for r0; legal"):
+        game.step({"r0": np.float64(1.5), "b0": np.int64(0)})
+
+
+# ------------------------------------------- 10. check_game names the seed and the step
+@pytest.mark.parametrize(("bug", "after", "where", "detail"), [
+    ("step", 2, r"seed \d+ step 1", r"_step raised RuntimeError: physics exploded \(at "),
+    ("reset", 0, r"seed 0 reset\(seed=0\)", r"_reset raised RuntimeError: reset exploded \(at "),
+    ("shape", 1, r"seed \d+ step 1", r"obs of r0 has shape \(6,\), expected \(3,\)$"),
+    ("nolegal", 1, r"seed \d+ step 1", "b0 must act but has no legal action$"),
+])
+def test_check_game_names_seed_and_step_of_what_the_game_raised(bug, after, where, detail):
+    """check_game let the game's own exception escape as it was, with no seed nor step."""
+    game = Tug(bug=bug, after=after)
+    with pytest.raises(games.GameCheckError, match=f"^walk18_tug {where}: {detail}"):
+        games.check_game(game)
+
+
+def test_check_game_names_the_method_it_called_itself():
+    class BadText(Tug):
+        def text_observation(self, agent):
+            return "pos " + self.pos  # TypeError: str + int
+
+    with pytest.raises(games.GameCheckError, match=r"^walk18_tug seed 0 step 0: "
+                       r"text_observation raised TypeError: .* \(at .*test_walk18_user_games"):
+        games.check_game(BadText())
