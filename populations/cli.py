@@ -1182,7 +1182,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
                   f"plays {spec.name} here", file=sys.stderr)
     db = LeagueDB(args.db)  # made only once every policy loaded
     run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name)
-    store = PolicyStore(Path(args.db).parent / "eval_snapshots", db, run_id)
+    store = PolicyStore(eval_snapshot_folder(Path(args.db), run_id), db, run_id)
     snaps = [store.publish(name, pol) for name, pol in policies.items()]
     try:  # the run ends finished, failed or interrupted (it stayed 'running' in the dashboard)
         runner = make_runner(args.runner)
@@ -1205,6 +1205,15 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         raise
     db.set_run_status(run_id, "finished")
     db.close()
+
+
+def eval_snapshot_folder(db: Path, run_id: int) -> Path:
+    """Where ``selfplay-eval`` keeps the copies of the files it rates into ``db`` as run
+    ``run_id``: ``eval_snapshots/<db file>/run<id>/`` beside it. Each evaluation its own folder:
+    one ``eval_snapshots/`` for all of them had a second evaluation (into the same database or
+    another one beside it) of files of the same names (a run's ``v0000.pt``...) overwrite the
+    first one's copies, whose rows then named other weights than their recorded SHA-256."""
+    return db.parent / "eval_snapshots" / db.name / f"run{run_id:04d}"
 
 
 EVAL_SEED_END = 2**62
