@@ -644,6 +644,32 @@ class ConfigCheck(Callback):
             del task["hydra"]
         with reported(TRAIN), _named_log_lines():  # Hydra turns a callback's exception
             prepare(task, list(config.hydra.overrides.task))  # into a warning: exit here
+            if task.get("resume") and not task.get("resume_override"):
+                _refuse_resume_without_folder(config)
+
+
+def _refuse_resume_without_folder(config: DictConfig) -> None:
+    """``resume=true`` without ``hydra.run.dir``: Hydra names a new folder after the clock,
+    which holds no run, so such a resume could never go on (it made that folder, said 'check
+    the folder name' and removed it). Refused before the folder is made, naming the newest
+    run beside it as the ``hydra.run.dir=`` to give. A folder of the user's own config (a
+    fixed ``hydra.run.dir``) that holds a run resumes as before."""
+    from populations.run_folder import holds_run
+
+    if any(o.split("=", 1)[0].lstrip("+~") == "hydra.run.dir"
+           for o in config.hydra.overrides.hydra):
+        return  # a folder given: run_folder's own check names it if it holds no run
+    run_dir = Path(str(config.hydra.run.dir))
+    if holds_run(run_dir):
+        return
+    parent = run_dir.parent
+    runs = sorted(p.name for p in parent.iterdir() if p.is_dir() and holds_run(p)) \
+        if parent.is_dir() else []
+    where = (f"the newest run there: {run_dir_override(parent / runs[-1])}" if runs else
+             f"{parent} holds no run yet (start one without resume=true)")
+    raise CLIError(f"resume=true needs the folder of the run to resume, "
+                   f"hydra.run.dir=<run folder> (without it the run would go to a new folder, "
+                   f"{run_dir}); {where}")
 
 
 @contextmanager

@@ -3,8 +3,12 @@ researcher meets on the path README describes."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import sys
 from pathlib import Path
+
+import pytest
 
 import games
 from marl.mappo import MAPPO, MAPPOConfig
@@ -51,3 +55,59 @@ def test_evaluations_beside_each_other_keep_their_own_snapshot_files(tmp_path, c
     for path, sha in rows:
         assert file_sha256(tmp_path / path) == sha, path
     assert len({path for path, _ in rows}) == 6  # each evaluation's files its own
+
+
+def _train(argv: list[str], monkeypatch, tmp_path: Path) -> None:
+    from populations.cli import train_main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
+    train_main()
+
+
+def _old_run(tmp_path: Path, experiment: str, stamp: str) -> Path:
+    run = tmp_path / "runs" / experiment / stamp
+    run.mkdir(parents=True)
+    (run / "settings.json").write_text(json.dumps({"experiment": experiment}))
+    return run
+
+
+@pytest.mark.parametrize("experiment", [None, "kuhn_psro"])
+def test_resume_without_a_run_folder_names_the_folder_to_give(experiment, monkeypatch,
+                                                               tmp_path, capsys):
+    # before: 'resume=true but runs/default/<now> holds no run ...: check the folder name':
+    # the folder was the one Hydra had just named after the clock (and made, then removed),
+    # so no resume=true without hydra.run.dir could ever go on, and nothing said so
+    name = experiment or "default"
+    _old_run(tmp_path, name, "2026-01-01_10-00-00")
+    newest = _old_run(tmp_path, name, "2026-01-02_09-00-00")
+    (tmp_path / "runs" / name / "2026-01-03_08-00-00").mkdir()  # holds no run
+    before = sorted((tmp_path / "runs" / name).iterdir())
+    argv = ["resume=true", "frames=64"] + ([f"experiment={experiment}"] if experiment else [])
+    with pytest.raises(SystemExit) as exit_:
+        _train(argv, monkeypatch, tmp_path)
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2
+    assert len(err.splitlines()) == 1, err
+    assert "resume=true" in err and "hydra.run.dir=" in err, err
+    assert f"hydra.run.dir={newest.relative_to(tmp_path)}" in err, err  # pastes as it is
+    assert sorted((tmp_path / "runs" / name).iterdir()) == before  # no folder made
+
+
+def test_resume_without_a_run_folder_and_no_run_yet(monkeypatch, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        _train(["resume=true", "frames=64"], monkeypatch, tmp_path)
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2
+    assert len(err.splitlines()) == 1, err
+    assert "hydra.run.dir=" in err and "no run" in err, err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*.json"))
+
+
+def test_resume_override_without_a_folder_still_starts_a_new_run(monkeypatch, tmp_path,
+                                                                  capsys):
+    # resume_override=true: 'or starts a new run in an empty folder' (README) stays so
+    _train(["resume=true", "resume_override=true", "frames=64", "eval_episodes=1",
+            "game=kuhn", "logger=none"], monkeypatch, tmp_path)
+    runs = list((tmp_path / "runs" / "default").iterdir())
+    assert len(runs) == 1 and (runs[0] / "settings.json").is_file()
