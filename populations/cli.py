@@ -145,9 +145,29 @@ def reported(prog: str) -> Iterator[None]:
             raise
         msg = one_line(err)
         if type(err).__name__ == "OverrideParseException":  # Hydra's grammar, not ours
-            msg += (" (a value holding ( ) [ ] , = or spaces needs quotes: "
-                    "'game.name=\"openspiel/goofspiel(num_cards=4)\"')")
+            msg += quoting_hint(str(getattr(err, "override", "")))
         fail(prog, msg)
+
+
+def quoting_hint(override: str) -> str:
+    """The hint after Hydra's grammar error (``mismatched input '('``), which names neither
+    the override it could not read (among several) nor how to write it: that override and
+    itself quoted (``'game.name="openspiel/dark_hex(num_rows=3)"'``) where a plain
+    ``key=value`` can be, else an example."""
+    key, eq, value = override.partition("=")
+    if eq and value and re.fullmatch(r"[+~]{0,2}[\w.@/-]+", key) and \
+            not re.search(r"[\"'\\]|\$\{", value):
+        parts, depth, start = [], 0, 0  # a sweep's values (-m): each quoted by itself
+        for i, c in enumerate(value):
+            depth += (c in "([{") - (c in ")]}")
+            if c == "," and depth == 0:
+                parts, start = [*parts, value[start:i]], i + 1
+        parts.append(value[start:])
+        quoted = shlex.quote(key + "=" + ",".join(
+            p if re.fullmatch(r"[\w./@+-]*", p) else f'"{p}"' for p in parts))
+        return f" (in {override}: a value holding ( ) [ ] , = or spaces needs quotes: {quoted})"
+    return (" (a value holding ( ) [ ] , = or spaces needs quotes: "
+            "'game.name=\"openspiel/goofspiel(num_cards=4)\"')")
 
 
 class OneLineParser(argparse.ArgumentParser):

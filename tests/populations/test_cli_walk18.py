@@ -111,3 +111,38 @@ def test_resume_override_without_a_folder_still_starts_a_new_run(monkeypatch, tm
             "game=kuhn", "logger=none"], monkeypatch, tmp_path)
     runs = list((tmp_path / "runs" / "default").iterdir())
     assert len(runs) == 1 and (runs[0] / "settings.json").is_file()
+
+
+@pytest.mark.parametrize("override", [
+    "game.name=openspiel/dark_hex(num_rows=3,num_cols=3)",
+    "game.kwargs.ops=[+,-]x",
+])
+def test_an_unparsable_override_is_named_with_its_own_quoting(override, monkeypatch, tmp_path,
+                                                              capsys):
+    # before: 'mismatched input '(' expecting <EOF>; ... (a value holding ( ) [ ] , = or
+    # spaces needs quotes: 'game.name="openspiel/goofspiel(num_cards=4)"')': neither the
+    # override Hydra could not read (among several) nor its own quoting was named
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    with pytest.raises(SystemExit) as exit_:
+        _train(["frames=64", override, "seed=1"], monkeypatch, tmp_path)
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and len(err.splitlines()) == 1, err
+    key, _, value = override.partition("=")
+    fix = f'{key}="{value}"'
+    assert f"in {override}:" in err and f"'{fix}'" in err, err
+    OverridesParser.create().parse_overrides([fix])  # the suggested spelling parses
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_swept_game_string_is_quoted_value_by_value():
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from populations.cli import quoting_hint
+
+    hint = quoting_hint("game.name=openspiel/goofspiel(num_cards=4),openspiel/kuhn_poker")
+    fix = 'game.name="openspiel/goofspiel(num_cards=4)",openspiel/kuhn_poker'
+    assert f"'{fix}'" in hint
+    (parsed,) = OverridesParser.create().parse_overrides([fix])
+    values = [getattr(v, "text", v) for v in parsed.value().list]  # QuotedString: its text
+    assert values == ["openspiel/goofspiel(num_cards=4)", "openspiel/kuhn_poker"]
