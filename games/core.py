@@ -141,6 +141,33 @@ class ActionSpace:
     low: float = 0.0
     high: float = 1.0
 
+    def __post_init__(self) -> None:
+        """Refuse a space no learner can act in, in one line naming the bad value (a misspelt
+        kind was a TypeError in check_game and a KeyError traceback in selfplay-eval;
+        ``"box"`` passed as continuous; ``low > high`` reached numpy's words)."""
+        if self.kind not in ("discrete", "continuous"):
+            raise GameError(f"ActionSpace kind={self.kind!r}; accepted: 'discrete' (with n) or "
+                            "'continuous' (with shape, low, high)")
+        if self.discrete:
+            n = self.n
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+                raise GameError(f"ActionSpace('discrete', n={n!r}); accepted: an integer n >= 1 "
+                                "(the number of actions)")
+            return
+        shape = self.shape
+        if not isinstance(shape, tuple) or not shape or not all(
+                isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 1
+                for d in shape):
+            raise GameError(f"ActionSpace('continuous', shape={shape!r}); accepted: a tuple of "
+                            "integers >= 1, e.g. shape=(2,)")
+        try:
+            ordered = bool(np.all(np.asarray(self.low, float) < np.asarray(self.high, float)))
+        except (TypeError, ValueError):
+            ordered = False
+        if not ordered:
+            raise GameError(f"ActionSpace('continuous', low={self.low!r}, high={self.high!r}); "
+                            "accepted: numbers with low < high")
+
     @property
     def discrete(self) -> bool:
         return self.kind == "discrete"

@@ -36,6 +36,7 @@ class Tug(games.Game):
         if seed is not None or self.bug == "reseed":  # "reseed": fresh entropy on reset(None)
             self.rng = np.random.default_rng(seed)
         self.t, self.pos = 0, int(self.rng.integers(-1, 2))
+        self.wind = float(self.rng.random())  # a draw no two fresh RNGs repeat
         if self._broken("reset"):
             raise RuntimeError("reset exploded")
 
@@ -58,7 +59,7 @@ class Tug(games.Game):
     def observe(self, agent):
         if self._broken("observe"):
             return {"pos": self.pos}["position"]  # KeyError in the user's own line
-        obs = np.array([self.pos / 2, self.t / self.rounds, float(agent == "r0")], np.float32)
+        obs = np.array([self.pos / 2, self.t / self.rounds, self.wind], np.float32)
         return np.concatenate([obs, obs]) if self._broken("shape") else obs
 
     def legal_actions(self, agent):
@@ -221,3 +222,46 @@ def test_check_game_names_the_method_it_called_itself():
     with pytest.raises(games.GameCheckError, match=r"^walk18_tug seed 0 step 0: "
                        r"text_observation raised TypeError: .* \(at .*test_walk18_user_games"):
         games.check_game(BadText())
+
+
+# ------------------------------------------------------------- 4. ActionSpace is checked
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"kind": "discreet", "n": 3}, r"ActionSpace kind='discreet'; accepted: 'discrete' \(with n\) "
+                                   "or 'continuous'"),
+    ({"kind": "box", "shape": (2,)}, "ActionSpace kind='box'; accepted:"),
+    ({"kind": "discrete", "n": 0}, r"ActionSpace\('discrete', n=0\); accepted: an integer n >= 1"),
+    ({"kind": "discrete", "n": 2.5}, r"ActionSpace\('discrete', n=2.5\); accepted: an integer"),
+    ({"kind": "discrete"}, r"ActionSpace\('discrete', n=0\)"),
+    ({"kind": "continuous"}, r"ActionSpace\('continuous', shape=\(\)\); accepted: a tuple of "
+                             r"integers >= 1"),
+    ({"kind": "continuous", "shape": [2]}, r"ActionSpace.*shape=\[2\]\); accepted: a tuple"),
+    ({"kind": "continuous", "shape": (2,), "low": 1.0, "high": -1.0},
+     r"ActionSpace\('continuous', low=1.0, high=-1.0\); accepted: numbers with low < high"),
+    ({"kind": "continuous", "shape": (2,), "low": 0.0, "high": 0.0}, "ActionSpace.*low < high"),
+    ({"kind": "continuous", "shape": (2,), "low": "a", "high": 1.0}, "ActionSpace.*low < high"),
+])
+def test_an_action_space_no_learner_can_use_is_refused_in_one_line(kwargs, message):
+    """``ActionSpace("discreet", n=3)`` was a TypeError in check_game and a KeyError traceback
+    in selfplay-eval; ``"box"`` passed as continuous; ``low > high`` reached numpy's words."""
+    with pytest.raises(games.GameError, match=f"^{message}"):
+        games.ActionSpace(**kwargs)
+
+
+def test_every_action_space_the_repo_builds_is_accepted():
+    ok = [games.ActionSpace("discrete", n=np.int64(4)),
+          games.ActionSpace("continuous", shape=(2, 3), low=-np.inf, high=np.inf),
+          games.ActionSpace("continuous", shape=(np.int64(2),), low=-2, high=3)]
+    assert [s.discrete for s in ok] == [True, False, False]
+
+
+def test_a_misspelt_kind_stops_games_make_in_one_line():
+    class Misspelt(Tug):
+        def __init__(self):
+            super().__init__()
+            self.spec = dataclasses.replace(
+                self.spec, action_spaces={a: games.ActionSpace("discreet", n=3) for a in AGENTS})
+
+    games.register("walk18_misspelt")(Misspelt)
+    with pytest.raises(games.GameError, match="^ActionSpace kind='discreet'"):
+        games.make("walk18_misspelt")
+
