@@ -19,7 +19,7 @@ import contextlib
 import dataclasses
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -235,8 +235,10 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True) -> Exp
         return cfg
     players = psro_players(game.spec, pop.psro.players)
     why = why_not_exact(game, players) if "auto" in (pop.oracle, pop.psro.payoffs) else None
-    oracle = ("rl" if why else "exact") if pop.oracle == "auto" else pop.oracle
+    oracle = (rl_oracle(game.spec) if why else "exact") if pop.oracle == "auto" else pop.oracle
     payoffs = ("sampled" if why else "exact") if pop.psro.payoffs == "auto" else pop.psro.payoffs
+    if why and pop.oracle == "auto" and oracle != "rl":
+        why = f"{why}; the rl oracle cannot play it"
     if meta == "auto" and len(players) != 2:
         meta = "prd"
     elif meta == "auto" and game.spec.zero_sum:
@@ -265,25 +267,62 @@ def oracle_algos(spec: GameSpec | None = None) -> list[str]:
             and (spec is None or registry.compatible(name, spec))]
 
 
-def check_oracle(algo: str, spec: GameSpec, config: Any = None) -> None:
+RL_ORACLE = "ippo"  # what `rl` builds (mappo_learner): a MAPPO with local critics
+
+
+def rl_oracle(spec: GameSpec) -> str:
+    """The RL oracle ``auto`` picks for ``spec``: ``rl`` where it plays the game, else the
+    first registered oracle learner that does (``maddpg`` on continuous actions); ``rl``
+    when none does (refused then by :func:`check_oracle`, in one line)."""
+    if registry.compatible(RL_ORACLE, spec):
+        return "rl"
+    return next(iter(oracle_algos(spec)), "rl")
+
+
+def playing_oracles(spec: GameSpec, exact: bool | Callable[[], bool] = False) -> list[str]:
+    """The ``population.oracle`` values that can play ``spec`` (``exact``: whether its exact
+    tools serve the game, or a function saying it); ``auto`` leads them when any does."""
+    algos = oracle_algos(spec)
+    exact = exact() if callable(exact) else exact
+    found = [*(["exact"] if exact else []), *(["rl"] if RL_ORACLE in algos else []), *algos]
+    return ["auto", *found] if found else []
+
+
+def _setting(algo: str, setting: str) -> str:
+    """The oracle as the user set it: ``rl`` with what it is, a learner as its algo."""
+    return (f"{setting}=rl (a PPO learner with local critics at default settings)"
+            if algo == "rl" else f"{setting}: algo={algo}")
+
+
+def check_oracle(algo: str, spec: GameSpec, config: Any = None,
+                 exact: bool | Callable[[], bool] = False,
+                 setting: str = "population.oracle") -> None:
     """Refuse, in one line, an RL oracle ``algo`` (with its section's ``config``) that cannot
     best-respond on ``spec``: unknown, not trained through the step loop, or unable to play
-    the game (:func:`marl.registry.check_compatible`)."""
-    if algo == "rl":
-        algo = "ippo"  # what mappo_learner builds: MAPPO with local critics
-    entry = registry.get(algo)
+    the game (:func:`marl.registry.check_compatible`). The line names ``setting`` as given
+    and the oracles that play the game (``exact``: its exact tools serve it)."""
+    learner = RL_ORACLE if algo == "rl" else algo
+    entry = registry.get(learner)
+
+    def choose() -> str:
+        able = playing_oracles(spec, exact)
+        return f"oracles that play it: {able}" if able else \
+            f"no oracle plays it (learners that can be one: {oracle_algos()})"
+
     if entry.capabilities.own_rollouts:
         raise registry.IncompatibleError(
-            f"population.oracle={algo} cannot be a PSRO oracle: it plays its own episodes and "
-            f"an oracle trains one seat against frozen opponents; choose one of "
-            f"{[*ORACLE_NAMES, *oracle_algos(spec)]}")
+            f"{_setting(algo, setting)} cannot be a PSRO oracle: it plays its own episodes and "
+            f"an oracle trains one seat against frozen opponents; {choose()}")
     try:
-        registry.check_compatible(algo, spec, config)
+        registry.check_compatible(learner, spec, config)
     except registry.IncompatibleError as err:
         problem = str(err).split("; algos that play it")[0]
+        problem = problem.removeprefix(f"algo={learner} cannot play {spec.name}: ")
+        if algo == "rl" and problem.startswith(f"{learner} "):  # the user never named it
+            problem = "it" + problem[len(learner):]
         raise registry.IncompatibleError(
-            f"population.oracle: {problem}; oracles that play it: "
-            f"{[*ORACLE_NAMES, *oracle_algos(spec)]}") from None
+            f"{_setting(algo, setting)} cannot play {spec.name}: {problem}; {choose()}"
+        ) from None
 
 
 def registry_learner(algo: str, config: Any = None, device: str = "cpu") -> LearnerFactory:
@@ -333,7 +372,15 @@ def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
     if oracle == "exact":
         return
     config = None if oracle == "rl" else settings(cfg, registry.get(oracle))
-    check_oracle(oracle, spec, config)
+
+    def exact() -> bool:  # asked only for a refusal's list of oracles
+        try:
+            game = games.make(cfg.game.name, **cfg.game.kwargs)
+            return why_not_exact(game, psro_players(spec, psro_cfg.players)) is None
+        except (ValueError, TypeError):
+            return False
+
+    check_oracle(oracle, spec, config, exact)
 
 
 def _restore(psro: PSRO, store: PolicyStore, iterations: int) -> None:

@@ -168,3 +168,50 @@ def test_a_database_poisoned_by_an_earlier_version_resumes(tmp_path, caplog):
     assert [m.returns for m in fresh.matches(fresh_run)] == [m.returns for m in replayed]
     with pytest.raises(sqlite3.IntegrityError):  # the constraint that was hit stays
         db.set_payoffs(run, [(1, 2, float("nan"), None, 1, False)])
+
+
+# ------------------------------------------------ oracles for continuous-action games
+def test_psro_oracle_refusals_name_the_setting_and_only_oracles_that_play_the_game():
+    from marl.registry import IncompatibleError
+    from populations.psro_run import check_oracle
+
+    spec = games.make(CONT).spec
+    with pytest.raises(IncompatibleError) as err:
+        check_oracle("rl", spec)
+    assert str(err.value) == (
+        f"population.oracle=rl (a PPO learner with local critics at default settings) cannot "
+        f"play {CONT}: it does not support the continuous actions of {CONT}; oracles that "
+        "play it: ['auto', 'maddpg']")  # was: algo=ippo ...; ['auto', 'exact', 'rl', 'maddpg']
+    with pytest.raises(IncompatibleError) as err:
+        check_oracle("vdn", spec)
+    assert str(err.value).startswith(f"population.oracle: algo=vdn cannot play {CONT}: ")
+    assert str(err.value).endswith("; oracles that play it: ['auto', 'maddpg']")
+
+
+def test_auto_picks_maddpg_where_only_maddpg_plays_the_game(caplog):
+    from populations.psro_run import resolve_auto
+    from tests.populations.test_single_resume import _exp
+
+    cfg = _exp("population=psro", f"game.name={CONT}")
+    with caplog.at_level(logging.INFO, "populations.psro_run"):
+        got = resolve_auto(cfg, games.make(CONT)).population
+    assert (got.oracle, got.psro.payoffs) == ("maddpg", "sampled")  # was: rl, then refused
+    assert "oracle=maddpg" in caplog.text and "the rl oracle cannot play it" in caplog.text
+    spread = _exp("population=psro", "game=mpe_spread")  # discrete actions: rl as before
+    assert resolve_auto(spread, games.make(spread.game.name, **spread.game.kwargs)
+                        ).population.oracle == "rl"
+
+
+def test_exploit_algo_refusals_name_their_setting():
+    from populations.approx_exploit import ApproxConfig, check_response_algo
+
+    spec = games.make(CONT).spec
+    with pytest.raises(ValueError) as err:
+        check_response_algo(spec, ApproxConfig(), "population.exploit.algo")
+    assert str(err.value) == (
+        "approx exploitability: population.exploit.algo: algo=ippo (its default) cannot play "
+        f"{CONT}: ippo does not support the continuous actions of {CONT}; use one of "
+        "['maddpg']")
+    with pytest.raises(ValueError, match=r"^approx exploitability: --exploit-algo: algo=vdn "
+                                         r"cannot play"):
+        check_response_algo(spec, ApproxConfig(algo="vdn"))
