@@ -90,7 +90,7 @@ def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, ga
                                       err.detail) from None
         for job, seats, res in zip(jobs, seat_ids, results, strict=True):
             for e, ret in enumerate(res.returns):
-                rows.append(MatchRow(f"{job.key}/e{e:04d}", game, seats, ret, job.seed))
+                rows.append(MatchRow(f"{job.key}/e{e:04d}", spec.name, seats, ret, job.seed))
         added += db.add_matches(run_id, rows)
     return added
 

@@ -459,5 +459,6 @@ def _record_matches(db: LeagueDB, run_id: int, runner: Any, store: PolicyStore,
                    episodes=cfg.eval_episodes, seed=match_seed(cfg.seed, iteration),
                    game_kwargs=dict(cfg.game.kwargs), greedy=greedy)
     (res,) = runner.play([job])
-    db.add_matches(run_id, [MatchRow(f"{job.key}/e{e:04d}", cfg.game.name, newest, ret, job.seed)
+    game = games.make(cfg.game.name, **cfg.game.kwargs).spec.name  # with its arguments, as
+    db.add_matches(run_id, [MatchRow(f"{job.key}/e{e:04d}", game, newest, ret, job.seed)  # runs
                             for e, ret in enumerate(res.returns)])

@@ -30,7 +30,8 @@ class ChaseCont(games.Game):
         """``nan_at``: the evader's reward is NaN at that step of every episode (0: never)."""
         self.rounds, self.nan_at = rounds, nan_at
         self.spec = games.GameSpec(  # its name with its arguments, as many games do
-            name=f"{CONT}(nan_at={nan_at})" if nan_at else CONT,
+            name=CONT + "".join(f"({k}={v})" for k, v, default in (
+                ("rounds", rounds, 3), ("nan_at", nan_at, 0)) if v != default),
             agents=tuple(games.AgentSpec(a, role=a, team=a) for a in SEATS),
             obs_shapes={a: (3,) for a in SEATS},
             action_spaces={a: games.ActionSpace("continuous", shape=(2,), low=-1.0, high=1.0)
@@ -215,3 +216,13 @@ def test_exploit_algo_refusals_name_their_setting():
     with pytest.raises(ValueError, match=r"^approx exploitability: --exploit-algo: algo=vdn "
                                          r"cannot play"):
         check_response_algo(spec, ApproxConfig(algo="vdn"))
+
+
+# --------------------------------------------------- the game recorded with each match
+def test_matches_record_the_game_with_its_arguments_as_the_run_does(tmp_path):
+    db = LeagueDB(tmp_path / "l.db")
+    spec = games.make(CONT, rounds=2).spec
+    run = db.create_run("eval", game=spec.name)
+    round_robin(db, run, LocalRunner(), spec, CONT, {"rounds": 2}, _snapshots(db, run),
+                episodes=1)
+    assert {m.game for m in db.matches(run)} == {f"{CONT}(rounds=2)"}  # was: the bare name
