@@ -11,8 +11,9 @@ match ``legal_actions``, at least one legal action), that illegal actions raise
 text parses back to its action, garbage raises :class:`InvalidAction`), global state and
 entity graph shapes, rewards for every agent (finite float scalars; episode returns
 summing to zero in zero-sum games), episodes ending within ``max_steps`` with every agent
-terminated or truncated, and that the same seed with
-the same actions gives the identical trajectory.
+terminated or truncated, that the same seed with
+the same actions gives the identical trajectory, and that ``reset(None)`` after a seeded
+episode continues the game's RNG (the episode after it replays too).
 Shape errors say which shape was expected. On long games it stops starting episodes once
 those played hold ``step_budget`` steps (1,000 by default), with a ``UserWarning`` saying how
 many were checked.
@@ -291,14 +292,36 @@ def _episode(game: Game, seed: int, check: bool, fresh: bool
     return traj, returns, steps
 
 
+CONTINUED = 3  # episodes from reset(None) check_game compares after its first seeded one
+
+
+def _continued(game: Game, seed: int, step_budget: int | None,
+               episodes: int = CONTINUED) -> list[list]:
+    """Trajectories of up to ``episodes`` episodes, each started by ``reset(None)``, that
+    follow the seeded episode just played (VectorGame resets finished copies so: they must
+    replay as the seeded ones do). Beyond the first, they stop once they hold a tenth of
+    ``step_budget`` steps: a game with little randomness may start one episode as the
+    other run did, but long games (VMAS, ~100 steps of 5-15 ms) should not pay for three."""
+    trajs, steps = [], 0
+    for k in range(episodes):
+        traj, _, n = _play(game, seed + k, check=False, fresh=False)
+        trajs.append(traj)
+        steps += n
+        if episodes == CONTINUED and step_budget is not None and steps * 10 >= step_budget:
+            break
+    return trajs
+
+
 def check_game(
     game: Game, episodes: int = 20, seed: int = 0, step_budget: int | None = STEP_BUDGET
 ) -> CheckReport:
     """Play ``episodes`` random episodes checking the contract; raise GameCheckError if broken.
 
     Every check runs at every step of every episode played; the first three episodes are
-    also replayed from their seeds. ``step_budget`` bounds the cost on long games: once the
-    episodes played hold that many steps, no further episode starts (the one under way ends),
+    also replayed from their seeds, and the first is followed by up to three episodes from
+    ``reset(None)``, twice (the two must be equal). ``step_budget`` bounds the cost on long
+    games: once the episodes played hold that many steps, no further episode starts (the one
+    under way ends),
     a ``UserWarning`` says how many of ``episodes`` were checked, and the report's
     ``budget_reached`` is True (VMAS scenarios run ~100 steps of 5-15 ms, pursuit 500 steps
     of ~10 ms; checking all 20 took over a minute on a loaded 2-core machine). A defect that
@@ -317,6 +340,7 @@ def check_game(
         if step_budget is not None and steps >= step_budget:
             break
         traj, returns, n = _play(game, seed + e, check=True)
+        after = _continued(game, seed, step_budget) if e == 0 else None
         steps += n
         played += 1
         for a, r in returns.items():
@@ -324,6 +348,13 @@ def check_game(
         if e < 3:
             again, _, _ = _play(game, seed + e, check=False)
             _require(again == traj, f"{game.spec.name}: seed {seed + e} did not replay identically")
+        if after is not None:
+            _require(_continued(game, seed, step_budget, len(after)) == after,
+                     f"{game.spec.name}: reset(seed={seed}), an episode, then episodes from "
+                     "reset(None) did not replay: reset(None) must continue the random stream "
+                     "the seeded reset started (VectorGame resets finished copies with "
+                     "reset(None): runs with one seed would differ); in _reset, make a new RNG "
+                     "only when seed is not None and keep it across reset(None)")
     reached = played < episodes
     if reached:  # a warning, not a log record: a passing pytest test lists it in its summary
         warnings.warn(

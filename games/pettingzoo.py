@@ -450,7 +450,12 @@ class PettingZooGame(Game):
         self._state: np.ndarray | None = None
         self._live: tuple[str, ...] = ()
         self._t = 0
-        self._seeded = False
+        # reset(None) is the contract's "continue the RNG stream"; an env's own reset(None) may
+        # not be (shimmy's OpenSpiel envs, hanabi: fresh OS entropy each time, so runs with one
+        # seed differed): it gets seeds drawn from the stream reset(seed) started. MPE's
+        # continues its np_random, and keeps its episodes as they were.
+        self._seeds: np.random.Generator | None = None
+        self._reseed = _family(module.__name__) != "mpe"
 
     def _sides(self, module: str, agents: tuple[str, ...], teams: Any, zero_sum: Any) -> Sides:
         """Declared sides, with the user's ``teams=`` / ``zero_sum=`` on top."""
@@ -465,9 +470,13 @@ class PettingZooGame(Game):
 
     # ------------------------------------------------------------------- contract
     def _reset(self, seed: int | None) -> None:
-        if seed is None and not self._seeded:
-            seed = int(np.random.default_rng().integers(2**31))
-        self._seeded = True
+        if seed is not None:
+            self._seeds = np.random.default_rng(seed)
+        elif self._seeds is None:  # never seeded: a fresh stream
+            self._seeds = np.random.default_rng()
+            seed = int(self._seeds.integers(2**31))
+        elif self._reseed:  # reset(None) continues the stream reset(seed) started
+            seed = int(self._seeds.integers(2**31))
         self._t = 0
         if self.parallel:
             obs, _ = self.env.reset(seed=seed)

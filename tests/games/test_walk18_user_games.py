@@ -265,3 +265,43 @@ def test_a_misspelt_kind_stops_games_make_in_one_line():
     with pytest.raises(games.GameError, match="^ActionSpace kind='discreet'"):
         games.make("walk18_misspelt")
 
+
+# ------------------------------------------- 11. reset(None) continues the seeded stream
+def test_check_game_finds_a_game_that_reseeds_from_the_os_on_reset_none():
+    """``self.rng = np.random.default_rng(seed)`` in ``_reset`` draws fresh OS entropy on
+    VectorGame's auto-reset ``reset(None)``: two runs with one seed differed, and check_game,
+    which replayed seeded episodes only, passed the game."""
+    with pytest.raises(games.GameCheckError, match=r"^walk18_tug: reset\(seed=0\), an episode, "
+                       r"then episodes from reset\(None\) did not replay: reset\(None\) must "
+                       r"continue .* make a new RNG only when seed is not None"):
+        games.check_game(Tug(bug="reseed"))
+    games.check_game(Tug())  # `if seed is not None:` keeps the stream: passes
+
+
+def test_same_seed_same_vector_run_once_reset_none_continues_the_stream():
+    def run(bug):
+        vg = games.VectorGame(lambda: Tug(bug=bug), 2, seed=3)
+        vg.reset()
+        rng, seen = np.random.default_rng(0), []
+        for _ in range(30):
+            vs = vg.step({a: rng.integers(0, 3, 2) for a in AGENTS})
+            seen.append(vs.obs["r0"].tobytes())
+        return seen
+
+    assert run("") == run("")
+    assert run("reseed") != run("reseed")  # what check_game now finds
+
+
+def test_a_pettingzoo_env_whose_reset_none_reseeds_from_the_os_replays():
+    """PettingZoo's hanabi (through shimmy) reseeds from OS entropy on ``reset(seed=None)``:
+    the adapter passes it seeds drawn from the stream ``reset(seed)`` started."""
+    game = games.make("pettingzoo/pettingzoo.classic.hanabi_v5", players=2, hand_size=2,
+                      max_information_tokens=3, max_life_tokens=1, colors=2, ranks=2)
+
+    def run():
+        seen = [game.reset(0).obs]
+        for _ in range(3):
+            seen.append(game.reset(None).obs)
+        return [{a: o.tobytes() for a, o in obs.items()} for obs in seen]
+
+    assert run() == run()
