@@ -15,6 +15,7 @@ import dataclasses
 import importlib
 import inspect
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -28,6 +29,8 @@ PREFIXES = ("openspiel/", "pettingzoo/", "vmas/")
 ENTRY_POINTS = "selfplay.games"
 IMPORTS_ENV = "SELFPLAY_IMPORTS"  # comma-separated modules a CLI imported for the user
 _loaded_groups: set[str] = set()
+# built-in games registered when their module is first needed, by name prefix (no torch)
+LAZY_BUILTINS = {"tool/": "games.tool"}
 
 
 def load_entry_points(group: str = ENTRY_POINTS) -> list[str]:
@@ -58,13 +61,32 @@ def load_entry_points(group: str = ENTRY_POINTS) -> list[str]:
 
 
 def register(name: str) -> Callable[[F], F]:
-    """Register a game class or factory under ``name`` (use as a decorator)."""
+    """Register a game class or factory under ``name`` (use as a decorator:
+    ``@games.register("my_game")``).
+
+    Raises:
+        GameError: ``name`` is not a string (``@games.register`` without a name), is empty,
+            uses an adapter prefix, or is taken (built-in tool tasks included).
+    """
+    if not isinstance(name, str):
+        what = getattr(name, "__name__", None) or type(name).__name__
+        raise GameError(f"games.register needs a name, got {what}: use "
+                        '@games.register("name") above the class or factory')
     if not name or name.startswith(PREFIXES):
         raise GameError(f"cannot register {name!r}: names may not be empty or use {PREFIXES}")
+    for prefix, module in LAZY_BUILTINS.items():
+        if name.startswith(prefix) and module not in sys.modules:
+            # the built-ins of this prefix register when their module is imported: before a
+            # user's game takes one of their names (the command lines refuse it; Python
+            # replaced the built-in silently)
+            importlib.import_module(module)
 
     def deco(factory: F) -> F:
         if name in _REGISTRY and _REGISTRY[name] is not factory:
-            raise GameError(f"game name {name!r} is already registered")
+            old = _REGISTRY[name]
+            by = f"{getattr(old, '__module__', '?')}.{getattr(old, '__qualname__', old)}"
+            raise GameError(f"game name {name!r} is already registered (by {by}); register "
+                            "yours under another name")
         _REGISTRY[name] = factory
         return factory
 

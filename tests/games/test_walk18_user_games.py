@@ -305,3 +305,36 @@ def test_a_pettingzoo_env_whose_reset_none_reseeds_from_the_os_replays():
         return [{a: o.tobytes() for a, o in obs.items()} for obs in seen]
 
     assert run() == run()
+
+
+# ------------------------------------------------------------- 5, 6. registering a name
+def test_register_without_a_name_says_how_to_use_it():
+    """``@games.register`` above a class: ``AttributeError: type object ... has no attribute
+    'startswith'``."""
+    with pytest.raises(games.GameError, match=r'^games.register needs a name, got NoName: use '
+                       r'@games.register\("name"\)'):
+        @games.register
+        class NoName(Tug):
+            pass
+
+
+def test_a_user_game_cannot_shadow_a_built_in_tool_task_from_python():
+    """``@games.register("tool/relay")`` silently replaced the built-in task: games.tool
+    registers its tasks when first imported, after the user's module had taken the name (the
+    command lines refused it). A fresh process: this one may have imported games.tool."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, games\n"
+        "assert 'games.tool' not in sys.modules  # import games stays light\n"
+        "try:\n"
+        "    games.register('tool/relay')(type('Relay', (), {}))\n"
+        "except games.GameError as err:\n"
+        "    print(err)\n"
+        "print(games.make('tool/relay').__class__.__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out == ["game name 'tool/relay' is already registered (by games.tool.relay.RelayTask)"
+                   "; register yours under another name", "RelayTask"]
