@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import importlib
 import inspect
+import logging
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -23,6 +24,7 @@ from games.core import Game, GameError, UnknownGameError
 from games.teams import override_sides
 
 F = TypeVar("F", bound=Callable[..., Game])
+logger = logging.getLogger(__name__)
 
 _REGISTRY: dict[str, Callable[..., Game]] = {}
 PREFIXES = ("openspiel/", "pettingzoo/", "vmas/")
@@ -166,7 +168,31 @@ def _call(name: str, factory: Callable[..., Game], kwargs: dict[str, Any]) -> Ga
     game = override_sides(factory(**kwargs), **sides)
     if (kwargs or sides) and game.spec.name == name:  # the name holds them (tool/lookup(...))
         game.spec = dataclasses.replace(game.spec, name=kwargs_name(name, {**kwargs, **sides}))
+    _warn_other_name(name, factory, game.spec.name)
     return game
+
+
+_warned_names: set[tuple[str, str]] = set()
+
+
+def _warn_other_name(name: str, factory: Callable[..., Game], spec_name: str) -> None:
+    """Warn once per process that the game registered as ``name`` calls itself
+    ``spec_name``, a name that does not make it again: snapshots, the runs table and
+    ``selfplay-eval`` record ``spec_name`` (a copied game's ``push`` for the ``push2`` that was
+    played). A factory returning an adapter's game (``openspiel/...``) or another registered
+    name of the same factory is not warned about: its name makes the same game."""
+    base = spec_name.partition("(")[0]
+    if base == name or base.startswith(PREFIXES) or _REGISTRY.get(base) is factory:
+        return
+    if (name, base) in _warned_names:
+        return
+    _warned_names.add((name, base))
+    logger.warning(
+        "the game registered as %r says spec.name=%r: snapshots, run records and "
+        "selfplay-eval will name it %r, %s; set spec.name=%r in the game",
+        name, spec_name, base,
+        "another registered game" if base in _REGISTRY else "which games.make does not know",
+        name)
 
 
 # ----------------------------------------------------------- names that hold kwargs

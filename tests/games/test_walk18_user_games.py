@@ -338,3 +338,33 @@ def test_a_user_game_cannot_shadow_a_built_in_tool_task_from_python():
                          check=True).stdout.splitlines()
     assert out == ["game name 'tool/relay' is already registered (by games.tool.relay.RelayTask)"
                    "; register yours under another name", "RelayTask"]
+
+
+# ---------------------------------------- 7. a registered name the game does not call itself
+def test_a_game_registered_under_another_name_than_its_spec_name_is_warned_once(caplog):
+    """alias.py registered ``push2`` with its copied spec.name ``push``: snapshots and the
+    runs table recorded ``push`` while ``push2`` was played, silently. A warning, not a
+    refusal: a factory may rightly return a game named otherwise (an adapter's game)."""
+    import logging
+
+    @games.register("walk18_tug2")
+    class Tug2(Tug):  # spec.name is still "walk18_tug"
+        pass
+
+    with caplog.at_level(logging.WARNING, logger="games.registry"):
+        games.make("walk18_tug2")
+        games.make("walk18_tug2", rounds=3)
+    assert caplog.messages == [
+        "the game registered as 'walk18_tug2' says spec.name='walk18_tug': snapshots, run "
+        "records and selfplay-eval will name it 'walk18_tug', another registered game; set "
+        "spec.name='walk18_tug2' in the game"]
+    caplog.clear()
+
+    @games.register("walk18_kuhn")
+    def kuhn():
+        return games.make("openspiel/kuhn_poker")
+
+    with caplog.at_level(logging.WARNING, logger="games.registry"):
+        games.make("walk18_kuhn")
+        games.make("walk18_tug", rounds=3)
+    assert caplog.messages == []
