@@ -88,6 +88,7 @@ KNOWN_SIDES: dict[tuple[str, str], tuple[str, bool]] = {
 COOPERATIVE_TEAM = "team"
 LARGE_OBS = 10_000  # features of a multi-dimensional observation (an image) worth a warning
 _warned_large: set[tuple[str, str]] = set()  # (game, "obs" | "state") warned about
+_warned_sides: set[str] = set()  # games warned about declaring no teams
 
 
 FAMILIES = ("mpe2", "pettingzoo.classic", "pettingzoo.butterfly", "pettingzoo.sisl")
@@ -235,14 +236,7 @@ def _declared_sides(
         kind, zero_sum = KNOWN_SIDES[family, short]
         teams = {a: a if kind == EACH else COOPERATIVE_TEAM for a in agents}
         return Sides(roles, teams, zero_sum, "table")
-    if warn:
-        logger.warning(
-            "%s declares no teams (metadata['teams']) and is not a known PettingZoo game: "
-            "every agent is its own team and the game is not zero-sum; pass teams=... and "
-            "zero_sum=... to games.make to say otherwise",
-            where,
-        )
-    return Sides(roles, {a: a for a in agents}, False, "default")
+    return Sides(roles, {a: a for a in agents}, False, "default")  # PettingZooGame warns
 
 
 def _skip_check_wrappers(env: Any) -> None:
@@ -464,8 +458,19 @@ class PettingZooGame(Game):
         if teams is not None:
             team_of = parse_teams(teams, agents, where)
             sides = Sides(sides.roles, team_of, sides.zero_sum, "override")
+        defaulted = sides.source == "default"  # no teams declared, none given
         if zero_sum is not None:
             sides = Sides(sides.roles, sides.teams, parse_zero_sum(zero_sum, where), "override")
+        if defaulted and where not in _warned_sides:
+            # once per game and process: every copy of a batch (and every match) builds one
+            _warned_sides.add(where)
+            logger.warning(
+                "%s declares no teams (metadata['teams']) and is not a known PettingZoo game: "
+                "every agent is its own team and %s; pass teams=...%s to games.make to say "
+                "otherwise", where,
+                "the game is not zero-sum" if zero_sum is None else
+                f"zero_sum={sides.zero_sum} as given",
+                " and zero_sum=..." if zero_sum is None else "")
         return sides
 
     # ------------------------------------------------------------------- contract

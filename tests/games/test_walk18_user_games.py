@@ -368,3 +368,34 @@ def test_a_game_registered_under_another_name_than_its_spec_name_is_warned_once(
         games.make("walk18_kuhn")
         games.make("walk18_tug", rounds=3)
     assert caplog.messages == []
+
+
+# ------------------------------------- 8. a PettingZoo env that declares no teams: one warning
+def test_a_pettingzoo_function_game_without_teams_is_warned_about_once_by_its_full_name(
+        tmp_path, monkeypatch, caplog):
+    """mypz.py's ``holdem``: ``pettingzoo/mypz declares no teams`` 67 times a run (every copy
+    and match builds the env), without ``:holdem``, and 'not zero-sum' even when
+    ``zero_sum=true`` was given."""
+    import logging
+
+    (tmp_path / "walk18_pz_sides.py").write_text(
+        "import games\n"
+        "def holdem():\n"
+        "    e = games.to_pettingzoo(games.make('matrix/climbing'))\n"
+        "    e.metadata = {'name': 'mine', 'render_modes': [], 'is_parallelizable': True}\n"
+        "    return e\n"
+        "def other():\n"
+        "    return holdem()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="games.pettingzoo"):
+        for _ in range(3):
+            games.make("pettingzoo/walk18_pz_sides:holdem", zero_sum=True)
+        games.make("pettingzoo/walk18_pz_sides:other")
+    said = [m for m in caplog.messages if "declares no teams" in m]
+    assert said == [
+        "pettingzoo/walk18_pz_sides:holdem declares no teams (metadata['teams']) and is not a "
+        "known PettingZoo game: every agent is its own team and zero_sum=True as given; pass "
+        "teams=... to games.make to say otherwise",
+        "pettingzoo/walk18_pz_sides:other declares no teams (metadata['teams']) and is not a "
+        "known PettingZoo game: every agent is its own team and the game is not zero-sum; pass "
+        "teams=... and zero_sum=... to games.make to say otherwise"]
