@@ -29,7 +29,6 @@ import games
 import llm_agents.learner  # noqa: F401 - registers the llm policy kind (load_policy, Ray workers)
 from games.vector import episode_copies
 from marl.core import Policy, derive_seed, load_policy
-from marl.guards import NonFiniteError
 from marl.train import RandomPolicy, check_episode_lengths
 
 log = logging.getLogger(__name__)
@@ -120,8 +119,9 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None) -> MatchResult:
     return MatchResult(job.key, out[: job.episodes], copies, steps)
 
 
-class NonFiniteMatchError(NonFiniteError):
-    """A game gave a match a NaN or infinite reward; nothing of the match was returned.
+class NonFiniteMatchError(games.GameError):
+    """A game gave a match a NaN or infinite reward; nothing of the match was returned (the
+    wording of ``marl.guards.NonFiniteError``, which training raises).
 
     ``key`` is the job's key and ``detail`` the message without the seats, so that a
     caller knowing which snapshots the files hold can name them instead."""

@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 
 import games
-from marl.guards import NonFiniteError
 from marl.train import RandomPolicy
 from populations.db import LeagueDB, LeagueDBError, MatchRow
 from populations.evaluation import recompute, round_robin
 from populations.psro import Member, Mixture, SampledMixturePolicy
-from populations.runners import RANDOM, LocalRunner, MatchJob
+from populations.runners import RANDOM, LocalRunner, MatchJob, NonFiniteMatchError
 
 CONT = "walk18/chase_cont"
 SEATS = ("chaser", "evader")
@@ -100,7 +99,7 @@ def _snapshots(db, run):
 
 def test_match_play_stops_at_a_nan_reward_naming_game_agent_step_and_seats():
     job = MatchJob("rr/1-2/ab", CONT, {a: RANDOM for a in SEATS}, 4, 0, {"nan_at": 2})
-    with pytest.raises(NonFiniteError) as err:
+    with pytest.raises(NonFiniteMatchError) as err:
         LocalRunner().play([job])
     msg = str(err.value)
     assert "\n" not in msg
@@ -112,7 +111,7 @@ def test_match_play_stops_at_a_nan_reward_naming_game_agent_step_and_seats():
 def test_evaluation_records_nothing_of_a_nan_match_and_names_the_snapshots(tmp_path):
     db = LeagueDB(tmp_path / "l.db")
     run = db.create_run("eval", game=CONT)
-    with pytest.raises(NonFiniteError, match=r"agent 'evader', at step 3 of an episode of "
+    with pytest.raises(NonFiniteMatchError, match=r"agent 'evader', at step 3 of an episode of "
                        r"match rr/1-2/ab \(snapshots 'A' v0 \(id 1\) vs 'B' v0 \(id 2\)\): "
                        r"the match was stopped before anything of it was recorded"):
         round_robin(db, run, LocalRunner(), games.make(CONT).spec, CONT, {"nan_at": 3},
