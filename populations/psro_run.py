@@ -218,14 +218,16 @@ class _KeptResponses:
 ORACLE_NAMES = ("auto", "exact", "rl")
 """Oracles that are not a registered learner's name: exact best responses, ``rl`` (a
 MAPPO with local critics and default settings, :func:`mappo_learner`), and ``auto`` (exact
-where exact best responses can be computed, else ``rl``: :func:`resolve_auto`)."""
+where exact best responses can be computed, else ``rl``, or where ``rl`` cannot play the game
+the first learner that can, e.g. ``maddpg`` on continuous actions: :func:`resolve_auto`)."""
 
 
 def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True) -> ExperimentConfig:
     """``cfg`` with PSRO's ``auto`` settings decided for ``game``: ``population.oracle`` and
     ``population.psro.payoffs`` are ``exact`` where exact tools serve the game (an enumerable
     OpenSpiel game of perfect recall, played by seats: :func:`populations.psro.why_not_exact`),
-    else ``rl`` and ``sampled``; ``psro.meta_solver`` is ``prd`` unless PSRO has 2 players,
+    else ``rl`` (:func:`rl_oracle`: another learner where ``rl`` cannot play the game) and
+    ``sampled``; ``psro.meta_solver`` is ``prd`` unless PSRO has 2 players,
     ``nash`` when the game also declares itself zero-sum, else it stays ``auto`` (decided on
     each iteration's payoffs). A run's settings record what was decided, so a resume (and a
     run from before ``auto``) compares those. ``announce``: log the decision."""
