@@ -668,28 +668,38 @@ class ConfigCheck(Callback):
                 _refuse_resume_without_folder(config)
 
 
-def _refuse_resume_without_folder(config: DictConfig) -> None:
-    """``resume=true`` without ``hydra.run.dir``: Hydra names a new folder after the clock,
-    which holds no run, so such a resume could never go on (it made that folder, said 'check
-    the folder name' and removed it). Refused before the folder is made, naming the newest
-    run beside it as the ``hydra.run.dir=`` to give. A folder of the user's own config (a
-    fixed ``hydra.run.dir``) that holds a run resumes as before."""
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if config.get("resume") is True and not config.get("resume_override"):
+            with reported(TRAIN):
+                _refuse_resume_without_folder(config, "hydra.sweep.dir")
+
+
+def _refuse_resume_without_folder(config: DictConfig, key: str = "hydra.run.dir") -> None:
+    """``resume=true`` without ``hydra.run.dir`` (a sweep's ``hydra.sweep.dir``): Hydra names
+    a new folder after the clock, which holds no run, so such a resume could never go on (it
+    made that folder, said 'check the folder name' and removed it). Refused before the folder
+    is made, naming the newest run (sweep) beside it as the folder to give. A folder of the
+    user's own config (a fixed ``hydra.run.dir``) that holds a run resumes as before."""
     from populations.run_folder import holds_run
 
-    if any(o.split("=", 1)[0].lstrip("+~") == "hydra.run.dir"
-           for o in config.hydra.overrides.hydra):
+    if any(o.split("=", 1)[0].lstrip("+~") == key for o in config.hydra.overrides.hydra):
         return  # a folder given: run_folder's own check names it if it holds no run
-    run_dir = Path(str(config.hydra.run.dir))
-    if holds_run(run_dir):
+    sweep = key == "hydra.sweep.dir"
+    run_dir = Path(str(config.hydra.sweep.dir if sweep else config.hydra.run.dir))
+
+    def held(folder: Path) -> bool:
+        return _sweep_started(folder) if sweep else holds_run(folder)
+
+    if run_dir.is_dir() and held(run_dir):
         return
     parent = run_dir.parent
-    runs = sorted(p.name for p in parent.iterdir() if p.is_dir() and holds_run(p)) \
+    runs = sorted(p.name for p in parent.iterdir() if p.is_dir() and held(p)) \
         if parent.is_dir() else []
-    where = (f"the newest run there: {run_dir_override(parent / runs[-1])}" if runs else
-             f"{parent} holds no run yet (start one without resume=true)")
-    raise CLIError(f"resume=true needs the folder of the run to resume, "
-                   f"hydra.run.dir=<run folder> (without it the run would go to a new folder, "
-                   f"{run_dir}); {where}")
+    what = "sweep" if sweep else "run"
+    where = (f"the newest {what} there: {run_dir_override(parent / runs[-1], key)}" if runs
+             else f"{parent} holds no {what} yet (start one without resume=true)")
+    raise CLIError(f"resume=true needs the folder of the {what} to resume, {key}=<folder> "
+                   f"(without it the {what} would go to a new folder, {run_dir}); {where}")
 
 
 @contextmanager

@@ -146,3 +146,22 @@ def test_a_swept_game_string_is_quoted_value_by_value():
     (parsed,) = OverridesParser.create().parse_overrides([fix])
     values = [getattr(v, "text", v) for v in parsed.value().list]  # QuotedString: its text
     assert values == ["openspiel/goofspiel(num_cards=4)", "openspiel/kuhn_poker"]
+
+
+def test_a_sweep_resumed_without_its_folder_names_the_folder_to_give(monkeypatch, tmp_path,
+                                                                    capsys):
+    # before: '-m ... resume=true' without hydra.sweep.dir made multirun/default/<now>/0_.../,
+    # said that job 0 'holds no run ...: check the folder name' and ended the sweep
+    root = tmp_path / "multirun" / "default"
+    for stamp in ("2026-01-01_10-00-00", "2026-01-02_09-00-00"):
+        (root / stamp / "0_frames=64").mkdir(parents=True)
+        (root / stamp / "0_frames=64" / "settings.json").write_text("{}")
+    (root / "2026-01-03_08-00-00").mkdir()  # a sweep that ran no job
+    before = sorted(root.iterdir())
+    with pytest.raises(SystemExit) as exit_:
+        _train(["-m", "frames=64", "resume=true"], monkeypatch, tmp_path)
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2
+    assert len(err.splitlines()) == 1, err
+    assert "hydra.sweep.dir=multirun/default/2026-01-02_09-00-00" in err, err
+    assert sorted(root.iterdir()) == before
