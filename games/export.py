@@ -69,6 +69,10 @@ class GameParallelEnv(ParallelEnv):
         self._act_spaces = {
             a: _gym_action_space(game.spec.action_spaces[a]) for a in self.possible_agents
         }
+        if game.spec.state_shape is not None:  # state() without it: a round trip through
+            # games.make("pettingzoo/...") lost the state (PettingZoo's convention)
+            self.state_space = spaces.Box(-np.inf, np.inf, shape=tuple(game.spec.state_shape),
+                                          dtype=np.float32)
 
     def observation_space(self, agent: str) -> spaces.Space:
         return self._obs_spaces[agent]

@@ -399,3 +399,21 @@ def test_a_pettingzoo_function_game_without_teams_is_warned_about_once_by_its_fu
         "pettingzoo/walk18_pz_sides:other declares no teams (metadata['teams']) and is not a "
         "known PettingZoo game: every agent is its own team and the game is not zero-sum; pass "
         "teams=... and zero_sum=... to games.make to say otherwise"]
+
+
+# --------------------------------------- 9. an export keeps its global state for a round trip
+def test_an_exported_game_with_a_state_keeps_it_through_a_round_trip(tmp_path, monkeypatch):
+    """to_pettingzoo defined state() but no state_space: ``pettingzoo/roundtrip:push_env``
+    had no state_shape, so centralized critics got none."""
+    env = games.to_pettingzoo(Tug())
+    assert env.state_space.shape == (2,) and env.state_space.dtype == np.float32
+    (tmp_path / "walk18_roundtrip.py").write_text(
+        "import games\n"
+        "def tug_env():\n"
+        "    return games.to_pettingzoo(games.make('walk18_tug'))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    back = games.make("pettingzoo/walk18_roundtrip:tug_env")
+    assert back.spec.state_shape == (2,)
+    back.reset(0)
+    assert back.state().shape == (2,)
+    games.check_game(back, episodes=3)
