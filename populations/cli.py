@@ -892,6 +892,9 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
         print("\n" + "  ".join(f"{c:>{w}}" for c, w in zip(cols, width, strict=True)))
         for r in cells:  # long member names (psro-player_0-12) kept the columns aligned
             print("  ".join(f"{v:>{w}}" for v, w in zip(r, width, strict=True)))
+        if len(s.table) > len(rows):  # kuhn_psro's 26 members: 6 were left out unsaid
+            print(f"... {len(s.table) - len(rows)} more rows: every one on the dashboard "
+                  f"(below) and in {s.database}")
     print(f"\ndashboard  : selfplay-dashboard {shlex.quote(str(s.run_dir))}")
 
 

@@ -165,3 +165,20 @@ def test_a_sweep_resumed_without_its_folder_names_the_folder_to_give(monkeypatch
     assert len(err.splitlines()) == 1, err
     assert "hydra.sweep.dir=multirun/default/2026-01-02_09-00-00" in err, err
     assert sorted(root.iterdir()) == before
+
+
+def test_a_summary_table_cut_short_says_how_many_rows_it_left_out(capsys):
+    # before: the closing table printed its first 20 rows and nothing more: experiment=
+    # kuhn_psro (make run's second half, 26 members) showed player_1's members 0-6 only
+    from populations.cli import print_summary
+    from populations.experiment import RunSummary
+
+    run = Path("/nowhere/run")
+    rows = [{"member": f"psro-player_{a}-{k}", "seat": f"player_{a}", "meta_weight": 0.0}
+            for a in (0, 1) for k in range(13)]
+    print_summary(RunSummary(run, run / "league.db", run / "snapshots", None, rows))
+    out = capsys.readouterr().out
+    shown = [line for line in out.splitlines() if "psro-player_" in line]
+    assert len(shown) == 20
+    (more,) = [line for line in out.splitlines() if "more rows" in line]
+    assert "6 more rows" in more and "dashboard" in more and "league.db" in more
