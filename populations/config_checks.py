@@ -137,6 +137,8 @@ def check_game_kwargs(name: str, kwargs: Mapping[str, Any]) -> None:
                 np.full(space.shape, (space.low + space.high) / 2, dtype=np.float32)
         if actions:
             game.step(actions)
+    except games.GameCodeError as err:  # the game's own code failed on the user's values
+        raise refused(err.error, "fails on its first step") from None
     except ValueError:
         raise
     except Exception as err:  # noqa: BLE001
