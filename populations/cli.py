@@ -748,7 +748,7 @@ def _sweep_started(sweep_dir: Path) -> bool:
 
 
 def _refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path,
-                        settings: dict[str, Any]) -> None:
+                        settings: dict[str, Any], overrides: Sequence[str] = ()) -> None:
     """Refuse to start job ``num`` of a resumed sweep afresh in ``run_dir`` when an earlier
     folder of that job holds its run with these ``settings`` (but for those a resume may
     change): the folder name holds the command line's settings (those a resume may change
@@ -771,7 +771,7 @@ def _refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path,
         raise CLIError(
             f"job {num} of the sweep ran in {earlier[0]}, not in {run_dir.name} (job folders are "
             "named by the sweep's settings): resume the sweep with the settings it started "
-            f"with, or that job alone with resume=true {run_dir_override(earlier[0])}")
+            f"with, or that job alone with {resume_command(earlier[0], overrides)}")
 
 
 def _discard_new(run_dir: Path, sweep_dir: Path | None) -> None:
@@ -816,6 +816,23 @@ def run_dir_override(run_dir: Path, key: str = "hydra.run.dir") -> str:
     return shlex.quote(f"{key}={path}")
 
 
+_NOT_REPEATED = ("resume", "resume_override", "hydra.run.dir")
+
+
+def resume_command(run_dir: Path, overrides: Sequence[str] | None = None) -> str:
+    """``selfplay-train <the run's overrides> resume=true hydra.run.dir=<run_dir>``, each word
+    quoted for a shell, from the run's task ``overrides`` (Hydra's ``hc.overrides.task``, as
+    typed): ``resume=true hydra.run.dir=...`` alone composes the default config, which a run
+    started with ``game=kuhn imports=[push]`` refuses ('cannot resume ... with other
+    settings'). An earlier resume's own ``resume``/``resume_override`` are not repeated, nor
+    the ``~game`` this CLI put before ``game.name=`` (:func:`game_overrides` puts it back)."""
+    args = [o for o in overrides or ()
+            if o.split("=", 1)[0].lstrip("+~") not in _NOT_REPEATED]
+    if "~game" in args and game_overrides([a for a in args if a != "~game"]) == args:
+        args.remove("~game")
+    return " ".join([TRAIN, *map(shlex.quote, args), "resume=true", run_dir_override(run_dir)])
+
+
 def sweep_resume_command(sweep_dir: Path, argv: Sequence[str]) -> str:
     """``selfplay-train -m <the sweep's overrides> resume=true hydra.sweep.dir=<sweep_dir>``
     from the command line ``argv`` that started (or resumed) the sweep."""
@@ -827,15 +844,17 @@ def sweep_resume_command(sweep_dir: Path, argv: Sequence[str]) -> str:
 
 @contextmanager
 def run_folder_guard(prog: str, run_dir: Path, created: bool,
-                     sweep_dir: Path | None = None, job: int | None = None) -> Iterator[None]:
+                     sweep_dir: Path | None = None, job: int | None = None,
+                     overrides: Sequence[str] | None = None) -> Iterator[None]:
     """Report user errors in one line; a folder ``created`` by this run and holding no
     checkpoint is removed first (and a sweep's folder left with no job in it), so a failed
     start leaves nothing half-made behind. In a sweep (job number ``job``) the line says
-    that the jobs after it did not run, and how the sweep goes on."""
+    that the jobs after it did not run, and how the sweep goes on. Ctrl-C's line names the
+    command that resumes the run, with the run's ``overrides`` (:func:`resume_command`)."""
     try:
         yield
     except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
-        interrupted(prog, lambda: _how_to_go_on(run_dir, created, sweep_dir))
+        interrupted(prog, lambda: _how_to_go_on(run_dir, created, sweep_dir, overrides))
     except user_errors() as err:
         if created:
             _discard_new(run_dir, sweep_dir)
@@ -854,7 +873,8 @@ def _sweep_stopped(sweep_dir: Path | None, job: int | None) -> str:
             f"{sweep_resume_command(sweep_dir, _TYPED or sys.argv[1:])})")
 
 
-def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None) -> str:
+def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
+                  overrides: Sequence[str] | None = None) -> str:
     """Ctrl-C's message: the command that resumes the run or sweep, or (stopped before the
     run started) "start again", removing the folder ``created`` for it."""
     # a folder holding a run resumes (from its last checkpoint, or from the start when it has
@@ -866,7 +886,7 @@ def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None) -> str:
     from populations.run_folder import holds_run
 
     if holds_run(run_dir):  # what resume=true accepts (the same test)
-        return f"interrupted; {run_dir} resumes with resume=true {run_dir_override(run_dir)}"
+        return f"interrupted; {run_dir} resumes with: {resume_command(run_dir, overrides)}"
     if created:  # stopped before the run started: nothing recorded, nothing kept
         _discard_new(run_dir, sweep_dir)
     return "interrupted before the run started (start again)"
@@ -874,14 +894,15 @@ def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None) -> str:
 
 def print_summary(s: RunSummary, resume: str | None = None) -> None:
     """The end-of-run summary: folders, files, the table (``resume``: how the run is
-    resumed, default ``selfplay-train``'s ``resume=true hydra.run.dir=...``)."""
+    resumed, default ``selfplay-train resume=true hydra.run.dir=...``: :func:`resume_command`
+    without the run's overrides)."""
     print(f"\nrun folder : {s.run_dir}")
     print(f"database   : {s.database}")
     print(f"snapshots  : {s.snapshots}")
     if s.logger_files is not None:
         print(f"metrics    : {s.logger_files}")
     if (s.run_dir / "checkpoints").is_dir():
-        resume = resume or f"resume=true {run_dir_override(s.run_dir)}"
+        resume = resume or resume_command(s.run_dir)
         print(f"checkpoints: {s.run_dir / 'checkpoints'} ({resume})")
     if s.table:
         cols, rows = list(s.table[0]), s.table[:20]
@@ -911,21 +932,23 @@ def _train_task(cfg: DictConfig) -> None:
     run_dir = Path(hc.runtime.output_dir)
     sweep_dir = Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
     created = _fresh(run_dir)
+    overrides = list(hc.overrides.task)
     with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir,
-                          job=hc.job.num if sweep_dir is not None else None), \
+                          job=hc.job.num if sweep_dir is not None else None,
+                          overrides=overrides), \
             spelled(HYDRA_WORDS):  # messages say resume_override=true, as typed here
-        exp = prepare(cfg, list(hc.overrides.task), check=False)  # run_experiment checks
+        exp = prepare(cfg, overrides, check=False)  # run_experiment checks
         if exp.resume and created and sweep_dir is not None and _sweep_started(sweep_dir):
-            _refuse_renamed_job(sweep_dir, hc.job.num, run_dir, _plain(exp))
+            _refuse_renamed_job(sweep_dir, hc.job.num, run_dir, _plain(exp), overrides)
             # a job the interrupted sweep never reached (a mistyped sweep folder still fails)
             log.info("resume=true: job %d of the sweep had not started; starting it",
                      hc.job.num)
             exp = dataclasses.replace(exp, resume=False)
         log.info("experiment %s in %s", exp.experiment, run_dir)
-        for note in unused_overrides(exp, list(hc.overrides.task)):
+        for note in unused_overrides(exp, overrides):
             log.warning(note)
         summary = run_experiment(exp, run_dir)
-    print_summary(summary)
+    print_summary(summary, resume_command(run_dir, overrides))
 
 
 def _hydra_app() -> Callable[[], None]:

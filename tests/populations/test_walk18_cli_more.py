@@ -1,0 +1,83 @@
+"""More findings of user-path walk 18 in ``selfplay-train``, ``selfplay-demo`` and the league
+CLI: resume commands that paste, early refusals, damaged checkpoints, the demo's stops."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+# a tiny single run; the game's name holds parentheses and quotes (shell and Hydra quoting)
+TINY = ['game.name="openspiel/kuhn_poker(players=2)"', "frames=200", "num_envs=4",
+        "mappo.rollout_steps=4", "mappo.epochs=1", "mappo.minibatches=1", "eval_episodes=1",
+        "progress=false", "logger=csv"]
+
+
+def _train(argv: list[str], monkeypatch, cwd: Path) -> None:
+    from populations.cli import train_main
+
+    monkeypatch.chdir(cwd)
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
+    train_main()
+
+
+def _pasted(command: str) -> list[str]:
+    """The words a shell gives ``selfplay-train`` for ``command`` pasted."""
+    words = shlex.split(command)
+    assert words[0] == "selfplay-train", command
+    return words[1:]
+
+
+def test_the_summarys_resume_command_pasted_resumes_the_run(tmp_path, monkeypatch, capsys):
+    # before: 'checkpoints: <run>/checkpoints (resume=true hydra.run.dir=<run>)': pasted,
+    # 'cannot continue with other settings (game.name=... (run) vs ... (now); frames=...)'
+    run = tmp_path / "my run"
+    _train([*TINY, f"hydra.run.dir={run}"], monkeypatch, tmp_path)
+    out = capsys.readouterr().out
+    (line,) = [x for x in out.splitlines() if x.startswith("checkpoints:")]
+    command = line.split(" (", 1)[1].removesuffix(")")
+    words = _pasted(command)
+    assert words[-2:-1] == ["resume=true"] and words[-1].startswith("hydra.run.dir=")
+    _train(words, monkeypatch, tmp_path)  # accepted: a finished run's summary again
+    out = capsys.readouterr().out
+    assert f"run folder : {run}" in out
+
+
+def test_ctrl_cs_resume_command_pasted_resumes_the_run(tmp_path, monkeypatch, capsys):
+    # before: 'interrupted; <run> resumes with resume=true hydra.run.dir=<run>', refused
+    # when pasted as the summary's was
+    import populations.experiment as experiment
+
+    real = experiment.run_experiment
+
+    def stopped(*args, **kwargs):
+        real(*args, **kwargs)
+        raise KeyboardInterrupt  # Ctrl-C once the run has recorded its settings
+
+    monkeypatch.setattr(experiment, "run_experiment", stopped)
+    run = tmp_path / "run"
+    with pytest.raises(SystemExit) as stop:
+        _train([*TINY, f"hydra.run.dir={run}"], monkeypatch, tmp_path)
+    assert stop.value.code == 130
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("selfplay-train: interrupted; ") and "resumes with: " in err, err
+    words = _pasted(err.split("resumes with: ", 1)[1])
+    monkeypatch.setattr(experiment, "run_experiment", real)
+    _train(words, monkeypatch, tmp_path)
+    assert f"run folder : {run}" in capsys.readouterr().out
+
+
+def test_resume_command_leaves_out_the_game_reset_the_cli_adds():
+    from populations.cli import resume_command
+
+    run = Path("/r/run")
+    assert resume_command(run, ["~game", "game.name=openspiel/kuhn_poker", "seed=1"]) == \
+        "selfplay-train game.name=openspiel/kuhn_poker seed=1 resume=true hydra.run.dir=/r/run"
+    # typed by the user before another place: kept (it is not where the CLI puts it)
+    assert shlex.split(resume_command(run, ["~game", "seed=1", "game.name=x"]))[1] == "~game"
+    # the old resume's own switches are not repeated
+    assert resume_command(run, ["resume=true", "resume_override=true", "seed=1"]) == \
+        "selfplay-train seed=1 resume=true hydra.run.dir=/r/run"
