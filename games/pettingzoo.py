@@ -35,6 +35,7 @@ import inspect
 import logging
 import pkgutil
 import re
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -89,6 +90,9 @@ COOPERATIVE_TEAM = "team"
 LARGE_OBS = 10_000  # features of a multi-dimensional observation (an image) worth a warning
 _warned_large: set[tuple[str, str]] = set()  # (game, "obs" | "state") warned about
 _warned_sides: set[str] = set()  # games warned about declaring no teams
+# The copies of each game (name and arguments) alive in this process: how many a VectorGame
+# had built when building one more ran out of memory
+_copies: dict[str, weakref.WeakSet] = {}
 
 
 FAMILIES = ("mpe2", "pettingzoo.classic", "pettingzoo.butterfly", "pettingzoo.sisl")
@@ -335,8 +339,20 @@ def _build_error(err: Exception, module_path: str, factory: Callable[..., Any],
     ValueError, ``local_ratio=5``: an AssertionError), so any of their errors reads as bad
     arguments; a user's factory is read so only for a TypeError or ValueError when arguments
     were given. Anything else is a bug in the user's code: the error names the factory, the
-    exception and the line that raised it (``HYDRA_FULL_ERROR=1`` shows the traceback)."""
+    exception and the line that raised it (``HYDRA_FULL_ERROR=1`` shows the traceback).
+
+    Running out of memory (a MemoryError, pygame's ``error: Out of memory``) while building
+    one more copy is neither: the error says so, which copy it was, and to lower num_envs."""
     why = str(err).strip().splitlines()[-1] if str(err).strip() else "no message"
+    if isinstance(err, MemoryError) or "out of memory" in why.lower():
+        copy = len(_copies.get(_copies_key(module_path, kwargs), ())) + 1
+        kind = type(err).__qualname__
+        if type(err).__module__ != "builtins":  # pygame.error, not a bare 'error'
+            kind = f"{type(err).__module__}.{kind}"
+        said = f": {why}" if str(err).strip() else ""
+        return GameError(f"out of memory building copy {copy} of pettingzoo/{module_path} "
+                         f"{kwargs} ({copy - 1} alive in this process; {kind}{said}); "
+                         "lower num_envs")
     own_game = bool(_family(module.__name__))
     if kwargs and (own_game or isinstance(err, (TypeError, ValueError))):
         raw = getattr(module, "raw_env", factory) if parallel is not None else factory
@@ -353,6 +369,10 @@ def _build_error(err: Exception, module_path: str, factory: Callable[..., Any],
         f"pettingzoo/{module_path}: the env factory {name} raised {type(err).__name__}: {why} "
         f"(at {_where_raised(err)}); HYDRA_FULL_ERROR=1 shows the traceback"
     )
+
+
+def _copies_key(module_path: str, kwargs: dict) -> str:
+    return f"{module_path} {sorted(kwargs.items(), key=lambda kv: kv[0])!r}"
 
 
 def _array_text(x: np.ndarray) -> str:
@@ -396,6 +416,7 @@ class PettingZooGame(Game):
             self.env = factory(**kwargs)
         except Exception as err:
             raise _build_error(err, module_path, factory, module, parallel, kwargs) from err
+        _copies.setdefault(_copies_key(module_path, kwargs), weakref.WeakSet()).add(self)
         _skip_check_wrappers(self.env)
         self.parallel = not isinstance(self.env, AECEnv)  # what the factory built decides
         self.name = module_path
