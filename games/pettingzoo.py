@@ -87,6 +87,23 @@ KNOWN_SIDES: dict[tuple[str, str], tuple[str, bool]] = {
     **{(fam, g): (ONE, False) for fam, names in _COOPERATIVE.items() for g in names},
 }
 COOPERATIVE_TEAM = "team"
+# The counts an MPE scenario takes (mpe2's raw_env arguments), with the least each plays its
+# game with. Below it the env fails deep inside (N=0 or -1 in simple_spread: numpy's "zero-size
+# array to reduction operation maximum"; simple_line: "integer modulo by zero") or builds
+# another game without a word (simple_tag num_good=-1: two adversaries and no prey; num_good=0:
+# no prey, every reward 0; simple_world_comm num_adversaries=0: a good agent named
+# leadadversary_0). The neighbour counts may also be None (every agent and landmark).
+_NEIGHBOURS = {"num_agent_neighbors": 1, "num_landmark_neighbors": 1}
+MPE_COUNTS: dict[str, dict[str, int]] = {
+    "simple_adversary": {"N": 1, **_NEIGHBOURS},
+    "simple_spread": {"N": 1, **_NEIGHBOURS},
+    "simple_formation": {"N": 1},
+    "simple_line": {"N": 1},
+    "simple_tag": {"num_good": 1, "num_adversaries": 1, "num_obstacles": 0, **_NEIGHBOURS},
+    "simple_world_comm": {"num_good": 1, "num_adversaries": 1, "num_obstacles": 0,
+                          "num_food": 1, "num_forests": 0},
+    "collect_treasure": {"num_collectors": 1, "num_deposits": 1, "num_treasures": 1},
+}
 LARGE_OBS = 10_000  # features of a multi-dimensional observation (an image) worth a warning
 _warned_large: set[tuple[str, str]] = set()  # (game, "obs" | "state") warned about
 _warned_sides: set[str] = set()  # games warned about declaring no teams
@@ -371,6 +388,13 @@ def _build_error(err: Exception, module_path: str, factory: Callable[..., Any],
     )
 
 
+def _check_count(module_path: str, name: str, value: Any, low: int) -> None:
+    """Refuse ``name=value`` unless it is an integer >= ``low`` (true is not a count)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise GameError(f"bad parameter for pettingzoo/{module_path}: {name}={value!r}; "
+                        f"accepted: an integer >= {low}")
+
+
 def _copies_key(module_path: str, kwargs: dict) -> str:
     return f"{module_path} {sorted(kwargs.items(), key=lambda kv: kv[0])!r}"
 
@@ -400,18 +424,16 @@ class PettingZooGame(Game):
     ) -> None:
         factory, module, parallel = _resolve(module_path)
         named = {"max_steps": max_steps, "teams": teams, "zero_sum": zero_sum}
-        cycles = kwargs.get("max_cycles", 1)
-        if isinstance(cycles, bool) or not isinstance(cycles, (int, np.integer)) or cycles < 1:
-            # 0, -3 or true pass PettingZoo's envs and truncate every episode after one step
-            raise GameError(f"bad parameter for pettingzoo/{module_path}: "
-                            f"max_cycles={cycles!r}; accepted: an integer >= 1")
-        if max_steps is not None and (isinstance(max_steps, bool)
-                                      or not isinstance(max_steps, (int, np.integer))
-                                      or max_steps < 1):
-            # 0 fell through `or` to the env's own limit, silently; -3 or true cut every
-            # episode after its first step
-            raise GameError(f"bad parameter for pettingzoo/{module_path}: "
-                            f"max_steps={max_steps!r}; accepted: an integer >= 1")
+        # max_cycles 0, -3 or true pass PettingZoo's envs and truncate every episode after one
+        # step; max_steps=0 fell through `or` to the env's own limit, silently
+        _check_count(module_path, "max_cycles", kwargs.get("max_cycles", 1), 1)
+        if max_steps is not None:
+            _check_count(module_path, "max_steps", max_steps, 1)
+        if _family(module.__name__) == "mpe":
+            scenario = module.__name__.rsplit(".", 1)[-1].rsplit("_v", 1)[0]
+            for key, low in MPE_COUNTS.get(scenario, {}).items():
+                if kwargs.get(key) is not None:
+                    _check_count(module_path, key, kwargs[key], low)
         try:
             self.env = factory(**kwargs)
         except Exception as err:

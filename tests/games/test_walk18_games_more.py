@@ -45,3 +45,58 @@ def test_bad_arguments_still_read_as_bad_arguments():
     with pytest.raises(games.GameError) as info:
         games.make(SPREAD, local_ratio=5)
     assert str(info.value).startswith(f"bad arguments for {SPREAD} {{'local_ratio': 5}}")
+
+
+# -- MPE counts below their bound ---------------------------------------------------------
+
+BELOW = [  # (scenario, argument, lowest value the env plays a sensible game with)
+    ("simple_spread_v3", "N", 1),
+    ("simple_spread_v3", "num_agent_neighbors", 1),
+    ("simple_spread_v3", "num_landmark_neighbors", 1),
+    ("simple_adversary_v3", "N", 1),
+    ("simple_formation_v1", "N", 1),
+    ("simple_line_v1", "N", 1),
+    ("simple_tag_v3", "num_good", 1),  # 0: no prey, every reward 0
+    ("simple_tag_v3", "num_adversaries", 1),
+    ("simple_tag_v3", "num_obstacles", 0),
+    ("simple_world_comm_v3", "num_good", 1),
+    ("simple_world_comm_v3", "num_adversaries", 1),  # 0: a good agent named leadadversary_0
+    ("simple_world_comm_v3", "num_obstacles", 0),
+    ("simple_world_comm_v3", "num_food", 1),
+    ("simple_world_comm_v3", "num_forests", 0),
+    ("collect_treasure_v1", "num_collectors", 1),
+    ("collect_treasure_v1", "num_deposits", 1),
+    ("collect_treasure_v1", "num_treasures", 1),
+]
+
+
+@pytest.mark.parametrize(("scenario", "arg", "low"), BELOW)
+@pytest.mark.parametrize("offset", [-1, -2])
+def test_an_mpe_count_below_its_bound_is_refused_in_one_line(scenario, arg, low, offset):
+    # N=-1: "bad arguments ... ValueError: zero-size array to reduction operation maximum";
+    # num_good=-1 in simple_tag built a game of two adversaries, silently
+    value = low + offset
+    with pytest.raises(games.GameError) as info:
+        games.make(f"pettingzoo/mpe2.{scenario}", **{arg: value})
+    assert str(info.value) == (f"bad parameter for pettingzoo/mpe2.{scenario}: {arg}={value!r}; "
+                               f"accepted: an integer >= {low}")
+
+
+@pytest.mark.parametrize("value", [True, 2.5, "3"])
+def test_an_mpe_count_that_is_not_an_integer_is_refused(value):
+    # N=True built a one-agent game, silently
+    with pytest.raises(games.GameError) as info:
+        games.make(SPREAD, N=value)
+    assert str(info.value) == (f"bad parameter for {SPREAD}: N={value!r}; "
+                               "accepted: an integer >= 1")
+
+
+@pytest.mark.parametrize(("scenario", "arg", "low"), BELOW)
+def test_an_mpe_count_at_its_bound_builds(scenario, arg, low):
+    game = games.make(f"pettingzoo/mpe2.{scenario}", **{arg: low})
+    game.reset(0)
+    game.close()
+
+
+def test_the_neighbour_counts_may_be_left_unset():
+    assert games.make(SPREAD, num_agent_neighbors=None).spec.agents
