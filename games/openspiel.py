@@ -54,6 +54,9 @@ _NOT_A_COUNT = re.compile(
 )
 _PLAYERS = re.compile(r"players|num_players|numPlayers")
 _warned_sampled: set[str] = set()  # games whose chance OpenSpiel samples itself, warned about
+# Lines OpenSpiel's C++ code wrote to stderr, logged once each: loading a game again (every copy
+# of it a VectorGame builds) repeats its "known issues" warning
+_warned_cpp: set[str] = set()
 
 
 def _accepted_range(gspec: Any, name: str, value: Any) -> str | None:
@@ -181,7 +184,8 @@ def _smoke(game: pyspiel.Game, where: str) -> None:
 def _cpp_stderr_to_log() -> Iterator[None]:
     """Send what OpenSpiel's C++ code writes to stderr (pyspiel prints every error it raises,
     ``OpenSpiel exception: ...``, and some warnings) to this module's log, so that a refused
-    game is reported in the one line of its ``GameError``."""
+    game is reported in the one line of its ``GameError``. A warning is logged once per process
+    (``quoridor``'s "known issues" came once per game copy); its repeats go to debug."""
     fd = 2  # std::cerr writes there, whatever sys.stderr is
     try:
         saved = os.dup(fd)
@@ -199,9 +203,10 @@ def _cpp_stderr_to_log() -> Iterator[None]:
             os.close(saved)
             sink.seek(0)
             for line in sink.read().decode(errors="replace").splitlines():
-                if line.startswith("OpenSpiel exception:"):  # the error raised says it
-                    logger.debug("%s", line)
+                if line.startswith("OpenSpiel exception:") or line in _warned_cpp:
+                    logger.debug("openspiel: %s", line)  # the error raised says it / said once
                 elif line.strip():
+                    _warned_cpp.add(line)
                     logger.warning("openspiel: %s", line)
 
 

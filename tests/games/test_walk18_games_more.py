@@ -6,12 +6,14 @@ came once per copy of the game."""
 from __future__ import annotations
 
 import gc
+import logging
 
 import mpe2.simple_spread_v3
 import pygame
 import pytest
 
 import games
+from games import openspiel as os_adapter
 
 SPREAD = "pettingzoo/mpe2.simple_spread_v3"
 
@@ -100,3 +102,17 @@ def test_an_mpe_count_at_its_bound_builds(scenario, arg, low):
 
 def test_the_neighbour_counts_may_be_left_unset():
     assert games.make(SPREAD, num_agent_neighbors=None).spec.agents
+
+
+# -- OpenSpiel's "known issues" warning, once per game ------------------------------------
+
+
+def test_openspiel_warns_about_a_game_once_per_process(monkeypatch, caplog):
+    # 'game.name="openspiel/quoridor(board_size=5)"' printed it once per game copy (67 times)
+    monkeypatch.setattr(os_adapter, "_warned_cpp", set(), raising=False)
+    with caplog.at_level(logging.WARNING, logger="games.openspiel"):
+        for _ in range(3):
+            games.make("openspiel/quoridor(board_size=5)")
+    known = [r for r in caplog.records if "known issues" in r.getMessage()]
+    assert len(known) == 1 and known[0].levelno == logging.WARNING
+    assert "'quoridor'" in known[0].getMessage()
