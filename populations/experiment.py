@@ -62,6 +62,7 @@ from populations.experiment_config import (  # torch-free: checked before torch 
     ExploitEvery,  # noqa: F401 - re-exported
     PopulationConfig,
     RunnerConfig,
+    check_copies,
     league_algos,
 )
 from populations.league import MEMBER, League, LeagueConfig
@@ -166,10 +167,12 @@ def settings(cfg: ExperimentConfig, entry: LearnerEntry) -> Any:
 
 def check_experiment(cfg: ExperimentConfig) -> None:
     """Refuse, in one line, an algo that cannot play the game (before any run folder):
-    every learner the run would train (``algo``, or the league's members)."""
+    every learner the run would train (``algo``, or the league's members); and more game
+    copies (``num_envs``) than a game stepped copy by copy may take (:func:`check_copies`)."""
     if cfg.game.kwargs:  # built and stepped once: an argument the game cannot use, one line
         check_game_kwargs(cfg.game.name, dict(cfg.game.kwargs))
     game = games.make(cfg.game.name, **cfg.game.kwargs)
+    check_copies(cfg.num_envs, game)  # 10**8 copies of a stepped game: minutes, then killed
     text_views = not callable(getattr(game, "batched", None))  # see games.VectorGame
     algos = [cfg.algo]
     if cfg.population.kind == "psro":  # PSRO trains no `algo`; its RL oracle plays

@@ -10,7 +10,7 @@ before torch loads (``populations.config_checks``). The checks that need the lea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from populations.matchmaking import MatchmakingConfig
 from populations.psro_config import PSROConfig
@@ -20,6 +20,22 @@ if TYPE_CHECKING:
 
 MODES = ("none", "league", "psro")
 EXPLOITER = "_exploiter"  # population.members: "<algo>_exploiter", a main exploiter
+
+
+def check_copies(num_envs: int, game: Any, key: str = "num_envs") -> None:
+    """Refuse more than :data:`populations.seeds.BLOCK` (65,536) copies of a ``game`` that is
+    not natively batched, in one line naming ``key``: each copy is a Python object stepped in
+    turn (``num_envs=100000000`` filled the memory for minutes, then the run was killed with
+    no word), and copy ``b`` is seeded ``s + b``, so copies past one seed block would replay
+    other streams' seeds. A natively batched game (VMAS: one tensor batch, on a GPU millions
+    of copies) may take any number."""
+    from populations.seeds import BLOCK
+
+    if num_envs > BLOCK and not callable(getattr(game, "batched", None)):
+        raise ValueError(
+            f"{key}={num_envs}: at most {BLOCK} copies of {game.spec.name}, which steps copy "
+            f"by copy (one game object each, and copies past {BLOCK} would reuse other "
+            "streams' seeds); only natively batched games (vmas/...) take more")
 
 
 def league_algos() -> list[str]:

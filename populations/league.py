@@ -69,6 +69,7 @@ from populations.checkpoint import (
 )
 from populations.db import LeagueDB
 from populations.evaluation import evaluate_pairs, recompute, win_rates
+from populations.experiment_config import check_copies
 from populations.learner_actors import (
     LearnerJob,
     LearnerPool,
@@ -101,6 +102,7 @@ from populations.run_folder import (
     stop_requested,
 )
 from populations.runners import make_runner
+from populations.seeds import BLOCK
 from populations.store import PolicyStore, file_sha256
 
 log = logging.getLogger(__name__)
@@ -148,6 +150,8 @@ class LeagueConfig:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
         if self.runner not in ("local", "ray"):
             raise ValueError(f"runner {self.runner!r} unknown; choose one of ['local', 'ray']")
+        if self.num_envs > BLOCK:  # the game is built only then: a stepped one is refused
+            check_copies(self.num_envs, games.make(self.game, **self.game_kwargs))
         if self.ray_learners < 0 or self.max_learner_restarts < 0:
             raise ValueError(f"ray_learners={self.ray_learners}, max_learner_restarts="
                              f"{self.max_learner_restarts}; expected integers >= 0")
@@ -822,10 +826,15 @@ def main(argv: list[str] | None = None) -> None:
             import_user_modules(args.imports, "--import")
             load_plugins()
             kwargs = _game_kwargs(args.game, args.game_kwargs, CLIError)
-            cfg = LeagueConfig(game=args.game, game_kwargs=kwargs, generations=args.generations,
-                               frames_per_generation=args.frames_per_generation,
-                               num_envs=args.num_envs, eval_episodes=args.eval_episodes,
-                               seed=args.seed, runner=args.runner, ray_address=args.ray_address)
+            try:
+                cfg = LeagueConfig(game=args.game, game_kwargs=kwargs,
+                                   generations=args.generations,
+                                   frames_per_generation=args.frames_per_generation,
+                                   num_envs=args.num_envs, eval_episodes=args.eval_episodes,
+                                   seed=args.seed, runner=args.runner,
+                                   ray_address=args.ray_address)
+            except ValueError as err:  # 'generations=0; ...': named as typed here
+                raise CLIError(_as_flag(str(err))) from None
             league = League(cfg, args.run_dir, resume=args.resume,
                             resume_override=args.resume_override)
             try:
@@ -848,6 +857,19 @@ def main(argv: list[str] | None = None) -> None:
             if created:
                 discard_run_dir(Path(args.run_dir))
             fail(p.prog, one_line(err))
+
+
+_FLAGS = ("generations", "frames_per_generation", "num_envs", "eval_episodes")
+
+
+def _as_flag(message: str) -> str:
+    """:class:`LeagueConfig`'s ``num_envs=70000: ...`` as this CLI's ``--num-envs 70000:
+    ...``: the field's name is not what the user typed."""
+    name, eq, rest = message.partition("=")
+    if not eq or name not in _FLAGS:
+        return message
+    value, sep, tail = rest.partition(":") if ":" in rest.split(";")[0] else rest.partition(";")
+    return f"--{name.replace('_', '-')} {value}{sep}{tail}"
 
 
 def _again(argv: list[str] | None) -> str:

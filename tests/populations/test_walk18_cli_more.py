@@ -81,3 +81,61 @@ def test_resume_command_leaves_out_the_game_reset_the_cli_adds():
     # the old resume's own switches are not repeated
     assert resume_command(run, ["resume=true", "resume_override=true", "seed=1"]) == \
         "selfplay-train seed=1 resume=true hydra.run.dir=/r/run"
+
+
+def _no_huge_batches(monkeypatch):
+    """Building more than BLOCK stepped copies fails at once here (it took minutes of memory
+    growth, then the kernel's kill), so a missing early refusal fails fast."""
+    import games
+    from populations.seeds import BLOCK
+
+    real = games.VectorGame
+
+    def built(game, num_envs, *args, **kwargs):
+        if num_envs > BLOCK:
+            raise RuntimeError(f"built {num_envs} copies")
+        return real(game, num_envs, *args, **kwargs)
+
+    monkeypatch.setattr(games, "VectorGame", built)
+
+
+def test_more_copies_than_a_seed_block_of_a_stepped_game_are_refused_before_the_folder(
+        tmp_path, monkeypatch, capsys):
+    # before: num_envs=100000000 made the run folder, filled the memory for ~2 minutes and
+    # was killed (exit 137, no message), the folder's run left 'running'
+    _no_huge_batches(monkeypatch)
+    with pytest.raises(SystemExit) as stop:
+        _train(["game=kuhn", "num_envs=100000000"], monkeypatch, tmp_path)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("selfplay-train: num_envs=100000000: at most "
+                                              "65536 copies of openspiel/kuhn_poker"), err
+    assert "vmas" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_natively_batched_game_may_take_more_copies_than_a_seed_block():
+    import games
+    from populations.experiment import ExperimentConfig, GameConfig, check_experiment
+    from populations.experiment_config import check_copies
+
+    check_copies(10**6, games.make("vmas/navigation"))  # one tensor batch: allowed
+    check_experiment(ExperimentConfig(game=GameConfig("vmas/navigation"), num_envs=10**6))
+    with pytest.raises(ValueError, match=r"^num_envs=65537: at most 65536 copies"):
+        check_experiment(ExperimentConfig(game=GameConfig("openspiel/kuhn_poker"),
+                                          num_envs=65537))
+    check_experiment(ExperimentConfig(game=GameConfig("openspiel/kuhn_poker"), num_envs=65536))
+
+
+def test_a_league_refuses_more_copies_than_a_seed_block_of_a_stepped_game(tmp_path, capsys):
+    from populations.league import LeagueConfig, main
+
+    with pytest.raises(ValueError, match=r"^num_envs=70000: at most 65536 copies"):
+        LeagueConfig(game="openspiel/kuhn_poker", game_kwargs={}, num_envs=70000)
+    assert LeagueConfig(game="vmas/navigation", game_kwargs={}, num_envs=70000).num_envs == 70000
+    run = tmp_path / "run"
+    with pytest.raises(SystemExit) as stop:
+        main(["--run-dir", str(run), "--game", "openspiel/kuhn_poker", "--num-envs", "70000"])
+    assert stop.value.code == 2 and not run.exists()
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--num-envs 70000: at most 65536 copies" in err, err
