@@ -352,11 +352,12 @@ def _build_error(err: Exception, module_path: str, factory: Callable[..., Any],
     """The one-line error for an env factory that raised ``err``.
 
     Bad arguments (a keyword the factory does not take, a value the env rejects) name the
-    accepted parameters. PettingZoo's own envs reject bad values deep inside (``N=0``: a numpy
-    ValueError, ``local_ratio=5``: an AssertionError), so any of their errors reads as bad
-    arguments; a user's factory is read so only for a TypeError or ValueError when arguments
-    were given. Anything else is a bug in the user's code: the error names the factory, the
-    exception and the line that raised it (``HYDRA_FULL_ERROR=1`` shows the traceback).
+    accepted parameters. PettingZoo's own envs reject bad values deep inside (``local_ratio=5``:
+    an AssertionError, ``local_ratio="x"``: a TypeError; MPE counts are checked before, against
+    :data:`MPE_COUNTS`), so any of their errors reads as bad arguments; a user's factory is
+    read so only for a TypeError or ValueError when arguments were given. Anything else is a
+    bug in the user's code: the error names the factory, the exception and the line that raised
+    it (``HYDRA_FULL_ERROR=1`` shows the traceback).
 
     Running out of memory (a MemoryError, pygame's ``error: Out of memory``) while building
     one more copy is neither: the error says so, which copy it was, and to lower num_envs."""
