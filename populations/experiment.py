@@ -180,6 +180,9 @@ def check_experiment(cfg: ExperimentConfig) -> None:
 
         check_oracle_config(resolve_auto(cfg, game, announce=False), game.spec)
         return
+    if cfg.population.kind == "league" and not cfg.population.sync and cfg.runner.kind != "ray":
+        raise ValueError("population.sync=false (asynchronous members) needs runner=ray; got "
+                         f"runner={cfg.runner.kind}")  # LeagueConfig's refusal, after the folder
     if cfg.population.kind == "league" and cfg.population.members:
         algos = [m.removesuffix(EXPLOITER) for m in cfg.population.members]
     for algo in dict.fromkeys(algos):

@@ -121,12 +121,13 @@ class PopulationConfig:
     def __post_init__(self) -> None:
         if self.kind not in MODES:
             raise ValueError(f"population kind {self.kind!r} unknown; choose one of {list(MODES)}")
-        for name in ("frames_per_generation", "iterations", "oracle_frames"):
+        # generations: a league publishes at least one snapshot after the first (0 passed
+        # here and was refused after the run folder was made, as -1 said ">= 0")
+        for name in ("generations", "frames_per_generation", "iterations", "oracle_frames"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 1")
-        for name in ("generations", "eval_window"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 0")
+        if self.eval_window < 0:
+            raise ValueError(f"eval_window={self.eval_window}; expected an integer >= 0")
         if not 0.0 <= self.opponent_prob <= 1.0:
             raise ValueError(f"opponent_prob={self.opponent_prob}; expected a value in [0, 1]")
         if len(set(self.members)) != len(self.members):
@@ -165,5 +166,12 @@ class RunnerConfig:
     def __post_init__(self) -> None:
         if self.kind not in ("local", "ray"):
             raise ValueError(f"runner kind {self.kind!r} unknown; choose one of ['local', 'ray']")
-        if self.rollout_workers < 0:
-            raise ValueError(f"rollout_workers={self.rollout_workers}; expected an integer >= 0")
+        if self.workers < 1:  # a league's Ray runner: 'RayRunner: num_workers=0' after the folder
+            raise ValueError(f"workers={self.workers}; expected an integer >= 1")
+        # refused by the league in its own words (ray_learners=...) after the run folder
+        for name in ("rollout_workers", "learners", "max_learner_restarts"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 0")
+        if self.learner_gpus is not None and self.learner_gpus < 0:
+            raise ValueError(f"learner_gpus={self.learner_gpus}; expected a number >= 0 (or "
+                             "null: 1 when device=cuda finds CUDA, else 0)")

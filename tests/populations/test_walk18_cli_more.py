@@ -139,3 +139,66 @@ def test_a_league_refuses_more_copies_than_a_seed_block_of_a_stepped_game(tmp_pa
     assert stop.value.code == 2 and not run.exists()
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--num-envs 70000: at most 65536 copies" in err, err
+
+
+@pytest.mark.parametrize("override, message", [
+    # before: the run folder was made, then 'generations=0; expected an integer >= 1' (its
+    # key not named), while -1 was refused early as 'expected an integer >= 0'
+    ("population.generations=0", "bad config: population.generations=0; expected an integer "
+                                 ">= 1"),
+    ("population.generations=-1", "bad config: population.generations=-1; expected an "
+                                  "integer >= 1"),
+    # before: refused after the folder, in LeagueConfig's words (ray_learners=...)
+    ("runner.learners=-1", "bad config: runner.learners=-1; expected an integer >= 0"),
+    ("runner.max_learner_restarts=-1", "bad config: runner.max_learner_restarts=-1; expected "
+                                       "an integer >= 0"),
+])
+def test_population_and_runner_counts_are_refused_early_by_their_key(override, message,
+                                                                      tmp_path, monkeypatch,
+                                                                      capsys):
+    import populations.experiment as experiment
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(experiment, "run_experiment", no_run)
+    with pytest.raises(SystemExit) as stop:
+        _train(["population=self_play", "game=kuhn", override], monkeypatch, tmp_path)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"selfplay-train: {message}", err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_asynchronous_league_without_ray_is_refused_before_the_folder(tmp_path, monkeypatch,
+                                                                          capsys):
+    # before: the folder was made, then "sync=False (asynchronous members) needs
+    # runner='ray'; got runner='local'" (the Python API's words)
+    import populations.experiment as experiment
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(experiment, "run_experiment", no_run)
+    with pytest.raises(SystemExit) as stop:
+        _train(["population=self_play", "game=kuhn", "population.sync=false"], monkeypatch,
+               tmp_path)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("selfplay-train: population.sync=false (asynchronous members) needs "
+                          "runner=ray; got runner=local"), err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("flag", ["--generations", "--frames-per-generation", "--eval-episodes",
+                                  "--num-envs"])
+def test_the_league_cli_names_its_flag(flag, tmp_path, capsys):
+    # before: 'python -m populations.league: generations=0; expected an integer >= 1'
+    from populations.league import main
+
+    run = tmp_path / "run"
+    with pytest.raises(SystemExit) as stop:
+        main(["--run-dir", str(run), "--game", "openspiel/kuhn_poker", flag, "0"])
+    assert stop.value.code == 2 and not run.exists()
+    err = capsys.readouterr().err.strip()
+    assert err == f"python -m populations.league: {flag} 0; expected an integer >= 1", err
