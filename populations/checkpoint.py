@@ -137,6 +137,9 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
         state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as err:  # noqa: BLE001 - any unpickling failure means a bad file
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        if "weights_only" in first:  # torch's advice (weights_only=False) runs a file's code
+            first = ("not a checkpoint of tensors and plain values (torch's weights-only "
+                     f"loader refused it: {type(err).__name__})")
         raise CheckpointError(f"cannot read checkpoint {path}: {first}") from None
     if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint {path} does not hold a dict")
@@ -151,13 +154,39 @@ def load_latest(folder: str | Path) -> tuple[Path, dict[str, Any]] | None:
         CheckpointError: checkpoints exist but none is good (each error is logged).
     """
     files = checkpoint_files(folder)
-    errors = []
-    for path in files:
+    errors: dict[str, list[str]] = {}  # why -> the files it names
+    for k, path in enumerate(files):
         try:
             return path, read_checkpoint(path)
         except CheckpointError as err:
-            log.error("%s; trying the previous checkpoint", err)
-            errors.append(str(err))
+            if k + 1 < len(files):  # the last one's error is in the one below
+                log.error("%s; trying the previous checkpoint", err)
+            errors.setdefault(_why(str(err), path), []).append(path.name)
     if files:
-        raise CheckpointError(f"no readable checkpoint in {folder}: {'; '.join(errors)}")
+        from populations.run_folder import resume_words
+
+        # each file named once (its folder once) and what to do: every checkpoint damaged
+        # repeated 'checkpoint <path> is damaged: ...' per file, with no next step
+        said = "; ".join(_named(names, why) for why, names in errors.items())
+        raise CheckpointError(
+            f"no readable checkpoint in {folder}: {said}; to train this run again from its "
+            f"start in the same folder, delete {folder} and {resume_words().resume} again, or "
+            "start a new run folder")
     return None
+
+
+def _why(message: str, path: Path) -> str:
+    """:func:`read_checkpoint`'s ``message`` about ``path`` without the path (``is damaged:
+    its SHA-256 differs from the one recorded in its .sha256 file``), alike for every file."""
+    why = message.replace(f"{path}{HASH_SUFFIX}", f"its {HASH_SUFFIX} file")
+    why = why.replace(_hash_file(path).name, f"its {HASH_SUFFIX} file")
+    why = why.replace(f"checkpoint {path}", "").replace(str(path), "it")
+    return re.sub(r"\s+:", ":", why).strip(" :")
+
+
+def _named(names: list[str], why: str) -> str:
+    """``ckpt_000016.pt is damaged: ...``, ``ckpt_a.pt, ckpt_b.pt: each is damaged: ...``."""
+    verb = why.split(" ", 1)[0] in ("is", "does", "holds", "has")
+    if len(names) == 1:
+        return f"{names[0]}{' ' if verb else ': '}{why}"
+    return f"{', '.join(names)}: {'each ' if verb else ''}{why}"

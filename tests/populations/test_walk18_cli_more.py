@@ -202,3 +202,59 @@ def test_the_league_cli_names_its_flag(flag, tmp_path, capsys):
     assert stop.value.code == 2 and not run.exists()
     err = capsys.readouterr().err.strip()
     assert err == f"python -m populations.league: {flag} 0; expected an integer >= 1", err
+
+
+def test_a_run_whose_every_checkpoint_is_damaged_names_each_once_and_what_to_do(
+        tmp_path, monkeypatch, capsys):
+    # before: 'no readable checkpoint in <run>/checkpoints: checkpoint <path> is damaged: its
+    # SHA-256 differs from the one recorded in <name>.sha256; checkpoint <path> is damaged:
+    # ...' once per file, and no next step
+    import shutil
+    import sqlite3
+
+    run = tmp_path / "run"
+    args = [*TINY, "checkpoint_every_s=0", f"hydra.run.dir={run}"]
+    _train(args, monkeypatch, tmp_path)
+    with sqlite3.connect(run / "league.db") as db:  # as a killed run leaves it
+        db.execute("UPDATE runs SET status = 'interrupted'")
+    files = sorted((run / "checkpoints").glob("ckpt_*.pt"))
+    assert len(files) == 3
+    for path in files:
+        data = bytearray(path.read_bytes())
+        data[100] ^= 0xFF
+        path.write_bytes(bytes(data))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        _train([*args, "resume=true"], monkeypatch, tmp_path)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"selfplay-train: no readable checkpoint in {run / 'checkpoints'}: ")
+    assert err.count("is damaged") == 1 and err.count(str(run)) == 2, err
+    for path in files:
+        assert err.count(path.name) == 1, err
+    assert err.endswith(f"delete {run / 'checkpoints'} and resume=true again, or start a new "
+                        "run folder"), err
+    shutil.rmtree(run / "checkpoints")  # as it says: the run trains again from its start
+    _train([*args, "resume=true"], monkeypatch, tmp_path)
+    assert f"run folder : {run}" in capsys.readouterr().out
+    assert len(list((run / "checkpoints").glob("ckpt_*.pt"))) == 3
+
+
+def test_the_python_api_and_the_league_cli_are_told_in_their_own_words(tmp_path):
+    from marl.core import CheckpointError
+    from populations.checkpoint import load_latest
+    from populations.run_folder import LEAGUE_CLI_WORDS, spelled
+
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    (folder / "ckpt_000001.pt").write_bytes(b"garbage")
+    (folder / "ckpt_000002.pt").write_bytes(b"")
+    with pytest.raises(CheckpointError) as err:
+        load_latest(folder)
+    assert "resume=True again" in str(err.value) and "\n" not in str(err.value)
+    assert "ckpt_000002.pt" in str(err.value) and "ckpt_000001.pt" in str(err.value)
+    # garbage without a hash file: torch's advice to load it with weights_only=False (which
+    # runs a file's code) is not passed on
+    assert "weights_only" not in str(err.value) and "not a checkpoint of tensors" in str(err.value)
+    with spelled(LEAGUE_CLI_WORDS), pytest.raises(CheckpointError, match="--resume again"):
+        load_latest(folder)
