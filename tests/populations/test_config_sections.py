@@ -47,7 +47,7 @@ BAD = {  # override: the start of its one line
     "mappo.max_grad_norm=-inf": "mappo.max_grad_norm=-inf; expected a number > 0 or inf",
     "maddpg.actor_reg=-1": "maddpg.actor_reg=-1.0; expected a finite number >= 0",
     "vdn.learning_starts=-5": "vdn.learning_starts=-5; expected an integer >= 0",
-    "population.generations=-1": "population.generations=-1; expected an integer >= 0",
+    "population.generations=-1": "population.generations=-1; expected an integer >= 1",
     "population.opponent_prob=2": "population.opponent_prob=2.0; expected a value in [0, 1]",
     "population.kind=leage": "population.kind='leage' unknown; choose one of",
     "population.exploit.every=-1": "population.exploit.every=-1; expected an integer >= 0",
