@@ -36,10 +36,12 @@ This module imports torch and vmas; ``games`` imports it only when a ``vmas/`` g
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import re
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -60,6 +62,8 @@ from games.graphs import NODE_DIM, full_edges
 from games.registry import kwargs_name
 from games.teams import agent_specs, parse_teams, parse_zero_sum
 from games.vector import VecStep
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_STEPS = 100
 COOPERATIVE_TEAM = "team"
@@ -117,34 +121,82 @@ RESET_ONE_BY_ONE = frozenset({
 })
 
 
-def _batch_slots(scenario: Any, num_envs: int) -> list[tuple[Any, Any, torch.Tensor]]:
-    """(container, key, tensor) of every tensor with a leading dimension of ``num_envs``
-    reachable from ``scenario`` through VMAS objects (world, entities, states, actions,
-    sensors, the scenario's own attributes), lists, tuples and dicts."""
+_PLAIN = (bool, int, float, complex, str, bytes, type(None))
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A tensor of all copies and a copy of its values before a reset."""
+
+    tensor: torch.Tensor
+    values: torch.Tensor
+
+
+def _batch_slots(scenario: Any, num_envs: int
+                 ) -> tuple[list[tuple[Any, Any, torch.Tensor]], list[tuple[Any, Any, Any]]]:
+    """What a reset of all copies may change, reachable from ``scenario`` through VMAS
+    objects (world, entities, states, actions, sensors, the scenario's own attributes),
+    lists, tuples and dicts: (container, key, tensor) of every tensor with a leading
+    dimension of ``num_envs`` (per copy), and (container, key, value) of every other value
+    of a VMAS object's attributes (one for all copies: a goal landmark, a count)."""
     seen: set[int] = set()
-    out: list[tuple[Any, Any, torch.Tensor]] = []
+    slots: list[tuple[Any, Any, torch.Tensor]] = []
+    shared: list[tuple[Any, Any, Any]] = []
     stack: list[Any] = [scenario]
     while stack:
         obj = stack.pop()
         if id(obj) in seen:
             continue
         seen.add(id(obj))
+        attrs = False
         if isinstance(obj, dict):
             items = obj.items()
         elif isinstance(obj, (list, tuple)):
             items = enumerate(obj)
         elif hasattr(obj, "__dict__") and _is_vmas_object(obj):
-            items = vars(obj).items()
-            obj = vars(obj)
+            items, obj, attrs = vars(obj).items(), vars(obj), True
         else:
             continue
         for key, value in items:
             if isinstance(value, torch.Tensor):
                 if value.dim() and value.shape[0] == num_envs:
-                    out.append((obj, key, value))
-            elif isinstance(value, (dict, list, tuple)) or hasattr(value, "__dict__"):
+                    slots.append((obj, key, value))
+                elif attrs:  # a tensor of all copies (a colour): its values are kept too
+                    shared.append((obj, key, _Held(value, value.clone())))
+                continue
+            if attrs:
+                shared.append((obj, key, value))
+            if isinstance(value, (dict, list, tuple)) or hasattr(value, "__dict__"):
                 stack.append(value)
+    return slots, shared
+
+
+def _changed(shared: list[tuple[Any, Any, Any]]) -> list[str]:
+    """Keys whose value is now another object (plain values: another value; tensors of all
+    copies: other values)."""
+    out = []
+    for container, key, old in shared:
+        now = container.get(key, _changed)
+        if isinstance(old, _Held):
+            before = old.values
+            same = (isinstance(now, torch.Tensor) and now.shape == before.shape
+                    and now.dtype == before.dtype and bool(torch.equal(now, before)))
+        else:
+            same = now is old or (isinstance(old, _PLAIN) and type(now) is type(old)
+                                  and now == old)
+        if not same:
+            out.append(str(key))
     return out
+
+
+def _put_back(shared: list[tuple[Any, Any, Any]]) -> None:
+    """Every value of ``shared`` as it was before the reset (tensors' values too)."""
+    for container, key, old in shared:
+        if isinstance(old, _Held):
+            old.tensor.copy_(old.values)
+            container[key] = old.tensor
+        else:
+            container[key] = old
 
 
 def _is_vmas_object(obj: Any) -> bool:
@@ -202,6 +254,7 @@ class _Sim:
             raise GameError(f"bad arguments for {self.where}: {unused[0].split('.')[0]}; "
                             "see the scenario's make_world for the keys it reads")
         self.device = self.env.device
+        self._one_by_one = False  # set when a reset of all copies changed shared state
         self._seed_cuda(seed)
         self.num_envs = num_envs
         self.agents = list(self.env.agents)
@@ -266,29 +319,45 @@ class _Sim:
         others put back (:func:`_restore_others`): the cost of ~2-15 single resets."""
         scenario = self.env.scenario
         with self.rng(), local_seed(Environment.vmas_random_state):
-            if (len(index) >= batched_reset_from(self.num_envs)
-                    and self.where not in RESET_ONE_BY_ONE):
-                keep = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
-                keep[index] = False
-                slots = _batch_slots(scenario, self.num_envs)
-                saved = [t.clone() for _, _, t in slots]
-                scenario.env_reset_world_at(None)
-                # joints: a single reset's set_pos puts every copy's joint landmark between
-                # its ends again; the ended copies keep what the scenario's reset gave them
-                joined = [e for e in self.env.world.entities if getattr(e, "_observers", None)]
-                fresh = [c[k].clone() for c, k, _ in slots] if joined else []
-                _restore_others(slots, saved, keep, self.where)
-                for entity in joined:
-                    entity.notify_observers()
-                if joined:
-                    _restore_others(slots, fresh, ~keep, self.where)
-            else:
+            one_call = (len(index) >= batched_reset_from(self.num_envs)
+                        and self.where not in RESET_ONE_BY_ONE and not self._one_by_one)
+            if not (one_call and self._reset_in_one_call(index)):
                 for i in index.tolist():
                     scenario.env_reset_world_at(i)
             self.env.steps[index] = 0
             obs = self.env._get_from_scenario(get_observations=True, get_rewards=False,
                                               get_infos=False, get_dones=False)
         return self._flat(obs[0])
+
+    def _reset_in_one_call(self, index: torch.Tensor) -> bool:
+        """Reset every copy in one VMAS call and put the copies not in ``index`` back; True
+        when done. A scenario whose full reset changes state shared by all copies (a Python
+        attribute: one goal landmark drawn for all copies, as simple_adversary's) is put back
+        whole and marked ``_one_by_one``, and False returned: reset ``index`` one by one."""
+        scenario = self.env.scenario
+        keep = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
+        keep[index] = False
+        slots, shared = _batch_slots(scenario, self.num_envs)
+        saved = [t.clone() for _, _, t in slots]
+        scenario.env_reset_world_at(None)
+        changed = _changed(shared)
+        if changed:  # nothing of the full reset may stay: every copy back as it was
+            _put_back(shared)
+            _restore_others(slots, saved, torch.ones_like(keep), self.where)
+            self._one_by_one = True
+            log.debug("%s: a reset of all copies changes %s, shared by every copy: "
+                      "resetting copies one by one", self.where, ", ".join(changed[:5]))
+            return False
+        # joints: a single reset's set_pos puts every copy's joint landmark between its ends
+        # again; the ended copies keep what the scenario's reset gave them
+        joined = [e for e in self.env.world.entities if getattr(e, "_observers", None)]
+        fresh = [c[k].clone() for c, k, _ in slots] if joined else []
+        _restore_others(slots, saved, keep, self.where)
+        for entity in joined:
+            entity.notify_observers()
+        if joined:
+            _restore_others(slots, fresh, ~keep, self.where)
+        return True
 
     def step(self, actions: Sequence[torch.Tensor]
              ) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
