@@ -72,6 +72,20 @@ class GameContractError(GameError):
         self.game, self.where, self.detail = game, where, detail
         super().__init__(f"{game} {where}: {detail}{hint}")
 
+    def __reduce__(self) -> tuple:
+        """Pickled as its message and attributes (a Ray worker's error reaches the driver;
+        the default ``cls(*args)`` lacks the arguments); a GameCodeError's ``error``, the
+        game's own exception, may not pickle and stays behind."""
+        state = {k: v for k, v in vars(self).items() if k != "error"}
+        return _rebuilt_error, (type(self), str(self), state)
+
+
+def _rebuilt_error(cls: type, message: str, state: dict) -> BaseException:
+    err = cls.__new__(cls, message)
+    err.args = (message,)
+    err.__dict__.update(state)
+    return err
+
 
 class GameCodeError(GameContractError):
     """A game's own code (``_reset``, ``_step``, ``acting_agents``, ``observe``,
