@@ -179,12 +179,12 @@ def train(
         actions = learner.act(vs)
         if opponents:  # fixed policies read numpy; a tensor VecStep is copied once for them
             ovs = to_numpy(vs) if _on_device(vs) else vs
+            # the opponents' rewards of the last step, on the host copy (no wait for a GPU
+            # of its own); the learner checks its own seats in observe
+            opponent_guard.data(result.frames, per_agent=_rewards(ovs, opponent_guard.agents))
             for a, pol in opponents.items():
                 actions[a] = pol.act(a, ovs)
         vs = vg.step(actions)
-        if opponent_guard is not None:  # the learner checks its own seats in observe
-            opponent_guard.data(result.frames + len(vs.done),
-                                per_agent=_rewards(vs, opponent_guard.agents))
         learner.observe(vs)
         after_step(learner, vs, result, bar, on_update, sides)
         if on_step is not None:
@@ -197,6 +197,8 @@ def train(
                     evaluate_learner(learner, eval_game or _fresh(vg), opponents, eval_episodes),
                 )
             )
+    if opponent_guard is not None:  # the last step's
+        opponent_guard.data(result.frames, per_agent=_rewards(vs, opponent_guard.agents))
     bar.close()
     result.seconds = time.perf_counter() - start
     log.info("%strained %d frames in %.1fs (%d updates)", f"{log_as} " if log_as else "",
