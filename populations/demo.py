@@ -70,6 +70,12 @@ MAX_NUM_ENVS = 1024
 copies of simple_tag took 2 GB and 9 s to make (100,000 would exhaust the memory)."""
 
 
+MAX_EPISODES = 10_000
+"""``--episodes``' largest value: 27 pairings, stepped in Python at some 500 episodes a second
+(the default 200: seconds; 10,000: about 10 minutes). ``--episodes 99999999`` was accepted and
+played its first pairing for hours, printing nothing (a line comes after each pairing)."""
+
+
 def _bounded(low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse ``type``: an integer ``low <= n (<= high)``; anything else raises
     ``ArgumentTypeError`` naming the value and what is accepted (one line, exit 2)."""
@@ -92,15 +98,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = OneLineParser(  # the docstring's first line, without its reST markup
         prog="selfplay-demo",
         description=(__doc__ or "selfplay-demo").splitlines()[0].replace("``", ""))
-    parser.add_argument("--episodes", type=_bounded(1), default=200,
-                        help="episodes per pairing (>= 1)")
+    parser.add_argument("--episodes", type=_bounded(1, MAX_EPISODES), default=200,
+                        help=f"episodes per pairing (1 to {MAX_EPISODES}: 27 pairings stepped "
+                             "in Python, the default takes seconds, the most about 10 minutes)")
     parser.add_argument("--num-envs", type=_bounded(1, MAX_NUM_ENVS), default=16,
                         help=f"copies stepped together (1 to {MAX_NUM_ENVS})")
     parser.add_argument("--seed", type=_bounded(0), default=0, help="seed (>= 0)")
     args = parser.parse_args(argv)
-    try:
-        _round_robin(args)
-    except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 (a traceback before)
+    from populations.run_folder import sigterm_as_interrupt
+
+    try:  # SIGTERM (kill, timeout) as Ctrl-C: it ended with exit 143 and no word
+        with sigterm_as_interrupt():
+            _round_robin(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line, exit 130 (a traceback before); SIGTERM: 143
         interrupted(parser.prog)
 
 

@@ -258,3 +258,47 @@ def test_the_python_api_and_the_league_cli_are_told_in_their_own_words(tmp_path)
     assert "weights_only" not in str(err.value) and "not a checkpoint of tensors" in str(err.value)
     with spelled(LEAGUE_CLI_WORDS), pytest.raises(CheckpointError, match="--resume again"):
         load_latest(folder)
+
+
+# selfplay-demo, sending itself SIGTERM once its first pairing printed its line
+DEMO_SIGTERM = """
+import os, signal, sys
+from populations import demo
+real = demo.play
+def play(*args, **kwargs):
+    if demo.play.calls:
+        os.kill(os.getpid(), signal.SIGTERM)
+    demo.play.calls += 1
+    return real(*args, **kwargs)
+play.calls = 0
+demo.play = play
+demo.main(["--episodes", "2", "--num-envs", "2"])
+"""
+
+
+def test_selfplay_demo_stopped_by_sigterm_says_so_in_one_line(tmp_path):
+    # before: exit 143 and nothing printed (Ctrl-C printed 'selfplay-demo: interrupted')
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    res = subprocess.run([sys.executable, "-c", DEMO_SIGTERM], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 143, res.stderr
+    assert res.stderr.strip() == "selfplay-demo: terminated (SIGTERM)", res.stderr
+    assert res.stdout.count("episodes in") == 1  # the first pairing's line, then the stop
+
+
+def test_selfplay_demo_bounds_its_episodes(capsys):
+    # before: --episodes 99999999 was accepted and ran for minutes without a line printed
+    from populations import demo
+
+    with pytest.raises(SystemExit) as stop:
+        demo.main(["--episodes", "99999999"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"selfplay-demo: argument --episodes: 99999999: expected an integer from 1 "
+                   f"to {demo.MAX_EPISODES} (see --help)"), err
+    with pytest.raises(SystemExit):
+        demo.main(["--help"])
+    assert f"1 to {demo.MAX_EPISODES}" in " ".join(capsys.readouterr().out.split())
