@@ -16,12 +16,25 @@ TINY = ['game.name="openspiel/kuhn_poker(players=2)"', "frames=200", "num_envs=4
 
 
 def _train(argv: list[str], monkeypatch, cwd: Path) -> None:
+    """``selfplay-train`` in this process; the log handlers Hydra adds (on this test's
+    captured stderr) are taken off after, so later tests' log lines do not hit a closed file."""
+    import logging
+
     from populations.cli import train_main
 
     monkeypatch.chdir(cwd)
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
-    train_main()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        train_main()
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in handlers:
+                root.removeHandler(handler)
+                handler.close()
+        root.setLevel(level)
 
 
 def _pasted(command: str) -> list[str]:
