@@ -26,9 +26,9 @@ def _demo(args, capsys):
     (["--num-envs", "-1"], "--num-envs: -1: expected an integer from 1 to 1024"),
     (["--num-envs", "1025"], "--num-envs: 1025: expected an integer from 1 to 1024"),
     (["--num-envs", "1.5"], "--num-envs: '1.5': expected an integer from 1 to 1024"),
-    (["--episodes", "0"], "--episodes: 0: expected an integer >= 1"),
-    (["--episodes", "-3"], "--episodes: -3: expected an integer >= 1"),
-    (["--episodes", "x"], "--episodes: 'x': expected an integer >= 1"),
+    (["--episodes", "0"], "--episodes: 0: expected an integer from 1 to 10000"),
+    (["--episodes", "-3"], "--episodes: -3: expected an integer from 1 to 10000"),
+    (["--episodes", "x"], "--episodes: 'x': expected an integer from 1 to 10000"),
     (["--seed", "-1"], "--seed: -1: expected an integer >= 0"),
     (["--seed", "1e3"], "--seed: '1e3': expected an integer >= 0"),
 ])

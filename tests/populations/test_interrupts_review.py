@@ -11,7 +11,7 @@ import sys
 
 from omegaconf import OmegaConf
 
-from populations.cli import run_dir_override
+from populations.cli import resume_command
 from populations.experiment import run_experiment
 from tests.populations.test_cli import _cli, _compose
 
@@ -190,8 +190,8 @@ def test_sigterm_stops_at_the_next_update_with_a_checkpoint_and_the_resume_loses
                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode == 143, res.stderr
     lines = res.stderr.strip().splitlines()
-    assert lines[-1] == (f"selfplay-train: terminated (SIGTERM); {run} resumes with "
-                         f"resume=true {run_dir_override(run)}")
+    assert lines[-1] == (f"selfplay-train: terminated (SIGTERM); {run} resumes with: "
+                         f"{resume_command(run, args)}")
     assert any("SIGTERM: stopping with a checkpoint at the next update" in line
                for line in lines)
     with sqlite3.connect(run / "league.db") as db:
