@@ -58,11 +58,24 @@ def test_evaluations_beside_each_other_keep_their_own_snapshot_files(tmp_path, c
 
 
 def _train(argv: list[str], monkeypatch, tmp_path: Path) -> None:
+    """``selfplay-train`` in this process; the log handlers Hydra adds (on this test's
+    captured stderr) are removed after it, or a later test logs to a closed stream."""
+    import logging
+
     from populations.cli import train_main
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
-    train_main()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        train_main()
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in handlers:
+                root.removeHandler(handler)
+                handler.close()
+        root.setLevel(level)
 
 
 def _old_run(tmp_path: Path, experiment: str, stamp: str) -> Path:
