@@ -163,15 +163,14 @@ def load_latest(folder: str | Path) -> tuple[Path, dict[str, Any]] | None:
                 log.error("%s; trying the previous checkpoint", err)
             errors.setdefault(_why(str(err), path), []).append(path.name)
     if files:
-        from populations.run_folder import resume_words
-
         # each file named once (its folder once) and what to do: every checkpoint damaged
-        # repeated 'checkpoint <path> is damaged: ...' per file, with no next step
+        # repeated 'checkpoint <path> is damaged: ...' per file, with no next step. Not
+        # "delete the checkpoints and resume": the run's recorded matches and ratings would
+        # then be read beside snapshots trained again under the same names (review)
         said = "; ".join(_named(names, why) for why, names in errors.items())
         raise CheckpointError(
-            f"no readable checkpoint in {folder}: {said}; to train this run again from its "
-            f"start in the same folder, delete {folder} and {resume_words().resume} again, or "
-            "start a new run folder")
+            f"no readable checkpoint in {folder}: {said}; this run cannot go on: start a new "
+            "run folder (what it recorded stays readable here)")
     return None
 
 

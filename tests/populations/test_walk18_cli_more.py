@@ -222,7 +222,6 @@ def test_a_run_whose_every_checkpoint_is_damaged_names_each_once_and_what_to_do(
     # before: 'no readable checkpoint in <run>/checkpoints: checkpoint <path> is damaged: its
     # SHA-256 differs from the one recorded in <name>.sha256; checkpoint <path> is damaged:
     # ...' once per file, and no next step
-    import shutil
     import sqlite3
 
     run = tmp_path / "run"
@@ -242,21 +241,18 @@ def test_a_run_whose_every_checkpoint_is_damaged_names_each_once_and_what_to_do(
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"selfplay-train: no readable checkpoint in {run / 'checkpoints'}: ")
-    assert err.count("is damaged") == 1 and err.count(str(run)) == 2, err
+    assert err.count("is damaged") == 1 and err.count(str(run)) == 1, err
     for path in files:
         assert err.count(path.name) == 1, err
-    assert err.endswith(f"delete {run / 'checkpoints'} and resume=true again, or start a new "
-                        "run folder"), err
-    shutil.rmtree(run / "checkpoints")  # as it says: the run trains again from its start
-    _train([*args, "resume=true"], monkeypatch, tmp_path)
-    assert f"run folder : {run}" in capsys.readouterr().out
-    assert len(list((run / "checkpoints").glob("ckpt_*.pt"))) == 3
+    # not "delete the checkpoints and resume": the run's recorded matches and ratings would
+    # be read beside snapshots trained again under the same names (review)
+    assert err.endswith("this run cannot go on: start a new run folder (what it recorded "
+                        "stays readable here)"), err
 
 
-def test_the_python_api_and_the_league_cli_are_told_in_their_own_words(tmp_path):
+def test_damaged_checkpoints_read_through_the_python_api_name_each_file_in_one_line(tmp_path):
     from marl.core import CheckpointError
     from populations.checkpoint import load_latest
-    from populations.run_folder import LEAGUE_CLI_WORDS, spelled
 
     folder = tmp_path / "checkpoints"
     folder.mkdir()
@@ -264,13 +260,11 @@ def test_the_python_api_and_the_league_cli_are_told_in_their_own_words(tmp_path)
     (folder / "ckpt_000002.pt").write_bytes(b"")
     with pytest.raises(CheckpointError) as err:
         load_latest(folder)
-    assert "resume=True again" in str(err.value) and "\n" not in str(err.value)
+    assert "start a new run folder" in str(err.value) and "\n" not in str(err.value)
     assert "ckpt_000002.pt" in str(err.value) and "ckpt_000001.pt" in str(err.value)
     # garbage without a hash file: torch's advice to load it with weights_only=False (which
     # runs a file's code) is not passed on
     assert "weights_only" not in str(err.value) and "not a checkpoint of tensors" in str(err.value)
-    with spelled(LEAGUE_CLI_WORDS), pytest.raises(CheckpointError, match="--resume again"):
-        load_latest(folder)
 
 
 # selfplay-demo, sending itself SIGTERM once its first pairing printed its line
