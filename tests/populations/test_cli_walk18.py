@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 import games
 from marl.mappo import MAPPO, MAPPOConfig
 from populations.store import file_sha256
+from tests.populations.test_walk18_cli_more import _train  # in-process selfplay-train
 
 
 def _policies(folder: Path, seed: int) -> list[str]:
@@ -55,27 +55,6 @@ def test_evaluations_beside_each_other_keep_their_own_snapshot_files(tmp_path, c
     for path, sha in rows:
         assert file_sha256(tmp_path / path) == sha, path
     assert len({path for path, _ in rows}) == 6  # each evaluation's files its own
-
-
-def _train(argv: list[str], monkeypatch, tmp_path: Path) -> None:
-    """``selfplay-train`` in this process; the log handlers Hydra adds (on this test's
-    captured stderr) are removed after it, or a later test logs to a closed stream."""
-    import logging
-
-    from populations.cli import train_main
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        train_main()
-    finally:
-        for handler in root.handlers[:]:
-            if handler not in handlers:
-                root.removeHandler(handler)
-                handler.close()
-        root.setLevel(level)
 
 
 def _old_run(tmp_path: Path, experiment: str, stamp: str) -> Path:
