@@ -173,19 +173,24 @@ def _batch_slots(scenario: Any, num_envs: int
 
 def _changed(shared: list[tuple[Any, Any, Any]]) -> list[str]:
     """Keys whose value is now another object (plain values: another value; tensors of all
-    copies: other values)."""
-    out = []
+    copies: other values, compared on their device with one read for all of them)."""
+    out, held = [], []
     for container, key, old in shared:
         now = container.get(key, _changed)
         if isinstance(old, _Held):
-            before = old.values
-            same = (isinstance(now, torch.Tensor) and now.shape == before.shape
-                    and now.dtype == before.dtype and bool(torch.equal(now, before)))
+            b = old.values
+            if isinstance(now, torch.Tensor) and now.shape == b.shape and now.dtype == b.dtype:
+                held.append((key, (now == b) | (now.isnan() & b.isnan()) if b.is_floating_point()
+                             else now == b))
+                continue
+            same = False
         else:
             same = now is old or (isinstance(old, _PLAIN) and type(now) is type(old)
                                   and now == old)
         if not same:
             out.append(str(key))
+    if held and not bool(torch.stack([eq.all() for _, eq in held]).all()):  # one GPU wait
+        out += [str(key) for key, eq in held if not bool(eq.all())]
     return out
 
 
