@@ -181,6 +181,8 @@ def dense_key(*columns: Tensor | None, cap: int | None = None) -> SegmentKey:
     ids, num = None, 1
     for c, lo, hi in zip(cols, ranges[::2], ranges[1::2], strict=True):
         span = hi - lo + 1
+        if span >= 1 << 62:  # c - lo or the radix would wrap (64-bit hashed ids): rank it
+            (c, span), lo = _renumber(c), 0
         if ids is not None and num * span >= 1 << 62:  # keep the radix inside int64
             ids, num = _renumber(ids)
         # one fresh [N] tensor per column, updated in place (fresh pages cost on the CPU)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from torch.overrides import TorchFunctionMode
 
 from marl.advantages import AdvantageConfig, AdvantageKeys, RoleEMABaseline, normalize_advantages
-from marl.returns import SegmentKey, linear_scan, run_positions, turn_returns
+from marl.returns import SegmentKey, dense_key, linear_scan, run_positions, turn_returns
 from tests.marl.test_advantages import (
     SCHEMES,
     SETTINGS,
@@ -143,6 +143,37 @@ def test_role_ema_huge_ids_match_small_ids():
     for g in range(3):
         for r in range(2):
             assert s_small.get(g, r) == s_big.get(g * 700_000_000, r * 2_000_000_000)
+
+
+@pytest.mark.parametrize("wide", [0, 1, 2])
+def test_dense_key_of_64_bit_hashed_ids_ranks_the_tuples(wide):
+    # a column spanning most of int64 (hashed trajectory ids): c - min wrapped and the radix
+    # multiplier overflowed (OverflowError, or ids out of tuple order)
+    gen = torch.Generator().manual_seed(wide)
+    n = 300
+    cols = [torch.randint(0, 3, (n,), generator=gen) for _ in range(3)]
+    hashed = torch.randint(-(2**63), 2**63 - 1, (20,), generator=gen)
+    hashed[:2] = torch.tensor([-(2**63), 2**63 - 1])
+    cols[wide] = hashed[torch.randint(0, 20, (n,), generator=gen)]
+    key = dense_key(*cols)
+    tuples = list(zip(*(c.tolist() for c in cols), strict=True))
+    rank = {t: i for i, t in enumerate(sorted(set(tuples)))}
+    dense = torch.unique(key.ids, return_inverse=True)[1]  # ids may leave gaps; order may not
+    assert dense.tolist() == [rank[t] for t in tuples]
+    assert int(key.ids.max()) < key.num
+
+
+def test_player_turn_with_hashed_trajectory_ids_matches_small_ids():
+    gen = torch.Generator().manual_seed(3)
+    n = 400
+    traj = torch.randint(0, 30, (n,), generator=gen)
+    agent, turn = torch.randint(0, 2, (n,), generator=gen), torch.randint(0, 6, (n,), generator=gen)
+    hashed = torch.randint(-(2**63), 2**63 - 1, (30,), generator=gen)
+    x = torch.randn(n, dtype=torch.float64, generator=gen)
+    game = traj % 2  # the trajectory column follows the game's in the key
+    out = [normalize_advantages("player_turn", x, AdvantageKeys(
+        game=game, trajectory=t, agent=agent, turn=turn)).advantages for t in (traj, hashed[traj])]
+    torch.testing.assert_close(out[0], out[1], atol=1e-12, rtol=0)  # sums in another order
 
 
 def test_role_ema_per_trajectory_updates_in_trajectory_id_order():
