@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from marl.configs import COUNT, RATE, check_number
 from populations.matchmaking import MatchmakingConfig
 from populations.psro_config import PSROConfig
 
@@ -130,6 +131,13 @@ class PopulationConfig:
             raise ValueError(f"eval_window={self.eval_window}; expected an integer >= 0")
         if not 0.0 <= self.opponent_prob <= 1.0:
             raise ValueError(f"opponent_prob={self.opponent_prob}; expected a value in [0, 1]")
+        # a win rate is in [0, 1] and the exploiter restarts at rate >= this: 2 never restarted
+        # it, 0 restarted it after every generation (NaN: never), with no word either way
+        check_number("exploiter_reset_win_rate", self.exploiter_reset_win_rate, **RATE)
+        # PSROConfig checks its names; its counts are sizes the run reads (0 episodes per entry
+        # failed with a traceback after the run folder, a negative count with numpy's words)
+        for name in ("episodes_per_entry", "num_envs"):
+            check_number(f"population.psro.{name}", getattr(self.psro, name), **COUNT)
         if len(set(self.members)) != len(self.members):
             raise ValueError(f"members={self.members} repeat an algo; list each once")
         # last: the registry knows the learners once torch and their modules are imported
@@ -172,6 +180,7 @@ class RunnerConfig:
         for name in ("rollout_workers", "learners", "max_learner_restarts"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 0")
-        if self.learner_gpus is not None and self.learner_gpus < 0:
-            raise ValueError(f"learner_gpus={self.learner_gpus}; expected a number >= 0 (or "
-                             "null: 1 when device=cuda finds CUDA, else 0)")
+        gpus = self.learner_gpus  # Ray refuses NaN, inf and shares below its 0.0001 unit
+        if gpus is not None and not (gpus == 0 or 1e-4 <= gpus < float("inf")):
+            raise ValueError(f"learner_gpus={gpus}; expected 0 or a finite number >= 0.0001 "
+                             "(or null: 1 when device=cuda finds CUDA, else 0)")
