@@ -156,6 +156,12 @@ class PopulationConfig:
                        "True) (it must train only the seats it is given)"
                        if base in registry.entries() else f"{m!r} unknown")
                 raise ValueError(f"members={self.members}: {why}; choose from {allowed}")
+        if self.members and all(m.endswith(EXPLOITER) for m in self.members):
+            # a main exploiter trains against the first main member: without one the league
+            # refused only after Hydra made the run folder and torch built the learners
+            mains = [a for a in allowed if not a.endswith(EXPLOITER)]
+            raise ValueError(f"members={self.members}: {self.members[0]} needs a main member "
+                             f"to exploit; add one of {mains}")
 
 
 @dataclass
