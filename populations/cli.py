@@ -747,8 +747,8 @@ def _sweep_started(sweep_dir: Path) -> bool:
     return any((job / "settings.json").is_file() for job in sweep_dir.iterdir() if job.is_dir())
 
 
-def _refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path,
-                        settings: dict[str, Any], overrides: Sequence[str] = ()) -> None:
+def _refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path, settings: dict[str, Any],
+                        overrides: Sequence[str] = (), flags: Sequence[str] = ()) -> None:
     """Refuse to start job ``num`` of a resumed sweep afresh in ``run_dir`` when an earlier
     folder of that job holds its run with these ``settings`` (but for those a resume may
     change): the folder name holds the command line's settings (those a resume may change
@@ -771,7 +771,7 @@ def _refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path,
         raise CLIError(
             f"job {num} of the sweep ran in {earlier[0]}, not in {run_dir.name} (job folders are "
             "named by the sweep's settings): resume the sweep with the settings it started "
-            f"with, or that job alone with {resume_command(earlier[0], overrides)}")
+            f"with, or that job alone with {resume_command(earlier[0], overrides, flags)}")
 
 
 def _discard_new(run_dir: Path, sweep_dir: Path | None) -> None:
@@ -817,20 +817,53 @@ def run_dir_override(run_dir: Path, key: str = "hydra.run.dir") -> str:
 
 
 _NOT_REPEATED = ("resume", "resume_override", "hydra.run.dir")
+_CONFIG_FLAGS = (("config_path", "--config-path"), ("config_dir", "--config-dir"),
+                 ("config_name", "--config-name"))
 
 
-def resume_command(run_dir: Path, overrides: Sequence[str] | None = None) -> str:
-    """``selfplay-train <the run's overrides> resume=true hydra.run.dir=<run_dir>``, each word
-    quoted for a shell, from the run's task ``overrides`` (Hydra's ``hc.overrides.task``, as
-    typed): ``resume=true hydra.run.dir=...`` alone composes the default config, which a run
-    started with ``game=kuhn imports=[push]`` refuses ('cannot resume ... with other
+def config_flags(argv: Sequence[str]) -> list[str]:
+    """What in ``argv`` (a ``selfplay-train`` command line as typed) chooses which config
+    composes: Hydra's ``--config-path``/``-cp``, ``--config-dir``/``-cd`` and
+    ``--config-name``/``-cn`` (by their long names, each followed by its value) and the
+    ``hydra.searchpath`` overrides, as typed. Hydra keeps them out of the task's overrides; a
+    resume command without them composes the packaged config (refused as 'other settings',
+    or an option of the other config dir not found). Empty when Hydra cannot parse ``argv``
+    (it reports that itself)."""
+    # private, no public equivalent: Hydra's flag parser (as check_command_line uses it)
+    from hydra._internal.utils import get_args_parser
+
+    parser = get_args_parser()
+
+    def refuse(message: str) -> NoReturn:
+        raise _Unparsed(message)
+
+    parser.error = refuse  # type: ignore[method-assign]
+    try:
+        parsed = parser.parse_args(list(argv))
+    except _Unparsed:
+        return []
+    flags = [word for attr, flag in _CONFIG_FLAGS if getattr(parsed, attr) is not None
+             for word in (flag, getattr(parsed, attr))]
+    return flags + [o for o in parsed.overrides
+                    if o.split("=", 1)[0].lstrip("+~").startswith("hydra.searchpath")]
+
+
+def resume_command(run_dir: Path, overrides: Sequence[str] | None = None,
+                   flags: Sequence[str] = ()) -> str:
+    """``selfplay-train <flags> <the run's overrides> resume=true hydra.run.dir=<run_dir>``,
+    each word quoted for a shell, from the run's task ``overrides`` (Hydra's
+    ``hc.overrides.task``, as typed) and the flags that chose its config (``flags``:
+    :func:`config_flags` of the command line): ``resume=true hydra.run.dir=...`` alone
+    composes the default config, which a run started with ``game=kuhn imports=[push]`` (or
+    ``--config-dir D --config-name myexp``) refuses ('cannot resume ... with other
     settings'). An earlier resume's own ``resume``/``resume_override`` are not repeated, nor
     the ``~game`` this CLI put before ``game.name=`` (:func:`game_overrides` puts it back)."""
     args = [o for o in overrides or ()
             if o.split("=", 1)[0].lstrip("+~") not in _NOT_REPEATED]
     if "~game" in args and game_overrides([a for a in args if a != "~game"]) == args:
         args.remove("~game")
-    return " ".join([TRAIN, *map(shlex.quote, args), "resume=true", run_dir_override(run_dir)])
+    return " ".join([TRAIN, *map(shlex.quote, [*flags, *args]), "resume=true",
+                     run_dir_override(run_dir)])
 
 
 def sweep_resume_command(sweep_dir: Path, argv: Sequence[str]) -> str:
@@ -845,16 +878,18 @@ def sweep_resume_command(sweep_dir: Path, argv: Sequence[str]) -> str:
 @contextmanager
 def run_folder_guard(prog: str, run_dir: Path, created: bool,
                      sweep_dir: Path | None = None, job: int | None = None,
-                     overrides: Sequence[str] | None = None) -> Iterator[None]:
+                     overrides: Sequence[str] | None = None,
+                     flags: Sequence[str] = ()) -> Iterator[None]:
     """Report user errors in one line; a folder ``created`` by this run and holding no
     checkpoint is removed first (and a sweep's folder left with no job in it), so a failed
     start leaves nothing half-made behind. In a sweep (job number ``job``) the line says
     that the jobs after it did not run, and how the sweep goes on. Ctrl-C's line names the
-    command that resumes the run, with the run's ``overrides`` (:func:`resume_command`)."""
+    command that resumes the run, with the run's ``overrides`` and config ``flags``
+    (:func:`resume_command`)."""
     try:
         yield
     except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
-        interrupted(prog, lambda: _how_to_go_on(run_dir, created, sweep_dir, overrides))
+        interrupted(prog, lambda: _how_to_go_on(run_dir, created, sweep_dir, overrides, flags))
     except user_errors() as err:
         if created:
             _discard_new(run_dir, sweep_dir)
@@ -874,7 +909,7 @@ def _sweep_stopped(sweep_dir: Path | None, job: int | None) -> str:
 
 
 def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
-                  overrides: Sequence[str] | None = None) -> str:
+                  overrides: Sequence[str] | None = None, flags: Sequence[str] = ()) -> str:
     """Ctrl-C's message: the command that resumes the run or sweep, or (stopped before the
     run started) "start again", removing the folder ``created`` for it."""
     # a folder holding a run resumes (from its last checkpoint, or from the start when it has
@@ -886,7 +921,8 @@ def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
     from populations.run_folder import holds_run
 
     if holds_run(run_dir):  # what resume=true accepts (the same test)
-        return f"interrupted; {run_dir} resumes with: {resume_command(run_dir, overrides)}"
+        return f"interrupted; {run_dir} resumes with: " \
+            f"{resume_command(run_dir, overrides, flags)}"
     if created:  # stopped before the run started: nothing recorded, nothing kept
         _discard_new(run_dir, sweep_dir)
     return "interrupted before the run started (start again)"
@@ -932,14 +968,14 @@ def _train_task(cfg: DictConfig) -> None:
     run_dir = Path(hc.runtime.output_dir)
     sweep_dir = Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
     created = _fresh(run_dir)
-    overrides = list(hc.overrides.task)
+    overrides, flags = list(hc.overrides.task), config_flags(_TYPED)
     with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir,
                           job=hc.job.num if sweep_dir is not None else None,
-                          overrides=overrides), \
+                          overrides=overrides, flags=flags), \
             spelled(HYDRA_WORDS):  # messages say resume_override=true, as typed here
         exp = prepare(cfg, overrides, check=False)  # run_experiment checks
         if exp.resume and created and sweep_dir is not None and _sweep_started(sweep_dir):
-            _refuse_renamed_job(sweep_dir, hc.job.num, run_dir, _plain(exp), overrides)
+            _refuse_renamed_job(sweep_dir, hc.job.num, run_dir, _plain(exp), overrides, flags)
             # a job the interrupted sweep never reached (a mistyped sweep folder still fails)
             log.info("resume=true: job %d of the sweep had not started; starting it",
                      hc.job.num)
@@ -948,7 +984,7 @@ def _train_task(cfg: DictConfig) -> None:
         for note in unused_overrides(exp, overrides):
             log.warning(note)
         summary = run_experiment(exp, run_dir)
-    print_summary(summary, resume_command(run_dir, overrides))
+    print_summary(summary, resume_command(run_dir, overrides, flags))
 
 
 def _hydra_app() -> Callable[[], None]:
