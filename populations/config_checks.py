@@ -20,6 +20,10 @@ TOP_LEVEL_TYPES: dict[str, type] = {
 """The top-level scalar settings these checks cover and their types (a test keeps this in
 step with ExperimentConfig's fields)."""
 AT_LEAST_ONE = ("frames", "num_envs", "eval_episodes", "torch_threads")
+MAX_THREADS = 1024
+"""The most ``torch_threads`` taken: more than the cores only slows a run down, and OpenMP
+cannot start tens of thousands (``torch_threads=100000`` killed the run with SIGSEGV after its
+folder, settings and database were written); 1024 covers the largest machines."""
 NUM_ENVS = 32
 """``ExperimentConfig.num_envs``'s default (it takes it from here)."""
 STEPPED_ALGOS = ("mappo", "ippo", "vdn", "qmix", "maddpg")
@@ -37,6 +41,10 @@ def check_run_values(values: Mapping[str, Any]) -> None:
     for name in AT_LEAST_ONE:  # frames=-5 trained nothing
         if name in values and values[name] < 1:
             raise ValueError(f"{name}={values[name]}; expected an integer >= 1")
+    if values.get("torch_threads", 1) > MAX_THREADS:
+        raise ValueError(f"torch_threads={values['torch_threads']}; expected an integer from 1 "
+                         f"to {MAX_THREADS} (intra-op threads: more than the cores only slow "
+                         "the run)")
     every = values.get("checkpoint_every_s", 0.0)
     if not every >= 0:  # NaN too
         raise ValueError(f"checkpoint_every_s={every}; expected seconds >= 0 (0: after every "
