@@ -6,6 +6,8 @@ hand with smaller budgets (see the examples tests for the command lines)."""
 import re
 from pathlib import Path
 
+import torch
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -23,3 +25,20 @@ def test_readme_games_snippet_runs_as_written():
     assert g.spec.name == "openspiel/kuhn_poker"
     assert g.action_text(ns["agent"], ns["action"]) == "Bet"
     assert ts.acting == ("player_1",)  # the step was taken: the other seat acts now
+
+
+def test_readme_advantages_snippets_run_as_written(monkeypatch):
+    from marl import advantages
+
+    monkeypatch.setattr(advantages, "_REGISTRY", dict(advantages._REGISTRY))  # no leak
+    ns: dict = {}
+    exec(compile(_python_block("### Advantages"), "README.md (Advantages)", "exec"), ns)
+    res, adv, returns = ns["res"], ns["adv"], ns["returns"]
+    assert res.advantages.shape == adv.shape == returns.shape
+    assert bool((res.advantages[~ns["mask"]] == 0).all())
+    exec(compile(_python_block("yours too: the function gets"), "README.md (adv_norm)", "exec"), ns)
+    out = ns["normalize_advantages"]("agent_median", returns, ns["keys"]).advantages
+    a0 = returns[..., 0].reshape(-1)
+    want = (a0 - a0.median()) / (a0.std(correction=0) + 1e-6)
+    assert torch.allclose(out[..., 0].reshape(-1), want)
+    assert advantages.get_adv_norm("agent_median").needs == ("agent",)
