@@ -442,10 +442,13 @@ class League:
             self.store.verify(s)
 
     # ------------------------------------------------------------------ the loop
-    def run(self) -> None:
-        """Run (or continue) the league to ``cfg.generations``; a run that raises is
-        recorded as ``failed`` (``interrupted`` after Ctrl-C) with its error before the error
-        propagates."""
+    def run(self) -> list[dict[str, Any]]:
+        """Run (or continue) the league to ``cfg.generations`` and return its snapshot table,
+        best first (member, version, kind, elo, mu, sigma, matches: the rows the command
+        lines print). A run that raises is recorded as ``failed`` (``interrupted`` after
+        Ctrl-C) with its error before the error propagates."""
+        from populations.experiment import league_table  # experiment imports this module
+
         try:
             # a CLI's first Ctrl-C / SIGTERM stops at the next checkpoint that a resume goes
             # on from bit for bit (after a member's training, a pair's evaluation matches)
@@ -456,6 +459,7 @@ class League:
         except BaseException as err:
             self.db.set_run_status(self.run_id, end_status(err), one_line(err))
             raise
+        return league_table(self.db, self.run_id)
 
     def _run(self) -> None:
         start = time.perf_counter()

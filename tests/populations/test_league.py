@@ -176,6 +176,18 @@ def test_fresh_run_refuses_an_existing_folder(tmp_path):
         League(_tiny(), tmp_path)
 
 
+def test_run_returns_the_snapshot_table_best_first(tmp_path):
+    # from Python, run() returned None and printed nothing: the table was the CLIs' alone
+    league = League(_tiny(generations=1, frames_per_generation=800), tmp_path)
+    table = league.run()
+    ratings = league.db.latest_ratings(league.run_id)
+    by_version = {s.version: s.id for s in league.store.snapshots("main")}
+    assert [(r["member"], r["version"]) for r in table] == sorted(
+        [("main", 0), ("main", 1)], key=lambda mv: -ratings[by_version[mv[1]]]["mu"])
+    assert all(r["matches"] == ratings[by_version[r["version"]]]["matches"] for r in table)
+    league.close()
+
+
 def test_corrupt_checkpoint_falls_back_to_previous(tmp_path, caplog):
     league = League(_tiny(generations=1), tmp_path)
     league.run()
