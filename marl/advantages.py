@@ -503,6 +503,11 @@ def _role_ema(x, keys, mask, weights, cfg, state: RoleEMABaseline) -> Tensor:
     return x - base.to(x.dtype)
 
 
+# the adv_norms above, tested against slow references: normalize_advantages checks only the
+# others' output for non-finite values (a host sync MAPPO's default call does not pay)
+_BUILTIN = frozenset(_REGISTRY)
+
+
 # --- diagnostics
 _DIAG = ["count", "reward_mean", "reward_std", "adv_mean", "adv_std", "reward_std_ratio",
          "reward_m2_ratio"]  # fmt: skip
@@ -580,6 +585,10 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
     w = None if weights is None else weights.broadcast_to(shape).reshape(-1)
     x = values.reshape(-1).to(_acc(values.dtype, cfg.float64))
     adv = spec.fn(x, flat, m, w, cfg, state) if x.numel() else x.clone()
+    if x.numel():
+        _check_shape(spec, x, adv)
+        if spec.name not in _BUILTIN:
+            _check_finite(spec, x, adv, m)
     if m is not None:
         adv = torch.where(m, adv, 0.0)
     keep = m if m is not None else torch.ones_like(x, dtype=torch.bool)
@@ -588,6 +597,42 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
     lazy = x.numel() and cfg.diagnostics != "none"
     diag = (lambda: _diagnostics(x, adv, keys, m, keep, shape, cfg)) if lazy else dict
     return AdvantageResult(adv.to(values.dtype).reshape(shape), keep.reshape(shape), diag)
+
+
+def _origin(fn: object) -> str:
+    """Where a registered function is defined, ``module.qualname``."""
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+
+def _check_shape(spec: AdvNorm, x: Tensor, adv: object) -> None:
+    """One line naming the adv_norm when its output is not a floating tensor shaped as the
+    flat values ``x`` [N] on their device (a scalar would broadcast into a constant advantage,
+    ``x[:-1]`` fail in the caller's loss without naming it)."""
+    want = f"expected shape {tuple(x.shape)} (one advantage per value it is given, flat)"
+    where = f"adv_norm {spec.name!r} ({_origin(spec.fn)})"
+    if not isinstance(adv, Tensor):
+        raise ValueError(f"{where} returned {type(adv).__name__}; expected a floating tensor "
+                         f"of shape {tuple(x.shape)} (one advantage per value it is given, "
+                         f"flat), as the {x.dtype} values it was given")  # fmt: skip
+    if adv.shape != x.shape or not adv.is_floating_point() or adv.device != x.device:
+        on = f" on {adv.device}" if adv.device != x.device else ""
+        raise ValueError(f"{where} returned a tensor of shape {tuple(adv.shape)}, dtype "
+                         f"{adv.dtype}{on}; {want}, floating (it was given {x.dtype} on "
+                         f"{x.device})")  # fmt: skip
+
+
+def _check_finite(spec: AdvNorm, x: Tensor, adv: Tensor, m: Tensor | None) -> None:
+    """One line naming the adv_norm when it turns finite unmasked values [N] into NaN or inf:
+    else the learner's guard stops later, on a non-finite loss, and blames the game's rewards
+    or the learning rate. One host sync; masked samples become 0 anyway."""
+    fin = torch.isfinite(x) if m is None else torch.isfinite(x) & m
+    bad = fin & ~torch.isfinite(adv)
+    if bool(bad.any()):
+        raise ValueError(
+            f"adv_norm {spec.name!r} ({_origin(spec.fn)}) returned a non-finite advantage "
+            f"({float(adv[bad][0])}) at {int(bad.sum())} of {int(fin.sum())} samples whose "
+            "values are finite: the adv_norm is at fault, not the game's rewards or the "
+            "learning rate")
 
 
 def _diagnostics(x, adv, keys, m, keep, shape, cfg: AdvantageConfig) -> dict[str, float]:
