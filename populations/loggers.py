@@ -258,8 +258,8 @@ class WandbLogger(MetricsLogger):
             self.floor = kept
         self.last = self.floor
         self.run = wandb.init(project=cfg.project, dir=str(run_dir), config=config,
-                              mode=mode, tags=list(cfg.tags), name=run_dir.name, reinit=True,
-                              id=run_id, resume="allow")
+                              mode=mode, tags=list(cfg.tags), name=run_dir.name,
+                              reinit=_reinit(wandb), id=run_id, resume="allow")
         start = getattr(self.run, "starting_step", 0)  # online resume: the server's next step
         if isinstance(start, int) and start > 0:
             self.floor = self.last = max(self.floor, start - 1)
@@ -322,6 +322,14 @@ LOGGERS: dict[str, Callable[[Path, LoggerConfig, dict[str, Any]], MetricsLogger]
     "csv": CSVLogger,
     "wandb": WandbLogger,
 }
+
+
+def _reinit(wandb: Any) -> str | bool:
+    """``reinit`` for ``wandb.init``: finish a run still open in this process (a notebook's, an
+    earlier league's) and start this one; by its name where wandb knows it (0.19.10+ warned
+    'Using a boolean value for reinit is deprecated' on every run), else True."""
+    field = getattr(getattr(wandb, "Settings", None), "model_fields", {}).get("reinit")
+    return "finish_previous" if field and "finish_previous" in str(field.annotation) else True
 
 
 def make_logger(cfg: LoggerConfig, run_dir: Path, config: dict[str, Any]) -> MetricsLogger:

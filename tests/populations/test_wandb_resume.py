@@ -28,6 +28,18 @@ def test_a_resumed_run_folder_continues_its_wandb_run(tmp_path, disabled):
     other.close()
 
 
+def test_a_run_opens_with_no_deprecation_warning_of_wandb(tmp_path, capfd, monkeypatch):
+    # reinit=True made wandb 0.19.10+ print "Using a boolean value for 'reinit' is
+    # deprecated" on every run; offline mode (as a user without an API key gets) prints it
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("WANDB_SILENT", "false")
+    logger = WandbLogger(tmp_path, LoggerConfig(kind="wandb"), {"seed": 0})
+    logger.close()
+    out = capfd.readouterr()
+    assert "deprecated" not in out.out + out.err
+
+
 def test_a_damaged_run_id_file_is_one_line(tmp_path, disabled):
     (tmp_path / "wandb").mkdir()
     (tmp_path / "wandb" / "run_id").write_text("../../x y\n")
