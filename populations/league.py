@@ -197,8 +197,11 @@ class League:
     """
 
     def __init__(self, cfg: LeagueConfig, run_dir: str | Path, resume: bool = False,
-                 members: Sequence[Member] | None = None, resume_override: bool = False) -> None:
-        self.cfg, self.run_dir = cfg, Path(run_dir)
+                 members: Sequence[Member] | None = None, resume_override: bool = False,
+                 experiment: str = "league") -> None:
+        """``experiment``: the name the database and the dashboard show for a new run (the
+        command line's experiment preset); a resumed run keeps the one it started with."""
+        self.cfg, self.run_dir, self.experiment = cfg, Path(run_dir), experiment
         if resume and not resume_override and not self.run_dir.is_dir():  # create nothing
             w = resume_words()
             raise RunFolderError(f"{w.resume} but run folder {self.run_dir} does not exist: "
@@ -226,8 +229,8 @@ class League:
         had_run = run_id is not None
         recorded: dict[str, Any] | None = None  # the run's settings, when it has them
         if run_id is None:
-            run_id = self.db.create_run("league", experiment="league", game=self.spec.name,
-                                        config=_jsonable(cfg))
+            run_id = self.db.create_run("league", experiment=self.experiment,
+                                        game=self.spec.name, config=_jsonable(cfg))
         else:
             recorded = self.db.run_config(run_id)
             if check_settings(f"league {self.run_dir}", recorded, _jsonable(cfg), MAY_CHANGE,

@@ -188,6 +188,15 @@ def test_run_returns_the_snapshot_table_best_first(tmp_path):
     league.close()
 
 
+def test_a_league_records_the_experiment_it_runs_and_keeps_it_on_resume(tmp_path):
+    # every league was recorded as experiment 'league': the dashboard listed identical rows
+    League(_tiny(generations=1), tmp_path, experiment="tag_pfsp_league").close()
+    League(_tiny(generations=1), tmp_path, resume=True, experiment="other").close()
+    with sqlite3.connect(tmp_path / "league.db") as con:
+        rows = con.execute("SELECT name, experiment FROM runs").fetchall()
+    assert rows == [("league", "tag_pfsp_league")]
+
+
 def test_corrupt_checkpoint_falls_back_to_previous(tmp_path, caplog):
     league = League(_tiny(generations=1), tmp_path)
     league.run()
