@@ -17,6 +17,7 @@ OPTIMS = ("joint", "separate")
 TRUNCATIONS = ("bootstrap", "terminal")
 ROLLOUT_ENDS = ("carry", "bootstrap")
 ENCODERS = ("mlp", "gnn")
+GNN_LAYERS = ("gatv2", "transformer")  # message-passing layers marl.gnn builds (torch_geometric)
 CRITICS = ("auto", "state", "concat", "local", "gnn")
 SHARING = ("auto", "all", "role", "agent")
 VALUES = ("seat", "shared")
@@ -117,11 +118,11 @@ class NetConfig:
     share: str = "auto"  # parameter sharing: auto (all if every seat has the same actions,
     # else role) | all | role | agent
     hidden: tuple[int, ...] = (64, 64)  # MLP widths (actor and critic heads)
-    gnn_layer: str = "gatv2"  # gatv2 | transformer (torch_geometric conv)
+    gnn_layer: str = "gatv2"  # gatv2 | transformer (torch_geometric conv: GNN_LAYERS)
     gnn_hidden: int = 64  # GNN width
     gnn_layers: int = 2  # message-passing rounds
     gnn_heads: int = 2  # attention heads per layer
-    graph_radius: float | None = None  # connect entities closer than this (None: all)
+    graph_radius: float | None = None  # connect entities closer than this, > 0 (None: all)
     recurrent: bool = False  # GRU after the encoder in actor and critic (recurrent MAPPO)
     rnn_hidden: int = 64  # GRU hidden width (recurrent only)
     value: str = "seat"  # seat: one value per seat (critic input + seat one-hot) | shared:
@@ -134,7 +135,7 @@ class NetConfig:
 
     def __post_init__(self) -> None:
         for name, choices in (("encoder", ENCODERS), ("critic", CRITICS), ("share", SHARING),
-                              ("value", VALUES), ("init", INITS)):
+                              ("value", VALUES), ("init", INITS), ("gnn_layer", GNN_LAYERS)):
             if getattr(self, name) not in choices:
                 raise ValueError(
                     f"{name}={getattr(self, name)!r} unknown; choose one of {list(choices)}"
@@ -142,6 +143,8 @@ class NetConfig:
         for name in ("rnn_hidden", "gnn_hidden", "gnn_layers", "gnn_heads"):
             check_number(name, getattr(self, name), **COUNT)
         check_widths("hidden", self.hidden)
+        if self.graph_radius is not None:  # 0 or less connects no entities at all
+            check_number("graph_radius", self.graph_radius, **CLIP)
         if self.value == "shared" and self.critic not in ("auto", "state", "concat"):
             raise ValueError(f"value='shared' needs critic='state', 'concat' or 'auto', not "
                              f"critic={self.critic!r}; use value='seat'")
