@@ -29,7 +29,7 @@ Array = np.ndarray | torch.Tensor
 
 
 class NonFiniteError(ValueError):
-    """A NaN or infinity reached a learner; training stopped before any weight changed."""
+    """A NaN or infinity reached a learner; training stopped before it changed any weight."""
 
 
 def _all_finite(values: Sequence[Array]) -> bool:
@@ -75,7 +75,7 @@ class FiniteGuard:
 
     game: str
     agents: tuple[str, ...]
-    stopped: str = "training stopped before any weight changed"  # what the message says
+    stopped: str = "training stopped before it changed any weight"  # what the message says
 
     def _fail(self, quantity: str, value: float, agent: str, step: int, hint: str) -> None:
         raise NonFiniteError(
