@@ -254,9 +254,10 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True) -> Exp
             else f" ({why})"
         log.info("PSRO on %s: oracle=%s, payoffs=%s, meta_solver=%s%s", game.spec.name, oracle,
                  payoffs, meta, because)
+    from populations.experiment import replaced  # keeps the user's learners' sections
+
     psro = dataclasses.replace(pop.psro, payoffs=payoffs, meta_solver=meta)
-    return dataclasses.replace(cfg, population=dataclasses.replace(pop, oracle=oracle,
-                                                                    psro=psro))
+    return replaced(cfg, population=dataclasses.replace(pop, oracle=oracle, psro=psro))
 
 
 def oracle_algos(spec: GameSpec | None = None) -> list[str]:

@@ -1,0 +1,202 @@
+"""Experiment settings that walk 19 found accepted and then ignored, or refused only after the
+run folder was made: a learner of your own's command-line section (``+my_algo.lr=0.5`` reached
+it as a plain dict: ``AttributeError`` after the folder), ``population.psro.seed`` (recorded,
+never read), a league's game refusals (after ``league.db`` was created), ``payoffs=auto`` with
+an oracle whose policy has no action probabilities (exact, then a failure after a whole
+iteration), and ``algo=`` beside ``population=psro`` (never read, silently)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import populations.cli as cli
+from marl import registry
+from populations.experiment import ExperimentConfig, GameConfig, _plain, settings
+from populations.experiment_config import PopulationConfig
+from populations.psro_config import PSROConfig
+from tests.populations.test_walk18_cli_more import _train
+
+MODULE = "walk19_own_learner"  # a learner of a user's own, as README "Add your own learner"
+SOURCE = '''
+from dataclasses import dataclass
+
+import numpy as np
+
+from hydra.core.config_store import ConfigStore
+from marl.core import Capabilities, Policy, register_policy
+from marl.registry import register_learner
+
+
+@dataclass(frozen=True)
+class OwnNet:
+    width: int = 8  # hidden width
+
+
+@dataclass(frozen=True)
+class OwnConfig:
+    lr: float = 1e-3  # step size
+    batch_episodes: int = 16  # episodes per update
+    net: OwnNet = OwnNet()
+
+    def __post_init__(self):
+        if not self.lr > 0:
+            raise ValueError(f"lr={self.lr!r}; expected a number > 0")
+
+
+@register_policy("walk19_noprobs")
+class NoProbs(Policy):  # acts, but has no action probabilities (Policy.action_probs raises)
+    def act(self, agent, vs, greedy=False):
+        return np.zeros(len(vs.done), dtype=np.int64)
+
+    def payload(self):
+        return {}
+
+    @classmethod
+    def from_payload(cls, meta, payload):
+        return cls()
+
+
+class OwnLearner:  # only built here: the config it receives is what these tests look at
+    def __init__(self, spec, config, agents=None, device="cpu", seed=0):
+        self.spec, self.cfg, self.agents = spec, config, agents
+
+
+CAPS = Capabilities(discrete=True, continuous=False, on_policy=True, turn_based=True,
+                    centralized_critic=False, partial_seats=True)
+register_learner("walk19_algo", config=OwnConfig, policy="my_kind", capabilities=CAPS)(
+    OwnLearner)
+register_learner("walk19_noprobs", config=OwnConfig, policy="walk19_noprobs",
+                 capabilities=CAPS)(type("NoProbsLearner", (OwnLearner,), {}))
+ConfigStore.instance().store(group="algo", name="walk19_algo", node={"algo": "walk19_algo"},
+                             package="_global_")
+'''
+
+
+@pytest.fixture
+def own_learner(tmp_path, monkeypatch):
+    """The module above, importable from ``tmp_path`` (``imports=[walk19_own_learner]``),
+    and taken out of every registry after the test (the learner matrices take every
+    registered learner)."""
+    from hydra.core.config_store import ConfigStore
+
+    from games.registry import IMPORTS_ENV
+    from marl import core
+
+    (tmp_path / f"{MODULE}.py").write_text(SOURCE)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    for name in (IMPORTS_ENV, "PYTHONPATH"):  # import_user_modules sets them for workers
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    try:
+        yield __import__(MODULE)
+    finally:
+        sys.modules.pop(MODULE, None)
+        for name in ("walk19_algo", "walk19_noprobs"):
+            registry._LEARNERS.pop(name, None)
+        registry._POLICY_MODULES.pop("walk19_noprobs", None)
+        core._POLICIES.pop("walk19_noprobs", None)
+        ConfigStore.instance().repo.get("algo", {}).pop("walk19_algo.yaml", None)
+
+
+KUHN = ["game=kuhn", "frames=500", "progress=false"]
+
+
+def _psro(oracle: str) -> PopulationConfig:
+    """``population=psro`` as its preset sets it (``auto`` tools), with ``oracle``."""
+    return PopulationConfig(kind="psro", oracle=oracle,
+                            psro=PSROConfig(payoffs="auto", meta_solver="auto"))
+
+
+def _refused(argv: list[str], monkeypatch, tmp_path: Path, capsys) -> str:
+    """``selfplay-train argv`` in this process: its one line on stderr, after checking that
+    Hydra's task never started and nothing was written."""
+    started = []  # a missed refusal would train (and fail after the folder)
+    monkeypatch.setattr(cli, "_train_task", started.append)
+    run = tmp_path / "run"
+    with pytest.raises(SystemExit) as stop:
+        _train([*argv, f"hydra.run.dir={run}"], monkeypatch, tmp_path)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and started == [], err
+    assert len(err) == 1 and err[0].startswith("selfplay-train: "), err
+    assert not run.exists()
+    return err[0].removeprefix("selfplay-train: ")
+
+
+def _composed(argv: list[str], monkeypatch, tmp_path: Path) -> ExperimentConfig:
+    """The experiment ``selfplay-train argv`` would run (Hydra's task stopped before it runs)."""
+    started = []
+    monkeypatch.setattr(cli, "_train_task", started.append)
+    _train([*argv, f"hydra.run.dir={tmp_path / 'run'}"], monkeypatch, tmp_path)
+    assert len(started) == 1
+    return cli.prepare(started[0], [], check=False)
+
+
+# ------------------------------------------------- 1. a learner of your own's section
+def test_an_own_learners_section_reaches_it_as_its_config_dataclass(own_learner, tmp_path,
+                                                                     monkeypatch):
+    """``+walk19_algo.lr=0.5`` reached the learner as ``{'lr': 0.5}`` (AttributeError: 'dict'
+    object has no attribute 'lr', after the run folder was made)."""
+    exp = _composed([f"imports=[{MODULE}]", "algo=walk19_algo", "+walk19_algo.lr=0.5",
+                     "+walk19_algo.net.width=4", *KUHN], monkeypatch, tmp_path)
+    entry = registry.get("walk19_algo")
+    assert settings(exp, entry) == own_learner.OwnConfig(lr=0.5, net=own_learner.OwnNet(4))
+    import games
+    from populations.experiment import make_learner
+
+    learner = make_learner(exp, games.make("openspiel/kuhn_poker").spec)
+    assert learner.cfg.lr == 0.5 and learner.cfg.batch_episodes == 16
+    # settings.json records it (a resume with another lr is one with other settings)
+    assert _plain(exp)["walk19_algo"] == {"lr": 0.5, "batch_episodes": 16, "net": {"width": 4}}
+
+
+def test_without_a_section_an_own_learner_gets_its_defaults(own_learner):
+    cfg = ExperimentConfig(algo="walk19_algo", game=GameConfig("openspiel/kuhn_poker"))
+    assert settings(cfg, registry.get("walk19_algo")) == own_learner.OwnConfig()
+    assert "walk19_algo" not in _plain(cfg)
+
+
+@pytest.mark.parametrize(("override", "words"), [
+    ("+walk19_algo.lrr=0.5", "walk19_algo.lrr: Key 'lrr' not in 'OwnConfig'; nearest: "
+                             "walk19_algo.lr"),
+    ("+walk19_algo.zzz=1", "walk19_algo.zzz: Key 'zzz' not in 'OwnConfig'; keys of "
+                           "walk19_algo: lr, batch_episodes, net"),
+    ("+walk19_algo.net.widht=4", "walk19_algo.net.widht: Key 'widht' not in 'OwnNet'; "
+                                 "nearest: walk19_algo.net.width"),
+    ("+walk19_algo.lr=fast", "walk19_algo.lr=fast: Value 'fast' of type 'str' could not be "
+                             "converted to Float"),
+    ("+walk19_algo.lr=-1", "walk19_algo.lr=-1.0; expected a number > 0"),
+    ("+walk19_algoo.lr=0.5", "walk19_algoo: not a key of the experiment nor the section of a "
+                             "registered learner; nearest: walk19_algo"),
+    ("+framez=3", "framez: not a key of the experiment nor the section of a registered "
+                  "learner; nearest: frames"),
+])
+def test_a_bad_key_or_value_of_an_own_section_is_one_line_before_the_folder(
+        own_learner, override, words, tmp_path, monkeypatch, capsys):
+    line = _refused([f"imports=[{MODULE}]", "algo=walk19_algo", override, *KUHN], monkeypatch,
+                    tmp_path, capsys)
+    assert line == words or line.startswith(words), line
+
+
+def test_an_own_section_is_checked_when_another_algo_runs(own_learner, tmp_path, monkeypatch,
+                                                          capsys):
+    """Every section is checked, also those the chosen algo does not use (README)."""
+    line = _refused([f"imports=[{MODULE}]", "algo=ippo", "+walk19_algo.lr=-1", *KUHN],
+                    monkeypatch, tmp_path, capsys)
+    assert line == "walk19_algo.lr=-1.0; expected a number > 0"
+
+
+def test_psros_auto_settings_keep_an_own_section(own_learner):
+    """``resolve_auto`` rebuilds the config (dataclasses.replace): the section stays."""
+    import games
+    from populations.psro_run import oracle_learner, resolve_auto
+
+    cfg = ExperimentConfig(game=GameConfig("openspiel/kuhn_poker"),
+                           population=_psro("walk19_algo"))
+    cfg.walk19_algo = {"lr": 0.25}  # as OmegaConf.to_object sets it for +walk19_algo.lr=0.25
+    resolved = resolve_auto(cfg, games.make("openspiel/kuhn_poker"), announce=False)
+    assert resolved.walk19_algo == {"lr": 0.25}
+    build = oracle_learner(resolved)
+    assert build(games.make("openspiel/kuhn_poker").spec, "player_0", 0).cfg.lr == 0.25
