@@ -69,7 +69,7 @@ from populations.league import MEMBER, League, LeagueConfig
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
 from populations.matchmaking import MatchmakingConfig  # noqa: F401 - re-exported: its old home
 from populations.members import LearnerMember, LLMMember
-from populations.psro_config import PSROConfig  # noqa: F401 - re-exported: its old home
+from populations.psro_config import PSROConfig
 from populations.run_folder import (
     SETTINGS_NAME,
     deferred_stop,
@@ -145,6 +145,13 @@ class ExperimentConfig:
                 raise ValueError(f"llm.grpo.{name}={value!r} is not read by an experiment: "
                                  f"the run's {name}= sets the LLM learner's too (give "
                                  f"{name}={value} instead)")
+        # PSROConfig.seed is the Python API's too: one seed tree per run, rooted at seed=
+        # (it was recorded and ignored, so changing it only made a resume "other settings")
+        psro_seed = self.population.psro.seed
+        if psro_seed not in (PSROConfig().seed, self.seed):
+            raise ValueError(f"population.psro.seed={psro_seed!r} is not read by an "
+                             "experiment: the run's seed= seeds PSRO too (give "
+                             f"seed={psro_seed} instead)")
 
 
 @dataclass
@@ -309,6 +316,7 @@ def make_learner(cfg: ExperimentConfig, spec: games.GameSpec,
 # settings a resume may change (populations.run_folder): where it runs, how it logs, how long
 RESUME_MAY_CHANGE = ("resume", "resume_override", "progress", "device", "torch_threads",
                      "checkpoint_every_s", "llm.grpo.device", "llm.grpo.seed",  # never read
+                     "population.psro.seed",  # never read either (the run's seed= is)
                      "runner.", "logger.", "population.generations", "population.iterations")
 
 

@@ -200,3 +200,23 @@ def test_psros_auto_settings_keep_an_own_section(own_learner):
     assert resolved.walk19_algo == {"lr": 0.25}
     build = oracle_learner(resolved)
     assert build(games.make("openspiel/kuhn_poker").spec, "player_0", 0).cfg.lr == 0.25
+
+
+# ------------------------------------------------------------ 2. population.psro.seed
+def test_psro_seed_other_than_the_runs_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    """It was recorded and never read (psro_run seeds PSRO from the run's seed=), so changing
+    it only made a resume count as one with 'other settings'."""
+    line = _refused(["population=psro", "population.psro.seed=5", *KUHN], monkeypatch, tmp_path,
+                    capsys)
+    assert line == ("bad config: population.psro.seed=5 is not read by an experiment: the "
+                    "run's seed= seeds PSRO too (give seed=5 instead)"), line
+
+
+def test_psro_seed_equal_to_the_runs_or_default_is_accepted():
+    from populations.experiment import RESUME_MAY_CHANGE
+
+    ExperimentConfig(seed=3, population=PopulationConfig(psro=PSROConfig(seed=3)))
+    ExperimentConfig(seed=3, population=PopulationConfig(psro=PSROConfig()))
+    with pytest.raises(ValueError, match=r"^population\.psro\.seed=4 is not read"):
+        ExperimentConfig(seed=3, population=PopulationConfig(psro=PSROConfig(seed=4)))
+    assert "population.psro.seed" in RESUME_MAY_CHANGE  # runs that recorded another resume
