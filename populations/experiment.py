@@ -71,6 +71,7 @@ from populations.matchmaking import MatchmakingConfig  # noqa: F401 - re-exporte
 from populations.members import LearnerMember, LLMMember
 from populations.psro_config import PSROConfig
 from populations.run_folder import (
+    HYDRA_WORDS,
     SETTINGS_NAME,
     deferred_stop,
     one_line,
@@ -296,11 +297,38 @@ def check_experiment(cfg: ExperimentConfig) -> None:
     if cfg.population.kind == "league" and not cfg.population.sync and cfg.runner.kind != "ray":
         raise ValueError("population.sync=false (asynchronous members) needs runner=ray; got "
                          f"runner={cfg.runner.kind}")  # LeagueConfig's refusal, after the folder
+    if cfg.population.kind == "league":
+        check_league_game(cfg, game.spec)
     if cfg.population.kind == "league" and cfg.population.members:
         algos = [m.removesuffix(EXPLOITER) for m in cfg.population.members]
     for algo in dict.fromkeys(algos):
         entry = registry.get(algo)
         registry.check_compatible(algo, game.spec, settings(cfg, entry), text_views)
+
+
+def check_league_game(cfg: ExperimentConfig, spec: games.GameSpec) -> None:
+    """Refuse, in one line, a game a league cannot run with these settings: exact NashConv
+    (``population.nash_conv``) off small OpenSpiel games of perfect recall, a game without
+    two teams. ``League.__init__`` refuses them too, but after it made ``league.db``, and
+    after the run folder and the members' learners were made."""
+    if cfg.population.nash_conv and not cfg.game.name.startswith("openspiel/"):
+        raise ValueError(f"population.nash_conv=true needs a small OpenSpiel game; got "
+                         f"game.name={cfg.game.name!r}; set it false, or "
+                         "population.exploit.every=N for an approximate NashConv")
+    if cfg.population.nash_conv:
+        from populations import exploitability as ex
+
+        try:  # cached: the league's own check reads the same tree
+            ex.require_perfect_recall(ex.game_tree(spec))
+        except ValueError as err:
+            why = str(err).replace(f"; {ex.SAMPLED_HINT}", "")
+            raise ValueError(f"population.nash_conv=true: {why}; set it false, or "
+                             "population.exploit.every=N for an approximate NashConv") from None
+    if len(spec.teams) != 2:
+        raise ValueError(
+            f"a self-play league needs two teams; {spec.name} has {spec.teams}; accepted: a "
+            f"game with two teams ({HYDRA_WORDS.kwarg('teams', '[[...],[...]]')} groups its "
+            "seats); population=psro plays any number, population=none one team")
 
 
 def make_learner(cfg: ExperimentConfig, spec: games.GameSpec,

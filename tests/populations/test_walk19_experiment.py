@@ -220,3 +220,29 @@ def test_psro_seed_equal_to_the_runs_or_default_is_accepted():
     with pytest.raises(ValueError, match=r"^population\.psro\.seed=4 is not read"):
         ExperimentConfig(seed=3, population=PopulationConfig(psro=PSROConfig(seed=4)))
     assert "population.psro.seed" in RESUME_MAY_CHANGE  # runs that recorded another resume
+
+
+# -------------------------------------------------- 3. a league's refusals of the game
+@pytest.mark.parametrize(("argv", "words"), [
+    (["game=vmas_navigation", "population=fsp"],
+     "a self-play league needs two teams; vmas/navigation(n_agents=4) has ('team',); "
+     "accepted: a game with two teams (game.kwargs.teams=[[...],[...]] groups its seats)"),
+    (["game=mpe_adversary", "population=fsp", "population.nash_conv=true"],
+     "population.nash_conv=true needs a small OpenSpiel game; got "
+     "game.name='pettingzoo/mpe2.simple_adversary_v3'"),
+])
+def test_a_leagues_game_refusal_comes_before_the_folder(argv, words, tmp_path, monkeypatch,
+                                                        capsys):
+    """They came from League.__init__, after Hydra made the folder and league.db was created
+    (and the members' learners were built)."""
+    line = _refused([*argv, "progress=false"], monkeypatch, tmp_path, capsys)
+    assert line.startswith(words), line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_league_with_nash_conv_on_kuhn_passes_the_early_check():
+    from populations.experiment import check_experiment
+
+    check_experiment(ExperimentConfig(game=GameConfig("openspiel/kuhn_poker"),
+                                      population=PopulationConfig(kind="league",
+                                                                  nash_conv=True)))
