@@ -29,7 +29,7 @@ import games
 from games import GameSpec
 from games.openspiel import OpenSpielGame
 from marl import registry
-from marl.core import Learner, Policy
+from marl.core import _POLICIES, Learner, Policy  # _POLICIES: kind -> class
 from populations.db import LeagueDB, MatchRow
 from populations.loggers import MetricsLogger
 from populations.psro import (
@@ -238,7 +238,11 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True) -> Exp
     players = psro_players(game.spec, pop.psro.players)
     why = why_not_exact(game, players) if "auto" in (pop.oracle, pop.psro.payoffs) else None
     oracle = (rl_oracle(game.spec) if why else "exact") if pop.oracle == "auto" else pop.oracle
-    payoffs = ("sampled" if why else "exact") if pop.psro.payoffs == "auto" else pop.psro.payoffs
+    # exact payoffs also need every member's action probabilities (a custom oracle's policy
+    # may have none: exact payoffs failed after its first best response had trained)
+    no_probs = without_probs(oracle) if why is None and pop.psro.payoffs == "auto" else None
+    payoffs = ("sampled" if why or no_probs else "exact") if pop.psro.payoffs == "auto" \
+        else pop.psro.payoffs
     if why and pop.oracle == "auto" and oracle != "rl":
         why = f"{why}; the rl oracle cannot play it"
     if meta == "auto" and len(players) != 2:
@@ -250,14 +254,35 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True) -> Exp
         # reason on its NashConv line: said once, there
         teams = any(len(seats) > 1 for seats in players.values())
         later = why and pop.psro.nash_conv and (isinstance(game, OpenSpielGame) or teams)
-        because = "" if not why else " (no exact tools: see PSRO's NashConv line)" if later \
-            else f" ({why})"
+        because = f" ({no_probs})" if no_probs else "" if not why else \
+            " (no exact tools: see PSRO's NashConv line)" if later else f" ({why})"
         log.info("PSRO on %s: oracle=%s, payoffs=%s, meta_solver=%s%s", game.spec.name, oracle,
                  payoffs, meta, because)
     from populations.experiment import replaced  # keeps the user's learners' sections
 
     psro = dataclasses.replace(pop.psro, payoffs=payoffs, meta_solver=meta)
     return replaced(cfg, population=dataclasses.replace(pop, oracle=oracle, psro=psro))
+
+
+def without_probs(oracle: str) -> str | None:
+    """Why the members an RL oracle ``oracle`` adds have no action probabilities, which exact
+    payoffs (and exact NashConv) need (None: they have them): its policy kind's class keeps
+    :meth:`Policy.action_probs` of the base, which raises. ``exact``/``rl`` members have them;
+    so do those of off-policy learners, played greedily (:class:`~populations.psro.
+    GreedyPolicy`: one-hot probabilities, by the rule of :func:`populations.psro.plays_greedy`).
+    """
+    if oracle in ORACLE_NAMES:
+        return None
+    entry = registry.get(oracle)
+    kinds = [e.capabilities.on_policy for e in registry.entries().values()
+             if e.policy == entry.policy]
+    if kinds and not any(kinds):
+        return None
+    cls = _POLICIES.get(entry.policy)
+    if cls is None or getattr(cls, "action_probs", None) is not Policy.action_probs:
+        return None  # what it saves is not known before it trains: PSRO says so if it fails
+    return (f"population.oracle={oracle}'s policies ({entry.policy}) have no action "
+            "probabilities")
 
 
 def oracle_algos(spec: GameSpec | None = None) -> list[str]:
@@ -374,6 +399,11 @@ def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
                         oracle == "exact", psro_cfg.uses_full_game, where="population.psro")
     if oracle == "exact":
         return
+    no_probs = without_probs(oracle) if psro_cfg.payoffs == "exact" else None
+    if no_probs:  # refused now, not after the first iteration's best responses trained
+        raise ValueError(f"population.psro.payoffs=exact needs every member's action "
+                         f"probabilities: {no_probs}; use population.psro.payoffs=sampled or "
+                         "auto")
     config = None if oracle == "rl" else settings(cfg, registry.get(oracle))
 
     def exact() -> bool:  # asked only for a refusal's list of oracles

@@ -246,3 +246,43 @@ def test_a_league_with_nash_conv_on_kuhn_passes_the_early_check():
     check_experiment(ExperimentConfig(game=GameConfig("openspiel/kuhn_poker"),
                                       population=PopulationConfig(kind="league",
                                                                   nash_conv=True)))
+
+
+# ------------------------------------------- 4. payoffs=auto and an oracle without probs
+def test_auto_payoffs_are_sampled_for_an_oracle_whose_policy_has_no_probs(own_learner):
+    """payoffs=auto chose exact for population.oracle=<an algo whose policy has no
+    action_probs>, trained a whole iteration, then failed."""
+    import dataclasses
+
+    import games
+    from populations.psro_run import resolve_auto
+
+    game = games.make("openspiel/kuhn_poker")
+    cfg = ExperimentConfig(game=GameConfig("openspiel/kuhn_poker"),
+                           population=_psro("walk19_noprobs"))
+    assert resolve_auto(cfg, game, announce=False).population.psro.payoffs == "sampled"
+    probs = dataclasses.replace(cfg, population=dataclasses.replace(cfg.population,
+                                                                    oracle="walk19_algo"))
+    assert resolve_auto(probs, game, announce=False).population.psro.payoffs == "exact"
+
+
+def test_exact_payoffs_with_an_oracle_without_probs_are_refused_up_front(
+        own_learner, tmp_path, monkeypatch, capsys):
+    line = _refused([f"imports=[{MODULE}]", "population=psro",
+                     "population.oracle=walk19_noprobs", "population.psro.payoffs=exact",
+                     *KUHN], monkeypatch, tmp_path, capsys)
+    assert line == ("population.psro.payoffs=exact needs every member's action "
+                    "probabilities: population.oracle=walk19_noprobs's policies "
+                    "(walk19_noprobs) have no action probabilities; use "
+                    "population.psro.payoffs=sampled or auto"), line
+
+
+def test_off_policy_oracles_keep_exact_payoffs():
+    """Their members are played greedily (GreedyPolicy has one-hot probabilities)."""
+    import games
+    from populations.psro_run import resolve_auto
+
+    game = games.make("openspiel/kuhn_poker")
+    for oracle in [o for o in ("vdn", "qmix") if registry.compatible(o, game.spec)]:
+        cfg = ExperimentConfig(game=GameConfig("openspiel/kuhn_poker"), population=_psro(oracle))
+        assert resolve_auto(cfg, game, announce=False).population.psro.payoffs == "exact"
