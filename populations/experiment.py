@@ -353,9 +353,12 @@ def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
     a resume); returns where everything landed. A run that raises is recorded ``failed``."""
     check_experiment(cfg)  # an algo that cannot play the game: refused before the folder
     if cfg.population.kind == "psro":  # settings.json records what `auto` decided
-        from populations.psro_run import resolve_auto
+        from populations.psro_run import resolve_auto, unread_algo
 
         cfg = resolve_auto(cfg, games.make(cfg.game.name, **cfg.game.kwargs))
+        note = unread_algo(cfg)  # algo=llm_grpo population=psro: PSRO trains no algo
+        if note:
+            log.warning(note)
     # a finished single run does not train on: other settings would be recorded for nothing
     finished = (lambda: _single_finished(Path(run_dir), cfg.experiment)) \
         if cfg.population.kind == "none" else None

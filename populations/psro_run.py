@@ -264,6 +264,21 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True) -> Exp
     return replaced(cfg, population=dataclasses.replace(pop, oracle=oracle, psro=psro))
 
 
+def unread_algo(cfg: ExperimentConfig) -> str | None:
+    """The warning for an ``algo`` other than the default beside ``population=psro``, which
+    trains no ``algo`` (``algo=llm_grpo population=psro`` ran exact oracles, silently): as
+    for ``frames=`` in a league, one line saying what the run trains instead (``cfg``:
+    with ``auto`` resolved)."""
+    from populations.experiment import ExperimentConfig
+
+    default = next(f.default for f in dataclasses.fields(ExperimentConfig) if f.name == "algo")
+    if cfg.population.kind != "psro" or cfg.algo == default:
+        return None
+    return (f"algo={cfg.algo} is not used with population.kind=psro (PSRO trains no algo); "
+            f"its best responses come from population.oracle={cfg.population.oracle} (set "
+            "population.oracle=<algo> for a learner's)")
+
+
 def without_probs(oracle: str) -> str | None:
     """Why the members an RL oracle ``oracle`` adds have no action probabilities, which exact
     payoffs (and exact NashConv) need (None: they have them): its policy kind's class keeps

@@ -286,3 +286,33 @@ def test_off_policy_oracles_keep_exact_payoffs():
     for oracle in [o for o in ("vdn", "qmix") if registry.compatible(o, game.spec)]:
         cfg = ExperimentConfig(game=GameConfig("openspiel/kuhn_poker"), population=_psro(oracle))
         assert resolve_auto(cfg, game, announce=False).population.psro.payoffs == "exact"
+
+
+# ------------------------------------------------------------- 5. algo= beside psro
+def test_psro_warns_in_one_line_that_it_does_not_read_algo(tmp_path, caplog):
+    import logging
+
+    from populations.experiment import run_experiment
+
+    cfg = ExperimentConfig(algo="llm_grpo", game=GameConfig("openspiel/kuhn_poker"),
+                           eval_episodes=1, progress=False, population=PopulationConfig(
+                               kind="psro", iterations=1))
+    with caplog.at_level(logging.WARNING):
+        run_experiment(cfg, tmp_path / "run")
+    notes = [r.getMessage() for r in caplog.records if "algo=" in r.getMessage()]
+    assert notes == ["algo=llm_grpo is not used with population.kind=psro (PSRO trains no algo); "
+                     "its best responses come from population.oracle=exact (set "
+                     "population.oracle=<algo> for a learner's)"], notes
+
+
+def test_psro_with_the_default_algo_says_nothing_of_it(tmp_path, caplog):
+    import logging
+
+    from populations.experiment import run_experiment
+
+    cfg = ExperimentConfig(game=GameConfig("openspiel/kuhn_poker"), eval_episodes=1,
+                           progress=False, population=PopulationConfig(kind="psro",
+                                                                       iterations=1))
+    with caplog.at_level(logging.WARNING):
+        run_experiment(cfg, tmp_path / "run")
+    assert not [r for r in caplog.records if "algo=" in r.getMessage()]
