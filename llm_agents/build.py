@@ -41,6 +41,7 @@ from llm_agents.settings import (  # noqa: F401 - LLMConfig's old home: re-expor
     LLMConfig,
     LoRAConfig,
     TinyModelConfig,
+    check_backend_here,
 )
 from llm_agents.team import Team
 from llm_agents.tiny import (
@@ -145,6 +146,7 @@ def build_team(cfg: LLMConfig, games_: Sequence[str],
                workdir: str | Path | None = None) -> Team:
     """The team ``cfg`` describes for ``games_`` (their roles, their texts for tiny models);
     ``workdir`` holds tiny models written for the vLLM backend."""
+    check_backend_here(cfg.backend)  # before the models load (seconds for a real one)
     kw = game_kwargs or {}
     backend_kw: dict[str, Any] = {"seed": cfg.grpo.seed}
     if cfg.team == "shared":

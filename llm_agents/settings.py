@@ -281,6 +281,33 @@ class LLMConfig:
         return torch.bfloat16 if bf16 and self.lora.r > 0 else torch.float32
 
 
+def backend_unavailable(backend: str) -> str | None:
+    """Why ``backend`` cannot run on this machine (None: it can): ``vllm`` needs its package
+    and a CUDA GPU. The package is looked up without importing it (or torch); torch is
+    imported only to ask for CUDA once vllm is installed."""
+    if backend != "vllm":
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return ("the vllm package is not installed (pip install 'selfplay[vllm]', on a machine "
+                "with a CUDA GPU)")
+    import torch
+
+    if not torch.cuda.is_available():
+        return "vllm needs a CUDA GPU and torch finds none"
+    return None
+
+
+def check_backend_here(backend: str) -> None:
+    """``ValueError`` (one line, in the command line's words) when ``backend`` cannot run on
+    this machine (:func:`backend_unavailable`)."""
+    why = backend_unavailable(backend)
+    if why:
+        raise ValueError(f"llm.backend={backend!r} cannot run here: {why}; use "
+                         "llm.backend=transformers (llm=hf)")
+
+
 def registry_refusal(cfg: Any, later: list[tuple[Any, Callable[[], None]]]
                      ) -> tuple[str, type, Exception] | None:
     """Run the registry checks ``later`` collected while ``cfg`` (settings of this module) was

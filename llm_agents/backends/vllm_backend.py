@@ -42,6 +42,7 @@ from torch import nn
 
 from llm_agents.backends.base import Backend, Generation, SamplingConfig, register_backend
 from llm_agents.backends.vllm_worker import EXTENSION
+from llm_agents.settings import backend_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +92,10 @@ class VLLMBackend(Backend):
             raise ValueError(f"score_with={score_with!r} unknown; choose one of "
                              f"{list(SCORE_WITH)}")
         if vllm_module is None:
-            if not torch.cuda.is_available():
-                raise RuntimeError("the vllm backend needs a CUDA GPU; use backend 'transformers'")
+            why = backend_unavailable("vllm")
+            if why:  # a setting the user chose, not a bug: one line, no traceback
+                raise ValueError(f"the vllm backend cannot run here: {why}; use backend "
+                                 "'transformers'")
             import vllm as vllm_module
         path = model if isinstance(model, str | os.PathLike) else (
             getattr(model, "name_or_path", "")
