@@ -236,7 +236,10 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
     ``kl_estimator``, ``loss_agg`` and action ``mode``) imports it last, when the others
     passed: a value refused only there costs torch's import here, as it would later; a good
     value costs nothing (the run imports torch next). ``section`` (``llm``) checks that
-    section from its defaults and ``presets`` alone when ``items`` is empty (``llm=hf``)."""
+    section from its defaults and ``presets`` alone when ``items`` is empty (``llm=hf``).
+    An ``llm`` section's backend must run on this machine (:func:`backend_fits`), checked
+    after its values and before its registry checks: ``vllm`` without its package is refused
+    without torch (its CUDA check imports torch)."""
     from omegaconf import OmegaConf
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
@@ -279,6 +282,8 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
     try:
         with registry_checks_later() as later:
             built = OmegaConf.to_object(node)
+        if path == "llm":  # the machine, before the registries import torch (llm=vllm on a
+            backend_fits(built.backend)  # CPU loaded the model, then failed in the run folder)
         refused = registry_refusal(built, later) if later else None
         if refused is not None:
             sub, owner, inner = refused
@@ -287,12 +292,27 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
     except OmegaConfBaseException:
         return  # an interpolation in a preset (resolved against the whole config): the schema's
     except (ValueError, TypeError) as err:
-        if refused is not None:
+        if refused is not None or isinstance(err, _Unavailable):
             raise
         with registry_checks_later():
             where, owner, inner = refusal(node, path + ".") or (path, cls, err)  # mappo.net first
         text = str(inner).strip().splitlines()[0]
         raise ValueError(at_path(text, where, owner)) from None
+
+
+class _Unavailable(ValueError):
+    """A backend this machine cannot run (not a value of the section: reported as it is)."""
+
+
+def backend_fits(backend: str) -> None:
+    """:class:`_Unavailable` (one line) when the LLM ``backend`` cannot run on this machine
+    (:func:`llm_agents.settings.check_backend_here`)."""
+    from llm_agents.settings import check_backend_here
+
+    try:
+        check_backend_here(backend)
+    except ValueError as err:
+        raise _Unavailable(str(err)) from None
 
 
 def _unknown_key(node: Any, path: str, sub: str, err: Exception) -> str:

@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,6 +46,42 @@ def _damaged(src: Path, dst: Path, damage) -> Path:
     return dst
 
 
+# ------------------------------------------------------------------------- vllm backend
+VLLM_LINES = [["experiment=kuhn_llm_selfplay", "llm=vllm"],
+              ["algo=llm_grpo", "llm.backend=vllm"]]
+
+
+@needs_no_vllm
+@pytest.mark.parametrize("line", VLLM_LINES, ids=lambda line: " ".join(line))
+def test_vllm_without_vllm_or_cuda_is_refused_before_any_folder(
+        line, model_dir, tmp_path, monkeypatch, capsys):
+    import populations.cli as cli
+    from tests.populations.test_walk18_cli_more import _train
+
+    started = []  # Hydra's task: a missed refusal would load the model and fail after it
+    monkeypatch.setattr(cli, "_train_task", started.append)
+    run = tmp_path / "run"
+    with pytest.raises(SystemExit) as stop:
+        _train([*line, f"llm.model={model_dir}", f"hydra.run.dir={run}"], monkeypatch, tmp_path)
+    assert stop.value.code == 2 and started == []
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "selfplay-train: bad config: llm.backend='vllm' cannot run here: "), err
+    assert "use llm.backend=transformers" in err[0]
+    assert not run.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
+def test_vllm_not_installed_is_refused_without_torch(tmp_path):
+    code = ("import sys\nfrom populations.cli import CLIError, check_command_line\n"
+            "try:\n    check_command_line(['experiment=kuhn_llm_selfplay', 'llm=vllm', "
+            "'llm.model=m'])\nexcept CLIError as err:\n    print(err)\n"
+            "print('torch:', 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120, check=True).stdout.splitlines()
+    assert out == ["bad config: llm.backend='vllm' cannot run here: the vllm package is not "
+                   "installed (pip install 'selfplay[vllm]', on a machine with a CUDA GPU); "
+                   "use llm.backend=transformers (llm=hf)", "torch: False"], out
 
 
 @needs_no_vllm
@@ -62,3 +100,11 @@ def test_the_vllm_backend_and_the_team_builder_refuse_in_one_line(model_dir, mon
                                          r"llm\.backend=transformers \(llm=hf\)$"):
         build_team(LLMConfig(model=str(model_dir), backend="vllm"), [KUHN])
     assert loaded == []
+
+
+@pytest.mark.skipif(not VLLM_RUNS, reason="needs vllm and a CUDA GPU")
+def test_vllm_with_a_gpu_is_accepted(model_dir):
+    from populations.cli import check_command_line
+
+    check_command_line(["experiment=kuhn_llm_selfplay", "llm=vllm", f"llm.model={model_dir}"])
+    check_command_line(["algo=llm_grpo", "llm.backend=vllm", f"llm.model={model_dir}"])
