@@ -274,7 +274,9 @@ def check_adv_norm(name: str, have: set[str] | list[str], *, by: str = "the call
     why = "unknown" if spec is None else spec.why_not(have, consumes, stateful, by)
     if why:
         ok = adv_norms_for(have, consumes=consumes, stateful=stateful)
-        raise ValueError(f"adv_norm={name!r} {why}; choose one of {ok}")
+        yours = ("; an adv_norm of your own is registered by @register_adv_norm when its module "
+                 "is imported (selfplay-train imports=[module])") if spec is None else ""
+        raise ValueError(f"adv_norm={name!r} {why}; choose one of {ok}{yours}")
     return spec
 
 

@@ -333,6 +333,10 @@ def check_command_line(args: Sequence[str]) -> None:
                        "swept key")
     _check_hydra_flags(parsed)
     overrides = OverridesParser.create().parse_overrides(parsed.overrides)  # grammar errors
+    for o in overrides:  # whatever the search path: the schema has no keys under algo
+        wrong = _key_under_group(o)
+        if wrong:
+            raise CLIError(wrong)
     if parsed.config_dir or parsed.config_path or parsed.config_name or any(
             o.key_or_group.startswith("hydra.searchpath") for o in overrides):
         return
@@ -380,6 +384,45 @@ def check_command_line(args: Sequence[str]) -> None:
                 raise CLIError(f"In 'config': Could not find '{group}/{option}'; Available "
                                f"options in '{group}': {known}")
     check_values(overrides)
+
+
+def _key_under_group(override: Any) -> str | None:
+    """``algo.adv_norm=median``, a key under a config group that is no section (``algo``,
+    ``experiment``, ``encoder``: Hydra said "Cannot convert 'dict' to string"): what the group
+    picks and the sections that hold the key (``mappo.adv_norm=median``); None for others."""
+    group, dot, rest = override.key_or_group.partition(".")
+    if not dot or group in ("game", "hydra") or override.is_delete() or group not in _groups():
+        return None
+    from populations.config_checks import section_schemas
+
+    schemas = section_schemas()
+    if group in schemas:  # llm.model=..., population.kind=...: a section of its own
+        return None
+    value = override.input_line.partition("=")[2]
+    found = []
+    for section, (cls, _) in schemas.items():
+        try:
+            top = cls()
+        except Exception:  # noqa: BLE001 - a section needing arguments holds no default keys
+            continue
+        subs = [("", top)] + [(f"{f.name}.", getattr(top, f.name)) for f in
+                              dataclasses.fields(top) if dataclasses.is_dataclass(
+                                  getattr(top, f.name))]  # fmt: skip
+        for sub, obj in subs:  # mappo.adv_norm, llm.grpo.adv_norm
+            for name in rest.split("."):
+                obj = getattr(obj, name, _Missing) if dataclasses.is_dataclass(obj) else _Missing
+            if obj is not _Missing:
+                found.append(f"{section}.{sub}{rest}={value}")
+    options = ", ".join(_config_groups().get(group, []))
+    where = (f"it goes in a section: {found[0]}"
+             + (f" (or {', '.join(found[1:])})" if found[1:] else "")) if found else \
+        f"settings go in the sections ({', '.join(f'{n}.*' for n in schemas)})"
+    return (f"{override.input_line}: '{group}' is a config group ({group}=<option> picks one "
+            f"of {options}), not a section with keys; {where}")
+
+
+class _Missing:
+    """No such key (see :func:`_key_under_group`)."""
 
 
 def _check_hydra_flags(parsed: argparse.Namespace) -> None:
