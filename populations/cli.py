@@ -146,7 +146,33 @@ def reported(prog: str) -> Iterator[None]:
         msg = one_line(err)
         if type(err).__name__ == "OverrideParseException":  # Hydra's grammar, not ours
             msg += quoting_hint(str(getattr(err, "override", "")))
+        missing = re.match(r"In '[^']*': Could not find '([\w-]+)/([^'/]+)'", msg)
+        if missing:  # check_command_line's, or Hydra's own (another config folder given)
+            msg += preset_hint(*missing.groups())
         fail(prog, msg)
+
+
+def preset_hint(group: str, option: str) -> str:
+    """After "Could not find 'algo/my_algo'": when ``my_algo`` is a registered learner (by
+    ``imports=[...]`` or an entry point; what is loaded, no torch imported for it) or the
+    section of one, how to give it a preset (README, "Add your own learner"); else ""."""
+    learners = getattr(sys.modules.get("marl.registry"), "_LEARNERS", {})
+    if group != "algo" or not isinstance(learners, dict):
+        return ""
+    entry = learners.get(option)
+    if entry is not None:
+        module = entry.cls.__module__
+        return (f"; {option} is a learner registered by {module} with no algo preset: add "
+                f"one, myconfigs/algo/{option}.yaml holding '# @package _global_' and 'algo: "
+                f"{option}', with hydra.searchpath=[file://myconfigs] (an absolute path, or "
+                f"relative to this folder), or store it in {module}: ConfigStore.instance()."
+                f'store(group="algo", name="{option}", node={{"algo": "{option}"}}, '
+                'package="_global_") (README: "Add your own learner")')
+    algos = sorted(n for n, e in learners.items() if getattr(e, "section", None) == option)
+    if algos:
+        return (f"; {option} is the settings section of the learner {' and '.join(algos)}: "
+                f"algo={algos[0]} picks it, {option}.KEY=VALUE sets its settings")
+    return ""
 
 
 def quoting_hint(override: str) -> str:
@@ -337,10 +363,12 @@ def check_command_line(args: Sequence[str]) -> None:
         wrong = _key_under_group(o)
         if wrong:
             raise CLIError(wrong)
+    # before the options: their ConfigStore presets count, and their learners name the
+    # preset a missing algo=<option> lacks (also where Hydra reports it: other configs)
+    import_listed_modules(overrides)
     if parsed.config_dir or parsed.config_path or parsed.config_name or any(
             o.key_or_group.startswith("hydra.searchpath") for o in overrides):
         return
-    import_listed_modules(overrides)  # before the options: their ConfigStore presets count
     groups = _config_groups()
     for o in overrides:
         group = o.key_or_group
@@ -382,7 +410,7 @@ def check_command_line(args: Sequence[str]) -> None:
             if option not in stored:
                 known = ", ".join(sorted({*groups[group], *stored}))
                 raise CLIError(f"In 'config': Could not find '{group}/{option}'; Available "
-                               f"options in '{group}': {known}")
+                               f"options in '{group}': {known}")  # reported() adds preset_hint
     check_values(overrides)
 
 

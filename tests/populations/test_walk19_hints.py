@@ -106,3 +106,30 @@ def test_an_adv_norm_of_ones_own_is_accepted_through_imports(user_code, monkeypa
     _train(["imports=[w19_norms]", "mappo.adv_norm=w19_median",
             f"hydra.run.dir={user_code / 'run'}"], monkeypatch, user_code)
     assert len(started) == 1 and started[0].mappo.adv_norm == "w19_median"
+
+
+# ------------------------------------------------- 3. a registered learner without a preset
+@pytest.mark.parametrize("searchpath", [[], ["hydra.searchpath=[file://elsewhere]"]])
+def test_a_registered_learner_without_preset_says_how_to_add_one(searchpath, user_code,
+                                                                 monkeypatch, capsys):  # fmt: skip
+    err = _refused(["imports=[w19_learner]", "algo=w19_algo", *searchpath], monkeypatch,
+                   user_code, capsys)
+    assert err.startswith("selfplay-train: In 'config': Could not find 'algo/w19_algo'; "
+                          "Available options in 'algo': ")
+    assert err.count("w19_algo is a learner") == 1
+    assert ("; w19_algo is a learner registered by w19_learner with no algo preset: add one, "
+            "myconfigs/algo/w19_algo.yaml holding '# @package _global_' and 'algo: w19_algo', "
+            "with hydra.searchpath=[file://myconfigs]") in err
+    assert ('ConfigStore.instance().store(group="algo", name="w19_algo", node={"algo": '
+            '"w19_algo"}, package="_global_")') in err
+
+
+def test_a_learners_section_given_as_algo_names_the_learner(user_code, monkeypatch, capsys):
+    err = _refused(["imports=[w19_learner]", "algo=w19_sec"], monkeypatch, user_code, capsys)
+    assert err.endswith("; w19_sec is the settings section of the learner w19_algo: "
+                        "algo=w19_algo picks it, w19_sec.KEY=VALUE sets its settings")
+
+
+def test_an_unknown_algo_that_is_no_learner_gets_no_hint(tmp_path, monkeypatch, capsys):
+    err = _refused(["algo=alphazero"], monkeypatch, tmp_path, capsys)
+    assert err.endswith("Available options in 'algo': ippo, llm_grpo, maddpg, mappo, qmix, vdn")
