@@ -1329,7 +1329,10 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         policies = {name: load_policy(path)
                     for name, path in _policy_names(args.policies).items()}
     except (CheckpointError, ValueError) as err:
-        raise CLIError(escaped(str(err))) from err
+        kind = re.search(r"unknown policy kind ('[^']*')", str(err))
+        how = (f"; import the module that registers {kind[1]} with --import MODULE "
+               "(importable from this folder; repeatable)") if kind else ""
+        raise CLIError(escaped(str(err)) + escaped(how)) from err
     if args.episodes < 1:  # 0 played no match and printed ratings of None
         raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
     if len(policies) < 2 and not args.exploit:

@@ -8,11 +8,14 @@ import os
 import sys
 
 import pytest
+import torch
 
+import games
 import marl.advantages as adv_mod
 import populations.cli as cli
 from games.registry import IMPORTS_ENV
 from marl import registry
+from marl.mappo import MAPPO, MAPPOConfig
 from tests.populations.test_walk18_cli_more import _train
 
 NORMS = '''
@@ -133,3 +136,26 @@ def test_a_learners_section_given_as_algo_names_the_learner(user_code, monkeypat
 def test_an_unknown_algo_that_is_no_learner_gets_no_hint(tmp_path, monkeypatch, capsys):
     err = _refused(["algo=alphazero"], monkeypatch, tmp_path, capsys)
     assert err.endswith("Available options in 'algo': ippo, llm_grpo, maddpg, mappo, qmix, vdn")
+
+
+# ----------------------------------------------------- 4. selfplay-eval, an unknown policy kind
+def test_eval_of_an_unknown_policy_kind_names_the_import_flag(tmp_path, monkeypatch, capsys):
+    spec = games.make("openspiel/kuhn_poker").spec
+    files = []
+    for k in range(2):
+        path = tmp_path / f"w{k}.pt"
+        MAPPO(spec, MAPPOConfig(), seed=k).policy().save(path)
+        data = torch.load(path, weights_only=True)
+        data["meta"]["kind"] = "w19_kind"  # a kind only a user's module registers
+        torch.save(data, path)
+        files.append(str(path))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        cli.eval_main(["--game", "openspiel/kuhn_poker", "--db", str(tmp_path / "e.db"),
+                       *files])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown policy kind 'w19_kind'" in err[0]
+    assert err[0].endswith("; import the module that registers 'w19_kind' with --import MODULE "
+                           "(importable from this folder; repeatable)")
+    assert not (tmp_path / "e.db").exists()
