@@ -84,15 +84,36 @@ def register(name: str) -> Callable[[F], F]:
             importlib.import_module(module)
 
     def deco(factory: F) -> F:
-        if name in _REGISTRY and _REGISTRY[name] is not factory:
-            old = _REGISTRY[name]
-            by = f"{getattr(old, '__module__', '?')}.{getattr(old, '__qualname__', old)}"
-            raise GameError(f"game name {name!r} is already registered (by {by}); register "
-                            "yours under another name")
-        _REGISTRY[name] = factory
+        if name in _REGISTRY and not redefinition(_REGISTRY[name], factory):
+            raise GameError(f"game name {name!r} is already registered (by "
+                            f"{defined_at(_REGISTRY[name])}); register yours under another name")
+        _REGISTRY[name] = factory  # a notebook cell run again: its new class replaces the old
         return factory
 
     return deco
+
+
+# the framework's own packages: what they register is never replaced by a redefinition
+OWN_PACKAGES = ("games", "marl", "llm_agents", "populations")
+
+
+def defined_at(obj: object) -> str:
+    """``module.qualname`` of a registered class or function."""
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
+
+
+def redefinition(old: object, new: object) -> bool:
+    """Whether ``new`` may take the registry name ``old`` holds: it is ``old``, or ``old``
+    defined again (the same module and qualified name: a notebook cell or a script run
+    again, ``importlib.reload``) outside the framework's own packages. Every registry
+    (games, learners, adv_norms) decides so; another object taking a taken name is refused."""
+    if new is old:
+        return True
+    module, qualname = getattr(new, "__module__", None), getattr(new, "__qualname__", None)
+    return (isinstance(module, str) and qualname is not None
+            and (module, qualname) == (getattr(old, "__module__", None),
+                                       getattr(old, "__qualname__", None))
+            and module.split(".")[0] not in OWN_PACKAGES)
 
 
 def registered() -> list[str]:

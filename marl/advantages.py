@@ -32,6 +32,7 @@ from functools import cached_property
 import torch
 from torch import Tensor
 
+from games.registry import defined_at, redefinition
 from marl.configs import AdvantageConfig  # torch-free (the LLM settings hold one)
 from marl.returns import (
     GAEResult,
@@ -57,6 +58,7 @@ __all__ = [
 ]  # fmt: skip
 
 _TINY = 1e-30
+_BUILTIN: frozenset[str] = frozenset()  # the module's own adv_norms, set once they register
 
 
 # --- segment statistics
@@ -246,8 +248,12 @@ def register_adv_norm(name: str, *, needs: tuple[str, ...] = (), consumes: str =
         raise ValueError(f"needs names unknown keys {bad}; keys are {list(KEY_NAMES)}")
 
     def deco(fn: AdvNormFn) -> AdvNormFn:
-        if name in _REGISTRY:
-            raise ValueError(f"adv_norm {name!r} is already registered")
+        old = _REGISTRY.get(name)
+        if old is not None and (name in _BUILTIN or not redefinition(old.fn, fn)):
+            by = f"{'built in:' if name in _BUILTIN else 'by'} {defined_at(old.fn)}"
+            raise ValueError(f"adv_norm {name!r} is already registered ({by}); register yours "
+                             "under another name")
+        # a notebook cell run again (same module and qualname): its new function replaces
         _REGISTRY[name] = AdvNorm(name, fn, tuple(needs), consumes, stateful)
         return fn
 
@@ -601,17 +607,12 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
     return AdvantageResult(adv.to(values.dtype).reshape(shape), keep.reshape(shape), diag)
 
 
-def _origin(fn: object) -> str:
-    """Where a registered function is defined, ``module.qualname``."""
-    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
-
-
 def _check_shape(spec: AdvNorm, x: Tensor, adv: object) -> None:
     """One line naming the adv_norm when its output is not a floating tensor shaped as the
     flat values ``x`` [N] on their device (a scalar would broadcast into a constant advantage,
     ``x[:-1]`` fail in the caller's loss without naming it)."""
     want = f"expected shape {tuple(x.shape)} (one advantage per value it is given, flat)"
-    where = f"adv_norm {spec.name!r} ({_origin(spec.fn)})"
+    where = f"adv_norm {spec.name!r} ({defined_at(spec.fn)})"
     if not isinstance(adv, Tensor):
         raise ValueError(f"{where} returned {type(adv).__name__}; expected a floating tensor "
                          f"of shape {tuple(x.shape)} (one advantage per value it is given, "
@@ -631,7 +632,7 @@ def _check_finite(spec: AdvNorm, x: Tensor, adv: Tensor, m: Tensor | None) -> No
     bad = fin & ~torch.isfinite(adv)
     if bool(bad.any()):
         raise ValueError(
-            f"adv_norm {spec.name!r} ({_origin(spec.fn)}) returned a non-finite advantage "
+            f"adv_norm {spec.name!r} ({defined_at(spec.fn)}) returned a non-finite advantage "
             f"({float(adv[bad][0])}) at {int(bad.sum())} of {int(fin.sum())} samples whose "
             "values are finite: the adv_norm is at fault, not the game's rewards or the "
             "learning rate")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from games import GameSpec
+from games.registry import defined_at, redefinition
 from marl.core import Capabilities
 
 # marl's own learner modules: each registers its learners (and policy kinds) on import
@@ -105,10 +106,11 @@ def register_learner(
         raise TypeError(f"learner {name!r}: config {config!r} is not a dataclass")
 
     def deco(cls: C) -> C:
-        if name in _LEARNERS and _LEARNERS[name].cls is not cls:
+        if name in _LEARNERS and not redefinition(_LEARNERS[name].cls, cls):
             raise ValueError(f"learner {name!r} is already registered by "
-                             f"{_LEARNERS[name].cls.__module__}")
-        _LEARNERS[name] = LearnerEntry(
+                             f"{defined_at(_LEARNERS[name].cls)}; register yours under another "
+                             "name")
+        _LEARNERS[name] = LearnerEntry(  # a notebook cell run again: its new class replaces
             name=name, cls=cls, config=config, policy=policy, capabilities=capabilities,
             section=section or name, default=default or config, preset=preset, check=check,
             factory=factory)
