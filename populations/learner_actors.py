@@ -20,6 +20,12 @@ driver loads that state into its own copy of the member, and publishes and check
 from it as the in-process league does; a member's opponent draws come from its own seeded
 stream, so the snapshots, matches and ratings equal the in-process runner's.
 
+Before its first job an actor imports the user's modules (``imports=``), from the module list
+and ``PYTHONPATH`` the driver gives its constructor (``populations.runners.worker_env``): the
+member it trains may play snapshots of a policy kind, or normalize advantages with an
+adv_norm, that only those modules register (a ``mappo`` member against ``my_algo``'s
+snapshots), and a cluster's workers do not inherit the driver's variables.
+
 An actor that dies (killed, out of memory, its node lost) is replaced and the job sent
 again, from the same state, at most ``max_restarts`` times per job.
 
@@ -50,7 +56,7 @@ import torch
 
 from marl.core import Policy, load_policy
 from populations.members import GenerationMatchmaker, Member, OpponentDraw, TrainPlan
-from populations.runners import _loopback_only, init_ray
+from populations.runners import _loopback_only, enter_worker_env, init_ray, worker_env
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +114,9 @@ class LearnerResult:
 class _LearnerActor:
     """One Ray actor: trains whichever member a job names (members cached by name)."""
 
-    def __init__(self, torch_threads: int) -> None:
+    def __init__(self, torch_threads: int, env: dict[str, str] | None = None) -> None:
         self.threads = torch_threads
+        self.env: dict[str, str] | None = env or {}  # the user's modules; None once imported
         self.members: dict[str, Member] = {}
         self.policies: dict[tuple[int, str], Policy] = {}  # (snapshot id, sha256) -> policy
         self.folder = Path(tempfile.mkdtemp(prefix="selfplay-learner-"))
@@ -124,6 +131,9 @@ class _LearnerActor:
         import ray
 
         started = time.time()
+        if self.env is not None:  # in the job, not __init__: its error reaches the driver as is
+            enter_worker_env(self.env)
+            self.env = None
         # OpenMP's thread count belongs to the calling thread: set it where the work runs
         torch.set_num_threads(self.threads)
         if job.name not in self.members:
@@ -205,7 +215,8 @@ class LearnerPool:
         # each member's skeleton travels once per actor; its state travels with every job
         self._members = {m.name: ray.put(m) for m in members}
         self._snapshots: dict[int, tuple[str, Any]] = {}
-        self.actors = [self._actor.remote(torch_threads) for _ in range(num_actors)]
+        self._env = worker_env()  # the user's modules (imports=), imported by every actor
+        self.actors = [self._actor.remote(torch_threads, self._env) for _ in range(num_actors)]
         self._idle = list(range(num_actors))
         self._queue: list[LearnerJob] = []
         self._running: dict[Any, tuple[LearnerJob, int, int]] = {}  # ref -> (job, slot, tries)
@@ -277,7 +288,7 @@ class LearnerPool:
     def _replace(self, slot: int) -> None:
         with contextlib.suppress(Exception):  # it may be gone already
             self._ray.kill(self.actors[slot])
-        self.actors[slot] = self._actor.remote(self._threads)
+        self.actors[slot] = self._actor.remote(self._threads, self._env)
 
     def close(self) -> None:
         for a in self.actors:

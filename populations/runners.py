@@ -7,6 +7,15 @@ A :class:`MatchJob` is self-contained — game, seats as policy files, episodes,
 job gives the same returns wherever it runs: the local and Ray runners agree exactly for
 a fixed seed. Episodes are reported in the order they finish (copy order within a step).
 
+The modules a command line imported for the user (``imports=``: their games, learners, policy
+kinds, adv_norms) reach every actor the same way, whether the worker process inherited the
+driver's variables (a local instance) or not (a cluster joined by address): the actor gets
+the module list and the driver's ``PYTHONPATH`` in its constructor (:func:`worker_env`) and
+imports the modules before its first job (:func:`enter_worker_env`). Unpickling reaches only
+the modules a job's objects name, and ``games.make`` only on an unknown game: a learner actor
+training ``mappo`` loads a ``my_algo`` member's snapshot by its policy kind, and a ``mappo``
+learner finds ``adv_norm=median`` by name, so those registries need the imports done first.
+
 A job plays ``min(num_envs, episodes)`` copies of a stepped (PettingZoo, OpenSpiel) game at
 once; a natively batched game (VMAS) plays every episode of the job at once, as copies of
 one batch (``games.vector.episode_copies``), so a pair's match costs one episode's steps.
@@ -16,8 +25,10 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import importlib
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +38,7 @@ import torch
 
 import games
 import llm_agents.learner  # noqa: F401 - registers the llm policy kind (load_policy, Ray workers)
+from games.registry import IMPORTS_ENV
 from games.vector import episode_copies
 from marl.core import Policy, derive_seed, load_policy
 from marl.train import RandomPolicy, check_episode_lengths
@@ -246,14 +258,55 @@ class RunnerError(RuntimeError):
     """A match job could not be played (its workers kept dying)."""
 
 
+class WorkerImportError(ValueError):
+    """A module of ``imports=`` that the driver imported could not be imported on a Ray
+    worker (a cluster node without the package, a folder the node cannot read)."""
+
+
+def worker_env() -> dict[str, str]:
+    """What a Ray actor needs to register the user's modules as the driver did: the modules
+    a command line imported (``games.registry.IMPORTS_ENV``, set by ``imports=`` and
+    ``--import``) and the driver's ``PYTHONPATH`` (which holds the folder they came from)."""
+    return {k: os.environ[k] for k in (IMPORTS_ENV, "PYTHONPATH") if os.environ.get(k)}
+
+
+def enter_worker_env(env: dict[str, str]) -> None:
+    """In a Ray actor: take the driver's :func:`worker_env` (a cluster's workers do not
+    inherit its variables), put its ``PYTHONPATH`` folders on ``sys.path`` and import its
+    modules, so their policy kinds, learners, adv_norms and games are registered before a
+    job loads a snapshot or trains. A module that fails raises :class:`WorkerImportError`
+    in one line naming it."""
+    os.environ.update(env)
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    for path in reversed(paths):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    for module in filter(None, env.get(IMPORTS_ENV, "").split(",")):
+        try:
+            importlib.import_module(module)
+        except Exception as err:
+            first = (str(err).strip().splitlines() or [""])[0]
+            raise WorkerImportError(
+                f"imports: cannot import {module!r} on a Ray worker (pid {os.getpid()}): "
+                f"{type(err).__name__}: {first}; every node needs the module, installed or "
+                f"in a folder on PYTHONPATH (the driver's: {os.pathsep.join(paths) or 'empty'})"
+            ) from None
+
+
 class _MatchWorker:
     """One Ray actor's state: the policies it loaded."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
         torch.set_num_threads(1)
         self.cache: dict[str, Policy] = {}
+        self.env: dict[str, str] | None = env or {}  # None once entered
 
     def play(self, job: MatchJob) -> MatchResult:
+        # here, not in __init__: an error raised by the constructor reaches the driver as a
+        # dead actor (replaced, retried, then a traceback's first line), a job's as itself
+        if self.env is not None:
+            enter_worker_env(self.env)
+            self.env = None
         return play_job(job, self.cache)
 
     def pid(self) -> int:
@@ -277,7 +330,8 @@ class RayRunner(Runner):
         self._ray = ray = init_ray(address, num_cpus or num_workers)
         self._actor = ray.remote(num_cpus=1)(_MatchWorker)
         self.max_retries, self.retries = max_retries, 0
-        self.workers = [self._actor.remote() for _ in range(num_workers)]
+        self._env = worker_env()  # the user's modules (imports=), imported by every worker
+        self.workers = [self._actor.remote(self._env) for _ in range(num_workers)]
         log.info("ray runner with %d workers", num_workers)
 
     def play(self, jobs: list[MatchJob]) -> list[MatchResult]:
@@ -317,7 +371,7 @@ class RayRunner(Runner):
     def _replace(self, slot: int) -> None:
         with contextlib.suppress(Exception):  # it may be gone already
             self._ray.kill(self.workers[slot])
-        self.workers[slot] = self._actor.remote()
+        self.workers[slot] = self._actor.remote(self._env)
 
     def close(self) -> None:
         for w in self.workers:
