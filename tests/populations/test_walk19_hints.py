@@ -37,7 +37,7 @@ class W19Config:
     lr: float = 0.1
 
 
-@register_learner("w19_algo", config=W19Config, policy="w19_kind", section="w19_sec",
+@register_learner("w19_algo", config=W19Config, policy="w19_hint_kind", section="w19_sec",
                   capabilities=Capabilities(discrete=True, continuous=False, on_policy=True,
                                             turn_based=True, centralized_critic=False))
 class W19Learner(Learner):
@@ -146,7 +146,7 @@ def test_eval_of_an_unknown_policy_kind_names_the_import_flag(tmp_path, monkeypa
         path = tmp_path / f"w{k}.pt"
         MAPPO(spec, MAPPOConfig(), seed=k).policy().save(path)
         data = torch.load(path, weights_only=True)
-        data["meta"]["kind"] = "w19_kind"  # a kind only a user's module registers
+        data["meta"]["kind"] = "w19_hint_kind"  # a kind only a user's module registers
         torch.save(data, path)
         files.append(str(path))
     monkeypatch.chdir(tmp_path)
@@ -155,7 +155,7 @@ def test_eval_of_an_unknown_policy_kind_names_the_import_flag(tmp_path, monkeypa
                        *files])
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "unknown policy kind 'w19_kind'" in err[0]
-    assert err[0].endswith("; import the module that registers 'w19_kind' with --import MODULE "
-                           "(importable from this folder; repeatable)")
+    assert len(err) == 1 and "unknown policy kind 'w19_hint_kind'" in err[0]
+    assert err[0].endswith("; import the module that registers 'w19_hint_kind' with --import "
+                           "MODULE (importable from this folder; repeatable)")
     assert not (tmp_path / "e.db").exists()
