@@ -54,6 +54,8 @@ POPULATIONS_KNOWN: dict[tuple[str, str], str] = {
     # before torch loads: marl.configs holds them without torch
     ("populations/config_checks.py", "marl.configs"): "MAPPOConfig of the early checks",
     ("populations/config_checks.py", "llm_agents.settings"): "LLMConfig of the early checks",
+    # the population/runner dataclasses check their values as the learners' do (ec9fea6)
+    ("populations/experiment_config.py", "marl.configs"): "check_number, COUNT, RATE",
     # the Python API's League() without members builds one MAPPO member from LeagueConfig
     ("populations/league.py", "marl.mappo"): "LeagueConfig.mappo and the default member",
     ("populations/league.py", "marl.actor_critic"): "NetConfig in LeagueConfig's default",
