@@ -21,7 +21,7 @@ from tests.populations.test_walk18_cli_more import _train
 NORMS = '''
 from marl.advantages import register_adv_norm
 
-@register_adv_norm("w19_median")
+@register_adv_norm("w19_hint_median")
 def median(x, keys, mask, weights, cfg, state):
     return x - x.median()
 '''
@@ -33,24 +33,25 @@ from marl.registry import register_learner
 
 
 @dataclass(frozen=True)
-class W19Config:
+class W19HintConfig:
     lr: float = 0.1
 
 
-@register_learner("w19_algo", config=W19Config, policy="w19_hint_kind", section="w19_sec",
+@register_learner("w19_hint_algo", config=W19HintConfig, policy="w19_hint_kind",
+                  section="w19_hint_sec",
                   capabilities=Capabilities(discrete=True, continuous=False, on_policy=True,
                                             turn_based=True, centralized_critic=False))
-class W19Learner(Learner):
+class W19HintLearner(Learner):
     pass
 '''
 
 
 @pytest.fixture
 def user_code(tmp_path, monkeypatch):
-    """``w19_norms.py`` and ``w19_learner.py`` in the working folder; what importing them
+    """``w19_hint_norms.py`` and ``w19_hint_learner.py`` in the working folder; what importing them
     registers, and the variables the CLI sets for workers, are undone after the test."""
-    (tmp_path / "w19_norms.py").write_text(NORMS)
-    (tmp_path / "w19_learner.py").write_text(LEARNER)
+    (tmp_path / "w19_hint_norms.py").write_text(NORMS)
+    (tmp_path / "w19_hint_learner.py").write_text(LEARNER)
     monkeypatch.setattr(adv_mod, "_REGISTRY", dict(adv_mod._REGISTRY))
     registry.entries()  # the built-ins first: they stay registered after the test
     monkeypatch.setattr(registry, "_LEARNERS", dict(registry._LEARNERS))
@@ -58,7 +59,7 @@ def user_code(tmp_path, monkeypatch):
     for name in (IMPORTS_ENV, "PYTHONPATH"):
         monkeypatch.setenv(name, os.environ.get(name, ""))
     yield tmp_path
-    for module in ("w19_norms", "w19_learner"):
+    for module in ("w19_hint_norms", "w19_hint_learner"):
         sys.modules.pop(module, None)
 
 
@@ -96,8 +97,8 @@ def test_a_key_no_section_holds_lists_the_sections(tmp_path, monkeypatch, capsys
 
 
 def test_an_unknown_adv_norm_says_how_to_bring_ones_own(tmp_path, monkeypatch, capsys):
-    err = _refused(["mappo.adv_norm=w19_median"], monkeypatch, tmp_path, capsys)
-    assert err.startswith("selfplay-train: bad config: mappo.adv_norm='w19_median' unknown; "
+    err = _refused(["mappo.adv_norm=w19_hint_median"], monkeypatch, tmp_path, capsys)
+    assert err.startswith("selfplay-train: bad config: mappo.adv_norm='w19_hint_median' unknown; "
                           "choose one of ['agent', 'global', 'none', 'role']")
     assert err.endswith("an adv_norm of your own is registered by @register_adv_norm when its "
                         "module is imported (selfplay-train imports=[module])")
@@ -106,31 +107,32 @@ def test_an_unknown_adv_norm_says_how_to_bring_ones_own(tmp_path, monkeypatch, c
 def test_an_adv_norm_of_ones_own_is_accepted_through_imports(user_code, monkeypatch):
     started = []
     monkeypatch.setattr(cli, "_train_task", started.append)
-    _train(["imports=[w19_norms]", "mappo.adv_norm=w19_median",
+    _train(["imports=[w19_hint_norms]", "mappo.adv_norm=w19_hint_median",
             f"hydra.run.dir={user_code / 'run'}"], monkeypatch, user_code)
-    assert len(started) == 1 and started[0].mappo.adv_norm == "w19_median"
+    assert len(started) == 1 and started[0].mappo.adv_norm == "w19_hint_median"
 
 
 # ------------------------------------------------- 3. a registered learner without a preset
 @pytest.mark.parametrize("searchpath", [[], ["hydra.searchpath=[file://elsewhere]"]])
 def test_a_registered_learner_without_preset_says_how_to_add_one(searchpath, user_code,
                                                                  monkeypatch, capsys):  # fmt: skip
-    err = _refused(["imports=[w19_learner]", "algo=w19_algo", *searchpath], monkeypatch,
+    err = _refused(["imports=[w19_hint_learner]", "algo=w19_hint_algo", *searchpath], monkeypatch,
                    user_code, capsys)
-    assert err.startswith("selfplay-train: In 'config': Could not find 'algo/w19_algo'; "
+    assert err.startswith("selfplay-train: In 'config': Could not find 'algo/w19_hint_algo'; "
                           "Available options in 'algo': ")
-    assert err.count("w19_algo is a learner") == 1
-    assert ("; w19_algo is a learner registered by w19_learner with no algo preset: add one, "
-            "myconfigs/algo/w19_algo.yaml holding '# @package _global_' and 'algo: w19_algo', "
-            "with hydra.searchpath=[file://myconfigs]") in err
-    assert ('ConfigStore.instance().store(group="algo", name="w19_algo", node={"algo": '
-            '"w19_algo"}, package="_global_")') in err
+    assert err.count("w19_hint_algo is a learner") == 1
+    assert ("; w19_hint_algo is a learner registered by w19_hint_learner with no algo preset: "
+            "add one, myconfigs/algo/w19_hint_algo.yaml holding '# @package _global_' and "
+            "'algo: w19_hint_algo', with hydra.searchpath=[file://myconfigs]") in err
+    assert ('ConfigStore.instance().store(group="algo", name="w19_hint_algo", node={"algo": '
+            '"w19_hint_algo"}, package="_global_")') in err
 
 
 def test_a_learners_section_given_as_algo_names_the_learner(user_code, monkeypatch, capsys):
-    err = _refused(["imports=[w19_learner]", "algo=w19_sec"], monkeypatch, user_code, capsys)
-    assert err.endswith("; w19_sec is the settings section of the learner w19_algo: "
-                        "algo=w19_algo picks it, w19_sec.KEY=VALUE sets its settings")
+    err = _refused(["imports=[w19_hint_learner]", "algo=w19_hint_sec"], monkeypatch, user_code,
+                   capsys)
+    assert err.endswith("; w19_hint_sec is the settings section of the learner w19_hint_algo: "
+                        "algo=w19_hint_algo picks it, w19_hint_sec.KEY=VALUE sets its settings")
 
 
 def test_an_unknown_algo_that_is_no_learner_gets_no_hint(tmp_path, monkeypatch, capsys):
