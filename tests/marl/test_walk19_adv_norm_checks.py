@@ -33,41 +33,41 @@ def _register(name, fn, **kw):
     (lambda x, *a: x.reshape(2, 5), "shape (2, 5), dtype torch.float32"),
 ])  # fmt: skip
 def test_wrong_shape_or_dtype_is_one_line_naming_the_adv_norm(fn, got):
-    name = _register("w19_bad", fn)
+    name = _register("w19chk_bad", fn)
     with pytest.raises(ValueError) as err:
         normalize_advantages(name, torch.randn(2, 5))
     msg = str(err.value)
     assert "\n" not in msg
-    assert msg.startswith("adv_norm 'w19_bad' (")  # and where it is defined
+    assert msg.startswith("adv_norm 'w19chk_bad' (")  # and where it is defined
     assert f"returned a tensor of {got}" in msg
     assert "expected shape (10,)" in msg and "floating" in msg
 
 
 def test_not_a_tensor_is_named():
-    name = _register("w19_list", lambda x, *a: x.tolist())
-    with pytest.raises(ValueError, match=r"adv_norm 'w19_list' \(.*\) returned list; expected "
+    name = _register("w19chk_list", lambda x, *a: x.tolist())
+    with pytest.raises(ValueError, match=r"adv_norm 'w19chk_list' \(.*\) returned list; expected "
                                          r"a floating tensor of shape \(3,\)"):
         normalize_advantages(name, torch.zeros(3))
 
 
 def test_nan_from_finite_values_is_the_adv_norms_fault():
-    name = _register("w19_nan", lambda x, *a: x / (x - x))  # 0/0 on every sample
+    name = _register("w19chk_nan", lambda x, *a: x / (x - x))  # 0/0 on every sample
     with pytest.raises(ValueError) as err:
         normalize_advantages(name, torch.arange(4.0))
     msg = str(err.value)
     assert "\n" not in msg
-    assert msg.startswith("adv_norm 'w19_nan' (")
+    assert msg.startswith("adv_norm 'w19chk_nan' (")
     assert "non-finite advantage (nan) at 4 of 4 samples whose values are finite" in msg
     assert "not the game's rewards" in msg
 
 
 def test_what_the_mask_drops_and_non_finite_input_are_not_blamed_on_it():
-    name = _register("w19_centered", lambda x, keys, m, *a: torch.where(m, x - 1.0, torch.nan))
+    name = _register("w19chk_centered", lambda x, keys, m, *a: torch.where(m, x - 1.0, torch.nan))
     mask = torch.tensor([True, True, False])
     res = normalize_advantages(name, torch.tensor([1.0, 2.0, 3.0]), mask=mask)
     assert res.advantages.tolist() == [0.0, 1.0, 0.0]  # masked: 0, as for every adv_norm
     # NaN in the values themselves passes through: the caller's finite guard names its source
-    ident = _register("w19_identity", lambda x, *a: x)
+    ident = _register("w19chk_identity", lambda x, *a: x)
     out = normalize_advantages(ident, torch.tensor([1.0, torch.nan])).advantages
     assert torch.isnan(out[1])
 
@@ -81,19 +81,19 @@ def test_builtin_adv_norms_skip_the_finite_check(monkeypatch):
     for name in ("global", "agent", "none"):
         normalize_advantages(name, torch.randn(4, 2), keys)
     assert calls == []
-    normalize_advantages(_register("w19_ok", lambda x, *a: x * 2.0), torch.randn(3))
-    assert calls == ["w19_ok"]
+    normalize_advantages(_register("w19chk_ok", lambda x, *a: x * 2.0), torch.randn(3))
+    assert calls == ["w19chk_ok"]
 
 
 def test_mappo_with_a_scalar_returning_adv_norm_stops_naming_it():
     from marl.mappo import MAPPO, MAPPOConfig
     from marl.train import train
 
-    name = _register("w19_scalar", lambda x, *a: (x - x.mean()).abs().mean())
+    name = _register("w19chk_scalar", lambda x, *a: (x - x.mean()).abs().mean())
     spec = games.make("openspiel/kuhn_poker").spec
     learner = MAPPO(spec, MAPPOConfig(adv_norm=name, rollout_steps=8, epochs=1, minibatches=1),
                     seed=0)  # fmt: skip
     vg = games.VectorGame("openspiel/kuhn_poker", 4, seed=0)
-    with pytest.raises(ValueError, match=r"adv_norm 'w19_scalar' \(.*\) returned a tensor of "
+    with pytest.raises(ValueError, match=r"adv_norm 'w19chk_scalar' \(.*\) returned a tensor of "
                                          r"shape \(\), dtype torch.float32; expected shape"):
         train(learner, vg, frames=4 * 8 * 2, progress=False)
