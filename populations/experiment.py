@@ -24,7 +24,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,11 @@ from populations.experiment_config import (  # torch-free: checked before torch 
     league_algos,
 )
 from populations.league import MEMBER, League, LeagueConfig
+from populations.learner_sections import (  # settings: re-exported, its old home
+    check_learner_sections,
+    section_configs,
+    settings,
+)
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
 from populations.matchmaking import MatchmakingConfig  # noqa: F401 - re-exported: its old home
 from populations.members import LearnerMember, LLMMember
@@ -166,123 +171,11 @@ class RunSummary:
     table: list[dict[str, Any]]
 
 
-def settings(cfg: ExperimentConfig, entry: LearnerEntry) -> Any:
-    """The section of ``cfg`` its registry entry names (``ippo``: ``mappo``). A learner
-    registered by the user's own module has no field in this schema: its section comes from
-    the command line (``+my_algo.lr=0.5``, which ``OmegaConf.to_object`` leaves on ``cfg`` as
-    a dict: :func:`learner_sections`), built into its config dataclass over the entry's
-    defaults and checked by it (:func:`section_config`); without one, the defaults. Presets
-    are applied by the entry when it builds."""
-    section = getattr(cfg, entry.section, None)
-    if section is None:
-        return entry.default()
-    if isinstance(section, Mapping):
-        return section_config(entry, section)
-    return section
-
-
-def learner_sections(cfg: ExperimentConfig) -> dict[str, Any]:
-    """The keys ``cfg`` holds beyond the schema's fields: Hydra adds a key the schema lacks
-    at its top level (``+my_algo.lr=0.5``) and ``OmegaConf.to_object`` sets it as an
-    attribute; :func:`check_experiment` accepts only registered learners' sections."""
-    fields = {f.name for f in dataclasses.fields(cfg)}
-    return {k: v for k, v in vars(cfg).items() if k not in fields}
-
-
-def replaced(cfg: ExperimentConfig, **changes: Any) -> ExperimentConfig:
-    """``dataclasses.replace(cfg, **changes)`` keeping :func:`learner_sections` (replace
-    builds a new instance from the fields only)."""
-    new = dataclasses.replace(cfg, **changes)
-    vars(new).update(learner_sections(cfg))
-    return new
-
-
-def section_config(entry: LearnerEntry, values: Mapping[str, Any]) -> Any:
-    """``entry``'s config dataclass from its section's ``values`` (nested mappings for nested
-    dataclasses) over the entry's defaults, typed and checked as the schema's own sections
-    are: ``ValueError`` in one line naming the key by its path (``my_algo.lrr: Key 'lrr' not
-    in 'MyConfig'; nearest: my_algo.lr``, ``my_algo.lr=fast: Value 'fast' ...``, the
-    dataclass's own check: ``my_algo.lr=-1.0; expected ...``)."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
-
-    from populations.config_checks import _unknown_key, writable
-    from populations.config_paths import at_path, refusal
-
-    path, default = entry.section, entry.default()
-    try:
-        node = writable(OmegaConf.structured(default))
-    except (OmegaConfBaseException, ValueError):  # a field type OmegaConf cannot hold
-        return _plain_section_config(path, default, values)
-    for key, value in _flat(values):
-        try:
-            OmegaConf.update(node, key, value, merge=True)
-        except (ConfigAttributeError, ConfigKeyError) as err:
-            raise ValueError(_unknown_key(node, path, key, err)) from None
-        except OmegaConfBaseException as err:  # a word where a number goes
-            text = str(err).strip().splitlines()[0]
-            raise ValueError(f"{path}.{key}={value}: {text}") from None
-    try:
-        return OmegaConf.to_object(node)
-    except (ValueError, TypeError) as err:  # the dataclass's own checks (its __post_init__)
-        where, owner, inner = refusal(node, path + ".") or (path, type(default), err)
-        raise ValueError(at_path(_first_line(inner), where, owner)) from None
-
-
-def _plain_section_config(path: str, default: Any, values: Mapping[str, Any]) -> Any:
-    """:func:`section_config` for a dataclass OmegaConf cannot type: its top-level keys
-    checked by name, its values by the dataclass's own checks."""
-    from populations.config_checks import nearest_keys
-    from populations.config_paths import at_path
-
-    names = [f.name for f in dataclasses.fields(default) if f.init]
-    for key in values:
-        if key not in names:
-            raise ValueError(f"{path}.{key}: Key '{key}' not in '{type(default).__name__}'; "
-                             f"{nearest_keys(str(key), names, path)}")
-    try:
-        return dataclasses.replace(default, **values)
-    except (ValueError, TypeError) as err:
-        raise ValueError(at_path(_first_line(err), path, type(default))) from None
-
-
-def _first_line(err: BaseException) -> str:
-    return (str(err).strip().splitlines() or [type(err).__name__])[0]
-
-
-def _flat(values: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """``{"net": {"width": 4}}`` as ``[("net.width", 4)]``: each value by its dotted key, so
-    an unknown key is named in the dataclass it was looked up in."""
-    out: list[tuple[str, Any]] = []
-    for key, value in values.items():
-        if isinstance(value, Mapping) and value:
-            out += _flat(value, f"{prefix}{key}.")
-        else:
-            out.append((f"{prefix}{key}", value))
-    return out
-
-
-def _check_learner_sections(cfg: ExperimentConfig) -> None:
-    """Refuse a top-level key that no registered learner names as its section (``+framez=3``,
-    ``+my_algoo.lr=0.5``: kept and never read), and check every registered learner's section
-    the command line gives, also those this run does not train (as the schema's are)."""
-    from populations.config_checks import nearest_keys
-
-    sections = {e.section: e for e in registry.entries().values()}
-    for key in learner_sections(cfg):
-        entry = sections.get(key)
-        if entry is None:
-            known = [f.name for f in dataclasses.fields(cfg)]
-            raise ValueError(f"{key}: not a key of the experiment nor the section of a "
-                             f"registered learner; {nearest_keys(key, [*known, *sections], '')}")
-        settings(cfg, entry)
-
-
 def check_experiment(cfg: ExperimentConfig) -> None:
     """Refuse, in one line, an algo that cannot play the game (before any run folder):
     every learner the run would train (``algo``, or the league's members); and more game
     copies (``num_envs``) than a game stepped copy by copy may take (:func:`check_copies`)."""
-    _check_learner_sections(cfg)  # +my_algo.lr=0.5 (a learner of the user's own)
+    check_learner_sections(cfg)  # +my_algo.lr=0.5 (a learner of the user's own)
     if cfg.game.kwargs:  # built and stepped once: an argument the game cannot use, one line
         check_game_kwargs(cfg.game.name, dict(cfg.game.kwargs))
     game = games.make(cfg.game.name, **cfg.game.kwargs)
@@ -901,11 +794,8 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
 def _plain(obj: Any) -> Any:
     """Dataclasses, tuples and dicts as JSON-able plain values."""
     if isinstance(obj, ExperimentConfig):  # and the sections of the user's own learners
-        entries = {e.section: e for e in registry.entries().values()}
-        extra = {k: settings(obj, entries[k]) if k in entries else v
-                 for k, v in learner_sections(obj).items()}
         return {**{k: _plain(v) for k, v in dataclasses.asdict(obj).items()},
-                **{k: _plain(v) for k, v in extra.items()}}
+                **{k: _plain(v) for k, v in section_configs(obj).items()}}
     if dataclasses.is_dataclass(obj):
         return {k: _plain(v) for k, v in dataclasses.asdict(obj).items()}
     if isinstance(obj, dict):

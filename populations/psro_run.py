@@ -31,6 +31,7 @@ from games.openspiel import OpenSpielGame
 from marl import registry
 from marl.core import _POLICIES, Learner, Policy  # _POLICIES: kind -> class
 from populations.db import LeagueDB, MatchRow
+from populations.learner_sections import replaced, settings
 from populations.loggers import MetricsLogger
 from populations.psro import (
     PSRO,
@@ -258,9 +259,8 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True) -> Exp
             " (no exact tools: see PSRO's NashConv line)" if later else f" ({why})"
         log.info("PSRO on %s: oracle=%s, payoffs=%s, meta_solver=%s%s", game.spec.name, oracle,
                  payoffs, meta, because)
-    from populations.experiment import replaced  # keeps the user's learners' sections
-
     psro = dataclasses.replace(pop.psro, payoffs=payoffs, meta_solver=meta)
+    # replaced: dataclasses.replace would drop the sections of the user's own learners
     return replaced(cfg, population=dataclasses.replace(pop, oracle=oracle, psro=psro))
 
 
@@ -385,8 +385,6 @@ def oracle_learner(cfg: ExperimentConfig) -> LearnerFactory:
     (as before learners were registered); a registered algo is built through the registry
     with its own experiment section (``population.oracle=vdn`` reads ``vdn:``), on one seat
     or a team's seats."""
-    from populations.experiment import settings
-
     if cfg.population.oracle == "rl":
         return mappo_learner
     entry = registry.get(cfg.population.oracle)
@@ -407,8 +405,6 @@ def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
     """Refuse, in one line and before any run folder, an RL oracle that cannot play the
     game (the learner with its experiment section's settings), and PSRO players that the
     settings cannot serve (an unknown ``players``, exact tools for a team of several seats)."""
-    from populations.experiment import settings
-
     oracle, psro_cfg = cfg.population.oracle, cfg.population.psro
     check_exact_players(psro_players(spec, psro_cfg.players), psro_cfg.payoffs,
                         oracle == "exact", psro_cfg.uses_full_game, where="population.psro")

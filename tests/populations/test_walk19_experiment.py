@@ -170,6 +170,8 @@ def test_without_a_section_an_own_learner_gets_its_defaults(own_learner):
     ("+walk19_algo.lr=-1", "walk19_algo.lr=-1.0; expected a number > 0"),
     ("+walk19_algoo.lr=0.5", "walk19_algoo: not a key of the experiment nor the section of a "
                              "registered learner; nearest: walk19_algo"),
+    ("+walk19_algo=5", "walk19_algo=5: a learner's section takes settings by key "
+                       "(walk19_algo.<key>=...; keys of walk19_algo: lr, batch_episodes, net)"),
     ("+framez=3", "framez: not a key of the experiment nor the section of a registered "
                   "learner; nearest: frames"),
 ])

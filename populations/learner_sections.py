@@ -1,0 +1,148 @@
+"""The settings of a learner as an experiment gives them: its section of
+:class:`~populations.experiment.ExperimentConfig` (``mappo:`` for ``mappo`` and ``ippo``), or,
+for a learner registered by the user's own module (README "Add your own learner"), the
+section the command line adds (``+my_algo.lr=0.5``), built into the learner's config
+dataclass and checked by it in one line before the run folder is made.
+
+Hydra adds a key the schema lacks at its top level (``+my_algo.lr=0.5``; the sections inside
+the schema are closed) and ``OmegaConf.to_object`` leaves it on the experiment as a plain
+dict attribute; :func:`settings` types it, :func:`check_learner_sections` refuses such keys
+that no registered learner names, and :func:`replaced` keeps them where the experiment is
+rebuilt (``dataclasses.replace`` copies fields only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from marl import registry
+from marl.registry import LearnerEntry
+
+if TYPE_CHECKING:
+    from populations.experiment import ExperimentConfig
+
+
+def settings(cfg: ExperimentConfig, entry: LearnerEntry) -> Any:
+    """The section of ``cfg`` its registry entry names (``ippo``: ``mappo``). A learner
+    registered by the user's own module has no field in this schema: its section comes from
+    the command line (``+my_algo.lr=0.5``, which ``OmegaConf.to_object`` leaves on ``cfg`` as
+    a dict: :func:`learner_sections`), built into its config dataclass over the entry's
+    defaults and checked by it (:func:`section_config`); without one, the defaults. Presets
+    are applied by the entry when it builds."""
+    section = getattr(cfg, entry.section, None)
+    if section is None:
+        return entry.default()
+    if isinstance(section, Mapping):
+        return section_config(entry, section)
+    if entry.section in learner_sections(cfg):  # +my_algo=5: a value, not settings
+        keys = ", ".join(f.name for f in dataclasses.fields(entry.config))
+        raise ValueError(f"{entry.section}={section!r}: a learner's section takes settings "
+                         f"by key ({entry.section}.<key>=...; keys of {entry.section}: {keys})")
+    return section
+
+
+def learner_sections(cfg: ExperimentConfig) -> dict[str, Any]:
+    """The keys ``cfg`` holds beyond the schema's fields: Hydra adds a key the schema lacks
+    at its top level (``+my_algo.lr=0.5``) and ``OmegaConf.to_object`` sets it as an
+    attribute; :func:`check_experiment` accepts only registered learners' sections."""
+    fields = {f.name for f in dataclasses.fields(cfg)}
+    return {k: v for k, v in vars(cfg).items() if k not in fields}
+
+
+def replaced(cfg: ExperimentConfig, **changes: Any) -> ExperimentConfig:
+    """``dataclasses.replace(cfg, **changes)`` keeping :func:`learner_sections` (replace
+    builds a new instance from the fields only)."""
+    new = dataclasses.replace(cfg, **changes)
+    vars(new).update(learner_sections(cfg))
+    return new
+
+
+def section_config(entry: LearnerEntry, values: Mapping[str, Any]) -> Any:
+    """``entry``'s config dataclass from its section's ``values`` (nested mappings for nested
+    dataclasses) over the entry's defaults, typed and checked as the schema's own sections
+    are: ``ValueError`` in one line naming the key by its path (``my_algo.lrr: Key 'lrr' not
+    in 'MyConfig'; nearest: my_algo.lr``, ``my_algo.lr=fast: Value 'fast' ...``, the
+    dataclass's own check: ``my_algo.lr=-1.0; expected ...``)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+    from populations.config_checks import _unknown_key, writable
+    from populations.config_paths import at_path, refusal
+
+    path, default = entry.section, entry.default()
+    try:
+        node = writable(OmegaConf.structured(default))
+    except (OmegaConfBaseException, ValueError):  # a field type OmegaConf cannot hold
+        return _plain_section_config(path, default, values)
+    for key, value in _flat(values):
+        try:
+            OmegaConf.update(node, key, value, merge=True)
+        except (ConfigAttributeError, ConfigKeyError) as err:
+            raise ValueError(_unknown_key(node, path, key, err)) from None
+        except OmegaConfBaseException as err:  # a word where a number goes
+            text = str(err).strip().splitlines()[0]
+            raise ValueError(f"{path}.{key}={value}: {text}") from None
+    try:
+        return OmegaConf.to_object(node)
+    except (ValueError, TypeError) as err:  # the dataclass's own checks (its __post_init__)
+        where, owner, inner = refusal(node, path + ".") or (path, type(default), err)
+        raise ValueError(at_path(_first_line(inner), where, owner)) from None
+
+
+def _plain_section_config(path: str, default: Any, values: Mapping[str, Any]) -> Any:
+    """:func:`section_config` for a dataclass OmegaConf cannot type: its top-level keys
+    checked by name, its values by the dataclass's own checks."""
+    from populations.config_checks import nearest_keys
+    from populations.config_paths import at_path
+
+    names = [f.name for f in dataclasses.fields(default) if f.init]
+    for key in values:
+        if key not in names:
+            raise ValueError(f"{path}.{key}: Key '{key}' not in '{type(default).__name__}'; "
+                             f"{nearest_keys(str(key), names, path)}")
+    try:
+        return dataclasses.replace(default, **values)
+    except (ValueError, TypeError) as err:
+        raise ValueError(at_path(_first_line(err), path, type(default))) from None
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
+
+
+def _flat(values: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """``{"net": {"width": 4}}`` as ``[("net.width", 4)]``: each value by its dotted key, so
+    an unknown key is named in the dataclass it was looked up in."""
+    out: list[tuple[str, Any]] = []
+    for key, value in values.items():
+        if isinstance(value, Mapping) and value:
+            out += _flat(value, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
+
+
+def section_configs(cfg: ExperimentConfig) -> dict[str, Any]:
+    """:func:`learner_sections` with each registered learner's built (its config dataclass,
+    defaults filled in): what a run's ``settings.json`` records."""
+    entries = {e.section: e for e in registry.entries().values()}
+    return {k: settings(cfg, entries[k]) if k in entries else v
+            for k, v in learner_sections(cfg).items()}
+
+
+def check_learner_sections(cfg: ExperimentConfig) -> None:
+    """Refuse a top-level key that no registered learner names as its section (``+framez=3``,
+    ``+my_algoo.lr=0.5``: kept and never read), and check every registered learner's section
+    the command line gives, also those this run does not train (as the schema's are)."""
+    from populations.config_checks import nearest_keys
+
+    sections = {e.section: e for e in registry.entries().values()}
+    for key in learner_sections(cfg):
+        entry = sections.get(key)
+        if entry is None:
+            known = [f.name for f in dataclasses.fields(cfg)]
+            raise ValueError(f"{key}: not a key of the experiment nor the section of a "
+                             f"registered learner; {nearest_keys(key, [*known, *sections], '')}")
+        settings(cfg, entry)
