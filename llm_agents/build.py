@@ -110,16 +110,62 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
         if why:  # a folder without a model gave "Couldn't instantiate the backend tokenizer"
             raise ValueError(f"llm.model={cfg.model!r} could not be loaded ({why}); give "
                              "'tiny', a local model directory or a hub name available here")
+    local = cfg.model.startswith(("/", ".", "~")) or folder.is_dir()
+
+    def load(**kw: Any) -> tuple[Any, list[Any]]:
+        # AutoModel's look for a LoRA adapter_config.json does not take local_files_only
+        # from its caller (transformers 5): it is given again, or it asks the hub (retrying)
+        adapter = {"adapter_kwargs": {"local_files_only": True}} if kw else {}
+        return (AutoTokenizer.from_pretrained(cfg.model, **kw),
+                [AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype, **kw, **adapter)
+                 for _ in range(count)])
+
     try:
-        tok = AutoTokenizer.from_pretrained(cfg.model)
-        models = [_prepare(cfg, AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype), k)
-                  for k in range(count)]
+        try:  # a folder, or a hub name in the local cache: no request (offline, each file's
+            tok, models = load(local_files_only=True)  # check retried for ~50 s)
+        except OSError:
+            if local:
+                raise
+            _reach_hub(cfg.model)  # one request, no retries: refused here when offline
+            tok, models = load()  # a download
     except OSError as err:
-        raise ValueError(f"llm.model={cfg.model!r} could not be loaded ({err}); give 'tiny', a "
-                         "local model directory or a hub name available here") from err
+        text = str(err).strip().splitlines()[0]
+        raise ValueError(f"llm.model={cfg.model!r} could not be loaded ({text}); give 'tiny', "
+                         "a local model directory or a hub name available here") from err
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
-    return [(m, tok) for m in models]
+    return [(_prepare(cfg, m, k), tok) for k, m in enumerate(models)]
+
+
+def _reach_hub(name: str) -> None:
+    """Ask the hub once, without retries, for model ``name`` (not in the local cache): a
+    one-line ``ValueError`` when the hub cannot be reached (an offline machine: Hugging Face's
+    own download retried each file for ~50 s, ~40 warning lines), has no such model, or
+    ``name`` cannot be one; other answers (gated, rate-limited) are left to the download."""
+    from huggingface_hub import HfApi, constants
+    from huggingface_hub.errors import HfHubHTTPError, HFValidationError, RepositoryNotFoundError
+
+    where = (f"llm.model={name!r} is not in the local Hugging Face cache "
+             f"({constants.HF_HUB_CACHE})")
+    fix = ("; give a local model directory (saved with save_pretrained) or run where the hub "
+           "is reachable")
+    if constants.HF_HUB_OFFLINE:
+        raise ValueError(f"{where} and HF_HUB_OFFLINE is set{fix}")
+    try:
+        HfApi().model_info(name, timeout=constants.HF_HUB_ETAG_TIMEOUT)
+    except RepositoryNotFoundError:
+        raise ValueError(f"{where} and the hub has no model {name!r} (a private one needs "
+                         f"`hf auth login`){fix}") from None
+    except HFValidationError as err:
+        raise ValueError(f"llm.model={name!r} is neither a local directory nor a hub name "
+                         f"({err})") from None
+    except HfHubHTTPError:
+        return
+    except Exception as err:  # noqa: BLE001 - the HTTP library's transport errors (httpx,
+        # httpx2 or requests, as huggingface_hub's version has it): no route, DNS, timeout
+        raise ValueError(f"{where} and the hub could not be reached ({type(err).__name__}: "
+                         f"{str(err).strip().splitlines()[0] if str(err).strip() else ''})"
+                         f"{fix}") from None
 
 
 def _served(cfg: LLMConfig, pairs: list[tuple[Any, Any]], names: Sequence[str],

@@ -108,3 +108,75 @@ def test_vllm_with_a_gpu_is_accepted(model_dir):
 
     check_command_line(["experiment=kuhn_llm_selfplay", "llm=vllm", f"llm.model={model_dir}"])
     check_command_line(["algo=llm_grpo", "llm.backend=vllm", f"llm.model={model_dir}"])
+
+
+# ---------------------------------------------------------------------- hub, offline
+OFFLINE = """
+import logging, sys
+logging.basicConfig(level=logging.WARNING)
+from llm_agents.build import LLMConfig, build_team
+try:
+    team = build_team(LLMConfig(model=sys.argv[1]), ["openspiel/kuhn_poker"])
+    print("loaded", type(team.models['shared'].model).__name__)
+except ValueError as err:
+    print("refused", err)
+"""
+
+
+def _offline(name: str, home: Path) -> subprocess.CompletedProcess:
+    """``build_team`` of hub name ``name`` where the hub cannot be reached (its address: a
+    closed local port) and the Hugging Face cache is ``home``."""
+    env = {k: v for k, v in __import__("os").environ.items()
+           if not k.startswith(("HF_", "TRANSFORMERS_", "HUGGINGFACE_"))}
+    env.update(HF_HOME=str(home), HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_DISABLE_TELEMETRY="1")
+    return subprocess.run([sys.executable, "-c", OFFLINE, name], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=Path(__file__).parents[2])
+
+
+def test_a_hub_name_offline_fails_in_one_line_without_retries(tmp_path):
+    run = _offline("org/xyz", tmp_path / "hf")
+    out = run.stdout.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith(
+        "refused llm.model='org/xyz' is not in the local Hugging Face cache"), out
+    assert "the hub could not be reached" in out[0] and "local model directory" in out[0]
+    assert "Retry" not in run.stderr and "thrown while requesting" not in run.stderr, run.stderr
+
+
+def test_a_cached_hub_model_loads_offline(tmp_path, model_dir):
+    """A model in the Hugging Face cache (``models--org--tiny/snapshots/<rev>``, as a
+    download leaves it) loads with the hub out of reach."""
+    repo = tmp_path / "hf" / "hub" / "models--org--tiny"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    _damaged(model_dir, repo / "snapshots" / ("0" * 40), lambda d: None)
+    run = _offline("org/tiny", tmp_path / "hf")
+    assert run.stdout.strip() == "loaded GPT2LMHeadModel", run.stdout + run.stderr
+    assert "Retry" not in run.stderr and "thrown while requesting" not in run.stderr, run.stderr
+
+
+def test_a_hub_name_not_cached_is_downloaded_where_the_hub_answers(model_dir, monkeypatch):
+    """The cache first, then (the hub answering) the download as before."""
+    import huggingface_hub
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    calls, asked = [], []
+
+    def fake(label, real):
+        def load(name, **kw):
+            calls.append((label, name, kw.get("local_files_only", False)))
+            if kw.get("local_files_only"):
+                raise OSError(f"{name} is not in the cache")
+            return real(str(model_dir), **kw)
+        return load
+
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained",
+                        fake("tokenizer", AutoTokenizer.from_pretrained))
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained",
+                        fake("model", AutoModelForCausalLM.from_pretrained))
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info",
+                        lambda self, name, **kw: asked.append(name))
+    team = build_team(LLMConfig(model="org/tiny"), [KUHN])
+    assert type(team.models["shared"].model).__name__ == "GPT2LMHeadModel"
+    assert calls == [("tokenizer", "org/tiny", True), ("tokenizer", "org/tiny", False),
+                     ("model", "org/tiny", False)] and asked == ["org/tiny"]
+
