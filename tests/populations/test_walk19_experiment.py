@@ -67,7 +67,7 @@ class OwnLearner:  # only built here: the config it receives is what these tests
 
 CAPS = Capabilities(discrete=True, continuous=False, on_policy=True, turn_based=True,
                     centralized_critic=False, partial_seats=True)
-register_learner("walk19_algo", config=OwnConfig, policy="my_kind", capabilities=CAPS)(
+register_learner("walk19_algo", config=OwnConfig, policy="walk19_kind", capabilities=CAPS)(
     OwnLearner)
 register_learner("walk19_noprobs", config=OwnConfig, policy="walk19_noprobs",
                  capabilities=CAPS)(type("NoProbsLearner", (OwnLearner,), {}))
@@ -96,7 +96,8 @@ def own_learner(tmp_path, monkeypatch):
         sys.modules.pop(MODULE, None)
         for name in ("walk19_algo", "walk19_noprobs"):
             registry._LEARNERS.pop(name, None)
-        registry._POLICY_MODULES.pop("walk19_noprobs", None)
+        for kind in ("walk19_kind", "walk19_noprobs"):
+            registry._POLICY_MODULES.pop(kind, None)
         core._POLICIES.pop("walk19_noprobs", None)
         ConfigStore.instance().repo.get("algo", {}).pop("walk19_algo.yaml", None)
 
