@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,13 +106,13 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
 
     dtype = cfg.torch_dtype(resolve_device(cfg.grpo.device))
     folder = Path(cfg.model).expanduser()
-    if cfg.model.startswith(("/", ".", "~")) or folder.is_dir():  # a path, not a hub name
+    local = cfg.model.startswith(("/", ".", "~")) or folder.is_dir()  # a path, not a hub name
+    if local:
         why = ("no such directory" if not folder.is_dir() else  # not "Repo id must be..."
                "no config.json in it" if not (folder / "config.json").is_file() else None)
         if why:  # a folder without a model gave "Couldn't instantiate the backend tokenizer"
             raise ValueError(f"llm.model={cfg.model!r} could not be loaded ({why}); give "
                              "'tiny', a local model directory or a hub name available here")
-    local = cfg.model.startswith(("/", ".", "~")) or folder.is_dir()
 
     def load(**kw: Any) -> tuple[Any, list[Any]]:
         # AutoModel's look for a LoRA adapter_config.json does not take local_files_only
@@ -120,21 +122,78 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
                 [AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype, **kw, **adapter)
                  for _ in range(count)])
 
+    from safetensors import SafetensorError
+
     try:
-        try:  # a folder, or a hub name in the local cache: no request (offline, each file's
-            tok, models = load(local_files_only=True)  # check retried for ~50 s)
-        except OSError:
-            if local:
-                raise
-            _reach_hub(cfg.model)  # one request, no retries: refused here when offline
-            tok, models = load()  # a download
+        with _load_reports_held() as reports:
+            try:  # a folder, or a hub name in the local cache: no request (offline, each
+                tok, models = load(local_files_only=True)  # file's check retried ~50 s)
+            except OSError:
+                if local:
+                    raise
+                _reach_hub(cfg.model)  # one request, no retries: refused here when offline
+                tok, models = load()  # a download
     except OSError as err:
         text = str(err).strip().splitlines()[0]
         raise ValueError(f"llm.model={cfg.model!r} could not be loaded ({text}); give 'tiny', "
                          "a local model directory or a hub name available here") from err
+    except SafetensorError as err:  # a truncated file: "invalid header length", a traceback
+        raise ValueError(f"llm.model={cfg.model!r} could not be loaded (its safetensors weights "
+                         f"are damaged: {str(err).strip()}); copy or download them again") \
+            from None
+    except RuntimeError as err:  # sizes in config.json other than the weights'
+        mismatch = _size_mismatch(err, reports)
+        if mismatch is None:
+            raise
+        raise ValueError(f"llm.model={cfg.model!r} could not be loaded (its weights do not "
+                         f"match its config.json{mismatch}); give the config.json saved with "
+                         "these weights") from None
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return [(_prepare(cfg, m, k), tok) for k, m in enumerate(models)]
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_SHAPE = r"torch\.Size\((\[[^\]]*\])\)"
+_REPORTED = re.compile(rf"^(\S+)\s*\|\s*MISMATCH\s*\|.*?ckpt: {_SHAPE} vs model: ?{_SHAPE}", re.M)
+_RAISED = re.compile(rf"size mismatch for (\S+?): copying a param with shape {_SHAPE} from "
+                     rf"checkpoint, the shape in current model is {_SHAPE}")
+
+
+@contextmanager
+def _load_reports_held() -> Iterator[list[logging.LogRecord]]:
+    """transformers' load report (a table of tensors, logged as one multi-line warning) held
+    back while models load: logged after a load that succeeds, read for the one-line error of
+    one that fails (the table came before the traceback)."""
+    logger = logging.getLogger("transformers.modeling_utils")
+    held: list[logging.LogRecord] = []
+
+    def hold(record: logging.LogRecord) -> bool:
+        if "LOAD REPORT" in str(record.msg):
+            held.append(record)
+            return False
+        return True
+
+    logger.addFilter(hold)
+    try:
+        yield held
+    finally:
+        logger.removeFilter(hold)
+    for record in held:  # not reached when the load raised
+        logger.handle(record)
+
+
+def _size_mismatch(err: RuntimeError, reports: Sequence[logging.LogRecord]) -> str | None:
+    """For transformers' refusal of weights whose shapes differ from the config's: the first
+    such tensor, `` (name: [27, 16] in the weights, [27, 32] by config.json)`` ('' when none is
+    named); None for any other ``RuntimeError``."""
+    text = str(err)
+    if "ignore_mismatched_sizes" not in text and "size mismatch" not in text:
+        return None
+    found = _RAISED.search(text) or next(
+        (m for r in reports if (m := _REPORTED.search(_ANSI.sub("", r.getMessage())))), None)
+    return f" ({found[1]}: {found[2]} in the weights, {found[3]} by config.json)" if found \
+        else ""
 
 
 def _reach_hub(name: str) -> None:

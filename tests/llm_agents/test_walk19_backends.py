@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -180,3 +181,45 @@ def test_a_hub_name_not_cached_is_downloaded_where_the_hub_answers(model_dir, mo
     assert calls == [("tokenizer", "org/tiny", True), ("tokenizer", "org/tiny", False),
                      ("model", "org/tiny", False)] and asked == ["org/tiny"]
 
+
+# -------------------------------------------------------------------- damaged folders
+def _truncate(d: Path, keep: int) -> None:
+    f = d / "model.safetensors"
+    f.write_bytes(f.read_bytes()[:keep])
+
+
+def _resize(d: Path) -> None:
+    config = json.loads((d / "config.json").read_text())
+    config["n_embd"] = 32
+    (d / "config.json").write_text(json.dumps(config))
+
+
+DAMAGES = {
+    "truncated header": (lambda d: _truncate(d, 5), "its safetensors weights are damaged"),
+    "truncated weights": (lambda d: _truncate(d, 200), "its safetensors weights are damaged"),
+    "sizes": (_resize, "its weights do not match its config.json"),
+}
+
+
+@pytest.mark.parametrize("kind", DAMAGES)
+def test_a_damaged_model_folder_fails_in_one_line_naming_it(kind, model_dir, tmp_path, capfd):
+    damage, words = DAMAGES[kind]
+    folder = _damaged(model_dir, tmp_path / "damaged", damage)
+    with pytest.raises(ValueError) as err:
+        build_team(LLMConfig(model=str(folder)), [KUHN])
+    text = str(err.value)
+    assert "\n" not in text and text.startswith(f"llm.model={str(folder)!r} could not be "
+                                                f"loaded ({words}"), text
+    assert "LOAD REPORT" not in capfd.readouterr().err  # the multi-line table is held back
+
+
+def test_a_sizes_mismatch_names_a_tensor_and_both_shapes(model_dir, tmp_path):
+    folder = _damaged(model_dir, tmp_path / "damaged", _resize)
+    with pytest.raises(ValueError, match=r"config\.json \(\S+: \[.*\] in the weights, \[.*\] "
+                                         r"by config\.json"):
+        build_team(LLMConfig(model=str(folder)), [KUHN])
+
+
+def test_a_good_folder_still_loads(model_dir):
+    team = build_team(LLMConfig(model=str(model_dir)), [KUHN])
+    assert type(team.models["shared"].model).__name__ == "GPT2LMHeadModel"
