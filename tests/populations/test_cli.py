@@ -56,6 +56,8 @@ def test_experiment_composes_and_runs_end_to_end(name, tmp_path):
     assert count("matches") >= 1
     assert count("metrics") >= 1
     assert summary.table
+    # the dashboard lists runs by experiment: every league was recorded as 'league'
+    assert db.execute("SELECT experiment FROM runs").fetchall() == [(name,)]
 
 
 def _cli_job(args, cwd, env=None):
