@@ -166,7 +166,8 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
     if done:
         _restore(psro, store, min(done, pop.iterations))
         logger.backfill(db.metric_rows(run_id))  # rows recorded after the logger's last write
-        log.info("resumed PSRO after iteration %d of %d", done - 1, pop.iterations)
+        log.info("resumed PSRO: %d of %d iterations done%s", min(done, pop.iterations),
+                 pop.iterations, "; nothing left to run" if done >= pop.iterations else "")
     try:
         if done:  # the last finished iteration may have stopped before its matches
             _record_matches(db, run_id, runner, store, recorder, cfg, done - 1,

@@ -73,3 +73,12 @@ def test_a_team_psro_run_logs_each_event_once_and_its_table_says_team(tmp_path, 
     assert not any("('" in m for m in messages)
     assert {row["team"] for row in summary.table} == {"red", "blue"}
     assert all("seat" not in row for row in summary.table)
+
+
+def test_a_finished_psro_run_resumed_says_all_iterations_are_done(tmp_path, caplog):
+    # it said 'resumed PSRO after iteration 1 of 2' (0-based), which read as unfinished
+    overrides = ["population=psro", "game=kuhn", "population.iterations=2", "progress=false"]
+    run_experiment(_experiment(overrides), tmp_path)
+    with caplog.at_level(logging.INFO):
+        run_experiment(_experiment([*overrides, "resume=true"]), tmp_path)
+    assert "resumed PSRO: 2 of 2 iterations done; nothing left to run" in _messages(caplog)
