@@ -52,6 +52,7 @@ from populations.checkpoint import (
 from populations.config_checks import (
     NUM_ENVS,
     TOP_LEVEL_TYPES,
+    backend_fits,
     check_game_kwargs,
     check_run_values,
 )
@@ -151,6 +152,9 @@ class ExperimentConfig:
                 raise ValueError(f"llm.grpo.{name}={value!r} is not read by an experiment: "
                                  f"the run's {name}= sets the LLM learner's too (give "
                                  f"{name}={value} instead)")
+        # llm=vllm where vllm or CUDA is missing: one line before the model loads, as
+        # selfplay-train's early check says it (bdd6c10)
+        backend_fits(self.llm.backend)
         # PSROConfig.seed is the Python API's too: one seed tree per run, rooted at seed=
         # (it was recorded and ignored, so changing it only made a resume "other settings")
         psro_seed = self.population.psro.seed
