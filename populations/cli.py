@@ -740,23 +740,87 @@ class ConfigCheck(Callback):
 
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        folder = None if _folder_given(config, "hydra.sweep.dir") else sweep_folder(config)
         if config.get("resume") is True and not config.get("resume_override"):
             with reported(TRAIN):
-                _refuse_resume_without_folder(config, "hydra.sweep.dir")
+                _refuse_resume_without_folder(config, "hydra.sweep.dir", folder)
+        if folder is not None:
+            pin_sweep_folder(config, folder)
 
 
-def _refuse_resume_without_folder(config: DictConfig, key: str = "hydra.run.dir") -> None:
+def _folder_given(config: DictConfig, key: str) -> bool:
+    """Whether the command line gives ``key`` (``hydra.run.dir``, ``hydra.sweep.dir``)."""
+    return any(o.split("=", 1)[0].lstrip("+~") == key for o in config.hydra.overrides.hydra)
+
+
+def sweep_folder(config: DictConfig) -> Path:
+    """The one folder of a sweep whose ``hydra.sweep.dir`` the command line does not give: the
+    config's pattern as the sweep resolves it, with ``experiment`` the swept experiments joined
+    by ``+`` where ``experiment=`` is swept (``multirun/kuhn_psro+psro_maddpg_oracle/<stamp>``;
+    the sweep resolved it as ``default``). Hydra resolves the pattern again for each job, with
+    the job's ``experiment``: a sweep over experiments went to one folder per experiment, and
+    its multirun.yaml to a third one (see :func:`pin_sweep_folder`)."""
+    import copy
+
+    from omegaconf import flag_override
+
+    folder = str(config.hydra.sweep.dir)  # the clock read once ($now is cached), for all
+    swept = _swept_experiments(list(config.hydra.overrides.task))
+    if swept:
+        named = copy.deepcopy(config)  # the cache too: the same stamp
+        with flag_override(named, ["struct", "readonly"], [False, False]):
+            named.experiment = swept
+            folder = str(named.hydra.sweep.dir)
+    return Path(folder)
+
+
+def _swept_experiments(overrides: Sequence[str]) -> str | None:
+    """``kuhn_psro+psro_maddpg_oracle`` for ``experiment=kuhn_psro,psro_maddpg_oracle`` among
+    a sweep's overrides (``sweep`` for a glob or names that are no plain words); None when
+    ``experiment`` is not swept."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ValueType
+
+    for o in OverridesParser.create().parse_overrides(list(overrides)):
+        if o.key_or_group != "experiment" or o.package is not None or o.is_delete() or \
+                o.value_type == ValueType.ELEMENT:
+            continue
+        values = _values(o)
+        if values and all(isinstance(v, str) and re.fullmatch(r"[\w.-]+", v) for v in values):
+            name = "+".join(dict.fromkeys(values))
+            return name if len(name) <= 120 else "sweep"
+        return "sweep"
+    return None
+
+
+def pin_sweep_folder(config: DictConfig, folder: Path) -> None:
+    """Give every job of the sweep ``folder`` as its ``hydra.sweep.dir`` (and multirun.yaml
+    too): Hydra composes each job's config again from the sweep's ``hydra`` overrides and the
+    job's own, resolving ``multirun/${experiment}/...`` with the job's experiment, so one
+    sweep over ``experiment=`` was split across folders and its resume command (naming one of
+    them) retrained the jobs of the others there from scratch."""
+    from omegaconf import flag_override
+
+    value = hydra_value(folder)
+    with flag_override(config.hydra, ["struct", "readonly"], [False, False]):
+        config.hydra.sweep.dir = str(folder)
+        config.hydra.overrides.hydra.append(f"hydra.sweep.dir={value}")
+
+
+def _refuse_resume_without_folder(config: DictConfig, key: str = "hydra.run.dir",
+                                  folder: Path | None = None) -> None:
     """``resume=true`` without ``hydra.run.dir`` (a sweep's ``hydra.sweep.dir``): Hydra names
     a new folder after the clock, which holds no run, so such a resume could never go on (it
     made that folder, said 'check the folder name' and removed it). Refused before the folder
     is made, naming the newest run (sweep) beside it as the folder to give. A folder of the
-    user's own config (a fixed ``hydra.run.dir``) that holds a run resumes as before."""
+    user's own config (a fixed ``hydra.run.dir``) that holds a run resumes as before.
+    ``folder``: the one the run (sweep) would go to, when not the config's own."""
     from populations.run_folder import holds_run
 
-    if any(o.split("=", 1)[0].lstrip("+~") == key for o in config.hydra.overrides.hydra):
+    if _folder_given(config, key):
         return  # a folder given: run_folder's own check names it if it holds no run
     sweep = key == "hydra.sweep.dir"
-    run_dir = Path(str(config.hydra.sweep.dir if sweep else config.hydra.run.dir))
+    run_dir = folder or Path(str(config.hydra.sweep.dir if sweep else config.hydra.run.dir))
 
     def held(folder: Path) -> bool:
         return _sweep_started(folder) if sweep else holds_run(folder)
@@ -875,6 +939,12 @@ def run_dir_override(run_dir: Path, key: str = "hydra.run.dir") -> str:
     """``hydra.run.dir=<run_dir>`` as a shell and Hydra can read it back: a sweep job's
     ``0_algo=mappo,seed=1`` (a comma: a list), ``run#1``, spaces or non-ASCII letters are
     refused by Hydra's grammar unquoted, and a space splits the shell's words."""
+    return shlex.quote(f"{key}={hydra_value(run_dir)}")
+
+
+def hydra_value(run_dir: Path) -> str:
+    """``run_dir`` as a value Hydra's override grammar reads back as that path (quoted where
+    it holds characters the grammar or OmegaConf would take for something else)."""
     path = str(run_dir)
     if not re.fullmatch(r"[\w./:+-]+", path, re.ASCII):
         # OmegaConf resolves ${...} in the value: \${ is a literal ${ (a backslash before it
@@ -884,7 +954,7 @@ def run_dir_override(run_dir: Path, key: str = "hydra.run.dir") -> str:
         q = "'" if '"' in path and "'" not in path else '"'
         path = q + re.sub(rf"(\\*)({q}|\Z)", lambda m: m[1] * 2 + ("\\" + q if m[2] else ""),
                           path) + q
-    return shlex.quote(f"{key}={path}")
+    return path
 
 
 _NOT_REPEATED = ("resume", "resume_override", "hydra.run.dir")
