@@ -247,7 +247,12 @@ RESUME_MAY_CHANGE = ("resume", "resume_override", "progress", "device", "torch_t
 
 def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
     """Run ``cfg`` in ``run_dir`` (created, locked for this process, its settings checked on
-    a resume); returns where everything landed. A run that raises is recorded ``failed``."""
+    a resume); returns where everything landed. A run that raises is recorded ``failed``.
+    ``cfg.imports`` are imported first (as selfplay-train does), so Ray workers get them too."""
+    if cfg.imports:  # the Python API's ExperimentConfig(imports=[...]) was read by the CLIs only
+        from populations.cli import import_user_modules  # cli imports this module
+
+        import_user_modules(cfg.imports)
     check_experiment(cfg)  # an algo that cannot play the game: refused before the folder
     if cfg.population.kind == "psro":  # settings.json records what `auto` decided
         from populations.psro_run import resolve_auto, unread_algo

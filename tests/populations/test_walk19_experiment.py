@@ -319,3 +319,25 @@ def test_psro_with_the_default_algo_says_nothing_of_it(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         run_experiment(cfg, tmp_path / "run")
     assert not [r for r in caplog.records if "algo=" in r.getMessage()]
+
+
+def test_run_experiment_imports_the_configs_imports(tmp_path, monkeypatch):
+    # ExperimentConfig(imports=[...]) from Python: only the CLIs imported them, so a game of
+    # the user's module was 'unknown game' (and Ray workers never heard of the module)
+    import games.registry
+    from populations.experiment import run_experiment
+    from tests.populations.test_single_resume import TINY, _exp
+
+    monkeypatch.setattr(games.registry, "_REGISTRY", dict(games.registry._REGISTRY))  # no leak
+    (tmp_path / "w19_api_mod.py").write_text(
+        "import games\n\n@games.register('w19_api_game')\ndef make(**kw):\n"
+        "    return games.make('openspiel/kuhn_poker', **kw)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("SELFPLAY_IMPORTS", "")
+    monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    exp = _exp(*TINY, "game.name=w19_api_game",
+               "imports=[w19_api_mod]")
+    summary = run_experiment(exp, tmp_path / "run")
+    assert summary.table and summary.table[0]["frames"] == 64
+    assert "w19_api_mod" in os.environ["SELFPLAY_IMPORTS"].split(",")
