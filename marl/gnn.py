@@ -21,7 +21,8 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-GNN_LAYERS = ("gatv2", "transformer")
+from marl.configs import GNN_LAYERS  # one list: NetConfig checks it before torch loads
+
 POS, VEL, IS_SELF = slice(0, 2), slice(2, 4), 5
 DENSE_MAX_NODES = 16
 """GATv2 on graphs of at most this many nodes (any size when fully connected) runs as dense
