@@ -1442,8 +1442,13 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         else:
             print(f"selfplay-eval: note: {name} was trained on {escaped(pol.meta.game)}; it "
                   f"plays {spec.name} here", file=sys.stderr)
+    names = _policy_names(args.policies)
+    for name, path in names.items() if len(names) > 1 else ():  # which file each name is
+        print(f"selfplay-eval: {name} <- {escaped(path)}", file=sys.stderr)  # (stdout: table)
     db = LeagueDB(args.db)  # made only once every policy loaded
-    run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name)
+    run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name, config={
+        "policies": {name: str(Path(path).resolve()) for name, path in names.items()},
+        "game_kwargs": kwargs, "episodes": args.episodes, "seed": args.seed})
     store = PolicyStore(eval_snapshot_folder(Path(args.db), run_id), db, run_id)
     snaps = [store.publish(name, pol) for name, pol in policies.items()]
     try:  # the run ends finished, failed or interrupted (it stayed 'running' in the dashboard)
@@ -1555,20 +1560,33 @@ def _check_exploit_values(args: argparse.Namespace) -> None:
 
 
 def _policy_names(paths: list[str]) -> dict[str, str]:
-    """``{name: path}``, one per file given: its stem, ``<folder>_<stem>`` where stems repeat
-    (a run's snapshots are ``<member>/v0000.pt``...), then ``_2``, ``_3``... (two files of
-    one name were one player: no matches, nothing said). Names are made valid member names
-    (letters, digits, ``_-.``, starting with a letter or digit, at most 64)."""
+    """``{name: path}``, one per file given: its stem; where stems repeat (a run's snapshots
+    are ``<member>/v0000.pt``...) ``<folder>_<stem>``, and where those repeat too (two runs'
+    ``runA/snapshots/llm/v0002.pt``, ``runB/...``) the nearest folder above that tells them
+    apart goes first, ``runA_llm_v0002`` (it was ``llm_v0002`` and ``llm_v0002_2``, by the
+    order of the arguments); then ``_2``, ``_3``... (the same file twice: two files of one
+    name were one player). Names are made valid member names (letters, digits, ``_-.``,
+    starting with a letter or digit, at most 64)."""
     def valid(text: str) -> str:
         text = re.sub(r"[^A-Za-z0-9_.\-]", "_", text).lstrip("_.-")[:58]
         return text or "policy"
 
     stems = [valid(Path(p).stem) for p in paths]
+    folders = [Path(p).resolve().parent for p in paths]
     names: dict[str, str] = {}
-    for stem, path in zip(stems, paths, strict=True):
-        name = base = stem if stems.count(stem) == 1 else \
-            valid(f"{Path(path).parent.name}_{stem}")
-        k = 2
+    for stem, path, folder in zip(stems, paths, folders, strict=True):
+        base = stem
+        if stems.count(stem) > 1:
+            base = valid(f"{Path(path).parent.name}_{stem}")
+            same = [f for f, q, s in zip(folders, paths, stems, strict=True) if s == stem and
+                    Path(q).parent.name == Path(path).parent.name and f != folder]
+            above = next((p.name for k, p in enumerate(folder.parents, 1) if p.name and all(
+                len(f.parents) <= k or f.parents[k - 1].name != p.name for f in same)),
+                None) if same else None
+            room = 58 - len(base) - 1
+            if above is not None and room > 0:
+                base = valid(re.sub(r"[^A-Za-z0-9_.\-]", "_", above)[-room:] + "_" + base)
+        name, k = base, 2
         while name in names:
             name, k = f"{base}_{k}", k + 1
         names[name] = path

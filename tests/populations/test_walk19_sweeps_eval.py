@@ -65,3 +65,59 @@ def test_a_resume_of_an_experiment_sweep_without_its_folder_names_it(
     err = capsys.readouterr().err.strip()
     assert stop.value.code == 2 and len(err.splitlines()) == 1, err
     assert f"hydra.sweep.dir={sweep.relative_to(tmp_path)}" in err, err
+
+
+KUHN = "openspiel/kuhn_poker"
+
+
+def _eval(args, capsys):
+    from populations.cli import eval_main
+
+    try:
+        eval_main(args)
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _kuhn_policy(path: Path) -> str:
+    import games
+    from marl import registry
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(registry.get("mappo").build(games.make(KUHN).spec).policy().save(path))
+
+
+def test_two_runs_snapshots_are_named_by_their_run_and_recorded(tmp_path, capsys, monkeypatch):
+    # before: runA/snapshots/llm/v0002.pt and runB/...: llm_v0002 and llm_v0002_2 by argument
+    # order; neither the table nor the database said which file was which
+    import json
+    import sqlite3
+
+    monkeypatch.chdir(tmp_path)
+    a = _kuhn_policy(Path("runA/snapshots/llm/v0002.pt"))
+    b = _kuhn_policy(Path("runB/snapshots/llm/v0002.pt"))
+    code, out, err = _eval(["--game", KUHN, "--db", "ev.db", "--episodes", "1", a, b], capsys)
+    assert code == 0, err
+    rows = [line.split()[0] for line in out.splitlines() if "matches" in line]
+    assert sorted(rows) == ["runA_llm_v0002", "runB_llm_v0002"], out
+    assert err.splitlines() == [f"selfplay-eval: runA_llm_v0002 <- {a}",  # stdout: the table
+                                f"selfplay-eval: runB_llm_v0002 <- {b}"], err
+    with sqlite3.connect(tmp_path / "ev.db") as conn:
+        (config,) = conn.execute("SELECT config FROM runs").fetchone()
+    assert json.loads(config)["policies"] == {
+        "runA_llm_v0002": str(tmp_path / a), "runB_llm_v0002": str(tmp_path / b)}
+
+
+def test_policy_names_go_up_to_the_folder_that_differs():
+    from populations.cli import _policy_names
+
+    assert list(_policy_names(["runA/snapshots/llm/v2.pt", "runB/snapshots/llm/v2.pt",
+                               "c/x/v2.pt", "m/0_seed=0/snapshots/y/v3.pt",
+                               "m/1_seed=1/snapshots/y/v3.pt", "a.pt", "a.pt"])) == [
+        "runA_llm_v2", "runB_llm_v2", "x_v2", "0_seed_0_y_v3", "1_seed_1_y_v3", "a", "a_2"]
+    long = "r" * 70  # the stem and its folder kept whole, the differing folder's end kept
+    names = list(_policy_names([f"{long}1/s/llm/v0002.pt", f"{long}2/s/llm/v0002.pt"]))
+    assert names == [f"{'r' * 47}1_llm_v0002", f"{'r' * 47}2_llm_v0002"]
