@@ -1433,15 +1433,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
                                f"shape {want} for {a}); {spec.name} gives {got}"
                                + (UNRECORDED.format(game=game) if bare else ""))
     for name, pol in policies.items():  # same seats and sizes, other parameters (max_cycles)
-        if pol.meta.game == spec.name:
-            continue
-        if _same_game(pol.meta.game, spec.name):
-            print(f"selfplay-eval: note: {name}'s file names its game {escaped(pol.meta.game)} "
-                  f"without arguments (the defaults, or not recorded); it plays {spec.name} "
-                  "here", file=sys.stderr)
-        else:
-            print(f"selfplay-eval: note: {name} was trained on {escaped(pol.meta.game)}; it "
-                  f"plays {spec.name} here", file=sys.stderr)
+        for note in _game_notes(name, pol.meta.game, spec):
+            print(f"selfplay-eval: note: {note}", file=sys.stderr)
     names = _policy_names(args.policies)
     for name, path in names.items() if len(names) > 1 else ():  # which file each name is
         print(f"selfplay-eval: {name} <- {escaped(path)}", file=sys.stderr)  # (stdout: table)
@@ -1497,6 +1490,47 @@ def escaped(text: str) -> str:
     control and format codes) as its Python escape: text read from a file (a snapshot's game
     name) printed raw could move the cursor, recolour or retitle the terminal, or fake lines."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
+    """What ``selfplay-eval`` says of policy ``name``, trained on the game ``recorded`` (its
+    file's name for it) and played on ``spec``'s game, whose seats and shapes it fits: nothing
+    for the same game, also where only the names differ (``...simple_tag_v3(max_cycles=25)``,
+    the default, and the bare ``...simple_tag_v3``: the game built from each name has the
+    same spec); else that it was trained on another game, and, for the same game of other
+    arguments, each argument (and spec field) that differs with both values (``max_steps
+    (25 in training, 100 here)``: a note that looked the same for both hid a real change)."""
+    from games import make
+    from games.core import GameSpec
+    from games.registry import split_name
+
+    if recorded == spec.name:
+        return []
+    if _same_game(recorded, spec.name):
+        return [f"{name}'s file names its game {escaped(recorded)} without arguments (the "
+                f"defaults, or not recorded); it plays {spec.name} here"]
+    other = [f"{name} was trained on {escaped(recorded)}; it plays {spec.name} here"]
+    try:
+        (base, named), (here_base, here) = split_name(recorded), split_name(spec.name)
+        trained = make(recorded).spec if base == here_base else None
+    except Exception:  # noqa: BLE001 - a name no game makes here: the names are all there is
+        return other
+    if trained is None:
+        return other
+    fields = [f.name for f in dataclasses.fields(GameSpec) if f.name != "name"]
+
+    def value(args: dict[str, Any], key: str, game: Any) -> str:
+        return repr(args[key]) if key in args else repr(getattr(game, key)) \
+            if key in fields else "the default"
+
+    keys = sorted(k for k in {*named, *here} if named.get(k, _Missing) != here.get(k, _Missing))
+    keys += [f for f in fields if f not in keys and getattr(trained, f) != getattr(spec, f)]
+    explicit = any(k in named and k in here for k in keys)  # given both sides, not the same
+    if not explicit and all(getattr(trained, f) == getattr(spec, f) for f in fields):
+        return []  # the names differ, the games do not (a default given by name or not)
+    return [*other, f"{name}'s game differs here in " + ", ".join(
+        f"{k} ({escaped(value(named, k, trained))} in training, {value(here, k, spec)} here)"
+        for k in keys)]
 
 
 def _same_game(recorded: str, name: str) -> bool:

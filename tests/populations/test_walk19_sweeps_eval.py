@@ -121,3 +121,40 @@ def test_policy_names_go_up_to_the_folder_that_differs():
     long = "r" * 70  # the stem and its folder kept whole, the differing folder's end kept
     names = list(_policy_names([f"{long}1/s/llm/v0002.pt", f"{long}2/s/llm/v0002.pt"]))
     assert names == [f"{'r' * 47}1_llm_v0002", f"{'r' * 47}2_llm_v0002"]
+
+
+ADVERSARY = "pettingzoo/mpe2.simple_adversary_v3"
+
+
+def test_a_game_named_with_its_default_arguments_gets_no_note(tmp_path, capsys):
+    # before: 'note: a was trained on ...simple_adversary_v3(max_cycles=25); it plays
+    # ...simple_adversary_v3 here': the same game (max_cycles=25 is its default)
+    import games
+    from marl import registry
+
+    spec = games.make(ADVERSARY, max_cycles=25).spec
+    a, b = (str(registry.get("mappo").build(spec).policy().save(tmp_path / f"{n}.pt"))
+            for n in "ab")
+    code, _, err = _eval([a, b, "--game", ADVERSARY, "--db", str(tmp_path / "r.db"),
+                          "--episodes", "1"], capsys)
+    assert code == 0, err
+    assert "note" not in err, err
+
+
+def test_a_game_of_other_arguments_names_them_with_both_values():
+    # before: the same note for vmas/simple_tag(max_steps=25) on vmas/simple_tag (100 steps)
+    # as for a name that differs only in spelling
+    import games
+    from populations.cli import _game_notes
+
+    tag = games.make("vmas/simple_tag").spec
+    assert _game_notes("a", "vmas/simple_tag(max_steps=25)", tag) == [
+        "a was trained on vmas/simple_tag(max_steps=25); it plays vmas/simple_tag here",
+        "a's game differs here in max_steps (25 in training, 100 here)"]
+    adversary = games.make(ADVERSARY).spec
+    assert _game_notes("a", f"{ADVERSARY}(max_cycles=25)", adversary) == []
+    assert _game_notes("a", f"{ADVERSARY}(max_cycles=5)", adversary)[1] == (
+        "a's game differs here in max_cycles (5 in training, the default here), max_steps "
+        "(5 in training, 25 here)")
+    assert _game_notes("a", "openspiel/leduc_poker", games.make(KUHN).spec) == [
+        "a was trained on openspiel/leduc_poker; it plays openspiel/kuhn_poker here"]
