@@ -1020,13 +1020,14 @@ def sweep_resume_command(sweep_dir: Path, argv: Sequence[str]) -> str:
 def run_folder_guard(prog: str, run_dir: Path, created: bool,
                      sweep_dir: Path | None = None, job: int | None = None,
                      overrides: Sequence[str] | None = None,
-                     flags: Sequence[str] = ()) -> Iterator[None]:
+                     flags: Sequence[str] = (), resumed: bool = False) -> Iterator[None]:
     """Report user errors in one line; a folder ``created`` by this run and holding no
     checkpoint is removed first (and a sweep's folder left with no job in it), so a failed
     start leaves nothing half-made behind. In a sweep (job number ``job``) the line says
-    that the jobs after it did not run, and how the sweep goes on. Ctrl-C's line names the
-    command that resumes the run, with the run's ``overrides`` and config ``flags``
-    (:func:`resume_command`)."""
+    that the jobs after it did not run, and how the sweep goes on; a single run that failed
+    while running and keeps checkpoints says how it resumes. Ctrl-C's line names the command
+    that resumes the run, with the run's ``overrides`` and config ``flags``
+    (:func:`resume_command`). ``resumed``: the command line gave ``resume=true``."""
     try:
         yield
     except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
@@ -1036,13 +1037,44 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
             _discard_new(run_dir, sweep_dir)
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
-        fail(prog, one_line(err) + _sweep_stopped(sweep_dir, job))
+        if sweep_dir is not None and job is not None:
+            fail(prog, one_line(err) + _sweep_stopped(sweep_dir, job, run_dir, created, resumed))
+        fail(prog, one_line(err) + _resumes_after(err, run_dir, overrides, flags))
 
 
-def _sweep_stopped(sweep_dir: Path | None, job: int | None) -> str:
-    """What a sweep's failed job adds to its error line (Hydra's launcher ends the sweep)."""
+def _resumes_after(err: BaseException, run_dir: Path, overrides: Sequence[str] | None,
+                   flags: Sequence[str]) -> str:
+    """What a single run's error line adds when the run failed while running (a NaN, a game
+    error) and keeps checkpoints: the command that resumes it from the last one (it does: the
+    error stopped training before the weights changed), as the summary and Ctrl-C name it.
+    Nothing for refusals of the command line, the folder or its checkpoints."""
+    refusals = [CLIError, *(getattr(sys.modules.get(module), name, CLIError) for module, name in (
+        ("populations.run_folder", "RunFolderError"), ("marl.core", "CheckpointError"),
+        ("hydra.errors", "HydraException"), ("omegaconf.errors", "OmegaConfBaseException")))]
+    ckpt = run_dir / "checkpoints"
+    if isinstance(err, tuple(refusals)) or not ckpt.is_dir() or \
+            not any(p.suffix == ".pt" for p in ckpt.iterdir()):
+        return ""
+    settings = (" (other settings, such as a lower learning rate, also need "
+                "resume_override=true)") if type(err).__name__ == "NonFiniteError" else ""
+    return (f"; {run_dir} keeps its checkpoints: once the cause is fixed, it resumes from the "
+            f"last one with: {resume_command(run_dir, overrides, flags)}{settings}")
+
+
+def _sweep_stopped(sweep_dir: Path | None, job: int | None, run_dir: Path | None = None,
+                   created: bool = True, resumed: bool = False) -> str:
+    """What a sweep's failed job adds to its error line (Hydra's launcher ends the sweep); a
+    job run again without ``resume=true`` in the folder ``run_dir`` that holds its run (the
+    same sweep command twice: 'already holds a run') says how the sweep goes on, or starts
+    anew, not to fix the swept values, which were fine."""
+    from populations.run_folder import holds_run
+
     if sweep_dir is None or job is None:
         return ""
+    if not resumed and not created and run_dir is not None and holds_run(run_dir):
+        return (f" (sweep job {job}: the sweep in {sweep_dir} has run; add resume=true to go "
+                f"on with it, {sweep_resume_command(sweep_dir, _TYPED or sys.argv[1:])}, or "
+                "give a new hydra.sweep.dir to start it again)")
     if not (sweep_dir.is_dir() and _sweep_started(sweep_dir)):
         return f" (sweep job {job}; the jobs after it did not run)"
     return (f" (sweep job {job}; the jobs after it did not run: fix the swept values, then "
@@ -1112,7 +1144,7 @@ def _train_task(cfg: DictConfig) -> None:
     overrides, flags = list(hc.overrides.task), config_flags(_TYPED)
     with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir,
                           job=hc.job.num if sweep_dir is not None else None,
-                          overrides=overrides, flags=flags), \
+                          overrides=overrides, flags=flags, resumed=cfg.get("resume") is True), \
             spelled(HYDRA_WORDS):  # messages say resume_override=true, as typed here
         exp = prepare(cfg, overrides, check=False)  # run_experiment checks
         if exp.resume and created and sweep_dir is not None and _sweep_started(sweep_dir):

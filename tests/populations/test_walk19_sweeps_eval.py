@@ -158,3 +158,75 @@ def test_a_game_of_other_arguments_names_them_with_both_values():
         "(5 in training, 25 here)")
     assert _game_notes("a", "openspiel/leduc_poker", games.make(KUHN).spec) == [
         "a was trained on openspiel/leduc_poker; it plays openspiel/kuhn_poker here"]
+
+
+NAN_LATE = "walk19_sweeps/nan_late"
+
+
+def _register_nan_late() -> None:
+    import math
+
+    import games
+    from games.matrix import CLIMBING, MatrixGame
+    from games.registry import registered
+
+    if NAN_LATE in registered():
+        return
+
+    @games.register(NAN_LATE)
+    class NanLate(MatrixGame):
+        """Climbing, 4 rounds; each copy's reward is NaN from its 40th step on (per process:
+        a resume goes on for 40 more steps a copy)."""
+
+        def __init__(self) -> None:
+            super().__init__(NAN_LATE, CLIMBING, repeats=4)
+            self.count = 0
+
+        def _step(self, actions):
+            tr = super()._step(actions)
+            self.count += 1
+            if self.count >= 40:
+                tr.rewards["agent_0"] = math.nan
+            return tr
+
+
+def test_a_failed_run_with_checkpoints_says_how_it_resumes(tmp_path, monkeypatch, capsys):
+    # before: 'selfplay-train: non-finite reward (nan) ... at step 160: ...' and nothing on
+    # the run kept with its checkpoints, which a resume goes on from (it does: step 304 next)
+    _register_nan_late()
+    run = tmp_path / "run"
+    argv = [f"game.name={NAN_LATE}", "frames=400", "num_envs=4", "mappo.rollout_steps=4",
+            "mappo.epochs=1", "mappo.minibatches=1", "eval_episodes=1", "progress=false",
+            "checkpoint_every_s=0", f"hydra.run.dir={run}"]
+    with pytest.raises(SystemExit) as stop:
+        _train(argv, monkeypatch, tmp_path)
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stop.value.code == 2 and "at step 160" in err, err
+    assert f"; {run} keeps its checkpoints: once the cause is fixed, it resumes from the " \
+        "last one with: selfplay-train " in err, err
+    assert err.endswith("(other settings, such as a lower learning rate, also need "
+                        "resume_override=true)"), err
+    command = err.split("last one with: ", 1)[1].split(" (other settings", 1)[0]
+    with pytest.raises(SystemExit):
+        _train(_pasted(command), monkeypatch, tmp_path)
+    assert "at step 304" in capsys.readouterr().err  # resumed at its checkpoint of step 144
+
+
+def test_a_finished_sweep_run_again_says_resume_true_not_fix_the_values(
+        tmp_path, monkeypatch, capsys):
+    # before: '... already holds a run; set resume=true ... (sweep job 0; the jobs after it
+    # did not run: fix the swept values, then ...)' though the values were fine
+    sweep = tmp_path / "sweep"
+    argv = ["-m", "experiment=kuhn_psro", "population.iterations=1", "progress=false",
+            f"hydra.sweep.dir={sweep}"]
+    _train(argv, monkeypatch, tmp_path)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        _train(argv, monkeypatch, tmp_path)
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and len(err.splitlines()) == 1, err
+    assert "fix the swept values" not in err, err
+    assert f"(sweep job 0: the sweep in {sweep} has run; add resume=true to go on with it, " \
+        "selfplay-train -m experiment=kuhn_psro population.iterations=1 progress=false " \
+        "resume=true hydra.sweep.dir=" in err, err
+    assert err.endswith(", or give a new hydra.sweep.dir to start it again)"), err
