@@ -16,6 +16,7 @@ import importlib
 import inspect
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -76,6 +77,11 @@ def register(name: str) -> Callable[[F], F]:
                         '@games.register("name") above the class or factory')
     if not name or name.startswith(PREFIXES):
         raise GameError(f"cannot register {name!r}: names may not be empty or use {PREFIXES}")
+    if not _NAME.fullmatch(name):  # make() reads "name(k=v)" as a name and its arguments
+        raise GameError(f"cannot register {name!r}: a game name holds letters, digits, '_', "
+                        "'-', '.' and '/' only, starting with a letter, digit or '_' (make() "
+                        "reads '(...)' after a name as the game's arguments: my_game(v2) is "
+                        "my_game given v2)")
     for prefix, module in LAZY_BUILTINS.items():
         if name.startswith(prefix) and module not in sys.modules:
             # the built-ins of this prefix register when their module is imported: before a
@@ -92,6 +98,8 @@ def register(name: str) -> Callable[[F], F]:
 
     return deco
 
+
+_NAME = re.compile(r"\w[\w./-]*")  # what a game name may hold (Unicode letters too)
 
 # the framework's own packages: what they register is never replaced by a redefinition
 OWN_PACKAGES = ("games", "marl", "llm_agents", "populations")
