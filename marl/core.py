@@ -268,9 +268,19 @@ P = TypeVar("P", bound=type[Policy])
 
 
 def register_policy(kind: str) -> Callable[[P], P]:
-    """Register a Policy class so :func:`load_policy` can rebuild files of that kind."""
+    """Register a Policy class so :func:`load_policy` can rebuild files of that kind.
+
+    Raises:
+        ValueError: another class holds ``kind`` (a redefinition of the same module and
+            qualified name, a notebook cell run again, replaces it: ``games.registry``'s rule
+            for every registry); it replaced the class files of that kind load with, silently.
+    """
+    from games.registry import defined_at, redefinition
 
     def deco(cls: P) -> P:
+        if kind in _POLICIES and not redefinition(_POLICIES[kind], cls):
+            raise ValueError(f"policy kind {kind!r} is already registered by "
+                             f"{defined_at(_POLICIES[kind])}; register yours under another kind")
         _POLICIES[kind] = cls
         return cls
 

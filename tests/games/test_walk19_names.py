@@ -36,3 +36,53 @@ def test_names_of_letters_digits_and_separators_register(name):
         assert name in _REGISTRY
     finally:
         _REGISTRY.pop(name, None)
+
+
+POLICY_CELL = '''
+from marl.core import register_policy
+from marl.train import RandomPolicy
+
+
+@register_policy("w19_names_kind")
+class CellPolicy(RandomPolicy):
+    version = {version}
+'''
+
+
+def _run_cell(source: str, module: str) -> dict:
+    """A notebook cell: ``source`` run as the module ``module`` (its classes' __module__)."""
+    import sys
+    import types
+
+    mod = types.ModuleType(module)
+    sys.modules[module] = mod
+    try:
+        exec(compile(source, f"<{module}>", "exec"), mod.__dict__)
+    finally:
+        sys.modules.pop(module, None)
+    return mod.__dict__
+
+
+def test_a_policy_kind_of_another_class_is_refused_a_cells_rerun_replaces(monkeypatch):
+    # before: register_policy("mappo") (or another module's kind) replaced the class that
+    # load_policy rebuilds files of that kind with, silently
+    import marl.actor_critic  # noqa: F401 - registers the kind mappo
+    from marl import core
+    from marl.train import RandomPolicy
+
+    monkeypatch.setattr(core, "_POLICIES", dict(core._POLICIES))
+    first = _run_cell(POLICY_CELL.format(version=1), "w19_notebook")["CellPolicy"]
+    again = _run_cell(POLICY_CELL.format(version=2), "w19_notebook")["CellPolicy"]
+    assert core._POLICIES["w19_names_kind"] is again is not first  # the cell run again
+
+    with pytest.raises(ValueError) as err:
+        _run_cell(POLICY_CELL.format(version=3), "w19_other_module")
+    assert str(err.value) == ("policy kind 'w19_names_kind' is already registered by "
+                              "w19_notebook.CellPolicy; register yours under another kind")
+    assert core._POLICIES["w19_names_kind"] is again
+
+    with pytest.raises(ValueError, match="policy kind 'mappo' is already registered by "
+                                         "marl.actor_critic.PPOPolicy"):
+        core.register_policy("mappo")(type("Mine", (RandomPolicy,), {}))
+    core.register_policy("random")(RandomPolicy)  # the same class again: nothing changes
+    assert core._POLICIES["random"] is RandomPolicy
