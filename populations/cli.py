@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import importlib
 import importlib.util
 import json
@@ -1532,7 +1533,6 @@ def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
     same spec); else that it was trained on another game, and, for the same game of other
     arguments, each argument (and spec field) that differs with both values (``max_steps
     (25 in training, 100 here)``: a note that looked the same for both hid a real change)."""
-    from games import make
     from games.core import GameSpec
     from games.registry import split_name
 
@@ -1544,7 +1544,7 @@ def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
     other = [f"{name} was trained on {escaped(recorded)}; it plays {spec.name} here"]
     try:
         (base, named), (here_base, here) = split_name(recorded), split_name(spec.name)
-        trained = make(recorded).spec if base == here_base else None
+        trained = _spec_of(recorded) if base == here_base else None
     except Exception:  # noqa: BLE001 - a name no game makes here: the names are all there is
         return other
     if trained is None:
@@ -1563,6 +1563,15 @@ def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
     return [*other, f"{name}'s game differs here in " + ", ".join(
         f"{k} ({escaped(value(named, k, trained))} in training, {value(here, k, spec)} here)"
         for k in keys)]
+
+
+@functools.lru_cache(maxsize=8)
+def _spec_of(name: str) -> Any:
+    """The spec of the game ``games.make(name)`` builds (once per name: a run's snapshots
+    share one)."""
+    from games import make
+
+    return make(name).spec
 
 
 def _same_game(recorded: str, name: str) -> bool:
