@@ -56,7 +56,7 @@ import torch
 
 from marl.core import Policy, load_policy
 from populations.members import GenerationMatchmaker, Member, OpponentDraw, TrainPlan
-from populations.runners import _loopback_only, enter_worker_env, init_ray, worker_env
+from populations.runners import enter_worker_env, init_ray, worker_env
 
 log = logging.getLogger(__name__)
 
@@ -167,15 +167,8 @@ class _LearnerActor:
 
 
 def connect_ray(address: str | None, num_cpus: int) -> Any:
-    """``populations.runners.init_ray``; a cluster address on this machine (``127.0.0.1:port``,
-    ``localhost:port``) stays loopback: Ray would rewrite it to the machine's routable
-    address, where a cluster started with ``--node-ip-address=127.0.0.1`` does not listen."""
-    import ray
-
-    host = (address or "").rsplit(":", 1)[0]
-    if address and not ray.is_initialized() and host in ("127.0.0.1", "localhost"):
-        with _loopback_only():
-            return init_ray(address, num_cpus)
+    """:func:`populations.runners.init_ray` (the league's and the LLM rollout workers' name
+    for it): it checks ``address`` and keeps a loopback-only cluster's ``127.0.0.1``."""
     return init_ray(address, num_cpus)
 
 

@@ -28,6 +28,8 @@ import contextlib
 import importlib
 import logging
 import os
+import re
+import socket
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -210,12 +212,110 @@ class LocalRunner(Runner):
 
 
 LOCAL_RAY_IP = "127.0.0.1"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+RAY_ADDRESS_FORMS = ("HOST:PORT of a running cluster's GCS (what `ray start --head` prints; "
+                     "port 6379 by default), auto when a cluster runs on this machine, "
+                     "ray://HOST:PORT for Ray Client, or leave it unset for a local instance")
+RAY_PROBE_S = 5.0
+"""How long :func:`check_ray_address` waits for a cluster to answer (``ray.init`` waits
+forever, in C++ code that Ctrl-C does not interrupt)."""
+
+
+class RayAddressError(ValueError):
+    """``runner.address`` names no Ray cluster that answers (one line: the value, why, and
+    :data:`RAY_ADDRESS_FORMS`)."""
+
+
+def check_ray_address(address: str, timeout_s: float = RAY_PROBE_S) -> str:
+    """The address ``ray.init`` should join for ``address``, or a one-line
+    :class:`RayAddressError` for a ``HOST:PORT`` where nothing
+    answers as a Ray server does within ``timeout_s`` (:func:`_no_ray_server`);
+    ``ray.init`` waits forever there, printing a warning every 30 s and deaf to Ctrl-C.
+
+    ``ray://`` addresses are returned as given. Ray joins a loopback host (``127.0.0.1``,
+    ``localhost``) at this machine's routable address, where a cluster started by ``ray
+    start --head`` listens; one started with ``--node-ip-address=127.0.0.1`` listens on
+    loopback only, so that is tried next and returned as is (:func:`init_ray` keeps it)."""
+    def refused(why: str) -> RayAddressError:
+        return RayAddressError(f"runner.address={address}: {why}; accepted: "
+                               f"{RAY_ADDRESS_FORMS}")
+
+    target = address.strip()
+    scheme, sep, rest = target.partition("://")
+    host_port = _host_port(rest if sep else target)
+    if host_port is None or (sep and scheme != "ray"):
+        return address  # another form: ray.init's own words
+    host, port = host_port
+    tries = [host]
+    if not sep and host in LOOPBACK_HOSTS:
+        from ray._private import services
+
+        with contextlib.suppress(Exception):
+            tries.insert(0, services.get_node_ip_address())  # where ray.init connects
+    reasons = []
+    for h in dict.fromkeys(tries):
+        why = _no_ray_server(h, port, timeout_s, client=bool(sep))
+        if not why:
+            return target if sep else (f"[{h}]:{port}" if ":" in h else f"{h}:{port}")
+        reasons.append(why if h == host else f"{why} at {h}:{port}, where Ray joins {host}")
+    raise refused(f"no Ray cluster answers there ({'; '.join(reversed(reasons))})")
+
+
+def _host_port(text: str) -> tuple[str, int] | None:
+    """``HOST:PORT`` or ``[IPv6]:PORT`` as (host, port), else None."""
+    found = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\]:(\d{1,5})|([\w.-]+):(\d{1,5})", text)
+    if found is None:
+        return None
+    host, port = found[1] or found[3], int(found[2] or found[4])
+    return (host, port) if 0 < port < 65536 else None
+
+
+def _no_ray_server(host: str, port: int, timeout_s: float, client: bool = False) -> str:
+    """Why no Ray server answers at ``host:port``; "" when one does: a cluster's GCS knows
+    its ``GetClusterId`` call, Ray Client's server (``client``) its ``ClusterInfo`` (an
+    answer, or an error of the call such as a missing token, which ``ray.init`` sends).
+    With ``RAY_USE_TLS`` only the port is tried (the handshake is Ray's own)."""
+    import grpc
+
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        try:
+            socket.create_connection((host, port), timeout=timeout_s).close()
+        except OSError as err:
+            return err.strerror or type(err).__name__
+        return ""
+    method, server = (("/ray.rpc.RayletDriver/ClusterInfo", "Ray Client's server") if client
+                      else ("/ray.rpc.NodeInfoGcsService/GetClusterId", "a Ray cluster's GCS"))
+    channel = grpc.insecure_channel(address)
+    try:
+        channel.unary_unary(method)(b"", timeout=timeout_s)  # b"": an empty request message
+        return ""
+    except grpc.RpcError as err:
+        code, details = err.code(), err.details() or ""  # type: ignore[attr-defined]
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return f"no answer within {timeout_s:g} s"
+        if code == grpc.StatusCode.UNIMPLEMENTED:
+            return f"a gRPC server answers there, but not {server}"
+        if code != grpc.StatusCode.UNAVAILABLE:
+            return ""  # it knows the call: the server named (a token is ray.init's business)
+        if "Connection refused" in details:
+            return "connection refused"
+        if "resolving" in details or "lookup" in details:
+            return "unknown host"
+        if "HTTP/2" in details:
+            return "something listens there but does not speak gRPC, as a Ray cluster's GCS does"
+        return details.rsplit(": ", 1)[-1][:200]
+    finally:
+        channel.close()
 
 
 def init_ray(address: str | None, num_cpus: int) -> Any:
     """The ``ray`` module, initialized once per process: a cluster at ``address``, or a local
     instance with ``num_cpus`` CPUs (no dashboard, quiet logs) whose servers listen on
-    127.0.0.1 only, since Ray's services take commands from whoever can reach them."""
+    127.0.0.1 only, since Ray's services take commands from whoever can reach them. The
+    address is checked first (:func:`check_ray_address`: one line where no cluster answers,
+    instead of ``ray.init``'s endless wait); a cluster on this machine that listens on
+    loopback only is joined there (Ray would go to the machine's routable address)."""
     import ray
 
     from populations.run_folder import kept_sigterm
@@ -224,8 +324,11 @@ def init_ray(address: str | None, num_cpus: int) -> Any:
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                   "configure_logging": False}
         if address:
-            with kept_sigterm():  # a CLI's SIGTERM handler, which ray.init replaces
-                ray.init(address=address, **kwargs)
+            target = check_ray_address(address)  # ray.init waits forever where none answers
+            host = (_host_port(target) or ("", 0))[0]
+            keep = _loopback_only() if host in LOOPBACK_HOSTS else contextlib.nullcontext()
+            with keep, kept_sigterm():  # a CLI's SIGTERM handler, which ray.init replaces
+                ray.init(address=target, **kwargs)
         else:
             with _loopback_only(), kept_sigterm():
                 ray.init(num_cpus=num_cpus, _node_ip_address=LOCAL_RAY_IP, **kwargs)

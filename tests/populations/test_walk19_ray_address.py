@@ -1,0 +1,116 @@
+"""``runner.address`` (walk 19): an address where no Ray cluster answers is refused in one line
+within seconds, before ``ray.init``.
+
+Before, ``runner.address=127.0.0.1:1`` waited forever in ``ray.init`` (a C++ warning every
+30 s, deaf to Ctrl-C, SIGTERM exiting 15 with no message)."""
+
+import http.server
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from populations.runners import init_ray
+from tests.ray_cluster import ROOT, free_port
+
+FORMS = ("accepted: HOST:PORT of a running cluster's GCS (what `ray start --head` prints; "
+         "port 6379 by default), auto when a cluster runs on this machine, ray://HOST:PORT "
+         "for Ray Client, or leave it unset for a local instance")
+
+
+def test_selfplay_train_with_an_address_where_nothing_listens_stops_in_one_line(tmp_path):
+    """The brief's command line: one line naming the key and value, a non-zero exit. (The
+    timeout only bounds a failure: the old code never returned.)"""
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there now
+    proc = subprocess.run(
+        [sys.executable, "-m", "populations.cli", "game=kuhn", "population=self_play",
+         "runner=ray", f"runner.address={address}", "population.generations=1",
+         "population.frames_per_generation=200", "progress=false", "logger=none",
+         f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0, proc.stderr[-2000:]
+    lines = [ln for ln in proc.stderr.splitlines() if address in ln]
+    assert len(lines) == 1 and lines[0].startswith(
+        f"selfplay-train: runner.address={address}: no Ray cluster answers there "
+        "(connection refused"), proc.stderr[-2000:]
+    assert lines[0].endswith(FORMS) and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "run").exists()  # a failed new run leaves no folder
+
+
+@pytest.mark.parametrize(("address", "why"), [
+    ("127.0.0.1:dead", "no Ray cluster answers there (connection refused"),
+    ("ray://127.0.0.1:dead", "no Ray cluster answers there (connection refused)"),
+])
+def test_an_address_ray_cannot_join_is_one_line_before_ray_init(address, why, monkeypatch):
+    """Each refused in one line naming ``runner.address``, the value and the accepted forms,
+    before ``ray.init`` is called (it would wait forever at a dead port)."""
+    import ray
+
+    def reached(**kwargs):
+        raise AssertionError(f"ray.init reached with {kwargs.get('address')!r}")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # the session's may be up
+    monkeypatch.setattr(ray, "init", reached)
+    address = address.replace("dead", str(free_port()))
+    with pytest.raises(ValueError) as err:
+        init_ray(address, 1)
+    text = str(err.value)
+    assert text.startswith(f"runner.address={address}: {why}"), text
+    assert text.endswith(FORMS) and "\n" not in text, text
+
+
+def test_a_port_that_is_not_a_ray_cluster_is_refused(monkeypatch):
+    """Something listens, but answers no gRPC (an HTTP server, as the dashboard's 8265):
+    ``ray.init`` waited forever there too."""
+    from populations.runners import check_ray_address
+
+    class Quiet(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"127.0.0.1:{server.server_address[1]}"
+    try:
+        with pytest.raises(ValueError, match=r"^runner\.address=127\.0\.0\.1:\d+: no Ray "
+                           r"cluster answers there \(something listens there but does not "
+                           r"speak gRPC, as a Ray cluster's GCS does"):
+            check_ray_address(address)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_grpc_server_that_is_not_a_ray_cluster_is_refused():
+    """A gRPC server without the GCS's calls (another service, a proxy) is not joined."""
+    from concurrent import futures
+
+    import grpc
+
+    from populations.runners import check_ray_address
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        for address, what in ((f"127.0.0.1:{port}", "a Ray cluster's GCS"),
+                              (f"ray://127.0.0.1:{port}", "Ray Client's server")):
+            with pytest.raises(ValueError) as err:
+                check_ray_address(address)
+            assert str(err.value).startswith(
+                f"runner.address={address}: no Ray cluster answers there (a gRPC server "
+                f"answers there, but not {what}"), str(err.value)
+    finally:
+        server.stop(None)
+
+
+def test_a_running_cluster_passes_the_check(ray_local):
+    """The session's instance (loopback only), by its address and as ``localhost``: the
+    address to join is the one that answered."""
+    from populations.runners import check_ray_address
+
+    gcs = ray_local._private.worker.global_worker.node.gcs_address
+    port = gcs.rsplit(":", 1)[1]
+    assert check_ray_address(gcs) == gcs
+    assert check_ray_address(f"localhost:{port}") in (gcs, f"localhost:{port}")
