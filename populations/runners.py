@@ -228,7 +228,8 @@ class RayAddressError(ValueError):
 
 def check_ray_address(address: str, timeout_s: float = RAY_PROBE_S) -> str:
     """The address ``ray.init`` should join for ``address``, or a one-line
-    :class:`RayAddressError` for a ``HOST:PORT`` where nothing
+    :class:`RayAddressError`: for a value of no accepted form (``foo``, Ray's "Invalid
+    address format"), ``auto`` with no cluster to find, and a ``HOST:PORT`` where nothing
     answers as a Ray server does within ``timeout_s`` (:func:`_no_ray_server`);
     ``ray.init`` waits forever there, printing a warning every 30 s and deaf to Ctrl-C.
 
@@ -242,9 +243,25 @@ def check_ray_address(address: str, timeout_s: float = RAY_PROBE_S) -> str:
 
     target = address.strip()
     scheme, sep, rest = target.partition("://")
+    if sep and scheme in ("http", "https"):
+        raise refused("that is the form of the dashboard's address (Ray Jobs), not the "
+                      "cluster's")
+    if sep and scheme != "ray":
+        raise refused(f"unknown scheme {scheme}://")
+    found = ""
+    if not sep and target == "auto":  # as ray.init finds it: RAY_ADDRESS, then `ray start`
+        from ray._private import services
+
+        with contextlib.suppress(ConnectionError):
+            found = services.get_ray_address_from_environment("auto", None) or ""
+        if not found:
+            raise refused("no Ray cluster runs on this machine (none started with `ray "
+                          "start`, and RAY_ADDRESS is unset)")
+        target = found
     host_port = _host_port(rest if sep else target)
-    if host_port is None or (sep and scheme != "ray"):
-        return address  # another form: ray.init's own words
+    if host_port is None:
+        raise refused(f"RAY_ADDRESS={found} is not an address of a Ray cluster" if found
+                      else "not an address of a Ray cluster")
     host, port = host_port
     tries = [host]
     if not sep and host in LOOPBACK_HOSTS:
@@ -258,7 +275,8 @@ def check_ray_address(address: str, timeout_s: float = RAY_PROBE_S) -> str:
         if not why:
             return target if sep else (f"[{h}]:{port}" if ":" in h else f"{h}:{port}")
         reasons.append(why if h == host else f"{why} at {h}:{port}, where Ray joins {host}")
-    raise refused(f"no Ray cluster answers there ({'; '.join(reversed(reasons))})")
+    where = f"at {found}, which auto found" if found else "there"
+    raise refused(f"no Ray cluster answers {where} ({'; '.join(reversed(reasons))})")
 
 
 def _host_port(text: str) -> tuple[str, int] | None:

@@ -1,8 +1,10 @@
-"""``runner.address`` (walk 19): an address where no Ray cluster answers is refused in one line
-within seconds, before ``ray.init``.
+"""``runner.address`` (walk 19): an address where no Ray cluster answers, or of no accepted
+form, is refused in one line within seconds, before ``ray.init``.
 
 Before, ``runner.address=127.0.0.1:1`` waited forever in ``ray.init`` (a C++ warning every
-30 s, deaf to Ctrl-C, SIGTERM exiting 15 with no message)."""
+30 s, deaf to Ctrl-C, SIGTERM exiting 15 with no message); ``runner.address=foo`` was Ray's
+"Invalid address format: foo" and ``auto`` with no cluster Ray's "specify ... ``--address``
+flag or RAY_ADDRESS", naming neither the key nor the forms it takes."""
 
 import http.server
 import subprocess
@@ -38,10 +40,25 @@ def test_selfplay_train_with_an_address_where_nothing_listens_stops_in_one_line(
     assert not (tmp_path / "run").exists()  # a failed new run leaves no folder
 
 
+def _no_cluster_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``auto`` finds no cluster (other Ray instances may run on a shared machine)."""
+    from ray._private import services
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setattr(services, "find_gcs_addresses", lambda: set())
+    monkeypatch.setattr(services, "find_bootstrap_address", lambda temp_dir: None)
+
+
 @pytest.mark.parametrize(("address", "why"), [
     ("127.0.0.1:dead", "no Ray cluster answers there (connection refused"),
+    ("foo", "not an address of a Ray cluster"),
+    ("auto", "no Ray cluster runs on this machine (none started with `ray start`, and "
+             "RAY_ADDRESS is unset)"),
+    ("http://127.0.0.1:8265", "that is the form of the dashboard's address (Ray Jobs), not "
+                              "the cluster's"),
     ("ray://127.0.0.1:dead", "no Ray cluster answers there (connection refused)"),
-])
+    ("local", "not an address of a Ray cluster"),  # Ray's own word: a local instance on
+])                                                 # the network; unset is ours (loopback)
 def test_an_address_ray_cannot_join_is_one_line_before_ray_init(address, why, monkeypatch):
     """Each refused in one line naming ``runner.address``, the value and the accepted forms,
     before ``ray.init`` is called (it would wait forever at a dead port)."""
@@ -50,6 +67,7 @@ def test_an_address_ray_cannot_join_is_one_line_before_ray_init(address, why, mo
     def reached(**kwargs):
         raise AssertionError(f"ray.init reached with {kwargs.get('address')!r}")
 
+    _no_cluster_here(monkeypatch)
     monkeypatch.setattr(ray, "is_initialized", lambda: False)  # the session's may be up
     monkeypatch.setattr(ray, "init", reached)
     address = address.replace("dead", str(free_port()))
@@ -105,12 +123,14 @@ def test_a_grpc_server_that_is_not_a_ray_cluster_is_refused():
         server.stop(None)
 
 
-def test_a_running_cluster_passes_the_check(ray_local):
-    """The session's instance (loopback only), by its address and as ``localhost``: the
-    address to join is the one that answered."""
+def test_a_running_cluster_passes_the_check(ray_local, monkeypatch):
+    """The session's instance (loopback only), by its address, as ``localhost`` and as
+    ``auto`` (RAY_ADDRESS names it): the address to join is the one that answered."""
     from populations.runners import check_ray_address
 
     gcs = ray_local._private.worker.global_worker.node.gcs_address
     port = gcs.rsplit(":", 1)[1]
     assert check_ray_address(gcs) == gcs
     assert check_ray_address(f"localhost:{port}") in (gcs, f"localhost:{port}")
+    monkeypatch.setenv("RAY_ADDRESS", gcs)
+    assert check_ray_address("auto") == gcs
