@@ -56,11 +56,25 @@ seats' actions and their behaviour log-probabilities (0 where a seat does not ac
 
 
 class RolloutWorker:
-    """``spec.num_envs`` game copies stepped with the policy of each round."""
+    """``spec.num_envs`` game copies stepped with the policy of each round.
 
-    def __init__(self, spec: RolloutSpec, index: int) -> None:
+    On a Ray actor, ``env`` is the driver's :func:`populations.runners.worker_env` (the
+    user's modules, ``imports=``, and its ``PYTHONPATH``): the worker imports them at its
+    first round, then makes its game copies, since the game or the learner's policy kind
+    may be one only those modules register (a cluster's workers do not inherit the
+    driver's variables). In the first round, not the constructor: a job's error reaches
+    the driver as itself, a constructor's as a dead actor."""
+
+    def __init__(self, spec: RolloutSpec, index: int, env: dict[str, str] | None = None) -> None:
         torch.set_num_threads(1)
         self.spec, self.index, self.round = spec, index, 0
+        self.env = env or None  # None: nothing (left) to import
+        self.vg: games.VectorGame | None = None
+        if self.env is None:
+            self._start()
+
+    def _start(self) -> None:
+        spec, index = self.spec, self.index
         self.vg = games.VectorGame(spec.game, spec.num_envs, seed=spec.seed + 7919 * index,
                                    **spec.vector_kwargs, **spec.game_kwargs)
         others = [a for a in self.vg.spec.agent_ids if a not in spec.learner_agents]
@@ -68,6 +82,13 @@ class RolloutWorker:
         self.vs = self.vg.reset()
 
     def collect(self, data: bytes, steps: int) -> Segment:
+        if self.env is not None:
+            from populations.runners import enter_worker_env
+
+            enter_worker_env(self.env)
+            self._start()
+            self.env = None
+        assert self.vg is not None
         policy = policy_from_bytes(data)
         seen, chosen, logps = [self.vs], [], []
         # sampling is seeded per (worker, round), on a forked RNG: the same rollouts in any
@@ -92,7 +113,8 @@ class RolloutWorker:
         return seen, chosen, logps
 
     def close(self) -> None:
-        self.vg.close()
+        if self.vg is not None:
+            self.vg.close()
 
 
 class RolloutCollector:
@@ -118,11 +140,12 @@ class RolloutCollector:
         if kind == "local":
             self.workers: list[Any] = [RolloutWorker(s, i) for i, s in enumerate(specs)]
             return
-        from populations.runners import init_ray
+        from populations.runners import init_ray, worker_env
 
         self._ray = ray = init_ray(address, num_workers)
         actor = ray.remote(num_cpus=1)(RolloutWorker)
-        self.workers = [actor.remote(s, i) for i, s in enumerate(specs)]
+        env = worker_env()  # the user's modules (imports=), imported by every worker
+        self.workers = [actor.remote(s, i, env) for i, s in enumerate(specs)]
         log.info("collecting rollouts on %d ray actors", num_workers)
 
     @property
@@ -133,8 +156,13 @@ class RolloutCollector:
         data = policy_bytes(policy)
         if self.kind == "local":
             return [w.collect(data, steps) for w in self.workers]
+        from ray.exceptions import RayTaskError
+
         ref = self._ray.put(data)
-        return list(self._ray.get([w.collect.remote(ref, steps) for w in self.workers]))
+        try:
+            return list(self._ray.get([w.collect.remote(ref, steps) for w in self.workers]))
+        except RayTaskError as err:  # the round itself failed: its own error, unwrapped
+            raise (err.cause if isinstance(err.cause, Exception) else err) from None
 
     def close(self) -> None:
         if self.kind == "local":

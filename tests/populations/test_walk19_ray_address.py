@@ -1,18 +1,26 @@
 """``runner.address`` (walk 19): an address where no Ray cluster answers, or of no accepted
-form, is refused in one line within seconds, before ``ray.init``.
+form, is refused in one line within seconds, before ``ray.init``; and the Ray rollout
+workers of ``runner.rollout_workers`` get the user's modules (``imports=``).
 
 Before, ``runner.address=127.0.0.1:1`` waited forever in ``ray.init`` (a C++ warning every
 30 s, deaf to Ctrl-C, SIGTERM exiting 15 with no message); ``runner.address=foo`` was Ray's
 "Invalid address format: foo" and ``auto`` with no cluster Ray's "specify ... ``--address``
-flag or RAY_ADDRESS", naming neither the key nor the forms it takes."""
+flag or RAY_ADDRESS", naming neither the key nor the forms it takes. And a Ray
+``RolloutWorker`` made its game before it could know the modules of ``imports=``: a game of
+the user's was unknown there (its actor died) once Ray had started before ``imports=``."""
 
 import http.server
 import subprocess
 import sys
+import textwrap
 import threading
 
 import pytest
 
+import games
+from games.registry import IMPORTS_ENV
+from marl.mappo import MAPPO, MAPPOConfig
+from populations.rollouts import RolloutCollector, RolloutSpec
 from populations.runners import init_ray
 from tests.ray_cluster import ROOT, free_port
 
@@ -134,3 +142,55 @@ def test_a_running_cluster_passes_the_check(ray_local, monkeypatch):
     assert check_ray_address(f"localhost:{port}") in (gcs, f"localhost:{port}")
     monkeypatch.setenv("RAY_ADDRESS", gcs)
     assert check_ray_address("auto") == gcs
+
+
+# ---------------------------------------------------------------- rollout workers on Ray
+GAME = '''
+import games
+from games.matrix import MatrixGame
+
+
+@games.register("w19/rollout_coordination")
+class Coordination(MatrixGame):
+    def __init__(self):
+        super().__init__("w19/rollout_coordination", ((1.0, 0.0), (0.0, 1.0)), repeats=4)
+'''
+
+
+def test_ray_rollout_workers_import_the_users_game(tmp_path, monkeypatch, ray_local):
+    """``runner.rollout_workers=2`` with ``runner=ray`` on a game of the user's (a module in
+    a folder of its own, imported by ``imports=`` after Ray started: its workers inherit
+    neither the variable nor the folder, as a cluster's would not)."""
+    (tmp_path / "w19_rollout_game.py").write_text(textwrap.dedent(GAME))
+    monkeypatch.setenv(IMPORTS_ENV, "w19_rollout_game")  # what imports= records
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    __import__("w19_rollout_game")  # the driver imported it
+    spec = games.make("w19/rollout_coordination").spec
+    learner = MAPPO(spec, MAPPOConfig(rollout_steps=4), seed=0)
+    collector = RolloutCollector(RolloutSpec(spec.name, learner.agents, seed=0), 2, "ray",
+                                 num_envs=4)
+    try:
+        segments = collector.collect(learner.policy(), 4)
+    finally:
+        collector.close()
+    assert [len(seen) for seen, _, _ in segments] == [5, 5]  # 4 steps past the start
+    assert [seen[0].obs[spec.agent_ids[0]].shape[0] for seen, _, _ in segments] == [2, 2]
+
+
+def test_a_module_missing_on_rollout_workers_is_one_line_naming_it(tmp_path, monkeypatch,
+                                                                    ray_local):
+    from populations.runners import WorkerImportError
+
+    monkeypatch.setenv(IMPORTS_ENV, "w19_not_on_this_node")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    spec = games.make("openspiel/kuhn_poker").spec
+    learner = MAPPO(spec, MAPPOConfig(rollout_steps=2), seed=0)
+    collector = RolloutCollector(RolloutSpec(spec.name, learner.agents, 1, seed=0), 1, "ray")
+    try:
+        with pytest.raises(WorkerImportError) as err:
+            collector.collect(learner.policy(), 2)
+    finally:
+        collector.close()
+    text = str(err.value)
+    assert "'w19_not_on_this_node'" in text and "\n" not in text, text
