@@ -1153,7 +1153,9 @@ def _train_task(cfg: DictConfig) -> None:
             # a job the interrupted sweep never reached (a mistyped sweep folder still fails)
             log.info("resume=true: job %d of the sweep had not started; starting it",
                      hc.job.num)
-            exp = dataclasses.replace(exp, resume=False)
+            from populations.learner_sections import replaced  # keeps +my_algo.* sections
+
+            exp = replaced(exp, resume=False)
         log.info("experiment %s in %s", exp.experiment, run_dir)
         for note in unused_overrides(exp, overrides):
             log.warning(note)
