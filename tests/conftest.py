@@ -18,3 +18,23 @@ import torch  # noqa: E402
 # Small networks run fastest on one thread, and two busy threads per test process
 # oversubscribe a 2-core CI machine.
 torch.set_num_threads(1)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _user_imports_stay_in_their_test():
+    """``imports=`` (``populations.cli.import_user_modules``) records the user's modules and
+    folder in ``SELFPLAY_IMPORTS`` / ``PYTHONPATH`` for worker processes; a test that ran a
+    command line in this process left them set, and a later test's subprocess or Ray workers
+    then tried to import another test's deleted module."""
+    from games.registry import IMPORTS_ENV
+
+    kept = {k: os.environ.get(k) for k in (IMPORTS_ENV, "PYTHONPATH")}
+    yield
+    for key, value in kept.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value

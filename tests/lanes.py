@@ -38,6 +38,8 @@ SECOND_LANE = (
     "tests/populations/test_league_ray.py",
     "tests/populations/test_rollouts.py",
     "tests/populations/test_runners.py",
+    "tests/populations/test_walk19_ray_address.py",
+    "tests/populations/test_walk19_ray_imports.py",
     "tests/test_examples.py",
     "tests/marl/test_mappo_gru.py",
     "tests/populations/test_interrupts_review.py",
