@@ -67,19 +67,7 @@ def test_a_resume_of_an_experiment_sweep_without_its_folder_names_it(
     assert f"hydra.sweep.dir={sweep.relative_to(tmp_path)}" in err, err
 
 
-KUHN = "openspiel/kuhn_poker"
-
-
-def _eval(args, capsys):
-    from populations.cli import eval_main
-
-    try:
-        eval_main(args)
-        code = 0
-    except SystemExit as stop:
-        code = stop.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+from tests.populations.test_eval_names import KUHN, _eval  # noqa: E402 - selfplay-eval in process
 
 
 def _kuhn_policy(path: Path) -> str:
