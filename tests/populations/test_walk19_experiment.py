@@ -341,3 +341,30 @@ def test_run_experiment_imports_the_configs_imports(tmp_path, monkeypatch):
     summary = run_experiment(exp, tmp_path / "run")
     assert summary.table and summary.table[0]["frames"] == 64
     assert "w19_api_mod" in os.environ["SELFPLAY_IMPORTS"].split(",")
+
+
+def test_a_resumed_sweeps_job_that_had_not_started_keeps_an_own_section(own_learner, tmp_path,
+                                                                        monkeypatch):
+    """A sweep resumed with resume=true whose job had not started yet starts it (resume
+    off): ``dataclasses.replace`` built that experiment from the schema's fields only and
+    dropped ``+walk19_algo.lr=0.5``, so the job trained at the learner's defaults."""
+    import populations.experiment as experiment
+    from populations.learner_sections import learner_sections
+
+    sweep = tmp_path / "sweep"
+    (sweep / "9_other").mkdir(parents=True)  # another job of the sweep ran: it has started
+    (sweep / "9_other" / "settings.json").write_text("{}")
+    seen = []
+
+    def stopped(exp, run_dir):
+        seen.append(exp)
+        raise KeyboardInterrupt  # what it would run is all this test reads
+
+    monkeypatch.setattr(experiment, "run_experiment", stopped)
+    with pytest.raises(SystemExit):
+        _train(["-m", f"imports=[{MODULE}]", "algo=walk19_algo", "+walk19_algo.lr=0.5", *KUHN,
+                "resume=true", f"hydra.sweep.dir={sweep}"], monkeypatch, tmp_path)
+    (exp,) = seen
+    assert exp.resume is False  # the job starts
+    assert learner_sections(exp) == {"walk19_algo": {"lr": 0.5}}
+    assert settings(exp, registry.get("walk19_algo")).lr == 0.5
