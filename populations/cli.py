@@ -103,12 +103,18 @@ def one_line(err: BaseException) -> str:
 def fail(prog: str, message: str, status: int = 2) -> NoReturn:
     """Print ``prog: message`` on stderr and exit with ``status`` (2: a usage error); progress
     bars still open are cleared first, so the message is the line left on the terminal."""
+    say(prog, message)
+    sys.exit(status)
+
+
+def say(prog: str, message: str) -> None:
+    """Print ``prog: message`` on stderr, progress bars still open cleared first (:func:`fail`
+    without the exit: a sweep's failed job under ``keep_going=true``)."""
     bars = getattr(sys.modules.get("tqdm"), "tqdm", None)
     for bar in list(getattr(bars, "_instances", ())):
         bar.leave = False
         bar.close()
     print(f"{prog}: {message}", file=sys.stderr)
-    sys.exit(status)
 
 
 def interrupted(prog: str, message: str | Callable[[], str] = "interrupted") -> NoReturn:
@@ -741,12 +747,37 @@ class ConfigCheck(Callback):
 
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _FAILED_JOBS.clear()  # keep_going's lists, per sweep (tests run several in a process)
+        _SWEEP_JOBS.clear()
         folder = None if _folder_given(config, "hydra.sweep.dir") else sweep_folder(config)
         if config.get("resume") is True and not config.get("resume_override"):
             with reported(TRAIN):
                 _refuse_resume_without_folder(config, "hydra.sweep.dir", folder)
         if folder is not None:
             pin_sweep_folder(config, folder)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if _FAILED_JOBS:  # keep_going=true: the jobs ran; the failed ones in one line, exit 2
+            fail(TRAIN, _failed_jobs_line(Path(str(config.hydra.sweep.dir))))
+
+
+_FAILED_JOBS: list[tuple[int, Path]] = []
+"""``(job number, run folder)`` of each job of this process's sweep that failed while
+``keep_going=true`` let the sweep go on (:func:`run_folder_guard`)."""
+_SWEEP_JOBS: list[int] = []
+"""The job numbers of this process's sweep that started."""
+
+
+def _failed_jobs_line(sweep_dir: Path) -> str:
+    """The line that ends a sweep whose jobs ``_FAILED_JOBS`` failed under ``keep_going``:
+    which (numbers and folders, as their own lines said why), how many jobs ran, and the
+    command that resumes the sweep (finished jobs say nothing to do; a failed job with
+    checkpoints goes on from its last one, one without starts again)."""
+    listed = ", ".join(f"job {n} ({folder})" for n, folder in _FAILED_JOBS)
+    return (f"{len(_FAILED_JOBS)} of {len(_SWEEP_JOBS)} sweep jobs failed: {listed} (each "
+            f"said why above); the others finished. Once the cause is fixed, the sweep resumes "
+            f"with: "
+            f"{sweep_resume_command(sweep_dir, _TYPED or sys.argv[1:])}")
 
 
 def _folder_given(config: DictConfig, key: str) -> bool:
@@ -958,7 +989,7 @@ def hydra_value(run_dir: Path) -> str:
     return path
 
 
-_NOT_REPEATED = ("resume", "resume_override", "hydra.run.dir")
+_NOT_REPEATED = ("resume", "resume_override", "keep_going", "hydra.run.dir")
 _CONFIG_FLAGS = (("config_path", "--config-path"), ("config_dir", "--config-dir"),
                  ("config_name", "--config-name"))
 
@@ -998,7 +1029,8 @@ def resume_command(run_dir: Path, overrides: Sequence[str] | None = None,
     :func:`config_flags` of the command line): ``resume=true hydra.run.dir=...`` alone
     composes the default config, which a run started with ``game=kuhn imports=[push]`` (or
     ``--config-dir D --config-name myexp``) refuses ('cannot resume ... with other
-    settings'). An earlier resume's own ``resume``/``resume_override`` are not repeated, nor
+    settings'). An earlier resume's own ``resume``/``resume_override`` are not repeated (nor
+    a sweep job's ``keep_going``, which a single run does not use), nor
     the ``~game`` this CLI put before ``game.name=`` (:func:`game_overrides` puts it back)."""
     args = [o for o in overrides or ()
             if o.split("=", 1)[0].lstrip("+~") not in _NOT_REPEATED]
@@ -1021,23 +1053,33 @@ def sweep_resume_command(sweep_dir: Path, argv: Sequence[str]) -> str:
 def run_folder_guard(prog: str, run_dir: Path, created: bool,
                      sweep_dir: Path | None = None, job: int | None = None,
                      overrides: Sequence[str] | None = None,
-                     flags: Sequence[str] = (), resumed: bool = False) -> Iterator[None]:
+                     flags: Sequence[str] = (), resumed: bool = False,
+                     keep_going: bool = False) -> Iterator[None]:
     """Report user errors in one line; a folder ``created`` by this run and holding no
     checkpoint is removed first (and a sweep's folder left with no job in it), so a failed
     start leaves nothing half-made behind. In a sweep (job number ``job``) the line says
     that the jobs after it did not run, and how the sweep goes on; a single run that failed
     while running and keeps checkpoints says how it resumes. Ctrl-C's line names the command
     that resumes the run, with the run's ``overrides`` and config ``flags``
-    (:func:`resume_command`). ``resumed``: the command line gave ``resume=true``."""
+    (:func:`resume_command`). ``resumed``: the command line gave ``resume=true``.
+    ``keep_going`` (a sweep's ``keep_going=true``): a failed job's line says the sweep goes on,
+    and the guard returns (Hydra runs the next job); the sweep's end lists the failed jobs
+    (:func:`_failed_jobs_line`). Ctrl-C still ends the sweep."""
     try:
         yield
     except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
         interrupted(prog, lambda: _how_to_go_on(run_dir, created, sweep_dir, overrides, flags))
     except user_errors() as err:
-        if created:
-            _discard_new(run_dir, sweep_dir)
+        going_on = keep_going and sweep_dir is not None and job is not None
+        if created:  # the sweep's folder stays for the next jobs (and multirun.yaml in it)
+            discard_run_dir(run_dir) if going_on else _discard_new(run_dir, sweep_dir)
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
+        if going_on:
+            say(prog, f"{one_line(err)} (sweep job {job}; keep_going: the sweep goes on with "
+                      f"its next job){_resumes_after(err, run_dir, overrides, flags)}")
+            _FAILED_JOBS.append((job, run_dir))
+            return
         if sweep_dir is not None and job is not None:
             fail(prog, one_line(err) + _sweep_stopped(sweep_dir, job, run_dir, created, resumed))
         fail(prog, one_line(err) + _resumes_after(err, run_dir, overrides, flags))
@@ -1143,9 +1185,13 @@ def _train_task(cfg: DictConfig) -> None:
     sweep_dir = Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
     created = _fresh(run_dir)
     overrides, flags = list(hc.overrides.task), config_flags(_TYPED)
+    summary = None
+    if sweep_dir is not None:
+        _SWEEP_JOBS.append(hc.job.num)
     with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir,
                           job=hc.job.num if sweep_dir is not None else None,
-                          overrides=overrides, flags=flags, resumed=cfg.get("resume") is True), \
+                          overrides=overrides, flags=flags, resumed=cfg.get("resume") is True,
+                          keep_going=cfg.get("keep_going") is True), \
             spelled(HYDRA_WORDS):  # messages say resume_override=true, as typed here
         exp = prepare(cfg, overrides, check=False)  # run_experiment checks
         if exp.resume and created and sweep_dir is not None and _sweep_started(sweep_dir):
@@ -1157,10 +1203,13 @@ def _train_task(cfg: DictConfig) -> None:
 
             exp = replaced(exp, resume=False)
         log.info("experiment %s in %s", exp.experiment, run_dir)
+        if exp.keep_going and sweep_dir is None:  # ignored: nothing to go on to
+            log.warning("keep_going=true is for sweeps (-m): a single run stops where it fails")
         for note in unused_overrides(exp, overrides):
             log.warning(note)
         summary = run_experiment(exp, run_dir)
-    print_summary(summary, resume_command(run_dir, overrides, flags))
+    if summary is not None:  # None: a failed job of a keep_going sweep (its line is out)
+        print_summary(summary, resume_command(run_dir, overrides, flags))
 
 
 def _hydra_app() -> Callable[[], None]:

@@ -129,6 +129,8 @@ class ExperimentConfig:
     torch_threads: int = 1  # intra-op threads (small networks are fastest on one)
     resume: bool = False  # continue the run in this folder from its last checkpoint
     resume_override: bool = False  # resume with other settings / start fresh on resume=true
+    keep_going: bool = False  # a sweep (-m) runs its other jobs after one fails, lists the
+    # failed ones at its end and exits 2 (without: it stops at the first); a single run: unused
     checkpoint_every_s: float = 300.0  # population=none: seconds between checkpoints of the
     # learner (taken after an update; 0: after every update), and one when training ends
     progress: bool = True  # progress bars and lines on the terminal
@@ -239,8 +241,9 @@ def make_learner(cfg: ExperimentConfig, spec: games.GameSpec,
 
 
 # settings a resume may change (populations.run_folder): where it runs, how it logs, how long
-RESUME_MAY_CHANGE = ("resume", "resume_override", "progress", "device", "torch_threads",
-                     "checkpoint_every_s", "llm.grpo.device", "llm.grpo.seed",  # never read
+RESUME_MAY_CHANGE = ("resume", "resume_override", "keep_going", "progress", "device",
+                     "torch_threads", "checkpoint_every_s",
+                     "llm.grpo.device", "llm.grpo.seed",  # never read
                      "population.psro.seed",  # never read either (the run's seed= is)
                      "runner.", "logger.", "population.generations", "population.iterations")
 
