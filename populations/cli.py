@@ -773,9 +773,11 @@ def _failed_jobs_line(sweep_dir: Path) -> str:
     which (numbers and folders, as their own lines said why), how many jobs ran, and the
     command that resumes the sweep (finished jobs say nothing to do; a failed job with
     checkpoints goes on from its last one, one without starts again)."""
-    listed = ", ".join(f"job {n} ({folder})" for n, folder in _FAILED_JOBS)
+    listed = ", ".join(f"job {n} ({folder}{'' if folder.is_dir() else ', removed: no checkpoint'})"
+                       for n, folder in _FAILED_JOBS)
+    others = "; the others finished" if len(_FAILED_JOBS) < len(_SWEEP_JOBS) else ""
     return (f"{len(_FAILED_JOBS)} of {len(_SWEEP_JOBS)} sweep jobs failed: {listed} (each "
-            f"said why above); the others finished. Once the cause is fixed, the sweep resumes "
+            f"said why above){others}. Once the cause is fixed, the sweep resumes "
             f"with: "
             f"{sweep_resume_command(sweep_dir, _TYPED or sys.argv[1:])}")
 

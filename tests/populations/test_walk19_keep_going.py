@@ -78,3 +78,21 @@ def test_keep_going_in_a_single_run_is_ignored_with_a_warning(tmp_path, monkeypa
     assert "keep_going=true is for sweeps (-m)" in out + err
     assert " keep_going=" not in out.split("checkpoints: ", 1)[1].splitlines()[0]  # its resume
     assert (run / "settings.json").is_file()
+
+
+def test_the_last_line_says_a_failed_job_without_checkpoints_was_removed(
+        tmp_path, monkeypatch):
+    # a job that failed before its first checkpoint leaves no folder (a failed start leaves
+    # nothing half-made): the line named a folder that was not there
+    import populations.cli as cli
+
+    kept, gone = tmp_path / "0_lr=1", tmp_path / "2_lr=3"
+    kept.mkdir()
+    monkeypatch.setattr(cli, "_FAILED_JOBS", [(0, kept), (2, gone)])
+    monkeypatch.setattr(cli, "_SWEEP_JOBS", [0, 1, 2])
+    monkeypatch.setattr(cli, "_TYPED", ["-m", "lr=1,2,3", "keep_going=true"])
+    line = cli._failed_jobs_line(tmp_path)
+    assert line.startswith(f"2 of 3 sweep jobs failed: job 0 ({kept}), job 2 ({gone}, removed: "
+                           "no checkpoint) (each said why above); the others finished. "), line
+    assert line.endswith(f"selfplay-train -m lr=1,2,3 keep_going=true resume=true "
+                         f"hydra.sweep.dir={tmp_path}"), line
