@@ -267,6 +267,11 @@ _POLICIES: dict[str, type[Policy]] = {}
 P = TypeVar("P", bound=type[Policy])
 
 
+def policy_class(kind: str) -> type[Policy] | None:
+    """The Policy class registered as ``kind`` (None: no imported module registers it)."""
+    return _POLICIES.get(kind)
+
+
 def register_policy(kind: str) -> Callable[[P], P]:
     """Register a Policy class so :func:`load_policy` can rebuild files of that kind.
 

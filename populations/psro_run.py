@@ -29,7 +29,7 @@ import games
 from games import GameSpec
 from games.openspiel import OpenSpielGame
 from marl import registry
-from marl.core import _POLICIES, Learner, Policy  # _POLICIES: kind -> class
+from marl.core import Learner, Policy, policy_class
 from populations.db import LeagueDB, MatchRow
 from populations.learner_sections import replaced, settings
 from populations.loggers import MetricsLogger
@@ -294,7 +294,7 @@ def without_probs(oracle: str) -> str | None:
              if e.policy == entry.policy]
     if kinds and not any(kinds):
         return None
-    cls = _POLICIES.get(entry.policy)
+    cls = policy_class(entry.policy)
     if cls is None or getattr(cls, "action_probs", None) is not Policy.action_probs:
         return None  # what it saves is not known before it trains: PSRO says so if it fails
     return (f"population.oracle={oracle}'s policies ({entry.policy}) have no action "
