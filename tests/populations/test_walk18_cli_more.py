@@ -37,6 +37,21 @@ def _train(argv: list[str], monkeypatch, cwd: Path) -> None:
         root.setLevel(level)
 
 
+def ctrl_c_after_the_run(monkeypatch):
+    """Runs in this process are stopped by Ctrl-C once they have run (and recorded their
+    settings), as a user's Ctrl-C would stop them; returns what lets runs go on again."""
+    import populations.experiment as experiment
+
+    real = experiment.run_experiment
+
+    def stopped(*args, **kwargs):
+        real(*args, **kwargs)
+        raise KeyboardInterrupt  # Ctrl-C once the run has recorded its settings
+
+    monkeypatch.setattr(experiment, "run_experiment", stopped)
+    return lambda: monkeypatch.setattr(experiment, "run_experiment", real)
+
+
 def _pasted(command: str) -> list[str]:
     """The words a shell gives ``selfplay-train`` for ``command`` pasted."""
     words = shlex.split(command)
@@ -62,15 +77,7 @@ def test_the_summarys_resume_command_pasted_resumes_the_run(tmp_path, monkeypatc
 def test_ctrl_cs_resume_command_pasted_resumes_the_run(tmp_path, monkeypatch, capsys):
     # before: 'interrupted; <run> resumes with resume=true hydra.run.dir=<run>', refused
     # when pasted as the summary's was
-    import populations.experiment as experiment
-
-    real = experiment.run_experiment
-
-    def stopped(*args, **kwargs):
-        real(*args, **kwargs)
-        raise KeyboardInterrupt  # Ctrl-C once the run has recorded its settings
-
-    monkeypatch.setattr(experiment, "run_experiment", stopped)
+    go_on = ctrl_c_after_the_run(monkeypatch)
     run = tmp_path / "run"
     with pytest.raises(SystemExit) as stop:
         _train([*TINY, f"hydra.run.dir={run}"], monkeypatch, tmp_path)
@@ -78,7 +85,7 @@ def test_ctrl_cs_resume_command_pasted_resumes_the_run(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("selfplay-train: interrupted; ") and "resumes with: " in err, err
     words = _pasted(err.split("resumes with: ", 1)[1])
-    monkeypatch.setattr(experiment, "run_experiment", real)
+    go_on()
     _train(words, monkeypatch, tmp_path)
     assert f"run folder : {run}" in capsys.readouterr().out
 

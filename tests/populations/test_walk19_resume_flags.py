@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from populations.cli import config_flags, resume_command, sweep_resume_command
-from tests.populations.test_walk18_cli_more import TINY, _pasted, _train
+from tests.populations.test_walk18_cli_more import TINY, _pasted, _train, ctrl_c_after_the_run
 
 MYEXP = """\
 defaults:
@@ -59,18 +59,10 @@ def test_a_run_of_another_config_dir_and_name_resumes_with_its_printed_command(
 def test_ctrl_cs_command_repeats_the_search_path_of_an_experiment_preset(
         tmp_path, monkeypatch, capsys):
     # before: pasted, "Could not find 'experiment/mine'" (the search path was left out)
-    import populations.experiment as experiment
-
     conf = tmp_path / "conf"
     (conf / "experiment").mkdir(parents=True)
     (conf / "experiment" / "mine.yaml").write_text("# @package _global_\nseed: 5\n")
-    real = experiment.run_experiment
-
-    def stopped(*args, **kwargs):
-        real(*args, **kwargs)
-        raise KeyboardInterrupt  # Ctrl-C once the run has recorded its settings
-
-    monkeypatch.setattr(experiment, "run_experiment", stopped)
+    go_on = ctrl_c_after_the_run(monkeypatch)
     run = tmp_path / "run"
     searchpath = f"hydra.searchpath=[file://{conf}]"
     with pytest.raises(SystemExit) as stop:
@@ -80,7 +72,7 @@ def test_ctrl_cs_command_repeats_the_search_path_of_an_experiment_preset(
     err = capsys.readouterr().err.strip().splitlines()[-1]
     words = _pasted(err.split("resumes with: ", 1)[1])
     assert words[0] == searchpath and "experiment=mine" in words, words
-    monkeypatch.setattr(experiment, "run_experiment", real)
+    go_on()
     _train(words, monkeypatch, tmp_path)
     assert f"run folder : {run}" in capsys.readouterr().out
 
