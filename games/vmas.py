@@ -426,7 +426,9 @@ class VmasGame(Game):
         self.scenario, self.device = scenario, device
         self.continuous = bool(continuous_actions)
         self.kwargs = dict(kwargs)
-        self._sim = _Sim(scenario, 1, device, self.continuous, kwargs, seed=None)
+        # A fixed seed, not OS entropy: a scenario that fails for some draws fails every
+        # time or never, and an unseeded copy replays; reset(seed=...) reseeds it.
+        self._sim = _Sim(scenario, 1, device, self.continuous, kwargs, seed=0)
         env = self._sim.env
         ids = [a.name for a in self._sim.agents]
         where = f"vmas/{scenario}"
