@@ -1034,8 +1034,8 @@ def resume_command(run_dir: Path, overrides: Sequence[str] | None = None,
     settings'). An earlier resume's own ``resume``/``resume_override`` are not repeated (nor
     a sweep job's ``keep_going``, which a single run does not use), nor
     the ``~game`` this CLI put before ``game.name=`` (:func:`game_overrides` puts it back)."""
-    args = [o for o in overrides or ()
-            if o.split("=", 1)[0].lstrip("+~") not in _NOT_REPEATED]
+    args = ["~game" if o == "~game=null" else o for o in overrides or ()  # a sweep job's
+            if o.split("=", 1)[0].lstrip("+~") not in _NOT_REPEATED]  # spelling of ~game
     if "~game" in args and game_overrides([a for a in args if a != "~game"]) == args:
         args.remove("~game")
     return " ".join([TRAIN, *map(shlex.quote, [*flags, *args]), "resume=true",

@@ -98,6 +98,9 @@ def test_resume_command_leaves_out_the_game_reset_the_cli_adds():
         "selfplay-train game.name=openspiel/kuhn_poker seed=1 resume=true hydra.run.dir=/r/run"
     # typed by the user before another place: kept (it is not where the CLI puts it)
     assert shlex.split(resume_command(run, ["~game", "seed=1", "game.name=x"]))[1] == "~game"
+    # a sweep job's task overrides spell it '~game=null' (Hydra's multirun)
+    assert resume_command(run, ["~game=null", "game.name=openspiel/kuhn_poker"]) == \
+        "selfplay-train game.name=openspiel/kuhn_poker resume=true hydra.run.dir=/r/run"
     # the old resume's own switches are not repeated
     assert resume_command(run, ["resume=true", "resume_override=true", "seed=1"]) == \
         "selfplay-train seed=1 resume=true hydra.run.dir=/r/run"
