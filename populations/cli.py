@@ -84,6 +84,12 @@ def one_line(err: BaseException) -> str:
         if hint:  # the schema is closed: Hydra's "+llm.tem=1" ended in a traceback (CC-8)
             text = re.sub(r"\s*To append to your config use \S+", "", text)
         text += "\n" + str(cause) + (f"\n{hint}" if hint else "")
+    elif type(err.__context__).__module__.startswith("omegaconf"):  # a preset's key: Hydra
+        from populations.config_checks import unknown_key_hint  # quotes it, raised unchained
+
+        hint = unknown_key_hint(err.__context__)
+        text = re.sub(r": \w+ raised while composing config:\n", ": ", text)
+        text += f"\n{hint}" if hint else ""
     parts: list[str] = []
     for raw in text.splitlines():
         line = raw.strip()
@@ -666,6 +672,11 @@ def register_schema() -> None:
     from populations.experiment import ExperimentConfig
 
     schema = writable(OmegaConf.structured(ExperimentConfig))
+    # open while presets merge, for a learner of the user's own (its section my_algo: {...}
+    # in a preset): populations.learner_sections types it and refuses a key no registered
+    # learner names; the sections stay closed by their types. Hydra closes the root before
+    # the command line applies: a key the schema lacks, typed, still needs a "+".
+    OmegaConf.set_struct(schema, False)
     # a game's keyword arguments are open: game.kwargs.num_cards=4 needs no "+"
     OmegaConf.set_struct(schema.game.kwargs, False)
     ConfigStore.instance().store(name="schema", node=schema)
@@ -683,23 +694,31 @@ def to_experiment(cfg: DictConfig) -> ExperimentConfig:
     try:
         exp = OmegaConf.to_object(cfg)
     except dataclasses.FrozenInstanceError:  # +mappo.lrr=1 added a key the schema lacks
-        raise CLIError(f"bad config: {_added_key(cfg)}") from None
+        raise CLIError(f"bad config: {_added_key(cfg) or _ADDED}") from None
     except (ValueError, TypeError, OmegaConfBaseException) as err:  # named by its dotted path
         raise CLIError(f"bad config: {refused_message(cfg, err, one_line)}") from None
+    added = _added_key(cfg, top=False)  # +population.foo=1: a mutable section took it silently
+    if added:
+        raise CLIError(f"bad config: {added}")
     assert isinstance(exp, ExperimentConfig)
     return exp
 
 
-def _added_key(cfg: DictConfig, path: str = "") -> str:
+_ADDED = "a key the schema does not have was added (check '+' overrides)"
+
+
+def _added_key(cfg: DictConfig, path: str = "", top: bool = True) -> str:
     """``mappo.lrr: Key 'lrr' not in 'MAPPOConfig'; nearest: mappo.lr``: the first key of
     ``cfg`` its node's dataclass lacks (added by a ``+``/``++`` override; the sections are
-    closed), as an unknown key is named elsewhere."""
+    closed), as an unknown key is named elsewhere; ``""`` if none. ``top=False``
+    leaves out the top level's own keys (a learner of the user's own: learner_sections)."""
     from omegaconf import DictConfig, OmegaConf
 
     from populations.config_checks import nearest_keys
 
     cls = OmegaConf.get_type(cfg)
-    names = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) else None
+    names = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) \
+        and top else None
     for key in cfg:
         full = f"{path}.{key}" if path else str(key)
         if names is not None and key not in names:
@@ -710,7 +729,7 @@ def _added_key(cfg: DictConfig, path: str = "") -> str:
             found = _added_key(child, full)
             if found:
                 return found
-    return "" if path else "a key the schema does not have was added (check '+' overrides)"
+    return ""
 
 
 def prepare(cfg: DictConfig, overrides: Sequence[str], check: bool = True) -> ExperimentConfig:

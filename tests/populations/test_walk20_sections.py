@@ -1,0 +1,82 @@
+"""A learner of a user's own takes its settings from a preset YAML too (``my_algo: {lr: ..}``
+under ``# @package _global_``), not only from ``+my_algo.lr=...`` typed: Hydra refused the key
+at compose ("Key 'walk19_algo' not in 'ExperimentConfig'"), so an experiment of one's own
+could not hold the settings it was run with. A top-level key no registered learner names is
+still one line naming the nearest key, before the run folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from marl import registry
+from populations.learner_sections import settings
+from tests.populations.test_walk19_experiment import (
+    KUHN,
+    MODULE,
+    _composed,
+    _refused,
+    own_learner,  # noqa: F401 (a fixture)
+)
+
+
+def _preset(tmp_path: Path, body: str) -> list[str]:
+    """``experiment=mine`` from a config folder of the user's own on Hydra's search path."""
+    folder = tmp_path / "myconfigs" / "experiment"
+    folder.mkdir(parents=True)
+    (folder / "mine.yaml").write_text("# @package _global_\n" + body)
+    return [f"hydra.searchpath=[file://{tmp_path / 'myconfigs'}]", "experiment=mine"]
+
+
+def test_an_own_learners_section_in_a_preset_reaches_it(own_learner, tmp_path,  # noqa: F811
+                                                         monkeypatch):
+    argv = _preset(tmp_path, "algo: walk19_algo\nwalk19_algo:\n  lr: 0.25\n  net:\n"
+                             "    width: 4\n")
+    exp = _composed([f"imports=[{MODULE}]", *argv, *KUHN], monkeypatch, tmp_path)
+    assert settings(exp, registry.get("walk19_algo")) == \
+        own_learner.OwnConfig(lr=0.25, net=own_learner.OwnNet(4))
+    # the command line still overrides the preset's value
+    exp = _composed([f"imports=[{MODULE}]", *argv, "walk19_algo.lr=0.5", *KUHN], monkeypatch,
+                    tmp_path)
+    assert settings(exp, registry.get("walk19_algo")).lr == 0.5
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ("walk19_algo:\n  lrr: 0.5\n", "walk19_algo.lrr: Key 'lrr' not in 'OwnConfig'; nearest: "
+                                   "walk19_algo.lr"),
+    ("framez: 3\n", "framez: not a key of the experiment nor the section of a registered "
+                    "learner; nearest: frames"),
+    # the schema's own sections stay closed (Hydra's message, with the nearest key added)
+    ("mappo:\n  lrr: 0.5\n", "In 'experiment/mine': Key 'lrr' not in 'MAPPOConfig'; nearest: "
+                             "mappo.lr"),
+    ("population:\n  kindd: league\n", "In 'experiment/mine': Key 'kindd' not in "
+                                        "'PopulationConfig'; nearest: population.kind"),
+])
+def test_a_bad_key_in_a_preset_is_one_line_before_the_folder(own_learner, body,  # noqa: F811
+                                                             words,
+                                                            tmp_path, monkeypatch, capsys):
+    line = _refused([f"imports=[{MODULE}]", *_preset(tmp_path, body), *KUHN], monkeypatch,
+                    tmp_path, capsys)
+    assert words in line, line
+
+
+def test_a_typed_key_the_schema_lacks_still_needs_a_plus(tmp_path, monkeypatch, capsys):
+    line = _refused(["framez=3", *KUHN], monkeypatch, tmp_path, capsys)
+    assert line.startswith("Could not override 'framez'") and "nearest: frames" in line, line
+
+
+@pytest.mark.parametrize(("override", "words"), [
+    ("+population.foo=1", "population.foo: Key 'foo' not in 'PopulationConfig'"),
+    ("+runner.foo=1", "runner.foo: Key 'foo' not in 'RunnerConfig'"),
+    ("+game.foo=1", "game.foo: Key 'foo' not in 'GameConfig'"),
+    ("+population.psro.episodes=3", "population.psro.episodes: Key 'episodes' not in "
+                                    "'PSROConfig' (a '+' cannot add keys to the schema); "
+                                    "nearest: population.psro.episodes_per_entry"),
+])
+def test_a_key_added_to_a_mutable_section_is_refused(override, words, tmp_path, monkeypatch,
+                                                     capsys):
+    """Sections whose dataclass is not frozen took an added key silently (the run went on
+    without the setting the user meant), where frozen ones refused it."""
+    line = _refused([override, *KUHN], monkeypatch, tmp_path, capsys)
+    assert line.startswith(f"bad config: {words}"), line
