@@ -23,6 +23,7 @@ AdamW steps of lr ~1e-6 vanish in bfloat16 weights.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -113,6 +114,7 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
         if why:  # a folder without a model gave "Couldn't instantiate the backend tokenizer"
             raise ValueError(f"llm.model={cfg.model!r} could not be loaded ({why}); give "
                              "'tiny', a local model directory or a hub name available here")
+        _check_json_files(cfg.model, folder)
 
     def load(**kw: Any) -> tuple[Any, list[Any]]:
         # AutoModel's look for a LoRA adapter_config.json does not take local_files_only
@@ -151,6 +153,24 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return [(_prepare(cfg, m, k), tok) for k, m in enumerate(models)]
+
+
+_JSON_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+               "special_tokens_map.json")
+
+
+def _check_json_files(model: str, folder: Path) -> None:
+    """A model folder's JSON files that do not parse (a copy stopped half way), named in one
+    line: transformers' JSONDecodeError named no file ('Expecting value: line 59 column 7')."""
+    for name in _JSON_FILES:
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            json.loads(path.read_bytes())
+        except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+            raise ValueError(f"llm.model={model!r} could not be loaded (its {name} is damaged: "
+                             f"{err}); copy or download it again") from None
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -188,6 +188,10 @@ def _truncate(d: Path, keep: int) -> None:
     f.write_bytes(f.read_bytes()[:keep])
 
 
+def _cut(f: Path) -> None:  # a copy stopped half way (tokenizers raised a bare Exception)
+    f.write_bytes(f.read_bytes()[:len(f.read_bytes()) // 2])
+
+
 def _resize(d: Path) -> None:
     config = json.loads((d / "config.json").read_text())
     config["n_embd"] = 32
@@ -198,6 +202,9 @@ DAMAGES = {
     "truncated header": (lambda d: _truncate(d, 5), "its safetensors weights are damaged"),
     "truncated weights": (lambda d: _truncate(d, 200), "its safetensors weights are damaged"),
     "sizes": (_resize, "its weights do not match its config.json"),
+    "truncated tokenizer.json": (lambda d: _cut(d / "tokenizer.json"),
+                                 "its tokenizer.json is damaged"),
+    "truncated config.json": (lambda d: _cut(d / "config.json"), "its config.json is damaged"),
 }
 
 
