@@ -457,6 +457,17 @@ class PSROIteration:
     eval_seconds: float
 
 
+def _oracle_without_probs(oracle: Oracle) -> str | None:
+    """Why an RL oracle's members have no action probabilities (exact payoffs need them),
+    for a learner factory of :func:`populations.psro_run.registry_learner`; None otherwise."""
+    algo = getattr(getattr(oracle, "learner_factory", None), "algo", None)
+    if not isinstance(algo, str):
+        return None
+    from populations.psro_run import without_probs  # it builds on this module
+
+    return without_probs(algo)
+
+
 class PSRO:
     """PSRO on ``game`` with ``oracle``; see the module docstring.
 
@@ -492,10 +503,12 @@ class PSRO:
         why = None  # why payoffs=auto chose sampled: it rules out exact NashConv too
         if cfg.payoffs == "auto":
             why = why_not_exact(game_obj, self.seats_of)
-            self.config = cfg = dataclasses.replace(cfg, payoffs="sampled" if why else "exact")
+            no_probs = None if why else _oracle_without_probs(oracle)
+            self.config = cfg = dataclasses.replace(
+                cfg, payoffs="sampled" if why or no_probs else "exact")
             log.info("PSRO: payoffs=auto is %s%s%s", cfg.payoffs,
                      ", no exact NashConv" if why and cfg.nash_conv else "",
-                     f" ({why})" if why else "")
+                     f" ({why or no_probs})" if why or no_probs else "")
         self.players: tuple[str, ...] = tuple(self.seats_of)
         self.agents = self.players  # the name PSRO's players had when they were seats
         teams = any(len(seats) > 1 for seats in self.seats_of.values())

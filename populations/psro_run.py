@@ -378,6 +378,7 @@ def registry_learner(algo: str, config: Any = None, device: str = "cpu") -> Lear
         return entry.build(spec, config, seat_tuple(agent), device, seed)
 
     build.__name__ = f"{algo}_learner"
+    build.algo = algo  # type: ignore[attr-defined]  # PSRO(payoffs="auto") reads it
     return build
 
 

@@ -80,3 +80,19 @@ def test_a_key_added_to_a_mutable_section_is_refused(override, words, tmp_path, 
     without the setting the user meant), where frozen ones refused it."""
     line = _refused([override, *KUHN], monkeypatch, tmp_path, capsys)
     assert line.startswith(f"bad config: {words}"), line
+
+
+def test_the_library_psros_auto_payoffs_are_sampled_for_an_oracle_without_probs(
+        own_learner):  # noqa: F811
+    """``PSRO(..., RLOracle(learner_factory=registry_learner(<algo without action_probs>)),
+    PSROConfig(payoffs="auto"))`` chose exact payoffs, which its members cannot give (only
+    the experiment path, resolve_auto, looked); a learner that has them keeps exact."""
+    import games
+    from populations.psro import PSRO, PSROConfig, RLOracle
+    from populations.psro_run import registry_learner
+
+    spec = games.make("openspiel/kuhn_poker").spec
+    chosen = {algo: PSRO("openspiel/kuhn_poker", RLOracle(
+        spec, learner_factory=registry_learner(algo)), PSROConfig(payoffs="auto")).config.payoffs
+        for algo in ("walk19_noprobs", "walk19_algo", "mappo")}
+    assert chosen == {"walk19_noprobs": "sampled", "walk19_algo": "exact", "mappo": "exact"}
