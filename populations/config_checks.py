@@ -272,7 +272,7 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
         try:
             OmegaConf.update(node, sub, value, merge=True)
         except (ConfigAttributeError, ConfigKeyError) as err:
-            raise ValueError(_unknown_key(node, path, sub, err)) from None
+            raise ValueError(unknown_key_message(node, path, sub, err)) from None
         except OmegaConfBaseException as err:  # a word where a number goes: OmegaConf's words
             text = str(err).strip().splitlines()[0]
             raise ValueError(f"{input_line or f'{key}={value}'}: {text}") from None
@@ -315,7 +315,7 @@ def backend_fits(backend: str) -> None:
         raise _Unavailable(str(err)) from None
 
 
-def _unknown_key(node: Any, path: str, sub: str, err: Exception) -> str:
+def unknown_key_message(node: Any, path: str, sub: str, err: Exception) -> str:
     """``mappo.lrr: Key 'lrr' not in 'MAPPOConfig'; nearest: mappo.lr``: OmegaConf's words
     with the nearest keys of the section the unknown one was looked up in."""
     from omegaconf import OmegaConf

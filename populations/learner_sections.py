@@ -68,7 +68,7 @@ def section_config(entry: LearnerEntry, values: Mapping[str, Any]) -> Any:
     from omegaconf import OmegaConf
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
-    from populations.config_checks import _unknown_key, writable
+    from populations.config_checks import unknown_key_message, writable
     from populations.config_paths import at_path, refusal
 
     path, default = entry.section, entry.default()
@@ -80,7 +80,7 @@ def section_config(entry: LearnerEntry, values: Mapping[str, Any]) -> Any:
         try:
             OmegaConf.update(node, key, value, merge=True)
         except (ConfigAttributeError, ConfigKeyError) as err:
-            raise ValueError(_unknown_key(node, path, key, err)) from None
+            raise ValueError(unknown_key_message(node, path, key, err)) from None
         except OmegaConfBaseException as err:  # a word where a number goes
             text = str(err).strip().splitlines()[0]
             raise ValueError(f"{path}.{key}={value}: {text}") from None
