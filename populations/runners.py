@@ -226,7 +226,8 @@ class RayAddressError(ValueError):
     :data:`RAY_ADDRESS_FORMS`)."""
 
 
-def check_ray_address(address: str, timeout_s: float = RAY_PROBE_S) -> str:
+def check_ray_address(address: str, timeout_s: float = RAY_PROBE_S,
+                      key: str = "runner.address") -> str:
     """The address ``ray.init`` should join for ``address``, or a one-line
     :class:`RayAddressError`: for a value of no accepted form (``foo``, Ray's "Invalid
     address format"), ``auto`` with no cluster to find, and a ``HOST:PORT`` where nothing
@@ -236,10 +237,10 @@ def check_ray_address(address: str, timeout_s: float = RAY_PROBE_S) -> str:
     ``ray://`` addresses are returned as given. Ray joins a loopback host (``127.0.0.1``,
     ``localhost``) at this machine's routable address, where a cluster started by ``ray
     start --head`` listens; one started with ``--node-ip-address=127.0.0.1`` listens on
-    loopback only, so that is tried next and returned as is (:func:`init_ray` keeps it)."""
+    loopback only, so that is tried next and returned as is (:func:`init_ray` keeps it).
+    ``key`` names where the address came from in the message (``RAY_ADDRESS``)."""
     def refused(why: str) -> RayAddressError:
-        return RayAddressError(f"runner.address={address}: {why}; accepted: "
-                               f"{RAY_ADDRESS_FORMS}")
+        return RayAddressError(f"{key}={address}: {why}; accepted: {RAY_ADDRESS_FORMS}")
 
     target = address.strip()
     scheme, sep, rest = target.partition("://")
@@ -333,7 +334,9 @@ def init_ray(address: str | None, num_cpus: int) -> Any:
     127.0.0.1 only, since Ray's services take commands from whoever can reach them. The
     address is checked first (:func:`check_ray_address`: one line where no cluster answers,
     instead of ``ray.init``'s endless wait); a cluster on this machine that listens on
-    loopback only is joined there (Ray would go to the machine's routable address)."""
+    loopback only is joined there (Ray would go to the machine's routable address). With no
+    ``address``, the environment's ``RAY_ADDRESS`` is joined, as ``ray.init`` does (``ray job
+    submit`` sets it), checked the same way; unset, a local instance starts."""
     import ray
 
     from populations.run_folder import kept_sigterm
@@ -341,8 +344,12 @@ def init_ray(address: str | None, num_cpus: int) -> Any:
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                   "configure_logging": False}
+        key = "runner.address"
+        if not address and os.environ.get("RAY_ADDRESS", "").strip():  # ray.init joins it;
+            address, key = os.environ["RAY_ADDRESS"].strip(), "RAY_ADDRESS"  # num_cpus with
+            # it was Ray's "num_cpus and num_gpus must not be provided"
         if address:
-            target = check_ray_address(address)  # ray.init waits forever where none answers
+            target = check_ray_address(address, key=key)  # ray.init waits forever otherwise
             host = (_host_port(target) or ("", 0))[0]
             keep = _loopback_only() if host in LOOPBACK_HOSTS else contextlib.nullcontext()
             with keep, kept_sigterm():  # a CLI's SIGTERM handler, which ray.init replaces

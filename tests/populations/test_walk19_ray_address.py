@@ -144,6 +144,31 @@ def test_a_running_cluster_passes_the_check(ray_local, monkeypatch):
     assert check_ray_address("auto") == gcs
 
 
+
+def test_ray_address_in_the_environment_is_checked_and_joined(ray_local, monkeypatch):
+    """``runner=ray`` with ``RAY_ADDRESS`` set (``ray job submit`` sets it) and no
+    ``runner.address``: ``ray.init(num_cpus=...)`` joined RAY_ADDRESS and refused the CPU
+    count ("When connecting to an existing cluster, num_cpus and num_gpus must not be
+    provided", after the run folder was made). Now a dead one is one line naming
+    RAY_ADDRESS, and a live one is joined without a CPU count."""
+    import ray
+
+    calls = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)  # the session's instance is up
+    monkeypatch.setattr(ray, "init", lambda **kw: calls.append(kw))
+    dead = f"127.0.0.1:{free_port()}"
+    monkeypatch.setenv("RAY_ADDRESS", dead)
+    with pytest.raises(ValueError) as err:
+        init_ray(None, 2)
+    assert str(err.value).startswith(f"RAY_ADDRESS={dead}: no Ray cluster answers there"), \
+        str(err.value)
+    assert calls == []
+    gcs = ray_local._private.worker.global_worker.node.gcs_address
+    monkeypatch.setenv("RAY_ADDRESS", gcs)
+    init_ray(None, 2)
+    assert len(calls) == 1 and calls[0]["address"] == gcs and "num_cpus" not in calls[0], calls
+
+
 # ---------------------------------------------------------------- rollout workers on Ray
 GAME = '''
 import games
