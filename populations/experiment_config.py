@@ -162,6 +162,12 @@ class PopulationConfig:
             mains = [a for a in allowed if not a.endswith(EXPLOITER)]
             raise ValueError(f"members={self.members}: {self.members[0]} needs a main member "
                              f"to exploit; add one of {mains}")
+        exploiters = [m for m in self.members if m.endswith(EXPLOITER)]
+        if len(exploiters) > 1:  # both named 'exploiter': 'league members need unique names'
+            main = next(m for m in self.members if not m.endswith(EXPLOITER))
+            raise ValueError(f"members={self.members}: one <algo>_exploiter per league (it "
+                             f"exploits the first main member, {main}); keep one of "
+                             f"{exploiters}")
 
 
 @dataclass

@@ -96,3 +96,14 @@ def test_the_library_psros_auto_payoffs_are_sampled_for_an_oracle_without_probs(
         spec, learner_factory=registry_learner(algo)), PSROConfig(payoffs="auto")).config.payoffs
         for algo in ("walk19_noprobs", "walk19_algo", "mappo")}
     assert chosen == {"walk19_noprobs": "sampled", "walk19_algo": "exact", "mappo": "exact"}
+
+
+def test_two_exploiters_are_refused_before_the_folder(tmp_path, monkeypatch, capsys):
+    """``[mappo,mappo_exploiter,vdn_exploiter]`` passed the early check, then failed after
+    the run started with "league members need unique names; got ['mappo', 'exploiter',
+    'exploiter']" (both are named exploiter; both would exploit the first main member)."""
+    line = _refused(["population=pfsp", "population.members=[mappo,mappo_exploiter,"
+                     "vdn_exploiter]", *KUHN], monkeypatch, tmp_path, capsys)
+    assert line == ("bad config: population.members=['mappo', 'mappo_exploiter', "
+                    "'vdn_exploiter']: one <algo>_exploiter per league (it exploits the first "
+                    "main member, mappo); keep one of ['mappo_exploiter', 'vdn_exploiter']"), line
