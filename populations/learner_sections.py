@@ -14,7 +14,7 @@ rebuilt (``dataclasses.replace`` copies fields only).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from marl import registry
@@ -146,3 +146,50 @@ def check_learner_sections(cfg: ExperimentConfig) -> None:
             raise ValueError(f"{key}: not a key of the experiment nor the section of a "
                              f"registered learner; {nearest_keys(key, [*known, *sections], '')}")
         settings(cfg, entry)
+
+
+SECTION_GROUPS = {"encoder": "mappo"}  # config groups that set a learner's section only
+
+
+def unread_settings(cfg: ExperimentConfig, overrides: Sequence[str]) -> list[str]:
+    """Warnings for learner settings on the command line that no learner of this run reads:
+    a learner's section (``mappo.lr=``, ``encoder=gnn``: ``mappo.net``, ``+my_algo.lr=``) when
+    none of the run's learners (``algo``; a league's ``population.members``; PSRO's oracle
+    algo: ``rl`` and ``exact`` read none) uses it, and ``algo=`` beside
+    ``population.members``, which names a league's learners. They were ignored without a
+    word (``encoder=gnn`` with ``population.members=[qmix,maddpg]``). PSRO's ``oracle=auto``
+    is decided with the game: not judged here."""
+    from populations.experiment_config import EXPLOITER
+
+    pop, entries = cfg.population, registry.entries()
+    if pop.kind == "psro":
+        if pop.oracle == "auto":
+            return []
+        algos = [] if pop.oracle in ("exact", "rl") else [pop.oracle]
+        who = f"population.oracle={pop.oracle}"
+    elif pop.kind == "league" and pop.members:
+        algos = [m.removesuffix(EXPLOITER) for m in pop.members]
+        who = f"population.members={list(pop.members)}"
+    else:
+        algos, who = [cfg.algo], f"algo={cfg.algo}"
+    read = {entries[a].section for a in algos if a in entries}
+    sections = {e.section for e in entries.values()}
+    typed = [(o.split("=", 1)[0].lstrip("+~"), o) for o in overrides if "=" in o]
+    notes = []
+    if pop.kind == "league" and pop.members and any(k == "algo" for k, _ in typed):
+        notes.append(f"algo={cfg.algo} is not used: {who} names the league's learners")
+    for section, words in _typed_sections(typed).items():
+        if section in sections and section not in read:
+            notes.append(f"{', '.join(words)}: not read by this run ({who} uses no "
+                         f"'{section}' settings)")
+    return notes
+
+
+def _typed_sections(typed: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    """The learner section each typed override sets (``mappo.lr=1`` and ``encoder=gnn``:
+    ``mappo``), with the overrides as typed."""
+    out: dict[str, list[str]] = {}
+    for key, text in typed:
+        section = SECTION_GROUPS.get(key, key.split(".", 1)[0])
+        out.setdefault(section, []).append(text)
+    return out

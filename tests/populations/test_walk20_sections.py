@@ -107,3 +107,34 @@ def test_two_exploiters_are_refused_before_the_folder(tmp_path, monkeypatch, cap
     assert line == ("bad config: population.members=['mappo', 'mappo_exploiter', "
                     "'vdn_exploiter']: one <algo>_exploiter per league (it exploits the first "
                     "main member, mappo); keep one of ['mappo_exploiter', 'vdn_exploiter']"), line
+
+
+@pytest.mark.parametrize(("line", "notes"), [
+    (["game=mpe_tag", "encoder=gnn", "population=pfsp", "population.members=[qmix,maddpg]"],
+     ["encoder=gnn: not read by this run (population.members=['qmix', 'maddpg'] uses no "
+      "'mappo' settings)"]),
+    (["game=mpe_tag", "algo=maddpg", "encoder=gnn", "mappo.lr=0.1"],
+     ["encoder=gnn, mappo.lr=0.1: not read by this run (algo=maddpg uses no 'mappo' "
+      "settings)"]),
+    (["algo=qmix", "population=pfsp", "population.members=[mappo,ippo]"],
+     ["algo=qmix is not used: population.members=['mappo', 'ippo'] names the league's "
+      "learners"]),
+    (["game=mpe_tag", "population=psro", "population.oracle=rl", "encoder=gnn"],
+     ["encoder=gnn: not read by this run (population.oracle=rl uses no 'mappo' settings)"]),
+    (["population=psro", "population.oracle=exact", "qmix.lr=0.1"],
+     ["qmix.lr=0.1: not read by this run (population.oracle=exact uses no 'qmix' settings)"]),
+    # read: no note
+    (["game=mpe_tag", "encoder=gnn", "population=pfsp",
+      "population.members=[qmix,mappo_exploiter]"], []),
+    (["game=mpe_tag", "algo=ippo", "encoder=gnn", "mappo.lr=0.1"], []),
+    (["population=psro", "population.oracle=vdn", "vdn.lr=0.1"], []),
+    (["game=mpe_tag", "population=psro", "encoder=gnn"], []),  # oracle=auto: decided with the game
+])
+def test_learner_settings_no_learner_reads_are_named(line, notes, tmp_path, monkeypatch):
+    """They were ignored without a word: encoder=gnn in a league of qmix and maddpg, PSRO's
+    rl oracle (MAPPO with its defaults) gave the same meta-weights with and without it."""
+    from populations.learner_sections import unread_settings
+
+    game = [] if any(w.startswith("game=") for w in line) else ["game=kuhn"]
+    exp = _composed([*game, *line, "frames=500", "progress=false"], monkeypatch, tmp_path)
+    assert unread_settings(exp, line) == notes
