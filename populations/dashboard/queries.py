@@ -40,6 +40,41 @@ def kind_label(kind: str) -> str:
     return KIND_LABELS.get(kind.lower(), kind)
 
 
+@dataclass(frozen=True)
+class StepUnit:
+    """What a snapshot's ``learner_step`` counts, by its policy kind: the learners record
+    different things there (MAPPO frames, MADDPG and VDN/QMIX updates, LLM teams
+    iterations), so the page names the unit instead of a bare "step"."""
+
+    one: str
+    many: str
+    title: str  # what one of them is, for the page's hover text
+
+
+STEP_UNITS = {
+    "mappo": StepUnit("frame", "frames", "frames the learner had seen (game copies × steps) "
+                      "when this snapshot was saved"),
+    "maddpg": StepUnit("update", "updates", "gradient updates of the learner when this "
+                       "snapshot was saved"),
+    "vdn": StepUnit("update", "updates", "gradient updates of the learner when this snapshot "
+                    "was saved"),
+    "qmix": StepUnit("update", "updates", "gradient updates of the learner when this snapshot "
+                     "was saved"),
+    "llm": StepUnit("iteration", "iterations", "training iterations of the LLM team when this "
+                    "snapshot was saved"),
+}
+
+
+def step_unit(kind: str, step: Any) -> tuple[str | None, str | None]:
+    """``(unit, title)`` of a snapshot's learner step ``step`` by the snapshot's policy kind
+    (``"frames"``, ``"1 update"``'s ``"update"``...); ``(None, None)`` for a kind whose unit
+    is not known (a user's own learner: the page says "step")."""
+    unit = STEP_UNITS.get(kind.lower()) if isinstance(kind, str) else None
+    if unit is None:
+        return None, None
+    return (unit.one if step == 1 else unit.many), unit.title
+
+
 def _loads(text: str | None, default: Any) -> Any:
     try:
         return json.loads(text) if text else default
@@ -56,11 +91,12 @@ def _number(value: Any) -> int | float | None:
 
 # ------------------------------------------------------------------------------ runs
 def runs(db: LeagueDB, source: Source) -> list[dict[str, Any]]:
-    """Every run in one database, newest first, with member and match counts."""
+    """Every run in one database, newest first, with its members, snapshots and recorded
+    episodes (``episodes``: rows of the ``matches`` table, one per episode played)."""
     rows = db.conn.execute(
         "SELECT r.id, r.name, r.experiment, r.game, r.status, r.started_at, r.updated_at, "
         "(SELECT COUNT(*) FROM members m WHERE m.run_id = r.id) AS members, "
-        "(SELECT COUNT(*) FROM matches x WHERE x.run_id = r.id) AS matches, "
+        "(SELECT COUNT(*) FROM matches x WHERE x.run_id = r.id) AS episodes, "
         "(SELECT COUNT(*) FROM snapshots s JOIN members m ON s.member_id = m.id "
         " WHERE m.run_id = r.id) AS snapshots "
         "FROM runs r ORDER BY r.id DESC").fetchall()
@@ -84,7 +120,8 @@ def check_run(db: LeagueDB, source: Source, run_id: int) -> None:
 
 
 # ------------------------------------------------------------------------------ league
-def _member_match_counts(db: LeagueDB, run_id: int) -> dict[int, int]:
+def _member_episodes(db: LeagueDB, run_id: int) -> dict[int, int]:
+    """Episodes played by any snapshot of each member: ``{member id: episodes}``."""
     rows = db.conn.execute(
         "SELECT s.member_id, COUNT(DISTINCT x.id) FROM matches x, json_each(x.seats) j "
         "JOIN snapshots s ON s.id = j.value WHERE x.run_id = ? AND json_valid(x.seats) "
@@ -103,14 +140,16 @@ def _win_rates(db: LeagueDB, run_id: int) -> dict[int, tuple[float, int]]:
 
 
 def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
-    """One row per member: latest snapshot, rating of its newest rated snapshot, matches
-    played by any of its snapshots and the win rate of its newest rated snapshot over its
-    role-swapped pairs (``win_pairs``; a draw counts 1/2) with a 95 % Wilson score interval
-    (``win_rate_lo``, ``win_rate_hi``)."""
+    """One row per member: latest snapshot with its learner step and that step's unit
+    (``step_unit``: frames, updates, iterations; None where unknown), rating of its newest
+    rated snapshot and the role-swapped pairs that rating is from (``rated_pairs``), the
+    episodes played by any of its snapshots (``episodes``) and the win rate of its newest
+    rated snapshot per role-swapped pair (over ``win_pairs`` pairs; a draw counts 1/2) with
+    a 95 % Wilson score interval (``win_rate_lo``, ``win_rate_hi``)."""
     snaps = db.snapshots(run_id)
     ratings = db.latest_ratings(run_id)
     wins = _win_rates(db, run_id)
-    played = _member_match_counts(db, run_id)
+    played = _member_episodes(db, run_id)
     exploit: dict[Any, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
     for k, r in enumerate(exploitability(db, run_id)):  # grouped once, not scanned per member
         exploit[r["snapshot_id"]].append((k, r))
@@ -125,16 +164,19 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
         r = ratings.get(rated.id) if rated else None
         w = wins.get(rated.id) if rated else None
         w_lo, w_hi = cp.wilson(w[0] * w[1], w[1]) if w and w[1] > 0 else (None, None)
+        unit, unit_title = step_unit(latest.kind, latest.learner_step) if latest else (None, None)
         table.append({
             "member_id": m["id"], "member": m["name"], "kind": m["kind"],
             "kind_label": kind_label(m["kind"]), "roles": m["roles"],
             "snapshots": len(own),
             "latest_version": latest.version if latest else None,
             "learner_step": latest.learner_step if latest else None,
+            "step_unit": unit, "step_title": unit_title,
             "rated_version": rated.version if rated else None,
             "mu": r["mu"] if r else None, "sigma": r["sigma"] if r else None,
             "elo": r["elo"] if r else None,
-            "matches": played.get(m["id"], 0),
+            "rated_pairs": _number(r["matches"]) if r else None,  # ratings.matches: pairs
+            "episodes": played.get(m["id"], 0),
             "win_rate": w[0] if w else None, "win_pairs": w[1] if w else 0,
             "win_rate_lo": w_lo, "win_rate_hi": w_hi,  # 95 % Wilson, over the pairs
             **_newest_nash_conv(exploit, own),
@@ -188,7 +230,8 @@ def _labels(db: LeagueDB, run_id: int) -> dict[int, str]:
 PAYOFF_LABELS = {
     "margin": "Each cell: the row's mean margin per episode over the column, its team's return "
               "minus the column's, over role-swapped pairs; in a zero-sum game twice the "
-              "row's return.",
+              "row's return. On hover: the row's win rate per role-swapped pair (won on the pair's "
+              "summed margin, a draw counting 1/2); cross-play below counts each episode.",
     "return": "Each cell: the expected return of the row's PSRO member against the column's "
               "(PSRO's empirical game), not a margin.",
 }
@@ -321,17 +364,18 @@ def crossplay(db: LeagueDB, run_id: int) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------ ratings
 def rating_history(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
-    """One series per snapshot: Elo and TrueSkill-style μ, σ at every rating step."""
+    """One series per snapshot: Elo and TrueSkill-style μ, σ at every rating step, and the
+    role-swapped pairs each rating is from (``pairs``; the ratings table's ``matches``)."""
     labels = _labels(db, run_id)
     rows = db.conn.execute(
         "SELECT snapshot_id, step, elo, mu, sigma, matches FROM ratings WHERE run_id = ? "
         "ORDER BY snapshot_id, step", (run_id,))
     series: dict[int, dict[str, Any]] = {}
-    for sid, step, elo, mu, sigma, matches in rows:
+    for sid, step, elo, mu, sigma, pairs in rows:
         s = series.setdefault(sid, {"snapshot_id": sid, "label": labels.get(sid, f"snapshot {sid}"),
-                                    "step": [], "elo": [], "mu": [], "sigma": [], "matches": []})
+                                    "step": [], "elo": [], "mu": [], "sigma": [], "pairs": []})
         for k, v in (("step", step), ("elo", elo), ("mu", mu), ("sigma", sigma),
-                     ("matches", matches)):
+                     ("pairs", pairs)):
             s[k].append(_number(v))
     return list(series.values())
 

@@ -124,7 +124,7 @@ def test_runs_list_counts_match_the_database(shared):
     league = next(r for r in doc["runs"] if r["name"] == "league")
     run = ids["league"][1]
     assert league["members"] == len(db.members(run)) == 2
-    assert league["matches"] == db.count_matches(run) > 0
+    assert league["episodes"] == db.count_matches(run) > 0
     assert league["snapshots"] == len(db.snapshots(run)) == 4
     assert league["status"] == "finished"
     assert league["game"] == "pettingzoo/mpe2.simple_adversary_v3(max_cycles=25)"  # + kwargs
@@ -150,7 +150,9 @@ def test_league_table_has_one_row_per_member(shared):
     assert main["elo"] == pytest.approx(latest[v2.id]["elo"])
     assert main["mu"] == pytest.approx(latest[v2.id]["mu"])
     assert main["sigma"] == pytest.approx(latest[v2.id]["sigma"])
-    assert main["matches"] == db.count_matches(r)  # every match has main on both sides
+    assert main["episodes"] == db.count_matches(r)  # every match has main on both sides
+    assert main["rated_pairs"] == latest[v2.id]["matches"] > 0  # the rating's own pairs
+    assert main["step_unit"] == "frames"  # MAPPO records frames as its learner step
     mine = [p for p in db.payoffs(r) if p["row_snapshot"] == v2.id]
     expected = sum(p["win_rate"] * p["count"] for p in mine) / sum(p["count"] for p in mine)
     assert main["win_rate"] == pytest.approx(expected)
@@ -163,7 +165,7 @@ def test_league_table_has_one_row_per_member(shared):
                                                                               abs=1e-4)
     n = sum(p["count"] for p in mine)
     assert main["win_pairs"] == n and main["win_rate_lo"] < expected < main["win_rate_hi"]
-    assert hostile["matches"] == 0
+    assert hostile["episodes"] == 0 and hostile["rated_pairs"] == 4
 
 
 def test_payoff_matrix_matches_the_payoff_table(shared):

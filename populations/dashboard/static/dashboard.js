@@ -148,7 +148,7 @@
       cell(tr, when(r.started_at));
       cell(tr, int(r.members), "num");
       cell(tr, int(r.snapshots), "num");
-      cell(tr, int(r.matches), "num");
+      cell(tr, int(r.episodes), "num");
       cell(tr, r.path, "path", `database id ${r.source}`);
       tr.addEventListener("click", () => select(runKey(r)));
       body.appendChild(tr);
@@ -216,12 +216,16 @@
       tr.dataset.memberId = r.member_id;
       cell(tr, r.member, "member", `roles: ${r.roles.join(", ")}`);
       cell(tr, r.kind_label, null, r.kind);
-      const step = r.learner_step ? ` · step ${int(r.learner_step)}` : "";
-      cell(tr, r.latest_version == null ? "—" : `v${r.latest_version}${step}`, "num");
+      // learners record different things as their step: the server names the unit
+      const step = !r.learner_step ? ""
+        : r.step_unit ? ` · ${int(r.learner_step)} ${r.step_unit}` : ` · step ${int(r.learner_step)}`;
+      cell(tr, r.latest_version == null ? "—" : `v${r.latest_version}${step}`, "num",
+        r.step_title && `v${r.latest_version}: ${r.step_title}`);
       const rated = r.rated_version == null ? null : `rating of v${r.rated_version}`;
       cell(tr, r.mu == null ? "—" : `${num(r.mu, 2)} ± ${num(r.sigma, 2)}`, "num", rated);
       cell(tr, num(r.elo, 0), "num", rated);
-      cell(tr, int(r.matches), "num");
+      cell(tr, int(r.rated_pairs), "num", rated && `role-swapped pairs the ${rated} is from`);
+      cell(tr, int(r.episodes), "num");
       cell(tr, r.win_rate == null ? "—" : ci(r.win_rate, r.win_rate_lo, r.win_rate_hi, pct),
         "num win", rated && `${rated}; [95 % Wilson interval] over ${int(r.win_pairs)} ` +
         "role-swapped pairs, a draw counting 1/2");
@@ -269,7 +273,8 @@
     if (!doc.ids.length) return emptyChart(div, `No evaluated pairs${yet()}.`);
     const labels = doc.labels.map(pt);
     const text = doc.value.map((row, i) => row.map((v, j) => (v == null ? "not played"
-      : `win rate ${pct(doc.win_rate[i][j])} · ${doc.count[i][j]} pairs`)));
+      : `win rate per role-swapped pair ${pct(doc.win_rate[i][j])} · ` +
+        `${doc.count[i][j]} pair${doc.count[i][j] === 1 ? "" : "s"}`)));
     const trace = {
       type: "heatmap", z: doc.value, x: labels, y: labels, text, zmid: 0,
       colorscale: PAYOFF_SCALE, xgap: 1, ygap: 1, hoverongaps: false,
