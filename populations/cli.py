@@ -1180,8 +1180,9 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
     if s.table:
         cols, rows = list(s.table[0]), s.table[:20]
         # a single run whose episodes all outlast its frames has no return: say so
-        cells = [[("no episode ended" if c == "final_return" and row[c] is None else str(row[c]))
-                  for c in cols] for row in rows]
+        empty = {"final_return": "no episode ended", "eval_return": "not recorded"}
+        cells = [[empty.get(c, "None") if row[c] is None else str(row[c]) for c in cols]
+                 for row in rows]
         width = [max(12, len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(cols)]
         print("\n" + "  ".join(f"{c:>{w}}" for c, w in zip(cols, width, strict=True)))
         for r in cells:  # long member names (psro-player_0-12) kept the columns aligned
@@ -1189,6 +1190,16 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
         if len(s.table) > len(rows):  # kuhn_psro's 26 members: 6 were left out unsaid
             print(f"... {len(s.table) - len(rows)} more rows: every one on the dashboard "
                   f"(below) and in {s.database}")
+        # a single run's two returns side by side (populations.experiment._single_row,
+        # _llm_row): which is which (VDN's exploring 0.14 was read as broken beside its
+        # greedy snapshot's 0.66, shown nowhere)
+        legend = {"final_return": "mean return of the last (up to) 50 training episodes "
+                                  "(exploring, or sampling for on-policy learners)",
+                  "team_return": "mean team return of the last GRPO iteration's episodes",
+                  "eval_return": "mean return over the evaluation episodes of the snapshot "
+                                 "(eval_episodes; greedy for off-policy learners)"}
+        if "eval_return" in cols:
+            print("\n" + "\n".join(f"{c}: {legend[c]}" for c in cols if c in legend))
     print(f"\ndashboard  : selfplay-dashboard {shlex.quote(str(s.run_dir))}")
 
 

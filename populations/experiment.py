@@ -508,31 +508,45 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
         seconds = state.get("seconds", 0.0) + res.seconds
         if res.frames:  # a resume after a kill past this point trains nothing again
             ckpt.save(frames, returns=returns, seconds=seconds)
+    if returns:  # the table's final_return, told apart from its eval_return
+        log.info("training: mean return %.3f over the last %d training episodes (%s; the "
+                 "table's final_return)", np.mean(returns), len(returns),
+                 "exploring" if _greedy(entry) else "sampled actions")
     snap = store.publish(cfg.algo, learner.policy(), version=0, algo=cfg.algo)
     # random seats from their streams' starts, not where training left them: a run killed
     # after its last checkpoint resumes to the uninterrupted run's evaluation
-    _evaluate_single(db, run_id, cfg, spec, snap.id, learner, random_seats(spec, agents, seeds),
-                     vkw)
+    evaluated = _evaluate_single(db, run_id, cfg, spec, snap.id, learner,
+                                 random_seats(spec, agents, seeds), vkw)
+    _log_eval_return(db, run_id, logger, frames, evaluated)
     db.set_run_status(run_id, "finished")
-    rows = [_single_row(cfg.algo, snap.version, frames, seconds, returns)]
+    rows = [_single_row(cfg.algo, snap.version, frames, seconds, returns, evaluated)]
     db.close()
     return rows
 
 
 def _single_row(member: str, version: int | None, frames: int | None, seconds: float,
-                returns: list[float]) -> dict[str, Any]:
-    """A single run's table row: its frames, seconds and mean return of its last episodes."""
+                returns: list[float], evaluated: float | None) -> dict[str, Any]:
+    """A single run's table row: its frames, seconds, the mean return of its last (up to 50)
+    training episodes (``final_return``: exploring, or sampling for on-policy learners) and
+    of its snapshot's evaluation episodes (``eval_return``, :func:`_eval_return`)."""
     return {"member": member, "version": version, "frames": frames, "seconds": round(seconds, 1),
-            "final_return": round(float(np.mean(returns)), 3) if returns else None}
+            "final_return": round(float(np.mean(returns)), 3) if returns else None,
+            "eval_return": _rounded(evaluated)}
+
+
+def _rounded(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 3)
 
 
 def _llm_row(version: int | None, iterations: int | None,
-             metrics: dict[str, float]) -> dict[str, Any]:
-    """An LLM team run's table row: its last iteration's rates (and self-play win rates)."""
+             metrics: dict[str, float], evaluated: float | None) -> dict[str, Any]:
+    """An LLM team run's table row: its last iteration's rates, the evaluation's mean team
+    return (``eval_return``, :func:`_eval_return`) and self-play win rates."""
     row: dict[str, Any] = {"member": "llm", "version": version, "iterations": iterations}
     for key in ("legal_rate", "success_rate", "team_return"):
         if f"charts/{key}" in metrics:
             row[key] = round(float(metrics[f"charts/{key}"]), 3)
+    row["eval_return"] = _rounded(evaluated)
     for key in sorted(k for k in metrics if k.startswith("charts/win_rate/")):  # self-play:
         row[key.removeprefix("charts/")] = round(float(metrics[key]), 3)  # team_return is 0
     return row
@@ -619,9 +633,11 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
     agents = tuple(a.id for a in spec.agents if a.team == spec.teams[0])
     others = random_seats(spec, agents, seeds)
     member = _Seats(trainer.policy(agents), agents)
-    _evaluate_single(db, run_id, cfg, spec, snap.id, member, others, {"with_text": True})
+    evaluated = _evaluate_single(db, run_id, cfg, spec, snap.id, member, others,
+                                 {"with_text": True})
+    _log_eval_return(db, run_id, logger, cfg.llm.iterations, evaluated)
     db.set_run_status(run_id, "finished")
-    row = _llm_row(snap.version, cfg.llm.iterations, metrics)
+    row = _llm_row(snap.version, cfg.llm.iterations, metrics, evaluated)
     db.close()
     return [row]
 
@@ -680,7 +696,8 @@ def _finished_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,
                   unit: str) -> dict[str, Any] | None:
     """A run recorded ``finished`` is not trained nor published again on a resume: one log
     line and its table row as the run recorded it (its last checkpoint's seconds and returns,
-    or an LLM run's rates), None when the run is not finished."""
+    or an LLM run's rates; the evaluation's return from its matches in ``db``), None when the
+    run is not finished."""
     if db.run_status(run_id) != "finished":
         return None
     snaps = db.snapshots(run_id, member)
@@ -689,16 +706,18 @@ def _finished_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,
     step = int(ckpts[0].stem.removeprefix("ckpt_")) if ckpts else None
     log.info("run %s already finished%s (snapshot v%s); nothing to do", run_dir,
              "" if step is None else f" at {step} {unit}", version)
+    evaluated = _eval_return(db, run_id)  # recorded in the database, not in a checkpoint
+    bare = {"member": member, "version": version, unit: step, "eval_return": _rounded(evaluated)}
     if not ckpts:
-        return {"member": member, "version": version, unit: step}
+        return bare
     try:  # the newest only: an older one's figures are not the finished run's
         _, returns, seconds, metrics = _checked_state(ckpts[0], read_checkpoint(ckpts[0]))
     except CheckpointError as err:
-        log.warning("%s; the finished run's table shows none of its figures", err)
-        return {"member": member, "version": version, unit: step}
+        log.warning("%s; the finished run's table shows none of its training figures", err)
+        return bare
     if unit == "iterations":
-        return _llm_row(version, step, metrics)
-    return _single_row(member, version, step, seconds, returns)
+        return _llm_row(version, step, metrics, evaluated)
+    return _single_row(member, version, step, seconds, returns, evaluated)
 
 
 def _checked_state(path: Path, raw: dict[str, Any]) -> tuple[int, list[float], float,
@@ -775,9 +794,10 @@ class _Seats:
 
 
 def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: games.GameSpec,
-                     sid: int, learner: Learner, others: dict, vkw: dict) -> None:
+                     sid: int, learner: Learner, others: dict, vkw: dict) -> float | None:
     """Record ``eval_episodes`` episodes of the snapshot (random seats elsewhere) as matches,
-    with a progress bar of episodes (long games, e.g. chess, take minutes)."""
+    with a progress bar of episodes (long games, e.g. chess, take minutes); returns the
+    learner team's mean return over the recorded ones (:func:`_eval_return`)."""
     from tqdm.auto import tqdm
 
     log.info("evaluating the trained policy: %d episodes%s", cfg.eval_episodes,
@@ -795,12 +815,39 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
         vs = vg.step({a: p.act(a, vs, greedy=greedy) for a, p in seats.items()})
         check_episode_lengths(vs, spec, "evaluation")
         for b in np.flatnonzero(vs.done):
-            rows.append(MatchRow(f"eval/e{len(rows):05d}", spec.name,
+            rows.append(MatchRow(f"{EVAL_MATCHES}{len(rows):05d}", spec.name,
                                  {a: sid for a in learner.agents},
                                  {a: float(vs.episode_return[a][b]) for a in spec.agent_ids}))
         bar.update(min(len(rows), cfg.eval_episodes) - bar.n)
     bar.close()
     db.add_matches(run_id, rows[: cfg.eval_episodes])
+    evaluated = _eval_return(db, run_id)  # what the database holds, as a resume reads it
+    log.info("evaluation: mean return %.3f over %d %s episodes of the snapshot%s (the table's "
+             "eval_return)", evaluated, cfg.eval_episodes, "greedy" if greedy else "sampled",
+             " against random seats" if set(spec.agent_ids) - set(learner.agents) else "")
+    return evaluated
+
+
+EVAL_MATCHES = "eval/e"  # a single run's evaluation matches: eval/e00000, eval/e00001, ...
+
+
+def _eval_return(db: LeagueDB, run_id: int) -> float | None:
+    """The learner team's mean return over a single run's recorded evaluation matches: per
+    episode the mean over the seats it held, as ``final_return`` (and ``marl.train``'s
+    ``charts/episode_return``, an LLM team's ``charts/team_return``) counts an episode, then
+    the mean over episodes; None when none is recorded."""
+    per_episode = [float(np.mean([m.returns[a] for a in m.seats]))
+                   for m in db.matches(run_id, EVAL_MATCHES) if m.seats]
+    return float(np.mean(per_episode)) if per_episode else None
+
+
+def _log_eval_return(db: LeagueDB, run_id: int, logger: MetricsLogger, step: int,
+                     evaluated: float | None) -> None:
+    """``charts/eval_return`` at the run's last step (the dashboard's return chart, metrics.csv)."""
+    if evaluated is not None:
+        metrics = {"charts/eval_return": evaluated}
+        db.log_metrics(run_id, step, metrics)
+        logger.log(step, metrics)
 
 
 def _plain(obj: Any) -> Any:
