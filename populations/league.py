@@ -58,7 +58,7 @@ import torch
 
 import games
 from marl.actor_critic import NetConfig
-from marl.core import CheckpointError, derive_seed
+from marl.core import CheckpointError, Policy, derive_seed
 from marl.mappo import MAPPO, MAPPOConfig
 from populations.approx_exploit import ExploitEvery, exploit_snapshots
 from populations.checkpoint import (
@@ -264,6 +264,8 @@ class League:
         names = [m.name for m in self.members]
         if not names or len(set(names)) != len(names):
             raise ValueError(f"league members need unique names; got {names}")
+        if cfg.nash_conv:  # refused now, not when the untrained snapshots are scored
+            _check_nash_conv_members(self.members)
         self.single = len(self.members) == 1
         self.needs_text = any(m.kind == "llm" for m in self.members)
         self.learners: LearnerPool | None = None
@@ -605,8 +607,8 @@ class League:
             from populations.exploitability import nash_conv
 
             self.log_metrics(self.frames, {
-                f"nash_conv/{s.member}": nash_conv(self.spec, self.store.load(s.id)).nash_conv
-                for s in snaps})
+                f"nash_conv/{s.member}": nash_conv(self.spec, _scored(self.store.load(s.id)))
+                .nash_conv for s in snaps})
         approx = exploit_snapshots(self.db, self.run_id, self.store, self.cfg.game,
                                    self.cfg.game_kwargs, self.cfg.exploit, list(snaps),
                                    self.cfg.seed, self.cfg.device)
@@ -769,6 +771,31 @@ class League:
         self.runner.close()
         self.db.close()
         self.lock.release()
+
+
+def _scored(policy: Any) -> Any:
+    """The policy whose exact NashConv a league logs: an off-policy learner's snapshot
+    (QMIX/VDN/MADDPG) as it is evaluated, by its greedy actions, one-hot (PSRO's
+    :class:`~populations.psro.GreedyPolicy`, by :func:`~populations.psro.plays_greedy`);
+    others as they are."""
+    from populations.psro import GreedyPolicy, plays_greedy
+
+    return GreedyPolicy(policy) if plays_greedy(policy) else policy
+
+
+def _check_nash_conv_members(members: Sequence[Member]) -> None:
+    """``nash_conv=True`` scores every snapshot by its action probabilities: refuse a member
+    whose policies have none and are not played greedily (a policy of a user's own kind)."""
+    for m in members:
+        scored = _scored(m.policy())
+        if type(scored).action_probs is Policy.action_probs:
+            raise ValueError(
+                f"nash_conv=True (population.nash_conv): member {m.name!r} plays "
+                f"{scored.meta.kind!r} policies, which have no action probabilities and are "
+                "not played greedily; exact NashConv accepts members whose policies give "
+                "action probabilities (MAPPO/IPPO, LLM teams, tabular) or off-policy "
+                "learners' (QMIX/VDN/MADDPG, scored by their greedy play); set it false, or "
+                "exploit.every=N (population.exploit.every) for an approximate NashConv")
 
 
 def _jsonable(obj: Any) -> Any:

@@ -34,6 +34,7 @@ import numpy as np
 import games
 from games.vector import to_numpy
 from marl.core import Learner, Policy, derive_seed
+from populations.approx_exploit import evaluated_greedy
 from populations.seeds import RunSeeds, isolated_global_rng
 
 if TYPE_CHECKING:
@@ -244,9 +245,11 @@ class LearnerMember:
         learner.start_episodes()  # the last generation's unfinished rollout was on its games
         done_frames = 0
         reseeded: set[int] = set()
+        returns: list[float] = []  # finished episodes' returns, the mean over the member's seats
         while done_frames < plan.frames:
             # [B, A]: the learner plays a seat unless an opponent holds that seat's team
-            learner.seat_mask = (opp[:, None] < 0) | (team_of[None, :] == side[:, None])
+            mine_BA = (opp[:, None] < 0) | (team_of[None, :] == side[:, None])
+            learner.seat_mask = mine_BA
             actions = learner.act(vs)
             # frozen snapshots read numpy: a tensor VecStep is copied to host once per step
             ovs = to_numpy(vs) if vg.tensors and (opp >= 0).any() else vs
@@ -263,7 +266,7 @@ class LearnerMember:
                         view = _only(ovs, agent, theirs) if "text" in policy.meta.inputs \
                             else ovs
                         actions[agent] = _overwrite(actions[agent], theirs,
-                                                    policy.act(agent, view))
+                                                    _opponent_act(policy, agent, view))
             played = getattr(learner, "played", None)
             if played is not None:  # a centralized critic (MADDPG) reads the joint action
                 played(actions)
@@ -272,9 +275,13 @@ class LearnerMember:
             done_frames += B
             done = _host(vs.done)  # [B] bool on host: opponents are drawn per copy there
             if done.any():
+                returns += _member_returns(vs, spec.agent_ids, mine_BA, done)
                 mm.pick_opponents(np.flatnonzero(done), opp, side)
             if learner.ready():
-                mm.log_metrics(done_frames, learner.update())
+                metrics = learner.update()
+                if returns:  # as a single run logs it (marl.train.after_step)
+                    metrics["charts/episode_return"] = float(np.mean(returns[-50:]))
+                mm.log_metrics(done_frames, metrics)
         learner.seat_mask = None
         vg.close()
         return done_frames
@@ -326,6 +333,25 @@ class LLMMember:
             episodes += self.trainer.cfg.groups_per_step * self.trainer.cfg.group_size
             mm.log_metrics(episodes, metrics)
         return episodes
+
+
+def _opponent_act(policy: Policy, agent: str, vs: games.VecStep) -> Any:
+    """A frozen opponent's actions: an off-policy learner's snapshot (QMIX/VDN/MADDPG) by
+    its argmax, as evaluations and PSRO play it (exploration is part of its training, not
+    of the snapshot: :func:`populations.approx_exploit.evaluated_greedy`); others sample."""
+    if evaluated_greedy(policy):
+        return policy.act(agent, vs, greedy=True)
+    return policy.act(agent, vs)
+
+
+def _member_returns(vs: games.VecStep, agents: tuple[str, ...], mine_BA: np.ndarray,
+                    done_B: np.ndarray) -> list[float]:
+    """Each finished episode's return for the member: the mean over the seats it played in
+    that copy (``mine_BA``, ``[B, A]``; every seat in self-play), as
+    :func:`marl.train.after_step` takes the mean over a single run's learner seats."""
+    ret_BA = np.stack([_host(vs.episode_return[a]) for a in agents], 1).astype(np.float64)
+    per_B = (ret_BA * mine_BA).sum(1) / np.maximum(mine_BA.sum(1), 1)
+    return [float(r) for r in per_B[done_B]]
 
 
 def _reads_tensors(learner: Learner) -> bool:

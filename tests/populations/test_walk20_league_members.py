@@ -1,0 +1,197 @@
+"""League members as walk 20 met them through ``selfplay-train population=pfsp``:
+
+* a member trained against a QMIX/VDN/MADDPG snapshot met it exploring (ε-greedy, Gumbel
+  noise), while evaluations and PSRO play those snapshots by their argmax;
+* ``population.nash_conv=true`` with such a member failed after the run started ("qmix
+  policies have no action probabilities"); PSRO scores them by their greedy one-hot play;
+* members logged no episode returns (``charts/episode_return`` of single runs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import games
+from marl import registry
+from marl.core import Policy, PolicyMeta
+from marl.mappo import MAPPO, MAPPOConfig
+from populations.db import LeagueDB
+from populations.league import League, LeagueConfig
+from populations.members import GenerationMatchmaker, LearnerMember, OpponentDraw, TrainPlan
+
+KUHN = "openspiel/kuhn_poker"
+RPS = "openspiel/matrix_rps"  # simultaneous: MADDPG plays it
+
+
+def _member(algo: str, spec: games.GameSpec) -> LearnerMember:
+    """``algo``'s member; a replay learner updates from its 32nd frame (small leagues)."""
+    entry = registry.get(algo)
+    cfg = entry.default()
+    if hasattr(cfg, "learning_starts"):
+        cfg = dataclasses.replace(cfg, learning_starts=32, batch_size=16)
+    return LearnerMember(algo, entry.build(spec, cfg, seed=1), algo=entry.name)
+
+
+def _generation(member: LearnerMember, opponent: Policy, game: str, frames: int = 96):
+    """One generation of ``member`` on ``game``, ``opponent`` (snapshot id 7) in every copy;
+    returns the metrics it logged as ``(frames, metrics)``."""
+    logged: list[tuple[int, dict[str, float]]] = []
+    plan = TrainPlan(game, {}, num_envs=4, frames=frames, seed=0, generation=1,
+                     team_of=(0, 1))
+    draw = OpponentDraw(ids=(7,), probs=(1.0,), opponent_prob=1.0, seed=0)
+    mm = GenerationMatchmaker(member.name, plan, draw, lambda sid: opponent,
+                              lambda f, m: logged.append((f, m)))
+    assert member.train_generation(mm) == frames
+    return logged
+
+
+@pytest.mark.parametrize("algo", ["qmix", "vdn", "maddpg"])
+def test_an_off_policy_snapshot_is_trained_against_by_its_argmax(algo):
+    spec = games.make(RPS).spec
+    snapshot = registry.get(algo).build(spec, seed=2).policy()
+    asked: list[bool] = []
+    real = snapshot.act
+
+    def act(agent, vs, greedy=False):
+        asked.append(greedy)
+        return real(agent, vs, greedy=greedy)
+
+    snapshot.act = act  # the snapshot the league loads, spied on
+    _generation(LearnerMember("main", MAPPO(spec, MAPPOConfig(rollout_steps=4), seed=0)),
+                snapshot, RPS)
+    assert asked and all(asked), asked
+
+
+def test_an_on_policy_snapshot_still_samples():
+    spec = games.make(KUHN).spec
+    snapshot = MAPPO(spec, MAPPOConfig(rollout_steps=4), seed=2).policy()
+    asked: list[bool] = []
+    real = snapshot.act
+
+    def act(agent, vs, greedy=False):
+        asked.append(greedy)
+        return real(agent, vs, greedy=greedy)
+
+    snapshot.act = act
+    _generation(LearnerMember("main", MAPPO(spec, MAPPOConfig(rollout_steps=4), seed=0)),
+                snapshot, KUHN)
+    assert asked and not any(asked)
+
+
+# ---------------------------------------------------------------- exact NashConv
+def _league(tmp_path, game: str, algos: list[str], **kw) -> League:
+    spec = games.make(game).spec
+    cfg = LeagueConfig(**{"game": game, "game_kwargs": {}, "generations": 1,
+                          "frames_per_generation": 64, "num_envs": 4, "eval_episodes": 1, **kw})
+    return League(cfg, tmp_path, members=[_member(a, spec) for a in algos])
+
+
+def _metrics(run_dir) -> list[tuple[int, str, float]]:
+    db = LeagueDB(run_dir / "league.db", readonly=True)
+    try:
+        return list(db.metric_rows(db.run_id("league")))
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(("game", "algos"), [(KUHN, ["mappo", "qmix"]),
+                                              ("openspiel/matrix_rps", ["mappo", "maddpg"]),
+                                              (KUHN, ["vdn"])])
+def test_nash_conv_of_off_policy_members_is_of_their_greedy_play(tmp_path, game, algos):
+    league = _league(tmp_path, game, algos, nash_conv=True)
+    try:
+        league.run()
+    finally:
+        league.close()
+    values = {(s, k): v for s, k, v in _metrics(tmp_path) if k.startswith("nash_conv/")}
+    kinds = {k for _, k in values}
+    assert f"nash_conv/{algos[-1]}" in kinds
+    assert len(values) == 2 * len(algos)  # generations 0 and 1, every member
+    assert all(np.isfinite(v) and v >= -1e-9 for v in values.values())
+
+
+def test_greedy_nash_conv_is_the_one_hot_policy_s(tmp_path):
+    """The logged value is NashConv of the snapshot's argmax play (PSRO's GreedyPolicy)."""
+    from populations.exploitability import nash_conv
+    from populations.psro import GreedyPolicy
+
+    league = _league(tmp_path, KUHN, ["qmix"], nash_conv=True)
+    try:
+        league.run()
+        spec = league.spec
+        want = [nash_conv(spec, GreedyPolicy(league.store.load(s.id))).nash_conv
+                for s in league.store.snapshots()]
+    finally:
+        league.close()
+    got = [v for _, k, v in sorted(_metrics(tmp_path)) if k == "nash_conv/qmix"]
+    assert got == pytest.approx(want)
+
+
+class _Opaque(Policy):
+    """A policy that neither has action probabilities nor plays greedily by rule."""
+
+    def __init__(self, spec: games.GameSpec) -> None:
+        self.meta = PolicyMeta.from_spec("opaque_walk20", spec, spec.agent_ids)
+
+    def act(self, agent, vs, greedy=False):
+        return np.zeros(len(vs.done), dtype=np.int64)
+
+    def payload(self):
+        return {}
+
+    @classmethod
+    def from_payload(cls, meta, payload):
+        raise NotImplementedError
+
+
+class _OpaqueMember:
+    kind, opponents, latest_only = "opaque_walk20", None, False
+
+    def __init__(self, spec: games.GameSpec) -> None:
+        self.name, self.spec = "opaque", spec
+
+    def policy(self) -> Policy:
+        return _Opaque(self.spec)
+
+    def inputs(self):
+        return {}
+
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state):
+        pass
+
+    def train_generation(self, mm):
+        raise AssertionError("refused before anything trains")
+
+
+def test_a_member_without_action_probabilities_is_refused_before_the_run(tmp_path):
+    spec = games.make(KUHN).spec
+    cfg = LeagueConfig(game=KUHN, game_kwargs={}, generations=1, frames_per_generation=64,
+                       num_envs=4, eval_episodes=1, nash_conv=True)
+    with pytest.raises(ValueError) as err:
+        League(cfg, tmp_path, members=[_member("mappo", spec), _OpaqueMember(spec)])
+    msg = str(err.value)
+    assert msg.startswith("nash_conv=True (population.nash_conv): member 'opaque' "), msg
+    assert "opaque_walk20" in msg and "action probabilities" in msg and "\n" not in msg
+    assert "exploit.every" in msg
+
+
+# ---------------------------------------------------------------- episode returns
+@pytest.mark.parametrize("algo", ["mappo", "maddpg", "vdn", "qmix"])
+def test_members_log_their_training_episode_returns(tmp_path, algo):
+    game = RPS if algo == "maddpg" else KUHN
+    league = _league(tmp_path, game, ["mappo", algo] if algo != "mappo" else ["mappo", "ippo"],
+                     frames_per_generation=256)
+    try:
+        league.run()
+    finally:
+        league.close()
+    rows = _metrics(tmp_path)
+    returns = [(s, v) for s, k, v in rows if k == f"{algo}/charts/episode_return"]
+    assert returns, sorted({k for _, k, _ in rows})
+    assert all(-2.0 <= v <= 2.0 for _, v in returns)  # Kuhn's payoffs: at most 2 chips
