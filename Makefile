@@ -5,6 +5,9 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 TORCH  := torch==2.13.0
+# where pip would take PyPI's Linux wheel (it bundles CUDA, GBs):
+# make run TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"
+TORCH_PIP_ARGS ?=
 
 .PHONY: run test lint bench bench-tests dashboard clean
 
@@ -13,12 +16,12 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed-run: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet $(TORCH)
+	$(PY) -m pip install --quiet $(TORCH_PIP_ARGS) $(TORCH)
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet $(TORCH)
+	$(PY) -m pip install --quiet $(TORCH_PIP_ARGS) $(TORCH)
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@ $(VENV)/.installed-run
 

@@ -910,17 +910,36 @@ def _named_log_lines() -> Iterator[None]:
 def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[str]:
     """Warnings for command-line settings this run does not read: ``frames=`` sizes a
     single-learner run only (a league trained 20k frames per member and generation after
-    ``frames=1000``, silently)."""
+    ``frames=1000``, silently), and learner settings no learner of the run reads
+    (:func:`~populations.learner_sections.unread_settings`)."""
+    from populations.learner_sections import unread_settings
+
     keys = {o.split("=", 1)[0].lstrip("+") for o in overrides if "=" in o}
     kind = exp.population.kind
+    unread = unread_settings(exp, overrides)  # encoder=gnn beside members [qmix, maddpg]
+    if "runner.rollout_workers" in keys and kind != "none" and not _llm_member(exp):
+        unread.append(f"runner.rollout_workers={exp.runner.rollout_workers} is not read with "
+                      f"population.kind={kind}: rollout workers play a single MAPPO/IPPO "
+                      "run's rollouts (population=none) and an LLM team's; this run trains "
+                      "without them")
     if "frames" not in keys or kind == "none":
-        return []
+        return unread
     pop = exp.population
     where = (f"population.frames_per_generation={pop.frames_per_generation} per member and "
              "generation" if kind == "league" else
              f"population.oracle_frames={pop.oracle_frames} per RL best response")
     return [f"frames={exp.frames} is not used with population.kind={kind} (it sizes "
-            f"population=none runs); this run trains {where}"]
+            f"population=none runs); this run trains {where}", *unread]
+
+
+def _llm_member(exp: ExperimentConfig) -> bool:
+    """Whether a learner of this league plays its own episodes (an LLM team)."""
+    from marl import registry
+
+    algos = exp.population.members or [exp.algo]
+    entries = registry.entries()
+    return exp.population.kind == "league" and any(
+        a in entries and entries[a].capabilities.own_rollouts for a in algos)
 
 
 # ------------------------------------------------------------------------ run folders

@@ -138,3 +138,22 @@ def test_learner_settings_no_learner_reads_are_named(line, notes, tmp_path, monk
     game = [] if any(w.startswith("game=") for w in line) else ["game=kuhn"]
     exp = _composed([*game, *line, "frames=500", "progress=false"], monkeypatch, tmp_path)
     assert unread_settings(exp, line) == notes
+
+
+@pytest.mark.parametrize(("line", "warned"), [
+    (["experiment=tag_pfsp_league", "runner.rollout_workers=2"], True),
+    (["game=kuhn", "population=psro", "runner.rollout_workers=2"], True),
+    (["game=kuhn", "population=pfsp", "population.members=[mappo,llm_grpo]",
+      "runner.rollout_workers=2"], False),  # the LLM team's rollouts use them
+    (["game=mpe_spread", "runner.rollout_workers=2", "num_envs=4"], False),
+    (["game=mpe_tag", "algo=maddpg", "encoder=gnn"], True),  # unread_settings, wired in
+])
+def test_settings_a_run_does_not_read_are_warned_before_it_runs(line, warned, tmp_path,
+                                                                 monkeypatch):
+    """runner.rollout_workers beside a league or PSRO trained without workers, silently
+    (only population=none runs and LLM teams read it)."""
+    from populations.cli import unused_overrides
+
+    exp = _composed([*line, "progress=false"], monkeypatch, tmp_path)
+    notes = unused_overrides(exp, line)
+    assert bool(notes) == warned, notes
