@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from games import GameSpec
+from games import ActionSpace, GameSpec
+from marl.core import PolicyMeta
 from populations.db import LeagueDB, MatchRow, SnapshotRow
 from populations.ratings import PairOutcome, Ratings, pair_outcome
 from populations.runners import MATCH_HINT, MatchJob, NonFiniteMatchError, Runner
@@ -42,6 +43,72 @@ def pair_jobs(spec: GameSpec, game: str, game_kwargs: dict[str, Any], a: Snapsho
                   num_envs=num_envs)
     return [MatchJob(key=f"{key}/ab", seats=ab, **common),
             MatchJob(key=f"{key}/ba", seats=ba, **common)]
+
+
+def seats_mismatch(meta: PolicyMeta, spec: GameSpec) -> str | None:
+    """Why a policy recorded as ``meta`` cannot play its seats of ``spec`` (None: it can), in
+    one line: ``"trained with 5 actions for adversary_0, adversary_1; vmas/simple_tag gives
+    9"``. Its network has one output per action it was trained with and one input per
+    observation feature, so a match of another size fails deep inside (PyTorch's "size of
+    tensor a (9) must match the size of tensor b (5)").
+
+    Checked for each seat of ``spec`` the policy holds: for a policy that reads observation
+    vectors, their shape; then the action space it recorded (kind, number of discrete
+    actions, shape of continuous ones); the first of the two that differs is named, seats
+    differing alike together. A policy reading entity graphs fits graphs of any size, and
+    one reading text (an LLM team) picks among the legal actions by their texts: no
+    observation shape is checked for either, nor actions for text. Seats the policy does
+    not hold are the caller's to refuse. Values read from a file are not escaped."""
+    text = "text" in meta.inputs
+    vectors = not ({"graph", "text"} & set(meta.inputs))
+    actions: dict[tuple[str, str], list[str]] = {}
+    shapes: dict[tuple[str, str], list[str]] = {}
+    for agent in (a for a in spec.agent_ids if a in meta.agents):
+        recorded = meta.action_spaces.get(agent)
+        want, got = _space_text(recorded), _space_text(spec.action_spaces[agent])
+        if not text and recorded is not None and want != got:
+            actions.setdefault((want, _given(want, got)), []).append(agent)
+        shape = meta.obs_shapes.get(agent)
+        if vectors and shape is not None and tuple(shape) != tuple(spec.obs_shapes[agent]):
+            key = (_shape(shape), _shape(spec.obs_shapes[agent]))
+            shapes.setdefault(key, []).append(agent)
+    if shapes:
+        return "; ".join(f"trained on observations of shape {want} for {', '.join(agents)}; "
+                         f"{spec.name} gives {got}" for (want, got), agents in shapes.items())
+    if actions:
+        return "; ".join(f"trained with {want} for {', '.join(agents)}; {spec.name} gives {got}"
+                         for (want, got), agents in actions.items())
+    return None
+
+
+def _shape(shape: Any) -> str:
+    """``(16,)``: a shape as Python writes a tuple."""
+    return str(tuple(int(d) for d in shape))
+
+
+def _space_text(space: ActionSpace | dict[str, Any]) -> str:
+    """``5 actions``, ``continuous actions of shape (2,)``: an action space (a game's, or as
+    :class:`marl.core.PolicyMeta` records it) in words."""
+    d = space if isinstance(space, dict) else {"kind": space.kind, "n": space.n,
+                                               "shape": space.shape}
+    kind = d.get("kind")
+    if kind == "discrete":
+        n = d.get("n")
+        return f"{n} action{'' if n == 1 else 's'}" if type(n) is int else f"n={n!r} actions"
+    if kind == "continuous":
+        shape = d.get("shape", ())
+        return f"continuous actions of shape {_shape(shape)}"
+    return f"actions of kind {kind!r}"
+
+
+def _given(want: str, got: str) -> str:
+    """What the game gives, as short as the difference allows: ``9`` after ``5 actions``."""
+    if want.endswith(" actions") and got.endswith(" actions") and want[0].isdigit() \
+            and got[0].isdigit():
+        return got.removesuffix(" actions")
+    if want.startswith("continuous") and got.startswith("continuous"):
+        return got.removeprefix("continuous actions of ")
+    return got
 
 
 def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, game: str,

@@ -6,6 +6,9 @@ A Ray worker that dies mid-evaluation is replaced by a fresh actor and its jobs 
 A :class:`MatchJob` is self-contained — game, seats as policy files, episodes, seed — so a
 job gives the same returns wherever it runs: the local and Ray runners agree exactly for
 a fixed seed. Episodes are reported in the order they finish (copy order within a step).
+A seat whose policy is a snapshot of an off-policy learner (VDN, QMIX, MADDPG: they explore
+only while training) plays its argmax, the other seats sample, as PSRO and ``population=none``
+evaluation play them: league ratings and ``selfplay-eval`` read the policies they rate.
 
 The modules a command line imported for the user (``imports=``: their games, learners, policy
 kinds, adv_norms) reach every actor the same way, whether the worker process inherited the
@@ -44,6 +47,7 @@ from games.registry import IMPORTS_ENV
 from games.vector import episode_copies
 from marl.core import Policy, derive_seed, load_policy
 from marl.train import RandomPolicy, check_episode_lengths
+from populations.approx_exploit import evaluated_greedy
 
 log = logging.getLogger(__name__)
 RANDOM = "random"  # seat value for a uniformly random policy instead of a file
@@ -51,7 +55,12 @@ RANDOM = "random"  # seat value for a uniformly random policy instead of a file
 
 @dataclass(frozen=True)
 class MatchJob:
-    """``episodes`` episodes of ``game`` with ``seats[agent]`` = policy file (or ``"random"``)."""
+    """``episodes`` episodes of ``game`` with ``seats[agent]`` = policy file (or ``"random"``).
+
+    Each seat plays as the league evaluates its policy (the rule of PSRO and of
+    ``population=none`` evaluation too, :func:`populations.approx_exploit.evaluated_greedy`):
+    a snapshot of an off-policy learner by its argmax, any other by sampling;
+    ``greedy=True`` has every seat play its argmax."""
 
     key: str
     game: str
@@ -110,6 +119,7 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None) -> MatchResult:
     np.random.seed(job.seed % 2**32)
     for agent, policy in seats.items():  # nor on what a cached policy played in other jobs
         policy.reseed(derive_seed(job.seed, "seat", agent))
+    greedy = {a: job.greedy or evaluated_greedy(p) for a, p in seats.items()}  # per seat
     missing = set(spec.agent_ids) - set(seats)
     if missing:
         raise ValueError(f"match {job.key}: no policy for seats {sorted(missing)}")
@@ -121,7 +131,7 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None) -> MatchResult:
     steps = 0
     t = np.zeros(copies, np.int64)  # [B] steps of each copy's running episode
     while len(out) < job.episodes:
-        vs = vg.step({a: p.act(a, vs, greedy=job.greedy) for a, p in seats.items()})
+        vs = vg.step({a: p.act(a, vs, greedy=greedy[a]) for a, p in seats.items()})
         steps += 1
         t += 1
         _check_finite(job, spec, vs, t)
