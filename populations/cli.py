@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
+import itertools
 import json
 import logging
 import os
@@ -1588,7 +1589,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
             runner.close()
         for row in league_table(db, run_id) if len(snaps) > 1 else ():  # one: no matches
             print(f"{row['member']:>24}  elo {row['elo']}  mu {row['mu']} ± {row['sigma']}  "
-                  f"matches {row['matches']}")
+                  f"pairs {row['matches']}")
+        _print_pairs(db, run_id, snaps)
         if exploit is not None:
             _exploit(db, run_id, args, kwargs, snaps, policies, exploit)
     except BaseException as err:  # Ctrl-C too
@@ -1736,14 +1738,30 @@ def _check_exploit_values(args: argparse.Namespace) -> None:
                        f"choose one of {list(STEPPED_ALGOS)} (one compatible with the game)")
 
 
+def _print_pairs(db: Any, run_id: int, snaps: Sequence[Any]) -> None:
+    """Each pair's win rate and margin under the ratings: Elo and mu rate the pairs one
+    after another, so over a few pairs they may order two policies against their win rate
+    (0.50 over 10 pairs, margin +0.20, rated below)."""
+    names = {s.id: s.member for s in snaps}
+    cells = {(p["row_snapshot"], p["col_snapshot"]): p for p in db.payoffs(run_id)}
+    lines = [f"{names[a]:>24}  vs {names[b]}: win rate {p['win_rate']:.2f} over {p['count']} "
+             f"pairs, margin {p['value']:+.3f} per episode"
+             for a, b in itertools.combinations(names, 2)
+             for p in [cells.get((a, b))] if p is not None and p["win_rate"] is not None]
+    if lines:
+        print("each pair (the first against the second; a role-swapped pair is won on its "
+              "summed margin):")
+        print("\n".join(lines))
+
+
 def _policy_names(paths: list[str]) -> dict[str, str]:
-    """``{name: path}``, one per file given: its stem; where stems repeat (a run's snapshots
-    are ``<member>/v0000.pt``...) ``<folder>_<stem>``, and where those repeat too (two runs'
-    ``runA/snapshots/llm/v0002.pt``, ``runB/...``) the nearest folder above that tells them
-    apart goes first, ``runA_llm_v0002`` (it was ``llm_v0002`` and ``llm_v0002_2``, by the
-    order of the arguments); then ``_2``, ``_3``... (the same file twice: two files of one
-    name were one player). Names are made valid member names (letters, digits, ``_-.``,
-    starting with a letter or digit, at most 64)."""
+    """``{name: path}``, one per file given: its stem; where stems repeat, and for a run's
+    snapshots (``<member>/v0000.pt``...) always, ``<folder>_<stem>``; where those repeat too
+    (two runs' ``runA/snapshots/llm/v0002.pt``, ``runB/...``) the nearest folder above that
+    tells them apart goes first, ``runA_llm_v0002`` (it was ``llm_v0002`` and
+    ``llm_v0002_2``, by the order of the arguments); then ``_2``, ``_3``... (the same file
+    twice: two files of one name were one player). Names are made valid member names
+    (letters, digits, ``_-.``, starting with a letter or digit, at most 64)."""
     def valid(text: str) -> str:
         text = re.sub(r"[^A-Za-z0-9_.\-]", "_", text).lstrip("_.-")[:58]
         return text or "policy"
@@ -1753,7 +1771,8 @@ def _policy_names(paths: list[str]) -> dict[str, str]:
     names: dict[str, str] = {}
     for stem, path, folder in zip(stems, paths, folders, strict=True):
         base = stem
-        if stems.count(stem) > 1:
+        if stems.count(stem) > 1 or re.fullmatch(r"v\d+", stem):  # a run's snapshot: named
+            # by its member's folder even when unique (v0001 alone lost which member it was)
             base = valid(f"{Path(path).parent.name}_{stem}")
             same = [f for f, q, s in zip(folders, paths, stems, strict=True) if s == stem and
                     Path(q).parent.name == Path(path).parent.name and f != folder]

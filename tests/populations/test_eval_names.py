@@ -36,9 +36,9 @@ def test_files_of_one_name_are_players_of_their_own(snapshots, tmp_path, capsys)
     code, out, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "2",
                             *snapshots], capsys)
     assert code == 0, err
-    rows = {line.split()[0]: line for line in out.splitlines() if "matches" in line}
+    rows = {line.split()[0]: line for line in out.splitlines() if "  elo " in line}
     assert set(rows) == {"main_v0000", "exploiter_v0000"}
-    assert all("matches 0" not in row for row in rows.values())
+    assert all("pairs 0" not in row for row in rows.values())
 
 
 def test_one_policy_without_exploit_is_a_one_line_error(snapshots, tmp_path, capsys):

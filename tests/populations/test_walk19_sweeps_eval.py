@@ -89,7 +89,7 @@ def test_two_runs_snapshots_are_named_by_their_run_and_recorded(tmp_path, capsys
     b = _kuhn_policy(Path("runB/snapshots/llm/v0002.pt"))
     code, out, err = _eval(["--game", KUHN, "--db", "ev.db", "--episodes", "1", a, b], capsys)
     assert code == 0, err
-    rows = [line.split()[0] for line in out.splitlines() if "matches" in line]
+    rows = [line.split()[0] for line in out.splitlines() if "  elo " in line]
     assert sorted(rows) == ["runA_llm_v0002", "runB_llm_v0002"], out
     assert err.splitlines() == [f"selfplay-eval: runA_llm_v0002 <- {a}",  # stdout: the table
                                 f"selfplay-eval: runB_llm_v0002 <- {b}"], err
@@ -109,6 +109,10 @@ def test_policy_names_go_up_to_the_folder_that_differs():
     long = "r" * 70  # the stem and its folder kept whole, the differing folder's end kept
     names = list(_policy_names([f"{long}1/s/llm/v0002.pt", f"{long}2/s/llm/v0002.pt"]))
     assert names == [f"{'r' * 47}1_llm_v0002", f"{'r' * 47}2_llm_v0002"]
+    # a run's snapshot is named by its member's folder even when its stem is unique (walk 20:
+    # 'v0001' alone lost which member it came from); other names stay bare
+    assert list(_policy_names(["r/snapshots/ippo/v0001.pt", "r/snapshots/mappo/v0003.pt",
+                               "best.pt"])) == ["ippo_v0001", "mappo_v0003", "best"]
 
 
 ADVERSARY = "pettingzoo/mpe2.simple_adversary_v3"
