@@ -281,7 +281,11 @@ class League:
                                         torch_threads=cfg.torch_threads,
                                         max_restarts=cfg.max_learner_restarts)
         self.team_of = np.array([self.spec.teams.index(a.team) for a in self.spec.agents])
+        # the league's step (every metric's, checkpointed as "frames"): the frames its
+        # learner members trained; a league of LLM teams alone counts their GRPO episodes
         self.generation, self.phase, self.frames = 0, "new", 0
+        self.unit = "frames" if any(_counts(m) == "frames" for m in self.members) \
+            else "episodes"
         self.trained: list[str] = []  # phase "training": members whose generation is trained
         # asynchronous runs: each member's (generation, "trained" | "done")
         self.progress: dict[str, tuple[int, str]] = {}
@@ -491,8 +495,8 @@ class League:
             self._save()
             if self.generation < self.cfg.generations:  # after the last: finished
                 self._stop_if_asked()
-            log.info("generation %d/%d done, %d steps, %.0fs", self.generation,
-                     self.cfg.generations, self.frames, time.perf_counter() - start)
+            log.info("generation %d/%d done, %d %s, %.0fs", self.generation,
+                     self.cfg.generations, self.frames, self.unit, time.perf_counter() - start)
         self.db.set_run_status(self.run_id, "finished")
 
     def _publish_and_evaluate(self) -> None:
@@ -550,8 +554,9 @@ class League:
             self._stop_if_asked()
             if g < self.cfg.generations:
                 self.learners.submit(self._job(m, g + 1))
-            log.info("%s generation %d/%d done (#%d), %d steps, %.0fs", m.name, g,
-                     self.cfg.generations, seq, self.frames, time.perf_counter() - start)
+            log.info("%s generation %d/%d done (#%d), %d %s, %.0fs", m.name, g,
+                     self.cfg.generations, seq, self.frames, self.unit,
+                     time.perf_counter() - start)
         self.generation = min(g for g, _ in self.progress.values())
         self._save()
         self.db.set_run_status(self.run_id, "finished")
@@ -631,10 +636,10 @@ class League:
                 frames = m.train_generation(self.matchmaker(m.name))
                 self.db.add_generation(self.run_id, m.name, g, frames, started, time.time(),
                                        f"pid {os.getpid()}")
-                self.frames += frames
+                self._count(m, frames)
                 self.trained.append(m.name)
-                log.info("generation %d: %s trained %d frames in %.0fs", g, m.name, frames,
-                         time.time() - started)  # a generation of several members is long
+                log.info("generation %d: %s trained %d %s in %.0fs", g, m.name, frames,
+                         _counts(m), time.time() - started)  # several members take long
             return
         # learner actors train every member at once: a stop request waits for them all
         # (about one member's generation), then stops with the "trained" checkpoint. A
@@ -648,8 +653,8 @@ class League:
             r = self.learners.wait()
             self.db.add_generation(self.run_id, r.name, g, r.frames, r.started_at,
                                    r.finished_at, r.worker)
-            log.info("generation %d: %s trained %d frames in %.0fs (%s)", g, r.name, r.frames,
-                     r.finished_at - r.started_at, r.worker)
+            log.info("generation %d: %s trained %d %s in %.0fs (%s)", g, r.name, r.frames,
+                     _counts(self._member(r.name)), r.finished_at - r.started_at, r.worker)
             done[r.name] = r
         for m in todo:
             self._apply(m, done[m.name])
@@ -669,7 +674,15 @@ class League:
         m.load_state_dict(load_state_bytes(r.state))
         for f, metrics in r.metrics:
             self.log_metrics(self.frames + f, metrics)
-        self.frames += r.frames
+        self._count(m, r.frames)
+
+    def _count(self, m: Member, n: int) -> None:
+        """Add member ``m``'s generation (``n`` of what it counts) to the league's step: an
+        LLM team's GRPO episodes are not frames, and count only in a league of LLM teams
+        alone. (Runs before this counted them as frames: resumed, their step goes on from
+        the sum it had.)"""
+        if _counts(m) == self.unit:
+            self.frames += n
 
     def plan(self, generation: int | None = None) -> TrainPlan:
         """What every member trains with in ``generation`` (default: this one)."""
@@ -771,6 +784,12 @@ class League:
         self.runner.close()
         self.db.close()
         self.lock.release()
+
+
+def _counts(m: Member) -> str:
+    """What ``m.train_generation`` returns a count of: ``frames`` (learners), or what the
+    member's ``counts`` says (an LLM team's: ``episodes``)."""
+    return getattr(m, "counts", "frames")
 
 
 def _scored(policy: Any) -> Any:

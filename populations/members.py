@@ -138,7 +138,11 @@ class Member(Protocol):
     Optional: ``algo: str``, the learner that trains it (its registry name: ``"ippo"``,
     whose snapshots are ``"mappo"`` policies), for the league tables' kind column; the
     league reads it with ``getattr``, and a member without one (an LLM team's: ``"llm"``)
-    shows its ``kind``. Not declared here, so a member class without it is a Member."""
+    shows its ``kind``. Not declared here, so a member class without it is a Member.
+
+    Optional too: ``counts: str``, what :meth:`train_generation` returns a count of
+    (default ``"frames"``; an LLM team's GRPO ``"episodes"``, which the league keeps out of
+    its frame count)."""
 
     name: str
     kind: str  # "mappo" | "llm" | ...: what the member's snapshots are (their policy kind)
@@ -146,7 +150,8 @@ class Member(Protocol):
     latest_only: bool  # meet only each of those members' newest snapshot
 
     def train_generation(self, mm: Matchmaker) -> int:
-        """Train for one generation (``mm.plan``); return the frames (or episodes) consumed."""
+        """Train for one generation (``mm.plan``); return the frames consumed (or what the
+        member's optional ``counts`` names: an LLM team's ``"episodes"``)."""
         ...
 
     def inputs(self) -> dict[str, bool]:
@@ -294,6 +299,7 @@ class LLMMember:
     """An LLM team trained ``iterations`` GRPO iterations per generation."""
 
     kind = "llm"
+    counts = "episodes"  # train_generation returns GRPO episodes, not frames
 
     def __init__(self, name: str, trainer: MultiTurnGRPO, iterations: int,
                  opponent_prob: float = 0.5) -> None:

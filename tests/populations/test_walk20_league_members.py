@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import re
 
 import numpy as np
 import pytest
@@ -195,3 +197,76 @@ def test_members_log_their_training_episode_returns(tmp_path, algo):
     returns = [(s, v) for s, k, v in rows if k == f"{algo}/charts/episode_return"]
     assert returns, sorted({k for _, k, _ in rows})
     assert all(-2.0 <= v <= 2.0 for _, v in returns)  # Kuhn's payoffs: at most 2 chips
+
+
+# ---------------------------------------------------------------- units: frames, episodes
+LLM_LEAGUE = ["game=kuhn", "population=pfsp", "population.frames_per_generation=64",
+              "num_envs=4", "eval_episodes=1", "llm.iterations=1", "mappo.rollout_steps=4",
+              "progress=false", "logger=none"]
+
+
+def _llm_league(run_dir, members: str, generations: int = 1, *extra: str):
+    from populations.experiment import run_experiment
+    from tests.populations.test_single_resume import _exp
+
+    return run_experiment(_exp(*LLM_LEAGUE, f"population.members={members}",
+                               f"population.generations={generations}", *extra), run_dir)
+
+
+def _league_lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "populations.league"]
+
+
+def _checkpoint_frames(run_dir) -> int:
+    from populations.checkpoint import load_latest
+
+    return load_latest(run_dir / "checkpoints")[1]["frames"]
+
+
+def test_an_llm_member_s_episodes_are_not_counted_as_frames(tmp_path, caplog):
+    """``generation 1: llm trained 128 frames`` and ``generation 1/1 done, 192 steps``: the
+    LLM team's GRPO episodes were added to the league's frame count (every metric's step)."""
+    caplog.set_level(logging.INFO, logger="populations.league")
+    _llm_league(tmp_path, "[mappo,llm_grpo]")
+    lines = _league_lines(caplog)
+    assert any(re.fullmatch(r"generation 1: mappo trained 64 frames in \d+s", x)
+               for x in lines), lines
+    assert any(re.fullmatch(r"generation 1: llm trained \d+ episodes in \d+s", x)
+               for x in lines), lines
+    assert any(re.fullmatch(r"generation 1/1 done, 64 frames, \d+s", x) for x in lines), lines
+    assert _checkpoint_frames(tmp_path) == 64
+
+
+def test_a_league_of_an_llm_team_alone_counts_its_episodes(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="populations.league")
+    _llm_league(tmp_path, "[llm_grpo]", 2)
+    episodes = _checkpoint_frames(tmp_path)
+    assert episodes > 0 and episodes % 2 == 0  # its step still moves on
+    lines = _league_lines(caplog)
+    assert any(re.fullmatch(rf"generation 2/2 done, {episodes} episodes, \d+s", x)
+               for x in lines), lines
+
+
+def test_an_older_run_that_counted_episodes_as_frames_resumes(tmp_path, caplog):
+    """A checkpoint from before holds frames + episodes as the league's step: a resume goes on
+    from it (its metric steps grow, none logged before is written again)."""
+    import torch
+
+    from populations.checkpoint import checkpoint_files, save_checkpoint
+
+    _llm_league(tmp_path, "[mappo,llm_grpo]")
+    newest = checkpoint_files(tmp_path / "checkpoints")[0]  # newest first
+    state = torch.load(newest, weights_only=False)
+    old = state["frames"] + 128  # as the run counted before: mappo's 64, the llm's 128
+    state["frames"] = old
+    step = int(newest.stem.split("_")[-1])
+    for f in checkpoint_files(tmp_path / "checkpoints"):
+        f.unlink()
+    save_checkpoint(tmp_path / "checkpoints", step, state)
+    before = {(s, k) for s, k, _ in _metrics(tmp_path)}
+    caplog.set_level(logging.INFO, logger="populations.league")
+    _llm_league(tmp_path, "[mappo,llm_grpo]", 2, "resume=true")
+    after = {(s, k) for s, k, _ in _metrics(tmp_path)} - before
+    steps = [s for s, k in after if k.startswith("mappo/")]
+    assert steps and old < min(steps) and max(steps) <= old + 64, (old, sorted(after))
+    assert _checkpoint_frames(tmp_path) == old + 64
