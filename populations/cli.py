@@ -1589,7 +1589,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
             runner.close()
         for row in league_table(db, run_id) if len(snaps) > 1 else ():  # one: no matches
             print(f"{row['member']:>24}  elo {row['elo']}  mu {row['mu']} ± {row['sigma']}  "
-                  f"pairs {row['matches']}")
+                  f"pairs {row['pairs']}")
         _print_pairs(db, run_id, snaps)
         if exploit is not None:
             _exploit(db, run_id, args, kwargs, snaps, policies, exploit)

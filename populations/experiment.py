@@ -418,7 +418,8 @@ def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
 
 def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
     """One row per snapshot: member, version, kind (the member's learner: ``ippo``, whose
-    snapshots are ``mappo`` policies), Elo, μ±σ, matches (best first)."""
+    snapshots are ``mappo`` policies), Elo, μ±σ, and the role-swapped pairs the rating is
+    from (``pairs``; best first)."""
     ratings = db.latest_ratings(run_id)
     kinds = {m["name"]: m["kind"] for m in db.members(run_id)}
     rows = []
@@ -429,7 +430,7 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
                      "elo": None if r is None else round(r["elo"], 1),
                      "mu": None if r is None else round(r["mu"], 2),
                      "sigma": None if r is None else round(r["sigma"], 2),
-                     "matches": 0 if r is None else int(r["matches"])})
+                     "pairs": 0 if r is None else int(r["matches"])})
     return sorted(rows, key=lambda x: -(x["mu"] or -1e9))
 
 

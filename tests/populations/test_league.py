@@ -184,7 +184,7 @@ def test_run_returns_the_snapshot_table_best_first(tmp_path):
     by_version = {s.version: s.id for s in league.store.snapshots("main")}
     assert [(r["member"], r["version"]) for r in table] == sorted(
         [("main", 0), ("main", 1)], key=lambda mv: -ratings[by_version[mv[1]]]["mu"])
-    assert all(r["matches"] == ratings[by_version[r["version"]]]["matches"] for r in table)
+    assert all(r["pairs"] == ratings[by_version[r["version"]]]["matches"] for r in table)
     league.close()
 
 

@@ -49,7 +49,7 @@ def test_mixed_league_trains_rates_and_resumes_both_kinds(tmp_path):
     trained = _rows(summary.database, "SELECT DISTINCT key FROM metrics WHERE key LIKE 'llm/%'")
     assert ("llm/charts/legal_rate",) in trained
     assert {r["member"] for r in summary.table} == {"mappo", "llm"}
-    assert all(r["matches"] > 0 for r in summary.table)
+    assert all(r["pairs"] > 0 for r in summary.table)
 
 
 def test_kuhn_llm_selfplay_logs_nash_conv_of_every_snapshot(tmp_path):

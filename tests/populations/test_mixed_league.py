@@ -63,7 +63,7 @@ def test_mixed_league_rates_every_member_on_one_scale(tmp_path):
         assert {r["member"] for r in table} == {"mappo", "maddpg", value_decomp}
         for name in ("mappo", "maddpg", value_decomp):
             assert [s.version for s in league.store.snapshots(name)] == [0, 1, 2]
-        assert all(r["mu"] is not None and r["matches"] > 0 for r in table)  # all rated
+        assert all(r["mu"] is not None and r["pairs"] > 0 for r in table)  # all rated
         member_of = {s.id: s.member for s in db.snapshots(run)}
         pairs = {frozenset({member_of[s] for s in m.seats.values()}) for m in db.matches(run)}
         for a, b in (("mappo", "maddpg"), ("mappo", value_decomp), ("maddpg", value_decomp)):

@@ -42,7 +42,7 @@ def test_qmix_partnership_meets_a_mappo_partnership_at_tiny_bridge(tmp_path):
         db, run = league.db, league.run_id
         table = league_table(db, run)
         assert {r["member"] for r in table} == {"qmix", "mappo"}
-        assert all(r["mu"] is not None and r["matches"] > 0 for r in table)
+        assert all(r["mu"] is not None and r["pairs"] > 0 for r in table)
         member_of = {s.id: s.member for s in db.snapshots(run)}
         pairs = {frozenset(member_of[s] for s in m.seats.values()) for m in db.matches(run)}
         assert frozenset({"qmix", "mappo"}) in pairs

@@ -79,7 +79,7 @@ def test_vmas_tag_league_preset_runs_a_pfsp_league_at_small_settings(tmp_path):
         assert seats["agent_0"] != seats["adversary_0"]
     assert max(r[0] for r in db.execute("SELECT step FROM metrics")) >= 200
     assert {r["version"] for r in summary.table} == {0, 1, 2}
-    assert all(r["matches"] > 0 for r in summary.table)  # every snapshot rated
+    assert all(r["pairs"] > 0 for r in summary.table)  # every snapshot rated
 
 
 def test_selfplay_train_game_vmas_spread_from_the_command_line(tmp_path):
@@ -202,7 +202,7 @@ def test_a_vmas_league_member_trains_on_tensor_vecsteps_and_replays_identically(
     assert {t for t, _ in stepped} == {torch.Tensor}  # the joint action stays on device
     assert any(mixed for _, mixed in stepped)  # ... also where snapshots wrote into it
     assert {r["version"] for r in summary.table} == {0, 1, 2}
-    assert all(r["matches"] > 0 for r in summary.table)
+    assert all(r["pairs"] > 0 for r in summary.table)
     again, metrics2, returns2 = _tag_league(tmp_path, "b")
     assert metrics == metrics2 and returns == returns2
     assert [(r["version"], r["mu"]) for r in summary.table] == \
