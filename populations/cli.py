@@ -1525,7 +1525,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         _check_eval_values(args)
     from marl.core import CheckpointError, load_policy
     from populations.db import LeagueDB
-    from populations.evaluation import round_robin
+    from populations.evaluation import round_robin, seats_mismatch
     from populations.experiment import league_table
     from populations.runners import make_runner
     from populations.store import PolicyStore
@@ -1560,14 +1560,16 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
                 "first team only, a PSRO member plays its own seat; a league's snapshots hold "
                 "every seat)"
                 + (UNRECORDED.format(game=game) if bare else ""))
-        if {"graph", "text"} & set(pol.meta.inputs):  # graphs and texts fit other sizes
-            continue
-        for a in spec.agent_ids:  # kuhn snapshots on leduc: "could not broadcast (8,30)..."
+        for a in spec.agent_ids if not {"graph", "text"} & set(pol.meta.inputs) else ():
             want, got = tuple(pol.meta.obs_shapes[a]), tuple(spec.obs_shapes[a])
-            if want != got:
+            if want != got:  # kuhn snapshots on leduc: "could not broadcast (8,30)..."
                 raise CLIError(f"{name} was trained on {game} (observations of "
                                f"shape {want} for {a}); {spec.name} gives {got}"
                                + (UNRECORDED.format(game=game) if bare else ""))
+        why = seats_mismatch(pol.meta, spec)  # actions too, a GNN's: "size of tensor a (9)"
+        if why:
+            raise CLIError(f"{name} ({game}) was {escaped(why)}"
+                           + (UNRECORDED.format(game=game) if bare else ""))
     for name, pol in policies.items():  # same seats and sizes, other parameters (max_cycles)
         for note in _game_notes(name, pol.meta.game, spec):
             print(f"selfplay-eval: note: {note}", file=sys.stderr)

@@ -153,7 +153,7 @@ def test_an_old_bare_name_with_every_seat_plays_with_a_note(tmp_path, capsys):
     assert (f"selfplay-eval: note: a's file names its game {ADVERSARY} without arguments (the "
             f"defaults, or not recorded); it plays {ADVERSARY}(max_cycles=25) here"
             ) in err.splitlines()
-    assert "was trained on" not in err and out.count("matches 1") == 2
+    assert "was trained on" not in err and out.count("pairs 1\n") == 2
 
 
 def test_an_old_bare_name_of_other_kwargs_says_so(tmp_path, capsys):

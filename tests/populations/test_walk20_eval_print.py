@@ -30,3 +30,24 @@ def test_each_pair_is_printed_with_the_win_rate_and_margin_it_recorded(
     assert pair.split() == ["main_v0000", "vs", "exploiter_v0000:", "win", "rate",
                             f"{win:.2f}", "over", str(count), "pairs,", "margin",
                             f"{value:+.3f}", "per", "episode"], pair
+
+
+def test_a_snapshot_with_another_action_count_is_one_line_before_the_db(tmp_path, capsys):
+    """mpe2 simple_tag snapshots (5 moves) on vmas/simple_tag (9): the observation check
+    passed, then a traceback 'The size of tensor a (9) must match the size of tensor b (5)'
+    and a failed run row in the database."""
+    import games
+    from marl import registry
+
+    spec = games.make("pettingzoo/mpe2.simple_tag_v3", max_cycles=25).spec
+    paths = [str(registry.get("mappo").build(spec, seed=k).policy().save(
+        tmp_path / f"m{k}" / "v0001.pt")) for k in (0, 1)]
+    code, _, err = _eval(["--game", "vmas/simple_tag", "--game-kwargs",
+                          '{"num_adversaries": 3, "num_good_agents": 1, "max_steps": 25}',
+                          "--db", str(tmp_path / "r.db"), "--episodes", "1", *paths], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0].startswith("selfplay-eval: m0_v0001 (pettingzoo/mpe2.simple_tag_v3(max_"
+                               "cycles=25)) was trained with 5 actions for adversary_0"), lines
+    assert lines[0].endswith("gives 9"), lines
+    assert not (tmp_path / "r.db").exists()
