@@ -32,6 +32,7 @@ from marl.core import derive_seed
 from marl.train import evaluate
 from populations import exploitability as ex
 from populations.lockstep import LockstepSampler, MemoFull, NoProbabilities, memoryless
+from populations.runners import _vector_kwargs
 
 if TYPE_CHECKING:
     from populations.psro import Member
@@ -210,10 +211,10 @@ class SampledPayoffs:
             # policies) estimates the same payoffs as an uninterrupted one
             pol.reseed(derive_seed(self.seed, "payoffs", *profile, p))
         seats = {a: chosen[self.player_of[a]] for a in self.spec.agent_ids}
-        with_text = any("text" in pol.meta.inputs for pol in seats.values())
         seed = int(np.random.SeedSequence([self.seed, *profile]).generate_state(1)[0])
-        vg = VectorGame(
-            self.game, self.copies, seed=seed, with_text=with_text, **self.game_kwargs
-        )
+        # the copies carry what any member reads (graphs for a GNN, text for an LLM), as
+        # match jobs' copies do
+        vg = VectorGame(self.game, self.copies, seed=seed,
+                        **_vector_kwargs(list(seats.values())), **self.game_kwargs)
         res = evaluate(vg, seats, self.episodes)
         return self._by_player(np.asarray([res.per_agent[a] for a in self.spec.agent_ids]))

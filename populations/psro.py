@@ -78,7 +78,7 @@ from marl.core import Learner, Policy, PolicyMeta, derive_seed
 from marl.train import RandomPolicy, train
 from populations import exploitability as ex
 from populations import sequence_form as sf
-from populations.approx_exploit import evaluated_greedy, side_text
+from populations.approx_exploit import evaluated_greedy, side_text, training_vector_kwargs
 from populations.meta_solvers import (
     FullGame,
     get_meta_solver,
@@ -401,13 +401,11 @@ class RLOracle:
             for pol in [SampledMixturePolicy(mix, q, seed=derive_seed(seed, "opponent", q))]
             for a in pol.meta.agents
         }
-        with_text = any("text" in p.meta.inputs for p in opp.values())
-        # what the learner needs of the game copies (MAPPO declares it; replay learners
-        # read the global state where the game has one)
-        needs = getattr(learner, "vector_game_kwargs", {"with_state": True})
-        kwargs = {**self.game_kwargs, **needs}
+        # the copies carry what the learner needs (MAPPO declares it; replay learners read
+        # the global state where the game has one) and what the opponents' members read
+        # (graphs for GNN members, text for LLM members)
         vg = VectorGame(self.game, self.config.num_envs, seed=derive_seed(seed, "game"),
-                        with_text=with_text, **kwargs)
+                        **training_vector_kwargs(learner, opp), **self.game_kwargs)
         train(learner, vg, self.config.frames, opponents=opp, progress=False,
               log_as=f"RL oracle: {side_text(self.spec, own)}")
         return learner.policy()
