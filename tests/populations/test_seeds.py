@@ -143,14 +143,14 @@ def test_policies_sample_from_their_own_stream(tmp_path):
 
 
 def test_a_cached_policy_plays_the_same_job_the_same_way(tmp_path):
-    """The local runner caches loaded policies: an ε-greedy VDN snapshot's exploration stream
-    went on from job to job, so one job gave different returns the second time."""
-    from marl.value_decomp import ValueDecompConfig
+    """The local runner caches loaded policies: a sampling snapshot's stream went on from job
+    to job, so one job gave different returns the second time. (It was an epsilon-greedy
+    VDN snapshot's; off-policy snapshots play their argmax in matches since walk 20, so a
+    MAPPO one samples here.)"""
     from populations.runners import LocalRunner
 
-    vg = games.VectorGame(SPREAD, 2, seed=0, with_state=True, N=2, max_cycles=5)
-    learner = registry.get("vdn").build(vg.spec, ValueDecompConfig(eps_start=0.5), seed=0)
-    path = learner.policy(epsilon=0.5).save(tmp_path / "vdn.pt")
+    spec = games.make(SPREAD, N=2, max_cycles=5).spec
+    path = registry.get("mappo").build(spec, seed=0).policy().save(tmp_path / "mappo.pt")
     job = MatchJob("k", SPREAD, {"agent_0": str(path), "agent_1": str(path)}, episodes=4,
                    seed=11, game_kwargs={"N": 2, "max_cycles": 5})
     first, second = LocalRunner().play([job, job])
