@@ -92,3 +92,16 @@ def test_state_reading_responses_get_the_state(algo):
         algo=algo, frames=40, seeds=1, eval_episodes=2, num_envs=2,
         learner_config=learner_config), SHORT)
     assert np.isfinite(res.nash_conv)
+
+
+def test_a_response_that_never_updated_is_warned_about(caplog):
+    """``--exploit-frames 600`` with QMIX (learning_starts 1000): the responses stay untrained
+    and the estimate (-2.7 on simple_adversary) said nothing of it."""
+    caplog.set_level("WARNING", logger="populations.approx_exploit")
+    approx_nash_conv(ADVERSARY, _policy(ADVERSARY), ApproxConfig(
+        algo="qmix", frames=20, seeds=1, eval_episodes=2, num_envs=2), SHORT)
+    lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(lines) == 2  # one per team
+    assert "the qmix response for team adversary (adversary_0) made no update in 20 " \
+        "frames" in lines[0]
+    assert "the qmix response for team good (agent_0, agent_1) made no update" in lines[1]
