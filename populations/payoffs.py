@@ -31,8 +31,8 @@ from games.vector import episode_copies
 from marl.core import derive_seed
 from marl.train import evaluate
 from populations import exploitability as ex
+from populations.approx_exploit import policy_vector_kwargs
 from populations.lockstep import LockstepSampler, MemoFull, NoProbabilities, memoryless
-from populations.runners import _vector_kwargs
 
 if TYPE_CHECKING:
     from populations.psro import Member
@@ -215,6 +215,6 @@ class SampledPayoffs:
         # the copies carry what any member reads (graphs for a GNN, text for an LLM), as
         # match jobs' copies do
         vg = VectorGame(self.game, self.copies, seed=seed,
-                        **_vector_kwargs(list(seats.values())), **self.game_kwargs)
+                        **policy_vector_kwargs(seats.values()), **self.game_kwargs)
         res = evaluate(vg, seats, self.episodes)
         return self._by_player(np.asarray([res.per_agent[a] for a in self.spec.agent_ids]))

@@ -47,7 +47,7 @@ from games.registry import IMPORTS_ENV
 from games.vector import episode_copies
 from marl.core import Policy, derive_seed, load_policy
 from marl.train import RandomPolicy, check_episode_lengths
-from populations.approx_exploit import evaluated_greedy
+from populations.approx_exploit import evaluated_greedy, policy_vector_kwargs
 
 log = logging.getLogger(__name__)
 RANDOM = "random"  # seat value for a uniformly random policy instead of a file
@@ -81,12 +81,6 @@ class MatchResult:
     returns: list[dict[str, float]]
     copies: int = 0
     steps: int = 0
-
-
-def _vector_kwargs(policies: list[Policy]) -> dict[str, bool]:
-    inputs = {i for p in policies for i in p.meta.inputs}
-    return {"with_graphs": "graph" in inputs, "with_text": "text" in inputs,
-            "with_state": "state" in inputs}
 
 
 def play_job(job: MatchJob, cache: dict[str, Policy] | None = None) -> MatchResult:
@@ -125,7 +119,7 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None) -> MatchResult:
         raise ValueError(f"match {job.key}: no policy for seats {sorted(missing)}")
     copies = episode_copies(game, job.episodes, job.num_envs)
     vg = games.VectorGame(job.game, copies, seed=job.seed,
-                          **_vector_kwargs(list(seats.values())), **job.game_kwargs)
+                          **policy_vector_kwargs(seats.values()), **job.game_kwargs)
     vs = vg.reset()
     out: list[dict[str, float]] = []
     steps = 0

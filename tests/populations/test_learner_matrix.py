@@ -38,9 +38,10 @@ from marl import registry
 from marl.core import Policy, atomic_torch_save, safe_torch_load
 from marl.registry import LearnerEntry
 from marl.train import RandomPolicy, train
+from populations.approx_exploit import policy_vector_kwargs
 from populations.db import LeagueDB
 from populations.experiment import ExperimentConfig, settings
-from populations.runners import MatchJob, _vector_kwargs, play_job
+from populations.runners import MatchJob, play_job
 from populations.store import PolicyStore
 
 from .test_matrix import CONFIGS, _game, _prepared
@@ -137,7 +138,7 @@ def train_phase(entry: LearnerEntry, learner: Any, preset: str, seed: int) -> Tr
 def probe_step(policy: Policy, preset: str, seed: int, steps: int = 2) -> games.VecStep:
     """A VecStep a few random steps into ``preset`` (with the views ``policy`` reads)."""
     exp, game = _preset(preset)
-    vg = games.VectorGame(exp.game.name, 2, seed=seed, **_vector_kwargs([policy]),
+    vg = games.VectorGame(exp.game.name, 2, seed=seed, **policy_vector_kwargs([policy]),
                           **_kwargs(exp))
     rnd = RandomPolicy(game.spec, seed=seed)
     vs = vg.reset()
