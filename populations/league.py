@@ -38,7 +38,7 @@ import shlex
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ if __name__ == "__main__" and signal.getsignal(signal.SIGINT) is signal.default_
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 import games
 from marl.actor_critic import NetConfig
@@ -189,6 +190,9 @@ class League:
             names must be unique.
         resume_override: resume even with settings other than the run's, or start a new run
             when ``run_dir`` holds none.
+        progress: a progress bar of each member's generation on the terminal (frames and
+            frames/s) when members train in this process; ``selfplay-train`` passes
+            ``progress``.
 
     Raises:
         RunFolderError: another process holds ``run_dir``; a resume with other settings, of
@@ -198,10 +202,13 @@ class League:
 
     def __init__(self, cfg: LeagueConfig, run_dir: str | Path, resume: bool = False,
                  members: Sequence[Member] | None = None, resume_override: bool = False,
-                 experiment: str = "league") -> None:
+                 experiment: str = "league", progress: bool = False) -> None:
         """``experiment``: the name the database and the dashboard show for a new run (the
         command line's experiment preset); a resumed run keeps the one it started with."""
         self.cfg, self.run_dir, self.experiment = cfg, Path(run_dir), experiment
+        self.show_progress = progress
+        # wall-clock seconds of the run before this process (checkpointed, as a single run's)
+        self.seconds, self._began = 0.0, time.perf_counter()
         if resume and not resume_override and not self.run_dir.is_dir():  # create nothing
             w = resume_words()
             raise RunFolderError(f"{w.resume} but run folder {self.run_dir} does not exist: "
@@ -345,6 +352,7 @@ class League:
     # ------------------------------------------------------------------ checkpoints
     def _state(self) -> dict[str, Any]:
         return {"generation": self.generation, "phase": self.phase, "frames": self.frames,
+                "seconds": self.elapsed(),
                 "members": {m.name: m.state_dict() for m in self.members},
                 "progress": {k: list(v) for k, v in self.progress.items()},
                 "trained": list(self.trained)}
@@ -364,8 +372,8 @@ class League:
             log.info("no checkpoint in %s: starting from scratch", self.run_dir)
             return
         path, state = found
-        generation, phase, frames, members, progress, trained = self._checked_state(path,
-                                                                                     state)
+        generation, phase, frames, seconds, members, progress, trained = \
+            self._checked_state(path, state)
         self._check_snapshots(path, generation, phase, progress)
         for m in self.members:
             if m.name not in members:
@@ -379,11 +387,12 @@ class League:
                     f"({_first_lines(err)}); resume with the run's settings") from None
         self.generation, self.phase, self.frames = generation, phase, frames
         self.progress, self.trained = progress, trained
+        self.seconds, self._began = seconds, time.perf_counter()
         log.info("resumed from %s (generation %d, %s%s)", path.name, self.generation, self.phase,
                  f": {', '.join(trained)} trained" if trained else "")
 
     def _checked_state(self, path: Path, state: dict[str, Any]) -> tuple[
-            int, str, int, dict[str, Any], dict[str, tuple[int, str]], list[str]]:
+            int, str, int, float, dict[str, Any], dict[str, tuple[int, str]], list[str]]:
         """A league checkpoint's entries, each checked for type and range before anything
         uses it (the file is untrusted: generation=inf or frames=10**30 were OverflowError
         tracebacks, a member missing from an asynchronous run's progress a KeyError)."""
@@ -404,6 +413,10 @@ class League:
 
         generation = count("generation", state.get("generation", _MISSING))
         frames = count("frames", state.get("frames", _MISSING))
+        seconds = state.get("seconds", 0.0)  # a checkpoint from before: none
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) \
+                or not 0 <= seconds < float("inf"):
+            raise bad("seconds", seconds, "a finite number of seconds >= 0")
         now = phase("phase", state.get("phase", _MISSING), _PHASES)
         members = state.get("members", _MISSING)
         if not isinstance(members, dict) or not all(
@@ -426,7 +439,7 @@ class League:
         if not isinstance(trained, list) or not all(t in names for t in trained) \
                 or len(set(trained)) != len(trained) or (trained and now != "training"):
             raise bad("trained", trained, "a list of distinct member names (phase training)")
-        return generation, now, frames, members, progress, list(trained)
+        return generation, now, frames, float(seconds), members, progress, list(trained)
 
     def _check_snapshots(self, path: Path, generation: int, phase: str,
                          progress: dict[str, Any] | None = None) -> None:
@@ -470,8 +483,11 @@ class League:
             raise
         return league_table(self.db, self.run_id)
 
+    def elapsed(self) -> float:
+        """Wall-clock seconds of the run: this process's and those before its resume."""
+        return self.seconds + time.perf_counter() - self._began
+
     def _run(self) -> None:
-        start = time.perf_counter()
         if self.phase == "new":  # generation 0: the untrained policies are the first snapshots
             self._log_nash_conv([self.store.publish(m.name, m.policy(), version=0,
                                                     algo=getattr(m, "algo", None))
@@ -479,7 +495,7 @@ class League:
             self.phase = "done"
             self._save()
         if not self.cfg.sync:
-            self._run_async(start)
+            self._run_async()
             return
         while self.generation < self.cfg.generations or self.phase != "done":
             if self.phase == "done":
@@ -496,7 +512,7 @@ class League:
             if self.generation < self.cfg.generations:  # after the last: finished
                 self._stop_if_asked()
             log.info("generation %d/%d done, %d %s, %.0fs", self.generation,
-                     self.cfg.generations, self.frames, self.unit, time.perf_counter() - start)
+                     self.cfg.generations, self.frames, self.unit, self.elapsed())
         self.db.set_run_status(self.run_id, "finished")
 
     def _publish_and_evaluate(self) -> None:
@@ -521,7 +537,7 @@ class League:
         self._reset_winners(new)  # decided from recorded matches: the same after a resume
 
     # ------------------------------------------------------------------ asynchronous
-    def _run_async(self, start: float) -> None:
+    def _run_async(self) -> None:
         """Members train without waiting for each other (``sync=False``, learner actors):
         one that finishes is checkpointed ("trained"), publishes its snapshot, is evaluated
         against every published snapshot (ratings recomputed at step = its place in the
@@ -555,8 +571,7 @@ class League:
             if g < self.cfg.generations:
                 self.learners.submit(self._job(m, g + 1))
             log.info("%s generation %d/%d done (#%d), %d %s, %.0fs", m.name, g,
-                     self.cfg.generations, seq, self.frames, self.unit,
-                     time.perf_counter() - start)
+                     self.cfg.generations, seq, self.frames, self.unit, self.elapsed())
         self.generation = min(g for g, _ in self.progress.values())
         self._save()
         self.db.set_run_status(self.run_id, "finished")
@@ -633,7 +648,9 @@ class League:
                     self._save()  # phase "training": the members trained so far
                     self._stop_if_asked()
                 started = time.time()
-                frames = m.train_generation(self.matchmaker(m.name))
+                with self._bar(m) as bar:
+                    frames = m.train_generation(
+                        self.matchmaker(m.name, lambda n, bar=bar: bar.update(n - bar.n)))
                 self.db.add_generation(self.run_id, m.name, g, frames, started, time.time(),
                                        f"pid {os.getpid()}")
                 self._count(m, frames)
@@ -658,6 +675,17 @@ class League:
             done[r.name] = r
         for m in todo:
             self._apply(m, done[m.name])
+
+    def _bar(self, m: Member) -> tqdm:
+        """A progress bar of member ``m``'s generation in this process: its frames and
+        frames/s (an LLM team's episodes), none unless ``progress``; cleared when done (the
+        'trained' line stays)."""
+        cfg, unit = self.cfg, _counts(m)
+        total = -(-cfg.frames_per_generation // cfg.num_envs) * cfg.num_envs \
+            if unit == "frames" else None  # a step loop rounds up to whole steps of copies
+        return tqdm(total=total, desc=f"generation {self.generation}/{cfg.generations} "
+                    f"{m.name}", unit=unit.removesuffix("s"), disable=not self.show_progress,
+                    leave=False, dynamic_ncols=True)
 
     def _job(self, m: Member, generation: int) -> LearnerJob:
         """``m``'s generation for a learner actor: its state, plan, draw and snapshots."""
@@ -717,13 +745,15 @@ class League:
                             self.cfg.opponent_prob,
                             derive_seed(self.cfg.seed, "matchmaking", member, g))
 
-    def matchmaker(self, member: str) -> Matchmaker:
+    def matchmaker(self, member: str,
+                   tick: Callable[[int], None] | None = None) -> Matchmaker:
         """``member``'s matchmaker for this generation, in this process: snapshots from the
         store, metrics logged at the league's frame count when it was made plus the
-        member's own."""
+        member's own; ``tick(done)``: the member's progress (a progress bar)."""
         base = self.frames
         return GenerationMatchmaker(member, self.plan(), self.draw(member), self.store.load,
-                                    lambda f, metrics: self.log_metrics(base + f, metrics))
+                                    lambda f, metrics: self.log_metrics(base + f, metrics),
+                                    tick)
 
     def pick_opponents(self, member: str, copies: np.ndarray, opp: np.ndarray,
                        side: np.ndarray, always: bool = False) -> None:
@@ -889,7 +919,8 @@ def main(argv: list[str] | None = None) -> None:
             except ValueError as err:  # 'generations=0; ...': named as typed here
                 raise CLIError(_as_flag(str(err))) from None
             league = League(cfg, args.run_dir, resume=args.resume,
-                            resume_override=args.resume_override)
+                            resume_override=args.resume_override,
+                            progress=sys.stderr.isatty())
             try:
                 league.run()
                 table = league_table(league.db, league.run_id)

@@ -110,16 +110,22 @@ class Matchmaker(Protocol):
         """Record ``metrics`` after ``frames`` frames of this member's generation."""
         ...
 
+    def progress(self, done: int) -> None:
+        """``done`` frames (or episodes) of this generation are trained (a progress bar)."""
+        ...
+
 
 class GenerationMatchmaker:
     """A :class:`Matchmaker` from a plan, a draw, a snapshot loader and a metrics sink
-    (``sink(frames, metrics)``, names prefixed ``<member>/`` unless the league is single)."""
+    (``sink(frames, metrics)``, names prefixed ``<member>/`` unless the league is single),
+    and ``tick(done)`` for the member's progress (None: not shown)."""
 
     def __init__(self, name: str, plan: TrainPlan, draw: OpponentDraw,
                  load: Callable[[int], Policy],
-                 sink: Callable[[int, dict[str, float]], None]) -> None:
+                 sink: Callable[[int, dict[str, float]], None],
+                 tick: Callable[[int], None] | None = None) -> None:
         self.name, self.plan, self.draw = name, plan, draw
-        self._pick, self._load, self._sink = draw.sampler(), load, sink
+        self._pick, self._load, self._sink, self._tick = draw.sampler(), load, sink, tick
 
     def pick_opponents(self, copies: np.ndarray, opp: np.ndarray, side: np.ndarray,
                        always: bool = False) -> None:
@@ -130,6 +136,10 @@ class GenerationMatchmaker:
 
     def log_metrics(self, frames: int, metrics: dict[str, float]) -> None:
         self._sink(frames, _prefixed(self.name, metrics, self.plan.single))
+
+    def progress(self, done: int) -> None:
+        if self._tick is not None:
+            self._tick(done)
 
 
 class Member(Protocol):
@@ -278,6 +288,7 @@ class LearnerMember:
             vs = vg.step(actions)
             learner.observe(vs)
             done_frames += B
+            mm.progress(done_frames)
             done = _host(vs.done)  # [B] bool on host: opponents are drawn per copy there
             if done.any():
                 returns += _member_returns(vs, spec.agent_ids, mine_BA, done)
@@ -338,6 +349,7 @@ class LLMMember:
             metrics = self.trainer.step()
             episodes += self.trainer.cfg.groups_per_step * self.trainer.cfg.group_size
             mm.log_metrics(episodes, metrics)
+            mm.progress(episodes)
         return episodes
 
 

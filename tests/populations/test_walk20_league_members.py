@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import time
 
 import numpy as np
 import pytest
@@ -270,3 +271,89 @@ def test_an_older_run_that_counted_episodes_as_frames_resumes(tmp_path, caplog):
     steps = [s for s, k in after if k.startswith("mappo/")]
     assert steps and old < min(steps) and max(steps) <= old + 64, (old, sorted(after))
     assert _checkpoint_frames(tmp_path) == old + 64
+
+
+# ---------------------------------------------------------------- progress, seconds
+def _kuhn_league(run_dir, generations: int = 1, **kw) -> League:
+    cfg = LeagueConfig(game=KUHN, game_kwargs={}, generations=generations,
+                       frames_per_generation=64, num_envs=4, eval_episodes=1)
+    return League(cfg, run_dir, **kw)
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_a_league_generation_shows_a_bar_of_frames_only_with_progress(tmp_path, capsys,
+                                                                      progress):
+    """A league printed one line per member and generation (minutes apart in ``main``)."""
+    league = _kuhn_league(tmp_path, progress=progress)
+    try:
+        league.run()
+    finally:
+        league.close()
+    err = capsys.readouterr().err
+    shown = "generation 1/1 main" in err and "/64 [" in err and "frame/s" in err
+    assert shown == progress, err[-2000:]
+
+
+class _Clock:
+    """``time`` for populations.league: perf_counter moves 100 s a call."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 100.0
+        return self.now
+
+    time = staticmethod(time.time)
+
+
+def test_a_resumed_league_counts_the_seconds_before_its_resume(tmp_path, monkeypatch, caplog):
+    """'generation 2/2 done, ..., 4s' after a resume: the seconds restarted (12s run whole)."""
+    import populations.league as league_module
+    from populations.checkpoint import load_latest
+
+    caplog.set_level(logging.INFO, logger="populations.league")
+    monkeypatch.setattr(league_module, "time", _Clock())
+    league = _kuhn_league(tmp_path)
+    league.run()
+    league.close()
+    before = load_latest(tmp_path / "checkpoints")[1]["seconds"]
+    assert before > 0
+    monkeypatch.setattr(league_module, "time", _Clock())  # a new process's clock
+    league = _kuhn_league(tmp_path, generations=2, resume=True)
+    league.run()
+    league.close()
+    assert load_latest(tmp_path / "checkpoints")[1]["seconds"] > before
+    last = [r.getMessage() for r in caplog.records
+            if r.getMessage().startswith("generation 2/2 done")]
+    seconds = int(re.fullmatch(r"generation 2/2 done, 128 frames, (\d+)s", last[-1])[1])
+    assert seconds >= before + 100  # the resumed process's own calls come on top
+
+
+@pytest.mark.parametrize(("seconds", "ok"), [(None, True), ("12", False), (float("nan"), False),
+                                             (-1.0, False)])
+def test_a_checkpoint_s_seconds_are_checked(tmp_path, seconds, ok):
+    """A checkpoint from before has none (the resume counts from 0); a bad value is one line."""
+    import torch
+
+    from marl.core import CheckpointError
+    from populations.checkpoint import checkpoint_files, save_checkpoint
+
+    league = _kuhn_league(tmp_path)
+    league.run()
+    league.close()
+    newest = checkpoint_files(tmp_path / "checkpoints")[0]
+    state = torch.load(newest, weights_only=False)
+    if seconds is None:
+        del state["seconds"]
+    else:
+        state["seconds"] = seconds
+    for f in checkpoint_files(tmp_path / "checkpoints"):
+        f.unlink()
+    save_checkpoint(tmp_path / "checkpoints", int(newest.stem.split("_")[-1]), state)
+    if ok:
+        _kuhn_league(tmp_path, resume=True).close()
+        return
+    with pytest.raises(CheckpointError, match=r"seconds is .*; expected a finite number of "
+                                              r"seconds >= 0$"):
+        _kuhn_league(tmp_path, resume=True)
