@@ -407,7 +407,8 @@ def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
     lcfg = _league_config(cfg)
     league = League(lcfg, run_dir, resume=cfg.resume,
                     members=_league_members(cfg, lcfg, run_dir),
-                    resume_override=cfg.resume_override, experiment=cfg.experiment)
+                    resume_override=cfg.resume_override, experiment=cfg.experiment,
+                    progress=cfg.progress)
     league.logger = logger
     try:
         league.run()

@@ -466,7 +466,7 @@ class League:
     # ------------------------------------------------------------------ the loop
     def run(self) -> list[dict[str, Any]]:
         """Run (or continue) the league to ``cfg.generations`` and return its snapshot table,
-        best first (member, version, kind, elo, mu, sigma, matches: the rows the command
+        best first (member, version, kind, elo, mu, sigma, pairs: the rows the command
         lines print). A run that raises is recorded as ``failed`` (``interrupted`` after
         Ctrl-C) with its error before the error propagates."""
         from populations.experiment import league_table  # experiment imports this module

@@ -166,7 +166,7 @@ def test_the_league_cli_prints_selfplay_trains_summary(tmp_path, capsys):
     league.main(["--run-dir", str(tmp_path / "run"), *LEAGUE_ARGS])
     out = capsys.readouterr().out
     assert f"run folder : {tmp_path / 'run'}" in out
-    assert "member" in out and "elo" in out and "matches" in out
+    assert "member" in out and "elo" in out and "pairs" in out
     assert f"--run-dir {tmp_path / 'run'} " in out and out.count("--resume)") == 1
     assert "hydra.run.dir" not in out
 

@@ -186,7 +186,7 @@ def test_dashboard_charts_get_numbers_only_from_number_columns(tmp_path):
     payoffs = data.view(source, run, "payoffs")
     psro = data.view(source, run, "psro")
     (curve,) = data.metrics(source, run, ["charts/episode_return"])
-    served = [*(series[k] for k in ("step", "elo", "mu", "sigma", "matches")),
+    served = [*(series[k] for k in ("step", "elo", "mu", "sigma", "pairs")),
               *(sum(payoffs[k], []) for k in ("value", "win_rate", "count")),
               *(psro[k] for k in ("iteration", "nash_conv", "seconds")),
               curve["step"], curve["value"]]
