@@ -31,6 +31,7 @@ from llm_agents.prompts import PromptBuilder, PromptConfig
 from llm_agents.records import Decision, EpisodeRecord, Request, Turn
 from llm_agents.team import Team
 from marl.core import Policy
+from marl.registry import played_greedy
 
 log = logging.getLogger(__name__)
 TEAM_SEAT = "team"
@@ -229,7 +230,9 @@ class RolloutEngine:
         for (_, agent, _), sids in by_policy.items():
             policy = jobs[slots[sids[0]].job].opponents[agent]
             vs = vecstep_of([slots[s].game for s in sids], [slots[s].ts for s in sids])
-            acts = policy.act(agent, vs, greedy=greedy)
+            # an off-policy learner's snapshot (QMIX/VDN/MADDPG) plays its argmax, as in
+            # league matches and members' training: its exploration was its training's
+            acts = policy.act(agent, vs, greedy=greedy or played_greedy(policy.meta.kind))
             for s, a in zip(sids, acts, strict=True):
                 actions[s][agent] = int(a)
         return actions, len(by_model)

@@ -146,6 +146,15 @@ def get(name: str) -> LearnerEntry:
     return found
 
 
+def played_greedy(kind: str) -> bool:
+    """Whether a snapshot of policy ``kind`` is played by its argmax outside its own
+    training (league matches and opponents, PSRO, evaluations): its kind is saved by
+    off-policy learners only (VDN/QMIX epsilon-greedy, MADDPG's noise: exploration is part
+    of training, not of the snapshot); on-policy and unknown kinds sample."""
+    kinds = [e.capabilities.on_policy for e in entries().values() if e.policy == kind]
+    return bool(kinds) and not any(kinds)
+
+
 def policy_module(kind: str) -> str | None:
     """The module whose import registers policy ``kind`` (None: nothing saves it)."""
     _load_builtins()

@@ -133,3 +133,23 @@ def test_a_gnn_snapshot_acts_in_a_vecstep_of_games():
         np.testing.assert_array_equal(vs.graph, ref.graph)
         np.testing.assert_allclose(pol.action_probs(agent, vs), pol.action_probs(agent, ref),
                                    rtol=1e-6, atol=1e-7)
+
+
+def test_an_off_policy_snapshot_in_a_seat_plays_its_argmax(multi_tok, make_model):
+    """An LLM team met a QMIX snapshot's exploring play (epsilon from its training) while
+    league matches and members' training play it by its argmax (walk 20): with epsilon 1 and
+    epsilon 0 the same weights now play the same episodes."""
+    from marl import registry
+
+    spec = games.make(KUHN).spec
+    learner = registry.get("qmix").build(spec, None, ("player_1",), seed=0)
+    team = Team.shared(make_model(multi_tok), multi_tok)
+
+    def play(epsilon):
+        jobs = [EpisodeJob(KUHN, s, opponents={"player_1": learner.policy(epsilon=epsilon)})
+                for s in range(24)]
+        batch = RolloutEngine(team, ActionConfig(mode="score"), COMPACT,
+                              seed=0).run(jobs, greedy=False)
+        return [e.returns for e in batch.episodes]
+
+    assert play(1.0) == play(0.0)
