@@ -290,9 +290,7 @@ def without_probs(oracle: str) -> str | None:
     if oracle in ORACLE_NAMES:
         return None
     entry = registry.get(oracle)
-    kinds = [e.capabilities.on_policy for e in registry.entries().values()
-             if e.policy == entry.policy]
-    if kinds and not any(kinds):
+    if registry.played_greedy(entry.policy):
         return None
     cls = policy_class(entry.policy)
     if cls is None or getattr(cls, "action_probs", None) is not Policy.action_probs:
