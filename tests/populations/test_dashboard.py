@@ -257,7 +257,9 @@ def test_learner_panels_per_agent_and_role(shared):
     steps, values = zip(*db.metric(r, "losses/pg_loss"), strict=True)
     assert pg["step"] == list(steps) and pg["value"] == pytest.approx(list(values))
     ret = panels["Episode return"]["series"]
-    assert [(x["member"], x["value"]) for x in ret] == [(XSS, [1.5, 2.5])]
+    # the league's learner logs its training return (walk 20), beside the crafted member's
+    assert [x["member"] for x in ret] == [None, XSS] and ret[1]["value"] == [1.5, 2.5], ret
+    assert ret[0]["value"] and all(isinstance(v, float) for v in ret[0]["value"]), ret[0]
     inf = next(x for x in panels["Gradient norm"]["series"] if x["member"] == XSS)
     assert inf["value"] == [None]  # +inf is not JSON: shown as a gap
 
