@@ -21,6 +21,7 @@ from populations.db import LeagueDB
 from populations.evaluation import round_robin
 from populations.runners import LocalRunner, MatchJob, RayRunner
 from populations.store import PolicyStore
+from tests.populations.test_eval_names import _eval
 
 RPS = "openspiel/matrix_rps"  # one step: a greedy seat plays one action every episode
 KUHN = "openspiel/kuhn_poker"
@@ -150,18 +151,6 @@ def test_ray_workers_play_seats_greedily_as_the_local_runner_does(kuhn_files, tm
         runner.close()
     assert remote == local
     assert local == [_greedy_reference(j, [kuhn_files[1.0]]) for j in jobs]
-
-
-def _eval(args, capsys):
-    from populations.cli import eval_main
-
-    try:
-        eval_main(args)
-        code = 0
-    except SystemExit as stop:
-        code = stop.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_selfplay_eval_rates_an_exploring_qmix_snapshot_by_its_greedy_play(kuhn_files,
