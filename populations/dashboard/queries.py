@@ -435,16 +435,20 @@ class Panel:
     y: str
 
 
+# a league of several members logs <member>/<key> (League.log_metrics): each pattern takes
+# the key at the start or after one member name's "/"
+_M = r"(^|^[^/]+/)"
 PANELS: tuple[Panel, ...] = (
-    Panel("Episode return", r"^charts/.*return", "return"),
-    Panel("Losses", r"^losses/(?!entropy$|grad_norm$|approx_kl$|clipfrac$|explained_var)",
+    Panel("Episode return", rf"{_M}charts/[^/]*return", "return"),
+    Panel("Losses", rf"{_M}losses/(?!entropy$|grad_norm$|approx_kl$|clipfrac$|explained_var)",
           "loss"),
     Panel("Entropy", r"(^|/)entropy$", "entropy"),
     Panel("Gradient norm", r"grad_norm", "‖g‖"),
-    Panel("Advantage per agent", r"^adv/agent_[^/]+/adv_(mean|std)$", "advantage"),
-    Panel("Advantage per role", r"^adv/role_[^/]+/adv_(mean|std)$", "advantage"),
-    Panel("Reward per agent and role", r"^adv/(agent|role)_[^/]+/reward_(mean|std)$", "reward"),
-    Panel("PPO diagnostics", r"^losses/(approx_kl|clipfrac|explained_var)", "value"),
+    Panel("Advantage per agent", rf"{_M}adv/agent_[^/]+/adv_(mean|std)$", "advantage"),
+    Panel("Advantage per role", rf"{_M}adv/role_[^/]+/adv_(mean|std)$", "advantage"),
+    Panel("Reward per agent and role", rf"{_M}adv/(agent|role)_[^/]+/reward_(mean|std)$",
+          "reward"),
+    Panel("PPO diagnostics", rf"{_M}losses/(approx_kl|clipfrac|explained_var)", "value"),
 )
 
 

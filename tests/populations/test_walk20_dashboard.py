@@ -209,3 +209,24 @@ def test_the_page_names_every_unit(page, mix):
         assert "per role-swapped pair" in p.inner_text("#payoff-meaning")
         assert p.evaluate("document.scripts.length") == 2
     assert page.dialogs == [] and page.errors == []
+
+
+def test_learner_panels_take_the_keys_of_a_league_of_several_members(tmp_path):
+    """A league of several members logs ``<member>/charts/episode_return``,
+    ``<member>/losses/...`` (League.log_metrics): the panels matched keys at the start only,
+    so they showed none of those members' curves (only a one-member league's)."""
+    db = LeagueDB(tmp_path / "league.db")
+    run = db.create_run("mix", experiment="mixed_algo_league", game="g")
+    for step in (100, 200):
+        db.log_metrics(run, step, {"mappo/charts/episode_return": -1.0 * step,
+                                   "qmix/charts/episode_return": 1.0, "qmix/losses/td_loss": 0.5,
+                                   "mappo/losses/pg_loss": 0.1, "mappo/losses/approx_kl": 0.01,
+                                   "mappo/adv/agent_0/adv_mean": 0.0})
+    panels = {p["title"]: {s["key"] for s in p["series"]}
+              for p in queries.learner_panels(db, run)["panels"]}
+    db.close()
+    assert panels["Episode return"] == {"mappo/charts/episode_return",
+                                        "qmix/charts/episode_return"}
+    assert panels["Losses"] == {"qmix/losses/td_loss", "mappo/losses/pg_loss"}
+    assert panels["PPO diagnostics"] == {"mappo/losses/approx_kl"}
+    assert panels["Advantage per agent"] == {"mappo/adv/agent_0/adv_mean"}
