@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -260,7 +261,7 @@ class LearnerMember:
         learner.start_episodes()  # the last generation's unfinished rollout was on its games
         done_frames = 0
         reseeded: set[int] = set()
-        returns: list[float] = []  # finished episodes' returns, the mean over the member's seats
+        returns: deque[float] = deque(maxlen=50)  # the last finished episodes' (_member_returns)
         while done_frames < plan.frames:
             # [B, A]: the learner plays a seat unless an opponent holds that seat's team
             mine_BA = (opp[:, None] < 0) | (team_of[None, :] == side[:, None])
@@ -291,12 +292,12 @@ class LearnerMember:
             mm.progress(done_frames)
             done = _host(vs.done)  # [B] bool on host: opponents are drawn per copy there
             if done.any():
-                returns += _member_returns(vs, spec.agent_ids, mine_BA, done)
+                returns.extend(_member_returns(vs, spec.agent_ids, mine_BA, done, opp))
                 mm.pick_opponents(np.flatnonzero(done), opp, side)
             if learner.ready():
                 metrics = learner.update()
                 if returns:  # as a single run logs it (marl.train.after_step)
-                    metrics["charts/episode_return"] = float(np.mean(returns[-50:]))
+                    metrics["charts/episode_return"] = float(np.mean(returns))
                 mm.log_metrics(done_frames, metrics)
         learner.seat_mask = None
         vg.close()
@@ -363,13 +364,15 @@ def _opponent_act(policy: Policy, agent: str, vs: games.VecStep) -> Any:
 
 
 def _member_returns(vs: games.VecStep, agents: tuple[str, ...], mine_BA: np.ndarray,
-                    done_B: np.ndarray) -> list[float]:
-    """Each finished episode's return for the member: the mean over the seats it played in
-    that copy (``mine_BA``, ``[B, A]``; every seat in self-play), as
-    :func:`marl.train.after_step` takes the mean over a single run's learner seats."""
+                    done_B: np.ndarray, opp_B: np.ndarray) -> list[float]:
+    """Each finished episode's (``done_B``) return for the member: the mean over the seats it
+    played in that copy (``mine_BA``, ``[B, A]``), as :func:`marl.train.after_step` takes the
+    mean over a single run's learner seats; only episodes against a snapshot (``opp_B`` >= 0):
+    in a self-play copy the member holds every seat, and in a zero-sum game their mean is 0
+    whatever it learned (review of walk 20)."""
     ret_BA = np.stack([_host(vs.episode_return[a]) for a in agents], 1).astype(np.float64)
     per_B = (ret_BA * mine_BA).sum(1) / np.maximum(mine_BA.sum(1), 1)
-    return [float(r) for r in per_B[done_B]]
+    return [float(r) for r in per_B[done_B & (opp_B >= 0)]]
 
 
 def _reads_tensors(learner: Learner) -> bool:

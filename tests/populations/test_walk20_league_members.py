@@ -357,3 +357,21 @@ def test_a_checkpoint_s_seconds_are_checked(tmp_path, seconds, ok):
     with pytest.raises(CheckpointError, match=r"seconds is .*; expected a finite number of "
                                               r"seconds >= 0$"):
         _kuhn_league(tmp_path, resume=True)
+
+
+def test_a_members_return_counts_its_seats_against_snapshots_only():
+    """In a self-play copy the member holds every seat: in a zero-sum game their mean is 0
+    whatever it learned, so the logged curve flattened toward 0 (review). Those copies are
+    left out; the mean is over the member's seats of each finished copy."""
+    import types
+
+    from populations.members import _member_returns
+
+    agents = ("player_0", "player_1")
+    ret = {"player_0": np.array([1.0, -2.0, 2.0]), "player_1": np.array([-1.0, 2.0, -2.0])}
+    vs = types.SimpleNamespace(episode_return=ret)
+    mine = np.array([[True, False], [False, True], [True, True]])  # copy 2: self-play
+    opp = np.array([0, 3, -1])
+    done = np.array([True, True, True])
+    assert _member_returns(vs, agents, mine, done, opp) == [1.0, 2.0]  # it logged 0 too
+    assert _member_returns(vs, agents, mine, np.array([False, True, True]), opp) == [2.0]
