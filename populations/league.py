@@ -415,7 +415,7 @@ class League:
         frames = count("frames", state.get("frames", _MISSING))
         seconds = state.get("seconds", 0.0)  # a checkpoint from before: none
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) \
-                or not 0 <= seconds < float("inf"):
+                or not 0 <= seconds < 1e15:  # 10**400: float() an OverflowError traceback
             raise bad("seconds", seconds, "a finite number of seconds >= 0")
         now = phase("phase", state.get("phase", _MISSING), _PHASES)
         members = state.get("members", _MISSING)

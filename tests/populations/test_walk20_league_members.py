@@ -331,7 +331,7 @@ def test_a_resumed_league_counts_the_seconds_before_its_resume(tmp_path, monkeyp
 
 
 @pytest.mark.parametrize(("seconds", "ok"), [(None, True), ("12", False), (float("nan"), False),
-                                             (-1.0, False)])
+                                             (-1.0, False), (10**400, False)])
 def test_a_checkpoint_s_seconds_are_checked(tmp_path, seconds, ok):
     """A checkpoint from before has none (the resume counts from 0); a bad value is one line."""
     import torch
