@@ -780,8 +780,9 @@ def random_seats(spec: games.GameSpec, agents: tuple[str, ...], seeds: RunSeeds,
 
 def _greedy(entry: LearnerEntry) -> bool:
     """Off-policy learners explore with noise or ε while training; their snapshots are
-    evaluated greedily (on-policy ones by sampling, as they trained)."""
-    return not entry.capabilities.on_policy
+    evaluated greedily (on-policy ones by sampling, as they trained): the rule of every match
+    (:func:`marl.registry.played_greedy`, by the policy kind the learner saves)."""
+    return registry.played_greedy(entry.policy)
 
 
 @dataclass
