@@ -708,7 +708,7 @@ def _finished_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,
     step = int(ckpts[0].stem.removeprefix("ckpt_")) if ckpts else None
     log.info("run %s already finished%s (snapshot v%s); nothing to do", run_dir,
              "" if step is None else f" at {step} {unit}", version)
-    evaluated = _eval_return(db, run_id)  # recorded in the database, not in a checkpoint
+    evaluated = _eval_return(db, run_id, snaps[-1].id if snaps else None)  # in the db
     bare = {"member": member, "version": version, unit: step, "eval_return": _rounded(evaluated)}
     if not ckpts:
         return bare
@@ -824,7 +824,7 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
         bar.update(min(len(rows), cfg.eval_episodes) - bar.n)
     bar.close()
     db.add_matches(run_id, rows[: cfg.eval_episodes])
-    evaluated = _eval_return(db, run_id)  # what the database holds, as a resume reads it
+    evaluated = _eval_return(db, run_id, sid, cfg.eval_episodes)  # as a resume reads it
     log.info("evaluation: mean return %.3f over %d %s episodes of the snapshot%s (the table's "
              "eval_return)", evaluated, cfg.eval_episodes, "greedy" if greedy else "sampled",
              " against random seats" if set(spec.agent_ids) - set(learner.agents) else "")
@@ -834,13 +834,17 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
 EVAL_MATCHES = "eval/e"  # a single run's evaluation matches: eval/e00000, eval/e00001, ...
 
 
-def _eval_return(db: LeagueDB, run_id: int) -> float | None:
-    """The learner team's mean return over a single run's recorded evaluation matches: per
-    episode the mean over the seats it held, as ``final_return`` (and ``marl.train``'s
-    ``charts/episode_return``, an LLM team's ``charts/team_return``) counts an episode, then
-    the mean over episodes; None when none is recorded."""
-    per_episode = [float(np.mean([m.returns[a] for a in m.seats]))
-                   for m in db.matches(run_id, EVAL_MATCHES) if m.seats]
+def _eval_return(db: LeagueDB, run_id: int, sid: int | None,
+                 episodes: int | None = None) -> float | None:
+    """The learner team's mean return over a single run's recorded evaluation matches of
+    snapshot ``sid`` (the first ``episodes`` of them; a resume with another
+    ``eval_episodes`` keeps the rows recorded before): per episode the mean over the seats
+    it held, as ``final_return`` (and ``marl.train``'s ``charts/episode_return``, an LLM
+    team's ``charts/team_return``) counts an episode, then the mean over episodes; None
+    when none is recorded."""
+    mine = sorted((m for m in db.matches(run_id, EVAL_MATCHES)
+                   if m.seats and set(m.seats.values()) == {sid}), key=lambda m: m.key)
+    per_episode = [float(np.mean([m.returns[a] for a in m.seats])) for m in mine[:episodes]]
     return float(np.mean(per_episode)) if per_episode else None
 
 

@@ -145,3 +145,23 @@ def test_a_row_without_a_recorded_evaluation_says_so(capsys):
     (row,) = [line for line in out.splitlines() if line.lstrip().startswith("vdn")]
     assert row.endswith("  not recorded") and "None" not in out
     assert "final_return: mean return of the last (up to) 50 training episodes" in out
+
+
+def test_eval_return_reads_its_snapshots_first_episodes_only(tmp_path):
+    """A resume with another ``eval_episodes``, or of a run retrained after its evaluation,
+    finds rows recorded before (INSERT OR IGNORE): the mean was over all of them (review)."""
+    from populations.db import LeagueDB, MatchRow
+    from populations.experiment import _eval_return
+
+    db = LeagueDB(tmp_path / "league.db")
+    run = db.create_run("x", experiment="x", game="g")
+    rows = [MatchRow(f"eval/e{k:05d}", "g", {"player_0": 7}, {"player_0": float(k),
+                                                               "player_1": -1.0})
+            for k in range(6)]
+    rows.append(MatchRow("eval/e00006", "g", {"player_0": 8}, {"player_0": 100.0}))
+    db.add_matches(run, rows)
+    assert _eval_return(db, run, 7) == 2.5  # 0..5
+    assert _eval_return(db, run, 7, 4) == 1.5  # 0..3
+    assert _eval_return(db, run, 8) == 100.0
+    assert _eval_return(db, run, 9) is None
+    db.close()
