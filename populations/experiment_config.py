@@ -146,7 +146,11 @@ class PopulationConfig:
 
         oracles = [*ORACLE_NAMES, *oracle_algos()]
         if self.oracle not in oracles:
-            raise ValueError(f"population.oracle={self.oracle!r} is not a PSRO oracle; "
+            entry = registry.entries().get(self.oracle)
+            why = (" (an LLM team plays whole episodes of its own: a best response is "
+                   "trained step by step against the meta-mixtures)"
+                   if entry is not None and entry.capabilities.own_rollouts else "")
+            raise ValueError(f"population.oracle={self.oracle!r} is not a PSRO oracle{why}; "
                              f"choose one of {oracles}")
         allowed = league_algos()
         for m in self.members:

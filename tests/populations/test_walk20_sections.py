@@ -157,3 +157,12 @@ def test_settings_a_run_does_not_read_are_warned_before_it_runs(line, warned, tm
     exp = _composed([*line, "progress=false"], monkeypatch, tmp_path)
     notes = unused_overrides(exp, line)
     assert bool(notes) == warned, notes
+
+
+def test_an_llm_oracle_refusal_says_why(tmp_path, monkeypatch, capsys):
+    """``population.oracle=llm_grpo`` listed the accepted oracles without saying why the LLM
+    team is not one (walk 20)."""
+    line = _refused(["population=psro", "population.oracle=llm_grpo", *KUHN], monkeypatch,
+                    tmp_path, capsys)
+    assert line.startswith("bad config: population.oracle='llm_grpo' is not a PSRO oracle (an "
+                           "LLM team plays whole episodes of its own"), line
