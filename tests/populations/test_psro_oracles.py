@@ -94,8 +94,10 @@ def test_oracle_that_plays_its_own_episodes_is_refused():
     """An LLM team trains on whole episodes of its own, not one seat next to frozen
     opponents; an unknown name is refused alike, both listing the oracles."""
     for name in ("llm_grpo", "nope"):
+        why = r" \(an LLM team plays whole episodes of its own: .*\)" if name == "llm_grpo" \
+            else ""
         with pytest.raises(ValueError, match=rf"population.oracle='{name}' is not a PSRO "
-                                             r"oracle; choose one of "
+                                             rf"oracle{why}; choose one of "
                                              r"\['auto', 'exact', 'rl', .*'vdn'"):
             PopulationConfig(kind="psro", oracle=name)
 
