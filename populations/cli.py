@@ -936,8 +936,9 @@ def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[st
 def _llm_member(exp: ExperimentConfig) -> bool:
     """Whether a learner of this league plays its own episodes (an LLM team)."""
     from marl import registry
+    from populations.member_specs import parse_members
 
-    algos = exp.population.members or [exp.algo]
+    algos = [m.algo for m in parse_members(exp.population.members or [exp.algo])]
     entries = registry.entries()
     return exp.population.kind == "league" and any(
         a in entries and entries[a].capabilities.own_rollouts for a in algos)

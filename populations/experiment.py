@@ -58,7 +58,7 @@ from populations.config_checks import (
 )
 from populations.db import LeagueDB, MatchRow
 from populations.experiment_config import (  # torch-free: checked before torch loads
-    EXPLOITER,
+    EXPLOITER,  # noqa: F401 - re-exported
     MODES,  # noqa: F401 - re-exported: its old home
     ExploitEvery,  # noqa: F401 - re-exported
     PopulationConfig,
@@ -66,7 +66,7 @@ from populations.experiment_config import (  # torch-free: checked before torch 
     check_copies,
     league_algos,
 )
-from populations.league import MEMBER, League, LeagueConfig
+from populations.league import MEMBER, League, LeagueConfig  # noqa: F401 - MEMBER re-exported
 from populations.learner_sections import (  # settings: re-exported, its old home
     check_learner_sections,
     section_configs,
@@ -74,6 +74,13 @@ from populations.learner_sections import (  # settings: re-exported, its old hom
 )
 from populations.loggers import LoggerConfig, MetricsLogger, make_logger
 from populations.matchmaking import MatchmakingConfig  # noqa: F401 - re-exported: its old home
+from populations.member_specs import (
+    MemberSpec,
+    check_member_specs,
+    member_names,
+    member_settings,
+    parse_members,
+)
 from populations.members import LearnerMember, LLMMember
 from populations.psro_config import PSROConfig
 from populations.run_folder import (
@@ -187,7 +194,6 @@ def check_experiment(cfg: ExperimentConfig) -> None:
     game = games.make(cfg.game.name, **cfg.game.kwargs)
     check_copies(cfg.num_envs, game)  # 10**8 copies of a stepped game: minutes, then killed
     text_views = not callable(getattr(game, "batched", None))  # see games.VectorGame
-    algos = [cfg.algo]
     if cfg.population.kind == "psro":  # PSRO trains no `algo`; its RL oracle plays
         from populations.psro_run import check_oracle_config, resolve_auto
 
@@ -196,13 +202,33 @@ def check_experiment(cfg: ExperimentConfig) -> None:
     if cfg.population.kind == "league" and not cfg.population.sync and cfg.runner.kind != "ray":
         raise ValueError("population.sync=false (asynchronous members) needs runner=ray; got "
                          f"runner={cfg.runner.kind}")  # LeagueConfig's refusal, after the folder
-    if cfg.population.kind == "league":
+    if cfg.population.kind == "league":  # each member with its own settings
         check_league_game(cfg, game.spec)
-    if cfg.population.kind == "league" and cfg.population.members:
-        algos = [m.removesuffix(EXPLOITER) for m in cfg.population.members]
-    for algo in dict.fromkeys(algos):
-        entry = registry.get(algo)
-        registry.check_compatible(algo, game.spec, settings(cfg, entry), text_views)
+        for spec, _, entry, config in league_member_specs(cfg):
+            try:
+                registry.check_compatible(entry.name, game.spec, config, text_views)
+            except ValueError as err:
+                raise ValueError(f"{spec.where}: {err}" if spec.changes else str(err)) from None
+        return
+    registry.check_compatible(cfg.algo, game.spec, settings(cfg, registry.get(cfg.algo)),
+                              text_views)
+
+
+def league_member_specs(cfg: ExperimentConfig,
+                        ) -> list[tuple[MemberSpec, str, LearnerEntry, Any]]:
+    """A league's members as ``population.members`` lists them (default ``[algo]``): each
+    entry's spec, member name, registry entry and the settings its learner trains with (the
+    run's section, with a named member's changes over it: ``populations.member_specs``)."""
+    allowed = league_algos()
+    if not cfg.population.members and cfg.algo not in allowed:
+        raise ValueError(f"population=league trains {allowed} members; got {cfg.algo!r}")
+    specs = parse_members(cfg.population.members or [cfg.algo])
+    check_member_specs(specs, allowed)
+    out = []
+    for spec, name in zip(specs, member_names(specs), strict=True):
+        entry = registry.get(spec.algo)
+        out.append((spec, name, entry, member_settings(settings(cfg, entry), spec, entry)))
+    return out
 
 
 def check_league_game(cfg: ExperimentConfig, spec: games.GameSpec) -> None:
@@ -327,11 +353,6 @@ def _closing(logger: MetricsLogger) -> Iterator[None]:
 
 def _league_config(cfg: ExperimentConfig) -> LeagueConfig:
     pop = cfg.population
-    algos = pop.members or [cfg.algo]
-    allowed = league_algos()
-    bad = [a for a in algos if a not in allowed]
-    if bad:
-        raise ValueError(f"population=league trains {allowed} members; got {bad[0]!r}")
     return LeagueConfig(
         game=cfg.game.name, game_kwargs=dict(cfg.game.kwargs), generations=pop.generations,
         frames_per_generation=pop.frames_per_generation, num_envs=cfg.num_envs,
@@ -346,9 +367,10 @@ def _league_config(cfg: ExperimentConfig) -> LeagueConfig:
 
 
 def _own_rollouts(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSpec,
-                  run_dir: Path, seed: int) -> Any:
-    """The trainer of a learner that plays its own episodes (an LLM team); ``runner=ray``
-    (or ``runner.rollout_workers``) plays its rollouts on workers (llm_agents.ray_rollouts)."""
+                  run_dir: Path, seed: int, config: Any = None) -> Any:
+    """The trainer of a learner that plays its own episodes (an LLM team), with ``config``
+    (default: its section of ``cfg``); ``runner=ray`` (or ``runner.rollout_workers``) plays
+    its rollouts on workers (llm_agents.ray_rollouts)."""
     run, extra = cfg.runner, {}
     if run.kind == "ray" or run.rollout_workers:
         from llm_agents.learner import RolloutWorkersConfig
@@ -359,46 +381,31 @@ def _own_rollouts(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSp
                  # a local instance also seats the match workers and the league's learners
                  "ray_init": lambda address, cpus: connect_ray(address, cpus + run.workers + max(
                      run.learners, len(cfg.population.members or [cfg.algo])))}
-    return entry.build(spec, settings(cfg, entry), None, cfg.device, seed,
-                       game=cfg.game.name, game_kwargs=dict(cfg.game.kwargs), workdir=run_dir,
-                       **extra)
+    config = settings(cfg, entry) if config is None else config
+    return entry.build(spec, config, None, cfg.device, seed, game=cfg.game.name,
+                       game_kwargs=dict(cfg.game.kwargs), workdir=run_dir, **extra)
 
 
-def _member_name(entry: LearnerEntry, single: bool) -> str:
-    """A league member's name: ``main`` alone, else its algo (an LLM team: its policy kind)."""
-    if entry.capabilities.own_rollouts:
-        return entry.policy
-    return MEMBER if single else entry.name
-
-
-def _league_members(cfg: ExperimentConfig, lcfg: LeagueConfig, run_dir: Path) -> list:
-    """The members ``population.members`` names (default ``[algo]``), built through the
-    registry, each seeded from its own ``learner/<name>`` stream of the run's seed tree."""
-    algos = cfg.population.members or [cfg.algo]
-    spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
+def _league_members(cfg: ExperimentConfig, run_dir: Path) -> list:
+    """The members ``population.members`` names (:func:`league_member_specs`), built through
+    the registry, each seeded from the ``learner/<name>`` stream of the run's seed tree."""
+    game_spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
     seeds = RunSeeds(cfg.seed)
-    mains = [a for a in algos if not a.endswith(EXPLOITER)]
-    if not mains:
-        raise ValueError(f"population.members: {algos[0]} needs a main member to exploit; "
-                         f"add one of {[a for a in league_algos() if EXPLOITER not in a]}")
-    main = _member_name(registry.get(mains[0]), len(algos) == 1)
+    listed = league_member_specs(cfg)
+    main = next(name for spec, name, _, _ in listed if not spec.exploiter)
     members: list = []
-    for algo in algos:
-        entry = registry.get(algo.removesuffix(EXPLOITER))
-        if algo.endswith(EXPLOITER):
-            learner = entry.build(spec, settings(cfg, entry), None, cfg.device,
-                                  seeds.learner("exploiter"))
-            members.append(LearnerMember(
-                "exploiter", learner, opponents=(main,), latest_only=True,
-                reset_win_rate=cfg.population.exploiter_reset_win_rate, algo=entry.name))
-        elif entry.capabilities.own_rollouts:
-            trainer = _own_rollouts(cfg, entry, spec, run_dir, seeds.learner(entry.policy))
-            members.append(LLMMember(entry.policy, trainer, cfg.llm.iterations,
+    for spec, name, entry, config in listed:
+        if entry.capabilities.own_rollouts:
+            trainer = _own_rollouts(cfg, entry, game_spec, run_dir, seeds.learner(name), config)
+            members.append(LLMMember(name, trainer, cfg.llm.iterations,
                                      cfg.population.opponent_prob))
+            continue
+        learner = entry.build(game_spec, config, None, cfg.device, seeds.learner(name))
+        if spec.exploiter:
+            members.append(LearnerMember(
+                name, learner, opponents=(main,), latest_only=True,
+                reset_win_rate=cfg.population.exploiter_reset_win_rate, algo=entry.name))
         else:
-            name = _member_name(entry, len(algos) == 1)
-            learner = entry.build(spec, settings(cfg, entry), None, cfg.device,
-                                  seeds.learner(name))
             members.append(LearnerMember(name, learner, algo=entry.name))
     return members
 
@@ -406,7 +413,7 @@ def _league_members(cfg: ExperimentConfig, lcfg: LeagueConfig, run_dir: Path) ->
 def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict]:
     lcfg = _league_config(cfg)
     league = League(lcfg, run_dir, resume=cfg.resume,
-                    members=_league_members(cfg, lcfg, run_dir),
+                    members=_league_members(cfg, run_dir),
                     resume_override=cfg.resume_override, experiment=cfg.experiment,
                     progress=cfg.progress)
     league.logger = logger

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from marl.configs import COUNT, RATE, check_number
 from populations.matchmaking import MatchmakingConfig
+from populations.member_specs import EXPLOITER, check_member_specs, parse_members
 from populations.psro_config import PSROConfig
 
 if TYPE_CHECKING:
     from populations.approx_exploit import ApproxConfig
 
 MODES = ("none", "league", "psro")
-EXPLOITER = "_exploiter"  # population.members: "<algo>_exploiter", a main exploiter
 
 
 def check_copies(num_envs: int, game: Any, key: str = "num_envs") -> None:
@@ -101,9 +101,10 @@ class PopulationConfig:
     frames_per_generation: int = 20_000  # league: training frames per snapshot
     opponent_prob: float = 0.5  # league: share of copies with a past snapshot as opponent
     eval_window: int = 0  # league: evaluate against the last k snapshots (0: all)
-    members: list[str] = field(default_factory=list)  # league: member algos (empty: [algo]);
-    # registered algos (mappo, ippo, llm_grpo...) and <algo>_exploiter (AlphaStar main
-    # exploiter of the first member); see league_algos()
+    members: list[Any] = field(default_factory=list)  # league: its members (empty: [algo]):
+    # registered algos (mappo, ippo, llm_grpo...), <algo>_exploiter (AlphaStar main exploiter
+    # of the first member; see league_algos()) or {name, algo, <its section>: {...}}, a named
+    # member with its own settings (populations.member_specs)
     nash_conv: bool = False  # league: log each snapshot's exact NashConv (small OpenSpiel)
     exploit: ExploitEvery = field(default_factory=ExploitEvery)  # league: approximate
     # NashConv of new snapshots every exploit.every generations (any game; 0: never)
@@ -138,8 +139,7 @@ class PopulationConfig:
         # failed with a traceback after the run folder, a negative count with numpy's words)
         for name in ("episodes_per_entry", "num_envs"):
             check_number(f"population.psro.{name}", getattr(self.psro, name), **COUNT)
-        if len(set(self.members)) != len(self.members):
-            raise ValueError(f"members={self.members} repeat an algo; list each once")
+        specs = parse_members(self.members)  # names and shapes: no torch
         # last: the registry knows the learners once torch and their modules are imported
         from marl import registry
         from populations.psro_run import ORACLE_NAMES, oracle_algos
@@ -152,26 +152,7 @@ class PopulationConfig:
                    if entry is not None and entry.capabilities.own_rollouts else "")
             raise ValueError(f"population.oracle={self.oracle!r} is not a PSRO oracle{why}; "
                              f"choose one of {oracles}")
-        allowed = league_algos()
-        for m in self.members:
-            if m not in allowed:
-                base = m.removesuffix(EXPLOITER)
-                why = (f"{m!r}: learner {base!r} does not declare Capabilities(partial_seats="
-                       "True) (it must train only the seats it is given)"
-                       if base in registry.entries() else f"{m!r} unknown")
-                raise ValueError(f"members={self.members}: {why}; choose from {allowed}")
-        if self.members and all(m.endswith(EXPLOITER) for m in self.members):
-            # a main exploiter trains against the first main member: without one the league
-            # refused only after Hydra made the run folder and torch built the learners
-            mains = [a for a in allowed if not a.endswith(EXPLOITER)]
-            raise ValueError(f"members={self.members}: {self.members[0]} needs a main member "
-                             f"to exploit; add one of {mains}")
-        exploiters = [m for m in self.members if m.endswith(EXPLOITER)]
-        if len(exploiters) > 1:  # both named 'exploiter': 'league members need unique names'
-            main = next(m for m in self.members if not m.endswith(EXPLOITER))
-            raise ValueError(f"members={self.members}: one <algo>_exploiter per league (it "
-                             f"exploits the first main member, {main}); keep one of "
-                             f"{exploiters}")
+        check_member_specs(specs, league_algos())
 
 
 @dataclass

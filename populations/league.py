@@ -82,6 +82,7 @@ from populations.learner_actors import (
 )
 from populations.loggers import MetricsLogger
 from populations.matchmaking import MatchmakingConfig, opponent_distribution
+from populations.member_specs import MEMBER  # a league's only member: "main"
 from populations.members import (
     GenerationMatchmaker,
     MAPPOMember,
@@ -107,7 +108,6 @@ from populations.seeds import BLOCK
 from populations.store import PolicyStore, file_sha256
 
 log = logging.getLogger(__name__)
-MEMBER = "main"
 # settings a resume may change: where and how fast it runs, and how long it goes on
 MAY_CHANGE = ("generations", "runner", "ray_workers", "ray_address", "keep_checkpoints",
               "device", "torch_threads", "ray_learners", "learner_gpus", "max_learner_restarts")

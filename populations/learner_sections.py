@@ -59,19 +59,20 @@ def replaced(cfg: ExperimentConfig, **changes: Any) -> ExperimentConfig:
     return new
 
 
-def section_config(entry: LearnerEntry, values: Mapping[str, Any]) -> Any:
+def section_config(entry: LearnerEntry, values: Mapping[str, Any], base: Any = None) -> Any:
     """``entry``'s config dataclass from its section's ``values`` (nested mappings for nested
-    dataclasses) over the entry's defaults, typed and checked as the schema's own sections
-    are: ``ValueError`` in one line naming the key by its path (``my_algo.lrr: Key 'lrr' not
-    in 'MyConfig'; nearest: my_algo.lr``, ``my_algo.lr=fast: Value 'fast' ...``, the
-    dataclass's own check: ``my_algo.lr=-1.0; expected ...``)."""
+    dataclasses) over ``base`` (default: the entry's defaults; a league member's changes go
+    over the run's section, ``populations.member_specs``), typed and checked as the schema's
+    own sections are: ``ValueError`` in one line naming the key by its path (``my_algo.lrr:
+    Key 'lrr' not in 'MyConfig'; nearest: my_algo.lr``, ``my_algo.lr=fast: Value 'fast' ...``,
+    the dataclass's own check: ``my_algo.lr=-1.0; expected ...``)."""
     from omegaconf import OmegaConf
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
     from populations.config_checks import unknown_key_message, writable
     from populations.config_paths import at_path, refusal
 
-    path, default = entry.section, entry.default()
+    path, default = entry.section, entry.default() if base is None else base
     try:
         node = writable(OmegaConf.structured(default))
     except (OmegaConfBaseException, ValueError):  # a field type OmegaConf cannot hold
@@ -159,7 +160,7 @@ def unread_settings(cfg: ExperimentConfig, overrides: Sequence[str]) -> list[str
     ``population.members``, which names a league's learners. They were ignored without a
     word (``encoder=gnn`` with ``population.members=[qmix,maddpg]``). PSRO's ``oracle=auto``
     is decided with the game: not judged here."""
-    from populations.experiment_config import EXPLOITER
+    from populations.member_specs import parse_members
 
     pop, entries = cfg.population, registry.entries()
     if pop.kind == "psro":
@@ -168,7 +169,7 @@ def unread_settings(cfg: ExperimentConfig, overrides: Sequence[str]) -> list[str
         algos = [] if pop.oracle in ("exact", "rl") else [pop.oracle]
         who = f"population.oracle={pop.oracle}"
     elif pop.kind == "league" and pop.members:
-        algos = [m.removesuffix(EXPLOITER) for m in pop.members]
+        algos = [m.algo for m in parse_members(pop.members)]
         who = f"population.members={list(pop.members)}"
     else:
         algos, who = [cfg.algo], f"algo={cfg.algo}"

@@ -53,7 +53,7 @@ def test_mixed_league_rates_every_member_on_one_scale(tmp_path):
     simple_adversary test and the shipped preset.)"""
     value_decomp = "vdn"
     cfg = _config(["mappo", "maddpg", value_decomp])
-    members = _league_members(cfg, _league_config(cfg), tmp_path)
+    members = _league_members(cfg, tmp_path)
     assert [m.name for m in members] == ["mappo", "maddpg", value_decomp]
     league = League(_league_config(cfg), tmp_path / "run", members=members)
     try:
@@ -85,7 +85,7 @@ def test_mixed_league_on_simple_adversary(tmp_path):
     adversary = GameConfig("pettingzoo/mpe2.simple_adversary_v3", {"max_cycles": 25})
     cfg = _config(["maddpg", "qmix"], adversary)
     league = League(_league_config(cfg), tmp_path / "run",
-                    members=_league_members(cfg, _league_config(cfg), tmp_path))
+                    members=_league_members(cfg, tmp_path))
     try:
         league.run()
         table = league_table(league.db, league.run_id)

@@ -35,7 +35,7 @@ def test_qmix_partnership_meets_a_mappo_partnership_at_tiny_bridge(tmp_path):
         qmix=ValueDecompConfig(mixer="qmix", batch_size=32, learning_starts=64),
         population=PopulationConfig(kind="league", generations=2, frames_per_generation=200,
                                     members=["qmix", "mappo"]))
-    members = _league_members(cfg, _league_config(cfg), tmp_path)
+    members = _league_members(cfg, tmp_path)
     league = League(_league_config(cfg), tmp_path / "run", members=members)
     try:
         league.run()
