@@ -133,6 +133,25 @@ class TrainResult:
     episode_returns: list[float] = field(default_factory=list)
     side_returns: dict[str, list[float]] = field(default_factory=dict)  # team -> returns,
     # when the learner plays more than one team (self-play: the mean over seats says nothing)
+    trained_frames: int = 0  # frames played up to the last update (what it trained on)
+
+
+def trains_whole_rollouts(learner: Learner) -> bool:
+    """Whether ``learner`` trains on-policy rollouts (its class declares
+    ``CAPABILITIES.on_policy``, as MAPPO/IPPO do): every update takes the frames played
+    since the last one and nothing else ever trains on them, so a frame budget must end at
+    an update (:func:`budget_spent`)."""
+    return bool(getattr(getattr(learner, "CAPABILITIES", None), "on_policy", False))
+
+
+def budget_spent(done: int, frames: int, trained: int, whole: bool) -> bool:
+    """Whether a loop that played ``done`` frames (``trained`` of them up to its last update)
+    has spent a budget of ``frames``: for a learner of whole rollouts (``whole``,
+    :func:`trains_whole_rollouts`) only once the rollout in progress is trained, so the
+    budget is rounded up to whole rollouts (``num_envs`` × ``rollout_steps`` frames each for
+    MAPPO) instead of counting frames it never trained on (3,000 frames of 800-frame
+    rollouts: 3,008 played, 2,400 trained; now 3,200 and 3,200)."""
+    return done >= frames and (not whole or trained >= done)
 
 
 def train(
@@ -148,8 +167,11 @@ def train(
     on_update: Callable[[int, dict[str, float]], None] | None = None,
     on_step: Callable[[int], None] | None = None,
     log_as: str = "",
+    whole_rollouts: bool | None = None,
 ) -> TrainResult:
-    """Train ``learner`` for ``frames`` joint steps (one frame = one step of one copy).
+    """Train ``learner`` for ``frames`` joint steps (one frame = one step of one copy),
+    rounded up to whole steps of the copies and, for an on-policy learner, to whole
+    rollouts: every frame counted is trained on (:func:`budget_spent`).
 
     Args:
         opponents: fixed policies for the seats the learner does not control.
@@ -175,7 +197,8 @@ def train(
     opponent_guard = FiniteGuard(vg.spec.name, tuple(opponents)) if opponents else None
     vs = vg.reset()
     next_eval = eval_every
-    while result.frames < frames:
+    whole = trains_whole_rollouts(learner) if whole_rollouts is None else whole_rollouts
+    while not budget_spent(result.frames, frames, result.trained_frames, whole):
         actions = learner.act(vs)
         if opponents:  # fixed policies read numpy; a tensor VecStep is copied once for them
             ovs = to_numpy(vs) if _on_device(vs) else vs
@@ -201,8 +224,11 @@ def train(
         opponent_guard.data(result.frames, per_agent=_rewards(vs, opponent_guard.agents))
     bar.close()
     result.seconds = time.perf_counter() - start
-    log.info("%strained %d frames in %.1fs (%d updates)", f"{log_as} " if log_as else "",
-             result.frames, result.seconds, result.updates)
+    rounded = (f"; frames={frames} rounded up to whole rollouts: an on-policy learner trains "
+               "on every frame it plays" if whole and result.frames >= frames + vg.num_envs
+               else "")
+    log.info("%strained %d frames in %.1fs (%d updates%s)", f"{log_as} " if log_as else "",
+             result.frames, result.seconds, result.updates, rounded)
     return result
 
 
@@ -235,6 +261,7 @@ def after_step(learner: Learner, vs: VecStep, result: TrainResult, bar: Any,
     if learner.ready():
         metrics = learner.update()
         result.updates += 1
+        result.trained_frames = result.frames
         recent = result.episode_returns[-50:]
         if recent:
             metrics["charts/episode_return"] = float(np.mean(recent))

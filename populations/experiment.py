@@ -526,7 +526,8 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
     # after its last checkpoint resumes to the uninterrupted run's evaluation
     evaluated = _evaluate_single(db, run_id, cfg, spec, snap.id, learner,
                                  random_seats(spec, agents, seeds), vkw)
-    _log_eval_return(db, run_id, logger, frames, evaluated)
+    _log_eval_return(db, run_id, logger, frames, evaluated,
+                     float(np.mean(returns)) if returns else None)
     db.set_run_status(run_id, "finished")
     rows = [_single_row(cfg.algo, snap.version, frames, seconds, returns, evaluated)]
     db.close()
@@ -856,10 +857,16 @@ def _eval_return(db: LeagueDB, run_id: int, sid: int | None,
 
 
 def _log_eval_return(db: LeagueDB, run_id: int, logger: MetricsLogger, step: int,
-                     evaluated: float | None) -> None:
-    """``charts/eval_return`` at the run's last step (the dashboard's return chart, metrics.csv)."""
+                     evaluated: float | None, final_return: float | None = None) -> None:
+    """``charts/eval_return`` at the run's last step (the dashboard's return chart,
+    metrics.csv), and beside it ``charts/final_return``: the table's mean return of the last
+    (up to) 50 training episodes, so both of the table's returns are metrics."""
+    metrics = {}
+    if final_return is not None:
+        metrics["charts/final_return"] = final_return
     if evaluated is not None:
-        metrics = {"charts/eval_return": evaluated}
+        metrics["charts/eval_return"] = evaluated
+    if metrics:
         db.log_metrics(run_id, step, metrics)
         logger.log(step, metrics)
 
