@@ -317,6 +317,58 @@ def job_dirname(override_dirname: str) -> str:
     return ",".join(items).replace("/", "_")
 
 
+_SWEPT: set[str] = set()
+"""The keys this process's sweep gives more than one value (:func:`swept_keys`)."""
+
+
+def swept_keys(overrides: Sequence[str]) -> set[str]:
+    """The keys (config groups) a sweep's ``overrides`` give more than one value
+    (``seed=0,1``, ``lr=range(...)``, ``experiment=glob(*)``); ``seed=0`` alone is no sweep."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:  # noqa: BLE001 - Hydra reports what it cannot parse itself
+        return set()
+    return {o.key_or_group for o in parsed if o.is_sweep_override() and (
+        not _values(o) or len({str(v) for v in _values(o)}) > 1)}
+
+
+def job_folder(default: str, _root_: Any = None) -> str:
+    """A sweep job's folder (the resolver ``job_folder`` of ``configs/config.yaml``):
+    ``default`` (``<job number>_<overrides>``), or in a resumed sweep the folder in the
+    sweep that already holds this job, found by its overrides whatever its number
+    (:func:`populations.sweep_summary.find_job_folder`): a longer list (``seed=0,1,2``
+    after ``seed=0,1``, seed the inner loop) numbers the jobs anew, and the finished ones
+    trained again from frame 0 in new folders beside their own. Keys a resume may change
+    (``exclude_keys``) are not compared, unless the sweep gives them several values."""
+    from populations.sweep_summary import find_job_folder
+
+    try:
+        if _root_ is None or _root_.get("resume") is not True:
+            return default
+        sweep_dir = Path(str(_root_.hydra.sweep.dir))
+        overrides = [str(o) for o in _root_.hydra.overrides.task]
+        excluded = set(_root_.hydra.job.config.override_dirname.exclude_keys)
+    except Exception:  # noqa: BLE001 - another config's layout: its own default name
+        return default
+    found = find_job_folder(sweep_dir, overrides, excluded - _SWEPT, default)
+    return default if found is None else found.name
+
+
+def register_resolvers() -> None:
+    """The resolvers ``hydra.sweep.subdir`` of ``configs/config.yaml`` uses (on import too:
+    a config loaded outside ``selfplay-train`` resolves its job folders alike)."""
+    from omegaconf import OmegaConf
+
+    for name, resolver in (("job_dirname", job_dirname), ("job_folder", job_folder)):
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, resolver)
+
+
+register_resolvers()
+
+
 def replace_game_kwargs(cfg: DictConfig, overrides: Sequence[str]) -> None:
     """``game.kwargs={...}`` replaces the preset's arguments (Hydra merges dicts); later
     ``game.kwargs.KEY=...`` overrides apply on top."""
@@ -769,6 +821,8 @@ class ConfigCheck(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         _FAILED_JOBS.clear()  # keep_going's lists, per sweep (tests run several in a process)
         _SWEEP_JOBS.clear()
+        _SWEPT.clear()
+        _SWEPT.update(swept_keys(list(config.hydra.overrides.task)))
         folder = None if _folder_given(config, "hydra.sweep.dir") else sweep_folder(config)
         if config.get("resume") is True and not config.get("resume_override"):
             with reported(TRAIN):
@@ -958,24 +1012,43 @@ def _sweep_started(sweep_dir: Path) -> bool:
 
 def _refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path, settings: dict[str, Any],
                         overrides: Sequence[str] = (), flags: Sequence[str] = ()) -> None:
-    """Refuse to start job ``num`` of a resumed sweep afresh in ``run_dir`` when an earlier
-    folder of that job holds its run with these ``settings`` (but for those a resume may
-    change): the folder name holds the command line's settings (those a resume may change
-    are left out, but ``runner.*``/``logger.*`` keys are not), so a changed one named a new
-    folder and the job trained from frame 0 there. A job whose settings differ (the sweep
-    list changed: ``seed=0,2`` after ``seed=0,1``) is another job and starts."""
+    """Refuse to start job ``num`` of a resumed sweep afresh in ``run_dir`` when another
+    folder of the sweep, whatever its number, holds a run with these ``settings`` (but for
+    those a resume may change, unless swept: :data:`_SWEPT`) that :func:`job_folder` did
+    not take, its overrides being typed otherwise (a ``runner.*`` key, which the folder name
+    holds, changed) or several folders matching (``population.generations=1,2`` resumed
+    with one value): the job would train from frame 0 beside its own run. A job whose
+    settings differ (the sweep list changed: ``seed=0,2`` after ``seed=0,1``) is another
+    job and starts."""
     from populations.experiment import RESUME_MAY_CHANGE
-    from populations.run_folder import settings_diff
+    from populations.run_folder import flatten, settings_diff
+    from populations.sweep_summary import job_folders
+
+    free = [f for f in RESUME_MAY_CHANGE if not any(k == f or f"{k}." == f for k in _SWEPT)]
+    mine = flatten(json.loads(json.dumps(settings)))
 
     def same_job(folder: Path) -> bool:
         try:
             saved = json.loads((folder / "settings.json").read_text())
         except (OSError, ValueError, RecursionError):
             return False  # unreadable: its own resume says so
-        return isinstance(saved, dict) and not settings_diff(saved, settings, RESUME_MAY_CHANGE)
+        if not isinstance(saved, dict) or settings_diff(saved, settings, free):
+            return False
+        theirs = flatten(json.loads(json.dumps(saved)))
+        both = set(theirs) & set(mine)  # none: not a run's settings
+        return bool(both) and all(theirs[k] == mine[k] for k in both  # a swept runner.* key
+                                  if any(k == s or k.startswith(f"{s}.") for s in _SWEPT))
 
-    earlier = sorted(p for p in sweep_dir.glob(f"{num}_*")
-                     if p != run_dir and (p / "settings.json").is_file() and same_job(p))
+    earlier = [p for p in job_folders(sweep_dir)
+               if p != run_dir and (p / "settings.json").is_file() and same_job(p)]
+    if len(earlier) > 1:
+        names = ", ".join(p.name for p in earlier)
+        raise CLIError(
+            f"job {num} of the sweep ({run_dir.name}) has the settings of {len(earlier)} "
+            f"folders of the sweep, which differ only by settings a resume may change: "
+            f"{names}; resume the sweep with the list it started with, or one job alone "
+            f"with its folder's resume command (selfplay-train ... resume=true "
+            f"hydra.run.dir=<folder>)")
     if earlier:
         raise CLIError(
             f"job {num} of the sweep ran in {earlier[0]}, not in {run_dir.name} (job folders are "
@@ -1247,6 +1320,9 @@ def _train_task(cfg: DictConfig) -> None:
                           keep_going=cfg.get("keep_going") is True), \
             spelled(HYDRA_WORDS):  # messages say resume_override=true, as typed here
         exp = prepare(cfg, overrides, check=False)  # run_experiment checks
+        if sweep_dir is not None and not run_dir.name.startswith(f"{hc.job.num}_"):
+            log.info("job %d of the sweep resumes in its folder %s (numbered by the sweep "
+                     "that made it)", hc.job.num, run_dir.name)
         if exp.resume and created and sweep_dir is not None and _sweep_started(sweep_dir):
             _refuse_renamed_job(sweep_dir, hc.job.num, run_dir, _plain(exp), overrides, flags)
             # a job the interrupted sweep never reached (a mistyped sweep folder still fails)
@@ -1268,10 +1344,8 @@ def _train_task(cfg: DictConfig) -> None:
 def _hydra_app() -> Callable[[], None]:
     import hydra
     import hydra._internal.utils as hydra_utils
-    from omegaconf import OmegaConf
 
-    if not OmegaConf.has_resolver("job_dirname"):  # hydra.sweep.subdir uses it
-        OmegaConf.register_new_resolver("job_dirname", job_dirname)
+    register_resolvers()
 
     # private, no public equivalent: Hydra has no hook for its composition or argparse
     # errors (callbacks start after composition), so its reporter and parser are wrapped;
