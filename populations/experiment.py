@@ -171,6 +171,24 @@ class ExperimentConfig:
             raise ValueError(f"population.psro.seed={psro_seed!r} is not read by an "
                              "experiment: the run's seed= seeds PSRO too (give "
                              f"seed={psro_seed} instead)")
+        # the learners' own (ValueDecompConfig.seed, MADDPGConfig.seed: the Python API's):
+        # a run seeds each learner from its tree's learner/<name> stream, so vdn.seed=5 gave
+        # the run of vdn.seed=0
+        for name in _seeded_sections(self):
+            value = getattr(self, name).seed
+            if value not in (0, self.seed):
+                raise ValueError(f"{name}.seed={value!r} is not read by an experiment: the "
+                                 f"run's seed= seeds the learner too (give seed={value} "
+                                 "instead)")
+
+
+def _seeded_sections(cfg: ExperimentConfig) -> list[str]:
+    """The learner sections of the schema with a ``seed`` of their own (``vdn``, ``qmix``,
+    ``maddpg``): the Python API's knob, which an experiment does not read."""
+    return [f.name for f in dataclasses.fields(cfg)
+            if dataclasses.is_dataclass(value := getattr(cfg, f.name))
+            and not isinstance(value, type)
+            and any(g.name == "seed" for g in dataclasses.fields(value))]
 
 
 @dataclass
@@ -271,6 +289,7 @@ RESUME_MAY_CHANGE = ("resume", "resume_override", "keep_going", "progress", "dev
                      "torch_threads", "checkpoint_every_s",
                      "llm.grpo.device", "llm.grpo.seed",  # never read
                      "population.psro.seed",  # never read either (the run's seed= is)
+                     "vdn.seed", "qmix.seed", "maddpg.seed",  # recorded as 0 before
                      "runner.", "logger.", "population.generations", "population.iterations")
 
 
@@ -874,8 +893,14 @@ def _log_eval_return(db: LeagueDB, run_id: int, logger: MetricsLogger, step: int
 def _plain(obj: Any) -> Any:
     """Dataclasses, tuples and dicts as JSON-able plain values."""
     if isinstance(obj, ExperimentConfig):  # and the sections of the user's own learners
-        return {**{k: _plain(v) for k, v in dataclasses.asdict(obj).items()},
-                **{k: _plain(v) for k, v in section_configs(obj).items()}}
+        plain = {**{k: _plain(v) for k, v in dataclasses.asdict(obj).items()},
+                 **{k: _plain(v) for k, v in section_configs(obj).items()}}
+        # the seeds a run reads: seed= (each learner's is its stream of seed='s tree, PSRO's
+        # seed= itself); the sections' own said 0 whatever seed= was
+        for name in _seeded_sections(obj):
+            plain[name]["seed"] = obj.seed
+        plain["llm"]["grpo"]["seed"] = plain["population"]["psro"]["seed"] = obj.seed
+        return plain
     if dataclasses.is_dataclass(obj):
         return {k: _plain(v) for k, v in dataclasses.asdict(obj).items()}
     if isinstance(obj, dict):

@@ -101,3 +101,53 @@ def test_final_return_is_a_metric_at_the_runs_last_step(tmp_path, algo):
     assert _csv(tmp_path, "charts/final_return") == [got]
     (evaluated,) = _metric(tmp_path, "charts/eval_return")
     assert evaluated[0] == frames  # beside it
+
+
+# ------------------------------------------------------------------ the learners' seeds
+# Walk 21 too: `vdn.seed=5` gave the run of `vdn.seed=0` (a run seeds each learner from its
+# tree's learner/<name> stream of seed=), and a seed=1 VDN job recorded `vdn.seed: 0`.
+@pytest.mark.parametrize("section", ["vdn", "qmix", "maddpg"])
+def test_a_learner_sections_seed_other_than_the_runs_is_refused_in_one_line(
+        section, tmp_path, monkeypatch, capsys):
+    from tests.populations.test_walk19_experiment import _refused
+
+    line = _refused([f"algo={section}", "game=climbing", f"{section}.seed=5", "frames=1200",
+                     "eval_episodes=4"], monkeypatch, tmp_path, capsys)
+    assert line == (f"bad config: {section}.seed=5 is not read by an experiment: the run's "
+                    "seed= seeds the learner too (give seed=5 instead)"), line
+
+
+def test_a_learner_sections_seed_equal_to_the_runs_or_default_is_accepted():
+    from marl.maddpg import MADDPGConfig
+    from populations.experiment import RESUME_MAY_CHANGE, ExperimentConfig
+    from populations.run_folder import settings_diff
+
+    ExperimentConfig(seed=3, vdn=ValueDecompConfig(mixer="vdn", seed=3),
+                     qmix=ValueDecompConfig(mixer="qmix", seed=0), maddpg=MADDPGConfig(seed=3))
+    with pytest.raises(ValueError, match=r"^maddpg\.seed=4 is not read"):
+        ExperimentConfig(seed=3, maddpg=MADDPGConfig(seed=4))
+    # a run recorded before (every section's seed 0) resumes
+    saved = {"seed": 1, "vdn": {"seed": 0, "lr": 1.0}, "qmix": {"seed": 0},
+             "maddpg": {"seed": 0}}
+    now = {"seed": 1, "vdn": {"seed": 1, "lr": 1.0}, "qmix": {"seed": 1},
+           "maddpg": {"seed": 1}}
+    assert settings_diff(saved, now, RESUME_MAY_CHANGE) == []
+
+
+def test_a_run_records_the_seed_its_learners_are_seeded_from(tmp_path):
+    import json
+
+    from populations.db import LeagueDB
+
+    run_experiment(_exp(*SMALL, "algo=vdn", "seed=1"), tmp_path)
+    db = LeagueDB(tmp_path / "league.db", readonly=True)
+    try:
+        (run,) = [r for r in [db.run_id("default")] if r is not None]
+        recorded = db.run_config(run)
+    finally:
+        db.close()
+    settings = json.loads((tmp_path / "settings.json").read_text())
+    for config in (recorded, settings):  # the dashboard's and the resume's
+        assert config["seed"] == 1
+        assert config["vdn"]["seed"] == config["qmix"]["seed"] == config["maddpg"]["seed"] == 1
+        assert config["llm"]["grpo"]["seed"] == config["population"]["psro"]["seed"] == 1
