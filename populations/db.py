@@ -5,7 +5,10 @@ Tables: ``runs``, ``members``, ``snapshots``, ``matches`` (every evaluated episo
 seats, snapshots and returns), ``payoffs`` (estimates between snapshots), ``ratings``
 (history), ``metrics`` (learner scalars), ``psro_iterations``, ``exploitability`` (NashConv
 of a snapshot, exact or by trained best responses, with its interval) and ``generations``
-(when each league member finished each generation, in order). Writes are idempotent
+(when each league member finished each generation, in order). A member's ``settings`` are
+the learner settings it trains with (plain JSON; NULL for a learner without a config or a
+member recorded before version 5); read back they are informational only, so an unreadable
+value is reported beside the member instead of refusing the row. Writes are idempotent
 where a resumed run may repeat them: a snapshot is keyed by (member, version) and a match
 by a caller-chosen key, a metric by (run, member, step, key), so replaying work after a
 crash records nothing twice. A metric that is undefined (NaN) is not stored: a missing row
@@ -99,6 +102,11 @@ MIGRATIONS: list[str] = [
         version INTEGER NOT NULL, seq INTEGER NOT NULL, frames INTEGER NOT NULL,
         started_at REAL, finished_at REAL NOT NULL, worker TEXT,
         PRIMARY KEY (run_id, member, version));
+    """,
+    # 4 -> 5: the learner settings each member trains with (members of one run may differ:
+    # population.members=[mappo, {name: gnn, algo: mappo, mappo: {...}}])
+    """
+    ALTER TABLE members ADD COLUMN settings TEXT;
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -407,10 +415,36 @@ class LeagueDB:
                                 (run_id, name)).fetchone()
         return int(row[0])
 
+    def set_member_settings(self, run_id: int, name: str,
+                            settings: dict[str, Any] | None) -> bool:
+        """Record the learner settings member ``name`` trains with (plain JSON: a ``dict``
+        of JSON values; None: it has none); recording again replaces them. Returns whether
+        the member is recorded (a member is recorded when it first publishes)."""
+        text = None if settings is None else json.dumps(settings, allow_nan=False)
+        with self.conn:
+            cur = self.conn.execute("UPDATE members SET settings = ? WHERE run_id = ? AND "
+                                    "name = ?", (text, run_id, name))
+        return cur.rowcount > 0
+
     def members(self, run_id: int) -> list[dict[str, Any]]:
+        """Every member of run ``run_id`` in recording order: its row, with ``roles`` and
+        ``settings`` (a dict, or None: none recorded) decoded. Settings are informational:
+        an unreadable value (a crafted or damaged row) is None with the one-line reason in
+        ``settings_error`` rather than an error, so the league tables still read."""
         rows = self.conn.execute("SELECT * FROM members WHERE run_id = ? ORDER BY id", (run_id,))
-        return [{**dict(r), "roles": self._decode(r["roles"], "members", f"row {r['id']}",
-                                                   "roles", _ROLES)} for r in rows]
+        out = []
+        for r in rows:
+            m = {**dict(r), "roles": self._decode(r["roles"], "members", f"row {r['id']}",
+                                                  "roles", _ROLES), "settings": None}
+            text = r["settings"] if "settings" in r.keys() else None  # noqa: SIM118 (< v5)
+            if text is not None:
+                try:
+                    m["settings"] = self._decode(text, "members", f"row {r['id']}",
+                                                 "settings", _OBJECT)
+                except LeagueDBError as err:
+                    m["settings_error"] = str(err)
+            out.append(m)
+        return out
 
     # ------------------------------------------------------------------ snapshots
     def add_snapshot(self, member_id: int, version: int, path: str | Path, kind: str, game: str,

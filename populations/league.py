@@ -90,6 +90,7 @@ from populations.members import (
     Member,
     OpponentDraw,
     TrainPlan,
+    member_settings,
 )
 from populations.run_folder import (
     RunFolderError,
@@ -494,6 +495,8 @@ class League:
                                  for m in self.members])
             self.phase = "done"
             self._save()
+        for m in self.members:  # recorded by their first snapshot: what each trains with
+            self.db.set_member_settings(self.run_id, m.name, member_settings(m))
         if not self.cfg.sync:
             self._run_async()
             return

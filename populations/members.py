@@ -14,6 +14,10 @@ and checkpoints its whole trainer state. Two kinds ship:
 Both kinds meet each other's snapshots: a learner member's game copies carry text views
 when an LLM snapshot may sit at the table, and an LLM member's rollouts seat classic policies.
 
+What a member trains with is recorded beside it in ``league.db`` (``members.settings``):
+:func:`member_settings` reads it from its learner's (or LLM trainer's) config dataclass, or
+from a ``settings()`` method of a member class of one's own.
+
 Frozen opponents may still draw from the global random streams (a PPO snapshot samples with
 ``torch.multinomial``); each generation runs them on a copy seeded from the member's name
 and the generation (:func:`populations.seeds.isolated_global_rng`), so a generation replays
@@ -24,9 +28,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import enum
 import logging
+import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -176,6 +182,50 @@ class Member(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
+def member_settings(member: Any) -> dict[str, Any] | None:
+    """The settings ``member`` trains with, as plain JSON (what the league records in
+    ``league.db``'s ``members.settings``): what its ``settings()`` returns (a dataclass or a
+    mapping) when its class has one (an LLM team's: :meth:`LLMMember.settings`), else the
+    ``cfg`` of its learner (a dataclass for MAPPO/IPPO, MADDPG, VDN/QMIX; MAPPO's with its
+    network resolved); None when it has none (a user's learner without a config)."""
+    own = getattr(member, "settings", None)
+    if callable(own):
+        return config_settings(own())
+    trainer = getattr(member, "learner", None)
+    if trainer is None:
+        trainer = getattr(member, "trainer", None)
+    return config_settings(getattr(trainer, "cfg", None))
+
+
+def config_settings(cfg: Any) -> dict[str, Any] | None:
+    """A config (a dataclass or a mapping) as plain JSON (:func:`_plain`); None for
+    anything else (no config)."""
+    if dataclasses.is_dataclass(cfg) and not isinstance(cfg, type):
+        cfg = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
+    return _plain(cfg) if isinstance(cfg, Mapping) else None
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain JSON: dataclasses and mappings as objects (string keys), tuples and
+    lists as lists, enums by value, non-finite floats as text ("inf"), and anything else
+    (a path, a device, a class) as its ``str``."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return _plain(value.value)
+    if isinstance(value, np.generic):  # a numpy scalar: its Python number
+        return _plain(value.item())
+    if isinstance(value, bool | int | str) or value is None:
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    return str(value)
+
+
 # learner state entries that are random streams: a reset keeps them going (not rewound)
 _STREAM_KEYS = ("gen", "gens", "act_gen", "sample_gen", "rng")
 
@@ -308,15 +358,36 @@ MAPPOMember = LearnerMember  # the name before any registered learner could be a
 
 
 class LLMMember:
-    """An LLM team trained ``iterations`` GRPO iterations per generation."""
+    """An LLM team trained ``iterations`` GRPO iterations per generation; ``config``: the
+    settings it was built from (its ``llm`` section, recorded as its settings), else what
+    :meth:`settings` reads from the trainer."""
 
     kind = "llm"
     counts = "episodes"  # train_generation returns GRPO episodes, not frames
 
     def __init__(self, name: str, trainer: MultiTurnGRPO, iterations: int,
-                 opponent_prob: float = 0.5) -> None:
+                 opponent_prob: float = 0.5, config: Any = None) -> None:
         self.name, self.trainer = name, trainer
         self.iterations, self.opponent_prob = iterations, opponent_prob
+        self.config = config
+
+    def settings(self) -> dict[str, Any] | None:
+        """What the team trains with: ``config`` when given, else the model each team model
+        loaded (its path or hub name; ``model.<name>`` for several) and the trainer's
+        ``grpo`` settings, as in an ``llm`` section."""
+        if self.config is not None:
+            return config_settings(self.config)
+        out: dict[str, Any] = {}
+        team = getattr(self.trainer, "team", None)
+        models = {name: getattr(tm.model, "name_or_path", "")
+                  or f"{type(tm.model).__name__} (built in code)"
+                  for name, tm in getattr(team, "models", {}).items()}
+        if models:
+            out["model"] = next(iter(models.values())) if len(models) == 1 else models
+        grpo = config_settings(getattr(self.trainer, "cfg", None))
+        if grpo is not None:
+            out["grpo"] = grpo
+        return config_settings(out) if out else None
 
     def policy(self) -> Policy:
         return self.trainer.policy()

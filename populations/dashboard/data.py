@@ -9,8 +9,9 @@ Paths (``S`` a database id from ``api/runs``, ``R`` a run id inside it):
 =====================================  ==================================================
 ``api/config``                         refresh interval, version, whether this is an export
 ``api/runs``                           every run of every database, and per-database errors
-``api/runs/S/R``                       one run and its configuration
-``api/runs/S/R/league``                the league table (one row per member)
+``api/runs/S/R``                       one run and its configuration (also flattened)
+``api/runs/S/R/league``                the league table (one row per member, with the
+                                       learner settings it trains with)
 ``api/runs/S/R/payoffs``               the payoff matrix between snapshots (mean margins)
 ``api/runs/S/R/crossplay``             win/draw/loss, margins, 95 % intervals, α-Rank
 ``api/runs/S/R/ratings``               Elo and μ/σ history per snapshot

@@ -27,6 +27,9 @@ MAX_POINTS = 400  # points per learner curve after bucketing
 MAX_MATRIX_SNAPSHOTS = 1000  # payoff and cross-play tables show the newest (highest ids)
 MAX_EPISODE_SNAPSHOTS = 64  # cross-play leaves out an episode naming more (no game has)
 MAX_PSRO_PLAYERS = 64  # PSRO charts: players (seats or teams) shown
+MAX_SETTINGS = 1000  # key = value rows shown per member or run configuration
+MAX_SETTING_CHARS = 2000  # characters of one setting's value shown (a prompt template...)
+MAX_COMPARED = 64  # members of one kind whose settings are compared (the differing keys)
 
 KIND_LABELS = {
     "mappo": "MAPPO", "ippo": "IPPO", "maddpg": "MADDPG", "vdn": "VDN", "qmix": "QMIX",
@@ -89,6 +92,67 @@ def _number(value: Any) -> int | float | None:
     return value if type(value) in (int, float) else None
 
 
+# ------------------------------------------------------------------------------ settings
+def flat_settings(obj: Any) -> dict[str, Any]:
+    """Nested JSON settings as ``key = value`` rows, in stored order: objects are walked
+    (``{"net": {"encoder": "gnn"}}`` → ``net.encoder = gnn``); strings are shown as they are
+    and other values (numbers, lists, null) as JSON. ``items``: ``{"key", "value"}`` rows,
+    at most :data:`MAX_SETTINGS` (``left_out``: how many more), each value cut to
+    :data:`MAX_SETTING_CHARS` characters. Walked without recursion: a crafted row may nest
+    as deep as the JSON parser allows."""
+    items: list[dict[str, str]] = []
+    left_out = 0
+    stack: list[tuple[str, Any]] = [("", obj)] if obj != {} else []
+    while stack:
+        key, value = stack.pop()
+        if isinstance(value, dict) and value:
+            stack.extend(reversed([(f"{key}.{k}" if key else str(k), v)
+                                   for k, v in value.items()]))
+            continue
+        if len(items) >= MAX_SETTINGS:
+            left_out += 1
+            continue
+        items.append({"key": key, "value": _setting_text(value)})
+    return {"items": items, "left_out": left_out}
+
+
+def _setting_text(value: Any) -> str:
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, allow_nan=False)
+        except (ValueError, RecursionError):  # nested deeper than the encoder goes
+            text = "(nested too deep to show)"
+    if len(text) > MAX_SETTING_CHARS:
+        text = f"{text[:MAX_SETTING_CHARS]}… ({len(text):,} characters)"
+    return text
+
+
+def _differing(members: list[dict[str, Any]], flats: dict[int, dict[str, Any]]
+               ) -> dict[int, list[str]]:
+    """For each member with settings, the keys it sets otherwise than another member of its
+    kind with settings, or that only one of them sets: what tells two MAPPO members apart.
+    Kinds of more than :data:`MAX_COMPARED` such members (a crafted file) are not compared."""
+    by_kind: dict[str, list[int]] = defaultdict(list)
+    for m in members:
+        if m["id"] in flats:
+            by_kind[str(m["kind"])].append(m["id"])
+    out: dict[int, list[str]] = {}
+    for ids in by_kind.values():
+        if not 2 <= len(ids) <= MAX_COMPARED:
+            continue
+        values = {i: {it["key"]: it["value"] for it in flats[i]["items"]} for i in ids}
+        same: dict[tuple[str, str], int] = defaultdict(int)  # (key, value) -> members
+        for v in values.values():
+            for kv in v.items():
+                same[kv] += 1
+        keys = list(dict.fromkeys(k for v in values.values() for k in v))
+        for i in ids:
+            out[i] = [k for k in keys if same.get((k, values[i].get(k)), 0) < len(ids)]
+    return out
+
+
 # ------------------------------------------------------------------------------ runs
 def runs(db: LeagueDB, source: Source) -> list[dict[str, Any]]:
     """Every run in one database, newest first, with its members, snapshots and recorded
@@ -110,6 +174,7 @@ def run_summary(db: LeagueDB, source: Source, run_id: int) -> dict[str, Any]:
         raise SourceError(f"no run {run_id} in {source.path}", 404)
     out = dict(row)
     out["config"] = _loads(out.get("config"), {})
+    out["config_settings"] = flat_settings(out["config"])  # the run's own settings, flat
     out.update(source=source.id, path=str(source.path))
     return out
 
@@ -140,7 +205,10 @@ def _win_rates(db: LeagueDB, run_id: int) -> dict[int, tuple[float, int]]:
 
 
 def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
-    """One row per member: latest snapshot with its learner step and that step's unit
+    """One row per member: its learner settings (``settings``: :func:`flat_settings` of
+    what it trains with, None where not recorded; ``settings_differ``: the keys set
+    otherwise than for another member of its kind; ``settings_error``: why a stored value
+    could not be read), latest snapshot with its learner step and that step's unit
     (``step_unit``: frames, updates, iterations; None where unknown), rating of its newest
     rated snapshot and the role-swapped pairs that rating is from (``rated_pairs``), the
     episodes played by any of its snapshots (``episodes``) and the win rate of its newest
@@ -157,7 +225,10 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
     for s in snaps:
         by_member[s.member_id].append(s)
     table = []
-    for m in db.members(run_id):
+    members = db.members(run_id)
+    flats = {m["id"]: flat_settings(m["settings"]) for m in members if m["settings"] is not None}
+    differs = _differing(members, flats)
+    for m in members:
         own = sorted(by_member.get(m["id"], []), key=lambda s: (s.version, s.id))
         latest = own[-1] if own else None
         rated = next((s for s in reversed(own) if s.id in ratings), None)
@@ -180,6 +251,10 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
             "win_rate": w[0] if w else None, "win_pairs": w[1] if w else 0,
             "win_rate_lo": w_lo, "win_rate_hi": w_hi,  # 95 % Wilson, over the pairs
             **_newest_nash_conv(exploit, own),
+            # what it trains with (None: not recorded) and the keys that tell it apart from
+            # the run's other members of its kind
+            "settings": flats.get(m["id"]), "settings_differ": differs.get(m["id"], []),
+            "settings_error": m.get("settings_error"),
         })
     return table
 

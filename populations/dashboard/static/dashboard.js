@@ -13,6 +13,7 @@
   const state = {
     config: null, selected: null, cache: new Map(), league: [],
     sort: { key: "elo", dir: -1 }, metric: "", keys: [], refreshes: 0, status: new Map(),
+    openSettings: new Set(), // members whose settings are unfolded (kept across redraws)
   };
   const $ = (id) => document.getElementById(id);
   // "No ratings yet." while the selected run may still write them; a finished run's empty
@@ -193,6 +194,67 @@
     game.className = "muted";
     game.textContent = `${run.game || ""} · ${run.status} · started ${when(run.started_at)}`;
     h.appendChild(game);
+    const conf = run.config_settings || { items: [], left_out: 0 };
+    $("run-config-count").textContent = `(${settingsCount(conf)})`;
+    $("run-config-body").replaceChildren(settingsList(conf, new Set()));
+  }
+
+  // ------------------------------------------------------------------ settings
+  // a flat list of settings ({items: [{key, value}], left_out}) as a list of key / value
+  // pairs (not a table: the league table's rows stay its members); the keys in `differ`
+  // (set otherwise than for another member of the same kind) are marked
+  function settingsList(flat, differ) {
+    const dl = document.createElement("dl");
+    dl.className = "settings";
+    const add = (tag, text, cls, title) => {
+      const el = document.createElement(tag);
+      el.textContent = text;
+      if (cls) el.className = cls;
+      if (title) el.title = title;
+      dl.appendChild(el);
+    };
+    for (const it of flat.items) {
+      const mark = differ.has(it.key) ? "differs" : "";
+      const why = mark && "set otherwise than for another member of this kind";
+      add("dt", it.key, mark, why);
+      add("dd", it.value, mark, why);
+    }
+    if (!flat.items.length || flat.left_out > 0) {
+      add("dd", flat.left_out > 0 ? `${int(flat.left_out)} more left out` : "none recorded",
+        "muted whole");
+    }
+    return dl;
+  }
+
+  const settingsCount = (flat) => {
+    const n = flat.items.length + flat.left_out;
+    return `${int(n)} setting${n === 1 ? "" : "s"}`;
+  };
+
+  function settingsCell(tr, r) {
+    const td = cell(tr, "", "settings");
+    if (r.settings == null) {
+      td.textContent = r.settings_error ? "unreadable" : "—";
+      td.title = r.settings_error || "not recorded (a learner without a config, or a run " +
+        "from before members' settings were recorded)";
+      return;
+    }
+    const values = new Map(r.settings.items.map((it) => [it.key, it.value]));
+    const differ = r.settings_differ || [];
+    const details = document.createElement("details");
+    details.open = state.openSettings.has(r.member_id);
+    details.addEventListener("toggle", () => {
+      if (details.open) state.openSettings.add(r.member_id);
+      else state.openSettings.delete(r.member_id);
+    });
+    const summary = document.createElement("summary");
+    // what tells it apart from the run's other members of its kind, else how many there are
+    summary.textContent = differ.length
+      ? differ.slice(0, 3).map((k) => `${k} = ${values.has(k) ? values.get(k) : "(unset)"}`)
+        .join(" · ") + (differ.length > 3 ? ` · +${differ.length - 3} more` : "")
+      : settingsCount(r.settings);
+    details.append(summary, settingsList(r.settings, new Set(differ)));
+    td.appendChild(details);
   }
 
   // ------------------------------------------------------------------ league table
@@ -233,6 +295,7 @@
         + (r.nash_conv_half == null ? "" : ` ± ${num(r.nash_conv_half, 3)}`);
       cell(tr, nc, "num", r.nash_conv == null ? null
         : `${r.nash_conv_method} of v${r.nash_conv_version}`);
+      settingsCell(tr, r);
       body.appendChild(tr);
     }
     $("league-empty").hidden = rows.length > 0;
