@@ -279,3 +279,16 @@ def test_the_page_shows_each_members_settings_as_text(run_dir, tmp_path_factory)
             assert page.dialogs == [] and page.errors == []
         finally:
             ctx.close()
+
+
+def test_a_resumed_league_records_the_settings_its_members_lacked(run_dir):
+    """A league recorded before settings were (its column empty) gets them on resume."""
+    from populations.experiment import run_experiment
+
+    with sqlite3.connect(run_dir / "league.db") as conn:
+        conn.execute("UPDATE members SET settings = NULL")
+    conn.close()
+    run_experiment(_exp(*LEAGUE, "resume=true", "population.generations=2"), run_dir)
+    members = _members(run_dir / "league.db")
+    assert members["gnn"]["settings"]["net"]["encoder"] == "gnn"
+    assert members["mappo"]["settings"]["net"]["encoder"] == "mlp"
