@@ -821,6 +821,7 @@ class ConfigCheck(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         _FAILED_JOBS.clear()  # keep_going's lists, per sweep (tests run several in a process)
         _SWEEP_JOBS.clear()
+        _JOB_OVERRIDES.clear()
         _SWEPT.clear()
         _SWEPT.update(swept_keys(list(config.hydra.overrides.task)))
         folder = None if _folder_given(config, "hydra.sweep.dir") else sweep_folder(config)
@@ -831,8 +832,16 @@ class ConfigCheck(Callback):
             pin_sweep_folder(config, folder)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from populations.sweep_summary import JobResult, overrides_of, print_summary
+
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        # one table over the sweep's jobs, finished before this command too (a resume)
+        print_summary(sweep_dir, removed=[
+            JobResult(folder, n, overrides_of(_JOB_OVERRIDES.get(n, ())), "failed",
+                      error="failed before its first checkpoint: its folder was removed")
+            for n, folder in _FAILED_JOBS if not folder.is_dir()])
         if _FAILED_JOBS:  # keep_going=true: the jobs ran; the failed ones in one line, exit 2
-            fail(TRAIN, _failed_jobs_line(Path(str(config.hydra.sweep.dir))))
+            fail(TRAIN, _failed_jobs_line(sweep_dir))
 
 
 _FAILED_JOBS: list[tuple[int, Path]] = []
@@ -840,6 +849,8 @@ _FAILED_JOBS: list[tuple[int, Path]] = []
 ``keep_going=true`` let the sweep go on (:func:`run_folder_guard`)."""
 _SWEEP_JOBS: list[int] = []
 """The job numbers of this process's sweep that started."""
+_JOB_OVERRIDES: dict[int, list[str]] = {}
+"""Each started job's overrides (a failed job's folder may be gone: the summary names them)."""
 
 
 def _failed_jobs_line(sweep_dir: Path) -> str:
@@ -1314,6 +1325,7 @@ def _train_task(cfg: DictConfig) -> None:
     summary = None
     if sweep_dir is not None:
         _SWEEP_JOBS.append(hc.job.num)
+        _JOB_OVERRIDES[hc.job.num] = overrides
     with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir,
                           job=hc.job.num if sweep_dir is not None else None,
                           overrides=overrides, flags=flags, resumed=cfg.get("resume") is True,

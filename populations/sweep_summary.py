@@ -1,17 +1,35 @@
-"""A sweep's folder (``selfplay-train -m ...``): its job folders and what identifies each job.
+"""A sweep's folder (``selfplay-train -m ...``): its job folders, what identifies each job,
+and one table over the jobs' results.
 
 A job folder is ``<n>_<overrides>`` (``hydra.sweep.subdir`` of ``configs/config.yaml``), with
 the job's overrides as typed in ``.hydra/overrides.yaml``. The number is the job's place in
 the sweep that made the folder: a resumed sweep with a longer list (``seed=0,1,2`` after
 ``seed=0,1``, seed the inner loop) numbers the same job anew, so a job is found by its
 overrides (:func:`find_job_folder`), not by its number.
+
+:func:`summarize` reads each job's results from its folder (``settings.json``, ``league.db``,
+its newest checkpoint), as a resume of the finished job prints them, so a sweep resumed
+with finished jobs, or summarised long after, shows the figures of each job's own closing
+table; :func:`grouped` pools jobs that differ only by ``seed`` (mean ± std, n)::
+
+    python -m populations.sweep_summary multirun/default/<stamp> [--by encoder]
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import csv
+import json
+import logging
+import math
 import re
-from collections.abc import Collection, Iterable, Sequence
+import sqlite3
+import sys
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NoReturn
 
 JOB_FOLDER = re.compile(r"(\d+)_")
 """A job folder's name starts with its number and ``_`` (``0_algo=mappo,seed=1``)."""
@@ -72,3 +90,297 @@ def find_job_folder(sweep_dir: Path, overrides: Sequence[str], ignored: Collecti
         if folder.name == preferred:
             return folder
     return same[0] if len(same) == 1 else None
+
+
+# ------------------------------------------------------------------------------ summary
+FLAGS = ("resume", "resume_override", "keep_going", "progress")
+"""Overrides that say how a sweep ran, not what a job is: never a column."""
+SIZES = ("frames", "iterations", "seconds")
+"""Figures that size a job: in the jobs table, not pooled in the grouped one."""
+ORDER = ("frames", "iterations", "final_return", "team_return", "eval_return", "nash_conv")
+CSV_NAME = "summary.csv"
+
+
+@dataclass
+class JobResult:
+    """One job of a sweep, as its folder holds it."""
+
+    folder: Path
+    job: int  # the number in its folder's name (the sweep that made it numbered it)
+    overrides: dict[str, str]  # key -> value, as typed (``.hydra/overrides.yaml``)
+    status: str  # finished | failed | interrupted | running | not started | unreadable
+    kind: str | None = None  # population.kind: none | league | psro
+    figures: dict[str, Any] = field(default_factory=dict)  # the closing table's key figures
+    error: str | None = None  # why it failed (its database's error), or why unreadable
+
+
+@dataclass
+class Group:
+    """Jobs of one setting (``by`` keys' values), their figures pooled."""
+
+    setting: dict[str, str]
+    jobs: list[JobResult]  # finished ones, with figures
+    others: int  # jobs of the setting that did not finish
+    stats: dict[str, tuple[float, float | None, int]]  # figure -> (mean, std or None, n)
+
+
+def summarize(sweep_dir: str | Path) -> list[JobResult]:
+    """Every job folder of ``sweep_dir`` with its status and its closing table's key figures:
+    a single run's ``frames``, ``seconds``, ``final_return``, ``eval_return`` (an LLM team's
+    ``iterations``, rates and ``team_return``), a league's ``mu/<member>`` (each member's
+    newest snapshot), PSRO's ``iterations`` and last ``nash_conv``. A job that did not
+    finish has its status (and error) but no figures."""
+    return [_job(folder) for folder in job_folders(Path(sweep_dir))]
+
+
+def overrides_of(lines: Iterable[str]) -> dict[str, str]:
+    """``key -> value`` of a job's overrides as typed, but for :data:`FLAGS` and deletions."""
+    return {override_key(x): x.split("=", 1)[1] for x in lines
+            if "=" in x and not x.startswith("~") and override_key(x) not in FLAGS}
+
+
+def _job(folder: Path) -> JobResult:
+    job = JobResult(folder, job_number(folder), overrides_of(job_overrides(folder) or []),
+                    "not started")
+    if not (folder / "league.db").is_file():
+        return job
+    from populations.db import LeagueDB, LeagueDBError
+
+    try:
+        db = LeagueDB(folder / "league.db", readonly=True)
+    except (LeagueDBError, sqlite3.Error, OSError) as err:
+        job.status, job.error = "unreadable", str(err)
+        return job
+    try:
+        _read(job, db, _settings(folder, db))
+    except (LeagueDBError, sqlite3.Error, OSError, ValueError) as err:
+        job.status, job.error = "unreadable", f"{type(err).__name__}: {err}"
+    finally:
+        db.close()
+    return job
+
+
+def _settings(folder: Path, db: Any) -> dict[str, Any]:
+    """The job's settings: its ``settings.json``, else the ones its database recorded."""
+    try:
+        saved = json.loads((folder / "settings.json").read_text())
+    except (OSError, ValueError, RecursionError):
+        saved = None
+    if not isinstance(saved, dict):
+        row = db.conn.execute("SELECT id FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        saved = (db.run_config(int(row[0])) if row else None) or {}
+    return saved
+
+
+def _read(job: JobResult, db: Any, settings: dict[str, Any]) -> None:
+    """Fill ``job``'s status and figures from its database (the newest run in it)."""
+    from populations import experiment
+
+    row = db.conn.execute("SELECT id, status, error FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    if row is None:
+        return
+    run_id, job.status, job.error = int(row[0]), str(row[1]), row[2]
+    population = settings.get("population")
+    job.kind = str(population.get("kind", "none")) if isinstance(population, dict) else "none"
+    if job.status != "finished":
+        return
+    if job.kind == "league":
+        latest: dict[str, dict[str, Any]] = {}
+        for r in experiment.league_table(db, run_id):
+            if r["member"] not in latest or r["version"] > latest[r["member"]]["version"]:
+                latest[r["member"]] = r
+        job.figures = {f"mu/{m}": r["mu"] for m, r in sorted(latest.items())}
+    elif job.kind == "psro":
+        its = db.psro_iterations(run_id)
+        last = its[-1]["nash_conv"] if its else None
+        job.figures = {"iterations": len(its),
+                       "nash_conv": None if last is None else round(float(last), 6)}
+    else:  # the row a resume of the finished run prints (experiment._finished_row)
+        members = {s.member for s in db.snapshots(run_id)}
+        algo = str(settings.get("algo", ""))
+        member = algo if algo in members or "llm" not in members else "llm"
+        with _quiet(experiment.log):  # its "already finished; nothing to do" line
+            table = experiment._finished_row(db, run_id, job.folder, member,
+                                             "iterations" if member == "llm" else "frames")
+        job.figures = {k: v for k, v in (table or {}).items() if k not in ("member", "version")}
+
+
+@contextlib.contextmanager
+def _quiet(logger: logging.Logger) -> Iterator[None]:
+    """``logger``'s INFO lines dropped (its warnings kept)."""
+    def drop(record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING
+
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
+def swept(jobs: Sequence[JobResult]) -> list[str]:
+    """The override keys whose values differ between ``jobs`` (one job lacking a key its
+    others set counts), in the order the jobs name them."""
+    keys = list(dict.fromkeys(k for j in jobs for k in j.overrides))
+    return [k for k in keys if len({j.overrides.get(k) for j in jobs}) > 1]
+
+
+def label(figure: str, keys: Collection[str]) -> str:
+    """A figure's column name: ``frames (run)`` where the sweep sets ``frames`` too."""
+    return f"{figure} (run)" if figure in keys else figure
+
+
+def figure_columns(jobs: Sequence[JobResult]) -> list[str]:
+    """The figures any job has, sizes and returns first (:data:`ORDER`), then the others."""
+    names = list(dict.fromkeys(k for j in jobs for k in j.figures))
+    return [k for k in ORDER if k in names] + sorted(k for k in names if k not in ORDER)
+
+
+def grouped(jobs: Sequence[JobResult], by: Sequence[str]) -> list[Group]:
+    """``jobs`` grouped by their values of the ``by`` keys (the others, ``seed`` among them,
+    pooled): per group the mean, standard deviation (n - 1; None for one job) and count of
+    each figure over its finished jobs, in the order the groups first appear."""
+    groups: dict[tuple[str, ...], list[JobResult]] = {}
+    for j in jobs:
+        groups.setdefault(tuple(j.overrides.get(k, "-") for k in by), []).append(j)
+    pooled = [c for c in figure_columns(jobs) if c not in SIZES]
+    out = []
+    for values, members in groups.items():
+        done = [j for j in members if j.status == "finished"]
+        stats: dict[str, tuple[float, float | None, int]] = {}
+        for c in pooled:
+            xs = [float(j.figures[c]) for j in done
+                  if isinstance(j.figures.get(c), int | float) and math.isfinite(j.figures[c])]
+            if xs:
+                mean = sum(xs) / len(xs)
+                std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) \
+                    if len(xs) > 1 else None
+                stats[c] = (mean, std, len(xs))
+        out.append(Group(dict(zip(by, values, strict=True)), done, len(members) - len(done),
+                         stats))
+    return out
+
+
+def write_csv(jobs: Sequence[JobResult], path: Path) -> None:
+    """One row per job: its number, folder, status, swept overrides, kind, every figure and
+    error (cells safe to open in a spreadsheet: :func:`populations.loggers.csv_cell`)."""
+    from populations.loggers import csv_cell
+
+    keys, figures = swept(jobs), figure_columns(jobs)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow([csv_cell(c) for c in ["job", "folder", "status", *keys, "kind",
+                                          *(label(c, keys) for c in figures), "error"]])
+        for j in jobs:
+            cells = [j.job, j.folder.name, j.status, *(j.overrides.get(k, "") for k in keys),
+                     j.kind or "", *(j.figures.get(c) for c in figures), j.error or ""]
+            w.writerow([csv_cell("" if v is None else str(v)) for v in cells])
+
+
+def _text(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], text: int) -> list[str]:
+    """Columns aligned: the first ``text`` (names, values as typed) left, figures right."""
+    width = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
+             for k, h in enumerate(header)]
+    return ["  ".join(f"{c:<{w}}" if k < text else f"{c:>{w}}"
+                      for k, (c, w) in enumerate(zip(cells, width, strict=True))).rstrip()
+            for cells in [list(header), *rows]]
+
+
+def report(jobs: Sequence[JobResult], by: Sequence[str] | None = None) -> list[str]:
+    """The lines of a sweep's summary: one row per job (folder, swept overrides, status,
+    figures), then, when ``seed`` is swept or ``by`` given, one row per setting (mean ± std
+    over its finished jobs, n)."""
+    if not jobs:
+        return []
+    keys, figures = swept(jobs), figure_columns(jobs)
+    shown = [c for c in figures if c != "seconds"]
+    rows = [[j.folder.name, *(j.overrides.get(k, "-") for k in keys), j.status,
+             *(_text(j.figures.get(c)) for c in shown)] for j in jobs]
+    lines = _table(["folder", *keys, "status", *(label(c, keys) for c in shown)], rows,
+                   len(keys) + 2)
+    if by is None:
+        by = [k for k in keys if k != "seed"] if "seed" in keys else None
+    if by is None:
+        return lines
+    groups = grouped(jobs, by)
+    pooled = [c for c in figures if c not in SIZES]
+    if not pooled:
+        return lines
+    pooled_keys = [k for k in keys if k not in by]
+    title = (f"{'by ' + ', '.join(by) if by else 'all jobs'}"
+             f"{', pooling ' + ', '.join(pooled_keys) if pooled_keys else ''}: mean ± std "
+             "over the finished jobs (n; the std divides by n - 1)")
+    grows = []
+    for g in groups:
+        cells = [_text(g.setting[k]) for k in by] or ["all"]
+        cells.append(str(len(g.jobs)) + (f" (+{g.others} not finished)" if g.others else ""))
+        for c in pooled:
+            mean, std, n = g.stats.get(c, (math.nan, None, 0))
+            cells.append("-" if not n else f"{mean:.3f}" if std is None else
+                         f"{mean:.3f} ± {std:.3f}" + ("" if n == len(g.jobs) else f" (n={n})"))
+        grows.append(cells)
+    head = [*(by or ["setting"]), "n", *(label(c, by) for c in pooled)]
+    return [*lines, "", title, *_table(head, grows, max(1, len(by)) + 1)]
+
+
+def print_summary(sweep_dir: Path, by: Sequence[str] | None = None,
+                  removed: Sequence[JobResult] = ()) -> None:
+    """Print a sweep's summary (:func:`report`) and write ``<sweep_dir>/summary.csv``.
+    ``removed``: failed jobs whose folder is gone (``keep_going``: failed before their first
+    checkpoint), listed after the folders' jobs."""
+    jobs = [*summarize(sweep_dir), *removed]
+    lines = report(jobs, by)
+    if not lines:
+        return
+    try:
+        write_csv(jobs, sweep_dir / CSV_NAME)
+        where = f"one row each in {sweep_dir / CSV_NAME}"
+    except OSError as err:
+        where = f"{CSV_NAME} not written: {err}"
+    print(f"\nsweep {sweep_dir}: {len(jobs)} jobs ({where})")
+    print("\n".join(lines))
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (as every CLI here)
+        _fail(f"{message} (see --help)")
+
+
+PROG = "python -m populations.sweep_summary"
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"{PROG}: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m populations.sweep_summary <sweep dir> [--by KEY ...]``."""
+    p = _Parser(prog=PROG, description="One table over a sweep's jobs (selfplay-train -m), "
+                "and a grouped one pooling seed; writes <sweep dir>/summary.csv.")
+    p.add_argument("sweep_dir", type=Path, help="the sweep's folder (its hydra.sweep.dir)")
+    p.add_argument("--by", action="append", metavar="KEY",
+                   help="group by this override key (repeat for several); default: every "
+                        "swept key but seed, when seed is swept")
+    args = p.parse_args(argv)
+    folder: Path = args.sweep_dir
+    if not folder.is_dir():
+        _fail(f"{folder} is not a folder; give a sweep's folder (its hydra.sweep.dir)")
+    jobs = summarize(folder)
+    if not jobs:
+        _fail(f"{folder} holds no job folder (<n>_<overrides>, with .hydra/ inside); give a "
+              "sweep's folder, not one of its jobs")
+    by = [k for arg in args.by for k in arg.split(",") if k] if args.by else None
+    unknown = [k for k in by or () if all(k not in j.overrides for j in jobs)]
+    if unknown:
+        _fail(f"--by {', '.join(unknown)}: no job sets it; the jobs' override keys: "
+              f"{', '.join(dict.fromkeys(k for j in jobs for k in j.overrides)) or 'none'}")
+    print_summary(folder, by)
+
+
+if __name__ == "__main__":
+    main()
