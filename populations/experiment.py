@@ -554,13 +554,21 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
 
 
 def _single_row(member: str, version: int | None, frames: int | None, seconds: float,
-                returns: list[float], evaluated: float | None) -> dict[str, Any]:
+                returns: list[float], evaluated: Evaluation | None) -> dict[str, Any]:
     """A single run's table row: its frames, seconds, the mean return of its last (up to 50)
     training episodes (``final_return``: exploring, or sampling for on-policy learners) and
-    of its snapshot's evaluation episodes (``eval_return``, :func:`_eval_return`)."""
+    of its snapshot's evaluation episodes (``eval_return``, with its 95 % confidence
+    half-width ``eval_ci95``: :func:`_evaluation`)."""
     return {"member": member, "version": version, "frames": frames, "seconds": round(seconds, 1),
             "final_return": round(float(np.mean(returns)), 3) if returns else None,
-            "eval_return": _rounded(evaluated)}
+            **_eval_cells(evaluated)}
+
+
+def _eval_cells(evaluated: Evaluation | None) -> dict[str, float | None]:
+    """A table row's ``eval_return`` and ``eval_ci95`` (None when not recorded)."""
+    if evaluated is None:
+        return {"eval_return": None, "eval_ci95": None}
+    return {"eval_return": _rounded(evaluated.mean), "eval_ci95": _rounded(evaluated.ci95)}
 
 
 def _rounded(x: float | None) -> float | None:
@@ -568,14 +576,14 @@ def _rounded(x: float | None) -> float | None:
 
 
 def _llm_row(version: int | None, iterations: int | None,
-             metrics: dict[str, float], evaluated: float | None) -> dict[str, Any]:
+             metrics: dict[str, float], evaluated: Evaluation | None) -> dict[str, Any]:
     """An LLM team run's table row: its last iteration's rates, the evaluation's mean team
-    return (``eval_return``, :func:`_eval_return`) and self-play win rates."""
+    return (``eval_return``, ``eval_ci95``: :func:`_evaluation`) and self-play win rates."""
     row: dict[str, Any] = {"member": "llm", "version": version, "iterations": iterations}
     for key in ("legal_rate", "success_rate", "team_return"):
         if f"charts/{key}" in metrics:
             row[key] = round(float(metrics[f"charts/{key}"]), 3)
-    row["eval_return"] = _rounded(evaluated)
+    row.update(_eval_cells(evaluated))
     for key in sorted(k for k in metrics if k.startswith("charts/win_rate/")):  # self-play:
         row[key.removeprefix("charts/")] = round(float(metrics[key]), 3)  # team_return is 0
     return row
@@ -735,8 +743,8 @@ def _finished_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,
     step = int(ckpts[0].stem.removeprefix("ckpt_")) if ckpts else None
     log.info("run %s already finished%s (snapshot v%s); nothing to do", run_dir,
              "" if step is None else f" at {step} {unit}", version)
-    evaluated = _eval_return(db, run_id, snaps[-1].id if snaps else None)  # in the db
-    bare = {"member": member, "version": version, unit: step, "eval_return": _rounded(evaluated)}
+    evaluated = _evaluation(db, run_id, snaps[-1].id if snaps else None)  # in the db
+    bare = {"member": member, "version": version, unit: step, **_eval_cells(evaluated)}
     if not ckpts:
         return bare
     try:  # the newest only: an older one's figures are not the finished run's
@@ -824,10 +832,12 @@ class _Seats:
 
 
 def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: games.GameSpec,
-                     sid: int, learner: Learner, others: dict, vkw: dict) -> float | None:
+                     sid: int, learner: Learner, others: dict, vkw: dict
+                     ) -> Evaluation | None:
     """Record ``eval_episodes`` episodes of the snapshot (random seats elsewhere) as matches,
     with a progress bar of episodes (long games, e.g. chess, take minutes); returns the
-    learner team's mean return over the recorded ones (:func:`_eval_return`)."""
+    learner team's mean return over the recorded ones and its uncertainty
+    (:func:`_evaluation`)."""
     from tqdm.auto import tqdm
 
     log.info("evaluating the trained policy: %d episodes%s", cfg.eval_episodes,
@@ -851,40 +861,82 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
         bar.update(min(len(rows), cfg.eval_episodes) - bar.n)
     bar.close()
     db.add_matches(run_id, rows[: cfg.eval_episodes])
-    evaluated = _eval_return(db, run_id, sid, cfg.eval_episodes)  # as a resume reads it
-    log.info("evaluation: mean return %.3f over %d %s episodes of the snapshot%s (the table's "
-             "eval_return)", evaluated, cfg.eval_episodes, "greedy" if greedy else "sampled",
-             " against random seats" if set(spec.agent_ids) - set(learner.agents) else "")
+    evaluated = _evaluation(db, run_id, sid, cfg.eval_episodes)  # as a resume reads it
+    if evaluated is not None:
+        ci = "" if evaluated.ci95 is None else \
+            f"; 95 % confidence interval ±{evaluated.ci95:.3f} (the table's eval_ci95)"
+        log.info("evaluation: mean return %.3f over %d %s episodes of the snapshot%s (the "
+                 "table's eval_return)%s", evaluated.mean, cfg.eval_episodes,
+                 "greedy" if greedy else "sampled",
+                 " against random seats" if set(spec.agent_ids) - set(learner.agents) else "",
+                 ci)
     return evaluated
 
 
 EVAL_MATCHES = "eval/e"  # a single run's evaluation matches: eval/e00000, eval/e00001, ...
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """A single run's evaluation of its snapshot: the learner team's mean return over
+    ``episodes`` episodes and the half-width of that mean's 95 % confidence interval
+    (Student's t over the episodes' returns; None below two episodes)."""
+
+    mean: float
+    ci95: float | None
+    episodes: int
+
+
+def _evaluation(db: LeagueDB, run_id: int, sid: int | None,
+                episodes: int | None = None) -> Evaluation | None:
+    """The learner team's returns in a single run's recorded evaluation matches of snapshot
+    ``sid`` (the first ``episodes`` of them, in the order they were played; a resume with
+    another ``eval_episodes`` keeps the rows recorded before): per episode the mean over the
+    seats it held, as ``final_return`` (and ``marl.train``'s ``charts/episode_return``, an
+    LLM team's ``charts/team_return``) counts an episode; then their mean and its 95 %
+    confidence half-width; None when none is recorded."""
+    # eval/e00000 ... eval/e99999, eval/e100000: by length, then text (text alone put
+    # e100000 before e10001)
+    mine = sorted((m for m in db.matches(run_id, EVAL_MATCHES)
+                   if m.seats and set(m.seats.values()) == {sid}),
+                  key=lambda m: (len(m.key), m.key))
+    per_episode = [float(np.mean([m.returns[a] for a in m.seats])) for m in mine[:episodes]]
+    if not per_episode:
+        return None
+    return Evaluation(float(np.mean(per_episode)), ci95(per_episode), len(per_episode))
+
+
+def ci95(values: list[float]) -> float | None:
+    """The half-width of the 95 % confidence interval of the mean of ``values`` (Student's
+    t with n - 1 degrees of freedom: 2.04 × std / √n at 32 episodes); None below two."""
+    n = len(values)
+    if n < 2:
+        return None
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, n - 1) * np.std(values, ddof=1) / np.sqrt(n))
+
+
 def _eval_return(db: LeagueDB, run_id: int, sid: int | None,
                  episodes: int | None = None) -> float | None:
-    """The learner team's mean return over a single run's recorded evaluation matches of
-    snapshot ``sid`` (the first ``episodes`` of them; a resume with another
-    ``eval_episodes`` keeps the rows recorded before): per episode the mean over the seats
-    it held, as ``final_return`` (and ``marl.train``'s ``charts/episode_return``, an LLM
-    team's ``charts/team_return``) counts an episode, then the mean over episodes; None
-    when none is recorded."""
-    mine = sorted((m for m in db.matches(run_id, EVAL_MATCHES)
-                   if m.seats and set(m.seats.values()) == {sid}), key=lambda m: m.key)
-    per_episode = [float(np.mean([m.returns[a] for a in m.seats])) for m in mine[:episodes]]
-    return float(np.mean(per_episode)) if per_episode else None
+    """The mean of :func:`_evaluation` (None when none is recorded)."""
+    evaluated = _evaluation(db, run_id, sid, episodes)
+    return None if evaluated is None else evaluated.mean
 
 
 def _log_eval_return(db: LeagueDB, run_id: int, logger: MetricsLogger, step: int,
-                     evaluated: float | None, final_return: float | None = None) -> None:
-    """``charts/eval_return`` at the run's last step (the dashboard's return chart,
-    metrics.csv), and beside it ``charts/final_return``: the table's mean return of the last
-    (up to) 50 training episodes, so both of the table's returns are metrics."""
+                     evaluated: Evaluation | None, final_return: float | None = None) -> None:
+    """``charts/eval_return`` and ``charts/eval_return_ci95`` at the run's last step (the
+    dashboard's return chart, metrics.csv), and beside them ``charts/final_return``: the
+    table's mean return of the last (up to) 50 training episodes, so every return of the
+    table is a metric."""
     metrics = {}
     if final_return is not None:
         metrics["charts/final_return"] = final_return
     if evaluated is not None:
-        metrics["charts/eval_return"] = evaluated
+        metrics["charts/eval_return"] = evaluated.mean
+        if evaluated.ci95 is not None:
+            metrics["charts/eval_return_ci95"] = evaluated.ci95
     if metrics:
         db.log_metrics(run_id, step, metrics)
         logger.log(step, metrics)

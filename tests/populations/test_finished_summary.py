@@ -18,7 +18,8 @@ def test_a_damaged_last_checkpoint_leaves_out_only_the_figures(tmp_path, caplog)
     # not an older checkpoint's figures (48 frames' seconds and returns), nor a traceback
     # (the evaluation's return is read from league.db's matches, not the checkpoint)
     assert table == [{"member": "mappo", "version": 0, "frames": 64,
-                      "eval_return": first[0]["eval_return"]}]
+                      "eval_return": first[0]["eval_return"],
+                      "eval_ci95": first[0]["eval_ci95"]}]
     assert any(f"checkpoint {newest} is damaged" in m and "shows none of its training figures"
                in m
                for m in caplog.messages), caplog.messages

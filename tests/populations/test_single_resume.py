@@ -78,7 +78,7 @@ def test_a_finished_run_resumes_to_nothing(tmp_path, caplog):
         ["v0000.pt"]
     # the figures the run recorded (its seconds and final_return were left out)
     assert summary.table == first and set(first[0]) == {
-        "member", "version", "frames", "seconds", "final_return", "eval_return"}
+        "member", "version", "frames", "seconds", "final_return", "eval_return", "eval_ci95"}
     assert f"run {tmp_path} already finished at 64 frames (snapshot v0); nothing to do" \
         in caplog.messages
     assert _rows(tmp_path / "league.db",

@@ -68,5 +68,6 @@ def test_an_llm_run_killed_after_its_last_checkpoint_reports_its_last_iteration(
             for k in ("legal_rate", "success_rate", "team_return")}
     resumed = run_experiment(_exp(*TINY_LLM, "resume=true"), tmp_path)
     evaluated = resumed.table[0].pop("eval_return")  # tests/populations/test_walk20_single_eval
-    assert isinstance(evaluated, float)
+    ci = resumed.table[0].pop("eval_ci95")  # tests/populations/test_walk21_eval_ci
+    assert isinstance(evaluated, float) and isinstance(ci, float)
     assert resumed.table == [{"member": "llm", "version": 1, "iterations": 2, **last}]

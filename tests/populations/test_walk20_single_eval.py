@@ -61,7 +61,7 @@ def test_the_closing_table_shows_the_evaluation_beside_the_training_return(
     out, logged = captured.out, captured.out + captured.err  # Hydra's log handler
     row = _table(out)
     assert list(row) == ["member", "version", "frames", "seconds", "final_return",
-                         "eval_return"]
+                         "eval_return", "eval_ci95"]
     assert float(row["eval_return"]) == _eval_mean(run)
     # the log says what each figure is
     assert f"evaluation: mean return {_eval_mean(run):.3f} over 8 greedy episodes of the " \
@@ -121,13 +121,14 @@ def test_a_damaged_last_checkpoint_still_shows_the_recorded_evaluation(tmp_path)
     garble(sorted((tmp_path / "checkpoints").glob("ckpt_*.pt"))[-1])
     table = run_experiment(_exp(*TINY, "resume=true"), tmp_path).table
     assert table == [{"member": "mappo", "version": 0, "frames": 64,
-                      "eval_return": _eval_mean(tmp_path)}]
+                      "eval_return": _eval_mean(tmp_path), "eval_ci95": table[0]["eval_ci95"]}]
+    assert isinstance(table[0]["eval_ci95"], float)  # read back from the matches too
 
 
 def test_an_llm_team_run_shows_its_evaluation_too(tmp_path):
     first = run_experiment(_exp(*TINY_LLM), tmp_path).table
     assert first[0]["eval_return"] == _eval_mean(tmp_path)
-    assert list(first[0])[-1] == "eval_return" or "win_rate" in list(first[0])[-1]
+    assert list(first[0])[-1] == "eval_ci95" or "win_rate" in list(first[0])[-1]
     assert run_experiment(_exp(*TINY_LLM, "resume=true"), tmp_path).table == first
     (got,) = _metric(tmp_path, "charts/eval_return")
     assert got[0] == 2 and round(got[1], 3) == _eval_mean(tmp_path)
