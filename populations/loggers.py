@@ -5,6 +5,7 @@ metric whatever the logger; these are extra sinks for the researcher's usual too
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import logging
 import os
@@ -259,7 +260,8 @@ class WandbLogger(MetricsLogger):
         self.last = self.floor
         self.run = wandb.init(project=cfg.project, dir=str(run_dir), config=config,
                               mode=mode, tags=list(cfg.tags), name=run_dir.name,
-                              reinit=_reinit(wandb), id=run_id, resume="allow")
+                              reinit=_reinit(wandb), id=run_id, resume="allow",
+                              **sweep_grouping())
         start = getattr(self.run, "starting_step", 0)  # online resume: the server's next step
         if isinstance(start, int) and start > 0:
             self.floor = self.last = max(self.floor, start - 1)
@@ -322,6 +324,42 @@ LOGGERS: dict[str, Callable[[Path, LoggerConfig, dict[str, Any]], MetricsLogger]
     "csv": CSVLogger,
     "wandb": WandbLogger,
 }
+
+
+WANDB_JOB_TYPE_MAX = 64  # characters wandb's server keeps of a run's job_type
+
+
+def sweep_grouping() -> dict[str, str]:
+    """wandb's ``group`` and ``job_type`` of a job of a Hydra sweep (``selfplay-train -m``),
+    so the seeds of one setting group together: the sweep folder's name, and the job's
+    overrides but ``seed=`` and those that do not name its folder (``resume``, ``device``,
+    ``logger``...: ``hydra.job.config.override_dirname.exclude_keys``), sorted, as
+    ``algo=qmix,game=climbing`` (``default`` when none is left; a longer one than wandb keeps
+    ends in a hash of the whole). ``{}`` outside a sweep: a single run's name is its folder's."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+    except ImportError:  # pragma: no cover - Hydra is a dependency; the Python API needs none
+        return {}
+    if not HydraConfig.initialized():
+        return {}
+    hc = HydraConfig.get()
+    if hc.mode != RunMode.MULTIRUN:
+        return {}
+    left_out = {"seed", *hc.job.config.override_dirname.exclude_keys}
+    kept = sorted(o for o in hc.overrides.task if not _setting_of(o, left_out))
+    job_type = ",".join(kept) or "default"
+    if len(job_type) > WANDB_JOB_TYPE_MAX:
+        digest = hashlib.sha256(job_type.encode()).hexdigest()[:8]
+        job_type = f"{job_type[:WANDB_JOB_TYPE_MAX - 10]}..{digest}"
+    return {"group": Path(hc.sweep.dir).name, "job_type": job_type}
+
+
+def _setting_of(override: str, keys: set[str]) -> bool:
+    """Whether ``override`` (``seed=1``, ``+x.y=2``, ``~logger``) sets one of ``keys`` or a
+    key under one of them (``logger.project=p`` under ``logger``)."""
+    key = override.lstrip("+~").split("=", 1)[0]
+    return any(key == k or key.startswith(f"{k}.") for k in keys)
 
 
 def _reinit(wandb: Any) -> str | bool:

@@ -92,3 +92,97 @@ def test_the_interval_is_over_the_same_episodes(tmp_path):
     assert evaluated.episodes == 3 and evaluated.ci95 == pytest.approx(
         _half_width([10_001.0, 99_999.0, 100_000.0]))
     db.close()
+
+
+# ------------------------------------------------------------ wandb runs of one sweep
+# Walk 21 too: a sweep's wandb runs had no group (each named after its job folder only), so
+# the seeds of one setting could not be pooled in wandb's UI.
+def _wandb_run_records(job: Path) -> list:
+    """The run records of the offline wandb files of ``job`` (format: see
+    tests/populations/test_wandb_resume.py's ``_wandb_steps``)."""
+    import struct
+
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    out = []
+    for path in sorted((job / "wandb").glob("offline-run-*/run-*.wandb")):
+        data, pos, buf = path.read_bytes(), 7, b""
+        while pos + 7 <= len(data):
+            if 32768 - pos % 32768 < 7:
+                pos += 32768 - pos % 32768
+                continue
+            n, kind = struct.unpack("<HB", data[pos + 4:pos + 7])
+            buf += data[pos + 7:pos + 7 + n]
+            pos += 7 + n
+            if kind in (1, 4):
+                rec = pb.Record()
+                rec.ParseFromString(buf)
+                buf = b""
+                if rec.WhichOneof("record_type") == "run":
+                    out.append(rec.run)
+    return out
+
+
+@pytest.fixture
+def offline_wandb(monkeypatch):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setenv("WANDB_SILENT", "true")
+
+
+TINY_WANDB = ["game=kuhn", "frames=16", "mappo.rollout_steps=4", "eval_episodes=2",
+              "progress=false", "logger=wandb", "logger.mode=offline"]
+
+
+def test_a_sweeps_wandb_runs_are_grouped_by_sweep_and_by_setting_without_seed(
+        tmp_path, monkeypatch, offline_wandb):
+    from tests.populations.test_walk18_cli_more import _train
+
+    sweep = tmp_path / "my-sweep"
+    _train(["-m", "seed=0,1", *TINY_WANDB, f"hydra.sweep.dir={sweep}"], monkeypatch, tmp_path)
+    jobs = sorted(p for p in sweep.iterdir() if (p / "wandb").is_dir())
+    assert len(jobs) == 2
+    runs = [_wandb_run_records(job)[0] for job in jobs]
+    assert [r.run_group for r in runs] == ["my-sweep", "my-sweep"]
+    # one job type for both seeds; logger=, progress= name no job (nor its folder)
+    assert [r.job_type for r in runs] == [
+        "eval_episodes=2,frames=16,game=kuhn,mappo.rollout_steps=4"] * 2
+    assert [r.display_name for r in runs] == [job.name for job in jobs]
+
+
+def test_a_single_runs_wandb_run_has_no_group(tmp_path, monkeypatch, offline_wandb):
+    from tests.populations.test_walk18_cli_more import _train
+
+    run = tmp_path / "run"
+    _train([*TINY_WANDB, f"hydra.run.dir={run}"], monkeypatch, tmp_path)
+    (record, *_) = _wandb_run_records(run)
+    assert record.run_group == "" and record.job_type == "" and record.display_name == "run"
+
+
+def test_a_long_job_type_is_cut_to_what_wandb_keeps_and_stays_distinct(monkeypatch):
+    from types import SimpleNamespace
+
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from populations import loggers
+
+    def job(lr: str) -> dict[str, str]:
+        hc = SimpleNamespace(
+            mode=RunMode.MULTIRUN, sweep=SimpleNamespace(dir="/x/2026-12-05_02-30-00"),
+            job=SimpleNamespace(config=SimpleNamespace(override_dirname=SimpleNamespace(
+                exclude_keys=["logger", "device"]))),
+            overrides=SimpleNamespace(task=[
+                "seed=3", "algo=mappo", "logger=wandb", "logger.project=p", "device=cpu",
+                "game=mpe_spread", f"mappo.lr={lr}", "mappo.net.encoder=gnn",
+                "+mappo.net.gnn_layers=3"]))
+        monkeypatch.setattr(HydraConfig, "initialized", staticmethod(lambda: True))
+        monkeypatch.setattr(HydraConfig, "get", staticmethod(lambda: hc))
+        return loggers.sweep_grouping()
+
+    a, b = job("0.0003"), job("0.0001")
+    assert a["group"] == "2026-12-05_02-30-00"
+    assert len(a["job_type"]) == len(b["job_type"]) == loggers.WANDB_JOB_TYPE_MAX
+    assert a["job_type"].startswith("+mappo.net.gnn_layers=3,algo=mappo,game=mpe_spread,")
+    assert a["job_type"] != b["job_type"]
+    assert "seed" not in a["job_type"] and "logger" not in a["job_type"]
