@@ -307,14 +307,42 @@ def _untyped(message: str) -> str:
     return message if "~game" in _TYPED else re.sub(r"(?<!\S)~game ", "", message)
 
 
-def job_dirname(override_dirname: str) -> str:
+def job_dirname(override_dirname: str, _root_: Any = None) -> str:
     """A sweep job's folder name from Hydra's ``override_dirname`` (the resolver
     ``job_dirname`` of ``configs/config.yaml``): a ``/`` in a value (``game.name=openspiel/x``,
     ``llm.model=/models/m``) nested the job a folder deeper, where the sweep's resume, its
     Ctrl-C hint and the dashboard did not look, so it becomes ``_``; the ``~game`` this CLI
-    adds for ``game.name=`` is left out."""
-    items = [i for i in override_dirname.split(",") if i != "~game=null"]
+    adds for ``game.name=`` is left out. A key left out of the names because a resume may
+    change it (``exclude_keys``: ``experiment``, ``population.generations``...) stays in
+    when the sweep gives it several values (:func:`_with_swept_keys`)."""
+    items = [i for i in _with_swept_keys(override_dirname, _root_).split(",")
+             if i != "~game=null"]
     return ",".join(items).replace("/", "_")
+
+
+def _with_swept_keys(override_dirname: str, root: Any) -> str:
+    """Hydra's ``override_dirname`` made again from the job's overrides (``root``: the job's
+    whole config) with the excluded keys this sweep gives several values (:data:`_SWEPT`)
+    kept: ``-m population.generations=1,2`` (or ``experiment=a,b``) made two job folders
+    told apart by their numbers alone. Hydra's own rule otherwise (sorted ``key=value``
+    items as typed); ``override_dirname`` itself when no such key is swept."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if not _SWEPT or root is None:
+        return override_dirname
+    try:
+        conf = root.hydra.job.config.override_dirname
+        excluded = [str(k) for k in conf.exclude_keys]
+        kept = [k for k in excluded if k not in _SWEPT]
+        if len(kept) == len(excluded):
+            return override_dirname
+        overrides = OverridesParser.create().parse_overrides(
+            [str(o) for o in root.hydra.overrides.task])
+        lines = sorted(str(o.input_line) for o in overrides if o.key_or_group not in kept)
+        sep, kv = str(conf.get("item_sep", ",")), str(conf.get("kv_sep", "="))
+        return sep.join(lines).replace("=", kv)
+    except Exception:  # noqa: BLE001 - another config's layout: Hydra's own name
+        return override_dirname
 
 
 _SWEPT: set[str] = set()

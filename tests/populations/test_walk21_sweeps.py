@@ -48,3 +48,69 @@ def test_a_longer_seed_list_resumes_the_finished_jobs_in_their_folders(
         assert (sweep / name / "settings.json").stat().st_mtime_ns == stamps[name]
     assert "resumes in its folder 2_algo=ippo" in out + err  # job 3 says where it went
 
+
+
+LEAGUE = ["population=self_play", "population.frames_per_generation=32"]
+
+
+def test_a_swept_key_a_resume_may_change_stays_in_the_job_folder_names(
+        tmp_path, monkeypatch, capsys):
+    # before: population.generations is left out of job folder names (a resume may change
+    # it), so -m population.generations=1,2 gave two folders told apart by 0_/1_ alone
+    sweep = tmp_path / "sweep"
+    _train(["-m", "population.generations=1,2", *FAST, *LEAGUE, f"hydra.sweep.dir={sweep}"],
+           monkeypatch, tmp_path)
+    names = _jobs(sweep)
+    assert [n.split("_", 1)[0] for n in names] == ["0", "1"]
+    assert "population.generations=1" in names[0] and "population.generations=2" in names[1]
+    assert names[0].split("_", 1)[1] != names[1].split("_", 1)[1], names
+    # a sweep folder made before (names without the key) resumes into its folders
+    for name in names:
+        (sweep / name).rename(sweep / name.replace(",population.generations=1", "")
+                              .replace(",population.generations=2", ""))
+    old = _jobs(sweep)
+    assert old[0].split("_", 1)[1] == old[1].split("_", 1)[1], old
+    capsys.readouterr()
+    _train(["-m", "population.generations=1,2", *FAST, *LEAGUE, "resume=true",
+            f"hydra.sweep.dir={sweep}"], monkeypatch, tmp_path)
+    out, err = capsys.readouterr()
+    assert _jobs(sweep) == old and (out + err).count(", done)") == 2, out + err  # finished
+    # one value of it is no sweep: the name leaves it out, as before
+    one = tmp_path / "one"
+    _train(["-m", "population.generations=1", "seed=0,1", *FAST, *LEAGUE,
+            f"hydra.sweep.dir={one}"], monkeypatch, tmp_path)
+    assert not any("generations" in n for n in _jobs(one)), _jobs(one)
+
+
+def test_a_swept_experiment_names_its_jobs(monkeypatch):
+    # before: -m experiment=kuhn_psro,spread_mappo_gnn gave 0_eval_episodes=5,frames=1000 and
+    # 1_eval_episodes=5,frames=1000
+    from omegaconf import OmegaConf
+
+    import populations.cli as cli
+
+    monkeypatch.setattr(cli, "_SWEPT", set(cli.swept_keys(["experiment=kuhn_psro,main",
+                                                            "frames=1000"])))
+    cfg = OmegaConf.load(Path(__file__).resolve().parents[2] / "configs" / "config.yaml")
+    cfg.hydra.job.num = 1
+    cfg.hydra.job.override_dirname = "frames=1000"
+    cfg.hydra.overrides = {"task": ["experiment=main", "frames=1000"]}
+    assert cfg.hydra.sweep.subdir == "1_experiment=main,frames=1000"
+
+
+def test_a_job_whose_settings_match_two_folders_is_refused_naming_both(
+        tmp_path, monkeypatch, capsys):
+    # population.generations may change on a resume; swept, it tells two jobs apart: resumed
+    # without it in the list, job 0 could be either folder, and neither is retrained
+    sweep = tmp_path / "sweep"
+    _train(["-m", "population.generations=1,2", *FAST, *LEAGUE, f"hydra.sweep.dir={sweep}"],
+           monkeypatch, tmp_path)
+    before = _jobs(sweep)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        _train(["-m", "population.generations=3", *FAST, *LEAGUE, "resume=true",
+                f"hydra.sweep.dir={sweep}"], monkeypatch, tmp_path)
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stop.value.code == 2, err
+    assert all(name in err for name in before), err
+    assert _jobs(sweep) == before  # nothing new left behind
