@@ -97,7 +97,9 @@ FLAGS = ("resume", "resume_override", "keep_going", "progress")
 """Overrides that say how a sweep ran, not what a job is: never a column."""
 SIZES = ("frames", "iterations", "seconds")
 """Figures that size a job: in the jobs table, not pooled in the grouped one."""
-ORDER = ("frames", "iterations", "final_return", "team_return", "eval_return", "nash_conv")
+NOT_POOLED = (*SIZES, "eval_ci95")  # a job's own uncertainty: the spread over jobs says more
+ORDER = ("frames", "iterations", "final_return", "team_return", "eval_return", "eval_ci95",
+         "nash_conv")
 CSV_NAME = "summary.csv"
 
 
@@ -243,7 +245,7 @@ def grouped(jobs: Sequence[JobResult], by: Sequence[str]) -> list[Group]:
     groups: dict[tuple[str, ...], list[JobResult]] = {}
     for j in jobs:
         groups.setdefault(tuple(j.overrides.get(k, "-") for k in by), []).append(j)
-    pooled = [c for c in figure_columns(jobs) if c not in SIZES]
+    pooled = [c for c in figure_columns(jobs) if c not in NOT_POOLED]
     out = []
     for values, members in groups.items():
         done = [j for j in members if j.status == "finished"]
@@ -307,7 +309,7 @@ def report(jobs: Sequence[JobResult], by: Sequence[str] | None = None) -> list[s
     if by is None:
         return lines
     groups = grouped(jobs, by)
-    pooled = [c for c in figures if c not in SIZES]
+    pooled = [c for c in figures if c not in NOT_POOLED]
     if not pooled:
         return lines
     pooled_keys = [k for k in keys if k not in by]
