@@ -1016,6 +1016,7 @@ def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[st
                       f"population.kind={kind}: rollout workers play a single MAPPO/IPPO "
                       "run's rollouts (population=none) and an LLM team's; this run trains "
                       "without them")
+    unread += _unread_population_keys(exp, overrides)
     if "frames" not in keys or kind == "none":
         return unread
     pop = exp.population
@@ -1024,6 +1025,46 @@ def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[st
              f"population.oracle_frames={pop.oracle_frames} per RL best response")
     return [f"frames={exp.frames} is not used with population.kind={kind} (it sizes "
             f"population=none runs); this run trains {where}", *unread]
+
+
+PSRO_KEYS = ("iterations", "oracle", "oracle_frames", "psro")
+"""``population.*`` settings PSRO reads; a league reads the others (``kind``: both)."""
+
+
+def _unread_population_keys(exp: ExperimentConfig, overrides: Sequence[str]) -> list[str]:
+    """A warning per ``population.<key>=`` on the command line that this run's kind does not
+    read, naming the kind that does: ``population.generations=4`` in a single run
+    (``population=none``) was ignored without a word, as ``population.iterations=`` in a
+    league and ``population.generations=`` in PSRO."""
+    kind = exp.population.kind
+    notes = []
+    for o in overrides:
+        key = o.split("=", 1)[0].lstrip("+")
+        if "=" not in o or not key.startswith("population.") or key == "population.kind":
+            continue
+        reader = "psro" if key.split(".")[1] in PSRO_KEYS else "league"
+        if reader != kind:
+            presets = _population_presets().get(reader)
+            how = f" ({', '.join(f'population={p}' for p in presets)})" if presets else ""
+            notes.append(f"{o.lstrip('+')} is not used with population.kind={kind}: only "
+                         f"population.kind={reader} reads it{how}")
+    return notes
+
+
+@functools.cache
+def _population_presets() -> dict[str, list[str]]:
+    """Population kind -> the shipped ``population=`` presets of that kind."""
+    import yaml
+
+    out: dict[str, list[str]] = {}
+    for path in sorted((_configs_root() / "population").glob("*.yaml")):
+        try:
+            kind = (yaml.safe_load(path.read_text()) or {}).get("population", {}).get("kind")
+        except (OSError, yaml.YAMLError, AttributeError):
+            continue
+        if isinstance(kind, str):
+            out.setdefault(kind, []).append(path.stem)
+    return out
 
 
 def _llm_member(exp: ExperimentConfig) -> bool:

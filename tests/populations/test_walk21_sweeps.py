@@ -114,3 +114,33 @@ def test_a_job_whose_settings_match_two_folders_is_refused_naming_both(
     assert stop.value.code == 2, err
     assert all(name in err for name in before), err
     assert _jobs(sweep) == before  # nothing new left behind
+
+
+def test_population_settings_a_single_run_ignores_are_named(tmp_path, monkeypatch, capsys):
+    # before: population.generations=4 population.iterations=3 with population=none trained
+    # one learner for frames=, without a word (frames= in a league is named)
+    _train(["population.generations=4", "population.iterations=3", *FAST,
+            f"hydra.run.dir={tmp_path / 'run'}"], monkeypatch, tmp_path)
+    out, err = capsys.readouterr()
+    notes = [x.split(" - ", 1)[1] for x in (out + err).splitlines() if "is not used with" in x]
+    assert notes == [
+        "population.generations=4 is not used with population.kind=none: only "
+        "population.kind=league reads it (population=fsp, population=pfsp, "
+        "population=self_play)",
+        "population.iterations=3 is not used with population.kind=none: only "
+        "population.kind=psro reads it (population=psro)"], notes
+
+
+def test_a_league_names_psro_settings_and_psro_league_settings():
+    from populations.cli import unused_overrides
+    from populations.experiment import ExperimentConfig, PopulationConfig
+
+    league = ExperimentConfig(population=PopulationConfig(kind="league"))
+    psro = ExperimentConfig(population=PopulationConfig(kind="psro"))
+    line = ["population.generations=2", "population.psro.meta_solver=nash",
+            "population.kind=league"]
+    (note,) = unused_overrides(league, line)
+    assert note.startswith("population.psro.meta_solver=nash is not used with "
+                           "population.kind=league: only population.kind=psro reads it")
+    (note,) = unused_overrides(psro, line)
+    assert note.startswith("population.generations=2 is not used with population.kind=psro")
