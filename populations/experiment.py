@@ -843,6 +843,9 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
     log.info("evaluating the trained policy: %d episodes%s", cfg.eval_episodes,
              " against random seats" if set(spec.agent_ids) - set(learner.agents) else "")
     pol = learner.policy()
+    # its sampling stream from the run's tree: every policy started on one stream, so two
+    # seeds' evaluations of like policies drew the same actions (identical episodes)
+    pol.reseed(RunSeeds(cfg.seed).stream("eval", "policy"))
     vg = games.VectorGame(cfg.game.name, min(cfg.num_envs, cfg.eval_episodes),
                           seed=RunSeeds(cfg.seed).game("eval"), **vkw, **cfg.game.kwargs)
     seats = {a: pol if a in learner.agents else others[a] for a in spec.agent_ids}

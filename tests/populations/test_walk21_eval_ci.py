@@ -186,3 +186,25 @@ def test_a_long_job_type_is_cut_to_what_wandb_keeps_and_stays_distinct(monkeypat
     assert a["job_type"].startswith("+mappo.net.gnn_layers=3,algo=mappo,game=mpe_spread,")
     assert a["job_type"] != b["job_type"]
     assert "seed" not in a["job_type"] and "logger" not in a["job_type"]
+
+
+def _eval_rows(run: Path) -> list[str]:
+    db = sqlite3.connect(run / "league.db")
+    try:
+        return [r for (r,) in db.execute(
+            "SELECT returns FROM matches WHERE key LIKE 'eval/e%' ORDER BY id")]
+    finally:
+        db.close()
+
+
+def test_two_seeds_evaluations_sample_from_their_own_streams(tmp_path):
+    """Every evaluated policy sampled from one stream (PPOPolicy's reseed(0)): the MAPPO
+    jobs seed=0 and seed=1 of the walk's climbing sweep played the same 50 evaluation
+    episodes, return for return, so their eval_ci95 was the same too (1.505)."""
+    tiny = ["game=climbing", "frames=16", "num_envs=4", "mappo.rollout_steps=4",
+            "eval_episodes=24", "progress=false", "checkpoint_every_s=0", "logger=none"]
+    for seed in (0, 1):
+        run_experiment(_exp(*tiny, f"seed={seed}"), tmp_path / str(seed))
+    assert _eval_rows(tmp_path / "0") != _eval_rows(tmp_path / "1")
+    run_experiment(_exp(*tiny, "seed=1"), tmp_path / "again")
+    assert _eval_rows(tmp_path / "again") == _eval_rows(tmp_path / "1")  # its own, reproduced
