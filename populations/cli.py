@@ -1122,13 +1122,14 @@ def _refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path, settings: dict
     earlier = [p for p in job_folders(sweep_dir)
                if p != run_dir and (p / "settings.json").is_file() and same_job(p)]
     if len(earlier) > 1:
-        names = ", ".join(p.name for p in earlier)
+        first, second = (json.loads((p / "settings.json").read_text()) for p in earlier[:2])
+        keys = sorted({d.split("=", 1)[0] for d in settings_diff(first, second)})
         raise CLIError(
-            f"job {num} of the sweep ({run_dir.name}) has the settings of {len(earlier)} "
-            f"folders of the sweep, which differ only by settings a resume may change: "
-            f"{names}; resume the sweep with the list it started with, or one job alone "
-            f"with its folder's resume command (selfplay-train ... resume=true "
-            f"hydra.run.dir=<folder>)")
+            f"job {num} of the sweep ({run_dir.name}) could be any of {len(earlier)} folders "
+            f"of the sweep, which differ only by {', '.join(keys) or 'nothing'} (settings a "
+            f"resume may change, swept when they ran): {', '.join(p.name for p in earlier)}; "
+            "resume the sweep with the list it started with, or one job alone with "
+            "selfplay-train <its overrides> resume=true hydra.run.dir=<its folder>")
     if earlier:
         raise CLIError(
             f"job {num} of the sweep ran in {earlier[0]}, not in {run_dir.name} (job folders are "

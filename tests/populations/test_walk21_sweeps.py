@@ -113,6 +113,8 @@ def test_a_job_whose_settings_match_two_folders_is_refused_naming_both(
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert stop.value.code == 2, err
     assert all(name in err for name in before), err
+    assert "could be any of 2 folders of the sweep, which differ only by " \
+        "population.generations (" in err, err
     assert _jobs(sweep) == before  # nothing new left behind
 
 
