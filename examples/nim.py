@@ -54,7 +54,9 @@ class Nim(games.Game):
         return f"take {action + 1}"
 
     def text_observation(self, agent):
-        return f"You are {agent}. {self.pile} stones left; take 1 to {self.max_take}."
+        most = min(self.max_take, self.pile)  # what legal_actions allows
+        left = f"{self.pile} stone{'s' if self.pile != 1 else ''} left"
+        return f"You are {agent}. {left}; take {'1' if most == 1 else f'1 to {most}'}."
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ def test_nim_example_runs():
     ).stdout
     assert "CheckReport(episodes=20" in out
     assert "rewards: {'player_0': -1.0, 'player_1': 1.0}" in out
+    # the text an LLM agent reads names only the legal takes ("1 stones left; take 1 to 3")
+    assert "You are player_1. 1 stone left; take 1. -> take 1" in out
 
 
 def test_public_goods_package_declares_its_entry_point():
