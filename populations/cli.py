@@ -864,10 +864,14 @@ class ConfigCheck(Callback):
 
         sweep_dir = Path(str(config.hydra.sweep.dir))
         # one table over the sweep's jobs, finished before this command too (a resume)
-        print_summary(sweep_dir, removed=[
-            JobResult(folder, n, overrides_of(_JOB_OVERRIDES.get(n, ())), "failed",
-                      error="failed before its first checkpoint: its folder was removed")
-            for n, folder in _FAILED_JOBS if not folder.is_dir()])
+        try:
+            print_summary(sweep_dir, removed=[
+                JobResult(folder, n, overrides_of(_JOB_OVERRIDES.get(n, ())), "failed",
+                          error="failed before its first checkpoint: its folder was removed")
+                for n, folder in _FAILED_JOBS if not folder.is_dir()])
+        except Exception as err:  # noqa: BLE001 - the jobs ran: say so, and how they ended
+            log.warning("no summary of the sweep's jobs: %s (python -m "
+                        "populations.sweep_summary %s)", one_line(err), shlex.quote(str(sweep_dir)))
         if _FAILED_JOBS:  # keep_going=true: the jobs ran; the failed ones in one line, exit 2
             fail(TRAIN, _failed_jobs_line(sweep_dir))
 

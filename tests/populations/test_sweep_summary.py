@@ -175,3 +175,24 @@ def test_a_failed_job_whose_folder_was_removed_is_listed_too(tmp_path, monkeypat
     assert "1_seed=1  1     failed" in out, out
     assert _csv(tmp_path)[1]["error"] == ("failed before its first checkpoint: its folder was "
                                           "removed")
+
+
+def test_a_summary_that_cannot_be_made_does_not_hide_how_the_sweep_ended(
+        tmp_path, monkeypatch, capsys, caplog):
+    from omegaconf import OmegaConf
+
+    import populations.cli as cli
+    import populations.sweep_summary as sweep_summary
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(sweep_summary, "print_summary", broken)
+    monkeypatch.setattr(cli, "_FAILED_JOBS", [(0, tmp_path / "0_seed=0")])
+    monkeypatch.setattr(cli, "_SWEEP_JOBS", [0, 1])
+    monkeypatch.setattr(cli, "_TYPED", ["-m", "seed=0,1", "keep_going=true"])
+    with pytest.raises(SystemExit) as stop:
+        cli.ConfigCheck().on_multirun_end(OmegaConf.create({"hydra": {"sweep": {
+            "dir": str(tmp_path)}}}))
+    assert stop.value.code == 2 and "1 of 2 sweep jobs failed" in capsys.readouterr().err
+    assert "no summary of the sweep's jobs: boom" in caplog.text
