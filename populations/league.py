@@ -490,9 +490,10 @@ class League:
 
     def _run(self) -> None:
         if self.phase == "new":  # generation 0: the untrained policies are the first snapshots
-            self._log_nash_conv([self.store.publish(m.name, m.policy(), version=0,
-                                                    algo=getattr(m, "algo", None))
-                                 for m in self.members])
+            new = [self.store.publish(m.name, m.policy(), version=0, algo=getattr(m, "algo", None))
+                   for m in self.members]
+            self._evaluate(new, [], 0)  # against each other, as each later generation's are
+            self._log_nash_conv(new)
             self.phase = "done"
             self._save()
         for m in self.members:  # recorded by their first snapshot: what each trains with
@@ -527,8 +528,19 @@ class League:
             new.append(self.store.publish(m.name, m.policy(), version=g,
                                           parent=prev[-1].id if prev else None,
                                           algo=getattr(m, "algo", None)))
-        rivals = earlier[-self.cfg.eval_window:] if self.cfg.eval_window else earlier
+        self._evaluate(new, earlier[-self.cfg.eval_window:] if self.cfg.eval_window
+                       else earlier, g)
+        self._log_nash_conv(new)
+        self._reset_winners(new)  # decided from recorded matches: the same after a resume
+
+    def _evaluate(self, new: Sequence[Any], rivals: Sequence[Any], g: int) -> None:
+        """Play generation ``g``'s new snapshots against ``rivals`` and each other, then
+        recompute the ratings (nothing to play: a league of one member at generation 0). A
+        stop request ends it after a pair; the resume plays the pairs left (recorded pairs
+        are skipped), from the generation's last checkpoint."""
         pairs = [(s, r) for k, s in enumerate(new) for r in [*rivals, *new[:k]]]
+        if not pairs:
+            return
         for s in {s.id: s for pair in pairs for s in pair}.values():
             self.store.verify(s)  # runners load by path: check the files they will read
         evaluate_pairs(self.db, self.run_id, self.runner, self.spec, self.cfg.game,
@@ -536,8 +548,6 @@ class League:
                        seed=self.cfg.seed + 100_003 * g, prefix=f"g{g:04d}", **self._stop())
         self._stop_if_asked()  # the "trained" checkpoint: a resume plays the pairs left
         recompute(self.db, self.run_id, step=g)
-        self._log_nash_conv(new)
-        self._reset_winners(new)  # decided from recorded matches: the same after a resume
 
     # ------------------------------------------------------------------ asynchronous
     def _run_async(self) -> None:

@@ -108,13 +108,14 @@ def test_a_league_stops_inside_its_evaluation_and_plays_only_the_pairs_left(
     """SIGTERM while generation 1's first pair plays: that pair is recorded, the others are
     not played, the run stops; its resume plays the pairs left (not the first again)."""
     _signal_in(monkeypatch, LocalRunner, "play", lambda r, jobs: jobs[0].key.startswith(
-        "g0001/") and len(plays) == 1)
+        "g0001/") and len(plays) == 2)  # generation 0's pair (a0 against b0), then g0001's
     plays = []
     real = LocalRunner.play
     monkeypatch.setattr(LocalRunner, "play", lambda r, jobs: plays.append(
         {j.key.rsplit("/", 1)[0] for j in jobs}) or real(r, jobs))
     with run_folder.sigterm_as_interrupt(), pytest.raises(run_folder.Terminated):
         _league(tmp_path / "run")
+    plays = plays[1:]  # generation 1's
     assert len(plays) == 1 and len(plays[0]) == 1  # one pair, then the stop
     _, state = load_latest(tmp_path / "run" / "checkpoints")
     assert (state["generation"], state["phase"]) == (1, "trained")

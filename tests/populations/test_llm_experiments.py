@@ -41,8 +41,9 @@ def test_mixed_league_trains_rates_and_resumes_both_kinds(tmp_path):
     assert sorted(snaps) == sorted((n, k, v) for n, k in (("mappo", "mappo"), ("llm", "llm"))
                                    for v in range(3))
     # generation g: each new snapshot meets every earlier one, and the two new ones meet
-    # each other: 2 * 2g + 1 pairs, each played as eval_episodes role-swapped episode pairs
-    pairs = sum(2 * 2 * g + 1 for g in (1, 2))
+    # each other: 2 * 2g + 1 pairs (generation 0: the two untrained ones, 1), each played as
+    # eval_episodes role-swapped episode pairs
+    pairs = sum(2 * 2 * g + 1 for g in (0, 1, 2))
     assert _rows(summary.database, "SELECT COUNT(*) FROM matches")[0][0] == pairs * 2 * 2
     kinds = _rows(summary.database, "SELECT DISTINCT key FROM metrics WHERE key LIKE 'nash%'")
     assert {k for (k,) in kinds} == {"nash_conv/mappo", "nash_conv/llm"}
