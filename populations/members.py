@@ -41,6 +41,7 @@ import numpy as np
 import games
 from games.vector import to_numpy
 from marl.core import Learner, Policy, derive_seed
+from marl.train import budget_spent, trains_whole_rollouts
 from populations.approx_exploit import evaluated_greedy
 from populations.seeds import RunSeeds, isolated_global_rng
 
@@ -309,10 +310,14 @@ class LearnerMember:
         mm.pick_opponents(np.arange(B), opp, side)
         vs = vg.reset()
         learner.start_episodes()  # the last generation's unfinished rollout was on its games
-        done_frames = 0
+        done_frames = trained = 0
+        # MAPPO/IPPO: a generation ends at an update, so every frame it counts was trained on
+        # (frames_per_generation=1500 of 800-frame rollouts trained 800 of 1,504: the rest
+        # was dropped by the next generation's start_episodes)
+        whole = trains_whole_rollouts(learner)
         reseeded: set[int] = set()
         returns: deque[float] = deque(maxlen=50)  # the last finished episodes' (_member_returns)
-        while done_frames < plan.frames:
+        while not budget_spent(done_frames, plan.frames, trained, whole):
             # [B, A]: the learner plays a seat unless an opponent holds that seat's team
             mine_BA = (opp[:, None] < 0) | (team_of[None, :] == side[:, None])
             learner.seat_mask = mine_BA
@@ -345,7 +350,7 @@ class LearnerMember:
                 returns.extend(_member_returns(vs, spec.agent_ids, mine_BA, done, opp))
                 mm.pick_opponents(np.flatnonzero(done), opp, side)
             if learner.ready():
-                metrics = learner.update()
+                metrics, trained = learner.update(), done_frames
                 if returns:  # as a single run logs it (marl.train.after_step)
                     metrics["charts/episode_return"] = float(np.mean(returns))
                 mm.log_metrics(done_frames, metrics)
