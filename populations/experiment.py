@@ -24,7 +24,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,8 +245,21 @@ def league_member_specs(cfg: ExperimentConfig,
     out = []
     for spec, name in zip(specs, member_names(specs), strict=True):
         entry = registry.get(spec.algo)
+        for key, value in _seeds((spec.changes or {}).get(entry.section, {}), entry.section):
+            if value != cfg.seed:  # each member is seeded from the run's learner/<name> stream
+                raise ValueError(f"{spec.where}.{key}={value!r} is not read by an experiment: "
+                                 f"the run's seed= seeds every member, each from its own "
+                                 f"stream (give seed={value} instead)")
         out.append((spec, name, entry, member_settings(settings(cfg, entry), spec, entry)))
     return out
+
+
+def _seeds(values: Any, path: str) -> list[tuple[str, Any]]:
+    """Every ``seed`` key of a member's section changes, by its dotted path."""
+    if not isinstance(values, Mapping):
+        return []
+    return [(f"{path}.{k}", v) for k, v in values.items() if k == "seed"] + [
+        kv for k, v in values.items() for kv in _seeds(v, f"{path}.{k}")]
 
 
 def check_league_game(cfg: ExperimentConfig, spec: games.GameSpec) -> None:
@@ -417,7 +430,7 @@ def _league_members(cfg: ExperimentConfig, run_dir: Path) -> list:
         if entry.capabilities.own_rollouts:
             trainer = _own_rollouts(cfg, entry, game_spec, run_dir, seeds.learner(name), config)
             members.append(LLMMember(name, trainer, cfg.llm.iterations,
-                                     cfg.population.opponent_prob))
+                                     cfg.population.opponent_prob, config=config))
             continue
         learner = entry.build(game_spec, config, None, cfg.device, seeds.learner(name))
         if spec.exploiter:

@@ -110,3 +110,17 @@ def test_an_llm_team_member_takes_its_own_llm_settings(tmp_path, monkeypatch):
     listed = league_member_specs(exp)
     assert [n for _, n, _, _ in listed] == ["mappo", registry.get("llm_grpo").policy, "llm2"]
     assert [c.grpo.group_size for *_, c in listed[1:]] == [exp.llm.grpo.group_size, 2]
+
+
+@pytest.mark.parametrize(("members", "key"), [
+    ("[vdn,{name:v2,algo:vdn,vdn:{seed:5}}]", "population.members[1].vdn.seed=5"),
+    ("[mappo,{name:l,algo:llm_grpo,llm:{grpo:{seed:5}}}]", "population.members[1].llm.grpo.seed=5"),
+])
+def test_a_members_own_seed_is_refused_as_the_runs_sections_are(members, key, tmp_path,
+                                                                monkeypatch, capsys):
+    """``vdn.seed=5`` is refused for the run (each learner is seeded from the run's seed tree);
+    in a member's section it was accepted and ignored."""
+    got = _refused(["population=pfsp", "game=kuhn", "progress=false",
+                    f"population.members={members}"], monkeypatch, tmp_path, capsys)
+    assert got == (f"{key} is not read by an experiment: the run's seed= seeds every member, "
+                   "each from its own stream (give seed=5 instead)"), got
