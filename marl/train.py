@@ -154,6 +154,24 @@ def budget_spent(done: int, frames: int, trained: int, whole: bool) -> bool:
     return done >= frames and (not whole or trained >= done)
 
 
+def planned_frames(frames: int, num_envs: int, trained: int = 0, rollout: int = 0) -> int:
+    """The frames a :func:`train` loop with a budget of ``frames`` plays (its progress bar's
+    total): whole steps of the ``num_envs`` copies; for a learner of whole rollouts of
+    ``rollout`` frames (0: none, or not known), on to the end of the rollout that reaches the
+    budget, counted from its last update at ``trained`` frames (:func:`budget_spent`)."""
+    if not rollout:
+        return -(-frames // num_envs) * num_envs
+    return trained + max(0, -(-(frames - trained) // rollout)) * rollout
+
+
+def _rollout_frames(learner: Learner, num_envs: int) -> int:
+    """The frames of one rollout of an on-policy learner that says its length
+    (``cfg.rollout_steps`` steps of every copy, as MAPPO/IPPO do); else 0 (learnt at its
+    first updates)."""
+    steps = getattr(getattr(learner, "cfg", None), "rollout_steps", None)
+    return steps * num_envs if isinstance(steps, int) and steps > 0 else 0
+
+
 def train(
     learner: Learner,
     vg: VectorGame,
@@ -192,12 +210,16 @@ def train(
         raise ValueError(f"train: seats {sorted(free)} have neither the learner nor an opponent")
     result = TrainResult(0, 0, 0.0)
     start = time.perf_counter()
-    bar = tqdm(total=frames, disable=not progress, unit="frame", dynamic_ncols=True)
+    whole = trains_whole_rollouts(learner) if whole_rollouts is None else whole_rollouts
+    # the bar's total: the frames the loop plays (tqdm drops the total of a bar past it)
+    rollout = _rollout_frames(learner, vg.num_envs) if whole else 0
+    bar = tqdm(total=planned_frames(frames, vg.num_envs, 0, rollout), disable=not progress,
+               unit="frame", dynamic_ncols=True)
     sides = learner_sides(vg.spec, learner.agents)
     opponent_guard = FiniteGuard(vg.spec.name, tuple(opponents)) if opponents else None
     vs = vg.reset()
     next_eval = eval_every
-    whole = trains_whole_rollouts(learner) if whole_rollouts is None else whole_rollouts
+    updates, last_update = 0, 0  # of whole rollouts: their length, as they are trained
     while not budget_spent(result.frames, frames, result.trained_frames, whole):
         actions = learner.act(vs)
         if opponents:  # fixed policies read numpy; a tensor VecStep is copied once for them
@@ -209,7 +231,14 @@ def train(
                 actions[a] = pol.act(a, ovs)
         vs = vg.step(actions)
         learner.observe(vs)
+        if bar.total is not None and bar.n + len(vs.done) > bar.total:  # a rollout not known
+            bar.total = bar.n + len(vs.done)
         after_step(learner, vs, result, bar, on_update, sides)
+        if whole and result.updates > updates:  # a rollout trained: the total from its length
+            rollout = result.trained_frames - last_update
+            updates, last_update = result.updates, result.trained_frames
+            bar.total = max(bar.n, planned_frames(frames, vg.num_envs, last_update, rollout))
+            bar.refresh()
         if on_step is not None:
             on_step(result.frames)
         if eval_every and result.frames >= next_eval:
