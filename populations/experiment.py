@@ -232,7 +232,9 @@ def check_experiment(cfg: ExperimentConfig) -> None:
     if cfg.population.kind == "psro":  # PSRO trains no `algo`; its RL oracle plays
         from populations.psro_run import check_oracle_config, resolve_auto
 
-        check_oracle_config(resolve_auto(cfg, game, announce=False), game.spec)
+        resolved = resolve_auto(cfg, game, announce=False)
+        check_oracle_config(resolved, game.spec)
+        check_oracle_builds(resolved, game.spec)
         return
     if cfg.population.kind == "league" and not cfg.population.sync and cfg.runner.kind != "ray":
         raise ValueError("population.sync=false (asynchronous members) needs runner=ray; got "
@@ -247,6 +249,22 @@ def check_experiment(cfg: ExperimentConfig) -> None:
         return
     registry.check_compatible(cfg.algo, game.spec, settings(cfg, registry.get(cfg.algo)),
                               text_views)
+
+
+def check_oracle_builds(cfg: ExperimentConfig, spec: games.GameSpec) -> None:
+    """Build PSRO's oracle once, for its first player, when it is a registered learner
+    (``population.oracle=my_algo``): PSRO builds it only for its first best responses, after
+    the run folder was made, and one that fails to build is refused here instead, in one line
+    (:class:`LearnerBuildError`). The caller's global random streams are left as they were."""
+    if cfg.population.oracle in ("exact", "rl"):  # no learner / the library's own MAPPO
+        return
+    from populations.psro_config import psro_players
+
+    entry = registry.get(cfg.population.oracle)
+    seats = next(iter(psro_players(spec, cfg.population.psro.players).values()))
+    with isolated_global_rng(RunSeeds(cfg.seed).stream(GLOBAL)):
+        build_learner(entry, spec, settings(cfg, entry), seats, cfg.device,
+                      RunSeeds(cfg.seed).learner(entry.name))
 
 
 def league_member_specs(cfg: ExperimentConfig,

@@ -132,3 +132,20 @@ def test_a_learners_own_value_error_stays_as_it_was(broken, monkeypatch):
     with pytest.raises(ValueError) as err:
         make_learner(cfg, games.make(KUHN.name).spec)
     assert type(err.value) is ValueError and str(err.value) == "lr=0.5: expected at most 0.1"
+
+
+def test_a_psro_oracle_that_fails_to_build_is_refused_before_the_folder(
+        broken, tmp_path, monkeypatch, capsys):
+    """PSRO builds its oracle in its first iteration, past the folder (and in psro_run, where
+    the error was a traceback): the early check builds it once."""
+    run = tmp_path / "runs" / "default" / "x"
+    with pytest.raises(SystemExit) as stop:
+        _train([f"imports=[{MODULE}]", "population=psro", "population.oracle=walk21_skeleton",
+                "game=kuhn", "progress=false", f"hydra.run.dir={run}"], monkeypatch, tmp_path)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2, err
+    assert err == [
+        "selfplay-train: learner walk21_skeleton could not be built: TypeError: "
+        f"SkeletonLearner() takes no arguments (at {MODULE}.py:{SKELETON_LINE}); "
+        "HYDRA_FULL_ERROR=1 shows the traceback"]
+    assert not (tmp_path / "runs").exists()
