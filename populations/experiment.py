@@ -370,16 +370,24 @@ def _learner_line(entry: LearnerEntry, err: BaseException) -> str:
     if own:
         where = (own[-1].filename, own[-1].lineno)
     elif frames and frames[-1].filename == registry.__file__:  # raised calling the class
-        try:
-            where = (inspect.getsourcefile(entry.cls), inspect.getsourcelines(entry.cls)[1])
-        except (TypeError, OSError):
-            where = (frames[-1].filename, frames[-1].lineno)
+        where = _class_line(entry.cls) or (frames[-1].filename, frames[-1].lineno)
     else:
         return where_raised(err)
     path, line = where
     rel = os.path.relpath(path) if path and not os.path.relpath(path).startswith("..") \
         else path
     return f"{rel}:{line}"
+
+
+def _class_line(cls: type) -> tuple[str, int] | None:
+    """The file of ``cls`` and the line of its ``class`` statement (after its decorators);
+    None when its source cannot be found (a class made in a notebook or by ``type()``)."""
+    try:
+        path, (lines, start) = inspect.getsourcefile(cls), inspect.getsourcelines(cls)
+    except (TypeError, OSError):
+        return None
+    at = next((i for i, text in enumerate(lines) if text.lstrip().startswith("class ")), 0)
+    return (path, start + at) if path else None
 
 
 # settings a resume may change (populations.run_folder): where it runs, how it logs, how long
