@@ -107,6 +107,48 @@ def one_line(err: BaseException) -> str:
     return "; ".join(parts) or type(err).__name__
 
 
+_TOO_LARGE = re.compile(r"can't allocate memory|cannot allocate memory|out of memory|"
+                        r"Storage size calculation overflowed|Overflow when unpacking", re.I)
+
+
+def too_large(err: BaseException) -> BaseException | None:
+    """The error behind ``err`` when it is the machine's memory running out or a size that
+    overflows an integer (``MemoryError``, ``OverflowError``, torch's "can't allocate memory",
+    "CUDA out of memory", "Storage size calculation overflowed", "Overflow when unpacking
+    long long"): ``err`` itself, or its ``__cause__`` (a learner that could not be built);
+    else None. Not a bug of the code but of sizes the user gave (``vdn.buffer_size=5e9``)."""
+    for e in (err, err.__cause__):
+        if isinstance(e, (MemoryError, OverflowError)) or (
+                isinstance(e, (RuntimeError, TypeError)) and _TOO_LARGE.search(str(e))):
+            return e
+    return None
+
+
+def too_large_line(err: BaseException, overrides: Sequence[str] | None = None) -> str:
+    """One line for :func:`too_large`'s ``err``: what failed (the error, its line) and the
+    command line's sizes to lower (``overrides`` holding numbers of 10**6 or more, but frames,
+    seeds and episodes, which take time, not memory)."""
+    from games.core import where_raised
+
+    cause = too_large(err) or err
+    why = re.sub(r"\[enforce fail at [^\]]*\] err == 0\.\s*", "", str(cause))  # torch's C++
+    why = " ".join(why.split("Exception raised from")[0].split()).rstrip(" .") or "no message"
+    why += '"' * (why.count('"') % 2)  # the quote its C++ frames closed
+    at = re.search(r"\(at ([^()]*)\)(; HYDRA_FULL_ERROR=1 shows the traceback)?$", str(err))
+    place = at[1] if at and cause is not err else where_raised(cause)
+    what = f"{type(cause).__name__}: {why} (at {place})"
+    if cause is err:
+        text = f"out of memory or a size too large: {what}"
+    else:  # the learner could not be built: its line, the error's C++ frames left out
+        text = f"{str(err).partition(f': {type(cause).__name__}: ')[0]}: {what}"
+    sizes = [o for o in overrides or () if re.search(r"\d{7}|\d\*\*|\de\d", o.partition("=")[2])
+             and not re.search(r"frames|seed|episodes", o.partition("=")[0])]
+    lower = f"lower the sizes given ({', '.join(sizes)})" if sizes else \
+        "lower the run's sizes (a replay buffer_size, net.hidden, minibatches, num_envs...)"
+    return f"{text}; {lower} to fit this machine's memory and 64-bit integers; " \
+        "HYDRA_FULL_ERROR=1 shows the traceback"
+
+
 def fail(prog: str, message: str, status: int = 2) -> NoReturn:
     """Print ``prog: message`` on stderr and exit with ``status`` (2: a usage error); progress
     bars still open are cleared first, so the message is the line left on the terminal."""
@@ -154,9 +196,13 @@ def reported(prog: str) -> Iterator[None]:
         yield
     except KeyboardInterrupt:  # Ctrl-C (selfplay-eval...): one line, exit 130 as a shell's
         interrupted(prog)
-    except user_errors() as err:
+    except Exception as err:
+        if not isinstance(err, user_errors()) and too_large(err) is None:
+            raise  # a bug: its traceback
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
+        if too_large(err) is not None:
+            fail(prog, too_large_line(err, _TYPED if prog == TRAIN else ()))
         msg = one_line(err)
         if type(err).__name__ == "OverrideParseException":  # Hydra's grammar, not ours
             msg += quoting_hint(str(getattr(err, "override", "")))
@@ -1269,20 +1315,23 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
         yield
     except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
         interrupted(prog, lambda: _how_to_go_on(run_dir, created, sweep_dir, overrides, flags))
-    except user_errors() as err:
+    except Exception as err:
+        if not isinstance(err, user_errors()) and too_large(err) is None:
+            raise  # a bug: its traceback (Hydra's report), the folder kept to look at
         going_on = keep_going and sweep_dir is not None and job is not None
         if created:  # the sweep's folder stays for the next jobs (and multirun.yaml in it)
             discard_run_dir(run_dir) if going_on else _discard_new(run_dir, sweep_dir)
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
+        line = too_large_line(err, overrides) if too_large(err) is not None else one_line(err)
         if going_on:
-            say(prog, f"{one_line(err)} (sweep job {job}; keep_going: the sweep goes on with "
+            say(prog, f"{line} (sweep job {job}; keep_going: the sweep goes on with "
                       f"its next job){_resumes_after(err, run_dir, overrides, flags)}")
             _FAILED_JOBS.append((job, run_dir))
             return
         if sweep_dir is not None and job is not None:
-            fail(prog, one_line(err) + _sweep_stopped(sweep_dir, job, run_dir, created, resumed))
-        fail(prog, one_line(err) + _resumes_after(err, run_dir, overrides, flags))
+            fail(prog, line + _sweep_stopped(sweep_dir, job, run_dir, created, resumed))
+        fail(prog, line + _resumes_after(err, run_dir, overrides, flags))
 
 
 def _resumes_after(err: BaseException, run_dir: Path, overrides: Sequence[str] | None,

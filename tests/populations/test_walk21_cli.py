@@ -1,0 +1,80 @@
+"""``selfplay-train`` / ``selfplay-eval`` messages that walk 21 found: out-of-memory and
+overflow errors while a run starts (a traceback, exit 1, the run folder left behind), a hint
+said twice, ``runner=ray`` unused without a word, the closing table's ``eval_ci95`` printed
+``None``, and small messages (a file given as the run folder, a path as a module, a config
+group set to null, an empty or new ``--db``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.populations.test_walk18_cli_more import _train
+
+SMALL = ["game=kuhn", "frames=64", "num_envs=2", "eval_episodes=2", "progress=false"]
+
+
+def _failed(argv: list[str], monkeypatch, tmp_path, capsys) -> str:
+    """``selfplay-train argv`` in this process into ``tmp_path/runs/x``: its one line on stderr
+    (exit 2), after checking that no run folder is left."""
+    run = tmp_path / "runs" / "x"
+    with pytest.raises(SystemExit) as stop:
+        _train([*argv, f"hydra.run.dir={run}"], monkeypatch, tmp_path)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2, err
+    assert len(err) == 1 and err[0].startswith("selfplay-train: "), err
+    assert not (tmp_path / "runs").exists(), list(run.iterdir())
+    return err[0].removeprefix("selfplay-train: ")
+
+
+# ------------------------------------------------- 1. out of memory, overflowing sizes
+def test_an_overflowing_size_in_the_first_update_is_one_line_and_no_folder(
+        tmp_path, monkeypatch, capsys):
+    """Before: ``RuntimeError: Storage size calculation overflowed`` in a traceback (exit 1),
+    the folder left with league.db, settings.json and snapshots. (A bound on minibatches may
+    refuse it earlier, in the config: one line and no folder all the same.)"""
+    line = _failed([*SMALL, f"mappo.minibatches={10**20}"], monkeypatch, tmp_path, capsys)
+    assert "minibatches" in line, line
+
+
+@pytest.mark.parametrize("error", [
+    "can't allocate memory: you tried to allocate 220000000000 bytes",
+    "Storage size calculation overflowed with sizes=[-1]",
+    "CUDA out of memory. Tried to allocate 20.00 GiB",
+    MemoryError, OverflowError])
+def test_memory_and_overflow_errors_while_training_name_what_failed(
+        error, tmp_path, monkeypatch, capsys):
+    import marl.mappo_update
+
+    def update(learner):
+        if isinstance(error, str):
+            raise RuntimeError(f"[enforce fail at alloc_cpu.cpp:127] err == 0. {error}")
+        raise error("cannot fit")
+
+    monkeypatch.setattr(marl.mappo_update, "ppo_update", update)
+    line = _failed([*SMALL, "mappo.minibatches=4"], monkeypatch, tmp_path, capsys)
+    kind = "RuntimeError" if isinstance(error, str) else error.__name__
+    assert line.startswith(f"out of memory or a size too large: {kind}: "), line
+    assert "enforce fail" not in line, line
+    assert "test_walk21_cli.py:" in line, line  # where it was raised
+    assert "lower the run's sizes (a replay buffer_size" in line, line  # none given
+
+
+def test_a_learner_built_out_of_memory_says_to_lower_its_sizes(tmp_path, monkeypatch, capsys):
+    """Before: the learner's build error alone (LearnerBuildError), no word of sizes."""
+    line = _failed([*SMALL, "algo=vdn", "vdn.buffer_size=5000000000"], monkeypatch, tmp_path,
+                   capsys)
+    assert line.startswith("learner vdn could not be built: RuntimeError: DefaultCPUAllocator: "
+                           "can't allocate memory"), line
+    assert "lower the sizes given (vdn.buffer_size=5000000000)" in line, line
+
+
+def test_other_runtime_errors_stay_tracebacks(tmp_path, monkeypatch):
+    import marl.mappo_update
+
+    def update(learner):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(marl.mappo_update, "ppo_update", update)
+    with pytest.raises(SystemExit) as stop:  # Hydra's report of a bug: its traceback
+        _train([*SMALL, f"hydra.run.dir={tmp_path / 'r'}"], monkeypatch, tmp_path)
+    assert stop.value.code == 1
