@@ -42,3 +42,14 @@ def test_readme_advantages_snippets_run_as_written(monkeypatch):
     want = (a0 - a0.median()) / (a0.std(correction=0) + 1e-6)
     assert torch.allclose(out[..., 0].reshape(-1), want)
     assert advantages.get_adv_norm("agent_median").needs == ("agent",)
+
+
+def test_readme_yaml_presets_put_the_package_line_first():
+    """Hydra reads ``# @package`` only as a file's first line: README's learner preset had a
+    comment above it, and a user who pasted it got "In 'algo/my_algo': Cannot convert
+    'DictConfig' to string" (walk 21)."""
+    blocks = re.findall(r"```yaml\n(.*?)```", README.read_text(), re.S)
+    packaged = [b for b in blocks if "@package" in b]
+    assert len(packaged) >= 2  # the league members preset and the learner preset
+    for block in packaged:
+        assert block.startswith("# @package _global_\n"), block.splitlines()[:2]
