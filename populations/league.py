@@ -99,6 +99,7 @@ from populations.run_folder import (
     deferred_stop,
     end_status,
     one_line,
+    refuse_lost_history,
     resume_words,
     stop_deferred,
     stop_now,
@@ -245,6 +246,9 @@ class League:
                               override):
                 self.db.set_run_config(run_id, _jsonable(cfg))
         self.run_id = run_id
+        if resume and had_run and not checkpoint_files(self.run_dir / "checkpoints"):
+            # before the run is marked running: a refusal leaves it as it was
+            refuse_lost_history(self.run_dir / "checkpoints", self._history(), override)
         if resume:
             self.db.set_run_status(run_id, "running")
         self._started = True
@@ -350,6 +354,19 @@ class League:
             return False
         return resume
 
+    def _history(self) -> str | None:
+        """What the database holds of this run that only a checkpointed league records, or
+        None: generation 0 (its snapshots, their matches, ratings and NashConv at step 0) is
+        recorded before the first checkpoint and published again the same by a resume that
+        finds none (a stop inside it resumes so); a later snapshot, match or metric is not."""
+        last = max((s.version for s in self.db.snapshots(self.run_id)), default=0)
+        if last > 0:
+            return f"generation {last}'s snapshots (v{last:04d}, with their matches and metrics)"
+        if self.db.count_matches(self.run_id) > len(self.db.matches(self.run_id, "g0000/")):
+            return "matches after generation 0"
+        step = max((s for s, _, _ in self.db.metric_rows(self.run_id)), default=0)
+        return f"metrics up to step {step}" if step > 0 else None
+
     # ------------------------------------------------------------------ checkpoints
     def _state(self) -> dict[str, Any]:
         return {"generation": self.generation, "phase": self.phase, "frames": self.frames,
@@ -369,8 +386,8 @@ class League:
 
     def _restore(self) -> None:
         found = load_latest(self.run_dir / "checkpoints")
-        if found is None:
-            log.info("no checkpoint in %s: starting from scratch", self.run_dir)
+        if found is None:  # nothing recorded past generation 0 (_history): start it again
+            log.info("no checkpoint in %s: starting from generation 0", self.run_dir)
             return
         path, state = found
         generation, phase, frames, seconds, members, progress, trained = \

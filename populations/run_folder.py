@@ -9,6 +9,9 @@
   a resume with other settings, or a resume of a folder that holds no run, fails in one
   line unless ``override`` is set. Keys in ``may_change`` (where it runs, how it logs, how
   long it goes on) may differ.
+* :func:`refuse_lost_history`: a resume that finds no checkpoint while the run's database
+  records what only a checkpointed run records (its checkpoints deleted) fails in one line
+  unless ``override`` is set: starting over would replace that history.
 * :func:`sigterm_as_interrupt` (the CLIs' entry points only) makes SIGTERM end a run the way
   Ctrl-C does: recorded ``interrupted``, resumable, workers released. Inside
   :func:`deferred_stop` (a single run's training) the first Ctrl-C or SIGTERM only asks the
@@ -372,6 +375,29 @@ def check_settings(where: str, saved: Mapping[str, Any] | None, current: Mapping
             f"settings, or {w.verb} {w.override} to continue with the new ones")
     log.warning("resuming %s with other settings (resume_override): %s", where, shown)
     return True
+
+
+def refuse_lost_history(checkpoints: str | Path, held: str | None, override: bool = False,
+                        replaced: str = "its snapshots and metrics") -> None:
+    """A resume that finds no checkpoint in ``checkpoints`` starts its run over. Refuse that
+    (:class:`RunFolderError`, one line) when the run's ``league.db`` already records
+    ``held`` (what only a checkpointed run records: ``"generation 2's snapshots"``,
+    ``"metrics up to step 4096"``; the caller decides): the checkpoints were deleted or
+    lost, and training again would replace that history. Raise before changing anything
+    (the run's status included). ``held`` empty or None: nothing would be lost, go on.
+    ``override`` (resume_override): go on, with a warning; ``replaced``: what starting over
+    replaces, as the message says it."""
+    if not held:
+        return
+    w = resume_words()
+    if override:
+        log.warning("resume_override: %s has no checkpoint but league.db holds %s; starting "
+                    "the run over (%s are replaced)", checkpoints, held, replaced)
+        return
+    raise RunFolderError(
+        f"{checkpoints} has no checkpoint but league.db holds {held}: a resume would start the "
+        f"run over; nothing was changed; restore the checkpoints, or {w.verb} {w.override} to "
+        f"start the run over ({replaced} are replaced)")
 
 
 def holds_run(run_dir: str | Path) -> bool:
