@@ -85,7 +85,8 @@ def one_line(err: BaseException) -> str:
         if hint:  # the schema is closed: Hydra's "+llm.tem=1" ended in a traceback (CC-8)
             text = re.sub(r"\s*To append to your config use \S+", "", text)
         text += "\n" + str(cause) + (f"\n{hint}" if hint else "")
-    elif type(err.__context__).__module__.startswith("omegaconf"):  # a preset's key: Hydra
+    elif not err.__suppress_context__ and \
+            type(err.__context__).__module__.startswith("omegaconf"):  # a preset's key: Hydra
         from populations.config_checks import unknown_key_hint  # quotes it, raised unchained
 
         hint = unknown_key_hint(err.__context__)

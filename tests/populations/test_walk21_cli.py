@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.populations.test_walk18_cli_more import _train
+from tests.populations.test_walk19_experiment import _refused, own_learner  # noqa: F401
 
 SMALL = ["game=kuhn", "frames=64", "num_envs=2", "eval_episodes=2", "progress=false"]
 
@@ -78,3 +79,43 @@ def test_other_runtime_errors_stay_tracebacks(tmp_path, monkeypatch):
     with pytest.raises(SystemExit) as stop:  # Hydra's report of a bug: its traceback
         _train([*SMALL, f"hydra.run.dir={tmp_path / 'r'}"], monkeypatch, tmp_path)
     assert stop.value.code == 1
+
+
+# ------------------------------------------------- 2. a hint said once
+@pytest.mark.parametrize(("override", "line"), [
+    ("+walk19_algo.lrr=0.5", "walk19_algo.lrr: Key 'lrr' not in 'OwnConfig'; nearest: "
+                             "walk19_algo.lr"),
+    ("+walk19_algo.net.widht=4", "walk19_algo.net.widht: Key 'widht' not in 'OwnNet'; "
+                                 "nearest: walk19_algo.net.width"),
+])
+@pytest.mark.usefixtures("own_learner")
+def test_an_own_learners_unknown_key_names_the_nearest_once(
+        override, line, tmp_path, monkeypatch, capsys):
+    """Before: ``...; nearest: my_algo.lr; nearest: lr``: the error raised ``from None`` in an
+    OmegaConf ``except`` block still had that error as its context, whose hint was added."""
+    from tests.populations.test_walk19_experiment import MODULE as OWN
+
+    said = _refused([f"imports=[{OWN}]", "algo=walk19_algo", override, "game=kuhn",
+                     "frames=64", "progress=false"], monkeypatch, tmp_path, capsys)
+    assert said == line
+
+
+def test_one_line_adds_the_hint_of_a_context_not_suppressed():
+    """A preset's unknown key: Hydra raises its error unchained, inside OmegaConf's
+    ``except`` (``__context__``, not suppressed): its hint is still added."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from populations.cli import one_line
+    from populations.experiment import GameConfig
+
+    cfg = OmegaConf.structured(GameConfig)
+    try:
+        try:
+            cfg.nmae  # noqa: B018
+        except OmegaConfBaseException:
+            raise ValueError("nmae is unknown") from None
+    except ValueError as err:
+        assert one_line(err) == "nmae is unknown"
+        err.__suppress_context__ = False
+        assert one_line(err) == "nmae is unknown; nearest: name", one_line(err)
