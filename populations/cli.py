@@ -1068,6 +1068,15 @@ def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[st
                       "run's rollouts (population=none) and an LLM team's; this run trains "
                       "without them")
     unread += _unread_population_keys(exp, overrides)
+    if kind == "none" and exp.runner.kind == "ray" and not exp.runner.rollout_workers and \
+            not _plays_own_episodes(exp.algo):  # it trained in this process, unsaid
+        others = [o.lstrip("+") for o in overrides if o.lstrip("+").startswith("runner.")]
+        also = f" ({', '.join(others)} unused too)" if others else ""
+        unread.append(
+            f"runner=ray is not used by a population=none run without runner.rollout_workers: "
+            f"{exp.algo} trains and evaluates in this process{also}; runner.rollout_workers=N "
+            "plays a MAPPO/IPPO run's rollouts on N Ray actors, and leagues (population="
+            "self_play, fsp, pfsp) and PSRO play their matches on them")
     if "frames" not in keys or kind == "none":
         return unread
     pop = exp.population
@@ -1116,6 +1125,15 @@ def _population_presets() -> dict[str, list[str]]:
         if isinstance(kind, str):
             out.setdefault(kind, []).append(path.stem)
     return out
+
+
+def _plays_own_episodes(algo: str) -> bool:
+    """Whether the learner ``algo`` plays its own episodes (an LLM team: on Ray rollout
+    workers with ``runner=ray``)."""
+    from marl import registry
+
+    entry = registry.entries().get(algo)
+    return entry is not None and entry.capabilities.own_rollouts
 
 
 def _llm_member(exp: ExperimentConfig) -> bool:

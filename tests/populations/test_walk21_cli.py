@@ -61,12 +61,22 @@ def test_memory_and_overflow_errors_while_training_name_what_failed(
 
 
 def test_a_learner_built_out_of_memory_says_to_lower_its_sizes(tmp_path, monkeypatch, capsys):
-    """Before: the learner's build error alone (LearnerBuildError), no word of sizes."""
-    line = _failed([*SMALL, "algo=vdn", "vdn.buffer_size=5000000000"], monkeypatch, tmp_path,
+    """Before: the learner's build error alone (LearnerBuildError), no word of sizes. (The
+    buffer is refused above 10**9 now; a size under every bound may still not fit.)"""
+    import marl.value_decomp
+
+    def init(self, *args, **kwargs):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: "
+                           "can't allocate memory: you tried to allocate 22000000000 bytes")
+
+    monkeypatch.setattr(marl.value_decomp.ValueDecomp, "__init__", init)
+    line = _failed([*SMALL, "algo=vdn", "vdn.buffer_size=500000000"], monkeypatch, tmp_path,
                    capsys)
     assert line.startswith("learner vdn could not be built: RuntimeError: DefaultCPUAllocator: "
-                           "can't allocate memory"), line
-    assert "lower the sizes given (vdn.buffer_size=5000000000)" in line, line
+                           "can't allocate memory: you tried to allocate 22000000000 bytes (at "),\
+        line
+    assert "test_walk21_cli.py:" in line, line
+    assert "lower the sizes given (vdn.buffer_size=500000000)" in line, line
 
 
 def test_other_runtime_errors_stay_tracebacks(tmp_path, monkeypatch):
@@ -119,3 +129,35 @@ def test_one_line_adds_the_hint_of_a_context_not_suppressed():
         assert one_line(err) == "nmae is unknown"
         err.__suppress_context__ = False
         assert one_line(err) == "nmae is unknown; nearest: name", one_line(err)
+
+
+# ------------------------------------------------- 3. runner=ray in a run that does not use it
+def _exp(**kwargs):
+    from populations.experiment import ExperimentConfig, GameConfig
+
+    return ExperimentConfig(game=GameConfig("openspiel/kuhn_poker"), **kwargs)
+
+
+def test_runner_ray_in_a_single_run_without_rollout_workers_is_warned():
+    """Before: no word; the run trained in this process, ``runner.address`` never tried."""
+    from populations.cli import unused_overrides
+    from populations.experiment_config import RunnerConfig
+
+    exp = _exp(runner=RunnerConfig(kind="ray", address="127.0.0.1:1"))
+    notes = unused_overrides(exp, ["runner=ray", "runner.address=127.0.0.1:1"])
+    assert len(notes) == 1, notes
+    assert notes[0].startswith(
+        "runner=ray is not used by a population=none run without runner.rollout_workers: "
+        "mappo trains and evaluates in this process (runner.address=127.0.0.1:1 unused too)"), \
+        notes
+
+
+@pytest.mark.parametrize(("runner", "overrides"), [
+    ({"kind": "ray", "rollout_workers": 2}, ["runner=ray", "runner.rollout_workers=2"]),
+    ({"kind": "local"}, []),
+])
+def test_runner_ray_where_it_is_used_is_not_warned(runner, overrides):
+    from populations.cli import unused_overrides
+    from populations.experiment_config import RunnerConfig
+
+    assert unused_overrides(_exp(runner=RunnerConfig(**runner)), overrides) == []
