@@ -1428,7 +1428,13 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
         cols, rows = list(s.table[0]), s.table[:20]
         # a single run whose episodes all outlast its frames has no return: say so
         empty = {"final_return": "no episode ended", "eval_return": "not recorded"}
-        cells = [[empty.get(c, "None") if row[c] is None else str(row[c]) for c in cols]
+
+        def blank(row: dict[str, Any], col: str) -> str:  # eval_ci95: a t interval needs 2
+            if col == "eval_ci95":
+                return "not recorded" if row.get("eval_return") is None else "under 2 episodes"
+            return empty.get(col, "None")
+
+        cells = [[blank(row, c) if row[c] is None else str(row[c]) for c in cols]
                  for row in rows]
         width = [max(12, len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(cols)]
         print("\n" + "  ".join(f"{c:>{w}}" for c, w in zip(cols, width, strict=True)))
@@ -1444,7 +1450,10 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
                                   "(exploring, or sampling for on-policy learners)",
                   "team_return": "mean team return of the last GRPO iteration's episodes",
                   "eval_return": "mean return over the evaluation episodes of the snapshot "
-                                 "(eval_episodes; greedy for off-policy learners)"}
+                                 "(eval_episodes; greedy for off-policy learners)",
+                  "eval_ci95": "half-width of the 95 % confidence interval of eval_return "
+                               "(Student's t over the evaluation episodes; the evaluation's "
+                               "noise, not the spread between seeds)"}
         if "eval_return" in cols:
             print("\n" + "\n".join(f"{c}: {legend[c]}" for c in cols if c in legend))
     print(f"\ndashboard  : selfplay-dashboard {shlex.quote(str(s.run_dir))}")

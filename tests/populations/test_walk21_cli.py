@@ -161,3 +161,34 @@ def test_runner_ray_where_it_is_used_is_not_warned(runner, overrides):
     from populations.experiment_config import RunnerConfig
 
     assert unused_overrides(_exp(runner=RunnerConfig(**runner)), overrides) == []
+
+
+# ------------------------------------------------- 4. the closing table's eval_ci95
+def _closing(rows, capsys) -> str:
+    from pathlib import Path
+
+    from populations.cli import print_summary
+    from populations.experiment import RunSummary
+
+    run = Path("/nowhere/run")
+    print_summary(RunSummary(run, run / "league.db", run / "snapshots", None, rows))
+    return capsys.readouterr().out
+
+
+ROW = {"member": "mappo", "version": 1, "frames": 100, "seconds": 0.2, "final_return": -0.1}
+
+
+@pytest.mark.parametrize(("eval_return", "cell"), [(1.0, "under 2 episodes"),
+                                                   (None, "not recorded")])
+def test_eval_ci95_without_an_interval_says_why(eval_return, cell, capsys):
+    """Before: ``None`` under ``eval_episodes=1`` (the interval needs two episodes)."""
+    out = _closing([{**ROW, "eval_return": eval_return, "eval_ci95": None}], capsys)
+    (row,) = [line for line in out.splitlines() if line.lstrip().startswith("mappo")]
+    assert row.endswith(f"  {cell}") and "None" not in out, out
+
+
+def test_eval_ci95_has_a_legend_line(capsys):
+    out = _closing([{**ROW, "eval_return": 0.5, "eval_ci95": 0.25}], capsys)
+    assert ("\neval_ci95: half-width of the 95 % confidence interval of eval_return (Student's "
+            "t over the evaluation episodes; the evaluation's noise, not the spread between "
+            "seeds)\n") in out, out
