@@ -19,7 +19,7 @@ import uvicorn
 
 from populations.dashboard.app import bind, create_app, trusted_hosts
 from populations.dashboard.data import DashboardData, source_status
-from populations.dashboard.export import export_html
+from populations.dashboard.export import ExportError, export_html, new_folder
 
 DEFAULT_PORT = 8050
 
@@ -50,7 +50,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _export(data: DashboardData, out: str) -> int:
-    answers = export_html(data, out)
+    try:
+        made = new_folder(out)  # export_html checks out before it reads the databases
+        answers = export_html(data, out)
+    except ExportError as err:
+        print(f"selfplay-dashboard: {err}", file=sys.stderr)
+        return 2
+    if made is not None:  # /results/r.html, $OUT/r.html with OUT unset: made without a word
+        unset = " (if you meant $VAR/..., VAR is unset)" if str(made.parent) == made.anchor else ""
+        print(f"note: --export {out} made the new folder {made}{unset}", file=sys.stderr)
     runs, errors = answers["api/runs"]["runs"], answers["api/runs"]["errors"]
     for e in errors:
         print(f"warning: {e['error']}", file=sys.stderr)

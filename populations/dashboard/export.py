@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from marl.fileio import atomic_write
 from populations.dashboard.app import PLOTLY_JS, STATIC
 from populations.dashboard.data import DashboardData
 
@@ -54,13 +55,60 @@ def render(answers: dict[str, Any]) -> str:
     return page
 
 
-def export_html(data: DashboardData, out: str | Path) -> dict[str, Any]:
-    """Write the static page of every run ``data`` serves to ``out``; returns what was
-    embedded (``api/runs`` lists the runs and any database that could not be read)."""
-    answers = data.snapshot_all()
+class ExportError(ValueError):
+    """An export that cannot be written where it was asked (a folder, a path under a file, no
+    permission); the message is one line naming the path."""
+
+
+def check_target(out: str | Path) -> None:
+    """Refuse an ``out`` that is not a file the page may replace: a folder (the rename over it
+    failed after the page was written, leaving ``<out>.tmp``), another non-regular file (a
+    FIFO, a device: replaced by the page), or a path under a file."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    above = next((p for p in out.parents if p.exists()), None)  # mkdir said "File exists"
+    if above is not None and not above.is_dir():
+        raise ExportError(f"cannot export to {out}: {above} is a file, not a folder")
+    if out.is_dir():
+        raise ExportError(f"cannot export to {out}: it is a folder; give a file name, such as "
+                          f"{out / 'report.html'}")
+    if out.exists() and not out.is_file():
+        raise ExportError(f"cannot export to {out}: it is not a regular file; give the name of "
+                          "a new or a regular file")
+
+
+def new_folder(out: str | Path) -> Path | None:
+    """The topmost folder above ``out`` that does not exist yet (the export makes it and those
+    below it), or None."""
+    missing = None
+    for parent in Path(out).parents:  # the nearest first
+        if parent.exists():
+            break
+        missing = parent
+    return missing
+
+
+def export_html(data: DashboardData, out: str | Path) -> dict[str, Any]:
+    """Write the static page of every run ``data`` serves to ``out`` (whole or not at all;
+    missing folders above it are made); returns what was embedded (``api/runs`` lists the
+    runs and any database that could not be read).
+
+    Raises:
+        ExportError: ``out`` cannot be written (:func:`check_target`, or the system's error);
+        nothing is left behind.
+    """
+    out = Path(out)
+    check_target(out)
+    answers = data.snapshot_all()
+    page = render(answers).encode("utf-8")
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(render(answers), encoding="utf-8")
-    tmp.replace(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(out, page)
+    except OSError as err:
+        if tmp.is_file() and not tmp.is_symlink():  # ours: atomic_write made it afresh
+            tmp.unlink(missing_ok=True)
+        why = err.strerror or type(err).__name__
+        if err.filename and str(err.filename) != str(out):  # the folder or temporary file
+            why += f": {err.filename}"
+        raise ExportError(f"cannot write {out} ({why})") from None
     return answers
