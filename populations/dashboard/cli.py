@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
+import math
 import sys
 
 import uvicorn
@@ -22,6 +23,22 @@ from populations.dashboard.data import DashboardData, source_status
 from populations.dashboard.export import ExportError, export_html, new_folder
 
 DEFAULT_PORT = 8050
+MAX_REFRESH = 2_147_483  # seconds: a browser's longest timer (2**31 - 1 ms; longer fires at once)
+
+
+def _seconds(text: str) -> float:
+    """``--refresh``: seconds between the page's reloads. nan and inf were accepted:
+    /api/config said null and the page polled at once (``setTimeout(tick, 0)``), as a browser
+    does past its longest timer."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_REFRESH:  # False for nan
+        raise argparse.ArgumentTypeError(
+            f"{text}: expected a number of seconds > 0 and <= {MAX_REFRESH} (about "
+            "24 days, a browser's longest timer)")
+    return value
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -33,15 +50,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s)")
-    p.add_argument("--refresh", type=float, default=5.0, metavar="SECONDS",
+    p.add_argument("--refresh", type=_seconds, default=5.0, metavar="SECONDS",
                    help="how often the page reloads the data (default %(default)s)")
     p.add_argument("--export", metavar="FILE.html",
                    help="write a static HTML report of every run and exit")
     p.add_argument("--max-points", type=int, default=400,
                    help="points per learner curve (longer histories are averaged)")
     args = p.parse_args(argv)
-    if args.refresh <= 0:
-        p.error(f"--refresh {args.refresh}: expected a number of seconds > 0")
+    if not args.host.strip():  # uvicorn and bind() would listen on every interface
+        p.error(f"--host {args.host!r} is empty; give an address: 127.0.0.1 (this machine, the "
+                "default), or 0.0.0.0 if you mean every interface")
     if not 0 <= args.port < 65536:
         p.error(f"--port {args.port}: expected 0-65535")
     if args.max_points < 2:

@@ -5,6 +5,9 @@
   file that cannot be written (under a file, a folder at its temporary name) alike.
 * ``--export /nonexist/r.html`` made the missing folders without a word: now a one-line
   note names the folder it made, as selfplay-train's does for a run folder.
+* ``--refresh nan`` / ``inf``: accepted, /api/config said ``"refresh_seconds": null`` and
+  the page polled with ``setTimeout(tick, 0)``, as it would past a browser's longest timer.
+* ``--host ''``: listened on every interface (0.0.0.0) while printing ``http://:8071/``.
 """
 
 from __future__ import annotations
@@ -90,3 +93,25 @@ def test_export_over_a_file_replaces_it(runs, tmp_path, capsys):
     assert cli.main([str(runs), "--export", str(target)]) == 0
     assert target.read_text().startswith("<!") and not (tmp_path / "r.html.tmp").exists()
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "NaN", "1e10"])
+def test_refresh_must_be_a_finite_timer(value, runs, capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.parse_args([str(runs), "--refresh", value])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"argument --refresh: {value}: expected a number of seconds" in err, err
+
+
+def test_the_longest_refresh_is_accepted(runs):
+    assert cli.parse_args([str(runs), "--refresh", "2147483"]).refresh == 2147483
+
+
+@pytest.mark.parametrize("host", ["", "  "])
+def test_an_empty_host_is_refused(host, runs, capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.parse_args([str(runs), "--host", host, "--port", "8071"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--host" in err and "0.0.0.0" in err and "127.0.0.1" in err, err
