@@ -22,7 +22,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from llm_agents.prompts import PromptConfig
-from marl.configs import CLIP, COUNT, NON_NEGATIVE, POSITIVE, AdvantageConfig, check_number
+from marl.configs import (
+    CLIP,
+    COUNT,
+    EPOCHS,
+    HEADS,
+    LAYERS,
+    NON_NEGATIVE,
+    POSITIVE,
+    WIDTH,
+    AdvantageConfig,
+    check_number,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,6 +44,9 @@ BACKENDS = ("transformers", "vllm")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 MAX_RANK = 1024
 MAX_POLICY_SAMPLES = 4096
+MAX_POSITIONS = 1 << 20  # a tiny model's positions: their embeddings are allocated up front
+MAX_BATCH = 10**6  # episodes of a group / groups of a step / turns of a minibatch / games
+# stepped together: far above any GRPO step (10**20 allocated or never finished)
 ON_INVALID = ("fallback", "end")
 """After invalid output in rollouts: play the fallback action, or end the episode there
 (SPIRAL, arXiv:2506.24119): the offender's turn and return get ``invalid_penalty``, the
@@ -160,10 +174,10 @@ class GRPOConfig:
     def __post_init__(self) -> None:
         if self.lr_decay_iterations < 0:
             raise ValueError(f"lr_decay_iterations={self.lr_decay_iterations}; expected >= 0")
-        for name in ("group_size", "groups_per_step", "epochs", "minibatch_turns",
-                     "max_in_flight"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
+        for name in ("group_size", "groups_per_step", "minibatch_turns", "max_in_flight"):
+            check_number(name, getattr(self, name), **COUNT, at_most=MAX_BATCH,
+                         why="sizes of a GRPO step")
+        check_number("epochs", self.epochs, **EPOCHS)
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError(f"gamma={self.gamma}; expected a value in [0, 1]")
         check_number("lr", self.lr, **POSITIVE)  # AdamW refused lr < 0 at the first update
@@ -208,8 +222,10 @@ class TinyModelConfig:
     seed: int = 0  # weight initialization seed
 
     def __post_init__(self) -> None:
-        for name in ("n_layer", "n_embd", "n_head", "n_positions"):
-            check_number(name, getattr(self, name), **COUNT)
+        for name, bounds in (("n_layer", LAYERS), ("n_embd", WIDTH), ("n_head", HEADS)):
+            check_number(name, getattr(self, name), **bounds)
+        check_number("n_positions", self.n_positions, **COUNT, at_most=MAX_POSITIONS,
+                     why="position embeddings are allocated up front")
         if self.n_embd % self.n_head:  # transformers raised this when the model was built
             raise ValueError(f"n_embd={self.n_embd} is not a multiple of n_head="
                              f"{self.n_head}; each head takes n_embd / n_head of the width")

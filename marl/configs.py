@@ -38,12 +38,14 @@ def check_choice(where: str, value: Any, accepted: Iterable[Any]) -> None:
 
 def check_number(where: str, value: Any, *, above: float | None = None,
                  at_least: float | None = None, at_most: float | None = None,
-                 integer: bool = False, allow_inf: bool = False) -> None:
+                 integer: bool = False, allow_inf: bool = False, why: str = "") -> None:
     """One-line ``ValueError`` naming ``where``, the bad ``value`` and the accepted range
     (``lr=0.0; expected a finite number > 0``, ``ValueDecompConfig.tau=0.0; expected a number
     in (0, 1]``) unless ``value`` is a finite number with ``above < value``,
     ``at_least <= value <= at_most`` (the bounds given). NaN and infinities are refused
-    (``+inf`` accepted with ``allow_inf``: a gradient clip of inf clips nothing)."""
+    (``+inf`` accepted with ``allow_inf``: a gradient clip of inf clips nothing). ``why``
+    follows the range in brackets (``buffer_size=5000000000; expected an integer in
+    [1, 1000000000] (the replay buffer is allocated up front)``)."""
     infinite = allow_inf and value == float("inf")
     ok = isinstance(value, numbers.Real) and value == value and (
         abs(value) != float("inf") or infinite) and (
@@ -52,16 +54,22 @@ def check_number(where: str, value: Any, *, above: float | None = None,
     if ok:
         return
     kind = "an integer" if integer else "a number"
-    low = f"({above:g}" if above is not None else f"[{at_least:g}" if at_least is not None \
-        else None
+    low = f"({_shown(above)}" if above is not None else f"[{_shown(at_least)}" \
+        if at_least is not None else None
     if low is not None and at_most is not None:
-        want = f"{kind} in {low}, {at_most:g}]"
+        want = f"{kind} in {low}, {_shown(at_most)}]"
     else:
-        bound = (f" > {above:g}" if above is not None else f" >= {at_least:g}"
-                 if at_least is not None else f" <= {at_most:g}" if at_most is not None else "")
+        bound = (f" > {_shown(above)}" if above is not None else f" >= {_shown(at_least)}"
+                 if at_least is not None else f" <= {_shown(at_most)}" if at_most is not None
+                 else "")
         want = f"{kind}{bound}" if integer else f"a number{bound} or inf" if allow_inf \
             else f"a finite number{bound}"
-    raise ValueError(f"{where}={value!r}; expected {want}")
+    raise ValueError(f"{where}={value!r}; expected {want}" + (f" ({why})" if why else ""))
+
+
+def _shown(bound: float) -> str:
+    """A bound as the user types it: integers whole (1000000000, not 1e+09)."""
+    return str(bound) if isinstance(bound, int) else f"{bound:g}"
 
 
 POSITIVE = {"above": 0.0}  # learning rates, clip ranges, temperatures
@@ -71,12 +79,32 @@ UNIT = {"at_least": 0.0, "at_most": 1.0}  # discounts, GAE lambda
 RATE = {"above": 0.0, "at_most": 1.0}  # Polyak rates
 COUNT = {"at_least": 1, "integer": True}  # sizes, steps, intervals
 COUNTED = {"at_least": 0, "integer": True}  # frames before something starts
+# Upper bounds of sizes, far above any run that fits a machine: a value past them was taken
+# and failed after the run folder was made, allocating (vdn.buffer_size=5000000000: 220 GB)
+# or overflowing (mappo.net.hidden=[10**14]), or never finished (mappo.epochs=10**20)
+MAX_WIDTH = 65_536  # a layer's width: one 65536 x 65536 float32 weight is already 16 GiB
+MAX_LAYERS = 1_024  # stacked layers, message-passing rounds, transformer blocks
+MAX_HEADS = 1_024  # attention heads of a layer
+MAX_REPLAY = 10**9  # replay transitions (and a batch drawn from them)
+MAX_ROLLOUT = 10**6  # steps per copy of an on-policy rollout (and rows of its chunks)
+MAX_MINIBATCHES = 10**6  # minibatches per epoch
+MAX_EPOCHS = 10_000  # passes over each batch of experience
+WIDTH = {**COUNT, "at_most": MAX_WIDTH, "why": "a layer's width"}
+LAYERS = {**COUNT, "at_most": MAX_LAYERS, "why": "layers are built up front"}
+HEADS = {**COUNT, "at_most": MAX_HEADS, "why": "attention heads of a layer"}
+REPLAY = {**COUNT, "at_most": MAX_REPLAY, "why": "the replay buffer is allocated up front"}
+BATCH = {**COUNT, "at_most": MAX_REPLAY, "why": "a batch is drawn from the replay buffer"}
+ROLLOUT = {**COUNT, "at_most": MAX_ROLLOUT, "why": "the rollout buffer is allocated up front"}
+MINIBATCHES = {**COUNT, "at_most": MAX_MINIBATCHES, "why": "minibatches per epoch"}
+EPOCHS = {**COUNT, "at_most": MAX_EPOCHS, "why": "passes over each batch"}
 
 
 def check_widths(where: str, hidden: Any) -> None:
-    """One-line ``ValueError`` unless ``hidden`` holds one or more layer widths >= 1."""
-    if not hidden or min(hidden) < 1:
-        raise ValueError(f"{where}={list(hidden)!r}; expected one or more widths >= 1")
+    """One-line ``ValueError`` unless ``hidden`` holds one to :data:`MAX_LAYERS` layer widths
+    from 1 to :data:`MAX_WIDTH`."""
+    if not hidden or len(hidden) > MAX_LAYERS or min(hidden) < 1 or max(hidden) > MAX_WIDTH:
+        raise ValueError(f"{where}={list(hidden)!r}; expected one or more widths from 1 to "
+                         f"{MAX_WIDTH} (at most {MAX_LAYERS} layers)")
 
 
 @dataclass(frozen=True)
@@ -140,8 +168,9 @@ class NetConfig:
                 raise ValueError(
                     f"{name}={getattr(self, name)!r} unknown; choose one of {list(choices)}"
                 )
-        for name in ("rnn_hidden", "gnn_hidden", "gnn_layers", "gnn_heads"):
-            check_number(name, getattr(self, name), **COUNT)
+        for name, bounds in (("rnn_hidden", WIDTH), ("gnn_hidden", WIDTH),
+                             ("gnn_layers", LAYERS), ("gnn_heads", HEADS)):
+            check_number(name, getattr(self, name), **bounds)
         check_widths("hidden", self.hidden)
         if self.graph_radius is not None:  # 0 or less connects no entities at all
             check_number("graph_radius", self.graph_radius, **CLIP)
@@ -186,8 +215,9 @@ class MAPPOConfig:
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name}={getattr(self, name)!r} unknown; choose one of "
                                  f"{list(choices)}")
-        for name, bounds in (("adam_eps", POSITIVE), ("rollout_steps", COUNT),
-                             ("epochs", COUNT), ("minibatches", COUNT), ("chunk_len", COUNT),
+        for name, bounds in (("adam_eps", POSITIVE), ("rollout_steps", ROLLOUT),
+                             ("epochs", EPOCHS), ("minibatches", MINIBATCHES),
+                             ("chunk_len", ROLLOUT),
                              ("lr", POSITIVE), ("clip_coef", POSITIVE),
                              ("max_grad_norm", CLIP), ("gamma", UNIT), ("gae_lambda", UNIT),
                              ("vf_coef", NON_NEGATIVE), ("ent_coef", NON_NEGATIVE)):
@@ -237,9 +267,9 @@ class ValueDecompConfig:
         check_choice("ValueDecompConfig.team_reward", self.team_reward, TEAM_REWARDS)
         check_choice("ValueDecompConfig.target_update", self.target_update, TARGET_UPDATES)
         check_choice("ValueDecompConfig.loss", self.loss, LOSSES)
-        for name, bounds in (("batch_size", COUNT), ("buffer_size", COUNT),
+        for name, bounds in (("batch_size", BATCH), ("buffer_size", REPLAY),
                              ("train_every", COUNT), ("target_update_interval", COUNT),
-                             ("mixing_embed_dim", COUNT), ("hypernet_hidden", COUNT),
+                             ("mixing_embed_dim", WIDTH), ("hypernet_hidden", WIDTH),
                              ("learning_starts", COUNTED), ("eps_decay_frames", COUNTED),
                              ("tau", RATE), ("optimistic_weight", POSITIVE), ("gamma", UNIT),
                              ("lr", POSITIVE), ("eps_start", UNIT), ("eps_end", UNIT),
@@ -283,7 +313,7 @@ class MADDPGConfig:
     def validate(self) -> None:
         check_choice("MADDPGConfig.state_input", self.state_input, STATE_INPUTS)
         check_choice("MADDPGConfig.target_action", self.target_action, TARGET_ACTIONS)
-        for name, bounds in (("batch_size", COUNT), ("buffer_size", COUNT),
+        for name, bounds in (("batch_size", BATCH), ("buffer_size", REPLAY),
                              ("train_every", COUNT), ("learning_starts", COUNTED), ("tau", RATE),
                              ("gumbel_temperature", POSITIVE), ("exploration_noise", NON_NEGATIVE),
                              ("gamma", UNIT), ("lr_actor", POSITIVE), ("lr_critic", POSITIVE),

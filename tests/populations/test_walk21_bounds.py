@@ -1,0 +1,99 @@
+"""Walk 21's bad inputs that selfplay-train ran with, refused in one line before any run
+folder: sizes far beyond any machine (a 220 GB replay buffer, a 10**14-wide layer,
+10**20 epochs), a seed the run's consumers cannot take (torch, SQLite, numpy, PSRO), NaN and
+inf in the LLM's settings, an unknown tiny architecture, and integers other than 0/1 given
+for true/false settings (OmegaConf read ``progress=2`` as true)."""
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_module
+from omegaconf import OmegaConf
+
+import populations.cli  # noqa: F401  (registers the schema)
+from llm_agents.settings import LLMConfig
+from populations.cli import CLIError, check_command_line
+from populations.config_checks import group_preset, writable
+from populations.experiment import ExperimentConfig
+
+CONFIGS = Path(__file__).parents[2] / "configs"
+HUGE = "100000000000000000000"  # 10**20
+
+
+def refused(*args: str) -> str:
+    with pytest.raises(CLIError) as err:
+        check_command_line(list(args))
+    message = str(err.value)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+@pytest.mark.parametrize("override, words", [
+    ("vdn.buffer_size=5000000000", "vdn.buffer_size=5000000000; expected an integer in "
+     "[1, 1000000000] (the replay buffer is allocated up front)"),
+    (f"vdn.buffer_size={HUGE}", f"vdn.buffer_size={HUGE}; expected an integer in "
+     "[1, 1000000000]"),
+    ("maddpg.buffer_size=5000000000", "maddpg.buffer_size=5000000000; expected an integer in "
+     "[1, 1000000000]"),
+    ("qmix.batch_size=5000000000", "qmix.batch_size=5000000000; expected an integer in "),
+    ("mappo.net.hidden=[100000000000000]", "mappo.net.hidden=[100000000000000]; expected one "
+     "or more widths from 1 to 65536"),
+    ("vdn.hidden=[64,100000000]", "vdn.hidden=[64, 100000000]; expected one or more widths "
+     "from 1 to 65536"),
+    ("maddpg.hidden=[100000000]", "maddpg.hidden=[100000000]; expected one or more widths"),
+    (f"mappo.minibatches={HUGE}", f"mappo.minibatches={HUGE}; expected an integer in "
+     "[1, 1000000]"),
+    (f"mappo.rollout_steps={HUGE}", f"mappo.rollout_steps={HUGE}; expected an integer in "
+     "[1, 1000000] (the rollout buffer is allocated up front)"),
+    (f"mappo.epochs={HUGE}", f"mappo.epochs={HUGE}; expected an integer in [1, 10000]"),
+    (f"mappo.chunk_len={HUGE}", f"mappo.chunk_len={HUGE}; expected an integer in "),
+    (f"qmix.mixing_embed_dim={HUGE}", f"qmix.mixing_embed_dim={HUGE}; expected an integer in "
+     "[1, 65536] (a layer's width)"),
+    (f"qmix.hypernet_hidden={HUGE}", f"qmix.hypernet_hidden={HUGE}; expected an integer in "
+     "[1, 65536]"),
+    (f"mappo.net.gnn_hidden={HUGE}", f"mappo.net.gnn_hidden={HUGE}; expected an integer in "
+     "[1, 65536]"),
+    (f"mappo.net.rnn_hidden={HUGE}", f"mappo.net.rnn_hidden={HUGE}; expected an integer in "
+     "[1, 65536]"),
+    (f"mappo.net.gnn_heads={HUGE}", f"mappo.net.gnn_heads={HUGE}; expected an integer in "
+     "[1, 1024]"),
+    (f"mappo.net.gnn_layers={HUGE}", f"mappo.net.gnn_layers={HUGE}; expected an integer in "
+     "[1, 1024]"),
+    (f"llm.tiny.n_embd={HUGE}", f"llm.tiny.n_embd={HUGE}; expected an integer in [1, 65536]"),
+    (f"llm.grpo.epochs={HUGE}", f"llm.grpo.epochs={HUGE}; expected an integer in [1, 10000]"),
+])
+def test_sizes_beyond_any_machine_are_refused_before_the_run(override, words):
+    assert refused("game=kuhn", override).startswith(f"bad config: {words}")
+
+
+@pytest.mark.parametrize("override", [
+    "vdn.buffer_size=1000000000", "mappo.net.hidden=[65536]", "mappo.epochs=10000",
+    "mappo.minibatches=1000000", "qmix.mixing_embed_dim=65536", "mappo.net.gnn_heads=1024"])
+def test_the_largest_sizes_allowed_pass(override):
+    check_command_line(["game=kuhn", override])
+
+
+EXPERIMENTS = sorted(p.stem for p in (CONFIGS / "experiment").glob("*.yaml"))
+
+
+def _compose(overrides):
+    with initialize_config_module(config_module="configs", version_base=None):
+        return compose(config_name="config", overrides=overrides)
+
+
+@pytest.mark.parametrize("overrides", [[f"experiment={e}"] for e in EXPERIMENTS] + [
+    [f"algo={a.stem}", f"encoder={e.stem}"] for a in sorted((CONFIGS / "algo").glob("*.yaml"))
+    if a.stem != "llm_grpo" for e in sorted((CONFIGS / "encoder").glob("*.yaml"))] + [
+    ["algo=llm_grpo", "llm=tiny"], ["algo=llm_grpo", "llm=tiny_kuhn", "game=kuhn"]])
+def test_every_shipped_preset_stays_inside_the_bounds(overrides):
+    assert isinstance(OmegaConf.to_object(_compose(overrides)), ExperimentConfig)
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (CONFIGS / "llm").glob("*.yaml")))
+def test_every_llm_preset_stays_inside_the_bounds(name):
+    preset = group_preset(CONFIGS, "llm", name).llm
+    if not preset.get("model", "tiny"):  # llm=hf / vllm: the user names the model
+        preset.model = "some/model"
+    node = writable(OmegaConf.structured(LLMConfig))  # frozen dataclasses: read-only nodes
+    node.merge_with(preset)
+    assert isinstance(OmegaConf.to_object(node), LLMConfig)
