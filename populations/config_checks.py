@@ -33,11 +33,20 @@ test keeps this in step with the learner registry; a learner of yours is checked
 ROLLOUT_ALGOS = ("mappo", "ippo")
 """The learners rollout workers train (MAPPO's on-policy replay, feed-forward nets only)."""
 DEVICE = re.compile(r"cpu|cuda(:\d+)?|auto")
+SEED_END = 2**62
+"""``seed`` is below this and not negative, as ``selfplay-eval --seed``: every consumer of the
+run's seed takes it (torch.manual_seed overflows from 2**63, SQLite's INTEGER and a league's
+generation seeds ``seed + 100_003 * g`` near it; PSRO's numpy generators and a league's game
+copies refuse negative seeds)."""
 
 
 def check_run_values(values: Mapping[str, Any]) -> None:
     """Raise ``ValueError`` (one line naming the value and what is accepted) for a bad value
     among ``values`` (top-level settings of an experiment; keys not given are not checked)."""
+    seed = values.get("seed", 0)
+    if not 0 <= seed < SEED_END:  # 2**63 crashed a league after its first checkpoint
+        raise ValueError(f"seed={seed}; expected an integer from 0 to {SEED_END - 1} (2**62 - 1, "
+                         "as selfplay-eval's --seed)")
     for name in AT_LEAST_ONE:  # frames=-5 trained nothing
         if name in values and values[name] < 1:
             raise ValueError(f"{name}={values[name]}; expected an integer >= 1")

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 import populations.cli  # noqa: F401  (registers the schema)
 from llm_agents.settings import LLMConfig
 from populations.cli import CLIError, check_command_line
-from populations.config_checks import group_preset, writable
+from populations.config_checks import check_run_values, group_preset, writable
 from populations.experiment import ExperimentConfig
 
 CONFIGS = Path(__file__).parents[2] / "configs"
@@ -71,6 +71,26 @@ def test_sizes_beyond_any_machine_are_refused_before_the_run(override, words):
     "mappo.minibatches=1000000", "qmix.mixing_embed_dim=65536", "mappo.net.gnn_heads=1024"])
 def test_the_largest_sizes_allowed_pass(override):
     check_command_line(["game=kuhn", override])
+
+
+@pytest.mark.parametrize("seed", [str(2**63), str(2**63 - 1), str(2**62), "-1", "-5"])
+def test_a_seed_outside_what_every_consumer_takes_is_refused(seed):
+    # 2**63: torch.manual_seed's overflow after a league's first checkpoint; 2**63 - 1: the
+    # league's generation seeds overflowed SQLite; -1: PSRO's numpy generator refused it
+    assert refused("game=kuhn", f"seed={seed}") == (
+        f"bad config: seed={seed}; expected an integer from 0 to {2**62 - 1} (2**62 - 1, "
+        "as selfplay-eval's --seed)")
+
+
+@pytest.mark.parametrize("seed", [0, 7, 2**62 - 1])
+def test_seeds_in_range_pass(seed):
+    check_command_line(["game=kuhn", f"seed={seed}"])
+    check_run_values({"seed": seed})
+
+
+def test_the_python_api_refuses_the_seed_too():
+    with pytest.raises(ValueError, match=r"seed=9223372036854775808; expected an integer"):
+        ExperimentConfig(seed=2**63)
 
 
 EXPERIMENTS = sorted(p.stem for p in (CONFIGS / "experiment").glob("*.yaml"))
