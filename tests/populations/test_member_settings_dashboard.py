@@ -281,13 +281,17 @@ def test_the_page_shows_each_members_settings_as_text(run_dir, tmp_path_factory)
             ctx.close()
 
 
-def test_a_resumed_league_records_the_settings_its_members_lacked(run_dir):
+def test_a_resumed_league_records_the_settings_its_members_lacked(league_db, run_dir):
     """A league recorded before settings were (its column empty) gets them on resume."""
+    import shutil
+
     from populations.experiment import run_experiment
 
     with sqlite3.connect(run_dir / "league.db") as conn:
         conn.execute("UPDATE members SET settings = NULL")
     conn.close()
+    for kept in ("checkpoints", "snapshots"):  # without its checkpoints a resume is refused
+        shutil.copytree(league_db.parent / kept, run_dir / kept)
     run_experiment(_exp(*LEAGUE, "resume=true", "population.generations=2"), run_dir)
     members = _members(run_dir / "league.db")
     assert members["gnn"]["settings"]["net"]["encoder"] == "gnn"
