@@ -99,8 +99,8 @@ class SamplingConfig:
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens={self.max_new_tokens}; expected >= 1")
-        if not self.temperature > 0:
-            raise ValueError(f"temperature={self.temperature}; expected > 0 (use greedy=True)")
+        # inf (uniform sampling) and NaN failed only at the first generation, naming no key
+        check_number("temperature", self.temperature, **POSITIVE, why="use greedy=True")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p={self.top_p}; expected a value in (0, 1]")
 
@@ -125,8 +125,9 @@ class ActionConfig:
         if self.on_invalid not in ON_INVALID:
             raise ValueError(f"on_invalid={self.on_invalid!r} unknown; choose one of "
                              f"{list(ON_INVALID)}")
-        if not self.score_temperature > 0:
-            raise ValueError(f"score_temperature={self.score_temperature}; expected > 0")
+        # NaN / inf were taken and failed later (nan: a generate run took the penalty silently)
+        check_number("score_temperature", self.score_temperature, **POSITIVE)
+        check_number("invalid_penalty", self.invalid_penalty)
         if not 0 <= self.policy_samples <= MAX_POLICY_SAMPLES:
             raise ValueError(f"policy_samples={self.policy_samples}; expected 0 (refuse) .. "
                              f"{MAX_POLICY_SAMPLES}")
@@ -232,6 +233,16 @@ class TinyModelConfig:
         if self.arch == "llama" and (self.n_embd // self.n_head) % 2:  # rotary halves a head
             raise ValueError(f"n_embd={self.n_embd} / n_head={self.n_head} is an odd head size; "
                              "arch=llama rotates pairs of a head's dimensions: give an even one")
+        # a registry (tiny.register_arch, a user's module may add one): it was refused only
+        # when the model was built, ~12 s into an llm_grpo run, and never with another algo
+        _registry_check(self, self._check_arch)
+
+    def _check_arch(self) -> None:
+        from llm_agents.tiny import ARCHITECTURES  # the builders import torch
+
+        if self.arch not in ARCHITECTURES:
+            raise ValueError(f"arch={self.arch!r} unknown; choose one of "
+                             f"{sorted(ARCHITECTURES)}")
 
 
 @dataclass(frozen=True)

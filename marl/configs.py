@@ -130,8 +130,9 @@ class AdvantageConfig:
         for name in ("role_ema_alpha", "turn_gamma"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected a value in [0, 1]")
-        if not self.eps >= 0.0:
-            raise ValueError(f"eps={self.eps!r}; expected a value >= 0")
+        # NaN / inf failed (or zeroed every advantage) at the first update, naming no key
+        check_number("eps", self.eps, **NON_NEGATIVE)
+        check_number("role_ema_init", self.role_ema_init)
         if self.diagnostics not in ("none", "global", "keys"):
             raise ValueError(f"diagnostics={self.diagnostics!r}; expected none, global or keys")
 

@@ -93,6 +93,38 @@ def test_the_python_api_refuses_the_seed_too():
         ExperimentConfig(seed=2**63)
 
 
+@pytest.mark.parametrize("override", [
+    "llm.grpo.action.invalid_penalty=nan", "llm.grpo.action.invalid_penalty=inf",
+    "llm.grpo.action.invalid_penalty=-inf", "llm.grpo.advantage.role_ema_init=nan",
+    "llm.grpo.advantage.role_ema_init=inf", "llm.grpo.advantage.eps=inf",
+    "llm.grpo.action.sampling.temperature=inf", "llm.grpo.action.sampling.temperature=nan",
+    "llm.grpo.action.score_temperature=inf", "llm.grpo.action.score_temperature=nan"])
+def test_llm_settings_refuse_nan_and_inf(override):
+    key, value = override.split("=")
+    message = refused("game=kuhn", "algo=llm_grpo", override)
+    assert message.startswith(f"bad config: {key}={value}; expected a finite number"), message
+
+
+def test_llm_max_grad_norm_inf_still_means_no_clipping():
+    check_command_line(["game=kuhn", "algo=llm_grpo", "llm.grpo.max_grad_norm=inf"])
+
+
+@pytest.mark.parametrize("algo", ["llm_grpo", "mappo"])
+def test_an_unknown_tiny_architecture_is_refused_with_its_key(algo):
+    assert refused("game=kuhn", f"algo={algo}", "llm.tiny.arch=nope") == (
+        "bad config: llm.tiny.arch='nope' unknown; choose one of ['gpt2', 'llama']")
+
+
+def test_a_registered_tiny_architecture_is_taken(monkeypatch):
+    from llm_agents import tiny
+    from llm_agents.settings import TinyModelConfig
+
+    monkeypatch.setitem(tiny.ARCHITECTURES, "mine", tiny.ARCHITECTURES["gpt2"])
+    assert TinyModelConfig(arch="mine").arch == "mine"
+    with pytest.raises(ValueError, match=r"arch='nope' unknown; choose one of \['gpt2', "):
+        TinyModelConfig(arch="nope")
+
+
 EXPERIMENTS = sorted(p.stem for p in (CONFIGS / "experiment").glob("*.yaml"))
 
 
