@@ -276,6 +276,10 @@ def import_user_modules(modules: Sequence[str], where: str = "imports") -> None:
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     for name in modules:
+        if isinstance(name, str) and ("/" in name or "\\" in name or name.startswith(".")
+                                      or name.endswith(".py")):
+            raise CLIError(f"{where}: {name!r} is a path; give a module name importable from "
+                           f"{cwd} (mypkg.games for mypkg/games.py){_module_of(name, cwd)}")
         try:
             importlib.import_module(name)
         except Exception as err:
@@ -288,6 +292,21 @@ def import_user_modules(modules: Sequence[str], where: str = "imports") -> None:
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if cwd not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([cwd, *filter(None, paths)])
+
+
+def _module_of(path: str, cwd: str) -> str:
+    """What :func:`import_user_modules` adds after refusing ``path`` (a file or folder given
+    as a module): its module name when ``path`` lies in ``cwd`` (``mods/games.py``:
+    ``mods.games``), else how a module elsewhere is found."""
+    try:
+        rel = Path(cwd, path).resolve().relative_to(Path(cwd).resolve())
+    except ValueError:
+        rel = None
+    parts = rel.with_suffix("").parts if rel is not None and rel.suffix in ("", ".py") \
+        else ()
+    if parts and all(p.isidentifier() for p in parts):
+        return f"; {path} here is the module {'.'.join(parts)}"
+    return "; a module outside this folder: run from its folder, or add that folder to PYTHONPATH"
 
 
 def game_modules(name: str) -> list[str]:
@@ -534,6 +553,18 @@ def check_command_line(args: Sequence[str]) -> None:
                                    "a folder under an existing one")
                 print(f"note: {group}={value} makes the new top-level folder /{first} (if you "
                       "meant $VAR/..., VAR is unset)", file=sys.stderr)  # containers: /results
+        if group in ("hydra.run.dir", "hydra.sweep.dir") and isinstance(value, str) and \
+                "${" not in value:  # Hydra's makedirs: "[Errno 17] File exists: '...'"
+            there = next((p for p in (Path(value), *Path(value).parents) if p.exists()), None)
+            if there is not None and not there.is_dir():
+                what = "sweep's" if group == "hydra.sweep.dir" else "run's"
+                raise CLIError(f"{group}={value}: {there} is a file, not a folder; give the "
+                               f"{what} folder")
+        if group in groups and o.package is None and not o.is_delete() and \
+                o.value_type == ValueType.ELEMENT and o.value() is None:  # Hydra: "Got NoneType"
+            known = ", ".join(groups[group])
+            raise CLIError(f"{o.input_line}: the config group {group} needs one of its "
+                           f"options: {known}")
         if group == "imports" and isinstance(value, str):  # Hydra: "str is not a ListConfig"
             raise CLIError(f"imports={value} must be a list: imports=[{value}]")
         if group not in groups or o.package is not None or o.input_line.startswith(("+", "~")):
@@ -1738,6 +1769,9 @@ def eval_main(argv: list[str] | None = None) -> None:
     from populations.run_folder import sigterm_as_interrupt
 
     with sigterm_as_interrupt(), reported(p.prog):  # SIGTERM: as Ctrl-C (run interrupted)
+        if not args.db.strip():  # Path(""): the working folder, as a database file
+            raise CLIError("--db is empty (an unset shell variable?); give the league database "
+                           "file to write, e.g. --db eval.db")
         import_user_modules(args.imports, "--import")
         import_user_modules(game_modules(args.game), f"--game {args.game}")
         load_plugins()
@@ -1814,6 +1848,11 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     names = _policy_names(args.policies)
     for name, path in names.items() if len(names) > 1 else ():  # which file each name is
         print(f"selfplay-eval: {name} <- {escaped(path)}", file=sys.stderr)  # (stdout: table)
+    new = _new_folder(Path(args.db).parent)
+    if new is not None:  # as selfplay-train's note on a new top-level folder: a typo shows
+        deeper = "" if new == Path(args.db).parent else " (and the folders in it)"
+        print(f"selfplay-eval: note: --db {escaped(args.db)} makes the new folder "
+              f"{escaped(str(new))}{deeper}", file=sys.stderr)
     db = LeagueDB(args.db)  # made only once every policy loaded
     run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name, config={
         "policies": {name: str(Path(path).resolve()) for name, path in names.items()},
@@ -1842,6 +1881,13 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         raise
     db.set_run_status(run_id, "finished")
     db.close()
+
+
+def _new_folder(folder: Path) -> Path | None:
+    """The outermost folder of ``folder`` and its parents that does not exist yet (what
+    making ``folder`` creates first); None when it exists."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    return missing[-1] if missing else None
 
 
 def eval_snapshot_folder(db: Path, run_id: int) -> Path:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.populations.test_eval_names import _eval, snapshots  # noqa: F401
 from tests.populations.test_walk18_cli_more import _train
 from tests.populations.test_walk19_experiment import _refused, own_learner  # noqa: F401
 
@@ -192,3 +193,78 @@ def test_eval_ci95_has_a_legend_line(capsys):
     assert ("\neval_ci95: half-width of the 95 % confidence interval of eval_return (Student's "
             "t over the evaluation episodes; the evaluation's noise, not the spread between "
             "seeds)\n") in out, out
+
+
+# ------------------------------------------------- 5. small messages
+@pytest.mark.parametrize("below", ["", "/run"])
+def test_a_file_as_the_run_folder_says_it_is_a_file(below, tmp_path, monkeypatch, capsys):
+    """Before: ``[Errno 17] File exists: '.../afile'`` (``[Errno 20] Not a directory``)."""
+    (tmp_path / "afile").write_text("x")
+    value = f"{tmp_path / 'afile'}{below}"
+    import populations.cli as cli
+
+    started = []
+    monkeypatch.setattr(cli, "_train_task", started.append)
+    with pytest.raises(SystemExit) as stop:
+        _train([*SMALL, f"hydra.run.dir={value}"], monkeypatch, tmp_path)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and started == [] and len(err) == 1, err
+    line = err[0]
+    assert line == (f"selfplay-train: hydra.run.dir={value}: {tmp_path / 'afile'} is a file, "
+                    "not a folder; give the run's folder"), line
+    assert (tmp_path / "afile").read_text() == "x"
+
+
+@pytest.mark.parametrize("name", ["../x", "mods/games.py", "x.py", "/abs/x"])
+def test_a_path_in_imports_says_a_module_name_is_needed(name, tmp_path, monkeypatch, capsys):
+    """Before: ``TypeError: the 'package' argument is required to perform a relative import
+    for '../x'`` (``No module named 'x'`` for x.py)."""
+    line = _refused([f"imports=[{name}]", *SMALL], monkeypatch, tmp_path, capsys)
+    assert line.startswith(f"imports: {name!r} is a path; give a module name importable from "
+                           f"{tmp_path} (mypkg.games for mypkg/games.py)"), line
+
+
+def test_a_path_in_evals_import_says_a_module_name_is_needed(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _eval(["--game", "openspiel/kuhn_poker", "--db", "r.db", "--import", "../x",
+                          "a.pt", "b.pt"], capsys)
+    assert code == 2 and err.startswith(
+        "selfplay-eval: --import: '../x' is a path; give a module name"), err
+    assert not (tmp_path / "r.db").exists()
+
+
+@pytest.mark.parametrize("group", ["experiment", "algo"])
+def test_a_config_group_set_to_null_names_it_and_its_options(group, tmp_path, monkeypatch,
+                                                             capsys):
+    """Before: ``Config group override must be a string or a list. Got NoneType``."""
+    from populations.cli import _config_groups
+
+    line = _refused([f"{group}=null", *SMALL], monkeypatch, tmp_path, capsys)
+    assert line == f"{group}=null: the config group {group} needs one of its options: " \
+                   f"{', '.join(_config_groups()[group])}", line
+
+
+def test_an_empty_db_is_refused(tmp_path, monkeypatch, capsys):
+    """Before: the empty value named the working folder ('.')."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _eval(["--game", "openspiel/kuhn_poker", "--db", "", "a.pt", "b.pt"], capsys)
+    assert code == 2 and err.strip() == (
+        "selfplay-eval: --db is empty (an unset shell variable?); give the league database "
+        "file to write, e.g. --db eval.db"), err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.usefixtures("snapshots")
+def test_a_db_in_new_folders_is_noted(request, tmp_path, capsys):
+    """Before: ``--db /nonexist/x.db`` made /nonexist silently (a mistyped folder too)."""
+    paths = request.getfixturevalue("snapshots")
+    db = tmp_path / "new" / "deeper" / "r.db"
+    code, _, err = _eval(["--game", "openspiel/kuhn_poker", "--db", str(db), "--episodes", "1",
+                          *paths], capsys)
+    assert code == 0, err
+    notes = [line for line in err.splitlines() if "note: --db" in line]
+    assert notes == [f"selfplay-eval: note: --db {db} makes the new folder {tmp_path / 'new'}"
+                     " (and the folders in it)"], err
+    code, _, err = _eval(["--game", "openspiel/kuhn_poker", "--db", str(db), "--episodes", "1",
+                          *paths], capsys)
+    assert code == 0 and "note: --db" not in err, err  # the folder is there now
