@@ -16,9 +16,12 @@ from typing import Any
 
 TOP_LEVEL_TYPES: dict[str, type] = {
     "seed": int, "frames": int, "num_envs": int, "eval_episodes": int, "torch_threads": int,
-    "checkpoint_every_s": float, "device": str}
+    "checkpoint_every_s": float, "device": str, "resume": bool, "resume_override": bool,
+    "keep_going": bool, "progress": bool}
 """The top-level scalar settings these checks cover and their types (a test keeps this in
 step with ExperimentConfig's fields)."""
+FLAG_WORDS = "true or false"
+"""What a true/false setting takes (OmegaConf also reads 1 / 0, yes / no, on / off)."""
 AT_LEAST_ONE = ("frames", "num_envs", "eval_episodes", "torch_threads")
 MAX_THREADS = 1024
 """The most ``torch_threads`` taken: more than the cores only slows a run down, and OpenMP
@@ -43,6 +46,9 @@ copies refuse negative seeds)."""
 def check_run_values(values: Mapping[str, Any]) -> None:
     """Raise ``ValueError`` (one line naming the value and what is accepted) for a bad value
     among ``values`` (top-level settings of an experiment; keys not given are not checked)."""
+    for name, kind in TOP_LEVEL_TYPES.items():
+        if kind is bool and name in values:
+            check_flag(name, values[name])
     seed = values.get("seed", 0)
     if not 0 <= seed < SEED_END:  # 2**63 crashed a league after its first checkpoint
         raise ValueError(f"seed={seed}; expected an integer from 0 to {SEED_END - 1} (2**62 - 1, "
@@ -61,6 +67,23 @@ def check_run_values(values: Mapping[str, Any]) -> None:
     if "device" in values and not DEVICE.fullmatch(str(values["device"])):
         raise ValueError(f"device={values['device']!r} unknown; choose one of cpu, cuda, "
                          "cuda:N (N a GPU index), auto")
+
+
+def check_flag(where: str, value: Any) -> None:
+    """``ValueError`` (one line) for an integer other than 0 and 1 given to a true/false
+    setting (``progress=2``, ``mappo.value_norm='5'``): OmegaConf reads every other integer as
+    true, so a typo ran as true. Booleans, 0, 1 and OmegaConf's words pass (OmegaConf refuses
+    ``maybe`` itself)."""
+    if isinstance(value, bool):
+        return
+    number = value if isinstance(value, int) else None
+    if isinstance(value, str):
+        try:
+            number = int(value)
+        except ValueError:
+            return
+    if number is not None and number not in (0, 1):
+        raise ValueError(f"{where}={value!r}; expected {FLAG_WORDS}")
 
 
 def check_rollout_copies(num_envs: int, workers: int) -> None:
@@ -112,9 +135,10 @@ def check_rollout_share(line: Mapping[str, Sequence[Any]], presets: Any) -> None
 def typed_override(key: str, value: Any) -> Any:
     """A command line's ``key=value`` (as Hydra's parser typed it) as the setting's type, the
     way OmegaConf converts it (a quoted number ``seed='5'`` is 5); ``ValueError`` when it
-    cannot become one: a word where a number goes (``seed=abc``)."""
+    cannot become one: a word where a number goes (``seed=abc``). A true/false setting's value
+    is left as it is (:func:`check_flag` decides)."""
     want = TOP_LEVEL_TYPES[key]
-    if want is str or not isinstance(value, str):
+    if want in (str, bool) or not isinstance(value, str):
         return value  # numbers and bools: the range checks (or OmegaConf) decide
     try:
         return want(value)
@@ -278,6 +302,8 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
         sub = key[len(path) + 1:]
         if not sub:  # the section as its presets set it (llm=hf)
             continue
+        if _is_flag(node, sub):  # OmegaConf reads mappo.value_norm=2 as true
+            check_flag(key, value)
         try:
             OmegaConf.update(node, sub, value, merge=True)
         except (ConfigAttributeError, ConfigKeyError) as err:
@@ -307,6 +333,18 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
             where, owner, inner = refusal(node, path + ".") or (path, cls, err)  # mappo.net first
         text = str(inner).strip().splitlines()[0]
         raise ValueError(at_path(text, where, owner)) from None
+
+
+def _is_flag(node: Any, sub: str) -> bool:
+    """Whether the setting at dotted path ``sub`` of ``node`` (a section's config) is a
+    true/false one."""
+    from omegaconf import BooleanNode, DictConfig
+
+    for part in sub.split("."):
+        if not isinstance(node, DictConfig) or part not in node:
+            return False
+        node = node._get_node(part)
+    return isinstance(node, BooleanNode)
 
 
 class _Unavailable(ValueError):

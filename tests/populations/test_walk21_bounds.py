@@ -125,6 +125,22 @@ def test_a_registered_tiny_architecture_is_taken(monkeypatch):
         TinyModelConfig(arch="nope")
 
 
+@pytest.mark.parametrize("override", [
+    "progress=2", "resume_override=2", "keep_going=-1", "resume=7", "progress='2'",
+    "mappo.value_norm=2", "mappo.net.recurrent=3", "vdn.double_q=2", "maddpg.share_parameters=2",
+    "llm.grpo.recompute_old_logprobs=2", "population.nash_conv=2", "mappo.value_norm='5'"])
+def test_true_false_settings_refuse_other_integers(override):
+    key, value = override.split("=")
+    shown = repr(value.strip("'")) if value.startswith("'") else value
+    assert refused("game=kuhn", override) == (
+        f"bad config: {key}={shown}; expected true or false")
+
+
+@pytest.mark.parametrize("value", ["true", "false", "True", "False", "1", "0", "'1'", "yes"])
+def test_true_false_settings_take_what_they_took(value):
+    check_command_line(["game=kuhn", f"progress={value}", f"mappo.value_norm={value}"])
+
+
 EXPERIMENTS = sorted(p.stem for p in (CONFIGS / "experiment").glob("*.yaml"))
 
 
