@@ -1487,7 +1487,49 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
                                "noise, not the spread between seeds)"}
         if "eval_return" in cols:
             print("\n" + "\n".join(f"{c}: {legend[c]}" for c in cols if c in legend))
+        if {"member", "version", "mu", "pairs"} <= set(cols) and "seat" not in cols:
+            _print_members(s.database)  # a league's: every snapshot above, by mu
     print(f"\ndashboard  : selfplay-dashboard {shlex.quote(str(s.run_dir))}")
+
+
+def _print_members(database: Path) -> None:
+    """Under a league's closing table (every snapshot by mu, the members interleaved: an
+    untrained ``v0`` may top it, and no win rate), one row per member: its newest rated
+    snapshot, that snapshot's mu, and its win rate with the 95 % Wilson interval, as the
+    dashboard computes them (:func:`populations.dashboard.queries.league_table`). Nothing
+    when the database cannot be read (the run is over: its table was printed)."""
+    from populations.dashboard.queries import league_table
+    from populations.db import LeagueDB
+
+    try:
+        db = LeagueDB(database, readonly=True)
+        try:
+            row = db.conn.execute("SELECT id FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+            members = league_table(db, int(row[0])) if row is not None else []
+        finally:
+            db.close()
+    except Exception as err:  # noqa: BLE001 - the run is done; its table is out already
+        log.debug("no per-member rows from %s: %s", database, one_line(err))
+        return
+    rows = sorted((m for m in members if m["rated_version"] is not None),
+                  key=lambda m: -(m["mu"] if m["mu"] is not None else float("-inf")))
+    if not rows:
+        return
+
+    def num(x: float | None, digits: int) -> str:
+        return "-" if x is None else f"{x:.{digits}f}"
+
+    cols = ["member", "version", "mu", "win_rate", "95 % interval", "pairs"]
+    cells = [[str(m["member"]), str(m["rated_version"]), num(m["mu"], 2),
+              num(m["win_rate"], 2), "-" if m["win_rate_lo"] is None else
+              f"[{m['win_rate_lo']:.2f}, {m['win_rate_hi']:.2f}]", str(m["win_pairs"])]
+             for m in rows]
+    width = [max(12, len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(cols)]
+    print("\neach member's newest rated snapshot (best mu first): its mu, and its win rate "
+          "over the role-swapped pairs it played (a draw counts 1/2) with the 95 % Wilson "
+          "interval, as the dashboard shows them:")
+    for r in [cols, *cells]:
+        print("  ".join(f"{v:>{w}}" for v, w in zip(r, width, strict=True)))
 
 
 # ---------------------------------------------------------------------- selfplay-train

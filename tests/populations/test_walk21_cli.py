@@ -268,3 +268,56 @@ def test_a_db_in_new_folders_is_noted(request, tmp_path, capsys):
     code, _, err = _eval(["--game", "openspiel/kuhn_poker", "--db", str(db), "--episodes", "1",
                           *paths], capsys)
     assert code == 0 and "note: --db" not in err, err  # the folder is there now
+
+
+# ------------------------------------------------- 6. a league's members under its table
+def _league_db(path):
+    """Two members of two snapshots each; main's untrained v0 rated highest (it tops the
+    table), its newest v1 won 6 of 8 pairs against exploiter's v1."""
+    from populations.db import LeagueDB
+
+    db = LeagueDB(path)
+    run = db.create_run("default", experiment="default", game="openspiel/kuhn_poker")
+    ids = {}
+    for member in ("main", "exploiter"):
+        mid = db.add_member(run, member, "mappo", ["player_0", "player_1"])
+        for v in (0, 1):
+            ids[member, v] = db.add_snapshot(mid, v, path.parent / f"{member}{v}.pt", "mappo",
+                                             "openspiel/kuhn_poker", ["player_0", "player_1"])
+    db.add_ratings(run, 1, [(ids["main", 0], 1010.0, 27.0, 7.0, 4),
+                            (ids["main", 1], 1005.0, 26.0, 6.0, 8),
+                            (ids["exploiter", 0], 990.0, 24.0, 7.0, 4),
+                            (ids["exploiter", 1], 995.0, 23.5, 6.0, 8)])
+    db.set_payoffs(run, [(ids["main", 1], ids["exploiter", 1], 0.5, 0.75, 8, False),
+                         (ids["exploiter", 1], ids["main", 1], -0.5, 0.25, 8, False)])
+    return db, run
+
+
+def test_a_league_table_is_followed_by_each_members_newest_snapshot(tmp_path, capsys):
+    """Before: only every snapshot by mu, members interleaved (main's untrained v0 first),
+    and no win rate."""
+    from populations.cli import print_summary
+    from populations.experiment import RunSummary, league_table
+
+    db, run = _league_db(tmp_path / "league.db")
+    table = league_table(db, run)
+    db.close()
+    assert table[0]["member"] == "main" and table[0]["version"] == 0
+    print_summary(RunSummary(tmp_path, tmp_path / "league.db", tmp_path / "snapshots", None,
+                             table))
+    out = capsys.readouterr().out
+    block = out[out.index("each member's newest rated snapshot"):].splitlines()
+    assert block[0] == (
+        "each member's newest rated snapshot (best mu first): its mu, and its win rate over "
+        "the role-swapped "
+        "pairs it played (a draw counts 1/2) with the 95 % Wilson interval, as the dashboard "
+        "shows them:")
+    rows = [line.split() for line in block[1:4]]
+    assert rows == [["member", "version", "mu", "win_rate", "95", "%", "interval", "pairs"],
+                    ["main", "1", "26.00", "0.75", "[0.41,", "0.93]", "8"],
+                    ["exploiter", "1", "23.50", "0.25", "[0.07,", "0.59]", "8"]], block
+
+
+def test_a_single_runs_table_has_no_member_block(tmp_path, capsys):
+    out = _closing([{**ROW, "eval_return": 0.5, "eval_ci95": 0.25}], capsys)
+    assert "each member's newest" not in out
