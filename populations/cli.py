@@ -142,8 +142,10 @@ def too_large_line(err: BaseException, overrides: Sequence[str] | None = None) -
         text = f"out of memory or a size too large: {what}"
     else:  # the learner could not be built: its line, the error's C++ frames left out
         text = f"{str(err).partition(f': {type(cause).__name__}: ')[0]}: {what}"
-    sizes = [o for o in overrides or () if re.search(r"\d{7}|\d\*\*|\de\d", o.partition("=")[2])
-             and not re.search(r"frames|seed|episodes", o.partition("=")[0])]
+    sizes = [o for o in overrides or () for key, _, value in [o.partition("=")]
+             if re.fullmatch(r"[\d\s,\[\]_*.eE+-]+", value)  # numbers (lists too), not paths
+             and re.search(r"\d{7}|\d\*\*|\de\d", value)
+             and not re.search(r"frames|seed|episodes|_s$", key)]  # time, not memory
     lower = f"lower the sizes given ({', '.join(sizes)})" if sizes else \
         "lower the run's sizes (a replay buffer_size, net.hidden, minibatches, num_envs...)"
     return f"{text}; {lower} to fit this machine's memory and 64-bit integers; " \
