@@ -93,6 +93,7 @@ from populations.run_folder import (
     deferred_stop,
     one_line,
     open_run,
+    refuse_lost_history,
     stop_now,
     stop_requested,
 )
@@ -882,6 +883,11 @@ def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, r
     found = load_latest(run_dir / CHECKPOINTS)
     step, state = 0, {}
     if found is None:
+        folder = run_dir / CHECKPOINTS
+        if folder.is_dir():  # save_checkpoint made it: checkpoints were written, then lost
+            steps = [s for s, _, _ in db.metric_rows(run_id)]
+            refuse_lost_history(folder, f"metrics up to step {max(steps)}" if steps else None,
+                                cfg.resume_override, "its metrics")
         log.info("no checkpoint in %s: training from the start", run_dir)
     else:
         path, raw = found

@@ -326,7 +326,8 @@ def test_a_resumed_league_counts_the_seconds_before_its_resume(tmp_path, monkeyp
     assert load_latest(tmp_path / "checkpoints")[1]["seconds"] > before
     last = [r.getMessage() for r in caplog.records
             if r.getMessage().startswith("generation 2/2 done")]
-    seconds = int(re.fullmatch(r"generation 2/2 done, 128 frames, (\d+)s", last[-1])[1])
+    # 64 frames a generation of 4 copies x 25-step rollouts: a whole rollout each (296792b)
+    seconds = int(re.fullmatch(r"generation 2/2 done, 200 frames, (\d+)s", last[-1])[1])
     assert seconds >= before + 100  # the resumed process's own calls come on top
 
 
