@@ -148,7 +148,9 @@ class LeagueConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.opponent_prob <= 1.0:
             raise ValueError(f"opponent_prob={self.opponent_prob!r}; expected a value in [0, 1]")
-        for name in ("generations", "frames_per_generation", "num_envs", "eval_episodes"):
+        # keep_checkpoints=0 deleted each checkpoint as it was written
+        for name in ("generations", "frames_per_generation", "num_envs", "eval_episodes",
+                     "keep_checkpoints"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
         if self.runner not in ("local", "ray"):

@@ -53,3 +53,12 @@ def whole(tmp_path_factory):
     run = tmp_path_factory.mktemp("league") / "whole"
     _league(run)
     return _tables(run)
+
+
+def test_a_league_keeps_at_least_one_checkpoint():
+    """``LeagueConfig(keep_checkpoints=0)`` deleted every checkpoint as it was written (its
+    resume is now refused as a run whose checkpoints were lost)."""
+    from tests.populations.test_league import _kuhn
+
+    with pytest.raises(ValueError, match=r"keep_checkpoints=0; expected an integer >= 1"):
+        _kuhn(keep_checkpoints=0)
