@@ -293,7 +293,8 @@ def test_train_gives_fixed_opponents_numpy_from_a_tensor_vecstep():
     learner = MAPPO(spec, MAPPOConfig(rollout_steps=4, epochs=1), agents=adversaries, seed=0)
     vg = games.VectorGame("vmas/simple_tag", 3, seed=0, tensors=True,
                           **learner.vector_game_kwargs, **kw)
-    res = train(learner, vg, 3 * 5, opponents={"agent_0": RandomPolicy(spec)}, progress=False)
+    # one whole rollout (3 copies x 4 steps): budgets round up to whole rollouts (191db21)
+    res = train(learner, vg, 3 * 4, opponents={"agent_0": RandomPolicy(spec)}, progress=False)
     assert res.updates == 1 and len(res.episode_returns) == 3
 
 
