@@ -281,8 +281,9 @@ def league_member_specs(cfg: ExperimentConfig,
     out = []
     for spec, name in zip(specs, member_names(specs), strict=True):
         entry = registry.get(spec.algo)
-        for key, value in _seeds((spec.changes or {}).get(entry.section, {}), entry.section):
-            if value != cfg.seed:  # each member is seeded from the run's learner/<name> stream
+        for key, value in _seeds((spec.changes or {}).get(entry.section, {}), entry.section,
+                                 cfg):
+            if value not in (0, cfg.seed):  # seeded from the run's learner/<name> stream
                 raise ValueError(f"{spec.where}.{key}={value!r} is not read by an experiment: "
                                  f"the run's seed= seeds every member, each from its own "
                                  f"stream (give seed={value} instead)")
@@ -290,12 +291,17 @@ def league_member_specs(cfg: ExperimentConfig,
     return out
 
 
-def _seeds(values: Any, path: str) -> list[tuple[str, Any]]:
-    """Every ``seed`` key of a member's section changes, by its dotted path."""
+def _seeds(values: Any, section: str, cfg: ExperimentConfig) -> list[tuple[str, Any]]:
+    """The seeds a member's section changes that the run level refuses too (``vdn.seed``,
+    ``qmix.seed``, ``maddpg.seed``, ``llm.grpo.seed``: the Python API's), by dotted path; a
+    seed a learner reads (``llm.tiny.seed``: the tiny model's initial weights) is not one."""
     if not isinstance(values, Mapping):
         return []
-    return [(f"{path}.{k}", v) for k, v in values.items() if k == "seed"] + [
-        kv for k, v in values.items() for kv in _seeds(v, f"{path}.{k}")]
+    if section in _seeded_sections(cfg) and "seed" in values:
+        return [(f"{section}.seed", values["seed"])]
+    grpo = values.get("grpo") if section == "llm" else None
+    return [("llm.grpo.seed", grpo["seed"])] if isinstance(grpo, Mapping) and "seed" in grpo \
+        else []
 
 
 def check_league_game(cfg: ExperimentConfig, spec: games.GameSpec) -> None:

@@ -124,3 +124,21 @@ def test_a_members_own_seed_is_refused_as_the_runs_sections_are(members, key, tm
                     f"population.members={members}"], monkeypatch, tmp_path, capsys)
     assert got == (f"{key} is not read by an experiment: the run's seed= seeds every member, "
                    "each from its own stream (give seed=5 instead)"), got
+
+
+def test_a_member_seed_a_learner_reads_is_kept_and_the_run_levels_zero_accepted(
+        tmp_path, monkeypatch):
+    """``llm.tiny.seed`` (the tiny model's initial weights) was refused as an unread seed
+    (review); ``vdn.seed=0`` passes for a member as for the run."""
+    exp = _composed(["population=pfsp", "game=kuhn", "progress=false", "seed=5",
+                     "population.members=[vdn,{name:v0,algo:vdn,vdn:{seed:0}},"
+                     "{name:l,algo:llm_grpo,llm:{tiny:{seed:3}}}]"], monkeypatch, tmp_path)
+    assert [c.tiny.seed for *_, c in league_member_specs(exp)[2:]] == [3]
+
+
+def test_a_members_true_false_setting_refuses_other_integers(tmp_path, monkeypatch, capsys):
+    """``mappo.value_norm=2`` is refused on the command line (9267d78); in a member's section
+    it ran as true (review)."""
+    got = _refused([*TAG, "population.members=[mappo,{name:b,algo:mappo,mappo:"
+                    "{value_norm:2}}]"], monkeypatch, tmp_path, capsys)
+    assert got == "population.members[1].mappo.value_norm=2; expected true or false", got
