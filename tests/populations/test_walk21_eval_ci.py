@@ -208,3 +208,31 @@ def test_two_seeds_evaluations_sample_from_their_own_streams(tmp_path):
     assert _eval_rows(tmp_path / "0") != _eval_rows(tmp_path / "1")
     run_experiment(_exp(*tiny, "seed=1"), tmp_path / "again")
     assert _eval_rows(tmp_path / "again") == _eval_rows(tmp_path / "1")  # its own, reproduced
+
+
+def test_a_swept_key_left_out_of_folder_names_still_names_the_wandb_job(monkeypatch):
+    """``-m experiment=a,b``: experiment is left out of a job's folder name unless swept
+    (73e2bb3), but wandb put both experiments under job_type 'default', as one setting's
+    seeds (review)."""
+    from types import SimpleNamespace
+
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from populations import cli, loggers
+
+    def job(experiment: str) -> str:
+        hc = SimpleNamespace(
+            mode=RunMode.MULTIRUN, sweep=SimpleNamespace(dir="/x/stamp"),
+            job=SimpleNamespace(config=SimpleNamespace(override_dirname=SimpleNamespace(
+                exclude_keys=["experiment", "logger"]))),
+            overrides=SimpleNamespace(task=[f"experiment={experiment}", "seed=0",
+                                            "logger=wandb"]))
+        monkeypatch.setattr(HydraConfig, "initialized", staticmethod(lambda: True))
+        monkeypatch.setattr(HydraConfig, "get", staticmethod(lambda: hc))
+        return loggers.sweep_grouping()["job_type"]
+
+    monkeypatch.setattr(cli, "_SWEPT", {"experiment", "seed"})
+    assert [job("kuhn_psro"), job("main")] == ["experiment=kuhn_psro", "experiment=main"]
+    monkeypatch.setattr(cli, "_SWEPT", {"seed"})  # experiment not swept: left out as before
+    assert job("kuhn_psro") == "default"
