@@ -41,6 +41,7 @@ from games.core import where_raised
 from llm_agents.build import LLMConfig
 from marl import registry
 from marl.core import CheckpointError, Learner
+from marl.fileio import atomic_write
 from marl.maddpg import MADDPGConfig
 from marl.mappo import MAPPOConfig
 from marl.registry import LearnerEntry
@@ -127,6 +128,9 @@ def __getattr__(name: str) -> Any:
 
 
 CHECKPOINTS = "checkpoints"  # a single run's checkpoints (a league's: populations.league)
+# written beside checkpoints/ once its first checkpoint is whole: a resume that finds none
+# then knows they were lost (a run stopped before it, or killed writing it, starts over)
+CHECKPOINTED = ".checkpointed"
 
 
 @dataclass
@@ -799,6 +803,9 @@ class _Checkpoints:
     def save(self, step: int, **extra: Any) -> None:
         save_checkpoint(self.folder, step, {"step": step, "learner": self.learner.state_dict(),
                                             **extra}, torch_threads=self.threads)
+        marker = self.folder.parent / CHECKPOINTED
+        if not marker.exists():  # outside checkpoints/: deleting them leaves it
+            atomic_write(marker, f"{step}\n")
         self.last = time.monotonic()
 
 
@@ -889,10 +896,10 @@ def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, r
     found = load_latest(run_dir / CHECKPOINTS)
     step, state = 0, {}
     if found is None:
-        folder = run_dir / CHECKPOINTS
-        if folder.is_dir():  # save_checkpoint made it: checkpoints were written, then lost
+        if (run_dir / CHECKPOINTED).is_file():  # a checkpoint was written, then lost
             steps = [s for s, _, _ in db.metric_rows(run_id)]
-            refuse_lost_history(folder, f"metrics up to step {max(steps)}" if steps else None,
+            refuse_lost_history(run_dir / CHECKPOINTS,
+                                f"metrics up to step {max(steps)}" if steps else None,
                                 cfg.resume_override, "its metrics")
         log.info("no checkpoint in %s: training from the start", run_dir)
     else:
