@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import io
 import json
 import logging
 import math
@@ -39,7 +40,10 @@ def job_folders(sweep_dir: Path) -> list[Path]:
     """The job folders in ``sweep_dir``, by number then name."""
     if not sweep_dir.is_dir():
         return []
-    found = [p for p in sweep_dir.iterdir() if p.is_dir() and JOB_FOLDER.match(p.name)]
+    # a link (planted, or another sweep's folder) is no job of this sweep: a resume would
+    # train into its target
+    found = [p for p in sweep_dir.iterdir()
+             if p.is_dir() and not p.is_symlink() and JOB_FOLDER.match(p.name)]
     return sorted(found, key=lambda p: (job_number(p), p.name))
 
 
@@ -266,17 +270,19 @@ def grouped(jobs: Sequence[JobResult], by: Sequence[str]) -> list[Group]:
 def write_csv(jobs: Sequence[JobResult], path: Path) -> None:
     """One row per job: its number, folder, status, swept overrides, kind, every figure and
     error (cells safe to open in a spreadsheet: :func:`populations.loggers.csv_cell`)."""
+    from marl.fileio import atomic_write
     from populations.loggers import csv_cell
 
     keys, figures = swept(jobs), figure_columns(jobs)
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow([csv_cell(c) for c in ["job", "folder", "status", *keys, "kind",
-                                          *(label(c, keys) for c in figures), "error"]])
-        for j in jobs:
-            cells = [j.job, j.folder.name, j.status, *(j.overrides.get(k, "") for k in keys),
-                     j.kind or "", *(j.figures.get(c) for c in figures), j.error or ""]
-            w.writerow([csv_cell("" if v is None else str(v)) for v in cells])
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow([csv_cell(c) for c in ["job", "folder", "status", *keys, "kind",
+                                      *(label(c, keys) for c in figures), "error"]])
+    for j in jobs:
+        cells = [j.job, j.folder.name, j.status, *(j.overrides.get(k, "") for k in keys),
+                 j.kind or "", *(j.figures.get(c) for c in figures), j.error or ""]
+        w.writerow([csv_cell("" if v is None else str(v)) for v in cells])
+    atomic_write(path, f.getvalue())  # whole or not at all; a link at path is refused
 
 
 def _text(value: Any) -> str:

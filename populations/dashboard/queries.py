@@ -120,8 +120,8 @@ def _setting_text(value: Any) -> str:
     if isinstance(value, str):
         text = value
     else:
-        try:
-            text = json.dumps(value, allow_nan=False)
+        try:  # inf and nan as JSON's Infinity and NaN (max_grad_norm=inf: a setting)
+            text = json.dumps(value)
         except (ValueError, RecursionError):  # nested deeper than the encoder goes
             text = "(nested too deep to show)"
     if len(text) > MAX_SETTING_CHARS:

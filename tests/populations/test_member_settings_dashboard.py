@@ -296,3 +296,12 @@ def test_a_resumed_league_records_the_settings_its_members_lacked(league_db, run
     members = _members(run_dir / "league.db")
     assert members["gnn"]["settings"]["net"]["encoder"] == "gnn"
     assert members["mappo"]["settings"]["net"]["encoder"] == "mlp"
+
+
+def test_a_non_finite_setting_is_shown_as_its_value():
+    """``mappo.max_grad_norm=inf`` (no clipping: a setting) was shown as "(nested too deep to
+    show)": the encoder refused NaN and infinity (review)."""
+    from populations.dashboard.queries import _setting_text
+
+    assert [_setting_text(v) for v in (float("inf"), float("nan"), [1, float("-inf")])] == [
+        "Infinity", "NaN", "[1, -Infinity]"]

@@ -196,3 +196,23 @@ def test_a_summary_that_cannot_be_made_does_not_hide_how_the_sweep_ended(
             "dir": str(tmp_path)}}}))
     assert stop.value.code == 2 and "1 of 2 sweep jobs failed" in capsys.readouterr().err
     assert "no summary of the sweep's jobs: boom" in caplog.text
+
+
+def test_a_planted_link_is_no_job_and_summary_csv_is_not_written_through(tmp_path):
+    """A link ``1_seed=1 -> elsewhere`` was taken as a job folder (a resume would train into
+    its target), and summary.csv was opened through a link at its name (review)."""
+    from populations.sweep_summary import JobResult, job_folders, write_csv
+
+    sweep, elsewhere = tmp_path / "sweep", tmp_path / "elsewhere"
+    (sweep / "0_seed=0").mkdir(parents=True)
+    elsewhere.mkdir()
+    (sweep / "1_seed=1").symlink_to(elsewhere, target_is_directory=True)
+    assert [p.name for p in job_folders(sweep)] == ["0_seed=0"]
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me\n")
+    (sweep / "summary.csv").symlink_to(outside)
+    write_csv([JobResult(sweep / "0_seed=0", 0, {"seed": "0"}, "finished")],
+              sweep / "summary.csv")
+    assert outside.read_text() == "keep me\n"
+    assert not (sweep / "summary.csv").is_symlink()
+    assert (sweep / "summary.csv").read_text().startswith("job,folder,status")
