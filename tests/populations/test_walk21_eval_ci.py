@@ -18,6 +18,7 @@ from scipy import stats
 from populations.db import LeagueDB, MatchRow
 from populations.experiment import run_experiment
 from tests.populations.test_single_resume import _exp
+from tests.populations.test_walk20_single_eval import _metric
 
 # Kuhn poker against random seats: the episodes' returns differ
 SMALL = ["algo=mappo", "game=kuhn", "frames=64", "num_envs=4", "mappo.rollout_steps=4",
@@ -30,14 +31,6 @@ def _episodes(run: Path) -> list[float]:
     try:
         rows = db.execute("SELECT seats, returns FROM matches WHERE key LIKE 'eval/e%'")
         return [float(np.mean([json.loads(r)[a] for a in json.loads(s)])) for s, r in rows]
-    finally:
-        db.close()
-
-
-def _metric(run: Path, key: str) -> list[tuple[int, float]]:
-    db = sqlite3.connect(run / "league.db")
-    try:
-        return db.execute("SELECT step, value FROM metrics WHERE key = ?", (key,)).fetchall()
     finally:
         db.close()
 
