@@ -20,15 +20,20 @@ registers ``llm_grpo``, and ``populations`` imports it; ``marl`` never imports t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
+import inspect
+import os
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from games import GameSpec
+from games.core import where_raised
 from games.registry import defined_at, redefinition
-from marl.core import Capabilities
+from marl.core import Capabilities, CheckpointError
 
 # marl's own learner modules: each registers its learners (and policy kinds) on import
 BUILTIN_MODULES = ("marl.mappo", "marl.value_decomp", "marl.maddpg", "marl.tabular")
@@ -36,6 +41,13 @@ BUILTIN_MODULES = ("marl.mappo", "marl.value_decomp", "marl.maddpg", "marl.tabul
 
 class IncompatibleError(ValueError):
     """A learner cannot play a game (one line: what is incompatible, what to change)."""
+
+
+class LearnerBuildError(ValueError):
+    """A registered learner's constructor (or factory) raised: a bug in the learner, reported
+    as a user error (one line, exit 2, no half-made run folder where the entry points build it
+    early) naming the algo, the error and the line of the learner's code; ``__cause__`` is the
+    error itself (``HYDRA_FULL_ERROR=1`` shows its traceback)."""
 
 
 GameCheck = Callable[[Any, GameSpec], "str | None"]
@@ -81,11 +93,60 @@ class LearnerEntry:
     def build(self, spec: GameSpec, config: Any = None, agents: tuple[str, ...] | None = None,
               device: str = "cpu", seed: int = 0, **context: Any) -> Any:
         """A learner for ``agents`` of ``spec``; ``config`` is the *section's* config
-        (None: the default), so presets apply here. Every learner takes its seed alike."""
-        cfg = self.resolve(self.default() if config is None else config)
-        if self.factory is not None:
-            return self.factory(spec, cfg, agents=agents, device=device, seed=seed, **context)
-        return self.cls(spec, cfg, agents=agents, device=device, seed=seed)
+        (None: the default), so presets apply here. Every learner takes its seed alike.
+
+        An error that is not a user error (ValueError, OSError, CheckpointError: already one
+        line) becomes :class:`LearnerBuildError`, here, so every caller (an experiment, a
+        league member, a PSRO oracle for any player, an approximate-exploitability response)
+        reports it alike (``README`` "Add your own learner": a class whose body is ``...``
+        raised ``TypeError: MyLearner() takes no arguments`` in a traceback)."""
+        try:
+            cfg = self.resolve(self.default() if config is None else config)
+            if self.factory is not None:
+                return self.factory(spec, cfg, agents=agents, device=device, seed=seed,
+                                    **context)
+            return self.cls(spec, cfg, agents=agents, device=device, seed=seed)
+        except (ValueError, OSError, CheckpointError):
+            raise
+        except Exception as err:
+            why = " ".join(str(err).split()) or "no message"
+            raise LearnerBuildError(
+                f"learner {self.name} could not be built: {type(err).__name__}: {why} (at "
+                f"{_learner_line(self, err)}); HYDRA_FULL_ERROR=1 shows the traceback"
+            ) from err
+
+
+def _learner_line(entry: LearnerEntry, err: BaseException) -> str:
+    """``file:line`` of ``err`` in the learner's own code: the innermost frame in the file of
+    its class (or factory); the class's definition when the call itself failed (a constructor
+    that takes no arguments); else the innermost frame outside installed packages."""
+    files = set()
+    for obj in (entry.cls, entry.factory):
+        with contextlib.suppress(TypeError, OSError):
+            files.add(inspect.getsourcefile(obj) if obj is not None else None)
+    frames = traceback.extract_tb(err.__traceback__)
+    own = [f for f in frames if f.filename in files]
+    if own:
+        where = (own[-1].filename, own[-1].lineno)
+    elif frames and frames[-1].filename == __file__:  # raised calling the class
+        where = _class_line(entry.cls) or (frames[-1].filename, frames[-1].lineno)
+    else:
+        return where_raised(err)
+    path, line = where
+    rel = os.path.relpath(path) if path and not os.path.relpath(path).startswith("..") \
+        else path
+    return f"{rel}:{line}"
+
+
+def _class_line(cls: type) -> tuple[str, int] | None:
+    """The file of ``cls`` and the line of its ``class`` statement (after its decorators);
+    None when its source cannot be found (a class made in a notebook or by ``type()``)."""
+    try:
+        path, (lines, start) = inspect.getsourcefile(cls), inspect.getsourcelines(cls)
+    except (TypeError, OSError):
+        return None
+    at = next((i for i, text in enumerate(lines) if text.lstrip().startswith("class ")), 0)
+    return (path, start + at) if path else None
 
 
 _LEARNERS: dict[str, LearnerEntry] = {}

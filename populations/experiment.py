@@ -21,12 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import inspect
 import json
 import logging
-import os
 import time
-import traceback
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,14 +34,16 @@ import torch
 
 import games
 import llm_agents.learner  # noqa: F401 - registers llm_grpo (and the llm policy kind)
-from games.core import where_raised
 from llm_agents.build import LLMConfig
 from marl import registry
 from marl.core import CheckpointError, Learner
 from marl.fileio import atomic_write
 from marl.maddpg import MADDPGConfig
 from marl.mappo import MAPPOConfig
-from marl.registry import LearnerEntry
+from marl.registry import (  # noqa: F401 - LearnerBuildError re-exported: its old home
+    LearnerBuildError,
+    LearnerEntry,
+)
 from marl.train import TrainResult, train
 from marl.value_decomp import ValueDecompConfig
 from populations.checkpoint import (
@@ -268,8 +267,8 @@ def check_oracle_builds(cfg: ExperimentConfig, spec: games.GameSpec) -> None:
     entry = registry.get(cfg.population.oracle)
     seats = next(iter(psro_players(spec, cfg.population.psro.players).values()))
     with isolated_global_rng(RunSeeds(cfg.seed).stream(GLOBAL)):
-        build_learner(entry, spec, settings(cfg, entry), seats, cfg.device,
-                      RunSeeds(cfg.seed).learner(entry.name))
+        entry.build(spec, settings(cfg, entry), seats, cfg.device,
+                    RunSeeds(cfg.seed).learner(entry.name))
 
 
 def league_member_specs(cfg: ExperimentConfig,
@@ -340,65 +339,7 @@ def make_learner(cfg: ExperimentConfig, spec: games.GameSpec,
     entry = registry.get(cfg.algo)
     if seed is None:
         seed = RunSeeds(cfg.seed).learner(cfg.algo)
-    return build_learner(entry, spec, settings(cfg, entry), agents, cfg.device, seed)
-
-
-class LearnerBuildError(ValueError):
-    """A registered learner's constructor (or factory) raised: a bug in the learner, reported
-    as a user error (one line, exit 2, no half-made run folder) naming the algo, the error
-    and the line of the learner's code; ``__cause__`` is the error itself
-    (``HYDRA_FULL_ERROR=1`` shows its traceback)."""
-
-
-def build_learner(entry: LearnerEntry, spec: games.GameSpec, config: Any,
-                  agents: tuple[str, ...] | None, device: str, seed: int,
-                  **context: Any) -> Any:
-    """``entry.build(...)``; an error that is not a user error (ValueError, OSError: already
-    one line) becomes :class:`LearnerBuildError` (``README`` "Add your own learner": a class
-    whose body is ``...`` raised ``TypeError: MyLearner() takes no arguments`` in a
-    traceback, after the run folder was made)."""
-    try:
-        return entry.build(spec, config, agents, device, seed, **context)
-    except (ValueError, OSError, CheckpointError):
-        raise
-    except Exception as err:
-        why = " ".join(str(err).split()) or "no message"
-        raise LearnerBuildError(
-            f"learner {entry.name} could not be built: {type(err).__name__}: {why} (at "
-            f"{_learner_line(entry, err)}); HYDRA_FULL_ERROR=1 shows the traceback") from err
-
-
-def _learner_line(entry: LearnerEntry, err: BaseException) -> str:
-    """``file:line`` of ``err`` in the learner's own code: the innermost frame in the file of
-    its class (or factory); the class's definition when the call itself failed (a constructor
-    that takes no arguments); else the innermost frame outside installed packages."""
-    files = set()
-    for obj in (entry.cls, entry.factory):
-        with contextlib.suppress(TypeError, OSError):
-            files.add(inspect.getsourcefile(obj) if obj is not None else None)
-    frames = traceback.extract_tb(err.__traceback__)
-    own = [f for f in frames if f.filename in files]
-    if own:
-        where = (own[-1].filename, own[-1].lineno)
-    elif frames and frames[-1].filename == registry.__file__:  # raised calling the class
-        where = _class_line(entry.cls) or (frames[-1].filename, frames[-1].lineno)
-    else:
-        return where_raised(err)
-    path, line = where
-    rel = os.path.relpath(path) if path and not os.path.relpath(path).startswith("..") \
-        else path
-    return f"{rel}:{line}"
-
-
-def _class_line(cls: type) -> tuple[str, int] | None:
-    """The file of ``cls`` and the line of its ``class`` statement (after its decorators);
-    None when its source cannot be found (a class made in a notebook or by ``type()``)."""
-    try:
-        path, (lines, start) = inspect.getsourcefile(cls), inspect.getsourcelines(cls)
-    except (TypeError, OSError):
-        return None
-    at = next((i for i, text in enumerate(lines) if text.lstrip().startswith("class ")), 0)
-    return (path, start + at) if path else None
+    return entry.build(spec, settings(cfg, entry), agents, cfg.device, seed)
 
 
 # settings a resume may change (populations.run_folder): where it runs, how it logs, how long
@@ -518,8 +459,8 @@ def _own_rollouts(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSp
                  "ray_init": lambda address, cpus: connect_ray(address, cpus + run.workers + max(
                      run.learners, len(cfg.population.members or [cfg.algo])))}
     config = settings(cfg, entry) if config is None else config
-    return build_learner(entry, spec, config, None, cfg.device, seed, game=cfg.game.name,
-                         game_kwargs=dict(cfg.game.kwargs), workdir=run_dir, **extra)
+    return entry.build(spec, config, None, cfg.device, seed, game=cfg.game.name,
+                       game_kwargs=dict(cfg.game.kwargs), workdir=run_dir, **extra)
 
 
 def _league_members(cfg: ExperimentConfig, run_dir: Path) -> list:
@@ -536,8 +477,7 @@ def _league_members(cfg: ExperimentConfig, run_dir: Path) -> list:
             members.append(LLMMember(name, trainer, cfg.llm.iterations,
                                      cfg.population.opponent_prob, config=config))
             continue
-        learner = build_learner(entry, game_spec, config, None, cfg.device,
-                                seeds.learner(name))
+        learner = entry.build(game_spec, config, None, cfg.device, seeds.learner(name))
         if spec.exploiter:
             members.append(LearnerMember(
                 name, learner, opponents=(main,), latest_only=True,
