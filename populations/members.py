@@ -381,7 +381,14 @@ class LLMMember:
         loaded (its path or hub name; ``model.<name>`` for several) and the trainer's
         ``grpo`` settings, as in an ``llm`` section."""
         if self.config is not None:
-            return config_settings(self.config)
+            given = config_settings(self.config)
+            built = config_settings(getattr(self.trainer, "cfg", None))
+            if given is not None and built is not None and isinstance(given.get("grpo"), dict):
+                # the seed and device the trainer was built with (build_trainer's overrides:
+                # the run's seed tree, learner/<name>, and its device), not the section's
+                # unread grpo.seed=0 and grpo.device, as VDN/QMIX/MADDPG members record theirs
+                given["grpo"].update({k: built[k] for k in ("seed", "device") if k in built})
+            return given
         out: dict[str, Any] = {}
         team = getattr(self.trainer, "team", None)
         models = {name: getattr(tm.model, "name_or_path", "")
