@@ -253,22 +253,56 @@ def compatible(name: str, spec: GameSpec, config: Any = None, text_views: bool =
     return _problem(get(name), spec, config, text_views) is None
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why learner ``algo`` cannot play ``game``, in parts (:func:`refusal`).
+
+    Attributes:
+        problem: what is incompatible, as one clause (a learner's ``check`` may end it with
+            its hint, ``; use encoder=mlp``).
+        note: its section's algos that play it with the section at its defaults ("" if none).
+        others: the other registered algos that play it.
+    """
+
+    algo: str
+    game: str
+    problem: str
+    note: str
+    others: list[str]
+
+    def line(self, problem: str | None = None, note: str | None = None) -> str:
+        """The one line :func:`check_compatible` raises (``problem``/``note``: in their
+        place, for a caller that knows better, e.g. a league member's own mapping)."""
+        hint = f"; algos that play it: {self.others}" if self.others else ""
+        problem = self.problem if problem is None else problem
+        return (f"algo={self.algo} cannot play {self.game}: {problem}"
+                f"{self.note if note is None else note}{hint}")
+
+
+def refusal(name: str, spec: GameSpec, config: Any = None,
+            text_views: bool = True) -> Refusal | None:
+    """Why ``name`` (with its section's ``config``) cannot play ``spec`` (None: it can): see
+    :func:`check_compatible`."""
+    entry = get(name)
+    problem = _problem(entry, spec, config, text_views)
+    if problem is None:
+        return None
+    others = [n for n, e in entries().items() if n != name and _problem(
+        e, spec, config if e.section == entry.section else None, text_views) is None]
+    # the section's own algos once its setting is changed (encoder=gnn_gru on kuhn: mappo and
+    # ippo play it with an mlp encoder), said apart: as set, they fail the same way
+    same = [n for n, e in entries().items() if config is not None and entry.section and
+            e.section == entry.section and _problem(e, spec, None, text_views) is None]
+    note = f" ({' and '.join(same)} play it with {entry.section}.* at its defaults)" if same else ""
+    return Refusal(name, spec.name, problem, note, others)
+
+
 def check_compatible(name: str, spec: GameSpec, config: Any = None,
                      text_views: bool = True) -> None:
     """Raise :class:`IncompatibleError` (one line) when ``name`` cannot play ``spec``: what is
     incompatible, and which registered algos would play it: those sharing ``name``'s config
     section (``ippo`` and ``mappo``) with ``config``, as the command line sets both (under
     ``encoder=gnn`` neither is offered), the others with their default settings."""
-    entry = get(name)
-    problem = _problem(entry, spec, config, text_views)
-    if problem is None:
-        return
-    others = [n for n, e in entries().items() if n != name and _problem(
-        e, spec, config if e.section == entry.section else None, text_views) is None]
-    hint = f"; algos that play it: {others}" if others else ""
-    # the section's own algos once its setting is changed (encoder=gnn_gru on kuhn: mappo and
-    # ippo play it with an mlp encoder), said apart: as set, they fail the same way
-    same = [n for n, e in entries().items() if config is not None and entry.section and
-            e.section == entry.section and _problem(e, spec, None, text_views) is None]
-    note = f" ({' and '.join(same)} play it with {entry.section}.* at its defaults)" if same else ""
-    raise IncompatibleError(f"algo={name} cannot play {spec.name}: {problem}{note}{hint}")
+    found = refusal(name, spec, config, text_views)
+    if found is not None:
+        raise IncompatibleError(found.line())

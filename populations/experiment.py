@@ -84,6 +84,8 @@ from populations.member_specs import (
     member_names,
     member_settings,
     parse_members,
+    refused_settings,
+    refused_settings_hint,
 )
 from populations.members import LearnerMember, LLMMember
 from populations.psro_config import PSROConfig
@@ -246,13 +248,29 @@ def check_experiment(cfg: ExperimentConfig) -> None:
     if cfg.population.kind == "league":  # each member with its own settings
         check_league_game(cfg, game.spec)
         for spec, _, entry, config in league_member_specs(cfg):
-            try:
-                registry.check_compatible(entry.name, game.spec, config, text_views)
-            except ValueError as err:
-                raise ValueError(f"{spec.where}: {err}" if spec.changes else str(err)) from None
+            found = registry.refusal(entry.name, game.spec, config, text_views)
+            if found is not None:
+                raise ValueError(_member_refusal(cfg, game.spec, spec, entry, found, text_views)
+                                 if spec.changes else found.line())
         return
     registry.check_compatible(cfg.algo, game.spec, settings(cfg, registry.get(cfg.algo)),
                               text_views)
+
+
+def _member_refusal(cfg: ExperimentConfig, game: games.GameSpec, spec: MemberSpec,
+                    entry: LearnerEntry, found: registry.Refusal, text_views: bool) -> str:
+    """``found``'s line for a league member with a mapping of its own, after where it is
+    (``population.members[1]: ...``). When its mapping is what makes it refused (the run's
+    section plays the game), the learner's hint, which names run-level settings (``use
+    encoder=mlp``), and the note on the section's defaults give way to the member's own
+    settings, named under ``population.members[i]``."""
+    own = refused_settings(spec, entry, settings(cfg, entry), lambda config: not
+                           registry.compatible(entry.name, game, config, text_views))
+    if not own:
+        return f"{spec.where}: {found.line()}"
+    problem = found.problem.split("; use ")[0]  # a learner's hint: run-level settings
+    return f"{spec.where}: " + found.line(
+        f"{problem}; {refused_settings_hint(spec.where, own)}", note="")
 
 
 def check_oracle_builds(cfg: ExperimentConfig, spec: games.GameSpec) -> None:

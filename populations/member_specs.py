@@ -20,7 +20,7 @@ use the learner registry.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -162,6 +162,90 @@ def member_settings(base: Any, spec: MemberSpec, entry: LearnerEntry) -> Any:
         return section_config(entry, changes, base=base)
     except ValueError as err:
         raise ValueError(f"{spec.where}.{err}") from None
+
+
+@dataclass(frozen=True)
+class OwnSetting:
+    """A setting a member's mapping changes: its dotted ``path`` in the learner's section
+    (``mappo.net.encoder``), the member's ``value`` and the run's (``MISSING``: none)."""
+
+    path: str
+    value: Any
+    run: Any
+
+
+MISSING = object()
+
+
+def refused_settings(spec: MemberSpec, entry: LearnerEntry, base: Any,
+                     refused: Callable[[Any], bool]) -> list[OwnSetting]:
+    """The settings of ``spec``'s mapping that make its learner refused (``refused(config)``)
+    where the run's section ``base`` is not: each one refused when it is the mapping's only
+    change; all of them when only together they are; [] when ``base`` is refused itself
+    (the run's settings are the cause, and the run-level hint is right)."""
+    changes = (spec.changes or {}).get(entry.section)
+    if not isinstance(changes, Mapping) or refused(base):
+        return []
+    found = [OwnSetting(f"{entry.section}.{'.'.join(path)}", value, _at(base, path))
+             for path, value in _leaves(changes)]
+    alone = []
+    for own in found:
+        only = MemberSpec(spec.listed, spec.name, {entry.section: _nested(
+            own.path.split(".")[1:], own.value)}, spec.where)
+        try:
+            if refused(member_settings(base, only, entry)):
+                alone.append(own)
+        except ValueError:  # refused by its own check: not a setting this one makes wrong
+            continue
+    return alone or found
+
+
+def refused_settings_hint(where: str, settings: Sequence[OwnSetting]) -> str:
+    """``its own mappo.net.encoder=gnn does: set population.members[1].mappo.net.encoder=mlp
+    (the run's) or leave it out of that member's mapping``."""
+    own = " and ".join(f"{s.path}={_value(s.value)}" for s in settings)
+    runs = [s for s in settings if s.run is not MISSING]
+    many = len(settings) > 1
+    use = (f"set {' and '.join(f'{where}.{s.path}={_value(s.run)}' for s in runs)} (the "
+           f"run's) or " if runs else "")
+    return (f"its own {own} {'do' if many else 'does'}: {use}leave {'them' if many else 'it'} "
+            "out of that member's mapping")
+
+
+def _leaves(values: Mapping[str, Any], path: tuple[str, ...] = ()
+            ) -> list[tuple[tuple[str, ...], Any]]:
+    out: list[tuple[tuple[str, ...], Any]] = []
+    for key, value in values.items():
+        if isinstance(value, Mapping) and value:
+            out += _leaves(value, (*path, str(key)))
+        else:
+            out.append(((*path, str(key)), value))
+    return out
+
+
+def _nested(path: Sequence[str], value: Any) -> Any:
+    for key in reversed(path):
+        value = {key: value}
+    return value
+
+
+def _at(config: Any, path: Sequence[str]) -> Any:
+    """The value at ``path`` in ``config`` (dataclasses and mappings); ``MISSING`` if none."""
+    for key in path:
+        if isinstance(config, Mapping):
+            config = config.get(key, MISSING)
+        else:
+            config = getattr(config, key, MISSING)
+        if config is MISSING:
+            return MISSING
+    return config
+
+
+def _value(value: Any) -> str:
+    """A value as an override writes it (``true``, ``null``, ``mlp``)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return "null" if value is None else str(value)
 
 
 def _shown(m: Mapping[str, Any]) -> str:
