@@ -1,4 +1,6 @@
-"""Console entry points: ``selfplay-train`` (a Hydra app) and ``selfplay-eval``.
+"""Console entry point ``selfplay-train`` (a Hydra app), and what every CLI shares: one-line
+errors (:func:`reported`), the user's modules and plugins. ``selfplay-eval`` is
+:mod:`populations.eval_cli`; a sweep's folders and resume commands, :mod:`populations.sweeps`.
 
 ``selfplay-train`` composes ``configs/config.yaml`` with the groups ``game``, ``algo``,
 ``encoder``, ``population``, ``runner``, ``logger`` and ``experiment`` over the typed schema
@@ -24,8 +26,6 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
-import itertools
-import json
 import logging
 import os
 import re
@@ -40,18 +40,34 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from hydra.experimental.callback import Callback
 
+from populations.command_line import (
+    TRAIN,
+    CLIError,
+    game_overrides,
+    override_values,
+    resume_command,
+    run_dir_override,
+)
+from populations.sweeps import (  # importing it registers the job folders' resolvers
+    _SWEPT,
+    folder_given,
+    pin_sweep_folder,
+    refuse_renamed_job,
+    register_resolvers,
+    sweep_folder,
+    sweep_resume_command,
+    sweep_started,
+    sweep_stopped,
+    swept_keys,
+)
+
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
     from populations.experiment import ExperimentConfig, RunSummary
 
 log = logging.getLogger("selfplay")
-TRAIN = "selfplay-train"
 PLUGIN_GROUPS = ("selfplay.games", "selfplay.learners", "selfplay.meta_solvers")
-
-
-class CLIError(Exception):
-    """A mistake on the command line or in the config (reported in one line, exit 2)."""
 
 
 # ----------------------------------------------------------------------------- errors
@@ -347,122 +363,12 @@ def load_plugins() -> None:
             raise CLIError(str(err)) from None
 
 
-# ---------------------------------------------------------------------- game presets
-_GAME_GROUP = re.compile(r"^[+~]*game(@[^=]*)?(=|$)")
-_GAME_NAME = re.compile(r"^\+{0,2}game\.name=")
-
-
-def game_overrides(args: Sequence[str]) -> list[str]:
-    """Command-line overrides with ``game.name=X`` starting from X's own defaults.
-
-    A game preset (``configs/game/``) sets a name *and* that game's keyword arguments;
-    naming another game without choosing a preset must not keep the preset's arguments,
-    so the preset is dropped (``~game``) and ``game.kwargs`` starts empty. ``~game`` goes
-    just before the ``game.name=`` override: Hydra's argparse takes the overrides as one run
-    of positionals, so one put before ``-m`` or ``--cfg job`` made the rest unrecognized."""
-    args = list(args)
-    at = next((i for i, a in enumerate(args) if _GAME_NAME.match(a)), None)
-    if at is not None and not any(_GAME_GROUP.match(a) for a in args):
-        return [*args[:at], "~game", *args[at:]]
-    return args
-
-
 _TYPED: list[str] = []  # selfplay-train's command line as typed (sys.argv is rewritten)
 
 
 def _untyped(message: str) -> str:
     """Hydra's argparse message without the ``~game`` this CLI added (game_overrides)."""
     return message if "~game" in _TYPED else re.sub(r"(?<!\S)~game ", "", message)
-
-
-def job_dirname(override_dirname: str, _root_: Any = None) -> str:
-    """A sweep job's folder name from Hydra's ``override_dirname`` (the resolver
-    ``job_dirname`` of ``configs/config.yaml``): a ``/`` in a value (``game.name=openspiel/x``,
-    ``llm.model=/models/m``) nested the job a folder deeper, where the sweep's resume, its
-    Ctrl-C hint and the dashboard did not look, so it becomes ``_``; the ``~game`` this CLI
-    adds for ``game.name=`` is left out. A key left out of the names because a resume may
-    change it (``exclude_keys``: ``experiment``, ``population.generations``...) stays in
-    when the sweep gives it several values (:func:`_with_swept_keys`)."""
-    items = [i for i in _with_swept_keys(override_dirname, _root_).split(",")
-             if i != "~game=null"]
-    return ",".join(items).replace("/", "_")
-
-
-def _with_swept_keys(override_dirname: str, root: Any) -> str:
-    """Hydra's ``override_dirname`` made again from the job's overrides (``root``: the job's
-    whole config) with the excluded keys this sweep gives several values (:data:`_SWEPT`)
-    kept: ``-m population.generations=1,2`` (or ``experiment=a,b``) made two job folders
-    told apart by their numbers alone. Hydra's own rule otherwise (sorted ``key=value``
-    items as typed); ``override_dirname`` itself when no such key is swept."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    if not _SWEPT or root is None:
-        return override_dirname
-    try:
-        conf = root.hydra.job.config.override_dirname
-        excluded = [str(k) for k in conf.exclude_keys]
-        kept = [k for k in excluded if k not in _SWEPT]
-        if len(kept) == len(excluded):
-            return override_dirname
-        overrides = OverridesParser.create().parse_overrides(
-            [str(o) for o in root.hydra.overrides.task])
-        lines = sorted(str(o.input_line) for o in overrides if o.key_or_group not in kept)
-        sep, kv = str(conf.get("item_sep", ",")), str(conf.get("kv_sep", "="))
-        return sep.join(lines).replace("=", kv)
-    except Exception:  # noqa: BLE001 - another config's layout: Hydra's own name
-        return override_dirname
-
-
-_SWEPT: set[str] = set()
-"""The keys this process's sweep gives more than one value (:func:`swept_keys`)."""
-
-
-def swept_keys(overrides: Sequence[str]) -> set[str]:
-    """The keys (config groups) a sweep's ``overrides`` give more than one value
-    (``seed=0,1``, ``lr=range(...)``, ``experiment=glob(*)``); ``seed=0`` alone is no sweep."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except Exception:  # noqa: BLE001 - Hydra reports what it cannot parse itself
-        return set()
-    return {o.key_or_group for o in parsed if o.is_sweep_override() and (
-        not _values(o) or len({str(v) for v in _values(o)}) > 1)}
-
-
-def job_folder(default: str, _root_: Any = None) -> str:
-    """A sweep job's folder (the resolver ``job_folder`` of ``configs/config.yaml``):
-    ``default`` (``<job number>_<overrides>``), or in a resumed sweep the folder in the
-    sweep that already holds this job, found by its overrides whatever its number
-    (:func:`populations.sweep_summary.find_job_folder`): a longer list (``seed=0,1,2``
-    after ``seed=0,1``, seed the inner loop) numbers the jobs anew, and the finished ones
-    trained again from frame 0 in new folders beside their own. Keys a resume may change
-    (``exclude_keys``) are not compared, unless the sweep gives them several values."""
-    from populations.sweep_summary import find_job_folder
-
-    try:
-        if _root_ is None or _root_.get("resume") is not True:
-            return default
-        sweep_dir = Path(str(_root_.hydra.sweep.dir))
-        overrides = [str(o) for o in _root_.hydra.overrides.task]
-        excluded = set(_root_.hydra.job.config.override_dirname.exclude_keys)
-    except Exception:  # noqa: BLE001 - another config's layout: its own default name
-        return default
-    found = find_job_folder(sweep_dir, overrides, excluded - _SWEPT, default)
-    return default if found is None else found.name
-
-
-def register_resolvers() -> None:
-    """The resolvers ``hydra.sweep.subdir`` of ``configs/config.yaml`` uses (on import too:
-    a config loaded outside ``selfplay-train`` resolves its job folders alike)."""
-    from omegaconf import OmegaConf
-
-    for name, resolver in (("job_dirname", job_dirname), ("job_folder", job_folder)):
-        if not OmegaConf.has_resolver(name):
-            OmegaConf.register_new_resolver(name, resolver)
-
-
-register_resolvers()
 
 
 def replace_game_kwargs(cfg: DictConfig, overrides: Sequence[str]) -> None:
@@ -678,20 +584,6 @@ def import_listed_modules(overrides: Sequence[Any]) -> None:
                     sys.path.remove(cwd)
 
 
-def _values(override: Any) -> list[Any]:
-    """An override's value, or each of a choice sweep's (``num_envs=0,4``); none for ranges,
-    intervals, deletions."""
-    from hydra.core.override_parser.types import ValueType
-
-    if override.is_delete():
-        return []
-    if override.value_type == ValueType.ELEMENT:
-        return [override.value()]
-    if override.value_type in (ValueType.CHOICE_SWEEP, ValueType.SIMPLE_CHOICE_SWEEP):
-        return list(override.value().list)
-    return []
-
-
 def check_values(overrides: Sequence[Any]) -> None:
     """Common bad values on the command line (``num_envs=0``, ``seed=abc``, ``device=gpu``,
     an unknown ``game.name``), refused before the schema and torch load, in the words the
@@ -718,7 +610,7 @@ def check_values(overrides: Sequence[Any]) -> None:
             sections.setdefault("llm", [])
         if o.package is not None or o.input_line.startswith(("+", "~")):
             continue
-        values = [v for v in _values(o) if not (isinstance(v, str) and "${" in v)]
+        values = [v for v in override_values(o) if not (isinstance(v, str) and "${" in v)]
         if key == "game.name":
             names += [v for v in values if isinstance(v, str)]
         elif key in TOP_LEVEL_TYPES:
@@ -734,7 +626,8 @@ def check_values(overrides: Sequence[Any]) -> None:
         import games
 
         games.make(unknown[0])  # raises UnknownGameError listing the registered games
-    share = {o.key_or_group: [v for v in _values(o) if not (isinstance(v, str) and "${" in v)]
+    share = {o.key_or_group: [v for v in override_values(o)
+                              if not (isinstance(v, str) and "${" in v)]
              for o in overrides if o.key_or_group in (
                  "num_envs", "runner.rollout_workers", "population.kind", "mappo.net.recurrent")
              and o.package is None and not o.input_line.startswith(("+", "~"))}
@@ -930,9 +823,9 @@ class ConfigCheck(Callback):
         _FAILED_JOBS.clear()  # keep_going's lists, per sweep (tests run several in a process)
         _SWEEP_JOBS.clear()
         _JOB_OVERRIDES.clear()
-        _SWEPT.clear()
+        _SWEPT.clear()  # the same set as populations.sweeps' (loggers reads it from here)
         _SWEPT.update(swept_keys(list(config.hydra.overrides.task)))
-        folder = None if _folder_given(config, "hydra.sweep.dir") else sweep_folder(config)
+        folder = None if folder_given(config, "hydra.sweep.dir") else sweep_folder(config)
         if config.get("resume") is True and not config.get("resume_override"):
             with reported(TRAIN):
                 _refuse_resume_without_folder(config, "hydra.sweep.dir", folder)
@@ -979,65 +872,6 @@ def _failed_jobs_line(sweep_dir: Path) -> str:
             f"{sweep_resume_command(sweep_dir, _TYPED or sys.argv[1:])}")
 
 
-def _folder_given(config: DictConfig, key: str) -> bool:
-    """Whether the command line gives ``key`` (``hydra.run.dir``, ``hydra.sweep.dir``)."""
-    return any(o.split("=", 1)[0].lstrip("+~") == key for o in config.hydra.overrides.hydra)
-
-
-def sweep_folder(config: DictConfig) -> Path:
-    """The one folder of a sweep whose ``hydra.sweep.dir`` the command line does not give: the
-    config's pattern as the sweep resolves it, with ``experiment`` the swept experiments joined
-    by ``+`` where ``experiment=`` is swept (``multirun/kuhn_psro+psro_maddpg_oracle/<stamp>``;
-    the sweep resolved it as ``default``). Hydra resolves the pattern again for each job, with
-    the job's ``experiment``: a sweep over experiments went to one folder per experiment, and
-    its multirun.yaml to a third one (see :func:`pin_sweep_folder`)."""
-    import copy
-
-    from omegaconf import flag_override
-
-    folder = str(config.hydra.sweep.dir)  # the clock read once ($now is cached), for all
-    swept = _swept_experiments(list(config.hydra.overrides.task))
-    if swept:
-        named = copy.deepcopy(config)  # the cache too: the same stamp
-        with flag_override(named, ["struct", "readonly"], [False, False]):
-            named.experiment = swept
-            folder = str(named.hydra.sweep.dir)
-    return Path(folder)
-
-
-def _swept_experiments(overrides: Sequence[str]) -> str | None:
-    """``kuhn_psro+psro_maddpg_oracle`` for ``experiment=kuhn_psro,psro_maddpg_oracle`` among
-    a sweep's overrides (``sweep`` for a glob or names that are no plain words); None when
-    ``experiment`` is not swept."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.core.override_parser.types import ValueType
-
-    for o in OverridesParser.create().parse_overrides(list(overrides)):
-        if o.key_or_group != "experiment" or o.package is not None or o.is_delete() or \
-                o.value_type == ValueType.ELEMENT:
-            continue
-        values = _values(o)
-        if values and all(isinstance(v, str) and re.fullmatch(r"[\w.-]+", v) for v in values):
-            name = "+".join(dict.fromkeys(values))
-            return name if len(name) <= 120 else "sweep"
-        return "sweep"
-    return None
-
-
-def pin_sweep_folder(config: DictConfig, folder: Path) -> None:
-    """Give every job of the sweep ``folder`` as its ``hydra.sweep.dir`` (and multirun.yaml
-    too): Hydra composes each job's config again from the sweep's ``hydra`` overrides and the
-    job's own, resolving ``multirun/${experiment}/...`` with the job's experiment, so one
-    sweep over ``experiment=`` was split across folders and its resume command (naming one of
-    them) retrained the jobs of the others there from scratch."""
-    from omegaconf import flag_override
-
-    value = hydra_value(folder)
-    with flag_override(config.hydra, ["struct", "readonly"], [False, False]):
-        config.hydra.sweep.dir = str(folder)
-        config.hydra.overrides.hydra.append(f"hydra.sweep.dir={value}")
-
-
 def _refuse_resume_without_folder(config: DictConfig, key: str = "hydra.run.dir",
                                   folder: Path | None = None) -> None:
     """``resume=true`` without ``hydra.run.dir`` (a sweep's ``hydra.sweep.dir``): Hydra names
@@ -1048,13 +882,13 @@ def _refuse_resume_without_folder(config: DictConfig, key: str = "hydra.run.dir"
     ``folder``: the one the run (sweep) would go to, when not the config's own."""
     from populations.run_folder import holds_run
 
-    if _folder_given(config, key):
+    if folder_given(config, key):
         return  # a folder given: run_folder's own check names it if it holds no run
     sweep = key == "hydra.sweep.dir"
     run_dir = folder or Path(str(config.hydra.sweep.dir if sweep else config.hydra.run.dir))
 
     def held(folder: Path) -> bool:
-        return _sweep_started(folder) if sweep else holds_run(folder)
+        return sweep_started(folder) if sweep else holds_run(folder)
 
     if run_dir.is_dir() and held(run_dir):
         return
@@ -1187,58 +1021,6 @@ def _fresh(run_dir: Path) -> bool:
                                        for p in run_dir.iterdir())
 
 
-def _sweep_started(sweep_dir: Path) -> bool:
-    """True when a job folder of the sweep holds a run (a resumed sweep, not a new one)."""
-    return any((job / "settings.json").is_file() for job in sweep_dir.iterdir() if job.is_dir())
-
-
-def _refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path, settings: dict[str, Any],
-                        overrides: Sequence[str] = (), flags: Sequence[str] = ()) -> None:
-    """Refuse to start job ``num`` of a resumed sweep afresh in ``run_dir`` when another
-    folder of the sweep, whatever its number, holds a run with these ``settings`` (but for
-    those a resume may change, unless swept: :data:`_SWEPT`) that :func:`job_folder` did
-    not take, its overrides being typed otherwise (a ``runner.*`` key, which the folder name
-    holds, changed) or several folders matching (``population.generations=1,2`` resumed
-    with one value): the job would train from frame 0 beside its own run. A job whose
-    settings differ (the sweep list changed: ``seed=0,2`` after ``seed=0,1``) is another
-    job and starts."""
-    from populations.experiment import RESUME_MAY_CHANGE
-    from populations.run_folder import flatten, settings_diff
-    from populations.sweep_summary import job_folders
-
-    free = [f for f in RESUME_MAY_CHANGE if not any(k == f or f"{k}." == f for k in _SWEPT)]
-    mine = flatten(json.loads(json.dumps(settings)))
-
-    def same_job(folder: Path) -> bool:
-        try:
-            saved = json.loads((folder / "settings.json").read_text())
-        except (OSError, ValueError, RecursionError):
-            return False  # unreadable: its own resume says so
-        if not isinstance(saved, dict) or settings_diff(saved, settings, free):
-            return False
-        theirs = flatten(json.loads(json.dumps(saved)))
-        both = set(theirs) & set(mine)  # none: not a run's settings
-        return bool(both) and all(theirs[k] == mine[k] for k in both  # a swept runner.* key
-                                  if any(k == s or k.startswith(f"{s}.") for s in _SWEPT))
-
-    earlier = [p for p in job_folders(sweep_dir)
-               if p != run_dir and (p / "settings.json").is_file() and same_job(p)]
-    if len(earlier) > 1:
-        first, second = (json.loads((p / "settings.json").read_text()) for p in earlier[:2])
-        keys = sorted({d.split("=", 1)[0] for d in settings_diff(first, second)})
-        raise CLIError(
-            f"job {num} of the sweep ({run_dir.name}) could be any of {len(earlier)} folders "
-            f"of the sweep, which differ only by {', '.join(keys) or 'nothing'} (settings a "
-            f"resume may change, swept when they ran): {', '.join(p.name for p in earlier)}; "
-            "resume the sweep with the list it started with, or one job alone with "
-            "selfplay-train <its overrides> resume=true hydra.run.dir=<its folder>")
-    if earlier:
-        raise CLIError(
-            f"job {num} of the sweep ran in {earlier[0]}, not in {run_dir.name} (job folders are "
-            "named by the sweep's settings): resume the sweep with the settings it started "
-            f"with, or that job alone with {resume_command(earlier[0], overrides, flags)}")
-
-
 def _discard_new(run_dir: Path, sweep_dir: Path | None) -> None:
     """Remove a run folder this process created (:func:`discard_run_dir`), and its sweep's
     folder when no job is left in it."""
@@ -1265,29 +1047,6 @@ def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
     return True
 
 
-def run_dir_override(run_dir: Path, key: str = "hydra.run.dir") -> str:
-    """``hydra.run.dir=<run_dir>`` as a shell and Hydra can read it back: a sweep job's
-    ``0_algo=mappo,seed=1`` (a comma: a list), ``run#1``, spaces or non-ASCII letters are
-    refused by Hydra's grammar unquoted, and a space splits the shell's words."""
-    return shlex.quote(f"{key}={hydra_value(run_dir)}")
-
-
-def hydra_value(run_dir: Path) -> str:
-    """``run_dir`` as a value Hydra's override grammar reads back as that path (quoted where
-    it holds characters the grammar or OmegaConf would take for something else)."""
-    path = str(run_dir)
-    if not re.fullmatch(r"[\w./:+-]+", path, re.ASCII):
-        # OmegaConf resolves ${...} in the value: \${ is a literal ${ (a backslash before it
-        # doubled); in Hydra's quoted string a quote and the backslashes before it or before
-        # the closing quote are escaped with a backslash
-        path = re.sub(r"(\\*)\$\{", lambda m: m[1] * 2 + "\\${", path)
-        q = "'" if '"' in path and "'" not in path else '"'
-        path = q + re.sub(rf"(\\*)({q}|\Z)", lambda m: m[1] * 2 + ("\\" + q if m[2] else ""),
-                          path) + q
-    return path
-
-
-_NOT_REPEATED = ("resume", "resume_override", "keep_going", "hydra.run.dir")
 _CONFIG_FLAGS = (("config_path", "--config-path"), ("config_dir", "--config-dir"),
                  ("config_name", "--config-name"))
 
@@ -1317,34 +1076,6 @@ def config_flags(argv: Sequence[str]) -> list[str]:
              for word in (flag, getattr(parsed, attr))]
     return flags + [o for o in parsed.overrides
                     if o.split("=", 1)[0].lstrip("+~").startswith("hydra.searchpath")]
-
-
-def resume_command(run_dir: Path, overrides: Sequence[str] | None = None,
-                   flags: Sequence[str] = ()) -> str:
-    """``selfplay-train <flags> <the run's overrides> resume=true hydra.run.dir=<run_dir>``,
-    each word quoted for a shell, from the run's task ``overrides`` (Hydra's
-    ``hc.overrides.task``, as typed) and the flags that chose its config (``flags``:
-    :func:`config_flags` of the command line): ``resume=true hydra.run.dir=...`` alone
-    composes the default config, which a run started with ``game=kuhn imports=[push]`` (or
-    ``--config-dir D --config-name myexp``) refuses ('cannot resume ... with other
-    settings'). An earlier resume's own ``resume``/``resume_override`` are not repeated (nor
-    a sweep job's ``keep_going``, which a single run does not use), nor
-    the ``~game`` this CLI put before ``game.name=`` (:func:`game_overrides` puts it back)."""
-    args = ["~game" if o == "~game=null" else o for o in overrides or ()  # a sweep job's
-            if o.split("=", 1)[0].lstrip("+~") not in _NOT_REPEATED]  # spelling of ~game
-    if "~game" in args and game_overrides([a for a in args if a != "~game"]) == args:
-        args.remove("~game")
-    return " ".join([TRAIN, *map(shlex.quote, [*flags, *args]), "resume=true",
-                     run_dir_override(run_dir)])
-
-
-def sweep_resume_command(sweep_dir: Path, argv: Sequence[str]) -> str:
-    """``selfplay-train -m <the sweep's overrides> resume=true hydra.sweep.dir=<sweep_dir>``
-    from the command line ``argv`` that started (or resumed) the sweep."""
-    skip = ("resume=", "hydra.sweep.dir=")
-    args = [a for a in argv if a not in ("-m", "--multirun") and not a.startswith(skip)]
-    return " ".join([TRAIN, "-m", *map(shlex.quote, args), "resume=true",
-                     run_dir_override(sweep_dir, "hydra.sweep.dir")])
 
 
 @contextmanager
@@ -1382,7 +1113,8 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
             _FAILED_JOBS.append((job, run_dir))
             return
         if sweep_dir is not None and job is not None:
-            fail(prog, line + _sweep_stopped(sweep_dir, job, run_dir, created, resumed))
+            fail(prog, line + sweep_stopped(sweep_dir, job, run_dir, created, resumed,
+                                             _TYPED or sys.argv[1:]))
         fail(prog, line + _resumes_after(err, run_dir, overrides, flags))
 
 
@@ -1405,26 +1137,6 @@ def _resumes_after(err: BaseException, run_dir: Path, overrides: Sequence[str] |
             f"last one with: {resume_command(run_dir, overrides, flags)}{settings}")
 
 
-def _sweep_stopped(sweep_dir: Path | None, job: int | None, run_dir: Path | None = None,
-                   created: bool = True, resumed: bool = False) -> str:
-    """What a sweep's failed job adds to its error line (Hydra's launcher ends the sweep); a
-    job run again without ``resume=true`` in the folder ``run_dir`` that holds its run (the
-    same sweep command twice: 'already holds a run') says how the sweep goes on, or starts
-    anew, not to fix the swept values, which were fine."""
-    from populations.run_folder import holds_run
-
-    if sweep_dir is None or job is None:
-        return ""
-    if not resumed and not created and run_dir is not None and holds_run(run_dir):
-        return (f" (sweep job {job}: the sweep in {sweep_dir} has run; add resume=true to go "
-                f"on with it, {sweep_resume_command(sweep_dir, _TYPED or sys.argv[1:])}, or "
-                "give a new hydra.sweep.dir to start it again)")
-    if not (sweep_dir.is_dir() and _sweep_started(sweep_dir)):
-        return f" (sweep job {job}; the jobs after it did not run)"
-    return (f" (sweep job {job}; the jobs after it did not run: fix the swept values, then "
-            f"{sweep_resume_command(sweep_dir, _TYPED or sys.argv[1:])})")
-
-
 def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
                   overrides: Sequence[str] | None = None, flags: Sequence[str] = ()) -> str:
     """Ctrl-C's message: the command that resumes the run or sweep, or (stopped before the
@@ -1432,7 +1144,7 @@ def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
     # a folder holding a run resumes (from its last checkpoint, or from the start when it has
     # none yet: PSRO keeps none, it goes on from league.db); the same command again would be
     # refused ("already holds a run")
-    if sweep_dir is not None and sweep_dir.is_dir() and _sweep_started(sweep_dir):
+    if sweep_dir is not None and sweep_dir.is_dir() and sweep_started(sweep_dir):
         return f"interrupted; the sweep resumes with: " \
             f"{sweep_resume_command(sweep_dir, _TYPED or sys.argv[1:])}"
     from populations.run_folder import holds_run
@@ -1561,8 +1273,8 @@ def _train_task(cfg: DictConfig) -> None:
         if sweep_dir is not None and not run_dir.name.startswith(f"{hc.job.num}_"):
             log.info("job %d of the sweep resumes in its folder %s (numbered by the sweep "
                      "that made it)", hc.job.num, run_dir.name)
-        if exp.resume and created and sweep_dir is not None and _sweep_started(sweep_dir):
-            _refuse_renamed_job(sweep_dir, hc.job.num, run_dir, _plain(exp), overrides, flags)
+        if exp.resume and created and sweep_dir is not None and sweep_started(sweep_dir):
+            refuse_renamed_job(sweep_dir, hc.job.num, run_dir, _plain(exp), overrides, flags)
             # a job the interrupted sweep never reached (a mistyped sweep folder still fails)
             log.info("resume=true: job %d of the sweep had not started; starting it",
                      hc.job.num)
@@ -1782,364 +1494,6 @@ def train_main() -> None:
             _hydra_app()()
         except KeyboardInterrupt:  # Ctrl-C while Hydra composes, before the run and its guard
             interrupted(TRAIN)
-
-
-# ----------------------------------------------------------------------- selfplay-eval
-def eval_main(argv: list[str] | None = None) -> None:
-    """``selfplay-eval``: round-robin rating of saved policy files into a league database."""
-    p = OneLineParser(prog="selfplay-eval", description=(eval_main.__doc__ or "").replace("``", ""))
-    p.add_argument("policies", nargs="+", help="policy files (.pt) written by a run")
-    p.add_argument("--game", required=True, help="game spec, e.g. openspiel/kuhn_poker")
-    p.add_argument("--game-kwargs", default="{}", help="JSON keyword arguments of the game")
-    p.add_argument("--db", required=True, help="league database to write (created if missing)")
-    p.add_argument("--episodes", type=int, default=16, help="role-swapped pairs per pairing")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--runner", default="local", choices=["local", "ray"])
-    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                   help="import MODULE first (your games), from the working directory; "
-                        "repeatable")
-    x = p.add_argument_group("approximate exploitability (trained best responses)")
-    x.add_argument("--exploit", action="store_true",
-                   help="also train a best response per team against each policy and "
-                        "print/record its gain (approximate NashConv ± 95%% interval)")
-    x.add_argument("--exploit-algo", default="ippo", help="registered learner of the responses")
-    x.add_argument("--exploit-frames", type=int, default=20_000, help="frames per response")
-    x.add_argument("--exploit-seeds", type=int, default=3, help="independent repetitions")
-    x.add_argument("--exploit-episodes", type=int, default=2_000,
-                   help="evaluation episodes per value estimate")
-    args = p.parse_intermixed_args(argv)  # files before and after the flags alike
-    if args.exploit:  # minutes of training: its progress lines (populations.approx_exploit)
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    from populations.run_folder import sigterm_as_interrupt
-
-    with sigterm_as_interrupt(), reported(p.prog):  # SIGTERM: as Ctrl-C (run interrupted)
-        if not args.db.strip():  # Path(""): the working folder, as a database file
-            raise CLIError("--db is empty (an unset shell variable?); give the league database "
-                           "file to write, e.g. --db eval.db")
-        import_user_modules(args.imports, "--import")
-        import_user_modules(game_modules(args.game), f"--game {args.game}")
-        load_plugins()
-        try:
-            kwargs = json.loads(args.game_kwargs)
-        except json.JSONDecodeError as err:
-            raise CLIError(f"--game-kwargs is not JSON ({err}): {args.game_kwargs!r}") from None
-        if not isinstance(kwargs, dict):
-            raise CLIError(f"--game-kwargs must be a JSON object, got {args.game_kwargs!r}")
-        _evaluate(args, kwargs)
-
-
-def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
-    from games import make
-
-    spec = make(args.game, **kwargs).spec
-    if not 0 <= args.seed < EVAL_SEED_END:  # numpy: "expected non-negative integer"; SQLite:
-        raise CLIError(f"--seed {args.seed}: expected an integer from 0 to "  # an overflow
-                       f"{EVAL_SEED_END - 1} (2**62 - 1)")
-    if args.exploit:  # --exploit's settings first (against the registry and game: torch, later)
-        _check_exploit_values(args)
-    else:
-        _check_eval_values(args)
-    from marl.core import CheckpointError, load_policy
-    from populations.db import LeagueDB
-    from populations.evaluation import round_robin, seats_mismatch
-    from populations.experiment import league_table
-    from populations.runners import make_runner
-    from populations.store import PolicyStore
-
-    exploit = _exploit_config(args, spec) if args.exploit else None  # bad values fail first
-    try:  # its messages quote the file (a game name, a payload's keys): escaped
-        policies = {name: load_policy(path)
-                    for name, path in _policy_names(args.policies).items()}
-    except (CheckpointError, ValueError) as err:
-        kind = re.search(r"unknown policy kind ('[^']*')", str(err))
-        how = (f"; import the module that registers {kind[1]} with --import MODULE "
-               "(importable from this folder; repeatable)") if kind else ""
-        raise CLIError(escaped(str(err)) + escaped(how)) from err
-    if args.episodes < 1:  # 0 played no match and printed ratings of None
-        raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
-    if len(policies) < 2 and not args.exploit:
-        raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
-                       "or add --exploit for one policy's approximate NashConv")
-    for name, pol in policies.items():  # each plays every side (a KeyError deep in a match)
-        missing = [a for a in spec.agent_ids if a not in pol.meta.agents]
-        game = escaped(pol.meta.game)  # read from the file: no terminal codes printed raw
-        bare = _unrecorded(pol.meta.game) and _same_game(pol.meta.game, spec.name)
-        if missing and not _same_game(pol.meta.game, spec.name):  # not seats of this game
-            raise CLIError(f"{name} was trained on {game} (seats "
-                           f"{list(pol.meta.agents)}), not on {spec.name} (seats "
-                           f"{list(spec.agent_ids)}): evaluate it on its own game")
-        if missing:
-            raise CLIError(
-                f"{name} holds the seats {list(pol.meta.agents)} of {game}, not "
-                f"{missing}{f' of {spec.name}' if spec.name != pol.meta.game else ''}: "
-                "matches here play each policy on every side (a population=none run trains its "
-                "first team only, a PSRO member plays its own seat; a league's snapshots hold "
-                "every seat)"
-                + (UNRECORDED.format(game=game) if bare else ""))
-        for a in spec.agent_ids if not {"graph", "text"} & set(pol.meta.inputs) else ():
-            want, got = tuple(pol.meta.obs_shapes[a]), tuple(spec.obs_shapes[a])
-            if want != got:  # kuhn snapshots on leduc: "could not broadcast (8,30)..."
-                raise CLIError(f"{name} was trained on {game} (observations of "
-                               f"shape {want} for {a}); {spec.name} gives {got}"
-                               + (UNRECORDED.format(game=game) if bare else ""))
-        why = seats_mismatch(pol.meta, spec)  # actions too, a GNN's: "size of tensor a (9)"
-        if why:
-            raise CLIError(f"{name} ({game}) was {escaped(why)}"
-                           + (UNRECORDED.format(game=game) if bare else ""))
-    for name, pol in policies.items():  # same seats and sizes, other parameters (max_cycles)
-        for note in _game_notes(name, pol.meta.game, spec):
-            print(f"selfplay-eval: note: {note}", file=sys.stderr)
-    names = _policy_names(args.policies)
-    for name, path in names.items() if len(names) > 1 else ():  # which file each name is
-        print(f"selfplay-eval: {name} <- {escaped(path)}", file=sys.stderr)  # (stdout: table)
-    new = _new_folder(Path(args.db).parent)
-    if new is not None:  # as selfplay-train's note on a new top-level folder: a typo shows
-        deeper = "" if new == Path(args.db).parent else " (and the folders in it)"
-        print(f"selfplay-eval: note: --db {escaped(args.db)} makes the new folder "
-              f"{escaped(str(new))}{deeper}", file=sys.stderr)
-    db = LeagueDB(args.db)  # made only once every policy loaded
-    run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name, config={
-        "policies": {name: str(Path(path).resolve()) for name, path in names.items()},
-        "game_kwargs": kwargs, "episodes": args.episodes, "seed": args.seed})
-    store = PolicyStore(eval_snapshot_folder(Path(args.db), run_id), db, run_id)
-    snaps = [store.publish(name, pol) for name, pol in policies.items()]
-    try:  # the run ends finished, failed or interrupted (it stayed 'running' in the dashboard)
-        runner = make_runner(args.runner)
-        try:
-            round_robin(db, run_id, runner, spec, args.game, kwargs, snaps, args.episodes,
-                        args.seed)
-        finally:
-            runner.close()
-        for row in league_table(db, run_id) if len(snaps) > 1 else ():  # one: no matches
-            print(f"{row['member']:>24}  elo {row['elo']}  mu {row['mu']} ± {row['sigma']}  "
-                  f"pairs {row['pairs']}")
-        _print_pairs(db, run_id, snaps)
-        if exploit is not None:
-            _exploit(db, run_id, args, kwargs, snaps, policies, exploit)
-    except BaseException as err:  # Ctrl-C too
-        from populations.run_folder import end_status
-        from populations.run_folder import one_line as error_line
-
-        db.set_run_status(run_id, end_status(err), error_line(err))
-        db.close()
-        raise
-    db.set_run_status(run_id, "finished")
-    db.close()
-
-
-def _new_folder(folder: Path) -> Path | None:
-    """The outermost folder of ``folder`` and its parents that does not exist yet (what
-    making ``folder`` creates first); None when it exists."""
-    missing = [p for p in (folder, *folder.parents) if not p.exists()]
-    return missing[-1] if missing else None
-
-
-def eval_snapshot_folder(db: Path, run_id: int) -> Path:
-    """Where ``selfplay-eval`` keeps the copies of the files it rates into ``db`` as run
-    ``run_id``: ``eval_snapshots/<db file>/run<id>/`` beside it. Each evaluation its own folder:
-    one ``eval_snapshots/`` for all of them had a second evaluation (into the same database or
-    another one beside it) of files of the same names (a run's ``v0000.pt``...) overwrite the
-    first one's copies, whose rows then named other weights than their recorded SHA-256."""
-    return db.parent / "eval_snapshots" / db.name / f"run{run_id:04d}"
-
-
-EVAL_SEED_END = 2**62
-"""``selfplay-eval --seed`` is below this: numpy's generators take no negative seed, and the
-match records' seeds (``--seed`` plus 7,919 per pairing) are SQLite integers (below 2**63)."""
-
-UNRECORDED = ("; its file names the game {game} without arguments (the defaults, or not "
-              "recorded: files written before game names held them): give the --game-kwargs "
-              "it was trained with")
-
-
-def escaped(text: str) -> str:
-    """``text`` with each character that is not printable (ESC, ``\\r``, newlines, other
-    control and format codes) as its Python escape: text read from a file (a snapshot's game
-    name) printed raw could move the cursor, recolour or retitle the terminal, or fake lines."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
-def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
-    """What ``selfplay-eval`` says of policy ``name``, trained on the game ``recorded`` (its
-    file's name for it) and played on ``spec``'s game, whose seats and shapes it fits: nothing
-    for the same game, also where only the names differ (``...simple_tag_v3(max_cycles=25)``,
-    the default, and the bare ``...simple_tag_v3``: the game built from each name has the
-    same spec); else that it was trained on another game, and, for the same game of other
-    arguments, each argument (and spec field) that differs with both values (``max_steps
-    (25 in training, 100 here)``: a note that looked the same for both hid a real change)."""
-    from games.core import GameSpec
-    from games.registry import split_name
-
-    if recorded == spec.name:
-        return []
-    if _same_game(recorded, spec.name):
-        return [f"{name}'s file names its game {escaped(recorded)} without arguments (the "
-                f"defaults, or not recorded); it plays {spec.name} here"]
-    other = [f"{name} was trained on {escaped(recorded)}; it plays {spec.name} here"]
-    try:
-        (base, named), (here_base, here) = split_name(recorded), split_name(spec.name)
-        trained = _spec_of(recorded) if base == here_base else None
-    except Exception:  # noqa: BLE001 - a name no game makes here: the names are all there is
-        return other
-    if trained is None:
-        return other
-    fields = [f.name for f in dataclasses.fields(GameSpec) if f.name != "name"]
-
-    def value(args: dict[str, Any], key: str, game: Any) -> str:
-        return repr(args[key]) if key in args else repr(getattr(game, key)) \
-            if key in fields else "the default"
-
-    keys = sorted(k for k in {*named, *here} if named.get(k, _Missing) != here.get(k, _Missing))
-    keys += [f for f in fields if f not in keys and getattr(trained, f) != getattr(spec, f)]
-    explicit = any(k in named and k in here for k in keys)  # given both sides, not the same
-    if not explicit and all(getattr(trained, f) == getattr(spec, f) for f in fields):
-        return []  # the names differ, the games do not (a default given by name or not)
-    return [*other, f"{name}'s game differs here in " + ", ".join(
-        f"{k} ({escaped(value(named, k, trained))} in training, {value(here, k, spec)} here)"
-        for k in keys)]
-
-
-@functools.lru_cache(maxsize=8)
-def _spec_of(name: str) -> Any:
-    """The spec of the game ``games.make(name)`` builds (once per name: a run's snapshots
-    share one)."""
-    from games import make
-
-    return make(name).spec
-
-
-def _same_game(recorded: str, name: str) -> bool:
-    """Whether a snapshot's ``recorded`` game name may name the game ``name``: the same name,
-    or ``name``'s base without arguments where those may be unrecorded (:func:`_unrecorded`).
-    A PettingZoo or VMAS name recorded before names held their kwargs (399addf) is bare
-    whatever the run's kwargs; one recorded since is bare for the defaults: either way the
-    base is all the file says, so it is not called another game (its seats and observation
-    shapes are checked against the game all the same). A bare OpenSpiel name is the
-    defaults', as ever: ``kuhn_poker`` is not ``kuhn_poker(players=3)``."""
-    if recorded == name:
-        return True
-    return _unrecorded(recorded) and name.partition("(")[0] == recorded
-
-
-def _unrecorded(recorded: str) -> bool:
-    """Whether a snapshot's game name may lack the arguments it was trained with: a name
-    without ``(...)`` of another family than OpenSpiel's (whose names always held them)."""
-    return "(" not in recorded and not recorded.startswith("openspiel/")
-
-
-def _check_eval_values(args: argparse.Namespace) -> None:
-    """The refusals that need only the command line, with the words of the checks below, in
-    their order, before torch and the policy files load: such a refusal cost 2.1-2.9 s CPU,
-    now 0.4-0.6 s. A file that exists may still fail to load: that error came first and now
-    comes after these (a command line with both)."""
-    for path in map(Path, args.policies):
-        if path.is_dir():  # load_policy says which files it holds: the checks below run then
-            return
-        if not path.is_file():
-            raise CLIError(f"policy file not found: {escaped(str(path))}")
-    if args.episodes < 1:
-        raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
-    if len(args.policies) < 2:
-        raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
-                       "or add --exploit for one policy's approximate NashConv")
-
-
-EXPLOIT_MINIMUMS = {"frames": 1, "seeds": 1, "eval_episodes": 2}
-"""The least value of ``ApproxConfig``'s budget fields (``--exploit-frames``...; a test keeps
-them in step)."""
-
-
-def _check_exploit_values(args: argparse.Namespace) -> None:
-    """The ``--exploit-*`` values refused before torch loads (the learner registry and the
-    game's check come after, in ``_exploit_config``): a budget below its least value, and a
-    learner that is none of marl's that train best responses
-    (``config_checks.STEPPED_ALGOS``) while nothing registered another (``--import``, a
-    plugin: the registry loaded)."""
-    from populations.config_checks import STEPPED_ALGOS
-
-    for name, low in EXPLOIT_MINIMUMS.items():
-        flag = name.removeprefix("eval_")
-        value = getattr(args, f"exploit_{flag}")
-        if value < low:  # ApproxConfig's words, which came after torch (~2.5 s CPU)
-            raise CLIError(f"approx exploitability: {name} must be an integer >= {low}, got "
-                           f"{value!r} (--exploit-{flag})")
-    if args.exploit_algo not in STEPPED_ALGOS and "marl.registry" not in sys.modules:
-        raise CLIError(f"--exploit-algo {args.exploit_algo!r} cannot train best responses; "
-                       f"choose one of {list(STEPPED_ALGOS)} (one compatible with the game)")
-
-
-def _print_pairs(db: Any, run_id: int, snaps: Sequence[Any]) -> None:
-    """Each pair's win rate and margin under the ratings: Elo and mu rate the pairs one
-    after another, so over a few pairs they may order two policies against their win rate
-    (0.50 over 10 pairs, margin +0.20, rated below)."""
-    names = {s.id: s.member for s in snaps}
-    cells = {(p["row_snapshot"], p["col_snapshot"]): p for p in db.payoffs(run_id)}
-    lines = [f"{names[a]:>24}  vs {names[b]}: win rate {p['win_rate']:.2f} over {p['count']} "
-             f"pairs, margin {p['value']:+.3f} per episode"
-             for a, b in itertools.combinations(names, 2)
-             for p in [cells.get((a, b))] if p is not None and p["win_rate"] is not None]
-    if lines:
-        print("each pair (the first against the second; a role-swapped pair is won on its "
-              "summed margin):")
-        print("\n".join(lines))
-
-
-def _policy_names(paths: list[str]) -> dict[str, str]:
-    """``{name: path}``, one per file given: its stem; where stems repeat, and for a run's
-    snapshots (``<member>/v0000.pt``...) always, ``<folder>_<stem>``; where those repeat too
-    (two runs' ``runA/snapshots/llm/v0002.pt``, ``runB/...``) the nearest folder above that
-    tells them apart goes first, ``runA_llm_v0002`` (it was ``llm_v0002`` and
-    ``llm_v0002_2``, by the order of the arguments); then ``_2``, ``_3``... (the same file
-    twice: two files of one name were one player). Names are made valid member names
-    (letters, digits, ``_-.``, starting with a letter or digit, at most 64)."""
-    def valid(text: str) -> str:
-        text = re.sub(r"[^A-Za-z0-9_.\-]", "_", text).lstrip("_.-")[:58]
-        return text or "policy"
-
-    stems = [valid(Path(p).stem) for p in paths]
-    folders = [Path(p).resolve().parent for p in paths]
-    names: dict[str, str] = {}
-    for stem, path, folder in zip(stems, paths, folders, strict=True):
-        base = stem
-        if stems.count(stem) > 1 or re.fullmatch(r"v\d+", stem):  # a run's snapshot: named
-            # by its member's folder even when unique (v0001 alone lost which member it was)
-            base = valid(f"{Path(path).parent.name}_{stem}")
-            same = [f for f, q, s in zip(folders, paths, stems, strict=True) if s == stem and
-                    Path(q).parent.name == Path(path).parent.name and f != folder]
-            above = next((p.name for k, p in enumerate(folder.parents, 1) if p.name and all(
-                len(f.parents) <= k or f.parents[k - 1].name != p.name for f in same)),
-                None) if same else None
-            room = 58 - len(base) - 1
-            if above is not None and room > 0:
-                base = valid(re.sub(r"[^A-Za-z0-9_.\-]", "_", above)[-room:] + "_" + base)
-        name, k = base, 2
-        while name in names:
-            name, k = f"{base}_{k}", k + 1
-        names[name] = path
-    return names
-
-
-def _exploit_config(args: argparse.Namespace, spec: Any) -> Any:
-    """The ``--exploit-*`` settings, checked against the game (one line when wrong)."""
-    from populations.approx_exploit import ApproxConfig, check_response_algo
-
-    cfg = ApproxConfig(algo=args.exploit_algo, frames=args.exploit_frames,
-                       seeds=args.exploit_seeds, eval_episodes=args.exploit_episodes,
-                       seed=args.seed)
-    check_response_algo(spec, cfg)
-    return cfg
-
-
-def _exploit(db: Any, run_id: int, args: argparse.Namespace, kwargs: dict[str, Any],
-             snaps: list, policies: dict[str, Any], cfg: Any) -> None:
-    """Approximate NashConv of each policy, printed and recorded per snapshot."""
-    from populations.approx_exploit import approx_nash_conv, record
-
-    for snap, (name, pol) in zip(snaps, policies.items(), strict=True):
-        res = approx_nash_conv(args.game, pol, cfg, kwargs)
-        record(db, run_id, snap.id, name, res)
-        print(f"{name:>24}  approx NashConv {res.nash_conv:.4f} ± {res.half_width:.4f} "
-              f"(95% {res.interval}; {cfg.algo}, {cfg.frames} frames per response)")
 
 
 if __name__ == "__main__":

@@ -277,8 +277,9 @@ def test_mappo_does_not_import_torch_geometric(tmp_path):
 
 # ------------------------------------------------------------------ selfplay-eval errors
 def _eval_job(args, cwd):
-    return dict(args=[sys.executable, "-c", "from populations.cli import eval_main; eval_main()",
-                      *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    return dict(args=[sys.executable, "-c",
+                      "from populations.eval_cli import eval_main; eval_main()", *args], cwd=cwd,
+                capture_output=True, text=True, timeout=300)
 
 
 def _eval(args, cwd):

@@ -63,7 +63,7 @@ SPREAD = "pettingzoo/mpe2.simple_spread_v3"
 
 
 def _eval(args, capsys):
-    from populations.cli import eval_main
+    from populations.eval_cli import eval_main
 
     try:
         eval_main([*args, "--episodes", "1"])
@@ -89,7 +89,7 @@ def _policy(path, game, agents=None, recorded=None, **kwargs):
 
 
 def test_escaped_shows_control_codes():
-    from populations.cli import escaped
+    from populations.eval_cli import escaped
 
     assert escaped("openspiel/kuhn_poker(players=2)") == "openspiel/kuhn_poker(players=2)"
     assert escaped("a\x1b[2Jb\r\n\x07\u202ec é") == "a\\x1b[2Jb\\r\\n\\x07\\u202ec é"

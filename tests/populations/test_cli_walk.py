@@ -89,7 +89,7 @@ def test_only_a_working_folder_module_is_imported_for_the_game(pz_module, tmp_pa
 
 def test_selfplay_eval_help_shows_no_markup(capsys):
     # before: "``selfplay-eval``: round-robin rating ..." (the docstring's reST markup)
-    from populations.cli import eval_main
+    from populations.eval_cli import eval_main
 
     with pytest.raises(SystemExit) as stop:
         eval_main(["--help"])
@@ -113,7 +113,7 @@ def test_selfplay_eval_takes_files_before_and_after_the_flags(tmp_path, capsys):
     # before: 'selfplay-eval a.pt --game G --db D b.pt' ended "unrecognized arguments: b.pt"
     import games
     from marl.train import RandomPolicy
-    from populations.cli import eval_main
+    from populations.eval_cli import eval_main
 
     spec = games.make("openspiel/kuhn_poker").spec
     a, b = RandomPolicy(spec).save(tmp_path / "a.pt"), RandomPolicy(spec).save(tmp_path / "b.pt")

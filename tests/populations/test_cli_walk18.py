@@ -29,7 +29,7 @@ def _policies(folder: Path, seed: int) -> list[str]:
 
 
 def _eval(db: Path, files: list[str]) -> None:
-    from populations.cli import eval_main
+    from populations.eval_cli import eval_main
 
     eval_main(["--game", "openspiel/kuhn_poker", "--db", str(db), "--episodes", "1", *files])
 

@@ -18,7 +18,8 @@ from populations.cli import CLIError, check_command_line, to_experiment
 CHECK = """
 import sys
 import llm_agents, llm_agents.settings
-from populations.cli import CLIError, check_command_line, eval_main
+from populations.cli import CLIError, check_command_line
+from populations.eval_cli import eval_main
 for line in {lines!r}:
     try:
         check_command_line(line)
@@ -166,7 +167,7 @@ def test_the_early_llm_check_answers_as_the_schema(line):
 
 def test_the_exploit_minimums_are_approx_configs():
     from populations.approx_exploit import ApproxConfig
-    from populations.cli import EXPLOIT_MINIMUMS
+    from populations.eval_cli import EXPLOIT_MINIMUMS
 
     for name, low in EXPLOIT_MINIMUMS.items():
         ApproxConfig(**{name: low})

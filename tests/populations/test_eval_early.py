@@ -7,7 +7,7 @@ import sys
 
 CHECK = """
 import sys
-from populations.cli import eval_main
+from populations.eval_cli import eval_main
 for args in (["p.pt"], ["--episodes", "0", "p.pt", "p.pt"], ["p.pt", "nope.pt"]):
     try:
         eval_main(["--game", "openspiel/kuhn_poker", "--db", "r.db", *args])

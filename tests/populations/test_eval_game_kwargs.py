@@ -14,7 +14,7 @@ SPREAD = "pettingzoo/mpe2.simple_spread_v3"
 
 
 def _eval(args, capsys):
-    from populations.cli import eval_main
+    from populations.eval_cli import eval_main
 
     try:
         eval_main(args)

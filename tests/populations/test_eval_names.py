@@ -10,7 +10,7 @@ KUHN = "openspiel/kuhn_poker"
 
 
 def _eval(args, capsys):
-    from populations.cli import eval_main
+    from populations.eval_cli import eval_main
 
     try:
         eval_main(args)
@@ -66,7 +66,7 @@ def test_exploit_turns_on_progress_lines(snapshots, tmp_path, capsys, monkeypatc
 def test_player_names_made_from_paths_are_valid_member_names():
     """``a.pt a.pt`` gave ``_a`` twice and folders with spaces ``run 1_v0``: both refused as
     member names after the evaluation database had been created."""
-    from populations.cli import _policy_names
+    from populations.eval_cli import _policy_names
     from populations.store import _NAME
 
     names = _policy_names(["a.pt", "a.pt", "run 1/v0.pt", "run 2/v0.pt", "x/-é!.pt"])
@@ -135,9 +135,9 @@ def test_one_policy_with_exploit_prints_no_empty_rating_row(snapshots, tmp_path,
                                                               monkeypatch):
     """One policy and --exploit played no match, yet printed the rating table first:
     '  v0006  elo None  mu None ± None  matches 0' above the NashConv estimate."""
-    import populations.cli as cli
+    import populations.eval_cli as eval_cli
 
-    monkeypatch.setattr(cli, "_exploit", lambda *a, **k: print("exploit ran"))
+    monkeypatch.setattr(eval_cli, "_exploit", lambda *a, **k: print("exploit ran"))
     code, out, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--exploit",
                             snapshots[0]], capsys)
     assert code == 0, err

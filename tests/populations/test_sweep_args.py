@@ -34,7 +34,7 @@ def test_a_sweep_job_folder_is_one_folder(monkeypatch):
 
     from omegaconf import OmegaConf
 
-    from populations.cli import job_dirname
+    from populations.sweeps import job_dirname
 
     if not OmegaConf.has_resolver("job_dirname"):
         OmegaConf.register_new_resolver("job_dirname", job_dirname)

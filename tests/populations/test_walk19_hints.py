@@ -152,9 +152,10 @@ def test_eval_of_an_unknown_policy_kind_names_the_import_flag(tmp_path, monkeypa
         torch.save(data, path)
         files.append(str(path))
     monkeypatch.chdir(tmp_path)
+    from populations.eval_cli import eval_main
+
     with pytest.raises(SystemExit) as stop:
-        cli.eval_main(["--game", "openspiel/kuhn_poker", "--db", str(tmp_path / "e.db"),
-                       *files])
+        eval_main(["--game", "openspiel/kuhn_poker", "--db", str(tmp_path / "e.db"), *files])
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown policy kind 'w19_hint_kind'" in err[0]

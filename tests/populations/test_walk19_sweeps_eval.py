@@ -100,7 +100,7 @@ def test_two_runs_snapshots_are_named_by_their_run_and_recorded(tmp_path, capsys
 
 
 def test_policy_names_go_up_to_the_folder_that_differs():
-    from populations.cli import _policy_names
+    from populations.eval_cli import _policy_names
 
     assert list(_policy_names(["runA/snapshots/llm/v2.pt", "runB/snapshots/llm/v2.pt",
                                "c/x/v2.pt", "m/0_seed=0/snapshots/y/v3.pt",
@@ -137,7 +137,7 @@ def test_a_game_of_other_arguments_names_them_with_both_values():
     # before: the same note for vmas/simple_tag(max_steps=25) on vmas/simple_tag (100 steps)
     # as for a name that differs only in spelling
     import games
-    from populations.cli import _game_notes
+    from populations.eval_cli import _game_notes
 
     tag = games.make("vmas/simple_tag").spec
     assert _game_notes("a", "vmas/simple_tag(max_steps=25)", tag) == [

@@ -87,10 +87,10 @@ def test_a_swept_experiment_names_its_jobs(monkeypatch):
     # 1_eval_episodes=5,frames=1000
     from omegaconf import OmegaConf
 
-    import populations.cli as cli
+    import populations.sweeps as sweeps
 
-    monkeypatch.setattr(cli, "_SWEPT", set(cli.swept_keys(["experiment=kuhn_psro,main",
-                                                            "frames=1000"])))
+    monkeypatch.setattr(sweeps, "_SWEPT", set(sweeps.swept_keys(["experiment=kuhn_psro,main",
+                                                                  "frames=1000"])))
     cfg = OmegaConf.load(Path(__file__).resolve().parents[2] / "configs" / "config.yaml")
     cfg.hydra.job.num = 1
     cfg.hydra.job.override_dirname = "frames=1000"

@@ -97,10 +97,7 @@ def test_a_psro_oracle_failing_for_its_second_player_is_one_line(
 
 
 def test_an_exploit_response_that_fails_to_build_is_one_line(user_module, tmp_path, capsys):
-    try:  # its home once populations/cli.py is split (session 22)
-        from populations.eval_cli import eval_main
-    except ImportError:
-        from populations.cli import eval_main
+    from populations.eval_cli import eval_main
 
     policy = registry.get("mappo").build(games.make(KUHN).spec).policy().save(
         tmp_path / "a.pt")

@@ -1,0 +1,100 @@
+"""``selfplay-train``'s command line: the words :mod:`populations.cli` (the entry point) and
+:mod:`populations.sweeps` (a sweep's folders) both read and write. The error a command line
+or config causes (:class:`CLIError`), the ``game.name=`` rewrite (:func:`game_overrides`), an
+override's values (:func:`override_values`), and the commands printed back to the user to
+resume a run (:func:`resume_command`), each word quoted as a shell and Hydra read it back.
+
+Imports nothing heavy: every CLI's startup loads it (Hydra's parser loads in the functions).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+TRAIN = "selfplay-train"
+
+
+class CLIError(Exception):
+    """A mistake on the command line or in the config (reported in one line, exit 2)."""
+
+
+_GAME_GROUP = re.compile(r"^[+~]*game(@[^=]*)?(=|$)")
+_GAME_NAME = re.compile(r"^\+{0,2}game\.name=")
+
+
+def game_overrides(args: Sequence[str]) -> list[str]:
+    """Command-line overrides with ``game.name=X`` starting from X's own defaults.
+
+    A game preset (``configs/game/``) sets a name *and* that game's keyword arguments;
+    naming another game without choosing a preset must not keep the preset's arguments,
+    so the preset is dropped (``~game``) and ``game.kwargs`` starts empty. ``~game`` goes
+    just before the ``game.name=`` override: Hydra's argparse takes the overrides as one run
+    of positionals, so one put before ``-m`` or ``--cfg job`` made the rest unrecognized."""
+    args = list(args)
+    at = next((i for i, a in enumerate(args) if _GAME_NAME.match(a)), None)
+    if at is not None and not any(_GAME_GROUP.match(a) for a in args):
+        return [*args[:at], "~game", *args[at:]]
+    return args
+
+
+def override_values(override: Any) -> list[Any]:
+    """An override's value, or each of a choice sweep's (``num_envs=0,4``); none for ranges,
+    intervals, deletions."""
+    from hydra.core.override_parser.types import ValueType
+
+    if override.is_delete():
+        return []
+    if override.value_type == ValueType.ELEMENT:
+        return [override.value()]
+    if override.value_type in (ValueType.CHOICE_SWEEP, ValueType.SIMPLE_CHOICE_SWEEP):
+        return list(override.value().list)
+    return []
+
+
+def hydra_value(run_dir: Path) -> str:
+    """``run_dir`` as a value Hydra's override grammar reads back as that path (quoted where
+    it holds characters the grammar or OmegaConf would take for something else)."""
+    path = str(run_dir)
+    if not re.fullmatch(r"[\w./:+-]+", path, re.ASCII):
+        # OmegaConf resolves ${...} in the value: \${ is a literal ${ (a backslash before it
+        # doubled); in Hydra's quoted string a quote and the backslashes before it or before
+        # the closing quote are escaped with a backslash
+        path = re.sub(r"(\\*)\$\{", lambda m: m[1] * 2 + "\\${", path)
+        q = "'" if '"' in path and "'" not in path else '"'
+        path = q + re.sub(rf"(\\*)({q}|\Z)", lambda m: m[1] * 2 + ("\\" + q if m[2] else ""),
+                          path) + q
+    return path
+
+
+def run_dir_override(run_dir: Path, key: str = "hydra.run.dir") -> str:
+    """``hydra.run.dir=<run_dir>`` as a shell and Hydra can read it back: a sweep job's
+    ``0_algo=mappo,seed=1`` (a comma: a list), ``run#1``, spaces or non-ASCII letters are
+    refused by Hydra's grammar unquoted, and a space splits the shell's words."""
+    return shlex.quote(f"{key}={hydra_value(run_dir)}")
+
+
+_NOT_REPEATED = ("resume", "resume_override", "keep_going", "hydra.run.dir")
+
+
+def resume_command(run_dir: Path, overrides: Sequence[str] | None = None,
+                   flags: Sequence[str] = ()) -> str:
+    """``selfplay-train <flags> <the run's overrides> resume=true hydra.run.dir=<run_dir>``,
+    each word quoted for a shell, from the run's task ``overrides`` (Hydra's
+    ``hc.overrides.task``, as typed) and the flags that chose its config (``flags``:
+    :func:`populations.cli.config_flags` of the command line): ``resume=true
+    hydra.run.dir=...`` alone composes the default config, which a run started with
+    ``game=kuhn imports=[push]`` (or ``--config-dir D --config-name myexp``) refuses
+    ('cannot resume ... with other settings'). An earlier resume's own
+    ``resume``/``resume_override`` are not repeated (nor a sweep job's ``keep_going``, which
+    a single run does not use), nor
+    the ``~game`` this CLI put before ``game.name=`` (:func:`game_overrides` puts it back)."""
+    args = ["~game" if o == "~game=null" else o for o in overrides or ()  # a sweep job's
+            if o.split("=", 1)[0].lstrip("+~") not in _NOT_REPEATED]  # spelling of ~game
+    if "~game" in args and game_overrides([a for a in args if a != "~game"]) == args:
+        args.remove("~game")
+    return " ".join([TRAIN, *map(shlex.quote, [*flags, *args]), "resume=true",
+                     run_dir_override(run_dir)])

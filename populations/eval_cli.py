@@ -1,0 +1,395 @@
+"""``selfplay-eval``: a round-robin rating of saved policy files into a league database, and
+with ``--exploit`` each policy's approximate NashConv (trained best responses,
+:mod:`populations.approx_exploit`).
+
+The files are checked against the game before any match (seats, observation shapes, action
+sizes), and what a file says is treated as untrusted: its game name is printed escaped
+(:func:`escaped`). Errors are one line on stderr and exit 2, as ``selfplay-train``'s
+(:func:`populations.cli.reported`); refusals that need only the command line come before torch
+loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import itertools
+import json
+import logging
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from populations.cli import (
+    OneLineParser,
+    game_modules,
+    import_user_modules,
+    load_plugins,
+    reported,
+)
+from populations.command_line import CLIError
+
+
+class _Missing:
+    """No such argument (see :func:`_game_notes`)."""
+
+
+def eval_main(argv: list[str] | None = None) -> None:
+    """``selfplay-eval``: round-robin rating of saved policy files into a league database."""
+    p = OneLineParser(prog="selfplay-eval", description=(eval_main.__doc__ or "").replace("``", ""))
+    p.add_argument("policies", nargs="+", help="policy files (.pt) written by a run")
+    p.add_argument("--game", required=True, help="game spec, e.g. openspiel/kuhn_poker")
+    p.add_argument("--game-kwargs", default="{}", help="JSON keyword arguments of the game")
+    p.add_argument("--db", required=True, help="league database to write (created if missing)")
+    p.add_argument("--episodes", type=int, default=16, help="role-swapped pairs per pairing")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--runner", default="local", choices=["local", "ray"])
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first (your games), from the working directory; "
+                        "repeatable")
+    x = p.add_argument_group("approximate exploitability (trained best responses)")
+    x.add_argument("--exploit", action="store_true",
+                   help="also train a best response per team against each policy and "
+                        "print/record its gain (approximate NashConv ± 95%% interval)")
+    x.add_argument("--exploit-algo", default="ippo", help="registered learner of the responses")
+    x.add_argument("--exploit-frames", type=int, default=20_000, help="frames per response")
+    x.add_argument("--exploit-seeds", type=int, default=3, help="independent repetitions")
+    x.add_argument("--exploit-episodes", type=int, default=2_000,
+                   help="evaluation episodes per value estimate")
+    args = p.parse_intermixed_args(argv)  # files before and after the flags alike
+    if args.exploit:  # minutes of training: its progress lines (populations.approx_exploit)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    from populations.run_folder import sigterm_as_interrupt
+
+    with sigterm_as_interrupt(), reported(p.prog):  # SIGTERM: as Ctrl-C (run interrupted)
+        if not args.db.strip():  # Path(""): the working folder, as a database file
+            raise CLIError("--db is empty (an unset shell variable?); give the league database "
+                           "file to write, e.g. --db eval.db")
+        import_user_modules(args.imports, "--import")
+        import_user_modules(game_modules(args.game), f"--game {args.game}")
+        load_plugins()
+        try:
+            kwargs = json.loads(args.game_kwargs)
+        except json.JSONDecodeError as err:
+            raise CLIError(f"--game-kwargs is not JSON ({err}): {args.game_kwargs!r}") from None
+        if not isinstance(kwargs, dict):
+            raise CLIError(f"--game-kwargs must be a JSON object, got {args.game_kwargs!r}")
+        _evaluate(args, kwargs)
+
+
+def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
+    from games import make
+
+    spec = make(args.game, **kwargs).spec
+    if not 0 <= args.seed < EVAL_SEED_END:  # numpy: "expected non-negative integer"; SQLite:
+        raise CLIError(f"--seed {args.seed}: expected an integer from 0 to "  # an overflow
+                       f"{EVAL_SEED_END - 1} (2**62 - 1)")
+    if args.exploit:  # --exploit's settings first (against the registry and game: torch, later)
+        _check_exploit_values(args)
+    else:
+        _check_eval_values(args)
+    from marl.core import CheckpointError, load_policy
+    from populations.db import LeagueDB
+    from populations.evaluation import round_robin, seats_mismatch
+    from populations.experiment import league_table
+    from populations.runners import make_runner
+    from populations.store import PolicyStore
+
+    exploit = _exploit_config(args, spec) if args.exploit else None  # bad values fail first
+    try:  # its messages quote the file (a game name, a payload's keys): escaped
+        policies = {name: load_policy(path)
+                    for name, path in _policy_names(args.policies).items()}
+    except (CheckpointError, ValueError) as err:
+        kind = re.search(r"unknown policy kind ('[^']*')", str(err))
+        how = (f"; import the module that registers {kind[1]} with --import MODULE "
+               "(importable from this folder; repeatable)") if kind else ""
+        raise CLIError(escaped(str(err)) + escaped(how)) from err
+    if args.episodes < 1:  # 0 played no match and printed ratings of None
+        raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
+    if len(policies) < 2 and not args.exploit:
+        raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
+                       "or add --exploit for one policy's approximate NashConv")
+    for name, pol in policies.items():  # each plays every side (a KeyError deep in a match)
+        missing = [a for a in spec.agent_ids if a not in pol.meta.agents]
+        game = escaped(pol.meta.game)  # read from the file: no terminal codes printed raw
+        bare = _unrecorded(pol.meta.game) and _same_game(pol.meta.game, spec.name)
+        if missing and not _same_game(pol.meta.game, spec.name):  # not seats of this game
+            raise CLIError(f"{name} was trained on {game} (seats "
+                           f"{list(pol.meta.agents)}), not on {spec.name} (seats "
+                           f"{list(spec.agent_ids)}): evaluate it on its own game")
+        if missing:
+            raise CLIError(
+                f"{name} holds the seats {list(pol.meta.agents)} of {game}, not "
+                f"{missing}{f' of {spec.name}' if spec.name != pol.meta.game else ''}: "
+                "matches here play each policy on every side (a population=none run trains its "
+                "first team only, a PSRO member plays its own seat; a league's snapshots hold "
+                "every seat)"
+                + (UNRECORDED.format(game=game) if bare else ""))
+        for a in spec.agent_ids if not {"graph", "text"} & set(pol.meta.inputs) else ():
+            want, got = tuple(pol.meta.obs_shapes[a]), tuple(spec.obs_shapes[a])
+            if want != got:  # kuhn snapshots on leduc: "could not broadcast (8,30)..."
+                raise CLIError(f"{name} was trained on {game} (observations of "
+                               f"shape {want} for {a}); {spec.name} gives {got}"
+                               + (UNRECORDED.format(game=game) if bare else ""))
+        why = seats_mismatch(pol.meta, spec)  # actions too, a GNN's: "size of tensor a (9)"
+        if why:
+            raise CLIError(f"{name} ({game}) was {escaped(why)}"
+                           + (UNRECORDED.format(game=game) if bare else ""))
+    for name, pol in policies.items():  # same seats and sizes, other parameters (max_cycles)
+        for note in _game_notes(name, pol.meta.game, spec):
+            print(f"selfplay-eval: note: {note}", file=sys.stderr)
+    names = _policy_names(args.policies)
+    for name, path in names.items() if len(names) > 1 else ():  # which file each name is
+        print(f"selfplay-eval: {name} <- {escaped(path)}", file=sys.stderr)  # (stdout: table)
+    new = _new_folder(Path(args.db).parent)
+    if new is not None:  # as selfplay-train's note on a new top-level folder: a typo shows
+        deeper = "" if new == Path(args.db).parent else " (and the folders in it)"
+        print(f"selfplay-eval: note: --db {escaped(args.db)} makes the new folder "
+              f"{escaped(str(new))}{deeper}", file=sys.stderr)
+    db = LeagueDB(args.db)  # made only once every policy loaded
+    run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name, config={
+        "policies": {name: str(Path(path).resolve()) for name, path in names.items()},
+        "game_kwargs": kwargs, "episodes": args.episodes, "seed": args.seed})
+    store = PolicyStore(eval_snapshot_folder(Path(args.db), run_id), db, run_id)
+    snaps = [store.publish(name, pol) for name, pol in policies.items()]
+    try:  # the run ends finished, failed or interrupted (it stayed 'running' in the dashboard)
+        runner = make_runner(args.runner)
+        try:
+            round_robin(db, run_id, runner, spec, args.game, kwargs, snaps, args.episodes,
+                        args.seed)
+        finally:
+            runner.close()
+        for row in league_table(db, run_id) if len(snaps) > 1 else ():  # one: no matches
+            print(f"{row['member']:>24}  elo {row['elo']}  mu {row['mu']} ± {row['sigma']}  "
+                  f"pairs {row['pairs']}")
+        _print_pairs(db, run_id, snaps)
+        if exploit is not None:
+            _exploit(db, run_id, args, kwargs, snaps, policies, exploit)
+    except BaseException as err:  # Ctrl-C too
+        from populations.run_folder import end_status
+        from populations.run_folder import one_line as error_line
+
+        db.set_run_status(run_id, end_status(err), error_line(err))
+        db.close()
+        raise
+    db.set_run_status(run_id, "finished")
+    db.close()
+
+
+def _new_folder(folder: Path) -> Path | None:
+    """The outermost folder of ``folder`` and its parents that does not exist yet (what
+    making ``folder`` creates first); None when it exists."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    return missing[-1] if missing else None
+
+
+def eval_snapshot_folder(db: Path, run_id: int) -> Path:
+    """Where ``selfplay-eval`` keeps the copies of the files it rates into ``db`` as run
+    ``run_id``: ``eval_snapshots/<db file>/run<id>/`` beside it. Each evaluation its own folder:
+    one ``eval_snapshots/`` for all of them had a second evaluation (into the same database or
+    another one beside it) of files of the same names (a run's ``v0000.pt``...) overwrite the
+    first one's copies, whose rows then named other weights than their recorded SHA-256."""
+    return db.parent / "eval_snapshots" / db.name / f"run{run_id:04d}"
+
+
+EVAL_SEED_END = 2**62
+"""``selfplay-eval --seed`` is below this: numpy's generators take no negative seed, and the
+match records' seeds (``--seed`` plus 7,919 per pairing) are SQLite integers (below 2**63)."""
+
+
+UNRECORDED = ("; its file names the game {game} without arguments (the defaults, or not "
+              "recorded: files written before game names held them): give the --game-kwargs "
+              "it was trained with")
+
+
+def escaped(text: str) -> str:
+    """``text`` with each character that is not printable (ESC, ``\\r``, newlines, other
+    control and format codes) as its Python escape: text read from a file (a snapshot's game
+    name) printed raw could move the cursor, recolour or retitle the terminal, or fake lines."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
+    """What ``selfplay-eval`` says of policy ``name``, trained on the game ``recorded`` (its
+    file's name for it) and played on ``spec``'s game, whose seats and shapes it fits: nothing
+    for the same game, also where only the names differ (``...simple_tag_v3(max_cycles=25)``,
+    the default, and the bare ``...simple_tag_v3``: the game built from each name has the
+    same spec); else that it was trained on another game, and, for the same game of other
+    arguments, each argument (and spec field) that differs with both values (``max_steps
+    (25 in training, 100 here)``: a note that looked the same for both hid a real change)."""
+    from games.core import GameSpec
+    from games.registry import split_name
+
+    if recorded == spec.name:
+        return []
+    if _same_game(recorded, spec.name):
+        return [f"{name}'s file names its game {escaped(recorded)} without arguments (the "
+                f"defaults, or not recorded); it plays {spec.name} here"]
+    other = [f"{name} was trained on {escaped(recorded)}; it plays {spec.name} here"]
+    try:
+        (base, named), (here_base, here) = split_name(recorded), split_name(spec.name)
+        trained = _spec_of(recorded) if base == here_base else None
+    except Exception:  # noqa: BLE001 - a name no game makes here: the names are all there is
+        return other
+    if trained is None:
+        return other
+    fields = [f.name for f in dataclasses.fields(GameSpec) if f.name != "name"]
+
+    def value(args: dict[str, Any], key: str, game: Any) -> str:
+        return repr(args[key]) if key in args else repr(getattr(game, key)) \
+            if key in fields else "the default"
+
+    keys = sorted(k for k in {*named, *here} if named.get(k, _Missing) != here.get(k, _Missing))
+    keys += [f for f in fields if f not in keys and getattr(trained, f) != getattr(spec, f)]
+    explicit = any(k in named and k in here for k in keys)  # given both sides, not the same
+    if not explicit and all(getattr(trained, f) == getattr(spec, f) for f in fields):
+        return []  # the names differ, the games do not (a default given by name or not)
+    return [*other, f"{name}'s game differs here in " + ", ".join(
+        f"{k} ({escaped(value(named, k, trained))} in training, {value(here, k, spec)} here)"
+        for k in keys)]
+
+
+@functools.lru_cache(maxsize=8)
+def _spec_of(name: str) -> Any:
+    """The spec of the game ``games.make(name)`` builds (once per name: a run's snapshots
+    share one)."""
+    from games import make
+
+    return make(name).spec
+
+
+def _same_game(recorded: str, name: str) -> bool:
+    """Whether a snapshot's ``recorded`` game name may name the game ``name``: the same name,
+    or ``name``'s base without arguments where those may be unrecorded (:func:`_unrecorded`).
+    A PettingZoo or VMAS name recorded before names held their kwargs (399addf) is bare
+    whatever the run's kwargs; one recorded since is bare for the defaults: either way the
+    base is all the file says, so it is not called another game (its seats and observation
+    shapes are checked against the game all the same). A bare OpenSpiel name is the
+    defaults', as ever: ``kuhn_poker`` is not ``kuhn_poker(players=3)``."""
+    if recorded == name:
+        return True
+    return _unrecorded(recorded) and name.partition("(")[0] == recorded
+
+
+def _unrecorded(recorded: str) -> bool:
+    """Whether a snapshot's game name may lack the arguments it was trained with: a name
+    without ``(...)`` of another family than OpenSpiel's (whose names always held them)."""
+    return "(" not in recorded and not recorded.startswith("openspiel/")
+
+
+def _check_eval_values(args: argparse.Namespace) -> None:
+    """The refusals that need only the command line, with the words of the checks below, in
+    their order, before torch and the policy files load: such a refusal cost 2.1-2.9 s CPU,
+    now 0.4-0.6 s. A file that exists may still fail to load: that error came first and now
+    comes after these (a command line with both)."""
+    for path in map(Path, args.policies):
+        if path.is_dir():  # load_policy says which files it holds: the checks below run then
+            return
+        if not path.is_file():
+            raise CLIError(f"policy file not found: {escaped(str(path))}")
+    if args.episodes < 1:
+        raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
+    if len(args.policies) < 2:
+        raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
+                       "or add --exploit for one policy's approximate NashConv")
+
+
+EXPLOIT_MINIMUMS = {"frames": 1, "seeds": 1, "eval_episodes": 2}
+"""The least value of ``ApproxConfig``'s budget fields (``--exploit-frames``...; a test keeps
+them in step)."""
+
+
+def _check_exploit_values(args: argparse.Namespace) -> None:
+    """The ``--exploit-*`` values refused before torch loads (the learner registry and the
+    game's check come after, in ``_exploit_config``): a budget below its least value, and a
+    learner that is none of marl's that train best responses
+    (``config_checks.STEPPED_ALGOS``) while nothing registered another (``--import``, a
+    plugin: the registry loaded)."""
+    from populations.config_checks import STEPPED_ALGOS
+
+    for name, low in EXPLOIT_MINIMUMS.items():
+        flag = name.removeprefix("eval_")
+        value = getattr(args, f"exploit_{flag}")
+        if value < low:  # ApproxConfig's words, which came after torch (~2.5 s CPU)
+            raise CLIError(f"approx exploitability: {name} must be an integer >= {low}, got "
+                           f"{value!r} (--exploit-{flag})")
+    if args.exploit_algo not in STEPPED_ALGOS and "marl.registry" not in sys.modules:
+        raise CLIError(f"--exploit-algo {args.exploit_algo!r} cannot train best responses; "
+                       f"choose one of {list(STEPPED_ALGOS)} (one compatible with the game)")
+
+
+def _print_pairs(db: Any, run_id: int, snaps: Sequence[Any]) -> None:
+    """Each pair's win rate and margin under the ratings: Elo and mu rate the pairs one
+    after another, so over a few pairs they may order two policies against their win rate
+    (0.50 over 10 pairs, margin +0.20, rated below)."""
+    names = {s.id: s.member for s in snaps}
+    cells = {(p["row_snapshot"], p["col_snapshot"]): p for p in db.payoffs(run_id)}
+    lines = [f"{names[a]:>24}  vs {names[b]}: win rate {p['win_rate']:.2f} over {p['count']} "
+             f"pairs, margin {p['value']:+.3f} per episode"
+             for a, b in itertools.combinations(names, 2)
+             for p in [cells.get((a, b))] if p is not None and p["win_rate"] is not None]
+    if lines:
+        print("each pair (the first against the second; a role-swapped pair is won on its "
+              "summed margin):")
+        print("\n".join(lines))
+
+
+def _policy_names(paths: list[str]) -> dict[str, str]:
+    """``{name: path}``, one per file given: its stem; where stems repeat, and for a run's
+    snapshots (``<member>/v0000.pt``...) always, ``<folder>_<stem>``; where those repeat too
+    (two runs' ``runA/snapshots/llm/v0002.pt``, ``runB/...``) the nearest folder above that
+    tells them apart goes first, ``runA_llm_v0002`` (it was ``llm_v0002`` and
+    ``llm_v0002_2``, by the order of the arguments); then ``_2``, ``_3``... (the same file
+    twice: two files of one name were one player). Names are made valid member names
+    (letters, digits, ``_-.``, starting with a letter or digit, at most 64)."""
+    def valid(text: str) -> str:
+        text = re.sub(r"[^A-Za-z0-9_.\-]", "_", text).lstrip("_.-")[:58]
+        return text or "policy"
+
+    stems = [valid(Path(p).stem) for p in paths]
+    folders = [Path(p).resolve().parent for p in paths]
+    names: dict[str, str] = {}
+    for stem, path, folder in zip(stems, paths, folders, strict=True):
+        base = stem
+        if stems.count(stem) > 1 or re.fullmatch(r"v\d+", stem):  # a run's snapshot: named
+            # by its member's folder even when unique (v0001 alone lost which member it was)
+            base = valid(f"{Path(path).parent.name}_{stem}")
+            same = [f for f, q, s in zip(folders, paths, stems, strict=True) if s == stem and
+                    Path(q).parent.name == Path(path).parent.name and f != folder]
+            above = next((p.name for k, p in enumerate(folder.parents, 1) if p.name and all(
+                len(f.parents) <= k or f.parents[k - 1].name != p.name for f in same)),
+                None) if same else None
+            room = 58 - len(base) - 1
+            if above is not None and room > 0:
+                base = valid(re.sub(r"[^A-Za-z0-9_.\-]", "_", above)[-room:] + "_" + base)
+        name, k = base, 2
+        while name in names:
+            name, k = f"{base}_{k}", k + 1
+        names[name] = path
+    return names
+
+
+def _exploit_config(args: argparse.Namespace, spec: Any) -> Any:
+    """The ``--exploit-*`` settings, checked against the game (one line when wrong)."""
+    from populations.approx_exploit import ApproxConfig, check_response_algo
+
+    cfg = ApproxConfig(algo=args.exploit_algo, frames=args.exploit_frames,
+                       seeds=args.exploit_seeds, eval_episodes=args.exploit_episodes,
+                       seed=args.seed)
+    check_response_algo(spec, cfg)
+    return cfg
+
+
+def _exploit(db: Any, run_id: int, args: argparse.Namespace, kwargs: dict[str, Any],
+             snaps: list, policies: dict[str, Any], cfg: Any) -> None:
+    """Approximate NashConv of each policy, printed and recorded per snapshot."""
+    from populations.approx_exploit import approx_nash_conv, record
+
+    for snap, (name, pol) in zip(snaps, policies.items(), strict=True):
+        res = approx_nash_conv(args.game, pol, cfg, kwargs)
+        record(db, run_id, snap.id, name, res)
+        print(f"{name:>24}  approx NashConv {res.nash_conv:.4f} ± {res.half_width:.4f} "
+              f"(95% {res.interval}; {cfg.algo}, {cfg.frames} frames per response)")
