@@ -95,6 +95,7 @@ from populations.run_folder import (
     deferred_stop,
     one_line,
     open_run,
+    record_settings,
     refuse_lost_history,
     stop_now,
     stop_requested,
@@ -389,7 +390,7 @@ def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
     finished = (lambda: _single_finished(Path(run_dir), cfg.experiment)) \
         if cfg.population.kind == "none" else None
     with open_run(run_dir, _plain(cfg), cfg.resume, cfg.resume_override, RESUME_MAY_CHANGE,
-                  finished):
+                  finished, checked_later=cfg.population.kind == "league"):
         # a league says it itself (League._open), for the league CLI's resumes too
         if cfg.resume and cfg.population.kind != "league" and not (
                 finished is not None and finished()):
@@ -511,6 +512,8 @@ def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
                     members=_league_members(cfg, run_dir),
                     resume_override=cfg.resume_override, experiment=cfg.experiment,
                     progress=cfg.progress)
+    # a folder without settings.json, resumed: League checked what league.db recorded
+    record_settings(run_dir, _plain(cfg))
     league.logger = logger
     try:
         league.run()

@@ -99,8 +99,10 @@ from populations.run_folder import (
     deferred_stop,
     end_status,
     one_line,
+    refuse_changes,
     refuse_lost_history,
     resume_words,
+    settings_diff,
     stop_deferred,
     stop_now,
     stop_requested,
@@ -113,6 +115,11 @@ log = logging.getLogger(__name__)
 # settings a resume may change: where and how fast it runs, and how long it goes on
 MAY_CHANGE = ("generations", "runner", "ray_workers", "ray_address", "keep_checkpoints",
               "device", "torch_threads", "ray_learners", "learner_gpus", "max_learner_restarts")
+# keys of a member's recorded settings a resume may change: the seeds a member is given by
+# the run's seed tree (the run's seed is compared with the league's settings; members recorded
+# before them hold their section's 0) and the device an LLM team's trainer is built on (the
+# run's device, which may change)
+MEMBER_MAY_CHANGE = ("seed", "grpo.seed", "grpo.device")
 
 
 @dataclass(frozen=True)
@@ -247,6 +254,9 @@ class League:
             if check_settings(f"league {self.run_dir}", recorded, _jsonable(cfg), MAY_CHANGE,
                               override):
                 self.db.set_run_config(run_id, _jsonable(cfg))
+            if members is not None:
+                refuse_changes(f"league {self.run_dir}",
+                               self._member_changes(run_id, members), override)
         self.run_id = run_id
         if resume and had_run and not checkpoint_files(self.run_dir / "checkpoints"):
             # before the run is marked running: a refusal leaves it as it was
@@ -502,6 +512,23 @@ class League:
             self.db.set_run_status(self.run_id, end_status(err), one_line(err))
             raise
         return league_table(self.db, self.run_id)
+
+    def _member_changes(self, run_id: int, members: Sequence[Member]) -> list[str]:
+        """How a resume's ``members`` differ from those ``league.db`` recorded (their
+        ``members.settings``, schema 5, re-recorded at each start): a recorded member not
+        among them, and each setting of one that differs (outside
+        :data:`MEMBER_MAY_CHANGE`), as ``members.<name>.<key>=... (run) vs ... (now)``. The
+        run's ``settings.json`` says the same when it is there; this is what a folder
+        without it (deleted, or from before it was written) is checked against. A member not
+        recorded yet (none published) or without settings is not compared."""
+        recorded = {m["name"]: m["settings"] for m in self.db.members(run_id)}
+        names = [m.name for m in members]
+        diff = [f"members={list(recorded)} (run) vs {names} (now)"] \
+            if any(n not in names for n in recorded) else []
+        now = {m.name: member_settings(m) for m in members if recorded.get(m.name)}
+        free = [f"members.{n}.{k}" for n in now for k in MEMBER_MAY_CHANGE]
+        return diff + settings_diff({"members": {n: recorded[n] for n in now}},
+                                    {"members": {n: v for n, v in now.items() if v}}, free)
 
     def elapsed(self) -> float:
         """Wall-clock seconds of the run: this process's and those before its resume."""

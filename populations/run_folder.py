@@ -30,7 +30,7 @@ import signal
 import sqlite3
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -364,7 +364,12 @@ def check_settings(where: str, saved: Mapping[str, Any] | None, current: Mapping
     """
     if saved is None:
         return True
-    diff = settings_diff(saved, current, may_change)
+    return refuse_changes(where, settings_diff(saved, current, may_change), override)
+
+
+def refuse_changes(where: str, diff: Sequence[str], override: bool = False) -> bool:
+    """:func:`check_settings` for differences found otherwise (``key=... (run) vs ... (now)``
+    each): True when there are some and ``override``; else refused in one line."""
     if not diff:
         return False
     shown = "; ".join(diff[:4]) + (f"; and {len(diff) - 4} more" if len(diff) > 4 else "")
@@ -409,7 +414,8 @@ def holds_run(run_dir: str | Path) -> bool:
 
 def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: bool,
                     override: bool = False, may_change: Iterable[str] = (),
-                    finished: Callable[[], bool] | None = None) -> None:
+                    finished: Callable[[], bool] | None = None,
+                    checked_later: bool = False) -> None:
     """Check (or record, for a fresh run) ``<run>/settings.json``.
 
     * fresh run (``resume`` false) in a folder that already holds a run: refused;
@@ -418,8 +424,11 @@ def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: boo
     * resume with settings that differ outside ``may_change``: refused unless ``override``,
       and always when ``finished()`` says the run cannot go on (a finished single run: its
       settings would be replaced while nothing trains);
-    A folder from before settings were recorded (a ``league.db``, no ``settings.json``)
-    resumes and records the current settings.
+    A folder with a ``league.db`` and no ``settings.json`` (from before settings were
+    recorded, or the file was deleted) is resumed as what its database recorded allows:
+    ``checked_later``, the caller compares them (a league: its own settings and each
+    member's, ``League``) and records the settings once they pass (:func:`record_settings`),
+    so refused ones are never recorded; else the current settings are recorded at once.
     """
     run_dir = Path(run_dir)
     path = run_dir / SETTINGS_NAME
@@ -446,14 +455,26 @@ def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: boo
         raise RunFolderError(
             f"run {run_dir} has finished and cannot continue with other settings "
             f"({'; '.join(diff[:4])}); resume it with its own settings, or start a new folder")
+    if saved is None and resume and checked_later and (run_dir / "league.db").is_file():
+        return
     if check_settings(str(run_dir), saved, current, may_change, override) or saved is None:
+        atomic_write(path, json.dumps(current, indent=1, sort_keys=True))
+
+
+def record_settings(run_dir: str | Path, current: Mapping[str, Any]) -> None:
+    """Write ``<run>/settings.json`` when the folder has none (a resume that
+    :func:`resume_settings` left to its caller's checks, once they passed)."""
+    path = Path(run_dir) / SETTINGS_NAME
+    refuse_link(path, "run settings", RunFolderError)
+    if not path.is_file():
         atomic_write(path, json.dumps(current, indent=1, sort_keys=True))
 
 
 @contextmanager
 def open_run(run_dir: str | Path, settings: Mapping[str, Any], resume: bool,
              override: bool = False, may_change: Iterable[str] = (),
-             finished: Callable[[], bool] | None = None) -> Iterator[Path]:
+             finished: Callable[[], bool] | None = None,
+             checked_later: bool = False) -> Iterator[Path]:
     """Hold ``run_dir``'s lock, check the resume's settings (:func:`resume_settings`), and on
     an error mark the folder's runs still ``running`` as ``failed`` with it (``interrupted``
     after Ctrl-C)."""
@@ -464,7 +485,8 @@ def open_run(run_dir: str | Path, settings: Mapping[str, Any], resume: bool,
                              f"name, or {w.verb} {w.override} to start a new run there")
     fresh = not (run_dir / SETTINGS_NAME).exists()
     with RunLock(run_dir):
-        resume_settings(run_dir, settings, resume, override, may_change, finished)
+        resume_settings(run_dir, settings, resume, override, may_change, finished,
+                        checked_later)
         try:
             yield run_dir
         except BaseException as err:
