@@ -2,6 +2,8 @@
 with ``--exploit`` each policy's approximate NashConv (trained best responses,
 :mod:`populations.approx_exploit`).
 
+Without ``--game`` the game is the one the files record (the same in every file; a name read
+from a file that would read another file or import a module no ``--import`` named is refused).
 The files are checked against the game before any match (seats, observation shapes, action
 sizes), and what a file says is treated as untrusted: its game name is printed escaped
 (:func:`escaped`). Errors are one line on stderr and exit 2, as ``selfplay-train``'s
@@ -17,6 +19,7 @@ import functools
 import itertools
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -41,7 +44,8 @@ def eval_main(argv: list[str] | None = None) -> None:
     """``selfplay-eval``: round-robin rating of saved policy files into a league database."""
     p = OneLineParser(prog="selfplay-eval", description=(eval_main.__doc__ or "").replace("``", ""))
     p.add_argument("policies", nargs="+", help="policy files (.pt) written by a run")
-    p.add_argument("--game", required=True, help="game spec, e.g. openspiel/kuhn_poker")
+    p.add_argument("--game", help="game spec, e.g. openspiel/kuhn_poker (default: the game the "
+                                  "policy files record, the same in every file)")
     p.add_argument("--game-kwargs", default="{}", help="JSON keyword arguments of the game")
     p.add_argument("--db", required=True, help="league database to write (created if missing)")
     p.add_argument("--episodes", type=int, default=16, help="role-swapped pairs per pairing")
@@ -69,7 +73,8 @@ def eval_main(argv: list[str] | None = None) -> None:
             raise CLIError("--db is empty (an unset shell variable?); give the league database "
                            "file to write, e.g. --db eval.db")
         import_user_modules(args.imports, "--import")
-        import_user_modules(game_modules(args.game), f"--game {args.game}")
+        if args.game is not None:  # else the files' game, once they load (_recorded_game)
+            import_user_modules(game_modules(args.game), f"--game {args.game}")
         load_plugins()
         try:
             kwargs = json.loads(args.game_kwargs)
@@ -83,7 +88,7 @@ def eval_main(argv: list[str] | None = None) -> None:
 def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     from games import make
 
-    spec = make(args.game, **kwargs).spec
+    spec = make(args.game, **kwargs).spec if args.game is not None else None
     if not 0 <= args.seed < EVAL_SEED_END:  # numpy: "expected non-negative integer"; SQLite:
         raise CLIError(f"--seed {args.seed}: expected an integer from 0 to "  # an overflow
                        f"{EVAL_SEED_END - 1} (2**62 - 1)")
@@ -98,7 +103,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     from populations.runners import make_runner
     from populations.store import PolicyStore
 
-    exploit = _exploit_config(args, spec) if args.exploit else None  # bad values fail first
+    # bad --exploit-* values fail first (no --game: once the files name the game)
+    exploit = _exploit_config(args, spec) if args.exploit and spec is not None else None
     try:  # its messages quote the file (a game name, a payload's keys): escaped
         policies = {name: load_policy(path)
                     for name, path in _policy_names(args.policies).items()}
@@ -107,6 +113,12 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         how = (f"; import the module that registers {kind[1]} with --import MODULE "
                "(importable from this folder; repeatable)") if kind else ""
         raise CLIError(escaped(str(err)) + escaped(how)) from err
+    if spec is None:  # no --game: the game the files record, a name read from a file
+        args.game = _recorded_game(policies)
+        spec = _recorded_spec(args.game, kwargs, next(iter(policies)))
+        print(f"selfplay-eval: note: no --game given: playing {escaped(spec.name)}, the game the "
+              "policy files record", file=sys.stderr)
+        exploit = _exploit_config(args, spec) if args.exploit else None
     if args.episodes < 1:  # 0 played no match and printed ratings of None
         raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
     if len(policies) < 2 and not args.exploit:
@@ -177,6 +189,69 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         raise
     db.set_run_status(run_id, "finished")
     db.close()
+
+
+def _recorded_game(policies: dict[str, Any]) -> str:
+    """The game ``--game`` defaults to: the one every policy file names (``meta.game``, its
+    arguments included), which must be the same in all of them. The name is read from a file:
+    one that would read a file or import a module the user did not name is refused
+    (:func:`_unsafe_game`); ``games.make`` checks the rest as it checks a name given."""
+    first: dict[str, str] = {}  # game -> the first file that names it
+    for name, pol in policies.items():
+        if not pol.meta.game.strip():
+            raise CLIError(f"{name} records no game (an old or hand-made file): give the game "
+                           "to play with --game, e.g. --game openspiel/kuhn_poker")
+        first.setdefault(pol.meta.game, name)
+    if len(first) > 1:
+        (one, a), (two, b) = list(first.items())[:2]
+        raise CLIError(f"no --game given and the policy files record different games: "
+                       f"{a} {escaped(one)}, {b} {escaped(two)}; give the game to play them "
+                       "on with --game")
+    [(game, name)] = first.items()
+    why = _unsafe_game(game)
+    if why:
+        raise CLIError(f"{name} records the game {escaped(game)}, {why}: give the game with "
+                       "--game (a game you name is played as given)")
+    return game
+
+
+def _unsafe_game(game: str) -> str:
+    """Why ``game``, a name read from a policy file, is not made unless the user names it:
+    OpenSpiel's file games read the file the name gives (``nfg_game(filename=...)``), and a
+    PettingZoo name imports its module and calls its function with the name's arguments
+    (``pettingzoo/<module>:<function>(...)``): accepted are the modules of the packages of
+    PettingZoo games (``games.pettingzoo.FAMILIES``) and those ``--import`` named. "" when
+    it may be made."""
+    if re.search(r"\bfilename\s*=", game):
+        return "which reads a file the policy file names"
+    if not game.startswith("pettingzoo/"):
+        return ""
+    from games.pettingzoo import FAMILIES
+    from games.registry import IMPORTS_ENV
+
+    path = game.removeprefix("pettingzoo/").partition("(")[0]
+    module = path.partition(":")[0]
+    imported = {m for m in os.environ.get(IMPORTS_ENV, "").split(",") if m}
+    if ":" not in path and module.startswith(tuple(f"{f}." for f in FAMILIES)):
+        return ""
+    if module in imported or module.rpartition(".")[0] in imported:
+        return ""
+    return (f"whose module {escaped(module)} is neither in a package of PettingZoo games "
+            f"({', '.join(FAMILIES)}) nor one --import named")
+
+
+def _recorded_spec(game: str, kwargs: dict[str, Any], name: str) -> Any:
+    """The spec of the game the files record (:func:`_recorded_game`), ``--game-kwargs`` on top;
+    an error names the file it came from."""
+    from games import make
+
+    try:
+        return make(game, **kwargs).spec
+    except ValueError as err:  # GameError: unknown, bad arguments; quoted from the file
+        raise CLIError(f"{name} records the game {escaped(game)}: "
+                       f"{escaped(str(err).splitlines()[0] if str(err) else repr(err))}; give "
+                       "the game with --game (--import the module of a game of your own)"
+                       ) from None
 
 
 def _new_folder(folder: Path) -> Path | None:
