@@ -823,7 +823,7 @@ class ConfigCheck(Callback):
         _FAILED_JOBS.clear()  # keep_going's lists, per sweep (tests run several in a process)
         _SWEEP_JOBS.clear()
         _JOB_OVERRIDES.clear()
-        _SWEPT.clear()  # the same set as populations.sweeps' (loggers reads it from here)
+        _SWEPT.clear()  # populations.sweeps' set (loggers reads it there)
         _SWEPT.update(swept_keys(list(config.hydra.overrides.task)))
         folder = None if folder_given(config, "hydra.sweep.dir") else sweep_folder(config)
         if config.get("resume") is True and not config.get("resume_override"):

@@ -349,8 +349,8 @@ def sweep_grouping() -> dict[str, str]:
         return {}
     # a key left out of folder names but swept with several values names the job too
     # (-m experiment=a,b: two experiments grouped as one setting's seeds); the sweep's own
-    # swept keys live in populations.cli (set when the sweep starts; none from the Python API)
-    swept = getattr(sys.modules.get("populations.cli"), "_SWEPT", set())
+    # swept keys live in populations.sweeps (set when the sweep starts; none from the Python API)
+    swept = getattr(sys.modules.get("populations.sweeps"), "_SWEPT", set())
     left_out = {"seed", *hc.job.config.override_dirname.exclude_keys} - (set(swept) - {"seed"})
     kept = sorted(o for o in hc.overrides.task if not _setting_of(o, left_out))
     job_type = ",".join(kept) or "default"

@@ -212,7 +212,7 @@ def test_a_swept_key_left_out_of_folder_names_still_names_the_wandb_job(monkeypa
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from populations import cli, loggers
+    from populations import loggers, sweeps
 
     def job(experiment: str) -> str:
         hc = SimpleNamespace(
@@ -225,7 +225,7 @@ def test_a_swept_key_left_out_of_folder_names_still_names_the_wandb_job(monkeypa
         monkeypatch.setattr(HydraConfig, "get", staticmethod(lambda: hc))
         return loggers.sweep_grouping()["job_type"]
 
-    monkeypatch.setattr(cli, "_SWEPT", {"experiment", "seed"})
+    monkeypatch.setattr(sweeps, "_SWEPT", {"experiment", "seed"})
     assert [job("kuhn_psro"), job("main")] == ["experiment=kuhn_psro", "experiment=main"]
-    monkeypatch.setattr(cli, "_SWEPT", {"seed"})  # experiment not swept: left out as before
+    monkeypatch.setattr(sweeps, "_SWEPT", {"seed"})  # experiment not swept: left out as before
     assert job("kuhn_psro") == "default"
