@@ -286,3 +286,84 @@ def _merge_named(spec: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]
             raise GameError(f"game {spec!r} names {key}={value!r} but its kwargs give "
                             f"{key}={kwargs[key]!r}; give one of them")
     return base, {**named, **kwargs}
+
+
+# ----------------------------------------------------------- names read from files
+# games.make runs what a name says: a PettingZoo name imports its module and calls the
+# function it names with the name's arguments (pettingzoo/os:system(command='...') ran the
+# command), and OpenSpiel's file games read the file the name gives. A name a user types is
+# their own code; one read from a file (a policy file's meta.game, a league database, a
+# run's settings) is checked first (recorded_name_refusal).
+
+FILE_PARAMETER = re.compile(r"(?<!\w)(filename|\w+_file)\s*=\s*(?!''|\"\"|[\s,)]|$)")
+"""A parameter given a file for the game to read: OpenSpiel's ``nfg_game(filename=...)``,
+``efg_game``, ``bargaining(instances_file=...)``, ``crossword``, ``python_hangman``... (an
+empty value, the game's own data, reads none)."""
+
+PETTINGZOO_MAKERS = ("env", "parallel_env", "raw_env")
+"""The functions of a PettingZoo game module that build its env."""
+
+_GAME_MODULE = re.compile(r"\w+_v\d+")  # a versioned game module: simple_spread_v3
+
+
+def recorded_name_refusal(name: str) -> str:
+    """Why the game name ``name``, read from a file, is not made unless the user names the
+    game themselves; "" when ``games.make`` may make it (and checks it as a name given).
+
+    Refused: a name giving a file for the game to read (:data:`FILE_PARAMETER`), and a
+    PettingZoo name unless its module is a game of a package of PettingZoo games
+    (``<package>.<game>_v<N>``, :data:`games.pettingzoo.FAMILIES`, building with one of
+    :data:`PETTINGZOO_MAKERS`) or lies in a module the command line imported
+    (:data:`IMPORTS_ENV`: ``imports=``, ``--import``), the function it names defined there
+    (not one the module imported: ``from os import system``). Registered names, VMAS
+    scenarios (a fixed list) and other OpenSpiel games are made: their arguments are Python
+    literals the game checks. The reason is a phrase to follow the name (``... records the
+    game X, <reason>``); what it quotes of the name is escaped (:func:`printable`)."""
+    if not isinstance(name, str):
+        return f"which is not a game name but a {type(name).__name__}"
+    given = FILE_PARAMETER.search(name)
+    if given:
+        return f"which reads a file its parameter {given[1]} names"
+    if not name.startswith("pettingzoo/"):
+        return ""
+    path = name.removeprefix("pettingzoo/").partition("(")[0]
+    module, colon, function = path.partition(":")
+    if not all(p.isidentifier() for p in module.split(".")) or (
+            colon and not function.isidentifier()):
+        return f"whose module {printable(path)} is not a module path"
+    from games.pettingzoo import FAMILIES
+
+    package, _, game = module.rpartition(".")
+    if package in FAMILIES and _GAME_MODULE.fullmatch(game) and function in (
+            "", *PETTINGZOO_MAKERS):
+        return ""
+    imported = [m for m in os.environ.get(IMPORTS_ENV, "").split(",") if m]
+    if not any(_inside(module, m) for m in imported):
+        return (f"whose module {printable(module)} is neither a game of a package of "
+                f"PettingZoo games ({', '.join(FAMILIES)}: <package>.<game>_v<N>) nor in a "
+                "module the command line imported (imports=, --import)")
+    from games.pettingzoo import _resolve
+
+    try:  # imports only below a module the user imported
+        factory, _, parallel = _resolve(path)
+    except GameError:
+        return ""  # games.make says why, as for a name given
+    named = function or module.rpartition(".")[2]
+    owner = getattr(factory, "__module__", None) or "?"
+    if parallel is None and named not in PETTINGZOO_MAKERS and not any(
+            _inside(owner, m) for m in imported):
+        return (f"whose function {printable(named)} is {printable(owner)}'s, which its "
+                "module imported, not one it defines")
+    return ""
+
+
+def _inside(module: str, package: str) -> bool:
+    """Whether ``module`` is ``package`` or one of its modules."""
+    return module == package or module.startswith(f"{package}.")
+
+
+def printable(text: str) -> str:
+    """``text`` with each character that is not printable (ESC, ``\\r``, newlines, other
+    control and format codes) as its Python escape: text read from a file (a snapshot's game
+    name) printed raw could move the cursor, recolour or retitle the terminal, or fake lines."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

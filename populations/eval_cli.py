@@ -3,7 +3,8 @@ with ``--exploit`` each policy's approximate NashConv (trained best responses,
 :mod:`populations.approx_exploit`).
 
 Without ``--game`` the game is the one the files record (the same in every file; a name read
-from a file that would read another file or import a module no ``--import`` named is refused).
+from a file that would read another file, or import or call what no ``--import`` named, is
+refused: :func:`games.registry.recorded_name_refusal`).
 The files are checked against the game before any match (seats, observation shapes, action
 sizes), and what a file says is treated as untrusted: its game name is printed escaped
 (:func:`escaped`). Errors are one line on stderr and exit 2, as ``selfplay-train``'s
@@ -19,7 +20,6 @@ import functools
 import itertools
 import json
 import logging
-import os
 import re
 import sys
 from collections.abc import Sequence
@@ -195,7 +195,8 @@ def _recorded_game(policies: dict[str, Any]) -> str:
     """The game ``--game`` defaults to: the one every policy file names (``meta.game``, its
     arguments included), which must be the same in all of them. The name is read from a file:
     one that would read a file or import a module the user did not name is refused
-    (:func:`_unsafe_game`); ``games.make`` checks the rest as it checks a name given."""
+    (:func:`games.registry.recorded_name_refusal`); ``games.make`` checks the rest as it checks
+    a name given."""
     first: dict[str, str] = {}  # game -> the first file that names it
     for name, pol in policies.items():
         if not pol.meta.game.strip():
@@ -208,36 +209,13 @@ def _recorded_game(policies: dict[str, Any]) -> str:
                        f"{a} {escaped(one)}, {b} {escaped(two)}; give the game to play them "
                        "on with --game")
     [(game, name)] = first.items()
-    why = _unsafe_game(game)
+    from games.registry import recorded_name_refusal
+
+    why = recorded_name_refusal(game)
     if why:
         raise CLIError(f"{name} records the game {escaped(game)}, {why}: give the game with "
                        "--game (a game you name is played as given)")
     return game
-
-
-def _unsafe_game(game: str) -> str:
-    """Why ``game``, a name read from a policy file, is not made unless the user names it:
-    OpenSpiel's file games read the file the name gives (``nfg_game(filename=...)``), and a
-    PettingZoo name imports its module and calls its function with the name's arguments
-    (``pettingzoo/<module>:<function>(...)``): accepted are the modules of the packages of
-    PettingZoo games (``games.pettingzoo.FAMILIES``) and those ``--import`` named. "" when
-    it may be made."""
-    if re.search(r"\bfilename\s*=", game):
-        return "which reads a file the policy file names"
-    if not game.startswith("pettingzoo/"):
-        return ""
-    from games.pettingzoo import FAMILIES
-    from games.registry import IMPORTS_ENV
-
-    path = game.removeprefix("pettingzoo/").partition("(")[0]
-    module = path.partition(":")[0]
-    imported = {m for m in os.environ.get(IMPORTS_ENV, "").split(",") if m}
-    if ":" not in path and module.startswith(tuple(f"{f}." for f in FAMILIES)):
-        return ""
-    if module in imported or module.rpartition(".")[0] in imported:
-        return ""
-    return (f"whose module {escaped(module)} is neither in a package of PettingZoo games "
-            f"({', '.join(FAMILIES)}) nor one --import named")
 
 
 def _recorded_spec(game: str, kwargs: dict[str, Any], name: str) -> Any:
@@ -282,9 +260,12 @@ UNRECORDED = ("; its file names the game {game} without arguments (the defaults,
 
 def escaped(text: str) -> str:
     """``text`` with each character that is not printable (ESC, ``\\r``, newlines, other
-    control and format codes) as its Python escape: text read from a file (a snapshot's game
-    name) printed raw could move the cursor, recolour or retitle the terminal, or fake lines."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    control and format codes) as its Python escape (:func:`games.registry.printable`): text
+    read from a file (a snapshot's game name) printed raw could move the cursor, recolour or
+    retitle the terminal, or fake lines."""
+    from games.registry import printable
+
+    return printable(text)
 
 
 def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
@@ -296,7 +277,7 @@ def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
     arguments, each argument (and spec field) that differs with both values (``max_steps
     (25 in training, 100 here)``: a note that looked the same for both hid a real change)."""
     from games.core import GameSpec
-    from games.registry import split_name
+    from games.registry import recorded_name_refusal, split_name
 
     if recorded == spec.name:
         return []
@@ -304,6 +285,8 @@ def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
         return [f"{name}'s file names its game {escaped(recorded)} without arguments (the "
                 f"defaults, or not recorded); it plays {spec.name} here"]
     other = [f"{name} was trained on {escaped(recorded)}; it plays {spec.name} here"]
+    if recorded_name_refusal(recorded):  # read from the file: made only once checked
+        return other
     try:
         (base, named), (here_base, here) = split_name(recorded), split_name(spec.name)
         trained = _spec_of(recorded) if base == here_base else None
