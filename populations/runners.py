@@ -32,6 +32,7 @@ import importlib
 import logging
 import os
 import re
+import signal
 import socket
 import sys
 from collections.abc import Iterator
@@ -340,7 +341,11 @@ def init_ray(address: str | None, num_cpus: int) -> Any:
     instead of ``ray.init``'s endless wait); a cluster on this machine that listens on
     loopback only is joined there (Ray would go to the machine's routable address). With no
     ``address``, the environment's ``RAY_ADDRESS`` is joined, as ``ray.init`` does (``ray job
-    submit`` sets it), checked the same way; unset, a local instance starts."""
+    submit`` sets it), checked the same way; unset, a local instance starts. Its servers run
+    in a session of their own (:func:`_head_in_own_session`), so a SIGTERM to our process
+    group stops the driver as the CLI says, not Ray under it, and they end with this process;
+    a SIGTERM while ``ray.init`` runs meets the CLI's handler, not Ray's ``sys.exit(15)``
+    (:func:`_own_sigterm_handler`)."""
     import ray
 
     from populations.run_folder import kept_sigterm
@@ -356,12 +361,67 @@ def init_ray(address: str | None, num_cpus: int) -> Any:
             target = check_ray_address(address, key=key)  # ray.init waits forever otherwise
             host = (_host_port(target) or ("", 0))[0]
             keep = _loopback_only() if host in LOOPBACK_HOSTS else contextlib.nullcontext()
-            with keep, kept_sigterm():  # a CLI's SIGTERM handler, which ray.init replaces
+            with keep, kept_sigterm(), _own_sigterm_handler():  # ray.init replaces it
                 ray.init(address=target, **kwargs)
         else:
-            with _loopback_only(), kept_sigterm():
+            with _loopback_only(), kept_sigterm(), _own_sigterm_handler(), \
+                    _head_in_own_session():
                 ray.init(num_cpus=num_cpus, _node_ip_address=LOCAL_RAY_IP, **kwargs)
     return ray
+
+
+@contextlib.contextmanager
+def _head_in_own_session() -> Iterator[None]:
+    """While a local instance starts: its servers (GCS, raylet, log monitor; the raylet
+    starts the workers and agents) in a session of their own.
+
+    A SIGTERM to our process group (``timeout``, ``kill -TERM -<pgid>``, a scheduler
+    signalling the job's group) reached Ray's servers too: the raylet stopped every worker
+    and exited while the driver waited on its learner actors, so the driver either died at
+    once (its object store connection lost: exit 1) or hung 60 s until the lost GCS ended
+    it, and the run stayed ``running``. Outside the group only the driver gets the signal:
+    it stops as the CLI's handler says (after the generation's training), and Ray goes
+    down with it, by ``ray.shutdown`` at exit or, if the driver is killed, by the kernel:
+    Ray sets ``PR_SET_PDEATHSIG`` on them where the kernel has it (Ray itself starts them
+    in a new process group on Windows when it has such fate-sharing). Without it (not
+    Linux) Ray's reaper kills its own process group, so the servers stay in ours."""
+    from ray._private import services, utils
+
+    popen = getattr(services, "ConsolePopen", None)  # Ray's names, checked by the tests
+    if popen is None or sys.platform == "win32" or not utils.detect_fate_sharing_support():
+        yield
+        return
+
+    class OwnSession(popen):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("start_new_session", True)
+            super().__init__(*args, **kwargs)
+
+    services.ConsolePopen = OwnSession  # every Ray server starts through it
+    try:
+        yield
+    finally:
+        services.ConsolePopen = popen
+
+
+@contextlib.contextmanager
+def _own_sigterm_handler() -> Iterator[None]:
+    """``ray.init`` replaces the SIGTERM handler first thing (``sys.exit(15)``), so a
+    SIGTERM while a local instance started (seconds on a loaded machine) ended a run
+    ``failed`` (``SystemExit: 15``): a handler the process installed (a CLI's) stays in
+    place throughout; a default one is left to Ray's."""
+    from ray._private import utils
+
+    set_handler = getattr(utils, "set_sigterm_handler", None)
+    if set_handler is None or signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL,
+                                                                   signal.SIG_IGN, None):
+        yield
+        return
+    utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        utils.set_sigterm_handler = set_handler
 
 
 @contextlib.contextmanager
