@@ -4,11 +4,12 @@ driver waits on its learner actors.
 
 Before, the local Ray instance that ``ray.init`` started was in that group: its raylet took the
 SIGTERM too, stopped every worker and exited, and the driver either died at once (its object
-store connection lost: exit 1) or hung 60 s until the lost GCS ended it; either way the run
-stayed ``running`` in league.db, with no message (8 of 8 tries of ``experiment=main
-runner=ray`` at varied moments). Now Ray's servers run in a session of their own: the signal
-reaches the driver alone, which stops as after a plain SIGTERM (after the generation's
-training, checkpointed), and Ray goes down with it.
+store connection lost: exit 1) or hung 40-60 s until the lost GCS ended it, the run left
+``running`` in league.db with no message (7 of 8 tries of ``experiment=main runner=ray`` at
+varied moments; the 8th, in an evaluation, stopped ``interrupted`` 46 s late). Now Ray's
+servers run in a session of their own: the signal reaches the driver alone, which stops as
+after a plain SIGTERM (after the generation's training, checkpointed), and Ray goes down
+with it.
 
 A SIGTERM while ``ray.init`` started that instance (seconds on a loaded machine: ``timeout
 30`` met it) ended the run ``failed`` (``SystemExit: 15``), as ``ray.init`` puts its own
