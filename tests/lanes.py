@@ -40,6 +40,7 @@ SECOND_LANE = (
     "tests/populations/test_runners.py",
     "tests/populations/test_walk19_ray_address.py",
     "tests/populations/test_walk19_ray_imports.py",
+    "tests/populations/test_ray_sigterm_group.py",
     "tests/test_examples.py",
     "tests/marl/test_mappo_gru.py",
     "tests/populations/test_interrupts_review.py",
