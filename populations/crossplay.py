@@ -148,12 +148,7 @@ def pair_stats(margin: np.ndarray, rng: np.random.Generator, resamples: int = RE
     Returns ``{stat: value, stat_lo: ..., stat_hi: ...}`` for stat in win, draw, loss,
     margin, and ``n``."""
     n = len(margin)
-    counts = {"win": int((margin > tol).sum()), "loss": int((margin < -tol).sum())}
-    counts["draw"] = n - counts["win"] - counts["loss"]
-    out: dict[str, Any] = {"n": int(n)}
-    for name in ("win", "draw", "loss"):
-        out[name] = counts[name] / n
-        out[f"{name}_lo"], out[f"{name}_hi"] = wilson(counts[name], n, confidence)
+    out = _rates(margin, confidence, tol)
     boot = np.concatenate([margin[idx].mean(axis=1)  # idx: (rows, n)
                            for idx in bootstrap_chunks(n, resamples, rng)])
     out["margin"] = float(margin.mean())
@@ -171,6 +166,44 @@ def _mirror(s: dict[str, Any]) -> dict[str, Any]:
 
 
 STATS = ("win", "draw", "loss", "margin")
+
+
+def _pairs_stats(pairs: dict[tuple[int, int], np.ndarray], seed: int, resamples: int,
+                 confidence: float, tol: float) -> dict[tuple[int, int], dict[str, Any]]:
+    """:func:`pair_stats` of every pair, the same numbers (each pair's draws come from its
+    own :func:`pair_rng`, in the same order), but the bootstrap means and quantiles of
+    pairs with equally many episodes are taken in one array op: a league's pairs mostly
+    have the same few episodes, and per-pair numpy calls dominated (thousands of pairs)."""
+    by_n: dict[int, list[tuple[int, int]]] = {}
+    for ab, margin in pairs.items():
+        by_n.setdefault(len(margin), []).append(ab)
+    out: dict[tuple[int, int], dict[str, Any]] = {}
+    for n, keys in by_n.items():
+        per_block = max(1, CHUNK // max(1, resamples * n))  # pairs per (P, R, n) block
+        for start in range(0, len(keys), per_block):
+            block = keys[start:start + per_block]
+            marg = np.stack([pairs[ab] for ab in block])  # (P, n)
+            idx = np.stack([bootstrap_indices(n, resamples, pair_rng(seed, *ab))
+                            for ab in block])  # (P, R, n)
+            boot = np.take_along_axis(marg[:, None, :], idx, axis=2).mean(axis=2)  # (P, R)
+            lo, hi = np.quantile(boot, [(1 - confidence) / 2, (1 + confidence) / 2], axis=1)
+            for p, ab in enumerate(block):
+                out[ab] = _rates(marg[p], confidence, tol)
+                out[ab].update(margin=float(marg[p].mean()), margin_lo=float(lo[p]),
+                               margin_hi=float(hi[p]), margin_boot=boot[p])
+    return out
+
+
+def _rates(margin: np.ndarray, confidence: float, tol: float) -> dict[str, Any]:
+    """Win/draw/loss rates of one pair's ``margin`` (n,) with Wilson intervals."""
+    n = len(margin)
+    counts = {"win": int((margin > tol).sum()), "loss": int((margin < -tol).sum())}
+    counts["draw"] = n - counts["win"] - counts["loss"]
+    out: dict[str, Any] = {"n": int(n)}
+    for name in ("win", "draw", "loss"):
+        out[name] = counts[name] / n
+        out[f"{name}_lo"], out[f"{name}_hi"] = wilson(counts[name], n, confidence)
+    return out
 
 
 @dataclass
@@ -203,8 +236,7 @@ def crossplay(eps: Episodes, resamples: int = RESAMPLES, seed: int = 0,
     table: dict[str, list[list[float | None]]] = {nm: [[None] * k for _ in range(k)]
                                                  for nm in names}
     boot: dict[tuple[int, int], np.ndarray] = {}
-    for (a, b), margin in pairs.items():
-        s = pair_stats(margin, pair_rng(seed, a, b), resamples, confidence, tol)
+    for (a, b), s in _pairs_stats(pairs, seed, resamples, confidence, tol).items():
         boot[(pos[a], pos[b])] = s["margin_boot"]
         for (i, j), st in (((pos[a], pos[b]), s), ((pos[b], pos[a]), _mirror(s))):
             n[i][j] = st["n"]
@@ -274,6 +306,39 @@ def _import_alpharank() -> types.ModuleType:
     return alpharank
 
 
+INF_ALPHA_EPS = 0.01  # alpharank.compute's default noise of the α → ∞ model
+
+
+def _inf_alpha_pi(payoff: np.ndarray, eps: float = INF_ALPHA_EPS) -> np.ndarray:
+    """Stationary distribution of α-Rank's α → ∞ chain of the single-population game
+    ``payoff`` (k, k), k >= 2: OpenSpiel's ``_get_singlepop_transition_matrix`` with
+    ``use_inf_alpha`` built as array ops (it loops over the k² pairs in Python, ~0.5 s at
+    k = 100, which a bootstrap interval repeats a hundred times), then OpenSpiel's own
+    ``_get_stationary_distr``. The same matrix entry by entry: from s, mutant r is
+    reached with η(1 − ε) when it earns more against s than s against it, η/2 on a tie
+    (``np.isclose``, atol 1e-14) and η ε otherwise, η = 1 / (k − 1); the diagonal is
+    one minus the row, summed left to right as there."""
+    ar = _import_alpharank()
+    k = payoff.shape[0]
+    eta = 1.0 / (k - 1)
+    gain, keep = payoff.T, payoff  # gain[s, r]: r against s; keep[s, r]: s against r
+    c = np.where(np.isclose(gain, keep, atol=1e-14), eta * 0.5,
+                 np.where(gain > keep, eta * (1 - eps), eta * eps))
+    np.fill_diagonal(c, 0.0)
+    np.fill_diagonal(c, 1 - np.cumsum(c, axis=1)[:, -1])
+    return np.asarray(ar._get_stationary_distr(c), dtype=np.float64)
+
+
+def _alpharank_pi(payoff: np.ndarray, alpha: float | None, m: int) -> np.ndarray:
+    """α-Rank's stationary masses of ``payoff`` (k, k): the α → ∞ chain directly
+    (:func:`_inf_alpha_pi`), a finite α through ``alpharank.compute``."""
+    if payoff.shape[0] == 1:
+        return np.ones(1)
+    if alpha is None:
+        return _inf_alpha_pi(payoff)
+    return np.asarray(_import_alpharank().compute([payoff], m=m, alpha=alpha)[2], dtype=float)
+
+
 def complete_subset(defined: np.ndarray) -> list[int]:
     """Indices of a set of strategies that have all met each other: repeatedly drop the
     one missing the most opponents (ties: the later one). ``defined``: bool (k, k)."""
@@ -308,12 +373,7 @@ def alpha_rank(margin: list[list[float | None]], ids: Sequence[int], alpha: floa
         return {"ids": [], "pi": [], "rank": [], "alpha": alpha, "m": m, "left_out": left_out}
     sub = np.nan_to_num(mat[np.ix_(keep, keep)])
     np.fill_diagonal(sub, 0.0)
-    ar = _import_alpharank()
-    if alpha is None:
-        _, _, pi, _, _ = ar.compute([sub], m=m, use_inf_alpha=True)
-    else:
-        _, _, pi, _, _ = ar.compute([sub], m=m, alpha=alpha)
-    pi = np.clip(np.asarray(pi, dtype=np.float64).reshape(-1), 0.0, None)
+    pi = np.clip(_alpharank_pi(sub, alpha, m).reshape(-1), 0.0, None)
     pi = pi / pi.sum()
     order = np.argsort(-pi, kind="stable")
     rank = np.empty(len(pi), dtype=np.int64)
@@ -342,10 +402,7 @@ def alpha_rank_interval(cp: CrossPlay, ranked: dict[str, Any], resamples: int = 
             i, j = keep[x], keep[y]
             sample = cp.margin_boot[(i, j)] if i < j else -cp.margin_boot[(j, i)]
             mats[:, x, y], mats[:, y, x] = sample[:r], -sample[:r]
-    ar = _import_alpharank()
-    kwargs = ({"use_inf_alpha": True} if ranked["alpha"] is None else {"alpha": ranked["alpha"]})
-    pis = np.array([np.asarray(ar.compute([m], m=ranked["m"], **kwargs)[2], dtype=float)
-                    for m in mats])  # (r, k)
+    pis = np.array([_alpharank_pi(m, ranked["alpha"], ranked["m"]) for m in mats])  # (r, k)
     pis = np.clip(pis, 0.0, None)
     pis /= pis.sum(axis=1, keepdims=True)
     lo, hi = np.quantile(pis, [(1 - confidence) / 2, (1 + confidence) / 2], axis=0)

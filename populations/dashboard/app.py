@@ -9,6 +9,7 @@ initialised), which the page shows in a banner while it keeps refreshing.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import logging
 import socket
@@ -90,6 +91,20 @@ def _json(data: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(finite(data), status_code=status, headers={"cache-control": "no-store"})
 
 
+def _cached_json(request: Request, data: Any) -> Response:
+    """A 200 JSON answer with an ETag (a hash of the body) that the browser revalidates
+    every time (``no-cache``), or 304 with no body when its ``If-None-Match`` names the
+    same body: a page polling a run that did not change downloads nothing."""
+    resp = JSONResponse(finite(data))
+    etag = '"' + hashlib.blake2b(resp.body, digest_size=12).hexdigest() + '"'
+    headers = {"cache-control": "no-cache", "etag": etag}
+    sent = request.headers.get("if-none-match", "")
+    if etag in (t.strip().removeprefix("W/") for t in sent.split(",")):
+        return Response(status_code=304, headers=headers)
+    resp.headers.update(headers)
+    return resp
+
+
 def create_app(paths: Sequence[str | Path], refresh_s: float = 5.0,
                allowed_hosts: Sequence[str] | None = None, max_points: int | None = None
                ) -> Starlette:
@@ -109,7 +124,7 @@ def create_app(paths: Sequence[str | Path], refresh_s: float = 5.0,
         return _json(data.config())
 
     def runs(request: Request) -> Response:
-        return _json(data.runs())
+        return _cached_json(request, data.runs())
 
     def run_id(request: Request) -> int:
         run = request.path_params["run"]
@@ -118,18 +133,19 @@ def create_app(paths: Sequence[str | Path], refresh_s: float = 5.0,
         return run
 
     def run(request: Request) -> Response:
-        return _json(data.run(request.path_params["source"], run_id(request)))
+        return _cached_json(request, data.run(request.path_params["source"], run_id(request)))
 
     def view(request: Request) -> Response:
         p = request.path_params
-        return _json(data.view(p["source"], run_id(request), p["view"]))
+        compact = request.query_params.get("compact", "") in ("1", "true")
+        return _cached_json(request, data.view(p["source"], run_id(request), p["view"], compact))
 
     def metrics(request: Request) -> Response:
         p = request.path_params
         keys = request.query_params.getlist("key")
         if not keys:
             raise SourceError("pass one or more metric keys: metrics?key=losses/pg_loss", 400)
-        return _json(data.metrics(p["source"], run_id(request), keys))
+        return _cached_json(request, data.metrics(p["source"], run_id(request), keys))
 
     def health(request: Request) -> Response:
         return _json({"ok": True, "time": time.time()})

@@ -38,16 +38,19 @@ from populations.db import LeagueDB
 VERSION = "1"
 _URI_SAFE = "!'()*"  # characters encodeURIComponent leaves as they are (besides -_.~)
 
-# chart/table name → query(db, run_id, max_points) for the per-run endpoints
-RUN_VIEWS: dict[str, Callable[[LeagueDB, int, int], Any]] = {
-    "league": lambda db, run, _: queries.league_table(db, run),
-    "payoffs": lambda db, run, _: queries.payoff_matrix(db, run),
-    "crossplay": lambda db, run, _: queries.crossplay(db, run),
-    "ratings": lambda db, run, _: queries.rating_history(db, run),
-    "psro": lambda db, run, _: queries.psro(db, run),
-    "exploitability": lambda db, run, _: queries.exploitability(db, run),
-    "learner": queries.learner_panels,
+# chart/table name → query(db, run_id, max_points, compact) for the per-run endpoints
+RUN_VIEWS: dict[str, Callable[[LeagueDB, int, int, bool], Any]] = {
+    "league": lambda db, run, _, __: queries.league_table(db, run),
+    "payoffs": lambda db, run, _, compact: queries.payoff_matrix(db, run, compact),
+    "crossplay": lambda db, run, _, compact: queries.crossplay(db, run, compact),
+    "ratings": lambda db, run, _, compact: queries.rating_history(db, run, compact),
+    "psro": lambda db, run, _, __: queries.psro(db, run),
+    "exploitability": lambda db, run, _, __: queries.exploitability(db, run),
+    "learner": lambda db, run, max_points, _: queries.learner_panels(db, run, max_points),
 }
+# views with a compact form (``?compact=1``: filled cells, change points, no k x k tables),
+# which the live page reads; the plain form is the default and what the export embeds
+COMPACT_VIEWS = frozenset({"payoffs", "crossplay", "ratings"})
 
 
 def metrics_path(source: str, run: int, key: str) -> str:
@@ -96,13 +99,14 @@ class DashboardData:
         with open_source(src) as db:
             return queries.run_summary(db, src, run)
 
-    def view(self, source: str, run: int, name: str) -> Any:
+    def view(self, source: str, run: int, name: str, compact: bool = False) -> Any:
+        """One per-run view; ``compact``: its compact form (:data:`COMPACT_VIEWS`)."""
         if name not in RUN_VIEWS:
             raise SourceError(f"unknown view {name!r}; expected one of {sorted(RUN_VIEWS)}", 404)
         src = self.sources.get(source)
         with open_source(src) as db:
             queries.check_run(db, src, run)
-            return RUN_VIEWS[name](db, run, self.max_points)
+            return RUN_VIEWS[name](db, run, self.max_points, compact)
 
     def metrics(self, source: str, run: int, keys: Sequence[str]) -> list[dict[str, Any]]:
         src = self.sources.get(source)
@@ -124,7 +128,9 @@ class DashboardData:
                 with open_source(by_id[sid]) as db:
                     answers[base] = queries.run_summary(db, by_id[sid], rid)
                     for name, fn in RUN_VIEWS.items():
-                        answers[f"{base}/{name}"] = fn(db, rid, self.max_points)
+                        answers[f"{base}/{name}"] = (  # the export never shows stale ones
+                            queries.crossplay(db, rid, fresh=True) if name == "crossplay"
+                            else fn(db, rid, self.max_points, False))
                     for key in answers[f"{base}/learner"]["keys"]:
                         answers[metrics_path(sid, rid, key)] = queries.metric_series(
                             db, rid, [key], self.max_points)

@@ -10,16 +10,22 @@ a million points.
 from __future__ import annotations
 
 import json
+import logging
 import re
+import threading
+import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from populations import crossplay as cp
-from populations.dashboard.sources import Source, SourceError
+from populations.dashboard.sources import Source, SourceError, open_source
 from populations.db import LeagueDB
+
+log = logging.getLogger(__name__)
 
 MAX_POINTS = 400  # points per learner curve after bucketing
 # A crafted league.db chooses how many snapshots its rows name: tables are k x k in the
@@ -154,9 +160,23 @@ def _differing(members: list[dict[str, Any]], flats: dict[int, dict[str, Any]]
 
 
 # ------------------------------------------------------------------------------ runs
+def db_version(path: Path) -> str:
+    """Size and modification time of a database file and its ``-wal`` file: it changes
+    with every write, so the page asks a finished run's parts again only when it does."""
+    parts = []
+    for f in (path, Path(f"{path}-wal")):
+        try:
+            st = f.stat()
+            parts.append(f"{st.st_size}.{st.st_mtime_ns}")
+        except OSError:
+            parts.append("-")
+    return "/".join(parts)
+
+
 def runs(db: LeagueDB, source: Source) -> list[dict[str, Any]]:
     """Every run in one database, newest first, with its members, snapshots and recorded
-    episodes (``episodes``: rows of the ``matches`` table, one per episode played)."""
+    episodes (``episodes``: rows of the ``matches`` table, one per episode played), and
+    ``db_version`` (:func:`db_version`) of the database."""
     rows = db.conn.execute(
         "SELECT r.id, r.name, r.experiment, r.game, r.status, r.started_at, r.updated_at, "
         "(SELECT COUNT(*) FROM members m WHERE m.run_id = r.id) AS members, "
@@ -164,7 +184,9 @@ def runs(db: LeagueDB, source: Source) -> list[dict[str, Any]]:
         "(SELECT COUNT(*) FROM snapshots s JOIN members m ON s.member_id = m.id "
         " WHERE m.run_id = r.id) AS snapshots "
         "FROM runs r ORDER BY r.id DESC").fetchall()
-    return [{**dict(r), "source": source.id, "path": str(source.path)} for r in rows]
+    version = db_version(source.path)
+    return [{**dict(r), "source": source.id, "path": str(source.path), "db_version": version}
+            for r in rows]
 
 
 def run_summary(db: LeagueDB, source: Source, run_id: int) -> dict[str, Any]:
@@ -312,8 +334,12 @@ PAYOFF_LABELS = {
 }
 
 
-def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
+def payoff_matrix(db: LeagueDB, run_id: int, compact: bool = False) -> dict[str, Any]:
     """Payoffs between every snapshot that has one, None where they have not met.
+    ``compact`` (what the page asks for): where fewer than half the cells are filled,
+    instead of the k x k ``value``, ``win_rate`` and ``count`` tables, the filled cells
+    only, ``cells = {"i", "j", "value", "win_rate", "count"}`` (row and column positions
+    in ``ids``); a fuller table is sent whole, which is then the shorter.
 
     ``value_kind`` says what ``value[i][j]`` is, and ``value_label`` says it in words for the
     page and the export: ``"margin"`` for a league's evaluations (rows with a win rate,
@@ -341,18 +367,34 @@ def payoff_matrix(db: LeagueDB, run_id: int) -> dict[str, Any]:
         count[i][j] = _number(e["count"]) or 0
         exact = exact or bool(e["exact"])
     kind = "return" if entries and all(e["win_rate"] is None for e in entries) else "margin"
-    return {"ids": ids, "labels": [labels.get(s, f"snapshot {s}") for s in ids],
-            "value": value, "value_kind": kind, "value_label": PAYOFF_LABELS[kind],
-            "win_rate": win, "count": count, "exact": exact,
-            "left_out": len(named) - len(shown), "max_snapshots": MAX_MATRIX_SNAPSHOTS}
+    out = {"ids": ids, "labels": [labels.get(s, f"snapshot {s}") for s in ids],
+           "value_kind": kind, "value_label": PAYOFF_LABELS[kind], "exact": exact,
+           "left_out": len(named) - len(shown), "max_snapshots": MAX_MATRIX_SNAPSHOTS}
+    cells = sorted(set((pos[e["row_snapshot"]], pos[e["col_snapshot"]]) for e in entries))
+    if compact and 2 * len(cells) < n * n:  # a windowed league's table is nearly all empty
+        return {**out, "cells": {"i": [i for i, _ in cells], "j": [j for _, j in cells],
+                                 "value": [value[i][j] for i, j in cells],
+                                 "win_rate": [win[i][j] for i, j in cells],
+                                 "count": [count[i][j] for i, j in cells]}}
+    return {**out, "value": value, "win_rate": win, "count": count}
 
 
 # ------------------------------------------------------------------------------ cross-play
 CROSSPLAY_SEED = 0  # fixed, so every refresh (and the export) shows the same intervals
 ELO_RESAMPLES = 200  # the Elo replay is sequential in episodes; fewer resamples keep it quick
 ALPHARANK_RESAMPLES = 100  # bootstrap tables α-Rank is recomputed on, for its interval
+# α-Rank and its interval rank only the newest this many snapshots of the cross-play table
+# (then those of them that all met each other): the chain is k x k and its interval solves
+# it ALPHARANK_RESAMPLES more times, and a league's ranking of interest is among its newest
+ALPHARANK_MAX_SNAPSHOTS = 64
 ELO_MAX_EPISODES = 20_000  # beyond this the Elo replay (a Python loop over episodes) is skipped
-_CACHE: dict[tuple[str, int], tuple[tuple[int, int], Any]] = {}
+# Stale-while-revalidate: once a run's statistics took this much CPU to compute, a change in
+# its matches is recomputed in a background thread (one at a time, all runs together) while
+# requests get the last result marked ``stale``; cheaper ones are recomputed in the request.
+CROSSPLAY_INLINE_CPU_S = 0.5
+# ... and a background recompute starts no sooner than this many times its last CPU time
+# after the last one ended, so a live league's every generation does not keep a core busy
+CROSSPLAY_IDLE_FACTOR = 3.0
 
 
 def _few_snapshots(seats: Any) -> bool:
@@ -360,17 +402,48 @@ def _few_snapshots(seats: Any) -> bool:
     return isinstance(seats, dict) and len(set(map(str, seats.values()))) <= MAX_EPISODE_SNAPSHOTS
 
 
-def _crossplay_stats(db: LeagueDB, run_id: int
-                     ) -> tuple[Any, dict[str, Any], Any, int, dict[str, int]]:
-    """(cross-play tables, α-Rank, Elo replay or None, episodes, what was left out: older
-    snapshots and episodes naming too many), recomputed only when the run's matches change
-    (the page asks every few seconds)."""
+@dataclass(frozen=True)
+class CrossplayStats:
+    """The heavy part of the cross-play view, computed from the matches alone."""
+
+    table: cp.CrossPlay
+    alpharank: dict[str, Any]
+    elo: dict[int, dict[str, float]] | None
+    episodes: int
+    left_out: dict[str, int]
+    state: tuple[int, int]  # (matches, newest match id) it was computed from
+
+
+def _match_state(db: LeagueDB, run_id: int) -> tuple[int, int]:
     n, last = db.conn.execute("SELECT COUNT(*), IFNULL(MAX(id), 0) FROM matches "
                               "WHERE run_id = ?", (run_id,)).fetchone()
-    key = (str(db.path), run_id)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] == (n, last):
-        return hit[1]
+    return int(n), int(last)
+
+
+def ranked_window(ids: list[int]) -> list[int]:
+    """The snapshots α-Rank considers: the newest :data:`ALPHARANK_MAX_SNAPSHOTS` of
+    ``ids`` (sorted), in ``ids`` order."""
+    return ids[-ALPHARANK_MAX_SNAPSHOTS:] if ALPHARANK_MAX_SNAPSHOTS > 0 else []
+
+
+def bounded_alpha_rank(table: cp.CrossPlay, resamples: int = ALPHARANK_RESAMPLES
+                       ) -> dict[str, Any]:
+    """α-Rank (:func:`populations.crossplay.alpha_rank`) and its bootstrap interval
+    (:func:`~populations.crossplay.alpha_rank_interval`) over the snapshots of
+    :func:`ranked_window` only; ``considered``: those snapshots, ``older_left_out``: how
+    many older ones of the table were not considered."""
+    window = ranked_window(table.ids)
+    pos = [table.ids.index(s) for s in window]
+    margin = [[table.table["margin"][i][j] for j in pos] for i in pos]
+    ar = cp.alpha_rank(margin, window)
+    ar.update(cp.alpha_rank_interval(table, ar, resamples=resamples))
+    return {**ar, "considered": window, "older_left_out": len(table.ids) - len(window),
+            "max_snapshots": ALPHARANK_MAX_SNAPSHOTS}
+
+
+def compute_crossplay(db: LeagueDB, run_id: int) -> CrossplayStats:
+    """Cross-play tables, bounded α-Rank and the Elo replay of one run, as of now."""
+    state = _match_state(db, run_id)
     matches = db.matches(run_id)
     few = [m for m in matches if _few_snapshots(m.seats)]
     eps = cp.episodes(few)
@@ -381,26 +454,117 @@ def _crossplay_stats(db: LeagueDB, run_id: int
     keep = np.isin(eps.a, list(shown)) & np.isin(eps.b, list(shown))
     eps = cp.Episodes(eps.a[keep], eps.b[keep], eps.margin[keep])
     table = cp.crossplay(eps, resamples=cp.RESAMPLES, seed=CROSSPLAY_SEED)
-    ar = cp.alpha_rank(table.table["margin"], table.ids)
-    ar.update(cp.alpha_rank_interval(table, ar, resamples=ALPHARANK_RESAMPLES))
+    ar = bounded_alpha_rank(table)
     elo = (cp.elo_bootstrap(eps, table.ids, resamples=ELO_RESAMPLES, seed=CROSSPLAY_SEED)
            if len(eps.a) <= ELO_MAX_EPISODES else None)
-    out = (table, ar, elo, int(len(eps.a)), left_out)
-    if len(_CACHE) > 16:
-        _CACHE.clear()
-    _CACHE[key] = ((n, last), out)
-    return out
+    return CrossplayStats(table, ar, elo, int(len(eps.a)), left_out, state)
 
 
-def crossplay(db: LeagueDB, run_id: int) -> dict[str, Any]:
+@dataclass
+class _Entry:
+    stats: CrossplayStats | None = None
+    cpu_s: float = 0.0  # CPU seconds the last computation took
+    ended: float = 0.0  # time.monotonic() when it ended
+    thread: threading.Thread | None = None  # the background recompute, while it runs
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one inline compute
+
+
+class CrossplayCache:
+    """The last cross-play statistics of each (database, run), served while a newer one is
+    computed (stale-while-revalidate; see :data:`CROSSPLAY_INLINE_CPU_S`)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # guards the entries and each entry's thread
+        self.worker = threading.Semaphore(1)  # one background recompute at a time
+
+    @property
+    def entries(self) -> dict[tuple[str, int], _Entry]:
+        return _CACHE  # module level: a test may swap it for an empty one
+
+    @entries.setter
+    def entries(self, value: dict[tuple[str, int], _Entry]) -> None:
+        global _CACHE
+        _CACHE = value
+
+    def get(self, db: LeagueDB, run_id: int, fresh: bool = False
+            ) -> tuple[CrossplayStats, bool, bool]:
+        """``(statistics, stale, updating)``: stale when the run has matches the statistics
+        do not count; updating while a background recompute runs. ``fresh``: never stale,
+        computed in this call if need be (the export)."""
+        key = (str(db.path), run_id)
+        state = _match_state(db, run_id)
+        with self.lock:
+            entry = self.entries.setdefault(key, _Entry())
+            if len(self.entries) > 64:  # many databases: forget the others
+                self.entries = {key: entry}
+            stats = entry.stats
+            if stats is not None and stats.state == state:
+                return stats, False, entry.thread is not None
+            if stats is not None and entry.cpu_s >= CROSSPLAY_INLINE_CPU_S and not fresh:
+                idle = time.monotonic() - entry.ended >= CROSSPLAY_IDLE_FACTOR * entry.cpu_s
+                if entry.thread is None and idle:
+                    entry.thread = threading.Thread(
+                        target=self._background, args=(key, entry), daemon=True,
+                        name=f"crossplay-{run_id}")
+                    entry.thread.start()
+                return stats, True, entry.thread is not None
+        with entry.lock:  # a first (or cheap) computation: in this request, once at a time
+            if entry.stats is None or entry.stats.state != state:
+                self._compute(entry, db, run_id)
+            return entry.stats, False, False
+
+    @staticmethod
+    def _compute(entry: _Entry, db: LeagueDB, run_id: int) -> None:
+        t = time.thread_time()
+        stats = compute_crossplay(db, run_id)
+        entry.cpu_s, entry.ended = time.thread_time() - t, time.monotonic()
+        entry.stats = stats
+
+    def _background(self, key: tuple[str, int], entry: _Entry) -> None:
+        try:
+            with self.worker, entry.lock, open_source(Source("", Path(key[0]))) as db:
+                self._compute(entry, db, key[1])
+        except Exception:  # the stale result stays; the next request tries again
+            log.exception("cross-play recompute of %s run %s failed", *key)
+        finally:
+            with self.lock:
+                entry.thread = None
+                entry.ended = time.monotonic()
+
+    def wait(self, timeout_s: float | None = None) -> None:
+        """Wait for every background recompute running now (tests, the export)."""
+        with self.lock:
+            threads = [e.thread for e in self.entries.values() if e.thread is not None]
+        for t in threads:
+            t.join(timeout_s)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+
+
+_CACHE: dict[tuple[str, int], _Entry] = {}  # (database path, run id) → its statistics
+CROSSPLAY_CACHE = CrossplayCache()
+
+
+def crossplay(db: LeagueDB, run_id: int, compact: bool = False, fresh: bool = False
+              ) -> dict[str, Any]:
     """Cross-play between snapshots from the recorded episodes (:mod:`populations.crossplay`):
     per pair win/draw/loss rates and mean margin with 95 % bootstrap intervals, α-Rank
-    over the mean-margin game, and per snapshot the stored rating (μ ± 2σ, Elo) beside
-    an Elo replayed per episode with its bootstrap interval (None beyond
-    :data:`ELO_MAX_EPISODES` episodes). ``left_out``: snapshots beyond the newest
-    :data:`MAX_MATRIX_SNAPSHOTS`; ``left_out_episodes``: recorded episodes naming more than
-    :data:`MAX_EPISODE_SNAPSHOTS` snapshots."""
-    table, ar, elo, episodes, left_out = _crossplay_stats(db, run_id)
+    over the mean-margin game of the newest :data:`ALPHARANK_MAX_SNAPSHOTS` snapshots
+    (``alpharank.considered``; ``alpharank.older_left_out`` older ones not ranked), and per
+    snapshot the stored rating (μ ± 2σ, Elo) beside an Elo replayed per episode with its
+    bootstrap interval (None beyond :data:`ELO_MAX_EPISODES` episodes). ``left_out``:
+    snapshots beyond the newest :data:`MAX_MATRIX_SNAPSHOTS`; ``left_out_episodes``:
+    recorded episodes naming more than :data:`MAX_EPISODE_SNAPSHOTS` snapshots.
+
+    The statistics are cached per run (:class:`CrossplayCache`): ``stale`` says the run has
+    episodes they do not count yet (``as_of``: the matches they count), ``updating`` that
+    a recompute is running; ``fresh`` computes them now if need be. ``compact`` leaves out
+    the k x k tables (``n`` and each statistic), which repeat ``pairs`` twice over: what the
+    page asks for."""
+    stats, stale, updating = CROSSPLAY_CACHE.get(db, run_id, fresh)
+    table, ar, elo = stats.table, stats.alpharank, stats.elo
     labels = _labels(db, run_id)
 
     def name(s: int) -> str:
@@ -426,21 +590,29 @@ def crossplay(db: LeagueDB, run_id: int) -> dict[str, Any]:
             "mu_lo": r["mu"] - 2 * r["sigma"] if r else None,
             "mu_hi": r["mu"] + 2 * r["sigma"] if r else None,
             "elo": r["elo"] if r else None, **{f"replay_{k}": v for k, v in replay.items()}})
-    return {"ids": ids, "labels": [name(s) for s in ids], "n": table.n, **table.table,
+    tables = {} if compact else {"n": table.n, **table.table}
+    return {"ids": ids, "labels": [name(s) for s in ids], **tables,
             "pairs": pairs, "ratings": ratings,
             "alpharank": {**ar, "labels": [name(s) for s in ar["ids"]],
                           "left_out_labels": [name(s) for s in ar["left_out"]]},
-            "episodes": episodes, "resamples": cp.RESAMPLES,
+            "episodes": stats.episodes, "resamples": cp.RESAMPLES,
             "alpharank_resamples": ALPHARANK_RESAMPLES,
             "elo_resamples": ELO_RESAMPLES if elo is not None else 0, "confidence": cp.CONFIDENCE,
-            "seed": CROSSPLAY_SEED, **left_out,
-            "max_snapshots": MAX_MATRIX_SNAPSHOTS, "max_episode_snapshots": MAX_EPISODE_SNAPSHOTS}
+            "seed": CROSSPLAY_SEED, **stats.left_out,
+            "max_snapshots": MAX_MATRIX_SNAPSHOTS, "max_episode_snapshots": MAX_EPISODE_SNAPSHOTS,
+            "stale": stale, "updating": updating,
+            "as_of": {"matches": stats.state[0], "last_match": stats.state[1]}}
 
 
 # ------------------------------------------------------------------------------ ratings
-def rating_history(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
+def rating_history(db: LeagueDB, run_id: int, compact: bool = False) -> list[dict[str, Any]]:
     """One series per snapshot: Elo and TrueSkill-style μ, σ at every rating step, and the
-    role-swapped pairs each rating is from (``pairs``; the ratings table's ``matches``)."""
+    role-swapped pairs each rating is from (``pairs``; the ratings table's ``matches``).
+
+    ``compact`` (what the page asks for): only the steps where a series changes, kept as
+    the first and last step of each run of equal values, so a chart's lines are the same
+    (a snapshot no longer evaluated keeps its rating: two points instead of one per
+    generation)."""
     labels = _labels(db, run_id)
     rows = db.conn.execute(
         "SELECT snapshot_id, step, elo, mu, sigma, matches FROM ratings WHERE run_id = ? "
@@ -452,7 +624,21 @@ def rating_history(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
         for k, v in (("step", step), ("elo", elo), ("mu", mu), ("sigma", sigma),
                      ("pairs", pairs)):
             s[k].append(_number(v))
-    return list(series.values())
+    return [_change_points(s) for s in series.values()] if compact else list(series.values())
+
+
+RATING_FIELDS = ("elo", "mu", "sigma", "pairs")
+
+
+def _change_points(s: dict[str, Any]) -> dict[str, Any]:
+    """Series ``s`` at its first and last steps and where any of :data:`RATING_FIELDS`
+    differs from the step before or after: lines through the kept points are the lines
+    through all of them."""
+    rows = list(zip(*(s[k] for k in RATING_FIELDS), strict=True))
+    last = len(rows) - 1
+    keep = [t for t in range(len(rows))
+            if t in (0, last) or rows[t] != rows[t - 1] or rows[t] != rows[t + 1]]
+    return {**s, **{k: [s[k][t] for t in keep] for k in ("step", *RATING_FIELDS)}}
 
 
 # ------------------------------------------------------------------------------ PSRO

@@ -13,6 +13,9 @@
   const state = {
     config: null, selected: null, cache: new Map(), league: [],
     sort: { key: "elo", dir: -1 }, metric: "", keys: [], refreshes: 0, status: new Map(),
+    rows: new Map(), // run key → its row of api/runs as text (what a finished run shows)
+    fetched: new Map(), // finished run → its row when its parts were last all fetched
+    inflight: new Set(), // paths being fetched (a slow one is not asked again meanwhile)
     openSettings: new Set(), // members whose settings are unfolded (kept across redraws)
   };
   const $ = (id) => document.getElementById(id);
@@ -31,7 +34,9 @@
     }
     let resp;
     try {
-      resp = await fetch(path, { cache: "no-store", headers: { accept: "application/json" } });
+      // "no-cache": the browser asks again every time, with the ETag it has, and an
+      // unchanged answer comes back as 304 (no body) and reads as the cached one
+      resp = await fetch(path, { cache: "no-cache", headers: { accept: "application/json" } });
     } catch (err) {
       throw new ApiError(`dashboard server unreachable (${err.message}); is it still running?`);
     }
@@ -134,6 +139,7 @@
     const body = $("runs-table").tBodies[0];
     body.replaceChildren();
     state.status = new Map(doc.runs.map((r) => [runKey(r), r.status]));
+    state.rows = new Map(doc.runs.map((r) => [runKey(r), JSON.stringify(r)]));
     for (const r of doc.runs) {
       const tr = document.createElement("tr");
       tr.dataset.run = runKey(r);
@@ -325,6 +331,21 @@
       `it shows the newest ${int(max)}.` : "";
   }
 
+  // the compact payoff form (filled cells only) as the k x k tables the heatmap draws
+  function expandCells(doc) {
+    const k = doc.ids.length;
+    const grid = (fill) => Array.from({ length: k }, () => new Array(k).fill(fill));
+    doc.value = grid(null);
+    doc.win_rate = grid(null);
+    doc.count = grid(0);
+    const c = doc.cells;
+    for (let t = 0; t < c.i.length; t++) {
+      doc.value[c.i[t]][c.j[t]] = c.value[t];
+      doc.win_rate[c.i[t]][c.j[t]] = c.win_rate[t];
+      doc.count[c.i[t]][c.j[t]] = c.count[t];
+    }
+  }
+
   async function renderPayoffs(doc) {
     const div = $("payoff-chart");
     const note = $("payoff-note");
@@ -334,6 +355,7 @@
     const what = doc.value_kind === "return" ? "return" : "margin";
     if (doc.value_label) $("payoff-meaning").textContent = doc.value_label;
     if (!doc.ids.length) return emptyChart(div, `No evaluated pairs${yet()}.`);
+    if (doc.cells) expandCells(doc);
     const labels = doc.labels.map(pt);
     const text = doc.value.map((row, i) => row.map((v, j) => (v == null ? "not played"
       : `win rate per role-swapped pair ${pct(doc.win_rate[i][j])} · ` +
@@ -414,6 +436,11 @@
       rbody.appendChild(tr);
     }
     const ar = doc.alpharank;
+    const older = ar.older_left_out > 0 ? ` α-Rank ranks the newest ${int(ar.max_snapshots)} ` +
+      `snapshots of cross-play; ${int(ar.older_left_out)} older one` +
+      `${ar.older_left_out === 1 ? " is" : "s are"} not ranked.` : "";
+    const updating = doc.stale ? ` Updating: these figures count ${int(doc.as_of.matches)} ` +
+      "recorded episodes; newer ones are being added." : "";
     const out = ar.left_out_labels.length
       ? ` Left out of α-Rank (not met by every other snapshot): ${ar.left_out_labels.join(", ")}.`
       : "";
@@ -428,7 +455,8 @@
       (doc.left_out > 0 ? ` ${leftOut(doc.left_out, doc.max_snapshots, "cross-play")}` : "") +
       (doc.left_out_episodes > 0 ? ` ${int(doc.left_out_episodes)} episode` +
         `${doc.left_out_episodes === 1 ? "" : "s"} naming more than ` +
-        `${int(doc.max_episode_snapshots)} snapshots left out.` : "");
+        `${int(doc.max_episode_snapshots)} snapshots left out.` : "") + older + updating;
+    $("crossplay-card").dataset.stale = doc.stale ? "1" : "";
   }
 
   // ------------------------------------------------------------------ PSRO
@@ -517,27 +545,56 @@
   // ------------------------------------------------------------------ refresh loop
   const errors = new Set();
 
+  // fetch one part and draw it if it changed (true: done); a part still loading from the
+  // last refresh is not asked again, and one of a run no longer selected is not drawn
   async function part(path, render) {
+    if (state.inflight.has(path)) return false;
+    state.inflight.add(path);
+    const run = state.selected;
     try {
       const [doc, changed] = await load(path);
-      if (changed) await render(doc);
+      if (changed && (run === state.selected || path === "api/runs")) await render(doc);
+      return true;
     } catch (err) {
       errors.add(err.message);
       if (!(err instanceof ApiError)) console.error(err); // a drawing bug, not a data problem
+      return false;
+    } finally {
+      state.inflight.delete(path);
     }
   }
 
+  // the live page reads the compact forms (filled cells, change points); an export embeds
+  // the plain ones
+  const compact = (path) => (EXPORTED ? path : `${path}?compact=1`);
+
   async function refreshRun() {
-    if (!state.selected) return;
-    const base = `api/runs/${state.selected}`;
-    await Promise.all([
+    const run = state.selected;
+    if (!run) return;
+    // a run that is not running is fetched again only when its row in the runs list changes
+    // (its database's db_version changes with any write)
+    const row = state.rows.get(run);
+    const finished = state.status.has(run) && state.status.get(run) !== "running";
+    if (finished && state.fetched.get(run) === row) return;
+    const base = `api/runs/${run}`;
+    // cross-play is the slow part: it draws when it comes, and the rest does not wait
+    const cross = part(compact(`${base}/crossplay`), renderCrossplay);
+    const done = await Promise.all([
       part(base, renderRunTitle), part(`${base}/league`, renderLeague),
-      part(`${base}/payoffs`, renderPayoffs), part(`${base}/ratings`, renderRatings),
-      part(`${base}/crossplay`, renderCrossplay),
+      part(compact(`${base}/payoffs`), renderPayoffs),
+      part(compact(`${base}/ratings`), renderRatings),
       part(`${base}/psro`, renderPsro), part(`${base}/learner`, renderLearner),
     ]);
     if (state.metric) {
-      await part(`${base}/metrics?key=${encodeURIComponent(state.metric)}`, renderMetric);
+      done.push(await part(`${base}/metrics?key=${encodeURIComponent(state.metric)}`,
+        renderMetric));
+    }
+    if (finished) {
+      cross.then((ok) => { // all in, and not a stale cross-play: nothing more to ask for
+        if (ok && done.every(Boolean) && !$("crossplay-card").dataset.stale) {
+          state.fetched.set(run, row);
+        }
+      });
     }
   }
 
