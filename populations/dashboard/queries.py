@@ -560,9 +560,10 @@ def crossplay(db: LeagueDB, run_id: int, compact: bool = False, fresh: bool = Fa
 
     The statistics are cached per run (:class:`CrossplayCache`): ``stale`` says the run has
     episodes they do not count yet (``as_of``: the matches they count), ``updating`` that
-    a recompute is running; ``fresh`` computes them now if need be. ``compact`` leaves out
-    the k x k tables (``n`` and each statistic), which repeat ``pairs`` twice over: what the
-    page asks for."""
+    a recompute is running; ``fresh`` computes them now if need be. ``compact`` (what the
+    page asks for) leaves out the k x k tables (``n`` and each statistic), which repeat
+    ``pairs`` twice over, and gives ``pairs`` as columns (``{"row": [...], "col": [...],
+    "n": [...], "win": [...], ...}``) without the labels, which ``labels`` gives by id."""
     stats, stale, updating = CROSSPLAY_CACHE.get(db, run_id, fresh)
     table, ar, elo = stats.table, stats.alpharank, stats.elo
     labels = _labels(db, run_id)
@@ -590,9 +591,12 @@ def crossplay(db: LeagueDB, run_id: int, compact: bool = False, fresh: bool = Fa
             "mu_lo": r["mu"] - 2 * r["sigma"] if r else None,
             "mu_hi": r["mu"] + 2 * r["sigma"] if r else None,
             "elo": r["elo"] if r else None, **{f"replay_{k}": v for k, v in replay.items()}})
+    sent: Any = pairs
+    if compact:  # columns, labels by id from ``labels``: a pair row's keys were half its size
+        sent = {k: [p[k] for p in pairs] for k in ("row", "col", "n", *table.table)}
     tables = {} if compact else {"n": table.n, **table.table}
     return {"ids": ids, "labels": [name(s) for s in ids], **tables,
-            "pairs": pairs, "ratings": ratings,
+            "pairs": sent, "ratings": ratings,
             "alpharank": {**ar, "labels": [name(s) for s in ar["ids"]],
                           "left_out_labels": [name(s) for s in ar["left_out"]]},
             "episodes": stats.episodes, "resamples": cp.RESAMPLES,

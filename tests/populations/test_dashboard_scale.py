@@ -192,7 +192,11 @@ def test_compact_forms_carry_the_same_data(league):
     plain = client.get(f"{base}/crossplay").json()
     compact = client.get(f"{base}/crossplay?compact=1").json()
     assert "n" not in compact and "margin" not in compact and "margin" in plain
-    assert compact["pairs"] == plain["pairs"] and compact["ratings"] == plain["ratings"]
+    labels = dict(zip(compact["ids"], compact["labels"], strict=True))
+    cols = compact["pairs"]
+    rows = [{**{k: cols[k][t] for k in cols}, "row_label": labels[cols["row"][t]],
+             "col_label": labels[cols["col"][t]]} for t in range(len(cols["row"]))]
+    assert rows == plain["pairs"] and compact["ratings"] == plain["ratings"]
 
 
 def test_inf_alpha_chain_matches_openspiel():

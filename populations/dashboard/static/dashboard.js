@@ -402,9 +402,21 @@
   const ci = (v, lo, hi, f) => (v == null ? "—" : `${f(v)} [${f(lo)}, ${f(hi)}]`);
   const n3 = (v) => num(v, 3);
 
+  // the compact cross-play's pairs (columns, no labels) as the plain form's rows
+  function pairRows(doc) {
+    if (Array.isArray(doc.pairs)) return doc.pairs;
+    const label = new Map(doc.ids.map((s, i) => [s, doc.labels[i]]));
+    const cols = Object.keys(doc.pairs);
+    return doc.pairs.row.map((_, t) => {
+      const p = Object.fromEntries(cols.map((k) => [k, doc.pairs[k][t]]));
+      return { ...p, row_label: label.get(p.row), col_label: label.get(p.col) };
+    });
+  }
+
   function renderCrossplay(doc) {
     const body = $("crossplay-table").tBodies[0];
     body.replaceChildren();
+    doc.pairs = pairRows(doc);
     for (const p of doc.pairs) {
       const tr = document.createElement("tr");
       tr.dataset.pair = `${p.row}/${p.col}`;
