@@ -20,6 +20,11 @@ Paths (``S`` a database id from ``api/runs``, ``R`` a run id inside it):
 ``api/runs/S/R/learner``               learner curves grouped into charts, and all metric keys
 ``api/runs/S/R/metrics?key=K``         the curve of one metric key (repeat ``key`` for more)
 =====================================  ==================================================
+
+``payoffs``, ``crossplay`` and ``ratings`` take ``?compact=1`` (what the live page reads):
+the filled payoff cells only where most are empty, cross-play without its k x k tables and
+its pairs as columns, each rating series at its change points. JSON answers carry an ETag
+and are revalidated (``Cache-Control: no-cache``): an unchanged one is a 304 with no body.
 """
 
 from __future__ import annotations
