@@ -539,6 +539,24 @@ class LeagueDB:
                          self._decode(r["returns"], "matches", f"row {r['id']}", "returns",
                                       _RETURNS), r["seed"]) for r in rows]
 
+    def matches_after(self, run_id: int, after: int) -> list[tuple[int, MatchRow]]:
+        """The matches recorded after row id ``after``, in recorded order, with their row
+        ids: what an incremental reader (``populations.evaluation.Standings``) has not seen."""
+        rows = self.conn.execute(
+            "SELECT * FROM matches WHERE run_id = ? AND id > ? ORDER BY id", (run_id, after))
+        return [(int(r["id"]), MatchRow(
+            r["key"], r["game"],
+            self._decode(r["seats"], "matches", f"row {r['id']}", "seats", _SEATS),
+            self._decode(r["returns"], "matches", f"row {r['id']}", "returns", _RETURNS),
+            r["seed"])) for r in rows]
+
+    def count_matches_upto(self, run_id: int, upto: int) -> int:
+        """How many matches of run ``run_id`` have a row id up to ``upto``: an incremental
+        reader's check that none it read was deleted since."""
+        return int(self.conn.execute(
+            "SELECT COUNT(*) FROM matches WHERE run_id = ? AND id <= ?",
+            (run_id, upto)).fetchone()[0])
+
     def delete_matches(self, run_id: int, prefix: str) -> int:
         """Delete the matches whose key starts with ``prefix``; returns how many."""
         with self.conn:
@@ -567,6 +585,14 @@ class LeagueDB:
     def payoffs(self, run_id: int) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT * FROM payoffs WHERE run_id = ?", (run_id,))
         return [dict(r) for r in rows]
+
+    def payoff_rows(self, run_id: int, rows: Iterable[int]) -> list[dict[str, Any]]:
+        """The payoff entries whose row snapshot is one of ``rows``, found by the table's
+        key: a matchmaking draw reads a few rows, not the whole N x N table."""
+        found = self.conn.execute(
+            "SELECT * FROM payoffs WHERE run_id = ? AND row_snapshot IN "
+            "(SELECT value FROM json_each(?))", (run_id, json.dumps([int(r) for r in rows])))
+        return [dict(r) for r in found]
 
     # ------------------------------------------------------------------ ratings, metrics
     def add_ratings(self, run_id: int, step: int,

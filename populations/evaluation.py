@@ -3,8 +3,10 @@
 Two snapshots of a two-team game meet in role-swapped episode pairs (see
 ``populations.ratings``). Every episode is recorded in the league database under a
 key ``<pair key>/<ab|ba>/e<index>``, so re-running an evaluation after a crash records
-nothing twice. Payoffs and ratings are recomputed from the recorded matches alone, so
-they are the same however often a run was interrupted.
+nothing twice. Payoffs and ratings are computed from the recorded matches alone, so
+they are the same however often a run was interrupted; a league folds in each
+generation's new matches (:class:`Standings`) to the numbers a replay of all of them from
+scratch gives (:func:`recompute`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -114,12 +115,15 @@ def _given(want: str, got: str) -> str:
 def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, game: str,
                    game_kwargs: dict[str, Any], pairs: Sequence[tuple[SnapshotRow, SnapshotRow]],
                    episodes: int, seed: int, prefix: str,
-                   stop: Callable[[], bool] | None = None, batch: int = 1) -> int:
+                   stop: Callable[[], bool] | None = None, batch: int = 1,
+                   tick: Callable[[int], None] | None = None) -> int:
     """Play and record every pair; returns the number of new match rows.
 
     With ``stop``, pairs are played and recorded ``batch`` at a time, and the evaluation
     ends early once ``stop()`` is true (a CLI's stop request): each pair's jobs keep their
-    seeds, so a resume playing the pairs left records what one call would have."""
+    seeds, so a resume playing the pairs left records what one call would have. ``tick``
+    (a progress bar) is told the pairs done (recorded before included) after each batch;
+    with it, pairs are played ``batch`` at a time too."""
     todo = []
     names: dict[str, str] = {}  # pair key -> its snapshots, for an error
     for i, (a, b) in enumerate(pairs):
@@ -139,8 +143,10 @@ def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, ga
                     {ag: (b.id if team[ag] == first else a.id) for ag in spec.agent_ids}]
         todo.append((jobs, seat_ids))
         names[key] = f"snapshots {_name(a)} vs {_name(b)}"
-    size = max(1, batch) if stop is not None else max(1, len(todo))
+    size = max(1, batch) if stop is not None or tick is not None else max(1, len(todo))
     added = 0
+    if tick is not None:
+        tick(len(pairs) - len(todo))
     for at in range(0, len(todo), size):
         if stop is not None and stop():
             break
@@ -159,6 +165,8 @@ def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, ga
             for e, ret in enumerate(res.returns):
                 rows.append(MatchRow(f"{job.key}/e{e:04d}", spec.name, seats, ret, job.seed))
         added += db.add_matches(run_id, rows)
+        if tick is not None:
+            tick(len(pairs) - len(todo) + min(at + size, len(todo)))
     return added
 
 
@@ -176,68 +184,184 @@ def _score(match: MatchRow, sid: int) -> float:
 
 
 def pair_outcomes(matches: Iterable[MatchRow]) -> list[PairOutcome]:
-    """Outcomes of every complete role-swapped episode pair, in recorded order."""
-    halves: dict[tuple[str, str], dict[str, MatchRow]] = defaultdict(dict)
-    order: list[tuple[str, str]] = []
+    """Outcomes of every complete role-swapped episode pair, in recorded order (of each
+    pair's first recorded half)."""
+    halves: dict[tuple[str, str], dict[str, MatchRow]] = {}
     for m in matches:
         got = _KEY.match(m.key)
-        if not got:
-            continue
-        k = (got["pair"], got["ep"])
-        if k not in halves:
-            order.append(k)
-        halves[k][got["side"]] = m
-    out = []
-    for k in order:
-        h = halves[k]
-        if set(h) != {"ab", "ba"}:
-            continue
-        sids = sorted(set(h["ab"].seats.values()))
-        if len(sids) != 2:
-            continue
-        first_team_sid = next(iter(h["ab"].seats.values()))
-        a, b = first_team_sid, next(s for s in sids if s != first_team_sid)
-        tot_a = _score(h["ab"], a) + _score(h["ba"], a)
-        tot_b = _score(h["ab"], b) + _score(h["ba"], b)
-        out.append(pair_outcome(a, b, tot_a, tot_b))
-    return out
+        if got:
+            halves.setdefault((got["pair"], got["ep"]), {})[got["side"]] = m
+    return [o for o in map(_outcome, halves.values()) if o is not None]
+
+
+def _outcome(h: dict[str, MatchRow]) -> PairOutcome | None:
+    """The outcome of one role-swapped episode pair (None: a half is missing, or its seats
+    do not hold two snapshots)."""
+    if set(h) != {"ab", "ba"}:
+        return None
+    sids = sorted(set(h["ab"].seats.values()))
+    if len(sids) != 2:
+        return None
+    first_team_sid = next(iter(h["ab"].seats.values()))
+    a, b = first_team_sid, next(s for s in sids if s != first_team_sid)
+    tot_a = _score(h["ab"], a) + _score(h["ba"], a)
+    tot_b = _score(h["ab"], b) + _score(h["ba"], b)
+    return pair_outcome(a, b, tot_a, tot_b)
+
+
+class Standings:
+    """A run's payoffs and ratings, kept up to date from its recorded matches.
+
+    Matches are only ever appended (``evaluate_pairs`` deletes a pair's episodes only to
+    replay ones an earlier version recorded with a NaN), and ratings replay the outcomes in
+    recorded order, so :meth:`update` folds in only the matches recorded since its last
+    call: Elo and Plackett-Luce go on from their state, each payoff entry from its running
+    sums, and only the entries and ratings that changed are written. The result is the
+    replay of every match from scratch (:func:`recompute`), to the bit: an outcome whose
+    first half came before outcomes already folded (a half recorded alone, completed later),
+    or a recorded match deleted, starts the replay over from the database. A new object
+    (a resumed run) replays once from the database; ``read`` counts the match rows it
+    decoded (work, for tests)."""
+
+    def __init__(self, db: LeagueDB, run_id: int) -> None:
+        self.db, self.run_id = db, run_id
+        self.read = 0
+        self._start()
+
+    def _start(self) -> None:
+        self.ratings = Ratings()
+        # (a, b) -> [pairs, sum of a's margin per episode, sum of a's score]
+        self.cells: dict[tuple[int, int], list[float]] = {}
+        self._halves: dict[tuple[str, str], tuple[int, dict[str, MatchRow]]] = {}  # pending
+        self._order = 0  # pairs of halves seen: the recorded order of their first half
+        self._folded = -1  # the latest such order among outcomes folded in
+        self._last, self._seen = 0, 0  # the last match row id read; rows read up to it
+        self._fresh = True  # nothing written yet: compare what is stored
+
+    def update(self, step: int) -> Ratings:
+        """Fold in the matches recorded since the last call and write the payoff entries
+        and ratings (at ``step``) that changed; returns the ratings."""
+        if self._seen and self.db.count_matches_upto(self.run_id, self._last) != self._seen:
+            self._start()  # a match read before was deleted (and replayed): from scratch
+        rows = self.db.matches_after(self.run_id, self._last)
+        done = self._fold(rows)
+        if done is None:  # an outcome goes before ones already folded: from scratch
+            self._start()
+            rows = self.db.matches_after(self.run_id, 0)
+            done = self._fold(rows)
+            assert done is not None  # one pass over everything keeps the recorded order
+        bad = sum(not _finite(m) for _, m in rows)
+        if bad:  # recorded before match play checked rewards
+            log.warning("%d recorded match episode(s) of run %d have non-finite returns (NaN "
+                        "or infinity, recorded by an earlier version); payoffs and ratings "
+                        "leave them and their role-swapped halves out", bad, self.run_id)
+        outcomes = [o for _, o in sorted(done, key=lambda x: x[0])]
+        self.ratings.update(outcomes)
+        touched: dict[tuple[int, int], None] = {}
+        for o in outcomes:
+            for cell, margin, score in (((o.a, o.b), o.margin / 2.0, o.score_a),
+                                        ((o.b, o.a), -o.margin / 2.0, 1.0 - o.score_a)):
+                acc = self.cells.setdefault(cell, [0, 0.0, 0.0])
+                acc[0] += 1
+                acc[1] += margin
+                acc[2] += score
+                touched[cell] = None
+        self._write(touched, {s for o in outcomes for s in (o.a, o.b)}, step)
+        return self.ratings
+
+    def _fold(self, rows: Sequence[tuple[int, MatchRow]]) -> list[tuple[int, PairOutcome]] | None:
+        """Pair up ``rows`` with the halves pending; the outcomes completed, each with the
+        order of its first half (None: one goes before an outcome folded in before)."""
+        done = []
+        for rid, m in rows:
+            self._last, self._seen, self.read = rid, self._seen + 1, self.read + 1
+            got = _KEY.match(m.key) if _finite(m) else None
+            if not got:
+                continue
+            k = (got["pair"], got["ep"])
+            if k not in self._halves:
+                self._halves[k] = (self._order, {})
+                self._order += 1
+            order, halves = self._halves[k]
+            halves[got["side"]] = m
+            if set(halves) == {"ab", "ba"}:
+                del self._halves[k]
+                if order < self._folded:
+                    return None
+                o = _outcome(halves)
+                if o is not None:
+                    done.append((order, o))
+        self._folded = max([self._folded, *(order for order, _ in done)])
+        return done
+
+    def _write(self, cells: Iterable[tuple[int, int]], rated: set[int], step: int) -> None:
+        """Write payoff entries ``cells`` and the ratings of snapshots ``rated`` (after a
+        start from scratch: every entry, and every rating that differs from the newest one
+        stored)."""
+        if self._fresh:
+            cells, self._fresh = self.cells, False
+            stored = self.db.latest_ratings(self.run_id)
+            rated = {s for s, *now in self.ratings.table()
+                     if s not in stored or tuple(now) != tuple(
+                         stored[s][k] for k in ("elo", "mu", "sigma", "matches"))}
+        self.db.set_payoffs(self.run_id, [
+            (a, b, v[1] / v[0], v[2] / v[0], int(v[0]), False)
+            for a, b in cells for v in (self.cells[(a, b)],)])
+        rows = [r for r in self.ratings.table() if r[0] in rated]
+        if rows:
+            self.db.add_ratings(self.run_id, step, rows)
 
 
 def recompute(db: LeagueDB, run_id: int, step: int) -> Ratings:
-    """Payoffs and ratings from every recorded match; written to the database at ``step``.
+    """Payoffs and ratings from every recorded match, replayed from scratch; written to the
+    database at ``step`` (the ratings that differ from the newest stored ones).
 
     A payoff entry ``(a, b)`` holds the mean over ``a``'s role-swapped pairs against ``b`` of
     the per-episode margin (``a``'s team return minus ``b``'s; in a zero-sum game twice
     ``a``'s mean return), the win rate (draws count 1/2) and the number of pairs; ``(b, a)``
-    holds the negated margin and ``1 -`` the win rate."""
-    matches = db.matches(run_id)
-    finite = [m for m in matches if _finite(m)]
-    if len(finite) < len(matches):  # recorded before match play checked rewards
-        log.warning("%d recorded match episode(s) of run %d have non-finite returns (NaN or "
-                    "infinity, recorded by an earlier version); payoffs and ratings leave "
-                    "them and their role-swapped halves out", len(matches) - len(finite),
-                    run_id)
-    outcomes = pair_outcomes(finite)
-    ratings = Ratings()
-    ratings.update(outcomes)
-    acc: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)
-    for o in outcomes:
-        acc[(o.a, o.b)].append((o.margin / 2.0, o.score_a))
-        acc[(o.b, o.a)].append((-o.margin / 2.0, 1.0 - o.score_a))
-    db.set_payoffs(run_id, [
-        (a, b, float(np.mean([v for v, _ in vals])), float(np.mean([w for _, w in vals])),
-         len(vals), False)
-        for (a, b), vals in acc.items()
-    ])
-    if ratings.elo:
-        db.add_ratings(run_id, step, ratings.table())
-    return ratings
+    holds the negated margin and ``1 -`` the win rate. A league keeps a :class:`Standings`
+    instead, which folds in each generation's new matches alone, to the same numbers."""
+    return Standings(db, run_id).update(step)
 
 
 def win_rates(db: LeagueDB, run_id: int, of: int, against: Sequence[int]) -> list[float | None]:
     """Estimated win rate of snapshot ``of`` against each of ``against`` (None if unplayed)."""
-    table = {(p["row_snapshot"], p["col_snapshot"]): p["win_rate"] for p in db.payoffs(run_id)}
-    return [table.get((of, s)) for s in against]
+    table = {p["col_snapshot"]: p["win_rate"] for p in db.payoff_rows(run_id, [of])}
+    return [table.get(s) for s in against]
+
+
+def pfsp_win_rates(db: LeagueDB, run_id: int, own: Sequence[SnapshotRow],
+                   against: Sequence[SnapshotRow]) -> list[float | None]:
+    """The win rates a matchmaking rule weighs the candidates ``against`` by, for the member
+    whose snapshots are ``own`` (oldest first, the learner's latest last).
+
+    Against a snapshot the latest was evaluated against, its measured win rate: every
+    earlier one with ``eval_window=0``. ``eval_window=k`` evaluates a snapshot only against
+    the k published before it, so against an older one the latest never met, the win rate
+    of the member's newest snapshot that was evaluated against it and published after it
+    (or in its generation): the most recent evidence, where a default of 0.5 would flatten
+    PFSP into uniform FSP (96.7 % of its mass on such opponents at 118 snapshots with
+    ``eval_window=2``). None (a rule counts it 0.5) against the latest itself (even by
+    symmetry) and against a snapshot none of the member's met."""
+    if not own:
+        return [None] * len(against)
+    latest = own[-1]
+    rates = win_rates(db, run_id, latest.id, [s.id for s in against])
+    missing = {s.id: s for s, r in zip(against, rates, strict=True)
+               if r is None and s.id != latest.id}
+    if not missing:
+        return rates
+    found: dict[int, tuple[int, float]] = {}  # opponent -> (row snapshot id, its win rate)
+    version = {s.id: s.version for s in own}
+    for p in db.payoff_rows(run_id, [s.id for s in own[:-1]]):
+        r, c, w = p["row_snapshot"], p["col_snapshot"], p["win_rate"]
+        o = missing.get(c)
+        if o is None or w is None or r == c or not (r > c or version[r] == o.version):
+            continue
+        if c not in found or r > found[c][0]:
+            found[c] = (r, w)
+    return [found[s.id][1] if r is None and s.id in found else r
+            for s, r in zip(against, rates, strict=True)]
 
 
 def round_robin(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, game: str,

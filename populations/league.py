@@ -6,7 +6,8 @@ more (e.g. a MAPPO member and an LLM team, ``populations.members``). Each genera
 1. **train** every member (``Member.train_generation``), one after another in this process
    or all at once on Ray actors (``runner="ray"``, ``populations.learner_actors``): in a
    fraction ``opponent_prob`` of its games a snapshot of any member, chosen by the
-   matchmaking rule (self-play, FSP, PFSP, from the member's latest snapshot's win rates),
+   matchmaking rule (self-play, FSP, PFSP, from the member's latest snapshot's win rates;
+   outside ``eval_window``, from its newest snapshot that met the candidate),
    plays one team and the learner the other (sides drawn at random per episode); otherwise
    it plays every seat. A member sees the league only through a ``Matchmaker`` (its plan,
    opponent draws from its own seeded stream, snapshot policies, a metrics sink), so both
@@ -14,7 +15,8 @@ more (e.g. a MAPPO member and an LLM team, ``populations.members``). Each genera
 2. **checkpoint** the members and the generation;
 3. **publish** each member's policy as snapshot ``v<generation>`` of that member;
 4. **evaluate** the new snapshots against earlier ones and each other (role-swapped episode
-   pairs through the runner), record every episode, recompute payoffs and ratings;
+   pairs through the runner), record every episode, fold the new ones into payoffs and
+   ratings (``evaluation.Standings``: each match is read once, not every generation);
    checkpoint again.
 
 Everything written to the store and the database is idempotent per generation, and
@@ -61,6 +63,7 @@ import games
 from marl.actor_critic import NetConfig
 from marl.core import CheckpointError, Policy, derive_seed
 from marl.mappo import MAPPO, MAPPOConfig
+from marl.train import _rollout_frames, planned_frames, trains_whole_rollouts
 from populations.approx_exploit import ExploitEvery, exploit_snapshots
 from populations.checkpoint import (
     checkpoint_files,
@@ -69,7 +72,7 @@ from populations.checkpoint import (
     save_checkpoint,
 )
 from populations.db import LeagueDB
-from populations.evaluation import evaluate_pairs, recompute, win_rates
+from populations.evaluation import Standings, evaluate_pairs, pfsp_win_rates, win_rates
 from populations.experiment_config import check_copies
 from populations.learner_actors import (
     LearnerJob,
@@ -258,6 +261,14 @@ class League:
                 refuse_changes(f"league {self.run_dir}",
                                self._member_changes(run_id, members), override)
         self.run_id = run_id
+        # payoffs and ratings, folded in from each generation's new matches (a resumed run
+        # replays the recorded ones once)
+        self.standings = Standings(self.db, run_id)
+        if cfg.matchmaking.rule == "pfsp" and cfg.eval_window:
+            log.info("pfsp with eval_window=%d: a snapshot the learner's latest was not "
+                     "evaluated against is weighed by the win rate of the member's newest "
+                     "snapshot that was (populations.evaluation.pfsp_win_rates)",
+                     cfg.eval_window)
         if resume and had_run and not checkpoint_files(self.run_dir / "checkpoints"):
             # before the run is marked running: a refusal leaves it as it was
             refuse_lost_history(self.run_dir / "checkpoints", self._history(), override)
@@ -589,11 +600,27 @@ class League:
             return
         for s in {s.id: s for pair in pairs for s in pair}.values():
             self.store.verify(s)  # runners load by path: check the files they will read
-        evaluate_pairs(self.db, self.run_id, self.runner, self.spec, self.cfg.game,
-                       self.cfg.game_kwargs, pairs, self.cfg.eval_episodes,
-                       seed=self.cfg.seed + 100_003 * g, prefix=f"g{g:04d}", **self._stop())
+        self._play(pairs, g, self.cfg.seed + 100_003 * g)
         self._stop_if_asked()  # the "trained" checkpoint: a resume plays the pairs left
-        recompute(self.db, self.run_id, step=g)
+        self.standings.update(step=g)
+
+    def _play(self, pairs: Sequence[tuple[Any, Any]], g: int, seed: int) -> None:
+        """Play and record generation ``g``'s evaluation ``pairs`` (those recorded before an
+        interruption are skipped), with a bar of pairs and pairs/s under ``progress`` (a
+        batch of pairs at a time: one in process, one per match worker on Ray; each pair
+        keeps its seeds, so the records are the same), then a log line with the time."""
+        started = time.time()
+        batch = {"batch": self.cfg.ray_workers if self.cfg.runner == "ray" else 1}
+        with tqdm(total=len(pairs), desc=f"generation {g}/{self.cfg.generations} evaluation",
+                  unit="pair", disable=not self.show_progress, leave=False,
+                  dynamic_ncols=True) as bar:
+            tick = (lambda done: bar.update(done - bar.n)) if self.show_progress else None
+            added = evaluate_pairs(self.db, self.run_id, self.runner, self.spec, self.cfg.game,
+                                   self.cfg.game_kwargs, pairs, self.cfg.eval_episodes,
+                                   seed=seed, prefix=f"g{g:04d}",
+                                   **(self._stop() or (batch if tick else {})), tick=tick)
+        log.info("generation %d: evaluated %d pairs (%d episodes recorded) in %.0fs", g,
+                 len(pairs), added, time.time() - started)
 
     # ------------------------------------------------------------------ asynchronous
     def _run_async(self) -> None:
@@ -650,12 +677,9 @@ class League:
         rivals = rivals[-self.cfg.eval_window:] if self.cfg.eval_window else rivals
         for s in [new, *rivals]:
             self.store.verify(s)
-        evaluate_pairs(self.db, self.run_id, self.runner, self.spec, self.cfg.game,
-                       self.cfg.game_kwargs, [(new, r) for r in rivals], self.cfg.eval_episodes,
-                       seed=self.cfg.seed + 100_003 * g + seq, prefix=f"g{g:04d}",
-                       **self._stop())
+        self._play([(new, r) for r in rivals], g, self.cfg.seed + 100_003 * g + seq)
         self._stop_if_asked()
-        recompute(self.db, self.run_id, step=seq)
+        self.standings.update(step=seq)
         self._log_nash_conv([new])
         self.progress[m.name] = (g, "done")
         # decided from recorded matches: the same if a resume publishes this again
@@ -709,7 +733,7 @@ class League:
                 started = time.time()
                 with self._bar(m) as bar:
                     frames = m.train_generation(
-                        self.matchmaker(m.name, lambda n, bar=bar: bar.update(n - bar.n)))
+                        self.matchmaker(m.name, lambda n, bar=bar: _advance(bar, n)))
                 self.db.add_generation(self.run_id, m.name, g, frames, started, time.time(),
                                        f"pid {os.getpid()}")
                 self._count(m, frames)
@@ -740,8 +764,13 @@ class League:
         frames/s (an LLM team's episodes), none unless ``progress``; cleared when done (the
         'trained' line stays)."""
         cfg, unit = self.cfg, _counts(m)
-        total = -(-cfg.frames_per_generation // cfg.num_envs) * cfg.num_envs \
-            if unit == "frames" else None  # a step loop rounds up to whole steps of copies
+        total = None
+        if unit == "frames":  # a step loop rounds up to whole steps of copies, and an
+            # on-policy learner's (MAPPO/IPPO) to whole rollouts (LearnerMember's loop)
+            learner = getattr(m, "learner", None)
+            rollout = _rollout_frames(learner, cfg.num_envs) \
+                if learner is not None and trains_whole_rollouts(learner) else 0
+            total = planned_frames(cfg.frames_per_generation, cfg.num_envs, 0, rollout)
         return tqdm(total=total, desc=f"generation {self.generation}/{cfg.generations} "
                     f"{m.name}", unit=unit.removesuffix("s"), disable=not self.show_progress,
                     leave=False, dynamic_ncols=True)
@@ -792,14 +821,14 @@ class League:
             # interrupted attempt published is not part of the run yet (a resume that fell
             # back to an earlier checkpoint trains that generation again)
             snaps = [s for s in snaps if s.version < self.generation]
-        latest = [s for s in snaps if s.member == member][-1].id
+        own = [s for s in snaps if s.member == member]  # its latest last
         m = self._member(member)
         if getattr(m, "opponents", None) is not None:
             snaps = [s for s in snaps if s.member in m.opponents]
         if getattr(m, "latest_only", False):
             snaps = [s for s in snaps if s.id == max(t.id for t in snaps if t.member == s.member)]
-        probs = opponent_distribution(
-            win_rates(self.db, self.run_id, latest, [s.id for s in snaps]), self.cfg.matchmaking)
+        probs = opponent_distribution(pfsp_win_rates(self.db, self.run_id, own, snaps),
+                                      self.cfg.matchmaking)
         return OpponentDraw(tuple(s.id for s in snaps), tuple(float(p) for p in probs),
                             self.cfg.opponent_prob,
                             derive_seed(self.cfg.seed, "matchmaking", member, g))
@@ -873,6 +902,14 @@ class League:
         self.runner.close()
         self.db.close()
         self.lock.release()
+
+
+def _advance(bar: tqdm, n: int) -> None:
+    """Show ``n`` done on ``bar``; past its total (a learner of a rollout length not known
+    ahead) the total follows, as :func:`marl.train.train`'s bar does."""
+    if bar.total is not None and n > bar.total:
+        bar.total = n
+    bar.update(n - bar.n)
 
 
 def _counts(m: Member) -> str:
