@@ -220,3 +220,25 @@ def test_batched_pair_statistics_equal_the_pair_by_pair_ones():
         assert want.keys() == got[ab].keys()
         for key, value in want.items():
             assert np.array_equal(np.asarray(value), np.asarray(got[ab][key])), (ab, key)
+
+
+def test_recomputes_wait_while_the_dashboard_would_keep_a_core_busy(league, monkeypatch):
+    """A background recompute starts no sooner than CROSSPLAY_IDLE_FACTOR times the last
+    one's CPU time after it ended: until then the last result is served, stale, with no
+    recompute running."""
+    folder, run, ids = league
+    monkeypatch.setattr(queries, "CROSSPLAY_INLINE_CPU_S", 0.0)
+    monkeypatch.setattr(queries, "CROSSPLAY_IDLE_FACTOR", 1e12)  # never idle long enough
+    client, s = _client(folder)
+    path = f"/api/runs/{s}/{run}/crossplay"
+    first = client.get(path).json()
+    writer = LeagueDB(folder / "league.db")
+    writer.add_matches(run, _matches(ids[-3:], "b"))
+    writer.close()
+    doc = client.get(path).json()
+    assert doc["stale"] is True and doc["updating"] is False
+    assert doc["episodes"] == first["episodes"]
+    monkeypatch.setattr(queries, "CROSSPLAY_IDLE_FACTOR", 0.0)
+    assert client.get(path).json()["updating"] is True
+    queries.CROSSPLAY_CACHE.wait(60)
+    assert client.get(path).json()["episodes"] == first["episodes"] + 6
