@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -175,11 +176,13 @@ def _name(s: SnapshotRow) -> str:
 
 
 def _finite(match: MatchRow) -> bool:
-    return all(np.isfinite(r) for r in match.returns.values())
+    return all(math.isfinite(r) for r in match.returns.values())
 
 
 def _score(match: MatchRow, sid: int) -> float:
     rets = [r for ag, r in match.returns.items() if match.seats.get(ag) == sid]
+    if len(rets) == 1:  # one seat a team (most games): its return, without numpy's overhead
+        return float(rets[0])
     return float(np.mean(rets)) if rets else 0.0
 
 
