@@ -173,7 +173,13 @@ def test_a_league_decodes_each_recorded_match_once(tmp_path, monkeypatch):
     try:
         league.run()
         recorded = league.db.count_matches(league.run_id)
+        stored = _payoffs(league.db, league.run_id)
+        newest = league.db.latest_ratings(league.run_id)
     finally:
         league.close()
     assert recorded == 2 * (1 + 2 + 3 + 4)  # generation g: g pairs of 2 episodes
     assert len(decoded) == recorded and len(set(decoded)) == recorded
+    payoffs, ratings = _full(tmp_path / "run" / "league.db", tmp_path, "replayed")
+    assert stored == payoffs  # what the league wrote generation by generation
+    assert {s: (r["elo"], r["mu"], r["sigma"]) for s, r in newest.items()} == {
+        s: (ratings["elo"][s], ratings["mu"][s], ratings["sigma"][s]) for s in ratings["elo"]}
