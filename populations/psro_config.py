@@ -25,14 +25,22 @@ def psro_players(spec: GameSpec, players: str = "auto") -> dict[str, tuple[str, 
     """PSRO's players, each with the seats it plays: ``{seat: (seat,)}`` for ``"seats"``,
     ``{team: its seats}`` (in the game's team order) for ``"teams"``; ``"auto"`` is teams
     when the game has two or more teams and one of them has several seats, else seats.
-    Teams of one seat each are the seats (named by them), whatever ``players`` says.
+    Teams of one seat each are the seats (named by them), whatever ``players`` says. A game
+    of one team and several seats (hanabi, simple_spread) has its seats as players under
+    ``"auto"``: each seat's population best-responds to the others' mixtures.
 
     Raises:
-        ValueError: one line, for an unknown value, or ``"teams"`` on a game of one team.
+        ValueError: one line, for an unknown value, a game of one seat (no opponent to
+            respond to: PSRO on it only picked among one player's own policies), or
+            ``"teams"`` on a game of one team.
     """
     if players not in PLAYERS:
         raise ValueError(f"population.psro.players={players!r} unknown; choose one of "
                          f"{list(PLAYERS)}")
+    if len(spec.agent_ids) < 2:
+        raise ValueError(f"PSRO needs two or more players; {spec.name} has one seat "
+                         f"({list(spec.agent_ids)}); accepted: a game of two or more seats; "
+                         "population=none trains a one-player game")
     teams = {t: tuple(a.id for a in spec.agents if a.team == t) for t in spec.teams}
     if players == "teams" and len(teams) < 2:
         raise ValueError(f"population.psro.players='teams' needs two or more teams; "
