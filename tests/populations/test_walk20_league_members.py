@@ -290,7 +290,8 @@ def test_a_league_generation_shows_a_bar_of_frames_only_with_progress(tmp_path, 
     finally:
         league.close()
     err = capsys.readouterr().err
-    shown = "generation 1/1 main" in err and "/64 [" in err and "frame/s" in err
+    # 64 frames on 4 copies play one 25-step rollout: the bar counts to the 100 it plays
+    shown = "generation 1/1 main" in err and "/100 [" in err and "frame/s" in err
     assert shown == progress, err[-2000:]
 
 
