@@ -164,7 +164,7 @@ def planned_frames(frames: int, num_envs: int, trained: int = 0, rollout: int = 
     return trained + max(0, -(-(frames - trained) // rollout)) * rollout
 
 
-def _rollout_frames(learner: Learner, num_envs: int) -> int:
+def rollout_frames(learner: Learner, num_envs: int) -> int:
     """The frames of one rollout of an on-policy learner that says its length
     (``cfg.rollout_steps`` steps of every copy, as MAPPO/IPPO do); else 0 (learnt at its
     first updates)."""
@@ -212,7 +212,7 @@ def train(
     start = time.perf_counter()
     whole = trains_whole_rollouts(learner) if whole_rollouts is None else whole_rollouts
     # the bar's total: the frames the loop plays (tqdm drops the total of a bar past it)
-    rollout = _rollout_frames(learner, vg.num_envs) if whole else 0
+    rollout = rollout_frames(learner, vg.num_envs) if whole else 0
     bar = tqdm(total=planned_frames(frames, vg.num_envs, 0, rollout), disable=not progress,
                unit="frame", dynamic_ncols=True)
     sides = learner_sides(vg.spec, learner.agents)

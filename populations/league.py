@@ -63,7 +63,7 @@ import games
 from marl.actor_critic import NetConfig
 from marl.core import CheckpointError, Policy, derive_seed
 from marl.mappo import MAPPO, MAPPOConfig
-from marl.train import _rollout_frames, planned_frames, trains_whole_rollouts
+from marl.train import planned_frames, rollout_frames, trains_whole_rollouts
 from populations.approx_exploit import ExploitEvery, exploit_snapshots
 from populations.checkpoint import (
     checkpoint_files,
@@ -768,7 +768,7 @@ class League:
         if unit == "frames":  # a step loop rounds up to whole steps of copies, and an
             # on-policy learner's (MAPPO/IPPO) to whole rollouts (LearnerMember's loop)
             learner = getattr(m, "learner", None)
-            rollout = _rollout_frames(learner, cfg.num_envs) \
+            rollout = rollout_frames(learner, cfg.num_envs) \
                 if learner is not None and trains_whole_rollouts(learner) else 0
             total = planned_frames(cfg.frames_per_generation, cfg.num_envs, 0, rollout)
         return tqdm(total=total, desc=f"generation {self.generation}/{cfg.generations} "

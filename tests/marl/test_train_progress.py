@@ -70,7 +70,7 @@ def test_an_on_policy_learners_bar_ends_at_its_last_whole_rollout(bars, frames, 
 def test_a_rollout_length_not_told_is_learnt_from_the_updates(bars, monkeypatch):
     """An on-policy learner that does not say its rollout's length (no ``cfg.rollout_steps``):
     the total follows the rollouts as they are trained, and is never passed."""
-    monkeypatch.setattr(mt, "_rollout_frames", lambda learner, num_envs: 0)
+    monkeypatch.setattr(mt, "rollout_frames", lambda learner, num_envs: 0)
     vg = games.VectorGame("matrix/climbing", 4, seed=0, with_state=True)
     res = train(MAPPO(vg.spec, MAPPOConfig(rollout_steps=4)), vg, 100)
     bar, = bars
