@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from pettingzoo import AECEnv
+from pettingzoo import AECEnv, ParallelEnv
 
 from games.core import (
     ActionSpace,
@@ -389,6 +389,30 @@ def _build_error(err: Exception, module_path: str, factory: Callable[..., Any],
     )
 
 
+def _check_env(env: Any, module_path: str, factory: Callable[..., Any],
+               module: ModuleType) -> None:
+    """Refuse, in one line, what an env factory returned when it is no PettingZoo env (a
+    user's ``make_env`` without its ``return``: ``'NoneType' object has no attribute
+    'possible_agents'``). An env of neither base class passes when it has the Parallel API's
+    ``possible_agents``, ``reset`` and ``step``."""
+    if isinstance(env, (AECEnv, ParallelEnv)) or (
+            hasattr(env, "possible_agents") and callable(getattr(env, "reset", None))
+            and callable(getattr(env, "step", None))):
+        return
+    name = f"{module.__name__}.{getattr(factory, '__name__', 'env')}"
+    try:
+        text = " ".join(repr(env).split())
+    except Exception:  # a broken __repr__ of the user's object: its type says enough
+        text = "an object"
+    text = text if len(text) <= 60 else f"{text[:57]}..."
+    what = "None" if env is None else f"{text} (type {type(env).__qualname__})"
+    hint = "; a games.Game becomes one with games.to_pettingzoo(game)" \
+        if isinstance(env, Game) else ""
+    raise GameError(f"pettingzoo/{module_path}: the env factory {name} returned {what}; "
+                    f"accepted: a PettingZoo AEC or Parallel env (pettingzoo.AECEnv, "
+                    f"pettingzoo.ParallelEnv){hint}")
+
+
 def _check_count(module_path: str, name: str, value: Any, low: int) -> None:
     """Refuse ``name=value`` unless it is an integer >= ``low`` (true is not a count)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
@@ -439,6 +463,7 @@ class PettingZooGame(Game):
             self.env = factory(**kwargs)
         except Exception as err:
             raise _build_error(err, module_path, factory, module, parallel, kwargs) from err
+        _check_env(self.env, module_path, factory, module)
         _copies.setdefault(_copies_key(module_path, kwargs), weakref.WeakSet()).add(self)
         _skip_check_wrappers(self.env)
         self.parallel = not isinstance(self.env, AECEnv)  # what the factory built decides
