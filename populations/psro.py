@@ -665,8 +665,10 @@ class PSRO:
         return ex.full_game(self.estimator.tree, [np.stack(r) for r in self.estimator.reals])
 
     # -------------------------------------------------------------------------- driving
-    def iteration(self) -> PSROIteration:
-        """One PSRO iteration (the three steps), then the exact NashConv when available."""
+    def iteration(self, total: int | None = None) -> PSROIteration:
+        """One PSRO iteration (the three steps), then the exact NashConv when available.
+        ``total``: the iterations the run plans, which its log line counts against
+        (``PSRO iteration 2 (3/10): ...``, as a league's ``generation 3/10 done``)."""
         start = time.perf_counter()
         self.update_agents()
         self.update_empirical_game()
@@ -685,8 +687,9 @@ class PSRO:
         self.iterations += 1
         self.recorder.on_iteration(result.iteration, result.meta_strategy, nash_conv, seconds)
         log.info(
-            "PSRO iteration %d: population %s, NashConv %s, %.3fs%s",
+            "PSRO iteration %d%s: population %s, NashConv %s, %.3fs%s",
             result.iteration,
+            "" if total is None else f" ({self.iterations}/{total})",
             list(result.population.values()),
             nash_conv_text(nash_conv, 6),
             seconds,
@@ -715,7 +718,8 @@ class PSRO:
 
     def run(self, iterations: int) -> list[PSROIteration]:
         """``iterations`` calls of :meth:`iteration`."""
-        return [self.iteration() for _ in range(iterations)]
+        total = self.iterations + iterations
+        return [self.iteration(total) for _ in range(iterations)]
 
     def mixture(self, agent: str, strategy: Mapping[str, np.ndarray] | None = None) -> Mixture:
         """Seat ``agent``'s current meta-mixture (or its mixture under ``strategy``)."""

@@ -173,7 +173,7 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
             _record_matches(db, run_id, runner, store, recorder, cfg, done - 1,
                             _greedy(psro), psro.seats_of)
         for k in range(done, pop.iterations):
-            it = psro.iteration()  # logs its one line (population, NashConv, seconds)
+            it = psro.iteration(pop.iterations)  # logs its line (k/total, NashConv, seconds)
             _record_matches(db, run_id, runner, store, recorder, cfg, it.iteration,
                             _greedy(psro), psro.seats_of)
             # the iteration is recorded: its resume starts the next (after the last: finished)

@@ -64,7 +64,8 @@ def test_a_team_psro_run_logs_each_event_once_and_its_table_says_team(tmp_path, 
         summary = run_experiment(exp, tmp_path / "run")
     messages = _messages(caplog)
     for k in (0, 1):
-        lines = [m for m in messages if f"iteration {k}:" in m.lower() and "NashConv" in m]
+        lines = [m for m in messages if f"iteration {k}" in m.lower() and "NashConv" in m]
+        assert lines and lines[0].startswith(f"PSRO iteration {k} ({k + 1}/2): "), lines
         assert len(lines) == 1, lines
     trained = [m for m in messages if "trained" in m]
     assert len(trained) == 4, trained  # a best response per team and iteration, once each

@@ -106,7 +106,7 @@ def test_league_and_psro_jobs_show_their_key_figures(tmp_path, monkeypatch, caps
            monkeypatch, tmp_path)
     out, err = capsys.readouterr()
     nash = [x.split("NashConv ")[1].split(",")[0] for x in (out + err).splitlines()
-            if "PSRO iteration 0:" in x]
+            if "PSRO iteration 0 (1/1):" in x]
     rows = _csv(sweep)
     assert [r["nash_conv"] for r in rows] == [str(float(x)) for x in nash] and \
         [r["iterations"] for r in rows] == ["1", "1"]
