@@ -9,7 +9,9 @@ The files are checked against the game before any match (seats, observation shap
 sizes), and what a file says is treated as untrusted: its game name is printed escaped
 (:func:`escaped`). Errors are one line on stderr and exit 2, as ``selfplay-train``'s
 (:func:`populations.cli.reported`); refusals that need only the command line come before torch
-loads.
+loads, and every refusal (a game without two teams for a round robin too) before the database
+is written. Stdout holds the ratings table and each pair's line (up to ``--pairs`` pairs, else
+those of neighbours in the table); stderr a bar of pairs where it is a terminal.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,11 @@ def eval_main(argv: list[str] | None = None) -> None:
     p.add_argument("--episodes", type=int, default=16, help="role-swapped pairs per pairing")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--runner", default="local", choices=["local", "ray"])
+    p.add_argument("--pairs", type=int, default=PAIRS_SHOWN, metavar="N",
+                   help="print each pair's win rate and margin when the round robin has at "
+                        f"most N pairs (default {PAIRS_SHOWN}: 10 files), else those of the "
+                        "policies next to each other in the ratings table; 0: none (the "
+                        "database holds every pair)")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="import MODULE first (your games), from the working directory; "
                         "repeatable")
@@ -96,9 +103,12 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         _check_exploit_values(args)
     else:
         _check_eval_values(args)
+    if args.pairs < 0:
+        raise CLIError(f"--pairs {args.pairs}: expected an integer >= 0 (the most pairs "
+                       "printed one a line; 0: none)")
     from marl.core import CheckpointError, load_policy
     from populations.db import LeagueDB
-    from populations.evaluation import round_robin, seats_mismatch
+    from populations.evaluation import seats_mismatch
     from populations.experiment import league_table
     from populations.runners import make_runner
     from populations.store import PolicyStore
@@ -153,6 +163,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     for name, pol in policies.items():  # same seats and sizes, other parameters (max_cycles)
         for note in _game_notes(name, pol.meta.game, spec):
             print(f"selfplay-eval: note: {note}", file=sys.stderr)
+    _check_teams(spec, len(policies))  # after the notes: they may say why (football's AI red)
     names = _policy_names(args.policies)
     for name, path in names.items() if len(names) > 1 else ():  # which file each name is
         print(f"selfplay-eval: {name} <- {escaped(path)}", file=sys.stderr)  # (stdout: table)
@@ -170,14 +181,14 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     try:  # the run ends finished, failed or interrupted (it stayed 'running' in the dashboard)
         runner = make_runner(args.runner)
         try:
-            round_robin(db, run_id, runner, spec, args.game, kwargs, snaps, args.episodes,
-                        args.seed)
+            _round_robin(db, run_id, runner, spec, args, kwargs, snaps)
         finally:
             runner.close()
-        for row in league_table(db, run_id) if len(snaps) > 1 else ():  # one: no matches
+        table = league_table(db, run_id) if len(snaps) > 1 else []  # one: no matches
+        for row in table:
             print(f"{row['member']:>24}  elo {row['elo']}  mu {row['mu']} ± {row['sigma']}  "
                   f"pairs {row['pairs']}")
-        _print_pairs(db, run_id, snaps)
+        _print_pairs(db, run_id, snaps, [row["member"] for row in table], args.pairs)
         if exploit is not None:
             _exploit(db, run_id, args, kwargs, snaps, policies, exploit)
     except BaseException as err:  # Ctrl-C too
@@ -296,18 +307,91 @@ def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
         return other
     fields = [f.name for f in dataclasses.fields(GameSpec) if f.name != "name"]
 
-    def value(args: dict[str, Any], key: str, game: Any) -> str:
-        return repr(args[key]) if key in args else repr(getattr(game, key)) \
-            if key in fields else "the default"
+    def value(args: dict[str, Any], key: str, game: Any) -> Any:  # unnamed: a field's value
+        return args[key] if key in args else getattr(game, key) if key in fields else _Missing
 
     keys = sorted(k for k in {*named, *here} if named.get(k, _Missing) != here.get(k, _Missing))
-    keys += [f for f in fields if f not in keys and getattr(trained, f) != getattr(spec, f)]
     explicit = any(k in named and k in here for k in keys)  # given both sides, not the same
     if not explicit and all(getattr(trained, f) == getattr(spec, f) for f in fields):
         return []  # the names differ, the games do not (a default given by name or not)
-    return [*other, f"{name}'s game differs here in " + ", ".join(
-        f"{k} ({escaped(value(named, k, trained))} in training, {value(here, k, spec)} here)"
-        for k in keys)]
+    diffs = [(k, _short(value(named, k, trained)), _short(value(here, k, spec))) for k in keys]
+    diffs += [(f, *_field_differs(f, getattr(trained, f), getattr(spec, f))) for f in fields
+              if f not in keys and getattr(trained, f) != getattr(spec, f)]
+    parts = [escaped(f"{k} ({was} in training, {now} here)" if now is not None else
+                     f"{k} ({was})") for k, was, now in diffs if was]
+    return [*other, f"{name}'s game differs here in " + ", ".join(parts)]
+
+
+NOTE_VALUE_CHARS = 60
+"""The most characters of a value a note of :func:`_game_notes` shows (then ``...``)."""
+
+NOTE_KEYS = 4
+"""The most seats a note of :func:`_game_notes` names for a difference (then ``and N more``)."""
+
+
+def _field_differs(key: str, trained: Any, here: Any) -> tuple[str, str | None]:
+    """How the spec field ``key`` of the game a policy was trained on (``trained``) differs
+    from the one it plays here, short whatever the values (the whole agents tuples and
+    obs-shape and action-space dicts made a note of 1,722 characters): the two values
+    (``(25, 100)``: ``25 in training, 100 here``), or one text and None. For the agents,
+    their numbers, the seats only one game has and the teams (or roles); for a dict per seat
+    (``obs_shapes``, ``action_spaces``), the seats of both games whose values differ and
+    their values (the first one's, where they differ among the seats), ``""`` (nothing to
+    say) when only the seats differ: said for the agents."""
+    if key == "agents":
+        return _agents_differ(trained, here), None
+    if isinstance(trained, Mapping) and isinstance(here, Mapping):
+        changed = [a for a in trained if a in here and trained[a] != here[a]]
+        if not changed:
+            return "", None
+        first = changed[0]
+        values = f"{_short(trained[first])} in training, {_short(here[first])} here"
+        if all((trained[a], here[a]) == (trained[first], here[first]) for a in changed):
+            return f"{_few(changed)}: {values}", None
+        return f"{_few(changed)} differ; {first}: {values}", None
+    return _short(trained), _short(here)
+
+
+def _agents_differ(trained: Sequence[Any], here: Sequence[Any]) -> str:
+    """:func:`_differs` for the ``agents`` of two specs (``AgentSpec`` tuples)."""
+    was, now = {a.id: a for a in trained}, {a.id: a for a in here}
+    parts = [f"{len(was)} in training, {len(now)} here"] if len(was) != len(now) else []
+    only = [a for a in was if a not in now]
+    parts += [f"{_few(only)} only in training"] if only else []
+    only = [a for a in now if a not in was]
+    parts += [f"{_few(only)} only here"] if only else []
+    for what in ("team", "role"):
+        a, b = (tuple(dict.fromkeys(getattr(x, what) for x in xs)) for xs in (trained, here))
+        if a != b:
+            parts.append(f"{what}s {_short(a)} in training, {_short(b)} here")
+            break
+    else:  # the same teams and roles: held by other seats
+        moved = [a for a in was if a in now and was[a] != now[a]]
+        if moved:
+            x, y = was[moved[0]], now[moved[0]]
+            parts.append(f"{_few(moved)} in other teams or roles ({moved[0]}: {x.role} of "
+                         f"{x.team} in training, {y.role} of {y.team} here)")
+    return "; ".join(parts) or "in another order"
+
+
+def _few(names: Sequence[str]) -> str:
+    """``a, b, c`` for up to :data:`NOTE_KEYS` names, else the first ones ``and N more``."""
+    shown = ", ".join(str(n) for n in names[:NOTE_KEYS])
+    return shown if len(names) <= NOTE_KEYS else f"{shown} and {len(names) - NOTE_KEYS} more"
+
+
+def _short(value: Any) -> str:
+    """``repr(value)`` cut to :data:`NOTE_VALUE_CHARS` (``the default`` for ``_Missing``)."""
+    if value is _Missing:
+        return "the default"
+    from games import ActionSpace
+
+    if isinstance(value, ActionSpace):  # its repr: ~60 characters, with bounds of no use
+        text = f"{value.n} actions" if value.kind == "discrete" else \
+            f"continuous {value.shape} in [{value.low}, {value.high}]"
+    else:
+        text = repr(value)
+    return text if len(text) <= NOTE_VALUE_CHARS else text[:NOTE_VALUE_CHARS - 3] + "..."
 
 
 @functools.lru_cache(maxsize=8)
@@ -336,6 +420,22 @@ def _unrecorded(recorded: str) -> bool:
     """Whether a snapshot's game name may lack the arguments it was trained with: a name
     without ``(...)`` of another family than OpenSpiel's (whose names always held them)."""
     return "(" not in recorded and not recorded.startswith("openspiel/")
+
+
+def _check_teams(spec: Any, files: int) -> None:
+    """A round robin (two or more ``files``) plays each pair of policies on the two teams of
+    the game, roles swapped: a game of one team (a cooperative one) or of three or more is
+    refused here, after the checks of each file's seats (a file of another game is named as
+    one) and before any database is written (it was refused by the first match, after the
+    run row and the files' copies were made). One policy with ``--exploit`` plays any
+    number of teams (a best response per team)."""
+    if files < 2 or len(spec.teams) == 2:
+        return
+    count = f"{len(spec.teams)} team{'s' if len(spec.teams) != 1 else ''}"
+    raise CLIError(f"a round robin plays pairs of policies on the two teams of a game; "
+                   f"{spec.name} has {count} {spec.teams}: give one policy file with --exploit "
+                   "(its approximate NashConv, on a game of any number of teams) or a game of "
+                   "two teams")
 
 
 def _check_eval_values(args: argparse.Namespace) -> None:
@@ -379,19 +479,65 @@ def _check_exploit_values(args: argparse.Namespace) -> None:
                        f"choose one of {list(STEPPED_ALGOS)} (one compatible with the game)")
 
 
-def _print_pairs(db: Any, run_id: int, snaps: Sequence[Any]) -> None:
+PAIRS_SHOWN = 45
+"""``selfplay-eval --pairs``'s default: every pair's line up to 10 files (45 pairs); 40 files
+printed 780 lines, 400 would print 79,800."""
+
+
+def _round_robin(db: Any, run_id: int, runner: Any, spec: Any, args: argparse.Namespace,
+                 kwargs: dict[str, Any], snaps: Sequence[Any]) -> None:
+    """:func:`populations.evaluation.round_robin` of ``snaps`` with a bar of pairs (and
+    pairs/s) on stderr where it is a terminal, as ``python -m populations.league`` shows its
+    bars: the pairs are played a few at a time (one in process; two per worker on Ray, which
+    plays a call's jobs at once), each with the seed the one call gives it (``--seed`` plus
+    7,919 per pairing, in the order of the files) under the same key, so the records are
+    the same. A round robin over hundreds of files runs for minutes: it said nothing."""
+    from tqdm import tqdm
+
+    from populations.evaluation import evaluate_pairs, recompute
+
+    pairs = list(itertools.combinations(snaps, 2))
+    size = 2 * len(getattr(runner, "workers", ())) or 1
+    with tqdm(total=len(pairs), desc="selfplay-eval round robin", unit="pair", leave=False,
+              disable=not (pairs and sys.stderr.isatty()), dynamic_ncols=True,
+              file=sys.stderr) as bar:
+        for at in range(0, len(pairs), size):
+            part = pairs[at:at + size]
+            evaluate_pairs(db, run_id, runner, spec, args.game, kwargs, part, args.episodes,
+                           args.seed + 7919 * at, "rr")
+            bar.update(len(part))
+    recompute(db, run_id, step=0)
+
+
+def _print_pairs(db: Any, run_id: int, snaps: Sequence[Any], table: Sequence[str],
+                 most: int) -> None:
     """Each pair's win rate and margin under the ratings: Elo and mu rate the pairs one
     after another, so over a few pairs they may order two policies against their win rate
-    (0.50 over 10 pairs, margin +0.20, rated below)."""
+    (0.50 over 10 pairs, margin +0.20, rated below). Every pair when there are at most
+    ``most`` (``--pairs``), else the pairs of the members next to each other in ``table``
+    (the ratings table's order, best first; the better one first), where a rating that
+    disagrees with a win rate matters; none for ``most`` 0."""
     names = {s.id: s.member for s in snaps}
+    count = len(names) * (len(names) - 1) // 2
+    if most == 0 or count == 0:
+        return
+    if count <= most:
+        order = list(itertools.combinations(names, 2))
+        head = ("each pair (the first against the second; a role-swapped pair is won on its "
+                "summed margin):")
+    else:
+        ids = {member: sid for sid, member in names.items()}
+        order = [(ids[a], ids[b]) for a, b in itertools.pairwise(table)]
+        head = (f"each pair of policies next to each other in the table ({len(order)} of "
+                f"{count} pairs; --pairs {count} prints every pair; the database holds them "
+                "all):")
     cells = {(p["row_snapshot"], p["col_snapshot"]): p for p in db.payoffs(run_id)}
     lines = [f"{names[a]:>24}  vs {names[b]}: win rate {p['win_rate']:.2f} over {p['count']} "
              f"pairs, margin {p['value']:+.3f} per episode"
-             for a, b in itertools.combinations(names, 2)
+             for a, b in order
              for p in [cells.get((a, b))] if p is not None and p["win_rate"] is not None]
     if lines:
-        print("each pair (the first against the second; a role-swapped pair is won on its "
-              "summed margin):")
+        print(head)
         print("\n".join(lines))
 
 

@@ -123,7 +123,7 @@ def test_an_evaluation_run_ends_finished_or_interrupted(snapshots, tmp_path, cap
     def interrupted(*a, **kw):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(evaluation, "round_robin", interrupted)
+    monkeypatch.setattr(evaluation, "evaluate_pairs", interrupted)  # in the round robin
     code, _, err = _eval(args, capsys)
     assert code == 130 and err.strip().endswith("interrupted")
     db = LeagueDB(str(db_path))
