@@ -84,23 +84,68 @@ class MatchResult:
     steps: int = 0
 
 
-def play_job(job: MatchJob, cache: dict[str, Policy] | None = None) -> MatchResult:
+class GameCache:
+    """The game copies a runner's jobs played, kept for its next jobs of the same game (name
+    and arguments), ``max_games`` of them at most: making a game for every evaluation pair
+    (an OpenSpiel game loads, checks its name and parameters) was 24 % of a Kuhn league's
+    time at many snapshots. A job resets every copy it plays with its own seeds, and the
+    game contract has a seeded reset replay its episode whatever was played before
+    (``games.check_game`` checks it), so a cached copy plays what a fresh one does.
+    Of a natively batched game only the copy that gives the spec is kept: each job builds
+    its own batch."""
+
+    def __init__(self, max_games: int = 64) -> None:
+        self.max_games = max_games
+        self._games: dict[str, list[games.Game]] = {}  # oldest key first
+
+    def take(self, name: str, kwargs: dict[str, Any], n: int) -> list[games.Game]:
+        """``n`` copies of ``games.make(name, **kwargs)``: the kept ones first, then new
+        ones (kept too, while ``max_games`` allows; the oldest game's copies leave first)."""
+        key = f"{name} {sorted(kwargs.items(), key=lambda kv: kv[0])!r}"
+        kept = self._games.pop(key, [])
+        while len(kept) < n:
+            kept.append(games.make(name, **kwargs))
+        self._games[key] = kept  # the newest now
+        while sum(map(len, self._games.values())) > self.max_games and len(self._games) > 1:
+            self._close(self._games.pop(next(iter(self._games))))
+        if len(kept) > self.max_games:  # one job wider than the whole cache: not kept
+            self._games.pop(key)
+        return kept[:n]
+
+    def close(self) -> None:
+        """Close every kept game."""
+        while self._games:
+            self._close(self._games.pop(next(iter(self._games))))
+
+    @staticmethod
+    def _close(copies: list[games.Game]) -> None:
+        for g in copies:
+            with contextlib.suppress(Exception):  # a game's close must not fail a run
+                g.close()
+
+
+def play_job(job: MatchJob, cache: dict[str, Policy] | None = None,
+             game_cache: GameCache | None = None) -> MatchResult:
     """Play one job deterministically (seeds torch and numpy from ``job.seed``), leaving the
     caller's global torch and numpy random states as they were: an in-process match must not
     move a learner's random stream, or a run resumed after its matches were recorded (and
-    are not replayed) would train differently from one that was never interrupted."""
+    are not replayed) would train differently from one that was never interrupted.
+    ``cache``: policies loaded by earlier jobs, by file; ``game_cache``: the games they
+    played (None: the job makes its own)."""
     cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
     np_state = np.random.get_state()
     try:
         with torch.random.fork_rng(devices=cuda):
-            return _play_job(job, cache)
+            return _play_job(job, cache, game_cache)
     finally:
         np.random.set_state(np_state)
 
 
-def _play_job(job: MatchJob, cache: dict[str, Policy] | None) -> MatchResult:
+def _play_job(job: MatchJob, cache: dict[str, Policy] | None,
+              game_cache: GameCache | None = None) -> MatchResult:
     cache = {} if cache is None else cache
-    game = games.make(job.game, **job.game_kwargs)
+    kept = None if game_cache is None else game_cache.take(job.game, job.game_kwargs, 1)
+    game = games.make(job.game, **job.game_kwargs) if kept is None else kept[0]
     spec = game.spec
     seats: dict[str, Policy] = {}
     for agent, path in job.seats.items():
@@ -119,8 +164,12 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None) -> MatchResult:
     if missing:
         raise ValueError(f"match {job.key}: no policy for seats {sorted(missing)}")
     copies = episode_copies(game, job.episodes, job.num_envs)
-    vg = games.VectorGame(job.game, copies, seed=job.seed,
-                          **policy_vector_kwargs(seats.values()), **job.game_kwargs)
+    flags = policy_vector_kwargs(seats.values())
+    if kept is not None and not callable(getattr(game, "batched", None)):
+        made = iter(game_cache.take(job.game, job.game_kwargs, copies))  # type: ignore[union-attr]
+        vg = games.VectorGame(made.__next__, copies, seed=job.seed, **flags)
+    else:
+        vg = games.VectorGame(job.game, copies, seed=job.seed, **flags, **job.game_kwargs)
     vs = vg.reset()
     out: list[dict[str, float]] = []
     steps = 0
@@ -134,7 +183,8 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None) -> MatchResult:
         t[_host(vs.done)] = 0
         for b in np.flatnonzero(vs.done):
             out.append({a: float(vs.episode_return[a][b]) for a in spec.agent_ids})
-    vg.close()
+    if vg.native is not None or game_cache is None:  # kept copies stay open for the next job
+        vg.close()
     return MatchResult(job.key, out[: job.episodes], copies, steps)
 
 
@@ -207,13 +257,18 @@ class Runner(abc.ABC):
 
 
 class LocalRunner(Runner):
-    """Plays jobs one after another in this process (policies cached across jobs)."""
+    """Plays jobs one after another in this process (policies and games cached across
+    jobs: :class:`GameCache`)."""
 
     def __init__(self) -> None:
         self._cache: dict[str, Policy] = {}
+        self._games = GameCache()
 
     def play(self, jobs: list[MatchJob]) -> list[MatchResult]:
-        return [play_job(j, self._cache) for j in jobs]
+        return [play_job(j, self._cache, self._games) for j in jobs]
+
+    def close(self) -> None:
+        self._games.close()
 
 
 LOCAL_RAY_IP = "127.0.0.1"
@@ -486,11 +541,12 @@ def enter_worker_env(env: dict[str, str]) -> None:
 
 
 class _MatchWorker:
-    """One Ray actor's state: the policies it loaded."""
+    """One Ray actor's state: the policies it loaded and the games it played."""
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         torch.set_num_threads(1)
         self.cache: dict[str, Policy] = {}
+        self.games = GameCache()
         self.env: dict[str, str] | None = env or {}  # None once entered
 
     def play(self, job: MatchJob) -> MatchResult:
@@ -499,7 +555,7 @@ class _MatchWorker:
         if self.env is not None:
             enter_worker_env(self.env)
             self.env = None
-        return play_job(job, self.cache)
+        return play_job(job, self.cache, self.games)
 
     def pid(self) -> int:
         return os.getpid()
