@@ -610,25 +610,34 @@ def crossplay(db: LeagueDB, run_id: int, compact: bool = False, fresh: bool = Fa
 
 # ------------------------------------------------------------------------------ ratings
 def rating_history(db: LeagueDB, run_id: int, compact: bool = False) -> list[dict[str, Any]]:
-    """One series per snapshot: Elo and TrueSkill-style μ, σ at every rating step, and the
-    role-swapped pairs each rating is from (``pairs``; the ratings table's ``matches``).
+    """One series per snapshot: Elo and TrueSkill-style μ, σ at every step it has a rating
+    row, the role-swapped pairs each rating is from (``pairs``; the ratings table's
+    ``matches``), and ``run_last_step``, the run's last rating step (the same in every
+    series). A league writes a snapshot's row only where its rating changed (2c7f023), so a
+    rating holds from its row until the next: the page draws step lines, each held on from
+    its last row to ``run_last_step`` (no row is made up for the steps between).
 
     ``compact`` (what the page asks for): only the steps where a series changes, kept as
     the first and last step of each run of equal values, so a chart's lines are the same
-    (a snapshot no longer evaluated keeps its rating: two points instead of one per
-    generation)."""
+    (a snapshot of an older, per-generation database no longer evaluated keeps its rating:
+    two points instead of one per generation)."""
     labels = _labels(db, run_id)
     rows = db.conn.execute(
         "SELECT snapshot_id, step, elo, mu, sigma, matches FROM ratings WHERE run_id = ? "
         "ORDER BY snapshot_id, step", (run_id,))
     series: dict[int, dict[str, Any]] = {}
+    last = None
     for sid, step, elo, mu, sigma, pairs in rows:
         s = series.setdefault(sid, {"snapshot_id": sid, "label": labels.get(sid, f"snapshot {sid}"),
                                     "step": [], "elo": [], "mu": [], "sigma": [], "pairs": []})
         for k, v in (("step", step), ("elo", elo), ("mu", mu), ("sigma", sigma),
                      ("pairs", pairs)):
             s[k].append(_number(v))
-    return [_change_points(s) for s in series.values()] if compact else list(series.values())
+        step = _number(step)  # a crafted row's text is no step (nor compares with one)
+        if step is not None and (last is None or step > last):
+            last = step
+    out = [_change_points(s) for s in series.values()] if compact else list(series.values())
+    return [{**s, "run_last_step": last} for s in out]
 
 
 RATING_FIELDS = ("elo", "mu", "sigma", "pairs")

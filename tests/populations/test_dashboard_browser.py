@@ -308,3 +308,41 @@ def test_each_member_shows_its_own_learner(page, tmp_path):
                          "vdn": ("VDN", "vdn"), "crafted": (XSS, XSS)}
         assert page.page.evaluate("document.scripts.length") == 2
     assert page.dialogs == [] and page.errors == []
+
+
+@pytest.mark.parametrize("where", ["live", "export"])
+def test_ratings_are_drawn_as_steps_held_to_the_runs_last_step(page, tmp_path, where):
+    """A league writes a rating only where it changes (2c7f023): each line is a step line
+    ("hv": the rating holds until the next row) drawn on to the run's last rating step, not
+    stopping at its own last row (which read as the snapshot gone) nor sloping between rows
+    (as if the rating drifted); the held end has no marker, no row being there."""
+    from tests.populations.test_dashboard_step_ratings import LAST_STEP, ROWS, step_league
+
+    step_league(tmp_path)
+    (s, r), = run_ids(tmp_path).values()
+    with BackgroundServer(create_app([tmp_path], refresh_s=REFRESH_S)) as srv:
+        if where == "live":
+            page.page.goto(f"{srv.url}/#run={s}/{r}")
+        else:
+            out = tmp_path / "report.html"
+            export_html(DashboardData([tmp_path]), out)
+            page.page.goto(f"{out.as_uri()}#run={s}/{r}")
+        page.rendered("elo-chart")
+        page.rendered("mu-chart")
+        for chart, field in (("elo-chart", 1), ("mu-chart", 2)):
+            traces = {t["name"]: t for t in page.page.evaluate(
+                f"document.getElementById('{chart}').data.map((t) => ({{name: t.name, "
+                "x: t.x, y: t.y, shape: t.line && t.line.shape, "
+                "size: t.marker && t.marker.size}))")}
+            assert set(traces) == set(ROWS), chart
+            for label, rows in ROWS.items():
+                t = traces[label]
+                steps, values = [x[0] for x in rows], [x[field] for x in rows]
+                assert t["shape"] == "hv", (chart, label)
+                if steps[-1] < LAST_STEP:  # held on from its last row, with no marker there
+                    assert t["x"] == [*steps, LAST_STEP] and t["y"] == [*values, values[-1]]
+                    assert t["size"] == [6] * len(steps) + [0], (chart, label)
+                else:
+                    assert t["x"] == steps and t["y"] == values, (chart, label)
+        assert page.page.is_hidden("#banner")  # every part there (an export: embedded)
+    assert page.dialogs == [] and page.errors == []

@@ -383,10 +383,26 @@
       return;
     }
     const legend = series.length <= 16;
-    const line = (s, y, extra) => ({
-      type: "scatter", mode: "lines+markers", x: s.step, y, name: pt(s.label), ...extra,
-    });
-    const steps = series.flatMap((s) => s.step);
+    // a rating holds from its row until the next (a league writes one where it changes):
+    // step lines ("hv"), each held on to the run's last rating step without a marker there
+    // (no row is there), so a line that ends did not end with its snapshot
+    const line = (s, y, extra) => {
+      const end = s.step[s.step.length - 1];
+      const held = s.run_last_step != null && end != null && s.run_last_step > end;
+      const marks = s.step.map(() => 6);
+      const trace = {
+        type: "scatter", mode: "lines+markers", x: s.step, y, name: pt(s.label),
+        line: { shape: "hv" }, marker: { size: marks }, ...extra,
+      };
+      if (!held) return trace;
+      const err = trace.error_y && { ...trace.error_y, array: [...trace.error_y.array, null] };
+      return {
+        ...trace, x: [...s.step, s.run_last_step], y: [...y, y[y.length - 1]],
+        marker: { size: [...marks, 0] }, ...(err ? { error_y: err } : {}),
+        text: [...s.step.map(() => ""), `held since step ${end}`],
+      };
+    };
+    const steps = series.flatMap((s) => [...s.step, s.run_last_step]).filter((x) => x != null);
     const few = Math.max(...steps) - Math.min(...steps) <= 10; // integer ticks, not 1.5
     const axes = {
       showlegend: legend, xaxis: { title: { text: "rating step" }, ...(few ? { dtick: 1 } : {}) },
