@@ -21,10 +21,11 @@ Paths (``S`` a database id from ``api/runs``, ``R`` a run id inside it):
 ``api/runs/S/R/metrics?key=K``         the curve of one metric key (repeat ``key`` for more)
 =====================================  ==================================================
 
-``payoffs``, ``crossplay`` and ``ratings`` take ``?compact=1`` (what the live page reads):
-the filled payoff cells only where most are empty, cross-play without its k x k tables and
-its pairs as columns, each rating series at its change points. JSON answers carry an ETag
-and are revalidated (``Cache-Control: no-cache``): an unchanged one is a 304 with no body.
+``payoffs``, ``crossplay`` and ``ratings`` take ``?compact=1`` (what the page reads, live
+or exported: the static export embeds only these forms): the filled payoff cells only where
+most are empty, cross-play without its k x k tables and its pairs as columns, each rating
+series at its change points. JSON answers carry an ETag and are revalidated
+(``Cache-Control: no-cache``): an unchanged one is a 304 with no body.
 """
 
 from __future__ import annotations
@@ -54,8 +55,14 @@ RUN_VIEWS: dict[str, Callable[[LeagueDB, int, int, bool], Any]] = {
     "learner": lambda db, run, max_points, _: queries.learner_panels(db, run, max_points),
 }
 # views with a compact form (``?compact=1``: filled cells, change points, no k x k tables),
-# which the live page reads; the plain form is the default and what the export embeds
+# which the page reads (and the export embeds); the plain form is the default
 COMPACT_VIEWS = frozenset({"payoffs", "crossplay", "ratings"})
+
+
+def view_path(base: str, name: str) -> str:
+    """The path the page reads view ``name`` of run ``base`` (``api/runs/S/R``) at: its
+    compact form where it has one."""
+    return f"{base}/{name}?compact=1" if name in COMPACT_VIEWS else f"{base}/{name}"
 
 
 def metrics_path(source: str, run: int, key: str) -> str:
@@ -132,10 +139,11 @@ class DashboardData:
             try:
                 with open_source(by_id[sid]) as db:
                     answers[base] = queries.run_summary(db, by_id[sid], rid)
-                    for name, fn in RUN_VIEWS.items():
-                        answers[f"{base}/{name}"] = (  # the export never shows stale ones
-                            queries.crossplay(db, rid, fresh=True) if name == "crossplay"
-                            else fn(db, rid, self.max_points, False))
+                    for name, fn in RUN_VIEWS.items():  # the forms the page reads
+                        compact = name in COMPACT_VIEWS
+                        answers[view_path(base, name)] = (  # the export never shows stale ones
+                            queries.crossplay(db, rid, compact, fresh=True)
+                            if name == "crossplay" else fn(db, rid, self.max_points, compact))
                     for key in answers[f"{base}/learner"]["keys"]:
                         answers[metrics_path(sid, rid, key)] = queries.metric_series(
                             db, rid, [key], self.max_points)

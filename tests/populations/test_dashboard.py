@@ -479,13 +479,31 @@ def test_static_export_embeds_every_answer(run_dir, tmp_path):
     embedded = _embedded(html)
     assert embedded.keys() == answers.keys()
     assert embedded["api/config"]["export"] is True
+    # what the page reads of a run: each part in the form it asks for (compact() adds
+    # ?compact=1), and one metric's curve per key of its learner panel
+    js = (STATIC / "dashboard.js").read_text(encoding="utf-8")
+    compact = set(re.findall(r"part\(compact\(`\$\{base\}/(\w+)`\)", js))
+    plain = set(re.findall(r"part\(`\$\{base\}/(\w+)`", js)) - {"metrics"}
+    assert compact == {"payoffs", "crossplay", "ratings"} and "league" in plain
+    assert "const compact = (path) => `${path}?compact=1`;" in js  # live and exported alike
     client = TestClient(create_app([run_dir]))
-    for r in embedded["api/runs"]["runs"]:
+    runs = embedded["api/runs"]["runs"]
+    assert len(runs) == 2
+    expected = {"api/config", "api/runs"}
+    for r in runs:
         base = f"api/runs/{r['source']}/{r['id']}"
-        for view in ("league", "payoffs", "crossplay", "ratings", "psro"):
-            assert embedded[f"{base}/{view}"] == get(client, f"/{base}/{view}")
-        for key in embedded[f"{base}/learner"]["keys"]:
-            assert metrics_path(r["source"], r["id"], key) in embedded
+        paths = [base, *(f"{base}/{v}" for v in sorted(plain)),
+                 *(f"{base}/{v}?compact=1" for v in sorted(compact))]
+        for path in paths:
+            assert embedded[path] == get(client, f"/{path}"), path
+        for view in compact:  # the dense forms, which the page does not read, are left out
+            assert f"{base}/{view}" not in embedded
+        keys = embedded[f"{base}/learner"]["keys"]
+        metrics = [metrics_path(r["source"], r["id"], key) for key in keys]
+        for path in metrics:
+            assert embedded[path] == get(client, f"/{path}"), path
+        expected |= {*paths, *metrics, f"{base}/exploitability"}  # (the API's, too)
+    assert embedded.keys() == expected
 
 
 def test_script_json_cannot_close_its_script_element():

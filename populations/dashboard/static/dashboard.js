@@ -592,9 +592,8 @@
     }
   }
 
-  // the live page reads the compact forms (filled cells, change points); an export embeds
-  // the plain ones
-  const compact = (path) => (EXPORTED ? path : `${path}?compact=1`);
+  // the page reads the compact forms (filled cells, change points), which an export embeds
+  const compact = (path) => `${path}?compact=1`;
 
   async function refreshRun() {
     const run = state.selected;
