@@ -8,7 +8,8 @@ mean of its seats' returns (with a shared team reward, that reward's return). ``
 (the default) takes teams when the game has two or more teams and one of them has more
 than one seat (``vmas/simple_tag``: adversaries vs the good agent, a 2-player meta-game of
 ``K^2`` profiles instead of ``K^4``), else seats; on a game of one-seat teams both are the
-same. One iteration is three steps:
+same. PSRO needs two or more players: a game of one seat has no opponent to respond to and is
+refused (:func:`psro_players`). One iteration is three steps:
 
 1. **update agents**: for every player, an oracle computes a best response to the other
    players' meta-mixtures (their members drawn with the current meta-strategy) and the
