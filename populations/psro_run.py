@@ -404,7 +404,8 @@ def make_oracle(cfg: ExperimentConfig) -> Oracle:
 def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
     """Refuse, in one line and before any run folder, an RL oracle that cannot play the
     game (the learner with its experiment section's settings), and PSRO players that the
-    settings cannot serve (an unknown ``players``, exact tools for a team of several seats)."""
+    settings cannot serve (an unknown ``players``, a game of one seat, exact tools for a team
+    of several seats)."""
     oracle, psro_cfg = cfg.population.oracle, cfg.population.psro
     check_exact_players(psro_players(spec, psro_cfg.players), psro_cfg.payoffs,
                         oracle == "exact", psro_cfg.uses_full_game, where="population.psro")
