@@ -14,21 +14,10 @@ import pytest
 
 import games
 from marl import registry
+from tests.populations.eval_cli_run import run_eval
 
 KUHN = "openspiel/kuhn_poker"
 LEDUC = "openspiel/leduc_poker"
-
-
-def _eval(args, capsys):
-    from populations.eval_cli import eval_main
-
-    try:
-        eval_main(args)
-        code = 0
-    except SystemExit as stop:
-        code = stop.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _policy(path, game, recorded=None):
@@ -42,7 +31,7 @@ def _policy(path, game, recorded=None):
 def test_the_game_the_files_record_is_played(tmp_path, capsys):
     a, b = _policy(tmp_path / "a.pt", KUHN), _policy(tmp_path / "b.pt", KUHN)
     db = tmp_path / "r.db"
-    code, out, err = _eval([a, b, "--db", str(db), "--episodes", "2"], capsys)
+    code, out, err = run_eval([a, b, "--db", str(db), "--episodes", "2"], capsys)
     assert code == 0, err
     assert f"selfplay-eval: note: no --game given: playing {KUHN}, the game the policy files " \
         "record" in err.splitlines(), err
@@ -54,7 +43,7 @@ def test_the_game_the_files_record_is_played(tmp_path, capsys):
 
 def test_files_of_two_games_are_refused_naming_both(tmp_path, capsys):
     a, b = _policy(tmp_path / "a.pt", KUHN), _policy(tmp_path / "b.pt", LEDUC)
-    code, _, err = _eval([a, b, "--db", str(tmp_path / "r.db")], capsys)
+    code, _, err = run_eval([a, b, "--db", str(tmp_path / "r.db")], capsys)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1, err
     assert f"a {KUHN}, b {LEDUC}" in lines[0] and "--game" in lines[0], lines
@@ -63,7 +52,7 @@ def test_files_of_two_games_are_refused_naming_both(tmp_path, capsys):
 
 def test_a_file_that_records_no_game_asks_for_game(tmp_path, capsys):
     a, b = _policy(tmp_path / "a.pt", KUHN), _policy(tmp_path / "b.pt", KUHN, recorded="")
-    code, _, err = _eval([a, b, "--db", str(tmp_path / "r.db")], capsys)
+    code, _, err = run_eval([a, b, "--db", str(tmp_path / "r.db")], capsys)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1, err
     assert lines[0].startswith("selfplay-eval: b records no game") and "--game" in lines[0]
@@ -81,7 +70,7 @@ def test_a_recorded_name_that_runs_code_or_reads_a_file_is_not_made(recorded, sa
     marker = tmp_path / "ran"
     a = _policy(tmp_path / "a.pt", KUHN, recorded=recorded.format(marker=marker))
     b = _policy(tmp_path / "b.pt", KUHN, recorded=recorded.format(marker=marker))
-    code, _, err = _eval([a, b, "--db", str(tmp_path / "r.db")], capsys)
+    code, _, err = run_eval([a, b, "--db", str(tmp_path / "r.db")], capsys)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1, err
     assert said in lines[0] and "give the game with --game" in lines[0], lines
@@ -93,7 +82,7 @@ def test_an_unknown_recorded_name_is_one_escaped_line(tmp_path, capsys):
     name = "\x1b[2Jno_such_game"
     a = _policy(tmp_path / "a.pt", KUHN, recorded=name)
     b = _policy(tmp_path / "b.pt", KUHN, recorded=name)
-    code, _, err = _eval([a, b, "--db", str(tmp_path / "r.db")], capsys)
+    code, _, err = run_eval([a, b, "--db", str(tmp_path / "r.db")], capsys)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1, err
     assert lines[0].startswith("selfplay-eval: a records the game \\x1b[2Jno_such_game: "
@@ -105,7 +94,7 @@ def test_a_given_game_is_still_played_over_the_recorded_one(tmp_path, capsys):
     # the recorded name is only the default: --game plays the game given (a note says so)
     a = _policy(tmp_path / "a.pt", KUHN, recorded="openspiel/kuhn_poker(players=2)")
     b = _policy(tmp_path / "b.pt", KUHN)
-    code, _, err = _eval([a, b, "--game", KUHN, "--db", str(tmp_path / "r.db"),
+    code, _, err = run_eval([a, b, "--game", KUHN, "--db", str(tmp_path / "r.db"),
                           "--episodes", "1"], capsys)
     assert code == 0, err
     assert "no --game given" not in err

@@ -5,20 +5,9 @@ import pytest
 
 import games
 from marl import registry
+from tests.populations.eval_cli_run import run_eval
 
 KUHN = "openspiel/kuhn_poker"
-
-
-def _eval(args, capsys):
-    from populations.eval_cli import eval_main
-
-    try:
-        eval_main(args)
-        code = 0
-    except SystemExit as stop:
-        code = stop.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +22,7 @@ def snapshots(tmp_path_factory):
 
 
 def test_files_of_one_name_are_players_of_their_own(snapshots, tmp_path, capsys):
-    code, out, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "2",
+    code, out, err = run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "2",
                             *snapshots], capsys)
     assert code == 0, err
     rows = {line.split()[0]: line for line in out.splitlines() if "  elo " in line}
@@ -42,7 +31,7 @@ def test_files_of_one_name_are_players_of_their_own(snapshots, tmp_path, capsys)
 
 
 def test_one_policy_without_exploit_is_a_one_line_error(snapshots, tmp_path, capsys):
-    code, _, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), snapshots[0]], capsys)
+    code, _, err = run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), snapshots[0]], capsys)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "two or more policy files" in lines[0]
     assert not (tmp_path / "r.db").exists()
@@ -55,11 +44,11 @@ def test_exploit_turns_on_progress_lines(snapshots, tmp_path, capsys, monkeypatc
 
     calls = []
     monkeypatch.setattr(logging, "basicConfig", lambda **kw: calls.append(kw))
-    _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--exploit", "--exploit-frames",
+    run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--exploit", "--exploit-frames",
            "0", snapshots[0]], capsys)  # refused, after the logging is set up
     assert [c["level"] for c in calls] == [logging.INFO]
     calls.clear()
-    _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), snapshots[0]], capsys)
+    run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), snapshots[0]], capsys)
     assert calls == []  # a plain round robin stays as quiet as it was
 
 
@@ -81,7 +70,7 @@ def test_a_policy_of_one_side_is_refused_before_the_database(tmp_path, capsys):
     one = registry.get("mappo").build(spec, agents=("player_0",)).policy().save(tmp_path / "a.pt")
     full = registry.get("mappo").build(spec).policy().save(tmp_path / "b.pt")
     db = tmp_path / "r.db"
-    code, _, err = _eval(["--game", KUHN, "--db", str(db), str(one), str(full)], capsys)
+    code, _, err = run_eval(["--game", KUHN, "--db", str(db), str(one), str(full)], capsys)
     assert code == 2 and not db.exists()
     assert err.strip() == (
         "selfplay-eval: a holds the seats ['player_0'] of openspiel/kuhn_poker, not "
@@ -105,7 +94,7 @@ def test_a_policy_of_another_game_or_no_episodes_is_refused(snapshots, tmp_path,
     """Kuhn snapshots on Leduc died with 'could not broadcast input array from shape (8,30)
     into shape (8,11)' after the database was made; --episodes 0 printed ratings of None."""
     db = tmp_path / "r.db"
-    code, _, err = _eval([*extra, "--db", str(db), *snapshots], capsys)
+    code, _, err = run_eval([*extra, "--db", str(db), *snapshots], capsys)
     assert code == 2 and not db.exists()
     assert err.strip() == f"selfplay-eval: {message}"
 
@@ -118,13 +107,13 @@ def test_an_evaluation_run_ends_finished_or_interrupted(snapshots, tmp_path, cap
 
     db_path = tmp_path / "r.db"
     args = ["--game", KUHN, "--db", str(db_path), "--episodes", "2", *snapshots]
-    assert _eval(args, capsys)[0] == 0
+    assert run_eval(args, capsys)[0] == 0
 
     def interrupted(*a, **kw):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(evaluation, "evaluate_pairs", interrupted)  # in the round robin
-    code, _, err = _eval(args, capsys)
+    code, _, err = run_eval(args, capsys)
     assert code == 130 and err.strip().endswith("interrupted")
     db = LeagueDB(str(db_path))
     assert [db.run_status(r) for r in (1, 2)] == ["finished", "interrupted"]
@@ -138,7 +127,7 @@ def test_one_policy_with_exploit_prints_no_empty_rating_row(snapshots, tmp_path,
     import populations.eval_cli as eval_cli
 
     monkeypatch.setattr(eval_cli, "_exploit", lambda *a, **k: print("exploit ran"))
-    code, out, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--exploit",
+    code, out, err = run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--exploit",
                             snapshots[0]], capsys)
     assert code == 0, err
     assert out.strip() == "exploit ran"

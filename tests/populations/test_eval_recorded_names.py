@@ -17,6 +17,7 @@ import pytest
 
 import games
 from marl import registry
+from tests.populations.eval_cli_run import run_eval
 
 KUHN = "openspiel/kuhn_poker"
 USER_MODULE = "f5_user_games"
@@ -60,18 +61,6 @@ def made(monkeypatch):
     return names
 
 
-def _eval(args, capsys):
-    from populations.eval_cli import eval_main
-
-    try:
-        eval_main(args)
-        code = 0
-    except SystemExit as stop:
-        code = stop.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def _policy(path, recorded):
     pol = registry.get("mappo").build(games.make(KUHN).spec).policy()
     pol.meta = dataclasses.replace(pol.meta, game=recorded)
@@ -89,7 +78,7 @@ def test_a_function_an_imported_module_imported_is_not_called(recorded, said, us
     marker = tmp_path / "pwned"
     name = recorded.format(module=user_games, marker=marker)
     a, b = _policy(tmp_path / "a.pt", name), _policy(tmp_path / "b.pt", name)
-    code, _, err = _eval([a, b, "--import", user_games, "--db", str(tmp_path / "r.db")], capsys)
+    code, _, err = run_eval([a, b, "--import", user_games, "--db", str(tmp_path / "r.db")], capsys)
     lines = err.strip().splitlines()
     assert not marker.exists()
     assert code == 2 and len(lines) == 1, err
@@ -102,7 +91,7 @@ def test_a_game_parameter_naming_a_file_is_not_made(tmp_path, capsys, made):
     words.write_text("secret\n")
     name = f"openspiel/python_hangman(word_list_file={words})"
     a, b = _policy(tmp_path / "a.pt", name), _policy(tmp_path / "b.pt", name)
-    code, _, err = _eval([a, b, "--db", str(tmp_path / "r.db")], capsys)
+    code, _, err = run_eval([a, b, "--db", str(tmp_path / "r.db")], capsys)
     lines = err.strip().splitlines()
     assert name not in made
     assert code == 2 and len(lines) == 1, err
@@ -114,7 +103,7 @@ def test_a_pettingzoo_module_that_is_no_game_of_its_package_is_not_made(tmp_path
     # a function below a package of PettingZoo games, not a game module's env
     name = "pettingzoo/pettingzoo.classic.all_modules.find_spec(name='os')"
     a, b = _policy(tmp_path / "a.pt", name), _policy(tmp_path / "b.pt", name)
-    code, _, err = _eval([a, b, "--db", str(tmp_path / "r.db")], capsys)
+    code, _, err = run_eval([a, b, "--db", str(tmp_path / "r.db")], capsys)
     lines = err.strip().splitlines()
     assert name not in made
     assert code == 2 and len(lines) == 1, err
