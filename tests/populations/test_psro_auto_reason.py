@@ -24,7 +24,7 @@ def _reasons(caplog) -> list[str]:
 
 
 def test_an_auto_experiment_on_a_large_game_says_why_once(tmp_path, monkeypatch, caplog):
-    def iteration(self):
+    def iteration(self, *args):  # (total=): the planned iterations
         raise _Stop
 
     monkeypatch.setattr(psro_mod.PSRO, "iteration", iteration)
