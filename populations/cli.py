@@ -1498,3 +1498,14 @@ def train_main() -> None:
 
 if __name__ == "__main__":
     train_main()
+
+
+def __getattr__(name: str) -> Any:
+    """``eval_main`` for a ``selfplay-eval`` script written by an install from before it moved
+    to :mod:`populations.eval_cli` (an editable install keeps its old scripts until
+    reinstalled: ``from populations.cli import eval_main`` would fail at every call)."""
+    if name == "eval_main":
+        from populations.eval_cli import eval_main
+
+        return eval_main
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
