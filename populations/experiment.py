@@ -348,7 +348,7 @@ def check_league_game(cfg: ExperimentConfig, spec: games.GameSpec) -> None:
         raise ValueError(
             f"a self-play league needs two teams; {spec.name} has {spec.teams}; accepted: a "
             f"game with two teams ({HYDRA_WORDS.kwarg('teams', '[[...],[...]]')} groups its "
-            "seats); population=psro plays any number, population=none one team")
+            "seats); population=psro plays two or more seats, population=none one team")
 
 
 def make_learner(cfg: ExperimentConfig, spec: games.GameSpec,

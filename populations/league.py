@@ -293,7 +293,7 @@ class League:
                 f"a self-play league needs two teams; {cfg.game} has {self.spec.teams}; "
                 "accepted: a game with two teams "
                 f"({resume_words().kwarg('teams', '[[...],[...]]')} groups its "
-                "seats); population=psro plays any number, population=none one team")
+                "seats); population=psro plays two or more seats, population=none one team")
         self.members: list[Member] = list(members) if members is not None else [
             MAPPOMember(MEMBER, MAPPO(self.spec, cfg.mappo, device=cfg.device, seed=cfg.seed))]
         names = [m.name for m in self.members]
