@@ -101,7 +101,7 @@ class GameCache:
     def take(self, name: str, kwargs: dict[str, Any], n: int) -> list[games.Game]:
         """``n`` copies of ``games.make(name, **kwargs)``: the kept ones first, then new
         ones (kept too, while ``max_games`` allows; the oldest game's copies leave first)."""
-        key = f"{name} {sorted(kwargs.items(), key=lambda kv: kv[0])!r}"
+        key = self._key(name, kwargs)
         kept = self._games.pop(key, [])
         while len(kept) < n:
             kept.append(games.make(name, **kwargs))
@@ -111,6 +111,15 @@ class GameCache:
         if len(kept) > self.max_games:  # one job wider than the whole cache: not kept
             self._games.pop(key)
         return kept[:n]
+
+    def keeps(self, name: str, kwargs: dict[str, Any]) -> bool:
+        """Whether copies of this game are kept (a job wider than the cache's are not: its
+        caller closes them)."""
+        return self._key(name, kwargs) in self._games
+
+    @staticmethod
+    def _key(name: str, kwargs: dict[str, Any]) -> str:
+        return f"{name} {sorted(kwargs.items(), key=lambda kv: kv[0])!r}"
 
     def close(self) -> None:
         """Close every kept game."""
@@ -183,7 +192,8 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None,
         t[_host(vs.done)] = 0
         for b in np.flatnonzero(vs.done):
             out.append({a: float(vs.episode_return[a][b]) for a in spec.agent_ids})
-    if vg.native is not None or game_cache is None:  # kept copies stay open for the next job
+    if vg.native is not None or game_cache is None or \
+            not game_cache.keeps(job.game, job.game_kwargs):  # kept copies stay open
         vg.close()
     return MatchResult(job.key, out[: job.episodes], copies, steps)
 
@@ -442,8 +452,9 @@ def _head_in_own_session() -> Iterator[None]:
     Linux) Ray's reaper kills its own process group, so the servers stay in ours."""
     from ray._private import services, utils
 
-    popen = getattr(services, "ConsolePopen", None)  # Ray's names, checked by the tests
-    if popen is None or sys.platform == "win32" or not utils.detect_fate_sharing_support():
+    popen = getattr(services, "ConsolePopen", None)  # Ray's names (test_ray_private_names)
+    fate_sharing = getattr(utils, "detect_fate_sharing_support", lambda: False)
+    if popen is None or sys.platform == "win32" or not fate_sharing():
         yield
         return
 

@@ -97,3 +97,27 @@ def test_the_cache_is_bounded_and_closes_what_leaves(monkeypatch):
     assert cache.take(KUHN, {}, 1)[0] is not first[0]
     cache.close()
     assert sorted(closed) == sorted([KUHN] * 3 + ["openspiel/leduc_poker"] * 2)
+
+
+def test_a_job_wider_than_the_cache_closes_its_copies(monkeypatch):
+    # review of 195ffaf: a job of more copies than the cache keeps was dropped from it, but
+    # play_job skipped vg.close() whenever a cache was given: its copies were never closed
+    closed = []
+    monkeypatch.setattr(games.Game, "close", lambda self: closed.append(self.spec.name))
+    cache = GameCache(max_games=3)
+    job = MatchJob("wide", KUHN, {"player_0": RANDOM, "player_1": RANDOM}, 5, 1, num_envs=5)
+    play_job(job, game_cache=cache)
+    assert not cache.keeps(KUHN, {}) and closed.count(KUHN) >= 5
+    closed.clear()
+    play_job(MatchJob("narrow", KUHN, job.seats, 2, 2, num_envs=2), game_cache=cache)
+    assert cache.keeps(KUHN, {}) and closed == []  # kept for the next job, open
+
+
+def test_ray_private_names_the_runner_patches_exist():
+    # populations.runners starts Ray's servers in their own session and keeps a CLI's SIGTERM
+    # handler through ray.init by patching these names; without them it quietly falls back to
+    # Ray's own behaviour (a group SIGTERM reaching the servers): a Ray upgrade must say so
+    from ray._private import services, utils
+
+    assert callable(services.ConsolePopen) and callable(utils.set_sigterm_handler)
+    assert callable(utils.detect_fate_sharing_support)
