@@ -346,3 +346,27 @@ def test_ratings_are_drawn_as_steps_held_to_the_runs_last_step(page, tmp_path, w
                     assert t["x"] == steps and t["y"] == values, (chart, label)
         assert page.page.is_hidden("#banner")  # every part there (an export: embedded)
     assert page.dialogs == [] and page.errors == []
+
+
+def test_switching_back_to_a_run_shows_that_run_again(page, server, league_dir):
+    # A -> B -> A: the second visit to A must draw A, though the page already holds A's
+    # answers from the first visit (unchanged, finished) and B is what is on screen
+    ids = run_ids(league_dir)
+    (sa, ra), (sb, rb) = ids["league"], ids["psro-kuhn"]
+    page.page.goto(f"{server.url}/#run={sa}/{ra}")
+    page.page.wait_for_selector("#crossplay-table tbody tr")
+    page.rendered("payoff-chart")
+    # two more refreshes after the cross-play came: A is all fetched (and marked so)
+    after = int(page.page.get_attribute("body", "data-refreshes") or 0) + 2
+    expect(page.page.locator("body")).to_have_attribute(
+        "data-refreshes", re.compile(rf"^(?!({'|'.join(map(str, range(after)))})$)\d+$"))
+    page.page.click(f"#runs-table tr[data-run='{sb}/{rb}']")
+    expect(page.page.locator("#run-title")).to_contain_text("psro-kuhn")
+    expect(page.page.locator("#league-table tbody tr")).to_have_count(6)
+    page.page.evaluate(f"location.hash = '#run={sa}/{ra}'")
+    expect(page.page.locator("#run-title")).to_contain_text("league")
+    expect(page.page.locator("#league-table tbody tr")).to_have_count(2)
+    expect(page.page.locator("#league-table td.member").first).to_have_text(XSS)
+    expect(page.page.locator("#payoff-chart .ytick text").filter(has_text=f"{XSS} v0")
+           ).to_have_count(1)
+    assert page.errors == []

@@ -176,6 +176,14 @@
 
   function setSelected(key) {
     state.selected = key;
+    // the page shows another run's parts now: forget what this run's answers were, so each
+    // is drawn when it comes (unchanged from the last visit or not) and a finished run is
+    // fetched again; an answer that came for it while another run was shown was not drawn
+    const base = `api/runs/${key}`;
+    for (const path of [...state.cache.keys()]) {
+      if (path === base || path.startsWith(`${base}/`)) state.cache.delete(path);
+    }
+    state.fetched.delete(key);
     state.metric = "";
     $("metric-select").value = "";
     $("metric-chart").hidden = true;
