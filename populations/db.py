@@ -539,23 +539,27 @@ class LeagueDB:
                          self._decode(r["returns"], "matches", f"row {r['id']}", "returns",
                                       _RETURNS), r["seed"]) for r in rows]
 
-    def matches_after(self, run_id: int, after: int) -> list[tuple[int, MatchRow]]:
-        """The matches recorded after row id ``after``, in recorded order, with their row
-        ids: what an incremental reader (``populations.evaluation.Standings``) has not seen."""
+    def matches_after(self, run_id: int, after: int) -> list[tuple[int, float, MatchRow]]:
+        """The matches recorded after row id ``after``, in recorded order, with their row ids
+        and times recorded: what an incremental reader (``populations.evaluation.Standings``)
+        has not seen."""
         rows = self.conn.execute(
             "SELECT * FROM matches WHERE run_id = ? AND id > ? ORDER BY id", (run_id, after))
-        return [(int(r["id"]), MatchRow(
+        return [(int(r["id"]), float(r["created_at"]), MatchRow(
             r["key"], r["game"],
             self._decode(r["seats"], "matches", f"row {r['id']}", "seats", _SEATS),
             self._decode(r["returns"], "matches", f"row {r['id']}", "returns", _RETURNS),
             r["seed"])) for r in rows]
 
-    def count_matches_upto(self, run_id: int, upto: int) -> int:
-        """How many matches of run ``run_id`` have a row id up to ``upto``: an incremental
-        reader's check that none it read was deleted since."""
-        return int(self.conn.execute(
-            "SELECT COUNT(*) FROM matches WHERE run_id = ? AND id <= ?",
-            (run_id, upto)).fetchone()[0])
+    def matches_mark(self, run_id: int, upto: int) -> tuple[int, float | None]:
+        """How many matches of run ``run_id`` have a row id up to ``upto``, and when row
+        ``upto`` was recorded (None: it is gone): an incremental reader's check that none it
+        read was deleted since. The count alone misses rows deleted and recorded again:
+        without AUTOINCREMENT, SQLite gives new rows the ids of deleted highest ones."""
+        count, at = self.conn.execute(
+            "SELECT COUNT(*), (SELECT created_at FROM matches WHERE run_id = ? AND id = ?) "
+            "FROM matches WHERE run_id = ? AND id <= ?", (run_id, upto, run_id, upto)).fetchone()
+        return int(count), None if at is None else float(at)
 
     def delete_matches(self, run_id: int, prefix: str) -> int:
         """Delete the matches whose key starts with ``prefix``; returns how many."""

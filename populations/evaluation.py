@@ -238,13 +238,15 @@ class Standings:
         self._halves: dict[tuple[str, str], tuple[int, dict[str, MatchRow]]] = {}  # pending
         self._order = 0  # pairs of halves seen: the recorded order of their first half
         self._folded = -1  # the latest such order among outcomes folded in
-        self._last, self._seen = 0, 0  # the last match row id read; rows read up to it
+        # the last match row id read, when it was recorded, and the rows read up to it
+        self._last, self._at, self._seen = 0, 0.0, 0
         self._fresh = True  # nothing written yet: compare what is stored
 
     def update(self, step: int) -> Ratings:
         """Fold in the matches recorded since the last call and write the payoff entries
         and ratings (at ``step``) that changed; returns the ratings."""
-        if self._seen and self.db.count_matches_upto(self.run_id, self._last) != self._seen:
+        if self._seen and self.db.matches_mark(self.run_id, self._last) != (
+                self._seen, self._at):
             self._start()  # a match read before was deleted (and replayed): from scratch
         rows = self.db.matches_after(self.run_id, self._last)
         done = self._fold(rows)
@@ -253,7 +255,7 @@ class Standings:
             rows = self.db.matches_after(self.run_id, 0)
             done = self._fold(rows)
             assert done is not None  # one pass over everything keeps the recorded order
-        bad = sum(not _finite(m) for _, m in rows)
+        bad = sum(not _finite(m) for _, _, m in rows)
         if bad:  # recorded before match play checked rewards
             log.warning("%d recorded match episode(s) of run %d have non-finite returns (NaN "
                         "or infinity, recorded by an earlier version); payoffs and ratings "
@@ -272,12 +274,14 @@ class Standings:
         self._write(touched, {s for o in outcomes for s in (o.a, o.b)}, step)
         return self.ratings
 
-    def _fold(self, rows: Sequence[tuple[int, MatchRow]]) -> list[tuple[int, PairOutcome]] | None:
+    def _fold(self, rows: Sequence[tuple[int, float, MatchRow]]
+              ) -> list[tuple[int, PairOutcome]] | None:
         """Pair up ``rows`` with the halves pending; the outcomes completed, each with the
         order of its first half (None: one goes before an outcome folded in before)."""
         done = []
-        for rid, m in rows:
-            self._last, self._seen, self.read = rid, self._seen + 1, self.read + 1
+        for rid, at, m in rows:
+            self._last, self._at = rid, at
+            self._seen, self.read = self._seen + 1, self.read + 1
             got = _KEY.match(m.key) if _finite(m) else None
             if not got:
                 continue
