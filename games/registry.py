@@ -295,10 +295,14 @@ def _merge_named(spec: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]
 # their own code; one read from a file (a policy file's meta.game, a league database, a
 # run's settings) is checked first (recorded_name_refusal).
 
-FILE_PARAMETER = re.compile(r"(?<!\w)(filename|\w+_file)\s*=\s*(?!''|\"\"|[\s,)]|$)")
-"""A parameter given a file for the game to read: OpenSpiel's ``nfg_game(filename=...)``,
-``efg_game``, ``bargaining(instances_file=...)``, ``crossword``, ``python_hangman``... (an
-empty value, the game's own data, reads none)."""
+FILE_PARAMETER = re.compile(
+    r"(?<!\w)(filename|path|root|dir|folder|directory"
+    r"|\w+_(?:file|path|root|dir|folder|directory))\s*="
+    r"(?!\s*(?:''|\"\")?\s*(?:[,)]|$))", re.IGNORECASE)
+"""A parameter given a file or folder for the game to read: OpenSpiel's
+``nfg_game(filename=...)``, ``efg_game``, ``bargaining(instances_file=...)``,
+``crossword(puzzles_root=...)`` (a folder it lists), ``python_hangman``... Only an empty
+value (nothing, or exactly ``''`` or ``""``: the game's own data) reads none."""
 
 PETTINGZOO_MAKERS = ("env", "parallel_env", "raw_env")
 """The functions of a PettingZoo game module that build its env."""
@@ -314,8 +318,9 @@ def recorded_name_refusal(name: str) -> str:
     PettingZoo name unless its module is a game of a package of PettingZoo games
     (``<package>.<game>_v<N>``, :data:`games.pettingzoo.FAMILIES`, building with one of
     :data:`PETTINGZOO_MAKERS`) or lies in a module the command line imported
-    (:data:`IMPORTS_ENV`: ``imports=``, ``--import``), the function it names defined there
-    (not one the module imported: ``from os import system``). Registered names, VMAS
+    (:data:`IMPORTS_ENV`: ``imports=``, ``--import``), the function it names, or the maker
+    found by the module's name, defined there or by PettingZoo (not one the module imported
+    from elsewhere: ``from os import system as env``). Registered names, VMAS
     scenarios (a fixed list) and other OpenSpiel games are made: their arguments are Python
     literals the game checks. The reason is a phrase to follow the name (``... records the
     game X, <reason>``); what it quotes of the name is escaped (:func:`printable`)."""
@@ -348,10 +353,12 @@ def recorded_name_refusal(name: str) -> str:
         factory, _, parallel = _resolve(path)
     except GameError:
         return ""  # games.make says why, as for a name given
-    named = function or module.rpartition(".")[2]
+    named = function or {True: "parallel_env", False: "env"}.get(
+        parallel, module.rpartition(".")[2])
     owner = getattr(factory, "__module__", None) or "?"
-    if parallel is None and named not in PETTINGZOO_MAKERS and not any(
-            _inside(owner, m) for m in imported):
+    # a maker's name too (from os import system as env): only PettingZoo's own functions
+    # (a game's env it re-exports, parallel_wrapper_fn's) and the imported modules' own
+    if not any(_inside(owner, m) for m in (*imported, "pettingzoo", *FAMILIES)):
         return (f"whose function {printable(named)} is {printable(owner)}'s, which its "
                 "module imported, not one it defines")
     return ""
