@@ -270,7 +270,7 @@ def split_name(spec: str) -> tuple[str, dict[str, Any]]:
     except SyntaxError:
         raise bad from None
     if not rest.endswith(")") or not isinstance(call, ast.Call) or call.args or any(
-            k.arg is None for k in call.keywords):
+            k.arg is None for k in call.keywords) or not isinstance(call.func, ast.Name):
         raise bad
     try:
         return base, {k.arg: ast.literal_eval(k.value) for k in call.keywords}

@@ -57,6 +57,9 @@ def test_a_rebuilt_game_object_keeps_its_kwargs():
     (SPREAD + "(N=__import__('os'))", {}, "Python literal values"),
     (SPREAD + "(2)", {}, "expected <name>(key=value,...)"),
     (SPREAD + "(N=2", {}, "expected <name>(key=value,...)"),
+    # two sets of arguments: the first was dropped silently (N=2 read as the default 3)
+    (SPREAD + "(N=2)(max_cycles=5)", {}, "expected <name>(key=value,...)"),
+    (SPREAD + "(N=2)[0]", {}, "expected <name>(key=value,...)"),
 ])
 def test_a_bad_name_is_one_line(name, kwargs, says):
     with pytest.raises(GameError, match=r"^[^\n]*$") as err:
