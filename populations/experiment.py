@@ -366,6 +366,7 @@ RESUME_MAY_CHANGE = ("resume", "resume_override", "keep_going", "progress", "dev
                      "torch_threads", "checkpoint_every_s",
                      "llm.grpo.device", "llm.grpo.seed",  # never read
                      "population.psro.seed",  # never read either (the run's seed= is)
+                     "population.psro.stop_nash_conv",  # a converged run resumes past it
                      "vdn.seed", "qmix.seed", "maddpg.seed",  # recorded as 0 before
                      "runner.", "logger.", "population.generations", "population.iterations")
 

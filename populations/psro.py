@@ -102,6 +102,15 @@ from populations.psro_config import (  # noqa: F401 - PSRO's settings, importabl
 log = logging.getLogger(__name__)
 
 
+def no_stop_nash_conv(stop: float, why: str) -> str:
+    """The one-line refusal of ``stop_nash_conv`` where PSRO computes no NashConv."""
+    return (f"population.psro.stop_nash_conv={stop!r} needs the exact NashConv PSRO computes "
+            f"each iteration, and this run has none: {why}; accepted: an enumerable OpenSpiel "
+            "game of perfect recall played by seats with members that have action "
+            "probabilities (payoffs=exact, or the exact tools serving the game), or "
+            "stop_nash_conv=null")
+
+
 def nash_conv_text(value: float | None, digits: int) -> str:
     """``value`` for a log line: "n/a" for None, and a float-error negative (|x| < 1e-12,
     e.g. -1e-17 at an exact equilibrium) as 0 rather than ``-0.00000``; display only."""
@@ -550,6 +559,10 @@ class PSRO:
                 game, cfg.episodes_per_entry, cfg.num_envs, cfg.seed, game_kwargs,
                 players=self.seats_of,
             )
+        if cfg.stop_nash_conv is not None and self.tree is None:
+            raise ValueError(no_stop_nash_conv(
+                cfg.stop_nash_conv,
+                self.no_exact or why or f"{self.spec.name} is not an OpenSpiel game"))
         if isinstance(oracle, ExactBestResponse) and oracle.tree.name != self.spec.name:
             raise ValueError(f"the exact oracle solves {oracle.tree.name}, PSRO plays "
                              f"{self.spec.name}; give ExactBestResponse the same game_kwargs")
@@ -718,9 +731,26 @@ class PSRO:
         self.iterations = iterations
 
     def run(self, iterations: int) -> list[PSROIteration]:
-        """``iterations`` calls of :meth:`iteration`."""
+        """``iterations`` calls of :meth:`iteration`, fewer when one :meth:`converged`."""
         total = self.iterations + iterations
-        return [self.iteration(total) for _ in range(iterations)]
+        results: list[PSROIteration] = []
+        for _ in range(iterations):
+            results.append(self.iteration(total))
+            if self.converged(results[-1].nash_conv, results[-1].iteration):
+                break
+        return results
+
+    def converged(self, nash_conv: float | None, iteration: int, announce: bool = True) -> bool:
+        """Whether iteration ``iteration``'s NashConv is at most ``stop_nash_conv`` (the run
+        stops there; ``announce``: log that it does). False when either is unset (NashConv
+        is None where it is not computed: a member without action probabilities)."""
+        stop = self.config.stop_nash_conv
+        if stop is None or nash_conv is None or not nash_conv <= stop:
+            return False
+        if announce:
+            log.info("PSRO converged: NashConv %s <= %s after iteration %d; stopping "
+                     "(population.psro.stop_nash_conv)", float(nash_conv), stop, iteration)
+        return True
 
     def mixture(self, agent: str, strategy: Mapping[str, np.ndarray] | None = None) -> Mixture:
         """Seat ``agent``'s current meta-mixture (or its mixture under ``strategy``)."""

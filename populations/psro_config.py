@@ -109,8 +109,19 @@ class PSROConfig:
     seed: int = 0  # seeds oracles, sampled payoffs and initial policies
     players: str = "auto"  # PSRO's players: seats | teams (a population per team, each
     # member playing all of its seats) | auto (teams when a team has several seats)
+    stop_nash_conv: float | None = None  # stop after the first iteration whose exact NashConv
+    # is <= this (None: run every iteration); needs nash_conv and an exact NashConv
 
     def __post_init__(self) -> None:
+        stop = self.stop_nash_conv
+        if stop is not None and (isinstance(stop, bool) or not isinstance(stop, int | float)
+                                 or not stop >= 0):
+            raise ValueError(f"population.psro.stop_nash_conv={stop!r} refused; accepted: a "
+                             "number >= 0 (stop once NashConv is at most it) or null (off)")
+        if stop is not None and not self.nash_conv:
+            raise ValueError(f"population.psro.stop_nash_conv={stop!r} needs the NashConv "
+                             "PSRO computes each iteration, which population.psro.nash_conv="
+                             "false turns off; set nash_conv=true or stop_nash_conv=null")
         if self.players not in PLAYERS:
             raise ValueError(f"population.psro.players={self.players!r} unknown; choose one "
                              f"of {list(PLAYERS)}")

@@ -8,6 +8,10 @@ anywhere and resumed ends with exactly the rows of an uninterrupted one; the ext
 (``metrics.csv``) gets the database's rows it missed. A run that raises is recorded as
 ``failed`` with its error.
 
+With ``population.psro.stop_nash_conv`` set, a run stops (``finished``) after the first
+iteration whose recorded NashConv is at most it; resumed, a run whose last recorded NashConv
+is at most the threshold (a resume may change it) has nothing left to run.
+
 PSRO's players are seats or teams (``population.psro.players``, see :mod:`populations.psro`).
 A run from before that setting (its ``settings.json`` has no ``players``) played seats; it
 resumes so with ``players=auto``, and refuses ``players=teams`` in one line.
@@ -43,6 +47,7 @@ from populations.psro import (
     RLOracleConfig,
     check_exact_players,
     mappo_learner,
+    no_stop_nash_conv,
     psro_players,
     seat_tuple,
     why_not_exact,
@@ -114,7 +119,8 @@ class DBRecorder:
 
 
 def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict[str, Any]]:
-    """PSRO for ``cfg.population.iterations`` iterations; returns the final meta-strategy table."""
+    """PSRO for ``cfg.population.iterations`` iterations (fewer once NashConv is at most
+    ``population.psro.stop_nash_conv``); returns the final meta-strategy table."""
     game = games.make(cfg.game.name, **cfg.game.kwargs).spec.name  # kuhn_poker(players=3)
     db = LeagueDB(run_dir / "league.db")
     run_id = db.run_id(cfg.experiment)
@@ -162,20 +168,28 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
     runner = make_runner(cfg.runner.kind, **(
         {"num_workers": cfg.runner.workers, "address": cfg.runner.address}
         if cfg.runner.kind == "ray" else {}))
-    done = len(db.psro_iterations(run_id)) if cfg.resume else 0
+    rows = db.psro_iterations(run_id) if cfg.resume else []
+    done = len(rows)
+    # a run that stopped converged has nothing left to run, unless stop_nash_conv changed
+    converged = bool(rows) and psro.converged(rows[-1]["nash_conv"], done - 1, announce=False)
     if done:
         _restore(psro, store, min(done, pop.iterations))
         logger.backfill(db.metric_rows(run_id))  # rows recorded after the logger's last write
         log.info("resumed PSRO: %d of %d iterations done%s", min(done, pop.iterations),
-                 pop.iterations, "; nothing left to run" if done >= pop.iterations else "")
+                 pop.iterations,
+                 "; nothing left to run" if done >= pop.iterations else
+                 f"; converged (NashConv {rows[-1]['nash_conv']} <= "
+                 f"{psro_cfg.stop_nash_conv}), nothing left to run" if converged else "")
     try:
         if done:  # the last finished iteration may have stopped before its matches
             _record_matches(db, run_id, runner, store, recorder, cfg, done - 1,
                             _greedy(psro), psro.seats_of)
-        for k in range(done, pop.iterations):
+        for k in range(done, pop.iterations if not converged else done):
             it = psro.iteration(pop.iterations)  # logs its line (k/total, NashConv, seconds)
             _record_matches(db, run_id, runner, store, recorder, cfg, it.iteration,
                             _greedy(psro), psro.seats_of)
+            if psro.converged(it.nash_conv, it.iteration):  # logs that the run stops here
+                break
             # the iteration is recorded: its resume starts the next (after the last: finished)
             if stop_requested() and k < pop.iterations - 1:
                 log.warning("stopped after PSRO iteration %d", it.iteration)
@@ -409,6 +423,11 @@ def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
     oracle, psro_cfg = cfg.population.oracle, cfg.population.psro
     check_exact_players(psro_players(spec, psro_cfg.players), psro_cfg.payoffs,
                         oracle == "exact", psro_cfg.uses_full_game, where="population.psro")
+    if psro_cfg.stop_nash_conv is not None:  # PSRO's exact NashConv: what it stops on
+        game = games.make(cfg.game.name, **cfg.game.kwargs)
+        why = why_not_exact(game, psro_players(spec, psro_cfg.players)) or without_probs(oracle)
+        if why:
+            raise ValueError(no_stop_nash_conv(psro_cfg.stop_nash_conv, why))
     if oracle == "exact":
         return
     no_probs = without_probs(oracle) if psro_cfg.payoffs == "exact" else None
