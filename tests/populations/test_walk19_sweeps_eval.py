@@ -67,7 +67,8 @@ def test_a_resume_of_an_experiment_sweep_without_its_folder_names_it(
     assert f"hydra.sweep.dir={sweep.relative_to(tmp_path)}" in err, err
 
 
-from tests.populations.test_eval_names import KUHN, _eval  # noqa: E402 - selfplay-eval in process
+from tests.populations.eval_cli_run import run_eval  # noqa: E402 - selfplay-eval in process
+from tests.populations.test_eval_names import KUHN  # noqa: E402
 
 
 def _kuhn_policy(path: Path) -> str:
@@ -87,7 +88,7 @@ def test_two_runs_snapshots_are_named_by_their_run_and_recorded(tmp_path, capsys
     monkeypatch.chdir(tmp_path)
     a = _kuhn_policy(Path("runA/snapshots/llm/v0002.pt"))
     b = _kuhn_policy(Path("runB/snapshots/llm/v0002.pt"))
-    code, out, err = _eval(["--game", KUHN, "--db", "ev.db", "--episodes", "1", a, b], capsys)
+    code, out, err = run_eval(["--game", KUHN, "--db", "ev.db", "--episodes", "1", a, b], capsys)
     assert code == 0, err
     rows = [line.split()[0] for line in out.splitlines() if "  elo " in line]
     assert sorted(rows) == ["runA_llm_v0002", "runB_llm_v0002"], out
@@ -127,7 +128,7 @@ def test_a_game_named_with_its_default_arguments_gets_no_note(tmp_path, capsys):
     spec = games.make(ADVERSARY, max_cycles=25).spec
     a, b = (str(registry.get("mappo").build(spec).policy().save(tmp_path / f"{n}.pt"))
             for n in "ab")
-    code, _, err = _eval([a, b, "--game", ADVERSARY, "--db", str(tmp_path / "r.db"),
+    code, _, err = run_eval([a, b, "--game", ADVERSARY, "--db", str(tmp_path / "r.db"),
                           "--episodes", "1"], capsys)
     assert code == 0, err
     assert "note" not in err, err

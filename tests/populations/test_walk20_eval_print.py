@@ -6,16 +6,16 @@ one rated below); and ``matches`` there counted role-swapped pairs, as the dashb
 
 import sqlite3
 
+from tests.populations.eval_cli_run import run_eval
 from tests.populations.test_eval_names import (
     KUHN,
-    _eval,
     snapshots,  # noqa: F401 (a fixture)
 )
 
 
 def test_each_pair_is_printed_with_the_win_rate_and_margin_it_recorded(
         snapshots, tmp_path, capsys):  # noqa: F811
-    code, out, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes",
+    code, out, err = run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes",
                             "6", *snapshots], capsys)
     assert code == 0, err
     lines = out.splitlines()
@@ -42,7 +42,7 @@ def test_a_snapshot_with_another_action_count_is_one_line_before_the_db(tmp_path
     spec = games.make("pettingzoo/mpe2.simple_tag_v3", max_cycles=25).spec
     paths = [str(registry.get("mappo").build(spec, seed=k).policy().save(
         tmp_path / f"m{k}" / "v0001.pt")) for k in (0, 1)]
-    code, _, err = _eval(["--game", "vmas/simple_tag", "--game-kwargs",
+    code, _, err = run_eval(["--game", "vmas/simple_tag", "--game-kwargs",
                           '{"num_adversaries": 3, "num_good_agents": 1, "max_steps": 25}',
                           "--db", str(tmp_path / "r.db"), "--episodes", "1", *paths], capsys)
     lines = err.strip().splitlines()

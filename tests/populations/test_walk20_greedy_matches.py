@@ -21,7 +21,7 @@ from populations.db import LeagueDB
 from populations.evaluation import round_robin
 from populations.runners import LocalRunner, MatchJob, RayRunner
 from populations.store import PolicyStore
-from tests.populations.test_eval_names import _eval
+from tests.populations.eval_cli_run import run_eval
 
 RPS = "openspiel/matrix_rps"  # one step: a greedy seat plays one action every episode
 KUHN = "openspiel/kuhn_poker"
@@ -158,7 +158,7 @@ def test_selfplay_eval_rates_an_exploring_qmix_snapshot_by_its_greedy_play(kuhn_
     tables, returns = [], []
     for eps in (1.0, 0.0):
         db = tmp_path / f"eps{eps:g}.db"
-        code, out, err = _eval(["--game", KUHN, "--db", str(db), "--episodes", "24",
+        code, out, err = run_eval(["--game", KUHN, "--db", str(db), "--episodes", "24",
                                 "--seed", "4", kuhn_files[eps], kuhn_files["mappo"]], capsys)
         assert code == 0, err
         tables.append([line for line in out.splitlines() if "elo" in line])

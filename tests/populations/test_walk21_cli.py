@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.populations.test_eval_names import _eval, snapshots  # noqa: F401
+from tests.populations.eval_cli_run import run_eval
+from tests.populations.test_eval_names import snapshots  # noqa: F401
 from tests.populations.test_walk18_cli_more import _train
 from tests.populations.test_walk19_experiment import _refused, own_learner  # noqa: F401
 
@@ -226,7 +227,7 @@ def test_a_path_in_imports_says_a_module_name_is_needed(name, tmp_path, monkeypa
 
 def test_a_path_in_evals_import_says_a_module_name_is_needed(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    code, _, err = _eval(["--game", "openspiel/kuhn_poker", "--db", "r.db", "--import", "../x",
+    code, _, err = run_eval(["--game", "openspiel/kuhn_poker", "--db", "r.db", "--import", "../x",
                           "a.pt", "b.pt"], capsys)
     assert code == 2 and err.startswith(
         "selfplay-eval: --import: '../x' is a path; give a module name"), err
@@ -247,7 +248,7 @@ def test_a_config_group_set_to_null_names_it_and_its_options(group, tmp_path, mo
 def test_an_empty_db_is_refused(tmp_path, monkeypatch, capsys):
     """Before: the empty value named the working folder ('.')."""
     monkeypatch.chdir(tmp_path)
-    code, _, err = _eval(["--game", "openspiel/kuhn_poker", "--db", "", "a.pt", "b.pt"], capsys)
+    code, _, err = run_eval(["--game", "openspiel/kuhn_poker", "--db", "", "a.pt", "b.pt"], capsys)
     assert code == 2 and err.strip() == (
         "selfplay-eval: --db is empty (an unset shell variable?); give the league database "
         "file to write, e.g. --db eval.db"), err
@@ -259,13 +260,13 @@ def test_a_db_in_new_folders_is_noted(request, tmp_path, capsys):
     """Before: ``--db /nonexist/x.db`` made /nonexist silently (a mistyped folder too)."""
     paths = request.getfixturevalue("snapshots")
     db = tmp_path / "new" / "deeper" / "r.db"
-    code, _, err = _eval(["--game", "openspiel/kuhn_poker", "--db", str(db), "--episodes", "1",
+    code, _, err = run_eval(["--game", "openspiel/kuhn_poker", "--db", str(db), "--episodes", "1",
                           *paths], capsys)
     assert code == 0, err
     notes = [line for line in err.splitlines() if "note: --db" in line]
     assert notes == [f"selfplay-eval: note: --db {db} makes the new folder {tmp_path / 'new'}"
                      " (and the folders in it)"], err
-    code, _, err = _eval(["--game", "openspiel/kuhn_poker", "--db", str(db), "--episodes", "1",
+    code, _, err = run_eval(["--game", "openspiel/kuhn_poker", "--db", str(db), "--episodes", "1",
                           *paths], capsys)
     assert code == 0 and "note: --db" not in err, err  # the folder is there now
 

@@ -10,7 +10,8 @@ import pytest
 
 import games
 from marl import registry
-from tests.populations.test_eval_names import KUHN, _eval
+from tests.populations.eval_cli_run import run_eval
+from tests.populations.test_eval_names import KUHN
 
 COORDINATION = "openspiel/matrix_coordination"  # one team: player_0 and player_1
 KUHN3 = "openspiel/kuhn_poker(players=3)"  # three teams, one a seat
@@ -41,7 +42,7 @@ def test_a_one_team_game_is_refused_before_the_database(tmp_path, capsys):
     """Before: 'pair evaluation needs a two-team game; ... has ('team',)' from the first
     match, after a failed run row and the files' copies in eval_snapshots/r.db/run0001/."""
     paths = _snapshots(tmp_path, COORDINATION, 2)
-    code, out, err = _eval(["--game", COORDINATION, "--db", str(tmp_path / "r.db"),
+    code, out, err = run_eval(["--game", COORDINATION, "--db", str(tmp_path / "r.db"),
                             "--episodes", "1", *paths], capsys)
     assert code == 2 and out == "", out
     assert err.splitlines() == [
@@ -54,7 +55,7 @@ def test_a_one_team_game_is_refused_before_the_database(tmp_path, capsys):
 def test_three_teams_recorded_by_the_files_are_refused_before_the_database(
         kuhn3, tmp_path, capsys):
     for extra in ([], ["--exploit"]):  # --exploit of two files plays the round robin too
-        code, _, err = _eval(["--db", str(tmp_path / "r.db"), "--episodes", "1", *extra,
+        code, _, err = run_eval(["--db", str(tmp_path / "r.db"), "--episodes", "1", *extra,
                               *kuhn3], capsys)
         assert code == 2, err
         assert err.splitlines()[-1] == (
@@ -78,7 +79,7 @@ print("torch" in sys.modules)
 
 def test_a_file_of_another_game_is_named_as_one_first(kuhn, tmp_path, capsys):
     """Kuhn files on a one-team game: the seats are the first thing wrong."""
-    code, _, err = _eval(["--game", COORDINATION, "--db", str(tmp_path / "r.db"), *kuhn],
+    code, _, err = run_eval(["--game", COORDINATION, "--db", str(tmp_path / "r.db"), *kuhn],
                          capsys)
     assert code == 2 and err.splitlines()[-1].startswith(
         f"selfplay-eval: m0_v0000 was trained on {KUHN} (observations of shape"), err
@@ -123,7 +124,7 @@ def _pair_lines(out):
 
 
 def test_a_few_files_print_every_pair(kuhn, tmp_path, capsys):
-    code, out, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "1",
+    code, out, err = run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "1",
                             *kuhn], capsys)
     assert code == 0, err
     assert len(_pair_lines(out)) == 3, out
@@ -135,7 +136,7 @@ def test_pairs_over_the_bound_print_the_neighbours_in_the_table(kuhn, tmp_path, 
     """Before: one line per pair whatever their number (780 lines at 40 files, ~80,000 at
     400); now at most --pairs (default 45: 10 files), else those of policies next to each
     other in the ratings table."""
-    code, out, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "1",
+    code, out, err = run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "1",
                             "--pairs", "2", *kuhn], capsys)
     assert code == 0, err
     table = [ln.split()[0] for ln in out.splitlines() if "  elo " in ln]
@@ -146,7 +147,7 @@ def test_pairs_over_the_bound_print_the_neighbours_in_the_table(kuhn, tmp_path, 
             "prints every pair; the database holds them all):") in out, out
     with sqlite3.connect(tmp_path / "r.db") as conn:  # every pair played and recorded
         assert conn.execute("SELECT COUNT(*) FROM payoffs").fetchone()[0] == 6
-    code, out, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r2.db"), "--episodes",
+    code, out, err = run_eval(["--game", KUHN, "--db", str(tmp_path / "r2.db"), "--episodes",
                             "1", "--pairs", "0", *kuhn], capsys)
     assert code == 0 and _pair_lines(out) == [] and "each pair" not in out, out
     assert len([ln for ln in out.splitlines() if "  elo " in ln]) == 3, out
@@ -169,7 +170,7 @@ def test_a_terminal_gets_a_bar_of_pairs_and_the_records_keep_their_seeds(
     are played one at a time for the bar; each keeps the seed of the one-call round robin
     (--seed plus 7,919 per pairing, in the order of the files)."""
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
-    code, out, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "2",
+    code, out, err = run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "2",
                             "--seed", "5", *kuhn], capsys)
     assert code == 0, err
     assert "selfplay-eval round robin:" in err and "0/3 [" in err, err
@@ -201,7 +202,7 @@ def test_on_ray_the_bar_advances_by_two_pairs_per_worker(kuhn, tmp_path, capsys,
 
     monkeypatch.setattr(runners, "make_runner", lambda kind, **kw: Workers())
     paths = [*kuhn, *_snapshots(tmp_path, KUHN, 3)]  # 6 files, 15 pairs
-    code, _, err = _eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "1",
+    code, _, err = run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "1",
                           *paths], capsys)
     assert code == 0, err
     assert calls == [8, 8, 8, 6], calls  # 2 jobs a pair, 4 pairs a call
