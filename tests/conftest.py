@@ -38,3 +38,24 @@ def _user_imports_stay_in_their_test():
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_stays_in_its_test():
+    """A CLI run in this process (``eval_main``, ``python -m populations.league``'s main,
+    the dashboard's) calls ``logging.basicConfig``, which adds a root handler on the stderr
+    of that moment (a test's capture, closed when the test ends) when the root has none;
+    a later test's log line then printed ``--- Logging error ---`` into its captured stderr
+    (a one-line-error test failed on it in CI). Root handlers and level come back after
+    every test (``setLevel``: it also clears loggers' cached levels)."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    # basicConfig's kind exactly (pytest's own capture handlers subclass StreamHandler and
+    # come and go with each test phase: they are pytest's to remove)
+    for handler in [h for h in root.handlers if h not in handlers
+                    and type(h) in (logging.StreamHandler, logging.FileHandler)]:
+        root.removeHandler(handler)
+    root.setLevel(level)
