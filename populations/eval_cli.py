@@ -501,11 +501,8 @@ def _round_robin(db: Any, run_id: int, runner: Any, spec: Any, args: argparse.Na
     with tqdm(total=len(pairs), desc="selfplay-eval round robin", unit="pair", leave=False,
               disable=not (pairs and sys.stderr.isatty()), dynamic_ncols=True,
               file=sys.stderr) as bar:
-        for at in range(0, len(pairs), size):
-            part = pairs[at:at + size]
-            evaluate_pairs(db, run_id, runner, spec, args.game, kwargs, part, args.episodes,
-                           args.seed + 7919 * at, "rr")
-            bar.update(len(part))
+        evaluate_pairs(db, run_id, runner, spec, args.game, kwargs, pairs, args.episodes,
+                       args.seed, "rr", batch=size, tick=lambda done: bar.update(done - bar.n))
     recompute(db, run_id, step=0)
 
 
