@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
+import json
 import logging
 import os
 import re
@@ -1286,9 +1287,62 @@ def _train_task(cfg: DictConfig) -> None:
             log.warning("keep_going=true is for sweeps (-m): a single run stops where it fails")
         for note in unused_overrides(exp, overrides):
             log.warning(note)
-        summary = run_experiment(exp, run_dir)
+        with recorded_run_settings(exp, run_dir):
+            summary = run_experiment(exp, run_dir)
     if summary is not None:  # None: a failed job of a keep_going sweep (its line is out)
         print_summary(summary, resume_command(run_dir, overrides, flags))
+
+
+@contextmanager
+def recorded_run_settings(exp: ExperimentConfig, run_dir: Path) -> Iterator[None]:
+    """A single or PSRO run's resume (run in the block) checked against the settings its
+    ``league.db`` recorded (``runs.config``) when its ``settings.json`` was deleted, and
+    ``runs.config`` kept to the settings in force.
+
+    Such a folder was taken for a run from before settings were recorded: any settings
+    resumed silently (a league checks what its database recorded itself, ``League``). The
+    recorded ones are written back as ``settings.json`` and the resume is checked as any other
+    (:func:`~populations.run_folder.resume_settings`: refused in one line, unless
+    ``resume_override``; a finished single run refuses any change); once accepted, the
+    folder's ``settings.json`` and ``runs.config`` both hold the settings in force (after a
+    ``resume_override``, ``runs.config`` kept the settings the run was created with). The
+    folder's lock is held from the check to the run's end."""
+    from marl.fileio import atomic_write
+    from populations.run_folder import SETTINGS_NAME, RunLock, resume_settings
+
+    db_path, path = run_dir / "league.db", run_dir / SETTINGS_NAME
+    if not exp.resume or exp.population.kind == "league" or not db_path.is_file():
+        yield
+        return
+    import games
+    from populations.db import LeagueDB
+    from populations.experiment import RESUME_MAY_CHANGE, _plain, _single_finished
+
+    single = exp.population.kind == "none"
+    if not single:  # what run_experiment records: PSRO's `auto` settings decided
+        from populations.psro_run import resolve_auto
+
+        exp = resolve_auto(exp, games.make(exp.game.name, **exp.game.kwargs))
+    current = _plain(exp)
+    with RunLock(run_dir):
+        db = LeagueDB(db_path)
+        try:
+            run_id = db.run_id(exp.experiment)
+            recorded = db.run_config(run_id) if run_id is not None else None
+            restored = bool(recorded) and not path.is_file()
+            if restored:
+                atomic_write(path, json.dumps(recorded, indent=1, sort_keys=True))
+            resume_settings(run_dir, current, True, exp.resume_override, RESUME_MAY_CHANGE,
+                            (lambda: _single_finished(run_dir, exp.experiment)) if single
+                            else None)
+            if restored:  # accepted: the settings of this resume, as a fresh run's
+                atomic_write(path, json.dumps(current, indent=1, sort_keys=True))
+            in_force = json.loads(path.read_text()) if path.is_file() else None
+            if run_id is not None and in_force and in_force != recorded:
+                db.set_run_config(run_id, in_force)
+        finally:
+            db.close()
+        yield
 
 
 def _hydra_app() -> Callable[[], None]:
