@@ -164,6 +164,65 @@ def planned_frames(frames: int, num_envs: int, trained: int = 0, rollout: int = 
     return trained + max(0, -(-(frames - trained) // rollout)) * rollout
 
 
+NEVER_READY_ROLLOUTS = 4
+"""Whole rollouts a learner of whole rollouts may play past its frame budget without an
+update before the loop stops (:class:`ReadyWatch`): a correct one updates within one."""
+UNDECLARED_ROLLOUT = 1 << 16
+"""The rollout length (frames) taken for a learner that declares none
+(:func:`rollout_frames`) and has not updated yet: 4 × 65,536 frames past its budget."""
+
+
+class NeverReadyError(ValueError):
+    """A learner of whole rollouts played far past its frame budget and never said
+    ``ready()``: the loop, which waits for its update (:func:`budget_spent`), would never end
+    (a user's learner with a ``ready()`` bug)."""
+
+
+@dataclass
+class ReadyWatch:
+    """Ends a loop whose learner of whole rollouts never becomes ready: once it has played
+    :data:`NEVER_READY_ROLLOUTS` rollouts past the budget of ``frames`` without an update,
+    :meth:`check` raises :class:`NeverReadyError` naming the learner (``who``: how the loop
+    names it, e.g. ``"league member vdn2"``). A rollout is the longest of the declared one
+    (``rollout``: :func:`rollout_frames`, 0 for none) and those trained so far; before any,
+    a learner that declares none is given :data:`UNDECLARED_ROLLOUT` frames."""
+
+    learner: Learner
+    frames: int
+    rollout: int = 0
+    who: str = ""
+    _last: int = field(default=0, init=False)  # frames at the last update
+    _longest: int = field(default=0, init=False)  # the longest trained (between updates)
+
+    def check(self, done: int, trained: int) -> None:
+        """After a step: ``done`` frames played, ``trained`` of them up to the last update."""
+        if trained > self._last:
+            self._longest, self._last = max(self._longest, trained - self._last), trained
+        length = max(self.rollout, self._longest) or UNDECLARED_ROLLOUT
+        if trained >= done or done - self.frames < NEVER_READY_ROLLOUTS * length:
+            return
+        cls = type(self.learner)
+        algo = _registered_name(cls)
+        name = f"learner {algo} ({cls.__module__}.{cls.__qualname__})" if algo else \
+            f"learner {cls.__module__}.{cls.__qualname__}"
+        what = ("cfg.rollout_steps × num_envs" if length == self.rollout
+                else "its longest so far" if self._longest else "it declares no cfg.rollout_steps")
+        last = f"its last update at {trained} frames" if trained else "no update at all"
+        raise NeverReadyError(
+            f"{self.who + ': ' if self.who else ''}{name} trains whole rollouts "
+            f"(on_policy=True) but played {done} frames for a budget of {self.frames} with "
+            f"{last}: ready() never returned True in {NEVER_READY_ROLLOUTS} rollouts of "
+            f"{length} frames past the budget ({what}); an on_policy learner must say ready() "
+            "once it holds a rollout")
+
+
+def _registered_name(cls: type) -> str:
+    """The algo name ``cls`` is registered as in :mod:`marl.registry` ('' if none)."""
+    from marl import registry  # the error's path only: it loads the built-in learners
+
+    return next((n for n, e in registry.entries().items() if e.cls is cls), "")
+
+
 def rollout_frames(learner: Learner, num_envs: int) -> int:
     """The frames of one rollout of an on-policy learner that says its length
     (``cfg.rollout_steps`` steps of every copy, as MAPPO/IPPO do); else 0 (learnt at its
@@ -220,6 +279,7 @@ def train(
     vs = vg.reset()
     next_eval = eval_every
     updates, last_update = 0, 0  # of whole rollouts: their length, as they are trained
+    watch = ReadyWatch(learner, frames, rollout, log_as) if whole else None
     while not budget_spent(result.frames, frames, result.trained_frames, whole):
         actions = learner.act(vs)
         if opponents:  # fixed policies read numpy; a tensor VecStep is copied once for them
@@ -239,6 +299,8 @@ def train(
             updates, last_update = result.updates, result.trained_frames
             bar.total = max(bar.n, planned_frames(frames, vg.num_envs, last_update, rollout))
             bar.refresh()
+        if watch is not None:
+            watch.check(result.frames, result.trained_frames)
         if on_step is not None:
             on_step(result.frames)
         if eval_every and result.frames >= next_eval:

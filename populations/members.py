@@ -41,7 +41,7 @@ import numpy as np
 import games
 from games.vector import to_numpy
 from marl.core import Learner, Policy, derive_seed
-from marl.train import budget_spent, trains_whole_rollouts
+from marl.train import ReadyWatch, budget_spent, rollout_frames, trains_whole_rollouts
 from populations.approx_exploit import evaluated_greedy
 from populations.seeds import RunSeeds, isolated_global_rng
 
@@ -315,6 +315,9 @@ class LearnerMember:
         # (frames_per_generation=1500 of 800-frame rollouts trained 800 of 1,504: the rest
         # was dropped by the next generation's start_episodes)
         whole = trains_whole_rollouts(learner)
+        # one whose ready() never says True would keep the loop going past its budget for ever
+        watch = ReadyWatch(learner, plan.frames, rollout_frames(learner, B),
+                           f"league member {self.name}") if whole else None
         reseeded: set[int] = set()
         returns: deque[float] = deque(maxlen=50)  # the last finished episodes' (_member_returns)
         while not budget_spent(done_frames, plan.frames, trained, whole):
@@ -354,6 +357,8 @@ class LearnerMember:
                 if returns:  # as a single run logs it (marl.train.after_step)
                     metrics["charts/episode_return"] = float(np.mean(returns))
                 mm.log_metrics(done_frames, metrics)
+            if watch is not None:
+                watch.check(done_frames, trained)
         learner.seat_mask = None
         vg.close()
         return done_frames
