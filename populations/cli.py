@@ -1315,20 +1315,25 @@ def recorded_run_settings(exp: ExperimentConfig, run_dir: Path) -> Iterator[None
         yield
         return
     import games
-    from populations.db import LeagueDB
+    from populations.db import LeagueDB, LeagueDBError
     from populations.experiment import RESUME_MAY_CHANGE, _plain, _single_finished
 
     single = exp.population.kind == "none"
     if not single:  # what run_experiment records: PSRO's `auto` settings decided
         from populations.psro_run import resolve_auto
 
-        exp = resolve_auto(exp, games.make(exp.game.name, **exp.game.kwargs))
+        exp = resolve_auto(exp, games.make(exp.game.name, **exp.game.kwargs), announce=False)
     current = _plain(exp)
     with RunLock(run_dir):
         db = LeagueDB(db_path)
         try:
             run_id = db.run_id(exp.experiment)
-            recorded = db.run_config(run_id) if run_id is not None else None
+            try:
+                recorded = db.run_config(run_id) if run_id is not None else None
+            except LeagueDBError as err:  # damaged: nothing to compare with, as before
+                if not path.is_file():
+                    log.warning("%s: the resume is compared with no recorded settings", err)
+                recorded = None
             restored = bool(recorded) and not path.is_file()
             if restored:
                 atomic_write(path, json.dumps(recorded, indent=1, sort_keys=True))
