@@ -11,7 +11,8 @@ sizes), and what a file says is treated as untrusted: its game name is printed e
 (:func:`populations.cli.reported`); refusals that need only the command line come before torch
 loads, and every refusal (a game without two teams for a round robin too) before the database
 is written. Stdout holds the ratings table and each pair's line (up to ``--pairs`` pairs, else
-those of neighbours in the table); stderr a bar of pairs where it is a terminal.
+those of neighbours in the table); stderr which file each name is (the first ``NAMES_SHOWN``)
+and a bar of pairs where it is a terminal.
 """
 
 from __future__ import annotations
@@ -165,8 +166,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
             print(f"selfplay-eval: note: {note}", file=sys.stderr)
     _check_teams(spec, len(policies))  # after the notes: they may say why (football's AI red)
     names = _policy_names(args.policies)
-    for name, path in names.items() if len(names) > 1 else ():  # which file each name is
-        print(f"selfplay-eval: {name} <- {escaped(path)}", file=sys.stderr)  # (stdout: table)
+    _print_names(names, args.db)
     new = _new_folder(Path(args.db).parent)
     if new is not None:  # as selfplay-train's note on a new top-level folder: a typo shows
         deeper = "" if new == Path(args.db).parent else " (and the folders in it)"
@@ -477,6 +477,27 @@ def _check_exploit_values(args: argparse.Namespace) -> None:
     if args.exploit_algo not in STEPPED_ALGOS and "marl.registry" not in sys.modules:
         raise CLIError(f"--exploit-algo {args.exploit_algo!r} cannot train best responses; "
                        f"choose one of {list(STEPPED_ALGOS)} (one compatible with the game)")
+
+
+NAMES_SHOWN = 10
+"""``selfplay-eval`` prints which file each name is up to this many files (the files of
+:data:`PAIRS_SHOWN` pairs), else the first ones and a line for the rest: 400 files printed
+400 ``name <- file`` lines before the table."""
+
+
+def _print_names(names: Mapping[str, str], db: str) -> None:
+    """``name <- file`` on stderr for each of ``names`` (stdout holds the table), when there
+    are two or more; above :data:`NAMES_SHOWN`, the first ones and one line saying how many
+    more and where they are recorded (the eval run's config in the database ``db``)."""
+    if len(names) < 2:
+        return
+    shown = list(names.items())[:NAMES_SHOWN]
+    for name, path in shown:
+        print(f"selfplay-eval: {name} <- {escaped(path)}", file=sys.stderr)
+    if len(shown) < len(names):
+        print(f"selfplay-eval: ... and {len(names) - len(shown)} more name <- file lines, "
+              f"each recorded in {escaped(db)} (the eval run's config: policies)",
+              file=sys.stderr)
 
 
 PAIRS_SHOWN = 45
