@@ -1,5 +1,11 @@
-"""Metrics loggers chosen by ``logger=`` (none, csv, wandb). The league database gets every
-metric whatever the logger; these are extra sinks for the researcher's usual tools.
+"""Metrics loggers chosen by ``logger=`` (none, csv, wandb, or one of your own). The league
+database gets every metric whatever the logger; these are extra sinks for the researcher's
+usual tools.
+
+A logger of your own is a :class:`MetricsLogger` subclass registered by name with
+:func:`register_logger` in a module the command line imports (``imports=[mypkg.mylog]``) or
+an installed package's ``selfplay.loggers`` entry point; ``logger=NAME`` (or
+``logger.kind=NAME``) then picks it.
 """
 
 from __future__ import annotations
@@ -15,8 +21,10 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+from games.core import where_raised
+from games.registry import defined_at, redefinition
 from marl.fileio import atomic_write
 from populations.db import refuse_link
 
@@ -27,14 +35,21 @@ log = logging.getLogger(__name__)
 class LoggerConfig:
     """Where metrics go besides the league database."""
 
-    kind: str = "csv"  # none | csv | wandb
+    kind: str = "csv"  # none | csv | wandb | a registered logger (register_logger)
     project: str = "selfplay"  # wandb project
     mode: str = "auto"  # wandb: auto (online if logged in, else offline) | online | offline
     tags: tuple[str, ...] = ()  # wandb run tags
 
     def __post_init__(self) -> None:
-        if self.kind not in LOGGERS:
-            raise ValueError(f"logger kind {self.kind!r} unknown; choose one of {sorted(LOGGERS)}")
+        if self.kind not in _LOGGERS:  # installed packages' ``selfplay.loggers`` entry points
+            from games.registry import load_entry_points
+
+            load_entry_points(ENTRY_POINTS)
+        if self.kind not in _LOGGERS:
+            raise ValueError(f"logger kind {self.kind!r} unknown; choose one of "
+                             f"{available_loggers()}; a logger of your own is registered by "
+                             "register_logger (populations.loggers) when its module is "
+                             "imported: imports=[module] (selfplay-train)")
         if self.mode not in ("auto", "online", "offline"):
             raise ValueError(f"wandb mode {self.mode!r} unknown; choose one of "
                              "['auto', 'online', 'offline']")
@@ -320,11 +335,145 @@ class WandbLogger(MetricsLogger):
         self.run.finish()
 
 
-LOGGERS: dict[str, Callable[[Path, LoggerConfig, dict[str, Any]], MetricsLogger]] = {
-    "none": lambda run_dir, cfg, config: MetricsLogger(),
-    "csv": CSVLogger,
-    "wandb": WandbLogger,
-}
+LoggerFactory = Callable[[Path, LoggerConfig, dict[str, Any]], MetricsLogger]
+"""``(run_dir, cfg, config) -> MetricsLogger``: a :class:`MetricsLogger` subclass, or a
+function returning one."""
+ENTRY_POINTS = "selfplay.loggers"  # installed packages' modules that register loggers
+
+
+def _no_logger(run_dir: Path, cfg: LoggerConfig, config: dict[str, Any]) -> MetricsLogger:
+    return MetricsLogger()
+
+
+_LOGGERS: dict[str, LoggerFactory] = {"none": _no_logger, "csv": CSVLogger,
+                                      "wandb": WandbLogger}
+_BUILTIN = frozenset(_LOGGERS)
+_LOGGER_NAME = re.compile(r"[A-Za-z_][\w.-]*")  # what logger.kind= reads back as one word
+
+
+def register_logger(name: str, factory: LoggerFactory | None = None) -> Any:
+    """Register a metrics logger under ``name``, picked by ``logger=NAME`` (or
+    ``logger.kind=NAME``): ``register_logger("mine", MyLogger)``, or ``@register_logger("mine")``
+    above the class. Its module is imported by ``imports=[mypkg.mylog]`` (``selfplay-train``)
+    or an installed package's ``selfplay.loggers`` entry point; ``logger.kind`` is recorded
+    in the run's settings, and the printed resume command repeats ``imports=``.
+
+    The protocol (subclass :class:`MetricsLogger`, whose methods do nothing, and override
+    what you need): the factory is called once per run as ``factory(run_dir, cfg, config)``
+    (the run folder, this :class:`LoggerConfig`, the run's settings as plain data) and returns
+    the logger; then ``log(step, metrics, prefix="")`` gets scalar ``metrics`` (``{key:
+    float}``, keys such as ``losses/pg_loss``) at each logged ``step``; ``summary(values)``
+    the run's final values (``{"table": [rows]}``); a resumed run calls
+    ``drop_after(step)`` (forget rows past its checkpoint's step) then ``backfill(rows)``
+    (``[(step, key, value)]`` the league database holds); ``close()`` ends it, also when the
+    run fails. ``files`` (a path or None) is shown in the end-of-run summary. An exception
+    raised by any of them stops the run with one line naming the logger, the error and the
+    line of your code (:class:`LoggerError`); checkpoints are kept.
+
+    Raises:
+        ValueError: ``name`` is not a word ``logger.kind=`` reads back, or is taken by
+            another logger (the message names it).
+    """
+    if not isinstance(name, str) or not _LOGGER_NAME.fullmatch(name):
+        raise ValueError(f"cannot register logger {name!r}: a logger name holds letters, "
+                         "digits, '_', '-' and '.', starting with a letter or '_'")
+
+    def deco(fn: LoggerFactory) -> LoggerFactory:
+        if not callable(fn):
+            raise ValueError(f"logger {name!r}: {fn!r} is not a class or function")
+        if name in _LOGGERS and not redefinition(_LOGGERS[name], fn):
+            raise ValueError(f"logger {name!r} is already registered by "
+                             f"{defined_at(_LOGGERS[name])}; register yours under another name")
+        _LOGGERS[name] = fn  # a notebook cell run again: its new class replaces the old
+        _store_preset(name)
+        return fn
+
+    return deco if factory is None else deco(factory)
+
+
+def _store_preset(name: str) -> None:
+    """``logger=NAME`` as a Hydra group option, as the shipped ``configs/logger/*.yaml`` are
+    (a file of the user's search path named so comes first)."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(group="logger", name=name, node={"logger": {"kind": name}},
+                                 package="_global_")
+
+
+def available_loggers() -> list[str]:
+    """Registered logger names (the shipped ones and those of imported modules)."""
+    return sorted(_LOGGERS)
+
+
+class LoggerError(ValueError):
+    """A registered logger of the user's raised: one line (exit 2 on the command line) naming
+    the logger, its method, the error and the line of its code; ``__cause__`` is the error
+    itself (``HYDRA_FULL_ERROR=1`` shows its traceback)."""
+
+
+class _UserLogger(MetricsLogger):
+    """A user's logger, its errors made :class:`LoggerError`; methods it lacks do nothing."""
+
+    def __init__(self, name: str, factory: LoggerFactory, run_dir: Path, cfg: LoggerConfig,
+                 config: dict[str, Any]) -> None:
+        self.name, self._where = name, defined_at(factory)
+        self._failed = False
+        try:  # a ValueError or OSError refusing a setting is already one line, as a learner's
+            self._inner = factory(run_dir, cfg, config)
+        except (ValueError, OSError):
+            raise
+        except Exception as err:
+            self._raise(err, "its factory")
+        if not callable(getattr(self._inner, "log", None)):
+            raise LoggerError(f"logger {name} ({self._where}) returned "
+                              f"{type(self._inner).__name__}, which has no log(step, metrics, "
+                              "prefix) method; subclass populations.loggers.MetricsLogger")
+
+    @property
+    def files(self) -> Path | None:  # type: ignore[override]
+        files = getattr(self._inner, "files", None)
+        return Path(files) if isinstance(files, str | os.PathLike) else None
+
+    def _raise(self, err: Exception, what: str) -> NoReturn:
+        self._failed = True
+        why = " ".join(str(err).split()) or "no message"
+        where = where_raised(err)
+        path = where.split(":", 1)[0]
+        if os.path.isabs(path) and not os.path.relpath(path).startswith(".."):
+            where = os.path.relpath(path) + where[len(path):]  # the user's file, from here
+        raise LoggerError(f"logger {self.name} ({self._where}) failed in {what}: "
+                          f"{type(err).__name__}: {why} (at {where}); HYDRA_FULL_ERROR=1 "
+                          "shows the traceback") from err
+
+    def _method(self, name: str, *args: Any) -> None:
+        fn = getattr(self._inner, name, None)
+        if callable(fn):
+            try:
+                fn(*args)
+            except Exception as err:
+                self._raise(err, f"{name}()")
+
+    def log(self, step: int, metrics: dict[str, float], prefix: str = "") -> None:
+        self._method("log", step, metrics, prefix)
+
+    def summary(self, values: dict[str, Any]) -> None:
+        self._method("summary", values)
+
+    def backfill(self, rows: list[tuple[int, str, float]]) -> None:
+        self._method("backfill", rows)
+
+    def drop_after(self, step: int) -> None:
+        self._method("drop_after", step)
+
+    def close(self) -> None:
+        failed = self._failed
+        try:
+            self._method("close")
+        except LoggerError as err:
+            if not failed:
+                raise
+            # closing after its own error: that error is the one the run reports
+            log.warning("%s", err)
 
 
 WANDB_JOB_TYPE_MAX = 64  # characters wandb's server keeps of a run's job_type
@@ -376,4 +525,8 @@ def _reinit(wandb: Any) -> str | bool:
 
 
 def make_logger(cfg: LoggerConfig, run_dir: Path, config: dict[str, Any]) -> MetricsLogger:
-    return LOGGERS[cfg.kind](Path(run_dir), cfg, config)
+    """The logger ``cfg.kind`` names, for the run in ``run_dir`` with settings ``config``."""
+    factory = _LOGGERS[cfg.kind]
+    if cfg.kind in _BUILTIN:
+        return factory(Path(run_dir), cfg, config)
+    return _UserLogger(cfg.kind, factory, Path(run_dir), cfg, config)
