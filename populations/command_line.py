@@ -9,8 +9,10 @@ Imports nothing heavy: every CLI's startup loads it (Hydra's parser loads in the
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -55,7 +57,7 @@ def override_values(override: Any) -> list[Any]:
     return []
 
 
-def hydra_value(run_dir: Path) -> str:
+def hydra_value(run_dir: Path | str) -> str:
     """``run_dir`` as a value Hydra's override grammar reads back as that path (quoted where
     it holds characters the grammar or OmegaConf would take for something else)."""
     path = str(run_dir)
@@ -78,6 +80,63 @@ def run_dir_override(run_dir: Path, key: str = "hydra.run.dir") -> str:
 
 
 _NOT_REPEATED = ("resume", "resume_override", "keep_going", "hydra.run.dir")
+_SEARCHPATH = re.compile(r"^(\+{0,2}hydra\.searchpath=)(.*)$", re.S)
+
+
+def absolute_config_dirs(words: Sequence[str]) -> list[str]:
+    """``words`` (a command line, or :func:`populations.cli.config_flags`'s words) with the
+    config folders given relative to the working folder made absolute: ``--config-dir D``,
+    ``-cd D``, ``--config-dir=D`` and the ``file://`` (or scheme-less) entries of
+    ``hydra.searchpath=[...]``; the rest as it was. A printed resume command is pasted from
+    any folder: ``hydra.searchpath=[file://myconfigs]`` repeated as typed composed without
+    its folder there ("provider=hydra.searchpath in command-line, path=myconfigs is not
+    available", then the experiment it holds not found). ``--config-path`` is relative to the
+    app's module, not to the working folder: kept."""
+    cwd = _working_folder()
+    out: list[str] = []
+    words = list(words)
+    for i, word in enumerate(words):
+        if i and words[i - 1] in ("--config-dir", "-cd"):
+            out.append(os.path.abspath(os.path.join(cwd, word)))  # an absolute one: kept
+        elif word.startswith("--config-dir="):
+            out.append("--config-dir=" + os.path.abspath(os.path.join(cwd, word.split("=", 1)[1])))
+        elif _SEARCHPATH.match(word):
+            out.append(_absolute_searchpath(word, cwd))
+        else:
+            out.append(word)
+    return out
+
+
+def _absolute_searchpath(word: str, cwd: str) -> str:
+    """``hydra.searchpath=[...]`` with its file entries absolute (as typed where Hydra's
+    grammar cannot read it, or a value is not a plain list of strings)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    key, value = _SEARCHPATH.match(word).groups()  # type: ignore[union-attr]
+    try:
+        paths = OverridesParser.create().parse_overrides([word])[0].value()
+    except Exception:  # noqa: BLE001 - Hydra reports its own grammar errors
+        return word
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths) or \
+            "${" in value:
+        return word
+    entries = []
+    for path in paths:
+        scheme, sep, rest = path.partition("://")
+        if not sep:  # Hydra reads a path without a scheme as a file path
+            scheme, rest = "file", path
+        entries.append(f"file://{os.path.abspath(os.path.join(cwd, rest))}" if scheme == "file"
+                       else path)
+    return key + "[" + ",".join(map(hydra_value, entries)) + "]"
+
+
+def _working_folder() -> str:
+    """The folder relative paths of the command line were read from: Hydra's ``runtime.cwd``
+    in a run (where a ``hydra.job.chdir=true`` run has moved), else this process's."""
+    hydra_config = sys.modules.get("hydra.core.hydra_config")
+    if hydra_config is not None and hydra_config.HydraConfig.initialized():
+        return str(hydra_config.HydraConfig.get().runtime.cwd)
+    return os.getcwd()
 
 
 def resume_command(run_dir: Path, overrides: Sequence[str] | None = None,
@@ -92,6 +151,7 @@ def resume_command(run_dir: Path, overrides: Sequence[str] | None = None,
     ``resume``/``resume_override`` are not repeated (nor a sweep job's ``keep_going``, which
     a single run does not use), nor
     the ``~game`` this CLI put before ``game.name=`` (:func:`game_overrides` puts it back)."""
+    flags = absolute_config_dirs(flags)  # pasted from another folder too
     args = ["~game" if o == "~game=null" else o for o in overrides or ()  # a sweep job's
             if o.split("=", 1)[0].lstrip("+~") not in _NOT_REPEATED]  # spelling of ~game
     if "~game" in args and game_overrides([a for a in args if a != "~game"]) == args:
