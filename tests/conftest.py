@@ -20,7 +20,17 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 
 
+# absl.logging (imported by open_spiel.python.games: the first OpenSpiel game written in Python,
+# or a name OpenSpiel does not know) makes its handler on the sys.stderr of that moment, which
+# in a test without capsys is pytest's own captured stderr, and its close() closes that stream
+# unless it is the sys.stderr of the closing moment. An in-process selfplay-train's Hydra
+# (logging.config.dictConfig closes every handler ever made) then closed it from a capsys
+# test, and pytest died at that test ("I/O operation on closed file", "lost sys.stderr").
+# Its handler is pointed here at the real stderr, which it never closes.
+import absl.logging  # noqa: E402
 import pytest  # noqa: E402
+
+absl.logging.get_absl_handler().python_handler.setStream(sys.__stderr__)
 
 
 @pytest.fixture(autouse=True)
