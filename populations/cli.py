@@ -12,7 +12,8 @@ A user's own code reaches every entry point two ways: modules listed in the conf
 ``imports`` (``selfplay-train imports=[mypkg.games]``; ``--import MODULE`` for
 ``selfplay-eval`` and ``python -m populations.league``), importable from the working
 directory; and installed packages' entry points in the groups ``selfplay.games``,
-``selfplay.learners`` and ``selfplay.meta_solvers``, loaded when each CLI starts.
+``selfplay.learners``, ``selfplay.meta_solvers`` and ``selfplay.loggers``, loaded when each CLI
+starts.
 
 Every error a user can cause ends in one line on stderr, ``<prog>: <message>``, with exit
 status 2 and no traceback (``HYDRA_FULL_ERROR=1`` shows it), and leaves no half-made run
@@ -44,10 +45,12 @@ from hydra.experimental.callback import Callback
 from populations.command_line import (
     TRAIN,
     CLIError,
+    absolute_config_dirs,
     game_overrides,
     override_values,
     resume_command,
     run_dir_override,
+    shadowed_presets,
 )
 from populations.sweeps import (  # importing it registers the job folders' resolvers
     _SWEPT,
@@ -68,7 +71,8 @@ if TYPE_CHECKING:
     from populations.experiment import ExperimentConfig, RunSummary
 
 log = logging.getLogger("selfplay")
-PLUGIN_GROUPS = ("selfplay.games", "selfplay.learners", "selfplay.meta_solvers")
+PLUGIN_GROUPS = ("selfplay.games", "selfplay.learners", "selfplay.meta_solvers",
+                 "selfplay.loggers")
 
 
 # ----------------------------------------------------------------------------- errors
@@ -367,6 +371,12 @@ def load_plugins() -> None:
 _TYPED: list[str] = []  # selfplay-train's command line as typed (sys.argv is rewritten)
 
 
+def _typed() -> list[str]:
+    """The command line as typed, its config folders absolute (a sweep's resume command is
+    pasted from any folder: :func:`populations.command_line.absolute_config_dirs`)."""
+    return absolute_config_dirs(_TYPED or sys.argv[1:])
+
+
 def _untyped(message: str) -> str:
     """Hydra's argparse message without the ``~game`` this CLI added (game_overrides)."""
     return message if "~game" in _TYPED else re.sub(r"(?<!\S)~game ", "", message)
@@ -435,6 +445,12 @@ def check_command_line(args: Sequence[str]) -> None:
     # before the options: their ConfigStore presets count, and their learners name the
     # preset a missing algo=<option> lacks (also where Hydra reports it: other configs)
     import_listed_modules(overrides)
+    if parsed.config_path is None:  # --config-path replaces the shipped configs
+        searchpath = [entry for o in overrides
+                      if o.key_or_group == "hydra.searchpath" and not o.is_delete()
+                      and isinstance(o.value(), list) for entry in o.value()]
+        for line in shadowed_presets(parsed.config_dir, searchpath):
+            print(line, file=sys.stderr)  # Hydra composes with the shipped one: say so
     if parsed.config_dir or parsed.config_path or parsed.config_name or any(
             o.key_or_group.startswith("hydra.searchpath") for o in overrides):
         return
@@ -870,7 +886,7 @@ def _failed_jobs_line(sweep_dir: Path) -> str:
     return (f"{len(_FAILED_JOBS)} of {len(_SWEEP_JOBS)} sweep jobs failed: {listed} (each "
             f"said why above){others}. Once the cause is fixed, the sweep resumes "
             f"with: "
-            f"{sweep_resume_command(sweep_dir, _TYPED or sys.argv[1:])}")
+            f"{sweep_resume_command(sweep_dir, _typed())}")
 
 
 def _refuse_resume_without_folder(config: DictConfig, key: str = "hydra.run.dir",
@@ -1115,7 +1131,7 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
             return
         if sweep_dir is not None and job is not None:
             fail(prog, line + sweep_stopped(sweep_dir, job, run_dir, created, resumed,
-                                             _TYPED or sys.argv[1:]))
+                                             _typed()))
         fail(prog, line + _resumes_after(err, run_dir, overrides, flags))
 
 
@@ -1147,7 +1163,7 @@ def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
     # refused ("already holds a run")
     if sweep_dir is not None and sweep_dir.is_dir() and sweep_started(sweep_dir):
         return f"interrupted; the sweep resumes with: " \
-            f"{sweep_resume_command(sweep_dir, _TYPED or sys.argv[1:])}"
+            f"{sweep_resume_command(sweep_dir, _typed())}"
     from populations.run_folder import holds_run
 
     if holds_run(run_dir):  # what resume=true accepts (the same test)
@@ -1523,8 +1539,9 @@ examples:
   selfplay-train imports=[mygames] game.name=my_game population=self_play
   selfplay-train experiment=kuhn_psro --cfg job      # every key, with its value
 
-Installed packages' entry points (selfplay.games, selfplay.learners, selfplay.meta_solvers)
-load at start. Errors are one line and exit 2; HYDRA_FULL_ERROR=1 shows the traceback.
+Installed packages' entry points (selfplay.games, selfplay.learners, selfplay.meta_solvers,
+selfplay.loggers) load at start. Errors are one line and exit 2; HYDRA_FULL_ERROR=1 shows the
+traceback.
 """
 
 

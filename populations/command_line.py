@@ -130,6 +130,50 @@ def _absolute_searchpath(word: str, cwd: str) -> str:
     return key + "[" + ",".join(map(hydra_value, entries)) + "]"
 
 
+def shadowed_presets(config_dir: str | None, searchpath: Sequence[str]) -> list[str]:
+    """A warning for each config file of the user's folders (``config_dir``, ``--config-dir``,
+    and the ``hydra.searchpath`` entries ``searchpath``, as typed) that a shipped one of the
+    same group and name hides: Hydra reads the first ``<group>/<name>.yaml`` on its search
+    path, and the shipped configs come first, so ``cfg2/game/kuhn.yaml`` (``players: 3``) was
+    silently ``configs/game/kuhn.yaml`` for ``game=kuhn``. Hydra has no way to put a user's
+    folder first (``--config-dir`` goes after the shipped configs, ``hydra.searchpath`` after
+    those; ``--config-path`` replaces them all), so the way out is a name of its own. A copy
+    that is the shipped file byte for byte hides nothing and is not named; pkg:// entries
+    are not looked into."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("configs")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    shipped = Path(next(iter(spec.submodule_search_locations)))
+    folders = [config_dir] if config_dir else []
+    for entry in searchpath:
+        scheme, sep, rest = entry.partition("://")
+        if not sep or scheme == "file":
+            folders.append(rest if sep else entry)
+    seen, lines = set(), []
+    for folder in folders:
+        if os.path.abspath(folder) in seen:  # -cd D and hydra.searchpath=[D]: named once
+            continue
+        seen.add(os.path.abspath(folder))
+        for theirs in sorted(shipped.rglob("*.yaml")):
+            rel = theirs.relative_to(shipped)
+            mine = Path(folder, rel)
+            try:
+                if not mine.is_file() or mine.read_bytes() == theirs.read_bytes():
+                    continue
+            except OSError:
+                continue
+            group, name = rel.parent.as_posix(), rel.stem
+            picks = f"{group}={name}" if group != "." else f"--config-name {name}"
+            new = f"{group}=my_{name}" if group != "." else f"--config-name my_{name}"
+            lines.append(f"warning: {mine} is not used: the shipped {theirs} has the same "
+                         f"name and comes first on Hydra's search path ({picks} reads it); "
+                         f"give yours a name of its own ({mine.with_stem('my_' + name)}, "
+                         f"then {new})")
+    return lines
+
+
 def _working_folder() -> str:
     """The folder relative paths of the command line were read from: Hydra's ``runtime.cwd``
     in a run (where a ``hydra.job.chdir=true`` run has moved), else this process's."""

@@ -152,3 +152,19 @@ def test_an_entry_point_registers_a_logger(mylog, monkeypatch):
                         lambda group=None: [ep] if group == loggers.ENTRY_POINTS else [])
     monkeypatch.setattr(registry, "_loaded_groups", set())
     assert LoggerConfig(kind="walk23_jsonl").kind == "walk23_jsonl"
+
+
+def test_an_entry_points_logger_is_a_logger_option_of_selfplay_train(
+        mylog, monkeypatch, capsys):
+    """The CLI loads the group at start, as the others: ``logger=NAME`` is an option then.
+    Before: "Could not find 'logger/walk23_jsonl'" (loaded only when LoggerConfig is made)."""
+    import importlib.metadata
+
+    from games import registry
+
+    ep = importlib.metadata.EntryPoint(name="mine", value=MODULE, group=loggers.ENTRY_POINTS)
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group=None: [ep] if group == loggers.ENTRY_POINTS else [])
+    monkeypatch.setattr(registry, "_loaded_groups", set())
+    _train(["logger=walk23_jsonl", "--cfg", "job"], monkeypatch, mylog)
+    assert "kind: walk23_jsonl" in capsys.readouterr().out
