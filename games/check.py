@@ -11,7 +11,9 @@ match ``legal_actions``, at least one legal action), that illegal actions raise
 text parses back to its action, garbage raises :class:`InvalidAction`), global state and
 entity graph shapes, rewards for every agent (finite float scalars; episode returns
 summing to zero in zero-sum games), episodes ending within ``max_steps`` with every agent
-terminated or truncated, that the same seed with
+terminated or truncated, the final observation of every agent (and the global state) where its
+episode ends, as VectorGame asks them (``observe`` must work at a terminal state), that the
+same seed with
 the same actions gives the identical trajectory, and that ``reset(None)`` after a seeded
 episode continues the game's RNG (the episode after it replays too).
 Shape errors say which shape was expected. On long games it stops starting episodes once
@@ -91,15 +93,7 @@ def _check_timestep(game: Game, ts: TimeStep, where: str) -> None:
              "one agent acts at a time); declare GameSpec(simultaneous=True)")
     _check_rewards(ts, spec.agent_ids, where)
     for a in ts.acting:
-        obs = ts.obs[a]
-        _require(isinstance(obs, np.ndarray), f"{where}: obs of {a} is {type(obs).__name__}, "
-                 "expected a numpy float32 array")
-        _require(obs.dtype == np.float32, f"{where}: obs of {a} is {obs.dtype}, not float32")
-        _require(
-            obs.shape == spec.obs_shapes[a],
-            f"{where}: obs of {a} has shape {obs.shape}, expected {spec.obs_shapes[a]}",
-        )
-        _require(bool(np.all(np.isfinite(obs))), f"{where}: obs of {a} is not finite")
+        _check_obs(game, a, ts.obs[a], where)
         text = game.text_observation(a)
         _require(isinstance(text, str) and text != "", f"{where}: empty text obs for {a}")
         if spec.action_spaces[a].discrete:
@@ -126,6 +120,32 @@ def _check_timestep(game: Game, ts: TimeStep, where: str) -> None:
         _require(bool(ok), f"{where}: edge_index out of range [0, {v})")
         _require(g.node_type.shape == (v,),
                  f"{where}: node_type has shape {g.node_type.shape}, expected ({v},) = [V]")
+
+
+def _check_obs(game: Game, agent: str, obs: np.ndarray, where: str, note: str = "") -> None:
+    """A numpy float32 array of ``spec.obs_shapes[agent]``, finite; ``note`` ends the messages."""
+    _require(isinstance(obs, np.ndarray), f"{where}: obs of {agent} is {type(obs).__name__}, "
+             f"expected a numpy float32 array{note}")
+    _require(obs.dtype == np.float32, f"{where}: obs of {agent} is {obs.dtype}, not float32{note}")
+    shape = game.spec.obs_shapes[agent]
+    _require(obs.shape == shape, f"{where}: obs of {agent} has shape {obs.shape}, expected "
+             f"{shape}{note}")
+    _require(bool(np.all(np.isfinite(obs))), f"{where}: obs of {agent} is not finite{note}")
+
+
+def _check_final(game: Game, seed: int, left: set[str]) -> None:
+    """What VectorGame asks where an agent's episode ended (its ``final_obs``, which learners
+    bootstrap a truncated agent from, and ``final_state``): ``observe(a)`` of every agent not
+    ``left`` at an earlier step, and ``state()``, at the state the step left, held to the
+    same checks as at every step (a user's observe that works only while the game runs
+    passed check_game, then stopped a training run at its first episode's end)."""
+    where = f"{game.spec.name} seed {seed} step {game._contract_steps}"
+    for a in game.spec.agent_ids:
+        if a not in left:
+            _check_obs(game, a, game.observe_checked(a, final=True), where,
+                       " (at the end of its episode: its final observation)")
+    if game.spec.state_shape is not None:
+        game.state_checked(final=True)
 
 
 def _check_rewards(ts: TimeStep, ids: tuple[str, ...], where: str) -> None:
@@ -273,8 +293,11 @@ def _episode(game: Game, seed: int, check: bool, fresh: bool
         traj.append((ts.acting, {a: o.tobytes() for a, o in ts.obs.items()}))
         ts = game.step(actions)
         steps += 1
+        before = set(ended)
         ended |= {a for a in {*ts.terminated, *ts.truncated}
                   if ts.terminated.get(a) or ts.truncated.get(a)}  # checked below
+        if check and (ts.done or any(ts.terminated.values()) or any(ts.truncated.values())):
+            _check_final(game, seed, before)  # where VectorGame records final observations
         if check and ts.done:  # the last time step is not seen by _check_timestep
             _check_rewards(ts, game.spec.agent_ids, f"{where} (episode end)")
             left = sorted(set(game.spec.agent_ids) - ended)

@@ -23,6 +23,10 @@ observation shape and that a discrete-action agent has a legal action
 (:class:`GameContractError`), and an exception of the game's own code comes out of
 ``reset``/``step`` as a :class:`GameCodeError` naming the game, the step, the method and the
 line that raised it (a :class:`GameError`, so the command lines report it in one line).
+Callers that ask the game outside ``reset``/``step`` (VectorGame's final observations and
+global states, its text views and graphs; ``check_game``) do so through
+:meth:`Game.observe_checked`, :meth:`Game.state_checked` and :meth:`Game.guarded`, which hold
+them to the same checks and messages.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import abc
 import re
 import sysconfig
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,7 +93,8 @@ def _rebuilt_error(cls: type, message: str, state: dict) -> BaseException:
 
 class GameCodeError(GameContractError):
     """A game's own code (``_reset``, ``_step``, ``acting_agents``, ``observe``,
-    ``legal_actions``) raised an exception that is not a :class:`GameError`: a bug in the game.
+    ``legal_actions``; ``state``, text views and graphs asked through :meth:`Game.guarded`)
+    raised an exception that is not a :class:`GameError`: a bug in the game.
 
     The message names the game, where in the episode, the method, the exception and the line
     that raised it; the exception itself is ``__cause__`` and ``error`` (``HYDRA_FULL_ERROR=1``
@@ -97,9 +102,9 @@ class GameCodeError(GameContractError):
     called (the outermost frame of the game's code).
     """
 
-    def __init__(self, game: str, where: str, err: Exception) -> None:
+    def __init__(self, game: str, where: str, err: Exception, call: str = "") -> None:
         self.error, self.method = err, _method_of(err)
-        super().__init__(game, where, raised_text(err, self.method),
+        super().__init__(game, where, raised_text(err, call or self.method),
                          "; HYDRA_FULL_ERROR=1 shows the traceback")
 
 
@@ -284,6 +289,9 @@ class Transition:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+_FINAL = " at the end of its episode"  # observe_checked(final=True) says so in its messages
+_FINAL_STATE = " at the end of the episode"
+
 _ACTION_TAG = re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL)
 
 
@@ -324,7 +332,9 @@ class Game(abc.ABC):
 
     @abc.abstractmethod
     def observe(self, agent: str) -> np.ndarray:
-        """float32 observation of ``agent`` with shape ``spec.obs_shapes[agent]``."""
+        """float32 observation of ``agent`` with shape ``spec.obs_shapes[agent]``; asked also
+        once the agent's episode ended (its final observation, which learners bootstrap a
+        truncated agent from), so it must work at a terminal state."""
 
     @abc.abstractmethod
     def legal_actions(self, agent: str) -> Sequence[int]:
@@ -340,7 +350,8 @@ class Game(abc.ABC):
         return f"action {action}"
 
     def state(self) -> np.ndarray | None:
-        """Global float32 state for centralized critics, if the game has one."""
+        """Global float32 state for centralized critics, if the game has one (of shape
+        ``spec.state_shape``, at every step and at the episode's end)."""
         return None
 
     def entity_graph(self, agent: str | None = None) -> EntityGraph | None:
@@ -476,11 +487,8 @@ class Game(abc.ABC):
         obs, legal = {}, {}
         for a in acting:
             o = obs[a] = self.observe(a)
-            if getattr(o, "shape", None) != shapes[a] and np.shape(o) != tuple(shapes[a]):
-                # checked here, not where a batch stacks it: numpy's "could not broadcast
-                # (8,) into (4,)" named no game, agent nor step
-                raise GameContractError(spec.name, f"step {self._contract_steps}", f"obs of {a} "
-                                        f"has shape {np.shape(o)}, expected {tuple(shapes[a])}")
+            if getattr(o, "shape", None) != shapes[a]:
+                self._check_obs_shape(a, o)
             if spaces[a].discrete:
                 if own_mask:  # the legal ids are at hand: an empty list costs nothing to see
                     ids = list(self.legal_actions(a))
@@ -495,6 +503,59 @@ class Game(abc.ABC):
                                             f"{a} must act but has no legal action")
                 legal[a] = mask
         return TimeStep(acting, obs, legal, tr.rewards, tr.terminated, tr.truncated, tr.info)
+
+    def _check_obs_shape(self, agent: str, obs: Any) -> None:
+        """Refuse an observation of another shape than ``spec.obs_shapes[agent]`` here, not where
+        a batch stacks it: numpy's "could not broadcast (8,) into (4,)" named no game, agent
+        nor step, and a ``(1,)`` one was broadcast silently into every feature."""
+        shape = self.spec.obs_shapes[agent]
+        if getattr(obs, "shape", None) != shape and np.shape(obs) != tuple(shape):
+            raise GameContractError(self.spec.name, f"step {self._contract_steps}",
+                                    f"obs of {agent} has shape {np.shape(obs)}, expected "
+                                    f"{tuple(shape)}")
+
+    # ------------------------------------------- asked outside reset and step, held alike
+    def guarded(self, method: Callable[..., Any], *args: Any, note: str = "") -> Any:
+        """``method(*args)``, one of this game's own methods, asked outside :meth:`reset` and
+        :meth:`step` (VectorGame's global states, text views and graphs): an exception of the
+        game's code comes out as a :class:`GameCodeError` naming the game, the step, the call
+        (``text_observation('p0')``, then ``note``) and the user's line, as theirs do; a
+        :class:`GameError` passes unchanged."""
+        try:
+            return method(*args)
+        except GameError:
+            raise
+        except Exception as err:  # a bug in the game: one line naming the call and its line
+            name = getattr(method, "__name__", type(method).__name__)
+            call = f"{name}({', '.join(map(repr, args))}){note}"
+            raise GameCodeError(self.spec.name, f"step {self._contract_steps}", err, call
+                                ) from err
+
+    def observe_checked(self, agent: str, final: bool = False) -> np.ndarray:
+        """``observe(agent)`` held to the contract as :meth:`step` holds it, for a caller
+        outside reset and step: an exception of the game's code is a :class:`GameCodeError`,
+        an observation of another shape than ``spec.obs_shapes`` a :class:`GameContractError`,
+        each in one line naming the game, the step and the agent. ``final``: asked once the
+        agent's episode ended (VectorGame's ``final_obs``, which learners bootstrap a
+        truncated agent from; check_game asks it of every agent); an exception's message
+        says so (the game's code may assume a running episode)."""
+        o = self.guarded(self.observe, agent, note=_FINAL if final else "")
+        if getattr(o, "shape", None) != self.spec.obs_shapes[agent]:
+            self._check_obs_shape(agent, o)  # README's words: "<game> step N: obs of <agent> ..."
+        return o
+
+    def state_checked(self, final: bool = False) -> np.ndarray | None:
+        """``state()`` held to the contract (see :meth:`observe_checked`): of shape
+        ``spec.state_shape`` where the spec declares one."""
+        s = self.guarded(self.state, note=_FINAL_STATE if final else "")
+        shape = self.spec.state_shape
+        if shape is not None and getattr(s, "shape", None) != shape and (
+                s is None or np.shape(s) != tuple(shape)):
+            got = "None" if s is None else f"shape {np.shape(s)}"
+            raise GameContractError(self.spec.name, f"step {self._contract_steps}",
+                                    f"state() returned {got}, expected spec.state_shape "
+                                    f"{tuple(shape)}")
+        return s
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec.name}>"

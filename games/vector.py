@@ -17,6 +17,11 @@ builds, which steps all copies in one call on its device. Its VecSteps hold torc
 on that device with ``tensors=True``; otherwise they are converted to numpy once per step.
 ``tensors="auto"`` asks for tensors where the game is natively batched and numpy elsewhere
 (what a launcher passes for a learner that reads both).
+
+What a stepped game is asked outside its ``reset``/``step`` (final observations and states
+where an episode ends, global states, text views, graphs) goes through the game's
+``observe_checked``/``state_checked``/``guarded``: a game's own exception or a wrong shape is
+one line naming the game, the step, the call and the user's line, as in ``reset``/``step``.
 """
 
 from __future__ import annotations
@@ -158,7 +163,7 @@ class VectorGame:
             self.agent_node = dict(self.native.agent_node) if with_graphs else {}
         elif with_graphs:
             self.games[0].reset(seed)
-            self.agent_node = dict(self.games[0].entity_graph().agent_node)
+            self.agent_node = dict(self.games[0].guarded(self.games[0].entity_graph).agent_node)
         self._ids = self.spec.agent_ids
         self._ret = {a: np.zeros(num_envs, np.float64) for a in self._ids}
         self._len = np.zeros(num_envs, np.int64)
@@ -202,7 +207,7 @@ class VectorGame:
                 done[b] = True
                 final_obs, final_state = self._record_final(b, g, final_obs, final_state)
                 if self.with_graphs:
-                    final_graph[b] = g.entity_graph().nodes
+                    final_graph[b] = g.guarded(g.entity_graph).nodes
                 self._gone[b].clear()
             elif any(ts.terminated.values()) or any(ts.truncated.values()):
                 # an agent left alone (the others play on): its last observation, which a
@@ -240,13 +245,15 @@ class VectorGame:
                 a: np.zeros((self.num_envs, *self.spec.obs_shapes[a]), np.float32)
                 for a in self._ids
             }
+        # asked outside reset/step, so held to the contract here: a user's observe that fails
+        # only at a terminal state, or a wrong shape, is one line naming game, step and agent
         for a in self._ids:  # one that left at an earlier step keeps zeros, as in obs
             if a not in self._gone[b]:
-                final_obs[a][b] = game.observe(a)
+                final_obs[a][b] = game.observe_checked(a, final=True)
         if self.with_state:
             if final_state is None:
                 final_state = np.zeros((self.num_envs, *self.spec.state_shape), np.float32)
-            final_state[b] = game.state()
+            final_state[b] = game.state_checked(final=True)
         return final_obs, final_state
 
     def _collect(
@@ -280,19 +287,19 @@ class VectorGame:
         trunc = {a: np.array([t.truncated.get(a, False) for t in transitions]) for a in self._ids}
         state = None
         if self.with_state:
-            state = np.stack([g.state() for g in self.games]).astype(np.float32)
+            state = np.stack([g.state_checked() for g in self.games]).astype(np.float32)
         text = legal_text = None
         if self.with_text:
             text = {a: [""] * B for a in self._ids}
             legal_text = {a: [[] for _ in range(B)] for a in self._ids}
             for b, (g, ts) in enumerate(zip(self.games, steps, strict=True)):
                 for a in ts.acting:
-                    text[a][b] = g.text_observation(a)
+                    text[a][b] = g.guarded(g.text_observation, a)
                     if a in legal:
-                        legal_text[a][b] = g.legal_action_texts(a)
+                        legal_text[a][b] = g.guarded(g.legal_action_texts, a)
         graph = None
         if self.with_graphs:
-            graph = np.stack([g.entity_graph().nodes for g in self.games])
+            graph = np.stack([g.guarded(g.entity_graph).nodes for g in self.games])
         if not final_obs:
             final_obs = {a: np.zeros((B, *spec.obs_shapes[a]), np.float32) for a in self._ids}
         return VecStep(
