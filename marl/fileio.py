@@ -1,7 +1,7 @@
 """Files written whole or not at all: the one atomic-write helper of ``marl`` and
-``populations`` (policies, checkpoints, snapshot sidecars, run settings, repaired metrics);
-and :func:`check_torch_zip`, which refuses a torch file that would unpack to more than it
-holds.
+``populations`` (policies, checkpoints, snapshot sidecars, run settings, repaired metrics),
+which says :class:`NoSpaceError` naming the file when the disk is full; and
+:func:`check_torch_zip`, which refuses a torch file that would unpack to more than it holds.
 
 Standard library only, so ``populations.run_folder`` and ``populations.loggers`` import it
 without pulling torch in.
@@ -9,13 +9,55 @@ without pulling torch in.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
 import os
+import shutil
 import stat
 import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class NoSpaceError(OSError):
+    """The disk (or the user's quota) filled up writing ``filename``: one line naming it and
+    the space left on its filesystem. An ``OSError`` (``errno`` ENOSPC), so the CLIs print it
+    as the user error it is, with the command that resumes the run once space is freed."""
+
+    def __init__(self, path: str | os.PathLike, what: str = "") -> None:
+        super().__init__(errno.ENOSPC, "No space left on device", os.fspath(path))
+        free = free_bytes(os.path.dirname(os.path.abspath(path)))
+        left = "" if free is None else f" ({free:,} bytes free on its filesystem)"
+        self.line = f"no space left on device writing {what}{os.fspath(path)}{left}"
+
+    def __str__(self) -> str:
+        return self.line
+
+
+def free_bytes(folder: str | os.PathLike) -> int | None:
+    """Bytes free to this user in ``folder``'s filesystem (None where that cannot be read)."""
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
+
+
+def disk_full(err: BaseException) -> bool:
+    """Whether ``err`` is, or was raised while handling, a write that found the disk full:
+    ``torch.save`` into a full disk raises "unexpected pos 5632 vs 5584" (a RuntimeError)
+    from its zip writer while the ENOSPC of the write before is being handled."""
+    seen: set[int] = set()
+    e: BaseException | None = err
+    while e is not None and id(e) not in seen:
+        if isinstance(e, OSError) and e.errno in _FULL:
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def atomic_write(path: str | os.PathLike, data: bytes | str | Callable[[BinaryIO], object], *,
@@ -28,20 +70,31 @@ def atomic_write(path: str | os.PathLike, data: bytes | str | Callable[[BinaryIO
     unlinked, then created exclusively (``O_EXCL`` fails on a link instead of following it),
     and the rename swaps the link itself. ``fsync``: the bytes reach the disk before the
     rename, so a power cut leaves the old file or the new one. The folder must exist.
+
+    A write that fails removes the temporary file (``path`` keeps its old contents); one
+    that found the disk full raises :class:`NoSpaceError` naming ``path``.
     """
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     tmp.unlink(missing_ok=True)
     text = isinstance(data, str)
-    with open(tmp, "x" if text else "xb", **({"newline": ""} if text else {})) as fh:
-        if callable(data):
-            data(fh)
-        else:
-            fh.write(data)
-        if fsync:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "x" if text else "xb", **({"newline": ""} if text else {})) as fh:
+            if callable(data):
+                data(fh)
+            else:
+                fh.write(data)
+            if fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as err:
+        if not isinstance(err, FileExistsError):  # a file made by another writer is not ours
+            with contextlib.suppress(OSError):  # the error that stopped the write is reported
+                tmp.unlink(missing_ok=True)
+        if isinstance(err, Exception) and disk_full(err):
+            raise NoSpaceError(path) from err
+        raise
     return path
 
 

@@ -17,6 +17,13 @@ Snapshot paths are stored relative to the database's folder (the run folder) wit
 SHA-256 of the file, and come back resolved against that folder, so a run reads its own
 snapshots whatever the working directory.
 
+A write waits for a lock another connection holds (a user's ``sqlite3`` shell inside a
+transaction, a tool) up to :data:`LOCK_TIMEOUT` seconds (5 minutes; a warning is logged once
+it has waited :data:`LOCK_WARN` seconds), then raises :class:`LeagueDBError` naming the file
+and the lock; a write that finds the disk full raises :class:`marl.fileio.NoSpaceError`
+naming it. A read-only connection closed last removes the ``-wal``/``-shm`` files it made
+(:meth:`LeagueDB.close`), so a finished run's folder holds the database alone.
+
 Schema versions are SQLite's ``user_version``; ``MIGRATIONS[i]`` upgrades version i to
 i + 1 and runs in one transaction when an older file is opened.
 """
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import math
 import os
 import sqlite3
@@ -35,6 +43,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from marl.fileio import NoSpaceError
+
+log = logging.getLogger(__name__)
+LOCK_TIMEOUT = 300.0  # seconds a write waits for a lock another connection holds
+LOCK_WARN = 10.0  # seconds of waiting after which a warning says who it waits for
 
 MIGRATIONS: list[str] = [
     # 0 -> 1
@@ -147,6 +161,46 @@ class LeagueDBError(RuntimeError):
     row this code cannot read."""
 
 
+_BUSY, _LOCKED, _IOERR, _FULL = 5, 6, 10, 13  # SQLite's primary result codes
+
+
+def _writes(method: Any) -> Any:
+    """A :class:`LeagueDB` method that writes (one transaction, idempotent): while another
+    connection holds the write lock it is tried again, up to the database's
+    ``lock_timeout`` (a warning after :data:`LOCK_WARN` seconds), then a
+    :class:`LeagueDBError` names the file and the lock; a full disk is a
+    :class:`~marl.fileio.NoSpaceError` naming the file, an I/O error a
+    :class:`LeagueDBError`. Both end a run in one line with the command that resumes it."""
+    @functools.wraps(method)
+    def write(self: LeagueDB, *args: Any, **kwargs: Any) -> Any:
+        if self._writing:  # called by another writing method: its caller retries
+            return method(self, *args, **kwargs)
+        # rows given as a generator are read once: a retry writes the same ones
+        args = tuple(list(a) if isinstance(a, Iterator) else a for a in args)
+        kwargs = {k: list(v) if isinstance(v, Iterator) else v for k, v in kwargs.items()}
+        began, warned = time.monotonic(), False
+        self._writing = True
+        try:
+            while True:
+                try:
+                    return method(self, *args, **kwargs)
+                except sqlite3.OperationalError as err:
+                    code = getattr(err, "sqlite_errorcode", 0) & 0xFF
+                    waited = time.monotonic() - began
+                    if code in (_BUSY, _LOCKED) and waited < self.lock_timeout:
+                        if not warned and waited >= min(LOCK_WARN, self.lock_timeout / 2):
+                            log.warning("league database %s is locked by another connection "
+                                        "(a sqlite3 shell or tool inside a transaction?): "
+                                        "waiting up to %.0f s for it", self.path,
+                                        self.lock_timeout)
+                            warned = True
+                        continue
+                    raise self._write_error(err, code, waited) from err
+        finally:
+            self._writing = False
+    return write
+
+
 def _is_number(x: Any) -> bool:
     return type(x) in (int, float)
 
@@ -227,11 +281,18 @@ class LeagueDB:
     """A league database file; safe to open from a reader while a writer holds it."""
 
     def __init__(self, path: str | Path, readonly: bool = False, timeout: float = 10.0,
-                 immutable: bool = False) -> None:
+                 immutable: bool = False, lock_timeout: float | None = None) -> None:
+        """``timeout``: seconds one statement waits for a lock; ``lock_timeout``: seconds a
+        write waits in all before it fails (default :data:`LOCK_TIMEOUT`)."""
         # absolute at opening: relative snapshot paths resolve against this folder later,
         # whatever the working directory is then
         self.path = Path(os.path.abspath(path))
         readonly = readonly or immutable
+        self.lock_timeout = LOCK_TIMEOUT if lock_timeout is None else lock_timeout
+        self._writing = False
+        # a read-only connection that opens a WAL database without its -wal file makes one,
+        # which it cannot remove when it closes (see close)
+        self._made_wal = readonly and not immutable and not os.path.exists(f"{self.path}-wal")
         if readonly and not self.path.is_file():
             raise LeagueDBError(f"league database not found: {self.path}")
         if not readonly:
@@ -240,7 +301,8 @@ class LeagueDB:
                 refuse_link(f"{self.path}{suffix}", "league database file", LeagueDBError)
         uri = sqlite_uri(self.path, readonly, immutable)
         try:
-            self.conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False)
+            self.conn = sqlite3.connect(uri, uri=True, timeout=min(timeout, self.lock_timeout),
+                                        check_same_thread=False)
         except sqlite3.DatabaseError as err:
             raise LeagueDBError(f"cannot open league database {self.path}: {err}") from None
         checked = False
@@ -316,7 +378,47 @@ class LeagueDB:
             yield self.conn
 
     def close(self) -> None:
+        """Close the connection. A read-only one that made the ``-wal``/``-shm`` files
+        (none was there when it opened: no writer had the file open) has a read-write
+        connection close after it, which SQLite lets remove them when no other connection
+        has the file open (the dashboard reads a database without ``-wal`` as immutable)."""
         self.conn.close()
+        if self._made_wal and os.path.exists(f"{self.path}-wal"):
+            try:
+                conn = sqlite3.connect(sqlite_uri(self.path), uri=True, timeout=0)
+                try:
+                    conn.execute("PRAGMA user_version").fetchone()  # opens the WAL to close it
+                finally:
+                    conn.close()
+            except sqlite3.Error as err:  # a read-only folder, a writer just starting
+                log.debug("left the -wal file of %s: %s", self.path, err)
+
+    def _write_error(self, err: sqlite3.OperationalError, code: int,
+                     waited: float) -> Exception:
+        """The one-line error for a write SQLite refused with ``code`` after ``waited``
+        seconds; ``err`` itself where it is not the storage's (a bug)."""
+        if code in (_BUSY, _LOCKED):
+            return LeagueDBError(
+                f"league database {self.path} is locked: another connection held its write "
+                f"lock for {waited:.0f} s (LeagueDB.lock_timeout {self.lock_timeout:.0f} s); "
+                "end that connection's transaction (a sqlite3 shell, a tool) and resume")
+        if code == _FULL:
+            return NoSpaceError(self.path, "league database ")
+        if code == _IOERR:
+            return LeagueDBError(f"cannot write league database {self.path}: {err}")
+        return err
+
+    def set_run_status_quietly(self, run_id: int, status: str, error: str | None) -> bool:
+        """:meth:`set_run_status` for a run stopped by an error being raised: a failure to
+        record it (the disk that filled up, the lock that was held) is logged, never
+        raised over that error; returns whether it was recorded (a run left ``running``
+        is recorded afresh by ``resume=true``)."""
+        try:
+            self.set_run_status(run_id, status, error)
+            return True
+        except (LeagueDBError, OSError, sqlite3.Error) as err:
+            log.error("cannot record run %d as %s in %s: %s", run_id, status, self.path, err)
+            return False
 
     def _decode(self, text: Any, table: str, row: str, column: str,
                 kind: tuple[Any, str]) -> Any:
@@ -338,6 +440,7 @@ class LeagueDB:
         return value
 
     # ------------------------------------------------------------------ runs, members
+    @_writes
     def create_run(self, name: str, experiment: str = "", game: str = "",
                    config: dict[str, Any] | None = None) -> int:
         now = time.time()
@@ -360,6 +463,7 @@ class LeagueDB:
         row = self.conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
         return None if row is None else str(row[0])
 
+    @_writes
     def drop_metrics_after(self, run_id: int, step: int) -> int:
         """Delete run ``run_id``'s metric rows past ``step`` (what an interrupted process
         logged after the checkpoint a resume starts from); returns how many."""
@@ -368,6 +472,7 @@ class LeagueDB:
                                     (run_id, step))
         return cur.rowcount
 
+    @_writes
     def set_run_status(self, run_id: int, status: str, error: str | None = None) -> None:
         """Set ``status`` (running, finished, failed, interrupted: stopped by Ctrl-C) and the
         error that ended the run."""
@@ -381,11 +486,13 @@ class LeagueDB:
         return None if row is None or row[0] is None else self._decode(
             row[0], "runs", f"row {run_id}", "config", _OBJECT)
 
+    @_writes
     def set_run_config(self, run_id: int, config: dict[str, Any]) -> None:
         with self.conn:
             self.conn.execute("UPDATE runs SET config = ?, updated_at = ? WHERE id = ?",
                               (json.dumps(config), time.time(), run_id))
 
+    @_writes
     def fail_running(self, error: str, status: str = "failed") -> int:
         """Mark every run still ``running`` as ``status`` (failed, or interrupted) with
         ``error`` (the caller holds the run folder's lock, so none of them is running any
@@ -396,6 +503,7 @@ class LeagueDB:
                                     (status, error, time.time()))
         return cur.rowcount
 
+    @_writes
     def add_member(self, run_id: int, name: str, kind: str, roles: Iterable[str]) -> int:
         """Record member ``name`` of ``kind`` (or find it). A member recorded as its
         snapshots' policy kind (leagues from before members were recorded by their learner:
@@ -415,6 +523,7 @@ class LeagueDB:
                                 (run_id, name)).fetchone()
         return int(row[0])
 
+    @_writes
     def set_member_settings(self, run_id: int, name: str,
                             settings: dict[str, Any] | None) -> bool:
         """Record the learner settings member ``name`` trains with (plain JSON: a ``dict``
@@ -447,6 +556,7 @@ class LeagueDB:
         return out
 
     # ------------------------------------------------------------------ snapshots
+    @_writes
     def add_snapshot(self, member_id: int, version: int, path: str | Path, kind: str, game: str,
                      roles: Iterable[str], parent_id: int | None = None, learner_step: int = 0,
                      meta: dict[str, Any] | None = None, sha256: str | None = None) -> int:
@@ -511,6 +621,7 @@ class LeagueDB:
         return str(self.path.parent / stored) if not os.path.isabs(stored) else stored
 
     # ------------------------------------------------------------------ matches, payoffs
+    @_writes
     def add_matches(self, run_id: int, matches: Iterable[MatchRow]) -> int:
         """Insert matches whose key is new; returns how many were inserted. A NaN or
         infinite return is refused (:class:`LeagueDBError`): nothing is inserted."""
@@ -561,6 +672,7 @@ class LeagueDB:
             "FROM matches WHERE run_id = ? AND id <= ?", (run_id, upto, run_id, upto)).fetchone()
         return int(count), None if at is None else float(at)
 
+    @_writes
     def delete_matches(self, run_id: int, prefix: str) -> int:
         """Delete the matches whose key starts with ``prefix``; returns how many."""
         with self.conn:
@@ -573,6 +685,7 @@ class LeagueDB:
         return int(self.conn.execute("SELECT COUNT(*) FROM matches WHERE run_id = ?",
                                      (run_id,)).fetchone()[0])
 
+    @_writes
     def set_payoffs(self, run_id: int, entries: Iterable[tuple[int, int, float, float | None,
                                                                 int, bool]]) -> None:
         """Upsert ``(row, col, value, win_rate, count, exact)`` payoff estimates."""
@@ -599,6 +712,7 @@ class LeagueDB:
         return [dict(r) for r in found]
 
     # ------------------------------------------------------------------ ratings, metrics
+    @_writes
     def add_ratings(self, run_id: int, step: int,
                     rows: Iterable[tuple[int, float, float, float, int]]) -> None:
         """Record ``(snapshot_id, elo, mu, sigma, matches)`` at ``step`` (idempotent)."""
@@ -616,6 +730,7 @@ class LeagueDB:
             "r.step = l.step WHERE r.run_id = ?", (run_id, run_id))
         return {r["snapshot_id"]: dict(r) for r in rows}
 
+    @_writes
     def log_metrics(self, run_id: int, step: int, metrics: dict[str, float],
                     member_id: int | None = None) -> None:
         """Record scalars at ``step``; logging a (member, step, key) again replaces its value
@@ -645,6 +760,7 @@ class LeagueDB:
             (run_id,))
         return [(int(s), str(k), float(v)) for s, k, v in rows]
 
+    @_writes
     def add_psro_iteration(self, run_id: int, iteration: int, meta_strategy: Any,
                            nash_conv: float | None, seconds: float | None,
                            metrics: dict[str, float] | None = None) -> None:
@@ -659,6 +775,7 @@ class LeagueDB:
                 "nash_conv, seconds, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (run_id, iteration, json.dumps(meta_strategy), nash_conv, seconds, time.time()))
 
+    @_writes
     def add_exploitability(self, run_id: int, snapshot_id: int | None, label: str, method: str,
                            value: float, low: float | None = None, high: float | None = None,
                            details: dict[str, Any] | None = None) -> None:
@@ -680,6 +797,7 @@ class LeagueDB:
                                                      f"row {r['id']}", "details", _OBJECT)}
                 for r in rows]
 
+    @_writes
     def add_generation(self, run_id: int, member: str, version: int, frames: int,
                        started_at: float | None, finished_at: float,
                        worker: str | None = None) -> int:

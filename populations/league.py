@@ -235,7 +235,7 @@ class League:
         except BaseException as err:
             if self.db is not None:
                 if self._started:  # a resume refused up front leaves the run as it was
-                    self.db.set_run_status(self.run_id, end_status(err), one_line(err))
+                    self.db.set_run_status_quietly(self.run_id, end_status(err), one_line(err))
                 self.db.close()
             self.lock.release()
             raise
@@ -519,8 +519,8 @@ class League:
                                "actors: after the generation's training) or the evaluation "
                                "pair at hand", obey_at_end=False):
                 self._run()
-        except BaseException as err:
-            self.db.set_run_status(self.run_id, end_status(err), one_line(err))
+        except BaseException as err:  # recorded where it can be: `err` is what is reported
+            self.db.set_run_status_quietly(self.run_id, end_status(err), one_line(err))
             raise
         return league_table(self.db, self.run_id)
 

@@ -1,0 +1,211 @@
+"""Walk 23 (an unlucky machine): a league run whose disk fills up, or whose ``league.db``
+another connection keeps locked, ends in one line naming the file, with the command that
+resumes it (exit 2), never in a traceback whose last error (recording the run's status in
+the same full or locked database) hid the first; a write that failed leaves no ``.tmp``
+file; and a finished run leaves ``league.db`` without ``-wal``/``-shm`` files.
+
+The failures are real ones made small: ``os.fsync`` refusing with ENOSPC, a file whose
+``write`` refuses with ENOSPC under ``torch.save``, SQLite's ``max_page_count`` (SQLITE_FULL,
+"database or disk is full"), and a second SQLite connection holding ``BEGIN IMMEDIATE``."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shlex
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from marl import fileio
+from populations import db as dbmod
+from populations.league import League
+from tests.populations.test_walk18_cli_more import _train
+
+LEAGUE = ["game=kuhn", "population=self_play", "population.generations=2",
+          "population.frames_per_generation=32", "num_envs=4", "eval_episodes=1",
+          "mappo.rollout_steps=4", "mappo.epochs=1", "mappo.minibatches=1", "progress=false"]
+
+
+def _failed(argv: list[str], tmp_path: Path, monkeypatch, capsys) -> str:
+    """Run ``selfplay-train`` expecting a one-line failure: that line."""
+    with pytest.raises(SystemExit) as stop:
+        _train(argv, monkeypatch, tmp_path)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "another exception occurred" not in err, err
+    assert stop.value.code == 2, err
+    return err.strip().splitlines()[-1]
+
+
+def _status(run: Path) -> tuple[str, str | None]:
+    conn = sqlite3.connect(run / "league.db")
+    try:
+        return conn.execute("SELECT status, error FROM runs").fetchone()
+    finally:
+        conn.close()
+
+
+def _resumes(line: str, run: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """The line's resume command, run: the league finishes, and leaves league.db alone."""
+    command = line.split("it resumes from the last one with: ", 1)[1]
+    words = shlex.split(command)
+    assert words[0] == "selfplay-train" and "resume=true" in words, words
+    monkeypatch.undo()
+    _train(words[1:], monkeypatch, tmp_path)
+    capsys.readouterr()
+    assert _status(run)[0] == "finished"
+    assert sorted(p.name for p in run.iterdir() if p.name.startswith("league.db")) == \
+        ["league.db"]
+
+
+def test_disk_full_writing_a_checkpoint_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    run = tmp_path / "run"
+    ckpts = run / "checkpoints"
+    fsync = os.fsync
+
+    def full(fd: int) -> None:  # the disk fills up while the second checkpoint is written
+        if any(ckpts.glob("ckpt_*.pt")) and any(ckpts.glob("ckpt_*.pt.tmp")):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full)
+    line = _failed([*LEAGUE, f"hydra.run.dir={run}"], tmp_path, monkeypatch, capsys)
+    assert line.startswith(f"selfplay-train: no space left on device writing {ckpts}/ckpt_"), line
+    assert f"{run} keeps its checkpoints: once the cause is fixed, it resumes" in line, line
+    assert not [p.name for p in ckpts.iterdir() if p.name.endswith(".tmp")]
+    status, error = _status(run)
+    assert status == "failed" and "no space left on device writing" in error, error
+    _resumes(line, run, tmp_path, monkeypatch, capsys)
+
+
+def test_disk_full_under_torch_save_is_one_line_naming_the_snapshot(tmp_path, monkeypatch,
+                                                                    capsys):
+    """``torch.save`` into a full disk raises its zip writer's "unexpected pos" RuntimeError
+    over the ENOSPC of the write before."""
+    run = tmp_path / "run"
+
+    class Full:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+    def opened(path, mode="r", **kwargs):
+        fh = open(path, mode, **kwargs)  # noqa: SIM115 - returned open, as open does
+        name = os.fspath(path)
+        return Full(fh) if "/snapshots/" in name and name.endswith("v0001.pt.tmp") else fh
+
+    monkeypatch.setattr(fileio, "open", opened, raising=False)
+    line = _failed([*LEAGUE, f"hydra.run.dir={run}"], tmp_path, monkeypatch, capsys)
+    assert line.startswith(f"selfplay-train: no space left on device writing {run}/snapshots/"), \
+        line
+    assert "it resumes from the last one with: " in line, line
+    assert not list(run.rglob("*.tmp"))
+    _resumes(line, run, tmp_path, monkeypatch, capsys)
+
+
+def test_a_full_league_db_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    """SQLite's own "database or disk is full" (SQLITE_FULL), once the first checkpoint is
+    written: the database may grow by no page more."""
+    run = tmp_path / "run"
+    save = League._save
+
+    def saved(self):
+        save(self)
+        pages = self.db.conn.execute("PRAGMA page_count").fetchone()[0]
+        self.db.conn.execute(f"PRAGMA max_page_count = {pages}")
+
+    monkeypatch.setattr(League, "_save", saved)
+    line = _failed([*LEAGUE, f"hydra.run.dir={run}"], tmp_path, monkeypatch, capsys)
+    assert line.startswith("selfplay-train: no space left on device writing league database "
+                           f"{run / 'league.db'}"), line
+    assert "it resumes from the last one with: " in line, line
+    _resumes(line, run, tmp_path, monkeypatch, capsys)
+
+
+def test_a_lock_held_on_league_db_is_waited_for_then_one_line(tmp_path, monkeypatch, capsys):
+    """Another connection holds league.db's write lock (``BEGIN IMMEDIATE`` in a sqlite3
+    shell) past the run's lock timeout: the run's write, and then recording its status,
+    fail; the line names the file and the lock, not the status update's error."""
+    run = tmp_path / "run"
+    monkeypatch.setattr(dbmod, "LOCK_TIMEOUT", 0.3, raising=False)
+    holder: list[sqlite3.Connection] = []
+    save = League._save
+
+    def saved(self):
+        save(self)
+        if not holder:
+            conn = sqlite3.connect(run / "league.db", isolation_level=None)
+            conn.execute("BEGIN IMMEDIATE")
+            holder.append(conn)
+
+    monkeypatch.setattr(League, "_save", saved)
+    try:
+        line = _failed([*LEAGUE, f"hydra.run.dir={run}"], tmp_path, monkeypatch, capsys)
+    finally:
+        for conn in holder:
+            conn.rollback()
+            conn.close()
+    assert line.startswith(f"selfplay-train: league database {run / 'league.db'} is locked: "
+                           "another connection held its write lock for "), line
+    assert "it resumes from the last one with: " in line, line
+    _resumes(line, run, tmp_path, monkeypatch, capsys)
+
+
+def test_a_lock_held_briefly_is_waited_for(tmp_path, monkeypatch, caplog):
+    """A write that meets a lock waits (warning once) and goes on when it is released."""
+    import threading
+
+    monkeypatch.setattr(dbmod, "LOCK_WARN", 0.0, raising=False)
+    monkeypatch.setattr(dbmod, "LOCK_TIMEOUT", 60.0, raising=False)
+    db = dbmod.LeagueDB(tmp_path / "league.db", timeout=0.05)  # one try: 0.05 s
+    run_id = db.create_run("r")
+    other = sqlite3.connect(tmp_path / "league.db", isolation_level=None,
+                            check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.3, lambda: other.execute("COMMIT"))
+    release.start()
+    db.log_metrics(run_id, 1, {"x": 1.0})
+    release.join()
+    other.close()
+    assert db.metric(run_id, "x") == [(1, 1.0)]
+    assert "is locked by another connection" in caplog.text
+    db.close()
+
+
+def test_a_reader_closed_last_leaves_no_wal_file(tmp_path):
+    """A read-only connection (the CLI's closing table, the dashboard's live view) opened on a
+    closed database made its -wal/-shm files and left them when it closed."""
+    db = dbmod.LeagueDB(tmp_path / "league.db")
+    db.create_run("r")
+    db.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["league.db"]
+    reader = dbmod.LeagueDB(tmp_path / "league.db", readonly=True)
+    assert reader.run_id("r") == 1
+    reader.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["league.db"]
+
+
+def test_a_failed_write_removes_its_temporary_file(tmp_path, monkeypatch):
+    target = tmp_path / "x.bin"
+    target.write_bytes(b"old")
+
+    def fails(fh):
+        fh.write(b"partial")
+        raise RuntimeError("a writer's bug")
+
+    with pytest.raises(RuntimeError, match="a writer's bug"):
+        fileio.atomic_write(target, fails)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.bin"]
+    assert target.read_bytes() == b"old"
