@@ -9,6 +9,13 @@ rate against each to a probability distribution over them; rules are registered 
   ``f(p)`` of the learner's win rate ``p`` against each snapshot, with ``hard``
   ``f(p) = (1 - p)^exponent`` (focus on opponents the learner loses to) or ``variance``
   ``f(p) = p (1 - p)`` (focus on even matches). Unknown win rates count as 0.5.
+
+A rule of your own is a function ``rule(win_rates [N], cfg: MatchmakingConfig) -> [N]``
+registered with ``@register_rule("name")`` (``population.matchmaking.rule=name``; its module
+reaches the command line by ``imports=[module]``). It returns non-negative weights over the
+``N`` candidates, normalized here (a distribution is weights summing to 1); an exception, or
+weights of another length, NaN, negative or all zero, is refused in one line naming the rule
+(:class:`RuleError`). A taken name is refused: a built-in is never replaced.
 """
 
 from __future__ import annotations
@@ -17,6 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from games.registry import OWN_PACKAGES, defined_at, redefinition
+from populations.meta_solvers import code_line
 
 
 @dataclass(frozen=True)
@@ -31,7 +41,9 @@ class MatchmakingConfig:
     def __post_init__(self) -> None:
         if self.rule not in RULES:
             raise ValueError(
-                f"matchmaking rule {self.rule!r} unknown; choose one of {sorted(RULES)}"
+                f"matchmaking rule {self.rule!r} unknown; choose one of {sorted(RULES)}; a "
+                "rule of your own is registered by @register_rule (populations.matchmaking) "
+                "when its module is imported (selfplay-train imports=[module])"
             )
         if self.weighting not in PFSP_WEIGHTINGS:
             raise ValueError(f"pfsp weighting {self.weighting!r} unknown; choose one of "
@@ -49,11 +61,24 @@ RULES: dict[str, Rule] = {}
 
 
 def register_rule(name: str) -> Callable[[Rule], Rule]:
+    """Decorator registering a matchmaking rule ``rule(win_rates [N], cfg) -> weights [N]``
+    under ``name``; a name already taken (a built-in, or another function) is refused."""
+
     def deco(fn: Rule) -> Rule:
-        RULES[name] = fn
+        if name in RULES and not redefinition(RULES[name], fn):
+            raise ValueError(f"matchmaking rule {name!r} is already registered by "
+                             f"{defined_at(RULES[name])}; register yours under another name")
+        RULES[name] = fn  # a notebook cell run again: its new function replaces
         return fn
 
     return deco
+
+
+class RuleError(ValueError):
+    """A matchmaking rule raised, or returned something other than non-negative weights over
+    the candidates: one line naming the rule, what went wrong and, for an exception, the line
+    of the rule's code (``__cause__`` is the exception). A ``ValueError``: the command lines
+    report it as a user error (exit 2)."""
 
 
 def _log_hard(p: np.ndarray, e: float) -> np.ndarray:
@@ -99,4 +124,39 @@ def opponent_distribution(win_rates: Sequence[float | None], cfg: MatchmakingCon
     if len(win_rates) == 0:
         raise ValueError("no candidate opponents: publish a snapshot first")
     p = np.array([0.5 if w is None else float(w) for w in win_rates], dtype=np.float64)
-    return RULES[cfg.rule](p, cfg)
+    fn = RULES[cfg.rule]
+    try:
+        weights = fn(p.copy(), cfg)
+    except Exception as err:
+        if getattr(fn, "__module__", "").split(".")[0] in OWN_PACKAGES:
+            raise
+        why = " ".join(str(err).split()) or "no message"
+        raise RuleError(f"matchmaking rule {cfg.rule!r} ({defined_at(fn)}) raised "
+                        f"{type(err).__name__}: {why} (at {code_line(fn, err)}); "
+                        "HYDRA_FULL_ERROR=1 shows the traceback") from err
+    return _checked_weights(cfg.rule, fn, weights, len(p))
+
+
+def _checked_weights(name: str, fn: Rule, weights: object, n: int) -> np.ndarray:
+    """``[n]`` probabilities from the weights a rule returned for ``n`` candidates, or a
+    :class:`RuleError` naming the rule and what is wrong with them."""
+    cands = f"{n} candidate{'s' if n != 1 else ''}"
+    want = (f"expected {n} weight{'s' if n != 1 else ''}, one per candidate snapshot (oldest "
+            "first): finite, non-negative, not all zero")
+    where = f"matchmaking rule {name!r} ({defined_at(fn)})"
+    try:
+        w = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise RuleError(f"{where} returned {type(weights).__name__}, not numbers; "
+                        f"{want}") from None
+    if w.shape != (n,):
+        what = type(weights).__name__ if w.ndim == 0 else f"an array of shape {w.shape}"
+        raise RuleError(f"{where} returned {what} for {cands}; {want}")
+    bad = ~np.isfinite(w) | (w < 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise RuleError(f"{where} returned {w[i]} for candidate {i} of {cands}; {want}")
+    total = w.sum()
+    if not total > 0.0 or not np.isfinite(total):
+        raise RuleError(f"{where} returned weights summing to {total}; {want}")
+    return w if abs(total - 1.0) <= 1e-12 else w / total  # the built-ins' sums: as they are

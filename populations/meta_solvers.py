@@ -29,15 +29,23 @@ problems behind the empirical game, which only solvers registered with
 ``full_game=True`` read (:func:`needs_full_game`; the others ignore it). Solvers register
 by name with :func:`register_meta_solver`; :func:`get_meta_solver` raises ``ValueError``
 listing the valid names. The functions here are pure (numpy in, numpy out) and testable
-alone.
+alone. PSRO calls a solver through :func:`solve_meta`, which checks what it returns (one
+finite, non-negative distribution per player, of its population's size, summing to 1) and
+reports a solver's exception or bad output in one line naming it (:class:`MetaSolverError`).
 """
 
 from __future__ import annotations
 
+import inspect
+import os
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from games.core import where_raised
+from games.registry import OWN_PACKAGES, defined_at, redefinition
 
 MetaSolver = Callable[..., list[np.ndarray]]
 """``(payoffs [P, K_0, ..., K_{P-1}], full_game: FullGame | None = None)
@@ -52,9 +60,11 @@ def register_meta_solver(name: str, full_game: bool = False) -> Callable[[MetaSo
     that it needs the :class:`FullGame` argument (an exactly known 2-player zero-sum game)."""
 
     def deco(fn: MetaSolver) -> MetaSolver:
-        if name in _META_SOLVERS and _META_SOLVERS[name] is not fn:
-            raise ValueError(f"meta-solver {name!r} is already registered")
-        _META_SOLVERS[name] = fn
+        if name in _META_SOLVERS and not redefinition(_META_SOLVERS[name], fn):
+            raise ValueError(f"meta-solver {name!r} is already registered by "
+                             f"{defined_at(_META_SOLVERS[name])}; register yours under another "
+                             "name")
+        _META_SOLVERS[name] = fn  # a notebook cell run again: its new function replaces
         if full_game:
             _FULL_GAME.add(name)
         return fn
@@ -86,6 +96,101 @@ def get_meta_solver(name: str) -> MetaSolver:
     if name not in _META_SOLVERS:
         raise ValueError(f"unknown meta-solver {name!r}; choose one of {available_meta_solvers()}")
     return _META_SOLVERS[name]
+
+
+class MetaSolverError(ValueError):
+    """A meta-solver raised, or returned something other than one distribution per player:
+    one line naming the solver (its name and function), what went wrong and, for an
+    exception, the line of the solver's code that raised (``__cause__`` is the exception;
+    ``HYDRA_FULL_ERROR=1`` shows its traceback on the command line). A ``ValueError``, so the
+    command lines report it as a user error (exit 2)."""
+
+
+DIST_TOL = 1e-6
+"""How far a meta-solver's distribution may sum from 1 (and fall below 0: LP round-off,
+clipped to 0) before it is refused."""
+
+
+def solve_meta(name: str, payoffs: np.ndarray, full_game: FullGame | None = None,
+               players: Sequence[str] | None = None) -> list[np.ndarray]:
+    """The meta-solver ``name`` run on ``payoffs [P, K_0, ..., K_{P-1}]``: ``P``
+    distributions ``[K_p]``, checked (see :func:`check_distributions`), entries within
+    :data:`DIST_TOL` below 0 set to 0. ``players``: the players' names, for messages.
+
+    Raises:
+        MetaSolverError: a solver of the user's own raised (any exception: its message, type
+            and line), or any solver returned something else than the distributions. A
+            built-in's own ``ValueError`` (a game it does not solve) passes unchanged.
+    """
+    fn = get_meta_solver(name)
+    try:
+        dists = fn(payoffs, full_game=full_game)
+    except Exception as err:
+        if getattr(fn, "__module__", "").split(".")[0] in OWN_PACKAGES:
+            raise  # the framework's own solvers say what they refuse themselves
+        why = " ".join(str(err).split()) or "no message"
+        raise MetaSolverError(
+            f"meta-solver {name!r} ({defined_at(fn)}) raised {type(err).__name__}: {why} (at "
+            f"{code_line(fn, err)}); HYDRA_FULL_ERROR=1 shows the traceback") from err
+    return check_distributions(name, fn, dists, np.shape(payoffs)[1:], players)
+
+
+def check_distributions(name: str, fn: object, dists: object, sizes: Sequence[int],
+                        players: Sequence[str] | None = None) -> list[np.ndarray]:
+    """``dists``, what the meta-solver ``name`` (function ``fn``) returned for populations of
+    ``sizes`` ``[K_0, ..., K_{P-1}]``, as ``P`` float64 arrays ``[K_p]``: each finite,
+    non-negative and summing to 1 (within :data:`DIST_TOL`; entries in ``[-DIST_TOL, 0)``
+    become 0). Else :class:`MetaSolverError` naming the solver, the player and the value."""
+    sizes = [int(k) for k in sizes]
+    names = list(players) if players is not None and len(players) == len(sizes) else \
+        [f"player {p}" for p in range(len(sizes))]
+    want = (f"expected a list of {len(sizes)} distributions, one per player "
+            f"({', '.join(names)}), of lengths {sizes}: finite, non-negative, each summing to 1")
+    where = f"meta-solver {name!r} ({defined_at(fn)})"
+    if isinstance(dists, (str, bytes)) or not isinstance(dists, (Sequence, np.ndarray)):
+        raise MetaSolverError(f"{where} returned {type(dists).__name__}; {want}")
+    if len(dists) != len(sizes):
+        raise MetaSolverError(f"{where} returned {len(dists)} distribution"
+                              f"{'s' if len(dists) != 1 else ''} for {len(sizes)} players; "
+                              f"{want}")
+    out = []
+    for who, k, dist in zip(names, sizes, dists, strict=True):
+        try:
+            x = np.asarray(dist, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise MetaSolverError(f"{where} returned {type(dist).__name__} for {who}, not "
+                                  f"numbers; {want}") from None
+        bad = None
+        if x.shape != (k,):
+            bad = (f"an array of shape {x.shape} for {who}, whose population has {k} "
+                   f"member{'s' if k != 1 else ''}")
+        elif not np.all(np.isfinite(x)):
+            bad = f"a non-finite probability ({x[~np.isfinite(x)][0]}) for {who}"
+        elif x.min() < -DIST_TOL:
+            bad = f"a negative probability ({x.min():.6g}) for {who}"
+        elif abs(x.sum() - 1.0) > DIST_TOL:
+            bad = f"a distribution summing to {x.sum():.6g} for {who}"
+        if bad is not None:
+            raise MetaSolverError(f"{where} returned {bad}; {want}")
+        out.append(np.where(x < 0.0, 0.0, x) if x.min() < 0.0 else x)
+    return out
+
+
+def code_line(fn: object, err: BaseException) -> str:
+    """``file:line in function`` where ``err`` was raised in the code of ``fn`` (a registered
+    function of the user's): the innermost frame in ``fn``'s file (its path from the working
+    directory when below it), else the innermost outside the standard library and installed
+    packages (:func:`games.core.where_raised`)."""
+    try:
+        own = inspect.getsourcefile(fn)  # type: ignore[arg-type]
+    except TypeError:
+        own = None
+    frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == own]
+    if not frames:
+        return where_raised(err)
+    frame = frames[-1]
+    rel = os.path.relpath(frame.filename)  # the user's project: a path from where they run
+    return f"{frame.filename if rel.startswith('..') else rel}:{frame.lineno} in {frame.name}"
 
 
 def check_payoffs(payoffs: np.ndarray) -> np.ndarray:

@@ -83,6 +83,7 @@ from populations.approx_exploit import evaluated_greedy, side_text, training_vec
 from populations.meta_solvers import (
     FullGame,
     get_meta_solver,
+    solve_meta,
 )
 from populations.payoffs import (  # noqa: F401 - PSRO's estimators, importable from here too
     ExactPayoffs,
@@ -642,7 +643,8 @@ class PSRO:
         """Step 3: solve the empirical game with the configured meta-solver, and set the
         next best responses' targets."""
         full = self.full_game() if self.config.uses_full_game else None
-        dists = self.solver(self.payoffs, full_game=full)
+        # checked: a solver's exception or bad output (NaN, wrong count) is one line naming it
+        dists = solve_meta(self.config.meta_solver, self.payoffs, full, self.players)
         self.meta_strategy = dict(zip(self.players, dists, strict=True))
         self.targets = self._response_targets(full)
         return self.meta_strategy
@@ -664,9 +666,7 @@ class PSRO:
         dists = (
             self.meta_strategy
             if target == "meta"
-            else dict(
-                zip(agents, get_meta_solver(target)(self.payoffs, full_game=full), strict=True)
-            )
+            else dict(zip(agents, solve_meta(target, self.payoffs, full, agents), strict=True))
         )
         mixtures = {a: self.mixture(a, dists) for a in agents}
         return {a: {q: mix for q, mix in mixtures.items() if q != a} for a in agents}
