@@ -138,10 +138,17 @@ class TrainResult:
 
 def trains_whole_rollouts(learner: Learner) -> bool:
     """Whether ``learner`` trains on-policy rollouts (its class declares
-    ``CAPABILITIES.on_policy``, as MAPPO/IPPO do): every update takes the frames played
+    ``CAPABILITIES.on_policy``, as MAPPO/IPPO do, or was registered with
+    ``capabilities=Capabilities(on_policy=True)``): every update takes the frames played
     since the last one and nothing else ever trains on them, so a frame budget must end at
     an update (:func:`budget_spent`)."""
-    return bool(getattr(getattr(learner, "CAPABILITIES", None), "on_policy", False))
+    declared = getattr(learner, "CAPABILITIES", None)
+    if declared is not None:
+        return bool(getattr(declared, "on_policy", False))
+    from marl import registry  # a learner registered with its capabilities only
+
+    return any(e.cls is type(learner) and e.capabilities.on_policy
+               for e in registry.entries().values())
 
 
 def budget_spent(done: int, frames: int, trained: int, whole: bool) -> bool:

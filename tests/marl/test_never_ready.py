@@ -8,6 +8,7 @@ that a hang fails the test instead of hanging it."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -175,3 +176,38 @@ def test_the_bound_is_whole_rollouts_past_the_budget():
     watch.check(100, 50)  # a first rollout longer than declared (MAPPO's first: one more step)
     watch.check(100 + 4 * 50 - 1, 50)
     watch.check(100 + 4 * 50, 100 + 4 * 50)  # trained: the budget is spent, nothing to say
+
+
+def test_a_learner_registered_on_policy_without_a_capabilities_attribute_trains_whole_rollouts():
+    """README's skeleton declares ``on_policy=True`` only in ``register_learner``: its frame
+    budget must still end at an update (before, only a ``CAPABILITIES`` class attribute,
+    as MAPPO sets, was read, so such a learner's budget ended mid-rollout)."""
+    from marl.core import Capabilities
+    from marl.train import trains_whole_rollouts
+
+    caps = Capabilities(discrete=True, continuous=False, on_policy=True, turn_based=True,
+                        centralized_critic=False)
+
+    @dataclasses.dataclass(frozen=True)
+    class NoSettings:
+        pass
+
+    class Registered:
+        def __init__(self):
+            pass
+
+    class OffPolicy:
+        def __init__(self):
+            pass
+
+    try:
+        registry.register_learner("walk23_on_policy_only_registered", config=NoSettings,
+                                  policy="random", capabilities=caps)(Registered)
+        registry.register_learner("walk23_off_policy_registered", config=NoSettings,
+                                  policy="random", capabilities=dataclasses.replace(
+                                      caps, on_policy=False))(OffPolicy)
+        assert trains_whole_rollouts(Registered())
+        assert not trains_whole_rollouts(OffPolicy())
+    finally:
+        registry._LEARNERS.pop("walk23_on_policy_only_registered", None)
+        registry._LEARNERS.pop("walk23_off_policy_registered", None)
