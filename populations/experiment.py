@@ -442,10 +442,17 @@ def _run_experiment(cfg: ExperimentConfig, run_dir: Path) -> RunSummary:
 
 @contextlib.contextmanager
 def _closing(logger: MetricsLogger) -> Iterator[None]:
+    """Close ``logger`` after the run; after an error, best effort: a close that fails too
+    (the csv file's flush on the disk that filled up) is logged, the run's error is raised."""
     try:
         yield
-    finally:
-        logger.close()
+    except BaseException:
+        try:
+            logger.close()
+        except Exception as err:  # noqa: BLE001 - the error being raised is the one to report
+            log.warning("closing the %s logger failed too: %s", type(logger).__name__, err)
+        raise
+    logger.close()
 
 
 def _league_config(cfg: ExperimentConfig) -> LeagueConfig:

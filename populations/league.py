@@ -62,6 +62,7 @@ from tqdm.auto import tqdm
 import games
 from marl.actor_critic import NetConfig
 from marl.core import CheckpointError, Policy, derive_seed
+from marl.fileio import NoSpaceError, disk_full
 from marl.mappo import MAPPO, MAPPOConfig
 from marl.train import planned_frames, rollout_frames, trains_whole_rollouts
 from populations.approx_exploit import ExploitEvery, exploit_snapshots
@@ -894,7 +895,13 @@ class League:
     def log_metrics(self, step: int, metrics: dict[str, float]) -> None:
         """Metrics go to the league database and the extra logger (csv, wandb)."""
         self.db.log_metrics(self.run_id, step, metrics)
-        self.logger.log(step, metrics)
+        try:
+            self.logger.log(step, metrics)
+        except OSError as err:  # the csv file on a full disk: named, as every other file is
+            if isinstance(err, NoSpaceError) or not disk_full(err):
+                raise
+            raise NoSpaceError(getattr(self.logger, "files", None) or self.run_dir,
+                               "metrics ") from err
 
     def close(self) -> None:
         if self.learners is not None:

@@ -209,3 +209,38 @@ def test_a_failed_write_removes_its_temporary_file(tmp_path, monkeypatch):
         fileio.atomic_write(target, fails)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.bin"]
     assert target.read_bytes() == b"old"
+
+
+def test_disk_full_writing_the_metrics_csv_is_one_line_naming_it(tmp_path, monkeypatch,
+                                                                 capsys):
+    """The csv logger's flush finds the disk full, and so does its close after: the line
+    named neither the file nor kept the first error (``[Errno 28]`` of the close)."""
+    run = tmp_path / "run"
+    save = League._save
+
+    class Full:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def flush(self):  # the rows buffered before stay unwritten
+            self.write(b"")
+
+        def close(self):
+            self.write(b"")
+
+    def saved(self):
+        save(self)
+        fh = self.logger._fh
+        if not isinstance(fh, Full):
+            self.logger._fh = Full(fh)
+            self.logger._w = __import__("csv").writer(self.logger._fh)
+            fh.close()
+
+    monkeypatch.setattr(League, "_save", saved)
+    line = _failed([*LEAGUE, f"hydra.run.dir={run}"], tmp_path, monkeypatch, capsys)
+    assert line.startswith("selfplay-train: no space left on device writing metrics "
+                           f"{run / 'metrics.csv'}"), line
+    assert "it resumes from the last one with: " in line, line
