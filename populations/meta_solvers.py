@@ -94,7 +94,10 @@ def get_meta_solver(name: str) -> MetaSolver:
 
         load_entry_points("selfplay.meta_solvers")
     if name not in _META_SOLVERS:
-        raise ValueError(f"unknown meta-solver {name!r}; choose one of {available_meta_solvers()}")
+        raise ValueError(f"unknown meta-solver {name!r}; choose one of {available_meta_solvers()}"
+                         "; a meta-solver of your own is registered by @register_meta_solver "
+                         "(populations.meta_solvers) when its module is imported "
+                         "(selfplay-train imports=[module])")
     return _META_SOLVERS[name]
 
 

@@ -156,7 +156,9 @@ def test_section_values_are_refused_before_torch_loads(tmp_path):
     assert out.splitlines() == [
         f"bad config: {BAD['mappo.lr=-1']}", f"bad config: {UNKNOWN['mappo.lrr=0.1']}",
         "bad config: population.psro.meta_solver='x' unknown; choose one of ['auto', "
-        "'least_exploitable', 'nash', 'prd', 'uniform']",
+        "'least_exploitable', 'nash', 'prd', 'uniform']; a meta-solver of your own is "
+        "registered by @register_meta_solver (populations.meta_solvers) when its module is "
+        "imported (selfplay-train imports=[module])",
         f"bad config: {BAD['vdn.batch_size=0']}", f"bad config: {BAD['maddpg.gamma=2']}",
         f"bad config: {BAD['population.generations=-1']}",
         "bad config: mappo.lr=0.0; expected a finite number > 0",

@@ -218,3 +218,12 @@ def test_selfplay_train_says_one_line_exit_2_no_folder_and_a_sweep_goes_on(tmp_p
     assert "meta-solver 'w23_buggy'" in swept.stderr
     kept = [p.name for p in sweep.iterdir() if p.is_dir()]  # job 0's, with no checkpoint, gone
     assert len(kept) == 1 and kept[0].startswith("1_") and kept[0].endswith("=uniform"), kept
+
+
+def test_an_unknown_name_says_how_to_add_ones_own():
+    with pytest.raises(ValueError, match=r"unknown meta-solver 'mine'; choose one of \[.*\]; "
+                                         r"a meta-solver of your own is registered by "
+                                         r"@register_meta_solver \(populations.meta_solvers\) "
+                                         r"when its module is imported \(selfplay-train "
+                                         r"imports=\[module\]\)"):
+        ms.get_meta_solver("mine")
