@@ -96,9 +96,14 @@ _NOISE = ("full_key:", "reference_type=", "object_type=", "Set the environment v
 
 def one_line(err: BaseException) -> str:
     """``err`` (and an OmegaConf cause) as one line: Hydra's indented option lists become
-    comma-separated, its config search path and key diagnostics are dropped."""
+    comma-separated, its config search path and key diagnostics are dropped; a log file
+    Hydra cannot open (logging's "Unable to configure handler 'file'") is named with the
+    system's reason."""
     text = str(err)
     cause = err.__cause__
+    if isinstance(cause, OSError) and text.startswith("Unable to configure handler"):
+        what = f"[Errno {cause.errno}] {cause.strerror}" if cause.strerror else str(cause)
+        return f"cannot write the run's log {cause.filename or '(unnamed)'}: {what}"
     if cause is not None and type(cause).__module__.startswith("omegaconf"):
         from populations.config_checks import unknown_key_hint
 
@@ -1048,9 +1053,11 @@ def _discard_new(run_dir: Path, sweep_dir: Path | None) -> None:
 
 def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
     """Remove a run folder this process created if it holds nothing worth keeping (no
-    checkpoint), and its parents left empty below ``root`` (the working directory)."""
+    checkpoint, no PSRO iteration recorded: :func:`_psro_recorded`), and its parents left
+    empty below ``root`` (the working directory)."""
     ckpt = run_dir / "checkpoints"
-    if not run_dir.is_dir() or (ckpt.is_dir() and any(ckpt.iterdir())):
+    if not run_dir.is_dir() or (ckpt.is_dir() and any(ckpt.iterdir())) or \
+            _psro_recorded(run_dir):
         return False
     shutil.rmtree(run_dir, ignore_errors=True)
     root = (root or Path.cwd()).resolve()
@@ -1062,6 +1069,29 @@ def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
             break
         parent = parent.parent
     return True
+
+
+def _psro_recorded(run_dir: Path) -> bool:
+    """Whether ``<run>/league.db`` records a PSRO iteration: a PSRO run keeps no checkpoint,
+    it resumes after the last iteration its database records (so that database, its
+    snapshots and settings are worth keeping). A database that cannot be read is kept too:
+    nothing is removed that might hold a run."""
+    import sqlite3
+
+    from populations.db import LeagueDB, LeagueDBError
+
+    path = run_dir / "league.db"
+    if not path.is_file():
+        return False
+    try:
+        db = LeagueDB(path, readonly=True)  # removes the -wal/-shm it made on close
+        try:
+            row = db.conn.execute("SELECT 1 FROM psro_iterations LIMIT 1").fetchone()
+        finally:
+            db.close()
+    except (LeagueDBError, sqlite3.Error, OSError) as err:  # no such table: nothing recorded
+        return "no such table" not in str(err)
+    return row is not None
 
 
 _CONFIG_FLAGS = (("config_path", "--config-path"), ("config_dir", "--config-dir"),
@@ -1101,9 +1131,11 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
                      overrides: Sequence[str] | None = None,
                      flags: Sequence[str] = (), resumed: bool = False,
                      keep_going: bool = False) -> Iterator[None]:
-    """Report user errors in one line; a folder ``created`` by this run and holding no
-    checkpoint is removed first (and a sweep's folder left with no job in it), so a failed
-    start leaves nothing half-made behind. In a sweep (job number ``job``) the line says
+    """Report user errors in one line; a folder ``created`` by this run and holding nothing
+    to resume (no checkpoint, no PSRO iteration: :func:`discard_run_dir`) is removed first
+    (and a sweep's folder left with no job in it), so a failed start leaves nothing
+    half-made behind. Any other error (a bug) removes such a folder too, and keeps its
+    traceback. In a sweep (job number ``job``) the line says
     that the jobs after it did not run, and how the sweep goes on; a single run that failed
     while running and keeps checkpoints says how it resumes. Ctrl-C's line names the command
     that resumes the run, with the run's ``overrides`` and config ``flags``
@@ -1117,7 +1149,12 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
         interrupted(prog, lambda: _how_to_go_on(run_dir, created, sweep_dir, overrides, flags))
     except Exception as err:
         if not isinstance(err, user_errors()) and too_large(err) is None:
-            raise  # a bug: its traceback (Hydra's report), the folder kept to look at
+            # a bug: its traceback (Hydra's report). The folder goes as after a user error
+            # (unless it holds a checkpoint or PSRO iterations): one kept would refuse the
+            # same command again ('already holds a run') while holding nothing to resume
+            if created:
+                _discard_new(run_dir, sweep_dir)
+            raise
         going_on = keep_going and sweep_dir is not None and job is not None
         if created:  # the sweep's folder stays for the next jobs (and multirun.yaml in it)
             discard_run_dir(run_dir) if going_on else _discard_new(run_dir, sweep_dir)
@@ -1145,13 +1182,18 @@ def _resumes_after(err: BaseException, run_dir: Path, overrides: Sequence[str] |
         ("populations.run_folder", "RunFolderError"), ("marl.core", "CheckpointError"),
         ("hydra.errors", "HydraException"), ("omegaconf.errors", "OmegaConfBaseException")))]
     ckpt = run_dir / "checkpoints"
-    if isinstance(err, tuple(refusals)) or not ckpt.is_dir() or \
-            not any(p.suffix == ".pt" for p in ckpt.iterdir()):
+    if isinstance(err, tuple(refusals)):
+        return ""
+    if ckpt.is_dir() and any(p.suffix == ".pt" for p in ckpt.iterdir()):
+        kept = "keeps its checkpoints: once the cause is fixed, it resumes from the last one"
+    elif _psro_recorded(run_dir):  # PSRO keeps no checkpoint: it goes on from league.db
+        kept = ("keeps the PSRO iterations league.db records: once the cause is fixed, it "
+                "resumes after the last one")
+    else:
         return ""
     settings = (" (other settings, such as a lower learning rate, also need "
                 "resume_override=true)") if type(err).__name__ == "NonFiniteError" else ""
-    return (f"; {run_dir} keeps its checkpoints: once the cause is fixed, it resumes from the "
-            f"last one with: {resume_command(run_dir, overrides, flags)}{settings}")
+    return f"; {run_dir} {kept} with: {resume_command(run_dir, overrides, flags)}{settings}"
 
 
 def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
