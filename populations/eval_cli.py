@@ -195,7 +195,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         from populations.run_folder import end_status
         from populations.run_folder import one_line as error_line
 
-        db.set_run_status(run_id, end_status(err), error_line(err))
+        db.set_run_status_quietly(run_id, end_status(err), error_line(err))
         db.close()
         raise
     db.set_run_status(run_id, "finished")

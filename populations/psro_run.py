@@ -140,7 +140,7 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
                            "iteration at hand)", obey_at_end=False):
             table = _run(cfg, run_dir, logger, db, run_id)
     except BaseException as err:
-        db.set_run_status(run_id, end_status(err), one_line(err))
+        db.set_run_status_quietly(run_id, end_status(err), one_line(err))
         db.close()
         raise
     db.set_run_status(run_id, "finished")

@@ -227,3 +227,34 @@ def test_an_unknown_name_says_how_to_add_ones_own():
                                          r"when its module is imported \(selfplay-train "
                                          r"imports=\[module\]\)"):
         ms.get_meta_solver("mine")
+
+
+def test_a_psro_run_whose_status_cannot_be_recorded_reports_the_first_error(
+        solvers, monkeypatch, tmp_path):
+    """The meta-solver's error is the one a PSRO run ends with even when recording the failed
+    status fails too (a full disk, a held lock): before, ``run_psro`` called
+    ``set_run_status`` in its ``except`` and the second error (``database or disk is
+    full``) replaced the first, which the CLI then printed as a traceback."""
+    import sqlite3
+
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf
+
+    from populations.db import LeagueDB
+    from populations.experiment import run_experiment
+
+    _set_bug(solvers, monkeypatch, "raise")
+    real = LeagueDB.set_run_status
+
+    def full_when_failing(self, run_id, status, error=None):
+        if status != "running":
+            raise sqlite3.OperationalError("database or disk is full")
+        return real(self, run_id, status, error)
+
+    monkeypatch.setattr(LeagueDB, "set_run_status", full_when_failing)
+    with initialize_config_module(config_module="configs", version_base=None):
+        cfg = compose(config_name="config", overrides=[
+            "experiment=kuhn_psro", "population.psro.meta_solver=w23_buggy",
+            "population.iterations=2", "progress=false", "logger=none"])
+    with pytest.raises(MetaSolverError, match="my solver exploded"):
+        run_experiment(OmegaConf.to_object(cfg), tmp_path / "run")
