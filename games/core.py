@@ -32,6 +32,7 @@ them to the same checks and messages.
 from __future__ import annotations
 
 import abc
+import numbers
 import re
 import sysconfig
 import traceback
@@ -289,6 +290,8 @@ class Transition:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+_REAL = (int, float, numbers.Real)  # numbers.Real holds numpy's scalars too
+
 _FINAL = " at the end of its episode"  # observe_checked(final=True) says so in its messages
 _FINAL_STATE = " at the end of the episode"
 
@@ -480,6 +483,9 @@ class Game(abc.ABC):
         return vec
 
     def _timestep(self, tr: Transition) -> TimeStep:
+        for a, r in tr.rewards.items():
+            if type(r) is not float:  # the common case costs one type test per agent
+                self._check_reward(a, r)
         acting = self.acting_agents()
         spec = self.spec
         shapes, spaces = spec.obs_shapes, spec.action_spaces
@@ -503,6 +509,20 @@ class Game(abc.ABC):
                                             f"{a} must act but has no legal action")
                 legal[a] = mask
         return TimeStep(acting, obs, legal, tr.rewards, tr.terminated, tr.truncated, tr.info)
+
+    def _check_reward(self, agent: str, reward: Any) -> None:
+        """Refuse a reward that is not one real number (a string, a bool, an array of several
+        values) here, not where VectorGame sums returns: ``'1.0'`` was a numpy traceback naming
+        no game, agent nor step. NaN and infinities pass: the trainers' guard reports them."""
+        if isinstance(reward, _REAL) and not isinstance(reward, bool | np.bool_):
+            return
+        if isinstance(reward, np.ndarray) and reward.ndim == 0 and reward.dtype.kind in "iuf":
+            return  # a 0-d array of numbers (what some PettingZoo games give)
+        shown = repr(reward) if len(repr(reward)) <= 60 else repr(reward)[:57] + "..."
+        shape = f" of shape {reward.shape}" if isinstance(reward, np.ndarray) else ""
+        raise GameContractError(self.spec.name, f"step {self._contract_steps}",
+                                f"reward of {agent} is {type(reward).__name__}{shape}, expected a "
+                                f"float scalar (a real number): got {shown}")
 
     def _check_obs_shape(self, agent: str, obs: Any) -> None:
         """Refuse an observation of another shape than ``spec.obs_shapes[agent]`` here, not where

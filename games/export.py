@@ -83,7 +83,10 @@ class GameParallelEnv(ParallelEnv):
     def _observe(self, ts: TimeStep) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for a in self.agents:
-            obs = ts.obs[a] if a in ts.obs else self.game.observe(a)
+            # an agent that left at this step: its final observation, asked outside step(),
+            # so held to the contract (a user's observe that fails at a terminal state is one
+            # line naming the game, the step, the agent and the user's line)
+            obs = ts.obs[a] if a in ts.obs else self.game.observe_checked(a, final=True)
             if isinstance(self._obs_spaces[a], spaces.Dict):
                 mask = ts.legal.get(a)
                 if mask is None:
@@ -116,10 +119,11 @@ class GameParallelEnv(ParallelEnv):
 
     def render(self) -> str:
         """The text observation of every live agent."""
-        return "\n".join(f"{a}: {self.game.text_observation(a)}" for a in self.agents)
+        g = self.game
+        return "\n".join(f"{a}: {g.guarded(g.text_observation, a)}" for a in self.agents)
 
     def state(self) -> np.ndarray:
-        s = self.game.state()
+        s = self.game.state_checked()
         if s is None:
             raise NotImplementedError(f"{self.game.spec.name} has no global state")
         return s
@@ -156,7 +160,9 @@ class GameAECEnv(AECEnv):
         return self._act_spaces[agent]
 
     def observe(self, agent: str) -> Any:
-        obs = self.game.observe(agent)
+        ended = (getattr(self, "terminations", {}).get(agent)
+                 or getattr(self, "truncations", {}).get(agent))
+        obs = self.game.observe_checked(agent, final=bool(ended))  # asked at any time
         if not isinstance(self._obs_spaces[agent], spaces.Dict):
             return obs
         if agent in self._pending:
@@ -167,7 +173,8 @@ class GameAECEnv(AECEnv):
 
     def render(self) -> str:
         """The text observation of the agent to act."""
-        return f"{self.agent_selection}: {self.game.text_observation(self.agent_selection)}"
+        g, a = self.game, self.agent_selection
+        return f"{a}: {g.guarded(g.text_observation, a)}"
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         ts = self.game.reset(seed)

@@ -92,15 +92,17 @@ def vecstep_of(game_list: Sequence[Game], steps: Sequence[TimeStep]) -> VecStep:
     for b, (g, ts) in enumerate(zip(game_list, steps, strict=True)):
         for a in ts.acting:
             obs[a][b], acting[a][b] = ts.obs[a], True
-            text[a][b] = g.text_observation(a)
+            # asked outside reset/step: a user game's bug here is one line naming the game,
+            # the step, the call and the user's line (Game.guarded), as in VectorGame
+            text[a][b] = g.guarded(g.text_observation, a)
             if a in legal:
                 legal[a][b] = ts.legal[a]
-                legal_text[a][b] = g.legal_action_texts(a)
+                legal_text[a][b] = g.guarded(g.legal_action_texts, a)
     zeros = {a: np.zeros(B, np.float32) for a in ids}
     false = {a: np.zeros(B, bool) for a in ids}
     graph, agent_node = None, None
     if spec.has_entity_graph:  # a GNN snapshot drawn as an opponent reads the entity graph
-        graphs = [g.entity_graph() for g in game_list]
+        graphs = [g.guarded(g.entity_graph) for g in game_list]
         graph, agent_node = np.stack([e.nodes for e in graphs]), dict(graphs[0].agent_node)
     return VecStep(obs=obs, legal=legal, acting=acting, rewards=zeros, terminated=false,
                    truncated=dict(false), done=np.zeros(B, bool),
@@ -158,11 +160,11 @@ class RolloutEngine:
                              "through legal action texts and need discrete actions")
         role = game.spec.agent(agent).role
         tm, binding = self.team.model_for(role), self.team.binding(role)
-        legal_ids = list(game.legal_actions(agent))
-        legal = game.legal_action_texts(agent)
+        legal_ids = list(game.guarded(game.legal_actions, agent))  # a user game's bug: one line
+        legal = game.guarded(game.legal_action_texts, agent)
         req = self.builder.request(
             tm.tokenizer, game=game.spec.name, agent=agent, role=role, role_prompt=binding.prompt,
-            observation=game.text_observation(agent), legal=legal,
+            observation=game.guarded(game.text_observation, agent), legal=legal,
             instruction=self.mode.instruction(self.builder.cfg),
             parse=game_parser(game, agent, legal_ids, legal))
         return req, legal_ids

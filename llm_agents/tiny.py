@@ -57,8 +57,8 @@ def game_corpus(game: str | games.Game, episodes: int = 100, seed: int = 0,
         while not ts.done:
             actions = {}
             for agent in ts.acting:
-                texts.append(g.text_observation(agent))
-                texts += g.legal_action_texts(agent)
+                texts.append(g.guarded(g.text_observation, agent))  # a user game's bug:
+                texts += g.guarded(g.legal_action_texts, agent)  # one line naming its line
                 actions[agent] = int(rng.choice(np.flatnonzero(ts.legal[agent])))
             ts = g.step(actions)
     texts += [a.role for a in g.spec.agents] + list(g.spec.agent_ids) + [
