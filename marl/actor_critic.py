@@ -5,8 +5,10 @@ group (one network, with a seat one-hot), ``"role"`` one group per role (speaker
 listener, adversary vs good), ``"agent"`` one network per agent. Observations of a group
 are zero-padded to its widest member.
 
-Actor encoders: ``mlp`` on the agent's observation (+ seat one-hot), or ``gnn`` on the
-entity graph seen from the agent (no one-hot, so it runs at any number of agents).
+Actor encoders: ``mlp`` on the agent's observation (+ seat one-hot), ``gnn`` on the
+entity graph seen from the agent (no one-hot, so it runs at any number of agents), or one
+registered by ``marl.encoders.register_encoder``, given the ``mlp``'s input rows and
+returning the features the head takes.
 Critic inputs (``critic=``): ``local`` (own observation: IPPO), ``state`` (the game's
 global state + seat one-hot: MAPPO), ``concat`` (all agents' observations + one-hot) or
 ``gnn`` (entity graph from the agent's node). With ``value="shared"`` (state or concat
@@ -28,7 +30,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -43,10 +45,20 @@ from marl.configs import (  # noqa: F401 - re-exported: the choices' old home
     VALUES,
     NetConfig,  # the settings, torch-free (selfplay-train checks them early)
 )
-from marl.core import Policy, PolicyMeta, build_checked, derive_seed, register_policy
+from marl.core import (
+    Policy,
+    PolicyLoadError,
+    PolicyMeta,
+    build_checked,
+    derive_seed,
+    register_policy,
+)
 from marl.gnn import GraphEncoder
 from marl.networks import FastTanh, masked_logits, mlp, one_hot_seats
 from marl.recurrent import GRUCore, PolicyMemory, episode_starts
+
+if TYPE_CHECKING:
+    from marl.encoders import UserEncoder
 
 
 @dataclass(frozen=True)
@@ -186,22 +198,31 @@ class Actor(_PPONet):
         super().__init__()
         self.net, self.seats = net, len(group.agents)
         # the MLP input's seat one-hot (width ``seats``), when the group shares one network
-        self.one_hot = self.seats > 1 and net.seat_id and net.encoder == "mlp"
+        # (a registered encoder gets the same rows)
+        self.one_hot = self.seats > 1 and net.seat_id and net.encoder != "gnn"
+        self.encoder: UserEncoder | None = None
         if net.encoder == "gnn":
             self.graph = graph_encoder(net, node_dim)
             in_dim = self.graph.out_dim
         else:
             in_dim = group.obs_dim + (self.seats if self.one_hot else 0)
+        if net.encoder not in ENCODERS:  # registered: its features feed the head
+            from marl.encoders import UserEncoder
+
+            self.encoder = UserEncoder(net, in_dim)
+            in_dim = self.encoder.out_dim
         self._heads(net, in_dim, group.num_actions, 0.01)
 
     def encode(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
         if self.net.encoder == "gnn":
             return self.graph(x["graph"], x["ego"])
         if "obs_seat" in x:  # built once per update (marl.mappo_update), not per minibatch
-            return x["obs_seat"]
-        if self.one_hot:
-            return torch.cat([x["obs"], one_hot_seats(x["seat"], self.seats)], -1)
-        return x["obs"]
+            rows = x["obs_seat"]
+        elif self.one_hot:
+            rows = torch.cat([x["obs"], one_hot_seats(x["seat"], self.seats)], -1)
+        else:
+            rows = x["obs"]
+        return rows if self.encoder is None else self.encoder(rows)
 
     def _out(self, y: torch.Tensor, x: dict[str, torch.Tensor]) -> torch.Tensor:
         return masked_logits(y, x.get("legal"))
@@ -388,20 +409,35 @@ class PPOPolicy(Policy):
             ],
             "node_dim": self.node_dim,
             "actors": {k: v.cpu() for k, v in self.actors.state_dict().items()},
+            # the module that registered a user's encoder: quoted on a load that lacks it
+            **({"encoder_module": self.actors[0].encoder.module}
+               if self.net.encoder not in ENCODERS else {}),
         }
 
     @classmethod
     def from_payload(cls, meta: PolicyMeta, payload: dict[str, Any]) -> PPOPolicy:
         net_d = dict(payload["net"])
         net_d["hidden"] = tuple(net_d["hidden"])
+        encoder = net_d.get("encoder", "mlp")
+        if isinstance(encoder, str) and encoder not in ENCODERS:  # a user's: only from this
+            from marl.encoders import snapshot_refusal  # process' registry
+
+            why = snapshot_refusal(encoder, payload.get("encoder_module"))
+            if why is not None:
+                raise PolicyLoadError(why)
         net = NetConfig(**net_d)
         groups = [
             SeatGroup(g["name"], tuple(g["agents"]), tuple(g["cols"]), g["obs_dim"],
                       g["num_actions"])
             for g in payload["groups"]
         ]
-        actors = build_checked(  # sizes come from the file: dry run first
-            lambda: nn.ModuleList(Actor(net, g, payload["node_dim"]) for g in groups),
-            payload["actors"], "mappo actors")
+        from marl.encoders import EncoderError
+
+        try:
+            actors = build_checked(  # sizes come from the file: dry run first
+                lambda: nn.ModuleList(Actor(net, g, payload["node_dim"]) for g in groups),
+                payload["actors"], "mappo actors")
+        except EncoderError as err:  # the user's code, not the file: said as it is
+            raise PolicyLoadError(str(err)) from err
         actors.load_state_dict(payload["actors"])
         return cls(meta, net, groups, actors, payload["node_dim"])

@@ -16,7 +16,7 @@ MAPPO_KEYS = ("agent", "role")  # advantage keys of a rollout (group/turn keys a
 OPTIMS = ("joint", "separate")
 TRUNCATIONS = ("bootstrap", "terminal")
 ROLLOUT_ENDS = ("carry", "bootstrap")
-ENCODERS = ("mlp", "gnn")
+ENCODERS = ("mlp", "gnn")  # built in; marl.encoders.register_encoder adds your own
 GNN_LAYERS = ("gatv2", "transformer")  # message-passing layers marl.gnn builds (torch_geometric)
 CRITICS = ("auto", "state", "concat", "local", "gnn")
 SHARING = ("auto", "all", "role", "agent")
@@ -141,7 +141,8 @@ class AdvantageConfig:
 class NetConfig:
     """Network shapes shared by the actor and the critic."""
 
-    encoder: str = "mlp"  # actor input: mlp (observation) | gnn (entity graph)
+    encoder: str = "mlp"  # actor input: mlp (observation) | gnn (entity graph) | a name
+    # registered by marl.encoders.register_encoder (observation rows -> features)
     critic: str = "auto"  # critic input: auto (state if the game has one, else concat) |
     # state | concat | local (IPPO) | gnn
     share: str = "auto"  # parameter sharing: auto (all if every seat has the same actions,
@@ -159,11 +160,12 @@ class NetConfig:
     fast_tanh: bool = True  # MLP and GNN tanh as 2*sigmoid(2x)-1 on CPU (networks.FastTanh)
     init: str = "orthogonal"  # MLP weights: orthogonal (gain √2, actor out 0.01, critic out 1)
     # | torch (nn.Linear's default, as TorchRL's / BenchMARL's MLPs)
-    seat_id: bool = True  # an MLP actor shared by several seats sees a seat one-hot
+    seat_id: bool = True  # an MLP (or registered encoder) actor shared by several seats
+    # sees a seat one-hot
     # (false: the observation only, as BenchMARL's shared actor)
 
     def __post_init__(self) -> None:
-        for name, choices in (("encoder", ENCODERS), ("critic", CRITICS), ("share", SHARING),
+        for name, choices in (("critic", CRITICS), ("share", SHARING),
                               ("value", VALUES), ("init", INITS), ("gnn_layer", GNN_LAYERS)):
             if getattr(self, name) not in choices:
                 raise ValueError(
@@ -181,6 +183,10 @@ class NetConfig:
         if self.value == "shared" and self.recurrent:
             raise ValueError("value='shared' is feed-forward only, not recurrent=True; "
                              "use value='seat'")
+        if self.encoder not in ENCODERS:  # a registered one: imported last (torch), as
+            from marl.encoders import check_encoder  # MAPPOConfig's adv_norm check is
+
+            check_encoder(self.encoder)
 
 
 @dataclass(frozen=True)
