@@ -237,9 +237,13 @@ class HistoryMemo:
     def _view(self, p: int, state: pyspiel.State) -> int:
         """Index of the view player ``p`` has at ``state`` (the game adapter's own views)."""
         agent = self.game.spec.agent_ids[p]
-        self.game.set_state(state)
-        obs, legal = self.game.observe(agent), self.game.legal_mask(agent)
-        text = self.game.text_observation(agent)
+        g = self.game
+        g.set_state(state)
+        # the game's code (a user's pyspiel game's observer) asked outside reset/step: its bug
+        # is one line naming the game, the call, the history and the user's line
+        at = f" at history {state.history()}"
+        obs, legal = g.guarded(g.observe, agent, note=at), g.guarded(g.legal_mask, agent, note=at)
+        text = g.guarded(g.text_observation, agent, note=at)
         key = obs.tobytes() + legal.tobytes() + text.encode()
         views = self.views[p]
         s = views.index.get(key)
@@ -248,7 +252,7 @@ class HistoryMemo:
             views.obs.append(obs)
             views.legal.append(legal)
             views.texts.append(text)
-            views.legal_text.append(self.game.legal_action_texts(agent))
+            views.legal_text.append(g.guarded(g.legal_action_texts, agent, note=at))
         return s
 
     def state(self, n: int) -> pyspiel.State:

@@ -206,3 +206,69 @@ def test_the_tiny_tokenizers_corpus_is_guarded(user_game):
     with pytest.raises(games.GameCodeError, match=(
             r"^walk23_race step 0: text_observation\('p0'\) raised LookupError: no words")):
         game_corpus(_mute(sys.modules["walk23_usergame"].Race)(), episodes=1)
+
+
+# ------------------------------------------------------------------ OpenSpiel exact tools
+# A user's pyspiel game (Kuhn poker whose observer breaks once a bet is made): the lockstep
+# sampler's memo and the exact tools ask its views through the adapter, outside reset/step.
+PYSPIEL_GAME = '''
+import pyspiel
+from open_spiel.python.games import kuhn_poker as kp
+
+_TYPE = pyspiel.GameType(
+    short_name="python_walk23_kuhn", long_name="walk23 kuhn",
+    dynamics=kp._GAME_TYPE.dynamics, chance_mode=kp._GAME_TYPE.chance_mode,
+    information=kp._GAME_TYPE.information, utility=kp._GAME_TYPE.utility,
+    reward_model=kp._GAME_TYPE.reward_model, max_num_players=2, min_num_players=2,
+    provides_information_state_string=True, provides_information_state_tensor=True,
+    provides_observation_string=True, provides_observation_tensor=True,
+    parameter_specification={})
+
+
+class Observer(kp.KuhnPokerObserver):
+    def set_from(self, state, player):
+        if len(state.bets) >= 1:
+            raise KeyError("no tensor after a bet")  # the user's line
+        return super().set_from(state, player)
+
+
+class Game(kp.KuhnPokerGame):
+    def __init__(self, params=None):
+        pyspiel.Game.__init__(self, _TYPE, kp._GAME_INFO, params or dict())
+
+    def make_py_observer(self, iig_obs_type=None, params=None):
+        return Observer(iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params)
+
+
+if "python_walk23_kuhn" not in pyspiel.registered_names():
+    pyspiel.register_game(_TYPE, Game)
+'''
+KUHN_LINE = (r"^openspiel/python_walk23_kuhn step 0: observe\('player_1'\) at history \[0, 1, 0\] "
+             r"raised KeyError: 'no tensor after a bet' \(at .*walk23_kuhn.py:\d+ in set_from\)")
+
+
+@pytest.fixture()
+def user_kuhn(tmp_path, monkeypatch):
+    (tmp_path / "walk23_kuhn.py").write_text(PYSPIEL_GAME)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("walk23_kuhn", None)
+    __import__("walk23_kuhn")
+    yield "openspiel/python_walk23_kuhn"
+    sys.modules.pop("walk23_kuhn", None)
+
+
+def test_the_lockstep_memos_views_are_guarded(user_kuhn):
+    from populations.lockstep import HistoryMemo
+
+    memo = HistoryMemo(games.make(user_kuhn))
+    nodes = np.zeros(1, np.int64)
+    with pytest.raises(games.GameCodeError, match=KUHN_LINE):
+        for a in (0, 1, 0):  # deal 0, deal 1, player_0 passes: player_1's view
+            nodes = memo.step(nodes, np.array([a]))
+
+
+def test_the_exact_tools_views_are_guarded(user_kuhn):
+    from populations.exploitability import game_tree
+
+    with pytest.raises(games.GameCodeError, match=KUHN_LINE):
+        game_tree(user_kuhn)
