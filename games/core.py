@@ -19,8 +19,9 @@ Writing a game means subclassing :class:`Game` and implementing ``_reset``, ``_s
 ``acting_agents``, ``observe``, ``legal_actions`` and ``text_observation``; the base
 class validates actions (an illegal action raises :class:`IllegalActionError` and
 never changes the game) and assembles time steps. Building one, it checks each acting agent's
-observation shape and that a discrete-action agent has a legal action
-(:class:`GameContractError`), and an exception of the game's own code comes out of
+observation shape, that a discrete-action agent has a legal action and that each reward is
+one real number (NaN passes, for the trainers' guard to report) (:class:`GameContractError`),
+and an exception of the game's own code comes out of
 ``reset``/``step`` as a :class:`GameCodeError` naming the game, the step, the method and the
 line that raised it (a :class:`GameError`, so the command lines report it in one line).
 Callers that ask the game outside ``reset``/``step`` (VectorGame's final observations and
@@ -433,6 +434,8 @@ class Game(abc.ABC):
         Raises:
             IllegalActionError: an action is missing, extra, or illegal; the game is
                 left unchanged.
+            GameContractError: a reward is not one real number, an observation has another
+                shape than ``spec.obs_shapes``, or an acting agent has no legal action.
             GameCodeError: the game's own code raised (naming the method and its line).
         """
         t = self._contract_steps
