@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import abc
 import numbers
+import os
 import re
 import sysconfig
 import traceback
@@ -110,14 +111,20 @@ class GameCodeError(GameContractError):
                          "; HYDRA_FULL_ERROR=1 shows the traceback")
 
 
-def where_raised(err: BaseException) -> str:
+def where_raised(err: BaseException, relative: bool = False) -> str:
     """``file:line in function`` of the innermost frame of ``err`` outside the standard
-    library and installed packages (the user's own line), else of the innermost frame."""
+    library and installed packages (the user's own line), else of the innermost frame;
+    ``relative``: a file under the working folder as a path from it (the user's project)."""
     frames = traceback.extract_tb(err.__traceback__)
     libs = {sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     own = [f for f in frames if not any(lib and f.filename.startswith(lib) for lib in libs)]
     frame = (own or frames or [None])[-1]
-    return f"{frame.filename}:{frame.lineno} in {frame.name}" if frame else "unknown place"
+    if frame is None:
+        return "unknown place"
+    path = frame.filename
+    if relative and os.path.isabs(path) and not os.path.relpath(path).startswith(".."):
+        path = os.path.relpath(path)
+    return f"{path}:{frame.lineno} in {frame.name}"
 
 
 def _method_of(err: BaseException, callers: tuple[str, ...] = ()) -> str:

@@ -197,10 +197,7 @@ class UserEncoder(nn.Module):
 
     def _raise(self, err: Exception, when: str) -> NoReturn:
         why = " ".join(str(err).split()) or "no message"
-        where = where_raised(err)
-        path = where.split(":", 1)[0]
-        if os.path.isabs(path) and not os.path.relpath(path).startswith(".."):
-            where = os.path.relpath(path) + where[len(path):]  # the user's file, from here
+        where = where_raised(err, relative=True)  # the user's file, from here
         raise EncoderError(f"encoder {self.name} ({self._where}) failed {when}: "
                            f"{type(err).__name__}: {why} (at {where}); HYDRA_FULL_ERROR=1 "
                            "shows the traceback") from err

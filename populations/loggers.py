@@ -437,10 +437,7 @@ class _UserLogger(MetricsLogger):
     def _raise(self, err: Exception, what: str) -> NoReturn:
         self._failed = True
         why = " ".join(str(err).split()) or "no message"
-        where = where_raised(err)
-        path = where.split(":", 1)[0]
-        if os.path.isabs(path) and not os.path.relpath(path).startswith(".."):
-            where = os.path.relpath(path) + where[len(path):]  # the user's file, from here
+        where = where_raised(err, relative=True)  # the user's file, from here
         raise LoggerError(f"logger {self.name} ({self._where}) failed in {what}: "
                           f"{type(err).__name__}: {why} (at {where}); HYDRA_FULL_ERROR=1 "
                           "shows the traceback") from err
