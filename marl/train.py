@@ -191,8 +191,8 @@ class ReadyWatch:
     :data:`NEVER_READY_ROLLOUTS` rollouts past the budget of ``frames`` without an update,
     :meth:`check` raises :class:`NeverReadyError` naming the learner (``who``: how the loop
     names it, e.g. ``"league member vdn2"``). A rollout is the longest of the declared one
-    (``rollout``: :func:`rollout_frames`, 0 for none) and those trained so far; before any,
-    a learner that declares none is given :data:`UNDECLARED_ROLLOUT` frames."""
+    (``rollout``: :func:`rollout_frames`, 0 for none) and those trained so far; a learner
+    that declares none is given at least :data:`UNDECLARED_ROLLOUT` frames."""
 
     learner: Learner
     frames: int
@@ -205,7 +205,10 @@ class ReadyWatch:
         """After a step: ``done`` frames played, ``trained`` of them up to the last update."""
         if trained > self._last:
             self._longest, self._last = max(self._longest, trained - self._last), trained
-        length = max(self.rollout, self._longest) or UNDECLARED_ROLLOUT
+        # undeclared: never below UNDECLARED_ROLLOUT, as a learner that updates every few
+        # episodes may meet episodes many times longer than any it trained on before
+        length = max(self.rollout, self._longest) if self.rollout else \
+            max(self._longest, UNDECLARED_ROLLOUT)
         if trained >= done or done - self.frames < NEVER_READY_ROLLOUTS * length:
             return
         cls = type(self.learner)
@@ -213,7 +216,8 @@ class ReadyWatch:
         name = f"learner {algo} ({cls.__module__}.{cls.__qualname__})" if algo else \
             f"learner {cls.__module__}.{cls.__qualname__}"
         what = ("cfg.rollout_steps × num_envs" if length == self.rollout
-                else "its longest so far" if self._longest else "it declares no cfg.rollout_steps")
+                else "its longest so far" if length == self._longest
+                else "it declares no cfg.rollout_steps")
         last = f"its last update at {trained} frames" if trained else "no update at all"
         raise NeverReadyError(
             f"{self.who + ': ' if self.who else ''}{name} trains whole rollouts "

@@ -164,13 +164,22 @@ def test_the_bound_is_whole_rollouts_past_the_budget():
                                               r"frames .*\(it declares no cfg.rollout_steps\)"):
         watch.check(100 + NEVER_READY_ROLLOUTS * UNDECLARED_ROLLOUT, 0)
 
+    # a learner that declares no rollout and updates every episode: a later episode far
+    # longer than those trained so far (agents that learnt to survive) is no stop
     watch = ReadyWatch(learner=object(), frames=100, rollout=0)
     watch.check(30, 30)  # an update: rollouts of 30 frames
     watch.check(60, 60)
-    watch.check(100 + 4 * 30 - 1, 60)
+    watch.check(100 + 4 * 30, 60)  # before: stopped here, 4 rollouts of 30 past the budget
+    watch.check(100 + NEVER_READY_ROLLOUTS * UNDECLARED_ROLLOUT - 1, 60)
     with pytest.raises(NeverReadyError, match=r"its last update at 60 frames: .* 4 rollouts "
-                                              r"of 30 frames .*\(its longest so far\)"):
-        watch.check(100 + 4 * 30, 60)
+                                              r"of 65536 frames .*\(it declares no"):
+        watch.check(100 + NEVER_READY_ROLLOUTS * UNDECLARED_ROLLOUT, 60)
+    big = UNDECLARED_ROLLOUT + 10  # longer trained rollouts than the floor set the bound
+    watch = ReadyWatch(learner=object(), frames=100, rollout=0)
+    watch.check(big, big)
+    watch.check(100 + 4 * big - 1, big)
+    with pytest.raises(NeverReadyError, match=rf"4 rollouts of {big} frames .*\(its longest"):
+        watch.check(100 + 4 * big, big)
 
     watch = ReadyWatch(learner=object(), frames=100, rollout=8)
     watch.check(100, 50)  # a first rollout longer than declared (MAPPO's first: one more step)
