@@ -21,8 +21,12 @@ A write waits for a lock another connection holds (a user's ``sqlite3`` shell in
 transaction, a tool) up to :data:`LOCK_TIMEOUT` seconds (5 minutes; a warning is logged once
 it has waited :data:`LOCK_WARN` seconds), then raises :class:`LeagueDBError` naming the file
 and the lock; a write that finds the disk full raises :class:`marl.fileio.NoSpaceError`
-naming it. A read-only connection closed last removes the ``-wal``/``-shm`` files it made
-(:meth:`LeagueDB.close`), so a finished run's folder holds the database alone.
+naming it. Recording the status of a run that an error stops
+(:meth:`LeagueDB.set_run_status_quietly`, :func:`lock_budget_after`) waits
+:data:`QUIET_LOCK_TIMEOUT` seconds at most, and not at all after that error was this file's
+lock: a locked database ends a run after one wait. A read-only connection closed last
+removes the ``-wal``/``-shm`` files it made (:meth:`LeagueDB.close`), so a finished run's
+folder holds the database alone.
 
 Schema versions are SQLite's ``user_version``; ``MIGRATIONS[i]`` upgrades version i to
 i + 1 and runs in one transaction when an older file is opened.
@@ -36,6 +40,8 @@ import logging
 import math
 import os
 import sqlite3
+import sys
+import threading
 import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
@@ -49,6 +55,8 @@ from marl.fileio import NoSpaceError
 log = logging.getLogger(__name__)
 LOCK_TIMEOUT = 300.0  # seconds a write waits for a lock another connection holds
 LOCK_WARN = 10.0  # seconds of waiting after which a warning says who it waits for
+QUIET_LOCK_TIMEOUT = 5.0  # seconds recording a failing run's status waits for a lock
+LOCK_RETRY_S = 0.1  # seconds between tries of a write SQLite found locked
 
 MIGRATIONS: list[str] = [
     # 0 -> 1
@@ -161,6 +169,28 @@ class LeagueDBError(RuntimeError):
     row this code cannot read."""
 
 
+class LeagueDBLockedError(LeagueDBError):
+    """A write waited ``lock_timeout`` for the lock another connection holds on ``path``."""
+
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def lock_budget_after(err: BaseException, path: str | Path) -> float:
+    """Seconds a best-effort write to league database ``path`` (the failed status of a run
+    ``err`` stops) may wait for a lock: none when ``err`` (or an error it was raised from)
+    is that file's lock, already waited for; :data:`QUIET_LOCK_TIMEOUT` otherwise."""
+    path, seen = Path(os.path.abspath(path)), set()
+    e: BaseException | None = err
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, LeagueDBLockedError) and e.path == path:
+            return 0.0
+        e = e.__cause__ or e.__context__
+    return QUIET_LOCK_TIMEOUT
+
+
 _BUSY, _LOCKED, _IOERR, _FULL = 5, 6, 10, 13  # SQLite's primary result codes
 
 
@@ -173,13 +203,13 @@ def _writes(method: Any) -> Any:
     :class:`LeagueDBError`. Both end a run in one line with the command that resumes it."""
     @functools.wraps(method)
     def write(self: LeagueDB, *args: Any, **kwargs: Any) -> Any:
-        if self._writing:  # called by another writing method: its caller retries
-            return method(self, *args, **kwargs)
+        if getattr(self._writing, "on", False):  # called by another writing method: its
+            return method(self, *args, **kwargs)  # caller retries
         # rows given as a generator are read once: a retry writes the same ones
         args = tuple(list(a) if isinstance(a, Iterator) else a for a in args)
         kwargs = {k: list(v) if isinstance(v, Iterator) else v for k, v in kwargs.items()}
         began, warned = time.monotonic(), False
-        self._writing = True
+        self._writing.on = True
         try:
             while True:
                 try:
@@ -194,10 +224,13 @@ def _writes(method: Any) -> Any:
                                         "waiting up to %.0f s for it", self.path,
                                         self.lock_timeout)
                             warned = True
+                        # SQLite returns some busy results without waiting in its busy
+                        # handler (BUSY_SNAPSHOT, a table locked on this connection)
+                        time.sleep(min(LOCK_RETRY_S, self.lock_timeout - waited))
                         continue
                     raise self._write_error(err, code, waited) from err
         finally:
-            self._writing = False
+            self._writing.on = False
     return write
 
 
@@ -289,7 +322,11 @@ class LeagueDB:
         self.path = Path(os.path.abspath(path))
         readonly = readonly or immutable
         self.lock_timeout = LOCK_TIMEOUT if lock_timeout is None else lock_timeout
-        self._writing = False
+        self.timeout = timeout
+        # whether a write is under way, per thread: a writing method called by another is not
+        # retried on its own. (Two threads writing on one LeagueDB would share its
+        # connection's transaction; none does: the dashboard's threads read on their own.)
+        self._writing = threading.local()
         # a read-only connection that opens a WAL database without its -wal file makes one,
         # which it cannot remove when it closes (see close)
         self._made_wal = readonly and not immutable and not os.path.exists(f"{self.path}-wal")
@@ -398,23 +435,48 @@ class LeagueDB:
         """The one-line error for a write SQLite refused with ``code`` after ``waited``
         seconds; ``err`` itself where it is not the storage's (a bug)."""
         if code in (_BUSY, _LOCKED):
-            return LeagueDBError(
+            return LeagueDBLockedError(
                 f"league database {self.path} is locked: another connection held its write "
                 f"lock for {waited:.0f} s (LeagueDB.lock_timeout {self.lock_timeout:.0f} s); "
-                "end that connection's transaction (a sqlite3 shell, a tool) and resume")
+                "end that connection's transaction (a sqlite3 shell, a tool) and resume",
+                self.path)
         if code == _FULL:
             return NoSpaceError(self.path, "league database ")
         if code == _IOERR:
             return LeagueDBError(f"cannot write league database {self.path}: {err}")
         return err
 
+    @contextmanager
+    def lock_budget(self, seconds: float) -> Iterator[None]:
+        """Writes in the block wait at most ``seconds`` for a lock (its connection's busy
+        handler too), then the database's own budget is back."""
+        saved = self.lock_timeout
+        self.lock_timeout = min(saved, seconds)
+        self._busy_timeout(self.lock_timeout)
+        try:
+            yield
+        finally:
+            self.lock_timeout = saved
+            self._busy_timeout(saved)
+
+    def _busy_timeout(self, lock_timeout: float) -> None:
+        ms = int(min(self.timeout, lock_timeout) * 1000)
+        self.conn.execute(f"PRAGMA busy_timeout = {ms}")
+
     def set_run_status_quietly(self, run_id: int, status: str, error: str | None) -> bool:
         """:meth:`set_run_status` for a run stopped by an error being raised: a failure to
         record it (the disk that filled up, the lock that was held) is logged, never
         raised over that error; returns whether it was recorded (a run left ``running``
-        is recorded afresh by ``resume=true``)."""
+        is recorded afresh by ``resume=true``). It waits :data:`QUIET_LOCK_TIMEOUT` at most
+        for a lock, and tries once without waiting when the error being raised is this
+        file's lock (:func:`lock_budget_after`): a locked database's run ends after the one
+        wait of the write that failed."""
+        stopping = sys.exc_info()[1]
+        budget = QUIET_LOCK_TIMEOUT if stopping is None else lock_budget_after(stopping,
+                                                                               self.path)
         try:
-            self.set_run_status(run_id, status, error)
+            with self.lock_budget(budget):
+                self.set_run_status(run_id, status, error)
             return True
         except (LeagueDBError, OSError, sqlite3.Error) as err:
             log.error("cannot record run %d as %s in %s: %s", run_id, status, self.path, err)

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from marl.fileio import atomic_write
-from populations.db import LeagueDB, LeagueDBError, refuse_link
+from populations.db import LeagueDB, LeagueDBError, lock_budget_after, refuse_link
 
 log = logging.getLogger(__name__)
 LOCK_NAME = ".lock"
@@ -492,8 +492,8 @@ def open_run(run_dir: str | Path, settings: Mapping[str, Any], resume: bool,
         except BaseException as err:
             db_path = run_dir / "league.db"
             if db_path.is_file():
-                try:
-                    db = LeagueDB(db_path)
+                try:  # waits briefly for a lock, not at all for the one `err` waited for
+                    db = LeagueDB(db_path, lock_timeout=lock_budget_after(err, db_path))
                     try:
                         db.fail_running(one_line(err), end_status(err))
                     finally:

@@ -244,3 +244,149 @@ def test_disk_full_writing_the_metrics_csv_is_one_line_naming_it(tmp_path, monke
     assert line.startswith("selfplay-train: no space left on device writing metrics "
                            f"{run / 'metrics.csv'}"), line
     assert "it resumes from the last one with: " in line, line
+
+
+def _lock_budgets(monkeypatch) -> list[float]:
+    """The seconds each write that failed on a lock was allowed to wait (the larger of its
+    ``lock_timeout`` and its connection's busy timeout), in order."""
+    budgets: list[float] = []
+    write_error = dbmod.LeagueDB._write_error
+
+    def spied(self, err, code, waited):
+        if code in (dbmod._BUSY, dbmod._LOCKED):
+            busy = self.conn.execute("PRAGMA busy_timeout").fetchone()[0] / 1000
+            budgets.append(max(self.lock_timeout, busy))
+        return write_error(self, err, code, waited)
+
+    monkeypatch.setattr(dbmod.LeagueDB, "_write_error", spied)
+    return budgets
+
+
+def test_a_locked_league_db_is_waited_for_once(tmp_path, monkeypatch, capsys):
+    """The run's write waits LOCK_TIMEOUT for the lock; recording the failure (League's
+    status, then the run folder's) waited as long again each: 3 x LOCK_TIMEOUT in all."""
+    run = tmp_path / "run"
+    monkeypatch.setattr(dbmod, "LOCK_TIMEOUT", 0.3, raising=False)
+    budgets = _lock_budgets(monkeypatch)
+    holder: list[sqlite3.Connection] = []
+    save = League._save
+
+    def saved(self):
+        save(self)
+        if not holder:
+            conn = sqlite3.connect(run / "league.db", isolation_level=None)
+            conn.execute("BEGIN IMMEDIATE")
+            holder.append(conn)
+
+    monkeypatch.setattr(League, "_save", saved)
+    try:
+        line = _failed([*LEAGUE, f"hydra.run.dir={run}"], tmp_path, monkeypatch, capsys)
+    finally:
+        for conn in holder:
+            conn.rollback()
+            conn.close()
+    assert " is locked: " in line, line
+    assert budgets[0] == 0.3 and budgets[1:] == [0.0] * (len(budgets) - 1), budgets
+
+
+def test_a_failing_runs_status_waits_briefly_for_a_lock(tmp_path, monkeypatch):
+    """Recording the status of a run stopped by another error (Ctrl-C, a full disk) while
+    league.db is locked waits QUIET_LOCK_TIMEOUT, not LOCK_TIMEOUT; the database's own
+    budget is back afterwards."""
+    monkeypatch.setattr(dbmod, "QUIET_LOCK_TIMEOUT", 0.05, raising=False)
+    budgets = _lock_budgets(monkeypatch)
+    db = dbmod.LeagueDB(tmp_path / "league.db")
+    run_id = db.create_run("r")
+    other = sqlite3.connect(tmp_path / "league.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        assert not db.set_run_status_quietly(run_id, "interrupted", "KeyboardInterrupt")
+    finally:
+        other.rollback()
+        other.close()
+    assert budgets == [0.05]
+    assert db.lock_timeout == dbmod.LOCK_TIMEOUT
+    assert db.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 10_000
+    db.close()
+
+
+class _Busy(dbmod.LeagueDB):
+    """A database whose ``busy`` write meets SQLITE_BUSY_SNAPSHOT (a busy result SQLite
+    returns without calling its busy handler) ``self.busy_left`` times."""
+    busy_left = 0
+    tries = 0
+
+    @dbmod._writes
+    def busy(self) -> str:
+        self.tries += 1
+        if self.tries > 1000:
+            raise AssertionError("the write was tried 1000 times without waiting")
+        if self.busy_left:
+            self.busy_left -= 1
+            err = sqlite3.OperationalError("database is locked")
+            err.sqlite_errorcode = 517  # SQLITE_BUSY_SNAPSHOT
+            raise err
+        return "written"
+
+
+def test_a_busy_write_waits_between_tries(tmp_path, monkeypatch):
+    """A busy result SQLite returns at once was tried again at once, spinning a core for
+    lock_timeout; each try now waits a little (a clock the sleeps advance)."""
+    clock = [0.0]
+
+    def sleep(s):
+        clock[0] += s
+
+    monkeypatch.setattr(dbmod.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(dbmod.time, "sleep", sleep)
+    db = _Busy(tmp_path / "league.db", lock_timeout=1.0)
+    db.busy_left = 10**6
+    with pytest.raises(dbmod.LeagueDBError, match=r"is locked: .* for 1 s"):
+        db.busy()
+    assert 5 <= db.tries <= 20, db.tries
+    db.close()
+
+
+def test_writes_from_two_threads_are_each_retried(tmp_path):
+    """A write meeting a busy result while another thread is inside a write on the same
+    LeagueDB is retried too (the flag saying a write is under way was one per database)."""
+    import threading
+
+    inside, leave = threading.Event(), threading.Event()
+
+    class Held(_Busy):
+        @dbmod._writes
+        def hold(self) -> None:
+            inside.set()
+            leave.wait(30)
+
+    db = Held(tmp_path / "league.db", lock_timeout=60.0)
+    holder = threading.Thread(target=db.hold)
+    holder.start()
+    try:
+        assert inside.wait(30)
+        db.busy_left = 1
+        assert db.busy() == "written"
+    finally:
+        leave.set()
+        holder.join()
+    assert db.tries == 2
+    db.close()
+
+
+def test_the_run_folder_waits_for_a_lock_only_when_err_was_not_it(tmp_path):
+    """The run folder records a failure with no wait when the error was this file's lock
+    (also raised from it), with QUIET_LOCK_TIMEOUT otherwise (Ctrl-C, another file's lock)."""
+    path = tmp_path / "league.db"
+    locked = dbmod.LeagueDBLockedError("locked", path)
+    try:
+        try:
+            raise locked
+        except dbmod.LeagueDBError as err:
+            raise SystemExit(2) from err
+    except SystemExit as err:
+        raised_from = err
+    assert dbmod.lock_budget_after(locked, path) == 0.0
+    assert dbmod.lock_budget_after(raised_from, path) == 0.0
+    assert dbmod.lock_budget_after(KeyboardInterrupt(), path) == dbmod.QUIET_LOCK_TIMEOUT
+    assert dbmod.lock_budget_after(locked, tmp_path / "other.db") == dbmod.QUIET_LOCK_TIMEOUT
