@@ -835,6 +835,9 @@ class ConfigCheck(Callback):
         task = copy.deepcopy(config)
         with open_dict(task):
             del task["hydra"]
+        _BEFORE.clear()
+        with reported(TRAIN):  # before Hydra makes the folder: was it there (_before)?
+            _record_before(Path(str(config.hydra.run.dir)))
         with reported(TRAIN), _named_log_lines():  # Hydra turns a callback's exception
             prepare(task, list(config.hydra.overrides.task))  # into a warning: exit here
             if task.get("resume") and not task.get("resume_override"):
@@ -848,6 +851,9 @@ class ConfigCheck(Callback):
         _SWEPT.clear()  # populations.sweeps' set (loggers reads it there)
         _SWEPT.update(swept_keys(list(config.hydra.overrides.task)))
         folder = None if folder_given(config, "hydra.sweep.dir") else sweep_folder(config)
+        _BEFORE.clear()
+        with reported(TRAIN):  # before Hydra makes the folders: were they there (_before)?
+            _record_before(folder or Path(str(config.hydra.sweep.dir)), depth=1)
         if config.get("resume") is True and not config.get("resume_override"):
             with reported(TRAIN):
                 _refuse_resume_without_folder(config, "hydra.sweep.dir", folder)
@@ -1037,10 +1043,54 @@ def _llm_member(exp: ExperimentConfig) -> bool:
 
 
 # ------------------------------------------------------------------------ run folders
-def _fresh(run_dir: Path) -> bool:
-    """True when ``run_dir`` holds only what Hydra writes before the task starts."""
-    return not run_dir.exists() or all(p.name == ".hydra" or p.suffix == ".log"
-                                       for p in run_dir.iterdir())
+_BEFORE: dict[str, frozenset[str] | None] = {}
+"""What the folders this process's run or sweep goes to held before Hydra made them
+(:class:`ConfigCheck` records them first): each absolute path's entry names, ``None`` where
+it did not exist. A sweep's folder is recorded with each folder in it (its jobs')."""
+_START_CWD: list[Path] = []
+"""The working folder this command started in (never removed, nor a folder above it)."""
+
+
+def _record_before(folder: Path, depth: int = 0) -> None:
+    """Record in :data:`_BEFORE` what ``folder`` (and the folders in it, ``depth`` levels
+    down) holds now, before Hydra makes it."""
+    path = os.path.abspath(folder)
+    try:
+        entries = frozenset(p.name for p in Path(path).iterdir())
+    except FileNotFoundError:
+        _BEFORE[path] = None
+        return
+    except OSError:  # not a folder, unreadable: left unrecorded (nothing of it is removed)
+        return
+    _BEFORE[path] = entries
+    if depth > 0:
+        for name in entries:
+            if (Path(path) / name).is_dir():
+                _record_before(Path(path) / name, depth - 1)
+
+
+def _before(run_dir: Path) -> tuple[bool, frozenset[str] | None]:
+    """Whether this command made ``run_dir`` (it did not exist before Hydra made it), and
+    else what it held before (``None``: not known, as when a config of the user's own runs
+    without :class:`ConfigCheck`; nothing of such a folder is removed)."""
+    path = Path(os.path.abspath(run_dir))
+    for folder in (path, *path.parents):
+        if str(folder) in _BEFORE:
+            held = _BEFORE[str(folder)]
+            if folder == path:
+                return held is None, held
+            # an ancestor recorded: the folder is new when that one or its next part was
+            part = path.relative_to(folder).parts[0]
+            return held is None or part not in held, None
+    return False, None
+
+
+def _below_start(run_dir: Path) -> bool:
+    """Whether ``run_dir`` is neither the working folder this command started in nor a
+    folder above it (those are never removed)."""
+    cwd = (_START_CWD[-1] if _START_CWD else Path.cwd()).resolve()
+    folder = run_dir.resolve()
+    return folder != cwd and folder not in cwd.parents
 
 
 def _discard_new(run_dir: Path, sweep_dir: Path | None) -> None:
@@ -1055,9 +1105,7 @@ def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
     """Remove a run folder this process created if it holds nothing worth keeping (no
     checkpoint, no PSRO iteration recorded: :func:`_psro_recorded`), and its parents left
     empty below ``root`` (the working directory)."""
-    ckpt = run_dir / "checkpoints"
-    if not run_dir.is_dir() or (ckpt.is_dir() and any(ckpt.iterdir())) or \
-            _psro_recorded(run_dir):
+    if not run_dir.is_dir() or _worth_keeping(run_dir) or not _below_start(run_dir):
         return False
     shutil.rmtree(run_dir, ignore_errors=True)
     root = (root or Path.cwd()).resolve()
@@ -1069,6 +1117,27 @@ def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
             break
         parent = parent.parent
     return True
+
+
+def _worth_keeping(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a checkpoint or a recorded PSRO iteration."""
+    ckpt = run_dir / "checkpoints"
+    return (ckpt.is_dir() and any(ckpt.iterdir())) or _psro_recorded(run_dir)
+
+
+def _discard_written(run_dir: Path, before: frozenset[str] | None) -> None:
+    """In a folder that existed before this command (it held ``before``), remove what the
+    command wrote there (Hydra's ``.hydra`` and log, a run's first files) when it holds
+    nothing worth keeping (:func:`discard_run_dir`'s test); the folder and what it held stay.
+    ``before`` None (not known): nothing is removed."""
+    if before is None or not run_dir.is_dir() or _worth_keeping(run_dir):
+        return
+    for path in run_dir.iterdir():
+        if path.name not in before:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
 
 
 def _psro_recorded(run_dir: Path) -> bool:
@@ -1130,7 +1199,8 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
                      sweep_dir: Path | None = None, job: int | None = None,
                      overrides: Sequence[str] | None = None,
                      flags: Sequence[str] = (), resumed: bool = False,
-                     keep_going: bool = False) -> Iterator[None]:
+                     keep_going: bool = False,
+                     before: frozenset[str] | None = None) -> Iterator[None]:
     """Report user errors in one line; a folder ``created`` by this run and holding nothing
     to resume (no checkpoint, no PSRO iteration: :func:`discard_run_dir`) is removed first
     (and a sweep's folder left with no job in it), so a failed start leaves nothing
@@ -1142,11 +1212,14 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
     (:func:`resume_command`). ``resumed``: the command line gave ``resume=true``.
     ``keep_going`` (a sweep's ``keep_going=true``): a failed job's line says the sweep goes on,
     and the guard returns (Hydra runs the next job); the sweep's end lists the failed jobs
-    (:func:`_failed_jobs_line`). Ctrl-C still ends the sweep."""
+    (:func:`_failed_jobs_line`). Ctrl-C still ends the sweep. A folder that existed before
+    this command (holding ``before``) stays: only what the command wrote in it goes
+    (:func:`_discard_written`)."""
     try:
         yield
     except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
-        interrupted(prog, lambda: _how_to_go_on(run_dir, created, sweep_dir, overrides, flags))
+        interrupted(prog, lambda: _how_to_go_on(run_dir, created, sweep_dir, overrides, flags,
+                                                before))
     except Exception as err:
         if not isinstance(err, user_errors()) and too_large(err) is None:
             # a bug: its traceback (Hydra's report). The folder goes as after a user error
@@ -1154,10 +1227,14 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
             # same command again ('already holds a run') while holding nothing to resume
             if created:
                 _discard_new(run_dir, sweep_dir)
+            else:
+                _discard_written(run_dir, before)
             raise
         going_on = keep_going and sweep_dir is not None and job is not None
         if created:  # the sweep's folder stays for the next jobs (and multirun.yaml in it)
             discard_run_dir(run_dir) if going_on else _discard_new(run_dir, sweep_dir)
+        else:
+            _discard_written(run_dir, before)
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         line = too_large_line(err, overrides) if too_large(err) is not None else one_line(err)
@@ -1197,9 +1274,11 @@ def _resumes_after(err: BaseException, run_dir: Path, overrides: Sequence[str] |
 
 
 def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
-                  overrides: Sequence[str] | None = None, flags: Sequence[str] = ()) -> str:
+                  overrides: Sequence[str] | None = None, flags: Sequence[str] = (),
+                  before: frozenset[str] | None = None) -> str:
     """Ctrl-C's message: the command that resumes the run or sweep, or (stopped before the
-    run started) "start again", removing the folder ``created`` for it."""
+    run started) "start again", removing the folder ``created`` for it (in a folder that
+    existed, holding ``before``: what the command wrote there)."""
     # a folder holding a run resumes (from its last checkpoint, or from the start when it has
     # none yet: PSRO keeps none, it goes on from league.db); the same command again would be
     # refused ("already holds a run")
@@ -1213,6 +1292,8 @@ def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
             f"{resume_command(run_dir, overrides, flags)}"
     if created:  # stopped before the run started: nothing recorded, nothing kept
         _discard_new(run_dir, sweep_dir)
+    else:
+        _discard_written(run_dir, before)
     return "interrupted before the run started (start again)"
 
 
@@ -1317,7 +1398,7 @@ def _train_task(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
     sweep_dir = Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
-    created = _fresh(run_dir)
+    created, before = _before(run_dir)
     overrides, flags = list(hc.overrides.task), config_flags(_TYPED)
     summary = None
     if sweep_dir is not None:
@@ -1326,7 +1407,7 @@ def _train_task(cfg: DictConfig) -> None:
     with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir,
                           job=hc.job.num if sweep_dir is not None else None,
                           overrides=overrides, flags=flags, resumed=cfg.get("resume") is True,
-                          keep_going=cfg.get("keep_going") is True), \
+                          keep_going=cfg.get("keep_going") is True, before=before), \
             spelled(HYDRA_WORDS):  # messages say resume_override=true, as typed here
         exp = prepare(cfg, overrides, check=False)  # run_experiment checks
         if sweep_dir is not None and not run_dir.name.startswith(f"{hc.job.num}_"):
@@ -1601,6 +1682,7 @@ def train_main() -> None:
             fail(TRAIN, f"{arg}: selfplay-train names your modules as imports=[{module}] "
                         "(--import is selfplay-eval's and python -m populations.league's)")
     _TYPED[:] = args  # the resume hints repeat what was typed, not the added ~game
+    _START_CWD[:] = [Path.cwd()]
     sys.argv = [sys.argv[0], *game_overrides(args)]
     from populations.run_folder import sigterm_as_interrupt
 
@@ -1614,8 +1696,10 @@ def train_main() -> None:
             interrupted(TRAIN)
 
 
-if __name__ == "__main__":
-    train_main()
+if __name__ == "__main__":  # python -m populations.cli: run the module Hydra's callback
+    from populations.cli import train_main as _train_main  # (ConfigCheck) is imported from,
+
+    _train_main()  # so both read one _BEFORE (what the run folders held before Hydra)
 
 
 def __getattr__(name: str) -> Any:
