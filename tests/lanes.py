@@ -45,6 +45,7 @@ SECOND_LANE = (
     "tests/marl/test_mappo_gru.py",
     "tests/populations/test_interrupts_review.py",
     "tests/populations/test_run_folder.py",
+    "tests/marl/test_mappo.py",
 )
 """Modules (paths from the repository root) the second process runs, in this order: every
 module that starts Ray, and test_cli (mostly ``selfplay-train`` child processes),
@@ -53,7 +54,10 @@ balance: in the fresh-clone run at bcbf1ec the first lane's own tests took 882 s
 second's last result came at 799 s. At 76ceb39: 889 s and 899 s; then the Ray tests' own
 waits left the second lane (one ``ray start`` and ~28 s of SIGTERM waits fewer, the shared
 instance no longer idling between its tests: ~40 s estimated), and test_run_folder (lock
-holders and CLI child processes, ~15 s) came over (not yet measured in a full run)."""
+holders and CLI child processes, ~15 s) came over (not yet measured in a full run). At
+0b187ae (fresh clone, machine idle after its first ~15 min): this lane's own tests 1,603 s,
+the second's last result at 1,082 s; test_mappo's GNN learning test (124-316 s) became a
+benchmark and test_mappo (~100 s left: its MLP and IPPO learning tests) came over."""
 
 SWITCH = "SELFPLAY_TEST_LANES"  # "0": one process
 WORKER = "SELFPLAY_TEST_LANE_WORKER"  # set in the worker: its folder (node ids, results)

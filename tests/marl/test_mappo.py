@@ -116,6 +116,8 @@ def test_mappo_mlp_beats_random_on_spread():
     assert learned > baseline + 3.0, (learned, baseline)
 
 
+@pytest.mark.benchmark  # 124-316 s of CPU (50k frames): `make bench-tests`; GNN MAPPO
+# still trains in the suite (test_member_settings' MLP + GNN league, the GNN unit tests)
 def test_mappo_gnn_beats_random_and_runs_at_more_agents():
     torch.manual_seed(0)
     spec = games.make(SPREAD, N=3, max_cycles=25).spec
