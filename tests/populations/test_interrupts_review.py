@@ -55,6 +55,9 @@ def _ctrl_c(run, capsys, monkeypatch, created=True, sweep_dir=None, argv=None):
 
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     monkeypatch.setattr(cli.sys, "argv", argv or ["selfplay-train", "game=kuhn"])
+    # the command line as typed: an earlier in-process selfplay-train's stays in cli._TYPED
+    # (one command per process outside tests), which a sweep's resume line reads first
+    monkeypatch.setattr(cli, "_TYPED", [])
     with pytest.raises(SystemExit) as stop, cli.run_folder_guard("selfplay-train", run, created,
                                                                  sweep_dir):
         raise KeyboardInterrupt
