@@ -140,23 +140,7 @@ def test_a_lock_held_on_league_db_is_waited_for_then_one_line(tmp_path, monkeypa
     fail; the line names the file and the lock, not the status update's error."""
     run = tmp_path / "run"
     monkeypatch.setattr(dbmod, "LOCK_TIMEOUT", 0.3, raising=False)
-    holder: list[sqlite3.Connection] = []
-    save = League._save
-
-    def saved(self):
-        save(self)
-        if not holder:
-            conn = sqlite3.connect(run / "league.db", isolation_level=None)
-            conn.execute("BEGIN IMMEDIATE")
-            holder.append(conn)
-
-    monkeypatch.setattr(League, "_save", saved)
-    try:
-        line = _failed([*LEAGUE, f"hydra.run.dir={run}"], tmp_path, monkeypatch, capsys)
-    finally:
-        for conn in holder:
-            conn.rollback()
-            conn.close()
+    line = _league_locked_after_first_save(run, tmp_path, monkeypatch, capsys)
     assert line.startswith(f"selfplay-train: league database {run / 'league.db'} is locked: "
                            "another connection held its write lock for "), line
     assert "it resumes from the last one with: " in line, line
@@ -268,23 +252,7 @@ def test_a_locked_league_db_is_waited_for_once(tmp_path, monkeypatch, capsys):
     run = tmp_path / "run"
     monkeypatch.setattr(dbmod, "LOCK_TIMEOUT", 0.3, raising=False)
     budgets = _lock_budgets(monkeypatch)
-    holder: list[sqlite3.Connection] = []
-    save = League._save
-
-    def saved(self):
-        save(self)
-        if not holder:
-            conn = sqlite3.connect(run / "league.db", isolation_level=None)
-            conn.execute("BEGIN IMMEDIATE")
-            holder.append(conn)
-
-    monkeypatch.setattr(League, "_save", saved)
-    try:
-        line = _failed([*LEAGUE, f"hydra.run.dir={run}"], tmp_path, monkeypatch, capsys)
-    finally:
-        for conn in holder:
-            conn.rollback()
-            conn.close()
+    line = _league_locked_after_first_save(run, tmp_path, monkeypatch, capsys)
     assert " is locked: " in line, line
     assert budgets[0] == 0.3 and budgets[1:] == [0.0] * (len(budgets) - 1), budgets
 
@@ -390,3 +358,25 @@ def test_the_run_folder_waits_for_a_lock_only_when_err_was_not_it(tmp_path):
     assert dbmod.lock_budget_after(raised_from, path) == 0.0
     assert dbmod.lock_budget_after(KeyboardInterrupt(), path) == dbmod.QUIET_LOCK_TIMEOUT
     assert dbmod.lock_budget_after(locked, tmp_path / "other.db") == dbmod.QUIET_LOCK_TIMEOUT
+
+
+def _league_locked_after_first_save(run, tmp_path, monkeypatch, capsys) -> str:
+    """The one line of a league whose league.db another connection holds in a write
+    transaction from its first checkpoint on (released after the run)."""
+    holder: list[sqlite3.Connection] = []
+    save = League._save
+
+    def saved(self):
+        save(self)
+        if not holder:
+            conn = sqlite3.connect(run / "league.db", isolation_level=None)
+            conn.execute("BEGIN IMMEDIATE")
+            holder.append(conn)
+
+    monkeypatch.setattr(League, "_save", saved)
+    try:
+        return _failed([*LEAGUE, f"hydra.run.dir={run}"], tmp_path, monkeypatch, capsys)
+    finally:
+        for conn in holder:
+            conn.rollback()
+            conn.close()
