@@ -1085,6 +1085,14 @@ def _before(run_dir: Path) -> tuple[bool, frozenset[str] | None]:
     return False, None
 
 
+def _not_started(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds only what Hydra writes before the task starts (``.hydra``,
+    ``*.log``): a sweep job an interrupted sweep never reached. Not the same as made by this
+    command (:func:`_before`): a resumed sweep's job folders existed before it."""
+    return not run_dir.is_dir() or all(p.name == ".hydra" or p.suffix == ".log"
+                                       for p in run_dir.iterdir())
+
+
 def _below_start(run_dir: Path) -> bool:
     """Whether ``run_dir`` is neither the working folder this command started in nor a
     folder above it (those are never removed)."""
@@ -1413,7 +1421,8 @@ def _train_task(cfg: DictConfig) -> None:
         if sweep_dir is not None and not run_dir.name.startswith(f"{hc.job.num}_"):
             log.info("job %d of the sweep resumes in its folder %s (numbered by the sweep "
                      "that made it)", hc.job.num, run_dir.name)
-        if exp.resume and created and sweep_dir is not None and sweep_started(sweep_dir):
+        if exp.resume and _not_started(run_dir) and sweep_dir is not None and \
+                sweep_started(sweep_dir):
             refuse_renamed_job(sweep_dir, hc.job.num, run_dir, _plain(exp), overrides, flags)
             # a job the interrupted sweep never reached (a mistyped sweep folder still fails)
             log.info("resume=true: job %d of the sweep had not started; starting it",
