@@ -10,6 +10,7 @@ an installed package's ``selfplay.loggers`` entry point; ``logger=NAME`` (or
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -18,14 +19,14 @@ import os
 import re
 import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 from games.core import where_raised
 from games.registry import defined_at, redefinition
-from marl.fileio import atomic_write
+from marl.fileio import NoSpaceError, atomic_write, disk_full
 from populations.db import refuse_link
 
 log = logging.getLogger(__name__)
@@ -176,7 +177,8 @@ class CSVLogger(MetricsLogger):
     Keys are written through :func:`csv_cell` (no cell runs as a spreadsheet formula);
     values are Python floats, numbers in any spreadsheet.
     Opening repairs what a kill can leave: an empty file (header lost) or a last line cut
-    short.
+    short. A write that finds the disk full raises :class:`~marl.fileio.NoSpaceError` naming
+    the file, as every other file of a run is named.
     """
 
     def __init__(self, run_dir: Path, cfg: LoggerConfig, config: dict[str, Any]) -> None:
@@ -185,11 +187,25 @@ class CSVLogger(MetricsLogger):
         if self.files.exists() and not self.files.is_file():  # a FIFO: opening blocked for good
             raise ValueError(f"metrics file {self.files} is not a regular file; remove it")
         self._seen = self._repair()
-        self._fh = self.files.open("a", newline="")
-        self._w = csv.writer(self._fh)
-        if not self._seen and self.files.stat().st_size == 0:
-            self._w.writerow(HEADER)
-            self._fh.flush()  # a kill before the first metric must not lose the header
+        with self._writing():
+            self._fh = self.files.open("a", newline="")
+            self._w = csv.writer(self._fh)
+            if not self._seen and self.files.stat().st_size == 0:
+                self._w.writerow(HEADER)
+                self._fh.flush()  # a kill before the first metric must not lose the header
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Say a full disk (the file's flush or close: ENOSPC, EDQUOT) as
+        :class:`NoSpaceError` naming the file; other errors pass unchanged. Runs outside a
+        League's log_metrics (single-learner, PSRO) printed ``[Errno 28] No space left on
+        device``, naming no file."""
+        try:
+            yield
+        except OSError as err:
+            if isinstance(err, NoSpaceError) or not disk_full(err):
+                raise
+            raise NoSpaceError(self.files, "metrics ") from err
 
     def _repair(self) -> set[tuple[int, str]]:
         """Fix the file a kill left and return the (step, key) pairs it holds."""
@@ -212,8 +228,9 @@ class CSVLogger(MetricsLogger):
         rows = [(step, prefix + k, float(v)) for k, v in metrics.items()
                 if (step, prefix + k) not in self._seen]
         self._seen.update((s, k) for s, k, _ in rows)
-        self._w.writerows((s, csv_cell(k), v) for s, k, v in rows)
-        self._fh.flush()
+        with self._writing():
+            self._w.writerows((s, csv_cell(k), v) for s, k, v in rows)
+            self._fh.flush()
 
     def backfill(self, rows: list[tuple[int, str, float]]) -> None:
         for step, key, value in rows:
@@ -222,7 +239,8 @@ class CSVLogger(MetricsLogger):
     def drop_after(self, step: int) -> None:
         if not any(s > step for s, _ in self._seen):
             return
-        self._fh.close()
+        with self._writing():
+            self._fh.close()
         with self.files.open(newline="") as fh:
             rows = list(csv.reader(fh))
         kept = [[r[0], csv_cell(csv_key(r[1])), r[2]] for r in rows[1:]
@@ -235,7 +253,8 @@ class CSVLogger(MetricsLogger):
         self._w = csv.writer(self._fh)
 
     def close(self) -> None:
-        self._fh.close()
+        with self._writing():
+            self._fh.close()
 
 
 class WandbLogger(MetricsLogger):
