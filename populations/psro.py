@@ -80,11 +80,7 @@ from marl.train import RandomPolicy, train
 from populations import exploitability as ex
 from populations import sequence_form as sf
 from populations.approx_exploit import evaluated_greedy, side_text, training_vector_kwargs
-from populations.meta_solvers import (
-    FullGame,
-    get_meta_solver,
-    solve_meta,
-)
+from populations.meta_solvers import FullGame, solve_meta
 from populations.payoffs import (  # noqa: F401 - PSRO's estimators, importable from here too
     ExactPayoffs,
     PayoffEstimator,
@@ -504,7 +500,8 @@ class PSRO:
         self.game = game
         self.oracle = oracle
         self.recorder: PSRORecorder = recorder or NullRecorder()
-        self.solver = get_meta_solver(cfg.meta_solver)
+        # the meta-solver is asked by name in step 3 (solve_meta); PSROConfig refused an
+        # unknown name when it was made
         game_obj = games.make(game, **dict(game_kwargs or {}))
         self.spec = game_obj.spec
         # PSRO's players (seats, or teams) and the seats each plays
