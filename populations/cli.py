@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("selfplay")
 PLUGIN_GROUPS = ("selfplay.games", "selfplay.learners", "selfplay.meta_solvers",
-                 "selfplay.loggers")
+                 "selfplay.matchmaking_rules", "selfplay.loggers")
 
 
 # ----------------------------------------------------------------------------- errors

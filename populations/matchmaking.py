@@ -12,10 +12,12 @@ rate against each to a probability distribution over them; rules are registered 
 
 A rule of your own is a function ``rule(win_rates [N], cfg: MatchmakingConfig) -> [N]``
 registered with ``@register_rule("name")`` (``population.matchmaking.rule=name``; its module
-reaches the command line by ``imports=[module]``). It returns non-negative weights over the
-``N`` candidates, normalized here (a distribution is weights summing to 1); an exception, or
-weights of another length, NaN, negative or all zero, is refused in one line naming the rule
-(:class:`RuleError`). A taken name is refused: a built-in is never replaced.
+reaches the command line by ``imports=[module]``, or an installed package's
+``selfplay.matchmaking_rules`` entry point, loaded when a command line starts and when an
+unknown rule is named, as the other ``selfplay.*`` groups are). It returns non-negative
+weights over the ``N`` candidates, normalized here (a distribution is weights summing to 1);
+an exception, or weights of another length, NaN, negative or all zero, is refused in one line
+naming the rule (:class:`RuleError`). A taken name is refused: a built-in is never replaced.
 """
 
 from __future__ import annotations
@@ -39,11 +41,16 @@ class MatchmakingConfig:
     smoothing: float = 0.0  # pfsp: mix this much of uniform into the weights (exploration)
 
     def __post_init__(self) -> None:
+        if self.rule not in RULES:  # installed packages' ``selfplay.matchmaking_rules``
+            from games.registry import load_entry_points
+
+            load_entry_points(ENTRY_POINTS)
         if self.rule not in RULES:
             raise ValueError(
                 f"matchmaking rule {self.rule!r} unknown; choose one of {sorted(RULES)}; a "
                 "rule of your own is registered by @register_rule (populations.matchmaking) "
-                "when its module is imported (selfplay-train imports=[module])"
+                "when its module is imported (selfplay-train imports=[module]) or by an "
+                f"installed package's {ENTRY_POINTS} entry point"
             )
         if self.weighting not in PFSP_WEIGHTINGS:
             raise ValueError(f"pfsp weighting {self.weighting!r} unknown; choose one of "
@@ -58,6 +65,7 @@ class MatchmakingConfig:
 
 Rule = Callable[[np.ndarray, MatchmakingConfig], np.ndarray]
 RULES: dict[str, Rule] = {}
+ENTRY_POINTS = "selfplay.matchmaking_rules"  # installed packages' modules that register rules
 
 
 def register_rule(name: str) -> Callable[[Rule], Rule]:

@@ -143,7 +143,9 @@ def test_an_unknown_rule_says_how_to_add_ones_own():
                                          r"\[.*\]; a rule of your own is registered by "
                                          r"@register_rule \(populations.matchmaking\) when its "
                                          r"module is imported \(selfplay-train "
-                                         r"imports=\[module\]\)$"):
+                                         r"imports=\[module\]\) or by an installed "
+                                         r"package's selfplay.matchmaking_rules entry "
+                                         r"point$"):
         MatchmakingConfig(rule="mine")
 
 
