@@ -41,8 +41,9 @@ def load_entry_points(group: str = ENTRY_POINTS) -> list[str]:
 
     A user's package declares, in its ``pyproject.toml``,
     ``[project.entry-points."selfplay.games"] my_games = "mypkg.games"``; importing the
-    module registers its games. ``selfplay.learners`` and ``selfplay.meta_solvers`` work
-    alike. Returns the names loaded.
+    module registers its games. ``selfplay.learners``, ``selfplay.meta_solvers``,
+    ``selfplay.matchmaking_rules``, ``selfplay.loggers`` and ``selfplay.encoders`` work alike.
+    Returns the names loaded.
 
     Raises:
         ImportError: one line naming the entry point that failed and why.

@@ -12,8 +12,8 @@ A user's own code reaches every entry point two ways: modules listed in the conf
 ``imports`` (``selfplay-train imports=[mypkg.games]``; ``--import MODULE`` for
 ``selfplay-eval`` and ``python -m populations.league``), importable from the working
 directory; and installed packages' entry points in the groups ``selfplay.games``,
-``selfplay.learners``, ``selfplay.meta_solvers`` and ``selfplay.loggers``, loaded when each CLI
-starts.
+``selfplay.learners``, ``selfplay.meta_solvers``, ``selfplay.matchmaking_rules`` and
+``selfplay.loggers``, loaded when each CLI starts.
 
 Every error a user can cause ends in one line on stderr, ``<prog>: <message>``, with exit
 status 2 and no traceback (``HYDRA_FULL_ERROR=1`` shows it), and leaves no half-made run
@@ -1672,8 +1672,8 @@ examples:
   selfplay-train experiment=kuhn_psro --cfg job      # every key, with its value
 
 Installed packages' entry points (selfplay.games, selfplay.learners, selfplay.meta_solvers,
-selfplay.loggers) load at start. Errors are one line and exit 2; HYDRA_FULL_ERROR=1 shows the
-traceback.
+selfplay.matchmaking_rules, selfplay.loggers) load at start. Errors are one line and exit 2;
+HYDRA_FULL_ERROR=1 shows the traceback.
 """
 
 
