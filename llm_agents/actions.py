@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import abc
 import logging
-import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from games import Game, InvalidAction
+from games.core import last_action_tag
 from llm_agents.backends.base import Backend, SamplingConfig
 from llm_agents.logprobs import (
     continuation_logprobs,
@@ -51,8 +51,6 @@ FALLBACK_PROBS: dict[str, Callable[[int], np.ndarray]] = {
     "first": lambda n: np.eye(n)[0],
 }
 """The distribution of each fallback over ``n`` legal actions (others are sampled)."""
-_TAG = re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL)
-_CLOSE = re.compile(r"</action>", re.IGNORECASE)
 
 
 def _squash(text: str) -> str:
@@ -65,11 +63,8 @@ def match_action(text: str, legal: Sequence[str]) -> int | None:
     The last ``<action>`` tag wins, else the whole text; comparison ignores case and all
     whitespace (word-level tokenizers decode ``x(0,1)`` as ``x ( 0 , 1 )``).
     """
-    # searched only up to the last closing tag: each opening tag after it scanned to the end
-    # of the text (20,000 of them, 160 KB of output: 83 s per parse)
-    end = max((m.end() for m in _CLOSE.finditer(text)), default=0)
-    tags = _TAG.findall(text, 0, end)
-    said = _squash(tags[-1] if tags else text)
+    tag = last_action_tag(text)  # Game.parse_action's reader: the two cannot drift apart
+    said = _squash(text if tag is None else tag)
     for i, option in enumerate(legal):
         if _squash(option) == said:
             return i

@@ -7,11 +7,11 @@ caller as an observation, the way a tool-using LLM sees an API error.
 
 The calculator parses with :mod:`ast` and evaluates only number literals, unary ``+``/``-``
 and the binary operators ``+ - * / // % **`` -- never ``eval``. Arithmetic is exact (``int``
-and :class:`~fractions.Fraction`; a decimal literal such as ``0.1`` is the fraction 1/10),
-and every intermediate number is bounded before it is computed: magnitude at most
-:data:`MAX_MAGNITUDE`, numerator and denominator at most :data:`MAX_BITS` bits, integer
-exponents up to :data:`MAX_EXPONENT`. So each call returns a correct value or a
-:class:`ToolError` within bounded time, whatever the text.
+and :class:`~fractions.Fraction`; a decimal literal is the fraction its digits write, never a
+float: ``0.1`` is 1/10, ``1e-400`` is 1/10**400), and every intermediate number is bounded
+before it is computed: magnitude at most :data:`MAX_MAGNITUDE`, numerator and denominator at
+most :data:`MAX_BITS` bits, integer exponents up to :data:`MAX_EXPONENT`. So each call
+returns a correct value or a :class:`ToolError` within bounded time, whatever the text.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
@@ -87,13 +88,35 @@ def _checked(x: Number) -> Number:
     return x
 
 
-def _literal(value: float | int) -> Number:
-    """An exact number for a literal: ``0.1`` is 1/10 (its shortest decimal form)."""
+_DECIMAL = re.compile(r"(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?")  # a float literal, no "_"
+
+
+def _literal(value: float | int, source: str | None) -> Number:
+    """The exact number a literal's ``source`` text writes: ``0.1`` is 1/10, ``1e-400`` is
+    1/10**400 (the float ``value`` rounds them: 9007199254740993.0 to ...992, 1e-400 to 0).
+
+    Bounded from the digits before it is built: ``1e999999999`` is 10**999999999.
+    """
     if isinstance(value, int):
         return _checked(value)
-    if not math.isfinite(value):  # 1e309 parses as inf
+    match = _DECIMAL.fullmatch(source.replace("_", "")) if source else None
+    if match is None:  # not expected from ast; the float's shortest decimal form then
+        if not math.isfinite(value):
+            raise ToolError(f"number too large (limit {MAX_MAGNITUDE:.0e})")
+        return _checked(Fraction(repr(value)))
+    whole, fraction, exponent = match.group(1), match.group(2) or "", match.group(3) or "0"
+    digits = (whole + fraction).lstrip("0")
+    if not digits:
+        return 0
+    scale = int(exponent) - len(fraction)  # value = int(digits) * 10**scale
+    if len(digits) - 1 + scale >= len(str(MAX_MAGNITUDE)):  # value >= 10**19 > MAX_MAGNITUDE
         raise ToolError(f"number too large (limit {MAX_MAGNITUDE:.0e})")
-    return _checked(Fraction(repr(value)))
+    if -scale - len(digits) > MAX_BITS:  # reduced denominator > 10**MAX_BITS > 2**MAX_BITS
+        raise ToolError(f"number too precise (more than {MAX_BITS} bits of numerator or "
+                        "denominator)")
+    if scale >= 0:
+        return _checked(int(digits) * 10**scale)
+    return _checked(Fraction(int(digits), 10**-scale))
 
 
 def _power(base: Number, exponent: Number) -> Number:
@@ -111,15 +134,15 @@ def _power(base: Number, exponent: Number) -> Number:
     return Fraction(base) ** n
 
 
-def _eval(node: ast.AST) -> Number:
+def _eval(node: ast.AST, source: str) -> Number:
     if isinstance(node, ast.Expression):
-        return _eval(node.body)
+        return _eval(node.body, source)
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return _literal(node.value)
+        return _literal(node.value, ast.get_source_segment(source, node))
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_eval(node.operand))
+        return _UNARY[type(node.op)](_eval(node.operand, source))
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _eval(node.left), _eval(node.right)
+        left, right = _eval(node.left, source), _eval(node.right, source)
         if isinstance(node.op, ast.Pow):
             return _checked(_power(left, right))
         if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod) and right == 0:
@@ -141,12 +164,13 @@ def safe_eval(expression: str) -> Number:
         raise ToolError(f"expression must be text, got {type(expression).__name__}")
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise ToolError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
+    source = expression.strip()
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
+        tree = ast.parse(source, mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):  # ValueError: NUL bytes
         raise ToolError(f"cannot parse {expression!r} as arithmetic") from None
     try:
-        return _checked(_eval(tree))
+        return _checked(_eval(tree, source))
     except RecursionError:
         raise ToolError("expression nested too deeply") from None
 
