@@ -16,7 +16,9 @@ transformers writes (:data:`TOKENIZER_FILES`) and are written, without following
 inside a fresh temporary folder; configs may not load custom code (``auto_map``) and their
 sizes are capped (:data:`CONFIG_LIMITS`, :data:`MAX_PARAMS`), and the model is built on the
 meta device first, so a config asking for far more than its saved weights is refused
-before anything is allocated (:func:`marl.core.build_checked`).
+before anything is allocated (:func:`marl.core.build_checked`). The action and prompt
+settings are built as a run builds them (:func:`settings_of`): one set of rules (prompt slots,
+``max_new_tokens``, ...) for the settings a run starts with and the snapshots it loads.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import dataclasses
 import json
 import os
 import re
-import string
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -35,11 +36,11 @@ import numpy as np
 import torch
 
 from games import GameSpec, VecStep
-from llm_agents.actions import MAX_POLICY_SAMPLES, ActionConfig, make_mode, match_action
-from llm_agents.backends.base import SamplingConfig
+from llm_agents.actions import ActionConfig, make_mode, match_action
 from llm_agents.lora import check_lora_fields, lora_fields, rebuild_lora
-from llm_agents.prompts import FIELDS, PromptBuilder, PromptConfig
+from llm_agents.prompts import PromptBuilder, PromptConfig
 from llm_agents.records import Request
+from llm_agents.settings import MAX_NEW_TOKENS, SamplingConfig  # noqa: F401 - its old home
 from llm_agents.team import RoleBinding, Team, TeamModel, backend_for
 from marl.core import Policy, PolicyLoadError, PolicyMeta, build_checked, register_policy
 
@@ -64,7 +65,6 @@ CONFIG_LIMITS: dict[str, int] = {
 """Largest value a snapshot's model config may give each size (anywhere in the config)."""
 MAX_PARAMS = 200 * 10**9
 """Largest parameter count a snapshot's config may ask for, estimated from its sizes."""
-MAX_NEW_TOKENS = 2**16
 _FORBIDDEN_CONFIG_KEYS = ("auto_map", "quantization_config", "trust_remote_code")
 
 
@@ -194,17 +194,30 @@ def _check_fields(d: Any, cls: type, what: str, nested: tuple[str, ...] = ()) ->
             raise PolicyLoadError(f"{what} field {key!r} has a bad value {value!r:.60}")
 
 
-def _check_template(what: str, template: str) -> None:
-    """Only plain ``{field}`` slots: a format spec (``{observation:>999999999}``) would let
-    a file make every prompt allocate gigabytes."""
+def settings_of(payload: dict[str, Any]) -> tuple[ActionConfig, PromptConfig]:
+    """The action and prompt settings of a payload whose fields :func:`check_payload` typed,
+    built as a run builds them: their own checks (prompt slots, ``max_new_tokens``,
+    ``policy_samples``, ...) are the loader's rules too, so a snapshot loads exactly when a run
+    could have had its settings. ``PolicyLoadError`` (one line) when they refuse."""
+    action = dict(payload["action"])
+    sampling = action.pop("sampling", {})
     try:
-        parts = list(string.Formatter().parse(template))
-    except ValueError as err:
-        raise PolicyLoadError(f"{what} is not a valid template: {err}") from None
-    for _, field_name, spec, conversion in parts:
-        if field_name is not None and (field_name not in FIELDS or spec or conversion):
-            raise PolicyLoadError(f"{what} has a bad slot {{{field_name}}}; allowed: plain "
-                                  f"{{name}} with name in {list(FIELDS)}")
+        sampling = SamplingConfig(**{**sampling, "stop": tuple(sampling.get(
+            "stop", SamplingConfig.stop))})
+    except (ValueError, TypeError) as err:
+        raise PolicyLoadError(f"sampling {_line(err)}") from None
+    try:
+        action = ActionConfig(**action, sampling=sampling)
+    except (ValueError, TypeError) as err:
+        raise PolicyLoadError(f"action {_line(err)}") from None
+    try:
+        return action, PromptConfig(**payload["prompt"])
+    except (ValueError, TypeError) as err:
+        raise PolicyLoadError(_line(err)) from None
+
+
+def _line(err: Exception) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
 def check_payload(payload: Any) -> None:
@@ -242,15 +255,8 @@ def check_payload(payload: Any) -> None:
         raise PolicyLoadError(f"llm payload seed {payload['seed']!r:.40} is not an int")
     _check_fields(payload["action"], ActionConfig, "action config", nested=("sampling",))
     _check_fields(payload["action"].get("sampling", {}), SamplingConfig, "sampling config")
-    tokens = payload["action"].get("sampling", {}).get("max_new_tokens", 0)
-    if tokens > MAX_NEW_TOKENS:
-        raise PolicyLoadError(f"sampling max_new_tokens={tokens} exceeds {MAX_NEW_TOKENS}")
-    if payload["action"].get("policy_samples", 0) > MAX_POLICY_SAMPLES:
-        raise PolicyLoadError(f"action policy_samples exceeds {MAX_POLICY_SAMPLES}")
     _check_fields(payload["prompt"], PromptConfig, "prompt config")
-    for key in ("system", "user"):
-        if key in payload["prompt"]:
-            _check_template(f"prompt {key}", payload["prompt"][key])
+    settings_of(payload)  # the settings' own rules (max_new_tokens, prompt slots, ...)
 
 
 def _write_inside(folder: Path, name: str, content: str | torch.Tensor) -> None:
@@ -409,11 +415,5 @@ class LLMPolicy(Policy):
             models[name] = TeamModel(name, model, tok, backend_for(model, tok, "transformers",
                                                                   seed=payload["seed"]))
         team = Team(models, {r: RoleBinding(m, p) for r, (m, p) in payload["roles"].items()})
-        a = dict(payload["action"])
-        sampling = _sampling(a.pop("sampling", {}))
-        action = ActionConfig(**a, sampling=sampling)
-        return cls(team, meta, action, PromptConfig(**payload["prompt"]), payload["seed"])
-
-
-def _sampling(d: dict[str, Any]) -> SamplingConfig:
-    return SamplingConfig(**{**d, "stop": tuple(d.get("stop", SamplingConfig().stop))})
+        action, prompt = settings_of(payload)
+        return cls(team, meta, action, prompt, payload["seed"])

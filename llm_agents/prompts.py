@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,27 @@ from llm_agents.records import Request
 FIELDS = ("role", "agent", "game", "role_prompt", "observation", "legal", "instruction",
           "rules", "state", "turn")
 """The ``str.format`` fields prompt templates may use."""
+
+
+def template_problem(template: str) -> str | None:
+    """What is wrong with a prompt template (None: nothing), as the rest of a sentence naming
+    it: ``has a bad slot {role:<8}; ...``. A template's slots are plain ``{name}`` with
+    ``name`` in :data:`FIELDS` -- no format spec, conversion, index or attribute: a spec
+    (``{observation:>999999999}``) in a loaded snapshot would make every prompt gigabytes,
+    and the settings a run starts with follow the same rule, so every run's snapshots load
+    (:func:`llm_agents.policy.check_payload` builds :class:`PromptConfig`). The one rule for
+    both."""
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as err:  # a lone brace
+        return f"is not a valid template ({err}); write a literal brace as {{{{ or }}}}"
+    for _, name, spec, conversion in parts:
+        if name is not None and (name not in FIELDS or spec or conversion):
+            slot = "{" + name + (f"!{conversion}" if conversion else "") + (
+                f":{spec}" if spec else "") + "}"
+            return (f"has a bad slot {slot}; a slot is a plain {{name}} (no format spec, "
+                    f"conversion, index or attribute) with name one of {', '.join(FIELDS)}")
+    return None
 
 
 @dataclass(frozen=True)
@@ -148,7 +170,8 @@ def game_text(game: str) -> GameText:
 
 @dataclass(frozen=True)
 class PromptConfig:
-    """Prompt templates (``str.format`` fields named in the module docstring)."""
+    """Prompt templates: ``system`` and ``user`` hold plain ``{field}`` slots, fields named in
+    the module docstring (:func:`template_problem`)."""
 
     system: str = "You are {role} ({agent}) playing {game}. {role_prompt}"
     user: str = "{observation}\nLegal actions: {legal}\n{instruction}"
@@ -160,13 +183,12 @@ class PromptConfig:
     response_prefix: str = ""  # the reply's first words, written for the model (e.g. <action>)
 
     def __post_init__(self) -> None:
-        fields = dict.fromkeys(FIELDS, "")
         for name in ("system", "user"):
-            try:
-                getattr(self, name).format(**fields)
-            except (KeyError, IndexError, ValueError) as err:
-                raise ValueError(f"PromptConfig.{name} has a bad field {err}; accepted fields: "
-                                 f"{', '.join(FIELDS)}") from None
+            template = getattr(self, name)
+            if not isinstance(template, str):
+                raise ValueError(f"prompt {name}={template!r:.60} is not text")
+            if problem := template_problem(template):
+                raise ValueError(f"prompt {name} {problem}")
 
     def static_text(self) -> str:
         """Every fixed word of the templates (vocabulary for tiny tokenizers)."""

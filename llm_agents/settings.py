@@ -44,6 +44,9 @@ BACKENDS = ("transformers", "vllm")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 MAX_RANK = 1024
 MAX_POLICY_SAMPLES = 4096
+MAX_NEW_TOKENS = 1 << 16
+"""Most tokens one generation may ask for: a run's settings and a loaded snapshot's alike
+(:func:`llm_agents.policy.check_payload` builds these classes, so one rule serves both)."""
 MAX_POSITIONS = 1 << 20  # a tiny model's positions: their embeddings are allocated up front
 MAX_BATCH = 10**6  # episodes of a group / groups of a step / turns of a minibatch / games
 # stepped together: far above any GRPO step (10**20 allocated or never finished)
@@ -97,10 +100,14 @@ class SamplingConfig:
     stop_at_eos: bool = True  # generation ends after the tokenizer's EOS token
 
     def __post_init__(self) -> None:
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens={self.max_new_tokens}; expected >= 1")
+        # above the cap, training ran and then its own snapshots failed to load
+        check_number("max_new_tokens", self.max_new_tokens, **COUNT, at_most=MAX_NEW_TOKENS,
+                     why="tokens per generation; snapshots refuse more")
         # inf (uniform sampling) and NaN failed only at the first generation, naming no key
-        check_number("temperature", self.temperature, **POSITIVE, why="use greedy=True")
+        check_number("temperature", self.temperature, **POSITIVE,
+                     why="for argmax decoding set greedy=True, on the command line "
+                         "llm.grpo.action.sampling.greedy=true; a greedy group's GRPO episodes "
+                         "play alike, leaving little variety to learn from")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p={self.top_p}; expected a value in (0, 1]")
 

@@ -84,7 +84,8 @@ def test_user_games_get_rules_and_templates_are_checked():
         assert text == "Say higher numbers.\nX|x\n"
     finally:
         GAME_TEXTS.pop("my_game_rules")
-    with pytest.raises(ValueError, match="bad field 'history'"):
+    with pytest.raises(ValueError, match=r"^prompt user has a bad slot \{history\}; a slot is a "
+                       r"plain \{name\} .* with name one of role, agent, game, "):
         PromptConfig(user="{history}")
 
 

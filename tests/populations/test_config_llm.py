@@ -52,7 +52,9 @@ def test_llm_values_and_exploit_values_are_refused_before_torch(tmp_path):
         "bad config: llm.grpo.lr=-1.0; expected a finite number > 0",
         "bad config: llm.team='solo' unknown; choose one of ['shared', 'per_role']",
         "bad config: llm.grpo.action.sampling.temperature=0.0; expected a finite number > 0 "
-        "(use greedy=True)",
+        "(for argmax decoding set greedy=True, on the command line "
+        "llm.grpo.action.sampling.greedy=true; a greedy group's GRPO episodes play alike, "
+        "leaving little variety to learn from)",
         "bad config: llm.tem: Key 'tem' not in 'LLMConfig'; nearest: llm.team",
         empty, "bad config: llm.grpo.lr=-1.0; expected a finite number > 0",
         "exit 2", "exit 2", "exit 2", "torch: False"], run.stdout
