@@ -46,6 +46,7 @@ SECOND_LANE = (
     "tests/populations/test_interrupts_review.py",
     "tests/populations/test_run_folder.py",
     "tests/marl/test_mappo.py",
+    "tests/llm_agents/test_learning.py",
 )
 """Modules (paths from the repository root) the second process runs, in this order: every
 module that starts Ray, and test_cli (mostly ``selfplay-train`` child processes),
@@ -57,7 +58,10 @@ instance no longer idling between its tests: ~40 s estimated), and test_run_fold
 holders and CLI child processes, ~15 s) came over (not yet measured in a full run). At
 0b187ae (fresh clone, machine idle after its first ~15 min): this lane's own tests 1,603 s,
 the second's last result at 1,082 s; test_mappo's GNN learning test (124-316 s) became a
-benchmark and test_mappo (~100 s left: its MLP and IPPO learning tests) came over."""
+benchmark and test_mappo (~100 s left: its MLP and IPPO learning tests) came over. The
+official CI run at de384d1 (idle): this lane's own tests 1,009 s, the second's last result at
+776 s; tests/llm_agents/test_learning.py (its three seed-0 learning tests ~270 s of 2,212 in a
+loaded run at 35f0808, so ~120 s idle) came over to even them (~890 s each, estimated)."""
 
 SWITCH = "SELFPLAY_TEST_LANES"  # "0": one process
 WORKER = "SELFPLAY_TEST_LANE_WORKER"  # set in the worker: its folder (node ids, results)
