@@ -25,6 +25,7 @@ import re
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ from games.core import (
     ActionSpace,
     AgentSpec,
     Game,
+    GameCodeError,
     GameError,
     GameSpec,
     Transition,
@@ -368,7 +370,8 @@ class TreeEstimate:
     # first history depth-first (always the first choice), if longer
 
 
-def estimate_histories(game: pyspiel.Game, probes: int = 256, seed: int = 0) -> TreeEstimate:
+def estimate_histories(game: pyspiel.Game, probes: int = 256, seed: int = 0, *,
+                       guard: OpenSpielGame | None = None) -> TreeEstimate:
     """Knuth's (1975) estimate of the number of nodes of ``game``'s tree (every history:
     decision, chance and terminal ones), in ``probes`` random playouts.
 
@@ -378,22 +381,31 @@ def estimate_histories(game: pyspiel.Game, probes: int = 256, seed: int = 0) -> 
     however large the tree. It errs mostly low on lopsided trees (liars_dice: 0.25-1.6x the
     true count over 30 seeds; tiny_bridge_2p: 0.65-2.2x; tic_tac_toe, leduc_poker,
     goofspiel: within 0.85-1.2x). Simultaneous-move games: pass the turn-based version.
+    ``guard``: the game whose code ``game`` runs (see :meth:`OpenSpielGame.replay_node`).
     """
     rng = np.random.default_rng(seed)
     total, longest = 0.0, 0
-    for _ in range(probes):
-        state, width, nodes, moves = game.new_initial_state(), 1.0, 1.0, 0
-        while not state.is_terminal():
-            choices = _choices(state)
-            width *= len(choices)
-            nodes += width
+    state = None
+    try:
+        for _ in range(probes):
+            state, width, nodes, moves = game.new_initial_state(), 1.0, 1.0, 0
+            while not state.is_terminal():
+                choices = _choices(state)
+                width *= len(choices)
+                nodes += width
+                moves += 1
+                state.apply_action(choices[int(rng.integers(len(choices)))])
+            total, longest = total + nodes, max(longest, moves)
+        state, moves = game.new_initial_state(), 0
+        while not state.is_terminal() and moves <= game.max_game_length():
+            state.apply_action(_choices(state)[0])
             moves += 1
-            state.apply_action(choices[int(rng.integers(len(choices)))])
-        total, longest = total + nodes, max(longest, moves)
-    state, moves = game.new_initial_state(), 0
-    while not state.is_terminal() and moves <= game.max_game_length():
-        state.apply_action(_choices(state)[0])
-        moves += 1
+    except (pyspiel.SpielError, GameError):
+        raise
+    except Exception:  # a game written in Python raised: one line where it raises again
+        if guard is not None:
+            guard.replay_node(game, state.history() if state is not None else [])
+        raise
     return TreeEstimate(total / probes, max(longest, moves))
 
 
@@ -412,7 +424,8 @@ the clock only drives the log lines, never what the count returns."""
 
 
 def count_tree(game: pyspiel.Game, limit: int, weights: Sequence[int] | None = None,
-               weight_limit: int | None = None) -> TreeCount:
+               weight_limit: int | None = None, *,
+               guard: OpenSpielGame | None = None) -> TreeCount:
     """Count the nodes of ``game``'s tree (as :func:`estimate_histories` counts them),
     depth-first without building any view, stopping at ``limit + 1`` nodes, or as soon as
     the decision nodes' summed ``weights[player]`` pass ``weight_limit``: what stops it
@@ -421,28 +434,37 @@ def count_tree(game: pyspiel.Game, limit: int, weights: Sequence[int] | None = N
     A node costs what the game's own code costs to clone and apply a move: ~1.5-4 us on
     small games (a 2-core CPU), ~65 us on colored_trails, whose last move scores a path
     search on the board. A count running longer than :data:`COUNT_LOG_S` says so in the log.
+    ``guard``: the game whose code ``game`` runs (see :meth:`OpenSpielGame.replay_node`).
     """
     count = decisions = weight = 0
-    stack = [game.new_initial_state()]
+    state = None
     start = last = time.monotonic()
-    while stack:
-        state = stack.pop()
-        count += 1
-        if count > limit:
-            break
-        if count % 65_536 == 0 and time.monotonic() - last >= COUNT_LOG_S:
-            last = time.monotonic()
-            logger.info("counting the histories of %s: %d so far in %.0fs (at most %d)",
-                        game, count, last - start, limit)
-        if state.is_terminal():
-            continue
-        if not state.is_chance_node():
-            decisions += 1
-            if weights is not None:
-                weight += weights[state.current_player()]
-                if weight_limit is not None and weight > weight_limit:
-                    break
-        stack.extend(state.child(a) for a in _choices(state))
+    try:
+        stack = [game.new_initial_state()]
+        while stack:
+            state = stack.pop()
+            count += 1
+            if count > limit:
+                break
+            if count % 65_536 == 0 and time.monotonic() - last >= COUNT_LOG_S:
+                last = time.monotonic()
+                logger.info("counting the histories of %s: %d so far in %.0fs (at most %d)",
+                            game, count, last - start, limit)
+            if state.is_terminal():
+                continue
+            if not state.is_chance_node():
+                decisions += 1
+                if weights is not None:
+                    weight += weights[state.current_player()]
+                    if weight_limit is not None and weight > weight_limit:
+                        break
+            stack.extend(state.child(a) for a in _choices(state))
+    except (pyspiel.SpielError, GameError):
+        raise
+    except Exception:  # a game written in Python raised: one line where it raises again
+        if guard is not None:
+            guard.replay_node(game, state.history() if state is not None else [])
+        raise
     return TreeCount(count, decisions, weight)
 
 
@@ -463,6 +485,15 @@ def _obs_shape(game: pyspiel.Game, info_state: bool, game_string: str) -> tuple[
         raise GameError(f"openspiel/{game_string} provides no observation tensor "
                         f"({str(err).strip()}); accepted: games with an information-state "
                         "or observation tensor") from None
+
+
+def _own_call(err: BaseException) -> str:
+    """The game's own method that this module called when ``err`` was raised (the outermost
+    frame of its traceback outside this module): ``_legal_actions``, ``set_from``..."""
+    for frame, _ in traceback.walk_tb(err.__traceback__):
+        if frame.f_code.co_filename != __file__:
+            return frame.f_code.co_name
+    return "?"
 
 
 def _first_decision_state(game: pyspiel.Game) -> Any:
@@ -551,21 +582,13 @@ class OpenSpielGame(Game):
                             "games with an information-state or observation tensor")
         n = self.game.num_players()
         self._ids = tuple(f"player_{i}" for i in range(n))
-        shape = _obs_shape(self.game, self._info_state, game_string)
-        if type(self.game).__module__ != "pyspiel":
-            _check_legal_ids(self.game, game_string)
-        if self._info_state and type(self.game).__module__ != "pyspiel":
-            # a game written in Python may declare an information-state tensor its states do
-            # not fill (python_dynamic_routing: shape [1], states give []): VectorGame failed
-            # with "could not broadcast input array from shape (0,) into shape (1,)"
-            got = _first_tensor_size(self.game)
-            if got is not None and got != int(np.prod(shape)):
-                if not gtype.provides_observation_tensor:
-                    raise GameError(f"openspiel/{game_string}: its information-state tensor has "
-                                    f"{got} values, not the {int(np.prod(shape))} it declares; "
-                                    "accepted: games whose tensors match their shapes")
-                self._info_state = False
-                shape = _obs_shape(self.game, False, game_string)
+        try:  # a game written in Python runs its own code here (observer, first states)
+            shape = self._observed_shape(game_string)
+        except (pyspiel.SpielError, GameError):
+            raise
+        except Exception as err:  # a bug of a user's pyspiel game: one line naming its line
+            raise GameCodeError(f"openspiel/{game_string}", "when made", err, _own_call(err)
+                                ) from err
         obs_shape = (int(np.prod(shape)),)
         space = ActionSpace("discrete", n=self.game.num_distinct_actions())
         name = _spec_name(self.game, game_string, params) if params else game_string
@@ -590,6 +613,27 @@ class OpenSpielGame(Game):
         self._rng = np.random.default_rng()
         self.state_: pyspiel.State | None = None
 
+    def _observed_shape(self, game_string: str) -> tuple[int, ...]:
+        """The shape of the tensor agents observe, checked against what a game written in
+        Python gives (then ``_info_state`` is False where its information-state tensor is
+        not the size it declares)."""
+        shape = _obs_shape(self.game, self._info_state, game_string)
+        if type(self.game).__module__ != "pyspiel":
+            _check_legal_ids(self.game, game_string)
+        if self._info_state and type(self.game).__module__ != "pyspiel":
+            # a game written in Python may declare an information-state tensor its states do
+            # not fill (python_dynamic_routing: shape [1], states give []): VectorGame failed
+            # with "could not broadcast input array from shape (0,) into shape (1,)"
+            got = _first_tensor_size(self.game)
+            if got is not None and got != int(np.prod(shape)):
+                if not self.game.get_type().provides_observation_tensor:
+                    raise GameError(f"openspiel/{game_string}: its information-state tensor has "
+                                    f"{got} values, not the {int(np.prod(shape))} it declares; "
+                                    "accepted: games whose tensors match their shapes")
+                self._info_state = False
+                shape = _obs_shape(self.game, False, game_string)
+        return shape
+
     # --------------------------------------------------------------------- access
     @property
     def pyspiel_game(self) -> pyspiel.Game:
@@ -607,6 +651,38 @@ class OpenSpielGame(Game):
         if state.is_chance_node():
             raise GameError(f"{self.spec.name}: set_state needs a decision node, got a chance node")
         self.state_ = state
+
+    def replay_node(self, walked: pyspiel.Game, history: Sequence[int]) -> None:
+        """Ask again, through :meth:`guarded`, what a walk of ``walked``'s tree (this game or
+        its turn-based version) asks at the node after ``history``, rebuilt from the root:
+        ``apply_action`` along ``history``, then ``is_terminal()`` and ``returns()``, or
+        ``current_player()``, ``chance_outcomes()`` or ``legal_actions()`` and ``child(a)``
+        of each. The first that raises is a :class:`GameCodeError` naming the game, the call,
+        the history and the user's line; returns when none does (a game whose code is not
+        deterministic, or an error that was not the game's: the caller raises it as it is).
+
+        The tree walks (:func:`count_tree`, :func:`estimate_histories`, the exact tools') call
+        it once a game written in Python raised: a walk that works pays nothing for it, where
+        guarding every call (the history's text on every node) cost a tenth of a big walk."""
+
+        def ask(method: Any, *args: Any, at: Sequence[int] = history) -> Any:
+            return self.guarded(method, *args, note=f" at history {list(at)}")
+
+        state = ask(walked.new_initial_state, at=[])
+        for i, action in enumerate(history):
+            ask(state.apply_action, action, at=history[:i])
+        if ask(state.is_terminal):
+            ask(state.returns)
+            return
+        ask(state.current_player)
+        if ask(state.is_chance_node):
+            actions = [a for a, _ in ask(state.chance_outcomes)]
+        elif ask(state.is_simultaneous_node):
+            return
+        else:
+            actions = ask(state.legal_actions)
+        for action in actions:
+            ask(state.child, action)
 
     def player(self, agent: str) -> int:
         return self._ids.index(agent)

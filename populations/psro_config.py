@@ -54,7 +54,13 @@ def psro_players(spec: GameSpec, players: str = "auto") -> dict[str, tuple[str, 
 
 def why_not_exact(game_obj: games.Game, seats_of: Mapping[str, Sequence[str]]) -> str | None:
     """Why exact payoffs and best responses cannot serve ``game_obj`` with these players
-    (None: they can); what ``payoffs="auto"`` / ``oracle="auto"`` decide by."""
+    (None: they can); what ``payoffs="auto"`` / ``oracle="auto"`` decide by.
+
+    Raises:
+        games.GameContractError: the game's own code failed while the exact tools walked it
+            (:class:`games.GameCodeError`, one line naming the call and the user's line): a
+            bug to fix, which sampled payoffs would meet too, not a reason to use them.
+    """
     from games.openspiel import OpenSpielGame  # pyspiel: not for a config check or other games
 
     if not isinstance(game_obj, OpenSpielGame):
@@ -66,6 +72,8 @@ def why_not_exact(game_obj: games.Game, seats_of: Mapping[str, Sequence[str]]) -
 
     try:
         ex.require_perfect_recall(ex.game_tree(game_obj))
+    except games.GameContractError:  # a bug of the game's code (GameCodeError, a ValueError
+        raise  # too): it stops the run in one line, not a reason to sample payoffs instead
     except ValueError as err:
         return str(err)
     return None

@@ -8,31 +8,75 @@ Before: the walk asked it unguarded, and the user's KeyError came out as a trace
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
 
 import games
 
-# Kuhn poker whose observer's string breaks once a bet is made (its tensors are fine).
-SOURCE = '''
+# Kuhn poker whose code breaks in one call (``BREAKS``: the pyspiel call, as the error names
+# it) at the nodes where ``broken`` holds; ``source(...)`` writes the module of one such game.
+TEMPLATE = '''
 import pyspiel
 from open_spiel.python.games import kuhn_poker as kp
 
 _TYPE = pyspiel.GameType(
-    short_name="python_w24_kuhn_str", long_name="w24 kuhn str",
+    short_name="python_w24_kuhn_{tag}", long_name="w24 kuhn {tag}",
     dynamics=kp._GAME_TYPE.dynamics, chance_mode=kp._GAME_TYPE.chance_mode,
     information=kp._GAME_TYPE.information, utility=kp._GAME_TYPE.utility,
     reward_model=kp._GAME_TYPE.reward_model, max_num_players=2, min_num_players=2,
     provides_information_state_string=True, provides_information_state_tensor=True,
     provides_observation_string=True, provides_observation_tensor=True,
-    parameter_specification={})
+    parameter_specification={{}})
+BREAKS = "{call}"
+
+
+def broken(state, call):
+    return call == BREAKS and ({when})
+
+
+class State(kp.KuhnPokerState):
+    def current_player(self):
+        if broken(self, "current_player"):
+            raise KeyError("{message}")  # the user's line
+        return super().current_player()
+
+    def is_terminal(self):
+        if broken(self, "is_terminal"):
+            raise KeyError("{message}")  # the user's line
+        return super().is_terminal()
+
+    def _legal_actions(self, player):
+        if broken(self, "legal_actions"):
+            raise KeyError("{message}")  # the user's line
+        return super()._legal_actions(player)
+
+    def chance_outcomes(self):
+        if broken(self, "chance_outcomes"):
+            raise KeyError("{message}")  # the user's line
+        return super().chance_outcomes()
+
+    def _apply_action(self, action):
+        if broken(self, "apply_action"):
+            raise KeyError("{message}")  # the user's line
+        return super()._apply_action(action)
+
+    def returns(self):
+        if broken(self, "returns"):
+            raise KeyError("{message}")  # the user's line
+        return super().returns()
 
 
 class Observer(kp.KuhnPokerObserver):
+    def set_from(self, state, player):
+        if broken(state, "information_state_tensor"):
+            raise KeyError("{message}")  # the user's line
+        return super().set_from(state, player)
+
     def string_from(self, state, player):
-        if state.bets:
-            raise KeyError("no words after a bet")  # the user's line
+        if broken(state, "information_state_string"):
+            raise KeyError("{message}")  # the user's line
         return super().string_from(state, player)
 
 
@@ -40,26 +84,46 @@ class Game(kp.KuhnPokerGame):
     def __init__(self, params=None):
         pyspiel.Game.__init__(self, _TYPE, kp._GAME_INFO, params or dict())
 
+    def new_initial_state(self):
+        return State(self)
+
     def make_py_observer(self, iig_obs_type=None, params=None):
         return Observer(iig_obs_type or pyspiel.IIGObservationType(perfect_recall=False), params)
 
 
-if "python_w24_kuhn_str" not in pyspiel.registered_names():
+if "python_w24_kuhn_{tag}" not in pyspiel.registered_names():
     pyspiel.register_game(_TYPE, Game)
 '''
+
+
+def source(tag: str, call: str, when: str, message: str = "the user's bug") -> str:
+    """The module of game ``openspiel/python_w24_kuhn_<tag>``, whose ``call`` raises a
+    KeyError where ``when`` (Python over ``state``) holds."""
+    return TEMPLATE.format(tag=tag, call=call, when=when, message=message)
+
+
+# Kuhn poker whose observer's string breaks once a bet is made (its tensors are fine).
+SOURCE = source("str", "information_state_string", "state.bets", "no words after a bet")
 MODULE = "w24_kuhn_str"
 LINE = (r"^openspiel/python_w24_kuhn_str step 0: information_state_string\(1\) at history "
         r"\[0, 1, 0\] raised KeyError: 'no words after a bet' \(at .*w24_kuhn_str\.py:\d+ in "
         r"string_from\); HYDRA_FULL_ERROR=1 shows the traceback$")
 
 
+def install(tmp_path, monkeypatch, module: str, text: str) -> None:
+    """Module ``module`` of source ``text``, importable from ``tmp_path`` and imported
+    (pyspiel keeps its registration)."""
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / f"{module}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop(module, None)
+    __import__(module)
+
+
 @pytest.fixture()
 def user_kuhn(tmp_path, monkeypatch):
     """The game above, importable from ``tmp_path`` (pyspiel keeps its registration)."""
-    (tmp_path / f"{MODULE}.py").write_text(SOURCE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sys.modules.pop(MODULE, None)
-    __import__(MODULE)
+    install(tmp_path, monkeypatch, MODULE, SOURCE)
     yield "openspiel/python_w24_kuhn_str"
     sys.modules.pop(MODULE, None)
 
@@ -81,3 +145,99 @@ def test_kuhn_poker_is_keyed_as_before():
     tree = game_tree("openspiel/kuhn_poker")
     assert [len(s.keys) for s in tree.players] == [6, 6]
     assert {"0", "1pb"} <= set(tree.players[0].keys)
+
+
+# The calls the exact tools (and the size checks before their walk) make on a user's game,
+# each broken at nodes no earlier check visits; the line names the call as it was asked
+# again at the node it raised at, the history and the user's method. The games stay
+# registered: tests that make every pyspiel game (reset(seed=0), then a pass) miss their bugs.
+CASES = {  # tag: (call broken, where, the call named, history, the user's method)
+    "legal": ("legal_actions", "state.cards == [1, 2] and state.bets == [1]",
+              r"legal_actions\(\)", "1, 2, 1", "_legal_actions"),
+    "chance": ("chance_outcomes", "state.cards == [2]", r"chance_outcomes\(\)", "2",
+               "chance_outcomes"),
+    "apply": ("apply_action", "state.cards == [1, 2] and state.bets == [1]", r"child\(0\)",
+              "1, 2, 1", "_apply_action"),
+    "returns": ("returns", "state.cards == [2, 0] and state.bets == [1, 1]", r"returns\(\)",
+                "2, 0, 1, 1", "returns"),
+    "terminal": ("is_terminal", "state.cards == [2, 0] and state.bets == [0, 1]",
+                 r"is_terminal\(\)", "2, 0, 0, 1", "is_terminal"),
+    "player": ("current_player", "state.cards == [2, 0] and state.bets == [0, 1]",
+               r"current_player\(\)", "2, 0, 0, 1", "current_player"),
+    "tensor": ("information_state_tensor", "state.cards == [1, 0] and state.bets == [1]",
+               r"observe\('player_1'\)", "1, 0, 1", "set_from"),  # its views are asked at
+    # the first history of each information state: player_1's card 0 after a bet is [1, 0, 1]
+    "string": ("information_state_string", "state.cards == [2, 0] and state.bets == [1]",
+               r"information_state_string\(1\)", "2, 0, 1", "string_from"),
+}
+
+
+def _train(argv, monkeypatch, tmp_path):
+    from populations.cli import train_main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
+    train_main()
+
+
+@pytest.mark.parametrize("population", ["population=psro", "population=self_play "
+                                        "population.nash_conv=true"])
+@pytest.mark.parametrize("tag", list(CASES))
+def test_a_user_games_bug_in_the_exact_walk_stops_the_cli_in_one_line(
+        tag, population, tmp_path, monkeypatch, capfd):
+    """``selfplay-train population=psro`` (payoffs=auto, oracle=auto: ``why_not_exact`` asks
+    the exact tools) and a league logging exact NashConv: exit 2, one line naming the game,
+    the call, the history and the user's line, no run folder. Before: legal_actions,
+    chance_outcomes, child, returns, is_terminal and current_player raised through the walk
+    as tracebacks (exit 1); with payoffs=auto a GameCodeError of the views was a reason to
+    sample payoffs instead (see the next test), and the run went on to meet the string's bug
+    again in play, named as text_observation."""
+    call, when, named, history, method = CASES[tag]
+    module = f"w24_kuhn_{tag}"
+    install(tmp_path / "code", monkeypatch, module, source(tag, call, when))
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(SystemExit) as err:
+        _train([f"imports=[{module}]", f"game.name=openspiel/python_{module}",
+                *population.split(), "logger=none", "progress=false"], monkeypatch, work)
+    assert err.value.code == 2
+    out, errs = capfd.readouterr()  # the log lines too (Hydra writes them to fd 2)
+    assert "Traceback" not in out + errs
+    lines = errs.strip().splitlines()
+    assert len(lines) == 1, lines
+    line = (rf"^selfplay-train: (population\.nash_conv=true: )?openspiel/python_{module} step 0: "
+            rf"{named} at history \[{history}\] raised KeyError: \"the user's bug\" \(at "
+            rf".*{module}\.py:\d+ in {method}\); HYDRA_FULL_ERROR=1 shows the traceback")
+    assert re.match(line, lines[0]), lines[0]
+    assert list(work.iterdir()) == []  # stopped before any run folder
+
+
+def test_why_not_exact_raises_a_games_bug_each_time_it_is_asked(tmp_path, monkeypatch):
+    """payoffs=auto asks ``why_not_exact`` twice (the CLI's resolve_auto, then PSRO): the bug
+    is raised both times, never a reason to fall back to sampled payoffs (before: the first
+    time a GameCodeError turned into a reason; game_tree then kept its text as a refusal)."""
+    from populations.psro_config import why_not_exact
+
+    install(tmp_path, monkeypatch, "w24_kuhn_returns2",
+            source("returns2", "returns", "state.bets == [1, 1]"))
+    game = games.make("openspiel/python_w24_kuhn_returns2")
+    for _ in range(2):
+        with pytest.raises(games.GameCodeError, match=r"returns\(\) at history"):
+            why_not_exact(game, {"player_0": ("player_0",), "player_1": ("player_1",)})
+
+
+@pytest.mark.parametrize("call, method", [("legal_actions", "_legal_actions"),
+                                          ("chance_outcomes", "chance_outcomes"),
+                                          ("information_state_tensor", "set_from")])
+def test_a_user_games_bug_when_it_is_made_is_one_line(call, method, tmp_path, monkeypatch):
+    """``games.make`` asks a game written in Python for its first decision state, its legal
+    actions and its tensor's size: a bug there is one line naming the game, the user's
+    method and line. Before: the KeyError's traceback from any command line."""
+    tag = f"made_{method.strip('_')}"
+    install(tmp_path, monkeypatch, f"w24_kuhn_{tag}", source(tag, call, "not state.bets"))
+    with pytest.raises(games.GameCodeError) as err:
+        games.make(f"openspiel/python_w24_kuhn_{tag}")
+    assert re.match(rf"^openspiel/python_w24_kuhn_{tag} when made: {method} raised KeyError: "
+                    rf"\"the user's bug\" \(at .*w24_kuhn_{tag}\.py:\d+ in {method}\); "
+                    "HYDRA_FULL_ERROR=1 shows the traceback$", str(err.value)), str(err.value)
+    assert isinstance(err.value.__cause__, KeyError)
