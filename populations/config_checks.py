@@ -310,6 +310,11 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
             raise ValueError(unknown_key_message(node, path, sub, err)) from None
         except OmegaConfBaseException as err:  # a word where a number goes: OmegaConf's words
             text = str(err).strip().splitlines()[0]
+            if value is None and "is not Optional" in text:  # OmegaConf: "field 'lr' is..."
+                had = OmegaConf.select(node, sub)
+                text = (f"a value is required here (null is not accepted); it was {had!r}"
+                        if not OmegaConf.is_config(had) else
+                        f"a section, not a value: set its keys ({key}.<key>=...), or leave it")
             raise ValueError(f"{input_line or f'{key}={value}'}: {text}") from None
     if path is None:
         return
