@@ -229,8 +229,11 @@ class GenerateMode(ActionMode):
         """
         n = self.cfg.policy_samples
         if n == 0:
-            raise ValueError("action probabilities in generate mode are not exact; set "
-                             "action.policy_samples > 0 for a sampled estimate or use mode=score")
+            raise ValueError("action probabilities in generate mode are not exact and "
+                             "llm.grpo.action.policy_samples=0 asks for no estimate; set "
+                             "llm.grpo.action.policy_samples > 0 (generations per information "
+                             "state) for a sampled estimate, llm.grpo.action.mode=score for "
+                             "exact ones, or population.nash_conv=false to skip NashConv")
         if not getattr(self, "_said_estimate", False):
             self._said_estimate = True
             log.info("generate mode: action probabilities (NashConv) are a sampled estimate, "

@@ -160,7 +160,9 @@ def test_generate_mode_probabilities_are_the_behaviour_policy(kuhn_tok, fallback
 
 def test_generate_mode_can_refuse_action_probabilities(kuhn_tok):
     mode = make_mode(ActionConfig(mode="generate", policy_samples=0))
-    with pytest.raises(ValueError, match="not exact; set action.policy_samples > 0"):
+    with pytest.raises(ValueError, match=r"not exact and llm.grpo.action.policy_samples=0 "
+                       r"asks for no estimate; set llm.grpo.action.policy_samples > 0 .* or "
+                       r"population.nash_conv=false"):
         mode.probabilities(ScriptedBackend(kuhn_tok, SCRIPT), _requests())
     with pytest.raises(ValueError, match="policy_samples=-1"):
         ActionConfig(policy_samples=-1)
