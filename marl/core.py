@@ -445,6 +445,28 @@ def policy_from_bytes(data: bytes) -> Policy:
         return load_policy(path)
 
 
+def _not_a_policy(path: Path, data: dict[str, Any]) -> str:
+    """Why ``data`` (read from ``path``) is no policy file, naming what it is when it is a
+    training checkpoint (a run's ``checkpoints/ckpt_<step>.pt``, or ``Learner.save``'s file)
+    and where the run's policies are."""
+    run_ckpt = path.parent.name == "checkpoints" or "step" in data or "members" in data
+    if "learner" in data and not run_ckpt:
+        return (f"{path} is not a selfplay policy file but a learner checkpoint (Learner.save; "
+                "learner.load(path) restores it); learner.policy().save(path) writes a policy")
+    if not ("learner" in data or "members" in data):
+        return f"{path} is not a selfplay policy file"
+    run = path.parent.parent if path.parent.name == "checkpoints" else None
+    newest: dict[str, Path] = {}  # member -> its newest snapshot
+    for snap in sorted((run / "snapshots").glob("*/v[0-9]*.pt")) if run else ():
+        newest[snap.parent.name] = snap
+    found = [str(p.relative_to(run)) for p in newest.values()]
+    shown = (f": {', '.join(found[:3])}{' ...' if len(found) > 3 else ''}" if found
+             else " (none written yet: a single run writes its snapshot when training ends)")
+    return (f"{path} is not a selfplay policy file but a training checkpoint: resume its run with "
+            f"selfplay-train <the run's overrides> resume=true hydra.run.dir={run or '<run>'}; "
+            f"a run's policies are its snapshots, <run>/snapshots/<member>/vNNNN.pt{shown}")
+
+
 def load_policy(path: str | os.PathLike) -> Policy:
     """Load a policy file written by :meth:`Policy.save`, whatever its kind.
 
@@ -454,7 +476,7 @@ def load_policy(path: str | os.PathLike) -> Policy:
     """
     data = safe_torch_load(path, "policy", PolicyLoadError)
     if data.get("format") != POLICY_FORMAT or "meta" not in data or "payload" not in data:
-        raise PolicyLoadError(f"{path} is not a selfplay policy file")
+        raise PolicyLoadError(_not_a_policy(Path(path), data))
     try:
         meta = PolicyMeta.from_dict(data["meta"])
     except (ValueError, TypeError) as err:
