@@ -34,6 +34,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 import games
+from llm_agents.backends.hf import (
+    causal_problem,
+    config_architectures,
+    context_length,
+    tokenizer_problem,
+)
 from llm_agents.lora import apply_lora, is_lora, merged_state_dict
 from llm_agents.prompts import PromptConfig
 from llm_agents.settings import (  # noqa: F401 - LLMConfig's old home: re-exported
@@ -115,14 +121,18 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
             raise ValueError(f"llm.model={cfg.model!r} could not be loaded ({why}); give "
                              "'tiny', a local model directory or a hub name available here")
         _check_json_files(cfg.model, folder)
+        _refuse(cfg.model, causal_problem(config_architectures(folder / "config.json")))
 
     def load(**kw: Any) -> tuple[Any, list[Any]]:
         # AutoModel's look for a LoRA adapter_config.json does not take local_files_only
         # from its caller (transformers 5): it is given again, or it asks the hub (retrying)
         adapter = {"adapter_kwargs": {"local_files_only": True}} if kw else {}
-        return (AutoTokenizer.from_pretrained(cfg.model, **kw),
-                [AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype, **kw, **adapter)
-                 for _ in range(count)])
+        tok = AutoTokenizer.from_pretrained(cfg.model, **kw)
+        _refuse(cfg.model, tokenizer_problem(tok, folder if local else None))  # before weights
+        models = [AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype, **kw, **adapter)
+                  for _ in range(count)]
+        _refuse(cfg.model, causal_problem(models[0].config.architectures))  # a hub model's
+        return tok, models
 
     from safetensors import SafetensorError
 
@@ -153,6 +163,28 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return [(_prepare(cfg, m, k), tok) for k, m in enumerate(models)]
+
+
+def _refuse(model: str, problem: tuple[str, str] | None) -> None:
+    """The one-line error of a model that loads but cannot serve (``problem``: why, and what
+    to do), if any."""
+    if problem is not None:
+        raise ValueError(f"llm.model={model!r} could not be loaded ({problem[0]}); {problem[1]}")
+
+
+def _check_context(cfg: LLMConfig, pairs: Sequence[tuple[Any, Any]]) -> None:
+    """Refuse ``max_new_tokens`` that leaves no position of a model's context for a prompt
+    (a prompt's own length is known at its first generation: the backend names it)."""
+    new = cfg.grpo.action.sampling.max_new_tokens
+    for model, _ in pairs:
+        context = context_length(model)
+        if cfg.grpo.action.mode == "generate" and context is not None and new >= context:
+            of = ("the tiny model (llm.tiny.n_positions)" if cfg.model == "tiny" else
+                  f"llm.model={cfg.model!r} (max_position_embeddings, GPT-2's n_positions, in "
+                  "its config.json)")
+            raise ValueError(f"llm.grpo.action.sampling.max_new_tokens={new} leaves no room for "
+                             f"a prompt in the context of {context} positions of {of}; lower "
+                             "max_new_tokens or use a model with a longer context")
 
 
 _JSON_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
@@ -276,11 +308,13 @@ def build_team(cfg: LLMConfig, games_: Sequence[str],
     backend_kw: dict[str, Any] = {"seed": cfg.grpo.seed}
     if cfg.team == "shared":
         pairs = _load(cfg, games_, kw, 1)
+        _check_context(cfg, pairs)
         _served(cfg, pairs, ["shared"], workdir)
         ((model, tok),) = pairs
         return Team.shared(model, tok, cfg.role_prompts, backend=cfg.backend, **backend_kw)
     roles = _roles(games_, kw)
     pairs = _load(cfg, games_, kw, len(roles))
+    _check_context(cfg, pairs)
     _served(cfg, pairs, roles, workdir)
     return Team.per_role(dict(zip(roles, pairs, strict=True)), cfg.role_prompts,
                          backend=cfg.backend, **backend_kw)

@@ -23,6 +23,8 @@ GRPO: Shao et al., 2024 (arXiv:2402.03300); multi-agent normalizations: Dr. MAS
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import logging
 import time
 from collections import defaultdict
@@ -308,7 +310,8 @@ class MultiTurnGRPO:
 
     # -------------------------------------------------------------- checkpoints
     def state_dict(self) -> dict[str, Any]:
-        """Weights, optimizer, role baselines, key ids, counters and RNG (plain values)."""
+        """Weights, optimizer, role baselines, key ids, counters, RNG and each model's tokenizer
+        hash (plain values)."""
         return {
             "models": {name: m.state_dict() for name, m in self.team.modules()},
             "optimizer": self.optimizer.state_dict(),
@@ -320,13 +323,44 @@ class MultiTurnGRPO:
             "backend_rng": {name: gen.get_state() for name, gen in self._backend_gens()},
             # a CUDA stream's state does not fit a CPU generator (nor the reverse)
             "backend_rng_device": {name: gen.device.type for name, gen in self._backend_gens()},
+            # a resume checks it: a model folder's tokenizer swapped for another of its size
+            "tokenizers": self._tokenizer_digests(),
         }
+
+    def _tokenizer_digests(self) -> dict[str, str]:
+        """Each model's tokenizer as a hash of its token -> id map and EOS id (computed once:
+        a real vocabulary's takes ~0.1 s)."""
+        if getattr(self, "_digests", None) is None:
+            self._digests = {name: vocab_digest(tm.tokenizer)
+                             for name, tm in self.team.models.items()}
+        return self._digests
+
+    def _check_models(self, state: dict[str, Any]) -> None:
+        """Refuse a checkpoint whose models' tensors (names, shapes) or tokenizers differ from
+        this team's, naming the first difference (:class:`ModelChangedError`); torch's own
+        error names nothing on its first line."""
+        saved_models, digests = state["models"], state.get("tokenizers", {})
+        for name, m in self.team.modules():
+            saved = saved_models[name]
+            if not isinstance(saved, Mapping):
+                continue  # left to load_state_dict's own error
+            now = m.state_dict()
+            for key in [*now, *(k for k in saved if k not in now)]:
+                was, cur = saved.get(key), now.get(key)
+                if was is None or cur is None or _shape(was) != _shape(cur):
+                    raise ModelChangedError(f"model {name!r}: {key} is {_shape(was)} in the "
+                                            f"checkpoint, {_shape(cur)} now")
+            digest = digests.get(name) if isinstance(digests, Mapping) else None
+            if digest is not None and digest != self._tokenizer_digests().get(name):
+                raise ModelChangedError(f"model {name!r}: its tokenizer is not the checkpoint's "
+                                        "(other tokens, or the same under other ids)")
 
     def _backend_gens(self) -> list[tuple[str, torch.Generator]]:
         return [(name, tm.backend.generator) for name, tm in self.team.models.items()
                 if isinstance(getattr(tm.backend, "generator", None), torch.Generator)]
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._check_models(state)
         for name, m in self.team.modules():
             m.load_state_dict(state["models"][name])
         self.optimizer.load_state_dict(state["optimizer"])
@@ -345,6 +379,22 @@ class MultiTurnGRPO:
                 gen.set_state(rng)
             else:
                 gen.manual_seed(seed_from_state(rng))
+
+
+class ModelChangedError(ValueError):
+    """A checkpoint of other models than the team's: another model folder, or other settings
+    of the model (``llm.lora``, the tiny model's sizes)."""
+
+
+def _shape(tensor: Any) -> str:
+    return "absent" if tensor is None else str(list(getattr(tensor, "shape", ())))
+
+
+def vocab_digest(tokenizer: Any) -> str:
+    """A hash of ``tokenizer``'s token -> id map and EOS id (equal for equal tokenizers)."""
+    vocab = sorted(tokenizer.get_vocab().items())
+    text = json.dumps([vocab, tokenizer.eos_token_id], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def side_metrics(episodes: Sequence[EpisodeRecord],

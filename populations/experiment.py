@@ -877,6 +877,16 @@ def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, r
         try:
             learner.load_state_dict(raw["learner"])
         except Exception as err:  # noqa: BLE001 - a file of other settings, or a crafted one
+            from llm_agents.trainer import ModelChangedError
+
+            if isinstance(err, ModelChangedError) and cfg.llm.model != "tiny":  # a folder's
+                lora = " (or llm.lora changed with resume_override=true)" \
+                    if cfg.resume_override else ""
+                raise CheckpointError(
+                    f"checkpoint {path} holds another model than llm.model={cfg.llm.model!r} "
+                    f"now ({err}): the model folder changed since the checkpoint{lora}; put "
+                    "back the model and tokenizer the run trained, or start a new run in "
+                    "another folder") from None
             raise CheckpointError(f"checkpoint {path} does not fit this {cfg.algo} learner "
                                   f"({one_line(err)}); resume with the run's settings") from None
         state = {"returns": returns[-50:], "seconds": seconds, "metrics": metrics}

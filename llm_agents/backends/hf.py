@@ -13,13 +13,19 @@ Scoring runs each prompt once and its candidates on a repeated key/value cache
 (:func:`llm_agents.logprobs.continuation_logprobs`), in length buckets of about
 ``max_batch_tokens``.
 
+A prompt plus ``max_new_tokens`` (or plus a candidate's tokens) beyond the model's context
+(:func:`context_length`) is refused in one line naming both, before any forward pass: a
+learned position table would be indexed out of range.
+
 The backend shares its ``nn.Module`` with the trainer, so updated weights are used at once.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,15 +47,94 @@ log = logging.getLogger(__name__)
 
 def load_pretrained(name_or_path: str, device: str | torch.device = "auto",
                     dtype: torch.dtype | None = None) -> tuple[nn.Module, Any]:
-    """``(model, tokenizer)`` from a local model directory or a hub name already available."""
+    """``(model, tokenizer)`` from a local model directory or a hub name already available.
+
+    Raises:
+        ValueError: one line, for a folder without tokenizer files or one that holds no
+            causal LM (a ``BertModel``), which ``transformers`` loads anyway.
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    folder = Path(name_or_path).expanduser()
     tokenizer = AutoTokenizer.from_pretrained(name_or_path)
-    kwargs = {"dtype": dtype} if dtype is not None else {}
-    model = AutoModelForCausalLM.from_pretrained(name_or_path, **kwargs)
+    problem = tokenizer_problem(tokenizer, folder if folder.is_dir() else None)
+    if problem is None and (folder / "config.json").is_file():  # before its weights load
+        problem = causal_problem(config_architectures(folder / "config.json"))
+    if problem is None:
+        kwargs = {"dtype": dtype} if dtype is not None else {}
+        model = AutoModelForCausalLM.from_pretrained(name_or_path, **kwargs)
+        problem = causal_problem(getattr(model.config, "architectures", None))
+    if problem is not None:
+        raise ValueError(f"{name_or_path!r} could not be loaded ({problem[0]}); {problem[1]}")
     if tokenizer.pad_token_id is None:  # many chat models ship without a pad token
         tokenizer.pad_token = tokenizer.eos_token
     return model.to(resolve_device(device)), tokenizer
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
+"""What a model folder's tokenizer is read from (one of them, as ``save_pretrained`` writes)."""
+_CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
+
+
+def tokenizer_problem(tokenizer: Any, folder: Path | None = None) -> tuple[str, str] | None:
+    """Why ``tokenizer`` (``AutoTokenizer``'s, from local ``folder`` if given) cannot serve and
+    what to do, or None: from a folder without tokenizer files ``AutoTokenizer`` builds an
+    empty one (one special token; text encodes to no ids, and the first forward pass fails)."""
+    if tokenizer.encode("Legal actions: Pass, Bet", add_special_tokens=False):
+        return None
+    fix = "save the tokenizer into the model folder too (tokenizer.save_pretrained(folder))"
+    if folder is not None and not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        return f"it has no tokenizer files: none of {', '.join(TOKENIZER_FILES)}", fix
+    return f"its tokenizer encodes text to no tokens, with {len(tokenizer)} in its vocabulary", fix
+
+
+def causal_problem(architectures: Any) -> tuple[str, str] | None:
+    """Why a model whose config names ``architectures`` is no causal LM and what to do, or
+    None (also when the config names none): ``AutoModelForCausalLM`` loads a saved
+    ``BertModel`` as a ``BertLMHeadModel`` with an untrained head, which fails later."""
+    names = [a for a in architectures if isinstance(a, str)] \
+        if isinstance(architectures, list | tuple) else []
+    if not names:
+        return None
+    try:
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+        causal = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
+    except ImportError:  # another transformers layout: the class names' suffixes decide
+        causal = set()
+    if any(a in causal or a.endswith(_CAUSAL_SUFFIXES) for a in names):
+        return None
+    return (f"it holds a {names[0]}, not a causal language model: AutoModelForCausalLM would "
+            "add an untrained language-model head",
+            "give a causal LM (a ...ForCausalLM or ...LMHeadModel in its config.json's "
+            "architectures)")
+
+
+def config_architectures(config_json: Path) -> Any:
+    """The ``architectures`` a model folder's ``config.json`` names (None if unreadable)."""
+    try:
+        return json.loads(config_json.read_bytes()).get("architectures")
+    except (OSError, ValueError, AttributeError):  # left to transformers' own message
+        return None
+
+
+def context_length(model: nn.Module) -> int | None:
+    """The most positions (prompt plus new tokens) ``model`` takes: its config's
+    ``max_position_embeddings`` (GPT-2's ``n_positions``, by the config's attribute map);
+    None when the config gives none. Beyond it a learned position table is indexed out of
+    range (``IndexError: index out of range in self``)."""
+    n = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
+
+
+def _over_context(what: str, prompt: int, extra: int, context: int, lower: str) -> ValueError:
+    """The one-line error of a prompt (``prompt`` tokens) and ``extra`` more tokens (``what``)
+    over the model's ``context``; ``lower`` says what else to make smaller (ending in "or ")."""
+    return ValueError(
+        f"a prompt of {prompt} tokens plus {what} does not fit the model's context of "
+        f"{context} positions (max_position_embeddings, GPT-2's n_positions, in its config; "
+        f"{prompt + extra} needed); shorten the prompt (llm.grpo.prompt: its rules, history "
+        f"or instructions), {lower}use a model with a longer context (the tiny model's: "
+        "llm.tiny.n_positions)")
 
 
 def _sample(logits: Tensor, sampling: SamplingConfig,
@@ -158,6 +243,12 @@ class TransformersBackend(Backend):
                      sampling: SamplingConfig) -> list[Generation]:
         self.model.eval()  # no dropout while acting
         lengths = [len(p) for p in prompt_ids]
+        context = context_length(self.model)
+        if context is not None and lengths and max(lengths) + sampling.max_new_tokens > context:
+            raise _over_context(
+                f"max_new_tokens={sampling.max_new_tokens}", max(lengths),
+                sampling.max_new_tokens, context,
+                "lower max_new_tokens (llm.grpo.action.sampling.max_new_tokens) or ")
         out: list[Generation | None] = [None] * len(prompt_ids)
         for bucket in length_buckets(lengths, sampling.max_new_tokens, self.max_batch_tokens):
             gens = self._generate_chunk([prompt_ids[i] for i in bucket], sampling)
@@ -253,6 +344,11 @@ class TransformersBackend(Backend):
         scores: dict[int, np.ndarray] = {}
         live = [i for i, c in enumerate(candidate_ids) if c]
         longest = max((len(x) for i in live for x in candidate_ids[i]), default=1)
+        context = context_length(self.model)
+        over = [(len(prompt_ids[i]), max(len(x) for x in candidate_ids[i])) for i in live]
+        if context is not None and over and (worst := max(over, key=sum))[0] + worst[1] > context:
+            raise _over_context(f"its candidate action of {worst[1]} tokens", *worst, context,
+                                "or ")
         per_prompt = max(1, round(sum(len(candidate_ids[i]) for i in live) / max(1, len(live))))
         buckets = length_buckets([len(prompt_ids[i]) for i in live], longest,
                                  max(1, self.max_batch_tokens // per_prompt))
