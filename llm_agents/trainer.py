@@ -47,7 +47,7 @@ from llm_agents.rollout import TEAM_SEAT, EpisodeJob, RolloutBatch, RolloutEngin
 from llm_agents.settings import ActionConfig, GRPOConfig  # noqa: F401 - their old home
 from llm_agents.team import Team, TeamModel, backend_for
 from marl.advantages import RoleEMABaseline, broadcast_to_tokens
-from marl.core import Policy, seed_from_state
+from marl.core import ModelChangedError, Policy, seed_from_state
 from marl.guards import FiniteGuard
 from marl.losses import ppo_clip_loss
 
@@ -379,11 +379,6 @@ class MultiTurnGRPO:
                 gen.set_state(rng)
             else:
                 gen.manual_seed(seed_from_state(rng))
-
-
-class ModelChangedError(ValueError):
-    """A checkpoint of other models than the team's: another model folder, or other settings
-    of the model (``llm.lora``, the tiny model's sizes)."""
 
 
 def _shape(tensor: Any) -> str:

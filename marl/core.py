@@ -38,6 +38,12 @@ class CheckpointError(RuntimeError):
     """A policy or learner file is missing, unreadable or of the wrong kind."""
 
 
+class ModelChangedError(ValueError):
+    """A learner's checkpoint holds other models than the ones built now (another model
+    folder, other model settings): raised by ``load_state_dict`` naming the first difference,
+    so a resume can name the changed model rather than the settings."""
+
+
 class PolicyLoadError(CheckpointError, ValueError):
     """A policy file cannot be loaded: missing, truncated, malformed or asking for too much.
 

@@ -877,7 +877,7 @@ def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, r
         try:
             learner.load_state_dict(raw["learner"])
         except Exception as err:  # noqa: BLE001 - a file of other settings, or a crafted one
-            from llm_agents.trainer import ModelChangedError
+            from marl.core import ModelChangedError
 
             if isinstance(err, ModelChangedError) and cfg.llm.model != "tiny":  # a folder's
                 lora = " (or llm.lora changed with resume_override=true)" \
