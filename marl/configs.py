@@ -97,6 +97,7 @@ BATCH = {**COUNT, "at_most": MAX_REPLAY, "why": "a batch is drawn from the repla
 ROLLOUT = {**COUNT, "at_most": MAX_ROLLOUT, "why": "the rollout buffer is allocated up front"}
 MINIBATCHES = {**COUNT, "at_most": MAX_MINIBATCHES, "why": "minibatches per epoch"}
 EPOCHS = {**COUNT, "at_most": MAX_EPOCHS, "why": "passes over each batch"}
+MAX_GRADIENT_STEPS = 10_000  # gradient steps of one replay update (an update never ended)
 
 
 def check_widths(where: str, hidden: Any) -> None:
@@ -252,10 +253,13 @@ class ValueDecompConfig:
     batch_size: int = 128  # transitions per gradient step
     buffer_size: int = 50_000  # replay capacity in transitions (one per copy and step)
     learning_starts: int = 1_000  # frames collected before the first update
-    train_every: int = 1  # vector steps between updates (one gradient step each)
+    train_every: int = 1  # vector steps between updates
+    gradient_steps: int | str = "auto"  # TD gradient steps per update, each on its own
+    # minibatch | auto: ceil(copies * train_every / batch_size), so an update samples about
+    # as many transitions as the copies played since the last one (1 up to batch_size copies)
     double_q: bool = True  # the online network picks the target action, the target evaluates
     target_update: str = "hard"  # "hard" copy every target_update_interval, or "polyak"
-    target_update_interval: int = 200  # updates between hard target copies
+    target_update_interval: int = 200  # gradient steps between hard target copies
     tau: float = 0.005  # Polyak rate: target <- tau * online + (1 - tau) * target
     eps_start: float = 1.0  # ε of ε-greedy exploration at frame 0
     eps_end: float = 0.05  # ε after eps_decay_frames
@@ -283,6 +287,7 @@ class ValueDecompConfig:
                              ("max_grad_norm", CLIP)):
             check_number(f"ValueDecompConfig.{name}", getattr(self, name), **bounds)
         check_widths("ValueDecompConfig.hidden", self.hidden)
+        check_gradient_steps("ValueDecompConfig.gradient_steps", self.gradient_steps)
         from marl.value_decomp import MIXERS  # last: the mixers are torch modules
 
         check_choice("ValueDecompConfig.mixer", self.mixer, MIXERS)
@@ -302,7 +307,10 @@ class MADDPGConfig:
     batch_size: int = 256  # transitions per gradient step
     buffer_size: int = 100_000  # replay capacity in transitions (one per copy and step)
     learning_starts: int = 1_000  # frames collected before the first update
-    train_every: int = 1  # vector steps between updates (one critic + one actor step each)
+    train_every: int = 1  # vector steps between updates
+    gradient_steps: int | str = "auto"  # gradient steps (one critic + one actor step and the
+    # Polyak targets) per update, each on its own minibatch | auto: ceil(copies *
+    # train_every / batch_size), about one sample per frame played (1 up to batch_size copies)
     exploration_noise: float = 0.1  # continuous: std of Gaussian noise in [-1, 1] action units
     gumbel_temperature: float = 1.0  # discrete: Gumbel-softmax temperature of the actor update
     target_action: str = "argmax"  # discrete: the target actors' next actions in the critic
@@ -327,3 +335,69 @@ class MADDPGConfig:
                              ("actor_reg", NON_NEGATIVE), ("max_grad_norm", CLIP)):
             check_number(f"MADDPGConfig.{name}", getattr(self, name), **bounds)
         check_widths("MADDPGConfig.hidden", self.hidden)
+        check_gradient_steps("MADDPGConfig.gradient_steps", self.gradient_steps)
+
+
+def check_gradient_steps(where: str, value: Any) -> None:
+    """One-line ``ValueError`` unless ``value`` is ``"auto"`` or an integer from 1 to
+    :data:`MAX_GRADIENT_STEPS` (a replay learner's gradient steps per update)."""
+    if value == "auto":
+        return
+    if not isinstance(value, int) or isinstance(value, bool):  # "4", 2.5, True
+        raise ValueError(f"{where}={value!r}; expected an integer in [1, {MAX_GRADIENT_STEPS}] "
+                         "(or 'auto')")
+    check_number(where, value, **COUNT, at_most=MAX_GRADIENT_STEPS, why="or 'auto'")
+
+
+def gradient_steps_per_update(gradient_steps: int | str, copies: int, train_every: int,
+                              batch_size: int) -> int:
+    """A replay learner's gradient steps per update: ``gradient_steps``, or for ``"auto"``
+    ``ceil(copies * train_every / batch_size)`` (at least 1): the minibatches of one update
+    hold about as many samples as the copies played frames since the last one, as many
+    copies as there are (a fixed count of one trained 128 of 4,096 copies' frames)."""
+    if gradient_steps != "auto":
+        return int(gradient_steps)
+    return max(1, min(MAX_GRADIENT_STEPS, -(-copies * train_every // batch_size)))
+
+
+# a replay learner's settings that waste most of what its copies play (warned once, at the
+# first step, where the copies are known): updates that sample fewer than 1/8 of the frames
+# played since the last, a buffer of fewer vector steps of history, ε decayed in fewer steps
+MAX_UNSAMPLED = 8
+MIN_HISTORY_STEPS = 200
+MIN_DECAY_STEPS = 20
+
+
+def replay_warnings(section: str, cfg: ValueDecompConfig | MADDPGConfig,
+                    copies: int) -> list[str]:
+    """One line per setting of ``cfg`` (the ``section`` of a command line: ``qmix``) that
+    ``copies`` game copies stepped together make waste most of their frames: an update (every
+    ``train_every`` steps) whose minibatches sample fewer than 1/:data:`MAX_UNSAMPLED` of the
+    frames played since the last, a replay holding fewer than :data:`MIN_HISTORY_STEPS` steps
+    of the copies, ε (VDN/QMIX) at ``eps_end`` within :data:`MIN_DECAY_STEPS` steps."""
+    notes = []
+    played = copies * cfg.train_every
+    steps = gradient_steps_per_update(cfg.gradient_steps, copies, cfg.train_every,
+                                      cfg.batch_size)
+    sampled = steps * cfg.batch_size
+    if played > MAX_UNSAMPLED * sampled:
+        notes.append(
+            f"{section}: an update samples {sampled} transitions ({section}.gradient_steps="
+            f"{cfg.gradient_steps} x {section}.batch_size={cfg.batch_size}) for the {played} "
+            f"frames played since the last ({copies} copies x {section}.train_every="
+            f"{cfg.train_every}): about {sampled / played:.1%} of them; raise "
+            f"{section}.gradient_steps (auto: one sample per frame) or {section}.batch_size, "
+            "or lower num_envs")
+    history = cfg.buffer_size // copies
+    if history < MIN_HISTORY_STEPS:
+        notes.append(
+            f"{section}.buffer_size={cfg.buffer_size} holds only the last {history} steps of "
+            f"{copies} copies; raise it to {MIN_HISTORY_STEPS * copies} or more "
+            f"({MIN_HISTORY_STEPS} steps), or lower num_envs")
+    decay = getattr(cfg, "eps_decay_frames", 0)
+    if 0 < decay < MIN_DECAY_STEPS * copies and cfg.eps_start != cfg.eps_end:
+        notes.append(
+            f"{section}.eps_decay_frames={decay}: epsilon reaches eps_end={cfg.eps_end} after "
+            f"{-(-decay // copies)} steps of {copies} copies; raise it to "
+            f"{MIN_DECAY_STEPS * copies} or more ({MIN_DECAY_STEPS} steps), or lower num_envs")
+    return notes

@@ -11,7 +11,9 @@ play on: its own critic's target takes its next action from its last observation
 critics see it gone, as at the steps after); actor ``i`` ascends ``Q_i`` with its own action
 replaced by ``mu_i(o_i)`` and the others' taken from the replay. All A actor updates run as
 one batched critic call (rows ``i`` of a ``[B, A, A, D]`` joint-action tensor differ only in
-agent ``i``'s slot).
+agent ``i``'s slot). An update (every ``train_every`` vector steps) takes ``gradient_steps``
+critic + actor steps, each on its own replay minibatch and followed by the Polyak targets
+(``auto``: ``ceil(copies * train_every / batch_size)``, about one sample per frame played).
 
 * Continuous actions: ``tanh`` outputs in ``[-1, 1]`` (the units the critic sees), Gaussian
   exploration noise, clipped and mapped affinely into the game's box ``[low, high]``.
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,6 +60,8 @@ from marl.configs import (  # noqa: F401 - re-exported: the choices' old home
     TARGET_ACTIONS,
     MADDPGConfig,  # the settings, torch-free (selfplay-train checks them early)
     check_choice,
+    gradient_steps_per_update,
+    replay_warnings,
 )
 from marl.core import (
     Capabilities,
@@ -78,6 +83,8 @@ from marl.replay import (
     check_agents,
     seated,
 )
+
+log = logging.getLogger(__name__)
 
 
 # ------------------------------------------------------------------------------- networks
@@ -361,6 +368,9 @@ class MADDPG(Learner):
         self.sample_gen = torch.Generator().manual_seed(cfg.seed + 2)
         self.update_gen = torch.Generator().manual_seed(cfg.seed + 3)
         self.frames = self.updates = self.steps_since_update = 0
+        self.gradient_steps = 0  # critic + actor steps over all updates (cfg.gradient_steps each)
+        self._copies = 0  # copies of the last step observed (gradient_steps="auto"; 0: none
+        # yet, the settings' warnings are due)
         self._pending: dict[str, Tensor] | None = None
         self.seat_mask: np.ndarray | None = None
         self.guard = FiniteGuard(spec.name, self.agents)  # NaN/inf stop training
@@ -447,7 +457,11 @@ class MADDPG(Learner):
         self.buffer.add(row)
         self.still_in.step(vs)
         self._pending = None
-        self.frames += int(vs.done.shape[0])
+        if not self._copies:  # the first step: settings that waste most of the copies' frames
+            for note in replay_warnings("maddpg", self.cfg, int(vs.done.shape[0])):
+                log.warning(note)
+        self._copies = int(vs.done.shape[0])
+        self.frames += self._copies
         self.steps_since_update += 1
 
     def ready(self) -> bool:
@@ -484,8 +498,30 @@ class MADDPG(Learner):
             slot.copy_(torch.where(b["left"][:, i, None], b["next_obs"][:, i, :width], slot))
         return st_BAS
 
+    def steps_per_update(self) -> int:
+        """Gradient steps of the next update: ``cfg.gradient_steps``, or for ``"auto"``
+        enough minibatches to sample about as many transitions as the copies played frames
+        since the last update (:func:`marl.configs.gradient_steps_per_update`)."""
+        cfg = self.cfg
+        return gradient_steps_per_update(cfg.gradient_steps, self._copies, cfg.train_every,
+                                         cfg.batch_size)
+
     def update(self) -> dict[str, float]:
-        """One critic and one actor gradient step on a replay minibatch, then Polyak targets."""
+        """:meth:`steps_per_update` gradient steps (one critic and one actor step on its own
+        replay minibatch, then Polyak targets); losses are their means."""
+        steps = [self._gradient_step() for _ in range(self.steps_per_update())]
+        self.updates += 1
+        self.steps_since_update = 0
+        return {
+            **{k: float(torch.stack([s[k] for s in steps]).mean()) for k in steps[0]},
+            "charts/buffer_size": float(len(self.buffer)),
+            "charts/updates": float(self.updates),
+            "charts/gradient_steps": float(self.gradient_steps),
+        }
+
+    def _gradient_step(self) -> dict[str, Tensor]:
+        """One critic and one actor gradient step on a replay minibatch, then Polyak targets;
+        their losses as 0-d tensors (read once per update)."""
         cfg = self.cfg
         b = self.buffer.sample(cfg.batch_size, self.sample_gen)
         B, A, D = b["action"].shape
@@ -549,18 +585,15 @@ class MADDPG(Learner):
 
         _polyak(self.actor, self.target_actor, cfg.tau)
         _polyak(self.critic, self.target_critic, cfg.tau)
-        self.updates += 1
-        self.steps_since_update = 0
+        self.gradient_steps += 1
         return {
-            "losses/critic_loss": float(critic_loss.detach()),
-            "losses/actor_loss": float(actor_loss.detach()),
-            "losses/q_values": float(q_BA.detach().mean()),
-            "losses/target": float((target_BA * train_BA).sum() / n_train),
-            "losses/critic_grad_norm": float(critic_grad),
-            "losses/actor_grad_norm": float(actor_grad),
-            "charts/mean_reward": float(b["reward"].mean()),
-            "charts/buffer_size": float(len(self.buffer)),
-            "charts/updates": float(self.updates),
+            "losses/critic_loss": critic_loss.detach(),
+            "losses/actor_loss": actor_loss.detach(),
+            "losses/q_values": q_BA.detach().mean(),
+            "losses/target": (target_BA * train_BA).sum() / n_train,
+            "losses/critic_grad_norm": critic_grad.detach(),
+            "losses/actor_grad_norm": actor_grad.detach(),
+            "charts/mean_reward": b["reward"].mean(),
         }
 
     # ----------------------------------------------------------------- snapshots
@@ -592,7 +625,8 @@ class MADDPG(Learner):
             "target_critic": self.target_critic.state_dict(),
             "actor_opt": self.actor_opt.state_dict(),
             "critic_opt": self.critic_opt.state_dict(),
-            "counters": [self.frames, self.updates, self.steps_since_update],
+            "counters": [self.frames, self.updates, self.steps_since_update, self.gradient_steps,
+                         self._copies],
             "gens": [gen.get_state() for gen in self._gens()],
             "buffer": self.buffer.state_dict() if self.cfg.checkpoint_buffer else None,
         }
@@ -608,7 +642,12 @@ class MADDPG(Learner):
             )
         for key in ("actor", "critic", "target_actor", "target_critic", "actor_opt", "critic_opt"):
             getattr(self, key).load_state_dict(state[key])
-        self.frames, self.updates, self.steps_since_update = (int(c) for c in state["counters"])
+        counters = [int(c) for c in state["counters"]]
+        # a checkpoint from before gradient_steps: one gradient step per update; from before
+        # the copies were kept: 0 (read, and warned of, at the next step)
+        counters += [counters[1], 0][len(counters) - 3:]
+        (self.frames, self.updates, self.steps_since_update, self.gradient_steps,
+         self._copies) = counters
         for gen, st in zip(self._gens(), state["gens"], strict=True):
             gen.set_state(st)
         if state.get("buffer") is not None:

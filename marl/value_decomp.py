@@ -16,7 +16,11 @@ own utilities (decentralized execution). Targets use double Q-learning (the onli
 picks ``u'``, the target network evaluates it), illegal actions are masked in action
 selection and in the target max, and a transition bootstraps unless its episode
 *terminated* (a truncated episode bootstraps from ``final_obs`` / ``final_state``).
-Exploration is ε-greedy over legal actions with ε decaying linearly in frames.
+Exploration is ε-greedy over legal actions with ε decaying linearly in frames. An update
+(every ``train_every`` vector steps) takes ``gradient_steps`` TD steps, each on its own
+replay minibatch (``auto``: ``ceil(copies * train_every / batch_size)``, about one sample per
+frame played, so 4,096 copies are not trained on 128 of their frames); hard target copies
+count gradient steps.
 
 Turn-based games (one agent acts per step): a team's transition runs from its acting step
 to its next acting step or the episode's end (:class:`marl.replay.TeamTurns`), the rewards
@@ -48,6 +52,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -64,6 +69,8 @@ from marl.configs import (  # noqa: F401 - re-exported: the choices' old home
     TEAM_REWARDS,
     ValueDecompConfig,  # the settings, torch-free (checked early)
     check_choice,
+    gradient_steps_per_update,
+    replay_warnings,
 )
 from marl.core import (
     Capabilities,
@@ -86,6 +93,8 @@ from marl.replay import (
     check_agents,
     seated,
 )
+
+log = logging.getLogger(__name__)
 
 
 # ----------------------------------------------------------------------------- mixing math
@@ -348,6 +357,9 @@ class ValueDecomp(Learner):
         self.act_gen = torch.Generator().manual_seed(cfg.seed + 1)
         self.sample_gen = torch.Generator().manual_seed(cfg.seed + 2)
         self.frames = self.updates = self.steps_since_update = 0
+        self.gradient_steps = 0  # TD gradient steps over all updates (cfg.gradient_steps each)
+        self._copies = 0  # copies of the last step observed (gradient_steps="auto"; 0: none
+        # yet, the settings' warnings are due)
         self._pending: dict[str, Tensor] | None = None
         # turn-based: each team's transition spans the other teams' turns
         self.turns = None if spec.simultaneous else TeamTurns(self.team_AG)
@@ -422,7 +434,11 @@ class ValueDecomp(Learner):
                 row = {k: v[keep_B] for k, v in row.items()}
             self.buffer.add(row)
         self._pending = None
-        self.frames += int(vs.done.shape[0])
+        if not self._copies:  # the first step: settings that waste most of the copies' frames
+            for note in replay_warnings(self.cfg.mixer, self.cfg, int(vs.done.shape[0])):
+                log.warning(note)
+        self._copies = int(vs.done.shape[0])
+        self.frames += self._copies
         self.steps_since_update += 1
 
     def ready(self) -> bool:
@@ -433,8 +449,31 @@ class ValueDecomp(Learner):
         )
 
     # ------------------------------------------------------------------------ update
+    def steps_per_update(self) -> int:
+        """TD gradient steps of the next update: ``cfg.gradient_steps``, or for ``"auto"``
+        enough minibatches to sample about as many transitions as the copies played frames
+        since the last update (:func:`marl.configs.gradient_steps_per_update`)."""
+        cfg = self.cfg
+        return gradient_steps_per_update(cfg.gradient_steps, self._copies, cfg.train_every,
+                                         cfg.batch_size)
+
     def update(self) -> dict[str, float]:
-        """One TD gradient step on a replay minibatch, then the target-network update."""
+        """:meth:`steps_per_update` TD gradient steps, each on its own replay minibatch and
+        followed by the target-network update; losses are their means."""
+        steps = [self._td_step() for _ in range(self.steps_per_update())]
+        self.updates += 1
+        self.steps_since_update = 0
+        return {
+            **{k: float(torch.stack([s[k] for s in steps]).mean()) for k in steps[0]},
+            "charts/epsilon": self.epsilon,
+            "charts/buffer_size": float(len(self.buffer)),
+            "charts/updates": float(self.updates),
+            "charts/gradient_steps": float(self.gradient_steps),
+        }
+
+    def _td_step(self) -> dict[str, Tensor]:
+        """One TD gradient step on a replay minibatch, then the target-network update; its
+        losses as 0-d tensors (read once per update)."""
         cfg = self.cfg
         b = self.buffer.sample(cfg.batch_size, self.sample_gen)
         state, next_state = b.get("state"), b.get("next_state")
@@ -463,8 +502,8 @@ class ValueDecomp(Learner):
         loss = (weight_BG.detach() * per_sample_BG * held_BG).sum() / held_BG.sum().clamp(min=1)
         n_held = held_BG.sum().clamp(min=1)
 
-        def held_mean(x_BG: Tensor) -> float:  # metrics over the team values trained on
-            return float((x_BG.detach() * held_BG).sum() / n_held)
+        def held_mean(x_BG: Tensor) -> Tensor:  # metrics over the team values trained on
+            return (x_BG.detach() * held_BG).sum() / n_held
 
         self.guard.scalar(self.frames, "TD loss", loss)
         self.optimizer.zero_grad()
@@ -472,19 +511,15 @@ class ValueDecomp(Learner):
         grad_norm = nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
         self.guard.scalar(self.frames, "gradient norm", grad_norm)
         self.optimizer.step()
-        self.updates += 1
-        self.steps_since_update = 0
+        self.gradient_steps += 1
         self._update_targets()
         return {
-            "losses/td_loss": float(loss.detach()),
+            "losses/td_loss": loss.detach(),
             "losses/q_tot": held_mean(q_tot_BG),
-            "losses/q_values": float(q_taken_BA.detach().sum() / b["acting"].sum().clamp(min=1)),
+            "losses/q_values": q_taken_BA.detach().sum() / b["acting"].sum().clamp(min=1),
             "losses/target": held_mean(target_BG),
             "losses/abs_td_error": held_mean(td_BG.abs()),
-            "losses/grad_norm": float(grad_norm),
-            "charts/epsilon": self.epsilon,
-            "charts/buffer_size": float(len(self.buffer)),
-            "charts/updates": float(self.updates),
+            "losses/grad_norm": grad_norm.detach(),
         }
 
     @torch.no_grad()
@@ -494,7 +529,7 @@ class ValueDecomp(Learner):
             for online, target in pairs:
                 for p, tp in zip(online.parameters(), target.parameters(), strict=True):
                     tp.lerp_(p, self.cfg.tau)
-        elif self.updates % self.cfg.target_update_interval == 0:
+        elif self.gradient_steps % self.cfg.target_update_interval == 0:
             for online, target in pairs:
                 target.load_state_dict(online.state_dict())
 
@@ -521,7 +556,8 @@ class ValueDecomp(Learner):
             "target_qnet": self.target_qnet.state_dict(),
             "target_mixer": self.target_mixer.state_dict(),
             "optimizer": self.optimizer.state_dict(),
-            "counters": [self.frames, self.updates, self.steps_since_update],
+            "counters": [self.frames, self.updates, self.steps_since_update, self.gradient_steps,
+                         self._copies],
             "act_gen": self.act_gen.get_state(),
             "sample_gen": self.sample_gen.get_state(),
             "buffer": self.buffer.state_dict() if self.cfg.checkpoint_buffer else None,
@@ -535,7 +571,12 @@ class ValueDecomp(Learner):
             )
         for key in ("qnet", "mixer", "target_qnet", "target_mixer", "optimizer"):
             getattr(self, key).load_state_dict(state[key])
-        self.frames, self.updates, self.steps_since_update = (int(c) for c in state["counters"])
+        counters = [int(c) for c in state["counters"]]
+        # a checkpoint from before gradient_steps: one gradient step per update; from before
+        # the copies were kept: 0 (read, and warned of, at the next step)
+        counters += [counters[1], 0][len(counters) - 3:]
+        (self.frames, self.updates, self.steps_since_update, self.gradient_steps,
+         self._copies) = counters
         self.act_gen.set_state(state["act_gen"])
         self.sample_gen.set_state(state["sample_gen"])
         if state.get("buffer") is not None:
