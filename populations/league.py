@@ -284,6 +284,8 @@ class League:
 
             try:
                 ex.require_perfect_recall(ex.game_tree(self.spec))
+            except games.GameContractError:  # a bug of the game's code (a ValueError too):
+                raise  # one line naming the call; leaving NashConv out is no advice for it
             except ValueError as err:
                 why = str(err).replace(f"; {ex.SAMPLED_HINT}", "")
                 raise ValueError(f"nash_conv=True (population.nash_conv): {why}; set it false, "

@@ -192,7 +192,7 @@ class HistoryMemo:
         self.chance = np.zeros((0, self.C))
         self._chance_rows: list[np.ndarray] = []
         self.states: list[pyspiel.State] = []
-        self._add(self.pg.new_initial_state())
+        self._expand()
 
     def _grow(self, cap: int) -> None:
         """Room for ``cap`` nodes (the arrays keep their rows; new rows are unset)."""
@@ -205,6 +205,36 @@ class HistoryMemo:
         self.player, self.aux = grown(self.player, -1), grown(self.aux, -1)
         self.child, self.value = grown(self.child, -1), grown(self.value, 0.0)
         self.parent, self.via = grown(self.parent, -1), grown(self.via, -1)
+
+    def _expand(self, parent: int = -1, via: int = -1) -> int:
+        """Add ``parent``'s child after action ``via`` (the initial history when ``parent``
+        is -1) as a node; its index.
+
+        Raises:
+            games.GameCodeError: a user's pyspiel game raised in its own code (``child``,
+                ``is_terminal``, ``returns``, ``chance_outcomes``, ``current_player``):
+                one line naming the game, the call, the history and the user's line.
+        """
+        try:
+            state = self.pg.new_initial_state() if parent < 0 else self.state(parent).child(via)
+            return self._add(state, parent, via)
+        except (MemoFull, games.GameError, pyspiel.SpielError):
+            raise
+        except Exception:  # a game written in Python raised: asked again, its call is named
+            # (nothing is asked on the way: a memo that works pays nothing for this)
+            at = self.history(parent)
+            self.game.replay_node(self.pg, at)  # the parent's calls, child(via) among them
+            if parent >= 0:
+                self.game.replay_node(self.pg, [*at, via])  # the child's own
+            raise
+
+    def history(self, n: int) -> list[int]:
+        """The actions from the initial history to node ``n`` (none for ``n`` = -1)."""
+        path = []
+        while n > 0:
+            path.append(int(self.via[n]))
+            n = int(self.parent[n])
+        return path[::-1]
 
     def _add(self, state: pyspiel.State, parent: int = -1, via: int = -1) -> int:
         """Append the history ``state`` (``parent``'s child after action ``via``) as a
@@ -281,7 +311,7 @@ class HistoryMemo:
         if miss.any():
             for code in np.unique(nodes[miss] * self.A + actions[miss]):
                 n, a = divmod(int(code), self.A)
-                self.child[n, a] = self._add(self.state(n).child(a), n, a)
+                self.child[n, a] = self._expand(n, a)
             child = self.child[nodes, actions]
         return child
 

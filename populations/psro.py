@@ -535,6 +535,8 @@ class PSRO:
             try:
                 self.tree = ex.game_tree(game_obj)
                 ex.require_perfect_recall(self.tree)
+            except games.GameContractError:  # a bug of the game's code (a ValueError too),
+                raise  # one line: a bug to fix, not a reason to leave NashConv out
             except ValueError as err:
                 self.tree, self.no_exact = None, str(err)
                 # its payoffs are sampled already (and its oracle not exact, which would

@@ -180,6 +180,33 @@ def _train(argv, monkeypatch, tmp_path):
     train_main()
 
 
+def _case_game(tag, tmp_path, monkeypatch) -> str:
+    """The module of ``CASES[tag]``'s game, installed under ``tmp_path / "code"``."""
+    call, when = CASES[tag][:2]
+    module = f"w24_kuhn_{tag}"
+    install(tmp_path / "code", monkeypatch, module, source(tag, call, when))
+    return module
+
+
+def _one_line_exit(argv, monkeypatch, work, capfd) -> str:
+    """``selfplay-train argv`` run in ``work``: exit 2, no traceback; its one line."""
+    with pytest.raises(SystemExit) as err:
+        _train(argv, monkeypatch, work)
+    assert err.value.code == 2
+    out, errs = capfd.readouterr()  # the log lines too (Hydra writes them to fd 2)
+    assert "Traceback" not in out + errs
+    lines = errs.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def _line(module: str, named: str, history: str, method: str) -> str:
+    """The pattern of the line naming ``module``'s game, the call, the history, the method."""
+    return (rf"^selfplay-train: (population\.nash_conv=true: )?openspiel/python_{module} step "
+            rf"0: {named} at history \[{history}\] raised KeyError: \"the user's bug\" \(at "
+            rf".*{module}\.py:\d+ in {method}\); HYDRA_FULL_ERROR=1 shows the traceback")
+
+
 @pytest.mark.parametrize("population", ["population=psro", "population=self_play "
                                         "population.nash_conv=true"])
 @pytest.mark.parametrize("tag", list(CASES))
@@ -192,23 +219,14 @@ def test_a_user_games_bug_in_the_exact_walk_stops_the_cli_in_one_line(
     as tracebacks (exit 1); with payoffs=auto a GameCodeError of the views was a reason to
     sample payoffs instead (see the next test), and the run went on to meet the string's bug
     again in play, named as text_observation."""
-    call, when, named, history, method = CASES[tag]
-    module = f"w24_kuhn_{tag}"
-    install(tmp_path / "code", monkeypatch, module, source(tag, call, when))
+    named, history, method = CASES[tag][2:]
+    module = _case_game(tag, tmp_path, monkeypatch)
     work = tmp_path / "work"
     work.mkdir()
-    with pytest.raises(SystemExit) as err:
-        _train([f"imports=[{module}]", f"game.name=openspiel/python_{module}",
-                *population.split(), "logger=none", "progress=false"], monkeypatch, work)
-    assert err.value.code == 2
-    out, errs = capfd.readouterr()  # the log lines too (Hydra writes them to fd 2)
-    assert "Traceback" not in out + errs
-    lines = errs.strip().splitlines()
-    assert len(lines) == 1, lines
-    line = (rf"^selfplay-train: (population\.nash_conv=true: )?openspiel/python_{module} step 0: "
-            rf"{named} at history \[{history}\] raised KeyError: \"the user's bug\" \(at "
-            rf".*{module}\.py:\d+ in {method}\); HYDRA_FULL_ERROR=1 shows the traceback")
-    assert re.match(line, lines[0]), lines[0]
+    line = _one_line_exit([f"imports=[{module}]", f"game.name=openspiel/python_{module}",
+                           *population.split(), "logger=none", "progress=false"],
+                          monkeypatch, work, capfd)
+    assert re.match(_line(module, named, history, method), line), line
     assert list(work.iterdir()) == []  # stopped before any run folder
 
 
@@ -241,3 +259,61 @@ def test_a_user_games_bug_when_it_is_made_is_one_line(call, method, tmp_path, mo
                     rf"\"the user's bug\" \(at .*w24_kuhn_{tag}\.py:\d+ in {method}\); "
                     "HYDRA_FULL_ERROR=1 shows the traceback$", str(err.value)), str(err.value)
     assert isinstance(err.value.__cause__, KeyError)
+
+
+SAMPLED = ["population=psro", "population.psro.payoffs=sampled", "population.oracle=rl",
+           "population.iterations=1", "population.oracle_frames=256", "logger=none",
+           "progress=false"]
+
+
+@pytest.mark.parametrize("tag", ["returns", "apply", "tensor"])
+def test_sampled_payoffs_with_nash_conv_stop_on_a_games_bug_in_one_line(
+        tag, tmp_path, monkeypatch, capfd):
+    """``population.psro.payoffs=sampled`` with exact NashConv on (its default): the walk's
+    GameCodeError stops the run in one line, as with payoffs=auto. Before: PSRO logged it as
+    "no exact NashConv" and went on, to meet the bug again in the sampled payoffs' memo
+    (returns, child: a traceback, exit 1; a view: one line, after the warning)."""
+    named, history, method = CASES[tag][2:]
+    module = _case_game(tag, tmp_path, monkeypatch)
+    line = _one_line_exit([f"imports=[{module}]", f"game.name=openspiel/python_{module}",
+                           *SAMPLED], monkeypatch, tmp_path, capfd)
+    assert re.match(_line(module, named, history, method), line), line
+
+
+# The calls the sampled payoffs' memo (populations.lockstep.HistoryMemo) makes on the game
+# unguarded, each at a history that 1,000 episodes of each entry reach.
+LOCKSTEP = {"returns": CASES["returns"][2:], "terminal": CASES["terminal"][2:],
+            "player": CASES["player"][2:], "chance": CASES["chance"][2:],
+            "apply": (r"child\(0\)", "1, 2, 1", "_apply_action")}
+
+
+@pytest.mark.parametrize("tag", list(LOCKSTEP))
+def test_the_sampled_payoffs_memo_stops_on_a_games_bug_in_one_line(
+        tag, tmp_path, monkeypatch, capfd):
+    """``population.psro.payoffs=sampled population.psro.nash_conv=false``: the memo of the
+    histories episodes reach asks the game's child, is_terminal, returns, chance_outcomes
+    and current_player; a bug there is one line naming the call, the history and the user's
+    line, exit 2. Before: the user's KeyError as a traceback, exit 1."""
+    named, history, method = LOCKSTEP[tag]
+    module = _case_game(tag, tmp_path, monkeypatch)
+    line = _one_line_exit([f"imports=[{module}]", f"game.name=openspiel/python_{module}",
+                           *SAMPLED, "population.psro.nash_conv=false"], monkeypatch,
+                          tmp_path, capfd)
+    assert re.match(_line(module, named, history, method), line), line
+
+
+def test_a_league_raises_a_games_bug_without_the_nash_conv_hint(tmp_path, monkeypatch):
+    """A league (the library's ``League``) logging exact NashConv raises the game's bug as
+    it is: a GameCodeError naming the call, with no advice to turn NashConv off (before: a
+    ValueError ending "set it false, or exploit.every=N ... for an approximate NashConv")."""
+    from populations.league import League, LeagueConfig
+
+    named, history, method = CASES["returns"][2:]
+    module = _case_game("returns", tmp_path, monkeypatch)
+    cfg = LeagueConfig(game=f"openspiel/python_{module}", game_kwargs={}, generations=1,
+                       frames_per_generation=64, num_envs=4, eval_episodes=1, nash_conv=True)
+    with pytest.raises(games.GameCodeError) as err:
+        League(cfg, tmp_path / "run")
+    assert re.match(_line(module, named, history, method).replace("selfplay-train: ", ""),
+                    str(err.value)), str(err.value)
+    assert "nash_conv" not in str(err.value) and "exploit" not in str(err.value)
