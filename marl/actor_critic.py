@@ -20,15 +20,26 @@ With ``recurrent=True`` (rMAPPO) both networks become encoder → MLP → GRU �
 the GRU's hidden state kept per (copy, agent) (``marl.recurrent``); the learner and the
 frozen :class:`PPOPolicy` then act through ``step`` and train through ``unroll``.
 
+Actions: a discrete seat group's head gives masked logits ``[M, N]`` (a categorical
+policy); a continuous one's (a 1-D box of width ``D``) gives the mean ``[M, D]`` of a
+diagonal Gaussian in unit coordinates, with a learned state-independent log standard
+deviation per dimension (``log_std``, starting at :data:`LOG_STD_INIT`), as CleanRL's
+``ppo_continuous_action`` and the MAPPO paper's ``DiagGaussian``. A sample is stored as
+drawn (its log-probability is the Gaussian's, summed over dimensions) and *clipped* to
+``[-1, 1]`` only on its way to the game, where ``[-1, 1]`` maps affinely onto the box
+``[low, high]`` (:meth:`Actor.to_game`); the greedy action is the clipped mean. Entropy
+is the Gaussian's, summed over dimensions.
+
 Shape legend: ``B`` copies, ``A`` controlled agents, ``M`` samples, ``O`` obs width,
-``N`` actions, ``C`` critic input width, ``V`` nodes, ``F`` node features, ``H`` GRU width,
-``L`` rows of a chunk, ``S`` sequences.
+``N`` actions (``D``: box width), ``C`` critic input width, ``V`` nodes, ``F`` node
+features, ``H`` GRU width, ``L`` rows of a chunk, ``S`` sequences.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +80,37 @@ class SeatGroup:
     agents: tuple[str, ...]
     cols: tuple[int, ...]
     obs_dim: int
-    num_actions: int
+    num_actions: int  # N actions, or the box width D of a continuous group
+    continuous: bool = False
+    low: float = 0.0  # the box of a continuous group
+    high: float = 1.0
+
+
+# A continuous actor's log standard deviation at the start: std 0.5 in unit coordinates
+# (the box is [-1, 1] there), so ~95 % of the first samples around a mean near 0 land
+# inside the box and the clip barely biases them; CleanRL's 0 (std 1) clips ~32 %.
+LOG_STD_INIT = math.log(0.5)
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def gaussian_log_prob(mean_MD: torch.Tensor, log_std_D: torch.Tensor,
+                      action_MD: torch.Tensor) -> torch.Tensor:
+    """``[M]`` log-density of ``action_MD`` under the diagonal Gaussian ``N(mean, exp(log_std)²)``,
+    summed over the ``D`` dimensions."""
+    z = (action_MD - mean_MD) * torch.exp(-log_std_D)
+    return (-0.5 * z.pow(2) - log_std_D - _LOG_SQRT_2PI).sum(-1)
+
+
+def gaussian_entropy(log_std_D: torch.Tensor, M: int) -> torch.Tensor:
+    """``[M]`` entropy of a diagonal Gaussian (state-independent: the same for every sample)."""
+    return (0.5 + _LOG_SQRT_2PI + log_std_D).sum().expand(M)
+
+
+def space_key(space: Any) -> tuple:
+    """What seats must have in common to share one network's action head."""
+    if space.discrete:
+        return ("discrete", space.n)
+    return ("continuous", tuple(space.shape), float(space.low), float(space.high))
 
 
 def seat_groups(spec: GameSpec, agents: tuple[str, ...], share: str) -> list[SeatGroup]:
@@ -84,21 +125,30 @@ def seat_groups(spec: GameSpec, agents: tuple[str, ...], share: str) -> list[Sea
         order.setdefault(keys(a), []).append(a)
     groups = []
     for name, members in order.items():
-        ns = {spec.action_spaces[a].n for a in members}
-        if any(not spec.action_spaces[a].discrete for a in members):
-            raise ValueError(f"{spec.name}: PPO learners here take discrete actions only")
-        if len(ns) > 1:
+        for a in members:
+            sp = spec.action_spaces[a]
+            if not sp.discrete and len(sp.shape) != 1:
+                raise ValueError(f"{spec.name}: PPO learners need 1-D action boxes; {a} has "
+                                 f"shape {sp.shape}")
+        keys_ = {space_key(spec.action_spaces[a]) for a in members}
+        if len(keys_) > 1:
+            said = sorted(f"{k[1]} actions" if k[0] == "discrete"
+                          else f"boxes {k[1]} in [{k[2]}, {k[3]}]" for k in keys_)
             raise ValueError(
-                f"share={share!r} puts agents with {sorted(ns)} actions in one network; "
+                f"share={share!r} puts agents with {said} in one network; "
                 "use share='role' or share='agent'"
             )
+        sp = spec.action_spaces[members[0]]
         groups.append(
             SeatGroup(
                 name=name,
                 agents=tuple(members),
                 cols=tuple(agents.index(a) for a in members),
                 obs_dim=max(int(np.prod(spec.obs_shapes[a])) for a in members),
-                num_actions=ns.pop(),
+                num_actions=sp.n if sp.discrete else int(sp.shape[0]),
+                continuous=not sp.discrete,
+                low=0.0 if sp.discrete else float(sp.low),
+                high=1.0 if sp.discrete else float(sp.high),
             )
         )
     return groups
@@ -192,11 +242,13 @@ def graph_encoder(net: NetConfig, node_dim: int) -> GraphEncoder:
 
 
 class Actor(_PPONet):
-    """Policy network of one seat group: logits ``[M, N]``."""
+    """Policy network of one seat group: logits ``[M, N]``, or a continuous group's
+    Gaussian means ``[M, D]`` (with its ``log_std`` ``[D]``; see the module docstring)."""
 
     def __init__(self, net: NetConfig, group: SeatGroup, node_dim: int) -> None:
         super().__init__()
         self.net, self.seats = net, len(group.agents)
+        self.continuous, self.low, self.high = group.continuous, group.low, group.high
         # the MLP input's seat one-hot (width ``seats``), when the group shares one network
         # (a registered encoder gets the same rows)
         self.one_hot = self.seats > 1 and net.seat_id and net.encoder != "gnn"
@@ -212,6 +264,8 @@ class Actor(_PPONet):
             self.encoder = UserEncoder(net, in_dim)
             in_dim = self.encoder.out_dim
         self._heads(net, in_dim, group.num_actions, 0.01)
+        if self.continuous:  # created after the head: a discrete actor's weights are as before
+            self.log_std = nn.Parameter(torch.full((group.num_actions,), LOG_STD_INIT))
 
     def encode(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
         if self.net.encoder == "gnn":
@@ -225,7 +279,46 @@ class Actor(_PPONet):
         return rows if self.encoder is None else self.encoder(rows)
 
     def _out(self, y: torch.Tensor, x: dict[str, torch.Tensor]) -> torch.Tensor:
-        return masked_logits(y, x.get("legal"))
+        return y if self.continuous else masked_logits(y, x.get("legal"))
+
+    def sample(self, out: torch.Tensor, gen: torch.Generator,
+               greedy: bool = False) -> torch.Tensor:
+        """Actions drawn from the head's output ``out``: ``[M]`` ids (categorical) or
+        ``[M, D]`` unclipped unit-coordinate vectors (Gaussian); ``greedy``: the mode."""
+        if self.continuous:
+            if greedy:
+                return out
+            noise = torch.randn(out.shape, generator=gen, device=out.device)
+            return out + torch.exp(self.log_std) * noise
+        if greedy:
+            return out.argmax(-1)
+        return torch.multinomial(torch.softmax(out, -1), 1, generator=gen).squeeze(-1)
+
+    def log_prob(self, out: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """``[M]`` log-probabilities of ``action`` (as :meth:`sample` draws them) at ``out``."""
+        if self.continuous:
+            return gaussian_log_prob(out, self.log_std, action)
+        return torch.log_softmax(out, -1).gather(-1, action[:, None]).squeeze(-1)
+
+    def log_prob_entropy(self, out: torch.Tensor,
+                         action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``[M]`` log-probabilities of ``action`` (``[M]`` ids or ``[M, D]`` vectors as
+        :meth:`sample` draws them) and ``[M]`` entropies of the policy at ``out``."""
+        if self.continuous:
+            return (gaussian_log_prob(out, self.log_std, action),
+                    gaussian_entropy(self.log_std, out.shape[0]))
+        logp_all = torch.log_softmax(out, -1)
+        return (logp_all.gather(-1, action[:, None]).squeeze(-1),
+                -(logp_all.exp() * logp_all).sum(-1))
+
+    def to_game(self, action: torch.Tensor) -> torch.Tensor:
+        """Game actions: ids as they are; a continuous sample clipped to ``[-1, 1]`` and
+        mapped onto the box ``[low, high]`` (float32)."""
+        if not self.continuous:
+            return action
+        unit = action.clamp(-1.0, 1.0)
+        box = self.low + (unit + 1.0) * (0.5 * (self.high - self.low))
+        return box.clamp(self.low, self.high).float()
 
 
 class Critic(_PPONet):
@@ -366,15 +459,16 @@ class PPOPolicy(Policy):
         g, seat = self._locate(agent)
         grp, dev = self.groups[g], self._device
         x: dict[str, torch.Tensor] = {}
-        legal = vs.legal[agent]
-        x["legal"] = torch.from_numpy(legal).to(dev)
+        B = vs.done.shape[0]
+        if not grp.continuous:  # a box has no legal mask
+            x["legal"] = torch.from_numpy(vs.legal[agent]).to(dev)
         if self.net.encoder == "gnn":
             if vs.graph is None or vs.agent_node is None:
                 raise ValueError("a GNN policy needs a VectorGame built with with_graphs=True")
             x["graph"] = torch.from_numpy(vs.graph).to(dev)
-            x["ego"] = torch.full((legal.shape[0],), vs.agent_node[agent], device=dev)
+            x["ego"] = torch.full((B,), vs.agent_node[agent], device=dev)
         else:
-            obs = vs.obs[agent].reshape(legal.shape[0], -1)
+            obs = vs.obs[agent].reshape(B, -1)
             pad = np.zeros((obs.shape[0], grp.obs_dim), np.float32)
             pad[:, : obs.shape[1]] = obs
             x["obs"] = torch.from_numpy(pad).to(dev)
@@ -389,13 +483,17 @@ class PPOPolicy(Policy):
         return logits
 
     def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
-        logits = self.logits(agent, vs)
-        if greedy:
-            return logits.argmax(-1).cpu().numpy()
-        probs = torch.softmax(logits, -1)
-        return torch.multinomial(probs, 1, generator=self.gen).squeeze(-1).cpu().numpy()
+        """``[B]`` action ids, or ``[B, D]`` float32 actions inside a continuous box."""
+        logits = self.logits(agent, vs)  # a continuous group's: the Gaussian's means
+        actor = self.actors[self._locate(agent)[0]]
+        with torch.no_grad():
+            return actor.to_game(actor.sample(logits, self.gen, greedy)).cpu().numpy()
 
     def action_probs(self, agent: str, vs: VecStep) -> np.ndarray:
+        if self.groups[self._locate(agent)[0]].continuous:
+            raise NotImplementedError(
+                f"{self.meta.kind} plays continuous actions of {agent!r}: a density, no "
+                "action probabilities")
         return torch.softmax(self.logits(agent, vs), -1).cpu().numpy()
 
     def payload(self) -> dict[str, Any]:
@@ -404,7 +502,9 @@ class PPOPolicy(Policy):
                     for k, v in dataclasses.asdict(self.net).items()},
             "groups": [
                 {"name": g.name, "agents": list(g.agents), "cols": list(g.cols),
-                 "obs_dim": g.obs_dim, "num_actions": g.num_actions}
+                 "obs_dim": g.obs_dim, "num_actions": g.num_actions,
+                 **({"continuous": True, "low": g.low, "high": g.high} if g.continuous
+                    else {})}  # a discrete group's payload as before
                 for g in self.groups
             ],
             "node_dim": self.node_dim,
@@ -428,7 +528,8 @@ class PPOPolicy(Policy):
         net = NetConfig(**net_d)
         groups = [
             SeatGroup(g["name"], tuple(g["agents"]), tuple(g["cols"]), g["obs_dim"],
-                      g["num_actions"])
+                      g["num_actions"], bool(g.get("continuous", False)),
+                      float(g.get("low", 0.0)), float(g.get("high", 1.0)))
             for g in payload["groups"]
         ]
         from marl.encoders import EncoderError

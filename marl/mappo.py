@@ -17,14 +17,19 @@ seeing only its own observation. Per update:
    ``agent``, ``role``...); value targets normalized by running statistics;
 4. ``epochs`` × ``minibatches`` of clipped policy loss, value loss and entropy bonus.
 
+Continuous actions (1-D boxes: VMAS and MPE with ``continuous_actions=True``) are played
+by a diagonal Gaussian actor (``marl.actor_critic``: learned state-independent log-std,
+samples stored unclipped with their log-probabilities and clipped into the box on their
+way to the game), BenchMARL's default learner on VMAS.
+
 With ``net.recurrent`` (rMAPPO, ``marl.recurrent``) actor and critic carry a GRU state per
 (copy, agent): reset where an episode begins, advanced only where the agent acts, stored
 in the buffer at every row; minibatches are then whole chunks of ``chunk_len`` rows,
 re-run from their stored first-row states, with the loss on the complete acting steps.
 
 Shape legend: ``T`` rollout rows (row 0 holds carried steps), ``B`` copies, ``A``
-controlled agents, ``O`` padded obs width, ``N`` actions, ``C`` critic input width,
-``H`` GRU width.
+controlled agents, ``O`` padded obs width, ``N`` actions (continuous: ``D``, the widest
+group's box width), ``C`` critic input width, ``H`` GRU width.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from marl.actor_critic import (
     critic_width,
     pad_obs,
     seat_groups,
+    space_key,
 )
 from marl.configs import (  # noqa: F401 - re-exported: the choices' old home
     MAPPO_KEYS,
@@ -88,7 +94,7 @@ def resolve_net(net: NetConfig, spec: GameSpec, agents: tuple[str, ...]) -> NetC
     if critic == "auto":
         critic = "state" if spec.state_shape is not None else "concat"
     if share == "auto":
-        same = len({spec.action_spaces[a].n for a in agents}) == 1
+        same = len({space_key(spec.action_spaces[a]) for a in agents}) == 1
         share = "all" if same else "role"
     return dataclasses.replace(net, critic=critic, share=share)
 
@@ -96,6 +102,9 @@ def resolve_net(net: NetConfig, spec: GameSpec, agents: tuple[str, ...]) -> NetC
 def check_game(cfg: MAPPOConfig, spec: GameSpec) -> str | None:
     """What of ``cfg`` ``spec`` cannot provide (None: nothing), as one clause."""
     net = cfg.net
+    for a, sp in spec.action_spaces.items():
+        if not sp.discrete and len(sp.shape) != 1:
+            return f"its action boxes must be 1-D and {a}'s has shape {sp.shape}"
     if net.critic == "state" and spec.state_shape is None:
         return ("net.critic='state' needs a global state and it has none; "
                 "use mappo.net.critic=auto (or concat)")
@@ -105,7 +114,7 @@ def check_game(cfg: MAPPOConfig, spec: GameSpec) -> str | None:
     return None
 
 
-MAPPO_CAPABILITIES = Capabilities(discrete=True, continuous=False, on_policy=True,
+MAPPO_CAPABILITIES = Capabilities(discrete=True, continuous=True, on_policy=True,
                                   turn_based=True, centralized_critic=True, partial_seats=True)
 IPPO_CAPABILITIES = dataclasses.replace(MAPPO_CAPABILITIES, centralized_critic=False)
 
@@ -115,15 +124,18 @@ class _Buffer:
 
     Recurrent learners (``H > 0``) also store, per row, the episode-start flags and the
     actor's and critic's GRU states before that row (``start``, ``h_actor``, ``h_critic``).
+    Continuous learners store actions ``[T+1, B, A, D]`` (float, unclipped) and no legal masks.
     """
 
     def __init__(self, T: int, B: int, A: int, O: int, N: int, C: int, graph: tuple | None,
-                 dev: torch.device, H: int = 0) -> None:
+                 dev: torch.device, H: int = 0, continuous: bool = False) -> None:
         z = lambda *s, dt=torch.float32: torch.zeros(*s, dtype=dt, device=dev)  # noqa: E731
-        self.obs, self.legal = z(T, B, A, O), z(T, B, A, N, dt=torch.bool)
+        self.obs = z(T, B, A, O)
+        self.legal = None if continuous else z(T, B, A, N, dt=torch.bool)
         self.critic = z(T, B, A, C) if C else None
         self.graph = z(T, B, *graph) if graph else None
-        self.action, self.logp, self.value = z(T, B, A, dt=torch.long), z(T, B, A), z(T, B, A)
+        self.action = z(T, B, A, N) if continuous else z(T, B, A, dt=torch.long)
+        self.logp, self.value = z(T, B, A), z(T, B, A)
         self.acting, self.reward = z(T, B, A, dt=torch.bool), z(T, B, A)
         self.end, self.term, self.final_value = (z(T, B, A, dt=torch.bool),
                                                  z(T, B, A, dt=torch.bool), z(T, B, A))
@@ -200,6 +212,8 @@ class MAPPO(Learner):
         self.groups = seat_groups(spec, self.agents, net.share)
         self.obs_dim = max(g.obs_dim for g in self.groups)
         self.n_max = max(g.num_actions for g in self.groups)
+        # one kind per learner (Capabilities.check refuses a mix): Gaussian actors or not
+        self.continuous = self.groups[0].continuous
         with torch.random.fork_rng(devices=[]):  # the weights' seed, not the global stream's
             torch.manual_seed(seed)
             self.actors = nn.ModuleList(Actor(net, g, NODE_DIM) for g in self.groups)
@@ -260,7 +274,7 @@ class MAPPO(Learner):
         # checked on the numpy side: no device sync on the hot path
         self.guard.data(self.steps, per_agent={"observation": obs, "critic input": crit},
                         shared={"entity graph": graph})
-        if not final:
+        if not final and not self.continuous:  # a box has no legal mask
             shape = (obs.shape[0], len(self.agents), self.n_max)
             legal = (torch.zeros(shape, dtype=torch.bool, device=obs.device)
                      if isinstance(obs, torch.Tensor) else np.zeros(shape, bool))
@@ -318,7 +332,8 @@ class MAPPO(Learner):
     @torch.no_grad()
     def act(self, vs: VecStep, actions: dict[str, np.ndarray] | None = None,
             logp: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-        """Sample actions for the learner's seats and record the step for training; with
+        """Sample actions for the learner's seats (``[B]`` ids, or ``[B, D]`` float32 inside
+        a continuous box) and record the step for training; with
         ``actions`` (chosen elsewhere, e.g. by rollout workers) record those instead, with
         their behaviour log-probabilities ``logp`` (default: this learner's own)."""
         if vs.agent_node is not None:
@@ -328,7 +343,7 @@ class MAPPO(Learner):
         if self.buf is None:
             graph = tuple(x["graph"].shape[1:]) if "graph" in x else None
             self.buf = _Buffer(self.cfg.rollout_steps + 1, B, A, self.obs_dim, self.n_max,
-                               self.critic_dim, graph, self.device, self._H)
+                               self.critic_dim, graph, self.device, self._H, self.continuous)
             if self._H:
                 self.h_actor = torch.zeros(B, A, self._H, device=self.device)
                 self.h_critic = torch.zeros(B, A, self._H, device=self.device)
@@ -340,12 +355,16 @@ class MAPPO(Learner):
         if self._H:
             start = _on(episode_starts(vs, self.agents), self.device)
             buf.start[t], buf.h_actor[t], buf.h_critic[t] = start, self.h_actor, self.h_critic
+        if actions is not None and self.continuous:
+            raise ValueError("replaying given actions (rollout workers) takes discrete actions; "
+                             "a continuous MAPPO collects its own rollouts (rollout_workers=0)")
         given = None if actions is None else torch.from_numpy(
             np.stack([np.asarray(actions[a], np.int64) for a in self.agents], 1)).to(self.device)
         behaviour = None if logp is None else torch.from_numpy(
             np.stack([np.asarray(logp[a], np.float32) for a in self.agents], 1)).to(self.device)
-        actions = torch.zeros(B, A, dtype=torch.long, device=self.device)
+        actions = self.buf.action[0].new_zeros(self.buf.action.shape[1:])  # [B, A(, D)]
         logp = torch.zeros(B, A, device=self.device)
+        played = [None] * A  # what each seat's game receives
         for g, grp in enumerate(self.groups):
             cols, xg = list(grp.cols), self._group_batch(x, g)
             if start is None:
@@ -355,17 +374,23 @@ class MAPPO(Learner):
                                                  start[:, cols].reshape(-1),
                                                  acting[:, cols].reshape(-1))
                 self.h_actor[:, cols] = hg.reshape(B, len(cols), -1)
-            if given is None:
-                a = torch.multinomial(torch.softmax(logits, -1), 1,
-                                      generator=self.gen).squeeze(-1)
+            actor = self.actors[g]
+            a = actor.sample(logits, self.gen) if given is None else given[:, cols].reshape(-1)
+            lp = actor.log_prob(logits, a)
+            D = grp.num_actions
+            if self.continuous:
+                actions[:, cols, :D] = a.reshape(B, len(cols), D)
             else:
-                a = given[:, cols].reshape(-1)
-            lp = torch.log_softmax(logits, -1).gather(-1, a[:, None]).squeeze(-1)
-            actions[:, cols] = a.reshape(B, -1)
+                actions[:, cols] = a.reshape(B, -1)
             logp[:, cols] = lp.reshape(B, -1)
+            game_BKD = actor.to_game(a).reshape(B, len(cols), *a.shape[1:])
+            for k, c in enumerate(cols):
+                played[c] = game_BKD[:, k]
         if behaviour is not None:
             logp = torch.where(acting, behaviour, logp)
-        buf.obs[t], buf.legal[t], buf.action[t], buf.logp[t] = x["obs"], x["legal"], actions, logp
+        buf.obs[t], buf.action[t], buf.logp[t] = x["obs"], actions, logp
+        if buf.legal is not None:
+            buf.legal[t] = x["legal"]
         buf.value[t], h_critic = self._values(x, start, acting)
         buf.acting[t] = acting
         if h_critic is not None:
@@ -378,7 +403,9 @@ class MAPPO(Learner):
         buf.row += 1
         self.steps += B
         if isinstance(vs.done, torch.Tensor):  # a natively batched game: no host copy
-            return {a: actions[:, i] for i, a in enumerate(self.agents)}
+            return {a: played[i] for i, a in enumerate(self.agents)}
+        if self.continuous:
+            return {a: played[i].cpu().numpy() for i, a in enumerate(self.agents)}
         out = actions.cpu().numpy()
         return {a: out[:, i] for i, a in enumerate(self.agents)}
 

@@ -72,7 +72,7 @@ _Forward = Callable[[int, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch
 def flat_index(L: MAPPO, t: torch.Tensor, b: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
     """Row-major positions of ``(t, b, a)`` in a ``[T, B, A]`` tensor: one 1-D index
     selects from every per-step field (``view(-1)``) far faster than three index tensors."""
-    _, B, A = L.buf.action.shape
+    _, B, A = L.buf.value.shape
     return (t * B + b) * A + a
 
 
@@ -90,8 +90,9 @@ def _gather(L: MAPPO, g: int, flat: torch.Tensor, critic: bool = True) -> dict:
         y = x.reshape(-1, *x.shape[3:]).index_select(0, flat)
         return y if width is None or width == y.shape[-1] else y[:, :width].contiguous()
 
-    x = {"obs": rows(buf.obs, grp.obs_dim), "legal": rows(buf.legal, grp.num_actions),
-         "seat": seat_of[flat % A]}
+    x = {"obs": rows(buf.obs, grp.obs_dim), "seat": seat_of[flat % A]}
+    if buf.legal is not None:  # a continuous group's box has no legal mask
+        x["legal"] = rows(buf.legal, grp.num_actions)
     actor = L.actors[g]
     if actor.one_hot:  # the MLP actor's input with its seat one-hot
         x["obs_seat"] = torch.cat([x.pop("obs"), one_hot_seats(x.pop("seat"), actor.seats)], -1)
@@ -227,7 +228,10 @@ def ppo_update(L: MAPPO) -> dict[str, float]:
 
     sizes, forward = _minibatch_source(L, complete_TBA)
     # [T*B*A] flat views of the per-step fields, read at each minibatch's positions
-    action_U, old_logp_U = buf.action[rows].reshape(-1), buf.logp[rows].reshape(-1)
+    # (actions: [T*B*A] ids, or [T*B*A, D] Gaussian samples)
+    T, B, A = buf.value[rows].shape
+    action_U = buf.action[rows].reshape(T * B * A, *buf.action.shape[3:])
+    old_logp_U = buf.logp[rows].reshape(-1)
     norm_adv_U, target_U = norm_adv_TBA.reshape(-1), target_TBA.reshape(-1)
 
     names = ("pg_loss", "v_loss", "entropy", "approx_kl", "clipfrac")
@@ -246,9 +250,11 @@ def ppo_update(L: MAPPO) -> dict[str, float]:
                 if idx.numel() == 0:
                     continue
                 logits, newvalue, at = forward(g, idx)  # at: [M] positions in [T, B, A]
-                logp_all = torch.log_softmax(logits, -1)
-                newlogp = logp_all.gather(-1, action_U[at][:, None]).squeeze(-1)
-                entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
+                action = action_U[at]
+                if action.dim() > 1:  # a continuous group's own box width
+                    action = action[:, :L.groups[g].num_actions]
+                newlogp, entropy_M = L.actors[g].log_prob_entropy(logits, action)
+                entropy = entropy_M.mean()
                 pg = ppo_clip_loss(newlogp, old_logp_U[at], norm_adv_U[at],
                                    cfg.clip_coef)  # [M] samples, plain mean
                 v_loss = 0.5 * (newvalue - target_U[at]).pow(2).mean()

@@ -171,7 +171,41 @@ def test_a_database_poisoned_by_an_earlier_version_resumes(tmp_path, caplog):
 
 
 # ------------------------------------------------ oracles for continuous-action games
-def test_psro_oracle_refusals_name_the_setting_and_only_oracles_that_play_the_game():
+@pytest.fixture
+def ppo_discrete_only(monkeypatch):
+    """MAPPO/IPPO as they were before their Gaussian actors (discrete actions only): the
+    refusals and the fallback of ``auto`` where the rl oracle cannot play a game."""
+    from marl import registry
+
+    for name in ("mappo", "ippo"):
+        entry = registry.get(name)
+        cap = dataclasses.replace(entry.capabilities, continuous=False)
+        monkeypatch.setitem(registry._LEARNERS, name,
+                            dataclasses.replace(entry, capabilities=cap))
+
+
+def test_the_rl_oracle_and_ippo_responses_play_continuous_actions():
+    """Since MAPPO/IPPO have Gaussian actors, rl plays a continuous game and is auto's pick;
+    the refusal of another algo lists it and the PPO learners."""
+    from marl.registry import IncompatibleError
+    from populations.approx_exploit import ApproxConfig, check_response_algo
+    from populations.psro_run import check_oracle, rl_oracle
+
+    spec = games.make(CONT).spec
+    check_oracle("rl", spec)
+    assert rl_oracle(spec) == "rl"
+    with pytest.raises(IncompatibleError) as err:
+        check_oracle("vdn", spec)
+    assert str(err.value).endswith(
+        "; oracles that play it: ['auto', 'rl', 'ippo', 'maddpg', 'mappo']")
+    check_response_algo(spec, ApproxConfig(), "population.exploit.algo")  # ippo, its default
+    with pytest.raises(ValueError) as err:
+        check_response_algo(spec, ApproxConfig(algo="vdn"))
+    assert str(err.value).endswith("; use one of ['mappo', 'ippo', 'maddpg']")
+
+
+def test_psro_oracle_refusals_name_the_setting_and_only_oracles_that_play_the_game(
+        ppo_discrete_only):
     from marl.registry import IncompatibleError
     from populations.psro_run import check_oracle
 
@@ -188,7 +222,7 @@ def test_psro_oracle_refusals_name_the_setting_and_only_oracles_that_play_the_ga
     assert str(err.value).endswith("; oracles that play it: ['auto', 'maddpg']")
 
 
-def test_auto_picks_maddpg_where_only_maddpg_plays_the_game(caplog):
+def test_auto_picks_maddpg_where_only_maddpg_plays_the_game(caplog, ppo_discrete_only):
     from populations.psro_run import resolve_auto
     from tests.populations.test_single_resume import _exp
 
@@ -202,7 +236,7 @@ def test_auto_picks_maddpg_where_only_maddpg_plays_the_game(caplog):
                         ).population.oracle == "rl"
 
 
-def test_exploit_algo_refusals_name_their_setting():
+def test_exploit_algo_refusals_name_their_setting(ppo_discrete_only):
     from populations.approx_exploit import ApproxConfig, check_response_algo
 
     spec = games.make(CONT).spec
