@@ -340,6 +340,8 @@ def check_league_game(cfg: ExperimentConfig, spec: games.GameSpec) -> None:
 
         try:  # cached: the league's own check reads the same tree
             ex.require_perfect_recall(ex.game_tree(spec))
+        except games.GameContractError:  # a bug of the game's code (a ValueError too):
+            raise  # one line naming the call; leaving NashConv out is no advice for it
         except ValueError as err:
             why = str(err).replace(f"; {ex.SAMPLED_HINT}", "")
             raise ValueError(f"population.nash_conv=true: {why}; set it false, or "

@@ -202,7 +202,7 @@ def _one_line_exit(argv, monkeypatch, work, capfd) -> str:
 
 def _line(module: str, named: str, history: str, method: str) -> str:
     """The pattern of the line naming ``module``'s game, the call, the history, the method."""
-    return (rf"^selfplay-train: (population\.nash_conv=true: )?openspiel/python_{module} step "
+    return (rf"^selfplay-train: openspiel/python_{module} step "
             rf"0: {named} at history \[{history}\] raised KeyError: \"the user's bug\" \(at "
             rf".*{module}\.py:\d+ in {method}\); HYDRA_FULL_ERROR=1 shows the traceback")
 
@@ -227,6 +227,7 @@ def test_a_user_games_bug_in_the_exact_walk_stops_the_cli_in_one_line(
                            *population.split(), "logger=none", "progress=false"],
                           monkeypatch, work, capfd)
     assert re.match(_line(module, named, history, method), line), line
+    assert "exploit.every" not in line  # no advice to leave NashConv out for a code bug
     assert list(work.iterdir()) == []  # stopped before any run folder
 
 
