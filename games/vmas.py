@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import random
 import re
+import traceback
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -108,6 +110,144 @@ def batched_reset_from(num_envs: int) -> int:
     copies, 3.4 at 1,024, 6.5 at 4,096, 15 at 16,384; on a GPU each reset is launch-bound,
     so the full one costs about as much as one single reset there."""
     return 3 + num_envs // 1024
+
+
+# Memory: a batch of B copies keeps about B times the bytes of one copy's tensors (world
+# state, observations, returns); a step's temporaries (collisions, lidar rays) and the
+# allocator's slack come on top. Peak over kept bytes, measured after a reset and three steps
+# of 50,000-200,000 copies on a CPU: 1.5 (wheel, dispersion), 1.7 (simple_spread), 2.1
+# (simple_tag), 3.0 (navigation), 4.9 (flocking), 5.5 (discovery: lidar on every agent).
+PEAK_PER_KEPT = 6
+PROBE_COPIES = 64  # the second probe of bytes_per_copy (the first has one copy)
+_OOM = re.compile(r"can't allocate memory|cannot allocate memory|out of memory", re.I)
+
+
+def _out_of_memory(err: BaseException) -> bool:
+    """torch's allocation errors (CPU's ``DefaultCPUAllocator: can't allocate memory``,
+    ``torch.OutOfMemoryError`` on CUDA) and Python's ``MemoryError``."""
+    return isinstance(err, (MemoryError, torch.OutOfMemoryError)) or (
+        isinstance(err, RuntimeError) and bool(_OOM.search(str(err))))
+
+
+def _memory_line(where: str, num_envs: int, device: Any, err: BaseException,
+                 doing: str = "building") -> str:
+    why = re.sub(r"\[enforce fail at [^\]]*\] err == 0\.\s*", "", str(err))
+    why = " ".join(why.split()) or "no message"
+    return (f"out of memory {doing} {where} with num_envs={num_envs} on {device} "
+            f"({type(err).__name__}: {why}); lower num_envs")
+
+
+@contextlib.contextmanager
+def _memory_hint(where: str, num_envs: int, device: Any, doing: str = "building"
+                 ) -> Iterator[None]:
+    """An allocation error inside becomes one line naming num_envs (:func:`_memory_line`)."""
+    try:
+        yield
+    except (RuntimeError, MemoryError) as err:
+        if not _out_of_memory(err):
+            raise
+        raise GameError(_memory_line(where, num_envs, device, err, doing)) from None
+
+
+def _failed_check(err: BaseException) -> str:
+    """An assertion without a message: its place and source text in the scenario (VMAS checks
+    its arguments so: ``...failed at vmas/scenarios/balance.py:22 in make_world: assert
+    self.n_agents > 1``), which names the argument."""
+    frames = traceback.extract_tb(err.__traceback__)
+    if not frames:
+        return "the scenario's own check failed, without a message"
+    f = frames[-1]
+    root = os.path.dirname(os.path.dirname(vmas.__file__))  # site-packages/vmas/... -> vmas/...
+    path = os.path.relpath(f.filename, root) if f.filename.startswith(root) else f.filename
+    text = f": {f.line}" if f.line else ""
+    return f"the scenario's own check failed at {path}:{f.lineno} in {f.name}{text}"
+
+
+def available_memory(device: torch.device) -> int | None:
+    """Bytes a new batch may take on ``device``: CUDA's free memory; on a CPU, Linux's
+    ``MemAvailable`` (else psutil's, when installed); None where not known."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    if device.type != "cpu":
+        return None
+    with contextlib.suppress(OSError), open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return int(psutil.virtual_memory().available)
+
+
+def kept_bytes(*roots: Any) -> int:
+    """Bytes of the distinct tensor storages reachable from ``roots`` through VMAS objects,
+    this module's and ``games.vector``'s, lists, tuples and dicts."""
+    seen: set[int] = set()
+    storages: dict[tuple[str, int], int] = {}
+    stack = list(roots)
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, torch.Tensor):
+            st = obj.untyped_storage()
+            storages[(str(obj.device), st.data_ptr())] = st.nbytes()
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple)):
+            stack.extend(obj)
+        elif hasattr(obj, "__dict__") and (_is_vmas_object(obj) or type(obj).__module__
+                                           in (__name__, "games.vector")):
+            stack.extend(vars(obj).values())
+    return sum(storages.values())
+
+
+def bytes_per_copy(game: VmasGame, with_state: bool, with_graphs: bool) -> float:
+    """Bytes one more copy of ``game`` keeps in a batch (tensors of the simulation, its
+    observations and what ``VectorGame`` returns), after a reset and a step: the difference
+    of batches of 1 and :data:`PROBE_COPIES` copies, per copy."""
+    sizes = []
+    for n in (1, PROBE_COPIES + 1):
+        batch = VmasBatch(game, n, 0, with_state, with_graphs, check_memory=False)
+        first = batch.reset()
+        acts = {a: (torch.zeros(n, *sp.shape) if not sp.discrete else torch.zeros(n, dtype=int))
+                for a, sp in game.spec.action_spaces.items()}
+        sizes.append(kept_bytes(batch, first, batch.step(acts)))
+    return max(sizes[1] - sizes[0], 1) / PROBE_COPIES
+
+
+def _check_memory(game: VmasGame, num_envs: int, with_state: bool, with_graphs: bool) -> None:
+    """Refuse, before building it, a batch of ``num_envs`` copies whose estimate
+    (:data:`PEAK_PER_KEPT` times :func:`bytes_per_copy`) exceeds :func:`available_memory`,
+    naming the largest num_envs that fits. The probes are built only for batches that a
+    generous bound (the one-copy game's tensors, fixed ones included, as each copy's) does
+    not show to fit."""
+    free = available_memory(game._sim.device)
+    generous = 3 * PEAK_PER_KEPT * kept_bytes(game._sim)
+    if free is None or num_envs * generous <= free:
+        return
+    per_copy = PEAK_PER_KEPT * bytes_per_copy(game, with_state, with_graphs)
+    need = num_envs * per_copy
+    if need <= free:
+        return
+    fits = int(free // per_copy)
+    raise GameError(
+        f"vmas/{game.scenario}: num_envs={num_envs} needs about {_size(need)} of "
+        f"{game._sim.device.type} memory (about {_size(per_copy)} per copy: its tensors and a "
+        f"step's temporaries) and {_size(free)} is available; lower num_envs (" + (
+            f"the largest that fits is about {fits})" if fits else "not one copy fits)"))
+
+
+def _size(n: float) -> str:
+    """Bytes in three digits: ``4.16 KB``, ``21.9 GB``, ``416 TB``."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000:
+            return f"{n:.3g} {unit}"
+        n /= 1000
+    return f"{n:.3g} TB" if n < 1000 else f"{n:,.0f} TB"
 
 
 # scenarios whose reset state is not all tensors with a leading copy dimension reachable
@@ -250,8 +390,10 @@ class _Sim:
                     scenario, num_envs=num_envs, device=device, continuous_actions=continuous,
                     max_steps=None, seed=None, dict_spaces=False, clamp_actions=True,
                     terminated_truncated=True, **kwargs)
-            except (TypeError, ValueError, AssertionError, RuntimeError) as err:
-                why = str(err).strip() or "the scenario's own check failed, without a message"
+            except (TypeError, ValueError, AssertionError, RuntimeError, MemoryError) as err:
+                if _out_of_memory(err):
+                    raise GameError(_memory_line(self.where, num_envs, device, err)) from None
+                why = str(err).strip() or _failed_check(err)
                 raise GameError(f"cannot build {self.where} (device={device!r}, scenario kwargs "
                                 f"{dict(kwargs)}): {type(err).__name__}: {why}") from None
         unused = [str(w.message) for w in caught if "not used by the scenario" in str(w.message)]
@@ -312,7 +454,7 @@ class _Sim:
         self._seed_cuda(seed)
 
     def reset(self) -> list[torch.Tensor]:
-        with self.rng():
+        with self.rng(), _memory_hint(self.where, self.num_envs, self.device, "resetting"):
             return self._flat(self.env.reset())
 
     def reset_at(self, index: torch.Tensor) -> list[torch.Tensor]:
@@ -323,7 +465,8 @@ class _Sim:
         :func:`batched_reset_from` copies on, all copies are reset in one call and the
         others put back (:func:`_restore_others`): the cost of ~2-15 single resets."""
         scenario = self.env.scenario
-        with self.rng(), local_seed(Environment.vmas_random_state):
+        with (self.rng(), local_seed(Environment.vmas_random_state),
+              _memory_hint(self.where, self.num_envs, self.device, "resetting")):
             one_call = (len(index) >= batched_reset_from(self.num_envs)
                         and self.where not in RESET_ONE_BY_ONE and not self._one_by_one)
             if not (one_call and self._reset_in_one_call(index)):
@@ -370,7 +513,10 @@ class _Sim:
         with self.rng():
             try:
                 obs, rew, term, _, _ = self.env.step(list(actions))
-            except (AssertionError, RuntimeError) as err:  # checked before the world moves
+            except (AssertionError, RuntimeError, MemoryError) as err:  # checked before moving
+                if _out_of_memory(err):
+                    raise GameError(_memory_line(self.where, self.num_envs, self.device,
+                                                 err, "stepping")) from None
                 msg = str(err).splitlines()[0] if str(err) else type(err).__name__
                 raise GameError(f"{self.where}: bad actions: {msg}") from None
         # some scenarios (wheel) give [B, 1] rewards
@@ -546,15 +692,23 @@ class VmasBatch:
 
     ``reset`` / ``step`` return :class:`~games.vector.VecStep` whose fields are torch tensors
     on ``device`` (``to_numpy`` converts one); auto-reset, episode returns and lengths and
-    truncation at ``spec.max_steps`` are computed there.
+    truncation at ``spec.max_steps`` are computed there. A batch whose estimate exceeds the
+    memory available is refused before it is built (:func:`_check_memory`).
     """
 
     def __init__(self, game: VmasGame, num_envs: int, seed: int | None,
-                 with_state: bool, with_graphs: bool) -> None:
+                 with_state: bool, with_graphs: bool, check_memory: bool = True) -> None:
         if num_envs < 1:
             raise GameError(f"num_envs must be >= 1, got {num_envs}")
+        if check_memory:  # (False: bytes_per_copy's own small probes)
+            _check_memory(game, num_envs, with_state, with_graphs)
         self.game, self.spec, self.num_envs = game, game.spec, num_envs
         self.seed, self.with_state, self.with_graphs = seed, with_state, with_graphs
+        with _memory_hint(f"vmas/{game.scenario}", num_envs, game._sim.device):
+            self._build(seed)
+
+    def _build(self, seed: int | None) -> None:
+        game, num_envs = self.game, self.num_envs
         self.sim = _Sim(game.scenario, num_envs, game.device, game.continuous, game.kwargs, seed)
         self.device = self.sim.device
         self._ids = self.spec.agent_ids
