@@ -61,7 +61,7 @@ from tqdm.auto import tqdm
 
 import games
 from marl.actor_critic import NetConfig
-from marl.core import CheckpointError, Policy, derive_seed
+from marl.core import CheckpointError, ModelChangedError, Policy, derive_seed
 from marl.fileio import NoSpaceError, disk_full
 from marl.mappo import MAPPO, MAPPOConfig
 from marl.train import planned_frames, rollout_frames, trains_whole_rollouts
@@ -425,6 +425,12 @@ class League:
                                  f"{_shown(sorted(members))}); resume with the same members")
             try:
                 m.load_state_dict(members[m.name])
+            except ModelChangedError as err:  # an LLM member's model folder changed since
+                raise CheckpointError(
+                    f"checkpoint {path} holds another model than member {m.name!r} has now "
+                    f"({err}): its model (the llm.model folder, or the tiny model's sizes) "
+                    "changed since the checkpoint; put back the model and tokenizer the run "
+                    "trained, or start a new run in another folder") from None
             except Exception as err:  # noqa: BLE001 - a file of other settings, or a crafted one
                 raise CheckpointError(
                     f"checkpoint {path} does not fit member {m.name!r} "

@@ -214,3 +214,34 @@ def test_a_resume_after_the_model_folder_changed_names_the_folder(
         assert "[" in line and "in the checkpoint" in line, line  # a tensor and its shapes
     else:
         assert "tokenizer" in line, line
+
+
+def test_a_league_resume_after_the_model_folder_changed_names_the_model(
+        tmp_path, monkeypatch, capsys, kuhn_tok):
+    """A league's LLM member: the resume said "does not fit member 'llm' (ModelChangedError:
+    ...); resume with the run's settings", though the settings were the run's."""
+    import populations.league as league
+
+    folder = _folder(tmp_path / "m", kuhn_tok)
+    argv = ["experiment=kuhn_llm_selfplay", "population.generations=2",
+            "population.nash_conv=false", "llm=hf", f"llm.model={folder}", "llm.iterations=1",
+            "llm.grpo.group_size=2", "llm.grpo.groups_per_step=2", "llm.grpo.minibatch_turns=4",
+            "eval_episodes=2", "progress=false", "logger=none", f"hydra.run.dir={tmp_path / 'r'}"]
+    real, calls = league.save_checkpoint, []
+
+    def save(folder, step, state, *args, **kw):
+        calls.append(step)
+        real(folder, step, state, *args, **kw)
+        raise KeyboardInterrupt  # stopped once the first checkpoint is on disk
+
+    monkeypatch.setattr(league, "save_checkpoint", save)
+    with pytest.raises(SystemExit) as stop:
+        _train(argv, monkeypatch, tmp_path)
+    assert stop.value.code == 130 and calls
+    monkeypatch.setattr(league, "save_checkpoint", real)
+    shutil.rmtree(folder)
+    _folder(folder, kuhn_tok, n_embd=32)
+    line = _refused([*argv, "resume=true"], monkeypatch, tmp_path, capsys)
+    assert "holds another model than member 'llm' has now" in line, line
+    assert "changed since the checkpoint" in line and "in the checkpoint" in line, line
+    assert "resume with the run's settings" not in line, line
