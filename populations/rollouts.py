@@ -204,6 +204,10 @@ def _check_learner(learner: Learner) -> None:
     if learner.cfg.net.recurrent:
         raise ValueError("rollout workers do not carry GRU states between rounds yet; use "
                          "rollout_workers=0 with a recurrent MAPPO")
+    if any(g.continuous for g in learner.groups):
+        raise ValueError("rollout workers replay discrete actions only (their policies' "
+                         "action_probs); use runner.rollout_workers=0 on a game of continuous "
+                         "actions")
 
 
 def train_with_workers(learner: Learner, collector: RolloutCollector, frames: int,

@@ -85,6 +85,10 @@ def test_unsupported_learners_fail_clearly():
     gru = MAPPO(spec, MAPPOConfig(net=NetConfig(recurrent=True)), seed=0)
     with pytest.raises(ValueError, match="do not carry GRU states"):
         train_with_workers(gru, collector, 100, progress=False)
+    boxes = games.make(SPREAD, N=2, max_cycles=25, continuous_actions=True).spec
+    gaussian = MAPPO(boxes, MAPPOConfig(), seed=0)  # its workers would ask action_probs
+    with pytest.raises(ValueError, match="rollout workers replay discrete actions only"):
+        train_with_workers(gaussian, collector, 100, progress=False)
     collector.close()
     with pytest.raises(ValueError, match="rollout worker kind 'slurm' unknown"):
         RolloutCollector(collector.spec, 1, "slurm")
