@@ -23,7 +23,7 @@ import contextlib
 import dataclasses
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from games import GameSpec
 from games.openspiel import OpenSpielGame
 from marl import registry
 from marl.core import Learner, Policy, policy_class
+from marl.train import budget_told, planned_frames, short_budget
 from populations.db import LeagueDB, MatchRow
 from populations.learner_sections import replaced, settings
 from populations.loggers import MetricsLogger
@@ -180,20 +181,23 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
                  "; nothing left to run" if done >= pop.iterations else
                  f"; converged (NashConv {rows[-1]['nash_conv']} <= "
                  f"{psro_cfg.stop_nash_conv}), nothing left to run" if converged else "")
+    left = 0 if converged else max(0, pop.iterations - done)
     try:
         if done:  # the last finished iteration may have stopped before its matches
             _record_matches(db, run_id, runner, store, recorder, cfg, done - 1,
                             _greedy(psro), psro.seats_of)
-        for k in range(done, pop.iterations if not converged else done):
-            it = psro.iteration(pop.iterations)  # logs its line (k/total, NashConv, seconds)
-            _record_matches(db, run_id, runner, store, recorder, cfg, it.iteration,
-                            _greedy(psro), psro.seats_of)
-            if psro.converged(it.nash_conv, it.iteration):  # logs that the run stops here
-                break
-            # the iteration is recorded: its resume starts the next (after the last: finished)
-            if stop_requested() and k < pop.iterations - 1:
-                log.warning("stopped after PSRO iteration %d", it.iteration)
-                stop_now()
+        with short_oracle_budget(cfg, left):  # one warning for every best response
+            for k in range(done, done + left):
+                it = psro.iteration(pop.iterations)  # logs its line (k/total, NashConv, s)
+                _record_matches(db, run_id, runner, store, recorder, cfg, it.iteration,
+                                _greedy(psro), psro.seats_of)
+                if psro.converged(it.nash_conv, it.iteration):  # logs that the run stops
+                    break
+                # the iteration is recorded: its resume starts the next (after the last:
+                # finished)
+                if stop_requested() and k < pop.iterations - 1:
+                    log.warning("stopped after PSRO iteration %d", it.iteration)
+                    stop_now()
     finally:
         runner.close()
     # a player is a seat, or a team (players=teams: red, blue), and its column says which
@@ -413,6 +417,31 @@ def make_oracle(cfg: ExperimentConfig) -> Oracle:
     return RLOracle(cfg.game.name, RLOracleConfig(frames=pop.oracle_frames,
                                                   num_envs=cfg.num_envs),
                     learner_factory=oracle_learner(cfg), game_kwargs=cfg.game.kwargs)
+
+
+@contextlib.contextmanager
+def short_oracle_budget(cfg: ExperimentConfig, iterations: int) -> Iterator[None]:
+    """Warn once, before the first of ``iterations`` iterations left, when a replay learner's
+    best responses (``population.oracle=maddpg``, ``vdn``, ``qmix``) get a budget
+    (``population.oracle_frames``) that ends before their warm-up
+    (``<algo>.learning_starts``): every one would train nothing and PSRO would add untrained
+    networks as best responses. Within the block the oracle's training does not repeat it
+    for each response (:func:`marl.train.budget_told`)."""
+    pop = cfg.population
+    entry = registry.entries().get(pop.oracle) if iterations else None
+    if entry is None:  # exact, rl (MAPPO: whole rollouts), or nothing left to train
+        yield
+        return
+    frames = pop.oracle_frames
+    why = short_budget(frames, planned_frames(frames, cfg.num_envs),
+                       entry.resolve(settings(cfg, entry)), entry.section,
+                       "population.oracle_frames")
+    if not why:
+        yield
+        return
+    log.warning("PSRO's best responses (population.oracle=%s): %s", pop.oracle, why)
+    with budget_told(entry.section, frames):
+        yield
 
 
 def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:

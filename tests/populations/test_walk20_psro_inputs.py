@@ -100,8 +100,14 @@ def test_a_response_that_never_updated_is_warned_about(caplog):
     caplog.set_level("WARNING", logger="populations.approx_exploit")
     approx_nash_conv(ADVERSARY, _policy(ADVERSARY), ApproxConfig(
         algo="qmix", frames=20, seeds=1, eval_episodes=2, num_envs=2), SHORT)
-    lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"
+             and r.name == "populations.approx_exploit"]
     assert len(lines) == 2  # one per team
+    # and the training loop's, up front, for each (walk 24: a budget below the warm-up)
+    told = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"
+            and r.name == "marl.train"]
+    assert len(told) == 2 and all("frames=20 ends before the first update" in m and
+                                  "qmix.learning_starts=1000" in m for m in told), told
     assert "the qmix response for team adversary (adversary_0) made no update in 20 " \
         "frames" in lines[0]
     assert "the qmix response for team good (agent_0, agent_1) made no update" in lines[1]
