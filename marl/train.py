@@ -462,6 +462,17 @@ def learner_sides(spec: GameSpec, agents: Sequence[str]) -> dict[str, tuple[str,
     return sides if len(sides) > 1 else {}
 
 
+
+CLOCK_METRICS = ("charts/frames_per_second",)
+"""Metrics measured on the wall clock: the one thing two runs of the same seed (or a run and
+its resume) do not repeat."""
+
+
+def without_clock(metrics: list[dict[str, float]]) -> list[dict[str, float]]:
+    """``metrics`` (per update) with the wall-clock ones (:data:`CLOCK_METRICS`) set to 0,
+    every key still there: what compares equal across runs of one seed."""
+    return [{k: (0.0 if k in CLOCK_METRICS else v) for k, v in m.items()} for m in metrics]
+
 def after_step(learner: Learner, vs: VecStep, result: TrainResult, bar: Any,
                on_update: Callable[[int, dict[str, float]], None] | None,
                sides: Mapping[str, Sequence[str]] | None = None) -> None:

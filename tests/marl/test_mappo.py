@@ -10,7 +10,7 @@ from marl.actor_critic import NetConfig
 from marl.advantages import agent_gae
 from marl.core import CheckpointError, load_policy
 from marl.mappo import MAPPO, MAPPOConfig, ippo_config
-from marl.train import RandomPolicy, evaluate, evaluate_learner, train
+from marl.train import RandomPolicy, evaluate, evaluate_learner, train, without_clock
 
 SPREAD = "pettingzoo/mpe2.simple_spread_v3"
 
@@ -252,7 +252,7 @@ def test_learner_checkpoint_resumes_identically(tmp_path):
     b.load(tmp_path / "learner.pt")
     out_b = train(b, _spread(2, 7, b, 4), frames=4 * 25, progress=False).metrics
     # charts/frames_per_second: wall time, the one metric a resume does not repeat
-    assert _no_clock(out_a) == _no_clock(out_b)
+    assert without_clock(out_a) == without_clock(out_b)
 
 
 def test_corrupt_and_missing_checkpoints_name_the_file(tmp_path):
@@ -341,8 +341,3 @@ def test_minibatches_read_the_rollout_steps_they_name(game, kw, net):
         assert torch.equal(values, learner.critics[g](x))
 
 
-def _no_clock(metrics: list[dict[str, float]]) -> list[dict[str, float]]:
-    """``metrics`` without the wall-clock rate each update logs (``charts/frames_per_second``),
-    every key still there."""
-    return [{k: (0.0 if k.endswith("per_second") else v) for k, v in m.items()}
-            for m in metrics]

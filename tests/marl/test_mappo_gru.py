@@ -13,7 +13,7 @@ from marl.core import load_policy
 from marl.mappo import MAPPO, MAPPOConfig
 from marl.mappo_update import chunk_rows, recurrent_forward
 from marl.recurrent import episode_starts
-from marl.train import RandomPolicy, evaluate, evaluate_learner, train
+from marl.train import RandomPolicy, evaluate, evaluate_learner, train, without_clock
 
 SPREAD = "pettingzoo/mpe2.simple_spread_v3"
 GRU = NetConfig(recurrent=True, rnn_hidden=32, critic="concat")
@@ -366,7 +366,7 @@ def test_recurrent_learner_checkpoint_resumes_identically(tmp_path):
     b.load(tmp_path / "learner.pt")
     out_b = train(b, _spread(2, 7, b, 4), frames=4 * 25, progress=False).metrics
     # charts/frames_per_second: wall time, the one metric a resume does not repeat
-    assert _no_clock(out_a) == _no_clock(out_b)
+    assert without_clock(out_a) == without_clock(out_b)
 
 
 def test_recurrent_config_errors():
@@ -404,8 +404,3 @@ def test_gru_mappo_runs_on_cuda(tmp_path):
         vs = vg.step({a: pol.act(a, vs, greedy=True) for a in spec.agent_ids})
 
 
-def _no_clock(metrics: list[dict[str, float]]) -> list[dict[str, float]]:
-    """``metrics`` without the wall-clock rate each update logs (``charts/frames_per_second``),
-    every key still there."""
-    return [{k: (0.0 if k.endswith("per_second") else v) for k, v in m.items()}
-            for m in metrics]

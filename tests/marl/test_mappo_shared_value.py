@@ -13,7 +13,7 @@ from marl.core import load_policy
 from marl.mappo import MAPPO, MAPPOConfig
 from marl.mappo_update import _minibatch_source
 from marl.networks import FastTanh
-from marl.train import train
+from marl.train import train, without_clock
 from tests.marl.test_mappo import gather_reference
 
 SPREAD = "pettingzoo/mpe2.simple_spread_v3"
@@ -148,7 +148,7 @@ def test_shared_value_checkpoint_resumes_identically(tmp_path):
     vg_b = _spread(b, seed=7, N=2)
     out_b = train(b, vg_b, frames=4 * 25, progress=False).metrics
     # charts/frames_per_second: wall time, the one metric a resume does not repeat
-    assert _no_clock(out_a) == _no_clock(out_b)
+    assert without_clock(out_a) == without_clock(out_b)
     vs = vg_a.reset()
     assert all((a.policy().act(s, vs, greedy=True) == b.policy().act(s, vs, greedy=True)).all()
                for s in spec.agent_ids)
@@ -231,8 +231,3 @@ def test_fast_tanh_is_torch_tanh_on_cuda():
     assert torch.equal(FastTanh()(x), torch.tanh(x))
 
 
-def _no_clock(metrics: list[dict[str, float]]) -> list[dict[str, float]]:
-    """``metrics`` without the wall-clock rate each update logs (``charts/frames_per_second``),
-    every key still there."""
-    return [{k: (0.0 if k.endswith("per_second") else v) for k, v in m.items()}
-            for m in metrics]

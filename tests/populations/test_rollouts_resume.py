@@ -14,6 +14,7 @@ import sqlite3
 import pytest
 
 import populations.rollouts
+from marl.train import CLOCK_METRICS
 from populations import run_folder
 from populations.experiment import run_experiment
 from tests.populations.test_single_resume import TINY, _exp
@@ -34,7 +35,7 @@ def _metrics(run_dir):
 def _no_clock(row):
     """A metric row ``(step, key, value)``, its value 0 for a wall-clock rate."""
     step, key, value = row
-    return step, key, 0.0 if key.endswith("per_second") else value
+    return step, key, 0.0 if key in CLOCK_METRICS else value
 
 
 def test_a_stopped_rollout_worker_run_resumes_with_nothing_lost_or_repeated(
