@@ -121,7 +121,7 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
             raise ValueError(f"llm.model={cfg.model!r} could not be loaded ({why}); give "
                              "'tiny', a local model directory or a hub name available here")
         _check_json_files(cfg.model, folder)
-        _refuse(cfg.model, causal_problem(config_architectures(folder / "config.json")))
+        _refuse(cfg.model, causal_problem(*config_architectures(folder / "config.json")))
 
     def load(**kw: Any) -> tuple[Any, list[Any]]:
         # AutoModel's look for a LoRA adapter_config.json does not take local_files_only
@@ -131,7 +131,8 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
         _refuse(cfg.model, tokenizer_problem(tok, folder if local else None))  # before weights
         models = [AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype, **kw, **adapter)
                   for _ in range(count)]
-        _refuse(cfg.model, causal_problem(models[0].config.architectures))  # a hub model's
+        _refuse(cfg.model, causal_problem(models[0].config.architectures,
+                                            models[0].config.model_type))  # a hub model's
         return tok, models
 
     from safetensors import SafetensorError

@@ -59,11 +59,12 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "auto",
     tokenizer = AutoTokenizer.from_pretrained(name_or_path)
     problem = tokenizer_problem(tokenizer, folder if folder.is_dir() else None)
     if problem is None and (folder / "config.json").is_file():  # before its weights load
-        problem = causal_problem(config_architectures(folder / "config.json"))
+        problem = causal_problem(*config_architectures(folder / "config.json"))
     if problem is None:
         kwargs = {"dtype": dtype} if dtype is not None else {}
         model = AutoModelForCausalLM.from_pretrained(name_or_path, **kwargs)
-        problem = causal_problem(getattr(model.config, "architectures", None))
+        problem = causal_problem(getattr(model.config, "architectures", None),
+                                 getattr(model.config, "model_type", None))
     if problem is not None:
         raise ValueError(f"{name_or_path!r} could not be loaded ({problem[0]}); {problem[1]}")
     if tokenizer.pad_token_id is None:  # many chat models ship without a pad token
@@ -88,10 +89,12 @@ def tokenizer_problem(tokenizer: Any, folder: Path | None = None) -> tuple[str, 
     return f"its tokenizer encodes text to no tokens, with {len(tokenizer)} in its vocabulary", fix
 
 
-def causal_problem(architectures: Any) -> tuple[str, str] | None:
+def causal_problem(architectures: Any, model_type: Any = None) -> tuple[str, str] | None:
     """Why a model whose config names ``architectures`` is no causal LM and what to do, or
     None (also when the config names none): ``AutoModelForCausalLM`` loads a saved
-    ``BertModel`` as a ``BertLMHeadModel`` with an untrained head, which fails later."""
+    ``BertModel`` as a ``BertLMHeadModel`` with an untrained head, which fails later. A
+    ``...ForConditionalGeneration`` model (Llama 4, Mistral 3) whose ``model_type`` has a
+    causal LM class of its own loads as that class (its language model), so it passes."""
     names = [a for a in architectures if isinstance(a, str)] \
         if isinstance(architectures, list | tuple) else []
     if not names:
@@ -99,9 +102,14 @@ def causal_problem(architectures: Any) -> tuple[str, str] | None:
     try:
         from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
         causal = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
+        types = dict(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     except ImportError:  # another transformers layout: the class names' suffixes decide
-        causal = set()
+        causal, types = set(), {}
     if any(a in causal or a.endswith(_CAUSAL_SUFFIXES) for a in names):
+        return None
+    mapped = types.get(model_type) if isinstance(model_type, str) else None
+    if isinstance(mapped, str) and mapped.endswith(_CAUSAL_SUFFIXES) and \
+            any(a.endswith("ForConditionalGeneration") for a in names):
         return None
     return (f"it holds a {names[0]}, not a causal language model: AutoModelForCausalLM would "
             "add an untrained language-model head",
@@ -109,12 +117,14 @@ def causal_problem(architectures: Any) -> tuple[str, str] | None:
             "architectures)")
 
 
-def config_architectures(config_json: Path) -> Any:
-    """The ``architectures`` a model folder's ``config.json`` names (None if unreadable)."""
+def config_architectures(config_json: Path) -> tuple[Any, Any]:
+    """The ``architectures`` and ``model_type`` a model folder's ``config.json`` names (None
+    each if unreadable): :func:`causal_problem`'s arguments."""
     try:
-        return json.loads(config_json.read_bytes()).get("architectures")
+        config = json.loads(config_json.read_bytes())
+        return config.get("architectures"), config.get("model_type")
     except (OSError, ValueError, AttributeError):  # left to transformers' own message
-        return None
+        return None, None
 
 
 def context_length(model: nn.Module) -> int | None:

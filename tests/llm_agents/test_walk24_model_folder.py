@@ -245,3 +245,14 @@ def test_a_league_resume_after_the_model_folder_changed_names_the_model(
     assert "holds another model than member 'llm' has now" in line, line
     assert "changed since the checkpoint" in line and "in the checkpoint" in line, line
     assert "resume with the run's settings" not in line, line
+
+
+def test_a_multimodal_config_whose_type_has_a_causal_lm_class_passes():
+    """``Llama4ForConditionalGeneration`` (model_type llama4) loads through
+    AutoModelForCausalLM as ``Llama4ForCausalLM``: it was refused as "not a causal language
+    model"; a BertModel still is, whatever its model_type maps to (BertLMHeadModel)."""
+    from llm_agents.backends.hf import causal_problem
+
+    assert causal_problem(["Llama4ForConditionalGeneration"], "llama4") is None
+    assert causal_problem(["BertModel"], "bert") is not None
+    assert causal_problem(["LlavaForConditionalGeneration"], "llava") is not None  # no class
