@@ -651,7 +651,8 @@ def check_values(overrides: Sequence[Any]) -> None:
     share = {o.key_or_group: [v for v in override_values(o)
                               if not (isinstance(v, str) and "${" in v)]
              for o in overrides if o.key_or_group in (
-                 "num_envs", "runner.rollout_workers", "population.kind", "mappo.net.recurrent")
+                 "num_envs", "runner.rollout_workers", "population.kind", "mappo.net.recurrent",
+                 "game.kwargs.continuous_actions")
              and o.package is None and not o.input_line.startswith(("+", "~"))}
     presets = _chosen_presets(overrides) if sections or share else None
     if presets is not None and ("num_envs" in share or "runner.rollout_workers" in share):

@@ -97,13 +97,14 @@ def check_rollout_copies(num_envs: int, workers: int) -> None:
 
 def check_rollout_share(line: Mapping[str, Sequence[Any]], presets: Any) -> None:
     """Refuse rollout workers where the run would refuse them after torch: for a learner
-    other than :data:`ROLLOUT_ALGOS` or a recurrent MAPPO (``populations.rollouts``' words),
+    other than :data:`ROLLOUT_ALGOS`, a recurrent MAPPO or continuous actions
+    (``populations.rollouts``' words),
     and fewer game copies than workers (:func:`check_rollout_copies`). ``line`` holds the
-    command line's values of ``num_envs``, ``runner.rollout_workers``, ``population.kind``
-    and ``mappo.net.recurrent`` (interpolations left out; several for a sweep: one refused job
-    refuses the line), over what its group options set (``presets``, a config with ``algo``)
-    and the defaults. Only a ``population=none`` run of one of :data:`STEPPED_ALGOS` shares
-    them (a league or an LLM team plays no such copies)."""
+    command line's values of ``num_envs``, ``runner.rollout_workers``, ``population.kind``,
+    ``mappo.net.recurrent`` and ``game.kwargs.continuous_actions`` (interpolations left out;
+    several for a sweep: one refused job refuses the line), over what its group options set
+    (``presets``, a config with ``algo``) and the defaults. Only a ``population=none`` run of
+    one of :data:`STEPPED_ALGOS` shares them (a league or an LLM team plays no such copies)."""
     from omegaconf import OmegaConf
 
     def chosen(key: str, default: Any) -> list[Any]:
@@ -126,6 +127,11 @@ def check_rollout_share(line: Mapping[str, Sequence[Any]], presets: Any) -> None
         if True in chosen("mappo.net.recurrent", False):  # encoder=mlp_gru sets it
             raise ValueError("rollout workers do not carry GRU states between rounds yet; use "
                              "rollout_workers=0 with a recurrent MAPPO")
+        if True in chosen("game.kwargs.continuous_actions", False):  # (a game of one's own
+            # with boxes is refused by the workers' own check, as training starts)
+            raise ValueError("rollout workers replay discrete actions only (their policies' "
+                             "action_probs); use runner.rollout_workers=0 on a game of "
+                             "continuous actions")
     for n in copies:
         for w in workers:
             if isinstance(n, int) and isinstance(w, int) and n >= 1 and w >= 1:

@@ -63,6 +63,8 @@ NOT_MAPPO = "rollout workers train MAPPO/IPPO learners (on-policy replay); got a
     ("algo=vdn num_envs=8 runner.rollout_workers=3", NOT_MAPPO),
     ("encoder=mlp_gru num_envs=8 runner.rollout_workers=2",
      "rollout workers do not carry GRU states between rounds yet; use rollout_workers=0"),
+    ("game=vmas_spread game.kwargs.continuous_actions=true num_envs=8 "
+     "runner.rollout_workers=2", "rollout workers replay discrete actions only"),
     ("runner.rollout_workers=3 num_envs=3", None),
     ("runner.rollout_workers=0 num_envs=1", None),
     ("algo=vdn num_envs=1", None),  # no workers
