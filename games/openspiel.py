@@ -28,7 +28,7 @@ import time
 import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import pyspiel
@@ -38,6 +38,7 @@ from games.core import (
     AgentSpec,
     Game,
     GameCodeError,
+    GameContractError,
     GameError,
     GameSpec,
     Transition,
@@ -361,6 +362,22 @@ def _choices(state: pyspiel.State) -> list[int]:
     return state.legal_actions()
 
 
+def _no_choices(game: pyspiel.Game, state: pyspiel.State, guard: OpenSpielGame | None
+                ) -> NoReturn:
+    """Raise that a node a tree walk reached (``state``, not terminal) gives no choice: a
+    :class:`GameContractError` naming the game and the history (a game written in Python may;
+    the walks drew from an empty range, ``high <= 0``, or counted the node as a leaf)."""
+    chance = state.is_chance_node()
+    call = "chance_outcomes()" if chance else (
+        f"legal_actions() of player {state.current_player()}")
+    raise GameContractError(
+        guard.spec.name if guard is not None else f"openspiel/{game}",
+        f"at history {state.history()}",
+        f"no {'outcomes at a chance' if chance else 'legal actions at a decision'} node "
+        f"({call} is empty and is_terminal() is False); accepted: a node that is terminal "
+        "or has a choice")
+
+
 @dataclass(frozen=True)
 class TreeEstimate:
     """What random playouts tell of a game tree's size (:func:`estimate_histories`)."""
@@ -390,7 +407,7 @@ def estimate_histories(game: pyspiel.Game, probes: int = 256, seed: int = 0, *,
         for _ in range(probes):
             state, width, nodes, moves = game.new_initial_state(), 1.0, 1.0, 0
             while not state.is_terminal():
-                choices = _choices(state)
+                choices = _choices(state) or _no_choices(game, state, guard)
                 width *= len(choices)
                 nodes += width
                 moves += 1
@@ -398,7 +415,7 @@ def estimate_histories(game: pyspiel.Game, probes: int = 256, seed: int = 0, *,
             total, longest = total + nodes, max(longest, moves)
         state, moves = game.new_initial_state(), 0
         while not state.is_terminal() and moves <= game.max_game_length():
-            state.apply_action(_choices(state)[0])
+            state.apply_action((_choices(state) or _no_choices(game, state, guard))[0])
             moves += 1
     except (pyspiel.SpielError, GameError):
         raise
@@ -458,7 +475,8 @@ def count_tree(game: pyspiel.Game, limit: int, weights: Sequence[int] | None = N
                     weight += weights[state.current_player()]
                     if weight_limit is not None and weight > weight_limit:
                         break
-            stack.extend(state.child(a) for a in _choices(state))
+            stack.extend(state.child(a) for a in
+                         (_choices(state) or _no_choices(game, state, guard)))
     except (pyspiel.SpielError, GameError):
         raise
     except Exception:  # a game written in Python raised: one line where it raises again
@@ -487,13 +505,22 @@ def _obs_shape(game: pyspiel.Game, info_state: bool, game_string: str) -> tuple[
                         "or observation tensor") from None
 
 
-def _own_call(err: BaseException) -> str:
+def _game_modules(game: pyspiel.Game) -> frozenset[str]:
+    """The modules of a game written in Python: those of its class and of the Python classes
+    it derives from (a user's game over ``open_spiel.python.games``' kuhn_poker: both); none
+    for a built-in (C++) game."""
+    return frozenset(cls.__module__ for cls in type(game).__mro__) - {
+        "pyspiel", "pybind11_builtins", "builtins"}
+
+
+def _own_call(err: BaseException, modules: frozenset[str]) -> str | None:
     """The game's own method that this module called when ``err`` was raised (the outermost
-    frame of its traceback outside this module): ``_legal_actions``, ``set_from``..."""
+    frame of its traceback in the game's ``modules``, :func:`_game_modules`):
+    ``_legal_actions``, ``set_from``...; None when no frame is there (not the game's bug)."""
     for frame, _ in traceback.walk_tb(err.__traceback__):
-        if frame.f_code.co_filename != __file__:
+        if frame.f_globals.get("__name__") in modules:
             return frame.f_code.co_name
-    return "?"
+    return None
 
 
 def _first_decision_state(game: pyspiel.Game) -> Any:
@@ -586,9 +613,12 @@ class OpenSpielGame(Game):
             shape = self._observed_shape(game_string)
         except (pyspiel.SpielError, GameError):
             raise
-        except Exception as err:  # a bug of a user's pyspiel game: one line naming its line
-            raise GameCodeError(f"openspiel/{game_string}", "when made", err, _own_call(err)
-                                ) from err
+        except Exception as err:  # a bug of a user's pyspiel game: one line naming its line;
+            # any other (a built-in game's, ours) raises as it is, with its traceback
+            call = _own_call(err, _game_modules(self.game))
+            if call is None:
+                raise
+            raise GameCodeError(f"openspiel/{game_string}", "when made", err, call) from err
         obs_shape = (int(np.prod(shape)),)
         space = ActionSpace("discrete", n=self.game.num_distinct_actions())
         name = _spec_name(self.game, game_string, params) if params else game_string

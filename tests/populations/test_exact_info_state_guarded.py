@@ -318,3 +318,70 @@ def test_a_league_raises_a_games_bug_without_the_nash_conv_hint(tmp_path, monkey
     assert re.match(_line(module, named, history, method).replace("selfplay-train: ", ""),
                     str(err.value)), str(err.value)
     assert "nash_conv" not in str(err.value) and "exploit" not in str(err.value)
+
+
+def _choiceless(tag: str, call: str, when: str) -> str:
+    """``source(tag, call, when)`` whose ``call`` (legal_actions or chance_outcomes) gives an
+    empty list where ``when`` holds, instead of raising (the node is not terminal)."""
+    method = {"legal_actions": "_legal_actions(self, player)",
+              "chance_outcomes": "chance_outcomes(self)"}[call]
+    text = source(tag, call, when)
+    head = f"    def {method}:\n        if broken(self, \"{call}\"):\n"
+    raising = head + "            raise KeyError(\"the user's bug\")  # the user's line\n"
+    assert raising in text
+    return text.replace(raising, head + "            return []\n")
+
+
+# Games whose node, not terminal, gives no choice (tag: call, where, the words, histories)
+CHOICELESS = {
+    "noleg": ("legal_actions", "len(state.bets) == 1",
+              r"no legal actions at a decision node \(legal_actions\(\) of player 1 is empty",
+              r"\[\d, \d, \d\]"),
+    "nochance": ("chance_outcomes", "state.cards == [2]",
+                 r"no outcomes at a chance node \(chance_outcomes\(\) is empty", r"\[2\]"),
+}
+
+
+def _choiceless_game(tag, tmp_path, monkeypatch) -> str:
+    call, when = CHOICELESS[tag][:2]
+    module = f"w24_kuhn_{tag}"
+    install(tmp_path / "code", monkeypatch, module, _choiceless(tag, call, when))
+    return module
+
+
+def _choiceless_line(module: str, tag: str) -> str:
+    words, history = CHOICELESS[tag][2:]
+    return (rf"openspiel/python_{module} at history {history}: {words} and is_terminal\(\) "
+            r"is False\); accepted: a node that is terminal or has a choice$")
+
+
+@pytest.mark.parametrize("tag", list(CHOICELESS))
+def test_a_node_without_choices_is_the_games_contract_broken(tag, tmp_path, monkeypatch):
+    """``why_not_exact`` (payoffs=auto, oracle=auto) and the bounded count raise a
+    GameContractError naming the game and the history. Before: the estimate drew from an
+    empty range and why_not_exact returned ``'high <= 0'`` as its reason (oracle=auto chose
+    rl silently), and count_tree counted the node as a leaf."""
+    from games.openspiel import count_tree
+    from populations.psro_config import why_not_exact
+
+    module = _choiceless_game(tag, tmp_path, monkeypatch)
+    game = games.make(f"openspiel/python_{module}")
+    with pytest.raises(games.GameContractError, match=_choiceless_line(module, tag)):
+        why_not_exact(game, {"player_0": ("player_0",), "player_1": ("player_1",)})
+    with pytest.raises(games.GameContractError, match=_choiceless_line(module, tag)):
+        count_tree(game.pyspiel_game, 10_000, guard=game)
+
+
+@pytest.mark.parametrize("payoffs", ["exact", "auto"])
+def test_a_node_without_legal_actions_stops_psro_in_one_line(
+        payoffs, tmp_path, monkeypatch, capfd):
+    """``selfplay-train population=psro``: exit 2, one line naming the game and the history.
+    Before: with payoffs=exact, ``selfplay-train: high <= 0``, naming nothing."""
+    module = _choiceless_game("noleg", tmp_path, monkeypatch)
+    work = tmp_path / "work"
+    work.mkdir()
+    line = _one_line_exit([f"imports=[{module}]", f"game.name=openspiel/python_{module}",
+                           "population=psro", f"population.psro.payoffs={payoffs}",
+                           "logger=none", "progress=false"], monkeypatch, work, capfd)
+    assert re.match("^selfplay-train: " + _choiceless_line(module, "noleg"), line), line
+    assert list(work.iterdir()) == []
