@@ -9,7 +9,9 @@ counts returns and truncates at ``max_steps`` on the game's device.
 
 Keyword arguments: ``device`` (``"cpu"``, ``"cuda"``), ``continuous_actions`` (default
 False: VMAS's 9 moves, stay and the 8 directions, times ``dim_c`` with communication),
-``max_steps`` (default 100, BenchMARL's horizon), ``teams`` / ``zero_sum`` (overrides), and
+``max_steps`` (default 100, BenchMARL's horizon), ``teams`` / ``zero_sum`` (overrides),
+``memory_check`` (default True: a batch estimated larger than the memory available is
+refused before it is built; False builds it anyway, not part of the game's name), and
 anything else goes to the scenario (``n_agents=4``, ``num_adversaries=2``; a key the
 scenario does not read is an error).
 
@@ -164,10 +166,14 @@ def _failed_check(err: BaseException) -> str:
 
 
 def available_memory(device: torch.device) -> int | None:
-    """Bytes a new batch may take on ``device``: CUDA's free memory; on a CPU, Linux's
-    ``MemAvailable`` (else psutil's, when installed); None where not known."""
+    """Bytes a new batch may take on ``device``: on CUDA, the device's free memory and what
+    PyTorch's caching allocator holds reserved but unallocated (a process that built a batch
+    before keeps its freed blocks there, for its next tensors; the device's figure does not
+    count them); on a CPU, Linux's ``MemAvailable`` (else psutil's, when installed); None
+    where not known."""
     if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(torch.cuda.mem_get_info(device)[0]) + max(int(cached), 0)
     if device.type != "cpu":
         return None
     with contextlib.suppress(OSError), open("/proc/meminfo") as f:
@@ -238,7 +244,8 @@ def _check_memory(game: VmasGame, num_envs: int, with_state: bool, with_graphs: 
         f"vmas/{game.scenario}: num_envs={num_envs} needs about {_size(need)} of "
         f"{game._sim.device.type} memory (about {_size(per_copy)} per copy: its tensors and a "
         f"step's temporaries) and {_size(free)} is available; lower num_envs (" + (
-            f"the largest that fits is about {fits})" if fits else "not one copy fits)"))
+            f"the largest that fits is about {fits})" if fits else "not one copy fits)")
+        + ", or pass memory_check=False to build it anyway")
 
 
 def _size(n: float) -> str:
@@ -559,16 +566,21 @@ class VmasGame(Game):
         continuous_actions: Box actions instead of discrete moves.
         max_steps: episode limit (truncation).
         teams / zero_sum: overrides of the sides from the adversary flags.
+        memory_check: False builds a batch :func:`_check_memory` would refuse.
         **kwargs: forwarded to the scenario.
     """
 
     def __init__(self, scenario: str, device: str = "cpu", continuous_actions: bool = False,
                  max_steps: int = DEFAULT_MAX_STEPS, teams: Any = None, zero_sum: Any = None,
-                 **kwargs: Any) -> None:
+                 memory_check: bool = True, **kwargs: Any) -> None:
         if (isinstance(max_steps, bool) or not isinstance(max_steps, int)
                 or max_steps < 1):  # true passed as 1: every episode one step long
             raise GameError(f"bad parameter for vmas/{scenario}: max_steps={max_steps!r}; "
                             "accepted: an integer >= 1")
+        if not isinstance(memory_check, bool):  # "false" from a command line is true
+            raise GameError(f"bad parameter for vmas/{scenario}: memory_check="
+                            f"{memory_check!r}; accepted: true or false")
+        self.memory_check = memory_check
         self.scenario, self.device = scenario, device
         self.continuous = bool(continuous_actions)
         self.kwargs = dict(kwargs)
@@ -618,7 +630,8 @@ class VmasGame(Game):
     def batched(self, num_envs: int, seed: int | None = 0, with_state: bool = False,
                 with_graphs: bool = False) -> VmasBatch:
         """``num_envs`` copies of this game stepping together (what ``VectorGame`` uses)."""
-        return VmasBatch(self, num_envs, seed, with_state, with_graphs)
+        return VmasBatch(self, num_envs, seed, with_state, with_graphs,
+                         check_memory=self.memory_check)
 
     # ------------------------------------------------------------------- contract
     def _actions(self, actions: Mapping[str, Any], batch: int) -> list[torch.Tensor]:

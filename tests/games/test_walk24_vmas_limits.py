@@ -151,3 +151,38 @@ def test_a_failed_scenario_check_names_its_line():
 def test_sizes_read_in_three_digits():
     assert [gv._size(x) for x in (512, 4160, 2.19e10, 1.03e12, 4.16e14)] == [
         "512 B", "4.16 KB", "21.9 GB", "1.03 TB", "416 TB"]
+
+
+def test_cuda_memory_counts_the_allocators_cached_blocks(monkeypatch):
+    """On CUDA, what PyTorch's caching allocator holds reserved but unallocated is free to a
+    new batch: a process that built a batch before keeps its freed blocks there (before: only
+    the device's free figure, so a batch that fits could be refused)."""
+    gib = 2**30
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (1 * gib, 80 * gib))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 30 * gib)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 10 * gib)
+    assert gv.available_memory(torch.device("cuda:0")) == 21 * gib
+
+
+def test_memory_check_false_builds_a_batch_the_check_refuses(monkeypatch, tmp_path, capsys):
+    """The refusal names the escape; ``game.kwargs.memory_check=false`` builds the batch
+    anyway (here the build runs out of memory: nothing large is allocated), and it is no
+    part of the game's name. Before: memory_check went to the scenario, which refused it."""
+    monkeypatch.setattr(gv, "available_memory", lambda device: 50 * 10**6)
+    with pytest.raises(GameError, match=r"\), or pass memory_check=False to build it anyway$"):
+        gv.VmasGame("simple_spread").batched(10**6)
+    assert gv.VmasGame("simple_spread", memory_check=False).spec.name == "vmas/simple_spread"
+    asked = _guard_builds(monkeypatch, 1000, RuntimeError(OOM_CPU))
+    with pytest.raises(SystemExit) as exit_:
+        _train(["game=vmas_spread", "num_envs=1000000", "frames=1000", "progress=false",
+                "game.kwargs.memory_check=false", f"hydra.run.dir={tmp_path / 'run'}"],
+               monkeypatch, tmp_path)
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and len(err.splitlines()) == 1, err
+    assert "out of memory building vmas/simple_spread with num_envs=1000000" in err
+    assert 10**6 in asked
+
+
+def test_memory_check_takes_a_bool():
+    with pytest.raises(GameError, match=r"memory_check='no'; accepted: true or false$"):
+        gv.VmasGame("simple_spread", memory_check="no")
