@@ -40,6 +40,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -134,10 +135,9 @@ def seat_groups(spec: GameSpec, agents: tuple[str, ...], share: str) -> list[Sea
         if len(keys_) > 1:
             said = sorted(f"{k[1]} actions" if k[0] == "discrete"
                           else f"boxes {k[1]} in [{k[2]}, {k[3]}]" for k in keys_)
-            raise ValueError(
-                f"share={share!r} puts agents with {said} in one network; "
-                "use share='role' or share='agent'"
-            )
+            others = " or ".join(f"share={o!r}" for o in ("role", "agent") if o != share)
+            raise ValueError(f"share={share!r} puts agents with {said} in one network; "
+                             f"use {others}")
         sp = spec.action_spaces[members[0]]
         groups.append(
             SeatGroup(
@@ -406,6 +406,53 @@ def _critic_inputs_tensor(net: NetConfig, spec: GameSpec, obs_BAO: torch.Tensor,
     return torch.cat([base, seat], -1)
 
 
+def _payload_group(g: dict[str, Any], meta: PolicyMeta) -> SeatGroup:
+    """A snapshot's seat group, every field untrusted: its kind must be a bool and, for each
+    of its seats, the kind and size of the metadata's action space (which selfplay-eval
+    checks against the game); a continuous group's box must be finite numbers with
+    ``low < high``, equal to that space's. Raises a one-line ``PolicyLoadError`` naming the
+    field (``load_policy`` adds the file)."""
+    where = f"mappo group {g['name']!r:.40}"
+    continuous = g.get("continuous", False)  # a discrete group's payload has none
+    if type(continuous) is not bool:
+        raise PolicyLoadError(f"{where} field 'continuous' is {continuous!r:.40}; accepted: "
+                              "true or false")
+    box = {}
+    for field in ("low", "high") if continuous else ():
+        if field not in g:
+            raise PolicyLoadError(f"{where} field {field!r} is missing")
+        v = g[field]
+        if type(v) not in (int, float) or not math.isfinite(v):
+            raise PolicyLoadError(f"{where} field {field!r} is {v!r:.40}; accepted: a finite "
+                                  "number")
+        box[field] = float(v)
+    if box and not box["low"] < box["high"]:
+        raise PolicyLoadError(f"{where} fields low={box['low']}, high={box['high']}; accepted: "
+                              "low < high")
+    agents, size = tuple(g["agents"]), g["num_actions"]
+    for a in agents:
+        if a not in meta.agents:
+            raise PolicyLoadError(f"{where}: agent {a!r:.40} is not one of the policy's seats "
+                                  f"{list(meta.agents)}")
+        sp, said = meta.action_spaces[a], f"the metadata's action space of {a!r}"
+        if (sp.get("kind") != "discrete") != continuous:
+            raise PolicyLoadError(f"{where} field 'continuous' is {continuous} but {said} is "
+                                  f"{sp['kind']:.20}")  # a str (PolicyMeta.from_dict)
+        if not continuous and sp.get("n") != size:
+            raise PolicyLoadError(f"{where} has {size!r:.20} actions but {said} has "
+                                  f"n={sp.get('n')!r:.20}")
+        if continuous and list(sp.get("shape", ())) != [size]:
+            raise PolicyLoadError(f"{where} has box width {size!r:.20} but {said} has shape "
+                                  f"{tuple(sp.get('shape', ()))}")
+        for field, v in box.items():
+            m = sp.get(field)
+            if not (isinstance(m, numbers.Real) and not isinstance(m, bool) and float(m) == v):
+                raise PolicyLoadError(f"{where} field {field!r} is {v} but {said} has "
+                                      f"{field}={m!r:.40}")
+    return SeatGroup(g["name"], agents, tuple(g["cols"]), g["obs_dim"], size, continuous,
+                     **box)
+
+
 @register_policy("mappo")
 class PPOPolicy(Policy):
     """Frozen actors of a MAPPO/IPPO learner; acts for its seats (or same-role seats).
@@ -526,12 +573,7 @@ class PPOPolicy(Policy):
             if why is not None:
                 raise PolicyLoadError(why)
         net = NetConfig(**net_d)
-        groups = [
-            SeatGroup(g["name"], tuple(g["agents"]), tuple(g["cols"]), g["obs_dim"],
-                      g["num_actions"], bool(g.get("continuous", False)),
-                      float(g.get("low", 0.0)), float(g.get("high", 1.0)))
-            for g in payload["groups"]
-        ]
+        groups = [_payload_group(g, meta) for g in payload["groups"]]
         from marl.encoders import EncoderError
 
         try:

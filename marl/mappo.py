@@ -207,12 +207,18 @@ class MAPPO(Learner):
         problem = check_game(self.cfg, spec)
         if problem is not None:
             raise ValueError(f"MAPPO cannot play {spec.name}: {problem}")
+        kinds = {k: [a for a in self.agents if spec.action_spaces[a].kind == k]
+                 for k in ("discrete", "continuous")}
+        if all(kinds.values()):  # one kind per learner: its buffer and act() assume it
+            raise ValueError(f"MAPPO cannot play {spec.name}: agents {kinds['discrete']} take "
+                             f"discrete actions and {kinds['continuous']} continuous ones; give "
+                             "each kind its own learner (agents=...)")
         self.device = resolve_device(device)
         net = self.cfg.net
         self.groups = seat_groups(spec, self.agents, net.share)
         self.obs_dim = max(g.obs_dim for g in self.groups)
         self.n_max = max(g.num_actions for g in self.groups)
-        # one kind per learner (Capabilities.check refuses a mix): Gaussian actors or not
+        # one kind per learner (refused above): Gaussian actors or not
         self.continuous = self.groups[0].continuous
         with torch.random.fork_rng(devices=[]):  # the weights' seed, not the global stream's
             torch.manual_seed(seed)

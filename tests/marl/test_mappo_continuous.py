@@ -28,7 +28,7 @@ from marl.actor_critic import (
     gaussian_entropy,
     gaussian_log_prob,
 )
-from marl.core import load_policy
+from marl.core import PolicyLoadError, load_policy
 from marl.mappo import MAPPO, MAPPOConfig
 from tests.marl.exits_game import EXIT, Exits
 
@@ -362,3 +362,110 @@ def test_a_natively_batched_game_gets_tensor_actions_inside_its_box():
         learner.observe(vs)
     assert learner.buf.action.abs().max() > 1.0  # stored as sampled
     assert math.isfinite(learner.update()["losses/entropy"])
+
+
+# ------------------------------------------------------------------ untrusted snapshots
+def _set_groups(data: dict, **fields) -> None:
+    for g in data["payload"]["groups"]:
+        g.update(fields)
+
+
+def _set_meta(data: dict, **fields) -> None:
+    for sp in data["meta"]["action_spaces"].values():
+        sp.update(fields)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: _set_groups(d, low=float("nan")), r"'low' is nan; accepted: a finite number"),
+    (lambda d: _set_groups(d, high=float("inf")), r"'high' is inf; accepted: a finite number"),
+    (lambda d: _set_groups(d, low="abc"), r"'low' is 'abc'; accepted: a finite number"),
+    (lambda d: _set_groups(d, high=True), r"'high' is True; accepted: a finite number"),
+    (lambda d: d["payload"]["groups"][0].pop("high"), r"'high' is missing"),
+    (lambda d: _set_groups(d, low=10.0), r"low=10.0, high=4.0; accepted: low < high"),
+    (lambda d: (_set_groups(d, low=10.0), _set_meta(d, low=10.0)), r"accepted: low < high"),
+    (lambda d: (_set_groups(d, low=float("nan")), _set_meta(d, low=float("nan"))), r"'low' is nan"),
+    (lambda d: _set_groups(d, continuous="no"), r"'continuous' is 'no'; accepted: true or false"),
+    (lambda d: _set_groups(d, continuous=1), r"'continuous' is 1; accepted: true or false"),
+    (lambda d: _set_groups(d, low=1.0),
+     r"'low' is 1.0 but the metadata's action space of 'agent_0' has low=0.0"),
+    (lambda d: _set_groups(d, high=3.0),
+     r"'high' is 3.0 but the metadata's action space of 'agent_0' has high=4.0"),
+    (lambda d: _set_meta(d, low=-4.0),
+     r"'low' is 0.0 but the metadata's action space of 'agent_0' has low=-4.0"),
+    (lambda d: _set_meta(d, shape=[3]), r"width 2 but the metadata's action space of 'agent_0'"),
+    (lambda d: _set_meta(d, kind="discrete", n=2),
+     r"'continuous' is True but the metadata's action space of 'agent_0' is discrete"),
+    (lambda d: d["payload"]["groups"][0].update(agents=["agent_9"]),
+     r"agent 'agent_9' is not one of the policy's seats"),
+])
+def test_a_tampered_box_is_refused_in_one_line_naming_the_file(tmp_path, change, message):
+    """Every loaded field is untrusted: a continuous group's kind and box must be well formed
+    and equal the policy metadata's action space (which selfplay-eval checks against the
+    game). Before, nan/inf boxes and low > high loaded and played nan, inf or a point outside
+    the box, and ``continuous='no'`` loaded as continuous."""
+    learner = MAPPO(Reach().spec, MAPPOConfig(rollout_steps=4), seed=0)
+    data = torch.load(learner.policy().save(tmp_path / "p.pt"), weights_only=True)
+    change(data)
+    path = tmp_path / "tampered.pt"
+    torch.save(data, path)
+    with pytest.raises(PolicyLoadError, match=message) as err:
+        load_policy(path)
+    text = str(err.value)
+    assert text.startswith(f"{path}: ") and "\n" not in text and len(text) < 400, text
+
+
+def test_a_discrete_group_claiming_a_box_is_refused(tmp_path):
+    """``continuous: true`` (with a ``log_std`` to match) on seats the metadata says are
+    discrete: refused by the metadata, not built as a Gaussian actor."""
+    spec = games.make("pettingzoo/mpe2.simple_spread_v3", N=2).spec
+    learner = MAPPO(spec, MAPPOConfig(rollout_steps=4), seed=0)
+    data = torch.load(learner.policy().save(tmp_path / "p.pt"), weights_only=True)
+    n = data["payload"]["groups"][0]["num_actions"]
+    _set_groups(data, continuous=True, low=0.0, high=1.0)
+    data["payload"]["actors"]["0.log_std"] = torch.zeros(n)
+    torch.save(data, tmp_path / "t.pt")
+    with pytest.raises(PolicyLoadError, match=r"'continuous' is True but .* is discrete"):
+        load_policy(tmp_path / "t.pt")
+    load_policy(tmp_path / "p.pt")  # the untouched discrete file loads
+
+
+# ------------------------------------------------------------------ mixed seats
+def _mixed_spec(role1: str = "r") -> GameSpec:
+    return GameSpec(
+        name="test/mixed",
+        agents=(AgentSpec("agent_0", "r", "t"), AgentSpec("agent_1", role1, "t")),
+        obs_shapes={a: (2,) for a in IDS},
+        action_spaces={"agent_0": ActionSpace("continuous", shape=(2,), low=LOW, high=HIGH),
+                       "agent_1": ActionSpace("discrete", n=3)},
+        max_steps=2, simultaneous=True)
+
+
+@pytest.mark.parametrize("share", ["auto", "all", "role", "agent"])
+@pytest.mark.parametrize("role1", ["r", "s"])
+def test_seats_mixing_discrete_and_continuous_are_refused_at_construction(share, role1):
+    """Before, share='agent' built and the first act failed in torch's reshape (the
+    learner took its first group's kind for all), and share='role' said to use
+    share='role'."""
+    with pytest.raises(ValueError) as err:
+        MAPPO(_mixed_spec(role1), MAPPOConfig(net=NetConfig(share=share)))
+    text = str(err.value)
+    assert text == ("MAPPO cannot play test/mixed: agents ['agent_1'] take discrete actions "
+                    "and ['agent_0'] continuous ones; give each kind its own learner "
+                    "(agents=...)"), text
+    MAPPO(_mixed_spec(role1), MAPPOConfig(net=NetConfig(share=share)), agents=("agent_0",))
+
+
+@pytest.mark.parametrize("share, offered", [("role", "use share='agent'"),
+                                            ("all", "use share='role' or share='agent'")])
+def test_the_share_refusal_offers_only_other_share_values(share, offered):
+    spec = GameSpec(
+        name="test/two_sizes", agents=tuple(AgentSpec(a, "r", "t") for a in IDS),
+        obs_shapes={a: (2,) for a in IDS},
+        action_spaces={"agent_0": ActionSpace("discrete", n=3),
+                       "agent_1": ActionSpace("discrete", n=4)},
+        max_steps=2, simultaneous=True)
+    with pytest.raises(ValueError) as err:
+        MAPPO(spec, MAPPOConfig(net=NetConfig(share=share)))
+    text = str(err.value)
+    assert text.endswith(offered) and f"share={share!r} puts" in text, text
+    assert text.count(f"share={share!r}") == 1, text
