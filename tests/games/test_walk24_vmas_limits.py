@@ -5,39 +5,17 @@ with the same hint; a scenario's assertion without a message names its line and 
 
 from __future__ import annotations
 
-import logging
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
 import games
 from games import vmas as gv
 from games.core import GameError
+from tests.populations.test_walk18_cli_more import _train
 
 OOM_CPU = ("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
            "memory: you tried to allocate 80000000000 bytes. Error code 12 (Cannot allocate "
            "memory)")
-
-
-def _train(argv: list[str], monkeypatch, cwd: Path) -> None:
-    """``selfplay-train`` in this process (Hydra's log handlers taken off after)."""
-    from populations.cli import train_main
-
-    monkeypatch.chdir(cwd)
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        train_main()
-    finally:
-        for handler in root.handlers[:]:
-            if handler not in handlers:
-                root.removeHandler(handler)
-                handler.close()
-        root.setLevel(level)
 
 
 def _guard_builds(monkeypatch, largest: int, err: BaseException) -> list[int]:
