@@ -1328,7 +1328,9 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
                 return "not recorded" if row.get("eval_return") is None else "under 2 episodes"
             return empty.get(col, "None")
 
-        cells = [[blank(row, c) if row[c] is None else str(row[c]) for c in cols]
+        # a float's + 0.0 turns -0.0 (a return rounded from -0.0001) into 0.0
+        cells = [[blank(row, c) if row[c] is None else
+                  str(row[c] + 0.0 if isinstance(row[c], float) else row[c]) for c in cols]
                  for row in rows]
         width = [max(12, len(c), *(len(r[k]) for r in cells)) for k, c in enumerate(cols)]
         print("\n" + "  ".join(f"{c:>{w}}" for c, w in zip(cols, width, strict=True)))

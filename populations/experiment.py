@@ -627,7 +627,7 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
             ckpt.save(frames, returns=returns, seconds=seconds)
     if returns:  # the table's final_return, told apart from its eval_return
         log.info("training: mean return %.3f over the last %d training episodes (%s; the "
-                 "table's final_return)", np.mean(returns), len(returns),
+                 "table's final_return)", round(float(np.mean(returns)), 3) + 0.0, len(returns),
                  "exploring" if _greedy(entry) else "sampled actions")
     snap = store.publish(cfg.algo, learner.policy(), version=0, algo=cfg.algo)
     # random seats from their streams' starts, not where training left them: a run killed

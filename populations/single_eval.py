@@ -94,7 +94,7 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
         ci = "" if evaluated.ci95 is None else \
             f"; 95 % confidence interval ±{evaluated.ci95:.3f} (the table's eval_ci95)"
         log.info("evaluation: mean return %.3f over %d %s episodes of the snapshot%s (the "
-                 "table's eval_return)%s", evaluated.mean, cfg.eval_episodes,
+                 "table's eval_return)%s", round(evaluated.mean, 3) + 0.0, cfg.eval_episodes,
                  "greedy" if greedy else "sampled",
                  " against random seats" if set(spec.agent_ids) - set(learner.agents) else "",
                  ci)

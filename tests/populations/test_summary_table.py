@@ -32,3 +32,11 @@ def test_a_single_run_without_an_ended_episode_says_so(capsys):
     lines = _table([{"member": "mappo", "version": 1, "frames": 800, "seconds": 25.8,
                      "final_return": None}], capsys)
     assert lines[1].endswith("no episode ended") and "None" not in lines[1]
+
+
+def test_a_return_rounded_to_zero_is_not_negative_zero(capsys):
+    """``eval_return -0.0`` on VMAS football: a mean of -0.0001 rounded to 3 places."""
+    rows = [{"member": "mappo", "final_return": round(-0.0001, 3), "eval_return": -0.0,
+             "frames": 200}]
+    cells = _table(rows, capsys)[1].split()
+    assert cells == ["mappo", "0.0", "0.0", "200"], cells
