@@ -506,10 +506,22 @@ def _obs_shape(game: pyspiel.Game, info_state: bool, game_string: str) -> tuple[
 
 
 def _game_modules(game: pyspiel.Game) -> frozenset[str]:
-    """The modules of a game written in Python: those of its class and of the Python classes
-    it derives from (a user's game over ``open_spiel.python.games``' kuhn_poker: both); none
-    for a built-in (C++) game."""
-    return frozenset(cls.__module__ for cls in type(game).__mro__) - {
+    """The modules of a game written in Python: those of its class, of its state's and its
+    observer's classes (a user's game may define each in a module of its own), and of the
+    Python classes they derive from (a user's game over ``open_spiel.python.games``'
+    kuhn_poker: both); none for a built-in (C++) game. Asked once the game's code raised:
+    a state or observer that cannot be made adds nothing."""
+    classes = list(type(game).__mro__)
+    if type(game).__module__ != "pyspiel":
+        makers = [game.new_initial_state]
+        if callable(getattr(game, "make_py_observer", None)):
+            makers.append(game.make_py_observer)
+        for make in makers:
+            try:
+                classes += type(make()).__mro__
+            except Exception:  # noqa: BLE001 - the bug being named; its frames still count
+                continue
+    return frozenset(cls.__module__ for cls in classes) - {
         "pyspiel", "pybind11_builtins", "builtins"}
 
 
