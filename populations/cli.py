@@ -809,19 +809,45 @@ def _added_key(cfg: DictConfig, path: str = "", top: bool = True) -> str:
     return ""
 
 
-def prepare(cfg: DictConfig, overrides: Sequence[str], check: bool = True) -> ExperimentConfig:
+def prepare(cfg: DictConfig, overrides: Sequence[str], check: bool = True,
+            hydra: DictConfig | None = None) -> ExperimentConfig:
     """Import the user's modules, settle the game's arguments, validate (``check``: build the
-    game too): the experiment to run, or a :class:`CLIError` / game error."""
+    game too): the experiment to run, or a :class:`CLIError` / game error. ``hydra``: the
+    run's Hydra node (default: Hydra's, when it is set), which says where a refused value of
+    the user's own preset came from."""
     import_user_modules(list(cfg.get("imports") or []))
     name = cfg.get("game", {}).get("name")
     import_user_modules(game_modules(name), f"game.name={name}")
     replace_game_kwargs(cfg, overrides)
-    exp = to_experiment(cfg)
+    try:
+        exp = to_experiment(cfg)
+    except CLIError as err:  # a value of the user's own preset: name its file
+        raise CLIError(_in_user_file(str(err), cfg, hydra)) from None
     if check:
         from populations.experiment import check_experiment
 
         check_experiment(exp)  # unknown game, bad game arguments, an algo that cannot play it
     return exp
+
+
+def _in_user_file(message: str, cfg: DictConfig, hydra: DictConfig | None) -> str:
+    """``bad config: <key>=<value>; ...`` with the file of the user's own config folder that
+    set the value, as ``bad config: myconfigs/algo/my_algo.yaml: mappo.lr=-1.0; ...``
+    (:func:`populations.config_paths.user_file_of`); ``message`` as it is otherwise."""
+    from populations.config_paths import user_file_of
+
+    head = "bad config: "
+    if not message.startswith(head):
+        return message
+    if hydra is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        hydra = HydraConfig.get() if HydraConfig.initialized() else None
+    try:
+        file = user_file_of(message[len(head):], cfg, hydra) if hydra is not None else None
+    except Exception:  # noqa: BLE001 - the refusal stands without its file
+        file = None
+    return message if file is None else f"{head}{file}: {message[len(head):]}"
 
 
 class ConfigCheck(Callback):
@@ -840,7 +866,8 @@ class ConfigCheck(Callback):
         with reported(TRAIN):  # before Hydra makes the folder: was it there (_before)?
             _record_before(Path(str(config.hydra.run.dir)))
         with reported(TRAIN), _named_log_lines():  # Hydra turns a callback's exception
-            prepare(task, list(config.hydra.overrides.task))  # into a warning: exit here
+            # into a warning: exit here
+            prepare(task, list(config.hydra.overrides.task), hydra=config.hydra)
             if task.get("resume") and not task.get("resume_override"):
                 _refuse_resume_without_folder(config)
 

@@ -19,7 +19,10 @@ A message that names no field of its section gets the section's path in front
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import os
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -111,3 +114,79 @@ def refused_message(cfg: DictConfig, err: BaseException, one_line: Any) -> str:
         return one_line(err)
     path, cls, inner = found
     return at_path(one_line(inner), path, cls)
+
+
+_KEY = re.compile(r"(?P<key>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:=|: )")
+
+
+def user_file_of(message: str, task: DictConfig, hydra: DictConfig) -> str | None:
+    """The config file of the user's own (``--config-dir``, ``hydra.searchpath``; not a
+    shipped one) that set the value ``message`` refuses (``mappo.lr=-1.0; expected ...``),
+    as a path from the working folder where it lies under it: the last file of the run's
+    composition (the primary config's defaults list in order, each group option's file and the
+    options of its group it lists, then the primary config's own body) that sets that key to
+    the value the composed ``task`` holds. None where the command line sets the key, the
+    message names no key, or a shipped file, a ConfigStore preset or nothing sets it last."""
+    from omegaconf import OmegaConf
+
+    found = _KEY.match(message)
+    if found is None:
+        return None
+    key = found["key"]
+    given = {o.split("=", 1)[0].lstrip("+~").split("@")[0] for o in hydra.overrides.task}
+    if key in given or OmegaConf.select(task, key, default=None) is None:
+        return None
+    sources = [(str(s.path), str(s.provider)) for s in hydra.runtime.config_sources
+               if s.schema == "file" or s.provider == "main"]
+    root = Path(str(hydra.runtime.cwd))
+    last: tuple[Path | None, Any] = (None, None)
+
+    def locate(relative: str) -> tuple[Path | None, bool]:
+        """The file Hydra reads for ``relative`` (the first source holding it) and whether
+        it is the user's."""
+        for path, provider in sources:
+            if provider == "main":  # the shipped configs (the package configs/)
+                spec = importlib.util.find_spec(path)
+                for folder in spec.submodule_search_locations or [] if spec else []:
+                    if (Path(folder) / relative).is_file():
+                        return Path(folder) / relative, False
+            elif (Path(path) / relative).is_file():
+                return Path(path) / relative, True
+        return None, False
+
+    def visit(group: str, option: str, seen: tuple[str, ...] = ()) -> None:
+        nonlocal last
+        file, own = locate(f"{group}/{option}.yaml" if group else f"{option}.yaml")
+        if file is None or option in seen:
+            return
+        try:
+            data = OmegaConf.load(file)
+        except Exception:  # noqa: BLE001 - Hydra read it; a file it cannot is its to report
+            return
+        defaults = data.pop("defaults", None) if OmegaConf.is_dict(data) else None
+        items = OmegaConf.to_container(defaults) if OmegaConf.is_list(defaults) else []
+        if "_self_" not in items:
+            items = [*items, "_self_"]
+        for item in items:
+            if item == "_self_":
+                first = file.read_text().lstrip().splitlines()[:1]
+                package = first[0].split("@package", 1)[1].strip() if first and \
+                    first[0].startswith("#") and "@package" in first[0] else group
+                prefix = "" if package in ("_global_", "") else package.replace("/", ".") + "."
+                if key.startswith(prefix):
+                    value = OmegaConf.select(data, key[len(prefix):], default=None)
+                    if value is not None and not OmegaConf.is_config(value):
+                        last = (file if own else None, value)
+            elif isinstance(item, str) and group:  # another option of the same group
+                visit(group, item, (*seen, option))
+
+    choices = {g: o for g, o in hydra.runtime.choices.items() if not g.startswith("hydra/")}
+    for group, option in reversed(list(choices.items())):  # Hydra lists them last first
+        if isinstance(option, str):
+            visit(group, option)
+    visit("", str(hydra.job.config_name))
+    file, value = last
+    if file is None or value != OmegaConf.select(task, key, default=None):
+        return None
+    shown = os.path.relpath(file, root)
+    return str(file) if shown.startswith("..") else shown
