@@ -4,8 +4,21 @@ Task (``--task``): ``vmas/navigation`` (default) with BenchMARL's task settings 
 100-step episodes, collisions, LIDAR range 0.35, own goals, individual rewards), or
 ``vmas/balance`` with BenchMARL's (4 agents, 100-step episodes, package mass 5, random
 package position on the line; a shared reward, episodes end when the package falls or
-reaches the goal). Discrete actions on both sides (our MAPPO is discrete; BenchMARL gets
-``experiment.prefer_continuous_actions=False``).
+reaches the goal).
+
+Actions (``--actions``): ``discrete`` (default; BenchMARL gets
+``experiment.prefer_continuous_actions=False``) or ``continuous`` (BenchMARL's own default
+on VMAS; ours: the game made with ``continuous_actions=True``, so MAPPO plays its diagonal
+Gaussian, ``marl.actor_critic``). What stays different with continuous actions: ours has
+a learned state-independent log-std per dimension starting at std 0.5 and clips its samples
+to the box on their way to the game (the log-probability is the unclipped Gaussian's);
+BenchMARL's actor outputs a state-dependent scale per dimension (``biased_softplus_1.0``:
+std 1 at a zero input, at least 1e-2), squashed by ``TanhNormal`` onto the box
+(``algorithm.use_tanh_normal=True``), with a one-sample Monte-Carlo entropy estimate
+(TanhNormal has no closed form); ``--peers '{"": [], "normal":
+["algorithm.use_tanh_normal=False"]}'`` adds BenchMARL with an unsquashed ``IndependentNormal``
+(VMAS clamps its actions to the box, as ours does). Both sides pass VMAS
+``clamp_actions=True``.
 
 Settings (``--settings``):
 
@@ -36,12 +49,16 @@ update's in ``--json``). Ours trains with tensor VecSteps
 (``VectorGame(tensors=True)``): the rollout never leaves torch.
 
     nice -n 10 python bench/vmas_train.py [--task navigation|balance] [--frames 30000]
-        [--seeds 0 1 2] [--settings defaults matched ours_big] [--copies 128]
+        [--actions discrete|continuous] [--seeds 0 1 2]
+        [--settings defaults matched ours_big] [--copies 128]
         [--big-copies 1024] [--no-peer] [--nets '{"seat": {}, "shared": {"value": "shared"}}']
+        [--peers '{"": [], "normal": ["algorithm.use_tanh_normal=False"]}']
 
 The matched rows of BENCHMARKS.md's "shared value + FastTanh" table came from ``--settings
 matched --frames 120000 --nets '{"seat": {"value": "seat", "fast_tanh": false},
-"shared+fast": {"value": "shared", "fast_tanh": true}}'``.
+"shared+fast": {"value": "shared", "fast_tanh": true}}'``; the continuous-action table from
+``--actions continuous --settings matched --frames 120000 --peers '{"": [], "normal":
+["algorithm.use_tanh_normal=False"]}'``.
 """
 
 from __future__ import annotations
@@ -82,6 +99,7 @@ TASKS = {
 GAME = "vmas/navigation"
 BM_TASK = "vmas/navigation"
 TASK_KW = TASKS["navigation"]
+CONTINUOUS = False  # --actions continuous: both sides play box actions
 STEPS, EPOCHS, MINIBATCHES, HIDDEN, LR = 25, 10, 4, 64, 1e-3
 
 
@@ -99,8 +117,15 @@ def our_config(setting: str, copies: int, big: int,
     return MAPPOConfig(net=NetConfig(**net), **algo), big if setting == "ours_big" else 32
 
 
+def our_game_kwargs() -> dict:
+    """The scenario's keyword arguments for our side (BenchMARL's task settings, plus box
+    actions under ``--actions continuous``)."""
+    return {**TASK_KW, **({"continuous_actions": True} if CONTINUOUS else {})}
+
+
 def bm_overrides(setting: str, copies: int) -> list[str]:
-    common = ["experiment.prefer_continuous_actions=False", "experiment.evaluation=False"]
+    common = [f"experiment.prefer_continuous_actions={CONTINUOUS}",
+              "experiment.evaluation=False"]
     common += [f"task.{k}={v}" for k, v in TASK_KW.items()]
     if setting == "defaults":
         return common
@@ -119,15 +144,17 @@ def bm_overrides(setting: str, copies: int) -> list[str]:
 def run_ours(setting: str, seed: int, frames: int, copies: int, big: int,
              target: float | None, net: dict | None = None) -> dict:
     cfg, B = our_config(setting, copies, big, net)
-    spec = games.make(GAME, **TASK_KW).spec
+    kwargs = our_game_kwargs()
+    spec = games.make(GAME, **kwargs).spec
     learner = MAPPO(spec, cfg, seed=seed)
     vg = games.VectorGame(GAME, B, seed=seed, tensors=True, **learner.vector_game_kwargs,
-                          **TASK_KW)
+                          **kwargs)
     curve: list[tuple[float, int, float]] = []  # (seconds, frames, mean of last 50 returns)
     # per update: the critic's loss as BenchMARL logs it (TorchRL's l2: the mean squared
     # error in return units, without our 0.5), from our v_loss (0.5 x the squared error of
     # normalized targets under value normalization: times the running variance)
     critic_mse: list[float] = []
+    entropy: list[float] = []  # per update, per sample (continuous: the Gaussian's, nats)
     t0 = time.perf_counter()
 
     def on_update(f: int, metrics: dict[str, float]) -> None:
@@ -135,6 +162,7 @@ def run_ours(setting: str, seed: int, frames: int, copies: int, big: int,
             curve.append((time.perf_counter() - t0, f, metrics["charts/episode_return"]))
         scale = float(learner.value_rms.var) if cfg.value_norm else 1.0
         critic_mse.append(2.0 * metrics.get("losses/v_loss", float("nan")) * scale)
+        entropy.append(metrics.get("losses/entropy", float("nan")))
 
     res = train(learner, vg, frames, progress=False, on_update=on_update)
     vg.close()
@@ -145,7 +173,7 @@ def run_ours(setting: str, seed: int, frames: int, copies: int, big: int,
         reach = next((s for s, _, r in curve if r >= target), None)
     return {"fps": res.frames / res.seconds, "last": float(np.mean(rets[-tenth:])),
             "first": float(np.mean(rets[:tenth])), "seconds": res.seconds, "copies": B,
-            "reach_s": reach, "critic_loss": _tenths(critic_mse),
+            "reach_s": reach, "critic_loss": _tenths(critic_mse), "entropy": _tenths(entropy),
             "curve": [(round(s, 1), f, round(r, 3)) for s, f, r in curve],
             "critic_mse": [round(x, 4) for x in critic_mse]}
 
@@ -165,14 +193,18 @@ def _scalars(run_dir: str, name: str) -> list[float]:
         return [float(r[1]) for r in csv.reader(fh) if len(r) >= 2]
 
 
-def run_benchmarl(setting: str, seed: int, frames: int, copies: int) -> dict | None:
+def run_benchmarl(setting: str, seed: int, frames: int, copies: int,
+                  extra: list[str] | None = None, tag: str = "") -> dict | None:
+    """One BenchMARL MAPPO run; ``extra``: hydra overrides after ours (``--peers``),
+    ``tag``: appended to its run folder's name."""
     script = PEERS / "benchmarl_bench.sh"
     if not (script.exists() and (PEERS_ROOT / "bm" / "bin" / "python").exists()):
         return None
     cmd = ["bash", str(script), "mappo", BM_TASK, str(frames), str(seed),
-           *bm_overrides(setting, copies)]
+           *bm_overrides(setting, copies), *(extra or [])]
     # one intra-op thread, as ours: two threads contend on a loaded 2-core machine
-    env = {**os.environ, "TAG": setting, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    tag = "_".join(x for x in (setting, "cont" if CONTINUOUS else "", tag) if x)
+    env = {**os.environ, "TAG": tag, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("SUMMARY ")]
     if not line:
@@ -183,9 +215,13 @@ def run_benchmarl(setting: str, seed: int, frames: int, copies: int) -> dict | N
     iter_s = sum(_scalars(s["run_dir"], "timers_iteration_time"))
     tenth = max(1, len(rewards) // 10)
     critic = _scalars(s["run_dir"], "train_agents_loss_critic")
+    # per sample; under TanhNormal a one-sample estimate with the squash's Jacobian, so not
+    # the same quantity as ours
+    entropy = _scalars(s["run_dir"], "train_agents_entropy")
     return {"fps": s["total_frames"] / iter_s, "wall_s": s["wall_s"], "seconds": iter_s,
             "first": float(np.mean(rewards[:tenth])), "last": float(np.mean(rewards[-tenth:])),
             "iterations": len(rewards), "critic_loss": _tenths(critic),
+            "entropy": _tenths(entropy),
             "curve": [round(r, 3) for r in rewards]}
 
 
@@ -194,6 +230,8 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=30_000)
     parser.add_argument("--task", default="navigation", choices=sorted(TASKS),
                         help="VMAS scenario, with BenchMARL's task settings on both sides")
+    parser.add_argument("--actions", default="discrete", choices=["discrete", "continuous"],
+                        help="action kind on both sides (continuous: BenchMARL's default)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--settings", nargs="+", default=["defaults", "matched", "ours_big"],
                         choices=["defaults", "matched", "ours_big"])
@@ -208,11 +246,17 @@ def main() -> None:
                         'name -> NetConfig or MAPPOConfig options, e.g. \'{"seat": '
                         '{"fast_tanh": false}, "shared": {"value": "shared", "optim": '
                         '"separate"}}\' (default: ours as configured)')
+    parser.add_argument("--peers", type=json.loads, default={"": []}, metavar="JSON",
+                        help="BenchMARL's variants, each run per seed and setting before ours: "
+                        "name -> extra hydra overrides, e.g. '{\"\": [], \"normal\": "
+                        "[\"algorithm.use_tanh_normal=False\"]}' (the first one's final "
+                        "return is our target)")
     args = parser.parse_args()
-    global GAME, BM_TASK, TASK_KW  # one task per process: the run functions read these
+    global GAME, BM_TASK, TASK_KW, CONTINUOUS  # one task per process: the runs read these
     GAME = BM_TASK = f"vmas/{args.task}"
     TASK_KW = TASKS[args.task]
-    print(f"task {GAME} {TASK_KW}", flush=True)
+    CONTINUOUS = args.actions == "continuous"
+    print(f"task {GAME} {TASK_KW}, {args.actions} actions", flush=True)
     torch.set_num_threads(1)  # small networks: one thread is fastest (our default)
     rows: dict[str, list[dict]] = {}
     for seed in args.seeds:
@@ -220,11 +264,14 @@ def main() -> None:
         for setting in args.settings:  # BenchMARL first: its final return is our target
             if setting == "ours_big" or args.no_peer:
                 continue
-            peer = run_benchmarl(setting, seed, args.frames, args.copies)
-            if peer is not None:
-                target[setting] = peer["last"]
-                rows.setdefault(f"BenchMARL {setting}", []).append(peer)
-                _report(f"BenchMARL {setting} seed {seed}", peer, args.json)
+            for variant, extra in args.peers.items():
+                peer = run_benchmarl(setting, seed, args.frames, args.copies, extra, variant)
+                if peer is None:
+                    continue
+                target.setdefault(setting, peer["last"])  # the first variant's
+                name = f"BenchMARL {setting}" + (f" {variant}" if variant else "")
+                rows.setdefault(name, []).append(peer)
+                _report(f"{name} seed {seed}", peer, args.json)
         for setting in args.settings:
             goal = target.get("defaults" if setting == "ours_big" else setting)
             frames = args.big_frames if setting == "ours_big" else args.frames
@@ -233,8 +280,8 @@ def main() -> None:
                 name = f"selfplay {setting}" + (f" {variant}" if variant else "")
                 rows.setdefault(name, []).append(ours)
                 _report(f"{name} seed {seed}", ours, args.json)
-    print(f"\n{GAME}: {args.frames} frames per run ({args.big_frames} ours_big), "
-          f"seeds {args.seeds}")
+    print(f"\n{GAME}, {args.actions} actions: {args.frames} frames per run "
+          f"({args.big_frames} ours_big), seeds {args.seeds}")
     print("| run | frames/s | return first 10 % | return last 10 % | s to BenchMARL's final |")
     print("|---|---:|---:|---:|---:|")
     for name, rs in rows.items():
