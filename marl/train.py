@@ -324,6 +324,36 @@ def _replay_held(learner: Learner) -> int:
         return 0
 
 
+def league_budget_note(learner: Learner, frames: int, num_envs: int, generations: int,
+                       carries: bool = True) -> tuple[bool, str]:
+    """Whether a league member whose ``learner`` trains ``frames`` per generation
+    (``population.frames_per_generation``, played in whole steps of ``num_envs`` copies) for
+    the ``generations`` left makes no update in the whole run, and why, in
+    :func:`short_budget`'s words; ``(False, note)`` when its first update only comes in a
+    later generation (its replay, ``carries`` over between generations, fills over several);
+    ``(False, '')`` when a generation reaches it."""
+    held = _replay_held(learner)
+    config = getattr(learner, "cfg", None)
+    planned = planned_frames(frames, num_envs, 0, 0)
+    need = warmup_frames(config) - held
+    if need <= 0 or planned >= need:
+        return False, ""
+    section, budget = _section(learner), "population.frames_per_generation"
+    first = -(-need // planned)  # generations of play that fill the replay
+    if carries and first <= generations:
+        return False, (f"{budget}={frames} is below the {need} frames the {section} learner "
+                       f"collects before its first update ({section}.learning_starts, "
+                       f"{section}.batch_size): its replay fills over generations, so at least its "
+                       f"first {first - 1} generation(s) publish untrained snapshots")
+    played = planned * generations if carries else planned
+    span = f"its {generations} generation(s) left play {played} frames in all" if carries \
+        else f"each generation starts with an empty replay: {section}.checkpoint_buffer=false"
+    why = short_budget(frames, planned, config, section, budget, held)
+    return True, (f"{why.split('; give it')[0]} ({span}); give it at least "
+                  f"{-(-need // (generations if carries else 1))} frames per generation or "
+                  f"lower {section}.learning_starts")
+
+
 def _budget_notes(learner: Learner, frames: int, planned: int, budget: str, who: str,
                   unit: str) -> bool:
     """Log, as :func:`train` starts, a plan more than :data:`ROUNDING_TOLD` times the budget

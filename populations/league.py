@@ -64,7 +64,12 @@ from marl.actor_critic import NetConfig
 from marl.core import CheckpointError, ModelChangedError, Policy, derive_seed
 from marl.fileio import NoSpaceError, disk_full
 from marl.mappo import MAPPO, MAPPOConfig
-from marl.train import planned_frames, rollout_frames, trains_whole_rollouts
+from marl.train import (
+    league_budget_note,
+    planned_frames,
+    rollout_frames,
+    trains_whole_rollouts,
+)
 from populations.approx_exploit import ExploitEvery, exploit_snapshots
 from populations.checkpoint import (
     checkpoint_files,
@@ -564,6 +569,7 @@ class League:
             self._save()
         for m in self.members:  # recorded by their first snapshot: what each trains with
             self.db.set_member_settings(self.run_id, m.name, member_settings(m))
+        self._note_short_budgets()
         if not self.cfg.sync:
             self._run_async()
             return
@@ -584,6 +590,30 @@ class League:
             log.info("generation %d/%d done, %d %s, %.0fs", self.generation,
                      self.cfg.generations, self.frames, self.unit, self.elapsed())
         self.db.set_run_status(self.run_id, "finished")
+
+    def _note_short_budgets(self) -> None:
+        """Say, as the run starts, which learner members ``frames_per_generation`` leaves
+        without an update (a warning: they never learn) or without one in their first
+        generations (info), as a single learner's run warns of its ``frames``
+        (:func:`marl.train.league_budget_note`): once per kind of member and settings, naming
+        its members, not once per generation."""
+        left = self.cfg.generations - self.generation + (self.phase == "training")
+        if self.progress:  # asynchronous: the member furthest behind
+            left = self.cfg.generations - min(g for g, _ in self.progress.values())
+        notes: dict[tuple[bool, str], list[str]] = {}
+        for m in self.members:
+            learner = getattr(m, "learner", None)
+            if learner is None or _counts(m) != "frames" or left <= 0:
+                continue
+            carries = self.learners is None or getattr(learner.cfg, "checkpoint_buffer", True)
+            never, text = league_budget_note(learner, self.cfg.frames_per_generation,
+                                             self.cfg.num_envs, left, carries)
+            if text:
+                notes.setdefault((never, text), []).append(m.name)
+        for (never, text), names in notes.items():
+            who = ", ".join(map(repr, names))
+            (log.warning if never else log.info)(
+                "league member%s %s: %s", "s" if len(names) > 1 else "", who, text)
 
     def _publish_and_evaluate(self) -> None:
         g = self.generation
