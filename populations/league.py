@@ -652,7 +652,7 @@ class League:
         batch = {"batch": self.cfg.ray_workers if self.cfg.runner == "ray" else 1}
         with tqdm(total=len(pairs), desc=f"generation {g}/{self.cfg.generations} evaluation",
                   unit="pair", disable=not self.show_progress, leave=False,
-                  dynamic_ncols=True) as bar:
+                  dynamic_ncols=True, smoothing=0) as bar:  # the overall rate: see _bar
             tick = (lambda done: bar.update(done - bar.n)) if self.show_progress else None
             added = evaluate_pairs(self.db, self.run_id, self.runner, self.spec, self.cfg.game,
                                    self.cfg.game_kwargs, pairs, self.cfg.eval_episodes,
@@ -800,8 +800,8 @@ class League:
 
     def _bar(self, m: Member) -> tqdm:
         """A progress bar of member ``m``'s generation in this process: its frames and
-        frames/s (an LLM team's episodes), none unless ``progress``; cleared when done (the
-        'trained' line stays)."""
+        frames/s over the generation so far (an LLM team's episodes), none unless
+        ``progress``; cleared when done (the 'trained' line stays)."""
         cfg, unit = self.cfg, _counts(m)
         total = None
         if unit == "frames":  # a step loop rounds up to whole steps of copies, and an
@@ -810,9 +810,12 @@ class League:
             rollout = rollout_frames(learner, cfg.num_envs) \
                 if learner is not None and trains_whole_rollouts(learner) else 0
             total = planned_frames(cfg.frames_per_generation, cfg.num_envs, 0, rollout)
+        # smoothing=0: the rate (and ETA) is the count over the wall time so far, updates
+        # included, as a single learner's bar (marl.train.train) shows it; tqdm's moving
+        # average swung between the fast steps and the pauses of each update
         return tqdm(total=total, desc=f"generation {self.generation}/{cfg.generations} "
                     f"{m.name}", unit=unit.removesuffix("s"), disable=not self.show_progress,
-                    leave=False, dynamic_ncols=True)
+                    leave=False, dynamic_ncols=True, smoothing=0)
 
     def _job(self, m: Member, generation: int) -> LearnerJob:
         """``m``'s generation for a learner actor: its state, plan, draw and snapshots."""
