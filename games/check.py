@@ -8,14 +8,15 @@ It plays random legal actions and checks, at every step: one acting agent at a t
 the spec is ``simultaneous``, observations (shape, float32, finite), legal masks (bool,
 match ``legal_actions``, at least one legal action), that illegal actions raise
 :class:`IllegalActionError` and leave the game unchanged, text views (every legal action
-text parses back to its action, garbage raises :class:`InvalidAction`), global state and
-entity graph shapes, rewards for every agent (finite float scalars; episode returns
-summing to zero in zero-sum games), episodes ending within ``max_steps`` with every agent
-terminated or truncated, the final observation of every agent (and the global state) where its
-episode ends, as VectorGame asks them (``observe`` must work at a terminal state), that the
-same seed with
-the same actions gives the identical trajectory, and that ``reset(None)`` after a seeded
-episode continues the game's RNG (the episode after it replays too).
+text parses back to its action, garbage raises :class:`InvalidAction`), global state shapes,
+entity graphs (``games.graphs.NODE_DIM`` node features, a row of ``agent_node`` for every
+agent: :func:`games.graphs.graph_problem`), rewards for every agent (finite float scalars;
+episode returns summing to zero in zero-sum games), episodes ending within ``max_steps``
+with every agent terminated or truncated, the final observation of every agent (and the
+global state) where its episode ends, as VectorGame asks them (``observe`` must work at a
+terminal state), that the same seed with the same actions gives the identical trajectory,
+and that ``reset(None)`` after a seeded episode continues the game's RNG (the episode after
+it replays too).
 Shape errors say which shape was expected. On long games it stops starting episodes once
 those played hold ``step_budget`` steps (1,000 by default), with a ``UserWarning`` saying how
 many were checked.
@@ -41,6 +42,7 @@ from games.core import (
     _norm_text,
     raised_text,
 )
+from games.graphs import graph_problem
 
 STEP_BUDGET = 1000  # check_game's default bound on the steps it plays (episodes start below it)
 
@@ -105,12 +107,8 @@ def _check_timestep(game: Game, ts: TimeStep, where: str) -> None:
                  f"spec.state_shape {spec.state_shape}")
     if spec.has_entity_graph and ts.acting:
         g = game.entity_graph(ts.acting[0])
-        _require(g is not None, f"{where}: has_entity_graph but entity_graph() is None")
-        _require(
-            g.nodes.dtype == np.float32 and g.nodes.ndim == 2,
-            f"{where}: graph nodes are {g.nodes.dtype} of shape {g.nodes.shape}, "
-            "expected float32 [V, F]",
-        )
+        problem = graph_problem(g, spec.agent_ids)  # the layout marl's GNN encoders read
+        _require(problem is None, f"{where}: {problem}")
         v = g.nodes.shape[0]
         _require(
             g.edge_index.ndim == 2 and g.edge_index.shape[0] == 2,

@@ -9,10 +9,15 @@ Positions and velocities are relative to the ego agent when one is given (so a
 policy sees the scene from its own point of view), absolute otherwise. Edges connect
 every ordered pair of distinct nodes (``radius=None``) or only pairs closer than
 ``radius``; ``marl`` turns these arrays into torch_geometric batches.
+
+A game of one's own gives its entities in the same layout (:func:`graph_problem` says what
+of it a graph breaks): ``NODE_DIM`` features per node in the order of ``NODE_FEATURES``,
+zeros for what the game does not have, and ``agent_node`` mapping every agent to its row.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -24,6 +29,40 @@ NODE_FEATURES = ("x", "y", "vx", "vy", "size", "is_self", *(f"is_{t}" for t in N
 NODE_DIM = len(NODE_FEATURES)
 
 _EDGE_CACHE: dict[int, np.ndarray] = {}
+
+
+def graph_problem(graph: Any, agents: Iterable[str]) -> str | None:
+    """What of the entity-graph layout ``graph`` (a game's ``entity_graph()``) breaks, as one
+    clause (None: nothing): an :class:`EntityGraph` whose ``nodes`` are float32 ``[V,
+    NODE_DIM]`` in the order of ``NODE_FEATURES`` (the GNN encoders read features by
+    position: a narrower graph cannot be read, a wider one would be read in part, so both are
+    refused) and whose ``agent_node`` gives each of ``agents`` a row in ``[0, V)``."""
+    if not isinstance(graph, EntityGraph):
+        got = "None" if graph is None else f"a {type(graph).__name__}"
+        return (f"entity_graph() returned {got}, expected a games.EntityGraph (the spec says "
+                "has_entity_graph=True)")
+    nodes = graph.nodes
+    shape = getattr(nodes, "shape", None)
+    if not isinstance(nodes, np.ndarray) or nodes.ndim != 2 or nodes.dtype != np.float32:
+        what = f"{nodes.dtype} of shape {shape}" if isinstance(nodes, np.ndarray) \
+            else f"a {type(nodes).__name__}"
+        return (f"entity graph nodes are {what}, expected a float32 array [V, NODE_DIM] = "
+                f"[V, {NODE_DIM}]")
+    if shape[1] != NODE_DIM:
+        return (f"entity graph nodes have {shape[1]} features, expected games.graphs.NODE_DIM="
+                f"{NODE_DIM} in the order of games.graphs.NODE_FEATURES "
+                f"({', '.join(NODE_FEATURES)}), zeros for features the game lacks")
+    rows = graph.agent_node if isinstance(graph.agent_node, Mapping) else {}
+    missing = [a for a in agents if a not in rows]
+    if missing:
+        return (f"entity graph's agent_node has no row for {missing}; expected "
+                f"{{agent: row of its node}} for every agent (got {dict(rows)})")
+    bad = {a: rows[a] for a in agents
+           if not isinstance(rows[a], (int, np.integer)) or not 0 <= rows[a] < shape[0]}
+    if bad:
+        return (f"entity graph's agent_node rows {bad} are not node rows of its {shape[0]} "
+                f"nodes (0..{shape[0] - 1})")
+    return None
 
 
 def full_edges(num_nodes: int) -> np.ndarray:

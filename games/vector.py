@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from games.core import Game, GameError, GameSpec, TimeStep
+from games.core import Game, GameContractError, GameError, GameSpec, TimeStep
+from games.graphs import graph_problem
 from games.registry import make
 
 
@@ -64,7 +65,9 @@ class VecStep:
             LLM and tabular policies.
         graph / final_graph: ``[B, V, F]`` entity-graph node features in absolute
             coordinates (``with_graphs=True``); row ``VectorGame.agent_node[agent]`` is
-            that agent's node (also given as ``agent_node``).
+            that agent's node (also given as ``agent_node``). ``F`` is
+            ``games.graphs.NODE_DIM`` (the layout ``NODE_FEATURES``) and ``V`` the first
+            graph's: a stepped game whose graph breaks either is refused in one line.
         episode_return: ``[B]`` return of the episode that just ended (valid where ``done``).
         episode_length: ``[B]`` int64 steps of the episode that just ended.
     """
@@ -159,11 +162,15 @@ class VectorGame:
         self.with_graphs = with_graphs
         self.with_text = with_text
         self.agent_node: dict[str, int] = {}
+        self._node_shape: tuple[int, ...] = ()  # [V, F] of the first graph: every later one's
         if self.native is not None:
             self.agent_node = dict(self.native.agent_node) if with_graphs else {}
         elif with_graphs:
             self.games[0].reset(seed)
-            self.agent_node = dict(self.games[0].guarded(self.games[0].entity_graph).agent_node)
+            first_graph = self.games[0].guarded(self.games[0].entity_graph)
+            self._graph_refused(self.games[0], first_graph)
+            self._node_shape = first_graph.nodes.shape
+            self.agent_node = dict(first_graph.agent_node)
         self._ids = self.spec.agent_ids
         self._ret = {a: np.zeros(num_envs, np.float64) for a in self._ids}
         self._len = np.zeros(num_envs, np.int64)
@@ -207,7 +214,7 @@ class VectorGame:
                 done[b] = True
                 final_obs, final_state = self._record_final(b, g, final_obs, final_state)
                 if self.with_graphs:
-                    final_graph[b] = g.guarded(g.entity_graph).nodes
+                    final_graph[b] = self._graph_nodes(g)
                 self._gone[b].clear()
             elif any(ts.terminated.values()) or any(ts.truncated.values()):
                 # an agent left alone (the others play on): its last observation, which a
@@ -299,7 +306,7 @@ class VectorGame:
                         legal_text[a][b] = g.guarded(g.legal_action_texts, a)
         graph = None
         if self.with_graphs:
-            graph = np.stack([g.guarded(g.entity_graph).nodes for g in self.games])
+            graph = np.stack([self._graph_nodes(g) for g in self.games])
         if not final_obs:
             final_obs = {a: np.zeros((B, *spec.obs_shapes[a]), np.float32) for a in self._ids}
         return VecStep(
@@ -320,6 +327,28 @@ class VectorGame:
             text=text,
             legal_text=legal_text,
         )
+
+    def _graph_nodes(self, game: Game) -> np.ndarray:
+        """``[V, F]`` nodes of ``game``'s entity graph now, of the first graph's shape."""
+        graph = game.guarded(game.entity_graph)
+        nodes = getattr(graph, "nodes", None)
+        if getattr(nodes, "shape", None) != self._node_shape or \
+                getattr(nodes, "dtype", None) != np.float32:
+            self._graph_refused(game, graph)
+        return nodes
+
+    def _graph_refused(self, game: Game, graph: object) -> None:
+        """Raise :class:`GameContractError` (one line naming the game and the step) when
+        ``graph`` breaks the entity-graph layout (:func:`games.graphs.graph_problem`) or its
+        node count differs from the first graph's (learners keep ``[V, F]`` buffers)."""
+        problem = graph_problem(graph, self.spec.agent_ids)
+        nodes = getattr(graph, "nodes", None)
+        if problem is None and self._node_shape and nodes.shape != self._node_shape:
+            problem = (f"entity graph has {nodes.shape[0]} nodes, its first had "
+                       f"{self._node_shape[0]}; a game's graphs keep one number of nodes")
+        if problem is not None:
+            raise GameContractError(self.spec.name,
+                                    f"step {getattr(game, '_contract_steps', 0)}", problem)
 
     def close(self) -> None:
         for g in self.games:

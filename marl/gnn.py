@@ -21,6 +21,7 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
+from games.graphs import NODE_FEATURES
 from marl.configs import GNN_LAYERS  # one list: NetConfig checks it before torch loads
 
 POS, VEL, IS_SELF = slice(0, 2), slice(2, 4), 5
@@ -168,6 +169,12 @@ class GraphEncoder(nn.Module):
 
     def forward(self, nodes_MVF: torch.Tensor, ego_M: torch.Tensor) -> torch.Tensor:
         M, V, F = nodes_MVF.shape
+        width = self.inp[0].in_features
+        if width != F:  # ego_view and the first layer read features by position
+            raise ValueError(
+                f"a gnn encoder reads {width} node features "
+                f"(games.graphs.NODE_FEATURES: {', '.join(NODE_FEATURES)}); got graphs with "
+                f"{F} features per node")
         x_MVF = ego_view(nodes_MVF, ego_M)
         if self.layer == "gatv2" and (self.radius is None or V <= DENSE_MAX_NODES):
             adj = neighbours(x_MVF, self.radius)
