@@ -195,11 +195,33 @@ def _call(name: str, factory: Callable[..., Game], kwargs: dict[str, Any]) -> Ga
     except TypeError as err:
         params = [p for p in sig.parameters if p != "self"]
         raise GameError(f"bad arguments for game {name!r}: {err}; accepted: {params}") from None
-    game = override_sides(factory(**kwargs), **sides)
+    game = override_sides(_built(name, factory, kwargs, sides), **sides)
     if (kwargs or sides) and game.spec.name == name:  # the name holds them (tool/lookup(...))
         game.spec = dataclasses.replace(game.spec, name=kwargs_name(name, {**kwargs, **sides}))
     _warn_other_name(name, factory, game.spec.name)
     return game
+
+
+def _built(name: str, factory: Callable[..., Game], kwargs: dict[str, Any],
+           sides: dict[str, Any]) -> Game:
+    """``factory(**kwargs)``; a ValueError or TypeError it raises on the user's arguments (a
+    game's ``float(speed)`` of ``speed="fast"``) as a :class:`GameError` naming the game and
+    its arguments, the form selfplay-train gives any other exception of a game built with
+    them: ``<game> cannot be built with the game arguments {...} (ValueError: ...); check
+    their values and types``. A :class:`GameError` (an adapter's or a game's own refusal,
+    already one line naming the value) passes as it is, and so does any error of a game
+    built without arguments (a bug of the game, not of the user's values)."""
+    try:
+        return factory(**kwargs)
+    except GameError:
+        raise
+    except (ValueError, TypeError) as err:
+        if not kwargs:
+            raise
+        text, given = str(err).strip().splitlines(), {**kwargs, **sides}
+        raise GameError(f"{name} cannot be built with the game arguments {given} "
+                        f"({type(err).__name__}: "
+                        f"{text[0] if text else ''}); check their values and types") from err
 
 
 _warned_names: set[tuple[str, str]] = set()
