@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from tqdm.auto import tqdm
 
 import games
 from games import GameSpec, VectorGame
@@ -33,6 +36,7 @@ from marl.train import evaluate
 from populations import exploitability as ex
 from populations.approx_exploit import policy_vector_kwargs
 from populations.lockstep import LockstepSampler, MemoFull, NoProbabilities, memoryless
+from populations.run_folder import stop_now, stop_requested
 
 if TYPE_CHECKING:
     from populations.psro import Member
@@ -152,6 +156,13 @@ class SampledPayoffs:
             except ValueError as err:  # not a sequential OpenSpiel game: play episodes
                 log.debug("sampled payoffs play episodes: %s", err)
         self.lockstep: dict[str, list[bool]] = {p: [] for p in self.players}
+        # called with the episodes of each entry as it is sampled (a lockstep block's
+        # entries: all of theirs at once); :func:`sampling` sets it
+        self.on_entries: Callable[[int], None] | None = None
+
+    def _sampled(self, episodes: int) -> None:
+        if self.on_entries is not None:
+            self.on_entries(episodes)
 
     def add_member(self, member: Member) -> None:
         self.members[member.agent].append(member)
@@ -197,8 +208,13 @@ class SampledPayoffs:
                          player, err)
                 self.lockstep[player][err.member] = False
                 return self.block(index)
+            self._sampled(len(chosen) * self.episodes)
         for pos, prof, f in zip(positions, profiles, fast, strict=True):
-            out[(slice(None), *pos)] = next(values) if f else self.play(prof)
+            if not f:
+                out[(slice(None), *pos)] = self.play(prof)
+                self._sampled(self.episodes)
+            else:
+                out[(slice(None), *pos)] = next(values)
         return out
 
     def play(self, profile: Sequence[int]) -> np.ndarray:
@@ -218,3 +234,34 @@ class SampledPayoffs:
                         **policy_vector_kwargs(seats.values()), **self.game_kwargs)
         res = evaluate(vg, seats, self.episodes)
         return self._by_player(np.asarray([res.per_agent[a] for a in self.spec.agent_ids]))
+
+
+@contextmanager
+def sampling(estimator: PayoffEstimator, blocks: Sequence[Sequence[np.ndarray]], desc: str,
+             progress: bool) -> Iterator[None]:
+    """Around the sampling of ``blocks`` by ``estimator`` (nothing for exact payoffs): a
+    progress bar of their episodes under ``progress`` (tqdm on stderr, the overall rate as
+    the league's bars), and a CLI's stop request (Ctrl-C, SIGTERM) obeyed between entries.
+    A stop drops the entries sampled so far: each entry's value depends only on the seed
+    and its profile, so the resume samples the same ones again."""
+    if not isinstance(estimator, SampledPayoffs):
+        yield
+        return
+    entries = sum(math.prod(len(i) for i in index) for index in blocks)
+    with tqdm(total=entries * estimator.episodes, desc=desc, unit="episode",
+              disable=not progress, leave=False, dynamic_ncols=True, smoothing=0) as bar:
+        done = [0]
+
+        def sampled(episodes: int) -> None:
+            bar.update(episodes)
+            done[0] += episodes // estimator.episodes
+            if stop_requested() and done[0] < entries:
+                log.warning("stopped in %s after %d of %d entries; the resume samples them "
+                            "again", desc, done[0], entries)
+                stop_now()
+
+        estimator.on_entries = sampled
+        try:
+            yield
+        finally:
+            estimator.on_entries = None

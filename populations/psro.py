@@ -86,6 +86,7 @@ from populations.payoffs import (  # noqa: F401 - PSRO's estimators, importable 
     PayoffEstimator,
     SampledPayoffs,
     resolve_game,
+    sampling,
 )
 from populations.psro_config import (  # noqa: F401 - PSRO's settings, importable from here too
     PLAYERS,
@@ -484,6 +485,8 @@ class PSRO:
         recorder: receives members, payoffs and iteration results (default: nothing).
         initial: the first member of each seat (default: uniformly random play).
         game_kwargs: keyword arguments of ``games.make``.
+        progress: a bar of sampled payoff episodes on stderr while an iteration fills the
+            table (``payoffs="sampled"``: ``episodes_per_entry`` per entry).
     """
 
     def __init__(
@@ -494,8 +497,10 @@ class PSRO:
         recorder: PSRORecorder | None = None,
         initial: Mapping[str, Policy] | None = None,
         game_kwargs: Mapping[str, Any] | None = None,
+        progress: bool = False,
     ) -> None:
         self.config = cfg = config or PSROConfig()
+        self.progress = progress
         game, game_kwargs = resolve_game(game, game_kwargs)
         self.game = game
         self.oracle = oracle
@@ -626,14 +631,20 @@ class PSRO:
             responses[agent] = self.oracle.best_response(agent, self.targets[agent], seed)
         return {a: self._add_member(a, pol) for a, pol in responses.items()}
 
-    def update_empirical_game(self) -> np.ndarray:
-        """Step 2: grow the payoff tensor by the entries involving new members."""
+    def update_empirical_game(self, desc: str | None = None) -> np.ndarray:
+        """Step 2: grow the payoff tensor by the entries involving new members (``desc``:
+        the progress bar's label; default: the iteration's)."""
         old = self.payoffs.shape[1:]
         new = tuple(len(self.members[a]) for a in self.players)
         grown = np.full((len(self.players), *new), np.nan)
         grown[(slice(None), *(slice(0, k) for k in old))] = self.payoffs
-        for index in new_entry_blocks(old, new):
-            grown[(slice(None), *np.ix_(*index))] = self.estimator.block(index)
+        blocks = new_entry_blocks(old, new)
+        # a bar of sampled episodes; a CLI's stop request is obeyed between entries
+        desc = desc or ("PSRO initial payoffs" if max(new) == 1
+                        else f"PSRO iteration {self.iterations} payoffs")
+        with sampling(self.estimator, blocks, desc, self.progress):
+            for index in blocks:
+                grown[(slice(None), *np.ix_(*index))] = self.estimator.block(index)
         self.payoffs = grown
         self.recorder.on_payoffs(grown)
         return grown
@@ -725,7 +736,7 @@ class PSRO:
         for agent in self.players:
             for policy in populations[agent]:
                 self._add_member(agent, policy)
-        self.update_empirical_game()
+        self.update_empirical_game(f"PSRO payoffs of the {iterations} iterations resumed")
         self.update_meta_strategies()
         self.iterations = iterations
 
