@@ -515,7 +515,12 @@ def _league_members(cfg: ExperimentConfig, run_dir: Path) -> list:
     listed = league_member_specs(cfg)
     main = next(name for spec, name, _, _ in listed if not spec.exploiter)
     members: list = []
+    started = time.perf_counter()
     for spec, name, entry, config in listed:
+        # an LLM team loads (or, llm=tiny, trains) its model first, a replay learner
+        # allocates its buffer: a start of minutes said nothing before the first bar
+        log.info("league member %d/%d: building %s (%s)", len(members) + 1, len(listed), name,
+                 entry.name)
         if entry.capabilities.own_rollouts:
             trainer = _own_rollouts(cfg, entry, game_spec, run_dir, seeds.learner(name), config)
             members.append(LLMMember(name, trainer, cfg.llm.iterations,
@@ -528,6 +533,7 @@ def _league_members(cfg: ExperimentConfig, run_dir: Path) -> list:
                 reset_win_rate=cfg.population.exploiter_reset_win_rate, algo=entry.name))
         else:
             members.append(LearnerMember(name, learner, algo=entry.name))
+    log.info("league members built in %.0fs", time.perf_counter() - started)
     return members
 
 
@@ -741,7 +747,8 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
         metrics = state.get("metrics") or {k: v for s, k, v in db.metric_rows(run_id)
                                             if s == start}
     bar = tqdm(total=cfg.llm.iterations, initial=min(start, cfg.llm.iterations),
-               disable=not cfg.progress, unit="iter", dynamic_ncols=True)
+               disable=not cfg.progress, unit="iter", dynamic_ncols=True,
+               smoothing=0)  # the overall rate, as every other bar
     with deferred_stop():  # a CLI's Ctrl-C / SIGTERM stops after the iteration's checkpoint
         for it in range(start + 1, cfg.llm.iterations + 1):
             metrics = trainer.step()

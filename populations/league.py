@@ -416,6 +416,9 @@ class League:
                         keep=self.cfg.keep_checkpoints, torch_threads=self.cfg.torch_threads)
 
     def _restore(self) -> None:
+        # the members' states (replay buffers: hundreds of MB) are read and checked, then
+        # every snapshot: seconds, said before they pass
+        log.info("resuming: loading the latest checkpoint in %s", self.run_dir / "checkpoints")
         found = load_latest(self.run_dir / "checkpoints")
         if found is None:  # nothing recorded past generation 0 (_history): start it again
             log.info("no checkpoint in %s: starting from generation 0", self.run_dir)
@@ -587,8 +590,9 @@ class League:
             self._save()
             if self.generation < self.cfg.generations:  # after the last: finished
                 self._stop_if_asked()
-            log.info("generation %d/%d done, %d %s, %.0fs", self.generation,
-                     self.cfg.generations, self.frames, self.unit, self.elapsed())
+            log.info("generation %d/%d done, %d %s, %.0fs%s", self.generation,
+                     self.cfg.generations, self.frames, self.unit, self.elapsed(),
+                     _time_left(self.elapsed(), self.generation, self.cfg.generations))
         self.db.set_run_status(self.run_id, "finished")
 
     def _note_short_budgets(self) -> None:
@@ -687,6 +691,8 @@ class League:
             g = self.progress[m.name][0] + 1
             seq = self.db.add_generation(self.run_id, m.name, g, r.frames, r.started_at,
                                          r.finished_at, r.worker)
+            log.info("generation %d: %s trained %d %s in %.0fs (%s)", g, r.name, r.frames,
+                     _counts(m), r.finished_at - r.started_at, r.worker)  # as sync=True
             self._apply(m, r)
             self.progress[m.name] = (g, "trained")
             self._save()
@@ -695,8 +701,11 @@ class League:
             self._stop_if_asked()
             if g < self.cfg.generations:
                 self.learners.submit(self._job(m, g + 1))
-            log.info("%s generation %d/%d done (#%d), %d %s, %.0fs", m.name, g,
-                     self.cfg.generations, seq, self.frames, self.unit, self.elapsed())
+            finished = sum(g for g, p in self.progress.values() if p == "done")
+            log.info("%s generation %d/%d done (#%d), %d %s, %.0fs%s", m.name, g,
+                     self.cfg.generations, seq, self.frames, self.unit, self.elapsed(),
+                     _time_left(self.elapsed(), finished,
+                                self.cfg.generations * len(self.members)))
         self.generation = min(g for g, _ in self.progress.values())
         self._save()
         self.db.set_run_status(self.run_id, "finished")
@@ -810,6 +819,8 @@ class League:
             rollout = rollout_frames(learner, cfg.num_envs) \
                 if learner is not None and trains_whole_rollouts(learner) else 0
             total = planned_frames(cfg.frames_per_generation, cfg.num_envs, 0, rollout)
+        elif unit == "episodes":  # an LLM team's: its iterations' GRPO episodes
+            total = _planned_episodes(m)
         # smoothing=0: the rate (and ETA) is the count over the wall time so far, updates
         # included, as a single learner's bar (marl.train.train) shows it; tqdm's moving
         # average swung between the fast steps and the pauses of each update
@@ -958,6 +969,29 @@ def _advance(bar: tqdm, n: int) -> None:
     if bar.total is not None and n > bar.total:
         bar.total = n
     bar.update(n - bar.n)
+
+
+def _time_left(seconds: float, done: int, total: int) -> str:
+    """``; about 5 min left`` for a run ``done`` of ``total`` generations in after
+    ``seconds`` (the mean so far; a generation's evaluation grows with the snapshots, so
+    "about"), nothing when none is done or none is left."""
+    if done <= 0 or done >= total:
+        return ""
+    left = seconds / done * (total - done)
+    text = (f"{left:.0f}s" if left < 90 else f"{left / 60:.0f} min" if left < 5400
+            else f"{left / 3600:.1f} h")
+    return f"; about {text} left"
+
+
+def _planned_episodes(m: Member) -> int | None:
+    """The GRPO episodes an LLM team's generation plays (``LLMMember``: ``iterations`` of
+    ``groups_per_step`` groups of ``group_size``); None for a member that says nothing of
+    them (a bar without a total)."""
+    grpo = getattr(getattr(m, "trainer", None), "cfg", None)
+    try:
+        return int(m.iterations) * int(grpo.groups_per_step) * int(grpo.group_size)
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def _counts(m: Member) -> str:

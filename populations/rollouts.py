@@ -221,7 +221,10 @@ def train_with_workers(learner: Learner, collector: RolloutCollector, frames: in
     mine = learner.agents
     result = TrainResult(0, 0, 0.0)
     start = time.perf_counter()
-    bar = tqdm(total=frames, disable=not progress, unit="frame", dynamic_ncols=True)
+    # smoothing=0: the overall rate (frames over the wall time so far, updates included), as
+    # marl.train.train's bar and the league's
+    bar = tqdm(total=frames, disable=not progress, unit="frame", dynamic_ncols=True,
+               smoothing=0)
     spec = getattr(learner, "spec", None)  # self-play: the bar shows each side's return
     sides = learner_sides(spec, learner.agents) if spec is not None else {}
     while result.frames < frames:
