@@ -287,8 +287,9 @@ def refusal(name: str, spec: GameSpec, config: Any = None,
     problem = _problem(entry, spec, config, text_views)
     if problem is None:
         return None
-    others = [n for n, e in entries().items() if n != name and _problem(
-        e, spec, config if e.section == entry.section else None, text_views) is None]
+    # sorted: registration order depends on which modules a process imported first
+    others = sorted(n for n, e in entries().items() if n != name and _problem(
+        e, spec, config if e.section == entry.section else None, text_views) is None)
     # the section's own algos once its setting is changed (encoder=gnn_gru on kuhn: mappo and
     # ippo play it with an mlp encoder), said apart: as set, they fail the same way
     same = [n for n, e in entries().items() if config is not None and entry.section and
