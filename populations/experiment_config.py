@@ -113,6 +113,8 @@ class PopulationConfig:
     exploiter_reset_win_rate: float = 0.7  # league, mappo_exploiter: restart after this
     # win rate against the main member's newest snapshot
     matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
+    keep_checkpoints: int = 3  # league and none: newest checkpoints kept on disk (a league's
+    # with replay buffers can be hundreds of MB each); PSRO keeps none (it resumes from league.db)
     iterations: int = 20  # psro: iterations
     oracle: str = "exact"  # psro: auto (exact where it can be computed, else rl) | exact |
     # rl (MAPPO, local critics, default settings) | a
@@ -135,6 +137,11 @@ class PopulationConfig:
         # a win rate is in [0, 1] and the exploiter restarts at rate >= this: 2 never restarted
         # it, 0 restarted it after every generation (NaN: never), with no word either way
         check_number("exploiter_reset_win_rate", self.exploiter_reset_win_rate, **RATE)
+        # 0 deleted each checkpoint as it was written (refused by the league after the folder)
+        keep = self.keep_checkpoints
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise ValueError(f"keep_checkpoints={keep!r}; expected an integer >= 1 (the newest "
+                             "checkpoints kept on disk)")
         # PSROConfig checks its names; its counts are sizes the run reads (0 episodes per entry
         # failed with a traceback after the run folder, a negative count with numpy's words)
         for name in ("episodes_per_entry", "num_envs"):
