@@ -303,6 +303,10 @@ class LLMConfig:
                              "(llm=tiny builds one)")
         if self.dtype not in DTYPES:
             raise ValueError(f"llm dtype {self.dtype!r} unknown; choose one of {list(DTYPES)}")
+        why = missing_model_folder(self.model)
+        if why:  # refused by the loader after the run folder and torch (37-65 s under load)
+            raise ValueError(f"llm.model={self.model!r} could not be loaded ({why}); give "
+                             "'tiny', a local model directory or a hub name available here")
 
     def torch_dtype(self, device: str | torch.device) -> torch.dtype:
         """The weights' dtype on ``device`` (``auto``: see :mod:`llm_agents.build`)."""
@@ -313,6 +317,24 @@ class LLMConfig:
         dev = torch.device(device)
         bf16 = dev.type == "cuda" and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
         return torch.bfloat16 if bf16 and self.lora.r > 0 else torch.float32
+
+
+def missing_model_folder(model: str) -> str | None:
+    """Why ``model``, written as a local path, names no model folder (None: it does, or it
+    is ``tiny``, Hydra's ``???`` or a hub name, which the loader looks up): the loader's own
+    test of a path (:func:`llm_agents.build._load`: it starts with ``/``, ``.`` or ``~``, or
+    is a folder here), made without torch so that ``selfplay-train`` refuses it before the run
+    folder. ``org/name`` that is no folder here stays a hub name."""
+    from pathlib import Path
+
+    if model in ("tiny", "???", ""):
+        return None
+    folder = Path(model).expanduser()
+    if not (model.startswith(("/", ".", "~")) or folder.is_dir()):
+        return None
+    if not folder.is_dir():
+        return "no such directory"
+    return None if (folder / "config.json").is_file() else "no config.json in it"
 
 
 def backend_unavailable(backend: str) -> str | None:
