@@ -1295,6 +1295,9 @@ def _resumes_after(err: BaseException, run_dir: Path, overrides: Sequence[str] |
         ("populations.run_folder", "RunFolderError"), ("marl.core", "CheckpointError"),
         ("hydra.errors", "HydraException"), ("omegaconf.errors", "OmegaConfBaseException")))]
     ckpt = run_dir / "checkpoints"
+    if _damaged_database(err):  # a resume needs the same database: its command would fail so
+        return (f"; {run_dir / 'league.db'} is damaged (truncated or overwritten): restore it "
+                "from a copy, or start a new run in another folder")
     if isinstance(err, tuple(refusals)):
         return ""
     if ckpt.is_dir() and any(p.suffix == ".pt" for p in ckpt.iterdir()):
@@ -1307,6 +1310,17 @@ def _resumes_after(err: BaseException, run_dir: Path, overrides: Sequence[str] |
     settings = (" (other settings, such as a lower learning rate, also need "
                 "resume_override=true)") if type(err).__name__ == "NonFiniteError" else ""
     return f"; {run_dir} {kept} with: {resume_command(run_dir, overrides, flags)}{settings}"
+
+
+def _damaged_database(err: BaseException) -> bool:
+    """Whether ``err`` says SQLite found the league database damaged (a truncated file: "database
+    disk image is malformed"; one overwritten: "file is not a database"), as opened
+    (:class:`populations.db.LeagueDBError`) or read later (``sqlite3.DatabaseError``)."""
+    import sqlite3
+
+    db_error = getattr(sys.modules.get("populations.db"), "LeagueDBError", None)
+    kinds = (sqlite3.DatabaseError, *([db_error] if db_error is not None else []))
+    return isinstance(err, kinds) and re.search(r"malformed|not a database", str(err)) is not None
 
 
 def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
