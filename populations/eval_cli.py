@@ -143,14 +143,16 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
             raise CLIError(f"{name} was trained on {game} (seats "
                            f"{list(pol.meta.agents)}), not on {spec.name} (seats "
                            f"{list(spec.agent_ids)}): evaluate it on its own game")
-        if missing:
+        if missing:  # a snapshot of whole teams is one side's by design, whatever the kwargs
+            teams = {a.team for a in spec.agents if a.id in pol.meta.agents}
+            whole = set(pol.meta.agents) == {a.id for a in spec.agents if a.team in teams}
             raise CLIError(
                 f"{name} holds the seats {list(pol.meta.agents)} of {game}, not "
                 f"{missing}{f' of {spec.name}' if spec.name != pol.meta.game else ''}: "
                 "matches here play each policy on every side (a population=none run trains its "
                 "first team only, a PSRO member plays its own seat; a league's snapshots hold "
                 "every seat)"
-                + (UNRECORDED.format(game=game) if bare else ""))
+                + (UNRECORDED.format(game=game) if bare and not whole else ""))
         for a in spec.agent_ids if not {"graph", "text"} & set(pol.meta.inputs) else ():
             want, got = tuple(pol.meta.obs_shapes[a]), tuple(spec.obs_shapes[a])
             if want != got:  # kuhn snapshots on leduc: "could not broadcast (8,30)..."
