@@ -519,8 +519,8 @@ def _league_members(cfg: ExperimentConfig, run_dir: Path) -> list:
     for spec, name, entry, config in listed:
         # an LLM team loads (or, llm=tiny, trains) its model first, a replay learner
         # allocates its buffer: a start of minutes said nothing before the first bar
-        log.info("league member %d/%d: building %s (%s)", len(members) + 1, len(listed), name,
-                 entry.name)
+        log.info("league member %d/%d: building %s (%s%s)", len(members) + 1, len(listed),
+                 name, entry.name, _tiny_note(config, cfg.game.name))
         if entry.capabilities.own_rollouts:
             trainer = _own_rollouts(cfg, entry, game_spec, run_dir, seeds.learner(name), config)
             members.append(LLMMember(name, trainer, cfg.llm.iterations,
@@ -535,6 +535,15 @@ def _league_members(cfg: ExperimentConfig, run_dir: Path) -> list:
             members.append(LearnerMember(name, learner, algo=entry.name))
     log.info("league members built in %.0fs", time.perf_counter() - started)
     return members
+
+
+def _tiny_note(config: Any, game: str) -> str:
+    """What a tiny LLM team's build spends its time on (walk 25: minutes on mpe_tag): the
+    text of ``llm.corpus_episodes`` random episodes, its vocabulary; "" for other members."""
+    if getattr(config, "model", None) != "tiny":
+        return ""
+    return (f"; llm=tiny builds its vocabulary from llm.corpus_episodes="
+            f"{config.corpus_episodes} random episodes of {game}")
 
 
 def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict]:

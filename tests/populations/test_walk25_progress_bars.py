@@ -89,7 +89,9 @@ def test_an_llm_member_counts_to_its_generation_and_the_league_says_the_time_lef
     built = [r.getMessage() for r in caplog.records if r.name == "populations.experiment"
              and r.getMessage().startswith("league member")]
     assert built[:2] == ["league member 1/2: building mappo (mappo)",
-                         "league member 2/2: building llm (llm_grpo)"], built
+                         "league member 2/2: building llm (llm_grpo; llm=tiny builds its "
+                         "vocabulary from llm.corpus_episodes=200 random episodes of "
+                         "openspiel/kuhn_poker)"], built
     assert re.fullmatch(r"league members built in \d+s", built[2])
 
 
