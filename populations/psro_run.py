@@ -138,7 +138,7 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
     try:
         # a CLI's first Ctrl-C / SIGTERM stops after the best response or iteration at hand
         with deferred_stop("after the best response in training (or, past them, the "
-                           "iteration at hand)", obey_at_end=False):
+                           "sampled payoff entry or iteration at hand)", obey_at_end=False):
             table = _run(cfg, run_dir, logger, db, run_id)
     except BaseException as err:
         db.set_run_status_quietly(run_id, end_status(err), one_line(err))
@@ -162,7 +162,7 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
     recorder = DBRecorder(db, run_id, store, logger, None if psro_cfg.payoffs == "exact"
                           else psro_cfg.episodes_per_entry)
     psro = PSRO(cfg.game.name, oracle, psro_cfg, recorder=recorder,
-                game_kwargs=cfg.game.kwargs)
+                game_kwargs=cfg.game.kwargs, progress=cfg.progress)
     # an RL oracle's members show its learner (population.oracle=ippo: ippo, not mappo)
     algo = {"exact": None, "rl": "mappo"}.get(pop.oracle, pop.oracle)
     psro.oracle = _KeptResponses(oracle, store, psro, algo)
