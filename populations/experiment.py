@@ -385,7 +385,8 @@ RESUME_MAY_CHANGE = ("resume", "resume_override", "keep_going", "progress", "dev
                      "population.psro.seed",  # never read either (the run's seed= is)
                      "population.psro.stop_nash_conv",  # a converged run resumes past it
                      "vdn.seed", "qmix.seed", "maddpg.seed",  # recorded as 0 before
-                     "runner.", "logger.", "population.generations", "population.iterations")
+                     "runner.", "logger.", "population.generations", "population.iterations",
+                     "population.keep_checkpoints")
 
 
 def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
@@ -484,7 +485,8 @@ def _league_config(cfg: ExperimentConfig) -> LeagueConfig:
         ray_address=cfg.runner.address, seed=cfg.seed, device=cfg.device,
         torch_threads=cfg.torch_threads, ray_learners=cfg.runner.learners,
         learner_gpus=cfg.runner.learner_gpus,
-        max_learner_restarts=cfg.runner.max_learner_restarts, sync=pop.sync)
+        max_learner_restarts=cfg.runner.max_learner_restarts, sync=pop.sync,
+        keep_checkpoints=pop.keep_checkpoints)
 
 
 def _own_rollouts(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSpec,
@@ -601,9 +603,13 @@ def _run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
         log.info("population=none: %s trains team %r (%s) against uniformly random players in "
                  "the other seats; population=self_play, fsp, pfsp or psro trains every side",
                  cfg.algo, teams[0], ", ".join(agents))
+    else:  # a cooperative game: README says the log names the seats that train here too
+        log.info("population=none: %s trains every seat of the game's one team %r (%s)",
+                 cfg.algo, teams[0], ", ".join(agents))
     learner = make_learner(cfg, spec, agents, seeds.learner(cfg.algo))
     start, state = _restore(learner, cfg, run_dir, db, run_id, logger) if cfg.resume else (0, {})
-    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, learner, cfg.torch_threads)
+    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, learner, cfg.torch_threads,
+                        cfg.population.keep_checkpoints)
     # a resume plays new game copies and random seats seeded from its checkpoint's step: as
     # at the run's start, it replayed the first deals and opponent moves after every resume
     resumed = ("resumed", start) if start else ()
@@ -746,7 +752,8 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
     seeds = RunSeeds(cfg.seed)
     trainer = _own_rollouts(cfg, registry.get(cfg.algo), spec, run_dir, seeds.learner(cfg.algo))
     start, state = _restore(trainer, cfg, run_dir, db, run_id, logger) if cfg.resume else (0, {})
-    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, trainer, cfg.torch_threads)
+    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, trainer, cfg.torch_threads,
+                        cfg.population.keep_checkpoints)
     if start == 0:  # the untrained team (a resumed one is past it)
         store.publish("llm", trainer.policy(), version=0)
     # the last iteration's metrics: a run killed after its last checkpoint trains nothing
@@ -793,8 +800,10 @@ class _Checkpoints:
     iterations of an LLM team): the learner's ``state_dict`` and the step, written
     atomically with a hash (populations.checkpoint), at most every ``every_s`` seconds."""
 
-    def __init__(self, run_dir: Path, every_s: float, learner: Any, threads: int) -> None:
+    def __init__(self, run_dir: Path, every_s: float, learner: Any, threads: int,
+                 keep: int = 3) -> None:
         self.folder, self.every_s, self.learner = run_dir / CHECKPOINTS, every_s, learner
+        self.keep = keep  # population.keep_checkpoints: the newest kept on disk
         self.threads = threads  # torch_threads: recorded with each checkpoint
         self.last = time.monotonic()
 
@@ -804,7 +813,8 @@ class _Checkpoints:
 
     def save(self, step: int, **extra: Any) -> None:
         save_checkpoint(self.folder, step, {"step": step, "learner": self.learner.state_dict(),
-                                            **extra}, torch_threads=self.threads)
+                                            **extra}, keep=self.keep,
+                        torch_threads=self.threads)
         marker = self.folder.parent / CHECKPOINTED
         if not marker.exists():  # outside checkpoints/: deleting them leaves it
             atomic_write(marker, f"{step}\n")

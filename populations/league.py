@@ -1078,6 +1078,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--runner", choices=["local", "ray"], default="local",
                    help="ray: members train on learner actors, matches on Ray workers")
     p.add_argument("--ray-address", default=None, help="join this Ray cluster (runner ray)")
+    p.add_argument("--keep-checkpoints", type=int, default=LeagueConfig.keep_checkpoints,
+                   help="newest checkpoints kept on disk (an integer >= 1; a resume may "
+                        "change it)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     created = not Path(args.run_dir).exists()
@@ -1093,7 +1096,8 @@ def main(argv: list[str] | None = None) -> None:
                                    frames_per_generation=args.frames_per_generation,
                                    num_envs=args.num_envs, eval_episodes=args.eval_episodes,
                                    seed=args.seed, runner=args.runner,
-                                   ray_address=args.ray_address)
+                                   ray_address=args.ray_address,
+                                   keep_checkpoints=args.keep_checkpoints)
             except ValueError as err:  # 'generations=0; ...': named as typed here
                 raise CLIError(_as_flag(str(err))) from None
             league = League(cfg, args.run_dir, resume=args.resume,
@@ -1121,7 +1125,7 @@ def main(argv: list[str] | None = None) -> None:
             fail(p.prog, one_line(err))
 
 
-_FLAGS = ("generations", "frames_per_generation", "num_envs", "eval_episodes")
+_FLAGS = ("generations", "frames_per_generation", "num_envs", "eval_episodes", "keep_checkpoints")
 
 
 def _as_flag(message: str) -> str:

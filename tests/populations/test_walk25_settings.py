@@ -21,8 +21,6 @@ import pytest
 from tests.populations.test_cli_inputs import ADVERSARY, _eval, _policy
 from tests.populations.test_walk18_cli_more import TINY, _train
 
-LEAD = "needs the populations/experiment.py change in fix25b's report"
-
 
 def _compose(overrides: list[str]):
     from hydra import compose, initialize_config_module
@@ -62,7 +60,6 @@ def test_keep_checkpoints_zero_is_one_line_before_the_folder(tmp_path, monkeypat
     assert not run.exists()
 
 
-@pytest.mark.xfail(strict=True, reason=LEAD)
 def test_keep_checkpoints_reaches_the_league_and_may_change_on_resume():
     from populations.cli import to_experiment
     from populations.experiment import RESUME_MAY_CHANGE, _league_config
@@ -73,7 +70,6 @@ def test_keep_checkpoints_reaches_the_league_and_may_change_on_resume():
     assert "population.keep_checkpoints" in RESUME_MAY_CHANGE
 
 
-@pytest.mark.xfail(strict=True, reason=LEAD)
 def test_keep_checkpoints_holds_for_a_single_run(tmp_path, monkeypatch):
     run = tmp_path / "r"
     _train([*TINY, "frames=400", "checkpoint_every_s=0", "population.keep_checkpoints=1",
@@ -167,7 +163,6 @@ def test_part_of_a_team_still_names_the_arguments(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------- population=none's seats
-@pytest.mark.xfail(strict=True, reason=LEAD)
 def test_a_one_team_game_logs_the_seats_that_train(tmp_path, monkeypatch):
     args = ["game.name=openspiel/tiny_bridge_2p", "frames=64", "num_envs=4",
             "mappo.rollout_steps=4", "mappo.epochs=1", "mappo.minibatches=1",
@@ -176,3 +171,19 @@ def test_a_one_team_game_logs_the_seats_that_train(tmp_path, monkeypatch):
     log = (tmp_path / "r" / "cli.log").read_text()  # the run's log, as Hydra writes it
     assert "population=none: mappo trains every seat of the game's one team 'team' " \
            "(player_0, player_1)" in log, log
+
+
+def test_the_league_module_takes_keep_checkpoints(tmp_path, capsys):
+    from populations.league import main
+
+    run = tmp_path / "bad"
+    with pytest.raises(SystemExit) as stop:  # refused as typed, before the folder is made
+        main(["--run-dir", str(run), "--game", "openspiel/kuhn_poker", "--keep-checkpoints", "0"])
+    err = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and not run.exists() and "\n" not in err, err
+    assert "--keep-checkpoints 0" in err, err
+    run = tmp_path / "one"
+    main(["--run-dir", str(run), "--game", "openspiel/kuhn_poker", "--generations", "3",
+          "--frames-per-generation", "64", "--num-envs", "4", "--eval-episodes", "2",
+          "--keep-checkpoints", "1"])
+    assert len(list((run / "checkpoints").glob("*.pt"))) == 1
