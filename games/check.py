@@ -83,7 +83,8 @@ def _random_action(game: Game, agent: str, ts: TimeStep, rng: np.random.Generato
     space = game.spec.action_spaces[agent]
     if space.discrete:
         return int(rng.choice(np.flatnonzero(ts.legal[agent])))
-    return rng.uniform(space.low, space.high, size=space.shape).astype(np.float32)
+    low, high = space.bounds()  # [*shape] each: a box may bound each dimension its own way
+    return rng.uniform(low, high).astype(np.float32)
 
 
 def _check_timestep(game: Game, ts: TimeStep, where: str) -> None:
@@ -232,7 +233,11 @@ def _check_illegal(game: Game, ts: TimeStep, actions: dict, where: str) -> None:
             wrong = int(illegal[0]) if illegal.size else space.n
             bad.append({**actions, a: wrong})
         else:
-            bad.append({**actions, a: np.full(space.shape, space.high + 1.0, np.float32)})
+            # inside the box but for its last dimension, above that dimension's own high
+            low, high = space.bounds()
+            out = np.clip(np.zeros(space.shape), low, high)
+            out.flat[-1] = high.flat[-1] + 1.0
+            bad.append({**actions, a: out.astype(np.float32)})
     idle = [a for a in spec.agent_ids if a not in ts.acting]
     if idle:
         bad.append({**actions, idle[0]: 0})

@@ -161,18 +161,26 @@ class AgentSpec:
 
 @dataclass(frozen=True)
 class ActionSpace:
-    """Discrete (``n`` actions, legal masks) or continuous (a box of ``shape``)."""
+    """Discrete (``n`` actions, legal masks) or continuous (a box of ``shape``).
+
+    A box's ``low`` and ``high`` are each one number for every dimension, or one number per
+    dimension (a sequence as long as a 1-D box, nested as ``shape`` otherwise; kept as a
+    tuple of floats): VMAS's ``kinematic_bicycle`` accelerates in [-1, 1] and steers in
+    [-0.52, 0.52], ``ActionSpace("continuous", shape=(2,), low=(-1, -0.52), high=(1, 0.52))``.
+    :meth:`bounds` gives both as arrays of ``shape`` either way.
+    """
 
     kind: str  # "discrete" | "continuous"
     n: int = 0
     shape: tuple[int, ...] = ()
-    low: float = 0.0
-    high: float = 1.0
+    low: float | tuple[float, ...] = 0.0  # one number, or one per dimension
+    high: float | tuple[float, ...] = 1.0
 
     def __post_init__(self) -> None:
         """Refuse a space no learner can act in, in one line naming the bad value (a misspelt
         kind was a TypeError in check_game and a KeyError traceback in selfplay-eval;
-        ``"box"`` passed as continuous; ``low > high`` reached numpy's words)."""
+        ``"box"`` passed as continuous; ``low > high`` reached numpy's words; a per-dimension
+        box of another length reached the learners)."""
         if self.kind not in ("discrete", "continuous"):
             raise GameError(f"ActionSpace kind={self.kind!r}; accepted: 'discrete' (with n) or "
                             "'continuous' (with shape, low, high)")
@@ -188,17 +196,84 @@ class ActionSpace:
                 for d in shape):
             raise GameError(f"ActionSpace('continuous', shape={shape!r}); accepted: a tuple of "
                             "integers >= 1, e.g. shape=(2,)")
-        try:
-            ordered = bool(np.all(np.asarray(self.low, float) < np.asarray(self.high, float)))
-        except (TypeError, ValueError):
-            ordered = False
-        if not ordered:
+        for name in ("low", "high"):
+            value = getattr(self, name)
+            if isinstance(value, (list, tuple)) or (isinstance(value, np.ndarray)
+                                                    and value.ndim > 0):
+                object.__setattr__(self, name, _per_dimension(name, value, shape))
+        if not self.per_dimension:  # one number each: infinite bounds pass, as they always did
+            try:
+                ordered = bool(np.all(np.asarray(self.low, float) < np.asarray(self.high, float)))
+            except (TypeError, ValueError):
+                ordered = False
+            if not ordered:
+                raise GameError(f"ActionSpace('continuous', low={self.low!r}, "
+                                f"high={self.high!r}); accepted: numbers with low < high")
+            return
+        low, high = self.bounds()
+        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+            raise GameError(f"ActionSpace('continuous', low={self.low!r:.80}, "
+                            f"high={self.high!r:.80}); accepted: finite numbers in a box with "
+                            "bounds per dimension")
+        bad = np.argwhere(~(low < high))
+        if bad.size:  # low is not a number (a str beside a per-dimension high), or low >= high
+            at = tuple(int(i) for i in bad[0])
+            at_text = at[0] if len(at) == 1 else at
             raise GameError(f"ActionSpace('continuous', low={self.low!r}, high={self.high!r}); "
-                            "accepted: numbers with low < high")
+                            f"accepted: low < high in every dimension (dimension {at_text}: "
+                            f"low={float(low[at])}, high={float(high[at])})")
 
     @property
     def discrete(self) -> bool:
         return self.kind == "discrete"
+
+    @classmethod
+    def box(cls, shape: Sequence[int], low: Any, high: Any) -> ActionSpace:
+        """A continuous space of an adapter's box (gymnasium's, VMAS's): ``low``/``high``
+        arrays (or numbers) broadcast to ``shape``, kept as one number where every dimension
+        shares it (the space such a box always gave, which older snapshots recorded), else
+        one per dimension."""
+        shape = tuple(int(d) for d in shape)
+        bounds = [np.broadcast_to(np.asarray(v, np.float64), shape) for v in (low, high)]
+        low, high = (float(b.flat[0]) if b.size and np.all(b == b.flat[0]) else b
+                     for b in bounds)
+        return cls("continuous", shape=shape, low=low, high=high)
+
+    @property
+    def per_dimension(self) -> bool:
+        """Whether a box's ``low`` or ``high`` gives one number per dimension."""
+        return isinstance(self.low, tuple) or isinstance(self.high, tuple)
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)``: a box's bounds as new float64 arrays of ``shape`` (one number
+        repeated in every dimension); a GameError for a discrete space."""
+        if self.discrete:
+            raise GameError(f"ActionSpace('discrete', n={self.n}) has no box bounds")
+        try:
+            return (np.broadcast_to(np.asarray(self.low, np.float64), self.shape).copy(),
+                    np.broadcast_to(np.asarray(self.high, np.float64), self.shape).copy())
+        except (TypeError, ValueError) as err:  # a scalar of another type beside a sequence
+            raise GameError(f"ActionSpace('continuous', low={self.low!r}, high={self.high!r}); "
+                            "accepted: numbers with low < high") from err
+
+
+def _per_dimension(name: str, value: Any, shape: tuple[int, ...]) -> tuple:
+    """A per-dimension ``low``/``high`` of a box of ``shape`` as (nested) tuples of finite
+    floats, else a one-line GameError naming it."""
+    want = (f"{shape[0]} numbers (one per dimension)" if len(shape) == 1
+            else f"numbers in an array of shape {tuple(int(d) for d in shape)}")
+    said = f"ActionSpace('continuous', shape={shape!r}, {name}={value!r:.80})"
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        arr = None
+    if arr is None or arr.shape != tuple(int(d) for d in shape):
+        raise GameError(f"{said}; accepted: one number, or {want}")
+
+    def nest(x: Any) -> Any:
+        return tuple(nest(v) for v in x) if isinstance(x, list) else float(x)
+
+    return nest(arr.tolist())
 
 
 @dataclass(frozen=True)
@@ -500,11 +575,17 @@ class Game(abc.ABC):
                 f"{self.spec.name}: action for {agent} must be a finite float vector of "
                 f"shape {space.shape}, got {action!r}"
             )
-        if np.any(vec < space.low - 1e-6) or np.any(vec > space.high + 1e-6):
+        # one number each (every box before per-dimension bounds): no arrays to build
+        low, high = space.bounds() if space.per_dimension else (space.low, space.high)
+        outside = (vec < low - 1e-6) | (vec > high + 1e-6)
+        if outside.any():
+            box = f"[{space.low}, {space.high}]"
+            if space.per_dimension:  # the dimension it left, with that dimension's bounds
+                at = tuple(int(i) for i in np.argwhere(outside)[0])
+                box = (f"its box in dimension {at[0] if len(at) == 1 else at} "
+                       f"([{low[at]:g}, {high[at]:g}])")
             raise IllegalActionError(
-                f"{self.spec.name}: action {vec.tolist()} for {agent} is outside "
-                f"[{space.low}, {space.high}]"
-            )
+                f"{self.spec.name}: action {vec.tolist()} for {agent} is outside {box}")
         return vec
 
     def _timestep(self, tr: Transition) -> TimeStep:

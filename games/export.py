@@ -23,7 +23,8 @@ from games.core import ActionSpace, Game, TimeStep
 def _gym_action_space(space: ActionSpace) -> spaces.Space:
     if space.discrete:
         return spaces.Discrete(space.n)
-    return spaces.Box(space.low, space.high, shape=space.shape, dtype=np.float32)
+    low, high = space.bounds()  # per dimension where the game's box gives them so
+    return spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
 
 
 def _gym_obs_space(game: Game, agent: str, with_mask: bool) -> spaces.Space:

@@ -286,12 +286,10 @@ def _action_space(space: spaces.Space, where: str) -> ActionSpace:
     if isinstance(space, spaces.Discrete):
         return ActionSpace("discrete", n=int(space.n))
     if isinstance(space, spaces.Box):
-        return ActionSpace(
-            "continuous",
-            shape=tuple(space.shape),
-            low=float(np.min(space.low)),
-            high=float(np.max(space.high)),
-        )
+        try:  # per dimension (a min and max of them mapped actions outside the box)
+            return ActionSpace.box(space.shape, space.low, space.high)
+        except GameError as err:
+            raise GameError(f"{where}: unsupported action space {space}: {err}") from None
     raise GameError(f"{where}: unsupported action space {space}; Discrete or Box is accepted")
 
 

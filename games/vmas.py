@@ -623,8 +623,11 @@ class VmasGame(Game):
         if name == "Discrete":
             return ActionSpace("discrete", n=int(space.n))
         if name == "Box":
-            return ActionSpace("continuous", shape=tuple(space.shape),
-                               low=float(np.min(space.low)), high=float(np.max(space.high)))
+            try:  # per dimension: kinematic_bicycle steers in [-0.52, 0.52] (a min and max of
+                # the dimensions mapped half a policy's steering range outside the box)
+                return ActionSpace.box(space.shape, space.low, space.high)
+            except GameError as err:
+                raise GameError(f"{where}: unsupported action space {space}: {err}") from None
         raise GameError(f"{where}: unsupported action space {space}; Discrete or Box is accepted")
 
     def batched(self, num_envs: int, seed: int | None = 0, with_state: bool = False,
