@@ -229,7 +229,14 @@ def test_vdn_solves_penalty_game():
 
 
 # ------------------------------------------------------------------------------- MPE
-@pytest.mark.parametrize(("mixer", "margin"), [("vdn", 5.0), ("qmix", 4.0)])
+# QMIX's run is a benchmark (`make bench-tests`; 132 s of a loaded 3,078 s suite run; 36 s
+# of CPU for a pytest process running it alone): the spread path (replay, Polyak targets,
+# greedy evaluation) is VDN's here, and QMIX's mixer learns in the suite in
+# test_value_decomp_turns.py's tic-tac-toe test (qmix-6000, a margin over random play) and
+# test_qmix_optimistic_weighting_solves_climbing (3 seeds), and equals a loop in
+# test_qmix_mix_matches_loop.
+@pytest.mark.parametrize(("mixer", "margin"), [
+    ("vdn", 5.0), pytest.param("qmix", 4.0, marks=pytest.mark.benchmark)])
 def test_beats_random_on_simple_spread(mixer, margin):
     """simple_spread N=2 (discrete, 25 steps), 24k frames, γ=0.95 with Polyak targets.
     Greedy team return when written (30k frames, seeds 0/1/2): VDN -12.2/-12.1/-11.5, QMIX
