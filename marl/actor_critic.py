@@ -27,7 +27,8 @@ deviation per dimension (``log_std``, starting at :data:`LOG_STD_INIT`), as Clea
 ``ppo_continuous_action`` and the MAPPO paper's ``DiagGaussian``. A sample is stored as
 drawn (its log-probability is the Gaussian's, summed over dimensions) and *clipped* to
 ``[-1, 1]`` only on its way to the game, where ``[-1, 1]`` maps affinely onto the box
-``[low, high]`` (:meth:`Actor.to_game`); the greedy action is the clipped mean. Entropy
+``[low, high]``, each dimension onto its own bounds where the game gives them per dimension
+(:meth:`Actor.to_game`); the greedy action is the clipped mean. Entropy
 is the Gaussian's, summed over dimensions.
 
 Shape legend: ``B`` copies, ``A`` controlled agents, ``M`` samples, ``O`` obs width,
@@ -48,7 +49,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from games import GameSpec, VecStep
+from games import ActionSpace, GameSpec, VecStep
 from marl.configs import (  # noqa: F401 - re-exported: the choices' old home
     CRITICS,
     ENCODERS,
@@ -83,8 +84,8 @@ class SeatGroup:
     obs_dim: int
     num_actions: int  # N actions, or the box width D of a continuous group
     continuous: bool = False
-    low: float = 0.0  # the box of a continuous group
-    high: float = 1.0
+    low: float | tuple[float, ...] = 0.0  # the box of a continuous group: one number for
+    high: float | tuple[float, ...] = 1.0  # every dimension, or D numbers (one per dimension)
 
 
 # A continuous actor's log standard deviation at the start: std 0.5 in unit coordinates
@@ -108,10 +109,13 @@ def gaussian_entropy(log_std_D: torch.Tensor, M: int) -> torch.Tensor:
 
 
 def space_key(space: Any) -> tuple:
-    """What seats must have in common to share one network's action head."""
+    """What seats must have in common to share one network's action head: a box's bounds
+    as :meth:`games.ActionSpace.box` keeps them (one float each where every dimension
+    shares it, else a tuple of D floats)."""
     if space.discrete:
         return ("discrete", space.n)
-    return ("continuous", tuple(space.shape), float(space.low), float(space.high))
+    box = ActionSpace.box(space.shape, *space.bounds())
+    return ("continuous", tuple(space.shape), box.low, box.high)
 
 
 def seat_groups(spec: GameSpec, agents: tuple[str, ...], share: str) -> list[SeatGroup]:
@@ -138,7 +142,7 @@ def seat_groups(spec: GameSpec, agents: tuple[str, ...], share: str) -> list[Sea
             others = " or ".join(f"share={o!r}" for o in ("role", "agent") if o != share)
             raise ValueError(f"share={share!r} puts agents with {said} in one network; "
                              f"use {others}")
-        sp = spec.action_spaces[members[0]]
+        sp, key = spec.action_spaces[members[0]], keys_.pop()
         groups.append(
             SeatGroup(
                 name=name,
@@ -147,8 +151,8 @@ def seat_groups(spec: GameSpec, agents: tuple[str, ...], share: str) -> list[Sea
                 obs_dim=max(int(np.prod(spec.obs_shapes[a])) for a in members),
                 num_actions=sp.n if sp.discrete else int(sp.shape[0]),
                 continuous=not sp.discrete,
-                low=0.0 if sp.discrete else float(sp.low),
-                high=1.0 if sp.discrete else float(sp.high),
+                low=0.0 if sp.discrete else key[2],
+                high=1.0 if sp.discrete else key[3],
             )
         )
     return groups
@@ -248,7 +252,7 @@ class Actor(_PPONet):
     def __init__(self, net: NetConfig, group: SeatGroup, node_dim: int) -> None:
         super().__init__()
         self.net, self.seats = net, len(group.agents)
-        self.continuous, self.low, self.high = group.continuous, group.low, group.high
+        self.continuous = group.continuous
         # the MLP input's seat one-hot (width ``seats``), when the group shares one network
         # (a registered encoder gets the same rows)
         self.one_hot = self.seats > 1 and net.seat_id and net.encoder != "gnn"
@@ -266,6 +270,15 @@ class Actor(_PPONet):
         self._heads(net, in_dim, group.num_actions, 0.01)
         if self.continuous:  # created after the head: a discrete actor's weights are as before
             self.log_std = nn.Parameter(torch.full((group.num_actions,), LOG_STD_INIT))
+            # the box [D] each, on the actor's device; not saved with the weights (the
+            # payload's group holds it). The half width is taken in float64 and rounded once,
+            # as a number bound was before: the same actions as then
+            D = group.num_actions
+            low, high = (np.broadcast_to(np.asarray(v, np.float64), (D,))
+                         for v in (group.low, group.high))
+            for name, v in (("low_D", low), ("high_D", high), ("half_D", 0.5 * (high - low))):
+                self.register_buffer(name, torch.tensor(v, dtype=torch.float32),
+                                     persistent=False)
 
     def encode(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
         if self.net.encoder == "gnn":
@@ -312,13 +325,14 @@ class Actor(_PPONet):
                 -(logp_all.exp() * logp_all).sum(-1))
 
     def to_game(self, action: torch.Tensor) -> torch.Tensor:
-        """Game actions: ids as they are; a continuous sample clipped to ``[-1, 1]`` and
-        mapped onto the box ``[low, high]`` (float32)."""
+        """Game actions: ids as they are; a continuous sample ``[M, D]`` clipped to
+        ``[-1, 1]`` and mapped onto the box, each dimension onto its own ``[low, high]``
+        (float32)."""
         if not self.continuous:
             return action
         unit = action.clamp(-1.0, 1.0)
-        box = self.low + (unit + 1.0) * (0.5 * (self.high - self.low))
-        return box.clamp(self.low, self.high).float()
+        box = self.low_D + (unit + 1.0) * self.half_D
+        return torch.minimum(torch.maximum(box, self.low_D), self.high_D).float()
 
 
 class Critic(_PPONet):
@@ -406,30 +420,57 @@ def _critic_inputs_tensor(net: NetConfig, spec: GameSpec, obs_BAO: torch.Tensor,
     return torch.cat([base, seat], -1)
 
 
+def _box_value(v: float | tuple[float, ...]) -> float | list[float]:
+    """A box bound as a payload saves it: a number (as every snapshot before per-dimension
+    bounds), or a list of D numbers."""
+    return list(v) if isinstance(v, tuple) else v
+
+
+def _box_array(v: Any, D: Any) -> np.ndarray | None:
+    """``[D]`` float64 values of a box bound read from a file (one finite real number, or a
+    list or tuple of ``D`` of them); None for anything else."""
+    def real(x: Any) -> bool:
+        return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
+
+    if type(D) is not int or D < 1:
+        return None
+    if real(v):
+        return np.full(D, float(v))
+    if isinstance(v, (list, tuple)) and len(v) == D and all(real(x) for x in v):
+        return np.array([float(x) for x in v])
+    return None
+
+
 def _payload_group(g: dict[str, Any], meta: PolicyMeta) -> SeatGroup:
     """A snapshot's seat group, every field untrusted: its kind must be a bool and, for each
     of its seats, the kind and size of the metadata's action space (which selfplay-eval
-    checks against the game); a continuous group's box must be finite numbers with
-    ``low < high``, equal to that space's. Raises a one-line ``PolicyLoadError`` naming the
+    checks against the game); a continuous group's box must be finite numbers (one, or one
+    per dimension) with ``low < high`` in every dimension, equal to that space's (a number
+    and a list of that number agree). Raises a one-line ``PolicyLoadError`` naming the
     field (``load_policy`` adds the file)."""
     where = f"mappo group {g['name']!r:.40}"
     continuous = g.get("continuous", False)  # a discrete group's payload has none
     if type(continuous) is not bool:
         raise PolicyLoadError(f"{where} field 'continuous' is {continuous!r:.40}; accepted: "
                               "true or false")
-    box = {}
+    agents, size = tuple(g["agents"]), g["num_actions"]
+    box: dict[str, float | tuple[float, ...]] = {}
     for field in ("low", "high") if continuous else ():
         if field not in g:
             raise PolicyLoadError(f"{where} field {field!r} is missing")
         v = g[field]
-        if type(v) not in (int, float) or not math.isfinite(v):
+        if type(v) in (int, float) and math.isfinite(v):
+            box[field] = float(v)  # every dimension's (every snapshot before per-dimension ones)
+        elif _box_array(v, size) is not None:
+            box[field] = tuple(float(x) for x in v)
+        else:
             raise PolicyLoadError(f"{where} field {field!r} is {v!r:.40}; accepted: a finite "
-                                  "number")
-        box[field] = float(v)
-    if box and not box["low"] < box["high"]:
+                                  f"number, or {size!r:.20} finite numbers (one per dimension)")
+    width = size if type(size) is int and size >= 1 else 1  # a bad size is named below
+    if box and not np.all(_box_array(box["low"], width) < _box_array(box["high"], width)):
         raise PolicyLoadError(f"{where} fields low={box['low']}, high={box['high']}; accepted: "
-                              "low < high")
-    agents, size = tuple(g["agents"]), g["num_actions"]
+                              "low < high" + (" in every dimension" if any(
+                                  isinstance(v, tuple) for v in box.values()) else ""))
     for a in agents:
         if a not in meta.agents:
             raise PolicyLoadError(f"{where}: agent {a!r:.40} is not one of the policy's seats "
@@ -444,9 +485,10 @@ def _payload_group(g: dict[str, Any], meta: PolicyMeta) -> SeatGroup:
         if continuous and list(sp.get("shape", ())) != [size]:
             raise PolicyLoadError(f"{where} has box width {size!r:.20} but {said} has shape "
                                   f"{tuple(sp.get('shape', ()))}")
-        for field, v in box.items():
+        for field, v in box.items():  # one number and the same number per dimension agree
             m = sp.get(field)
-            if not (isinstance(m, numbers.Real) and not isinstance(m, bool) and float(m) == v):
+            recorded = _box_array(m, size)
+            if recorded is None or not np.array_equal(recorded, _box_array(v, size)):
                 raise PolicyLoadError(f"{where} field {field!r} is {v} but {said} has "
                                       f"{field}={m!r:.40}")
     return SeatGroup(g["name"], agents, tuple(g["cols"]), g["obs_dim"], size, continuous,
@@ -550,8 +592,8 @@ class PPOPolicy(Policy):
             "groups": [
                 {"name": g.name, "agents": list(g.agents), "cols": list(g.cols),
                  "obs_dim": g.obs_dim, "num_actions": g.num_actions,
-                 **({"continuous": True, "low": g.low, "high": g.high} if g.continuous
-                    else {})}  # a discrete group's payload as before
+                 **({"continuous": True, "low": _box_value(g.low), "high": _box_value(g.high)}
+                    if g.continuous else {})}  # a discrete group's payload as before
                 for g in self.groups
             ],
             "node_dim": self.node_dim,

@@ -16,7 +16,8 @@ critic + actor steps, each on its own replay minibatch and followed by the Polya
 (``auto``: ``ceil(copies * train_every / batch_size)``, about one sample per frame played).
 
 * Continuous actions: ``tanh`` outputs in ``[-1, 1]`` (the units the critic sees), Gaussian
-  exploration noise, clipped and mapped affinely into the game's box ``[low, high]``.
+  exploration noise, clipped and mapped affinely into the game's box ``[low, high]`` (each
+  dimension onto its own bounds where the game gives them per dimension).
 * Discrete actions: straight-through Gumbel-softmax (hard one-hot forward, soft gradient);
   critics see one-hot actions; illegal actions get a logit of ``-1e9`` and are never chosen.
 * ``share_parameters``: agents of one role share actor and critic weights (critics also see
@@ -140,8 +141,17 @@ class ActionHead:
 
     discrete: bool
     dims_A: Tensor  # [A] real action width (N or box width) of each slot
-    low_A: Tensor  # [A] box low (continuous)
-    high_A: Tensor  # [A] box high (continuous)
+    low_AD: Tensor  # [A, D] box low per dimension (continuous; -1 past a slot's width)
+    high_AD: Tensor  # [A, D] box high per dimension (continuous; 1 past a slot's width)
+
+    def __post_init__(self) -> None:
+        # [A] bounds (one number per slot, as heads were built before per-dimension boxes)
+        # span every dimension of their slot
+        D = int(self.dims_A.max()) if self.dims_A.numel() else 0
+        for name in ("low_AD", "high_AD"):
+            bound = getattr(self, name)
+            if bound.dim() == 1:
+                object.__setattr__(self, name, bound[:, None].expand(-1, D).clone())
 
     def unit_actions(
         self,
@@ -166,10 +176,11 @@ class ActionHead:
         return act.clamp(-1.0, 1.0).masked_fill(pad, 0.0)
 
     def to_game(self, unit_BAD: Tensor) -> np.ndarray:
-        """Game actions: ``[B, A]`` int ids, or ``[B, A, D]`` float32 inside each box."""
+        """Game actions: ``[B, A]`` int ids, or ``[B, A, D]`` float32 inside each box (each
+        dimension mapped onto its own bounds)."""
         if self.discrete:
             return unit_BAD.argmax(-1).cpu().numpy()
-        low, high = self.low_A[:, None], self.high_A[:, None]
+        low, high = self.low_AD, self.high_AD
         box = low + (unit_BAD + 1.0) * 0.5 * (high - low)
         return torch.minimum(torch.maximum(box, low), high).cpu().numpy().astype(np.float32)
 
@@ -186,13 +197,17 @@ def _head_for(spaces: Sequence[ActionSpace], agents: Sequence[str]) -> tuple[Act
         if not sp.discrete and len(sp.shape) != 1:
             raise ValueError(f"MADDPG needs 1-D action boxes; {a} has shape {sp.shape}")
     dims = [sp.n if discrete else sp.shape[0] for sp in spaces]
+    D = max(dims)
+    low_AD, high_AD = np.full((len(spaces), D), -1.0), np.ones((len(spaces), D))
+    for i, sp in enumerate(spaces if not discrete else ()):
+        low_AD[i, : dims[i]], high_AD[i, : dims[i]] = sp.bounds()  # per dimension
     head = ActionHead(
         discrete,
         torch.tensor(dims),
-        torch.tensor([float(sp.low) for sp in spaces]),
-        torch.tensor([float(sp.high) for sp in spaces]),
+        torch.tensor(low_AD, dtype=torch.float32),
+        torch.tensor(high_AD, dtype=torch.float32),
     )
-    return head, max(dims)
+    return head, D
 
 
 # ---------------------------------------------------------------------------------- policy
@@ -236,8 +251,8 @@ class MADDPGPolicy(Policy):
         head = dataclasses.replace(
             self.head,
             dims_A=self.head.dims_A[i : i + 1],
-            low_A=self.head.low_A[i : i + 1],
-            high_A=self.head.high_A[i : i + 1],
+            low_AD=self.head.low_AD[i : i + 1],
+            high_AD=self.head.high_AD[i : i + 1],
         )
         unit = head.unit_actions(
             out_B1D,
@@ -331,8 +346,8 @@ class MADDPG(Learner):
         self.head = dataclasses.replace(
             head,
             dims_A=head.dims_A.to(self.device),
-            low_A=head.low_A.to(self.device),
-            high_A=head.high_A.to(self.device),
+            low_AD=head.low_AD.to(self.device),
+            high_AD=head.high_AD.to(self.device),
         )
         A, O, S = len(self.agents), self.stack.obs_width, self.stack.state_width
         keys = [spec.agent(a).role if cfg.share_parameters else a for a in self.agents]
@@ -428,10 +443,11 @@ class MADDPG(Learner):
             if self.head.discrete:
                 unit = F.one_hot(act.long().reshape(-1), D).to(unit_BAD.dtype)
             else:
-                low, high = self.head.low_A[i], self.head.high_A[i]
                 box = act.reshape(act.shape[0], -1).to(unit_BAD.dtype)
+                w = box.shape[1]  # [w] bounds of this slot's own dimensions
+                low, high = self.head.low_AD[i, :w], self.head.high_AD[i, :w]
                 unit = torch.zeros_like(unit_BAD[:, i])
-                unit[:, : box.shape[1]] = ((box - low) / (high - low) * 2.0 - 1.0).clamp(-1, 1)
+                unit[:, :w] = ((box - low) / (high - low) * 2.0 - 1.0).clamp(-1, 1)
             unit_BAD[rows, i] = unit[rows]
         self._pending["action"] = unit_BAD
 

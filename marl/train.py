@@ -47,7 +47,8 @@ class RandomPolicy(Policy):
         space = self.meta.action_space(agent)
         B = vs.done.shape[0]
         if not space.discrete:
-            return self.rng.uniform(space.low, space.high, (B, *space.shape)).astype(np.float32)
+            low, high = space.bounds()  # [*shape] each: bounds per dimension
+            return self.rng.uniform(low, high, (B, *space.shape)).astype(np.float32)
         legal = vs.legal[agent] | ~vs.legal[agent].any(1, keepdims=True)
         return (self.rng.random(legal.shape) * legal).argmax(1)
 

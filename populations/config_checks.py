@@ -181,7 +181,7 @@ def check_game_kwargs(name: str, kwargs: Mapping[str, Any]) -> None:
         for agent in game.acting_agents():
             space = game.spec.action_spaces[agent]
             actions[agent] = game.legal_actions(agent)[0] if space.discrete else \
-                np.full(space.shape, (space.low + space.high) / 2, dtype=np.float32)
+                np.mean(space.bounds(), axis=0).astype(np.float32)  # each dimension's middle
         if actions:
             game.step(actions)
     except games.GameCodeError as err:  # the game's own code failed on the user's values
