@@ -45,9 +45,10 @@ def _unit(learner, i: int, action) -> np.ndarray:
     D = learner.head.dims_A.max().item()
     if learner.head.discrete:
         return np.eye(D)[int(action)]
-    low, high = float(learner.head.low_A[i]), float(learner.head.high_A[i])
-    out = np.zeros(D)
     box = np.asarray(action, float)
+    low = learner.head.low_AD[i, : box.size].double().numpy()
+    high = learner.head.high_AD[i, : box.size].double().numpy()
+    out = np.zeros(D)
     out[: box.size] = np.clip((box - low) / (high - low) * 2 - 1, -1, 1)
     return out
 
