@@ -61,7 +61,12 @@ the second's last result at 1,082 s; test_mappo's GNN learning test (124-316 s) 
 benchmark and test_mappo (~100 s left: its MLP and IPPO learning tests) came over. The
 official CI run at de384d1 (idle): this lane's own tests 1,009 s, the second's last result at
 776 s; tests/llm_agents/test_learning.py (its three seed-0 learning tests ~270 s of 2,212 in a
-loaded run at 35f0808, so ~120 s idle) came over to even them (~890 s each, estimated)."""
+loaded run at 35f0808, so ~120 s idle) came over to even them (~890 s each, estimated). In
+walk 25's fresh-clone run (3,078 s, the machine ~3x loaded throughout): this lane's own tests
+3,031 s, the second's last result at 2,767 s; then MADDPG's Gumbel and QMIX's spread learning
+tests (244 s of this lane there) became benchmarks and test_mappo's MLP test trains 50k
+frames instead of 60k (~16 s of the second's), leaving ~2,790 s here against ~2,750 s there
+(estimated), so no module moved."""
 
 SWITCH = "SELFPLAY_TEST_LANES"  # "0": one process
 WORKER = "SELFPLAY_TEST_LANE_WORKER"  # set in the worker: its folder (node ids, results)
