@@ -1010,27 +1010,31 @@ def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[st
             f"population=none runs); this run trains {where}", *unread]
 
 
-PSRO_KEYS = ("iterations", "oracle", "oracle_frames", "psro")
-"""``population.*`` settings PSRO reads; a league reads the others (``kind``: both)."""
+READERS = {"iterations": ("psro",), "oracle": ("psro",), "oracle_frames": ("psro",),
+           "psro": ("psro",), "keep_checkpoints": ("league", "none")}
+"""The population kinds that read a ``population.*`` setting, where not a league alone
+(``kind``: all). ``keep_checkpoints`` sizes a league's and a single run's checkpoints; PSRO
+keeps none (it resumes from its database)."""
 
 
 def _unread_population_keys(exp: ExperimentConfig, overrides: Sequence[str]) -> list[str]:
     """A warning per ``population.<key>=`` on the command line that this run's kind does not
-    read, naming the kind that does: ``population.generations=4`` in a single run
-    (``population=none``) was ignored without a word, as ``population.iterations=`` in a
-    league and ``population.generations=`` in PSRO."""
+    read, naming the kinds that do (:data:`READERS`): ``population.generations=4`` in a
+    single run (``population=none``) was ignored without a word, as ``population.iterations=``
+    in a league and ``population.generations=`` in PSRO."""
     kind = exp.population.kind
     notes = []
     for o in overrides:
         key = o.split("=", 1)[0].lstrip("+")
         if "=" not in o or not key.startswith("population.") or key == "population.kind":
             continue
-        reader = "psro" if key.split(".")[1] in PSRO_KEYS else "league"
-        if reader != kind:
-            presets = _population_presets().get(reader)
-            how = f" ({', '.join(f'population={p}' for p in presets)})" if presets else ""
+        readers = READERS.get(key.split(".")[1], ("league",))
+        if kind not in readers:
+            presets = [f"population={p}" for r in readers for p in _population_presets().get(r, [])]
+            how = f" ({', '.join(presets)})" if presets else ""
+            who = " or ".join(f"population.kind={r}" for r in readers)
             notes.append(f"{o.lstrip('+')} is not used with population.kind={kind}: only "
-                         f"population.kind={reader} reads it{how}")
+                         f"{who} reads it{how}")
     return notes
 
 
