@@ -142,10 +142,9 @@ class PopulationConfig:
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
             raise ValueError(f"keep_checkpoints={keep!r}; expected an integer >= 1 (the newest "
                              "checkpoints kept on disk)")
-        # PSROConfig checks its names; its counts are sizes the run reads (0 episodes per entry
-        # failed with a traceback after the run folder, a negative count with numpy's words)
-        for name in ("episodes_per_entry", "num_envs"):
-            check_number(f"population.psro.{name}", getattr(self.psro, name), **COUNT)
+        # PSROConfig checks its names and episodes_per_entry; its copies are a size the run
+        # reads (a negative count failed with numpy's words after the run folder)
+        check_number("population.psro.num_envs", self.psro.num_envs, **COUNT)
         specs = parse_members(self.members)  # names and shapes: no torch
         # last: the registry knows the learners once torch and their modules are imported
         from marl import registry

@@ -260,8 +260,8 @@ def sampling(estimator: PayoffEstimator, blocks: Sequence[Sequence[np.ndarray]],
                             "again", desc, done[0], entries)
                 stop_now()
 
-        estimator.on_entries = sampled
+        before, estimator.on_entries = estimator.on_entries, sampled
         try:
             yield
         finally:
-            estimator.on_entries = None
+            estimator.on_entries = before
