@@ -24,6 +24,7 @@ import torch
 from marl.core import CheckpointError, check_tensors
 from marl.fileio import atomic_write, check_torch_zip, read_regular
 from populations.db import refuse_link
+from populations.experiment_config import KEEP_CHECKPOINTS
 
 log = logging.getLogger(__name__)
 _CKPT = re.compile(r"^ckpt_(\d+)\.pt$")
@@ -48,7 +49,8 @@ def _threads_file(path: Path) -> Path:
     return path.with_name(path.name + ".threads")
 
 
-def save_checkpoint(folder: str | Path, step: int, state: dict[str, Any], keep: int = 3,
+def save_checkpoint(folder: str | Path, step: int, state: dict[str, Any],
+                    keep: int = KEEP_CHECKPOINTS,
                     torch_threads: int | None = None) -> Path:
     """Write ``state`` as checkpoint ``step`` with its hash; delete all but the newest
     ``keep``. The hash is written after the file: a kill in between leaves either the

@@ -63,6 +63,7 @@ from populations.config_checks import (
 from populations.db import LeagueDB
 from populations.experiment_config import (  # torch-free: checked before torch loads
     EXPLOITER,  # noqa: F401 - re-exported
+    KEEP_CHECKPOINTS,
     MODES,  # noqa: F401 - re-exported: its old home
     ExploitEvery,  # noqa: F401 - re-exported
     PopulationConfig,
@@ -801,7 +802,7 @@ class _Checkpoints:
     atomically with a hash (populations.checkpoint), at most every ``every_s`` seconds."""
 
     def __init__(self, run_dir: Path, every_s: float, learner: Any, threads: int,
-                 keep: int = 3) -> None:
+                 keep: int = KEEP_CHECKPOINTS) -> None:
         self.folder, self.every_s, self.learner = run_dir / CHECKPOINTS, every_s, learner
         self.keep = keep  # population.keep_checkpoints: the newest kept on disk
         self.threads = threads  # torch_threads: recorded with each checkpoint

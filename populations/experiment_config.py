@@ -21,6 +21,17 @@ if TYPE_CHECKING:
     from populations.approx_exploit import ApproxConfig
 
 MODES = ("none", "league", "psro")
+KEEP_CHECKPOINTS = 3
+"""The newest checkpoints a league or a single run keeps on disk, by default
+(``population.keep_checkpoints``, the league CLI's ``--keep-checkpoints``)."""
+
+
+def check_keep_checkpoints(keep: Any) -> None:
+    """Refuse, in one line, a ``keep_checkpoints`` that is not an integer >= 1: 0 deleted each
+    checkpoint as it was written, and 2.5 or True broke the first save's pruning."""
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+        raise ValueError(f"keep_checkpoints={keep!r}; expected an integer >= 1 (the newest "
+                         "checkpoints kept on disk)")
 
 
 def check_copies(num_envs: int, game: Any, key: str = "num_envs") -> None:
@@ -113,8 +124,9 @@ class PopulationConfig:
     exploiter_reset_win_rate: float = 0.7  # league, mappo_exploiter: restart after this
     # win rate against the main member's newest snapshot
     matchmaking: MatchmakingConfig = field(default_factory=MatchmakingConfig)
-    keep_checkpoints: int = 3  # league and none: newest checkpoints kept on disk (a league's
-    # with replay buffers can be hundreds of MB each); PSRO keeps none (it resumes from league.db)
+    keep_checkpoints: int = KEEP_CHECKPOINTS  # league and none: newest checkpoints kept on
+    # disk (a league's with replay buffers can be hundreds of MB each); PSRO keeps none (it
+    # resumes from league.db)
     iterations: int = 20  # psro: iterations
     oracle: str = "exact"  # psro: auto (exact where it can be computed, else rl) | exact |
     # rl (MAPPO, local critics, default settings) | a
@@ -137,11 +149,7 @@ class PopulationConfig:
         # a win rate is in [0, 1] and the exploiter restarts at rate >= this: 2 never restarted
         # it, 0 restarted it after every generation (NaN: never), with no word either way
         check_number("exploiter_reset_win_rate", self.exploiter_reset_win_rate, **RATE)
-        # 0 deleted each checkpoint as it was written (refused by the league after the folder)
-        keep = self.keep_checkpoints
-        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
-            raise ValueError(f"keep_checkpoints={keep!r}; expected an integer >= 1 (the newest "
-                             "checkpoints kept on disk)")
+        check_keep_checkpoints(self.keep_checkpoints)  # before the run folder is made
         # PSROConfig checks its names and episodes_per_entry; its copies are a size the run
         # reads (a negative count failed with numpy's words after the run folder)
         check_number("population.psro.num_envs", self.psro.num_envs, **COUNT)

@@ -79,7 +79,7 @@ from populations.checkpoint import (
 )
 from populations.db import LeagueDB
 from populations.evaluation import Standings, evaluate_pairs, pfsp_win_rates, win_rates
-from populations.experiment_config import check_copies
+from populations.experiment_config import KEEP_CHECKPOINTS, check_copies, check_keep_checkpoints
 from populations.learner_actors import (
     LearnerJob,
     LearnerPool,
@@ -156,7 +156,7 @@ class LeagueConfig:
     max_learner_restarts: int = 2  # ray: a dead learner actor is replaced this often per job
     sync: bool = True  # ray: members wait for each other each generation (False: a member
     # that finishes publishes, is evaluated and trains on at once; see League._run_async)
-    keep_checkpoints: int = 3  # newest checkpoints kept on disk
+    keep_checkpoints: int = KEEP_CHECKPOINTS  # newest checkpoints kept on disk
     seed: int = 0
     device: str = "cpu"
     torch_threads: int = 1  # intra-op threads (small networks are fastest on one)
@@ -164,11 +164,10 @@ class LeagueConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.opponent_prob <= 1.0:
             raise ValueError(f"opponent_prob={self.opponent_prob!r}; expected a value in [0, 1]")
-        # keep_checkpoints=0 deleted each checkpoint as it was written
-        for name in ("generations", "frames_per_generation", "num_envs", "eval_episodes",
-                     "keep_checkpoints"):
+        for name in ("generations", "frames_per_generation", "num_envs", "eval_episodes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
+        check_keep_checkpoints(self.keep_checkpoints)  # as population.keep_checkpoints
         if self.runner not in ("local", "ray"):
             raise ValueError(f"runner {self.runner!r} unknown; choose one of ['local', 'ray']")
         if self.num_envs > BLOCK:  # the game is built only then: a stepped one is refused
