@@ -292,8 +292,8 @@ def refusal(name: str, spec: GameSpec, config: Any = None,
         e, spec, config if e.section == entry.section else None, text_views) is None)
     # the section's own algos once its setting is changed (encoder=gnn_gru on kuhn: mappo and
     # ippo play it with an mlp encoder), said apart: as set, they fail the same way
-    same = [n for n, e in entries().items() if config is not None and entry.section and
-            e.section == entry.section and _problem(e, spec, None, text_views) is None]
+    same = sorted(n for n, e in entries().items() if config is not None and entry.section and
+                  e.section == entry.section and _problem(e, spec, None, text_views) is None)
     note = f" ({' and '.join(same)} play it with {entry.section}.* at its defaults)" if same else ""
     return Refusal(name, spec.name, problem, note, others)
 

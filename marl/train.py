@@ -233,10 +233,13 @@ class ReadyWatch:
 
 
 def _registered_name(cls: type) -> str:
-    """The algo name ``cls`` is registered as in :mod:`marl.registry` ('' if none)."""
+    """The algo names ``cls`` itself (not a subclass) is registered as in
+    :mod:`marl.registry`, sorted and joined by ``or`` ('' if none): a class registered under
+    several names (``MAPPO``: ``ippo or mappo``) is not told which of them the run chose, and
+    the first in registration order depended on the modules imported first."""
     from marl import registry  # the error's path only: it loads the built-in learners
 
-    return next((n for n, e in registry.entries().items() if e.cls is cls), "")
+    return " or ".join(sorted(n for n, e in registry.entries().items() if e.cls is cls))
 
 
 def rollout_frames(learner: Learner, num_envs: int) -> int:

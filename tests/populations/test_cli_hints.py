@@ -247,9 +247,9 @@ def test_a_graph_encoder_on_a_graphless_game_names_the_encoder_that_plays_it():
     with pytest.raises(IncompatibleError) as err:
         check_compatible("mappo", kuhn, gnn_gru)
     msg = str(err.value)
-    assert "use encoder=mlp_gru (mappo and ippo play it with mappo.* at its defaults); " \
+    assert "use encoder=mlp_gru (ippo and mappo play it with mappo.* at its defaults); " \
            "algos that play it: [" in msg, msg
     check_compatible("mappo", kuhn, MAPPOConfig(net=NetConfig(encoder="mlp", recurrent=True)))
     plain = MAPPOConfig(net=NetConfig(encoder="gnn", critic="gnn"))
-    with pytest.raises(IncompatibleError, match=r"use encoder=mlp \(mappo and ippo"):
+    with pytest.raises(IncompatibleError, match=r"use encoder=mlp \(ippo and mappo"):
         check_compatible("ippo", kuhn, plain)

@@ -201,7 +201,7 @@ def test_the_rl_oracle_and_ippo_responses_play_continuous_actions():
     check_response_algo(spec, ApproxConfig(), "population.exploit.algo")  # ippo, its default
     with pytest.raises(ValueError) as err:
         check_response_algo(spec, ApproxConfig(algo="vdn"))
-    assert str(err.value).endswith("; use one of ['mappo', 'ippo', 'maddpg']")
+    assert str(err.value).endswith("; use one of ['ippo', 'maddpg', 'mappo']")
 
 
 def test_psro_oracle_refusals_name_the_setting_and_only_oracles_that_play_the_game(
