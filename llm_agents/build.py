@@ -51,6 +51,8 @@ from llm_agents.settings import (  # noqa: F401 - LLMConfig's old home: re-expor
     LoRAConfig,
     TinyModelConfig,
     check_backend_here,
+    check_model_folder,
+    model_path,
 )
 from llm_agents.team import Team
 from llm_agents.tiny import (
@@ -113,13 +115,9 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
 
     dtype = cfg.torch_dtype(resolve_device(cfg.grpo.device))
     folder = Path(cfg.model).expanduser()
-    local = cfg.model.startswith(("/", ".", "~")) or folder.is_dir()  # a path, not a hub name
+    local = model_path(cfg.model)  # a path, not a hub name
     if local:
-        why = ("no such directory" if not folder.is_dir() else  # not "Repo id must be..."
-               "no config.json in it" if not (folder / "config.json").is_file() else None)
-        if why:  # a folder without a model gave "Couldn't instantiate the backend tokenizer"
-            raise ValueError(f"llm.model={cfg.model!r} could not be loaded ({why}); give "
-                             "'tiny', a local model directory or a hub name available here")
+        check_model_folder(cfg.model)  # as LLMConfig did: the folder may have gone since
         _check_json_files(cfg.model, folder)
         _refuse(cfg.model, causal_problem(*config_architectures(folder / "config.json")))
 

@@ -303,10 +303,8 @@ class LLMConfig:
                              "(llm=tiny builds one)")
         if self.dtype not in DTYPES:
             raise ValueError(f"llm dtype {self.dtype!r} unknown; choose one of {list(DTYPES)}")
-        why = missing_model_folder(self.model)
-        if why:  # refused by the loader after the run folder and torch (37-65 s under load)
-            raise ValueError(f"llm.model={self.model!r} could not be loaded ({why}); give "
-                             "'tiny', a local model directory or a hub name available here")
+        # refused by the loader after the run folder and torch (37-65 s under load)
+        check_model_folder(self.model)
 
     def torch_dtype(self, device: str | torch.device) -> torch.dtype:
         """The weights' dtype on ``device`` (``auto``: see :mod:`llm_agents.build`)."""
@@ -319,22 +317,37 @@ class LLMConfig:
         return torch.bfloat16 if bf16 and self.lora.r > 0 else torch.float32
 
 
-def missing_model_folder(model: str) -> str | None:
-    """Why ``model``, written as a local path, names no model folder (None: it does, or it
-    is ``tiny``, Hydra's ``???`` or a hub name, which the loader looks up): the loader's own
-    test of a path (:func:`llm_agents.build._load`: it starts with ``/``, ``.`` or ``~``, or
-    is a folder here), made without torch so that ``selfplay-train`` refuses it before the run
-    folder. ``org/name`` that is no folder here stays a hub name."""
+def model_path(model: str) -> bool:
+    """Whether the loader takes ``model`` as a local path (it starts with ``/``, ``.`` or
+    ``~``, or is a folder here), not a hub name: ``org/name`` that is no folder here stays a
+    hub name."""
     from pathlib import Path
 
-    if model in ("tiny", "???", ""):
+    return model.startswith(("/", ".", "~")) or Path(model).expanduser().is_dir()
+
+
+def missing_model_folder(model: str) -> str | None:
+    """Why ``model``, written as a local path (:func:`model_path`), names no model folder
+    (None: it does, or it is ``tiny``, Hydra's ``???`` or a hub name, which the loader looks
+    up), without torch, so that ``selfplay-train`` refuses it before the run folder."""
+    from pathlib import Path
+
+    if model in ("tiny", "???", "") or not model_path(model):
         return None
     folder = Path(model).expanduser()
-    if not (model.startswith(("/", ".", "~")) or folder.is_dir()):
-        return None
     if not folder.is_dir():
         return "no such directory"
     return None if (folder / "config.json").is_file() else "no config.json in it"
+
+
+def check_model_folder(model: str) -> None:
+    """Refuse, in one line, a ``model`` written as a path that names no model folder
+    (:func:`missing_model_folder`): :class:`LLMConfig` before the run, the loader
+    (:func:`llm_agents.build._load`) again, as the folder may have gone since."""
+    why = missing_model_folder(model)
+    if why:  # a folder without a model gave "Couldn't instantiate the backend tokenizer"
+        raise ValueError(f"llm.model={model!r} could not be loaded ({why}); give 'tiny', a "
+                         "local model directory or a hub name available here")
 
 
 def backend_unavailable(backend: str) -> str | None:
