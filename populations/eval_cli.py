@@ -523,7 +523,7 @@ def _round_robin(db: Any, run_id: int, runner: Any, spec: Any, args: argparse.Na
     size = 2 * len(getattr(runner, "workers", ())) or 1
     with tqdm(total=len(pairs), desc="selfplay-eval round robin", unit="pair", leave=False,
               disable=not (pairs and sys.stderr.isatty()), dynamic_ncols=True,
-              file=sys.stderr) as bar:
+              file=sys.stderr, smoothing=0) as bar:  # the overall rate, as every other bar
         evaluate_pairs(db, run_id, runner, spec, args.game, kwargs, pairs, args.episodes,
                        args.seed, "rr", batch=size, tick=lambda done: bar.update(done - bar.n))
     recompute(db, run_id, step=0)

@@ -78,7 +78,7 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
     vs = vg.reset()
     rows: list[MatchRow] = []
     bar = tqdm(total=cfg.eval_episodes, disable=not cfg.progress, unit="episode",
-               desc="evaluation", dynamic_ncols=True)
+               desc="evaluation", dynamic_ncols=True, smoothing=0)  # the overall rate
     while len(rows) < cfg.eval_episodes:
         vs = vg.step({a: p.act(a, vs, greedy=greedy) for a, p in seats.items()})
         check_episode_lengths(vs, spec, "evaluation")
