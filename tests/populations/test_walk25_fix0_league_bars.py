@@ -5,23 +5,13 @@ between the fast steps and the pauses of each update."""
 
 from __future__ import annotations
 
-import io
-
 import populations.league as league_module
 from populations.league import League
 from tests.populations.test_league import _kuhn
 
 
-def test_league_bars_show_the_overall_rate(tmp_path, monkeypatch):
-    made = []
-
-    class Recorded(league_module.tqdm):  # the real bar, written to a string
-        def __init__(self, *args, **kwargs):
-            kwargs.update(file=io.StringIO())
-            super().__init__(*args, **kwargs)
-            made.append(self)
-
-    monkeypatch.setattr(league_module, "tqdm", Recorded)
+def test_league_bars_show_the_overall_rate(tmp_path, recorded_bars):
+    made = recorded_bars(league_module)
     league = League(_kuhn(generations=1, frames_per_generation=8, num_envs=1),
                     tmp_path / "run", progress=True)
     try:

@@ -7,7 +7,6 @@ run."""
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import signal
@@ -29,18 +28,8 @@ KUHN = "openspiel/kuhn_poker"
 
 
 @pytest.fixture
-def bars(monkeypatch):
-    made = []
-
-    class Recorded(payoffs_module.tqdm):  # the real bar, written to a string
-        def __init__(self, *args, **kwargs):
-            kwargs.update(file=io.StringIO())
-            self.text = kwargs["file"]
-            super().__init__(*args, **kwargs)
-            made.append(self)
-
-    monkeypatch.setattr(payoffs_module, "tqdm", Recorded)
-    return made
+def bars(recorded_bars):
+    return recorded_bars(payoffs_module)
 
 
 def test_psro_shows_a_bar_of_its_sampled_payoff_episodes(bars):

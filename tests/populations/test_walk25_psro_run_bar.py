@@ -4,8 +4,6 @@ of :class:`populations.psro.PSRO` when ``progress=true``: the run built its PSRO
 
 from __future__ import annotations
 
-import io
-
 import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
@@ -16,17 +14,8 @@ from populations.experiment import run_experiment
 
 
 @pytest.fixture
-def bars(monkeypatch):
-    made = []
-
-    class Recorded(payoffs_module.tqdm):  # the real bar, written to a string
-        def __init__(self, *args, **kwargs):
-            kwargs.update(file=io.StringIO())
-            super().__init__(*args, **kwargs)
-            made.append(self)
-
-    monkeypatch.setattr(payoffs_module, "tqdm", Recorded)
-    return made
+def bars(recorded_bars):
+    return recorded_bars(payoffs_module)
 
 
 @pytest.mark.parametrize("progress", [True, False])

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -60,14 +61,19 @@ def test_keep_checkpoints_zero_is_one_line_before_the_folder(tmp_path, monkeypat
     assert not run.exists()
 
 
-def test_keep_checkpoints_reaches_the_league_and_may_change_on_resume():
-    from populations.cli import to_experiment
-    from populations.experiment import RESUME_MAY_CHANGE, _league_config
-
-    exp = to_experiment(_compose(["population=self_play", "game=kuhn",
-                                  "population.keep_checkpoints=5"]))
-    assert _league_config(exp).keep_checkpoints == 5
-    assert "population.keep_checkpoints" in RESUME_MAY_CHANGE
+def test_keep_checkpoints_reaches_the_league_and_may_change_on_resume(tmp_path, monkeypatch):
+    run = tmp_path / "r"
+    league = ["population=self_play", "game=kuhn", "population.frames_per_generation=16",
+              "num_envs=4", "mappo.rollout_steps=4", "mappo.epochs=1", "mappo.minibatches=1",
+              "eval_episodes=1", "progress=false", "logger=csv", f"hydra.run.dir={run}"]
+    _train([*league, "population.generations=3", "population.keep_checkpoints=3"],
+           monkeypatch, tmp_path)
+    assert len(list((run / "checkpoints").glob("ckpt_*.pt"))) == 3
+    _train([*league, "population.generations=4", "population.keep_checkpoints=1",
+            "resume=true"], monkeypatch, tmp_path)
+    assert len(list((run / "checkpoints").glob("ckpt_*.pt"))) == 1
+    with sqlite3.connect(run / "league.db") as db:  # the resume trained generation 4
+        assert db.execute("SELECT MAX(version) FROM snapshots").fetchone() == (4,)
 
 
 def test_keep_checkpoints_holds_for_a_single_run(tmp_path, monkeypatch):
