@@ -306,6 +306,19 @@ class LLMConfig:
         # refused by the loader after the run folder and torch (37-65 s under load)
         check_model_folder(self.model)
 
+    def check_nash_conv(self) -> None:
+        """Refuse, in the action mode's own line, a team whose NashConv (a league's
+        ``population.nash_conv``) cannot be scored: generate mode with
+        ``llm.grpo.action.policy_samples=0`` asks for no estimate of the action
+        probabilities. Before, the first snapshot's NashConv refused it, after the models were
+        built and generation 0 trained (~20 s to a minute in)."""
+        from llm_agents.actions import GenerateMode, make_mode
+
+        action = self.grpo.action
+        mode = make_mode(action)
+        if isinstance(mode, GenerateMode) and action.policy_samples == 0:
+            mode.probabilities(None, [])  # type: ignore[arg-type] - refuses before generating
+
     def torch_dtype(self, device: str | torch.device) -> torch.dtype:
         """The weights' dtype on ``device`` (``auto``: see :mod:`llm_agents.build`)."""
         import torch

@@ -255,23 +255,10 @@ def check_experiment(cfg: ExperimentConfig) -> None:
                 raise ValueError(_member_refusal(cfg, game.spec, spec, entry, found, text_views)
                                  if spec.changes else found.line())
             if cfg.population.nash_conv and isinstance(config, LLMConfig):
-                check_llm_nash_conv(config)
+                config.check_nash_conv()
         return
     registry.check_compatible(cfg.algo, game.spec, settings(cfg, registry.get(cfg.algo)),
                               text_views)
-
-
-def check_llm_nash_conv(config: LLMConfig) -> None:
-    """Refuse, in the action mode's own line, LLM teams whose NashConv (``population.nash_conv``)
-    cannot be scored: generate mode with ``llm.grpo.action.policy_samples=0`` asks for no
-    estimate of the action probabilities. Before, the first snapshot's NashConv refused it,
-    after the models were built and generation 0 trained (~20 s to a minute in)."""
-    from llm_agents.actions import GenerateMode, make_mode
-
-    action = config.grpo.action
-    mode = make_mode(action)
-    if isinstance(mode, GenerateMode) and action.policy_samples == 0:
-        mode.probabilities(None, [])  # type: ignore[arg-type] - refuses before any generation
 
 
 def _member_refusal(cfg: ExperimentConfig, game: games.GameSpec, spec: MemberSpec,

@@ -11,7 +11,6 @@ import dataclasses
 import pytest
 
 from llm_agents.settings import ActionConfig, GRPOConfig, LLMConfig
-from populations.experiment import check_llm_nash_conv
 from tests.populations.test_exact_info_state_guarded import _one_line_exit
 
 LINE = ("selfplay-train: action probabilities in generate mode are not exact and "
@@ -60,9 +59,9 @@ def _llm(mode: str, samples: int) -> LLMConfig:
 
 @pytest.mark.parametrize("mode, samples", [("generate", 4), ("score", 0), ("score", 4)])
 def test_what_can_be_scored_passes(mode, samples):
-    check_llm_nash_conv(_llm(mode, samples))
+    _llm(mode, samples).check_nash_conv()
 
 
 def test_generate_without_samples_is_refused():
     with pytest.raises(ValueError, match="policy_samples=0 asks for no estimate"):
-        check_llm_nash_conv(_llm("generate", 0))
+        _llm("generate", 0).check_nash_conv()
