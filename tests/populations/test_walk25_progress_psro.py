@@ -13,16 +13,14 @@ import signal
 import sqlite3
 
 import pytest
-from hydra import compose, initialize_config_module
-from omegaconf import OmegaConf
 
 import populations.cli  # noqa: F401  (registers the schema)
 import populations.payoffs as payoffs_module
 from marl.train import RandomPolicy
 from populations import run_folder
-from populations.experiment import run_experiment
 from populations.payoffs import SampledPayoffs, sampling
 from populations.psro import PSRO, ExactBestResponse, Member, PSROConfig, new_entry_blocks
+from tests.populations import test_psro_resume as psro_resume
 
 KUHN = "openspiel/kuhn_poker"
 
@@ -68,36 +66,26 @@ def test_played_entries_advance_the_bar_one_entry_at_a_time(bars):
     assert seen == [4, 8, 12] and bars[0].total == 12
 
 
-BASE = ["experiment=kuhn_psro", "eval_episodes=2", "progress=false", "logger=none",
-        "population.psro.payoffs=sampled", "population.psro.episodes_per_entry=20",
-        "population.psro.meta_solver=nash", "population.psro.response_target=meta"]
+SAMPLED = ("population.psro.payoffs=sampled", "population.psro.episodes_per_entry=20",
+           "population.psro.meta_solver=nash", "population.psro.response_target=meta")
 
 
 def _run(run_dir, resume=False):
-    overrides = [*BASE, "population.iterations=2", f"resume={str(resume).lower()}"]
-    with initialize_config_module(config_module="configs", version_base=None):
-        exp = OmegaConf.to_object(compose(config_name="config", overrides=overrides))
-    return run_experiment(exp, run_dir)
+    return psro_resume._run(run_dir, 2, resume=resume, extra=SAMPLED)
 
 
 def _state(db_path):
+    """test_psro_resume's records of a run, with its payoff table."""
     db = sqlite3.connect(db_path)
     try:
-        return {
-            "snapshots": sorted(db.execute(
-                "SELECT m.name, s.version FROM snapshots s JOIN members m ON s.member_id = m.id"
-            ).fetchall()),
-            "iterations": [(i, round(n, 12)) for i, n in db.execute(
-                "SELECT iteration, nash_conv FROM psro_iterations ORDER BY iteration")],
-            "payoffs": sorted(db.execute(
-                "SELECT mr.name, mc.name, p.value, p.count FROM payoffs p "
-                "JOIN snapshots r ON p.row_snapshot = r.id JOIN members mr ON r.member_id = mr.id "
-                "JOIN snapshots c ON p.col_snapshot = c.id JOIN members mc ON c.member_id = mc.id"
-            ).fetchall()),
-            "matches": sorted(db.execute("SELECT key, returns FROM matches").fetchall()),
-        }
+        payoffs = sorted(db.execute(
+            "SELECT mr.name, mc.name, p.value, p.count FROM payoffs p "
+            "JOIN snapshots r ON p.row_snapshot = r.id JOIN members mr ON r.member_id = mr.id "
+            "JOIN snapshots c ON p.col_snapshot = c.id JOIN members mc ON c.member_id = mc.id"
+        ).fetchall())
     finally:
         db.close()
+    return {**psro_resume._state(db_path), "payoffs": payoffs}
 
 
 def test_sigterm_in_the_last_iterations_payoffs_stops_between_entries(tmp_path, monkeypatch,
