@@ -102,15 +102,17 @@ def _compose(overrides):
         return OmegaConf.to_object(compose(config_name="config", overrides=overrides))
 
 
-def test_real_model_preset_is_not_the_tiny_models():
-    hf = _compose(["experiment=kuhn_llm_selfplay", "llm=hf", "llm.model=/models/x"]).llm
+def test_real_model_preset_is_not_the_tiny_models(tmp_path):
+    (tmp_path / "config.json").write_text("{}")  # a model folder's path (LLMConfig checks it)
+    hf = _compose(["experiment=kuhn_llm_selfplay", "llm=hf", f"llm.model={tmp_path}"]).llm
     assert 1e-6 <= hf.grpo.lr <= 1e-5 and hf.grpo.ent_coef == 0.0
     assert hf.gradient_checkpointing and hf.dtype == "auto"
     assert hf.grpo.action.mode == "generate" and "</action>" in hf.grpo.action.sampling.stop
     assert 128 <= hf.grpo.action.sampling.max_new_tokens <= 512
     prompt = dataclasses.asdict(hf.grpo.prompt)
     assert prompt == dataclasses.asdict(REAL_MODEL_PROMPT)
-    lora = _compose(["experiment=kuhn_llm_selfplay", "llm=hf", "llm.model=/m", "llm.lora.r=16"])
+    lora = _compose(["experiment=kuhn_llm_selfplay", "llm=hf", f"llm.model={tmp_path}",
+                     "llm.lora.r=16"])
     assert lora.llm.lora.r == 16
     tiny = _compose(["experiment=kuhn_llm_selfplay"]).llm  # the tiny tuning stays the default
     assert tiny.model == "tiny" and tiny.grpo.lr == 6e-4 and tiny.grpo.ent_coef == 0.2

@@ -70,9 +70,17 @@ def test_response_prefix_with_the_games_own_parser():
     assert req.parse("Check</action>") is None
 
 
-def test_smollm2_preset_composes_over_hf():
-    cfg = load_llm_preset("smollm2_kuhn", model="/some/model")
-    assert cfg.model == "/some/model" and cfg.backend == "transformers"
+def _model_folder(tmp_path):
+    """A folder an ``llm.model`` path may name (``LLMConfig`` refuses a path with no model
+    folder there, before the run): composing the preset needs no weights."""
+    (tmp_path / "config.json").write_text("{}")
+    return str(tmp_path)
+
+
+def test_smollm2_preset_composes_over_hf(tmp_path):
+    model = _model_folder(tmp_path)
+    cfg = load_llm_preset("smollm2_kuhn", model=model)
+    assert cfg.model == model and cfg.backend == "transformers"
     assert cfg.lora.r == 0 and cfg.lora.alpha == 32  # from hf.yaml
     assert cfg.grpo.lr == 1e-5 and cfg.grpo.ent_coef == 0.0
     assert cfg.grpo.action.mode == "generate" and cfg.grpo.action.on_invalid == "end"
@@ -81,17 +89,18 @@ def test_smollm2_preset_composes_over_hf():
         load_llm_preset("nope")
 
 
-def test_hydra_composes_the_preset_as_load_llm_preset_does():
+def test_hydra_composes_the_preset_as_load_llm_preset_does(tmp_path):
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
     import populations.cli  # noqa: F401  (registers the schema)
 
+    model = _model_folder(tmp_path)
     with initialize_config_module(config_module="configs", version_base=None):
         exp = OmegaConf.to_object(compose(config_name="config", overrides=[
-            "experiment=kuhn_llm_selfplay", "llm=smollm2_kuhn", "llm.model=/some/model"]))
+            "experiment=kuhn_llm_selfplay", "llm=smollm2_kuhn", f"llm.model={model}"]))
     assert exp.llm.iterations == 50  # the experiment's own setting
-    assert exp.llm == load_llm_preset("smollm2_kuhn", model="/some/model", iterations=50)
+    assert exp.llm == load_llm_preset("smollm2_kuhn", model=model, iterations=50)
 
 
 def test_missing_package_is_one_line_with_the_install_command(monkeypatch):
