@@ -47,6 +47,8 @@ SECOND_LANE = (
     "tests/populations/test_run_folder.py",
     "tests/marl/test_mappo.py",
     "tests/llm_agents/test_learning.py",
+    "tests/populations/test_walk25_progress_bars.py",
+    "tests/marl/test_maddpg.py",
 )
 """Modules (paths from the repository root) the second process runs, in this order: every
 module that starts Ray, and test_cli (mostly ``selfplay-train`` child processes),
@@ -66,7 +68,9 @@ walk 25's fresh-clone run (3,078 s, the machine ~3x loaded throughout): this lan
 3,031 s, the second's last result at 2,767 s; then MADDPG's Gumbel and QMIX's spread learning
 tests (244 s of this lane there) became benchmarks and test_mappo's MLP test trains 50k
 frames instead of 60k (~16 s of the second's), leaving ~2,790 s here against ~2,750 s there
-(estimated), so no module moved."""
+(estimated), so no module moved. The fresh-clone run at 45ec473 (idle): this lane's own
+tests 1,077 s, the second's last result at 978 s; test_walk25_progress_bars (it starts Ray:
+two Ray instances at once) and test_maddpg (~45 s) came over."""
 
 SWITCH = "SELFPLAY_TEST_LANES"  # "0": one process
 WORKER = "SELFPLAY_TEST_LANE_WORKER"  # set in the worker: its folder (node ids, results)
