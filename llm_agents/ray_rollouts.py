@@ -56,6 +56,7 @@ from games.registry import IMPORTS_ENV
 from llm_agents.lora import is_lora
 from llm_agents.rollout import EpisodeJob, RolloutBatch, RolloutEngine, merge_batches
 from llm_agents.team import Team, TeamModel, backend_for
+from marl.configs import COUNT, check_number
 from marl.core import (
     Policy,
     derive_seed,
@@ -88,10 +89,8 @@ class RolloutWorkersConfig:
         if self.kind not in KINDS:
             raise ValueError(f"rollout workers kind {self.kind!r} unknown; choose one of "
                              f"{list(KINDS)}")
-        for name in ("workers", "groups_per_shard", "torch_threads"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"rollout {name}={getattr(self, name)!r}; expected an "
-                                 "integer >= 1")
+        for name in ("workers", "groups_per_shard", "torch_threads"):  # 2.5 and True too
+            check_number(f"rollout {name}", getattr(self, name), **COUNT)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from llm_agents.prompts import PromptConfig
 from marl.configs import (
     CLIP,
     COUNT,
+    COUNTED,
     EPOCHS,
     HEADS,
     LAYERS,
@@ -33,6 +34,7 @@ from marl.configs import (
     WIDTH,
     AdvantageConfig,
     check_number,
+    is_integer,
 )
 
 if TYPE_CHECKING:
@@ -135,7 +137,8 @@ class ActionConfig:
         # NaN / inf were taken and failed later (nan: a generate run took the penalty silently)
         check_number("score_temperature", self.score_temperature, **POSITIVE)
         check_number("invalid_penalty", self.invalid_penalty)
-        if not 0 <= self.policy_samples <= MAX_POLICY_SAMPLES:
+        samples = self.policy_samples
+        if not is_integer(samples) or not 0 <= samples <= MAX_POLICY_SAMPLES:
             raise ValueError(f"policy_samples={self.policy_samples}; expected 0 (refuse) .. "
                              f"{MAX_POLICY_SAMPLES}")
         _registry_check(self, self._check_mode)
@@ -180,8 +183,7 @@ class GRPOConfig:
     seed: int = 0  # seeds task draws, sampling and fallbacks
 
     def __post_init__(self) -> None:
-        if self.lr_decay_iterations < 0:
-            raise ValueError(f"lr_decay_iterations={self.lr_decay_iterations}; expected >= 0")
+        check_number("lr_decay_iterations", self.lr_decay_iterations, **COUNTED)
         for name in ("group_size", "groups_per_step", "minibatch_turns", "max_in_flight"):
             check_number(name, getattr(self, name), **COUNT, at_most=MAX_BATCH,
                          why="sizes of a GRPO step")
@@ -262,7 +264,7 @@ class LoRAConfig:
     target_modules: tuple[str, ...] = ("all-linear",)  # peft names; all-linear: every linear
 
     def __post_init__(self) -> None:
-        if not 0 <= self.r <= MAX_RANK:
+        if not is_integer(self.r) or not 0 <= self.r <= MAX_RANK:
             raise ValueError(f"lora r={self.r}; expected 0 (off) .. {MAX_RANK}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"lora dropout={self.dropout}; expected a value in [0, 1)")
@@ -292,11 +294,9 @@ class LLMConfig:
         if self.backend not in BACKENDS:
             raise ValueError(f"llm backend {self.backend!r} unknown; choose one of "
                              f"{list(BACKENDS)}")
-        if self.iterations < 1:
-            raise ValueError(f"llm iterations={self.iterations!r}; expected an integer >= 1")
-        if self.corpus_episodes < 1:  # the tiny vocabulary had no observation or action word
-            raise ValueError(f"llm corpus_episodes={self.corpus_episodes!r}; expected an "
-                             "integer >= 1")
+        check_number("llm iterations", self.iterations, **COUNT)
+        # 0: the tiny vocabulary had no observation or action word
+        check_number("llm corpus_episodes", self.corpus_episodes, **COUNT)
         if not self.model:  # llm=hf / llm=vllm without llm.model trained nothing real
             raise ValueError("llm model is empty; llm=hf and llm=vllm (and smollm2_kuhn) "
                              "train your model: llm.model=<a model directory or hub name> "

@@ -36,18 +36,31 @@ def check_choice(where: str, value: Any, accepted: Iterable[Any]) -> None:
         raise ValueError(f"{where}={value!r} is not supported; accepted: {list(accepted)}")
 
 
+def is_integer(value: Any) -> bool:
+    """``value`` is an integer as an ``int`` setting takes it (``int``, numpy's integers):
+    not a bool (True is 1 to Python) nor a float (2.5; 2.0 too, as OmegaConf's typed fields
+    refuse it)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def check_number(where: str, value: Any, *, above: float | None = None,
                  at_least: float | None = None, at_most: float | None = None,
                  integer: bool = False, allow_inf: bool = False, why: str = "") -> None:
     """One-line ``ValueError`` naming ``where``, the bad ``value`` and the accepted range
     (``lr=0.0; expected a finite number > 0``, ``ValueDecompConfig.tau=0.0; expected a number
     in (0, 1]``) unless ``value`` is a finite number with ``above < value``,
-    ``at_least <= value <= at_most`` (the bounds given). NaN and infinities are refused
+    ``at_least <= value <= at_most`` (the bounds given). With ``integer`` the value is an
+    integer (``int``, numpy's integers; not a float such as 2.0, as OmegaConf's typed fields
+    refuse it, nor a bool); a bool is never a number here. NaN and infinities are refused
     (``+inf`` accepted with ``allow_inf``: a gradient clip of inf clips nothing). ``why``
     follows the range in brackets (``buffer_size=5000000000; expected an integer in
     [1, 1000000000] (the replay buffer is allocated up front)``)."""
     infinite = allow_inf and value == float("inf")
-    ok = isinstance(value, numbers.Real) and value == value and (
+    # a bool is a numbers.Real (True == 1) and 2.5 passed a count's range: both were taken
+    # where a count goes (MAPPOConfig(epochs=2.5)) and failed later, or ran as 1
+    number = is_integer(value) if integer else (
+        isinstance(value, numbers.Real) and not isinstance(value, bool))
+    ok = number and value == value and (
         abs(value) != float("inf") or infinite) and (
         above is None or value > above) and (at_least is None or value >= at_least) and (
         at_most is None or value <= at_most)
@@ -101,9 +114,10 @@ MAX_GRADIENT_STEPS = 10_000  # gradient steps of one replay update (an update ne
 
 
 def check_widths(where: str, hidden: Any) -> None:
-    """One-line ``ValueError`` unless ``hidden`` holds one to :data:`MAX_LAYERS` layer widths
-    from 1 to :data:`MAX_WIDTH`."""
-    if not hidden or len(hidden) > MAX_LAYERS or min(hidden) < 1 or max(hidden) > MAX_WIDTH:
+    """One-line ``ValueError`` unless ``hidden`` holds one to :data:`MAX_LAYERS` layer widths,
+    integers from 1 to :data:`MAX_WIDTH`."""
+    if not hidden or len(hidden) > MAX_LAYERS or not all(map(is_integer, hidden)) or \
+            min(hidden) < 1 or max(hidden) > MAX_WIDTH:
         raise ValueError(f"{where}={list(hidden)!r}; expected one or more widths from 1 to "
                          f"{MAX_WIDTH} (at most {MAX_LAYERS} layers)")
 
@@ -343,7 +357,7 @@ def check_gradient_steps(where: str, value: Any) -> None:
     :data:`MAX_GRADIENT_STEPS` (a replay learner's gradient steps per update)."""
     if value == "auto":
         return
-    if not isinstance(value, int) or isinstance(value, bool):  # "4", 2.5, True
+    if not is_integer(value):  # "4", 2.5, True
         raise ValueError(f"{where}={value!r}; expected an integer in [1, {MAX_GRADIENT_STEPS}] "
                          "(or 'auto')")
     check_number(where, value, **COUNT, at_most=MAX_GRADIENT_STEPS, why="or 'auto'")

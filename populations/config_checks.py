@@ -9,6 +9,7 @@ Nothing here imports torch.
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -50,11 +51,12 @@ def check_run_values(values: Mapping[str, Any]) -> None:
         if kind is bool and name in values:
             check_flag(name, values[name])
     seed = values.get("seed", 0)
-    if not 0 <= seed < SEED_END:  # 2**63 crashed a league after its first checkpoint
+    # 2**63 crashed a league after its first checkpoint
+    if not _integer(seed) or not 0 <= seed < SEED_END:
         raise ValueError(f"seed={seed}; expected an integer from 0 to {SEED_END - 1} (2**62 - 1, "
                          "as selfplay-eval's --seed)")
-    for name in AT_LEAST_ONE:  # frames=-5 trained nothing
-        if name in values and values[name] < 1:
+    for name in AT_LEAST_ONE:  # frames=-5 trained nothing; 2.5 and True were taken too
+        if name in values and (not _integer(values[name]) or values[name] < 1):
             raise ValueError(f"{name}={values[name]}; expected an integer >= 1")
     if values.get("torch_threads", 1) > MAX_THREADS:
         raise ValueError(f"torch_threads={values['torch_threads']}; expected an integer from 1 "
@@ -67,6 +69,13 @@ def check_run_values(values: Mapping[str, Any]) -> None:
     if "device" in values and not DEVICE.fullmatch(str(values["device"])):
         raise ValueError(f"device={values['device']!r} unknown; choose one of cpu, cuda, "
                          "cuda:N (N a GPU index), auto")
+
+
+def _integer(value: Any) -> bool:
+    """``marl.configs.is_integer``'s rule (an int setting's value: not a bool, nor a float
+    such as 2.5 or 2.0), here without importing ``marl`` (these checks run before it
+    loads)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def check_flag(where: str, value: Any) -> None:

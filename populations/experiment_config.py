@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from marl.configs import COUNT, RATE, check_number
+from marl.configs import COUNT, COUNTED, RATE, check_number
 from populations.matchmaking import MatchmakingConfig
 from populations.member_specs import EXPLOITER, check_member_specs, parse_members
 from populations.psro_config import PSROConfig
@@ -139,20 +139,16 @@ class PopulationConfig:
             raise ValueError(f"population kind {self.kind!r} unknown; choose one of {list(MODES)}")
         # generations: a league publishes at least one snapshot after the first (0 passed
         # here and was refused after the run folder was made, as -1 said ">= 0")
+        # (2.5 and True were taken too, and failed or ran as 1 later)
         for name in ("generations", "frames_per_generation", "iterations", "oracle_frames"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 1")
-        if self.eval_window < 0:
-            raise ValueError(f"eval_window={self.eval_window}; expected an integer >= 0")
+            check_number(name, getattr(self, name), **COUNT)
+        check_number("eval_window", self.eval_window, **COUNTED)
         if not 0.0 <= self.opponent_prob <= 1.0:
             raise ValueError(f"opponent_prob={self.opponent_prob}; expected a value in [0, 1]")
         # a win rate is in [0, 1] and the exploiter restarts at rate >= this: 2 never restarted
         # it, 0 restarted it after every generation (NaN: never), with no word either way
         check_number("exploiter_reset_win_rate", self.exploiter_reset_win_rate, **RATE)
         check_keep_checkpoints(self.keep_checkpoints)  # before the run folder is made
-        # PSROConfig checks its names and episodes_per_entry; its copies are a size the run
-        # reads (a negative count failed with numpy's words after the run folder)
-        check_number("population.psro.num_envs", self.psro.num_envs, **COUNT)
         specs = parse_members(self.members)  # names and shapes: no torch
         # last: the registry knows the learners once torch and their modules are imported
         from marl import registry
@@ -185,12 +181,11 @@ class RunnerConfig:
     def __post_init__(self) -> None:
         if self.kind not in ("local", "ray"):
             raise ValueError(f"runner kind {self.kind!r} unknown; choose one of ['local', 'ray']")
-        if self.workers < 1:  # a league's Ray runner: 'RayRunner: num_workers=0' after the folder
-            raise ValueError(f"workers={self.workers}; expected an integer >= 1")
+        # 0: a league's Ray runner said 'RayRunner: num_workers=0' after the folder
+        check_number("workers", self.workers, **COUNT)
         # refused by the league in its own words (ray_learners=...) after the run folder
         for name in ("rollout_workers", "learners", "max_learner_restarts"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}={getattr(self, name)}; expected an integer >= 0")
+            check_number(name, getattr(self, name), **COUNTED)
         gpus = self.learner_gpus  # Ray refuses NaN, inf and shares below its 0.0001 unit
         if gpus is not None and not (gpus == 0 or 1e-4 <= gpus < float("inf")):
             raise ValueError(f"learner_gpus={gpus}; expected 0 or a finite number >= 0.0001 "

@@ -130,9 +130,13 @@ class PSROConfig:
             raise ValueError(f"population.psro.stop_nash_conv={stop!r} needs the NashConv "
                              "PSRO computes each iteration, which population.psro.nash_conv="
                              "false turns off; set nash_conv=true or stop_nash_conv=null")
-        n = self.episodes_per_entry  # 0 failed in the sampled-payoff bar (ZeroDivisionError)
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"population.psro.episodes_per_entry={n!r}; expected an integer >= 1")
+        # episodes_per_entry=0 failed in the sampled-payoff bar (ZeroDivisionError); num_envs
+        # is a size the run reads (a negative count failed with numpy's words after the run
+        # folder, 2.5 in numpy's shapes)
+        for name in ("episodes_per_entry", "num_envs"):  # 2.5 and True refused too
+            n = getattr(self, name)
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ValueError(f"population.psro.{name}={n!r}; expected an integer >= 1")
         if self.players not in PLAYERS:
             raise ValueError(f"population.psro.players={self.players!r} unknown; choose one "
                              f"of {list(PLAYERS)}")
