@@ -56,20 +56,33 @@ def seats_mismatch(meta: PolicyMeta, spec: GameSpec) -> str | None:
 
     Checked for each seat of ``spec`` the policy holds: for a policy that reads observation
     vectors, their shape; then the action space it recorded (kind, number of discrete
-    actions, shape of continuous ones); the first of the two that differs is named, seats
-    differing alike together. A policy reading entity graphs fits graphs of any size, and
-    one reading text (an LLM team) picks among the legal actions by their texts: no
-    observation shape is checked for either, nor actions for text. Seats the policy does
-    not hold are the caller's to refuse. Values read from a file are not escaped."""
+    actions, shape of continuous ones, and a box's bounds); the first of the two that
+    differs is named, seats differing alike together. A policy reading entity graphs fits
+    graphs of any size, and one reading text (an LLM team) picks among the legal actions by
+    their texts: no observation shape is checked for either, nor actions for text. Seats the
+    policy does not hold are the caller's to refuse. Values read from a file are not escaped.
+
+    A continuous policy maps its outputs onto the box it recorded (``Actor.to_game``,
+    MADDPG's actors) whatever the game says, so a recorded box reaching outside the game's
+    in a dimension is refused: ``Game.step`` refused such actions one step into a match
+    (VMAS's batches clamped them), as kinematic_bicycle snapshots recorded [-1, 1] of
+    steering before boxes had bounds per dimension (it steers in [-0.52, 0.52]). Clamping
+    would play a policy other than the one trained. A recorded box inside the game's plays
+    as trained: every action it sends is legal."""
     text = "text" in meta.inputs
     vectors = not ({"graph", "text"} & set(meta.inputs))
     actions: dict[tuple[str, str], list[str]] = {}
     shapes: dict[tuple[str, str], list[str]] = {}
     for agent in (a for a in spec.agent_ids if a in meta.agents):
         recorded = meta.action_spaces.get(agent)
-        want, got = _space_text(recorded), _space_text(spec.action_spaces[agent])
+        game_space = spec.action_spaces[agent]
+        want, got = _space_text(recorded), _space_text(game_space)
         if not text and recorded is not None and want != got:
             actions.setdefault((want, _given(want, got)), []).append(agent)
+        elif not text and recorded is not None and not game_space.discrete:
+            box = _box_outside(recorded, game_space)
+            if box is not None:
+                actions.setdefault(box, []).append(agent)
         shape = meta.obs_shapes.get(agent)
         if vectors and shape is not None and tuple(shape) != tuple(spec.obs_shapes[agent]):
             key = (_shape(shape), _shape(spec.obs_shapes[agent]))
@@ -101,6 +114,33 @@ def _space_text(space: ActionSpace | dict[str, Any]) -> str:
         shape = d.get("shape", ())
         return f"continuous actions of shape {_shape(shape)}"
     return f"actions of kind {kind!r}"
+
+
+def _box_outside(recorded: dict[str, Any], space: ActionSpace) -> tuple[str, str] | None:
+    """``("continuous actions in [-1, 1] in each dimension", "[-1, 1] x [-0.523599, 0.523599],
+    and its actions would leave that box")`` when the box
+    a policy ``recorded`` (as :class:`PolicyMeta` holds it) reaches outside ``space``'s (a
+    game's box of the same shape) in a dimension, by more than the ``1e-6`` ``Game.step``
+    lets pass; None when it lies inside (or cannot be read: ``load_policy`` refuses that)."""
+    try:
+        low, high = ActionSpace(**{**recorded, "shape": tuple(recorded.get("shape", ()))}
+                                ).bounds()
+    except (TypeError, ValueError):  # GameError is a ValueError
+        return None
+    game_low, game_high = space.bounds()
+    if np.all(low >= game_low - 1e-6) and np.all(high <= game_high + 1e-6):
+        return None
+    return (f"continuous actions in {_box_text(low, high)}",
+            f"{_box_text(game_low, game_high)}, and its actions would leave that box")
+
+
+def _box_text(low: np.ndarray, high: np.ndarray) -> str:
+    """``[-1, 1]`` (one dimension), ``[-1, 1] in each dimension`` (every dimension alike) or
+    ``[-1, 1] x [-0.523599, 0.523599]`` (one interval per dimension)."""
+    pairs = [f"[{lo:g}, {hi:g}]" for lo, hi in zip(low.flat, high.flat, strict=True)]
+    if len(set(pairs)) > 1:
+        return " x ".join(pairs)
+    return pairs[0] + (" in each dimension" if len(pairs) > 1 else "")
 
 
 def _given(want: str, got: str) -> str:
