@@ -6,6 +6,6 @@ composing (``selfplay-train``, ``hydra.compose`` in a script or test) finds it, 
 ``selfplay-train --help`` (which reads the files without importing the package) stays fast.
 """
 
-from populations.cli import register_schema
+from populations.train_overrides import register_schema
 
 register_schema()

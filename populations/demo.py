@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 import games
-from populations.cli import OneLineParser, interrupted
+from populations.cli_common import OneLineParser, interrupted
 
 # legal_BN [B, N] bool, rng -> actions [B]
 ScriptedPolicy = Callable[[np.ndarray, np.random.Generator], np.ndarray]

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from populations.cli import (
+from populations.cli_common import (
     OneLineParser,
     game_modules,
     import_user_modules,

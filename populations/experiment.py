@@ -382,7 +382,7 @@ def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
     a resume); returns where everything landed. A run that raises is recorded ``failed``.
     ``cfg.imports`` are imported first (as selfplay-train does), so Ray workers get them too."""
     if cfg.imports:  # the Python API's ExperimentConfig(imports=[...]) was read by the CLIs only
-        from populations.cli import import_user_modules  # cli imports this module
+        from populations.cli_common import import_user_modules  # cli imports this module
 
         import_user_modules(cfg.imports)
     check_experiment(cfg)  # an algo that cannot play the game: refused before the folder

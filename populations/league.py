@@ -1035,18 +1035,17 @@ def _jsonable(obj: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from populations.cli import (
-        CLIError,
+    from populations.cli import print_summary
+    from populations.cli_common import (
         OneLineParser,
-        discard_run_dir,
         fail,
         import_user_modules,
         load_plugins,
         one_line,
-        print_summary,
         sigterm_text,
         user_errors,
     )
+    from populations.command_line import CLIError
     from populations.experiment import RunSummary, league_table
     from populations.run_folder import (
         LEAGUE_CLI_WORDS,
@@ -1055,6 +1054,7 @@ def main(argv: list[str] | None = None) -> None:
         spelled,
         stop_status,
     )
+    from populations.run_guard import discard_run_dir
 
     p = OneLineParser(prog="python -m populations.league",
                       description="Run (or resume) a self-play league.")

@@ -8,7 +8,8 @@ import sys
 
 CHECK = """
 import sys
-from populations.cli import CLIError, check_command_line
+from populations.command_line import CLIError
+from populations.train_overrides import check_command_line
 for args in (["num_envs=0"], ["mappo.lr=-1"], ["population.psro.meta_solver=x"]):
     try:
         check_command_line(args)

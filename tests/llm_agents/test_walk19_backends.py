@@ -74,7 +74,8 @@ def test_vllm_without_vllm_or_cuda_is_refused_before_any_folder(
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
 def test_vllm_not_installed_is_refused_without_torch(tmp_path):
-    code = ("import sys\nfrom populations.cli import CLIError, check_command_line\n"
+    code = ("import sys\nimport populations.cli\nfrom populations.command_line import CLIError\n"
+            "from populations.train_overrides import check_command_line\n"
             "try:\n    check_command_line(['experiment=kuhn_llm_selfplay', 'llm=vllm', "
             "'llm.model=m'])\nexcept CLIError as err:\n    print(err)\n"
             "print('torch:', 'torch' in sys.modules)")
@@ -105,7 +106,7 @@ def test_the_vllm_backend_and_the_team_builder_refuse_in_one_line(model_dir, mon
 
 @pytest.mark.skipif(not VLLM_RUNS, reason="needs vllm and a CUDA GPU")
 def test_vllm_with_a_gpu_is_accepted(model_dir):
-    from populations.cli import check_command_line
+    from populations.train_overrides import check_command_line
 
     check_command_line(["experiment=kuhn_llm_selfplay", "llm=vllm", f"llm.model={model_dir}"])
     check_command_line(["algo=llm_grpo", "llm.backend=vllm", f"llm.model={model_dir}"])

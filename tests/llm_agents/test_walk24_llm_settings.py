@@ -23,7 +23,8 @@ from llm_agents.prompts import FIELDS, PromptConfig
 from llm_agents.settings import ActionConfig, SamplingConfig
 from llm_agents.team import Team
 from marl.core import PolicyLoadError, load_policy
-from populations.cli import CLIError, check_command_line
+from populations.command_line import CLIError
+from populations.train_overrides import check_command_line
 
 from .conftest import COMPACT, KUHN
 

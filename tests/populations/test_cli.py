@@ -236,7 +236,8 @@ def test_game_name_drops_the_default_presets_kwargs(tmp_path):
     ],
 )
 def test_game_kwargs_dict_replaces_the_presets(overrides, kwargs):
-    from populations.cli import game_overrides, prepare
+    from populations.command_line import game_overrides
+    from populations.train_overrides import prepare
 
     exp = prepare(_compose(game_overrides(overrides)), overrides)
     assert exp.game.name == "pettingzoo/mpe2.simple_spread_v3"

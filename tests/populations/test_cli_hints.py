@@ -5,7 +5,7 @@ import re
 import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from populations.cli import reported
+from populations.cli_common import reported
 
 
 def test_an_unquoted_game_string_gets_a_quoting_hint(capsys):
@@ -27,8 +27,8 @@ def test_other_errors_get_no_quoting_hint(capsys):
 
 def test_frames_beside_a_league_is_named_as_unused():
     """``frames=1000 population=pfsp`` trained 20k frames per generation without a word."""
-    from populations.cli import unused_overrides
     from populations.experiment import ExperimentConfig, PopulationConfig
+    from populations.train_overrides import unused_overrides
 
     league = ExperimentConfig(frames=1000, population=PopulationConfig(kind="league"))
     (note,) = unused_overrides(league, ["frames=1000", "population=pfsp"])
@@ -41,7 +41,7 @@ def test_frames_beside_a_league_is_named_as_unused():
 
 def test_ctrl_c_is_one_line_naming_the_resume(tmp_path, capsys, monkeypatch):
     """Ctrl-C during a run printed a KeyboardInterrupt traceback (status 1 from Python)."""
-    from populations.cli import run_folder_guard
+    from populations.run_guard import run_folder_guard
 
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     run = tmp_path / "my run"
@@ -59,8 +59,8 @@ def test_ctrl_c_is_one_line_naming_the_resume(tmp_path, capsys, monkeypatch):
 def test_ctrl_c_names_a_resume_only_where_resume_goes_on(tmp_path, capsys, monkeypatch):
     """Ctrl-C counted a checkpoints/ folder alone as a run and said "resumes with
     resume=true", which resume=true refuses (no settings.json or league.db)."""
-    from populations.cli import run_folder_guard
     from populations.run_folder import RunFolderError, resume_settings
+    from populations.run_guard import run_folder_guard
 
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     run = tmp_path / "run"
@@ -78,7 +78,8 @@ def test_ctrl_c_names_a_resume_only_where_resume_goes_on(tmp_path, capsys, monke
 def test_ctrl_c_under_hydra_full_error_keeps_its_traceback_and_the_folder(tmp_path, capsys,
                                                                           monkeypatch):
     """HYDRA_FULL_ERROR=1: the KeyboardInterrupt goes on, before the folder is touched."""
-    from populations.cli import reported, run_folder_guard
+    from populations.cli_common import reported
+    from populations.run_guard import run_folder_guard
 
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
     run = tmp_path / "new"
@@ -98,7 +99,7 @@ def test_the_printed_resume_override_reads_back_as_the_folder(path):
     import shlex
     from pathlib import Path
 
-    from populations.cli import run_dir_override
+    from populations.command_line import run_dir_override
 
     (word,) = shlex.split(run_dir_override(Path(path)))
     (o,) = OverridesParser.create().parse_overrides([word])
@@ -114,7 +115,7 @@ def test_the_printed_resume_override_names_the_folder_to_hydra(tmp_path):
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from populations.cli import run_dir_override
+    from populations.command_line import run_dir_override
 
     names = ["/r/it's \"x\"", "/r/x\\", "/r/a\\'b\"", '/r/"\\', "/r/a${b}", "/r/a\\${b}",
              "/r/$HOME !x `y`", "/r/plain"]
@@ -146,12 +147,12 @@ def test_ctrl_c_in_a_plain_league_is_one_line_naming_the_resume(tmp_path, capsys
 def test_ctrl_c_before_a_plain_league_started_says_start_again(tmp_path, capsys, monkeypatch):
     """A Ctrl-C before the league made its database (a user's plugin still importing) printed
     a ``--resume`` command, which then failed: the folder held no run."""
-    from populations import cli, league
+    from populations import cli_common, league
 
     def interrupted():
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "load_plugins", interrupted)
+    monkeypatch.setattr(cli_common, "load_plugins", interrupted)
     for made in (False, True):  # a folder the user made first is left, empty
         run = tmp_path / f"made {made}"
         if made:
@@ -184,7 +185,8 @@ def test_command_line_slips_are_named_with_their_fix(arg, message, monkeypatch):
     folder; ``imports=mygames`` got Hydra's "str is not a ListConfig"."""
     import os
 
-    from populations.cli import CLIError, check_command_line
+    from populations.command_line import CLIError
+    from populations.train_overrides import check_command_line
 
     monkeypatch.setattr(os, "environ", os.environ.copy())  # imports= sets variables for workers
 
@@ -199,22 +201,23 @@ def test_new_top_level_run_folder(capsys, monkeypatch):
     """``hydra.run.dir=/results/exp1`` (a new top-level folder, usual in containers run as
     root) was refused as a likely ``$RUN/x`` with ``RUN`` unset: it goes on with a one-line
     note where the process may create it, and is refused (naming the guess) where not."""
-    from populations import cli
+    from populations import train_overrides as checks
+    from populations.command_line import CLIError
 
-    monkeypatch.setattr(cli.os, "access", lambda path, mode: True)  # root: / is writable
-    cli.check_command_line(["game=kuhn", "hydra.run.dir=/no_such_top_folder/exp1"])
+    monkeypatch.setattr(checks.os, "access", lambda path, mode: True)  # root: / is writable
+    checks.check_command_line(["game=kuhn", "hydra.run.dir=/no_such_top_folder/exp1"])
     assert capsys.readouterr().err == (
         "note: hydra.run.dir=/no_such_top_folder/exp1 makes the new top-level folder "
         "/no_such_top_folder (if you meant $VAR/..., VAR is unset)\n")
-    cli.check_command_line(["hydra.run.dir=/tmp/x"])  # an existing one: nothing to say
+    checks.check_command_line(["hydra.run.dir=/tmp/x"])  # an existing one: nothing to say
     assert capsys.readouterr().err == ""
-    with pytest.raises(cli.CLIError, match=re.escape("hydra.sweep.dir=/ is the filesystem's")):
-        cli.check_command_line(["hydra.sweep.dir=/"])
-    monkeypatch.setattr(cli.os, "access", lambda path, mode: False)
-    with pytest.raises(cli.CLIError, match=re.escape(
+    with pytest.raises(CLIError, match=re.escape("hydra.sweep.dir=/ is the filesystem's")):
+        checks.check_command_line(["hydra.sweep.dir=/"])
+    monkeypatch.setattr(checks.os, "access", lambda path, mode: False)
+    with pytest.raises(CLIError, match=re.escape(
             "hydra.sweep.dir=/no_such_top_folder/s: /no_such_top_folder does not exist and "
             "cannot be made here (an unset shell variable, as in $RUN/x?)")):
-        cli.check_command_line(["hydra.sweep.dir=/no_such_top_folder/s"])
+        checks.check_command_line(["hydra.sweep.dir=/no_such_top_folder/s"])
 
 
 def test_ctrl_c_while_hydra_composes_is_one_line(capsys, monkeypatch):

@@ -10,11 +10,13 @@ from hydra import compose, initialize_config_module
 from hydra.errors import MissingConfigException
 
 from populations.approx_exploit import ExploitEvery
-from populations.cli import CLIError, check_command_line, one_line, to_experiment
+from populations.cli_common import one_line
+from populations.command_line import CLIError
 from populations.config_paths import at_path
 from populations.experiment import PopulationConfig
 from populations.matchmaking import MatchmakingConfig
 from populations.psro import PSROConfig
+from populations.train_overrides import check_command_line, to_experiment
 
 
 def _refused(override: str) -> str:
@@ -109,7 +111,8 @@ def test_unknown_option_is_refused_in_hydras_words(override):
 
 
 def test_command_line_mistakes_are_found_without_importing_torch():
-    code = ("import sys\nfrom populations.cli import check_command_line\n"
+    code = ("import sys\nimport populations.cli\n"
+            "from populations.train_overrides import check_command_line\n"
             "for args in (['algo=alphazero'], ['seed=[1,'], ['-m', 'algo=mappo,ipo']):\n"
             "    try:\n        check_command_line(args)\n"
             "    except Exception as err:\n        print(type(err).__name__)\n"

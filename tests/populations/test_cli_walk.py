@@ -65,7 +65,8 @@ def test_a_pettingzoo_module_in_the_working_folder_is_found(pz_module):
     # imports=[mypz] was given too; README's modules "importable from the working directory"
     from hydra import compose, initialize_config_module
 
-    from populations.cli import game_overrides, prepare
+    from populations.command_line import game_overrides
+    from populations.train_overrides import prepare
 
     overrides = [f"game.name=pettingzoo/{pz_module}:make_env"]
     with initialize_config_module(config_module="configs", version_base=None):
@@ -76,7 +77,7 @@ def test_a_pettingzoo_module_in_the_working_folder_is_found(pz_module):
 
 
 def test_only_a_working_folder_module_is_imported_for_the_game(pz_module, tmp_path):
-    from populations.cli import game_modules
+    from populations.cli_common import game_modules
 
     assert game_modules(f"pettingzoo/{pz_module}:make_env") == [pz_module]
     assert game_modules(f"pettingzoo/{pz_module}") == [pz_module]

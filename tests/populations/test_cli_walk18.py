@@ -130,7 +130,7 @@ def test_an_unparsable_override_is_named_with_its_own_quoting(override, monkeypa
 def test_a_swept_game_string_is_quoted_value_by_value():
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from populations.cli import quoting_hint
+    from populations.cli_common import quoting_hint
 
     hint = quoting_hint("game.name=openspiel/goofspiel(num_cards=4),openspiel/kuhn_poker")
     fix = 'game.name="openspiel/goofspiel(num_cards=4)",openspiel/kuhn_poker'

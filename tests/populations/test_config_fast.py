@@ -28,7 +28,8 @@ GOOD = ["num_envs=4", "seed=3", "device=cuda:1", "game.name=openspiel/kuhn_poker
 
 CHECK = """
 import sys
-from populations.cli import CLIError, check_command_line
+from populations.command_line import CLIError
+from populations.train_overrides import check_command_line
 for args in {bad!r}:
     try:
         check_command_line(args)
@@ -81,7 +82,8 @@ def test_rollout_workers_are_refused_before_torch_where_the_run_refuses_them(lin
     its rollout workers, and only MAPPO/IPPO (feed-forward) train on them: fewer copies than
     workers or another learner is refused before torch (it was refused after the run folder
     was made, ~5 s of CPU), in the run's words."""
-    from populations.cli import CLIError, check_command_line
+    from populations.command_line import CLIError
+    from populations.train_overrides import check_command_line
 
     if refused:
         with pytest.raises(CLIError) as err:
@@ -138,7 +140,7 @@ ConfigStore.instance().store(group="algo", name="my_algo", node={"algo": "ippo"}
 EARLY_IMPORTS = """
 import os, sys
 sys.path = [p for p in sys.path if p not in ("", os.getcwd())]  # as the console script has it
-from populations.cli import check_command_line
+from populations.train_overrides import check_command_line
 check_command_line(["imports=[mypreset]", "algo=my_algo"])  # the module's preset is known
 import importlib.util
 print(importlib.util.find_spec("configs").origin)  # the package Hydra will load (not run)

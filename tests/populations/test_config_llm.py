@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_module
 
-from populations.cli import CLIError, check_command_line, to_experiment
+from populations.command_line import CLIError
+from populations.train_overrides import check_command_line, to_experiment
 
 CHECK = """
 import sys
 import llm_agents, llm_agents.settings
-from populations.cli import CLIError, check_command_line
+from populations.command_line import CLIError
+from populations.train_overrides import check_command_line
 from populations.eval_cli import eval_main
 for line in {lines!r}:
     try:

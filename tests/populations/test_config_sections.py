@@ -10,9 +10,10 @@ import typing
 import pytest
 from omegaconf import OmegaConf
 
-from populations.cli import CLIError, to_experiment
+from populations.command_line import CLIError
 from populations.config_checks import check_section_value, section_schemas, writable
 from populations.experiment import ExperimentConfig
+from populations.train_overrides import to_experiment
 
 BAD = {  # override: the start of its one line
     "mappo.lr=-1": "mappo.lr=-1.0; expected a finite number > 0",
@@ -127,7 +128,8 @@ def test_the_early_sections_are_experiment_configs_own():
 
 CHECK = """
 import sys
-from populations.cli import CLIError, check_command_line
+from populations.command_line import CLIError
+from populations.train_overrides import check_command_line
 for args in {bad!r}:
     try:
         check_command_line(args)
@@ -172,7 +174,7 @@ def test_section_values_are_refused_before_torch_loads(tmp_path):
 def test_the_presets_the_command_line_picks_count():
     """pfsp's exponent is checked only with its hard weighting (an fsp league ignores it):
     population=fsp population.matchmaking.exponent=-1 runs, as the full schema decides."""
-    from populations.cli import check_command_line
+    from populations.train_overrides import check_command_line
 
     check_command_line(["population=fsp", "population.matchmaking.exponent=-1"])
     # and the line's other values of the section (review CC-1)
@@ -209,14 +211,14 @@ def test_a_line_the_schema_accepts_is_not_refused_early(line):
     """Where the early check cannot apply a section's values as Hydra does (``+``/``++``, an
     interpolation, a key given twice) it leaves the section to the schema; otherwise it
     applies them in the line's order over the presets Hydra would pick."""
-    from populations.cli import check_command_line
+    from populations.train_overrides import check_command_line
 
     check_command_line(line.split())
 
 
 @pytest.mark.parametrize("line", REFUSED)
 def test_a_line_the_schema_refuses_is_refused_early(line):
-    from populations.cli import check_command_line
+    from populations.train_overrides import check_command_line
 
     with pytest.raises(CLIError) as err:
         check_command_line(line.split())
@@ -229,7 +231,7 @@ def test_a_config_store_preset_leaves_the_section_to_the_schema(tmp_path, monkey
     the class defaults, pfsp and hard, refused it)."""
     from hydra.core.config_store import ConfigStore
 
-    from populations.cli import check_command_line
+    from populations.train_overrides import check_command_line
 
     (tmp_path / "fixconfig_presets.py").write_text(
         "from hydra.core.config_store import ConfigStore\n"
@@ -252,7 +254,7 @@ def test_unknown_keys_of_the_later_sections_name_the_nearest(key, hint):
     unknown key ends with the nearest keys, from the section's dataclass."""
     from hydra.errors import ConfigCompositionException
 
-    from populations.cli import one_line
+    from populations.cli_common import one_line
 
     cfg = writable(OmegaConf.structured(ExperimentConfig))
     with pytest.raises(Exception) as caught:
@@ -269,7 +271,7 @@ def test_hydras_append_hint_is_dropped_for_the_closed_schema():
     (review CC-8): the schema's sections take no new keys, the nearest keys are the hint."""
     from hydra.errors import ConfigCompositionException
 
-    from populations.cli import one_line
+    from populations.cli_common import one_line
 
     cfg = writable(OmegaConf.structured(ExperimentConfig))
     with pytest.raises(Exception) as caught:

@@ -53,7 +53,7 @@ def test_other_seats_name_both_games(tmp_path, capsys):
 
 
 def test_a_working_folder_module_is_found_under_a_name_with_kwargs(tmp_path, monkeypatch):
-    from populations.cli import game_modules
+    from populations.cli_common import game_modules
 
     (tmp_path / "mypz_kw.py").write_text("")
     monkeypatch.chdir(tmp_path)

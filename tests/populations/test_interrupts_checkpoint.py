@@ -38,15 +38,15 @@ def test_the_first_signal_asks_the_second_stops_at_once(monkeypatch):
 def test_sigterm_exits_143_with_hydra_full_error(monkeypatch, capsys):
     """``HYDRA_FULL_ERROR=1`` shows the traceback; SIGTERM's exception raised on to the top
     made Python exit as after Ctrl-C (130), not 143."""
-    from populations import cli
+    from populations import cli_common
 
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
     with pytest.raises(SystemExit) as stop, run_folder.sigterm_as_interrupt(), \
-            cli.reported("selfplay-train"):
+            cli_common.reported("selfplay-train"):
         os.kill(os.getpid(), signal.SIGTERM)
     assert stop.value.code == 143
     assert "Traceback" in capsys.readouterr().err
-    with pytest.raises(KeyboardInterrupt), cli.reported("selfplay-train"):
+    with pytest.raises(KeyboardInterrupt), cli_common.reported("selfplay-train"):
         raise KeyboardInterrupt  # Ctrl-C: raised on (Python exits 130 itself)
 
 

@@ -11,7 +11,7 @@ import sys
 
 from omegaconf import OmegaConf
 
-from populations.cli import resume_command
+from populations.command_line import resume_command
 from populations.experiment import run_experiment
 from tests.populations.test_cli import _cli, _compose
 
@@ -51,15 +51,15 @@ def test_a_resumed_sweep_finds_its_jobs_when_a_may_change_setting_changes(tmp_pa
 def _ctrl_c(run, capsys, monkeypatch, created=True, sweep_dir=None, argv=None):
     import pytest
 
-    from populations import cli
+    from populations import cli_common, run_guard
 
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    monkeypatch.setattr(cli.sys, "argv", argv or ["selfplay-train", "game=kuhn"])
-    # the command line as typed: an earlier in-process selfplay-train's stays in cli._TYPED
+    monkeypatch.setattr(cli_common.sys, "argv", argv or ["selfplay-train", "game=kuhn"])
+    # the command line as typed: an earlier in-process selfplay-train's stays in cli_common._TYPED
     # (one command per process outside tests), which a sweep's resume line reads first
-    monkeypatch.setattr(cli, "_TYPED", [])
-    with pytest.raises(SystemExit) as stop, cli.run_folder_guard("selfplay-train", run, created,
-                                                                 sweep_dir):
+    monkeypatch.setattr(cli_common, "_TYPED", [])
+    with pytest.raises(SystemExit) as stop, run_guard.run_folder_guard(
+            "selfplay-train", run, created, sweep_dir):
         raise KeyboardInterrupt
     assert stop.value.code == 130
     err = capsys.readouterr().err
@@ -225,25 +225,25 @@ def test_sigterm_in_the_other_clis_and_only_there(tmp_path, capsys, monkeypatch)
 
     import pytest
 
-    from populations import cli, league, run_folder
+    from populations import cli_common, league, run_folder
 
     before = signal.getsignal(signal.SIGTERM)
     assert before is not run_folder._raise_terminated  # imported: nothing installed
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     with pytest.raises(SystemExit) as stop, run_folder.sigterm_as_interrupt(), \
-            cli.reported("selfplay-eval"):
+            cli_common.reported("selfplay-eval"):
         os.kill(os.getpid(), signal.SIGTERM)
     assert stop.value.code == 143
     assert capsys.readouterr().err == "selfplay-eval: terminated (SIGTERM)\n"
     assert signal.getsignal(signal.SIGTERM) is before
     with pytest.raises(SystemExit) as stop, run_folder.sigterm_as_interrupt(), \
-            cli.reported("selfplay-eval"):
+            cli_common.reported("selfplay-eval"):
         try:
             os.kill(os.getpid(), signal.SIGTERM)
         except KeyboardInterrupt:  # as ray.get re-raises it (a plain KeyboardInterrupt)
             raise KeyboardInterrupt from None
     assert stop.value.code == 143
-    with pytest.raises(SystemExit) as stop, cli.reported("selfplay-eval"):
+    with pytest.raises(SystemExit) as stop, cli_common.reported("selfplay-eval"):
         raise KeyboardInterrupt  # Ctrl-C after that: 130 again
     assert stop.value.code == 130
     assert capsys.readouterr().err.endswith("selfplay-eval: interrupted\n")

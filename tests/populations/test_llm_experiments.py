@@ -104,7 +104,8 @@ def test_a_real_model_preset_without_a_model_is_refused(preset):
     real-model settings (256 new tokens a turn: 588 s a generation) without a word."""
     from hydra import compose, initialize_config_module
 
-    from populations.cli import CLIError, to_experiment
+    from populations.command_line import CLIError
+    from populations.train_overrides import to_experiment
 
     with initialize_config_module(config_module="configs", version_base=None):
         cfg = compose(config_name="config", overrides=["experiment=kuhn_llm_selfplay",

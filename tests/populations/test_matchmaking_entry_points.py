@@ -60,7 +60,7 @@ def installed(tmp_path, monkeypatch):
 
 
 def test_the_group_is_named_as_the_others():
-    from populations.cli import PLUGIN_GROUPS
+    from populations.cli_common import PLUGIN_GROUPS
 
     assert mm.ENTRY_POINTS == GROUP
     assert GROUP in PLUGIN_GROUPS
@@ -75,7 +75,7 @@ def test_an_unknown_rule_loads_the_installed_packages_rules(installed):
 
 
 def test_a_command_line_loads_the_group_at_start(installed):
-    from populations.cli import load_plugins
+    from populations.cli_common import load_plugins
 
     load_plugins()
     assert "w24_first" in mm.RULES

@@ -116,8 +116,9 @@ def made(monkeypatch):
 @pytest.mark.parametrize("kind", ["league", "psro"])
 @pytest.mark.parametrize("how", ["own-settings", "without-settings.json", "resume_override"])
 def test_a_resume_makes_no_recorded_game(crafted, made, kind, how, capsys):
-    from populations.cli import TRAIN, run_folder_guard
+    from populations.command_line import TRAIN
     from populations.experiment import run_experiment
+    from populations.run_guard import run_folder_guard
 
     _, found, marker, game = crafted
     run, overrides = found[kind]

@@ -18,7 +18,7 @@ def test_game_name_keeps_the_command_line_parseable(argv):
     # and Hydra refused every override after -m ("unrecognized arguments")
     from hydra._internal.utils import get_args_parser
 
-    from populations.cli import game_overrides
+    from populations.command_line import game_overrides
 
     args = get_args_parser().parse_args(game_overrides(argv))
     assert "~game" in args.overrides
@@ -48,15 +48,17 @@ def test_the_sweep_resume_hint_repeats_the_typed_command(tmp_path, monkeypatch):
     # the CLI adds ~game for game.name=; the Ctrl-C hint printed it back ('-m '~game' ...')
     import sys
 
-    import populations.cli as cli
+    import populations.cli_common as cli_common
+    import populations.run_guard as run_guard
+    from populations.command_line import game_overrides
 
     sweep = tmp_path / "sweep"
     (sweep / "0_seed=0").mkdir(parents=True)
     (sweep / "0_seed=0" / "settings.json").write_text("{}")
     typed = ["-m", "game.name=openspiel/kuhn_poker", "seed=0,1"]
-    monkeypatch.setattr(cli, "_TYPED", list(typed))
-    monkeypatch.setattr(sys, "argv", ["selfplay-train", *cli.game_overrides(typed)])
-    hint = cli._how_to_go_on(sweep / "0_seed=0", False, sweep)
+    monkeypatch.setattr(cli_common, "_TYPED", list(typed))
+    monkeypatch.setattr(sys, "argv", ["selfplay-train", *game_overrides(typed)])
+    hint = run_guard._how_to_go_on(sweep / "0_seed=0", False, sweep)
     assert "~game" not in hint
     assert "-m game.name=openspiel/kuhn_poker seed=0,1 resume=true" in hint
 
@@ -64,16 +66,18 @@ def test_the_sweep_resume_hint_repeats_the_typed_command(tmp_path, monkeypatch):
 def test_a_failed_sweep_job_says_the_rest_did_not_run(tmp_path, monkeypatch, capsys):
     # -m game=kuhn game.kwargs.players=2,11,3: job 1 failed on players=11 and the sweep
     # ended there, in a line that said neither that job 2 never ran nor how to go on
-    import populations.cli as cli
+    import populations.cli_common as cli_common
+    import populations.run_guard as run_guard
+    from populations.command_line import CLIError
 
     sweep = tmp_path / "sweep"
     (sweep / "0_players=2").mkdir(parents=True)
     (sweep / "0_players=2" / "settings.json").write_text("{}")
     (sweep / "1_players=11").mkdir()
-    monkeypatch.setattr(cli, "_TYPED", ["-m", "game=kuhn", "game.kwargs.players=2,11,3"])
-    with pytest.raises(SystemExit) as stop, cli.run_folder_guard(
+    monkeypatch.setattr(cli_common, "_TYPED", ["-m", "game=kuhn", "game.kwargs.players=2,11,3"])
+    with pytest.raises(SystemExit) as stop, run_guard.run_folder_guard(
             "selfplay-train", sweep / "1_players=11", created=True, sweep_dir=sweep, job=1):
-        raise cli.CLIError("bad parameter for openspiel/kuhn_poker: players=11")
+        raise CLIError("bad parameter for openspiel/kuhn_poker: players=11")
     err = capsys.readouterr().err.strip()
     assert stop.value.code == 2 and len(err.splitlines()) == 1
     assert "players=11 (sweep job 1; the jobs after it did not run: fix the swept values, " \

@@ -158,15 +158,17 @@ def test_a_failed_job_whose_folder_was_removed_is_listed_too(tmp_path, monkeypat
     from omegaconf import OmegaConf
 
     import populations.cli as cli
+    import populations.cli_common as cli_common
+    import populations.run_guard as run_guard
 
     kept = tmp_path / "0_seed=0"
     (kept / ".hydra").mkdir(parents=True)
     (kept / ".hydra" / "overrides.yaml").write_text("- seed=0\n")
     gone = tmp_path / "1_seed=1"
-    monkeypatch.setattr(cli, "_FAILED_JOBS", [(1, gone)])
-    monkeypatch.setattr(cli, "_SWEEP_JOBS", [0, 1])
-    monkeypatch.setattr(cli, "_JOB_OVERRIDES", {0: ["seed=0"], 1: ["seed=1", "resume=true"]})
-    monkeypatch.setattr(cli, "_TYPED", ["-m", "seed=0,1", "keep_going=true"])
+    monkeypatch.setattr(run_guard, "_FAILED_JOBS", [(1, gone)])
+    monkeypatch.setattr(run_guard, "_SWEEP_JOBS", [0, 1])
+    monkeypatch.setattr(run_guard, "_JOB_OVERRIDES", {0: ["seed=0"], 1: ["seed=1", "resume=true"]})
+    monkeypatch.setattr(cli_common, "_TYPED", ["-m", "seed=0,1", "keep_going=true"])
     with pytest.raises(SystemExit) as stop:
         cli.ConfigCheck().on_multirun_end(OmegaConf.create({"hydra": {"sweep": {
             "dir": str(tmp_path)}}}))
@@ -182,15 +184,17 @@ def test_a_summary_that_cannot_be_made_does_not_hide_how_the_sweep_ended(
     from omegaconf import OmegaConf
 
     import populations.cli as cli
+    import populations.cli_common as cli_common
+    import populations.run_guard as run_guard
     import populations.sweep_summary as sweep_summary
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(sweep_summary, "print_summary", broken)
-    monkeypatch.setattr(cli, "_FAILED_JOBS", [(0, tmp_path / "0_seed=0")])
-    monkeypatch.setattr(cli, "_SWEEP_JOBS", [0, 1])
-    monkeypatch.setattr(cli, "_TYPED", ["-m", "seed=0,1", "keep_going=true"])
+    monkeypatch.setattr(run_guard, "_FAILED_JOBS", [(0, tmp_path / "0_seed=0")])
+    monkeypatch.setattr(run_guard, "_SWEEP_JOBS", [0, 1])
+    monkeypatch.setattr(cli_common, "_TYPED", ["-m", "seed=0,1", "keep_going=true"])
     with pytest.raises(SystemExit) as stop:
         cli.ConfigCheck().on_multirun_end(OmegaConf.create({"hydra": {"sweep": {
             "dir": str(tmp_path)}}}))

@@ -474,8 +474,9 @@ def test_resuming_a_crafted_league_checkpoint_is_one_line(tmp_path, league_run, 
     import shutil
 
     from populations.checkpoint import checkpoint_files, load_latest
-    from populations.cli import TRAIN, run_folder_guard
+    from populations.command_line import TRAIN
     from populations.experiment import run_experiment
+    from populations.run_guard import run_folder_guard
     from tests.populations.test_untrusted_rows import LEAGUE, _experiment
 
     run = tmp_path / "run"

@@ -116,8 +116,9 @@ def test_resuming_a_run_whose_league_db_was_tampered_with_is_one_line(tmp_path, 
     a real run folder, its league.db edited, then resumed."""
     import sqlite3
 
-    from populations.cli import TRAIN, run_folder_guard
+    from populations.command_line import TRAIN
     from populations.experiment import run_experiment
+    from populations.run_guard import run_folder_guard
 
     overrides = {"league": LEAGUE, "psro": PSRO}[kind]
     run_dir = tmp_path / kind

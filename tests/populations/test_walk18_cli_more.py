@@ -91,7 +91,7 @@ def test_ctrl_cs_resume_command_pasted_resumes_the_run(tmp_path, monkeypatch, ca
 
 
 def test_resume_command_leaves_out_the_game_reset_the_cli_adds():
-    from populations.cli import resume_command
+    from populations.command_line import resume_command
 
     run = Path("/r/run")
     assert resume_command(run, ["~game", "game.name=openspiel/kuhn_poker", "seed=1"]) == \

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import populations.cli as cli
+import populations.train_overrides as train_overrides
 from marl import registry
 from populations.experiment import ExperimentConfig, GameConfig, _plain, settings
 from populations.experiment_config import PopulationConfig
@@ -132,7 +133,7 @@ def _composed(argv: list[str], monkeypatch, tmp_path: Path) -> ExperimentConfig:
     monkeypatch.setattr(cli, "_train_task", started.append)
     _train([*argv, f"hydra.run.dir={tmp_path / 'run'}"], monkeypatch, tmp_path)
     assert len(started) == 1
-    return cli.prepare(started[0], [], check=False)
+    return train_overrides.prepare(started[0], [], check=False)
 
 
 # ------------------------------------------------- 1. a learner of your own's section

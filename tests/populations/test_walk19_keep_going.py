@@ -84,14 +84,15 @@ def test_the_last_line_says_a_failed_job_without_checkpoints_was_removed(
         tmp_path, monkeypatch):
     # a job that failed before its first checkpoint leaves no folder (a failed start leaves
     # nothing half-made): the line named a folder that was not there
-    import populations.cli as cli
+    import populations.cli_common as cli_common
+    import populations.run_guard as run_guard
 
     kept, gone = tmp_path / "0_lr=1", tmp_path / "2_lr=3"
     kept.mkdir()
-    monkeypatch.setattr(cli, "_FAILED_JOBS", [(0, kept), (2, gone)])
-    monkeypatch.setattr(cli, "_SWEEP_JOBS", [0, 1, 2])
-    monkeypatch.setattr(cli, "_TYPED", ["-m", "lr=1,2,3", "keep_going=true"])
-    line = cli._failed_jobs_line(tmp_path)
+    monkeypatch.setattr(run_guard, "_FAILED_JOBS", [(0, kept), (2, gone)])
+    monkeypatch.setattr(run_guard, "_SWEEP_JOBS", [0, 1, 2])
+    monkeypatch.setattr(cli_common, "_TYPED", ["-m", "lr=1,2,3", "keep_going=true"])
+    line = run_guard._failed_jobs_line(tmp_path)
     assert line.startswith(f"2 of 3 sweep jobs failed: job 0 ({kept}), job 2 ({gone}, removed: "
                            "no checkpoint) (each said why above); the others finished. "), line
     assert line.endswith(f"selfplay-train -m lr=1,2,3 keep_going=true resume=true "

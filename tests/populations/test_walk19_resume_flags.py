@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from populations.cli import config_flags, resume_command, sweep_resume_command
+from populations.command_line import resume_command
+from populations.sweeps import sweep_resume_command
+from populations.train_overrides import config_flags
 from tests.populations.test_walk18_cli_more import TINY, _pasted, _train, ctrl_c_after_the_run
 
 MYEXP = """\

@@ -152,7 +152,7 @@ def test_settings_a_run_does_not_read_are_warned_before_it_runs(line, warned, tm
                                                                  monkeypatch):
     """runner.rollout_workers beside a league or PSRO trained without workers, silently
     (only population=none runs and LLM teams read it)."""
-    from populations.cli import unused_overrides
+    from populations.train_overrides import unused_overrides
 
     exp = _composed([*line, "progress=false"], monkeypatch, tmp_path)
     notes = unused_overrides(exp, line)

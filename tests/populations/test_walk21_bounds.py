@@ -12,9 +12,10 @@ from omegaconf import OmegaConf
 
 import populations.cli  # noqa: F401  (registers the schema)
 from llm_agents.settings import LLMConfig
-from populations.cli import CLIError, check_command_line
+from populations.command_line import CLIError
 from populations.config_checks import check_run_values, group_preset, writable
 from populations.experiment import ExperimentConfig
+from populations.train_overrides import check_command_line
 
 CONFIGS = Path(__file__).parents[2] / "configs"
 HUGE = "100000000000000000000"  # 10**20

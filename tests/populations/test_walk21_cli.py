@@ -118,7 +118,7 @@ def test_one_line_adds_the_hint_of_a_context_not_suppressed():
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from populations.cli import one_line
+    from populations.cli_common import one_line
     from populations.experiment import GameConfig
 
     cfg = OmegaConf.structured(GameConfig)
@@ -142,8 +142,8 @@ def _exp(**kwargs):
 
 def test_runner_ray_in_a_single_run_without_rollout_workers_is_warned():
     """Before: no word; the run trained in this process, ``runner.address`` never tried."""
-    from populations.cli import unused_overrides
     from populations.experiment_config import RunnerConfig
+    from populations.train_overrides import unused_overrides
 
     exp = _exp(runner=RunnerConfig(kind="ray", address="127.0.0.1:1"))
     notes = unused_overrides(exp, ["runner=ray", "runner.address=127.0.0.1:1"])
@@ -159,8 +159,8 @@ def test_runner_ray_in_a_single_run_without_rollout_workers_is_warned():
     ({"kind": "local"}, []),
 ])
 def test_runner_ray_where_it_is_used_is_not_warned(runner, overrides):
-    from populations.cli import unused_overrides
     from populations.experiment_config import RunnerConfig
+    from populations.train_overrides import unused_overrides
 
     assert unused_overrides(_exp(runner=RunnerConfig(**runner)), overrides) == []
 
@@ -238,7 +238,7 @@ def test_a_path_in_evals_import_says_a_module_name_is_needed(tmp_path, monkeypat
 def test_a_config_group_set_to_null_names_it_and_its_options(group, tmp_path, monkeypatch,
                                                              capsys):
     """Before: ``Config group override must be a string or a list. Got NoneType``."""
-    from populations.cli import _config_groups
+    from populations.train_overrides import _config_groups
 
     line = _refused([f"{group}=null", *SMALL], monkeypatch, tmp_path, capsys)
     assert line == f"{group}=null: the config group {group} needs one of its options: " \

@@ -134,8 +134,8 @@ def test_population_settings_a_single_run_ignores_are_named(tmp_path, monkeypatc
 
 
 def test_a_league_names_psro_settings_and_psro_league_settings():
-    from populations.cli import unused_overrides
     from populations.experiment import ExperimentConfig, PopulationConfig
+    from populations.train_overrides import unused_overrides
 
     league = ExperimentConfig(population=PopulationConfig(kind="league"))
     psro = ExperimentConfig(population=PopulationConfig(kind="psro"))

@@ -44,7 +44,7 @@ def test_working_folder_with_a_log_is_kept(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.parametrize("bug", [False, True])
 def test_existing_empty_folder_kept_empty(tmp_path, monkeypatch, capsys, bug):
-    from populations.cli import CLIError
+    from populations.command_line import CLIError
 
     run = tmp_path / "mine"
     run.mkdir()
@@ -67,7 +67,7 @@ def test_existing_folder_with_logs_given_by_path(tmp_path, monkeypatch, capsys):
 
 
 def test_new_folder_still_removed(tmp_path, monkeypatch, capsys):
-    from populations.cli import CLIError
+    from populations.command_line import CLIError
 
     _failing(monkeypatch, CLIError("a user error"))
     with pytest.raises(SystemExit) as exit_:
@@ -78,7 +78,7 @@ def test_new_folder_still_removed(tmp_path, monkeypatch, capsys):
 
 
 def test_new_sweep_folder_still_removed(tmp_path, monkeypatch, capsys):
-    from populations.cli import CLIError
+    from populations.command_line import CLIError
 
     _failing(monkeypatch, CLIError("a user error"))
     with pytest.raises(SystemExit) as exit_:
@@ -88,7 +88,7 @@ def test_new_sweep_folder_still_removed(tmp_path, monkeypatch, capsys):
 
 
 def test_existing_sweep_folder_kept(tmp_path, monkeypatch, capsys):
-    from populations.cli import CLIError
+    from populations.command_line import CLIError
 
     sweep = tmp_path / "sweep"
     sweep.mkdir()

@@ -108,7 +108,7 @@ def test_unwritable_log_names_the_file(tmp_path, monkeypatch, capsys):
 
 def test_log_line_names_a_permission_error():
     """The line for the unwritable folder of the walk (root without its permission bypass)."""
-    from populations.cli import one_line
+    from populations.cli_common import one_line
 
     try:
         try:

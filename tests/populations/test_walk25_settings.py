@@ -32,7 +32,7 @@ def _compose(overrides: list[str]):
 
 # ----------------------------------------------------------------- population.keep_checkpoints
 def test_keep_checkpoints_is_a_population_setting():
-    from populations.cli import to_experiment
+    from populations.train_overrides import to_experiment
 
     exp = to_experiment(_compose(["population=self_play", "game=kuhn",
                                   "population.keep_checkpoints=5"]))
@@ -88,7 +88,8 @@ def test_keep_checkpoints_holds_for_a_single_run(tmp_path, monkeypatch):
                                         ("./no/such/model", "no such directory"),
                                         ("~/no/such/model/here", "no such directory")])
 def test_a_model_path_that_is_not_there_is_refused_before_the_run(model, why):
-    from populations.cli import CLIError, to_experiment
+    from populations.command_line import CLIError
+    from populations.train_overrides import to_experiment
 
     cfg = _compose(["experiment=kuhn_llm_selfplay", "llm=hf", f"llm.model='{model}'"])
     with pytest.raises(CLIError, match=rf"llm\.model={model!r} could not be loaded \({why}\); "

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 
 def _notes(kind: str, overrides: list[str]) -> list[str]:
-    from populations.cli import unused_overrides
     from populations.experiment import ExperimentConfig, PopulationConfig
+    from populations.train_overrides import unused_overrides
 
     return unused_overrides(ExperimentConfig(population=PopulationConfig(kind=kind)),
                             overrides)

@@ -1,0 +1,344 @@
+"""``selfplay-train``'s run folders around its task: what they held before Hydra made them
+(:func:`_record_before`, called by :class:`populations.cli.ConfigCheck`), the guard the task
+runs in (:func:`run_folder_guard`: a failed run leaves no half-made folder behind and says how
+to go on), a sweep's failed jobs under ``keep_going=true`` (:func:`_failed_jobs_line`), and
+``resume=true`` without a folder refused. :mod:`populations.run_folder` holds a folder's lock
+and the checks of a resume.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from populations.cli_common import (
+    _typed,
+    fail,
+    interrupted,
+    one_line,
+    say,
+    too_large,
+    too_large_line,
+    user_errors,
+)
+from populations.command_line import (
+    CLIError,
+    resume_command,
+    run_dir_override,
+)
+from populations.sweeps import (  # importing it registers the job folders' resolvers
+    folder_given,
+    sweep_resume_command,
+    sweep_started,
+    sweep_stopped,
+)
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+
+
+# ------------------------------------------------------------------------ run folders
+_BEFORE: dict[str, frozenset[str] | None] = {}
+"""What the folders this process's run or sweep goes to held before Hydra made them
+(:class:`ConfigCheck` records them first): each absolute path's entry names, ``None`` where
+it did not exist. A sweep's folder is recorded with each folder in it (its jobs')."""
+_START_CWD: list[Path] = []
+"""The working folder this command started in (never removed, nor a folder above it)."""
+
+
+def _record_before(folder: Path, depth: int = 0) -> None:
+    """Record in :data:`_BEFORE` what ``folder`` (and the folders in it, ``depth`` levels
+    down) holds now, before Hydra makes it."""
+    path = os.path.abspath(folder)
+    try:
+        entries = frozenset(p.name for p in Path(path).iterdir())
+    except FileNotFoundError:
+        _BEFORE[path] = None
+        return
+    except OSError:  # not a folder, unreadable: left unrecorded (nothing of it is removed)
+        return
+    _BEFORE[path] = entries
+    if depth > 0:
+        for name in entries:
+            if (Path(path) / name).is_dir():
+                _record_before(Path(path) / name, depth - 1)
+
+
+def _before(run_dir: Path) -> tuple[bool, frozenset[str] | None]:
+    """Whether this command made ``run_dir`` (it did not exist before Hydra made it), and
+    else what it held before (``None``: not known, as when a config of the user's own runs
+    without :class:`ConfigCheck`; nothing of such a folder is removed)."""
+    path = Path(os.path.abspath(run_dir))
+    for folder in (path, *path.parents):
+        if str(folder) in _BEFORE:
+            held = _BEFORE[str(folder)]
+            if folder == path:
+                return held is None, held
+            # an ancestor recorded: the folder is new when that one or its next part was
+            part = path.relative_to(folder).parts[0]
+            return held is None or part not in held, None
+    return False, None
+
+
+def _not_started(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds only what Hydra writes before the task starts (``.hydra``,
+    ``*.log``): a sweep job an interrupted sweep never reached. Not the same as made by this
+    command (:func:`_before`): a resumed sweep's job folders existed before it."""
+    return not run_dir.is_dir() or all(p.name == ".hydra" or p.suffix == ".log"
+                                       for p in run_dir.iterdir())
+
+
+def _below_start(run_dir: Path) -> bool:
+    """Whether ``run_dir`` is neither the working folder this command started in nor a
+    folder above it (those are never removed)."""
+    cwd = (_START_CWD[-1] if _START_CWD else Path.cwd()).resolve()
+    folder = run_dir.resolve()
+    return folder != cwd and folder not in cwd.parents
+
+
+def _discard_new(run_dir: Path, sweep_dir: Path | None) -> None:
+    """Remove a run folder this process created (:func:`discard_run_dir`), and its sweep's
+    folder when no job is left in it."""
+    if discard_run_dir(run_dir) and sweep_dir is not None and sweep_dir.is_dir() and \
+            {p.name for p in sweep_dir.iterdir()} <= {"multirun.yaml"}:
+        discard_run_dir(sweep_dir)
+
+
+def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
+    """Remove a run folder this process created if it holds nothing worth keeping (no
+    checkpoint, no PSRO iteration recorded: :func:`_psro_recorded`), and its parents left
+    empty below ``root`` (the working directory)."""
+    if not run_dir.is_dir() or _worth_keeping(run_dir) or not _below_start(run_dir):
+        return False
+    shutil.rmtree(run_dir, ignore_errors=True)
+    root = (root or Path.cwd()).resolve()
+    parent = run_dir.resolve().parent
+    while parent != root and root in parent.parents:
+        try:
+            parent.rmdir()  # only when empty
+        except OSError:
+            break
+        parent = parent.parent
+    return True
+
+
+def _worth_keeping(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a checkpoint or a recorded PSRO iteration."""
+    ckpt = run_dir / "checkpoints"
+    return (ckpt.is_dir() and any(ckpt.iterdir())) or _psro_recorded(run_dir)
+
+
+def _discard_written(run_dir: Path, before: frozenset[str] | None) -> None:
+    """In a folder that existed before this command (it held ``before``), remove what the
+    command wrote there (Hydra's ``.hydra`` and log, a run's first files) when it holds
+    nothing worth keeping (:func:`discard_run_dir`'s test); the folder and what it held stay.
+    ``before`` None (not known): nothing is removed."""
+    if before is None or not run_dir.is_dir() or _worth_keeping(run_dir):
+        return
+    for path in run_dir.iterdir():
+        if path.name not in before:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+
+
+def _psro_recorded(run_dir: Path) -> bool:
+    """Whether ``<run>/league.db`` records a PSRO iteration: a PSRO run keeps no checkpoint,
+    it resumes after the last iteration its database records (so that database, its
+    snapshots and settings are worth keeping). A database that cannot be read is kept too:
+    nothing is removed that might hold a run."""
+    import sqlite3
+
+    from populations.db import LeagueDB, LeagueDBError
+
+    path = run_dir / "league.db"
+    if not path.is_file():
+        return False
+    try:
+        db = LeagueDB(path, readonly=True)  # removes the -wal/-shm it made on close
+        try:
+            row = db.conn.execute("SELECT 1 FROM psro_iterations LIMIT 1").fetchone()
+        finally:
+            db.close()
+    except (LeagueDBError, sqlite3.Error, OSError) as err:  # no such table: nothing recorded
+        return "no such table" not in str(err)
+    return row is not None
+
+
+@contextmanager
+def run_folder_guard(prog: str, run_dir: Path, created: bool,
+                     sweep_dir: Path | None = None, job: int | None = None,
+                     overrides: Sequence[str] | None = None,
+                     flags: Sequence[str] = (), resumed: bool = False,
+                     keep_going: bool = False,
+                     before: frozenset[str] | None = None) -> Iterator[None]:
+    """Report user errors in one line; a folder ``created`` by this run and holding nothing
+    to resume (no checkpoint, no PSRO iteration: :func:`discard_run_dir`) is removed first
+    (and a sweep's folder left with no job in it), so a failed start leaves nothing
+    half-made behind. Any other error (a bug) removes such a folder too, and keeps its
+    traceback. In a sweep (job number ``job``) the line says
+    that the jobs after it did not run, and how the sweep goes on; a single run that failed
+    while running and keeps checkpoints says how it resumes. Ctrl-C's line names the command
+    that resumes the run, with the run's ``overrides`` and config ``flags``
+    (:func:`resume_command`). ``resumed``: the command line gave ``resume=true``.
+    ``keep_going`` (a sweep's ``keep_going=true``): a failed job's line says the sweep goes on,
+    and the guard returns (Hydra runs the next job); the sweep's end lists the failed jobs
+    (:func:`_failed_jobs_line`). Ctrl-C still ends the sweep. A folder that existed before
+    this command (holding ``before``) stays: only what the command wrote in it goes
+    (:func:`_discard_written`)."""
+    try:
+        yield
+    except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
+        interrupted(prog, lambda: _how_to_go_on(run_dir, created, sweep_dir, overrides, flags,
+                                                before))
+    except Exception as err:
+        if not isinstance(err, user_errors()) and too_large(err) is None:
+            # a bug: its traceback (Hydra's report). The folder goes as after a user error
+            # (unless it holds a checkpoint or PSRO iterations): one kept would refuse the
+            # same command again ('already holds a run') while holding nothing to resume
+            if created:
+                _discard_new(run_dir, sweep_dir)
+            else:
+                _discard_written(run_dir, before)
+            raise
+        going_on = keep_going and sweep_dir is not None and job is not None
+        if created:  # the sweep's folder stays for the next jobs (and multirun.yaml in it)
+            discard_run_dir(run_dir) if going_on else _discard_new(run_dir, sweep_dir)
+        else:
+            _discard_written(run_dir, before)
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        line = too_large_line(err, overrides) if too_large(err) is not None else one_line(err)
+        if going_on:
+            say(prog, f"{line} (sweep job {job}; keep_going: the sweep goes on with "
+                      f"its next job){_resumes_after(err, run_dir, overrides, flags)}")
+            _FAILED_JOBS.append((job, run_dir))
+            return
+        if sweep_dir is not None and job is not None:
+            fail(prog, line + sweep_stopped(sweep_dir, job, run_dir, created, resumed,
+                                             _typed()))
+        fail(prog, line + _resumes_after(err, run_dir, overrides, flags))
+
+
+def _resumes_after(err: BaseException, run_dir: Path, overrides: Sequence[str] | None,
+                   flags: Sequence[str]) -> str:
+    """What a single run's error line adds when the run failed while running (a NaN, a game
+    error) and keeps checkpoints: the command that resumes it from the last one (it does: the
+    error stopped training before the weights changed), as the summary and Ctrl-C name it.
+    Nothing for refusals of the command line, the folder or its checkpoints."""
+    refusals = [CLIError, *(getattr(sys.modules.get(module), name, CLIError) for module, name in (
+        ("populations.run_folder", "RunFolderError"), ("marl.core", "CheckpointError"),
+        ("hydra.errors", "HydraException"), ("omegaconf.errors", "OmegaConfBaseException")))]
+    ckpt = run_dir / "checkpoints"
+    if _damaged_database(err):  # a resume needs the same database: its command would fail so
+        return (f"; {run_dir / 'league.db'} is damaged (truncated or overwritten): restore it "
+                "from a copy, or start a new run in another folder")
+    if isinstance(err, tuple(refusals)):
+        return ""
+    if ckpt.is_dir() and any(p.suffix == ".pt" for p in ckpt.iterdir()):
+        kept = "keeps its checkpoints: once the cause is fixed, it resumes from the last one"
+    elif _psro_recorded(run_dir):  # PSRO keeps no checkpoint: it goes on from league.db
+        kept = ("keeps the PSRO iterations league.db records: once the cause is fixed, it "
+                "resumes after the last one")
+    else:
+        return ""
+    settings = (" (other settings, such as a lower learning rate, also need "
+                "resume_override=true)") if type(err).__name__ == "NonFiniteError" else ""
+    return f"; {run_dir} {kept} with: {resume_command(run_dir, overrides, flags)}{settings}"
+
+
+def _damaged_database(err: BaseException) -> bool:
+    """Whether ``err`` says SQLite found the league database damaged (a truncated file: "database
+    disk image is malformed"; one overwritten: "file is not a database"), as opened
+    (:class:`populations.db.LeagueDBError`) or read later (``sqlite3.DatabaseError``)."""
+    import sqlite3
+
+    db_error = getattr(sys.modules.get("populations.db"), "LeagueDBError", None)
+    kinds = (sqlite3.DatabaseError, *([db_error] if db_error is not None else []))
+    return isinstance(err, kinds) and re.search(r"malformed|not a database", str(err)) is not None
+
+
+def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
+                  overrides: Sequence[str] | None = None, flags: Sequence[str] = (),
+                  before: frozenset[str] | None = None) -> str:
+    """Ctrl-C's message: the command that resumes the run or sweep, or (stopped before the
+    run started) "start again", removing the folder ``created`` for it (in a folder that
+    existed, holding ``before``: what the command wrote there)."""
+    # a folder holding a run resumes (from its last checkpoint, or from the start when it has
+    # none yet: PSRO keeps none, it goes on from league.db); the same command again would be
+    # refused ("already holds a run")
+    if sweep_dir is not None and sweep_dir.is_dir() and sweep_started(sweep_dir):
+        return f"interrupted; the sweep resumes with: " \
+            f"{sweep_resume_command(sweep_dir, _typed())}"
+    from populations.run_folder import holds_run
+
+    if holds_run(run_dir):  # what resume=true accepts (the same test)
+        return f"interrupted; {run_dir} resumes with: " \
+            f"{resume_command(run_dir, overrides, flags)}"
+    if created:  # stopped before the run started: nothing recorded, nothing kept
+        _discard_new(run_dir, sweep_dir)
+    else:
+        _discard_written(run_dir, before)
+    return "interrupted before the run started (start again)"
+
+
+_FAILED_JOBS: list[tuple[int, Path]] = []
+"""``(job number, run folder)`` of each job of this process's sweep that failed while
+``keep_going=true`` let the sweep go on (:func:`run_folder_guard`)."""
+_SWEEP_JOBS: list[int] = []
+"""The job numbers of this process's sweep that started."""
+_JOB_OVERRIDES: dict[int, list[str]] = {}
+"""Each started job's overrides (a failed job's folder may be gone: the summary names them)."""
+
+
+def _failed_jobs_line(sweep_dir: Path) -> str:
+    """The line that ends a sweep whose jobs ``_FAILED_JOBS`` failed under ``keep_going``:
+    which (numbers and folders, as their own lines said why), how many jobs ran, and the
+    command that resumes the sweep (finished jobs say nothing to do; a failed job with
+    checkpoints goes on from its last one, one without starts again)."""
+    listed = ", ".join(f"job {n} ({folder}{'' if folder.is_dir() else ', removed: no checkpoint'})"
+                       for n, folder in _FAILED_JOBS)
+    others = "; the others finished" if len(_FAILED_JOBS) < len(_SWEEP_JOBS) else ""
+    return (f"{len(_FAILED_JOBS)} of {len(_SWEEP_JOBS)} sweep jobs failed: {listed} (each "
+            f"said why above){others}. Once the cause is fixed, the sweep resumes "
+            f"with: "
+            f"{sweep_resume_command(sweep_dir, _typed())}")
+
+
+def _refuse_resume_without_folder(config: DictConfig, key: str = "hydra.run.dir",
+                                  folder: Path | None = None) -> None:
+    """``resume=true`` without ``hydra.run.dir`` (a sweep's ``hydra.sweep.dir``): Hydra names
+    a new folder after the clock, which holds no run, so such a resume could never go on (it
+    made that folder, said 'check the folder name' and removed it). Refused before the folder
+    is made, naming the newest run (sweep) beside it as the folder to give. A folder of the
+    user's own config (a fixed ``hydra.run.dir``) that holds a run resumes as before.
+    ``folder``: the one the run (sweep) would go to, when not the config's own."""
+    from populations.run_folder import holds_run
+
+    if folder_given(config, key):
+        return  # a folder given: run_folder's own check names it if it holds no run
+    sweep = key == "hydra.sweep.dir"
+    run_dir = folder or Path(str(config.hydra.sweep.dir if sweep else config.hydra.run.dir))
+
+    def held(folder: Path) -> bool:
+        return sweep_started(folder) if sweep else holds_run(folder)
+
+    if run_dir.is_dir() and held(run_dir):
+        return
+    parent = run_dir.parent
+    runs = sorted(p.name for p in parent.iterdir() if p.is_dir() and held(p)) \
+        if parent.is_dir() else []
+    what = "sweep" if sweep else "run"
+    where = (f"the newest {what} there: {run_dir_override(parent / runs[-1], key)}" if runs
+             else f"{parent} holds no {what} yet (start one without resume=true)")
+    raise CLIError(f"resume=true needs the folder of the {what} to resume, {key}=<folder> "
+                   f"(without it the {what} would go to a new folder, {run_dir}); {where}")
+

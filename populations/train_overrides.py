@@ -1,0 +1,713 @@
+"""``selfplay-train``'s overrides and composed config, checked: before the schema (and torch,
+~1 s) loads (:func:`check_command_line`, :func:`check_values`), against the schema
+(:func:`prepare`, :func:`to_experiment`), and for settings the run does not read
+(:func:`unused_overrides`, :data:`READERS`). :class:`populations.cli.ConfigCheck` runs them
+before Hydra makes the run folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from populations.cli_common import game_modules, import_user_modules, one_line
+from populations.command_line import (
+    CLIError,
+    override_values,
+    shadowed_presets,
+)
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from populations.experiment import ExperimentConfig
+
+
+def replace_game_kwargs(cfg: DictConfig, overrides: Sequence[str]) -> None:
+    """``game.kwargs={...}`` replaces the preset's arguments (Hydra merges dicts); later
+    ``game.kwargs.KEY=...`` overrides apply on top."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf, open_dict
+
+    kwargs: Any = None
+    for o in OverridesParser.create().parse_overrides(list(overrides)):
+        key = o.key_or_group
+        if key == "game.kwargs":
+            kwargs = OmegaConf.create({} if o.is_delete() else o.value() or {})
+        elif kwargs is not None and key.startswith("game.kwargs."):
+            sub = key.removeprefix("game.kwargs.")
+            if o.is_delete():
+                kwargs.pop(sub, None)
+            else:
+                OmegaConf.update(kwargs, sub, o.value(), merge=True)
+    if kwargs is not None:
+        with open_dict(cfg):
+            cfg.game.kwargs = kwargs
+
+
+# ------------------------------------------------------------- before the schema loads
+class _Unparsed(Exception):
+    """Arguments Hydra's own parser refuses (it reports them itself, later)."""
+
+
+def check_command_line(args: Sequence[str]) -> None:
+    """Mistakes Hydra would report before using the schema, found before the schema (and
+    torch, ~1 s) is imported, in Hydra's own words: an override its grammar cannot parse, and
+    ``GROUP=OPTION`` naming an option no file in ``configs/GROUP/`` (nor an installed
+    package's config store entry) provides. Skipped where other configs may provide it
+    (``--config-dir``, ``--config-path``, ``hydra.searchpath``)."""
+    # private, no public equivalent: Hydra's own flag parser (--config-dir, -m, ...) is only
+    # reachable here or through hydra.main, which runs the app (pyproject pins hydra-core 1.3)
+    from hydra._internal.utils import get_args_parser
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ValueType
+
+    parser = get_args_parser()
+
+    def refuse(message: str) -> NoReturn:
+        raise _Unparsed(message)
+
+    parser.error = refuse  # type: ignore[method-assign]
+    try:
+        parsed = parser.parse_args(list(args))
+    except _Unparsed:
+        return
+    if parsed.multirun and (parsed.cfg or parsed.info):  # Hydra: a ValueError's traceback
+        raise CLIError(f"-m cannot be combined with {'--cfg' if parsed.cfg else '--info'}; "
+                       "--cfg job prints one job's config: drop -m and give one value of each "
+                       "swept key")
+    _check_hydra_flags(parsed)
+    overrides = OverridesParser.create().parse_overrides(parsed.overrides)  # grammar errors
+    for o in overrides:  # whatever the search path: the schema has no keys under algo
+        wrong = _key_under_group(o)
+        if wrong:
+            raise CLIError(wrong)
+    # before the options: their ConfigStore presets count, and their learners name the
+    # preset a missing algo=<option> lacks (also where Hydra reports it: other configs)
+    import_listed_modules(overrides)
+    if parsed.config_path is None:  # --config-path replaces the shipped configs
+        searchpath = [entry for o in overrides
+                      if o.key_or_group == "hydra.searchpath" and not o.is_delete()
+                      and isinstance(o.value(), list) for entry in o.value()]
+        for line in shadowed_presets(parsed.config_dir, searchpath):
+            print(line, file=sys.stderr)  # Hydra composes with the shipped one: say so
+    if parsed.config_dir or parsed.config_path or parsed.config_name or any(
+            o.key_or_group.startswith("hydra.searchpath") for o in overrides):
+        return
+    groups = _config_groups()
+    for o in overrides:
+        group = o.key_or_group
+        value = None if o.is_delete() else o.value()
+        if group in ("hydra.run.dir", "hydra.sweep.dir") and value in ("", None):
+            raise CLIError(f"{group} is empty (an unset shell variable?), which writes the "
+                           "run into this folder; give the run's folder")
+        if group in ("hydra.run.dir", "hydra.sweep.dir") and isinstance(value, str) and \
+                "\\${" in value:  # Hydra resolves the folder's name again (its logging)
+            raise CLIError(f"{group}={value}: a folder name holding a literal '${{' cannot be "
+                           "a run folder (Hydra resolves it as an interpolation); rename it")
+        if group in ("hydra.run.dir", "hydra.sweep.dir") and isinstance(value, str) and \
+                value.startswith("/"):  # $RUN/x with RUN unset: /x, made silently
+            first = next((p for p in value.split("/") if p), "")
+            if not first:
+                raise CLIError(f"{group}={value} is the filesystem's root (an unset shell "
+                               "variable, as in $RUN/?); give the run's folder")
+            if "$" not in first and not Path("/", first).is_dir():
+                if not os.access("/", os.W_OK):  # Hydra could not make it either
+                    raise CLIError(f"{group}={value}: /{first} does not exist and cannot be "
+                                   "made here (an unset shell variable, as in $RUN/x?); give "
+                                   "a folder under an existing one")
+                print(f"note: {group}={value} makes the new top-level folder /{first} (if you "
+                      "meant $VAR/..., VAR is unset)", file=sys.stderr)  # containers: /results
+        if group in ("hydra.run.dir", "hydra.sweep.dir") and isinstance(value, str) and \
+                "${" not in value:  # Hydra's makedirs: "[Errno 17] File exists: '...'"
+            there = next((p for p in (Path(value), *Path(value).parents) if p.exists()), None)
+            if there is not None and not there.is_dir():
+                what = "sweep's" if group == "hydra.sweep.dir" else "run's"
+                raise CLIError(f"{group}={value}: {there} is a file, not a folder; give the "
+                               f"{what} folder")
+        if group in groups and o.package is None and not o.is_delete() and \
+                o.value_type == ValueType.ELEMENT and o.value() is None:  # Hydra: "Got NoneType"
+            known = ", ".join(groups[group])
+            raise CLIError(f"{o.input_line}: the config group {group} needs one of its "
+                           f"options: {known}")
+        if group == "imports" and isinstance(value, str):  # Hydra: "str is not a ListConfig"
+            raise CLIError(f"imports={value} must be a list: imports=[{value}]")
+        if group not in groups or o.package is not None or o.input_line.startswith(("+", "~")):
+            continue
+        options = [o.value()] if o.value_type == ValueType.ELEMENT else \
+            list(o.value().list) if o.value_type in (ValueType.CHOICE_SWEEP,
+                                                     ValueType.SIMPLE_CHOICE_SWEEP) else []
+        for option in options:  # a sweep's too (-m algo=mappo,ipo: before the sweep folder)
+            if not isinstance(option, str) or "/" in option or option in groups[group]:
+                continue
+            try:
+                stored = [n.removesuffix(".yaml") for n in ConfigStore.instance().list(group)]
+            except OSError:
+                stored = []
+            if option not in stored:
+                known = ", ".join(sorted({*groups[group], *stored}))
+                raise CLIError(f"In 'config': Could not find '{group}/{option}'; Available "
+                               f"options in '{group}': {known}")  # reported() adds preset_hint
+    check_values(overrides)
+
+
+def _key_under_group(override: Any) -> str | None:
+    """``algo.adv_norm=median``, a key under a config group that is no section (``algo``,
+    ``experiment``, ``encoder``: Hydra said "Cannot convert 'dict' to string"): what the group
+    picks and the sections that hold the key (``mappo.adv_norm=median``); None for others."""
+    group, dot, rest = override.key_or_group.partition(".")
+    if not dot or group in ("game", "hydra") or override.is_delete() or group not in _groups():
+        return None
+    from populations.config_checks import section_schemas
+
+    schemas = section_schemas()
+    if group in schemas:  # llm.model=..., population.kind=...: a section of its own
+        return None
+    value = override.input_line.partition("=")[2]
+    found = []
+    for section, (cls, _) in schemas.items():
+        try:
+            top = cls()
+        except Exception:  # noqa: BLE001 - a section needing arguments holds no default keys
+            continue
+        subs = [("", top)] + [(f"{f.name}.", getattr(top, f.name)) for f in
+                              dataclasses.fields(top) if dataclasses.is_dataclass(
+                                  getattr(top, f.name))]  # fmt: skip
+        for sub, obj in subs:  # mappo.adv_norm, llm.grpo.adv_norm
+            for name in rest.split("."):
+                obj = getattr(obj, name, _Missing) if dataclasses.is_dataclass(obj) else _Missing
+            if obj is not _Missing:
+                found.append(f"{section}.{sub}{rest}={value}")
+    options = ", ".join(_config_groups().get(group, []))
+    where = (f"it goes in a section: {found[0]}"
+             + (f" (or {', '.join(found[1:])})" if found[1:] else "")) if found else \
+        f"settings go in the sections ({', '.join(f'{n}.*' for n in schemas)})"
+    return (f"{override.input_line}: '{group}' is a config group ({group}=<option> picks one "
+            f"of {options}), not a section with keys; {where}")
+
+
+class _Missing:
+    """No such key (see :func:`_key_under_group`)."""
+
+
+def _check_hydra_flags(parsed: argparse.Namespace) -> None:
+    """Hydra's flags that it refuses with a traceback (a ValueError, exit 1), in one line:
+    two commands (``-r --info``, ``--cfg job --info``), ``--resolve`` without ``--cfg``, and
+    ``--experimental-rerun`` of a file that is missing, a folder or no pickle."""
+    commands = [flag for flag, given in (
+        ("--run", parsed.run), ("-m", parsed.multirun), ("--cfg", parsed.cfg is not None),
+        ("--info", parsed.info is not None), ("--shell-completion", parsed.shell_completion))
+        if given]
+    if len(commands) > 1:
+        raise CLIError(f"{' and '.join(commands)} cannot be combined: give one of --run, -m, "
+                       "--cfg, --info, --shell-completion")
+    if parsed.resolve and parsed.cfg is None:
+        raise CLIError("--resolve resolves what --cfg prints: give it with --cfg job, --cfg "
+                       "hydra or --cfg all")
+    rerun = parsed.experimental_rerun
+    if rerun is not None:
+        path = Path(rerun)
+        if not path.is_file():
+            what = "a folder" if path.is_dir() else "no such file"
+            raise CLIError(f"--experimental-rerun {rerun!r}: {what} (give a run's "
+                           ".hydra/config.pickle)")
+        with open(path, "rb") as fh:
+            head = fh.read(1)
+        if head != b"\x80":  # a pickle of protocol 2 or later, as Hydra writes
+            raise CLIError(f"--experimental-rerun {rerun!r} is not a pickle file (give a run's "
+                           ".hydra/config.pickle)")
+
+
+def import_listed_modules(overrides: Sequence[Any]) -> None:
+    """Import the command line's ``imports=[...]`` now (the run imports them again): one that
+    fails is refused before torch loads, and the games and config presets (ConfigStore) they
+    register are known to the checks. The working folder leaves ``sys.path`` again after:
+    Hydra has not loaded its ``configs`` package yet, and a project's own ``configs/`` there
+    would be taken for it (the run puts the folder back, after Hydra)."""
+    from hydra.core.override_parser.types import ValueType
+
+    for o in overrides:
+        if o.key_or_group != "imports" or o.package is not None or o.is_delete() or \
+                o.value_type != ValueType.ELEMENT:
+            continue
+        modules = o.value()
+        if isinstance(modules, list) and all(isinstance(m, str) for m in modules):
+            cwd = os.getcwd()
+            added = cwd not in sys.path
+            try:
+                import_user_modules(modules)
+            finally:
+                if added and cwd in sys.path:
+                    sys.path.remove(cwd)
+
+
+def check_values(overrides: Sequence[Any]) -> None:
+    """Common bad values on the command line (``num_envs=0``, ``seed=abc``, ``device=gpu``,
+    an unknown ``game.name``), refused before the schema and torch load, in the words the
+    schema's own checks use (:mod:`populations.config_checks`, ``games.make``)."""
+    from populations.config_checks import (
+        TOP_LEVEL_TYPES,
+        check_rollout_share,
+        check_run_values,
+        check_section_values,
+        section_schemas,
+        typed_override,
+    )
+
+    names, schemas, sections = [], None, {}
+    for o in overrides:
+        key = o.key_or_group
+        first = key.split("@")[0].split(".")[0]  # mappo.lr=-1: mappo (mappo={...} too)
+        if first not in ("game", "hydra", "imports", *TOP_LEVEL_TYPES) and (
+                "." in key or key not in _groups()):
+            schemas = section_schemas() if schemas is None else schemas  # imports marl.configs
+            if first in schemas:
+                sections.setdefault(first, []).append(o)
+        elif key == "llm" and o.package is None:  # llm=hf alone: its preset is checked too
+            sections.setdefault("llm", [])
+        if o.package is not None or o.input_line.startswith(("+", "~")):
+            continue
+        values = [v for v in override_values(o) if not (isinstance(v, str) and "${" in v)]
+        if key == "game.name":
+            names += [v for v in values if isinstance(v, str)]
+        elif key in TOP_LEVEL_TYPES:
+            for value in values:
+                try:
+                    check_run_values({key: typed_override(key, value)})
+                except ValueError as err:
+                    raise CLIError(f"bad config: {err}") from None
+                except TypeError:  # a list or a dict: OmegaConf names it
+                    continue
+    unknown = _unknown_games(names)
+    if unknown:
+        import games
+
+        games.make(unknown[0])  # raises UnknownGameError listing the registered games
+    share = {o.key_or_group: [v for v in override_values(o)
+                              if not (isinstance(v, str) and "${" in v)]
+             for o in overrides if o.key_or_group in (
+                 "num_envs", "runner.rollout_workers", "population.kind", "mappo.net.recurrent",
+                 "game.kwargs.continuous_actions")
+             and o.package is None and not o.input_line.startswith(("+", "~"))}
+    presets = _chosen_presets(overrides) if sections or share else None
+    if presets is not None and ("num_envs" in share or "runner.rollout_workers" in share):
+        try:  # rollout workers: the learners and copies they take, in the run's words
+            check_rollout_share({k: [typed_override(k, v) if k in TOP_LEVEL_TYPES else v
+                                     for v in vs] for k, vs in share.items()}, presets)
+        except ValueError as err:
+            raise CLIError(f"bad config: {err}") from None
+    order = list(section_schemas()) if sections else []  # the schema's order
+    jobs = [(section, items) for section, found in sorted(
+        sections.items(), key=lambda kv: order.index(kv[0])) if presets is not None
+            for items in _section_jobs(found)]
+    later = []
+    with _torch_refused():  # first every check that needs no torch (a good population.* value
+        for section, items in jobs:  # before mappo.lr=-1 imported it via the learner registry)
+            try:
+                check_section_values(items, presets, section)
+            except _NeedsTorch:
+                later.append((section, items))
+            except ValueError as err:
+                raise CLIError(f"bad config: {err}") from None
+    for section, items in later:  # last: their registry checks import torch
+        try:
+            check_section_values(items, presets, section)
+        except ValueError as err:
+            raise CLIError(f"bad config: {err}") from None
+
+
+class _NeedsTorch(BaseException):
+    """An import of torch refused by :func:`_torch_refused` (a BaseException: no library's
+    ``except Exception`` or ``except ImportError`` takes it for a missing package)."""
+
+
+@contextmanager
+def _torch_refused() -> Iterator[None]:
+    """While inside, importing torch (not loaded yet) raises :class:`_NeedsTorch`; the module
+    that imported it is left unloaded, as after any failed import, and loads again later."""
+    import importlib.abc
+
+    class Refuse(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+            if name == "torch" or name.startswith("torch."):
+                raise _NeedsTorch(name)
+
+    finder = Refuse()
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
+def _section_jobs(overrides: Sequence[Any]) -> list[list[tuple[str, Any, str]]]:
+    """One section's overrides (``mappo.lr=-1 mappo.net.hidden=[32]``) as each job of the line
+    applies them: ``(key, value, input_line)`` in the line's order, once per value of a swept
+    key (``-m mappo.lr=0,0.1``). No job where the early check cannot apply them as Hydra does
+    (the schema decides, after torch: a false refusal is worse than a late one): two swept
+    keys, a range, a key given twice, ``+``/``++``/``~`` lines, an interpolation (``${...}``),
+    a package (``@``), the whole section (``mappo={...}``)."""
+    from hydra.core.override_parser.types import ValueType
+
+    keys = [o.key_or_group for o in overrides]
+    swept = [o for o in overrides if o.value_type != ValueType.ELEMENT]
+    if len(set(keys)) < len(keys) or len(swept) > 1 or any(
+            o.package is not None or o.input_line.startswith(("+", "~")) or
+            "${" in o.input_line or "." not in o.key_or_group for o in overrides) or any(
+            o.value_type not in (ValueType.CHOICE_SWEEP, ValueType.SIMPLE_CHOICE_SWEEP)
+            for o in swept):
+        return []
+    values = list(swept[0].value().list) if swept else [None]
+    return [[(o.key_or_group, value if o in swept else o.value(), o.input_line)
+             for o in overrides] for value in values]
+
+
+def _unknown_games(names: Sequence[str]) -> list[str]:
+    """``names`` that are neither an adapter's prefix nor registered (by the shipped games,
+    installed packages, or the command line's ``imports``, imported before)."""
+    from games.registry import PREFIXES, registered
+
+    names = [n for n in names if not n.startswith(PREFIXES)]
+    if not names:
+        return []
+    known = registered()
+    return [n for n in names if n not in known]
+
+
+# ------------------------------------------------------------------------ the config
+def register_schema() -> None:
+    """Store the schema ``configs/config.yaml`` composes over (its ``defaults: - schema``)."""
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import OmegaConf
+
+    from populations.config_checks import writable
+    from populations.experiment import ExperimentConfig
+
+    schema = writable(OmegaConf.structured(ExperimentConfig))
+    # open while presets merge, for a learner of the user's own (its section my_algo: {...}
+    # in a preset): populations.learner_sections types it and refuses a key no registered
+    # learner names; the sections stay closed by their types. Hydra closes the root before
+    # the command line applies: a key the schema lacks, typed, still needs a "+".
+    OmegaConf.set_struct(schema, False)
+    # a game's keyword arguments are open: game.kwargs.num_cards=4 needs no "+"
+    OmegaConf.set_struct(schema.game.kwargs, False)
+    ConfigStore.instance().store(name="schema", node=schema)
+
+
+def to_experiment(cfg: DictConfig) -> ExperimentConfig:
+    """The typed experiment of a composed config (without its ``hydra`` node); a value a
+    section refuses is reported by its dotted path (``mappo.net.init='x' unknown; ...``)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from populations.config_paths import refused_message
+    from populations.experiment import ExperimentConfig
+
+    try:
+        exp = OmegaConf.to_object(cfg)
+    except dataclasses.FrozenInstanceError:  # +mappo.lrr=1 added a key the schema lacks
+        raise CLIError(f"bad config: {_added_key(cfg) or _ADDED}") from None
+    except (ValueError, TypeError, OmegaConfBaseException) as err:  # named by its dotted path
+        raise CLIError(f"bad config: {refused_message(cfg, err, one_line)}") from None
+    added = _added_key(cfg, top=False)  # +population.foo=1: a mutable section took it silently
+    if added:
+        raise CLIError(f"bad config: {added}")
+    assert isinstance(exp, ExperimentConfig)
+    return exp
+
+
+_ADDED = "a key the schema does not have was added (check '+' overrides)"
+
+
+def _added_key(cfg: DictConfig, path: str = "", top: bool = True) -> str:
+    """``mappo.lrr: Key 'lrr' not in 'MAPPOConfig'; nearest: mappo.lr``: the first key of
+    ``cfg`` its node's dataclass lacks (added by a ``+``/``++`` override; the sections are
+    closed), as an unknown key is named elsewhere; ``""`` if none. ``top=False``
+    leaves out the top level's own keys (a learner of the user's own: learner_sections)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    from populations.config_checks import nearest_keys
+
+    cls = OmegaConf.get_type(cfg)
+    names = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) \
+        and top else None
+    for key in cfg:
+        full = f"{path}.{key}" if path else str(key)
+        if names is not None and key not in names:
+            return (f"{full}: Key '{key}' not in '{cls.__name__}' (a '+' cannot add keys to "
+                    f"the schema); {nearest_keys(str(key), names, path)}")
+        child = cfg._get_node(key)
+        if isinstance(child, DictConfig) and not child._is_missing() and not child._is_none():
+            found = _added_key(child, full)
+            if found:
+                return found
+    return ""
+
+
+def prepare(cfg: DictConfig, overrides: Sequence[str], check: bool = True,
+            hydra: DictConfig | None = None) -> ExperimentConfig:
+    """Import the user's modules, settle the game's arguments, validate (``check``: build the
+    game too): the experiment to run, or a :class:`CLIError` / game error. ``hydra``: the
+    run's Hydra node (default: Hydra's, when it is set), which says where a refused value of
+    the user's own preset came from."""
+    import_user_modules(list(cfg.get("imports") or []))
+    name = cfg.get("game", {}).get("name")
+    import_user_modules(game_modules(name), f"game.name={name}")
+    replace_game_kwargs(cfg, overrides)
+    try:
+        exp = to_experiment(cfg)
+    except CLIError as err:  # a value of the user's own preset: name its file
+        raise CLIError(_in_user_file(str(err), cfg, hydra)) from None
+    if check:
+        from populations.experiment import check_experiment
+
+        check_experiment(exp)  # unknown game, bad game arguments, an algo that cannot play it
+    return exp
+
+
+def _in_user_file(message: str, cfg: DictConfig, hydra: DictConfig | None) -> str:
+    """``bad config: <key>=<value>; ...`` with the file of the user's own config folder that
+    set the value, as ``bad config: myconfigs/algo/my_algo.yaml: mappo.lr=-1.0; ...``
+    (:func:`populations.config_paths.user_file_of`); ``message`` as it is otherwise."""
+    from populations.config_paths import user_file_of
+
+    head = "bad config: "
+    if not message.startswith(head):
+        return message
+    if hydra is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        hydra = HydraConfig.get() if HydraConfig.initialized() else None
+    try:
+        file = user_file_of(message[len(head):], cfg, hydra) if hydra is not None else None
+    except Exception:  # noqa: BLE001 - the refusal stands without its file
+        file = None
+    return message if file is None else f"{head}{file}: {message[len(head):]}"
+
+
+
+def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[str]:
+    """Warnings for command-line settings this run does not read: ``frames=`` sizes a
+    single-learner run only (a league trained 20k frames per member and generation after
+    ``frames=1000``, silently), and learner settings no learner of the run reads
+    (:func:`~populations.learner_sections.unread_settings`)."""
+    from populations.learner_sections import unread_settings
+
+    keys = {o.split("=", 1)[0].lstrip("+") for o in overrides if "=" in o}
+    kind = exp.population.kind
+    unread = unread_settings(exp, overrides)  # encoder=gnn beside members [qmix, maddpg]
+    if "runner.rollout_workers" in keys and kind != "none" and not _llm_member(exp):
+        unread.append(f"runner.rollout_workers={exp.runner.rollout_workers} is not read with "
+                      f"population.kind={kind}: rollout workers play a single MAPPO/IPPO "
+                      "run's rollouts (population=none) and an LLM team's; this run trains "
+                      "without them")
+    unread += _unread_population_keys(exp, overrides)
+    if kind == "none" and exp.runner.kind == "ray" and not exp.runner.rollout_workers and \
+            not _plays_own_episodes(exp.algo):  # it trained in this process, unsaid
+        others = [o.lstrip("+") for o in overrides if o.lstrip("+").startswith("runner.")]
+        also = f" ({', '.join(others)} unused too)" if others else ""
+        unread.append(
+            f"runner=ray is not used by a population=none run without runner.rollout_workers: "
+            f"{exp.algo} trains and evaluates in this process{also}; runner.rollout_workers=N "
+            "plays a MAPPO/IPPO run's rollouts on N Ray actors, and leagues (population="
+            "self_play, fsp, pfsp) and PSRO play their matches on them")
+    if "frames" not in keys or kind == "none":
+        return unread
+    pop = exp.population
+    where = (f"population.frames_per_generation={pop.frames_per_generation} per member and "
+             "generation" if kind == "league" else
+             f"population.oracle_frames={pop.oracle_frames} per RL best response")
+    return [f"frames={exp.frames} is not used with population.kind={kind} (it sizes "
+            f"population=none runs); this run trains {where}", *unread]
+
+
+READERS = {"iterations": ("psro",), "oracle": ("psro",), "oracle_frames": ("psro",),
+           "psro": ("psro",), "keep_checkpoints": ("league", "none")}
+"""The population kinds that read a ``population.*`` setting, where not a league alone
+(``kind``: all). ``keep_checkpoints`` sizes a league's and a single run's checkpoints; PSRO
+keeps none (it resumes from its database)."""
+
+
+def _unread_population_keys(exp: ExperimentConfig, overrides: Sequence[str]) -> list[str]:
+    """A warning per ``population.<key>=`` on the command line that this run's kind does not
+    read, naming the kinds that do (:data:`READERS`): ``population.generations=4`` in a
+    single run (``population=none``) was ignored without a word, as ``population.iterations=``
+    in a league and ``population.generations=`` in PSRO."""
+    kind = exp.population.kind
+    notes = []
+    for o in overrides:
+        key = o.split("=", 1)[0].lstrip("+")
+        if "=" not in o or not key.startswith("population.") or key == "population.kind":
+            continue
+        readers = READERS.get(key.split(".")[1], ("league",))
+        if kind not in readers:
+            presets = [f"population={p}" for r in readers for p in _population_presets().get(r, [])]
+            how = f" ({', '.join(presets)})" if presets else ""
+            who = " or ".join(f"population.kind={r}" for r in readers)
+            notes.append(f"{o.lstrip('+')} is not used with population.kind={kind}: only "
+                         f"{who} reads it{how}")
+    return notes
+
+
+@functools.cache
+def _population_presets() -> dict[str, list[str]]:
+    """Population kind -> the shipped ``population=`` presets of that kind."""
+    import yaml
+
+    out: dict[str, list[str]] = {}
+    for path in sorted((_configs_root() / "population").glob("*.yaml")):
+        try:
+            kind = (yaml.safe_load(path.read_text()) or {}).get("population", {}).get("kind")
+        except (OSError, yaml.YAMLError, AttributeError):
+            continue
+        if isinstance(kind, str):
+            out.setdefault(kind, []).append(path.stem)
+    return out
+
+
+def _plays_own_episodes(algo: str) -> bool:
+    """Whether the learner ``algo`` plays its own episodes (an LLM team: on Ray rollout
+    workers with ``runner=ray``)."""
+    from marl import registry
+
+    entry = registry.entries().get(algo)
+    return entry is not None and entry.capabilities.own_rollouts
+
+
+def _llm_member(exp: ExperimentConfig) -> bool:
+    """Whether a learner of this league plays its own episodes (an LLM team)."""
+    from marl import registry
+    from populations.member_specs import parse_members
+
+    algos = [m.algo for m in parse_members(exp.population.members or [exp.algo])]
+    entries = registry.entries()
+    return exp.population.kind == "league" and any(
+        a in entries and entries[a].capabilities.own_rollouts for a in algos)
+
+
+def _chosen_presets(overrides: Sequence[Any]) -> Any:
+    """What the group options of ``configs/config.yaml``'s defaults list set, as the command
+    line and an ``experiment=`` choose them, for the early section checks: merged in the
+    defaults list's order with the experiment's own values last, and a command-line option
+    beats the experiment's ``override /group: option``, as Hydra composes them. None (the
+    schema decides, after torch) where it cannot be read so: a group option swept, appended,
+    deleted, packaged or given twice, one with no file in ``configs/`` (a ConfigStore preset
+    from ``imports=[...]``), a defaults list other than an experiment's overrides, a file that
+    does not load (Hydra reports it)."""
+    from hydra.core.override_parser.types import ValueType
+    from omegaconf import OmegaConf
+
+    from populations.config_checks import group_preset, section_schemas
+
+    root = _configs_root()
+    choices: dict[str, str] = {}
+    for o in overrides:
+        group = o.key_or_group.split("@")[0]
+        if group not in _groups():
+            continue
+        if o.package is not None or o.input_line.startswith(("+", "~")) or group in choices \
+                or o.value_type != ValueType.ELEMENT or not isinstance(o.value(), str):
+            return None  # (-m population=fsp,self_play: each job's presets differ)
+        choices[group] = o.value()
+
+    def load(group: str, option: str, overrides_of: str = "") -> Any:
+        path = root / group / f"{option}.yaml"
+        text = path.read_text()  # OSError: no file (a ConfigStore preset)
+        header = [line for line in text.splitlines() if line.startswith("#")][:20]
+        package = next((line.split("@package", 1)[1].strip() for line in header
+                        if "@package" in line), group)
+        if package != "_global_":
+            if package == group and group in section_schemas():  # llm=hf: the llm section
+                return group_preset(root, group, option)
+            if package.split(".")[0] in section_schemas():
+                raise LookupError(package)
+            return OmegaConf.create()
+        data = OmegaConf.create(text)
+        defaults = OmegaConf.to_container(data.pop("defaults", None) or OmegaConf.create([]))
+        for item in defaults if isinstance(defaults, list) else [defaults]:
+            name, choice = next(iter(item.items())) if isinstance(item, dict) and \
+                len(item) == 1 else (item, None)
+            if group == overrides_of and isinstance(name, str) and \
+                    name.startswith("override /") and isinstance(choice, str):
+                choices.setdefault(name.removeprefix("override /"), choice)  # the line wins
+            elif item != "_self_":
+                raise LookupError(item)
+        return data
+
+    try:
+        primary = OmegaConf.to_container(OmegaConf.load(root / "config.yaml").defaults)
+        order = [next(iter(item.items())) for item in primary if isinstance(item, dict)]
+        experiment = choices.get("experiment", dict(order).get("experiment"))
+        body = load("experiment", experiment, "experiment") if experiment else None
+        out = OmegaConf.create()
+        for group, default in order:
+            option = choices.get(group, default)
+            if group == "experiment" and body is not None:
+                out.merge_with(body)
+            elif option is not None:
+                out.merge_with(load(group, option))
+    except Exception:  # noqa: BLE001 - a ConfigStore preset, a defaults list, bad YAML
+        return None
+    return out
+
+
+def _configs_root() -> Path:
+    """The shipped ``configs`` package's folder (found without importing it)."""
+    spec = importlib.util.find_spec("configs")
+    assert spec is not None and spec.submodule_search_locations
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _groups() -> set[str]:
+    """The config groups of the shipped configs (their folders)."""
+    return {d.name for d in _configs_root().iterdir() if d.is_dir()}
+
+
+def _config_groups() -> dict[str, list[str]]:
+    """Group -> options of the shipped configs, read without importing anything heavy."""
+    spec = importlib.util.find_spec("configs")
+    assert spec is not None and spec.submodule_search_locations
+    root = Path(next(iter(spec.submodule_search_locations)))
+    return {d.name: sorted(p.stem for p in d.glob("*.yaml"))
+            for d in sorted(root.iterdir()) if d.is_dir() and list(d.glob("*.yaml"))}
+
+
+_CONFIG_FLAGS = (("config_path", "--config-path"), ("config_dir", "--config-dir"),
+                 ("config_name", "--config-name"))
+
+
+def config_flags(argv: Sequence[str]) -> list[str]:
+    """What in ``argv`` (a ``selfplay-train`` command line as typed) chooses which config
+    composes: Hydra's ``--config-path``/``-cp``, ``--config-dir``/``-cd`` and
+    ``--config-name``/``-cn`` (by their long names, each followed by its value) and the
+    ``hydra.searchpath`` overrides, as typed. Hydra keeps them out of the task's overrides; a
+    resume command without them composes the packaged config (refused as 'other settings',
+    or an option of the other config dir not found). Empty when Hydra cannot parse ``argv``
+    (it reports that itself)."""
+    # private, no public equivalent: Hydra's flag parser (as check_command_line uses it)
+    from hydra._internal.utils import get_args_parser
+
+    parser = get_args_parser()
+
+    def refuse(message: str) -> NoReturn:
+        raise _Unparsed(message)
+
+    parser.error = refuse  # type: ignore[method-assign]
+    try:
+        parsed = parser.parse_args(list(argv))
+    except _Unparsed:
+        return []
+    flags = [word for attr, flag in _CONFIG_FLAGS if getattr(parsed, attr) is not None
+             for word in (flag, getattr(parsed, attr))]
+    return flags + [o for o in parsed.overrides
+                    if o.split("=", 1)[0].lstrip("+~").startswith("hydra.searchpath")]
