@@ -36,7 +36,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import shlex
 import signal
 import sys
 import time
@@ -80,6 +79,7 @@ from populations.checkpoint import (
 from populations.db import LeagueDB
 from populations.evaluation import Standings, evaluate_pairs, pfsp_win_rates, win_rates
 from populations.experiment_config import KEEP_CHECKPOINTS, check_copies, check_keep_checkpoints
+from populations.league_progress import _advance, _counts, _planned_episodes, _time_left
 from populations.learner_actors import (
     LearnerJob,
     LearnerPool,
@@ -962,43 +962,6 @@ class League:
         self.lock.release()
 
 
-def _advance(bar: tqdm, n: int) -> None:
-    """Show ``n`` done on ``bar``; past its total (a learner of a rollout length not known
-    ahead) the total follows, as :func:`marl.train.train`'s bar does."""
-    if bar.total is not None and n > bar.total:
-        bar.total = n
-    bar.update(n - bar.n)
-
-
-def _time_left(seconds: float, done: int, total: int) -> str:
-    """``; about 5 min left`` for a run ``done`` of ``total`` generations in after
-    ``seconds`` (the mean so far; a generation's evaluation grows with the snapshots, so
-    "about"), nothing when none is done or none is left."""
-    if done <= 0 or done >= total:
-        return ""
-    left = seconds / done * (total - done)
-    text = (f"{left:.0f}s" if left < 90 else f"{left / 60:.0f} min" if left < 5400
-            else f"{left / 3600:.1f} h")
-    return f"; about {text} left"
-
-
-def _planned_episodes(m: Member) -> int | None:
-    """The GRPO episodes an LLM team's generation plays (``LLMMember``: ``iterations`` of
-    ``groups_per_step`` groups of ``group_size``); None for a member that says nothing of
-    them (a bar without a total)."""
-    grpo = getattr(getattr(m, "trainer", None), "cfg", None)
-    try:
-        return int(m.iterations) * int(grpo.groups_per_step) * int(grpo.group_size)
-    except (AttributeError, TypeError, ValueError):
-        return None
-
-
-def _counts(m: Member) -> str:
-    """What ``m.train_generation`` returns a count of: ``frames`` (learners), or what the
-    member's ``counts`` says (an LLM team's: ``episodes``)."""
-    return getattr(m, "counts", "frames")
-
-
 def _scored(policy: Any) -> Any:
     """The policy whose exact NashConv a league logs: an off-policy learner's snapshot
     (QMIX/VDN/MADDPG) as it is evaluated, by its greedy actions, one-hot (PSRO's
@@ -1034,138 +997,9 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def main(argv: list[str] | None = None) -> None:
-    from populations.cli import print_summary
-    from populations.cli_common import (
-        OneLineParser,
-        fail,
-        import_user_modules,
-        load_plugins,
-        one_line,
-        sigterm_text,
-        user_errors,
-    )
-    from populations.command_line import CLIError
-    from populations.experiment import RunSummary, league_table
-    from populations.run_folder import (
-        LEAGUE_CLI_WORDS,
-        holds_run,
-        sigterm_as_interrupt,
-        spelled,
-        stop_status,
-    )
-    from populations.run_guard import discard_run_dir
-
-    p = OneLineParser(prog="python -m populations.league",
-                      description="Run (or resume) a self-play league.")
-    p.add_argument("--run-dir", required=True)
-    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                   help="import MODULE first (your games), from the working directory")
-    p.add_argument("--resume", action="store_true")
-    p.add_argument("--resume-override", action="store_true",
-                   help="resume with other settings, or start fresh in a folder with no run")
-    p.add_argument("--game", default=LeagueConfig.game)
-    p.add_argument("--game-kwargs", default=None, metavar="JSON",
-                   help="the game's keyword arguments as a JSON object, replacing its defaults "
-                        "(the default game's: {\"max_cycles\": 25}), e.g. '{\"players\": 3}'")
-    p.add_argument("--generations", type=int, default=LeagueConfig.generations)
-    p.add_argument("--frames-per-generation", type=int,
-                   default=LeagueConfig.frames_per_generation)
-    p.add_argument("--num-envs", type=int, default=LeagueConfig.num_envs)
-    p.add_argument("--eval-episodes", type=int, default=LeagueConfig.eval_episodes)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--runner", choices=["local", "ray"], default="local",
-                   help="ray: members train on learner actors, matches on Ray workers")
-    p.add_argument("--ray-address", default=None, help="join this Ray cluster (runner ray)")
-    p.add_argument("--keep-checkpoints", type=int, default=LeagueConfig.keep_checkpoints,
-                   help="newest checkpoints kept on disk (an integer >= 1; a resume may "
-                        "change it)")
-    args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    created = not Path(args.run_dir).exists()
-    # SIGTERM (kill, timeout, SLURM) as Ctrl-C: interrupted; messages say --resume-override
-    with sigterm_as_interrupt(), spelled(LEAGUE_CLI_WORDS):
-        try:
-            import_user_modules(args.imports, "--import")
-            load_plugins()
-            kwargs = _game_kwargs(args.game, args.game_kwargs, CLIError)
-            try:
-                cfg = LeagueConfig(game=args.game, game_kwargs=kwargs,
-                                   generations=args.generations,
-                                   frames_per_generation=args.frames_per_generation,
-                                   num_envs=args.num_envs, eval_episodes=args.eval_episodes,
-                                   seed=args.seed, runner=args.runner,
-                                   ray_address=args.ray_address,
-                                   keep_checkpoints=args.keep_checkpoints)
-            except ValueError as err:  # 'generations=0; ...': named as typed here
-                raise CLIError(_as_flag(str(err))) from None
-            league = League(cfg, args.run_dir, resume=args.resume,
-                            resume_override=args.resume_override,
-                            progress=sys.stderr.isatty())
-            try:
-                league.run()
-                table = league_table(league.db, league.run_id)
-            finally:
-                league.close()
-            run_dir = Path(args.run_dir)
-            print_summary(RunSummary(run_dir, run_dir / "league.db", run_dir / "snapshots",
-                                     None, table), resume=f"{p.prog} {_again(argv)}")
-        except KeyboardInterrupt as err:  # Ctrl-C: one line, no traceback (exit 130, as a shell's)
-            message = f"interrupted; go on with: {p.prog} {_again(argv)}"
-            if not holds_run(args.run_dir):  # --resume would be refused: nothing to go on with
-                if created:
-                    discard_run_dir(Path(args.run_dir))
-                message = "interrupted before the run started (start again)"
-            status = stop_status(err)
-            fail(p.prog, sigterm_text(message) if status == 143 else message, status=status)
-        except user_errors() as err:  # one line, exit 2; a folder this call made is not left
-            if created:
-                discard_run_dir(Path(args.run_dir))
-            fail(p.prog, one_line(err))
-
-
-_FLAGS = ("generations", "frames_per_generation", "num_envs", "eval_episodes", "keep_checkpoints")
-
-
-def _as_flag(message: str) -> str:
-    """:class:`LeagueConfig`'s ``num_envs=70000: ...`` as this CLI's ``--num-envs 70000:
-    ...``: the field's name is not what the user typed."""
-    name, eq, rest = message.partition("=")
-    if not eq or name not in _FLAGS:
-        return message
-    value, sep, tail = rest.partition(":") if ":" in rest.split(";")[0] else rest.partition(";")
-    return f"--{name.replace('_', '-')} {value}{sep}{tail}"
-
-
-def _again(argv: list[str] | None) -> str:
-    """The league CLI's arguments that resume this run: these, with ``--resume``."""
-    given = list(sys.argv[1:] if argv is None else argv)
-    return shlex.join(given if "--resume" in given else [*given, "--resume"])
-
-
-def _game_kwargs(game: str, text: str | None, error: type[Exception]) -> dict[str, Any]:
-    """``--game-kwargs``: a JSON object of the game's keyword arguments, checked by building
-    the game (before the run folder is made); without it another game than the default
-    starts from its own defaults, not the default game's ``max_cycles``."""
-    if text is None:
-        return {} if game != LeagueConfig.game else LeagueConfig().game_kwargs
-    import json
-
-    try:
-        kwargs = json.loads(text)
-    except (ValueError, RecursionError) as err:
-        raise error(f"--game-kwargs is not JSON ({err}): {text!r}; expected an "
-                    "object such as '{\"players\": 3}'") from None
-    if not isinstance(kwargs, dict):
-        raise error(f"--game-kwargs must be a JSON object such as '{{\"players\": 3}}', got "
-                    f"{text!r}")
-    from populations.config_checks import check_game_kwargs
-
-    check_game_kwargs(game, kwargs)  # built and stepped once: a bad argument in one line
-    return kwargs
-
-
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m populations.league (README): the league's CLI
     if "_interrupted_early" in globals():  # main() reports Ctrl-C from here on
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    from populations.league_cli import main
+
     main()

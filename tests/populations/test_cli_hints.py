@@ -129,7 +129,7 @@ def test_the_printed_resume_override_names_the_folder_to_hydra(tmp_path):
 
 def test_ctrl_c_in_a_plain_league_is_one_line_naming_the_resume(tmp_path, capsys, monkeypatch):
     """``python -m populations.league`` printed a KeyboardInterrupt traceback on Ctrl-C."""
-    from populations import league
+    from populations import league, league_cli
 
     def interrupted(self):
         raise KeyboardInterrupt
@@ -137,7 +137,7 @@ def test_ctrl_c_in_a_plain_league_is_one_line_naming_the_resume(tmp_path, capsys
     monkeypatch.setattr(league.League, "run", interrupted)
     run = str(tmp_path / "my league")
     with pytest.raises(SystemExit) as stop:
-        league.main(["--run-dir", run, "--game", "openspiel/kuhn_poker"])
+        league_cli.main(["--run-dir", run, "--game", "openspiel/kuhn_poker"])
     assert stop.value.code == 130
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == (f"python -m populations.league: interrupted; go on with: python -m "
@@ -147,7 +147,7 @@ def test_ctrl_c_in_a_plain_league_is_one_line_naming_the_resume(tmp_path, capsys
 def test_ctrl_c_before_a_plain_league_started_says_start_again(tmp_path, capsys, monkeypatch):
     """A Ctrl-C before the league made its database (a user's plugin still importing) printed
     a ``--resume`` command, which then failed: the folder held no run."""
-    from populations import cli_common, league
+    from populations import cli_common, league_cli
 
     def interrupted():
         raise KeyboardInterrupt
@@ -158,7 +158,7 @@ def test_ctrl_c_before_a_plain_league_started_says_start_again(tmp_path, capsys,
         if made:
             run.mkdir()
         with pytest.raises(SystemExit) as stop:
-            league.main(["--run-dir", str(run), "--game", "openspiel/kuhn_poker"])
+            league_cli.main(["--run-dir", str(run), "--game", "openspiel/kuhn_poker"])
         assert stop.value.code == 130
         assert capsys.readouterr().err.strip().splitlines()[-1] == (
             "python -m populations.league: interrupted before the run started (start again)")

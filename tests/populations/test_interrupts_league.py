@@ -162,9 +162,9 @@ LEAGUE_ARGS = ["--game", "openspiel/kuhn_poker", "--generations", "1",
 def test_the_league_cli_prints_selfplay_trains_summary(tmp_path, capsys):
     """``python -m populations.league`` ended without the summary table selfplay-train
     prints; the resume it names is the league CLI's own."""
-    from populations import league
+    from populations import league_cli
 
-    league.main(["--run-dir", str(tmp_path / "run"), *LEAGUE_ARGS])
+    league_cli.main(["--run-dir", str(tmp_path / "run"), *LEAGUE_ARGS])
     out = capsys.readouterr().out
     assert f"run folder : {tmp_path / 'run'}" in out
     assert "member" in out and "elo" in out and "pairs" in out
@@ -175,12 +175,12 @@ def test_the_league_cli_prints_selfplay_trains_summary(tmp_path, capsys):
 def test_the_league_cli_stops_at_sigterm_after_the_training(tmp_path, monkeypatch, capfd):
     """SIGTERM while the only member trains: the generation's training ends, the 'trained'
     checkpoint is written, exit 143 with the league CLI's resume line."""
-    from populations import league
+    from populations import league_cli
 
     _signal_in(monkeypatch, MAPPOMember, "train_generation", lambda m, mm: True)
     argv = ["--run-dir", str(tmp_path / "run"), *LEAGUE_ARGS]
     with pytest.raises(SystemExit) as stop:
-        league.main(argv)
+        league_cli.main(argv)
     assert stop.value.code == 143
     err = capfd.readouterr().err  # the note is written to file descriptor 2
     assert "SIGTERM: stopping with a checkpoint after the member in training" in err

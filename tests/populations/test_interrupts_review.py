@@ -225,7 +225,7 @@ def test_sigterm_in_the_other_clis_and_only_there(tmp_path, capsys, monkeypatch)
 
     import pytest
 
-    from populations import cli_common, league, run_folder
+    from populations import cli_common, league_cli, run_folder
 
     before = signal.getsignal(signal.SIGTERM)
     assert before is not run_folder._raise_terminated  # imported: nothing installed
@@ -259,9 +259,9 @@ def test_sigterm_in_the_other_clis_and_only_there(tmp_path, capsys, monkeypatch)
         def close(self):
             pass
 
-    monkeypatch.setattr(league, "League", Killed)
+    monkeypatch.setattr(league_cli, "League", Killed)
     with pytest.raises(SystemExit) as stop:
-        league.main(["--run-dir", str(tmp_path / "lg"), "--game", "openspiel/kuhn_poker"])
+        league_cli.main(["--run-dir", str(tmp_path / "lg"), "--game", "openspiel/kuhn_poker"])
     assert stop.value.code == 143
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"python -m populations.league: terminated (SIGTERM); go on with: python -m "

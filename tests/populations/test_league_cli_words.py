@@ -4,14 +4,14 @@ before a run folder is made. In process: each case stops before anything trains.
 
 import pytest
 
-from populations import league, run_folder
+from populations import league_cli, run_folder
 
 GAME = ["--game", "openspiel/kuhn_poker"]
 
 
 def _fails(argv, capsys):
     with pytest.raises(SystemExit) as stop:
-        league.main(argv)
+        league_cli.main(argv)
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
@@ -83,11 +83,11 @@ def test_game_kwargs_reach_the_league(tmp_path, monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr(league, "League", Started)
+    monkeypatch.setattr(league_cli, "League", Started)
     monkeypatch.setattr("populations.experiment.league_table", lambda db, run_id: [])
-    league.main(["--run-dir", str(tmp_path / "a"), *GAME, "--game-kwargs", '{"players": 2}'])
-    league.main(["--run-dir", str(tmp_path / "b"), *GAME])  # another game: its own defaults
-    league.main(["--run-dir", str(tmp_path / "c")])  # the default game's max_cycles
+    league_cli.main(["--run-dir", str(tmp_path / "a"), *GAME, "--game-kwargs", '{"players": 2}'])
+    league_cli.main(["--run-dir", str(tmp_path / "b"), *GAME])  # another game: its own defaults
+    league_cli.main(["--run-dir", str(tmp_path / "c")])  # the default game's max_cycles
     assert [c.game_kwargs for c in seen] == [{"players": 2}, {}, {"max_cycles": 25}]
 
 

@@ -47,7 +47,7 @@ def test_the_league_cli_resume_at_another_thread_count_says_so(tmp_path, caplog)
     same line as selfplay-train's now (9a056e8); a finished league's resume none."""
     import torch
 
-    from populations import league
+    from populations import league, league_cli
     from populations.db import LeagueDB
 
     args = ["--run-dir", str(tmp_path / "run"), "--game", "openspiel/kuhn_poker",
@@ -66,12 +66,12 @@ def test_the_league_cli_resume_at_another_thread_count_says_so(tmp_path, caplog)
     db.set_run_status(db.run_id("league"), "interrupted")
     db.close()
     with caplog.at_level(logging.INFO):
-        league.main([*args, "--resume"])
+        league_cli.main([*args, "--resume"])
         assert _notes(caplog) == [
             "resuming with torch_threads=1 (the run had 2): training goes on, but its numbers "
             "from here on differ from the run kept at 2 (sums round otherwise)"]
         caplog.clear()
-        league.main([*args, "--resume"])  # finished: nothing left to train
+        league_cli.main([*args, "--resume"])  # finished: nothing left to train
         assert _notes(caplog) == []
 
 

@@ -151,7 +151,8 @@ def test_a_natively_batched_game_may_take_more_copies_than_a_seed_block():
 
 
 def test_a_league_refuses_more_copies_than_a_seed_block_of_a_stepped_game(tmp_path, capsys):
-    from populations.league import LeagueConfig, main
+    from populations.league import LeagueConfig
+    from populations.league_cli import main
 
     with pytest.raises(ValueError, match=r"^num_envs=70000: at most 65536 copies"):
         LeagueConfig(game="openspiel/kuhn_poker", game_kwargs={}, num_envs=70000)
@@ -217,7 +218,7 @@ def test_an_asynchronous_league_without_ray_is_refused_before_the_folder(tmp_pat
                                   "--num-envs"])
 def test_the_league_cli_names_its_flag(flag, tmp_path, capsys):
     # before: 'python -m populations.league: generations=0; expected an integer >= 1'
-    from populations.league import main
+    from populations.league_cli import main
 
     run = tmp_path / "run"
     with pytest.raises(SystemExit) as stop:

@@ -25,7 +25,7 @@ def test_the_league_refuses_keep_checkpoints_as_the_population_setting_does(valu
 
 
 def test_the_league_cli_names_its_flag():
-    from populations.league import _as_flag
+    from populations.league_cli import _as_flag
 
     assert _as_flag("keep_checkpoints=0; expected an integer >= 1 (the newest checkpoints "
                     "kept on disk)") == ("--keep-checkpoints 0; expected an integer >= 1 (the "

@@ -24,7 +24,8 @@ import populations.cli  # noqa: F401  (registers the schema)
 import populations.league as league_module
 import populations.rollouts as rollouts_module
 from populations.experiment import run_experiment
-from populations.league import League, _time_left
+from populations.league import League
+from populations.league_progress import _time_left
 from tests.populations.test_rollouts import _collector, _learner
 
 

@@ -181,7 +181,7 @@ def test_a_one_team_game_logs_the_seats_that_train(tmp_path, monkeypatch):
 
 
 def test_the_league_module_takes_keep_checkpoints(tmp_path, capsys):
-    from populations.league import main
+    from populations.league_cli import main
 
     run = tmp_path / "bad"
     with pytest.raises(SystemExit) as stop:  # refused as typed, before the folder is made

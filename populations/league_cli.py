@@ -1,0 +1,146 @@
+"""``python -m populations.league``: run (or resume) a self-play league
+(:class:`populations.league.League`) from the command line, in one run folder; errors and
+Ctrl-C end in one line, and a folder this call made holding no run is not left behind.
+:mod:`populations.league` runs :func:`main` when it is run as a module.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from populations.league import League, LeagueConfig
+
+
+def main(argv: list[str] | None = None) -> None:
+    from populations.cli import print_summary
+    from populations.cli_common import (
+        OneLineParser,
+        fail,
+        import_user_modules,
+        load_plugins,
+        one_line,
+        sigterm_text,
+        user_errors,
+    )
+    from populations.command_line import CLIError
+    from populations.experiment import RunSummary, league_table
+    from populations.run_folder import (
+        LEAGUE_CLI_WORDS,
+        holds_run,
+        sigterm_as_interrupt,
+        spelled,
+        stop_status,
+    )
+    from populations.run_guard import discard_run_dir
+
+    p = OneLineParser(prog="python -m populations.league",
+                      description="Run (or resume) a self-play league.")
+    p.add_argument("--run-dir", required=True)
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first (your games), from the working directory")
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--resume-override", action="store_true",
+                   help="resume with other settings, or start fresh in a folder with no run")
+    p.add_argument("--game", default=LeagueConfig.game)
+    p.add_argument("--game-kwargs", default=None, metavar="JSON",
+                   help="the game's keyword arguments as a JSON object, replacing its defaults "
+                        "(the default game's: {\"max_cycles\": 25}), e.g. '{\"players\": 3}'")
+    p.add_argument("--generations", type=int, default=LeagueConfig.generations)
+    p.add_argument("--frames-per-generation", type=int,
+                   default=LeagueConfig.frames_per_generation)
+    p.add_argument("--num-envs", type=int, default=LeagueConfig.num_envs)
+    p.add_argument("--eval-episodes", type=int, default=LeagueConfig.eval_episodes)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--runner", choices=["local", "ray"], default="local",
+                   help="ray: members train on learner actors, matches on Ray workers")
+    p.add_argument("--ray-address", default=None, help="join this Ray cluster (runner ray)")
+    p.add_argument("--keep-checkpoints", type=int, default=LeagueConfig.keep_checkpoints,
+                   help="newest checkpoints kept on disk (an integer >= 1; a resume may "
+                        "change it)")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    created = not Path(args.run_dir).exists()
+    # SIGTERM (kill, timeout, SLURM) as Ctrl-C: interrupted; messages say --resume-override
+    with sigterm_as_interrupt(), spelled(LEAGUE_CLI_WORDS):
+        try:
+            import_user_modules(args.imports, "--import")
+            load_plugins()
+            kwargs = _game_kwargs(args.game, args.game_kwargs, CLIError)
+            try:
+                cfg = LeagueConfig(game=args.game, game_kwargs=kwargs,
+                                   generations=args.generations,
+                                   frames_per_generation=args.frames_per_generation,
+                                   num_envs=args.num_envs, eval_episodes=args.eval_episodes,
+                                   seed=args.seed, runner=args.runner,
+                                   ray_address=args.ray_address,
+                                   keep_checkpoints=args.keep_checkpoints)
+            except ValueError as err:  # 'generations=0; ...': named as typed here
+                raise CLIError(_as_flag(str(err))) from None
+            league = League(cfg, args.run_dir, resume=args.resume,
+                            resume_override=args.resume_override,
+                            progress=sys.stderr.isatty())
+            try:
+                league.run()
+                table = league_table(league.db, league.run_id)
+            finally:
+                league.close()
+            run_dir = Path(args.run_dir)
+            print_summary(RunSummary(run_dir, run_dir / "league.db", run_dir / "snapshots",
+                                     None, table), resume=f"{p.prog} {_again(argv)}")
+        except KeyboardInterrupt as err:  # Ctrl-C: one line, no traceback (exit 130, as a shell's)
+            message = f"interrupted; go on with: {p.prog} {_again(argv)}"
+            if not holds_run(args.run_dir):  # --resume would be refused: nothing to go on with
+                if created:
+                    discard_run_dir(Path(args.run_dir))
+                message = "interrupted before the run started (start again)"
+            status = stop_status(err)
+            fail(p.prog, sigterm_text(message) if status == 143 else message, status=status)
+        except user_errors() as err:  # one line, exit 2; a folder this call made is not left
+            if created:
+                discard_run_dir(Path(args.run_dir))
+            fail(p.prog, one_line(err))
+
+
+_FLAGS = ("generations", "frames_per_generation", "num_envs", "eval_episodes", "keep_checkpoints")
+
+
+def _as_flag(message: str) -> str:
+    """:class:`LeagueConfig`'s ``num_envs=70000: ...`` as this CLI's ``--num-envs 70000:
+    ...``: the field's name is not what the user typed."""
+    name, eq, rest = message.partition("=")
+    if not eq or name not in _FLAGS:
+        return message
+    value, sep, tail = rest.partition(":") if ":" in rest.split(";")[0] else rest.partition(";")
+    return f"--{name.replace('_', '-')} {value}{sep}{tail}"
+
+
+def _again(argv: list[str] | None) -> str:
+    """The league CLI's arguments that resume this run: these, with ``--resume``."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    return shlex.join(given if "--resume" in given else [*given, "--resume"])
+
+
+def _game_kwargs(game: str, text: str | None, error: type[Exception]) -> dict[str, Any]:
+    """``--game-kwargs``: a JSON object of the game's keyword arguments, checked by building
+    the game (before the run folder is made); without it another game than the default
+    starts from its own defaults, not the default game's ``max_cycles``."""
+    if text is None:
+        return {} if game != LeagueConfig.game else LeagueConfig().game_kwargs
+    import json
+
+    try:
+        kwargs = json.loads(text)
+    except (ValueError, RecursionError) as err:
+        raise error(f"--game-kwargs is not JSON ({err}): {text!r}; expected an "
+                    "object such as '{\"players\": 3}'") from None
+    if not isinstance(kwargs, dict):
+        raise error(f"--game-kwargs must be a JSON object such as '{{\"players\": 3}}', got "
+                    f"{text!r}")
+    from populations.config_checks import check_game_kwargs
+
+    check_game_kwargs(game, kwargs)  # built and stepped once: a bad argument in one line
+    return kwargs
