@@ -29,6 +29,11 @@ snapshots), and a cluster's workers do not inherit the driver's variables.
 An actor that dies (killed, out of memory, its node lost) is replaced and the job sent
 again, from the same state, at most ``max_restarts`` times per job.
 
+While members train, the driver logs a line every :data:`PROGRESS_EVERY_S` seconds naming
+the members still training (each with its generation and time so far) and those queued for
+a free actor: a generation can take many minutes, and the league's own lines come only as
+each member finishes (in-process, a bar shows each member's frames).
+
 Bit-equal numbers need the driver to set its torch thread count before its first torch
 computation (``selfplay-train`` and ``python -m populations.league`` do): a process that
 computed with several threads first keeps other CPU kernels after ``set_num_threads(1)``,
@@ -59,6 +64,9 @@ from populations.members import GenerationMatchmaker, Member, OpponentDraw, Trai
 from populations.runners import enter_worker_env, init_ray, worker_env
 
 log = logging.getLogger(__name__)
+
+PROGRESS_EVERY_S = 30.0
+"""Seconds between :class:`LearnerPool`'s lines naming the members still training."""
 
 
 class LearnerActorError(RuntimeError):
@@ -189,10 +197,14 @@ class LearnerPool:
     (completion order). A job whose actor dies is sent again to a fresh actor, from the same
     state, at most ``max_restarts`` times (then :class:`LearnerActorError`); an error raised
     by training itself is raised here as it was. ``restarts`` counts replacements.
+
+    While :meth:`wait` waits, a line every ``progress_every_s`` seconds (None: none) names
+    the jobs running, each with its time so far, and those queued.
     """
 
     def __init__(self, members: Sequence[Member], num_actors: int, num_gpus: float = 0.0,
-                 num_cpus: float = 1.0, torch_threads: int = 1, max_restarts: int = 2) -> None:
+                 num_cpus: float = 1.0, torch_threads: int = 1, max_restarts: int = 2,
+                 progress_every_s: float | None = PROGRESS_EVERY_S) -> None:
         import ray
 
         if num_actors < 1 or max_restarts < 0:
@@ -213,6 +225,9 @@ class LearnerPool:
         self._idle = list(range(num_actors))
         self._queue: list[LearnerJob] = []
         self._running: dict[Any, tuple[LearnerJob, int, int]] = {}  # ref -> (job, slot, tries)
+        self._since: dict[Any, float] = {}  # ref -> when its job was sent (time.monotonic)
+        self.progress_every_s = progress_every_s
+        self._last_line = time.monotonic()  # the last progress line, or result returned
         log.info("%d learner actors (%.2g GPUs each) for %d members", num_actors, num_gpus,
                  len(members))
 
@@ -229,6 +244,8 @@ class LearnerPool:
         return len(self._queue) + len(self._running)
 
     def submit(self, job: LearnerJob) -> None:
+        if not self._running:  # the pool was idle (the league evaluated): lines count anew
+            self._last_line = time.monotonic()
         self._queue.append(job)
         self._dispatch()
 
@@ -242,6 +259,7 @@ class LearnerPool:
     def _start(self, job: LearnerJob, slot: int, tries: int) -> None:
         ref = self.actors[slot].train.remote([self._members[job.name]], job)
         self._running[ref] = (job, slot, tries)
+        self._since[ref] = time.monotonic()
 
     def wait(self) -> LearnerResult:
         """The next job to finish (restarting dead actors on the way)."""
@@ -250,8 +268,18 @@ class LearnerPool:
         while True:
             if not self._running:
                 raise RuntimeError("LearnerPool.wait: no job running")
-            (ref,), _ = self._ray.wait(list(self._running), num_returns=1)
+            every = self.progress_every_s
+            timeout = None if every is None else max(0.0, self._last_line + every -
+                                                     time.monotonic())
+            ready, _ = self._ray.wait(list(self._running), num_returns=1, timeout=timeout)
+            if not ready:  # nothing finished in progress_every_s: say what is training
+                log.info("%s", self.progress_line())
+                self._last_line = time.monotonic()
+                continue
+            (ref,) = ready
             job, slot, tries = self._running.pop(ref)
+            self._since.pop(ref, None)
+            self._last_line = time.monotonic()  # the caller logs what finished
             try:
                 result = self._ray.get(ref)
             except RayTaskError as err:  # training itself failed: its own error, unwrapped
@@ -278,6 +306,19 @@ class LearnerPool:
             self._dispatch()
             return result
 
+    def progress_line(self) -> str:
+        """``learner actors: training main (generation 3, 95s), exploiter (generation 3,
+        95s); queued: llm (generation 3)``: the jobs running, each with the seconds since it
+        was sent to its actor, and those waiting for a free actor."""
+        now = time.monotonic()
+        running = ", ".join(f"{job.name} (generation {job.plan.generation}, "
+                            f"{now - self._since[ref]:.0f}s)"
+                            for ref, (job, _, _) in self._running.items())
+        queued = ", ".join(f"{job.name} (generation {job.plan.generation})"
+                           for job in self._queue)
+        return f"learner actors: training {running or 'nothing'}" + (
+            f"; queued: {queued}" if queued else "")
+
     def _replace(self, slot: int) -> None:
         with contextlib.suppress(Exception):  # it may be gone already
             self._ray.kill(self.actors[slot])
@@ -287,4 +328,4 @@ class LearnerPool:
         for a in self.actors:
             with contextlib.suppress(Exception):
                 self._ray.kill(a)
-        self.actors, self._running, self._queue = [], {}, []
+        self.actors, self._running, self._queue, self._since = [], {}, [], {}
