@@ -47,8 +47,9 @@ if TYPE_CHECKING:
 # ------------------------------------------------------------------------ run folders
 _BEFORE: dict[str, frozenset[str] | None] = {}
 """What the folders this process's run or sweep goes to held before Hydra made them
-(:class:`ConfigCheck` records them first): each absolute path's entry names, ``None`` where
-it did not exist. A sweep's folder is recorded with each folder in it (its jobs')."""
+(:class:`~populations.cli.ConfigCheck` records them first): each absolute path's entry names,
+``None`` where it did not exist. A sweep's folder is recorded with each folder in it (its
+jobs')."""
 _START_CWD: list[Path] = []
 """The working folder this command started in (never removed, nor a folder above it)."""
 
@@ -74,7 +75,7 @@ def _record_before(folder: Path, depth: int = 0) -> None:
 def _before(run_dir: Path) -> tuple[bool, frozenset[str] | None]:
     """Whether this command made ``run_dir`` (it did not exist before Hydra made it), and
     else what it held before (``None``: not known, as when a config of the user's own runs
-    without :class:`ConfigCheck`; nothing of such a folder is removed)."""
+    without :class:`~populations.cli.ConfigCheck`; nothing of such a folder is removed)."""
     path = Path(os.path.abspath(run_dir))
     for folder in (path, *path.parents):
         if str(folder) in _BEFORE:
