@@ -24,6 +24,11 @@ KEEP[ENDED] = False
 # ball_trajectory's own single reset rebinds pos_shaping to the one copy's value (a
 # 0-d tensor for every copy); the one-call reset keeps it per copy
 VMAS_SINGLE_RESET_BUG = {"vmas/ball_trajectory": {"sc.pos_shaping"}}
+# Smaller settings of two scenarios whose resets are Python loops (both are reset one by one,
+# RESET_ONE_BY_ONE, a path that does not depend on these sizes): road_traffic loops over its
+# agents (~0.1-0.3 s a copy at its default 20, and random play ends most copies every step:
+# ~100 resets), sampling's full reset over its grid's cells (1,600 at its default 0.05: ~4 s)
+SCENARIO_KWARGS = {"vmas/road_traffic": {"n_agents": 4}, "vmas/sampling": {"grid_spacing": 0.25}}
 
 
 def _state(scenario) -> dict[str, torch.Tensor]:
@@ -104,7 +109,9 @@ def test_a_full_reset_that_changes_shared_state_falls_back_to_one_by_one(scenari
 
 
 def _check_one_call_reset(name, seed, monkeypatch):
-    loop, one, full = (games.VectorGame(name, B, seed=seed, tensors=True, max_steps=1000)
+    game = games.make(name, max_steps=1000, **SCENARIO_KWARGS.get(name, {}))
+    # three batches of one game (each its own simulation): the game is built once
+    loop, one, full = (games.VectorGame(lambda: game, B, seed=seed, tensors=True)
                        for _ in range(3))
     rng = np.random.default_rng(0)
     for vg in (loop, one, full):
