@@ -340,7 +340,12 @@ def print_summary(sweep_dir: Path, by: Sequence[str] | None = None,
     """Print a sweep's summary (:func:`report`) and write ``<sweep_dir>/summary.csv``.
     ``removed``: failed jobs whose folder is gone (``keep_going``: failed before their first
     checkpoint), listed after the folders' jobs."""
-    jobs = [*summarize(sweep_dir), *removed]
+    print_jobs(sweep_dir, [*summarize(sweep_dir), *removed], by)
+
+
+def print_jobs(sweep_dir: Path, jobs: Sequence[JobResult], by: Sequence[str] | None = None
+               ) -> None:
+    """Print ``jobs``' summary (:func:`report`) and write them to ``<sweep_dir>/summary.csv``."""
     lines = report(jobs, by)
     if not lines:
         return
@@ -351,6 +356,44 @@ def print_summary(sweep_dir: Path, by: Sequence[str] | None = None,
         where = f"{CSV_NAME} not written: {err}"
     print(f"\nsweep {sweep_dir}: {len(jobs)} jobs ({where})")
     print("\n".join(lines))
+
+
+def removed_jobs(sweep_dir: Path, present: Sequence[JobResult] = ()) -> list[JobResult]:
+    """The failed jobs ``<sweep_dir>/summary.csv`` lists whose folder is gone (``keep_going``:
+    failed before their first checkpoint, so the sweep removed their folder): what the
+    sweep's own table had and the folders no longer show. Their overrides are the csv's
+    swept columns, plus the other keys' values of the ``present`` jobs (a key the csv does
+    not list had one value over the sweep's jobs). None when there is no readable csv."""
+    from populations.loggers import csv_key
+
+    try:
+        with open(sweep_dir / CSV_NAME, newline="") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return []
+    if not rows or rows[0][:3] != ["job", "folder", "status"] or "kind" not in rows[0]:
+        return []
+    header = [csv_key(c) for c in rows[0]]
+    kind = len(header) - 1 - header[::-1].index("kind")  # the swept keys end there
+    keys = header[3:kind]
+    shared = {k: v for j in present for k, v in j.overrides.items() if k not in keys}
+    there = {j.folder.name for j in present}
+    out = []
+    for row in rows[1:]:
+        if len(row) != len(header):
+            continue
+        cells = [csv_key(c) for c in row]
+        name, status = cells[1], cells[2]
+        if status != "failed" or not name or name in there or (sweep_dir / name).exists():
+            continue
+        swept_values = {k: v for k, v in zip(keys, cells[3:kind], strict=True) if v}
+        try:
+            number = int(cells[0])
+        except ValueError:
+            number = job_number(Path(name))
+        out.append(JobResult(sweep_dir / name, number, {**shared, **swept_values}, status,
+                             cells[kind] or None, error=cells[-1] or None))
+    return out
 
 
 class _Parser(argparse.ArgumentParser):
@@ -378,8 +421,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     folder: Path = args.sweep_dir
     if not folder.is_dir():
         _fail(f"{folder} is not a folder; give a sweep's folder (its hydra.sweep.dir)")
-    jobs = summarize(folder)
+    present = summarize(folder)
+    # failed jobs whose folder the sweep removed: its table listed them, and so does this one
+    removed = removed_jobs(folder, present)
+    jobs = [*present, *removed]
     if not jobs:
+        if (folder / CSV_NAME).is_file() or (folder / "multirun.yaml").is_file():
+            _fail(f"{folder} is a sweep's folder without jobs: no job folder, and no failed "
+                  f"job in its {CSV_NAME}")
         _fail(f"{folder} holds no job folder (<n>_<overrides>, with .hydra/ inside); give a "
               "sweep's folder, not one of its jobs")
     by = [k for arg in args.by for k in arg.split(",") if k] if args.by else None
@@ -387,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if unknown:
         _fail(f"--by {', '.join(unknown)}: no job sets it; the jobs' override keys: "
               f"{', '.join(dict.fromkeys(k for j in jobs for k in j.overrides)) or 'none'}")
-    print_summary(folder, by)
+    print_jobs(folder, jobs, by)
 
 
 if __name__ == "__main__":
