@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import numbers
 import os
 import signal
 import sys
@@ -131,6 +132,14 @@ MAY_CHANGE = ("generations", "runner", "ray_workers", "ray_address", "keep_check
 MEMBER_MAY_CHANGE = ("seed", "grpo.seed", "grpo.device")
 
 
+_COUNTS = {"generations": 1, "frames_per_generation": 1, "num_envs": 1, "eval_episodes": 1,
+           "eval_window": 0, "ray_workers": 1, "ray_learners": 0, "max_learner_restarts": 0,
+           "seed": 0, "torch_threads": 1}
+""":class:`LeagueConfig`'s integer fields and the least each takes: ``generations=2.5`` and
+``generations=True`` were taken from the Python API (a float failed later in the run, True
+ran as 1)."""
+
+
 @dataclass(frozen=True)
 class LeagueConfig:
     """A self-play league run (defaults: MAPPO with PFSP on simple_adversary, minutes)."""
@@ -164,17 +173,16 @@ class LeagueConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.opponent_prob <= 1.0:
             raise ValueError(f"opponent_prob={self.opponent_prob!r}; expected a value in [0, 1]")
-        for name in ("generations", "frames_per_generation", "num_envs", "eval_episodes"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)!r}; expected an integer >= 1")
+        for name, least in _COUNTS.items():  # Hydra's schema types only the command line's
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or \
+                    value < least:
+                raise ValueError(f"{name}={value!r}; expected an integer >= {least}")
         check_keep_checkpoints(self.keep_checkpoints)  # as population.keep_checkpoints
         if self.runner not in ("local", "ray"):
             raise ValueError(f"runner {self.runner!r} unknown; choose one of ['local', 'ray']")
         if self.num_envs > BLOCK:  # the game is built only then: a stepped one is refused
             check_copies(self.num_envs, games.make(self.game, **self.game_kwargs))
-        if self.ray_learners < 0 or self.max_learner_restarts < 0:
-            raise ValueError(f"ray_learners={self.ray_learners}, max_learner_restarts="
-                             f"{self.max_learner_restarts}; expected integers >= 0")
         if not self.sync and self.runner != "ray":
             raise ValueError("sync=False (asynchronous members) needs runner='ray'; "
                              f"got runner={self.runner!r}")
