@@ -1,5 +1,6 @@
-"""``selfplay-train``'s command line: the words :mod:`populations.cli` (the entry point) and
-:mod:`populations.sweeps` (a sweep's folders) both read and write. The error a command line
+"""``selfplay-train``'s command line: the words :mod:`populations.cli` (the entry point),
+:mod:`populations.train_overrides`, :mod:`populations.run_guard` and :mod:`populations.sweeps`
+(a sweep's folders) read and write. The error a command line
 or config causes (:class:`CLIError`), the ``game.name=`` rewrite (:func:`game_overrides`), an
 override's values (:func:`override_values`), and the commands printed back to the user to
 resume a run (:func:`resume_command`), each word quoted as a shell and Hydra read it back.
@@ -84,8 +85,9 @@ _SEARCHPATH = re.compile(r"^(\+{0,2}hydra\.searchpath=)(.*)$", re.S)
 
 
 def absolute_config_dirs(words: Sequence[str]) -> list[str]:
-    """``words`` (a command line, or :func:`populations.cli.config_flags`'s words) with the
-    config folders given relative to the working folder made absolute: ``--config-dir D``,
+    """``words`` (a command line, or :func:`populations.train_overrides.config_flags`'s
+    words) with the config folders given relative to the working folder made absolute:
+    ``--config-dir D``,
     ``-cd D``, ``--config-dir=D`` and the ``file://`` (or scheme-less) entries of
     ``hydra.searchpath=[...]``; the rest as it was. A printed resume command is pasted from
     any folder: ``hydra.searchpath=[file://myconfigs]`` repeated as typed composed without
@@ -188,7 +190,7 @@ def resume_command(run_dir: Path, overrides: Sequence[str] | None = None,
     """``selfplay-train <flags> <the run's overrides> resume=true hydra.run.dir=<run_dir>``,
     each word quoted for a shell, from the run's task ``overrides`` (Hydra's
     ``hc.overrides.task``, as typed) and the flags that chose its config (``flags``:
-    :func:`populations.cli.config_flags` of the command line): ``resume=true
+    :func:`populations.train_overrides.config_flags` of the command line): ``resume=true
     hydra.run.dir=...`` alone composes the default config, which a run started with
     ``game=kuhn imports=[push]`` (or ``--config-dir D --config-name myexp``) refuses
     ('cannot resume ... with other settings'). An earlier resume's own

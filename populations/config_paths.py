@@ -103,7 +103,7 @@ def refusal(cfg: DictConfig, path: str = "") -> tuple[str, type, Exception] | No
 
 def refused_message(cfg: DictConfig, err: BaseException, one_line: Any) -> str:
     """The one-line message of ``err`` (raised converting ``cfg``) naming its setting's full
-    path; ``one_line`` renders an exception as one line (``populations.cli.one_line``)."""
+    path; ``one_line`` renders an exception as one line (``populations.cli_common.one_line``)."""
     from omegaconf.errors import OmegaConfBaseException
 
     if isinstance(err, OmegaConfBaseException):  # its key is on a line one_line drops

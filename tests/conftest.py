@@ -35,7 +35,7 @@ absl.logging.get_absl_handler().python_handler.setStream(sys.__stderr__)
 
 @pytest.fixture(autouse=True)
 def _user_imports_stay_in_their_test():
-    """``imports=`` (``populations.cli.import_user_modules``) records the user's modules and
+    """``imports=`` (``populations.cli_common.import_user_modules``) records the user's modules and
     folder in ``SELFPLAY_IMPORTS`` / ``PYTHONPATH`` for worker processes; a test that ran a
     command line in this process left them set, and a later test's subprocess or Ray workers
     then tried to import another test's deleted module."""

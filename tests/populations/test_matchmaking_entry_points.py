@@ -1,5 +1,5 @@
 """A matchmaking rule of an installed package: its ``selfplay.matchmaking_rules`` entry point
-is loaded when a command line starts (``populations.cli.PLUGIN_GROUPS``) and the first time
+is loaded when a command line starts (``populations.cli_common.PLUGIN_GROUPS``) and the first time
 an unknown rule is named, as the meta-solvers' (``selfplay.meta_solvers``) and loggers'
 (``selfplay.loggers``) groups are; an unknown rule's message says so.
 

@@ -112,7 +112,7 @@ def _experiment(overrides, resume=False):
 def test_resuming_a_run_whose_league_db_was_tampered_with_is_one_line(tmp_path, kind, capsys):
     """``selfplay-train resume=true`` of a league run (a RecursionError) and of a PSRO run
     (a TypeError from a meta-strategy of lists) printed a traceback. Run here through the
-    guard ``selfplay-train``'s task runs in (populations.cli.run_folder_guard), in-process:
+    guard ``selfplay-train``'s task runs in (populations.run_guard.run_folder_guard), in-process:
     a real run folder, its league.db edited, then resumed."""
     import sqlite3
 
