@@ -54,10 +54,11 @@ def check_run_values(values: Mapping[str, Any]) -> None:
     # 2**63 crashed a league after its first checkpoint
     if not _integer(seed) or not 0 <= seed < SEED_END:
         raise ValueError(f"seed={seed}; expected an integer from 0 to {SEED_END - 1} (2**62 - 1, "
-                         "as selfplay-eval's --seed)")
+                         f"as selfplay-eval's --seed){write_integer(seed)}")
     for name in AT_LEAST_ONE:  # frames=-5 trained nothing; 2.5 and True were taken too
         if name in values and (not _integer(values[name]) or values[name] < 1):
-            raise ValueError(f"{name}={values[name]}; expected an integer >= 1")
+            raise ValueError(f"{name}={values[name]}; expected an integer >= 1"
+                             f"{write_integer(values[name])}")
     if values.get("torch_threads", 1) > MAX_THREADS:
         raise ValueError(f"torch_threads={values['torch_threads']}; expected an integer from 1 "
                          f"to {MAX_THREADS} (intra-op threads: more than the cores only slow "
@@ -69,6 +70,15 @@ def check_run_values(values: Mapping[str, Any]) -> None:
     if "device" in values and not DEVICE.fullmatch(str(values["device"])):
         raise ValueError(f"device={values['device']!r} unknown; choose one of cpu, cuda, "
                          "cuda:N (N a GPU index), auto")
+
+
+def write_integer(value: Any) -> str:
+    """`` (write 10000)`` for a whole number typed as a float (``frames=1e4``: YAML and Hydra
+    read scientific notation as a float, which an integer setting refuses); ``""`` for any
+    other value. Such a value is refused, not rounded: the integer is what to write."""
+    if isinstance(value, float) and value.is_integer():  # not inf, nan, 2.5
+        return f" (write {int(value)})"
+    return ""
 
 
 def _integer(value: Any) -> bool:
@@ -325,6 +335,9 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
             raise ValueError(unknown_key_message(node, path, sub, err)) from None
         except OmegaConfBaseException as err:  # a word where a number goes: OmegaConf's words
             text = str(err).strip().splitlines()[0]
+            if write_integer(value) and "converted to Integer" in text:  # 2e4: a float
+                raise ValueError(f"{input_line or f'{key}={value}'}; expected an integer"
+                                 f"{write_integer(value)}") from None
             if value is None and "is not Optional" in text:  # OmegaConf: "field 'lr' is..."
                 had = OmegaConf.select(node, sub)
                 text = (f"a value is required here (null is not accepted); it was {had!r}"

@@ -255,6 +255,8 @@ def check_values(overrides: Sequence[Any]) -> None:
     """Common bad values on the command line (``num_envs=0``, ``seed=abc``, ``device=gpu``,
     an unknown ``game.name``), refused before the schema and torch load, in the words the
     schema's own checks use (:mod:`populations.config_checks`, ``games.make``)."""
+    from hydra.core.override_parser.types import ValueType
+
     from populations.config_checks import (
         TOP_LEVEL_TYPES,
         check_rollout_share,
@@ -262,6 +264,7 @@ def check_values(overrides: Sequence[Any]) -> None:
         check_section_values,
         section_schemas,
         typed_override,
+        write_integer,
     )
 
     names, schemas, sections = [], None, {}
@@ -284,8 +287,12 @@ def check_values(overrides: Sequence[Any]) -> None:
             for value in values:
                 try:
                     check_run_values({key: typed_override(key, value)})
-                except ValueError as err:
-                    raise CLIError(f"bad config: {err}") from None
+                except ValueError as err:  # frames=1e4: named as typed, not as 10000.0
+                    text, typed = str(err), o.input_line.partition("=")[2]
+                    if write_integer(value) and text.startswith(f"{key}={value};") and \
+                            o.value_type == ValueType.ELEMENT:
+                        text = f"{key}={typed}" + text[len(f"{key}={value}"):]
+                    raise CLIError(f"bad config: {text}") from None
                 except TypeError:  # a list or a dict: OmegaConf names it
                     continue
     unknown = _unknown_games(names)
