@@ -1,0 +1,44 @@
+"""games.openspiel._draw, the chance-node draw, against numpy's own ``Generator.choice``."""
+
+import numpy as np
+import pytest
+
+import games
+from games.openspiel import _draw
+
+
+def test_draw_gives_choices_index_from_the_same_stream():
+    rs = np.random.default_rng(5)
+    for _ in range(3000):
+        p = rs.random(int(rs.integers(1, 12))) ** int(rs.integers(1, 6))
+        p[rs.random(len(p)) < 0.2] = 0.0
+        if p.sum() == 0:
+            continue
+        p = p / p.sum()
+        seed = int(rs.integers(2**31))
+        ours, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
+        assert _draw(ours, p) == numpys.choice(len(p), p=p)
+        assert ours.random() == numpys.random()  # one uniform each: the streams go on alike
+
+
+@pytest.mark.parametrize("p", [[0.5, -0.1, 0.6], [np.nan, 0.5, 0.5]])
+def test_draw_refuses_what_choice_refuses(p):
+    with pytest.raises(ValueError) as numpys:
+        np.random.default_rng(0).choice(len(p), p=np.asarray(p))
+    with pytest.raises(ValueError) as ours:
+        _draw(np.random.default_rng(0), np.asarray(p))
+    assert str(ours.value) == str(numpys.value)
+
+
+def test_kuhn_deals_are_those_of_choice():
+    """Deals of seed 3 as numpy's choice dealt them (before _draw): the same episodes."""
+    game = games.make("openspiel/kuhn_poker")
+    rng = np.random.default_rng(3)
+    for episode in range(20):
+        game.reset(3 if episode == 0 else None)
+        cards = []
+        for left in ([0, 1, 2], None):
+            left = left if left is not None else [c for c in [0, 1, 2] if c != cards[0]]
+            p = np.full(len(left), 1 / len(left))
+            cards.append(left[rng.choice(len(left), p=p / p.sum())])
+        assert game.pyspiel_state.history() == cards
