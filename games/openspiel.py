@@ -574,7 +574,6 @@ def _check_legal_ids(game: pyspiel.Game, game_string: str) -> None:
                             "played")
 
 
-
 def _draw(rng: np.random.Generator, p: np.ndarray) -> int:
     """``rng.choice(len(p), p=p)``: the same index from the same one uniform draw, by its
     own steps (cumulative sum, scaled by its last entry, searched from the right) without
@@ -586,6 +585,7 @@ def _draw(rng: np.random.Generator, p: np.ndarray) -> int:
     cdf = p.cumsum()
     cdf /= cdf[-1]
     return int(cdf.searchsorted(rng.random(), side="right"))
+
 
 class OpenSpielGame(Game):
     """Any ``pyspiel`` game (``kuhn_poker``, ``goofspiel(num_cards=4)``, ``matrix_rps``...)."""
