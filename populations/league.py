@@ -669,6 +669,10 @@ class League:
                                    self.cfg.game_kwargs, pairs, self.cfg.eval_episodes,
                                    seed=seed, prefix=f"g{g:04d}",
                                    **(self._stop() or (batch if tick else {})), tick=tick)
+        if not added and not stop_requested():  # a resume after the stop: all recorded
+            log.info("generation %d: %s evaluated before the stop; nothing left to play", g,
+                     "its 1 pair was" if len(pairs) == 1 else f"its {len(pairs)} pairs were")
+            return
         log.info("generation %d: evaluated %d pairs (%d episodes recorded) in %.0fs", g,
                  len(pairs), added, time.time() - started)
 
