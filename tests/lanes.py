@@ -40,11 +40,12 @@ SECOND_LANE = (
     "tests/populations/test_runners.py",
     "tests/populations/test_walk19_ray_address.py",
     "tests/populations/test_walk19_ray_imports.py",
+    "tests/populations/test_walk20_greedy_matches.py",
+    "tests/populations/test_fix26c_learner_progress.py",
     "tests/populations/test_ray_sigterm_group.py",
     "tests/test_examples.py",
     "tests/marl/test_mappo_gru.py",
     "tests/populations/test_interrupts_review.py",
-    "tests/populations/test_run_folder.py",
     "tests/marl/test_mappo.py",
     "tests/llm_agents/test_learning.py",
     "tests/populations/test_walk25_progress_bars.py",
@@ -70,7 +71,12 @@ tests (244 s of this lane there) became benchmarks and test_mappo's MLP test tra
 frames instead of 60k (~16 s of the second's), leaving ~2,790 s here against ~2,750 s there
 (estimated), so no module moved. The fresh-clone run at 45ec473 (idle): this lane's own
 tests 1,077 s, the second's last result at 978 s; test_walk25_progress_bars (it starts Ray:
-two Ray instances at once) and test_maddpg (~45 s) came over."""
+two Ray instances at once) and test_maddpg (~45 s) came over. The fresh-clone run at 9b18a6c
+(~2.9x loaded: 2,912 s): this lane's own tests 2,890 s, the second's last result at 2,859 s;
+then test_walk20_greedy_matches (its ray_local test started a second Ray instance in this
+lane: 22 s of setup) and test_fix26c_learner_progress (a new ray_local test) came over, to
+the instance the second lane's tests share, and test_vmas_reset's road_traffic and sampling checks
+became ~90 s shorter here; test_run_folder (~15 s idle) went back for balance."""
 
 SWITCH = "SELFPLAY_TEST_LANES"  # "0": one process
 WORKER = "SELFPLAY_TEST_LANE_WORKER"  # set in the worker: its folder (node ids, results)
