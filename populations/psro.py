@@ -99,6 +99,9 @@ from populations.psro_config import (  # noqa: F401 - PSRO's settings, importabl
 
 log = logging.getLogger(__name__)
 
+LARGE_TREE = 50_000
+"""Information states from which PSRO logs that it builds its tables (a few seconds' work)."""
+
 
 def no_stop_nash_conv(stop: float, why: str) -> str:
     """The one-line refusal of ``stop_nash_conv`` where PSRO computes no NashConv."""
@@ -576,6 +579,11 @@ class PSRO:
         self.meta_strategy: dict[str, np.ndarray] = {}
         self.targets: dict[str, dict[str, Mixture]] = {}  # player -> what it best-responds to
         self.iterations = 0
+        states = sum(len(info) for info in self.tree.players) if self.tree is not None else 0
+        if states >= LARGE_TREE and any(not (initial or {}).get(a) for a in self.players):
+            # seconds on hex(board_size=3)'s 290,890 states: a line, so the wait is not silent
+            log.info("PSRO: building the initial uniform policies over %d information states",
+                     states)
         for agent in self.players:
             self._add_member(agent, (initial or {}).get(agent) or self._uniform(agent))
         self.update_empirical_game()
