@@ -156,14 +156,16 @@ def check_learner_sections(cfg: ExperimentConfig) -> None:
 SECTION_GROUPS = {"encoder": "mappo"}  # config groups that set a learner's section only
 
 
-def unread_settings(cfg: ExperimentConfig, overrides: Sequence[str]) -> list[str]:
+def unread_settings(cfg: ExperimentConfig, overrides: Sequence[str],
+                    auto: bool = False) -> list[str]:
     """Warnings for learner settings on the command line that no learner of this run reads:
     a learner's section (``mappo.lr=``, ``encoder=gnn``: ``mappo.net``, ``+my_algo.lr=``) when
     none of the run's learners (``algo``; a league's ``population.members``; PSRO's oracle
     algo: ``rl`` and ``exact`` read none) uses it, and ``algo=`` beside
     ``population.members``, which names a league's learners. They were ignored without a
     word (``encoder=gnn`` with ``population.members=[qmix,maddpg]``). PSRO's ``oracle=auto``
-    is decided with the game: not judged here."""
+    is decided with the game: not judged here; judged on ``cfg`` with the oracle it chose
+    (:func:`populations.psro_run.resolve_auto`), ``auto=True`` says so in the warnings."""
     from populations.member_specs import parse_members
 
     pop, entries = cfg.population, registry.entries()
@@ -171,7 +173,8 @@ def unread_settings(cfg: ExperimentConfig, overrides: Sequence[str]) -> list[str
         if pop.oracle == "auto":
             return []
         algos = [] if pop.oracle in ("exact", "rl") else [pop.oracle]
-        who = f"population.oracle={pop.oracle}"
+        who = f"population.oracle=auto, which chose {pop.oracle} here," if auto else \
+            f"population.oracle={pop.oracle}"
     elif pop.kind == "league" and pop.members:
         algos = [m.algo for m in parse_members(pop.members)]
         who = f"population.members={list(pop.members)}"

@@ -512,13 +512,16 @@ def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[st
 
     keys = {o.split("=", 1)[0].lstrip("+") for o in overrides if "=" in o}
     kind = exp.population.kind
-    unread = unread_settings(exp, overrides)  # encoder=gnn beside members [qmix, maddpg]
+    chosen = _chosen_oracle(exp)  # PSRO's oracle=auto: judged with what it chooses
+    exp = chosen or exp
+    unread = unread_settings(exp, overrides, auto=chosen is not None)  # encoder=gnn beside
+    # members [qmix, maddpg]
     if "runner.rollout_workers" in keys and kind != "none" and not _llm_member(exp):
         unread.append(f"runner.rollout_workers={exp.runner.rollout_workers} is not read with "
                       f"population.kind={kind}: rollout workers play a single MAPPO/IPPO "
                       "run's rollouts (population=none) and an LLM team's; this run trains "
                       "without them")
-    unread += _unread_population_keys(exp, overrides)
+    unread += _unread_population_keys(exp, overrides, auto=chosen is not None)
     if kind == "none" and exp.runner.kind == "ray" and not exp.runner.rollout_workers and \
             not _plays_own_episodes(exp.algo):  # it trained in this process, unsaid
         others = [o.lstrip("+") for o in overrides if o.lstrip("+").startswith("runner.")]
@@ -538,6 +541,28 @@ def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[st
             f"population=none runs); this run trains {where}", *unread]
 
 
+def _chosen_oracle(exp: ExperimentConfig) -> ExperimentConfig | None:
+    """A PSRO run's ``exp`` with the oracle ``population.oracle=auto`` chooses for its game
+    (:func:`populations.psro_run.resolve_auto`, as the run decides it next), for the
+    warnings of settings that oracle does not read; None for other runs, and where the game
+    cannot be made (the run refuses it in its own words)."""
+    if exp.population.kind != "psro" or exp.population.oracle != "auto":
+        return None
+    import games
+    from populations.psro_run import resolve_auto
+
+    try:
+        game = games.make(exp.game.name, **exp.game.kwargs)
+    except Exception:  # noqa: BLE001 - check_experiment refuses it next, in one line
+        return None
+    try:
+        return resolve_auto(exp, game, announce=False)
+    except Exception:  # noqa: BLE001 - as above
+        return None
+    finally:
+        game.close()
+
+
 READERS = {"iterations": ("psro",), "oracle": ("psro",), "oracle_frames": ("psro",),
            "psro": ("psro",), "keep_checkpoints": ("league", "none")}
 """The population kinds that read a ``population.*`` setting, where not a league alone
@@ -545,16 +570,27 @@ READERS = {"iterations": ("psro",), "oracle": ("psro",), "oracle_frames": ("psro
 keeps none (it resumes from its database)."""
 
 
-def _unread_population_keys(exp: ExperimentConfig, overrides: Sequence[str]) -> list[str]:
+def _unread_population_keys(exp: ExperimentConfig, overrides: Sequence[str],
+                            auto: bool = False) -> list[str]:
     """A warning per ``population.<key>=`` on the command line that this run's kind does not
     read, naming the kinds that do (:data:`READERS`): ``population.generations=4`` in a
     single run (``population=none``) was ignored without a word, as ``population.iterations=``
-    in a league and ``population.generations=`` in PSRO."""
+    in a league and ``population.generations=`` in PSRO; and PSRO's
+    ``population.oracle_frames=`` with the exact oracle, which trains nothing (``auto``: the
+    oracle ``population.oracle=auto`` chose)."""
     kind = exp.population.kind
     notes = []
     for o in overrides:
         key = o.split("=", 1)[0].lstrip("+")
         if "=" not in o or not key.startswith("population.") or key == "population.kind":
+            continue
+        if key == "population.oracle_frames" and kind == "psro" and \
+                exp.population.oracle == "exact":
+            how = "population.oracle=auto, which chose exact here" if auto else \
+                "population.oracle=exact"
+            notes.append(f"{o.lstrip('+')} is not used with {how}: exact best responses train "
+                         "nothing; only an RL oracle (population.oracle=rl or a learner's "
+                         "name) reads it")
             continue
         readers = READERS.get(key.split(".")[1], ("league",))
         if kind not in readers:
