@@ -304,6 +304,12 @@ def build_team(cfg: LLMConfig, games_: Sequence[str],
     ``workdir`` holds tiny models written for the vLLM backend."""
     check_backend_here(cfg.backend)  # before the models load (seconds for a real one)
     kw = game_kwargs or {}
+    roles = _roles(games_, kw)
+    # a misspelled role's prompt (+llm.role_prompts.scuot=...) was dropped without a word
+    unused = cfg.unused_role_prompts(roles, ", ".join(games_))
+    for note in (unused, cfg.tiny_settings_note()):
+        if note:
+            log.warning(note)
     backend_kw: dict[str, Any] = {"seed": cfg.grpo.seed}
     if cfg.team == "shared":
         pairs = _load(cfg, games_, kw, 1)
@@ -311,7 +317,6 @@ def build_team(cfg: LLMConfig, games_: Sequence[str],
         _served(cfg, pairs, ["shared"], workdir)
         ((model, tok),) = pairs
         return Team.shared(model, tok, cfg.role_prompts, backend=cfg.backend, **backend_kw)
-    roles = _roles(games_, kw)
     pairs = _load(cfg, games_, kw, len(roles))
     _check_context(cfg, pairs)
     _served(cfg, pairs, roles, workdir)

@@ -15,7 +15,7 @@ until every other check of the section passed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -49,6 +49,9 @@ MAX_POLICY_SAMPLES = 4096
 MAX_NEW_TOKENS = 1 << 16
 """Most tokens one generation may ask for: a run's settings and a loaded snapshot's alike
 (:func:`llm_agents.policy.check_payload` builds these classes, so one rule serves both)."""
+TINY_PROMPT = ("{role}", "{observation} : {legal}")
+"""``llm=tiny``'s prompt templates (system, user): bare words for a model built from the
+game's texts (configs/llm/tiny.yaml; a test keeps them in step)."""
 MAX_POSITIONS = 1 << 20  # a tiny model's positions: their embeddings are allocated up front
 MAX_BATCH = 10**6  # episodes of a group / groups of a step / turns of a minibatch / games
 # stepped together: far above any GRPO step (10**20 allocated or never finished)
@@ -319,6 +322,44 @@ class LLMConfig:
         if isinstance(mode, GenerateMode) and action.policy_samples == 0:
             mode.probabilities(None, [])  # type: ignore[arg-type] - refuses before generating
 
+    def unused_role_prompts(self, roles: Sequence[str], game: str) -> str | None:
+        """Check ``role_prompts``' keys against ``roles``, the roles of ``game`` (the team's
+        games, by name): a key that misspells one of them (``scuot``) is refused in one line
+        naming the game's roles; keys that name no role of it at all (a preset's prompts for
+        another game: ``experiment=tool_team_llm game.name=my_task`` keeps relay's ``scout``
+        and ``solver``) are not used, said in the warning line returned (None: every key is a
+        role). Hydra merges ``llm.role_prompts={...}`` into a preset's prompts (it cannot
+        drop a preset's key), so those are not refused."""
+        import difflib
+
+        unknown = [k for k in self.role_prompts if k not in roles]
+        theirs = f"{game}'s roles are {', '.join(roles)}"
+        for key in unknown:
+            near = difflib.get_close_matches(key, list(roles), n=1)
+            if near:
+                raise ValueError(f"llm.role_prompts has role {key!r} (did you mean {near[0]!r}?); "
+                                 f"{theirs}")
+        if not unknown:
+            return None
+        missing = [r for r in roles if r not in self.role_prompts]
+        give = (f"; give theirs with '+llm.role_prompts={{"
+                f"{', '.join(f'{r}: ...' for r in missing)}}}'" if missing else "")
+        return (f"llm.role_prompts has prompts for {', '.join(unknown)}, roles {game} does not "
+                f"have: they are not used ({theirs}){give}")
+
+    def tiny_settings_note(self) -> str | None:
+        """A line when a model of the user's (``llm.model=<dir or hub name>``) runs with the
+        tiny model's preset (``llm=tiny`` / ``tiny_kuhn``, the default: its bare prompts say
+        so), whose lr, action mode and prompts suit a ~100k-parameter model built from the
+        game's words, not a real one; None otherwise."""
+        prompt = self.grpo.prompt
+        if self.model == "tiny" or (prompt.system, prompt.user) != TINY_PROMPT:
+            return None
+        return (f"llm.model={self.model!r} runs with the tiny model's settings (llm=tiny's lr "
+                f"{self.grpo.lr:g}, action mode {self.grpo.action.mode}, bare prompts "
+                f"{prompt.system!r} / {prompt.user!r}); llm=hf holds the settings for a real "
+                "model (lr 1e-6, prompts with the rules, generate mode): add llm=hf")
+
     def torch_dtype(self, device: str | torch.device) -> torch.dtype:
         """The weights' dtype on ``device`` (``auto``: see :mod:`llm_agents.build`)."""
         import torch
@@ -343,24 +384,49 @@ def missing_model_folder(model: str) -> str | None:
     """Why ``model``, written as a local path (:func:`model_path`), names no model folder
     (None: it does, or it is ``tiny``, Hydra's ``???`` or a hub name, which the loader looks
     up), without torch, so that ``selfplay-train`` refuses it before the run folder."""
+    problem = _model_folder_problem(model)
+    return None if problem is None else problem[0]
+
+
+_ANY_MODEL = "give 'tiny', a local model directory or a hub name available here"
+
+
+def _model_folder_problem(model: str) -> tuple[str, str] | None:
+    """:func:`missing_model_folder`'s reason and what to do, or None."""
     from pathlib import Path
 
     if model in ("tiny", "???", "") or not model_path(model):
         return None
     folder = Path(model).expanduser()
+    if folder.is_file():  # llm.model=/path/to/model/config.json: its folder was meant
+        return ("it is a file, not a model folder",
+                f"give the folder that holds it: llm.model={str(Path(model).parent)!r}")
     if not folder.is_dir():
-        return "no such directory"
-    return None if (folder / "config.json").is_file() else "no config.json in it"
+        return "no such directory", _ANY_MODEL
+    if not (folder / "config.json").is_file():
+        return "no config.json in it", _ANY_MODEL
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        # AutoTokenizer built an empty tokenizer from it, refused only once torch and
+        # transformers had loaded (~35 s): a file listing tells it here
+        return (f"it has no tokenizer files: none of {', '.join(TOKENIZER_FILES)}",
+                "save the tokenizer into the model folder too (tokenizer.save_pretrained("
+                "folder))")
+    return None
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
+"""A model folder holds at least one of these when its tokenizer was saved with it (the same
+as ``llm_agents.backends.hf.TOKENIZER_FILES``, whose loader refuses the empty tokenizer
+AutoTokenizer builds without them)."""
 
 
 def check_model_folder(model: str) -> None:
     """Refuse, in one line, a ``model`` written as a path that names no model folder
     (:func:`missing_model_folder`): :class:`LLMConfig` before the run, the loader
     (:func:`llm_agents.build._load`) again, as the folder may have gone since."""
-    why = missing_model_folder(model)
-    if why:  # a folder without a model gave "Couldn't instantiate the backend tokenizer"
-        raise ValueError(f"llm.model={model!r} could not be loaded ({why}); give 'tiny', a "
-                         "local model directory or a hub name available here")
+    problem = _model_folder_problem(model)
+    if problem:  # a folder without a model gave "Couldn't instantiate the backend tokenizer"
+        raise ValueError(f"llm.model={model!r} could not be loaded ({problem[0]}); {problem[1]}")
 
 
 def backend_unavailable(backend: str) -> str | None:

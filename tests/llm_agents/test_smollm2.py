@@ -74,6 +74,7 @@ def _model_folder(tmp_path):
     """A folder an ``llm.model`` path may name (``LLMConfig`` refuses a path with no model
     folder there, before the run): composing the preset needs no weights."""
     (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "tokenizer.json").write_text("{}")  # and its tokenizer (a file listing)
     return str(tmp_path)
 
 

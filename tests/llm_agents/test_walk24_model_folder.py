@@ -134,9 +134,12 @@ def test_a_folder_without_a_tokenizer_is_one_line(no_tokenizer, tmp_path, monkey
     line = _refused([*FAST, "llm=hf", f"llm.model={no_tokenizer}",
                      "llm.grpo.action.sampling.max_new_tokens=8",
                      f"hydra.run.dir={tmp_path / 'r'}"], monkeypatch, tmp_path, capsys)
-    assert line.startswith(f"selfplay-train: llm.model={str(no_tokenizer)!r} could not be "
-                           "loaded (it has no tokenizer files: none of tokenizer.json, "), line
+    # the config's check (a file listing, fix26g), before the run folder and transformers
+    assert line.startswith(f"selfplay-train: bad config: llm.model={str(no_tokenizer)!r} could "
+                           "not be loaded (it has no tokenizer files: none of tokenizer.json, "
+                           ), line
     assert "tokenizer.save_pretrained" in line, line
+    assert not (tmp_path / "r").exists()
 
 
 def test_a_folder_holding_a_bert_model_is_one_line(bert, tmp_path, monkeypatch, capsys):
