@@ -517,16 +517,23 @@ _BUILTIN = frozenset(_REGISTRY)
 
 
 # --- diagnostics
-_DIAG = ["count", "reward_mean", "reward_std", "adv_mean", "adv_std", "reward_std_ratio",
-         "reward_m2_ratio"]  # fmt: skip
+# raw_*: the values normalize_advantages was given, before normalization. Not rewards: MAPPO
+# gives its GAE advantages, an LLM team its per-turn returns (rewards only for an adv_norm
+# that consumes them); named reward_* before 2026-12, which the dashboard still reads
+_DIAG = ["count", "raw_mean", "raw_std", "adv_mean", "adv_std", "raw_std_ratio",
+         "raw_m2_ratio"]  # fmt: skip
 
 
 def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKeys | None = None,
                           mask: Tensor | None = None) -> dict[str, float]:  # fmt: skip
-    """Global, per-agent and per-role reward/advantage statistics, as floats for the logger.
+    """Global, per-agent and per-role statistics of the raw ``values`` and their normalized
+    ``advantages``, as floats for the logger.
 
-    Keys ``adv/{global,agent_<id>,role_<id>}/{count,reward_mean,reward_std,adv_mean,adv_std}``
-    plus, per agent and role, ``reward_std_ratio`` (sigma_k / sigma) and ``reward_m2_ratio``
+    ``values`` are what the normalization was given (``raw``), not rewards: MAPPO/IPPO's GAE
+    advantages, an LLM team's per-turn returns (its rewards for an adv_norm that consumes
+    rewards, ``player_turn``). Keys
+    ``adv/{global,agent_<id>,role_<id>}/{count,raw_mean,raw_std,adv_mean,adv_std}`` plus, per
+    agent and role, ``raw_std_ratio`` (sigma_k / sigma) and ``raw_m2_ratio``
     ((sigma_k**2 + (mu_k - mu)**2) / sigma**2: the mean squared advantage the key would get under
     global normalization, the gradient-norm inflation factor of Dr. MAS, arXiv:2602.08847).
     Ratios are 1 when the global std is 0. Unweighted, over unmasked samples: float64 sums of
@@ -559,7 +566,7 @@ def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKey
 
 
 def _moment_row(s: list[float]) -> list[float]:
-    """(count, reward mean/std, advantage mean/std) from sums (n, S r, S r^2, S a, S a^2)."""
+    """(count, raw mean/std, advantage mean/std) from sums (n, S r, S r^2, S a, S a^2)."""
     n = max(s[0], 1.0)
     mr, ma = s[1] / n, s[3] / n
     return [s[0], mr, max(s[2] / n - mr * mr, 0.0) ** 0.5, ma, max(s[4] / n - ma * ma, 0.0) ** 0.5]

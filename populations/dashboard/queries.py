@@ -713,15 +713,19 @@ class Panel:
 # the key at the start or after one member name's "/"
 _M = r"(^|^[^/]+/)"
 PANELS: tuple[Panel, ...] = (
-    Panel("Episode return", rf"{_M}charts/[^/]*return", "return"),
+    # not charts/eval_return_ci95: a confidence interval's half-width, not a return
+    Panel("Episode return", rf"{_M}charts/(?![^/]*_ci95)[^/]*return", "return"),
     Panel("Losses", rf"{_M}losses/(?!entropy$|grad_norm$|approx_kl$|clipfrac$|explained_var)",
           "loss"),
     Panel("Entropy", r"(^|/)entropy$", "entropy"),
     Panel("Gradient norm", r"grad_norm", "‖g‖"),
     Panel("Advantage per agent", rf"{_M}adv/agent_[^/]+/adv_(mean|std)$", "advantage"),
     Panel("Advantage per role", rf"{_M}adv/role_[^/]+/adv_(mean|std)$", "advantage"),
-    Panel("Reward per agent and role", rf"{_M}adv/(agent|role)_[^/]+/reward_(mean|std)$",
-          "reward"),
+    # what the advantage normalization was given (MAPPO: GAE advantages; an LLM team: its
+    # turns' returns), not rewards; runs before 2026-12 logged it as reward_(mean|std)
+    Panel("Raw advantage per agent and role",
+          rf"{_M}adv/(agent|role)_[^/]+/(raw|reward)_(mean|std)$",
+          "before normalization"),
     Panel("PPO diagnostics", rf"{_M}losses/(approx_kl|clipfrac|explained_var)", "value"),
 )
 

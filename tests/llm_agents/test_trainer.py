@@ -126,7 +126,7 @@ def test_agent_and_global_normalization_differ_where_reward_scales_differ():
     agent, res = _adv(turns, "agent")
     assert glob[b].std() < 0.05 < 0.9 < agent[b].std()  # agent b's signal vanishes globally
     assert abs(glob[~b].std() - agent[~b].std()) > 0.1
-    assert res.diagnostics["adv/agent_1/reward_std_ratio"] < 0.05
+    assert res.diagnostics["adv/agent_1/raw_std_ratio"] < 0.05
 
 
 def test_turn_returns_run_over_each_agents_own_turns():

@@ -684,12 +684,12 @@ def test_diagnostics_known_values():
     keys = AdvantageKeys(agent=torch.tensor([3, 3, 7, 7]), role=torch.tensor([0, 0, 0, 0]))
     d = advantage_diagnostics(x, x - 1, keys)
     # global: mean 5.5, var (30.25 + 12.25 + 20.25 * 2) / 4 = 20.75
-    assert d["adv/global/reward_mean"] == 5.5 and d["adv/global/count"] == 4
-    assert d["adv/agent_3/reward_std"] == 1.0 and d["adv/agent_3/adv_mean"] == 0.0
-    assert d["adv/agent_3/reward_std_ratio"] == pytest.approx(1 / math.sqrt(20.75))
-    assert d["adv/agent_3/reward_m2_ratio"] == pytest.approx((1 + 4.5**2) / 20.75)
-    assert d["adv/agent_7/reward_m2_ratio"] == pytest.approx(4.5**2 / 20.75)
-    assert d["adv/role_0/reward_std_ratio"] == pytest.approx(1.0)
+    assert d["adv/global/raw_mean"] == 5.5 and d["adv/global/count"] == 4
+    assert d["adv/agent_3/raw_std"] == 1.0 and d["adv/agent_3/adv_mean"] == 0.0
+    assert d["adv/agent_3/raw_std_ratio"] == pytest.approx(1 / math.sqrt(20.75))
+    assert d["adv/agent_3/raw_m2_ratio"] == pytest.approx((1 + 4.5**2) / 20.75)
+    assert d["adv/agent_7/raw_m2_ratio"] == pytest.approx(4.5**2 / 20.75)
+    assert d["adv/role_0/raw_std_ratio"] == pytest.approx(1.0)
     assert "adv/agent_5/count" not in d
 
 
@@ -755,10 +755,10 @@ def test_diagnostics_levels_and_computed_on_first_read(monkeypatch):
     assert full.diagnostics is full.diagnostics and calls == [1]  # once
     res = normalize_advantages("agent", x, keys, mask, cfg=AdvantageConfig(diagnostics="global"))
     assert set(res.diagnostics) == {f"adv/global/{k}" for k in
-                                    ("count", "reward_mean", "reward_std", "adv_mean", "adv_std")}
+                                    ("count", "raw_mean", "raw_std", "adv_mean", "adv_std")}
     for k, v in res.diagnostics.items():  # the global row alone equals the full one
         assert full.diagnostics[k] == pytest.approx(v, abs=1e-6)
-    assert res.diagnostics["adv/global/reward_mean"] == 5.5
+    assert res.diagnostics["adv/global/raw_mean"] == 5.5
     none = normalize_advantages("agent", x, keys, mask, cfg=AdvantageConfig(diagnostics="none"))
     assert none.diagnostics == {}
 

@@ -181,8 +181,8 @@ def test_role_normalization_on_two_role_game():
     for role in (0, 1):
         assert abs(m[f"adv/role_{role}/adv_mean"]) < 1e-4
         assert m[f"adv/role_{role}/adv_std"] == pytest.approx(1.0, abs=1e-3)
-    # rewards differ in scale between roles, which is why role statistics matter
-    assert m["adv/role_0/reward_mean"] != pytest.approx(m["adv/role_1/reward_mean"], abs=0.1)
+    # raw advantages differ in scale between roles, which is why role statistics matter
+    assert m["adv/role_0/raw_mean"] != pytest.approx(m["adv/role_1/raw_mean"], abs=0.1)
 
 
 def test_turn_based_learning_against_random_opponent():

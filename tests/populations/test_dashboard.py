@@ -247,7 +247,8 @@ def test_learner_panels_per_agent_and_role(shared):
     assert doc["keys"] == db_keys
     panels = {p["title"]: p for p in doc["panels"]}
     assert {"Episode return", "Losses", "Entropy", "Gradient norm", "Advantage per agent",
-            "Advantage per role", "Reward per agent and role"} <= set(panels)
+            "Advantage per role",
+            "Raw advantage per agent and role"} <= set(panels)
     keys = {p: {x["key"] for x in panels[p]["series"]} for p in panels}
     assert {"losses/pg_loss", "losses/v_loss"} <= keys["Losses"]
     assert "losses/entropy" not in keys["Losses"]
