@@ -257,7 +257,12 @@ class League:
         cfg = self.cfg
         torch.set_num_threads(cfg.torch_threads)
         resume = self._check_folder(resume, override)
-        self.spec = games.make(cfg.game, **cfg.game_kwargs).spec  # its name holds the kwargs
+        game = games.make(cfg.game, **cfg.game_kwargs)
+        self.spec = game.spec  # its name holds the kwargs
+        refused = cooperative_refusal(game)
+        game.close()
+        if refused:  # before league.db: nothing of the run is made
+            raise ValueError(refused)
         self.db = LeagueDB(self.run_dir / "league.db")
         run_id = self.db.run_id("league")
         had_run = run_id is not None
@@ -764,13 +769,20 @@ class League:
         return out
 
     def _log_nash_conv(self, snaps: Sequence[Any]) -> None:
-        """``nash_conv/<member>``: the exact NashConv of each new snapshot (if configured)."""
+        """``nash_conv/<member>``: the exact NashConv of each new snapshot (if configured),
+        logged and recorded in the database's ``exploitability`` table (method ``exact``,
+        labelled as :mod:`populations.approx_exploit` labels a snapshot), which the
+        dashboard's league table and NashConv chart read; a resume records it again in
+        place (one row per label and method)."""
         if self.cfg.nash_conv:
             from populations.exploitability import nash_conv
 
-            self.log_metrics(self.frames, {
-                f"nash_conv/{s.member}": nash_conv(self.spec, _scored(self.store.load(s.id)))
-                .nash_conv for s in snaps})
+            exact = [(s, nash_conv(self.spec, _scored(self.store.load(s.id))).nash_conv)
+                     for s in snaps]
+            for s, value in exact:
+                self.db.add_exploitability(self.run_id, s.id, f"{s.member}@v{s.version}",
+                                           "exact", value)
+            self.log_metrics(self.frames, {f"nash_conv/{s.member}": v for s, v in exact})
         approx = exploit_snapshots(self.db, self.run_id, self.store, self.cfg.game,
                                    self.cfg.game_kwargs, self.cfg.exploit, list(snaps),
                                    self.cfg.seed, self.cfg.device)
@@ -982,6 +994,18 @@ def _scored(policy: Any) -> Any:
     from populations.psro import GreedyPolicy, plays_greedy
 
     return GreedyPolicy(policy) if plays_greedy(policy) else policy
+
+
+def cooperative_refusal(game: games.Game) -> str | None:
+    """The one-line refusal of a league on a cooperative ``game`` (its class declares
+    ``cooperative = True``, as the tool tasks do: every seat gets one shared reward),
+    however ``teams=`` groups its seats: each match gives both sides the same return, so
+    every win rate is 1/2 and the ratings rank nothing. None for other games."""
+    if not getattr(game, "cooperative", False):
+        return None
+    return (f"a self-play league plays sides against each other; {game.spec.name} is "
+            "cooperative (every seat gets one shared reward: every match is a draw and the "
+            "ratings rank nothing, with teams= too); train its team with population=none")
 
 
 def _check_nash_conv_members(members: Sequence[Member]) -> None:

@@ -26,6 +26,10 @@ TEAM = "team"
 class ToolTask(Game):
     """Base of the tool tasks: subclasses fill ``self.actions`` and implement the rules."""
 
+    cooperative = True
+    """Every seat gets the same reward, whatever ``teams=`` groups them in: no side can beat
+    another (a self-play league refuses the game; its team trains alone)."""
+
     def __init__(self, name: str, agents: Sequence[tuple[str, str]], actions: Sequence[str],
                  obs_width: int, max_steps: int) -> None:
         if len(set(actions)) != len(actions):
