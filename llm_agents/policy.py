@@ -298,6 +298,22 @@ def _load_model(name: str, entry: dict[str, Any],
     return model.to(device).eval().requires_grad_(False), tokenizer
 
 
+@dataclasses.dataclass(frozen=True)
+class LegalStats:
+    """Moves an :class:`LLMPolicy` chose and how many were fallbacks for invalid output."""
+
+    decisions: int
+    invalid: int
+
+    def __sub__(self, before: LegalStats) -> LegalStats:
+        return LegalStats(self.decisions - before.decisions, self.invalid - before.invalid)
+
+    @property
+    def rate(self) -> float | None:
+        """The share of moves the model named legally (None: no move chosen)."""
+        return None if self.decisions == 0 else 1.0 - self.invalid / self.decisions
+
+
 @register_policy("llm")
 class LLMPolicy(Policy):
     """A frozen LLM team acting through the text view; see the module docstring.
@@ -325,6 +341,8 @@ class LLMPolicy(Policy):
         self.builder = PromptBuilder(self.prompt)
         self.seed = seed
         self.rng = np.random.default_rng(seed)
+        self.decisions = 0  # moves chosen by act() since the policy was built
+        self.invalid = 0  # of which the output named no legal action: the fallback played
 
     @classmethod
     def from_team(cls, team: Team, spec: GameSpec, agents: Sequence[str] | None = None,
@@ -375,8 +393,18 @@ class LLMPolicy(Policy):
             backend = self.team.model_for(self._role(agent)).backend
             for b, d, legal_ids in zip(rows, self.mode.decide(backend, reqs, self.rng, greedy),
                                        ids, strict=True):
-                out[b] = legal_ids[d.index]
+                out[b] = legal_ids[d.index]  # an invalid output's index is the fallback's
+                self.invalid += not d.valid
+            self.decisions += len(rows)
         return out
+
+    def legal_stats(self) -> LegalStats:
+        """The moves :meth:`act` chose since the policy was built and how many of them were
+        fallbacks (the output named no legal action): a match or an evaluation reads the
+        difference over its episodes, so a return earned by fallback moves is told apart
+        from one the model earned. ``on_invalid="end"`` is a training rule (the rollout ends
+        the episode); a policy in a match must move, so it plays the fallback there."""
+        return LegalStats(self.decisions, self.invalid)
 
     def action_probs(self, agent: str, vs: VecStep) -> np.ndarray:
         """``[B, N]``: each acting copy's action probabilities (the scoring softmax; in
