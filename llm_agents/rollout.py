@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,8 +170,11 @@ class RolloutEngine:
         return req, legal_ids
 
     # --------------------------------------------------------------------- run
-    def run(self, jobs: Sequence[EpisodeJob], greedy: bool = False) -> RolloutBatch:
-        """Play every job; episodes come back in job order."""
+    def run(self, jobs: Sequence[EpisodeJob], greedy: bool = False,
+            progress: Callable[[int, int, int], None] | None = None) -> RolloutBatch:
+        """Play every job; episodes come back in job order. ``progress(episodes finished,
+        turns played, tokens generated)`` is called after each round of backend calls (a
+        progress bar inside a GRPO iteration: :attr:`MultiTurnGRPO.on_progress`)."""
         t0 = time.perf_counter()
         names = list(dict.fromkeys(j.game for j in jobs))
         turns: list[Turn] = []
@@ -197,6 +200,7 @@ class RolloutEngine:
 
         for s in range(min(self.max_in_flight, len(jobs))):
             start(s)
+        tokens = counted = 0
         while slots:
             actions, n = self._decide(jobs, slots, turns, names, greedy)
             calls += n
@@ -204,6 +208,10 @@ class RolloutEngine:
                 if self._advance(slots[sid], actions[sid], turns, episodes):
                     del slots[sid]
                     start(sid)
+            if progress is not None:
+                tokens += sum(len(t.decision.completion_ids) for t in turns[counted:])
+                counted = len(turns)
+                progress(next_job - len(slots), len(turns), tokens)
         done = [e for e in episodes if e is not None]
         return RolloutBatch(turns, done, names,
                             self._metrics(turns, done, time.perf_counter() - t0, calls))

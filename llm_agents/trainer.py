@@ -28,7 +28,8 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,26 @@ log = logging.getLogger(__name__)
 def _grad_norm(params: Sequence[nn.Parameter]) -> float:
     sq = [p.grad.detach().float().pow(2).sum() for p in params if p.grad is not None]
     return float(torch.stack(sq).sum().sqrt()) if sq else 0.0
+
+
+@dataclass(frozen=True)
+class StepProgress:
+    """Where :meth:`MultiTurnGRPO.step` is, for a progress bar (:attr:`MultiTurnGRPO.
+    on_progress`): an iteration of a real model runs for minutes."""
+
+    phase: str  # "rollout": episodes played | "update": minibatches of turns done
+    done: int  # episodes finished (rollout) | minibatches done (update)
+    total: int  # episodes of the iteration | minibatches of the update (epochs included)
+    turns: int = 0  # rollout: LLM turns played so far
+    tokens: int = 0  # rollout: tokens of those turns' outputs (generated or scored)
+
+    def text(self) -> str:
+        """``rollout 12/64 episodes, 230 turns, 5.1k tokens`` / ``update 3/8 minibatches``."""
+        if self.phase == "rollout":
+            tokens = f"{self.tokens / 1000:.1f}k" if self.tokens >= 1000 else str(self.tokens)
+            return (f"rollout {self.done}/{self.total} episodes, {self.turns} turns, "
+                    f"{tokens} tokens")
+        return f"{self.phase} {self.done}/{self.total} minibatches"
 
 
 class MultiTurnGRPO:
@@ -115,6 +136,9 @@ class MultiTurnGRPO:
         self.rng = np.random.default_rng(cfg.seed)
         self.iteration = 0
         self.rollouts: Any = None  # rollout workers (llm_agents.ray_rollouts); None: in-process
+        # called with a StepProgress during step(): episodes played (in-process rollouts),
+        # then minibatches updated; None: nothing is reported
+        self.on_progress: Callable[[StepProgress], None] | None = None
 
     # ----------------------------------------------------------------- rollouts
     def jobs(self) -> list[EpisodeJob]:
@@ -134,7 +158,11 @@ class MultiTurnGRPO:
         if self.rollouts is not None:
             return self.rollouts.collect(self.jobs(), self.iteration)
         self.team.sync()
-        return self.engine.run(self.jobs())
+        jobs, report = self.jobs(), self.on_progress
+        if report is None:
+            return self.engine.run(jobs)
+        return self.engine.run(jobs, progress=lambda done, turns, tokens: report(
+            StepProgress("rollout", done, len(jobs), turns, tokens)))
 
     def step(self) -> dict[str, float]:
         """Collect, then update; returns ``charts/``, ``adv/`` and ``losses/`` metrics."""
@@ -220,6 +248,9 @@ class MultiTurnGRPO:
         # One minibatch, one epoch: the weights are still those of the rollout, so the old
         # log-probabilities are the current ones (detached) and need no extra pass.
         single = cfg.epochs == 1 and len(keep) <= chunk
+        total, done = cfg.epochs * -(-len(keep) // chunk), 0
+        if self.on_progress is not None:  # the old / reference log-prob passes come first
+            self.on_progress(StepProgress("update", 0, total))
         old = (self._unit_logprobs(models, turns, chunk)
                if cfg.recompute_old_logprobs and not single else None)
         ref = self._unit_logprobs(self.ref, turns, chunk) if self.ref else None
@@ -230,6 +261,9 @@ class MultiTurnGRPO:
                 mb = order[s : s + chunk]
                 for k, v in self._minibatch(turns, mb, adv, old, ref).items():
                     stats[k].append(v)
+                done += 1
+                if self.on_progress is not None:
+                    self.on_progress(StepProgress("update", done, total))
         out = {k: float(np.mean(v)) for k, v in stats.items()}
         out.update(res.diagnostics)
         out["charts/update_seconds"] = time.perf_counter() - t0

@@ -31,6 +31,7 @@ import dataclasses
 import enum
 import logging
 import math
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from games.vector import to_numpy
 from marl.core import Learner, Policy, derive_seed
 from marl.train import ReadyWatch, budget_spent, rollout_frames, trains_whole_rollouts
 from populations.approx_exploit import evaluated_greedy
+from populations.run_folder import stop_requested
 from populations.seeds import RunSeeds, isolated_global_rng
 
 if TYPE_CHECKING:
@@ -433,13 +435,39 @@ class LLMMember:
         for s, policy in zip(opp, pool, strict=True):  # a resumed run draws the same
             policy.reseed(derive_seed(plan.seed, "member", self.name, plan.generation, int(s)))
         self.trainer.opponents = OpponentPool(pool, prob=self.opponent_prob)
-        episodes = 0
-        for _ in range(self.iterations):
-            metrics = self.trainer.step()
-            episodes += self.trainer.cfg.groups_per_step * self.trainer.cfg.group_size
-            mm.log_metrics(episodes, metrics)
-            mm.progress(episodes)
+        episodes, shown = 0, [0]
+
+        def rollout_progress(p: Any) -> None:  # the bar moves while an iteration plays
+            if p.phase == "rollout" and episodes + p.done > shown[0]:
+                shown[0] = episodes + p.done
+                mm.progress(shown[0])
+
+        self.trainer.on_progress = rollout_progress
+        started, noted = time.monotonic(), False
+        try:
+            for i in range(self.iterations):
+                metrics = self.trainer.step()
+                episodes += self.trainer.cfg.groups_per_step * self.trainer.cfg.group_size
+                mm.log_metrics(episodes, metrics)
+                if episodes > shown[0]:  # the rollout's own ticks reached it already
+                    shown[0] = episodes
+                    mm.progress(episodes)
+                if not noted and stop_requested() and i + 1 < self.iterations:
+                    noted = True  # the league stops after the generation: say how long
+                    log.warning(_finishing(self.name, i + 1, self.iterations,
+                                           time.monotonic() - started))
+        finally:
+            self.trainer.on_progress = None
         return episodes
+
+
+def _finishing(name: str, done: int, iterations: int, seconds: float) -> str:
+    """The line a stop request (Ctrl-C, SIGTERM) gets while an LLM member trains: the league
+    stops after the member's generation, ``iterations - done`` GRPO iterations away."""
+    left = seconds / done * (iterations - done)
+    when = f"{left:.0f}s" if left < 90 else f"{left / 60:.0f} min"
+    return (f"finishing {name}'s generation before stopping: {done} of its {iterations} GRPO "
+            f"iterations done, {iterations - done} more (about {when})")
 
 
 def _opponent_act(policy: Policy, agent: str, vs: games.VecStep) -> Any:

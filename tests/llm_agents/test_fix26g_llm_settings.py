@@ -11,6 +11,8 @@
 * ``llm.model=/path/to/model/config.json`` said ``(no such directory)``: it says it is a
   file and gives its folder. A folder without a tokenizer was refused only once torch and
   transformers had loaded (~35 s): the file listing refuses it with the config's checks.
+* A GRPO iteration reports its progress (:class:`llm_agents.trainer.StepProgress`): episodes,
+  turns and tokens while it plays, minibatches while it updates.
 """
 
 from __future__ import annotations
@@ -162,3 +164,35 @@ def test_the_configs_tokenizer_files_are_the_loaders():
     from llm_agents.settings import TOKENIZER_FILES as LISTED
 
     assert LISTED == TOKENIZER_FILES
+
+
+# ------------------------------------------------------------------------ progress
+def test_an_iteration_reports_its_rollout_and_update(kuhn_tok, make_model):
+    from llm_agents.actions import ActionConfig
+    from llm_agents.team import Team
+    from llm_agents.trainer import GRPOConfig, MultiTurnGRPO
+
+    cfg = GRPOConfig(group_size=2, groups_per_step=3, minibatch_turns=4, epochs=2, lr=1e-3,
+                     action=ActionConfig(mode="score"), prompt=COMPACT, device="cpu")
+    trainer = MultiTurnGRPO(Team.shared(make_model(kuhn_tok), kuhn_tok), KUHN, cfg)
+    seen = []
+    trainer.on_progress = seen.append
+    batch = trainer.collect()  # step()'s two phases
+    rollout = list(seen)
+    metrics = trainer.update(batch)
+    update = seen[len(rollout):]
+    assert {p.phase for p in rollout} == {"rollout"} and {p.phase for p in update} == {"update"}
+    assert len(rollout) > 1 and all(p.total == 6 for p in rollout)
+    assert [p.done for p in rollout] == sorted(p.done for p in rollout)
+    last = rollout[-1]
+    assert (last.done, last.turns) == (6, len(batch.turns))
+    assert last.tokens == sum(len(t.decision.completion_ids) for t in batch.turns)
+    minibatches = 2 * -(-int(metrics["charts/trained_turns"]) // 4)
+    assert [p.done for p in update] == list(range(minibatches + 1))
+    assert {p.total for p in update} == {minibatches}
+    assert last.text() == f"rollout 6/6 episodes, {last.turns} turns, {last.tokens} tokens"
+    assert update[-1].text() == f"update {minibatches}/{minibatches} minibatches"
+    trainer.on_progress = None
+    seen.clear()
+    trainer.step()
+    assert seen == []
