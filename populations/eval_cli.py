@@ -1,6 +1,12 @@
 """``selfplay-eval``: a round-robin rating of saved policy files into a league database, and
 with ``--exploit`` each policy's approximate NashConv (trained best responses,
-:mod:`populations.approx_exploit`).
+:mod:`populations.approx_exploit`). On a game of one team (a cooperative tool task,
+simple_spread) there is no opponent to rate against: each file plays ``--episodes`` episodes
+alone and its mean team return is printed with its 95 % interval (Student's t), recorded in
+the database as matches ``alone/<snapshot id>/e00000``... An LLM policy's legal rate (the
+share of its moves that named a legal action; the rest were its fallback's) is printed beside
+its numbers, with a warning below ``LOW_LEGAL_RATE``: its return or rating then measures the
+fallback moves (a match needs a move: ``on_invalid=end`` is a training rule).
 
 Without ``--game`` the game is the one the files record (the same in every file; a name read
 from a file that would read another file, or import or call what no ``--import`` named, is
@@ -103,7 +109,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     if args.exploit:  # --exploit's settings first (against the registry and game: torch, later)
         _check_exploit_values(args)
     else:
-        _check_eval_values(args)
+        _check_eval_values(args, spec)
     if args.pairs < 0:
         raise CLIError(f"--pairs {args.pairs}: expected an integer >= 0 (the most pairs "
                        "printed one a line; 0: none)")
@@ -111,7 +117,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     from populations.db import LeagueDB
     from populations.evaluation import seats_mismatch
     from populations.experiment import league_table
-    from populations.runners import make_runner
+    from populations.runners import LocalRunner, make_runner
+    from populations.single_eval import CountingRunner
     from populations.store import PolicyStore
 
     # bad --exploit-* values fail first (no --game: once the files name the game)
@@ -132,7 +139,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         exploit = _exploit_config(args, spec) if args.exploit else None
     if args.episodes < 1:  # 0 played no match and printed ratings of None
         raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
-    if len(policies) < 2 and not args.exploit:
+    if len(policies) < 2 and not args.exploit and len(spec.teams) != 1:
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")
     for name, pol in policies.items():  # each plays every side (a KeyError deep in a match)
@@ -181,16 +188,22 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     store = PolicyStore(eval_snapshot_folder(Path(args.db), run_id), db, run_id)
     snaps = [store.publish(name, pol) for name, pol in policies.items()]
     try:  # the run ends finished, failed or interrupted (it stayed 'running' in the dashboard)
-        runner = make_runner(args.runner)
-        try:
-            _round_robin(db, run_id, runner, spec, args, kwargs, snaps)
-        finally:
-            runner.close()
-        table = league_table(db, run_id) if len(snaps) > 1 else []  # one: no matches
-        for row in table:
-            print(f"{row['member']:>24}  elo {row['elo']}  mu {row['mu']} ± {row['sigma']}  "
-                  f"pairs {row['pairs']}")
-        _print_pairs(db, run_id, snaps, [row["member"] for row in table], args.pairs)
+        if len(spec.teams) == 1:  # nobody to rate against: each file's return alone
+            _alone(db, run_id, spec, args, kwargs, snaps)
+        else:
+            runner = make_runner(args.runner)
+            if type(runner) is LocalRunner:  # its play, keeping what it loaded: LLM moves
+                runner = CountingRunner()  # counted (_print_legal_rates); nothing to close
+            try:
+                _round_robin(db, run_id, runner, spec, args, kwargs, snaps)
+            finally:
+                runner.close()
+            table = league_table(db, run_id) if len(snaps) > 1 else []  # one: no matches
+            for row in table:  # padded: elo 1032.9 and elo 963.1 in one column
+                print(f"{row['member']:>24}  elo {row['elo']:>6}  mu {row['mu']:>5} ± "
+                      f"{row['sigma']:<4}  pairs {row['pairs']}")
+            _print_pairs(db, run_id, snaps, [row["member"] for row in table], args.pairs)
+            _print_legal_rates(runner, snaps, policies)
         if exploit is not None:
             _exploit(db, run_id, args, kwargs, snaps, policies, exploit)
     except BaseException as err:  # Ctrl-C too
@@ -431,7 +444,7 @@ def _check_teams(spec: Any, files: int) -> None:
     one) and before any database is written (it was refused by the first match, after the
     run row and the files' copies were made). One policy with ``--exploit`` plays any
     number of teams (a best response per team)."""
-    if files < 2 or len(spec.teams) == 2:
+    if files < 2 or len(spec.teams) in (1, 2):  # one team: each file alone (_alone)
         return
     count = f"{len(spec.teams)} team{'s' if len(spec.teams) != 1 else ''}"
     raise CLIError(f"a round robin plays pairs of policies on the two teams of a game; "
@@ -440,7 +453,7 @@ def _check_teams(spec: Any, files: int) -> None:
                    "two teams")
 
 
-def _check_eval_values(args: argparse.Namespace) -> None:
+def _check_eval_values(args: argparse.Namespace, spec: Any = None) -> None:
     """The refusals that need only the command line, with the words of the checks below, in
     their order, before torch and the policy files load: such a refusal cost 2.1-2.9 s CPU,
     now 0.4-0.6 s. A file that exists may still fail to load: that error came first and now
@@ -452,7 +465,7 @@ def _check_eval_values(args: argparse.Namespace) -> None:
             raise CLIError(f"policy file not found: {escaped(str(path))}")
     if args.episodes < 1:
         raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
-    if len(args.policies) < 2:
+    if len(args.policies) < 2 and spec is not None and len(spec.teams) != 1:  # else alone
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")
 
@@ -551,11 +564,15 @@ def _print_pairs(db: Any, run_id: int, snaps: Sequence[Any], table: Sequence[str
         head = (f"each pair of policies next to each other in the table ({len(order)} of "
                 f"{count} pairs; --pairs {count} prints every pair; the database holds them "
                 "all):")
+    from populations.crossplay import wilson
+
     cells = {(p["row_snapshot"], p["col_snapshot"]): p for p in db.payoffs(run_id)}
-    lines = [f"{names[a]:>24}  vs {names[b]}: win rate {p['win_rate']:.2f} over {p['count']} "
-             f"pairs, margin {p['value']:+.3f} per episode"
+    lines = [f"{names[a]:>24}  vs {names[b]}: win rate {p['win_rate']:.2f} (95% Wilson "
+             f"[{lo:.2f}, {hi:.2f}]) over {p['count']} pairs, margin {p['value']:+.3f} per "
+             "episode"
              for a, b in order
-             for p in [cells.get((a, b))] if p is not None and p["win_rate"] is not None]
+             for p in [cells.get((a, b))] if p is not None and p["win_rate"] is not None
+             for lo, hi in [wilson(p["win_rate"] * p["count"], p["count"])]]
     if lines:
         print(head)
         print("\n".join(lines))
@@ -617,3 +634,70 @@ def _exploit(db: Any, run_id: int, args: argparse.Namespace, kwargs: dict[str, A
         record(db, run_id, snap.id, name, res)
         print(f"{name:>24}  approx NashConv {res.nash_conv:.4f} ± {res.half_width:.4f} "
               f"(95% {res.interval}; {cfg.algo}, {cfg.frames} frames per response)")
+
+
+def _print_legal_rates(runner: Any, snaps: Sequence[Any], policies: dict[str, Any]) -> None:
+    """Each LLM policy's legal rate over its moves in the round robin, and one warning line
+    for each below ``LOW_LEGAL_RATE`` (its rating measures its fallback moves); with
+    ``--runner ray`` the moves are played in the workers: a note says where to count them."""
+    from populations.single_eval import LOW_LEGAL_RATE, legal_stats, low_legal_warning
+
+    llm = [(s, policies[s.member]) for s in snaps
+           if legal_stats(policies[s.member]) is not None]
+    if not llm:
+        return
+    played = getattr(runner, "policies", None)
+    if played is None:
+        print("selfplay-eval: note: the legal rates of LLM policies are counted with --runner "
+              "local (their moves were played in Ray workers)", file=sys.stderr)
+        return
+    for snap, pol in llm:
+        moves = legal_stats(played[snap.path]) if snap.path in played else None
+        if moves is None or moves.rate is None:
+            continue
+        print(f"{snap.member:>24}  legal rate {moves.rate:.3f} over {moves.decisions} moves "
+              "(the rest its fallback's)")
+        if moves.rate < LOW_LEGAL_RATE:
+            print("selfplay-eval: warning: " + low_legal_warning(
+                snap.member, moves.rate, moves.decisions, "its rating", pol), file=sys.stderr)
+
+
+def _alone(db: Any, run_id: int, spec: Any, args: argparse.Namespace,
+           kwargs: dict[str, Any], snaps: Sequence[Any]) -> None:
+    """A game of one team: each file plays ``--episodes`` episodes alone (seed ``--seed``
+    plus 7,919 per file, in their order), in this process; printed as its mean team return
+    ± the 95 % half-width (Student's t) and, for an LLM policy, its legal rate; recorded as
+    matches ``alone/<snapshot id>/e00000``... and metrics ``alone/<name>/return``,
+    ``.../return_ci95`` and ``.../legal_rate`` at step 0."""
+    from populations.db import MatchRow
+    from populations.single_eval import LOW_LEGAL_RATE, evaluate_alone, low_legal_warning
+
+    if args.runner != "local":
+        print(f"selfplay-eval: note: a game of one team is played in this process (--runner "
+              f"{args.runner} plays round robins)", file=sys.stderr)
+    cache: dict[str, Any] = {}
+    print(f"each policy alone on {spec.name}: mean team return over "
+          f"{args.episodes} episode{'s' if args.episodes != 1 else ''} ± the half-width of its "
+          "95 % interval (Student's t)")
+    for i, snap in enumerate(snaps):
+        key = f"alone/{snap.id}"
+        res = evaluate_alone(snap.path, args.game, kwargs, args.episodes,
+                             args.seed + 7919 * i, key, cache)
+        db.add_matches(run_id, [MatchRow(f"{key}/e{e:05d}", spec.name, dict.fromkeys(r, snap.id),
+                                         r, args.seed + 7919 * i)
+                                for e, r in enumerate(res.returns)])
+        ev = res.evaluation
+        metrics = {f"alone/{snap.member}/return": ev.mean}
+        ci = "± n/a (one episode)" if ev.ci95 is None else f"± {ev.ci95:.3f}"
+        if ev.ci95 is not None:
+            metrics[f"alone/{snap.member}/return_ci95"] = ev.ci95
+        legal = ""
+        if ev.legal_rate is not None:
+            metrics[f"alone/{snap.member}/legal_rate"] = ev.legal_rate
+            legal = f"  legal rate {ev.legal_rate:.3f} over {res.moves.decisions} moves"
+        db.log_metrics(run_id, 0, metrics)
+        print(f"{snap.member:>24}  return {ev.mean:+.3f} {ci}{legal}")
+        if ev.legal_rate is not None and ev.legal_rate < LOW_LEGAL_RATE:
+            print("selfplay-eval: warning: " + low_legal_warning(
+                snap.member, ev.legal_rate, res.moves.decisions, "its return",
+                cache[snap.path]), file=sys.stderr)

@@ -4,10 +4,19 @@ snapshot against uniformly random players in the other teams' seats, recorded as
 (per episode the mean over its seats) with the half-width of its 95 % confidence interval
 (Student's t), read back from the database on a resume; and the table cells and metrics
 (``charts/eval_return``, ``charts/final_return``) that show them.
+
+An LLM team's snapshot must move in every turn of an episode: where its output names no legal
+action it plays its fallback (``llm.grpo.action.fallback``), also with
+``llm.grpo.action.on_invalid=end``, a training rule (the rollout ends the episode there; a
+match has no forfeit outcome to compare members by). Its legal rate over the evaluation's
+moves (``charts/eval_legal_rate``, the table's ``eval_legal_rate``) says how much of
+``eval_return`` the model earned: below :data:`LOW_LEGAL_RATE` a warning says the return
+measures mostly the fallback moves.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,12 +30,45 @@ from marl.registry import LearnerEntry
 from marl.train import RandomPolicy, check_episode_lengths
 from populations.db import LeagueDB, MatchRow
 from populations.loggers import MetricsLogger
+from populations.runners import LocalRunner, MatchJob, play_job
 from populations.seeds import OPPONENT, RunSeeds
 
 if TYPE_CHECKING:
     from populations.experiment import ExperimentConfig
 
 log = logging.getLogger("populations.experiment")  # a single run's log, as before the move
+
+LOW_LEGAL_RATE = 0.5
+"""Below this share of legal moves an LLM policy's evaluated return (or rating) is said to
+measure mostly its fallback moves (one warning)."""
+
+
+def legal_stats(pol: Any) -> Any | None:
+    """An LLM policy's move counts (``llm_agents.policy.LegalStats``: ``decisions``,
+    ``invalid``, ``rate``, subtractable) now; None for a policy that cannot name an illegal
+    move (every classic learner's)."""
+    stats = getattr(pol, "legal_stats", None)
+    return stats() if callable(stats) else None
+
+
+def fallback_note(pol: Any) -> str:
+    """``llm.grpo.action.fallback=random``: what an LLM policy plays for invalid output, and,
+    where it trained with ``on_invalid=end``, that evaluation plays it all the same."""
+    action = getattr(pol, "action", None)
+    fallback = getattr(action, "fallback", "?")
+    note = f"llm.grpo.action.fallback={fallback}"
+    if getattr(action, "on_invalid", None) == "end":
+        note += ("; on_invalid=end ends episodes in training only: a match or an evaluation "
+                 "needs a move, so it plays the fallback")
+    return note
+
+
+def low_legal_warning(what: str, rate: float, moves: int, measured: str, pol: Any) -> str:
+    """The one warning line for an LLM policy whose ``rate`` of legal moves over ``moves``
+    is below :data:`LOW_LEGAL_RATE` (``measured``: ``its eval_return``, ``its rating``)."""
+    return (f"{what} named a legal action in {rate:.0%} of its {moves} evaluated moves: "
+            f"{measured} measures mostly the fallback moves it played for the rest "
+            f"({fallback_note(pol)}), not the model")
 
 
 def random_seats(spec: games.GameSpec, agents: tuple[str, ...], seeds: RunSeeds,
@@ -75,6 +117,7 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
                           seed=RunSeeds(cfg.seed).game("eval"), **vkw, **cfg.game.kwargs)
     seats = {a: pol if a in learner.agents else others[a] for a in spec.agent_ids}
     greedy = _greedy(registry.get(cfg.algo))
+    moves_before = legal_stats(pol)
     vs = vg.reset()
     rows: list[MatchRow] = []
     bar = tqdm(total=cfg.eval_episodes, disable=not cfg.progress, unit="episode",
@@ -90,14 +133,25 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
     bar.close()
     db.add_matches(run_id, rows[: cfg.eval_episodes])
     evaluated = _evaluation(db, run_id, sid, cfg.eval_episodes)  # as a resume reads it
+    moves = None if moves_before is None else legal_stats(pol) - moves_before
+    if evaluated is not None and moves is not None:
+        evaluated = dataclasses.replace(evaluated, legal_rate=moves.rate)
     if evaluated is not None:
         ci = "" if evaluated.ci95 is None else \
             f"; 95 % confidence interval ±{evaluated.ci95:.3f} (the table's eval_ci95)"
+        low = moves is not None and moves.rate is not None and moves.rate < LOW_LEGAL_RATE
+        legal = "" if moves is None or moves.rate is None else \
+            f"; legal rate {moves.rate:.3f} over its {moves.decisions} moves (the table's " \
+            "eval_legal_rate" + ("" if low or moves.rate == 1.0 else
+                                 f"; the rest its fallback's: {fallback_note(pol)}") + ")"
         log.info("evaluation: mean return %.3f over %d %s episodes of the snapshot%s (the "
-                 "table's eval_return)%s", round(evaluated.mean, 3) + 0.0, cfg.eval_episodes,
+                 "table's eval_return)%s%s", round(evaluated.mean, 3) + 0.0, cfg.eval_episodes,
                  "greedy" if greedy else "sampled",
                  " against random seats" if set(spec.agent_ids) - set(learner.agents) else "",
-                 ci)
+                 ci, legal)
+        if low:
+            log.warning("evaluation: %s", low_legal_warning(
+                "the snapshot", moves.rate, moves.decisions, "its eval_return", pol))
     return evaluated
 
 
@@ -108,11 +162,13 @@ EVAL_MATCHES = "eval/e"  # a single run's evaluation matches: eval/e00000, eval/
 class Evaluation:
     """A single run's evaluation of its snapshot: the learner team's mean return over
     ``episodes`` episodes and the half-width of that mean's 95 % confidence interval
-    (Student's t over the episodes' returns; None below two episodes)."""
+    (Student's t over the episodes' returns; None below two episodes); for an LLM team, the
+    share of its evaluated moves that named a legal action (None for other learners)."""
 
     mean: float
     ci95: float | None
     episodes: int
+    legal_rate: float | None = None
 
 
 def _evaluation(db: LeagueDB, run_id: int, sid: int | None,
@@ -131,7 +187,12 @@ def _evaluation(db: LeagueDB, run_id: int, sid: int | None,
     per_episode = [float(np.mean([m.returns[a] for a in m.seats])) for m in mine[:episodes]]
     if not per_episode:
         return None
-    return Evaluation(float(np.mean(per_episode)), ci95(per_episode), len(per_episode))
+    legal = db.metric(run_id, EVAL_LEGAL_RATE)  # an LLM team's, logged with the evaluation
+    return Evaluation(float(np.mean(per_episode)), ci95(per_episode), len(per_episode),
+                      legal[-1][1] if legal else None)
+
+
+EVAL_LEGAL_RATE = "charts/eval_legal_rate"
 
 
 def ci95(values: list[float]) -> float | None:
@@ -154,7 +215,8 @@ def _eval_return(db: LeagueDB, run_id: int, sid: int | None,
 
 def _log_eval_return(db: LeagueDB, run_id: int, logger: MetricsLogger, step: int,
                      evaluated: Evaluation | None, final_return: float | None = None) -> None:
-    """``charts/eval_return`` and ``charts/eval_return_ci95`` at the run's last step (the
+    """``charts/eval_return``, ``charts/eval_return_ci95`` (and an LLM team's
+    ``charts/eval_legal_rate``) at the run's last step (the
     dashboard's return chart, metrics.csv), and beside them ``charts/final_return``: the
     table's mean return of the last (up to) 50 training episodes, so every return of the
     table is a metric."""
@@ -165,17 +227,65 @@ def _log_eval_return(db: LeagueDB, run_id: int, logger: MetricsLogger, step: int
         metrics["charts/eval_return"] = evaluated.mean
         if evaluated.ci95 is not None:
             metrics["charts/eval_return_ci95"] = evaluated.ci95
+        if evaluated.legal_rate is not None:
+            metrics[EVAL_LEGAL_RATE] = evaluated.legal_rate
     if metrics:
         db.log_metrics(run_id, step, metrics)
         logger.log(step, metrics)
 
 
 def _eval_cells(evaluated: Evaluation | None) -> dict[str, float | None]:
-    """A table row's ``eval_return`` and ``eval_ci95`` (None when not recorded)."""
+    """A table row's ``eval_return`` and ``eval_ci95`` (None when not recorded), and an LLM
+    team's ``eval_legal_rate`` where it was recorded."""
     if evaluated is None:
         return {"eval_return": None, "eval_ci95": None}
-    return {"eval_return": _rounded(evaluated.mean), "eval_ci95": _rounded(evaluated.ci95)}
+    cells = {"eval_return": _rounded(evaluated.mean), "eval_ci95": _rounded(evaluated.ci95)}
+    if evaluated.legal_rate is not None:
+        cells["eval_legal_rate"] = _rounded(evaluated.legal_rate)
+    return cells
 
 
 def _rounded(x: float | None) -> float | None:
     return None if x is None else round(float(x), 3)
+
+
+@dataclass(frozen=True)
+class AloneResult:
+    """A policy file played alone on every seat of a game (a cooperative game's one team):
+    each episode's team return (the mean over the seats), their mean as an
+    :class:`Evaluation` (with the LLM team's legal rate), and the moves counted
+    (``llm_agents.policy.LegalStats``; None for a policy that cannot play an illegal one)."""
+
+    returns: list[dict[str, float]]
+    evaluation: Evaluation
+    moves: Any | None
+
+
+def evaluate_alone(path: str, game: str, game_kwargs: dict[str, Any], episodes: int,
+                   seed: int, key: str, cache: dict[str, Any] | None = None) -> AloneResult:
+    """``episodes`` episodes of the policy file ``path`` in every seat of ``game``, played as
+    a league match plays a seat (:func:`populations.runners.play_job`: sampled, or greedy for
+    an off-policy learner's snapshot; seeded by ``seed``), in this process so that an LLM
+    policy's moves are counted. ``cache``: policies loaded before, by file."""
+    cache = {} if cache is None else cache
+    spec = games.make(game, **game_kwargs).spec
+    job = MatchJob(key=key, game=game, seats=dict.fromkeys(spec.agent_ids, path),
+                   episodes=episodes, seed=seed, game_kwargs=game_kwargs)
+    before = legal_stats(cache[path]) if path in cache else None
+    result = play_job(job, cache)
+    after = legal_stats(cache[path])
+    moves = None if after is None else after - before if before is not None else after
+    team = [float(np.mean([r[a] for a in spec.agent_ids])) for r in result.returns]
+    evaluation = Evaluation(float(np.mean(team)), ci95(team), len(team),
+                            None if moves is None else moves.rate)
+    return AloneResult(result.returns, evaluation, moves)
+
+
+class CountingRunner(LocalRunner):
+    """:class:`populations.runners.LocalRunner`, the policies it loaded readable by file
+    (``policies``): what ``selfplay-eval`` reads each LLM policy's moves from after a round
+    robin (a Ray worker's stay in the worker)."""
+
+    @property
+    def policies(self) -> dict[str, Any]:
+        return self._cache

@@ -70,4 +70,5 @@ def test_an_llm_run_killed_after_its_last_checkpoint_reports_its_last_iteration(
     evaluated = resumed.table[0].pop("eval_return")  # tests/populations/test_walk20_single_eval
     ci = resumed.table[0].pop("eval_ci95")  # tests/populations/test_walk21_eval_ci
     assert isinstance(evaluated, float) and isinstance(ci, float)
+    assert resumed.table[0].pop("eval_legal_rate") == 1.0  # scored moves, read back (fix 26f)
     assert resumed.table == [{"member": "llm", "version": 1, "iterations": 2, **last}]

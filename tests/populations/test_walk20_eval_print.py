@@ -6,6 +6,7 @@ one rated below); and ``matches`` there counted role-swapped pairs, as the dashb
 
 import sqlite3
 
+from populations.crossplay import wilson
 from tests.populations.eval_cli_run import run_eval
 from tests.populations.test_eval_names import (
     KUHN,
@@ -27,9 +28,11 @@ def test_each_pair_is_printed_with_the_win_rate_and_margin_it_recorded(
             "SELECT p.win_rate, p.value, p.count FROM payoffs p JOIN snapshots s ON "
             "p.row_snapshot = s.id JOIN members m ON s.member_id = m.id WHERE m.name = "
             "'main_v0000'").fetchone()
+    lo, hi = wilson(win * count, count)  # its 95 % interval (fix 26f)
     assert pair.split() == ["main_v0000", "vs", "exploiter_v0000:", "win", "rate",
-                            f"{win:.2f}", "over", str(count), "pairs,", "margin",
-                            f"{value:+.3f}", "per", "episode"], pair
+                            f"{win:.2f}", "(95%", "Wilson", f"[{lo:.2f},", f"{hi:.2f}])",
+                            "over", str(count),
+                            "pairs,", "margin", f"{value:+.3f}", "per", "episode"], pair
 
 
 def test_a_snapshot_with_another_action_count_is_one_line_before_the_db(tmp_path, capsys):

@@ -128,7 +128,8 @@ def test_a_damaged_last_checkpoint_still_shows_the_recorded_evaluation(tmp_path)
 def test_an_llm_team_run_shows_its_evaluation_too(tmp_path):
     first = run_experiment(_exp(*TINY_LLM), tmp_path).table
     assert first[0]["eval_return"] == _eval_mean(tmp_path)
-    assert list(first[0])[-1] == "eval_ci95" or "win_rate" in list(first[0])[-1]
+    # the evaluation's cells last (an LLM team's legal rate over its evaluated moves, fix 26f)
+    assert list(first[0])[-1] == "eval_legal_rate" or "win_rate" in list(first[0])[-1]
     assert run_experiment(_exp(*TINY_LLM, "resume=true"), tmp_path).table == first
     (got,) = _metric(tmp_path, "charts/eval_return")
     assert got[0] == 2 and round(got[1], 3) == _eval_mean(tmp_path)
