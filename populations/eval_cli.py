@@ -50,14 +50,16 @@ class _Missing:
 
 
 def eval_main(argv: list[str] | None = None) -> None:
-    """``selfplay-eval``: round-robin rating of saved policy files into a league database."""
+    """``selfplay-eval``: round-robin rating of saved policy files into a league database
+    (a game of one team: each file's mean return alone, with its 95 % interval)."""
     p = OneLineParser(prog="selfplay-eval", description=(eval_main.__doc__ or "").replace("``", ""))
     p.add_argument("policies", nargs="+", help="policy files (.pt) written by a run")
     p.add_argument("--game", help="game spec, e.g. openspiel/kuhn_poker (default: the game the "
                                   "policy files record, the same in every file)")
     p.add_argument("--game-kwargs", default="{}", help="JSON keyword arguments of the game")
     p.add_argument("--db", required=True, help="league database to write (created if missing)")
-    p.add_argument("--episodes", type=int, default=16, help="role-swapped pairs per pairing")
+    p.add_argument("--episodes", type=int, default=16, help="role-swapped pairs per pairing "
+                   "(a game of one team: episodes per file)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--runner", default="local", choices=["local", "ray"])
     p.add_argument("--pairs", type=int, default=PAIRS_SHOWN, metavar="N",
