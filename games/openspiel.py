@@ -43,6 +43,7 @@ from games.core import (
     GameSpec,
     Transition,
     UnknownGameError,
+    choice_index,
 )
 from games.teams import override_sides
 
@@ -574,19 +575,6 @@ def _check_legal_ids(game: pyspiel.Game, game_string: str) -> None:
                             "played")
 
 
-def _draw(rng: np.random.Generator, p: np.ndarray) -> int:
-    """``rng.choice(len(p), p=p)``: the same index from the same one uniform draw, by its
-    own steps (cumulative sum, scaled by its last entry, searched from the right) without
-    its checks of the arguments, which cost as much again (~25 us a draw: a Kuhn deal is
-    two, and a GRPO learning test deals ~50k). Probabilities ``choice`` refuses (negative,
-    NaN) go to it, which raises as before."""
-    if not (p >= 0).all():  # (NaN compares false)
-        return int(rng.choice(len(p), p=p))
-    cdf = p.cumsum()
-    cdf /= cdf[-1]
-    return int(cdf.searchsorted(rng.random(), side="right"))
-
-
 class OpenSpielGame(Game):
     """Any ``pyspiel`` game (``kuhn_poker``, ``goofspiel(num_cards=4)``, ``matrix_rps``...)."""
 
@@ -757,7 +745,7 @@ class OpenSpielGame(Game):
         while state.is_chance_node():
             outcomes, probs = zip(*state.chance_outcomes(), strict=True)
             p = np.asarray(probs, dtype=np.float64)
-            state.apply_action(int(outcomes[_draw(self._rng, p / p.sum())]))
+            state.apply_action(int(outcomes[choice_index(self._rng, p / p.sum())]))
 
     def _step(self, actions: dict[str, Any]) -> Transition:
         state = self.pyspiel_state

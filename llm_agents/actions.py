@@ -26,7 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from games import Game, InvalidAction
-from games.core import last_action_tag
+from games.core import choice_index, last_action_tag
 from llm_agents.backends.base import Backend, SamplingConfig
 from llm_agents.logprobs import (
     continuation_logprobs,
@@ -267,7 +267,7 @@ def _score_decide(cfg: ActionConfig, backend: Backend, requests: Sequence[Reques
         if greedy or rng is None:
             index = int(np.argmax(logp))
         else:
-            index = int(rng.choice(len(probs), p=probs / probs.sum()))
+            index = choice_index(rng, probs / probs.sum())
         out.append(Decision(index, True, req.legal[index], sc.prompt_ids,
                             sc.candidate_ids[index], [float(logp[index])], sc.candidate_ids,
                             probs))

@@ -1,10 +1,11 @@
-"""games.openspiel._draw, the chance-node draw, against numpy's own ``Generator.choice``."""
+"""games.core.choice_index (OpenSpiel chance nodes, scored LLM actions) against numpy's own
+``Generator.choice``."""
 
 import numpy as np
 import pytest
 
 import games
-from games.openspiel import _draw
+from games.core import choice_index
 
 
 def test_draw_gives_choices_index_from_the_same_stream():
@@ -17,7 +18,7 @@ def test_draw_gives_choices_index_from_the_same_stream():
         p = p / p.sum()
         seed = int(rs.integers(2**31))
         ours, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
-        assert _draw(ours, p) == numpys.choice(len(p), p=p)
+        assert choice_index(ours, p) == numpys.choice(len(p), p=p)
         assert ours.random() == numpys.random()  # one uniform each: the streams go on alike
 
 
@@ -26,12 +27,12 @@ def test_draw_refuses_what_choice_refuses(p):
     with pytest.raises(ValueError) as numpys:
         np.random.default_rng(0).choice(len(p), p=np.asarray(p))
     with pytest.raises(ValueError) as ours:
-        _draw(np.random.default_rng(0), np.asarray(p))
+        choice_index(np.random.default_rng(0), np.asarray(p))
     assert str(ours.value) == str(numpys.value)
 
 
 def test_kuhn_deals_are_those_of_choice():
-    """Deals of seed 3 as numpy's choice dealt them (before _draw): the same episodes."""
+    """Deals of seed 3 as numpy's choice dealt them (before choice_index): the same episodes."""
     game = games.make("openspiel/kuhn_poker")
     rng = np.random.default_rng(3)
     for episode in range(20):
