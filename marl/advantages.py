@@ -25,7 +25,8 @@ Shape legend: N flattened samples, K keys (segments), U units (trajectory of a k
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
 
@@ -51,10 +52,10 @@ from marl.returns import (
 
 __all__ = [
     "AdvNorm", "AdvantageConfig", "AdvantageKeys", "AdvantageResult", "GAEResult",
-    "RoleEMABaseline", "SegmentKey", "SegmentStats", "advantage_diagnostics", "agent_gae",
-    "adv_norms_for", "broadcast_to_tokens", "check_adv_norm", "dense_key",
+    "KeyNames", "RoleEMABaseline", "SegmentKey", "SegmentStats", "advantage_diagnostics",
+    "agent_gae", "adv_norms_for", "broadcast_to_tokens", "check_adv_norm", "dense_key",
     "discounted_returns", "gae", "get_adv_norm", "group_normalize", "next_values_from",
-    "normalize_advantages", "register_adv_norm", "segment_stats", "turn_returns",
+    "key_label", "normalize_advantages", "register_adv_norm", "segment_stats", "turn_returns",
 ]  # fmt: skip
 
 _TINY = 1e-30
@@ -524,8 +525,50 @@ _DIAG = ["count", "raw_mean", "raw_std", "adv_mean", "adv_std", "raw_std_ratio",
          "raw_m2_ratio"]  # fmt: skip
 
 
+# names of key ids, per key kind: {"agent": ["scout_0", "solver_0"], "role": [...]}
+KeyNames = Mapping[str, Sequence[str]]
+
+
+def key_label(name: str) -> str:
+    """``name`` (a game's agent id or role: any string) as one segment of a metric key:
+    ``%`` and ``/`` percent-escaped (``%25``, ``%2F``), so a label never splits the key and
+    two names never share one; ``scout_0`` stays ``scout_0``."""
+    return name.replace("%", "%25").replace("/", "%2F")
+
+
+def _key_names(names: KeyNames | None) -> dict[str, tuple[str, ...]]:
+    """``names`` checked (kinds among the keys, lists of distinct strings) and escaped by
+    :func:`key_label`; a wrong one raises a one-line ``ValueError``."""
+    out: dict[str, tuple[str, ...]] = {}
+    for kind, given in (names or {}).items():
+        if kind not in KEY_NAMES:
+            raise ValueError(f"names[{kind!r}]: unknown key kind; kinds are {list(KEY_NAMES)}")
+        if (isinstance(given, str) or not isinstance(given, Sequence)
+                or not all(isinstance(n, str) for n in given)):
+            raise ValueError(f"names[{kind!r}]={given!r}; expected a list of strings, the "
+                             f"name of each {kind} id in order")  # fmt: skip
+        twice = sorted(n for n, c in Counter(given).items() if c > 1)
+        if twice:
+            raise ValueError(f"names[{kind!r}] repeats {twice}; each {kind} id needs its "
+                             "own name")  # fmt: skip
+        out[kind] = tuple(map(key_label, given))
+    return out
+
+
+def _label(kind: str, i: int, names: dict[str, tuple[str, ...]]) -> str:
+    """``<kind>_<name>`` of id ``i`` (``<kind>_<i>`` when ``names`` has none for ``kind``)."""
+    given = names.get(kind)
+    if given is None:
+        return f"{kind}_{i}"
+    if not 0 <= i < len(given):
+        raise ValueError(f"keys.{kind} holds id {i}, which names[{kind!r}] ({len(given)} "
+                         f"names, ids 0..{len(given) - 1}) does not name")  # fmt: skip
+    return f"{kind}_{given[i]}"
+
+
 def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKeys | None = None,
-                          mask: Tensor | None = None) -> dict[str, float]:  # fmt: skip
+                          mask: Tensor | None = None,
+                          names: KeyNames | None = None) -> dict[str, float]:  # fmt: skip
     """Global, per-agent and per-role statistics of the raw ``values`` and their normalized
     ``advantages``, as floats for the logger.
 
@@ -537,7 +580,13 @@ def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKey
     ((sigma_k**2 + (mu_k - mu)**2) / sigma**2: the mean squared advantage the key would get under
     global normalization, the gradient-norm inflation factor of Dr. MAS, arXiv:2602.08847).
     Ratios are 1 when the global std is 0. Unweighted, over unmasked samples: float64 sums of
-    (1, r, r^2, a, a^2) per (agent, role) pair [P, 5] in one host sync, the rest on the host."""
+    (1, r, r^2, a, a^2) per (agent, role) pair [P, 5] in one host sync, the rest on the host.
+
+    ``names`` gives each agent / role id its name (``{"role": ["adversary", "agent"]}``: id i
+    is ``names["role"][i]``): keys become ``adv/role_adversary/...``, the name escaped by
+    :func:`key_label`; a kind without names keeps its numbered keys, an id past its names
+    raises a one-line ``ValueError``."""
+    labels = _key_names(names)
     r, a = values.reshape(-1).double(), advantages.reshape(-1).double()
     m = None if mask is None else mask.reshape(-1).bool()
     if m is not None:
@@ -553,7 +602,8 @@ def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKey
         rows = [torch.stack([c.sum() for c in cols]).tolist()]
     tables: dict[str, list[float]] = {"global": [0.0] * 5}
     for row in rows:  # each pair's sums go to the global row, its agent's and its role's
-        for lab in ["global"] + [f"{n}_{int(v)}" for (n, _), v in zip(named, row[5:], strict=True)]:
+        pair = [_label(n, int(v), labels) for (n, _), v in zip(named, row[5:], strict=True)]
+        for lab in ["global", *pair]:
             tables[lab] = [t + v for t, v in zip(tables.get(lab, [0.0] * 5), row[:5], strict=True)]
     g = _moment_row(tables.pop("global"))
     out = {f"adv/global/{n}": v for n, v in zip(_DIAG, g, strict=False)}
@@ -576,19 +626,25 @@ def _moment_row(s: list[float]) -> list[float]:
 def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | None = None,
                          mask: Tensor | None = None, weights: Tensor | None = None,
                          cfg: AdvantageConfig | None = None,
-                         state: RoleEMABaseline | None = None) -> AdvantageResult:
+                         state: RoleEMABaseline | None = None,
+                         names: KeyNames | None = None) -> AdvantageResult:
     """Advantages of ``values`` (any shape) under the registered ``adv_norm``.
 
     ``values`` are returns / raw advantages, or per-turn rewards for an adv_norm that
     ``consumes="rewards"`` (``player_turn``). ``keys`` hold integer tensors broadcastable to
     ``values.shape``; ``mask`` (bool) marks real samples (padding / prompt tokens False: no
     statistics, advantage 0); ``weights`` (>= 0) weigh samples in statistics only. ``state``
-    is the ``RoleEMABaseline`` of ``role_ema``. Example::
+    is the ``RoleEMABaseline`` of ``role_ema``. ``names`` name the key ids in the diagnostics
+    (``{"agent": spec.agent_ids}``: ``adv/agent_player_0/...`` instead of ``adv/agent_0/...``;
+    see ``advantage_diagnostics``), checked here, used on first read. Example::
 
-        res = normalize_advantages("agent", returns_TBA, AdvantageKeys(agent=torch.arange(A)))
+        res = normalize_advantages("agent", returns_TBA, AdvantageKeys(agent=torch.arange(A)),
+                                   names={"agent": spec.agent_ids})
         loss = -(res.advantages * logratio_TBA).mean(); logger.log(res.diagnostics)
     """
     cfg, keys = cfg or AdvantageConfig(), keys or AdvantageKeys()
+    _key_names(names)  # checked now, read on first use: a copy the caller cannot change
+    names = {k: tuple(v) for k, v in (names or {}).items()}
     spec = check_adv_norm(adv_norm, keys.present())
     if spec.stateful and not isinstance(state, RoleEMABaseline):
         raise ValueError(f"adv_norm {adv_norm!r} needs state=RoleEMABaseline(); got {state!r}")
@@ -610,7 +666,7 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
     if cfg.drop_zero:
         keep = keep & (adv != 0)
     lazy = x.numel() and cfg.diagnostics != "none"
-    diag = (lambda: _diagnostics(x, adv, keys, m, keep, shape, cfg)) if lazy else dict
+    diag = (lambda: _diagnostics(x, adv, keys, m, keep, shape, cfg, names)) if lazy else dict
     return AdvantageResult(adv.to(values.dtype).reshape(shape), keep.reshape(shape), diag)
 
 
@@ -645,11 +701,12 @@ def _check_finite(spec: AdvNorm, x: Tensor, adv: Tensor, m: Tensor | None) -> No
             "learning rate")
 
 
-def _diagnostics(x, adv, keys, m, keep, shape, cfg: AdvantageConfig) -> dict[str, float]:
+def _diagnostics(x, adv, keys, m, keep, shape, cfg: AdvantageConfig,
+                 names: KeyNames) -> dict[str, float]:  # fmt: skip
     """The diagnostics of one ``normalize_advantages`` call, at the config's level."""
     diag = advantage_diagnostics(x.reshape(shape), adv.reshape(shape),
                                  keys if cfg.diagnostics == "keys" else None,
-                                 None if m is None else m.reshape(shape))  # fmt: skip
+                                 None if m is None else m.reshape(shape), names)  # fmt: skip
     if cfg.drop_zero:
         diag["adv/dropped_frac"] = 1.0 - float(keep.sum()) / max(1, int(x.numel()))
     return diag

@@ -241,6 +241,8 @@ class MAPPO(Learner):
         roles = spec.roles
         role_ids = torch.tensor([roles.index(spec.agent(a).role) for a in self.agents])
         self.agent_key, self.role_key = agent_ids.to(self.device), role_ids.to(self.device)
+        # what the key ids stand for: diagnostics log adv/role_adversary/..., not adv/role_0/...
+        self.key_names = {"agent": spec.agent_ids, "role": roles}
         self.buf: _Buffer | None = None
         # [B, A, H] GRU states of actor and critic before the next step (recurrent only)
         self.h_actor: torch.Tensor | None = None

@@ -222,7 +222,8 @@ def ppo_update(L: MAPPO) -> dict[str, float]:
     if cfg.value_norm:
         L.value_rms.update(returns_TBA[complete_TBA])
     keys = AdvantageKeys(agent=L.agent_key, role=L.role_key)
-    res = normalize_advantages(cfg.adv_norm, adv_TBA, keys, mask=complete_TBA)
+    res = normalize_advantages(cfg.adv_norm, adv_TBA, keys, mask=complete_TBA,
+                               names=L.key_names)
     norm_adv_TBA = res.advantages
     target_TBA = L.value_rms.normalize(returns_TBA) if cfg.value_norm else returns_TBA
 

@@ -178,11 +178,12 @@ def test_role_normalization_on_two_role_game():
     )
     res = train(learner, vg, frames=8 * 25 * 3, progress=False)
     m = res.metrics[-1]
-    for role in (0, 1):
+    for role in ("adversary", "agent"):  # the diagnostics name the roles
         assert abs(m[f"adv/role_{role}/adv_mean"]) < 1e-4
         assert m[f"adv/role_{role}/adv_std"] == pytest.approx(1.0, abs=1e-3)
     # raw advantages differ in scale between roles, which is why role statistics matter
-    assert m["adv/role_0/raw_mean"] != pytest.approx(m["adv/role_1/raw_mean"], abs=0.1)
+    assert m["adv/role_adversary/raw_mean"] != pytest.approx(m["adv/role_agent/raw_mean"],
+                                                             abs=0.1)
 
 
 def test_turn_based_learning_against_random_opponent():

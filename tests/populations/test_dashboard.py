@@ -252,7 +252,8 @@ def test_learner_panels_per_agent_and_role(shared):
     keys = {p: {x["key"] for x in panels[p]["series"]} for p in panels}
     assert {"losses/pg_loss", "losses/v_loss"} <= keys["Losses"]
     assert "losses/entropy" not in keys["Losses"]
-    assert keys["Advantage per agent"] >= {"adv/agent_0/adv_mean", "adv/agent_0/adv_std"}
+    assert keys["Advantage per agent"] >= {"adv/agent_adversary_0/adv_mean",
+                                           "adv/agent_adversary_0/adv_std"}  # named (fix26h)
     assert all(re.match(r"adv/role_\w+/adv_(mean|std)$", k) for k in keys["Advantage per role"])
     pg = next(x for x in panels["Losses"]["series"] if x["key"] == "losses/pg_loss")
     steps, values = zip(*db.metric(r, "losses/pg_loss"), strict=True)

@@ -241,7 +241,7 @@ def test_static_export_opens_without_the_server(page, tmp_path, league_dir, monk
     assert "1 older snapshot left out of cross-play: it shows the newest 2." in (
         page.page.inner_text("#alpharank-note"))
     assert "mean margin per episode" in page.page.inner_text("#payoff-meaning")
-    page.page.select_option("#metric-select", "adv/agent_0/adv_mean")  # embedded per key
+    page.page.select_option("#metric-select", "adv/agent_adversary_0/adv_mean")  # embedded per key
     page.rendered("metric-chart")
     assert page.dialogs == [] and page.errors == []
 
