@@ -719,14 +719,22 @@ PANELS: tuple[Panel, ...] = (
           "loss"),
     Panel("Entropy", r"(^|/)entropy$", "entropy"),
     Panel("Gradient norm", r"grad_norm", "‖g‖"),
-    Panel("Advantage per agent", rf"{_M}adv/agent_[^/]+/adv_(mean|std)$", "advantage"),
-    Panel("Advantage per role", rf"{_M}adv/role_[^/]+/adv_(mean|std)$", "advantage"),
+    # adv/agent_<name>/..., adv/role_<name>/... (numbered before 2026-12 and from API callers
+    # that give no names): a name is any string but "/" (escaped %2F), the empty one too
+    Panel("Advantage per agent", rf"{_M}adv/agent_[^/]*/adv_(mean|std)$", "advantage"),
+    Panel("Advantage per role", rf"{_M}adv/role_[^/]*/adv_(mean|std)$", "advantage"),
     # what the advantage normalization was given (MAPPO: GAE advantages; an LLM team: its
     # turns' returns), not rewards; runs before 2026-12 logged it as reward_(mean|std)
     Panel("Raw advantage per agent and role",
-          rf"{_M}adv/(agent|role)_[^/]+/(raw|reward)_(mean|std)$",
+          rf"{_M}adv/(agent|role)_[^/]*/(raw|reward)_(mean|std)$",
           "before normalization"),
     Panel("PPO diagnostics", rf"{_M}losses/(approx_kl|clipfrac|explained_var)", "value"),
+    # LLM teams (training rollouts; eval_legal_rate: a single run's final evaluation): rates
+    # in [0, 1], apart from the counts and throughput, which would flatten them
+    Panel("LLM actions / task success",
+          rf"{_M}charts/(success_rate|legal_rate|eval_legal_rate)$", "rate"),
+    Panel("LLM invalid turns", rf"{_M}charts/invalid_turns$", "turns"),
+    Panel("LLM throughput", rf"{_M}charts/tokens_per_second$", "tokens / s"),
 )
 
 

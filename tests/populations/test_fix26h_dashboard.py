@@ -1,0 +1,71 @@
+"""The dashboard draws what a researcher looks for first (fix26h): advantage diagnostics by
+agent and role name (``adv/role_adversary/...``: MAPPO names them now), and an LLM team's
+action and task metrics (legal rate, success rate, invalid turns, tokens per second), which
+were reachable only by typing their keys into the free chart."""
+
+from __future__ import annotations
+
+import games
+from llm_agents.rollout import batch_metrics
+from marl.mappo import MAPPO, MAPPOConfig
+from marl.train import train
+from populations.dashboard import queries
+from populations.db import LeagueDB
+from populations.single_eval import EVAL_LEGAL_RATE
+
+RAW = "Raw advantage per agent and role"
+LLM = "LLM actions / task success"
+
+
+def _panels(tmp_path, *steps: dict[str, float]) -> dict[str, set[str]]:
+    db = LeagueDB(tmp_path / "league.db")
+    run = db.create_run("r", experiment="default", game="g")
+    for i, metrics in enumerate(steps):
+        db.log_metrics(run, 100 * (i + 1), metrics)
+    try:
+        return {p["title"]: {s["key"] for s in p["series"]}
+                for p in queries.learner_panels(db, run)["panels"]}
+    finally:
+        db.close()
+
+
+def test_a_mappo_runs_named_advantage_keys_reach_the_panels(tmp_path):
+    game = "pettingzoo/mpe2.simple_adversary_v3"
+    spec = games.make(game, max_cycles=25).spec
+    learner = MAPPO(spec, MAPPOConfig(adv_norm="role", rollout_steps=25, epochs=1,
+                                      minibatches=1), seed=0)  # fmt: skip
+    vg = games.VectorGame(game, 4, seed=0, max_cycles=25, **learner.vector_game_kwargs)
+    metrics = train(learner, vg, frames=4 * 25, progress=False).metrics[-1]
+    panels = _panels(tmp_path, metrics)
+    assert panels["Advantage per role"] == {f"adv/role_{r}/adv_{s}" for r in
+                                            ("adversary", "agent") for s in ("mean", "std")}
+    agents = ("adversary_0", "agent_0", "agent_1")
+    assert panels["Advantage per agent"] == {f"adv/agent_{a}/adv_{s}" for a in agents
+                                             for s in ("mean", "std")}
+    assert panels[RAW] == {f"adv/{k}/raw_{s}" for k in ("role_adversary", "role_agent",
+                                                         *(f"agent_{a}" for a in agents))
+                           for s in ("mean", "std")}
+
+
+def test_escaped_and_empty_names_and_a_members_keys_are_drawn(tmp_path):
+    panels = _panels(tmp_path, {"adv/role_a%2Fb/adv_mean": 0.0, "adv/role_/adv_std": 1.0,
+                                "adv/agent_3/raw_mean": 0.5,  # an older, numbered run
+                                "main/adv/role_scout/raw_std": 1.0})
+    assert panels["Advantage per role"] == {"adv/role_a%2Fb/adv_mean", "adv/role_/adv_std"}
+    assert panels[RAW] == {"adv/agent_3/raw_mean", "main/adv/role_scout/raw_std"}
+
+
+def test_an_llm_runs_action_and_task_metrics_have_panels(tmp_path):
+    rollout = batch_metrics([], [], 2.0, 0)  # the keys an LLM team's iteration logs
+    step = {**rollout, "charts/success_rate": 0.25, EVAL_LEGAL_RATE: 0.9}
+    panels = _panels(tmp_path, step, {**step, "charts/legal_rate": 0.8})
+    assert panels[LLM] == {"charts/success_rate", "charts/legal_rate", EVAL_LEGAL_RATE}
+    assert panels["LLM invalid turns"] == {"charts/invalid_turns"}
+    assert panels["LLM throughput"] == {"charts/tokens_per_second"}
+    # a league member's keys (<member>/charts/..., members.py) too; nothing of a MAPPO run's
+    member = _panels(tmp_path / "m", {"llm/charts/legal_rate": 1.0,
+                                      "llm/charts/tokens_per_second": 50.0})
+    assert member[LLM] == {"llm/charts/legal_rate"}
+    assert member["LLM throughput"] == {"llm/charts/tokens_per_second"}
+    mappo = _panels(tmp_path / "p", {"charts/episode_return": 1.0, "charts/frames": 8.0})
+    assert not {LLM, "LLM invalid turns", "LLM throughput"} & set(mappo)
