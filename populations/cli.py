@@ -65,6 +65,7 @@ from populations.sweeps import (  # importing it registers the job folders' reso
 from populations.train_overrides import (
     _config_groups,
     check_command_line,
+    check_sweep_jobs,
     config_flags,
     prepare,
     unused_overrides,
@@ -107,6 +108,8 @@ class ConfigCheck(Callback):
         run_guard._JOB_OVERRIDES.clear()
         _SWEPT.clear()  # populations.sweeps' set (loggers reads it there)
         _SWEPT.update(swept_keys(list(config.hydra.overrides.task)))
+        with reported(TRAIN), _named_log_lines():  # jobs that cannot run: before the first
+            check_sweep_jobs(config)
         folder = None if folder_given(config, "hydra.sweep.dir") else sweep_folder(config)
         run_guard._BEFORE.clear()
         with reported(TRAIN):  # before Hydra makes the folders: were they there (_before)?
