@@ -382,15 +382,21 @@ _ACTION_TAG = re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL)
 _ACTION_CLOSE = re.compile(r"</action>", re.IGNORECASE)
 
 
+_CHOICE_ATOL = float(np.sqrt(np.finfo(np.float64).eps))  # numpy's choice: sum(p) == 1 within
+
+
 def choice_index(rng: np.random.Generator, p: np.ndarray) -> int:
     """``rng.choice(len(p), p=p)``: the same index from the same one uniform draw, by its
     own steps (cumulative sum, scaled by its last entry, searched from the right) without
     its checks of the arguments, which cost as much again (~25 us a draw: a Kuhn deal is
     two, an LLM's scored action one, and a GRPO learning test makes ~100k of each).
-    Probabilities ``choice`` refuses (negative, NaN) go to it, which raises as before."""
-    if not (p >= 0).all():  # (NaN compares false)
+    Probabilities ``choice`` refuses (negative, NaN, a sum off 1 by more than its
+    tolerance) go to it, which raises as before; float32 ``p`` is summed in float64, as
+    ``choice`` converts it."""
+    q = np.asarray(p, dtype=np.float64)
+    cdf = q.cumsum()
+    if not (q >= 0).all() or not abs(cdf[-1] - 1.0) <= _CHOICE_ATOL:  # (NaN compares false)
         return int(rng.choice(len(p), p=p))
-    cdf = p.cumsum()
     cdf /= cdf[-1]
     return int(cdf.searchsorted(rng.random(), side="right"))
 

@@ -43,3 +43,24 @@ def test_kuhn_deals_are_those_of_choice():
             p = np.full(len(left), 1 / len(left))
             cards.append(left[rng.choice(len(left), p=p / p.sum())])
         assert game.pyspiel_state.history() == cards
+
+
+def test_draw_refuses_probabilities_that_do_not_sum_to_one_as_choice_does():
+    """A user game's chance outcomes summing to 0.5 were normalized silently by the fast
+    path (numpy's choice refuses them: 'probabilities do not sum to 1')."""
+    p = np.array([0.25, 0.25])
+    with pytest.raises(ValueError) as numpys:
+        np.random.default_rng(0).choice(len(p), p=p)
+    with pytest.raises(ValueError) as ours:
+        choice_index(np.random.default_rng(0), p)
+    assert str(ours.value) == str(numpys.value)
+
+
+def test_float32_probabilities_give_choices_index():
+    rs = np.random.default_rng(7)
+    for _ in range(2000):
+        p = rs.random(int(rs.integers(2, 9))).astype(np.float32)
+        p = p / p.sum()
+        seed = int(rs.integers(2**31))
+        assert choice_index(np.random.default_rng(seed), p) == \
+            np.random.default_rng(seed).choice(len(p), p=p)
