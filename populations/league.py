@@ -1005,7 +1005,7 @@ def cooperative_refusal(game: games.Game) -> str | None:
         return None
     return (f"a self-play league plays sides against each other; {game.spec.name} is "
             "cooperative (every seat gets one shared reward: every match is a draw and the "
-            "ratings rank nothing, with teams= too); train its team with population=none")
+            "ratings rank nothing, with teams= too); train its team alone (population=none)")
 
 
 def _check_nash_conv_members(members: Sequence[Member]) -> None:

@@ -26,7 +26,7 @@ def test_a_league_refuses_a_cooperative_game_before_its_database(tmp_path, kwarg
     assert "\n" not in text
     assert text.startswith("a self-play league plays sides against each other; tool/relay")
     assert "is cooperative (every seat gets one shared reward" in text
-    assert text.endswith("train its team with population=none")
+    assert text.endswith("train its team alone (population=none)")
     assert "groups its seats" not in text  # no teams hint
     assert not (tmp_path / "run" / "league.db").exists()
 
