@@ -91,6 +91,7 @@ from populations.member_specs import (
 from populations.members import LearnerMember, LLMMember
 from populations.psro_config import PSROConfig
 from populations.run_folder import (
+    GRPO_ITERATION,
     HYDRA_WORDS,
     SETTINGS_NAME,
     deferred_stop,
@@ -237,6 +238,7 @@ def check_experiment(cfg: ExperimentConfig) -> None:
     game = games.make(cfg.game.name, **cfg.game.kwargs)
     check_copies(cfg.num_envs, game)  # 10**8 copies of a stepped game: minutes, then killed
     text_views = not callable(getattr(game, "batched", None))  # see games.VectorGame
+    roles = list(dict.fromkeys(a.role for a in game.spec.agents))  # llm.role_prompts' keys
     if cfg.population.kind == "psro":  # PSRO trains no `algo`; its RL oracle plays
         from populations.psro_run import check_oracle_config, resolve_auto
 
@@ -254,11 +256,15 @@ def check_experiment(cfg: ExperimentConfig) -> None:
             if found is not None:
                 raise ValueError(_member_refusal(cfg, game.spec, spec, entry, found, text_views)
                                  if spec.changes else found.line())
+            if isinstance(config, LLMConfig):
+                config.unused_role_prompts(roles, cfg.game.name)  # a misspelled role: refused
             if cfg.population.nash_conv and isinstance(config, LLMConfig):
                 config.check_nash_conv()
         return
-    registry.check_compatible(cfg.algo, game.spec, settings(cfg, registry.get(cfg.algo)),
-                              text_views)
+    config = settings(cfg, registry.get(cfg.algo))
+    if isinstance(config, LLMConfig):  # the unused ones are named when the team is built
+        config.unused_role_prompts(roles, cfg.game.name)
+    registry.check_compatible(cfg.algo, game.spec, config, text_views)
 
 
 def _member_refusal(cfg: ExperimentConfig, game: games.GameSpec, spec: MemberSpec,
@@ -753,7 +759,9 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
     bar = tqdm(total=cfg.llm.iterations, initial=min(start, cfg.llm.iterations),
                disable=not cfg.progress, unit="iter", dynamic_ncols=True,
                smoothing=0)  # the overall rate, as every other bar
-    with deferred_stop():  # a CLI's Ctrl-C / SIGTERM stops after the iteration's checkpoint
+    if cfg.progress:  # an iteration of a real model runs for minutes: say where it is
+        trainer.on_progress = _iteration_postfix(bar)
+    with deferred_stop(GRPO_ITERATION):  # a CLI's Ctrl-C / SIGTERM: after the checkpoint
         for it in range(start + 1, cfg.llm.iterations + 1):
             metrics = trainer.step()
             db.log_metrics(run_id, it, metrics)
@@ -781,6 +789,21 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger)
     row = _llm_row(snap.version, cfg.llm.iterations, metrics, evaluated)
     db.close()
     return [row]
+
+
+def _iteration_postfix(bar: Any) -> Any:
+    """``bar``'s postfix fed a GRPO iteration's :class:`llm_agents.trainer.StepProgress`
+    (``rollout 12/64 episodes, 230 turns, 5.1k tokens``, ``update 3/8 minibatches``), redrawn
+    at most every ``bar.mininterval`` and at the end of each phase."""
+    last = [0.0]
+
+    def show(p: Any) -> None:
+        bar.set_postfix_str(p.text(), refresh=False)
+        if time.monotonic() - last[0] >= bar.mininterval or p.done == p.total:
+            last[0] = time.monotonic()
+            bar.refresh()
+
+    return show
 
 
 class _Checkpoints:

@@ -176,6 +176,7 @@ _deferring = False  # inside deferred_stop() of a CLI: the first signal only ask
 _requested: int | None = None  # the signal that asked (SIGINT or SIGTERM), not yet obeyed
 # where the loop inside deferred_stop() stops, in the note a first signal prints
 UPDATE = "at the next update (a replay learner: the next step)"
+GRPO_ITERATION = "after the current GRPO iteration"  # an LLM team's single run (minutes each)
 _where = UPDATE
 
 
