@@ -199,7 +199,10 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
                                  "(eval_episodes; greedy for off-policy learners)",
                   "eval_ci95": "half-width of the 95 % confidence interval of eval_return "
                                "(Student's t over the evaluation episodes; the evaluation's "
-                               "noise, not the spread between seeds)"}
+                               "noise, not the spread between seeds)",
+                  "eval_legal_rate": "share of the LLM team's evaluation moves that named a "
+                                     "legal action (the rest were its fallback's, also with "
+                                     "on_invalid=end; eval_return measures those too)"}
         if "eval_return" in cols:
             print("\n" + "\n".join(f"{c}: {legend[c]}" for c in cols if c in legend))
         if {"member", "version", "mu", "pairs"} <= set(cols) and "seat" not in cols:

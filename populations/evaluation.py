@@ -16,6 +16,7 @@ import logging
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -153,12 +154,30 @@ def _given(want: str, got: str) -> str:
     return got
 
 
+@dataclass(frozen=True)
+class PairsPlayed:
+    """What :func:`evaluate_pairs` played: ``added`` new match rows, and ``moves[snapshot
+    id]`` = (moves, fallbacks) of each snapshot whose policy counts its moves (an LLM
+    team's: how many of its moves were its fallback's, played for output naming no legal
+    action), over the pairs played by this call (not those recorded before it)."""
+
+    added: int
+    moves: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def legal_rate(self, sid: int) -> float | None:
+        """The share of snapshot ``sid``'s moves that named a legal action (None: it counted
+        none here)."""
+        moves, fallbacks = self.moves.get(sid, (0, 0))
+        return None if moves == 0 else 1.0 - fallbacks / moves
+
+
 def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, game: str,
                    game_kwargs: dict[str, Any], pairs: Sequence[tuple[SnapshotRow, SnapshotRow]],
                    episodes: int, seed: int, prefix: str,
                    stop: Callable[[], bool] | None = None, batch: int = 1,
-                   tick: Callable[[int], None] | None = None) -> int:
-    """Play and record every pair; returns the number of new match rows.
+                   tick: Callable[[int], None] | None = None) -> PairsPlayed:
+    """Play and record every pair; returns the number of new match rows and the moves of
+    the snapshots that count theirs (:class:`PairsPlayed`).
 
     With ``stop``, pairs are played and recorded ``batch`` at a time, and the evaluation
     ends early once ``stop()`` is true (a CLI's stop request): each pair's jobs keep their
@@ -186,6 +205,7 @@ def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, ga
         names[key] = f"snapshots {_name(a)} vs {_name(b)}"
     size = max(1, batch) if stop is not None or tick is not None else max(1, len(todo))
     added = 0
+    moves: dict[int, tuple[int, int]] = {}
     if tick is not None:
         tick(len(pairs) - len(todo))
     for at in range(0, len(todo), size):
@@ -205,10 +225,14 @@ def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, ga
         for job, seats, res in zip(jobs, seat_ids, results, strict=True):
             for e, ret in enumerate(res.returns):
                 rows.append(MatchRow(f"{job.key}/e{e:04d}", spec.name, seats, ret, job.seed))
+            sid_of = {job.seats[ag]: sid for ag, sid in seats.items()}
+            for path, (n, bad) in res.moves.items():
+                had = moves.get(sid_of[path], (0, 0))
+                moves[sid_of[path]] = (had[0] + n, had[1] + bad)
         added += db.add_matches(run_id, rows)
         if tick is not None:
             tick(len(pairs) - len(todo) + min(at + size, len(todo)))
-    return added
+    return PairsPlayed(added, moves)
 
 
 def _name(s: SnapshotRow) -> str:

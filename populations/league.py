@@ -78,7 +78,13 @@ from populations.checkpoint import (
     save_checkpoint,
 )
 from populations.db import LeagueDB
-from populations.evaluation import Standings, evaluate_pairs, pfsp_win_rates, win_rates
+from populations.evaluation import (
+    PairsPlayed,
+    Standings,
+    evaluate_pairs,
+    pfsp_win_rates,
+    win_rates,
+)
 from populations.experiment_config import KEEP_CHECKPOINTS, check_copies, check_keep_checkpoints
 from populations.league_progress import _advance, _counts, _planned_episodes, _time_left
 from populations.learner_actors import (
@@ -119,6 +125,7 @@ from populations.run_folder import (
 )
 from populations.runners import make_runner
 from populations.seeds import BLOCK
+from populations.single_eval import LOW_LEGAL_RATE, low_legal_warning
 from populations.store import PolicyStore, file_sha256
 
 log = logging.getLogger(__name__)
@@ -345,6 +352,7 @@ class League:
         # asynchronous runs: each member's (generation, "trained" | "done")
         self.progress: dict[str, tuple[int, str]] = {}
         self._logger: MetricsLogger = MetricsLogger()  # extra metrics sink (csv, wandb)
+        self._warned_legal: set[str] = set()  # members warned of a low eval_legal_rate
         self._resumed = resume
         if resume:
             self._restore()
@@ -655,11 +663,12 @@ class League:
             return
         for s in {s.id: s for pair in pairs for s in pair}.values():
             self.store.verify(s)  # runners load by path: check the files they will read
-        self._play(pairs, g, self.cfg.seed + 100_003 * g)
+        played = self._play(pairs, g, self.cfg.seed + 100_003 * g)
         self._stop_if_asked()  # the "trained" checkpoint: a resume plays the pairs left
         self.standings.update(step=g)
+        self._log_legal_rates(new, played)
 
-    def _play(self, pairs: Sequence[tuple[Any, Any]], g: int, seed: int) -> None:
+    def _play(self, pairs: Sequence[tuple[Any, Any]], g: int, seed: int) -> PairsPlayed:
         """Play and record generation ``g``'s evaluation ``pairs`` (those recorded before an
         interruption are skipped), with a bar of pairs and pairs/s under ``progress`` (a
         batch of pairs at a time: one in process, one per match worker on Ray; each pair
@@ -670,16 +679,36 @@ class League:
                   unit="pair", disable=not self.show_progress, leave=False,
                   dynamic_ncols=True, smoothing=0) as bar:  # the overall rate: see _bar
             tick = (lambda done: bar.update(done - bar.n)) if self.show_progress else None
-            added = evaluate_pairs(self.db, self.run_id, self.runner, self.spec, self.cfg.game,
-                                   self.cfg.game_kwargs, pairs, self.cfg.eval_episodes,
-                                   seed=seed, prefix=f"g{g:04d}",
-                                   **(self._stop() or (batch if tick else {})), tick=tick)
-        if not added and not stop_requested():  # a resume after the stop: all recorded
+            played = evaluate_pairs(self.db, self.run_id, self.runner, self.spec,
+                                    self.cfg.game, self.cfg.game_kwargs, pairs,
+                                    self.cfg.eval_episodes, seed=seed, prefix=f"g{g:04d}",
+                                    **(self._stop() or (batch if tick else {})), tick=tick)
+        if not played.added and not stop_requested():  # a resume after the stop: all recorded
             log.info("generation %d: %s evaluated before the stop; nothing left to play", g,
                      "its 1 pair was" if len(pairs) == 1 else f"its {len(pairs)} pairs were")
-            return
+            return played
         log.info("generation %d: evaluated %d pairs (%d episodes recorded) in %.0fs", g,
-                 len(pairs), added, time.time() - started)
+                 len(pairs), played.added, time.time() - started)
+        return played
+
+    def _log_legal_rates(self, new: Sequence[Any], played: PairsPlayed) -> None:
+        """``eval_legal_rate/<member>``: the share of each new LLM snapshot's evaluation
+        moves that named a legal action (the rest were its fallback's, which a match plays
+        also with ``on_invalid=end``: its rating measures them too), at the league's step;
+        a member below ``LOW_LEGAL_RATE`` is warned of once per process (one line). Over
+        the pairs this process played: a resume skips those recorded before a stop."""
+        rates = {s: played.legal_rate(s.id) for s in new}
+        rates = {s: r for s, r in rates.items() if r is not None}
+        if not rates:
+            return
+        self.log_metrics(self.frames, {f"eval_legal_rate/{s.member}": r
+                                       for s, r in rates.items()})
+        for s, rate in rates.items():
+            if rate < LOW_LEGAL_RATE and s.member not in self._warned_legal:
+                self._warned_legal.add(s.member)
+                log.warning("league member %s", low_legal_warning(
+                    f"{s.member!r} (snapshot v{s.version})", rate, played.moves[s.id][0],
+                    "its rating", self._member(s.member).policy()))
 
     # ------------------------------------------------------------------ asynchronous
     def _run_async(self) -> None:
@@ -741,9 +770,10 @@ class League:
         rivals = rivals[-self.cfg.eval_window:] if self.cfg.eval_window else rivals
         for s in [new, *rivals]:
             self.store.verify(s)
-        self._play([(new, r) for r in rivals], g, self.cfg.seed + 100_003 * g + seq)
+        played = self._play([(new, r) for r in rivals], g, self.cfg.seed + 100_003 * g + seq)
         self._stop_if_asked()
         self.standings.update(step=seq)
+        self._log_legal_rates([new], played)
         self._log_nash_conv([new])
         self.progress[m.name] = (g, "done")
         # decided from recorded matches: the same if a resume publishes this again

@@ -76,12 +76,16 @@ class MatchJob:
 @dataclass(frozen=True)
 class MatchResult:
     """Returns of each finished episode, in order: ``returns[e][agent]``; ``copies`` game
-    copies stepped together ``steps`` times to play them."""
+    copies stepped together ``steps`` times to play them; ``moves[path]``: for each policy
+    file whose policy counts its moves (an LLM team's, ``legal_stats()``), the moves it chose
+    in this job and how many of them were its fallback's (output naming no legal action),
+    counted where the job ran (a Ray worker's come back with the result)."""
 
     key: str
     returns: list[dict[str, float]]
     copies: int = 0
     steps: int = 0
+    moves: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 class GameCache:
@@ -164,6 +168,9 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None,
             if path not in cache:
                 cache[path] = load_policy(path)
             seats[agent] = cache[path]
+    counted = {p: seats[a] for a, p in job.seats.items()  # an LLM team's moves: (moves,
+               if callable(getattr(seats[a], "legal_stats", None))}  # fallbacks) of this job
+    before = {p: q.legal_stats() for p, q in counted.items()}
     torch.manual_seed(job.seed)  # after loading: results must not depend on what was cached
     np.random.seed(job.seed % 2**32)
     for agent, policy in seats.items():  # nor on what a cached policy played in other jobs
@@ -195,7 +202,9 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None,
     if vg.native is not None or game_cache is None or \
             not game_cache.keeps(job.game, job.game_kwargs):  # kept copies stay open
         vg.close()
-    return MatchResult(job.key, out[: job.episodes], copies, steps)
+    moves = {p: q.legal_stats() - before[p] for p, q in counted.items()}
+    return MatchResult(job.key, out[: job.episodes], copies, steps,
+                       {p: (int(m.decisions), int(m.invalid)) for p, m in moves.items()})
 
 
 class NonFiniteMatchError(games.GameError):

@@ -103,7 +103,7 @@ SIZES = ("frames", "iterations", "seconds")
 """Figures that size a job: in the jobs table, not pooled in the grouped one."""
 NOT_POOLED = (*SIZES, "eval_ci95")  # a job's own uncertainty: the spread over jobs says more
 ORDER = ("frames", "iterations", "final_return", "team_return", "eval_return", "eval_ci95",
-         "nash_conv")
+         "eval_legal_rate", "nash_conv")
 CSV_NAME = "summary.csv"
 
 
