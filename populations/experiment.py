@@ -71,7 +71,12 @@ from populations.experiment_config import (  # torch-free: checked before torch 
     check_copies,
     league_algos,
 )
-from populations.league import MEMBER, League, LeagueConfig  # noqa: F401 - MEMBER re-exported
+from populations.league import (  # noqa: F401 - MEMBER re-exported
+    MEMBER,
+    League,
+    LeagueConfig,
+    cooperative_refusal,
+)
 from populations.learner_sections import (  # settings: re-exported, its old home
     check_learner_sections,
     section_configs,
@@ -250,6 +255,9 @@ def check_experiment(cfg: ExperimentConfig) -> None:
         raise ValueError("population.sync=false (asynchronous members) needs runner=ray; got "
                          f"runner={cfg.runner.kind}")  # LeagueConfig's refusal, after the folder
     if cfg.population.kind == "league":  # each member with its own settings
+        refused = cooperative_refusal(game)  # a tool task: one shared reward, teams= or not
+        if refused:
+            raise ValueError(refused)
         check_league_game(cfg, game.spec)
         for spec, _, entry, config in league_member_specs(cfg):
             found = registry.refusal(entry.name, game.spec, config, text_views)

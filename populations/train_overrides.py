@@ -481,6 +481,9 @@ def register_schema() -> None:
     OmegaConf.set_struct(schema, False)
     # a game's keyword arguments are open: game.kwargs.num_cards=4 needs no "+"
     OmegaConf.set_struct(schema.game.kwargs, False)
+    # and an LLM team's prompts per role: llm.role_prompts={reader: ..., writer: ...} (the
+    # keys are the game's roles, checked with the game: llm_agents.settings)
+    OmegaConf.set_struct(schema.llm.role_prompts, False)
     ConfigStore.instance().store(name="schema", node=schema)
 
 

@@ -1,0 +1,33 @@
+"""Walk 26 leftovers the coordinator landed after the helpers' reports.
+
+* ``experiment=tool_team_llm population=self_play`` was refused with a hint to group the
+  cooperative task's seats into teams (``game.kwargs.teams=...``), which only trained a
+  league of draws: it is refused as cooperative, before the run folder.
+* ``'llm.role_prompts={reader: ..., writer: ...}'`` (README's form for your own task's
+  roles) was always refused by Hydra (``Key 'reader' is not in struct``).
+"""
+
+from __future__ import annotations
+
+from tests.populations.test_fix26g_llm_runs import FAST, _refused
+from tests.populations.test_walk18_cli_more import _train
+
+
+def test_a_league_on_a_cooperative_task_is_refused_as_cooperative(monkeypatch, tmp_path,
+                                                                   capsys):
+    line = _refused(["experiment=tool_team_llm", "population=self_play"], monkeypatch,
+                    tmp_path, capsys)
+    assert "is cooperative" in line and "groups its seats" not in line, line
+
+
+def test_role_prompts_for_the_games_roles_are_taken_without_a_plus(monkeypatch, tmp_path,
+                                                                   capsys):
+    """Kuhn's roles are player_0/player_1: the mapping form reaches the run (a misspelled
+    key is refused by the role check, not by Hydra's struct)."""
+    line = _refused([*FAST, "progress=false", "llm.role_prompts={player_0: a, plyer_1: b}"],
+                    monkeypatch, tmp_path, capsys)
+    assert "llm.role_prompts has role 'plyer_1'" in line, line
+    run = tmp_path / "ok"
+    _train([*FAST, "progress=false", "frames=1", "llm.role_prompts={player_0: a, player_1: b}",
+            f"hydra.run.dir={run}"], monkeypatch, tmp_path)
+    assert (run / "league.db").exists()
