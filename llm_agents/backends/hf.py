@@ -40,6 +40,7 @@ from llm_agents.logprobs import (
     selects_rows,
     sequence_scores,
 )
+from llm_agents.settings import TOKENIZER_FILES  # a model folder's tokenizer files
 from marl.core import resolve_device  # re-exported by llm_agents.backends
 
 log = logging.getLogger(__name__)
@@ -72,8 +73,6 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "auto",
     return model.to(resolve_device(device)), tokenizer
 
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
-"""What a model folder's tokenizer is read from (one of them, as ``save_pretrained`` writes)."""
 _CAUSAL_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 
 
