@@ -61,7 +61,7 @@ from tqdm.auto import tqdm
 
 import games
 from marl.actor_critic import NetConfig
-from marl.core import CheckpointError, ModelChangedError, Policy, derive_seed
+from marl.core import CheckpointError, ModelChangedError, derive_seed
 from marl.fileio import NoSpaceError, disk_full
 from marl.mappo import MAPPO, MAPPOConfig
 from marl.train import (
@@ -70,7 +70,8 @@ from marl.train import (
     rollout_frames,
     trains_whole_rollouts,
 )
-from populations.approx_exploit import ExploitEvery, exploit_snapshots
+from populations import league_eval
+from populations.approx_exploit import ExploitEvery
 from populations.checkpoint import (
     checkpoint_files,
     load_latest,
@@ -78,13 +79,7 @@ from populations.checkpoint import (
     save_checkpoint,
 )
 from populations.db import LeagueDB
-from populations.evaluation import (
-    PairsPlayed,
-    Standings,
-    evaluate_pairs,
-    pfsp_win_rates,
-    win_rates,
-)
+from populations.evaluation import PairsPlayed, Standings, evaluate_pairs, pfsp_win_rates
 from populations.experiment_config import KEEP_CHECKPOINTS, check_copies, check_keep_checkpoints
 from populations.league_progress import _advance, _counts, _planned_episodes, _time_left
 from populations.learner_actors import (
@@ -125,7 +120,6 @@ from populations.run_folder import (
 )
 from populations.runners import make_runner
 from populations.seeds import BLOCK
-from populations.single_eval import LOW_LEGAL_RATE, low_legal_warning
 from populations.store import PolicyStore, file_sha256
 
 log = logging.getLogger(__name__)
@@ -327,7 +321,7 @@ class League:
         if not names or len(set(names)) != len(names):
             raise ValueError(f"league members need unique names; got {names}")
         if cfg.nash_conv:  # refused now, not when the untrained snapshots are scored
-            _check_nash_conv_members(self.members)
+            league_eval.check_nash_conv_members(self.members)
         self.single = len(self.members) == 1
         self.needs_text = any(m.kind == "llm" for m in self.members)
         self.learners: LearnerPool | None = None
@@ -352,7 +346,7 @@ class League:
         # asynchronous runs: each member's (generation, "trained" | "done")
         self.progress: dict[str, tuple[int, str]] = {}
         self._logger: MetricsLogger = MetricsLogger()  # extra metrics sink (csv, wandb)
-        self._warned_legal: set[str] = set()  # members warned of a low eval_legal_rate
+        self.legal_warned: set[str] = set()  # members warned of a low eval_legal_rate
         self._resumed = resume
         if resume:
             self._restore()
@@ -587,7 +581,7 @@ class League:
             new = [self.store.publish(m.name, m.policy(), version=0, algo=getattr(m, "algo", None))
                    for m in self.members]
             self._evaluate(new, [], 0)  # against each other, as each later generation's are
-            self._log_nash_conv(new)
+            league_eval.log_nash_conv(self, new)
             self.phase = "done"
             self._save()
         for m in self.members:  # recorded by their first snapshot: what each trains with
@@ -650,8 +644,9 @@ class League:
                                           algo=getattr(m, "algo", None)))
         self._evaluate(new, earlier[-self.cfg.eval_window:] if self.cfg.eval_window
                        else earlier, g)
-        self._log_nash_conv(new)
-        self._reset_winners(new)  # decided from recorded matches: the same after a resume
+        league_eval.log_nash_conv(self, new)
+        # decided from recorded matches: the same after a resume
+        league_eval.reset_winners(self, new)
 
     def _evaluate(self, new: Sequence[Any], rivals: Sequence[Any], g: int) -> None:
         """Play generation ``g``'s new snapshots against ``rivals`` and each other, then
@@ -666,7 +661,7 @@ class League:
         played = self._play(pairs, g, self.cfg.seed + 100_003 * g)
         self._stop_if_asked()  # the "trained" checkpoint: a resume plays the pairs left
         self.standings.update(step=g)
-        self._log_legal_rates(new, played)
+        league_eval.log_legal_rates(self, new, played)
 
     def _play(self, pairs: Sequence[tuple[Any, Any]], g: int, seed: int) -> PairsPlayed:
         """Play and record generation ``g``'s evaluation ``pairs`` (those recorded before an
@@ -690,25 +685,6 @@ class League:
         log.info("generation %d: evaluated %d pairs (%d episodes recorded) in %.0fs", g,
                  len(pairs), played.added, time.time() - started)
         return played
-
-    def _log_legal_rates(self, new: Sequence[Any], played: PairsPlayed) -> None:
-        """``eval_legal_rate/<member>``: the share of each new LLM snapshot's evaluation
-        moves that named a legal action (the rest were its fallback's, which a match plays
-        also with ``on_invalid=end``: its rating measures them too), at the league's step;
-        a member below ``LOW_LEGAL_RATE`` is warned of once per process (one line). Over
-        the pairs this process played: a resume skips those recorded before a stop."""
-        rates = {s: played.legal_rate(s.id) for s in new}
-        rates = {s: r for s, r in rates.items() if r is not None}
-        if not rates:
-            return
-        self.log_metrics(self.frames, {f"eval_legal_rate/{s.member}": r
-                                       for s, r in rates.items()})
-        for s, rate in rates.items():
-            if rate < LOW_LEGAL_RATE and s.member not in self._warned_legal:
-                self._warned_legal.add(s.member)
-                log.warning("league member %s", low_legal_warning(
-                    f"{s.member!r} (snapshot v{s.version})", rate, played.moves[s.id][0],
-                    "its rating", self._member(s.member).policy()))
 
     # ------------------------------------------------------------------ asynchronous
     def _run_async(self) -> None:
@@ -773,12 +749,13 @@ class League:
         played = self._play([(new, r) for r in rivals], g, self.cfg.seed + 100_003 * g + seq)
         self._stop_if_asked()
         self.standings.update(step=seq)
-        self._log_legal_rates([new], played)
-        self._log_nash_conv([new])
+        league_eval.log_legal_rates(self, [new], played)
+        league_eval.log_nash_conv(self, [new])
         self.progress[m.name] = (g, "done")
         # decided from recorded matches: the same if a resume publishes this again
-        self._reset_winners(self._published(self.store.snapshots(), self.progress, newest=True),
-                            only=m.name)
+        league_eval.reset_winners(
+            self, self._published(self.store.snapshots(), self.progress, newest=True),
+            only=m.name)
         self._save()
 
     def _published(self, snaps: Sequence[Any], progress: dict[str, Any], last: int = -1,
@@ -797,27 +774,6 @@ class League:
             out = [s for s in out if s.version == max(t.version for t in out
                                                       if t.member == s.member)]
         return out
-
-    def _log_nash_conv(self, snaps: Sequence[Any]) -> None:
-        """``nash_conv/<member>``: the exact NashConv of each new snapshot (if configured),
-        logged and recorded in the database's ``exploitability`` table (method ``exact``,
-        labelled as :mod:`populations.approx_exploit` labels a snapshot), which the
-        dashboard's league table and NashConv chart read; a resume records it again in
-        place (one row per label and method)."""
-        if self.cfg.nash_conv:
-            from populations.exploitability import nash_conv
-
-            exact = [(s, nash_conv(self.spec, _scored(self.store.load(s.id))).nash_conv)
-                     for s in snaps]
-            for s, value in exact:
-                self.db.add_exploitability(self.run_id, s.id, f"{s.member}@v{s.version}",
-                                           "exact", value)
-            self.log_metrics(self.frames, {f"nash_conv/{s.member}": v for s, v in exact})
-        approx = exploit_snapshots(self.db, self.run_id, self.store, self.cfg.game,
-                                   self.cfg.game_kwargs, self.cfg.exploit, list(snaps),
-                                   self.cfg.seed, self.cfg.device)
-        if approx:
-            self.log_metrics(self.frames, approx)
 
     def _train_members(self) -> None:
         """One generation of every member: in turn in this process (metrics logged live),
@@ -977,26 +933,6 @@ class League:
     def _member(self, name: str) -> Member:
         return next(m for m in self.members if m.name == name)
 
-    def _reset_winners(self, new: Sequence[Any], only: str | None = None) -> None:
-        """Restart members (``only`` one) with ``reset_win_rate`` whose new snapshot beats
-        the newest snapshot of every opponent member that often (AlphaStar's exploiter
-        resets)."""
-        newest = {s.member: s for s in new}
-        for m in self.members:
-            threshold = getattr(m, "reset_win_rate", None)
-            if only is not None and m.name != only:
-                continue
-            if threshold is None:
-                continue
-            rivals = [newest[o].id for o in (m.opponents or newest) if o != m.name]
-            rates = win_rates(self.db, self.run_id, newest[m.name].id, rivals)
-            won = bool(rivals) and all(r is not None and r >= threshold for r in rates)
-            self.log_metrics(self.frames, {f"{m.name}/reset": float(won)})
-            if won:
-                log.info("%s beat %s (win rates %s): restarting it from its initial weights",
-                         m.name, m.opponents, rates)
-                m.reset()  # type: ignore[attr-defined]
-
     def log_metrics(self, step: int, metrics: dict[str, float]) -> None:
         """Metrics go to the league database and the extra logger (csv, wandb)."""
         self.db.log_metrics(self.run_id, step, metrics)
@@ -1016,16 +952,6 @@ class League:
         self.lock.release()
 
 
-def _scored(policy: Any) -> Any:
-    """The policy whose exact NashConv a league logs: an off-policy learner's snapshot
-    (QMIX/VDN/MADDPG) as it is evaluated, by its greedy actions, one-hot (PSRO's
-    :class:`~populations.psro.GreedyPolicy`, by :func:`~populations.psro.plays_greedy`);
-    others as they are."""
-    from populations.psro import GreedyPolicy, plays_greedy
-
-    return GreedyPolicy(policy) if plays_greedy(policy) else policy
-
-
 def cooperative_refusal(game: games.Game) -> str | None:
     """The one-line refusal of a league on a cooperative ``game`` (its class declares
     ``cooperative = True``, as the tool tasks do: every seat gets one shared reward),
@@ -1036,21 +962,6 @@ def cooperative_refusal(game: games.Game) -> str | None:
     return (f"a self-play league plays sides against each other; {game.spec.name} is "
             "cooperative (every seat gets one shared reward: every match is a draw and the "
             "ratings rank nothing, with teams= too); train its team alone (population=none)")
-
-
-def _check_nash_conv_members(members: Sequence[Member]) -> None:
-    """``nash_conv=True`` scores every snapshot by its action probabilities: refuse a member
-    whose policies have none and are not played greedily (a policy of a user's own kind)."""
-    for m in members:
-        scored = _scored(m.policy())
-        if type(scored).action_probs is Policy.action_probs:
-            raise ValueError(
-                f"nash_conv=True (population.nash_conv): member {m.name!r} plays "
-                f"{scored.meta.kind!r} policies, which have no action probabilities and are "
-                "not played greedily; exact NashConv accepts members whose policies give "
-                "action probabilities (MAPPO/IPPO, LLM teams, tabular) or off-policy "
-                "learners' (QMIX/VDN/MADDPG, scored by their greedy play); set it false, or "
-                "exploit.every=N (population.exploit.every) for an approximate NashConv")
 
 
 def _jsonable(obj: Any) -> Any:

@@ -1,0 +1,111 @@
+"""What a league records of each new snapshot's evaluation, after its matches are played
+(:meth:`populations.league.League._evaluate`): the exact NashConv of small OpenSpiel games
+and the approximate one (``nash_conv/<member>``, the ``exploitability`` table), an LLM
+member's share of legal evaluation moves (``eval_legal_rate/<member>``, one warning below
+``LOW_LEGAL_RATE``) and the exploiters' resets (``<member>/reset``, AlphaStar's). Each
+function takes the :class:`~populations.league.League` (its settings, store, database and
+metrics) and writes the same rows when a resume records the generation again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from marl.core import Policy
+from populations.approx_exploit import exploit_snapshots
+from populations.evaluation import PairsPlayed, win_rates
+from populations.members import Member
+from populations.single_eval import LOW_LEGAL_RATE, low_legal_warning
+
+log = logging.getLogger("populations.league")  # the league's log, as before the move
+
+
+def log_nash_conv(league: Any, snaps: Sequence[Any]) -> None:
+    """``nash_conv/<member>``: the exact NashConv of each new snapshot (if configured),
+    logged and recorded in the database's ``exploitability`` table (method ``exact``,
+    labelled as :mod:`populations.approx_exploit` labels a snapshot), which the
+    dashboard's league table and NashConv chart read; a resume records it again in
+    place (one row per label and method)."""
+    if league.cfg.nash_conv:
+        from populations.exploitability import nash_conv
+
+        exact = [(s, nash_conv(league.spec, scored_policy(league.store.load(s.id))).nash_conv)
+                 for s in snaps]
+        for s, value in exact:
+            league.db.add_exploitability(league.run_id, s.id, f"{s.member}@v{s.version}",
+                                         "exact", value)
+        league.log_metrics(league.frames, {f"nash_conv/{s.member}": v for s, v in exact})
+    approx = exploit_snapshots(league.db, league.run_id, league.store, league.cfg.game,
+                               league.cfg.game_kwargs, league.cfg.exploit, list(snaps),
+                               league.cfg.seed, league.cfg.device)
+    if approx:
+        league.log_metrics(league.frames, approx)
+
+
+def log_legal_rates(league: Any, new: Sequence[Any], played: PairsPlayed) -> None:
+    """``eval_legal_rate/<member>``: the share of each new LLM snapshot's evaluation
+    moves that named a legal action (the rest were its fallback's, which a match plays
+    also with ``on_invalid=end``: its rating measures them too), at the league's step;
+    a member below ``LOW_LEGAL_RATE`` is warned of once per process (one line). Over
+    the pairs this process played: a resume skips those recorded before a stop."""
+    rates = {s: played.legal_rate(s.id) for s in new}
+    rates = {s: r for s, r in rates.items() if r is not None}
+    if not rates:
+        return
+    league.log_metrics(league.frames, {f"eval_legal_rate/{s.member}": r
+                                       for s, r in rates.items()})
+    for s, rate in rates.items():
+        if rate < LOW_LEGAL_RATE and s.member not in league.legal_warned:
+            league.legal_warned.add(s.member)
+            member = next(m for m in league.members if m.name == s.member)
+            log.warning("league member %s", low_legal_warning(
+                f"{s.member!r} (snapshot v{s.version})", rate, played.moves[s.id][0],
+                "its rating", member.policy()))
+
+
+def reset_winners(league: Any, new: Sequence[Any], only: str | None = None) -> None:
+    """Restart members (``only`` one) with ``reset_win_rate`` whose new snapshot beats
+    the newest snapshot of every opponent member that often (AlphaStar's exploiter
+    resets)."""
+    newest = {s.member: s for s in new}
+    for m in league.members:
+        threshold = getattr(m, "reset_win_rate", None)
+        if only is not None and m.name != only:
+            continue
+        if threshold is None:
+            continue
+        rivals = [newest[o].id for o in (m.opponents or newest) if o != m.name]
+        rates = win_rates(league.db, league.run_id, newest[m.name].id, rivals)
+        won = bool(rivals) and all(r is not None and r >= threshold for r in rates)
+        league.log_metrics(league.frames, {f"{m.name}/reset": float(won)})
+        if won:
+            log.info("%s beat %s (win rates %s): restarting it from its initial weights",
+                     m.name, m.opponents, rates)
+            m.reset()  # type: ignore[attr-defined]
+
+
+def scored_policy(policy: Any) -> Any:
+    """The policy whose exact NashConv a league logs: an off-policy learner's snapshot
+    (QMIX/VDN/MADDPG) as it is evaluated, by its greedy actions, one-hot (PSRO's
+    :class:`~populations.psro.GreedyPolicy`, by :func:`~populations.psro.plays_greedy`);
+    others as they are."""
+    from populations.psro import GreedyPolicy, plays_greedy
+
+    return GreedyPolicy(policy) if plays_greedy(policy) else policy
+
+
+def check_nash_conv_members(members: Sequence[Member]) -> None:
+    """``nash_conv=True`` scores every snapshot by its action probabilities: refuse a member
+    whose policies have none and are not played greedily (a policy of a user's own kind)."""
+    for m in members:
+        scored = scored_policy(m.policy())
+        if type(scored).action_probs is Policy.action_probs:
+            raise ValueError(
+                f"nash_conv=True (population.nash_conv): member {m.name!r} plays "
+                f"{scored.meta.kind!r} policies, which have no action probabilities and are "
+                "not played greedily; exact NashConv accepts members whose policies give "
+                "action probabilities (MAPPO/IPPO, LLM teams, tabular) or off-policy "
+                "learners' (QMIX/VDN/MADDPG, scored by their greedy play); set it false, or "
+                "exploit.every=N (population.exploit.every) for an approximate NashConv")
