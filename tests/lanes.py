@@ -42,6 +42,7 @@ SECOND_LANE = (
     "tests/populations/test_walk19_ray_imports.py",
     "tests/populations/test_walk20_greedy_matches.py",
     "tests/populations/test_fix26c_learner_progress.py",
+    "tests/populations/test_fix26i_ray_legal_rate.py",
     "tests/populations/test_ray_sigterm_group.py",
     "tests/test_examples.py",
     "tests/marl/test_mappo_gru.py",
