@@ -729,10 +729,12 @@ PANELS: tuple[Panel, ...] = (
           rf"{_M}adv/(agent|role)_[^/]*/(raw|reward)_(mean|std)$",
           "before normalization"),
     Panel("PPO diagnostics", rf"{_M}losses/(approx_kl|clipfrac|explained_var)", "value"),
-    # LLM teams (training rollouts; eval_legal_rate: a single run's final evaluation): rates
-    # in [0, 1], apart from the counts and throughput, which would flatten them
+    # LLM teams (training rollouts; eval_legal_rate: a single run's final evaluation, a
+    # league's eval_legal_rate/<member> per new snapshot): rates in [0, 1], apart from the
+    # counts and throughput, which would flatten them
     Panel("LLM actions / task success",
-          rf"{_M}charts/(success_rate|legal_rate|eval_legal_rate)$", "rate"),
+          rf"{_M}charts/(success_rate|legal_rate|eval_legal_rate)$|^eval_legal_rate/.+$",
+          "rate"),
     Panel("LLM invalid turns", rf"{_M}charts/invalid_turns$", "turns"),
     Panel("LLM throughput", rf"{_M}charts/tokens_per_second$", "tokens / s"),
 )

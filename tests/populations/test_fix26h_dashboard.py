@@ -64,8 +64,9 @@ def test_an_llm_runs_action_and_task_metrics_have_panels(tmp_path):
     assert panels["LLM throughput"] == {"charts/tokens_per_second"}
     # a league member's keys (<member>/charts/..., members.py) too; nothing of a MAPPO run's
     member = _panels(tmp_path / "m", {"llm/charts/legal_rate": 1.0,
-                                      "llm/charts/tokens_per_second": 50.0})
-    assert member[LLM] == {"llm/charts/legal_rate"}
+                                      "llm/charts/tokens_per_second": 50.0,
+                                      "eval_legal_rate/llm": 0.5})  # league_eval.py's
+    assert member[LLM] == {"llm/charts/legal_rate", "eval_legal_rate/llm"}
     assert member["LLM throughput"] == {"llm/charts/tokens_per_second"}
     mappo = _panels(tmp_path / "p", {"charts/episode_return": 1.0, "charts/frames": 8.0})
     assert not {LLM, "LLM invalid turns", "LLM throughput"} & set(mappo)
