@@ -431,7 +431,11 @@ def check_sweep_jobs(config: DictConfig) -> None:
     jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
     pairings: dict[tuple[str, ...], list[int]] = {}
     for num, job in enumerate(jobs):
-        pairings.setdefault(tuple(o for o in job if _pairs(o)), []).append(num)
+        # a learner's own seed (vdn.seed=1) is refused unless it equals seed=: then the seed
+        # decides whether the job runs (-m vdn.seed=1 seed=0,1: job 1 runs, job 0 cannot)
+        seeded = any(_key(o).endswith(".seed") for o in job)
+        pairings.setdefault(tuple(o for o in job if _pairs(o) or (seeded and _key(o) == "seed")),
+                            []).append(num)
     failed: dict[str, list[tuple[list[int], str]]] = {}
     for pairing, nums in pairings.items():
         try:
@@ -459,9 +463,14 @@ def check_sweep_jobs(config: DictConfig) -> None:
                                                    ": drop them from the sweep"))
 
 
+def _key(override: str) -> str:
+    """An override's dotted key (``+vdn.seed=1``: ``vdn.seed``)."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
 def _pairs(override: str) -> bool:
     """Whether a job's ``key=value`` can change what :func:`check_sweep_jobs` checks."""
-    return override.split("=", 1)[0].lstrip("+~").split(".")[0] not in NOT_PAIRING
+    return _key(override).split(".")[0] not in NOT_PAIRING
 
 
 # ------------------------------------------------------------------------ the config

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.populations.test_fix26g_llm_runs import FAST, _refused
 from tests.populations.test_walk18_cli_more import _train
 
@@ -31,3 +33,18 @@ def test_role_prompts_for_the_games_roles_are_taken_without_a_plus(monkeypatch, 
     _train([*FAST, "progress=false", "frames=1", "llm.role_prompts={player_0: a, player_1: b}",
             f"hydra.run.dir={run}"], monkeypatch, tmp_path)
     assert (run / "league.db").exists()
+
+
+def test_a_sweep_whose_learner_seed_matches_one_seed_runs_that_job(tmp_path, monkeypatch,
+                                                                     capsys):
+    """vdn.seed=1 is refused unless seed=1: of -m seed=0,1 job 1 can run. The sweep check
+    grouped jobs apart from their seed and refused 'all 2 jobs' from job 0's check
+    (review of f4cdfeb)."""
+    with pytest.raises(SystemExit) as exit_:
+        _train(["-m", "algo=vdn", "game=kuhn", "vdn.seed=1", "seed=0,1", "frames=200",
+                "eval_episodes=2", "logger=none", "progress=false",
+                f"hydra.sweep.dir={tmp_path / 'sweep'}"], monkeypatch, tmp_path)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("selfplay-train: job 0 (seed=0) cannot run: "), err
+    assert "vdn.seed=1" in err[-1] and err[-1].endswith("drop them from the sweep"), err
