@@ -78,6 +78,7 @@ from populations.checkpoint import (
     note_resume_threads,
     save_checkpoint,
 )
+from populations.config_checks import SEED_END
 from populations.db import LeagueDB
 from populations.evaluation import PairsPlayed, Standings, evaluate_pairs, pfsp_win_rates
 from populations.experiment_config import KEEP_CHECKPOINTS, check_copies, check_keep_checkpoints
@@ -179,6 +180,9 @@ class LeagueConfig:
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or \
                     value < least:
                 raise ValueError(f"{name}={value!r}; expected an integer >= {least}")
+        if self.seed >= SEED_END:  # 2**63 crashed a league after its first checkpoint
+            raise ValueError(f"seed={self.seed!r}; expected an integer from 0 to "
+                             f"{SEED_END - 1} (2**62 - 1)")
         check_keep_checkpoints(self.keep_checkpoints)  # as population.keep_checkpoints
         if self.runner not in ("local", "ray"):
             raise ValueError(f"runner {self.runner!r} unknown; choose one of ['local', 'ray']")

@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> None:
             fail(p.prog, one_line(err))
 
 
-_FLAGS = ("generations", "frames_per_generation", "num_envs", "eval_episodes", "keep_checkpoints")
+_FLAGS = ("generations", "frames_per_generation", "num_envs", "eval_episodes", "keep_checkpoints",
+          "seed")
 
 
 def _as_flag(message: str) -> str:

@@ -7,6 +7,7 @@ and ``oracle="auto"`` decide by), and the one-line refusal of exact tools for a 
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -135,7 +136,7 @@ class PSROConfig:
         # folder, 2.5 in numpy's shapes)
         for name in ("episodes_per_entry", "num_envs"):  # 2.5 and True refused too
             n = getattr(self, name)
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
                 raise ValueError(f"population.psro.{name}={n!r}; expected an integer >= 1")
         if self.players not in PLAYERS:
             raise ValueError(f"population.psro.players={self.players!r} unknown; choose one "

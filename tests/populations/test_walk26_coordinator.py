@@ -48,3 +48,34 @@ def test_a_sweep_whose_learner_seed_matches_one_seed_runs_that_job(tmp_path, mon
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("selfplay-train: job 0 (seed=0) cannot run: "), err
     assert "vdn.seed=1" in err[-1] and err[-1].endswith("drop them from the sweep"), err
+
+
+def test_psro_counts_take_numpy_integers():
+    """PSROConfig checked isinstance(n, int) (8719f11): np.int64(4) was refused, where every
+    other count takes numpy integers (marl.configs.is_integer)."""
+    import numpy as np
+
+    from populations.psro_config import PSROConfig
+
+    cfg = PSROConfig(num_envs=np.int64(4), episodes_per_entry=np.int64(8))
+    assert cfg.num_envs == 4
+    with pytest.raises(ValueError, match=r"population.psro.num_envs=2.5; expected an integer"):
+        PSROConfig(num_envs=2.5)
+
+
+def test_league_seed_is_bounded_and_named_as_the_flag(tmp_path, capsys):
+    """LeagueConfig took seed=2**63 (which crashed a league after its first checkpoint, as an
+    experiment's seed= is bounded for), and python -m populations.league --seed -1 named the
+    Python field 'seed=-1' where every other count names its flag."""
+    from populations import league_cli
+    from populations.league import LeagueConfig
+
+    with pytest.raises(ValueError, match=r"seed=4611686018427387904; expected an integer from "
+                                         r"0 to 4611686018427387903"):
+        LeagueConfig(game="openspiel/kuhn_poker", seed=2**62)
+    with pytest.raises(SystemExit) as stop:
+        league_cli.main(["--run-dir", str(tmp_path / "r"), "--game", "openspiel/kuhn_poker",
+                         "--seed", "-1"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "--seed -1" in err and "Traceback" not in err, err
