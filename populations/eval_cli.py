@@ -160,7 +160,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
                 f"{missing}{f' of {spec.name}' if spec.name != pol.meta.game else ''}: "
                 "matches here play each policy on every side (a population=none run trains its "
                 "first team only, a PSRO member plays its own seat; a league's snapshots hold "
-                "every seat)"
+                "every seat): train with population=self_play (or fsp, pfsp) for snapshots "
+                "that play every side"
                 + (UNRECORDED.format(game=game) if bare and not whole else ""))
         for a in spec.agent_ids if not {"graph", "text"} & set(pol.meta.inputs) else ():
             want, got = tuple(pol.meta.obs_shapes[a]), tuple(spec.obs_shapes[a])

@@ -76,7 +76,8 @@ def test_a_policy_of_one_side_is_refused_before_the_database(tmp_path, capsys):
         "selfplay-eval: a holds the seats ['player_0'] of openspiel/kuhn_poker, not "
         "['player_1']: matches here play each policy on every side (a population=none run "
         "trains its first team only, a PSRO member plays its own seat; a league's snapshots "
-        "hold every seat)")  # a PSRO run's psro-player_0-1 named only population=none
+        "hold every seat): train with population=self_play (or fsp, pfsp) for snapshots that "
+        "play every side")  # a PSRO run's psro-player_0-1 named only population=none
 
 
 @pytest.mark.parametrize(("extra", "message"), [

@@ -156,7 +156,8 @@ def test_one_whole_side_is_refused_without_the_arguments_tail(tmp_path, capsys):
     line = err.strip().splitlines()[-1]
     assert code == 2, err
     assert line.startswith("selfplay-eval: a holds the seats ['adversary_0'] of "), err
-    assert line.endswith("a league's snapshots hold every seat)"), line
+    assert line.endswith("a league's snapshots hold every seat): train with population=self_play "
+                         "(or fsp, pfsp) for snapshots that play every side"), line
 
 
 def test_part_of_a_team_still_names_the_arguments(tmp_path, capsys):
