@@ -979,8 +979,10 @@ def _jsonable(obj: Any) -> Any:
 
 
 if __name__ == "__main__":  # python -m populations.league (README): the league's CLI
-    if "_interrupted_early" in globals():  # main() reports Ctrl-C from here on
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    # imported first: league_cli imports populations.league, this file again under its own
+    # name (seconds on a loaded machine), still under the early one-line Ctrl-C handler
     from populations.league_cli import main
 
+    if "_interrupted_early" in globals():  # main() reports Ctrl-C from here on
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     main()

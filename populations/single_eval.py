@@ -268,7 +268,9 @@ def evaluate_alone(path: str, game: str, game_kwargs: dict[str, Any], episodes: 
     an off-policy learner's snapshot; seeded by ``seed``), in this process so that an LLM
     policy's moves are counted. ``cache``: policies loaded before, by file."""
     cache = {} if cache is None else cache
-    spec = games.make(game, **game_kwargs).spec
+    made = games.make(game, **game_kwargs)
+    spec = made.spec
+    made.close()  # its spec only: the match makes its own copies
     job = MatchJob(key=key, game=game, seats=dict.fromkeys(spec.agent_ids, path),
                    episodes=episodes, seed=seed, game_kwargs=game_kwargs)
     before = legal_stats(cache[path]) if path in cache else None
