@@ -299,15 +299,16 @@ def _served(cfg: LLMConfig, pairs: list[tuple[Any, Any]], names: Sequence[str],
 
 def build_team(cfg: LLMConfig, games_: Sequence[str],
                game_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
-               workdir: str | Path | None = None) -> Team:
+               workdir: str | Path | None = None, warn: bool = True) -> Team:
     """The team ``cfg`` describes for ``games_`` (their roles, their texts for tiny models);
-    ``workdir`` holds tiny models written for the vLLM backend."""
+    ``workdir`` holds tiny models written for the vLLM backend. ``warn=False`` (a rollout
+    actor's copy of the driver's team) leaves the settings' warnings to the driver."""
     check_backend_here(cfg.backend)  # before the models load (seconds for a real one)
     kw = game_kwargs or {}
     roles = _roles(games_, kw)
     # a misspelled role's prompt (+llm.role_prompts.scuot=...) was dropped without a word
     unused = cfg.unused_role_prompts(roles, ", ".join(games_))
-    for note in (unused, cfg.tiny_settings_note()):
+    for note in (unused, cfg.tiny_settings_note()) if warn else ():
         if note:
             log.warning(note)
     backend_kw: dict[str, Any] = {"seed": cfg.grpo.seed}

@@ -290,7 +290,8 @@ class RolloutActor:
         grpo = dataclasses.replace(llm.grpo, device=device)
         llm = dataclasses.replace(llm, grpo=grpo)
         workdir = tempfile.mkdtemp(prefix="selfplay-actor-") if llm.backend == "vllm" else None
-        team = build_team(llm, list(games_), dict(game_kwargs), workdir)
+        team = build_team(llm, list(games_), dict(game_kwargs), workdir, warn=False)  # the
+        # driver's team said them once
         dev = resolve_device(device)
         for tm in team.models.values():
             tm.model.to(dev)

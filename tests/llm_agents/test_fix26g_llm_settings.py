@@ -196,3 +196,12 @@ def test_an_iteration_reports_its_rollout_and_update(kuhn_tok, make_model):
     seen.clear()
     trainer.step()
     assert seen == []
+
+
+def test_a_rollout_actors_copy_of_the_team_leaves_the_warnings_to_the_driver(caplog):
+    """Each Ray rollout actor builds the driver's team again: with warn=False (its call) the
+    settings' warnings are not repeated once per actor (review)."""
+    cfg = _compose(["experiment=tool_team_llm", "game=kuhn"]).llm
+    with caplog.at_level(logging.WARNING, logger="llm_agents.build"):
+        build_team(_small(cfg), [KUHN], warn=False)
+    assert _warnings(caplog) == []
