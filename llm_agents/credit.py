@@ -97,4 +97,5 @@ def turn_advantages(turns: Sequence[Turn], games: Sequence[str], adv_norm: str,
         values = rewards
     else:
         values = turn_returns(rewards, keys.trajectory, keys.agent, keys.turn, gamma=gamma)
-    return normalize_advantages(adv_norm, values, keys, cfg=cfg, state=state)
+    # names: diagnostics say adv/role_scout/..., not adv/role_0/... (the index's ids)
+    return normalize_advantages(adv_norm, values, keys, cfg=cfg, state=state, names=index.names)

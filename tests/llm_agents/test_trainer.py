@@ -126,7 +126,7 @@ def test_agent_and_global_normalization_differ_where_reward_scales_differ():
     agent, res = _adv(turns, "agent")
     assert glob[b].std() < 0.05 < 0.9 < agent[b].std()  # agent b's signal vanishes globally
     assert abs(glob[~b].std() - agent[~b].std()) > 0.1
-    assert res.diagnostics["adv/agent_1/raw_std_ratio"] < 0.05
+    assert res.diagnostics["adv/agent_b/raw_std_ratio"] < 0.05
 
 
 def test_turn_returns_run_over_each_agents_own_turns():
@@ -154,7 +154,7 @@ def test_update_changes_parameters_and_logs_per_role_gradient_norms(kuhn_tok, ma
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
     for key in ("losses/pg_loss", "losses/kl", "losses/entropy", "losses/approx_kl",
                 "losses/clipfrac", "losses/grad_norm", "losses/grad_norm/player_0",
-                "losses/grad_norm/player_1", "adv/role_0/adv_mean", "charts/legal_rate",
+                "losses/grad_norm/player_1", "adv/role_player_0/adv_mean", "charts/legal_rate",
                 "charts/team_return"):
         assert key in metrics and np.isfinite(metrics[key]), key
     assert metrics["losses/kl"] > 0 and metrics["losses/grad_norm/player_0"] > 0
