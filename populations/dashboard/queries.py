@@ -715,7 +715,7 @@ _M = r"(^|^[^/]+/)"
 PANELS: tuple[Panel, ...] = (
     # not charts/eval_return_ci95: a confidence interval's half-width, not a return
     Panel("Episode return", rf"{_M}charts/(?![^/]*_ci95)[^/]*return", "return"),
-    Panel("Losses", rf"{_M}losses/(?!entropy$|grad_norm$|approx_kl$|clipfrac$|explained_var)",
+    Panel("Losses", rf"{_M}losses/(?!entropy$|grad_norm($|/)|approx_kl$|clipfrac$|explained_var)",
           "loss"),
     Panel("Entropy", r"(^|/)entropy$", "entropy"),
     Panel("Gradient norm", r"grad_norm", "‖g‖"),

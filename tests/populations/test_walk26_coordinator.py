@@ -79,3 +79,20 @@ def test_league_seed_is_bounded_and_named_as_the_flag(tmp_path, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "--seed -1" in err and "Traceback" not in err, err
+
+
+def test_the_losses_panel_leaves_per_role_gradient_norms_to_their_panel(tmp_path):
+    """An LLM team logs losses/grad_norm/<role>: the Losses panel drew them beside pg_loss
+    (its pattern left out only a key ending in grad_norm) (walk 26c)."""
+    from populations.dashboard import queries
+    from populations.db import LeagueDB
+
+    db = LeagueDB(tmp_path / "league.db")
+    run = db.create_run("r", experiment="default", game="g")
+    db.log_metrics(run, 100, {"losses/pg_loss": 0.1, "losses/grad_norm": 2.0,
+                              "losses/grad_norm/scout": 1.0, "llm/losses/grad_norm/solver": 3.0})
+    panels = {p["title"]: {s["key"] for s in p["series"]}
+              for p in queries.learner_panels(db, run)["panels"]}
+    db.close()
+    assert panels["Losses"] == {"losses/pg_loss"}
+    assert {"losses/grad_norm/scout", "llm/losses/grad_norm/solver"} <= panels["Gradient norm"]
