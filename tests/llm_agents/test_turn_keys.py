@@ -47,7 +47,8 @@ def ref_advantages(turns, games, adv_norm, index, *, gamma, cfg, state, device="
     rewards = torch.tensor([t.reward for t in turns], dtype=torch.float32, device=device)
     values = (rewards if get_adv_norm(adv_norm).consumes == "rewards"
               else turn_returns(rewards, keys.trajectory, keys.agent, keys.turn, gamma=gamma))
-    return normalize_advantages(adv_norm, values, keys, cfg=cfg, state=state)
+    # named by the reference's own index, as turn_advantages names its keys (a65e14c)
+    return normalize_advantages(adv_norm, values, keys, cfg=cfg, state=state, names=index.names)
 
 
 def rollout(seed: int, episodes: int) -> list[Turn]:
