@@ -50,7 +50,6 @@ import hashlib
 import io
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -59,7 +58,7 @@ from typing import Any
 
 import torch
 
-from marl.core import Policy, load_policy
+from marl.core import Policy, PolicyLoadError, policy_from_bytes
 from populations.members import GenerationMatchmaker, Member, OpponentDraw, TrainPlan
 from populations.runners import enter_worker_env, init_ray, worker_env
 
@@ -127,7 +126,6 @@ class _LearnerActor:
         self.env: dict[str, str] | None = env or {}  # the user's modules; None once imported
         self.members: dict[str, Member] = {}
         self.policies: dict[tuple[int, str], Policy] = {}  # (snapshot id, sha256) -> policy
-        self.folder = Path(tempfile.mkdtemp(prefix="selfplay-learner-"))
 
     def where(self) -> str:
         """``<node id prefix> pid <pid>``: which node and process trains here."""
@@ -158,7 +156,9 @@ class _LearnerActor:
 
     def _policy(self, job: LearnerJob, sid: int) -> Policy:
         """Snapshot ``sid`` from its bytes, checked against the store's hash, loaded like the
-        store loads its files (``load_policy``: ``weights_only``, sizes checked)."""
+        store loads its files (``policy_from_bytes``: ``weights_only``, sizes checked), from a
+        temporary file removed at once: an actor ends by ``ray.kill``, where no cleanup runs,
+        so a folder it kept would stay in the node's temp directory after every league."""
         import ray
 
         sha, ref = job.snapshots[sid]
@@ -168,9 +168,10 @@ class _LearnerActor:
             if got != sha:
                 raise ValueError(f"snapshot {sid} arrived damaged: SHA-256 {got[:16]}... "
                                  f"differs from the {sha[:16]}... recorded when published")
-            path = self.folder / f"{sid}-{sha[:16]}.pt"
-            path.write_bytes(data)
-            self.policies[(sid, sha)] = load_policy(path)
+            try:
+                self.policies[(sid, sha)] = policy_from_bytes(data)
+            except PolicyLoadError as err:
+                raise PolicyLoadError(f"snapshot {sid} ({sha[:16]}...): {err}") from None
         return self.policies[(sid, sha)]
 
 

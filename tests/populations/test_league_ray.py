@@ -6,6 +6,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -89,7 +90,15 @@ def ray_league(tmp_path_factory, ray_local):
     never.mkdir()
     (never / "x").touch()  # already "died": these members never die
     cfg = _cfg(runner="ray", generations=GENERATIONS)
-    return _run(cfg, run, _dying_members(cfg, never, 1)), run
+    before = _learner_folders()
+    league = _run(cfg, run, _dying_members(cfg, never, 1))
+    league.new_temp_folders = _learner_folders() - before
+    return league, run
+
+
+def _learner_folders():
+    """The temp folders learner actors once kept their snapshot copies in (never removed)."""
+    return set(Path(tempfile.gettempdir()).glob("selfplay-learner-*"))
 
 
 def test_ray_learners_equal_the_in_process_runner(tmp_path, ray_league):
@@ -99,6 +108,7 @@ def test_ray_learners_equal_the_in_process_runner(tmp_path, ray_league):
                    cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
     league, ray_run = ray_league
     assert league.learners is None or league.learners.actors == []  # closed
+    assert league.new_temp_folders == set()  # the actors left no files behind
     want, got = _tables(tmp_path / "local"), _tables(ray_run)
     assert [(m, v) for m, v, _ in got["snapshots"]] == [
         (m, v) for v in range(GENERATIONS + 1) for m in ("a", "b")]
