@@ -28,6 +28,16 @@ MAX_THREADS = 1024
 """The most ``torch_threads`` taken: more than the cores only slows a run down, and OpenMP
 cannot start tens of thousands (``torch_threads=100000`` killed the run with SIGSEGV after its
 folder, settings and database were written); 1024 covers the largest machines."""
+MAX_SIZES: dict[str, tuple[int, str]] = {
+    "frames": (10**12, "10**12: weeks at a million frames a second"),
+    "num_envs": (10**9, "10**9 game copies stepped together"),
+    "eval_episodes": (10**6, "10**6: each evaluation episode is a row of the run's database"),
+    "torch_threads": (MAX_THREADS, "intra-op threads: more than the cores only slow the run")}
+"""The largest value of each size setting and why, far above any run that ends: past them a
+run was taken and never finished (``frames=10**20`` made its folder and trained with an
+estimate of 10**13 hours; ``eval_episodes=10**15`` after its training), as marl's learners
+bound their own sizes (``marl.configs.MAX_REPLAY``...). A stepped game takes fewer copies
+(:func:`populations.experiment_config.check_copies`)."""
 NUM_ENVS = 32
 """``ExperimentConfig.num_envs``'s default (it takes it from here)."""
 STEPPED_ALGOS = ("mappo", "ippo", "vdn", "qmix", "maddpg")
@@ -56,13 +66,14 @@ def check_run_values(values: Mapping[str, Any]) -> None:
         raise ValueError(f"seed={seed}; expected an integer from 0 to {SEED_END - 1} (2**62 - 1, "
                          f"as selfplay-eval's --seed){write_integer(seed)}")
     for name in AT_LEAST_ONE:  # frames=-5 trained nothing; 2.5 and True were taken too
-        if name in values and (not _integer(values[name]) or values[name] < 1):
-            raise ValueError(f"{name}={values[name]}; expected an integer >= 1"
-                             f"{write_integer(values[name])}")
-    if values.get("torch_threads", 1) > MAX_THREADS:
-        raise ValueError(f"torch_threads={values['torch_threads']}; expected an integer from 1 "
-                         f"to {MAX_THREADS} (intra-op threads: more than the cores only slow "
-                         "the run)")
+        if name not in values:
+            continue
+        value, (top, why) = values[name], MAX_SIZES[name]
+        whole = value if _integer(value) else int(value) if write_integer(value) else None
+        if whole is not None and whole > top:  # frames=1e20: not "(write 10**20)"
+            raise ValueError(f"{name}={value}; expected an integer from 1 to {top} ({why})")
+        if not _integer(value) or value < 1:
+            raise ValueError(f"{name}={value}; expected an integer >= 1{write_integer(value)}")
     every = values.get("checkpoint_every_s", 0.0)
     if not every >= 0:  # NaN too
         raise ValueError(f"checkpoint_every_s={every}; expected seconds >= 0 (0: after every "
