@@ -12,7 +12,9 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
+import itertools
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -284,14 +286,15 @@ def check_values(overrides: Sequence[Any]) -> None:
         if key == "game.name":
             names += [v for v in values if isinstance(v, str)]
         elif key in TOP_LEVEL_TYPES:
+            if o.value_type == ValueType.RANGE_SWEEP:  # -m frames=range(1e4,3e4,1e4): floats
+                values = list(itertools.islice(o.sweep_iterator(), RANGE_VALUES))
             for value in values:
                 try:
                     check_run_values({key: typed_override(key, value)})
                 except ValueError as err:  # frames=1e4: named as typed, not as 10000.0
-                    text, typed = str(err), o.input_line.partition("=")[2]
-                    if write_integer(value) and text.startswith(f"{key}={value};") and \
-                            o.value_type == ValueType.ELEMENT:
-                        text = f"{key}={typed}" + text[len(f"{key}={value}"):]
+                    text = str(err)
+                    if write_integer(value) and text.startswith(f"{key}={value};"):
+                        text = f"{key}={typed_text(o, value)}" + text[len(f"{key}={value}"):]
                     raise CLIError(f"bad config: {text}") from None
                 except TypeError:  # a list or a dict: OmegaConf names it
                     continue
@@ -331,6 +334,69 @@ def check_values(overrides: Sequence[Any]) -> None:
             check_section_values(items, presets, section)
         except ValueError as err:
             raise CLIError(f"bad config: {err}") from None
+
+
+RANGE_VALUES = 1000
+"""The values of a swept ``range(...)`` the early checks read (its type and size are the
+first's and the last's: a range of more jobs is no sweep to run)."""
+
+
+def typed_text(override: Any, value: Any) -> str:
+    """``value`` of ``override`` (its element, or one of a sweep's) as the command line typed
+    it, for messages: ``1e4`` where Hydra's parser made ``10000.0`` (``frames=1e4``, ``-m
+    frames=1e4,2e4``), so a sweep's job is named as a single run's; a range's value with the
+    range (``10000.0 (of range(1e4,3e4,1e4))``); ``str(value)`` where the text is not found."""
+    from hydra.core.override_parser.types import ValueType
+
+    raw = override.input_line.partition("=")[2]
+    if override.value_type == ValueType.ELEMENT:
+        return raw
+    if override.value_type == ValueType.RANGE_SWEEP:
+        return f"{value} (of {raw.strip()})"
+    found = _element_text(override, value)
+    return str(value) if found is None else found
+
+
+def _element_text(override: Any, value: Any) -> str | None:
+    """The text of the element of ``override``'s choice sweep (``a,b``, ``choice(a,b)``,
+    ``shuffle(...)``) that Hydra reads as ``value`` (of its type), or None."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ValueType
+
+    inner = override.input_line.partition("=")[2].strip()
+    while (m := re.fullmatch(r"(?:choice|shuffle)\s*\((.*)\)", inner, re.S)) and \
+            _top_level_parts(m[1]) is not None:  # not "choice(a),choice(b)"
+        inner = m[1].strip()
+    parser = OverridesParser.create()
+    for part in _top_level_parts(inner) or []:
+        try:
+            element = parser.parse_override(f"k={part.strip()}")
+        except Exception:  # noqa: BLE001 - a named argument (choice(x=...)): not this one
+            continue
+        if element.value_type == ValueType.ELEMENT and type(element.value()) is type(value) \
+                and element.value() == value:
+            return part.strip()
+    return None
+
+
+def _top_level_parts(text: str) -> list[str] | None:
+    """``text`` split at its commas outside quotes and brackets (``[1,2],'a,b',3``: three);
+    None where its brackets do not close in order (``a),(b``)."""
+    parts, depth, quote, start, escaped = [], 0, "", 0, False
+    for i, ch in enumerate(text):
+        if quote:
+            escaped, quote = (False, quote) if escaped else (ch == "\\", "" if ch == quote
+                                                             else quote)
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{" or ch in ")]}":
+            depth += 1 if ch in "([{" else -1
+            if depth < 0:
+                return None
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [*parts, text[start:]] if depth == 0 else None
 
 
 class _NeedsTorch(BaseException):
@@ -375,8 +441,17 @@ def _section_jobs(overrides: Sequence[Any]) -> list[list[tuple[str, Any, str]]]:
             for o in swept):
         return []
     values = list(swept[0].value().list) if swept else [None]
-    return [[(o.key_or_group, value if o in swept else o.value(), o.input_line)
-             for o in overrides] for value in values]
+    return [[(o.key_or_group, value if o in swept else o.value(), o.input_line if o not in
+              swept else _swept_line(o, value)) for o in overrides] for value in values]
+
+
+def _swept_line(override: Any, value: Any) -> str:
+    """The ``key=value`` line of one job of a swept ``override``, as typed
+    (``population.frames_per_generation=2e4`` of ``...=2e4,3e4``: named as a single run names
+    it); the whole line where the element's text is not found."""
+    found = _element_text(override, value)
+    return override.input_line if found is None else \
+        f"{override.input_line.partition('=')[0]}={found}"
 
 
 def _unknown_games(names: Sequence[str]) -> list[str]:
