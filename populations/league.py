@@ -27,8 +27,8 @@ rows as an uninterrupted run — none lost, none counted twice.
 A league holds its run folder's lock (``populations.run_folder``) from construction to
 :meth:`League.close`, so a second process cannot resume it at the same time. A resume checks
 the settings recorded with the run (``resume_override=True`` accepts other ones), that the
-database and checkpoints belong together, and every snapshot's hash; a run that raises is
-recorded as ``failed`` with its error.
+database and checkpoints belong together, and every snapshot's hash
+(``populations.league_state``); a run that raises is recorded as ``failed`` with its error.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from tqdm.auto import tqdm
 
 import games
 from marl.actor_critic import NetConfig
-from marl.core import CheckpointError, ModelChangedError, derive_seed
+from marl.core import derive_seed
 from marl.fileio import NoSpaceError, disk_full
 from marl.mappo import MAPPO, MAPPOConfig
 from marl.train import (
@@ -83,6 +83,15 @@ from populations.db import LeagueDB
 from populations.evaluation import PairsPlayed, Standings, evaluate_pairs, pfsp_win_rates
 from populations.experiment_config import KEEP_CHECKPOINTS, check_copies, check_keep_checkpoints
 from populations.league_progress import _advance, _counts, _planned_episodes, _time_left
+from populations.league_state import (
+    check_folder,
+    check_snapshots,
+    checked_state,
+    load_members,
+    member_changes,
+    published,
+    recorded_history,
+)
 from populations.learner_actors import (
     LearnerJob,
     LearnerPool,
@@ -114,7 +123,6 @@ from populations.run_folder import (
     refuse_changes,
     refuse_lost_history,
     resume_words,
-    settings_diff,
     stop_deferred,
     stop_now,
     stop_requested,
@@ -127,11 +135,6 @@ log = logging.getLogger(__name__)
 # settings a resume may change: where and how fast it runs, and how long it goes on
 MAY_CHANGE = ("generations", "runner", "ray_workers", "ray_address", "keep_checkpoints",
               "device", "torch_threads", "ray_learners", "learner_gpus", "max_learner_restarts")
-# keys of a member's recorded settings a resume may change: the seeds a member is given by
-# the run's seed tree (the run's seed is compared with the league's settings; members recorded
-# before them hold their section's 0) and the device an LLM team's trainer is built on (the
-# run's device, which may change)
-MEMBER_MAY_CHANGE = ("seed", "grpo.seed", "grpo.device")
 
 
 _COUNTS = {"generations": 1, "frames_per_generation": 1, "num_envs": 1, "eval_episodes": 1,
@@ -193,24 +196,6 @@ class LeagueConfig:
                              f"got runner={self.runner!r}")
 
 
-_PHASES = ("new", "training", "trained", "done", "async")  # a league's, in a checkpoint
-_MISSING = object()
-
-
-def _shown(value: Any) -> str:
-    """A checkpoint's value in a message: its start, on one line."""
-    r = repr(value)
-    return r if len(r) <= 40 else r[:37] + "..."
-
-
-def _first_lines(err: BaseException) -> str:
-    """``Type: message`` with its lines joined (torch's load_state_dict error names the
-    mismatched tensor on its second line), at most 300 characters."""
-    text = " ".join(line.strip() for line in str(err).strip().splitlines() if line.strip())
-    text = f"{type(err).__name__}: {text}" if text else type(err).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
 class League:
     """One league run in ``run_dir`` (league.db, snapshots/, checkpoints/).
 
@@ -261,7 +246,7 @@ class League:
     def _open(self, resume: bool, members: Sequence[Member] | None, override: bool) -> None:
         cfg = self.cfg
         torch.set_num_threads(cfg.torch_threads)
-        resume = self._check_folder(resume, override)
+        resume = check_folder(self.run_dir, resume, override)
         game = games.make(cfg.game, **cfg.game_kwargs)
         self.spec = game.spec  # its name holds the kwargs
         refused = cooperative_refusal(game)
@@ -282,7 +267,7 @@ class League:
                 self.db.set_run_config(run_id, _jsonable(cfg))
             if members is not None:
                 refuse_changes(f"league {self.run_dir}",
-                               self._member_changes(run_id, members), override)
+                               member_changes(self.db, run_id, members), override)
         self.run_id = run_id
         # payoffs and ratings, folded in from each generation's new matches (a resumed run
         # replays the recorded ones once)
@@ -294,7 +279,8 @@ class League:
                      cfg.eval_window)
         if resume and had_run and not checkpoint_files(self.run_dir / "checkpoints"):
             # before the run is marked running: a refusal leaves it as it was
-            refuse_lost_history(self.run_dir / "checkpoints", self._history(), override)
+            refuse_lost_history(self.run_dir / "checkpoints",
+                                recorded_history(self.db, self.run_id), override)
         if resume:
             self.db.set_run_status(run_id, "running")
         self._started = True
@@ -380,42 +366,6 @@ class League:
         if self._resumed:
             logger.backfill(self.db.metric_rows(self.run_id))
 
-    def _check_folder(self, resume: bool, override: bool) -> bool:
-        """Whether there is a run to resume; refuses what cannot be continued or started."""
-        db_path = self.run_dir / "league.db"
-        ckpts = checkpoint_files(self.run_dir / "checkpoints")
-        w = resume_words()
-        if not resume and (db_path.exists() or ckpts):
-            raise FileExistsError(
-                f"run folder {self.run_dir} already holds a league; {w.verb} {w.resume} to "
-                "continue it or choose a new folder")
-        if resume and not db_path.exists():
-            if ckpts:
-                raise RunFolderError(
-                    f"cannot resume {self.run_dir}: it has checkpoints ({ckpts[0].name}...) but "
-                    "no league.db, which holds the snapshots and matches they refer to; restore "
-                    "the database or start a new run in another folder")
-            if not override:
-                raise RunFolderError(
-                    f"{w.resume} but {self.run_dir} holds no league (no league.db): check the "
-                    f"folder name, or {w.verb} {w.override} to start a new run there")
-            log.warning("resume_override: %s holds no league; starting a new one", self.run_dir)
-            return False
-        return resume
-
-    def _history(self) -> str | None:
-        """What the database holds of this run that only a checkpointed league records, or
-        None: generation 0 (its snapshots, their matches, ratings and NashConv at step 0) is
-        recorded before the first checkpoint and published again the same by a resume that
-        finds none (a stop inside it resumes so); a later snapshot, match or metric is not."""
-        last = max((s.version for s in self.db.snapshots(self.run_id)), default=0)
-        if last > 0:
-            return f"generation {last}'s snapshots (v{last:04d}, with their matches and metrics)"
-        if self.db.count_matches(self.run_id) > len(self.db.matches(self.run_id, "g0000/")):
-            return "matches after generation 0"
-        step = max((s for s, _, _ in self.db.metric_rows(self.run_id)), default=0)
-        return f"metrics up to step {step}" if step > 0 else None
-
     # ------------------------------------------------------------------ checkpoints
     def _state(self) -> dict[str, Any]:
         return {"generation": self.generation, "phase": self.phase, "frames": self.frames,
@@ -438,106 +388,19 @@ class League:
         # every snapshot: seconds, said before they pass
         log.info("resuming: loading the latest checkpoint in %s", self.run_dir / "checkpoints")
         found = load_latest(self.run_dir / "checkpoints")
-        if found is None:  # nothing recorded past generation 0 (_history): start it again
+        if found is None:  # nothing recorded past generation 0 (recorded_history): start it again
             log.info("no checkpoint in %s: starting from generation 0", self.run_dir)
             return
-        path, state = found
-        generation, phase, frames, seconds, members, progress, trained = \
-            self._checked_state(path, state)
-        self._check_snapshots(path, generation, phase, progress)
-        for m in self.members:
-            if m.name not in members:
-                raise ValueError(f"checkpoint {path} has no member {m.name!r} (it holds "
-                                 f"{_shown(sorted(members))}); resume with the same members")
-            try:
-                m.load_state_dict(members[m.name])
-            except ModelChangedError as err:  # an LLM member's model folder changed since
-                raise CheckpointError(
-                    f"checkpoint {path} holds another model than member {m.name!r} has now "
-                    f"({err}): its model (the llm.model folder, or the tiny model's sizes) "
-                    "changed since the checkpoint; put back the model and tokenizer the run "
-                    "trained, or start a new run in another folder") from None
-            except Exception as err:  # noqa: BLE001 - a file of other settings, or a crafted one
-                raise CheckpointError(
-                    f"checkpoint {path} does not fit member {m.name!r} "
-                    f"({_first_lines(err)}); resume with the run's settings") from None
-        self.generation, self.phase, self.frames = generation, phase, frames
-        self.progress, self.trained = progress, trained
-        self.seconds, self._began = seconds, time.perf_counter()
-        log.info("resumed from %s (generation %d, %s%s)", path.name, self.generation, self.phase,
-                 f": {', '.join(trained)} trained" if trained else "")
-
-    def _checked_state(self, path: Path, state: dict[str, Any]) -> tuple[
-            int, str, int, float, dict[str, Any], dict[str, tuple[int, str]], list[str]]:
-        """A league checkpoint's entries, each checked for type and range before anything
-        uses it (the file is untrusted: generation=inf or frames=10**30 were OverflowError
-        tracebacks, a member missing from an asynchronous run's progress a KeyError)."""
-        def bad(entry: str, value: Any, expected: str) -> CheckpointError:
-            shown = "missing" if value is _MISSING else f"{_shown(value)}"
-            return CheckpointError(f"checkpoint {path} does not hold a league state this "
-                                   f"selfplay reads: {entry} is {shown}; expected {expected}")
-
-        def count(entry: str, value: Any) -> int:
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
-                raise bad(entry, value, "a count >= 0 below 2**63 (SQLite's integers)")
-            return value
-
-        def phase(entry: str, value: Any, allowed: tuple[str, ...]) -> str:
-            if not (isinstance(value, str) and value in allowed):
-                raise bad(entry, value, f"one of {', '.join(allowed)}")
-            return value
-
-        generation = count("generation", state.get("generation", _MISSING))
-        frames = count("frames", state.get("frames", _MISSING))
-        seconds = state.get("seconds", 0.0)  # a checkpoint from before: none
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) \
-                or not 0 <= seconds < 1e15:  # 10**400: float() an OverflowError traceback
-            raise bad("seconds", seconds, "a finite number of seconds >= 0")
-        now = phase("phase", state.get("phase", _MISSING), _PHASES)
-        members = state.get("members", _MISSING)
-        if not isinstance(members, dict) or not all(
-                isinstance(k, str) and isinstance(v, dict) for k, v in members.items()):
-            raise bad("members", members, "an object of member name -> its state")
-        raw = state.get("progress", {})
-        if not isinstance(raw, dict) or not all(
-                isinstance(k, str) and isinstance(v, list | tuple) and len(v) == 2
-                for k, v in raw.items()):
-            raise bad("progress", raw, "an object of member name -> [generation, phase]")
-        progress = {k: (count(f"progress[{k!r}] generation", g),
-                        phase(f"progress[{k!r}] phase", p, ("trained", "done")))
-                    for k, (g, p) in raw.items()}
-        if now == "async":
-            for m in self.members:
-                if m.name not in progress:
-                    raise bad(f"progress[{m.name!r}]", _MISSING, "[generation, phase]")
-        trained = state.get("trained", [])  # a checkpoint from before stops within a phase
+        path, raw = found
         names = [m.name for m in self.members]
-        if not isinstance(trained, list) or not all(t in names for t in trained) \
-                or len(set(trained)) != len(trained) or (trained and now != "training"):
-            raise bad("trained", trained, "a list of distinct member names (phase training)")
-        return generation, now, frames, float(seconds), members, progress, list(trained)
-
-    def _check_snapshots(self, path: Path, generation: int, phase: str,
-                         progress: dict[str, Any] | None = None) -> None:
-        """The database must hold every snapshot the checkpoint has published, each
-        matching its recorded hash (a damaged file stops the resume, naming it). Later
-        versions, left by an interrupted publish, are published again before any use."""
-        last = generation if phase == "done" else generation - 1
-        for m in self.members:
-            if progress and m.name in progress:  # asynchronous: the member's own generation
-                g, p = progress[m.name]
-                last = int(g) if p == "done" else int(g) - 1
-            have = {s.version for s in self.store.snapshots(m.name)}
-            # the first version missing, found within the database's versions: a checkpoint's
-            # generation is untrusted and must not size anything (range(10**12))
-            missing = next((v for v in range(last + 1) if v not in have), None)
-            if missing is not None:
-                raise RunFolderError(
-                    f"checkpoint {path} is at generation {generation} but {self.db.path} has "
-                    f"no snapshot v{missing} of {m.name!r}: the database and the checkpoints "
-                    "are from different runs")
-        for s in self._published(self.store.snapshots(), progress or {}, last):
-            self.store.verify(s)
+        state = checked_state(path, raw, names)
+        check_snapshots(path, state, names, self.store, self.db.path)
+        load_members(path, self.members, state.members)
+        self.generation, self.phase, self.frames = state.generation, state.phase, state.frames
+        self.progress, self.trained = dict(state.progress), list(state.trained)
+        self.seconds, self._began = state.seconds, time.perf_counter()
+        log.info("resumed from %s (generation %d, %s%s)", path.name, self.generation, self.phase,
+                 f": {', '.join(state.trained)} trained" if state.trained else "")
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> list[dict[str, Any]]:
@@ -558,23 +421,6 @@ class League:
             self.db.set_run_status_quietly(self.run_id, end_status(err), one_line(err))
             raise
         return league_table(self.db, self.run_id)
-
-    def _member_changes(self, run_id: int, members: Sequence[Member]) -> list[str]:
-        """How a resume's ``members`` differ from those ``league.db`` recorded (their
-        ``members.settings``, schema 5, re-recorded at each start): a recorded member not
-        among them, and each setting of one that differs (outside
-        :data:`MEMBER_MAY_CHANGE`), as ``members.<name>.<key>=... (run) vs ... (now)``. The
-        run's ``settings.json`` says the same when it is there; this is what a folder
-        without it (deleted, or from before it was written) is checked against. A member not
-        recorded yet (none published) or without settings is not compared."""
-        recorded = {m["name"]: m["settings"] for m in self.db.members(run_id)}
-        names = [m.name for m in members]
-        diff = [f"members={list(recorded)} (run) vs {names} (now)"] \
-            if any(n not in names for n in recorded) else []
-        now = {m.name: member_settings(m) for m in members if recorded.get(m.name)}
-        free = [f"members.{n}.{k}" for n in now for k in MEMBER_MAY_CHANGE]
-        return diff + settings_diff({"members": {n: recorded[n] for n in now}},
-                                    {"members": {n: v for n, v in now.items() if v}}, free)
 
     def elapsed(self) -> float:
         """Wall-clock seconds of the run: this process's and those before its resume."""
@@ -741,7 +587,7 @@ class League:
         if seq is None:
             seq = next(r["seq"] for r in self.db.generations(self.run_id)
                        if r["member"] == m.name and r["version"] == g)
-        earlier = self._published(self.store.snapshots(), self.progress)
+        earlier = published(self.store.snapshots(), self.progress)
         prev = [s for s in earlier if s.member == m.name and s.version < g]
         new = self.store.publish(m.name, m.policy(), version=g,
                                  parent=prev[-1].id if prev else None,
@@ -758,26 +604,9 @@ class League:
         self.progress[m.name] = (g, "done")
         # decided from recorded matches: the same if a resume publishes this again
         league_eval.reset_winners(
-            self, self._published(self.store.snapshots(), self.progress, newest=True),
+            self, published(self.store.snapshots(), self.progress, newest=True),
             only=m.name)
         self._save()
-
-    def _published(self, snaps: Sequence[Any], progress: dict[str, Any], last: int = -1,
-                   newest: bool = False) -> list[Any]:
-        """The snapshots a checkpoint counts as published: each member's versions up to its
-        own generation (``progress``: asynchronous runs) or up to ``last``; ``newest``: only
-        each member's newest of those."""
-        def top(member: str) -> int:
-            if member not in progress:
-                return last
-            g, p = progress[member]
-            return int(g) if p == "done" else int(g) - 1
-
-        out = [s for s in snaps if s.version <= top(s.member)]
-        if newest:
-            out = [s for s in out if s.version == max(t.version for t in out
-                                                      if t.member == s.member)]
-        return out
 
     def _train_members(self) -> None:
         """One generation of every member: in turn in this process (metrics logged live),
@@ -882,7 +711,7 @@ class League:
         g = self.generation if generation is None else generation
         snaps = self.store.snapshots()
         if self.phase == "async":  # what each member has published and checkpointed
-            snaps = self._published(snaps, self.progress)
+            snaps = published(snaps, self.progress)
         if self.phase == "training":  # only what came before this generation: a snapshot an
             # interrupted attempt published is not part of the run yet (a resume that fell
             # back to an earlier checkpoint trains that generation again)

@@ -195,15 +195,13 @@ def test_a_checkpoints_trained_members_are_checked(trained, phase):
     """The members a stopped generation trained come from an untrusted file: an unknown or
     repeated name, a non-list, or a list outside the 'training' phase is one line."""
     from marl.core import CheckpointError
+    from populations.league_state import checked_state
 
-    league = League.__new__(League)
-    league.members = [MAPPOMember.__new__(MAPPOMember) for _ in "ab"]
-    league.members[0].name, league.members[1].name = "a", "b"
     state = {"generation": 1, "phase": phase, "frames": 0, "members": {}, "trained": trained}
     with pytest.raises(CheckpointError, match="trained is .*; expected a list of distinct"):
-        league._checked_state("ckpt_000002.pt", state)
+        checked_state("ckpt_000002.pt", state, ["a", "b"])
     state["trained"] = ["b"] if phase == "training" else []
-    assert league._checked_state("ckpt_000002.pt", state)[-1] == state["trained"]
+    assert list(checked_state("ckpt_000002.pt", state, ["a", "b"]).trained) == state["trained"]
 
 
 def test_psro_stops_after_a_best_response_and_resumes_bit_for_bit(tmp_path, monkeypatch):
