@@ -52,6 +52,7 @@ from populations.run_guard import (
     _refuse_resume_without_folder,
     run_folder_guard,
 )
+from populations.sweep_jobs import check_sweep_jobs
 from populations.sweeps import (  # importing it registers the job folders' resolvers
     _SWEPT,
     folder_given,
@@ -65,7 +66,6 @@ from populations.sweeps import (  # importing it registers the job folders' reso
 from populations.train_overrides import (
     _config_groups,
     check_command_line,
-    check_sweep_jobs,
     config_flags,
     prepare,
     unused_overrides,

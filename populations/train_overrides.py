@@ -2,7 +2,8 @@
 ~1 s) loads (:func:`check_command_line`, :func:`check_values`), against the schema
 (:func:`prepare`, :func:`to_experiment`), and for settings the run does not read
 (:func:`unused_overrides`, :data:`READERS`). :class:`populations.cli.ConfigCheck` runs them
-before Hydra makes the run folder.
+before Hydra makes the run folder; a sweep's jobs are checked in
+:mod:`populations.sweep_jobs`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import importlib
 import importlib.util
 import itertools
 import os
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -27,6 +27,7 @@ from populations.command_line import (
     override_values,
     shadowed_presets,
 )
+from populations.sweep_values import RANGE_VALUES, swept_line, typed_text
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -61,18 +62,13 @@ class _Unparsed(Exception):
     """Arguments Hydra's own parser refuses (it reports them itself, later)."""
 
 
-def check_command_line(args: Sequence[str]) -> None:
-    """Mistakes Hydra would report before using the schema, found before the schema (and
-    torch, ~1 s) is imported, in Hydra's own words: an override its grammar cannot parse, and
-    ``GROUP=OPTION`` naming an option no file in ``configs/GROUP/`` (nor an installed
-    package's config store entry) provides. Skipped where other configs may provide it
-    (``--config-dir``, ``--config-path``, ``hydra.searchpath``)."""
+def _hydra_args(argv: Sequence[str]) -> argparse.Namespace | None:
+    """``argv`` (a ``selfplay-train`` command line) as Hydra's own flag parser reads it (its
+    flags, and the overrides as typed); None where that parser refuses it (Hydra reports it
+    itself, later)."""
     # private, no public equivalent: Hydra's own flag parser (--config-dir, -m, ...) is only
     # reachable here or through hydra.main, which runs the app (pyproject pins hydra-core 1.3)
     from hydra._internal.utils import get_args_parser
-    from hydra.core.config_store import ConfigStore
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.core.override_parser.types import ValueType
 
     parser = get_args_parser()
 
@@ -81,8 +77,23 @@ def check_command_line(args: Sequence[str]) -> None:
 
     parser.error = refuse  # type: ignore[method-assign]
     try:
-        parsed = parser.parse_args(list(args))
+        return parser.parse_args(list(argv))
     except _Unparsed:
+        return None
+
+
+def check_command_line(args: Sequence[str]) -> None:
+    """Mistakes Hydra would report before using the schema, found before the schema (and
+    torch, ~1 s) is imported, in Hydra's own words: an override its grammar cannot parse, and
+    ``GROUP=OPTION`` naming an option no file in ``configs/GROUP/`` (nor an installed
+    package's config store entry) provides. Skipped where other configs may provide it
+    (``--config-dir``, ``--config-path``, ``hydra.searchpath``)."""
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ValueType
+
+    parsed = _hydra_args(args)
+    if parsed is None:
         return
     if parsed.multirun and (parsed.cfg or parsed.info):  # Hydra: a ValueError's traceback
         raise CLIError(f"-m cannot be combined with {'--cfg' if parsed.cfg else '--info'}; "
@@ -336,69 +347,6 @@ def check_values(overrides: Sequence[Any]) -> None:
             raise CLIError(f"bad config: {err}") from None
 
 
-RANGE_VALUES = 1000
-"""The values of a swept ``range(...)`` the early checks read (its type and size are the
-first's and the last's: a range of more jobs is no sweep to run)."""
-
-
-def typed_text(override: Any, value: Any) -> str:
-    """``value`` of ``override`` (its element, or one of a sweep's) as the command line typed
-    it, for messages: ``1e4`` where Hydra's parser made ``10000.0`` (``frames=1e4``, ``-m
-    frames=1e4,2e4``), so a sweep's job is named as a single run's; a range's value with the
-    range (``10000.0 (of range(1e4,3e4,1e4))``); ``str(value)`` where the text is not found."""
-    from hydra.core.override_parser.types import ValueType
-
-    raw = override.input_line.partition("=")[2]
-    if override.value_type == ValueType.ELEMENT:
-        return raw
-    if override.value_type == ValueType.RANGE_SWEEP:
-        return f"{value} (of {raw.strip()})"
-    found = _element_text(override, value)
-    return str(value) if found is None else found
-
-
-def _element_text(override: Any, value: Any) -> str | None:
-    """The text of the element of ``override``'s choice sweep (``a,b``, ``choice(a,b)``,
-    ``shuffle(...)``) that Hydra reads as ``value`` (of its type), or None."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.core.override_parser.types import ValueType
-
-    inner = override.input_line.partition("=")[2].strip()
-    while (m := re.fullmatch(r"(?:choice|shuffle)\s*\((.*)\)", inner, re.S)) and \
-            _top_level_parts(m[1]) is not None:  # not "choice(a),choice(b)"
-        inner = m[1].strip()
-    parser = OverridesParser.create()
-    for part in _top_level_parts(inner) or []:
-        try:
-            element = parser.parse_override(f"k={part.strip()}")
-        except Exception:  # noqa: BLE001 - a named argument (choice(x=...)): not this one
-            continue
-        if element.value_type == ValueType.ELEMENT and type(element.value()) is type(value) \
-                and element.value() == value:
-            return part.strip()
-    return None
-
-
-def _top_level_parts(text: str) -> list[str] | None:
-    """``text`` split at its commas outside quotes and brackets (``[1,2],'a,b',3``: three);
-    None where its brackets do not close in order (``a),(b``)."""
-    parts, depth, quote, start, escaped = [], 0, "", 0, False
-    for i, ch in enumerate(text):
-        if quote:
-            escaped, quote = (False, quote) if escaped else (ch == "\\", "" if ch == quote
-                                                             else quote)
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "([{" or ch in ")]}":
-            depth += 1 if ch in "([{" else -1
-            if depth < 0:
-                return None
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    return [*parts, text[start:]] if depth == 0 else None
-
-
 class _NeedsTorch(BaseException):
     """An import of torch refused by :func:`_torch_refused` (a BaseException: no library's
     ``except Exception`` or ``except ImportError`` takes it for a missing package)."""
@@ -442,16 +390,7 @@ def _section_jobs(overrides: Sequence[Any]) -> list[list[tuple[str, Any, str]]]:
         return []
     values = list(swept[0].value().list) if swept else [None]
     return [[(o.key_or_group, value if o in swept else o.value(), o.input_line if o not in
-              swept else _swept_line(o, value)) for o in overrides] for value in values]
-
-
-def _swept_line(override: Any, value: Any) -> str:
-    """The ``key=value`` line of one job of a swept ``override``, as typed
-    (``population.frames_per_generation=2e4`` of ``...=2e4,3e4``: named as a single run names
-    it); the whole line where the element's text is not found."""
-    found = _element_text(override, value)
-    return override.input_line if found is None else \
-        f"{override.input_line.partition('=')[0]}={found}"
+              swept else swept_line(o, value)) for o in overrides] for value in values]
 
 
 def _unknown_games(names: Sequence[str]) -> list[str]:
@@ -464,88 +403,6 @@ def _unknown_games(names: Sequence[str]) -> list[str]:
         return []
     known = registered()
     return [n for n in names if n not in known]
-
-
-# ------------------------------------------------------------------------ a sweep's jobs
-NOT_PAIRING = ("seed", "frames", "eval_episodes", "torch_threads", "checkpoint_every_s",
-               "progress", "keep_going", "resume", "resume_override", "logger", "hydra")
-"""Settings (and sections) that decide nothing :func:`check_sweep_jobs` checks: jobs that
-differ in these only are checked once (``-m algo=mappo,maddpg seed=0,1,2``: two checks)."""
-BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
-
-
-def check_sweep_jobs(config: DictConfig) -> None:
-    """Refuse a sweep (``-m``) before its first job when some of its jobs can never run:
-    their algo cannot play their game, a league's members, PSRO's oracle, a game's arguments
-    or module (:func:`populations.experiment.check_experiment`'s checks, which build the game,
-    not the learners; PSRO's learner oracle is built once). Such a job failed only when the
-    sweep reached it, after the jobs before it had trained (``-m algo=mappo,maddpg
-    game.name=openspiel/dots_and_boxes``: maddpg's jobs, after mappo's), and under
-    ``keep_going=true`` each failed on its own. Each distinct pairing (the jobs' overrides
-    other than :data:`NOT_PAIRING`) is composed as Hydra composes the job and checked once;
-    one :class:`CLIError` line names the failing jobs, their swept overrides and why. A
-    sweeper other than Hydra's basic one is left to its jobs."""
-    import copy
-
-    from hydra._internal.core_plugins.basic_sweeper import (
-        BasicSweeper,  # private: the sweeper's own job list (pyproject pins hydra-core 1.3)
-    )
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from omegaconf import open_dict
-
-    from populations.experiment import check_experiment
-
-    if config.hydra.sweeper.get("_target_") != BASIC_SWEEPER:
-        return
-    params = config.hydra.sweeper.get("params") or {}
-    loader = GlobalHydra.instance().config_loader()
-    parsed = OverridesParser.create(config_loader=loader).parse_overrides(
-        [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task))
-    swept = {o.get_key_element() for o in parsed if o.is_sweep_override()}
-    jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
-    pairings: dict[tuple[str, ...], list[int]] = {}
-    for num, job in enumerate(jobs):
-        # a learner's own seed (vdn.seed=1) is refused unless it equals seed=: then the seed
-        # decides whether the job runs (-m vdn.seed=1 seed=0,1: job 1 runs, job 0 cannot)
-        seeded = any(_key(o).endswith(".seed") for o in job)
-        pairings.setdefault(tuple(o for o in job if _pairs(o) or (seeded and _key(o) == "seed")),
-                            []).append(num)
-    failed: dict[str, list[tuple[list[int], str]]] = {}
-    for pairing, nums in pairings.items():
-        try:
-            job_cfg = loader.load_sweep_config(config, list(jobs[nums[0]]))
-            task = copy.deepcopy(job_cfg)
-            with open_dict(task):
-                del task["hydra"]
-            check_experiment(prepare(task, list(job_cfg.hydra.overrides.task), check=False,
-                                     hydra=job_cfg.hydra))
-        except Exception as err:  # noqa: BLE001 - what the job would fail with, one line
-            named = " ".join(o for o in pairing if o.split("=", 1)[0] in swept)
-            failed.setdefault(one_line(err), []).append((nums, named))
-    if not failed:
-        return
-
-    def jobs_of(groups: list[tuple[list[int], str]]) -> str:
-        if sum(len(n) for n, _ in groups) == len(jobs):
-            return f"all {len(jobs)} jobs of the sweep" if len(jobs) > 1 else "the sweep's job"
-        return ", ".join(f"job{'s' if len(n) > 1 else ''} {', '.join(map(str, n))}"
-                         + (f" ({named})" if named else "") for n, named in groups)
-
-    why = "; ".join(f"{jobs_of(groups)} cannot run: {text}" for text, groups in failed.items())
-    every = sum(len(n) for groups in failed.values() for n, _ in groups) == len(jobs)
-    raise CLIError(f"{why}; no job was started" + ("" if every else
-                                                   ": drop them from the sweep"))
-
-
-def _key(override: str) -> str:
-    """An override's dotted key (``+vdn.seed=1``: ``vdn.seed``)."""
-    return override.split("=", 1)[0].lstrip("+~")
-
-
-def _pairs(override: str) -> bool:
-    """Whether a job's ``key=value`` can change what :func:`check_sweep_jobs` checks."""
-    return _key(override).split(".")[0] not in NOT_PAIRING
 
 
 # ------------------------------------------------------------------------ the config
@@ -897,18 +754,8 @@ def config_flags(argv: Sequence[str]) -> list[str]:
     resume command without them composes the packaged config (refused as 'other settings',
     or an option of the other config dir not found). Empty when Hydra cannot parse ``argv``
     (it reports that itself)."""
-    # private, no public equivalent: Hydra's flag parser (as check_command_line uses it)
-    from hydra._internal.utils import get_args_parser
-
-    parser = get_args_parser()
-
-    def refuse(message: str) -> NoReturn:
-        raise _Unparsed(message)
-
-    parser.error = refuse  # type: ignore[method-assign]
-    try:
-        parsed = parser.parse_args(list(argv))
-    except _Unparsed:
+    parsed = _hydra_args(argv)
+    if parsed is None:
         return []
     flags = [word for attr, flag in _CONFIG_FLAGS if getattr(parsed, attr) is not None
              for word in (flag, getattr(parsed, attr))]
