@@ -537,8 +537,8 @@ def key_label(name: str) -> str:
 
 
 def _key_names(names: KeyNames | None) -> dict[str, tuple[str, ...]]:
-    """``names`` checked (kinds among the keys, lists of distinct strings) and escaped by
-    :func:`key_label`; a wrong one raises a one-line ``ValueError``."""
+    """``names`` checked (kinds among the keys, lists of distinct strings), as each id's key
+    segment (:func:`_kind_labels`); a wrong one raises a one-line ``ValueError``."""
     out: dict[str, tuple[str, ...]] = {}
     for kind, given in (names or {}).items():
         if kind not in KEY_NAMES:
@@ -551,19 +551,29 @@ def _key_names(names: KeyNames | None) -> dict[str, tuple[str, ...]]:
         if twice:
             raise ValueError(f"names[{kind!r}] repeats {twice}; each {kind} id needs its "
                              "own name")  # fmt: skip
-        out[kind] = tuple(map(key_label, given))
+        out[kind] = _kind_labels(kind, tuple(map(key_label, given)))
     return out
 
 
+def _kind_labels(kind: str, escaped: tuple[str, ...]) -> tuple[str, ...]:
+    """The key segment of each escaped name: ``<kind>_<name>``, or the name as it is when it
+    already starts with ``<kind>_`` (the agent ``agent_0`` logs ``adv/agent_0/...``, not
+    ``adv/agent_agent_0/...``); all prefixed when that would make two names share one
+    (``0`` and ``agent_0``)."""
+    pre = f"{kind}_"
+    labels = tuple(n if n.startswith(pre) else pre + n for n in escaped)
+    return labels if len(set(labels)) == len(labels) else tuple(pre + n for n in escaped)
+
+
 def _label(kind: str, i: int, names: dict[str, tuple[str, ...]]) -> str:
-    """``<kind>_<name>`` of id ``i`` (``<kind>_<i>`` when ``names`` has none for ``kind``)."""
+    """The key segment of id ``i`` (``<kind>_<i>`` when ``names`` has none for ``kind``)."""
     given = names.get(kind)
     if given is None:
         return f"{kind}_{i}"
     if not 0 <= i < len(given):
         raise ValueError(f"keys.{kind} holds id {i}, which names[{kind!r}] ({len(given)} "
                          f"names, ids 0..{len(given) - 1}) does not name")  # fmt: skip
-    return f"{kind}_{given[i]}"
+    return given[i]
 
 
 def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKeys | None = None,
@@ -584,8 +594,9 @@ def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKey
 
     ``names`` gives each agent / role id its name (``{"role": ["adversary", "agent"]}``: id i
     is ``names["role"][i]``): keys become ``adv/role_adversary/...``, the name escaped by
-    :func:`key_label`; a kind without names keeps its numbered keys, an id past its names
-    raises a one-line ``ValueError``."""
+    :func:`key_label`; a name that starts with its kind is not prefixed again (the agent
+    ``agent_0``: ``adv/agent_0/...``) unless two names would then share a key; a kind without
+    names keeps its numbered keys, an id past its names raises a one-line ``ValueError``."""
     labels = _key_names(names)
     r, a = values.reshape(-1).double(), advantages.reshape(-1).double()
     m = None if mask is None else mask.reshape(-1).bool()

@@ -80,8 +80,10 @@ def test_mappo_logs_its_roles_and_agents_by_name():
     vg = games.VectorGame(game, 4, seed=0, max_cycles=25, **learner.vector_game_kwargs)
     m = train(learner, vg, frames=4 * 25, progress=False).metrics[-1]
     kinds = {k.split("/")[1] for k in m if k.startswith("adv/")}
-    assert kinds == {"global", "role_adversary", "role_agent",
-                     *(f"agent_{a}" for a in spec.agent_ids)}
+    # the agent agent_0 logs adv/agent_0/..., not adv/agent_agent_0/... (marl27)
+    assert spec.agent_ids == ("adversary_0", "agent_0", "agent_1")
+    assert kinds == {"global", "role_adversary", "role_agent", "agent_adversary_0", "agent_0",
+                     "agent_1"}
     for role in ("adversary", "agent"):  # role-normalized: each role mean 0, std 1
         assert abs(m[f"adv/role_{role}/adv_mean"]) < 1e-4
         assert m[f"adv/role_{role}/adv_std"] == pytest.approx(1.0, abs=1e-3)
