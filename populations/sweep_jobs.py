@@ -7,10 +7,11 @@ the jobs before it had trained.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from populations.cli_common import one_line
 from populations.command_line import CLIError
+from populations.sweep_values import element_text
 from populations.train_overrides import prepare
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def check_sweep_jobs(config: DictConfig) -> None:
     loader = GlobalHydra.instance().config_loader()
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(
         [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task))
-    swept = {o.get_key_element() for o in parsed if o.is_sweep_override()}
+    swept = {o.get_key_element(): o for o in parsed if o.is_sweep_override()}
     jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
     pairings: dict[tuple[str, ...], list[int]] = {}
     for num, job in enumerate(jobs):
@@ -70,7 +71,8 @@ def check_sweep_jobs(config: DictConfig) -> None:
             check_experiment(prepare(task, list(job_cfg.hydra.overrides.task), check=False,
                                      hydra=job_cfg.hydra))
         except Exception as err:  # noqa: BLE001 - what the job would fail with, one line
-            named = " ".join(o for o in pairing if o.split("=", 1)[0] in swept)
+            named = " ".join(_as_typed(o, swept) for o in pairing
+                             if o.split("=", 1)[0] in swept)
             failed.setdefault(one_line(err), []).append((nums, named))
     if not failed:
         return
@@ -85,6 +87,19 @@ def check_sweep_jobs(config: DictConfig) -> None:
     every = sum(len(n) for groups in failed.values() for n, _ in groups) == len(jobs)
     raise CLIError(f"{why}; no job was started" + ("" if every else
                                                    ": drop them from the sweep"))
+
+
+def _as_typed(line: str, swept: dict[str, Any]) -> str:
+    """A job's ``key=value`` of a swept key (``swept``: key -> its override) as the command
+    line typed the value (``mappo.lr=1e-3``, where Hydra's job says ``mappo.lr=0.001``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        value = OverridesParser.create().parse_override(line).value()
+    except Exception:  # noqa: BLE001 - Hydra's own text, as the job names it
+        return line
+    found = element_text(swept[line.split("=", 1)[0]], value)
+    return line if found is None else f"{line.split('=', 1)[0]}={found}"
 
 
 def _key(override: str) -> str:

@@ -58,3 +58,16 @@ def test_the_sweep_command_names_it_before_any_folder(tmp_path, monkeypatch, cap
 def test_good_sweeps_pass():
     check_command_line(["-m", "frames=10000,20000", "mappo.lr=1e-3,3e-4"])
     check_command_line(["-m", "frames=range(1000,3000,1000)"])
+
+
+def test_jobs_that_cannot_run_are_named_as_typed(tmp_path, monkeypatch, capsys):
+    """Before: ``job 2 (algo=maddpg mappo.lr=0.001), job 3 (algo=maddpg mappo.lr=0.0003)``."""
+    sweep = tmp_path / "sweep"
+    with pytest.raises(SystemExit):
+        _train(["-m", "algo=mappo,maddpg", "mappo.lr=1e-3,3e-4",
+                "game.name=openspiel/dots_and_boxes", f"hydra.sweep.dir={sweep}"], monkeypatch,
+               tmp_path)
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("selfplay-train: job 2 (algo=maddpg mappo.lr=1e-3), job 3 "
+                          "(algo=maddpg mappo.lr=3e-4) cannot run: algo=maddpg cannot play "), err
+    assert not sweep.exists()
