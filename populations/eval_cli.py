@@ -119,8 +119,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     from populations.db import LeagueDB
     from populations.evaluation import seats_mismatch
     from populations.experiment import league_table
-    from populations.runners import LocalRunner, make_runner
-    from populations.single_eval import CountingRunner
+    from populations.runners import make_runner
     from populations.store import PolicyStore
 
     # bad --exploit-* values fail first (no --game: once the files name the game)
@@ -195,10 +194,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
             _alone(db, run_id, spec, args, kwargs, snaps)
         else:
             runner = make_runner(args.runner)
-            if type(runner) is LocalRunner:  # its play, keeping what it loaded: LLM moves
-                runner = CountingRunner()  # counted (_print_legal_rates); nothing to close
             try:
-                _round_robin(db, run_id, runner, spec, args, kwargs, snaps)
+                played = _round_robin(db, run_id, runner, spec, args, kwargs, snaps)
             finally:
                 runner.close()
             table = league_table(db, run_id) if len(snaps) > 1 else []  # one: no matches
@@ -206,7 +203,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
                 print(f"{row['member']:>24}  elo {row['elo']:>6}  mu {row['mu']:>5} ± "
                       f"{row['sigma']:<4}  pairs {row['pairs']}")
             _print_pairs(db, run_id, snaps, [row["member"] for row in table], args.pairs)
-            _print_legal_rates(runner, snaps, policies)
+            _print_legal_rates(played, snaps, policies)
         if exploit is not None:
             _exploit(db, run_id, args, kwargs, snaps, policies, exploit)
     except BaseException as err:  # Ctrl-C too
@@ -524,13 +521,15 @@ printed 780 lines, 400 would print 79,800."""
 
 
 def _round_robin(db: Any, run_id: int, runner: Any, spec: Any, args: argparse.Namespace,
-                 kwargs: dict[str, Any], snaps: Sequence[Any]) -> None:
+                 kwargs: dict[str, Any], snaps: Sequence[Any]) -> Any:
     """:func:`populations.evaluation.round_robin` of ``snaps`` with a bar of pairs (and
     pairs/s) on stderr where it is a terminal, as ``python -m populations.league`` shows its
     bars: the pairs are played a few at a time (one in process; two per worker on Ray, which
     plays a call's jobs at once), each with the seed the one call gives it (``--seed`` plus
     7,919 per pairing, in the order of the files) under the same key, so the records are
-    the same. A round robin over hundreds of files runs for minutes: it said nothing."""
+    the same. A round robin over hundreds of files runs for minutes: it said nothing.
+    Returns what :func:`populations.evaluation.evaluate_pairs` played (``PairsPlayed``: the
+    LLM policies' moves, counted where they were played, in this process or a Ray worker)."""
     from tqdm import tqdm
 
     from populations.evaluation import evaluate_pairs, recompute
@@ -540,9 +539,11 @@ def _round_robin(db: Any, run_id: int, runner: Any, spec: Any, args: argparse.Na
     with tqdm(total=len(pairs), desc="selfplay-eval round robin", unit="pair", leave=False,
               disable=not (pairs and sys.stderr.isatty()), dynamic_ncols=True,
               file=sys.stderr, smoothing=0) as bar:  # the overall rate, as every other bar
-        evaluate_pairs(db, run_id, runner, spec, args.game, kwargs, pairs, args.episodes,
-                       args.seed, "rr", batch=size, tick=lambda done: bar.update(done - bar.n))
+        played = evaluate_pairs(db, run_id, runner, spec, args.game, kwargs, pairs,
+                                args.episodes, args.seed, "rr", batch=size,
+                                tick=lambda done: bar.update(done - bar.n))
     recompute(db, run_id, step=0)
+    return played
 
 
 def _print_pairs(db: Any, run_id: int, snaps: Sequence[Any], table: Sequence[str],
@@ -639,30 +640,24 @@ def _exploit(db: Any, run_id: int, args: argparse.Namespace, kwargs: dict[str, A
               f"(95% {res.interval}; {cfg.algo}, {cfg.frames} frames per response)")
 
 
-def _print_legal_rates(runner: Any, snaps: Sequence[Any], policies: dict[str, Any]) -> None:
-    """Each LLM policy's legal rate over its moves in the round robin, and one warning line
-    for each below ``LOW_LEGAL_RATE`` (its rating measures its fallback moves); with
-    ``--runner ray`` the moves are played in the workers: a note says where to count them."""
-    from populations.single_eval import LOW_LEGAL_RATE, legal_stats, low_legal_warning
+def _print_legal_rates(played: Any, snaps: Sequence[Any], policies: dict[str, Any]) -> None:
+    """Each LLM policy's legal rate over its moves in the round robin (``played``: the
+    ``PairsPlayed`` of :func:`_round_robin`, whose moves come back from Ray workers too), and
+    one warning line for each below ``LOW_LEGAL_RATE`` (its rating measures its fallback
+    moves)."""
+    from populations.single_eval import LOW_LEGAL_RATE, low_legal_warning
 
-    llm = [(s, policies[s.member]) for s in snaps
-           if legal_stats(policies[s.member]) is not None]
-    if not llm:
-        return
-    played = getattr(runner, "policies", None)
-    if played is None:
-        print("selfplay-eval: note: the legal rates of LLM policies are counted with --runner "
-              "local (their moves were played in Ray workers)", file=sys.stderr)
-        return
-    for snap, pol in llm:
-        moves = legal_stats(played[snap.path]) if snap.path in played else None
-        if moves is None or moves.rate is None:
+    for snap in snaps:
+        rate = played.legal_rate(snap.id)  # None: it counts no moves (a classic learner)
+        if rate is None:
             continue
-        print(f"{snap.member:>24}  legal rate {moves.rate:.3f} over {moves.decisions} moves "
+        moves = played.moves[snap.id][0]
+        print(f"{snap.member:>24}  legal rate {rate:.3f} over {moves} moves "
               "(the rest its fallback's)")
-        if moves.rate < LOW_LEGAL_RATE:
+        if rate < LOW_LEGAL_RATE:
             print("selfplay-eval: warning: " + low_legal_warning(
-                snap.member, moves.rate, moves.decisions, "its rating", pol), file=sys.stderr)
+                snap.member, rate, moves, "its rating", policies[snap.member]),
+                file=sys.stderr)
 
 
 def _alone(db: Any, run_id: int, spec: Any, args: argparse.Namespace,
