@@ -70,6 +70,12 @@ class VecStep:
             graph's: a stepped game whose graph breaks either is refused in one line.
         episode_return: ``[B]`` return of the episode that just ended (valid where ``done``).
         episode_length: ``[B]`` int64 steps of the episode that just ended.
+        info: ``{b: info}`` for each copy ``b`` whose episode ended at this step (``done``):
+            what the game reported with the episode's last transition (a stepped game's
+            ``TimeStep.info``: ``{"success": ...}`` of a tool task, ``{"agents": {agent:
+            {...}}}`` of a PettingZoo game; a VMAS batch's ``{"agents": {agent: {key:
+            value}}}``, read from its device when first looked at). Empty on a step where
+            no episode ended; :func:`episode_success` reads a success flag from one.
     """
 
     obs: dict[str, np.ndarray]
@@ -89,7 +95,24 @@ class VecStep:
     agent_node: dict[str, int] | None = None
     text: dict[str, list[str]] | None = None
     legal_text: dict[str, list[list[str]]] | None = None
-    info: dict[str, Any] = field(default_factory=dict)
+    info: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+
+
+SUCCESS_KEYS = ("success", "is_success")  # what a game's info may call a finished task's flag
+
+
+def episode_success(info: Mapping[str, Any]) -> bool | None:
+    """Whether an episode succeeded, from the info of its last transition (``VecStep.info[b]``):
+    its own ``success`` (``is_success``) entry, a tool task's or a user's game's; else, where
+    agents report one in ``info["agents"]`` (PettingZoo, VMAS), whether every agent that does
+    says so. None where nothing says (most games: mpe2, the VMAS scenarios)."""
+    for key in SUCCESS_KEYS:
+        if key in info:
+            return bool(info[key])
+    agents = info.get("agents")
+    flags = [bool(own[k]) for own in agents.values() if isinstance(own, Mapping)
+             for k in SUCCESS_KEYS if k in own] if isinstance(agents, Mapping) else []
+    return all(flags) if flags else None
 
 
 NATIVE_MAX_COPIES = 16_384  # a natively batched game plays at most this many episodes at once
@@ -202,6 +225,7 @@ class VectorGame:
         final_obs: dict[str, np.ndarray] = {}
         final_state = None
         final_graph: list[np.ndarray | None] = [None] * self.num_envs
+        ended: dict[int, Mapping[str, Any]] = {}  # copy -> its episode's last info
         for b, (g, prev) in enumerate(zip(self.games, self._last, strict=True)):
             try:
                 ts = g.step({a: actions[a][b] for a in prev.acting})
@@ -212,6 +236,7 @@ class VectorGame:
             self._len[b] += 1
             if ts.done:
                 done[b] = True
+                ended[b] = ts.info
                 final_obs, final_state = self._record_final(b, g, final_obs, final_state)
                 if self.with_graphs:
                     final_graph[b] = self._graph_nodes(g)
@@ -226,6 +251,7 @@ class VectorGame:
         resets = {int(b): self.games[b].reset(None) for b in np.flatnonzero(done)}
         self._last = [resets.get(b, ts) for b, ts in enumerate(out)]
         vs = self._collect(self._last, done, final_obs, final_state, transitions=out)
+        vs.info = ended
         if self.with_graphs:
             vs.final_graph = np.stack(
                 [f if f is not None else vs.graph[b] for b, f in enumerate(final_graph)]

@@ -514,12 +514,13 @@ class _Sim:
             _restore_others(slots, fresh, ~keep, self.where)
         return True
 
-    def step(self, actions: Sequence[torch.Tensor]
-             ) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
-        """(observations ``[B, O]``, rewards ``[B]`` per agent, terminated ``[B]`` bool)."""
+    def step(self, actions: Sequence[torch.Tensor]) -> tuple[
+            list[torch.Tensor], list[torch.Tensor], torch.Tensor, list[dict[str, Any]]]:
+        """(observations ``[B, O]``, rewards ``[B]`` per agent, terminated ``[B]`` bool, the
+        scenario's info per agent: ``{key: [B, ...] tensor}``, VMAS's own)."""
         with self.rng():
             try:
-                obs, rew, term, _, _ = self.env.step(list(actions))
+                obs, rew, term, _, info = self.env.step(list(actions))
             except (AssertionError, RuntimeError, MemoryError) as err:  # checked before moving
                 if _out_of_memory(err):
                     raise GameError(_memory_line(self.where, self.num_envs, self.device,
@@ -527,7 +528,8 @@ class _Sim:
                 msg = str(err).splitlines()[0] if str(err) else type(err).__name__
                 raise GameError(f"{self.where}: bad actions: {msg}") from None
         # some scenarios (wheel) give [B, 1] rewards
-        return self._flat(obs), [r.reshape(self.num_envs).float() for r in rew], term.bool()
+        return (self._flat(obs), [r.reshape(self.num_envs).float() for r in rew], term.bool(),
+                list(info) if isinstance(info, Sequence) else [])
 
     def _flat(self, obs: Sequence[Any]) -> list[torch.Tensor]:
         if not all(isinstance(o, torch.Tensor) for o in obs):
@@ -587,6 +589,7 @@ class VmasGame(Game):
         # A fixed seed, not OS entropy: a scenario that fails for some draws fails every
         # time or never, and an unseeded copy replays; reset(seed=...) reseeds it.
         self._sim = _Sim(scenario, 1, device, self.continuous, kwargs, seed=0)
+        self._first = torch.zeros(1, dtype=torch.long, device=self._sim.device)  # copy 0's info
         env = self._sim.env
         ids = [a.name for a in self._sim.agents]
         where = f"vmas/{scenario}"
@@ -654,7 +657,7 @@ class VmasGame(Game):
         self._live = self.spec.agent_ids
 
     def _step(self, actions: dict[str, Any]) -> Transition:
-        obs, rew, term = self._sim.step(self._actions(actions, 1))
+        obs, rew, term, info = self._sim.step(self._actions(actions, 1))
         self._take(obs)
         self._t += 1
         ended = bool(term[0])
@@ -663,7 +666,9 @@ class VmasGame(Game):
         if ended or cut:
             self._live = ()
         return Transition(rewards={a: float(r[0]) for a, r in zip(ids, rew, strict=True)},
-                          terminated={a: ended for a in ids}, truncated={a: cut for a in ids})
+                          terminated={a: ended for a in ids}, truncated={a: cut for a in ids},
+                          info=EndedInfo(ids, self._first, info, 1)[0] if ended or cut
+                          else {})  # fmt: skip
 
     def _take(self, obs: list[torch.Tensor]) -> None:
         self._obs = {a: o[0].cpu().numpy() for a, o in zip(self.spec.agent_ids, obs, strict=True)}
@@ -701,6 +706,53 @@ class VmasGame(Game):
             nodes[me, 5] = 1.0
         return EntityGraph(nodes=nodes, edge_index=full_edges(len(nodes)),
                            node_type=self._types.copy(), agent_node=agent_node)
+
+
+class EndedInfo(Mapping[int, Mapping[str, Any]]):
+    """``{b: {"agents": {agent: {key: value}}}}``: the scenario's info of each copy ``b`` in
+    ``idx`` (``[k]`` int64, the copies whose episode ended), as :class:`VecStep.info` holds it.
+    The ``[B, ...]`` tensors are sliced on the device when made (no host sync: a reset or the
+    next step cannot change them) and read to the host on first look, all copies at once,
+    so a step whose info nobody reads (training) pays k-row slices only."""
+
+    def __init__(self, ids: Sequence[str], idx: torch.Tensor, info: Sequence[Mapping[str, Any]],
+                 num_envs: int) -> None:
+        self._ids, self._idx, self._host = tuple(ids), idx, None
+        # per agent, key -> (its k rows, True) or (a value shared by every copy, False)
+        self._rows = [{k: (v.index_select(0, idx), True) if _per_copy(v, num_envs) else (v, False)
+                       for k, v in own.items()} for own in info]  # fmt: skip
+
+    def _read(self) -> dict[int, dict[str, Any]]:
+        if self._host is None:
+            rows = [{k: (_plain(v), rowed) for k, (v, rowed) in own.items()}
+                    for own in self._rows]
+            self._host = {b: {"agents": {a: {k: v[i] if rowed else v
+                                             for k, (v, rowed) in own.items()}
+                                         for a, own in zip(self._ids, rows, strict=False)}}
+                          for i, b in enumerate(self._idx.tolist())}  # fmt: skip
+        return self._host
+
+    def __getitem__(self, b: int) -> Mapping[str, Any]:
+        return self._read()[b]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._idx)  # its shape: no host sync
+
+    def __reduce__(self) -> tuple:
+        return dict, (self._read(),)  # pickled (a Ray worker's VecStep) as a plain host dict
+
+
+def _plain(value: Any) -> Any:
+    """A tensor as Python numbers (lists of them), anything else as it is."""
+    return value.cpu().tolist() if isinstance(value, torch.Tensor) else value
+
+
+def _per_copy(value: Any, num_envs: int) -> bool:
+    """Whether an info ``value`` holds one row per copy (``[B, ...]``)."""
+    return isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape[0] == num_envs
 
 
 class VmasBatch:
@@ -756,19 +808,22 @@ class VmasBatch:
         missing = [a for a in self._ids if a not in actions]
         if missing:
             raise GameError(f"missing actions for agents {missing}")
-        obs, rew, term = self.sim.step(self.game._actions(actions, self.num_envs))
+        obs, rew, term, info = self.sim.step(self.game._actions(actions, self.num_envs))
         self._len += 1
         trunc = ~term & (self._len >= self.spec.max_steps)
         done = term | trunc
         self._ret += torch.stack(rew)
         self._obs = obs
-        final = None
+        final, ended = None, None
         if bool(done.any()):  # one host sync per step: resetting is a Python loop in VMAS
             final = (obs, self._state(obs) if self.with_state else None,
                      self.sim.graph_nodes(self._static) if self.with_graphs else None)
             idx = done.nonzero().squeeze(1)
+            ended = EndedInfo(self._ids, idx, info, self.num_envs)  # before the reset
             self._obs = self.sim.reset() if len(idx) == self.num_envs else self.sim.reset_at(idx)
         vs = self._vecstep(rew, term, trunc, done, final)
+        if ended is not None:
+            vs.info = ended
         self._ret.masked_fill_(done, 0.0)  # not `_ret[:, done] = 0`: a boolean index is a
         self._len.masked_fill_(done, 0)  # nonzero, which waits for the GPU every step
         return vs

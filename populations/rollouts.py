@@ -188,10 +188,15 @@ def stack_steps(steps: Sequence[VecStep]) -> VecStep:
             return {k: cat([v[k] for v in values]) for k in first}
         return first
 
-    out = {}
+    out: dict[str, Any] = {}
     for f in dataclasses.fields(VecStep):
-        values = [getattr(s, f.name) for s in steps]
-        out[f.name] = values[0] if f.name in ("agent_node", "info") else cat(values)
+        if f.name != "info":
+            values = [getattr(s, f.name) for s in steps]
+            out[f.name] = values[0] if f.name == "agent_node" else cat(values)
+    out["info"], first = {}, 0  # {copy: its ended episode's info}: copies renumbered
+    for s in steps:
+        out["info"].update({first + b: info for b, info in s.info.items()})
+        first += len(s.done)
     return VecStep(**out)
 
 
