@@ -664,9 +664,11 @@ def _alone(db: Any, run_id: int, spec: Any, args: argparse.Namespace,
            kwargs: dict[str, Any], snaps: Sequence[Any]) -> None:
     """A game of one team: each file plays ``--episodes`` episodes alone (seed ``--seed``
     plus 7,919 per file, in their order), in this process; printed as its mean team return
-    ± the 95 % half-width (Student's t) and, for an LLM policy, its legal rate; recorded as
-    matches ``alone/<snapshot id>/e00000``... and metrics ``alone/<name>/return``,
-    ``.../return_ci95`` and ``.../legal_rate`` at step 0."""
+    ± the 95 % half-width (Student's t), its success rate where the game reports whether an
+    episode succeeded (a tool task; :func:`games.vector.episode_success`: nothing for one
+    that does not say) and, for an LLM policy, its legal rate; recorded as matches
+    ``alone/<snapshot id>/e00000``... and metrics ``alone/<name>/return``,
+    ``.../return_ci95``, ``.../success_rate`` and ``.../legal_rate`` at step 0."""
     from populations.db import MatchRow
     from populations.single_eval import LOW_LEGAL_RATE, evaluate_alone, low_legal_warning
 
@@ -689,12 +691,20 @@ def _alone(db: Any, run_id: int, spec: Any, args: argparse.Namespace,
         ci = "± n/a (one episode)" if ev.ci95 is None else f"± {ev.ci95:.3f}"
         if ev.ci95 is not None:
             metrics[f"alone/{snap.member}/return_ci95"] = ev.ci95
+        said = [bool(s) for s in res.successes if s is not None]  # episodes the game told
+        success = ""
+        if said:
+            rate = sum(said) / len(said)
+            metrics[f"alone/{snap.member}/success_rate"] = rate
+            of = "" if len(said) == len(res.successes) else f" of {len(res.successes)}"
+            plural = "s" if len(res.successes) != 1 else ""
+            success = f"  success rate {rate:.3f} over {len(said)}{of} episode{plural}"
         legal = ""
         if ev.legal_rate is not None:
             metrics[f"alone/{snap.member}/legal_rate"] = ev.legal_rate
             legal = f"  legal rate {ev.legal_rate:.3f} over {res.moves.decisions} moves"
         db.log_metrics(run_id, 0, metrics)
-        print(f"{snap.member:>24}  return {ev.mean:+.3f} {ci}{legal}")
+        print(f"{snap.member:>24}  return {ev.mean:+.3f} {ci}{success}{legal}")
         if ev.legal_rate is not None and ev.legal_rate < LOW_LEGAL_RATE:
             print("selfplay-eval: warning: " + low_legal_warning(
                 snap.member, ev.legal_rate, res.moves.decisions, "its return",

@@ -45,7 +45,7 @@ import torch
 import games
 import llm_agents.learner  # noqa: F401 - registers the llm policy kind (load_policy, Ray workers)
 from games.registry import IMPORTS_ENV
-from games.vector import episode_copies
+from games.vector import episode_copies, episode_success
 from marl.core import Policy, derive_seed, load_policy
 from marl.train import RandomPolicy, check_episode_lengths
 from populations.approx_exploit import evaluated_greedy, policy_vector_kwargs
@@ -79,13 +79,16 @@ class MatchResult:
     copies stepped together ``steps`` times to play them; ``moves[path]``: for each policy
     file whose policy counts its moves (an LLM team's, ``legal_stats()``), the moves it chose
     in this job and how many of them were its fallback's (output naming no legal action),
-    counted where the job ran (a Ray worker's come back with the result)."""
+    counted where the job ran (a Ray worker's come back with the result); ``successes[e]``:
+    whether episode ``e`` succeeded, as the game reported at its end
+    (:func:`games.vector.episode_success`; None where it reported nothing)."""
 
     key: str
     returns: list[dict[str, float]]
     copies: int = 0
     steps: int = 0
     moves: dict[str, tuple[int, int]] = field(default_factory=dict)
+    successes: list[bool | None] = field(default_factory=list)
 
 
 class GameCache:
@@ -188,6 +191,7 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None,
         vg = games.VectorGame(job.game, copies, seed=job.seed, **flags, **job.game_kwargs)
     vs = vg.reset()
     out: list[dict[str, float]] = []
+    successes: list[bool | None] = []
     steps = 0
     t = np.zeros(copies, np.int64)  # [B] steps of each copy's running episode
     while len(out) < job.episodes:
@@ -199,12 +203,14 @@ def _play_job(job: MatchJob, cache: dict[str, Policy] | None,
         t[_host(vs.done)] = 0
         for b in np.flatnonzero(vs.done):
             out.append({a: float(vs.episode_return[a][b]) for a in spec.agent_ids})
+            successes.append(episode_success(vs.info.get(int(b), {})))
     if vg.native is not None or game_cache is None or \
             not game_cache.keeps(job.game, job.game_kwargs):  # kept copies stay open
         vg.close()
     moves = {p: q.legal_stats() - before[p] for p, q in counted.items()}
     return MatchResult(job.key, out[: job.episodes], copies, steps,
-                       {p: (int(m.decisions), int(m.invalid)) for p, m in moves.items()})
+                       {p: (int(m.decisions), int(m.invalid)) for p, m in moves.items()},
+                       successes[: job.episodes])
 
 
 class NonFiniteMatchError(games.GameError):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -253,12 +253,14 @@ def _rounded(x: float | None) -> float | None:
 class AloneResult:
     """A policy file played alone on every seat of a game (a cooperative game's one team):
     each episode's team return (the mean over the seats), their mean as an
-    :class:`Evaluation` (with the LLM team's legal rate), and the moves counted
-    (``llm_agents.policy.LegalStats``; None for a policy that cannot play an illegal one)."""
+    :class:`Evaluation` (with the LLM team's legal rate), the moves counted
+    (``llm_agents.policy.LegalStats``; None for a policy that cannot play an illegal one) and
+    each episode's success as the game reported it (``MatchResult.successes``)."""
 
     returns: list[dict[str, float]]
     evaluation: Evaluation
     moves: Any | None
+    successes: list[bool | None] = field(default_factory=list)
 
 
 def evaluate_alone(path: str, game: str, game_kwargs: dict[str, Any], episodes: int,
@@ -280,7 +282,7 @@ def evaluate_alone(path: str, game: str, game_kwargs: dict[str, Any], episodes: 
     team = [float(np.mean([r[a] for a in spec.agent_ids])) for r in result.returns]
     evaluation = Evaluation(float(np.mean(team)), ci95(team), len(team),
                             None if moves is None else moves.rate)
-    return AloneResult(result.returns, evaluation, moves)
+    return AloneResult(result.returns, evaluation, moves, result.successes)
 
 
 class CountingRunner(LocalRunner):
