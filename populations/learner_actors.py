@@ -227,6 +227,7 @@ class LearnerPool:
         self._queue: list[LearnerJob] = []
         self._running: dict[Any, tuple[LearnerJob, int, int]] = {}  # ref -> (job, slot, tries)
         self._since: dict[Any, float] = {}  # ref -> when its job was sent (time.monotonic)
+        self._took: dict[str, float] = {}  # member -> seconds its last finished job took
         self.progress_every_s = progress_every_s
         self._last_line = time.monotonic()  # the last progress line, or result returned
         log.info("%d learner actors (%.2g GPUs each) for %d members", num_actors, num_gpus,
@@ -279,7 +280,7 @@ class LearnerPool:
                 continue
             (ref,) = ready
             job, slot, tries = self._running.pop(ref)
-            self._since.pop(ref, None)
+            since = self._since.pop(ref, None)
             self._last_line = time.monotonic()  # the caller logs what finished
             try:
                 result = self._ray.get(ref)
@@ -303,18 +304,27 @@ class LearnerPool:
                 self._idle.insert(0, slot)
                 self._dispatch(retry=(job, tries + 1))
                 continue
+            if since is not None:  # the next generation's estimate in progress_line
+                self._took[job.name] = time.monotonic() - since
             self._idle.append(slot)
             self._dispatch()
             return result
 
     def progress_line(self) -> str:
-        """``learner actors: training main (generation 3, 95s), exploiter (generation 3,
-        95s); queued: llm (generation 3)``: the jobs running, each with the seconds since it
-        was sent to its actor, and those waiting for a free actor."""
+        """``learner actors: training main (generation 3, 95s, about 25s left), exploiter
+        (generation 3, 95s); queued: llm (generation 3)``: the jobs running, each with the
+        seconds since it was sent to its actor and, once the member has finished a job, the
+        time left if this generation takes as long as its last (or, past that, how long the
+        last took), and those waiting for a free actor."""
         now = time.monotonic()
-        running = ", ".join(f"{job.name} (generation {job.plan.generation}, "
-                            f"{now - self._since[ref]:.0f}s)"
-                            for ref, (job, _, _) in self._running.items())
+
+        def running_job(ref: Any, job: LearnerJob) -> str:
+            spent, took = now - self._since[ref], self._took.get(job.name)
+            eta = ("" if took is None else f", about {took - spent:.0f}s left" if spent < took
+                   else f"; its last took {took:.0f}s")
+            return f"{job.name} (generation {job.plan.generation}, {spent:.0f}s{eta})"
+
+        running = ", ".join(running_job(ref, job) for ref, (job, _, _) in self._running.items())
         queued = ", ".join(f"{job.name} (generation {job.plan.generation})"
                            for job in self._queue)
         return f"learner actors: training {running or 'nothing'}" + (

@@ -70,9 +70,9 @@ class _OpenOnLine(logging.Handler):
             self.gate.write_text("open")
 
 
-def _job(name: str) -> LearnerJob:
+def _job(name: str, generation: int = 3) -> LearnerJob:
     plan = TrainPlan(game="openspiel/kuhn_poker", game_kwargs={}, num_envs=1, frames=1,
-                     seed=0, generation=3, team_of=(0, 1))
+                     seed=0, generation=generation, team_of=(0, 1))
     return LearnerJob(name, plan, OpponentDraw((), (), 0.0, 0), state_bytes({}))
 
 
@@ -96,6 +96,10 @@ def test_a_line_names_the_members_training_and_queued(ray_local, tmp_path, monke
             pool.submit(_job(m.name))
         first = pool.wait()
         second = pool.wait()
+        gate.unlink()  # main's next generation: its line estimates from the last one
+        seen = len(handler.lines)
+        pool.submit(_job("main", generation=4))
+        third = pool.wait()
     finally:
         pool.close()
         logger.removeHandler(handler)
@@ -105,4 +109,7 @@ def test_a_line_names_the_members_training_and_queued(ray_local, tmp_path, monke
     assert (second.name, second.frames) == ("exploiter", 7), second
     assert re.fullmatch(r"learner actors: training main \(generation 3, \d+s\); queued: "
                         r"exploiter \(generation 3\)", handler.lines[0]), handler.lines
+    assert third.frames == 7, third
+    assert re.fullmatch(r"learner actors: training main \(generation 4, \d+s(, about \d+s left|; "
+                        r"its last took \d+s)\)", handler.lines[seen]), handler.lines
 
