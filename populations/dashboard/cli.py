@@ -14,7 +14,11 @@ import argparse
 import errno
 import logging
 import math
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import uvicorn
 
@@ -84,7 +88,7 @@ def _export(data: DashboardData, out: str) -> int:
     return 0 if runs or not errors else 1
 
 
-def main(argv: list[str] | None = None) -> int:
+def _main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     data = DashboardData(args.paths, args.refresh, args.max_points)
@@ -107,10 +111,46 @@ def main(argv: list[str] | None = None) -> int:
     hosts = trusted_hosts(args.host)
     app = create_app(args.paths, args.refresh, allowed_hosts=hosts, max_points=args.max_points)
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"league dashboard on http://{shown}:{port}/ (Ctrl-C stops it)", flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    server.run(sockets=[sock])
+    with _ctrl_c_stops(server) as pressed:
+        print(f"league dashboard on http://{shown}:{port}/ (Ctrl-C stops it)", flush=True)
+        server.run(sockets=[sock])
+    if pressed:
+        raise KeyboardInterrupt
     return 0
+
+
+@contextmanager
+def _ctrl_c_stops(server: uvicorn.Server) -> Iterator[list[int]]:
+    """Ctrl-C asks ``server`` to stop instead of raising KeyboardInterrupt inside asyncio: uvicorn
+    re-raises the signal it caught once it has shut down (two tracebacks, CancelledError and
+    KeyboardInterrupt), and one pressed while it starts broke the event loop's setup. The list
+    yielded holds the signal once it came; a second Ctrl-C raises (a shutdown that hangs)."""
+    pressed: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        if pressed:
+            raise KeyboardInterrupt
+        pressed.append(signum)
+        server.should_exit = True
+
+    if threading.current_thread() is not threading.main_thread():  # signals: main thread only
+        yield pressed
+        return
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Ctrl-C stops the command in one line, status 130 as a shell's (no traceback)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("selfplay-dashboard: stopped (Ctrl-C)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
