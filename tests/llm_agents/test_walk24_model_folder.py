@@ -168,9 +168,9 @@ def test_a_good_folder_still_loads_in_the_python_api(tmp_path, kuhn_tok):
 # --------------------------------------------------------------------------- resume
 def _stopped_after_a_checkpoint(argv, monkeypatch, tmp_path):
     """Train ``argv`` until its first checkpoint is written, then Ctrl-C (exit 130)."""
-    import populations.experiment as experiment
+    import populations.single_run as single_run
 
-    real, calls = experiment.save_checkpoint, []
+    real, calls = single_run.save_checkpoint, []
 
     def save(folder, step, state, keep=3, **kw):
         calls.append(step)
@@ -178,11 +178,11 @@ def _stopped_after_a_checkpoint(argv, monkeypatch, tmp_path):
         if len(calls) == 1:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(experiment, "save_checkpoint", save)
+    monkeypatch.setattr(single_run, "save_checkpoint", save)
     with pytest.raises(SystemExit) as stop:
         _train(argv, monkeypatch, tmp_path)
     assert stop.value.code == 130
-    monkeypatch.setattr(experiment, "save_checkpoint", real)
+    monkeypatch.setattr(single_run, "save_checkpoint", real)
 
 
 def _permuted_vocab(folder: Path) -> None:

@@ -112,7 +112,7 @@ def test_a_failed_single_run_gives_the_learner_its_own_observe_back(tmp_path, mo
     tensors until the cyclic GC, in a notebook that catches the error)."""
     import pytest
 
-    from populations import experiment
+    from populations import experiment, single_run
 
     seen = []
 
@@ -120,7 +120,7 @@ def test_a_failed_single_run_gives_the_learner_its_own_observe_back(tmp_path, mo
         seen.append(learner)
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(experiment, "train", failing_train)
+    monkeypatch.setattr(single_run, "train", failing_train)
     cfg = experiment.ExperimentConfig(game=experiment.GameConfig(name="openspiel/kuhn_poker"),
                                       frames=64, num_envs=4, progress=False)
     with pytest.raises(RuntimeError, match="boom"):

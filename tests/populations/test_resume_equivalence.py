@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 
-import populations.experiment as experiment
+import populations.single_run as single_run
 from marl import registry
 from marl.core import load_policy
 from populations.checkpoint import read_checkpoint, save_checkpoint
@@ -64,15 +64,15 @@ def test_a_run_killed_in_its_evaluation_resumes_to_the_uninterrupted_matches(
     other opponent moves (8 of 16 kuhn matches differed)."""
     run = _with("frames=16", "eval_episodes=16")  # one update, then the evaluation
     run_experiment(_exp(*run), tmp_path / "ref")
-    real = experiment._evaluate_single
+    real = single_run._evaluate_single
 
     def killed(*args, **kw):
         raise _Killed
 
-    monkeypatch.setattr(experiment, "_evaluate_single", killed)
+    monkeypatch.setattr(single_run, "_evaluate_single", killed)
     with pytest.raises(_Killed):
         run_experiment(_exp(*run), tmp_path / "run")
-    monkeypatch.setattr(experiment, "_evaluate_single", real)
+    monkeypatch.setattr(single_run, "_evaluate_single", real)
     run_experiment(_exp(*run, "resume=true"), tmp_path / "run")
     snaps = "SELECT version, sha256 FROM snapshots"
     assert _rows(tmp_path / "run", snaps) == _rows(tmp_path / "ref", snaps)
@@ -88,22 +88,22 @@ def test_a_resume_plays_new_games_and_opponent_moves_from_its_checkpoint(
     checkpoint's step, the same for every resume from that checkpoint. The episode-return
     chart's window of 50 episodes goes on over the episodes before the resume (it restarted
     empty: the first rows after a resume averaged the resumed part's episodes only)."""
-    seen, real = [], experiment.train
+    seen, real = [], single_run.train
 
     def train(learner, vg, frames, opponents=None, **kw):
         seen.append((vg.seed, {a: p.rng.bit_generator.state["state"]["state"]
                                for a, p in opponents.items()}))
         return real(learner, vg, frames, opponents=opponents, **kw)
 
-    monkeypatch.setattr(experiment, "train", train)
+    monkeypatch.setattr(single_run, "train", train)
     _kill_after_first_checkpoint(monkeypatch, at_call=2)  # checkpoint at 16, killed at 32
     with pytest.raises(Exception, match="killed at step 32"):
         run_experiment(_exp(*CHEAP), tmp_path)
-    monkeypatch.setattr(experiment, "save_checkpoint", save_checkpoint)
+    monkeypatch.setattr(single_run, "save_checkpoint", save_checkpoint)
     _kill_after_first_checkpoint(monkeypatch, at_call=1)  # resumed, killed at 32 again
     with pytest.raises(Exception, match="killed at step 32"):
         run_experiment(_exp(*CHEAP, "resume=true"), tmp_path)
-    monkeypatch.setattr(experiment, "save_checkpoint", save_checkpoint)
+    monkeypatch.setattr(single_run, "save_checkpoint", save_checkpoint)
     run_experiment(_exp(*CHEAP, "resume=true"), tmp_path)  # to the end, a checkpoint a step
     (start_seed, start_opp), (seed1, opp1), (seed2, opp2) = seen
     assert seed1 != start_seed and set(opp1.values()).isdisjoint(start_opp.values())

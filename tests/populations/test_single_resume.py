@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
 import populations.cli  # noqa: F401  (registers the schema)
-import populations.experiment as experiment
+import populations.single_run as single_run
 from marl.core import CheckpointError
 from populations.checkpoint import load_latest, save_checkpoint
 from populations.experiment import ExperimentConfig, run_experiment
@@ -47,7 +47,7 @@ class _Killed(Exception):
 def _kill_after_first_checkpoint(monkeypatch, at_call=3):
     """Checkpoint once (the first update), then go on without checkpoints and die at the
     ``at_call``-th one: the run has logged metrics past its checkpoint."""
-    real, calls = experiment.save_checkpoint, []
+    real, calls = single_run.save_checkpoint, []
 
     def save(folder, step, state, keep=3, **kw):
         calls.append(step)
@@ -56,7 +56,7 @@ def _kill_after_first_checkpoint(monkeypatch, at_call=3):
         if len(calls) == 1:
             real(folder, step, state, keep, **kw)
 
-    monkeypatch.setattr(experiment, "save_checkpoint", save)
+    monkeypatch.setattr(single_run, "save_checkpoint", save)
     return calls
 
 
@@ -94,13 +94,13 @@ def test_an_interrupted_run_resumes_at_its_checkpoint(tmp_path, monkeypatch):
     assert _rows(tmp_path / "league.db", "SELECT status FROM runs") == [("failed",)]
     monkeypatch.undo()
     trained = []
-    real_train = experiment.train
+    real_train = single_run.train
 
     def train(learner, vg, frames, **kw):
         trained.append(frames)
         return real_train(learner, vg, frames, **kw)
 
-    monkeypatch.setattr(experiment, "train", train)
+    monkeypatch.setattr(single_run, "train", train)
     summary = run_experiment(_exp(*TINY, "resume=true"), tmp_path)
     assert trained == [64 - 16]  # the frames left after the checkpoint
     assert summary.table[0]["frames"] == 64 and summary.table[0]["version"] == 0
@@ -134,14 +134,14 @@ def test_a_damaged_checkpoint_stops_the_resume_in_one_line(tmp_path, monkeypatch
 def killed_run(tmp_path_factory):
     """A run killed right after its first checkpoint (copied by each test that edits it)."""
     run = tmp_path_factory.mktemp("killed") / "run"
-    real = experiment.save_checkpoint
+    real = single_run.save_checkpoint
 
     def save(folder, step, state, keep=3, **kw):
         real(folder, step, state, keep, **kw)
         raise _Killed
 
     with pytest.MonkeyPatch.context() as patch, pytest.raises(_Killed):
-        patch.setattr(experiment, "save_checkpoint", save)
+        patch.setattr(single_run, "save_checkpoint", save)
         run_experiment(_exp(*TINY), run)
     return run
 
@@ -176,7 +176,7 @@ def test_an_interrupted_llm_run_resumes_at_its_checkpoint(tmp_path, monkeypatch)
     with pytest.raises(_Killed):
         run_experiment(_exp(*TINY_LLM), tmp_path)
     monkeypatch.undo()
-    stepped, real_own = [], experiment._own_rollouts
+    stepped, real_own = [], single_run._own_rollouts
 
     def own_rollouts(*args, **kw):
         trainer = real_own(*args, **kw)
@@ -184,7 +184,7 @@ def test_an_interrupted_llm_run_resumes_at_its_checkpoint(tmp_path, monkeypatch)
         trainer.step = lambda: stepped.append(1) or step()
         return trainer
 
-    monkeypatch.setattr(experiment, "_own_rollouts", own_rollouts)
+    monkeypatch.setattr(single_run, "_own_rollouts", own_rollouts)
     summary = run_experiment(_exp(*TINY_LLM, "resume=true"), tmp_path)
     assert len(stepped) == 1  # iteration 2 only: iteration 1 is in the checkpoint
     assert sorted(p.name for p in (tmp_path / "snapshots").rglob("*.pt")) == \

@@ -5,7 +5,7 @@ LLM run killed after its last checkpoint still reports its last iteration's rate
 import pytest
 import torch
 
-import populations.experiment as experiment
+import populations.single_run as single_run
 from populations.experiment import run_experiment
 from tests.populations.test_single_resume import TINY, TINY_LLM, _exp, _kill_after_first_checkpoint
 
@@ -16,14 +16,14 @@ class _Killed(Exception):
 
 def _capture_train(monkeypatch):
     """Record the episode returns of each ``train`` call."""
-    seen, real = [], experiment.train
+    seen, real = [], single_run.train
 
     def train(*args, **kw):
         res = real(*args, **kw)
         seen.append(list(res.episode_returns))
         return res
 
-    monkeypatch.setattr(experiment, "train", train)
+    monkeypatch.setattr(single_run, "train", train)
     return seen
 
 
@@ -47,7 +47,7 @@ def test_returns_and_seconds_before_a_periodic_checkpoint_count_after_a_resume(
 
 def test_an_llm_run_killed_after_its_last_checkpoint_reports_its_last_iteration(
         tmp_path, monkeypatch):
-    stepped, real_own = [], experiment._own_rollouts
+    stepped, real_own = [], single_run._own_rollouts
 
     def own_rollouts(*args, **kw):
         trainer = real_own(*args, **kw)
@@ -58,8 +58,8 @@ def test_an_llm_run_killed_after_its_last_checkpoint_reports_its_last_iteration(
     def evaluate(*args, **kw):
         raise _Killed
 
-    monkeypatch.setattr(experiment, "_own_rollouts", own_rollouts)
-    monkeypatch.setattr(experiment, "_evaluate_single", evaluate)  # after the last checkpoint
+    monkeypatch.setattr(single_run, "_own_rollouts", own_rollouts)
+    monkeypatch.setattr(single_run, "_evaluate_single", evaluate)  # after the last checkpoint
     with pytest.raises(_Killed):
         run_experiment(_exp(*TINY_LLM), tmp_path)
     monkeypatch.undo()

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import populations.experiment as experiment
+import populations.single_run as single_run
 from populations.experiment import run_experiment
 from tests.populations.test_db_store import garble
 from tests.populations.test_single_resume import TINY, TINY_LLM, _exp
@@ -79,7 +79,7 @@ def test_the_closing_table_shows_the_evaluation_beside_the_training_return(
     assert csv_rows == [got]
     # a finished run's resume prints the same row (read back, not replayed)
     played = []
-    monkeypatch.setattr(experiment, "_evaluate_single", played.append)
+    monkeypatch.setattr(single_run, "_evaluate_single", played.append)
     _train([*VDN, "resume=true", f"hydra.run.dir={run}"], monkeypatch, tmp_path)
     again = _table(capsys.readouterr().out)
     assert played == [] and again == row
@@ -99,17 +99,17 @@ def test_a_run_killed_around_its_evaluation_resumes_to_the_same_eval_return(
     """Killed before the evaluation (a resume evaluates) or after its matches were recorded
     but before the run was marked finished (a resume evaluates again: the same matches)."""
     ref = run_experiment(_exp(*VDN), tmp_path / "ref").table
-    real = experiment._evaluate_single
+    real = single_run._evaluate_single
 
     def killed(*args, **kw):
         if after:
             real(*args, **kw)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(experiment, "_evaluate_single", killed)
+    monkeypatch.setattr(single_run, "_evaluate_single", killed)
     with pytest.raises(KeyboardInterrupt):
         run_experiment(_exp(*VDN), tmp_path / "run")
-    monkeypatch.setattr(experiment, "_evaluate_single", real)
+    monkeypatch.setattr(single_run, "_evaluate_single", real)
     resumed = run_experiment(_exp(*VDN, "resume=true"), tmp_path / "run").table
     assert resumed[0]["eval_return"] == ref[0]["eval_return"] == _eval_mean(tmp_path / "ref")
     assert _metric(tmp_path / "run", "charts/eval_return") == \

@@ -59,7 +59,7 @@ def test_a_run_stopped_before_its_first_checkpoint_starts_over(tmp_path, monkeyp
                                                               empty_folder):
     """No checkpoint was ever whole: none written yet, or killed while writing the first
     (save_checkpoint had made the folder: it was refused as lost, review)."""
-    import populations.experiment as experiment
+    import populations.single_run as single_run
     from tests.populations.test_single_resume import _Killed
 
     def killed(folder, *args, **kwargs):
@@ -68,7 +68,7 @@ def test_a_run_stopped_before_its_first_checkpoint_starts_over(tmp_path, monkeyp
             folder.rmdir()
         raise _Killed("killed writing the first checkpoint")
 
-    monkeypatch.setattr(experiment, "save_checkpoint", killed)
+    monkeypatch.setattr(single_run, "save_checkpoint", killed)
     with pytest.raises(_Killed):
         run_experiment(_exp(*TINY), tmp_path)
     monkeypatch.undo()

@@ -74,14 +74,14 @@ def test_psro_folder_kept_after_late_user_error(tmp_path, monkeypatch, capsys):
 
 
 def test_bug_before_first_checkpoint_removes_the_folder(tmp_path, monkeypatch, capsys):
-    import populations.experiment as experiment
+    import populations.single_run as single_run
 
-    real = experiment.make_learner
+    real = single_run.make_learner
 
     def bug(*args, **kwargs):
         raise ZeroDivisionError("a bug")  # no user error: Hydra prints its traceback
 
-    monkeypatch.setattr(experiment, "make_learner", bug)
+    monkeypatch.setattr(single_run, "make_learner", bug)
     run = tmp_path / "run"
     argv = [*TINY, f"hydra.run.dir={run}"]
     with pytest.raises(SystemExit) as exit_:
@@ -90,7 +90,7 @@ def test_bug_before_first_checkpoint_removes_the_folder(tmp_path, monkeypatch, c
     assert "ZeroDivisionError" in capsys.readouterr().err
     assert not run.exists()  # it held nothing to resume (settings.json, league.db only)
     # the same command again runs (it was refused: 'already holds a run; set resume=true')
-    monkeypatch.setattr(experiment, "make_learner", real)
+    monkeypatch.setattr(single_run, "make_learner", real)
     _train(argv, monkeypatch, tmp_path)
     assert (run / "checkpoints").is_dir()
 

@@ -36,9 +36,9 @@ def test_one_default_of_keep_checkpoints():
     import inspect
 
     from populations.checkpoint import save_checkpoint
-    from populations.experiment import _Checkpoints
     from populations.experiment_config import KEEP_CHECKPOINTS, PopulationConfig
     from populations.league import LeagueConfig
+    from populations.single_run import _Checkpoints
 
     defaults = {PopulationConfig.keep_checkpoints, LeagueConfig.keep_checkpoints,
                 inspect.signature(save_checkpoint).parameters["keep"].default,

@@ -1,0 +1,455 @@
+"""A single run (``population=none``): one learner (``algo``) trained on ``game`` for
+``frames`` frames, or an LLM team (``llm_grpo``) for ``llm.iterations`` GRPO iterations,
+snapshotted and evaluated against uniformly random seats for the other teams
+(:mod:`populations.single_eval`).
+
+Its checkpoints (``<run>/checkpoints/ckpt_<step>.pt``: the learner's state, the step, the
+returns and seconds so far) are taken every ``checkpoint_every_s`` seconds after an update
+and when training ends; a resume loads the newest good one, drops the metrics recorded past
+it, and plays new game copies and random seats seeded from its step, so a run killed at any
+point ends as an uninterrupted one. A run recorded ``finished`` is not trained again: its
+table row is read back (:func:`_finished_row`). :func:`populations.experiment.run_experiment`
+calls :func:`run_single`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+import games
+from marl import registry
+from marl.core import CheckpointError, Learner
+from marl.fileio import atomic_write
+from marl.train import TrainResult, train
+from populations.checkpoint import checkpoint_files, load_latest, read_checkpoint, save_checkpoint
+from populations.db import LeagueDB
+from populations.experiment_config import KEEP_CHECKPOINTS
+from populations.learner_build import _own_rollouts, make_learner
+from populations.loggers import MetricsLogger
+from populations.run_folder import (
+    GRPO_ITERATION,
+    deferred_stop,
+    one_line,
+    refuse_lost_history,
+    stop_now,
+    stop_requested,
+)
+from populations.seeds import GAME, RunSeeds
+from populations.single_eval import (
+    Evaluation,
+    _eval_cells,
+    _evaluate_single,
+    _evaluation,
+    _greedy,
+    _log_eval_return,
+    _Seats,
+    random_seats,
+)
+from populations.store import PolicyStore
+
+if TYPE_CHECKING:
+    from populations.experiment import ExperimentConfig
+
+# the run's lines keep the logger they had before the move (users' logging settings)
+log = logging.getLogger("populations.experiment")
+
+CHECKPOINTS = "checkpoints"  # a single run's checkpoints (a league's: populations.league)
+# written beside checkpoints/ once its first checkpoint is whole: a resume that finds none
+# then knows they were lost (a run stopped before it, or killed writing it, starts over)
+CHECKPOINTED = ".checkpointed"
+
+
+def run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
+               recorded: dict[str, Any]) -> list[dict]:
+    """One learner on one game; its snapshot is evaluated against random other teams.
+    ``recorded``: the run's settings as its database records them (``experiment._plain``)."""
+    entry = registry.get(cfg.algo)
+    if entry.capabilities.own_rollouts:
+        return _run_single_llm(cfg, run_dir, logger, recorded)
+    seeds = RunSeeds(cfg.seed)
+    spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
+    db = LeagueDB(run_dir / "league.db")
+    run_id = db.run_id(cfg.experiment) or db.create_run(
+        cfg.experiment, experiment=cfg.experiment, game=spec.name, config=recorded)
+    done = _finished_row(db, run_id, run_dir, cfg.algo, "frames")
+    if done is not None:
+        db.close()
+        return [done]
+    store = PolicyStore(run_dir / "snapshots", db, run_id)
+    teams = spec.teams
+    agents = tuple(a.id for a in spec.agents if a.team == teams[0])  # first team learns
+    if len(teams) > 1:  # a user of a competitive game may expect both sides to train
+        log.info("population=none: %s trains team %r (%s) against uniformly random players in "
+                 "the other seats; population=self_play, fsp, pfsp or psro trains every side",
+                 cfg.algo, teams[0], ", ".join(agents))
+    else:  # a cooperative game: README says the log names the seats that train here too
+        log.info("population=none: %s trains every seat of the game's one team %r (%s)",
+                 cfg.algo, teams[0], ", ".join(agents))
+    learner = make_learner(cfg, spec, agents, seeds.learner(cfg.algo))
+    start, state = _restore(learner, cfg, run_dir, db, run_id, logger) if cfg.resume else (0, {})
+    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, learner, cfg.torch_threads,
+                        cfg.population.keep_checkpoints)
+    # a resume plays new game copies and random seats seeded from its checkpoint's step: as
+    # at the run's start, it replayed the first deals and opponent moves after every resume
+    resumed = ("resumed", start) if start else ()
+    others = random_seats(spec, agents, seeds, *resumed)
+    vkw = getattr(learner, "vector_game_kwargs", {"with_state": True})
+    # MAPPO/IPPO read tensor VecSteps: a natively batched game's rollout stays on its device
+    vg = games.VectorGame(cfg.game.name, cfg.num_envs,
+                          seed=seeds.block(GAME, "train", *resumed, index=0), **vkw,
+                          tensors="auto" if getattr(learner, "reads_tensors", False) else False,
+                          **cfg.game.kwargs)
+
+    recent = _RecentReturns(learner, state.get("returns", []))
+    began = time.perf_counter()
+
+    def on_update(frames: int, metrics: dict[str, float]) -> None:
+        frames += start  # a resumed run counts on from its checkpoint
+        if "charts/frames" in metrics:
+            metrics["charts/frames"] = float(frames)
+        if start and recent.returns:  # the last 50 episodes', as uninterrupted: also before it
+            metrics["charts/episode_return"] = float(np.mean(recent.returns[-50:]))
+        db.log_metrics(run_id, frames, metrics)
+        logger.log(frames, metrics)
+        # after the metrics: a resume drops only later ones, and counts the returns and
+        # seconds so far (without them a resume's final_return was the resumed part's alone)
+        extra = {"returns": recent.returns[-50:],
+                 "seconds": state.get("seconds", 0.0) + time.perf_counter() - began}
+        if stop_requested():  # a CLI's first Ctrl-C / SIGTERM: stop here, nothing lost
+            stop_with_checkpoint(frames)
+        ckpt.maybe_save(frames, **extra)
+
+    def stop_with_checkpoint(frames: int) -> None:
+        ckpt.save(frames, returns=recent.returns[-50:],
+                  seconds=state.get("seconds", 0.0) + time.perf_counter() - began)
+        log.warning("stopped at frame %d with a checkpoint", frames)
+        stop_now()
+
+    def on_step(frames: int) -> None:
+        # a replay learner's state is whole after any step (weights, counters, the replay if
+        # it checkpoints it): it stops at once, not after a warm-up of minutes; a rollout
+        # learner stops at its next update (its partial rollout is not in its state)
+        if stop_requested() and not entry.capabilities.on_policy:
+            stop_with_checkpoint(start + frames)
+
+    with deferred_stop():  # a CLI's Ctrl-C / SIGTERM stops at the next update's checkpoint
+        res = _train_single(cfg, learner, recent, start, vg, others, (on_update, on_step),
+                            agents, vkw, seeds)
+        frames = start + res.frames
+        returns = (state.get("returns", []) + res.episode_returns)[-50:]
+        seconds = state.get("seconds", 0.0) + res.seconds
+        if res.frames:  # a resume after a kill past this point trains nothing again
+            ckpt.save(frames, returns=returns, seconds=seconds)
+    if returns:  # the table's final_return, told apart from its eval_return
+        log.info("training: mean return %.3f over the last %d training episodes (%s; the "
+                 "table's final_return)", round(float(np.mean(returns)), 3) + 0.0, len(returns),
+                 "exploring" if _greedy(entry) else "sampled actions")
+    snap = store.publish(cfg.algo, learner.policy(), version=0, algo=cfg.algo)
+    # random seats from their streams' starts, not where training left them: a run killed
+    # after its last checkpoint resumes to the uninterrupted run's evaluation
+    evaluated = _evaluate_single(db, run_id, cfg, spec, snap.id, learner,
+                                 random_seats(spec, agents, seeds), vkw)
+    _log_eval_return(db, run_id, logger, frames, evaluated,
+                     float(np.mean(returns)) if returns else None)
+    db.set_run_status(run_id, "finished")
+    rows = [_single_row(cfg.algo, snap.version, frames, seconds, returns, evaluated)]
+    db.close()
+    return rows
+
+
+def _single_row(member: str, version: int | None, frames: int | None, seconds: float,
+                returns: list[float], evaluated: Evaluation | None) -> dict[str, Any]:
+    """A single run's table row: its frames, seconds, the mean return of its last (up to 50)
+    training episodes (``final_return``: exploring, or sampling for on-policy learners) and
+    of its snapshot's evaluation episodes (``eval_return``, with its 95 % confidence
+    half-width ``eval_ci95``: :func:`_evaluation`)."""
+    return {"member": member, "version": version, "frames": frames, "seconds": round(seconds, 1),
+            "final_return": round(float(np.mean(returns)), 3) if returns else None,
+            **_eval_cells(evaluated)}
+
+
+def _llm_row(version: int | None, iterations: int | None,
+             metrics: dict[str, float], evaluated: Evaluation | None) -> dict[str, Any]:
+    """An LLM team run's table row: its last iteration's rates, the evaluation's mean team
+    return (``eval_return``, ``eval_ci95``: :func:`_evaluation`) and self-play win rates."""
+    row: dict[str, Any] = {"member": "llm", "version": version, "iterations": iterations}
+    for key in ("legal_rate", "success_rate", "team_return"):
+        if f"charts/{key}" in metrics:
+            row[key] = round(float(metrics[f"charts/{key}"]), 3)
+    row.update(_eval_cells(evaluated))
+    for key in sorted(k for k in metrics if k.startswith("charts/win_rate/")):  # self-play:
+        row[key.removeprefix("charts/")] = round(float(metrics[key]), 3)  # team_return is 0
+    return row
+
+
+def _train_single(cfg: ExperimentConfig, learner: Learner, recent: _RecentReturns, start: int,
+                  vg: games.VectorGame, others: dict, hooks: tuple[Any, Any],
+                  agents: tuple[str, ...], vkw: dict[str, Any], seeds: RunSeeds) -> TrainResult:
+    """The frames left of a single run (from ``start``), in process or on rollout workers
+    (``hooks``: ``on_update`` and ``on_step`` of ``marl.train.train``)."""
+    on_update, on_step = hooks
+    try:  # the learner gets its own observe back, also after an error or Ctrl-C
+        if start >= cfg.frames:  # stopped after training (publishing or evaluating)
+            res = TrainResult(0, 0, 0.0)
+        elif cfg.runner.rollout_workers:
+            from populations.rollouts import RolloutCollector, RolloutSpec, train_with_workers
+
+            workers = cfg.runner.rollout_workers
+            spec_w = RolloutSpec(cfg.game.name, agents, max(1, cfg.num_envs // workers),
+                                 seeds.stream("rollouts", *(("resumed", start) if start else ())),
+                                 dict(cfg.game.kwargs), dict(vkw))
+            collector = RolloutCollector(spec_w, workers, cfg.runner.kind, cfg.runner.address,
+                                         num_envs=cfg.num_envs)  # 5 over 2 workers: 3 + 2
+            try:
+                res = train_with_workers(learner, collector, cfg.frames - start, cfg.progress,
+                                         on_update)
+            finally:
+                collector.close()
+        else:
+            res = train(learner, vg, cfg.frames - start, opponents=others,
+                        progress=cfg.progress, on_update=on_update, on_step=on_step,
+                        eval_greedy=_greedy(registry.get(cfg.algo)))
+    finally:
+        recent.close()
+    return res
+
+
+def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
+                    recorded: dict[str, Any]) -> list[dict]:
+    """An LLM team trained by multi-turn GRPO for ``llm.iterations`` iterations (self-play
+    in multi-team games, team play in cooperative ones), snapshotted and evaluated."""
+    from tqdm.auto import tqdm
+
+    spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
+    db = LeagueDB(run_dir / "league.db")
+    run_id = db.run_id(cfg.experiment) or db.create_run(
+        cfg.experiment, experiment=cfg.experiment, game=spec.name, config=recorded)
+    done = _finished_row(db, run_id, run_dir, "llm", "iterations")
+    if done is not None:
+        db.close()
+        return [done]
+    store = PolicyStore(run_dir / "snapshots", db, run_id)
+    seeds = RunSeeds(cfg.seed)
+    trainer = _own_rollouts(cfg, registry.get(cfg.algo), spec, run_dir, seeds.learner(cfg.algo))
+    start, state = _restore(trainer, cfg, run_dir, db, run_id, logger) if cfg.resume else (0, {})
+    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, trainer, cfg.torch_threads,
+                        cfg.population.keep_checkpoints)
+    if start == 0:  # the untrained team (a resumed one is past it)
+        store.publish("llm", trainer.policy(), version=0)
+    # the last iteration's metrics: a run killed after its last checkpoint trains nothing
+    # again but still reports them (an older checkpoint without them: the database's row)
+    metrics: dict[str, float] = {}
+    if start:
+        metrics = state.get("metrics") or {k: v for s, k, v in db.metric_rows(run_id)
+                                            if s == start}
+    bar = tqdm(total=cfg.llm.iterations, initial=min(start, cfg.llm.iterations),
+               disable=not cfg.progress, unit="iter", dynamic_ncols=True,
+               smoothing=0)  # the overall rate, as every other bar
+    if cfg.progress:  # an iteration of a real model runs for minutes: say where it is
+        trainer.on_progress = _iteration_postfix(bar)
+    with deferred_stop(GRPO_ITERATION):  # a CLI's Ctrl-C / SIGTERM: after the checkpoint
+        for it in range(start + 1, cfg.llm.iterations + 1):
+            metrics = trainer.step()
+            db.log_metrics(run_id, it, metrics)
+            logger.log(it, metrics)
+            if it == cfg.llm.iterations:  # a resume after a kill past this trains nothing again
+                ckpt.save(it, metrics={k: float(v) for k, v in metrics.items()})
+            elif stop_requested():
+                ckpt.save(it)
+                log.warning("stopped at iteration %d with a checkpoint", it)
+                stop_now()
+            else:
+                ckpt.maybe_save(it)
+            bar.set_postfix(legal=f"{metrics['charts/legal_rate']:.2f}",
+                            ret=f"{metrics['charts/team_return']:.2f}", refresh=False)
+            bar.update(1)
+    bar.close()
+    snap = store.publish("llm", trainer.policy(), version=1)
+    agents = tuple(a.id for a in spec.agents if a.team == spec.teams[0])
+    others = random_seats(spec, agents, seeds)
+    member = _Seats(trainer.policy(agents), agents)
+    evaluated = _evaluate_single(db, run_id, cfg, spec, snap.id, member, others,
+                                 {"with_text": True})
+    _log_eval_return(db, run_id, logger, cfg.llm.iterations, evaluated)
+    db.set_run_status(run_id, "finished")
+    row = _llm_row(snap.version, cfg.llm.iterations, metrics, evaluated)
+    db.close()
+    return [row]
+
+
+def _iteration_postfix(bar: Any) -> Any:
+    """``bar``'s postfix fed a GRPO iteration's :class:`llm_agents.trainer.StepProgress`
+    (``rollout 12/64 episodes, 230 turns, 5.1k tokens``, ``update 3/8 minibatches``), redrawn
+    at most every ``bar.mininterval`` and at the end of each phase."""
+    last = [0.0]
+
+    def show(p: Any) -> None:
+        bar.set_postfix_str(p.text(), refresh=False)
+        if time.monotonic() - last[0] >= bar.mininterval or p.done == p.total:
+            last[0] = time.monotonic()
+            bar.refresh()
+
+    return show
+
+
+class _Checkpoints:
+    """A single run's checkpoints (``<run>/checkpoints/ckpt_<step>.pt``, step: frames, or
+    iterations of an LLM team): the learner's ``state_dict`` and the step, written
+    atomically with a hash (populations.checkpoint), at most every ``every_s`` seconds."""
+
+    def __init__(self, run_dir: Path, every_s: float, learner: Any, threads: int,
+                 keep: int = KEEP_CHECKPOINTS) -> None:
+        self.folder, self.every_s, self.learner = run_dir / CHECKPOINTS, every_s, learner
+        self.keep = keep  # population.keep_checkpoints: the newest kept on disk
+        self.threads = threads  # torch_threads: recorded with each checkpoint
+        self.last = time.monotonic()
+
+    def maybe_save(self, step: int, **extra: Any) -> None:
+        if time.monotonic() - self.last >= self.every_s:
+            self.save(step, **extra)
+
+    def save(self, step: int, **extra: Any) -> None:
+        save_checkpoint(self.folder, step, {"step": step, "learner": self.learner.state_dict(),
+                                            **extra}, keep=self.keep,
+                        torch_threads=self.threads)
+        marker = self.folder.parent / CHECKPOINTED
+        if not marker.exists():  # outside checkpoints/: deleting them leaves it
+            atomic_write(marker, f"{step}\n")
+        self.last = time.monotonic()
+
+
+class _RecentReturns:
+    """The returns of the learner's episodes as they end (the mean over its seats, as
+    ``marl.train`` counts them), after ``returns`` from a checkpoint: what a periodic
+    checkpoint saves mid-``train``. It watches ``learner.observe``, which both training loops
+    call with every step, until :meth:`close`."""
+
+    def __init__(self, learner: Learner, returns: list[float]) -> None:
+        self.learner, self.returns = learner, list(returns)
+        self.own = vars(learner).get("observe")  # a plugin's own instance attribute, if any
+        observe = learner.observe
+
+        def watched(vs: Any) -> None:
+            observe(vs)
+            done = vs.done.cpu().numpy() if hasattr(vs.done, "cpu") else vs.done  # [B]
+            ended = np.flatnonzero(done)
+            if len(ended):
+                ret = {a: vs.episode_return[a] for a in learner.agents}
+                ret = {a: r.cpu().numpy() if hasattr(r, "cpu") else r for a, r in ret.items()}
+                self.returns += [float(np.mean([ret[a][b] for a in ret])) for b in ended]
+                del self.returns[:-50]
+
+        learner.observe = watched  # type: ignore[method-assign]
+
+    def close(self) -> None:
+        if self.own is None:
+            del self.learner.observe  # the class's own method again
+        else:
+            self.learner.observe = self.own  # type: ignore[method-assign]
+
+
+def _single_finished(run_dir: Path, name: str) -> bool:
+    """Whether the single run recorded in ``run_dir``'s database has finished."""
+    if not (run_dir / "league.db").is_file():
+        return False
+    db = LeagueDB(run_dir / "league.db", readonly=True)
+    try:
+        run_id = db.run_id(name)
+        return run_id is not None and db.run_status(run_id) == "finished"
+    finally:
+        db.close()
+
+
+def _finished_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,
+                  unit: str) -> dict[str, Any] | None:
+    """A run recorded ``finished`` is not trained nor published again on a resume: one log
+    line and its table row as the run recorded it (its last checkpoint's seconds and returns,
+    or an LLM run's rates; the evaluation's return from its matches in ``db``), None when the
+    run is not finished."""
+    if db.run_status(run_id) != "finished":
+        return None
+    snaps = db.snapshots(run_id, member)
+    version = snaps[-1].version if snaps else None
+    ckpts = checkpoint_files(run_dir / CHECKPOINTS)
+    step = int(ckpts[0].stem.removeprefix("ckpt_")) if ckpts else None
+    log.info("run %s already finished%s (snapshot v%s); nothing to do", run_dir,
+             "" if step is None else f" at {step} {unit}", version)
+    evaluated = _evaluation(db, run_id, snaps[-1].id if snaps else None)  # in the db
+    bare = {"member": member, "version": version, unit: step, **_eval_cells(evaluated)}
+    if not ckpts:
+        return bare
+    try:  # the newest only: an older one's figures are not the finished run's
+        _, returns, seconds, metrics = _checked_state(ckpts[0], read_checkpoint(ckpts[0]))
+    except CheckpointError as err:
+        log.warning("%s; the finished run's table shows none of its training figures", err)
+        return bare
+    if unit == "iterations":
+        return _llm_row(version, step, metrics, evaluated)
+    return _single_row(member, version, step, seconds, returns, evaluated)
+
+
+def _checked_state(path: Path, raw: dict[str, Any]) -> tuple[int, list[float], float,
+                                                             dict[str, float]]:
+    """A single run's checkpoint ``raw`` (read from ``path``, an untrusted file): its step,
+    last episode returns, seconds and metrics, each checked.
+
+    Raises:
+        CheckpointError: one line naming the file and the bad value.
+    """
+    step, returns, seconds = raw.get("step"), raw.get("returns", []), raw.get("seconds", 0.0)
+    metrics = raw.get("metrics", {})
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < 2**63:
+        raise CheckpointError(f"checkpoint {path} holds step={step!r}; expected a count >= 0 "
+                              "below 2**63 (SQLite's integers)")
+    if not isinstance(returns, list) or not all(isinstance(r, float) for r in returns) \
+            or not isinstance(seconds, float) or not isinstance(metrics, dict) \
+            or not all(isinstance(k, str) and isinstance(v, float) for k, v in metrics.items()):
+        raise CheckpointError(f"checkpoint {path} holds returns, seconds or metrics that "
+                              "are not floats")
+    return step, returns, seconds, metrics
+
+
+def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, run_id: int,
+             logger: MetricsLogger) -> tuple[int, dict[str, Any]]:
+    """Load a resumed single run's newest good checkpoint into ``learner`` (a learner, or an
+    LLM team's trainer); returns its step and the rest of its state (checked: the file is
+    untrusted). Metrics recorded past the step (by the interrupted process) are dropped."""
+    found = load_latest(run_dir / CHECKPOINTS)
+    step, state = 0, {}
+    if found is None:
+        if (run_dir / CHECKPOINTED).is_file():  # a checkpoint was written, then lost
+            steps = [s for s, _, _ in db.metric_rows(run_id)]
+            refuse_lost_history(run_dir / CHECKPOINTS,
+                                f"metrics up to step {max(steps)}" if steps else None,
+                                cfg.resume_override, "its metrics")
+        log.info("no checkpoint in %s: training from the start", run_dir)
+    else:
+        path, raw = found
+        step, returns, seconds, metrics = _checked_state(path, raw)
+        try:
+            learner.load_state_dict(raw["learner"])
+        except Exception as err:  # noqa: BLE001 - a file of other settings, or a crafted one
+            from marl.core import ModelChangedError
+
+            if isinstance(err, ModelChangedError) and cfg.llm.model != "tiny":  # a folder's
+                lora = " (or llm.lora changed with resume_override=true)" \
+                    if cfg.resume_override else ""
+                raise CheckpointError(
+                    f"checkpoint {path} holds another model than llm.model={cfg.llm.model!r} "
+                    f"now ({err}): the model folder changed since the checkpoint{lora}; put "
+                    "back the model and tokenizer the run trained, or start a new run in "
+                    "another folder") from None
+            raise CheckpointError(f"checkpoint {path} does not fit this {cfg.algo} learner "
+                                  f"({one_line(err)}); resume with the run's settings") from None
+        state = {"returns": returns[-50:], "seconds": seconds, "metrics": metrics}
+        log.info("resumed %s from %s at step %d of its training", run_dir, path.name, step)
+    db.drop_metrics_after(run_id, step)
+    logger.drop_after(step)  # metrics.csv holds what the database holds, not the dead run's
+    logger.backfill(db.metric_rows(run_id))
+    db.set_run_status(run_id, "running")
+    return step, state
