@@ -4,14 +4,16 @@ and the approximate one (``nash_conv/<member>``, the ``exploitability`` table), 
 member's share of legal evaluation moves (``eval_legal_rate/<member>``, one warning below
 ``LOW_LEGAL_RATE``) and the exploiters' resets (``<member>/reset``, AlphaStar's). Each
 function takes the :class:`~populations.league.League` (its settings, store, database and
-metrics) and writes the same rows when a resume records the generation again.
+metrics) and writes the same rows when a resume records the generation again;
+:func:`snapshot_legal_rates` reads the legal rates back per snapshot (the closing table's
+``eval_legal_rate``).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marl.core import Policy
 from populations.approx_exploit import exploit_snapshots
@@ -19,7 +21,11 @@ from populations.evaluation import PairsPlayed, win_rates
 from populations.members import Member
 from populations.single_eval import LOW_LEGAL_RATE, low_legal_warning
 
+if TYPE_CHECKING:
+    from populations.db import LeagueDB, SnapshotRow
+
 log = logging.getLogger("populations.league")  # the league's log, as before the move
+LEGAL_RATE = "eval_legal_rate/"  # + a member's name: the metric of log_legal_rates
 
 
 def log_nash_conv(league: Any, snaps: Sequence[Any]) -> None:
@@ -54,8 +60,7 @@ def log_legal_rates(league: Any, new: Sequence[Any], played: PairsPlayed) -> Non
     rates = {s: r for s, r in rates.items() if r is not None}
     if not rates:
         return
-    league.log_metrics(league.frames, {f"eval_legal_rate/{s.member}": r
-                                       for s, r in rates.items()})
+    league.log_metrics(league.frames, {f"{LEGAL_RATE}{s.member}": r for s, r in rates.items()})
     for s, rate in rates.items():
         if rate < LOW_LEGAL_RATE and s.member not in league.legal_warned:
             league.legal_warned.add(s.member)
@@ -63,6 +68,28 @@ def log_legal_rates(league: Any, new: Sequence[Any], played: PairsPlayed) -> Non
             log.warning("league member %s", low_legal_warning(
                 f"{s.member!r} (snapshot v{s.version})", rate, played.moves[s.id][0],
                 "its rating", member.policy()))
+
+
+def snapshot_legal_rates(db: LeagueDB, run_id: int,
+                         snaps: Sequence[SnapshotRow]) -> dict[str, dict[int, float]]:
+    """The ``eval_legal_rate/<member>`` logged for each of ``snaps`` (:func:`log_legal_rates`),
+    by member name, then snapshot id, rounded to 3 digits: a member that logged none is
+    absent, a snapshot whose evaluation logged none (an LLM team alone at generation 0 has no
+    pair to play) too. The metric's step is the league's frame count, which names no
+    snapshot: a row belongs to the member's newest snapshot published before the row was
+    written (a snapshot is published, then evaluated; publishing it again on a resume keeps
+    its time, and a resume that plays none of its pairs writes no row)."""
+    rows = db.conn.execute(
+        "SELECT key, value, created_at FROM metrics WHERE run_id = ? AND substr(key, 1, ?) = ? "
+        "ORDER BY created_at, id", (run_id, len(LEGAL_RATE), LEGAL_RATE)).fetchall()
+    out: dict[str, dict[int, float]] = {}
+    for key, value, at in rows:
+        member = str(key)[len(LEGAL_RATE):]
+        rates = out.setdefault(member, {})
+        published = [s for s in snaps if s.member == member and s.created_at <= at]
+        if published:  # a later row of the same snapshot (a resume's) replaces it
+            rates[max(published, key=lambda s: s.version).id] = round(float(value), 3)
+    return out
 
 
 def reset_winners(league: Any, new: Sequence[Any], only: str | None = None) -> None:

@@ -47,6 +47,10 @@ def test_an_untrained_generating_member_is_logged_at_0_and_warned_once(tmp_path,
                              "of its "), warned
     assert "its rating measures mostly the fallback moves" in warned
     assert "llm.grpo.action.fallback=random" in warned
+    # the closing table says it beside the ratings it qualifies: each LLM snapshot's own
+    # rate, "-" for the member that counts no moves
+    assert _legal_column(summary.table) == {("llm", 0): 0.0, ("llm", 1): 0.0,
+                                            ("mappo", 0): "-", ("mappo", 1): "-"}
 
 
 def test_a_scoring_member_is_logged_at_1_and_not_warned(tmp_path, caplog):
@@ -55,6 +59,47 @@ def test_a_scoring_member_is_logged_at_1_and_not_warned(tmp_path, caplog):
     assert [r for r in _metrics(summary.database) if r[0].startswith("eval_legal_rate/")] == [
         ("eval_legal_rate/llm", 0, 1.0), ("eval_legal_rate/llm", 64, 1.0)]
     assert not _warnings(caplog)
+    assert _legal_column(summary.table) == {("llm", 0): 1.0, ("llm", 1): 1.0,
+                                            ("mappo", 0): "-", ("mappo", 1): "-"}
+
+
+def test_each_snapshot_row_shows_its_own_evaluations_rate(tmp_path):
+    """The rate's step is the league's frame count, which names no snapshot: a row goes to
+    the member's newest snapshot published before it was logged, so v0 and v1 of one LLM
+    member show their own rates (0.25, 0.75), also after a resume published v1 again; a run
+    that logged no rate (no LLM member) has no such column."""
+    from populations.db import LeagueDB
+    from populations.experiment import league_table
+
+    db = LeagueDB(tmp_path / "league.db")
+    run = db.create_run("league", experiment="league", game="openspiel/kuhn_poker")
+    seats = ["player_0", "player_1"]
+    ids = {name: db.add_member(run, name, kind, seats)
+           for name, kind in (("llm", "llm_grpo"), ("mappo", "mappo"))}
+
+    def publish(name, version):
+        db.add_snapshot(ids[name], version, tmp_path / f"{name}{version}.pt", "x",
+                        "openspiel/kuhn_poker", seats)
+
+    for name in ids:
+        publish(name, 0)
+    db.log_metrics(run, 0, {"eval_legal_rate/llm": 0.25})  # generation 0's evaluation
+    for name in ids:
+        publish(name, 1)
+    db.log_metrics(run, 64, {"eval_legal_rate/llm": 0.75})
+    publish("llm", 1)  # a resume publishes it again (its first time is kept)
+    assert _legal_column(league_table(db, run)) == {("llm", 0): 0.25, ("llm", 1): 0.75,
+                                                    ("mappo", 0): "-", ("mappo", 1): "-"}
+    alone = db.create_run("alone", experiment="league", game="openspiel/kuhn_poker")
+    db.add_snapshot(db.add_member(alone, "main", "mappo", seats), 0, tmp_path / "main0.pt",
+                    "mappo", "openspiel/kuhn_poker", seats)
+    assert [list(r) for r in league_table(db, alone)] == [
+        ["member", "version", "kind", "elo", "mu", "sigma", "pairs"]]
+    db.close()
+
+
+def _legal_column(table):
+    return {(r["member"], r["version"]): r["eval_legal_rate"] for r in table}
 
 
 
