@@ -29,7 +29,7 @@ MAX_THREADS = 1024
 cannot start tens of thousands (``torch_threads=100000`` killed the run with SIGSEGV after its
 folder, settings and database were written); 1024 covers the largest machines."""
 MAX_SIZES: dict[str, tuple[int, str]] = {
-    "frames": (10**12, "10**12: weeks at a million frames a second"),
+    "frames": (10**12, "10**12: 12 days at a million frames a second"),
     "num_envs": (10**9, "10**9 game copies stepped together"),
     "eval_episodes": (10**6, "10**6: each evaluation episode is a row of the run's database"),
     "torch_threads": (MAX_THREADS, "intra-op threads: more than the cores only slow the run")}
