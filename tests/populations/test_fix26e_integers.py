@@ -32,7 +32,7 @@ def test_a_whole_float_names_the_integer_to_write(override, message):
 
 
 def test_a_swept_whole_float_names_its_value_and_the_integer():
-    with pytest.raises(CLIError, match=r"^bad config: frames=10000.0; expected an integer >= 1 "
+    with pytest.raises(CLIError, match=r"^bad config: frames=1e4; expected an integer >= 1 "
                                        r"\(write 10000\)$"):
         check_command_line(["-m", "frames=1e4,2e4"])
 
