@@ -30,7 +30,7 @@ from marl.registry import LearnerEntry
 from marl.train import RandomPolicy, check_episode_lengths
 from populations.db import LeagueDB, MatchRow
 from populations.loggers import MetricsLogger
-from populations.runners import LocalRunner, MatchJob, play_job
+from populations.runners import MatchJob, play_job
 from populations.seeds import OPPONENT, RunSeeds
 
 if TYPE_CHECKING:
@@ -284,12 +284,3 @@ def evaluate_alone(path: str, game: str, game_kwargs: dict[str, Any], episodes: 
                             None if moves is None else moves.rate)
     return AloneResult(result.returns, evaluation, moves, result.successes)
 
-
-class CountingRunner(LocalRunner):
-    """:class:`populations.runners.LocalRunner`, the policies it loaded readable by file
-    (``policies``): what ``selfplay-eval`` reads each LLM policy's moves from after a round
-    robin (a Ray worker's stay in the worker)."""
-
-    @property
-    def policies(self) -> dict[str, Any]:
-        return self._cache
