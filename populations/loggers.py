@@ -14,6 +14,7 @@ import contextlib
 import csv
 import hashlib
 import io
+import itertools
 import logging
 import os
 import re
@@ -22,7 +23,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, BinaryIO, NoReturn
 
 from games.core import where_raised
 from games.registry import defined_at, redefinition
@@ -174,6 +175,10 @@ class CSVLogger(MetricsLogger):
 
     Keyed like the database's metrics: a (step, key) already in the file is not written
     again, so a resumed run that replays steps ends with the rows of an uninterrupted one.
+    A key's steps only go up within a run (a member's metrics are prefixed with its name),
+    so the file holds each key's rows up to its last step: what is kept is that step per
+    key, not every row (a million-row file held every (step, key) pair, about 180 MiB, for
+    the whole run), and a row at or below its key's last step is taken as written.
     Keys are written through :func:`csv_cell` (no cell runs as a spreadsheet formula);
     values are Python floats, numbers in any spreadsheet.
     Opening repairs what a kill can leave: an empty file (header lost) or a last line cut
@@ -186,11 +191,12 @@ class CSVLogger(MetricsLogger):
         refuse_link(self.files, "metrics file", ValueError)  # appended to: the run's own only
         if self.files.exists() and not self.files.is_file():  # a FIFO: opening blocked for good
             raise ValueError(f"metrics file {self.files} is not a regular file; remove it")
-        self._seen = self._repair()
+        self._repair()
+        self._last = self._last_steps()  # key -> the last step the file holds for it
         with self._writing():
             self._fh = self.files.open("a", newline="")
             self._w = csv.writer(self._fh)
-            if not self._seen and self.files.stat().st_size == 0:
+            if self.files.stat().st_size == 0:
                 self._w.writerow(HEADER)
                 self._fh.flush()  # a kill before the first metric must not lose the header
 
@@ -207,27 +213,42 @@ class CSVLogger(MetricsLogger):
                 raise
             raise NoSpaceError(self.files, "metrics ") from err
 
-    def _repair(self) -> set[tuple[int, str]]:
-        """Fix the file a kill left and return the (step, key) pairs it holds."""
+    def _repair(self) -> None:
+        """Fix the file a kill left: a header lost, a last record cut short."""
         if not self.files.is_file():
-            return set()
+            return
         with self.files.open(newline="") as fh:  # keep the writer's \r\n line ends
             text = fh.read()
         cut = text[: _last_record_end(text)]  # a last record without its newline was cut
-        first = next(csv.reader(io.StringIO(cut)), None)
+        first = next(csv.reader(io.StringIO(cut[:cut.find("\n") + 1])), None)
         if first is not None and tuple(first) != HEADER:
             cut = ",".join(HEADER) + "\r\n" + cut  # header lost: data rows first
         if cut != text:
             log.warning("repairing %s after an interrupted run", self.files)
             atomic_write(self.files, cut)
-        # csv's reader, not splitlines: a quoted key may hold a CR (a crafted member name)
-        rows = list(csv.reader(io.StringIO(cut)))[1:]
-        return {(int(r[0]), csv_key(r[1])) for r in rows if len(r) == 3}
+
+    def _last_steps(self) -> dict[str, int]:
+        """Each key's last step in the file, read row by row (not the whole file at once)."""
+        cells: dict[str, int] = {}  # by the key's cell as written
+        if self.files.is_file():
+            # csv's reader, not splitlines: a quoted key may hold a CR (a crafted member name)
+            with self.files.open(newline="") as fh:
+                for r in itertools.islice(csv.reader(fh), 1, None):
+                    if len(r) == 3:
+                        step = int(r[0])
+                        if step > cells.get(r[1], step - 1):
+                            cells[r[1]] = step
+        last: dict[str, int] = {}
+        for cell, step in cells.items():  # '=x and (an older file's) =x are one key
+            key = csv_key(cell)
+            last[key] = max(step, last.get(key, step))
+        return last
 
     def log(self, step: int, metrics: dict[str, float], prefix: str = "") -> None:
+        last = self._last
         rows = [(step, prefix + k, float(v)) for k, v in metrics.items()
-                if (step, prefix + k) not in self._seen]
-        self._seen.update((s, k) for s, k, _ in rows)
+                if step > last.get(prefix + k, step - 1)]
+        last.update((k, s) for s, k, _ in rows)
         with self._writing():
             self._w.writerows((s, csv_cell(k), v) for s, k, v in rows)
             self._fh.flush()
@@ -237,18 +258,27 @@ class CSVLogger(MetricsLogger):
             self.log(step, {key: value})
 
     def drop_after(self, step: int) -> None:
-        if not any(s > step for s, _ in self._seen):
+        if all(s <= step for s in self._last.values()):
             return
         with self._writing():
             self._fh.close()
-        with self.files.open(newline="") as fh:
-            rows = list(csv.reader(fh))
-        kept = [[r[0], csv_cell(csv_key(r[1])), r[2]] for r in rows[1:]
-                if len(r) == 3 and int(r[0]) <= step]  # an older file's keys quoted too
-        text = io.StringIO(newline="")
-        csv.writer(text).writerows([list(HEADER), *kept])
-        atomic_write(self.files, text.getvalue())
-        self._seen = {(int(r[0]), csv_key(r[1])) for r in kept}
+        last: dict[str, int] = {}
+
+        def kept(out: BinaryIO) -> None:  # row by row: a long file is not held whole
+            text = io.TextIOWrapper(out, newline="")
+            w = csv.writer(text)
+            w.writerow(HEADER)
+            with self.files.open(newline="") as fh:
+                for r in itertools.islice(csv.reader(fh), 1, None):
+                    if len(r) == 3 and int(r[0]) <= step:
+                        key = csv_key(r[1])  # an older file's keys quoted too
+                        w.writerow([r[0], csv_cell(key), r[2]])
+                        last[key] = max(int(r[0]), last.get(key, int(r[0])))
+            text.flush()
+            text.detach()
+
+        atomic_write(self.files, kept)
+        self._last = last
         self._fh = self.files.open("a", newline="")
         self._w = csv.writer(self._fh)
 
