@@ -47,10 +47,13 @@ from populations.command_line import (
 from populations.run_guard import (
     _before,
     _failed_jobs_line,
+    _keep_written,
     _not_started,
     _record_before,
     _refuse_resume_without_folder,
+    hold_folder,
     run_folder_guard,
+    to_cli_log,
 )
 from populations.sweep_jobs import check_sweep_jobs
 from populations.sweeps import (  # importing it registers the job folders' resolvers
@@ -92,13 +95,23 @@ class ConfigCheck(Callback):
         with open_dict(task):
             del task["hydra"]
         run_guard._BEFORE.clear()
+        run_guard._KEPT.clear()
+        run_guard.release_folders()
+        run_dir = Path(str(config.hydra.run.dir))
         with reported(TRAIN):  # before Hydra makes the folder: was it there (_before)?
-            _record_before(Path(str(config.hydra.run.dir)))
+            _record_before(run_dir)
         with reported(TRAIN), _named_log_lines():  # Hydra turns a callback's exception
             # into a warning: exit here
             prepare(task, list(config.hydra.overrides.task), hydra=config.hydra)
             if task.get("resume") and not task.get("resume_override"):
                 _refuse_resume_without_folder(config)
+        with reported(TRAIN):  # the folder's lock before Hydra writes .hydra and cli.log
+            # there (a folder in use: refused, nothing written), and what they held then
+            hold_folder(run_dir, "hydra.run.dir")
+            _keep_written(run_dir)
+
+    def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
+        run_guard.release_folders()
 
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -119,6 +132,13 @@ class ConfigCheck(Callback):
                 _refuse_resume_without_folder(config, "hydra.sweep.dir", folder)
         if folder is not None:
             pin_sweep_folder(config, folder)
+        run_guard._KEPT.clear()
+        run_guard.release_folders()
+        with reported(TRAIN):  # one sweep per folder, locked before Hydra writes
+            # multirun.yaml and the jobs' .hydra (a sweep in use: refused, nothing written)
+            sweep_dir = folder or Path(str(config.hydra.sweep.dir))
+            hold_folder(sweep_dir, "hydra.sweep.dir", "sweep folder")
+            _keep_written(sweep_dir, depth=1)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from populations.sweep_summary import JobResult, overrides_of, print_summary
@@ -133,6 +153,7 @@ class ConfigCheck(Callback):
         except Exception as err:  # noqa: BLE001 - the jobs ran: say so, and how they ended
             log.warning("no summary of the sweep's jobs: %s (python -m "
                         "populations.sweep_summary %s)", one_line(err), shlex.quote(str(sweep_dir)))
+        run_guard.release_folders()
         if run_guard._FAILED_JOBS:  # keep_going=true: the jobs ran; the failed ones in one
             # line, exit 2
             fail(TRAIN, _failed_jobs_line(sweep_dir))
@@ -294,7 +315,14 @@ def _train_task(cfg: DictConfig) -> None:
         with recorded_run_settings(exp, run_dir):
             summary = run_experiment(exp, run_dir)
     if summary is not None:  # None: a failed job of a keep_going sweep (its line is out)
-        print_summary(summary, resume_command(run_dir, overrides, flags))
+        import io
+        from contextlib import redirect_stdout
+
+        text = io.StringIO()
+        with redirect_stdout(text):
+            print_summary(summary, resume_command(run_dir, overrides, flags))
+        print(text.getvalue(), end="")
+        to_cli_log(run_dir, "run finished:" + text.getvalue().rstrip())  # found in the folder
 
 
 @contextmanager
@@ -473,6 +501,8 @@ def train_main() -> None:
             _hydra_app()()
         except KeyboardInterrupt:  # Ctrl-C while Hydra composes, before the run and its guard
             interrupted(TRAIN)
+        finally:
+            run_guard.release_folders()
 
 
 if __name__ == "__main__":  # python -m populations.cli: run the module Hydra's callback

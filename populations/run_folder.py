@@ -95,6 +95,11 @@ class RunFolderError(ValueError):
     settings; the message is one line."""
 
 
+class HoldsRunError(RunFolderError):
+    """A fresh run refused in a folder that already holds a run (``selfplay-train`` adds the
+    command that resumes it)."""
+
+
 _held: dict[str, tuple[int, int]] = {}  # lock path -> (fd, depth), this process's locks
 _held_guard = threading.Lock()
 
@@ -103,8 +108,9 @@ class RunLock:
     """An exclusive lock on a run folder for this process (re-entrant, released by
     :meth:`release` or process exit)."""
 
-    def __init__(self, run_dir: str | Path) -> None:
+    def __init__(self, run_dir: str | Path, what: str = "run folder") -> None:
         self.run_dir = Path(run_dir)
+        self.what = what  # how the refusal names the folder ("sweep folder")
         # the real path: one key per folder however it is named (symlinks, "..")
         self.path = str(Path(os.path.realpath(self.run_dir)) / LOCK_NAME)
         self.held = False
@@ -130,7 +136,7 @@ class RunLock:
                     if err.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                         raise
                     raise RunFolderError(
-                        f"run folder {self.run_dir} is in use by process {_holder(self.path)} "
+                        f"{self.what} {self.run_dir} is in use by process {_holder(self.path)} "
                         f"(lock {self.path}); wait for it to end or stop it") from None
             os.ftruncate(fd, 0)
             os.write(fd, f"{os.getpid()}\n".encode())
@@ -155,6 +161,29 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def locked_elsewhere(run_dir: str | Path) -> bool:
+    """Whether another live process holds ``run_dir``'s lock (:class:`RunLock`): a folder in
+    use, in which a refused command removes and rewrites nothing. False for this process's
+    own locks and for a folder without a lock file."""
+    path = str(Path(os.path.realpath(run_dir)) / LOCK_NAME)
+    if fcntl is None:
+        return False
+    with _held_guard:
+        if path in _held:
+            return False
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:  # no lock file (or a link planted there): no run holds it
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # dropped as the probe closes
+    except OSError as err:
+        return err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)
+    finally:
+        os.close(fd)
+    return False
 
 
 def one_line(err: BaseException) -> str:
@@ -436,7 +465,7 @@ def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: boo
     has_run = holds_run(run_dir)
     w = resume_words()
     if not resume and has_run:
-        raise RunFolderError(f"run folder {run_dir} already holds a run; {w.verb} {w.resume} to "
+        raise HoldsRunError(f"run folder {run_dir} already holds a run; {w.verb} {w.resume} to "
                              "continue it or choose a new folder")
     if resume and not has_run:
         if not override:

@@ -42,6 +42,8 @@ from populations.sweeps import (  # importing it registers the job folders' reso
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
+    from populations.run_folder import RunLock
+
 
 
 # ------------------------------------------------------------------------ run folders
@@ -52,6 +54,118 @@ _BEFORE: dict[str, frozenset[str] | None] = {}
 jobs')."""
 _START_CWD: list[Path] = []
 """The working folder this command started in (never removed, nor a folder above it)."""
+_HELD: list[RunLock] = []
+"""The locks this command took on its run (sweep) folder before Hydra wrote in it
+(:func:`hold_folder`)."""
+_KEPT: dict[str, tuple[dict[str, bytes] | None, dict[str, int]]] = {}
+"""What Hydra's files in the folders this command goes to held before Hydra rewrote them
+(:func:`_keep_written`): each absolute path's ``.hydra`` files (``None``: no ``.hydra``) and
+its logs' sizes."""
+
+
+def hold_folder(folder: Path, key: str, what: str = "run folder") -> None:
+    """Take ``folder``'s lock (:class:`~populations.run_folder.RunLock`, making the folder)
+    before Hydra writes its ``.hydra`` and log there: a second command into a folder in use is
+    refused here, having written and removed nothing (it used to write there, then be refused
+    and remove the running command's files). ``key``: the override that names the folder, in
+    the line of a folder that cannot be made."""
+    from populations.run_folder import RunLock
+
+    lock = RunLock(folder, what)
+    try:
+        lock.acquire()
+    except OSError as err:
+        raise CLIError(folder_error(folder, err, key, what)) from None
+    _HELD.append(lock)
+
+
+def release_folders() -> None:
+    """Release the locks :func:`hold_folder` took (the command ends)."""
+    while _HELD:
+        _HELD.pop().release()
+
+
+def folder_error(folder: Path, err: OSError, key: str, what: str = "run folder") -> str:
+    """The line of a run (sweep) folder that cannot be made or written (a read-only file
+    system, no permission): which folder, why, and what to do."""
+    reason = err.strerror or str(err)
+    where = f" ({err.filename})" if err.filename and str(err.filename) != str(folder) else ""
+    done = "write in" if folder.is_dir() else "create"
+    return (f"cannot {done} the {what} {folder}: {reason}{where}; choose a folder you can "
+            f"write with {key}=<folder>")
+
+
+def _keep_written(folder: Path, depth: int = 0) -> None:
+    """Record in :data:`_KEPT` the ``.hydra`` files and the logs' sizes of ``folder`` (and of
+    the folders in it, ``depth`` levels down) before Hydra rewrites them, so that a refused
+    command puts them back (:func:`_restore_written`)."""
+    path = Path(os.path.abspath(folder))
+    hydra = path / ".hydra"
+    try:
+        if not path.is_dir():
+            return
+        saved = {p.name: p.read_bytes() for p in hydra.iterdir()
+                 if p.is_file() and not p.is_symlink()} if hydra.is_dir() else None
+        logs = {p.name: p.stat().st_size for p in path.glob("*.log") if p.is_file()}
+        inner = [p for p in path.iterdir() if p.is_dir() and not p.is_symlink()] if depth else []
+    except OSError:  # unreadable: left unrecorded (nothing of it is rewritten)
+        return
+    _KEPT[str(path)] = (saved, logs)
+    for sub in inner:
+        _keep_written(sub, depth - 1)
+
+
+def _restore_written(run_dir: Path) -> None:
+    """Put back what Hydra rewrote in ``run_dir`` (recorded by :func:`_keep_written`) for a
+    command that was refused: its ``.hydra`` files as they were (an existing run's
+    ``overrides.yaml`` and ``config.yaml`` said the refused command's settings) and its logs
+    cut back to their size (they held 'experiment ... in' lines of a run that never ran).
+    A folder another process holds (:func:`~populations.run_folder.locked_elsewhere`) keeps
+    what is not ours to remove (new files, the logs that process writes)."""
+    from marl.fileio import atomic_write
+    from populations.run_folder import locked_elsewhere
+
+    kept = _KEPT.get(os.path.abspath(run_dir))
+    if kept is None or not run_dir.is_dir():
+        return
+    saved, logs = kept
+    elsewhere = locked_elsewhere(run_dir)
+    hydra = run_dir / ".hydra"
+    try:
+        if saved is None:
+            if hydra.is_dir() and not hydra.is_symlink() and not elsewhere:
+                shutil.rmtree(hydra, ignore_errors=True)
+        elif hydra.is_dir() and not hydra.is_symlink():
+            for p in hydra.iterdir():
+                if p.name in saved:
+                    if p.is_symlink() or not p.is_file() or p.read_bytes() != saved[p.name]:
+                        atomic_write(p, saved[p.name])
+                elif not elsewhere and p.is_file():
+                    p.unlink(missing_ok=True)
+        if elsewhere:
+            return
+        for p in run_dir.glob("*.log"):
+            if p.name not in logs:
+                p.unlink(missing_ok=True)
+            elif not p.is_symlink() and p.stat().st_size > logs[p.name]:
+                os.truncate(p, logs[p.name])
+    except OSError:  # what cannot be put back stays as Hydra wrote it
+        return
+
+
+def to_cli_log(run_dir: Path, text: str) -> None:
+    """Write ``text`` to the run's own log (Hydra's ``cli.log`` in ``run_dir``), not the
+    terminal: the closing summary and Ctrl-C's resume command are found in the run folder by
+    a user who lost the terminal."""
+    import logging
+
+    folder = os.path.abspath(run_dir)
+    for handler in logging.getLogger().handlers:
+        name = getattr(handler, "baseFilename", None)
+        if isinstance(handler, logging.FileHandler) and name and \
+                os.path.dirname(name) == folder:
+            handler.handle(logging.LogRecord("selfplay", logging.INFO, __file__, 0, text,
+                                             None, None))
 
 
 def _record_before(folder: Path, depth: int = 0) -> None:
@@ -107,16 +221,23 @@ def _below_start(run_dir: Path) -> bool:
 def _discard_new(run_dir: Path, sweep_dir: Path | None) -> None:
     """Remove a run folder this process created (:func:`discard_run_dir`), and its sweep's
     folder when no job is left in it."""
+    from populations.run_folder import LOCK_NAME
+
     if discard_run_dir(run_dir) and sweep_dir is not None and sweep_dir.is_dir() and \
-            {p.name for p in sweep_dir.iterdir()} <= {"multirun.yaml"}:
+            {p.name for p in sweep_dir.iterdir()} <= {"multirun.yaml", LOCK_NAME}:
         discard_run_dir(sweep_dir)
 
 
 def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
     """Remove a run folder this process created if it holds nothing worth keeping (no
     checkpoint, no PSRO iteration recorded: :func:`_psro_recorded`), and its parents left
-    empty below ``root`` (the working directory)."""
-    if not run_dir.is_dir() or _worth_keeping(run_dir) or not _below_start(run_dir):
+    empty below ``root`` (the working directory). A folder another process holds
+    (:func:`~populations.run_folder.locked_elsewhere`: a run started beside this command) is
+    never removed."""
+    from populations.run_folder import locked_elsewhere
+
+    if not run_dir.is_dir() or _worth_keeping(run_dir) or not _below_start(run_dir) or \
+            locked_elsewhere(run_dir):
         return False
     shutil.rmtree(run_dir, ignore_errors=True)
     root = (root or Path.cwd()).resolve()
@@ -140,8 +261,11 @@ def _discard_written(run_dir: Path, before: frozenset[str] | None) -> None:
     """In a folder that existed before this command (it held ``before``), remove what the
     command wrote there (Hydra's ``.hydra`` and log, a run's first files) when it holds
     nothing worth keeping (:func:`discard_run_dir`'s test); the folder and what it held stay.
-    ``before`` None (not known): nothing is removed."""
-    if before is None or not run_dir.is_dir() or _worth_keeping(run_dir):
+    ``before`` None (not known), or a folder another process holds: nothing is removed."""
+    from populations.run_folder import locked_elsewhere
+
+    if before is None or not run_dir.is_dir() or _worth_keeping(run_dir) or \
+            locked_elsewhere(run_dir):
         return
     for path in run_dir.iterdir():
         if path.name not in before:
@@ -198,9 +322,16 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
     try:
         yield
     except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
-        interrupted(prog, lambda: _how_to_go_on(run_dir, created, sweep_dir, overrides, flags,
-                                                before))
+        def how() -> str:  # in the run's cli.log too (a terminal closed since)
+            text = _how_to_go_on(run_dir, created, sweep_dir, overrides, flags, before)
+            to_cli_log(run_dir, text)
+            return text
+
+        interrupted(prog, how)
     except Exception as err:
+        refused = not created and _refused(err)
+        if refused:  # the existing run's .hydra and cli.log as they were before this command
+            _restore_written(run_dir)
         if not isinstance(err, user_errors()) and too_large(err) is None:
             # a bug: its traceback (Hydra's report). The folder goes as after a user error
             # (unless it holds a checkpoint or PSRO iterations): one kept would refuse the
@@ -218,6 +349,10 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         line = too_large_line(err, overrides) if too_large(err) is not None else one_line(err)
+        if sweep_dir is None and type(err).__name__ == "HoldsRunError":  # the command to paste
+            line += f"; it resumes with: {_run_resume_command(run_dir, overrides, flags)}"
+        if not refused:  # a run that failed while running: why, in its cli.log too
+            to_cli_log(run_dir, line + _resumes_after(err, run_dir, overrides, flags))
         if going_on:
             say(prog, f"{line} (sweep job {job}; keep_going: the sweep goes on with "
                       f"its next job){_resumes_after(err, run_dir, overrides, flags)}")
@@ -229,20 +364,40 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
         fail(prog, line + _resumes_after(err, run_dir, overrides, flags))
 
 
+def _refusals() -> tuple[type[BaseException], ...]:
+    """The errors that refuse a command before its run starts (its command line, its folder,
+    its checkpoints): nothing ran, the folder stays as it was."""
+    return (CLIError, *(getattr(sys.modules.get(module), name, CLIError) for module, name in (
+        ("populations.run_folder", "RunFolderError"), ("marl.core", "CheckpointError"),
+        ("hydra.errors", "HydraException"), ("omegaconf.errors", "OmegaConfBaseException"))))
+
+
+def _refused(err: BaseException) -> bool:
+    return isinstance(err, _refusals())
+
+
+def _run_resume_command(run_dir: Path, overrides: Sequence[str] | None,
+                        flags: Sequence[str]) -> str:
+    """The command that resumes the run ``run_dir`` holds, with that run's own overrides (its
+    ``.hydra/overrides.yaml``, put back after a refused command) where it has them: this
+    command's may differ (another seed) and would be refused as other settings."""
+    from populations.sweep_summary import job_overrides
+
+    own = job_overrides(run_dir)
+    return resume_command(run_dir, own if own is not None else overrides, flags)
+
+
 def _resumes_after(err: BaseException, run_dir: Path, overrides: Sequence[str] | None,
                    flags: Sequence[str]) -> str:
     """What a single run's error line adds when the run failed while running (a NaN, a game
     error) and keeps checkpoints: the command that resumes it from the last one (it does: the
     error stopped training before the weights changed), as the summary and Ctrl-C name it.
     Nothing for refusals of the command line, the folder or its checkpoints."""
-    refusals = [CLIError, *(getattr(sys.modules.get(module), name, CLIError) for module, name in (
-        ("populations.run_folder", "RunFolderError"), ("marl.core", "CheckpointError"),
-        ("hydra.errors", "HydraException"), ("omegaconf.errors", "OmegaConfBaseException")))]
     ckpt = run_dir / "checkpoints"
     if _damaged_database(err):  # a resume needs the same database: its command would fail so
         return (f"; {run_dir / 'league.db'} is damaged (truncated or overwritten): restore it "
                 "from a copy, or start a new run in another folder")
-    if isinstance(err, tuple(refusals)):
+    if _refused(err):
         return ""
     if ckpt.is_dir() and any(p.suffix == ".pt" for p in ckpt.iterdir()):
         kept = "keeps its checkpoints: once the cause is fixed, it resumes from the last one"

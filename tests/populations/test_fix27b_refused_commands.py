@@ -1,0 +1,128 @@
+"""A refused ``selfplay-train`` leaves the run it was refused for as it was (walk27a item 2:
+it rewrote the run's ``.hydra/overrides.yaml`` with its own settings and added lines to its
+``cli.log``), its refusal names the command to paste (9a), a run folder that cannot be made
+says so (9b), and ``cli.log`` keeps the closing summary and Ctrl-C's resume command (9e)."""
+
+import hashlib
+import logging
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+ARGS = ["game=rps", "frames=64", "num_envs=2", "eval_episodes=2", "progress=false"]
+
+
+def _cli(args, cwd):
+    return subprocess.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+
+
+def _hashes(folder):
+    """Every file's hash but the lock's (each command that takes the lock writes its PID)."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("runs")
+    run = cwd / "r1"
+    res = _cli([*ARGS, "seed=0", f"hydra.run.dir={run}"], cwd)
+    assert res.returncode == 0, res.stderr
+    return cwd, run
+
+
+@pytest.mark.parametrize("extra, said", [
+    (["seed=9", "algo=ippo"], "already holds a run"),  # a rerun without resume=true
+    (["seed=3", "resume=true"], "cannot continue with other settings"),
+])
+def test_a_refused_command_leaves_the_runs_hydra_files_and_log_as_they_were(finished, extra,
+                                                                           said):
+    cwd, run = finished
+    before = _hashes(run)
+    assert {".hydra/overrides.yaml", ".hydra/config.yaml", "cli.log"} <= set(before)
+    res = _cli([*ARGS, *extra, f"hydra.run.dir={run}"], cwd)
+    assert res.returncode == 2 and said in res.stderr, res.stderr
+    assert _hashes(run) == before
+    assert "seed=0" in (run / ".hydra" / "overrides.yaml").read_text()
+
+
+def test_the_refusal_of_a_rerun_names_the_command_that_resumes_the_run(finished):
+    cwd, run = finished
+    res = _cli([*ARGS, "seed=9", f"hydra.run.dir={run}"], cwd)
+    line = res.stderr.strip().splitlines()[-1]
+    assert "already holds a run" in line and "; it resumes with: selfplay-train " in line, line
+    command = shlex.split(line.split("; it resumes with: ")[1])
+    # the run's own overrides (seed=0 from its .hydra), not the refused command's seed=9
+    assert command[0] == "selfplay-train" and "seed=0" in command and "seed=9" not in command
+    assert command[-2:] == ["resume=true", f"hydra.run.dir={run}"]
+    pasted = _cli(command[1:], cwd)
+    assert pasted.returncode == 0, pasted.stderr
+
+
+def test_cli_log_holds_the_closing_summary(finished):
+    _, run = finished
+    log = (run / "cli.log").read_text()
+    assert "run finished:" in log and f"run folder : {run}" in log
+    assert f"dashboard  : selfplay-dashboard {run}" in log
+
+
+def test_ctrl_c_writes_its_resume_command_to_cli_log(tmp_path, monkeypatch):
+    from populations.run_guard import run_folder_guard
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "settings.json").write_text("{}")  # a run to resume
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    handler = logging.FileHandler(run / "cli.log")
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with pytest.raises(SystemExit) as stop, \
+                run_folder_guard("selfplay-train", run, created=False, overrides=["seed=4"]):
+            raise KeyboardInterrupt
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+    assert stop.value.code == 130
+    log = (run / "cli.log").read_text()
+    assert f"interrupted; {run} resumes with: selfplay-train seed=4 resume=true " \
+           f"hydra.run.dir={run}" in log, log
+
+
+def test_a_run_folder_that_cannot_be_made_says_so_and_what_to_do(tmp_path):
+    from populations.run_guard import folder_error
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OSError) as err:
+        (blocker / "run").mkdir(parents=True)
+    line = folder_error(blocker / "run", err.value, "hydra.run.dir")
+    assert line == (f"cannot create the run folder {blocker / 'run'}: Not a directory; choose "
+                    "a folder you can write with hydra.run.dir=<folder>")
+
+
+def test_a_run_folder_on_a_read_only_file_system_says_so(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)],
+                             capture_output=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a read-only file system here: {mounted.stderr!r}")
+    try:
+        res = _cli([*ARGS, f"hydra.run.dir={ro / 'run'}"], tmp_path)
+        sweep = _cli(["-m", *ARGS, "seed=0,1", f"hydra.sweep.dir={ro / 'sw'}"], tmp_path)
+    finally:
+        subprocess.run(["umount", str(ro)], check=False)
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines()[-1] == (
+        f"selfplay-train: cannot create the run folder {ro / 'run'}: Read-only file system; "
+        "choose a folder you can write with hydra.run.dir=<folder>")
+    assert sweep.returncode == 2
+    assert sweep.stderr.strip().splitlines()[-1] == (
+        f"selfplay-train: cannot create the sweep folder {ro / 'sw'}: Read-only file system; "
+        "choose a folder you can write with hydra.sweep.dir=<folder>")
