@@ -196,7 +196,9 @@ def reported(prog: str) -> Iterator[None]:
             fail(prog, too_large_line(err, _TYPED if prog == TRAIN else ()))
         msg = one_line(err)
         if type(err).__name__ == "OverrideParseException":  # Hydra's grammar, not ours
-            msg += quoting_hint(str(getattr(err, "override", "")))
+            msg += quoting_hint(str(getattr(err, "override", "")),
+                                multirun=prog == TRAIN and bool({"-m", "--multirun"} & {
+                                    a.partition("=")[0] for a in _TYPED}))
         missing = re.match(r"In '[^']*': Could not find '([\w-]+)/([^'/]+)'", msg)
         if missing:  # check_command_line's, or Hydra's own (another config folder given)
             msg += preset_hint(*missing.groups())
@@ -226,11 +228,14 @@ def preset_hint(group: str, option: str) -> str:
     return ""
 
 
-def quoting_hint(override: str) -> str:
+def quoting_hint(override: str, multirun: bool = True) -> str:
     """The hint after Hydra's grammar error (``mismatched input '('``), which names neither
     the override it could not read (among several) nor how to write it: that override and
     itself quoted (``'game.name="openspiel/dark_hex(num_rows=3)"'``) where a plain
-    ``key=value`` can be, else an example."""
+    ``key=value`` can be, else an example. A sweep's values (``multirun``: the command has
+    ``-m``) are quoted each by itself; outside a sweep, and for a folder (``hydra.run.dir``,
+    ``hydra.sweep.dir``) always, the whole value is: Hydra refuses ``"a","b"`` there as an
+    ambiguous sweep."""
     key, eq, value = override.partition("=")
     if eq and value and re.fullmatch(r"[+~]{0,2}[\w.@/-]+", key) and \
             not re.search(r"[\"'\\]|\$\{", value):
@@ -240,6 +245,8 @@ def quoting_hint(override: str) -> str:
             if c == "," and depth == 0:
                 parts, start = [*parts, value[start:i]], i + 1
         parts.append(value[start:])
+        if not multirun or key.lstrip("+~") in ("hydra.run.dir", "hydra.sweep.dir"):
+            parts = [value]
         quoted = shlex.quote(key + "=" + ",".join(
             p if re.fullmatch(r"[\w./@+-]*", p) else f'"{p}"' for p in parts))
         return f" (in {override}: a value holding ( ) [ ] , = or spaces needs quotes: {quoted})"
