@@ -52,7 +52,6 @@ from populations.config_checks import (
     check_game_kwargs,
     check_run_values,
 )
-from populations.db import LeagueDB
 from populations.experiment_config import (  # torch-free: checked before torch loads
     EXPLOITER,  # noqa: F401 - re-exported
     MODES,  # noqa: F401 - re-exported: its old home
@@ -68,7 +67,7 @@ from populations.league import (  # noqa: F401 - MEMBER re-exported
     LeagueConfig,
     cooperative_refusal,
 )
-from populations.league_eval import snapshot_legal_rates
+from populations.league_eval import league_table  # re-exported: its old home
 from populations.learner_build import (  # make_learner: re-exported, its old home
     _own_rollouts,
     make_learner,  # noqa: F401
@@ -506,32 +505,6 @@ def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
         return league_table(league.db, league.run_id)
     finally:
         league.close()
-
-
-def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
-    """One row per snapshot: member, version, kind (the member's learner: ``ippo``, whose
-    snapshots are ``mappo`` policies), Elo, μ±σ, and the role-swapped pairs the rating is
-    from (``pairs``; best first). In a league with an LLM team (a member whose evaluation
-    logged ``eval_legal_rate/<member>``), ``eval_legal_rate`` too: the share of the
-    snapshot's evaluation moves that named a legal action (the rest were its fallback's,
-    which its rating measures too; None where its evaluation logged none), ``"-"`` for the
-    members that count no moves."""
-    ratings = db.latest_ratings(run_id)
-    kinds = {m["name"]: m["kind"] for m in db.members(run_id)}
-    snaps = db.snapshots(run_id)
-    legal = snapshot_legal_rates(db, run_id, snaps)
-    rows = []
-    for s in snaps:
-        r = ratings.get(s.id)
-        row = {"member": s.member, "version": s.version, "kind": kinds.get(s.member, s.kind),
-               "elo": None if r is None else round(r["elo"], 1),
-               "mu": None if r is None else round(r["mu"], 2),
-               "sigma": None if r is None else round(r["sigma"], 2),
-               "pairs": 0 if r is None else int(r["matches"])}
-        if legal:
-            row["eval_legal_rate"] = legal[s.member].get(s.id) if s.member in legal else "-"
-        rows.append(row)
-    return sorted(rows, key=lambda x: -(x["mu"] or -1e9))
 
 
 def _plain(obj: Any) -> Any:

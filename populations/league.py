@@ -408,8 +408,6 @@ class League:
         best first (member, version, kind, elo, mu, sigma, pairs: the rows the command
         lines print). A run that raises is recorded as ``failed`` (``interrupted`` after
         Ctrl-C) with its error before the error propagates."""
-        from populations.experiment import league_table  # experiment imports this module
-
         try:
             # a CLI's first Ctrl-C / SIGTERM stops at the next checkpoint that a resume goes
             # on from bit for bit (after a member's training, a pair's evaluation matches)
@@ -420,7 +418,7 @@ class League:
         except BaseException as err:  # recorded where it can be: `err` is what is reported
             self.db.set_run_status_quietly(self.run_id, end_status(err), one_line(err))
             raise
-        return league_table(self.db, self.run_id)
+        return league_eval.league_table(self.db, self.run_id)
 
     def elapsed(self) -> float:
         """Wall-clock seconds of the run: this process's and those before its resume."""

@@ -4,9 +4,10 @@ and the approximate one (``nash_conv/<member>``, the ``exploitability`` table), 
 member's share of legal evaluation moves (``eval_legal_rate/<member>``, one warning below
 ``LOW_LEGAL_RATE``) and the exploiters' resets (``<member>/reset``, AlphaStar's). Each
 function takes the :class:`~populations.league.League` (its settings, store, database and
-metrics) and writes the same rows when a resume records the generation again;
-:func:`snapshot_legal_rates` reads the legal rates back per snapshot (the closing table's
-``eval_legal_rate``).
+metrics) and writes the same rows when a resume records the generation again.
+:func:`league_table` reads the run back as the closing table the command lines print (one
+row per snapshot, its rating and, with an LLM member, its legal rate:
+:func:`snapshot_legal_rates`).
 """
 
 from __future__ import annotations
@@ -90,6 +91,32 @@ def snapshot_legal_rates(db: LeagueDB, run_id: int,
         if published:  # a later row of the same snapshot (a resume's) replaces it
             rates[max(published, key=lambda s: s.version).id] = round(float(value), 3)
     return out
+
+
+def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
+    """One row per snapshot: member, version, kind (the member's learner: ``ippo``, whose
+    snapshots are ``mappo`` policies), Elo, μ±σ, and the role-swapped pairs the rating is
+    from (``pairs``; best first). In a league with an LLM team (a member whose evaluation
+    logged ``eval_legal_rate/<member>``), ``eval_legal_rate`` too: the share of the
+    snapshot's evaluation moves that named a legal action (the rest were its fallback's,
+    which its rating measures too; None where its evaluation logged none), ``"-"`` for the
+    members that count no moves."""
+    ratings = db.latest_ratings(run_id)
+    kinds = {m["name"]: m["kind"] for m in db.members(run_id)}
+    snaps = db.snapshots(run_id)
+    legal = snapshot_legal_rates(db, run_id, snaps)
+    rows = []
+    for s in snaps:
+        r = ratings.get(s.id)
+        row = {"member": s.member, "version": s.version, "kind": kinds.get(s.member, s.kind),
+               "elo": None if r is None else round(r["elo"], 1),
+               "mu": None if r is None else round(r["mu"], 2),
+               "sigma": None if r is None else round(r["sigma"], 2),
+               "pairs": 0 if r is None else int(r["matches"])}
+        if legal:
+            row["eval_legal_rate"] = legal[s.member].get(s.id) if s.member in legal else "-"
+        rows.append(row)
+    return sorted(rows, key=lambda x: -(x["mu"] or -1e9))
 
 
 def reset_winners(league: Any, new: Sequence[Any], only: str | None = None) -> None:
