@@ -27,11 +27,13 @@ one batch (``games.vector.episode_copies``), so a pair's match costs one episode
 from __future__ import annotations
 
 import abc
+import atexit
 import contextlib
 import importlib
 import logging
 import os
 import re
+import shutil
 import signal
 import socket
 import sys
@@ -446,8 +448,30 @@ def init_ray(address: str | None, num_cpus: int) -> Any:
         else:
             with _loopback_only(), kept_sigterm(), _own_sigterm_handler(), \
                     _head_in_own_session():
-                ray.init(num_cpus=num_cpus, _node_ip_address=LOCAL_RAY_IP, **kwargs)
+                started = ray.init(num_cpus=num_cpus, _node_ip_address=LOCAL_RAY_IP, **kwargs)
+            _remove_session_at_exit(ray, started.address_info.get("session_dir"))
     return ray
+
+
+def _remove_session_at_exit(ray: Any, session_dir: str | None) -> None:
+    """At exit, after ``ray.shutdown``, remove the session folder of the local instance this
+    process started (``/tmp/ray/session_<time>_<pid>``: its logs and sockets, 200-240 KB),
+    and ``session_latest`` where it names it: Ray leaves one per run, and they piled up (99
+    on one machine after a day of runs). A cluster joined by address is never touched, nor
+    is a folder left by a driver killed with SIGKILL (no exit handler runs then)."""
+    if not session_dir or not os.path.basename(session_dir).startswith("session_"):
+        return
+
+    def remove() -> None:
+        # Ray's own exit handler (registered when ray was imported) runs after this one
+        ray.shutdown(wait_for_processes=True)  # its servers stop writing there first
+        shutil.rmtree(session_dir, ignore_errors=True)
+        latest = os.path.join(os.path.dirname(session_dir), "session_latest")
+        with contextlib.suppress(OSError):
+            if os.readlink(latest) == session_dir:
+                os.unlink(latest)
+
+    atexit.register(remove)
 
 
 @contextlib.contextmanager
