@@ -266,7 +266,8 @@ class ValueDecompConfig:
     lr: float = 5e-4  # Adam learning rate (agent network and mixer)
     batch_size: int = 128  # transitions per gradient step
     buffer_size: int = 50_000  # replay capacity in transitions (one per copy and step)
-    learning_starts: int = 1_000  # frames collected before the first update
+    learning_starts: int = 1_000  # frames collected before the first update (steps of one
+    # copy, the other teams' turns included; and at least batch_size transitions stored)
     train_every: int = 1  # vector steps between updates
     gradient_steps: int | str = "auto"  # TD gradient steps per update, each on its own
     # minibatch | auto: ceil(copies * train_every / batch_size), so an update samples about
@@ -320,7 +321,8 @@ class MADDPGConfig:
     tau: float = 0.01  # Polyak rate: target <- tau * online + (1 - tau) * target
     batch_size: int = 256  # transitions per gradient step
     buffer_size: int = 100_000  # replay capacity in transitions (one per copy and step)
-    learning_starts: int = 1_000  # frames collected before the first update
+    learning_starts: int = 1_000  # frames collected before the first update (steps of one
+    # copy; and at least batch_size transitions stored)
     train_every: int = 1  # vector steps between updates
     gradient_steps: int | str = "auto"  # gradient steps (one critic + one actor step and the
     # Polyak targets) per update, each on its own minibatch | auto: ceil(copies *

@@ -83,6 +83,7 @@ from marl.replay import (
     StillIn,
     check_agents,
     seated,
+    warmed_up,
 )
 
 log = logging.getLogger(__name__)
@@ -478,14 +479,13 @@ class MADDPG(Learner):
                 log.warning(note)
         self._copies = int(vs.done.shape[0])
         self.frames += self._copies
+        self.buffer.frames += self._copies  # the warm-up counts frames, not transitions
         self.steps_since_update += 1
 
     def ready(self) -> bool:
-        cfg = self.cfg
-        return (
-            len(self.buffer) >= max(cfg.batch_size, cfg.learning_starts)
-            and self.steps_since_update >= cfg.train_every
-        )
+        """Once the replay has been played ``learning_starts`` frames and holds a minibatch,
+        every ``train_every`` steps (:func:`marl.replay.warmed_up`)."""
+        return warmed_up(self.buffer, self.cfg, self.steps_since_update)
 
     # ------------------------------------------------------------------------ update
     def _q(self, critic: GroupedMLP, state_BS: Tensor, joint_BAJ: Tensor) -> Tensor:

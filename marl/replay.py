@@ -49,6 +49,11 @@ class ReplayBuffer:
     Args:
         capacity: C, the number of transitions kept (the oldest are overwritten).
         fields: ``{name: (trailing shape, dtype)}``; every ``add`` must give all of them.
+
+    ``frames`` counts the frames (steps of one copy, whoever moved) played into this replay
+    since it started, which the learner adds after every step: a learner's warm-up
+    (``learning_starts``) counts them, not the transitions stored, which are fewer where a
+    turn-based team stores one per own turn (:func:`warmed_up`).
     """
 
     def __init__(
@@ -64,6 +69,7 @@ class ReplayBuffer:
         }
         self.pos = 0  # next row to write
         self.size = 0
+        self.frames = 0  # frames played into this replay (the learner counts them)
 
     def __len__(self) -> int:
         return self.size
@@ -91,12 +97,13 @@ class ReplayBuffer:
         """Contents and write position. The filled rows are copied: ``torch.save`` writes a
         view's whole storage, so a slice would put the full capacity in every checkpoint."""
         data = {k: v[: self.size].clone() for k, v in self.data.items()}
-        return {"data": data, "pos": self.pos, "size": self.size}
+        return {"data": data, "pos": self.pos, "size": self.size, "frames": self.frames}
 
     def load_state_dict(self, state: Mapping[str, Any],
                         missing: Mapping[str, float | bool] | None = None) -> None:
         """Restore :meth:`state_dict`; a field in ``missing`` that the state lacks (a
-        checkpoint from before the field existed) is filled with that value."""
+        checkpoint from before the field existed) is filled with that value, and ``frames``
+        of a state from before they were counted is its size (one transition per frame)."""
         size, pos = state["size"], state["pos"]
         for name, value, top in (("size", size, self.capacity), ("pos", pos, self.capacity - 1)):
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
@@ -112,6 +119,7 @@ class ReplayBuffer:
                 v[:size] = state["data"][k].to(self.device, v.dtype)
             v[size:self.size] = 0  # rows this buffer held before: as in a fresh one
         self.pos, self.size = pos, size
+        self.frames = int(state.get("frames", size))
 
 
 class AgentStacker:
@@ -286,6 +294,16 @@ class StillIn:
         left_BA = self.stack.terminated(vs) | self.stack.truncated(vs)
         done_B1 = self.stack._tensor(vs.done, torch.bool)[:, None]
         self.gone = (~self.mask(len(vs.done)) | left_BA) & ~done_B1
+
+
+def warmed_up(buffer: ReplayBuffer, cfg: Any, steps_since_update: int) -> bool:
+    """Whether a replay learner configured by ``cfg`` updates now: its replay has been played
+    ``cfg.learning_starts`` frames (``ReplayBuffer.frames``: steps of one copy, the other
+    side's turns included, as the setting's doc says; a turn-based team's transitions, one
+    per own turn, are about half of them) and holds a minibatch (``cfg.batch_size``
+    transitions), and ``cfg.train_every`` steps have passed since the last update."""
+    return (buffer.frames >= cfg.learning_starts and len(buffer) >= cfg.batch_size
+            and steps_since_update >= cfg.train_every)
 
 
 def seated(seat_mask: Any, B: int, A: int, device: torch.device) -> Tensor:

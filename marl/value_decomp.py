@@ -16,11 +16,12 @@ own utilities (decentralized execution). Targets use double Q-learning (the onli
 picks ``u'``, the target network evaluates it), illegal actions are masked in action
 selection and in the target max, and a transition bootstraps unless its episode
 *terminated* (a truncated episode bootstraps from ``final_obs`` / ``final_state``).
-Exploration is ε-greedy over legal actions with ε decaying linearly in frames. An update
-(every ``train_every`` vector steps) takes ``gradient_steps`` TD steps, each on its own
-replay minibatch (``auto``: ``ceil(copies * train_every / batch_size)``, about one sample per
-frame played, so 4,096 copies are not trained on 128 of their frames); hard target copies
-count gradient steps.
+Exploration is ε-greedy over legal actions with ε decaying linearly in frames. Updates start
+once the replay has been played ``learning_starts`` frames (steps of one copy, the other
+teams' turns included) and holds a minibatch; an update (every ``train_every`` vector steps)
+takes ``gradient_steps`` TD steps, each on its own replay minibatch (``auto``:
+``ceil(copies * train_every / batch_size)``, about one sample per frame played, so 4,096
+copies are not trained on 128 of their frames); hard target copies count gradient steps.
 
 Turn-based games (one agent acts per step): a team's transition runs from its acting step
 to its next acting step or the episode's end (:class:`marl.replay.TeamTurns`), the rewards
@@ -92,6 +93,7 @@ from marl.replay import (
     TeamTurns,
     check_agents,
     seated,
+    warmed_up,
 )
 
 log = logging.getLogger(__name__)
@@ -439,14 +441,13 @@ class ValueDecomp(Learner):
                 log.warning(note)
         self._copies = int(vs.done.shape[0])
         self.frames += self._copies
+        self.buffer.frames += self._copies  # the warm-up counts frames, not transitions
         self.steps_since_update += 1
 
     def ready(self) -> bool:
-        cfg = self.cfg
-        return (
-            len(self.buffer) >= max(cfg.batch_size, cfg.learning_starts)
-            and self.steps_since_update >= cfg.train_every
-        )
+        """Once the replay has been played ``learning_starts`` frames and holds a minibatch,
+        every ``train_every`` steps (:func:`marl.replay.warmed_up`)."""
+        return warmed_up(self.buffer, self.cfg, self.steps_since_update)
 
     # ------------------------------------------------------------------------ update
     def steps_per_update(self) -> int:
