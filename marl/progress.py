@@ -70,7 +70,8 @@ class tqdm(_auto_tqdm):  # noqa: N801 - a drop-in for tqdm.auto.tqdm, named as i
     def _write_line(self, now: float) -> None:
         meter = self.format_dict
         meter["ncols"] = 0  # tqdm's text without the bar: desc: 30% 3072/10240 [...]
-        self.fp.write(self.format_meter(**meter) + "\n")
+        line = self.format_meter(**meter)  # without a description: 30% 3072/10240 [...]
+        self.fp.write((line if self.desc else line.lstrip()) + "\n")
         self.fp.flush()
         self._line_at, self._line_n = now, self.n
 

@@ -76,6 +76,16 @@ def test_lines_never_come_closer_than_the_interval(clock):
     assert out[-1].startswith("evaluation: 400episode [") and "return 399" in out[-1]
 
 
+def test_a_bar_without_a_description(clock):
+    log = io.StringIO()
+    bar = tqdm(total=60000, unit="frame", file=log, smoothing=0)
+    clock.now += 30
+    bar.update(5800)
+    bar.close()
+    assert log.getvalue().splitlines() == ["0% 0/60000 [00:00<?, ?frame/s]",
+                                           "10% 5800/60000 [00:30<04:40, 193.33frame/s]"]
+
+
 def test_a_terminal_keeps_tqdms_bar(clock):
     screen = Terminal()
     bar = tqdm(total=10, desc="x", file=screen, mininterval=0)
