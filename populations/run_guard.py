@@ -23,6 +23,7 @@ from populations.cli_common import (
     interrupted,
     one_line,
     say,
+    sigterm_text,
     too_large,
     too_large_line,
     user_errors,
@@ -322,9 +323,12 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
     try:
         yield
     except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
-        def how() -> str:  # in the run's cli.log too (a terminal closed since)
+        def how() -> str:  # in the run's cli.log too (a terminal closed since), as printed
+            from populations.run_folder import stop_status
+
             text = _how_to_go_on(run_dir, created, sweep_dir, overrides, flags, before)
-            to_cli_log(run_dir, text)
+            by_term = stop_status(sys.exc_info()[1]) == 143
+            to_cli_log(run_dir, sigterm_text(text) if by_term else text)
             return text
 
         interrupted(prog, how)

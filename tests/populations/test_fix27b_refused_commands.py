@@ -71,7 +71,11 @@ def test_cli_log_holds_the_closing_summary(finished):
     assert f"dashboard  : selfplay-dashboard {run}" in log
 
 
-def test_ctrl_c_writes_its_resume_command_to_cli_log(tmp_path, monkeypatch):
+@pytest.mark.parametrize("signal_name, status, said", [
+    ("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated (SIGTERM)")])
+def test_ctrl_c_writes_its_resume_command_to_cli_log(tmp_path, monkeypatch, signal_name,
+                                                     status, said):
+    from populations.run_folder import Terminated
     from populations.run_guard import run_folder_guard
 
     run = tmp_path / "run"
@@ -84,13 +88,13 @@ def test_ctrl_c_writes_its_resume_command_to_cli_log(tmp_path, monkeypatch):
     try:
         with pytest.raises(SystemExit) as stop, \
                 run_folder_guard("selfplay-train", run, created=False, overrides=["seed=4"]):
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt if signal_name == "SIGINT" else Terminated("SIGTERM")
     finally:
         root.removeHandler(handler)
         handler.close()
-    assert stop.value.code == 130
+    assert stop.value.code == status
     log = (run / "cli.log").read_text()
-    assert f"interrupted; {run} resumes with: selfplay-train seed=4 resume=true " \
+    assert f"{said}; {run} resumes with: selfplay-train seed=4 resume=true " \
            f"hydra.run.dir={run}" in log, log
 
 
