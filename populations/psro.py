@@ -490,6 +490,9 @@ class PSRO:
         game_kwargs: keyword arguments of ``games.make``.
         progress: a bar of sampled payoff episodes on stderr while an iteration fills the
             table (``payoffs="sampled"``: ``episodes_per_entry`` per entry).
+        keys: how messages name the settings: ``""`` as :class:`PSROConfig`'s fields
+            (``nash_conv=False``), ``"population.psro."`` as selfplay-train's keys
+            (``population.psro.nash_conv=false``).
     """
 
     def __init__(
@@ -501,9 +504,10 @@ class PSRO:
         initial: Mapping[str, Policy] | None = None,
         game_kwargs: Mapping[str, Any] | None = None,
         progress: bool = False,
+        keys: str = "",
     ) -> None:
         self.config = cfg = config or PSROConfig()
-        self.progress = progress
+        self.progress, self.keys = progress, keys
         game, game_kwargs = resolve_game(game, game_kwargs)
         self.game = game
         self.oracle = oracle
@@ -551,8 +555,9 @@ class PSRO:
                 # have refused the game): the hint to sample them is no advice here
                 why = str(err).replace(f"; {sf.RECALL_HINT}", "").replace(
                     f"; {ex.SAMPLED_HINT}", "")
-                log.warning("PSRO: no exact NashConv for %s: %s (payoffs are sampled; "
-                            "nash_conv=False leaves this check out)", game, why)
+                off = self.setting("nash_conv", False)
+                log.warning("PSRO: no exact NashConv for %s: %s (payoffs are sampled; %s "
+                            "leaves this check out)", game, why, off)
         if cfg.payoffs == "exact":
             if self.tree is None:
                 raise ValueError(
@@ -588,6 +593,14 @@ class PSRO:
             self._add_member(agent, (initial or {}).get(agent) or self._uniform(agent))
         self.update_empirical_game()
         self.update_meta_strategies()
+
+    def setting(self, name: str, value: object) -> str:
+        """``name=value`` as this PSRO's messages name a setting (``keys``): a Python field
+        (``nash_conv=False``) or selfplay-train's key (``population.psro.nash_conv=false``)."""
+        if not self.keys:
+            return f"{name}={value!r}"
+        text = str(value).lower() if isinstance(value, bool) else value
+        return f"{self.keys}{name}={text}"
 
     def _uniform(self, agent: str) -> Policy:
         if self.tree is not None:

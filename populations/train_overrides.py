@@ -529,16 +529,19 @@ def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[st
 
     keys = {o.split("=", 1)[0].lstrip("+") for o in overrides if "=" in o}
     kind = exp.population.kind
-    chosen = _chosen_oracle(exp)  # PSRO's oracle=auto: judged with what it chooses
+    pop = exp.population  # PSRO's oracle=auto, payoffs=auto: judged with what they choose
+    chosen = _chosen_oracle(exp)
+    auto = chosen is not None and pop.oracle == "auto"
+    auto_payoffs = chosen is not None and pop.psro.payoffs == "auto"
     exp = chosen or exp
-    unread = unread_settings(exp, overrides, auto=chosen is not None)  # encoder=gnn beside
+    unread = unread_settings(exp, overrides, auto=auto)  # encoder=gnn beside
     # members [qmix, maddpg]
     if "runner.rollout_workers" in keys and kind != "none" and not _llm_member(exp):
         unread.append(f"runner.rollout_workers={exp.runner.rollout_workers} is not read with "
                       f"population.kind={kind}: rollout workers play a single MAPPO/IPPO "
                       "run's rollouts (population=none) and an LLM team's; this run trains "
                       "without them")
-    unread += _unread_population_keys(exp, overrides, auto=chosen is not None)
+    unread += _unread_population_keys(exp, overrides, auto=auto, auto_payoffs=auto_payoffs)
     if kind == "none" and exp.runner.kind == "ray" and not exp.runner.rollout_workers and \
             not _plays_own_episodes(exp.algo):  # it trained in this process, unsaid
         others = [o.lstrip("+") for o in overrides if o.lstrip("+").startswith("runner.")]
@@ -559,11 +562,13 @@ def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[st
 
 
 def _chosen_oracle(exp: ExperimentConfig) -> ExperimentConfig | None:
-    """A PSRO run's ``exp`` with the oracle ``population.oracle=auto`` chooses for its game
+    """A PSRO run's ``exp`` with the oracle and payoffs ``population.oracle=auto`` and
+    ``population.psro.payoffs=auto`` choose for its game
     (:func:`populations.psro_run.resolve_auto`, as the run decides it next), for the
-    warnings of settings that oracle does not read; None for other runs, and where the game
-    cannot be made (the run refuses it in its own words)."""
-    if exp.population.kind != "psro" or exp.population.oracle != "auto":
+    warnings of settings they do not read; None for other runs, and where the game cannot be
+    made (the run refuses it in its own words)."""
+    pop = exp.population
+    if pop.kind != "psro" or "auto" not in (pop.oracle, pop.psro.payoffs):
         return None
     import games
     from populations.psro_run import resolve_auto
@@ -587,19 +592,32 @@ READERS = {"iterations": ("psro",), "oracle": ("psro",), "oracle_frames": ("psro
 keeps none (it resumes from its database)."""
 
 
+SAMPLED_ONLY = ("episodes_per_entry", "num_envs")
+"""``population.psro.*`` settings that only sampled payoffs read (exact payoffs play none)."""
+
+
 def _unread_population_keys(exp: ExperimentConfig, overrides: Sequence[str],
-                            auto: bool = False) -> list[str]:
+                            auto: bool = False, auto_payoffs: bool = False) -> list[str]:
     """A warning per ``population.<key>=`` on the command line that this run's kind does not
     read, naming the kinds that do (:data:`READERS`): ``population.generations=4`` in a
     single run (``population=none``) was ignored without a word, as ``population.iterations=``
-    in a league and ``population.generations=`` in PSRO; and PSRO's
-    ``population.oracle_frames=`` with the exact oracle, which trains nothing (``auto``: the
-    oracle ``population.oracle=auto`` chose)."""
+    in a league and ``population.generations=`` in PSRO; PSRO's ``population.oracle_frames=``
+    with the exact oracle, which trains nothing (``auto``: the oracle ``population.oracle=auto``
+    chose), and its :data:`SAMPLED_ONLY` settings with exact payoffs, which play no episode
+    (``auto_payoffs``: ``population.psro.payoffs=auto`` chose them)."""
     kind = exp.population.kind
     notes = []
     for o in overrides:
         key = o.split("=", 1)[0].lstrip("+")
         if "=" not in o or not key.startswith("population.") or key == "population.kind":
+            continue
+        if key.removeprefix("population.psro.") in SAMPLED_ONLY and kind == "psro" and \
+                exp.population.psro.payoffs == "exact":
+            how = "population.psro.payoffs=auto, which chose exact here" if auto_payoffs \
+                else "population.psro.payoffs=exact"
+            notes.append(f"{o.lstrip('+')} is not used with {how}: exact payoffs are computed "
+                         "from the game tree, no episode is sampled; only "
+                         "population.psro.payoffs=sampled reads it")
             continue
         if key == "population.oracle_frames" and kind == "psro" and \
                 exp.population.oracle == "exact":
