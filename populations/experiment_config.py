@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from marl.configs import COUNT, COUNTED, RATE, check_number
+from populations.config_checks import MAX_SIZES
 from populations.matchmaking import MatchmakingConfig
 from populations.member_specs import EXPLOITER, check_member_specs, parse_members
 from populations.psro_config import PSROConfig
@@ -21,6 +22,19 @@ if TYPE_CHECKING:
     from populations.approx_exploit import ApproxConfig
 
 MODES = ("none", "league", "psro")
+MAX_ROUNDS = 10**6
+"""The most ``population.generations`` (league snapshots) and ``population.iterations``
+(PSRO): each is a checkpointed snapshot (a league evaluates every new one against its past
+ones; PSRO adds a row and a column of matches to its payoff table), so a million is far past
+any run that ends (``generations=10**20`` was taken and its bar read 2/10**20)."""
+POPULATION_SIZES: dict[str, tuple[int, str]] = {
+    "generations": (MAX_ROUNDS, "10**6 snapshots, each checkpointed and evaluated"),
+    "frames_per_generation": MAX_SIZES["frames"],
+    "iterations": (MAX_ROUNDS, "10**6 PSRO iterations, each adding matches to the payoff "
+                               "table"),
+    "oracle_frames": MAX_SIZES["frames"]}
+"""The largest value of each of :class:`PopulationConfig`'s sizes and why: a frame count takes
+``frames``' bound (:data:`populations.config_checks.MAX_SIZES`), as a whole run's frames."""
 KEEP_CHECKPOINTS = 3
 """The newest checkpoints a league or a single run keeps on disk, by default
 (``population.keep_checkpoints``, the league CLI's ``--keep-checkpoints``)."""
@@ -140,8 +154,10 @@ class PopulationConfig:
         # generations: a league publishes at least one snapshot after the first (0 passed
         # here and was refused after the run folder was made, as -1 said ">= 0")
         # (2.5 and True were taken too, and failed or ran as 1 later)
-        for name in ("generations", "frames_per_generation", "iterations", "oracle_frames"):
+        for name, (top, why) in POPULATION_SIZES.items():
             check_number(name, getattr(self, name), **COUNT)
+            # 10**20 was taken and never finished (frames, num_envs, eval_episodes had bounds)
+            check_number(name, getattr(self, name), **COUNT, at_most=top, why=why)
         check_number("eval_window", self.eval_window, **COUNTED)
         if not 0.0 <= self.opponent_prob <= 1.0:
             raise ValueError(f"opponent_prob={self.opponent_prob}; expected a value in [0, 1]")
