@@ -169,3 +169,72 @@ class PSROConfig:
             or self.response_target == "exploiter"
             or (self.response_target != "meta" and needs_full_game(self.response_target))
         )
+
+
+PAYOFFS_TOLD = 4
+"""Sampled payoffs planned to play more than this many times the frames the best responses
+train are told at start as dominating the run (:func:`payoff_plan`)."""
+
+
+@dataclass(frozen=True)
+class PayoffPlan:
+    """The sampled payoff episodes a PSRO run plans, as its start lines tell them."""
+
+    episodes: int  # over the run: episodes_per_entry for each entry of the final table
+    entries: int  # entries of the final table: (1 + iterations) members per player
+    line: str  # the start line: how many episodes, and from what
+    warning: str | None  # when their frames will dominate the run (None: they will not)
+
+
+def payoff_plan(players: int, iterations: int, episodes_per_entry: int,
+                episode_frames: float, oracle_frames: int) -> PayoffPlan:
+    """The payoff episodes of a PSRO run of ``iterations`` iterations on ``players`` players
+    with sampled payoffs: the table grows by one member per player and iteration, and every
+    new entry is sampled with ``episodes_per_entry`` episodes, so the run samples
+    ``episodes_per_entry * (1 + iterations) ** players`` episodes (fewer if
+    ``stop_nash_conv`` stops it early; a resume samples the iterations done again). With
+    ``episode_frames`` frames an episode (:func:`random_episode_frames`), a warning when they
+    play more than :data:`PAYOFFS_TOLD` times the ``oracle_frames`` the best responses train
+    (``population.oracle_frames`` for each player and iteration; 0: an exact oracle, which
+    trains nothing to compare with)."""
+    entries = (1 + iterations) ** players
+    episodes = episodes_per_entry * entries
+    line = (f"PSRO: sampled payoffs play about {episodes:,} episodes over the run "
+            f"(population.psro.episodes_per_entry={episodes_per_entry} for each of the "
+            f"{entries:,} entries of the final table: {1 + iterations} members per player, "
+            f"{players} players)")
+    trained = oracle_frames * players * iterations
+    played = int(episodes * episode_frames)
+    warning = None
+    if trained and played > PAYOFFS_TOLD * trained:
+        warning = (f"PSRO: the sampled payoffs will play about {played:,} frames (about "
+                   f"{episode_frames:.3g} an episode in random play), {played / trained:.0f}x "
+                   f"the {trained:,} the best responses train (population.oracle_frames="
+                   f"{oracle_frames} x {players} players x {iterations} iterations): most of "
+                   "the run would go to payoffs; lower population.psro.episodes_per_entry")
+    return PayoffPlan(episodes, entries, line, warning)
+
+
+def random_episode_frames(game: str, game_kwargs: Mapping[str, object] | None = None,
+                          episodes: int = 8, seed: int = 0) -> float:
+    """Mean frames (steps of one copy) of ``episodes`` episodes of ``game`` in uniformly
+    random play, stepped together: an estimate of a payoff episode's length for
+    :func:`payoff_plan` (a game's ``max_steps`` is only a bound: 1,000 for hold'em)."""
+    import numpy as np
+
+    from marl.train import RandomPolicy  # torch: only where a run plans its payoffs
+
+    vg = games.VectorGame(game, episodes, seed=seed, **dict(game_kwargs or {}))
+    try:
+        policy = RandomPolicy(vg.spec, seed)
+        vs = vg.reset()
+        frames, done = np.zeros(episodes), np.zeros(episodes, dtype=bool)
+        for _ in range(vg.spec.max_steps):
+            vs = vg.step({a: policy.act(a, vs) for a in vg.spec.agent_ids})
+            frames += ~done
+            done |= np.asarray(vs.done, dtype=bool)
+            if done.all():
+                break
+        return float(frames.mean())
+    finally:
+        vg.close()
