@@ -65,7 +65,6 @@ from marl.core import derive_seed
 from marl.fileio import NoSpaceError, disk_full
 from marl.mappo import MAPPO, MAPPOConfig
 from marl.train import (
-    league_budget_note,
     planned_frames,
     rollout_frames,
     trains_whole_rollouts,
@@ -82,7 +81,13 @@ from populations.config_checks import SEED_END
 from populations.db import LeagueDB
 from populations.evaluation import PairsPlayed, Standings, evaluate_pairs, pfsp_win_rates
 from populations.experiment_config import KEEP_CHECKPOINTS, check_copies, check_keep_checkpoints
-from populations.league_progress import _advance, _counts, _planned_episodes, _time_left
+from populations.league_progress import (
+    _advance,
+    _counts,
+    _planned_episodes,
+    _time_left,
+    note_short_budgets,
+)
 from populations.league_state import (
     check_folder,
     check_snapshots,
@@ -434,7 +439,10 @@ class League:
             self._save()
         for m in self.members:  # recorded by their first snapshot: what each trains with
             self.db.set_member_settings(self.run_id, m.name, member_settings(m))
-        self._note_short_budgets()
+        left = self.cfg.generations - self.generation + (self.phase == "training")
+        if self.progress:  # asynchronous: the member furthest behind
+            left = self.cfg.generations - min(g for g, _ in self.progress.values())
+        note_short_budgets(self.cfg, self.members, left, in_process=self.learners is None)
         if not self.cfg.sync:
             self._run_async()
             return
@@ -456,30 +464,6 @@ class League:
                      self.cfg.generations, self.frames, self.unit, self.elapsed(),
                      _time_left(self.elapsed(), self.generation, self.cfg.generations))
         self.db.set_run_status(self.run_id, "finished")
-
-    def _note_short_budgets(self) -> None:
-        """Say, as the run starts, which learner members ``frames_per_generation`` leaves
-        without an update (a warning: they never learn) or without one in their first
-        generations (info), as a single learner's run warns of its ``frames``
-        (:func:`marl.train.league_budget_note`): once per kind of member and settings, naming
-        its members, not once per generation."""
-        left = self.cfg.generations - self.generation + (self.phase == "training")
-        if self.progress:  # asynchronous: the member furthest behind
-            left = self.cfg.generations - min(g for g, _ in self.progress.values())
-        notes: dict[tuple[bool, str], list[str]] = {}
-        for m in self.members:
-            learner = getattr(m, "learner", None)
-            if learner is None or _counts(m) != "frames" or left <= 0:
-                continue
-            carries = self.learners is None or getattr(learner.cfg, "checkpoint_buffer", True)
-            never, text = league_budget_note(learner, self.cfg.frames_per_generation,
-                                             self.cfg.num_envs, left, carries)
-            if text:
-                notes.setdefault((never, text), []).append(m.name)
-        for (never, text), names in notes.items():
-            who = ", ".join(map(repr, names))
-            (log.warning if never else log.info)(
-                "league member%s %s: %s", "s" if len(names) > 1 else "", who, text)
 
     def _publish_and_evaluate(self) -> None:
         g = self.generation
