@@ -80,7 +80,7 @@ from marl.train import RandomPolicy, train
 from populations import exploitability as ex
 from populations import sequence_form as sf
 from populations.approx_exploit import evaluated_greedy, side_text, training_vector_kwargs
-from populations.meta_solvers import FullGame, solve_meta
+from populations.meta_solvers import FullGame, is_constant_sum, solve_meta
 from populations.payoffs import (  # noqa: F401 - PSRO's estimators, importable from here too
     ExactPayoffs,
     PayoffEstimator,
@@ -582,6 +582,7 @@ class PSRO:
         self.members: dict[str, list[Member]] = {a: [] for a in self.players}
         self.payoffs = np.zeros((len(self.players), *([0] * len(self.players))))
         self.meta_strategy: dict[str, np.ndarray] = {}
+        self.meta_ran = cfg.meta_solver  # the meta-solver the last iteration ran (auto: its choice)
         self.targets: dict[str, dict[str, Mixture]] = {}  # player -> what it best-responds to
         self.iterations = 0
         states = sum(len(info) for info in self.tree.players) if self.tree is not None else 0
@@ -676,6 +677,10 @@ class PSRO:
         full = self.full_game() if self.config.uses_full_game else None
         # checked: a solver's exception or bad output (NaN, wrong count) is one line naming it
         dists = solve_meta(self.config.meta_solver, self.payoffs, full, self.players)
+        self.meta_ran = self.config.meta_solver  # auto: the one it chose for these payoffs
+        if self.meta_ran == "auto":
+            self.meta_ran = "nash" if len(self.players) == 2 and is_constant_sum(
+                self.payoffs) else "prd"
         self.meta_strategy = dict(zip(self.players, dists, strict=True))
         self.targets = self._response_targets(full)
         return self.meta_strategy
@@ -732,13 +737,15 @@ class PSRO:
         self.iterations += 1
         self.recorder.on_iteration(result.iteration, result.meta_strategy, nash_conv, seconds)
         log.info(
-            "PSRO iteration %d%s: population %s, NashConv %s, %.3fs%s",
+            "PSRO iteration %d%s: population %s, NashConv %s, %.3fs%s%s",
             result.iteration,
             "" if total is None else f" ({self.iterations}/{total})",
             list(result.population.values()),
             nash_conv_text(nash_conv, 6),
             seconds,
             "" if nash_conv is None else f" (+{result.eval_seconds:.3f}s computing NashConv)",
+            f"; meta_solver=auto ran {self.meta_ran}" if self.config.meta_solver == "auto"
+            else "",
         )
         return result
 

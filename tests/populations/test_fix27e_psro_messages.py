@@ -80,3 +80,19 @@ def test_sampled_payoffs_read_them():
                   ["population.psro.episodes_per_entry=50", "population.psro.num_envs=8"]) == []
     assert _notes("openspiel/kuhn_poker", ["population.psro.episodes_per_entry=50"],
                   oracle="rl", payoffs="sampled") == []
+
+
+@pytest.mark.parametrize("game, ran", [("openspiel/kuhn_poker", "nash"),
+                                       ("openspiel/first_sealed_auction", "prd")])
+def test_each_iteration_names_the_solver_meta_solver_auto_ran(game, ran, caplog):
+    """``meta_solver=auto`` is nash on a constant-sum empirical game, prd otherwise (a
+    first-price auction: the seller's revenue leaves the bidders); the iteration's line said
+    neither."""
+    from populations.psro import ExactBestResponse
+
+    psro = PSRO(game, ExactBestResponse(game), PSROConfig(meta_solver="auto", nash_conv=False))
+    with caplog.at_level(logging.INFO, logger="populations.psro"):
+        psro.iteration(total=1)
+    (line,) = [m for m in caplog.messages if m.startswith("PSRO iteration 0 (1/1)")]
+    assert line.endswith(f"; meta_solver=auto ran {ran}")
+    assert psro.meta_ran == ran
