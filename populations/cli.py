@@ -139,6 +139,8 @@ class ConfigCheck(Callback):
             sweep_dir = folder or Path(str(config.hydra.sweep.dir))
             hold_folder(sweep_dir, "hydra.sweep.dir", "sweep folder")
             _keep_written(sweep_dir, depth=1)
+            run_guard._KEPT_SWEEP.clear()
+            run_guard._keep_sweep_file(sweep_dir)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from populations.sweep_summary import JobResult, overrides_of, print_summary

@@ -64,6 +64,38 @@ _KEPT: dict[str, tuple[dict[str, bytes] | None, dict[str, int]]] = {}
 its logs' sizes."""
 
 
+_KEPT_SWEEP: dict[str, bytes | None] = {}
+"""What each sweep folder's ``multirun.yaml`` held before Hydra rewrote it (``None``: none)."""
+
+
+def _keep_sweep_file(sweep_dir: Path) -> None:
+    """Record in :data:`_KEPT_SWEEP` the sweep folder's ``multirun.yaml`` before Hydra's
+    sweeper rewrites it (a refused sweep puts it back: :func:`_restore_sweep_file`)."""
+    path = Path(os.path.abspath(sweep_dir)) / "multirun.yaml"
+    try:
+        _KEPT_SWEEP[str(path.parent)] = path.read_bytes() if path.is_file() else None
+    except OSError:  # unreadable: left as Hydra writes it
+        return
+
+
+def _restore_sweep_file(sweep_dir: Path) -> None:
+    """Put back ``multirun.yaml`` as it was before a sweep refused at its first job (none of
+    its jobs ran: the file described the sweep that did). A new one goes."""
+    from marl.fileio import atomic_write
+
+    folder = os.path.abspath(sweep_dir)
+    if folder not in _KEPT_SWEEP:
+        return
+    data, path = _KEPT_SWEEP[folder], Path(folder) / "multirun.yaml"
+    try:
+        if data is None:
+            path.unlink(missing_ok=True)
+        elif path.is_symlink() or not path.is_file() or path.read_bytes() != data:
+            atomic_write(path, data)
+    except OSError:
+        return
+
+
 def hold_folder(folder: Path, key: str, what: str = "run folder") -> None:
     """Take ``folder``'s lock (:class:`~populations.run_folder.RunLock`, making the folder)
     before Hydra writes its ``.hydra`` and log there: a second command into a folder in use is
@@ -363,6 +395,8 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
             _FAILED_JOBS.append((job, run_dir))
             return
         if sweep_dir is not None and job is not None:
+            if refused and len(_SWEEP_JOBS) == 1:  # no other job of this sweep ran
+                _restore_sweep_file(sweep_dir)
             fail(prog, line + sweep_stopped(sweep_dir, job, run_dir, created, resumed,
                                              _typed()))
         fail(prog, line + _resumes_after(err, run_dir, overrides, flags))

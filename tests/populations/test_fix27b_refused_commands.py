@@ -130,3 +130,16 @@ def test_a_run_folder_on_a_read_only_file_system_says_so(tmp_path):
     assert sweep.stderr.strip().splitlines()[-1] == (
         f"selfplay-train: cannot create the sweep folder {ro / 'sw'}: Read-only file system; "
         "choose a folder you can write with hydra.sweep.dir=<folder>")
+
+
+def test_a_refused_sweep_leaves_the_sweep_folder_as_it_was(tmp_path):
+    sweep = tmp_path / "sw"
+    args = ["-m", *ARGS, "seed=0", f"hydra.sweep.dir={sweep}"]
+    assert _cli(args, tmp_path).returncode == 0
+    before = _hashes(sweep)
+    assert "multirun.yaml" in before and any(k.endswith("/cli.log") for k in before)
+    # the same sweep again (checkpoint_every_s stays out of the job folders' names), without
+    # resume=true: refused; Hydra had rewritten multirun.yaml with it
+    res = _cli([*args, "checkpoint_every_s=100"], tmp_path)
+    assert res.returncode == 2 and "already holds a run" in res.stderr, res.stderr
+    assert _hashes(sweep) == before
