@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from games import GameSpec, VecStep, VectorGame
 from games.vector import to_numpy
 from marl.core import Learner, Policy, PolicyMeta, register_policy
 from marl.guards import FiniteGuard
+from marl.progress import tqdm
 
 log = logging.getLogger(__name__)
 

@@ -26,12 +26,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-from tqdm.auto import tqdm
 
 import games
 from games import GameSpec, VectorGame
 from games.vector import episode_copies
 from marl.core import derive_seed
+from marl.progress import tqdm
 from marl.train import evaluate
 from populations import exploitability as ex
 from populations.approx_exploit import policy_vector_kwargs

@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 import games
 from games import VecStep
 from marl.core import Learner, Policy, policy_bytes, policy_from_bytes
+from marl.progress import tqdm
 from marl.train import RandomPolicy, TrainResult, after_step, learner_sides
 from populations.config_checks import check_rollout_copies
 

@@ -105,7 +105,7 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
     with a progress bar of episodes (long games, e.g. chess, take minutes); returns the
     learner team's mean return over the recorded ones and its uncertainty
     (:func:`_evaluation`)."""
-    from tqdm.auto import tqdm
+    from marl.progress import tqdm
 
     log.info("evaluating the trained policy: %d episodes%s", cfg.eval_episodes,
              " against random seats" if set(spec.agent_ids) - set(learner.agents) else "")

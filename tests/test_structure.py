@@ -36,9 +36,10 @@ ALLOWED: dict[str, set[str]] = {
 # (marl.core, marl.registry), the learner-agnostic loops over them (marl.train), and the
 # module whose import registers llm_grpo in marl's registry (marl never imports llm_agents,
 # so someone above both must: the counterpart of marl.registry.BUILTIN_MODULES), and the
-# torch-free atomic file writer that policies and run files share (marl.fileio).
-POPULATIONS_PUBLIC = {"marl", "marl.core", "marl.fileio", "marl.registry", "marl.train",
-                      "llm_agents.learner"}
+# torch-free atomic file writer that policies and run files share (marl.fileio), and the
+# progress bars every selfplay command shows (marl.progress).
+POPULATIONS_PUBLIC = {"marl", "marl.core", "marl.fileio", "marl.progress", "marl.registry",
+                      "marl.train", "llm_agents.learner"}
 
 # Known reaches into learner internals, (file, module) -> why it is there. A new one fails
 # the test; make it go through the registry (registry.get(algo).build(...), entry.config,

@@ -8,11 +8,10 @@ KUHN = "openspiel/kuhn_poker"
 
 def test_a_single_runs_evaluation_bar_shows_the_overall_rate(tmp_path, monkeypatch,
                                                              recorded_bars):
-    import tqdm.auto
-
+    import marl.progress
     from tests.populations.test_walk18_cli_more import TINY, _train
 
-    bars = recorded_bars(tqdm.auto)
+    bars = recorded_bars(marl.progress)
     _train([*TINY, "frames=16", "eval_episodes=2", "progress=true",
             f"hydra.run.dir={tmp_path / 'r'}"], monkeypatch, tmp_path)
     evaluation = [b for b in bars if b.unit == "episode"]
