@@ -53,6 +53,18 @@ def psro_players(spec: GameSpec, players: str = "auto") -> dict[str, tuple[str, 
     return teams
 
 
+def one_team_note(spec: GameSpec) -> str | None:
+    """The warning for PSRO on a game whose seats are all one team (vmas/dispersion, hanabi):
+    its players are the seats (:func:`psro_players`), so each seat's population
+    best-responds to its teammates' mixtures, which is no game between opponents (a league
+    refuses such a game); None for a game of two or more teams."""
+    if len(spec.teams) != 1:
+        return None
+    return (f"PSRO on {spec.name}: its {len(spec.agent_ids)} seats are one team "
+            f"({spec.teams[0]!r}), so each seat's population best-responds to its teammates' "
+            "mixtures, not to opponents; population=none trains the team's seats together")
+
+
 def why_not_exact(game_obj: games.Game, seats_of: Mapping[str, Sequence[str]]) -> str | None:
     """Why exact payoffs and best responses cannot serve ``game_obj`` with these players
     (None: they can); what ``payoffs="auto"`` / ``oracle="auto"`` decide by.

@@ -96,3 +96,17 @@ def test_each_iteration_names_the_solver_meta_solver_auto_ran(game, ran, caplog)
     (line,) = [m for m in caplog.messages if m.startswith("PSRO iteration 0 (1/1)")]
     assert line.endswith(f"; meta_solver=auto ran {ran}")
     assert psro.meta_ran == ran
+
+
+def test_a_one_team_game_is_told_that_psro_plays_teammates():
+    """vmas/dispersion population=psro ran per-seat populations of one team without a word
+    (a league refuses the game); psro_run logs this note at start."""
+    import games
+    from populations.psro_config import one_team_note
+
+    spread = games.make("pettingzoo/mpe2.simple_spread_v3").spec
+    assert one_team_note(spread) == (
+        "PSRO on pettingzoo/mpe2.simple_spread_v3: its 3 seats are one team ('team'), so each "
+        "seat's population best-responds to its teammates' mixtures, not to opponents; "
+        "population=none trains the team's seats together")
+    assert one_team_note(games.make("openspiel/kuhn_poker").spec) is None
