@@ -57,13 +57,13 @@ if __name__ == "__main__" and signal.getsignal(signal.SIGINT) is signal.default_
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 import games
 from marl.actor_critic import NetConfig
 from marl.core import derive_seed
 from marl.fileio import NoSpaceError, disk_full
 from marl.mappo import MAPPO, MAPPOConfig
+from marl.progress import tqdm
 from marl.train import (
     planned_frames,
     rollout_frames,

@@ -223,7 +223,7 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
                     recorded: dict[str, Any]) -> list[dict]:
     """An LLM team trained by multi-turn GRPO for ``llm.iterations`` iterations (self-play
     in multi-team games, team play in cooperative ones), snapshotted and evaluated."""
-    from tqdm.auto import tqdm
+    from marl.progress import tqdm
 
     spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
     db = LeagueDB(run_dir / "league.db")

@@ -44,6 +44,7 @@ SECOND_LANE = (
     "tests/populations/test_fix26c_learner_progress.py",
     "tests/populations/test_fix26i_ray_legal_rate.py",
     "tests/populations/test_marl27_eval_ray_legal.py",
+    "tests/populations/test_fix27c_ray_session_folder.py",
     "tests/populations/test_ray_sigterm_group.py",
     "tests/test_examples.py",
     "tests/marl/test_mappo_gru.py",

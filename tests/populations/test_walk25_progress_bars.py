@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 import re
 
-import tqdm.auto
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
 
+import marl.progress
 import populations.cli  # noqa: F401  (registers the schema)
 import populations.league as league_module
 import populations.rollouts as rollouts_module
@@ -47,7 +47,7 @@ def test_the_rollout_workers_bar_shows_the_overall_rate(recorded_bars):
 
 
 def test_a_single_llm_teams_bar_shows_the_overall_rate(tmp_path, recorded_bars):
-    bars = recorded_bars(tqdm.auto)
+    bars = recorded_bars(marl.progress)
     _experiment(tmp_path / "run", [
         "algo=llm_grpo", "llm=tiny_kuhn", "game=kuhn", "llm.iterations=2",
         "llm.grpo.groups_per_step=2", "llm.grpo.group_size=2", "eval_episodes=1",
