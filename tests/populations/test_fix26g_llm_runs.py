@@ -14,6 +14,7 @@ import dataclasses
 import os
 import re
 import signal
+import sys
 
 import pytest
 
@@ -54,6 +55,7 @@ def test_a_misspelled_role_prompt_is_refused_before_the_run(argv, line, monkeypa
 
 
 def test_the_bar_says_where_the_iteration_is(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)  # a terminal's bar
     _train([*FAST, "progress=true", f"hydra.run.dir={tmp_path / 'r'}"], monkeypatch, tmp_path)
     err = capsys.readouterr().err
     assert "rollout 4/4 episodes, " in err and " turns, " in err and " tokens" in err, err
