@@ -122,7 +122,7 @@ class DBRecorder:
 def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict[str, Any]]:
     """PSRO for ``cfg.population.iterations`` iterations (fewer once NashConv is at most
     ``population.psro.stop_nash_conv``); returns the final meta-strategy table."""
-    game = games.make(cfg.game.name, **cfg.game.kwargs).spec.name  # kuhn_poker(players=3)
+    game = _game_name(cfg)  # kuhn_poker(players=3)
     db = LeagueDB(run_dir / "league.db")
     run_id = db.run_id(cfg.experiment)
     if run_id is not None and not cfg.resume:
@@ -453,8 +453,9 @@ def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
     check_exact_players(psro_players(spec, psro_cfg.players), psro_cfg.payoffs,
                         oracle == "exact", psro_cfg.uses_full_game, where="population.psro")
     if psro_cfg.stop_nash_conv is not None:  # PSRO's exact NashConv: what it stops on
-        game = games.make(cfg.game.name, **cfg.game.kwargs)
-        why = why_not_exact(game, psro_players(spec, psro_cfg.players)) or without_probs(oracle)
+        with _made(cfg) as game:
+            why = why_not_exact(game, psro_players(spec, psro_cfg.players))
+        why = why or without_probs(oracle)
         if why:
             raise ValueError(no_stop_nash_conv(psro_cfg.stop_nash_conv, why))
     if oracle == "exact":
@@ -468,8 +469,8 @@ def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
 
     def exact() -> bool:  # asked only for a refusal's list of oracles
         try:
-            game = games.make(cfg.game.name, **cfg.game.kwargs)
-            return why_not_exact(game, psro_players(spec, psro_cfg.players)) is None
+            with _made(cfg) as game:
+                return why_not_exact(game, psro_players(spec, psro_cfg.players)) is None
         except (ValueError, TypeError):
             return False
 
@@ -511,7 +512,8 @@ def _resumed_players(psro_cfg: Any, run_dir: Path, game: str, game_kwargs: dict[
             return psro_cfg
     import games
 
-    spec = games.make(game, **game_kwargs).spec
+    with contextlib.closing(games.make(game, **game_kwargs)) as made:
+        spec = made.spec
     ran = recorded if recorded is not None else set(spec.agent_ids)
     if set(psro_players(spec, psro_cfg.players)) == ran:
         return psro_cfg
@@ -552,6 +554,19 @@ def _record_matches(db: LeagueDB, run_id: int, runner: Any, store: PolicyStore,
                    episodes=cfg.eval_episodes, seed=match_seed(cfg.seed, iteration),
                    game_kwargs=dict(cfg.game.kwargs), greedy=greedy)
     (res,) = runner.play([job])
-    game = games.make(cfg.game.name, **cfg.game.kwargs).spec.name  # with its arguments, as
-    db.add_matches(run_id, [MatchRow(f"{job.key}/e{e:04d}", game, newest, ret, job.seed)  # runs
+    game = _game_name(cfg)  # with its arguments, as runs
+    db.add_matches(run_id, [MatchRow(f"{job.key}/e{e:04d}", game, newest, ret, job.seed)
                             for e, ret in enumerate(res.returns)])
+
+
+def _made(cfg: ExperimentConfig) -> contextlib.closing[games.Game]:
+    """The run's game, built for a look and closed after (``with _made(cfg) as game:``): a
+    game may hold a renderer, a subprocess or a device's memory (``Game.close``)."""
+    return contextlib.closing(games.make(cfg.game.name, **cfg.game.kwargs))
+
+
+def _game_name(cfg: ExperimentConfig) -> str:
+    """The run's game's name with its arguments (``kuhn_poker(players=3)``), as a run's rows
+    record it; the game built to read it is closed."""
+    with _made(cfg) as game:
+        return game.spec.name
