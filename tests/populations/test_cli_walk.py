@@ -124,7 +124,7 @@ def test_selfplay_eval_takes_files_before_and_after_the_flags(tmp_path, capsys):
     assert [line.split()[0] for line in out.splitlines() if "  elo " in line] == ["a", "b"]
 
 
-def test_the_config_check_lines_are_not_labelled_hydra(monkeypatch, request):
+def test_the_config_check_lines_are_not_labelled_hydra(monkeypatch, request, tmp_path):
     # before: "[...][HYDRA] enumerated openspiel/kuhn_poker: 58 histories, ..." (the check runs
     # while Hydra's own logging, whose formatter says HYDRA, is the root's)
     import io
@@ -151,7 +151,10 @@ def test_the_config_check_lines_are_not_labelled_hydra(monkeypatch, request):
     from populations import exploitability
 
     exploitability._cached_tree.cache_clear()  # a fresh walk of Kuhn logs its size (~10 ms)
-    ConfigCheck().on_run_start(cfg)
+    monkeypatch.chdir(tmp_path)  # on_run_start locks the run folder (runs/...) it would make
+    check = ConfigCheck()
+    check.on_run_start(cfg)
+    request.addfinalizer(lambda: check.on_run_end(cfg))  # and lets it go
     lines = out.getvalue().splitlines()
     assert lines and not any("[HYDRA]" in line for line in lines)
     assert any("][populations." in line for line in lines)
