@@ -216,14 +216,24 @@ class RunSummary:
     table: list[dict[str, Any]]
 
 
-def check_experiment(cfg: ExperimentConfig) -> None:
+def check_experiment(cfg: ExperimentConfig, game: games.Game | None = None) -> None:
     """Refuse, in one line, an algo that cannot play the game (before any run folder):
     every learner the run would train (``algo``, or the league's members); and more game
-    copies (``num_envs``) than a game stepped copy by copy may take (:func:`check_copies`)."""
+    copies (``num_envs``) than a game stepped copy by copy may take (:func:`check_copies`).
+    ``game``: ``cfg``'s game, built and its arguments checked by the caller, who closes it (a
+    sweep's check builds each distinct game once); else it is built here and closed."""
     check_learner_sections(cfg)  # +my_algo.lr=0.5 (a learner of the user's own)
+    if game is not None:
+        _check_on(cfg, game)
+        return
     if cfg.game.kwargs:  # built and stepped once: an argument the game cannot use, one line
         check_game_kwargs(cfg.game.name, dict(cfg.game.kwargs))
-    game = games.make(cfg.game.name, **cfg.game.kwargs)
+    with contextlib.closing(games.make(cfg.game.name, **cfg.game.kwargs)) as built:
+        _check_on(cfg, built)
+
+
+def _check_on(cfg: ExperimentConfig, game: games.Game) -> None:
+    """:func:`check_experiment`'s checks that read the built ``game``."""
     check_copies(cfg.num_envs, game)  # 10**8 copies of a stepped game: minutes, then killed
     text_views = not callable(getattr(game, "batched", None))  # see games.VectorGame
     roles = list(dict.fromkeys(a.role for a in game.spec.agents))  # llm.role_prompts' keys

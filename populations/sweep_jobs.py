@@ -7,6 +7,8 @@ the jobs before it had trained.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import TYPE_CHECKING, Any
 
 from populations.cli_common import one_line
@@ -16,6 +18,9 @@ from populations.train_overrides import prepare
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
+
+    from games import Game
+    from populations.experiment import ExperimentConfig
 
 NOT_PAIRING = ("seed", "frames", "eval_episodes", "torch_threads", "checkpoint_every_s",
                "progress", "keep_going", "resume", "resume_override", "logger", "hydra")
@@ -27,10 +32,11 @@ BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 def check_sweep_jobs(config: DictConfig) -> None:
     """Refuse a sweep (``-m``) before its first job when some of its jobs can never run:
     their algo cannot play their game, a league's members, PSRO's oracle, a game's arguments
-    or module (:func:`populations.experiment.check_experiment`'s checks, which build the game,
-    not the learners; PSRO's learner oracle is built once). Such a job failed only when the
-    sweep reached it, after the jobs before it had trained (``-m algo=mappo,maddpg
-    game.name=openspiel/dots_and_boxes``: maddpg's jobs, after mappo's), and under
+    or module (:func:`populations.experiment.check_experiment`'s checks, which use the game,
+    not the learners: each distinct game is built once and closed after; PSRO's learner oracle
+    is built once). Such a job failed only when the sweep reached it, after the jobs before it
+    had trained (``-m algo=mappo,maddpg game.name=openspiel/dots_and_boxes``: maddpg's jobs,
+    after mappo's), and under
     ``keep_going=true`` each failed on its own. Each distinct pairing (the jobs' overrides
     other than :data:`NOT_PAIRING`) is composed as Hydra composes the job and checked once;
     one :class:`CLIError` line names the failing jobs, their swept overrides and why. A
@@ -62,18 +68,20 @@ def check_sweep_jobs(config: DictConfig) -> None:
         pairings.setdefault(tuple(o for o in job if _pairs(o) or (seeded and _key(o) == "seed")),
                             []).append(num)
     failed: dict[str, list[tuple[list[int], str]]] = {}
-    for pairing, nums in pairings.items():
-        try:
-            job_cfg = loader.load_sweep_config(config, list(jobs[nums[0]]))
-            task = copy.deepcopy(job_cfg)
-            with open_dict(task):
-                del task["hydra"]
-            check_experiment(prepare(task, list(job_cfg.hydra.overrides.task), check=False,
-                                     hydra=job_cfg.hydra))
-        except Exception as err:  # noqa: BLE001 - what the job would fail with, one line
-            named = " ".join(_as_typed(o, swept) for o in pairing
-                             if o.split("=", 1)[0] in swept)
-            failed.setdefault(one_line(err), []).append((nums, named))
+    with contextlib.closing(_Games()) as built:  # -m algo=mappo,ippo: the game built once
+        for pairing, nums in pairings.items():
+            try:
+                job_cfg = loader.load_sweep_config(config, list(jobs[nums[0]]))
+                task = copy.deepcopy(job_cfg)
+                with open_dict(task):
+                    del task["hydra"]
+                exp = prepare(task, list(job_cfg.hydra.overrides.task), check=False,
+                              hydra=job_cfg.hydra)
+                check_experiment(exp, built.of(exp))
+            except Exception as err:  # noqa: BLE001 - what the job would fail with, one line
+                named = " ".join(_as_typed(o, swept) for o in pairing
+                                 if o.split("=", 1)[0] in swept)
+                failed.setdefault(one_line(err), []).append((nums, named))
     if not failed:
         return
 
@@ -100,6 +108,41 @@ def _as_typed(line: str, swept: dict[str, Any]) -> str:
         return line
     found = element_text(swept[line.split("=", 1)[0]], value)
     return line if found is None else f"{line.split('=', 1)[0]}={found}"
+
+
+class _Games:
+    """The games of a sweep's pairings: each distinct one (its name and arguments) has its
+    arguments checked (:func:`~populations.config_checks.check_game_kwargs`, which builds and
+    steps a copy of its own) and is built once, for every pairing that plays it; a game that
+    cannot be built raises its error for each. :meth:`close` closes the built ones (a game
+    may hold a renderer or a subprocess)."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, Game | Exception] = {}
+
+    def of(self, exp: ExperimentConfig) -> Game:
+        """``exp``'s game, built on its first call."""
+        import games
+        from populations.config_checks import check_game_kwargs
+
+        key = json.dumps([exp.game.name, exp.game.kwargs], sort_keys=True, default=repr)
+        if key not in self._built:
+            try:
+                if exp.game.kwargs:
+                    check_game_kwargs(exp.game.name, dict(exp.game.kwargs))
+                self._built[key] = games.make(exp.game.name, **exp.game.kwargs)
+            except Exception as err:  # noqa: BLE001 - each pairing of it fails with it
+                self._built[key] = err
+        found = self._built[key]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    def close(self) -> None:
+        for game in self._built.values():
+            if not isinstance(game, Exception):
+                with contextlib.suppress(Exception):  # the check's verdict stands
+                    game.close()
 
 
 def _key(override: str) -> str:
