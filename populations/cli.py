@@ -194,7 +194,8 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
     if s.table:
         cols, rows = list(s.table[0]), s.table[:20]
         # a single run whose episodes all outlast its frames has no return: say so
-        empty = {"final_return": "no episode ended", "eval_return": "not recorded"}
+        empty = {"final_return": "no episode ended", "eval_return": "not recorded",
+                 "eval_legal_rate": "not recorded"}  # an LLM snapshot evaluated without rows
 
         def blank(row: dict[str, Any], col: str) -> str:  # eval_ci95: a t interval needs 2
             if col == "eval_ci95":
@@ -212,7 +213,7 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
         if len(s.table) > len(rows):  # kuhn_psro's 26 members: 6 were left out unsaid
             print(f"... {len(s.table) - len(rows)} more rows: every one on the dashboard "
                   f"(below) and in {s.database}")
-        # a single run's two returns side by side (populations.experiment._single_row,
+        # a single run's two returns side by side (populations.single_run._single_row,
         # _llm_row): which is which (VDN's exploring 0.14 was read as broken beside its
         # greedy snapshot's 0.66, shown nowhere)
         legend = {"final_return": "mean return of the last (up to) 50 training episodes "
@@ -226,7 +227,7 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
                   "eval_legal_rate": "share of the LLM team's evaluation moves that named a "
                                      "legal action (the rest were its fallback's, also with "
                                      "on_invalid=end; eval_return measures those too)"}
-        if "eval_return" in cols:
+        if {"eval_return", "eval_legal_rate"} & set(cols):  # a league's: the LLM column's
             print("\n" + "\n".join(f"{c}: {legend[c]}" for c in cols if c in legend))
         if {"member", "version", "mu", "pairs"} <= set(cols) and "seat" not in cols:
             _print_members(s.database)  # a league's: every snapshot above, by mu

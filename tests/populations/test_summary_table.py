@@ -40,3 +40,17 @@ def test_a_return_rounded_to_zero_is_not_negative_zero(capsys):
              "frames": 200}]
     cells = _table(rows, capsys)[1].split()
     assert cells == ["mappo", "0.0", "0.0", "200"], cells
+
+
+def test_a_leagues_legal_rate_column_has_its_legend_and_no_none(capsys):
+    """A league table with an LLM member (split27's eval_legal_rate column) printed `None`
+    for an LLM snapshot whose evaluation logged nothing, and no legend line: the legend came
+    only with a single run's eval_return."""
+    rows = [{"member": "llm", "version": 1, "kind": "llm", "elo": 1000.0, "mu": 25.0,
+             "sigma": 8.0, "pairs": 0, "eval_legal_rate": None},
+            {"member": "mappo", "version": 1, "kind": "mappo", "elo": 1000.0, "mu": 25.0,
+             "sigma": 8.0, "pairs": 0, "eval_legal_rate": "-"}]
+    lines = _table(rows, capsys)
+    assert lines[1].endswith("not recorded") and "None" not in lines[1], lines
+    assert any(line.startswith("eval_legal_rate: share of the LLM team's evaluation moves")
+               for line in lines), lines
