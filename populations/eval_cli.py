@@ -24,6 +24,7 @@ and a bar of pairs where it is a terminal.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import itertools
@@ -188,8 +189,11 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         "policies": {name: str(Path(path).resolve()) for name, path in names.items()},
         "game_kwargs": kwargs, "episodes": args.episodes, "seed": args.seed})
     store = PolicyStore(eval_snapshot_folder(Path(args.db), run_id), db, run_id)
-    snaps = [store.publish(name, pol) for name, pol in policies.items()]
+    snaps: list[Any] = []
+    stage = "snapshots"  # what Ctrl-C stopped (_interrupted_line)
     try:  # the run ends finished, failed or interrupted (it stayed 'running' in the dashboard)
+        snaps += [store.publish(name, pol) for name, pol in policies.items()]
+        stage = "matches"
         if len(spec.teams) == 1:  # nobody to rate against: each file's return alone
             _alone(db, run_id, spec, args, kwargs, snaps)
         else:
@@ -205,16 +209,65 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
             _print_pairs(db, run_id, snaps, [row["member"] for row in table], args.pairs)
             _print_legal_rates(played, snaps, policies)
         if exploit is not None:
+            stage = "exploit"
             _exploit(db, run_id, args, kwargs, snaps, policies, exploit)
     except BaseException as err:  # Ctrl-C too
+        from populations.cli_common import interrupted
         from populations.run_folder import end_status
         from populations.run_folder import one_line as error_line
 
         db.set_run_status_quietly(run_id, end_status(err), error_line(err))
+        line = None
+        if isinstance(err, KeyboardInterrupt):  # SIGTERM too: what the database kept
+            with contextlib.suppress(Exception):  # the plain line if it cannot be read
+                line = _interrupted_line(db, run_id, spec, args, len(policies), stage)
         db.close()
+        if line is not None:
+            interrupted("selfplay-eval", line)
         raise
     db.set_run_status(run_id, "finished")
     db.close()
+
+
+def _interrupted_line(db: Any, run_id: int, spec: Any, args: argparse.Namespace, files: int,
+                      stage: str) -> str:
+    """Ctrl-C's line, from what the database kept of run ``run_id`` (``files`` policy files;
+    ``stage``: snapshots, matches or exploit, where it stopped): ``interrupted after 3 of 10
+    pairings (96 of 320 matches); they are kept in eval.db (run 3, status interrupted; no
+    ratings: ...); running the same command again starts a new evaluation ...``. A rerun never
+    resumes run ``run_id``: it adds a new run that plays everything again."""
+    where = (f"kept in {escaped(args.db)} (run {run_id}, status "
+             f"{db.run_status(run_id)}")
+    again = "running the same command again starts a new evaluation (a new run that plays"
+    if stage == "snapshots":
+        return (f"interrupted before the first match; the run is {where}); {again} every "
+                "file; this one is not resumed)")
+    rows = db.matches(run_id)
+    alone = len(spec.teams) == 1
+    if alone:  # alone/<snapshot>/e00000
+        played = {m.key.rsplit("/", 1)[0] for m in rows}
+        done = f"{len(played)} of {files} files played alone ({len(rows)} episodes)"
+        redo = "every file again"
+    else:  # rr/<a>-<b>/ab/e0000
+        played = {m.key.rsplit("/", 2)[0] for m in rows}
+        pairings = files * (files - 1) // 2
+        done = (f"{len(played)} of {pairings} pairings ({len(rows)} of "
+                f"{pairings * 2 * args.episodes} matches)")
+        redo = f"all {pairings} pairings again"
+    if stage == "matches":
+        unrated = "" if alone else "; no ratings: they are computed once every pairing has played"
+        return (f"interrupted after {done}; they are {where}{unrated}); {again} {redo}; this one "
+                "is not resumed)")
+    # stage exploit (the matches were all played): the policies estimated so far
+    estimates = len({r["snapshot_id"] for r in db.exploitability(run_id)})
+    before = ("each file's episodes alone and " if alone else
+              "the round robin's matches and ratings and " if files > 1 else "")
+    redo = f"{redo} and estimates every policy again" if before else \
+        "estimates every policy again"
+    again = again.removesuffix(" plays") if not before else again
+    return (f"interrupted in --exploit after {estimates} of {files} policies' approximate "
+            f"NashConv; {before}the finished estimates are {where}); {again} {redo}; this one "
+            "is not resumed)")
 
 
 def _recorded_game(policies: dict[str, Any]) -> str:
