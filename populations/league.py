@@ -77,10 +77,15 @@ from populations.checkpoint import (
     note_resume_threads,
     save_checkpoint,
 )
-from populations.config_checks import SEED_END
+from populations.config_checks import MAX_SIZES, SEED_END
 from populations.db import LeagueDB
 from populations.evaluation import PairsPlayed, Standings, evaluate_pairs, pfsp_win_rates
-from populations.experiment_config import KEEP_CHECKPOINTS, check_copies, check_keep_checkpoints
+from populations.experiment_config import (
+    KEEP_CHECKPOINTS,
+    POPULATION_SIZES,
+    check_copies,
+    check_keep_checkpoints,
+)
 from populations.league_progress import (
     _advance,
     _counts,
@@ -148,6 +153,12 @@ _COUNTS = {"generations": 1, "frames_per_generation": 1, "num_envs": 1, "eval_ep
 """:class:`LeagueConfig`'s integer fields and the least each takes: ``generations=2.5`` and
 ``generations=True`` were taken from the Python API (a float failed later in the run, True
 ran as 1)."""
+_MOST = {"generations": POPULATION_SIZES["generations"][0],
+         "frames_per_generation": POPULATION_SIZES["frames_per_generation"][0],
+         "num_envs": MAX_SIZES["num_envs"][0], "eval_episodes": MAX_SIZES["eval_episodes"][0],
+         "torch_threads": MAX_SIZES["torch_threads"][0]}
+"""The most some of them take, as ``selfplay-train`` bounds them (``generations=10**20`` was
+taken, and its bar read 2/10**20)."""
 
 
 @dataclass(frozen=True)
@@ -188,6 +199,9 @@ class LeagueConfig:
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or \
                     value < least:
                 raise ValueError(f"{name}={value!r}; expected an integer >= {least}")
+            if value > _MOST.get(name, value):
+                raise ValueError(f"{name}={value!r}; expected an integer from {least} to "
+                                 f"{_MOST[name]}")
         if self.seed >= SEED_END:  # 2**63 crashed a league after its first checkpoint
             raise ValueError(f"seed={self.seed!r}; expected an integer from 0 to "
                              f"{SEED_END - 1} (2**62 - 1)")

@@ -34,3 +34,19 @@ def test_a_count_below_its_least_is_refused(name):
 def test_integers_are_taken_numpy_ones_too(name):
     assert getattr(LeagueConfig(**{name: LEAST[name]}), name) == LEAST[name]
     assert getattr(LeagueConfig(**{name: np.int64(LEAST[name] + 1)}), name) == LEAST[name] + 1
+
+
+MOST = {"generations": 10**6, "frames_per_generation": 10**12, "num_envs": 10**9,
+        "eval_episodes": 10**6, "torch_threads": 1024}
+
+
+@pytest.mark.parametrize("name", MOST)
+def test_a_count_past_its_most_is_refused_as_selfplay_train_refuses_it(name):
+    """``LeagueConfig(generations=10**20)`` (``python -m populations.league --generations``)
+    was taken, and its bar read 2/10**20; ``selfplay-train`` bounds the same sizes."""
+    if name != "num_envs":  # a stepped game (the default's) takes at most 65,536 copies
+        assert getattr(LeagueConfig(**{name: MOST[name]}), name) == MOST[name]
+    with pytest.raises(ValueError) as err:
+        LeagueConfig(**{name: 10**20})
+    assert str(err.value) == (f"{name}={10**20}; expected an integer from {LEAST[name]} to "
+                              f"{MOST[name]}")
