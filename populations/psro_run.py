@@ -53,6 +53,7 @@ from populations.psro import (
     seat_tuple,
     why_not_exact,
 )
+from populations.psro_config import one_team_note, payoff_plan, random_episode_frames
 from populations.run_folder import (
     SETTINGS_NAME,
     deferred_stop,
@@ -149,6 +150,29 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
     return table
 
 
+def _tell_plan(cfg: ExperimentConfig, psro_cfg: Any) -> None:
+    """At start: a warning where the game's seats are one team (vmas/dispersion:
+    :func:`~populations.psro_config.one_team_note`), and with sampled payoffs a line of the
+    episodes they play over the run and a warning when their frames will dominate it
+    (:func:`~populations.psro_config.payoff_plan`: connect four's default 1,000 an entry
+    played 9,000 episodes around 2,000-frame best responses, unsaid)."""
+    pop = cfg.population
+    with _made(cfg) as game:
+        spec = game.spec
+    note = one_team_note(spec)
+    if note:
+        log.warning("%s", note)
+    if psro_cfg.payoffs != "sampled":
+        return
+    frames = random_episode_frames(cfg.game.name, cfg.game.kwargs, seed=cfg.seed)
+    plan = payoff_plan(len(psro_players(spec, psro_cfg.players)), pop.iterations,
+                       psro_cfg.episodes_per_entry, frames,
+                       0 if pop.oracle == "exact" else pop.oracle_frames)
+    log.info("%s", plan.line)
+    if plan.warning:
+        log.warning("%s", plan.warning)
+
+
 def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: LeagueDB,
          run_id: int) -> list[dict[str, Any]]:
     pop = cfg.population
@@ -161,8 +185,9 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
                                     set(recorded[0]["meta_strategy"]) if recorded else None)
     recorder = DBRecorder(db, run_id, store, logger, None if psro_cfg.payoffs == "exact"
                           else psro_cfg.episodes_per_entry)
+    _tell_plan(cfg, psro_cfg)  # before PSRO: it samples the initial entry
     psro = PSRO(cfg.game.name, oracle, psro_cfg, recorder=recorder,
-                game_kwargs=cfg.game.kwargs, progress=cfg.progress)
+                game_kwargs=cfg.game.kwargs, progress=cfg.progress, keys="population.psro.")
     # an RL oracle's members show its learner (population.oracle=ippo: ippo, not mappo)
     algo = {"exact": None, "rl": "mappo"}.get(pop.oracle, pop.oracle)
     psro.oracle = _KeptResponses(oracle, store, psro, algo)
@@ -276,8 +301,10 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True) -> Exp
         later = why and pop.psro.nash_conv and (isinstance(game, OpenSpielGame) or teams)
         because = f" ({no_probs})" if no_probs else "" if not why else \
             " (no exact tools: see PSRO's NashConv line)" if later else f" ({why})"
+        told = meta if meta != "auto" else ("auto (nash where an iteration's payoffs are "
+                                            "constant-sum, else prd: each iteration says which)")
         log.info("PSRO on %s: oracle=%s, payoffs=%s, meta_solver=%s%s", game.spec.name, oracle,
-                 payoffs, meta, because)
+                 payoffs, told, because)
     psro = dataclasses.replace(pop.psro, payoffs=payoffs, meta_solver=meta)
     # replaced: dataclasses.replace would drop the sections of the user's own learners
     return replaced(cfg, population=dataclasses.replace(pop, oracle=oracle, psro=psro))
