@@ -464,7 +464,10 @@ def _remove_session_at_exit(ray: Any, session_dir: str | None) -> None:
 
     def remove() -> None:
         # Ray's own exit handler (registered when ray was imported) runs after this one
-        ray.shutdown(wait_for_processes=True)  # its servers stop writing there first
+        try:
+            ray.shutdown(wait_for_processes=True)  # its servers stop writing there first
+        except TypeError:  # a Ray before mid-2026 has no wait_for_processes
+            ray.shutdown()
         shutil.rmtree(session_dir, ignore_errors=True)
         latest = os.path.join(os.path.dirname(session_dir), "session_latest")
         with contextlib.suppress(OSError):
