@@ -44,7 +44,9 @@ class tqdm(_auto_tqdm):  # noqa: N801 - a drop-in for tqdm.auto.tqdm, named as i
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         stream = kwargs.get("file") or sys.stderr
-        self._lines = not _NOTEBOOK and not _is_terminal(stream)
+        # Jupyter without ipywidgets: tqdm.auto's plain bar, whose \r redraws the notebook
+        # draws in place (its stderr is no terminal)
+        self._lines = not (_NOTEBOOK or "ipykernel" in sys.modules or _is_terminal(stream))
         self._line_at: float | None = None  # when the last line was written
         self._line_n: float | None = None  # the count it showed
         if self._lines:

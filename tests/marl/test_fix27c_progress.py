@@ -116,3 +116,20 @@ def test_the_default_stream_is_stderr_and_the_clock_tqdms(monkeypatch, capsys):
     bar.close()
     assert capsys.readouterr().err.splitlines() == ["d:   0% 0/2 [00:00<?, ?it/s]",
                                                     "d: 100% 2/2 [00:01<00:00,  2.00it/s]"]
+
+
+def test_a_notebook_without_widgets_keeps_the_redrawn_bar(clock, monkeypatch):
+    """Under Jupyter without ipywidgets tqdm.auto gives the plain bar, whose ``\\r`` redraws
+    the notebook draws in place; its stderr is no terminal, and the bar had become a line
+    every 30 s (review 27)."""
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))
+    out = io.StringIO()
+    bar = tqdm(total=10, file=out, mininterval=0)
+    for _ in range(3):
+        clock.now += 1
+        bar.update(1)
+    bar.close()
+    assert out.getvalue().count("\r") >= 3
