@@ -52,7 +52,7 @@ def _session(run_dir, steps=(), backfill=(), drop_after=None):
     logger = WandbLogger(run_dir, LoggerConfig(kind="wandb"), {})
     sent = []
     logger.run.log = lambda row, step: sent.append((step, sorted(row)))
-    if drop_after is not None:  # what experiment._restore does on a resume
+    if drop_after is not None:  # what single_run._restore does on a resume
         logger.drop_after(drop_after)
         logger.backfill(list(backfill))
     for s in steps:
