@@ -256,10 +256,11 @@ whole rollouts) says so when it starts, not only in its closing line."""
 
 
 def warmup_frames(config: Any) -> int:
-    """Frames a replay learner configured by ``config`` collects before its first update: it
-    is ready once its replay holds ``max(batch_size, learning_starts)`` transitions, one per
-    copy and step (VDN, QMIX, MADDPG); 0 for a config without ``learning_starts`` (MAPPO/IPPO
-    update at the end of every rollout)."""
+    """Frames a replay learner configured by ``config`` collects before its first update, at
+    least: it is ready once ``learning_starts`` frames were played into its replay and it
+    holds ``batch_size`` transitions (:func:`marl.replay.warmed_up`; one per copy and step in
+    a simultaneous game, one per own turn in a turn-based one); 0 for a config without
+    ``learning_starts`` (MAPPO/IPPO update at the end of every rollout)."""
     starts = getattr(config, "learning_starts", None)
     if not isinstance(starts, int) or isinstance(starts, bool):
         return 0
@@ -321,9 +322,12 @@ def _section(learner: Learner) -> str:
 
 
 def _replay_held(learner: Learner) -> int:
-    """Transitions already in a replay learner's buffer (a resumed one's); 0 if none."""
+    """Frames already played into a replay learner's buffer (a resumed one's: what its
+    ``learning_starts`` counts, ``ReplayBuffer.frames``; its length where it counts none);
+    0 if none."""
     try:
-        return int(len(learner.buffer))  # type: ignore[attr-defined]
+        buffer = learner.buffer  # type: ignore[attr-defined]
+        return int(getattr(buffer, "frames", len(buffer)))
     except (AttributeError, TypeError):
         return 0
 
@@ -481,7 +485,8 @@ def train(
     if not result.updates and result.frames and not short:  # a warm-up no check foresaw
         log.warning("%smade no update in %d frames (%s=%d), so it plays as initialized: its "
                     "ready() never returned True (a replay learner waits for its warm-up, "
-                    "%s.learning_starts, and a turn-based seat fills its replay more slowly); "
+                    "%s.learning_starts, and a minibatch of batch_size transitions, which a "
+                    "turn-based seat stores one per own turn); "
                     "give it more frames", who, result.frames, budget, frames, _section(learner))
     return result
 

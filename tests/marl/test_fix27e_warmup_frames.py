@@ -114,3 +114,17 @@ def test_maddpg_learning_starts_above_the_replay_capacity_still_starts():
     at, held = _updates_at(learner, vg, 120)
     assert at[0] == 80 and held[0] == 40
     assert len(at) == (120 - 80) // COPIES + 1
+
+
+def test_a_resumed_learners_warm_up_left_counts_the_frames_played():
+    """The budget notes' warm-up left (``marl.train._replay_held``) subtracted the replay's
+    transitions from ``learning_starts`` frames: on a turn-based game a resumed learner was
+    told its warm-up had about twice as far to go as it had."""
+    from marl.train import _replay_held
+
+    vg = games.VectorGame("openspiel/kuhn_poker", COPIES, seed=0, with_state=True)
+    learner = _vdn(vg.spec, "vdn", agents=("player_0",), learning_starts=10_000)
+    train(learner, vg, 400, progress=False,
+          opponents={"player_1": RandomPolicy(vg.spec, seed=1)})
+    assert len(learner.buffer) < learner.buffer.frames == 400
+    assert _replay_held(learner) == 400
