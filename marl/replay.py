@@ -118,8 +118,12 @@ class ReplayBuffer:
             else:
                 v[:size] = state["data"][k].to(self.device, v.dtype)
             v[size:self.size] = 0  # rows this buffer held before: as in a fresh one
+        frames = state.get("frames", size)
+        if isinstance(frames, bool) or not isinstance(frames, int) or not 0 <= frames < 2**62:
+            raise ValueError(f"replay state holds frames={frames!r}; expected an integer in "
+                             "[0, 2**62 - 1]")
         self.pos, self.size = pos, size
-        self.frames = int(state.get("frames", size))
+        self.frames = frames
 
 
 class AgentStacker:

@@ -65,6 +65,18 @@ def test_replay_state_dict_round_trip():
     assert torch.equal(other.data["i"][:3], torch.arange(3))
 
 
+@pytest.mark.parametrize("frames", [float("inf"), -1, 2.5, True, "7", 2**62])
+def test_a_replay_states_frames_are_checked_as_untrusted(frames):
+    """A checkpoint's ``frames`` (what the warm-up counts) was taken as ``int(...)``: inf
+    raised an OverflowError traceback, -1 and 2.5 were taken (review 27)."""
+    buf = ReplayBuffer(4, {"i": ((), torch.int64)})
+    buf.add({"i": torch.arange(3)})
+    state = {**buf.state_dict(), "frames": frames}
+    with pytest.raises(ValueError, match=r"^replay state holds frames=.*; expected an integer "
+                                         r"in \[0, 2\*\*62 - 1\]$"):
+        ReplayBuffer(4, {"i": ((), torch.int64)}).load_state_dict(state)
+
+
 # ------------------------------------------------------------------------------ mixers
 def test_vdn_mix_is_the_sum():
     q = torch.randn(7, 3)
