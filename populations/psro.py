@@ -417,8 +417,11 @@ class RLOracle:
         # (graphs for GNN members, text for LLM members)
         vg = VectorGame(self.game, self.config.num_envs, seed=derive_seed(seed, "game"),
                         **training_vector_kwargs(learner, opp), **self.game_kwargs)
-        train(learner, vg, self.config.frames, opponents=opp, progress=False,
-              log_as=f"RL oracle: {side_text(self.spec, own)}")
+        try:
+            train(learner, vg, self.config.frames, opponents=opp, progress=False,
+                  log_as=f"RL oracle: {side_text(self.spec, own)}")
+        finally:
+            vg.close()  # its num_envs games (a PettingZoo copy holds its renderer, pygame...)
         return learner.policy()
 
 

@@ -90,6 +90,11 @@ def test_a_psro_run_closes_every_game_psro_run_builds(tmp_path):
     assert len(own) >= 3, EVER
     left = sorted(who for who in BUILT.values() if who.startswith("psro_run.py:"))
     assert left == [], left
+    # and each RL oracle's training copies (num_envs games per best response) once trained
+    responses = [who for who in EVER if who.startswith("psro.py:") and "best_response" in who]
+    assert len(responses) >= 2 * 2 * 2, EVER  # 2 iterations x 2 players x num_envs=2
+    left = [who for who in BUILT.values() if "best_response" in who]
+    assert left == [], left
 
 
 def test_a_resume_closes_the_game_it_reads_the_seats_from(tmp_path):
