@@ -129,6 +129,7 @@ from populations.run_folder import (
     check_settings,
     deferred_stop,
     end_status,
+    mark_started,
     one_line,
     refuse_changes,
     refuse_lost_history,
@@ -261,6 +262,7 @@ class League:
                 self.db.close()
             self.lock.release()
             raise
+        mark_started(self.run_dir)  # its resume's checks passed: an error from here is the run's
 
     def _open(self, resume: bool, members: Sequence[Member] | None, override: bool) -> None:
         cfg = self.cfg

@@ -50,6 +50,25 @@ except ImportError:  # pragma: no cover - Windows has no flock; locking is POSIX
     fcntl = None  # type: ignore[assignment]
 
 
+_STARTED: set[str] = set()
+"""The run folders (absolute paths) whose run started in this process: its start checks
+passed (:func:`mark_started`). selfplay-train's guard puts a folder back as it was before the
+command (its ``.hydra``, its job log) only for a command refused before its run started; a
+run that started and then failed keeps what it wrote, whatever the error's type."""
+
+
+def mark_started(run_dir: str | Path) -> None:
+    """Record that the run in ``run_dir`` passed its start checks (settings, checkpoint,
+    league state) and started: an error from here on is a failure of the run, not a refusal
+    of the command (:data:`_STARTED`)."""
+    _STARTED.add(os.path.abspath(run_dir))
+
+
+def run_started(run_dir: str | Path) -> bool:
+    """Whether :func:`mark_started` was called for ``run_dir`` in this process."""
+    return os.path.abspath(run_dir) in _STARTED
+
+
 @dataclass(frozen=True)
 class ResumeWords:
     """How the user spells the resume options and a game's keyword argument where they

@@ -365,7 +365,10 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
 
         interrupted(prog, how)
     except Exception as err:
-        refused = not created and _refused(err)
+        # refused before its run started (the run had not passed its start checks: its
+        # settings, checkpoint, league state); a run that started and then failed (an
+        # opponent's snapshot that cannot be loaded hours in) keeps its cli.log and .hydra
+        refused = not created and _refused(err) and not _run_started(run_dir)
         if refused:  # the existing run's .hydra and cli.log as they were before this command
             _restore_written(run_dir)
         if not isinstance(err, user_errors()) and too_large(err) is None:
@@ -414,6 +417,14 @@ def _refused(err: BaseException) -> bool:
     return isinstance(err, _refusals())
 
 
+def _run_started(run_dir: Path) -> bool:
+    """Whether the run in ``run_dir`` started in this process
+    (:func:`~populations.run_folder.mark_started`)."""
+    from populations.run_folder import run_started
+
+    return run_started(run_dir)
+
+
 def _run_resume_command(run_dir: Path, overrides: Sequence[str] | None,
                         flags: Sequence[str]) -> str:
     """The command that resumes the run ``run_dir`` holds, with that run's own overrides (its
@@ -435,7 +446,7 @@ def _resumes_after(err: BaseException, run_dir: Path, overrides: Sequence[str] |
     if _damaged_database(err):  # a resume needs the same database: its command would fail so
         return (f"; {run_dir / 'league.db'} is damaged (truncated or overwritten): restore it "
                 "from a copy, or start a new run in another folder")
-    if _refused(err):
+    if _refused(err) and not _run_started(run_dir):
         return ""
     if ckpt.is_dir() and any(p.suffix == ".pt" for p in ckpt.iterdir()):
         kept = "keeps its checkpoints: once the cause is fixed, it resumes from the last one"

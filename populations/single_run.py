@@ -34,6 +34,7 @@ from populations.loggers import MetricsLogger
 from populations.run_folder import (
     GRPO_ITERATION,
     deferred_stop,
+    mark_started,
     one_line,
     refuse_lost_history,
     stop_now,
@@ -305,6 +306,7 @@ class _Checkpoints:
     def __init__(self, run_dir: Path, every_s: float, learner: Any, threads: int,
                  keep: int = KEEP_CHECKPOINTS) -> None:
         self.folder, self.every_s, self.learner = run_dir / CHECKPOINTS, every_s, learner
+        mark_started(run_dir)  # made after the resume's checks: an error from here is the run's
         self.keep = keep  # population.keep_checkpoints: the newest kept on disk
         self.threads = threads  # torch_threads: recorded with each checkpoint
         self.last = time.monotonic()
