@@ -109,7 +109,7 @@ class ConfigCheck(Callback):
         with reported(TRAIN):  # the folder's lock before Hydra writes .hydra and cli.log
             # there (a folder in use: refused, nothing written), and what they held then
             hold_folder(run_dir, "hydra.run.dir")
-            _keep_written(run_dir)
+            _keep_written(run_dir, log_name=_job_log(config))
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
         run_guard.release_folders()
@@ -140,7 +140,7 @@ class ConfigCheck(Callback):
             # multirun.yaml and the jobs' .hydra (a sweep in use: refused, nothing written)
             sweep_dir = folder or Path(str(config.hydra.sweep.dir))
             hold_folder(sweep_dir, "hydra.sweep.dir", "sweep folder")
-            _keep_written(sweep_dir, depth=1)
+            _keep_written(sweep_dir, depth=1, log_name=_job_log(config))
             run_guard._KEPT_SWEEP.clear()
             run_guard._keep_sweep_file(sweep_dir)
 
@@ -162,6 +162,15 @@ class ConfigCheck(Callback):
             # line, exit 2
             fail(TRAIN, _failed_jobs_line(sweep_dir))
 
+
+
+def _job_log(config: DictConfig) -> str:
+    """The name of Hydra's job log in the run folder, ``${hydra.job.name}.log`` (``cli.log``):
+    the only log a refused command cuts back (run_guard._restore_written)."""
+    try:
+        return f"{config.hydra.job.name}.log"
+    except Exception:  # noqa: BLE001 - no job name: Hydra's default for this module's app
+        return "cli.log"
 
 
 @contextmanager

@@ -58,10 +58,12 @@ _START_CWD: list[Path] = []
 _HELD: list[RunLock] = []
 """The locks this command took on its run (sweep) folder before Hydra wrote in it
 (:func:`hold_folder`)."""
-_KEPT: dict[str, tuple[dict[str, bytes] | None, dict[str, int]]] = {}
+_KEPT: dict[str, tuple[dict[str, bytes] | None, dict[str, int | None]]] = {}
 """What Hydra's files in the folders this command goes to held before Hydra rewrote them
 (:func:`_keep_written`): each absolute path's ``.hydra`` files (``None``: no ``.hydra``) and
-its logs' sizes."""
+the size of Hydra's job log there (``cli.log``; ``None``: none). Other ``*.log`` files are
+not Hydra's (a user's ``nohup ... > train.log``, another tool's): never recorded, never
+touched."""
 
 
 _KEPT_SWEEP: dict[str, bytes | None] = {}
@@ -128,10 +130,11 @@ def folder_error(folder: Path, err: OSError, key: str, what: str = "run folder")
             f"write with {key}=<folder>")
 
 
-def _keep_written(folder: Path, depth: int = 0) -> None:
-    """Record in :data:`_KEPT` the ``.hydra`` files and the logs' sizes of ``folder`` (and of
-    the folders in it, ``depth`` levels down) before Hydra rewrites them, so that a refused
-    command puts them back (:func:`_restore_written`)."""
+def _keep_written(folder: Path, depth: int = 0, log_name: str = "cli.log") -> None:
+    """Record in :data:`_KEPT` the ``.hydra`` files and the size of Hydra's job log
+    ``log_name`` (``${hydra.job.name}.log``) of ``folder`` (and of the folders in it, ``depth``
+    levels down) before Hydra rewrites them, so that a refused command puts them back
+    (:func:`_restore_written`)."""
     path = Path(os.path.abspath(folder))
     hydra = path / ".hydra"
     try:
@@ -139,20 +142,22 @@ def _keep_written(folder: Path, depth: int = 0) -> None:
             return
         saved = {p.name: p.read_bytes() for p in hydra.iterdir()
                  if p.is_file() and not p.is_symlink()} if hydra.is_dir() else None
-        logs = {p.name: p.stat().st_size for p in path.glob("*.log") if p.is_file()}
+        job_log = path / log_name
+        logs = {log_name: job_log.stat().st_size if job_log.is_file() else None}
         inner = [p for p in path.iterdir() if p.is_dir() and not p.is_symlink()] if depth else []
     except OSError:  # unreadable: left unrecorded (nothing of it is rewritten)
         return
     _KEPT[str(path)] = (saved, logs)
     for sub in inner:
-        _keep_written(sub, depth - 1)
+        _keep_written(sub, depth - 1, log_name)
 
 
 def _restore_written(run_dir: Path) -> None:
     """Put back what Hydra rewrote in ``run_dir`` (recorded by :func:`_keep_written`) for a
     command that was refused: its ``.hydra`` files as they were (an existing run's
-    ``overrides.yaml`` and ``config.yaml`` said the refused command's settings) and its logs
-    cut back to their size (they held 'experiment ... in' lines of a run that never ran).
+    ``overrides.yaml`` and ``config.yaml`` said the refused command's settings) and Hydra's job
+    log (``cli.log``) cut back to its size (it held 'experiment ... in' lines of a run that
+    never ran); no other file of the folder (a user's own ``train.log``) is touched.
     A folder another process holds (:func:`~populations.run_folder.locked_elsewhere`) keeps
     what is not ours to remove (new files, the logs that process writes)."""
     from marl.fileio import atomic_write
@@ -177,11 +182,14 @@ def _restore_written(run_dir: Path) -> None:
                     p.unlink(missing_ok=True)
         if elsewhere:
             return
-        for p in run_dir.glob("*.log"):
-            if p.name not in logs:
+        for name, size in logs.items():
+            p = run_dir / name
+            if p.is_symlink() or not p.is_file():
+                continue
+            if size is None:
                 p.unlink(missing_ok=True)
-            elif not p.is_symlink() and p.stat().st_size > logs[p.name]:
-                os.truncate(p, logs[p.name])
+            elif p.stat().st_size > size:
+                os.truncate(p, size)
     except OSError:  # what cannot be put back stays as Hydra wrote it
         return
 
