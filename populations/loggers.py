@@ -82,7 +82,9 @@ class MetricsLogger:
 
 HEADER = ("step", "key", "value")
 _FORMULA = tuple("=+-@\t\r'")  # cells a spreadsheet may run as a formula (and the quote)
-_QUOTED_RECORD = re.compile(r'\d+,"')  # a record whose key is quoted: step,"key...
+_QUOTED_RECORD = re.compile(rb'\d+,"')  # a record whose key is quoted: step,"key...
+_TAIL = 1 << 17  # the last bytes of metrics.csv a resume reads for a record a kill cut
+_PIECE = 1 << 18  # what a resume holds of metrics.csv at once
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
@@ -97,21 +99,22 @@ def csv_cell(text: str) -> str:
     return text
 
 
-def _last_record_end(text: str, tail: int = 1 << 16) -> int:
-    """Where the last complete CSV record of ``text`` ends: after its last newline outside
-    a quoted field (csv doubles quotes inside fields, so an even count of ``"`` before a
-    newline puts it outside). A kill can cut a quoted key that holds a newline; only the
-    last record is ever cut, so the walk back stays within ``tail`` characters and must end
-    where a record with a quoted key starts (``step,"``); otherwise (a stray quote earlier in
-    the file, not a cut) every line is kept, as before."""
-    last = end = text.rfind("\n")
-    odd = text.count('"', 0, end) % 2 if end >= 0 else 0  # one pass over the file
+def _last_record_end(text: bytes, odd: int = 0, tail: int = 1 << 16) -> int:
+    """Where the last complete CSV record of ``text`` (a file's last bytes, after ``odd``
+    quotes: their count's parity) ends: after its last newline outside a quoted field (csv
+    doubles quotes inside fields, so an even count of ``"`` before a newline puts it outside).
+    A kill can cut a quoted key that holds a newline; only the last record is ever cut, so the
+    walk back stays within ``tail`` bytes and must end where a record with a quoted key starts
+    (``step,"``); otherwise (a stray quote earlier in the file, not a cut) every line is kept,
+    as before."""
+    last = end = text.rfind(b"\n")
+    odd = (odd + text.count(b'"', 0, end)) % 2 if end >= 0 else 0
     floor = max(0, end - tail)
     while end >= 0 and odd:
-        prev = text.rfind("\n", floor, end)
+        prev = text.rfind(b"\n", floor, end)
         if prev < 0:
             return last + 1
-        odd ^= text.count('"', prev, end) % 2
+        odd ^= text.count(b'"', prev, end) % 2
         end = prev
     if end != last and not _QUOTED_RECORD.match(text, end + 1):
         return last + 1
@@ -175,10 +178,14 @@ class CSVLogger(MetricsLogger):
 
     Keyed like the database's metrics: a (step, key) already in the file is not written
     again, so a resumed run that replays steps ends with the rows of an uninterrupted one.
-    A key's steps only go up within a run (a member's metrics are prefixed with its name),
-    so the file holds each key's rows up to its last step: what is kept is that step per
-    key, not every row (a million-row file held every (step, key) pair, about 180 MiB, for
-    the whole run), and a row at or below its key's last step is taken as written.
+    What is kept is each key's last step, not every row (a million-row file held every
+    (step, key) pair, about 180 MiB, for the whole run): a row past its key's last step is
+    new. A key's steps mostly go up, but not always (a mixed LLM and learner league: the
+    LLM's episodes do not advance the league's frames; a Ray league whose members' frames
+    per generation differ; a resume that replays other steps than the dead run logged): a
+    row at or below its key's last step is checked against the file's rows from that step
+    on, read once for every key and kept while some key is below its last step (a key
+    past it again is let go; one that goes back down reads the file again).
     Keys are written through :func:`csv_cell` (no cell runs as a spreadsheet formula);
     values are Python floats, numbers in any spreadsheet.
     Opening repairs what a kill can leave: an empty file (header lost) or a last line cut
@@ -193,6 +200,8 @@ class CSVLogger(MetricsLogger):
             raise ValueError(f"metrics file {self.files} is not a regular file; remove it")
         self._repair()
         self._last = self._last_steps()  # key -> the last step the file holds for it
+        self._floor = 0  # the step from which self._steps holds the file's rows
+        self._steps: dict[str, set[int]] = {}  # key below its last step -> steps >= floor
         with self._writing():
             self._fh = self.files.open("a", newline="")
             self._w = csv.writer(self._fh)
@@ -214,18 +223,43 @@ class CSVLogger(MetricsLogger):
             raise NoSpaceError(self.files, "metrics ") from err
 
     def _repair(self) -> None:
-        """Fix the file a kill left: a header lost, a last record cut short."""
+        """Fix the file a kill left: a header lost, a last record cut short. Reads the first
+        line and the last 128 KiB, and counts the quotes before them in 256 KiB pieces: a long
+        file is neither held nor copied (a million rows held it whole twice, +87 MiB), unless
+        it is repaired (copied then, piece by piece)."""
         if not self.files.is_file():
             return
-        with self.files.open(newline="") as fh:  # keep the writer's \r\n line ends
-            text = fh.read()
-        cut = text[: _last_record_end(text)]  # a last record without its newline was cut
-        first = next(csv.reader(io.StringIO(cut[:cut.find("\n") + 1])), None)
-        if first is not None and tuple(first) != HEADER:
-            cut = ",".join(HEADER) + "\r\n" + cut  # header lost: data rows first
-        if cut != text:
-            log.warning("repairing %s after an interrupted run", self.files)
-            atomic_write(self.files, cut)
+        size = self.files.stat().st_size
+        with self.files.open("rb") as fh:  # bytes: the writer's \r\n line ends as they are
+            first = fh.readline(_TAIL)  # the header, or a row: never a long line whole
+            start = max(0, size - _TAIL)
+            odd = 0
+            fh.seek(0)
+            while fh.tell() < start:  # the quotes' parity before the tail, without a copy
+                odd ^= fh.read(min(_PIECE, start - fh.tell())).count(b'"') % 2
+            tail = fh.read()
+        end = _last_record_end(tail, odd)
+        if end == 0 and start > 0:  # no line end in the last 128 KiB: not a cut record
+            end = len(tail)
+        cut = start + end  # a last record without its newline was cut
+        row = next(csv.reader(io.StringIO(first[:cut].decode(errors="replace"), newline="")),
+                   None)
+        lost = row is not None and tuple(row) != HEADER  # header lost: data rows first
+        if cut == size and not lost:
+            return
+        log.warning("repairing %s after an interrupted run", self.files)
+
+        def repaired(out: BinaryIO) -> None:
+            if lost:
+                out.write(",".join(HEADER).encode() + b"\r\n")
+            with self.files.open("rb") as fh:
+                left = cut
+                while left > 0:
+                    piece = fh.read(min(_PIECE, left))
+                    out.write(piece)
+                    left -= len(piece)
+
+        atomic_write(self.files, repaired)
 
     def _last_steps(self) -> dict[str, int]:
         """Each key's last step in the file, read row by row (not the whole file at once)."""
@@ -244,18 +278,53 @@ class CSVLogger(MetricsLogger):
             last[key] = max(step, last.get(key, step))
         return last
 
-    def log(self, step: int, metrics: dict[str, float], prefix: str = "") -> None:
-        last = self._last
-        rows = [(step, prefix + k, float(v)) for k, v in metrics.items()
-                if step > last.get(prefix + k, step - 1)]
-        last.update((k, s) for s, k, _ in rows)
+    def _read_steps(self, floor: int) -> None:
+        """Every key's steps from ``floor`` on, from the file (what is written is flushed)."""
+        steps: dict[str, set[int]] = {}
+        with self.files.open(newline="") as fh:
+            for r in itertools.islice(csv.reader(fh), 1, None):
+                if len(r) == 3 and int(r[0]) >= floor:
+                    steps.setdefault(csv_key(r[1]), set()).add(int(r[0]))
+        self._floor, self._steps = floor, steps
+
+    def _add(self, rows: list[tuple[int, str, float]]) -> None:
+        """Write the ``(step, key, value)`` rows the file lacks, in order."""
+        last, out = self._last, []
+
+        def below(step: int, key: str) -> bool:  # not past the key's last step nor read
+            return step <= last.get(key, step - 1) and (key not in self._steps
+                                                         or step < self._floor)
+
+        down = [s for s, k, _ in rows if below(s, k)]
+        if down:  # one read for every row below its key's last step
+            self._read_steps(min(down))
+        for step, key, value in rows:
+            if step > last.get(key, step - 1):  # past every row the file holds for the key
+                last[key] = step
+                self._steps.pop(key, None)  # going up again: its rows are let go
+            else:
+                if below(step, key):  # a key let go earlier in these rows, down again
+                    self._write(out)
+                    out = []
+                    self._read_steps(step)
+                steps = self._steps.setdefault(key, set())
+                if step in steps:
+                    continue
+                steps.add(step)
+            out.append((step, key, value))
+        self._write(out)
+
+    def _write(self, rows: list[tuple[int, str, float]]) -> None:
         with self._writing():
             self._w.writerows((s, csv_cell(k), v) for s, k, v in rows)
             self._fh.flush()
 
+    def log(self, step: int, metrics: dict[str, float], prefix: str = "") -> None:
+        self._add([(step, prefix + k, float(v)) for k, v in metrics.items()])
+
     def backfill(self, rows: list[tuple[int, str, float]]) -> None:
-        for step, key, value in rows:
-            self.log(step, {key: value})
+        self._add([(step, key, float(value)) for step, key, value in rows])
+        self._steps = {}  # read from step 0 most likely: not kept for the run
 
     def drop_after(self, step: int) -> None:
         if all(s <= step for s in self._last.values()):
@@ -278,7 +347,7 @@ class CSVLogger(MetricsLogger):
             text.detach()
 
         atomic_write(self.files, kept)
-        self._last = last
+        self._last, self._steps = last, {}
         self._fh = self.files.open("a", newline="")
         self._w = csv.writer(self._fh)
 
