@@ -49,7 +49,6 @@ from populations.run_guard import (
     _failed_jobs_line,
     _keep_written,
     _not_started,
-    _record_before,
     _refuse_resume_without_folder,
     hold_folder,
     run_folder_guard,
@@ -99,15 +98,14 @@ class ConfigCheck(Callback):
         run_folder._STARTED.clear()  # tests run several commands in a process
         run_guard.release_folders()
         run_dir = Path(str(config.hydra.run.dir))
-        with reported(TRAIN):  # before Hydra makes the folder: was it there (_before)?
-            _record_before(run_dir)
         with reported(TRAIN), _named_log_lines():  # Hydra turns a callback's exception
             # into a warning: exit here
             prepare(task, list(config.hydra.overrides.task), hydra=config.hydra)
             if task.get("resume") and not task.get("resume_override"):
                 _refuse_resume_without_folder(config)
         with reported(TRAIN):  # the folder's lock before Hydra writes .hydra and cli.log
-            # there (a folder in use: refused, nothing written), and what they held then
+            # there (a folder in use: refused, nothing written), what it held then (was it
+            # there: _before) and what .hydra and cli.log held
             hold_folder(run_dir, "hydra.run.dir")
             _keep_written(run_dir, log_name=_job_log(config))
 
@@ -126,8 +124,6 @@ class ConfigCheck(Callback):
             check_sweep_jobs(config)
         folder = None if folder_given(config, "hydra.sweep.dir") else sweep_folder(config)
         run_guard._BEFORE.clear()
-        with reported(TRAIN):  # before Hydra makes the folders: were they there (_before)?
-            _record_before(folder or Path(str(config.hydra.sweep.dir)), depth=1)
         if config.get("resume") is True and not config.get("resume_override"):
             with reported(TRAIN):
                 _refuse_resume_without_folder(config, "hydra.sweep.dir", folder)
@@ -139,7 +135,8 @@ class ConfigCheck(Callback):
         with reported(TRAIN):  # one sweep per folder, locked before Hydra writes
             # multirun.yaml and the jobs' .hydra (a sweep in use: refused, nothing written)
             sweep_dir = folder or Path(str(config.hydra.sweep.dir))
-            hold_folder(sweep_dir, "hydra.sweep.dir", "sweep folder")
+            hold_folder(sweep_dir, "hydra.sweep.dir", "sweep folder", depth=1)  # and what
+            # the folders held (were they there: _before)
             _keep_written(sweep_dir, depth=1, log_name=_job_log(config))
             run_guard._KEPT_SWEEP.clear()
             run_guard._keep_sweep_file(sweep_dir)

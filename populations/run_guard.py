@@ -1,5 +1,6 @@
 """``selfplay-train``'s run folders around its task: what they held before Hydra made them
-(:func:`_record_before`, called by :class:`populations.cli.ConfigCheck`), the guard the task
+(:func:`_record_before`, once :func:`hold_folder` holds their lock for
+:class:`populations.cli.ConfigCheck`), the guard the task
 runs in (:func:`run_folder_guard`: a failed run leaves no half-made folder behind and says how
 to go on), a sweep's failed jobs under ``keep_going=true`` (:func:`_failed_jobs_line`), and
 ``resume=true`` without a folder refused. :mod:`populations.run_folder` holds a folder's lock
@@ -98,20 +99,32 @@ def _restore_sweep_file(sweep_dir: Path) -> None:
         return
 
 
-def hold_folder(folder: Path, key: str, what: str = "run folder") -> None:
+def hold_folder(folder: Path, key: str, what: str = "run folder", depth: int = 0) -> None:
     """Take ``folder``'s lock (:class:`~populations.run_folder.RunLock`, making the folder)
     before Hydra writes its ``.hydra`` and log there: a second command into a folder in use is
     refused here, having written and removed nothing (it used to write there, then be refused
     and remove the running command's files). ``key``: the override that names the folder, in
-    the line of a folder that cannot be made."""
-    from populations.run_folder import RunLock
+    the line of a folder that cannot be made. What the folder holds (and the folders in it,
+    ``depth`` levels down) is recorded once the lock is held (:data:`_BEFORE`): recorded
+    before the config check, files another program made during it were taken for this
+    command's, and removed with them."""
+    from populations.run_folder import LOCK_NAME, RunLock
 
+    path = os.path.abspath(folder)
+    existed, locked_before = os.path.isdir(path), os.path.lexists(os.path.join(path, LOCK_NAME))
     lock = RunLock(folder, what)
     try:
         lock.acquire()
     except OSError as err:
         raise CLIError(folder_error(folder, err, key, what)) from None
     _HELD.append(lock)
+    if not existed:  # made by the lock: this command's
+        _BEFORE[path] = None
+        return
+    _record_before(folder, depth)
+    held = _BEFORE.get(path)
+    if held is not None and not locked_before:  # the lock file is this command's too
+        _BEFORE[path] = held - {LOCK_NAME}
 
 
 def release_folders() -> None:
