@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from hydra.experimental.callback import Callback
 
-from populations import cli_common, run_folder, run_guard
+from populations import cli_common, run_guard
 from populations.cli_common import _untyped, fail, interrupted, load_plugins, one_line, reported
 from populations.command_line import (
     TRAIN,
@@ -95,7 +95,7 @@ class ConfigCheck(Callback):
             del task["hydra"]
         run_guard._BEFORE.clear()
         run_guard._KEPT.clear()
-        run_folder._STARTED.clear()  # tests run several commands in a process
+        run_guard.forget_started()  # tests run several commands in a process
         run_guard.release_folders()
         run_dir = Path(str(config.hydra.run.dir))
         with reported(TRAIN), _named_log_lines():  # Hydra turns a callback's exception
@@ -130,7 +130,7 @@ class ConfigCheck(Callback):
         if folder is not None:
             pin_sweep_folder(config, folder)
         run_guard._KEPT.clear()
-        run_folder._STARTED.clear()
+        run_guard.forget_started()
         run_guard.release_folders()
         with reported(TRAIN):  # one sweep per folder, locked before Hydra writes
             # multirun.yaml and the jobs' .hydra (a sweep in use: refused, nothing written)

@@ -438,6 +438,14 @@ def _refused(err: BaseException) -> bool:
     return isinstance(err, _refusals())
 
 
+def forget_started() -> None:
+    """Forget the runs this process started (:func:`~populations.run_folder.mark_started`):
+    a new command (tests run several in a process) starts none yet."""
+    from populations.run_folder import _STARTED  # lazily: --help loads no marl
+
+    _STARTED.clear()
+
+
 def _run_started(run_dir: Path) -> bool:
     """Whether the run in ``run_dir`` started in this process
     (:func:`~populations.run_folder.mark_started`)."""
