@@ -55,6 +55,8 @@ game's texts (configs/llm/tiny.yaml; a test keeps them in step)."""
 MAX_POSITIONS = 1 << 20  # a tiny model's positions: their embeddings are allocated up front
 MAX_BATCH = 10**6  # episodes of a group / groups of a step / turns of a minibatch / games
 # stepped together: far above any GRPO step (10**20 allocated or never finished)
+MAX_ITERATIONS = 10**6  # llm.iterations and corpus_episodes, as population.generations:
+# each GRPO iteration plays groups_per_step x group_size episodes (10**20 never finished)
 ON_INVALID = ("fallback", "end")
 """After invalid output in rollouts: play the fallback action, or end the episode there
 (SPIRAL, arXiv:2506.24119): the offender's turn and return get ``invalid_penalty``, the
@@ -297,9 +299,12 @@ class LLMConfig:
         if self.backend not in BACKENDS:
             raise ValueError(f"llm backend {self.backend!r} unknown; choose one of "
                              f"{list(BACKENDS)}")
-        check_number("llm iterations", self.iterations, **COUNT)
+        # 10**20 was taken and trained without end, as population sizes were
+        check_number("llm iterations", self.iterations, **COUNT, at_most=MAX_ITERATIONS,
+                     why="10**6 GRPO iterations")
         # 0: the tiny vocabulary had no observation or action word
-        check_number("llm corpus_episodes", self.corpus_episodes, **COUNT)
+        check_number("llm corpus_episodes", self.corpus_episodes, **COUNT,
+                     at_most=MAX_ITERATIONS, why="10**6 random episodes played first")
         if not self.model:  # llm=hf / llm=vllm without llm.model trained nothing real
             raise ValueError("llm model is empty; llm=hf and llm=vllm (and smollm2_kuhn) "
                              "train your model: llm.model=<a model directory or hub name> "

@@ -38,6 +38,14 @@ run was taken and never finished (``frames=10**20`` made its folder and trained 
 estimate of 10**13 hours; ``eval_episodes=10**15`` after its training), as marl's learners
 bound their own sizes (``marl.configs.MAX_REPLAY``...). A stepped game takes fewer copies
 (:func:`populations.experiment_config.check_copies`)."""
+EXPLOIT_SIZES: dict[str, tuple[int, str]] = {
+    "frames": MAX_SIZES["frames"],
+    "seeds": (10**6, "10**6 repetitions, each training a response per team"),
+    "eval_episodes": MAX_SIZES["eval_episodes"],
+    "num_envs": MAX_SIZES["num_envs"]}
+"""The largest budget of an approximate NashConv (``populations.approx_exploit.ApproxConfig``:
+``population.exploit.*``, ``selfplay-eval --exploit-*``), as a run's own sizes: with
+``population.exploit.frames=10**20`` a league's first estimate trained without end."""
 NUM_ENVS = 32
 """``ExperimentConfig.num_envs``'s default (it takes it from here)."""
 STEPPED_ALGOS = ("mappo", "ippo", "vdn", "qmix", "maddpg")
@@ -347,8 +355,16 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
         except OmegaConfBaseException as err:  # a word where a number goes: OmegaConf's words
             text = str(err).strip().splitlines()[0]
             if write_integer(value) and "converted to Integer" in text:  # 2e4: a float
-                raise ValueError(f"{input_line or f'{key}={value}'}; expected an integer"
-                                 f"{write_integer(value)}") from None
+                typed = input_line or f"{key}={value}"
+                # 1e20: the integer's own refusal (its range), not "(write 10**20)" refused next
+                whole = _whole_refusal(node, path, cls, sub, int(value), items)
+                named, number = f"{key}={int(value)}", str(int(value))
+                if whole is not None and named in whole:
+                    raise ValueError(whole.replace(named, typed, 1)) from None
+                if whole is not None and key in whole and number in whole:  # "..., got N"
+                    head, _, tail = whole.rpartition(number)
+                    raise ValueError(head + typed.partition("=")[2] + tail) from None
+                raise ValueError(f"{typed}; expected an integer{write_integer(value)}") from None
             if value is None and "is not Optional" in text:  # OmegaConf: "field 'lr' is..."
                 had = OmegaConf.select(node, sub)
                 text = (f"a value is required here (null is not accepted); it was {had!r}"
@@ -377,6 +393,36 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
             where, owner, inner = refusal(node, path + ".") or (path, cls, err)  # mappo.net first
         text = str(inner).strip().splitlines()[0]
         raise ValueError(at_path(text, where, owner)) from None
+
+
+def _whole_refusal(node: Any, path: str, cls: type, sub: str, whole: int,
+                   items: Sequence[tuple[str, Any, str | None]]) -> str | None:
+    """The section's own refusal (one line, by full path) of ``sub=whole``, the integer a
+    float such as ``1e20`` stands for, with the line's other values applied after it as they
+    apply (registry checks, which import torch, left out); None when it passes."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from llm_agents.settings import registry_checks_later
+    from populations.config_paths import at_path, refusal
+
+    trial = writable(node.copy())
+    try:
+        OmegaConf.update(trial, sub, whole, merge=True)
+        for key, value, _ in items:  # the later values too: a rule may read them
+            try:
+                OmegaConf.update(trial, key[len(path) + 1:], value, merge=True)
+            except OmegaConfBaseException:
+                continue  # refused on its own after this one
+        with registry_checks_later():
+            OmegaConf.to_object(trial)
+    except OmegaConfBaseException:
+        return None
+    except (ValueError, TypeError) as err:
+        with registry_checks_later():
+            where, owner, inner = refusal(trial, path + ".") or (path, cls, err)
+        return at_path(str(inner).strip().splitlines()[0], where, owner)
+    return None
 
 
 def _is_flag(node: Any, sub: str) -> bool:
