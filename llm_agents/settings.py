@@ -300,9 +300,11 @@ class LLMConfig:
             raise ValueError(f"llm backend {self.backend!r} unknown; choose one of "
                              f"{list(BACKENDS)}")
         # 10**20 was taken and trained without end, as population sizes were
+        check_number("llm iterations", self.iterations, **COUNT)  # (0: ">= 1", as before)
         check_number("llm iterations", self.iterations, **COUNT, at_most=MAX_ITERATIONS,
                      why="10**6 GRPO iterations")
         # 0: the tiny vocabulary had no observation or action word
+        check_number("llm corpus_episodes", self.corpus_episodes, **COUNT)
         check_number("llm corpus_episodes", self.corpus_episodes, **COUNT,
                      at_most=MAX_ITERATIONS, why="10**6 random episodes played first")
         if not self.model:  # llm=hf / llm=vllm without llm.model trained nothing real
