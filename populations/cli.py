@@ -226,6 +226,10 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
         # greedy snapshot's 0.66, shown nowhere)
         legend = {"final_return": "mean return of the last (up to) 50 training episodes "
                                   "(exploring, or sampling for on-policy learners)",
+                  "legal_rate": "share of the last GRPO iteration's moves that named a legal "
+                                "action",
+                  "success_rate": "share of the last GRPO iteration's episodes the game "
+                                  "reported a success (a tool task's info['success'])",
                   "team_return": "mean team return of the last GRPO iteration's episodes",
                   "eval_return": "mean return over the evaluation episodes of the snapshot "
                                  "(eval_episodes; greedy for off-policy learners)",

@@ -54,3 +54,15 @@ def test_a_leagues_legal_rate_column_has_its_legend_and_no_none(capsys):
     assert lines[1].endswith("not recorded") and "None" not in lines[1], lines
     assert any(line.startswith("eval_legal_rate: share of the LLM team's evaluation moves")
                for line in lines), lines
+
+
+def test_an_llm_runs_columns_each_have_a_legend(capsys):
+    """An LLM team run's table (walk 27c): legal_rate and success_rate had no legend line,
+    where every other column of a run's table has one."""
+    rows = [{"member": "llm", "version": 1, "iterations": 2, "legal_rate": 1.0,
+             "success_rate": 0.25, "team_return": 0.25, "eval_return": 0.375,
+             "eval_ci95": 0.433, "eval_legal_rate": 1.0}]
+    lines = _table(rows, capsys)
+    explained = {line.split(":")[0] for line in lines[2:] if ": " in line}
+    assert explained == {"legal_rate", "success_rate", "team_return", "eval_return",
+                         "eval_ci95", "eval_legal_rate"}, lines
