@@ -164,7 +164,10 @@ def _tell_plan(cfg: ExperimentConfig, psro_cfg: Any) -> None:
         log.warning("%s", note)
     if psro_cfg.payoffs != "sampled":
         return
-    frames = random_episode_frames(cfg.game.name, cfg.game.kwargs, seed=cfg.seed)
+    try:
+        frames = random_episode_frames(cfg.game.name, cfg.game.kwargs, seed=cfg.seed)
+    except games.GameError:  # a game's own bug: the run says it where it meets it, with the
+        return  # history (the exact check's walk, the sampler), not from this estimate
     plan = payoff_plan(len(psro_players(spec, psro_cfg.players)), pop.iterations,
                        psro_cfg.episodes_per_entry, frames,
                        0 if pop.oracle == "exact" else pop.oracle_frames)

@@ -115,7 +115,9 @@ def test_an_evaluation_run_ends_finished_or_interrupted(snapshots, tmp_path, cap
 
     monkeypatch.setattr(evaluation, "evaluate_pairs", interrupted)  # in the round robin
     code, _, err = run_eval(args, capsys)
-    assert code == 130 and err.strip().endswith("interrupted")
+    last = err.strip().splitlines()[-1]
+    assert code == 130 and last.startswith("selfplay-eval: interrupted after 0 of 1 pairings"), \
+        err  # and what the database kept (49f3d20)
     db = LeagueDB(str(db_path))
     assert [db.run_status(r) for r in (1, 2)] == ["finished", "interrupted"]
     db.close()
