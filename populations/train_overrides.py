@@ -27,6 +27,7 @@ from populations.command_line import (
     override_values,
     shadowed_presets,
 )
+from populations.override_types import refuse_mistyped
 from populations.sweep_values import RANGE_VALUES, swept_line, typed_text
 
 if TYPE_CHECKING:
@@ -331,6 +332,8 @@ def check_values(overrides: Sequence[Any]) -> None:
     jobs = [(section, items) for section, found in sorted(
         sections.items(), key=lambda kv: order.index(kv[0])) if presets is not None
             for items in _section_jobs(found)]
+    unread = [o for section, found in sections.items()  # (-m population=psro,fsp: presets
+              if section not in {s for s, _ in jobs} for o in found]  # unread) types alone
     later = []
     with _torch_refused():  # first every check that needs no torch (a good population.* value
         for section, items in jobs:  # before mappo.lr=-1 imported it via the learner registry)
@@ -345,6 +348,10 @@ def check_values(overrides: Sequence[Any]) -> None:
             check_section_values(items, presets, section)
         except ValueError as err:
             raise CLIError(f"bad config: {err}") from None
+    try:
+        refuse_mistyped(unread)
+    except ValueError as err:
+        raise CLIError(f"bad config: {err}") from None
 
 
 class _NeedsTorch(BaseException):

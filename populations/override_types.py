@@ -1,0 +1,74 @@
+"""A section's value of the wrong type on ``selfplay-train``'s command line
+(``population.iterations=1e3``, ``mappo.epochs=abc``), refused in the early checks' words
+whatever the group options are.
+
+:func:`populations.train_overrides.check_values` checks a section's values against the
+presets the command line's group options set; where it cannot read them (``-m
+population=psro,fsp``: a swept group; a key given twice; ``--config-dir``) it left the value
+to Hydra, which refused a whole float with ``Error merging override
+population.iterations=1e3; Value '1000.0' of type 'float' could not be converted to
+Integer``: a value the user did not type, and no word of the integer to write. A setting's
+type is the schema's alone, so :func:`refuse_mistyped` checks it there too, and the refusal
+is the one the early check gives (``population.iterations=1e3; expected an integer (write
+1000)``, or the integer's own range for ``1e20``). A value of the right type costs no torch
+(a whole float's integer is checked by its section's rules, which may import it).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from populations.sweep_values import RANGE_VALUES, swept_line, typed_text
+
+
+def refuse_mistyped(overrides: Sequence[Any]) -> None:
+    """``ValueError`` (one line, as :func:`populations.config_checks.check_section_values`
+    words it) for the first value of ``overrides`` (Hydra's parsed overrides, in the line's
+    order) that a section's setting cannot take as its type (an integer setting given ``1e3``,
+    ``1.5`` or ``abc``, a number setting given ``abc``); a swept key's values each. Lines
+    Hydra treats otherwise are left to it: ``+`` (an existing key)/``~``, a package (``@``), an
+    interpolation, a whole section (``population={...}``), an unknown key."""
+    from hydra.core.override_parser.types import ValueType
+    from omegaconf import OmegaConf
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
+
+    from populations.config_checks import check_section_values, section_schemas, writable
+
+    schemas = section_schemas()
+    nodes: dict[str, Any] = {}
+    for o in overrides:
+        key = o.key_or_group
+        path = max((p for p in schemas if key.startswith(p + ".")), key=len, default=None)
+        if path is None or o.package is not None or o.input_line.startswith(("~", "+")) and \
+                not o.input_line.startswith("++") or \
+                "${" in o.input_line:
+            continue
+        if o.value_type == ValueType.RANGE_SWEEP:
+            values = list(itertools.islice(o.sweep_iterator(), RANGE_VALUES))
+        elif o.value_type == ValueType.ELEMENT:
+            values = [] if o.is_delete() else [o.value()]
+        elif o.value_type in (ValueType.CHOICE_SWEEP, ValueType.SIMPLE_CHOICE_SWEEP):
+            values = list(o.value().list)
+        else:
+            values = []
+        if path not in nodes:
+            cls, defaults = schemas[path]
+            nodes[path] = writable(OmegaConf.structured(cls))
+            for name, default in defaults.items():
+                nodes[path][name] = default
+        for value in values:
+            trial = nodes[path].copy()
+            try:
+                OmegaConf.update(trial, key[len(path) + 1:], value, merge=True)
+                continue
+            except (ConfigAttributeError, ConfigKeyError):
+                continue  # an unknown key: Hydra's words name it
+            except OmegaConfBaseException:
+                pass
+            line = o.input_line if o.value_type == ValueType.ELEMENT else \
+                f"{key}={typed_text(o, value)}" if o.value_type == ValueType.RANGE_SWEEP \
+                else swept_line(o, value)
+            # OmegaConf's words, or a whole float's integer refused by its own range
+            check_section_values([(key, value, line)])
