@@ -20,6 +20,7 @@ from marl.core import Policy
 from populations.approx_exploit import exploit_snapshots
 from populations.evaluation import PairsPlayed, win_rates
 from populations.members import Member
+from populations.run_folder import stop_deferred, stop_requested
 from populations.single_eval import LOW_LEGAL_RATE, low_legal_warning
 
 if TYPE_CHECKING:
@@ -34,7 +35,10 @@ def log_nash_conv(league: Any, snaps: Sequence[Any]) -> None:
     logged and recorded in the database's ``exploitability`` table (method ``exact``,
     labelled as :mod:`populations.approx_exploit` labels a snapshot), which the
     dashboard's league table and NashConv chart read; a resume records it again in
-    place (one row per label and method)."""
+    place (one row per label and method). Then ``approx_nash_conv/<member>``, the
+    approximate one (``population.exploit``): a CLI's stop request during that estimate
+    drops it unrecorded and stops the league here, from the checkpoint before this
+    evaluation (a best response can take minutes), so the resume estimates it again."""
     if league.cfg.nash_conv:
         from populations.exploitability import nash_conv
 
@@ -46,9 +50,12 @@ def log_nash_conv(league: Any, snaps: Sequence[Any]) -> None:
         league.log_metrics(league.frames, {f"nash_conv/{s.member}": v for s, v in exact})
     approx = exploit_snapshots(league.db, league.run_id, league.store, league.cfg.game,
                                league.cfg.game_kwargs, league.cfg.exploit, list(snaps),
-                               league.cfg.seed, league.cfg.device)
-    if approx:
-        league.log_metrics(league.frames, approx)
+                               league.cfg.seed, league.cfg.device,
+                               stop_requested if stop_deferred() else None)
+    if approx.values:
+        league.log_metrics(league.frames, approx.values)
+    if approx.stopped:  # the generation is not done: the stop waits for no later point
+        league._stop_if_asked()
 
 
 def log_legal_rates(league: Any, new: Sequence[Any], played: PairsPlayed) -> None:
