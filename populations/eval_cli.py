@@ -234,8 +234,10 @@ def _interrupted_line(db: Any, run_id: int, spec: Any, args: argparse.Namespace,
     """Ctrl-C's line, from what the database kept of run ``run_id`` (``files`` policy files;
     ``stage``: snapshots, matches or exploit, where it stopped): ``interrupted after 3 of 10
     pairings (96 of 320 matches); they are kept in eval.db (run 3, status interrupted; no
-    ratings: ...); running the same command again starts a new evaluation ...``. A rerun never
-    resumes run ``run_id``: it adds a new run that plays everything again."""
+    ratings: ...); running the same command again starts a new evaluation ...`` (before a
+    match ended: ``interrupted after 0 of 10 pairings (0 of 320 matches): no match had ended;
+    the run is kept in ...``). A rerun never resumes run ``run_id``: it adds a new run that
+    plays everything again."""
     where = (f"kept in {escaped(args.db)} (run {run_id}, status "
              f"{db.run_status(run_id)}")
     again = "running the same command again starts a new evaluation (a new run that plays"
@@ -254,6 +256,9 @@ def _interrupted_line(db: Any, run_id: int, spec: Any, args: argparse.Namespace,
         done = (f"{len(played)} of {pairings} pairings ({len(rows)} of "
                 f"{pairings * 2 * args.episodes} matches)")
         redo = f"all {pairings} pairings again"
+    if stage == "matches" and not rows:  # "they are kept": there was nothing to keep
+        return (f"interrupted after {done}: no {'episode' if alone else 'match'} had ended; "
+                f"the run is {where}); {again} {redo}; this one is not resumed)")
     if stage == "matches":
         unrated = "" if alone else "; no ratings: they are computed once every pairing has played"
         return (f"interrupted after {done}; they are {where}{unrated}); {again} {redo}; this one "
@@ -533,8 +538,10 @@ def _check_exploit_values(args: argparse.Namespace) -> None:
     game's check come after, in ``_exploit_config``): a budget below its least value, and a
     learner that is none of marl's that train best responses
     (``config_checks.STEPPED_ALGOS``) while nothing registered another (``--import``, a
-    plugin: the registry loaded)."""
-    from populations.config_checks import STEPPED_ALGOS
+    plugin: the registry loaded), and a budget past its bound (``config_checks.EXPLOIT_SIZES``,
+    as ``population.exploit.*``: ``--exploit-frames 100000000000000000000`` was refused only
+    after torch and the policy files loaded)."""
+    from populations.config_checks import EXPLOIT_SIZES, STEPPED_ALGOS
 
     for name, low in EXPLOIT_MINIMUMS.items():
         flag = name.removeprefix("eval_")
@@ -542,6 +549,10 @@ def _check_exploit_values(args: argparse.Namespace) -> None:
         if value < low:  # ApproxConfig's words, which came after torch (~2.5 s CPU)
             raise CLIError(f"approx exploitability: {name} must be an integer >= {low}, got "
                            f"{value!r} (--exploit-{flag})")
+        top, why = EXPLOIT_SIZES[name]
+        if value > top:
+            raise CLIError(f"approx exploitability: {name} must be an integer from {low} to "
+                           f"{top} ({why}), got {value!r} (--exploit-{flag})")
     if args.exploit_algo not in STEPPED_ALGOS and "marl.registry" not in sys.modules:
         raise CLIError(f"--exploit-algo {args.exploit_algo!r} cannot train best responses; "
                        f"choose one of {list(STEPPED_ALGOS)} (one compatible with the game)")
@@ -576,21 +587,21 @@ printed 780 lines, 400 would print 79,800."""
 def _round_robin(db: Any, run_id: int, runner: Any, spec: Any, args: argparse.Namespace,
                  kwargs: dict[str, Any], snaps: Sequence[Any]) -> Any:
     """:func:`populations.evaluation.round_robin` of ``snaps`` with a bar of pairs (and
-    pairs/s) on stderr where it is a terminal, as ``python -m populations.league`` shows its
-    bars: the pairs are played a few at a time (one in process; two per worker on Ray, which
-    plays a call's jobs at once), each with the seed the one call gives it (``--seed`` plus
+    pairs/s) on stderr (:mod:`marl.progress`, as every selfplay-train bar: on a terminal the
+    bar, in a redirected log a plain line every 30 s and one at the end): the pairs are
+    played a few at a time (one in process; two per worker on Ray, which plays a call's jobs
+    at once), each with the seed the one call gives it (``--seed`` plus
     7,919 per pairing, in the order of the files) under the same key, so the records are
     the same. A round robin over hundreds of files runs for minutes: it said nothing.
     Returns what :func:`populations.evaluation.evaluate_pairs` played (``PairsPlayed``: the
     LLM policies' moves, counted where they were played, in this process or a Ray worker)."""
-    from tqdm import tqdm
-
+    from marl.progress import tqdm
     from populations.evaluation import evaluate_pairs, recompute
 
     pairs = list(itertools.combinations(snaps, 2))
     size = 2 * len(getattr(runner, "workers", ())) or 1
     with tqdm(total=len(pairs), desc="selfplay-eval round robin", unit="pair", leave=False,
-              disable=not (pairs and sys.stderr.isatty()), dynamic_ncols=True,
+              disable=not pairs, dynamic_ncols=True,
               file=sys.stderr, smoothing=0) as bar:  # the overall rate, as every other bar
         played = evaluate_pairs(db, run_id, runner, spec, args.game, kwargs, pairs,
                                 args.episodes, args.seed, "rr", batch=size,
