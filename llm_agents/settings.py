@@ -188,7 +188,10 @@ class GRPOConfig:
     seed: int = 0  # seeds task draws, sampling and fallbacks
 
     def __post_init__(self) -> None:
-        check_number("lr_decay_iterations", self.lr_decay_iterations, **COUNTED)
+        check_number("lr_decay_iterations", self.lr_decay_iterations, **COUNTED)  # (-1: ">= 0")
+        # 10**20 was taken (harmless: the lr barely decayed), as llm.iterations was
+        check_number("lr_decay_iterations", self.lr_decay_iterations, **COUNTED,
+                     at_most=MAX_ITERATIONS, why="10**6 GRPO iterations, as llm.iterations")
         for name in ("group_size", "groups_per_step", "minibatch_turns", "max_in_flight"):
             check_number(name, getattr(self, name), **COUNT, at_most=MAX_BATCH,
                          why="sizes of a GRPO step")
