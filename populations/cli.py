@@ -293,7 +293,7 @@ def _train_task(cfg: DictConfig) -> None:
     from hydra.types import RunMode
 
     from populations.experiment import _plain, run_experiment
-    from populations.run_folder import HYDRA_WORDS, spelled
+    from populations.run_folder import HYDRA_WORDS, spelled, when_started
 
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
@@ -322,7 +322,8 @@ def _train_task(cfg: DictConfig) -> None:
             from populations.learner_sections import replaced  # keeps +my_algo.* sections
 
             exp = replaced(exp, resume=False)
-        log.info("experiment %s in %s", exp.experiment, run_dir)
+        # once its start checks pass: a refused command's first line read as a run started
+        when_started(run_dir, lambda: log.info("experiment %s in %s", exp.experiment, run_dir))
         if exp.keep_going and sweep_dir is None:  # ignored: nothing to go on to
             log.warning("keep_going=true is for sweeps (-m): a single run stops where it fails")
         for note in unused_overrides(exp, overrides):

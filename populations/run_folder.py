@@ -57,11 +57,37 @@ command (its ``.hydra``, its job log) only for a command refused before its run 
 run that started and then failed keeps what it wrote, whatever the error's type."""
 
 
+_ON_START: dict[str, list[Callable[[], None]]] = {}
+"""What to do once the run in a folder (absolute path) starts (:func:`when_started`)."""
+
+
 def mark_started(run_dir: str | Path) -> None:
     """Record that the run in ``run_dir`` passed its start checks (settings, checkpoint,
     league state) and started: an error from here on is a failure of the run, not a refusal
-    of the command (:data:`_STARTED`)."""
-    _STARTED.add(os.path.abspath(run_dir))
+    of the command (:data:`_STARTED`). What :func:`when_started` left for it is done now."""
+    path = os.path.abspath(run_dir)
+    _STARTED.add(path)
+    for call in _ON_START.pop(path, []):
+        call()
+
+
+def when_started(run_dir: str | Path, call: Callable[[], None]) -> None:
+    """Call ``call`` once the run in ``run_dir`` starts (:func:`mark_started`; at once when it
+    has): selfplay-train's 'experiment ... in <run>' line, which a command refused before
+    its run started (a folder holding another run, a resume with other settings) printed
+    before its refusal, as if the run had started."""
+    path = os.path.abspath(run_dir)
+    if path in _STARTED:
+        call()
+    else:
+        _ON_START.setdefault(path, []).append(call)
+
+
+def forget_started() -> None:
+    """Forget the runs this process started and what :func:`when_started` left for them: a
+    new command (tests run several in a process) starts none yet."""
+    _STARTED.clear()
+    _ON_START.clear()
 
 
 def run_started(run_dir: str | Path) -> bool:

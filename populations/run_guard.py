@@ -441,9 +441,9 @@ def _refused(err: BaseException) -> bool:
 def forget_started() -> None:
     """Forget the runs this process started (:func:`~populations.run_folder.mark_started`):
     a new command (tests run several in a process) starts none yet."""
-    from populations.run_folder import _STARTED  # lazily: --help loads no marl
+    from populations.run_folder import forget_started  # lazily: --help loads no marl
 
-    _STARTED.clear()
+    forget_started()
 
 
 def _run_started(run_dir: Path) -> bool:
