@@ -56,8 +56,10 @@ from populations.psro import (
 from populations.psro_config import one_team_note, payoff_plan, random_episode_frames
 from populations.run_folder import (
     SETTINGS_NAME,
+    RunFolderError,
     deferred_stop,
     end_status,
+    mark_started,
     one_line,
     stop_now,
     stop_requested,
@@ -129,20 +131,31 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
     if run_id is not None and not cfg.resume:
         db.close()
         raise FileExistsError(f"run folder {run_dir} already holds {cfg.experiment!r}")
-    if run_id is None:  # the game's name with its arguments and the settings, as single runs
+    fresh = run_id is None
+    if fresh:  # the game's name with its arguments and the settings, as single runs
         from populations.experiment import _plain
 
         run_id = db.create_run(cfg.experiment, experiment=cfg.experiment, game=game,
                                config=_plain(cfg))
-    else:
-        db.set_run_status(run_id, "running")
+    started = [fresh]  # a resume's row says running once its checks passed (_run)
+
+    def start() -> None:
+        """The resume's checks passed (its players, the members it restored): an error from
+        here is the run's, not a refusal of the command (which leaves the run's row, and
+        selfplay-train's record of the folder, as they were)."""
+        mark_started(run_dir)
+        if not started[0]:
+            db.set_run_status(run_id, "running")
+            started[0] = True
+
     try:
         # a CLI's first Ctrl-C / SIGTERM stops after the best response or iteration at hand
         with deferred_stop("after the best response in training (or, past them, the "
                            "sampled payoff entry or iteration at hand)", obey_at_end=False):
-            table = _run(cfg, run_dir, logger, db, run_id)
+            table = _run(cfg, run_dir, logger, db, run_id, start)
     except BaseException as err:
-        db.set_run_status_quietly(run_id, end_status(err), one_line(err))
+        if started[0]:
+            db.set_run_status_quietly(run_id, end_status(err), one_line(err))
         db.close()
         raise
     db.set_run_status(run_id, "finished")
@@ -177,7 +190,9 @@ def _tell_plan(cfg: ExperimentConfig, psro_cfg: Any) -> None:
 
 
 def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: LeagueDB,
-         run_id: int) -> list[dict[str, Any]]:
+         run_id: int, start: Callable[[], None] = lambda: None) -> list[dict[str, Any]]:
+    """PSRO's loop; ``start()`` is called once a resume's checks passed (the players it
+    continues with, the members of its recorded iterations restored)."""
     pop = cfg.population
     store = PolicyStore(run_dir / "snapshots", db, run_id)
     oracle = make_oracle(cfg)
@@ -203,6 +218,8 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
     converged = bool(rows) and psro.converged(rows[-1]["nash_conv"], done - 1, announce=False)
     if done:
         _restore(psro, store, min(done, pop.iterations))
+    start()
+    if done:
         logger.backfill(db.metric_rows(run_id))  # rows recorded after the logger's last write
         log.info("resumed PSRO: %d of %d iterations done%s", min(done, pop.iterations),
                  pop.iterations,
@@ -516,8 +533,8 @@ def _restore(psro: PSRO, store: PolicyStore, iterations: int) -> None:
         for k in range(1, iterations + 1):
             snap = store.latest(f"psro-{agent}-{k}")
             if snap is None:
-                raise ValueError(f"cannot resume PSRO: member psro-{agent}-{k} of a finished "
-                                 "iteration is missing from the store")
+                raise RunFolderError(f"cannot resume PSRO: member psro-{agent}-{k} of a "
+                                     "finished iteration is missing from the store")
             saved[agent].append(store.load(snap.id))
     psro.restore(saved, iterations)
 
@@ -553,7 +570,7 @@ def _resumed_players(psro_cfg: Any, run_dir: Path, game: str, game_kwargs: dict[
             kind = k if set(psro_players(spec, k)) == ran else kind
     if psro_cfg.players != "auto" or kind is None:
         why = "it is from before that setting and " if recorded is None else ""
-        raise ValueError(
+        raise RunFolderError(
             f"cannot resume {run_dir} with population.psro.players={psro_cfg.players!r}: "
             f"{why}its players are {kind or 'other'} ({sorted(ran)}); resume with "
             f"players=auto{f' or players={kind}' if kind else ''}")

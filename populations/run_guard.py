@@ -428,10 +428,12 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
 
 def _refusals() -> tuple[type[BaseException], ...]:
     """The errors that refuse a command before its run starts (its command line, its folder,
-    its checkpoints): nothing ran, the folder stays as it was."""
+    its checkpoints, the snapshots a resume restores: ``StoreError``, a file damaged or
+    replaced on disk): nothing ran, the folder stays as it was."""
     return (CLIError, *(getattr(sys.modules.get(module), name, CLIError) for module, name in (
         ("populations.run_folder", "RunFolderError"), ("marl.core", "CheckpointError"),
-        ("hydra.errors", "HydraException"), ("omegaconf.errors", "OmegaConfBaseException"))))
+        ("populations.store", "StoreError"), ("hydra.errors", "HydraException"),
+        ("omegaconf.errors", "OmegaConfBaseException"))))
 
 
 def _refused(err: BaseException) -> bool:
