@@ -175,11 +175,12 @@ class RunLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             if fcntl is not None:
                 try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError as err:
+                    taken = _flock_exclusive(fd)
+                except OSError:
                     os.close(fd)
-                    if err.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                        raise
+                    raise
+                if not taken:
+                    os.close(fd)
                     raise RunFolderError(
                         f"{self.what} {self.run_dir} is in use by process {_holder(self.path)} "
                         f"(lock {self.path}); wait for it to end or stop it") from None
@@ -208,6 +209,46 @@ class RunLock:
         self.release()
 
 
+_BUSY = (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)
+PROBE_TRIES = 50
+"""How many times :func:`_flock_exclusive` tries again while only probes hold shared locks."""
+
+
+def _wait_out_probe(attempt: int) -> None:
+    """Let a probe's shared lock go (it is held for the few microseconds of a test)."""
+    import time
+
+    time.sleep(0.001 * min(attempt + 1, 10))
+
+
+def _flock_exclusive(fd: int) -> bool:
+    """Take ``fd``'s exclusive ``flock`` without waiting for a holder: True when taken, False
+    when another process holds the lock exclusively (a run in the folder).
+
+    :func:`locked_elsewhere` tests a lock by taking it shared for an instant, so a first
+    exclusive try can fail while nothing holds the folder: a start beside a refused command's
+    clean-up was refused 'in use by process <the last run's PID>'. A failed try is followed by
+    a shared one on this descriptor, granted only when no process holds the lock exclusively;
+    then only probes (or starts doing the same) held it, and the exclusive try is repeated
+    after a pause, at most :data:`PROBE_TRIES` times."""
+    for attempt in range(PROBE_TRIES):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as err:
+            if err.errno not in _BUSY:
+                raise
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as err:
+            if err.errno not in _BUSY:
+                raise
+            return False  # held exclusively: a run
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        _wait_out_probe(attempt)
+    return False
+
+
 def locked_elsewhere(run_dir: str | Path) -> bool:
     """Whether another live process holds ``run_dir``'s lock (:class:`RunLock`): a folder in
     use, in which a refused command removes and rewrites nothing. False for this process's
@@ -222,10 +263,10 @@ def locked_elsewhere(run_dir: str | Path) -> bool:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:  # no lock file (or a link planted there): no run holds it
         return False
-    try:
+    try:  # held shared for an instant: a start meanwhile tries again (_flock_exclusive)
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # dropped as the probe closes
     except OSError as err:
-        return err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)
+        return err.errno in _BUSY
     finally:
         os.close(fd)
     return False
