@@ -35,6 +35,7 @@ Ray (``populations.runners.init_ray``: a local instance bound to 127.0.0.1, or a
 
 from __future__ import annotations
 
+import atexit
 import copy
 import dataclasses
 import hashlib
@@ -42,6 +43,7 @@ import importlib
 import io
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -272,6 +274,34 @@ class LocalRollouts(_Collector):
         return merge_batches(batches, time.perf_counter() - t0)
 
 
+class ActorWorkdir:
+    """A rollout actor's temporary folder ``selfplay-actor-*``: vLLM serves a tiny model from
+    files (``llm_agents.build`` writes them to ``<workdir>/models/<name>``), so an actor on
+    the vLLM backend (``needed``) makes one; other backends none (``path`` None). It stayed
+    in the temp folder after every run. :meth:`close` removes it: :meth:`RolloutActor.close`,
+    which :meth:`RayRollouts.close` calls before it kills the actor (``ray.kill`` runs no
+    exit handler), and otherwise the actor process's normal exit (``atexit``). Only a
+    process killed hard leaves it."""
+
+    def __init__(self, needed: bool) -> None:
+        self.path = tempfile.mkdtemp(prefix="selfplay-actor-") if needed else None
+        if self.path is not None:
+            atexit.register(self.close)
+
+    def close(self) -> None:
+        """Remove the folder and what it holds (again: nothing)."""
+        if self.path is None:
+            return
+        shutil.rmtree(self.path, ignore_errors=True)  # the served model: already loaded
+        atexit.unregister(self.close)
+        self.path = None
+
+
+def needs_workdir(llm: LLMConfig) -> bool:
+    """Whether an actor of ``llm``'s team writes its models to files (the vLLM backend)."""
+    return llm.backend == "vllm"
+
+
 class RolloutActor:
     """One Ray actor: a team built from the learner's config, playing shards."""
 
@@ -289,9 +319,9 @@ class RolloutActor:
 
         grpo = dataclasses.replace(llm.grpo, device=device)
         llm = dataclasses.replace(llm, grpo=grpo)
-        workdir = tempfile.mkdtemp(prefix="selfplay-actor-") if llm.backend == "vllm" else None
-        team = build_team(llm, list(games_), dict(game_kwargs), workdir, warn=False)  # the
-        # driver's team said them once
+        self.workdir = ActorWorkdir(needs_workdir(llm))
+        team = build_team(llm, list(games_), dict(game_kwargs), self.workdir.path,
+                          warn=False)  # the driver's team said them once
         dev = resolve_device(device)
         for tm in team.models.values():
             tm.model.to(dev)
@@ -318,6 +348,14 @@ class RolloutActor:
 
     def pid(self) -> int:
         return os.getpid()
+
+    def close(self) -> None:
+        """Remove this actor's files (:class:`ActorWorkdir`), on its own node."""
+        self.workdir.close()
+
+
+CLOSE_TIMEOUT_S = 30.0
+"""How long :meth:`RayRollouts.close` waits for its actors to remove their files."""
 
 
 class RayRollouts(_Collector):
@@ -392,6 +430,14 @@ class RayRollouts(_Collector):
         return batch
 
     def close(self) -> None:
+        """Each actor removes its files (on its node: a cluster's /tmp is not the driver's),
+        then is killed; an actor that died or hangs is killed without."""
+        from ray.exceptions import GetTimeoutError, RayActorError
+
+        try:
+            self._ray.get([w.close.remote() for w in self.workers], timeout=CLOSE_TIMEOUT_S)
+        except (RayActorError, GetTimeoutError):
+            log.debug("a rollout actor did not close; killed as it is")
         for w in self.workers:
             try:
                 self._ray.kill(w)
