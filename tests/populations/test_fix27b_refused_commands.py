@@ -3,7 +3,6 @@ it rewrote the run's ``.hydra/overrides.yaml`` with its own settings and added l
 ``cli.log``), its refusal names the command to paste (9a), a run folder that cannot be made
 says so (9b), and ``cli.log`` keeps the closing summary and Ctrl-C's resume command (9e)."""
 
-import hashlib
 import logging
 import os
 import shlex
@@ -11,6 +10,8 @@ import subprocess
 import sys
 
 import pytest
+
+from tests.populations.contested_folders import hashes
 
 ARGS = ["game=rps", "frames=64", "num_envs=2", "eval_episodes=2", "progress=false"]
 
@@ -23,49 +24,60 @@ def _cli(args, cwd):
 
 def _hashes(folder):
     """Every file's hash but the lock's (each command that takes the lock writes its PID)."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
+    return hashes(folder, lock=False)
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    cwd = tmp_path_factory.mktemp("runs")
-    run = cwd / "r1"
-    res = _cli([*ARGS, "seed=0", f"hydra.run.dir={run}"], cwd)
-    assert res.returncode == 0, res.stderr
-    return cwd, run
+def finished(contested_run):
+    """A finished run (``seed=0``; the session's, test_fix27b_folder_in_use checks how it
+    was made) and ``refuse(*extra)``: its own command with ``extra`` instead of its seed,
+    run once per module, with the run's hashes before and after it (the rerun's refusal
+    serves two tests)."""
+    c = contested_run
+    assert c.winner_status == 0, c.winner_err
+    run, (*args, where) = c.folder, c.args
+    assert args[-1] == "seed=0" and where == f"hydra.run.dir={run}"
+    done = {}
+
+    def refuse(*extra):
+        if extra not in done:
+            before = _hashes(run)
+            done[extra] = before, c.cli([*args[:-1], *extra, where]), _hashes(run)
+        return done[extra]
+
+    return c, run, refuse
 
 
 @pytest.mark.parametrize("extra, said", [
-    (["seed=9", "algo=ippo"], "already holds a run"),  # a rerun without resume=true
-    (["seed=3", "resume=true"], "cannot continue with other settings"),
+    (("seed=9", "algo=ippo"), "already holds a run"),  # a rerun without resume=true
+    (("seed=3", "resume=true"), "cannot continue with other settings"),
 ])
 def test_a_refused_command_leaves_the_runs_hydra_files_and_log_as_they_were(finished, extra,
                                                                            said):
-    cwd, run = finished
-    before = _hashes(run)
+    _, run, refuse = finished
+    before, res, after = refuse(*extra)
     assert {".hydra/overrides.yaml", ".hydra/config.yaml", "cli.log"} <= set(before)
-    res = _cli([*ARGS, *extra, f"hydra.run.dir={run}"], cwd)
     assert res.returncode == 2 and said in res.stderr, res.stderr
-    assert _hashes(run) == before
+    assert after == before
     assert "seed=0" in (run / ".hydra" / "overrides.yaml").read_text()
 
 
 def test_the_refusal_of_a_rerun_names_the_command_that_resumes_the_run(finished):
-    cwd, run = finished
-    res = _cli([*ARGS, "seed=9", f"hydra.run.dir={run}"], cwd)
+    c, run, refuse = finished
+    _, res, _ = refuse("seed=9", "algo=ippo")
     line = res.stderr.strip().splitlines()[-1]
     assert "already holds a run" in line and "; it resumes with: selfplay-train " in line, line
     command = shlex.split(line.split("; it resumes with: ")[1])
-    # the run's own overrides (seed=0 from its .hydra), not the refused command's seed=9
-    assert command[0] == "selfplay-train" and "seed=0" in command and "seed=9" not in command
+    # the run's own overrides (seed=0 from its .hydra), not the refused command's
+    assert command[0] == "selfplay-train" and "seed=0" in command
+    assert "seed=9" not in command and "algo=ippo" not in command, command
     assert command[-2:] == ["resume=true", f"hydra.run.dir={run}"]
-    pasted = _cli(command[1:], cwd)
+    pasted = c.cli_once(command[1:])  # once: test_fix27b_folder_in_use resumes it so too
     assert pasted.returncode == 0, pasted.stderr
 
 
 def test_cli_log_holds_the_closing_summary(finished):
-    _, run = finished
+    _, run, _ = finished
     log = (run / "cli.log").read_text()
     assert "run finished:" in log and f"run folder : {run}" in log
     assert f"dashboard  : selfplay-dashboard {run}" in log
@@ -132,14 +144,13 @@ def test_a_run_folder_on_a_read_only_file_system_says_so(tmp_path):
         "choose a folder you can write with hydra.sweep.dir=<folder>")
 
 
-def test_a_refused_sweep_leaves_the_sweep_folder_as_it_was(tmp_path):
-    sweep = tmp_path / "sw"
-    args = ["-m", *ARGS, "seed=0", f"hydra.sweep.dir={sweep}"]
-    assert _cli(args, tmp_path).returncode == 0
+def test_a_refused_sweep_leaves_the_sweep_folder_as_it_was(contested_sweep):
+    c, sweep = contested_sweep, contested_sweep.folder  # a finished sweep (seed=0)
+    assert c.winner_status == 0, c.winner_err
     before = _hashes(sweep)
     assert "multirun.yaml" in before and any(k.endswith("/cli.log") for k in before)
     # the same sweep again (checkpoint_every_s stays out of the job folders' names), without
     # resume=true: refused; Hydra had rewritten multirun.yaml with it
-    res = _cli([*args, "checkpoint_every_s=100"], tmp_path)
+    res = c.cli([*c.args, "checkpoint_every_s=100"])
     assert res.returncode == 2 and "already holds a run" in res.stderr, res.stderr
     assert _hashes(sweep) == before

@@ -5,6 +5,7 @@ holds a user's ``nohup ... > train.log`` or another tool's ``eval.log``, the ref
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 
@@ -41,20 +42,20 @@ def _cli(args, cwd, tool_dir=None):
                           capture_output=True, text=True, timeout=600, env=env)
 
 
-def test_a_refused_command_leaves_the_folders_other_logs_alone(tmp_path):
+def test_a_refused_command_leaves_the_folders_other_logs_alone(tmp_path, contested_run):
     (tmp_path / "writergame.py").write_text(GAME)
+    # a finished run (the session's: no need to train one here), copied with a user's logs
+    assert contested_run.winner_status == 0, contested_run.winner_err
     run = tmp_path / "work"
-    run.mkdir()
+    shutil.copytree(contested_run.folder, run)
     (run / "train.log").write_text("my nohup log, started earlier\n")
     (run / "notes.log").write_text("a log nobody writes now\n")
-    first = _cli([*ARGS, "seed=0", f"hydra.run.dir={run}"], tmp_path)
-    assert first.returncode == 0, first.stderr
     train, notes = (run / "train.log").read_text(), (run / "notes.log").read_bytes()
     cli_log = (run / "cli.log").read_bytes()
-    assert not (run / "eval.log").exists()
+    assert cli_log and not (run / "eval.log").exists()
 
-    # the same command again (no resume=true) is refused: the folder holds a run; meanwhile
-    # the other program appends to train.log and makes eval.log
+    # a new run (no resume=true) into it is refused: the folder holds a run; meanwhile the
+    # other program appends to train.log and makes eval.log
     second = _cli([*ARGS, "seed=9", f"hydra.run.dir={run}"], tmp_path, tool_dir=run)
     assert second.returncode == 2 and "already holds a run" in second.stderr, second.stderr
     tally = (tmp_path / "tally.txt").read_text()
