@@ -434,7 +434,8 @@ class League:
             # on from bit for bit (after a member's training, a pair's evaluation matches)
             with deferred_stop("after the member in training (in process; on Ray learner "
                                "actors: after the generation's training) or the evaluation "
-                               "pair at hand", obey_at_end=False):
+                               "pair at hand (an exploitability estimate: at once, redone by "
+                               "the resume)", obey_at_end=False):
                 self._run()
         except BaseException as err:  # recorded where it can be: `err` is what is reported
             self.db.set_run_status_quietly(self.run_id, end_status(err), one_line(err))
@@ -756,9 +757,11 @@ class League:
         """Obey a CLI's stop request here: the checkpoint just written (or, in an
         evaluation, the last one) is where its resume goes on from."""
         if stop_requested():
-            log.warning("stopped at generation %d (%s%s) with a checkpoint", self.generation,
-                        self.phase, f": {', '.join(self.trained)} trained"
-                        if self.phase == "training" else "")
+            log.warning("stopped at generation %d (%s%s) %s", self.generation, self.phase,
+                        f": {', '.join(self.trained)} trained"
+                        if self.phase == "training" and self.trained else "",
+                        "with no checkpoint yet: the resume starts generation 0 again"
+                        if self.phase == "new" else "with a checkpoint")
             stop_now()
 
     def _member(self, name: str) -> Member:
