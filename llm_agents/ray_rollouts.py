@@ -279,9 +279,10 @@ class ActorWorkdir:
     files (``llm_agents.build`` writes them to ``<workdir>/models/<name>``), so an actor on
     the vLLM backend (``needed``) makes one; other backends none (``path`` None). It stayed
     in the temp folder after every run. :meth:`close` removes it: :meth:`RolloutActor.close`,
-    which :meth:`RayRollouts.close` calls before it kills the actor (``ray.kill`` runs no
-    exit handler), and otherwise the actor process's normal exit (``atexit``). Only a
-    process killed hard leaves it."""
+    which :meth:`RayRollouts.close` calls before it kills the actor (``ray.kill``, and Ray
+    ending a driver's actors at its exit, run no exit handler of the actor), and otherwise
+    the actor process's normal exit (``atexit``). A driver killed hard (``kill -9``) leaves
+    it."""
 
     def __init__(self, needed: bool) -> None:
         self.path = tempfile.mkdtemp(prefix="selfplay-actor-") if needed else None
@@ -354,8 +355,9 @@ class RolloutActor:
         self.workdir.close()
 
 
-CLOSE_TIMEOUT_S = 30.0
-"""How long :meth:`RayRollouts.close` waits for its actors to remove their files."""
+CLOSE_TIMEOUT_S = 10.0
+"""How long :meth:`RayRollouts.close` waits for its actors to remove their files (an actor
+still playing a shard, after a Ctrl-C, is killed with them after that)."""
 
 
 class RayRollouts(_Collector):
@@ -397,6 +399,7 @@ class RayRollouts(_Collector):
                 self.close()
                 raise ValueError(f"rollout actor {i} built a different team than the learner "
                                  f"(tokenizer or tensor layout; actor {theirs}, learner {mine})")
+        atexit.register(self.close)  # after ray.init's handler: runs before it
         log.info("LLM rollouts on %d ray actors (%s)", cfg.workers, cfg.address or "local ray")
 
     def push(self, version: int) -> int:
@@ -431,11 +434,16 @@ class RayRollouts(_Collector):
 
     def close(self) -> None:
         """Each actor removes its files (on its node: a cluster's /tmp is not the driver's),
-        then is killed; an actor that died or hangs is killed without."""
+        then is killed; an actor that died or hangs is killed without. Also run at the
+        driver's exit (a run never closes its trainer's collector): before Ray's own exit
+        handler, which kills the actors without running theirs."""
         from ray.exceptions import GetTimeoutError, RayActorError
 
+        atexit.unregister(self.close)
         try:
-            self._ray.get([w.close.remote() for w in self.workers], timeout=CLOSE_TIMEOUT_S)
+            if self.workers and self._ray.is_initialized():
+                self._ray.get([w.close.remote() for w in self.workers],
+                              timeout=CLOSE_TIMEOUT_S)
         except (RayActorError, GetTimeoutError):
             log.debug("a rollout actor did not close; killed as it is")
         for w in self.workers:
