@@ -132,10 +132,12 @@ class ConfigCheck(Callback):
         run_guard._KEPT.clear()
         run_guard.forget_started()
         run_guard.release_folders()
+        from populations.run_folder import SWEEP_FOLDER
+
         with reported(TRAIN):  # one sweep per folder, locked before Hydra writes
             # multirun.yaml and the jobs' .hydra (a sweep in use: refused, nothing written)
             sweep_dir = folder or Path(str(config.hydra.sweep.dir))
-            hold_folder(sweep_dir, "hydra.sweep.dir", "sweep folder", depth=1)  # and what
+            hold_folder(sweep_dir, "hydra.sweep.dir", SWEEP_FOLDER, depth=1)  # and what
             # the folders held (were they there: _before)
             _keep_written(sweep_dir, depth=1, log_name=_job_log(config))
             run_guard._KEPT_SWEEP.clear()

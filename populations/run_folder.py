@@ -42,6 +42,9 @@ from populations.db import LeagueDB, LeagueDBError, lock_budget_after, refuse_li
 
 log = logging.getLogger(__name__)
 LOCK_NAME = ".lock"
+SWEEP_FOLDER = "sweep folder"
+"""What a sweep's lock (``RunLock(folder, SWEEP_FOLDER)``) names its folder; its lock file
+says ``<pid> sweep``."""
 SETTINGS_NAME = "settings.json"
 
 try:
@@ -185,7 +188,9 @@ class RunLock:
                         f"{self.what} {self.run_dir} is in use by process {_holder(self.path)} "
                         f"(lock {self.path}); wait for it to end or stop it") from None
             os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
+            # a sweep's lock says so: no run starts in its job folders (sweep_holding)
+            mark = " sweep" if self.what == SWEEP_FOLDER else ""
+            os.write(fd, f"{os.getpid()}{mark}\n".encode())
             _held[self.path] = (fd, 1)
         self.held = True
         return self
@@ -436,10 +441,29 @@ def end_status(err: BaseException) -> str:
 def _holder(lock_path: str) -> str:
     """The PID written in a lock file (``unknown`` while the holder is still writing it)."""
     try:
-        pid = Path(lock_path).read_text().strip()
+        words = Path(lock_path).read_text().split()
     except OSError:
-        pid = ""
-    return pid if pid.isdigit() else "unknown"
+        words = []
+    return words[0] if words and words[0].isdigit() else "unknown"
+
+
+def sweep_holding(folder: str | Path) -> tuple[Path, str] | None:
+    """The folder above ``folder`` that another process holds as a sweep's (its lock file says
+    ``<pid> sweep``: :data:`SWEEP_FOLDER`), with that process's PID; None when there is none.
+    Hydra writes a job's ``.hydra`` and log before the job can lock its folder, so a run
+    started in a job folder of a running sweep had them rewritten when the sweep reached it
+    (and put back as they were when the sweep started): such a run is refused instead."""
+    for parent in Path(os.path.realpath(folder)).parents:
+        lock = parent / LOCK_NAME
+        if not lock.is_file() or not locked_elsewhere(parent):
+            continue
+        try:
+            words = lock.read_text().split()
+        except OSError:
+            continue
+        if words[1:] == ["sweep"]:
+            return parent, _holder(str(lock))
+    return None
 
 
 # ------------------------------------------------------------------ settings of a resume

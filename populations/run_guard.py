@@ -9,6 +9,7 @@ and the checks of a resume.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -117,6 +118,17 @@ def hold_folder(folder: Path, key: str, what: str = "run folder", depth: int = 0
         lock.acquire()
     except OSError as err:
         raise CLIError(folder_error(folder, err, key, what)) from None
+    try:  # after the lock: a sweep and a run started at once, one of them sees the other
+        _refuse_sweep_overlap(folder, key, what)
+    except CLIError:  # what the lock made goes (a job folder left with a lock 'started')
+        lock_file = Path(path) / LOCK_NAME
+        if not locked_before and not lock_file.is_symlink():
+            lock_file.unlink(missing_ok=True)
+        if not existed:
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+        lock.release()
+        raise
     _HELD.append(lock)
     if not existed:  # made by the lock: this command's
         _BEFORE[path] = None
@@ -125,6 +137,35 @@ def hold_folder(folder: Path, key: str, what: str = "run folder", depth: int = 0
     held = _BEFORE.get(path)
     if held is not None and not locked_before:  # the lock file is this command's too
         _BEFORE[path] = held - {LOCK_NAME}
+
+
+def _refuse_sweep_overlap(folder: Path, key: str, what: str) -> None:
+    """Refuse (:class:`CLIError`) a run or sweep into a job folder of a sweep another process
+    runs (:func:`~populations.run_folder.sweep_holding`), and a sweep into a folder holding a
+    run another process runs: Hydra writes a job's ``.hydra`` and log before the job can lock
+    its folder, so the sweep reaching that folder rewrote the running run's ``.hydra`` (put
+    back as it was when the sweep started, or not at all)."""
+    from populations.run_folder import SWEEP_FOLDER, _holder, locked_elsewhere, sweep_holding
+
+    found = sweep_holding(folder)
+    if found is not None:
+        sweep, pid = found
+        raise CLIError(f"{what} {folder} is inside the sweep folder {sweep}, in use by process "
+                       f"{pid} (its jobs write there); wait for the sweep to end, or choose a "
+                       f"folder outside it with {key}=<folder>")
+    if what != SWEEP_FOLDER:
+        return
+    from populations.run_folder import LOCK_NAME
+
+    try:
+        inner = sorted(p for p in Path(folder).iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:  # unreadable: Hydra says so
+        return
+    for sub in inner:
+        if locked_elsewhere(sub):
+            raise CLIError(f"{what} {folder} holds {sub}, a run in use by process "
+                           f"{_holder(str(sub / LOCK_NAME))}; wait for it to end, or choose "
+                           f"another folder with {key}=<folder>")
 
 
 def release_folders() -> None:
