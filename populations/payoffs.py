@@ -242,8 +242,9 @@ def sampling(estimator: PayoffEstimator, blocks: Sequence[Sequence[np.ndarray]],
     """Around the sampling of ``blocks`` by ``estimator`` (nothing for exact payoffs): a
     progress bar of their episodes under ``progress`` (tqdm on stderr, the overall rate as
     the league's bars), and a CLI's stop request (Ctrl-C, SIGTERM) obeyed between entries.
-    A stop drops the entries sampled so far: each entry's value depends only on the seed
-    and its profile, so the resume samples the same ones again."""
+    A stop drops the entries sampled so far and the resume samples every entry of
+    ``blocks`` again (its warning says so): each entry's value depends only on the seed and
+    its profile, so the resume samples the same values."""
     if not isinstance(estimator, SampledPayoffs):
         yield
         return
@@ -256,8 +257,9 @@ def sampling(estimator: PayoffEstimator, blocks: Sequence[Sequence[np.ndarray]],
             bar.update(episodes)
             done[0] += episodes // estimator.episodes
             if stop_requested() and done[0] < entries:
-                log.warning("stopped in %s after %d of %d entries; the resume samples them "
-                            "again", desc, done[0], entries)
+                log.warning("stopped in %s after %d of %d entries; those %d are dropped and "
+                            "the resume samples all %d again (from the same seeds: the same "
+                            "values)", desc, done[0], entries, done[0], entries)
                 stop_now()
 
         before, estimator.on_entries = estimator.on_entries, sampled

@@ -53,6 +53,7 @@ SECOND_LANE = (
     "tests/llm_agents/test_learning.py",
     "tests/populations/test_walk25_progress_bars.py",
     "tests/marl/test_maddpg.py",
+    "tests/llm_agents/test_fix28c_actor_workdir_ray.py",
 )
 """Modules (paths from the repository root) the second process runs, in this order: every
 module that starts Ray, and test_cli (mostly ``selfplay-train`` child processes),

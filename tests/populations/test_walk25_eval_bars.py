@@ -23,14 +23,13 @@ def test_selfplay_evals_round_robin_bar_shows_the_overall_rate(tmp_path, monkeyp
                                                                recorded_bars):
     import sys
 
-    import tqdm
-
+    import marl.progress
     from tests.populations.eval_cli_run import run_eval
     from tests.populations.test_walk22_eval_scale import _snapshots
 
     files = _snapshots(tmp_path, KUHN, 3)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)  # a terminal
-    bars = recorded_bars(tqdm)
+    bars = recorded_bars(marl.progress)
     code, _, err = run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes",
                              "1", *files], capsys)
     assert code == 0, err

@@ -108,7 +108,7 @@ def test_sigterm_in_the_last_iterations_payoffs_stops_between_entries(tmp_path, 
     assert len(calls) == 4  # iteration 1's second block was never sampled
     assert "finished before it could stop" not in capsys.readouterr().err
     assert [r.getMessage() for r in caplog.records if "stopped" in r.getMessage()] == [
-        "stopped in PSRO iteration 1 payoffs after 2 of 5 entries; the resume samples them "
-        "again"]
+        "stopped in PSRO iteration 1 payoffs after 2 of 5 entries; those 2 are dropped and "
+        "the resume samples all 5 again (from the same seeds: the same values)"]
     assert _state(_run(tmp_path / "cut", resume=True).database) == whole
     assert len(whole["payoffs"]) == 2 * 9
