@@ -93,7 +93,6 @@ from populations.psro_config import PSROConfig
 from populations.run_folder import (
     HYDRA_WORDS,
     SETTINGS_NAME,
-    mark_started,
     open_run,
     record_settings,
 )
@@ -425,7 +424,6 @@ def _run_experiment(cfg: ExperimentConfig, run_dir: Path) -> RunSummary:
         elif kind == "psro":
             from populations.psro_run import run_psro
 
-            mark_started(run_dir)  # its settings checked: an error from here is the run's
             table = run_psro(cfg, run_dir, logger)
         else:
             table = run_single(cfg, run_dir, logger, _plain(cfg))
