@@ -92,8 +92,10 @@ def test_two_runs_snapshots_are_named_by_their_run_and_recorded(tmp_path, capsys
     assert code == 0, err
     rows = [line.split()[0] for line in out.splitlines() if "  elo " in line]
     assert sorted(rows) == ["runA_llm_v0002", "runB_llm_v0002"], out
-    assert err.splitlines() == [f"selfplay-eval: runA_llm_v0002 <- {a}",  # stdout: the table
-                                f"selfplay-eval: runB_llm_v0002 <- {b}"], err
+    named = [line for line in err.splitlines()  # the round-robin bar's plain lines aside
+             if not line.startswith("selfplay-eval round robin:")]
+    assert named == [f"selfplay-eval: runA_llm_v0002 <- {a}",  # stdout: the table
+                     f"selfplay-eval: runB_llm_v0002 <- {b}"], err
     with sqlite3.connect(tmp_path / "ev.db") as conn:
         (config,) = conn.execute("SELECT config FROM runs").fetchone()
     assert json.loads(config)["policies"] == {
