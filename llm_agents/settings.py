@@ -57,6 +57,19 @@ MAX_BATCH = 10**6  # episodes of a group / groups of a step / turns of a minibat
 # stepped together: far above any GRPO step (10**20 allocated or never finished)
 MAX_ITERATIONS = 10**6  # llm.iterations and corpus_episodes, as population.generations:
 # each GRPO iteration plays groups_per_step x group_size episodes (10**20 never finished)
+MAX_LR = 1.0
+"""Largest ``grpo.lr``: AdamW moves every weight by about lr per step, so above 1 one step
+replaces the model (lr=1e39 and past overflowed float32 inside Adam: a torch traceback)."""
+MAX_COEF = 1000.0
+"""Largest ``grpo.kl_coef`` / ``ent_coef``: the policy-gradient term is of order 1 (1e99 made
+the first loss infinite, blamed on the game's rewards)."""
+MAX_PENALTY = 1_000_000
+"""Largest ``|grpo.action.invalid_penalty|``, a reward beside the game's (of order 1): the
+advantages' float32 statistics square it (1e99 made the first loss NaN)."""
+TEMPERATURES = (0.01, 100.0)
+"""Sampling temperatures accepted (``sampling.temperature``, ``score_temperature``): below
+0.01 sampling is argmax (1e-30: every logprob 0, no gradient, nothing trained, no word), above
+100 it is uniform (1e99: the same)."""
 ON_INVALID = ("fallback", "end")
 """After invalid output in rollouts: play the fallback action, or end the episode there
 (SPIRAL, arXiv:2506.24119): the offender's turn and return get ``invalid_penalty``, the
@@ -95,6 +108,11 @@ def registry_checks_later() -> Iterator[list[tuple[Any, Callable[[], None]]]]:
         _LATER.reset(token)
 
 
+_GREEDY = ("for argmax decoding set greedy=True, on the command line "
+           "llm.grpo.action.sampling.greedy=true; a greedy group's GRPO episodes play alike, "
+           "leaving little variety to learn from")
+
+
 @dataclass(frozen=True)
 class SamplingConfig:
     """How :meth:`llm_agents.backends.Backend.generate` samples."""
@@ -111,10 +129,10 @@ class SamplingConfig:
         check_number("max_new_tokens", self.max_new_tokens, **COUNT, at_most=MAX_NEW_TOKENS,
                      why="tokens per generation; snapshots refuse more")
         # inf (uniform sampling) and NaN failed only at the first generation, naming no key
-        check_number("temperature", self.temperature, **POSITIVE,
-                     why="for argmax decoding set greedy=True, on the command line "
-                         "llm.grpo.action.sampling.greedy=true; a greedy group's GRPO episodes "
-                         "play alike, leaving little variety to learn from")
+        check_number("temperature", self.temperature, **POSITIVE, why=_GREEDY)
+        # 1e-30 / 1e99 sampled argmax / uniformly: grad norm 0 and entropy 0, without a word
+        check_number("temperature", self.temperature, at_least=TEMPERATURES[0],
+                     at_most=TEMPERATURES[1], why=f"below, sampling is argmax: {_GREEDY}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p={self.top_p}; expected a value in (0, 1]")
 
@@ -141,7 +159,12 @@ class ActionConfig:
                              f"{list(ON_INVALID)}")
         # NaN / inf were taken and failed later (nan: a generate run took the penalty silently)
         check_number("score_temperature", self.score_temperature, **POSITIVE)
+        check_number("score_temperature", self.score_temperature, at_least=TEMPERATURES[0],
+                     at_most=TEMPERATURES[1], why="below, choices are argmax; above, uniform")
         check_number("invalid_penalty", self.invalid_penalty)
+        # 1e99 passed and the first loss was NaN, blamed on the game's rewards
+        check_number("invalid_penalty", self.invalid_penalty, at_least=-MAX_PENALTY,
+                     at_most=MAX_PENALTY, why="a reward beside the game's")
         samples = self.policy_samples
         if not is_integer(samples) or not 0 <= samples <= MAX_POLICY_SAMPLES:
             raise ValueError(f"policy_samples={self.policy_samples}; expected 0 (refuse) .. "
@@ -162,7 +185,9 @@ class GRPOConfig:
 
     group_size: int = 8  # K: episodes per group (same game, seed and opponents)
     groups_per_step: int = 8  # G: groups per iteration
-    adv_norm: str = "group_role"  # marl.advantages adv_norm: global|agent|role|role_ema|group_role
+    # a name of marl.advantages' registry: group_role | global | agent | role | role_ema |
+    # player_turn | joint_group | none (a user's module may register more)
+    adv_norm: str = "group_role"
     advantage: AdvantageConfig = field(default_factory=AdvantageConfig)  # eps, role_ema_alpha...
     role_ema_per_trajectory: bool = True  # role_ema: one update per (game, role, episode): SPIRAL
     gamma: float = 1.0  # discount per own turn of the turn-level returns
@@ -199,11 +224,17 @@ class GRPOConfig:
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError(f"gamma={self.gamma}; expected a value in [0, 1]")
         check_number("lr", self.lr, **POSITIVE)  # AdamW refused lr < 0 at the first update
+        # 1e99 / 1e39 overflowed float32 inside Adam (a traceback); 1e20 trained garbage
+        check_number("lr", self.lr, **POSITIVE, at_most=MAX_LR,
+                     why="AdamW moves each weight by about lr per step")
         check_number("weight_decay", self.weight_decay, **NON_NEGATIVE)  # AdamW's rule too
         # as MAPPO's: a clip <= 0 or a gradient clip of 0 trained nothing, without a word
         for name, rule in (("clip_low", POSITIVE), ("kl_coef", NON_NEGATIVE),
                            ("ent_coef", NON_NEGATIVE), ("max_grad_norm", CLIP)):
             check_number(name, getattr(self, name), **rule)
+        for name in ("kl_coef", "ent_coef"):  # 1e99: an infinite first loss, blamed on the game
+            check_number(name, getattr(self, name), **NON_NEGATIVE, at_most=MAX_COEF,
+                         why="the policy-gradient term is of order 1")
         if self.clip_high is not None:
             check_number("clip_high", self.clip_high, **POSITIVE)
         _registry_check(self, self._check_names)

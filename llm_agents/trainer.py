@@ -49,7 +49,7 @@ from llm_agents.settings import ActionConfig, GRPOConfig  # noqa: F401 - their o
 from llm_agents.team import Team, TeamModel, backend_for
 from marl.advantages import RoleEMABaseline, broadcast_to_tokens
 from marl.core import ModelChangedError, Policy, seed_from_state
-from marl.guards import FiniteGuard
+from marl.guards import FiniteGuard, NonFiniteError
 from marl.losses import ppo_clip_loss
 
 log = logging.getLogger(__name__)
@@ -328,7 +328,14 @@ class MultiTurnGRPO:
             return
         games_ = sorted({self._batch_games[t.game] for t in part})
         agents = sorted({t.agent for t in part})
-        FiniteGuard(", ".join(games_), tuple(agents)).scalar(self.iteration, quantity, value)
+        try:
+            FiniteGuard(", ".join(games_), tuple(agents)).scalar(self.iteration, quantity, value)
+        except NonFiniteError as err:  # the settings that scale the loss, as the user types them
+            cfg = self.cfg
+            raise NonFiniteError(
+                f"{err} (here llm.grpo.lr={cfg.lr:g}, max_grad_norm={cfg.max_grad_norm:g}, "
+                f"action.invalid_penalty={cfg.action.invalid_penalty:g}, "
+                f"kl_coef={cfg.kl_coef:g}, ent_coef={cfg.ent_coef:g})") from None
 
     def _backward(self, loss: Tensor) -> float:
         """Back-propagate one role's loss; return the norm of that role's gradient alone."""
