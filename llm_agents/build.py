@@ -116,6 +116,8 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
     dtype = cfg.torch_dtype(resolve_device(cfg.grpo.device))
     folder = Path(cfg.model).expanduser()
     local = model_path(cfg.model)  # a path, not a hub name
+    # transformers does not expand '~': '~/models/x' was refused as a bad hub id (~19 s in)
+    source = str(folder) if local else cfg.model
     if local:
         check_model_folder(cfg.model)  # as LLMConfig did: the folder may have gone since
         _check_json_files(cfg.model, folder)
@@ -125,9 +127,9 @@ def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mappi
         # AutoModel's look for a LoRA adapter_config.json does not take local_files_only
         # from its caller (transformers 5): it is given again, or it asks the hub (retrying)
         adapter = {"adapter_kwargs": {"local_files_only": True}} if kw else {}
-        tok = AutoTokenizer.from_pretrained(cfg.model, **kw)
+        tok = AutoTokenizer.from_pretrained(source, **kw)
         _refuse(cfg.model, tokenizer_problem(tok, folder if local else None))  # before weights
-        models = [AutoModelForCausalLM.from_pretrained(cfg.model, dtype=dtype, **kw, **adapter)
+        models = [AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **kw, **adapter)
                   for _ in range(count)]
         _refuse(cfg.model, causal_problem(models[0].config.architectures,
                                             models[0].config.model_type))  # a hub model's

@@ -40,7 +40,7 @@ from llm_agents.logprobs import (
     selects_rows,
     sequence_scores,
 )
-from llm_agents.settings import TOKENIZER_FILES  # a model folder's tokenizer files
+from llm_agents.settings import TOKENIZER_FILES, model_path  # a model folder's tokenizer files
 from marl.core import resolve_device  # re-exported by llm_agents.backends
 
 log = logging.getLogger(__name__)
@@ -57,13 +57,14 @@ def load_pretrained(name_or_path: str, device: str | torch.device = "auto",
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = Path(name_or_path).expanduser()
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+    source = str(folder) if model_path(name_or_path) else name_or_path  # '~' expanded
+    tokenizer = AutoTokenizer.from_pretrained(source)
     problem = tokenizer_problem(tokenizer, folder if folder.is_dir() else None)
     if problem is None and (folder / "config.json").is_file():  # before its weights load
         problem = causal_problem(*config_architectures(folder / "config.json"))
     if problem is None:
         kwargs = {"dtype": dtype} if dtype is not None else {}
-        model = AutoModelForCausalLM.from_pretrained(name_or_path, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
         problem = causal_problem(getattr(model.config, "architectures", None),
                                  getattr(model.config, "model_type", None))
     if problem is not None:
