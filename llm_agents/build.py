@@ -310,7 +310,7 @@ def build_team(cfg: LLMConfig, games_: Sequence[str],
     roles = _roles(games_, kw)
     # a misspelled role's prompt (+llm.role_prompts.scuot=...) was dropped without a word
     unused = cfg.unused_role_prompts(roles, ", ".join(games_))
-    for note in (unused, cfg.tiny_settings_note()) if warn else ():
+    for note in (unused, cfg.tiny_settings_note(), cfg.grpo.group_of_one_note()) if warn else ():
         if note:
             log.warning(note)
     backend_kw: dict[str, Any] = {"seed": cfg.grpo.seed}

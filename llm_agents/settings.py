@@ -251,6 +251,23 @@ class GRPOConfig:
                 raise ValueError(f"{name}={getattr(self, name)!r} unknown; choose one of "
                                  f"{sorted(table)}")
 
+    def group_of_one_note(self) -> str | None:
+        """A warning line when ``group_size`` is 1 and ``adv_norm`` normalizes within groups
+        (``group_role``, ``joint_group``: the registry's ``needs`` name ``group``): a group of
+        one gets mean 0 and std 1, so its advantages are the raw returns, not GRPO's
+        group-relative ones (which would all be 0); None otherwise."""
+        from marl.advantages import get_adv_norm
+
+        if self.group_size != 1:
+            return None
+        needs = get_adv_norm(self.adv_norm).needs
+        if not any("group" in alt.split("|") for alt in needs):
+            return None
+        return (f"llm.grpo.group_size=1 with adv_norm={self.adv_norm}: each group holds one "
+                "episode, so its advantages are the raw returns (a group of one has mean 0, std "
+                "1), not group-relative; set llm.grpo.group_size=2 or more for GRPO, or "
+                "llm.grpo.adv_norm=role (or global) for a baseline over the whole batch")
+
     def advantage_config(self) -> AdvantageConfig:
         """``advantage`` as the trainer runs it: ``role_ema`` updates once per (game, role,
         episode) as in SPIRAL (``per_trajectory``) unless ``role_ema_per_trajectory`` is off."""
