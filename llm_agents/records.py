@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from games.vector import episode_success
+
 
 @dataclass
 class Request:
@@ -91,5 +93,7 @@ class EpisodeRecord:
 
     @property
     def success(self) -> float | None:
-        s = self.info.get("success")
-        return None if s is None else float(bool(s))
+        """1.0 / 0.0 where the game said whether the episode succeeded (its last info's
+        ``success`` or ``is_success``: :func:`games.vector.episode_success`), else None."""
+        s = episode_success(self.info)
+        return None if s is None else float(s)

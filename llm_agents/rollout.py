@@ -26,6 +26,7 @@ import numpy as np
 
 import games
 from games import Game, TimeStep, VecStep
+from games.tool.base import ToolTask
 from llm_agents.actions import ActionConfig, game_parser, make_mode
 from llm_agents.prompts import PromptBuilder, PromptConfig
 from llm_agents.records import Decision, EpisodeRecord, Request, Turn
@@ -270,6 +271,8 @@ class RolloutEngine:
         if slot.forfeit is not None:  # SPIRAL: an invalid move ends the game unplayed
             ep.returns[slot.forfeit] += self.action.invalid_penalty
             ep.info, ep.turns = {"invalid_end": slot.forfeit}, list(slot.turn_ids)
+            if isinstance(slot.game, ToolTask):  # a task unfinished: failed (batch_metrics
+                ep.info["success"] = False  # counts a user game's that reports successes)
             return True
         ts = slot.game.step(actions)
         ep.length += 1
@@ -327,7 +330,11 @@ def batch_metrics(turns: Sequence[Turn], episodes: Sequence[EpisodeRecord], seco
         "charts/rollout_seconds": seconds,
         "charts/tokens_per_second": (gen + prompt) / max(seconds, 1e-9),
     }
-    succ = [e.success for e in episodes if e.success is not None]
+    # an episode ended by invalid output (on_invalid=end) failed, where its game reports
+    # success: without it, a batch of such episodes only dropped success_rate
+    said = {e.game for e in episodes if e.success is not None}
+    succ = [e.success if e.success is not None else 0.0 for e in episodes
+            if e.success is not None or ("invalid_end" in e.info and e.game in said)]
     if succ:
         m["charts/success_rate"] = float(np.mean(succ))
     team = [np.mean([r for a, r in e.returns.items() if e.seats.get(a) == TEAM_SEAT] or [0.0])
