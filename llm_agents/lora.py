@@ -16,6 +16,7 @@ added in, for engines that serve the plain architecture (vLLM).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -53,7 +54,20 @@ def apply_lora(model: nn.Module, cfg: LoRAConfig) -> nn.Module:
         return model
     fields = {"r": cfg.r, "lora_alpha": cfg.alpha, "lora_dropout": cfg.dropout,
               "target_modules": list(cfg.target_modules)}
-    return _peft().get_peft_model(model, _peft_config(fields))
+    return _wrapped(model, fields)
+
+
+def _wrapped(model: nn.Module, fields: dict[str, Any]) -> nn.Module:
+    """``peft.get_peft_model`` without its notes of what it does right by itself, printed as
+    raw warnings on every LoRA run: ``fan_in_fan_out is set to False but the target module is
+    `Conv1D`. Setting fan_in_fan_out to True.`` (GPT-2 stores its linear weights transposed;
+    peft adapts the flag itself) and transformers' ``is_gradient_checkpointing`` deprecation
+    that peft calls."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "fan_in_fan_out is set to False", UserWarning)
+        warnings.filterwarnings("ignore", ".*is_gradient_checkpointing.* is deprecated",
+                                FutureWarning)
+        return _peft().get_peft_model(model, _peft_config(fields))
 
 
 def lora_fields(model: nn.Module) -> dict[str, Any] | None:
@@ -86,7 +100,7 @@ def check_lora_fields(fields: Any) -> str | None:
 def rebuild_lora(model: nn.Module, fields: dict[str, Any]) -> nn.Module:
     """``model`` wrapped with the adapters ``fields`` (checked by :func:`check_lora_fields`)
     describe, ready for ``load_state_dict`` of a saved LoRA model."""
-    return _peft().get_peft_model(model, _peft_config(fields))
+    return _wrapped(model, fields)
 
 
 @torch.no_grad()
