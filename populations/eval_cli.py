@@ -109,6 +109,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     if not 0 <= args.seed < EVAL_SEED_END:  # numpy: "expected non-negative integer"; SQLite:
         raise CLIError(f"--seed {args.seed}: expected an integer from 0 to "  # an overflow
                        f"{EVAL_SEED_END - 1} (2**62 - 1)")
+    _refuse_run_folders(args.policies)
     if args.exploit:  # --exploit's settings first (against the registry and game: torch, later)
         _check_exploit_values(args)
     else:
@@ -509,6 +510,32 @@ def _check_teams(spec: Any, files: int) -> None:
                    f"{spec.name} has {count} {spec.teams}: give one policy file with --exploit "
                    "(its approximate NashConv, on a game of any number of teams) or a game of "
                    "two teams")
+
+
+SNAPSHOT_GLOBS = ("snapshots/*/v*.pt", "*/v*.pt", "*/snapshots/*/v*.pt")
+"""Where a folder given as a policy keeps snapshots when it holds no ``.pt`` itself: a run
+folder (``<run>/snapshots/<member>/vN.pt``), its ``snapshots`` folder, a sweep's folder."""
+
+
+def _refuse_run_folders(paths: Sequence[str]) -> None:
+    """A folder given as a policy that holds no ``.pt`` file itself but snapshots below
+    (:data:`SNAPSHOT_GLOBS`), refused in one line naming the newest snapshot of each member
+    (at most 4): it said "give a .pt file (it holds none)", read as a run without policies."""
+    for path in map(Path, paths):
+        if not path.is_dir() or any(path.glob("*.pt")):
+            continue  # load_policy names the files a folder holds, or that it holds none
+        found = next((hits for pattern in SNAPSHOT_GLOBS if (hits := list(path.glob(pattern)))),
+                     [])
+        newest: dict[Path, Path] = {}
+        for file in sorted(found, key=lambda f: (f.parent, int(f.stem[1:] or 0)
+                                                 if f.stem[1:].isdigit() else -1)):
+            newest[file.parent] = file  # the last, by version number, of each member's folder
+        if not newest:
+            continue
+        shown = [escaped(str(f)) for f in list(newest.values())[:4]]
+        more = f" (and {len(newest) - 4} more members)" if len(newest) > 4 else ""
+        raise CLIError(f"policy {escaped(str(path))} is a folder; give snapshot files (.pt), "
+                       f"such as its members' newest: {' '.join(shown)}{more}")
 
 
 def _check_eval_values(args: argparse.Namespace, spec: Any = None) -> None:
