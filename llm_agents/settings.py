@@ -132,7 +132,8 @@ class SamplingConfig:
         check_number("temperature", self.temperature, **POSITIVE, why=_GREEDY)
         # 1e-30 / 1e99 sampled argmax / uniformly: grad norm 0 and entropy 0, without a word
         check_number("temperature", self.temperature, at_least=TEMPERATURES[0],
-                     at_most=TEMPERATURES[1], why=f"below, sampling is argmax: {_GREEDY}")
+                     at_most=TEMPERATURES[1],
+                     why=f"below, sampling is argmax, above, uniform: nothing trains; {_GREEDY}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p={self.top_p}; expected a value in (0, 1]")
 

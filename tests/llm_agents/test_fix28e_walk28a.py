@@ -65,8 +65,8 @@ def test_an_lr_past_1_is_refused_at_the_start(value):
     ("ent_coef", "1e99",
      "expected a number in [0, 1000] (the policy-gradient term is of order 1)"),
     ("action.sampling.temperature", "1e-30",
-     "expected a number in [0.01, 100] (below, sampling is argmax: for argmax decoding set "
-     "greedy=True"),
+     "expected a number in [0.01, 100] (below, sampling is argmax, above, uniform: nothing "
+     "trains; for argmax decoding set greedy=True"),
     ("action.sampling.temperature", "1e99", "expected a number in [0.01, 100]"),
 ])
 def test_loss_scales_and_temperatures_out_of_range_are_refused_at_the_start(key, value, want):
