@@ -95,7 +95,13 @@ def _wandb_run_records(job: Path) -> list:
     tests/populations/test_wandb_resume.py's ``_wandb_steps``)."""
     import struct
 
+    import wandb
     from wandb.proto import wandb_internal_pb2 as pb
+
+    # the wandb service writes a finished run's records after finish() returns (~0.5 s
+    # later here, often): a read then found only the file's header; teardown ends the
+    # service once it has written them
+    wandb.teardown()
 
     out = []
     for path in sorted((job / "wandb").glob("offline-run-*/run-*.wandb")):

@@ -110,7 +110,13 @@ def _wandb_steps(run_dir) -> list[list[int]]:
     """The history steps each offline wandb file of ``run_dir`` holds, file by file (wandb
     0.31 ships no reader of its own: the format is ``:W&B`` + 3 bytes, then records of a
     4-byte checksum, 2-byte length and 1-byte kind, cut at 32 KiB blocks)."""
+    import wandb
     from wandb.proto import wandb_internal_pb2 as pb
+
+    # the wandb service writes a finished run's records after finish() returns (~0.5 s
+    # later here, often): a read then found only the file's header; teardown ends the
+    # service once it has written them
+    wandb.teardown()
 
     out = []
     for path in sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb")):
