@@ -105,7 +105,7 @@ def test_the_bound_is_checked_before_torch(tmp_path):
 
 def test_a_redirected_stderr_gets_the_round_robins_plain_line(files, tmp_path, capsys):
     code, _, err = run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "1",
-                             *files], capsys)  # capsys: stderr is no terminal, as in a log
+                             *files], capsys, bars=True)  # capsys: no terminal, as a log
     assert code == 0, err
     assert "\r" not in err, err
     assert re.search(r"^selfplay-eval round robin: 100% 3/3 \[[^\]]*pair/s\]$", err, re.M), err
@@ -114,7 +114,7 @@ def test_a_redirected_stderr_gets_the_round_robins_plain_line(files, tmp_path, c
 def test_a_terminal_gets_the_round_robins_bar(files, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     code, _, err = run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--episodes", "1",
-                             *files], capsys)
+                             *files], capsys, bars=True)
     assert code == 0, err
     assert "\rselfplay-eval round robin: " in err and "| 0/3 [" in err, err  # tqdm's bar
     assert not re.search(r"^selfplay-eval round robin: 100%", err, re.M), err
