@@ -513,9 +513,12 @@ class Game(abc.ABC):
         Raises:
             InvalidAction: naming the text and the legal action texts.
         """
-        candidate = _action_candidate(text)
         legal = list(self.legal_actions(agent))
         texts = [self.action_text(agent, a) for a in legal]
+        if not isinstance(text, str):  # None, bytes, an int: a TypeError from the tag reader
+            raise InvalidAction(f"{agent} in {self.spec.name}: cannot parse {repr(text)[:80]} as "
+                                f"an action (not a str); legal: {texts}")
+        candidate = _action_candidate(text)
         for action, action_str in zip(legal, texts, strict=True):
             if _norm_text(action_str) == candidate:
                 return int(action)

@@ -462,19 +462,37 @@ def unknown_key_message(node: Any, path: str, sub: str, err: Exception) -> str:
     owner = parts[:parts.index(bad)] if bad in parts else parts[:-1]
     parent = OmegaConf.select(node, ".".join(owner)) if owner else node
     keys = [str(k) for k in parent] if OmegaConf.is_dict(parent) else []
+    tree = OmegaConf.to_container(parent, throw_on_missing=False) if keys else {}
     text = str(err).strip().splitlines()[0]
-    return f"{path}.{sub}: {text}; {nearest_keys(bad, keys, '.'.join([path, *owner]))}"
+    return (f"{path}.{sub}: {text}; "
+            f"{nearest_keys(bad, keys, '.'.join([path, *owner]), tree)}")  # type: ignore[arg-type]
 
 
-def nearest_keys(bad: str, keys: list[str], where: str) -> str:
-    """``nearest: mappo.lr`` (the keys of section ``where`` spelt like ``bad``), or all of
-    them when none is close."""
+def nearest_keys(bad: str, keys: list[str], where: str, tree: Mapping[str, Any] | None = None
+                 ) -> str:
+    """``nearest: mappo.lr`` (the keys of section ``where`` spelt like ``bad``); where none is
+    close, the key ``bad`` of a section inside it (``tree``: the section as nested dicts;
+    ``llm.adv_norm``: ``nearest: llm.grpo.adv_norm``), else all of the keys."""
     import difflib
 
-    near = difflib.get_close_matches(bad, keys, n=3, cutoff=0.6)
+    near = difflib.get_close_matches(bad, keys, n=3, cutoff=0.6) or _inside(bad, tree or {})
     prefix = f"{where}." if where else ""
     return (f"nearest: {', '.join(prefix + k for k in near)}" if near else
             f"keys of {where or 'the config'}: {', '.join(keys)}")
+
+
+def _inside(key: str, tree: Mapping[str, Any], depth: int = 3) -> list[str]:
+    """Dotted paths of ``key`` in the sections of ``tree`` (nested dicts), at most ``depth``
+    deep, shallowest first."""
+    found: list[str] = []
+    level = [(str(k), v) for k, v in tree.items() if isinstance(v, Mapping)]
+    for _ in range(depth):
+        found += [f"{path}.{key}" for path, node in level if key in node]
+        if found:
+            return found[:3]
+        level = [(f"{path}.{k}", v) for path, node in level for k, v in node.items()
+                 if isinstance(v, Mapping)]
+    return []
 
 
 def unknown_key_hint(err: BaseException) -> str | None:
@@ -491,4 +509,19 @@ def unknown_key_hint(err: BaseException) -> str | None:
         return None
     full = str(getattr(err, "full_key", "") or key)
     where = full[:-len(key)].rstrip(".") if full.endswith(key) else ""
-    return nearest_keys(key, [f.name for f in dataclasses.fields(cls)], where)
+    return nearest_keys(key, [f.name for f in dataclasses.fields(cls)], where, _fields_tree(cls))
+
+
+def _fields_tree(cls: type, depth: int = 3) -> dict[str, Any]:
+    """A dataclass's fields as nested dicts (its dataclass-typed fields opened, ``depth``
+    deep; the others None), for :func:`nearest_keys`."""
+    import dataclasses
+    import typing
+
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - a user's annotation that does not resolve: no tree
+        return {}
+    return {f.name: _fields_tree(hints[f.name], depth - 1)
+            if depth > 1 and dataclasses.is_dataclass(hints.get(f.name)) else None
+            for f in dataclasses.fields(cls)}

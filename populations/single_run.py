@@ -258,6 +258,11 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
             metrics = trainer.step()
             db.log_metrics(run_id, it, metrics)
             logger.log(it, metrics)
+            # the bar counts this iteration before a stop's line says it stopped after it
+            # (it showed 8/30 under "stopped at iteration 9")
+            bar.set_postfix(legal=f"{metrics['charts/legal_rate']:.2f}",
+                            ret=f"{metrics['charts/team_return']:.2f}", refresh=False)
+            bar.update(1)
             if it == cfg.llm.iterations:  # a resume after a kill past this trains nothing again
                 ckpt.save(it, metrics={k: float(v) for k, v in metrics.items()})
             elif stop_requested():
@@ -266,9 +271,6 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
                 stop_now()
             else:
                 ckpt.maybe_save(it)
-            bar.set_postfix(legal=f"{metrics['charts/legal_rate']:.2f}",
-                            ret=f"{metrics['charts/team_return']:.2f}", refresh=False)
-            bar.update(1)
     bar.close()
     snap = store.publish("llm", trainer.policy(), version=1)
     agents = tuple(a.id for a in spec.agents if a.team == spec.teams[0])
