@@ -54,6 +54,9 @@ SECOND_LANE = (
     "tests/populations/test_walk25_progress_bars.py",
     "tests/marl/test_maddpg.py",
     "tests/llm_agents/test_fix28c_actor_workdir_ray.py",
+    "tests/populations/test_fix28a_exploit_stop.py",
+    "tests/populations/test_mixed_league.py",
+    "tests/populations/test_fix27g_failed_run_keeps_log.py",
 )
 """Modules (paths from the repository root) the second process runs, in this order: every
 module that starts Ray, and test_cli (mostly ``selfplay-train`` child processes),
@@ -80,7 +83,11 @@ two Ray instances at once) and test_maddpg (~45 s) came over. The fresh-clone ru
 then test_walk20_greedy_matches (its ray_local test started a second Ray instance in this
 lane: 22 s of setup) and test_fix26c_learner_progress (a new ray_local test) came over, to
 the instance the second lane's tests share, and test_vmas_reset's road_traffic and sampling checks
-became ~90 s shorter here; test_run_folder (~15 s idle) went back for balance."""
+became ~90 s shorter here; test_run_folder (~15 s idle) went back for balance. At dd2e51c
+(idle): this lane's own tests 1,132 s, the second's last result at 1,010 s; session 28's new
+modules (~190 s idle) mostly landed here, so test_fix28a_exploit_stop (~50 s),
+test_mixed_league (~50 s) and test_fix27g_failed_run_keeps_log (~15 s) came over (estimated
+from a ~2.8x loaded run with --durations=0)."""
 
 SWITCH = "SELFPLAY_TEST_LANES"  # "0": one process
 WORKER = "SELFPLAY_TEST_LANE_WORKER"  # set in the worker: its folder (node ids, results)
