@@ -9,7 +9,6 @@ and the checks of a resume.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -113,11 +112,17 @@ def hold_folder(folder: Path, key: str, what: str = "run folder", depth: int = 0
 
     path = os.path.abspath(folder)
     existed, locked_before = os.path.isdir(path), os.path.lexists(os.path.join(path, LOCK_NAME))
+    if not existed:  # the lock makes the folder and those missing above it: this command's
+        _record_above(path)
     lock = RunLock(folder, what)
     try:
         lock.acquire()
-    except OSError as err:
-        raise CLIError(folder_error(folder, err, key, what)) from None
+    except Exception as err:  # what the lock made goes (mkdir's parents too)
+        if not existed:
+            _remove_made(Path(path))
+        if isinstance(err, OSError):
+            raise CLIError(folder_error(folder, err, key, what)) from None
+        raise
     try:  # after the lock: a sweep and a run started at once, one of them sees the other
         _refuse_sweep_overlap(folder, key, what)
     except CLIError:  # what the lock made goes (a job folder left with a lock 'started')
@@ -125,8 +130,7 @@ def hold_folder(folder: Path, key: str, what: str = "run folder", depth: int = 0
         if not locked_before and not lock_file.is_symlink():
             lock_file.unlink(missing_ok=True)
         if not existed:
-            with contextlib.suppress(OSError):
-                os.rmdir(path)
+            _remove_made(Path(path))
         lock.release()
         raise
     _HELD.append(lock)
@@ -281,6 +285,44 @@ def _record_before(folder: Path, depth: int = 0) -> None:
                 _record_before(Path(path) / name, depth - 1)
 
 
+def _record_above(path: str) -> None:
+    """Record in :data:`_BEFORE` the nearest folder above ``path`` that exists now (what it
+    holds), before the lock makes ``path`` and the folders missing between them: those are
+    this command's (:func:`_before`), that one and the folders above it are not (a folder the
+    user made for runs, empty, stays when a refused command removes its own)."""
+    for folder in Path(path).parents:
+        if os.path.isdir(folder):
+            if str(folder) not in _BEFORE:
+                _record_before(folder)
+            return
+
+
+def note_run_folder(folder: Path) -> bool:
+    """For a command without Hydra's callback (``python -m populations.league``): record what
+    ``folder`` and the nearest folder above it that exists hold now, before the command makes
+    it, so that :func:`discard_run_dir` removes only the folders it made. Whether ``folder``
+    is new (``False`` for one that cannot be read: nothing of it is removed)."""
+    _BEFORE.clear()
+    path = os.path.abspath(folder)
+    _record_before(Path(path))
+    if path in _BEFORE and _BEFORE[path] is None:
+        _record_above(path)
+        return True
+    return False
+
+
+def _remove_made(folder: Path) -> None:
+    """Remove ``folder`` and the folders above it this command made (:func:`_before`), each
+    only when empty; a folder that existed before the command stays, even empty."""
+    folder = Path(os.path.abspath(folder))
+    while folder != folder.parent and _before(folder)[0]:
+        try:
+            folder.rmdir()  # only when empty
+        except OSError:
+            return
+        folder = folder.parent
+
+
 def _before(run_dir: Path) -> tuple[bool, frozenset[str] | None]:
     """Whether this command made ``run_dir`` (it did not exist before Hydra made it), and
     else what it held before (``None``: not known, as when a config of the user's own runs
@@ -318,9 +360,15 @@ def _discard_new(run_dir: Path, sweep_dir: Path | None) -> None:
     folder when no job is left in it."""
     from populations.run_folder import LOCK_NAME
 
-    if discard_run_dir(run_dir) and sweep_dir is not None and sweep_dir.is_dir() and \
-            {p.name for p in sweep_dir.iterdir()} <= {"multirun.yaml", LOCK_NAME}:
-        discard_run_dir(sweep_dir)
+    if not discard_run_dir(run_dir) or sweep_dir is None or not sweep_dir.is_dir():
+        return
+    made, before = _before(sweep_dir)
+    if made:
+        if {p.name for p in sweep_dir.iterdir()} <= {"multirun.yaml", LOCK_NAME}:
+            discard_run_dir(sweep_dir)
+    elif before is not None and \
+            {p.name for p in sweep_dir.iterdir()} - before <= {"multirun.yaml", LOCK_NAME}:
+        _discard_written(sweep_dir, before)  # a sweep folder that existed stays, as it was
 
 
 def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
@@ -336,8 +384,9 @@ def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
         return False
     shutil.rmtree(run_dir, ignore_errors=True)
     root = (root or Path.cwd()).resolve()
-    parent = run_dir.resolve().parent
-    while parent != root and root in parent.parents:
+    parent = Path(os.path.abspath(run_dir)).parent
+    # only the parents this command made (a folder the user made for runs stays, even empty)
+    while _before(parent)[0] and parent.resolve() != root and root in parent.resolve().parents:
         try:
             parent.rmdir()  # only when empty
         except OSError:
