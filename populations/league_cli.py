@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
         spelled,
         stop_status,
     )
-    from populations.run_guard import discard_run_dir
+    from populations.run_guard import discard_run_dir, note_run_folder
 
     p = OneLineParser(prog="python -m populations.league",
                       description="Run (or resume) a self-play league.")
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
                         "change it)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    created = not Path(args.run_dir).exists()
+    created = note_run_folder(Path(args.run_dir))
     # SIGTERM (kill, timeout, SLURM) as Ctrl-C: interrupted; messages say --resume-override
     with sigterm_as_interrupt(), spelled(LEAGUE_CLI_WORDS):
         try:

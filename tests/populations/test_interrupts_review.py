@@ -79,8 +79,12 @@ def test_ctrl_c_names_the_resume_of_a_run_without_checkpoints(tmp_path, capsys, 
         err = _ctrl_c(run, capsys, monkeypatch)
         assert err.endswith(f"""resume=true 'hydra.run.dir="{run}"'"""), err
         assert run.is_dir()
-    monkeypatch.chdir(tmp_path)  # folders left empty are removed up to the working folder
+    monkeypatch.chdir(tmp_path)  # the folders the command made are removed (runs/ too)
     empty = tmp_path / "runs" / "empty"  # stopped before the run started: nothing is kept
+    from populations import run_guard
+
+    monkeypatch.setattr(run_guard, "_BEFORE", {})
+    assert run_guard.note_run_folder(empty)  # made by the command, as Hydra's callback records
     (empty / ".hydra").mkdir(parents=True)
     err = _ctrl_c(empty, capsys, monkeypatch)
     assert "start again" in err and "resume" not in err
