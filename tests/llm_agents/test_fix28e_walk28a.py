@@ -18,14 +18,12 @@
 from __future__ import annotations
 
 import logging
-import math
 import re
 import warnings
 
 import pytest
 import torch
 
-import games
 from llm_agents.actions import ActionConfig
 from llm_agents.records import EpisodeRecord
 from llm_agents.rollout import EpisodeJob, RolloutEngine, batch_metrics
@@ -36,6 +34,7 @@ from marl.guards import NonFiniteError
 from populations.command_line import CLIError
 from populations.train_overrides import check_command_line
 from tests.llm_agents.conftest import COMPACT, KUHN, RELAY
+from tests.marl.test_guards import nan_kuhn  # noqa: F401 - registers guards/nan_kuhn (a NaN reward)
 
 KUHN_LLM = "experiment=kuhn_llm_selfplay"
 
@@ -88,19 +87,6 @@ def test_the_old_lines_and_sensible_values_stand():
 
 
 # ------------------------------------------------------------- the non-finite loss line
-@games.register("fix28e/nan_kuhn")
-def nan_kuhn():
-    """Kuhn poker whose final reward of player_1 is NaN."""
-    from games.openspiel import OpenSpielGame
-
-    class NaNKuhn(OpenSpielGame):
-        def _step(self, actions):
-            tr = super()._step(actions)
-            if any(tr.terminated.values()):
-                tr.rewards["player_1"] = math.nan
-            return tr
-
-    return NaNKuhn("kuhn_poker")
 
 
 def test_a_non_finite_loss_names_the_settings_that_scale_it(kuhn_tok):
@@ -109,7 +95,7 @@ def test_a_non_finite_loss_names_the_settings_that_scale_it(kuhn_tok):
     cfg = GRPOConfig(group_size=2, groups_per_step=2, lr=1e-2, kl_coef=0.5, ent_coef=0.25,
                      action=ActionConfig(mode="score", invalid_penalty=-2.0), prompt=COMPACT,
                      device="cpu")
-    trainer = MultiTurnGRPO(Team.shared(build_model(kuhn_tok), kuhn_tok), "fix28e/nan_kuhn", cfg)
+    trainer = MultiTurnGRPO(Team.shared(build_model(kuhn_tok), kuhn_tok), "guards/nan_kuhn", cfg)
     with pytest.raises(NonFiniteError) as err:
         trainer.step()
     assert str(err.value).endswith(

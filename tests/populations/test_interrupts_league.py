@@ -41,9 +41,10 @@ def _tables(run_dir):
         db.close()
 
 
-def _league(run_dir, resume=False):
-    """Two MAPPO members on Kuhn poker, two generations (about 1 s)."""
-    cfg = _kuhn(frames_per_generation=64, eval_episodes=1)
+def _league(run_dir, resume=False, **settings):
+    """Two MAPPO members on Kuhn poker, two generations (about 1 s); ``settings`` add to the
+    :class:`LeagueConfig`'s."""
+    cfg = _kuhn(frames_per_generation=64, eval_episodes=1, **settings)
     spec = games.make(cfg.game).spec
     members = [MAPPOMember(name, MAPPO(spec, cfg.mappo, seed=seed))
                for seed, name in enumerate(("a", "b"))]
