@@ -13,8 +13,8 @@ BAR = "selfplay-eval round robin:"
 def run_eval(args: Sequence[str], capsys: pytest.CaptureFixture[str],
              bars: bool = False) -> tuple[int, str, str]:
     """``eval_main(args)``: ``(exit code, stdout, stderr)``; 0 when it returns. The round
-    robin's progress lines (:data:`BAR`) are left out of stderr unless ``bars``: the tests
-    of its other lines pin them whole."""
+    robin's plain progress lines (:data:`BAR`, stderr being no terminal) are left out of
+    stderr unless ``bars``: the tests of its other lines pin them whole."""
     from populations.eval_cli import eval_main
 
     try:
@@ -23,6 +23,7 @@ def run_eval(args: Sequence[str], capsys: pytest.CaptureFixture[str],
     except SystemExit as stop:
         code = stop.code
     out = capsys.readouterr()
-    err = out.err if bars else "".join(
-        line for line in out.err.splitlines(keepends=True) if not line.startswith(BAR))
+    # a terminal's bar (monkeypatched isatty) redraws with '\r' on one line: kept
+    err = out.err if bars else "\n".join(
+        line for line in out.err.split("\n") if not line.startswith(BAR))
     return code, out.out, err
