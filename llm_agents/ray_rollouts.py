@@ -47,6 +47,7 @@ import shutil
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -399,7 +400,18 @@ class RayRollouts(_Collector):
                 self.close()
                 raise ValueError(f"rollout actor {i} built a different team than the learner "
                                  f"(tokenizer or tensor layout; actor {theirs}, learner {mine})")
-        atexit.register(self.close)  # after ray.init's handler: runs before it
+        # after ray.init's handler: runs before it. Through a weak reference: a collector
+        # dropped unclosed is collected and Ray ends its actors, as before (held by atexit,
+        # they kept their CPUs, and the next Ray test's actors waited for them for good)
+        ref = weakref.ref(self)
+
+        def at_exit() -> None:
+            collector = ref()
+            if collector is not None:
+                collector.close()
+
+        self._at_exit = at_exit
+        atexit.register(at_exit)
         log.info("LLM rollouts on %d ray actors (%s)", cfg.workers, cfg.address or "local ray")
 
     def push(self, version: int) -> int:
@@ -439,7 +451,7 @@ class RayRollouts(_Collector):
         handler, which kills the actors without running theirs."""
         from ray.exceptions import GetTimeoutError, RayActorError
 
-        atexit.unregister(self.close)
+        atexit.unregister(getattr(self, "_at_exit", self.close))
         try:
             if self.workers and self._ray.is_initialized():
                 self._ray.get([w.close.remote() for w in self.workers],
