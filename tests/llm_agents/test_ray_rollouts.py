@@ -187,3 +187,29 @@ def test_runner_ray_trains_an_llm_experiment_as_the_in_process_workers_do(ray_lo
 
     assert training(logged["ray"]) == training(logged["local"])
     assert "losses/grad_norm/scout" in {k for _, k, _ in logged["ray"]}
+
+
+def test_a_collector_dropped_unclosed_lets_its_actors_go(ray_local):
+    """A run never closes its trainer's collector (the driver's exit does). Dropped in a
+    process that goes on (a notebook, this test session), its actors must end with it, as
+    Ray ends the actors of handles gone: 8822fa2's exit hook held the collector, so its
+    actors kept their CPUs and the next test's Ray actors waited for them for good."""
+    import gc
+    import time
+
+    def free_cpus():
+        return ray_local.available_resources().get("CPU", 0.0)
+
+    before = free_cpus()
+    trainer = build_trainer(_cfg(), [KUHN], None, seed=5)
+    col = make_rollouts(trainer, dataclasses.replace(_cfg(), grpo=trainer.cfg), [KUHN], {},
+                        RolloutWorkersConfig(kind="ray", workers=2, groups_per_shard=2),
+                        connect_ray)
+    trainer.collect()
+    assert free_cpus() < before  # the actors hold their CPUs
+    del trainer, col
+    gc.collect()
+    deadline = time.monotonic() + 120  # Ray ends them asynchronously: a bounded wait
+    while free_cpus() < before and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert free_cpus() == before
