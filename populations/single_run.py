@@ -14,8 +14,10 @@ calls :func:`run_single`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -237,52 +239,67 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
     store = PolicyStore(run_dir / "snapshots", db, run_id)
     seeds = RunSeeds(cfg.seed)
     trainer = _own_rollouts(cfg, registry.get(cfg.algo), spec, run_dir, seeds.learner(cfg.algo))
-    start, state = _restore(trainer, cfg, run_dir, db, run_id, logger) if cfg.resume else (0, {})
-    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, trainer, cfg.torch_threads,
-                        cfg.population.keep_checkpoints)
-    if start == 0:  # the untrained team (a resumed one is past it)
-        store.publish("llm", trainer.policy(), version=0)
-    # the last iteration's metrics: a run killed after its last checkpoint trains nothing
-    # again but still reports them (an older checkpoint without them: the database's row)
-    metrics: dict[str, float] = {}
-    if start:
-        metrics = state.get("metrics") or {k: v for s, k, v in db.metric_rows(run_id)
-                                            if s == start}
-    bar = tqdm(total=cfg.llm.iterations, initial=min(start, cfg.llm.iterations),
-               disable=not cfg.progress, unit="iter", dynamic_ncols=True,
-               smoothing=0)  # the overall rate, as every other bar
-    if cfg.progress:  # an iteration of a real model runs for minutes: say where it is
-        trainer.on_progress = _iteration_postfix(bar)
-    with deferred_stop(GRPO_ITERATION):  # a CLI's Ctrl-C / SIGTERM: after the checkpoint
-        for it in range(start + 1, cfg.llm.iterations + 1):
-            metrics = trainer.step()
-            db.log_metrics(run_id, it, metrics)
-            logger.log(it, metrics)
-            # the bar counts this iteration before a stop's line says it stopped after it
-            # (it showed 8/30 under "stopped at iteration 9")
-            bar.set_postfix(legal=f"{metrics['charts/legal_rate']:.2f}",
-                            ret=f"{metrics['charts/team_return']:.2f}", refresh=False)
-            bar.update(1)
-            if it == cfg.llm.iterations:  # a resume after a kill past this trains nothing again
-                ckpt.save(it, metrics={k: float(v) for k, v in metrics.items()})
-            elif stop_requested():
-                ckpt.save(it)
-                log.warning("stopped at iteration %d with a checkpoint", it)
-                stop_now()
-            else:
-                ckpt.maybe_save(it)
-    bar.close()
-    snap = store.publish("llm", trainer.policy(), version=1)
-    agents = tuple(a.id for a in spec.agents if a.team == spec.teams[0])
-    others = random_seats(spec, agents, seeds)
-    member = _Seats(trainer.policy(agents), agents)
-    evaluated = _evaluate_single(db, run_id, cfg, spec, snap.id, member, others,
-                                 {"with_text": True})
-    _log_eval_return(db, run_id, logger, cfg.llm.iterations, evaluated)
-    db.set_run_status(run_id, "finished")
-    row = _llm_row(snap.version, cfg.llm.iterations, metrics, evaluated)
-    db.close()
-    return [row]
+    # its Ray rollout actors (runner=ray) end with the run, not when the collector is
+    # garbage-collected: a process that goes on (a notebook, a test session) kept their CPUs
+    with _rollouts_closed(trainer):
+        start, state = _restore(trainer, cfg, run_dir, db, run_id, logger) if cfg.resume \
+            else (0, {})
+        ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, trainer, cfg.torch_threads,
+                            cfg.population.keep_checkpoints)
+        if start == 0:  # the untrained team (a resumed one is past it)
+            store.publish("llm", trainer.policy(), version=0)
+        # the last iteration's metrics: a run killed after its last checkpoint trains nothing
+        # again but still reports them (an older checkpoint without them: the database's row)
+        metrics: dict[str, float] = {}
+        if start:
+            metrics = state.get("metrics") or {k: v for s, k, v in db.metric_rows(run_id)
+                                                if s == start}
+        bar = tqdm(total=cfg.llm.iterations, initial=min(start, cfg.llm.iterations),
+                   disable=not cfg.progress, unit="iter", dynamic_ncols=True,
+                   smoothing=0)  # the overall rate, as every other bar
+        if cfg.progress:  # an iteration of a real model runs for minutes: say where it is
+            trainer.on_progress = _iteration_postfix(bar)
+        with deferred_stop(GRPO_ITERATION):  # a CLI's Ctrl-C / SIGTERM: after the checkpoint
+            for it in range(start + 1, cfg.llm.iterations + 1):
+                metrics = trainer.step()
+                db.log_metrics(run_id, it, metrics)
+                logger.log(it, metrics)
+                # the bar counts this iteration before a stop's line says it stopped after it
+                # (it showed 8/30 under "stopped at iteration 9")
+                bar.set_postfix(legal=f"{metrics['charts/legal_rate']:.2f}",
+                                ret=f"{metrics['charts/team_return']:.2f}", refresh=False)
+                bar.update(1)
+                if it == cfg.llm.iterations:  # a resume after a kill past this trains nothing again
+                    ckpt.save(it, metrics={k: float(v) for k, v in metrics.items()})
+                elif stop_requested():
+                    ckpt.save(it)
+                    log.warning("stopped at iteration %d with a checkpoint", it)
+                    stop_now()
+                else:
+                    ckpt.maybe_save(it)
+        bar.close()
+        snap = store.publish("llm", trainer.policy(), version=1)
+        agents = tuple(a.id for a in spec.agents if a.team == spec.teams[0])
+        others = random_seats(spec, agents, seeds)
+        member = _Seats(trainer.policy(agents), agents)
+        evaluated = _evaluate_single(db, run_id, cfg, spec, snap.id, member, others,
+                                     {"with_text": True})
+        _log_eval_return(db, run_id, logger, cfg.llm.iterations, evaluated)
+        db.set_run_status(run_id, "finished")
+        row = _llm_row(snap.version, cfg.llm.iterations, metrics, evaluated)
+        db.close()
+        return [row]
+
+
+@contextlib.contextmanager
+def _rollouts_closed(trainer: Any) -> Iterator[None]:
+    """Close ``trainer``'s rollout workers (:mod:`llm_agents.ray_rollouts`) when the block
+    ends, however it ends."""
+    try:
+        yield
+    finally:
+        if getattr(trainer, "rollouts", None) is not None:
+            trainer.rollouts.close()
 
 
 def _iteration_postfix(bar: Any) -> Any:

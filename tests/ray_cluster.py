@@ -43,6 +43,18 @@ def ray_local():
     ray.shutdown()
 
 
+@pytest.fixture(autouse=True)
+def _ray_handles_let_go(request):
+    """After a test on ``ray_local``: collect the actor handles it left in reference cycles
+    (a trainer and its rollout collector hold each other), so Ray ends those actors and the
+    next test's actors get their CPUs (they waited for them for good)."""
+    yield
+    if "ray_local" in request.fixturenames:
+        import gc
+
+        gc.collect()
+
+
 @dataclass(frozen=True)
 class LoopbackCluster:
     """A running cluster: its address and the environment (auth token) to join it with."""

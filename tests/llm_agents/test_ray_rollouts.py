@@ -200,7 +200,14 @@ def test_a_collector_dropped_unclosed_lets_its_actors_go(ray_local):
     def free_cpus():
         return ray_local.available_resources().get("CPU", 0.0)
 
-    before = free_cpus()
+    def settle(deadline):  # Ray ends let-go actors asynchronously: a bounded wait
+        while free_cpus() < before and time.monotonic() < deadline:
+            time.sleep(0.5)
+
+    before = ray_local.cluster_resources()["CPU"]
+    gc.collect()
+    settle(time.monotonic() + 120)  # earlier tests' actors gone (conftest collects them)
+    assert free_cpus() == before
     trainer = build_trainer(_cfg(), [KUHN], None, seed=5)
     col = make_rollouts(trainer, dataclasses.replace(_cfg(), grpo=trainer.cfg), [KUHN], {},
                         RolloutWorkersConfig(kind="ray", workers=2, groups_per_shard=2),
@@ -209,7 +216,5 @@ def test_a_collector_dropped_unclosed_lets_its_actors_go(ray_local):
     assert free_cpus() < before  # the actors hold their CPUs
     del trainer, col
     gc.collect()
-    deadline = time.monotonic() + 120  # Ray ends them asynchronously: a bounded wait
-    while free_cpus() < before and time.monotonic() < deadline:
-        time.sleep(0.5)
+    settle(time.monotonic() + 120)
     assert free_cpus() == before
