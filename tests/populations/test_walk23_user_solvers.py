@@ -206,7 +206,10 @@ def test_selfplay_train_says_one_line_exit_2_no_folder_and_a_sweep_goes_on(tmp_p
         f"solver exploded (at {MODULE}.py:{RAISES_LINE} in buggy); HYDRA_FULL_ERROR=1 shows "
         "the traceback")
     assert "Traceback" not in single.stderr
-    assert not (tmp_path / "runs").exists()  # nothing recorded: no folder left
+    # nothing recorded: neither run folder is left; runs/, made by whichever command came
+    # first, stays for the other (it existed when that one started: 62aac50), empty
+    assert not run.exists() and not (tmp_path / "runs" / "one_nan").exists()
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     assert nan.returncode == 2, nan.stderr
     assert nan.stderr.strip().splitlines()[-1].startswith(
         f"selfplay-train: meta-solver 'w23_buggy' ({MODULE}.buggy) returned a non-finite "
