@@ -71,6 +71,7 @@ from populations.league_eval import league_table  # re-exported: its old home
 from populations.learner_build import (  # make_learner: re-exported, its old home
     _own_rollouts,
     make_learner,  # noqa: F401
+    rollouts_closed,
 )
 from populations.learner_sections import (  # settings: re-exported, its old home
     check_learner_sections,
@@ -462,9 +463,12 @@ def _league_config(cfg: ExperimentConfig) -> LeagueConfig:
         keep_checkpoints=pop.keep_checkpoints)
 
 
-def _league_members(cfg: ExperimentConfig, run_dir: Path) -> list:
+def _league_members(cfg: ExperimentConfig, run_dir: Path,
+                    trainers: list | None = None) -> list:
     """The members ``population.members`` names (:func:`league_member_specs`), built through
-    the registry, each seeded from the ``learner/<name>`` stream of the run's seed tree."""
+    the registry, each seeded from the ``learner/<name>`` stream of the run's seed tree;
+    each LLM team's trainer is appended to ``trainers`` as it is built (the caller closes
+    their rollout workers, :func:`rollouts_closed`)."""
     game_spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
     seeds = RunSeeds(cfg.seed)
     listed = league_member_specs(cfg)
@@ -478,6 +482,8 @@ def _league_members(cfg: ExperimentConfig, run_dir: Path) -> list:
                  name, entry.name, _tiny_note(config, cfg.game.name))
         if entry.capabilities.own_rollouts:
             trainer = _own_rollouts(cfg, entry, game_spec, run_dir, seeds.learner(name), config)
+            if trainers is not None:
+                trainers.append(trainer)
             members.append(LLMMember(name, trainer, cfg.llm.iterations,
                                      cfg.population.opponent_prob, config=config))
             continue
@@ -503,18 +509,20 @@ def _tiny_note(config: Any, game: str) -> str:
 
 def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict]:
     lcfg = _league_config(cfg)
-    league = League(lcfg, run_dir, resume=cfg.resume,
-                    members=_league_members(cfg, run_dir),
-                    resume_override=cfg.resume_override, experiment=cfg.experiment,
-                    progress=cfg.progress)
-    # a folder without settings.json, resumed: League checked what league.db recorded
-    record_settings(run_dir, _plain(cfg))
-    league.logger = logger
-    try:
-        league.run()
-        return league_table(league.db, league.run_id)
-    finally:
-        league.close()
+    trainers: list = []  # the LLM members': their Ray rollout actors end with the league
+    with rollouts_closed(trainers):  # (a member built before an error or a stop too)
+        league = League(lcfg, run_dir, resume=cfg.resume,
+                        members=_league_members(cfg, run_dir, trainers),
+                        resume_override=cfg.resume_override, experiment=cfg.experiment,
+                        progress=cfg.progress)
+        # a folder without settings.json, resumed: League checked what league.db recorded
+        record_settings(run_dir, _plain(cfg))
+        league.logger = logger
+        try:
+            league.run()
+            return league_table(league.db, league.run_id)
+        finally:
+            league.close()
 
 
 def _plain(obj: Any) -> Any:

@@ -1,12 +1,15 @@
 """The learners an experiment builds through the registry (``marl.registry``): a single
 run's learner (:func:`make_learner`) and the trainer of a learner that plays its own episodes,
 an LLM team (:func:`_own_rollouts`), each seeded from the run's seed tree
-(:mod:`populations.seeds`). Below :mod:`populations.experiment` and
+(:mod:`populations.seeds`), and the block that closes such trainers' rollout workers
+(:func:`rollouts_closed`). Below :mod:`populations.experiment` and
 :mod:`populations.single_run`, which both build them.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,3 +52,20 @@ def _own_rollouts(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSp
     config = settings(cfg, entry) if config is None else config
     return entry.build(spec, config, None, cfg.device, seed, game=cfg.game.name,
                        game_kwargs=dict(cfg.game.kwargs), workdir=run_dir, **extra)
+
+
+@contextlib.contextmanager
+def rollouts_closed(trainers: Sequence[Any]) -> Iterator[None]:
+    """Close the rollout workers (:mod:`llm_agents.ray_rollouts`) of each trainer in
+    ``trainers`` when the block ends, however it ends (a list the block appends to: those
+    built before an error or a stop are closed too). Left to the garbage collector, a
+    trainer and its collector hold each other, so their Ray actors kept their CPUs in a
+    process that goes on (a notebook, a test session) and the next Ray actors waited."""
+    with contextlib.ExitStack() as stack:  # each one closed even if another's close fails
+        try:
+            yield
+        finally:
+            for trainer in trainers:
+                rollouts = getattr(trainer, "rollouts", None)
+                if rollouts is not None:
+                    stack.callback(rollouts.close)

@@ -14,10 +14,8 @@ calls :func:`run_single`.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +29,7 @@ from marl.train import TrainResult, train
 from populations.checkpoint import checkpoint_files, load_latest, read_checkpoint, save_checkpoint
 from populations.db import LeagueDB
 from populations.experiment_config import KEEP_CHECKPOINTS
-from populations.learner_build import _own_rollouts, make_learner
+from populations.learner_build import _own_rollouts, make_learner, rollouts_closed
 from populations.loggers import MetricsLogger
 from populations.run_folder import (
     GRPO_ITERATION,
@@ -241,7 +239,7 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
     trainer = _own_rollouts(cfg, registry.get(cfg.algo), spec, run_dir, seeds.learner(cfg.algo))
     # its Ray rollout actors (runner=ray) end with the run, not when the collector is
     # garbage-collected: a process that goes on (a notebook, a test session) kept their CPUs
-    with _rollouts_closed(trainer):
+    with rollouts_closed([trainer]):
         start, state = _restore(trainer, cfg, run_dir, db, run_id, logger) if cfg.resume \
             else (0, {})
         ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, trainer, cfg.torch_threads,
@@ -289,17 +287,6 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
         row = _llm_row(snap.version, cfg.llm.iterations, metrics, evaluated)
         db.close()
         return [row]
-
-
-@contextlib.contextmanager
-def _rollouts_closed(trainer: Any) -> Iterator[None]:
-    """Close ``trainer``'s rollout workers (:mod:`llm_agents.ray_rollouts`) when the block
-    ends, however it ends."""
-    try:
-        yield
-    finally:
-        if getattr(trainer, "rollouts", None) is not None:
-            trainer.rollouts.close()
 
 
 def _iteration_postfix(bar: Any) -> Any:
