@@ -387,7 +387,8 @@ def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
     if cfg.population.kind == "psro":  # settings.json records what `auto` decided
         from populations.psro_run import resolve_auto, unread_algo
 
-        cfg = resolve_auto(cfg, games.make(cfg.game.name, **cfg.game.kwargs))
+        cfg = resolve_auto(cfg, games.make(cfg.game.name, **cfg.game.kwargs),
+                           run_dir=Path(run_dir))  # said once the run starts
         note = unread_algo(cfg)  # algo=llm_grpo population=psro: PSRO trains no algo
         if note:
             log.warning(note)

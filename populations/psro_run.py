@@ -63,6 +63,7 @@ from populations.run_folder import (
     one_line,
     stop_now,
     stop_requested,
+    when_started,
 )
 from populations.runners import MatchJob, make_runner
 from populations.seeds import MATCH, RunSeeds
@@ -287,7 +288,8 @@ where exact best responses can be computed, else ``rl``, or where ``rl`` cannot 
 the first learner that can, e.g. ``maddpg`` on continuous actions: :func:`resolve_auto`)."""
 
 
-def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True) -> ExperimentConfig:
+def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True,
+                 run_dir: Path | None = None) -> ExperimentConfig:
     """``cfg`` with PSRO's ``auto`` settings decided for ``game``: ``population.oracle`` and
     ``population.psro.payoffs`` are ``exact`` where exact tools serve the game (an enumerable
     OpenSpiel game of perfect recall, played by seats: :func:`populations.psro.why_not_exact`),
@@ -295,7 +297,9 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True) -> Exp
     ``sampled``; ``psro.meta_solver`` is ``prd`` unless PSRO has 2 players,
     ``nash`` when the game also declares itself zero-sum, else it stays ``auto`` (decided on
     each iteration's payoffs). A run's settings record what was decided, so a resume (and a
-    run from before ``auto``) compares those. ``announce``: log the decision."""
+    run from before ``auto``) compares those. ``announce``: log the decision, once the run
+    in ``run_dir`` starts where it is given (:func:`when_started`: after selfplay-train's
+    'experiment ... in' line, and never for a command refused before its run started)."""
     pop = cfg.population
     meta = pop.psro.meta_solver
     if "auto" not in (pop.oracle, pop.psro.payoffs, meta):
@@ -323,8 +327,12 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True) -> Exp
             " (no exact tools: see PSRO's NashConv line)" if later else f" ({why})"
         told = meta if meta != "auto" else ("auto (nash where an iteration's payoffs are "
                                             "constant-sum, else prd: each iteration says which)")
-        log.info("PSRO on %s: oracle=%s, payoffs=%s, meta_solver=%s%s", game.spec.name, oracle,
-                 payoffs, told, because)
+        line = (f"PSRO on {game.spec.name}: oracle={oracle}, payoffs={payoffs}, "
+                f"meta_solver={told}{because}")
+        if run_dir is None:
+            log.info(line)
+        else:
+            when_started(run_dir, lambda: log.info(line))
     psro = dataclasses.replace(pop.psro, payoffs=payoffs, meta_solver=meta)
     # replaced: dataclasses.replace would drop the sections of the user's own learners
     return replaced(cfg, population=dataclasses.replace(pop, oracle=oracle, psro=psro))

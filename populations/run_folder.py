@@ -617,8 +617,25 @@ def open_run(run_dir: str | Path, settings: Mapping[str, Any], resume: bool,
              checked_later: bool = False) -> Iterator[Path]:
     """Hold ``run_dir``'s lock, check the resume's settings (:func:`resume_settings`), and on
     an error mark the folder's runs still ``running`` as ``failed`` with it (``interrupted``
-    after Ctrl-C)."""
+    after Ctrl-C). A command refused before its run started drops what :func:`when_started`
+    left for it (its start lines: said for a later command in this process, they would be
+    this one's)."""
     run_dir = Path(run_dir)
+    try:
+        with _checked_run(run_dir, settings, resume, override, may_change, finished,
+                          checked_later):
+            yield run_dir
+    except BaseException:
+        if not run_started(run_dir):
+            _ON_START.pop(os.path.abspath(run_dir), None)
+        raise
+
+
+@contextmanager
+def _checked_run(run_dir: Path, settings: Mapping[str, Any], resume: bool, override: bool,
+                 may_change: Iterable[str], finished: Callable[[], bool] | None,
+                 checked_later: bool) -> Iterator[Path]:
+    """:func:`open_run` but for what it leaves of a refused command."""
     if resume and not override and not run_dir.is_dir():  # a mistyped name: create nothing
         w = resume_words()
         raise RunFolderError(f"{w.resume} but run folder {run_dir} does not exist: check its "
