@@ -555,14 +555,22 @@ class LeagueDB:
                               (json.dumps(config), time.time(), run_id))
 
     @_writes
-    def fail_running(self, error: str, status: str = "failed") -> int:
-        """Mark every run still ``running`` as ``status`` (failed, or interrupted) with
-        ``error`` (the caller holds the run folder's lock, so none of them is running any
-        more); returns how many."""
+    def running_runs(self) -> set[int]:
+        """The ids of the runs whose status is ``running``."""
+        return {int(r[0]) for r in
+                self.conn.execute("SELECT id FROM runs WHERE status = 'running'")}
+
+    def fail_running(self, error: str, status: str = "failed",
+                     spare: Iterable[int] = ()) -> int:
+        """Mark every run still ``running`` but those in ``spare`` as ``status`` (failed, or
+        interrupted) with ``error`` (the caller holds the run folder's lock, so none of them
+        is running any more); returns how many."""
+        spare = sorted(set(spare))
         with self.conn:
-            cur = self.conn.execute("UPDATE runs SET status = ?, error = ?, "
-                                    "updated_at = ? WHERE status = 'running'",
-                                    (status, error, time.time()))
+            cur = self.conn.execute(
+                "UPDATE runs SET status = ?, error = ?, updated_at = ? WHERE status = 'running'"
+                f" AND id NOT IN ({', '.join('?' * len(spare))})",
+                (status, error, time.time(), *spare))
         return cur.rowcount
 
     @_writes

@@ -601,6 +601,21 @@ def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: boo
         atomic_write(path, json.dumps(current, indent=1, sort_keys=True))
 
 
+def _running_rows(db_path: Path) -> set[int]:
+    """The runs ``db_path`` records as ``running`` (none where it cannot be read: the command
+    fails on it, or makes it)."""
+    if not db_path.is_file():
+        return set()
+    try:
+        db = LeagueDB(db_path, readonly=True)
+        try:
+            return db.running_runs()
+        finally:
+            db.close()
+    except (LeagueDBError, sqlite3.Error, OSError):
+        return set()
+
+
 def record_settings(run_dir: str | Path, current: Mapping[str, Any]) -> None:
     """Write ``<run>/settings.json`` when the folder has none (a resume that
     :func:`resume_settings` left to its caller's checks, once they passed)."""
@@ -644,15 +659,19 @@ def _checked_run(run_dir: Path, settings: Mapping[str, Any], resume: bool, overr
     with RunLock(run_dir):
         resume_settings(run_dir, settings, resume, override, may_change, finished,
                         checked_later)
+        db_path = run_dir / "league.db"
+        # rows of a process that died (kill -9): a command refused before its run started
+        # leaves them as they were (its message is about itself, not about that run)
+        stale = _running_rows(db_path)
         try:
             yield run_dir
         except BaseException as err:
-            db_path = run_dir / "league.db"
             if db_path.is_file():
                 try:  # waits briefly for a lock, not at all for the one `err` waited for
                     db = LeagueDB(db_path, lock_timeout=lock_budget_after(err, db_path))
                     try:
-                        db.fail_running(one_line(err), end_status(err))
+                        db.fail_running(one_line(err), end_status(err),
+                                        spare=() if run_started(run_dir) else stale)
                     finally:
                         db.close()
                 except (LeagueDBError, sqlite3.Error, OSError) as db_err:  # keep the first error
