@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--keep-checkpoints", type=int, default=LeagueConfig.keep_checkpoints,
                    help="newest checkpoints kept on disk (an integer >= 1; a resume may "
                         "change it)")
+    p.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="no progress bars (selfplay-train's progress=false); in a redirected "
+                        "log each bar is a plain line every 30 s and one at its end")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     created = note_run_folder(Path(args.run_dir))
@@ -80,9 +83,10 @@ def main(argv: list[str] | None = None) -> None:
                                    keep_checkpoints=args.keep_checkpoints)
             except ValueError as err:  # 'generations=0; ...': named as typed here
                 raise CLIError(_as_flag(str(err))) from None
+            # bars as selfplay-train's (progress=true): on a terminal, tqdm's; in a
+            # redirected log, plain lines (marl.progress)
             league = League(cfg, args.run_dir, resume=args.resume,
-                            resume_override=args.resume_override,
-                            progress=sys.stderr.isatty())
+                            resume_override=args.resume_override, progress=args.progress)
             try:
                 league.run()
                 table = league_table(league.db, league.run_id)
