@@ -51,6 +51,7 @@ from marl.advantages import RoleEMABaseline, broadcast_to_tokens
 from marl.core import ModelChangedError, Policy, seed_from_state
 from marl.guards import FiniteGuard, NonFiniteError
 from marl.losses import ppo_clip_loss
+from marl.state_checks import load_optimizer_state
 
 log = logging.getLogger(__name__)
 
@@ -404,7 +405,7 @@ class MultiTurnGRPO:
         self._check_models(state)
         for name, m in self.team.modules():
             m.load_state_dict(state["models"][name])
-        self.optimizer.load_state_dict(state["optimizer"])
+        load_optimizer_state(self.optimizer, state["optimizer"], "optimizer")  # torch's: unchecked
         self.baseline.load_state_dict(state["baseline"])
         self.index.load_state_dict(state["index"])
         self.iteration = int(state["iteration"])

@@ -29,7 +29,8 @@ import numpy as np
 import torch
 
 from games import ActionSpace, GameSpec, VecStep
-from marl.fileio import atomic_write, check_torch_zip
+from marl.fileio import atomic_write, check_torch_zip, not_a_file
+from marl.state_checks import nonfinite_tensor, short_repr
 
 POLICY_FORMAT = 1
 
@@ -165,7 +166,8 @@ def _check_meta(d: Any) -> None:
     }
     bad = [name for name, ok in checks.items() if not ok]
     if bad:
-        raise ValueError(f"policy metadata field {bad[0]!r} is malformed: {d[bad[0]]!r:.80}")
+        raise ValueError(f"policy metadata field {bad[0]!r} is malformed: "
+                         f"{short_repr(d[bad[0]])}")  # bounded: a file may nest it deep
     seats = set(agents)
     for name in ("obs_shapes", "action_spaces"):
         if not seats <= set(d[name]):
@@ -343,7 +345,7 @@ def safe_torch_load(
             f"give one of its files: {' '.join(files[:5])}{' ...' if len(files) > 5 else ''}"
             if files else "give a .pt file (it holds none)"))
     if not path.is_file():
-        raise error(f"{what} file not found: {path}")
+        raise error(not_a_file(path, what))
     check_torch_zip(path, f"{what} {path}", error)  # no entry inflates past the file's size
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
@@ -500,6 +502,10 @@ def load_policy(path: str | os.PathLike) -> Policy:
         )
     if not isinstance(data["payload"], dict):
         raise PolicyLoadError(f"{path}: {meta.kind} policy payload is not a dict")
+    bad = nonfinite_tensor(data["payload"])  # else NaN actions, or torch's error mid-match
+    if bad is not None:
+        raise PolicyLoadError(f"{path}: {meta.kind} policy holds {bad}; a policy's weights "
+                              "must be finite numbers")
     try:
         with torch.random.fork_rng(devices=[]):  # building modules must not move the global RNG
             return _POLICIES[meta.kind].from_payload(meta, data["payload"])
@@ -565,6 +571,10 @@ class Learner(abc.ABC):
         data = safe_torch_load(path, "learner checkpoint")
         if "learner" not in data:
             raise CheckpointError(f"{path} is not a learner checkpoint")
+        bad = nonfinite_tensor(data["learner"])
+        if bad is not None:
+            raise CheckpointError(f"learner checkpoint {path} holds {bad}; its tensors must "
+                                  "be finite numbers")
         self.load_state_dict(data["learner"])
 
 

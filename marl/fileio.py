@@ -242,6 +242,22 @@ def check_torch_zip(source: str | os.PathLike | bytes, what: str,
                     "directory does")
 
 
+def not_a_file(path: str | os.PathLike, what: str) -> str:
+    """Why ``path``, no regular file (nor a folder), cannot be read as ``what``'s file:
+    missing, a dangling link, or something else at that name (a FIFO, a device, a socket:
+    a link to /dev/zero is no "file not found")."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return (f"{what} file {path} is a link to a missing file" if os.path.islink(path)
+                else f"{what} file not found: {path}")
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    via = " (through a link)" if os.path.islink(path) else ""
+    return f"{what} {path} is not a regular file but {kind}{via}; give a .pt file"
+
+
 def read_regular(path: str | os.PathLike, what: str, error: type[Exception] = ValueError,
                  max_bytes: int | None = None) -> bytes:
     """The bytes of ``path``, which must be a regular file (of at most ``max_bytes``): a run

@@ -85,6 +85,7 @@ from marl.replay import (
     seated,
     warmed_up,
 )
+from marl.state_checks import load_optimizer_state, refuse_nonfinite
 
 log = logging.getLogger(__name__)
 
@@ -656,8 +657,11 @@ class MADDPG(Learner):
                 f"checkpoint is for seats {state.get('agents')}; this learner has "
                 f"{list(self.agents)}"
             )
-        for key in ("actor", "critic", "target_actor", "target_critic", "actor_opt", "critic_opt"):
+        refuse_nonfinite(state, "learner state")  # a file's: NaN weights act on NaN logits
+        for key in ("actor", "critic", "target_actor", "target_critic"):
             getattr(self, key).load_state_dict(state[key])
+        for key in ("actor_opt", "critic_opt"):  # checked: torch's load_state_dict is not
+            load_optimizer_state(getattr(self, key), state[key], key)
         counters = [int(c) for c in state["counters"]]
         # a checkpoint from before gradient_steps: one gradient step per update; from before
         # the copies were kept: 0 (read, and warned of, at the next step)

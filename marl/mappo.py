@@ -73,6 +73,7 @@ from marl.guards import FiniteGuard
 from marl.networks import RunningMeanStd
 from marl.recurrent import episode_starts
 from marl.registry import register_learner
+from marl.state_checks import load_optimizer_state, refuse_nonfinite
 
 
 def ippo_config(**kw: Any) -> MAPPOConfig:
@@ -512,9 +513,10 @@ class MAPPO(Learner):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        refuse_nonfinite(state, "learner state")  # a file's: NaN weights act on NaN logits
         self.actors.load_state_dict(state["actors"])
         self.critics.load_state_dict(state["critics"])
-        self.opt.load_state_dict(state["opt"])
+        load_optimizer_state(self.opt, state["opt"], "opt")  # checked: torch's is not
         for group in self.opt.param_groups:  # a checkpoint's own setting (None before) is
             group["foreach"] = True  # how it ran, not a hyperparameter
         self.value_rms.load_state_dict(state["value_rms"])

@@ -95,6 +95,7 @@ from marl.replay import (
     seated,
     warmed_up,
 )
+from marl.state_checks import load_optimizer_state, refuse_nonfinite
 
 log = logging.getLogger(__name__)
 
@@ -570,8 +571,10 @@ class ValueDecomp(Learner):
                 f"checkpoint is for {state['config']['mixer']} on seats {state.get('agents')}; "
                 f"this learner is {self.cfg.mixer} on {list(self.agents)}"
             )
-        for key in ("qnet", "mixer", "target_qnet", "target_mixer", "optimizer"):
+        refuse_nonfinite(state, "learner state")  # a file's: NaN weights act on NaN values
+        for key in ("qnet", "mixer", "target_qnet", "target_mixer"):
             getattr(self, key).load_state_dict(state[key])
+        load_optimizer_state(self.optimizer, state["optimizer"], "optimizer")  # torch's: unchecked
         counters = [int(c) for c in state["counters"]]
         # a checkpoint from before gradient_steps: one gradient step per update; from before
         # the copies were kept: 0 (read, and warned of, at the next step)
