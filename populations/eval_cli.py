@@ -546,8 +546,10 @@ def _check_eval_values(args: argparse.Namespace, spec: Any = None) -> None:
     for path in map(Path, args.policies):
         if path.is_dir():  # load_policy says which files it holds: the checks below run then
             return
-        if not path.is_file():
-            raise CLIError(f"policy file not found: {escaped(str(path))}")
+        if not path.is_file():  # missing, or a FIFO or device (a link to /dev/zero)
+            from marl.fileio import not_a_file
+
+            raise CLIError(not_a_file(path, "policy").replace(str(path), escaped(str(path))))
     if args.episodes < 1:
         raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
     if len(args.policies) < 2 and spec is not None and len(spec.teams) != 1:  # else alone

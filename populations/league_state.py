@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from marl.core import CheckpointError, ModelChangedError
+from marl.state_checks import nonfinite_tensor
 from populations.checkpoint import checkpoint_files
 from populations.members import Member, member_settings
 from populations.run_folder import RunFolderError, resume_words, settings_diff
@@ -225,11 +226,17 @@ def check_snapshots(path: Path, state: LeagueState, names: Sequence[str],
 def load_members(path: Path, members: Sequence[Member], states: dict[str, Any]) -> None:
     """Load each member's state from the checkpoint at ``path`` (``states``: name -> its
     state_dict); a member it lacks, another model, or a state that does not fit is one
-    line naming the member."""
+    line naming the member. NaN or inf in a member's tensors (a damaged or crafted file:
+    its hash is the crafter's too) is refused, naming the tensor."""
     for m in members:
         if m.name not in states:
             raise ValueError(f"checkpoint {path} has no member {m.name!r} (it holds "
                              f"{_shown(sorted(states))}); resume with the same members")
+        bad = nonfinite_tensor(states[m.name])
+        if bad is not None:  # else the member acts on NaN logits: torch's error mid-match
+            raise CheckpointError(f"checkpoint {path} holds {bad} of member {m.name!r}; a "
+                                  "checkpoint's tensors must be finite numbers (the file is "
+                                  "damaged or was edited)")
         try:
             m.load_state_dict(states[m.name])
         except ModelChangedError as err:  # an LLM member's model folder changed since

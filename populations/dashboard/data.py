@@ -38,7 +38,14 @@ from typing import Any
 from urllib.parse import quote
 
 from populations.dashboard import queries
-from populations.dashboard.sources import Source, SourceError, Sources, describe, open_source
+from populations.dashboard.sources import (
+    Source,
+    SourceError,
+    Sources,
+    describe,
+    open_source,
+    shown,
+)
 from populations.db import LeagueDB
 
 VERSION = "1"
@@ -114,7 +121,8 @@ class DashboardData:
     def view(self, source: str, run: int, name: str, compact: bool = False) -> Any:
         """One per-run view; ``compact``: its compact form (:data:`COMPACT_VIEWS`)."""
         if name not in RUN_VIEWS:
-            raise SourceError(f"unknown view {name!r}; expected one of {sorted(RUN_VIEWS)}", 404)
+            raise SourceError(f"unknown view {shown(name)}; expected one of {sorted(RUN_VIEWS)}",
+                              404)
         src = self.sources.get(source)
         with open_source(src) as db:
             queries.check_run(db, src, run)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import reprlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -137,6 +138,16 @@ def open_source(source: Source) -> Iterator[LeagueDB]:
         db.close()
 
 
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 80
+
+
+def shown(value: str) -> str:
+    """A request's value as an error quotes it: its repr, cut to about 80 characters (a URL
+    may name a 10,000-character view or database id)."""
+    return _SHOWN.repr(value)
+
+
 class Sources:
     """The databases the dashboard serves; folders are searched again on each call."""
 
@@ -150,4 +161,4 @@ class Sources:
         for s in self.all():
             if s.id == sid:
                 return s
-        raise SourceError(f"unknown database id {sid!r}; see /api/runs for the ids", 404)
+        raise SourceError(f"unknown database id {shown(sid)}; see /api/runs for the ids", 404)
