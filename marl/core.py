@@ -155,7 +155,7 @@ def _check_meta(d: Any) -> None:
         "agents": _is_str_list(agents),
         "roles": _is_str_list(d["roles"]) and len(d["roles"]) == len(agents),
         "inputs": _is_str_list(d.get("inputs", ())),
-        "step": type(d.get("step", 0)) is int,
+        "step": type(d.get("step", 0)) is int and 0 <= d.get("step", 0) < 2**63,  # SQLite
         "extra": isinstance(d.get("extra", {}), dict),
         "obs_shapes": isinstance(d["obs_shapes"], dict)
         and all(isinstance(a, str) and _is_shape(s) for a, s in d["obs_shapes"].items()),
@@ -166,8 +166,10 @@ def _check_meta(d: Any) -> None:
     }
     bad = [name for name, ok in checks.items() if not ok]
     if bad:
+        accepted = {"step": "; accepted: a learner step >= 0 below 2**63",
+                    "extra": "; accepted: a dict"}.get(bad[0], "")
         raise ValueError(f"policy metadata field {bad[0]!r} is malformed: "
-                         f"{short_repr(d[bad[0]])}")  # bounded: a file may nest it deep
+                         f"{short_repr(d[bad[0]])}{accepted}")  # bounded: a file may nest it
     seats = set(agents)
     for name in ("obs_shapes", "action_spaces"):
         if not seats <= set(d[name]):

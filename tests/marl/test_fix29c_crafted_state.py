@@ -183,3 +183,14 @@ def test_a_policy_path_that_is_no_regular_file_says_what_it_is(tmp_path, planted
                            "(through a link)",
             "dangling link": f"policy file {path} is a link to a missing file"}[planted]
     assert said in _one_line(err)
+
+
+@pytest.mark.parametrize("step", [-1, 10**30])
+def test_a_policy_step_below_zero_or_past_sqlite_is_refused(tmp_path, step):
+    """selfplay-eval records the step with the policy: 10**30 was an OverflowError there
+    (said as "out of memory or a size too large"), -1 a learner step recorded as is."""
+    path = _policy_file(tmp_path / "p.pt", lambda d: d["meta"].update(step=step))
+    with pytest.raises(PolicyLoadError) as err:
+        load_policy(path)
+    assert _one_line(err) == (f"{path}: policy metadata field 'step' is malformed: {step}; "
+                              "accepted: a learner step >= 0 below 2**63")

@@ -126,3 +126,14 @@ def test_the_dashboard_cuts_a_long_unknown_name_in_its_error(tmp_path):
         assert r.status_code == 404
         error = r.json()["error"]
         assert error.startswith(said) and "...v" in error and len(error) < 400, error[:500]
+
+
+def test_eval_of_a_policy_step_past_sqlite_is_one_line(tmp_path, league_run, capsys):
+    data = torch.load(_snapshot(league_run), weights_only=True)
+    data["meta"]["step"] = 10**30
+    torch.save(data, tmp_path / "s.pt")
+    code, _, err = run_eval(["--db", str(tmp_path / "e.db"), "--episodes", "2",
+                             str(tmp_path / "s.pt"), str(_snapshot(league_run))], capsys)
+    assert code == 2
+    assert err.strip() == (f"selfplay-eval: {tmp_path / 's.pt'}: policy metadata field 'step' "
+                           f"is malformed: {10**30}; accepted: a learner step >= 0 below 2**63")
