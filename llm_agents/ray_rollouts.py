@@ -414,6 +414,11 @@ class RayRollouts(_Collector):
         atexit.register(at_exit)
         log.info("LLM rollouts on %d ray actors (%s)", cfg.workers, cfg.address or "local ray")
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy (an LLM league member's trainer, sent to its learner actor) leaves the exit
+        hook to this one: a closure over a weak reference, which cannot be pickled."""
+        return {k: v for k, v in self.__dict__.items() if k != "_at_exit"}
+
     def push(self, version: int) -> int:
         """Send the learner's weights to every actor; returns the blob's size in bytes."""
         team = self.trainer.team
