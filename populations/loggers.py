@@ -380,6 +380,7 @@ class WandbLogger(MetricsLogger):
             mode = os.environ.get("WANDB_MODE") or (
                 "online" if os.environ.get("WANDB_API_KEY") else "offline")
         self.files = run_dir / "wandb"
+        refuse_link(self.files, "wandb folder", ValueError)  # wandb writes there: the run's own
         self.files.mkdir(parents=True, exist_ok=True)
         fresh = not (self.files / RUN_ID).is_file()  # a new wandb run: nothing logged yet
         run_id = self._run_id()

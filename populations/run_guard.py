@@ -9,6 +9,7 @@ and the checks of a resume.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -69,6 +70,76 @@ touched."""
 
 _KEPT_SWEEP: dict[str, bytes | None] = {}
 """What each sweep folder's ``multirun.yaml`` held before Hydra rewrote it (``None``: none)."""
+
+RUN_NAMES = frozenset({
+    ".hydra",  # Hydra: the run's config and overrides (its job log: _written_names)
+    ".lock",  # run_folder.LOCK_NAME
+    "settings.json",  # run_folder.SETTINGS_NAME
+    "league.db", "league.db-wal", "league.db-shm", "league.db-journal",  # db.LeagueDB
+    "metrics.csv",  # loggers.CSVLogger
+    "checkpoints",  # checkpoint.save_checkpoint
+    "snapshots",  # store.PolicyStore
+    "wandb",  # loggers.WandbLogger (wandb.init(dir=<run>) writes there too)
+    ".checkpointed",  # single_run.CHECKPOINTED
+    "models",  # llm_agents.build: the tiny models vLLM serves
+})
+"""The names selfplay (and Hydra for it) writes at the top of a run folder: all a failed or
+refused command removes there (:func:`_remove_written`). Anything else new in the folder
+was made by another program while the command ran (an editor, another job writing into
+``hydra.run.dir=.``): it stays."""
+SWEEP_NAMES = frozenset({"multirun.yaml", "summary.csv", ".lock"})
+"""The names a sweep writes at the top of its folder, besides its jobs' folders
+(:data:`_SWEEP_JOB_FOLDERS`)."""
+_SWEEP_JOB_FOLDERS: dict[str, set[str]] = {}
+"""Each sweep folder this process holds (:func:`hold_folder`): the names of the folders its
+jobs ran in (:func:`run_folder_guard`), the only folders in it the sweep removes."""
+_FOREIGN: dict[str, list[str]] = {}
+"""A folder this command made and would have removed, kept because another program wrote
+in it meanwhile: the names it keeps (:func:`discard_run_dir`; said in the command's line)."""
+_HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
+"""The files Hydra writes in a run's ``.hydra`` before the task runs."""
+
+
+def _written_names(folder: Path) -> frozenset[str]:
+    """The names at the top of ``folder`` that this command (or Hydra for it) writes:
+    :data:`RUN_NAMES`, Hydra's job log (``cli.log``, as recorded by :func:`_keep_written`),
+    a held sweep folder's :data:`SWEEP_NAMES` and its jobs' folders, and the ``<name>.tmp``
+    of each (``atomic_write``'s)."""
+    logs = {name for _, held in _KEPT.values() for name in held} or {"cli.log"}
+    names = set(RUN_NAMES) | logs
+    jobs = _SWEEP_JOB_FOLDERS.get(os.path.abspath(folder))
+    if jobs is not None:
+        names |= SWEEP_NAMES | jobs
+    return frozenset(names | {f"{name}.tmp" for name in names})
+
+
+def _remove_written(folder: Path, before: frozenset[str]) -> list[str]:
+    """Remove from ``folder`` what this command wrote there: the names it writes
+    (:func:`_written_names`) that ``folder`` did not hold ``before``. The new names it keeps
+    (another program's files and folders), sorted."""
+    ours, foreign = _written_names(folder), []
+    for path in folder.iterdir():
+        if path.name in before:
+            continue
+        if path.name not in ours:
+            foreign.append(path.name)
+        elif path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return sorted(foreign)
+
+
+def _kept_note(run_dir: Path) -> str:
+    """What a command's line adds when the folder it made stays because another program
+    wrote in it (:data:`_FOREIGN`): which folder, and the files it keeps."""
+    names = _FOREIGN.pop(os.path.abspath(run_dir), None)
+    if not names:
+        return ""
+    shown = ", ".join(repr(name) for name in names[:5])
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return (f"; {run_dir} stays: it holds files this command did not write ({shown}{more}), "
+            f"its own went")
 
 
 def _keep_sweep_file(sweep_dir: Path) -> None:
@@ -134,6 +205,11 @@ def hold_folder(folder: Path, key: str, what: str = "run folder", depth: int = 0
         lock.release()
         raise
     _HELD.append(lock)
+    from populations.run_folder import SWEEP_FOLDER
+
+    _SWEEP_JOB_FOLDERS.pop(path, None)  # an earlier command's (tests run several)
+    if what == SWEEP_FOLDER:  # its jobs' folders, as they run (run_folder_guard)
+        _SWEEP_JOB_FOLDERS[path] = set()
     if not existed:  # made by the lock: this command's
         _BEFORE[path] = None
         return
@@ -192,7 +268,68 @@ def _keep_written(folder: Path, depth: int = 0, log_name: str = "cli.log") -> No
     """Record in :data:`_KEPT` the ``.hydra`` files and the size of Hydra's job log
     ``log_name`` (``${hydra.job.name}.log``) of ``folder`` (and of the folders in it, ``depth``
     levels down) before Hydra rewrites them, so that a refused command puts them back
-    (:func:`_restore_written`)."""
+    (:func:`_restore_written`). First, a link (or a FIFO, a folder...) where Hydra writes a
+    file is refused (:func:`_refuse_planted`): Hydra wrote through it, outside the folder."""
+    try:
+        _refuse_planted(Path(os.path.abspath(folder)), depth, log_name)
+    except CLIError:
+        _let_go(folder)
+        raise
+    _record_kept(folder, depth, log_name)
+
+
+def _refuse_planted(folder: Path, depth: int, log_name: str) -> None:
+    """Refuse (:class:`CLIError`, in :func:`~populations.db.refuse_link`'s words) what Hydra
+    would write through: a link at ``.hydra``, its three files (:data:`_HYDRA_FILES`), the job
+    log ``log_name``, or a held sweep folder's ``multirun.yaml`` (a run folder from elsewhere,
+    resumed, had ``.hydra/config.yaml`` overwrite the file it pointed to and ``cli.log``
+    append to it), or something there that is not what Hydra writes (a FIFO blocks it). In a
+    sweep folder (``depth`` 1), the same for each job folder in it (a sweep's resume)."""
+    from populations.db import refuse_link
+
+    if os.path.abspath(folder) in _SWEEP_JOB_FOLDERS:  # Hydra writes only multirun.yaml here
+        checks = [folder / "multirun.yaml"]
+    else:
+        hydra = folder / ".hydra"
+        checks = [folder / log_name, hydra, *(hydra / name for name in _HYDRA_FILES)]
+    for path in checks:
+        what = ("sweep file" if path.name == "multirun.yaml" else "run log" if
+                path.name == log_name else "Hydra folder" if path.name == ".hydra" else
+                "Hydra file")
+        refuse_link(path, what, CLIError)
+        # a FIFO (a device, a socket) blocks or swallows what Hydra writes; a folder where a
+        # file goes, or a file for .hydra, fails Hydra's own open: its line names the file
+        if path.exists() and not path.is_file() and not path.is_dir():
+            raise CLIError(f"{what} {path} is not a regular file; a run folder's files must "
+                           "be its own: move it away")
+        if path == folder / ".hydra" and not path.is_dir():
+            break  # no .hydra folder: none of its files either (checked last)
+    if depth > 0:
+        try:
+            inner = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()]
+        except OSError:  # unreadable: Hydra says so
+            return
+        for sub in inner:
+            _refuse_planted(sub, depth - 1, log_name)
+
+
+def _let_go(folder: Path) -> None:
+    """Undo :func:`hold_folder` for a command refused right after it: the lock file it made
+    in ``folder``, the folder when the lock made it, the locks."""
+    from populations.run_folder import LOCK_NAME
+
+    path = os.path.abspath(folder)
+    held = _BEFORE.get(path, frozenset({LOCK_NAME}))  # not recorded: not known to be ours
+    lock_file = Path(path) / LOCK_NAME
+    if (held is None or LOCK_NAME not in held) and not lock_file.is_symlink():
+        lock_file.unlink(missing_ok=True)
+    if path in _BEFORE and held is None:
+        _remove_made(Path(path))
+    release_folders()
+
+
+def _record_kept(folder: Path, depth: int, log_name: str) -> None:
+    """:func:`_keep_written`'s record, once nothing is refused."""
     path = Path(os.path.abspath(folder))
     hydra = path / ".hydra"
     try:
@@ -207,7 +344,7 @@ def _keep_written(folder: Path, depth: int = 0, log_name: str = "cli.log") -> No
         return
     _KEPT[str(path)] = (saved, logs)
     for sub in inner:
-        _keep_written(sub, depth - 1, log_name)
+        _record_kept(sub, depth - 1, log_name)
 
 
 def _restore_written(run_dir: Path) -> None:
@@ -358,16 +495,15 @@ def _below_start(run_dir: Path) -> bool:
 def _discard_new(run_dir: Path, sweep_dir: Path | None) -> None:
     """Remove a run folder this process created (:func:`discard_run_dir`), and its sweep's
     folder when no job is left in it."""
-    from populations.run_folder import LOCK_NAME
-
     if not discard_run_dir(run_dir) or sweep_dir is None or not sweep_dir.is_dir():
         return
     made, before = _before(sweep_dir)
+    jobs = _SWEEP_JOB_FOLDERS.get(os.path.abspath(sweep_dir))
+    if jobs is None or any(os.path.lexists(sweep_dir / name) for name in jobs):
+        return  # another job's folder is left (or the sweep is not this command's)
     if made:
-        if {p.name for p in sweep_dir.iterdir()} <= {"multirun.yaml", LOCK_NAME}:
-            discard_run_dir(sweep_dir)
-    elif before is not None and \
-            {p.name for p in sweep_dir.iterdir()} - before <= {"multirun.yaml", LOCK_NAME}:
+        discard_run_dir(sweep_dir)
+    elif before is not None:
         _discard_written(sweep_dir, before)  # a sweep folder that existed stays, as it was
 
 
@@ -376,13 +512,21 @@ def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
     checkpoint, no PSRO iteration recorded: :func:`_psro_recorded`), and its parents left
     empty below ``root`` (the working directory). A folder another process holds
     (:func:`~populations.run_folder.locked_elsewhere`: a run started beside this command) is
-    never removed."""
+    never removed. Only what this command wrote goes (:func:`_remove_written`): a folder in
+    which another program wrote meanwhile stays with its files (:data:`_FOREIGN`)."""
     from populations.run_folder import locked_elsewhere
 
     if not run_dir.is_dir() or _worth_keeping(run_dir) or not _below_start(run_dir) or \
             locked_elsewhere(run_dir):
         return False
-    shutil.rmtree(run_dir, ignore_errors=True)
+    foreign = _remove_written(run_dir, frozenset())
+    if foreign:
+        _FOREIGN[os.path.abspath(run_dir)] = foreign
+        return False
+    try:
+        run_dir.rmdir()
+    except OSError:  # a file made since: it stays, with the folder
+        return False
     root = (root or Path.cwd()).resolve()
     parent = Path(os.path.abspath(run_dir)).parent
     # only the parents this command made (a folder the user made for runs stays, even empty)
@@ -403,20 +547,16 @@ def _worth_keeping(run_dir: Path) -> bool:
 
 def _discard_written(run_dir: Path, before: frozenset[str] | None) -> None:
     """In a folder that existed before this command (it held ``before``), remove what the
-    command wrote there (Hydra's ``.hydra`` and log, a run's first files) when it holds
-    nothing worth keeping (:func:`discard_run_dir`'s test); the folder and what it held stay.
+    command wrote there (Hydra's ``.hydra`` and log, a run's first files:
+    :func:`_remove_written`) when it holds nothing worth keeping (:func:`discard_run_dir`'s
+    test); the folder, what it held and what other programs made in it meanwhile stay.
     ``before`` None (not known), or a folder another process holds: nothing is removed."""
     from populations.run_folder import locked_elsewhere
 
     if before is None or not run_dir.is_dir() or _worth_keeping(run_dir) or \
             locked_elsewhere(run_dir):
         return
-    for path in run_dir.iterdir():
-        if path.name not in before:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
+    _remove_written(run_dir, before)
 
 
 def _psro_recorded(run_dir: Path) -> bool:
@@ -463,6 +603,10 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
     (:func:`_failed_jobs_line`). Ctrl-C still ends the sweep. A folder that existed before
     this command (holding ``before``) stays: only what the command wrote in it goes
     (:func:`_discard_written`)."""
+    if sweep_dir is not None and os.path.abspath(sweep_dir) in _SWEEP_JOB_FOLDERS:
+        with contextlib.suppress(ValueError):  # the job's folder: the sweep's to remove
+            _SWEEP_JOB_FOLDERS[os.path.abspath(sweep_dir)].add(Path(os.path.abspath(
+                run_dir)).relative_to(os.path.abspath(sweep_dir)).parts[0])
     try:
         yield
     except KeyboardInterrupt:  # Ctrl-C: no traceback; say how to go on (exit 130, as a shell)
@@ -499,6 +643,7 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         line = too_large_line(err, overrides) if too_large(err) is not None else one_line(err)
+        line += _kept_note(run_dir) + (_kept_note(sweep_dir) if sweep_dir is not None else "")
         if sweep_dir is None and type(err).__name__ == "HoldsRunError":  # the command to paste
             line += f"; it resumes with: {_run_resume_command(run_dir, overrides, flags)}"
         if not refused:  # a run that failed while running: why, in its cli.log too
@@ -613,7 +758,7 @@ def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
         _discard_new(run_dir, sweep_dir)
     else:
         _discard_written(run_dir, before)
-    return "interrupted before the run started (start again)"
+    return f"interrupted before the run started (start again){_kept_note(run_dir)}"
 
 
 _FAILED_JOBS: list[tuple[int, Path]] = []
