@@ -35,6 +35,7 @@ from populations.command_line import (
     resume_command,
     run_dir_override,
 )
+from populations.run_folder_names import RUN_NAMES, SWEEP_NAMES, refuse_planted
 from populations.sweeps import (  # importing it registers the job folders' resolvers
     folder_given,
     sweep_resume_command,
@@ -71,33 +72,13 @@ touched."""
 _KEPT_SWEEP: dict[str, bytes | None] = {}
 """What each sweep folder's ``multirun.yaml`` held before Hydra rewrote it (``None``: none)."""
 
-RUN_NAMES = frozenset({
-    ".hydra",  # Hydra: the run's config and overrides (its job log: _written_names)
-    ".lock",  # run_folder.LOCK_NAME
-    "settings.json",  # run_folder.SETTINGS_NAME
-    "league.db", "league.db-wal", "league.db-shm", "league.db-journal",  # db.LeagueDB
-    "metrics.csv",  # loggers.CSVLogger
-    "checkpoints",  # checkpoint.save_checkpoint
-    "snapshots",  # store.PolicyStore
-    "wandb",  # loggers.WandbLogger (wandb.init(dir=<run>) writes there too)
-    ".checkpointed",  # single_run.CHECKPOINTED
-    "models",  # llm_agents.build: the tiny models vLLM serves
-})
-"""The names selfplay (and Hydra for it) writes at the top of a run folder: all a failed or
-refused command removes there (:func:`_remove_written`). Anything else new in the folder
-was made by another program while the command ran (an editor, another job writing into
-``hydra.run.dir=.``): it stays."""
-SWEEP_NAMES = frozenset({"multirun.yaml", "summary.csv", ".lock"})
-"""The names a sweep writes at the top of its folder, besides its jobs' folders
-(:data:`_SWEEP_JOB_FOLDERS`)."""
 _SWEEP_JOB_FOLDERS: dict[str, set[str]] = {}
 """Each sweep folder this process holds (:func:`hold_folder`): the names of the folders its
 jobs ran in (:func:`run_folder_guard`), the only folders in it the sweep removes."""
 _FOREIGN: dict[str, list[str]] = {}
 """A folder this command made and would have removed, kept because another program wrote
 in it meanwhile: the names it keeps (:func:`discard_run_dir`; said in the command's line)."""
-_HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
-"""The files Hydra writes in a run's ``.hydra`` before the task runs."""
+
 
 
 def _written_names(folder: Path) -> frozenset[str]:
@@ -268,49 +249,16 @@ def _keep_written(folder: Path, depth: int = 0, log_name: str = "cli.log") -> No
     """Record in :data:`_KEPT` the ``.hydra`` files and the size of Hydra's job log
     ``log_name`` (``${hydra.job.name}.log``) of ``folder`` (and of the folders in it, ``depth``
     levels down) before Hydra rewrites them, so that a refused command puts them back
-    (:func:`_restore_written`). First, a link (or a FIFO, a folder...) where Hydra writes a
-    file is refused (:func:`_refuse_planted`): Hydra wrote through it, outside the folder."""
+    (:func:`_restore_written`). First, a link (or a FIFO) where Hydra writes a file is
+    refused (:func:`~populations.run_folder_names.refuse_planted`): Hydra wrote through it,
+    outside the folder."""
     try:
-        _refuse_planted(Path(os.path.abspath(folder)), depth, log_name)
+        refuse_planted(Path(os.path.abspath(folder)), depth, log_name,
+                       sweep=os.path.abspath(folder) in _SWEEP_JOB_FOLDERS)
     except CLIError:
         _let_go(folder)
         raise
     _record_kept(folder, depth, log_name)
-
-
-def _refuse_planted(folder: Path, depth: int, log_name: str) -> None:
-    """Refuse (:class:`CLIError`, in :func:`~populations.db.refuse_link`'s words) what Hydra
-    would write through: a link at ``.hydra``, its three files (:data:`_HYDRA_FILES`), the job
-    log ``log_name``, or a held sweep folder's ``multirun.yaml`` (a run folder from elsewhere,
-    resumed, had ``.hydra/config.yaml`` overwrite the file it pointed to and ``cli.log``
-    append to it), or something there that is not what Hydra writes (a FIFO blocks it). In a
-    sweep folder (``depth`` 1), the same for each job folder in it (a sweep's resume)."""
-    from populations.db import refuse_link
-
-    if os.path.abspath(folder) in _SWEEP_JOB_FOLDERS:  # Hydra writes only multirun.yaml here
-        checks = [folder / "multirun.yaml"]
-    else:
-        hydra = folder / ".hydra"
-        checks = [folder / log_name, hydra, *(hydra / name for name in _HYDRA_FILES)]
-    for path in checks:
-        what = ("sweep file" if path.name == "multirun.yaml" else "run log" if
-                path.name == log_name else "Hydra folder" if path.name == ".hydra" else
-                "Hydra file")
-        refuse_link(path, what, CLIError)
-        # a FIFO (a device, a socket) blocks or swallows what Hydra writes; a folder where a
-        # file goes, or a file for .hydra, fails Hydra's own open: its line names the file
-        if path.exists() and not path.is_file() and not path.is_dir():
-            raise CLIError(f"{what} {path} is not a regular file; a run folder's files must "
-                           "be its own: move it away")
-        if path == folder / ".hydra" and not path.is_dir():
-            break  # no .hydra folder: none of its files either (checked last)
-    if depth > 0:
-        try:
-            inner = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()]
-        except OSError:  # unreadable: Hydra says so
-            return
-        for sub in inner:
-            _refuse_planted(sub, depth - 1, log_name)
 
 
 def _let_go(folder: Path) -> None:

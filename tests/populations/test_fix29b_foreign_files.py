@@ -5,9 +5,9 @@ A run that failed (or was refused) in a folder that existed removed every entry 
 not there when it took the folder's lock: files and folders another program made there while
 the run ran (an editor's, another job's, with ``hydra.run.dir=.``) were deleted with the run's
 own. A folder the command made was removed whole (``rmtree``), another program's files in it
-too. Now only the names selfplay and Hydra write go (``run_guard.RUN_NAMES``, the job log, a
-sweep's ``multirun.yaml`` and job folders); another program's stay, and a folder the command
-made stays with them (its line says so).
+too. Now only the names selfplay and Hydra write go (``run_folder_names.RUN_NAMES``, the job
+log, a sweep's ``multirun.yaml`` and job folders); another program's stay, and a folder the
+command made stays with them (its line says so).
 
 The other program is a user's game (``imports=[...]``): once the run holds its folder (the
 lock file is there), its reset writes a file and a folder in the folder named by
@@ -132,9 +132,10 @@ def test_a_failed_sweep_keeps_what_another_program_made_in_its_folder(tmp_path, 
 
 @pytest.mark.parametrize("kind", ["single", "league", "psro", "sweep"])
 def test_every_name_a_run_writes_is_one_run_guard_removes(tmp_path, monkeypatch, kind):
-    """The names ``run_guard`` removes after a failure are a list: a run that writes a new one
-    at the top of its folder would leave it behind when it fails (and keep the folder)."""
-    from populations import run_guard
+    """The names ``run_guard`` removes after a failure are a list (``run_folder_names``): a
+    run that writes a new one at the top of its folder would leave it behind when it fails
+    (and keep the folder)."""
+    from populations.run_folder_names import RUN_NAMES, SWEEP_NAMES
     from tests.populations.test_walk18_cli_more import TINY
     from tests.populations.test_walk18_cli_more import _train as train_here
 
@@ -150,11 +151,11 @@ def test_every_name_a_run_writes_is_one_run_guard_removes(tmp_path, monkeypatch,
     if kind == "sweep":
         jobs = {p.name for p in (tmp_path / "sweep").iterdir() if p.is_dir()}
         assert len(jobs) == 2
-        assert {p.name for p in (tmp_path / "sweep").iterdir()} - jobs <= run_guard.SWEEP_NAMES
+        assert {p.name for p in (tmp_path / "sweep").iterdir()} - jobs <= SWEEP_NAMES
         runs = [tmp_path / "sweep" / job for job in jobs]
     else:
         runs = [tmp_path / "run"]
     for run in runs:
         names = {p.name for p in run.iterdir()}
         assert {"settings.json", "league.db", ".hydra", "cli.log"} <= names
-        assert names <= run_guard.RUN_NAMES | {"cli.log"}, names - run_guard.RUN_NAMES
+        assert names <= RUN_NAMES | {"cli.log"}, names - RUN_NAMES
