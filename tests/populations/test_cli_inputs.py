@@ -192,6 +192,11 @@ def test_eval_seed_out_of_range_is_one_line(seed, exploit, tmp_path, capsys):
 
 
 # ------------------------------------------------------------- selfplay-train's flags
+RERUN = ("not supported (Hydra unpickles the file, which runs any code it holds, and "
+         "selfplay runs write no .hydra/config.pickle); continue a run with resume=true "
+         "hydra.run.dir=<run>")
+
+
 @pytest.mark.parametrize("argv, said", [
     # before: Hydra's ValueError tracebacks, exit 1 (RA-12)
     (["-r", "-m"], "--run and -m cannot be combined: give one of --run, -m, --cfg, --info, "
@@ -202,12 +207,10 @@ def test_eval_seed_out_of_range_is_one_line(seed, exploit, tmp_path, capsys):
                     "hydra or --cfg all"),
     (["--info", "config", "--resolve"], "--resolve resolves what --cfg prints: give it with "
                                         "--cfg job, --cfg hydra or --cfg all"),
-    (["--experimental-rerun", "nope.pickle"], "--experimental-rerun 'nope.pickle': no such "
-                                              "file (give a run's .hydra/config.pickle)"),
-    (["--experimental-rerun", "."], "--experimental-rerun '.': a folder (give a run's "
-                                    ".hydra/config.pickle)"),
-    (["--experimental-rerun", "text.txt"], "--experimental-rerun 'text.txt' is not a pickle "
-                                           "file (give a run's .hydra/config.pickle)"),
+    # before: a missing file or a text file got these checks, and a pickle was unpickled by
+    # Hydra (audit29 F2: any code it held ran); refused now whatever the file
+    (["--experimental-rerun", "nope.pickle"], "--experimental-rerun 'nope.pickle': " + RERUN),
+    (["--experimental-rerun", "."], "--experimental-rerun '.': " + RERUN),
 ])
 def test_train_hydra_flag_misuse_is_one_line(argv, said, monkeypatch, tmp_path, capsys):
     from populations.cli import train_main
@@ -220,3 +223,27 @@ def test_train_hydra_flag_misuse_is_one_line(argv, said, monkeypatch, tmp_path, 
     assert stop.value.code == 2
     assert capsys.readouterr().err == f"selfplay-train: {said}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["text.txt"]  # no run folder
+
+
+class _Planted:
+    def __reduce__(self):
+        return (open, ("planted.txt", "w"))  # runs at unpickling: makes the file
+
+
+def test_experimental_rerun_of_a_crafted_pickle_runs_nothing(monkeypatch, tmp_path, capsys):
+    """audit29 F2: Hydra's --experimental-rerun unpickled the file, so a crafted
+    .hydra/config.pickle ran its code (here: making a file); before, the pickle passed our
+    check (it starts with \\x80) and planted.txt was made."""
+    import pickle
+
+    from populations.cli import train_main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.pickle").write_bytes(pickle.dumps({"x": _Planted()}, protocol=4))
+    monkeypatch.setattr(sys, "argv", ["selfplay-train", "--experimental-rerun", "config.pickle"])
+    with pytest.raises(SystemExit) as stop:
+        train_main()
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == ("selfplay-train: --experimental-rerun 'config.pickle': "
+                                       + RERUN + "\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.pickle"]
