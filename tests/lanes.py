@@ -52,11 +52,10 @@ SECOND_LANE = (
     "tests/marl/test_mappo.py",
     "tests/llm_agents/test_learning.py",
     "tests/populations/test_walk25_progress_bars.py",
-    "tests/marl/test_maddpg.py",
     "tests/llm_agents/test_fix28c_actor_workdir_ray.py",
-    "tests/populations/test_fix28a_exploit_stop.py",
-    "tests/populations/test_mixed_league.py",
     "tests/populations/test_fix27g_failed_run_keeps_log.py",
+    "tests/populations/test_fix29a_league_rollouts_closed.py",
+    "tests/populations/test_fix29a_async_exploit_stop.py",
 )
 """Modules (paths from the repository root) the second process runs, in this order: every
 module that starts Ray, and test_cli (mostly ``selfplay-train`` child processes),
