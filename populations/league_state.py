@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from marl.core import CheckpointError, ModelChangedError
-from marl.state_checks import nonfinite_tensor
+from marl.core import CheckpointError, ModelChangedError, nonfinite_tensor
 from populations.checkpoint import checkpoint_files
 from populations.members import Member, member_settings
 from populations.run_folder import RunFolderError, resume_words, settings_diff
