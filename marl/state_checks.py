@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from marl.optim import Adam
+
 _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 60, 60
 _REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 4
@@ -118,7 +120,7 @@ def _adam_keys(group: dict[str, Any]) -> set[str]:
     return {"step", "exp_avg", "exp_avg_sq", *(["max_exp_avg_sq"] if group["amsgrad"] else [])}
 
 
-def _state_error(opt: torch.optim.Optimizer, state: Any, ids: list[int]) -> str | None:
+def _state_error(opt: torch.optim.Optimizer | Adam, state: Any, ids: list[int]) -> str | None:
     """What is wrong with a saved ``state`` (param id -> its state) for ``opt``'s parameters
     (``ids``: the saved ids of them, in order), or None."""
     if not isinstance(state, dict):
@@ -131,7 +133,7 @@ def _state_error(opt: torch.optim.Optimizer, state: Any, ids: list[int]) -> str 
         p, group = params[pid]
         if not isinstance(st, dict) or not all(isinstance(k, str) for k in st):
             return f"state[{pid}] is {short_repr(st)}; accepted: a dict of its tensors"
-        want = _adam_keys(group) if isinstance(opt, torch.optim.Adam) else None
+        want = _adam_keys(group) if isinstance(opt, torch.optim.Adam | Adam) else None
         if want is not None and st and set(st) != want:
             return f"state[{pid}] holds {sorted(st)}; accepted: {sorted(want)} (or nothing)"
         for key, v in st.items():
@@ -152,7 +154,7 @@ def _state_error(opt: torch.optim.Optimizer, state: Any, ids: list[int]) -> str 
     return None
 
 
-def optimizer_state_error(opt: torch.optim.Optimizer, saved: Any) -> str | None:
+def optimizer_state_error(opt: torch.optim.Optimizer | Adam, saved: Any) -> str | None:
     """Why ``saved`` (an ``Optimizer.state_dict()`` read from a file) cannot be loaded into
     ``opt``, or None: its groups must match ``opt``'s (as many, each with as many
     parameters), their hyperparameters must be finite numbers >= 0 and their flags ``opt``'s,
@@ -173,7 +175,7 @@ def optimizer_state_error(opt: torch.optim.Optimizer, saved: Any) -> str | None:
     return _state_error(opt, saved.get("state", {}), ids)
 
 
-def load_optimizer_state(opt: torch.optim.Optimizer, saved: Any, name: str) -> None:
+def load_optimizer_state(opt: torch.optim.Optimizer | Adam, saved: Any, name: str) -> None:
     """``opt.load_state_dict(saved)`` after :func:`optimizer_state_error` found nothing.
 
     Raises:

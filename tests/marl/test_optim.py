@@ -230,3 +230,20 @@ def test_cuda_steps_and_checkpoints_bitwise_as_torch_adam(foreach, dtype):
     _run(again, theirs, again_p, theirs_p, 10, seed=9)
     assert all(torch.equal(a, b) for a, b in zip(again_p, theirs_p, strict=True))
     assert all(st["exp_avg"].is_cuda and st["step"].is_cpu for st in again.state.values())
+
+
+def test_state_checks_refuse_a_crafted_state_for_ours_as_for_torchs():
+    from marl.state_checks import load_optimizer_state
+    ps = _params(torch.float32)
+    ours = Adam(ps, lr=1e-3)
+    for p in ps:
+        p.grad = torch.ones_like(p)
+    ours.step()
+    good = _through_file(ours.state_dict())
+    crafted = _through_file(ours.state_dict())
+    del crafted["state"][0]["exp_avg_sq"]  # torch's load takes it; the next step fails
+    with pytest.raises(ValueError, match=r"state\[0\] holds \['exp_avg', 'step'\]; accepted"):
+        load_optimizer_state(Adam(_clone(ps), lr=1e-3), crafted, "opt")
+    again = Adam(_clone(ps), lr=1e-3)
+    load_optimizer_state(again, good, "opt")
+    _same_state(again.state_dict(), ours.state_dict())
