@@ -71,6 +71,7 @@ from marl.core import (
 )
 from marl.guards import FiniteGuard
 from marl.networks import RunningMeanStd
+from marl.optim import Adam
 from marl.recurrent import episode_starts
 from marl.registry import register_learner
 from marl.state_checks import load_optimizer_state, refuse_nonfinite
@@ -235,8 +236,7 @@ class MAPPO(Learner):
         # foreach: one kernel per op for all tensors; torch picks it by itself on CUDA only,
         # on CPU it loops over the tensors (~15 % of an update at matched settings), with
         # bitwise the same result
-        self.opt = torch.optim.Adam(params, lr=self.cfg.lr, eps=self.cfg.adam_eps,
-                                    foreach=True)
+        self.opt = Adam(params, lr=self.cfg.lr, eps=self.cfg.adam_eps, foreach=True)
         self.value_rms = RunningMeanStd().to(self.device)
         agent_ids = torch.tensor([spec.agent_ids.index(a) for a in self.agents])
         roles = spec.roles
