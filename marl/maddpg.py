@@ -76,6 +76,7 @@ from marl.core import (
 )
 from marl.guards import FiniteGuard
 from marl.networks import masked_logits
+from marl.optim import Adam
 from marl.registry import register_learner
 from marl.replay import (
     AgentStacker,
@@ -362,8 +363,8 @@ class MADDPG(Learner):
             self.critic = GroupedMLP(G, S + A * D + A, cfg.hidden, 1).to(self.device)
         self.target_actor = copy.deepcopy(self.actor).requires_grad_(False)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr_actor)
-        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr_critic)
+        self.actor_opt = Adam(self.actor.parameters(), lr=cfg.lr_actor)
+        self.critic_opt = Adam(self.critic.parameters(), lr=cfg.lr_critic)
         fields = {
             "obs": ((A, O), torch.float32),
             "state": ((S,), torch.float32),
