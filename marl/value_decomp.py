@@ -85,6 +85,7 @@ from marl.core import (
 )
 from marl.guards import FiniteGuard
 from marl.networks import masked_logits, mlp
+from marl.optim import Adam
 from marl.registry import register_learner
 from marl.replay import (
     AgentStacker,
@@ -341,7 +342,7 @@ class ValueDecomp(Learner):
         self.target_qnet = copy.deepcopy(self.qnet).requires_grad_(False)
         self.target_mixer = copy.deepcopy(self.mixer).requires_grad_(False)
         self.params = [*self.qnet.parameters(), *self.mixer.parameters()]
-        self.optimizer = torch.optim.Adam(self.params, lr=cfg.lr)
+        self.optimizer = Adam(self.params, lr=cfg.lr)
         fields = {
             "obs": ((A, O), torch.float32),
             "action": ((A,), torch.int64),
