@@ -507,7 +507,7 @@ def load_policy(path: str | os.PathLike) -> Policy:
     bad = nonfinite_tensor(data["payload"])  # else NaN actions, or torch's error mid-match
     if bad is not None:
         raise PolicyLoadError(f"{path}: {meta.kind} policy holds {bad}; a policy's weights "
-                              "must be finite numbers")
+                              "must be finite real numbers")
     try:
         with torch.random.fork_rng(devices=[]):  # building modules must not move the global RNG
             return _POLICIES[meta.kind].from_payload(meta, data["payload"])
@@ -576,7 +576,7 @@ class Learner(abc.ABC):
         bad = nonfinite_tensor(data["learner"])
         if bad is not None:
             raise CheckpointError(f"learner checkpoint {path} holds {bad}; its tensors must "
-                                  "be finite numbers")
+                                  "be finite real numbers")
         self.load_state_dict(data["learner"])
 
 

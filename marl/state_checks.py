@@ -60,10 +60,13 @@ def _all_finite(t: torch.Tensor) -> bool:
 
 
 def nonfinite_tensor(tree: Any) -> str | None:
-    """Where a floating or complex tensor in ``tree`` holds NaN or inf (``"NaN in
-    actors['0.head.0.weight']"``), or None when every one is finite."""
+    """Where a tensor in ``tree`` holds NaN or inf (``"NaN in actors['0.head.0.weight']"``)
+    or complex numbers (``"complex64 values in ..."``: loading them into real weights drops
+    the imaginary part, with torch's warning), or None when every one is finite and real."""
     for where, t in _tensors(tree):
-        if (t.is_floating_point() or t.is_complex()) and not _all_finite(t):
+        if t.is_complex():
+            return f"{str(t.dtype).removeprefix('torch.')} values in {where or 'its tensor'}"
+        if t.is_floating_point() and not _all_finite(t):
             what = "NaN" if bool(torch.isnan(t).any()) else "inf"
             return f"{what} in {where or 'its tensor'}"
     return None
@@ -74,7 +77,7 @@ def refuse_nonfinite(tree: Any, what: str) -> None:
     ``tree`` (``what``: what it is, such as "learner state")."""
     bad = nonfinite_tensor(tree)
     if bad is not None:
-        raise ValueError(f"{what} holds {bad}; its tensors must be finite numbers")
+        raise ValueError(f"{what} holds {bad}; its tensors must be finite real numbers")
 
 
 def _real(x: Any) -> bool:

@@ -234,7 +234,7 @@ def load_members(path: Path, members: Sequence[Member], states: dict[str, Any]) 
         bad = nonfinite_tensor(states[m.name])
         if bad is not None:  # else the member acts on NaN logits: torch's error mid-match
             raise CheckpointError(f"checkpoint {path} holds {bad} of member {m.name!r}; a "
-                                  "checkpoint's tensors must be finite numbers (the file is "
+                                  "checkpoint's tensors must be finite real numbers (the file is "
                                   "damaged or was edited)")
         try:
             m.load_state_dict(states[m.name])

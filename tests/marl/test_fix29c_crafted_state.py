@@ -194,3 +194,17 @@ def test_a_policy_step_below_zero_or_past_sqlite_is_refused(tmp_path, step):
         load_policy(path)
     assert _one_line(err) == (f"{path}: policy metadata field 'step' is malformed: {step}; "
                               "accepted: a learner step >= 0 below 2**63")
+
+
+def test_a_policy_file_with_complex_weights_is_refused(tmp_path):
+    """Complex weights loaded with torch's two-line warning, their imaginary parts dropped."""
+    def complexify(data):
+        actors = data["payload"]["actors"]
+        actors["0.head.0.weight"] = actors["0.head.0.weight"].to(torch.complex64)
+
+    path = _policy_file(tmp_path / "p.pt", complexify)
+    with pytest.raises(PolicyLoadError) as err:
+        load_policy(path)
+    assert _one_line(err) == (f"{path}: mappo policy holds complex64 values in "
+                              "actors['0.head.0.weight']; a policy's weights must be finite "
+                              "real numbers")

@@ -41,7 +41,7 @@ def test_eval_of_a_policy_with_nan_weights_is_one_line(tmp_path, league_run, cap
                              str(tmp_path / "nan.pt"), str(_snapshot(league_run))], capsys)
     assert code == 2, err
     assert err.strip() == (f"selfplay-eval: {tmp_path / 'nan.pt'}: mappo policy holds NaN in "
-                           f"actors[{key!r}]; a policy's weights must be finite numbers")
+                           f"actors[{key!r}]; a policy's weights must be finite real numbers")
 
 
 @pytest.mark.parametrize("planted", ["fifo", "/dev/zero link"])
@@ -73,7 +73,7 @@ def _nan_actor(member):
 
 CRAFTED = {  # an edit of member main's state -> the line the resume stops with
     "NaN actor weights": (_nan_actor, r"checkpoint \S+ckpt_\d+\.pt holds NaN in actors\['.+'\] "
-                          r"of member 'main'; a checkpoint's tensors must be finite numbers"),
+                          r"of member 'main'; a checkpoint's tensors must be finite real numbers"),
     "lr a string": (lambda m: _opt_group(m).update(lr="x"),
                     r"does not fit member 'main' \(ValueError: optimizer state 'opt': "
                     r"param_groups\[0\]\['lr'\] is 'x'; accepted: a finite number >= 0\)"),
