@@ -23,7 +23,7 @@ import numpy as np
 
 import games
 from marl import registry
-from marl.core import CheckpointError, Learner
+from marl.core import CheckpointError, Learner, nonfinite_tensor
 from marl.fileio import atomic_write
 from marl.train import TrainResult, train
 from populations.checkpoint import checkpoint_files, load_latest, read_checkpoint, save_checkpoint
@@ -439,6 +439,10 @@ def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, r
     else:
         path, raw = found
         step, returns, seconds, metrics = _checked_state(path, raw)
+        bad = nonfinite_tensor(raw["learner"])
+        if bad is not None:  # not "does not fit ...; resume with the run's settings" below
+            raise CheckpointError(f"checkpoint {path} holds {bad}; a checkpoint's tensors must "
+                                  "be finite real numbers (the file is damaged or was edited)")
         try:
             learner.load_state_dict(raw["learner"])
         except Exception as err:  # noqa: BLE001 - a file of other settings, or a crafted one
