@@ -54,6 +54,9 @@ SECOND_LANE = (
     "tests/populations/test_walk25_progress_bars.py",
     "tests/llm_agents/test_fix28c_actor_workdir_ray.py",
     "tests/populations/test_fix27g_failed_run_keeps_log.py",
+    "tests/marl/test_maddpg.py",
+    "tests/populations/test_fix28a_exploit_stop.py",
+    "tests/populations/test_mixed_league.py",
     "tests/populations/test_fix29a_league_rollouts_closed.py",
     "tests/populations/test_fix29a_async_exploit_stop.py",
 )
