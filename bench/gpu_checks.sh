@@ -24,7 +24,8 @@ print("torch", torch.__version__, "cuda", torch.version.cuda,
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "NO CUDA DEVICE")
 PY
 timeout "${TESTS_LIMIT:-210}" $py -m pytest -q -p no:cacheprovider -rs \
-    tests/test_cuda.py tests/marl/test_adv*.py tests/marl/test_mappo*.py tests/llm_agents/test_turn_keys.py \
+    tests/test_cuda.py tests/marl/test_adv*.py tests/marl/test_mappo*.py tests/marl/test_optim.py \
+    tests/llm_agents/test_turn_keys.py \
     tests/llm_agents/test_backends.py -k "cuda or vllm" 2>&1 | tee "$out/tests.log"
 # issue 16's target: every grouped scheme at most 3x `global` at 10M samples on CUDA
 # (--parts ... profile: each adv_norm's kernels, to see where a missed goal goes)
