@@ -554,12 +554,12 @@ class LeagueDB:
             self.conn.execute("UPDATE runs SET config = ?, updated_at = ? WHERE id = ?",
                               (json.dumps(config), time.time(), run_id))
 
-    @_writes
     def running_runs(self) -> set[int]:
         """The ids of the runs whose status is ``running``."""
         return {int(r[0]) for r in
                 self.conn.execute("SELECT id FROM runs WHERE status = 'running'")}
 
+    @_writes
     def fail_running(self, error: str, status: str = "failed",
                      spare: Iterable[int] = ()) -> int:
         """Mark every run still ``running`` but those in ``spare`` as ``status`` (failed, or
