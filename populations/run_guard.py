@@ -80,7 +80,6 @@ _FOREIGN: dict[str, list[str]] = {}
 in it meanwhile: the names it keeps (:func:`discard_run_dir`; said in the command's line)."""
 
 
-
 def _written_names(folder: Path) -> frozenset[str]:
     """The names at the top of ``folder`` that this command (or Hydra for it) writes:
     :data:`RUN_NAMES`, Hydra's job log (``cli.log``, as recorded by :func:`_keep_written`),
