@@ -39,7 +39,8 @@ def refuse_planted(folder: Path, depth: int, log_name: str, sweep: bool = False)
     elsewhere, resumed, had ``.hydra/config.yaml`` overwrite the file it pointed to and
     ``cli.log`` append to it), or something there that is not what Hydra writes (a FIFO
     blocks it). In a sweep folder (``depth`` 1), the same for each job folder in it (a
-    sweep's resume)."""
+    sweep's resume), and a job folder's name holding a link or a file is refused
+    (:func:`_refuse_job_link`)."""
     from populations.db import refuse_link
 
     if sweep:  # Hydra writes only multirun.yaml here
@@ -61,8 +62,28 @@ def refuse_planted(folder: Path, depth: int, log_name: str, sweep: bool = False)
             break  # no .hydra folder: none of its files either (checked last)
     if depth > 0:
         try:
-            inner = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()]
+            inner = list(folder.iterdir())
         except OSError:  # unreadable: Hydra says so
             return
         for sub in inner:
-            refuse_planted(sub, depth - 1, log_name)
+            if sweep:
+                _refuse_job_link(sub)
+            if sub.is_dir() and not sub.is_symlink():
+                refuse_planted(sub, depth - 1, log_name)
+
+
+def _refuse_job_link(path: Path) -> None:
+    """Refuse (:class:`CLIError`) a link, or something that is no folder, at a job folder's
+    name (``<number>_...``, :data:`~populations.sweep_summary.JOB_FOLDER`) in a sweep folder:
+    Hydra makes a job's folder with ``exist_ok`` and writes its ``.hydra`` and log there, then
+    the job its run (a link's target got them all; a file failed with Python's raw
+    ``[Errno 17] File exists``). Other names are no job's: a user's own link stays."""
+    from populations.db import refuse_link
+    from populations.sweep_summary import JOB_FOLDER
+
+    if not JOB_FOLDER.match(path.name):
+        return
+    refuse_link(path, "sweep job folder", CLIError)
+    if not path.is_dir():
+        raise CLIError(f"sweep job folder {path} is not a folder; a sweep's job folders must "
+                       "be its own: move it away")
