@@ -6,9 +6,10 @@ Why: every ``torch.optim.Optimizer`` imports ``torch._dynamo`` when it is built 
 imports it on first call): about 1.2 s CPU of a training process's ~5 s start on a 2-core
 machine, paid by every ``selfplay-train``, learner actor and CLI child process.
 
-What is the same as torch's (2.13): the update, op for op as its ``_single_tensor_adam``
-and ``_multi_tensor_adam`` (``foreach``; with ``foreach=None`` used on CUDA only, as
-torch picks it), so parameters and moments are bitwise torch's; ``param_groups`` (a list
+What is the same as torch's (2.13 and 2.14, whose ``torch/optim/adam.py`` differ in type
+annotations only): the update, op for op as its ``_single_tensor_adam`` and
+``_multi_tensor_adam`` (``foreach``; with ``foreach=None`` used on CUDA only, as torch
+picks it), so parameters and moments are bitwise torch's; ``param_groups`` (a list
 of dicts: ``"params"``, ``"lr"``, ...); ``zero_grad``; ``step``; step post/pre hooks; and
 ``state_dict``/``load_state_dict`` in torch's format (group keys, ``"step"`` a float32
 tensor, parameters as int ids), so checkpoints move between the two either way.
