@@ -4,7 +4,9 @@
 served from the installed ``plotly`` package (no CDN). ``api/...`` are the JSON documents
 listed in :mod:`populations.dashboard.data`. A database that cannot be read answers
 ``{"error": "<one line>"}`` with status 404 (missing) or 503 (locked, corrupt, not yet
-initialised), which the page shows in a banner while it keeps refreshing.
+initialised), which the page shows in a banner while it keeps refreshing. Any other failure
+answers status 500 with one generic line; its detail (and traceback) goes to the server's
+log only, so a page never shows paths or values from inside the server.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ STATIC = Path(__file__).parent / "static"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")  # Host headers a loopback server accepts
 MAX_RUN_ID = 2**63 - 1  # SQLite's largest integer; a larger id names no run
+INTERNAL_ERROR = "internal error in the dashboard; the detail is in the dashboard's log"
 
 # Plotly injects <style> elements, so styles may be inline; scripts come only from here.
 SECURITY_HEADERS = [
@@ -64,6 +67,34 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+class InternalErrors:
+    """Answers an unexpected failure with status 500 and :data:`INTERNAL_ERROR`, and logs
+    its detail (paths, values, the traceback) on the server only. It sits inside
+    :class:`SecurityHeaders`, so the answer has them, and does not re-raise (as a handler
+    for ``Exception`` in Starlette's outermost middleware does), so the server neither logs
+    the traceback twice nor closes the browser's connection."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except Exception as exc:
+            if scope["type"] != "http" or started:  # nothing else can be sent now
+                raise
+            log.error("dashboard request %s failed: %s: %s", scope.get("path", "?"),
+                      type(exc).__name__, exc, exc_info=exc)
+            await _json({"error": INTERNAL_ERROR}, 500)(scope, receive, send)
 
 
 def is_loopback(host: str) -> bool:
@@ -154,10 +185,6 @@ def create_app(paths: Sequence[str | Path], refresh_s: float = 5.0,
         status = exc.status if isinstance(exc, SourceError) else 500
         return _json({"error": str(exc)}, status)
 
-    async def on_error(request: Request, exc: Exception) -> Response:
-        log.exception("dashboard request %s failed", request.url.path)
-        return _json({"error": f"internal error: {type(exc).__name__}: {exc}"}, 500)
-
     routes = [
         Route("/", index),
         Route("/static/plotly.min.js", plotly_js),
@@ -169,11 +196,11 @@ def create_app(paths: Sequence[str | Path], refresh_s: float = 5.0,
         Route("/api/runs/{source}/{run:int}/metrics", metrics),
         Route("/api/runs/{source}/{run:int}/{view}", view),
     ]
-    middleware = [Middleware(SecurityHeaders)]
+    middleware = [Middleware(SecurityHeaders), Middleware(InternalErrors)]
     if allowed_hosts is not None:
         middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
     return Starlette(routes=routes, middleware=middleware,
-                     exception_handlers={SourceError: on_source_error, Exception: on_error})
+                     exception_handlers={SourceError: on_source_error})
 
 
 def bind(host: str, port: int) -> socket.socket:
