@@ -5,6 +5,9 @@ the check that nothing Hydra writes before the task runs is a link planted there
 
 from __future__ import annotations
 
+import contextlib
+import re
+import shutil
 from pathlib import Path
 
 from populations.command_line import CLIError
@@ -25,11 +28,65 @@ RUN_NAMES = frozenset({
 refused command removes there (``run_guard._remove_written``). Anything else new in the folder
 was made by another program while the command ran (an editor, another job writing into
 ``hydra.run.dir=.``): it stays."""
+OWN_INSIDE = {
+    ".hydra": re.compile(r"(config|hydra|overrides)\.yaml"),  # _HYDRA_FILES
+    "checkpoints": re.compile(r"ckpt_\d+\.pt(\.sha256|\.threads)?"),  # checkpoint.py
+    "snapshots": re.compile(r"[A-Za-z0-9][\w.-]{0,63}/(v\d{4,}\.(pt|json))?"),  # store.py
+}
+"""What selfplay (and Hydra for it) writes inside those of :data:`RUN_NAMES` that are folders,
+as paths relative to the folder (a folder's with a trailing ``/``; ``atomic_write``'s
+``<name>.tmp`` too): all a failed command removes in them (:func:`remove_own`). Another
+program's file put there meanwhile stays, with the folders above it. ``wandb`` and ``models``
+hold what wandb and transformers write, under names they choose: removed whole."""
+CHECKPOINT = re.compile(r"ckpt_\d+\.pt")
+"""A checkpoint in ``checkpoints`` (``populations.checkpoint``): what makes a run worth keeping."""
 SWEEP_NAMES = frozenset({"multirun.yaml", "summary.csv", ".lock"})
 """The names a sweep writes at the top of its folder, besides its jobs' folders
 (``run_guard._SWEEP_JOB_FOLDERS``)."""
 _HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
 """The files Hydra writes in a run's ``.hydra`` before the task runs."""
+
+
+def remove_own(folder: Path) -> list[str]:
+    """Remove ``folder`` (one of :data:`RUN_NAMES`, made by this command) with what selfplay
+    wrote in it (:data:`OWN_INSIDE`); what another program put there stays, and the folders
+    holding it. Returns the paths that stay, from ``folder``'s name down
+    (``'checkpoints/notes.txt'``): empty when the folder went."""
+    own = OWN_INSIDE.get(folder.name)
+    if own is None:
+        shutil.rmtree(folder, ignore_errors=True)
+        return []
+    kept = [f"{folder.name}/{rel}" for rel in _remove_matching(folder, own, "")]
+    if not kept:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+    return kept
+
+
+def _remove_matching(folder: Path, own: re.Pattern[str], prefix: str) -> list[str]:
+    """:func:`remove_own` below ``folder`` (``prefix``: its path in the folder removed):
+    files whose path ``own`` matches go, folders it matches go once empty; the paths that
+    stay. A link is never ours (``atomic_write`` replaces them): it stays."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:  # unreadable: all of it stays
+        return [prefix]
+    kept: list[str] = []
+    for path in entries:
+        rel = prefix + path.name
+        folder_ = path.is_dir() and not path.is_symlink()
+        if path.is_symlink() or not own.fullmatch(rel + "/" if folder_ else
+                                                  rel.removesuffix(".tmp")):
+            kept.append(rel)
+        elif folder_:
+            inner = _remove_matching(path, own, rel + "/")
+            kept += inner
+            if not inner:
+                with contextlib.suppress(OSError):  # a file made since: it stays, unnamed
+                    path.rmdir()
+        else:
+            path.unlink(missing_ok=True)
+    return kept
 
 
 def refuse_planted(folder: Path, depth: int, log_name: str, sweep: bool = False) -> None:

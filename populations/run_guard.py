@@ -35,7 +35,14 @@ from populations.command_line import (
     resume_command,
     run_dir_override,
 )
-from populations.run_folder_names import RUN_NAMES, SWEEP_NAMES, refuse_planted
+from populations.run_folder_names import (
+    CHECKPOINT,
+    OWN_INSIDE,
+    RUN_NAMES,
+    SWEEP_NAMES,
+    refuse_planted,
+    remove_own,
+)
 from populations.sweeps import (  # importing it registers the job folders' resolvers
     folder_given,
     sweep_resume_command,
@@ -95,24 +102,29 @@ def _written_names(folder: Path) -> frozenset[str]:
 
 def _remove_written(folder: Path, before: frozenset[str]) -> list[str]:
     """Remove from ``folder`` what this command wrote there: the names it writes
-    (:func:`_written_names`) that ``folder`` did not hold ``before``. The new names it keeps
-    (another program's files and folders), sorted."""
+    (:func:`_written_names`) that ``folder`` did not hold ``before``, and in such a folder
+    what selfplay writes there (:func:`~populations.run_folder_names.remove_own`). The new
+    names it keeps (another program's files and folders, ``checkpoints/notes.txt`` for one in
+    a folder of ours), sorted."""
     ours, foreign = _written_names(folder), []
     for path in folder.iterdir():
         if path.name in before:
             continue
         if path.name not in ours:
             foreign.append(path.name)
-        elif path.is_dir() and not path.is_symlink():
+        elif path.is_dir() and not path.is_symlink() and path.name in RUN_NAMES:
+            foreign += remove_own(path)
+        elif path.is_dir() and not path.is_symlink():  # a sweep's job folder
             shutil.rmtree(path, ignore_errors=True)
         else:
             path.unlink(missing_ok=True)
     return sorted(foreign)
 
 
-def _kept_note(run_dir: Path) -> str:
+def kept_note(run_dir: Path) -> str:
     """What a command's line adds when the folder it made stays because another program
-    wrote in it (:data:`_FOREIGN`): which folder, and the files it keeps."""
+    wrote in it (:data:`_FOREIGN`): which folder, and the files it keeps (``selfplay-train``'s
+    line and ``python -m populations.league``'s)."""
     names = _FOREIGN.pop(os.path.abspath(run_dir), None)
     if not names:
         return ""
@@ -314,13 +326,14 @@ def _restore_written(run_dir: Path) -> None:
     try:
         if saved is None:
             if hydra.is_dir() and not hydra.is_symlink() and not elsewhere:
-                shutil.rmtree(hydra, ignore_errors=True)
+                remove_own(hydra)  # another program's file in it stays
         elif hydra.is_dir() and not hydra.is_symlink():
             for p in hydra.iterdir():
                 if p.name in saved:
                     if p.is_symlink() or not p.is_file() or p.read_bytes() != saved[p.name]:
                         atomic_write(p, saved[p.name])
-                elif not elsewhere and p.is_file():
+                elif not elsewhere and p.is_file() and not p.is_symlink() and \
+                        OWN_INSIDE[".hydra"].fullmatch(p.name.removesuffix(".tmp")):
                     p.unlink(missing_ok=True)
         if elsewhere:
             return
@@ -488,8 +501,9 @@ def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
 
 def _worth_keeping(run_dir: Path) -> bool:
     """Whether ``run_dir`` holds a checkpoint or a recorded PSRO iteration."""
-    ckpt = run_dir / "checkpoints"
-    return (ckpt.is_dir() and any(ckpt.iterdir())) or _psro_recorded(run_dir)
+    ckpt = run_dir / "checkpoints"  # another program's file there is no checkpoint
+    return (ckpt.is_dir() and any(CHECKPOINT.fullmatch(p.name) for p in ckpt.iterdir())) or \
+        _psro_recorded(run_dir)
 
 
 def _discard_written(run_dir: Path, before: frozenset[str] | None) -> None:
@@ -503,7 +517,10 @@ def _discard_written(run_dir: Path, before: frozenset[str] | None) -> None:
     if before is None or not run_dir.is_dir() or _worth_keeping(run_dir) or \
             locked_elsewhere(run_dir):
         return
-    _remove_written(run_dir, before)
+    # the folder stays anyway; said: what stays in the folders the command made in it
+    inside = [name for name in _remove_written(run_dir, before) if "/" in name]
+    if inside:
+        _FOREIGN[os.path.abspath(run_dir)] = inside
 
 
 def _psro_recorded(run_dir: Path) -> bool:
@@ -590,7 +607,7 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
         if os.environ.get("HYDRA_FULL_ERROR") == "1":
             raise
         line = too_large_line(err, overrides) if too_large(err) is not None else one_line(err)
-        line += _kept_note(run_dir) + (_kept_note(sweep_dir) if sweep_dir is not None else "")
+        line += kept_note(run_dir) + (kept_note(sweep_dir) if sweep_dir is not None else "")
         if sweep_dir is None and type(err).__name__ == "HoldsRunError":  # the command to paste
             line += f"; it resumes with: {_run_resume_command(run_dir, overrides, flags)}"
         if not refused:  # a run that failed while running: why, in its cli.log too
@@ -705,7 +722,7 @@ def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
         _discard_new(run_dir, sweep_dir)
     else:
         _discard_written(run_dir, before)
-    return f"interrupted before the run started (start again){_kept_note(run_dir)}"
+    return f"interrupted before the run started (start again){kept_note(run_dir)}"
 
 
 _FAILED_JOBS: list[tuple[int, Path]] = []
