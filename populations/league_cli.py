@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
         spelled,
         stop_status,
     )
-    from populations.run_guard import discard_run_dir, note_run_folder
+    from populations.run_guard import discard_run_dir, kept_note, note_run_folder
 
     p = OneLineParser(prog="python -m populations.league",
                       description="Run (or resume) a self-play league.")
@@ -100,13 +100,14 @@ def main(argv: list[str] | None = None) -> None:
             if not holds_run(args.run_dir):  # --resume would be refused: nothing to go on with
                 if created:
                     discard_run_dir(Path(args.run_dir))
-                message = "interrupted before the run started (start again)"
+                message = "interrupted before the run started (start again)" + \
+                    kept_note(Path(args.run_dir))  # the folder kept for another's files
             status = stop_status(err)
             fail(p.prog, sigterm_text(message) if status == 143 else message, status=status)
         except user_errors() as err:  # one line, exit 2; a folder this call made is not left
             if created:
                 discard_run_dir(Path(args.run_dir))
-            fail(p.prog, one_line(err))
+            fail(p.prog, one_line(err) + kept_note(Path(args.run_dir)))
 
 
 _FLAGS = ("generations", "frames_per_generation", "num_envs", "eval_episodes", "keep_checkpoints",
