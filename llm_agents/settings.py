@@ -15,7 +15,8 @@ until every other check of the section passed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -504,6 +505,28 @@ def backend_unavailable(backend: str) -> str | None:
     if not torch.cuda.is_available():
         return "vllm needs a CUDA GPU and torch finds none"
     return None
+
+
+# vLLM's own servers (its distributed rendezvous, its workers' sockets) listen on the
+# address VLLM_HOST_IP names, otherwise on the machine's outward address: one engine on one
+# machine needs no more than loopback. A multi-machine engine sets its own.
+VLLM_LOOPBACK_ENV = {"VLLM_HOST_IP": "127.0.0.1"}
+
+
+def vllm_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables :func:`prepare_vllm_env` adds to ``environ`` before vLLM starts:
+    those of :data:`VLLM_LOOPBACK_ENV` the user has not set (an empty value is unset, as
+    vLLM reads it)."""
+    return {k: v for k, v in VLLM_LOOPBACK_ENV.items() if not environ.get(k)}
+
+
+def prepare_vllm_env() -> dict[str, str]:
+    """Bind vLLM's servers to loopback unless the user said otherwise: adds
+    :func:`vllm_env` to ``os.environ`` (vLLM reads it when it starts its engine, here or
+    in the processes it starts, which inherit it) and returns what it added."""
+    added = vllm_env(os.environ)
+    os.environ.update(added)
+    return added
 
 
 def check_backend_here(backend: str) -> None:
