@@ -30,6 +30,7 @@ import functools
 import itertools
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -89,6 +90,7 @@ def eval_main(argv: list[str] | None = None) -> None:
         if not args.db.strip():  # Path(""): the working folder, as a database file
             raise CLIError("--db is empty (an unset shell variable?); give the league database "
                            "file to write, e.g. --db eval.db")
+        _refuse_linked_db(args.db)
         import_user_modules(args.imports, "--import")
         if args.game is not None:  # else the files' game, once they load (_recorded_game)
             import_user_modules(game_modules(args.game), f"--game {args.game}")
@@ -100,6 +102,24 @@ def eval_main(argv: list[str] | None = None) -> None:
         if not isinstance(kwargs, dict):
             raise CLIError(f"--game-kwargs must be a JSON object, got {args.game_kwargs!r}")
         _evaluate(args, kwargs)
+
+
+def _refuse_linked_db(db: str) -> None:
+    """Refuse (:class:`CLIError`) ``--db`` when it, or SQLite's ``-wal``, ``-shm`` or
+    ``-journal`` beside it, is a link: SQLite would write through it, into the file it points
+    to. ``LeagueDB`` refuses it too, worded for a run folder's files, after every policy
+    loaded; this line names ``--db``, before anything loads."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        path = f"{db}{suffix}"
+        if not os.path.islink(path):
+            continue
+        target = escaped(os.readlink(path))
+        if not suffix:
+            raise CLIError(f"--db {escaped(db)} is a link (to {target}); SQLite would write "
+                           f"through it: give the database file itself, --db "
+                           f"{escaped(os.path.realpath(db))}, or a new file")
+        raise CLIError(f"--db {escaped(db)}: SQLite's file {escaped(path)} beside it is a link "
+                       f"(to {target}); SQLite would write through it: remove the link")
 
 
 def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
