@@ -67,6 +67,7 @@ from populations.sweeps import (  # importing it registers the job folders' reso
 )
 from populations.train_overrides import (
     _config_groups,
+    _hydra_args,
     check_command_line,
     config_flags,
     prepare,
@@ -493,6 +494,24 @@ HYDRA_FULL_ERROR=1 shows the traceback.
 """
 
 
+def _check_config_free(args: list[str]) -> None:
+    """With ``--config-dir``, ``--config-path``, ``--config-name`` or ``hydra.searchpath``,
+    other config files may provide group options, presets and ``imports``, so
+    :func:`check_command_line` leaves its early checks to the composed config (after torch,
+    ~3 s CPU here). The overrides whose meaning no config file changes are checked early all
+    the same, alone: the run's (sweep's) folder (``hydra.run.dir=``, an unset ``$RUN``, wrote
+    the run into the working folder), ``imports=`` and the schema's top-level values
+    (``num_envs=0``, ``device=gpu``); not ``game.name`` (a config's ``imports`` may register
+    it), nor a section's value (its presets may come from those files)."""
+    from populations.config_checks import TOP_LEVEL_TYPES
+
+    parsed = _hydra_args(args)
+    if parsed is None or not config_flags(args):
+        return
+    plain = ("hydra.run.dir", "hydra.sweep.dir", "imports", *TOP_LEVEL_TYPES)
+    check_command_line([o for o in parsed.overrides if o.split("=", 1)[0] in plain])
+
+
 def train_main() -> None:
     """``selfplay-train``: run one experiment (or a sweep with ``-m``)."""
     args = sys.argv[1:]
@@ -515,6 +534,7 @@ def train_main() -> None:
         with reported(TRAIN):
             load_plugins()
             check_command_line(sys.argv[1:])
+            _check_config_free(sys.argv[1:])
         try:
             _hydra_app()()
         except KeyboardInterrupt:  # Ctrl-C while Hydra composes, before the run and its guard
