@@ -4,8 +4,7 @@ checkpoint) that ``weights_only`` loading and shape checks let pass, each a one-
 
 * :func:`nonfinite_tensor`: NaN or inf in a floating tensor (a policy with NaN weights
   samples from a NaN distribution: torch's ``probability tensor contains either inf, nan``
-  mid-match); a loader that scanned a state says so (:func:`finite_scanned`), so the
-  learner's ``load_state_dict`` (:func:`refuse_nonfinite`) does not scan it again;
+  mid-match);
 * :func:`load_optimizer_state`: an optimizer state whose hyperparameters are not finite
   numbers (``lr='x'``: a ``TypeError`` mid-update) or whose state tensors do not fit their
   parameters (torch's ``Optimizer.load_state_dict`` accepts both);
@@ -20,8 +19,6 @@ import math
 import numbers
 import reprlib
 from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -75,37 +72,9 @@ def nonfinite_tensor(tree: Any) -> str | None:
     return None
 
 
-_SCANNED: ContextVar[frozenset[int]] = ContextVar("finite_scanned", default=frozenset())
-
-
-def _containers(tree: Any, depth: int = 0) -> Iterator[Any]:
-    """``tree`` and every dict, list and tuple inside it (as far as :func:`_tensors` goes)."""
-    if depth < 64 and isinstance(tree, dict | list | tuple):
-        yield tree
-        for v in tree.values() if isinstance(tree, dict) else tree:
-            yield from _containers(v, depth + 1)
-
-
-@contextmanager
-def finite_scanned(tree: Any) -> Iterator[None]:
-    """Within the block, :func:`refuse_nonfinite` passes ``tree`` and any dict, list or
-    tuple inside it without scanning it again: the caller has just refused NaN and inf in
-    it with :func:`nonfinite_tensor` (a checkpoint's loader, naming the file), and the
-    ``load_state_dict`` it calls scanned the same tensors a second time (20 ms of a full
-    100,000-transition MADDPG replay)."""
-    token = _SCANNED.set(_SCANNED.get() | {id(c) for c in _containers(tree)})
-    try:  # the ids are of objects ``tree`` keeps alive until the block ends
-        yield
-    finally:
-        _SCANNED.reset(token)
-
-
 def refuse_nonfinite(tree: Any, what: str) -> None:
     """Raise a one-line ``ValueError`` when :func:`nonfinite_tensor` finds NaN or inf in
-    ``tree`` (``what``: what it is, such as "learner state"); nothing when the caller
-    scanned it already (:func:`finite_scanned`)."""
-    if id(tree) in _SCANNED.get():
-        return
+    ``tree`` (``what``: what it is, such as "learner state")."""
     bad = nonfinite_tensor(tree)
     if bad is not None:
         raise ValueError(f"{what} holds {bad}; its tensors must be finite real numbers")

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from marl.core import CheckpointError, ModelChangedError, nonfinite_tensor
-from marl.state_checks import finite_scanned
 from populations.checkpoint import checkpoint_files
 from populations.members import Member, member_settings
 from populations.run_folder import RunFolderError, resume_words, settings_diff
@@ -238,8 +237,7 @@ def load_members(path: Path, members: Sequence[Member], states: dict[str, Any]) 
                                   "checkpoint's tensors must be finite real numbers (the file is "
                                   "damaged or was edited)")
         try:
-            with finite_scanned(states[m.name]):  # the learner's own check: scanned above
-                m.load_state_dict(states[m.name])
+            m.load_state_dict(states[m.name])
         except ModelChangedError as err:  # an LLM member's model folder changed since
             raise CheckpointError(
                 f"checkpoint {path} holds another model than member {m.name!r} has now "
