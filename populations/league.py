@@ -33,6 +33,7 @@ database and checkpoints belong together, and every snapshot's hash
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import numbers
@@ -138,7 +139,7 @@ from populations.run_folder import (
     stop_now,
     stop_requested,
 )
-from populations.runners import make_runner
+from populations.runners import Runner, make_runner
 from populations.seeds import BLOCK
 from populations.store import PolicyStore, file_sha256
 
@@ -252,10 +253,16 @@ class League:
                                  f"check its name, or {w.verb} {w.override} to start there")
         self.lock = RunLock(self.run_dir).acquire()
         self.db: LeagueDB | None = None
+        self.runner: Runner | None = None
+        self.learners: LearnerPool | None = None
         self._started = False  # the run row says running: a failure from here is recorded
         try:
             self._open(resume, members, resume_override)
         except BaseException as err:
+            # the match workers and learner actors made before the error (Ray actors): left
+            # to the garbage collector, a traceback that holds this league (a notebook's last
+            # error) kept them and their CPUs, and the next league's actors waited for them
+            self._close_workers()
             if self.db is not None:
                 if self._started:  # a resume refused up front leaves the run as it was
                     self.db.set_run_status_quietly(self.run_id, end_status(err), one_line(err))
@@ -335,7 +342,6 @@ class League:
             league_eval.check_nash_conv_members(self.members)
         self.single = len(self.members) == 1
         self.needs_text = any(m.kind == "llm" for m in self.members)
-        self.learners: LearnerPool | None = None
         if cfg.runner == "ray":  # CPUs of a local Ray: the match workers and learner actors
             actors = min(len(self.members), cfg.ray_learners or len(self.members))
             connect_ray(cfg.ray_address, cfg.ray_workers + actors)
@@ -778,10 +784,16 @@ class League:
             raise NoSpaceError(getattr(self.logger, "files", None) or self.run_dir,
                                "metrics ") from err
 
+    def _close_workers(self) -> None:
+        """Close the learner actors and the runner's workers, each even if the other's close
+        fails (the first error is raised after both)."""
+        with contextlib.ExitStack() as stack:
+            for made in (self.runner, self.learners):  # the stack closes the learners first
+                if made is not None:
+                    stack.callback(made.close)
+
     def close(self) -> None:
-        if self.learners is not None:
-            self.learners.close()
-        self.runner.close()
+        self._close_workers()
         self.db.close()
         self.lock.release()
 
