@@ -1,7 +1,7 @@
-"""The names ``selfplay-train`` (and Hydra for it) writes at the top of a run (sweep) folder,
-the only ones a failed or refused command removes there (``run_guard._remove_written``), and
-the check that nothing Hydra writes before the task runs is a link planted there
-(:func:`refuse_planted`)."""
+"""The names ``selfplay-train`` (and Hydra for it) writes at the top of a run (sweep) folder and
+inside its folders there, the only ones a failed or refused command removes
+(``run_guard._remove_written``, :func:`remove_own`), and the check that nothing Hydra writes
+before the task runs is a link planted there (:func:`refuse_planted`)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,10 @@ RUN_NAMES = frozenset({
 refused command removes there (``run_guard._remove_written``). Anything else new in the folder
 was made by another program while the command ran (an editor, another job writing into
 ``hydra.run.dir=.``): it stays."""
+_HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
+"""The files Hydra writes in a run's ``.hydra`` before the task runs."""
 OWN_INSIDE = {
-    ".hydra": re.compile(r"(config|hydra|overrides)\.yaml"),  # _HYDRA_FILES
+    ".hydra": re.compile("|".join(map(re.escape, _HYDRA_FILES))),
     "checkpoints": re.compile(r"ckpt_\d+\.pt(\.sha256|\.threads)?"),  # checkpoint.py
     "snapshots": re.compile(r"[A-Za-z0-9][\w.-]{0,63}/(v\d{4,}\.(pt|json))?"),  # store.py
 }
@@ -43,8 +45,6 @@ CHECKPOINT = re.compile(r"ckpt_\d+\.pt")
 SWEEP_NAMES = frozenset({"multirun.yaml", "summary.csv", ".lock"})
 """The names a sweep writes at the top of its folder, besides its jobs' folders
 (``run_guard._SWEEP_JOB_FOLDERS``)."""
-_HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
-"""The files Hydra writes in a run's ``.hydra`` before the task runs."""
 
 
 def remove_own(folder: Path) -> list[str]:
