@@ -270,6 +270,10 @@ class League:
             self.lock.release()
             raise
         mark_started(self.run_dir)  # its resume's checks passed: an error from here is the run's
+        if cfg.nash_conv:
+            from populations import exploitability as ex
+
+            ex.say_held(self.spec.name)
 
     def _open(self, resume: bool, members: Sequence[Member] | None, override: bool) -> None:
         cfg = self.cfg
@@ -318,8 +322,9 @@ class League:
         if cfg.nash_conv:  # refused now, not after generation 0 trained
             from populations import exploitability as ex
 
-            try:
-                ex.require_perfect_recall(ex.game_tree(self.spec))
+            try:  # its 'enumerated' line: once the start's checks passed (__init__)
+                with ex.lines_held():
+                    ex.require_perfect_recall(ex.game_tree(self.spec))
             except games.GameContractError:  # a bug of the game's code (a ValueError too):
                 raise  # one line naming the call; leaving NashConv out is no advice for it
             except ValueError as err:

@@ -35,6 +35,7 @@ from games.openspiel import OpenSpielGame
 from marl import registry
 from marl.core import Learner, Policy, policy_class
 from marl.train import budget_told, planned_frames, short_budget
+from populations import exploitability as ex
 from populations.db import LeagueDB, MatchRow
 from populations.learner_sections import replaced, settings
 from populations.loggers import MetricsLogger
@@ -196,30 +197,35 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
     continues with, the members of its recorded iterations restored)."""
     pop = cfg.population
     store = PolicyStore(run_dir / "snapshots", db, run_id)
-    oracle = make_oracle(cfg)
     psro_cfg = pop.psro if pop.psro.seed == cfg.seed else _with_seed(pop.psro, cfg.seed)
-    if cfg.resume:
-        recorded = db.psro_iterations(run_id)[:1]
-        psro_cfg = _resumed_players(psro_cfg, run_dir, cfg.game.name, dict(cfg.game.kwargs),
-                                    set(recorded[0]["meta_strategy"]) if recorded else None)
-    recorder = DBRecorder(db, run_id, store, logger, None if psro_cfg.payoffs == "exact"
-                          else psro_cfg.episodes_per_entry)
-    _tell_plan(cfg, psro_cfg)  # before PSRO: it samples the initial entry
-    psro = PSRO(cfg.game.name, oracle, psro_cfg, recorder=recorder,
-                game_kwargs=cfg.game.kwargs, progress=cfg.progress, keys="population.psro.")
-    # an RL oracle's members show its learner (population.oracle=ippo: ippo, not mappo)
-    algo = {"exact": None, "rl": "mappo"}.get(pop.oracle, pop.oracle)
-    psro.oracle = _KeptResponses(oracle, store, psro, algo)
+    with ex.lines_held():  # the game's 'enumerated' line: once the resume's checks passed
+        oracle = make_oracle(cfg)
+        if cfg.resume:
+            recorded = db.psro_iterations(run_id)[:1]
+            psro_cfg = _resumed_players(psro_cfg, run_dir, cfg.game.name,
+                                        dict(cfg.game.kwargs),
+                                        set(recorded[0]["meta_strategy"]) if recorded else None)
+        recorder = DBRecorder(db, run_id, store, logger, None if psro_cfg.payoffs == "exact"
+                              else psro_cfg.episodes_per_entry)
+        _tell_plan(cfg, psro_cfg)  # before PSRO: it samples the initial entry
+        psro = PSRO(cfg.game.name, oracle, psro_cfg, recorder=recorder,
+                    game_kwargs=cfg.game.kwargs, progress=cfg.progress, keys="population.psro.")
+        # an RL oracle's members show its learner (population.oracle=ippo: ippo, not mappo)
+        algo = {"exact": None, "rl": "mappo"}.get(pop.oracle, pop.oracle)
+        psro.oracle = _KeptResponses(oracle, store, psro, algo)
+        rows = db.psro_iterations(run_id) if cfg.resume else []
+        done = len(rows)
+        # a run that stopped converged has nothing left to run, unless stop_nash_conv changed
+        converged = bool(rows) and psro.converged(rows[-1]["nash_conv"], done - 1,
+                                                  announce=False)
+        if done:
+            _restore(psro, store, min(done, pop.iterations))
+    start()
+    ex.say_held(psro.spec.name)
+    # after the resume's checks: a refused resume left a Ray runner's workers running
     runner = make_runner(cfg.runner.kind, **(
         {"num_workers": cfg.runner.workers, "address": cfg.runner.address}
         if cfg.runner.kind == "ray" else {}))
-    rows = db.psro_iterations(run_id) if cfg.resume else []
-    done = len(rows)
-    # a run that stopped converged has nothing left to run, unless stop_nash_conv changed
-    converged = bool(rows) and psro.converged(rows[-1]["nash_conv"], done - 1, announce=False)
-    if done:
-        _restore(psro, store, min(done, pop.iterations))
-    start()
     if done:
         logger.backfill(db.metric_rows(run_id))  # rows recorded after the logger's last write
         log.info("resumed PSRO: %d of %d iterations done%s", min(done, pop.iterations),
@@ -305,7 +311,8 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True,
     if "auto" not in (pop.oracle, pop.psro.payoffs, meta):
         return cfg
     players = psro_players(game.spec, pop.psro.players)
-    why = why_not_exact(game, players) if "auto" in (pop.oracle, pop.psro.payoffs) else None
+    with ex.lines_held():  # a check's: said when the run starts (_run), not before a refusal
+        why = why_not_exact(game, players) if "auto" in (pop.oracle, pop.psro.payoffs) else None
     oracle = (rl_oracle(game.spec) if why else "exact") if pop.oracle == "auto" else pop.oracle
     # exact payoffs also need every member's action probabilities (a custom oracle's policy
     # may have none: exact payoffs failed after its first best response had trained)
@@ -508,7 +515,7 @@ def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
     check_exact_players(psro_players(spec, psro_cfg.players), psro_cfg.payoffs,
                         oracle == "exact", psro_cfg.uses_full_game, where="population.psro")
     if psro_cfg.stop_nash_conv is not None:  # PSRO's exact NashConv: what it stops on
-        with _made(cfg) as game:
+        with _made(cfg) as game, ex.lines_held():
             why = why_not_exact(game, psro_players(spec, psro_cfg.players))
         why = why or without_probs(oracle)
         if why:
@@ -524,7 +531,7 @@ def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
 
     def exact() -> bool:  # asked only for a refusal's list of oracles
         try:
-            with _made(cfg) as game:
+            with _made(cfg) as game, ex.lines_held():
                 return why_not_exact(game, psro_players(spec, psro_cfg.players)) is None
         except (ValueError, TypeError):
             return False

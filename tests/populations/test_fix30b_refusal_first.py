@@ -1,0 +1,99 @@
+"""A PSRO resume that ``selfplay-train`` refuses (other settings, a damaged snapshot) prints
+its one-line refusal and nothing before it: the config checks enumerate the game (to decide
+PSRO's ``auto`` settings, which the resume is compared by), and their 'enumerated
+openspiel/kuhn_poker: 58 histories...' line came first, as if the run had started. A run
+that starts says it once, after its 'experiment ... in' line."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ARGS = ["experiment=kuhn_psro", "population.iterations=2", "eval_episodes=2", "progress=false"]
+ENUMERATED = "enumerated openspiel/kuhn_poker: 58 histories"
+
+
+def _cli(args, cwd):
+    res = subprocess.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+    return res, res.stdout + res.stderr
+
+
+@pytest.fixture(scope="module")
+def psro_run(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("psro")
+    res, out = _cli([*ARGS, f"hydra.run.dir={cwd / 'run'}"], cwd)
+    assert res.returncode == 0, out
+    return cwd, cwd / "run", out
+
+
+def _refused(out):
+    """The refused command's output is its one 'selfplay-train: ...' line."""
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("selfplay-train: "), out
+    return lines[0]
+
+
+def test_a_started_run_says_the_enumeration_once_after_its_start_line(psro_run):
+    _, _, out = psro_run
+    assert out.count(ENUMERATED) == 1, out
+    assert out.index("experiment kuhn_psro in") < out.index(ENUMERATED), out
+
+
+def test_a_resume_with_other_settings_prints_its_refusal_alone(psro_run):
+    cwd, finished, _ = psro_run
+    run = cwd / "other_settings"
+    shutil.copytree(finished, run)
+    res, out = _cli([*ARGS, "population.psro.meta_solver=nash", "resume=true",
+                     f"hydra.run.dir={run}"], cwd)
+    assert res.returncode == 2, out
+    assert "with other settings" in _refused(out)
+
+
+def test_a_resume_with_a_damaged_snapshot_prints_its_refusal_alone(psro_run):
+    cwd, finished, _ = psro_run
+    run = cwd / "damaged"
+    shutil.copytree(finished, run)
+    (snap,) = (run / "snapshots" / "psro-player_0-1").glob("*.pt")
+    snap.write_bytes(b"not a snapshot")
+    res, out = _cli([*ARGS, "population.iterations=3", "resume=true", f"hydra.run.dir={run}"],
+                    cwd)
+    assert res.returncode == 2, out
+    assert f"snapshot file {snap} is damaged" in _refused(out)
+    intact = cwd / "intact"
+    shutil.copytree(finished, intact)
+    res, out = _cli([*ARGS, "population.iterations=3", "resume=true",
+                     f"hydra.run.dir={intact}"], cwd)  # the intact run goes on
+    assert res.returncode == 0, out
+    assert out.count(ENUMERATED) == 1, out
+    assert out.index("resumed PSRO: 2 of 3") > out.index(ENUMERATED), out
+
+
+def test_a_league_refused_at_resume_does_not_say_the_enumeration(tmp_path, caplog):
+    """``League(nash_conv=True)`` enumerates the game in its start, before it reads the
+    checkpoint: a resume refused for a damaged one logged 'enumerated ...' first."""
+    import logging
+
+    from populations import exploitability as ex
+    from populations.checkpoint import CheckpointError
+    from populations.league import League, LeagueConfig
+
+    cfg = LeagueConfig(game="openspiel/kuhn_poker", game_kwargs={}, generations=1,
+                       frames_per_generation=64, num_envs=4, eval_episodes=1, nash_conv=True)
+    run = tmp_path / "run"
+    ex._cached_tree.cache_clear()  # enumerated again here, as in a new process
+    with caplog.at_level(logging.INFO, logger="populations.exploitability"):
+        League(cfg, run).close()
+        assert [r.getMessage() for r in caplog.records].count(
+            "enumerated openspiel/kuhn_poker: 58 histories, [6, 6] information states, "
+            "30 terminals") == 1
+        (run / "checkpoints").mkdir()
+        (run / "checkpoints" / "ckpt_000002.pt").write_bytes(b"not a checkpoint")
+        caplog.clear()
+        ex._cached_tree.cache_clear()
+        with pytest.raises(CheckpointError, match="no readable checkpoint"):
+            League(cfg, run, resume=True)
+    assert not [r for r in caplog.records if "enumerated" in r.getMessage()], caplog.text
