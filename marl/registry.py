@@ -15,7 +15,9 @@ function that adjusts the shared config; it is not a special case anywhere else.
 
 ``marl`` registers its own learners when :func:`entries` is first called (the modules in
 ``BUILTIN_MODULES``). Other packages register theirs on import: ``llm_agents.learner``
-registers ``llm_grpo``, and ``populations`` imports it; ``marl`` never imports them.
+registers ``llm_grpo``, and ``populations`` imports it; ``marl`` never imports them. A policy
+kind may be declared by module name instead (:func:`register_policy_module`), so that
+loading a file of it imports the module on demand.
 """
 
 from __future__ import annotations
@@ -220,6 +222,15 @@ def policy_module(kind: str) -> str | None:
     """The module whose import registers policy ``kind`` (None: nothing saves it)."""
     _load_builtins()
     return _POLICY_MODULES.get(kind)
+
+
+def register_policy_module(kind: str, module: str) -> None:
+    """Name the module whose import registers policy ``kind``, without importing it:
+    :func:`marl.core.load_policy` imports it when it first meets a file of that kind. A
+    package above ``marl`` declares its kinds so (``populations`` the ``llm`` kind of
+    ``llm_agents``): a process that plays no such file never loads that package. A kind that
+    a registered learner already saves keeps its module."""
+    _POLICY_MODULES.setdefault(kind, module)
 
 
 def _problem(entry: LearnerEntry, spec: GameSpec, config: Any,

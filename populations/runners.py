@@ -45,14 +45,18 @@ import numpy as np
 import torch
 
 import games
-import llm_agents.learner  # noqa: F401 - registers the llm policy kind (load_policy, Ray workers)
 from games.registry import IMPORTS_ENV
 from games.vector import episode_copies, episode_success
+from marl import registry
 from marl.core import Policy, derive_seed, load_policy
 from marl.train import RandomPolicy, check_episode_lengths
 from populations.approx_exploit import evaluated_greedy, policy_vector_kwargs
 
 log = logging.getLogger(__name__)
+# load_policy imports the LLM stack when a seat's file is an LLM team's (here and on each Ray
+# worker, which imports this module): a match of numeric learners never loads it, and an
+# import error in llm_agents breaks only the runs that play an LLM
+registry.register_policy_module("llm", "llm_agents.learner")
 RANDOM = "random"  # seat value for a uniformly random policy instead of a file
 
 
