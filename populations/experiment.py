@@ -255,9 +255,11 @@ def _check_on(cfg: ExperimentConfig, game: games.Game) -> None:
         check_league_game(cfg, game.spec)
         for spec, _, entry, config in league_member_specs(cfg):
             found = registry.refusal(entry.name, game.spec, config, text_views)
-            if found is not None:
-                raise ValueError(_member_refusal(cfg, game.spec, spec, entry, found, text_views)
-                                 if spec.changes else found.line())
+            if found is not None and spec.changes:
+                raise ValueError(_member_refusal(cfg, game.spec, spec, entry, found, text_views))
+            if found is not None:  # a listed name says which entry; the default [algo] not
+                where = f"{spec.where}: " if cfg.population.members else ""
+                raise ValueError(where + found.line())
             if isinstance(config, LLMConfig):
                 config.unused_role_prompts(roles, cfg.game.name)  # a misspelled role: refused
             if cfg.population.nash_conv and isinstance(config, LLMConfig):
