@@ -42,7 +42,7 @@ from torch import nn
 
 from llm_agents.backends.base import Backend, Generation, SamplingConfig, register_backend
 from llm_agents.backends.vllm_worker import EXTENSION
-from llm_agents.settings import backend_unavailable
+from llm_agents.settings import backend_unavailable, prepare_vllm_env
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,7 @@ class VLLMBackend(Backend):
         self._vllm = vllm_module
         llm_kwargs.setdefault("logprobs_mode", "processed_logprobs")  # logits / temperature
         llm_kwargs.setdefault("enable_prefix_caching", True)
+        prepare_vllm_env()  # its servers on loopback unless VLLM_HOST_IP says otherwise
         self.llm = vllm_module.LLM(model=str(path), seed=seed,
                                    gpu_memory_utilization=gpu_memory_utilization,
                                    worker_extension_cls=EXTENSION, **llm_kwargs)

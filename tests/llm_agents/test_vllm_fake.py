@@ -271,3 +271,22 @@ def test_grpo_with_the_vllm_backend_gets_distinct_group_samples_and_pushes_weigh
         if t.index == 0:
             first.setdefault(t.group, []).append(tuple(t.decision.completion_ids))
     assert all(len(set(c)) > 1 for c in first.values()), "a group of identical samples"
+
+
+def test_a_backend_built_directly_starts_vllm_on_loopback(served, kuhn_tok, monkeypatch):
+    """``VLLMBackend(...)`` without a team (``make_backend``) binds vLLM's servers to
+    127.0.0.1 too, and keeps a ``VLLM_HOST_IP`` the user set (an engine across machines)."""
+    import os
+    seen = []
+
+    class EnvLLM(FakeLLM):
+        def __init__(self, *args, **kwargs):
+            seen.append(os.environ.get("VLLM_HOST_IP"))
+            super().__init__(*args, **kwargs)
+
+    fake = SimpleNamespace(LLM=EnvLLM, SamplingParams=FakeSamplingParams)
+    monkeypatch.delenv("VLLM_HOST_IP", raising=False)
+    make_backend("vllm", served[0], kuhn_tok, vllm_module=fake)
+    monkeypatch.setenv("VLLM_HOST_IP", "10.1.2.3")
+    make_backend("vllm", served[0], kuhn_tok, vllm_module=fake)
+    assert seen == ["127.0.0.1", "10.1.2.3"]
