@@ -17,6 +17,7 @@ is the one the early check gives (``population.iterations=1e3; expected an integ
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -72,3 +73,46 @@ def refuse_mistyped(overrides: Sequence[Any]) -> None:
                 else swept_line(o, value)
             # OmegaConf's words, or a whole float's integer refused by its own range
             check_section_values([(key, value, line)])
+
+
+def expected_of(node: Any, path: str, sub: str, value: Any) -> str | None:
+    """What the setting ``path.sub`` of a section's ``node`` (an OmegaConf structured config)
+    accepts, when ``value`` is of a type it cannot take, as the end of a one-line refusal:
+    ``expected a list such as population.members=[mappo]`` for a list setting; for a number
+    setting, the setting's own rule, found by handing the section's dataclass a number it
+    refuses (NaN for a float, an integer below any bound for an integer): ``expected a finite
+    number > 0`` for ``mappo.lr=fast``. None: nothing better than OmegaConf's words (the
+    setting holds a mapping or text, or its rule accepted the probe)."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+    from omegaconf.nodes import FloatNode, IntegerNode
+
+    from llm_agents.settings import registry_checks_later
+
+    key = f"{path}.{sub}"
+    parent_sub, _, leaf = sub.rpartition(".")
+    try:
+        parent = OmegaConf.select(node, parent_sub) if parent_sub else node
+        field = parent._get_node(leaf) if OmegaConf.is_dict(parent) else None
+    except OmegaConfBaseException:
+        return None
+    if OmegaConf.is_list(field) and not isinstance(value, list | tuple):
+        items = list(field) if len(field) else [value if isinstance(value, str | int | float)
+                                                else "..."]  # the default as the example
+        return f"expected a list such as {key}=[{','.join(map(str, items))}]"
+    probe = float("nan") if isinstance(field, FloatNode) else \
+        -(10**18) if isinstance(field, IntegerNode) else None
+    if probe is None:
+        return None
+    kind = "a number" if isinstance(field, FloatNode) else "an integer"
+    trial = node.copy()
+    try:
+        OmegaConf.update(trial, sub, probe, merge=True)
+        with registry_checks_later():
+            OmegaConf.to_object(trial)
+    except (ValueError, TypeError, OmegaConfBaseException) as err:
+        text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        head, sep, rule = text.partition("; expected ")
+        if sep and re.search(rf"\b{re.escape(leaf)}=", head):  # this setting's own rule
+            return f"expected {rule}"
+    return f"expected {kind}"

@@ -292,6 +292,12 @@ def check_values(overrides: Sequence[Any]) -> None:
         values = [v for v in override_values(o) if not (isinstance(v, str) and "${" in v)]
         if key == "game.name":
             names += [v for v in values if isinstance(v, str)]
+        elif key == "game.kwargs":  # Hydra: "Error merging override ...; Cannot assign int..."
+            for value in values:
+                if value is not None and not isinstance(value, dict):
+                    raise CLIError(f"bad config: game.kwargs={typed_text(o, value)}; expected a "
+                                   "mapping of the game's arguments such as game.kwargs={N:3} "
+                                   "(one argument: game.kwargs.N=3)")
         elif key in TOP_LEVEL_TYPES:
             if o.value_type == ValueType.RANGE_SWEEP:  # -m frames=range(1e4,3e4,1e4): floats
                 values = list(itertools.islice(o.sweep_iterator(), RANGE_VALUES))
