@@ -1,0 +1,152 @@
+"""``python -m games [FAMILY ...] [--import MODULE ...]``: the names ``games.make`` and
+``selfplay-train game.name=`` take, by family, found without building or training anything.
+
+* ``registered``: the registry's names (the matrix games, the built-in tool tasks, games of
+  installed ``selfplay.games`` entry points and of the modules given with ``--import``);
+* ``presets``: ``selfplay-train game=<preset>``, each with the name and arguments it sets;
+* ``openspiel``: ``openspiel/<game>`` for each of ``pyspiel.registered_names()``;
+* ``pettingzoo``: ``pettingzoo/<module>`` for each versioned game module of the PettingZoo
+  families found (``mpe2``, ``pettingzoo.classic``, ...; a family needing a package that is
+  not installed fails when made, naming it);
+* ``vmas``: ``vmas/<scenario>`` for each VMAS scenario.
+
+Packages are found on disk, not imported: listing VMAS's scenarios loads no torch, listing
+PettingZoo's modules builds no environment. A family whose package is not installed says so
+in one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import pkgutil
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from games.registry import registered
+
+# the package folders searched for ``pettingzoo/<module>`` names (games.pettingzoo.FAMILIES,
+# which imports PettingZoo to be read; here only their folders are listed)
+PETTINGZOO_FAMILIES = ("mpe2", "pettingzoo.classic", "pettingzoo.butterfly", "pettingzoo.sisl",
+                       "pettingzoo.atari")
+VMAS_FOLDERS = ("scenarios", "scenarios/mpe", "scenarios/debug")
+FAMILIES = ("registered", "presets", "openspiel", "pettingzoo", "vmas")
+_VERSIONED = re.compile(r"\w+_v\d+")
+
+
+def _folder(package: str) -> Path | None:
+    """The folder of ``package`` (dotted), found without importing it or its parents
+    (``vmas/__init__`` imports torch); None when it is not installed."""
+    top, *rest = package.split(".")
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations)), *rest)
+    return folder if folder.is_dir() else None
+
+
+def _modules(folder: Path) -> list[str]:
+    """The plain modules (not packages, not private) directly in ``folder``."""
+    return sorted(m.name for m in pkgutil.iter_modules([str(folder)])
+                  if not m.ispkg and not m.name.startswith("_"))
+
+
+def openspiel_names() -> list[str] | str:
+    """``openspiel/<game>`` names, or why there are none."""
+    try:
+        import pyspiel
+    except ImportError:
+        return "pyspiel is not installed (pip install open_spiel)"
+    return [f"openspiel/{n}" for n in sorted(pyspiel.registered_names())]
+
+
+def pettingzoo_names() -> list[str] | str:
+    """``pettingzoo/<package>.<module>`` of every versioned game module found."""
+    out = [f"pettingzoo/{package}.{m}" for package in PETTINGZOO_FAMILIES
+           if (folder := _folder(package)) is not None
+           for m in _modules(folder) if _VERSIONED.fullmatch(m)]
+    return out or f"none of {list(PETTINGZOO_FAMILIES)} is installed (pip install pettingzoo mpe2)"
+
+
+def vmas_names() -> list[str] | str:
+    """``vmas/<scenario>`` of every scenario module (MPE and debug ones included)."""
+    root = _folder("vmas")
+    if root is None:
+        return "vmas is not installed (pip install vmas)"
+    found = {m for sub in VMAS_FOLDERS if (root / sub).is_dir() for m in _modules(root / sub)}
+    return [f"vmas/{s}" for s in sorted(found)]
+
+
+def preset_names() -> list[str] | str:
+    """``<preset> = <game.name> <game.kwargs>`` of each ``configs/game/*.yaml`` of
+    ``selfplay-train`` (read as text: no Hydra, no YAML parser)."""
+    folder = _folder("configs.game")
+    if folder is None:
+        return "no selfplay-train configs found"
+    out = []
+    for path in sorted(folder.glob("*.yaml")):
+        text = path.read_text()
+        name = re.search(r"^\s+name:\s*(\S+)", text, re.M)
+        kwargs = re.search(r"^\s+kwargs:\s*(.+)$", text, re.M)
+        args = kwargs.group(1).strip() if kwargs else "{}"
+        out.append(f"game={path.stem} = {name.group(1) if name else '?'}"
+                   f"{'' if args == '{}' else f' {args}'}")
+    return out
+
+
+def catalogue(families: Sequence[str] = FAMILIES) -> dict[str, list[str] | str]:
+    """Family -> its names (or one line saying why it has none), for ``families``."""
+    listers = {"registered": registered, "presets": preset_names,
+               "openspiel": openspiel_names, "pettingzoo": pettingzoo_names,
+               "vmas": vmas_names}
+    return {f: listers[f]() for f in families}
+
+
+HEADINGS = {
+    "registered": "registered names (games.make(name), game.name=<name>)",
+    "presets": "selfplay-train game presets (game=<preset>)",
+    "openspiel": "OpenSpiel games (game.name=openspiel/<game>; parameters: "
+                 "openspiel/<game>(k=v) or game.kwargs)",
+    "pettingzoo": "PettingZoo modules (game.name=pettingzoo/<module>; also any module path "
+                  "or <module>:<function returning an env>)",
+    "vmas": "VMAS scenarios, natively batched (game.name=vmas/<scenario>)",
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m games", description="List the game names games.make and "
+        "selfplay-train game.name= take, by family (nothing is built).")
+    parser.add_argument("family", nargs="*", metavar="FAMILY",
+                        help=f"families to list (default: all): {', '.join(FAMILIES)}")
+    parser.add_argument("--import", dest="imports", action="append", default=[],
+                        metavar="MODULE", help="import MODULE first (its @games.register "
+                        "games are listed as registered)")
+    args = parser.parse_args(argv)
+    unknown = [f for f in args.family if f not in FAMILIES]
+    if unknown:
+        parser.exit(2, f"python -m games: unknown family {unknown[0]!r}; choose from "
+                       f"{list(FAMILIES)}\n")
+    for module in args.imports:
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            parser.exit(2, f"python -m games: --import {module}: {err}\n")
+    for family, names in catalogue(args.family or FAMILIES).items():
+        if isinstance(names, str):
+            print(f"{HEADINGS[family]}: {names}")
+            continue
+        print(f"{HEADINGS[family]}: {len(names)}")
+        for name in names:
+            print(f"  {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
