@@ -15,6 +15,7 @@ Shape legend: ``M`` samples (graphs), ``V`` nodes per graph, ``F`` node features
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -153,8 +154,12 @@ class GraphEncoder(nn.Module):
         if layer not in GNN_LAYERS:
             raise ValueError(f"gnn layer {layer!r} unknown; choose one of {list(GNN_LAYERS)}")
         # imported here: torch_geometric takes seconds to import (it pulls torch._dynamo),
-        # and most runs build no graph encoder
-        from torch_geometric.nn import GATv2Conv, TransformerConv
+        # and most runs build no graph encoder. torch 2.14 made the deprecation of
+        # torch.jit.script, which torch_geometric calls as it imports, a FutureWarning
+        # that every GNN run printed to stderr
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", FutureWarning)
+            from torch_geometric.nn import GATv2Conv, TransformerConv
 
         self.radius, self.layer = radius, layer
         # ``activation``: nn.Tanh or marl.networks.FastTanh (no parameters: same state dict)

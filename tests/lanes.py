@@ -59,6 +59,7 @@ SECOND_LANE = (
     "tests/populations/test_mixed_league.py",
     "tests/populations/test_fix29a_league_rollouts_closed.py",
     "tests/populations/test_fix29a_async_exploit_stop.py",
+    "tests/populations/test_fix30b_league_start_closes.py",
 )
 """Modules (paths from the repository root) the second process runs, in this order: every
 module that starts Ray, and test_cli (mostly ``selfplay-train`` child processes),
