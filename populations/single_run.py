@@ -49,6 +49,7 @@ from populations.single_eval import (
     _greedy,
     _log_eval_return,
     _Seats,
+    evaluation_cost_note,
     random_seats,
 )
 from populations.store import PolicyStore
@@ -153,6 +154,10 @@ def run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
     snap = store.publish(cfg.algo, learner.policy(), version=0, algo=cfg.algo)
     # random seats from their streams' starts, not where training left them: a run killed
     # after its last checkpoint resumes to the uninterrupted run's evaluation
+    note = evaluation_cost_note(cfg, spec, frames, res.frames, len(res.episode_returns)) \
+        if res.frames else None  # (a resume past its training measured no episode)
+    if note is not None:  # a long-episode game's default 32 episodes outlast its training
+        log.info(note)
     evaluated = _evaluate_single(db, run_id, cfg, spec, snap.id, learner,
                                  random_seats(spec, agents, seeds), vkw)
     _log_eval_return(db, run_id, logger, frames, evaluated,
