@@ -175,7 +175,9 @@ def create_app(paths: Sequence[str | Path], refresh_s: float = 5.0,
         p = request.path_params
         keys = request.query_params.getlist("key")
         if not keys:
-            raise SourceError("pass one or more metric keys: metrics?key=losses/pg_loss", 400)
+            raise SourceError(  # a league's keys are per member (main/losses/pg_loss)
+                "pass one or more metric keys, metrics?key=<key>: the run's keys are the "
+                "'keys' of its learner view, api/runs/<source>/<run>/learner", 400)
         return _cached_json(request, data.metrics(p["source"], run_id(request), keys))
 
     def health(request: Request) -> Response:

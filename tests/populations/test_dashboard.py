@@ -280,7 +280,12 @@ def test_metrics_endpoint_buckets_long_histories(run_dir):
     assert series["step"] == sorted(series["step"]) and series["step"][-1] == 10_000
     assert min(series["value"]) >= 0.0 and max(series["value"]) <= 1000.0
     assert get(client, f"/api/runs/{s}/{run}/metrics?key=no/such") == []
-    assert "metric keys" in get(client, f"/api/runs/{s}/{run}/metrics", 400)["error"]
+    hint = get(client, f"/api/runs/{s}/{run}/metrics", 400)["error"]
+    assert "metric keys" in hint
+    # the hint names where the run's keys are (it named losses/pg_loss, which a league's
+    # per-member keys never are), and that view lists this run's key
+    view = re.search(r"api/runs/<source>/<run>/(\w+)", hint).group(1)
+    assert "x/long" in get(client, f"/api/runs/{s}/{run}/{view}")["keys"]
 
 
 def test_unknown_ids_are_404_with_a_message(shared):
