@@ -3,7 +3,6 @@
 
 * ``registered``: the registry's names (the matrix games, the built-in tool tasks, games of
   installed ``selfplay.games`` entry points and of the modules given with ``--import``);
-* ``presets``: ``selfplay-train game=<preset>``, each with the name and arguments it sets;
 * ``openspiel``: ``openspiel/<game>`` for each of ``pyspiel.registered_names()``;
 * ``pettingzoo``: ``pettingzoo/<module>`` for each versioned game module of the PettingZoo
   families found (``mpe2``, ``pettingzoo.classic``, ...; a family needing a package that is
@@ -12,7 +11,8 @@
 
 Packages are found on disk, not imported: listing VMAS's scenarios loads no torch, listing
 PettingZoo's modules builds no environment. A family whose package is not installed says so
-in one line.
+in one line. ``selfplay-train``'s game presets (``game=kuhn``) are its configs', not the
+package's: ``selfplay-train --help`` lists them.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from games.registry import registered
 PETTINGZOO_FAMILIES = ("mpe2", "pettingzoo.classic", "pettingzoo.butterfly", "pettingzoo.sisl",
                        "pettingzoo.atari")
 VMAS_FOLDERS = ("scenarios", "scenarios/mpe", "scenarios/debug")
-FAMILIES = ("registered", "presets", "openspiel", "pettingzoo", "vmas")
+FAMILIES = ("registered", "openspiel", "pettingzoo", "vmas")
 _VERSIONED = re.compile(r"\w+_v\d+")
 
 
@@ -83,34 +83,15 @@ def vmas_names() -> list[str] | str:
     return [f"vmas/{s}" for s in sorted(found)]
 
 
-def preset_names() -> list[str] | str:
-    """``<preset> = <game.name> <game.kwargs>`` of each ``configs/game/*.yaml`` of
-    ``selfplay-train`` (read as text: no Hydra, no YAML parser)."""
-    folder = _folder("configs.game")
-    if folder is None:
-        return "no selfplay-train configs found"
-    out = []
-    for path in sorted(folder.glob("*.yaml")):
-        text = path.read_text()
-        name = re.search(r"^\s+name:\s*(\S+)", text, re.M)
-        kwargs = re.search(r"^\s+kwargs:\s*(.+)$", text, re.M)
-        args = kwargs.group(1).strip() if kwargs else "{}"
-        out.append(f"game={path.stem} = {name.group(1) if name else '?'}"
-                   f"{'' if args == '{}' else f' {args}'}")
-    return out
-
-
 def catalogue(families: Sequence[str] = FAMILIES) -> dict[str, list[str] | str]:
     """Family -> its names (or one line saying why it has none), for ``families``."""
-    listers = {"registered": registered, "presets": preset_names,
-               "openspiel": openspiel_names, "pettingzoo": pettingzoo_names,
-               "vmas": vmas_names}
+    listers = {"registered": registered, "openspiel": openspiel_names,
+               "pettingzoo": pettingzoo_names, "vmas": vmas_names}
     return {f: listers[f]() for f in families}
 
 
 HEADINGS = {
     "registered": "registered names (games.make(name), game.name=<name>)",
-    "presets": "selfplay-train game presets (game=<preset>)",
     "openspiel": "OpenSpiel games (game.name=openspiel/<game>; parameters: "
                  "openspiel/<game>(k=v) or game.kwargs)",
     "pettingzoo": "PettingZoo modules (game.name=pettingzoo/<module>; also any module path "
@@ -145,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{HEADINGS[family]}: {len(names)}")
         for name in names:
             print(f"  {name}")
+    if not args.family:
+        print("selfplay-train's game presets (game=<preset>, e.g. game=kuhn): selfplay-train "
+              "--help")
     return 0
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from populations.sweep_values import RANGE_VALUES, swept_line, typed_text
@@ -75,19 +76,21 @@ def refuse_mistyped(overrides: Sequence[Any]) -> None:
             check_section_values([(key, value, line)])
 
 
-def expected_of(node: Any, path: str, sub: str, value: Any) -> str | None:
+def expected_of(node: Any, path: str, sub: str, value: Any,
+                checks_later: Callable[[], AbstractContextManager[Any]] = nullcontext,
+                ) -> str | None:
     """What the setting ``path.sub`` of a section's ``node`` (an OmegaConf structured config)
     accepts, when ``value`` is of a type it cannot take, as the end of a one-line refusal:
     ``expected a list such as population.members=[mappo]`` for a list setting; for a number
     setting, the setting's own rule, found by handing the section's dataclass a number it
     refuses (NaN for a float, an integer below any bound for an integer): ``expected a finite
     number > 0`` for ``mappo.lr=fast``. None: nothing better than OmegaConf's words (the
-    setting holds a mapping or text, or its rule accepted the probe)."""
+    setting holds a mapping or text, or its rule accepted the probe). ``checks_later``: the
+    context the section is built in (``llm_agents.settings.registry_checks_later``: the LLM
+    section's registry checks, which import torch, wait; the early checks pass it)."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
     from omegaconf.nodes import FloatNode, IntegerNode
-
-    from llm_agents.settings import registry_checks_later
 
     key = f"{path}.{sub}"
     parent_sub, _, leaf = sub.rpartition(".")
@@ -108,7 +111,7 @@ def expected_of(node: Any, path: str, sub: str, value: Any) -> str | None:
     trial = node.copy()
     try:
         OmegaConf.update(trial, sub, probe, merge=True)
-        with registry_checks_later():
+        with checks_later():
             OmegaConf.to_object(trial)
     except (ValueError, TypeError, OmegaConfBaseException) as err:
         text = str(err).strip().splitlines()[0] if str(err).strip() else ""

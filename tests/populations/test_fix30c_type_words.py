@@ -9,6 +9,7 @@ setting takes, by the section's own rule."""
 import pytest
 from omegaconf import OmegaConf
 
+from llm_agents.settings import registry_checks_later
 from populations.config_checks import section_schemas, writable
 from populations.override_types import expected_of
 from tests.populations.test_walk19_experiment import _refused
@@ -42,4 +43,4 @@ def _section(path):
     ("mappo", "optim", 3, None),  # a text setting: OmegaConf's words stay
 ])
 def test_expected_of_words_the_settings_own_rule(path, sub, value, expected):
-    assert expected_of(_section(path), path, sub, value) == expected
+    assert expected_of(_section(path), path, sub, value, registry_checks_later) == expected
