@@ -322,6 +322,7 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
 
     from llm_agents.settings import registry_checks_later, registry_refusal
     from populations.config_paths import at_path, refusal
+    from populations.override_types import expected_of
 
     schemas = section_schemas()
     path = None
@@ -370,6 +371,10 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
                 text = (f"a value is required here (null is not accepted); it was {had!r}"
                         if not OmegaConf.is_config(had) else
                         f"a section, not a value: set its keys ({key}.<key>=...), or leave it")
+            expected = expected_of(node, path, sub, value, registry_checks_later) \
+                if value is not None else None
+            if expected is not None:  # what the setting takes, not OmegaConf's words
+                raise ValueError(f"{input_line or f'{key}={value}'}; {expected}") from None
             raise ValueError(f"{input_line or f'{key}={value}'}: {text}") from None
     if path is None:
         return

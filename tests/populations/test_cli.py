@@ -85,7 +85,7 @@ def test_multirun_makes_one_folder_per_job(tmp_path):
 
 CONFIG_MISTAKES = [
     ("mappo.lrr=0.1", "Key 'lrr' not in 'MAPPOConfig'"),
-    ("mappo.lr=fast", "Value 'fast' of type 'str' could not be converted to Float"),
+    ("mappo.lr=fast", "mappo.lr=fast; expected a finite number > 0"),
     ("algo=alphazero", "Could not find 'algo/alphazero'"),
     ("mappo.adv_norm=agentwise", "mappo.adv_norm='agentwise' unknown; choose one of"),
     ("population.matchmaking.rule=elo",

@@ -18,7 +18,7 @@ from populations.train_overrides import to_experiment
 BAD = {  # override: the start of its one line
     "mappo.lr=-1": "mappo.lr=-1.0; expected a finite number > 0",
     "mappo.gamma=2": "mappo.gamma=2.0; expected a number in [0, 1]",
-    "mappo.lr=abc": "mappo.lr=abc: Value 'abc' of type 'str' could not be converted to Float",
+    "mappo.lr=abc": "mappo.lr=abc; expected a finite number > 0",
     "mappo.optim=bogus": "mappo.optim='bogus' unknown; choose one of ['joint', 'separate']",
     "mappo.net.init=x": "mappo.net.init='x' unknown; choose one of ['orthogonal', 'torch']",
     "mappo.net.hidden=[0]": "mappo.net.hidden=[0]; expected one or more widths from 1 to 65536",

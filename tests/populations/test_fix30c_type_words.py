@@ -44,3 +44,15 @@ def _section(path):
 ])
 def test_expected_of_words_the_settings_own_rule(path, sub, value, expected):
     assert expected_of(_section(path), path, sub, value, registry_checks_later) == expected
+@pytest.mark.parametrize(("argv", "line"), [
+    (["population=pfsp", "population.members=mappo"],
+     "bad config: population.members=mappo; expected a list such as "
+     "population.members=[mappo]"),
+    (["mappo.lr=fast"], "bad config: mappo.lr=fast; expected a finite number > 0"),
+    (["population=psro", "population.iterations=abc"],
+     "bad config: population.iterations=abc; expected an integer >= 1"),
+])
+def test_a_mistyped_section_value_names_what_is_accepted(argv, line, tmp_path, monkeypatch,
+                                                         capsys):
+    got = _refused([*argv, "progress=false"], monkeypatch, tmp_path, capsys)
+    assert got == line, got
