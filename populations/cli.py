@@ -433,9 +433,43 @@ def _hydra_app() -> Callable[[], None]:
 
     get_args_parser.__wrapped__ = parser  # type: ignore[attr-defined]
     hydra_main.get_args_parser = get_args_parser
+    _compose_once()
     _resolve_hydra_node_in_full_config()
     return hydra.main(version_base=None, config_path="pkg://configs",
                       config_name="config")(_train_task)
+
+
+# Where Hydra looks for configs when nothing on the command line adds a place: its own, ours,
+# the schema's. A config found anywhere else may set ``hydra.mode``.
+_PACKAGED_CONFIGS = [("hydra", "pkg://hydra.conf"), ("main", "pkg://configs"),
+                     ("schema", "structured://")]
+
+
+def _compose_once() -> None:
+    """Hydra composes the whole config once only to read ``hydra.mode`` (run or sweep) and
+    again for the run: ~0.2 s CPU of every ``selfplay-train``. No file in ``configs/`` sets
+    ``hydra.mode`` (tests/populations/test_start30_run_mode.py), so with the packaged configs
+    alone the mode is what ``-m`` says, as Hydra decides for an unset one; an override naming
+    ``hydra.mode`` or ``hydra.searchpath``, ``--config-dir``/``--config-path``/
+    ``--config-name`` or a search-path plugin keep Hydra's first compose."""
+    # private, no public equivalent: Hydra.get_mode is its first compose (pyproject pins
+    # hydra-core 1.3, whose names these are)
+    from hydra._internal.hydra import Hydra
+
+    get_mode = getattr(Hydra.get_mode, "__wrapped__", Hydra.get_mode)
+
+    def mode_if_set(self: Hydra, config_name: str | None, overrides: list[str]) -> Any:
+        keys = [o.split("=", 1)[0].lstrip("+~") for o in overrides]
+        searched = [(e.provider, e.path)
+                    for e in self.config_loader.get_search_path().get_path()]
+        if (config_name == "config" and searched == _PACKAGED_CONFIGS
+                and not any(k == "hydra.mode" or k.startswith("hydra.searchpath")
+                            for k in keys)):
+            return None  # unset: Hydra's _run_app takes RUN, or MULTIRUN for -m
+        return get_mode(self, config_name, overrides)
+
+    mode_if_set.__wrapped__ = get_mode  # type: ignore[attr-defined]
+    Hydra.get_mode = mode_if_set  # type: ignore[method-assign]
 
 
 def _resolve_hydra_node_in_full_config() -> None:
