@@ -351,8 +351,9 @@ def check_league_game(cfg: ExperimentConfig, spec: games.GameSpec) -> None:
     if cfg.population.nash_conv:
         from populations import exploitability as ex
 
-        try:  # cached: the league's own check reads the same tree
-            ex.require_perfect_recall(ex.game_tree(spec))
+        try:  # cached: the league's own check reads the same tree; its 'enumerated ...'
+            with ex.lines_held():  # line waits for the run's start (a resume may be refused)
+                ex.require_perfect_recall(ex.game_tree(spec))
         except games.GameContractError:  # a bug of the game's code (a ValueError too):
             raise  # one line naming the call; leaving NashConv out is no advice for it
         except ValueError as err:

@@ -97,3 +97,18 @@ def test_a_league_refused_at_resume_does_not_say_the_enumeration(tmp_path, caplo
         with pytest.raises(CheckpointError, match="no readable checkpoint"):
             League(cfg, run, resume=True)
     assert not [r for r in caplog.records if "enumerated" in r.getMessage()], caplog.text
+
+
+def test_a_nash_conv_league_refused_at_resume_prints_its_refusal_alone(tmp_path):
+    """``selfplay-train``'s config checks enumerate a ``nash_conv`` league's game too (perfect
+    recall): a resume refused for other settings printed 'enumerated ...' before its line."""
+    args = ["game=kuhn", "population=pfsp", "population.nash_conv=true",
+            "population.generations=1", "population.frames_per_generation=200",
+            "eval_episodes=2", "progress=false", f"hydra.run.dir={tmp_path / 'run'}"]
+    res, out = _cli(args, tmp_path)
+    assert res.returncode == 0, out
+    assert out.count(ENUMERATED) == 1, out
+    assert out.index("experiment ") < out.index(ENUMERATED), out
+    res, out = _cli([*args, "mappo.lr=0.01", "resume=true"], tmp_path)
+    assert res.returncode == 2, out
+    assert "with other settings" in _refused(out)
