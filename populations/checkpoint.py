@@ -25,9 +25,9 @@ from marl.core import CheckpointError, check_tensors
 from marl.fileio import atomic_write, check_torch_zip, read_regular
 from populations.db import refuse_link
 from populations.experiment_config import KEEP_CHECKPOINTS
+from populations.run_folder_names import CHECKPOINT
 
 log = logging.getLogger(__name__)
-_CKPT = re.compile(r"^ckpt_(\d+)\.pt$")
 HASH_SUFFIX = ".sha256"
 
 
@@ -37,7 +37,7 @@ def checkpoint_files(folder: str | Path) -> list[Path]:
     refuse_link(folder, "checkpoint folder", CheckpointError)  # pruned and read: the run's own
     if not folder.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := _CKPT.match(p.name))]
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := CHECKPOINT.fullmatch(p.name))]
     return [p for _, p in sorted(found, reverse=True)]
 
 

@@ -32,7 +32,7 @@ _HYDRA_FILES = ("config.yaml", "hydra.yaml", "overrides.yaml")
 """The files Hydra writes in a run's ``.hydra`` before the task runs."""
 OWN_INSIDE = {
     ".hydra": re.compile("|".join(map(re.escape, _HYDRA_FILES))),
-    "checkpoints": re.compile(r"ckpt_\d+\.pt(\.sha256|\.threads)?"),  # checkpoint.py
+    "checkpoints": re.compile(r"ckpt_\d+\.pt(\.sha256|\.threads)?"),  # CHECKPOINT, sidecars
     "snapshots": re.compile(r"[A-Za-z0-9][\w.-]{0,63}/(v\d{4,}\.(pt|json))?"),  # store.py
 }
 """What selfplay (and Hydra for it) writes inside those of :data:`RUN_NAMES` that are folders,
@@ -40,8 +40,9 @@ as paths relative to the folder (a folder's with a trailing ``/``; ``atomic_writ
 ``<name>.tmp`` too): all a failed command removes in them (:func:`remove_own`). Another
 program's file put there meanwhile stays, with the folders above it. ``wandb`` and ``models``
 hold what wandb and transformers write, under names they choose: removed whole."""
-CHECKPOINT = re.compile(r"ckpt_\d+\.pt")
-"""A checkpoint in ``checkpoints`` (``populations.checkpoint``): what makes a run worth keeping."""
+CHECKPOINT = re.compile(r"ckpt_(\d+)\.pt")
+"""A checkpoint's name in ``checkpoints`` (``fullmatch``; group 1: its step): what
+``populations.checkpoint`` reads and writes, and what makes a run worth keeping."""
 SWEEP_NAMES = frozenset({"multirun.yaml", "summary.csv", ".lock"})
 """The names a sweep writes at the top of its folder, besides its jobs' folders
 (``run_guard._SWEEP_JOB_FOLDERS``)."""
