@@ -19,7 +19,6 @@ from typing import Any
 from torch import nn
 
 from llm_agents.backends.base import Backend, make_backend
-from llm_agents.settings import prepare_vllm_env
 
 ANY_ROLE = "*"
 
@@ -56,11 +55,9 @@ def backend_for(model: nn.Module, tokenizer: Any, backend: str | Backend, **kw: 
     """The registered backend ``backend`` built for ``(model, tokenizer)`` (``transformers``
     wraps the module itself; ``vllm`` loads the model's directory into an engine, whose
     servers listen on loopback unless ``VLLM_HOST_IP`` says otherwise:
-    :func:`~llm_agents.settings.prepare_vllm_env`)."""
+    :func:`~llm_agents.settings.prepare_vllm_env`, called by the backend)."""
     if isinstance(backend, Backend):
         return backend
-    if backend == "vllm":
-        prepare_vllm_env()  # before vllm is imported and its engine starts
     return make_backend(backend, model, tokenizer, **kw)
 
 

@@ -91,6 +91,8 @@ class VLLMBackend(Backend):
         if score_with not in SCORE_WITH:
             raise ValueError(f"score_with={score_with!r} unknown; choose one of "
                              f"{list(SCORE_WITH)}")
+        prepare_vllm_env()  # before vllm is imported: its servers on loopback unless
+        # VLLM_HOST_IP says otherwise (a team's backend and one built directly alike)
         if vllm_module is None:
             why = backend_unavailable("vllm")
             if why:  # a setting the user chose, not a bug: one line, no traceback
@@ -106,7 +108,6 @@ class VLLMBackend(Backend):
         self._vllm = vllm_module
         llm_kwargs.setdefault("logprobs_mode", "processed_logprobs")  # logits / temperature
         llm_kwargs.setdefault("enable_prefix_caching", True)
-        prepare_vllm_env()  # its servers on loopback unless VLLM_HOST_IP says otherwise
         self.llm = vllm_module.LLM(model=str(path), seed=seed,
                                    gpu_memory_utilization=gpu_memory_utilization,
                                    worker_extension_cls=EXTENSION, **llm_kwargs)
