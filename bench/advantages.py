@@ -48,11 +48,11 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from marl.adv_diagnostics import advantage_diagnostics  # noqa: E402
 from marl.advantages import (  # noqa: E402
     AdvantageConfig,
     AdvantageKeys,
     RoleEMABaseline,
-    advantage_diagnostics,
     gae,
     normalize_advantages,
 )

@@ -15,13 +15,14 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import marl.adv_diagnostics as diag_mod
 import marl.advantages as adv_mod
+from marl.adv_diagnostics import advantage_diagnostics
 from marl.advantages import (
     AdvantageConfig,
     AdvantageKeys,
     RoleEMABaseline,
     adv_norms_for,
-    advantage_diagnostics,
     broadcast_to_tokens,
     dense_key,
     discounted_returns,
@@ -747,8 +748,8 @@ def test_diagnostics_levels_and_computed_on_first_read(monkeypatch):
     keys = AdvantageKeys(agent=torch.tensor([3, 3, 7, 7, 7]), role=torch.zeros(5).long())
     mask = torch.tensor([True, True, True, True, False])
     calls = []
-    real = adv_mod.advantage_diagnostics
-    monkeypatch.setattr(adv_mod, "advantage_diagnostics", lambda *a: calls.append(1) or real(*a))
+    real = diag_mod.advantage_diagnostics
+    monkeypatch.setattr(diag_mod, "advantage_diagnostics", lambda *a: calls.append(1) or real(*a))
     full = normalize_advantages("agent", x, keys, mask)  # default: keys, on first read
     assert calls == []
     assert full.diagnostics["adv/agent_7/count"] == 2 and "adv/role_0/adv_std" in full.diagnostics

@@ -8,12 +8,8 @@ import pytest
 import torch
 
 import games
-from marl.advantages import (
-    AdvantageKeys,
-    advantage_diagnostics,
-    key_label,
-    normalize_advantages,
-)
+from marl.adv_diagnostics import advantage_diagnostics, key_label
+from marl.advantages import AdvantageKeys, normalize_advantages
 from marl.mappo import MAPPO, MAPPOConfig
 from marl.train import train
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import torch
 
 import games
-from marl.advantages import AdvantageKeys, advantage_diagnostics
+from marl.adv_diagnostics import advantage_diagnostics
+from marl.advantages import AdvantageKeys
 from marl.mappo import MAPPO, MAPPOConfig
 from marl.train import train
 
