@@ -100,6 +100,7 @@ from populations.league_state import (
     checked_state,
     load_members,
     member_changes,
+    note_generations,
     published,
     recorded_history,
 )
@@ -297,6 +298,7 @@ class League:
             if check_settings(f"league {self.run_dir}", recorded, _jsonable(cfg), MAY_CHANGE,
                               override):
                 self.db.set_run_config(run_id, _jsonable(cfg))
+            note_generations(recorded, cfg.generations)
             if members is not None:
                 refuse_changes(f"league {self.run_dir}",
                                member_changes(self.db, run_id, members), override)

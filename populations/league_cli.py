@@ -49,7 +49,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--game-kwargs", default=None, metavar="JSON",
                    help="the game's keyword arguments as a JSON object, replacing its defaults "
                         "(the default game's: {\"max_cycles\": 25}), e.g. '{\"players\": 3}'")
-    p.add_argument("--generations", type=int, default=LeagueConfig.generations)
+    p.add_argument("--generations", type=int, default=None,
+                   help=f"snapshots published after the initial one (default "
+                        f"{LeagueConfig.generations}; a resume goes on to the run's own count "
+                        "unless this is given)")
     p.add_argument("--frames-per-generation", type=int,
                    default=LeagueConfig.frames_per_generation)
     p.add_argument("--num-envs", type=int, default=LeagueConfig.num_envs)
@@ -75,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
             kwargs = _game_kwargs(args.game, args.game_kwargs, CLIError)
             try:
                 cfg = LeagueConfig(game=args.game, game_kwargs=kwargs,
-                                   generations=args.generations,
+                                   generations=_generations(args),
                                    frames_per_generation=args.frames_per_generation,
                                    num_envs=args.num_envs, eval_episodes=args.eval_episodes,
                                    seed=args.seed, runner=args.runner,
@@ -122,6 +125,42 @@ def _as_flag(message: str) -> str:
         return message
     value, sep, tail = rest.partition(":") if ":" in rest.split(";")[0] else rest.partition(";")
     return f"--{name.replace('_', '-')} {value}{sep}{tail}"
+
+
+def _generations(args: Any) -> int:
+    """``--generations``, or on a resume without it the run's recorded count (the default 6
+    trained a run started with ``--generations 3`` to 6 while a resume refused every other
+    changed setting); a count the run did not record (no readable ``league.db``): the
+    default, and the resume's own checks say what is wrong with the folder."""
+    if args.generations is not None:
+        return args.generations
+    if args.resume or args.resume_override:
+        recorded = _recorded_generations(Path(args.run_dir))
+        if recorded is not None:
+            return recorded
+    return LeagueConfig.generations
+
+
+def _recorded_generations(run_dir: Path) -> int | None:
+    """The ``generations`` recorded in ``run_dir/league.db`` (None: no such run or value)."""
+    import sqlite3
+
+    from populations.db import LeagueDB, LeagueDBError
+
+    path = run_dir / "league.db"
+    if not path.is_file():
+        return None
+    try:
+        db = LeagueDB(path, readonly=True)
+        try:
+            run_id = db.run_id("league")
+            config = None if run_id is None else db.run_config(run_id)
+        finally:
+            db.close()
+    except (LeagueDBError, sqlite3.Error, OSError):
+        return None
+    value = (config or {}).get("generations")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _again(argv: list[str] | None) -> str:

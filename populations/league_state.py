@@ -3,6 +3,7 @@
 
 * :func:`check_folder`: whether ``run_dir`` holds a league to resume, or may start one;
 * :func:`member_changes`: how a resume's members differ from those ``league.db`` recorded;
+* :func:`note_generations`: a resume that goes on to another generation count says so;
 * :func:`recorded_history`: what only a checkpointed league records (a resume that finds no
   checkpoint while the database holds it refuses to start over);
 * :func:`checked_state`: a checkpoint's entries, each checked for type and range (the file is
@@ -90,6 +91,16 @@ def check_folder(run_dir: Path, resume: bool, override: bool) -> bool:
         log.warning("resume_override: %s holds no league; starting a new one", run_dir)
         return False
     return resume
+
+
+def note_generations(recorded: dict[str, Any] | None, generations: int) -> None:
+    """A resume whose generation count differs from the run's (a setting a resume may change)
+    says so in one line: the count sets how long the run goes on, and a resume that changed
+    it without a word trained a run started with 3 generations to the default 6."""
+    before = (recorded or {}).get("generations")
+    if isinstance(before, int) and before != generations:
+        log.info("generations: the run recorded %d; this resume goes on to %d", before,
+                 generations)
 
 
 def member_changes(db: LeagueDB, run_id: int, members: Sequence[Member]) -> list[str]:
