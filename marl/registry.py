@@ -281,10 +281,14 @@ class Refusal:
     note: str
     others: list[str]
 
-    def line(self, problem: str | None = None, note: str | None = None) -> str:
-        """The one line :func:`check_compatible` raises (``problem``/``note``: in their
-        place, for a caller that knows better, e.g. a league member's own mapping)."""
-        hint = f"; algos that play it: {self.others}" if self.others else ""
+    def line(self, problem: str | None = None, note: str | None = None,
+             others: list[str] | None = None) -> str:
+        """The one line :func:`check_compatible` raises (``problem``/``note``/``others``: in
+        their place, for a caller that knows better, e.g. a league member's own mapping,
+        whose fix is a setting: ``others=[]`` leaves out the list, which was made with that
+        setting and would say its own algo cannot play the game)."""
+        others = self.others if others is None else others
+        hint = f"; algos that play it: {others}" if others else ""
         problem = self.problem if problem is None else problem
         return (f"algo={self.algo} cannot play {self.game}: {problem}"
                 f"{self.note if note is None else note}{hint}")

@@ -277,14 +277,15 @@ def _member_refusal(cfg: ExperimentConfig, game: games.GameSpec, spec: MemberSpe
     (``population.members[1]: ...``). When its mapping is what makes it refused (the run's
     section plays the game), the learner's hint, which names run-level settings (``use
     encoder=mlp``), and the note on the section's defaults give way to the member's own
-    settings, named under ``population.members[i]``."""
+    settings, named under ``population.members[i]``; the list of algos that play the game
+    is left out (made with the member's setting, it left out its own algo)."""
     own = refused_settings(spec, entry, settings(cfg, entry), lambda config: not
                            registry.compatible(entry.name, game, config, text_views))
     if not own:
         return f"{spec.where}: {found.line()}"
     problem = found.problem.split("; use ")[0]  # a learner's hint: run-level settings
     return f"{spec.where}: " + found.line(
-        f"{problem}; {refused_settings_hint(spec.where, own)}", note="")
+        f"{problem}; {refused_settings_hint(spec.where, own)}", note="", others=[])
 
 
 def check_oracle_builds(cfg: ExperimentConfig, spec: games.GameSpec) -> None:
