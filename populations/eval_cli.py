@@ -64,6 +64,11 @@ def eval_main(argv: list[str] | None = None) -> None:
                    "(a game of one team: episodes per file)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--runner", default="local", choices=["local", "ray"])
+    p.add_argument("--torch-threads", type=int, default=1, metavar="N",
+                   help="torch's intra-op threads in this process (default 1, as "
+                        "selfplay-train's torch_threads: small networks are fastest on one, "
+                        "and torch's default, one per core, ran --exploit 10-20x slower on a "
+                        "busy machine)")
     p.add_argument("--pairs", type=int, default=PAIRS_SHOWN, metavar="N",
                    help="print each pair's win rate and margin when the round robin has at "
                         f"most N pairs (default {PAIRS_SHOWN}: 10 files), else those of the "
@@ -130,6 +135,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         raise CLIError(f"--seed {args.seed}: expected an integer from 0 to "  # an overflow
                        f"{EVAL_SEED_END - 1} (2**62 - 1)")
     _refuse_run_folders(args.policies)
+    _check_threads(args.torch_threads)
     if args.exploit:  # --exploit's settings first (against the registry and game: torch, later)
         _check_exploit_values(args)
     else:
@@ -137,6 +143,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     if args.pairs < 0:
         raise CLIError(f"--pairs {args.pairs}: expected an integer >= 0 (the most pairs "
                        "printed one a line; 0: none)")
+    import torch
+
     from marl.core import CheckpointError, load_policy
     from populations.db import LeagueDB
     from populations.evaluation import seats_mismatch
@@ -144,6 +152,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     from populations.runners import make_runner
     from populations.store import PolicyStore
 
+    torch.set_num_threads(args.torch_threads)  # as selfplay-train: the default used every core
     # bad --exploit-* values fail first (no --game: once the files name the game)
     exploit = _exploit_config(args, spec) if args.exploit and spec is not None else None
     try:  # its messages quote the file (a game name, a payload's keys): escaped
@@ -575,6 +584,15 @@ def _check_eval_values(args: argparse.Namespace, spec: Any = None) -> None:
     if len(args.policies) < 2 and spec is not None and len(spec.teams) != 1:  # else alone
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")
+
+
+def _check_threads(threads: int) -> None:
+    """``--torch-threads``, refused before torch loads with ``torch_threads``' bounds."""
+    from populations.config_checks import MAX_THREADS
+
+    if not 1 <= threads <= MAX_THREADS:
+        raise CLIError(f"--torch-threads {threads}: expected an integer from 1 to {MAX_THREADS} "
+                       "(intra-op threads: more than the cores only slow the run)")
 
 
 EXPLOIT_MINIMUMS = {"frames": 1, "seeds": 1, "eval_episodes": 2}
