@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from games.core import Game, GameError, UnknownGameError
+from games.core import Game, GameError, GameSpec, UnknownGameError
 from games.teams import override_sides
 
 F = TypeVar("F", bound=Callable[..., Game])
@@ -161,17 +161,17 @@ def make(spec: str, **kwargs: Any) -> Game:
     if spec.startswith("openspiel/"):
         from games.openspiel import OpenSpielGame
 
-        return OpenSpielGame(spec.removeprefix("openspiel/"), **kwargs)
+        return _checked(spec, OpenSpielGame(spec.removeprefix("openspiel/"), **kwargs), kwargs)
     if spec.startswith(("pettingzoo/", "vmas/")):
         spec, kwargs = _merge_named(spec, kwargs)
     if spec.startswith("pettingzoo/"):
         from games.pettingzoo import PettingZooGame
 
-        return PettingZooGame(spec.removeprefix("pettingzoo/"), **kwargs)
+        return _checked(spec, PettingZooGame(spec.removeprefix("pettingzoo/"), **kwargs), kwargs)
     if spec.startswith("vmas/"):
         from games.vmas import VmasGame
 
-        return VmasGame(spec.removeprefix("vmas/"), **kwargs)
+        return _checked(spec, VmasGame(spec.removeprefix("vmas/"), **kwargs), kwargs)
     names = ", ".join(registered()) or "(none)"
     raise UnknownGameError(
         f"unknown game {spec!r}; registered: {names}; or use a prefix: "
@@ -195,7 +195,8 @@ def _call(name: str, factory: Callable[..., Game], kwargs: dict[str, Any]) -> Ga
     except TypeError as err:
         params = [p for p in sig.parameters if p != "self"]
         raise GameError(f"bad arguments for game {name!r}: {err}; accepted: {params}") from None
-    game = override_sides(_built(name, factory, kwargs, sides), **sides)
+    game = override_sides(_checked(name, _built(name, factory, kwargs, sides), kwargs),
+                          **sides)
     if (kwargs or sides) and game.spec.name == name:  # the name holds them (tool/lookup(...))
         game.spec = dataclasses.replace(game.spec, name=kwargs_name(name, {**kwargs, **sides}))
     _warn_other_name(name, factory, game.spec.name)
@@ -222,6 +223,51 @@ def _built(name: str, factory: Callable[..., Game], kwargs: dict[str, Any],
         raise GameError(f"{name} cannot be built with the game arguments {given} "
                         f"({type(err).__name__}: "
                         f"{text[0] if text else ''}); check their values and types") from err
+
+
+def _checked(name: str, game: Any, kwargs: Mapping[str, Any]) -> Game:
+    """``game``, once it is a :class:`Game` with a :class:`GameSpec` of one or more agents.
+
+    Raises:
+        GameError: one line naming the game: a factory that returned something else, a game
+            whose ``__init__`` set no ``self.spec`` (README's skeleton with ``...`` bodies was
+            an AttributeError from here), or a spec with no agents (``vmas/flocking`` with
+            ``n_agents=0`` built, then failed in the learners with an IndexError); the game
+            built is closed first.
+    """
+    if not isinstance(game, Game):
+        what = "None" if game is None else f"a {type(game).__qualname__}"
+        raise GameError(f"{name}: its factory {defined_at(_REGISTRY.get(name))} returned "
+                        f"{what}, not a games.Game{_at(_REGISTRY.get(name))}")
+    spec = getattr(game, "spec", None)
+    problem = ""
+    if spec is None:
+        problem = "its __init__ set no self.spec (a games.GameSpec)"
+    elif not isinstance(spec, GameSpec):
+        problem = f"its spec is a {type(spec).__qualname__}, not a games.GameSpec"
+    elif not spec.agents:
+        given = f": check its arguments {dict(kwargs)}" if kwargs else ""
+        problem = f"no agents (its spec.agents is empty); a game needs one or more{given}"
+    if not problem:
+        return game
+    with contextlib.suppress(Exception):  # the refusal is the error to show, not close's
+        game.close()
+    where = _at(type(game).__init__ if "__init__" in vars(type(game)) else type(game))
+    shown = spec.name if isinstance(spec, GameSpec) and spec.name else name
+    raise GameError(f"{shown}: {problem}{where if spec is None else ''}")
+
+
+def _at(obj: Any) -> str:
+    """`` (at file:line)`` of where ``obj`` (a class or function of the user's) is defined,
+    the file relative to the working folder when under it; "" where it cannot be read."""
+    try:
+        path = inspect.getsourcefile(obj)
+        line = inspect.getsourcelines(obj)[1]
+    except (TypeError, OSError):
+        return ""
+    if path and os.path.isabs(path) and not os.path.relpath(path).startswith(".."):
+        path = os.path.relpath(path)
+    return f" (at {path}:{line})" if path else ""
 
 
 _warned_names: set[tuple[str, str]] = set()
