@@ -54,7 +54,7 @@ COOPERATIVE_TEAM = "team"  # the one team of a game whose seats all score the sa
 PARTNERSHIPS = ("bridge", "euchre", "spades", "tiny_bridge_4p", "python_team_dominoes")
 # Integer parameters that are not counts or sizes: 0 is a meaningful value for them.
 _NOT_A_COUNT = re.compile(
-    r"seed|bonus|threshold|points|insanity|handicap|recall|dealer|starting|fixed|extra|knock"
+    r"seed$|bonus|threshold|points|insanity|handicap|recall|dealer|starting|fixed|extra|knock"
     r"|num_tricks_in_observation|chance$|bribe|magic_wall"
 )
 _PLAYERS = re.compile(r"players|num_players|numPlayers")
@@ -85,7 +85,7 @@ def _accepted_range(gspec: Any, name: str, value: Any) -> str | None:
     if _PLAYERS.fullmatch(name):
         lo, hi = gspec.min_num_players, gspec.max_num_players
         return None if lo <= value <= hi else f"an integer in [{lo}, {hi}]"
-    if "seed" in name or default < -1:
+    if name.endswith("seed") or default < -1:  # a random seed (not oware's num_seeds_...)
         return None
     count = not _NOT_A_COUNT.search(name)
     if default == -1:  # -1 means automatic
@@ -165,6 +165,11 @@ def _smoke(game: pyspiel.Game, where: str) -> None:
     accepts but cannot play raises here, at make time, instead of at the first reset."""
     try:
         state = game.new_initial_state()
+        if state.is_terminal():  # oware with no seeds: made, then "step() after the episode
+            # ended" at the first step of a run
+            raise GameError(f"bad parameters for {where}: the game ends before anyone acts (its "
+                            "first state is terminal), so it cannot be played; accepted: "
+                            "parameters with which a player moves")
         for _ in range(1000):
             if not state.is_chance_node():
                 break
@@ -177,6 +182,8 @@ def _smoke(game: pyspiel.Game, where: str) -> None:
                 elif gtype.provides_observation_tensor:
                     state.observation_tensor(p)
                 state.legal_actions(p)
+    except GameError:
+        raise
     except Exception as err:  # any C++ error: the user's parameters caused it
         first = str(err).splitlines()[0].removeprefix("OpenSpiel exception: ") if str(err) else ""
         raise GameError(

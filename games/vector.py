@@ -141,6 +141,21 @@ def to_numpy(vs: VecStep) -> VecStep:
                       for f in vs.__dataclass_fields__})
 
 
+def _started(game: Game, ts: TimeStep, seed: int | None) -> TimeStep:
+    """``ts``, the time step ``game.reset(seed)`` returned, unless no agent acts in it: the
+    episode ended before it began (openspiel/oware with no seeds was made and failed at the
+    first step with "step() after the episode ended; call reset()", which named no cause).
+
+    Raises:
+        GameContractError: naming the game (and its arguments, which its name holds).
+    """
+    if ts.acting:
+        return ts
+    raise GameContractError(game.spec.name, f"reset(seed={seed})",
+                            "no agent acts: the episode ended before anyone acted, so the game "
+                            "as built cannot be played; check its arguments")
+
+
 class VectorGame:
     """B copies of one game; ``step`` takes and returns arrays stacked over copies."""
 
@@ -207,7 +222,7 @@ class VectorGame:
         if self.native is not None:
             return self._out(self.native.reset())
         seeds = [None if self.seed is None else self.seed + b for b in range(self.num_envs)]
-        self._last = [g.reset(s) for g, s in zip(self.games, seeds, strict=True)]
+        self._last = [_started(g, g.reset(s), s) for g, s in zip(self.games, seeds, strict=True)]
         for a in self._ids:
             self._ret[a][:] = 0.0
         self._len[:] = 0
@@ -248,7 +263,8 @@ class VectorGame:
                 self._gone[b].update(a for a in self._ids
                                      if ts.terminated.get(a) or ts.truncated.get(a))
             out.append(ts)
-        resets = {int(b): self.games[b].reset(None) for b in np.flatnonzero(done)}
+        resets = {int(b): _started(self.games[b], self.games[b].reset(None), None)
+                  for b in np.flatnonzero(done)}
         self._last = [resets.get(b, ts) for b, ts in enumerate(out)]
         vs = self._collect(self._last, done, final_obs, final_state, transitions=out)
         vs.info = ended
