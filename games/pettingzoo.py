@@ -372,19 +372,63 @@ def _build_error(err: Exception, module_path: str, factory: Callable[..., Any],
     own_game = bool(_family(module.__name__))
     if kwargs and (own_game or isinstance(err, (TypeError, ValueError))):
         raw = getattr(module, "raw_env", factory) if parallel is not None else factory
-        try:
-            accepted = [p for p in inspect.signature(raw).parameters if p != "self"]
-        except (TypeError, ValueError):  # a builtin or a callable without a signature
-            accepted = "see its signature"
-        kind = "" if isinstance(err, TypeError) else f"{type(err).__name__}: "
         at = "" if own_game else f" (raised at {_where_raised(err)})"
-        return GameError(f"bad arguments for pettingzoo/{module_path} {kwargs}: {kind}{why}"
-                         f"{at}; accepted: {accepted}")
+        head = f"bad arguments for pettingzoo/{module_path} {kwargs}"
+        keys = _keyword_names(raw)
+        if keys is not None and _value_refused(err, why, kwargs, keys):
+            said = f"{type(err).__name__}: {why}" if str(err).strip() \
+                else f"{type(err).__name__} with no message"
+            values = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+            one = len(kwargs) == 1
+            which = "the value" if one else "one of the values"
+            named = all(k in keys[0] for k in kwargs)  # else **kwargs took them: unchecked
+            note = ("; the key is one it takes, the value is not" if one else
+                    "; the keys are ones it takes, a value is not") if named else ""
+            return GameError(f"{head}: the env refused {which} {values} ({said}){at}{note}")
+        kind = "" if isinstance(err, TypeError) else f"{type(err).__name__}: "
+        return GameError(f"{head}: {kind}{why}{at}; accepted: {_accepted_text(raw, keys)}")
     name = f"{module.__name__}.{getattr(factory, '__name__', 'env')}"
     return GameError(
         f"pettingzoo/{module_path}: the env factory {name} raised {type(err).__name__}: {why} "
         f"(at {_where_raised(err)}); HYDRA_FULL_ERROR=1 shows the traceback"
     )
+
+
+def _keyword_names(raw: Callable[..., Any]) -> tuple[list[str], bool] | None:
+    """The named parameters of ``raw`` (``self`` and ``*args`` left out) and whether it also
+    takes ``**kwargs``; None for a callable without a signature."""
+    try:
+        params = inspect.signature(raw).parameters.values()
+    except (TypeError, ValueError):  # a builtin or a callable without a signature
+        return None
+    named = [p.name for p in params if p.name != "self"
+             and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return named, any(p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _value_refused(err: Exception, why: str, kwargs: dict, keys: tuple[list[str], bool]) -> bool:
+    """Whether ``err`` refused a value, not a key: every key given is a named parameter, or
+    the env takes ``**kwargs`` and the error is not Python's "unexpected keyword argument"
+    (chess_v6 ``render_mode='bogus'``, an AssertionError, listed the keys as if the key were
+    wrong)."""
+    named, any_key = keys
+    if all(k in named for k in kwargs):
+        return True
+    return any_key and not (isinstance(err, TypeError) and "keyword argument" in why)
+
+
+def _accepted_text(raw: Callable[..., Any], keys: tuple[list[str], bool] | None) -> str:
+    """The keyword arguments ``raw`` takes, for an error; its own name where its signature
+    cannot list them (``**kwargs``: cooperative_pong_v6 listed ``['kwargs']``)."""
+    where = f"{getattr(raw, '__module__', '?')}.{getattr(raw, '__qualname__', 'env')}"
+    if keys is None:
+        return f"see the signature of {where}"
+    named, any_key = keys
+    if not any_key:
+        return str(named)
+    more = f"{named} and " if named else "the "
+    return (f"{more}keyword arguments {where} passes on through **kwargs, which its "
+            "signature cannot list")
 
 
 def _check_env(env: Any, module_path: str, factory: Callable[..., Any],

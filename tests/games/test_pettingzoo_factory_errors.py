@@ -59,6 +59,6 @@ def test_arguments_a_user_factory_rejects_still_read_as_bad_arguments(user_modul
     msg = str(info.value)
     assert msg.startswith(f"bad arguments for pettingzoo/{module}:checks {{'num_cards': 1}}")
     assert "ValueError: num_cards must be at least 2, got 1" in msg
-    assert f"{path}:11 in checks" in msg and "accepted: ['num_cards']" in msg
+    assert f"{path}:11 in checks" in msg and "the env refused the value num_cards=1" in msg
     with pytest.raises(games.GameError, match=r"bad arguments.*unexpected keyword.*'cards'"):
         games.make(f"pettingzoo/{module}:checks", cards=1)
