@@ -82,6 +82,24 @@ if TYPE_CHECKING:
 log = logging.getLogger("selfplay")
 
 
+def _folder(config: DictConfig, node: str) -> Path:
+    """``hydra.<node>.dir``, resolved; an interpolation that does not resolve
+    (``hydra.run.dir='runs/${x}'``, no setting ``x``) is refused in one line naming the key,
+    where Hydra's "Interpolation key 'x' not found" named neither (after a 5-line warning)."""
+    from omegaconf.errors import InterpolationResolutionError
+
+    from populations.command_line import CLIError
+
+    try:
+        return Path(str(config.hydra[node].dir))
+    except InterpolationResolutionError as err:
+        raw = config.hydra[node]._get_node("dir")._value()
+        why = str(err).strip().splitlines()[0]
+        raise CLIError(f"hydra.{node}.dir={raw}: {why}; Hydra resolves '${{...}}' in the "
+                       "folder's name, and a literal '${' is refused: give the name without "
+                       "it") from None
+
+
 class ConfigCheck(Callback):
     """Hydra callback (``configs/config.yaml``): validates the composed config before Hydra
     makes the run folder, so a config mistake leaves nothing behind."""
@@ -98,9 +116,9 @@ class ConfigCheck(Callback):
         run_guard._KEPT.clear()
         run_guard.forget_started()  # tests run several commands in a process
         run_guard.release_folders()
-        run_dir = Path(str(config.hydra.run.dir))
         with reported(TRAIN), _named_log_lines():  # Hydra turns a callback's exception
             # into a warning: exit here
+            run_dir = _folder(config, "run")
             prepare(task, list(config.hydra.overrides.task), hydra=config.hydra)
             if task.get("resume") and not task.get("resume_override"):
                 _refuse_resume_without_folder(config)
@@ -137,7 +155,7 @@ class ConfigCheck(Callback):
 
         with reported(TRAIN):  # one sweep per folder, locked before Hydra writes
             # multirun.yaml and the jobs' .hydra (a sweep in use: refused, nothing written)
-            sweep_dir = folder or Path(str(config.hydra.sweep.dir))
+            sweep_dir = folder or _folder(config, "sweep")
             hold_folder(sweep_dir, "hydra.sweep.dir", SWEEP_FOLDER, depth=1)  # and what
             # the folders held (were they there: _before)
             _keep_written(sweep_dir, depth=1, log_name=_job_log(config))

@@ -175,8 +175,13 @@ def pin_sweep_folder(config: DictConfig, folder: Path) -> None:
 
 
 def folder_given(config: DictConfig, key: str) -> bool:
-    """Whether the command line gives ``key`` (``hydra.run.dir``, ``hydra.sweep.dir``)."""
-    return any(o.split("=", 1)[0].lstrip("+~") == key for o in config.hydra.overrides.hydra)
+    """Whether the command line gives ``key`` (``hydra.run.dir``, ``hydra.sweep.dir``). The
+    overrides are read as typed: OmegaConf resolves a ``${...}`` in each as it is read, and
+    ``hydra.sweep.dir=runs/${x}`` failed here with "Interpolation key 'x' not found"."""
+    from omegaconf import OmegaConf
+
+    typed = OmegaConf.to_container(config.hydra.overrides.hydra, resolve=False)
+    return any(str(o).split("=", 1)[0].lstrip("+~") == key for o in typed)
 
 
 def sweep_started(sweep_dir: Path) -> bool:
