@@ -87,13 +87,29 @@ def section_config(entry: LearnerEntry, values: Mapping[str, Any], base: Any = N
         except (ConfigAttributeError, ConfigKeyError) as err:
             raise ValueError(unknown_key_message(node, path, key, err)) from None
         except OmegaConfBaseException as err:  # a word where a number goes
-            text = str(err).strip().splitlines()[0]
-            raise ValueError(f"{path}.{key}={value}: {text}") from None
+            raise ValueError(_mistyped(node, path, key, value, err)) from None
     try:
         return OmegaConf.to_object(node)
     except (ValueError, TypeError) as err:  # the dataclass's own checks (its __post_init__)
         where, owner, inner = refusal(node, path + ".") or (path, type(default), err)
         raise ValueError(at_path(_first_line(inner), where, owner)) from None
+
+
+def _mistyped(node: Any, path: str, key: str, value: Any, err: Exception) -> str:
+    """A value of a type the setting cannot take, in the words the schema's sections get
+    (``populations.config_checks.check_section_values``): ``my_algo.rollout_steps=abc;
+    expected an integer`` (or the setting's own rule), ``...=2e3; expected an integer (write
+    2000)``, where OmegaConf's "Value 'abc' of type 'str' could not be converted to Integer"
+    was said; OmegaConf's words only where nothing better is known."""
+    from populations.config_checks import write_integer
+    from populations.override_types import expected_of
+
+    typed = f"{path}.{key}={value}"
+    text = str(err).strip().splitlines()[0]
+    if write_integer(value) and "converted to Integer" in text:
+        return f"{typed}; expected an integer{write_integer(value)}"
+    expected = expected_of(node, path, key, value) if value is not None else None
+    return f"{typed}; {expected}" if expected is not None else f"{typed}: {text}"
 
 
 def _plain_section_config(path: str, default: Any, values: Mapping[str, Any]) -> Any:
