@@ -12,7 +12,8 @@ command made stays with them (its line says so).
 The other program is a user's game (``imports=[...]``): once the run holds its folder (the
 lock file is there), its reset writes a file and a folder in the folder named by
 ``TOOL_DIR``, and its next step raises, so the run fails before any checkpoint. The runs are
-real ``selfplay-train`` commands; nothing races.
+real ``selfplay-train`` commands, started ahead two at a time (``tests/subprocs.py``);
+nothing races.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.subprocs import Ahead, wanted
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,14 +62,69 @@ ARGS = ["imports=[fix29bgame]", "game.name=fix29b_nim", "algo=ippo", "frames=200
         "num_envs=2", "eval_episodes=2", "progress=false", "logger=csv"]
 
 
-def _train(tmp_path: Path, args: list[str], tool_dir: Path,
-           flags: tuple[str, ...] | list[str] = ()) -> subprocess.CompletedProcess:
+def _job(tmp_path: Path, args: list[str], tool_dir: Path,
+         flags: tuple[str, ...] | list[str] = ()) -> dict:
+    """The failing ``selfplay-train`` in ``tmp_path``: :func:`subprocess.run`'s arguments."""
     (tmp_path / "fix29bgame.py").write_text(GAME)
     env = {**os.environ, "TOOL_DIR": str(tool_dir), "PYTHONPATH": os.pathsep.join(
         [str(tmp_path), str(REPO), os.environ.get("PYTHONPATH", "")])}
     env.pop("HYDRA_FULL_ERROR", None)
-    return subprocess.run([sys.executable, "-m", "populations.cli", *flags, *ARGS, *args],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    return {"args": [sys.executable, "-m", "populations.cli", *flags, *ARGS, *args],
+            "cwd": tmp_path, "env": env}
+
+
+def _existing(tmp_path: Path) -> dict:
+    run = tmp_path / "work"
+    run.mkdir()
+    (run / "notes.txt").write_text("the user's\n")
+    return _job(tmp_path, [f"hydra.run.dir={run}"], run)
+
+
+def _new(tmp_path: Path) -> dict:
+    run = tmp_path / "runs" / "new"
+    return _job(tmp_path, [f"hydra.run.dir={run}"], run)
+
+
+def _new_untouched(tmp_path: Path) -> dict:
+    run, elsewhere = tmp_path / "runs" / "new", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / ".lock").touch()  # the game writes there, and fails
+    return _job(tmp_path, [f"hydra.run.dir={run}"], elsewhere)
+
+
+def _sweep(existed: bool):
+    def job(tmp_path: Path) -> dict:
+        sweep = tmp_path / "sweep"
+        if existed:
+            sweep.mkdir()
+            (sweep / "notes.txt").write_text("the user's\n")
+        return _job(tmp_path, ["seed=0", f"hydra.sweep.dir={sweep}"], sweep, flags=["-m"])
+    return job
+
+
+# each failing command's folder is made as its test describes, then the commands run ahead,
+# two at a time (each test waits on its own; they share nothing)
+FAILING = {"existing": _existing, "new": _new, "new_untouched": _new_untouched,
+           "sweep_existed": _sweep(True), "sweep_new": _sweep(False)}
+
+
+def _case(item) -> str:
+    """The case of a test below that asks ``failed``."""
+    if item.originalname.startswith("test_a_failed_sweep"):
+        return "sweep_existed" if item.callspec.params["existed"] else "sweep_new"
+    return {"test_a_failed_run_keeps_what_another_program_made_in_its_existing_folder":
+            "existing",
+            "test_a_failed_run_keeps_its_new_folder_when_another_program_wrote_there": "new",
+            "test_a_failed_run_still_removes_its_new_folder": "new_untouched"}[item.originalname]
+
+
+@pytest.fixture(scope="module")
+def failed(request, tmp_path_factory):
+    """``failed(case)``: the finished command of ``FAILING[case]`` and its folder."""
+    cases = wanted(request, "failed", _case)
+    ahead = Ahead({c: FAILING[c](tmp_path_factory.mktemp(c)) for c in cases})
+    yield lambda case: (ahead.result(case), ahead.jobs[case]["cwd"])
+    ahead.close()
 
 
 def _line(res: subprocess.CompletedProcess) -> str:
@@ -86,42 +144,38 @@ def _others_kept(folder: Path) -> None:
     assert (folder / "other_job" / "out.txt").read_text() == "its output\n"
 
 
-def test_a_failed_run_keeps_what_another_program_made_in_its_existing_folder(tmp_path):
+def test_a_failed_run_keeps_what_another_program_made_in_its_existing_folder(failed):
+    res, tmp_path = failed("existing")
     run = tmp_path / "work"
-    run.mkdir()
-    (run / "notes.txt").write_text("the user's\n")
-    _line(_train(tmp_path, [f"hydra.run.dir={run}"], run))
+    _line(res)
     # the run's own files (.hydra, cli.log, settings.json, league.db, .lock...) went
     assert _tree(run) == ["notes.txt", "other.txt", "other_job", "other_job/out.txt"]
     _others_kept(run)
 
 
-def test_a_failed_run_keeps_its_new_folder_when_another_program_wrote_there(tmp_path):
+def test_a_failed_run_keeps_its_new_folder_when_another_program_wrote_there(failed):
+    res, tmp_path = failed("new")
     run = tmp_path / "runs" / "new"
-    line = _line(_train(tmp_path, [f"hydra.run.dir={run}"], run))
+    line = _line(res)
     assert _tree(run) == ["other.txt", "other_job", "other_job/out.txt"]  # only theirs
     _others_kept(run)
     assert f"{run} stays: it holds files this command did not write ('other.txt', " \
            "'other_job')" in line
 
 
-def test_a_failed_run_still_removes_its_new_folder(tmp_path):
+def test_a_failed_run_still_removes_its_new_folder(failed):
     """Nobody else wrote there: the folder the command made goes, and the parent it made."""
-    run, elsewhere = tmp_path / "runs" / "new", tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (elsewhere / ".lock").touch()  # the game writes there, and fails
-    line = _line(_train(tmp_path, [f"hydra.run.dir={run}"], elsewhere))
+    res, tmp_path = failed("new_untouched")
+    line = _line(res)
     assert "stays" not in line
     assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.parametrize("existed", [True, False])
-def test_a_failed_sweep_keeps_what_another_program_made_in_its_folder(tmp_path, existed):
+def test_a_failed_sweep_keeps_what_another_program_made_in_its_folder(failed, existed):
+    res, tmp_path = failed("sweep_existed" if existed else "sweep_new")
     sweep = tmp_path / "sweep"
-    if existed:
-        sweep.mkdir()
-        (sweep / "notes.txt").write_text("the user's\n")
-    line = _line(_train(tmp_path, ["seed=0", f"hydra.sweep.dir={sweep}"], sweep, flags=["-m"]))
+    line = _line(res)
     # the job's folder, multirun.yaml and the sweep's lock went; the folder stays with theirs
     assert _tree(sweep) == [*(["notes.txt"] if existed else []), "other.txt", "other_job",
                             "other_job/out.txt"]
