@@ -11,23 +11,66 @@ import sys
 
 import pytest
 
+from tests.subprocs import Ahead
+
 ARGS = ["experiment=kuhn_psro", "population.iterations=2", "eval_episodes=2", "progress=false"]
 ENUMERATED = "enumerated openspiel/kuhn_poker: 58 histories"
 
 
-def _cli(args, cwd):
-    res = subprocess.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
-                         capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+LEAGUE = ["game=kuhn", "population=pfsp", "population.nash_conv=true",
+          "population.generations=1", "population.frames_per_generation=200",
+          "eval_episodes=2", "progress=false"]
+
+
+def _job(args, cwd):
+    """``selfplay-train args`` in ``cwd``: :func:`subprocess.run`'s arguments."""
+    return {"args": [sys.executable, "-m", "populations.cli", *args], "cwd": cwd,
+            "env": {**os.environ, "HYDRA_FULL_ERROR": "0"}}
+
+
+def _out(res):
     return res, res.stdout + res.stderr
 
 
+def _cli(args, cwd):
+    return _out(subprocess.run(**_job(args, cwd), capture_output=True, text=True, timeout=600))
+
+
 @pytest.fixture(scope="module")
-def psro_run(tmp_path_factory):
-    cwd = tmp_path_factory.mktemp("psro")
-    res, out = _cli([*ARGS, f"hydra.run.dir={cwd / 'run'}"], cwd)
+def finished_runs(tmp_path_factory):
+    """The two runs the tests below resume, started together (independent commands): a PSRO
+    run and a ``nash_conv`` league; ``finished_runs(kind)`` -> ``(res, output, cwd)``."""
+    psro, league = tmp_path_factory.mktemp("psro"), tmp_path_factory.mktemp("league")
+    ahead = Ahead({"psro": _job([*ARGS, f"hydra.run.dir={psro / 'run'}"], psro),
+                   "league": _job([*LEAGUE, f"hydra.run.dir={league / 'run'}"], league)})
+    yield lambda kind: (*_out(ahead.result(kind)), ahead.jobs[kind]["cwd"])
+    ahead.close()
+
+
+@pytest.fixture(scope="module")
+def psro_run(finished_runs):
+    res, out, cwd = finished_runs("psro")
     assert res.returncode == 0, out
     return cwd, cwd / "run", out
+
+
+@pytest.fixture(scope="module")
+def psro_resumes(psro_run):
+    """Resumes of copies of the finished PSRO run, independent of each other, started ahead:
+    ``other_settings`` (refused), ``damaged`` (a damaged snapshot: refused) and ``intact``
+    (goes on); ``psro_resumes(name)`` -> ``(res, output, run folder, damaged snapshot)``."""
+    cwd, finished, _ = psro_run
+    runs = {name: cwd / name for name in ("other_settings", "damaged", "intact")}
+    for run in runs.values():
+        shutil.copytree(finished, run)
+    (snap,) = (runs["damaged"] / "snapshots" / "psro-player_0-1").glob("*.pt")
+    snap.write_bytes(b"not a snapshot")
+    extra = {"other_settings": ["population.psro.meta_solver=nash"],
+             "damaged": ["population.iterations=3"], "intact": ["population.iterations=3"]}
+    ahead = Ahead({name: _job([*ARGS, *extra[name], "resume=true", f"hydra.run.dir={run}"],
+                              cwd) for name, run in runs.items()})
+    yield lambda name: (*_out(ahead.result(name)), runs[name], snap)
+    ahead.close()
 
 
 def _refused(out):
@@ -43,30 +86,17 @@ def test_a_started_run_says_the_enumeration_once_after_its_start_line(psro_run):
     assert out.index("experiment kuhn_psro in") < out.index(ENUMERATED), out
 
 
-def test_a_resume_with_other_settings_prints_its_refusal_alone(psro_run):
-    cwd, finished, _ = psro_run
-    run = cwd / "other_settings"
-    shutil.copytree(finished, run)
-    res, out = _cli([*ARGS, "population.psro.meta_solver=nash", "resume=true",
-                     f"hydra.run.dir={run}"], cwd)
+def test_a_resume_with_other_settings_prints_its_refusal_alone(psro_resumes):
+    res, out, _, _ = psro_resumes("other_settings")
     assert res.returncode == 2, out
     assert "with other settings" in _refused(out)
 
 
-def test_a_resume_with_a_damaged_snapshot_prints_its_refusal_alone(psro_run):
-    cwd, finished, _ = psro_run
-    run = cwd / "damaged"
-    shutil.copytree(finished, run)
-    (snap,) = (run / "snapshots" / "psro-player_0-1").glob("*.pt")
-    snap.write_bytes(b"not a snapshot")
-    res, out = _cli([*ARGS, "population.iterations=3", "resume=true", f"hydra.run.dir={run}"],
-                    cwd)
+def test_a_resume_with_a_damaged_snapshot_prints_its_refusal_alone(psro_resumes):
+    res, out, _, snap = psro_resumes("damaged")
     assert res.returncode == 2, out
     assert f"snapshot file {snap} is damaged" in _refused(out)
-    intact = cwd / "intact"
-    shutil.copytree(finished, intact)
-    res, out = _cli([*ARGS, "population.iterations=3", "resume=true",
-                     f"hydra.run.dir={intact}"], cwd)  # the intact run goes on
+    res, out, _, _ = psro_resumes("intact")  # the intact run goes on
     assert res.returncode == 0, out
     assert out.count(ENUMERATED) == 1, out
     assert out.index("resumed PSRO: 2 of 3") > out.index(ENUMERATED), out
@@ -99,16 +129,14 @@ def test_a_league_refused_at_resume_does_not_say_the_enumeration(tmp_path, caplo
     assert not [r for r in caplog.records if "enumerated" in r.getMessage()], caplog.text
 
 
-def test_a_nash_conv_league_refused_at_resume_prints_its_refusal_alone(tmp_path):
+def test_a_nash_conv_league_refused_at_resume_prints_its_refusal_alone(finished_runs):
     """``selfplay-train``'s config checks enumerate a ``nash_conv`` league's game too (perfect
     recall): a resume refused for other settings printed 'enumerated ...' before its line."""
-    args = ["game=kuhn", "population=pfsp", "population.nash_conv=true",
-            "population.generations=1", "population.frames_per_generation=200",
-            "eval_episodes=2", "progress=false", f"hydra.run.dir={tmp_path / 'run'}"]
-    res, out = _cli(args, tmp_path)
+    res, out, cwd = finished_runs("league")
     assert res.returncode == 0, out
     assert out.count(ENUMERATED) == 1, out
     assert out.index("experiment ") < out.index(ENUMERATED), out
-    res, out = _cli([*args, "mappo.lr=0.01", "resume=true"], tmp_path)
+    res, out = _cli([*LEAGUE, f"hydra.run.dir={cwd / 'run'}", "mappo.lr=0.01", "resume=true"],
+                    cwd)
     assert res.returncode == 2, out
     assert "with other settings" in _refused(out)
