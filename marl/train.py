@@ -542,8 +542,8 @@ def after_step(learner: Learner, vs: VecStep, result: TrainResult, bar: Any,
         result.metrics.append(metrics)
         if result.side_returns:  # zero-sum self-play: the mean is 0, each side's is not
             bar.set_postfix({t: f"{np.mean(r[-50:]):.2f}" for t, r in result.side_returns.items()})
-        else:
-            bar.set_postfix(ret=f"{metrics.get('charts/episode_return', float('nan')):.2f}")
+        elif "charts/episode_return" in metrics:  # none while no episode ended (not ret=nan)
+            bar.set_postfix(ret=f"{metrics['charts/episode_return']:.2f}")
         if on_update is not None:
             on_update(result.frames, metrics)
 
