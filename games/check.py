@@ -70,7 +70,9 @@ def _require(cond: bool, msg: str) -> None:
 def _check_spec(game: Game) -> None:
     spec = game.spec
     ids = spec.agent_ids
-    _require(len(ids) > 0 and len(set(ids)) == len(ids), f"agent ids must be unique: {ids}")
+    _require(len(ids) > 0, f"{spec.name}: no agents (spec.agents is empty); a game needs one "
+             "or more")  # "agent ids must be unique: ()" said nothing of it
+    _require(len(set(ids)) == len(ids), f"agent ids must be unique: {ids}")
     _require(spec.max_steps > 0, f"max_steps must be positive, got {spec.max_steps}")
     for a in ids:
         _require(a in spec.obs_shapes, f"no observation shape for {a}")

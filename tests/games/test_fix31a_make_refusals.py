@@ -149,3 +149,11 @@ def test_selfplay_train_refuses_vmas_with_zero_agents_in_one_line(tmp_path):
     line = _one_line(res, "selfplay-train")
     assert "vmas/flocking(n_agents=0): no agents" in line and "IndexError" not in line, line
     assert not (tmp_path / "runs").exists()
+
+
+def test_check_game_says_a_game_built_by_hand_has_no_agents(user_game):
+    game = sys.modules[MODULE].NoAgents(players=0)  # not through games.make
+    with pytest.raises(games.GameCheckError) as info:
+        games.check_game(game)
+    assert str(info.value) == ("fix31a_noagents: no agents (spec.agents is empty); a game needs "
+                               "one or more")
