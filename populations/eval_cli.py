@@ -139,7 +139,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     if args.exploit:  # --exploit's settings first (against the registry and game: torch, later)
         _check_exploit_values(args)
     else:
-        _check_eval_values(args, spec)
+        _check_eval_values(args, spec if spec is not None else
+                           _sidecar_spec(args.policies, kwargs))
     if args.pairs < 0:
         raise CLIError(f"--pairs {args.pairs}: expected an integer >= 0 (the most pairs "
                        "printed one a line; 0: none)")
@@ -593,6 +594,48 @@ def _check_threads(threads: int) -> None:
     if not 1 <= threads <= MAX_THREADS:
         raise CLIError(f"--torch-threads {threads}: expected an integer from 1 to {MAX_THREADS} "
                        "(intra-op threads: more than the cores only slow the run)")
+
+
+SIDECAR_HASHED = 64 << 20
+"""The largest policy file whose sidecar's game :func:`_sidecar_spec` reads (hashing it to
+match the sidecar's SHA-256 costs about what loading it does past this)."""
+
+
+def _sidecar_spec(policies: Sequence[str], kwargs: dict[str, Any]) -> Any:
+    """The spec of the game a lone snapshot's ``.json`` sidecar (a run's ``vNNNN.json``)
+    records, read without torch, for the refusals before torch loads (one file and no
+    ``--game`` took 4.4 s to refuse a round robin of one: the game name came from the loaded
+    file). Only a sidecar whose SHA-256 is that of the file, whose name passes the checks a
+    name read from a file passes, and that makes a game; None otherwise (the file is loaded,
+    and what is wrong said then)."""
+    import hashlib
+
+    from marl.fileio import read_regular
+
+    if len(policies) != 1:
+        return None
+    path = Path(policies[0])
+    try:
+        if not path.is_file() or path.stat().st_size > SIDECAR_HASHED:
+            return None
+        side = json.loads(read_regular(path.with_suffix(".json"), "snapshot sidecar",
+                                       max_bytes=1 << 20))
+        game, sha = side.get("game"), side.get("sha256")
+        if not (isinstance(game, str) and game.strip() and isinstance(sha, str)):
+            return None
+        if hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+            return None
+    except (OSError, ValueError, RecursionError, AttributeError):  # no sidecar, or not one
+        return None
+    from games import make
+    from games.registry import recorded_name_refusal
+
+    if recorded_name_refusal(game):
+        return None
+    try:
+        return make(game, **kwargs).spec
+    except Exception:  # noqa: BLE001 - said once the file loads (_recorded_spec), as before
+        return None
 
 
 EXPLOIT_MINIMUMS = {"frames": 1, "seeds": 1, "eval_episodes": 2}
