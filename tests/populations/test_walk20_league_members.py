@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import shutil
 import time
 
 import numpy as np
@@ -189,7 +190,7 @@ def test_a_member_without_action_probabilities_is_refused_before_the_run(tmp_pat
 def test_members_log_their_training_episode_returns(tmp_path, algo):
     game = RPS if algo == "maddpg" else KUHN
     league = _league(tmp_path, game, ["mappo", algo] if algo != "mappo" else ["mappo", "ippo"],
-                     frames_per_generation=256)
+                     frames_per_generation=128)
     try:
         league.run()
     finally:
@@ -218,24 +219,44 @@ def _league_lines(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "populations.league"]
 
 
+@pytest.fixture(scope="module")
+def llm_league(tmp_path_factory):
+    """One finished 1-generation ``[mappo,llm_grpo]`` league and its ``populations.league``
+    log lines: the first test below reads it, the resume test works on a copy (one LLM
+    league instead of two)."""
+    run = tmp_path_factory.mktemp("llm_league")
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda r: lines.append(r.getMessage()) if r.name == "populations.league" \
+        else None
+    logger = logging.getLogger("populations.league")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        _llm_league(run, "[mappo,llm_grpo]")
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    return run, lines
+
+
 def _checkpoint_frames(run_dir) -> int:
     from populations.checkpoint import load_latest
 
     return load_latest(run_dir / "checkpoints")[1]["frames"]
 
 
-def test_an_llm_member_s_episodes_are_not_counted_as_frames(tmp_path, caplog):
+def test_an_llm_member_s_episodes_are_not_counted_as_frames(llm_league):
     """``generation 1: llm trained 128 frames`` and ``generation 1/1 done, 192 steps``: the
     LLM team's GRPO episodes were added to the league's frame count (every metric's step)."""
-    caplog.set_level(logging.INFO, logger="populations.league")
-    _llm_league(tmp_path, "[mappo,llm_grpo]")
-    lines = _league_lines(caplog)
+    run, lines = llm_league
     assert any(re.fullmatch(r"generation 1: mappo trained 64 frames in \d+s", x)
                for x in lines), lines
     assert any(re.fullmatch(r"generation 1: llm trained \d+ episodes in \d+s", x)
                for x in lines), lines
     assert any(re.fullmatch(r"generation 1/1 done, 64 frames, \d+s", x) for x in lines), lines
-    assert _checkpoint_frames(tmp_path) == 64
+    assert _checkpoint_frames(run) == 64
 
 
 def test_a_league_of_an_llm_team_alone_counts_its_episodes(tmp_path, caplog):
@@ -248,14 +269,14 @@ def test_a_league_of_an_llm_team_alone_counts_its_episodes(tmp_path, caplog):
                for x in lines), lines
 
 
-def test_an_older_run_that_counted_episodes_as_frames_resumes(tmp_path, caplog):
+def test_an_older_run_that_counted_episodes_as_frames_resumes(tmp_path, caplog, llm_league):
     """A checkpoint from before holds frames + episodes as the league's step: a resume goes on
     from it (its metric steps grow, none logged before is written again)."""
     import torch
 
     from populations.checkpoint import checkpoint_files, save_checkpoint
 
-    _llm_league(tmp_path, "[mappo,llm_grpo]")
+    shutil.copytree(llm_league[0], tmp_path, dirs_exist_ok=True)  # the finished league
     newest = checkpoint_files(tmp_path / "checkpoints")[0]  # newest first
     state = torch.load(newest, weights_only=False)
     old = state["frames"] + 128  # as the run counted before: mappo's 64, the llm's 128
@@ -332,18 +353,26 @@ def test_a_resumed_league_counts_the_seconds_before_its_resume(tmp_path, monkeyp
     assert seconds >= before + 100  # the resumed process's own calls come on top
 
 
+@pytest.fixture(scope="module")
+def kuhn_league_run(tmp_path_factory):
+    """A finished 1-generation Kuhn league: the cases below each edit a copy of it."""
+    run = tmp_path_factory.mktemp("kuhn_league")
+    league = _kuhn_league(run)
+    league.run()
+    league.close()
+    return run
+
+
 @pytest.mark.parametrize(("seconds", "ok"), [(None, True), ("12", False), (float("nan"), False),
                                              (-1.0, False), (10**400, False)])
-def test_a_checkpoint_s_seconds_are_checked(tmp_path, seconds, ok):
+def test_a_checkpoint_s_seconds_are_checked(tmp_path, seconds, ok, kuhn_league_run):
     """A checkpoint from before has none (the resume counts from 0); a bad value is one line."""
     import torch
 
     from marl.core import CheckpointError
     from populations.checkpoint import checkpoint_files, save_checkpoint
 
-    league = _kuhn_league(tmp_path)
-    league.run()
-    league.close()
+    shutil.copytree(kuhn_league_run, tmp_path, dirs_exist_ok=True)
     newest = checkpoint_files(tmp_path / "checkpoints")[0]
     state = torch.load(newest, weights_only=False)
     if seconds is None:
