@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from populations.checkpoint import checkpoint_files
 
 COMMON = ["eval_episodes=2", "progress=false", "logger=none"]
@@ -27,19 +29,49 @@ def _cli(args, cwd):
                           env={**os.environ, "HYDRA_FULL_ERROR": "0"})
 
 
-def _killed(args, cwd, ready):
-    """``selfplay-train args`` killed with SIGKILL once ``ready()`` holds."""
-    with open(cwd / "killed.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
-                                stdout=log, stderr=log,
-                                env={**os.environ, "HYDRA_FULL_ERROR": "0"})
-        try:
-            while proc.poll() is None and not ready():
-                time.sleep(0.05)
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == -signal.SIGKILL, (cwd / "killed.log").read_text()[-2000:]
+def _killed_together(jobs):
+    """``selfplay-train args`` in ``cwd`` for each ``(args, cwd, ready)`` of ``jobs``, all
+    started at once (independent runs, each in its own folder), each killed with SIGKILL
+    once its ``ready()`` holds."""
+    procs = {}
+    for key, (args, cwd, _) in jobs.items():
+        with open(cwd / "killed.log", "w") as log:
+            procs[key] = subprocess.Popen([sys.executable, "-m", "populations.cli", *args],
+                                          cwd=cwd, stdout=log, stderr=log,
+                                          env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+    try:
+        waiting = dict(procs)
+        while waiting:
+            for key, proc in list(waiting.items()):
+                if proc.poll() is not None or jobs[key][2]():
+                    proc.send_signal(signal.SIGKILL)
+                    proc.wait()
+                    del waiting[key]
+            time.sleep(0.05)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    for key, proc in procs.items():
+        assert proc.returncode == -signal.SIGKILL, \
+            (jobs[key][1] / "killed.log").read_text()[-2000:]
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory):
+    """The two dead runs the tests below resume, killed together: ``killed(kind)`` ->
+    ``(cwd, run)``. PSRO's once iteration 1's snapshot is written (iteration 0 is recorded),
+    the single run's once it has a checkpoint."""
+    cwd = {kind: tmp_path_factory.mktemp(kind) for kind in ("psro", "single")}
+    run = {kind: cwd[kind] / kind for kind in cwd}
+    later = run["psro"] / "snapshots" / "psro-player_0-2"
+    _killed_together({
+        "psro": ([*PSRO, f"hydra.run.dir={run['psro']}"], cwd["psro"],
+                 lambda: later.is_dir() and any(later.glob("*.pt"))),
+        "single": ([*SINGLE, f"hydra.run.dir={run['single']}"], cwd["single"],
+                   lambda: len(checkpoint_files(run["single"] / "checkpoints")) >= 1)})
+    return lambda kind: (cwd[kind], run[kind])
 
 
 def _rows(run):
@@ -70,27 +102,22 @@ def _refused_resume_changes_nothing(cwd, run, args, damage, refusal):
     assert _hashes(run) == before
 
 
-def test_a_refused_psro_resume_leaves_a_dead_runs_row_as_it_was(tmp_path):
-    run = tmp_path / "psro"
+def test_a_refused_psro_resume_leaves_a_dead_runs_row_as_it_was(killed):
+    cwd, run = killed("psro")
     snaps = run / "snapshots" / "psro-player_0-1"
-    later = run / "snapshots" / "psro-player_0-2"  # iteration 1's: iteration 0 is recorded
-    _killed([*PSRO, f"hydra.run.dir={run}"], tmp_path,
-            lambda: later.is_dir() and any(later.glob("*.pt")))
 
     def damage():  # a recorded iteration's: the resume restores it before it starts
         (snap,) = snaps.glob("*.pt")
         snap.write_bytes(b"not a snapshot")
 
-    _refused_resume_changes_nothing(tmp_path, run, PSRO, damage, "is damaged or was replaced")
+    _refused_resume_changes_nothing(cwd, run, PSRO, damage, "is damaged or was replaced")
 
 
-def test_a_refused_single_resume_leaves_a_dead_runs_row_as_it_was(tmp_path):
-    run = tmp_path / "single"
-    _killed([*SINGLE, f"hydra.run.dir={run}"], tmp_path,
-            lambda: len(checkpoint_files(run / "checkpoints")) >= 1)
+def test_a_refused_single_resume_leaves_a_dead_runs_row_as_it_was(killed):
+    cwd, run = killed("single")
 
     def damage():
         for path in checkpoint_files(run / "checkpoints"):
             path.write_bytes(b"not a checkpoint")
 
-    _refused_resume_changes_nothing(tmp_path, run, SINGLE, damage, "checkpoint")
+    _refused_resume_changes_nothing(cwd, run, SINGLE, damage, "checkpoint")
