@@ -167,8 +167,7 @@ def test_without_a_section_an_own_learner_gets_its_defaults(own_learner):
                            "walk19_algo: lr, batch_episodes, net"),
     ("+walk19_algo.net.widht=4", "walk19_algo.net.widht: Key 'widht' not in 'OwnNet'; "
                                  "nearest: walk19_algo.net.width"),
-    ("+walk19_algo.lr=fast", "walk19_algo.lr=fast: Value 'fast' of type 'str' could not be "
-                             "converted to Float"),
+    ("+walk19_algo.lr=fast", "walk19_algo.lr=fast; expected a number > 0"),
     ("+walk19_algo.lr=-1", "walk19_algo.lr=-1.0; expected a number > 0"),
     ("+walk19_algoo.lr=0.5", "walk19_algoo: not a key of the experiment nor the section of a "
                              "registered learner; nearest: walk19_algo"),
