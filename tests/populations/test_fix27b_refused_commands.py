@@ -12,14 +12,15 @@ import sys
 import pytest
 
 from tests.populations.contested_folders import hashes
+from tests.subprocs import run_together
 
 ARGS = ["game=rps", "frames=64", "num_envs=2", "eval_episodes=2", "progress=false"]
 
 
-def _cli(args, cwd):
-    return subprocess.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+def _job(args, cwd):
+    """``selfplay-train args`` in ``cwd``: :func:`subprocess.run`'s arguments."""
+    return {"args": [sys.executable, "-m", "populations.cli", *args], "cwd": cwd,
+            "env": {**os.environ, "HYDRA_FULL_ERROR": "0"}}
 
 
 def _hashes(folder):
@@ -129,9 +130,10 @@ def test_a_run_folder_on_a_read_only_file_system_says_so(tmp_path):
                              capture_output=True, check=False)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a read-only file system here: {mounted.stderr!r}")
-    try:
-        res = _cli([*ARGS, f"hydra.run.dir={ro / 'run'}"], tmp_path)
-        sweep = _cli(["-m", *ARGS, "seed=0,1", f"hydra.sweep.dir={ro / 'sw'}"], tmp_path)
+    try:  # two independent commands: run together
+        res, sweep = run_together(_job([*ARGS, f"hydra.run.dir={ro / 'run'}"], tmp_path),
+                                  _job(["-m", *ARGS, "seed=0,1", f"hydra.sweep.dir={ro / 'sw'}"],
+                                       tmp_path))
     finally:
         subprocess.run(["umount", str(ro)], check=False)
     assert res.returncode == 2
