@@ -153,7 +153,10 @@ def test_a_league_experiment_resume_says_it_once(tmp_path, caplog):
 
     league = ["game=kuhn", "population=self_play", "population.generations=1",
               "population.frames_per_generation=16", "num_envs=4", "eval_episodes=1",
-              "progress=false", "logger=none"]
+              "progress=false", "logger=none",
+              # one small update a generation: the resumes at 2 threads train one, and the
+              # note, not what it learns, is the point
+              "mappo.rollout_steps=4", "mappo.epochs=1", "mappo.minibatches=1"]
     run_experiment(_exp(*league), tmp_path)
     with caplog.at_level(logging.INFO):
         run_experiment(_exp(*league, "resume=true", "torch_threads=2"), tmp_path)
