@@ -9,6 +9,8 @@ from pathlib import Path
 import yaml
 from omegaconf import OmegaConf
 
+from tests.subprocs import run_together
+
 CONFIGS = Path(__file__).parents[2] / "configs"
 FAST = ["game=kuhn", "frames=64", "num_envs=4", "mappo.rollout_steps=4", "mappo.epochs=1",
         "mappo.minibatches=1", "eval_episodes=2", "progress=false", "logger=none"]
@@ -29,9 +31,12 @@ train_main()
 """
 
 
-def _train(cwd: Path, *args: str) -> list[str]:
-    res = subprocess.run([sys.executable, "-c", COUNTED, *args], cwd=cwd, capture_output=True,
-                         text=True, timeout=300)
+def _job(cwd: Path, *args: str) -> dict:
+    """The counting ``selfplay-train args`` in ``cwd``: :func:`subprocess.run`'s arguments."""
+    return {"args": [sys.executable, "-c", COUNTED, *args], "cwd": cwd, "timeout": 300}
+
+
+def _composed(res: subprocess.CompletedProcess) -> list[str]:
     assert res.returncode == 0, res.stderr[-3000:]
     return next(line for line in res.stdout.splitlines() if line.startswith("composed")).split()[1:]
 
@@ -43,28 +48,33 @@ def _jobs(sweep: Path) -> list[str]:
 
 
 def test_a_run_composes_once_and_a_sweep_once_before_its_jobs(tmp_path):
-    # before: ['MULTIRUN', 'RUN'] (Hydra's get_mode composed the whole config first)
-    assert _train(tmp_path, *FAST, f"hydra.run.dir={tmp_path / 'run'}") == ["RUN"]
-    assert (tmp_path / "run" / "cli.log").is_file()
     sweep = tmp_path / "sweep"
-    composed = _train(tmp_path, "-m", *FAST, "seed=1,2", f"hydra.sweep.dir={sweep}")
+    run, swept = run_together(  # independent commands: two at a time
+        _job(tmp_path, *FAST, f"hydra.run.dir={tmp_path / 'run'}"),
+        _job(tmp_path, "-m", *FAST, "seed=1,2", f"hydra.sweep.dir={sweep}"))
+    # before: ['MULTIRUN', 'RUN'] (Hydra's get_mode composed the whole config first)
+    assert _composed(run) == ["RUN"]
+    assert (tmp_path / "run" / "cli.log").is_file()
+    composed = _composed(swept)
     assert composed.count("MULTIRUN") == 1, composed  # before: 2, the first for get_mode
     assert _jobs(sweep) == ["0_seed=1", "1_seed=2"]
 
 
 def test_hydra_mode_from_an_override_or_a_user_config_still_makes_a_sweep(tmp_path):
     sweep = tmp_path / "sweep"
-    _train(tmp_path, *FAST, "seed=1,2", "hydra.mode=MULTIRUN", f"hydra.sweep.dir={sweep}")
-    assert _jobs(sweep) == ["0_seed=1", "1_seed=2"]
     mine = tmp_path / "mine" / "experiment"
     mine.mkdir(parents=True)
     (mine / "two_seeds.yaml").write_text(
         "# @package _global_\nhydra:\n  mode: MULTIRUN\n  sweeper:\n    params:\n"
         "      seed: 3,4\n")
-    sweep = tmp_path / "sweep2"
-    _train(tmp_path, "--config-dir", str(tmp_path / "mine"), "experiment=two_seeds", *FAST,
-           f"hydra.sweep.dir={sweep}")
-    assert _jobs(sweep) == ["0_seed=3", "1_seed=4"]
+    sweep2 = tmp_path / "sweep2"
+    for res in run_together(  # independent commands: two at a time
+            _job(tmp_path, *FAST, "seed=1,2", "hydra.mode=MULTIRUN", f"hydra.sweep.dir={sweep}"),
+            _job(tmp_path, "--config-dir", str(tmp_path / "mine"), "experiment=two_seeds", *FAST,
+                 f"hydra.sweep.dir={sweep2}")):
+        _composed(res)
+    assert _jobs(sweep) == ["0_seed=1", "1_seed=2"]
+    assert _jobs(sweep2) == ["0_seed=3", "1_seed=4"]
 
 
 def _keys(node: object, prefix: str) -> list[str]:
