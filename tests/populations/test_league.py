@@ -133,24 +133,22 @@ def test_crash_after_matches_are_recorded_resumes_identically(tmp_path, monkeypa
     """The narrow window the kill test hits by chance, made certain: generation 2's matches
     are in the database but its "done" checkpoint is not. Resuming from the "trained"
     checkpoint skips the recorded matches, so the matches must not have moved the learner's
-    random streams (they did: in-process matches reseeded torch and numpy globally)."""
-    ref = League(_tiny(), tmp_path / "ref")
+    random streams (they did: in-process matches reseeded torch and numpy globally).
+
+    800 frames a generation (was 1,600): generation 3 still trains after the resume, and
+    its matches' continuous returns differ if the resumed learner's streams do (checked by
+    leaving MAPPO's sampling generator unrestored on load)."""
+    cfg = _tiny(frames_per_generation=800)
+    ref = League(cfg, tmp_path / "ref")
     ref.run()
     ref.close()
-    save = League._save
-
-    def crash_before_done(self):
-        if self.phase == "done" and self.generation == 2:
-            raise _Crash
-        save(self)
-
-    monkeypatch.setattr(League, "_save", crash_before_done)
-    league = League(_tiny(), tmp_path / "run")
+    _crash_before_done(monkeypatch, 2)
+    league = League(cfg, tmp_path / "run")
     with pytest.raises(_Crash):
         league.run()
     league.close()
-    monkeypatch.setattr(League, "_save", save)
-    resumed = League(_tiny(), tmp_path / "run", resume=True)
+    monkeypatch.undo()
+    resumed = League(cfg, tmp_path / "run", resume=True)
     assert (resumed.generation, resumed.phase) == (2, "trained")
     resumed.run()
     resumed.close()
