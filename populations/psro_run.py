@@ -36,7 +36,7 @@ from marl import registry
 from marl.core import Learner, Policy, policy_class
 from marl.train import budget_told, planned_frames, short_budget
 from populations import exploitability as ex
-from populations.db import LeagueDB, MatchRow
+from populations.db import LeagueDB, LeagueDBError, MatchRow
 from populations.learner_sections import replaced, settings
 from populations.loggers import MetricsLogger
 from populations.psro import (
@@ -165,6 +165,21 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
     return table
 
 
+def _note_iterations(db: LeagueDB, run_id: int, iterations: int) -> None:
+    """A resume whose ``population.iterations`` differs from the run's (a setting a resume may
+    change) says so in one line, as a league's generation count does: the count sets how long
+    the run goes on, and a run started with 2 iterations went on to 3 without a word."""
+    try:
+        recorded = db.run_config(run_id)
+    except LeagueDBError:  # damaged: nothing to compare with (the resume's own checks say it)
+        return
+    pop = recorded.get("population") if isinstance(recorded, dict) else None
+    before = pop.get("iterations") if isinstance(pop, dict) else None
+    if isinstance(before, int) and not isinstance(before, bool) and before != iterations:
+        log.info("iterations: the run recorded %d; this resume goes on to %d", before,
+                 iterations)
+
+
 def _tell_plan(cfg: ExperimentConfig, psro_cfg: Any) -> None:
     """At start: a warning where the game's seats are one team (vmas/dispersion:
     :func:`~populations.psro_config.one_team_note`), and with sampled payoffs a line of the
@@ -226,6 +241,8 @@ def _run(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger, db: League
     runner = make_runner(cfg.runner.kind, **(
         {"num_workers": cfg.runner.workers, "address": cfg.runner.address}
         if cfg.runner.kind == "ray" else {}))
+    if cfg.resume:
+        _note_iterations(db, run_id, pop.iterations)
     if done:
         logger.backfill(db.metric_rows(run_id))  # rows recorded after the logger's last write
         log.info("resumed PSRO: %d of %d iterations done%s", min(done, pop.iterations),
