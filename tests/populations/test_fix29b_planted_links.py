@@ -11,19 +11,19 @@ written, and the folder stays as it was. A ``wandb`` link sent wandb's files to 
 refused as the ``checkpoints`` and ``snapshots`` links are.
 
 Real ``selfplay-train`` commands (in this process, as ``test_walk18_cli_more`` runs them;
-the FIFO and wandb ones in a subprocess).
+the FIFO and wandb ones in child processes, started ahead together).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.populations.test_walk18_cli_more import TINY, _train
+from tests.subprocs import Ahead, wanted
 
 REPO = Path(__file__).resolve().parents[2]
 VICTIM = "precious: not the run's\n"
@@ -104,22 +104,48 @@ def test_a_link_in_a_job_folder_of_a_resumed_sweep_is_refused(tmp_path, monkeypa
     assert {p: p.read_bytes() for p in sweep.rglob("*") if p.is_file()} == before
 
 
-def _cli(tmp_path: Path, args: list[str], timeout: int,
-         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _job(tmp_path: Path, args: list[str], timeout: int,
+         env: dict[str, str] | None = None) -> dict:
+    """``selfplay-train TINY args`` in ``tmp_path``: :func:`subprocess.run`'s arguments."""
     full = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(REPO), os.environ.get("PYTHONPATH", "")]), **(env or {})}
     full.pop("HYDRA_FULL_ERROR", None)
-    return subprocess.run([sys.executable, "-m", "populations.cli", *TINY, *args],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=timeout,
-                          env=full)
+    return {"args": [sys.executable, "-m", "populations.cli", *TINY, *args], "cwd": tmp_path,
+            "timeout": timeout, "env": full}
 
 
-def test_a_fifo_at_the_run_log_is_refused(tmp_path):
-    """Hydra's log handler opened it for writing and waited for a reader, forever."""
+def _fifo(tmp_path: Path) -> dict:
     run = tmp_path / "run"
     run.mkdir()
     os.mkfifo(run / "cli.log")
-    res = _cli(tmp_path, ["resume=true", f"hydra.run.dir={run}"], timeout=120)
+    return _job(tmp_path, ["resume=true", f"hydra.run.dir={run}"], timeout=120)
+
+
+def _wandb(tmp_path: Path) -> dict:
+    run, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    run.mkdir()
+    elsewhere.mkdir()
+    (run / "wandb").symlink_to(elsewhere)
+    return _job(tmp_path, ["logger=wandb", f"hydra.run.dir={run}"], timeout=600,
+                env={"WANDB_MODE": "offline"})
+
+
+@pytest.fixture(scope="module")
+def in_child(request, tmp_path_factory):
+    """The two commands below that run in a child process, each in a folder made as its test
+    says: started ahead together (independent); ``in_child(name)`` -> ``(res, folder)``."""
+    cases = {"test_a_fifo_at_the_run_log_is_refused": _fifo,
+             "test_a_linked_wandb_folder_is_refused": _wandb}
+    names = wanted(request, "in_child", lambda item: item.originalname)
+    ahead = Ahead({n: cases[n](tmp_path_factory.mktemp(n[:20])) for n in names})
+    yield lambda name: (ahead.result(name), ahead.jobs[name]["cwd"])
+    ahead.close()
+
+
+def test_a_fifo_at_the_run_log_is_refused(in_child):
+    """Hydra's log handler opened it for writing and waited for a reader, forever."""
+    res, tmp_path = in_child("test_a_fifo_at_the_run_log_is_refused")
+    run = tmp_path / "run"
     assert res.returncode == 2, res.stderr
     assert res.stderr.strip().splitlines()[-1] == (
         f"selfplay-train: run log {run / 'cli.log'} is not a regular file; a run folder's "
@@ -127,13 +153,9 @@ def test_a_fifo_at_the_run_log_is_refused(tmp_path):
     assert _tree(run) == ["cli.log"]
 
 
-def test_a_linked_wandb_folder_is_refused(tmp_path):
+def test_a_linked_wandb_folder_is_refused(in_child):
+    res, tmp_path = in_child("test_a_linked_wandb_folder_is_refused")
     run, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
-    run.mkdir()
-    elsewhere.mkdir()
-    (run / "wandb").symlink_to(elsewhere)
-    res = _cli(tmp_path, ["logger=wandb", f"hydra.run.dir={run}"], timeout=600,
-               env={"WANDB_MODE": "offline"})
     assert res.returncode == 2, res.stderr
     said = [line for line in res.stderr.splitlines() if line.startswith("selfplay-train:")]
     assert len(said) == 1, res.stderr
