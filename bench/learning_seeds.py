@@ -1,8 +1,13 @@
 """The spread learning tests of ``tests/marl`` on other seeds: learned - random per seed, with
 its standard error, for the table in BENCHMARKS.md ("The test suite: ... seeds").
 
-    python bench/learning_seeds.py maddpg-continuous maddpg-gumbel vdn qmix mappo-mlp ippo \
+    python bench/learning_seeds.py maddpg-continuous maddpg-gumbel vdn qmix mappo-mlp ippo gru \
         [--seeds 3 4 5 6 7] [--episodes 64] [--checks 30000 40000]
+
+maddpg-continuous, vdn, ippo and gru are the suite's VMAS tests (``vmas/simple_spread``, two
+agents, 25 steps; evaluated on 256 copies, seed 1234: pass ``--episodes 256`` as they do);
+maddpg-gumbel and qmix the mpe2 benchmarks (``make bench-tests``), mappo-mlp the suite's one
+mpe2 learning test.
 
 Each run trains exactly as its test (settings, frames, evaluation games and baselines), with
 the learner, torch and the training game seeded by the seed; seed 0 is the test itself.
@@ -26,21 +31,27 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import games  # noqa: E402
+from marl.actor_critic import NetConfig  # noqa: E402
 from marl.maddpg import MADDPG, MADDPGConfig  # noqa: E402
 from marl.mappo import MAPPO, MAPPOConfig, ippo_config  # noqa: E402
 from marl.train import RandomPolicy, train  # noqa: E402
 from marl.value_decomp import ValueDecomp, ValueDecompConfig  # noqa: E402
 
 SPREAD = "pettingzoo/mpe2.simple_spread_v3"
+VMAS = "vmas/simple_spread"
 FAST = dict(rollout_steps=25, epochs=10, minibatches=4)  # tests/marl/test_mappo.py
 TESTS = {  # name: (frames, bar, test)
-    "maddpg-continuous": (16_000, 4.0, "test_maddpg.py::test_beats_random_on_simple_spread"),
-    "maddpg-gumbel": (16_000, 5.0, "test_maddpg.py::test_beats_random_on_simple_spread"),
-    "vdn": (24_000, 5.0, "test_value_decomp.py::test_beats_random_on_simple_spread"),
-    "qmix": (24_000, 4.0, "test_value_decomp.py::test_beats_random_on_simple_spread"),
-    "mappo-mlp": (60_000, 3.0, "test_mappo.py::test_mappo_mlp_beats_random_on_spread"),
-    "ippo": (30_000, 2.0, "test_mappo.py::test_ippo_learns_on_spread"),
+    "maddpg-continuous": (48_000, 5.0,
+                          "test_maddpg.py::test_continuous_shared_beats_random_on_vmas_spread"),
+    "maddpg-gumbel": (16_000, 5.0,
+                      "test_maddpg.py::test_gumbel_per_agent_beats_random_on_simple_spread"),
+    "vdn": (32_000, 3.0, "test_value_decomp.py::test_vdn_beats_random_on_vmas_spread"),
+    "qmix": (24_000, 4.0, "test_value_decomp.py::test_qmix_beats_random_on_simple_spread"),
+    "mappo-mlp": (50_000, 3.0, "test_mappo.py::test_mappo_mlp_beats_random_on_spread"),
+    "ippo": (32_000, 10.0, "test_mappo.py::test_ippo_learns_on_vmas_spread"),
+    "gru": (24_000, 5.0, "test_mappo_gru.py::test_gru_mappo_beats_random_on_vmas_spread"),
 }
+ON_VMAS = {"maddpg-continuous": 64, "vdn": 32, "ippo": 64, "gru": 64}  # name: copies
 
 
 def episode_returns(vg: games.VectorGame, policy, episodes: int, greedy: bool) -> np.ndarray:
@@ -58,7 +69,28 @@ def episode_returns(vg: games.VectorGame, policy, episodes: int, greedy: bool) -
 def run(name: str, seed: int, episodes: int, checks: list[int]) -> None:
     frames, bar, _ = TESTS[name]
     torch.manual_seed(seed)
-    if name.startswith("maddpg"):
+    if name in ON_VMAS:
+        kw = {"n_agents": 2, "max_steps": 25}
+        if name == "maddpg-continuous":
+            kw["continuous_actions"] = True
+        spec, copies = games.make(VMAS, **kw).spec, ON_VMAS[name]
+        if name == "maddpg-continuous":
+            learner, greedy = MADDPG(spec, MADDPGConfig(share_parameters=True, seed=seed)), True
+        elif name == "vdn":
+            learner, greedy = ValueDecomp(spec, ValueDecompConfig(
+                mixer="vdn", eps_decay_frames=15_000, gamma=0.95, target_update="polyak",
+                seed=seed)), True
+        else:
+            cfg = (ippo_config(**FAST) if name == "ippo" else MAPPOConfig(
+                rollout_steps=25, epochs=5, minibatches=4, net=NetConfig(recurrent=True)))
+            learner, greedy = MAPPO(spec, cfg, seed=seed), False
+        extra = ({"with_state": True} if name in ("maddpg-continuous", "vdn")
+                 else {"tensors": True, **learner.vector_game_kwargs})
+        vg = games.VectorGame(VMAS, copies, seed=seed, **extra, **kw)
+
+        def eval_game() -> games.VectorGame:
+            return games.VectorGame(VMAS, 256, seed=1234, **kw)
+    elif name.startswith("maddpg"):
         cont = name == "maddpg-continuous"
         kw, n, greedy = {"continuous_actions": cont}, 2, True
         vg = games.VectorGame(SPREAD, 8, seed=seed, with_state=True, N=2, max_cycles=25, **kw)
@@ -78,9 +110,9 @@ def run(name: str, seed: int, episodes: int, checks: list[int]) -> None:
         kw = dict(learner.vector_game_kwargs)
         vg = games.VectorGame(SPREAD, 32, seed=seed, N=n, max_cycles=25, **kw)
         ev_seed, ev_envs = 1234, 16
-
-    def eval_game() -> games.VectorGame:
-        return games.VectorGame(SPREAD, ev_envs, seed=ev_seed, N=n, max_cycles=25, **kw)
+    if name not in ON_VMAS:
+        def eval_game() -> games.VectorGame:
+            return games.VectorGame(SPREAD, ev_envs, seed=ev_seed, N=n, max_cycles=25, **kw)
 
     rand = episode_returns(eval_game(), RandomPolicy(vg.spec, seed=0), episodes, False)
     todo, start = sorted({*checks, frames}), time.process_time()
@@ -103,8 +135,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("tests", nargs="+", choices=sorted(TESTS))
     p.add_argument("--seeds", type=int, nargs="+", default=[3, 4, 5, 6, 7])
-    p.add_argument("--episodes", type=int, default=64, help="per evaluation (the tests: 64; "
-                   "mappo-mlp: 256)")
+    p.add_argument("--episodes", type=int, default=64, help="per evaluation (the mpe2 benchmarks: "
+                   "64; mappo-mlp and the VMAS tests: 256)")
     p.add_argument("--checks", type=int, nargs="*", default=[], help="more frames to evaluate at")
     args = p.parse_args()
     torch.set_num_threads(1)
