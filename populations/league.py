@@ -295,9 +295,12 @@ class League:
                                         game=self.spec.name, config=_jsonable(cfg))
         else:
             recorded = self.db.run_config(run_id)
-            if check_settings(f"league {self.run_dir}", recorded, _jsonable(cfg), MAY_CHANGE,
-                              override):
-                self.db.set_run_config(run_id, _jsonable(cfg))
+            now = _jsonable(cfg)
+            # a resume's own settings (any it may change, such as generations: a plain resume
+            # goes on to the count the last one set) or all of them, overridden
+            if check_settings(f"league {self.run_dir}", recorded, now, MAY_CHANGE,
+                              override) or recorded != now:
+                self.db.set_run_config(run_id, now)
             note_generations(recorded, cfg.generations)
             if members is not None:
                 refuse_changes(f"league {self.run_dir}",

@@ -159,8 +159,12 @@ def _recorded_generations(run_dir: Path) -> int | None:
             db.close()
     except (LeagueDBError, sqlite3.Error, OSError):
         return None
-    value = (config or {}).get("generations")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    value = (config or {}).get("generations")  # untrusted: a count the CLI would take, or none
+    from populations.league import _MOST
+
+    ok = (isinstance(value, int) and not isinstance(value, bool)
+          and 1 <= value <= _MOST["generations"])
+    return value if ok else None
 
 
 def _again(argv: list[str] | None) -> str:

@@ -98,7 +98,7 @@ def note_generations(recorded: dict[str, Any] | None, generations: int) -> None:
     says so in one line: the count sets how long the run goes on, and a resume that changed
     it without a word trained a run started with 3 generations to the default 6."""
     before = (recorded or {}).get("generations")
-    if isinstance(before, int) and before != generations:
+    if isinstance(before, int) and not isinstance(before, bool) and before != generations:
         log.info("generations: the run recorded %d; this resume goes on to %d", before,
                  generations)
 
