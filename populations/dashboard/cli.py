@@ -25,7 +25,6 @@ import uvicorn
 from populations.dashboard.app import bind, create_app, trusted_hosts
 from populations.dashboard.data import DashboardData, source_status
 from populations.dashboard.export import ExportError, export_html, new_folder
-from populations.dashboard.sources import unreachable
 
 DEFAULT_PORT = 8050
 MAX_REFRESH = 2_147_483  # seconds: a browser's longest timer (2**31 - 1 ms; longer fires at once)
@@ -51,8 +50,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="selfplay-dashboard",
         description="Live web dashboard of league databases (read-only).")
     p.add_argument("paths", nargs="*", default=["."], metavar="RUN_DIR_OR_DB",
-                   help="league.db files, run folders (one not made yet: in a folder that "
-                        "exists), or folders of runs (default: .)")
+                   help="league.db files, run folders, or folders of runs (default: .)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s)")
@@ -93,12 +91,6 @@ def _export(data: DashboardData, out: str) -> int:
 def _main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    wrong = unreachable(args.paths)
-    if wrong:  # a mistyped path was served, its page waiting for a run that never comes
-        print(f"selfplay-dashboard: {wrong} (a mistyped path?); expected a run folder (a new "
-              "one's parent folder must exist), a league.db file, or a folder of runs",
-              file=sys.stderr)
-        return 2
     data = DashboardData(args.paths, args.refresh, args.max_points)
     if args.export:
         return _export(data, args.export)

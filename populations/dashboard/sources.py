@@ -2,10 +2,9 @@
 
 A path is a database file (``*.db``), a run folder (``<dir>/league.db``) or a folder of
 runs (every ``league.db`` up to five folders below it, hidden ones left out, found again
-on every request, so runs started after the dashboard appear). A run folder not made yet is
-served where the folder it would be made in exists (:func:`unreachable`). Each database
-gets a stable short id from its resolved path. Databases are opened read-only for each
-request and closed after it; any failure (missing, not a database, locked, newer schema, not yet
+on every request, so runs started after the dashboard appear). Each database gets a stable
+short id from its resolved path. Databases are opened read-only for each request and
+closed after it; any failure (missing, not a database, locked, newer schema, not yet
 initialised) becomes a :class:`SourceError` with a one-line message that names the file
 and what to do.
 
@@ -99,24 +98,6 @@ def resolve(paths: Sequence[str | Path]) -> list[Source]:
         sid = source_id(f)
         out.setdefault(sid, Source(sid, f))
     return list(out.values())
-
-
-def unreachable(paths: Sequence[str | Path]) -> str | None:
-    """One line on the first of ``paths`` that cannot name a run, now or later (None: all
-    may). A run folder not made yet is served (the dashboard may start before
-    its run), so the folder it would be made in must exist; a ``*.db`` file's run folder is
-    the one it is in. ``runz/main/x`` (meant: ``runs/main/x``) was served, waiting forever."""
-    for raw in paths:
-        p = Path(raw).expanduser()
-        if p.exists():
-            continue
-        run = p.parent if p.suffix == ".db" else p
-        if run.is_dir() or run.parent.is_dir():
-            continue
-        if run.parent.exists():
-            return f"{raw} does not exist, and {run.parent} is not a folder"
-        return f"{raw} does not exist, nor does the folder {run.parent}"
-    return None
 
 
 def describe(err: BaseException, path: Path) -> str:
