@@ -19,6 +19,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import uvicorn
 
@@ -68,6 +69,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--port {args.port}: expected 0-65535")
     if args.max_points < 2:
         p.error(f"--max-points {args.max_points}: expected an integer >= 2")
+    for raw in args.paths:  # a name the system cannot look up (too long, a loop): one line
+        try:
+            Path(raw).expanduser().stat()
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # a run not started yet: served, with its "not found" line
+        except OSError as err:
+            shown = raw if len(raw) <= 80 else f"{raw[:60]}...({len(raw)} characters)"
+            p.error(f"{shown}: {err.strerror or err}; expected a run folder, a league.db file "
+                    "or a folder of runs")
     return args
 
 
