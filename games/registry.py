@@ -195,6 +195,10 @@ def _call(name: str, factory: Callable[..., Game], kwargs: dict[str, Any]) -> Ga
     except TypeError as err:
         params = [p for p in sig.parameters if p != "self"]
         raise GameError(f"bad arguments for game {name!r}: {err}; accepted: {params}") from None
+    missing = sorted(getattr(factory, "__abstractmethods__", ()))
+    if isinstance(factory, type) and missing:  # Python's TypeError named no game nor file
+        raise GameError(f"{name}: {factory.__qualname__} does not implement {', '.join(missing)}"
+                        f" (methods a games.Game must define){_at(factory)}")
     game = override_sides(_checked(name, _built(name, factory, kwargs, sides), kwargs),
                           **sides)
     if (kwargs or sides) and game.spec.name == name:  # the name holds them (tool/lookup(...))

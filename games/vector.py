@@ -152,8 +152,10 @@ def _started(game: Game, ts: TimeStep, seed: int | None) -> TimeStep:
     if ts.acting:
         return ts
     raise GameContractError(game.spec.name, f"reset(seed={seed})",
-                            "no agent acts: the episode ended before anyone acted, so the game "
-                            "as built cannot be played; check its arguments")
+                            "no agent acts: the episode ended before anyone acted; check its "
+                            "arguments (a game whose random start may end an episode at once "
+                            "must still give someone a turn: reset() returns a time step in "
+                            "which an agent acts)")
 
 
 class VectorGame:

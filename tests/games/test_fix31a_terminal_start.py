@@ -66,5 +66,6 @@ def test_a_vector_game_whose_reset_ends_the_episode_names_the_game_at_reset():
     with pytest.raises(games.GameContractError) as info:
         games.VectorGame(Ended, num_envs=2).reset()
     assert str(info.value) == (
-        "fix31a_ended reset(seed=0): no agent acts: the episode ended before anyone acted, "
-        "so the game as built cannot be played; check its arguments")
+        "fix31a_ended reset(seed=0): no agent acts: the episode ended before anyone acted; "
+        "check its arguments (a game whose random start may end an episode at once must "
+        "still give someone a turn: reset() returns a time step in which an agent acts)")
