@@ -60,6 +60,9 @@ SECOND_LANE = (
     "tests/populations/test_fix29a_league_rollouts_closed.py",
     "tests/populations/test_fix29a_async_exploit_stop.py",
     "tests/populations/test_fix30b_league_start_closes.py",
+    "tests/populations/test_dashboard_browser.py",
+    "tests/populations/test_matrix.py",
+    "tests/marl/test_value_decomp.py",
 )
 """Modules (paths from the repository root) the second process runs, in this order: every
 module that starts Ray, and test_cli (mostly ``selfplay-train`` child processes),
@@ -90,7 +93,11 @@ became ~90 s shorter here; test_run_folder (~15 s idle) went back for balance. A
 (idle): this lane's own tests 1,132 s, the second's last result at 1,010 s; session 28's new
 modules (~190 s idle) mostly landed here, so test_fix28a_exploit_stop (~50 s),
 test_mixed_league (~50 s) and test_fix27g_failed_run_keeps_log (~15 s) came over (estimated
-from a ~2.8x loaded run with --durations=0)."""
+from a ~2.8x loaded run with --durations=0). At e2e734a (fresh clone, loaded by other tests
+at times: 1,275 s): this lane's own tests 1,260 s, the second's last result at 1,036 s, after
+session 31 moved the second lane's spread and league learning tests to VMAS (~125 s less
+there); test_dashboard_browser (~42 s), test_matrix (~34 s) and test_value_decomp (~32 s)
+came over (~1,150 s each, estimated)."""
 
 SWITCH = "SELFPLAY_TEST_LANES"  # "0": one process
 WORKER = "SELFPLAY_TEST_LANE_WORKER"  # set in the worker: its folder (node ids, results)
