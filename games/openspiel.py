@@ -134,8 +134,9 @@ def _check_params(game_string: str, params: dict[str, Any]) -> None:
             raise GameError(f"bad game string openspiel/{game_string}: {err}") from None
     for name, value in given.items():
         if name not in gspec.parameter_specification and name != "name":  # else C++ prints
+            names = sorted(gspec.parameter_specification)
             raise GameError(f"bad parameter for openspiel/{short}: {name!r} unknown; accepted: "
-                            f"{sorted(gspec.parameter_specification)}")
+                            f"{names if names else 'none (the game takes no parameters)'}")
         accepted = _accepted_range(gspec, name, value)
         if accepted is not None:
             raise GameError(
