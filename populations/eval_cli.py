@@ -633,9 +633,12 @@ def _sidecar_spec(policies: Sequence[str], kwargs: dict[str, Any]) -> Any:
     if recorded_name_refusal(game):
         return None
     try:
-        return make(game, **kwargs).spec
+        built = make(game, **kwargs)
     except Exception:  # noqa: BLE001 - said once the file loads (_recorded_spec), as before
         return None
+    with contextlib.suppress(Exception):  # its spec is all that is read: close what it holds
+        built.close()
+    return built.spec
 
 
 EXPLOIT_MINIMUMS = {"frames": 1, "seeds": 1, "eval_episodes": 2}
