@@ -1,0 +1,166 @@
+"""tests.subprocs.run through the zygote (tests.forkserver) behaves as subprocess.run would."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import forkserver, subprocs
+
+BIN = Path(sys.executable).parent
+PY = sys.executable
+
+
+@pytest.fixture(autouse=True)
+def _zygote_on(monkeypatch):
+    monkeypatch.setenv(forkserver.ENV_OFF, "1")
+
+
+def forked(args, **kw) -> subprocess.CompletedProcess:
+    """subprocs.run, failing the test if it did not go through the zygote."""
+    assert subprocs._request(args, kw.get("cwd"), kw.get("env")) is not None, args
+    return subprocs.run(args, **kw)
+
+
+def test_exit_codes_and_streams():
+    ok = forked([PY, "-c", "import sys; print('out'); print('err', file=sys.stderr)"],
+                capture_output=True, text=True)
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, "out\n", "err\n")
+    two = forked([PY, "-c", "import sys; sys.exit(2)"], capture_output=True)
+    assert (two.returncode, two.stdout, two.stderr) == (2, b"", b"")
+    message = forked([PY, "-c", "import sys; sys.exit('bad value')"], capture_output=True,
+                     text=True)
+    assert (message.returncode, message.stderr) == (1, "bad value\n")
+
+
+def test_uncaught_exception_prints_its_traceback_like_python():
+    code = "def f():\n    raise ValueError('boom')\nf()\n"
+    child = forked([PY, "-c", code], capture_output=True, text=True)
+    real = subprocess.run([PY, "-c", code], capture_output=True, text=True)
+    assert child.returncode == real.returncode == 1
+    assert child.stderr == real.stderr
+    assert "forkserver" not in child.stderr
+
+
+def test_killed_by_a_signal_is_a_negative_returncode():
+    child = forked([PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"])
+    assert child.returncode == -signal.SIGTERM
+    interrupted = forked([PY, "-c", "raise KeyboardInterrupt"], capture_output=True, text=True)
+    assert interrupted.returncode == -signal.SIGINT
+    assert interrupted.stderr.rstrip().endswith("KeyboardInterrupt")
+
+
+def test_stdin_cwd_and_argv(tmp_path):
+    child = forked([PY, "-c", "import os, sys; print(sys.stdin.read().upper(), os.getcwd(), "
+                    "sys.argv, repr(sys.path[0]))", "a", "b"], input="abc",
+                   capture_output=True, text=True, cwd=tmp_path)
+    assert child.stdout == f"ABC {tmp_path} ['-c', 'a', 'b'] ''\n"
+    script = tmp_path / "sub" / "script.py"
+    script.parent.mkdir()
+    script.write_text("import sys\nprint(__name__, sys.argv, sys.path[0])\n")
+    ran = forked([PY, "sub/script.py", "x"], capture_output=True, text=True, cwd=tmp_path)
+    assert ran.stdout == f"__main__ ['sub/script.py', 'x'] {script.parent}\n"
+    (tmp_path / "modrun.py").write_text("import sys\nprint(__name__, sys.argv, sys.path[0])\n")
+    module = forked([PY, "-m", "modrun", "y"], capture_output=True, text=True, cwd=tmp_path)
+    assert module.stdout == f"__main__ ['{tmp_path / 'modrun.py'}', 'y'] {tmp_path}\n"
+
+
+def test_environment_and_pythonpath(tmp_path):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "zyg_helper.py").write_text("VALUE = 41\n")
+    env = {**os.environ, "ZYG_SEEN": "yes", "PYTHONPATH": str(tmp_path / "lib")}
+    env.pop("HOME", None)
+    child = forked([PY, "-c", "import os, zyg_helper; print(os.environ['ZYG_SEEN'], "
+                    "zyg_helper.VALUE + 1, 'HOME' in os.environ)"],
+                   env=env, capture_output=True, text=True)
+    assert child.stdout == "yes 42 False\n", child.stderr
+    # the pytest process's own PYTHONPATH is not the child's
+    alone = forked([PY, "-c", "import zyg_helper"], capture_output=True, text=True)
+    assert alone.returncode == 1 and "ModuleNotFoundError" in alone.stderr
+
+
+def test_atexit_handlers_run_and_streams_are_flushed(tmp_path):
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: open('ended', 'w').write('atexit ran'))\n"
+            "sys.stdout.write('no newline, never flushed by hand')\n")
+    child = forked([PY, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert child.stdout == "no newline, never flushed by hand"
+    assert (tmp_path / "ended").read_text() == "atexit ran"
+
+
+def test_a_child_imports_our_packages_itself():
+    child = forked([PY, "-c", "import sys; print(sorted({m.split('.')[0] for m in sys.modules} "
+                    f"& set({forkserver.OURS!r}))); import games; print('games' in sys.modules)"],
+                   capture_output=True, text=True)
+    assert child.stdout == "[]\nTrue\n", child.stderr
+
+
+def test_timeout_kills_the_child(tmp_path):
+    code = ("import os, time\nopen('pid', 'w').write(str(os.getpid()))\n"
+            "print('started', flush=True)\ntime.sleep(600)\n")
+    with pytest.raises(subprocess.TimeoutExpired):
+        forked([PY, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=5)
+    pid = int((tmp_path / "pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # killed and reaped, not a zombie
+
+
+def test_two_children_at_once(tmp_path):
+    # each waits until the other has written its file: one at a time would never end
+    code = ("import os, sys, time\nopen(sys.argv[1], 'w').close()\n"
+            "while not os.path.exists(sys.argv[2]): time.sleep(0.05)\nprint(os.getpid())\n")
+    one, two = subprocs.run_together(
+        {"args": [PY, "-c", code, "a", "b"], "cwd": tmp_path, "timeout": 120},
+        {"args": [PY, "-c", code, "b", "a"], "cwd": tmp_path, "timeout": 120})
+    assert one.returncode == two.returncode == 0
+    assert one.stdout != two.stdout
+
+
+def test_what_it_cannot_serve_runs_as_a_real_process(tmp_path):
+    assert subprocs._request([PY, "-c", "pass"], None, None) is not None
+    assert subprocs._request([PY, "-u", "-c", "pass"], None, None) is None
+    assert subprocs._request(["sh", "-c", "true"], None, None) is None
+    assert subprocs._request([PY, "-c", "pass"], None,
+                             {**os.environ, "OMP_NUM_THREADS": "3"}) is None
+    (tmp_path / "numpy.py").write_text("")
+    assert subprocs._request([PY, "-c", "pass"], tmp_path, None) is None
+    # start_new_session: only a real process has its own session
+    code = "import os; print(os.getsid(0) == os.getpid())"
+    alone = subprocs.run([PY, "-c", code], capture_output=True, text=True,
+                         start_new_session=True)
+    assert alone.stdout == "True\n"
+
+
+def test_disabled_by_the_environment(monkeypatch):
+    monkeypatch.setenv(forkserver.ENV_OFF, "0")
+    assert subprocs._request([PY, "-c", "pass"], None, None) is None
+
+
+def test_selfplay_train_is_the_same_through_the_zygote(tmp_path):
+    """A refusal and a tiny run: same return code, output and files as a real process."""
+    train = str(BIN / "selfplay-train")
+    for args in ([train, "game=nonesuch"],
+                 [train, "game=rps", "frames=64"]):
+        results = {}
+        for how, run in (("forked", forked), ("real", subprocess.run)):
+            folder = tmp_path / how
+            folder.mkdir(exist_ok=True)
+            done = run([*args, f"hydra.run.dir={folder / 'run'}"], cwd=folder,
+                       capture_output=True, text=True, timeout=600)
+            files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+            results[how] = (done.returncode, _timeless(done.stdout.replace(str(folder), "F")),
+                            _timeless(done.stderr.replace(str(folder), "F")), files)
+        assert results["forked"] == results["real"]
+
+
+def _timeless(text: str) -> str:
+    """``text`` without what differs between two runs of one command: log times, seconds,
+    progress bars' rates."""
+    text = re.sub(r"\[\d{4}-\d\d-\d\d [\d:,]+\]", "[time]", text)
+    text = re.sub(r"\b\d+\.\ds\b", "Ts", text)
+    text = re.sub(r"(\s+800\s+)\d+\.\d+", r"\1T", text)  # the table's seconds
+    return re.sub(r"[^\n\r]*\d+(\.\d+)?(frame|episode|it)/s[^\n\r]*", "", text)
