@@ -83,13 +83,20 @@ def test_environment_and_pythonpath(tmp_path):
     assert alone.returncode == 1 and "ModuleNotFoundError" in alone.stderr
 
 
-def test_atexit_handlers_run_and_streams_are_flushed(tmp_path):
-    code = ("import atexit, sys\n"
-            "atexit.register(lambda: open('ended', 'w').write('atexit ran'))\n"
+def test_it_ends_as_python_ends(tmp_path):
+    """Threads joined, then atexit handlers, streams and files left open flushed."""
+    code = ("import atexit, sys, threading, time\n"
+            "atexit.register(lambda: open('ended', 'w').write('atexit ran after '\n"
+            "                                                 + open('thread').read()))\n"
+            "threading.Thread(target=lambda: (time.sleep(1), open('thread', 'w').write('t')))"
+            ".start()\n"
+            "left = open('left_open', 'w'); left.write('never closed')\n"
             "sys.stdout.write('no newline, never flushed by hand')\n")
     child = forked([PY, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert (child.returncode, child.stderr) == (0, "")
     assert child.stdout == "no newline, never flushed by hand"
-    assert (tmp_path / "ended").read_text() == "atexit ran"
+    assert (tmp_path / "ended").read_text() == "atexit ran after t"
+    assert (tmp_path / "left_open").read_text() == "never closed"
 
 
 def test_a_child_imports_our_packages_itself():
