@@ -25,7 +25,7 @@ from populations.experiment import (
 from populations.league import League
 from populations.loggers import LoggerConfig
 
-TAG = GameConfig("pettingzoo/mpe2.simple_tag_v3", {"max_cycles": 25})
+TAG = GameConfig("pettingzoo/mpe2.simple_tag_v3", {"max_cycles": 10})
 OFF_POLICY = dict(batch_size=32, learning_starts=100)
 
 
@@ -82,7 +82,7 @@ def test_mixed_league_rates_every_member_on_one_scale(tmp_path):
 
 def test_mixed_league_on_simple_adversary(tmp_path):
     """The other competitive MPE game: one adversary against two good agents."""
-    adversary = GameConfig("pettingzoo/mpe2.simple_adversary_v3", {"max_cycles": 25})
+    adversary = GameConfig("pettingzoo/mpe2.simple_adversary_v3", {"max_cycles": 10})
     cfg = _config(["maddpg", "qmix"], adversary)
     league = League(_league_config(cfg), tmp_path / "run",
                     members=_league_members(cfg, tmp_path))
@@ -111,7 +111,8 @@ def test_mixed_algo_league_preset_runs_through_selfplay_train(tmp_path):
         "experiment=mixed_algo_league", "num_envs=4", "eval_episodes=2", "progress=false",
         "logger=none", "population.generations=1", "population.frames_per_generation=200",
         "mappo.rollout_steps=25", "llm.iterations=1", "llm.grpo.group_size=2",
-        "llm.grpo.groups_per_step=2", "llm.corpus_episodes=10",
+        "llm.grpo.groups_per_step=2", "llm.corpus_episodes=10", "game.kwargs.max_cycles=5",
+        "llm.tiny.n_layer=1", "llm.tiny.n_embd=32", "llm.tiny.n_head=2",
         *(f"{s}.{k}=32" for s in ("vdn", "qmix", "maddpg")
           for k in ("learning_starts", "batch_size"))]))
     assert isinstance(cfg, ExperimentConfig) and cfg.experiment == "mixed_algo_league"
