@@ -117,43 +117,59 @@ OFFLINE = """
 import logging, sys
 logging.basicConfig(level=logging.WARNING)
 from llm_agents.build import LLMConfig, build_team
-try:
-    team = build_team(LLMConfig(model=sys.argv[1]), ["openspiel/kuhn_poker"])
-    print("loaded", type(team.models['shared'].model).__name__)
-except ValueError as err:
-    print("refused", err)
+for name in sys.argv[1:]:
+    print("--- build_team", name, file=sys.stderr, flush=True)
+    try:
+        team = build_team(LLMConfig(model=name), ["openspiel/kuhn_poker"])
+        print(name, "loaded", type(team.models['shared'].model).__name__, flush=True)
+    except ValueError as err:
+        print(name, "refused", err, flush=True)
 """
 
 
-def _offline(name: str, home: Path) -> subprocess.CompletedProcess:
-    """``build_team`` of hub name ``name`` where the hub cannot be reached (its address: a
-    closed local port) and the Hugging Face cache is ``home``."""
-    env = {k: v for k, v in __import__("os").environ.items()
-           if not k.startswith(("HF_", "TRANSFORMERS_", "HUGGINGFACE_"))}
-    env.update(HF_HOME=str(home), HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_DISABLE_TELEMETRY="1")
-    return subprocess.run([sys.executable, "-c", OFFLINE, name], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=Path(__file__).parents[2])
-
-
-def test_a_hub_name_offline_fails_in_one_line_without_retries(tmp_path):
-    run = _offline("org/xyz", tmp_path / "hf")
-    out = run.stdout.strip().splitlines()
-    assert len(out) == 1 and out[0].startswith(
-        "refused llm.model='org/xyz' is not in the local Hugging Face cache"), out
-    assert "the hub could not be reached" in out[0] and "local model directory" in out[0]
-    assert "Retry" not in run.stderr and "thrown while requesting" not in run.stderr, run.stderr
-
-
-def test_a_cached_hub_model_loads_offline(tmp_path, model_dir):
-    """A model in the Hugging Face cache (``models--org--tiny/snapshots/<rev>``, as a
-    download leaves it) loads with the hub out of reach."""
-    repo = tmp_path / "hf" / "hub" / "models--org--tiny"
+@pytest.fixture(scope="module")
+def offline(tmp_path_factory, model_dir) -> dict[str, tuple[list[str], str]]:
+    """``build_team`` of hub names ``org/tiny`` (in the Hugging Face cache, as a download
+    leaves it: ``models--org--tiny/snapshots/<rev>``), then ``org/xyz`` (not in it), where
+    the hub cannot be reached (its address: a closed local port), one after the other in one
+    child (each child imports torch and transformers, ~6 s CPU; build_team keeps no state
+    between names). Returns each name's stdout lines and stderr."""
+    home = tmp_path_factory.mktemp("offline") / "hf"
+    repo = home / "hub" / "models--org--tiny"
     (repo / "refs").mkdir(parents=True)
     (repo / "refs" / "main").write_text("0" * 40)
     _damaged(model_dir, repo / "snapshots" / ("0" * 40), lambda d: None)
-    run = _offline("org/tiny", tmp_path / "hf")
-    assert run.stdout.strip() == "loaded GPT2LMHeadModel", run.stdout + run.stderr
-    assert "Retry" not in run.stderr and "thrown while requesting" not in run.stderr, run.stderr
+    env = {k: v for k, v in __import__("os").environ.items()
+           if not k.startswith(("HF_", "TRANSFORMERS_", "HUGGINGFACE_"))}
+    env.update(HF_HOME=str(home), HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_DISABLE_TELEMETRY="1")
+    run = subprocess.run([sys.executable, "-c", OFFLINE, "org/tiny", "org/xyz"],
+                         capture_output=True, text=True, timeout=300, env=env,
+                         cwd=Path(__file__).parents[2])
+    out: dict[str, list[str]] = {"org/tiny": [], "org/xyz": []}
+    for line in run.stdout.strip().splitlines():
+        name, _, rest = line.partition(" ")
+        out.setdefault(name, []).append(rest)
+    head, *parts = run.stderr.split("--- build_team ")  # each name's stderr on its own
+    err = dict.fromkeys(out, head)  # (what came before the first: the imports')
+    for part in parts:
+        name, _, text = part.partition("\n")
+        err[name] = head + text
+    return {name: (lines, err[name]) for name, lines in out.items()}
+
+
+def test_a_hub_name_offline_fails_in_one_line_without_retries(offline):
+    out, stderr = offline["org/xyz"]
+    assert len(out) == 1 and out[0].startswith(
+        "refused llm.model='org/xyz' is not in the local Hugging Face cache"), (out, stderr)
+    assert "the hub could not be reached" in out[0] and "local model directory" in out[0]
+    assert "Retry" not in stderr and "thrown while requesting" not in stderr, stderr
+
+
+def test_a_cached_hub_model_loads_offline(offline):
+    """A model in the Hugging Face cache loads with the hub out of reach."""
+    out, stderr = offline["org/tiny"]
+    assert out == ["loaded GPT2LMHeadModel"], (out, stderr)
+    assert "Retry" not in stderr and "thrown while requesting" not in stderr, stderr
 
 
 def test_a_hub_name_not_cached_is_downloaded_where_the_hub_answers(model_dir, monkeypatch):
