@@ -31,8 +31,8 @@ from tests.populations.test_single_resume import _exp
 GNN = "{name:gnn,algo:mappo,mappo:{net:{encoder:gnn,critic:gnn},lr:0.002}}"
 LEAGUE = ["game=mpe_tag", "population=pfsp", "population.generations=1",
           "population.frames_per_generation=64", "num_envs=2", "eval_episodes=1",
-          "mappo.rollout_steps=16", "progress=false", "logger=none",
-          f"population.members=[mappo,{GNN}]"]  # fmt: skip
+          "mappo.rollout_steps=16", "mappo.epochs=1", "mappo.minibatches=1", "progress=false",
+          "logger=none", f"population.members=[mappo,{GNN}]"]  # fmt: skip
 IMG = "<img src=x onerror=alert(1)>"
 HOSTILE = {f"<b>{IMG}</b>": IMG, "net": {"encoder": "<script>alert(2)</script>"}}
 NESTED = "[" * 100_000  # deeper than the JSON parser's recursion limit
