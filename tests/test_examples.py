@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import subprocs
 from tests.subprocs import Ahead, run_together, wanted
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,7 +22,7 @@ PUBLIC_GOODS = ROOT / "examples" / "public_goods"
 
 
 def test_nim_example_runs():
-    out = subprocess.run(
+    out = subprocs.run(
         [sys.executable, str(ROOT / "examples" / "nim.py")],
         capture_output=True, text=True, timeout=120, check=True,
     ).stdout
@@ -34,7 +35,7 @@ def test_nim_example_runs():
 def test_act_with_policy_example_runs():
     """The README's way to act with a saved policy (``marl.play``): whole episodes, a GNN+GRU
     policy stepped by hand on VMAS, and one PettingZoo env's observation dicts."""
-    out = subprocess.run(
+    out = subprocs.run(
         [sys.executable, str(ROOT / "examples" / "act_with_policy.py"), "--frames", "40"],
         capture_output=True, text=True, timeout=300, check=True,
     ).stdout
@@ -65,7 +66,7 @@ def _database(res, run_dir):
 
 
 def _train(args, run_dir):
-    return _database(subprocess.run(**_train_job(args, run_dir)), run_dir)
+    return _database(subprocs.run(**_train_job(args, run_dir)), run_dir)
 
 
 def _count(db, table):
@@ -135,7 +136,7 @@ def test_installed_public_goods_needs_no_imports(tmp_path):
                     "--no-build-isolation", "--no-index", "--target", str(tmp_path / "site"),
                     str(tmp_path / "src")], check=True, capture_output=True, timeout=300)
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
-    res = subprocess.run(
+    res = subprocs.run(
         [sys.executable, "-m", "populations.cli", "game.name=public_goods", "frames=200",
          "num_envs=4", "eval_episodes=2", "progress=false", "logger=none", "hydra.run.dir=run"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)

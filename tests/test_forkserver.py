@@ -171,3 +171,37 @@ def _timeless(text: str) -> str:
     text = re.sub(r"\b\d+\.\ds\b", "Ts", text)
     text = re.sub(r"(\s+800\s+)\d+\.\d+", r"\1T", text)  # the table's seconds
     return re.sub(r"[^\n\r]*\d+(\.\d+)?(frame|episode|it)/s[^\n\r]*", "", text)
+
+
+def test_the_zygote_ends_when_its_pytest_dies(tmp_path):
+    """Killed pytest (SIGKILL: no atexit) leaves no zygote behind: its request pipe closes."""
+    import time
+
+    driver = ("import os, sys, time\nsys.path.insert(0, os.getcwd())\n"
+              "from tests import subprocs\n"
+              "done = subprocs.run([sys.executable, '-c', 'import os; print(os.getppid())'],"
+              " capture_output=True, text=True)\n"
+              "print(done.stdout.strip(), flush=True)\ntime.sleep(600)\n")
+    proc = subprocess.Popen([PY, "-c", driver], cwd=Path(__file__).parents[1],
+                            stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, forkserver.ENV_OFF: "1"})
+    try:
+        zygote = int(proc.stdout.readline())
+        assert zygote != proc.pid and _running(zygote)
+    finally:
+        proc.kill()
+        proc.wait()
+    for _ in range(600):
+        if not _running(zygote):
+            break
+        time.sleep(0.1)
+    assert not _running(zygote)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its parent."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

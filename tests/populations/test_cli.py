@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 
 import populations.cli  # noqa: F401  (registers the schema)
 from populations.experiment import ExperimentConfig, run_experiment
+from tests import subprocs
 from tests.subprocs import Ahead, run_together, wanted
 
 EXPERIMENTS = sorted(p.stem for p in (Path(__file__).parents[2] / "configs" / "experiment").glob(
@@ -67,7 +68,7 @@ def _cli_job(args, cwd, env=None):
 
 
 def _cli(args, cwd, env=None, check=True):
-    return subprocess.run(**_cli_job(args, cwd, env), check=check)
+    return subprocs.run(**_cli_job(args, cwd, env), check=check)
 
 
 def test_cli_cfg_job_prints_the_composed_config(tmp_path):
@@ -284,7 +285,7 @@ def _eval_job(args, cwd):
 
 
 def _eval(args, cwd):
-    return subprocess.run(**_eval_job(args, cwd))
+    return subprocs.run(**_eval_job(args, cwd))
 
 
 @pytest.fixture(scope="module")
@@ -357,7 +358,7 @@ def _league_job(args, cwd):
 
 
 def _league(args, cwd):
-    return subprocess.run(**_league_job(args, cwd))
+    return subprocs.run(**_league_job(args, cwd))
 
 
 def test_league_cli_errors_are_one_line(tmp_path):
