@@ -3,7 +3,9 @@ at its exit without running their exit handlers: a vLLM actor's ``selfplay-actor
 stayed in the temp folder after every run. The collector now closes its actors at the
 driver's exit, before Ray's own handler, and each removes its folder. vLLM needs a GPU: the
 actor here is the transformers one, told by a user module it imports (as ``imports=``
-modules are) that it needs the folder; the GPU path itself is not run. Starts Ray."""
+modules are) that it needs the folder; the GPU path itself is not run. Starts Ray. One actor
+(was two): what is under test is the driver's exit closing the collector, which a second
+actor's start does not add to."""
 
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ grpo = GRPOConfig(group_size=2, groups_per_step=2, prompt=COMPACT, device="cpu",
 llm = LLMConfig(tiny=TinyModelConfig(n_layer=1, n_embd=32, n_head=2), corpus_episodes=4,
                 grpo=grpo)
 trainer = build_trainer(llm, [KUHN], {KUHN: {}}, seed=0,
-                        rollouts=RolloutWorkersConfig(kind="ray", workers=2), ray_init=init_ray)
+                        rollouts=RolloutWorkersConfig(kind="ray", workers=1), ray_init=init_ray)
 trainer.collect()  # the actors play
 print(" ".join(sorted(set(glob.glob(pattern)) - before)), flush=True)
 # the run ends without closing the collector, as selfplay-train's runs do
@@ -51,5 +53,5 @@ def test_the_actors_folders_are_gone_after_the_driver_exits(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     made = [Path(p) for p in run.stdout.strip().splitlines()[-1].split()]
-    assert len(made) == 2, run.stdout  # one per actor, there while the run played
+    assert len(made) == 1, run.stdout  # the actor's, there while the run played
     assert [p for p in made if p.exists()] == []
