@@ -143,8 +143,11 @@ def test_crash_after_matches_are_recorded_resumes_identically(tmp_path, monkeypa
 
     800 frames a generation (was 1,600): generation 3 still trains after the resume, and
     its matches' continuous returns differ if the resumed learner's streams do (checked by
-    leaving MAPPO's sampling generator unrestored on load)."""
-    cfg = _tiny(frames_per_generation=800)
+    leaving MAPPO's sampling generator unrestored on load). Two epochs an update (was
+    MAPPO's 10): the minibatch order still draws on that generator each epoch, and the
+    updates were half of a run's CPU."""
+    cfg = _tiny(frames_per_generation=800,
+                mappo=MAPPOConfig(epochs=2, net=NetConfig(share="role")))
     ref = League(cfg, tmp_path / "ref")
     ref.run()
     ref.close()
