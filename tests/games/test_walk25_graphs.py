@@ -9,7 +9,6 @@ one would have been read in part), and ``entity_graph()`` returning None with
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -17,6 +16,7 @@ import pytest
 
 import games
 from games.graphs import NODE_DIM
+from tests import subprocs
 
 # The walker's cooperative coverage game (3 agents, 3 landmarks), with ``width`` node
 # features, ``graph="none"`` (entity_graph() returns None), ``"grow"`` (one more node after
@@ -186,7 +186,7 @@ def test_selfplay_train_refuses_the_graph_in_one_line(coverage):
     args = [sys.executable, "-m", "populations.cli", "imports=[w25_coverage]",
             "game.name=w25_coverage", "game.kwargs.width=5", "encoder=gnn", "frames=64",
             "num_envs=2", "progress=false", "logger=none", "hydra.run.dir=runs/r1"]
-    res = subprocess.run(args, cwd=coverage, capture_output=True, text=True, timeout=600)
+    res = subprocs.run(args, cwd=coverage, capture_output=True, text=True, timeout=600)
     assert res.returncode == 2, res.stderr
     assert res.stderr.strip().splitlines()[-1] == f"selfplay-train: {line}", res.stderr
     assert "Traceback" not in res.stderr

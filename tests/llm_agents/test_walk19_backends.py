@@ -26,6 +26,7 @@ import torch
 
 from llm_agents.build import LLMConfig, build_team
 from llm_agents.tiny import TinyModelConfig, build_model, save_model_dir
+from tests import subprocs
 
 KUHN = "openspiel/kuhn_poker"
 VLLM_RUNS = importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
@@ -142,7 +143,7 @@ def offline(tmp_path_factory, model_dir) -> dict[str, tuple[list[str], str]]:
     env = {k: v for k, v in __import__("os").environ.items()
            if not k.startswith(("HF_", "TRANSFORMERS_", "HUGGINGFACE_"))}
     env.update(HF_HOME=str(home), HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_DISABLE_TELEMETRY="1")
-    run = subprocess.run([sys.executable, "-c", OFFLINE, "org/tiny", "org/xyz"],
+    run = subprocs.run([sys.executable, "-c", OFFLINE, "org/tiny", "org/xyz"],
                          capture_output=True, text=True, timeout=300, env=env,
                          cwd=Path(__file__).parents[2])
     out: dict[str, list[str]] = {"org/tiny": [], "org/xyz": []}

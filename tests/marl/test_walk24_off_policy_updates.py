@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import subprocess
 import sys
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from marl.configs import (
 from marl.maddpg import MADDPG
 from marl.train import train
 from marl.value_decomp import ValueDecomp
+from tests import subprocs
 
 SPREAD = "pettingzoo/mpe2.simple_spread_v3"
 REPLAY = ("vdn", "qmix", "maddpg")
@@ -255,7 +255,7 @@ def test_good_gradient_steps_pass():
                                    "[1, 10000] (or 'auto')"),
 ])
 def test_bad_gradient_steps_through_the_cli_are_one_line(override, line, tmp_path):
-    proc = subprocess.run(
+    proc = subprocs.run(
         [sys.executable, "-m", "populations.cli", override, "frames=4", "progress=false",
          f"hydra.run.dir={tmp_path / 'run'}"],
         capture_output=True, text=True, cwd=ROOT, timeout=300)

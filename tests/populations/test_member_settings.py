@@ -13,6 +13,7 @@ import torch
 
 from marl import registry
 from populations.experiment import league_member_specs
+from tests import subprocs
 from tests.populations.test_walk19_experiment import _composed, _refused
 
 TAG = ["population=pfsp", "game=mpe_tag", "population.generations=1",
@@ -38,11 +39,10 @@ def test_mlp_and_gnn_mappo_train_and_are_rated_in_one_league(tmp_path):
     (``mappo.epochs=1 mappo.minibatches=1``, both members: the run's section beneath): what
     a snapshot reads and who is rated do not depend on how many gradient steps it took, and
     the default 10 x 4 took ~8 of the child's ~18 s CPU."""
-    import subprocess
     import sys
 
     run = tmp_path / "run"
-    done = subprocess.run(
+    done = subprocs.run(
         [sys.executable, "-m", "populations.cli", *TAG, f"population.members=[mappo,{GNN}]",
          "mappo.epochs=1", "mappo.minibatches=1", f"hydra.run.dir={run}"],
         capture_output=True, text=True, timeout=600)

@@ -7,7 +7,6 @@ seats."""
 
 import json
 import sqlite3
-import subprocess
 import sys
 
 import numpy as np
@@ -38,6 +37,7 @@ from populations.psro import (
     psro_players,
 )
 from populations.psro_run import _resumed_players, registry_learner, resolve_auto
+from tests import subprocs
 
 TAG = "vmas/simple_tag"
 TAG_KW = {"num_adversaries": 3, "num_good_agents": 1, "max_steps": 3}
@@ -300,7 +300,7 @@ def test_a_run_from_before_the_setting_resumes_as_seats(tmp_path):
 
 
 def test_cli_trains_psro_teams_on_vmas_tag(tmp_path):
-    res = subprocess.run(
+    res = subprocs.run(
         [sys.executable, "-m", "populations.cli", *TAG_RUN, "population.iterations=1",
          "population.psro.meta_solver=nash", f"hydra.run.dir={tmp_path / 'run'}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600)

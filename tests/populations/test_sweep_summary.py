@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from populations.sweep_summary import JobResult, grouped, report
+from tests import subprocs
 from tests.populations.test_walk18_cli_more import _train
 from tests.populations.test_walk19_sweeps_eval import NAN_LATE, _register_nan_late
 from tests.populations.test_walk21_sweeps import FAST
@@ -129,7 +130,7 @@ def test_grouped_figures_are_mean_std_and_n_of_the_finished_jobs():
 
 
 def _module(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "populations.sweep_summary", *args], cwd=cwd,
+    return subprocs.run([sys.executable, "-m", "populations.sweep_summary", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -5,7 +5,6 @@ agent) at small settings."""
 
 import json
 import sqlite3
-import subprocess
 import sys
 
 import numpy as np
@@ -16,6 +15,7 @@ from omegaconf import OmegaConf
 import games
 from marl.mappo import MAPPO, MAPPOConfig
 from populations.runners import RANDOM, LocalRunner, MatchJob, play_job
+from tests import subprocs
 
 TAG_KW = {"max_steps": 5, "shape_agent_rew": True}  # distinct returns per episode
 
@@ -84,7 +84,7 @@ def test_vmas_tag_league_preset_runs_a_pfsp_league_at_small_settings(tmp_path):
 
 def test_selfplay_train_game_vmas_spread_from_the_command_line(tmp_path):
     run = tmp_path / "run"
-    res = subprocess.run(
+    res = subprocs.run(
         [sys.executable, "-m", "populations.cli", "game=vmas_spread", "frames=64", "num_envs=8",
          "mappo.rollout_steps=8", "mappo.epochs=1", "eval_episodes=3", "progress=false",
          "logger=none", f"hydra.run.dir={run}"],
@@ -97,7 +97,7 @@ def test_selfplay_train_game_vmas_spread_from_the_command_line(tmp_path):
 
 
 def test_selfplay_train_refuses_a_bad_vmas_kwarg_in_one_line(tmp_path):
-    res = subprocess.run(
+    res = subprocs.run(
         [sys.executable, "-m", "populations.cli", "game=vmas_spread", "game.kwargs.colour=1",
          "progress=false",
          "logger=none", f"hydra.run.dir={tmp_path / 'run'}"],
