@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from starlette.testclient import TestClient
 
+from marl.configs import MAPPOConfig, NetConfig
 from populations.dashboard import (
     BackgroundServer,
     DashboardData,
@@ -49,8 +50,13 @@ def build_league_db(base: Path) -> Path:
     out = base / "league.db"
     if out.exists():
         return out
+    # one pass of one minibatch per update: the pages read what the league recorded, not how
+    # far it learned (the default 10 x 4 took half of the build's ~8 s CPU). Seed 2: the
+    # newest snapshot's win rate is 0.625 over pairs of 0.5 and 0.75, inside its interval and
+    # not 0.5, so a win rate read from the other side shows (seed 0 here: 1.0)
+    mappo = MAPPOConfig(net=NetConfig(share="role"), epochs=1, minibatches=1)
     league = League(LeagueConfig(generations=2, frames_per_generation=1600, num_envs=8,
-                                 eval_episodes=2), base / "build")
+                                 eval_episodes=2, mappo=mappo, seed=2), base / "build")
     try:
         league.run()
         run = league.run_id
