@@ -223,7 +223,9 @@ def test_corrupt_checkpoint_falls_back_to_previous(tmp_path, caplog):
 
 
 def test_ray_runner_plays_the_same_matches_as_local(tmp_path, ray_local):
-    league = League(_tiny(generations=1), tmp_path)
+    """Two snapshots that act differently (one update: 200 frames, was 1,600) play the same
+    matches on Ray's match workers as in this process."""
+    league = League(_tiny(generations=1, frames_per_generation=200), tmp_path)
     league.run()
     snaps = league.store.snapshots("main")
     spec = games.make("pettingzoo/mpe2.simple_adversary_v3", max_cycles=25).spec
