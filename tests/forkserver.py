@@ -48,7 +48,7 @@ OURS = ("games", "marl", "populations", "llm_agents", "configs")
 # a child whose value differs from the zygote's cannot be served faithfully.
 STARTUP_ENV = ("OMP_", "MKL_", "KMP_", "GOMP_", "OPENBLAS_", "GOTO", "BLIS_", "CUDA_", "TORCH",
                "PYTORCH_", "NUMPY_", "NPY_", "SCIPY_", "PYTHON", "LD_", "LC_", "LANG",
-               "MALLOC_", "TMPDIR", "HYDRA_", "OC_", "NVIDIA_", "KINETO", "CUBLAS", "CUDNN")
+               "MALLOC_", "TMPDIR", "NVIDIA_", "KINETO", "CUBLAS", "CUDNN")
 ENV_OFF = "SELFPLAY_TEST_FORKSERVER"
 # where the zygote appends its own and its children's CPU seconds at exit (measurements)
 ENV_RUSAGE = "SELFPLAY_TEST_FORKSERVER_RUSAGE"

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from tests import subprocs
+
 pytest.importorskip("pyspiel")
 pytest.importorskip("vmas")
 pytest.importorskip("mpe2")
@@ -49,8 +51,8 @@ def test_a_users_module_and_one_family(tmp_path):
 
 
 def test_an_unknown_family_is_one_line():
-    out = subprocess.run([sys.executable, "-m", "games", "chess"], capture_output=True,
-                         text=True, timeout=300)
+    out = subprocs.run([sys.executable, "-m", "games", "chess"], capture_output=True,
+                        text=True, timeout=300)
     assert out.returncode == 2
     assert out.stderr.strip() == ("python -m games: unknown family 'chess'; choose from "
                                   "['registered', 'openspiel', 'pettingzoo', 'vmas']")

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import games
+from tests import subprocs
 
 SKELETON = '''\
 import games
@@ -73,8 +74,8 @@ def user_game(tmp_path, monkeypatch):
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HYDRA_FULL_ERROR": "0"}
     env.pop("SELFPLAY_IMPORTS", None)
-    return subprocess.run([sys.executable, *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=600, env=env)
+    return subprocs.run([sys.executable, *args], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=600, env=env)
 
 
 def _one_line(res: subprocess.CompletedProcess, prog: str) -> str:

@@ -3,6 +3,7 @@ C++ ones: they register only when ``open_spiel.python.games`` is imported, which
 of a new user's path found nothing did (``unknown OpenSpiel game 'python_kuhn_poker'``)."""
 
 import games
+from tests import subprocs
 
 
 def test_a_python_openspiel_game_is_made_by_name():
@@ -25,14 +26,13 @@ def test_chat_game_is_found_by_name_and_refused_in_one_line():
     # python_ game was made first in the process, it was "unknown OpenSpiel game 'chat_game'";
     # a fresh process, as a user's selfplay-train is. It is found, then refused at make time
     # (its legal ids 2..7 lie outside its 2 actions; at its first reset before).
-    import subprocess
     import sys
 
     code = ("import games\n"
             "try:\n    games.make('openspiel/chat_game')\n"
             "except games.GameError as err:\n    print(err)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+    out = subprocs.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        timeout=120)
     assert out.returncode == 0, out.stderr[-500:]
     assert out.stdout.strip() == ("openspiel/chat_game: legal actions [2, 3, 4, 5, 6, 7] of "
                                   "player_1 are outside its 2 actions (ids 0..1); the game "

@@ -3,12 +3,12 @@ without its ``return``) is refused in one line naming the factory, what it retur
 is accepted: it raised ``AttributeError: 'NoneType' object has no attribute
 'possible_agents'`` from inside ``PettingZooGame.__init__``, with a traceback."""
 
-import subprocess
 import sys
 
 import pytest
 
 import games
+from tests import subprocs
 
 USER_MODULE = '''
 import games
@@ -73,7 +73,7 @@ def test_factories_returning_envs_still_play(user_module, fn):
 
 def test_the_cli_refuses_it_in_one_line(tmp_path):
     (tmp_path / "mygames.py").write_text(USER_MODULE)
-    out = subprocess.run(
+    out = subprocs.run(
         [sys.executable, "-m", "populations.cli", "imports=[mygames]",
          "game.name=pettingzoo/mygames:make_env", "population=none", "frames=1",
          "num_envs=1", "progress=false", "logger=none"],

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import games
+from tests import subprocs
 
 AGENTS = ("r0", "b0")
 
@@ -322,7 +323,6 @@ def test_a_user_game_cannot_shadow_a_built_in_tool_task_from_python():
     """``@games.register("tool/relay")`` silently replaced the built-in task: games.tool
     registers its tasks when first imported, after the user's module had taken the name (the
     command lines refused it). A fresh process: this one may have imported games.tool."""
-    import subprocess
     import sys
 
     code = (
@@ -334,8 +334,8 @@ def test_a_user_game_cannot_shadow_a_built_in_tool_task_from_python():
         "    print(err)\n"
         "print(games.make('tool/relay').__class__.__name__)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.splitlines()
+    out = subprocs.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        check=True).stdout.splitlines()
     assert out == ["game name 'tool/relay' is already registered (by games.tool.relay.RelayTask)"
                    "; register yours under another name", "RelayTask"]
 

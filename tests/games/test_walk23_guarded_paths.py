@@ -8,7 +8,6 @@ numpy traceback from VectorGame's return sum)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from types import SimpleNamespace
 
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 import games
+from tests import subprocs
 from tests.games import test_walk23_terminal_observe as terminal
 
 user_game = terminal.user_game  # the Race module of test_walk23_terminal_observe, as a fixture
@@ -124,7 +124,7 @@ def test_selfplay_train_says_a_string_reward_in_one_line(duel, tmp_path):
     args = [sys.executable, "-m", "populations.cli", "imports=[walk23_duel]",
             "game.name=walk23_strrew", "frames=64", "num_envs=2", "progress=false",
             "logger=none", "hydra.run.dir=runs/r1"]
-    res = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    res = subprocs.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert res.returncode == 2, res.stderr
     assert res.stderr.strip().splitlines()[-1] == (
         "selfplay-train: walk23_duel step 1: reward of a is str, expected a float scalar (a "

@@ -9,13 +9,13 @@ and the user's line, and check_game asks every agent's final observation and sta
 from __future__ import annotations
 
 import importlib
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
 import games
+from tests import subprocs
 
 # A turn-based race of 4 moves (2 each, p0 first); ``bug`` breaks observe/state only once the
 # episode is over (or, with "gone", the final observation of p1, who leaves after its move).
@@ -209,7 +209,7 @@ def test_selfplay_train_says_it_in_one_line_and_the_rerun_is_not_refused(user_ga
             "game.name=walk23_race_termobs", "frames=64", "num_envs=2", "progress=false",
             "logger=none", "hydra.run.dir=runs/r1"]
     for _ in range(2):
-        res = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        res = subprocs.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=600)
         assert res.returncode == 2, res.stderr
         lines = res.stderr.strip().splitlines()
         assert lines[-1].startswith(

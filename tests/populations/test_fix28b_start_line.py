@@ -5,11 +5,11 @@ run that had started."""
 
 import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 
+from tests import subprocs
 from tests.subprocs import Ahead
 
 ARGS = ["game=rps", "frames=64", "num_envs=2", "eval_episodes=2", "progress=false"]
@@ -31,8 +31,8 @@ REFUSED = [
 def finished(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("runs")
     run = cwd / "r1"
-    res = subprocess.run(**_job([*ARGS, "seed=0", f"hydra.run.dir={run}"], cwd),
-                         capture_output=True, text=True, timeout=600)
+    res = subprocs.run(**_job([*ARGS, "seed=0", f"hydra.run.dir={run}"], cwd),
+                        capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     return cwd, run, res
 

@@ -6,11 +6,11 @@ that starts says it once, after its 'experiment ... in' line."""
 
 import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 
+from tests import subprocs
 from tests.subprocs import Ahead
 
 ARGS = ["experiment=kuhn_psro", "population.iterations=2", "eval_episodes=2", "progress=false"]
@@ -33,7 +33,7 @@ def _out(res):
 
 
 def _cli(args, cwd):
-    return _out(subprocess.run(**_job(args, cwd), capture_output=True, text=True, timeout=600))
+    return _out(subprocs.run(**_job(args, cwd), capture_output=True, text=True, timeout=600))
 
 
 @pytest.fixture(scope="module")
