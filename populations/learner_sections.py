@@ -206,7 +206,29 @@ def unread_settings(cfg: ExperimentConfig, overrides: Sequence[str],
         if section in sections and section not in read:
             notes.append(f"{', '.join(words)}: not read by this run ({who} uses no "
                          f"'{section}' settings)")
-    return notes
+    return notes + _unread_frames(cfg, typed, algos, who)
+
+
+FRAME_BUDGETS = {"none": "frames", "league": "population.frames_per_generation"}
+"""The frame budget each population kind reads (PSRO's is its RL oracle's, never an LLM
+team)."""
+
+
+def _unread_frames(cfg: ExperimentConfig, typed: Sequence[tuple[str, str]],
+                   algos: Sequence[str], who: str) -> list[str]:
+    """The frame budget typed for a run whose learners are all LLM teams, which count GRPO
+    iterations (``llm.iterations``), not frames: ``algo=llm_grpo frames=2000``, meant as a
+    short run, trained the default 100 iterations without a word."""
+    entries = registry.entries()
+    key = FRAME_BUDGETS.get(cfg.population.kind)
+    if key is None or not algos or not all(
+            a in entries and entries[a].capabilities.own_rollouts for a in algos):
+        return []
+    every = "" if key == "frames" else " per member and generation"
+    verb = "train" if len(algos) > 1 else "trains"
+    return [f"{text.lstrip('+~')}: not read by this run ({who} {verb} llm.iterations="
+            f"{cfg.llm.iterations} GRPO iterations{every}, not frames)"
+            for k, text in typed if k == key]
 
 
 def _typed_sections(typed: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
