@@ -27,8 +27,11 @@ VMAS_SINGLE_RESET_BUG = {"vmas/ball_trajectory": {"sc.pos_shaping"}}
 # Smaller settings of two scenarios whose resets are Python loops (both are reset one by one,
 # RESET_ONE_BY_ONE, a path that does not depend on these sizes): road_traffic loops over its
 # agents (~0.1-0.3 s a copy at its default 20, and random play ends most copies every step:
-# ~100 resets), sampling's full reset over its grid's cells (1,600 at its default 0.05: ~4 s)
-SCENARIO_KWARGS = {"vmas/road_traffic": {"n_agents": 4}, "vmas/sampling": {"grid_spacing": 0.25}}
+# ~100 resets), sampling's full reset over its grid's cells (1,600 at its default 0.05: ~4 s).
+# pollock: 4 agents, 3 lines and 3 boxes (default 15 each: every collision pair of 45 bodies
+# in 5 substeps per step, ~3 s of the suite); the same reset, spawning, and kinds of contact
+SCENARIO_KWARGS = {"vmas/road_traffic": {"n_agents": 4}, "vmas/sampling": {"grid_spacing": 0.25},
+                   "vmas/pollock": {"n_agents": 4, "n_lines": 3, "n_boxes": 3}}
 
 
 def _state(scenario) -> dict[str, torch.Tensor]:
