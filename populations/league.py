@@ -124,6 +124,7 @@ from populations.members import (
     OpponentDraw,
     TrainPlan,
     member_settings,
+    rounding_notes,
 )
 from populations.run_folder import (
     RunFolderError,
@@ -476,6 +477,9 @@ class League:
         if self.progress:  # asynchronous: the member furthest behind
             left = self.cfg.generations - min(g for g, _ in self.progress.values())
         note_short_budgets(self.cfg, self.members, left, in_process=self.learners is None)
+        for text in rounding_notes(self.members, self.cfg.frames_per_generation,
+                                   self.cfg.num_envs) if left > 0 else ():
+            log.info("%s", text)
         if not self.cfg.sync:
             self._run_async()
             return

@@ -33,7 +33,7 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -41,8 +41,16 @@ import numpy as np
 
 import games
 from games.vector import to_numpy
+from marl import registry
 from marl.core import Learner, Policy, derive_seed
-from marl.train import ReadyWatch, budget_spent, rollout_frames, trains_whole_rollouts
+from marl.train import (
+    ROUNDING_TOLD,
+    ReadyWatch,
+    budget_spent,
+    planned_frames,
+    rollout_frames,
+    trains_whole_rollouts,
+)
 from populations.approx_exploit import evaluated_greedy
 from populations.run_folder import stop_requested
 from populations.seeds import RunSeeds, isolated_global_rng
@@ -459,6 +467,38 @@ class LLMMember:
         finally:
             self.trainer.on_progress = None
         return episodes
+
+
+def rounding_notes(members: Sequence[Any], frames: int, num_envs: int) -> list[str]:
+    """Lines saying, as a league starts, which learner members play more than
+    :data:`~marl.train.ROUNDING_TOLD` times ``frames`` (``population.frames_per_generation``)
+    a generation, and why: :meth:`LearnerMember.train_generation` rounds up to whole steps
+    of the ``num_envs`` copies and, for an on-policy learner, to whole rollouts (it trains
+    on every frame it plays). One line per kind of rounding, naming its members: a VMAS
+    league of 1,024 copies and 25-step rollouts trained 25,600 frames a generation for
+    ``frames_per_generation=3000``, silently (a single run says it of ``frames``)."""
+    notes: dict[str, list[str]] = {}
+    for m in members:
+        learner = getattr(m, "learner", None)
+        if learner is None or getattr(m, "counts", "frames") != "frames":
+            continue  # an LLM team counts its GRPO episodes
+        rollout = rollout_frames(learner, num_envs) if trains_whole_rollouts(learner) else 0
+        planned = planned_frames(frames, num_envs, 0, rollout)
+        if planned <= ROUNDING_TOLD * frames:
+            continue
+        if rollout:
+            entry = registry.entries().get(getattr(m, "algo", ""))
+            steps = f"{entry.section + '.' if entry else ''}rollout_steps={rollout // num_envs}"
+            n = planned // rollout
+            why = (f"{'one whole rollout' if n == 1 else f'{n} whole rollouts'} of {rollout} "
+                   f"frames (num_envs={num_envs} × {steps}): an on-policy learner trains on "
+                   "every frame it plays")
+        else:
+            why = f"whole steps of the num_envs={num_envs} game copies"
+        notes.setdefault(f"{planned} frames a generation for population.frames_per_generation="
+                         f"{frames}: rounded up to {why}", []).append(m.name)
+    return [f"league member{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))} "
+            f"play{'' if len(names) > 1 else 's'} {text}" for text, names in notes.items()]
 
 
 def _finishing(name: str, done: int, iterations: int, seconds: float) -> str:
