@@ -564,8 +564,11 @@ class League:
             log.info("generation %d: %s evaluated before the stop; nothing left to play", g,
                      "its 1 pair was" if len(pairs) == 1 else f"its {len(pairs)} pairs were")
             return played
-        log.info("generation %d: evaluated %d pairs (%d episodes recorded) in %.0fs", g,
-                 len(pairs), played.added, time.time() - started)
+        # "pair" in one sense: eval_episodes are episodes a side, not role-swapped pairs
+        log.info("generation %d: evaluated %d snapshot pair%s, %d episodes recorded "
+                 "(eval_episodes=%d a side) in %.0fs", g, len(pairs),
+                 "" if len(pairs) == 1 else "s", played.added, self.cfg.eval_episodes,
+                 time.time() - started)
         return played
 
     # ------------------------------------------------------------------ asynchronous
