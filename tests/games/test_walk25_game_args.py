@@ -7,12 +7,12 @@ refusals (``GameError``, already one line naming the value) pass unchanged."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
 
 import games
+from tests import subprocs
 
 # The walker's line pursuit, cut to its constructor's arguments: ``float(speed)`` and
 # ``steps + 1`` fail on a word where a number goes; ``mode`` is looked up in a dict.
@@ -113,7 +113,7 @@ def test_selfplay_train_names_game_and_argument(pursuit):
         args = [sys.executable, "-m", "populations.cli", "imports=[w25_pursuit]",
                 "game.name=w25_pursuit", f"game.kwargs.{kwarg}", "frames=64", "num_envs=2",
                 "progress=false", "logger=none", "hydra.run.dir=runs/r1"]
-        res = subprocess.run(args, cwd=pursuit, capture_output=True, text=True, timeout=600)
+        res = subprocs.run(args, cwd=pursuit, capture_output=True, text=True, timeout=600)
         assert res.returncode == 2, res.stderr
         assert "Traceback" not in res.stderr
         lines[kwarg] = res.stderr.strip().splitlines()[-1]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from llm_agents.build import LLMConfig
 from llm_agents.ray_rollouts import ActorWorkdir, RolloutActor, needs_workdir
 from llm_agents.tiny import TinyModelConfig
 from llm_agents.trainer import GRPOConfig
+from tests import subprocs
 from tests.llm_agents.conftest import COMPACT, KUHN
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,8 +54,8 @@ print(workdir.path)
 
 def test_an_actor_process_that_exits_removes_it():
     """A process ending normally (Ray's graceful actor exit, a local worker at shutdown)."""
-    run = subprocess.run([sys.executable, "-c", MADE], capture_output=True, text=True,
-                         timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    run = subprocs.run([sys.executable, "-c", MADE], capture_output=True, text=True,
+                        timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert run.returncode == 0, run.stderr
     made = Path(run.stdout.split()[-1])
     try:

@@ -2,7 +2,6 @@
 presets (IPPO) are entries, ``load_policy`` finds policy kinds through it, and ``marl``
 never imports ``llm_agents`` (checked by ``tests/test_structure.py``)."""
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from marl.actor_critic import NetConfig
 from marl.mappo import MAPPO, MAPPOConfig
 from marl.registry import IncompatibleError, check_compatible
 from marl.value_decomp import ValueDecompConfig
+from tests import subprocs
 
 ROOT = Path(__file__).resolve().parents[2]
 KUHN = games.make("openspiel/kuhn_poker").spec
@@ -99,8 +99,8 @@ def test_load_policy_finds_kinds_through_the_registry(tmp_path):
     code = ("import sys\nfrom marl.core import load_policy\n"
             f"p = load_policy({str(tmp_path / 'vdn.pt')!r})\n"
             "print(p.meta.kind, 'llm_agents' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, check=True, timeout=120)
+    out = subprocs.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                        text=True, check=True, timeout=120)
     assert out.stdout.split() == ["vdn", "False"]
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from populations import config_checks
 from populations.experiment import ExperimentConfig, GameConfig
+from tests import subprocs
 
 BAD = {
     "num_envs=0": "bad config: num_envs=0; expected an integer >= 1",
@@ -156,8 +157,8 @@ def test_early_imports_keep_the_shipped_configs_and_bring_the_users_presets(tmp_
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "__init__.py").write_text("")
     (tmp_path / "configs" / "config.yaml").write_text("lr: 0.1\n")
-    out = subprocess.run([sys.executable, "-c", EARLY_IMPORTS], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocs.run([sys.executable, "-c", EARLY_IMPORTS], cwd=tmp_path,
+                        capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert str(tmp_path) not in out.stdout and out.stdout.strip().endswith(
         "configs/__init__.py"), out.stdout

@@ -20,6 +20,7 @@ from populations.crossplay import (
 from populations.db import MatchRow
 from populations.evaluation import pair_outcomes
 from populations.ratings import PairOutcome, Ratings
+from tests import subprocs
 
 
 def random_matches(n: int, k: int = 4, seed: int = 0) -> list[MatchRow]:
@@ -224,12 +225,11 @@ def test_bad_arguments_are_one_line_errors():
 def test_alpharank_import_leaves_logging_alone():
     """Without matplotlib, OpenSpiel's plotting module logs (attaching a stderr handler to
     the root logger) before failing; the stand-in keeps it from running at all."""
-    import subprocess
     import sys
 
     code = ("import logging; from populations.crossplay import alpha_rank; "
             "alpha_rank([[None, 1.0], [-1.0, None]], [1, 2]); print(len(logging.root.handlers))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocs.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "0", out.stderr
 
 

@@ -5,17 +5,18 @@
 
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests import subprocs
+
 
 def _cli(args, cwd):
-    return subprocess.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+    return subprocs.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "HYDRA_FULL_ERROR": "0"})
 
 
 def _parsed(override):

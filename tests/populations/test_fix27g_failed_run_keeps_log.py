@@ -5,8 +5,9 @@ that session's lines, and the failure line was not written there. Only a command
 before its run started puts the folder back as it was."""
 
 import os
-import subprocess
 import sys
+
+from tests import subprocs
 
 LEARNER = '''
 import os
@@ -43,9 +44,9 @@ ARGS = ["imports=[faillearner]", "algo=fix27g_fails", "game=rps", "frames=100000
 
 
 def _cli(args, cwd, fail_after):
-    return subprocess.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HYDRA_FULL_ERROR": "0",
+    return subprocs.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "HYDRA_FULL_ERROR": "0",
                                "FAIL_AFTER": str(fail_after)})
 
 

@@ -4,8 +4,9 @@ another program made in the folder meanwhile were taken for the command's own an
 when it was refused."""
 
 import os
-import subprocess
 import sys
+
+from tests import subprocs
 
 # A game whose every build (the config check builds it, before the folder's lock is taken)
 # stands for another program writing in the folder meanwhile.
@@ -31,7 +32,7 @@ def test_files_another_program_made_during_the_check_are_kept(tmp_path):
     run = tmp_path / "work"
     run.mkdir()
     (run / "notes.txt").write_text("the user's\n")
-    res = subprocess.run(
+    res = subprocs.run(
         [sys.executable, "-m", "populations.cli", "imports=[makergame]",
          "game.name=fix27g_maker", "frames=64", "num_envs=2", "eval_episodes=2",
          "progress=false", "logger=none", "resume=true", f"hydra.run.dir={run}"],

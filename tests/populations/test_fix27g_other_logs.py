@@ -6,8 +6,9 @@ holds a user's ``nohup ... > train.log`` or another tool's ``eval.log``, the ref
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
+
+from tests import subprocs
 
 # A game whose every build (the command builds it while checking, after Hydra wrote its
 # files) stands for another program writing beside the run: it appends a line to train.log
@@ -38,8 +39,8 @@ def _cli(args, cwd, tool_dir=None):
     env.pop("TOOL_LOG_DIR", None)
     if tool_dir is not None:
         env["TOOL_LOG_DIR"] = str(tool_dir)
-    return subprocess.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600, env=env)
+    return subprocs.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
+                         capture_output=True, text=True, timeout=600, env=env)
 
 
 def test_a_refused_command_leaves_the_folders_other_logs_alone(tmp_path, contested_run):
