@@ -23,6 +23,7 @@ from pathlib import Path
 
 import uvicorn
 
+from populations.cli_common import OneLineParser
 from populations.dashboard.app import bind, create_app, trusted_hosts
 from populations.dashboard.data import DashboardData, source_status
 from populations.dashboard.export import ExportError, export_html, new_folder
@@ -47,7 +48,7 @@ def _seconds(text: str) -> float:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(  # one line, exit 2, as selfplay-train and selfplay-eval (not usage + error)
         prog="selfplay-dashboard",
         description="Live web dashboard of league databases (read-only).")
     p.add_argument("paths", nargs="*", default=["."], metavar="RUN_DIR_OR_DB",
