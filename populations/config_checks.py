@@ -107,19 +107,25 @@ def _integer(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+_OMEGACONF_BOOL_WORDS = ("true", "false", "yes", "no", "on", "off", "y", "n")
+"""The words OmegaConf's ``BooleanNode`` reads as true or false (any case)."""
+
+
 def check_flag(where: str, value: Any) -> None:
     """``ValueError`` (one line) for an integer other than 0 and 1 given to a true/false
     setting (``progress=2``, ``mappo.value_norm='5'``): OmegaConf reads every other integer as
-    true, so a typo ran as true. Booleans, 0, 1 and OmegaConf's words pass (OmegaConf refuses
-    ``maybe`` itself)."""
+    true, so a typo ran as true. Booleans, 0, 1 and OmegaConf's words pass; another word
+    (``progress=maybe``) is refused here, in these words, not OmegaConf's."""
     if isinstance(value, bool):
         return
     number = value if isinstance(value, int) else None
     if isinstance(value, str):
         try:
             number = int(value)
-        except ValueError:
-            return
+        except ValueError:  # progress=maybe: OmegaConf's "Value 'maybe' is not a valid bool"
+            if value.strip().lower() in _OMEGACONF_BOOL_WORDS:
+                return
+            raise ValueError(f"{where}={value!r}; expected {FLAG_WORDS}") from None
     if number is not None and number not in (0, 1):
         raise ValueError(f"{where}={value!r}; expected {FLAG_WORDS}")
 
@@ -174,6 +180,30 @@ def check_rollout_share(line: Mapping[str, Sequence[Any]], presets: Any) -> None
         for w in workers:
             if isinstance(n, int) and isinstance(w, int) and n >= 1 and w >= 1:
                 check_rollout_copies(n, w)
+
+
+def _list_expected(node: Any, sub: str, key: str) -> str | None:
+    """``expected a list of integers such as mappo.net.hidden=[64,64]`` for a list setting
+    ``sub`` of ``node`` given a list it cannot take (``[64,abc]``: OmegaConf said "Value 'abc'
+    of type 'str' could not be converted to Integer"); None for a setting that is no list of
+    numbers, true/false values or names."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    parent_sub, _, leaf = sub.rpartition(".")
+    try:
+        parent = OmegaConf.select(node, parent_sub) if parent_sub else node
+        field = parent._get_node(leaf) if OmegaConf.is_dict(parent) else None
+    except OmegaConfBaseException:
+        return None
+    if not OmegaConf.is_list(field):
+        return None
+    kind = {int: "integers", float: "numbers", bool: f"flags ({FLAG_WORDS})",
+            str: "names"}.get(field._metadata.element_type)
+    if kind is None:
+        return None
+    example = f"{key}=[{','.join(map(str, field))}]" if len(field) else f"{key}=[...]"
+    return f"expected a list of {kind} such as {example}"
 
 
 def typed_override(key: str, value: Any) -> Any:
@@ -373,6 +403,8 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
                         f"a section, not a value: set its keys ({key}.<key>=...), or leave it")
             expected = expected_of(node, path, sub, value, registry_checks_later) \
                 if value is not None else None
+            if expected is None and isinstance(value, list | tuple):  # [64,abc]
+                expected = _list_expected(node, sub, key)
             if expected is not None:  # what the setting takes, not OmegaConf's words
                 raise ValueError(f"{input_line or f'{key}={value}'}; {expected}") from None
             raise ValueError(f"{input_line or f'{key}={value}'}: {text}") from None
