@@ -71,6 +71,7 @@ from populations.train_overrides import (
     check_command_line,
     config_flags,
     prepare,
+    refuse_cuda_without_gpu,
     unused_overrides,
 )
 
@@ -587,6 +588,7 @@ def train_main() -> None:
             load_plugins()
             check_command_line(sys.argv[1:])
             _check_config_free(sys.argv[1:])
+            refuse_cuda_without_gpu(sys.argv[1:])
         try:
             _hydra_app()()
         except KeyboardInterrupt:  # Ctrl-C while Hydra composes, before the run and its guard

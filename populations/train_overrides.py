@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import itertools
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -173,6 +174,32 @@ def check_command_line(args: Sequence[str]) -> None:
                 raise CLIError(f"In 'config': Could not find '{group}/{option}'; Available "
                                f"options in '{group}': {known}")  # reported() adds preset_hint
     check_values(overrides)
+
+
+GPU_DEVICE_FILES = ("/dev/nvidia*", "/dev/dxg", "/dev/kfd", "/proc/driver/nvidia")
+"""What a machine that torch may find a GPU on holds: an NVIDIA driver's devices, WSL's GPU
+device, ROCm's (torch's ``cuda`` device on AMD). None of them: CUDA is not available."""
+
+
+def refuse_cuda_without_gpu(args: Sequence[str]) -> None:
+    """``device=cuda`` or ``cuda:N`` on the command line (a sweep's values too) of a machine
+    with no GPU driver: the one line ``marl.core.resolve_device`` says, before torch and the
+    game load (it came after both, behind the run's first log lines, where ``device=gpu`` is
+    refused before them). A machine with a driver is left to torch, which knows its GPUs."""
+    import glob
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = _hydra_args(args)
+    if parsed is None or any(glob.glob(pattern) for pattern in GPU_DEVICE_FILES):
+        return
+    for o in OverridesParser.create().parse_overrides(parsed.overrides):
+        if o.key_or_group != "device" or o.package is not None:
+            continue
+        for value in override_values(o):
+            if isinstance(value, str) and re.fullmatch(r"cuda(:\d+)?", value):
+                raise CLIError(f"device {value!r} requested but CUDA is not available (this "
+                               "machine has no GPU driver); use 'cpu' (or 'auto')")
 
 
 def _key_under_group(override: Any) -> str | None:
