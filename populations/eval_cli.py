@@ -167,14 +167,21 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     if spec is None:  # no --game: the game the files record, a name read from a file
         args.game = _recorded_game(policies)
         spec = _recorded_spec(args.game, kwargs, next(iter(policies)))
+        if kwargs:  # the matches make the game as the spec was made: the recorded arguments
+            from games.registry import split_name  # under --game-kwargs
+
+            args.game, named = split_name(args.game)
+            kwargs = {**named, **kwargs}
+        on_top = ", --game-kwargs on top" if kwargs else ""
         print(f"selfplay-eval: note: no --game given: playing {escaped(spec.name)}, the game the "
-              "policy files record", file=sys.stderr)
+              f"policy files record{on_top}", file=sys.stderr)
         exploit = _exploit_config(args, spec) if args.exploit else None
     if args.episodes < 1:  # 0 played no match and printed ratings of None
         raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
     if len(policies) < 2 and not args.exploit and len(spec.teams) != 1:
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")
+    names_paths = _policy_names(args.policies)
     for name, pol in policies.items():  # each plays every side (a KeyError deep in a match)
         missing = [a for a in spec.agent_ids if a not in pol.meta.agents]
         game = escaped(pol.meta.game)  # read from the file: no terminal codes printed raw
@@ -186,13 +193,16 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         if missing:  # a snapshot of whole teams is one side's by design, whatever the kwargs
             teams = {a.team for a in spec.agents if a.id in pol.meta.agents}
             whole = set(pol.meta.agents) == {a.id for a in spec.agents if a.team in teams}
+            head = (f"{name} holds the seats {list(pol.meta.agents)} of {game}, not "
+                    f"{missing}{f' of {spec.name}' if spec.name != pol.meta.game else ''}: ")
+            psro = _psro_run(names_paths[name])
+            if psro is not None:  # retraining with self_play is no answer for a PSRO member
+                raise CLIError(head + PSRO_MEMBER.format(run=escaped(str(psro))))
             raise CLIError(
-                f"{name} holds the seats {list(pol.meta.agents)} of {game}, not "
-                f"{missing}{f' of {spec.name}' if spec.name != pol.meta.game else ''}: "
-                "matches here play each policy on every side (a population=none run trains its "
-                "first team only, a PSRO member plays its own seat; a league's snapshots hold "
-                "every seat): train with population=self_play (or fsp, pfsp) for snapshots "
-                "that play every side"
+                head + "matches here play each policy on every side (a population=none run "
+                "trains its first team only, a PSRO member plays its own seat; a league's "
+                "snapshots hold every seat): train with population=self_play (or fsp, pfsp) "
+                "for snapshots that play every side"
                 + (UNRECORDED.format(game=game) if bare and not whole else ""))
         for a in spec.agent_ids if not {"graph", "text"} & set(pol.meta.inputs) else ():
             want, got = tuple(pol.meta.obs_shapes[a]), tuple(spec.obs_shapes[a])
@@ -336,15 +346,25 @@ def _recorded_game(policies: dict[str, Any]) -> str:
 def _recorded_spec(game: str, kwargs: dict[str, Any], name: str) -> Any:
     """The spec of the game the files record (:func:`_recorded_game`), ``--game-kwargs`` on top;
     an error names the file it came from."""
-    from games import make
-
     try:
-        return make(game, **kwargs).spec
+        return _make_recorded(game, kwargs).spec
     except ValueError as err:  # GameError: unknown, bad arguments; quoted from the file
         raise CLIError(f"{name} records the game {escaped(game)}: "
                        f"{escaped(str(err).splitlines()[0] if str(err) else repr(err))}; give "
                        "the game with --game (--import the module of a game of your own)"
                        ) from None
+
+
+def _make_recorded(game: str, kwargs: dict[str, Any]) -> Any:
+    """The recorded game ``game`` (a name with its arguments, ``...(max_cycles=25)``) made
+    with ``kwargs`` (``--game-kwargs``) on top: a key both give takes ``kwargs``'s value, as
+    README says. ``games.make`` refused the two as a conflict ("names max_cycles=25 but its
+    kwargs give max_cycles=50; give one of them"), though the user gave only one."""
+    from games import make
+    from games.registry import split_name
+
+    base, named = split_name(game) if kwargs else (game, {})
+    return make(base, **{**named, **kwargs})
 
 
 def _new_folder(folder: Path) -> Path | None:
@@ -371,6 +391,28 @@ match records' seeds (``--seed`` plus 7,919 per pairing) are SQLite integers (be
 UNRECORDED = ("; its file names the game {game} without arguments (the defaults, or not "
               "recorded: files written before game names held them): give the --game-kwargs "
               "it was trained with")
+
+
+PSRO_MEMBER = (
+    "a PSRO member plays its own seat, and selfplay-eval plays each file on every seat (a "
+    "round robin and --exploit alike), so it cannot rate PSRO members. Their run rated them: "
+    "its league.db holds every member pair's payoffs, the meta-strategy and NashConv of each "
+    "iteration; see them with selfplay-dashboard {run} (views psro and payoffs)")
+"""The end of the refusal of a PSRO member's snapshot (:func:`_psro_run`)."""
+
+
+def _psro_run(path: str) -> Path | None:
+    """The run folder of snapshot ``path`` (``<run>/snapshots/<member>/vNNNN.pt``) when that
+    run was PSRO's (its ``settings.json`` says ``population.kind: psro``); None otherwise."""
+    run = Path(path).resolve().parent.parent.parent
+    try:
+        with open(run / "settings.json", encoding="utf-8") as f:
+            population = json.load(f).get("population")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(population, dict) and population.get("kind") == "psro":
+        return run
+    return None
 
 
 def escaped(text: str) -> str:
@@ -627,13 +669,12 @@ def _sidecar_spec(policies: Sequence[str], kwargs: dict[str, Any]) -> Any:
             return None
     except (OSError, ValueError, RecursionError, AttributeError):  # no sidecar, or not one
         return None
-    from games import make
     from games.registry import recorded_name_refusal
 
     if recorded_name_refusal(game):
         return None
     try:
-        built = make(game, **kwargs)
+        built = _make_recorded(game, kwargs)
     except Exception:  # noqa: BLE001 - said once the file loads (_recorded_spec), as before
         return None
     with contextlib.suppress(Exception):  # its spec is all that is read: close what it holds
