@@ -45,6 +45,7 @@ from populations.cli_common import (
     reported,
 )
 from populations.command_line import CLIError
+from populations.eval_seatings import play_seatings, seating_sides
 
 
 class _Missing:
@@ -182,8 +183,12 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")
     names_paths = _policy_names(args.policies)
+    sides = None if args.exploit or not all(  # files of some seats each: their seatings
+        _same_game(pol.meta.game, spec.name) for pol in policies.values()) else seating_sides(
+        spec, {name: list(pol.meta.agents) for name, pol in policies.items()})
     for name, pol in policies.items():  # each plays every side (a KeyError deep in a match)
-        missing = [a for a in spec.agent_ids if a not in pol.meta.agents]
+        missing = [a for a in spec.agent_ids if a not in pol.meta.agents] if sides is None \
+            else []
         game = escaped(pol.meta.game)  # read from the file: no terminal codes printed raw
         bare = _unrecorded(pol.meta.game) and _same_game(pol.meta.game, spec.name)
         if missing and not _same_game(pol.meta.game, spec.name):  # not seats of this game
@@ -204,7 +209,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
                 "snapshots hold every seat): train with population=self_play (or fsp, pfsp) "
                 "for snapshots that play every side"
                 + (UNRECORDED.format(game=game) if bare and not whole else ""))
-        for a in spec.agent_ids if not {"graph", "text"} & set(pol.meta.inputs) else ():
+        for a in [a for a in spec.agent_ids if a in pol.meta.agents] \
+                if not {"graph", "text"} & set(pol.meta.inputs) else ():
             want, got = tuple(pol.meta.obs_shapes[a]), tuple(spec.obs_shapes[a])
             if want != got:  # kuhn snapshots on leduc: "could not broadcast (8,30)..."
                 raise CLIError(f"{name} was trained on {game} (observations of "
@@ -217,7 +223,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     for name, pol in policies.items():  # same seats and sizes, other parameters (max_cycles)
         for note in _game_notes(name, pol.meta.game, spec):
             print(f"selfplay-eval: note: {note}", file=sys.stderr)
-    _check_teams(spec, len(policies))  # after the notes: they may say why (football's AI red)
+    if sides is None:  # seatings play any number of teams
+        _check_teams(spec, len(policies))  # after the notes: they may say why (football's AI)
     names = _policy_names(args.policies)
     _print_names(names, args.db)
     new = _new_folder(Path(args.db).parent)
@@ -235,7 +242,16 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     try:  # the run ends finished, failed or interrupted (it stayed 'running' in the dashboard)
         snaps += [store.publish(name, pol) for name, pol in policies.items()]
         stage = "matches"
-        if len(spec.teams) == 1:  # nobody to rate against: each file's return alone
+        if sides is not None:  # files of some seats each (PSRO members): every seating
+            runner = make_runner(args.runner)
+            try:
+                for line in play_seatings(db, run_id, runner, spec, args.game, kwargs, sides,
+                                          dict(zip(policies, snaps, strict=True)), names,
+                                          args.episodes, args.seed):
+                    print(line)
+            finally:
+                runner.close()
+        elif len(spec.teams) == 1:  # nobody to rate against: each file's return alone
             _alone(db, run_id, spec, args, kwargs, snaps)
         else:
             runner = make_runner(args.runner)
@@ -394,10 +410,11 @@ UNRECORDED = ("; its file names the game {game} without arguments (the defaults,
 
 
 PSRO_MEMBER = (
-    "a PSRO member plays its own seat, and selfplay-eval plays each file on every seat (a "
-    "round robin and --exploit alike), so it cannot rate PSRO members. Their run rated them: "
-    "its league.db holds every member pair's payoffs, the meta-strategy and NashConv of each "
-    "iteration; see them with selfplay-dashboard {run} (views psro and payoffs)")
+    "a PSRO member plays its own seat: give members that together hold every seat (one file "
+    "per seat or more, without --exploit, which needs a policy of every seat) to play each "
+    "seating of them; its run's league.db holds every member pair's payoffs and each "
+    "iteration's meta-strategy and NashConv: selfplay-dashboard {run} (views psro and "
+    "payoffs)")
 """The end of the refusal of a PSRO member's snapshot (:func:`_psro_run`)."""
 
 

@@ -56,22 +56,22 @@ def test_a_mistyped_game_kwarg_on_the_recorded_game_says_what_is_accepted(tmp_pa
     assert not (tmp_path / "x.db").exists()
 
 
-def _psro_member(run_dir, seat):
+def _psro_member(run_dir, seat, iteration=0):
     from marl.tabular import TabularPolicy
 
     spec = games.make("openspiel/kuhn_poker").spec
-    pol = TabularPolicy.from_tables(spec, {seat: {}})
-    folder = run_dir / "snapshots" / f"psro-{seat}-0"
+    pol = TabularPolicy.from_tables(spec, {seat: {}})  # no rows: uniform play
+    folder = run_dir / "snapshots" / f"psro-{seat}-{iteration}"
     folder.mkdir(parents=True)
     return str(pol.save(folder / "v0000.pt"))
 
 
 @pytest.mark.parametrize("exploit", [False, True])
-def test_a_psro_member_is_refused_naming_where_its_run_rated_it(tmp_path, capsys, exploit):
+def test_psro_members_of_one_seat_only_are_refused_naming_what_works(tmp_path, capsys, exploit):
     run_dir = tmp_path / "kuhn_psro"
     files = [_psro_member(run_dir, "player_0")]
-    if not exploit:
-        files.append(_psro_member(run_dir, "player_1"))
+    if not exploit:  # two members of player_0: no seating holds player_1
+        files.append(_psro_member(run_dir, "player_0", 1))
     (run_dir / "settings.json").write_text(json.dumps({"population": {"kind": "psro"}}))
     code, _, err = run_eval([*files, "--db", str(tmp_path / "x.db"),
                              *(["--exploit"] if exploit else [])], capsys)
@@ -79,10 +79,45 @@ def test_a_psro_member_is_refused_naming_where_its_run_rated_it(tmp_path, capsys
     last = err.splitlines()[-1]
     assert last.startswith("selfplay-eval: psro-player_0-0_v0000 holds the seats ['player_0'] "
                            "of openspiel/kuhn_poker, not ['player_1']: a PSRO member plays its "
-                           "own seat"), err
+                           "own seat: give members that together hold every seat"), err
     assert f"selfplay-dashboard {run_dir} (views psro and payoffs)" in last
     assert "population=self_play" not in last
     assert not (tmp_path / "x.db").exists()
+
+
+def test_members_that_together_hold_every_seat_play_each_seating(tmp_path, capsys):
+    from populations.db import LeagueDB
+
+    run_dir = tmp_path / "kuhn_psro"
+    files = [_psro_member(run_dir, "player_0"), _psro_member(run_dir, "player_0", 1),
+             _psro_member(run_dir, "player_1")]
+    db_path = tmp_path / "x.db"
+    code, out, err = run_eval([*files, "--db", str(db_path), "--episodes", "3"], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == ("each seating on openspiel/kuhn_poker (2, 3 episodes each): a side's "
+                        "mean return per episode ± 95% interval"), out
+    seatings = [line.split() for line in lines[1:3]]
+    assert [(row[0], row[4]) for row in seatings] == [
+        ("psro-player_0-0_v0000", "psro-player_1-0_v0000"),
+        ("psro-player_0-1_v0000", "psro-player_1-0_v0000")], out
+    for row in seatings:  # Kuhn is zero-sum: the two sides' means cancel
+        assert float(row[1]) == pytest.approx(-float(row[5])), out
+    assert lines[3].startswith("each file over the seatings it sat in"), out
+    assert lines[6].startswith("  psro-player_1-0_v0000  seats player_1  return "), out
+    assert lines[6].endswith(" over 2 seatings"), out
+    db = LeagueDB(db_path, readonly=True)
+    try:
+        run = 1  # the evaluation's run, the database's first
+        ids = {s.member: s.id for s in db.snapshots(run)}
+        matches = db.matches(run)
+    finally:
+        db.close()
+    assert len(matches) == 2 * 3
+    assert {tuple(sorted(m.seats.items())) for m in matches} == {
+        (("player_0", ids[f"psro-player_0-{i}_v0000"]), ("player_1", ids["psro-player_1-0_v0000"]))
+        for i in (0, 1)}
+    assert all(m.returns["player_0"] == -m.returns["player_1"] for m in matches)
 
 
 @pytest.mark.parametrize("args", [["--port", "99999"], ["--refresh", "-1"], ["--bogus"]])
