@@ -104,6 +104,15 @@ MPE_COUNTS: dict[str, dict[str, int]] = {
                           "num_food": 1, "num_forests": 0},
     "collect_treasure": {"num_collectors": 1, "num_deposits": 1, "num_treasures": 1},
 }
+# Counts of classic games the envs do not check, (least, most or None): the rlcard poker
+# games' num_players=1 (or true) hung in rlcard's round loop (no_limit) or failed at the first
+# showdown, and more than 23 players need more than a deck's 52 cards (two each and five on
+# the board): the deal ran out. Go on a board of size 0 has one action, pass.
+CLASSIC_COUNTS: dict[str, dict[str, tuple[int, int | None]]] = {
+    "texas_holdem": {"num_players": (2, 23)},
+    "texas_holdem_no_limit": {"num_players": (2, 23)},
+    "go": {"board_size": (1, None)},
+}
 LARGE_OBS = 10_000  # features of a multi-dimensional observation (an image) worth a warning
 _warned_large: set[tuple[str, str]] = set()  # (game, "obs" | "state") warned about
 _warned_sides: set[str] = set()  # games warned about declaring no teams
@@ -351,8 +360,9 @@ def _build_error(err: Exception, module_path: str, factory: Callable[..., Any],
 
     Bad arguments (a keyword the factory does not take, a value the env rejects) name the
     accepted parameters. PettingZoo's own envs reject bad values deep inside (``local_ratio=5``:
-    an AssertionError, ``local_ratio="x"``: a TypeError; MPE counts are checked before, against
-    :data:`MPE_COUNTS`), so any of their errors reads as bad arguments; a user's factory is
+    an AssertionError; MPE and classic counts are checked before, against :data:`MPE_COUNTS`
+    and :data:`CLASSIC_COUNTS`, and the kinds of values against the envs' signatures), so any
+    of their errors reads as bad arguments; a user's factory is
     read so only for a TypeError or ValueError when arguments were given. Anything else is a
     bug in the user's code: the error names the factory, the exception and the line that raised
     it (``HYDRA_FULL_ERROR=1`` shows the traceback).
@@ -455,11 +465,51 @@ def _check_env(env: Any, module_path: str, factory: Callable[..., Any],
                     f"pettingzoo.ParallelEnv){hint}")
 
 
-def _check_count(module_path: str, name: str, value: Any, low: int) -> None:
-    """Refuse ``name=value`` unless it is an integer >= ``low`` (true is not a count)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+def _check_count(module_path: str, name: str, value: Any, low: int,
+                 high: int | None = None) -> None:
+    """Refuse ``name=value`` unless it is an integer >= ``low`` (and <= ``high``; true is
+    not a count)."""
+    if (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low
+            or (high is not None and value > high)):
+        accepted = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
         raise GameError(f"bad parameter for pettingzoo/{module_path}: {name}={value!r}; "
-                        f"accepted: an integer >= {low}")
+                        f"accepted: {accepted}")
+
+
+def _kind_accepted(p: inspect.Parameter, value: Any) -> str | None:
+    """What parameter ``p`` of PettingZoo's own envs accepts when ``value`` is not of it,
+    from its annotation (``int``, ``float``, ``bool``), or true or false where it has none
+    and its default is a bool (mpe2's ``continuous_actions``); None when it is, or when
+    neither says (``int | None``; an unannotated number, which the env's own error names)."""
+    kind = {"bool": bool, "int": int, "float": float}.get(p.annotation, p.annotation) \
+        if isinstance(p.annotation, str) else p.annotation
+    if kind is inspect.Parameter.empty:
+        kind = bool if isinstance(p.default, bool) else None
+    flag = isinstance(value, (bool, np.bool_))
+    if kind is bool:
+        return None if flag else "true or false"
+    if kind is int:
+        return None if isinstance(value, (int, np.integer)) and not flag else "an integer"
+    if kind is float:
+        number = isinstance(value, (int, float, np.integer, np.floating)) and not flag
+        return None if number else "a number"
+    return None
+
+
+def _check_kinds(module_path: str, raw: Callable[..., Any], kwargs: dict) -> None:
+    """Refuse a value of the wrong kind for a parameter of PettingZoo's own envs
+    (:func:`_kind_accepted`). The envs test a flag for truth, so
+    ``continuous_actions='false'`` (a quoted YAML value, a sweep's string) built the game with
+    continuous actions without a word; go's ``komi='x'`` failed at the end of an episode."""
+    try:
+        params = inspect.signature(raw).parameters
+    except (TypeError, ValueError):
+        return
+    for name, value in kwargs.items():
+        accepted = _kind_accepted(params[name], value) if name in params else None
+        if accepted is not None:
+            raise GameError(f"bad parameter for pettingzoo/{module_path}: {name}={value!r}; "
+                            f"accepted: {accepted}")
 
 
 def _copies_key(module_path: str, kwargs: dict) -> str:
@@ -496,11 +546,18 @@ class PettingZooGame(Game):
         _check_count(module_path, "max_cycles", kwargs.get("max_cycles", 1), 1)
         if max_steps is not None:
             _check_count(module_path, "max_steps", max_steps, 1)
-        if _family(module.__name__) == "mpe":
-            scenario = module.__name__.rsplit(".", 1)[-1].rsplit("_v", 1)[0]
-            for key, low in MPE_COUNTS.get(scenario, {}).items():
+        family = _family(module.__name__)
+        short_name = module.__name__.rsplit(".", 1)[-1].rsplit("_v", 1)[0]
+        if family == "mpe":
+            for key, low in MPE_COUNTS.get(short_name, {}).items():
                 if kwargs.get(key) is not None:
                     _check_count(module_path, key, kwargs[key], low)
+        if family == "classic":
+            for key, (low, high) in CLASSIC_COUNTS.get(short_name, {}).items():
+                if key in kwargs:
+                    _check_count(module_path, key, kwargs[key], low, high)
+        if family and parallel is not None:  # PettingZoo's own module: its own signature
+            _check_kinds(module_path, getattr(module, "raw_env", factory), kwargs)
         try:
             self.env = factory(**kwargs)
         except Exception as err:
