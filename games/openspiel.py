@@ -95,6 +95,27 @@ def _accepted_range(gspec: Any, name: str, value: Any) -> str | None:
     return None if value >= low else f"an integer >= {low}"
 
 
+def _accepted_kind(gspec: Any, name: str, value: Any) -> str | None:
+    """What ``name`` accepts when ``value`` is of the wrong type for its default (an int, a
+    float, a bool, a string), else None: OpenSpiel's own "Wrong type for parameter players"
+    was followed by the list of the game's parameter names, which the user had right. An
+    integer's line names its range as :func:`_accepted_range` judges it."""
+    default = gspec.parameter_specification.get(name)
+    number = isinstance(value, (int, float, np.integer, np.floating)) \
+        and not isinstance(value, (bool, np.bool_))
+    if isinstance(default, bool):
+        return None if isinstance(value, (bool, np.bool_)) else "true or false"
+    if isinstance(default, int):
+        if number and isinstance(value, (int, np.integer)):
+            return None
+        return _accepted_range(gspec, name, -(10**9)) or "an integer"  # the whole range
+    if isinstance(default, float):
+        return None if number else "a number"
+    if isinstance(default, str):
+        return None if isinstance(value, str) else "a string"
+    return None  # a game inside the game (a dict): judged when loaded
+
+
 def _as_declared(short: str, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` with an integer made a float where the game's default is a float:
     Hydra reads ``game.kwargs.unscaled_move_cost=2`` as an int, which OpenSpiel refused
@@ -137,7 +158,7 @@ def _check_params(game_string: str, params: dict[str, Any]) -> None:
             names = sorted(gspec.parameter_specification)
             raise GameError(f"bad parameter for openspiel/{short}: {name!r} unknown; accepted: "
                             f"{names if names else 'none (the game takes no parameters)'}")
-        accepted = _accepted_range(gspec, name, value)
+        accepted = _accepted_kind(gspec, name, value) or _accepted_range(gspec, name, value)
         if accepted is not None:
             raise GameError(
                 f"bad parameter for openspiel/{short}: {name}={value!r}; accepted: {accepted}"
