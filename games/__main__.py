@@ -5,8 +5,9 @@
   installed ``selfplay.games`` entry points and of the modules given with ``--import``);
 * ``openspiel``: ``openspiel/<game>`` for each of ``pyspiel.registered_names()``;
 * ``pettingzoo``: ``pettingzoo/<module>`` for each versioned game module of the PettingZoo
-  families found (``mpe2``, ``pettingzoo.classic``, ...; a family needing a package that is
-  not installed fails when made, naming it);
+  families found (``mpe2``, ``pettingzoo.classic``, ...); a module that imports a package
+  not installed (``multiwalker_v9``: Box2D, ``pistonball_v6``: pymunk) is listed with the
+  package and the install command, found from the import statements of its source;
 * ``vmas``: ``vmas/<scenario>`` for each VMAS scenario.
 
 Packages are found on disk, not imported: listing VMAS's scenarios loads no torch, listing
@@ -18,6 +19,8 @@ package's: ``selfplay-train --help`` lists them.
 from __future__ import annotations
 
 import argparse
+import ast
+import functools
 import importlib
 import importlib.util
 import pkgutil
@@ -66,11 +69,96 @@ def openspiel_names() -> list[str] | str:
     return [f"openspiel/{n}" for n in sorted(pyspiel.registered_names())]
 
 
+@functools.cache
+def _source(module: str) -> Path | None:
+    """The file of ``module`` (dotted; a package's ``__init__.py``), found on disk."""
+    head, _, tail = module.rpartition(".")
+    folder = _folder(module) if "." not in module else _folder(head)
+    if folder is None:
+        return None
+    if "." not in module:
+        path = folder / "__init__.py"
+    else:
+        path = folder / tail / "__init__.py"
+        path = path if path.is_file() else folder / f"{tail}.py"
+    return path if path.is_file() else None
+
+
+@functools.cache
+def _imported(path: Path, package: str) -> tuple[str, ...]:
+    """The modules ``path`` (of ``package``) imports when it loads: its top-level import
+    statements, those in a ``try`` (optional ones) left out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the package (a package's own folder for 1)
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([base] if base else [])])
+            names.append(base)
+            names += [f"{base}.{a.name}" for a in node.names]  # a submodule, maybe
+    return tuple(names)
+
+
+@functools.cache
+def missing_packages(module: str) -> tuple[str, ...]:
+    """Packages ``module`` imports when it loads (through the modules of its own top-level
+    package it imports) that are not installed, found on disk without importing anything:
+    ``('Box2D',)`` for ``pettingzoo.sisl.multiwalker_v9``."""
+    top = module.split(".")[0]
+    missing: set[str] = set()
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        if parts[0] != top:
+            if parts[0] not in sys.stdlib_module_names and _spec(parts[0]) is None:
+                missing.add(parts[0])
+            continue
+        for i in range(1, len(parts) + 1):  # its packages' __init__ files load first
+            path = _source(".".join(parts[:i]))
+            if path is not None and ".".join(parts[:i]) not in seen | {name}:
+                todo.append(".".join(parts[:i]))
+        path = _source(name)
+        if path is not None:
+            package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+            todo += _imported(path, package)
+    return tuple(sorted(missing))
+
+
+@functools.cache
+def _spec(top: str) -> object | None:
+    try:
+        return importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+
+
+def _install_hint(module: str) -> str:
+    fam = re.match(r"pettingzoo\.(\w+)\.", module)
+    return f"pip install 'pettingzoo[{fam.group(1)}]'" if fam else "pip install them"
+
+
 def pettingzoo_names() -> list[str] | str:
-    """``pettingzoo/<package>.<module>`` of every versioned game module found."""
-    out = [f"pettingzoo/{package}.{m}" for package in PETTINGZOO_FAMILIES
-           if (folder := _folder(package)) is not None
-           for m in _modules(folder) if _VERSIONED.fullmatch(m)]
+    """``pettingzoo/<package>.<module>`` of every versioned game module found; a module
+    that imports a package not installed says which, and how to install it."""
+    out = []
+    for package in PETTINGZOO_FAMILIES:
+        folder = _folder(package)
+        for m in _modules(folder) if folder is not None else ():
+            if _VERSIONED.fullmatch(m):
+                module = f"{package}.{m}"
+                lacks = missing_packages(module)
+                out.append(f"pettingzoo/{module}" + (
+                    f"  (needs {', '.join(lacks)}, not installed: {_install_hint(module)})"
+                    if lacks else ""))
     return out or f"none of {list(PETTINGZOO_FAMILIES)} is installed (pip install pettingzoo mpe2)"
 
 
@@ -123,7 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(names, str):
             print(f"{HEADINGS[family]}: {names}")
             continue
-        print(f"{HEADINGS[family]}: {len(names)}")
+        lacking = sum("not installed" in n for n in names)
+        print(f"{HEADINGS[family]}: {len(names)}" + (
+            f" ({lacking} need a package that is not installed, marked)" if lacking else ""))
         for name in names:
             print(f"  {name}")
     if not args.family:
