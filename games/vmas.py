@@ -13,7 +13,9 @@ False: VMAS's 9 moves, stay and the 8 directions, times ``dim_c`` with communica
 ``memory_check`` (default True: a batch estimated larger than the memory available is
 refused before it is built; False builds it anyway, not part of the game's name), and
 anything else goes to the scenario (``n_agents=4``, ``num_adversaries=2``; a key the
-scenario does not read is an error).
+scenario does not read is an error, and so is a value of the wrong kind for the default the
+scenario's source gives it: true or false for a flag, an integer for a count ``n_*`` /
+``num_*``, at least 1 for agents, a number for a number; :func:`scenario_defaults`).
 
 Roles are agent names without their index (``adversary_0`` -> ``adversary``). Teams come from
 the agents' ``adversary`` flags: adversaries against the others in the competitive MPE ports
