@@ -205,25 +205,32 @@ def _kill(pid: int) -> None:
 
 
 def _std_streams() -> None:
-    """New ``sys.stdin/stdout/stderr`` on fds 0/1/2, buffered as Python buffers a child's:
-    line-buffered on a tty, stdout block-buffered otherwise, stderr always line-buffered."""
+    """New ``sys.stdin/stdout/stderr`` on fds 0/1/2, made as Python makes a child's: stdout
+    block-buffered unless a tty, stderr line-buffered, both write-through under ``-u`` or
+    ``PYTHONUNBUFFERED``; encodings and error handlers from the locale. The zygote's own
+    streams (started with this environment, none of them a tty) say which."""
     import io
 
-    encoding = sys.stdout.encoding if sys.stdout is not None else "utf-8"
+    unbuffered = sys.stdout.write_through
 
-    def stream(fd: int, mode: str, errors: str, stderr: bool = False):
+    def stream(fd: int, like):
         try:
             tty = os.isatty(fd)
-            raw = io.FileIO(fd, mode, closefd=False)
+            raw = io.FileIO(fd, "r" if fd == 0 else "w", closefd=False)
         except OSError:  # a closed fd: Python's own std stream is None then
             return None
-        buffered = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
-        return io.TextIOWrapper(buffered, encoding=encoding, errors=errors,
-                                line_buffering=tty or stderr)
+        if fd == 0:
+            return io.TextIOWrapper(io.BufferedReader(raw), encoding=like.encoding,
+                                    errors=like.errors, line_buffering=tty,
+                                    write_through=unbuffered)
+        buffer = raw if unbuffered else io.BufferedWriter(raw)
+        return io.TextIOWrapper(buffer, encoding=like.encoding, errors=like.errors,
+                                line_buffering=not unbuffered and (tty or fd == 2),
+                                write_through=unbuffered)
 
-    sys.stdin = sys.__stdin__ = stream(0, "r", "strict")
-    sys.stdout = sys.__stdout__ = stream(1, "w", "strict")
-    sys.stderr = sys.__stderr__ = stream(2, "w", "backslashreplace", stderr=True)
+    sys.stdin, sys.stdout, sys.stderr = (stream(fd, like) for fd, like in enumerate(
+        (sys.__stdin__, sys.__stdout__, sys.__stderr__)))
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
 
 
 def _sys_path(request: dict, base: list[str]) -> list[str]:

@@ -54,6 +54,27 @@ def test_killed_by_a_signal_is_a_negative_returncode():
     assert interrupted.stderr.rstrip().endswith("KeyboardInterrupt")
 
 
+@pytest.mark.parametrize("unbuffered", [None, "1"])
+def test_std_streams_are_buffered_as_pythons(unbuffered, monkeypatch):
+    """Block-buffered stdout, line-buffered stderr; unbuffered with PYTHONUNBUFFERED (the CI
+    container sets it: the zygote's children were block-buffered there)."""
+    if unbuffered is None:
+        monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
+    else:
+        monkeypatch.setenv("PYTHONUNBUFFERED", unbuffered)
+    monkeypatch.setattr(subprocs, "_zygote", forkserver.Zygote())  # one with this environment
+    code = ("import sys\nfor s in (sys.stdin, sys.stdout, sys.stderr):\n"
+            "    print(type(s.buffer).__name__, s.line_buffering, s.write_through, s.encoding,"
+            " s.errors)\n")
+    try:
+        child = forked([PY, "-c", code], capture_output=True, text=True, stdin=subprocess.PIPE)
+    finally:
+        subprocs._zygote.stop()
+    real = subprocess.run([PY, "-c", code], capture_output=True, text=True,
+                          stdin=subprocess.PIPE)
+    assert (child.returncode, child.stdout) == (0, real.stdout)
+
+
 def test_stdin_cwd_and_argv(tmp_path):
     child = forked([PY, "-c", "import os, sys; print(sys.stdin.read().upper(), os.getcwd(), "
                     "sys.argv, repr(sys.path[0]))", "a", "b"], input="abc",
