@@ -31,9 +31,9 @@ def test_nothing_close_names_nothing():
 
 
 @pytest.mark.parametrize(("kwargs", "why"), [
-    # a type the env fails on deep inside (N=0, numpy's zero-size error before, is now
-    # refused up front: tests/games/test_walk18_games_more.py)
-    ({"local_ratio": "x"}, "'<=' not supported"),
+    # a type the env fails on deep inside (N=0, numpy's zero-size error before, and
+    # local_ratio='x', are now refused up front: tests/games/test_walk18_games_more.py,
+    # tests/games/test_fix32a_params.py)
     ({"local_ratio": 5}, "AssertionError: local_ratio is a proportion"),
 ])
 def test_a_value_the_env_rejects_names_the_argument_and_the_accepted_ones(kwargs, why):

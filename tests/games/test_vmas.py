@@ -86,9 +86,9 @@ def test_bad_scenario_and_kwargs_are_one_line_errors():
     with pytest.raises(games.GameError, match="cannot build vmas/simple_spread .device='nodevice'"):
         games.make("vmas/simple_spread", device="nodevice")
     # a scenario's bare assert (balance needs 2+ agents) still says what happened, on one line
-    with pytest.raises(games.GameError, match=r"\{'n_agents': 0\}\): AssertionError: the "
+    with pytest.raises(games.GameError, match=r"\{'n_agents': 1\}\): AssertionError: the "
                        r"scenario's own check failed") as err:
-        games.make("vmas/balance", n_agents=0)
+        games.make("vmas/balance", n_agents=1)  # 0 is refused before: a count of agents
     assert "\n" not in str(err.value)
 
 

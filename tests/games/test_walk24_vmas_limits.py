@@ -118,12 +118,12 @@ def test_allocation_error_in_a_step_is_no_bad_action(monkeypatch):
 
 def test_a_failed_scenario_check_names_its_line():
     with pytest.raises(GameError) as caught:
-        games.make("vmas/balance", n_agents=0)
+        games.make("vmas/balance", n_agents=1)  # 0: refused before, a count of agents
     msg = str(caught.value)
     assert "without a message" not in msg
     assert "vmas/scenarios/balance.py:" in msg and "in make_world" in msg
     assert "assert self.n_agents > 1" in msg
-    assert "{'n_agents': 0}" in msg
+    assert "{'n_agents': 1}" in msg
 
 
 def test_sizes_read_in_three_digits():
