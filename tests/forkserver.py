@@ -379,6 +379,7 @@ class Zygote:
         self.address = None
         self.env: dict[str, str] = {}
         self.broken = False
+        self.retired: list = []
 
     def start(self) -> None:
         import subprocess
@@ -404,6 +405,11 @@ class Zygote:
         cannot (it died or never started: the caller starts a real process instead)."""
         if self.broken:
             return None
+        if self.process is not None and startup_env(self.env) != startup_env(os.environ):
+            # started while a test had changed this process's environment (monkeypatch): a new
+            # one; the old one serves the children it started until pytest ends
+            self.retired.append(self.process)
+            self.process = None
         if self.process is None:
             self.start()
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -420,14 +426,15 @@ class Zygote:
         return Child(pid, conn)
 
     def stop(self) -> None:
-        if self.process is not None:
-            self.process.stdin.close()
-            try:
-                self.process.wait(timeout=60)
-            except Exception:
-                self.process.kill()
-                self.process.wait()
-            self.process = None
+        for process in [*self.retired, self.process]:
+            if process is not None:
+                process.stdin.close()
+                try:
+                    process.wait(timeout=60)
+                except Exception:
+                    process.kill()
+                    process.wait()
+        self.process, self.retired = None, []
 
 
 def _recv_exact(conn: socket.socket, size: int) -> bytes:

@@ -70,8 +70,8 @@ def _request(args, cwd, env) -> dict | None:
         if not _our_script(found):
             return None
         kind, target, rest, argv0 = "script", found, args[1:], found
-    if forkserver.startup_env(env) != forkserver.startup_env(_zygote.env or _base_env()):
-        return None
+    if forkserver.startup_env(env) != forkserver.startup_env(os.environ):
+        return None  # the zygote is (re)started with this process's environment
     path0 = {"c": cwd, "m": cwd}.get(kind) or os.path.dirname(os.path.realpath(target))
     entries = [path0, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     if any(_shadows(os.path.join(cwd, p)) for p in entries):
@@ -81,10 +81,6 @@ def _request(args, cwd, env) -> dict | None:
     return {"kind": kind, "target": target, "rest": rest, "cwd": cwd, "env": env,
             "orig_argv": [sys.executable, *args[1:]] if program == sys.executable
             else [sys.executable, *args]}
-
-
-def _base_env() -> dict:
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
 def _our_script(path: str) -> bool:

@@ -226,3 +226,20 @@ def _running(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_zygote_started_in_a_changed_environment_is_replaced(monkeypatch):
+    """Started lazily inside a test that had set OMP_NUM_THREADS, the zygote (whose torch read
+    it) served no later test: every child fell back to a real process."""
+    monkeypatch.setattr(subprocs, "_zygote", forkserver.Zygote())
+    code = "import os; print(os.environ.get('OMP_NUM_THREADS'), os.getppid())"
+    try:
+        with monkeypatch.context() as changed:
+            changed.setenv("OMP_NUM_THREADS", "7")
+            first = forked([PY, "-c", code], capture_output=True, text=True)
+        second = forked([PY, "-c", code], capture_output=True, text=True)
+    finally:
+        subprocs._zygote.stop()
+    (omp1, zygote1), (omp2, zygote2) = first.stdout.split(), second.stdout.split()
+    assert omp1 == "7" and omp2 == os.environ.get("OMP_NUM_THREADS", "None")
+    assert zygote1 != zygote2

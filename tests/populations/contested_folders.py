@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests import subprocs
+
 WAITING_GAME = '''
 import os
 import time
@@ -81,8 +83,8 @@ class Contest:
     def cli(self, args: list[str]) -> subprocess.CompletedProcess:
         """``selfplay-train args`` run to its end beside the winner's folder (its game
         passes straight through now: the barrier is open)."""
-        return subprocess.run([sys.executable, "-m", "populations.cli", *args], cwd=self.cwd,
-                              env=self.env(), capture_output=True, text=True, timeout=600)
+        return subprocs.run([sys.executable, "-m", "populations.cli", *args], cwd=self.cwd,
+                             env=self.env(), capture_output=True, text=True, timeout=600)
 
     def cli_once(self, args: list[str]) -> subprocess.CompletedProcess:
         """:meth:`cli`, run once per session for a given command line: a resume of the

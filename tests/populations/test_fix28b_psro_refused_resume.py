@@ -7,18 +7,19 @@ status unchanged, and the refusal one line."""
 import hashlib
 import os
 import shutil
-import subprocess
 import sys
 
 import pytest
+
+from tests import subprocs
 
 ARGS = ["experiment=kuhn_psro", "population.iterations=2", "eval_episodes=2", "progress=false"]
 
 
 def _cli(args, cwd):
-    return subprocess.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+    return subprocs.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "HYDRA_FULL_ERROR": "0"})
 
 
 def _hashes(folder):

@@ -18,6 +18,7 @@ import sys
 import pytest
 
 from populations.run_folder import LOCK_NAME, locked_elsewhere
+from tests import subprocs
 
 ARGS = ["game=rps", "frames=64", "num_envs=2", "eval_episodes=2", "progress=false"]
 JOB_1 = "1_eval_episodes=2,frames=64,game=rps,num_envs=2,seed=1"  # `-m ... seed=0,1`'s job 1
@@ -37,9 +38,9 @@ sys.stdin.read()  # until the test closes it
 
 
 def _cli(args, cwd):
-    return subprocess.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+    return subprocs.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "HYDRA_FULL_ERROR": "0"})
 
 
 def _hashes(folder):

@@ -4,17 +4,18 @@ system's) showed no progress at all, where selfplay-train's bars become plain li
 (``marl.progress``). The league CLI does as selfplay-train does; ``--no-progress`` turns its
 bars off, as ``progress=false``."""
 
-import subprocess
 import sys
+
+from tests import subprocs
 
 ARGS = ["--game", "openspiel/kuhn_poker", "--generations", "1", "--frames-per-generation", "64",
         "--num-envs", "4", "--eval-episodes", "2"]
 
 
 def _league(tmp_path, *extra):
-    res = subprocess.run([sys.executable, "-m", "populations.league", "--run-dir",
+    res = subprocs.run([sys.executable, "-m", "populations.league", "--run-dir",
                           str(tmp_path / "run"), *ARGS, *extra], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=600)
+                        capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     return res.stderr
 

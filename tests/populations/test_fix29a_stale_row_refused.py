@@ -16,6 +16,7 @@ import time
 import pytest
 
 from populations.checkpoint import checkpoint_files
+from tests import subprocs
 
 COMMON = ["eval_episodes=2", "progress=false", "logger=none"]
 PSRO = ["experiment=kuhn_psro", "population.iterations=200", *COMMON]
@@ -24,9 +25,9 @@ SINGLE = ["game=kuhn", "algo=mappo", "population=none", "frames=100000000", "num
 
 
 def _cli(args, cwd):
-    return subprocess.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "HYDRA_FULL_ERROR": "0"})
+    return subprocs.run([sys.executable, "-m", "populations.cli", *args], cwd=cwd,
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "HYDRA_FULL_ERROR": "0"})
 
 
 def _killed_together(jobs):

@@ -17,9 +17,10 @@ next step raises, so the run fails before any checkpoint. Real ``selfplay-train`
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+from tests import subprocs
 
 REPO = Path(__file__).resolve().parents[2]
 NOTE = "another program's\n"
@@ -60,11 +61,11 @@ def _failed(tmp_path: Path, run: Path) -> str:
     env = {**os.environ, "TOOL_DIR": str(run), "PYTHONPATH": os.pathsep.join(
         [str(tmp_path), str(REPO), os.environ.get("PYTHONPATH", "")])}
     env.pop("HYDRA_FULL_ERROR", None)
-    res = subprocess.run([sys.executable, "-m", "populations.cli", "imports=[fix30agame]",
+    res = subprocs.run([sys.executable, "-m", "populations.cli", "imports=[fix30agame]",
                           "game.name=fix30a_nim", "algo=ippo", "frames=2000", "num_envs=2",
                           "eval_episodes=2", "progress=false", "logger=csv",
                           f"hydra.run.dir={run}"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+                        cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert res.returncode == 2, res.stderr
     said = [line for line in res.stderr.splitlines() if line.startswith("selfplay-train:")]
     assert len(said) == 1 and "boom: the game failed" in said[0], res.stderr

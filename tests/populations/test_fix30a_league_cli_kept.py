@@ -11,9 +11,10 @@ before any checkpoint. A real ``python -m populations.league`` command.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+from tests import subprocs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,11 +47,11 @@ def _league(tmp_path: Path, run: Path, tool_dir: Path) -> str:
     (tmp_path / "fix30aleague.py").write_text(GAME)
     env = {**os.environ, "TOOL_DIR": str(tool_dir), "PYTHONPATH": os.pathsep.join(
         [str(tmp_path), str(REPO), os.environ.get("PYTHONPATH", "")])}
-    res = subprocess.run([sys.executable, "-m", "populations.league", "--run-dir", str(run),
+    res = subprocs.run([sys.executable, "-m", "populations.league", "--run-dir", str(run),
                           "--import", "fix30aleague", "--game", "fix30a_lnim",
                           "--generations", "1", "--frames-per-generation", "200",
                           "--num-envs", "2", "--eval-episodes", "2", "--no-progress"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+                        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert res.returncode == 2, res.stderr
     said = [line for line in res.stderr.splitlines()
             if line.startswith("python -m populations.league:")]

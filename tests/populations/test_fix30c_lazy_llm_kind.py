@@ -5,13 +5,13 @@ CLI run, each Ray match worker) loaded the LLM stack, and an import error anywhe
 module saves ``llm`` files, and :func:`marl.core.load_policy` imports it when it meets one."""
 
 import json
-import subprocess
 import sys
 
 import games
 from llm_agents.policy import LLMPolicy
 from llm_agents.team import Team
 from llm_agents.tiny import TinyModelConfig, build_model, build_tokenizer
+from tests import subprocs
 from tests.llm_agents.conftest import COMPACT, corpus
 
 KUHN = "openspiel/kuhn_poker"
@@ -38,8 +38,8 @@ def _llm_file(tmp_path):
 
 def test_the_runner_loads_the_llm_stack_only_for_an_llm_seat(tmp_path):
     path = _llm_file(tmp_path)
-    out = subprocess.run([sys.executable, "-c", CHILD, path], capture_output=True, text=True,
-                         timeout=600)
+    out = subprocs.run([sys.executable, "-c", CHILD, path], capture_output=True, text=True,
+                        timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found == {"before": False, "episodes": 2, "after": True}
@@ -51,7 +51,7 @@ def test_a_run_without_an_llm_seat_never_imports_it():
             "seats={'player_0': r.RANDOM, 'player_1': r.RANDOM}); "
             "r.LocalRunner().play([job]); "
             "print(sorted(m for m in sys.modules if m.startswith('llm_agents')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=600)
+    out = subprocs.run([sys.executable, "-c", code], capture_output=True, text=True,
+                        timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -4,7 +4,6 @@ policies: no opponent, so nothing to respond to), while a league on the same gam
 refused. PSRO's players are seats, or teams of several seats; a game of one team and
 several seats (tiny_hanabi, simple_spread) plays seat against seat and stays accepted."""
 
-import subprocess
 import sys
 
 import pytest
@@ -15,6 +14,7 @@ import games
 import populations.cli  # noqa: F401  (registers the schema)
 from populations.experiment import ExperimentConfig, check_experiment
 from populations.psro import PSRO, PSROConfig, RLOracle, RLOracleConfig, psro_players
+from tests import subprocs
 
 SMALL = ["population=psro", "population.iterations=1", "population.oracle_frames=1",
          "population.psro.episodes_per_entry=2", "population.psro.num_envs=1",
@@ -72,7 +72,7 @@ def test_a_game_of_one_team_and_several_seats_plays_seat_against_seat(game):
 
 
 def test_the_cli_refuses_catch_in_one_line_before_any_run_folder(tmp_path):
-    out = subprocess.run(
+    out = subprocs.run(
         [sys.executable, "-m", "populations.cli", "game.name=openspiel/catch", *SMALL],
         cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert out.returncode != 0

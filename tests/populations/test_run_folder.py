@@ -18,6 +18,7 @@ import populations.psro_run
 from populations.experiment import run_experiment
 from populations.league import League, LeagueConfig
 from populations.run_folder import RunFolderError, RunLock, settings_diff
+from tests import subprocs
 from tests.populations.test_db_store import garble
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,8 +78,8 @@ def test_the_lock_is_reentrant_within_a_process(tmp_path):
     inner.release()
     (tmp_path.parent / f"{tmp_path.name}-link").symlink_to(tmp_path)
     RunLock(tmp_path.parent / f"{tmp_path.name}-link").acquire().release()  # same folder
-    proc = subprocess.run([sys.executable, "-c", HOLD, str(tmp_path)], env=ENV,
-                          capture_output=True, text=True, input="", timeout=120)
+    proc = subprocs.run([sys.executable, "-c", HOLD, str(tmp_path)], env=ENV,
+                         capture_output=True, text=True, input="", timeout=120)
     assert f"in use by process {os.getpid()}" in proc.stderr  # still held by the outer one
     outer.release()
 

@@ -6,7 +6,6 @@ scale."""
 
 import os
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from populations.experiment import (
 )
 from populations.league import League
 from populations.loggers import LoggerConfig
+from tests import subprocs
 
 ROOT = Path(__file__).resolve().parents[2]
 BRIDGE = GameConfig("openspiel/tiny_bridge_4p",
@@ -60,7 +60,7 @@ def test_qmix_partnership_meets_a_mappo_partnership_at_tiny_bridge(tmp_path):
 
 
 def test_selfplay_train_vdn_on_a_turn_based_preset(tmp_path):
-    res = subprocess.run(
+    res = subprocs.run(
         [sys.executable, "-m", "populations.cli", "algo=vdn", "game=tictactoe", "frames=400",
          "num_envs=4", "eval_episodes=4", "vdn.learning_starts=32", "vdn.batch_size=32",
          "progress=false", "logger=none"],
