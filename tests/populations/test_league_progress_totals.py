@@ -54,4 +54,5 @@ def test_bars_count_to_their_totals_and_the_evaluation_is_shown(tmp_path, monkey
     assert not any(b.disable for b in _Bar.made)
     said = [r.getMessage() for r in caplog.records if "evaluated" in r.getMessage()]
     assert [m.split(" in ")[0] for m in said] == [
-        f"generation {g}: evaluated {g} pairs ({2 * g} episodes recorded)" for g in (1, 2, 3)]
+        f"generation {g}: evaluated {g} snapshot pair{'s' if g > 1 else ''}, {2 * g} episodes "
+        "recorded (eval_episodes=1 a side)" for g in (1, 2, 3)]
