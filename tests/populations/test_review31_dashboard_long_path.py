@@ -15,8 +15,9 @@ def test_a_name_too_long_is_one_line(capsys):
         parse_args([name])
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err == ("selfplay-dashboard: error: " + "a" * 60 + "...(300 characters): File name "
-                   "too long; expected a run folder, a league.db file or a folder of runs"), err
+    assert err == ("selfplay-dashboard: " + "a" * 60 + "...(300 characters): File name "
+                   "too long; expected a run folder, a league.db file or a folder of runs "
+                   "(see --help)"), err
 
 
 def test_a_run_not_made_yet_is_taken(tmp_path):
