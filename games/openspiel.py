@@ -45,6 +45,7 @@ from games.core import (
     UnknownGameError,
     choice_index,
 )
+from games.kinds import is_flag, is_integer, is_number
 from games.teams import override_sides
 
 logger = logging.getLogger(__name__)
@@ -101,16 +102,14 @@ def _accepted_kind(gspec: Any, name: str, value: Any) -> str | None:
     was followed by the list of the game's parameter names, which the user had right. An
     integer's line names its range as :func:`_accepted_range` judges it."""
     default = gspec.parameter_specification.get(name)
-    number = isinstance(value, (int, float, np.integer, np.floating)) \
-        and not isinstance(value, (bool, np.bool_))
     if isinstance(default, bool):
-        return None if isinstance(value, (bool, np.bool_)) else "true or false"
+        return None if is_flag(value) else "true or false"
     if isinstance(default, int):
-        if number and isinstance(value, (int, np.integer)):
+        if is_integer(value):
             return None
         return _accepted_range(gspec, name, -(10**9)) or "an integer"  # the whole range
     if isinstance(default, float):
-        return None if number else "a number"
+        return None if is_number(value) else "a number"
     if isinstance(default, str):
         return None if isinstance(value, str) else "a string"
     return None  # a game inside the game (a dict): judged when loaded
@@ -120,8 +119,9 @@ def _as_declared(short: str, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` with an integer made a float where the game's default is a float:
     Hydra reads ``game.kwargs.unscaled_move_cost=2`` as an int, which OpenSpiel refused
     ("Expected type: kDouble, got kInt"). A bool stays a bool (OpenSpiel refuses it for a
-    number, as it should: true is not 1.0). A wrapped game's parameters alike (misere's
-    ``game=deep_sea(unscaled_move_cost=2)``, repeated_game's ``stage_game=``)."""
+    number, as it should: true is not 1.0); a flag given 0 or 1 is made the bool. A wrapped
+    game's parameters alike (misere's ``game=deep_sea(unscaled_move_cost=2)``,
+    repeated_game's ``stage_game=``)."""
     gspec = next((g for g in pyspiel.registered_games() if g.short_name == short), None)
     declared = gspec.parameter_specification if gspec is not None else {}
     out = {}
@@ -132,6 +132,8 @@ def _as_declared(short: str, params: dict[str, Any]) -> dict[str, Any]:
         elif (isinstance(declared.get(k), float) and isinstance(v, (int, np.integer))
               and not isinstance(v, bool)):
             v = float(v)
+        elif isinstance(declared.get(k), bool) and is_flag(v):  # OpenSpiel refuses 0 and 1
+            v = bool(v)
         out[k] = v
     return out
 

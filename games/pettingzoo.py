@@ -56,6 +56,7 @@ from games.core import (
 )
 from games.core import where_raised as _where_raised
 from games.graphs import mpe_entity_graph
+from games.kinds import is_flag, is_integer, is_number
 from games.registry import kwargs_name
 from games.teams import agent_specs, parse_teams, parse_zero_sum
 
@@ -476,40 +477,51 @@ def _check_count(module_path: str, name: str, value: Any, low: int,
                         f"accepted: {accepted}")
 
 
-def _kind_accepted(p: inspect.Parameter, value: Any) -> str | None:
-    """What parameter ``p`` of PettingZoo's own envs accepts when ``value`` is not of it,
-    from its annotation (``int``, ``float``, ``bool``), or true or false where it has none
-    and its default is a bool (mpe2's ``continuous_actions``); None when it is, or when
-    neither says (``int | None``; an unannotated number, which the env's own error names)."""
+def _kind(p: inspect.Parameter) -> Any:
+    """The kind of parameter ``p`` of PettingZoo's own envs: its annotation (``int``,
+    ``float``, ``bool``), or bool where it has none and its default is a bool (mpe2's
+    ``continuous_actions``); something else (``int | None``) or empty when neither says."""
     kind = {"bool": bool, "int": int, "float": float}.get(p.annotation, p.annotation) \
         if isinstance(p.annotation, str) else p.annotation
-    if kind is inspect.Parameter.empty:
-        kind = bool if isinstance(p.default, bool) else None
-    flag = isinstance(value, (bool, np.bool_))
+    if kind is inspect.Parameter.empty and isinstance(p.default, bool):
+        return bool
+    return kind
+
+
+def _kind_accepted(p: inspect.Parameter, value: Any) -> str | None:
+    """What parameter ``p`` accepts when ``value`` is not of its :func:`_kind`; None when it
+    is, or when the kind does not say (``int | None``; an unannotated number, which the env's
+    own error names)."""
+    kind = _kind(p)
     if kind is bool:
-        return None if flag else "true or false"
+        return None if is_flag(value) else "true or false"
     if kind is int:
-        return None if isinstance(value, (int, np.integer)) and not flag else "an integer"
+        return None if is_integer(value) else "an integer"
     if kind is float:
-        number = isinstance(value, (int, float, np.integer, np.floating)) and not flag
-        return None if number else "a number"
+        return None if is_number(value) else "a number"
     return None
 
 
-def _check_kinds(module_path: str, raw: Callable[..., Any], kwargs: dict) -> None:
+def _check_kinds(module_path: str, raw: Callable[..., Any], kwargs: dict) -> dict:
     """Refuse a value of the wrong kind for a parameter of PettingZoo's own envs
     (:func:`_kind_accepted`). The envs test a flag for truth, so
     ``continuous_actions='false'`` (a quoted YAML value, a sweep's string) built the game with
-    continuous actions without a word; go's ``komi='x'`` failed at the end of an episode."""
+    continuous actions without a word; go's ``komi='x'`` failed at the end of an episode.
+    Returns ``kwargs`` with a flag given 0 or 1 as the bool, for the env (the game's name
+    keeps the 0 or 1 a run recorded before flags were checked holds)."""
     try:
         params = inspect.signature(raw).parameters
     except (TypeError, ValueError):
-        return
+        return kwargs
+    out = dict(kwargs)
     for name, value in kwargs.items():
         accepted = _kind_accepted(params[name], value) if name in params else None
         if accepted is not None:
             raise GameError(f"bad parameter for pettingzoo/{module_path}: {name}={value!r}; "
                             f"accepted: {accepted}")
+        if name in params and _kind(params[name]) is bool:
+            out[name] = bool(value)
+    return out
 
 
 def _copies_key(module_path: str, kwargs: dict) -> str:
@@ -556,12 +568,13 @@ class PettingZooGame(Game):
             for key, (low, high) in CLASSIC_COUNTS.get(short_name, {}).items():
                 if key in kwargs:
                     _check_count(module_path, key, kwargs[key], low, high)
+        built = kwargs
         if family and parallel is not None:  # PettingZoo's own module: its own signature
-            _check_kinds(module_path, getattr(module, "raw_env", factory), kwargs)
+            built = _check_kinds(module_path, getattr(module, "raw_env", factory), kwargs)
         try:
-            self.env = factory(**kwargs)
+            self.env = factory(**built)
         except Exception as err:
-            raise _build_error(err, module_path, factory, module, parallel, kwargs) from err
+            raise _build_error(err, module_path, factory, module, parallel, built) from err
         _check_env(self.env, module_path, factory, module)
         _copies.setdefault(_copies_key(module_path, kwargs), weakref.WeakSet()).add(self)
         _skip_check_wrappers(self.env)

@@ -14,8 +14,9 @@ False: VMAS's 9 moves, stay and the 8 directions, times ``dim_c`` with communica
 refused before it is built; False builds it anyway, not part of the game's name), and
 anything else goes to the scenario (``n_agents=4``, ``num_adversaries=2``; a key the
 scenario does not read is an error, and so is a value of the wrong kind for the default the
-scenario's source gives it: true or false for a flag, an integer for a count ``n_*`` /
-``num_*``, at least 1 for agents, a number for a number; :func:`scenario_defaults`).
+scenario's source gives it: true or false (or 0 or 1) for a flag, an integer for a count
+``n_*`` / ``num_*``, at least 1 for the total ``n_agents``, a number for a number;
+:mod:`games.vmas_params`).
 
 Roles are agent names without their index (``adversary_0`` -> ``adversary``). Teams come from
 the agents' ``adversary`` flags: adversaries against the others in the competitive MPE ports
@@ -39,9 +40,7 @@ This module imports torch and vmas; ``games`` imports it only when a ``vmas/`` g
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import functools
 import logging
 import os
 import random
@@ -67,9 +66,11 @@ from games.core import (
     UnknownGameError,
 )
 from games.graphs import NODE_DIM, full_edges
+from games.kinds import is_flag
 from games.registry import kwargs_name
 from games.teams import agent_specs, parse_teams, parse_zero_sum
 from games.vector import VecStep
+from games.vmas_params import check_scenario_kwargs, zero_agents_line
 
 log = logging.getLogger(__name__)
 
@@ -80,67 +81,6 @@ _AXIS = (("", "left", "right"), ("", "down", "up"))
 MOVES_3X3 = tuple("+".join(filter(None, (_AXIS[0][i // 3], _AXIS[1][i % 3]))) or "stay"
                   for i in range(9))
 SCENARIOS = tuple(sorted({*vmas.scenarios, *vmas.mpe_scenarios, *vmas.debug_scenarios}))
-
-
-_SCENARIO_FOLDERS = ("scenarios", "scenarios/mpe", "scenarios/debug")
-# Count parameters (an int default, named n_* or num_*): of agents, at least one; of anything
-# else (obstacles, lidar rays, passages), at least none. VMAS checks few (navigation
-# n_agents=0 failed on an assert about agents_with_same_goal, n_agents='x' on range()).
-_COUNT = re.compile(r"(n|num)_\w+")
-_AGENT_COUNT = re.compile(r"(n|num)_(\w+_)?agents")
-
-
-@functools.cache
-def scenario_defaults(scenario: str) -> dict[str, Any]:
-    """``{parameter: default}`` of what a scenario reads from its keyword arguments
-    (``kwargs.pop("n_agents", 4)`` / ``kwargs.get(...)`` in its source), for the defaults
-    that are literals (a default computed from another parameter is left out)."""
-    root = os.path.dirname(vmas.__file__)
-    path = next((f for sub in _SCENARIO_FOLDERS
-                 if os.path.isfile(f := os.path.join(root, sub, f"{scenario}.py"))), None)
-    if path is None:
-        return {}
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read())
-    found: dict[str, Any] = {}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("pop", "get") and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == "kwargs" and len(node.args) == 2
-                and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, str)):
-            continue
-        with contextlib.suppress(ValueError, TypeError, SyntaxError):
-            found.setdefault(node.args[0].value, ast.literal_eval(node.args[1]))
-    return found
-
-
-def _accepted(name: str, default: Any, value: Any) -> str | None:
-    """What parameter ``name`` (whose default is ``default``) accepts when ``value`` is not
-    of it, else None: true or false where the default is a bool, an integer for a count,
-    a number where the default is one; other defaults (None, tuples) are not judged."""
-    if isinstance(default, bool):
-        return None if isinstance(value, bool) else "true or false"
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if isinstance(default, int) and _COUNT.fullmatch(name):
-        low = 1 if _AGENT_COUNT.fullmatch(name) else 0
-        ok = number and isinstance(value, int) and value >= low
-        return None if ok else f"an integer >= {low}"
-    if isinstance(default, (int, float)):
-        return None if number else "a number"
-    return None
-
-
-def _check_scenario_kwargs(scenario: str, kwargs: Mapping[str, Any]) -> None:
-    """Refuse, in one line naming what is accepted, a scenario parameter of the wrong kind
-    (:func:`_accepted`), judged against the scenario's own defaults."""
-    defaults = scenario_defaults(scenario)
-    for name, value in kwargs.items():
-        if name in defaults:
-            accepted = _accepted(name, defaults[name], value)
-            if accepted is not None:
-                raise GameError(f"bad parameter for vmas/{scenario}: {name}={value!r}; "
-                                f"accepted: {accepted}")
 
 
 def _colour_sides(scenario: Any) -> dict[str, str]:
@@ -466,8 +406,9 @@ class _Sim:
                 if _out_of_memory(err):
                     raise GameError(_memory_line(self.where, num_envs, device, err)) from None
                 why = str(err).strip() or _failed_check(err)
-                raise GameError(f"cannot build {self.where} (device={device!r}, scenario kwargs "
-                                f"{dict(kwargs)}): {type(err).__name__}: {why}") from None
+                raise GameError(zero_agents_line(scenario, kwargs, err) or (
+                    f"cannot build {self.where} (device={device!r}, scenario kwargs "
+                    f"{dict(kwargs)}): {type(err).__name__}: {why}")) from None
         unused = [str(w.message) for w in caught if "not used by the scenario" in str(w.message)]
         if unused:
             raise GameError(f"bad arguments for {self.where}: {unused[0].split('.')[0]}; "
@@ -644,20 +585,20 @@ class VmasGame(Game):
                 or max_steps < 1):  # true passed as 1: every episode one step long
             raise GameError(f"bad parameter for vmas/{scenario}: max_steps={max_steps!r}; "
                             "accepted: an integer >= 1")
-        if not isinstance(memory_check, bool):  # "false" from a command line is true
+        if not is_flag(memory_check):  # "false" from a command line is true
             raise GameError(f"bad parameter for vmas/{scenario}: memory_check="
                             f"{memory_check!r}; accepted: true or false")
-        if not isinstance(continuous_actions, bool):  # "false" built continuous actions
+        if not is_flag(continuous_actions):  # "false" built continuous actions
             raise GameError(f"bad parameter for vmas/{scenario}: continuous_actions="
                             f"{continuous_actions!r}; accepted: true or false")
-        _check_scenario_kwargs(scenario, kwargs)
-        self.memory_check = memory_check
+        self.memory_check = bool(memory_check)
         self.scenario, self.device = scenario, device
         self.continuous = bool(continuous_actions)
-        self.kwargs = dict(kwargs)
+        self.kwargs = check_scenario_kwargs(scenario, kwargs)  # flags as bools; the name
+        # keeps them as given, which a run recorded with shared_rew=0 holds
         # A fixed seed, not OS entropy: a scenario that fails for some draws fails every
         # time or never, and an unseeded copy replays; reset(seed=...) reseeds it.
-        self._sim = _Sim(scenario, 1, device, self.continuous, kwargs, seed=0)
+        self._sim = _Sim(scenario, 1, device, self.continuous, self.kwargs, seed=0)
         self._first = torch.zeros(1, dtype=torch.long, device=self._sim.device)  # copy 0's info
         env = self._sim.env
         ids = [a.name for a in self._sim.agents]

@@ -27,7 +27,7 @@ def _refused(name, **kwargs):
 
 
 # ------------------------------------------------------------------ PettingZoo (H1, H2)
-@pytest.mark.parametrize("value", ["maybe", "false", 0])
+@pytest.mark.parametrize("value", ["maybe", "false", 2])  # 0 and 1: test_fix32d_params
 def test_mpe_boolean_parameter_takes_true_or_false_only(value):
     pytest.importorskip("mpe2")
     assert _refused("pettingzoo/mpe2.simple_spread_v3", continuous_actions=value) == (
@@ -101,12 +101,13 @@ def test_vmas_rules_come_from_every_scenarios_defaults_which_they_accept():
     """The rules are read from each scenario's source (``kwargs.pop("n_agents", 4)``), not
     listed by hand: every scenario's own defaults pass them."""
     pytest.importorskip("vmas")
-    from games.vmas import SCENARIOS, _check_scenario_kwargs, scenario_defaults
+    from games.vmas import SCENARIOS
+    from games.vmas_params import check_scenario_kwargs, scenario_defaults
 
     assert scenario_defaults("navigation")["n_agents"] == 4
     assert scenario_defaults("give_way")["mirror_passage"] is False
     for scenario in SCENARIOS:
-        _check_scenario_kwargs(scenario, scenario_defaults(scenario))
+        check_scenario_kwargs(scenario, scenario_defaults(scenario))
 
 
 def test_vmas_parameter_of_the_right_kind_still_builds():

@@ -1,0 +1,109 @@
+"""The kind rules of VMAS scenario parameters, read from the scenarios' own sources.
+
+A scenario reads its parameters with ``kwargs.pop("n_agents", 4)`` / ``kwargs.get(...)``;
+:func:`scenario_defaults` collects those literal defaults, and :func:`check_scenario_kwargs`
+refuses a value of the wrong kind for one in a line naming what is accepted: true or false
+(or 0 or 1) for a flag, an integer for a count ``n_*`` / ``num_*`` (at least 1 for the total
+``n_agents`` / ``num_agents``, at least 0 for one team's or anything else's), a number for a
+number. VMAS checks few: navigation ``n_agents=0`` failed on an assert about
+``agents_with_same_goal``, ``n_agents='x'`` on range(), ``continuous_actions='false'`` built
+continuous actions. Values are judged as :mod:`games.kinds` says.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import vmas
+
+from games.core import GameError
+from games.kinds import is_flag, is_integer, is_number
+
+_SCENARIO_FOLDERS = ("scenarios", "scenarios/mpe", "scenarios/debug")
+_COUNT = re.compile(r"(n|num)_\w+")
+# The total count of agents needs one; a team's (football's n_red_agents=0: a blue-only
+# scoring drill) may be 0, and a game left with no agents at all is refused when built
+_TOTAL_AGENTS = re.compile(r"(n|num)_agents")
+_AGENT_COUNTS = re.compile(r"(n|num)_(\w+_)?agents")
+
+
+@functools.cache
+def scenario_defaults(scenario: str) -> dict[str, Any]:
+    """``{parameter: default}`` of what a scenario reads from its keyword arguments
+    (``kwargs.pop("n_agents", 4)`` / ``kwargs.get(...)`` in its source), for the defaults
+    that are literals (a default computed from another parameter is left out)."""
+    root = os.path.dirname(vmas.__file__)
+    path = next((f for sub in _SCENARIO_FOLDERS
+                 if os.path.isfile(f := os.path.join(root, sub, f"{scenario}.py"))), None)
+    if path is None:
+        return {}
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    found: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("pop", "get") and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "kwargs" and len(node.args) == 2
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)):
+            continue
+        with contextlib.suppress(ValueError, TypeError, SyntaxError):
+            found.setdefault(node.args[0].value, ast.literal_eval(node.args[1]))
+    return found
+
+
+def accepted(name: str, default: Any, value: Any) -> str | None:
+    """What parameter ``name`` (whose default is ``default``) accepts when ``value`` is not
+    of it, else None: true or false where the default is a bool, an integer for a count,
+    a number where the default is one; other defaults (None, tuples) are not judged."""
+    if isinstance(default, bool):
+        return None if is_flag(value) else "true or false"
+    if isinstance(default, int) and _COUNT.fullmatch(name):
+        low = 1 if _TOTAL_AGENTS.fullmatch(name) else 0
+        return None if is_integer(value) and value >= low else f"an integer >= {low}"
+    if isinstance(default, (int, float)):
+        return None if is_number(value) else "a number"
+    return None
+
+
+def check_scenario_kwargs(scenario: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Refuse, in one line naming what is accepted, a scenario parameter of the wrong kind
+    (:func:`accepted`), judged against the scenario's own defaults; else ``kwargs`` with its
+    flags as bools and numpy numbers as Python's, for the scenario (a flag given 0 keeps its
+    0 in the game's name, which a run recorded before flags were checked holds)."""
+    defaults = scenario_defaults(scenario)
+    out = dict(kwargs)
+    for name, value in kwargs.items():
+        if name not in defaults:
+            continue
+        why = accepted(name, defaults[name], value)
+        if why is not None:
+            raise GameError(f"bad parameter for vmas/{scenario}: {name}={value!r}; "
+                            f"accepted: {why}")
+        if isinstance(defaults[name], bool):
+            out[name] = bool(value)
+        elif isinstance(value, np.generic):  # torch refused to assign a numpy.float32
+            out[name] = value.item()
+    return out
+
+
+def zero_agents_line(scenario: str, kwargs: Mapping[str, Any], err: BaseException
+                     ) -> str | None:
+    """The line for a scenario that failed to build with a team's agent count given 0
+    (football ``n_blue_agents=0``: "stack expects a non-empty TensorList", VMAS's error when
+    a kind of agent it needs is missing), else None."""
+    zeros = [f"{k}={v!r}" for k, v in kwargs.items() if _AGENT_COUNTS.fullmatch(k) and v == 0
+             and not isinstance(v, (bool, np.bool_))]
+    if not zeros or "non-empty TensorList" not in str(err):
+        return None
+    return (f"bad parameter for vmas/{scenario}: {', '.join(zeros)} "
+            f"{'leaves' if len(zeros) == 1 else 'leave'} the scenario without agents it needs "
+            f"({type(err).__name__}: {str(err).strip()}); accepted: an integer >= 1"
+            f"{'' if len(zeros) == 1 else ' for one of them'}")
