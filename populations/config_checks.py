@@ -182,30 +182,6 @@ def check_rollout_share(line: Mapping[str, Sequence[Any]], presets: Any) -> None
                 check_rollout_copies(n, w)
 
 
-def _list_expected(node: Any, sub: str, key: str) -> str | None:
-    """``expected a list of integers such as mappo.net.hidden=[64,64]`` for a list setting
-    ``sub`` of ``node`` given a list it cannot take (``[64,abc]``: OmegaConf said "Value 'abc'
-    of type 'str' could not be converted to Integer"); None for a setting that is no list of
-    numbers, true/false values or names."""
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    parent_sub, _, leaf = sub.rpartition(".")
-    try:
-        parent = OmegaConf.select(node, parent_sub) if parent_sub else node
-        field = parent._get_node(leaf) if OmegaConf.is_dict(parent) else None
-    except OmegaConfBaseException:
-        return None
-    if not OmegaConf.is_list(field):
-        return None
-    kind = {int: "integers", float: "numbers", bool: f"flags ({FLAG_WORDS})",
-            str: "names"}.get(field._metadata.element_type)
-    if kind is None:
-        return None
-    example = f"{key}=[{','.join(map(str, field))}]" if len(field) else f"{key}=[...]"
-    return f"expected a list of {kind} such as {example}"
-
-
 def typed_override(key: str, value: Any) -> Any:
     """A command line's ``key=value`` (as Hydra's parser typed it) as the setting's type, the
     way OmegaConf converts it (a quoted number ``seed='5'`` is 5); ``ValueError`` when it
@@ -402,9 +378,7 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
                         if not OmegaConf.is_config(had) else
                         f"a section, not a value: set its keys ({key}.<key>=...), or leave it")
             expected = expected_of(node, path, sub, value, registry_checks_later) \
-                if value is not None else None
-            if expected is None and isinstance(value, list | tuple):  # [64,abc]
-                expected = _list_expected(node, sub, key)
+                if value is not None else None  # a list's items too: [64,abc]
             if expected is not None:  # what the setting takes, not OmegaConf's words
                 raise ValueError(f"{input_line or f'{key}={value}'}; {expected}") from None
             raise ValueError(f"{input_line or f'{key}={value}'}: {text}") from None

@@ -81,7 +81,9 @@ def expected_of(node: Any, path: str, sub: str, value: Any,
                 ) -> str | None:
     """What the setting ``path.sub`` of a section's ``node`` (an OmegaConf structured config)
     accepts, when ``value`` is of a type it cannot take, as the end of a one-line refusal:
-    ``expected a list such as population.members=[mappo]`` for a list setting; for a number
+    ``expected a list such as population.members=[mappo]`` for a list setting given no list,
+    ``expected a list of integers such as mappo.net.hidden=[64,64]`` given a list whose items
+    it cannot take (``[64,abc]``); for a number
     setting, the setting's own rule, found by handing the section's dataclass a number it
     refuses (NaN for a float, an integer below any bound for an integer): ``expected a finite
     number > 0`` for ``mappo.lr=fast``. None: nothing better than OmegaConf's words (the
@@ -103,6 +105,13 @@ def expected_of(node: Any, path: str, sub: str, value: Any,
         items = list(field) if len(field) else [value if isinstance(value, str | int | float)
                                                 else "..."]  # the default as the example
         return f"expected a list such as {key}=[{','.join(map(str, items))}]"
+    if OmegaConf.is_list(field):  # a list it cannot take: [64,abc] ("could not be converted")
+        from populations.config_checks import FLAG_WORDS
+
+        kind = {int: "integers", float: "numbers", bool: f"flags ({FLAG_WORDS})",
+                str: "names"}.get(field._metadata.element_type)
+        example = f"{key}=[{','.join(map(str, field))}]" if len(field) else f"{key}=[...]"
+        return None if kind is None else f"expected a list of {kind} such as {example}"
     probe = float("nan") if isinstance(field, FloatNode) else \
         -(10**18) if isinstance(field, IntegerNode) else None
     if probe is None:
