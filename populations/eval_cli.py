@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
-import functools
 import itertools
 import json
 import logging
@@ -45,11 +43,14 @@ from populations.cli_common import (
     reported,
 )
 from populations.command_line import CLIError
-from populations.eval_seatings import play_seatings, seating_sides
-
-
-class _Missing:
-    """No such argument (see :func:`_game_notes`)."""
+from populations.eval_notes import _field_differs as _field_differs  # tests import it here
+from populations.eval_notes import _game_notes, _same_game, _unrecorded
+from populations.eval_seatings import (
+    play_seatings,
+    psro_member_advice,
+    seating_sides,
+    seatings_played,
+)
 
 
 def eval_main(argv: list[str] | None = None) -> None:
@@ -157,9 +158,9 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     torch.set_num_threads(args.torch_threads)  # as selfplay-train: the default used every core
     # bad --exploit-* values fail first (no --game: once the files name the game)
     exploit = _exploit_config(args, spec) if args.exploit and spec is not None else None
+    names = _policy_names(args.policies)
     try:  # its messages quote the file (a game name, a payload's keys): escaped
-        policies = {name: load_policy(path)
-                    for name, path in _policy_names(args.policies).items()}
+        policies = {name: load_policy(path) for name, path in names.items()}
     except (CheckpointError, ValueError) as err:
         kind = re.search(r"unknown policy kind ('[^']*')", str(err))
         how = (f"; import the module that registers {kind[1]} with --import MODULE "
@@ -182,7 +183,6 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     if len(policies) < 2 and not args.exploit and len(spec.teams) != 1:
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")
-    names_paths = _policy_names(args.policies)
     sides = None if args.exploit or not all(  # files of some seats each: their seatings
         _same_game(pol.meta.game, spec.name) for pol in policies.values()) else seating_sides(
         spec, {name: list(pol.meta.agents) for name, pol in policies.items()})
@@ -200,9 +200,9 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
             whole = set(pol.meta.agents) == {a.id for a in spec.agents if a.team in teams}
             head = (f"{name} holds the seats {list(pol.meta.agents)} of {game}, not "
                     f"{missing}{f' of {spec.name}' if spec.name != pol.meta.game else ''}: ")
-            psro = _psro_run(names_paths[name])
+            psro = psro_member_advice(names[name], escaped)
             if psro is not None:  # retraining with self_play is no answer for a PSRO member
-                raise CLIError(head + PSRO_MEMBER.format(run=escaped(str(psro))))
+                raise CLIError(head + psro)
             raise CLIError(
                 head + "matches here play each policy on every side (a population=none run "
                 "trains its first team only, a PSRO member plays its own seat; a league's "
@@ -225,7 +225,6 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
             print(f"selfplay-eval: note: {note}", file=sys.stderr)
     if sides is None:  # seatings play any number of teams
         _check_teams(spec, len(policies))  # after the notes: they may say why (football's AI)
-    names = _policy_names(args.policies)
     _print_names(names, args.db)
     new = _new_folder(Path(args.db).parent)
     if new is not None:  # as selfplay-train's note on a new top-level folder: a typo shows
@@ -277,7 +276,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         line = None
         if isinstance(err, KeyboardInterrupt):  # SIGTERM too: what the database kept
             with contextlib.suppress(Exception):  # the plain line if it cannot be read
-                line = _interrupted_line(db, run_id, spec, args, len(policies), stage)
+                line = _interrupted_line(db, run_id, spec, args, len(policies), stage, sides)
         db.close()
         if line is not None:
             interrupted("selfplay-eval", line)
@@ -287,14 +286,15 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
 
 
 def _interrupted_line(db: Any, run_id: int, spec: Any, args: argparse.Namespace, files: int,
-                      stage: str) -> str:
+                      stage: str, sides: Any = None) -> str:
     """Ctrl-C's line, from what the database kept of run ``run_id`` (``files`` policy files;
     ``stage``: snapshots, matches or exploit, where it stopped): ``interrupted after 3 of 10
     pairings (96 of 320 matches); they are kept in eval.db (run 3, status interrupted; no
     ratings: ...); running the same command again starts a new evaluation ...`` (before a
     match ended: ``interrupted after 0 of 10 pairings (0 of 320 matches): no match had ended;
     the run is kept in ...``). A rerun never resumes run ``run_id``: it adds a new run that
-    plays everything again."""
+    plays everything again. ``sides``: the files' sides when they played seatings
+    (:func:`populations.eval_seatings.seatings_played` counts them)."""
     where = (f"kept in {escaped(args.db)} (run {run_id}, status "
              f"{db.run_status(run_id)}")
     again = "running the same command again starts a new evaluation (a new run that plays"
@@ -302,8 +302,10 @@ def _interrupted_line(db: Any, run_id: int, spec: Any, args: argparse.Namespace,
         return (f"interrupted before the first match; the run is {where}); {again} every "
                 "file; this one is not resumed)")
     rows = db.matches(run_id)
-    alone = len(spec.teams) == 1
-    if alone:  # alone/<snapshot>/e00000
+    alone = len(spec.teams) == 1 and sides is None
+    if sides is not None:  # seat/<i>/e0000
+        done, redo = seatings_played(rows, sides, args.episodes)
+    elif alone:  # alone/<snapshot>/e00000
         played = {m.key.rsplit("/", 1)[0] for m in rows}
         done = f"{len(played)} of {files} files played alone ({len(rows)} episodes)"
         redo = "every file again"
@@ -314,10 +316,12 @@ def _interrupted_line(db: Any, run_id: int, spec: Any, args: argparse.Namespace,
                 f"{pairings * 2 * args.episodes} matches)")
         redo = f"all {pairings} pairings again"
     if stage == "matches" and not rows:  # "they are kept": there was nothing to keep
-        return (f"interrupted after {done}: no {'episode' if alone else 'match'} had ended; "
+        unit = "episode" if alone or sides is not None else "match"
+        return (f"interrupted after {done}: no {unit} had ended; "
                 f"the run is {where}); {again} {redo}; this one is not resumed)")
     if stage == "matches":
-        unrated = "" if alone else "; no ratings: they are computed once every pairing has played"
+        unrated = "" if alone or sides is not None else \
+            "; no ratings: they are computed once every pairing has played"
         return (f"interrupted after {done}; they are {where}{unrated}); {again} {redo}; this one "
                 "is not resumed)")
     # stage exploit (the matches were all played): the policies estimated so far
@@ -361,14 +365,18 @@ def _recorded_game(policies: dict[str, Any]) -> str:
 
 def _recorded_spec(game: str, kwargs: dict[str, Any], name: str) -> Any:
     """The spec of the game the files record (:func:`_recorded_game`), ``--game-kwargs`` on top;
-    an error names the file it came from."""
+    an error names the file it came from, or ``--game-kwargs`` when it names a key given there
+    (``max_cycles='x'``: not the file's to fix, nor ``--game``'s)."""
     try:
         return _make_recorded(game, kwargs).spec
     except ValueError as err:  # GameError: unknown, bad arguments; quoted from the file
-        raise CLIError(f"{name} records the game {escaped(game)}: "
-                       f"{escaped(str(err).splitlines()[0] if str(err) else repr(err))}; give "
-                       "the game with --game (--import the module of a game of your own)"
-                       ) from None
+        line = escaped(str(err).splitlines()[0] if str(err) else repr(err))
+        if any(re.search(rf"(?<![\w.]){re.escape(key)}=|{re.escape(repr(key))}:", line)
+               for key in kwargs):
+            raise CLIError(f"--game-kwargs on the game the files record ({escaped(game)}): "
+                           f"{line}") from None
+        raise CLIError(f"{name} records the game {escaped(game)}: {line}; give the game with "
+                       "--game (--import the module of a game of your own)") from None
 
 
 def _make_recorded(game: str, kwargs: dict[str, Any]) -> Any:
@@ -409,29 +417,6 @@ UNRECORDED = ("; its file names the game {game} without arguments (the defaults,
               "it was trained with")
 
 
-PSRO_MEMBER = (
-    "a PSRO member plays its own seat: give members that together hold every seat (one file "
-    "per seat or more, without --exploit, which needs a policy of every seat) to play each "
-    "seating of them; its run's league.db holds every member pair's payoffs and each "
-    "iteration's meta-strategy and NashConv: selfplay-dashboard {run} (views psro and "
-    "payoffs)")
-"""The end of the refusal of a PSRO member's snapshot (:func:`_psro_run`)."""
-
-
-def _psro_run(path: str) -> Path | None:
-    """The run folder of snapshot ``path`` (``<run>/snapshots/<member>/vNNNN.pt``) when that
-    run was PSRO's (its ``settings.json`` says ``population.kind: psro``); None otherwise."""
-    run = Path(path).resolve().parent.parent.parent
-    try:
-        with open(run / "settings.json", encoding="utf-8") as f:
-            population = json.load(f).get("population")
-    except (OSError, ValueError, AttributeError):
-        return None
-    if isinstance(population, dict) and population.get("kind") == "psro":
-        return run
-    return None
-
-
 def escaped(text: str) -> str:
     """``text`` with each character that is not printable (ESC, ``\\r``, newlines, other
     control and format codes) as its Python escape (:func:`games.registry.printable`): text
@@ -440,149 +425,6 @@ def escaped(text: str) -> str:
     from games.registry import printable
 
     return printable(text)
-
-
-def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
-    """What ``selfplay-eval`` says of policy ``name``, trained on the game ``recorded`` (its
-    file's name for it) and played on ``spec``'s game, whose seats and shapes it fits: nothing
-    for the same game, also where only the names differ (``...simple_tag_v3(max_cycles=25)``,
-    the default, and the bare ``...simple_tag_v3``: the game built from each name has the
-    same spec); else that it was trained on another game, and, for the same game of other
-    arguments, each argument (and spec field) that differs with both values (``max_steps
-    (25 in training, 100 here)``: a note that looked the same for both hid a real change)."""
-    from games.core import GameSpec
-    from games.registry import recorded_name_refusal, split_name
-
-    if recorded == spec.name:
-        return []
-    if _same_game(recorded, spec.name):
-        return [f"{name}'s file names its game {escaped(recorded)} without arguments (the "
-                f"defaults, or not recorded); it plays {spec.name} here"]
-    other = [f"{name} was trained on {escaped(recorded)}; it plays {spec.name} here"]
-    if recorded_name_refusal(recorded):  # read from the file: made only once checked
-        return other
-    try:
-        (base, named), (here_base, here) = split_name(recorded), split_name(spec.name)
-        trained = _spec_of(recorded) if base == here_base else None
-    except Exception:  # noqa: BLE001 - a name no game makes here: the names are all there is
-        return other
-    if trained is None:
-        return other
-    fields = [f.name for f in dataclasses.fields(GameSpec) if f.name != "name"]
-
-    def value(args: dict[str, Any], key: str, game: Any) -> Any:  # unnamed: a field's value
-        return args[key] if key in args else getattr(game, key) if key in fields else _Missing
-
-    keys = sorted(k for k in {*named, *here} if named.get(k, _Missing) != here.get(k, _Missing))
-    explicit = any(k in named and k in here for k in keys)  # given both sides, not the same
-    if not explicit and all(getattr(trained, f) == getattr(spec, f) for f in fields):
-        return []  # the names differ, the games do not (a default given by name or not)
-    diffs = [(k, _short(value(named, k, trained)), _short(value(here, k, spec))) for k in keys]
-    diffs += [(f, *_field_differs(f, getattr(trained, f), getattr(spec, f))) for f in fields
-              if f not in keys and getattr(trained, f) != getattr(spec, f)]
-    parts = [escaped(f"{k} ({was} in training, {now} here)" if now is not None else
-                     f"{k} ({was})") for k, was, now in diffs if was]
-    return [*other, f"{name}'s game differs here in " + ", ".join(parts)]
-
-
-NOTE_VALUE_CHARS = 60
-"""The most characters of a value a note of :func:`_game_notes` shows (then ``...``)."""
-
-NOTE_KEYS = 4
-"""The most seats a note of :func:`_game_notes` names for a difference (then ``and N more``)."""
-
-
-def _field_differs(key: str, trained: Any, here: Any) -> tuple[str, str | None]:
-    """How the spec field ``key`` of the game a policy was trained on (``trained``) differs
-    from the one it plays here, short whatever the values (the whole agents tuples and
-    obs-shape and action-space dicts made a note of 1,722 characters): the two values
-    (``(25, 100)``: ``25 in training, 100 here``), or one text and None. For the agents,
-    their numbers, the seats only one game has and the teams (or roles); for a dict per seat
-    (``obs_shapes``, ``action_spaces``), the seats of both games whose values differ and
-    their values (the first one's, where they differ among the seats), ``""`` (nothing to
-    say) when only the seats differ: said for the agents."""
-    if key == "agents":
-        return _agents_differ(trained, here), None
-    if isinstance(trained, Mapping) and isinstance(here, Mapping):
-        changed = [a for a in trained if a in here and trained[a] != here[a]]
-        if not changed:
-            return "", None
-        first = changed[0]
-        values = f"{_short(trained[first])} in training, {_short(here[first])} here"
-        if all((trained[a], here[a]) == (trained[first], here[first]) for a in changed):
-            return f"{_few(changed)}: {values}", None
-        return f"{_few(changed)} differ; {first}: {values}", None
-    return _short(trained), _short(here)
-
-
-def _agents_differ(trained: Sequence[Any], here: Sequence[Any]) -> str:
-    """:func:`_differs` for the ``agents`` of two specs (``AgentSpec`` tuples)."""
-    was, now = {a.id: a for a in trained}, {a.id: a for a in here}
-    parts = [f"{len(was)} in training, {len(now)} here"] if len(was) != len(now) else []
-    only = [a for a in was if a not in now]
-    parts += [f"{_few(only)} only in training"] if only else []
-    only = [a for a in now if a not in was]
-    parts += [f"{_few(only)} only here"] if only else []
-    for what in ("team", "role"):
-        a, b = (tuple(dict.fromkeys(getattr(x, what) for x in xs)) for xs in (trained, here))
-        if a != b:
-            parts.append(f"{what}s {_short(a)} in training, {_short(b)} here")
-            break
-    else:  # the same teams and roles: held by other seats
-        moved = [a for a in was if a in now and was[a] != now[a]]
-        if moved:
-            x, y = was[moved[0]], now[moved[0]]
-            parts.append(f"{_few(moved)} in other teams or roles ({moved[0]}: {x.role} of "
-                         f"{x.team} in training, {y.role} of {y.team} here)")
-    return "; ".join(parts) or "in another order"
-
-
-def _few(names: Sequence[str]) -> str:
-    """``a, b, c`` for up to :data:`NOTE_KEYS` names, else the first ones ``and N more``."""
-    shown = ", ".join(str(n) for n in names[:NOTE_KEYS])
-    return shown if len(names) <= NOTE_KEYS else f"{shown} and {len(names) - NOTE_KEYS} more"
-
-
-def _short(value: Any) -> str:
-    """``repr(value)`` cut to :data:`NOTE_VALUE_CHARS` (``the default`` for ``_Missing``)."""
-    if value is _Missing:
-        return "the default"
-    from games import ActionSpace
-
-    if isinstance(value, ActionSpace):  # its repr: ~60 characters, with bounds of no use
-        text = f"{value.n} actions" if value.kind == "discrete" else \
-            f"continuous {value.shape} in [{value.low}, {value.high}]"
-    else:
-        text = repr(value)
-    return text if len(text) <= NOTE_VALUE_CHARS else text[:NOTE_VALUE_CHARS - 3] + "..."
-
-
-@functools.lru_cache(maxsize=8)
-def _spec_of(name: str) -> Any:
-    """The spec of the game ``games.make(name)`` builds (once per name: a run's snapshots
-    share one)."""
-    from games import make
-
-    return make(name).spec
-
-
-def _same_game(recorded: str, name: str) -> bool:
-    """Whether a snapshot's ``recorded`` game name may name the game ``name``: the same name,
-    or ``name``'s base without arguments where those may be unrecorded (:func:`_unrecorded`).
-    A PettingZoo or VMAS name recorded before names held their kwargs (399addf) is bare
-    whatever the run's kwargs; one recorded since is bare for the defaults: either way the
-    base is all the file says, so it is not called another game (its seats and observation
-    shapes are checked against the game all the same). A bare OpenSpiel name is the
-    defaults', as ever: ``kuhn_poker`` is not ``kuhn_poker(players=3)``."""
-    if recorded == name:
-        return True
-    return _unrecorded(recorded) and name.partition("(")[0] == recorded
-
-
-def _unrecorded(recorded: str) -> bool:
-    """Whether a snapshot's game name may lack the arguments it was trained with: a name
-    without ``(...)`` of another family than OpenSpiel's (whose names always held them)."""
-    return "(" not in recorded and not recorded.startswith("openspiel/")
 
 
 def _check_teams(spec: Any, files: int) -> None:

@@ -176,9 +176,19 @@ def check_command_line(args: Sequence[str]) -> None:
     check_values(overrides)
 
 
-GPU_DEVICE_FILES = ("/dev/nvidia*", "/dev/dxg", "/dev/kfd", "/proc/driver/nvidia")
+GPU_DEVICE_FILES = ("/dev/nvidia*", "/dev/dxg", "/dev/kfd", "/proc/driver/nvidia",
+                    "/dev/nvhost-ctrl-gpu", "/dev/nvmap", "/etc/nv_tegra_release")
 """What a machine that torch may find a GPU on holds: an NVIDIA driver's devices, WSL's GPU
-device, ROCm's (torch's ``cuda`` device on AMD). None of them: CUDA is not available."""
+device, ROCm's (torch's ``cuda`` device on AMD), a Jetson's (L4T: an integrated GPU behind
+``/dev/nvhost-*`` and ``/dev/nvmap``, no ``/dev/nvidia*``). None of them: CUDA is not
+available."""
+
+
+def gpu_driver_present(root: str = "") -> bool:
+    """Whether a file of :data:`GPU_DEVICE_FILES` exists (under ``root``, a test's folder)."""
+    import glob
+
+    return any(glob.glob(root + pattern) for pattern in GPU_DEVICE_FILES)
 
 
 def refuse_cuda_without_gpu(args: Sequence[str]) -> None:
@@ -186,12 +196,10 @@ def refuse_cuda_without_gpu(args: Sequence[str]) -> None:
     with no GPU driver: the one line ``marl.core.resolve_device`` says, before torch and the
     game load (it came after both, behind the run's first log lines, where ``device=gpu`` is
     refused before them). A machine with a driver is left to torch, which knows its GPUs."""
-    import glob
-
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parsed = _hydra_args(args)
-    if parsed is None or any(glob.glob(pattern) for pattern in GPU_DEVICE_FILES):
+    if parsed is None or gpu_driver_present():
         return
     for o in OverridesParser.create().parse_overrides(parsed.overrides):
         if o.key_or_group != "device" or o.package is not None:

@@ -1,0 +1,161 @@
+"""The notes ``selfplay-eval`` prints on a policy file whose recorded game differs from the one
+it plays (:func:`_game_notes`: each argument and spec field that differs, short), and whether a
+recorded name may be the game played with its arguments unrecorded (:func:`_same_game`). Moved
+out of :mod:`populations.eval_cli`, which imports them; the text read from a file is printed
+escaped (:func:`games.registry.printable`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from games.registry import printable as escaped
+
+
+class _Missing:
+    """No such argument (see :func:`_game_notes`)."""
+
+
+def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
+    """What ``selfplay-eval`` says of policy ``name``, trained on the game ``recorded`` (its
+    file's name for it) and played on ``spec``'s game, whose seats and shapes it fits: nothing
+    for the same game, also where only the names differ (``...simple_tag_v3(max_cycles=25)``,
+    the default, and the bare ``...simple_tag_v3``: the game built from each name has the
+    same spec); else that it was trained on another game, and, for the same game of other
+    arguments, each argument (and spec field) that differs with both values (``max_steps
+    (25 in training, 100 here)``: a note that looked the same for both hid a real change)."""
+    from games.core import GameSpec
+    from games.registry import recorded_name_refusal, split_name
+
+    if recorded == spec.name:
+        return []
+    if _same_game(recorded, spec.name):
+        return [f"{name}'s file names its game {escaped(recorded)} without arguments (the "
+                f"defaults, or not recorded); it plays {spec.name} here"]
+    other = [f"{name} was trained on {escaped(recorded)}; it plays {spec.name} here"]
+    if recorded_name_refusal(recorded):  # read from the file: made only once checked
+        return other
+    try:
+        (base, named), (here_base, here) = split_name(recorded), split_name(spec.name)
+        trained = _spec_of(recorded) if base == here_base else None
+    except Exception:  # noqa: BLE001 - a name no game makes here: the names are all there is
+        return other
+    if trained is None:
+        return other
+    fields = [f.name for f in dataclasses.fields(GameSpec) if f.name != "name"]
+
+    def value(args: dict[str, Any], key: str, game: Any) -> Any:  # unnamed: a field's value
+        return args[key] if key in args else getattr(game, key) if key in fields else _Missing
+
+    keys = sorted(k for k in {*named, *here} if named.get(k, _Missing) != here.get(k, _Missing))
+    explicit = any(k in named and k in here for k in keys)  # given both sides, not the same
+    if not explicit and all(getattr(trained, f) == getattr(spec, f) for f in fields):
+        return []  # the names differ, the games do not (a default given by name or not)
+    diffs = [(k, _short(value(named, k, trained)), _short(value(here, k, spec))) for k in keys]
+    diffs += [(f, *_field_differs(f, getattr(trained, f), getattr(spec, f))) for f in fields
+              if f not in keys and getattr(trained, f) != getattr(spec, f)]
+    parts = [escaped(f"{k} ({was} in training, {now} here)" if now is not None else
+                     f"{k} ({was})") for k, was, now in diffs if was]
+    return [*other, f"{name}'s game differs here in " + ", ".join(parts)]
+
+
+NOTE_VALUE_CHARS = 60
+"""The most characters of a value a note of :func:`_game_notes` shows (then ``...``)."""
+
+NOTE_KEYS = 4
+"""The most seats a note of :func:`_game_notes` names for a difference (then ``and N more``)."""
+
+
+def _field_differs(key: str, trained: Any, here: Any) -> tuple[str, str | None]:
+    """How the spec field ``key`` of the game a policy was trained on (``trained``) differs
+    from the one it plays here, short whatever the values (the whole agents tuples and
+    obs-shape and action-space dicts made a note of 1,722 characters): the two values
+    (``(25, 100)``: ``25 in training, 100 here``), or one text and None. For the agents,
+    their numbers, the seats only one game has and the teams (or roles); for a dict per seat
+    (``obs_shapes``, ``action_spaces``), the seats of both games whose values differ and
+    their values (the first one's, where they differ among the seats), ``""`` (nothing to
+    say) when only the seats differ: said for the agents."""
+    if key == "agents":
+        return _agents_differ(trained, here), None
+    if isinstance(trained, Mapping) and isinstance(here, Mapping):
+        changed = [a for a in trained if a in here and trained[a] != here[a]]
+        if not changed:
+            return "", None
+        first = changed[0]
+        values = f"{_short(trained[first])} in training, {_short(here[first])} here"
+        if all((trained[a], here[a]) == (trained[first], here[first]) for a in changed):
+            return f"{_few(changed)}: {values}", None
+        return f"{_few(changed)} differ; {first}: {values}", None
+    return _short(trained), _short(here)
+
+
+def _agents_differ(trained: Sequence[Any], here: Sequence[Any]) -> str:
+    """:func:`_differs` for the ``agents`` of two specs (``AgentSpec`` tuples)."""
+    was, now = {a.id: a for a in trained}, {a.id: a for a in here}
+    parts = [f"{len(was)} in training, {len(now)} here"] if len(was) != len(now) else []
+    only = [a for a in was if a not in now]
+    parts += [f"{_few(only)} only in training"] if only else []
+    only = [a for a in now if a not in was]
+    parts += [f"{_few(only)} only here"] if only else []
+    for what in ("team", "role"):
+        a, b = (tuple(dict.fromkeys(getattr(x, what) for x in xs)) for xs in (trained, here))
+        if a != b:
+            parts.append(f"{what}s {_short(a)} in training, {_short(b)} here")
+            break
+    else:  # the same teams and roles: held by other seats
+        moved = [a for a in was if a in now and was[a] != now[a]]
+        if moved:
+            x, y = was[moved[0]], now[moved[0]]
+            parts.append(f"{_few(moved)} in other teams or roles ({moved[0]}: {x.role} of "
+                         f"{x.team} in training, {y.role} of {y.team} here)")
+    return "; ".join(parts) or "in another order"
+
+
+def _few(names: Sequence[str]) -> str:
+    """``a, b, c`` for up to :data:`NOTE_KEYS` names, else the first ones ``and N more``."""
+    shown = ", ".join(str(n) for n in names[:NOTE_KEYS])
+    return shown if len(names) <= NOTE_KEYS else f"{shown} and {len(names) - NOTE_KEYS} more"
+
+
+def _short(value: Any) -> str:
+    """``repr(value)`` cut to :data:`NOTE_VALUE_CHARS` (``the default`` for ``_Missing``)."""
+    if value is _Missing:
+        return "the default"
+    from games import ActionSpace
+
+    if isinstance(value, ActionSpace):  # its repr: ~60 characters, with bounds of no use
+        text = f"{value.n} actions" if value.kind == "discrete" else \
+            f"continuous {value.shape} in [{value.low}, {value.high}]"
+    else:
+        text = repr(value)
+    return text if len(text) <= NOTE_VALUE_CHARS else text[:NOTE_VALUE_CHARS - 3] + "..."
+
+
+@functools.lru_cache(maxsize=8)
+def _spec_of(name: str) -> Any:
+    """The spec of the game ``games.make(name)`` builds (once per name: a run's snapshots
+    share one)."""
+    from games import make
+
+    return make(name).spec
+
+
+def _same_game(recorded: str, name: str) -> bool:
+    """Whether a snapshot's ``recorded`` game name may name the game ``name``: the same name,
+    or ``name``'s base without arguments where those may be unrecorded (:func:`_unrecorded`).
+    A PettingZoo or VMAS name recorded before names held their kwargs (399addf) is bare
+    whatever the run's kwargs; one recorded since is bare for the defaults: either way the
+    base is all the file says, so it is not called another game (its seats and observation
+    shapes are checked against the game all the same). A bare OpenSpiel name is the
+    defaults', as ever: ``kuhn_poker`` is not ``kuhn_poker(players=3)``."""
+    if recorded == name:
+        return True
+    return _unrecorded(recorded) and name.partition("(")[0] == recorded
+
+
+def _unrecorded(recorded: str) -> bool:
+    """Whether a snapshot's game name may lack the arguments it was trained with: a name
+    without ``(...)`` of another family than OpenSpiel's (whose names always held them)."""
+    return "(" not in recorded and not recorded.startswith("openspiel/")
