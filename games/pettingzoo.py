@@ -56,7 +56,7 @@ from games.core import (
 )
 from games.core import where_raised as _where_raised
 from games.graphs import mpe_entity_graph
-from games.kinds import is_flag, is_integer, is_number
+from games.pettingzoo_params import check_kwargs
 from games.registry import kwargs_name
 from games.teams import agent_specs, parse_teams, parse_zero_sum
 
@@ -88,32 +88,6 @@ KNOWN_SIDES: dict[tuple[str, str], tuple[str, bool]] = {
     **{(fam, g): (ONE, False) for fam, names in _COOPERATIVE.items() for g in names},
 }
 COOPERATIVE_TEAM = "team"
-# The counts an MPE scenario takes (mpe2's raw_env arguments), with the least each plays its
-# game with. Below it the env fails deep inside (N=0 or -1 in simple_spread: numpy's "zero-size
-# array to reduction operation maximum"; simple_line: "integer modulo by zero") or builds
-# another game without a word (simple_tag num_good=-1: two adversaries and no prey; num_good=0:
-# no prey, every reward 0; simple_world_comm num_adversaries=0: a good agent named
-# leadadversary_0). The neighbour counts may also be None (every agent and landmark).
-_NEIGHBOURS = {"num_agent_neighbors": 1, "num_landmark_neighbors": 1}
-MPE_COUNTS: dict[str, dict[str, int]] = {
-    "simple_adversary": {"N": 1, **_NEIGHBOURS},
-    "simple_spread": {"N": 1, **_NEIGHBOURS},
-    "simple_formation": {"N": 1},
-    "simple_line": {"N": 1},
-    "simple_tag": {"num_good": 1, "num_adversaries": 1, "num_obstacles": 0, **_NEIGHBOURS},
-    "simple_world_comm": {"num_good": 1, "num_adversaries": 1, "num_obstacles": 0,
-                          "num_food": 1, "num_forests": 0},
-    "collect_treasure": {"num_collectors": 1, "num_deposits": 1, "num_treasures": 1},
-}
-# Counts of classic games the envs do not check, (least, most or None): the rlcard poker
-# games' num_players=1 (or true) hung in rlcard's round loop (no_limit) or failed at the first
-# showdown, and more than 23 players need more than a deck's 52 cards (two each and five on
-# the board): the deal ran out. Go on a board of size 0 has one action, pass.
-CLASSIC_COUNTS: dict[str, dict[str, tuple[int, int | None]]] = {
-    "texas_holdem": {"num_players": (2, 23)},
-    "texas_holdem_no_limit": {"num_players": (2, 23)},
-    "go": {"board_size": (1, None)},
-}
 LARGE_OBS = 10_000  # features of a multi-dimensional observation (an image) worth a warning
 _warned_large: set[tuple[str, str]] = set()  # (game, "obs" | "state") warned about
 _warned_sides: set[str] = set()  # games warned about declaring no teams
@@ -361,8 +335,8 @@ def _build_error(err: Exception, module_path: str, factory: Callable[..., Any],
 
     Bad arguments (a keyword the factory does not take, a value the env rejects) name the
     accepted parameters. PettingZoo's own envs reject bad values deep inside (``local_ratio=5``:
-    an AssertionError; MPE and classic counts are checked before, against :data:`MPE_COUNTS`
-    and :data:`CLASSIC_COUNTS`, and the kinds of values against the envs' signatures), so any
+    an AssertionError; MPE and classic counts and the kinds of values are checked before, by
+    :mod:`games.pettingzoo_params`), so any
     of their errors reads as bad arguments; a user's factory is
     read so only for a TypeError or ValueError when arguments were given. Anything else is a
     bug in the user's code: the error names the factory, the exception and the line that raised
@@ -466,64 +440,6 @@ def _check_env(env: Any, module_path: str, factory: Callable[..., Any],
                     f"pettingzoo.ParallelEnv){hint}")
 
 
-def _check_count(module_path: str, name: str, value: Any, low: int,
-                 high: int | None = None) -> None:
-    """Refuse ``name=value`` unless it is an integer >= ``low`` (and <= ``high``; true is
-    not a count)."""
-    if (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low
-            or (high is not None and value > high)):
-        accepted = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
-        raise GameError(f"bad parameter for pettingzoo/{module_path}: {name}={value!r}; "
-                        f"accepted: {accepted}")
-
-
-def _kind(p: inspect.Parameter) -> Any:
-    """The kind of parameter ``p`` of PettingZoo's own envs: its annotation (``int``,
-    ``float``, ``bool``), or bool where it has none and its default is a bool (mpe2's
-    ``continuous_actions``); something else (``int | None``) or empty when neither says."""
-    kind = {"bool": bool, "int": int, "float": float}.get(p.annotation, p.annotation) \
-        if isinstance(p.annotation, str) else p.annotation
-    if kind is inspect.Parameter.empty and isinstance(p.default, bool):
-        return bool
-    return kind
-
-
-def _kind_accepted(p: inspect.Parameter, value: Any) -> str | None:
-    """What parameter ``p`` accepts when ``value`` is not of its :func:`_kind`; None when it
-    is, or when the kind does not say (``int | None``; an unannotated number, which the env's
-    own error names)."""
-    kind = _kind(p)
-    if kind is bool:
-        return None if is_flag(value) else "true or false"
-    if kind is int:
-        return None if is_integer(value) else "an integer"
-    if kind is float:
-        return None if is_number(value) else "a number"
-    return None
-
-
-def _check_kinds(module_path: str, raw: Callable[..., Any], kwargs: dict) -> dict:
-    """Refuse a value of the wrong kind for a parameter of PettingZoo's own envs
-    (:func:`_kind_accepted`). The envs test a flag for truth, so
-    ``continuous_actions='false'`` (a quoted YAML value, a sweep's string) built the game with
-    continuous actions without a word; go's ``komi='x'`` failed at the end of an episode.
-    Returns ``kwargs`` with a flag given 0 or 1 as the bool, for the env (the game's name
-    keeps the 0 or 1 a run recorded before flags were checked holds)."""
-    try:
-        params = inspect.signature(raw).parameters
-    except (TypeError, ValueError):
-        return kwargs
-    out = dict(kwargs)
-    for name, value in kwargs.items():
-        accepted = _kind_accepted(params[name], value) if name in params else None
-        if accepted is not None:
-            raise GameError(f"bad parameter for pettingzoo/{module_path}: {name}={value!r}; "
-                            f"accepted: {accepted}")
-        if name in params and _kind(params[name]) is bool:
-            out[name] = bool(value)
-    return out
-
-
 def _copies_key(module_path: str, kwargs: dict) -> str:
     return f"{module_path} {sorted(kwargs.items(), key=lambda kv: kv[0])!r}"
 
@@ -553,24 +469,9 @@ class PettingZooGame(Game):
     ) -> None:
         factory, module, parallel = _resolve(module_path)
         named = {"max_steps": max_steps, "teams": teams, "zero_sum": zero_sum}
-        # max_cycles 0, -3 or true pass PettingZoo's envs and truncate every episode after one
-        # step; max_steps=0 fell through `or` to the env's own limit, silently
-        _check_count(module_path, "max_cycles", kwargs.get("max_cycles", 1), 1)
-        if max_steps is not None:
-            _check_count(module_path, "max_steps", max_steps, 1)
         family = _family(module.__name__)
-        short_name = module.__name__.rsplit(".", 1)[-1].rsplit("_v", 1)[0]
-        if family == "mpe":
-            for key, low in MPE_COUNTS.get(short_name, {}).items():
-                if kwargs.get(key) is not None:
-                    _check_count(module_path, key, kwargs[key], low)
-        if family == "classic":
-            for key, (low, high) in CLASSIC_COUNTS.get(short_name, {}).items():
-                if key in kwargs:
-                    _check_count(module_path, key, kwargs[key], low, high)
-        built = kwargs
-        if family and parallel is not None:  # PettingZoo's own module: its own signature
-            built = _check_kinds(module_path, getattr(module, "raw_env", factory), kwargs)
+        raw = getattr(module, "raw_env", factory) if parallel is not None else None
+        built = check_kwargs(module_path, module.__name__, family, raw, max_steps, kwargs)
         try:
             self.env = factory(**built)
         except Exception as err:
