@@ -468,7 +468,7 @@ class League:
             new = [self.store.publish(m.name, m.policy(), version=0, algo=getattr(m, "algo", None))
                    for m in self.members]
             self._evaluate(new, [], 0)  # against each other, as each later generation's are
-            self._nash_conv(new, 0)
+            league_eval.log_nash_conv(self, new, 0)
             self.phase = "done"
             self._save()
         for m in self.members:  # recorded by their first snapshot: what each trains with
@@ -513,22 +513,9 @@ class League:
                                           algo=getattr(m, "algo", None)))
         self._evaluate(new, earlier[-self.cfg.eval_window:] if self.cfg.eval_window
                        else earlier, g)
-        self._nash_conv(new, g)
+        league_eval.log_nash_conv(self, new, g)
         # decided from recorded matches: the same after a resume
         league_eval.reset_winners(self, new)
-
-    def _nash_conv(self, new: Sequence[Any], g: int) -> None:
-        """The new snapshots' NashConv (:func:`league_eval.log_nash_conv`), the exact one
-        said on the console too: ``population.nash_conv=true`` (the ``mixed_league`` preset)
-        reached metrics.csv and the dashboard only (the approximate one has its own lines)."""
-        league_eval.log_nash_conv(self, new)
-        if not self.cfg.nash_conv:
-            return
-        labels = {f"{s.member}@v{s.version}" for s in new}
-        exact = {r["label"]: r["value"] for r in self.db.exploitability(self.run_id)
-                 if r["method"] == "exact" and r["label"] in labels}
-        log.info("generation %d: exact NashConv %s (nash_conv/<member> in the metrics)", g,
-                 ", ".join(f"{label} {value:.4f}" for label, value in exact.items()))
 
     def _evaluate(self, new: Sequence[Any], rivals: Sequence[Any], g: int) -> None:
         """Play generation ``g``'s new snapshots against ``rivals`` and each other, then

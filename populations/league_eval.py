@@ -30,8 +30,9 @@ log = logging.getLogger("populations.league")  # the league's log, as before the
 LEGAL_RATE = "eval_legal_rate/"  # + a member's name: the metric of log_legal_rates
 
 
-def log_nash_conv(league: Any, snaps: Sequence[Any]) -> None:
-    """``nash_conv/<member>``: the exact NashConv of each new snapshot (if configured),
+def log_nash_conv(league: Any, snaps: Sequence[Any], generation: int) -> None:
+    """``nash_conv/<member>``: the exact NashConv of each new snapshot of ``generation`` (if
+    configured), said on the console (``generation 1: exact NashConv mappo@v1 0.3100``),
     logged and recorded in the database's ``exploitability`` table (method ``exact``,
     labelled as :mod:`populations.approx_exploit` labels a snapshot), which the
     dashboard's league table and NashConv chart read; a resume records it again in
@@ -48,6 +49,8 @@ def log_nash_conv(league: Any, snaps: Sequence[Any]) -> None:
             league.db.add_exploitability(league.run_id, s.id, f"{s.member}@v{s.version}",
                                          "exact", value)
         league.log_metrics(league.frames, {f"nash_conv/{s.member}": v for s, v in exact})
+        log.info("generation %d: exact NashConv %s (nash_conv/<member> in the metrics)",
+                 generation, ", ".join(f"{s.member}@v{s.version} {v:.4f}" for s, v in exact))
     approx = exploit_snapshots(league.db, league.run_id, league.store, league.cfg.game,
                                league.cfg.game_kwargs, league.cfg.exploit, list(snaps),
                                league.cfg.seed, league.cfg.device,
