@@ -25,3 +25,16 @@ def is_integer(value: Any) -> bool:
 def is_number(value: Any) -> bool:
     """An integer or a float, not a bool."""
     return is_integer(value) or isinstance(value, (float, np.floating))
+
+
+def refusal(kind: Any, value: Any) -> str | None:
+    """What a parameter of ``kind`` (``bool``, ``int``, ``float``) accepts, when ``value`` is
+    not of it (``"true or false"``, ``"an integer"``, ``"a number"``); None when it is, or
+    when ``kind`` is none of those (the adapter's own rules judge it, or nothing does)."""
+    if kind is bool:
+        return None if is_flag(value) else "true or false"
+    if kind is int:
+        return None if is_integer(value) else "an integer"
+    if kind is float:
+        return None if is_number(value) else "a number"
+    return None

@@ -45,7 +45,7 @@ from games.core import (
     UnknownGameError,
     choice_index,
 )
-from games.kinds import is_flag, is_integer, is_number
+from games.kinds import is_flag, is_integer, refusal
 from games.teams import override_sides
 
 logger = logging.getLogger(__name__)
@@ -103,13 +103,13 @@ def _accepted_kind(gspec: Any, name: str, value: Any) -> str | None:
     integer's line names its range as :func:`_accepted_range` judges it."""
     default = gspec.parameter_specification.get(name)
     if isinstance(default, bool):
-        return None if is_flag(value) else "true or false"
+        return refusal(bool, value)
     if isinstance(default, int):
         if is_integer(value):
             return None
         return _accepted_range(gspec, name, -(10**9)) or "an integer"  # the whole range
     if isinstance(default, float):
-        return None if is_number(value) else "a number"
+        return refusal(float, value)
     if isinstance(default, str):
         return None if isinstance(value, str) else "a string"
     return None  # a game inside the game (a dict): judged when loaded

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from games.core import GameError
-from games.kinds import is_flag, is_integer, is_number
+from games.kinds import is_integer, refusal
 
 # The counts an MPE scenario takes (mpe2's raw_env arguments), with the least each plays its
 # game with. Below it the env fails deep inside (N=0 or -1 in simple_spread: numpy's "zero-size
@@ -65,14 +65,7 @@ def _kind_accepted(p: inspect.Parameter, value: Any) -> str | None:
     """What parameter ``p`` accepts when ``value`` is not of its :func:`_kind`; None when it
     is, or when the kind does not say (``int | None``; an unannotated number, which the env's
     own error names)."""
-    kind = _kind(p)
-    if kind is bool:
-        return None if is_flag(value) else "true or false"
-    if kind is int:
-        return None if is_integer(value) else "an integer"
-    if kind is float:
-        return None if is_number(value) else "a number"
-    return None
+    return refusal(_kind(p), value)
 
 
 def check_kinds(module_path: str, raw: Callable[..., Any], kwargs: dict) -> dict:

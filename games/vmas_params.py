@@ -24,7 +24,7 @@ import numpy as np
 import vmas
 
 from games.core import GameError
-from games.kinds import is_flag, is_integer, is_number
+from games.kinds import is_integer, refusal
 
 _SCENARIO_FOLDERS = ("scenarios", "scenarios/mpe", "scenarios/debug")
 _COUNT = re.compile(r"(n|num)_\w+")
@@ -64,13 +64,11 @@ def accepted(name: str, default: Any, value: Any) -> str | None:
     of it, else None: true or false where the default is a bool, an integer for a count,
     a number where the default is one; other defaults (None, tuples) are not judged."""
     if isinstance(default, bool):
-        return None if is_flag(value) else "true or false"
+        return refusal(bool, value)
     if isinstance(default, int) and _COUNT.fullmatch(name):
         low = 1 if _TOTAL_AGENTS.fullmatch(name) else 0
         return None if is_integer(value) and value >= low else f"an integer >= {low}"
-    if isinstance(default, (int, float)):
-        return None if is_number(value) else "a number"
-    return None
+    return refusal(float, value) if isinstance(default, (int, float)) else None
 
 
 def check_scenario_kwargs(scenario: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
