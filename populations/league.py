@@ -622,7 +622,7 @@ class League:
         self._stop_if_asked()
         self.standings.update(step=seq)
         league_eval.log_legal_rates(self, [new], played)
-        self._nash_conv([new], g)
+        league_eval.log_nash_conv(self, [new], g)
         self.progress[m.name] = (g, "done")
         # decided from recorded matches: the same if a resume publishes this again
         league_eval.reset_winners(
