@@ -95,6 +95,11 @@ class ExploitEvery:
         every: generations between estimates (0: never).
         algo, frames, seeds, eval_episodes: as in :class:`ApproxConfig` (one seed by default:
             the interval then covers evaluation noise only, and says so).
+        learner: settings of ``algo``'s learner section over its defaults (not the run's
+            section: a league's tuning need not suit a best response), e.g.
+            ``population.exploit.learner: {epochs: 4, minibatches: 2}`` for ippo (the keys
+            of ``mappo:``); empty: the learner's defaults. Checked like the run's sections,
+            in one line naming ``population.exploit.learner.<key>``.
     """
 
     every: int = 0
@@ -102,19 +107,40 @@ class ExploitEvery:
     frames: int = 20_000
     seeds: int = 1
     eval_episodes: int = 500
+    learner: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 0:
             raise ValueError(f"exploit.every={self.every!r}; expected an integer >= 0 "
                              "(generations between estimates; 0: never)")
         if self.every:
-            self.config()  # a bad algo or budget fails at config time, in one line
+            self.config()  # a bad algo, budget or learner key fails at config time, in one line
 
     def config(self, seed: int = 0, device: str = "cpu") -> ApproxConfig:
         from populations.approx_exploit import ApproxConfig  # torch: imported when needed
 
         return ApproxConfig(algo=self.algo, frames=self.frames, seeds=self.seeds,
-                            eval_episodes=self.eval_episodes, seed=seed, device=device)
+                            eval_episodes=self.eval_episodes, seed=seed, device=device,
+                            learner_config=self.learner_config())
+
+    def learner_config(self) -> Any:
+        """``learner`` as ``algo``'s config dataclass over its defaults (None: no settings);
+        ``ValueError`` in one line naming the key (``population.exploit.learner.epochs=x;
+        expected an integer``)."""
+        if not self.learner:
+            return None
+        from marl import registry
+        from populations.learner_sections import section_config
+
+        where = "population.exploit.learner"
+        if not isinstance(self.learner, dict):
+            raise ValueError(f"{where}={self.learner!r}: takes {self.algo}'s settings by key "
+                             f"({where}: {{lr: 0.001}})")
+        entry = registry.get(self.algo)  # one line listing the registered algos when unknown
+        try:
+            return section_config(entry, self.learner)
+        except ValueError as err:  # named as the user wrote it, not as the run's section
+            raise ValueError(str(err).replace(f"{entry.section}.", f"{where}.")) from None
 
 
 @dataclass
