@@ -101,6 +101,11 @@ def resolve_net(net: NetConfig, spec: GameSpec, agents: tuple[str, ...]) -> NetC
     return dataclasses.replace(net, critic=critic, share=share)
 
 
+def reads_graphs(net: NetConfig) -> bool:
+    """Whether ``net``'s actor or critic reads the game's entity graphs (``gnn``)."""
+    return "gnn" in (net.encoder, net.critic)
+
+
 def check_game(cfg: MAPPOConfig, spec: GameSpec) -> str | None:
     """What of ``cfg`` ``spec`` cannot provide (None: nothing), as one clause."""
     net = cfg.net
@@ -110,7 +115,7 @@ def check_game(cfg: MAPPOConfig, spec: GameSpec) -> str | None:
     if net.critic == "state" and spec.state_shape is None:
         return ("net.critic='state' needs a global state and it has none; "
                 "use mappo.net.critic=auto (or concat)")
-    if "gnn" in (net.encoder, net.critic) and not spec.has_entity_graph:
+    if reads_graphs(net) and not spec.has_entity_graph:
         mlp = "mlp_gru" if net.recurrent else "mlp"  # encoder=gnn_gru: keep the GRU
         return f"a gnn encoder or critic needs entity graphs and it has none; use encoder={mlp}"
     return None
@@ -267,7 +272,7 @@ class MAPPO(Learner):
         """What the VectorGame must provide for this learner."""
         net = self.cfg.net
         return {"with_state": net.critic == "state",
-                "with_graphs": "gnn" in (net.encoder, net.critic)}
+                "with_graphs": reads_graphs(net)}
 
     # ------------------------------------------------------------------ acting
     def _inputs(self, vs: VecStep, final: bool = False) -> dict[str, torch.Tensor]:

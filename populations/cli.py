@@ -101,6 +101,30 @@ def _folder(config: DictConfig, node: str) -> Path:
                        "it") from None
 
 
+def check_entity_graphs(exp: Any) -> None:
+    """Refuse, in the line training would say, a game whose entity graphs a learner of the
+    run reads (``encoder=gnn``, ``mappo.net.critic=gnn``) and cannot (another node width,
+    no row for an agent: :func:`games.graphs.graph_problem`): one game copy made with graphs
+    here, as training makes its copies, but before torch_geometric is imported and the GNN
+    layers built (seconds of CPU). A game with no entity graphs is the learner's own
+    refusal (:func:`marl.mappo.check_game`, from the game's spec)."""
+    from marl import registry
+    from marl.mappo import reads_graphs
+    from populations.experiment import league_member_specs
+    from populations.learner_sections import settings
+
+    if exp.population.kind == "league":
+        configs = [config for *_, config in league_member_specs(exp)]
+    else:
+        configs = [settings(exp, registry.get(exp.algo))]
+    if not any(reads_graphs(c.net) for c in configs if hasattr(c, "net")):
+        return
+    import games
+
+    games.VectorGame(exp.game.name, 1, seed=exp.seed, with_graphs=True,
+                     **exp.game.kwargs).close()
+
+
 class ConfigCheck(Callback):
     """Hydra callback (``configs/config.yaml``): validates the composed config before Hydra
     makes the run folder, so a config mistake leaves nothing behind."""
@@ -120,7 +144,8 @@ class ConfigCheck(Callback):
         with reported(TRAIN), _named_log_lines():  # Hydra turns a callback's exception
             # into a warning: exit here
             run_dir = _folder(config, "run")
-            prepare(task, list(config.hydra.overrides.task), hydra=config.hydra)
+            exp = prepare(task, list(config.hydra.overrides.task), hydra=config.hydra)
+            check_entity_graphs(exp)
             if task.get("resume") and not task.get("resume_override"):
                 _refuse_resume_without_folder(config)
         with reported(TRAIN):  # the folder's lock before Hydra writes .hydra and cli.log
