@@ -46,6 +46,7 @@ from populations.command_line import CLIError
 from populations.eval_notes import _field_differs as _field_differs  # tests import it here
 from populations.eval_notes import _game_notes, _same_game, _unrecorded
 from populations.eval_seatings import (
+    SeatingsInterrupted,
     play_seatings,
     psro_member_advice,
     seating_sides,
@@ -278,6 +279,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
             with contextlib.suppress(Exception):  # the plain line if it cannot be read
                 line = _interrupted_line(db, run_id, spec, args, len(policies), stage, sides)
         db.close()
+        if isinstance(err, SeatingsInterrupted):  # the finished seatings' table, above
+            print("\n".join(err.lines), flush=True)
         if line is not None:
             interrupted("selfplay-eval", line)
         raise

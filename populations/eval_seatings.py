@@ -6,7 +6,8 @@ seat. A seating takes one file per side; every seating plays ``--episodes`` epis
 ``--seed`` plus 7,919 per seating, in the order printed), recorded as the round robin's
 matches are (``seat/<i>/e<episode>``). Each seating's episodes are recorded as
 soon as it has played (a few seatings at a time, as the round robin's pairs, with a bar of
-seatings on stderr): Ctrl-C keeps the finished ones. The table gives each seating's mean
+seatings on stderr): Ctrl-C keeps the finished ones and prints their table, marked partial. The
+table gives each seating's mean
 return per side, the mean over the side's seats as PSRO's payoffs and ``charts/team_return``
 take it (a team's total was twice its per-seat return where teammates share the reward), with
 its 95 % interval (:func:`populations.single_eval.ci95`), then each file's mean return over the
@@ -66,11 +67,14 @@ def play_seatings(db: Any, run_id: int, runner: Any, spec: Any, game: str,
                   paths: Mapping[str, str], episodes: int, seed: int) -> list[str]:
     """Play and record every seating of ``sides`` (``snaps``/``paths``: each file's snapshot
     row and policy file), a few at a time (one in process, two per Ray worker), each batch's
-    episodes recorded once it has played; the table's lines, to print."""
+    episodes recorded once it has played; the table's lines, to print (:func:`seatings_table`).
+
+    Raises:
+        SeatingsInterrupted: Ctrl-C after some seatings finished, with their table.
+    """
     from marl.progress import tqdm
     from populations.db import MatchRow
     from populations.runners import MatchJob
-    from populations.single_eval import ci95
 
     seatings = seatings_of(sides)
     jobs = [MatchJob(key=f"seat/{i}", game=game, episodes=episodes, seed=seed + 7919 * i,
@@ -80,21 +84,53 @@ def play_seatings(db: Any, run_id: int, runner: Any, spec: Any, game: str,
             for i, seating in enumerate(seatings)]
     size = 2 * len(getattr(runner, "workers", ())) or 1
     results: list[Any] = []
-    with tqdm(total=len(jobs), desc="selfplay-eval seatings", unit="seating", leave=False,
-              dynamic_ncols=True, file=sys.stderr, smoothing=0) as bar:
-        for start in range(0, len(jobs), size):
-            batch = jobs[start:start + size]
-            played = runner.play(batch)
-            rows = []
-            for job, seating, res in zip(batch, seatings[start:start + size], played,
-                                         strict=True):
-                ids = {a: snaps[name].id for side, name in zip(sides, seating, strict=True)
-                       for a in side.seats}
-                rows += [MatchRow(f"{job.key}/e{e:04d}", spec.name, ids, ret, job.seed)
-                         for e, ret in enumerate(res.returns)]
-            db.add_matches(run_id, rows)  # kept if Ctrl-C stops a later batch
-            results += played
-            bar.update(len(batch))
+    played: list[Any] = []  # the batch in hand: recorded by Ctrl-C's time or not
+    start = 0
+    try:
+        with tqdm(total=len(jobs), desc="selfplay-eval seatings", unit="seating", leave=False,
+                  dynamic_ncols=True, file=sys.stderr, smoothing=0) as bar:
+            for start in range(0, len(jobs), size):
+                batch = jobs[start:start + size]
+                played = runner.play(batch)
+                rows = []
+                for job, seating, res in zip(batch, seatings[start:start + size], played,
+                                             strict=True):
+                    ids = {a: snaps[name].id for side, name in zip(sides, seating, strict=True)
+                           for a in side.seats}
+                    rows += [MatchRow(f"{job.key}/e{e:04d}", spec.name, ids, ret, job.seed)
+                             for e, ret in enumerate(res.returns)]
+                db.add_matches(run_id, rows)  # kept if Ctrl-C stops a later batch
+                results += played
+                bar.update(len(batch))
+    except KeyboardInterrupt:  # SIGTERM too (selfplay-eval): the finished seatings' table
+        if played and len(results) == start and db.matches(run_id, f"{jobs[start].key}/"):
+            results += played  # its rows committed, then Ctrl-C came: it finished, and is kept
+        if not results:
+            raise
+        raise SeatingsInterrupted(seatings_table(
+            spec.name, sides, seatings[:len(results)], results, episodes, len(seatings))
+        ) from None
+    return seatings_table(spec.name, sides, seatings, results, episodes)
+
+
+class SeatingsInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during :func:`play_seatings` after some seatings finished:
+    ``lines``, their table (marked partial), which ``selfplay-eval`` prints above its count
+    line (:func:`seatings_played`)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__()
+        self.lines = lines
+
+
+def seatings_table(game: str, sides: Sequence[Side], seatings: Sequence[tuple[str, ...]],
+                   results: Sequence[Any], episodes: int, of: int | None = None) -> list[str]:
+    """The table's lines: each of ``seatings``' mean return per side with its 95 % interval
+    (``results``: their match results, in order), then each file's mean over the seatings it
+    sat in. ``of``: the number of seatings there were, when only ``seatings`` finished (a
+    table marked partial; a file that sat in none is left out)."""
+    from populations.single_eval import ci95
+
     per_file: dict[str, list[float]] = {}
     table = []  # per seating: (name, mean, interval text) of each side
     for seating, res in zip(seatings, results, strict=True):
@@ -109,18 +145,22 @@ def play_seatings(db: Any, run_id: int, runner: Any, spec: Any, game: str,
     width = max(len(name) for side in sides for name in side.files)
     means = max(len(cell[1]) for cells in table for cell in cells)
     cis = max(len(cell[2]) for cells in table for cell in cells)
-    lines = [f"each seating on {spec.name} ({len(seatings)}, {episodes} episode"
+    count = (f"{len(seatings)}" if of is None else
+             f"partial: the {len(seatings)} of {of} that finished before the interrupt")
+    lines = [f"each seating on {game} ({count}, {episodes} episode"
              f"{'s' if episodes != 1 else ''} each): a side's mean return per episode (the "
              "mean over its seats) ± 95% interval"]
     lines += ["  " + "   ".join(f"{name:>{width}} {mean:>{means}} ± {ci:<{cis}}"
                                 for name, mean, ci in cells).rstrip() for cells in table]
-    lines.append("each file over the seatings it sat in (mean of the seatings' mean returns):")
+    lines.append("each file over the seatings it sat in (mean of the seatings' mean returns"
+                 f"{'' if of is None else '; partial'}):")
     for side in sides:
         for name in side.files:
-            values = per_file[name]
-            lines.append(f"  {name:>{width}}  seats {','.join(side.seats)}  return "
-                         f"{sum(values) / len(values):+.3f} over {len(values)} seating"
-                         f"{'s' if len(values) != 1 else ''}")
+            values = per_file.get(name, [])
+            if values:
+                lines.append(f"  {name:>{width}}  seats {','.join(side.seats)}  return "
+                             f"{sum(values) / len(values):+.3f} over {len(values)} seating"
+                             f"{'s' if len(values) != 1 else ''}")
     return lines
 
 
