@@ -48,7 +48,6 @@ import re
 import traceback
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -71,6 +70,14 @@ from games.registry import kwargs_name
 from games.teams import agent_specs, parse_teams, parse_zero_sum
 from games.vector import VecStep
 from games.vmas_params import check_scenario_kwargs, zero_agents_line
+from games.vmas_reset import (  # noqa: F401  (RESET_ONE_BY_ONE: read here by tests and users)
+    RESET_ONE_BY_ONE,
+    batch_slots,
+    changed_keys,
+    is_vmas_object,
+    put_back,
+    restore_others,
+)
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +217,7 @@ def kept_bytes(*roots: Any) -> int:
             stack.extend(obj.values())
         elif isinstance(obj, (list, tuple)):
             stack.extend(obj)
-        elif hasattr(obj, "__dict__") and (_is_vmas_object(obj) or type(obj).__module__
+        elif hasattr(obj, "__dict__") and (is_vmas_object(obj) or type(obj).__module__
                                            in (__name__, "games.vector")):
             stack.extend(vars(obj).values())
     return sum(storages.values())
@@ -260,124 +267,6 @@ def _size(n: float) -> str:
             return f"{n:.3g} {unit}"
         n /= 1000
     return f"{n:.3g} TB" if n < 1000 else f"{n:,.0f} TB"
-
-
-# scenarios whose reset state is not all tensors with a leading copy dimension reachable
-# from the scenario (their one-call reset would touch copies that did not end)
-RESET_ONE_BY_ONE = frozenset({
-    "vmas/football",  # (its scripted red players' state)
-    "vmas/het_mass",  # a full reset draws new masses for all copies
-    "vmas/road_traffic",  # a buffer of recorded initial states, indexed per reset
-    "vmas/sampling",  # one reset of all copies loops over its grid in Python
-    "vmas/simple_reference",  # a full reset draws one goal landmark for all copies
-})
-
-
-_PLAIN = (bool, int, float, complex, str, bytes, type(None))
-
-
-@dataclass(frozen=True)
-class _Held:
-    """A tensor of all copies and a copy of its values before a reset."""
-
-    tensor: torch.Tensor
-    values: torch.Tensor
-
-
-def _batch_slots(scenario: Any, num_envs: int
-                 ) -> tuple[list[tuple[Any, Any, torch.Tensor]], list[tuple[Any, Any, Any]]]:
-    """What a reset of all copies may change, reachable from ``scenario`` through VMAS
-    objects (world, entities, states, actions, sensors, the scenario's own attributes),
-    lists, tuples and dicts: (container, key, tensor) of every tensor with a leading
-    dimension of ``num_envs`` (per copy), and (container, key, value) of every other value
-    of a VMAS object's attributes (one for all copies: a goal landmark, a count)."""
-    seen: set[int] = set()
-    slots: list[tuple[Any, Any, torch.Tensor]] = []
-    shared: list[tuple[Any, Any, Any]] = []
-    stack: list[Any] = [scenario]
-    while stack:
-        obj = stack.pop()
-        if id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        attrs = False
-        if isinstance(obj, dict):
-            items = obj.items()
-        elif isinstance(obj, (list, tuple)):
-            items = enumerate(obj)
-        elif hasattr(obj, "__dict__") and _is_vmas_object(obj):
-            items, obj, attrs = vars(obj).items(), vars(obj), True
-        else:
-            continue
-        for key, value in items:
-            if isinstance(value, torch.Tensor):
-                if value.dim() and value.shape[0] == num_envs:
-                    slots.append((obj, key, value))
-                elif attrs:  # a tensor of all copies (a colour): its values are kept too
-                    shared.append((obj, key, _Held(value, value.clone())))
-                continue
-            if attrs:
-                shared.append((obj, key, value))
-            if isinstance(value, (dict, list, tuple)) or hasattr(value, "__dict__"):
-                stack.append(value)
-    return slots, shared
-
-
-def _changed(shared: list[tuple[Any, Any, Any]]) -> list[str]:
-    """Keys whose value is now another object (plain values: another value; tensors of all
-    copies: other values, compared on their device with one read for all of them)."""
-    out, held = [], []
-    for container, key, old in shared:
-        now = container.get(key, _changed)
-        if isinstance(old, _Held):
-            b = old.values
-            if isinstance(now, torch.Tensor) and now.shape == b.shape and now.dtype == b.dtype:
-                held.append((key, (now == b) | (now.isnan() & b.isnan()) if b.is_floating_point()
-                             else now == b))
-                continue
-            same = False
-        else:
-            same = now is old or (isinstance(old, _PLAIN) and type(now) is type(old)
-                                  and now == old)
-        if not same:
-            out.append(str(key))
-    if held and not bool(torch.stack([eq.all() for _, eq in held]).all()):  # one GPU wait
-        out += [str(key) for key, eq in held if not bool(eq.all())]
-    return out
-
-
-def _put_back(shared: list[tuple[Any, Any, Any]]) -> None:
-    """Every value of ``shared`` as it was before the reset (tensors' values too)."""
-    for container, key, old in shared:
-        if isinstance(old, _Held):
-            old.tensor.copy_(old.values)
-            container[key] = old.tensor
-        else:
-            container[key] = old
-
-
-def _is_vmas_object(obj: Any) -> bool:
-    """VMAS's classes, and scenarios (VMAS loads their modules under the name '')."""
-    module = type(obj).__module__ or ""
-    return module in ("", "__main__") or module.startswith("vmas.")
-
-
-def _restore_others(slots: list[tuple[Any, Any, torch.Tensor]], saved: list[torch.Tensor],
-                    keep: torch.Tensor, where: str) -> None:
-    """Put the ``keep`` copies of every slot back to ``saved`` (after a reset of all
-    copies), in place: other references to a slot's tensor see the same values."""
-    for (container, key, _), old in zip(slots, saved, strict=True):
-        now = container[key]
-        if (not isinstance(now, torch.Tensor) or now.shape != old.shape
-                or now.dtype != old.dtype):
-            raise GameError(f"{where}: its reset changed {key!r} from a {tuple(old.shape)} "
-                            f"tensor to {type(now).__name__}; resetting its copies one by "
-                            "one is needed (add it to games.vmas.RESET_ONE_BY_ONE)")
-        mixed = torch.where(keep.view(-1, *([1] * (old.dim() - 1))), old, now)
-        if 0 in now.stride() and now.numel() > 1:  # expanded: one value seen by every copy
-            container[key] = mixed  # (a tuple's expanded tensors would raise here)
-        else:
-            now.copy_(mixed)
 
 
 class _Sim:
@@ -476,7 +365,7 @@ class _Sim:
         VMAS resets one copy (or all) per call, dozens of small tensor ops each: ~0.7-1.4 ms
         of a CPU, and on a GPU a launch-bound call per copy, so k copies cost k calls. From
         :func:`batched_reset_from` copies on, all copies are reset in one call and the
-        others put back (:func:`_restore_others`): the cost of ~2-15 single resets."""
+        others put back (:func:`games.vmas_reset.restore_others`): the cost of ~2-15 single resets."""
         scenario = self.env.scenario
         with (self.rng(), local_seed(Environment.vmas_random_state),
               _memory_hint(self.where, self.num_envs, self.device, "resetting")):
@@ -498,13 +387,13 @@ class _Sim:
         scenario = self.env.scenario
         keep = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
         keep[index] = False
-        slots, shared = _batch_slots(scenario, self.num_envs)
+        slots, shared = batch_slots(scenario, self.num_envs)
         saved = [t.clone() for _, _, t in slots]
         scenario.env_reset_world_at(None)
-        changed = _changed(shared)
+        changed = changed_keys(shared)
         if changed:  # nothing of the full reset may stay: every copy back as it was
-            _put_back(shared)
-            _restore_others(slots, saved, torch.ones_like(keep), self.where)
+            put_back(shared)
+            restore_others(slots, saved, torch.ones_like(keep), self.where)
             self._one_by_one = True
             log.debug("%s: a reset of all copies changes %s, shared by every copy: "
                       "resetting copies one by one", self.where, ", ".join(changed[:5]))
@@ -513,11 +402,11 @@ class _Sim:
         # again; the ended copies keep what the scenario's reset gave them
         joined = [e for e in self.env.world.entities if getattr(e, "_observers", None)]
         fresh = [c[k].clone() for c, k, _ in slots] if joined else []
-        _restore_others(slots, saved, keep, self.where)
+        restore_others(slots, saved, keep, self.where)
         for entity in joined:
             entity.notify_observers()
         if joined:
-            _restore_others(slots, fresh, ~keep, self.where)
+            restore_others(slots, fresh, ~keep, self.where)
         return True
 
     def step(self, actions: Sequence[torch.Tensor]) -> tuple[

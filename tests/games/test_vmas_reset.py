@@ -46,7 +46,7 @@ def _state(scenario) -> dict[str, torch.Tensor]:
             items = enumerate(obj)
         elif isinstance(obj, dict):
             items = obj.items()
-        elif hasattr(obj, "__dict__") and gv._is_vmas_object(obj):
+        elif hasattr(obj, "__dict__") and gv.is_vmas_object(obj):
             items = vars(obj).items()
         else:
             return
