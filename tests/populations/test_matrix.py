@@ -9,7 +9,6 @@ import dataclasses
 import functools
 import os
 import sqlite3
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from marl import registry
 from marl.registry import IncompatibleError
 from populations.experiment import ExperimentConfig, GameConfig, run_experiment
 from populations.loggers import LoggerConfig
+from tests import subprocs
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 ALGOS = sorted(p.stem for p in (CONFIGS / "algo").glob("*.yaml"))
@@ -99,9 +99,10 @@ def test_algo_game_pair(algo, game, tmp_path):
 
 
 def test_incompatible_pair_from_the_command_line_is_one_line(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "populations.cli", "algo=maddpg", "game=kuhn"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(CONFIGS.parent)})
+    # from the test zygote (tests.subprocs): the property is the CLI's refusal, not its imports
+    res = subprocs.run([sys.executable, "-m", "populations.cli", "algo=maddpg", "game=kuhn"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(CONFIGS.parent)})
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "algo=maddpg cannot play openspiel/kuhn_poker" in lines[0]
