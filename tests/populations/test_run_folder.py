@@ -49,9 +49,10 @@ def test_a_second_process_is_refused_naming_the_pid(tmp_path):
         with pytest.raises(RunFolderError, match=f"in use by process {proc.pid}\\b") as err:
             League(_kuhn(), run, resume=True)
         assert "\n" not in str(err.value)
-        cli = subprocess.run([sys.executable, "-m", "populations.league", "--run-dir", str(run),
-                              "--resume", "--generations", "1", "--frames-per-generation", "256"],
-                             env=ENV, capture_output=True, text=True, timeout=300)
+        # the refused CLI from the test zygote: its refusal is the property, not its imports
+        cli = subprocs.run([sys.executable, "-m", "populations.league", "--run-dir", str(run),
+                            "--resume", "--generations", "1", "--frames-per-generation", "256"],
+                           env=ENV, capture_output=True, text=True, timeout=300)
         assert cli.returncode == 2
         assert cli.stderr.strip().count("\n") == 0 and f"process {proc.pid}" in cli.stderr
         assert "Traceback" not in cli.stderr
