@@ -322,3 +322,47 @@ def check_compatible(name: str, spec: GameSpec, config: Any = None,
     found = refusal(name, spec, config, text_views)
     if found is not None:
         raise IncompatibleError(found.line())
+
+
+def _leaves(config: Any, prefix: str = "") -> dict[str, Any]:
+    """A config dataclass's values by dotted key (``net.critic``), nested ones flattened."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            out.update(_leaves(value, f"{prefix}{f.name}."))
+        else:
+            out[f"{prefix}{f.name}"] = value
+    return out
+
+
+def preset_refusal(name: str, section_config: Any, where: str | None = None) -> str | None:
+    """One line when the preset of learner ``name`` would replace a value of its section's
+    ``section_config`` that differs from the section's default (``qmix.mixer=vdn``: the qmix
+    preset trained QMIX while the settings recorded vdn; ``algo=ippo mappo.net.critic=state``:
+    local critics), naming the algo that trains with it; None when it replaces nothing set.
+    ``where``: the section's path in the message (default: the entry's section)."""
+    entry = get(name)
+    if entry.preset is None or not dataclasses.is_dataclass(section_config):
+        return None
+    try:
+        given, fixed = _leaves(section_config), _leaves(entry.resolve(section_config))
+        default = _leaves(entry.default())
+    except Exception:  # noqa: BLE001 (a user's preset or config: the build says what fails)
+        return None
+    for key, value in given.items():
+        if fixed.get(key, value) != value and default.get(key) != value:
+            keeps = sorted(n for n, e in entries().items() if n != name and e.cls is entry.cls
+                           and _keeps(e, section_config, key, value))
+            hint = f"; use algo={keeps[0]}" if keeps else ""
+            return (f"{where or entry.section}.{key}={value!r}: algo={name} fixes it to "
+                    f"{fixed[key]!r}{hint}")
+    return None
+
+
+def _keeps(entry: LearnerEntry, config: Any, key: str, value: Any) -> bool:
+    """Whether ``entry`` trains with ``key`` at ``value`` (its preset leaves it)."""
+    try:
+        return _leaves(entry.resolve(config)).get(key) == value
+    except Exception:  # noqa: BLE001 (a user's preset: only for a hint)
+        return False

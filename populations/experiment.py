@@ -75,6 +75,7 @@ from populations.learner_build import (  # make_learner: re-exported, its old ho
 )
 from populations.learner_sections import (  # settings: re-exported, its old home
     check_learner_sections,
+    learner_sections,
     section_configs,
     settings,
 )
@@ -224,6 +225,7 @@ def check_experiment(cfg: ExperimentConfig, game: games.Game | None = None) -> N
     ``game``: ``cfg``'s game, built and its arguments checked by the caller, who closes it (a
     sweep's check builds each distinct game once); else it is built here and closed."""
     check_learner_sections(cfg)  # +my_algo.lr=0.5 (a learner of the user's own)
+    check_presets(cfg)  # qmix.mixer=vdn: the qmix preset trained QMIX and recorded vdn
     if game is not None:
         _check_on(cfg, game)
         return
@@ -231,6 +233,20 @@ def check_experiment(cfg: ExperimentConfig, game: games.Game | None = None) -> N
         check_game_kwargs(cfg.game.name, dict(cfg.game.kwargs))
     with contextlib.closing(games.make(cfg.game.name, **cfg.game.kwargs)) as built:
         _check_on(cfg, built)
+
+
+def check_presets(cfg: ExperimentConfig) -> None:
+    """Refuse, in one line, a setting of a section only its own learner reads that the
+    learner's preset would replace (:func:`marl.registry.preset_refusal`): ``qmix.mixer=vdn``
+    trained QMIX while ``settings.json`` recorded vdn. A shared section is not judged: IPPO's
+    preset replaces the ``mappo`` critic that ``encoder=gnn`` sets for both (a league's
+    members are checked with their own settings in :func:`check_experiment`)."""
+    given = {f.name for f in dataclasses.fields(cfg)} | set(learner_sections(cfg))
+    for name, entry in registry.entries().items():
+        if entry.preset is not None and entry.section == name and name in given:
+            found = registry.preset_refusal(name, settings(cfg, entry))
+            if found is not None:
+                raise ValueError(found)
 
 
 def _check_on(cfg: ExperimentConfig, game: games.Game) -> None:
@@ -254,6 +270,10 @@ def _check_on(cfg: ExperimentConfig, game: games.Game) -> None:
             raise ValueError(refused)
         check_league_game(cfg, game.spec)
         for spec, _, entry, config in league_member_specs(cfg):
+            preset = entry.section == entry.name and registry.preset_refusal(  # the run's
+                entry.name, config, f"{spec.where}.{entry.section}" if spec.changes else None)
+            if preset:  # section, a member's changes over it (a shared one: check_presets)
+                raise ValueError(preset)
             found = registry.refusal(entry.name, game.spec, config, text_views)
             if found is not None and spec.changes:
                 raise ValueError(_member_refusal(cfg, game.spec, spec, entry, found, text_views))
