@@ -24,6 +24,7 @@ from populations.league import League, LeagueConfig
 from populations.loggers import CSVLogger, LoggerConfig
 from populations.runners import LocalRunner, MatchJob, RayRunner
 from populations.store import PolicyStore, StoreError
+from tests import subprocs
 from tests.populations.test_db_store import garble
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,8 +108,9 @@ def kill_and_resume(tmp_path, args, ref_args=()):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         partial, _ = _match_table(killed / "league.db")
-        subprocess.run([*cmd, "--run-dir", str(killed), "--resume"], check=True, env=env,
-                       capture_output=True, timeout=600)
+        # the resume from the test zygote: what it records is the property, not its imports
+        subprocs.run([*cmd, "--run-dir", str(killed), "--resume"], check=True, env=env,
+                     capture_output=True, timeout=600)
         ref.wait(timeout=600)
     finally:
         if ref.poll() is None:
