@@ -255,8 +255,9 @@ def _check_on(cfg: ExperimentConfig, game: games.Game) -> None:
     text_views = not callable(getattr(game, "batched", None))  # see games.VectorGame
     roles = list(dict.fromkeys(a.role for a in game.spec.agents))  # llm.role_prompts' keys
     if cfg.population.kind == "psro":  # PSRO trains no `algo`; its RL oracle plays
-        from populations.psro_run import check_oracle_config, resolve_auto
+        from populations.psro_run import check_oracle_config, check_oracle_on_spec, resolve_auto
 
+        check_oracle_on_spec(cfg, game)  # before auto's tree walk (liars_dice: ~100 s)
         resolved = resolve_auto(cfg, game, announce=False)
         check_oracle_config(resolved, game.spec)
         check_oracle_builds(resolved, game.spec)

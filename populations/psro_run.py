@@ -523,6 +523,22 @@ def short_oracle_budget(cfg: ExperimentConfig, iterations: int) -> Iterator[None
         yield
 
 
+def check_oracle_on_spec(cfg: ExperimentConfig, game: games.Game) -> None:
+    """Refuse, in one line, an RL oracle (``rl`` or a learner) that cannot play ``game``,
+    from its spec alone: before :func:`resolve_auto` walks the game's tree for
+    ``payoffs=auto`` (liars_dice: ~100 s, then ``population.oracle=maddpg`` was refused on
+    being turn-based). The refusal's list names ``exact`` where exact tools may serve the
+    game without walking it (an OpenSpiel game played seat by seat); ``auto`` leads it,
+    which decides by the walk. :func:`check_oracle_config` checks the rest after."""
+    oracle = cfg.population.oracle
+    if oracle in ("auto", "exact"):
+        return
+    players = psro_players(game.spec, cfg.population.psro.players)
+    exact = isinstance(game, OpenSpielGame) and all(len(s) == 1 for s in players.values())
+    config = None if oracle == "rl" else settings(cfg, registry.get(oracle))
+    check_oracle(oracle, game.spec, config, exact)
+
+
 def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
     """Refuse, in one line and before any run folder, an RL oracle that cannot play the
     game (the learner with its experiment section's settings), and PSRO players that the
