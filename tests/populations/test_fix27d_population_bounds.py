@@ -5,13 +5,13 @@ reading ``generation 2/100000000000000000000``."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from populations.experiment_config import PopulationConfig
+from tests import subprocs
 
 HUGE = 10**20
 MAX_ROUNDS = 10**6  # generations, iterations
@@ -50,8 +50,9 @@ def test_selfplay_train_refuses_them_in_one_line_before_the_run_folder(overrides
     run = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     train = Path(sys.executable).with_name("selfplay-train")
-    done = subprocess.run([str(train), *overrides, f"hydra.run.dir={run}"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=120)
+    # from the test zygote (tests.subprocs): the refusal is the property, not the imports
+    done = subprocs.run([str(train), *overrides, f"hydra.run.dir={run}"], cwd=tmp_path,
+                        env=env, capture_output=True, text=True, timeout=120)
     err = done.stderr.strip()
     assert done.returncode == 2, (done.returncode, err[-2000:])
     assert err.startswith(f"selfplay-train: bad config: {key}={HUGE}; expected an integer in "
