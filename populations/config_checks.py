@@ -483,13 +483,31 @@ def nearest_keys(bad: str, keys: list[str], where: str, tree: Mapping[str, Any] 
                  ) -> str:
     """``nearest: mappo.lr`` (the keys of section ``where`` spelt like ``bad``); where none is
     close, the key ``bad`` of a section inside it (``tree``: the section as nested dicts;
-    ``llm.adv_norm``: ``nearest: llm.grpo.adv_norm``), else all of the keys."""
+    ``llm.adv_norm``: ``nearest: llm.grpo.adv_norm``), else the keys its first word
+    abbreviates or that abbreviate it (``vdn.epsilon``: ``nearest: vdn.eps_start, ...``), else
+    all of the keys."""
     import difflib
 
-    near = difflib.get_close_matches(bad, keys, n=3, cutoff=0.6) or _inside(bad, tree or {})
+    near = difflib.get_close_matches(bad, keys, n=3, cutoff=0.6) or _inside(bad, tree or {}) \
+        or _abbreviated(bad, keys)
     prefix = f"{where}." if where else ""
     return (f"nearest: {', '.join(prefix + k for k in near)}" if near else
             f"keys of {where or 'the config'}: {', '.join(keys)}")
+
+
+def _abbreviated(bad: str, keys: list[str]) -> list[str]:
+    """Up to 3 of ``keys`` whose first word (up to ``_``) begins ``bad``, or that ``bad``
+    begins, 3 letters at least: ``epsilon`` -> eps_start, eps_end, eps_decay_frames (spelt
+    too far apart for difflib); ``learning`` -> learning_starts."""
+    low = bad.lower()
+    if len(low) < 3:
+        return []
+    found = []
+    for key in keys:
+        word = key.lower().split("_")[0]
+        if (len(word) >= 3 and low.startswith(word)) or key.lower().startswith(low):
+            found.append(key)
+    return found[:3]
 
 
 def _inside(key: str, tree: Mapping[str, Any], depth: int = 3) -> list[str]:
