@@ -611,7 +611,10 @@ class PSRO:
             return ex.tabular_policy(
                 self.tree, {agent: ex.uniform_matrix(self.tree, agent)}, seed=self.config.seed
             )
-        return RandomPolicy(self.spec, seed=self.config.seed)
+        # its own seats only, as the exact tools' member: a file of every seat was refused
+        # by selfplay-eval's seatings of a run's members (one side per player)
+        meta = PolicyMeta.from_spec("random", self.spec, tuple(self.seats_of[agent]))
+        return RandomPolicy(meta, seed=self.config.seed)
 
     def _add_member(self, agent: str, policy: Policy) -> Member:
         name = f"psro/{agent}/{len(self.members[agent])}"
