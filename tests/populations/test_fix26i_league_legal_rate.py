@@ -41,7 +41,7 @@ def test_an_untrained_generating_member_is_logged_at_0_and_warned_once(tmp_path,
     assert ("llm/charts/legal_rate", 72, 0.0) in rows  # training's: the premise
     # generation 0 (v0 vs v0) at step 0, generation 1 at the league's step (mappo's frames)
     assert [r for r in rows if r[0].startswith("eval_legal_rate/")] == [
-        ("eval_legal_rate/llm", 0, 0.0), ("eval_legal_rate/llm", 64, 0.0)]
+        ("eval_legal_rate/llm@v0", 0, 0.0), ("eval_legal_rate/llm@v1", 64, 0.0)]
     (warned,) = _warnings(caplog)  # both generations below 0.5: said once
     assert warned.startswith("league member 'llm' (snapshot v0) named a legal action in 0% "
                              "of its "), warned
@@ -57,7 +57,7 @@ def test_a_scoring_member_is_logged_at_1_and_not_warned(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="populations.league"):
         summary = run_experiment(_experiment(LEAGUE), tmp_path)
     assert [r for r in _metrics(summary.database) if r[0].startswith("eval_legal_rate/")] == [
-        ("eval_legal_rate/llm", 0, 1.0), ("eval_legal_rate/llm", 64, 1.0)]
+        ("eval_legal_rate/llm@v0", 0, 1.0), ("eval_legal_rate/llm@v1", 64, 1.0)]
     assert not _warnings(caplog)
     assert _legal_column(summary.table) == {("llm", 0): 1.0, ("llm", 1): 1.0,
                                             ("mappo", 0): "-", ("mappo", 1): "-"}
