@@ -87,9 +87,12 @@ def test_ray_actors_play_the_in_process_records_and_give_identical_updates(ray_l
 
 
 def test_per_role_team_on_a_tool_task_matches(ray_local):
+    """One actor (its shards in turn) holds both roles' models; sharding over two actors is
+    test_ray_actors_play_the_in_process_records_and_give_identical_updates'."""
     cfg = _cfg(team="per_role", role_prompts={"scout": "send A", "solver": "calc"})
     games_, kw = ("tool/relay",), {"tool/relay": RELAY}
-    _assert_same(_train(cfg, "local", games_, kw), _train(cfg, "ray", games_, kw))
+    _assert_same(_train(cfg, "local", games_, kw, workers=1),
+                 _train(cfg, "ray", games_, kw, workers=1))
 
 
 def test_lora_pushes_the_adapters_only_after_the_first_full_push(ray_local):
@@ -98,8 +101,9 @@ def test_lora_pushes_the_adapters_only_after_the_first_full_push(ray_local):
     from llm_agents.ray_rollouts import weights_blob
 
     cfg = _cfg(lora=LoRAConfig(r=2))
-    local = _train(cfg, "local", iterations=3)
-    ray = _train(cfg, "ray", iterations=3)
+    # one actor: a push's size does not depend on how many actors receive it
+    local = _train(cfg, "local", iterations=3, workers=1)
+    ray = _train(cfg, "ray", iterations=3, workers=1)
     _assert_same(local, ray)
     full, adapters, again = ray[2]
     assert adapters == again < full / 2
