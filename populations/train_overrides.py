@@ -468,6 +468,9 @@ def register_schema() -> None:
     # and an LLM team's prompts per role: llm.role_prompts={reader: ..., writer: ...} (the
     # keys are the game's roles, checked with the game: llm_agents.settings)
     OmegaConf.set_struct(schema.llm.role_prompts, False)
+    # and the best responses' learner settings (population.exploit.learner.epochs=4; the
+    # keys of the exploit algo's section, checked by ExploitEvery in one line)
+    OmegaConf.set_struct(schema.population.exploit.learner, False)
     ConfigStore.instance().store(name="schema", node=schema)
 
 
