@@ -58,18 +58,12 @@ def _compose(overrides):
         return compose(config_name="config", overrides=overrides)
 
 
-def test_vmas_tag_league_preset_runs_a_pfsp_league_at_small_settings(tmp_path):
-    from populations.experiment import run_experiment
-
+def test_vmas_tag_league_preset_runs_a_pfsp_league_at_small_settings(tag_league):
     preset = OmegaConf.to_object(_compose(["experiment=vmas_tag_league"]))
     assert preset.game.name == "vmas/simple_tag" and preset.num_envs == 1024
     assert preset.population.kind == "league"
     assert preset.population.matchmaking.rule == "pfsp"
-    exp = OmegaConf.to_object(_compose([
-        "experiment=vmas_tag_league", "num_envs=8", "population.generations=2",
-        "population.frames_per_generation=200", "mappo.epochs=1", "eval_episodes=6",
-        "game.kwargs.max_steps=5", "progress=false", "logger=none"]))
-    summary = run_experiment(exp, tmp_path / "run")
+    summary, _, _ = tag_league  # the preset at small settings (TAG_LEAGUE), run once
     db = sqlite3.connect(summary.database)
     rows = [(k, json.loads(s)) for k, s in db.execute("SELECT key, seats FROM matches")]
     # v1-v0, then v2-v0 and v2-v1: 6 role-swapped episode pairs each
@@ -78,6 +72,7 @@ def test_vmas_tag_league_preset_runs_a_pfsp_league_at_small_settings(tmp_path):
         assert len({seats[f"adversary_{i}"] for i in range(3)}) == 1
         assert seats["agent_0"] != seats["adversary_0"]
     assert max(r[0] for r in db.execute("SELECT step FROM metrics")) >= 200
+    db.close()
     assert {r["version"] for r in summary.table} == {0, 1, 2}
     assert all(r["pairs"] > 0 for r in summary.table)  # every snapshot rated
 
@@ -152,14 +147,15 @@ def test_selfplay_train_feeds_mappo_tensor_vecsteps_from_a_vmas_game(tmp_path, m
     assert not eval_vg.tensors
 
 
+TAG_LEAGUE = ["experiment=vmas_tag_league", "num_envs=8", "population.generations=2",
+              "population.frames_per_generation=200", "mappo.epochs=1", "eval_episodes=6",
+              "game.kwargs.max_steps=5", "progress=false", "logger=none"]
+
+
 def _tag_league(tmp_path, name):
     from populations.experiment import run_experiment
 
-    exp = OmegaConf.to_object(_compose([
-        "experiment=vmas_tag_league", "num_envs=8", "population.generations=2",
-        "population.frames_per_generation=200", "mappo.epochs=1", "eval_episodes=6",
-        "game.kwargs.max_steps=5", "progress=false", "logger=none"]))
-    summary = run_experiment(exp, tmp_path / name)
+    summary = run_experiment(OmegaConf.to_object(_compose(TAG_LEAGUE)), tmp_path / name)
     db = sqlite3.connect(summary.database)
     metrics = sorted(db.execute("SELECT step, key, value FROM metrics"))
     returns = sorted(r[0] for r in db.execute("SELECT returns FROM matches"))
@@ -167,8 +163,15 @@ def _tag_league(tmp_path, name):
     return summary, metrics, returns
 
 
+@pytest.fixture(scope="module")
+def tag_league(tmp_path_factory):
+    """The vmas_tag_league preset at small settings, run once with nothing patched: the
+    preset test reads it, and the tensor-VecStep test's recorded run must replay it."""
+    return _tag_league(tmp_path_factory.mktemp("vmas_tag"), "plain")
+
+
 def test_a_vmas_league_member_trains_on_tensor_vecsteps_and_replays_identically(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, tag_league):
     """A MAPPO league member on a VMAS game is fed torch-tensor VecSteps (its rollout stays on
     the game's device); frozen opponents still act on numpy and their actions reach the
     joint action; the league rates every snapshot and a fixed seed replays it exactly."""
@@ -203,7 +206,7 @@ def test_a_vmas_league_member_trains_on_tensor_vecsteps_and_replays_identically(
     assert any(mixed for _, mixed in stepped)  # ... also where snapshots wrote into it
     assert {r["version"] for r in summary.table} == {0, 1, 2}
     assert all(r["pairs"] > 0 for r in summary.table)
-    again, metrics2, returns2 = _tag_league(tmp_path, "b")
+    again, metrics2, returns2 = tag_league  # the same league, unpatched, in its own folder
     assert metrics == metrics2 and returns == returns2
     assert [(r["version"], r["mu"]) for r in summary.table] == \
         [(r["version"], r["mu"]) for r in again.table]
