@@ -261,6 +261,22 @@ class OneLineParser(argparse.ArgumentParser):
         fail(self.prog, f"{message} (see --help)")
 
 
+def integer(accepted: str) -> Callable[[str], int]:
+    """An argparse ``type`` for a numeric flag whose range is checked later (with the words
+    ``expected <accepted>``): text that is no integer raises ``ArgumentTypeError`` naming the
+    value and ``accepted``, as the range errors do; argparse's own line ("invalid int value:
+    'ten'") did not say what the flag accepts."""
+
+    def convert(text: str) -> int:
+        try:
+            return int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected {accepted}") from None
+
+    convert.__name__ = "int"
+    return convert
+
+
 # ------------------------------------------------------------------------ user code
 def import_user_modules(modules: Sequence[str], where: str = "imports") -> None:
     """Import ``modules`` (registering their games, learners, meta-solvers), the working

@@ -39,10 +39,12 @@ from populations.cli_common import (
     OneLineParser,
     game_modules,
     import_user_modules,
+    integer,
     load_plugins,
     reported,
 )
 from populations.command_line import CLIError
+from populations.config_checks import EXPLOIT_SIZES, MAX_THREADS
 from populations.eval_notes import _field_differs as _field_differs  # tests import it here
 from populations.eval_notes import _game_notes, _same_game, _unrecorded
 from populations.eval_seatings import (
@@ -63,16 +65,16 @@ def eval_main(argv: list[str] | None = None) -> None:
                                   "policy files record, the same in every file)")
     p.add_argument("--game-kwargs", default="{}", help="JSON keyword arguments of the game")
     p.add_argument("--db", required=True, help="league database to write (created if missing)")
-    p.add_argument("--episodes", type=int, default=16, help="role-swapped pairs per pairing "
-                   "(a game of one team: episodes per file)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--episodes", type=integer("an integer >= 1"), default=16,
+                   help="role-swapped pairs per pairing (a game of one team: episodes per file)")
+    p.add_argument("--seed", type=integer(SEED_RANGE), default=0)
     p.add_argument("--runner", default="local", choices=["local", "ray"])
-    p.add_argument("--torch-threads", type=int, default=1, metavar="N",
+    p.add_argument("--torch-threads", type=integer(THREADS_RANGE), default=1, metavar="N",
                    help="torch's intra-op threads in this process (default 1, as "
                         "selfplay-train's torch_threads: small networks are fastest on one, "
                         "and torch's default, one per core, ran --exploit 10-20x slower on a "
                         "busy machine)")
-    p.add_argument("--pairs", type=int, default=PAIRS_SHOWN, metavar="N",
+    p.add_argument("--pairs", type=integer(PAIRS_RANGE), default=PAIRS_SHOWN, metavar="N",
                    help="print each pair's win rate and margin when the round robin has at "
                         f"most N pairs (default {PAIRS_SHOWN}: 10 files), else those of the "
                         "policies next to each other in the ratings table; 0: none (the "
@@ -85,9 +87,12 @@ def eval_main(argv: list[str] | None = None) -> None:
                    help="also train a best response per team against each policy and "
                         "print/record its gain (approximate NashConv ± 95%% interval)")
     x.add_argument("--exploit-algo", default="ippo", help="registered learner of the responses")
-    x.add_argument("--exploit-frames", type=int, default=20_000, help="frames per response")
-    x.add_argument("--exploit-seeds", type=int, default=3, help="independent repetitions")
-    x.add_argument("--exploit-episodes", type=int, default=2_000,
+    x.add_argument("--exploit-frames", type=integer(_exploit_range("frames")), default=20_000,
+                   help="frames per response")
+    x.add_argument("--exploit-seeds", type=integer(_exploit_range("seeds")), default=3,
+                   help="independent repetitions")
+    x.add_argument("--exploit-episodes", type=integer(_exploit_range("eval_episodes")),
+                   default=2_000,
                    help="evaluation episodes per value estimate")
     args = p.parse_intermixed_args(argv)  # files before and after the flags alike
     if args.exploit:  # minutes of training: its progress lines (populations.approx_exploit)
@@ -135,8 +140,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
 
     spec = make(args.game, **kwargs).spec if args.game is not None else None
     if not 0 <= args.seed < EVAL_SEED_END:  # numpy: "expected non-negative integer"; SQLite:
-        raise CLIError(f"--seed {args.seed}: expected an integer from 0 to "  # an overflow
-                       f"{EVAL_SEED_END - 1} (2**62 - 1)")
+        raise CLIError(f"--seed {args.seed}: expected {SEED_RANGE}")  # an overflow
     _refuse_run_folders(args.policies)
     _check_threads(args.torch_threads)
     if args.exploit:  # --exploit's settings first (against the registry and game: torch, later)
@@ -145,8 +149,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         _check_eval_values(args, spec if spec is not None else
                            _sidecar_spec(args.policies, kwargs))
     if args.pairs < 0:
-        raise CLIError(f"--pairs {args.pairs}: expected an integer >= 0 (the most pairs "
-                       "printed one a line; 0: none)")
+        raise CLIError(f"--pairs {args.pairs}: expected {PAIRS_RANGE}")
     import torch
 
     from marl.core import CheckpointError, load_policy
@@ -413,6 +416,19 @@ def eval_snapshot_folder(db: Path, run_id: int) -> Path:
 EVAL_SEED_END = 2**62
 """``selfplay-eval --seed`` is below this: numpy's generators take no negative seed, and the
 match records' seeds (``--seed`` plus 7,919 per pairing) are SQLite integers (below 2**63)."""
+SEED_RANGE = f"an integer from 0 to {EVAL_SEED_END - 1} (2**62 - 1)"
+PAIRS_RANGE = "an integer >= 0 (the most pairs printed one a line; 0: none)"
+THREADS_RANGE = (f"an integer from 1 to {MAX_THREADS} (intra-op threads: more than the cores "
+                 "only slow the run)")
+"""What ``--seed``, ``--pairs`` and ``--torch-threads`` accept: their range errors' words,
+and the line when the value is no integer (``cli_common.integer``)."""
+
+
+def _exploit_range(name: str) -> str:
+    """What ``--exploit-<name>`` accepts (``EXPLOIT_MINIMUMS``, ``config_checks.EXPLOIT_SIZES``),
+    said when its value is no integer."""
+    top, why = EXPLOIT_SIZES[name]
+    return f"an integer from {EXPLOIT_MINIMUMS[name]} to {top} ({why})"
 
 
 UNRECORDED = ("; its file names the game {game} without arguments (the defaults, or not "
@@ -493,11 +509,8 @@ def _check_eval_values(args: argparse.Namespace, spec: Any = None) -> None:
 
 def _check_threads(threads: int) -> None:
     """``--torch-threads``, refused before torch loads with ``torch_threads``' bounds."""
-    from populations.config_checks import MAX_THREADS
-
     if not 1 <= threads <= MAX_THREADS:
-        raise CLIError(f"--torch-threads {threads}: expected an integer from 1 to {MAX_THREADS} "
-                       "(intra-op threads: more than the cores only slow the run)")
+        raise CLIError(f"--torch-threads {threads}: expected {THREADS_RANGE}")
 
 
 SIDECAR_HASHED = 64 << 20
@@ -557,7 +570,7 @@ def _check_exploit_values(args: argparse.Namespace) -> None:
     plugin: the registry loaded), and a budget past its bound (``config_checks.EXPLOIT_SIZES``,
     as ``population.exploit.*``: ``--exploit-frames 100000000000000000000`` was refused only
     after torch and the policy files loaded)."""
-    from populations.config_checks import EXPLOIT_SIZES, STEPPED_ALGOS
+    from populations.config_checks import STEPPED_ALGOS
 
     for name, low in EXPLOIT_MINIMUMS.items():
         flag = name.removeprefix("eval_")

@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> None:
         OneLineParser,
         fail,
         import_user_modules,
+        integer,
         load_plugins,
         one_line,
         sigterm_text,
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     from populations.run_guard import discard_run_dir, kept_note, note_run_folder
 
+    AT_LEAST_ONE = "an integer >= 1"  # LeagueConfig's words: text that is no integer says them
     p = OneLineParser(prog="python -m populations.league",
                       description="Run (or resume) a self-play league.")
     p.add_argument("--run-dir", required=True)
@@ -49,19 +51,22 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--game-kwargs", default=None, metavar="JSON",
                    help="the game's keyword arguments as a JSON object, replacing its defaults "
                         "(the default game's: {\"max_cycles\": 25}), e.g. '{\"players\": 3}'")
-    p.add_argument("--generations", type=int, default=None,
+    p.add_argument("--generations", type=integer(AT_LEAST_ONE), default=None,
                    help=f"snapshots published after the initial one (default "
                         f"{LeagueConfig.generations}; a resume goes on to the run's own count "
                         "unless this is given)")
-    p.add_argument("--frames-per-generation", type=int,
+    p.add_argument("--frames-per-generation", type=integer(AT_LEAST_ONE),
                    default=LeagueConfig.frames_per_generation)
-    p.add_argument("--num-envs", type=int, default=LeagueConfig.num_envs)
-    p.add_argument("--eval-episodes", type=int, default=LeagueConfig.eval_episodes)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--num-envs", type=integer(AT_LEAST_ONE), default=LeagueConfig.num_envs)
+    p.add_argument("--eval-episodes", type=integer(AT_LEAST_ONE),
+                   default=LeagueConfig.eval_episodes)
+    p.add_argument("--seed", type=integer("an integer >= 0"), default=0)
     p.add_argument("--runner", choices=["local", "ray"], default="local",
                    help="ray: members train on learner actors, matches on Ray workers")
     p.add_argument("--ray-address", default=None, help="join this Ray cluster (runner ray)")
-    p.add_argument("--keep-checkpoints", type=int, default=LeagueConfig.keep_checkpoints,
+    p.add_argument("--keep-checkpoints",
+                   type=integer(f"{AT_LEAST_ONE} (the newest checkpoints kept on disk)"),
+                   default=LeagueConfig.keep_checkpoints,
                    help="newest checkpoints kept on disk (an integer >= 1; a resume may "
                         "change it)")
     p.add_argument("--no-progress", dest="progress", action="store_false",
