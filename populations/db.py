@@ -28,8 +28,9 @@ lock: a locked database ends a run after one wait. A read-only connection closed
 removes the ``-wal``/``-shm`` files it made (:meth:`LeagueDB.close`), so a finished run's
 folder holds the database alone.
 
-Schema versions are SQLite's ``user_version``; ``MIGRATIONS[i]`` upgrades version i to
-i + 1 and runs in one transaction when an older file is opened.
+The schema (its migrations, the check that a file holds nothing else, what each JSON column
+holds) is :mod:`populations.db_schema`'s; ``MIGRATIONS`` and ``SCHEMA_VERSION`` are
+importable from here too.
 """
 
 from __future__ import annotations
@@ -51,6 +52,18 @@ from pathlib import Path
 from typing import Any
 
 from marl.fileio import NoSpaceError
+from populations.db_schema import (
+    META_STRATEGY,
+    MIGRATIONS,
+    OBJECT,
+    RETURNS,
+    ROLES,
+    SCHEMA_STEPS,
+    SCHEMA_VERSION,
+    SEATS,
+    expected_schema,
+    schema_of,
+)
 
 log = logging.getLogger(__name__)
 LOCK_TIMEOUT = 300.0  # seconds a write waits for a lock another connection holds
@@ -58,110 +71,6 @@ LOCK_WARN = 10.0  # seconds of waiting after which a warning says who it waits f
 QUIET_LOCK_TIMEOUT = 5.0  # seconds recording a failing run's status waits for a lock
 LOCK_RETRY_S = 0.1  # seconds between tries of a write SQLite found locked
 
-MIGRATIONS: list[str] = [
-    # 0 -> 1
-    """
-    CREATE TABLE runs (
-        id INTEGER PRIMARY KEY, name TEXT NOT NULL, experiment TEXT, game TEXT,
-        config TEXT, status TEXT NOT NULL DEFAULT 'running',
-        started_at REAL NOT NULL, updated_at REAL NOT NULL);
-    CREATE TABLE members (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), name TEXT NOT NULL,
-        kind TEXT NOT NULL, roles TEXT NOT NULL, created_at REAL NOT NULL,
-        UNIQUE (run_id, name));
-    CREATE TABLE snapshots (
-        id INTEGER PRIMARY KEY, member_id INTEGER NOT NULL REFERENCES members(id),
-        version INTEGER NOT NULL, path TEXT NOT NULL, kind TEXT NOT NULL, game TEXT,
-        roles TEXT NOT NULL, parent_id INTEGER REFERENCES snapshots(id),
-        learner_step INTEGER NOT NULL DEFAULT 0, meta TEXT, created_at REAL NOT NULL,
-        UNIQUE (member_id, version));
-    CREATE TABLE matches (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), key TEXT NOT NULL,
-        game TEXT NOT NULL, seats TEXT NOT NULL, returns TEXT NOT NULL, seed INTEGER,
-        created_at REAL NOT NULL, UNIQUE (run_id, key));
-    CREATE TABLE payoffs (
-        run_id INTEGER NOT NULL REFERENCES runs(id), row_snapshot INTEGER NOT NULL,
-        col_snapshot INTEGER NOT NULL, value REAL NOT NULL, win_rate REAL, count INTEGER NOT NULL,
-        exact INTEGER NOT NULL DEFAULT 0, updated_at REAL NOT NULL,
-        PRIMARY KEY (run_id, row_snapshot, col_snapshot));
-    CREATE TABLE ratings (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),
-        snapshot_id INTEGER NOT NULL REFERENCES snapshots(id), step INTEGER NOT NULL,
-        elo REAL NOT NULL, mu REAL NOT NULL, sigma REAL NOT NULL, matches INTEGER NOT NULL,
-        created_at REAL NOT NULL, UNIQUE (run_id, snapshot_id, step));
-    CREATE TABLE metrics (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),
-        member_id INTEGER REFERENCES members(id), step INTEGER NOT NULL, key TEXT NOT NULL,
-        value REAL NOT NULL, created_at REAL NOT NULL);
-    CREATE INDEX metrics_by_key ON metrics (run_id, key, step);
-    CREATE TABLE psro_iterations (
-        run_id INTEGER NOT NULL REFERENCES runs(id), iteration INTEGER NOT NULL,
-        meta_strategy TEXT NOT NULL, nash_conv REAL, seconds REAL, created_at REAL NOT NULL,
-        PRIMARY KEY (run_id, iteration));
-    """,
-    # 1 -> 2: why a run failed; snapshot content hashes; metrics keyed like matches (rows
-    # replayed by a resumed run before this version are collapsed to the newest one)
-    """
-    ALTER TABLE runs ADD COLUMN error TEXT;
-    ALTER TABLE snapshots ADD COLUMN sha256 TEXT;
-    DELETE FROM metrics WHERE id NOT IN (
-        SELECT MAX(id) FROM metrics GROUP BY run_id, IFNULL(member_id, -1), step, key);
-    CREATE UNIQUE INDEX metrics_once ON metrics (run_id, IFNULL(member_id, -1), step, key);
-    """,
-    # 2 -> 3: approximate (trained best response) and exact exploitability per snapshot
-    """
-    CREATE TABLE exploitability (
-        id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),
-        snapshot_id INTEGER REFERENCES snapshots(id), label TEXT NOT NULL,
-        method TEXT NOT NULL, value REAL NOT NULL, low REAL, high REAL, details TEXT,
-        created_at REAL NOT NULL, UNIQUE (run_id, label, method));
-    """,
-    # 3 -> 4: when each league member finished each generation, in wall-clock order (an
-    # asynchronous league's members publish whenever they finish; this audits the order)
-    """
-    CREATE TABLE generations (
-        run_id INTEGER NOT NULL REFERENCES runs(id), member TEXT NOT NULL,
-        version INTEGER NOT NULL, seq INTEGER NOT NULL, frames INTEGER NOT NULL,
-        started_at REAL, finished_at REAL NOT NULL, worker TEXT,
-        PRIMARY KEY (run_id, member, version));
-    """,
-    # 4 -> 5: the learner settings each member trains with (members of one run may differ:
-    # population.members=[mappo, {name: gnn, algo: mappo, mappo: {...}}])
-    """
-    ALTER TABLE members ADD COLUMN settings TEXT;
-    """,
-]
-SCHEMA_VERSION = len(MIGRATIONS)
-_SCHEMA_STEPS = 100_000  # SQLite instructions reading a schema may take (see LeagueDB)
-
-
-# The statistics tables ``ANALYZE`` creates, exactly as SQLite writes them: they only steer
-# the query planner. Anything else so named (a trigger, or the table redefined with a
-# generated column SQLite evaluates as it loads the statistics) is a crafted schema.
-_ANALYZE_TABLES = frozenset(
-    ("table", name, name, f"CREATE TABLE {name}({columns})")
-    for name, columns in (("sqlite_stat1", "tbl,idx,stat"),
-                          ("sqlite_stat4", "tbl,idx,neq,nlt,ndlt,sample")))
-
-
-def _schema_of(conn: sqlite3.Connection) -> frozenset[tuple[str, str, str, str | None]]:
-    """The objects of a database's schema: (type, name, table, SQL with whitespace
-    collapsed), less the statistics tables of ``ANALYZE`` (:data:`_ANALYZE_TABLES`)."""
-    rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall()
-    return frozenset((t, n, tb, " ".join(q.split()) if isinstance(q, str) else q)
-                     for t, n, tb, q in rows) - _ANALYZE_TABLES
-
-
-@functools.cache
-def _expected_schema(version: int) -> frozenset[tuple[str, str, str, str | None]]:
-    """The schema :data:`MIGRATIONS` create up to ``version`` (built once, in memory)."""
-    conn = sqlite3.connect(":memory:")
-    try:
-        for migration in MIGRATIONS[:version]:
-            conn.executescript(migration)
-        return _schema_of(conn)
-    finally:
-        conn.close()
 
 
 class LeagueDBError(RuntimeError):
@@ -233,26 +142,6 @@ def _writes(method: Any) -> Any:
             self._writing.on = False
     return write
 
-
-def _is_number(x: Any) -> bool:
-    return type(x) in (int, float)
-
-
-def _is_str_list(x: Any) -> bool:
-    return isinstance(x, list) and all(type(v) is str for v in x)
-
-
-def _is_dict_of(check: Any) -> Any:
-    return lambda x: isinstance(x, dict) and all(check(v) for v in x.values())
-
-
-# what each JSON column holds, as (test, description) for the one-line error
-_ROLES = (_is_str_list, "a list of role names")
-_SEATS = (_is_dict_of(lambda v: type(v) is int), "an object of agent -> snapshot id")
-_RETURNS = (_is_dict_of(_is_number), "an object of agent -> return")
-_OBJECT = (lambda x: isinstance(x, dict), "an object")
-_META = (_is_dict_of(lambda v: isinstance(v, list) and all(map(_is_number, v))),
-         "an object of player -> list of weights")
 
 
 def _shown(text: Any) -> str:
@@ -347,12 +236,12 @@ class LeagueDB:
             # Reading the schema loads ANALYZE's statistics, evaluating any generated column
             # a crafted sqlite_stat1 holds (300 MB per row were allocated before the check
             # refused it; 20,000 rows of 1 MiB took 11 s CPU): until the schema is checked,
-            # no string or blob may exceed 16 KiB and SQLite may run at most _SCHEMA_STEPS
+            # no string or blob may exceed 16 KiB and SQLite may run at most SCHEMA_STEPS
             # instructions (a league database's schema and sqlite_stat1 load in ~354; with
             # SQLITE_ENABLE_STAT4, sqlite_stat4's ~24 samples per index add a few thousand).
             length = self.conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
             self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 2**14)
-            steps = iter(range(_SCHEMA_STEPS // 1000))
+            steps = iter(range(SCHEMA_STEPS // 1000))
             self.conn.set_progress_handler(lambda: next(steps, None) is None, 1000)
             self.conn.row_factory = sqlite3.Row
             self.conn.execute("PRAGMA foreign_keys = ON")
@@ -376,7 +265,7 @@ class LeagueDB:
             if not checked and isinstance(err, sqlite3.DataError):  # only a crafted file
                 why = " (its schema holds a value over 16 KiB: a crafted file)"
             elif not checked and str(err) == "interrupted":
-                why = (f" (its schema took over {_SCHEMA_STEPS:,} steps to load, a league "
+                why = (f" (its schema took over {SCHEMA_STEPS:,} steps to load, a league "
                        "database's takes under 10,000: a crafted file)")
             raise LeagueDBError(f"cannot open league database {self.path}: {err}{why}") from None
         except LeagueDBError:
@@ -393,7 +282,7 @@ class LeagueDB:
             raise LeagueDBError(f"{self.path} has schema version {version}; selfplay writes "
                                 f"0 to {SCHEMA_VERSION}: not a league database")
         order = {"view": 0, "trigger": 1, "table": 2}  # what runs code first
-        extra = sorted(_schema_of(self.conn) - _expected_schema(version),
+        extra = sorted(schema_of(self.conn) - expected_schema(version),
                        key=lambda o: (order.get(o[0], 3), str(o[1])))
         if extra:
             kind, name, _, sql = extra[0]
@@ -546,7 +435,7 @@ class LeagueDB:
         """The settings recorded when run ``run_id`` was created (None if none were)."""
         row = self.conn.execute("SELECT config FROM runs WHERE id = ?", (run_id,)).fetchone()
         return None if row is None or row[0] is None else self._decode(
-            row[0], "runs", f"row {run_id}", "config", _OBJECT)
+            row[0], "runs", f"row {run_id}", "config", OBJECT)
 
     @_writes
     def set_run_config(self, run_id: int, config: dict[str, Any]) -> None:
@@ -614,12 +503,12 @@ class LeagueDB:
         out = []
         for r in rows:
             m = {**dict(r), "roles": self._decode(r["roles"], "members", f"row {r['id']}",
-                                                  "roles", _ROLES), "settings": None}
+                                                  "roles", ROLES), "settings": None}
             text = r["settings"] if "settings" in r.keys() else None  # noqa: SIM118 (< v5)
             if text is not None:
                 try:
                     m["settings"] = self._decode(text, "members", f"row {r['id']}",
-                                                 "settings", _OBJECT)
+                                                 "settings", OBJECT)
                 except LeagueDBError as err:
                     m["settings_error"] = str(err)
             out.append(m)
@@ -662,7 +551,7 @@ class LeagueDB:
                         self._integer(r["version"], "snapshots", f"row {r['id']}", "version"),
                         self._absolute(r["path"]), r["kind"], r["game"],
                         tuple(self._decode(r["roles"], "snapshots", f"row {r['id']}", "roles",
-                                           _ROLES)), r["parent_id"],
+                                           ROLES)), r["parent_id"],
                         self._integer(r["learner_step"], "snapshots", f"row {r['id']}",
                                       "learner_step"),
                         r["created_at"], r["sha256"] if hashed else None)
@@ -716,9 +605,9 @@ class LeagueDB:
             "SELECT * FROM matches WHERE run_id = ? AND key LIKE ? ORDER BY id",
             (run_id, prefix.replace("%", r"\%") + "%"))
         return [MatchRow(r["key"], r["game"],
-                         self._decode(r["seats"], "matches", f"row {r['id']}", "seats", _SEATS),
+                         self._decode(r["seats"], "matches", f"row {r['id']}", "seats", SEATS),
                          self._decode(r["returns"], "matches", f"row {r['id']}", "returns",
-                                      _RETURNS), r["seed"]) for r in rows]
+                                      RETURNS), r["seed"]) for r in rows]
 
     def matches_after(self, run_id: int, after: int) -> list[tuple[int, float, MatchRow]]:
         """The matches recorded after row id ``after``, in recorded order, with their row ids
@@ -728,8 +617,8 @@ class LeagueDB:
             "SELECT * FROM matches WHERE run_id = ? AND id > ? ORDER BY id", (run_id, after))
         return [(int(r["id"]), float(r["created_at"]), MatchRow(
             r["key"], r["game"],
-            self._decode(r["seats"], "matches", f"row {r['id']}", "seats", _SEATS),
-            self._decode(r["returns"], "matches", f"row {r['id']}", "returns", _RETURNS),
+            self._decode(r["seats"], "matches", f"row {r['id']}", "seats", SEATS),
+            self._decode(r["returns"], "matches", f"row {r['id']}", "returns", RETURNS),
             r["seed"])) for r in rows]
 
     def matches_mark(self, run_id: int, upto: int) -> tuple[int, float | None]:
@@ -864,7 +753,7 @@ class LeagueDB:
         rows = self.conn.execute(
             "SELECT * FROM exploitability WHERE run_id = ? ORDER BY id", (run_id,))
         return [{**dict(r), "details": self._decode(r["details"] or "{}", "exploitability",
-                                                     f"row {r['id']}", "details", _OBJECT)}
+                                                     f"row {r['id']}", "details", OBJECT)}
                 for r in rows]
 
     @_writes
@@ -898,4 +787,4 @@ class LeagueDB:
             "SELECT * FROM psro_iterations WHERE run_id = ? ORDER BY iteration", (run_id,))
         return [{**dict(r), "meta_strategy": self._decode(
                     r["meta_strategy"], "psro_iterations", f"iteration {_shown(r['iteration'])}",
-                    "meta_strategy", _META)} for r in rows]
+                    "meta_strategy", META_STRATEGY)} for r in rows]
