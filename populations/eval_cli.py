@@ -46,7 +46,7 @@ from populations.cli_common import (
 from populations.command_line import CLIError
 from populations.config_checks import EXPLOIT_SIZES, MAX_THREADS
 from populations.eval_notes import _field_differs as _field_differs  # tests import it here
-from populations.eval_notes import _game_notes, _same_game, _unrecorded
+from populations.eval_notes import _game_notes, _held_seats, _same_game, _unrecorded
 from populations.eval_seatings import (
     SeatingsInterrupted,
     play_seatings,
@@ -187,9 +187,13 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     if len(policies) < 2 and not args.exploit and len(spec.teams) != 1:
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")
+    held = {name: list(pol.meta.agents) for name, pol in policies.items()}
+    if any(len(seats) < len(spec.agent_ids) for seats in held.values()):  # seatings: an old
+        held = {name: _held_seats(names[name], pol.meta, spec)  # PSRO run's first members
+                for name, pol in policies.items()}  # play their player's seats
     sides = None if args.exploit or not all(  # files of some seats each: their seatings
         _same_game(pol.meta.game, spec.name) for pol in policies.values()) else seating_sides(
-        spec, {name: list(pol.meta.agents) for name, pol in policies.items()})
+        spec, held)
     for name, pol in policies.items():  # each plays every side (a KeyError deep in a match)
         missing = [a for a in spec.agent_ids if a not in pol.meta.agents] if sides is None \
             else []

@@ -159,3 +159,34 @@ def _unrecorded(recorded: str) -> bool:
     """Whether a snapshot's game name may lack the arguments it was trained with: a name
     without ``(...)`` of another family than OpenSpiel's (whose names always held them)."""
     return "(" not in recorded and not recorded.startswith("openspiel/")
+
+
+def _held_seats(path: str, meta: Any, spec: Any) -> list[str]:
+    """The seats policy file ``path`` (its metadata ``meta``) plays in ``selfplay-eval``'s
+    seatings on ``spec``'s game: the seats it holds, except for a PSRO run's initial uniform
+    member saved before f949086, a random policy of every seat under the member name
+    ``psro-<player>-0`` (its ``.json`` sidecar's ``member``, else its folder's name): that
+    player's seats, as the run played it and as the runs since save it (``<player>`` a seat,
+    or a team of several seats: the team's seats). Without this, a run's members were
+    refused as seatings (``psro-player_0-0`` held player_1 too)."""
+    import json
+    import re
+    from pathlib import Path
+
+    agents = list(meta.agents)
+    if meta.kind != "random" or set(agents) != set(spec.agent_ids):
+        return agents
+    file = Path(path)
+    try:
+        with open(file.with_suffix(".json"), encoding="utf-8") as f:
+            member = json.load(f).get("member")
+    except (OSError, ValueError, AttributeError):
+        member = None
+    if not isinstance(member, str):
+        member = file.parent.name
+    player = re.fullmatch(r"psro-(.+)-0", member)
+    if player is None:
+        return agents
+    if player[1] in spec.agent_ids:
+        return [player[1]]
+    return [a.id for a in spec.agents if a.team == player[1]] or agents
