@@ -1,0 +1,145 @@
+"""The rules OpenSpiel games' parameters are checked by before a game is loaded
+(:mod:`games.openspiel`), where OpenSpiel checks few: a count or size below what builds a
+state (which aborted, segfaulted or hung the process), a value of the wrong kind for the
+parameter's default (:mod:`games.kinds` says what each kind takes), a name the game does not
+take, and a file parameter that names no file. Values Hydra gives as ints where the game
+declares a float (or 0/1 for a bool) are made the declared type first (:func:`as_declared`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import numpy as np
+import pyspiel
+
+from games.core import GameError
+from games.kinds import is_flag, is_integer, refusal
+
+# Integer parameters that are not counts or sizes: 0 is a meaningful value for them.
+_NOT_A_COUNT = re.compile(
+    r"seed$|bonus|threshold|points|insanity|handicap|recall|dealer|starting|fixed|extra|knock"
+    r"|num_tricks_in_observation|chance$|bribe|magic_wall"
+)
+_PLAYERS = re.compile(r"players|num_players|numPlayers")
+
+
+def _accepted_range(gspec: Any, name: str, value: Any) -> str | None:
+    """What ``name`` accepts when ``value`` is outside it, else None.
+
+    OpenSpiel checks few parameters: a negative or zero count or size (``goofspiel
+    num_cards=-2``, ``connect_four rows=0``, ``go_fish players=0``) aborts or segfaults the
+    process when a state is built, or hangs. The rules here, from the parameters' defaults,
+    reject every such value that a probe of all registered games found; the default value
+    itself is always accepted (``-1`` and ``0`` often mean "automatic").
+    """
+    default = gspec.parameter_specification.get(name)
+    if (
+        value == default
+        or not isinstance(default, int)
+        or isinstance(default, bool)
+        or not isinstance(value, int)
+        or isinstance(value, bool)  # wrong types: OpenSpiel's own error names them
+    ):
+        return None
+    if _PLAYERS.fullmatch(name):
+        lo, hi = gspec.min_num_players, gspec.max_num_players
+        return None if lo <= value <= hi else f"an integer in [{lo}, {hi}]"
+    if name.endswith("seed") or default < -1:  # a random seed (not oware's num_seeds_...)
+        return None
+    count = not _NOT_A_COUNT.search(name)
+    if default == -1:  # -1 means automatic
+        low = 1 if count else 0
+        return None if value == -1 or value >= low else f"-1 (automatic) or an integer >= {low}"
+    low = 1 if count and default >= 1 else 0
+    return None if value >= low else f"an integer >= {low}"
+
+
+def _accepted_kind(gspec: Any, name: str, value: Any) -> str | None:
+    """What ``name`` accepts when ``value`` is of the wrong type for its default (an int, a
+    float, a bool, a string), else None: OpenSpiel's own "Wrong type for parameter players"
+    was followed by the list of the game's parameter names, which the user had right. An
+    integer's line names its range as :func:`_accepted_range` judges it."""
+    default = gspec.parameter_specification.get(name)
+    if isinstance(default, bool):
+        return refusal(bool, value)
+    if isinstance(default, int):
+        if is_integer(value):
+            return None
+        return _accepted_range(gspec, name, -(10**9)) or "an integer"  # the whole range
+    if isinstance(default, float):
+        return refusal(float, value)
+    if isinstance(default, str):
+        return None if isinstance(value, str) else "a string"
+    return None  # a game inside the game (a dict): judged when loaded
+
+
+def as_declared(short: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with an integer made a float where the game's default is a float:
+    Hydra reads ``game.kwargs.unscaled_move_cost=2`` as an int, which OpenSpiel refused
+    ("Expected type: kDouble, got kInt"). A bool stays a bool (OpenSpiel refuses it for a
+    number, as it should: true is not 1.0); a flag given 0 or 1 is made the bool. A wrapped
+    game's parameters alike (misere's ``game=deep_sea(unscaled_move_cost=2)``,
+    repeated_game's ``stage_game=``)."""
+    gspec = next((g for g in pyspiel.registered_games() if g.short_name == short), None)
+    declared = gspec.parameter_specification if gspec is not None else {}
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, dict) and isinstance(v.get("name"), str):  # a game inside the game
+            v = {"name": v["name"], **as_declared(v["name"], {a: b for a, b in v.items()
+                                                             if a != "name"})}
+        elif (isinstance(declared.get(k), float) and isinstance(v, (int, np.integer))
+              and not isinstance(v, bool)):
+            v = float(v)
+        elif isinstance(declared.get(k), bool) and is_flag(v):  # OpenSpiel refuses 0 and 1
+            v = bool(v)
+        out[k] = v
+    return out
+
+
+def same_types(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` hold values of the same types, into wrapped games' dicts."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_types(a[k], b[k]) for k in a)
+    return type(a) is type(b)
+
+
+def check_params(game_string: str, params: dict[str, Any]) -> None:
+    """Reject parameter values that would crash OpenSpiel later, with a one-line error."""
+    short = game_string.split("(", 1)[0]
+    gspec = next(g for g in pyspiel.registered_games() if g.short_name == short)
+    given = dict(params)
+    if "(" in game_string:
+        try:
+            given.update(pyspiel.game_parameters_from_string(game_string))
+        except pyspiel.SpielError as err:
+            raise GameError(f"bad game string openspiel/{game_string}: {err}") from None
+    for name, value in given.items():
+        if name not in gspec.parameter_specification and name != "name":  # else C++ prints
+            names = sorted(gspec.parameter_specification)
+            raise GameError(f"bad parameter for openspiel/{short}: {name!r} unknown; accepted: "
+                            f"{names if names else 'none (the game takes no parameters)'}")
+        accepted = _accepted_kind(gspec, name, value) or _accepted_range(gspec, name, value)
+        if accepted is not None:
+            raise GameError(
+                f"bad parameter for openspiel/{short}: {name}={value!r}; accepted: {accepted}"
+            )
+    # efg_game / nfg_game read their game from a file: without one OpenSpiel said
+    # "CHECK_TRUE(fd_)" or "IndexError: map::at"
+    if "filename" in gspec.parameter_specification:
+        path = given.get("filename", gspec.parameter_specification["filename"])
+        if not (isinstance(path, str) and os.path.isfile(path)):
+            raise GameError(f"bad parameter for openspiel/{short}: filename={path!r} is not a "
+                            f"file; accepted: the path of a Gambit .{short[:3]} file "
+                            f"(game.kwargs.filename=/path/to/game.{short[:3]})")
+    # the other file parameters (empty: the game's built-in data): a path that is not a file
+    # was CHECK_TRUE(fd_) (colored_trails, crossword, python_hangman) or, in bargaining, a
+    # log line and training on the built-in instances
+    for name, value in given.items():
+        if name.endswith("_file") and value != "" and not (
+            isinstance(value, str) and os.path.isfile(value)
+        ):
+            raise GameError(f"bad parameter for openspiel/{short}: {name}={value!r} is not a "
+                            "file; accepted: the path of a file, or '' for the game's own data")
