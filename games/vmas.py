@@ -365,7 +365,8 @@ class _Sim:
         VMAS resets one copy (or all) per call, dozens of small tensor ops each: ~0.7-1.4 ms
         of a CPU, and on a GPU a launch-bound call per copy, so k copies cost k calls. From
         :func:`batched_reset_from` copies on, all copies are reset in one call and the
-        others put back (:func:`games.vmas_reset.restore_others`): the cost of ~2-15 single resets."""
+        others put back (:func:`games.vmas_reset.restore_others`): the cost of ~2-15 single
+        resets."""
         scenario = self.env.scenario
         with (self.rng(), local_seed(Environment.vmas_random_state),
               _memory_hint(self.where, self.num_envs, self.device, "resetting")):
