@@ -92,7 +92,10 @@ from populations.league_progress import (
     _counts,
     _planned_episodes,
     _time_left,
+    async_pairs_left,
     note_short_budgets,
+    recorded_training,
+    sync_pairs_left,
 )
 from populations.league_state import (
     check_folder,
@@ -249,6 +252,11 @@ class League:
         self.show_progress = progress
         # wall-clock seconds of the run before this process (checkpointed, as a single run's)
         self.seconds, self._began = 0.0, time.perf_counter()
+        # what this process timed, for the time left (_left): the seconds of the whole
+        # generations it ran (member generations, asynchronous) besides their evaluation,
+        # how many, and the seconds and pairs of every evaluation it played
+        self._gen_seconds, self._gens = 0.0, 0
+        self._eval_seconds, self._eval_pairs = 0.0, 0.0
         if resume and not resume_override and not self.run_dir.is_dir():  # create nothing
             w = resume_words()
             raise RunFolderError(f"{w.resume} but run folder {self.run_dir} does not exist: "
@@ -484,6 +492,9 @@ class League:
             self._run_async()
             return
         while self.generation < self.cfg.generations or self.phase != "done":
+            # timed for the estimate when this process trains all of it (not a resume's rest)
+            whole = self.phase == "done" or (self.phase == "training" and not self.trained)
+            began, evaluated = time.perf_counter(), self._eval_seconds
             if self.phase == "done":
                 self.generation += 1
                 self.phase, self.trained = "training", []
@@ -495,11 +506,15 @@ class League:
             self._publish_and_evaluate()
             self.phase = "done"
             self._save()
+            if whole:
+                self._gen_seconds += time.perf_counter() - began - \
+                    (self._eval_seconds - evaluated)
+                self._gens += 1
             if self.generation < self.cfg.generations:  # after the last: finished
                 self._stop_if_asked()
             log.info("generation %d/%d done, %d %s, %.0fs%s", self.generation,
                      self.cfg.generations, self.frames, self.unit, self.elapsed(),
-                     _time_left(self.elapsed(), self.generation, self.cfg.generations))
+                     self._left())
         self.db.set_run_status(self.run_id, "finished")
 
     def _publish_and_evaluate(self) -> None:
@@ -537,7 +552,7 @@ class League:
         interruption are skipped), with a bar of pairs and pairs/s under ``progress`` (a
         batch of pairs at a time: one in process, one per match worker on Ray; each pair
         keeps its seeds, so the records are the same), then a log line with the time."""
-        started = time.time()
+        started = time.perf_counter()
         batch = {"batch": self.cfg.ray_workers if self.cfg.runner == "ray" else 1}
         with tqdm(total=len(pairs), desc=f"generation {g}/{self.cfg.generations} evaluation",
                   unit="pair", disable=not self.show_progress, leave=False,
@@ -547,6 +562,9 @@ class League:
                                     self.cfg.game, self.cfg.game_kwargs, pairs,
                                     self.cfg.eval_episodes, seed=seed, prefix=f"g{g:04d}",
                                     **(self._stop() or (batch if tick else {})), tick=tick)
+        seconds = time.perf_counter() - started
+        self._eval_seconds += seconds  # the pairs it played (a resume skips recorded ones)
+        self._eval_pairs += min(len(pairs), played.added / (2 * self.cfg.eval_episodes))
         if not played.added and not stop_requested():  # a resume after the stop: all recorded
             log.info("generation %d: %s evaluated before the stop; nothing left to play", g,
                      "its 1 pair was" if len(pairs) == 1 else f"its {len(pairs)} pairs were")
@@ -555,7 +573,7 @@ class League:
         log.info("generation %d: evaluated %d snapshot pair%s, %d episodes recorded "
                  "(eval_episodes=%d a side) in %.0fs", g, len(pairs),
                  "" if len(pairs) == 1 else "s", played.added, self.cfg.eval_episodes,
-                 time.time() - started)
+                 seconds)
         return played
 
     # ------------------------------------------------------------------ asynchronous
@@ -578,6 +596,9 @@ class League:
         for m in self.members:
             if self.progress[m.name][0] < self.cfg.generations:
                 self.learners.submit(self._job(m, self.progress[m.name][0] + 1))
+        # timed for the estimate: the loop's seconds besides evaluation per member generation
+        # (the learners train at once: a member generation's share of the wall time)
+        began, evaluated = time.perf_counter(), self._eval_seconds
         while self.learners.busy:
             r = self.learners.wait()
             m = self._member(r.name)
@@ -594,14 +615,34 @@ class League:
             self._stop_if_asked()
             if g < self.cfg.generations:
                 self.learners.submit(self._job(m, g + 1))
-            finished = sum(g for g, p in self.progress.values() if p == "done")
+            self._gens += 1
+            self._gen_seconds = time.perf_counter() - began - (self._eval_seconds - evaluated)
             log.info("%s generation %d/%d done (#%d), %d %s, %.0fs%s", m.name, g,
                      self.cfg.generations, seq, self.frames, self.unit, self.elapsed(),
-                     _time_left(self.elapsed(), finished,
-                                self.cfg.generations * len(self.members)))
+                     self._left())
         self.generation = min(g for g, _ in self.progress.values())
         self._save()
         self.db.set_run_status(self.run_id, "finished")
+
+    def _left(self) -> str:
+        """The progress line's time left (:func:`_time_left`): the mean generation (member
+        generation, asynchronous) this process timed besides its evaluation, times those
+        left, plus the mean evaluated pair's time times the pairs they will evaluate (more
+        each generation: more snapshots). A resume that has timed no whole generation yet
+        takes the recorded training times (``generations`` table)."""
+        cfg, n = self.cfg, len(self.members)
+        if self.progress:  # asynchronous: member generations
+            gens = [g for g, _ in self.progress.values()]  # each "done" in the loop
+            left = n * cfg.generations - sum(gens)
+            pairs_left = async_pairs_left(gens, cfg.eval_window, cfg.generations)
+        else:
+            left = cfg.generations - self.generation
+            pairs_left = sync_pairs_left(n, cfg.eval_window, self.generation, cfg.generations)
+        seconds, done = self._gen_seconds, self._gens
+        if not done:
+            seconds, done = recorded_training(self.db.generations(self.run_id))
+        return _time_left(seconds, done, done + left, self._eval_seconds, self._eval_pairs,
+                          pairs_left)
 
     def _finish_async(self, m: Member, g: int, seq: int | None = None) -> None:
         """Publish member ``m``'s snapshot ``g``, evaluate it against every published one

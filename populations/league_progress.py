@@ -26,16 +26,71 @@ def _advance(bar: tqdm, n: int) -> None:
     bar.update(n - bar.n)
 
 
-def _time_left(seconds: float, done: int, total: int) -> str:
+def _time_left(seconds: float, done: int, total: int, eval_seconds: float = 0.0,
+               pairs: float = 0, pairs_left: float = 0) -> str:
     """``; about 5 min left`` for a run ``done`` of ``total`` generations in after
-    ``seconds`` (the mean so far; a generation's evaluation grows with the snapshots, so
-    "about"), nothing when none is done or none is left."""
-    if done <= 0 or done >= total:
+    ``seconds`` (those this process timed: a resumed run's ``total`` counts those left
+    after them): the mean generation times those left. With the evaluation's timings
+    (``pairs`` evaluated pairs took ``eval_seconds``, not counted in ``seconds``), the
+    evaluation is estimated apart, at the mean time a pair, from the ``pairs_left`` the
+    generations left will play: it grows with the snapshots (:func:`sync_pairs_left`,
+    :func:`async_pairs_left`). Nothing when none is done or none is left. "About": a
+    generation's time varies, with the machine's load too."""
+    left = total - done
+    if done <= 0 or left <= 0:
         return ""
-    left = seconds / done * (total - done)
-    text = (f"{left:.0f}s" if left < 90 else f"{left / 60:.0f} min" if left < 5400
-            else f"{left / 3600:.1f} h")
+    secs = seconds / done * left
+    if pairs > 0:
+        secs += eval_seconds / pairs * pairs_left
+    text = (f"{secs:.0f}s" if secs < 90 else f"{secs / 60:.0f} min" if secs < 5400
+            else f"{secs / 3600:.1f} h")
     return f"; about {text} left"
+
+
+def sync_pairs(members: int, window: int, generation: int) -> int:
+    """The snapshot pairs generation ``generation`` of a league (``sync=True``) of
+    ``members`` members evaluates (``League._evaluate``): each new snapshot against the
+    earlier ones (``members * generation``; the last ``window`` of them when ``window``) and
+    the new ones before it. The matchmaking rule (self-play, FSP, PFSP) picks training
+    opponents only: every rule evaluates these."""
+    rivals = members * generation
+    if window:
+        rivals = min(window, rivals)
+    return members * rivals + members * (members - 1) // 2
+
+
+def sync_pairs_left(members: int, window: int, done: int, total: int) -> int:
+    """The pairs generations ``done + 1`` to ``total`` evaluate (:func:`sync_pairs`)."""
+    return sum(sync_pairs(members, window, g) for g in range(done + 1, total + 1))
+
+
+def async_pairs_left(generations: Sequence[int], window: int, total: int) -> float:
+    """About the pairs an asynchronous league (``sync=False``) has left to evaluate, its
+    members at ``generations`` (each its last done): a member's snapshot ``g`` meets every
+    published one (``League._finish_async``; the last ``window`` when ``window``): its own
+    ``g`` earlier ones and each other member's ``g`` or ``g + 1``, as they finish first or
+    after it (half and half, taken here)."""
+    n = len(generations)
+    left = 0.0
+    for done in generations:
+        for g in range(done + 1, total + 1):
+            rivals = n * g + (n - 1) / 2
+            left += min(window, rivals) if window else rivals
+    return left
+
+
+def recorded_training(rows: Sequence[dict[str, Any]]) -> tuple[float, int]:
+    """The seconds the recorded generations (``LeagueDB.generations`` rows) trained, from
+    the first member's start to the last one's finish of each version, and how many
+    versions: a resumed league's estimate before this process has timed a whole one."""
+    spans: dict[int, tuple[float, float]] = {}
+    for r in rows:
+        if r["started_at"] is None or not r["version"]:  # no start recorded; version 0
+            continue
+        v, start, end = int(r["version"]), float(r["started_at"]), float(r["finished_at"])
+        a, b = spans.get(v, (start, end))
+        spans[v] = (min(a, start), max(b, end))
+    return sum(b - a for a, b in spans.values()), len(spans)
 
 
 def _planned_episodes(m: Member) -> int | None:
