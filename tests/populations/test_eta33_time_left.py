@@ -17,11 +17,22 @@ from populations.league import League
 from populations.league_progress import (
     _time_left,
     async_pairs_left,
+    recorded_training,
     sync_pairs,
     sync_pairs_left,
 )
 from populations.members import MAPPOMember
 from tests.populations.test_league import _kuhn
+
+
+def _league(run_dir, generations, resume=False, **settings):
+    """Three MAPPO members on Kuhn poker (about 1 s a generation), not yet run."""
+    cfg = _kuhn(generations=generations, frames_per_generation=64, eval_episodes=1,
+                **settings)
+    spec = games.make(cfg.game).spec
+    members = [MAPPOMember(name, MAPPO(spec, cfg.mappo, seed=seed))
+               for seed, name in enumerate(("a", "b", "c"))]
+    return League(cfg, run_dir, resume=resume, members=members)
 
 
 def _seconds(text: str) -> float:
@@ -90,11 +101,7 @@ def test_a_growing_evaluation_is_estimated_above_the_mean_generation(window):
 def test_a_league_times_the_pairs_it_plays_as_the_schedule_counts_them(tmp_path, caplog,
                                                                       window):
     caplog.set_level(logging.INFO, "populations.league")
-    cfg = _kuhn(generations=3, frames_per_generation=64, eval_episodes=1, eval_window=window)
-    spec = games.make(cfg.game).spec
-    members = [MAPPOMember(name, MAPPO(spec, cfg.mappo, seed=seed))
-               for seed, name in enumerate(("a", "b", "c"))]
-    league = League(cfg, tmp_path / "run", members=members)
+    league = _league(tmp_path / "run", 3, eval_window=window)
     try:
         league.run()
     finally:
@@ -107,3 +114,38 @@ def test_a_league_times_the_pairs_it_plays_as_the_schedule_counts_them(tmp_path,
     assert league._gens == 3 and league._gen_seconds > 0 and league._eval_seconds > 0
     done = [line for line in lines if " done, " in line]
     assert [("about" in line) for line in done] == [True, True, False], done
+
+
+def test_a_resume_estimates_from_the_recorded_training_then_from_its_own_timings(tmp_path,
+                                                                                caplog):
+    league = _league(tmp_path / "run", 1)
+    try:
+        league.run()
+    finally:
+        league.close()
+    caplog.set_level(logging.INFO, "populations.league")
+    league = _league(tmp_path / "run", 3, resume=True)
+    try:
+        # nothing timed by this process yet: generation 1's recorded training, 2 left
+        seconds, done = recorded_training(league.db.generations(league.run_id))
+        assert done == 1 and seconds > 0
+        assert league._left() == _time_left(seconds, 1, 3)
+        league.run()
+    finally:
+        league.close()
+    done = [r.getMessage() for r in caplog.records if " done, " in r.getMessage()]
+    assert [("about" in line) for line in done] == [True, False], done
+    assert league._gens == 2 and league._eval_pairs == sync_pairs(3, 0, 2) + \
+        sync_pairs(3, 0, 3)
+
+
+def test_the_recorded_training_spans_each_generations_members():
+    rows = [  # members one after another (in process), then at once (learner actors)
+        {"version": 1, "started_at": 0.0, "finished_at": 10.0},
+        {"version": 1, "started_at": 10.5, "finished_at": 14.0},
+        {"version": 2, "started_at": 20.0, "finished_at": 25.0},
+        {"version": 2, "started_at": 21.0, "finished_at": 30.0},
+        {"version": 3, "started_at": None, "finished_at": 40.0},  # no start recorded
+    ]
+    assert recorded_training(rows) == (14.0 + 10.0, 2)
+    assert recorded_training([]) == (0.0, 0)
