@@ -572,6 +572,7 @@ def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[st
     ``frames=1000``, silently), and learner settings no learner of the run reads
     (:func:`~populations.learner_sections.unread_settings`)."""
     from populations.learner_sections import unread_settings
+    from populations.preset_notes import replaced_by_presets
 
     keys = {o.split("=", 1)[0].lstrip("+") for o in overrides if "=" in o}
     kind = exp.population.kind
@@ -588,6 +589,7 @@ def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[st
                       "run's rollouts (population=none) and an LLM team's; this run trains "
                       "without them")
     unread += _unread_population_keys(exp, overrides, auto=auto, auto_payoffs=auto_payoffs)
+    unread += replaced_by_presets(exp, overrides)  # algo=ippo mappo.net.critic=state
     if kind == "none" and exp.runner.kind == "ray" and not exp.runner.rollout_workers and \
             not _plays_own_episodes(exp.algo):  # it trained in this process, unsaid
         others = [o.lstrip("+") for o in overrides if o.lstrip("+").startswith("runner.")]
