@@ -99,7 +99,10 @@ def _roles(games_: Sequence[str], game_kwargs: Mapping[str, Mapping[str, Any]]) 
 def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mapping[str, Any]],
           count: int) -> list[tuple[Any, Any]]:
     """``count`` (model, tokenizer) pairs; tiny models differ by their init seed."""
-    if cfg.model == "tiny":
+    if cfg.model == "tiny":  # seconds to minutes (mpe_tag, liars_dice loaded): said first,
+        log.info("building the LLM team: llm=tiny builds its vocabulary from "  # as a league's
+                 "llm.corpus_episodes=%d random episodes of %s", cfg.corpus_episodes,  # member
+                 ", ".join(games_))  # line does; a single run said nothing until it trained
         prompt = cfg.grpo.prompt
         texts = [prompt.static_text(), PromptConfig().static_text(), *cfg.role_prompts.values()]
         for i, g in enumerate(games_):
