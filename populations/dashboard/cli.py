@@ -23,7 +23,7 @@ from pathlib import Path
 
 import uvicorn
 
-from populations.cli_common import OneLineParser
+from populations.cli_common import OneLineParser, integer
 from populations.dashboard.app import bind, create_app, trusted_hosts
 from populations.dashboard.data import DashboardData, source_status
 from populations.dashboard.export import ExportError, export_html, new_folder
@@ -55,12 +55,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="league.db files, run folders, or folders of runs (default: .)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default %(default)s)")
+    p.add_argument("--port", type=integer("0-65535"), default=DEFAULT_PORT,
+                   help="port (default %(default)s)")
     p.add_argument("--refresh", type=_seconds, default=5.0, metavar="SECONDS",
                    help="how often the page reloads the data (default %(default)s)")
     p.add_argument("--export", metavar="FILE.html",
                    help="write a static HTML report of every run and exit")
-    p.add_argument("--max-points", type=int, default=400,
+    p.add_argument("--max-points", type=integer("an integer >= 2"), default=400,
                    help="points per learner curve (longer histories are averaged)")
     args = p.parse_args(argv)
     if not args.host.strip():  # uvicorn and bind() would listen on every interface

@@ -104,6 +104,19 @@ def test_refresh_must_be_a_finite_timer(value, runs, capsys):
     assert f"argument --refresh: {value}: expected a number of seconds" in err, err
 
 
+@pytest.mark.parametrize("flag, value, accepted", [
+    ("--port", "abc", "0-65535"), ("--max-points", "many", "an integer >= 2")])
+def test_a_numeric_flag_given_no_number_says_what_it_accepts(flag, value, accepted, runs,
+                                                             capsys):
+    # argparse's own "invalid int value: 'abc'" named no range (selfplay-eval's flags: fix33b)
+    with pytest.raises(SystemExit) as stop:
+        cli.parse_args([str(runs), flag, value])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"selfplay-dashboard: argument {flag}: {value!r}: expected {accepted} "
+                   "(see --help)"), err
+
+
 def test_the_longest_refresh_is_accepted(runs):
     assert cli.parse_args([str(runs), "--refresh", "2147483"]).refresh == 2147483
 
