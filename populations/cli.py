@@ -113,10 +113,20 @@ def check_entity_graphs(exp: Any) -> None:
     from populations.experiment import league_member_specs
     from populations.learner_sections import settings
 
+    # what each learner trains with: its section's settings with its preset applied (IPPO's
+    # local critic: mappo.net.critic=gnn is not read by algo=ippo)
     if exp.population.kind == "league":
-        configs = [config for *_, config in league_member_specs(exp)]
+        configs = [entry.resolve(config) for _, _, entry, config in league_member_specs(exp)]
+    elif exp.population.kind == "psro":
+        # PSRO trains no algo: its oracle's learner (exact, and rl's default MAPPO with local
+        # critics, read no section; auto is decided on the game later, where the learner's
+        # own check refuses a graph reader)
+        oracle = exp.population.oracle
+        entry = None if oracle in ("auto", "exact", "rl") else registry.get(oracle)
+        configs = [] if entry is None else [entry.resolve(settings(exp, entry))]
     else:
-        configs = [settings(exp, registry.get(exp.algo))]
+        entry = registry.get(exp.algo)
+        configs = [entry.resolve(settings(exp, entry))]
     if not any(reads_graphs(c.net) for c in configs if hasattr(c, "net")):
         return
     import games
