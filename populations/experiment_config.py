@@ -138,9 +138,15 @@ class ExploitEvery:
                              f"({where}: {{lr: 0.001}})")
         entry = registry.get(self.algo)  # one line listing the registered algos when unknown
         try:
-            return section_config(entry, self.learner)
+            config = section_config(entry, self.learner)
         except ValueError as err:  # named as the user wrote it, not as the run's section
             raise ValueError(str(err).replace(f"{entry.section}.", f"{where}.")) from None
+        # a setting the algo's preset replaces (learner: {mixer: vdn} for qmix, net.critic
+        # for ippo) would be recorded but not trained: this section is the user's own, refused
+        why = registry.preset_refusal(self.algo, config, where)
+        if why:
+            raise ValueError(why.replace(" algo=", " population.exploit.algo="))
+        return config
 
 
 @dataclass
