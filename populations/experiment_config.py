@@ -115,6 +115,8 @@ class ExploitEvery:
                              "(generations between estimates; 0: never)")
         if self.every:
             self.config()  # a bad algo, budget or learner key fails at config time, in one line
+        elif self.learner:  # a mistyped key is refused whether or not estimates run
+            self.learner_config()
 
     def config(self, seed: int = 0, device: str = "cpu") -> ApproxConfig:
         from populations.approx_exploit import ApproxConfig  # torch: imported when needed
