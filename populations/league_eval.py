@@ -1,8 +1,8 @@
 """What a league records of each new snapshot's evaluation, after its matches are played
 (:meth:`populations.league.League._evaluate`): the exact NashConv of small OpenSpiel games
 and the approximate one (``nash_conv/<member>``, the ``exploitability`` table), an LLM
-snapshot's share of legal evaluation moves (``eval_legal_rate/<member>@v<version>``, one
-warning below ``LOW_LEGAL_RATE``) and the exploiters' resets (``<member>/reset``, AlphaStar's). Each
+member's share of legal evaluation moves (``eval_legal_rate/<member>``, one warning below
+``LOW_LEGAL_RATE``) and the exploiters' resets (``<member>/reset``, AlphaStar's). Each
 function takes the :class:`~populations.league.League` (its settings, store, database and
 metrics) and writes the same rows when a resume records the generation again.
 :func:`league_table` reads the run back as the closing table the command lines print (one
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from populations.db import LeagueDB, SnapshotRow
 
 log = logging.getLogger("populations.league")  # the league's log, as before the move
-LEGAL_RATE = "eval_legal_rate/"  # + <member>@v<version>: the metric of log_legal_rates
+LEGAL_RATE = "eval_legal_rate/"  # + <member> (@v<version>): the metrics of log_legal_rates
 
 
 def log_nash_conv(league: Any, snaps: Sequence[Any], generation: int) -> None:
@@ -62,21 +62,28 @@ def log_nash_conv(league: Any, snaps: Sequence[Any], generation: int) -> None:
 
 
 def log_legal_rates(league: Any, new: Sequence[Any], played: PairsPlayed) -> None:
-    """``eval_legal_rate/<member>@v<version>``: the share of an LLM snapshot's evaluation
-    moves that named a legal action (the rest were its fallback's, which a match plays also
-    with ``on_invalid=end``: its rating measures them too), at the league's step, for each
-    new snapshot and each rival the pairs played that has no rate yet (a lone LLM member's
-    v0 has no pair at generation 0: it first plays v1); a member below ``LOW_LEGAL_RATE``
-    is warned of once per process (one line). Over the pairs this process played: a resume
-    skips those recorded before a stop."""
+    """``eval_legal_rate/<member>``: the share of each new LLM snapshot's evaluation moves
+    that named a legal action (the rest were its fallback's, which a match plays also with
+    ``on_invalid=end``: its rating measures them too), at the league's step: one point a
+    generation per member, the curve the dashboard and wandb draw. A rival the pairs played
+    that has no rate yet (:func:`snapshot_legal_rates`: a lone LLM member's v0, which has no
+    pair at generation 0 and first plays v1) gets its own, ``eval_legal_rate/<member>@v<version>``
+    (:func:`legal_key`), which names the snapshot; a rival with a rate keeps it (an older
+    run's per-member row included). A member below ``LOW_LEGAL_RATE`` is warned of once per
+    process (one line). Over the pairs this process played: a resume skips those recorded
+    before a stop."""
     ids = {s.id for s in new}
-    rivals = [s for s in league.store.snapshots() if s.id in played.moves and s.id not in ids]
-    rates = {s: played.legal_rate(s.id) for s in [*new, *rivals]
-             if s.id in ids or not league.db.metric(league.run_id, legal_key(s))}
+    snaps = league.store.snapshots()
+    rivals = [s for s in snaps if s.id in played.moves and s.id not in ids]
+    if rivals:
+        rated = snapshot_legal_rates(league.db, league.run_id, snaps)
+        rivals = [s for s in rivals if s.id not in rated.get(s.member, {})]
+    rates = {s: played.legal_rate(s.id) for s in [*new, *rivals]}
     rates = {s: r for s, r in rates.items() if r is not None}
     if not rates:
         return
-    league.log_metrics(league.frames, {legal_key(s): r for s, r in rates.items()})
+    league.log_metrics(league.frames, {
+        f"{LEGAL_RATE}{s.member}" if s.id in ids else legal_key(s): r for s, r in rates.items()})
     for s, rate in rates.items():
         if rate < LOW_LEGAL_RATE and s.member not in league.legal_warned:
             league.legal_warned.add(s.member)
@@ -87,8 +94,9 @@ def log_legal_rates(league: Any, new: Sequence[Any], played: PairsPlayed) -> Non
 
 
 def legal_key(snap: Any) -> str:
-    """The metric of ``snap``'s evaluation legal rate: ``eval_legal_rate/<member>@v<version>``
-    (runs before 2026-12 logged ``eval_legal_rate/<member>``: :func:`snapshot_legal_rates`)."""
+    """The metric of the legal rate of ``snap``, a rival first rated after its own
+    evaluation (:func:`log_legal_rates`): ``eval_legal_rate/<member>@v<version>``. The
+    dashboard draws it in its member's ``eval_legal_rate/<member>`` series."""
     return f"{LEGAL_RATE}{snap.member}@v{snap.version}"
 
 
@@ -97,10 +105,10 @@ def snapshot_legal_rates(db: LeagueDB, run_id: int,
     """The evaluation legal rate logged for each of ``snaps`` (:func:`log_legal_rates`), by
     member name, then snapshot id, rounded to 3 digits (the newest row of a snapshot: a
     resume's replaces it): a member that logged none is absent, a snapshot whose evaluation
-    logged none too. ``eval_legal_rate/<member>@v<version>`` names its snapshot; an older
-    run's ``eval_legal_rate/<member>`` (its step, the league's frame count, names none)
-    belongs to the member's newest snapshot published before the row was written (a
-    snapshot is published, then evaluated; publishing it again on a resume keeps its time)."""
+    logged none too. ``eval_legal_rate/<member>@v<version>`` names its snapshot;
+    ``eval_legal_rate/<member>`` (its step, the league's frame count, names none) belongs
+    to the member's newest snapshot published before the row was written (a snapshot is
+    published, then evaluated; publishing it again on a resume keeps its time)."""
     rows = db.conn.execute(
         "SELECT key, value, created_at FROM metrics WHERE run_id = ? AND substr(key, 1, ?) = ? "
         "ORDER BY created_at, id", (run_id, len(LEGAL_RATE), LEGAL_RATE)).fetchall()

@@ -730,8 +730,8 @@ PANELS: tuple[Panel, ...] = (
           "before normalization"),
     Panel("PPO diagnostics", rf"{_M}losses/(approx_kl|clipfrac|explained_var)", "value"),
     # LLM teams (training rollouts; eval_legal_rate: a single run's final evaluation, a
-    # league's eval_legal_rate/<member> per new snapshot): rates in [0, 1], apart from the
-    # counts and throughput, which would flatten them
+    # league's eval_legal_rate/<member> per new snapshot, series_key): rates in [0, 1], apart
+    # from the counts and throughput, which would flatten them
     Panel("LLM actions / task success",
           rf"{_M}charts/(success_rate|legal_rate|eval_legal_rate)$|^eval_legal_rate/.+$",
           "rate"),
@@ -740,18 +740,39 @@ PANELS: tuple[Panel, ...] = (
 )
 
 
+# a league's legal rate of one snapshot, logged for a rival first rated after its own
+# evaluation (league_eval.legal_key: a lone LLM member's v0): a point of its member's curve
+_SNAPSHOT_RATE = re.compile(r"^(eval_legal_rate/.+)@v\d+$")
+
+
+def series_key(key: str) -> str:
+    """The curve metric ``key``'s points are drawn in: ``eval_legal_rate/<member>@v<version>``
+    (one point each) in its member's ``eval_legal_rate/<member>``; others in their own."""
+    m = _SNAPSHOT_RATE.match(key)
+    return m.group(1) if m else key
+
+
 def metric_keys(db: LeagueDB, run_id: int) -> list[str]:
-    rows = db.conn.execute("SELECT DISTINCT key FROM metrics WHERE run_id = ? ORDER BY key",
-                           (run_id,))
-    return [r[0] for r in rows]
+    """The run's curves (:func:`series_key`), by name."""
+    rows = db.conn.execute("SELECT DISTINCT key FROM metrics WHERE run_id = ?", (run_id,))
+    return sorted({series_key(r[0]) for r in rows})
 
 
 def metric_series(db: LeagueDB, run_id: int, keys: list[str],
                   max_points: int = MAX_POINTS) -> list[dict[str, Any]]:
     """One series per (key, member): steps bucketed into at most ``max_points`` bins of
-    equal width over the run's step range, values averaged per bin."""
+    equal width over the run's step range, values averaged per bin. A key's series takes
+    the points of the keys drawn in it (:func:`series_key`: a league's
+    ``eval_legal_rate/<member>@v<version>`` in ``eval_legal_rate/<member>``; a bin holding
+    both averages them, as any of its points)."""
     if not keys:
         return []
+    wanted = {series_key(k) for k in keys}
+    legal = db.conn.execute("SELECT DISTINCT key FROM metrics WHERE run_id = ? AND "
+                            "substr(key, 1, 16) = 'eval_legal_rate/'", (run_id,))
+    keys = sorted({*keys, *(k for (k,) in legal if series_key(k) in wanted)})
+    alias = [(k, series_key(k)) for k in keys if series_key(k) != k]
+    drawn = ("CASE key " + "WHEN ? THEN ? " * len(alias) + "ELSE key END") if alias else "key"
     numbers = ("typeof(step) = 'integer' AND typeof(value) IN ('integer', 'real')")  # not text
     lo, hi = db.conn.execute(f"SELECT MIN(step), MAX(step) FROM metrics WHERE run_id = ? AND "
                              f"{numbers}", (run_id,)).fetchone()
@@ -760,10 +781,11 @@ def metric_series(db: LeagueDB, run_id: int, keys: list[str],
     names = {m["id"]: m["name"] for m in db.members(run_id)}
     marks = ",".join("?" * len(keys))
     rows = db.conn.execute(
-        f"SELECT member_id, key, MAX(step), AVG(value) FROM metrics WHERE run_id = ? AND "
-        f"{numbers} AND key IN ({marks}) GROUP BY member_id, key, ((step - ?) * ?) / ? "
-        "ORDER BY key, member_id, MAX(step)",
-        (run_id, *keys, lo, max(1, max_points), hi - lo + 1))
+        f"SELECT member_id, {drawn} AS drawn, MAX(step), AVG(value) FROM metrics WHERE "
+        f"run_id = ? AND {numbers} AND key IN ({marks}) GROUP BY member_id, drawn, "
+        "((step - ?) * ?) / ? ORDER BY drawn, member_id, MAX(step)",
+        (*(x for pair in alias for x in pair), run_id, *keys, lo, max(1, max_points),
+         hi - lo + 1))
     series: dict[tuple[str, int | None], dict[str, Any]] = {}
     for member_id, key, step, value in rows:
         s = series.get((key, member_id))

@@ -69,3 +69,31 @@ def test_an_llm_runs_action_and_task_metrics_have_panels(tmp_path):
     assert member["LLM throughput"] == {"llm/charts/tokens_per_second"}
     mappo = _panels(tmp_path / "p", {"charts/episode_return": 1.0, "charts/frames": 8.0})
     assert not {LLM, "LLM invalid turns", "LLM throughput"} & set(mappo)
+
+
+def test_a_leagues_legal_rate_is_one_curve_per_member(tmp_path):
+    """A league logs ``eval_legal_rate/<member>`` for each new snapshot and
+    ``eval_legal_rate/<member>@v<version>`` for a rival with no rate yet (a lone LLM member's
+    v0, league_eval.legal_key), and runs made with 6dbec56 logged every snapshot's rate under
+    its own key: one point a key, which the chart's lines did not draw (rfix33b). Each key of
+    a member is drawn in its member's curve; a bin holding two averages them."""
+    db = LeagueDB(tmp_path / "league.db")
+    run = db.create_run("r", experiment="league", game="g")
+    db.log_metrics(run, 0, {"eval_legal_rate/mixed@v0": 0.5})  # a 6dbec56 run's key
+    db.log_metrics(run, 64, {"eval_legal_rate/llm": 0.75, "eval_legal_rate/llm@v0": 0.25,
+                             "eval_legal_rate/mixed@v1": 0.625})
+    db.log_metrics(run, 128, {"eval_legal_rate/llm": 1.0, "eval_legal_rate/mixed": 0.875,
+                              "eval_legal_rate/llm2@v0": 0.125})  # one point: its own curve
+    doc = queries.learner_panels(db, run)
+    (panel,) = [p for p in doc["panels"] if p["title"] == LLM]
+    curves = {s["key"]: (s["step"], s["value"]) for s in panel["series"]}
+    assert curves == {"eval_legal_rate/llm": ([64, 128], [0.5, 1.0]),
+                      "eval_legal_rate/llm2": ([128], [0.125]),
+                      "eval_legal_rate/mixed": ([0, 64, 128], [0.5, 0.625, 0.875])}
+    # the free chart's keys are the curves; either key of a member asks for its curve
+    assert [k for k in doc["keys"] if k.startswith("eval_legal_rate/")] == list(curves)
+    for key in ("eval_legal_rate/mixed", "eval_legal_rate/mixed@v1"):
+        (series,) = queries.metric_series(db, run, [key])
+        assert (series["key"], series["step"], series["value"]) == (
+            "eval_legal_rate/mixed", [0, 64, 128], [0.5, 0.625, 0.875])
+    db.close()

@@ -1,10 +1,14 @@
 """Each LLM snapshot of a league gets its own evaluation legal rate (left33): in a league of
 one LLM member, v0 has no pair at generation 0 and first plays v1 at generation 1, whose
 rate was logged as ``eval_legal_rate/<member>`` and credited to the member's newest
-snapshot, so v0's row read "not recorded". The rate is now logged per snapshot
-(``eval_legal_rate/<member>@v<version>``); run folders with the per-member key still read."""
+snapshot, so v0's row read "not recorded". v0, a rival with no rate yet, now logs its own
+(``eval_legal_rate/<member>@v<version>``), beside v1's ``eval_legal_rate/<member>``, the
+member's curve (rfix33b: 6dbec56 logged every snapshot's rate under its own key, one point
+each, which the dashboard's line chart did not draw)."""
 
 import sqlite3
+
+import pytest
 
 from populations.experiment import run_experiment
 from tests.populations.test_llm_experiments import TINY_LLM, _experiment
@@ -20,11 +24,15 @@ def test_a_lone_llm_members_v0_gets_its_own_rate(tmp_path):
     assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in legal.values()), legal
     db = sqlite3.connect(summary.database)
     try:
-        keys = {k for (k,) in db.execute(
-            "SELECT key FROM metrics WHERE key LIKE 'eval_legal_rate/%'")}
+        rows = db.execute("SELECT key, step, value FROM metrics WHERE key LIKE "
+                          "'eval_legal_rate/%' ORDER BY key").fetchall()
     finally:
         db.close()
-    assert keys == {"eval_legal_rate/llm@v0", "eval_legal_rate/llm@v1"}
+    # both at generation 1's step: v1's on the member's curve, v0's (its first pair) its own
+    assert [(k, s) for k, s, _ in rows] == [("eval_legal_rate/llm", rows[0][1]),
+                                            ("eval_legal_rate/llm@v0", rows[0][1])]
+    assert [v for _, _, v in rows] == pytest.approx([legal[("llm", 1)], legal[("llm", 0)]],
+                                                    abs=5e-4)  # the table's: rounded
 
 
 def test_per_snapshot_and_older_per_member_rows_read_back(tmp_path):
