@@ -356,8 +356,23 @@ def preset_refusal(name: str, section_config: Any, where: str | None = None) -> 
                            and _keeps(e, section_config, key, value))
             hint = f"; use algo={keeps[0]}" if keeps else ""
             return (f"{where or entry.section}.{key}={value!r}: algo={name} fixes it to "
-                    f"{fixed[key]!r}{hint}")
+                    f"{fixed[key]!r}{hint}{_python_default(section_config, key, value, fixed)}")
     return None
+
+
+def _python_default(section_config: Any, key: str, value: Any, fixed: dict[str, Any]) -> str:
+    """Where ``value`` is the config class's own default (a section made in Python, as
+    ``ValueDecompConfig(lr=1e-3)`` for algo=vdn, whose class defaults to the qmix mixer),
+    how to spell the preset's value there: the user never typed ``value`` ("" otherwise)."""
+    cls = type(section_config)
+    try:
+        default = _leaves(cls()).get(key)
+    except Exception:  # noqa: BLE001 (a user's config class: only for a hint)
+        return ""
+    if default != value or "." in key:
+        return ""
+    return (f" (in Python {cls.__name__}() defaults to {key}={value!r}: give "
+            f"{cls.__name__}({key}={fixed[key]!r}, ...))")
 
 
 def _keeps(entry: LearnerEntry, config: Any, key: str, value: Any) -> bool:

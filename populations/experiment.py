@@ -75,7 +75,6 @@ from populations.learner_build import (  # make_learner: re-exported, its old ho
 )
 from populations.learner_sections import (  # settings: re-exported, its old home
     check_learner_sections,
-    learner_sections,
     section_configs,
     settings,
 )
@@ -241,12 +240,18 @@ def check_presets(cfg: ExperimentConfig) -> None:
     trained QMIX while ``settings.json`` recorded vdn. A shared section is not judged: IPPO's
     preset replaces the ``mappo`` critic that ``encoder=gnn`` sets for both (a league's
     members are checked with their own settings in :func:`check_experiment`)."""
-    given = {f.name for f in dataclasses.fields(cfg)} | set(learner_sections(cfg))
-    for name, entry in registry.entries().items():
-        if entry.preset is not None and entry.section == name and name in given:
-            found = registry.preset_refusal(name, settings(cfg, entry))
-            if found is not None:
-                raise ValueError(found)
+    # only the learner the run trains: a section no learner of the run reads is the unread
+    # sections' warning (qmix.mixer=vdn with algo=mappo: "not read by this run"), and a
+    # league's members are checked with their own settings in _check_on
+    kind, oracle = cfg.population.kind, cfg.population.oracle
+    name = cfg.algo if kind == "none" else oracle if kind == "psro" else None
+    entry = registry.entries().get(name) if name else None
+    if entry is None or entry.preset is None or entry.section != name:
+        return
+    found = registry.preset_refusal(name, settings(cfg, entry))
+    if found is not None:
+        raise ValueError(found if kind == "none" else
+                         found.replace(" algo=", " population.oracle="))
 
 
 def _check_on(cfg: ExperimentConfig, game: games.Game) -> None:
