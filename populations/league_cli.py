@@ -12,7 +12,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from populations.league import League, LeagueConfig
+from populations.config_checks import SEED_END
+from populations.league import _COUNTS, _MOST, League, LeagueConfig
+
+
+def _accepts(name: str) -> str:
+    """What :class:`LeagueConfig` takes for its integer field ``name``, in its range error's
+    words (``num_envs`` 1 to 10**9): the words a flag given no integer says."""
+    least = _COUNTS[name]
+    return f"an integer from {least} to {_MOST[name]}" if name in _MOST else \
+        f"an integer >= {least}"
+
+
+SEED_RANGE = f"an integer from 0 to {SEED_END - 1} (2**62 - 1)"  # LeagueConfig's seed error
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,16 +63,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--game-kwargs", default=None, metavar="JSON",
                    help="the game's keyword arguments as a JSON object, replacing its defaults "
                         "(the default game's: {\"max_cycles\": 25}), e.g. '{\"players\": 3}'")
-    p.add_argument("--generations", type=integer(AT_LEAST_ONE), default=None,
+    p.add_argument("--generations", type=integer(_accepts("generations")), default=None,
                    help=f"snapshots published after the initial one (default "
                         f"{LeagueConfig.generations}; a resume goes on to the run's own count "
                         "unless this is given)")
-    p.add_argument("--frames-per-generation", type=integer(AT_LEAST_ONE),
+    p.add_argument("--frames-per-generation", type=integer(_accepts("frames_per_generation")),
                    default=LeagueConfig.frames_per_generation)
-    p.add_argument("--num-envs", type=integer(AT_LEAST_ONE), default=LeagueConfig.num_envs)
-    p.add_argument("--eval-episodes", type=integer(AT_LEAST_ONE),
+    p.add_argument("--num-envs", type=integer(_accepts("num_envs")),
+                   default=LeagueConfig.num_envs)
+    p.add_argument("--eval-episodes", type=integer(_accepts("eval_episodes")),
                    default=LeagueConfig.eval_episodes)
-    p.add_argument("--seed", type=integer("an integer >= 0"), default=0)
+    p.add_argument("--seed", type=integer(SEED_RANGE), default=0)
     p.add_argument("--runner", choices=["local", "ray"], default="local",
                    help="ray: members train on learner actors, matches on Ray workers")
     p.add_argument("--ray-address", default=None, help="join this Ray cluster (runner ray)")
