@@ -28,6 +28,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +69,20 @@ if TYPE_CHECKING:
     from llm_agents.ray_rollouts import RolloutWorkersConfig
 
 log = logging.getLogger(__name__)
+# set in vocabulary_said(): a caller's own line said what a tiny team's build spends its time on
+_VOCABULARY_SAID: ContextVar[bool] = ContextVar("llm_tiny_vocabulary_said", default=False)
+
+
+@contextmanager
+def vocabulary_said() -> Iterator[None]:
+    """A block whose tiny LLM teams' builds leave their ``building the LLM team: llm=tiny
+    builds its vocabulary ...`` line to the caller, which said it (a league's member line,
+    ``league member 1/2: building llm (llm_grpo; llm=tiny builds its vocabulary ...)``)."""
+    token = _VOCABULARY_SAID.set(True)
+    try:
+        yield
+    finally:
+        _VOCABULARY_SAID.reset(token)
 
 
 def _prepare(cfg: LLMConfig, model: Any, k: int = 0) -> Any:
@@ -97,12 +112,15 @@ def _roles(games_: Sequence[str], game_kwargs: Mapping[str, Mapping[str, Any]]) 
 
 
 def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mapping[str, Any]],
-          count: int) -> list[tuple[Any, Any]]:
-    """``count`` (model, tokenizer) pairs; tiny models differ by their init seed."""
-    if cfg.model == "tiny":  # seconds to minutes (mpe_tag, liars_dice loaded): said first,
-        log.info("building the LLM team: llm=tiny builds its vocabulary from "  # as a league's
-                 "llm.corpus_episodes=%d random episodes of %s", cfg.corpus_episodes,  # member
-                 ", ".join(games_))  # line does; a single run said nothing until it trained
+          count: int, say: bool = True) -> list[tuple[Any, Any]]:
+    """``count`` (model, tokenizer) pairs; tiny models differ by their init seed. ``say``:
+    a tiny team's build says first what it spends its time on, unless a caller said it
+    (:func:`vocabulary_said`)."""
+    if cfg.model == "tiny":  # seconds to minutes (mpe_tag, liars_dice loaded): a single run
+        if say and not _VOCABULARY_SAID.get():  # said nothing until it trained
+            log.info("building the LLM team: llm=tiny builds its vocabulary from "
+                     "llm.corpus_episodes=%d random episodes of %s", cfg.corpus_episodes,
+                     ", ".join(games_))
         prompt = cfg.grpo.prompt
         texts = [prompt.static_text(), PromptConfig().static_text(), *cfg.role_prompts.values()]
         for i, g in enumerate(games_):
@@ -307,7 +325,8 @@ def build_team(cfg: LLMConfig, games_: Sequence[str],
                workdir: str | Path | None = None, warn: bool = True) -> Team:
     """The team ``cfg`` describes for ``games_`` (their roles, their texts for tiny models);
     ``workdir`` holds tiny models written for the vLLM backend. ``warn=False`` (a rollout
-    actor's copy of the driver's team) leaves the settings' warnings to the driver."""
+    actor's copy of the driver's team) leaves the settings' warnings and a tiny team's
+    vocabulary line to the driver."""
     check_backend_here(cfg.backend)  # before the models load (seconds for a real one)
     kw = game_kwargs or {}
     roles = _roles(games_, kw)
@@ -318,12 +337,12 @@ def build_team(cfg: LLMConfig, games_: Sequence[str],
             log.warning(note)
     backend_kw: dict[str, Any] = {"seed": cfg.grpo.seed}
     if cfg.team == "shared":
-        pairs = _load(cfg, games_, kw, 1)
+        pairs = _load(cfg, games_, kw, 1, say=warn)
         _check_context(cfg, pairs)
         _served(cfg, pairs, ["shared"], workdir)
         ((model, tok),) = pairs
         return Team.shared(model, tok, cfg.role_prompts, backend=cfg.backend, **backend_kw)
-    pairs = _load(cfg, games_, kw, len(roles))
+    pairs = _load(cfg, games_, kw, len(roles), say=warn)
     _check_context(cfg, pairs)
     _served(cfg, pairs, roles, workdir)
     return Team.per_role(dict(zip(roles, pairs, strict=True)), cfg.role_prompts,
