@@ -531,8 +531,10 @@
   }
 
   // ------------------------------------------------------------------ learner curves
+  // a curve of one point (a metric logged once: a one-generation league's legal rate) as a
+  // marker: a line of one point draws nothing
   const curve = (s) => ({
-    type: "scatter", mode: "lines", x: s.step, y: s.value,
+    type: "scatter", mode: s.step.length === 1 ? "markers" : "lines", x: s.step, y: s.value,
     name: pt(s.member ? `${s.key} · ${s.member}` : s.key),
   });
 
