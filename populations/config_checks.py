@@ -481,14 +481,19 @@ def unknown_key_message(node: Any, path: str, sub: str, err: Exception) -> str:
 
 def nearest_keys(bad: str, keys: list[str], where: str, tree: Mapping[str, Any] | None = None
                  ) -> str:
-    """``nearest: mappo.lr`` (the keys of section ``where`` spelt like ``bad``); where none is
+    """``nearest: mappo.lr`` (the keys of section ``where`` that ``bad`` begins, then those
+    spelt like it: ``mappo.ent``: ``nearest: mappo.ent_coef, mappo.net``); where none is
     close, the key ``bad`` of a section inside it (``tree``: the section as nested dicts;
     ``llm.adv_norm``: ``nearest: llm.grpo.adv_norm``), else the keys its first word
     abbreviates or that abbreviate it (``vdn.epsilon``: ``nearest: vdn.eps_start, ...``), else
     all of the keys."""
     import difflib
 
-    near = difflib.get_close_matches(bad, keys, n=3, cutoff=0.6) or _inside(bad, tree or {}) \
+    # the keys that ``bad`` begins first (``mappo.ent``: ent_coef, which difflib ranks below
+    # net, being spelt further from it), then difflib's
+    begun = [k for k in keys if len(bad) >= 3 and k.lower().startswith(bad.lower())]
+    close = difflib.get_close_matches(bad, keys, n=3, cutoff=0.6)
+    near = list(dict.fromkeys([*begun, *close]))[:3] or _inside(bad, tree or {}) \
         or _abbreviated(bad, keys)
     prefix = f"{where}." if where else ""
     return (f"nearest: {', '.join(prefix + k for k in near)}" if near else
