@@ -204,6 +204,12 @@ class NetConfig:
             check_encoder(self.encoder)
 
 
+def reads_graphs(net: NetConfig) -> bool:
+    """Whether ``net``'s actor or critic reads the game's entity graphs (``gnn``): here,
+    without torch, for the config check (``populations.cli``) as for MAPPO itself."""
+    return "gnn" in (net.encoder, net.critic)
+
+
 @dataclass(frozen=True)
 class MAPPOConfig:
     """MAPPO / IPPO hyperparameters (defaults tuned for MPE on a CPU)."""

@@ -60,6 +60,7 @@ from marl.configs import (  # noqa: F401 - re-exported: the choices' old home
     ROLLOUT_ENDS,
     TRUNCATIONS,
     MAPPOConfig,  # the settings, torch-free (selfplay-train checks them early)
+    reads_graphs,
 )
 from marl.core import (
     Capabilities,
@@ -99,11 +100,6 @@ def resolve_net(net: NetConfig, spec: GameSpec, agents: tuple[str, ...]) -> NetC
         same = len({space_key(spec.action_spaces[a]) for a in agents}) == 1
         share = "all" if same else "role"
     return dataclasses.replace(net, critic=critic, share=share)
-
-
-def reads_graphs(net: NetConfig) -> bool:
-    """Whether ``net``'s actor or critic reads the game's entity graphs (``gnn``)."""
-    return "gnn" in (net.encoder, net.critic)
 
 
 def check_game(cfg: MAPPOConfig, spec: GameSpec) -> str | None:
