@@ -109,7 +109,7 @@ def check_entity_graphs(exp: Any) -> None:
     layers built (seconds of CPU). A game with no entity graphs is the learner's own
     refusal (:func:`marl.mappo.check_game`, from the game's spec)."""
     from marl import registry
-    from marl.mappo import reads_graphs
+    from marl.configs import reads_graphs
     from populations.experiment import league_member_specs
     from populations.learner_sections import settings
 

@@ -55,6 +55,8 @@ POPULATIONS_KNOWN: dict[tuple[str, str], str] = {
     # before torch loads: marl.configs holds them without torch
     ("populations/config_checks.py", "marl.configs"): "MAPPOConfig of the early checks",
     ("populations/config_checks.py", "llm_agents.settings"): "LLMConfig of the early checks",
+    # the config check asks whether a learner's net reads entity graphs before torch_geometric
+    ("populations/cli.py", "marl.configs"): "reads_graphs of the early entity-graph check",
     # the population/runner dataclasses check their values as the learners' do (ec9fea6)
     ("populations/experiment_config.py", "marl.configs"): "check_number, COUNT, RATE",
     # the Python API's League() without members builds one MAPPO member from LeagueConfig
