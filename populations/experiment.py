@@ -33,7 +33,7 @@ import torch
 
 import games
 import llm_agents.learner  # noqa: F401 - registers llm_grpo (and the llm policy kind)
-from llm_agents.build import LLMConfig
+from llm_agents.build import LLMConfig, vocabulary_said
 from marl import registry
 from marl.maddpg import MADDPGConfig
 from marl.mappo import MAPPOConfig
@@ -509,10 +509,14 @@ def _league_members(cfg: ExperimentConfig, run_dir: Path,
     for spec, name, entry, config in listed:
         # an LLM team loads (or, llm=tiny, trains) its model first, a replay learner
         # allocates its buffer: a start of minutes said nothing before the first bar
+        note = _tiny_note(config, cfg.game.name)
         log.info("league member %d/%d: building %s (%s%s)", len(members) + 1, len(listed),
-                 name, entry.name, _tiny_note(config, cfg.game.name))
+                 name, entry.name, note)
         if entry.capabilities.own_rollouts:
-            trainer = _own_rollouts(cfg, entry, game_spec, run_dir, seeds.learner(name), config)
+            # the line above said what a tiny team's build spends its time on: said once
+            with vocabulary_said() if note else contextlib.nullcontext():
+                trainer = _own_rollouts(cfg, entry, game_spec, run_dir, seeds.learner(name),
+                                        config)
             if trainers is not None:
                 trainers.append(trainer)
             members.append(LLMMember(name, trainer, cfg.llm.iterations,

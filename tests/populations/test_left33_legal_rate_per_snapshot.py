@@ -6,6 +6,7 @@ snapshot, so v0's row read "not recorded". v0, a rival with no rate yet, now log
 member's curve (rfix33b: 6dbec56 logged every snapshot's rate under its own key, one point
 each, which the dashboard's line chart did not draw)."""
 
+import logging
 import sqlite3
 
 import pytest
@@ -17,8 +18,13 @@ ALONE = ["experiment=kuhn_llm_selfplay", "population.generations=1",
          "population.nash_conv=false", *TINY_LLM]
 
 
-def test_a_lone_llm_members_v0_gets_its_own_rate(tmp_path):
-    summary = run_experiment(_experiment(ALONE), tmp_path)
+def test_a_lone_llm_members_v0_gets_its_own_rate(tmp_path, caplog):
+    with caplog.at_level(logging.INFO):
+        summary = run_experiment(_experiment(ALONE), tmp_path)
+    # what a tiny team's build spends its time on is said once, in the member line (the
+    # build's own line, 232a5d4, said it again)
+    said = [r.getMessage() for r in caplog.records]
+    assert sum("builds its vocabulary" in line for line in said) == 1, said
     legal = {(r["member"], r["version"]): r["eval_legal_rate"] for r in summary.table}
     assert set(legal) == {("llm", 0), ("llm", 1)}
     assert all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in legal.values()), legal
