@@ -169,22 +169,15 @@ def _held_seats(path: str, meta: Any, spec: Any) -> list[str]:
     player's seats, as the run played it and as the runs since save it (``<player>`` a seat,
     or a team of several seats: the team's seats). Without this, a run's members were
     refused as seatings (``psro-player_0-0`` held player_1 too)."""
-    import json
     import re
     from pathlib import Path
+
+    from populations.eval_seatings import sidecar_member
 
     agents = list(meta.agents)
     if meta.kind != "random" or set(agents) != set(spec.agent_ids):
         return agents
-    file = Path(path)
-    try:
-        with open(file.with_suffix(".json"), encoding="utf-8") as f:
-            member = json.load(f).get("member")
-    except (OSError, ValueError, AttributeError):
-        member = None
-    if not isinstance(member, str):
-        member = file.parent.name
-    player = re.fullmatch(r"psro-(.+)-0", member)
+    player = re.fullmatch(r"psro-(.+)-0", sidecar_member(Path(path)))
     if player is None:
         return agents
     if player[1] in spec.agent_ids:

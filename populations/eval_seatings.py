@@ -201,14 +201,18 @@ def psro_member_advice(path: str, escape: Any) -> str | None:
     if isinstance(population, dict) and population.get("kind") == "psro":
         return PSRO_MEMBER.format(where=": selfplay-dashboard "
                                   f"{escape(shlex.quote(str(run)))} (views psro and payoffs)")
+    if _PSRO_NAME.fullmatch(sidecar_member(file)):
+        return PSRO_MEMBER.format(where=" (selfplay-dashboard on that run folder: views psro "
+                                  "and payoffs)")
+    return None
+
+
+def sidecar_member(file: Path) -> str:
+    """The member a policy file's ``.json`` sidecar names (a string, else its folder's name:
+    the store keeps each member's snapshots in a folder of its name)."""
     try:
         with open(file.with_suffix(".json"), encoding="utf-8") as f:
             member = json.load(f).get("member")
     except (OSError, ValueError, AttributeError):
         member = None
-    if not isinstance(member, str):
-        member = file.parent.name
-    if _PSRO_NAME.fullmatch(member):
-        return PSRO_MEMBER.format(where=" (selfplay-dashboard on that run folder: views psro "
-                                  "and payoffs)")
-    return None
+    return member if isinstance(member, str) else file.parent.name
