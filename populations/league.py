@@ -94,8 +94,10 @@ from populations.league_progress import (
     _time_left,
     async_pairs_left,
     note_short_budgets,
-    recorded_training,
+    recorded_estimate,
     sync_pairs_left,
+    update_counts,
+    updated,
 )
 from populations.league_state import (
     check_folder,
@@ -495,6 +497,8 @@ class League:
             # timed for the estimate when this process trains all of it (not a resume's rest)
             whole = self.phase == "done" or (self.phase == "training" and not self.trained)
             began, evaluated = time.perf_counter(), self._eval_seconds
+            counts = update_counts(self.members)  # a generation that only filled a replay
+            # (an off-policy member before learning_starts) is not timed: faster than the rest
             if self.phase == "done":
                 self.generation += 1
                 self.phase, self.trained = "training", []
@@ -506,7 +510,7 @@ class League:
             self._publish_and_evaluate()
             self.phase = "done"
             self._save()
-            if whole:
+            if whole and updated(counts, update_counts(self.members)):
                 self._gen_seconds += time.perf_counter() - began - \
                     (self._eval_seconds - evaluated)
                 self._gens += 1
@@ -597,7 +601,8 @@ class League:
             if self.progress[m.name][0] < self.cfg.generations:
                 self.learners.submit(self._job(m, self.progress[m.name][0] + 1))
         # timed for the estimate: the loop's seconds besides evaluation per member generation
-        # (the learners train at once: a member generation's share of the wall time)
+        # (the learners train at once: a member generation's share of the wall time), from
+        # the last member generation that made no update (it only filled a replay)
         began, evaluated = time.perf_counter(), self._eval_seconds
         while self.learners.busy:
             r = self.learners.wait()
@@ -607,6 +612,7 @@ class League:
                                          r.finished_at, r.worker)
             log.info("generation %d: %s trained %d %s in %.0fs (%s)", g, r.name, r.frames,
                      _counts(m), r.finished_at - r.started_at, r.worker)  # as sync=True
+            counts = update_counts([m])
             self._apply(m, r)
             self.progress[m.name] = (g, "trained")
             self._save()
@@ -615,8 +621,13 @@ class League:
             self._stop_if_asked()
             if g < self.cfg.generations:
                 self.learners.submit(self._job(m, g + 1))
-            self._gens += 1
-            self._gen_seconds = time.perf_counter() - began - (self._eval_seconds - evaluated)
+            if updated(counts, update_counts([m])):
+                self._gens += 1
+                self._gen_seconds = time.perf_counter() - began - \
+                    (self._eval_seconds - evaluated)
+            else:  # it only filled its replay: the timing starts again after it
+                began, evaluated = time.perf_counter(), self._eval_seconds
+                self._gens, self._gen_seconds = 0, 0.0
             log.info("%s generation %d/%d done (#%d), %d %s, %.0fs%s", m.name, g,
                      self.cfg.generations, seq, self.frames, self.unit, self.elapsed(),
                      self._left())
@@ -628,8 +639,10 @@ class League:
         """The progress line's time left (:func:`_time_left`): the mean generation (member
         generation, asynchronous) this process timed besides its evaluation, times those
         left, plus the mean evaluated pair's time times the pairs they will evaluate (more
-        each generation: more snapshots). A resume that has timed no whole generation yet
-        takes the recorded training times (``generations`` table)."""
+        each generation: more snapshots). Generations that made no update (an off-policy
+        member filling its replay) are not timed. A resume that has timed no whole
+        generation yet takes the recorded training times (``generations`` table;
+        :func:`recorded_estimate`: none while a member has made no update)."""
         cfg, n = self.cfg, len(self.members)
         if self.progress:  # asynchronous: member generations
             gens = [g for g, _ in self.progress.values()]  # each "done" in the loop
@@ -640,7 +653,7 @@ class League:
             pairs_left = sync_pairs_left(n, cfg.eval_window, self.generation, cfg.generations)
         seconds, done = self._gen_seconds, self._gens
         if not done:
-            seconds, done = recorded_training(self.db.generations(self.run_id))
+            seconds, done = recorded_estimate(self.db.generations(self.run_id), self.members)
         return _time_left(seconds, done, done + left, self._eval_seconds, self._eval_pairs,
                           pairs_left)
 

@@ -5,6 +5,7 @@ note on learner members whose budget leaves them without an update."""
 from __future__ import annotations
 
 import logging
+import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -79,18 +80,60 @@ def async_pairs_left(generations: Sequence[int], window: int, total: int) -> flo
     return left
 
 
-def recorded_training(rows: Sequence[dict[str, Any]]) -> tuple[float, int]:
-    """The seconds the recorded generations (``LeagueDB.generations`` rows) trained, from
-    the first member's start to the last one's finish of each version, and how many
-    versions: a resumed league's estimate before this process has timed a whole one."""
-    spans: dict[int, tuple[float, float]] = {}
-    for r in rows:
-        if r["started_at"] is None or not r["version"]:  # no start recorded; version 0
-            continue
+def recorded_training(rows: Sequence[dict[str, Any]], since: int = 1) -> tuple[float, int]:
+    """The seconds the recorded generations (``LeagueDB.generations`` rows) of versions
+    ``since`` on trained, from the first member's start to the last one's finish of each
+    version, and how many versions: a resumed league's estimate before this process has timed
+    a whole one. A row of another process (its ``worker``) that starts after the version's
+    members so far finished starts a span of its own: a version trained partly before a kill
+    and partly after its resume counts its members' time, not the downtime between."""
+    spans: dict[int, list[list[Any]]] = {}  # version: [start, end, worker] spans
+    for r in sorted(rows, key=lambda r: (r["started_at"] is None, r["started_at"] or 0.0)):
+        if r["started_at"] is None or not r["version"] or int(r["version"]) < since:
+            continue  # no start recorded; version 0; before `since`
         v, start, end = int(r["version"]), float(r["started_at"]), float(r["finished_at"])
-        a, b = spans.get(v, (start, end))
-        spans[v] = (min(a, start), max(b, end))
-    return sum(b - a for a, b in spans.values()), len(spans)
+        worker, runs = r.get("worker"), spans.setdefault(v, [])
+        last = runs[-1] if runs else None
+        if last is not None and (start < last[1] or worker == last[2]):  # at once, or its own
+            last[1] = max(last[1], end)
+        else:
+            runs.append([start, end, worker])
+    return sum(b - a for runs in spans.values() for a, b, _ in runs), len(spans)
+
+
+def update_counts(members: Sequence[Member]) -> list[int | None]:
+    """Each member's learner's update count (``updates``: MAPPO/IPPO, MADDPG, VDN/QMIX);
+    None for a member that keeps none (an LLM team, a user's learner)."""
+    counts: list[int | None] = []
+    for m in members:
+        n = getattr(getattr(m, "learner", None), "updates", None)
+        counts.append(int(n) if isinstance(n, numbers.Integral) else None)
+    return counts
+
+
+def updated(before: Sequence[int | None], after: Sequence[int | None]) -> bool:
+    """Whether every member that counts its updates made one between ``before`` and
+    ``after`` (:func:`update_counts`): a generation in which an off-policy learner only
+    filled its replay (``learning_starts``) is faster than those after it, and the time
+    left is not extrapolated from it."""
+    return all(a is None or b is None or a > b for b, a in zip(before, after, strict=True))
+
+
+def recorded_estimate(rows: Sequence[dict[str, Any]],
+                      members: Sequence[Member]) -> tuple[float, int]:
+    """:func:`recorded_training` for a resumed league's estimate, from the versions known to
+    have updated every member: none while a member that counts its updates has made none
+    (its replay still fills: no estimate), only the last recorded one when a member warms
+    up a replay (its ``learning_starts``: earlier versions may have only collected), else
+    all."""
+    counts = update_counts(members)
+    if any(n == 0 for n in counts):
+        return 0.0, 0
+    warms = any(getattr(getattr(getattr(m, "learner", None), "cfg", None),
+                        "learning_starts", None) is not None for m in members)
+    versions = [int(r["version"]) for r in rows if r["started_at"] is not None and r["version"]]
+    since = max(versions) if warms and versions else 1
+    return recorded_training(rows, since)
 
 
 def _planned_episodes(m: Member) -> int | None:
