@@ -17,18 +17,30 @@ if TYPE_CHECKING:
     from populations.experiment import ExperimentConfig
 
 
-def replaced_by_presets(exp: ExperimentConfig, overrides: Sequence[str]) -> list[str]:
-    """A note per ``<section>.<key>=`` in ``overrides`` that every learner of the run reading
-    that shared section replaces (a single run's ``algo``; a league's members that train with
-    the run's section), and per league member's own setting its learner replaces."""
+def replaced_by_presets(exp: ExperimentConfig, overrides: Sequence[str],
+                        auto: bool = False) -> list[str]:
+    """A note per ``<section>.<key>=`` in ``overrides`` (also inside a mapping typed whole,
+    ``mappo.net={critic: state}``) that every learner of the run reading that shared section
+    replaces (a single run's ``algo``; PSRO's oracle named by its learner,
+    ``population.oracle=ippo``, ``auto``: chosen by ``population.oracle=auto``; a league's
+    members that train with the run's section), and per league member's own setting its
+    learner replaces."""
     from marl import registry
     from populations.experiment import league_member_specs
     from populations.learner_sections import settings
 
-    kind = exp.population.kind
+    kind, oracle = exp.population.kind, exp.population.oracle
+    setting = "algo"
     if kind == "none":
         entry = registry.get(exp.algo)
         users = [(None, entry, settings(exp, entry))]
+    elif kind == "psro" and oracle in registry.entries():  # exact, rl: no section read
+        entry = registry.get(oracle)
+        try:
+            users = [(None, entry, settings(exp, entry))]
+        except ValueError:  # refused where the oracle is checked, in its own words
+            return []
+        setting = "population.oracle"
     elif kind == "league":
         try:
             users = [(spec, entry, config) for spec, _, entry, config in league_member_specs(exp)]
@@ -37,20 +49,47 @@ def replaced_by_presets(exp: ExperimentConfig, overrides: Sequence[str]) -> list
     else:
         return []
     notes = []
-    typed = dict.fromkeys(o.split("=", 1)[0].lstrip("+~") for o in overrides if "=" in o)
-    for key in typed:
+    for key in _typed_keys(overrides):
         section, _, sub = key.partition(".")
         readers = [(entry, config) for spec, entry, config in users  # a member's own value
                    if entry.section == section and sub not in _own(spec, section)]  # wins
-        found = [_replaced(entry, config, sub) for entry, config in readers]
+        found = [_replaced(entry, config, sub, setting) for entry, config in readers]
         if readers and sub and all(found):
-            notes.append(f"{key}={found[0]}{_reads(readers[0][0], readers[0][1], sub)}")
+            note = f"{key}={found[0]}{_reads(readers[0][0], readers[0][1], sub, setting)}"
+            if auto and setting != "algo":  # the user typed auto: say what it chose
+                note = note.replace(f" {setting}={oracle}:",
+                                    f" {setting}=auto, which chose {oracle} here:", 1)
+            notes.append(note)
     for spec, entry, config in users:  # a member's own mapping: {algo: ippo, mappo: {...}}
         for sub in _own(spec, entry.section):
             found = _replaced(entry, config, sub)
             if found:
                 notes.append(f"{spec.where}.{entry.section}.{sub}={found}")
     return notes
+
+
+def _typed_keys(overrides: Sequence[str]) -> list[str]:
+    """The dotted keys ``overrides`` set, in order, once each: ``mappo.net.critic=state`` its
+    key, a mapping typed whole (``mappo.net={critic: state}``, ``mappo={net: {...}}``) each
+    key it holds (``mappo.net.critic``)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    keys: dict[str, None] = {}
+    for o in overrides:
+        if "=" not in o:
+            continue
+        key = o.split("=", 1)[0].lstrip("+~")
+        try:
+            (parsed,) = parser.parse_overrides([o])
+            value = None if parsed.is_delete() else parsed.value()
+        except Exception:  # noqa: BLE001 - Hydra refuses it in its own words
+            value = None
+        if isinstance(value, dict) and value:
+            keys.update(dict.fromkeys(f"{key}.{sub}" for sub in _leaves(value)))
+        else:
+            keys[key] = None
+    return list(keys)
 
 
 def _own(spec: Any, section: str) -> dict[str, Any]:
@@ -60,9 +99,10 @@ def _own(spec: Any, section: str) -> dict[str, Any]:
     return _leaves(own) if isinstance(own, dict) else {}
 
 
-def _replaced(entry: Any, config: Any, sub: str) -> str | None:
+def _replaced(entry: Any, config: Any, sub: str, setting: str = "algo") -> str | None:
     """``'state' is not used with algo=ippo: its preset fixes it to 'local' (...)`` when
-    ``entry``'s preset replaces ``config``'s value at dotted key ``sub``; else None."""
+    ``entry``'s preset replaces ``config``'s value at dotted key ``sub``; else None.
+    ``setting`` names what chose the learner (``population.oracle``: PSRO's oracle)."""
     if entry.preset is None or entry.section == entry.name or \
             not dataclasses.is_dataclass(config):
         return None  # a section of its own: populations.experiment.check_presets refuses
@@ -74,13 +114,13 @@ def _replaced(entry: Any, config: Any, sub: str) -> str | None:
         return None
     why = (entry.preset.__doc__ or "").strip().split("\n\n")[0]
     why = " ".join(why.partition(": ")[2].split()).rstrip(".")
-    return (f"{given[sub]!r} is not used with algo={entry.name}: its preset fixes it to "
+    return (f"{given[sub]!r} is not used with {setting}={entry.name}: its preset fixes it to "
             f"{fixed[sub]!r}" + (f" ({why})" if why else ""))
 
 
-def _reads(entry: Any, config: Any, sub: str) -> str:
+def _reads(entry: Any, config: Any, sub: str, setting: str = "algo") -> str:
     """``; algo=mappo reads it``: the learners of ``entry``'s class that train with the
-    value at ``sub`` (their preset keeps it)."""
+    value at ``sub`` (their preset keeps it), chosen by ``setting``."""
     from marl import registry
 
     value = _leaves(config).get(sub)
@@ -93,7 +133,8 @@ def _reads(entry: Any, config: Any, sub: str) -> str:
                 keeps.append(name)
         except Exception:  # noqa: BLE001 (a user's preset: only for a hint)
             continue
-    return f"; {' or '.join(f'algo={n}' for n in sorted(keeps))} reads it" if keeps else ""
+    return f"; {' or '.join(f'{setting}={n}' for n in sorted(keeps))} reads it" if keeps \
+        else ""
 
 
 def _leaves(config: Any, prefix: str = "") -> dict[str, Any]:

@@ -589,7 +589,7 @@ def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[st
                       "run's rollouts (population=none) and an LLM team's; this run trains "
                       "without them")
     unread += _unread_population_keys(exp, overrides, auto=auto, auto_payoffs=auto_payoffs)
-    unread += replaced_by_presets(exp, overrides)  # algo=ippo mappo.net.critic=state
+    unread += replaced_by_presets(exp, overrides, auto=auto)  # ippo, mappo.net.critic=state
     if kind == "none" and exp.runner.kind == "ray" and not exp.runner.rollout_workers and \
             not _plays_own_episodes(exp.algo):  # it trained in this process, unsaid
         others = [o.lstrip("+") for o in overrides if o.lstrip("+").startswith("runner.")]
@@ -652,7 +652,8 @@ def _unread_population_keys(exp: ExperimentConfig, overrides: Sequence[str],
     in a league and ``population.generations=`` in PSRO; PSRO's ``population.oracle_frames=``
     with the exact oracle, which trains nothing (``auto``: the oracle ``population.oracle=auto``
     chose), and its :data:`SAMPLED_ONLY` settings with exact payoffs, which play no episode
-    (``auto_payoffs``: ``population.psro.payoffs=auto`` chose them)."""
+    (``auto_payoffs``: ``population.psro.payoffs=auto`` chose them); a league's
+    ``population.exploit.*`` with ``population.exploit.every=0`` (no estimate runs)."""
     kind = exp.population.kind
     notes = []
     for o in overrides:
@@ -674,6 +675,12 @@ def _unread_population_keys(exp: ExperimentConfig, overrides: Sequence[str],
             notes.append(f"{o.lstrip('+')} is not used with {how}: exact best responses train "
                          "nothing; only an RL oracle (population.oracle=rl or a learner's "
                          "name) reads it")
+            continue
+        if key.startswith("population.exploit.") and key != "population.exploit.every" and \
+                kind == "league" and not exp.population.exploit.every:
+            notes.append(f"{o.lstrip('+')} is not used with population.exploit.every=0 (the "
+                         "default): no estimate runs; population.exploit.every=N estimates "
+                         "every N-th generation's snapshots with these settings")
             continue
         readers = READERS.get(key.split(".")[1], ("league",))
         if kind not in readers:
