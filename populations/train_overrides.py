@@ -384,6 +384,9 @@ def check_values(overrides: Sequence[Any]) -> None:
             check_section_values(items, presets, section)
         except ValueError as err:
             raise CLIError(f"bad config: {err}") from None
+    # a list's element by index (population.members.1.mappo.lr=...): the schema's empty
+    # list holds none to type it against (it said "list index out of range"); Hydra sets it
+    unread = [o for o in unread if not re.search(r"\.\d+(\.|$)", o.key_or_group)]
     try:
         refuse_mistyped(unread)
     except ValueError as err:
@@ -471,6 +474,9 @@ def register_schema() -> None:
     # and the best responses' learner settings (population.exploit.learner.epochs=4; the
     # keys of the exploit algo's section, checked by ExploitEvery in one line)
     OmegaConf.set_struct(schema.population.exploit.learner, False)
+    # and a league's members, plain YAML: population.members.1.mappo.epochs=2 sets a key the
+    # member's mapping lacks, no "+" (learner_sections checks it: a typo names its nearest)
+    OmegaConf.set_struct(schema.population.members, False)
     ConfigStore.instance().store(name="schema", node=schema)
 
 
