@@ -65,7 +65,7 @@ def eval_main(argv: list[str] | None = None) -> None:
                                   "policy files record, the same in every file)")
     p.add_argument("--game-kwargs", default="{}", help="JSON keyword arguments of the game")
     p.add_argument("--db", required=True, help="league database to write (created if missing)")
-    p.add_argument("--episodes", type=integer("an integer >= 1"), default=16,
+    p.add_argument("--episodes", type=integer(EPISODES_RANGE), default=16,
                    help="role-swapped pairs per pairing (a game of one team: episodes per file)")
     p.add_argument("--seed", type=integer(SEED_RANGE), default=0)
     p.add_argument("--runner", default="local", choices=["local", "ray"])
@@ -182,8 +182,8 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         print(f"selfplay-eval: note: no --game given: playing {escaped(spec.name)}, the game the "
               f"policy files record{on_top}", file=sys.stderr)
         exploit = _exploit_config(args, spec) if args.exploit else None
-    if args.episodes < 1:  # 0 played no match and printed ratings of None
-        raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
+    if not 1 <= args.episodes <= MAX_EPISODES:  # 0 played no match and printed ratings
+        raise CLIError(f"--episodes {args.episodes}: expected {EPISODES_RANGE}")  # of None
     if len(policies) < 2 and not args.exploit and len(spec.teams) != 1:
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")
@@ -421,11 +421,17 @@ EVAL_SEED_END = 2**62
 """``selfplay-eval --seed`` is below this: numpy's generators take no negative seed, and the
 match records' seeds (``--seed`` plus 7,919 per pairing) are SQLite integers (below 2**63)."""
 SEED_RANGE = f"an integer from 0 to {EVAL_SEED_END - 1} (2**62 - 1)"
+MAX_EPISODES = 10**6
+"""``selfplay-eval --episodes`` is at most this, as ``selfplay-train``'s ``eval_episodes``
+(``config_checks.MAX_SIZES``): ``--episodes 100000000000000`` was taken and played until
+killed; every match is a row of the database."""
+EPISODES_RANGE = (f"an integer from 1 to {MAX_EPISODES} (10**6: each match is a row of the "
+                  "database)")
 PAIRS_RANGE = "an integer >= 0 (the most pairs printed one a line; 0: none)"
 THREADS_RANGE = (f"an integer from 1 to {MAX_THREADS} (intra-op threads: more than the cores "
                  "only slow the run)")
-"""What ``--seed``, ``--pairs`` and ``--torch-threads`` accept: their range errors' words,
-and the line when the value is no integer (``cli_common.integer``)."""
+"""What ``--episodes``, ``--seed``, ``--pairs`` and ``--torch-threads`` accept: their range
+errors' words, and the line when the value is no integer (``cli_common.integer``)."""
 
 
 def _exploit_range(name: str) -> str:
@@ -504,8 +510,8 @@ def _check_eval_values(args: argparse.Namespace, spec: Any = None) -> None:
             from marl.fileio import not_a_file
 
             raise CLIError(not_a_file(path, "policy").replace(str(path), escaped(str(path))))
-    if args.episodes < 1:
-        raise CLIError(f"--episodes {args.episodes}: expected an integer >= 1")
+    if not 1 <= args.episodes <= MAX_EPISODES:  # 10**14 played until it was killed
+        raise CLIError(f"--episodes {args.episodes}: expected {EPISODES_RANGE}")
     if len(args.policies) < 2 and spec is not None and len(spec.teams) != 1:  # else alone
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")
