@@ -5,16 +5,14 @@ evaluation (a new run) rather than resuming that one."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import sqlite3
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.populations.eval_cli_run import interrupted_after_first_match
 
 FILES = 5  # 10 pairings
 EPISODES = 32  # role-swapped pairs per pairing: 64 matches each
@@ -31,38 +29,13 @@ def policy_files(tmp_path_factory):
             for i in range(FILES)]
 
 
-def _matches(db: Path, run: int) -> int:
-    try:
-        with sqlite3.connect(db) as conn:
-            return conn.execute("SELECT COUNT(*) FROM matches WHERE run_id = ?",
-                                (run,)).fetchone()[0]
-    except sqlite3.Error:  # not made yet, or its tables not yet
-        return 0
-
-
-def _interrupted_after_first_match(command: list[str], db: Path, run: int, cwd: Path):
-    """Run ``command``, send it SIGINT (Ctrl-C) once the database holds a match of run
-    ``run``, and return its exit status and stderr."""
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        while proc.poll() is None and _matches(db, run) == 0:
-            time.sleep(0.05)  # polling, not a condition of the test
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    return proc.returncode, err
-
-
 def test_ctrl_c_says_what_the_database_kept_and_what_a_rerun_does(policy_files, tmp_path):
     db = tmp_path / "eval.db"
     evaluate = Path(sys.executable).with_name("selfplay-eval")
     command = [str(evaluate), *map(str, policy_files), "--db", "eval.db",
                "--episodes", str(EPISODES)]
-    code, err = _interrupted_after_first_match(command, db, 1, tmp_path)
+    done = interrupted_after_first_match(command, db, tmp_path, run=1)
+    code, err = done.returncode, done.stderr
     last = err.strip().splitlines()[-1]
     assert code == 130, err[-3000:]
     assert "Traceback" not in err, err[-3000:]
@@ -85,7 +58,8 @@ def test_ctrl_c_says_what_the_database_kept_and_what_a_rerun_does(policy_files, 
     assert rated == 0  # as the line says
 
     # the same command again: a new run from the first pairing; run 1 is left as it was
-    code, err = _interrupted_after_first_match(command, db, 2, tmp_path)
+    done = interrupted_after_first_match(command, db, tmp_path, run=2)
+    code, err = done.returncode, done.stderr
     assert code == 130, err[-3000:]
     assert "(run 2, status interrupted;" in err.strip().splitlines()[-1], err[-3000:]
     with sqlite3.connect(db) as conn:

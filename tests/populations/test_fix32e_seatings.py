@@ -6,7 +6,8 @@ run's members) and its refusals:
   return in MPE, where teammates share the reward).
 - L7: the table's columns line up when the means have different widths.
 - M4: Ctrl-C counts seatings and episodes (it counted round-robin pairings of the files), and
-  the seatings that finished are kept (all were recorded only at the end).
+  the seatings that finished are kept (all were recorded only at the end); left33: their
+  table is printed, marked partial, above the count line (it was printed nowhere).
 - L2: a bad ``--game-kwargs`` value on the recorded game names ``--game-kwargs`` (it was blamed
   on the file, with the advice to give ``--game``).
 - L5: a Jetson's GPU files count as a GPU driver (``device=cuda`` is not refused there).
@@ -17,21 +18,17 @@ run's members) and its refusals:
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import signal
 import sqlite3
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 import games
 from marl import registry
-from tests.populations.eval_cli_run import run_eval
+from tests.populations.eval_cli_run import interrupted_after_first_match, run_eval
 
 ADVERSARY = "pettingzoo/mpe2.simple_adversary_v3"
 
@@ -77,35 +74,21 @@ def _psro_member(folder, seat, name):
     return str(pol.save(folder / f"{name}.pt"))
 
 
-def _matches(db: Path) -> int:
-    try:
-        with sqlite3.connect(db) as conn:
-            return conn.execute("SELECT COUNT(*) FROM matches WHERE run_id = 1").fetchone()[0]
-    except sqlite3.Error:  # not made yet, or its tables not yet
-        return 0
-
-
 EPISODES = 20_000  # per seating: long enough that Ctrl-C comes before the last one
 
 
-def test_ctrl_c_during_seatings_counts_them_and_keeps_the_finished_ones(tmp_path):
+def test_ctrl_c_during_seatings_counts_them_keeps_them_and_prints_their_table(tmp_path):
+    # M4: the count line and the database; left33: the table of the seatings that finished,
+    # marked partial, above the count line (their returns were printed nowhere). One real
+    # SIGINT to a real child process.
     files = [_psro_member(tmp_path / "m", seat, f"{seat}_{k}")
              for seat in ("player_0", "player_1") for k in range(2)]  # 4 seatings
     db = tmp_path / "eval.db"
     command = [str(Path(sys.executable).with_name("selfplay-eval")), *files, "--db", "eval.db",
                "--episodes", str(EPISODES)]
-    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
-    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        while proc.poll() is None and _matches(db) == 0:  # the first seating recorded
-            time.sleep(0.05)  # polling, not a condition of the test
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, err[-3000:]
+    done = interrupted_after_first_match(command, db, tmp_path)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 130, err[-3000:]
     last = err.strip().splitlines()[-1]
     found = re.fullmatch(
         rf"selfplay-eval: interrupted after (\d) of 4 seatings \((\d+) of {4 * EPISODES} "
@@ -118,6 +101,26 @@ def test_ctrl_c_during_seatings_counts_them_and_keeps_the_finished_ones(tmp_path
         keys = [k for (k,) in conn.execute("SELECT key FROM matches WHERE run_id = 1")]
     assert 1 <= seatings < 4 and episodes == len(keys) == EPISODES * seatings
     assert {k.rsplit("/", 1)[0] for k in keys} == {f"seat/{i}" for i in range(seatings)}
+
+    # the finished seatings' table, on stdout
+    lines = out.splitlines()
+    heads = [k for k, line in enumerate(lines) if line.startswith("each seating on")]
+    assert len(heads) == 1, (out, err[-3000:])
+    head = heads[0]
+    assert re.fullmatch(
+        rf"each seating on \S*kuhn_poker \(partial: the {seatings} of 4 that finished before "
+        rf"the interrupt, {EPISODES} episodes each\): a side's mean return per episode \(the "
+        r"mean over its seats\) ± 95% interval", lines[head]), out
+    rows = lines[head + 1:head + 1 + seatings]
+    assert all(row.lstrip().startswith("player_0_0") for row in rows[:2]), out  # seating order
+    assert lines[head + 1 + seatings] == ("each file over the seatings it sat in (mean of the "
+                                          "seatings' mean returns; partial):"), out
+    per_file = lines[head + 2 + seatings:]
+    order = [("player_0_0", "player_1_0"), ("player_0_0", "player_1_1"),
+             ("player_0_1", "player_1_0"), ("player_0_1", "player_1_1")]
+    sat = {name for seating in order[:seatings] for name in seating}
+    assert [line.split()[0] for line in per_file] == \
+        [f for f in ("player_0_0", "player_0_1", "player_1_0", "player_1_1") if f in sat], out
 
 
 def test_a_bad_game_kwarg_on_the_recorded_game_names_game_kwargs(tmp_path, capsys):
