@@ -25,6 +25,7 @@ def test_argument_refusals_come_before_torch(tmp_path):
     assert run.stderr.splitlines() == [
         "selfplay-eval: a round robin needs two or more policy files, got ['p.pt']; or add "
         "--exploit for one policy's approximate NashConv",
-        "selfplay-eval: --episodes 0: expected an integer >= 1",
+        "selfplay-eval: --episodes 0: expected "
+        "an integer from 1 to 1000000 (10**6: each match is a row of the database)",
         "selfplay-eval: policy file not found: nope.pt"], run.stderr
     assert not (tmp_path / "r.db").exists()

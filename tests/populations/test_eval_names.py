@@ -84,7 +84,9 @@ def test_a_policy_of_one_side_is_refused_before_the_database(tmp_path, capsys):
     (["--game", "openspiel/leduc_poker"],
      "main_v0000 was trained on openspiel/kuhn_poker (observations of shape (11,) for "
      "player_0); openspiel/leduc_poker gives (30,)"),
-    (["--game", KUHN, "--episodes", "0"], "--episodes 0: expected an integer >= 1"),
+    (["--game", KUHN, "--episodes", "0"],
+     "--episodes 0: expected an integer from 1 to 1000000 (10**6: each match is a row of the "
+     "database)"),
     (["--game", KUHN, "--game-kwargs", '{"players": 3}'],  # named the seats as the game's
      "main_v0000 was trained on openspiel/kuhn_poker (seats ['player_0', 'player_1']), not "
      "on openspiel/kuhn_poker(players=3) (seats ['player_0', 'player_1', 'player_2']): "

@@ -21,7 +21,7 @@ def _fails(main, argv, capsys):
 
 
 @pytest.mark.parametrize("flag, accepted", [
-    ("--episodes", "an integer >= 1"),
+    ("--episodes", "an integer from 1 to 1000000 (10**6: each match is a row of the database)"),
     ("--seed", SEED_RANGE),
     ("--pairs", "an integer >= 0 (the most pairs printed one a line; 0: none)"),
     ("--torch-threads", "an integer from 1 to "),
