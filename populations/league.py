@@ -41,7 +41,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,7 +61,6 @@ import torch
 
 import games
 from marl.actor_critic import NetConfig
-from marl.core import derive_seed
 from marl.fileio import NoSpaceError, disk_full
 from marl.mappo import MAPPO, MAPPOConfig
 from marl.progress import tqdm
@@ -80,7 +79,7 @@ from populations.checkpoint import (
 )
 from populations.config_checks import MAX_SIZES, SEED_END
 from populations.db import LeagueDB
-from populations.evaluation import PairsPlayed, Standings, evaluate_pairs, pfsp_win_rates
+from populations.evaluation import PairsPlayed, Standings, evaluate_pairs
 from populations.experiment_config import (
     KEEP_CHECKPOINTS,
     POPULATION_SIZES,
@@ -88,7 +87,6 @@ from populations.experiment_config import (
     check_keep_checkpoints,
 )
 from populations.league_progress import (
-    _advance,
     _counts,
     _planned_episodes,
     _time_left,
@@ -106,28 +104,20 @@ from populations.league_state import (
     load_members,
     member_changes,
     note_generations,
-    published,
     recorded_history,
 )
+from populations.league_training import LeagueTraining
 from populations.learner_actors import (
-    LearnerJob,
     LearnerPool,
-    LearnerResult,
     connect_ray,
     learner_gpus,
-    load_state_bytes,
-    state_bytes,
 )
 from populations.loggers import MetricsLogger
-from populations.matchmaking import MatchmakingConfig, opponent_distribution
+from populations.matchmaking import MatchmakingConfig
 from populations.member_specs import MEMBER  # a league's only member: "main"
 from populations.members import (
-    GenerationMatchmaker,
     MAPPOMember,
-    Matchmaker,
     Member,
-    OpponentDraw,
-    TrainPlan,
     member_settings,
     rounding_notes,
 )
@@ -148,7 +138,7 @@ from populations.run_folder import (
 )
 from populations.runners import Runner, make_runner
 from populations.seeds import BLOCK
-from populations.store import PolicyStore, file_sha256
+from populations.store import PolicyStore
 
 log = logging.getLogger(__name__)
 # settings a resume may change: where and how fast it runs, and how long it goes on
@@ -224,7 +214,7 @@ class LeagueConfig:
                              f"got runner={self.runner!r}")
 
 
-class League:
+class League(LeagueTraining):
     """One league run in ``run_dir`` (league.db, snapshots/, checkpoints/).
 
     Args:
@@ -580,61 +570,6 @@ class League:
                  seconds)
         return played
 
-    # ------------------------------------------------------------------ asynchronous
-    def _run_async(self) -> None:
-        """Members train without waiting for each other (``sync=False``, learner actors):
-        one that finishes is checkpointed ("trained"), publishes its snapshot, is evaluated
-        against every published snapshot (ratings recomputed at step = its place in the
-        finishing order), checkpointed again ("done"), and starts its next generation with
-        a fresh draw. Which snapshots a draw sees depends on timing, so runs are not
-        reproducible; the ``generations`` table records the order. A resume publishes
-        members checkpointed "trained" and retrains the others from their checkpoints
-        (their unfinished work was never recorded: nothing lost, nothing twice)."""
-        if self.phase != "async":
-            self.progress = {m.name: (self.generation, "done") for m in self.members}
-            self.phase = "async"
-            self._save()
-        for m in self.members:
-            if self.progress[m.name][1] == "trained":
-                self._finish_async(m, self.progress[m.name][0])
-        for m in self.members:
-            if self.progress[m.name][0] < self.cfg.generations:
-                self.learners.submit(self._job(m, self.progress[m.name][0] + 1))
-        # timed for the estimate: the loop's seconds besides evaluation per member generation
-        # (the learners train at once: a member generation's share of the wall time), from
-        # the last member generation that made no update (it only filled a replay)
-        began, evaluated = time.perf_counter(), self._eval_seconds
-        while self.learners.busy:
-            r = self.learners.wait()
-            m = self._member(r.name)
-            g = self.progress[m.name][0] + 1
-            seq = self.db.add_generation(self.run_id, m.name, g, r.frames, r.started_at,
-                                         r.finished_at, r.worker)
-            log.info("generation %d: %s trained %d %s in %.0fs (%s)", g, r.name, r.frames,
-                     _counts(m), r.finished_at - r.started_at, r.worker)  # as sync=True
-            counts = update_counts([m])
-            self._apply(m, r)
-            self.progress[m.name] = (g, "trained")
-            self._save()
-            self._stop_if_asked()  # the other members' generations are trained again
-            self._finish_async(m, g, seq)
-            self._stop_if_asked()
-            if g < self.cfg.generations:
-                self.learners.submit(self._job(m, g + 1))
-            if updated(counts, update_counts([m])):
-                self._gens += 1
-                self._gen_seconds = time.perf_counter() - began - \
-                    (self._eval_seconds - evaluated)
-            else:  # it only filled its replay: the timing starts again after it
-                began, evaluated = time.perf_counter(), self._eval_seconds
-                self._gens, self._gen_seconds = 0, 0.0
-            log.info("%s generation %d/%d done (#%d), %d %s, %.0fs%s", m.name, g,
-                     self.cfg.generations, seq, self.frames, self.unit, self.elapsed(),
-                     self._left())
-        self.generation = min(g for g, _ in self.progress.values())
-        self._save()
-        self.db.set_run_status(self.run_id, "finished")
-
     def _left(self) -> str:
         """The progress line's time left (:func:`_time_left`): the mean generation (member
         generation, asynchronous) this process timed besides its evaluation, times those
@@ -657,74 +592,6 @@ class League:
         return _time_left(seconds, done, done + left, self._eval_seconds, self._eval_pairs,
                           pairs_left)
 
-    def _finish_async(self, m: Member, g: int, seq: int | None = None) -> None:
-        """Publish member ``m``'s snapshot ``g``, evaluate it against every published one
-        (the last ``eval_window``), recompute ratings, checkpoint it "done"."""
-        if seq is None:
-            seq = next(r["seq"] for r in self.db.generations(self.run_id)
-                       if r["member"] == m.name and r["version"] == g)
-        earlier = published(self.store.snapshots(), self.progress)
-        prev = [s for s in earlier if s.member == m.name and s.version < g]
-        new = self.store.publish(m.name, m.policy(), version=g,
-                                 parent=prev[-1].id if prev else None,
-                                 algo=getattr(m, "algo", None))
-        rivals = [s for s in earlier if s.id != new.id]
-        rivals = rivals[-self.cfg.eval_window:] if self.cfg.eval_window else rivals
-        for s in [new, *rivals]:
-            self.store.verify(s)
-        played = self._play([(new, r) for r in rivals], g, self.cfg.seed + 100_003 * g + seq)
-        self._stop_if_asked()
-        self.standings.update(step=seq)
-        league_eval.log_legal_rates(self, [new], played)
-        league_eval.log_nash_conv(self, [new], g)
-        self.progress[m.name] = (g, "done")
-        # decided from recorded matches: the same if a resume publishes this again
-        league_eval.reset_winners(
-            self, published(self.store.snapshots(), self.progress, newest=True),
-            only=m.name)
-        self._save()
-
-    def _train_members(self) -> None:
-        """One generation of every member: in turn in this process (metrics logged live),
-        or all at once on the learner actors; their results are then applied in member
-        order, so metric steps and states are the in-process runner's."""
-        g = self.generation
-        if self.learners is None:
-            for m in self.members:
-                if m.name in self.trained:  # before a stop: in the checkpoint resumed from
-                    continue
-                if stop_requested():  # a Ctrl-C / SIGTERM during the last member's training
-                    self._save()  # phase "training": the members trained so far
-                    self._stop_if_asked()
-                started = time.time()
-                with self._bar(m) as bar:
-                    frames = m.train_generation(
-                        self.matchmaker(m.name, lambda n, bar=bar: _advance(bar, n)))
-                self.db.add_generation(self.run_id, m.name, g, frames, started, time.time(),
-                                       f"pid {os.getpid()}")
-                self._count(m, frames)
-                self.trained.append(m.name)
-                log.info("generation %d: %s trained %d %s in %.0fs", g, m.name, frames,
-                         _counts(m), time.time() - started)  # several members take long
-            return
-        # learner actors train every member at once: a stop request waits for them all
-        # (about one member's generation), then stops with the "trained" checkpoint. A
-        # resume of an in-process stop between members trains only those left (the others'
-        # trained states and frames are in the checkpoint)
-        todo = [m for m in self.members if m.name not in self.trained]
-        for m in todo:
-            self.learners.submit(self._job(m, g))
-        done = {}
-        while self.learners.busy:  # recorded as they finish: the wall-clock order
-            r = self.learners.wait()
-            self.db.add_generation(self.run_id, r.name, g, r.frames, r.started_at,
-                                   r.finished_at, r.worker)
-            log.info("generation %d: %s trained %d %s in %.0fs (%s)", g, r.name, r.frames,
-                     _counts(self._member(r.name)), r.finished_at - r.started_at, r.worker)
-            done[r.name] = r
-        for m in todo:
-            self._apply(m, done[m.name])
-
     def _bar(self, m: Member) -> tqdm:
         """A progress bar of member ``m``'s generation in this process: its frames and
         frames/s over the generation so far (an LLM team's episodes), none unless
@@ -745,81 +612,6 @@ class League:
         return tqdm(total=total, desc=f"generation {self.generation}/{cfg.generations} "
                     f"{m.name}", unit=unit.removesuffix("s"), disable=not self.show_progress,
                     leave=False, dynamic_ncols=True, smoothing=0)
-
-    def _job(self, m: Member, generation: int) -> LearnerJob:
-        """``m``'s generation for a learner actor: its state, plan, draw and snapshots."""
-        draw = self.draw(m.name, generation)
-        snaps = {}
-        for sid in draw.ids:
-            s = self.store.verify(self.store.get(sid))  # the bytes the actor gets are checked
-            snaps[sid] = self.learners.snapshot(sid, s.path, s.sha256 or file_sha256(s.path))
-        return LearnerJob(m.name, self.plan(generation), draw, state_bytes(m.state_dict()), snaps)
-
-    def _apply(self, m: Member, r: LearnerResult) -> None:
-        """A learner actor's result: the member's new state, its metrics at the league's
-        frame count, the frames."""
-        m.load_state_dict(load_state_bytes(r.state))
-        for f, metrics in r.metrics:
-            self.log_metrics(self.frames + f, metrics)
-        self._count(m, r.frames)
-
-    def _count(self, m: Member, n: int) -> None:
-        """Add member ``m``'s generation (``n`` of what it counts) to the league's step: an
-        LLM team's GRPO episodes are not frames, and count only in a league of LLM teams
-        alone. (Runs before this counted them as frames: resumed, their step goes on from
-        the sum it had.)"""
-        if _counts(m) == self.unit:
-            self.frames += n
-
-    def plan(self, generation: int | None = None) -> TrainPlan:
-        """What every member trains with in ``generation`` (default: this one)."""
-        inputs: dict[str, bool] = {}
-        for m in self.members:
-            inputs |= m.inputs()
-        cfg = self.cfg
-        g = self.generation if generation is None else generation
-        return TrainPlan(cfg.game, dict(cfg.game_kwargs), cfg.num_envs, cfg.frames_per_generation,
-                         cfg.seed, g, tuple(int(t) for t in self.team_of), inputs, self.single)
-
-    def draw(self, member: str, generation: int | None = None) -> OpponentDraw:
-        """The matchmaking rule's candidates and probabilities for ``member`` now, and the
-        seed of its draw stream for ``generation`` (default: this one)."""
-        g = self.generation if generation is None else generation
-        snaps = self.store.snapshots()
-        if self.phase == "async":  # what each member has published and checkpointed
-            snaps = published(snaps, self.progress)
-        if self.phase == "training":  # only what came before this generation: a snapshot an
-            # interrupted attempt published is not part of the run yet (a resume that fell
-            # back to an earlier checkpoint trains that generation again)
-            snaps = [s for s in snaps if s.version < self.generation]
-        own = [s for s in snaps if s.member == member]  # its latest last
-        m = self._member(member)
-        if getattr(m, "opponents", None) is not None:
-            snaps = [s for s in snaps if s.member in m.opponents]
-        if getattr(m, "latest_only", False):
-            snaps = [s for s in snaps if s.id == max(t.id for t in snaps if t.member == s.member)]
-        probs = opponent_distribution(pfsp_win_rates(self.db, self.run_id, own, snaps),
-                                      self.cfg.matchmaking)
-        return OpponentDraw(tuple(s.id for s in snaps), tuple(float(p) for p in probs),
-                            self.cfg.opponent_prob,
-                            derive_seed(self.cfg.seed, "matchmaking", member, g))
-
-    def matchmaker(self, member: str,
-                   tick: Callable[[int], None] | None = None) -> Matchmaker:
-        """``member``'s matchmaker for this generation, in this process: snapshots from the
-        store, metrics logged at the league's frame count when it was made plus the
-        member's own; ``tick(done)``: the member's progress (a progress bar)."""
-        base = self.frames
-        return GenerationMatchmaker(member, self.plan(), self.draw(member), self.store.load,
-                                    lambda f, metrics: self.log_metrics(base + f, metrics),
-                                    tick)
-
-    def pick_opponents(self, member: str, copies: np.ndarray, opp: np.ndarray,
-                       side: np.ndarray, always: bool = False) -> None:
-        """Draw, for each copy in ``copies``, an opponent snapshot (or -1: none, with
-        probability ``1 - opponent_prob`` unless ``always``) and a side for ``member``, as its
-        matchmaker would at the start of this generation."""
-        self.draw(member).sampler()(copies, opp, side, always)
 
     def _stop(self) -> dict[str, Any]:
         """``evaluate_pairs``' stop arguments: a stop request ends an evaluation after a
