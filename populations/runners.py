@@ -37,6 +37,7 @@ import shutil
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -468,17 +469,34 @@ def _remove_session_at_exit(ray: Any, session_dir: str | None) -> None:
 
     def remove() -> None:
         # Ray's own exit handler (registered when ray was imported) runs after this one
-        try:
-            ray.shutdown(wait_for_processes=True)  # its servers stop writing there first
-        except TypeError:  # a Ray before mid-2026 has no wait_for_processes
-            ray.shutdown()
-        shutil.rmtree(session_dir, ignore_errors=True)
-        latest = os.path.join(os.path.dirname(session_dir), "session_latest")
-        with contextlib.suppress(OSError):
-            if os.readlink(latest) == session_dir:
-                os.unlink(latest)
+        with _sigint_ignored():
+            try:
+                ray.shutdown(wait_for_processes=True)  # its servers stop writing there first
+            except TypeError:  # a Ray before mid-2026 has no wait_for_processes
+                ray.shutdown()
+            shutil.rmtree(session_dir, ignore_errors=True)
+            latest = os.path.join(os.path.dirname(session_dir), "session_latest")
+            with contextlib.suppress(OSError):
+                if os.readlink(latest) == session_dir:
+                    os.unlink(latest)
 
     atexit.register(remove)
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ctrl-C ignored while Ray shuts down at exit: a second Ctrl-C about a second after the
+    first (the run already stopping) raised ``KeyboardInterrupt`` inside ``ray.shutdown``,
+    Python printed ``Exception ignored in atexit callback`` with its traceback, the session
+    folder stayed and Ray's servers lingered about a minute. The shutdown takes seconds."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread sets handlers (exit handlers run there)
+        return
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before if before is not None else signal.SIG_DFL)
 
 
 @contextlib.contextmanager
