@@ -11,6 +11,7 @@ job folders alike); Hydra and the run-folder code load in the functions that use
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from collections.abc import Sequence
@@ -20,11 +21,13 @@ from typing import TYPE_CHECKING, Any
 from populations.command_line import (
     TRAIN,
     CLIError,
+    absolute_config_dirs,
     hydra_value,
     override_values,
     resume_command,
     run_dir_override,
 )
+from populations.command_line import _working_folder as working_folder
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -238,11 +241,14 @@ def refuse_renamed_job(sweep_dir: Path, num: int, run_dir: Path, settings: dict[
 
 def sweep_resume_command(sweep_dir: Path, argv: Sequence[str]) -> str:
     """``selfplay-train -m <the sweep's overrides> resume=true hydra.sweep.dir=<sweep_dir>``
-    from the command line ``argv`` that started (or resumed) the sweep."""
+    from the command line ``argv`` that started (or resumed) the sweep. The folder is
+    absolute, as a single run's (and relative ``--config-dir`` folders): pasted from another
+    folder, ``hydra.sweep.dir=sw/int2`` as typed started a new sweep there."""
     skip = ("resume=", "hydra.sweep.dir=")
     args = [a for a in argv if a not in ("-m", "--multirun") and not a.startswith(skip)]
-    return " ".join([TRAIN, "-m", *map(shlex.quote, args), "resume=true",
-                     run_dir_override(sweep_dir, "hydra.sweep.dir")])
+    folder = Path(os.path.abspath(os.path.join(working_folder(), sweep_dir)))
+    return " ".join([TRAIN, "-m", *map(shlex.quote, absolute_config_dirs(args)), "resume=true",
+                     run_dir_override(folder, "hydra.sweep.dir")])
 
 
 def sweep_stopped(sweep_dir: Path | None, job: int | None, run_dir: Path | None = None,
