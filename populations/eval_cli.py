@@ -534,17 +534,53 @@ def _policy_names(paths: list[str]) -> dict[str, str]:
             base = valid(f"{Path(path).parent.name}_{stem}")
             same = [f for f, q, s in zip(folders, paths, stems, strict=True) if s == stem and
                     Path(q).parent.name == Path(path).parent.name and f != folder]
-            above = next((p.name for k, p in enumerate(folder.parents, 1) if p.name and all(
+            level = next((k for k, p in enumerate(folder.parents, 1) if p.name and all(
                 len(f.parents) <= k or f.parents[k - 1].name != p.name for f in same)),
                 None) if same else None
             room = 58 - len(base) - 1
-            if above is not None and room > 0:
-                base = valid(re.sub(r"[^A-Za-z0-9_.\-]", "_", above)[-room:] + "_" + base)
+            if level is not None and room > 0:
+                above = folder.parents[level - 1].name
+                others = [f.parents[level - 1].name for f in same if len(f.parents) >= level]
+                base = valid(_folder_words(above, others, room) + "_" + base)
         name, k = base, 2
         while name in names:
             name, k = f"{base}_{k}", k + 1
         names[name] = path
     return names
+
+
+_SWEEP_JOB = re.compile(r"(\d+)_(.+)")  # Hydra's job folder: <job>_<key=value,key=value...>
+
+
+def _folder_words(name: str, others: Sequence[str], room: int) -> str:
+    """The folder ``name`` that tells a policy from those under ``others`` (the folders at the
+    same level above theirs), at most ``room`` characters in letters, digits, ``_.-``: whole
+    where it fits; a sweep's job folder (``3_frames=3000,mappo.lr=0.001,seed=1``) as its job
+    number and the settings not all of ``others`` share, whole ones while they fit
+    (``3_mappo.lr_0.001_seed_1``); any other as its end cut where a word starts. The end of
+    the name alone gave ``ridtag_imports__gridtag__mappo.lr_0.001_seed_0`` for the first,
+    and one name for two jobs that differed in their first setting only."""
+    def plain(text: str) -> str:
+        return re.sub(r"[^A-Za-z0-9_.\-]+", "_", text).strip("_")
+
+    whole = re.sub(r"[^A-Za-z0-9_.\-]", "_", name)
+    if len(whole) <= room:
+        return whole
+    job = _SWEEP_JOB.fullmatch(name)
+    if job is None:
+        cuts = [i for i in range(len(whole) - room, len(whole)) if whole[i - 1] in "_.-"]
+        return whole[cuts[0]:] if cuts else whole[-room:]
+    def settings(folder: str) -> list[str]:
+        match = _SWEEP_JOB.fullmatch(folder)
+        return re.findall(r"(?:\[[^\]]*\]|[^,\[])+", match[2]) if match else []
+
+    theirs = [set(settings(o)) for o in others]
+    words = job[1]
+    for setting in settings(name):
+        word = plain(setting)
+        if word and any(setting not in t for t in theirs) and len(words) + 1 + len(word) <= room:
+            words += "_" + word
+    return words[:room]
 
 
 def _exploit_config(args: argparse.Namespace, spec: Any) -> Any:
