@@ -17,7 +17,7 @@ import math
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -47,6 +47,23 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _bounded(low: int, high: int | None, accepted: str) -> Callable[[str], int]:
+    """An argparse ``type``: an integer ``low <= n (<= high)``, else one line naming the value
+    and ``accepted``, in argparse's words whether it is no integer or one out of range, as
+    ``selfplay-demo``'s (``--port 99999`` said ``--port 99999: ...``, ``--port abc``
+    ``argument --port: 'abc': ...``)."""
+    as_int = integer(accepted)
+
+    def convert(text: str) -> int:
+        value = as_int(text)
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{value}: expected {accepted}")
+        return value
+
+    convert.__name__ = "int"
+    return convert
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = OneLineParser(  # one line, exit 2, as selfplay-train and selfplay-eval (not usage + error)
         prog="selfplay-dashboard",
@@ -55,22 +72,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="league.db files, run folders, or folders of runs (default: .)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=integer("0-65535"), default=DEFAULT_PORT,
+    p.add_argument("--port", type=_bounded(0, 65535, "0-65535"), default=DEFAULT_PORT,
                    help="port (default %(default)s)")
     p.add_argument("--refresh", type=_seconds, default=5.0, metavar="SECONDS",
                    help="how often the page reloads the data (default %(default)s)")
     p.add_argument("--export", metavar="FILE.html",
                    help="write a static HTML report of every run and exit")
-    p.add_argument("--max-points", type=integer("an integer >= 2"), default=400,
+    p.add_argument("--max-points", type=_bounded(2, None, "an integer >= 2"),
+                   default=400,
                    help="points per learner curve (longer histories are averaged)")
     args = p.parse_args(argv)
     if not args.host.strip():  # uvicorn and bind() would listen on every interface
         p.error(f"--host {args.host!r} is empty; give an address: 127.0.0.1 (this machine, the "
                 "default), or 0.0.0.0 if you mean every interface")
-    if not 0 <= args.port < 65536:
-        p.error(f"--port {args.port}: expected 0-65535")
-    if args.max_points < 2:
-        p.error(f"--max-points {args.max_points}: expected an integer >= 2")
     for raw in args.paths:  # a name the system cannot look up (too long, a loop): one line
         try:
             Path(raw).expanduser().stat()
@@ -115,8 +129,8 @@ def _main(argv: list[str] | None = None) -> int:
         fix = ("pass another --port (0 picks a free one)"
                if err.errno in (errno.EADDRINUSE, errno.EACCES) else
                "pass an address of this machine as --host (127.0.0.1 is the default)")
-        print(f"cannot listen on {args.host}:{args.port} ({err.strerror}); {fix}",
-              file=sys.stderr)
+        print(f"selfplay-dashboard: cannot listen on {args.host}:{args.port} ({err.strerror}); "
+              f"{fix}", file=sys.stderr)
         return 2
     port = sock.getsockname()[1]
     # a loopback server checks the Host header, so a web page cannot reach it by DNS rebinding
