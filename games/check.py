@@ -256,18 +256,18 @@ def _check_illegal(game: Game, ts: TimeStep, actions: dict, where: str) -> None:
         _require(after == before, f"{where}: a rejected action changed the game")
 
 
-def _play(game: Game, seed: int, check: bool, fresh: bool = True
+def _play(game: Game, seed: int, check: bool, fresh: bool = True, limit: int | None = None
           ) -> tuple[list, dict[str, float], int]:
     """One episode of random legal play (actions drawn from ``seed``), started by
-    ``reset(seed)``, or by ``reset(None)`` (the game's RNG continued) when not ``fresh``;
-    returns (trajectory, returns, steps).
+    ``reset(seed)``, or by ``reset(None)`` (the game's RNG continued) when not ``fresh``, cut
+    after ``limit`` steps if given; returns (trajectory, returns, steps).
 
     Raises:
         GameCheckError: a broken contract, also an exception of the game's own code, named
             with the seed and the step.
     """
     try:
-        return _episode(game, seed, check, fresh)
+        return _episode(game, seed, check, fresh, limit)
     except GameCheckError:
         raise
     except GameContractError as err:  # raised by reset/step: they know the step
@@ -280,14 +280,14 @@ def _play(game: Game, seed: int, check: bool, fresh: bool = True
                              ) from err
 
 
-def _episode(game: Game, seed: int, check: bool, fresh: bool
+def _episode(game: Game, seed: int, check: bool, fresh: bool, limit: int | None = None
              ) -> tuple[list, dict[str, float], int]:
     rng = np.random.default_rng(seed)
     ts = game.reset(seed if fresh else None)
     traj: list = []
     returns = {a: 0.0 for a in game.spec.agent_ids}
     steps, ended = 0, set()  # agents terminated or truncated so far
-    while not ts.done:
+    while not ts.done and (limit is None or steps < limit):
         where = f"{game.spec.name} seed {seed} step {steps}"
         _require(steps < game.spec.max_steps, f"{where}: episode longer than max_steps")
         if check:
@@ -321,18 +321,23 @@ def _episode(game: Game, seed: int, check: bool, fresh: bool
 
 
 CONTINUED = 3  # episodes from reset(None) check_game compares after its first seeded one
+CONTINUE_RNG = ("reset(None) must continue the random stream the seeded reset started "
+                "(VectorGame resets finished copies with reset(None): runs with one seed would "
+                "differ); in _reset, make a new RNG only when seed is not None and keep it "
+                "across reset(None)")  # check_game's fix, and replay_problem's
 
 
 def _continued(game: Game, seed: int, step_budget: int | None,
-               episodes: int = CONTINUED) -> list[list]:
+               episodes: int = CONTINUED, limit: int | None = None) -> list[list]:
     """Trajectories of up to ``episodes`` episodes, each started by ``reset(None)``, that
     follow the seeded episode just played (VectorGame resets finished copies so: they must
     replay as the seeded ones do). Beyond the first, they stop once they hold a tenth of
     ``step_budget`` steps: a game with little randomness may start one episode as the
-    other run did, but long games (VMAS, ~100 steps of 5-15 ms) should not pay for three."""
+    other run did, but long games (VMAS, ~100 steps of 5-15 ms) should not pay for three.
+    ``limit``: each episode is cut after that many steps."""
     trajs, steps = [], 0
     for k in range(episodes):
-        traj, _, n = _play(game, seed + k, check=False, fresh=False)
+        traj, _, n = _play(game, seed + k, check=False, fresh=False, limit=limit)
         trajs.append(traj)
         steps += n
         if episodes == CONTINUED and step_budget is not None and steps * 10 >= step_budget:
@@ -379,10 +384,7 @@ def check_game(
         if after is not None:
             _require(_continued(game, seed, step_budget, len(after)) == after,
                      f"{game.spec.name}: reset(seed={seed}), an episode, then episodes from "
-                     "reset(None) did not replay: reset(None) must continue the random stream "
-                     "the seeded reset started (VectorGame resets finished copies with "
-                     "reset(None): runs with one seed would differ); in _reset, make a new RNG "
-                     "only when seed is not None and keep it across reset(None)")
+                     f"reset(None) did not replay: {CONTINUE_RNG}")
     reached = played < episodes
     if reached:  # a warning, not a log record: a passing pytest test lists it in its summary
         warnings.warn(
@@ -392,3 +394,66 @@ def check_game(
             UserWarning, stacklevel=2)
     return CheckReport(played, steps, {a: r / max(played, 1) for a, r in total.items()},
                        budget_reached=reached)
+
+
+REPLAY_STEPS = 8  # steps of each episode replay_problem plays (4 episodes: a few ms)
+
+
+def user_game(name: str) -> bool:
+    """Whether game ``name`` (``my_game(k=v)`` too) is registered by a module outside the
+    framework's own packages: a user's (``imports=``, an entry point). The adapters'
+    (``openspiel/...``) and built-in games are run through :func:`check_game` by the test
+    suite; a user's is not, and :func:`replay_problem` is what ``selfplay-train`` asks of it."""
+    from games.registry import _REGISTRY, OWN_PACKAGES
+
+    factory = _REGISTRY.get(name.partition("(")[0])
+    module = getattr(factory, "__module__", None)
+    return isinstance(module, str) and module.split(".")[0] not in OWN_PACKAGES
+
+
+def _first_difference(one: list, other: list) -> str:
+    """Where two trajectories of :func:`_play` first differ, as a clause: entry ``2k`` holds
+    step ``k``'s acting agents and observations, ``2k + 1`` the rewards that step returned."""
+    for i, (a, b) in enumerate(zip(one, other, strict=False)):
+        if a == b:
+            continue
+        step = i // 2
+        if i % 2:
+            agents = [x for x in a if a.get(x) != b.get(x)] or sorted({*a, *b})
+            return f"the rewards of step {step} differ ({agents[0]}: {a.get(agents[0])} vs " \
+                   f"{b.get(agents[0])})"
+        if a[0] != b[0]:
+            return f"the acting agents at step {step} differ ({list(a[0])} vs {list(b[0])})"
+        agent = next(x for x in a[1] if a[1][x] != b[1].get(x))
+        return f"the observation of {agent} at step {step} differs"
+    return f"one episode ended after {min(len(one), len(other)) // 2} steps, the other did not"
+
+
+def replay_problem(game: Game, seed: int = 0, steps: int = REPLAY_STEPS) -> str | None:
+    """What :func:`check_game`'s replay checks would find, cheaply: ``reset(seed)`` and
+    ``steps`` random legal steps, then ``reset(None)`` and ``steps`` more, played twice with
+    the same actions; None when both plays are the same, else one clause naming which reset
+    and the first step where they differ (a game that ignores its seed: runs with one seed
+    differ). Run on a user's game when ``selfplay-train`` starts (4 short episodes); the game
+    may still break its contract elsewhere, which ``check_game`` checks.
+
+    Raises:
+        GameCheckError: the game's own code raised, or broke a contract the steps need.
+    """
+    def same_nan(traj: list) -> list:  # a NaN reward (its own error) is equal to itself
+        return [{a: repr(r) for a, r in x.items()} if isinstance(x, dict) else x for x in traj]
+
+    plays = []
+    for _ in range(2):
+        first, _, _ = _play(game, seed, check=False, limit=steps)
+        after = _continued(game, seed, None, 1, limit=steps)[0]
+        plays.append((same_nan(first), same_nan(after)))
+    (first, after), (first_again, after_again) = plays
+    if first != first_again:
+        return (f"reset(seed={seed}) twice with the same actions did not replay: "
+                f"{_first_difference(first, first_again)}; a game must draw its randomness "
+                "from the seed reset() gives it (runs with one seed would differ)")
+    if after != after_again:
+        return (f"reset(seed={seed}), {steps} steps, then reset(None) did not replay: "
+                f"{_first_difference(after, after_again)}; {CONTINUE_RNG}")
+    return None
