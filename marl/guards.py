@@ -4,7 +4,7 @@ One NaN reward turns every weight NaN after one update, and the run goes on sile
 Every learner therefore checks what it stores (rewards, observations, states, where the
 rollout or replay is written) and what it is about to apply (loss, gradient norm, before
 ``optimizer.step()``), and raises :class:`NonFiniteError` naming the game, the agent, the
-step and the quantity, before any weight changes.
+step and the quantity, before the batch holding it changes any weight.
 
 The checks are vectorized: one ``isfinite(...).all()`` per array and batch (one device
 sync for a group of tensors), never a loop over samples; locating the bad agent and
@@ -29,7 +29,8 @@ Array = np.ndarray | torch.Tensor
 
 
 class NonFiniteError(ValueError):
-    """A NaN or infinity reached a learner; training stopped before it changed any weight."""
+    """A NaN or infinity reached a learner; training stopped before the batch holding it
+    changed any weight (the updates of earlier batches stand)."""
 
 
 def _all_finite(values: Sequence[Array]) -> bool:
@@ -75,7 +76,9 @@ class FiniteGuard:
 
     game: str
     agents: tuple[str, ...]
-    stopped: str = "training stopped before it changed any weight"  # what the message says
+    # what the message says: earlier batches did update (a NaN at frame 1472 after an update
+    # at 800), the one holding the NaN did not
+    stopped: str = "training stopped before the batch holding it changed any weight"
 
     def _fail(self, quantity: str, value: float, agent: str, step: int, hint: str) -> None:
         raise NonFiniteError(

@@ -240,6 +240,8 @@ def preset_hint(group: str, option: str) -> str:
     """After "Could not find 'algo/my_algo'": when ``my_algo`` is a registered learner (by
     ``imports=[...]`` or an entry point; what is loaded, no torch imported for it) or the
     section of one, how to give it a preset (README, "Add your own learner"); else ""."""
+    if group == "game":
+        return _game_preset_hint(option)
     learners = getattr(sys.modules.get("marl.registry"), "_LEARNERS", {})
     if group != "algo" or not isinstance(learners, dict):
         return ""
@@ -257,6 +259,20 @@ def preset_hint(group: str, option: str) -> str:
         return (f"; {option} is the settings section of the learner {' and '.join(algos)}: "
                 f"algo={algos[0]} picks it, {option}.KEY=VALUE sets its settings")
     return ""
+
+
+def _game_preset_hint(option: str) -> str:
+    """After "Could not find 'game/gridtag'": ``game=`` picks a preset of ``configs/game``;
+    a registered game (``imports=[...]`` registered it: what is loaded, nothing imported for
+    it) or an adapter's spec is named by ``game.name=``."""
+    registry = getattr(sys.modules.get("games.registry"), "_REGISTRY", {})
+    factory = registry.get(option) if isinstance(registry, dict) else None
+    if factory is not None:
+        return (f"; {option} is a game registered by {getattr(factory, '__module__', '?')}, "
+                f"not a preset: game.name={option} plays it")
+    return ("; game= picks one of these presets; any other game (registered by "
+            "@games.register in a module given by imports=[...], or openspiel/..., "
+            f"pettingzoo/...) is named by game.name={option}")
 
 
 def quoting_hint(override: str, multirun: bool = True) -> str:

@@ -1,0 +1,116 @@
+"""Three lines walk34a found misleading (fix34a L2, L3, L4).
+
+L2: a NaN said "training stopped before it changed any weight" at frame 1472 of a run that had
+updated at frame 800: only the batch holding the NaN changed no weight.
+L3: ``selfplay-train imports=[gridtag] game=gridtag`` (the preset syntax for a registered game)
+said only Hydra's "Could not find 'game/gridtag'" and the presets.
+L4: ``mappo.net.critic=state`` on a game without a global state said "(ippo and mappo play it
+with mappo.* at its defaults); algos that play it: ['ippo', ...]": ippo named twice (it plays
+it as set, its preset keeps a local critic) and the list seemed to leave mappo out.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import games
+
+# ---------------------------------------------------------------------------- L2: NaN
+
+
+def test_a_nan_says_the_batch_holding_it_changed_no_weight():
+    from marl.guards import FiniteGuard, NonFiniteError
+
+    guard = FiniteGuard("gridtag", ("chaser_0", "runner_1"))
+    with pytest.raises(NonFiniteError) as err:
+        guard.data(step=1472, per_agent={"reward": np.array([[0.0, np.nan]])})
+    assert str(err.value) == (
+        "non-finite reward (nan) in game 'gridtag', agent 'runner_1', at step 1472: training "
+        "stopped before the batch holding it changed any weight; the game returned it (check "
+        "the game's rewards and observations)")
+    with pytest.raises(NonFiniteError, match=r"at step 1600: training stopped before the batch "
+                                             r"holding it changed any weight; check the game"):
+        guard.scalar(step=1600, quantity="loss", value=torch.tensor(float("inf")))
+
+
+# -------------------------------------------------------------------- L3: game=<registered>
+MODULE = "fix34a_tagmod"
+
+
+@pytest.fixture
+def tagmod(tmp_path, monkeypatch):
+    """A user's module registering ``fix34a_tag``, importable from ``tmp_path`` (the working
+    directory), taken out of the registry after."""
+    from games.registry import _REGISTRY
+
+    (tmp_path / f"{MODULE}.py").write_text(
+        "import games\n\n\n@games.register('fix34a_tag')\ndef tag():\n"
+        "    raise NotImplementedError\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    try:
+        yield
+    finally:
+        sys.modules.pop(MODULE, None)
+        _REGISTRY.pop("fix34a_tag", None)
+
+
+def _refused(argv: list[str], monkeypatch, capsys) -> str:
+    """The one line ``selfplay-train argv`` ends with (exit 2), run in this process."""
+    from populations.cli import train_main
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
+    with pytest.raises(SystemExit) as stop:
+        train_main()
+    assert stop.value.code == 2
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_a_registered_game_given_as_a_preset_is_told_game_name(tagmod, tmp_path, monkeypatch,
+                                                               capsys):
+    line = _refused([f"imports=[{MODULE}]", "game=fix34a_tag"], monkeypatch, capsys)
+    assert line.startswith("selfplay-train: In 'config': Could not find 'game/fix34a_tag'; "
+                           "Available options in 'game': climbing, kuhn, "), line
+    assert line.endswith("; fix34a_tag is a game registered by fix34a_tagmod, not a preset: "
+                         "game.name=fix34a_tag plays it"), line
+    assert not (tmp_path / "outputs").exists() and not (tmp_path / "runs").exists()
+
+
+def test_any_other_unknown_preset_says_how_games_are_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    line = _refused(["game=fix34a_nothing"], monkeypatch, capsys)
+    assert line.startswith("selfplay-train: In 'config': Could not find 'game/fix34a_nothing'; "
+                           "Available options in 'game': climbing, kuhn, "), line
+    assert line.endswith("; game= picks one of these presets; any other game (registered by "
+                         "@games.register in a module given by imports=[...], or openspiel/..., "
+                         "pettingzoo/...) is named by game.name=fix34a_nothing"), line
+
+
+# ------------------------------------------------------ L4: the section's note and the list
+
+
+def test_the_note_names_the_algo_at_its_defaults_and_the_list_the_others():
+    from marl.configs import MAPPOConfig, NetConfig
+    from marl.registry import IncompatibleError, check_compatible
+
+    kuhn = games.make("openspiel/kuhn_poker").spec  # no global state
+    with pytest.raises(IncompatibleError) as err:
+        check_compatible("mappo", kuhn, MAPPOConfig(net=NetConfig(critic="state")))
+    msg = str(err.value)
+    head, _, listed = msg.partition("; algos that play it: ")
+    assert head == ("algo=mappo cannot play openspiel/kuhn_poker: net.critic='state' needs a "
+                    "global state and it has none; use mappo.net.critic=auto (or concat) "
+                    "(mappo plays it with mappo.* at its defaults)"), msg
+    assert listed.startswith("['ippo', "), msg  # ippo plays it as set: listed, once
+    assert "'mappo'" not in listed, msg
+    # both refused as set (a gnn): both in the note, neither in the list, as before
+    gnn = MAPPOConfig(net=NetConfig(encoder="gnn", critic="gnn"))
+    with pytest.raises(IncompatibleError, match=r"use encoder=mlp \(ippo and mappo play it with "
+                                                r"mappo\.\* at its defaults\); algos that play "
+                                                r"it: \['"):
+        check_compatible("mappo", kuhn, gnn)
