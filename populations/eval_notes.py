@@ -32,8 +32,9 @@ def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
     if recorded == spec.name:
         return []
     if _same_game(recorded, spec.name):
-        return [f"{name}'s file names its game {escaped(recorded)} without arguments (the "
+        bare = [f"{name}'s file names its game {escaped(recorded)} without arguments (the "
                 f"defaults, or not recorded); it plays {spec.name} here"]
+        return bare + _from_defaults(name, recorded, spec.name)
     other = [f"{name} was trained on {escaped(recorded)}; it plays {spec.name} here"]
     if recorded_name_refusal(recorded):  # read from the file: made only once checked
         return other
@@ -59,6 +60,29 @@ def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
     parts = [escaped(f"{k} ({was} in training, {now} here)" if now is not None else
                      f"{k} ({was})") for k, was, now in diffs if was]
     return [*other, f"{name}'s game differs here in " + ", ".join(parts)]
+
+
+def _from_defaults(name: str, recorded: str, here: str) -> list[str]:
+    """For a registered game named bare (``recorded``) played as ``here``
+    (``gridtag(size=6)``): the arguments given here that differ from the defaults its factory
+    declares, with both values (``size (4 by default, 6 here)``); the bare note alone hid
+    what changed. None for an adapter's game (``pettingzoo/...``: its factory's signature is
+    not the game's) or one whose defaults cannot be read."""
+    import inspect
+
+    from games.registry import _REGISTRY, split_name
+
+    factory = _REGISTRY.get(recorded)
+    try:
+        named = split_name(here)[1]
+        params = inspect.signature(factory).parameters if factory is not None else {}
+    except Exception:  # noqa: BLE001 - a name or factory of no signature: nothing to add
+        return []
+    defaults = {k: p.default for k, p in params.items() if p.default is not p.empty}
+    parts = [escaped(f"{k} ({_short(defaults[k])} by default, {_short(v)} here)")
+             for k, v in sorted(named.items()) if k in defaults and v != defaults[k]]
+    return [f"{name}'s game differs here from its defaults in " + ", ".join(parts)] if parts \
+        else []
 
 
 NOTE_VALUE_CHARS = 60
