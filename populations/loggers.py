@@ -55,6 +55,30 @@ class LoggerConfig:
         if self.mode not in ("auto", "online", "offline"):
             raise ValueError(f"wandb mode {self.mode!r} unknown; choose one of "
                              "['auto', 'online', 'offline']")
+        if self.kind == "wandb":  # a logger of your own may name projects otherwise
+            bad = wandb_project_refusal(self.project)
+            if bad:
+                raise ValueError(bad)
+
+
+WANDB_PROJECT_MAX = 128  # wandb.Settings' project check (0.31): at most 128 characters
+WANDB_PROJECT_BANNED = "/\\#?%:"  # and none of these
+
+
+def wandb_project_refusal(project: object) -> str | None:
+    """Why wandb refuses ``project`` as a project name (its ``Settings`` check, which
+    ``wandb.init`` raised as a 30-line traceback after the run had started), or None."""
+    if not isinstance(project, str) or not project:
+        return f"logger.project={project!r}: a wandb project is a non-empty name"
+    found = sorted({c for c in project if c in WANDB_PROJECT_BANNED})
+    if len(project) <= WANDB_PROJECT_MAX and not found:
+        return None
+    why = (f"it is {len(project)} characters long" if not found
+           else f"it holds {' '.join(found)}")
+    return (f"logger.project={project[:60]!r}{'...' if len(project) > 60 else ''} is not a "
+            f"wandb project name ({why}): a project name has 1 to {WANDB_PROJECT_MAX} "
+            f"characters, none of {' '.join(WANDB_PROJECT_BANNED)} (a team goes in "
+            "WANDB_ENTITY, not in the project)")
 
 
 class MetricsLogger:
@@ -357,7 +381,8 @@ class CSVLogger(MetricsLogger):
 
 
 class WandbLogger(MetricsLogger):
-    """A real wandb run in ``<run>/wandb`` (offline unless the user is logged in).
+    """A real wandb run in ``<run>/wandb`` (``logger.mode=auto``: offline unless wandb finds
+    credentials, :func:`wandb_mode`).
 
     The wandb run's id is kept in ``<run>/wandb/run_id``: a resumed run folder continues the
     same wandb run (``resume="allow"``) instead of starting a second one; offline runs of one
@@ -370,15 +395,20 @@ class WandbLogger(MetricsLogger):
     before that step logs only the steps after it to wandb (those between the checkpoint and
     that step keep the killed process's values; the database and ``metrics.csv`` get the
     resumed ones). :meth:`backfill` gives wandb the database's rows past that step (a run that
-    logged to csv before its resume with ``logger=wandb``)."""
+    logged to csv before its resume with ``logger=wandb``).
+
+    A step's rows reach wandb once a later step comes, or when the run ends: a run stopped by
+    Ctrl-C or an error may stop in the middle of a step (a league stopped after a
+    generation's training logs its evaluation's rows at the same step on its resume), so its
+    last step is left to the resume, which gives wandb that step's rows from the database
+    with the ones it adds (before, the resume left out the step's later rows: wandb had the
+    step). A stopped run that is never resumed lacks its last step in wandb (the database
+    holds it)."""
 
     def __init__(self, run_dir: Path, cfg: LoggerConfig, config: dict[str, Any]) -> None:
         import wandb
 
-        mode = cfg.mode
-        if mode == "auto":
-            mode = os.environ.get("WANDB_MODE") or (
-                "online" if os.environ.get("WANDB_API_KEY") else "offline")
+        mode = wandb_mode(cfg.mode)
         self.files = run_dir / "wandb"
         refuse_link(self.files, "wandb folder", ValueError)  # wandb writes there: the run's own
         self.files.mkdir(parents=True, exist_ok=True)
@@ -393,10 +423,15 @@ class WandbLogger(MetricsLogger):
                         "where a resume replays them", kept + 1, self.floor)
             self.floor = kept
         self.last = self.floor
-        self.run = wandb.init(project=cfg.project, dir=str(run_dir), config=config,
-                              mode=mode, tags=list(cfg.tags), name=run_dir.name,
-                              reinit=_reinit(wandb), id=run_id, resume="allow",
-                              **sweep_grouping())
+        self._held: list[dict[str, float]] = []  # the rows at step self.last not yet given
+        self._raised = sys.exc_info()[1]  # an error the caller was handling: not the run's
+        try:
+            self.run = wandb.init(project=cfg.project, dir=str(run_dir), config=config,
+                                  mode=mode, tags=list(cfg.tags), name=run_dir.name,
+                                  reinit=_reinit(wandb), id=run_id, resume="allow",
+                                  **sweep_grouping())
+        except Exception as err:  # noqa: BLE001 - wandb's UsageError, CommError...: one line
+            raise LoggerError(_init_failed(err, mode)) from err
         start = getattr(self.run, "starting_step", 0)  # online resume: the server's next step
         if isinstance(start, int) and start > 0:
             self.floor = self.last = max(self.floor, start - 1)
@@ -435,9 +470,18 @@ class WandbLogger(MetricsLogger):
                             "only go up); the league database has it", step, self.last)
             return
         if step > self.last:
-            atomic_write(self._last_file, f"{step}\n")  # before the row: never logged twice
+            self._give()
             self.last = step
-        self.run.log({prefix + k: v for k, v in metrics.items()}, step=step)
+        self._held.append({prefix + k: v for k, v in metrics.items()})
+
+    def _give(self) -> None:
+        """Give wandb the rows held at step ``self.last`` (the step is complete)."""
+        if not self._held:
+            return
+        atomic_write(self._last_file, f"{self.last}\n")  # before the rows: never logged twice
+        held, self._held = self._held, []
+        for row in held:  # as logged: a second call at a step merges into wandb's row
+            self.run.log(row, step=self.last)
 
     def backfill(self, rows: list[tuple[int, str, float]]) -> None:
         by_step: dict[int, dict[str, float]] = {}
@@ -451,7 +495,60 @@ class WandbLogger(MetricsLogger):
         self.run.summary.update(values)
 
     def close(self) -> None:
+        raised = sys.exc_info()[1]  # closed while a Ctrl-C or an error stops the run
+        if raised is None or raised is self._raised:
+            self._give()
         self.run.finish()
+
+
+def wandb_mode(mode: str) -> str:
+    """The mode ``wandb.init`` gets for ``logger.mode=mode``: ``auto`` is ``WANDB_MODE``
+    where set, else ``online`` where :func:`wandb_logged_in`, else ``offline``."""
+    if mode != "auto":
+        return mode
+    return os.environ.get("WANDB_MODE") or ("online" if wandb_logged_in() else "offline")
+
+
+def wandb_logged_in() -> bool:
+    """Whether wandb holds credentials for its server, read without the network:
+    ``WANDB_API_KEY`` (or ``WANDB_IDENTITY_TOKEN_FILE``), or the key ``wandb login`` wrote to
+    ``~/.netrc`` (``$NETRC``) for ``WANDB_BASE_URL``'s host (``api.wandb.ai``). wandb's own
+    lookup where this wandb has it (0.2x), else the netrc file's entry; a file it cannot
+    read, or a key it refuses, counts as none."""
+    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"):
+        return True
+    try:
+        from wandb.sdk import wandb_setup
+        from wandb.sdk.lib.wbauth import authenticate
+    except ImportError:  # an older wandb: its netrc file
+        import netrc
+        from urllib.parse import urlsplit
+
+        host = urlsplit(os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai").netloc
+        try:
+            found = netrc.netrc(os.environ.get("NETRC") or None).authenticators(host)
+        except (OSError, netrc.NetrcParseError):
+            return False
+        return bool(found and found[2])
+    try:
+        host = wandb_setup.singleton().settings.base_url
+        return authenticate.authenticate_session(
+            host=host, source="selfplay", prompt=False, update_session=False) is not None
+    except Exception:  # noqa: BLE001 - a key wandb refuses: not logged in, offline
+        return False
+
+
+def _init_failed(err: Exception, mode: str) -> str:
+    """The line of a ``wandb.init`` that failed (a project name the server refuses, no API
+    key for an online run, the server out of reach), with what the user can do."""
+    why = " ".join(str(err).split()) or "no message"
+    line = f"logger wandb could not start its run (mode {mode}): {type(err).__name__}: {why}"
+    if mode == "online" and not wandb_logged_in():
+        line += ("; an online run needs wandb credentials: set WANDB_API_KEY (or run wandb "
+                 "login), or use logger.mode=offline")
+    elif mode == "online":
+        line += "; logger.mode=offline logs without the network (wandb sync uploads it later)"
+    return line + "; HYDRA_FULL_ERROR=1 shows the traceback"
 
 
 LoggerFactory = Callable[[Path, LoggerConfig, dict[str, Any]], MetricsLogger]
