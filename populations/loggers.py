@@ -624,7 +624,8 @@ def available_loggers() -> list[str]:
 class LoggerError(ValueError):
     """A registered logger of the user's raised: one line (exit 2 on the command line) naming
     the logger, its method, the error and the line of its code; ``__cause__`` is the error
-    itself (``HYDRA_FULL_ERROR=1`` shows its traceback)."""
+    itself (``HYDRA_FULL_ERROR=1`` shows its traceback). Also ``wandb.init``'s error
+    (:class:`WandbLogger`: no API key online, the server out of reach)."""
 
 
 class _UserLogger(MetricsLogger):
