@@ -179,8 +179,11 @@ def _settings(folder: Path, db: Any) -> dict[str, Any]:
 
 
 def _read(job: JobResult, db: Any, settings: dict[str, Any]) -> None:
-    """Fill ``job``'s status and figures from its database (the newest run in it)."""
-    from populations import experiment
+    """Fill ``job``'s status and figures from its database (the newest run in it). Without
+    torch (``populations.run_figures``) where the run's files allow: ``python -m
+    populations.sweep_summary`` imported it through ``populations.experiment``, about 4 s of
+    CPU to print a table."""
+    from populations import run_figures
 
     row = db.conn.execute("SELECT id, status, error FROM runs ORDER BY id DESC LIMIT 1").fetchone()
     if row is None:
@@ -191,11 +194,7 @@ def _read(job: JobResult, db: Any, settings: dict[str, Any]) -> None:
     if job.status != "finished":
         return
     if job.kind == "league":
-        latest: dict[str, dict[str, Any]] = {}
-        for r in experiment.league_table(db, run_id):
-            if r["member"] not in latest or r["version"] > latest[r["member"]]["version"]:
-                latest[r["member"]] = r
-        job.figures = {f"mu/{m}": r["mu"] for m, r in sorted(latest.items())}
+        job.figures = {f"mu/{m}": mu for m, mu in run_figures.league_mus(db, run_id).items()}
     elif job.kind == "psro":
         its = db.psro_iterations(run_id)
         last = its[-1]["nash_conv"] if its else None
@@ -205,9 +204,14 @@ def _read(job: JobResult, db: Any, settings: dict[str, Any]) -> None:
         members = {s.member for s in db.snapshots(run_id)}
         algo = str(settings.get("algo", ""))
         member = algo if algo in members or "llm" not in members else "llm"
-        with _quiet(experiment.log):  # its "already finished; nothing to do" line
-            table = experiment._finished_row(db, run_id, job.folder, member,
-                                             "iterations" if member == "llm" else "frames")
+        unit = "iterations" if member == "llm" else "frames"
+        try:
+            table = run_figures.finished_row(db, run_id, job.folder, member, unit)
+        except run_figures.NotPlain:  # read the torch way, with its warnings
+            from populations import experiment
+
+            with _quiet(experiment.log):  # its "already finished; nothing to do" line
+                table = experiment._finished_row(db, run_id, job.folder, member, unit)
         job.figures = {k: v for k, v in (table or {}).items() if k not in ("member", "version")}
 
 
