@@ -719,5 +719,5 @@ def test_an_address_this_machine_lacks_asks_for_another_host(tmp_path, capsys):
     """``--host 192.0.2.1`` (not this machine's) was told to pass another --port."""
     assert cli.main([str(tmp_path), "--host", "192.0.2.1", "--port", "0"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and err.startswith("cannot listen on 192.0.2.1:0")
+    assert "\n" not in err and err.startswith("selfplay-dashboard: cannot listen on 192.0.2.1:0")
     assert "--host" in err and "--port" not in err
