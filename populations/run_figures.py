@@ -7,9 +7,11 @@ knows only what a torch checkpoint names (tensors become placeholders, their byt
 anything else, and any file that is not as a run writes it (a link, no or another hash), is
 :class:`NotPlain`: the caller reads that run the torch way, with its messages.
 
-The rows' shapes are ``populations.single_run``'s (``_single_row``, ``_llm_row``) and
-``populations.single_eval``'s (``_evaluation``, ``_eval_cells``, ``ci95``);
-tests/populations/test_fix34c_sweep_summary_torch_free.py compares them on real runs."""
+The rows are made here, once, for both ways: ``populations.single_run`` and
+``populations.single_eval`` import :func:`_single_row`, :func:`_llm_row`, :func:`_evaluation`,
+:func:`_eval_cells` and :func:`ci95` from this module (so a resume's row and the summary's
+cannot drift); tests/populations/test_fix34c_sweep_summary_torch_free.py compares them on
+real runs."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ import hashlib
 import io
 import pickle
 import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +29,9 @@ import numpy as np
 
 from populations.run_folder_names import CHECKPOINT
 
-CHECKPOINTS = "checkpoints"  # populations.single_run.CHECKPOINTS
-EVAL_MATCHES = "eval/e"  # populations.single_eval.EVAL_MATCHES
-EVAL_LEGAL_RATE = "charts/eval_legal_rate"  # populations.single_eval.EVAL_LEGAL_RATE
+CHECKPOINTS = "checkpoints"  # a single run's checkpoints (a league's: populations.league)
+EVAL_MATCHES = "eval/e"  # a single run's evaluation matches: eval/e00000, eval/e00001, ...
+EVAL_LEGAL_RATE = "charts/eval_legal_rate"  # an LLM team's, logged with its evaluation
 HASH_SUFFIX = ".sha256"  # populations.checkpoint.HASH_SUFFIX
 MAX_PICKLE = 64 << 20  # a checkpoint's data.pkl (its tensors' bytes are elsewhere in the zip)
 
@@ -57,34 +61,81 @@ def finished_row(db: Any, run_id: int, run_dir: Path, member: str,
         NotPlain: a checkpoint this module does not read (the torch way reads it, or says
             why not).
     """
+    found = finished(db, run_id, run_dir, member, _checkpoints)
+    if found is None:
+        return None
+    version, ckpts, step, evaluated = found
+    figures = None
+    if ckpts:
+        figures = plain_figures(read_plain(ckpts[0]))
+        if figures is None:
+            raise NotPlain(f"{ckpts[0]}: figures of other types")  # the torch way says so
+    return table_row(member, version, unit, step, figures, evaluated)
+
+
+def finished(db: Any, run_id: int, run_dir: Path, member: str,
+             files: Callable[[Path], list[Path]]
+             ) -> tuple[int | None, list[Path], int | None, Evaluation | None] | None:
+    """A finished single run's snapshot version, its checkpoints (newest first, as ``files``
+    lists them), the newest one's step and its recorded evaluation; None when the run is not
+    finished."""
     if db.run_status(run_id) != "finished":
         return None
     snaps = db.snapshots(run_id, member)
     version = snaps[-1].version if snaps else None
-    ckpts = _checkpoints(run_dir / CHECKPOINTS)
+    ckpts = files(run_dir / CHECKPOINTS)
     step = int(ckpts[0].stem.removeprefix("ckpt_")) if ckpts else None
-    evaluated = _evaluation(db, run_id, snaps[-1].id if snaps else None)
-    cells = _eval_cells(evaluated)
-    if not ckpts:
-        return {"member": member, "version": version, unit: step, **cells}
-    state = read_plain(ckpts[0])
-    returns, seconds, metrics = state.get("returns", []), state.get("seconds", 0.0), \
-        state.get("metrics", {})
+    return version, ckpts, step, _evaluation(db, run_id, snaps[-1].id if snaps else None)
+
+
+def plain_figures(raw: dict[str, Any]) -> tuple[list[float], float, dict[str, float]] | None:
+    """A single run's checkpoint's last episode returns, seconds and metrics; None where one
+    is not of its type (floats; metrics by name)."""
+    returns, seconds, metrics = raw.get("returns", []), raw.get("seconds", 0.0), \
+        raw.get("metrics", {})
     if not (isinstance(returns, list) and all(isinstance(r, float) for r in returns)
             and isinstance(seconds, float) and isinstance(metrics, dict)
             and all(isinstance(k, str) and isinstance(v, float) for k, v in metrics.items())):
-        raise NotPlain(f"{ckpts[0]}: figures of other types")  # the torch way says so
+        return None
+    return returns, seconds, metrics
+
+
+def table_row(member: str, version: int | None, unit: str, step: int | None,
+              figures: tuple[list[float], float, dict[str, float]] | None,
+              evaluated: Evaluation | None) -> dict[str, Any]:
+    """A finished run's row: :func:`_llm_row` (``unit`` iterations) or :func:`_single_row`
+    from its checkpoint's ``figures``; without them, its step and evaluation only."""
+    if figures is None:
+        return {"member": member, "version": version, unit: step, **_eval_cells(evaluated)}
+    returns, seconds, metrics = figures
     if unit == "iterations":
-        row: dict[str, Any] = {"member": "llm", "version": version, "iterations": step}
-        for key in ("legal_rate", "success_rate", "team_return"):
-            if f"charts/{key}" in metrics:
-                row[key] = round(float(metrics[f"charts/{key}"]), 3)
-        row.update(cells)
-        for key in sorted(k for k in metrics if k.startswith("charts/win_rate/")):
-            row[key.removeprefix("charts/")] = round(float(metrics[key]), 3)
-        return row
-    return {"member": member, "version": version, "frames": step, "seconds": round(seconds, 1),
-            "final_return": round(float(np.mean(returns)), 3) if returns else None, **cells}
+        return _llm_row(version, step, metrics, evaluated)
+    return _single_row(member, version, step, seconds, returns, evaluated)
+
+
+def _single_row(member: str, version: int | None, frames: int | None, seconds: float,
+                returns: list[float], evaluated: Evaluation | None) -> dict[str, Any]:
+    """A single run's table row: its frames, seconds, the mean return of its last (up to 50)
+    training episodes (``final_return``: exploring, or sampling for on-policy learners) and
+    of its snapshot's evaluation episodes (``eval_return``, with its 95 % confidence
+    half-width ``eval_ci95``: :func:`_evaluation`)."""
+    return {"member": member, "version": version, "frames": frames, "seconds": round(seconds, 1),
+            "final_return": round(float(np.mean(returns)), 3) if returns else None,
+            **_eval_cells(evaluated)}
+
+
+def _llm_row(version: int | None, iterations: int | None,
+             metrics: dict[str, float], evaluated: Evaluation | None) -> dict[str, Any]:
+    """An LLM team run's table row: its last iteration's rates, the evaluation's mean team
+    return (``eval_return``, ``eval_ci95``: :func:`_evaluation`) and self-play win rates."""
+    row: dict[str, Any] = {"member": "llm", "version": version, "iterations": iterations}
+    for key in ("legal_rate", "success_rate", "team_return"):
+        if f"charts/{key}" in metrics:
+            row[key] = round(float(metrics[f"charts/{key}"]), 3)
+    row.update(_eval_cells(evaluated))
+    for key in sorted(k for k in metrics if k.startswith("charts/win_rate/")):  # self-play:
+        row[key.removeprefix("charts/")] = round(float(metrics[key]), 3)  # team_return is 0
+    return row
 
 
 def _checkpoints(folder: Path) -> list[Path]:
@@ -155,28 +206,48 @@ class _Unpickler(pickle.Unpickler):
         return None
 
 
-def _evaluation(db: Any, run_id: int, sid: int | None) -> tuple[float, float | None,
-                                                                float | None] | None:
-    """``populations.single_eval._evaluation``: the mean, 95 % half-width and LLM legal rate
-    of the recorded evaluation of snapshot ``sid``."""
+@dataclass(frozen=True)
+class Evaluation:
+    """A single run's evaluation of its snapshot: the learner team's mean return over
+    ``episodes`` episodes and the half-width of that mean's 95 % confidence interval
+    (Student's t over the episodes' returns; None below two episodes); for an LLM team, the
+    share of its evaluated moves that named a legal action (None for other learners)."""
+
+    mean: float
+    ci95: float | None
+    episodes: int
+    legal_rate: float | None = None
+
+
+def _evaluation(db: Any, run_id: int, sid: int | None,
+                episodes: int | None = None) -> Evaluation | None:
+    """The learner team's returns in a single run's recorded evaluation matches of snapshot
+    ``sid`` (the first ``episodes`` of them, in the order they were played; a resume with
+    another ``eval_episodes`` keeps the rows recorded before): per episode the mean over the
+    seats it held, as ``final_return`` (and ``marl.train``'s ``charts/episode_return``, an
+    LLM team's ``charts/team_return``) counts an episode; then their mean and its 95 %
+    confidence half-width; None when none is recorded."""
+    # eval/e00000 ... eval/e99999, eval/e100000: by length, then text (text alone put
+    # e100000 before e10001)
     mine = sorted((m for m in db.matches(run_id, EVAL_MATCHES)
                    if m.seats and set(m.seats.values()) == {sid}),
                   key=lambda m: (len(m.key), m.key))
-    per_episode = [float(np.mean([m.returns[a] for a in m.seats])) for m in mine]
+    per_episode = [float(np.mean([m.returns[a] for a in m.seats])) for m in mine[:episodes]]
     if not per_episode:
         return None
-    legal = db.metric(run_id, EVAL_LEGAL_RATE)
-    return float(np.mean(per_episode)), _ci95(per_episode), legal[-1][1] if legal else None
+    legal = db.metric(run_id, EVAL_LEGAL_RATE)  # an LLM team's, logged with the evaluation
+    return Evaluation(float(np.mean(per_episode)), ci95(per_episode), len(per_episode),
+                      legal[-1][1] if legal else None)
 
 
-def _eval_cells(evaluated: tuple[float, float | None, float | None] | None
-                ) -> dict[str, float | None]:
+def _eval_cells(evaluated: Evaluation | None) -> dict[str, float | None]:
+    """A table row's ``eval_return`` and ``eval_ci95`` (None when not recorded), and an LLM
+    team's ``eval_legal_rate`` where it was recorded."""
     if evaluated is None:
         return {"eval_return": None, "eval_ci95": None}
-    mean, ci95, legal = evaluated
-    cells = {"eval_return": _rounded(mean), "eval_ci95": _rounded(ci95)}
-    if legal is not None:
-        cells["eval_legal_rate"] = _rounded(legal)
+    cells = {"eval_return": _rounded(evaluated.mean), "eval_ci95": _rounded(evaluated.ci95)}
+    if evaluated.legal_rate is not None:
+        cells["eval_legal_rate"] = _rounded(evaluated.legal_rate)
     return cells
 
 
@@ -184,11 +255,14 @@ def _rounded(x: float | None) -> float | None:
     return None if x is None else round(float(x), 3)
 
 
-def _ci95(values: list[float]) -> float | None:
-    """``populations.single_eval.ci95``: Student's t half-width (scipy's quantile)."""
+def ci95(values: list[float]) -> float | None:
+    """The half-width of the 95 % confidence interval of the mean of ``values`` (Student's
+    t with n - 1 degrees of freedom: 2.04 × std / √n at 32 episodes); None below two."""
     n = len(values)
     if n < 2:
         return None
+    # scipy.special's quantile (~0.25 s CPU to import): scipy.stats cost ~1 s of every
+    # evaluating selfplay-train run's ~7 s, for this one number (the same values)
     from scipy.special import stdtrit
 
     return float(stdtrit(n - 1, 0.975) * np.std(values, ddof=1) / np.sqrt(n))

@@ -30,6 +30,13 @@ from marl.registry import LearnerEntry
 from marl.train import RandomPolicy, check_episode_lengths
 from populations.db import LeagueDB, MatchRow
 from populations.loggers import MetricsLogger
+from populations.run_figures import (  # one home, torch-free (python -m populations.sweep_summary)
+    EVAL_LEGAL_RATE,
+    EVAL_MATCHES,
+    Evaluation,
+    _evaluation,
+    ci95,
+)
 from populations.runners import MatchJob, play_job
 from populations.seeds import OPPONENT, RunSeeds
 
@@ -174,59 +181,6 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
     return evaluated
 
 
-EVAL_MATCHES = "eval/e"  # a single run's evaluation matches: eval/e00000, eval/e00001, ...
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """A single run's evaluation of its snapshot: the learner team's mean return over
-    ``episodes`` episodes and the half-width of that mean's 95 % confidence interval
-    (Student's t over the episodes' returns; None below two episodes); for an LLM team, the
-    share of its evaluated moves that named a legal action (None for other learners)."""
-
-    mean: float
-    ci95: float | None
-    episodes: int
-    legal_rate: float | None = None
-
-
-def _evaluation(db: LeagueDB, run_id: int, sid: int | None,
-                episodes: int | None = None) -> Evaluation | None:
-    """The learner team's returns in a single run's recorded evaluation matches of snapshot
-    ``sid`` (the first ``episodes`` of them, in the order they were played; a resume with
-    another ``eval_episodes`` keeps the rows recorded before): per episode the mean over the
-    seats it held, as ``final_return`` (and ``marl.train``'s ``charts/episode_return``, an
-    LLM team's ``charts/team_return``) counts an episode; then their mean and its 95 %
-    confidence half-width; None when none is recorded."""
-    # eval/e00000 ... eval/e99999, eval/e100000: by length, then text (text alone put
-    # e100000 before e10001)
-    mine = sorted((m for m in db.matches(run_id, EVAL_MATCHES)
-                   if m.seats and set(m.seats.values()) == {sid}),
-                  key=lambda m: (len(m.key), m.key))
-    per_episode = [float(np.mean([m.returns[a] for a in m.seats])) for m in mine[:episodes]]
-    if not per_episode:
-        return None
-    legal = db.metric(run_id, EVAL_LEGAL_RATE)  # an LLM team's, logged with the evaluation
-    return Evaluation(float(np.mean(per_episode)), ci95(per_episode), len(per_episode),
-                      legal[-1][1] if legal else None)
-
-
-EVAL_LEGAL_RATE = "charts/eval_legal_rate"
-
-
-def ci95(values: list[float]) -> float | None:
-    """The half-width of the 95 % confidence interval of the mean of ``values`` (Student's
-    t with n - 1 degrees of freedom: 2.04 × std / √n at 32 episodes); None below two."""
-    n = len(values)
-    if n < 2:
-        return None
-    # scipy.special's quantile (~0.25 s CPU to import): scipy.stats cost ~1 s of every
-    # evaluating selfplay-train run's ~7 s, for this one number (the same values)
-    from scipy.special import stdtrit
-
-    return float(stdtrit(n - 1, 0.975) * np.std(values, ddof=1) / np.sqrt(n))
-
-
 def _eval_return(db: LeagueDB, run_id: int, sid: int | None,
                  episodes: int | None = None) -> float | None:
     """The mean of :func:`_evaluation` (None when none is recorded)."""
@@ -253,21 +207,6 @@ def _log_eval_return(db: LeagueDB, run_id: int, logger: MetricsLogger, step: int
     if metrics:
         db.log_metrics(run_id, step, metrics)
         logger.log(step, metrics)
-
-
-def _eval_cells(evaluated: Evaluation | None) -> dict[str, float | None]:
-    """A table row's ``eval_return`` and ``eval_ci95`` (None when not recorded), and an LLM
-    team's ``eval_legal_rate`` where it was recorded."""
-    if evaluated is None:
-        return {"eval_return": None, "eval_ci95": None}
-    cells = {"eval_return": _rounded(evaluated.mean), "eval_ci95": _rounded(evaluated.ci95)}
-    if evaluated.legal_rate is not None:
-        cells["eval_legal_rate"] = _rounded(evaluated.legal_rate)
-    return cells
-
-
-def _rounded(x: float | None) -> float | None:
-    return None if x is None else round(float(x), 3)
 
 
 @dataclass(frozen=True)

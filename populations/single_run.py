@@ -31,6 +31,14 @@ from populations.db import LeagueDB
 from populations.experiment_config import KEEP_CHECKPOINTS
 from populations.learner_build import _own_rollouts, make_learner, rollouts_closed
 from populations.loggers import MetricsLogger
+from populations.run_figures import (  # the rows' one home (python -m populations.sweep_summary)
+    CHECKPOINTS,
+    _llm_row,
+    _single_row,
+    finished,
+    plain_figures,
+    table_row,
+)
 from populations.run_folder import (
     GRPO_ITERATION,
     deferred_stop,
@@ -42,10 +50,7 @@ from populations.run_folder import (
 )
 from populations.seeds import GAME, RunSeeds
 from populations.single_eval import (
-    Evaluation,
-    _eval_cells,
     _evaluate_single,
-    _evaluation,
     _greedy,
     _log_eval_return,
     _Seats,
@@ -60,7 +65,6 @@ if TYPE_CHECKING:
 # the run's lines keep the logger they had before the move (users' logging settings)
 log = logging.getLogger("populations.experiment")
 
-CHECKPOINTS = "checkpoints"  # a single run's checkpoints (a league's: populations.league)
 # written beside checkpoints/ once its first checkpoint is whole: a resume that finds none
 # then knows they were lost (a run stopped before it, or killed writing it, starts over)
 CHECKPOINTED = ".checkpointed"
@@ -166,31 +170,6 @@ def run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
     rows = [_single_row(cfg.algo, snap.version, frames, seconds, returns, evaluated)]
     db.close()
     return rows
-
-
-def _single_row(member: str, version: int | None, frames: int | None, seconds: float,
-                returns: list[float], evaluated: Evaluation | None) -> dict[str, Any]:
-    """A single run's table row: its frames, seconds, the mean return of its last (up to 50)
-    training episodes (``final_return``: exploring, or sampling for on-policy learners) and
-    of its snapshot's evaluation episodes (``eval_return``, with its 95 % confidence
-    half-width ``eval_ci95``: :func:`_evaluation`)."""
-    return {"member": member, "version": version, "frames": frames, "seconds": round(seconds, 1),
-            "final_return": round(float(np.mean(returns)), 3) if returns else None,
-            **_eval_cells(evaluated)}
-
-
-def _llm_row(version: int | None, iterations: int | None,
-             metrics: dict[str, float], evaluated: Evaluation | None) -> dict[str, Any]:
-    """An LLM team run's table row: its last iteration's rates, the evaluation's mean team
-    return (``eval_return``, ``eval_ci95``: :func:`_evaluation`) and self-play win rates."""
-    row: dict[str, Any] = {"member": "llm", "version": version, "iterations": iterations}
-    for key in ("legal_rate", "success_rate", "team_return"):
-        if f"charts/{key}" in metrics:
-            row[key] = round(float(metrics[f"charts/{key}"]), 3)
-    row.update(_eval_cells(evaluated))
-    for key in sorted(k for k in metrics if k.startswith("charts/win_rate/")):  # self-play:
-        row[key.removeprefix("charts/")] = round(float(metrics[key]), 3)  # team_return is 0
-    return row
 
 
 def _train_single(cfg: ExperimentConfig, learner: Learner, recent: _RecentReturns, start: int,
@@ -383,27 +362,21 @@ def _finished_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,
     """A run recorded ``finished`` is not trained nor published again on a resume: one log
     line and its table row as the run recorded it (its last checkpoint's seconds and returns,
     or an LLM run's rates; the evaluation's return from its matches in ``db``), None when the
-    run is not finished."""
-    if db.run_status(run_id) != "finished":
+    run is not finished (``populations.run_figures.finished_row`` reads it without torch)."""
+    found = finished(db, run_id, run_dir, member, checkpoint_files)
+    if found is None:
         return None
-    snaps = db.snapshots(run_id, member)
-    version = snaps[-1].version if snaps else None
-    ckpts = checkpoint_files(run_dir / CHECKPOINTS)
-    step = int(ckpts[0].stem.removeprefix("ckpt_")) if ckpts else None
+    version, ckpts, step, evaluated = found
     log.info("run %s already finished%s (snapshot v%s); nothing to do", run_dir,
              "" if step is None else f" at {step} {unit}", version)
-    evaluated = _evaluation(db, run_id, snaps[-1].id if snaps else None)  # in the db
-    bare = {"member": member, "version": version, unit: step, **_eval_cells(evaluated)}
-    if not ckpts:
-        return bare
-    try:  # the newest only: an older one's figures are not the finished run's
-        _, returns, seconds, metrics = _checked_state(ckpts[0], read_checkpoint(ckpts[0]))
-    except CheckpointError as err:
-        log.warning("%s; the finished run's table shows none of its training figures", err)
-        return bare
-    if unit == "iterations":
-        return _llm_row(version, step, metrics, evaluated)
-    return _single_row(member, version, step, seconds, returns, evaluated)
+    figures = None
+    if ckpts:
+        try:  # the newest only: an older one's figures are not the finished run's
+            _, returns, seconds, metrics = _checked_state(ckpts[0], read_checkpoint(ckpts[0]))
+            figures = returns, seconds, metrics
+        except CheckpointError as err:
+            log.warning("%s; the finished run's table shows none of its training figures", err)
+    return table_row(member, version, unit, step, figures, evaluated)
 
 
 def _checked_state(path: Path, raw: dict[str, Any]) -> tuple[int, list[float], float,
@@ -414,16 +387,15 @@ def _checked_state(path: Path, raw: dict[str, Any]) -> tuple[int, list[float], f
     Raises:
         CheckpointError: one line naming the file and the bad value.
     """
-    step, returns, seconds = raw.get("step"), raw.get("returns", []), raw.get("seconds", 0.0)
-    metrics = raw.get("metrics", {})
+    step = raw.get("step")
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < 2**63:
         raise CheckpointError(f"checkpoint {path} holds step={step!r}; expected a count >= 0 "
                               "below 2**63 (SQLite's integers)")
-    if not isinstance(returns, list) or not all(isinstance(r, float) for r in returns) \
-            or not isinstance(seconds, float) or not isinstance(metrics, dict) \
-            or not all(isinstance(k, str) and isinstance(v, float) for k, v in metrics.items()):
+    figures = plain_figures(raw)
+    if figures is None:
         raise CheckpointError(f"checkpoint {path} holds returns, seconds or metrics that "
                               "are not floats")
+    returns, seconds, metrics = figures
     return step, returns, seconds, metrics
 
 
