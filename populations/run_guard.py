@@ -35,6 +35,7 @@ from populations.command_line import (
     resume_command,
     run_dir_override,
 )
+from populations.command_line import _working_folder as working_folder
 from populations.run_folder_names import (
     CHECKPOINT,
     OWN_INSIDE,
@@ -772,7 +773,11 @@ def _refuse_resume_without_folder(config: DictConfig, key: str = "hydra.run.dir"
     runs = sorted(p.name for p in parent.iterdir() if p.is_dir() and held(p)) \
         if parent.is_dir() else []
     what = "sweep" if sweep else "run"
-    where = (f"the newest {what} there: {run_dir_override(parent / runs[-1], key)}" if runs
+    # absolute, as the resume lines a run and a sweep print (pasted from another folder, a
+    # relative one started a new run there)
+    newest = Path(os.path.abspath(os.path.join(working_folder(), parent / runs[-1]))) \
+        if runs else None
+    where = (f"the newest {what} there: {run_dir_override(newest, key)}" if newest
              else f"{parent} holds no {what} yet (start one without resume=true)")
     raise CLIError(f"resume=true needs the folder of the {what} to resume, {key}=<folder> "
                    f"(without it the {what} would go to a new folder, {run_dir}); {where}")

@@ -82,7 +82,8 @@ def test_resume_without_a_run_folder_names_the_folder_to_give(experiment, monkey
     assert exit_.value.code == 2
     assert len(err.splitlines()) == 1, err
     assert "resume=true" in err and "hydra.run.dir=" in err, err
-    assert f"hydra.run.dir={newest.relative_to(tmp_path)}" in err, err  # pastes as it is
+    # absolute, as a run's resume line: pastes from any folder (fix34d; was relative)
+    assert err.endswith(f"the newest run there: hydra.run.dir={newest.resolve()}"), err
     assert sorted((tmp_path / "runs" / name).iterdir()) == before  # no folder made
 
 
@@ -155,7 +156,9 @@ def test_a_sweep_resumed_without_its_folder_names_the_folder_to_give(monkeypatch
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2
     assert len(err.splitlines()) == 1, err
-    assert "hydra.sweep.dir=multirun/default/2026-01-02_09-00-00" in err, err
+    # absolute, as a sweep's resume line (215fb51): pastes from any folder (fix34d)
+    newest = (root / "2026-01-02_09-00-00").resolve()
+    assert err.endswith(f"the newest sweep there: hydra.sweep.dir={newest}"), err
     assert sorted(root.iterdir()) == before
 
 
