@@ -72,6 +72,9 @@ def parse_members(members: Sequence[Any]) -> list[MemberSpec]:
             raise ValueError(f"{where}={m!r}: a member is an algo's name (mappo) or a mapping "
                              "{name: ..., algo: ..., <algo's section>: {...}}")
         algo, name = m.get("algo"), m.get("name")
+        if algo is None and name is None and m and all(isinstance(v, Mapping)
+                                                      for v in m.values()):
+            raise ValueError(_by_index_line(members, i))
         if not isinstance(algo, str) or not algo:
             raise ValueError(f"{where}={_shown(m)}: needs algo: <a learner's name>, e.g. "
                              "{name: gnn, algo: mappo, mappo: {net: {encoder: gnn}}}")
@@ -86,6 +89,33 @@ def parse_members(members: Sequence[Any]) -> list[MemberSpec]:
                                  f"{', '.join(_FIELDS)} and its learner's section")
         specs.append(MemberSpec(algo, name, changes or None, where))
     return specs
+
+
+def _by_index_line(members: Sequence[Any], i: int) -> str:
+    """The line for member ``i`` that is sections alone (``{mappo: {epochs: 2}}``): what
+    ``population.members.0.mappo.epochs=2`` makes of a member given by its name (Hydra
+    replaces the name by a mapping and keeps no trace of it, so which learner it was — mappo,
+    ippo, mappo_exploiter — cannot be told here); the mapping form that sets it, with the
+    other members as they are."""
+    m = members[i]
+    section = next(iter(m))
+    entry = _yaml({"algo": section, **m})
+    listed = ", ".join(entry if j == i else _yaml(other) for j, other in enumerate(members))
+    keys = ".".join(_leaves(m)[0][0])
+    return (f"population.members[{i}]={_yaml(m)} has no algo: an index override such as "
+            f"population.members.{i}.{keys}=... replaces a member given by its name (the name "
+            f"is lost); give that member as a mapping: population.members=[{listed}] "
+            f"(algo: that member's learner)")
+
+
+def _yaml(value: Any) -> str:
+    """``value`` as an override writes it (``{algo: mappo, mappo: {epochs: 2}}``)."""
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {_yaml(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)) or (isinstance(value, Sequence)
+                                           and not isinstance(value, str)):
+        return "[" + ", ".join(_yaml(v) for v in value) + "]"
+    return _value(value)
 
 
 def check_member_specs(specs: Sequence[MemberSpec], allowed: Sequence[str]) -> None:
