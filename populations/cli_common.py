@@ -70,9 +70,6 @@ def one_line(err: BaseException) -> str:
         from populations.config_checks import unknown_key_hint
 
         hint = unknown_key_hint(cause)  # llm.tem=1: the nearest keys of llm
-        member = None if hint else _member_key_line(text, str(cause))
-        if member:  # population.members.1.mappo.lrr=1: a member's mapping is no dataclass
-            return member
         if hint:  # the schema is closed: Hydra's "+llm.tem=1" ended in a traceback (CC-8)
             text = re.sub(r"\s*To append to your config use \S+", "", text)
         text += "\n" + str(cause) + (f"\n{hint}" if hint else "")
@@ -97,34 +94,6 @@ def one_line(err: BaseException) -> str:
         else:
             parts.append(line.rstrip("."))
     return "; ".join(parts) or type(err).__name__
-
-
-_MEMBER_KEY = re.compile(r"Could not override 'population\.members\.(\d+)\.(\w+)\.([\w.]+)'")
-
-
-def _member_key_line(text: str, cause: str) -> str | None:
-    """``population.members[1].mappo.lrr: Key 'lrr' not in 'MAPPOConfig'; nearest: mappo.lr``
-    (the line the mapping form ``population.members=[..., {..., mappo: {lrr: 1}}]`` gets) for
-    Hydra's "Could not override 'population.members.1.mappo.lrr'" (``text``) of a key not in
-    the member's mapping (``cause``: "Key 'lrr' is not in struct"): the member's section is
-    plain YAML, not the learner's dataclass, so no nearest key was said. None for any other
-    error, or a section no registered learner reads."""
-    found = _MEMBER_KEY.search(text)
-    if found is None or "not in struct" not in cause:
-        return None
-    from marl import registry
-    from populations.learner_sections import section_config
-
-    index, section, key = found.groups()
-    entry = next((e for e in registry.entries().values() if e.section == section), None)
-    if entry is None:
-        return None
-    try:
-        section_config(entry, {key: None})  # the unknown key refused as a member's is
-    except ValueError as err:
-        if str(err).startswith(f"{section}.{key}: "):
-            return f"population.members[{index}].{err}"
-    return None
 
 
 _TOO_LARGE = re.compile(r"can't allocate memory|cannot allocate memory|out of memory|"
