@@ -39,7 +39,7 @@ from populations.lockstep import LockstepSampler, MemoFull, NoProbabilities, mem
 from populations.run_folder import stop_now, stop_requested
 
 if TYPE_CHECKING:
-    from populations.psro import Member
+    from populations.psro_mixtures import Member  # where it is defined (psro re-exports it)
 
 log = logging.getLogger(__name__)
 
