@@ -469,30 +469,54 @@ def _remove_session_at_exit(ray: Any, session_dir: str | None) -> None:
 
     def remove() -> None:
         # Ray's own exit handler (registered when ray was imported) runs after this one
-        with _sigint_ignored():
-            try:
-                ray.shutdown(wait_for_processes=True)  # its servers stop writing there first
-            except TypeError:  # a Ray before mid-2026 has no wait_for_processes
-                ray.shutdown()
-            shutil.rmtree(session_dir, ignore_errors=True)
-            latest = os.path.join(os.path.dirname(session_dir), "session_latest")
-            with contextlib.suppress(OSError):
-                if os.readlink(latest) == session_dir:
-                    os.unlink(latest)
+        try:
+            with _sigint_answered():
+                try:
+                    ray.shutdown(wait_for_processes=True)  # its servers stop writing there
+                except TypeError:  # a Ray before mid-2026 has no wait_for_processes
+                    ray.shutdown()
+                shutil.rmtree(session_dir, ignore_errors=True)
+                latest = os.path.join(os.path.dirname(session_dir), "session_latest")
+                with contextlib.suppress(OSError):
+                    if os.readlink(latest) == session_dir:
+                        os.unlink(latest)
+        except _StopWaiting:
+            _say(f"stopped waiting for Ray to stop; its session folder may stay: {session_dir}")
 
     atexit.register(remove)
 
 
+class _StopWaiting(BaseException):
+    """A second Ctrl-C while Ray shuts down at exit (:func:`_sigint_answered`)."""
+
+
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError, RuntimeError):  # closed, or re-entered
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
 @contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Ctrl-C ignored while Ray shuts down at exit: a second Ctrl-C about a second after the
-    first (the run already stopping) raised ``KeyboardInterrupt`` inside ``ray.shutdown``,
-    Python printed ``Exception ignored in atexit callback`` with its traceback, the session
-    folder stayed and Ray's servers lingered about a minute. The shutdown takes seconds."""
+def _sigint_answered() -> Iterator[None]:
+    """Ctrl-C while Ray shuts down at exit: the first says what is going on and lets it
+    finish, a further one raises :class:`_StopWaiting` (the exit handler says what it left).
+
+    A second Ctrl-C about a second after the first (the run already stopping) raised
+    ``KeyboardInterrupt`` inside ``ray.shutdown``: Python printed ``Exception ignored in
+    atexit callback`` with its traceback, the session folder stayed and Ray's servers
+    lingered about a minute. The shutdown takes seconds; one who insists still gets out."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread sets handlers (exit handlers run there)
         return
-    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    asked: list[int] = []
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if asked:
+            raise _StopWaiting
+        asked.append(signum)
+        _say("stopping Ray (seconds); Ctrl-C again to stop waiting for it")
+
+    before = signal.signal(signal.SIGINT, on_sigint)
     try:
         yield
     finally:
