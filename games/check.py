@@ -25,7 +25,9 @@ many were checked.
 from __future__ import annotations
 
 import numbers
+import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -419,41 +421,88 @@ def _first_difference(one: list, other: list) -> str:
             continue
         step = i // 2
         if i % 2:
-            agents = [x for x in a if a.get(x) != b.get(x)] or sorted({*a, *b})
+            agents = [x for x in sorted({*a, *b}, key=str) if a.get(x) != b.get(x)]
             return f"the rewards of step {step} differ ({agents[0]}: {a.get(agents[0])} vs " \
                    f"{b.get(agents[0])})"
         if a[0] != b[0]:
             return f"the acting agents at step {step} differ ({list(a[0])} vs {list(b[0])})"
-        agent = next(x for x in a[1] if a[1][x] != b[1].get(x))
+        # the agents observed may differ too (one play observes an agent the other does not)
+        agent = next(x for x in sorted({*a[1], *b[1]}, key=str) if a[1].get(x) != b[1].get(x))
+        if agent not in a[1] or agent not in b[1]:
+            return (f"the agents observed at step {step} differ ({sorted(a[1], key=str)} vs "
+                    f"{sorted(b[1], key=str)})")
         return f"the observation of {agent} at step {step} differs"
     return f"one episode ended after {min(len(one), len(other)) // 2} steps, the other did not"
 
 
-def replay_problem(game: Game, seed: int = 0, steps: int = REPLAY_STEPS) -> str | None:
-    """What :func:`check_game`'s replay checks would find, cheaply: ``reset(seed)`` and
-    ``steps`` random legal steps, then ``reset(None)`` and ``steps`` more, played twice with
-    the same actions; None when both plays are the same, else one clause naming which reset
-    and the first step where they differ (a game that ignores its seed: runs with one seed
-    differ). Run on a user's game when ``selfplay-train`` starts (4 short episodes); the game
-    may still break its contract elsewhere, which ``check_game`` checks.
+CHEAP_COPY_S = 0.05  # a game built faster is built twice: two new copies are compared
+
+
+def replay_problem(make: Callable[[], Game], seed: int = 0, steps: int = REPLAY_STEPS
+                   ) -> str | None:
+    """What :func:`check_game`'s replay checks would find, cheaply: on a copy built by
+    ``make``, ``reset(seed)`` and ``steps`` random legal steps, then ``reset(None)`` and
+    ``steps`` more, played twice with the same actions; a second copy, when the first did
+    not replay or took under :data:`CHEAP_COPY_S` to build, plays them once. None when all
+    plays are the same, else one clause naming what was seen: two new copies that differ
+    (runs with one seed differ: each builds its copies anew), or only one copy that did not
+    replay its seed after it had played (state kept across resets, such as an episode
+    counter: runs may replay, but ``check_game``'s contract does not hold). Run on a user's
+    game when ``selfplay-train`` starts (4 to 6 short episodes); the game may still break
+    its contract elsewhere, which ``check_game`` checks.
 
     Raises:
-        GameCheckError: the game's own code raised, or broke a contract the steps need.
+        GameCheckError: the game's own code raised (building, playing or closing a copy),
+            or broke a contract the steps need.
     """
     def same_nan(traj: list) -> list:  # a NaN reward (its own error) is equal to itself
         return [{a: repr(r) for a, r in x.items()} if isinstance(x, dict) else x for x in traj]
 
-    plays = []
-    for _ in range(2):
-        first, _, _ = _play(game, seed, check=False, limit=steps)
-        after = _continued(game, seed, None, 1, limit=steps)[0]
-        plays.append((same_nan(first), same_nan(after)))
-    (first, after), (first_again, after_again) = plays
-    if first != first_again:
-        return (f"reset(seed={seed}) twice with the same actions did not replay: "
-                f"{_first_difference(first, first_again)}; a game must draw its randomness "
-                "from the seed reset() gives it (runs with one seed would differ)")
-    if after != after_again:
-        return (f"reset(seed={seed}), {steps} steps, then reset(None) did not replay: "
-                f"{_first_difference(after, after_again)}; {CONTINUE_RNG}")
-    return None
+    def plays(game: Game, times: int) -> list[tuple[list, list]]:
+        out = []
+        for _ in range(times):
+            first, _, _ = _play(game, seed, check=False, limit=steps)
+            after = _continued(game, seed, None, 1, limit=steps)[0]
+            out.append((same_nan(first), same_nan(after)))
+        return out
+
+    def played(times: int) -> tuple[list[tuple[list, list]], float]:
+        start = time.perf_counter()
+        try:
+            game = make()
+        except GameCheckError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the game's own code: one line
+            raise GameCheckError(f"building the game raised {type(err).__name__}: {err}"
+                                 ) from err
+        built = time.perf_counter() - start
+        try:
+            return plays(game, times), built
+        finally:
+            try:
+                game.close()
+            except Exception as err:  # noqa: BLE001 - the game's own code: one line
+                raise GameCheckError(f"close() raised {type(err).__name__}: {err}") from err
+
+    (one, again), built = played(2)
+    if one == again and built >= CHEAP_COPY_S:
+        return None  # one copy replays; a second would cost another slow build
+    [new] = played(1)[0]
+    if new != one:  # two new copies, as two runs with one seed build theirs
+        if new[0] != one[0]:
+            return (f"reset(seed={seed}) on two new copies with the same actions did not "
+                    f"replay: {_first_difference(one[0], new[0])}; a game must draw its "
+                    "randomness from the seed reset() gives it (runs with one seed differ)")
+        return (f"reset(seed={seed}), {steps} steps, then reset(None), on two new copies with "
+                f"the same actions, did not replay: {_first_difference(one[1], new[1])}; "
+                f"{CONTINUE_RNG}")
+    if one == again:
+        return None
+    which, diff = (f"reset(seed={seed})", _first_difference(one[0], again[0])) \
+        if one[0] != again[0] else \
+        (f"reset(seed={seed}), {steps} steps, then reset(None)",
+         _first_difference(one[1], again[1]))
+    return (f"{which} on a copy that had played before did not replay: {diff}; two new copies "
+            "do (so runs with one seed may replay: each builds its copies anew), but "
+            "check_game asks one copy to replay its seed: keep no state across reset(seed) "
+            "(such as an episode counter)")

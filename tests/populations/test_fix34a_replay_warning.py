@@ -113,17 +113,17 @@ def hop(tmp_path, monkeypatch):
 
 
 def test_replay_problem_names_the_reset_and_the_first_difference(hop):
-    assert replay_problem(games.make("fix34a_steady"), seed=3) is None
-    reseed = replay_problem(games.make("fix34a_reseed"), seed=3)
+    assert replay_problem(lambda: games.make("fix34a_steady"), seed=3) is None
+    reseed = replay_problem(lambda: games.make("fix34a_reseed"), seed=3)
     assert reseed is not None and reseed.startswith(
-        "reset(seed=3), 8 steps, then reset(None) did not replay: the observation of a at "
-        "step 0 differs; reset(None) must continue the random stream the seeded reset "
-        "started"), reseed
-    seedless = replay_problem(games.make("fix34a_seedless"), seed=3)
+        "reset(seed=3), 8 steps, then reset(None), on two new copies with the same actions, "
+        "did not replay: the observation of a at step 0 differs; reset(None) must continue "
+        "the random stream the seeded reset started"), reseed
+    seedless = replay_problem(lambda: games.make("fix34a_seedless"), seed=3)
     assert seedless == (
-        "reset(seed=3) twice with the same actions did not replay: the observation of a at "
-        "step 0 differs; a game must draw its randomness from the seed reset() gives it "
-        "(runs with one seed would differ)"), seedless
+        "reset(seed=3) on two new copies with the same actions did not replay: the "
+        "observation of a at step 0 differs; a game must draw its randomness from the seed "
+        "reset() gives it (runs with one seed differ)"), seedless
     # the same defects check_game finds, with its words
     for name, words in (("fix34a_reseed", "did not replay: reset(None) must continue"),
                         ("fix34a_seedless", "seed 0 did not replay identically")):
@@ -133,11 +133,12 @@ def test_replay_problem_names_the_reset_and_the_first_difference(hop):
 
 
 def test_the_check_plays_a_few_steps_and_only_users_games(hop):
-    """Its cost: 4 episodes of at most 8 steps (the game has 12), whatever the game's length;
-    the framework's own games and adapter specs are not played at all."""
+    """Its cost: 4 episodes of at most 8 steps (the game has 12), whatever the game's length,
+    and 2 more on a second copy when one is cheap to build (rfix34b); the framework's own
+    games and adapter specs are not played at all."""
     hop.Hop.steps = 0
-    replay_problem(games.make("fix34a_steady"))
-    assert hop.Hop.steps == 4 * REPLAY_STEPS
+    replay_problem(lambda: games.make("fix34a_steady"))
+    assert hop.Hop.steps == 6 * REPLAY_STEPS
     assert all(user_game(n) for n in NAMES)
     assert user_game("fix34a_steady(x=1)")  # a name with its arguments
     assert not user_game("openspiel/kuhn_poker")
@@ -180,7 +181,8 @@ def test_selfplay_train_warns_once_and_trains(hop, tmp_path, monkeypatch):
     assert len(lines) == 1, lines
     assert lines[0].split(" - ", 1)[1] == (
         "game fix34a_reseed does not replay from its seed (training goes on): reset(seed=3), "
-        "8 steps, then reset(None) did not replay: the observation of a at step 0 differs; "
+        "8 steps, then reset(None), on two new copies with the same actions, did not replay: "
+        "the observation of a at step 0 differs; "
         "reset(None) must continue the random stream the seeded reset started (VectorGame "
         "resets finished copies with reset(None): runs with one seed would differ); in "
         "_reset, make a new RNG only when seed is not None and keep it across reset(None); "
