@@ -80,9 +80,33 @@ def _from_defaults(name: str, recorded: str, here: str) -> list[str]:
         return []
     defaults = {k: p.default for k, p in params.items() if p.default is not p.empty}
     parts = [escaped(f"{k} ({_short(defaults[k])} by default, {_short(v)} here)")
-             for k, v in sorted(named.items()) if k in defaults and v != defaults[k]]
+             for k, v in sorted(named.items()) if k in defaults and _differs(defaults[k], v)]
     return [f"{name}'s game differs here from its defaults in " + ", ".join(parts)] if parts \
         else []
+
+
+def _differs(default: Any, value: Any) -> bool:
+    """Whether ``value`` (read from a game's name: lists for JSON's arrays) differs from a
+    factory's ``default`` as the game would take it: a list and a tuple of the same items
+    alike, numpy values by value; False where they cannot be compared (no note rather than
+    a false one or an error: ``!=`` called ``[2, 3]`` and ``(2, 3)`` different, and raised
+    on a numpy array)."""
+    try:
+        return not _same_value(default, value)
+    except Exception:  # noqa: BLE001 - an __eq__ that raises, a ragged array: nothing said
+        return False
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    import numpy as np
+
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
+    return bool(a == b)  # numpy scalars too; an array-like answer raises: not comparable
 
 
 NOTE_VALUE_CHARS = 60
