@@ -199,18 +199,23 @@ def reported(prog: str) -> Iterator[None]:
             msg += quoting_hint(str(getattr(err, "override", "")),
                                 multirun=prog == TRAIN and bool({"-m", "--multirun"} & {
                                     a.partition("=")[0] for a in _TYPED}))
-        missing = re.match(r"In '[^']*': Could not find '([\w-]+)/([^'/]+)'", msg)
+        # the option may hold a slash (game=openspiel/kuhn_poker: Hydra's own line)
+        missing = re.match(r"In '[^']*': Could not find '([\w-]+)/([^']+)'", msg)
         if missing:  # check_command_line's, or Hydra's own (another config folder given)
-            msg += preset_hint(*missing.groups())
+            group = missing.group(1)
+            listed = re.search(rf"Available options in '{re.escape(group)}':\s*([^;]*)", msg)
+            presets = re.findall(r"[\w./-]+", listed.group(1)) if listed else []
+            msg += preset_hint(*missing.groups(), presets=presets)
         fail(prog, msg)
 
 
-def preset_hint(group: str, option: str) -> str:
+def preset_hint(group: str, option: str, presets: Sequence[str] = ()) -> str:
     """After "Could not find 'algo/my_algo'": when ``my_algo`` is a registered learner (by
     ``imports=[...]`` or an entry point; what is loaded, no torch imported for it) or the
-    section of one, how to give it a preset (README, "Add your own learner"); else ""."""
+    section of one, how to give it a preset (README, "Add your own learner"); else "".
+    ``presets``: the group's options (Hydra's "Available options"), for a game's typo."""
     if group == "game":
-        return _game_preset_hint(option)
+        return _game_preset_hint(option, presets)
     learners = getattr(sys.modules.get("marl.registry"), "_LEARNERS", {})
     if group != "algo" or not isinstance(learners, dict):
         return ""
@@ -230,18 +235,34 @@ def preset_hint(group: str, option: str) -> str:
     return ""
 
 
-def _game_preset_hint(option: str) -> str:
+def _game_preset_hint(option: str, presets: Sequence[str] = ()) -> str:
     """After "Could not find 'game/gridtag'": ``game=`` picks a preset of ``configs/game``;
-    a registered game (``imports=[...]`` registered it: what is loaded, nothing imported for
-    it) or an adapter's spec is named by ``game.name=``."""
-    registry = getattr(sys.modules.get("games.registry"), "_REGISTRY", {})
+    a game's name (registered by ``imports=[...]``: what is loaded, nothing imported for it;
+    an adapter's spec, ``openspiel/kuhn_poker``; a built-in ``tool/...``) is given by
+    ``game.name=``; a name spelt like presets (``kuhnn``) gets the nearest; any other, how
+    games are named (``game.name=`` of it would be refused as an unknown game)."""
+    from populations.config_checks import nearest_keys
+
+    module = sys.modules.get("games.registry")
+    registry = getattr(module, "_REGISTRY", {})
     factory = registry.get(option) if isinstance(registry, dict) else None
     if factory is not None:
         return (f"; {option} is a game registered by {getattr(factory, '__module__', '?')}, "
                 f"not a preset: game.name={option} plays it")
-    return ("; game= picks one of these presets; any other game (registered by "
-            "@games.register in a module given by imports=[...], or openspiel/..., "
-            f"pettingzoo/...) is named by game.name={option}")
+    prefixes = (*getattr(module, "PREFIXES", ("openspiel/", "pettingzoo/", "vmas/")),
+                *getattr(module, "LAZY_BUILTINS", {"tool/": ""}))
+    if option.startswith(prefixes) and option not in prefixes:
+        named = f"game.name={option}"  # Hydra read the value unquoted: quoted if it must be
+        if not re.fullmatch(r"[\w./@+-]*", option):
+            named = shlex.quote(f'game.name="{option}"')
+        return f"; {option} is a game's name, not a preset: {named} plays it"
+    near = nearest_keys(option, list(presets), "") if presets else ""
+    if near.startswith("nearest: "):
+        names = near.removeprefix("nearest: ").split(", ")
+        return f"; nearest: {', '.join(f'game={n}' for n in names)}"
+    return ("; game= picks one of these presets; any other game is named by game.name=NAME: "
+            "a game registered by @games.register in a module given by imports=[...], or "
+            "openspiel/..., pettingzoo/..., vmas/...")
 
 
 def quoting_hint(override: str, multirun: bool = True) -> str:
