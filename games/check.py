@@ -398,7 +398,7 @@ def check_game(
                        budget_reached=reached)
 
 
-REPLAY_STEPS = 8  # steps of each episode replay_problem plays (4 episodes: a few ms)
+REPLAY_STEPS = 8  # steps of each episode replay_problem plays (4 to 6 episodes: a few ms)
 
 
 def user_game(name: str) -> bool:
