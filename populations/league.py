@@ -487,20 +487,22 @@ class League(LeagueTraining):
             # timed for the estimate when this process trains all of it (not a resume's rest)
             whole = self.phase == "done" or (self.phase == "training" and not self.trained)
             began, evaluated = time.perf_counter(), self._eval_seconds
-            counts = update_counts(self.members)  # a generation that only filled a replay
-            # (an off-policy member before learning_starts) is not timed: faster than the rest
+            counts = after = update_counts(self.members)  # a generation that only filled a
+            # replay (an off-policy member before learning_starts) is not timed: faster than
+            # the rest
             if self.phase == "done":
                 self.generation += 1
                 self.phase, self.trained = "training", []
             if self.phase == "training":  # a resume skips the members trained before a stop
                 self._train_members()
+                after = update_counts(self.members)  # before an exploiter's restart (0 again)
                 self.phase, self.trained = "trained", []
                 self._save()
                 self._stop_if_asked()
             self._publish_and_evaluate()
             self.phase = "done"
             self._save()
-            if whole and updated(counts, update_counts(self.members)):
+            if whole and updated(counts, after):
                 self._gen_seconds += time.perf_counter() - began - \
                     (self._eval_seconds - evaluated)
                 self._gens += 1
@@ -577,7 +579,8 @@ class League(LeagueTraining):
         each generation: more snapshots). Generations that made no update (an off-policy
         member filling its replay) are not timed. A resume that has timed no whole
         generation yet takes the recorded training times (``generations`` table;
-        :func:`recorded_estimate`: none while a member has made no update)."""
+        :func:`recorded_estimate`: none while a member has made no update, unless it is an
+        exploiter, which a restart puts back at 0)."""
         cfg, n = self.cfg, len(self.members)
         if self.progress:  # asynchronous: member generations
             gens = [g for g, _ in self.progress.values()]  # each "done" in the loop

@@ -123,11 +123,15 @@ def recorded_estimate(rows: Sequence[dict[str, Any]],
                       members: Sequence[Member]) -> tuple[float, int]:
     """:func:`recorded_training` for a resumed league's estimate, from the versions known to
     have updated every member: none while a member that counts its updates has made none
-    (its replay still fills: no estimate), only the last recorded one when a member warms
-    up a replay (its ``learning_starts``: earlier versions may have only collected), else
-    all."""
+    and cannot restart (its replay still fills: no estimate), only the last recorded one
+    when a member warms up a replay (its ``learning_starts``: earlier versions may have only
+    collected), else all. A member that restarts (an exploiter's ``reset_win_rate``) is
+    back at 0 updates after a restart, which the recorded rows do not tell from none made
+    yet: it refuses nothing, and when it warms a replay only the last recorded version is
+    taken, as a warming member's."""
     counts = update_counts(members)
-    if any(n == 0 for n in counts):
+    restarts = [getattr(m, "reset_win_rate", None) is not None for m in members]
+    if any(n == 0 and not r for n, r in zip(counts, restarts, strict=True)):
         return 0.0, 0
     warms = any(getattr(getattr(getattr(m, "learner", None), "cfg", None),
                         "learning_starts", None) is not None for m in members)

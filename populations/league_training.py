@@ -193,6 +193,7 @@ class LeagueTraining:
                      _counts(m), r.finished_at - r.started_at, r.worker)  # as sync=True
             counts = update_counts([m])
             self._apply(m, r)
+            made = updated(counts, update_counts([m]))  # before _finish_async can restart it
             self.progress[m.name] = (g, "trained")
             self._save()
             self._stop_if_asked()  # the other members' generations are trained again
@@ -200,7 +201,7 @@ class LeagueTraining:
             self._stop_if_asked()
             if g < self.cfg.generations:
                 self.learners.submit(self._job(m, g + 1))
-            if updated(counts, update_counts([m])):
+            if made:
                 self._gens += 1
                 self._gen_seconds = time.perf_counter() - began - \
                     (self._eval_seconds - evaluated)

@@ -12,7 +12,7 @@ import games
 from marl.mappo import MAPPO
 from marl.value_decomp import ValueDecomp, ValueDecompConfig
 from populations.league import League
-from populations.league_progress import _time_left, recorded_training
+from populations.league_progress import recorded_estimate, recorded_training
 from populations.members import LearnerMember, MAPPOMember
 from tests.populations.test_league import _kuhn
 
@@ -53,15 +53,19 @@ def test_the_downtime_of_a_kill_within_a_generation_is_not_training():
 
 
 def test_a_generation_in_which_a_member_only_filled_its_replay_is_not_timed(tmp_path, caplog):
+    """One run for the live estimate and a resume's (recorded_estimate, on the rows and
+    members as recorded after each generation's training: what a resume would read)."""
     caplog.set_level(logging.INFO, "populations.league")
     league = _league(tmp_path / "run", 3)
     try:
-        updates = []
+        updates, estimates, rows = [], [], []
         train = league._train_members
 
         def counted():
             train()
             updates.append(league.members[1].learner.updates)
+            rows.append(league.db.generations(league.run_id))
+            estimates.append(recorded_estimate(rows[-1], league.members))
 
         league._train_members = counted
         league.run()
@@ -69,33 +73,42 @@ def test_a_generation_in_which_a_member_only_filled_its_replay_is_not_timed(tmp_
         league.close()
     assert updates[0] == 0 < updates[1] < updates[2], updates  # generation 1: no update
     assert league._gens == 2  # generations 2 and 3
-    # after generation 1 nothing to go on yet; after generation 2 its own time
+    # after generation 1 nothing to go on yet (no own timing; the recorded fallback gives
+    # nothing: VDN made no update); after generation 2 its own time
     assert [("about" in line) for line in _done_lines(caplog)] == [False, True, False]
+    # a resume after generation 1: no estimate; after generation 2: its training alone
+    assert estimates[0] == (0.0, 0) and recorded_training(rows[0])[1] == 1
+    seconds, done = recorded_training(rows[1], since=2)
+    assert done == 1 and seconds > 0 and estimates[1] == (seconds, 1)
+    assert recorded_training(rows[1])[1] == 2
 
 
-def test_a_resume_takes_no_estimate_from_a_generation_that_only_filled_a_replay(tmp_path):
-    league = _league(tmp_path / "run", 1)
+def test_an_exploiters_restart_is_not_a_generation_without_updates(tmp_path, caplog):
+    """A main exploiter restarted after its generation (league_eval.reset_winners: its
+    initial state, 0 updates) updated in it: the generation is timed, and a resume's
+    recorded estimate takes the recorded versions (the restart is not a replay filling)."""
+    caplog.set_level(logging.INFO, "populations.league")
+    cfg = _kuhn(generations=2, frames_per_generation=FRAMES, num_envs=8, eval_episodes=1)
+    spec = games.make(cfg.game).spec
+    members = [MAPPOMember("main", MAPPO(spec, cfg.mappo, seed=0)),
+               LearnerMember("exploiter", MAPPO(spec, cfg.mappo, seed=1), opponents=("main",),
+                             latest_only=True, reset_win_rate=0.0)]  # restarts every time
+    league = League(cfg, tmp_path / "run", members=members)
     try:
+        updates, train = [], league._train_members
+
+        def counted():
+            train()
+            updates.append(league.members[1].learner.updates)
+
+        league._train_members = counted
         league.run()
-    finally:
-        league.close()
-    league = _league(tmp_path / "run", 4, resume=True)
-    try:
-        assert league.members[1].learner.updates == 0
-        assert league._left() == ""  # generation 1 recorded, but VDN made no update in it
-    finally:
-        league.close()
-    league = _league(tmp_path / "run", 2, resume=True)
-    try:
-        league.run()  # generation 2: VDN's first updates
-    finally:
-        league.close()
-    league = _league(tmp_path / "run", 4, resume=True)
-    try:  # the estimate: generation 2's training alone, not generation 1's too
+        assert updates[0] > 0 and league.members[1].learner.updates == 0  # restarted
+        assert "restarting it" in caplog.text
+        assert league._gens == 2
+        assert [("about" in line) for line in _done_lines(caplog)] == [True, False]
         rows = league.db.generations(league.run_id)
-        seconds, done = recorded_training(rows, since=2)
-        assert done == 1 and seconds > 0
-        assert league._left() == _time_left(seconds, 1, 3)
+        assert recorded_estimate(rows, league.members) == recorded_training(rows)
         assert recorded_training(rows)[1] == 2
     finally:
         league.close()
