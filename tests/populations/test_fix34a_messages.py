@@ -11,13 +11,13 @@ it as set, its preset keeps a local critic) and the list seemed to leave mappo o
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 import torch
 
 import games
+from tests.populations.user_modules import refused_line as _refused
+from tests.populations.user_modules import unregister_games, user_module
 
 # ---------------------------------------------------------------------------- L2: NaN
 
@@ -45,30 +45,10 @@ MODULE = "fix34a_tagmod"
 def tagmod(tmp_path, monkeypatch):
     """A user's module registering ``fix34a_tag``, importable from ``tmp_path`` (the working
     directory), taken out of the registry after."""
-    from games.registry import _REGISTRY
-
-    (tmp_path / f"{MODULE}.py").write_text(
-        "import games\n\n\n@games.register('fix34a_tag')\ndef tag():\n"
-        "    raise NotImplementedError\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    try:
+    source = ("import games\n\n\n@games.register('fix34a_tag')\ndef tag():\n"
+              "    raise NotImplementedError\n")
+    with user_module(tmp_path, monkeypatch, MODULE, source, unregister_games("fix34a_tag")):
         yield
-    finally:
-        sys.modules.pop(MODULE, None)
-        _REGISTRY.pop("fix34a_tag", None)
-
-
-def _refused(argv: list[str], monkeypatch, capsys) -> str:
-    """The one line ``selfplay-train argv`` ends with (exit 2), run in this process."""
-    from populations.cli import train_main
-
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
-    with pytest.raises(SystemExit) as stop:
-        train_main()
-    assert stop.value.code == 2
-    return capsys.readouterr().err.strip().splitlines()[-1]
 
 
 def test_a_registered_game_given_as_a_preset_is_told_game_name(tagmod, tmp_path, monkeypatch,

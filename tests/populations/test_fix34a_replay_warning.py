@@ -19,6 +19,7 @@ import pytest
 
 import games
 from games.check import REPLAY_STEPS, replay_problem, user_game
+from tests.populations.user_modules import unregister_games, user_module
 
 MODULE = "fix34a_hop"
 SOURCE = '''
@@ -99,17 +100,8 @@ NAMES = ("fix34a_steady", "fix34a_reseed", "fix34a_seedless")
 def hop(tmp_path, monkeypatch):
     """The module above, importable from ``tmp_path`` (the working directory), taken out of
     the registry after."""
-    from games.registry import _REGISTRY
-
-    (tmp_path / f"{MODULE}.py").write_text(SOURCE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    try:
-        yield __import__(MODULE)
-    finally:
-        sys.modules.pop(MODULE, None)
-        for name in NAMES:
-            _REGISTRY.pop(name, None)
+    with user_module(tmp_path, monkeypatch, MODULE, SOURCE, unregister_games(*NAMES)) as m:
+        yield m
 
 
 def test_replay_problem_names_the_reset_and_the_first_difference(hop):

@@ -7,21 +7,9 @@ told "is named by game.name=kuhnn", which then fails as an unknown game.
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-
-def _refused(argv: list[str], monkeypatch, capsys) -> str:
-    """The one line ``selfplay-train argv`` ends with (exit 2), run in this process."""
-    from populations.cli import train_main
-
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
-    with pytest.raises(SystemExit) as stop:
-        train_main()
-    assert stop.value.code == 2
-    return capsys.readouterr().err.strip().splitlines()[-1]
+from tests.populations.user_modules import refused_line as _refused
 
 
 @pytest.mark.parametrize(("option", "told"), [

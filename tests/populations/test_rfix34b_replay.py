@@ -10,12 +10,11 @@ the warning was lost. The hint ``games.check_game(games.make('x'))`` left out ga
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 import games
 from games.check import _first_difference, replay_problem
+from tests.populations.user_modules import unregister_games, user_module
 
 MODULE = "rfix34b_mod"
 SOURCE = '''
@@ -93,17 +92,8 @@ NAMES = ("rfix34b_counter", "rfix34b_layout")
 
 @pytest.fixture
 def mod(tmp_path, monkeypatch):
-    from games.registry import _REGISTRY
-
-    (tmp_path / f"{MODULE}.py").write_text(SOURCE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    try:
-        yield __import__(MODULE)
-    finally:
-        sys.modules.pop(MODULE, None)
-        for name in NAMES:
-            _REGISTRY.pop(name, None)
+    with user_module(tmp_path, monkeypatch, MODULE, SOURCE, unregister_games(*NAMES)) as m:
+        yield m
 
 
 def test_a_copy_that_counts_its_episodes_is_not_said_to_differ_between_runs(mod):

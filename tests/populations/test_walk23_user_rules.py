@@ -19,6 +19,7 @@ import pytest
 
 from populations import matchmaking as mm
 from populations.matchmaking import MatchmakingConfig, RuleError, opponent_distribution
+from tests.populations.user_modules import user_module
 from tests.subprocs import run_together
 
 MODULE = "walk23_my_rules"
@@ -68,14 +69,9 @@ def hijack(win_rates, cfg):
 def rules(tmp_path, monkeypatch):
     """The module above, importable from ``tmp_path`` (the working directory), taken out of
     the registry after."""
-    (tmp_path / f"{MODULE}.py").write_text(SOURCE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    try:
-        yield __import__(MODULE)
-    finally:
-        sys.modules.pop(MODULE, None)
-        mm.RULES.pop("w23_rule", None)
+    with user_module(tmp_path, monkeypatch, MODULE, SOURCE,
+                     lambda: mm.RULES.pop("w23_rule", None)) as m:
+        yield m
 
 
 WANT = ("expected 3 weights, one per candidate snapshot (oldest first): finite, non-negative, "

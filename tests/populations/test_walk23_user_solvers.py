@@ -22,6 +22,7 @@ import pytest
 from populations import meta_solvers as ms
 from populations.meta_solvers import MetaSolverError, solve_meta
 from populations.psro import PSRO, ExactBestResponse, PSROConfig
+from tests.populations.user_modules import user_module
 from tests.subprocs import run_together
 
 MODULE = "walk23_my_solvers"
@@ -68,15 +69,12 @@ KUHN = "openspiel/kuhn_poker"
 def solvers(tmp_path, monkeypatch):
     """The module above, importable from ``tmp_path`` (the working directory), taken out of
     the registry after."""
-    (tmp_path / f"{MODULE}.py").write_text(SOURCE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.chdir(tmp_path)
-    try:
-        yield __import__(MODULE)
-    finally:
-        sys.modules.pop(MODULE, None)
+    def cleanup() -> None:
         for name in ("w23_buggy", "w23_first"):
             ms._META_SOLVERS.pop(name, None)
+
+    with user_module(tmp_path, monkeypatch, MODULE, SOURCE, cleanup) as m:
+        yield m
 
 
 def _set_bug(module, monkeypatch, bug: str) -> None:
