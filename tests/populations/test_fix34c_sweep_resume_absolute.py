@@ -8,7 +8,18 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+import pytest
+
 from populations.sweeps import sweep_resume_command
+
+
+@pytest.fixture(autouse=True)
+def no_hydra_run(monkeypatch):
+    """No Hydra run in this process: an earlier test's in-process ``selfplay-train`` leaves
+    Hydra's config set, and its ``runtime.cwd`` would be the working folder read here."""
+    from hydra.core.hydra_config import HydraConfig
+
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
 
 
 def test_a_sweep_resume_command_names_the_sweep_folder_absolute(tmp_path, monkeypatch):
