@@ -35,7 +35,6 @@ from populations.command_line import (
     resume_command,
     run_dir_override,
 )
-from populations.command_line import _working_folder as working_folder
 from populations.run_folder_names import (
     CHECKPOINT,
     OWN_INSIDE,
@@ -774,9 +773,9 @@ def _refuse_resume_without_folder(config: DictConfig, key: str = "hydra.run.dir"
         if parent.is_dir() else []
     what = "sweep" if sweep else "run"
     # absolute, as the resume lines a run and a sweep print (pasted from another folder, a
-    # relative one started a new run there)
-    newest = Path(os.path.abspath(os.path.join(working_folder(), parent / runs[-1]))) \
-        if runs else None
+    # relative one started a new run there); from this process's folder, where `parent` was
+    # listed (no run has started: Hydra's runtime.cwd may be an earlier run's in-process)
+    newest = Path(os.path.abspath(parent / runs[-1])) if runs else None
     where = (f"the newest {what} there: {run_dir_override(newest, key)}" if newest
              else f"{parent} holds no {what} yet (start one without resume=true)")
     raise CLIError(f"resume=true needs the folder of the {what} to resume, {key}=<folder> "
