@@ -199,26 +199,38 @@ def reported(prog: str) -> Iterator[None]:
             msg += quoting_hint(str(getattr(err, "override", "")),
                                 multirun=prog == TRAIN and bool({"-m", "--multirun"} & {
                                     a.partition("=")[0] for a in _TYPED}))
-        # the option may hold a slash (game=openspiel/kuhn_poker: Hydra's own line)
-        missing = re.match(r"In '[^']*': Could not find '([\w-]+)/([^']+)'", msg)
-        if missing:  # check_command_line's, or Hydra's own (another config folder given)
-            group = missing.group(1)
-            listed = re.search(rf"Available options in '{re.escape(group)}':\s*([^;]*)", msg)
-            presets = re.findall(r"[\w./-]+", listed.group(1)) if listed else []
-            msg += preset_hint(*missing.groups(), presets=presets)
+        if re.match(r"In '[^']*': Could not find '", msg):  # check_command_line's, or
+            msg += missing_option_hint(msg)  # Hydra's own (another config folder given)
         fail(prog, msg)
+
+
+def missing_option_hint(line: str) -> str:
+    """The hint (:func:`preset_hint`) after the first "Could not find 'GROUP/OPTION'" of
+    ``line`` (Hydra's, a sweep's job's too), with the group's options the line lists; ""
+    where it names none."""
+    # the option may hold a slash (game=openspiel/kuhn_poker: Hydra's own line)
+    missing = re.search(r"In '[^']*': Could not find '([\w-]+)/([^']+)'", line)
+    if not missing:
+        return ""
+    group = missing.group(1)
+    listed = re.search(rf"Available options in '{re.escape(group)}':\s*([^;]*)",
+                       line[missing.end():])
+    presets = re.findall(r"[\w./-]+", listed.group(1)) if listed else []
+    return preset_hint(*missing.groups(), presets=presets)
 
 
 def preset_hint(group: str, option: str, presets: Sequence[str] = ()) -> str:
     """After "Could not find 'algo/my_algo'": when ``my_algo`` is a registered learner (by
     ``imports=[...]`` or an entry point; what is loaded, no torch imported for it) or the
-    section of one, how to give it a preset (README, "Add your own learner"); else "".
-    ``presets``: the group's options (Hydra's "Available options"), for a game's typo."""
+    section of one, how to give it a preset (README, "Add your own learner"); a game's name
+    or a typo of a game preset (:func:`_game_preset_hint`); else the options of ``presets``
+    (the group's, Hydra's "Available options") spelt like it (``algo=mapo``: ``; nearest:
+    algo=mappo``), or ""."""
     if group == "game":
         return _game_preset_hint(option, presets)
     learners = getattr(sys.modules.get("marl.registry"), "_LEARNERS", {})
     if group != "algo" or not isinstance(learners, dict):
-        return ""
+        return _nearest_option(group, option, presets)
     entry = learners.get(option)
     if entry is not None:
         module = entry.cls.__module__
@@ -232,7 +244,19 @@ def preset_hint(group: str, option: str, presets: Sequence[str] = ()) -> str:
     if algos:
         return (f"; {option} is the settings section of the learner {' and '.join(algos)}: "
                 f"algo={algos[0]} picks it, {option}.KEY=VALUE sets its settings")
-    return ""
+    return _nearest_option(group, option, presets)
+
+
+def _nearest_option(group: str, option: str, presets: Sequence[str]) -> str:
+    """``; nearest: algo=mappo``: the options of ``presets`` spelt like ``option`` (a typo),
+    as :func:`~populations.config_checks.nearest_keys` finds a key's; "" where none is."""
+    from populations.config_checks import nearest_keys
+
+    near = nearest_keys(option, list(presets), "") if presets else ""
+    if not near.startswith("nearest: "):
+        return ""
+    names = near.removeprefix("nearest: ").split(", ")
+    return f"; nearest: {', '.join(f'{group}={n}' for n in names)}"
 
 
 def _game_preset_hint(option: str, presets: Sequence[str] = ()) -> str:
@@ -241,8 +265,6 @@ def _game_preset_hint(option: str, presets: Sequence[str] = ()) -> str:
     an adapter's spec, ``openspiel/kuhn_poker``; a built-in ``tool/...``) is given by
     ``game.name=``; a name spelt like presets (``kuhnn``) gets the nearest; any other, how
     games are named (``game.name=`` of it would be refused as an unknown game)."""
-    from populations.config_checks import nearest_keys
-
     module = sys.modules.get("games.registry")
     registry = getattr(module, "_REGISTRY", {})
     factory = registry.get(option) if isinstance(registry, dict) else None
@@ -256,13 +278,10 @@ def _game_preset_hint(option: str, presets: Sequence[str] = ()) -> str:
         if not re.fullmatch(r"[\w./@+-]*", option):
             named = shlex.quote(f'game.name="{option}"')
         return f"; {option} is a game's name, not a preset: {named} plays it"
-    near = nearest_keys(option, list(presets), "") if presets else ""
-    if near.startswith("nearest: "):
-        names = near.removeprefix("nearest: ").split(", ")
-        return f"; nearest: {', '.join(f'game={n}' for n in names)}"
-    return ("; game= picks one of these presets; any other game is named by game.name=NAME: "
-            "a game registered by @games.register in a module given by imports=[...], or "
-            "openspiel/..., pettingzoo/..., vmas/...")
+    return _nearest_option("game", option, presets) or (
+        "; game= picks one of these presets; any other game is named by game.name=NAME: "
+        "a game registered by @games.register in a module given by imports=[...], or "
+        "openspiel/..., pettingzoo/..., vmas/...")
 
 
 def quoting_hint(override: str, multirun: bool = True) -> str:

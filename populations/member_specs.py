@@ -72,8 +72,7 @@ def parse_members(members: Sequence[Any]) -> list[MemberSpec]:
             raise ValueError(f"{where}={m!r}: a member is an algo's name (mappo) or a mapping "
                              "{name: ..., algo: ..., <algo's section>: {...}}")
         algo, name = m.get("algo"), m.get("name")
-        if algo is None and name is None and m and all(isinstance(v, Mapping)
-                                                      for v in m.values()):
+        if lost_name(m):
             raise ValueError(_by_index_line(members, i))
         if not isinstance(algo, str) or not algo:
             raise ValueError(f"{where}={_shown(m)}: needs algo: <a learner's name>, e.g. "
@@ -91,12 +90,22 @@ def parse_members(members: Sequence[Any]) -> list[MemberSpec]:
     return specs
 
 
+def lost_name(entry: Any) -> bool:
+    """Whether a ``population.members`` entry is sections alone (``{mappo: {epochs: 2}}``),
+    what ``population.members.0.mappo.epochs=2`` makes of a member given by its name: Hydra
+    replaces the name by the mapping and keeps no trace of it."""
+    return isinstance(entry, Mapping) and bool(entry) and "algo" not in entry and \
+        "name" not in entry and all(isinstance(v, Mapping) for v in entry.values())
+
+
 def _by_index_line(members: Sequence[Any], i: int) -> str:
     """The line for member ``i`` that is sections alone (``{mappo: {epochs: 2}}``): what
     ``population.members.0.mappo.epochs=2`` makes of a member given by its name (Hydra
     replaces the name by a mapping and keeps no trace of it, so which learner it was — mappo,
     ippo, mappo_exploiter — cannot be told here); the mapping form that sets it, with the
-    other members as they are."""
+    other members as they are. ``selfplay-train`` gives the name back where the members list
+    it composes holds it (:func:`populations.train_overrides.prepare`): this line is for the
+    rest."""
     m = members[i]
     section = next(iter(m))
     entry = _yaml({"algo": section, **m})

@@ -11,7 +11,7 @@ import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from populations.cli_common import one_line
+from populations.cli_common import missing_option_hint, one_line
 from populations.command_line import CLIError
 from populations.sweep_values import element_text
 from populations.train_overrides import prepare
@@ -81,7 +81,8 @@ def check_sweep_jobs(config: DictConfig) -> None:
             except Exception as err:  # noqa: BLE001 - what the job would fail with, one line
                 named = " ".join(_as_typed(o, swept) for o in pairing
                                  if o.split("=", 1)[0] in swept)
-                failed.setdefault(one_line(err), []).append((nums, named))
+                text = one_line(err)  # game=openspiel/kuhn_poker: game.name= plays it
+                failed.setdefault(text + missing_option_hint(text), []).append((nums, named))
     if not failed:
         return
 
