@@ -133,6 +133,13 @@ def registered() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def registered_factory(name: str) -> Callable[..., Game] | None:
+    """The factory registered under ``name`` (a bare name, no keyword arguments), or None:
+    adapter specs (``openspiel/...``) have none. Only what is registered already: nothing
+    is imported to find it (:func:`make` loads the built-in tool tasks and entry points)."""
+    return _REGISTRY.get(name)
+
+
 def make(spec: str, **kwargs: Any) -> Game:
     """Build a game from a registered name or an adapter spec.
 

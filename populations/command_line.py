@@ -94,7 +94,7 @@ def absolute_config_dirs(words: Sequence[str]) -> list[str]:
     its folder there ("provider=hydra.searchpath in command-line, path=myconfigs is not
     available", then the experiment it holds not found). ``--config-path`` is relative to the
     app's module, not to the working folder: kept."""
-    cwd = _working_folder()
+    cwd = working_folder()
     out: list[str] = []
     words = list(words)
     for i, word in enumerate(words):
@@ -176,7 +176,7 @@ def shadowed_presets(config_dir: str | None, searchpath: Sequence[str]) -> list[
     return lines
 
 
-def _working_folder() -> str:
+def working_folder() -> str:
     """The folder relative paths of the command line were read from: Hydra's ``runtime.cwd``
     in a run (where a ``hydra.job.chdir=true`` run has moved), else this process's."""
     hydra_config = sys.modules.get("hydra.core.hydra_config")

@@ -70,9 +70,9 @@ def _from_defaults(name: str, recorded: str, here: str) -> list[str]:
     not the game's) or one whose defaults cannot be read."""
     import inspect
 
-    from games.registry import _REGISTRY, split_name
+    from games.registry import registered_factory, split_name
 
-    factory = _REGISTRY.get(recorded)
+    factory = registered_factory(recorded)
     try:
         named = split_name(here)[1]
         params = inspect.signature(factory).parameters if factory is not None else {}

@@ -1,8 +1,9 @@
 """PSRO's populations and meta-mixtures (:mod:`populations.psro`): a :class:`Member` of a
 player's population, a :class:`Mixture` of members drawn with the meta-strategy, the policy
 that plays a mixture (:class:`SampledMixturePolicy`, a member drawn per copy and episode), and
-the greedy play of off-policy members (:class:`GreedyPolicy`). All of them are importable
-from :mod:`populations.psro` too."""
+the greedy play of off-policy members (:class:`GreedyPolicy`, which approximate
+exploitability's frozen seats play too). All of them are importable from
+:mod:`populations.psro` too."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import numpy as np
 import torch
 
 from games import VecStep
+from marl import registry
 from marl.core import Policy, PolicyMeta
-from populations.approx_exploit import evaluated_greedy
 
 
 @dataclass
@@ -126,13 +127,15 @@ def plays_greedy(policy: Policy) -> bool:
     (ε-greedy VDN/QMIX, MADDPG's Gumbel or noise exploration: ``on_policy=False`` in their
     capabilities) explore only while training, as ``selfplay-train`` evaluates them;
     on-policy and tabular policies are played by sampling. The league's rule
-    (:func:`populations.approx_exploit.evaluated_greedy`)."""
-    return evaluated_greedy(policy)
+    (:func:`populations.approx_exploit.evaluated_greedy`: both are
+    :func:`marl.registry.played_greedy` of the policy's kind)."""
+    return registry.played_greedy(policy.meta.kind)
 
 
 class GreedyPolicy(Policy):
     """Plays ``policy``'s greedy actions whatever :meth:`act` is asked: a PSRO member of an
-    off-policy learner, in payoff estimates, meta-mixtures and exact tools alike.
+    off-policy learner, in payoff estimates, meta-mixtures and exact tools alike, and a
+    frozen seat of approximate exploitability (:func:`populations.approx_exploit.seat_policies`).
 
     Its :meth:`action_probs` are the greedy actions one-hot (``[B, N]``, discrete actions),
     so a deterministic member has a behaviour strategy and an exact NashConv.

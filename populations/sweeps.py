@@ -26,8 +26,8 @@ from populations.command_line import (
     override_values,
     resume_command,
     run_dir_override,
+    working_folder,
 )
-from populations.command_line import _working_folder as working_folder
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
