@@ -9,7 +9,7 @@ import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from marl.train import league_budget_note
+from marl.train import league_budget_note, warmup_frames
 
 if TYPE_CHECKING:
     from tqdm.auto import tqdm
@@ -101,43 +101,111 @@ def recorded_training(rows: Sequence[dict[str, Any]], since: int = 1) -> tuple[f
     return sum(b - a for runs in spans.values() for a, b, _ in runs), len(spans)
 
 
+def _step_frames(learner: Any) -> int:
+    """The frames a replay learner's step plays (its copies, VDN/QMIX's and MADDPG's
+    ``_copies``: the last step's; 0 before its first)."""
+    n = getattr(learner, "_copies", 0)
+    return int(n) if isinstance(n, numbers.Integral) else 0
+
+
+def _ready(learner: Any) -> bool:
+    """Whether a replay learner (its ``cfg.learning_starts``) updates from the first step of
+    its next generation: after that step its replay has been played ``learning_starts``
+    frames and holds a minibatch (:func:`marl.replay.warmed_up`, its ``train_every``
+    aside); True for any other learner."""
+    cfg = getattr(learner, "cfg", None)
+    starts = getattr(cfg, "learning_starts", None)
+    if not isinstance(starts, numbers.Integral):
+        return True
+    buffer, step = getattr(learner, "buffer", None), _step_frames(learner)
+    try:
+        return (int(getattr(buffer, "frames", 0)) + step >= starts
+                and len(buffer) + step >= int(getattr(cfg, "batch_size", 0)))
+    except TypeError:  # no replay to ask: taken as ready
+        return True
+
+
 def update_counts(members: Sequence[Member]) -> list[int | None]:
-    """Each member's learner's update count (``updates``: MAPPO/IPPO, MADDPG, VDN/QMIX);
+    """Each member's learner's update count (``updates``: MAPPO/IPPO, MADDPG, VDN/QMIX), -1
+    for a replay learner that has made none and is not ready to (its replay short of
+    ``learning_starts`` or a minibatch: a generation from here fills it, in part or whole);
     None for a member that keeps none (an LLM team, a user's learner)."""
     counts: list[int | None] = []
     for m in members:
-        n = getattr(getattr(m, "learner", None), "updates", None)
-        counts.append(int(n) if isinstance(n, numbers.Integral) else None)
+        learner = getattr(m, "learner", None)
+        n = getattr(learner, "updates", None)
+        if not isinstance(n, numbers.Integral):
+            counts.append(None)
+        else:
+            counts.append(-1 if n == 0 and not _ready(learner) else int(n))
     return counts
 
 
 def updated(before: Sequence[int | None], after: Sequence[int | None]) -> bool:
-    """Whether every member that counts its updates made one between ``before`` and
-    ``after`` (:func:`update_counts`): a generation in which an off-policy learner only
-    filled its replay (``learning_starts``) is faster than those after it, and the time
+    """Whether every member that counts its updates was ready to update as the generation
+    began and made an update between ``before`` and ``after`` (:func:`update_counts`): a
+    generation in which an off-policy learner filled its replay (``learning_starts``), all
+    of it or until part-way, made fewer updates than those after it, is faster, and the time
     left is not extrapolated from it."""
-    return all(a is None or b is None or a > b for b, a in zip(before, after, strict=True))
+    return all(a is None or b is None or 0 <= b < a
+               for b, a in zip(before, after, strict=True))
 
 
-def recorded_estimate(rows: Sequence[dict[str, Any]],
-                      members: Sequence[Member]) -> tuple[float, int]:
-    """:func:`recorded_training` for a resumed league's estimate, from the versions known to
-    have updated every member: none while a member that counts its updates has made none
-    and cannot restart (its replay still fills: no estimate), only the last recorded one
-    when a member warms up a replay (its ``learning_starts``: earlier versions may have only
-    collected), else all. A member that restarts (an exploiter's ``reset_win_rate``) is
-    back at 0 updates after a restart, which the recorded rows do not tell from none made
-    yet: it refuses nothing, and when it warms a replay only the last recorded version is
-    taken, as a warming member's."""
+def _warming(m: Member) -> bool:
+    """Whether ``m``'s learner fills a replay before its first update (``learning_starts``)."""
+    return getattr(getattr(getattr(m, "learner", None), "cfg", None),
+                   "learning_starts", None) is not None
+
+
+def warm_rows(rows: Sequence[dict[str, Any]],
+              members: Sequence[Member]) -> list[dict[str, Any]]:
+    """The recorded member generations (``LeagueDB.generations`` rows with a start, version
+    1 on) trained as the rest will: each of a member that warms a replay
+    (``learning_starts``) once its earlier generations' frames and the first step's reach
+    its warm-up (:func:`marl.train.warmup_frames`: it updates from that step on), every one
+    of the others. A restart (an exploiter's ``reset_win_rate``) empties a replay, which the
+    rows do not say: its frames count on."""
+    need = {m.name: warmup_frames(m.learner.cfg) - _step_frames(m.learner)
+            for m in members if _warming(m)}
+    played: dict[str, int] = {}
+    warm = []
+    for r in sorted(rows, key=lambda r: int(r["version"] or 0)):
+        if r["started_at"] is None or not r["version"]:
+            continue
+        name = r["member"]
+        if played.get(name, 0) >= need.get(name, 0):
+            warm.append(r)
+        played[name] = played.get(name, 0) + int(r["frames"] or 0)
+    return warm
+
+
+def recorded_estimate(rows: Sequence[dict[str, Any]], members: Sequence[Member],
+                      parallel: int | None = None) -> tuple[float, int]:
+    """The training seconds and generations the time left is the mean of, from the recorded
+    member generations (``rows``) trained as the rest will (:func:`warm_rows`): a resumed
+    league's estimate before this process has timed a generation; none while a member that
+    warms a replay has made no update and is not an exploiter that restarts (back at 0
+    updates, which the rows do not tell from none made yet).
+
+    Synchronous (``parallel`` None): :func:`recorded_training` of the versions every member
+    trained warm, per version. Asynchronous (``sync=False``): per member generation, what
+    the time left counts, as ``parallel`` learner actors train at once: the members'
+    training seconds over ``parallel``, each a share of the wall time (the versions' spans
+    per version were about ``parallel`` times a member generation's share)."""
     counts = update_counts(members)
     restarts = [getattr(m, "reset_win_rate", None) is not None for m in members]
-    if any(n == 0 and not r for n, r in zip(counts, restarts, strict=True)):
+    if any(n is not None and n < 0 and not r for n, r in zip(counts, restarts, strict=True)):
         return 0.0, 0
-    warms = any(getattr(getattr(getattr(m, "learner", None), "cfg", None),
-                        "learning_starts", None) is not None for m in members)
-    versions = [int(r["version"]) for r in rows if r["started_at"] is not None and r["version"]]
-    since = max(versions) if warms and versions else 1
-    return recorded_training(rows, since)
+    warm = warm_rows(rows, members)
+    if parallel is not None:
+        seconds = sum(float(r["finished_at"]) - float(r["started_at"]) for r in warm)
+        return seconds / max(1, parallel), len(warm)
+    names = {m.name for m in members}
+    by_version: dict[int, set[str]] = {}
+    for r in warm:
+        by_version.setdefault(int(r["version"]), set()).add(r["member"])
+    whole = {v for v, who in by_version.items() if who >= names}
+    return recorded_training([r for r in warm if int(r["version"]) in whole])
 
 
 def _planned_episodes(m: Member) -> int | None:

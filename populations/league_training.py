@@ -19,7 +19,7 @@ import numpy as np
 from marl.core import derive_seed
 from populations import league_eval
 from populations.evaluation import pfsp_win_rates
-from populations.league_progress import _advance, _counts, update_counts, updated
+from populations.league_progress import _advance, _counts, recorded_estimate
 from populations.league_state import published
 from populations.learner_actors import LearnerJob, LearnerResult, load_state_bytes, state_bytes
 from populations.matchmaking import opponent_distribution
@@ -179,10 +179,11 @@ class LeagueTraining:
         for m in self.members:
             if self.progress[m.name][0] < self.cfg.generations:
                 self.learners.submit(self._job(m, self.progress[m.name][0] + 1))
-        # timed for the estimate: the loop's seconds besides evaluation per member generation
-        # (the learners train at once: a member generation's share of the wall time), from
-        # the last member generation that made no update (it only filled a replay)
-        began, evaluated = time.perf_counter(), self._eval_seconds
+        # the estimate's timing: the recorded member generations (this process's and those
+        # before a resume) trained as the rest will, each a share of the wall time as the
+        # learner actors train at once (recorded_estimate); no loop clock, which counted the
+        # actors' start and, at the first line, one member generation done for all in flight
+        parallel = min(len(self.members), len(getattr(self.learners, "actors", ())) or 1)
         while self.learners.busy:
             r = self.learners.wait()
             m = self._member(r.name)
@@ -191,9 +192,7 @@ class LeagueTraining:
                                          r.finished_at, r.worker)
             log.info("generation %d: %s trained %d %s in %.0fs (%s)", g, r.name, r.frames,
                      _counts(m), r.finished_at - r.started_at, r.worker)  # as sync=True
-            counts = update_counts([m])
             self._apply(m, r)
-            made = updated(counts, update_counts([m]))  # before _finish_async can restart it
             self.progress[m.name] = (g, "trained")
             self._save()
             self._stop_if_asked()  # the other members' generations are trained again
@@ -201,13 +200,8 @@ class LeagueTraining:
             self._stop_if_asked()
             if g < self.cfg.generations:
                 self.learners.submit(self._job(m, g + 1))
-            if made:
-                self._gens += 1
-                self._gen_seconds = time.perf_counter() - began - \
-                    (self._eval_seconds - evaluated)
-            else:  # it only filled its replay: the timing starts again after it
-                began, evaluated = time.perf_counter(), self._eval_seconds
-                self._gens, self._gen_seconds = 0, 0.0
+            self._gen_seconds, self._gens = recorded_estimate(
+                self.db.generations(self.run_id), self.members, parallel)
             log.info("%s generation %d/%d done (#%d), %d %s, %.0fs%s", m.name, g,
                      self.cfg.generations, seq, self.frames, self.unit, self.elapsed(),
                      self._left())
