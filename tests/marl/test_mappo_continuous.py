@@ -8,9 +8,7 @@ continuous league of MAPPO and MADDPG members rated by ``selfplay-eval``.
 
 from __future__ import annotations
 
-import logging
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +29,7 @@ from marl.actor_critic import (
 from marl.core import PolicyLoadError, load_policy
 from marl.mappo import MAPPO, MAPPOConfig
 from tests.marl.exits_game import EXIT, Exits
+from tests.populations.user_modules import train_here
 
 IDS = ("agent_0", "agent_1")
 LOW, HIGH, STEPS = 0.0, 4.0, 4  # Reach's box [0, 4]² and episode length
@@ -266,21 +265,10 @@ def test_a_snapshot_reloads_to_the_same_actions(tmp_path, net):
 # ------------------------------------------------------------------ command lines
 def _cli(main, argv: list[str], monkeypatch, cwd: Path) -> int:
     """A console script in this process: its exit code (Hydra's log handlers taken off)."""
-    monkeypatch.chdir(cwd)
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    monkeypatch.setattr(sys, "argv", [main.__name__, *argv])
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
     try:
-        code = main()
+        code = train_here(argv, monkeypatch, cwd, main=main, prog=main.__name__)
     except SystemExit as stop:
         code = stop.code
-    finally:
-        for handler in root.handlers[:]:
-            if handler not in handlers:
-                root.removeHandler(handler)
-                handler.close()
-        root.setLevel(level)
     return int(code or 0)
 
 

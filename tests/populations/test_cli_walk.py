@@ -8,13 +8,7 @@ import sys
 
 import pytest
 
-
-def _train(argv, monkeypatch, tmp_path):
-    from populations.cli import train_main
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
-    train_main()
+from tests.populations.user_modules import train_here
 
 
 @pytest.mark.parametrize("experiment", [None, "kuhn_psro"])
@@ -22,7 +16,7 @@ def test_cfg_hydra_resolve_names_the_run_folder(experiment, monkeypatch, tmp_pat
     # before: "selfplay-train: Interpolation key 'experiment' not found", exit 2: Hydra drops
     # the job's keys before resolving the hydra node, whose run.dir names runs/${experiment}
     argv = ["--cfg", "hydra", "--resolve", "-p", "hydra.run"]
-    _train(argv + ([f"experiment={experiment}"] if experiment else []), monkeypatch, tmp_path)
+    train_here(argv + ([f"experiment={experiment}"] if experiment else []), monkeypatch, tmp_path)
     out = capsys.readouterr().out
     assert out.startswith("# @package hydra.run\ndir: runs/" + (experiment or "default") + "/")
     assert "${" not in out
@@ -30,7 +24,7 @@ def test_cfg_hydra_resolve_names_the_run_folder(experiment, monkeypatch, tmp_pat
 
 
 def test_cfg_hydra_without_resolve_keeps_the_interpolations(monkeypatch, tmp_path, capsys):
-    _train(["--cfg", "hydra", "-p", "hydra.run"], monkeypatch, tmp_path)
+    train_here(["--cfg", "hydra", "-p", "hydra.run"], monkeypatch, tmp_path)
     assert capsys.readouterr().out == \
         "# @package hydra.run\ndir: runs/${experiment}/${now:%Y-%m-%d_%H-%M-%S}\n"
 
@@ -104,7 +98,7 @@ def test_selfplay_eval_help_shows_no_markup(capsys):
 def test_selfplay_train_import_flag_names_imports(argv, monkeypatch, tmp_path, capsys):
     # before: "selfplay-train: unrecognized arguments: --import (see --help)"
     with pytest.raises(SystemExit) as stop:
-        _train(argv, monkeypatch, tmp_path)
+        train_here(argv, monkeypatch, tmp_path)
     err = capsys.readouterr().err
     assert stop.value.code == 2 and len(err.splitlines()) == 1
     assert "selfplay-train names your modules as imports=[mygame]" in err

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 import games
+from tests.populations.user_modules import train_here
 
 # Kuhn poker whose code breaks in one call (``BREAKS``: the pyspiel call, as the error names
 # it) at the nodes where ``broken`` holds; ``source(...)`` writes the module of one such game.
@@ -172,14 +173,6 @@ CASES = {  # tag: (call broken, where, the call named, history, the user's metho
 }
 
 
-def _train(argv, monkeypatch, tmp_path):
-    from populations.cli import train_main
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
-    train_main()
-
-
 def _case_game(tag, tmp_path, monkeypatch) -> str:
     """The module of ``CASES[tag]``'s game, installed under ``tmp_path / "code"``."""
     call, when = CASES[tag][:2]
@@ -191,7 +184,7 @@ def _case_game(tag, tmp_path, monkeypatch) -> str:
 def _one_line_exit(argv, monkeypatch, work, capfd) -> str:
     """``selfplay-train argv`` run in ``work``: exit 2, no traceback; its one line."""
     with pytest.raises(SystemExit) as err:
-        _train(argv, monkeypatch, work)
+        train_here(argv, monkeypatch, work)
     assert err.value.code == 2
     out, errs = capfd.readouterr()  # the log lines too (Hydra writes them to fd 2)
     assert "Traceback" not in out + errs

@@ -6,18 +6,11 @@ so the resume's settings check says nothing of it)."""
 from __future__ import annotations
 
 import sqlite3
-import sys
+
+from tests.populations.user_modules import train_here
 
 ARGS = ["game=kuhn", "population=psro", "population.oracle=exact",
         "population.psro.payoffs=exact", "eval_episodes=2", "progress=false", "logger=none"]
-
-
-def _train(argv, monkeypatch, tmp_path):
-    from populations.cli import train_main
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
-    train_main()
 
 
 def _iterations(run) -> int:
@@ -37,14 +30,14 @@ def _said(capfd) -> list[str]:
 
 def test_a_psro_resume_that_changes_iterations_says_so(monkeypatch, tmp_path, capfd):
     run = tmp_path / "run"
-    _train([*ARGS, "population.iterations=2", f"hydra.run.dir={run}"], monkeypatch, tmp_path)
+    train_here([*ARGS, "population.iterations=2", f"hydra.run.dir={run}"], monkeypatch, tmp_path)
     assert _iterations(run) == 2
     assert _said(capfd) == []
     # the same count: nothing to say
-    _train([*ARGS, "population.iterations=2", "resume=true", f"hydra.run.dir={run}"],
-           monkeypatch, tmp_path)
+    train_here([*ARGS, "population.iterations=2", "resume=true", f"hydra.run.dir={run}"],
+               monkeypatch, tmp_path)
     assert _said(capfd) == []
-    _train([*ARGS, "population.iterations=3", "resume=true", f"hydra.run.dir={run}"],
-           monkeypatch, tmp_path)
+    train_here([*ARGS, "population.iterations=3", "resume=true", f"hydra.run.dir={run}"],
+               monkeypatch, tmp_path)
     assert _iterations(run) == 3
     assert _said(capfd) == ["iterations: the run recorded 2; this resume goes on to 3"]

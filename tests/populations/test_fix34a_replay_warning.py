@@ -11,15 +11,13 @@ played (the test suite runs check_game on them: their start costs nothing more).
 
 from __future__ import annotations
 
-import logging
-import sys
 from pathlib import Path
 
 import pytest
 
 import games
 from games.check import REPLAY_STEPS, replay_problem, user_game
-from tests.populations.user_modules import unregister_games, user_module
+from tests.populations.user_modules import train_here, unregister_games, user_module
 
 MODULE = "fix34a_hop"
 SOURCE = '''
@@ -142,24 +140,6 @@ TINY = ["frames=32", "num_envs=2", "mappo.rollout_steps=8", "mappo.epochs=1",
         "mappo.minibatches=1", "eval_episodes=1", "progress=false", "logger=csv", "seed=3"]
 
 
-def _train(argv: list[str], monkeypatch) -> None:
-    """``selfplay-train`` in this process; the log handlers Hydra adds are taken off after."""
-    from populations.cli import train_main
-
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        train_main()
-    finally:
-        for handler in root.handlers[:]:
-            if handler not in handlers:
-                root.removeHandler(handler)
-                handler.close()
-        root.setLevel(level)
-
-
 def _warnings(run: Path) -> list[str]:
     return [line for line in (run / "cli.log").read_text().splitlines()
             if "does not replay" in line]
@@ -167,8 +147,8 @@ def _warnings(run: Path) -> list[str]:
 
 def test_selfplay_train_warns_once_and_trains(hop, tmp_path, monkeypatch):
     run = tmp_path / "reseed"
-    _train([f"imports=[{MODULE}]", "game.name=fix34a_reseed", f"hydra.run.dir={run}", *TINY],
-           monkeypatch)
+    train_here([f"imports=[{MODULE}]", "game.name=fix34a_reseed", f"hydra.run.dir={run}", *TINY],
+               monkeypatch)
     lines = _warnings(run)
     assert len(lines) == 1, lines
     assert lines[0].split(" - ", 1)[1] == (
@@ -182,7 +162,7 @@ def test_selfplay_train_warns_once_and_trains(hop, tmp_path, monkeypatch):
     assert "WARNING" in lines[0]
     assert "run finished" in (run / "cli.log").read_text()  # warned, not refused
     steady = tmp_path / "steady"
-    _train([f"imports=[{MODULE}]", "game.name=fix34a_steady", f"hydra.run.dir={steady}", *TINY],
-           monkeypatch)
+    train_here([f"imports=[{MODULE}]", "game.name=fix34a_steady", f"hydra.run.dir={steady}", *TINY],
+               monkeypatch)
     assert _warnings(steady) == []
     assert "run finished" in (steady / "cli.log").read_text()

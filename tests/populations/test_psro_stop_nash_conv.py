@@ -7,21 +7,14 @@ in one line before any run folder."""
 from __future__ import annotations
 
 import sqlite3
-import sys
 
 import pytest
+
+from tests.populations.user_modules import train_here
 
 ARGS = ["experiment=kuhn_psro", "population.oracle=exact", "population.psro.payoffs=exact",
         "eval_episodes=2", "progress=false", "logger=none", "population.iterations=8"]
 STOP = "population.psro.stop_nash_conv=1e-9"
-
-
-def _train(argv, monkeypatch, tmp_path):
-    from populations.cli import train_main
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
-    train_main()
 
 
 def _db(tmp_path):
@@ -43,7 +36,7 @@ def _log(capfd):
 
 
 def test_psro_stops_once_nash_conv_reaches_the_threshold(monkeypatch, tmp_path, capfd):
-    _train([*ARGS, STOP, "hydra.run.dir=runs/kuhn_psro/a"], monkeypatch, tmp_path)
+    train_here([*ARGS, STOP, "hydra.run.dir=runs/kuhn_psro/a"], monkeypatch, tmp_path)
     run_dir, iterations, status = _db(tmp_path)
     assert status == "finished"
     assert 0 < len(iterations) < 8  # before: all 8, the last ones at NashConv 0
@@ -53,14 +46,14 @@ def test_psro_stops_once_nash_conv_reaches_the_threshold(monkeypatch, tmp_path, 
             "(population.psro.stop_nash_conv)") in _log(capfd)
 
     # resumed with the same settings: nothing left to run, no member added
-    _train([*ARGS, STOP, "resume=true", f"hydra.run.dir={run_dir}"], monkeypatch, tmp_path)
+    train_here([*ARGS, STOP, "resume=true", f"hydra.run.dir={run_dir}"], monkeypatch, tmp_path)
     assert _db(tmp_path)[1:] == (iterations, "finished")
     logged = _log(capfd)
     assert not any(m.startswith("PSRO iteration ") for m in logged)
     assert any("converged" in m and "nothing left to run" in m for m in logged)
 
     # a resume may change stop_nash_conv: off (or below the last NashConv) it runs on
-    _train([*ARGS, "resume=true", f"hydra.run.dir={run_dir}"], monkeypatch, tmp_path)
+    train_here([*ARGS, "resume=true", f"hydra.run.dir={run_dir}"], monkeypatch, tmp_path)
     assert len(_db(tmp_path)[1]) == 8 and _db(tmp_path)[2] == "finished"
 
 
@@ -75,7 +68,7 @@ def test_psro_stops_once_nash_conv_reaches_the_threshold(monkeypatch, tmp_path, 
 def test_stop_nash_conv_refusals(extra, words, monkeypatch, tmp_path, capsys):
     args = ARGS[3:] if "game=climbing" in extra else ARGS
     with pytest.raises(SystemExit) as err:
-        _train([*args, *extra], monkeypatch, tmp_path)
+        train_here([*args, *extra], monkeypatch, tmp_path)
     assert err.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and all(w in lines[0] for w in words), lines

@@ -9,32 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.populations.user_modules import train_here
+
 # a tiny single run; the game's name holds parentheses and quotes (shell and Hydra quoting)
 TINY = ['game.name="openspiel/kuhn_poker(players=2)"', "frames=200", "num_envs=4",
         "mappo.rollout_steps=4", "mappo.epochs=1", "mappo.minibatches=1", "eval_episodes=1",
         "progress=false", "logger=csv"]
-
-
-def _train(argv: list[str], monkeypatch, cwd: Path) -> None:
-    """``selfplay-train`` in this process; the log handlers Hydra adds (on this test's
-    captured stderr) are taken off after, so later tests' log lines do not hit a closed file."""
-    import logging
-
-    from populations.cli import train_main
-
-    monkeypatch.chdir(cwd)
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        train_main()
-    finally:
-        for handler in root.handlers[:]:
-            if handler not in handlers:
-                root.removeHandler(handler)
-                handler.close()
-        root.setLevel(level)
 
 
 def ctrl_c_after_the_run(monkeypatch):
@@ -63,13 +43,13 @@ def test_the_summarys_resume_command_pasted_resumes_the_run(tmp_path, monkeypatc
     # before: 'checkpoints: <run>/checkpoints (resume=true hydra.run.dir=<run>)': pasted,
     # 'cannot continue with other settings (game.name=... (run) vs ... (now); frames=...)'
     run = tmp_path / "my run"
-    _train([*TINY, f"hydra.run.dir={run}"], monkeypatch, tmp_path)
+    train_here([*TINY, f"hydra.run.dir={run}"], monkeypatch, tmp_path)
     out = capsys.readouterr().out
     (line,) = [x for x in out.splitlines() if x.startswith("checkpoints:")]
     command = line.split(" (", 1)[1].removesuffix(")")
     words = _pasted(command)
     assert words[-2:-1] == ["resume=true"] and words[-1].startswith("hydra.run.dir=")
-    _train(words, monkeypatch, tmp_path)  # accepted: a finished run's summary again
+    train_here(words, monkeypatch, tmp_path)  # accepted: a finished run's summary again
     out = capsys.readouterr().out
     assert f"run folder : {run}" in out
 
@@ -80,13 +60,13 @@ def test_ctrl_cs_resume_command_pasted_resumes_the_run(tmp_path, monkeypatch, ca
     go_on = ctrl_c_after_the_run(monkeypatch)
     run = tmp_path / "run"
     with pytest.raises(SystemExit) as stop:
-        _train([*TINY, f"hydra.run.dir={run}"], monkeypatch, tmp_path)
+        train_here([*TINY, f"hydra.run.dir={run}"], monkeypatch, tmp_path)
     assert stop.value.code == 130
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("selfplay-train: interrupted; ") and "resumes with: " in err, err
     words = _pasted(err.split("resumes with: ", 1)[1])
     go_on()
-    _train(words, monkeypatch, tmp_path)
+    train_here(words, monkeypatch, tmp_path)
     assert f"run folder : {run}" in capsys.readouterr().out
 
 
@@ -128,7 +108,7 @@ def test_more_copies_than_a_seed_block_of_a_stepped_game_are_refused_before_the_
     # was killed (exit 137, no message), the folder's run left 'running'
     _no_huge_batches(monkeypatch)
     with pytest.raises(SystemExit) as stop:
-        _train(["game=kuhn", "num_envs=100000000"], monkeypatch, tmp_path)
+        train_here(["game=kuhn", "num_envs=100000000"], monkeypatch, tmp_path)
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("selfplay-train: num_envs=100000000: at most "
@@ -187,7 +167,7 @@ def test_population_and_runner_counts_are_refused_early_by_their_key(override, m
 
     monkeypatch.setattr(experiment, "run_experiment", no_run)
     with pytest.raises(SystemExit) as stop:
-        _train(["population=self_play", "game=kuhn", override], monkeypatch, tmp_path)
+        train_here(["population=self_play", "game=kuhn", override], monkeypatch, tmp_path)
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err == f"selfplay-train: {message}", err
@@ -205,8 +185,8 @@ def test_an_asynchronous_league_without_ray_is_refused_before_the_folder(tmp_pat
 
     monkeypatch.setattr(experiment, "run_experiment", no_run)
     with pytest.raises(SystemExit) as stop:
-        _train(["population=self_play", "game=kuhn", "population.sync=false"], monkeypatch,
-               tmp_path)
+        train_here(["population=self_play", "game=kuhn", "population.sync=false"], monkeypatch,
+                   tmp_path)
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("selfplay-train: population.sync=false (asynchronous members) needs "
@@ -237,7 +217,7 @@ def test_a_run_whose_every_checkpoint_is_damaged_names_each_once_and_what_to_do(
 
     run = tmp_path / "run"
     args = [*TINY, "checkpoint_every_s=0", f"hydra.run.dir={run}"]
-    _train(args, monkeypatch, tmp_path)
+    train_here(args, monkeypatch, tmp_path)
     with sqlite3.connect(run / "league.db") as db:  # as a killed run leaves it
         db.execute("UPDATE runs SET status = 'interrupted'")
     files = sorted((run / "checkpoints").glob("ckpt_*.pt"))
@@ -248,7 +228,7 @@ def test_a_run_whose_every_checkpoint_is_damaged_names_each_once_and_what_to_do(
         path.write_bytes(bytes(data))
     capsys.readouterr()
     with pytest.raises(SystemExit) as stop:
-        _train([*args, "resume=true"], monkeypatch, tmp_path)
+        train_here([*args, "resume=true"], monkeypatch, tmp_path)
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"selfplay-train: no readable checkpoint in {run / 'checkpoints'}: ")
