@@ -28,6 +28,7 @@ Parallel games, and the seat names in classic and turn-based games.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import importlib
@@ -35,8 +36,9 @@ import inspect
 import logging
 import pkgutil
 import re
+import warnings
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -182,6 +184,22 @@ def _resolve(spec: str) -> tuple[Callable[..., Any], ModuleType, bool | None]:
         f"{_did_you_mean(module_path)}; name a function that builds the env as "
         "'<module>:<function>'"
     )
+
+
+_BOX_CAST = r".*WARN: Box (low|high)'s precision lowered by casting to float32"
+"""The UserWarning gymnasium's ``Box`` writes (with raw ANSI colour codes) when an env gives
+float64 bounds to a float32 space: texas_holdem_no_limit_v6 printed two at every make, before
+a one-line refusal too; nothing a user of the game can change."""
+
+
+@contextlib.contextmanager
+def _quiet_box_casts() -> Iterator[None]:
+    """Ignore gymnasium's Box precision warnings (:data:`_BOX_CAST`) in the block, and only
+    those: any other warning of the env's code shows as before."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_BOX_CAST, category=UserWarning,
+                                module=r"gymnasium\.spaces\.box")
+        yield
 
 
 def _family(module_name: str) -> str:
@@ -473,7 +491,8 @@ class PettingZooGame(Game):
         raw = getattr(module, "raw_env", factory) if parallel is not None else None
         built = check_kwargs(module_path, module.__name__, family, raw, max_steps, kwargs)
         try:
-            self.env = factory(**built)
+            with _quiet_box_casts():
+                self.env = factory(**built)
         except Exception as err:
             raise _build_error(err, module_path, factory, module, parallel, built) from err
         _check_env(self.env, module_path, factory, module)
