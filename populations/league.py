@@ -246,9 +246,12 @@ class League(LeagueTraining):
         self.seconds, self._began = 0.0, time.perf_counter()
         # what this process timed, for the time left (_left): the seconds of the whole
         # generations it ran (member generations, asynchronous) besides their evaluation,
-        # how many, and the seconds and pairs of every evaluation it played
+        # how many, and the seconds and pairs of the evaluations it played (_time_eval:
+        # not the Ray match workers' start), and every evaluation's seconds (_eval_spent:
+        # what a generation's timing leaves out)
         self._gen_seconds, self._gens = 0.0, 0
-        self._eval_seconds, self._eval_pairs = 0.0, 0.0
+        self._eval_seconds, self._eval_pairs, self._eval_spent = 0.0, 0.0, 0.0
+        self._workers_started = False  # a batch of pairs was played on the Ray match workers
         if resume and not resume_override and not self.run_dir.is_dir():  # create nothing
             w = resume_words()
             raise RunFolderError(f"{w.resume} but run folder {self.run_dir} does not exist: "
@@ -437,8 +440,13 @@ class League(LeagueTraining):
         self.generation, self.phase, self.frames = state.generation, state.phase, state.frames
         self.progress, self.trained = dict(state.progress), list(state.trained)
         self.seconds, self._began = state.seconds, time.perf_counter()
-        log.info("resumed from %s (generation %d, %s%s)", path.name, self.generation, self.phase,
-                 f": {', '.join(state.trained)} trained" if state.trained else "")
+        if self.phase == "async":  # self.generation: set only as the members all finish
+            log.info("resumed from %s (async; generations %s)", path.name,
+                     member_generations(self.progress))
+        else:
+            log.info("resumed from %s (generation %d, %s%s)", path.name, self.generation,
+                     self.phase, f": {', '.join(state.trained)} trained"
+                     if state.trained else "")
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> list[dict[str, Any]]:
@@ -486,7 +494,7 @@ class League(LeagueTraining):
         while self.generation < self.cfg.generations or self.phase != "done":
             # timed for the estimate when this process trains all of it (not a resume's rest)
             whole = self.phase == "done" or (self.phase == "training" and not self.trained)
-            began, evaluated = time.perf_counter(), self._eval_seconds
+            began, evaluated = time.perf_counter(), self._eval_spent
             counts = after = update_counts(self.members)  # a generation that only filled a
             # replay (an off-policy member before learning_starts) is not timed: faster than
             # the rest
@@ -504,7 +512,7 @@ class League(LeagueTraining):
             self._save()
             if whole and updated(counts, after):
                 self._gen_seconds += time.perf_counter() - began - \
-                    (self._eval_seconds - evaluated)
+                    (self._eval_spent - evaluated)
                 self._gens += 1
             if self.generation < self.cfg.generations:  # after the last: finished
                 self._stop_if_asked()
@@ -547,20 +555,32 @@ class League(LeagueTraining):
         """Play and record generation ``g``'s evaluation ``pairs`` (those recorded before an
         interruption are skipped), with a bar of pairs and pairs/s under ``progress`` (a
         batch of pairs at a time: one in process, one per match worker on Ray; each pair
-        keeps its seeds, so the records are the same), then a log line with the time."""
+        keeps its seeds, so the records are the same), then a log line with the time. On
+        Ray a batch at a time always: the first of the process is timed apart
+        (:meth:`_time_eval`)."""
         started = time.perf_counter()
-        batch = {"batch": self.cfg.ray_workers if self.cfg.runner == "ray" else 1}
+        on_ray = self.cfg.runner == "ray"
+        batch = {"batch": self.cfg.ray_workers if on_ray else 1}
+        ticks: list[tuple[float, int]] = []  # (when, pairs done) at the start, after each batch
         with tqdm(total=len(pairs), desc=f"generation {g}/{self.cfg.generations} evaluation",
                   unit="pair", disable=not self.show_progress, leave=False,
                   dynamic_ncols=True, smoothing=0) as bar:  # the overall rate: see _bar
-            tick = (lambda done: bar.update(done - bar.n)) if self.show_progress else None
+            def tick(done: int) -> None:
+                ticks.append((time.perf_counter(), done))
+                if self.show_progress:
+                    bar.update(done - bar.n)
+
+            # on Ray a batch at a time, timed: the first waits for the workers' start
+            timed = self.show_progress or on_ray
             played = evaluate_pairs(self.db, self.run_id, self.runner, self.spec,
                                     self.cfg.game, self.cfg.game_kwargs, pairs,
                                     self.cfg.eval_episodes, seed=seed, prefix=f"g{g:04d}",
-                                    **(self._stop() or (batch if tick else {})), tick=tick)
+                                    **(self._stop() or (batch if timed else {})),
+                                    tick=tick if timed else None)
         seconds = time.perf_counter() - started
-        self._eval_seconds += seconds  # the pairs it played (a resume skips recorded ones)
-        self._eval_pairs += min(len(pairs), played.added / (2 * self.cfg.eval_episodes))
+        # the pairs it played (a resume skips recorded ones)
+        self._time_eval(seconds, min(len(pairs), played.added / (2 * self.cfg.eval_episodes)),
+                        ticks)
         if not played.added and not stop_requested():  # a resume after the stop: all recorded
             log.info("generation %d: %s evaluated before the stop; nothing left to play", g,
                      "its 1 pair was" if len(pairs) == 1 else f"its {len(pairs)} pairs were")
@@ -572,28 +592,59 @@ class League(LeagueTraining):
                  seconds)
         return played
 
+    def _time_eval(self, seconds: float, pairs: float,
+                   ticks: Sequence[tuple[float, int]]) -> None:
+        """Count an evaluation of ``pairs`` pairs in ``seconds`` into the time left's timing
+        (:meth:`_left`), less this process's first batch of pairs on the Ray match workers
+        (``ticks``: when and how many pairs were done, at the start and after each batch):
+        it waits for the workers' start (their processes and imports: 14-34 s for a pair,
+        against under a second a pair later), which no later evaluation waits for."""
+        self._eval_spent += seconds
+        if self.cfg.runner == "ray" and not self._workers_started and len(ticks) > 1:
+            self._workers_started = True
+            (began, before), (first, after) = ticks[0], ticks[1]
+            seconds -= first - began
+            pairs -= after - before
+        self._eval_seconds += max(0.0, seconds)
+        self._eval_pairs += max(0.0, pairs)
+
+    def _parallel(self) -> int:
+        """How many members train at once on the learner actors (1 in this process)."""
+        return min(len(self.members), len(getattr(self.learners, "actors", ())) or 1)
+
     def _left(self) -> str:
         """The progress line's time left (:func:`_time_left`): the mean generation (member
-        generation, asynchronous) this process timed besides its evaluation, times those
-        left, plus the mean evaluated pair's time times the pairs they will evaluate (more
-        each generation: more snapshots). Generations that made no update (an off-policy
-        member filling its replay) are not timed. A resume that has timed no whole
-        generation yet takes the recorded training times (``generations`` table;
-        :func:`recorded_estimate`: none while a member has made no update, unless it is an
-        exploiter, which a restart puts back at 0)."""
+        generation, asynchronous) times those left, plus the mean evaluated pair's time
+        (this process's, not the Ray match workers' start: :meth:`_time_eval`) times the
+        pairs they will evaluate (more each generation: more snapshots).
+
+        Synchronous: the whole generations this process timed besides their evaluation; a
+        resume that has timed none yet takes the recorded training times. Generations that
+        made no update (an off-policy member filling its replay) are not timed.
+        Asynchronous (``sync=False``): a member generation's share of the wall time from
+        the recorded rows of every process (its training over the learner actors training at
+        once), and the evaluation overlaps the other members' training: the driver evaluates
+        one member's snapshot while the others train (:func:`_time_left`'s ``overlap``).
+        Either way the recorded times (``generations`` table; :func:`recorded_estimate`) give
+        none while a member has made no update, unless it is an exploiter, which a restart
+        puts back at 0."""
         cfg, n = self.cfg, len(self.members)
+        parallel = overlap = None
         if self.progress:  # asynchronous: member generations
             gens = [g for g, _ in self.progress.values()]  # each "done" in the loop
             left = n * cfg.generations - sum(gens)
             pairs_left = async_pairs_left(gens, cfg.eval_window, cfg.generations)
+            parallel = self._parallel()
+            overlap = (parallel, n)
         else:
             left = cfg.generations - self.generation
             pairs_left = sync_pairs_left(n, cfg.eval_window, self.generation, cfg.generations)
         seconds, done = self._gen_seconds, self._gens
         if not done:
-            seconds, done = recorded_estimate(self.db.generations(self.run_id), self.members)
+            seconds, done = recorded_estimate(self.db.generations(self.run_id), self.members,
+                                              parallel)
         return _time_left(seconds, done, done + left, self._eval_seconds, self._eval_pairs,
-                          pairs_left)
+                          pairs_left, overlap)
 
     def _bar(self, m: Member) -> tqdm:
         """A progress bar of member ``m``'s generation in this process: its frames and
@@ -629,11 +680,15 @@ class League(LeagueTraining):
         """Obey a CLI's stop request here: the checkpoint just written (or, in an
         evaluation, the last one) is where its resume goes on from."""
         if stop_requested():
-            log.warning("stopped at generation %d (%s%s) %s", self.generation, self.phase,
-                        f": {', '.join(self.trained)} trained"
-                        if self.phase == "training" and self.trained else "",
-                        "with no checkpoint yet: the resume starts generation 0 again"
-                        if self.phase == "new" else "with a checkpoint")
+            if self.phase == "async":  # each member at its own generation
+                log.warning("stopped at generations %s (async) with a checkpoint",
+                            member_generations(self.progress))
+            else:
+                log.warning("stopped at generation %d (%s%s) %s", self.generation, self.phase,
+                            f": {', '.join(self.trained)} trained"
+                            if self.phase == "training" and self.trained else "",
+                            "with no checkpoint yet: the resume starts generation 0 again"
+                            if self.phase == "new" else "with a checkpoint")
             stop_now()
 
     def _member(self, name: str) -> Member:
@@ -662,6 +717,13 @@ class League(LeagueTraining):
         self._close_workers()
         self.db.close()
         self.lock.release()
+
+
+def member_generations(progress: dict[str, tuple[int, str]]) -> str:
+    """An asynchronous league's place (its checkpoint's ``progress``: each member's last
+    generation and phase), as its stop and resume lines say it: ``a: 2 done, b: 1 trained``
+    (done: published and evaluated; trained: its evaluation left, which a resume plays)."""
+    return ", ".join(f"{name}: {g} {phase}" for name, (g, phase) in progress.items())
 
 
 def cooperative_refusal(game: games.Game) -> str | None:

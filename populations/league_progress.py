@@ -28,7 +28,8 @@ def _advance(bar: tqdm, n: int) -> None:
 
 
 def _time_left(seconds: float, done: int, total: int, eval_seconds: float = 0.0,
-               pairs: float = 0, pairs_left: float = 0) -> str:
+               pairs: float = 0, pairs_left: float = 0,
+               overlap: tuple[int, int] | None = None) -> str:
     """``; about 5 min left`` for a run ``done`` of ``total`` generations in after
     ``seconds`` (those this process timed: a resumed run's ``total`` counts those left
     after them): the mean generation times those left. With the evaluation's timings
@@ -36,13 +37,25 @@ def _time_left(seconds: float, done: int, total: int, eval_seconds: float = 0.0,
     evaluation is estimated apart, at the mean time a pair, from the ``pairs_left`` the
     generations left will play: it grows with the snapshots (:func:`sync_pairs_left`,
     :func:`async_pairs_left`). Nothing when none is done or none is left. "About": a
-    generation's time varies, with the machine's load too."""
+    generation's time varies, with the machine's load too.
+
+    ``overlap=(parallel, members)``: an asynchronous league's (``sync=False``), whose
+    ``seconds`` are member generations' shares of the wall time (their training over the
+    ``parallel`` learner actors training at once). The driver evaluates one member's
+    snapshot while the others train, and a member trains its next generation after its
+    evaluation: the time left is the longest of the actors' training (the shares), a
+    member's own generations and evaluations one after another (the training and the
+    evaluation over ``members``) and the driver's evaluations one after another."""
     left = total - done
     if done <= 0 or left <= 0:
         return ""
     secs = seconds / done * left
-    if pairs > 0:
-        secs += eval_seconds / pairs * pairs_left
+    evals = eval_seconds / pairs * pairs_left if pairs > 0 else 0.0
+    if overlap is None:
+        secs += evals
+    else:
+        parallel, members = overlap
+        secs = max(secs, (secs * parallel + evals) / max(1, members), evals)
     text = (f"{secs:.0f}s" if secs < 90 else f"{secs / 60:.0f} min" if secs < 5400
             else f"{secs / 3600:.1f} h")
     return f"; about {text} left"

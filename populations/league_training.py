@@ -183,7 +183,7 @@ class LeagueTraining:
         # before a resume) trained as the rest will, each a share of the wall time as the
         # learner actors train at once (recorded_estimate); no loop clock, which counted the
         # actors' start and, at the first line, one member generation done for all in flight
-        parallel = min(len(self.members), len(getattr(self.learners, "actors", ())) or 1)
+        parallel = self._parallel()
         while self.learners.busy:
             r = self.learners.wait()
             m = self._member(r.name)
