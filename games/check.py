@@ -406,9 +406,9 @@ def user_game(name: str) -> bool:
     framework's own packages: a user's (``imports=``, an entry point). The adapters'
     (``openspiel/...``) and built-in games are run through :func:`check_game` by the test
     suite; a user's is not, and :func:`replay_problem` is what ``selfplay-train`` asks of it."""
-    from games.registry import _REGISTRY, OWN_PACKAGES
+    from games.registry import OWN_PACKAGES, registered_factory
 
-    factory = _REGISTRY.get(name.partition("(")[0])
+    factory = registered_factory(name.partition("(")[0])
     module = getattr(factory, "__module__", None)
     return isinstance(module, str) and module.split(".")[0] not in OWN_PACKAGES
 

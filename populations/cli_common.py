@@ -266,8 +266,7 @@ def _game_preset_hint(option: str, presets: Sequence[str] = ()) -> str:
     ``game.name=``; a name spelt like presets (``kuhnn``) gets the nearest; any other, how
     games are named (``game.name=`` of it would be refused as an unknown game)."""
     module = sys.modules.get("games.registry")
-    registry = getattr(module, "_REGISTRY", {})
-    factory = registry.get(option) if isinstance(registry, dict) else None
+    factory = module.registered_factory(option) if module is not None else None
     if factory is not None:
         return (f"; {option} is a game registered by {getattr(factory, '__module__', '?')}, "
                 f"not a preset: game.name={option} plays it")

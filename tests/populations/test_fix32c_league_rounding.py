@@ -7,19 +7,14 @@ frames a generation (1,024 copies × 25 steps) without a word, where a single ru
 
 from __future__ import annotations
 
-import sys
+from tests.populations.user_modules import train_here
 
 
 def _league(tmp_path, monkeypatch, capfd, *line: str) -> list[str]:
     """The log lines of a one-generation kuhn league run with ``line`` that name a rounding."""
-    from populations.cli import train_main
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", [
-        "selfplay-train", "game=kuhn", "population=self_play", "population.generations=1",
-        "eval_episodes=1", "logger=none", "progress=false", *line,
-        f"hydra.run.dir={tmp_path / 'run'}"])
-    train_main()
+    train_here(["game=kuhn", "population=self_play", "population.generations=1",
+                "eval_episodes=1", "logger=none", "progress=false", *line,
+                f"hydra.run.dir={tmp_path / 'run'}"], monkeypatch, tmp_path)
     logged = "".join(capfd.readouterr())  # Hydra's log lines, on stdout or stderr
     return [x for x in logged.splitlines() if "rounded up to" in x]
 

@@ -11,8 +11,6 @@ group but ``game``) got Hydra's list with no nearest option.
 
 from __future__ import annotations
 
-import logging
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ import pytest
 import populations.cli as cli
 from populations import train_overrides
 from populations.experiment import ExperimentConfig, league_member_specs
+from tests.populations.user_modules import train_here
 
 TAG = ["population=pfsp", "game=mpe_tag", "population.generations=1",
        "population.frames_per_generation=256", "num_envs=2", "eval_episodes=2",
@@ -27,27 +26,6 @@ TAG = ["population=pfsp", "game=mpe_tag", "population.generations=1",
 OPTIONS = {"algo": "ippo, llm_grpo, maddpg, mappo, qmix, vdn",
            "game": "climbing, kuhn, leduc, lookup, mpe_adversary, mpe_reference, mpe_spread, "
                    "mpe_tag, relay, rps, tictactoe, vmas_navigation, vmas_spread, vmas_tag"}
-
-
-def _train(argv: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """``selfplay-train argv`` in this process, from ``tmp_path``; what the run left
-    process-wide (Hydra's config, the root's log handlers) put back after."""
-    from hydra.core.hydra_config import HydraConfig
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
-    root = logging.getLogger()
-    handlers, level, hydra_config = list(root.handlers), root.level, HydraConfig.instance().cfg
-    try:
-        cli.train_main()
-    finally:
-        for handler in root.handlers[:]:
-            if handler not in handlers:
-                root.removeHandler(handler)
-                handler.close()
-        root.setLevel(level)
-        HydraConfig.instance().cfg = hydra_config
 
 
 def _prepared(argv: list[str], monkeypatch: pytest.MonkeyPatch,
@@ -59,7 +37,7 @@ def _prepared(argv: list[str], monkeypatch: pytest.MonkeyPatch,
     got = []
     monkeypatch.setattr(cli, "_train_task", lambda cfg: got.append(train_overrides.prepare(
         cfg, list(HydraConfig.get().overrides.task), check=False)))
-    _train([*TAG, *argv, f"hydra.run.dir={tmp_path / 'run'}"], monkeypatch, tmp_path)
+    train_here([*TAG, *argv, f"hydra.run.dir={tmp_path / 'run'}"], monkeypatch, tmp_path)
     assert len(got) == 1
     return got[0]
 
@@ -71,8 +49,8 @@ def _refused(argv: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     started = []
     monkeypatch.setattr(cli, "_train_task", started.append)
     with pytest.raises(SystemExit) as stop:
-        _train([*argv, f"hydra.run.dir={tmp_path / 'run'}",
-                f"hydra.sweep.dir={tmp_path / 'sweep'}"], monkeypatch, tmp_path)
+        train_here([*argv, f"hydra.run.dir={tmp_path / 'run'}",
+                    f"hydra.sweep.dir={tmp_path / 'sweep'}"], monkeypatch, tmp_path)
     err = capsys.readouterr().err.strip().splitlines()
     assert stop.value.code == 2 and started == [], err
     assert len(err) == 1 and err[0].startswith("selfplay-train: "), err
@@ -118,8 +96,9 @@ def test_a_sweep_of_a_named_members_key_checks_and_runs_each_job(monkeypatch, tm
     got = []
     monkeypatch.setattr(cli, "_train_task", lambda cfg: got.append(train_overrides.prepare(
         cfg, list(HydraConfig.get().overrides.task), check=False)))
-    _train(["-m", *TAG, "population.members=[mappo,vdn]", "population.members.0.mappo.epochs=2,3",
-            f"hydra.sweep.dir={tmp_path / 'sweep'}"], monkeypatch, tmp_path)
+    train_here(["-m", *TAG, "population.members=[mappo,vdn]",
+                "population.members.0.mappo.epochs=2,3", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+               monkeypatch, tmp_path)
     assert [m for exp in got for m in exp.population.members] == [
         {"algo": "mappo", "mappo": {"epochs": 2}}, "vdn",
         {"algo": "mappo", "mappo": {"epochs": 3}}, "vdn"]

@@ -3,13 +3,12 @@ turn-based version of the same game object. It was reloaded from OpenSpiel's ``s
 'matrix_nfg()', which no game string loads: PSRO and league NashConv on
 ``openspiel/nfg_game`` ended in a pyspiel traceback listing every OpenSpiel game."""
 
-import sys
-
 import numpy as np
 import pyspiel
 import pytest
 
 from populations import exploitability as ex
+from tests.populations.user_modules import train_here
 
 RPS = pyspiel.game_to_nfg_string(pyspiel.load_game("matrix_rps"))
 
@@ -30,15 +29,11 @@ def test_game_tree_of_an_nfg_file_game(nfg):
 
 
 def test_selfplay_train_psro_on_an_nfg_file_game(nfg, tmp_path, monkeypatch):
-    from populations.cli import train_main
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", [
-        "selfplay-train", "game.name=openspiel/nfg_game", f"+game.kwargs.filename={nfg}",
-        "population=psro", "population.iterations=1", "eval_episodes=4", "progress=false",
-        "logger=none", f"hydra.run.dir={tmp_path / 'run'}"])
     try:
-        train_main()
+        train_here(["game.name=openspiel/nfg_game", f"+game.kwargs.filename={nfg}",
+                    "population=psro", "population.iterations=1", "eval_episodes=4",
+                    "progress=false", "logger=none", f"hydra.run.dir={tmp_path / 'run'}"],
+                   monkeypatch, tmp_path)
     except SystemExit as stop:
         assert stop.code in (0, None)
     log = (tmp_path / "run" / "cli.log").read_text()

@@ -7,13 +7,12 @@ once per generation. Before: nothing; the members played as initialized, silentl
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 import games
 from marl.train import league_budget_note
 from marl.value_decomp import ValueDecomp, ValueDecompConfig
+from tests.populations.user_modules import train_here
 
 
 def _vdn(starts: int = 1000) -> ValueDecomp:
@@ -50,15 +49,10 @@ def test_a_generation_that_reaches_it_says_nothing(frames, starts):
 
 def test_a_league_warns_once_for_its_members(tmp_path, monkeypatch, capfd):
     """Two VDN members (a main and its exploiter), two generations: one warning line."""
-    from populations.cli import train_main
-
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", [
-        "selfplay-train", "algo=vdn", "game=kuhn", "population=self_play",
-        "population.members=[vdn,vdn_exploiter]", "population.frames_per_generation=64",
-        "population.generations=2", "num_envs=4", "eval_episodes=2", "logger=none",
-        "progress=false", f"hydra.run.dir={tmp_path / 'run'}"])
-    train_main()
+    train_here(["algo=vdn", "game=kuhn", "population=self_play",
+                "population.members=[vdn,vdn_exploiter]", "population.frames_per_generation=64",
+                "population.generations=2", "num_envs=4", "eval_episodes=2", "logger=none",
+                "progress=false", f"hydra.run.dir={tmp_path / 'run'}"], monkeypatch, tmp_path)
     logged = "".join(capfd.readouterr())  # Hydra's log lines, on stdout or stderr
     lines = [line for line in logged.splitlines() if "ends before the first update" in line]
     assert len(lines) == 1, lines

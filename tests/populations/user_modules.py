@@ -84,12 +84,9 @@ def _hydra_config() -> object:
 
 def refused_line(argv: list[str], monkeypatch: pytest.MonkeyPatch,
                  capsys: pytest.CaptureFixture[str]) -> str:
-    """The one line ``selfplay-train argv`` ends with (exit 2), run in this process."""
-    from populations.cli import train_main
-
-    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
-    monkeypatch.setattr(sys, "argv", ["selfplay-train", *argv])
+    """The one line ``selfplay-train argv`` ends with (exit 2), run in this process by
+    :func:`train_here` (what the run left process-wide undone)."""
     with pytest.raises(SystemExit) as stop:
-        train_main()
+        train_here(argv, monkeypatch)
     assert stop.value.code == 2
     return capsys.readouterr().err.strip().splitlines()[-1]
