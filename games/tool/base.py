@@ -22,6 +22,27 @@ from games.core import ActionSpace, AgentSpec, Game, GameError, GameSpec, Transi
 
 TEAM = "team"
 
+MAX_TURNS = 1000
+"""Most turns a tool task's episode may last (``solver_turns``, ``max_turns``): a game name
+read from a file cannot make an episode that never ends in practice."""
+
+
+def check_at_most(game: str, **values: object) -> None:
+    """Refuse, before anything is built, a size argument above its bound.
+
+    ``values`` maps each argument to ``(value, low, high)``; a number above ``high`` is
+    refused in one line naming the value and the accepted range, so a name read from a file
+    (``tool/relay(max_value=100000000)``, whose action table grows as ``max_value``
+    squared) allocates nothing. Values below ``low`` are each task's own check.
+
+    Raises:
+        GameError: ``<game>: <name>=<value> is too large; accepted: an integer in [low, high]``.
+    """
+    for name, (value, low, high) in values.items():
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > high:
+            raise GameError(f"{game}: {name}={value!r} is too large; accepted: an integer in "
+                            f"[{low}, {high}]")
+
 
 class ToolTask(Game):
     """Base of the tool tasks: subclasses fill ``self.actions`` and implement the rules."""

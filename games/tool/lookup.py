@@ -15,7 +15,7 @@ import numpy as np
 
 from games.core import GameError
 from games.registry import register
-from games.tool.base import ToolTask, one_hot
+from games.tool.base import MAX_TURNS, ToolTask, check_at_most, one_hot
 from games.tool.tools import KeyValueTable
 
 ELEMENTS: dict[str, int] = {
@@ -41,13 +41,14 @@ class LookupTask(ToolTask):
     Args:
         num_keys: the first ``num_keys`` entries of :data:`ELEMENTS` form the table.
         max_lookups: table calls per episode.
-        max_turns: turns of both agents together.
+        max_turns: turns of both agents together; at most :data:`~games.tool.base.MAX_TURNS`.
     """
 
     def __init__(self, num_keys: int = 8, max_lookups: int = 2, max_turns: int = 6) -> None:
         if not 2 <= num_keys <= len(ELEMENTS) or max_lookups < 1 or max_turns < 5:
             raise GameError(f"tool/lookup needs 2 <= num_keys <= {len(ELEMENTS)}, max_lookups "
                             f">= 1, max_turns >= 5; got {num_keys}, {max_lookups}, {max_turns}")
+        check_at_most("tool/lookup", max_turns=(max_turns, 5, MAX_TURNS))
         self.keys = list(ELEMENTS)[:num_keys]
         self.values = [ELEMENTS[k] for k in self.keys]
         self.max_turns = max_turns

@@ -18,11 +18,14 @@ import numpy as np
 
 from games.core import GameError
 from games.registry import register
-from games.tool.base import ToolTask, one_hot
+from games.tool.base import MAX_TURNS, ToolTask, check_at_most, one_hot
 from games.tool.tools import Calculator, format_number, safe_eval
 
 OPS = "+-*/"
 OP_NAMES = {"+": "plus", "-": "minus", "*": "times", "/": "divided by"}
+MAX_VALUE = 100
+"""Largest ``max_value``: the action table holds ``(max_value + 1)**2`` calculator calls per
+operator (40,804 texts at 100 with ``+-*/``; 10**8 would never finish building)."""
 
 
 def _apply_op(x: int, op: str, y: int) -> Fraction | int | None:
@@ -45,10 +48,11 @@ class RelayTask(ToolTask):
         ['send 0', 'send 1', 'send 2', 'send 3']
 
     Args:
-        max_value: inputs are integers in ``[0, max_value]``.
+        max_value: inputs are integers in ``[0, max_value]``; at most :data:`MAX_VALUE`.
         ops: operators the task may ask for and the calculator offers, from ``+-*/``.
         max_calls: calculator calls per episode.
-        solver_turns: turns of the solver (calls plus the answer).
+        solver_turns: turns of the solver (calls plus the answer); at most
+            :data:`~games.tool.base.MAX_TURNS`.
     """
 
     def __init__(self, max_value: int = 9, ops: str = "+-*", max_calls: int = 2,
@@ -56,6 +60,8 @@ class RelayTask(ToolTask):
         if max_value < 1 or solver_turns < 2 or max_calls < 1:
             raise GameError(f"tool/relay needs max_value >= 1, solver_turns >= 2, max_calls "
                             f">= 1; got {max_value}, {solver_turns}, {max_calls}")
+        check_at_most("tool/relay", max_value=(max_value, 1, MAX_VALUE),
+                      solver_turns=(solver_turns, 2, MAX_TURNS))
         if not ops or set(ops) - set(OPS) or len(set(ops)) != len(ops):
             raise GameError(f"tool/relay: ops={ops!r}; expected distinct characters of {OPS!r}")
         self.max_value, self.ops = max_value, ops

@@ -1,0 +1,84 @@
+"""The tool tasks' size arguments are bounded before anything is built (walk35b item 1).
+
+``tool/relay`` builds ``(max_value + 1)**2`` calculator texts per operator and a set of
+answers as large: a snapshot whose ``meta.game`` was ``tool/relay(max_value=100000000,
+ops='+')`` made ``selfplay-eval`` hang while its memory grew, and ``selfplay-train
+experiment=tool_team_llm game.kwargs.max_value=1000000`` hung in its check before the run.
+Both now refuse in one line naming the value and the accepted range (exit 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+
+import pytest
+
+import games
+from games.tool.base import MAX_TURNS
+from games.tool.relay import MAX_VALUE
+from tests import subprocs
+from tests.populations.eval_cli_run import run_eval
+
+EVIL = "tool/relay(max_value=100000000,ops='+')"
+
+
+@pytest.mark.parametrize(("spec", "kwargs", "line"), [
+    (EVIL, {}, "tool/relay: max_value=100000000 is too large; accepted: an integer in "
+               f"[1, {MAX_VALUE}]"),
+    ("tool/relay", {"max_value": MAX_VALUE + 1},
+     f"tool/relay: max_value={MAX_VALUE + 1} is too large; accepted: an integer in "
+     f"[1, {MAX_VALUE}]"),
+    ("tool/relay", {"solver_turns": 10**9},
+     f"tool/relay: solver_turns=1000000000 is too large; accepted: an integer in "
+     f"[2, {MAX_TURNS}]"),
+    ("tool/lookup", {"max_turns": 10**9},
+     f"tool/lookup: max_turns=1000000000 is too large; accepted: an integer in "
+     f"[5, {MAX_TURNS}]"),
+])
+def test_a_size_above_its_bound_is_refused_before_anything_is_built(spec, kwargs, line):
+    start = time.monotonic()
+    with pytest.raises(games.GameError) as info:
+        games.make(spec, **kwargs)
+    assert str(info.value) == line
+    assert time.monotonic() - start < 5  # refused, not built (10**8 never finished)
+
+
+def test_the_bounds_themselves_build():
+    """The largest values accepted build in well under a second or two: every operator."""
+    g = games.make("tool/relay", max_value=MAX_VALUE, ops="+-*/", solver_turns=MAX_TURNS)
+    g.reset(seed=0)
+    assert len(g.legal_action_texts("scout_0")) == MAX_VALUE + 1
+    games.make("tool/lookup", max_turns=MAX_TURNS).reset(seed=0)
+
+
+def test_selfplay_eval_refuses_a_snapshot_recording_a_too_large_relay(tmp_path, capsys,
+                                                                       monkeypatch):
+    from marl import registry
+
+    monkeypatch.chdir(tmp_path)
+    pol = registry.get("mappo").build(games.make("tool/relay", max_value=2, ops="+").spec).policy()
+    name = f"tool/relay(max_value={MAX_VALUE + 1},ops='+')"  # builds, slowly, without a bound
+    pol.meta = dataclasses.replace(pol.meta, game=name)
+    path = str(pol.save(tmp_path / "evil.pt"))
+    code, out, err = run_eval(["--db", str(tmp_path / "evil.db"), path, "--episodes", "2"],
+                              capsys)
+    assert code == 2, (out, err)
+    assert err.strip().splitlines() == [
+        f"selfplay-eval: evil records the game {name}: tool/relay: max_value={MAX_VALUE + 1} "
+        f"is too large; accepted: an integer in [1, {MAX_VALUE}]; give the game with --game "
+        "(--import the module of a game of your own)"]
+    assert not (tmp_path / "evil.db").exists()
+
+
+def test_selfplay_train_refuses_in_one_line_before_the_run(tmp_path):
+    args = [sys.executable, "-m", "populations.cli", "experiment=tool_team_llm",
+            "game.kwargs.max_value=1000000", "hydra.run.dir=runs/r1"]
+    res = subprocs.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines() == [
+        f"selfplay-train: tool/relay: max_value=1000000 is too large; accepted: an integer "
+        f"in [1, {MAX_VALUE}]"]
+    assert not (tmp_path / "runs").exists()
