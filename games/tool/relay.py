@@ -19,7 +19,7 @@ import numpy as np
 from games.core import GameError
 from games.registry import register
 from games.tool.base import MAX_TURNS, ToolTask, check_at_most, one_hot
-from games.tool.tools import Calculator, format_number, safe_eval
+from games.tool.tools import Calculator, format_number
 
 OPS = "+-*/"
 OP_NAMES = {"+": "plus", "-": "minus", "*": "times", "/": "divided by"}
@@ -116,7 +116,7 @@ class RelayTask(ToolTask):
             expression = " ".join(args)
             res = self.calc.call(expression)
             self.log.append(res.text)
-            value = safe_eval(expression) if res.ok else None
+            value = res.value if res.ok else None  # the calculator's own result
             if value is not None and value == int(value) and int(value) not in self.results:
                 self.results.append(int(value))
         else:  # answer
