@@ -8,7 +8,8 @@
   episode is the OpenSpiel return.
 * Simultaneous-move nodes ask every player with legal actions to act at once.
 * Every seat is its own team, except in games of identical utilities (``tiny_hanabi``,
-  ``coop_box_pushing``), whose seats are one cooperative team, and in the partnership games
+  ``coop_box_pushing``) and those of :data:`COOPERATIVE` (``lewis_signaling``, declared
+  general-sum), whose seats are one cooperative team, and in the partnership games
   of :data:`PARTNERSHIPS` (seats 0 and 2 against 1 and 3); ``teams=`` overrides.
 
 The live ``pyspiel`` game and state are exposed (``pyspiel_game``, ``pyspiel_state``)
@@ -54,6 +55,12 @@ COOPERATIVE_TEAM = "team"  # the one team of a game whose seats all score the sa
 # Four-player partnership games: seats 0 and 2 against 1 and 3 (partners' returns are equal
 # in every episode; OpenSpiel's game type does not say so). Named as teams=[[0, 2], [1, 3]].
 PARTNERSHIPS = ("bridge", "euchre", "spades", "tiny_bridge_4p", "python_team_dominoes")
+# Games that pay every seat the same in every episode though OpenSpiel declares them
+# GENERAL_SUM: one cooperative team, as games of identical utilities. Found by playing every
+# terminal history of each registered game that loads with defaults and is small
+# (lewis_signaling: its one payoff matrix pays both players; trade_comm, at num_items=2 and
+# 3: a trade pays both the same, and random play of the default agrees).
+COOPERATIVE = ("lewis_signaling", "trade_comm")
 _warned_sampled: set[str] = set()  # games whose chance OpenSpiel samples itself, warned about
 # Lines OpenSpiel's C++ code wrote to stderr, logged once each: loading a game again (every copy
 # of it a VectorGame builds) repeats its "known issues" warning
@@ -350,7 +357,7 @@ the clock only drives the log lines, never what the count returns."""
 
 def count_tree(game: pyspiel.Game, limit: int, weights: Sequence[int] | None = None,
                weight_limit: int | None = None, *,
-               guard: OpenSpielGame | None = None) -> TreeCount:
+               guard: OpenSpielGame | None = None, why: str = "") -> TreeCount:
     """Count the nodes of ``game``'s tree (as :func:`estimate_histories` counts them),
     depth-first without building any view, stopping at ``limit + 1`` nodes, or as soon as
     the decision nodes' summed ``weights[player]`` pass ``weight_limit``: what stops it
@@ -358,7 +365,8 @@ def count_tree(game: pyspiel.Game, limit: int, weights: Sequence[int] | None = N
 
     A node costs what the game's own code costs to clone and apply a move: ~1.5-4 us on
     small games (a 2-core CPU), ~65 us on colored_trails, whose last move scores a path
-    search on the board. A count running longer than :data:`COUNT_LOG_S` says so in the log.
+    search on the board. A count running longer than :data:`COUNT_LOG_S` says so in the log,
+    its first line ending with ``why`` (the caller's reason for counting, if given).
     ``guard``: the game whose code ``game`` runs (see :meth:`OpenSpielGame.replay_node`).
     """
     count = decisions = weight = 0
@@ -373,8 +381,9 @@ def count_tree(game: pyspiel.Game, limit: int, weights: Sequence[int] | None = N
                 break
             if count % 65_536 == 0 and time.monotonic() - last >= COUNT_LOG_S:
                 last = time.monotonic()
-                logger.info("counting the histories of %s: %d so far in %.0fs (at most %d)",
-                            game, count, last - start, limit)
+                logger.info("counting the histories of %s: %d so far in %.0fs (at most %d)%s",
+                            game, count, last - start, limit, why)
+                why = ""
             if state.is_terminal():
                 continue
             if not state.is_chance_node():
@@ -542,9 +551,11 @@ class OpenSpielGame(Game):
         obs_shape = (int(np.prod(shape)),)
         space = ActionSpace("discrete", n=self.game.num_distinct_actions())
         name = _spec_name(self.game, game_string, params) if params else game_string
-        # identical utilities (tiny_hanabi, coop_box_pushing): one cooperative team; the
-        # partnership games: two; else every seat its own
-        if gtype.utility == pyspiel.GameType.Utility.IDENTICAL:
+        # identical utilities (tiny_hanabi, coop_box_pushing) or the same pay by the rules
+        # (COOPERATIVE): one cooperative team; the partnership games: two; else every seat
+        # its own
+        if (gtype.utility == pyspiel.GameType.Utility.IDENTICAL
+                or gtype.short_name in COOPERATIVE):
             team_of = dict.fromkeys(self._ids, COOPERATIVE_TEAM)
         elif gtype.short_name in PARTNERSHIPS and n == 4:
             team_of = {a: f"team_{i % 2}" for i, a in enumerate(self._ids)}

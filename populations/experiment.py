@@ -379,8 +379,10 @@ def check_league_game(cfg: ExperimentConfig, spec: games.GameSpec) -> None:
         from populations import exploitability as ex
 
         try:  # cached: the league's own check reads the same tree; its 'enumerated ...'
-            with ex.lines_held():  # line waits for the run's start (a resume may be refused)
-                ex.require_perfect_recall(ex.game_tree(spec))
+            with ex.lines_held(), ex.exact_check(  # line waits for the run's start (a
+                    "for population.nash_conv=true (exact NashConv needs a small game of "
+                    "perfect recall); population.nash_conv=false skips this walk"):
+                ex.require_perfect_recall(ex.game_tree(spec))  # resume may be refused)
         except games.GameContractError:  # a bug of the game's code (a ValueError too):
             raise  # one line naming the call; leaving NashConv out is no advice for it
         except ValueError as err:
@@ -388,10 +390,14 @@ def check_league_game(cfg: ExperimentConfig, spec: games.GameSpec) -> None:
             raise ValueError(f"population.nash_conv=true: {why}; set it false, or "
                              "population.exploit.every=N for an approximate NashConv") from None
     if len(spec.teams) != 2:
+        # teams= regroups seats, PSRO plays two or more: no help for a game of one seat
+        # (mpe2.simple_v3), which only population=none trains
+        other = ("; it has one seat: population=none trains it" if len(spec.agents) < 2 else
+                 f" ({HYDRA_WORDS.kwarg('teams', '[[...],[...]]')} groups its seats); "
+                 "population=psro plays two or more seats, population=none one team")
         raise ValueError(
             f"a self-play league needs two teams; {spec.name} has {spec.teams}; accepted: a "
-            f"game with two teams ({HYDRA_WORDS.kwarg('teams', '[[...],[...]]')} groups its "
-            "seats); population=psro plays two or more seats, population=none one team")
+            f"game with two teams{other}")
 
 
 # settings a resume may change (populations.run_folder): where it runs, how it logs, how long
