@@ -407,8 +407,16 @@ def _plain_action(action: Any) -> Any:
     return action.item() if isinstance(action, np.generic) else action
 
 
-def _norm_text(text: str) -> str:
-    return " ".join(text.strip().lower().split())
+def action_key(text: str) -> str:
+    """What two action texts must share to name the same action: ``text`` lower-cased with
+    all whitespace removed (``calc 3+3`` names ``calc 3 + 3``; word-level tokenizers decode
+    ``x(0,1)`` as ``x ( 0 , 1 )``). The one normalisation of :meth:`Game.parse_action` and
+    ``llm_agents``' ``match_action``: they accepted different texts when one collapsed
+    spaces and the other removed them."""
+    return "".join(text.lower().split())
+
+
+_norm_text = action_key  # games.check's name for it
 
 
 def last_action_tag(text: str) -> str | None:
@@ -429,7 +437,7 @@ def _action_candidate(text: str) -> str:
     """What :meth:`Game.parse_action` compares with each legal action's normalised text: the
     last ``<action>...</action>`` of ``text`` (else all of it), case and spacing ignored."""
     tag = last_action_tag(text)
-    return _norm_text(text if tag is None else tag)
+    return action_key(text if tag is None else tag)
 
 
 class Game(abc.ABC):
@@ -507,8 +515,9 @@ class Game(abc.ABC):
     def parse_action(self, agent: str, text: str) -> int:
         """Turn an LLM's text into a legal action id.
 
-        Accepts the text of a legal action (case and spacing ignored), optionally wrapped
-        in ``<action>...</action>``; the last tag wins when there are several.
+        Accepts the text of a legal action (case and spacing ignored: :func:`action_key`),
+        optionally wrapped in ``<action>...</action>``; the last tag wins when there are
+        several.
 
         Raises:
             InvalidAction: naming the text and the legal action texts.
@@ -520,7 +529,7 @@ class Game(abc.ABC):
                                 f"an action (not a str); legal: {texts}")
         candidate = _action_candidate(text)
         for action, action_str in zip(legal, texts, strict=True):
-            if _norm_text(action_str) == candidate:
+            if action_key(action_str) == candidate:
                 return int(action)
         shown = text if len(text) <= 80 else text[:77] + "..."
         raise InvalidAction(

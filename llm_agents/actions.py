@@ -26,7 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from games import Game, InvalidAction
-from games.core import choice_index, last_action_tag
+from games.core import action_key, choice_index, last_action_tag
 from llm_agents.backends.base import Backend, SamplingConfig
 from llm_agents.logprobs import (
     continuation_logprobs,
@@ -53,20 +53,16 @@ FALLBACK_PROBS: dict[str, Callable[[int], np.ndarray]] = {
 """The distribution of each fallback over ``n`` legal actions (others are sampled)."""
 
 
-def _squash(text: str) -> str:
-    return "".join(text.lower().split())
-
-
 def match_action(text: str, legal: Sequence[str]) -> int | None:
     """Index of the legal action ``text`` names, or None.
 
     The last ``<action>`` tag wins, else the whole text; comparison ignores case and all
-    whitespace (word-level tokenizers decode ``x(0,1)`` as ``x ( 0 , 1 )``).
+    whitespace (:func:`games.core.action_key`, as :meth:`Game.parse_action` does).
     """
     tag = last_action_tag(text)  # Game.parse_action's reader: the two cannot drift apart
-    said = _squash(text if tag is None else tag)
+    said = action_key(text if tag is None else tag)
     for i, option in enumerate(legal):
-        if _squash(option) == said:
+        if action_key(option) == said:
             return i
     return None
 
