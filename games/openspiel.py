@@ -150,6 +150,7 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
         # its states wait for a population distribution (mean-field nodes), not for seats
         raise GameError(f"openspiel/{short} is a mean-field game, which has no seats for agents; "
                         "accepted: sequential or simultaneous-move games")
+    params.update(_list_texts(gspec, params))  # in place, as as_declared's
     params.update(as_declared(short, params))  # in place: the spec's name reads it too
     check_params(game_string, params)
     where = f"openspiel/{game_string} {params or ''}".rstrip()
@@ -194,6 +195,20 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
         with _cpp_stderr_to_log():
             _smoke(game, where)
     return game
+
+
+def _list_texts(gspec: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Lists of numbers given for string parameters that OpenSpiel reads as lists (its
+    default is one: battleship's ``ship_sizes='[2;3;3;4;5]'``), written as it writes them:
+    ``game.kwargs.ship_sizes=[2,3]`` is ``'[2;3]'`` (refused as "accepted: a string")."""
+    out = {}
+    for name, value in params.items():
+        default = gspec.parameter_specification.get(name)
+        if (isinstance(value, (list, tuple)) and isinstance(default, str)
+                and default.startswith("[") and default.endswith("]")
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
+            out[name] = "[" + ";".join(str(v) for v in value) + "]"  # (OpenSpiel parses each)
+    return out
 
 
 def _param_text(value: Any) -> str:
