@@ -15,6 +15,7 @@ until every other check of the section passed.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -471,6 +472,46 @@ def _model_folder_problem(model: str) -> tuple[str, str] | None:
         return (f"it has no tokenizer files: none of {', '.join(TOKENIZER_FILES)}",
                 "save the tokenizer into the model folder too (tokenizer.save_pretrained("
                 "folder))")
+    if not any((folder / name).is_file() for name in (*WEIGHT_FILES, "adapter_config.json")):
+        # transformers' own "Error no file named model.safetensors, or pytorch_model.bin,
+        # found in directory ...", once torch had loaded
+        return (f"it has no weights: none of {', '.join(WEIGHT_FILES)}",
+                "save the model into the folder too (model.save_pretrained(folder))")
+    for path in sorted(folder.glob("*.safetensors")):
+        damage = safetensors_damage(path)
+        if damage:  # a SafetensorError once torch and transformers had loaded
+            return (f"its safetensors weights are damaged: {path.name} {damage}",
+                    "copy or download them again")
+    return None
+
+
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+"""The weight files ``AutoModelForCausalLM.from_pretrained`` looks for in a PyTorch model
+folder: one model file or the index of its shards (a PEFT adapter folder, with its
+``adapter_config.json``, names the base model to load instead)."""
+
+
+def safetensors_damage(path: Any) -> str | None:
+    """What is wrong with the safetensors file ``path`` by its header alone (None: nothing
+    found), read without torch: a file cut short (a copy stopped half way) holds less than
+    the 8-byte header length, the JSON header or the tensors' bytes it promises."""
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            return f"is {size} bytes, shorter than its 8-byte header length"
+        length = int.from_bytes(head, "little")
+        if length > size - 8:
+            return f"is {size} bytes, shorter than its header of {length} bytes"
+        try:
+            header = json.loads(f.read(length))
+            end = max((int(t["data_offsets"][1]) for k, t in header.items()
+                       if k != "__metadata__"), default=0)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+            return "has a header that is not a safetensors header"
+    if 8 + length + end > size:
+        return f"is {size} bytes, shorter than the {8 + length + end} its tensors need"
     return None
 
 
