@@ -503,11 +503,14 @@ def rounding_notes(members: Sequence[Any], frames: int, num_envs: int) -> list[s
 
 def _finishing(name: str, done: int, iterations: int, seconds: float) -> str:
     """The line a stop request (Ctrl-C, SIGTERM) gets while an LLM member trains: the league
-    stops after the member's generation, ``iterations - done`` GRPO iterations away."""
+    stops after the member's generation, ``iterations - done`` GRPO iterations away. A
+    second signal of either kind raises at once (:func:`populations.run_folder.deferred_stop`):
+    the league's checkpoint is the one before this generation, which the resume trains again."""
     left = seconds / done * (iterations - done)
     when = f"{left:.0f}s" if left < 90 else f"{left / 60:.0f} min"
     return (f"finishing {name}'s generation before stopping: {done} of its {iterations} GRPO "
-            f"iterations done, {iterations - done} more (about {when})")
+            f"iterations done, {iterations - done} more (about {when}); a second Ctrl-C or "
+            "SIGTERM stops now (the resume trains this generation again)")
 
 
 def _opponent_act(policy: Policy, agent: str, vs: games.VecStep) -> Any:
