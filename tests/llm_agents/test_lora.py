@@ -105,6 +105,7 @@ def _compose(overrides):
 def test_real_model_preset_is_not_the_tiny_models(tmp_path):
     (tmp_path / "config.json").write_text("{}")  # a model folder's path (LLMConfig checks it)
     (tmp_path / "tokenizer.json").write_text("{}")  # with its tokenizer (a file listing)
+    (tmp_path / "pytorch_model.bin").write_bytes(b"")  # and its weights (a file listing)
     hf = _compose(["experiment=kuhn_llm_selfplay", "llm=hf", f"llm.model={tmp_path}"]).llm
     assert 1e-6 <= hf.grpo.lr <= 1e-5 and hf.grpo.ent_coef == 0.0
     assert hf.gradient_checkpointing and hf.dtype == "auto"

@@ -75,6 +75,7 @@ def _model_folder(tmp_path):
     folder there, before the run): composing the preset needs no weights."""
     (tmp_path / "config.json").write_text("{}")
     (tmp_path / "tokenizer.json").write_text("{}")  # and its tokenizer (a file listing)
+    (tmp_path / "pytorch_model.bin").write_bytes(b"")  # and its weights (a file listing)
     return str(tmp_path)
 
 

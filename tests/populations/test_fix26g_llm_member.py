@@ -70,4 +70,5 @@ def test_a_stop_request_names_the_rest_of_the_generation(caplog):
     lines = [r.getMessage() for r in caplog.records if r.name == "populations.members"]
     assert len(lines) == 1, lines
     assert re.fullmatch(r"finishing llm's generation before stopping: 1 of its 3 GRPO "
-                        r"iterations done, 2 more \(about \d+s\)", lines[0]), lines
+                        r"iterations done, 2 more \(about \d+s\); a second Ctrl-C or SIGTERM "
+                        r"stops now \(the resume trains this generation again\)", lines[0]), lines

@@ -17,6 +17,7 @@ def test_the_loader_refuses_a_model_folder_gone_since_the_config_in_the_configs_
     folder.mkdir()
     (folder / "config.json").write_text("{}")
     (folder / "tokenizer.json").write_text("{}")  # LLMConfig lists the tokenizer's files too
+    (folder / "pytorch_model.bin").write_bytes(b"")  # and its weights (a file listing)
     cfg = LLMConfig(model=str(folder))  # a model folder when the config was checked
     (folder / "config.json").unlink()
     with pytest.raises(ValueError) as loader:
