@@ -72,8 +72,22 @@ def _accepted_kind(gspec: Any, name: str, value: Any) -> str | None:
     if isinstance(default, float):
         return refusal(float, value)
     if isinstance(default, str):
-        return None if isinstance(value, str) else "a string"
+        return None if isinstance(value, str) else _string_kind(name, default)
     return None  # a game inside the game (a dict): judged when loaded
+
+
+def _string_kind(name: str, default: str) -> str:
+    """What a string parameter accepts, with its format where its default is one of
+    OpenSpiel's lists (battleship's ``ship_sizes='[2;3;3;4;5]'``): "accepted: a string" gave
+    no word of the format, nor that a list of numbers is written for it."""
+    items = default[1:-1].split(";")
+    if not (default.startswith("[") and default.endswith("]") and len(items) >= 2
+            and all(re.fullmatch(r"-?\d+(\.\d+)?", item) for item in items)):
+        return "a string"
+    # the command line's two forms, each of the whole default (a shorter list may be refused
+    # for another parameter's length: battleship's ship_values)
+    return (f"a string like the default {default!r} (game.kwargs.{name}=[{','.join(items)}] "
+            f"or \"game.kwargs.{name}='{default}'\")")
 
 
 def as_declared(short: str, params: dict[str, Any]) -> dict[str, Any]:
