@@ -342,11 +342,14 @@ class League(LeagueTraining):
                                  "or exploit.every=N (population.exploit.every) for an "
                                  "approximate NashConv") from None
         if len(self.spec.teams) != 2:
+            # teams= regroups seats, PSRO plays two or more: no help for a game of one seat
+            # (mpe2.simple_v3), which only population=none trains (experiment.py's words)
+            other = ("; it has one seat: population=none trains it" if len(self.spec.agents) < 2
+                     else f" ({resume_words().kwarg('teams', '[[...],[...]]')} groups its "
+                     "seats); population=psro plays two or more seats, population=none one team")
             raise ValueError(
                 f"a self-play league needs two teams; {cfg.game} has {self.spec.teams}; "
-                "accepted: a game with two teams "
-                f"({resume_words().kwarg('teams', '[[...],[...]]')} groups its "
-                "seats); population=psro plays two or more seats, population=none one team")
+                f"accepted: a game with two teams{other}")
         self.members: list[Member] = list(members) if members is not None else [
             MAPPOMember(MEMBER, MAPPO(self.spec, cfg.mappo, device=cfg.device, seed=cfg.seed))]
         names = [m.name for m in self.members]
