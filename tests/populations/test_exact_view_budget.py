@@ -14,6 +14,16 @@ from populations import exploitability as ex
 from populations.psro import psro_players, why_not_exact
 
 
+def _forget_trees() -> None:
+    """Forget the trees and refusals game_tree remembers (its lru cache of walked trees, the
+    size and recall refusals; no public function clears them): a tree or refusal another
+    module left, keyed by the game alone, would answer instead of the count and the walk
+    these tests watch."""
+    ex._cached_tree.cache_clear()
+    ex._REFUSED.clear()
+    ex._FORGETFUL.clear()
+
+
 @pytest.fixture
 def seen(monkeypatch):
     """Each count's result and the steps of the view-building walk."""
@@ -30,7 +40,9 @@ def seen(monkeypatch):
 
     monkeypatch.setattr(ex, "count_tree", counting)
     monkeypatch.setattr(ex._Walker, "_walk", walking)
-    return out
+    _forget_trees()  # (a colored_trails refusal another module left would skip the count)
+    yield out
+    _forget_trees()  # nothing walked under this module's budgets is left to another
 
 
 def test_colored_trails_goes_sampled_after_a_bounded_count(seen):
