@@ -94,6 +94,7 @@ from populations.psro_config import (  # noqa: F401 - PSRO's settings, importabl
     RESPONSE_TARGETS,
     PSROConfig,
     check_exact_players,
+    exact_walk,
     psro_players,
     why_not_exact,
 )
@@ -194,7 +195,9 @@ class ExactBestResponse:
                              "game's name; a made game already has its parameters")
         if game_kwargs:  # an OpenSpiel game's name then holds them: kuhn_poker(players=3)
             game = games.make(game, **game_kwargs)
-        self.tree = ex.game_tree(game)
+        with exact_walk("for ExactBestResponse (an exact best response needs a small game of "
+                        "perfect recall); an RLOracle skips this walk"):
+            self.tree = ex.game_tree(game)  # a forgetful game refused at its first sign
         ex.require_perfect_recall(self.tree)
 
     def best_response(self, agent: str, opponents: Mapping[str, Mixture], seed: int) -> Policy:
@@ -386,8 +389,10 @@ class PSRO:
         # PSRO's players (seats, or teams) and the seats each plays
         self.seats_of = psro_players(self.spec, cfg.players)
         why = None  # why payoffs=auto chose sampled: it rules out exact NashConv too
+        walk = self._walk_reason()  # its walks (exact_walk) refuse a forgetful game at once
         if cfg.payoffs == "auto":
-            why = why_not_exact(game_obj, self.seats_of)
+            with exact_walk(walk):
+                why = why_not_exact(game_obj, self.seats_of)
             no_probs = None if why else _oracle_without_probs(oracle)
             self.config = cfg = dataclasses.replace(
                 cfg, payoffs="sampled" if why or no_probs else "exact")
@@ -406,13 +411,15 @@ class PSRO:
             if cfg.nash_conv and not why:
                 log.info("PSRO: no exact NashConv on %s: %s", game, self.no_exact)
         elif isinstance(game_obj, OpenSpielGame) and cfg.payoffs == "exact":
-            self.tree = ex.game_tree(game_obj)
+            with exact_walk(walk):
+                self.tree = ex.game_tree(game_obj)
             ex.require_perfect_recall(self.tree)
         elif isinstance(game_obj, OpenSpielGame) and cfg.nash_conv and why:
             self.no_exact = why  # the tree why_not_exact was refused: said above
         elif isinstance(game_obj, OpenSpielGame) and cfg.nash_conv:
             try:
-                self.tree = ex.game_tree(game_obj)
+                with exact_walk(walk):
+                    self.tree = ex.game_tree(game_obj)
                 ex.require_perfect_recall(self.tree)
             except games.GameContractError:  # a bug of the game's code (a ValueError too),
                 raise  # one line: a bug to fix, not a reason to leave NashConv out
@@ -461,6 +468,25 @@ class PSRO:
             self._add_member(agent, (initial or {}).get(agent) or self._uniform(agent))
         self.update_empirical_game()
         self.update_meta_strategies()
+
+    def _walk_reason(self) -> str:
+        """Why this PSRO walks the game's tree, and the settings that skip the walk (in
+        :meth:`setting`'s words): said on the first progress line of a long one, as
+        selfplay-train's :func:`populations.psro_run.walk_reason`."""
+        cfg = self.config
+        uses = [(self.setting("payoffs", cfg.payoffs), self.setting("payoffs", "sampled"))
+                if cfg.payoffs in ("auto", "exact") else None,
+                (self.setting("nash_conv", True), self.setting("nash_conv", False))
+                if cfg.nash_conv else None,
+                (self.setting("stop_nash_conv", cfg.stop_nash_conv),
+                 self.setting("stop_nash_conv", None))
+                if cfg.stop_nash_conv is not None else None]
+        asked = [u for u in uses if u is not None]
+        if not asked:
+            return "for PSRO's exact tools"
+        return (f"for PSRO's exact tools ({', '.join(a for a, _ in asked)}: they need a small "
+                f"game of perfect recall); {' '.join(s for _, s in asked)} "
+                f"skip{'s' if len(asked) == 1 else ''} this walk")
 
     def setting(self, name: str, value: object) -> str:
         """``name=value`` as this PSRO's messages name a setting (``keys``): a Python field

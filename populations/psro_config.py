@@ -7,6 +7,7 @@ and ``oracle="auto"`` decide by), and the one-line refusal of exact tools for a 
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -65,6 +66,23 @@ def one_team_note(spec: GameSpec) -> str | None:
             "mixtures, not to opponents; population=none trains the team's seats together")
 
 
+EXACT_WHY = ("for PSRO's exact tools (payoffs='auto' or 'exact', an exact oracle, nash_conv: "
+             "they need a small game of perfect recall)")
+"""The reason :func:`exact_walk` gives a walk the Python API asks for without its own."""
+
+
+def exact_walk(why: str) -> contextlib.AbstractContextManager[None]:
+    """:func:`populations.exploitability.exact_check` for the walks of PSRO's exact tools
+    built through the Python API (:class:`populations.psro.PSRO`, :func:`why_not_exact`,
+    ``ExactBestResponse``): a game of imperfect recall is refused at its first sign, as
+    selfplay-train's checks refuse it, not after the whole tree was walked. Inside a walk
+    of a caller's own (selfplay-train's, whose reason names its keys) that reason stands."""
+    from populations import exploitability as ex  # torch: PSROConfig is checked before it
+
+    # (no public word of an open exact_check: exploitability's ContextVar is read)
+    return contextlib.nullcontext() if ex._WHY.get() is not None else ex.exact_check(why)
+
+
 def why_not_exact(game_obj: games.Game, seats_of: Mapping[str, Sequence[str]]) -> str | None:
     """Why exact payoffs and best responses cannot serve ``game_obj`` with these players
     (None: they can); what ``payoffs="auto"`` / ``oracle="auto"`` decide by.
@@ -84,7 +102,8 @@ def why_not_exact(game_obj: games.Game, seats_of: Mapping[str, Sequence[str]]) -
     from populations import exploitability as ex  # torch: PSROConfig is checked before it
 
     try:
-        ex.require_perfect_recall(ex.game_tree(game_obj))
+        with exact_walk(EXACT_WHY):  # a forgetful game refused at its first sign
+            ex.require_perfect_recall(ex.game_tree(game_obj))
     except games.GameContractError:  # a bug of the game's code (GameCodeError, a ValueError
         raise  # too): it stops the run in one line, not a reason to sample payoffs instead
     except ValueError as err:
