@@ -4,7 +4,8 @@
 (0, 0) pays 11 but sits next to -30 penalties, so independent learners drift to the safe
 (2, 2) = 5. ``matrix/penalty`` (k = -10 by default) has two optima (0, 0) and (2, 2)
 worth 10 flanked by k. Value-decomposition learners (VDN, QMIX) are tested on them.
-``repeats`` > 1 plays the same matrix that many times (observation: the step index).
+``repeats`` > 1 plays the same matrix that many times (observation: the step index, one-hot;
+at most :data:`MAX_REPEATS`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import numpy as np
 from games.core import ActionSpace, AgentSpec, Game, GameError, GameSpec, Transition
 from games.registry import register
 
+MAX_REPEATS = 10_000
+"""Most rounds of a repeated matrix game: the observation one-hot encodes the round, so each
+is ``repeats`` floats (10**8 made 400 MB observations, 10**9 failed with a MemoryError)."""
 CLIMBING = ((11.0, -30.0, 0.0), (-30.0, 7.0, 6.0), (0.0, 0.0, 5.0))
 
 
@@ -32,6 +36,9 @@ class MatrixGame(Game):
             raise GameError(f"payoff must be a non-empty 2-D matrix, got {self.payoff.shape}")
         if repeats < 1:
             raise GameError(f"repeats must be >= 1, got {repeats}")
+        if repeats > MAX_REPEATS:  # before anything is built
+            raise GameError(f"{name}: repeats={repeats!r} is too large; accepted: an integer in "
+                            f"[1, {MAX_REPEATS}]")
         self.repeats = repeats
         ids = ("agent_0", "agent_1")
         n0, n1 = self.payoff.shape

@@ -1,7 +1,7 @@
 """The rules PettingZoo's own envs' arguments are checked by before an env is built, where
 the envs check few: counts of MPE scenarios and classic games below (or above) what plays
-the game, and a value of the wrong kind for a parameter's annotation or bool default
-(:mod:`games.kinds` says what each kind takes)."""
+the game (an MPE count above :data:`MAX_MPE_COUNT` too), and a value of the wrong kind for a
+parameter's annotation or bool default (:mod:`games.kinds` says what each kind takes)."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ MPE_COUNTS: dict[str, dict[str, int]] = {
                           "num_food": 1, "num_forests": 0},
     "collect_treasure": {"num_collectors": 1, "num_deposits": 1, "num_treasures": 1},
 }
+MAX_MPE_COUNT = 256
+"""Largest MPE count: building and each step grow with the square of the entities
+(simple_spread N=256 builds and resets in about 3 s; N=10**8 never finished), so a game name
+read from a file cannot hang ``games.make``."""
 # Counts of classic games the envs do not check, (least, most or None): the rlcard poker
 # games' num_players=1 (or true) hung in rlcard's round loop (no_limit) or failed at the first
 # showdown, and more than 23 players need more than a deck's 52 cards (two each and five on
@@ -106,6 +110,9 @@ def check_kwargs(module_path: str, module_name: str, family: str,
         for key, low in MPE_COUNTS.get(short_name, {}).items():
             if kwargs.get(key) is not None:
                 check_count(module_path, key, kwargs[key], low)
+                if kwargs[key] > MAX_MPE_COUNT:  # before anything is built
+                    raise GameError(f"pettingzoo/{module_path}: {key}={kwargs[key]!r} is too "
+                                    f"large; accepted: an integer in [{low}, {MAX_MPE_COUNT}]")
     if family == "classic":
         for key, (low, high) in CLASSIC_COUNTS.get(short_name, {}).items():
             if key in kwargs:

@@ -4,7 +4,8 @@ A scenario reads its parameters with ``kwargs.pop("n_agents", 4)`` / ``kwargs.ge
 :func:`scenario_defaults` collects those literal defaults, and :func:`check_scenario_kwargs`
 refuses a value of the wrong kind for one in a line naming what is accepted: true or false
 (or 0 or 1) for a flag, an integer for a count ``n_*`` / ``num_*`` (at least 1 for the total
-``n_agents`` / ``num_agents``, at least 0 for one team's or anything else's), a number for a
+``n_agents`` / ``num_agents``, at least 0 for one team's or anything else's; at most
+:data:`MAX_COUNT`), a number for a
 number. VMAS checks few: navigation ``n_agents=0`` failed on an assert about
 ``agents_with_same_goal``, ``n_agents='x'`` on range(), ``continuous_actions='false'`` built
 continuous actions. Values are judged as :mod:`games.kinds` says.
@@ -32,6 +33,10 @@ _COUNT = re.compile(r"(n|num)_\w+")
 # scoring drill) may be 0, and a game left with no agents at all is refused when built
 _TOTAL_AGENTS = re.compile(r"(n|num)_agents")
 _AGENT_COUNTS = re.compile(r"(n|num)_(\w+_)?agents")
+MAX_COUNT = 256
+"""Largest count ``n_*`` / ``num_*`` a scenario is built with: building grows with the square
+of its entities (simple_spread with 256 agents builds in about 5 s, 1,000 in over a minute,
+10**8 never finishes), so a game name read from a file cannot hang ``games.make``."""
 
 
 @functools.cache
@@ -73,7 +78,8 @@ def accepted(name: str, default: Any, value: Any) -> str | None:
 
 def check_scenario_kwargs(scenario: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """Refuse, in one line naming what is accepted, a scenario parameter of the wrong kind
-    (:func:`accepted`), judged against the scenario's own defaults; else ``kwargs`` with its
+    (:func:`accepted`), judged against the scenario's own defaults, or a count above
+    :data:`MAX_COUNT` (before anything is built); else ``kwargs`` with its
     flags as bools and numpy numbers as Python's, for the scenario (a flag given 0 keeps its
     0 in the game's name, which a run recorded before flags were checked holds)."""
     defaults = scenario_defaults(scenario)
@@ -85,6 +91,11 @@ def check_scenario_kwargs(scenario: str, kwargs: Mapping[str, Any]) -> dict[str,
         if why is not None:
             raise GameError(f"bad parameter for vmas/{scenario}: {name}={value!r}; "
                             f"accepted: {why}")
+        if (isinstance(defaults[name], int) and not isinstance(defaults[name], bool)
+                and _COUNT.fullmatch(name) and value > MAX_COUNT):
+            low = 1 if _TOTAL_AGENTS.fullmatch(name) else 0
+            raise GameError(f"vmas/{scenario}: {name}={value!r} is too large; accepted: an "
+                            f"integer in [{low}, {MAX_COUNT}]")
         if isinstance(defaults[name], bool):
             out[name] = bool(value)
         elif isinstance(value, np.generic):  # torch refused to assign a numpy.float32
