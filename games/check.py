@@ -39,7 +39,7 @@ from games.core import (
     IllegalActionError,
     InvalidAction,
     TimeStep,
-    _action_candidate,
+    _action_said,
     _method_of,
     _norm_text,
     raised_text,
@@ -192,19 +192,20 @@ def _check_legal(game: Game, ts: TimeStep, agent: str, where: str) -> None:
     if _default_parsing(game):
         # Game.parse_action compares one normalised candidate with every legal action's
         # text, so parsing each of n texts costs n^2 action texts (hex: 121 actions, 29,000
-        # per step). Every text parses back to its action exactly when the normalised texts
-        # are unique and each text (bare or tagged) gives its own candidate: checked for all
+        # per step). Every text parses back to its action exactly when the texts are unique
+        # with whitespace removed (an exact match, case kept, wins: chess's bxc3 and Bxc3 are
+        # two actions) and each text (bare or tagged) gives its own candidate: checked for all
         # in O(n); the first, middle and last are parsed for real.
         norm = [_norm_text(t) for t in texts]
         first: dict[str, str] = {}
         for text, key in zip(texts, norm, strict=True):
             _require(key not in first, f"{where}: legal action texts {first.get(key)!r} and "
-                     f"{text!r} are the same once case and spacing are ignored; parse_action "
-                     "cannot tell them apart")
+                     f"{text!r} are the same once spacing is ignored; parse_action cannot "
+                     "tell them apart")
             first[key] = text
-            _require(_action_candidate(text) == key, f"{where}: {text!r} did not parse")
+            _require(_action_said(text) == key, f"{where}: {text!r} did not parse")
             tagged = f"I choose <action>{text}</action>"
-            _require(_action_candidate(tagged) == key, f"{where}: {tagged!r} did not parse")
+            _require(_action_said(tagged) == key, f"{where}: {tagged!r} did not parse")
         pairs = [pairs[i] for i in sorted({0, len(pairs) // 2, len(pairs) - 1})]
     for action, text in pairs:
         _require(game.parse_action(agent, text) == action, f"{where}: {text!r} did not parse")

@@ -408,15 +408,37 @@ def _plain_action(action: Any) -> Any:
 
 
 def action_key(text: str) -> str:
-    """What two action texts must share to name the same action: ``text`` lower-cased with
-    all whitespace removed (``calc 3+3`` names ``calc 3 + 3``; word-level tokenizers decode
-    ``x(0,1)`` as ``x ( 0 , 1 )``). The one normalisation of :meth:`Game.parse_action` and
-    ``llm_agents``' ``match_action``: they accepted different texts when one collapsed
-    spaces and the other removed them."""
+    """``text`` lower-cased with all whitespace removed: what two action texts share when
+    they name the same action once case is ignored too (:func:`action_matches` falls back
+    to it). Spacing is never part of an action (``calc 3+3`` names ``calc 3 + 3``; word-level
+    tokenizers decode ``x(0,1)`` as ``x ( 0 , 1 )``)."""
     return "".join(text.lower().split())
 
 
-_norm_text = action_key  # games.check's name for it
+def _spaceless(text: str) -> str:
+    """``text`` with all whitespace removed, case kept: chess's ``bxc3`` (a pawn takes) and
+    ``Bxc3`` (the bishop takes) stay apart."""
+    return "".join(text.split())
+
+
+_norm_text = _spaceless  # games.check's name for it: legal texts must differ under it
+
+
+def action_matches(text: str, texts: Sequence[str]) -> list[int]:
+    """Indices of the ``texts`` that ``text`` names: its last ``<action>...</action>`` (else
+    all of it) equal to one with whitespace removed and case kept; when none is, equal once
+    case is ignored too (:func:`action_key`). Several indices: ``text`` is ambiguous (chess's
+    ``BXC3`` names both ``bxc3`` and ``Bxc3``).
+
+    The one matcher of :meth:`Game.parse_action` and ``llm_agents``' ``match_action``: they
+    accepted different texts when one collapsed spaces and the other removed them.
+    """
+    exact = _action_said(text)
+    found = [i for i, option in enumerate(texts) if _spaceless(option) == exact]
+    if found:
+        return found
+    key = _action_candidate(text)
+    return [i for i, option in enumerate(texts) if action_key(option) == key]
 
 
 def last_action_tag(text: str) -> str | None:
@@ -433,9 +455,15 @@ def last_action_tag(text: str) -> str | None:
     return tags[-1] if tags else None
 
 
+def _action_said(text: str) -> str:
+    """What :func:`action_matches` compares with each legal action's text first: the last
+    ``<action>...</action>`` of ``text`` (else all of it), whitespace removed, case kept."""
+    tag = last_action_tag(text)
+    return _spaceless(text if tag is None else tag)
+
+
 def _action_candidate(text: str) -> str:
-    """What :meth:`Game.parse_action` compares with each legal action's normalised text: the
-    last ``<action>...</action>`` of ``text`` (else all of it), case and spacing ignored."""
+    """:func:`_action_said` with case ignored too: what :func:`action_matches` falls back to."""
     tag = last_action_tag(text)
     return action_key(text if tag is None else tag)
 
@@ -515,23 +543,28 @@ class Game(abc.ABC):
     def parse_action(self, agent: str, text: str) -> int:
         """Turn an LLM's text into a legal action id.
 
-        Accepts the text of a legal action (case and spacing ignored: :func:`action_key`),
-        optionally wrapped in ``<action>...</action>``; the last tag wins when there are
-        several.
+        Accepts the text of a legal action (spacing ignored; case too where that names one
+        action: :func:`action_matches`), optionally wrapped in ``<action>...</action>``; the
+        last tag wins when there are several.
 
         Raises:
-            InvalidAction: naming the text and the legal action texts.
+            InvalidAction: naming the text and the legal action texts, or the actions it
+                names once case is ignored when it names several.
         """
         legal = list(self.legal_actions(agent))
         texts = [self.action_text(agent, a) for a in legal]
         if not isinstance(text, str):  # None, bytes, an int: a TypeError from the tag reader
             raise InvalidAction(f"{agent} in {self.spec.name}: cannot parse {repr(text)[:80]} as "
                                 f"an action (not a str); legal: {texts}")
-        candidate = _action_candidate(text)
-        for action, action_str in zip(legal, texts, strict=True):
-            if action_key(action_str) == candidate:
-                return int(action)
+        found = action_matches(text, texts)
+        if len(found) == 1:
+            return int(legal[found[0]])
         shown = text if len(text) <= 80 else text[:77] + "..."
+        if found:
+            raise InvalidAction(
+                f"{agent} in {self.spec.name}: {shown!r} names several actions once case is "
+                f"ignored: {[texts[i] for i in found]}; write one exactly"
+            )
         raise InvalidAction(
             f"{agent} in {self.spec.name}: cannot parse {shown!r} as an action; "
             f"legal: {texts}"

@@ -26,7 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from games import Game, InvalidAction
-from games.core import action_key, choice_index, last_action_tag
+from games.core import action_matches, choice_index
 from llm_agents.backends.base import Backend, SamplingConfig
 from llm_agents.logprobs import (
     continuation_logprobs,
@@ -54,17 +54,15 @@ FALLBACK_PROBS: dict[str, Callable[[int], np.ndarray]] = {
 
 
 def match_action(text: str, legal: Sequence[str]) -> int | None:
-    """Index of the legal action ``text`` names, or None.
+    """Index of the legal action ``text`` names, or None (none, or several).
 
-    The last ``<action>`` tag wins, else the whole text; comparison ignores case and all
-    whitespace (:func:`games.core.action_key`, as :meth:`Game.parse_action` does).
+    The last ``<action>`` tag wins, else the whole text; whitespace is ignored, and case
+    where that names one action (:func:`games.core.action_matches`, as
+    :meth:`Game.parse_action` does): ``Bxc3`` is the bishop's capture beside the pawn's
+    ``bxc3``, and ``BXC3`` names neither.
     """
-    tag = last_action_tag(text)  # Game.parse_action's reader: the two cannot drift apart
-    said = action_key(text if tag is None else tag)
-    for i, option in enumerate(legal):
-        if action_key(option) == said:
-            return i
-    return None
+    found = action_matches(text, legal)  # Game.parse_action's matcher: they cannot drift apart
+    return found[0] if len(found) == 1 else None
 
 
 def game_parser(game: Game, agent: str, legal_ids: Sequence[int],
