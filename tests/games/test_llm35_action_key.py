@@ -1,8 +1,9 @@
 """``Game.parse_action`` and ``llm_agents``' ``match_action`` accept the same texts
 (walk35b item 3): parse_action collapsed whitespace while match_action removed it, so
 ``calc 3+3`` was refused by the game's parser and taken by the LLM's. Both compare
-:func:`games.core.action_key` (case and all whitespace ignored), under which no two action
-texts of a shipped game are the same."""
+:func:`games.core.action_key` (case and all whitespace ignored) when no text matches with
+case kept (be0373d: :func:`games.core.action_matches`); under action_key no two action texts of a
+shipped game are the same."""
 
 from __future__ import annotations
 
