@@ -75,7 +75,7 @@ def parse_members(members: Sequence[Any]) -> list[MemberSpec]:
         if lost_name(m):
             raise ValueError(_by_index_line(members, i))
         if not isinstance(algo, str) or not algo:
-            raise ValueError(f"{where}={_shown(m)}: needs algo: <a learner's name>, e.g. "
+            raise ValueError(f"{where}={_yaml(m)}: needs algo: <a learner's name>, e.g. "
                              "{name: gnn, algo: mappo, mappo: {net: {encoder: gnn}}}")
         if name is not None and (not isinstance(name, str) or not NAME.match(name)):
             raise ValueError(f"{where}.name={name!r}: expected a letter, then up to 63 "

@@ -568,23 +568,51 @@ def _members_named_back(cfg: DictConfig, overrides: Sequence[str],
     {epochs: 2}}`` (mappo, ippo and mappo_exploiter read that section alike: the key does not
     tell which it was). The entry becomes its mapping form, ``{algo: mappo, mappo: {epochs:
     2}}``, with the name the members list in force holds there: the config Hydra composes from
-    the same command without its index overrides. Left as it is (refused in one line, naming
+    the same command without its index overrides; so too for any other key by index that
+    leaves the entry without ``algo`` (``population.members.0.name=bob``), while a learner's
+    setting put under the member (``population.members.0.epochs=2``) is refused, naming its
+    section's form (:func:`_refuse_bare_settings`). Left as it is (refused in one line, naming
     the mapping form: :func:`populations.member_specs.parse_members`) where that list holds no
     name there, or no Hydra run is at hand to compose it."""
     from omegaconf import OmegaConf, open_dict
 
-    from populations.member_specs import lost_name
-
     members = cfg.get("population", {}).get("members")
     found = {int(m.group(1)) for o in overrides if (m := _BY_INDEX.match(o))}
     lost = sorted(i for i in found if members is not None and i < len(members)
-                  and lost_name(members[i]))
+                  and OmegaConf.is_dict(members[i]) and "algo" not in members[i])
     listed = _members_composed([o for o in overrides if not _BY_INDEX.match(o)], hydra) \
         if lost else []
     for i in lost:
         if i < len(listed) and isinstance(listed[i], str):
+            entry = OmegaConf.to_container(members[i])
+            _refuse_bare_settings(i, listed[i], entry, overrides)
             with open_dict(cfg):
-                members[i] = {"algo": listed[i], **OmegaConf.to_container(members[i])}
+                members[i] = {"algo": listed[i], **entry}
+
+
+def _refuse_bare_settings(i: int, listed: str, entry: dict[str, Any],
+                          overrides: Sequence[str]) -> None:
+    """``population.members.0.epochs=2`` on member 0 given by its name (``mappo``): a
+    learner's setting put under the member, not under its section; refused in one line naming
+    the section's form, ``population.members.0.mappo.epochs=2``."""
+    from populations.member_specs import MemberSpec
+
+    bare = [k for k, v in entry.items() if k != "name" and not isinstance(v, dict)]
+    if not bare:
+        return
+    try:
+        from marl import registry
+
+        section = registry.entries()[MemberSpec(listed).algo].section
+    except (ImportError, KeyError):
+        section = MemberSpec(listed).algo
+    key = bare[0]
+    typed = next((o.lstrip("+") for o in overrides
+                  if o.lstrip("+").startswith(f"population.members.{i}.{key}=")),
+                 f"population.members.{i}.{key}={entry[key]}")
+    value = typed.partition("=")[2]
+    raise CLIError(f"bad config: {typed}: a learner's setting goes in the member's section: "
+                   f"population.members.{i}.{section}.{key}={value}")
 
 
 def _members_composed(overrides: Sequence[str], hydra: DictConfig | None) -> list[Any]:
