@@ -4,6 +4,7 @@ note on learner members whose budget leaves them without an update."""
 
 from __future__ import annotations
 
+import bisect
 import logging
 import numbers
 from collections.abc import Sequence
@@ -56,9 +57,124 @@ def _time_left(seconds: float, done: int, total: int, eval_seconds: float = 0.0,
     else:
         parallel, members = overlap
         secs = max(secs, (secs * parallel + evals) / max(1, members), evals)
+    return _about(secs)
+
+
+def _about(secs: float) -> str:
+    """``; about 5 min left`` for ``secs`` seconds left."""
     text = (f"{secs:.0f}s" if secs < 90 else f"{secs / 60:.0f} min" if secs < 5400
             else f"{secs / 3600:.1f} h")
     return f"; about {text} left"
+
+
+def async_time_left(per_member: Sequence[tuple[float, int]], parallel: int,
+                    eval_seconds: float = 0.0, pairs: float = 0,
+                    pairs_left: float = 0) -> str:
+    """An asynchronous league's (``sync=False``) ``; about 5 min left``: ``per_member``, each
+    member's mean generation (its training seconds on a learner actor) and generations left.
+    The training left is the longest of a member's own generations one after another (once
+    the others have finished it trains alone) and all members' over the ``parallel`` actors
+    training at once; the evaluation (``pairs`` pairs took ``eval_seconds``, ``pairs_left``
+    left) overlaps it as :func:`_time_left`'s ``overlap`` says, over the members with
+    generations left. Nothing when none is left."""
+    chains = [mean * left for mean, left in per_member if left > 0]
+    if not chains:
+        return ""
+    total = sum(chains)
+    training = max(max(chains), total / max(1, parallel))
+    evals = eval_seconds / pairs * pairs_left if pairs > 0 else 0.0
+    return _about(max(training, (total + evals) / len(chains), evals))
+
+
+class AsyncTiming:
+    """An asynchronous league's recorded member generations (``LeagueDB.generations`` rows),
+    read once (as the loop starts or resumes) and then one row as each member generation is
+    recorded (:meth:`add`), with running sums per member: the same estimate as
+    :func:`recorded_estimate` over every row (:meth:`estimate`) without reading and sorting
+    the whole table again per member generation (its cost grew with the square of the
+    league's length), and each member's own mean generation (:meth:`means`)."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]], members: Sequence[Member],
+                 parallel: int) -> None:
+        self.members, self.parallel = members, parallel
+        # (member, version): (frames, seconds), in the finishing order (``seq``); a row
+        # recorded again keeps its place, as LeagueDB.add_generation's
+        self.rows: dict[tuple[str, int], tuple[int, float]] = {}
+        self.total = 0.0  # every timed row's seconds, in that order
+        # per member, by version: the frames its earlier rows played and the running seconds
+        self.before: dict[str, list[int]] = {}
+        self.prefix: dict[str, list[float]] = {}
+        self.last: dict[str, int] = {}  # each member's last version counted
+        for r in rows:
+            self.add(r["member"], r["version"], r["frames"], r["started_at"],
+                     r["finished_at"])
+
+    def add(self, member: str, version: int | None, frames: int | None,
+            started_at: float | None, finished_at: float) -> None:
+        """Count a recorded member generation (as :func:`warm_rows` does: one with no start
+        or of version 0 is not)."""
+        if started_at is None or not version:
+            return
+        key = (member, int(version))
+        row = (int(frames or 0), float(finished_at) - float(started_at))
+        again = key in self.rows
+        self.rows[key] = row
+        if not again and key[1] > self.last.get(member, 0):  # the member's next one
+            self.last[member] = key[1]
+            self.total += row[1]
+            before, prefix = self.before.setdefault(member, [0]), \
+                self.prefix.setdefault(member, [0.0])
+            before.append(before[-1] + row[0])
+            prefix.append(prefix[-1] + row[1])
+            return
+        # recorded again (a resume's retrained generation) or out of order: recount
+        self.total = sum(s for _, s in self.rows.values())
+        mine = sorted((v, f, s) for (m, v), (f, s) in self.rows.items() if m == member)
+        before, prefix = [0], [0.0]
+        for _, f, s in mine:
+            before.append(before[-1] + f)
+            prefix.append(prefix[-1] + s)
+        self.before[member], self.prefix[member] = before, prefix
+        self.last[member] = mine[-1][0]
+
+    def _warm(self) -> dict[str, tuple[float, int]] | None:
+        """Each member's warm generations' (:func:`warm_rows`) seconds and count; None while
+        the estimate gives none (:func:`recorded_estimate`)."""
+        counts = update_counts(self.members)
+        restarts = [getattr(m, "reset_win_rate", None) is not None for m in self.members]
+        if any(n is not None and n < 0 and not r
+               for n, r in zip(counts, restarts, strict=True)):
+            return None
+        need = {m.name: warmup_frames(m.learner.cfg) - _step_frames(m.learner)
+                for m in self.members if _warming(m)}
+        warm = {}
+        for name, before in self.before.items():
+            # rows 0..k-1 (by version) are cold: the frames before row k reach the warm-up
+            k = bisect.bisect_left(before, need.get(name, 0), hi=len(before) - 1)
+            warm[name] = (self.prefix[name][k], len(before) - 1 - k)  # cold seconds, warm
+        return warm
+
+    def estimate(self) -> tuple[float, int]:
+        """:func:`recorded_estimate` of every row counted, with ``parallel``."""
+        warm = self._warm()
+        if warm is None:
+            return 0.0, 0
+        cold = sum(c for c, _ in warm.values())
+        return (self.total - cold) / max(1, self.parallel), sum(n for _, n in warm.values())
+
+    def means(self) -> dict[str, float] | None:
+        """Each member's mean warm generation (its training seconds), the mean of them all
+        for a member with none warm yet; None when no warm generation is recorded."""
+        warm = self._warm()
+        if not warm:
+            return None
+        seconds = {name: self.prefix[name][-1] - cold for name, (cold, _) in warm.items()}
+        n = sum(k for _, k in warm.values())
+        if n == 0:
+            return None
+        mean = sum(seconds.values()) / n
+        return {m.name: seconds[m.name] / warm[m.name][1]
+                if warm.get(m.name, (0, 0))[1] else mean for m in self.members}
 
 
 def sync_pairs(members: int, window: int, generation: int) -> int:

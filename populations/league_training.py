@@ -19,7 +19,13 @@ import numpy as np
 from marl.core import derive_seed
 from populations import league_eval
 from populations.evaluation import pfsp_win_rates
-from populations.league_progress import _advance, _counts, recorded_estimate
+from populations.league_progress import (
+    AsyncTiming,
+    _advance,
+    _counts,
+    async_pairs_left,
+    async_time_left,
+)
 from populations.league_state import published
 from populations.learner_actors import LearnerJob, LearnerResult, load_state_bytes, state_bytes
 from populations.matchmaking import opponent_distribution
@@ -180,16 +186,18 @@ class LeagueTraining:
             if self.progress[m.name][0] < self.cfg.generations:
                 self.learners.submit(self._job(m, self.progress[m.name][0] + 1))
         # the estimate's timing: the recorded member generations (this process's and those
-        # before a resume) trained as the rest will, each a share of the wall time as the
-        # learner actors train at once (recorded_estimate); no loop clock, which counted the
-        # actors' start and, at the first line, one member generation done for all in flight
-        parallel = self._parallel()
+        # before a resume) trained as the rest will, per member, the learner actors training
+        # at once (_async_left); no loop clock, which counted the actors' start and, at the
+        # first line, one member generation done for all in flight. AsyncTiming: the table
+        # read once here, then each row as it is recorded (not the table per generation)
+        timing = AsyncTiming(self.db.generations(self.run_id), self.members, self._parallel())
         while self.learners.busy:
             r = self.learners.wait()
             m = self._member(r.name)
             g = self.progress[m.name][0] + 1
             seq = self.db.add_generation(self.run_id, m.name, g, r.frames, r.started_at,
                                          r.finished_at, r.worker)
+            timing.add(m.name, g, r.frames, r.started_at, r.finished_at)
             log.info("generation %d: %s trained %d %s in %.0fs (%s)", g, r.name, r.frames,
                      _counts(m), r.finished_at - r.started_at, r.worker)  # as sync=True
             self._apply(m, r)
@@ -200,14 +208,29 @@ class LeagueTraining:
             self._stop_if_asked()
             if g < self.cfg.generations:
                 self.learners.submit(self._job(m, g + 1))
-            self._gen_seconds, self._gens = recorded_estimate(
-                self.db.generations(self.run_id), self.members, parallel)
+            self._gen_seconds, self._gens = timing.estimate()
             log.info("%s generation %d/%d done (#%d), %d %s, %.0fs%s", m.name, g,
                      self.cfg.generations, seq, self.frames, self.unit, self.elapsed(),
-                     self._left())
+                     self._async_left(timing))
         self.generation = min(g for g, _ in self.progress.values())
         self._save()
         self.db.set_run_status(self.run_id, "finished")
+
+    def _async_left(self, timing: AsyncTiming) -> str:
+        """The asynchronous loop's time left (:func:`async_time_left`): each member's mean
+        recorded generation (``timing``) times its generations left, the learner actors
+        training at once, and the evaluation (this process's mean pair, as ``League._left``
+        times it) overlapping the other members' training."""
+        means = timing.means()
+        if means is None:
+            return ""
+        cfg = self.cfg
+        gens = [self.progress[m.name][0] for m in self.members]
+        return async_time_left(
+            [(means[m.name], cfg.generations - g) for m, g in zip(self.members, gens,
+                                                                  strict=True)],
+            timing.parallel, self._eval_seconds, self._eval_pairs,
+            async_pairs_left(gens, cfg.eval_window, cfg.generations))
 
     def _finish_async(self, m: Member, g: int, seq: int | None = None) -> None:
         """Publish member ``m``'s snapshot ``g``, evaluate it against every published one
