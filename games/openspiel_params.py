@@ -24,6 +24,37 @@ _NOT_A_COUNT = re.compile(
     r"|num_tricks_in_observation|chance$|bribe|magic_wall"
 )
 _PLAYERS = re.compile(r"players|num_players|numPlayers")
+# Counts of steps (a horizon, a limit on moves or rounds): a large one builds as fast as a
+# small one, only each episode is longer, so they may go a hundred times past the default.
+_A_LENGTH = re.compile(
+    r"horizon|length|max_|turns|rounds|moves|hands|winscore|score_limit|depth_limit"
+    r"|num_shots|redeals|time_step"
+)
+# Sizes whose cost grows as a power of them (cells = size ** dims) or as a binomial (blotto's
+# actions: coins + fields - 1 choose fields - 1; negotiation's: symbols ** utterance_dim):
+# the rule of ten times the default hung loading them, so they have their own upper limits.
+_HIGHEST = {
+    ("gomoku", "dims"): 3, ("gomoku", "size"): 100,
+    ("blotto", "coins"): 20, ("blotto", "fields"): 6,
+    ("negotiation", "utterance_dim"): 5, ("negotiation", "num_symbols"): 10,
+    ("negotiation", "num_items"): 10, ("yacht", "dice_sides"): 10,
+    ("dark_hex", "board_size"): 20, ("dark_hex_ir", "board_size"): 20,
+    ("universal_poker", "numRanks"): 13, ("universal_poker", "numSuits"): 4,
+    ("universal_poker", "numHoleCards"): 3, ("universal_poker", "numRounds"): 4,
+}
+
+
+def _highest(short: str, name: str, default: int) -> int:
+    """The largest value a count or size accepts: a game name read from a snapshot is
+    untrusted text, and ``goofspiel(num_cards=1000000000)`` or
+    ``liars_dice(numdice=1000000000)`` hung loading (OpenSpiel checks no upper limit). Ten
+    times the default or 100 for a size (goofspiel num_cards=130 builds in under a second,
+    1000 in 3 s); a hundred times or 10,000 for a length (:data:`_A_LENGTH`)."""
+    if (short, name) in _HIGHEST:
+        return _HIGHEST[short, name]
+    if _A_LENGTH.search(name):
+        return max(100 * default, 10_000)
+    return max(10 * default, 100)
 
 
 def _accepted_range(gspec: Any, name: str, value: Any) -> str | None:
@@ -54,7 +85,11 @@ def _accepted_range(gspec: Any, name: str, value: Any) -> str | None:
         low = 1 if count else 0
         return None if value == -1 or value >= low else f"-1 (automatic) or an integer >= {low}"
     low = 1 if count and default >= 1 else 0
-    return None if value >= low else f"an integer >= {low}"
+    if value < low:
+        return f"an integer >= {low}"
+    if count and default >= 1 and value > (high := _highest(gspec.short_name, name, default)):
+        return f"an integer in [{low}, {high}]"
+    return None
 
 
 def _accepted_kind(gspec: Any, name: str, value: Any) -> str | None:
@@ -137,9 +172,10 @@ def check_params(game_string: str, params: dict[str, Any]) -> None:
                             f"{names if names else 'none (the game takes no parameters)'}")
         accepted = _accepted_kind(gspec, name, value) or _accepted_range(gspec, name, value)
         if accepted is not None:
-            raise GameError(
-                f"bad parameter for openspiel/{short}: {name}={value!r}; accepted: {accepted}"
-            )
+            too = " is too large" if isinstance(value, int) and value > 0 and " in [" in \
+                accepted and not _PLAYERS.fullmatch(name) else ""
+            raise GameError(f"bad parameter for openspiel/{short}: {name}={value!r}{too}; "
+                            f"accepted: {accepted}")
     # efg_game / nfg_game read their game from a file: without one OpenSpiel said
     # "CHECK_TRUE(fd_)" or "IndexError: map::at"
     if "filename" in gspec.parameter_specification:

@@ -1,0 +1,107 @@
+"""OpenSpiel counts and sizes have an upper limit, checked before the game is loaded
+(osbounds35).
+
+A game name read from a file is untrusted text: ``openspiel/goofspiel(num_cards=1000000000)``
+and ``openspiel/liars_dice(numdice=1000000000)`` made ``games.make`` hang (over 20 s):
+``check_params`` checked only lower limits. A count or size now accepts up to ten times its
+default or 100 (a length such as a horizon a hundred times or 10,000; a few sizes whose cost
+grows as a power have their own limits), refused in one line naming the value and the range,
+by ``games.make`` and ``selfplay-eval`` (a snapshot's recorded name: exit 2, no database).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+
+import games
+from tests.populations.eval_cli_run import run_eval
+
+BIG = 1000000000
+
+
+def _line(game: str, arg: str, value: object, low: int, high: int) -> str:
+    return (f"bad parameter for openspiel/{game}: {arg}={value} is too large; accepted: an "
+            f"integer in [{low}, {high}]")
+
+
+CASES = [
+    ("goofspiel", {"num_cards": BIG}, _line("goofspiel", "num_cards", BIG, 1, 130)),
+    ("liars_dice", {"numdice": BIG}, _line("liars_dice", "numdice", BIG, 1, 100)),
+    ("hex", {"board_size": 111}, _line("hex", "board_size", 111, 1, 110)),
+    ("gomoku", {"dims": 4}, _line("gomoku", "dims", 4, 1, 3)),
+    ("blotto", {"coins": 21}, _line("blotto", "coins", 21, 1, 20)),
+    ("markov_soccer", {"horizon": BIG}, _line("markov_soccer", "horizon", BIG, 1, 100000)),
+]
+
+
+@pytest.mark.parametrize(("game", "kwargs", "line"), CASES)
+def test_a_size_above_its_bound_is_refused_before_loading(game, kwargs, line):
+    start = time.monotonic()
+    with pytest.raises(games.GameError) as info:
+        games.make(f"openspiel/{game}", **kwargs)
+    assert str(info.value) == line
+    assert time.monotonic() - start < 10  # refused, not loaded (10**9 never finished)
+
+
+def test_the_bound_is_checked_in_the_game_string_too():
+    with pytest.raises(games.GameError) as info:
+        games.make(f"openspiel/goofspiel(num_cards={BIG})")
+    assert str(info.value) == CASES[0][2]
+
+
+@pytest.mark.parametrize(("game", "kwargs"), [
+    ("goofspiel", {"num_cards": 130}),
+    ("liars_dice", {"numdice": 100}),
+    ("hex", {"board_size": 110}),
+    ("goofspiel", {"num_cards": 4, "players": 2}),
+    ("liars_dice", {"dice_sides": 3}),
+    ("quoridor", {"board_size": 5}),
+    ("deep_sea", {"size": 3}),
+    ("dark_hex", {"num_rows": 3, "num_cols": 3}),
+    ("leduc_poker", {"players": 2}),
+    ("markov_soccer", {"horizon": 100000}),
+])
+def test_the_largest_accepted_and_the_shipped_values_still_build(game, kwargs):
+    start = time.monotonic()
+    env = games.make(f"openspiel/{game}", **kwargs)
+    env.reset(seed=0)
+    assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize("preset", ["kuhn", "leduc", "tictactoe", "rps"])
+def test_the_shipped_openspiel_presets_are_accepted(preset):
+    from pathlib import Path
+
+    import yaml
+
+    cfg = yaml.safe_load((Path(__file__).parents[2] / "configs" / "game" / f"{preset}.yaml")
+                         .read_text())["game"]
+    env = games.make(cfg["name"], **(cfg.get("kwargs") or {}))
+    env.reset(seed=0)
+
+
+@pytest.mark.parametrize(("name", "line"), [
+    (f"openspiel/goofspiel(num_cards={BIG})", CASES[0][2]),
+    (f"openspiel/liars_dice(numdice={BIG})", CASES[1][2]),
+])
+def test_selfplay_eval_refuses_a_snapshot_recording_a_too_large_size(tmp_path, capsys,
+                                                                     monkeypatch, name, line):
+    from marl import registry
+
+    monkeypatch.chdir(tmp_path)
+    small = name.split("(", 1)[0]
+    pol = registry.get("mappo").build(games.make(small).spec).policy()
+    pol.meta = dataclasses.replace(pol.meta, game=name)
+    path = str(pol.save(tmp_path / "evil.pt"))
+    start = time.monotonic()
+    code, out, err = run_eval(["--db", str(tmp_path / "evil.db"), path, "--episodes", "2"],
+                              capsys)
+    assert code == 2, (out, err)
+    assert err.strip().splitlines() == [
+        f"selfplay-eval: evil records the game {name}: {line}; give the game with --game "
+        "(--import the module of a game of your own)"]
+    assert not (tmp_path / "evil.db").exists()
+    assert time.monotonic() - start < 20
