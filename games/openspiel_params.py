@@ -166,6 +166,11 @@ def check_params(game_string: str, params: dict[str, Any]) -> None:
         except pyspiel.SpielError as err:
             raise GameError(f"bad game string openspiel/{game_string}: {err}") from None
     for name, value in given.items():
+        # a game inside the game (misere's game=goofspiel(num_cards=...)): its sizes too
+        if isinstance(value, dict) and isinstance(value.get("name"), str) and any(
+            g.short_name == value["name"] for g in pyspiel.registered_games()
+        ):
+            check_params(value["name"], {k: v for k, v in value.items() if k != "name"})
         if name not in gspec.parameter_specification and name != "name":  # else C++ prints
             names = sorted(gspec.parameter_specification)
             raise GameError(f"bad parameter for openspiel/{short}: {name!r} unknown; accepted: "

@@ -52,6 +52,15 @@ def test_the_bound_is_checked_in_the_game_string_too():
     assert str(info.value) == CASES[0][2]
 
 
+def test_the_bound_is_checked_in_a_game_inside_the_game():
+    start = time.monotonic()
+    with pytest.raises(games.GameError) as info:
+        games.make(f"openspiel/misere(game=goofspiel(num_cards={BIG}))")
+    assert str(info.value) == CASES[0][2]
+    assert time.monotonic() - start < 10
+    games.make("openspiel/misere(game=goofspiel(num_cards=4))").reset(seed=0)
+
+
 @pytest.mark.parametrize(("game", "kwargs"), [
     ("goofspiel", {"num_cards": 130}),
     ("liars_dice", {"numdice": 100}),
