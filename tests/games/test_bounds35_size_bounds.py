@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import time
 
 import pytest
 
@@ -23,6 +22,10 @@ from games.pettingzoo_params import MAX_MPE_COUNT
 from games.vmas_params import MAX_COUNT
 from tests import subprocs
 from tests.populations.eval_cli_run import run_eval
+
+# a hang guard, not a speed claim: each of these refusals comes before anything is built
+# (before the bounds the values here hung games.make, or ran until killed)
+pytestmark = pytest.mark.timeout(300)
 
 BIG = 100000000
 
@@ -50,11 +53,9 @@ CASES = [
 
 @pytest.mark.parametrize(("spec", "kwargs", "line"), CASES)
 def test_a_count_above_its_bound_is_refused_before_anything_is_built(spec, kwargs, line):
-    start = time.monotonic()
     with pytest.raises(games.GameError) as info:
         games.make(spec, **kwargs)
     assert str(info.value) == line
-    assert time.monotonic() - start < 10  # refused, not built (10**8 never finished)
 
 
 def test_the_largest_repeats_builds_and_plays():
@@ -80,7 +81,6 @@ def test_selfplay_eval_refuses_a_snapshot_recording_a_too_large_count(tmp_path, 
     pol = registry.get("mappo").build(games.make(kwargs.pop("spec"), **kwargs).spec).policy()
     pol.meta = dataclasses.replace(pol.meta, game=name)
     path = str(pol.save(tmp_path / "evil.pt"))
-    start = time.monotonic()
     code, out, err = run_eval(["--db", str(tmp_path / "evil.db"), path, "--episodes", "2"],
                               capsys)
     assert code == 2, (out, err)
@@ -88,7 +88,6 @@ def test_selfplay_eval_refuses_a_snapshot_recording_a_too_large_count(tmp_path, 
         f"selfplay-eval: evil records the game {name}: {line}; give the game with --game "
         "(--import the module of a game of your own)"]
     assert not (tmp_path / "evil.db").exists()
-    assert time.monotonic() - start < 20
 
 
 @pytest.mark.parametrize(("game", "override", "line"), [

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import time
 
 import pytest
 
@@ -20,6 +19,10 @@ from games.tool.base import MAX_TURNS
 from games.tool.relay import MAX_VALUE
 from tests import subprocs
 from tests.populations.eval_cli_run import run_eval
+
+# a hang guard, not a speed claim: each of these refusals comes before anything is built
+# (before the bounds the values here hung games.make, or ran until killed)
+pytestmark = pytest.mark.timeout(300)
 
 EVIL = "tool/relay(max_value=100000000,ops='+')"
 
@@ -38,11 +41,9 @@ EVIL = "tool/relay(max_value=100000000,ops='+')"
      f"[5, {MAX_TURNS}]"),
 ])
 def test_a_size_above_its_bound_is_refused_before_anything_is_built(spec, kwargs, line):
-    start = time.monotonic()
     with pytest.raises(games.GameError) as info:
         games.make(spec, **kwargs)
     assert str(info.value) == line
-    assert time.monotonic() - start < 5  # refused, not built (10**8 never finished)
 
 
 def test_the_bounds_themselves_build():

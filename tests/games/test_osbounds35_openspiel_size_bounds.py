@@ -12,12 +12,15 @@ by ``games.make`` and ``selfplay-eval`` (a snapshot's recorded name: exit 2, no 
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import pytest
 
 import games
 from tests.populations.eval_cli_run import run_eval
+
+# a hang guard, not a speed claim: each of these refusals comes before anything is built
+# (before the bounds the values here hung games.make, or ran until killed)
+pytestmark = pytest.mark.timeout(300)
 
 BIG = 1000000000
 
@@ -39,11 +42,9 @@ CASES = [
 
 @pytest.mark.parametrize(("game", "kwargs", "line"), CASES)
 def test_a_size_above_its_bound_is_refused_before_loading(game, kwargs, line):
-    start = time.monotonic()
     with pytest.raises(games.GameError) as info:
         games.make(f"openspiel/{game}", **kwargs)
     assert str(info.value) == line
-    assert time.monotonic() - start < 10  # refused, not loaded (10**9 never finished)
 
 
 def test_the_bound_is_checked_in_the_game_string_too():
@@ -53,11 +54,9 @@ def test_the_bound_is_checked_in_the_game_string_too():
 
 
 def test_the_bound_is_checked_in_a_game_inside_the_game():
-    start = time.monotonic()
     with pytest.raises(games.GameError) as info:
         games.make(f"openspiel/misere(game=goofspiel(num_cards={BIG}))")
     assert str(info.value) == CASES[0][2]
-    assert time.monotonic() - start < 10
     games.make("openspiel/misere(game=goofspiel(num_cards=4))").reset(seed=0)
 
 
@@ -74,10 +73,8 @@ def test_the_bound_is_checked_in_a_game_inside_the_game():
     ("markov_soccer", {"horizon": 100000}),
 ])
 def test_the_largest_accepted_and_the_shipped_values_still_build(game, kwargs):
-    start = time.monotonic()
     env = games.make(f"openspiel/{game}", **kwargs)
     env.reset(seed=0)
-    assert time.monotonic() - start < 10
 
 
 @pytest.mark.parametrize("preset", ["kuhn", "leduc", "tictactoe", "rps"])
@@ -105,7 +102,6 @@ def test_selfplay_eval_refuses_a_snapshot_recording_a_too_large_size(tmp_path, c
     pol = registry.get("mappo").build(games.make(small).spec).policy()
     pol.meta = dataclasses.replace(pol.meta, game=name)
     path = str(pol.save(tmp_path / "evil.pt"))
-    start = time.monotonic()
     code, out, err = run_eval(["--db", str(tmp_path / "evil.db"), path, "--episodes", "2"],
                               capsys)
     assert code == 2, (out, err)
@@ -113,4 +109,3 @@ def test_selfplay_eval_refuses_a_snapshot_recording_a_too_large_size(tmp_path, c
         f"selfplay-eval: evil records the game {name}: {line}; give the game with --game "
         "(--import the module of a game of your own)"]
     assert not (tmp_path / "evil.db").exists()
-    assert time.monotonic() - start < 20
