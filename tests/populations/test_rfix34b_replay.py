@@ -125,7 +125,8 @@ def test_observations_of_other_agents_are_named_not_lost():
 
 
 def test_the_hint_gives_the_games_kwargs(mod, tmp_path, monkeypatch):
-    from tests.populations.test_fix34a_replay_warning import TINY, _train, _warnings
+    from tests.populations.test_fix34a_replay_warning import TINY, _warnings
+    from tests.populations.user_modules import train_here as _train
 
     run = tmp_path / "counter"
     _train([f"imports=[{MODULE}]", "game.name=rfix34b_counter", "+game.kwargs.cap=3",
