@@ -481,12 +481,9 @@ class PSRO:
                 (self.setting("stop_nash_conv", cfg.stop_nash_conv),
                  self.setting("stop_nash_conv", None))
                 if cfg.stop_nash_conv is not None else None]
-        asked = [u for u in uses if u is not None]
-        if not asked:
-            return "for PSRO's exact tools"
-        return (f"for PSRO's exact tools ({', '.join(a for a, _ in asked)}: they need a small "
-                f"game of perfect recall); {' '.join(s for _, s in asked)} "
-                f"skip{'s' if len(asked) == 1 else ''} this walk")
+        from populations.psro_config import walk_reason_text
+
+        return walk_reason_text(uses)
 
     def setting(self, name: str, value: object) -> str:
         """``name=value`` as this PSRO's messages name a setting (``keys``): a Python field

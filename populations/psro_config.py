@@ -269,3 +269,16 @@ def random_episode_frames(game: str, game_kwargs: Mapping[str, object] | None = 
         return float(frames.mean())
     finally:
         vg.close()
+
+
+def walk_reason_text(uses: list[tuple[str, str] | None]) -> str:
+    """Why a PSRO run walks its game's tree, for the walk's first progress line: ``uses`` holds,
+    for each exact tool asked for, the setting that asked (``population.psro.nash_conv=true``)
+    and the one that skips it; ``None`` for a tool not asked for. The CLI (Hydra keys) and the
+    Python API (``PSROConfig`` fields) name their settings, this says the rest."""
+    asked = [u for u in uses if u is not None]
+    if not asked:
+        return "for PSRO's exact tools"
+    return (f"for PSRO's exact tools ({', '.join(a for a, _ in asked)}: they need a small "
+            f"game of perfect recall); {' '.join(s for _, s in asked)} "
+            f"skip{'s' if len(asked) == 1 else ''} this walk")

@@ -325,12 +325,9 @@ def walk_reason(cfg: ExperimentConfig) -> str:
             if pop.psro.nash_conv else None,
             ("population.psro.stop_nash_conv", "population.psro.stop_nash_conv=null")
             if pop.psro.stop_nash_conv is not None else None]
-    asked = [u for u in uses if u is not None]
-    if not asked:
-        return "for PSRO's exact tools"
-    return (f"for PSRO's exact tools ({', '.join(a for a, _ in asked)}: they need a small "
-            f"game of perfect recall); {' '.join(s for _, s in asked)} "
-            f"skip{'s' if len(asked) == 1 else ''} this walk")
+    from populations.psro_config import walk_reason_text
+
+    return walk_reason_text(uses)
 
 
 def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True,
