@@ -145,7 +145,7 @@ def test_the_config_check_lines_are_not_labelled_hydra(monkeypatch, request, tmp
     root.setLevel(logging.INFO)
     from populations import exploitability
 
-    exploitability._cached_tree.cache_clear()  # a fresh walk of Kuhn logs its size (~10 ms)
+    exploitability.forget_trees()  # a fresh walk of Kuhn logs its size (~10 ms)
     # since c9c1459 the check holds that line until the run starts (a resume may be refused):
     # let it out here, as any line the check logs, to see which format it gets
     monkeypatch.setattr(exploitability, "lines_held", contextlib.nullcontext)

@@ -10,16 +10,6 @@ from populations import exploitability as ex
 from populations.psro import psro_players, why_not_exact
 
 
-def _forget_trees() -> None:
-    """Forget the trees and refusals game_tree remembers (its lru cache of walked trees, the
-    size and recall refusals; no public function clears them): a tree or refusal another
-    module left, keyed by the game alone, would answer instead of the count and the walk
-    these tests watch."""
-    ex._cached_tree.cache_clear()
-    ex._REFUSED.clear()
-    ex._FORGETFUL.clear()
-
-
 @pytest.fixture
 def counts(monkeypatch):
     """Steps of the view-building walk, size estimates made, and what each count returned."""
@@ -45,9 +35,9 @@ def counts(monkeypatch):
     if estimate is not None:  # (the walk alone decided before they existed)
         monkeypatch.setattr(ex, "estimate_histories", counting_estimate)
         monkeypatch.setattr(ex, "count_tree", counting_count)
-    _forget_trees()  # (liars_dice walked whole by test_exact_view_budget was never walked here)
+    ex.forget_trees()  # (liars_dice walked whole by test_exact_view_budget was never walked here)
     yield seen
-    _forget_trees()  # nothing walked under this module's limits is left to another
+    ex.forget_trees()  # nothing walked under this module's limits is left to another
 
 
 def test_auto_refuses_a_far_larger_game_without_walking_it(counts, monkeypatch):

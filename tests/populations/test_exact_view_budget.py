@@ -14,16 +14,6 @@ from populations import exploitability as ex
 from populations.psro import psro_players, why_not_exact
 
 
-def _forget_trees() -> None:
-    """Forget the trees and refusals game_tree remembers (its lru cache of walked trees, the
-    size and recall refusals; no public function clears them): a tree or refusal another
-    module left, keyed by the game alone, would answer instead of the count and the walk
-    these tests watch."""
-    ex._cached_tree.cache_clear()
-    ex._REFUSED.clear()
-    ex._FORGETFUL.clear()
-
-
 @pytest.fixture
 def seen(monkeypatch):
     """Each count's result and the steps of the view-building walk."""
@@ -40,9 +30,9 @@ def seen(monkeypatch):
 
     monkeypatch.setattr(ex, "count_tree", counting)
     monkeypatch.setattr(ex._Walker, "_walk", walking)
-    _forget_trees()  # (a colored_trails refusal another module left would skip the count)
+    ex.forget_trees()  # (a colored_trails refusal another module left would skip the count)
     yield out
-    _forget_trees()  # nothing walked under this module's budgets is left to another
+    ex.forget_trees()  # nothing walked under this module's budgets is left to another
 
 
 def test_colored_trails_goes_sampled_after_a_bounded_count(seen):
@@ -63,10 +53,9 @@ def test_the_view_budget_decides_by_the_tree_alone(seen, monkeypatch):
     """Two counts of the same game stop at the same node; a game under the budget is
     walked as before (the cached tree cleared: the budget is checked before a walk)."""
     name = "openspiel/liars_dice(dice_sides=3)"
-    ex._cached_tree.cache_clear()
     monkeypatch.setattr(ex, "MAX_VIEW_BYTES", 10_000)  # of its 576 decision histories' 31,680
     for _ in range(2):
-        ex._REFUSED.clear()
+        ex.forget_trees()  # the refusal remembered: counted again
         with pytest.raises(ValueError, match=r"would need more than .* GiB of views .* each, "
                                              r"past that after 182 decision histories of "):
             ex.game_tree(name)

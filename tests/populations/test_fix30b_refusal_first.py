@@ -114,7 +114,7 @@ def test_a_league_refused_at_resume_does_not_say_the_enumeration(tmp_path, caplo
     cfg = LeagueConfig(game="openspiel/kuhn_poker", game_kwargs={}, generations=1,
                        frames_per_generation=64, num_envs=4, eval_episodes=1, nash_conv=True)
     run = tmp_path / "run"
-    ex._cached_tree.cache_clear()  # enumerated again here, as in a new process
+    ex.forget_trees()  # enumerated again here, as in a new process
     with caplog.at_level(logging.INFO, logger="populations.exploitability"):
         League(cfg, run).close()
         assert [r.getMessage() for r in caplog.records].count(
@@ -123,7 +123,7 @@ def test_a_league_refused_at_resume_does_not_say_the_enumeration(tmp_path, caplo
         (run / "checkpoints").mkdir()
         (run / "checkpoints" / "ckpt_000002.pt").write_bytes(b"not a checkpoint")
         caplog.clear()
-        ex._cached_tree.cache_clear()
+        ex.forget_trees()
         with pytest.raises(CheckpointError, match="no readable checkpoint"):
             League(cfg, run, resume=True)
     assert not [r for r in caplog.records if "enumerated" in r.getMessage()], caplog.text
