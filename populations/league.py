@@ -141,6 +141,10 @@ from populations.seeds import BLOCK
 from populations.store import PolicyStore
 
 log = logging.getLogger(__name__)
+NASH_CONV_WHY = ("for nash_conv=True (exact NashConv needs a small game of perfect recall); "
+                 "nash_conv=False skips this walk")
+"""The reason the league's ``nash_conv`` check gives its walk of the game
+(:func:`populations.exploitability.exact_check`), said on a long one's first progress line."""
 # settings a resume may change: where and how fast it runs, and how long it goes on
 MAY_CHANGE = ("generations", "runner", "ray_workers", "ray_address", "keep_checkpoints",
               "device", "torch_threads", "ray_learners", "learner_gpus", "max_learner_restarts")
@@ -331,8 +335,10 @@ class League(LeagueTraining):
         if cfg.nash_conv:  # refused now, not after generation 0 trained
             from populations import exploitability as ex
 
-            try:  # its 'enumerated' line: once the start's checks passed (__init__)
-                with ex.lines_held():
+            try:  # its 'enumerated' line: once the start's checks passed (__init__); a
+                # game of imperfect recall refused at its first sign, as selfplay-train's
+                # check (populations.experiment.check_league_game) refuses it
+                with ex.lines_held(), ex.exact_check(NASH_CONV_WHY):
                     ex.require_perfect_recall(ex.game_tree(self.spec))
             except games.GameContractError:  # a bug of the game's code (a ValueError too):
                 raise  # one line naming the call; leaving NashConv out is no advice for it

@@ -14,6 +14,7 @@ import populations.cli  # noqa: F401  (registers the schema)
 from games import openspiel as gos
 from populations import exploitability as ex
 from populations.psro_run import resolve_auto, walk_reason
+from tests.populations import exact_helpers
 
 GOOF3P = ("openspiel/goofspiel", {"players": 3, "num_cards": 4})
 
@@ -25,25 +26,7 @@ def _cfg(game, kwargs, *overrides):
             "population=psro", f"game.name={game}", *words, *overrides]))
 
 
-@pytest.fixture
-def steps(monkeypatch):
-    """Nodes the view-building walk visited and the counts made (spies on the real ones)."""
-    seen = {"walk": 0, "counts": []}
-    walk, count = ex._Walker._walk, gos.count_tree
-
-    def walking(self, *args):
-        seen["walk"] += 1
-        return walk(self, *args)
-
-    def counting(*args, **kwargs):
-        seen["counts"].append(kwargs.get("why"))
-        return count(*args, **kwargs)
-
-    monkeypatch.setattr(ex._Walker, "_walk", walking)
-    monkeypatch.setattr(ex, "count_tree", counting)
-    ex._FORGETFUL.clear()
-    ex._cached_tree.cache_clear()  # a tree another test walked whole would answer instead
-    return seen
+steps = exact_helpers.steps  # the walk's and the counts' spies, trees forgotten
 
 
 def test_sampled_payoffs_decide_imperfect_recall_without_walking_the_tree(steps):

@@ -6,34 +6,15 @@ a perfect-recall game's tree is the same."""
 import pytest
 
 import games
-from games import openspiel as gos
 from populations import exploitability as ex
 from populations.psro import PSRO, ExactBestResponse, PSROConfig, RLOracle, psro_players
 from populations.psro_config import why_not_exact
+from tests.populations import exact_helpers
 
 FORGETFUL = "openspiel/goofspiel(num_cards=4)"  # imperfect recall, ~10^5 histories
 
 
-@pytest.fixture
-def steps(monkeypatch):
-    """Nodes the view-building walk visited and the counts made (spies on the real ones)."""
-    seen = {"walk": 0, "counts": []}
-    walk, count = ex._Walker._walk, gos.count_tree
-
-    def walking(self, *args):
-        seen["walk"] += 1
-        return walk(self, *args)
-
-    def counting(*args, **kwargs):
-        seen["counts"].append(kwargs.get("why"))
-        return count(*args, **kwargs)
-
-    monkeypatch.setattr(ex._Walker, "_walk", walking)
-    monkeypatch.setattr(ex, "count_tree", counting)
-    ex._FORGETFUL.clear()
-    ex._cached_tree.cache_clear()  # a tree another test walked whole would answer instead
-    yield seen
-    ex._FORGETFUL.clear()
+steps = exact_helpers.steps  # the walk's and the counts' spies, trees forgotten
 
 
 def _psro(game: str, **cfg) -> PSRO:
