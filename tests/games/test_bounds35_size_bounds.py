@@ -11,7 +11,6 @@ and the accepted range, by ``games.make``, ``selfplay-eval`` (a snapshot's recor
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 import pytest
@@ -21,7 +20,7 @@ from games.matrix import MAX_REPEATS
 from games.pettingzoo_params import MAX_MPE_COUNT
 from games.vmas_params import MAX_COUNT
 from tests import subprocs
-from tests.populations.eval_cli_run import run_eval
+from tests.games.crafted_snapshots import eval_refusal, refused
 
 # a hang guard, not a speed claim: each of these refusals comes before anything is built
 # (before the bounds the values here hung games.make, or ran until killed)
@@ -74,20 +73,10 @@ def test_the_largest_repeats_builds_and_plays():
 def test_selfplay_eval_refuses_a_snapshot_recording_a_too_large_count(tmp_path, capsys,
                                                                       monkeypatch, small,
                                                                       name, line):
-    from marl import registry
-
     monkeypatch.chdir(tmp_path)
     kwargs = dict(small)
-    pol = registry.get("mappo").build(games.make(kwargs.pop("spec"), **kwargs).spec).policy()
-    pol.meta = dataclasses.replace(pol.meta, game=name)
-    path = str(pol.save(tmp_path / "evil.pt"))
-    code, out, err = run_eval(["--db", str(tmp_path / "evil.db"), path, "--episodes", "2"],
-                              capsys)
-    assert code == 2, (out, err)
-    assert err.strip().splitlines() == [
-        f"selfplay-eval: evil records the game {name}: {line}; give the game with --game "
-        "(--import the module of a game of your own)"]
-    assert not (tmp_path / "evil.db").exists()
+    spec = games.make(kwargs.pop("spec"), **kwargs).spec
+    assert eval_refusal(tmp_path, capsys, spec, name) == refused(name, line)
 
 
 @pytest.mark.parametrize(("game", "override", "line"), [

@@ -9,7 +9,6 @@ Both now refuse in one line naming the value and the accepted range (exit 2).
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 
 import pytest
@@ -18,7 +17,7 @@ import games
 from games.tool.base import MAX_TURNS
 from games.tool.relay import MAX_VALUE
 from tests import subprocs
-from tests.populations.eval_cli_run import run_eval
+from tests.games.crafted_snapshots import eval_refusal, refused
 
 # a hang guard, not a speed claim: each of these refusals comes before anything is built
 # (before the bounds the values here hung games.make, or ran until killed)
@@ -56,21 +55,12 @@ def test_the_bounds_themselves_build():
 
 def test_selfplay_eval_refuses_a_snapshot_recording_a_too_large_relay(tmp_path, capsys,
                                                                        monkeypatch):
-    from marl import registry
-
     monkeypatch.chdir(tmp_path)
-    pol = registry.get("mappo").build(games.make("tool/relay", max_value=2, ops="+").spec).policy()
+    spec = games.make("tool/relay", max_value=2, ops="+").spec
     name = f"tool/relay(max_value={MAX_VALUE + 1},ops='+')"  # builds, slowly, without a bound
-    pol.meta = dataclasses.replace(pol.meta, game=name)
-    path = str(pol.save(tmp_path / "evil.pt"))
-    code, out, err = run_eval(["--db", str(tmp_path / "evil.db"), path, "--episodes", "2"],
-                              capsys)
-    assert code == 2, (out, err)
-    assert err.strip().splitlines() == [
-        f"selfplay-eval: evil records the game {name}: tool/relay: max_value={MAX_VALUE + 1} "
-        f"is too large; accepted: an integer in [1, {MAX_VALUE}]; give the game with --game "
-        "(--import the module of a game of your own)"]
-    assert not (tmp_path / "evil.db").exists()
+    assert eval_refusal(tmp_path, capsys, spec, name) == refused(
+        name, f"tool/relay: max_value={MAX_VALUE + 1} is too large; accepted: an integer in "
+              f"[1, {MAX_VALUE}]")
 
 
 def test_selfplay_train_refuses_in_one_line_before_the_run(tmp_path):

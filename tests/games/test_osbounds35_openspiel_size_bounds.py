@@ -11,12 +11,10 @@ by ``games.make`` and ``selfplay-eval`` (a snapshot's recorded name: exit 2, no 
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 import games
-from tests.populations.eval_cli_run import run_eval
+from tests.games.crafted_snapshots import eval_refusal, refused
 
 # a hang guard, not a speed claim: each of these refusals comes before anything is built
 # (before the bounds the values here hung games.make, or ran until killed)
@@ -95,17 +93,6 @@ def test_the_shipped_openspiel_presets_are_accepted(preset):
 ])
 def test_selfplay_eval_refuses_a_snapshot_recording_a_too_large_size(tmp_path, capsys,
                                                                      monkeypatch, name, line):
-    from marl import registry
-
     monkeypatch.chdir(tmp_path)
     small = name.split("(", 1)[0]
-    pol = registry.get("mappo").build(games.make(small).spec).policy()
-    pol.meta = dataclasses.replace(pol.meta, game=name)
-    path = str(pol.save(tmp_path / "evil.pt"))
-    code, out, err = run_eval(["--db", str(tmp_path / "evil.db"), path, "--episodes", "2"],
-                              capsys)
-    assert code == 2, (out, err)
-    assert err.strip().splitlines() == [
-        f"selfplay-eval: evil records the game {name}: {line}; give the game with --game "
-        "(--import the module of a game of your own)"]
-    assert not (tmp_path / "evil.db").exists()
+    assert eval_refusal(tmp_path, capsys, games.make(small).spec, name) == refused(name, line)
