@@ -90,7 +90,6 @@ from populations.league_progress import (
     _counts,
     _planned_episodes,
     _time_left,
-    async_pairs_left,
     note_short_budgets,
     recorded_estimate,
     sync_pairs_left,
@@ -248,11 +247,12 @@ class League(LeagueTraining):
         self.show_progress = progress
         # wall-clock seconds of the run before this process (checkpointed, as a single run's)
         self.seconds, self._began = 0.0, time.perf_counter()
-        # what this process timed, for the time left (_left): the seconds of the whole
-        # generations it ran (member generations, asynchronous) besides their evaluation,
-        # how many, and the seconds and pairs of the evaluations it played (_time_eval:
-        # not the Ray match workers' start), and every evaluation's seconds (_eval_spent:
-        # what a generation's timing leaves out)
+        # what this process timed, for the time left (_left; _async_left reads the pairs'):
+        # the seconds of the whole generations it ran besides their evaluation, how many
+        # (asynchronous: the recorded member generations' estimate, AsyncTiming), and the
+        # seconds and pairs of the evaluations it played (_time_eval: not the Ray match
+        # workers' start), and every evaluation's seconds (_eval_spent: what a generation's
+        # timing leaves out)
         self._gen_seconds, self._gens = 0.0, 0
         self._eval_seconds, self._eval_pairs, self._eval_spent = 0.0, 0.0, 0.0
         self._workers_started = False  # a batch of pairs was played on the Ray match workers
@@ -622,38 +622,23 @@ class League(LeagueTraining):
         return min(len(self.members), len(getattr(self.learners, "actors", ())) or 1)
 
     def _left(self) -> str:
-        """The progress line's time left (:func:`_time_left`): the mean generation (member
-        generation, asynchronous) times those left, plus the mean evaluated pair's time
-        (this process's, not the Ray match workers' start: :meth:`_time_eval`) times the
-        pairs they will evaluate (more each generation: more snapshots).
-
-        Synchronous: the whole generations this process timed besides their evaluation; a
-        resume that has timed none yet takes the recorded training times. Generations that
-        made no update (an off-policy member filling its replay) are not timed.
-        Asynchronous (``sync=False``): a member generation's share of the wall time from
-        the recorded rows of every process (its training over the learner actors training at
-        once), and the evaluation overlaps the other members' training: the driver evaluates
-        one member's snapshot while the others train (:func:`_time_left`'s ``overlap``).
-        Either way the recorded times (``generations`` table; :func:`recorded_estimate`) give
-        none while a member has made no update, unless it is an exploiter, which a restart
-        puts back at 0."""
+        """The synchronous loop's time left (:func:`_time_left`; an asynchronous league's is
+        ``_async_left``, per member): the mean whole generation this process timed besides
+        its evaluation times those left, plus the mean evaluated pair's time (this
+        process's, not the Ray match workers' start: :meth:`_time_eval`) times the pairs they
+        will evaluate (more each generation: more snapshots). A resume that has timed none
+        yet takes the recorded training times (``generations`` table;
+        :func:`recorded_estimate`), none while a member has made no update, unless it is an
+        exploiter, which a restart puts back at 0. Generations that made no update (an
+        off-policy member filling its replay) are not timed."""
         cfg, n = self.cfg, len(self.members)
-        parallel = overlap = None
-        if self.progress:  # asynchronous: member generations
-            gens = [g for g, _ in self.progress.values()]  # each "done" in the loop
-            left = n * cfg.generations - sum(gens)
-            pairs_left = async_pairs_left(gens, cfg.eval_window, cfg.generations)
-            parallel = self._parallel()
-            overlap = (parallel, n)
-        else:
-            left = cfg.generations - self.generation
-            pairs_left = sync_pairs_left(n, cfg.eval_window, self.generation, cfg.generations)
+        left = cfg.generations - self.generation
+        pairs_left = sync_pairs_left(n, cfg.eval_window, self.generation, cfg.generations)
         seconds, done = self._gen_seconds, self._gens
         if not done:
-            seconds, done = recorded_estimate(self.db.generations(self.run_id), self.members,
-                                              parallel)
+            seconds, done = recorded_estimate(self.db.generations(self.run_id), self.members)
         return _time_left(seconds, done, done + left, self._eval_seconds, self._eval_pairs,
-                          pairs_left, overlap)
+                          pairs_left)
 
     def _bar(self, m: Member) -> tqdm:
         """A progress bar of member ``m``'s generation in this process: its frames and
