@@ -29,8 +29,7 @@ def _advance(bar: tqdm, n: int) -> None:
 
 
 def _time_left(seconds: float, done: int, total: int, eval_seconds: float = 0.0,
-               pairs: float = 0, pairs_left: float = 0,
-               overlap: tuple[int, int] | None = None) -> str:
+               pairs: float = 0, pairs_left: float = 0) -> str:
     """``; about 5 min left`` for a run ``done`` of ``total`` generations in after
     ``seconds`` (those this process timed: a resumed run's ``total`` counts those left
     after them): the mean generation times those left. With the evaluation's timings
@@ -38,26 +37,14 @@ def _time_left(seconds: float, done: int, total: int, eval_seconds: float = 0.0,
     evaluation is estimated apart, at the mean time a pair, from the ``pairs_left`` the
     generations left will play: it grows with the snapshots (:func:`sync_pairs_left`,
     :func:`async_pairs_left`). Nothing when none is done or none is left. "About": a
-    generation's time varies, with the machine's load too.
-
-    ``overlap=(parallel, members)``: an asynchronous league's (``sync=False``), whose
-    ``seconds`` are member generations' shares of the wall time (their training over the
-    ``parallel`` learner actors training at once). The driver evaluates one member's
-    snapshot while the others train, and a member trains its next generation after its
-    evaluation: the time left is the longest of the actors' training (the shares), a
-    member's own generations and evaluations one after another (the training and the
-    evaluation over ``members``) and the driver's evaluations one after another."""
+    generation's time varies, with the machine's load too. An asynchronous league's
+    (``sync=False``) is :func:`async_time_left`'s."""
     left = total - done
     if done <= 0 or left <= 0:
         return ""
     secs = seconds / done * left
     evals = eval_seconds / pairs * pairs_left if pairs > 0 else 0.0
-    if overlap is None:
-        secs += evals
-    else:
-        parallel, members = overlap
-        secs = max(secs, (secs * parallel + evals) / max(1, members), evals)
-    return _about(secs)
+    return _about(secs + evals)
 
 
 def _about(secs: float) -> str:
@@ -74,9 +61,12 @@ def async_time_left(per_member: Sequence[tuple[float, int]], parallel: int,
     member's mean generation (its training seconds on a learner actor) and generations left.
     The training left is the longest of a member's own generations one after another (once
     the others have finished it trains alone) and all members' over the ``parallel`` actors
-    training at once; the evaluation (``pairs`` pairs took ``eval_seconds``, ``pairs_left``
-    left) overlaps it as :func:`_time_left`'s ``overlap`` says, over the members with
-    generations left. Nothing when none is left."""
+    training at once. The evaluation (``pairs`` pairs took ``eval_seconds``, ``pairs_left``
+    left) overlaps it: the driver evaluates one member's snapshot while the others train,
+    and a member trains its next generation after its evaluation, so the time left is also
+    at least each member's training and its share of the evaluation one after another (all
+    of it over the members with generations left) and the driver's evaluations one after
+    another. Nothing when none is left."""
     chains = [mean * left for mean, left in per_member if left > 0]
     if not chains:
         return ""
