@@ -311,12 +311,12 @@ def _warn_other_name(name: str, factory: Callable[..., Game], spec_name: str) ->
 # (selfplay-eval's checks, PSRO from a game object) gets the same game, not the defaults.
 
 
-def _plain(value: Any) -> Any:
+def as_literals(value: Any) -> Any:
     """``value`` as Python literals: numpy scalars and OmegaConf containers unwrapped."""
     if isinstance(value, Mapping):
-        return {_plain(k): _plain(v) for k, v in value.items()}
+        return {as_literals(k): as_literals(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)) or type(value).__name__ == "ListConfig":
-        out = [_plain(v) for v in value]
+        out = [as_literals(v) for v in value]
         return tuple(out) if isinstance(value, tuple) else out
     item = getattr(value, "item", None)  # np.int64(2) -> 2
     if callable(item) and type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0:
@@ -329,7 +329,7 @@ def kwargs_name(base: str, kwargs: Mapping[str, Any]) -> str:
     for no kwargs. ``split_name`` reads it back."""
     if not kwargs:
         return base
-    return f"{base}({','.join(f'{k}={_plain(v)!r}' for k, v in sorted(kwargs.items()))})"
+    return f"{base}({','.join(f'{k}={as_literals(v)!r}' for k, v in sorted(kwargs.items()))})"
 
 
 def split_name(spec: str) -> tuple[str, dict[str, Any]]:
@@ -362,7 +362,7 @@ def _merge_named(spec: str, kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]
     """The kwargs a name holds under the ones given; a key both give must agree."""
     base, named = split_name(spec)
     for key, value in named.items():
-        if key in kwargs and _plain(kwargs[key]) != value:
+        if key in kwargs and as_literals(kwargs[key]) != value:
             raise GameError(f"game {spec!r} names {key}={value!r} but its kwargs give "
                             f"{key}={kwargs[key]!r}; give one of them")
     return base, {**named, **kwargs}

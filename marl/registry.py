@@ -197,6 +197,13 @@ def entries() -> dict[str, LearnerEntry]:
     return dict(_LEARNERS)
 
 
+def registered_learners() -> dict[str, LearnerEntry]:
+    """The learners registered so far, by name: those of the modules already imported, marl's
+    own only once :func:`entries` (or anything that builds a learner) loaded them. Loads
+    nothing (no torch): a hint for a command line's name reads it before training starts."""
+    return dict(_LEARNERS)
+
+
 def names() -> list[str]:
     return sorted(entries())
 

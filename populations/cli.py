@@ -148,13 +148,13 @@ def warn_if_not_replaying(exp: Any) -> None:
     whose own code raises is left to training, which names it in its own line."""
     from games.check import GameCheckError, replay_problem, user_game
     from games.core import GameError
-    from games.registry import _plain
+    from games.registry import as_literals
 
     if not user_game(exp.game.name):
         return
     import games
 
-    kwargs = _plain(dict(exp.game.kwargs or {}))
+    kwargs = as_literals(dict(exp.game.kwargs or {}))
     try:
         problem = replay_problem(lambda: games.make(exp.game.name, **kwargs), exp.seed)
     except (GameCheckError, GameError) as err:  # the game's own code: training names it

@@ -228,9 +228,10 @@ def preset_hint(group: str, option: str, presets: Sequence[str] = ()) -> str:
     algo=mappo``), or ""."""
     if group == "game":
         return _game_preset_hint(option, presets)
-    learners = getattr(sys.modules.get("marl.registry"), "_LEARNERS", {})
-    if group != "algo" or not isinstance(learners, dict):
+    if group != "algo":
         return _nearest_option(group, option, presets)
+    registry = sys.modules.get("marl.registry")  # what is loaded: no torch imported for it
+    learners = registry.registered_learners() if registry is not None else {}
     entry = learners.get(option)
     if entry is not None:
         module = entry.cls.__module__
