@@ -3,7 +3,8 @@
 (:func:`prepare`, :func:`to_experiment`), and for settings the run does not read
 (:func:`unused_overrides`, :data:`READERS`). :class:`populations.cli.ConfigCheck` runs them
 before Hydra makes the run folder; a sweep's jobs are checked in
-:mod:`populations.sweep_jobs`.
+:mod:`populations.sweep_jobs`, and a member's keys given by its index
+(``population.members.0.mappo.epochs=2``) are settled in :mod:`populations.member_overrides`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from populations.config_groups import (
     _groups,
     _population_presets,
 )
+from populations.member_overrides import by_index, members_named_back
 from populations.override_types import refuse_mistyped
 from populations.sweep_values import RANGE_VALUES, swept_line, typed_text
 
@@ -322,7 +324,7 @@ def check_values(overrides: Sequence[Any]) -> None:
                 "." in key or key not in _groups()):
             schemas = section_schemas() if schemas is None else schemas  # imports marl.configs
             # (a member's key by its index: the schema's, with the member's name put back)
-            if first in schemas and not _BY_INDEX.match(o.input_line):
+            if first in schemas and not by_index(o.input_line):
                 sections.setdefault(first, []).append(o)
         elif key == "llm" and o.package is None:  # llm=hf alone: its preset is checked too
             sections.setdefault("llm", [])
@@ -544,7 +546,7 @@ def prepare(cfg: DictConfig, overrides: Sequence[str], check: bool = True,
     name = cfg.get("game", {}).get("name")
     import_user_modules(game_modules(name), f"game.name={name}")
     replace_game_kwargs(cfg, overrides)
-    _members_named_back(cfg, overrides, hydra)
+    members_named_back(cfg, overrides, hydra)
     try:
         exp = to_experiment(cfg)
     except CLIError as err:  # a value of the user's own preset: name its file
@@ -554,87 +556,6 @@ def prepare(cfg: DictConfig, overrides: Sequence[str], check: bool = True,
 
         check_experiment(exp)  # unknown game, bad game arguments, an algo that cannot play it
     return exp
-
-
-_BY_INDEX = re.compile(r"\+{0,2}population\.members\.(\d+)\.[^=]+=")
-"""An override of a key under a member given by its index (``population.members.0.mappo.
-epochs=2``, a ``+`` form too); group 1: the index."""
-
-
-def _members_named_back(cfg: DictConfig, overrides: Sequence[str],
-                        hydra: DictConfig | None) -> None:
-    """``population.members.0.mappo.epochs=2`` on a member given by its name (``mappo``, by
-    ``population.members=[mappo,vdn]`` or a preset): Hydra replaced the name by ``{mappo:
-    {epochs: 2}}`` (mappo, ippo and mappo_exploiter read that section alike: the key does not
-    tell which it was). The entry becomes its mapping form, ``{algo: mappo, mappo: {epochs:
-    2}}``, with the name the members list in force holds there: the config Hydra composes from
-    the same command without its index overrides; so too for any other key by index that
-    leaves the entry without ``algo`` (``population.members.0.name=bob``), while a learner's
-    setting put under the member (``population.members.0.epochs=2``) is refused, naming its
-    section's form (:func:`_refuse_bare_settings`). Left as it is (refused in one line, naming
-    the mapping form: :func:`populations.member_specs.parse_members`) where that list holds no
-    name there, or no Hydra run is at hand to compose it."""
-    from omegaconf import OmegaConf, open_dict
-
-    members = cfg.get("population", {}).get("members")
-    found = {int(m.group(1)) for o in overrides if (m := _BY_INDEX.match(o))}
-    lost = sorted(i for i in found if members is not None and i < len(members)
-                  and OmegaConf.is_dict(members[i]) and "algo" not in members[i])
-    listed = _members_composed([o for o in overrides if not _BY_INDEX.match(o)], hydra) \
-        if lost else []
-    for i in lost:
-        if i < len(listed) and isinstance(listed[i], str):
-            entry = OmegaConf.to_container(members[i])
-            _refuse_bare_settings(i, listed[i], entry, overrides)
-            with open_dict(cfg):
-                members[i] = {"algo": listed[i], **entry}
-
-
-def _refuse_bare_settings(i: int, listed: str, entry: dict[str, Any],
-                          overrides: Sequence[str]) -> None:
-    """``population.members.0.epochs=2`` on member 0 given by its name (``mappo``): a
-    learner's setting put under the member, not under its section; refused in one line naming
-    the section's form, ``population.members.0.mappo.epochs=2``."""
-    from populations.member_specs import MemberSpec
-
-    bare = [k for k, v in entry.items() if k != "name" and not isinstance(v, dict)]
-    if not bare:
-        return
-    try:
-        from marl import registry
-
-        section = registry.entries()[MemberSpec(listed).algo].section
-    except (ImportError, KeyError):
-        section = MemberSpec(listed).algo
-    key = bare[0]
-    typed = next((o.lstrip("+") for o in overrides
-                  if o.lstrip("+").startswith(f"population.members.{i}.{key}=")),
-                 f"population.members.{i}.{key}={entry[key]}")
-    value = typed.partition("=")[2]
-    raise CLIError(f"bad config: {typed}: a learner's setting goes in the member's section: "
-                   f"population.members.{i}.{section}.{key}={value}")
-
-
-def _members_composed(overrides: Sequence[str], hydra: DictConfig | None) -> list[Any]:
-    """``population.members`` as Hydra composes the run's config (``hydra``: its node, default
-    Hydra's) with the task ``overrides``; empty where no Hydra run is at hand or it fails."""
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-    from omegaconf import OmegaConf
-
-    if hydra is None and HydraConfig.initialized():
-        hydra = HydraConfig.get()
-    if hydra is None or not GlobalHydra.instance().is_initialized():
-        return []
-    try:
-        composed = GlobalHydra.instance().config_loader().load_configuration(
-            config_name=hydra.job.config_name, run_mode=RunMode.RUN,
-            overrides=[*hydra.overrides.hydra, *overrides])
-        members = OmegaConf.to_container(composed.population.members)
-    except Exception:  # noqa: BLE001 - the refusal names the mapping form to type
-        return []
-    return members if isinstance(members, list) else []
 
 
 def _in_user_file(message: str, cfg: DictConfig, hydra: DictConfig | None) -> str:
