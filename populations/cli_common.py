@@ -216,7 +216,97 @@ def missing_option_hint(line: str) -> str:
     listed = re.search(rf"Available options in '{re.escape(group)}':\s*([^;]*)",
                        line[missing.end():])
     presets = re.findall(r"[\w./-]+", listed.group(1)) if listed else []
-    return preset_hint(*missing.groups(), presets=presets)
+    hint = preset_hint(*missing.groups(), presets=presets)
+    chosen = _user_file_choosing(*missing.groups())
+    if chosen is None:
+        return hint
+    file, key, option = chosen  # the typo sits in the user's own file: named, in its words
+    near = hint.removeprefix("; nearest: ").split(", ") if hint.startswith("; nearest: ") else []
+    if near:
+        hint = "; nearest: " + ", ".join(f"{key}: {n.partition('=')[2]}" for n in near)
+    return f"; in {file}'s defaults: {key}: {option}{hint}"
+
+
+def _user_file_choosing(group: str, option: str) -> tuple[str, str, str] | None:
+    """The config file of the user's own folders (``--config-dir``, ``hydra.searchpath``,
+    ``--config-path``, as :data:`_TYPED` gives them) whose defaults list chooses ``option`` of
+    ``group`` (``override /algo: mapo`` in ``myconfigs/experiment/my_run.yaml``), which Hydra's
+    "In 'config': Could not find 'algo/mapo'" does not name: its path (from the working folder
+    where it lies under it), the entry's key as written and its value. Files the command line
+    chooses (``experiment=my_run``, ``--config-name``) come first. None where the command line
+    itself names that option (``algo=mapo``: its own typo) or no such file is found."""
+    typed = {(o.partition("=")[0].lstrip("+~").split("@")[0], v) for o in _TYPED if "=" in o
+             for v in re.split(r"[,\s]+", o.partition("=")[2])}
+    if (group, option) in typed:
+        return None
+    name = "config"  # the primary config's: --config-name NAME (or =NAME)
+    for i, word in enumerate(_TYPED):
+        flag, eq, value = word.partition("=")
+        if flag in ("--config-name", "-cn"):
+            name = value if eq else (_TYPED[i + 1] if i + 1 < len(_TYPED) else name)
+    found: list[tuple[bool, str, str, str]] = []
+    for folder in _user_config_folders():
+        for path in _yaml_files(folder):
+            rel = path.relative_to(folder)
+            under = "/".join(rel.parts[:-1])
+            for key, value in _choosing_keys(path, under, f"{group}/{option}"):
+                chosen = (under, rel.stem) in typed or (not under and rel.stem == name)
+                shown = os.path.relpath(path)
+                found.append((not chosen, str(path) if shown.startswith("..") else shown,
+                              key, value))
+    return min(found)[1:] if found else None
+
+
+def _user_config_folders() -> list[Path]:
+    """The folders of the user's configs the command line (:data:`_TYPED`) gives: after
+    ``--config-dir``/``-cd`` and ``--config-path``/``-cp`` (or ``=``), and the file entries
+    of ``hydra.searchpath=[...]``, absolute."""
+    words, folders = absolute_config_dirs(_TYPED), []
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        if i and words[i - 1] in ("--config-dir", "-cd", "--config-path", "-cp"):
+            folders.append(word)
+        elif eq and flag in ("--config-dir", "--config-path"):
+            folders.append(value)
+        elif eq and flag.lstrip("+") == "hydra.searchpath":
+            folders += re.findall(r"file://([^,\]'\"]+)", value)
+    return [Path(f).resolve() for f in folders if Path(f).is_dir()]
+
+
+def _yaml_files(folder: Path, depth: int = 3) -> list[Path]:
+    """The ``.yaml`` files of ``folder`` down to ``depth`` folders below it, hidden folders
+    (a run's ``.hydra``) left out, sorted."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        level = len(Path(root).relative_to(folder).parts)
+        dirs[:] = [] if level >= depth else sorted(d for d in dirs if not d.startswith("."))
+        found += [Path(root) / f for f in sorted(files) if f.endswith(".yaml")]
+    return found
+
+
+def _choosing_keys(path: Path, under: str, wanted: str) -> list[tuple[str, str]]:
+    """The entries (key and value as written: ``override /algo``, ``mapo``) of ``path``'s
+    defaults list that choose ``wanted`` (``algo/mapo``); ``under``: the file's group
+    (``experiment``), which a key without a leading ``/`` is relative to."""
+    import yaml
+
+    try:
+        text = path.read_text()
+        if wanted.rpartition("/")[2] not in text:
+            return []
+        data = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return []
+    defaults = data.get("defaults") if isinstance(data, dict) else None
+    keys = []
+    for entry in defaults if isinstance(defaults, list) else []:
+        if isinstance(entry, dict) and len(entry) == 1:
+            (key, value), = entry.items()
+            bare = re.sub(r"^(override|optional)\s+", "", str(key).strip()).split("@")[0]
+            full = bare[1:] if bare.startswith("/") else f"{under}/{bare}".lstrip("/")
+            if f"{full}/{value}" == wanted:
+                keys.append((str(key), str(value)))
+    return keys
 
 
 def preset_hint(group: str, option: str, presets: Sequence[str] = ()) -> str:
