@@ -15,6 +15,8 @@ Shape legend: ``M`` samples (graphs), ``V`` nodes per graph, ``F`` node features
 
 from __future__ import annotations
 
+import logging
+import sys
 import warnings
 from typing import Any
 
@@ -25,6 +27,7 @@ from torch.autograd.function import once_differentiable
 from games.graphs import NODE_FEATURES
 from marl.configs import GNN_LAYERS  # one list: NetConfig checks it before torch loads
 
+log = logging.getLogger(__name__)
 POS, VEL, IS_SELF = slice(0, 2), slice(2, 4), 5
 DENSE_MAX_NODES = 16
 """GATv2 on graphs of at most this many nodes (any size when fully connected) runs as dense
@@ -137,6 +140,34 @@ def dense_gatv2(conv: nn.Module, h: torch.Tensor, M: int, V: int,
     return out.transpose(1, 2).reshape(M * V, H * C) + conv.bias
 
 
+def _convs() -> tuple[type[nn.Module], type[nn.Module]]:
+    """torch_geometric's ``GATv2Conv`` and ``TransformerConv``, imported on first use.
+
+    Imported here, not at the top: torch_geometric's import takes seconds (its package
+    ``__init__`` imports every submodule, torch._dynamo among them) and most runs build no
+    graph encoder; the first one says so before it waits. ``transformers`` is kept out of
+    that import when nothing imported it yet: torch_geometric.llm imports it only for a type
+    annotation (``try: ... except ImportError``), and it was about two thirds of the import's
+    CPU time (~1.0 of 1.5 s beside torch._dynamo, which the first optimizer imports anyway);
+    it imports normally afterwards. torch 2.14 made the deprecation of torch.jit.script,
+    which torch_geometric calls as it imports, a FutureWarning every GNN run printed.
+    """
+    first = "torch_geometric.nn" not in sys.modules
+    if first:
+        log.info("building a GNN encoder: importing torch_geometric (seconds, once a process)")
+    blocked = first and "transformers" not in sys.modules
+    if blocked:
+        sys.modules["transformers"] = None  # type: ignore[assignment]  # ImportError: skipped
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", FutureWarning)
+            from torch_geometric.nn import GATv2Conv, TransformerConv
+    finally:
+        if blocked and sys.modules.get("transformers", 0) is None:
+            del sys.modules["transformers"]
+    return GATv2Conv, TransformerConv
+
+
 class GraphEncoder(nn.Module):
     """Message passing over ego-centred entity graphs → ``[M, out_dim]`` embeddings."""
 
@@ -153,14 +184,7 @@ class GraphEncoder(nn.Module):
         super().__init__()
         if layer not in GNN_LAYERS:
             raise ValueError(f"gnn layer {layer!r} unknown; choose one of {list(GNN_LAYERS)}")
-        # imported here: torch_geometric takes seconds to import (it pulls torch._dynamo),
-        # and most runs build no graph encoder. torch 2.14 made the deprecation of
-        # torch.jit.script, which torch_geometric calls as it imports, a FutureWarning
-        # that every GNN run printed to stderr
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", FutureWarning)
-            from torch_geometric.nn import GATv2Conv, TransformerConv
-
+        GATv2Conv, TransformerConv = _convs()
         self.radius, self.layer = radius, layer
         # ``activation``: nn.Tanh or marl.networks.FastTanh (no parameters: same state dict)
         self.inp = nn.Sequential(nn.Linear(node_dim, hidden), activation())
