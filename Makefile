@@ -9,7 +9,10 @@ TORCH  := torch==2.13.0
 # make run TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"
 TORCH_PIP_ARGS ?=
 
-.PHONY: run test lint bench bench-tests dashboard clean
+.PHONY: help run test lint bench bench-tests dashboard clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  make \1\t/'
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +38,7 @@ test: $(VENV)/.installed-test  ## the whole pytest suite (benchmarks excluded)
 	$(PY) -m compileall -q games marl populations llm_agents configs examples > /dev/null
 	$(PY) -m pytest -m "not benchmark"
 
-lint: $(VENV)/.installed-test
+lint: $(VENV)/.installed-test  ## ruff over the repository
 	$(VENV)/bin/ruff check .
 
 bench-tests: $(VENV)/.installed-test  ## slow learning runs marked as benchmarks
@@ -51,5 +54,5 @@ bench: $(VENV)/.installed-run  ## benchmark scripts; figures go to BENCHMARKS.md
 dashboard: $(VENV)/.installed-run  ## the league dashboard over every run in runs/
 	$(VENV)/bin/selfplay-dashboard runs
 
-clean:
+clean:  ## remove .venv and the tools' caches
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
