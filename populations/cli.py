@@ -44,7 +44,7 @@ from populations.command_line import (
     game_overrides,
     resume_command,
 )
-from populations.member_overrides import members_by_index_per_job
+from populations.member_overrides import members_by_index_last
 from populations.run_guard import (
     _before,
     _failed_jobs_line,
@@ -659,7 +659,7 @@ def train_main() -> None:
             check_command_line(sys.argv[1:])
             _check_config_free(sys.argv[1:])
             refuse_cuda_without_gpu(sys.argv[1:])
-        sys.argv = [sys.argv[0], *members_by_index_per_job(sys.argv[1:])]  # each job's list
+        sys.argv = [sys.argv[0], *members_by_index_last(sys.argv[1:])]  # the list's keys
         try:
             _hydra_app()()
         except KeyboardInterrupt:  # Ctrl-C while Hydra composes, before the run and its guard

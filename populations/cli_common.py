@@ -93,7 +93,23 @@ def one_line(err: BaseException) -> str:
             parts[-1] += ", " + line
         else:
             parts.append(line.rstrip("."))
-    return "; ".join(parts) or type(err).__name__
+    return _member_not_listed("; ".join(parts)) or type(err).__name__
+
+
+_NOT_LISTED = re.compile(r"Error merging override (\+{0,2}population\.members\.(\d+)\.\S+); "
+                         r"list index out of range")
+
+
+def _member_not_listed(line: str) -> str:
+    """Hydra's "Error merging override population.members.5.mappo.epochs=2; list index out of
+    range" said which member the run's list lacks: ``line`` with that said, and what to give."""
+    found = _NOT_LISTED.fullmatch(line)
+    if found is None:
+        return line
+    at = int(found[2])
+    return (f"{found[1]}: the run's population.members holds no member {at} (list index out "
+            f"of range): give population.members=[...] with {at + 1} or more members, or the "
+            "index of a member it holds")
 
 
 _TOO_LARGE = re.compile(r"can't allocate memory|cannot allocate memory|out of memory|"

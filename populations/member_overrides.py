@@ -2,8 +2,9 @@
 (``population.members.0.mappo.epochs=2``): Hydra sets them in the composed members list as
 in any list, so a member given by its name (``mappo``) becomes ``{mappo: {epochs: 2}}``,
 which :func:`members_named_back` gives its name back (``{algo: mappo, mappo: {epochs:
-2}}``); and a sweep's base config, composed without its swept keys, may hold no such member
-at all, so :func:`members_by_index_per_job` hands these keys to each job instead
+2}}``). :func:`members_by_index_last` puts these keys after the members list the command
+line gives (Hydra applies overrides in order), and in a sweep hands them to each job: a
+sweep's base config, composed without its swept keys, may hold no such member at all
 (README, "Members with their own settings").
 """
 
@@ -104,29 +105,47 @@ def _members_composed(overrides: Sequence[str], hydra: DictConfig | None) -> lis
     return members if isinstance(members, list) else []
 
 
-def members_by_index_per_job(args: Sequence[str]) -> list[str]:
-    """A sweep's (``-m``) command line ``args`` with each key of a member given by its index
-    and one value (``population.members.0.mappo.epochs=2``) made a one-value sweep
-    (``...=choice(2)``), which each job gets as typed. Hydra composes a sweep's base config
-    without its swept keys, so ``-m 'population.members=[mappo,vdn],[ippo,vdn]'
-    population.members.0.mappo.epochs=2`` set member 0 of the preset's list, which may have
-    none (refused with "list index out of range", no job ran); each job's own list holds it.
-    The jobs' overrides, folders and summary read as typed (a one-value sweep is no swept key:
-    :func:`populations.sweeps.swept_keys`). ``args`` as they are without ``-m``."""
+_LIST = re.compile(r"\+{0,2}population\.members=")
+"""An override of the whole members list (``population.members=[mappo,vdn]``)."""
+
+
+def members_by_index_last(args: Sequence[str]) -> list[str]:
+    """``selfplay-train``'s command line ``args`` with each key of a member given by its index
+    (``population.members.0.mappo.epochs=2``) after the members list it sets
+    (``population.members=[...]``): Hydra applies overrides in order, so one typed before the
+    list set a member of the preset's list, which may have none ("list index out of range"),
+    and the list then replaced it. In a sweep (``-m``), each such key with one value becomes
+    a one-value sweep (``...=choice(2)``), which each job gets as typed: Hydra composes a
+    sweep's base config without its swept keys, so ``-m 'population.members=[mappo,vdn],[ippo,
+    vdn]' population.members.0.mappo.epochs=2`` set member 0 of the preset's list; each job's
+    own list holds it. The jobs' overrides, folders and summary read as typed (a one-value
+    sweep is no swept key: :func:`populations.sweeps.swept_keys`)."""
+    args = list(args)
+    lists = [i for i, a in enumerate(args) if _LIST.match(a)]
+    if lists:
+        late = [a for a in args[:lists[-1]] if _BY_INDEX.match(a)]
+        args = [a for a in args[:lists[-1]] if not _BY_INDEX.match(a)] + [args[lists[-1]]] \
+            + late + args[lists[-1] + 1:]
+    if "-m" not in args and "--multirun" not in args:
+        return args
+    return [_per_job(a) for a in args]
+
+
+def _per_job(arg: str) -> str:
+    """``arg`` a one-value sweep (``population.members.0.mappo.epochs=choice(2)``) where it
+    is a member's key by index with one value; as typed otherwise (a sweep already, or text
+    Hydra's grammar refuses: Hydra says so itself)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    if "-m" not in args and "--multirun" not in args:
-        return list(args)
-    parser, out = OverridesParser.create(), []
-    for arg in args:
-        found = _BY_INDEX.match(arg)
-        if found is not None:
-            per_job = f"{found[1]}=choice({arg[found.end():]})"
-            try:  # a sweep already, or text Hydra refuses (it says so itself): as typed
-                if arg[found.end():] and not parser.parse_override(arg).is_sweep_override():
-                    parser.parse_override(per_job)
-                    arg = per_job
-            except Exception:  # noqa: BLE001, S110 - Hydra reports it in its own words
-                pass
-        out.append(arg)
-    return out
+    found = _BY_INDEX.match(arg)
+    if found is None or not arg[found.end():]:
+        return arg
+    per_job = f"{found[1]}=choice({arg[found.end():]})"
+    parser = OverridesParser.create()
+    try:
+        if parser.parse_override(arg).is_sweep_override():
+            return arg
+        parser.parse_override(per_job)
+    except Exception:  # noqa: BLE001 - Hydra reports it in its own words
+        return arg
+    return per_job
