@@ -11,7 +11,8 @@ match ``legal_actions``, at least one legal action), that illegal actions raise
 text parses back to its action, garbage raises :class:`InvalidAction`), global state shapes,
 entity graphs (``games.graphs.NODE_DIM`` node features, a row of ``agent_node`` for every
 agent: :func:`games.graphs.graph_problem`), rewards for every agent (finite float scalars;
-episode returns summing to zero in zero-sum games), episodes ending within ``max_steps``
+none but 0.0 to an agent whose own episode ended at an earlier step; episode returns summing
+to zero in zero-sum games), episodes ending within ``max_steps``
 with every agent terminated or truncated, the final observation of every agent (and the
 global state) where its episode ends, as VectorGame asks them (``observe`` must work at a
 terminal state), that the same seed with the same actions gives the identical trajectory,
@@ -29,6 +30,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -107,9 +109,10 @@ def _check_timestep(game: Game, ts: TimeStep, where: str) -> None:
             _check_legal(game, ts, a, where)
     if spec.state_shape is not None:
         s = game.state()
-        got = None if s is None else np.shape(s)
-        _require(got == spec.state_shape, f"{where}: state has shape {got}, expected "
-                 f"spec.state_shape {spec.state_shape}")
+        _require(s is not None, f"{where}: state() returned None, but spec.state_shape is "
+                 f"{spec.state_shape}: implement state() or drop state_shape")
+        _require(np.shape(s) == spec.state_shape, f"{where}: state has shape {np.shape(s)}, "
+                 f"expected spec.state_shape {spec.state_shape}")
     if spec.has_entity_graph and ts.acting:
         g = game.entity_graph(ts.acting[0])
         problem = graph_problem(g, spec.agent_ids)  # the layout marl's GNN encoders read
@@ -166,6 +169,19 @@ def _check_rewards(ts: TimeStep, ids: tuple[str, ...], where: str) -> None:
             "expected a float scalar",
         )
         _require(bool(np.isfinite(r)), f"{where}: reward of {a} is {r}, not finite")
+
+
+AFTER_END = ("an agent whose episode ended (terminated or truncated at an earlier step) gets "
+             "no more rewards: learners train on its rewards up to its own end, and "
+             "VectorGame's episode_return counts those alone; give it 0.0")
+
+
+def _check_after_end(ts: TimeStep, ended: set[str], where: str) -> None:
+    """No reward to an agent of ``ended`` (its own episode ended at an earlier step)."""
+    for a in sorted(ended, key=str):
+        r = ts.rewards.get(a, 0.0)
+        _require(r == 0, f"{where}: reward {float(r)} to {a}, whose episode has ended; "
+                 f"{AFTER_END}")
 
 
 def _check_legal(game: Game, ts: TimeStep, agent: str, where: str) -> None:
@@ -269,8 +285,14 @@ def _play(game: Game, seed: int, check: bool, fresh: bool = True, limit: int | N
         GameCheckError: a broken contract, also an exception of the game's own code, named
             with the seed and the step.
     """
+    return _named(game, seed, lambda: _episode(game, seed, check, fresh, limit))
+
+
+def _named(game: Game, seed: int, play: Callable[[], Any]) -> Any:
+    """``play()``, its errors as :func:`_play` says them: a GameCheckError naming the game, the
+    seed and the step (a GameError of the game's own words unchanged)."""
     try:
-        return _episode(game, seed, check, fresh, limit)
+        return play()
     except GameCheckError:
         raise
     except GameContractError as err:  # raised by reset/step: they know the step
@@ -285,6 +307,7 @@ def _play(game: Game, seed: int, check: bool, fresh: bool = True, limit: int | N
 
 def _episode(game: Game, seed: int, check: bool, fresh: bool, limit: int | None = None
              ) -> tuple[list, dict[str, float], int]:
+    """:func:`_play`'s episode, its errors as the game raised them."""
     rng = np.random.default_rng(seed)
     ts = game.reset(seed if fresh else None)
     traj: list = []
@@ -292,7 +315,9 @@ def _episode(game: Game, seed: int, check: bool, fresh: bool, limit: int | None 
     steps, ended = 0, set()  # agents terminated or truncated so far
     while not ts.done and (limit is None or steps < limit):
         where = f"{game.spec.name} seed {seed} step {steps}"
-        _require(steps < game.spec.max_steps, f"{where}: episode longer than max_steps")
+        _require(steps < game.spec.max_steps, f"{where}: the episode has not ended after "
+                 f"{steps} steps, but spec.max_steps={game.spec.max_steps}; a game must end "
+                 "(terminate or truncate) every episode within max_steps")
         if check:
             _check_timestep(game, ts, where)
         actions = {a: _random_action(game, a, ts, rng) for a in ts.acting}
@@ -312,9 +337,11 @@ def _episode(game: Game, seed: int, check: bool, fresh: bool, limit: int | None 
             _require(not left, f"{where} (episode end): {left} neither terminated nor truncated; "
                      "at the end every agent must be one or the other (truncated: a time limit, "
                      "learners bootstrap; terminated: by the rules)")
+        if check:
+            _check_after_end(ts, before, f"{where} (after the step)")
         traj.append(dict(ts.rewards))
         for a, r in ts.rewards.items():
-            returns[a] += r
+            returns[a] += float(r)
         if game.spec.zero_sum and ts.done:  # returns, not each step's rewards: OpenSpiel's
             # repeated_leduc_poker pays one player a hand's result a step before the other
             total = sum(returns.values())
@@ -507,3 +534,68 @@ def replay_problem(make: Callable[[], Game], seed: int = 0, steps: int = REPLAY_
             "do (so runs with one seed may replay: each builds its copies anew), but "
             "check_game asks one copy to replay its seed: keep no state across reset(seed) "
             "(such as an episode counter)")
+
+
+WARN_STEPS = 200  # steps of random play start_warnings looks at (a few ms on a user's game)
+
+
+def start_warnings(game: Game, seed: int = 0, steps: int = WARN_STEPS) -> list[str]:
+    """What :func:`check_game` refuses but training runs through, seen in ``steps`` steps of
+    random legal play (whole episodes from ``reset(seed)``, ``reset(seed + 1)``, ...; the
+    last may be cut): agents acting together in a game whose spec is not ``simultaneous``,
+    an observation that is not float32 (VectorGame converts it), a reward to an agent whose
+    episode has ended (:data:`AFTER_END`: not counted in its return), an episode that ended
+    with an agent neither terminated nor truncated (learners cannot tell a time limit from
+    the rules' end). One clause per kind of problem, at its first sight; ``[]`` when none.
+    Run on a user's game when ``selfplay-train`` starts (the run goes on, warned).
+
+    Raises:
+        GameCheckError: the game's own code raised, or broke a contract that
+            ``reset``/``step`` enforce (named with the seed and the step, as check_game does).
+    """
+    spec, found = game.spec, {}
+    played, episode = 0, 0
+    while played < steps:
+        n = _named(game, seed + episode,
+                   lambda e=episode, k=steps - played: _warnings_of(game, seed + e, k, found))
+        played += max(n, 1)
+        episode += 1
+    order = ("together", "dtype", "after_end", "no_end")
+    out = [found[k] for k in order if k in found]
+    if out:
+        out[-1] += f" (check_game refuses {spec.name} for it)" if len(out) == 1 else \
+            f" (check_game refuses {spec.name} for each)"
+    return out
+
+
+def _warnings_of(game: Game, seed: int, limit: int, found: dict[str, str]) -> int:
+    """One episode of :func:`start_warnings` (cut after ``limit`` steps); records in ``found``
+    each kind of problem not yet there; returns the steps played."""
+    spec, rng = game.spec, np.random.default_rng(seed)
+    ts = game.reset(seed)
+    ended: set[str] = set()
+    steps = 0
+    while not ts.done and steps < limit:
+        where = f"seed {seed} step {steps}"
+        if not spec.simultaneous and len(ts.acting) > 1:
+            found.setdefault("together", f"{where}: {list(ts.acting)} act at once, but "
+                             "spec.simultaneous is False; declare GameSpec(simultaneous=True)")
+        for a in ts.acting:
+            dtype = getattr(ts.obs[a], "dtype", None)
+            if dtype != np.float32:
+                found.setdefault("dtype", f"{where}: obs of {a} is {dtype}, not float32 "
+                                 "(VectorGame converts it; give float32)")
+        ts = game.step({a: _random_action(game, a, ts, rng) for a in ts.acting})
+        steps += 1
+        for a in sorted(ended, key=str):
+            if ts.rewards.get(a, 0.0) != 0:
+                found.setdefault("after_end", f"{where}: reward {float(ts.rewards[a])} to {a}, "
+                                 f"whose episode has ended; {AFTER_END}")
+        ended |= {a for a in spec.agent_ids if ts.terminated.get(a) or ts.truncated.get(a)}
+    left = sorted(set(spec.agent_ids) - ended, key=str)
+    if ts.done and left and steps:
+        found.setdefault("no_end", f"seed {seed} step {steps - 1}: the episode ended with "
+                         f"{left} neither terminated nor truncated; at the end every agent "
+                         "must be one or the other (truncated: a time limit, learners "
+                         "bootstrap; terminated: by the rules)")
+    return steps

@@ -64,6 +64,12 @@ class InvalidAction(GameError):
     """``Game.parse_action`` could not turn a text into a legal action."""
 
 
+class EpisodeTooLongError(GameError):
+    """An episode ran past its game's ``spec.max_steps`` without ending: VectorGame refuses
+    the step (training would go on until evaluation, which waits for whole episodes, stopped
+    it), evaluation and match play the step it should have ended at."""
+
+
 class GameContractError(GameError):
     """The game broke the contract where the base class builds a time step: an observation
     of another shape than ``spec.obs_shapes`` says, an acting agent with no legal action, or
@@ -532,8 +538,13 @@ class Game(abc.ABC):
                 raise IndexError
         except IndexError:  # else a bare IndexError from the first reset (openspiel/chat_game)
             bad = [a for a in legal if not (isinstance(a, (int, np.integer)) and 0 <= a < n)]
-            raise GameError(f"{self.spec.name}: legal actions {bad} of {agent} are outside its "
-                            f"{n} actions (ids 0..{n - 1}); the game cannot be played") from None
+            detail = (f"legal actions {bad} of {agent} are outside its {n} actions (ids "
+                      f"0..{n - 1}); the game cannot be played")
+            # a broken contract at this step (check_game names its seed and step), said as
+            # "<game>: ..." (make refuses such a game so, before any episode: openspiel/chat_game)
+            err = GameContractError(self.spec.name, f"step {self._contract_steps}", detail)
+            err.args = (f"{self.spec.name}: {detail}",)
+            raise err from None
         return mask
 
     def legal_action_texts(self, agent: str) -> list[str]:
@@ -742,9 +753,10 @@ class Game(abc.ABC):
         if shape is not None and getattr(s, "shape", None) != shape and (
                 s is None or np.shape(s) != tuple(shape)):
             got = "None" if s is None else f"shape {np.shape(s)}"
+            fix = ": implement state() or drop state_shape" if s is None else ""
             raise GameContractError(self.spec.name, f"step {self._contract_steps}",
                                     f"state() returned {got}, expected spec.state_shape "
-                                    f"{tuple(shape)}")
+                                    f"{tuple(shape)}{fix}")
         return s
 
     def __repr__(self) -> str:

@@ -18,6 +18,10 @@ on that device with ``tensors=True``; otherwise they are converted to numpy once
 ``tensors="auto"`` asks for tensors where the game is natively batched and numpy elsewhere
 (what a launcher passes for a learner that reads both).
 
+A stepped copy whose episode runs a step past ``spec.max_steps`` without ending raises
+:class:`games.EpisodeTooLongError` at that step, naming the game, the copy and the step
+(training ran to its end before, and evaluation, which waits for whole episodes, failed).
+
 What a stepped game is asked outside its ``reset``/``step`` (final observations and states
 where an episode ends, global states, text views, graphs) goes through the game's
 ``observe_checked``/``state_checked``/``guarded``: a game's own exception or a wrong shape is
@@ -32,7 +36,14 @@ from typing import Any
 
 import numpy as np
 
-from games.core import Game, GameContractError, GameError, GameSpec, TimeStep
+from games.core import (
+    EpisodeTooLongError,
+    Game,
+    GameContractError,
+    GameError,
+    GameSpec,
+    TimeStep,
+)
 from games.graphs import graph_problem
 from games.registry import make
 
@@ -68,7 +79,9 @@ class VecStep:
             that agent's node (also given as ``agent_node``). ``F`` is
             ``games.graphs.NODE_DIM`` (the layout ``NODE_FEATURES``) and ``V`` the first
             graph's: a stepped game whose graph breaks either is refused in one line.
-        episode_return: ``[B]`` return of the episode that just ended (valid where ``done``).
+        episode_return: ``[B]`` return of the episode that just ended (valid where ``done``):
+            each agent's rewards up to its own end, as learners train on them (a reward
+            after it breaks the contract: ``check_game`` refuses it).
         episode_length: ``[B]`` int64 steps of the episode that just ended.
         info: ``{b: info}`` for each copy ``b`` whose episode ended at this step (``done``):
             what the game reported with the episode's last transition (a stepped game's
@@ -248,9 +261,13 @@ class VectorGame:
                 ts = g.step({a: actions[a][b] for a in prev.acting})
             except KeyError as err:
                 raise GameError(f"missing actions for agent {err} in copy {b}") from None
-            for a in self._ids:
-                self._ret[a][b] += ts.rewards.get(a, 0.0)
+            gone = self._gone[b]  # an agent's return ends with its own episode, as learners
+            for a in self._ids:  # train (a reward after it, a broken contract, is not counted)
+                if a not in gone:
+                    self._ret[a][b] += ts.rewards.get(a, 0.0)
             self._len[b] += 1
+            if not ts.done and self._len[b] > self.spec.max_steps:
+                self._too_long(b)
             if ts.done:
                 done[b] = True
                 ended[b] = ts.info
@@ -279,6 +296,15 @@ class VectorGame:
                 self._ret[a][b] = 0.0
             self._len[b] = 0
         return vs
+
+    def _too_long(self, b: int) -> None:
+        """Refuse copy ``b``'s step past ``spec.max_steps`` (an episode not ended by then):
+        training went on to its end, and evaluation, which waits for whole episodes, stopped."""
+        spec = self.spec
+        raise EpisodeTooLongError(
+            f"game {spec.name!r}: episode step {int(self._len[b])} of copy {b} ran past "
+            f"spec.max_steps={spec.max_steps} without the episode ending; a game must end "
+            "(terminate or truncate) every episode within max_steps")
 
     def _out(self, vs: VecStep) -> VecStep:
         """A native batch's tensor VecStep, converted to numpy unless ``tensors``."""

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from games import GameSpec, VecStep, VectorGame
+from games import EpisodeTooLongError, GameSpec, VecStep, VectorGame
 from games.vector import to_numpy
 from marl.core import Learner, Policy, PolicyMeta, register_policy
 from marl.guards import FiniteGuard
@@ -62,10 +62,6 @@ class RandomPolicy(Policy):
     @classmethod
     def from_payload(cls, meta: PolicyMeta, payload: dict[str, Any]) -> Policy:
         return cls(meta)
-
-
-class EpisodeTooLongError(ValueError):
-    """An episode ran past its game's ``spec.max_steps``: evaluation would wait forever."""
 
 
 def check_episode_lengths(vs: VecStep, spec: GameSpec, where: str) -> None:
