@@ -47,7 +47,7 @@ from games.core import (
     UnknownGameError,
     choice_index,
 )
-from games.openspiel_params import as_declared, check_params, same_types
+from games.openspiel_params import as_declared, check_params, list_brackets, same_types
 from games.teams import override_sides
 
 logger = logging.getLogger(__name__)
@@ -121,8 +121,12 @@ def _cpp_stderr_to_log() -> Iterator[None]:
             os.dup2(saved, fd)
             os.close(saved)
             sink.seek(0)
+            # the lines after an error's first are the error's too (battleship's lengths
+            # after "ship_sizes.size() == ship_values.size()" were a warning of their own)
+            raised = False
             for line in sink.read().decode(errors="replace").splitlines():
-                if line.startswith("OpenSpiel exception:") or line in _warned_cpp:
+                raised = raised or line.startswith("OpenSpiel exception:")
+                if raised or line in _warned_cpp:
                     logger.debug("openspiel: %s", line)  # the error raised says it / said once
                 elif line.strip():
                     _warned_cpp.add(line)
@@ -199,15 +203,17 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
 
 def _list_texts(gspec: Any, params: dict[str, Any]) -> dict[str, Any]:
     """Lists of numbers given for string parameters that OpenSpiel reads as lists (its
-    default is one: battleship's ``ship_sizes='[2;3;3;4;5]'``), written as it writes them:
-    ``game.kwargs.ship_sizes=[2,3]`` is ``'[2;3]'`` (refused as "accepted: a string")."""
+    default is one: battleship's ``ship_sizes='[2;3;3;4;5]'``, nim's ``pile_sizes='1;3;5;7'``),
+    written as it writes them: ``game.kwargs.ship_sizes=[2,3]`` is ``'[2;3]'``,
+    ``game.kwargs.pile_sizes=[1,3]`` is ``'1;3'`` (both were refused as "accepted: a
+    string")."""
     out = {}
     for name, value in params.items():
-        default = gspec.parameter_specification.get(name)
-        if (isinstance(value, (list, tuple)) and isinstance(default, str)
-                and default.startswith("[") and default.endswith("]")
+        brackets = list_brackets(gspec.parameter_specification.get(name))
+        if (isinstance(value, (list, tuple)) and brackets is not None
                 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
-            out[name] = "[" + ";".join(str(v) for v in value) + "]"  # (OpenSpiel parses each)
+            # (OpenSpiel parses each); nim's pile_sizes is written without brackets
+            out[name] = brackets[0] + ";".join(str(v) for v in value) + brackets[1]
     return out
 
 

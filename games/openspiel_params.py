@@ -17,6 +17,7 @@ import pyspiel
 
 from games.core import GameError
 from games.kinds import is_flag, is_integer, refusal
+from games.limits import HINT, integer_range, lifted
 
 # Integer parameters that are not counts or sizes: 0 is a meaningful value for them.
 _NOT_A_COUNT = re.compile(
@@ -42,6 +43,9 @@ _HIGHEST = {
     ("universal_poker", "numRanks"): 13, ("universal_poker", "numSuits"): 4,
     ("universal_poker", "numHoleCards"): 3, ("universal_poker", "numRounds"): 4,
 }
+# Limits of the game's own code, which SELFPLAY_GAME_LIMITS=off does not lift: universal_poker's
+# card and round tables (ACPC's MAX_RANKS, MAX_SUITS, MAX_HOLE_CARDS, MAX_ROUNDS)
+_HARD = {key for key in _HIGHEST if key[0] == "universal_poker"}
 
 
 def _highest(short: str, name: str, default: int) -> int:
@@ -85,11 +89,28 @@ def _accepted_range(gspec: Any, name: str, value: Any) -> str | None:
         low = 1 if count else 0
         return None if value == -1 or value >= low else f"-1 (automatic) or an integer >= {low}"
     low = 1 if count and default >= 1 else 0
-    if value < low:
-        return f"an integer >= {low}"
-    if count and default >= 1 and value > (high := _highest(gspec.short_name, name, default)):
-        return f"an integer in [{low}, {high}]"
+    high = _upper(gspec, name)
+    if value < low or (high is not None and value > high and not _lifts(gspec, name)):
+        if high is not None and (gspec.short_name, name) in _HARD:
+            return f"an integer in [{low}, {high}]"
+        return integer_range(low, high)  # without its upper limit where that is lifted
     return None
+
+
+def _upper(gspec: Any, name: str) -> int | None:
+    """The upper limit of integer parameter ``name`` (:func:`_highest`), None where it has
+    none (not a count or size, a count whose default is 0 or -1, a player count)."""
+    default = gspec.parameter_specification.get(name)
+    if (not isinstance(default, int) or isinstance(default, bool) or default < 1
+            or _PLAYERS.fullmatch(name) or name.endswith("seed") or _NOT_A_COUNT.search(name)):
+        return None
+    return _highest(gspec.short_name, name, default)
+
+
+def _lifts(gspec: Any, name: str) -> bool:
+    """Whether ``name``'s upper limit is lifted (``SELFPLAY_GAME_LIMITS=off``; never for a
+    limit of the game's own code, :data:`_HARD`)."""
+    return (gspec.short_name, name) not in _HARD and lifted()
 
 
 def _accepted_kind(gspec: Any, name: str, value: Any) -> str | None:
@@ -103,7 +124,7 @@ def _accepted_kind(gspec: Any, name: str, value: Any) -> str | None:
     if isinstance(default, int):
         if is_integer(value):
             return None
-        return _accepted_range(gspec, name, -(10**9)) or "an integer"  # the whole range
+        return _accepted_range(gspec, name, -(10**9)) or "an integer"  # the range
     if isinstance(default, float):
         return refusal(float, value)
     if isinstance(default, str):
@@ -111,14 +132,27 @@ def _accepted_kind(gspec: Any, name: str, value: Any) -> str | None:
     return None  # a game inside the game (a dict): judged when loaded
 
 
+def list_brackets(default: Any) -> tuple[str, str] | None:
+    """The brackets of a string parameter whose default is one of OpenSpiel's lists of
+    numbers separated by ';' (battleship's ``'[2;3;3;4;5]'``: ``('[', ']')``; nim's
+    ``pile_sizes='1;3;5;7'`` has none: ``('', '')``), else None."""
+    if not isinstance(default, str):
+        return None
+    bracketed = default.startswith("[") and default.endswith("]")
+    items = (default[1:-1] if bracketed else default).split(";")
+    if len(items) < 2 or not all(re.fullmatch(r"-?\d+(\.\d+)?", item) for item in items):
+        return None
+    return ("[", "]") if bracketed else ("", "")
+
+
 def _string_kind(name: str, default: str) -> str:
     """What a string parameter accepts, with its format where its default is one of
-    OpenSpiel's lists (battleship's ``ship_sizes='[2;3;3;4;5]'``): "accepted: a string" gave
-    no word of the format, nor that a list of numbers is written for it."""
-    items = default[1:-1].split(";")
-    if not (default.startswith("[") and default.endswith("]") and len(items) >= 2
-            and all(re.fullmatch(r"-?\d+(\.\d+)?", item) for item in items)):
+    OpenSpiel's lists (battleship's ``ship_sizes='[2;3;3;4;5]'``, nim's ``pile_sizes='1;3;5;7'``):
+    "accepted: a string" gave no word of the format, nor that a list of numbers is written
+    for it."""
+    if list_brackets(default) is None:
         return "a string"
+    items = default.strip("[]").split(";")
     # the command line's two forms, each of the whole default (a shorter list may be refused
     # for another parameter's length: battleship's ship_values)
     return (f"a string like the default {default!r} (game.kwargs.{name}=[{','.join(items)}] "
@@ -177,10 +211,17 @@ def check_params(game_string: str, params: dict[str, Any]) -> None:
                             f"{names if names else 'none (the game takes no parameters)'}")
         accepted = _accepted_kind(gspec, name, value) or _accepted_range(gspec, name, value)
         if accepted is not None:
-            too = " is too large" if isinstance(value, int) and value > 0 and " in [" in \
-                accepted and not _PLAYERS.fullmatch(name) else ""
-            raise GameError(f"bad parameter for openspiel/{short}: {name}={value!r}{too}; "
+            high = _upper(gspec, name)
+            if is_integer(value) and high is not None and value > high:
+                hint = "" if (short, name) in _HARD else f" ({HINT})"
+                raise GameError(f"bad parameter for openspiel/{short}: {name}={value!r} is too "
+                                f"large; accepted: {accepted}{hint}")
+            raise GameError(f"bad parameter for openspiel/{short}: {name}={value!r}; "
                             f"accepted: {accepted}")
+    if short == "universal_poker":
+        check_poker(gspec.parameter_specification, given)
+    elif short == "nim" and isinstance(given.get("pile_sizes"), str):
+        check_piles(given["pile_sizes"])
     # efg_game / nfg_game read their game from a file: without one OpenSpiel said
     # "CHECK_TRUE(fd_)" or "IndexError: map::at"
     if "filename" in gspec.parameter_specification:
@@ -198,3 +239,81 @@ def check_params(game_string: str, params: dict[str, Any]) -> None:
         ):
             raise GameError(f"bad parameter for openspiel/{short}: {name}={value!r} is not a "
                             "file; accepted: the path of a file, or '' for the game's own data")
+
+
+# universal_poker's parameters that are lists of whole numbers separated by spaces, and what
+# each has one entry for (ACPC's readGame reads up to that many, and without enough it returns
+# no game, which OpenSpiel used: numRounds=3 alone crashed or hung the process)
+_PER_PLAYER = ("blind", "stack")
+_PER_ROUND = ("numBoardCards", "firstPlayer", "raiseSize", "maxRaises")
+_MAX_BOARD_CARDS = 7  # OpenSpiel's universal_poker holds at most 7 board cards
+_POKER_ACCEPTED = ("accepted: whole numbers separated by spaces, numBoardCards, firstPlayer "
+                   "(each a seat in [1, numPlayers]) and, with betting=limit, raiseSize one per "
+                   "round (numRounds), blind and, with betting=nolimit, stack one per player "
+                   "(numPlayers), e.g. \"game.kwargs.numRounds=3 game.kwargs.numBoardCards='0 1 "
+                   "1' game.kwargs.firstPlayer='1 1 1'\"")
+
+
+def poker_problem(spec: dict[str, Any], given: dict[str, Any]) -> str | None:
+    """What makes universal_poker's parameters ``given`` (its parameter specification
+    ``spec`` gives the rest) inconsistent, in words naming the parameters, else None.
+    OpenSpiel hands them to ACPC's game reader, whose refusal it does not check: a list with
+    fewer entries than rounds or players, a first player who is not a seat, more cards dealt
+    than the deck holds or a blind above its stack segfaulted or hung the process."""
+    p = {**spec, **given}
+    players, rounds, limit = p["numPlayers"], p["numRounds"], p["betting"] == "limit"
+    lists: dict[str, list[int]] = {}
+    for name in (*_PER_PLAYER, *_PER_ROUND):
+        items = str(p[name]).split()
+        if not all(re.fullmatch(r"[+-]?\d+", item) for item in items):
+            return f"{name}={p[name]!r} is not whole numbers separated by spaces"
+        lists[name] = [int(item) for item in items]
+    needs = [("blind", players, "numPlayers"), ("numBoardCards", rounds, "numRounds")]
+    needs += [("raiseSize", rounds, "numRounds")] if limit else [("stack", players, "numPlayers")]
+    short = [f"{name}={p[name]!r} has {len(lists[name])} of the {need} entries {what}={need} needs"
+             for name, need, what in needs if len(lists[name]) < need]
+    if short:
+        return ", ".join(short)
+    seats = lists["firstPlayer"][:rounds]
+    if any(not 1 <= seat <= players for seat in seats):
+        return f"firstPlayer={p['firstPlayer']!r} names a seat outside [1, numPlayers={players}]"
+    board = lists["numBoardCards"][:rounds]
+    if min(board) < 0 or sum(board) > _MAX_BOARD_CARDS:
+        return (f"numBoardCards={p['numBoardCards']!r} deals {sum(board)} board cards in "
+                f"numRounds={rounds} (at most {_MAX_BOARD_CARDS} in all, none below 0)")
+    dealt = players * p["numHoleCards"] + sum(board)
+    if dealt > p["numSuits"] * p["numRanks"]:
+        return (f"numPlayers={players} x numHoleCards={p['numHoleCards']} + numBoardCards="
+                f"{p['numBoardCards']!r} deal {dealt} cards, more than the deck's numSuits="
+                f"{p['numSuits']} x numRanks={p['numRanks']}")
+    if not limit and any(b > s for b, s in zip(lists["blind"][:players],
+                                                          lists["stack"], strict=False)):
+        return f"blind={p['blind']!r} is above stack={p['stack']!r} for a player"
+    return None
+
+
+def check_poker(spec: dict[str, Any], given: dict[str, Any]) -> None:
+    """Refuse inconsistent universal_poker parameters (:func:`poker_problem`) in one line."""
+    problem = poker_problem(spec, given)
+    if problem is not None:
+        raise GameError(f"bad parameters for openspiel/universal_poker: {problem}; "
+                        f"{_POKER_ACCEPTED}")
+
+
+def check_piles(text: str) -> None:
+    """Refuse nim's ``pile_sizes`` unless it is OpenSpiel's form, whole numbers >= 0
+    separated by ';' (``'1;3;5;7'``, no brackets), with at most 100 piles of at most 100
+    (its actions are piles x the largest pile: ``'1000000000'`` hung loading; lifted by
+    ``SELFPLAY_GAME_LIMITS=off``)."""
+    items = text.split(";")
+    form = ("accepted: whole numbers >= 0 separated by ';' like the default '1;3;5;7' "
+            "(game.kwargs.pile_sizes=[1,3,5,7] or \"game.kwargs.pile_sizes='1;3;5;7'\")")
+    if not all(re.fullmatch(r"\+?\d+", item.strip()) for item in items):
+        raise GameError(f"bad parameter for openspiel/nim: pile_sizes={text!r}; {form}")
+    sizes = [int(item) for item in items]
+    if not lifted() and (len(sizes) > _MAX_PILES or max(sizes) > _MAX_PILES):
+        raise GameError(f"bad parameter for openspiel/nim: pile_sizes={text!r} is too large; "
+                        f"{form}, at most {_MAX_PILES} piles of at most {_MAX_PILES} ({HINT})")
+
+
+_MAX_PILES = 100  # ten times nim's default or 100, as a size (_highest)

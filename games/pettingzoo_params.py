@@ -11,6 +11,7 @@ from typing import Any
 
 from games.core import GameError
 from games.kinds import is_integer, refusal
+from games.limits import HINT, lifted, too_large
 
 # The counts an MPE scenario takes (mpe2's raw_env arguments), with the least each plays its
 # game with. Below it the env fails deep inside (N=0 or -1 in simple_spread: numpy's "zero-size
@@ -32,7 +33,19 @@ MPE_COUNTS: dict[str, dict[str, int]] = {
 MAX_MPE_COUNT = 256
 """Largest MPE count: building and each step grow with the square of the entities
 (simple_spread N=256 builds and resets in about 3 s; N=10**8 never finished), so a game name
-read from a file cannot hang ``games.make``."""
+read from a file cannot hang ``games.make``. Lifted, with :data:`MAX_MPE_ENTITIES`, by
+``SELFPLAY_GAME_LIMITS=off`` in the environment (:mod:`games.limits`)."""
+MAX_MPE_ENTITIES = 512
+"""Largest sum of an MPE scenario's entity counts (those of :data:`MPE_COUNTS` but the
+neighbour counts; defaults counted for those not given): at 512 in all simple_tag builds and
+resets in ~1 s of CPU, collect_treasure (250 collectors, 6 deposits, 256 treasures) in ~5 s.
+:data:`MPE_ENTITY_TOTALS` is lower for a scenario whose cost grows faster.
+Lifted by ``SELFPLAY_GAME_LIMITS=off``."""
+MPE_ENTITY_TOTALS = {"simple_world_comm": 64}
+"""MPE scenarios whose largest sum of entity counts is below :data:`MAX_MPE_ENTITIES`:
+simple_world_comm's observations look at every agent and forest for each agent (its cost
+grows as agents squared times forests: 42 agents of each side and 43 forests took ~12 s of
+CPU to build and reset, its five counts at 256 over a minute); at 64 in all, ~2 s."""
 # Counts of classic games the envs do not check, (least, most or None): the rlcard poker
 # games' num_players=1 (or true) hung in rlcard's round loop (no_limit) or failed at the first
 # showdown, and more than 23 players need more than a deck's 52 cards (two each and five on
@@ -45,10 +58,12 @@ CLASSIC_COUNTS: dict[str, dict[str, tuple[int, int | None]]] = {
 
 
 def check_count(module_path: str, name: str, value: Any, low: int,
-                high: int | None = None) -> None:
+                high: int | None = None, *, below_only: bool = False) -> None:
     """Refuse ``name=value`` unless it is an integer >= ``low`` (and <= ``high``; true is
-    not a count)."""
-    if not is_integer(value) or value < low or (high is not None and value > high):
+    not a count), naming the range; with ``below_only``, a value above ``high`` is left to
+    the caller (a size limit's own line)."""
+    if not is_integer(value) or value < low or (
+            high is not None and value > high and not below_only):
         accepted = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
         raise GameError(f"bad parameter for pettingzoo/{module_path}: {name}={value!r}; "
                         f"accepted: {accepted}")
@@ -109,10 +124,13 @@ def check_kwargs(module_path: str, module_name: str, family: str,
     if family == "mpe":
         for key, low in MPE_COUNTS.get(short_name, {}).items():
             if kwargs.get(key) is not None:
-                check_count(module_path, key, kwargs[key], low)
-                if kwargs[key] > MAX_MPE_COUNT:  # before anything is built
-                    raise GameError(f"pettingzoo/{module_path}: {key}={kwargs[key]!r} is too "
-                                    f"large; accepted: an integer in [{low}, {MAX_MPE_COUNT}]")
+                # its range in full, the upper limit too (lifted: SELFPLAY_GAME_LIMITS=off)
+                check_count(module_path, key, kwargs[key], low,
+                            None if lifted() else MAX_MPE_COUNT, below_only=True)
+                if kwargs[key] > MAX_MPE_COUNT and not lifted():  # before anything is built
+                    raise GameError(too_large(f"pettingzoo/{module_path}", key, kwargs[key],
+                                              low, MAX_MPE_COUNT))
+        check_mpe_total(module_path, short_name, raw, kwargs)
     if family == "classic":
         for key, (low, high) in CLASSIC_COUNTS.get(short_name, {}).items():
             if key in kwargs:
@@ -120,3 +138,25 @@ def check_kwargs(module_path: str, module_name: str, family: str,
     if family and raw is not None:  # PettingZoo's own module: its own signature
         return check_kinds(module_path, raw, kwargs)
     return kwargs
+
+
+def check_mpe_total(module_path: str, short_name: str, raw: Callable[..., Any] | None,
+                    kwargs: dict) -> None:
+    """Refuse MPE entity counts each within :data:`MAX_MPE_COUNT` but together above
+    :data:`MAX_MPE_ENTITIES` or the scenario's :data:`MPE_ENTITY_TOTALS` (defaults from
+    ``raw``'s signature for those not given)."""
+    try:
+        params = inspect.signature(raw).parameters if raw is not None else {}
+    except (TypeError, ValueError):
+        params = {}
+    counts = {}
+    for key in MPE_COUNTS.get(short_name, {}):
+        value = kwargs.get(key, params[key].default if key in params else None)
+        if key not in _NEIGHBOURS and is_integer(value):
+            counts[key] = value
+    total = sum(counts.values())
+    most = MPE_ENTITY_TOTALS.get(short_name, MAX_MPE_ENTITIES)
+    if total > most and not lifted():
+        given = " + ".join(f"{key}={value!r}" for key, value in counts.items())
+        raise GameError(f"pettingzoo/{module_path}: {given} = {total} entities are too many; "
+                        f"accepted: at most {most} in all ({HINT})")

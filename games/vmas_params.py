@@ -26,6 +26,7 @@ import vmas
 
 from games.core import GameError
 from games.kinds import is_integer, refusal
+from games.limits import HINT, integer_range, lifted, too_large
 
 _SCENARIO_FOLDERS = ("scenarios", "scenarios/mpe", "scenarios/debug")
 _COUNT = re.compile(r"(n|num)_\w+")
@@ -36,7 +37,24 @@ _AGENT_COUNTS = re.compile(r"(n|num)_(\w+_)?agents")
 MAX_COUNT = 256
 """Largest count ``n_*`` / ``num_*`` a scenario is built with: building grows with the square
 of its entities (simple_spread with 256 agents builds in about 5 s, 1,000 in over a minute,
-10**8 never finishes), so a game name read from a file cannot hang ``games.make``."""
+10**8 never finishes), so a game name read from a file cannot hang ``games.make``. Lifted,
+with :data:`MAX_ENTITIES`, by ``SELFPLAY_GAME_LIMITS=off`` in the environment
+(:mod:`games.limits`)."""
+MAX_ENTITIES = 64
+"""Largest sum of a scenario's entity counts (its counts but lidar rays, steps and points,
+defaults counted for those not given), below what each count alone may be: VMAS builds and
+steps its entities in Python, pair by pair, and counts each within :data:`MAX_COUNT` built for
+minutes together (CPU seconds to build and reset: flocking with 32 agents and 32 obstacles
+~3 s, 64 and 64 ~39 s; simple_world_comm's five counts at 256, many minutes).
+:data:`ENTITY_TOTALS` is lower for a scenario whose cost grows faster. Lifted by
+``SELFPLAY_GAME_LIMITS=off``."""
+ENTITY_TOTALS = {"simple_world_comm": 32}
+"""Scenarios whose largest sum of entity counts is below :data:`MAX_ENTITIES`:
+simple_world_comm's observations look at every agent and forest for each agent (its cost
+grows as agents squared times forests): 10 agents of each side and 11 forests (32 in all)
+take ~4 s of CPU to build and reset, 21, 21 and 21 ~15 s."""
+# counts that are not entities built as Python objects (lidar rays, stored steps, points)
+_NOT_ENTITIES = re.compile(r"rays|steps|points|observed")
 
 
 @functools.cache
@@ -72,7 +90,8 @@ def accepted(name: str, default: Any, value: Any) -> str | None:
         return refusal(bool, value)
     if isinstance(default, int) and _COUNT.fullmatch(name):
         low = 1 if _TOTAL_AGENTS.fullmatch(name) else 0
-        return None if is_integer(value) and value >= low else f"an integer >= {low}"
+        # the whole range, its upper limit too ("an integer >= 1" for n_agents='x' hid it)
+        return None if is_integer(value) and value >= low else integer_range(low, MAX_COUNT)
     return refusal(float, value) if isinstance(default, (int, float)) else None
 
 
@@ -92,15 +111,29 @@ def check_scenario_kwargs(scenario: str, kwargs: Mapping[str, Any]) -> dict[str,
             raise GameError(f"bad parameter for vmas/{scenario}: {name}={value!r}; "
                             f"accepted: {why}")
         if (isinstance(defaults[name], int) and not isinstance(defaults[name], bool)
-                and _COUNT.fullmatch(name) and value > MAX_COUNT):
+                and _COUNT.fullmatch(name) and value > MAX_COUNT and not lifted()):
             low = 1 if _TOTAL_AGENTS.fullmatch(name) else 0
-            raise GameError(f"vmas/{scenario}: {name}={value!r} is too large; accepted: an "
-                            f"integer in [{low}, {MAX_COUNT}]")
+            raise GameError(too_large(f"vmas/{scenario}", name, value, low, MAX_COUNT))
         if isinstance(defaults[name], bool):
             out[name] = bool(value)
         elif isinstance(value, np.generic):  # torch refused to assign a numpy.float32
             out[name] = value.item()
+    _check_total(scenario, defaults, out)
     return out
+
+
+def _check_total(scenario: str, defaults: Mapping[str, Any], kwargs: Mapping[str, Any]) -> None:
+    """Refuse entity counts that are each within :data:`MAX_COUNT` but together above
+    :data:`MAX_ENTITIES` or the scenario's :data:`ENTITY_TOTALS` (the scenario's defaults
+    count for those not given)."""
+    counts = {name: kwargs.get(name, default) for name, default in defaults.items()
+              if _COUNT.fullmatch(name) and not _NOT_ENTITIES.search(name)
+              and is_integer(default) and not isinstance(default, bool)}
+    total, most = sum(counts.values()), ENTITY_TOTALS.get(scenario, MAX_ENTITIES)
+    if total > most and not lifted():
+        given = " + ".join(f"{name}={value!r}" for name, value in counts.items())
+        raise GameError(f"vmas/{scenario}: {given} = {total} entities are too many; accepted: "
+                        f"at most {most} in all ({HINT})")
 
 
 def zero_agents_line(scenario: str, kwargs: Mapping[str, Any], err: BaseException

@@ -48,7 +48,7 @@ def test_oware_with_no_seeds_is_refused_at_make_time_naming_the_argument(seeds):
     with pytest.raises(games.GameError) as info:
         games.make("openspiel/oware", num_seeds_per_house=seeds)
     assert str(info.value) == (f"bad parameter for openspiel/oware: num_seeds_per_house={seeds}; "
-                               "accepted: an integer >= 1")
+                               "accepted: an integer in [1, 100]")
     assert games.make("openspiel/oware", num_seeds_per_house=1).reset(seed=0).acting
 
 

@@ -82,10 +82,10 @@ def test_rlcard_holdem_three_players_still_play():
 
 # ------------------------------------------------------------------ VMAS (H1, M5)
 @pytest.mark.parametrize("scenario, key, value, accepted", [
-    ("navigation", "n_agents", 0, "an integer >= 1"),
-    ("simple_spread", "n_agents", "x", "an integer >= 1"),
-    ("navigation", "n_agents", 2.5, "an integer >= 1"),
-    ("navigation", "n_lidar_rays", -1, "an integer >= 0"),
+    ("navigation", "n_agents", 0, "an integer in [1, 256]"),
+    ("simple_spread", "n_agents", "x", "an integer in [1, 256]"),
+    ("navigation", "n_agents", 2.5, "an integer in [1, 256]"),
+    ("navigation", "n_lidar_rays", -1, "an integer in [0, 256]"),
     ("give_way", "mirror_passage", "notabool", "true or false"),
     ("navigation", "lidar_range", "far", "a number"),
     ("navigation", "continuous_actions", "false", "true or false"),
@@ -120,7 +120,7 @@ def test_vmas_parameter_of_the_right_kind_still_builds():
 # ------------------------------------------------------------------ OpenSpiel (L2)
 @pytest.mark.parametrize("game, key, value, accepted", [
     ("kuhn_poker", "players", "three", "an integer in [2, 10]"),
-    ("goofspiel", "num_cards", "abc", "an integer >= 1"),
+    ("goofspiel", "num_cards", "abc", "an integer in [1, 130]"),
     ("deep_sea", "randomize_actions", "yes", "true or false"),
     ("deep_sea", "unscaled_move_cost", "x", "a number"),
 ])

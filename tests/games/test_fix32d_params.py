@@ -41,7 +41,8 @@ def test_vmas_agent_counts_below_their_floor_are_still_refused(scenario, key):
     pytest.importorskip("vmas")
     low = 1 if key == "n_agents" else 0
     assert _refused(f"vmas/{scenario}", **{key: low - 1}) == (
-        f"bad parameter for vmas/{scenario}: {key}={low - 1}; accepted: an integer >= {low}")
+        f"bad parameter for vmas/{scenario}: {key}={low - 1}; accepted: an integer in "
+        f"[{low}, 256]")
 
 
 @pytest.mark.parametrize("kwargs", [{"n_blue_agents": 0}, {"n_blue_agents": 0, "n_red_agents": 0}])
@@ -72,7 +73,8 @@ def test_vmas_takes_numpy_numbers_and_bools(kwargs, name):
 def test_vmas_numpy_values_of_the_wrong_kind_are_still_refused(value):
     pytest.importorskip("vmas")
     assert _refused("vmas/navigation", n_agents=value) == (
-        f"bad parameter for vmas/navigation: n_agents={value!r}; accepted: an integer >= 1")
+        f"bad parameter for vmas/navigation: n_agents={value!r}; accepted: an integer in "
+        "[1, 256]")
 
 
 # ------------------------------------------------------------------ L1

@@ -31,9 +31,9 @@ def test_an_int_is_the_float_the_game_declares(name, kwargs, key, want):
 
 @pytest.mark.parametrize("kwargs, accepted", [
     ({"unscaled_move_cost": True}, "a number"),  # a bool for a float
-    ({"size": True}, "an integer >= 1"),  # a bool for an int
+    ({"size": True}, "an integer in [1, 100]"),  # a bool for an int
     ({"randomize_actions": 2}, "true or false"),  # an int other than 0 or 1 for a bool
-    ({"size": 2.0}, "an integer >= 1"),  # a float for an int: not rounded into one
+    ({"size": 2.0}, "an integer in [1, 100]"),  # a float for an int: not rounded into one
 ])
 def test_other_types_are_still_refused_in_one_line(kwargs, accepted):
     with pytest.raises(GameError) as info:

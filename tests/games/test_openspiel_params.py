@@ -14,12 +14,14 @@ import games
     ("spec", "kwargs", "message"),
     [
         # each of these aborts, segfaults or hangs inside OpenSpiel when a state is built
-        ("openspiel/goofspiel", {"num_cards": -2}, r"num_cards=-2; accepted: an integer >= 1"),
-        ("openspiel/goofspiel(num_cards=-2)", {}, r"num_cards=-2; accepted: an integer >= 1"),
+        ("openspiel/goofspiel", {"num_cards": -2},
+         r"num_cards=-2; accepted: an integer in \[1, 130\]"),
+        ("openspiel/goofspiel(num_cards=-2)", {},
+         r"num_cards=-2; accepted: an integer in \[1, 130\]"),
         ("openspiel/goofspiel", {"players": 0}, r"players=0; accepted: an integer in \[2, 10\]"),
         ("openspiel/go_fish", {"players": 0}, r"players=0; accepted: an integer in \[2, 10\]"),
-        ("openspiel/connect_four", {"rows": 0}, r"rows=0; accepted: an integer >= 1"),
-        ("openspiel/blotto", {"coins": 0}, r"coins=0; accepted: an integer >= 1"),
+        ("openspiel/connect_four", {"rows": 0}, r"rows=0; accepted: an integer in \[1, 100\]"),
+        ("openspiel/blotto", {"coins": 0}, r"coins=0; accepted: an integer in \[1, 20\]"),
         ("openspiel/kuhn_poker", {"players": 11}, r"players=11; accepted: an integer in \[2, 10\]"),
         ("openspiel/goofspiel", {"num_turns": -2}, r"-1 \(automatic\) or an integer >= 1"),
         ("openspiel/spades", {"win_or_loss_bonus": -2}, r"win_or_loss_bonus=-2; .*>= 0"),
@@ -42,9 +44,10 @@ def test_values_openspiel_accepts_but_cannot_play_fail_at_make_time():
 def test_wrong_types_name_the_parameter():
     # the kind the parameter takes, not the game's parameter names (walk32 L2)
     with pytest.raises(games.GameError, match=r"^bad parameter for openspiel/goofspiel: "
-                       r"num_cards='4'; accepted: an integer >= 1$"):
+                       r"num_cards='4'; accepted: an integer in \[1, 130\]$"):
         games.make("openspiel/goofspiel", num_cards="4")
-    with pytest.raises(games.GameError, match=r"num_cards=\[4\]; accepted: an integer >= 1$"):
+    with pytest.raises(games.GameError, match=r"num_cards=\[4\]; accepted: an integer in "
+                       r"\[1, 130\]$"):
         games.make("openspiel/goofspiel", num_cards=[4])
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 import games
+from games.limits import HINT
 from tests.games.crafted_snapshots import eval_refusal, refused
 
 # a hang guard, not a speed claim: each of these refusals comes before anything is built
@@ -25,7 +26,7 @@ BIG = 1000000000
 
 def _line(game: str, arg: str, value: object, low: int, high: int) -> str:
     return (f"bad parameter for openspiel/{game}: {arg}={value} is too large; accepted: an "
-            f"integer in [{low}, {high}]")
+            f"integer in [{low}, {high}] ({HINT})")  # the switch that lifts it (bounds36)
 
 
 CASES = [

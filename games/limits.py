@@ -1,0 +1,40 @@
+"""The switch that lifts the games' upper size limits, for a researcher who needs a bigger game.
+
+The upper limits on counts and sizes (an OpenSpiel game's ``num_cards``, a VMAS or MPE
+scenario's agents and entities) stop a game name read from a file (a snapshot, a league
+database) from hanging ``games.make`` or allocating far beyond the file. They are lifted only
+by the environment of the process that builds the game, ``SELFPLAY_GAME_LIMITS=off``, read
+each time a game is checked: never from a snapshot, a config or a database, so a crafted file
+cannot lift them. Lower limits and kinds are checked all the same (below them a game crashes
+or hangs whatever its size), as are limits the game's own code cannot go past (universal
+poker's four rounds).
+"""
+
+from __future__ import annotations
+
+import os
+
+ENV = "SELFPLAY_GAME_LIMITS"
+HINT = f"{ENV}=off in the environment lifts this limit"
+"""The words a refusal for a size above its limit ends with, in parentheses."""
+
+
+def lifted() -> bool:
+    """Whether the upper size limits are off in this process (``SELFPLAY_GAME_LIMITS=off``)."""
+    return os.environ.get(ENV, "").strip().lower() == "off"
+
+
+def integer_range(low: int, high: int | None) -> str:
+    """What a count accepts: ``an integer in [low, high]``, or ``an integer >= low`` where it
+    has no upper limit (``high`` None, or the limits lifted)."""
+    if high is None or lifted():
+        return f"an integer >= {low}"
+    return f"an integer in [{low}, {high}]"
+
+
+def too_large(where: str, name: str, value: object, low: int, high: int) -> str:
+    """The refusal of ``name=value`` above its limit ``high``, naming the switch that lifts
+    it: ``vmas/simple_spread: n_agents=1000 is too large; accepted: an integer in [1, 256]
+    (SELFPLAY_GAME_LIMITS=off ...)``."""
+    return (f"{where}: {name}={value!r} is too large; accepted: an integer in [{low}, {high}] "
+            f"({HINT})")
