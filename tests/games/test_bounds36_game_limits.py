@@ -87,6 +87,19 @@ def test_a_limit_of_the_games_own_code_is_not_lifted(monkeypatch):
                                "too large; accepted: an integer in [1, 4]")
 
 
+def test_a_config_cannot_lift_the_limits(tmp_path):
+    """Only the environment of the process lifts them: Hydra's ``hydra.job.env_set`` (which
+    a config file could hold) does not."""
+    args = [sys.executable, "-m", "populations.cli", "game=kuhn",
+            "game.name=openspiel/goofspiel", "+game.kwargs.num_cards=131",
+            f"+hydra.job.env_set.{ENV}=off", "hydra.run.dir=runs/r1"]
+    res = subprocs.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    assert res.stderr.strip().splitlines() == [
+        "selfplay-train: bad parameter for openspiel/goofspiel: num_cards=131 is too large; "
+        f"accepted: an integer in [1, 130] ({HINT})"]
+
+
 @pytest.mark.parametrize("value", ["", "on", "0"])
 def test_other_values_of_the_switch_keep_the_limits(monkeypatch, value):
     monkeypatch.setenv(ENV, value)
