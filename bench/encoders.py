@@ -32,6 +32,9 @@ from pathlib import Path
 
 # bench/games.py is named like the package: keep bench/ off the import path.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for bench._args
+
+from bench._args import at_least  # noqa: E402
 
 SPREAD = "pettingzoo/mpe2.simple_spread_v3"
 FAST = {"rollout_steps": 25, "epochs": 10, "minibatches": 4}
@@ -90,10 +93,10 @@ def run(tree: Path, name: str) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", nargs="+", default=["spread_mlp", "spread_gnn", "spread_mlp_gru"],
                     choices=list(RUNS))
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=at_least(1), default=3)
     ap.add_argument("--base", type=Path, help="another checkout, run side by side")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()

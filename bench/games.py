@@ -19,11 +19,13 @@ from pathlib import Path
 
 # This file is named like the package it measures: keep bench/ off the import path.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for bench._args
 
 import numpy as np  # noqa: E402
 from mpe2 import simple_spread_v3  # noqa: E402
 
 import games  # noqa: E402
+from bench._args import at_least  # noqa: E402
 
 N_AGENTS = 3
 
@@ -69,9 +71,10 @@ def vector_loop(steps: int, num_envs: int, rng: np.random.Generator) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20000, help="joint steps per measurement")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=at_least(1), default=20000,
+                        help="joint steps per measurement")
+    parser.add_argument("--repeats", type=at_least(1), default=3)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     runs: dict[str, list[float]] = {}

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import games  # noqa: E402
+from bench._args import at_least  # noqa: E402
 from marl.actor_critic import NetConfig  # noqa: E402
 from marl.mappo import MAPPO, MAPPOConfig  # noqa: E402
 from populations.league import League, LeagueConfig  # noqa: E402
@@ -72,11 +73,11 @@ def run(cfg: LeagueConfig, run_dir: Path, members: int) -> tuple[dict, list]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--members", type=int, default=4)
-    p.add_argument("--actors", type=int, default=2)
-    p.add_argument("--frames", type=int, default=8000)
-    p.add_argument("--generations", type=int, default=3)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--members", type=at_least(1), default=4)
+    p.add_argument("--actors", type=at_least(1), default=2)
+    p.add_argument("--frames", type=at_least(1), default=8000)
+    p.add_argument("--generations", type=at_least(1), default=3)
     args = p.parse_args()
     torch.set_num_threads(1)  # before any torch work, as selfplay-train (learner_actors)
     logging.basicConfig(level=logging.WARNING)

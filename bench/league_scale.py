@@ -61,6 +61,7 @@ import numpy as np  # noqa: E402
 from starlette.responses import JSONResponse  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
+from bench._args import at_least  # noqa: E402
 from populations import crossplay as cp  # noqa: E402
 from populations.dashboard import create_app, queries  # noqa: E402
 from populations.dashboard.data import finite  # noqa: E402
@@ -299,14 +300,14 @@ def commit() -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--leagues", type=parse_leagues, default=parse_leagues("64,135,290:2"),
                    help="N or N:K (eval_window K), comma-separated (default 64,135,290:2)")
-    p.add_argument("--eval-episodes", type=int, default=LeagueConfig.eval_episodes,
+    p.add_argument("--eval-episodes", type=at_least(1), default=LeagueConfig.eval_episodes,
                    help="role-swapped episode pairs per evaluated pair (the league's default)")
-    p.add_argument("--repeats", type=int, default=3,
+    p.add_argument("--repeats", type=at_least(1), default=3,
                    help="generations timed (standings) and reads (win_rates), medians")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=at_least(0), default=0)
     args = p.parse_args()
     if args.eval_episodes < 1 or args.repeats < 1:
         p.error(f"--eval-episodes {args.eval_episodes}, --repeats {args.repeats}: expected "

@@ -26,11 +26,13 @@ from pathlib import Path
 
 # bench/games.py is named like the package: keep bench/ off the import path.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for bench._args
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import games  # noqa: E402
+from bench._args import at_least  # noqa: E402
 from marl.actor_critic import NetConfig  # noqa: E402
 from marl.maddpg import MADDPG, MADDPGConfig  # noqa: E402
 from marl.mappo import MAPPO, MAPPOConfig, ippo_config  # noqa: E402
@@ -134,10 +136,12 @@ def run(name: str, seed: int, episodes: int, checks: list[int]) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("tests", nargs="+", choices=sorted(TESTS))
-    p.add_argument("--seeds", type=int, nargs="+", default=[3, 4, 5, 6, 7])
-    p.add_argument("--episodes", type=int, default=64, help="per evaluation (the mpe2 benchmarks: "
-                   "64; mappo-mlp and the VMAS tests: 256)")
-    p.add_argument("--checks", type=int, nargs="*", default=[], help="more frames to evaluate at")
+    p.add_argument("--seeds", type=at_least(0), nargs="+", default=[3, 4, 5, 6, 7])
+    p.add_argument("--episodes", type=at_least(1), default=64,
+                   help="per evaluation (the mpe2 benchmarks: 64; mappo-mlp and the VMAS tests: "
+                   "256)")
+    p.add_argument("--checks", type=at_least(1), nargs="*", default=[],
+                   help="more frames to evaluate at")
     args = p.parse_args()
     torch.set_num_threads(1)
     for name in args.tests:

@@ -21,16 +21,18 @@ from pathlib import Path
 
 # bench/games.py is named like the games package: keep bench/ off the import path.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for bench._args
 
+from bench._args import at_least  # noqa: E402
 from llm_agents.real_models import RealModelMissing  # noqa: E402
 from populations.real_models import smollm2_kuhn_run  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--iterations", type=int, default=12)
-    ap.add_argument("--episodes", type=int, default=64)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--iterations", type=at_least(1), default=12)
+    ap.add_argument("--episodes", type=at_least(1), default=64)
+    ap.add_argument("--seed", type=at_least(0), default=0)
     ap.add_argument("--cache-dir", default=None, help="converted models (~/.cache/selfplay)")
     ap.add_argument("--out", default=None, help="also write the figures here as JSON")
     args = ap.parse_args()

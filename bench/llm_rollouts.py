@@ -23,9 +23,11 @@ from pathlib import Path
 
 # bench/games.py is named like the games package: keep bench/ off the import path.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for bench._args
 
 import torch  # noqa: E402
 
+from bench._args import at_least  # noqa: E402
 from llm_agents import (  # noqa: E402
     ActionConfig,
     EpisodeJob,
@@ -55,17 +57,17 @@ def measure(team: Team, action: ActionConfig, n: int, in_flight: int) -> dict[st
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--games", type=int, default=64)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--max-new-tokens", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=1)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--games", type=at_least(1), default=64)
+    ap.add_argument("--repeats", type=at_least(1), default=3)
+    ap.add_argument("--max-new-tokens", type=at_least(1), default=32)
+    ap.add_argument("--threads", type=at_least(1), default=1)
     ap.add_argument("--device", default="cpu", help="cpu | cuda[:i]: where the model runs")
-    ap.add_argument("--n-layer", type=int, default=TinyModelConfig.n_layer)
-    ap.add_argument("--n-embd", type=int, default=TinyModelConfig.n_embd)
+    ap.add_argument("--n-layer", type=at_least(1), default=TinyModelConfig.n_layer)
+    ap.add_argument("--n-embd", type=at_least(1), default=TinyModelConfig.n_embd)
     args = ap.parse_args()
     if args.device.startswith("cuda") and not torch.cuda.is_available():
-        sys.exit(f"bench/llm_rollouts.py: --device {args.device} needs CUDA; none is available")
+        ap.exit(2, f"--device {args.device}: no CUDA device here (torch {torch.__version__})\n")
     torch.set_num_threads(args.threads)
     texts = [PromptConfig().static_text()]
     for name, kw in GAMES:

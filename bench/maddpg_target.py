@@ -19,10 +19,12 @@ from pathlib import Path
 
 # bench/games.py is named like the package: keep bench/ off the import path.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for bench._args
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from bench._args import at_least  # noqa: E402
 from games import VectorGame  # noqa: E402
 from marl.maddpg import MADDPG, MADDPGConfig  # noqa: E402
 from marl.train import RandomPolicy, evaluate, train  # noqa: E402
@@ -50,9 +52,9 @@ def run(game: str, mode: str, frames: int, seed: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--frames", type=int, default=16_000)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--frames", type=at_least(1), default=16_000)
+    ap.add_argument("--seeds", type=at_least(0), nargs="+", default=[0, 1, 2])
     ap.add_argument("--games", nargs="+", default=list(GAMES), choices=list(GAMES))
     args = ap.parse_args()
     torch.set_num_threads(1)

@@ -23,11 +23,13 @@ from pathlib import Path
 
 # bench/games.py is named like the package: keep bench/ off the import path.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for bench._args
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import games  # noqa: E402
+from bench._args import at_least  # noqa: E402
 from marl.mappo import MAPPO, MAPPOConfig  # noqa: E402
 from marl.train import train  # noqa: E402
 
@@ -69,10 +71,10 @@ def run_benchmarl(frames: int, seed: int) -> dict | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=120_000)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--num-envs", type=int, default=32)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--frames", type=at_least(1), default=120_000)
+    parser.add_argument("--seeds", type=at_least(0), nargs="+", default=[0, 1, 2])
+    parser.add_argument("--num-envs", type=at_least(1), default=32)
     parser.add_argument("--no-peer", action="store_true", help="skip BenchMARL")
     args = parser.parse_args()
     torch.set_num_threads(1)  # small networks: one thread is fastest and fairest

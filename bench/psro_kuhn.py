@@ -36,9 +36,11 @@ from pathlib import Path
 
 # bench/games.py would shadow the games package: keep bench/ off the import path.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for bench._args
 
 import numpy as np  # noqa: E402
 
+from bench._args import at_least  # noqa: E402
 from populations.meta_solvers import available_meta_solvers  # noqa: E402
 from populations.psro import PSRO, RESPONSE_TARGETS, ExactBestResponse, PSROConfig  # noqa: E402
 
@@ -89,6 +91,19 @@ runpy.run_path(script, run_name="__main__")
 def peer_python() -> Path | None:
     python = PEERS_ROOT / "os" / "bin" / "python"
     return python if python.exists() else None
+
+
+def peer_missing(no_peer: bool) -> str | None:
+    """Why OpenSpiel will not run (the tables say it instead of showing empty columns), or
+    None when it will."""
+    if no_peer:
+        return "--no-peer given"
+    if peer_python() is None:
+        return (f"no peer environment: {PEERS_ROOT / 'os' / 'bin' / 'python'} is missing "
+                f"(bash {PEERS / 'setup.sh'} makes it)")
+    if not (PEERS / "openspiel_psro.py").exists():
+        return f"no peer scripts: {PEERS / 'openspiel_psro.py'} is missing (PEERS_DIR)"
+    return None
 
 
 # Prepended to the peer's script with ``cpu=True``: the script times with time.time(), which
@@ -174,16 +189,22 @@ def _secs(v: float | None) -> str:
 
 
 def report_like_with_like(game: str, ours: dict, exact: dict | None,
-                          sampled: tuple[dict, dict] | None, cfr: dict | None) -> None:
-    """Exact against exact, sampled against sampled, and time to a NashConv against CFR+."""
+                          sampled: tuple[dict, dict] | None, cfr: dict | None,
+                          missing: str = "the peer run failed (its output is above)") -> None:
+    """Exact against exact, sampled against sampled, and time to a NashConv against CFR+;
+    ``missing``: why, where OpenSpiel has no figures."""
     print(f"\n### {game}: like with like\n")
-    print("| payoffs | iterations | s in PSRO iterations, ours | OpenSpiel psro_v2 | ratio "
-          "(OpenSpiel / ours) | final NashConv ours | OpenSpiel |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
     pairs = [("exact", ours, exact)] + ([("sampled", *sampled)] if sampled else [])
+    pairs = [(name, mine, theirs) for name, mine, theirs in pairs if theirs is not None]
+    if not pairs:
+        print(f"OpenSpiel's psro_v2 not run: {missing}")
+        if cfr is None:
+            return
+    else:
+        print("| payoffs | iterations | s in PSRO iterations, ours | OpenSpiel psro_v2 | ratio "
+              "(OpenSpiel / ours) | final NashConv ours | OpenSpiel |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
     for name, mine, theirs in pairs:
-        if theirs is None:
-            continue
         n = min(len(mine["iter_s"]), len(theirs["iter_s"]))
         a, b = sum(mine["iter_s"][:n]), sum(theirs["iter_s"][:n])
         print(f"| {name} | {n} | {a:.3f} | {b:.3f} | {b / max(a, 1e-9):.2f}x "
@@ -217,11 +238,14 @@ def worse_than_peer(ours: list[float], peer: dict) -> list[int]:
     return [i + 1 for i in range(n) if ours[i] > peer["nash_conv"][i] + 1e-5]
 
 
-def report(game: str, ours: dict, peer: dict | None, config: str) -> None:
+def report(game: str, ours: dict, peer: dict | None, config: str,
+           missing: str = "the peer run failed (its output is above)") -> None:
+    """NashConv and seconds per iteration at the checkpoints, ours beside ``peer``'s
+    (``missing``: why there is no peer)."""
     iters = len(ours["nash_conv"])
     print(
         f"\n### {game}: {iters} iterations, ours {config} (peer: "
-        f"{len(peer['nash_conv']) if peer else 'not run'})\n"
+        f"{len(peer['nash_conv']) if peer else f'not run: {missing}'})\n"
     )
     print(
         "| iteration | NashConv ours | NashConv OpenSpiel | s/iter ours | s/iter OpenSpiel "
@@ -285,12 +309,12 @@ def report_variants(game: str, variants: dict[str, dict], peer: dict | None) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", nargs="+", default=["kuhn_poker", "leduc_poker"])
-    parser.add_argument("--iters", type=int, default=30)
+    parser.add_argument("--iters", type=at_least(1), default=30)
     parser.add_argument(
         "--peer-iters",
-        type=int,
+        type=at_least(1),
         default=None,
         help="iterations on the peer side (default: --iters)",
     )
@@ -307,7 +331,7 @@ def main() -> None:
     parser.add_argument(
         "--peer-meta", default="nash", help="OpenSpiel's meta-solver (nash | uniform | prd)"
     )
-    parser.add_argument("--sims", type=int, default=1000, help="peer: episodes per entry")
+    parser.add_argument("--sims", type=at_least(1), default=1000, help="peer: episodes per entry")
     parser.add_argument("--no-peer", action="store_true")
     parser.add_argument("--peer-payoffs", nargs="+", default=["exact", "sampled"],
                         choices=["exact", "sampled"],
@@ -315,7 +339,7 @@ def main() -> None:
     parser.add_argument("--sampled", action="store_true",
                         help="also run ours with sampled payoffs (--sims episodes per entry, "
                         "meta nash:meta as OpenSpiel) against OpenSpiel's sampled run")
-    parser.add_argument("--cfr-iters", type=int, default=1000,
+    parser.add_argument("--cfr-iters", type=at_least(0), default=1000,
                         help="OpenSpiel C++ CFR+ iterations (0: skip)")
     parser.add_argument(
         "--variants",
@@ -325,15 +349,21 @@ def main() -> None:
         help="also run these configurations of ours (NashConv table)",
     )
     args = parser.parse_args()
+    missing = peer_missing(args.no_peer)
+    failed = "the peer run failed (its output is above)"
+    why_sampled = missing or ("--peer-payoffs exact" if "sampled" not in args.peer_payoffs
+                              else failed)
+    why_like = missing or ("--peer-payoffs sampled without --sampled"
+                           if "exact" not in args.peer_payoffs and not args.sampled else failed)
     for game in args.games:
         ours = run_ours(game, args.iters, args.meta, args.target)
         n_peer = args.peer_iters or args.iters
-        run = (not args.no_peer)
+        run = missing is None
         peer = (run_peer(game, n_peer, args.peer_meta, args.sims)
                 if run and "sampled" in args.peer_payoffs else None)
         exact = (run_peer(game, n_peer, args.peer_meta, args.sims, exact=True)
                  if run and "exact" in args.peer_payoffs else None)
-        report(game, ours, peer, f"{args.meta}:{args.target}")
+        report(game, ours, peer, f"{args.meta}:{args.target}", why_sampled)
         if exact:
             print("\nAgainst OpenSpiel with exact payoffs patched in:")
             report(game, ours, exact, f"{args.meta}:{args.target}")
@@ -342,7 +372,7 @@ def main() -> None:
             mine = run_ours(game, args.iters, "nash", "meta", "sampled", args.sims)
             sampled = (mine, peer)
         cfr = run_cfr_plus(game, args.cfr_iters) if run and args.cfr_iters > 0 else None
-        report_like_with_like(game, ours, exact, sampled, cfr)
+        report_like_with_like(game, ours, exact, sampled, cfr, why_like)
         if args.variants:
             runs = {v: run_ours(game, args.iters, *v.split(":", 1)) for v in args.variants}
             report_variants(game, runs, exact or peer)

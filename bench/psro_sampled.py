@@ -27,7 +27,9 @@ from pathlib import Path
 
 # bench/games.py would shadow the games package: keep bench/ off the import path.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for bench._args
 
+from bench._args import at_least  # noqa: E402
 from populations.payoffs import SampledPayoffs  # noqa: E402
 from populations.psro import PSRO, ExactBestResponse, PSROConfig  # noqa: E402
 
@@ -75,14 +77,14 @@ def run_ours(game: str, iters: int, sims: int, seed: int, played: bool = False) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", nargs="+", default=["kuhn_poker", "leduc_poker"])
-    parser.add_argument("--iters", type=int, default=30)
-    parser.add_argument("--sims", type=int, default=1000, help="episodes per payoff entry")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--iters", type=at_least(1), default=30)
+    parser.add_argument("--sims", type=at_least(1), default=1000, help="episodes per payoff entry")
+    parser.add_argument("--seeds", type=at_least(0), nargs="+", default=[1, 2, 3])
     parser.add_argument("--played", nargs="*", default=[],
                         help="games on which ours also plays every episode through VectorGame")
-    parser.add_argument("--played-iters", type=int, default=None,
+    parser.add_argument("--played-iters", type=at_least(1), default=None,
                         help="iterations of the played run (default --iters)")
     parser.add_argument("--no-peer", action="store_true")
     args = parser.parse_args()

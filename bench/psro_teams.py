@@ -20,9 +20,11 @@ from pathlib import Path
 
 # bench/games.py would shadow the games package: keep bench/ off the import path.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for bench._args
 
 import torch  # noqa: E402
 
+from bench._args import at_least  # noqa: E402
 from populations.psro import PSRO, PSROConfig, RLOracle, RLOracleConfig  # noqa: E402
 
 GAME = "vmas/simple_tag"
@@ -72,11 +74,11 @@ def run(players: str, solver: str, args: argparse.Namespace) -> list[dict[str, f
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--iters", type=int, default=3)
-    ap.add_argument("--frames", type=int, default=2000)
-    ap.add_argument("--episodes", type=int, default=32)
-    ap.add_argument("--max-steps", type=int, default=25)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--iters", type=at_least(1), default=3)
+    ap.add_argument("--frames", type=at_least(1), default=2000)
+    ap.add_argument("--episodes", type=at_least(1), default=32)
+    ap.add_argument("--max-steps", type=at_least(1), default=25)
+    ap.add_argument("--seed", type=at_least(0), default=0)
     args = ap.parse_args()
     torch.set_num_threads(1)
     seats = run("seats", "prd", args)

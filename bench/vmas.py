@@ -35,12 +35,14 @@ from pathlib import Path
 
 # bench/ holds files named like packages: keep it off the import path.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for bench._args
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import vmas  # noqa: E402
 
 import games  # noqa: E402
+from bench._args import at_least  # noqa: E402
 
 N_AGENTS, HORIZON, POOL = 3, 25, 16
 
@@ -124,19 +126,20 @@ def _sync(device: str) -> None:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", type=int, nargs="+", default=[1024, 8192])
-    p.add_argument("--steps", type=int, default=50, help="steps of every copy per measurement")
-    p.add_argument("--mpe-envs", type=int, default=64)
-    p.add_argument("--mpe-steps", type=int, default=50)
-    p.add_argument("--repeats", type=int, default=3)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", type=at_least(1), nargs="+", default=[1024, 8192])
+    p.add_argument("--steps", type=at_least(1), default=50,
+                   help="steps of every copy per measurement")
+    p.add_argument("--mpe-envs", type=at_least(1), default=64)
+    p.add_argument("--mpe-steps", type=at_least(1), default=50)
+    p.add_argument("--repeats", type=at_least(1), default=3)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--threads", type=int, default=1,
+    p.add_argument("--threads", type=at_least(1), default=1,
                    help="torch threads (0: torch's default; on a loaded 2-core machine two "
                         "threads contend and run ~10x slower than one)")
-    p.add_argument("--mappo-frames", type=int, default=0)
-    p.add_argument("--mappo-envs", type=int, default=32)
-    p.add_argument("--mappo-big-envs", type=int, default=1024)
+    p.add_argument("--mappo-frames", type=at_least(0), default=0)
+    p.add_argument("--mappo-envs", type=at_least(1), default=32)
+    p.add_argument("--mappo-big-envs", type=at_least(1), default=1024)
     args = p.parse_args()
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         p.exit(2, f"--device {args.device}: no CUDA device here (torch {torch.__version__})\n")

@@ -45,6 +45,7 @@ import torch  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
 import games  # noqa: E402
+from bench._args import at_least, seconds  # noqa: E402
 from marl.mappo import MAPPO, MAPPOConfig  # noqa: E402
 from marl.train import TrainResult, after_step  # noqa: E402
 
@@ -193,23 +194,21 @@ def largest(task: str, kwargs: dict, start: int, device: str, limit: float,
 
 def main() -> None:
     tasks = _tasks()
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda", help="cuda, cuda:1, cpu")
     p.add_argument("--task", default="navigation", choices=sorted(tasks))
-    p.add_argument("--copies", type=int, nargs="+", default=[4096, 8192, 16384, 32768])
-    p.add_argument("--updates", type=int, default=5, help="timed updates per B")
-    p.add_argument("--limit", type=float, default=60.0, help="seconds per B of the table")
-    p.add_argument("--search-limit", type=float, default=180.0,
+    p.add_argument("--copies", type=at_least(1), nargs="+", default=[4096, 8192, 16384, 32768])
+    p.add_argument("--updates", type=at_least(1), default=5, help="timed updates per B")
+    p.add_argument("--limit", type=seconds(), default=60.0, help="seconds per B of the table")
+    p.add_argument("--search-limit", type=seconds(zero_skips=True), default=180.0,
                    help="seconds for the largest-B search (0: skip it)")
-    p.add_argument("--max-copies", type=int, default=1 << 23, help="largest B to try")
-    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    p.add_argument("--max-copies", type=at_least(1), default=1 << 23, help="largest B to try")
+    p.add_argument("--threads", type=at_least(1), default=1, help="torch intra-op threads")
     args = p.parse_args()
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print(f"--device {args.device}: no CUDA device here (torch {torch.__version__})",
               file=sys.stderr)
         sys.exit(2)
-    if min(args.copies) < 1 or args.updates < 1:
-        p.error(f"--copies {args.copies} and --updates {args.updates} must be >= 1")
     torch.set_num_threads(args.threads)
     task, kwargs = f"vmas/{args.task}", tasks[args.task]
     name = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "cpu"

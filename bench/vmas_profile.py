@@ -12,23 +12,36 @@ import argparse
 import cProfile
 import importlib.util
 import pstats
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # for bench._args
+
+from bench._args import at_least  # noqa: E402
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--copies", type=int, default=4096)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--device", default="cuda", help="cuda (default: a GPU profile), cuda:1, cpu")
+    p.add_argument("--copies", type=at_least(1), default=4096)
     p.add_argument("--task", default="navigation")
-    p.add_argument("--top", type=int, default=25)
-    p.add_argument("--updates", type=int, default=1, help="updates profiled after the warm-up")
+    p.add_argument("--top", type=at_least(1), default=25)
+    p.add_argument("--updates", type=at_least(1), default=1,
+                   help="updates profiled after the warm-up")
     args = p.parse_args()
+    import torch
+
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        p.exit(2, f"--device {args.device}: no CUDA device here (torch {torch.__version__})\n")
     spec = importlib.util.spec_from_file_location("vmas_gpu", ROOT / "bench" / "vmas_gpu.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    task, kwargs = f"vmas/{args.task}", mod._tasks()[args.task]
+    tasks = mod._tasks()
+    if args.task not in tasks:
+        p.error(f"argument --task: invalid choice: {args.task!r} (choose from "
+                f"{', '.join(sorted(tasks))})")
+    task, kwargs = f"vmas/{args.task}", tasks[args.task]
     run = mod.Run(task, kwargs, args.copies, args.device)
     run.updates(1)  # warm-up
     prof = cProfile.Profile()
@@ -41,7 +54,6 @@ def main() -> None:
     stats.sort_stats("tottime").print_stats(args.top)
     stats.sort_stats("cumulative").print_stats(args.top)
     if args.device.startswith("cuda"):  # the kernels of 5 game steps (acting + VMAS)
-        import torch
         from torch.profiler import ProfilerActivity, profile
 
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as tp:

@@ -75,11 +75,13 @@ from pathlib import Path
 
 # bench/games.py is named like the package: keep bench/ off the import path.
 sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for bench._args
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import games  # noqa: E402
+from bench._args import at_least  # noqa: E402
 from marl.actor_critic import NetConfig  # noqa: E402
 from marl.mappo import MAPPO, MAPPOConfig  # noqa: E402
 from marl.train import train  # noqa: E402
@@ -226,18 +228,18 @@ def run_benchmarl(setting: str, seed: int, frames: int, copies: int,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=30_000)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--frames", type=at_least(1), default=30_000)
     parser.add_argument("--task", default="navigation", choices=sorted(TASKS),
                         help="VMAS scenario, with BenchMARL's task settings on both sides")
     parser.add_argument("--actions", default="discrete", choices=["discrete", "continuous"],
                         help="action kind on both sides (continuous: BenchMARL's default)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--seeds", type=at_least(0), nargs="+", default=[0, 1, 2])
     parser.add_argument("--settings", nargs="+", default=["defaults", "matched", "ours_big"],
                         choices=["defaults", "matched", "ours_big"])
-    parser.add_argument("--copies", type=int, default=128)
-    parser.add_argument("--big-copies", type=int, default=1024)
-    parser.add_argument("--big-frames", type=int, default=204_800,
+    parser.add_argument("--copies", type=at_least(1), default=128)
+    parser.add_argument("--big-copies", type=at_least(1), default=1024)
+    parser.add_argument("--big-frames", type=at_least(1), default=204_800,
                         help="ours_big's frames: 2 episodes of 100 steps per copy at least")
     parser.add_argument("--no-peer", action="store_true", help="skip BenchMARL")
     parser.add_argument("--json", type=Path, help="append every run's figures here")
@@ -280,8 +282,9 @@ def main() -> None:
                 name = f"selfplay {setting}" + (f" {variant}" if variant else "")
                 rows.setdefault(name, []).append(ours)
                 _report(f"{name} seed {seed}", ours, args.json)
-    print(f"\n{GAME}, {args.actions} actions: {args.frames} frames per run "
-          f"({args.big_frames} ours_big), seeds {args.seeds}")
+    big = f" ({args.big_frames} ours_big)" if "ours_big" in args.settings else ""
+    print(f"\n{GAME}, {args.actions} actions: {args.frames} frames per run{big}, "
+          f"seeds {args.seeds}")
     print("| run | frames/s | return first 10 % | return last 10 % | s to BenchMARL's final |")
     print("|---|---:|---:|---:|---:|")
     for name, rs in rows.items():
