@@ -76,6 +76,7 @@ REFUSED = [
     ("mappo_spread.py", ["--no-peer", "--frames", "0"], 1),
     ("advantages.py", ["--samples", "0"], 1),
     ("approx_exploit.py", ["--budgets", "0"], 1),
+    ("approx_exploit.py", ["--episodes", "1"], 2),  # ApproxConfig: eval_episodes >= 2
     ("encoders.py", ["--repeats", "0"], 1),
     ("gnn_vocab_startup.py", ["--runs", "0"], 1),
     ("league_ray.py", ["--members", "0"], 1),
