@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from games import limits
 from games.core import ActionSpace, AgentSpec, Game, GameError, GameSpec, Transition
 from games.registry import register
 
@@ -36,9 +37,8 @@ class MatrixGame(Game):
             raise GameError(f"payoff must be a non-empty 2-D matrix, got {self.payoff.shape}")
         if repeats < 1:
             raise GameError(f"repeats must be >= 1, got {repeats}")
-        if repeats > MAX_REPEATS:  # before anything is built
-            raise GameError(f"{name}: repeats={repeats!r} is too large; accepted: an integer in "
-                            f"[1, {MAX_REPEATS}]")
+        if repeats > MAX_REPEATS and not limits.lifted():  # before anything is built
+            raise GameError(limits.too_large(name, "repeats", repeats, 1, MAX_REPEATS))
         self.repeats = repeats
         ids = ("agent_0", "agent_1")
         n0, n1 = self.payoff.shape

@@ -12,6 +12,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
+# the size limits are part of what the suite checks: a shell that lifted them (games.limits)
+# must not lift them for the tests, nor for the CLI processes they start
+os.environ.pop("SELFPLAY_GAME_LIMITS", None)
 
 import torch  # noqa: E402
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from games import limits
 from games.core import ActionSpace, AgentSpec, Game, GameError, GameSpec, Transition
 
 TEAM = "team"
@@ -36,12 +37,15 @@ def check_at_most(game: str, **values: object) -> None:
     squared) allocates nothing. Values below ``low`` are each task's own check.
 
     Raises:
-        GameError: ``<game>: <name>=<value> is too large; accepted: an integer in [low, high]``.
+        GameError: ``<game>: <name>=<value> is too large; accepted: an integer in [low, high]
+            (SELFPLAY_GAME_LIMITS=off ...)``; that environment setting lifts the bounds
+            (:mod:`games.limits`).
     """
+    if limits.lifted():
+        return
     for name, (value, low, high) in values.items():
         if isinstance(value, int | float) and not isinstance(value, bool) and value > high:
-            raise GameError(f"{game}: {name}={value!r} is too large; accepted: an integer in "
-                            f"[{low}, {high}]")
+            raise GameError(limits.too_large(game, name, value, low, high))
 
 
 class ToolTask(Game):

@@ -31,9 +31,8 @@ BIG = 100000000
 
 
 def _line(game: str, arg: str, value: object, low: int, high: int) -> str:
-    # VMAS and MPE name the switch that lifts their limits (bounds36); the matrix games not
-    hint = "" if game.startswith("matrix/") else f" ({HINT})"
-    return f"{game}: {arg}={value} is too large; accepted: an integer in [{low}, {high}]{hint}"
+    # each names the switch that lifts the limits (bounds36)
+    return f"{game}: {arg}={value} is too large; accepted: an integer in [{low}, {high}] ({HINT})"
 
 
 CASES = [

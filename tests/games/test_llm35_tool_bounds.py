@@ -14,6 +14,7 @@ import sys
 import pytest
 
 import games
+from games.limits import HINT
 from games.tool.base import MAX_TURNS
 from games.tool.relay import MAX_VALUE
 from tests import subprocs
@@ -28,16 +29,16 @@ EVIL = "tool/relay(max_value=100000000,ops='+')"
 
 @pytest.mark.parametrize(("spec", "kwargs", "line"), [
     (EVIL, {}, "tool/relay: max_value=100000000 is too large; accepted: an integer in "
-               f"[1, {MAX_VALUE}]"),
+               f"[1, {MAX_VALUE}] ({HINT})"),
     ("tool/relay", {"max_value": MAX_VALUE + 1},
      f"tool/relay: max_value={MAX_VALUE + 1} is too large; accepted: an integer in "
-     f"[1, {MAX_VALUE}]"),
+     f"[1, {MAX_VALUE}] ({HINT})"),
     ("tool/relay", {"solver_turns": 10**9},
      f"tool/relay: solver_turns=1000000000 is too large; accepted: an integer in "
-     f"[2, {MAX_TURNS}]"),
+     f"[2, {MAX_TURNS}] ({HINT})"),
     ("tool/lookup", {"max_turns": 10**9},
      f"tool/lookup: max_turns=1000000000 is too large; accepted: an integer in "
-     f"[5, {MAX_TURNS}]"),
+     f"[5, {MAX_TURNS}] ({HINT})"),
 ])
 def test_a_size_above_its_bound_is_refused_before_anything_is_built(spec, kwargs, line):
     with pytest.raises(games.GameError) as info:
@@ -60,7 +61,7 @@ def test_selfplay_eval_refuses_a_snapshot_recording_a_too_large_relay(tmp_path, 
     name = f"tool/relay(max_value={MAX_VALUE + 1},ops='+')"  # builds, slowly, without a bound
     assert eval_refusal(tmp_path, capsys, spec, name) == refused(
         name, f"tool/relay: max_value={MAX_VALUE + 1} is too large; accepted: an integer in "
-              f"[1, {MAX_VALUE}]")
+              f"[1, {MAX_VALUE}] ({HINT})")
 
 
 def test_selfplay_train_refuses_in_one_line_before_the_run(tmp_path):
@@ -71,5 +72,5 @@ def test_selfplay_train_refuses_in_one_line_before_the_run(tmp_path):
     assert "Traceback" not in res.stderr
     assert res.stderr.strip().splitlines() == [
         f"selfplay-train: tool/relay: max_value=1000000 is too large; accepted: an integer "
-        f"in [1, {MAX_VALUE}]"]
+        f"in [1, {MAX_VALUE}] ({HINT})"]
     assert not (tmp_path / "runs").exists()
