@@ -29,6 +29,7 @@ from populations.run_folder_names import CHECKPOINT
 
 log = logging.getLogger(__name__)
 HASH_SUFFIX = ".sha256"
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def checkpoint_files(folder: str | Path) -> list[Path]:
@@ -124,14 +125,19 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     except OSError as err:
         raise CheckpointError(f"cannot read checkpoint {path}: {err.strerror}") from None
     try:  # a link to /dev/zero read until memory ran out
-        recorded = read_regular(_hash_file(path), "checkpoint hash", CheckpointError,
-                                max_bytes=4096).decode("utf-8", "replace").split()[0]
-    except (FileNotFoundError, IndexError):
-        recorded = None
-    if recorded is None:
-        log.warning("checkpoint %s has no %s file (older selfplay): loading it unverified",
-                    path, HASH_SUFFIX)
-    elif hashlib.sha256(data).hexdigest() != recorded:
+        text = read_regular(_hash_file(path), "checkpoint hash", CheckpointError,
+                            max_bytes=4096).decode("utf-8", "replace")
+    except FileNotFoundError:
+        text = None
+    recorded = None if text is None else (text.split() or [""])[0]
+    if recorded is None:  # the hash is written after the checkpoint (save_checkpoint)
+        log.warning("checkpoint %s has no %s file (from an older selfplay, or the process was "
+                    "killed between writing the checkpoint and its hash): loading it "
+                    "unverified", path, HASH_SUFFIX)
+    elif not _SHA256.fullmatch(recorded):  # not "differs": there is nothing to compare with
+        raise CheckpointError(f"checkpoint {path} cannot be checked: {_hash_file(path).name} "
+                              "is unreadable (it holds no SHA-256, 64 hex digits)")
+    elif hashlib.sha256(data).hexdigest() != recorded.lower():
         raise CheckpointError(f"checkpoint {path} is damaged: its SHA-256 differs from the one "
                               f"recorded in {_hash_file(path).name}")
     check_torch_zip(data, f"checkpoint {path}", CheckpointError)  # no inflating entries

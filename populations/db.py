@@ -100,7 +100,7 @@ def lock_budget_after(err: BaseException, path: str | Path) -> float:
     return QUIET_LOCK_TIMEOUT
 
 
-_BUSY, _LOCKED, _IOERR, _FULL = 5, 6, 10, 13  # SQLite's primary result codes
+_BUSY, _LOCKED, _READONLY, _IOERR, _FULL = 5, 6, 8, 10, 13  # SQLite's primary result codes
 
 
 def _writes(method: Any) -> Any:
@@ -333,6 +333,10 @@ class LeagueDB:
             return NoSpaceError(self.path, "league database ")
         if code == _IOERR:
             return LeagueDBError(f"cannot write league database {self.path}: {err}")
+        if code == _READONLY:  # the file (or its folder, its -wal/-shm files) is read-only
+            return LeagueDBError(
+                f"cannot write league database {self.path}: it is read-only ({err}); make the "
+                "file, its -wal and -shm files and its folder writable")
         return err
 
     @contextmanager

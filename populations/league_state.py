@@ -229,8 +229,15 @@ def check_snapshots(path: Path, state: LeagueState, names: Sequence[str],
                 f"checkpoint {path} is at generation {generation} but {db_path} has "
                 f"no snapshot v{missing} of {name!r}: the database and the checkpoints "
                 "are from different runs")
+    from populations.store import StoreError
+
     for s in published(store.snapshots(), progress or {}, last):
-        store.verify(s)
+        try:
+            store.verify(s)
+        except StoreError as err:  # what to do: the league plays its published snapshots
+            raise StoreError(f"{err}; the league plays it again: restore the run folder's "
+                             "snapshots from a copy, or start a new run in another folder"
+                             ) from None
 
 
 def load_members(path: Path, members: Sequence[Member], states: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ import csv
 import hashlib
 import io
 import itertools
+import locale
 import logging
 import os
 import re
@@ -197,6 +198,16 @@ def offline_last_step(wandb_dir: Path, run_id: str) -> int | None:
 LAST_STEP = "last_step"  # <run>/wandb/last_step: the last step given to wandb
 
 
+DAMAGED_CSV = "delete it to resume: a resume writes it again from the metrics league.db records"
+"""What a refusal of a damaged ``metrics.csv`` says to do (every resume backfills the file
+from the database's metric rows)."""
+
+
+def one_line_text(err: BaseException) -> str:
+    """``err``'s message on one line."""
+    return " ".join(str(err).split())
+
+
 class CSVLogger(MetricsLogger):
     """``<run>/metrics.csv`` in long form: step, key, value (one row per scalar).
 
@@ -285,17 +296,48 @@ class CSVLogger(MetricsLogger):
 
         atomic_write(self.files, repaired)
 
+    def _records(self) -> Iterator[tuple[int, list[str]]]:
+        """The file's ``(step, key, value)`` rows after its header, row by row (not the whole
+        file at once), each with its step read: ``(step, row)``. csv's reader, not
+        splitlines: a quoted key may hold a CR (a crafted member name).
+
+        Raises:
+            ValueError: one line naming the file and the line that is not text or has a
+                step that is not an integer (random bytes, an edited row).
+        """
+        encoding = locale.getpreferredencoding(False)  # what the file is written in (open)
+        seen = [0]  # lines read: a text file decodes ahead, by blocks, not by line
+
+        def lines(fh: BinaryIO) -> Iterator[str]:
+            for seen[0], raw in enumerate(fh, 1):
+                yield raw.decode(encoding)
+
+        with self.files.open("rb") as fh:
+            reader = csv.reader(lines(fh))
+            try:
+                for r in itertools.islice(reader, 1, None):
+                    if len(r) == 3:
+                        try:
+                            step = int(r[0])
+                        except ValueError:
+                            raise self._damaged(reader.line_num,
+                                                f"its step {r[0][:20]!r} is not an integer"
+                                                ) from None
+                        yield step, r
+            except (UnicodeDecodeError, csv.Error) as err:  # bytes that are not text
+                raise self._damaged(seen[0], one_line_text(err)) from None
+
+    def _damaged(self, line: int, why: str) -> ValueError:
+        return ValueError(f"metrics file {self.files} is damaged at line {line} ({why}); "
+                          f"{DAMAGED_CSV}")
+
     def _last_steps(self) -> dict[str, int]:
         """Each key's last step in the file, read row by row (not the whole file at once)."""
         cells: dict[str, int] = {}  # by the key's cell as written
         if self.files.is_file():
-            # csv's reader, not splitlines: a quoted key may hold a CR (a crafted member name)
-            with self.files.open(newline="") as fh:
-                for r in itertools.islice(csv.reader(fh), 1, None):
-                    if len(r) == 3:
-                        step = int(r[0])
-                        if step > cells.get(r[1], step - 1):
-                            cells[r[1]] = step
+            for step, r in self._records():
+                if step > cells.get(r[1], step - 1):
+                    cells[r[1]] = step
         last: dict[str, int] = {}
         for cell, step in cells.items():  # '=x and (an older file's) =x are one key
             key = csv_key(cell)
@@ -305,10 +347,9 @@ class CSVLogger(MetricsLogger):
     def _read_steps(self, floor: int) -> None:
         """Every key's steps from ``floor`` on, from the file (what is written is flushed)."""
         steps: dict[str, set[int]] = {}
-        with self.files.open(newline="") as fh:
-            for r in itertools.islice(csv.reader(fh), 1, None):
-                if len(r) == 3 and int(r[0]) >= floor:
-                    steps.setdefault(csv_key(r[1]), set()).add(int(r[0]))
+        for step, r in self._records():
+            if step >= floor:
+                steps.setdefault(csv_key(r[1]), set()).add(step)
         self._floor, self._steps = floor, steps
 
     def _add(self, rows: list[tuple[int, str, float]]) -> None:
@@ -361,12 +402,11 @@ class CSVLogger(MetricsLogger):
             text = io.TextIOWrapper(out, newline="")
             w = csv.writer(text)
             w.writerow(HEADER)
-            with self.files.open(newline="") as fh:
-                for r in itertools.islice(csv.reader(fh), 1, None):
-                    if len(r) == 3 and int(r[0]) <= step:
-                        key = csv_key(r[1])  # an older file's keys quoted too
-                        w.writerow([r[0], csv_cell(key), r[2]])
-                        last[key] = max(int(r[0]), last.get(key, int(r[0])))
+            for at, r in self._records():
+                if at <= step:
+                    key = csv_key(r[1])  # an older file's keys quoted too
+                    w.writerow([r[0], csv_cell(key), r[2]])
+                    last[key] = max(at, last.get(key, at))
             text.flush()
             text.detach()
 

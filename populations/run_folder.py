@@ -175,6 +175,12 @@ class RunLock:
                 return self
             self.run_dir.mkdir(parents=True, exist_ok=True)
             refuse_link(self.path, "run folder lock", RunFolderError)  # it is truncated
+            # a directory there said "Is a directory; choose a folder you can write"
+            if os.path.exists(self.path) and not os.path.isfile(self.path):
+                kind = "a directory" if os.path.isdir(self.path) else "not a regular file"
+                raise RunFolderError(
+                    f"the lock {self.path} of {self.what} {self.run_dir} is {kind}, not the "
+                    "file selfplay locks: remove it")
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             if fcntl is not None:
                 try:
@@ -589,7 +595,11 @@ def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: boo
         try:
             saved = json.loads(path.read_text())
         except (OSError, ValueError, RecursionError) as err:  # RecursionError: nested too deep
-            raise RunFolderError(f"cannot read {path}: {err}") from None
+            raise RunFolderError(f"cannot read {path}: {err}; {UNREAD_SETTINGS}") from None
+        if not isinstance(saved, dict):  # `[1, 2]`, `5`: flatten() raised AttributeError
+            raise RunFolderError(f"cannot read {path}: it holds {type(saved).__name__} "
+                                 f"{_shown_value(saved)}, not the run's settings (a JSON "
+                                 f"object); {UNREAD_SETTINGS}")
     diff = settings_diff(saved, current, may_change) if resume and saved is not None else []
     if diff and finished is not None and finished():
         raise RunFolderError(
@@ -597,8 +607,43 @@ def resume_settings(run_dir: str | Path, current: Mapping[str, Any], resume: boo
             f"({'; '.join(diff[:4])}); resume it with its own settings, or start a new folder")
     if saved is None and resume and checked_later and (run_dir / "league.db").is_file():
         return
-    if check_settings(str(run_dir), saved, current, may_change, override) or saved is None:
+    if saved is None:
         atomic_write(path, json.dumps(current, indent=1, sort_keys=True))
+    elif check_settings(str(run_dir), saved, current, may_change, override):
+        # overridden: recorded once the run starts (its checkpoint loaded), so a resume refused
+        # after this check (a checkpoint of another learner) leaves the run's own settings
+        when_started(run_dir, lambda: _accept_settings(run_dir, saved, current))
+
+
+UNREAD_SETTINGS = ("delete it to resume: the resume is then checked against the settings the "
+                   "run's league.db records")
+"""What a refusal of an unreadable ``settings.json`` says to do (``populations.cli``'s
+``recorded_run_settings`` and ``League`` check a folder without one against league.db)."""
+
+
+def _shown_value(value: Any) -> str:
+    """A value read from a file, in a message: its start, on one line."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _accept_settings(run_dir: Path, saved: Mapping[str, Any],
+                     current: Mapping[str, Any]) -> None:
+    """Record ``current``, the settings of a ``resume_override`` resume that started, in
+    ``<run>/settings.json``, and in ``league.db``'s ``runs.config`` of the run named
+    ``current["experiment"]`` where that held the replaced ``saved`` ones (a league records
+    its own settings there: ``League``)."""
+    atomic_write(run_dir / SETTINGS_NAME, json.dumps(current, indent=1, sort_keys=True))
+    db_path, name = run_dir / "league.db", current.get("experiment")
+    if not db_path.is_file() or not isinstance(name, str):
+        return
+    db = LeagueDB(db_path)
+    try:
+        run_id = db.run_id(name)
+        if run_id is not None and db.run_config(run_id) == json.loads(json.dumps(saved)):
+            db.set_run_config(run_id, json.loads(json.dumps(current)))
+    finally:
+        db.close()
 
 
 def _running_rows(db_path: Path) -> set[int]:
@@ -632,18 +677,17 @@ def open_run(run_dir: str | Path, settings: Mapping[str, Any], resume: bool,
              checked_later: bool = False) -> Iterator[Path]:
     """Hold ``run_dir``'s lock, check the resume's settings (:func:`resume_settings`), and on
     an error mark the folder's runs still ``running`` as ``failed`` with it (``interrupted``
-    after Ctrl-C). A command refused before its run started drops what :func:`when_started`
-    left for it (its start lines: said for a later command in this process, they would be
-    this one's)."""
+    after Ctrl-C). A command whose run did not start (refused, or finished already) drops what
+    :func:`when_started` left for it (its start lines and overridden settings: done for a
+    later command in this process, they would be this one's)."""
     run_dir = Path(run_dir)
     try:
         with _checked_run(run_dir, settings, resume, override, may_change, finished,
                           checked_later):
             yield run_dir
-    except BaseException:
+    finally:  # a run that never started (a finished one) records no overridden settings
         if not run_started(run_dir):
             _ON_START.pop(os.path.abspath(run_dir), None)
-        raise
 
 
 @contextmanager

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import sys
+import unicodedata
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -176,6 +177,7 @@ def hold_folder(folder: Path, key: str, what: str = "run folder", depth: int = 0
     path = os.path.abspath(folder)
     existed, locked_before = os.path.isdir(path), os.path.lexists(os.path.join(path, LOCK_NAME))
     if not existed:  # the lock makes the folder and those missing above it: this command's
+        refuse_control_characters(folder, key, what)
         _record_above(path)
     lock = RunLock(folder, what)
     try:
@@ -209,6 +211,20 @@ def hold_folder(folder: Path, key: str, what: str = "run folder", depth: int = 0
     held = _BEFORE.get(path)
     if held is not None and not locked_before:  # the lock file is this command's too
         _BEFORE[path] = held - {LOCK_NAME}
+
+
+def refuse_control_characters(folder: Path, key: str, what: str = "run folder") -> None:
+    """Refuse (:class:`CLIError`) to make a folder whose name holds a control character (ESC,
+    a newline): the commands printed for it (its resume command, the dashboard's) would hold
+    it raw, which a terminal runs instead of showing, and which shell quoting cannot make
+    pasteable. Its line shows the name escaped."""
+    name = str(folder)
+    bad = next((c for c in name if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        shown = name.encode("unicode_escape").decode("ascii")
+        raise CLIError(f"{what} name {shown} holds the control character {bad!r}, which the "
+                       "commands printed for the folder (its resume command) would hold raw: "
+                       f"choose a name without control characters with {key}=<folder>")
 
 
 def _refuse_sweep_overlap(folder: Path, key: str, what: str) -> None:

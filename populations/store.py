@@ -141,6 +141,26 @@ class PolicyStore:
         return self._cache[snapshot_id]
 
 
+def load_policy_file(path: str | Path) -> Policy:
+    """The policy in file ``path`` (a command line's policy file), checked first against the
+    SHA-256 its ``.json`` sidecar records when it has one (a run folder's snapshot): a file
+    garbled or swapped since it was published is refused as a resume refuses it, instead of
+    playing other weights. A file without a sidecar (``Policy.save``'s own) loads as it is.
+
+    Raises:
+        StoreError: one line naming the file whose bytes differ from its sidecar's hash.
+    """
+    want = _json_sha(str(path))
+    if want is not None and os.path.isfile(path):  # load_policy says a missing file itself
+        got = file_sha256(path)
+        if got != want:
+            raise StoreError(
+                f"snapshot file {path} is damaged or was replaced: its SHA-256 {got[:16]}... "
+                f"differs from the {want[:16]}... its {Path(path).with_suffix('.json').name} "
+                "recorded when it was published; restore it from a copy, or pass another file")
+    return load_policy(path)
+
+
 MAX_SIDECAR_BYTES = 1 << 20  # a sidecar is a few hundred bytes
 
 
