@@ -68,17 +68,21 @@ def main() -> None:
     args = ap.parse_args()
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         ap.exit(2, f"--device {args.device}: no CUDA device here (torch {torch.__version__})\n")
+    try:  # the model's and sampling's own bounds, before the corpus and tokenizer are built
+        model_config = TinyModelConfig(n_layer=args.n_layer, n_embd=args.n_embd)
+        sampling = SamplingConfig(max_new_tokens=args.max_new_tokens)
+    except ValueError as err:
+        ap.error(str(err))
     torch.set_num_threads(args.threads)
     texts = [PromptConfig().static_text()]
     for name, kw in GAMES:
         texts += game_corpus(name, episodes=100, **kw)
     tok = build_tokenizer(texts)
-    model = build_model(tok, TinyModelConfig(n_layer=args.n_layer, n_embd=args.n_embd))
+    model = build_model(tok, model_config)
     team = Team.shared(model.to(args.device), tok)
     params = sum(p.numel() for p in team.models["shared"].model.parameters())
     rows = []
     for mode in ("generate", "score"):
-        sampling = SamplingConfig(max_new_tokens=args.max_new_tokens)
         action = ActionConfig(mode=mode, sampling=sampling)
         runs: dict[str, list[dict[str, float]]] = {"one": [], "batched": []}
         for _ in range(args.repeats):

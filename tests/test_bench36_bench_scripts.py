@@ -100,6 +100,8 @@ PSRO_SMALL = ["--games", "kuhn_poker", "--iters", "1", "--cfr-iters", "0"]
 PSRO = [(["--no-peer"], {}, "--no-peer given"),
         ([], {"PEERS_ROOT": "/nonexistent/selfplay-peers"},
          "no peer environment: /nonexistent/selfplay-peers/os/bin/python is missing")]
+# a model size TinyModelConfig refuses: refused before the corpus and tokenizer are built
+LLM_WIDTH = ["--n-embd", "6"]
 VMAS_TRAIN = ["--settings", "defaults", "--frames", "1", "--no-peer", "--seeds", "0"]
 
 
@@ -109,6 +111,7 @@ def _cases() -> list[tuple[str, list[str], dict]]:
     cases += [(script, ["--device", "cuda"], {}) for script in NO_CUDA]
     cases += [("psro_kuhn.py", PSRO_SMALL + args, env) for args, env, _ in PSRO]
     cases += [("vmas_train.py", VMAS_TRAIN, {})]
+    cases += [("llm_rollouts.py", LLM_WIDTH, {})]
     return cases
 
 
@@ -182,3 +185,11 @@ def test_vmas_train_names_ours_big_frames_only_when_it_ran(results):
     assert "vmas/navigation, discrete actions: 1 frames per run, seeds [0]" in (
         res["stdout"].splitlines()), res["stdout"]
     assert "ours_big" not in res["stdout"], res["stdout"]
+
+
+def test_llm_rollouts_refuses_a_model_size_before_building_anything(results):
+    res = results[len(REFUSED) + len(HELP) + len(NO_CUDA) + len(PSRO) + 1]
+    assert res["code"] == 2, res
+    assert res["stderr"].splitlines()[-1] == (
+        "llm_rollouts.py: error: n_embd=6 is not a multiple of n_head=4; each head takes "
+        "n_embd / n_head of the width"), res
