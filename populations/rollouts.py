@@ -30,7 +30,7 @@ import torch
 
 import games
 from games import VecStep
-from marl.core import Learner, Policy, policy_bytes, policy_from_bytes
+from marl.core import Learner, Policy, derive_seed, policy_bytes, policy_from_bytes
 from marl.progress import tqdm
 from marl.train import RandomPolicy, TrainResult, after_step, learner_sides
 from populations.config_checks import check_rollout_copies
@@ -90,9 +90,12 @@ class RolloutWorker:
             self.env = None
         assert self.vg is not None
         policy = policy_from_bytes(data)
+        # sampling is seeded per (worker, round): a policy's own stream (MAPPO's generator,
+        # seeded alike by every load) reseeded, the global one on a forked RNG; the same
+        # rollouts in any process, and an in-process worker leaves the learner's stream alone.
+        # Without the reseed every worker drew the same numbers, in every round
+        policy.reseed(derive_seed(self.spec.seed, "rollout", self.index, self.round))
         seen, chosen, logps = [self.vs], [], []
-        # sampling is seeded per (worker, round), on a forked RNG: the same rollouts in any
-        # process, and an in-process worker leaves the learner's random stream alone
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.spec.seed * 1_000_003 + 7919 * self.index + self.round)
             for _ in range(steps):
@@ -175,13 +178,21 @@ class RolloutCollector:
 
 
 def stack_steps(steps: Sequence[VecStep]) -> VecStep:
-    """One VecStep whose copies are those of ``steps`` in order (same game, same views)."""
+    """One VecStep whose copies are those of ``steps`` in order (same game, same views).
+
+    An optional field that some steps leave ``None`` and others fill (``final_state``: a
+    worker none of whose copies ended an episode at this step has none) is filled with zeros
+    for the copies of the former, as one VectorGame fills the copies that did not end."""
+    sizes = [len(s.done) for s in steps]
+
     def cat(values: list[Any]) -> Any:
-        first = values[0]
+        first = next((v for v in values if v is not None), None)
         if first is None:
             return None
         if isinstance(first, np.ndarray):
-            return np.concatenate(values, 0)
+            return np.concatenate([v if v is not None else
+                                   np.zeros((n, *first.shape[1:]), first.dtype)
+                                   for v, n in zip(values, sizes, strict=True)], 0)
         if isinstance(first, list):
             return [x for v in values for x in v]
         if isinstance(first, dict):
