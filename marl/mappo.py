@@ -137,6 +137,9 @@ class _Buffer:
         self.legal = None if continuous else z(T, B, A, N, dt=torch.bool)
         self.critic = z(T, B, A, C) if C else None
         self.graph = z(T, B, *graph) if graph else None
+        # row 0 per seat: a copy's carried steps can come from different rows (turn order,
+        # a seat that sat out a step), each with its own graph
+        self.graph0 = z(B, A, *graph) if graph else None
         self.action = z(T, B, A, N) if continuous else z(T, B, A, dt=torch.long)
         self.logp, self.value = z(T, B, A), z(T, B, A)
         self.acting, self.reward = z(T, B, A, dt=torch.bool), z(T, B, A)
@@ -151,6 +154,17 @@ class _Buffer:
         return ["obs", "legal", "critic", "action", "logp", "value", "acting", "reward",
                 "end", "term", "final_value", "start", "h_actor", "h_critic"]
 
+    def graphs(self, flat: torch.Tensor) -> torch.Tensor:
+        """``[U, V, F]`` entity graphs of the steps at ``flat`` (row-major ``[T, B, A]``
+        positions): the copy's graph of the row, row 0's of the seat (carried steps)."""
+        T, B, A = self.value.shape
+        assert self.graph is not None and self.graph0 is not None
+        rows = self.graph.reshape(T * B, *self.graph.shape[2:]).index_select(0, flat // A)
+        first = flat < B * A
+        seat = self.graph0.reshape(B * A, *self.graph0.shape[2:]).index_select(
+            0, torch.where(first, flat, 0))
+        return torch.where(first[:, None, None], seat, rows)
+
     def carry(self) -> None:
         """Move each agent's unfinished last step to row 0 and clear the rest."""
         keep = self.last >= 0  # [B, A]
@@ -163,8 +177,9 @@ class _Buffer:
             if buf is not None:
                 buf[0] = buf[t, b_idx, a_idx]
                 buf[1:] = 0
-        if self.graph is not None:  # [T, B, V, F] per copy: a turn-based game keeps
-            self.graph[0] = self.graph[t[:, 0], torch.arange(B)]  # the first seat's graph
+        if self.graph is not None:  # [T, B, V, F] per copy; row 0's per seat in graph0
+            self.graph0 = self.graph[t, b_idx]  # [B, A, V, F]
+            self.graph[0] = self.graph[t.max(1).values, torch.arange(B, device=t.device)]
             self.graph[1:] = 0
         self.acting[0] &= keep
         self.last = torch.where(keep, 0, -1)

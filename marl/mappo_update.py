@@ -99,8 +99,7 @@ def _gather(L: MAPPO, g: int, flat: torch.Tensor, critic: bool = True) -> dict:
     if buf.critic is not None and critic:
         x["critic"] = rows(buf.critic)
     if buf.graph is not None:
-        T, B = buf.graph.shape[:2]
-        x["graph"] = buf.graph.reshape(T * B, *buf.graph.shape[2:]).index_select(0, flat // A)
+        x["graph"] = buf.graphs(flat)  # row 0: each carried step's own graph
         nodes = torch.tensor([L._node[ag] for ag in L.agents], device=L.device)
         x["ego"] = nodes[flat % A]
     return x
