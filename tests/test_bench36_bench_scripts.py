@@ -91,44 +91,48 @@ REFUSED = [
     ("vmas_profile.py", ["--device", "cpu", "--copies", "0"], 1),
     ("vmas_train.py", ["--big-frames", "0"], 1),
 ]
-# --help of the scripts whose description was cut mid-sentence (or missing)
-HELP = ["approx_exploit.py", "encoders.py", "league_scale.py", "psro_kuhn.py",
-        "psro_sampled.py", "vmas_gpu.py", "vmas_profile.py", "maddpg_target.py",
-        "mappo_spread.py"]
-NO_CUDA = ["vmas_profile.py", "llm_rollouts.py"]
+# --help of every script (startup.py is another's): 8 were cut mid-sentence, one had none
+HELP = sorted(p.name for p in BENCH.glob("*.py") if p.name not in ("startup.py", "_args.py"))
+# run only where there is no CUDA: on a GPU machine these would run the benchmarks
+NO_CUDA = [] if torch.cuda.is_available() else ["vmas_profile.py", "llm_rollouts.py"]
 PSRO_SMALL = ["--games", "kuhn_poker", "--iters", "1", "--cfr-iters", "0"]
-PSRO = [(["--no-peer"], {}, "--no-peer given"),
-        ([], {"PEERS_ROOT": "/nonexistent/selfplay-peers"},
-         "no peer environment: /nonexistent/selfplay-peers/os/bin/python is missing")]
-# a model size TinyModelConfig refuses: refused before the corpus and tokenizer are built
-LLM_WIDTH = ["--n-embd", "6"]
+PSRO = {"no-peer": (["--no-peer"], {}, "--no-peer given"),
+        "no-peer-env": ([], {"PEERS_ROOT": "/nonexistent/selfplay-peers"},
+                        "no peer environment: /nonexistent/selfplay-peers/os/bin/python is "
+                        "missing")}
 VMAS_TRAIN = ["--settings", "defaults", "--frames", "1", "--no-peer", "--seeds", "0"]
+# a width TinyModelConfig refuses: refused before the corpus and tokenizer are built
+LLM_WIDTH = ["--n-embd", "6"]
 
 
-def _cases() -> list[tuple[str, list[str], dict]]:
-    cases = [(script, args, {}) for script, args, _ in REFUSED]
-    cases += [(script, ["--help"], {}) for script in HELP]
-    cases += [(script, ["--device", "cuda"], {}) for script in NO_CUDA]
-    cases += [("psro_kuhn.py", PSRO_SMALL + args, env) for args, env, _ in PSRO]
-    cases += [("vmas_train.py", VMAS_TRAIN, {})]
-    cases += [("llm_rollouts.py", LLM_WIDTH, {})]
+def _cases() -> dict[str, tuple[str, list[str], dict]]:
+    """Case id -> (script, arguments, environment)."""
+    cases = {f"refused {i}": (script, args, {}) for i, (script, args, _) in enumerate(REFUSED)}
+    cases |= {f"help {script}": (script, ["--help"], {}) for script in HELP}
+    cases |= {f"cuda {script}": (script, ["--device", "cuda"], {}) for script in NO_CUDA}
+    cases |= {f"psro {k}": ("psro_kuhn.py", PSRO_SMALL + a, env) for k, (a, env, _) in PSRO.items()}
+    cases["vmas_train"] = ("vmas_train.py", VMAS_TRAIN, {})
+    cases["llm width"] = ("llm_rollouts.py", LLM_WIDTH, {})
     return cases
 
 
 @pytest.fixture(scope="module")
-def results() -> list[dict]:
-    proc = subprocs.run([sys.executable, "-c", CHILD, str(BENCH), "120", json.dumps(_cases())],
+def results() -> dict[str, dict]:
+    """Case id -> its exit code (or the exception it ended in), stdout and stderr."""
+    cases = _cases()
+    proc = subprocs.run([sys.executable, "-c", CHILD, str(BENCH), "120",
+                         json.dumps(list(cases.values()))],
                         capture_output=True, text=True, timeout=900)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS ")]
     assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(lines[-1].removeprefix("RESULTS "))
+    return dict(zip(cases, json.loads(lines[-1].removeprefix("RESULTS ")), strict=True))
 
 
 @pytest.mark.parametrize("i", range(len(REFUSED)),
                          ids=[f"{s} {' '.join(a)}" for s, a, _ in REFUSED])
 def test_a_size_it_cannot_run_is_refused_naming_the_flag(results, i):
     script, args, low = REFUSED[i]
-    res = results[i]
+    res = results[f"refused {i}"]
     assert res["code"] == 2, res
     assert res["stderr"].splitlines()[-1] == (
         f"{script}: error: argument {args[-2]}: {args[-1]}: expected an integer >= {low}"), res
@@ -139,27 +143,26 @@ def _first_paragraph(script: str) -> str:
     return " ".join(doc.split("\n\n")[0].split())
 
 
-@pytest.mark.parametrize("j", range(len(HELP)), ids=HELP)
-def test_help_gives_the_docstrings_first_paragraph_whole(results, j):
-    res = results[len(REFUSED) + j]
+@pytest.mark.parametrize("script", HELP)
+def test_help_gives_the_docstrings_first_paragraph_whole(results, script):
+    res = results[f"help {script}"]
     assert res["code"] == 0, res
     text = " ".join(res["stdout"].split())
-    paragraph = _first_paragraph(HELP[j])
+    paragraph = _first_paragraph(script)
     assert paragraph.endswith(".") and paragraph in text, (paragraph, text)
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
-@pytest.mark.parametrize("k", range(len(NO_CUDA)), ids=NO_CUDA)
-def test_device_cuda_without_cuda_is_one_line_exit_2(results, k):
-    res = results[len(REFUSED) + len(HELP) + k]
+@pytest.mark.skipif(not NO_CUDA, reason="this machine has a CUDA device")
+@pytest.mark.parametrize("script", NO_CUDA or ["-"])
+def test_device_cuda_without_cuda_is_one_line_exit_2(results, script):
+    res = results[f"cuda {script}"]
     assert res["code"] == 2, res
     assert res["stderr"] == f"--device cuda: no CUDA device here (torch {torch.__version__})\n"
 
 
-@pytest.mark.parametrize("m", range(len(PSRO)), ids=["no-peer", "no-peer-env"])
-def test_psro_kuhn_says_why_openspiel_did_not_run(results, m):
-    res = results[len(REFUSED) + len(HELP) + len(NO_CUDA) + m]
-    why = PSRO[m][2]
+@pytest.mark.parametrize("case", PSRO)
+def test_psro_kuhn_says_why_openspiel_did_not_run(results, case):
+    res, why = results[f"psro {case}"], PSRO[case][2]
     assert res["code"] == 0, res
     out = res["stdout"]
     assert f"(peer: not run: {why}" in out, out
@@ -180,7 +183,7 @@ def test_advantages_speed_up_keeps_two_significant_digits_below_10():
 
 
 def test_vmas_train_names_ours_big_frames_only_when_it_ran(results):
-    res = results[len(REFUSED) + len(HELP) + len(NO_CUDA) + len(PSRO)]
+    res = results["vmas_train"]
     assert res["code"] == 0, res
     assert "vmas/navigation, discrete actions: 1 frames per run, seeds [0]" in (
         res["stdout"].splitlines()), res["stdout"]
@@ -188,7 +191,7 @@ def test_vmas_train_names_ours_big_frames_only_when_it_ran(results):
 
 
 def test_llm_rollouts_refuses_a_model_size_before_building_anything(results):
-    res = results[len(REFUSED) + len(HELP) + len(NO_CUDA) + len(PSRO) + 1]
+    res = results["llm width"]
     assert res["code"] == 2, res
     assert res["stderr"].splitlines()[-1] == (
         "llm_rollouts.py: error: n_embd=6 is not a multiple of n_head=4; each head takes "
