@@ -28,6 +28,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from games.registry import registered
 
@@ -188,8 +189,38 @@ HEADINGS = {
 }
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse with its usage errors in one line, exit 2, as the other CLIs'
+    (``populations.cli_common.OneLineParser``: ``games`` imports nothing of ``populations``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
+def import_refusal(module: str) -> str | None:
+    """Why ``--import module`` cannot be imported, in one line (None: imported), with the
+    words of ``selfplay-eval``'s and ``python -m populations.league``'s check: an empty name
+    (an unset shell variable) and a path ended in a 14-line traceback (``Empty module
+    name``, a relative import)."""
+    cwd = Path.cwd()
+    if not module.strip():
+        return (f"--import: {module!r} is empty (an unset shell variable?); give a module name "
+                f"importable from {cwd}")
+    if "/" in module or "\\" in module or module.startswith(".") or module.endswith(".py"):
+        return (f"--import: {module!r} is a path; give a module name importable from {cwd} "
+                "(mypkg.games for mypkg/games.py)")
+    if str(cwd) not in sys.path and "" not in sys.path:
+        sys.path.insert(0, str(cwd))
+    try:
+        importlib.import_module(module)
+    except Exception as err:  # noqa: BLE001 - the user's module: any error, one line
+        why = " ".join(str(err).split()) or type(err).__name__
+        return f"--import: cannot import {module!r} from {cwd}: {type(err).__name__}: {why}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="python -m games", description="List the game names games.make and "
         "selfplay-train game.name= take, by family (nothing is built).")
     parser.add_argument("family", nargs="*", metavar="FAMILY",
@@ -203,10 +234,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"python -m games: unknown family {unknown[0]!r}; choose from "
                        f"{list(FAMILIES)}\n")
     for module in args.imports:
-        try:
-            importlib.import_module(module)
-        except ImportError as err:
-            parser.exit(2, f"python -m games: --import {module}: {err}\n")
+        refusal = import_refusal(module)
+        if refusal:
+            parser.exit(2, f"{parser.prog}: {refusal}\n")
     for family, names in catalogue(args.family or FAMILIES).items():
         if isinstance(names, str):
             print(f"{HEADINGS[family]}: {names}")
