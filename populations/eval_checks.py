@@ -123,11 +123,11 @@ def _refuse_run_folders(paths: Sequence[str]) -> None:
 
 
 def _check_eval_values(args: argparse.Namespace, spec: Any = None) -> None:
-    """The refusals that need only the command line, with the words of the checks
-    :mod:`populations.eval_cli` makes after the files load, in their order, before torch and
-    the policy files load: such a refusal cost 2.1-2.9 s CPU, now 0.4-0.6 s. A file that
-    exists may still fail to load: that error came first and now comes after these (a command
-    line with both)."""
+    """The refusals that need only the command line and the files' names (the numbers are
+    checked before, in :mod:`populations.eval_cli`), with the words of the checks made after
+    the files load, in their order, before torch and the policy files load: such a refusal
+    cost 2.1-2.9 s CPU, now 0.4-0.6 s. A file that exists may still fail to load: that error
+    came first and now comes after these (a command line with both)."""
     for path in map(Path, args.policies):
         if path.is_dir():  # load_policy says which files it holds: eval_cli checks then
             return
@@ -135,8 +135,6 @@ def _check_eval_values(args: argparse.Namespace, spec: Any = None) -> None:
             from marl.fileio import not_a_file
 
             raise CLIError(not_a_file(path, "policy").replace(str(path), escaped(str(path))))
-    if not 1 <= args.episodes <= MAX_EPISODES:  # 10**14 played until it was killed
-        raise CLIError(f"--episodes {args.episodes}: expected {EPISODES_RANGE}")
     if len(args.policies) < 2 and spec is not None and len(spec.teams) != 1:  # else alone
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")
@@ -204,7 +202,8 @@ def _check_exploit_values(args: argparse.Namespace) -> None:
     (``config_checks.STEPPED_ALGOS``) while nothing registered another (``--import``, a
     plugin: the registry loaded), and a budget past its bound (``config_checks.EXPLOIT_SIZES``,
     as ``population.exploit.*``: ``--exploit-frames 100000000000000000000`` was refused only
-    after torch and the policy files loaded)."""
+    after torch and the policy files loaded). Checked with or without ``--exploit`` (README:
+    refused early; without it they were taken and the round robin ran)."""
     from populations.config_checks import STEPPED_ALGOS
 
     for name, low in EXPLOIT_MINIMUMS.items():
@@ -217,6 +216,9 @@ def _check_exploit_values(args: argparse.Namespace) -> None:
         if value > top:
             raise CLIError(f"approx exploitability: {name} must be an integer from {low} to "
                            f"{top} ({why}), got {value!r} (--exploit-{flag})")
-    if args.exploit_algo not in STEPPED_ALGOS and "marl.registry" not in sys.modules:
+    registry = sys.modules.get("marl.registry")
+    if registry is not None:  # an unknown name in the registry's words, as _exploit_config's
+        registry.get(args.exploit_algo)
+    elif args.exploit_algo not in STEPPED_ALGOS:
         raise CLIError(f"--exploit-algo {args.exploit_algo!r} cannot train best responses; "
                        f"choose one of {list(STEPPED_ALGOS)} (one compatible with the game)")

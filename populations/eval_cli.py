@@ -83,8 +83,10 @@ def eval_main(argv: list[str] | None = None) -> None:
     p.add_argument("--db", required=True, help="league database to write (created if missing)")
     p.add_argument("--episodes", type=integer(EPISODES_RANGE), default=16,
                    help="role-swapped pairs per pairing (a game of one team: episodes per file)")
-    p.add_argument("--seed", type=integer(SEED_RANGE), default=0)
-    p.add_argument("--runner", default="local", choices=["local", "ray"])
+    p.add_argument("--seed", type=integer(SEED_RANGE), default=0,
+                   help=f"seed of the matches and best responses ({SEED_RANGE}; default 0)")
+    p.add_argument("--runner", default="local", choices=["local", "ray"],
+                   help="local: matches in this process (default); ray: on Ray workers")
     p.add_argument("--torch-threads", type=integer(THREADS_RANGE), default=1, metavar="N",
                    help="torch's intra-op threads in this process (default 1, as "
                         "selfplay-train's torch_threads: small networks are fastest on one, "
@@ -110,7 +112,7 @@ def eval_main(argv: list[str] | None = None) -> None:
     x.add_argument("--exploit-episodes", type=integer(_exploit_range("eval_episodes")),
                    default=2_000,
                    help="evaluation episodes per value estimate")
-    args = p.parse_intermixed_args(argv)  # files before and after the flags alike
+    args = _parse(p, argv)  # files before and after the flags alike
     if args.exploit:  # minutes of training: its progress lines (populations.approx_exploit)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     from populations.run_folder import sigterm_as_interrupt
@@ -133,21 +135,42 @@ def eval_main(argv: list[str] | None = None) -> None:
         _evaluate(args, kwargs)
 
 
+def _parse(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``p.parse_intermixed_args(argv)``, an unknown flag said before a missing required
+    argument (argparse checks those first: ``selfplay-eval --bogus`` said '--db is
+    required', not that ``--bogus`` is unknown)."""
+    required = [a for a in p._actions if a.required]
+    for action in required:
+        action.required = False
+    try:
+        _, unknown = p.parse_known_intermixed_args(argv)
+    finally:
+        for action in required:
+            action.required = True
+    if unknown:
+        p.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return p.parse_intermixed_args(argv)
+
+
 def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     from games import make
 
-    spec = make(args.game, **kwargs).spec if args.game is not None else None
+    # the numbers first, before a game or a file loads (--episodes 0 with a missing file
+    # named the file); the --exploit-* values with or without --exploit (README: refused
+    # early; without --exploit they were taken and unused)
     if not 0 <= args.seed < EVAL_SEED_END:  # numpy: "expected non-negative integer"; SQLite:
         raise CLIError(f"--seed {args.seed}: expected {SEED_RANGE}")  # an overflow
-    _refuse_run_folders(args.policies)
     _check_threads(args.torch_threads)
-    if args.exploit:  # --exploit's settings first (against the registry and game: torch, later)
-        _check_exploit_values(args)
-    else:
-        _check_eval_values(args, spec if spec is not None else
-                           _sidecar_spec(args.policies, kwargs))
+    if not 1 <= args.episodes <= MAX_EPISODES:  # 10**14 played until it was killed
+        raise CLIError(f"--episodes {args.episodes}: expected {EPISODES_RANGE}")
     if args.pairs < 0:
         raise CLIError(f"--pairs {args.pairs}: expected {PAIRS_RANGE}")
+    _check_exploit_values(args)  # against the registry and game: torch, later (--exploit)
+    spec = make(args.game, **kwargs).spec if args.game is not None else None
+    _refuse_run_folders(args.policies)
+    if not args.exploit:
+        _check_eval_values(args, spec if spec is not None else
+                           _sidecar_spec(args.policies, kwargs))
     import torch
 
     from marl.core import CheckpointError, load_policy
@@ -180,8 +203,6 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
         print(f"selfplay-eval: note: no --game given: playing {escaped(spec.name)}, the game the "
               f"policy files record{on_top}", file=sys.stderr)
         exploit = _exploit_config(args, spec) if args.exploit else None
-    if not 1 <= args.episodes <= MAX_EPISODES:  # 0 played no match and printed ratings
-        raise CLIError(f"--episodes {args.episodes}: expected {EPISODES_RANGE}")  # of None
     if len(policies) < 2 and not args.exploit and len(spec.teams) != 1:
         raise CLIError(f"a round robin needs two or more policy files, got {args.policies}; "
                        "or add --exploit for one policy's approximate NashConv")

@@ -17,11 +17,30 @@ from populations.league import _COUNTS, _MOST, League, LeagueConfig
 
 
 def _accepts(name: str) -> str:
-    """What :class:`LeagueConfig` takes for its integer field ``name``, in its range error's
-    words (``num_envs`` 1 to 10**9): the words a flag given no integer says."""
+    """What :class:`LeagueConfig` takes for its integer field ``name`` (``num_envs`` 1 to
+    10**9): the words its flag says of a value it refuses, no integer or out of range
+    (``--generations 0`` said 'expected an integer >= 1', ``--generations x`` 'from 1 to
+    1000000')."""
     least = _COUNTS[name]
     return f"an integer from {least} to {_MOST[name]}" if name in _MOST else \
         f"an integer >= {least}"
+
+
+def _check_run_dir(run_dir: str, runner: str, ray_address: str | None) -> str | None:
+    """What is wrong with ``--run-dir`` and ``--ray-address`` before any folder is made, or
+    None: an empty ``--run-dir`` trained in the working folder, a file failed with
+    '[Errno 17] File exists', and ``--ray-address`` without ``--runner ray`` trained
+    locally without a word."""
+    if not run_dir.strip():  # Path(""): the working folder, as selfplay-train's run.dir=
+        return ("--run-dir is empty (an unset shell variable?), which writes the run into "
+                "this folder; give the run's folder")
+    if Path(run_dir).exists() and not Path(run_dir).is_dir():
+        return (f"--run-dir {run_dir} is a file; give a folder (a new one, or the run's own "
+                "to --resume)")
+    if ray_address is not None and runner != "ray":
+        return (f"--ray-address {ray_address} needs --runner ray (runner {runner} joins no "
+                "cluster); add --runner ray, or drop --ray-address")
+    return None
 
 
 SEED_RANGE = f"an integer from 0 to {SEED_END - 1} (2**62 - 1)"  # LeagueConfig's seed error
@@ -51,29 +70,39 @@ def main(argv: list[str] | None = None) -> None:
     from populations.run_guard import discard_run_dir, kept_note, note_run_folder
 
     AT_LEAST_ONE = "an integer >= 1"  # LeagueConfig's words: text that is no integer says them
+    seed_help = f"the run's seed ({SEED_RANGE}; default 0)"
     p = OneLineParser(prog="python -m populations.league",
                       description="Run (or resume) a self-play league.")
-    p.add_argument("--run-dir", required=True)
+    p.add_argument("--run-dir", required=True,
+                   help="the run's folder: league.db, snapshots, checkpoints (made if missing)")
     p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                    help="import MODULE first (your games), from the working directory")
-    p.add_argument("--resume", action="store_true")
+    p.add_argument("--resume", action="store_true",
+                   help="go on with the run in --run-dir from its newest checkpoint")
     p.add_argument("--resume-override", action="store_true",
                    help="resume with other settings, or start fresh in a folder with no run")
-    p.add_argument("--game", default=LeagueConfig.game)
+    p.add_argument("--game", default=LeagueConfig.game,
+                   help=f"game name as games.make takes it (default {LeagueConfig.game}; "
+                        "python -m games lists them)")
     p.add_argument("--game-kwargs", default=None, metavar="JSON",
                    help="the game's keyword arguments as a JSON object, replacing its defaults "
                         "(the default game's: {\"max_cycles\": 25}), e.g. '{\"players\": 3}'")
     p.add_argument("--generations", type=integer(_accepts("generations")), default=None,
-                   help=f"snapshots published after the initial one (default "
-                        f"{LeagueConfig.generations}; a resume goes on to the run's own count "
-                        "unless this is given)")
+                   help=f"snapshots published after the initial one ({_accepts('generations')}"
+                        f"; default {LeagueConfig.generations}; a resume goes on to the run's "
+                        "own count unless this is given)")
     p.add_argument("--frames-per-generation", type=integer(_accepts("frames_per_generation")),
-                   default=LeagueConfig.frames_per_generation)
-    p.add_argument("--num-envs", type=integer(_accepts("num_envs")),
-                   default=LeagueConfig.num_envs)
+                   default=LeagueConfig.frames_per_generation,
+                   help="training frames between snapshots "
+                        f"({_accepts('frames_per_generation')}; default %(default)s)")
+    p.add_argument("--num-envs", type=integer(_accepts("num_envs")), default=LeagueConfig.num_envs,
+                   help="game copies stepped together while training "
+                        f"({_accepts('num_envs')}; default %(default)s)")
     p.add_argument("--eval-episodes", type=integer(_accepts("eval_episodes")),
-                   default=LeagueConfig.eval_episodes)
-    p.add_argument("--seed", type=integer(SEED_RANGE), default=0)
+                   default=LeagueConfig.eval_episodes,
+                   help="role-swapped episode pairs per evaluated snapshot pair "
+                        f"({_accepts('eval_episodes')}; default %(default)s)")
+    p.add_argument("--seed", type=integer(SEED_RANGE), default=0, help=seed_help)
     p.add_argument("--runner", choices=["local", "ray"], default="local",
                    help="ray: members train on learner actors, matches on Ray workers")
     p.add_argument("--ray-address", default=None, help="join this Ray cluster (runner ray)")
@@ -86,6 +115,9 @@ def main(argv: list[str] | None = None) -> None:
                    help="no progress bars (selfplay-train's progress=false); in a redirected "
                         "log each bar is a plain line every 30 s and one at its end")
     args = p.parse_args(argv)
+    wrong = _check_run_dir(args.run_dir, args.runner, args.ray_address)
+    if wrong:
+        fail(p.prog, wrong)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     created = note_run_folder(Path(args.run_dir))
     # SIGTERM (kill, timeout, SLURM) as Ctrl-C: interrupted; messages say --resume-override
@@ -142,6 +174,9 @@ def _as_flag(message: str) -> str:
     if not eq or name not in _FLAGS:
         return message
     value, sep, tail = rest.partition(":") if ":" in rest.split(";")[0] else rest.partition(";")
+    if name in _MOST or name == "seed":  # '0; expected an integer >= 1' where 'x' says the
+        whole = SEED_RANGE if name == "seed" else _accepts(name)  # field's whole range
+        tail = tail.replace(f"expected an integer >= {_COUNTS[name]}", f"expected {whole}")
     return f"--{name.replace('_', '-')} {value}{sep}{tail}"
 
 

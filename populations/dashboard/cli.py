@@ -14,6 +14,7 @@ import argparse
 import errno
 import logging
 import math
+import re
 import signal
 import sys
 import threading
@@ -27,6 +28,7 @@ from populations.cli_common import OneLineParser, integer
 from populations.dashboard.app import bind, create_app, trusted_hosts
 from populations.dashboard.data import DashboardData, source_status
 from populations.dashboard.export import ExportError, export_html, new_folder
+from populations.dashboard.sources import Source
 
 DEFAULT_PORT = 8050
 MAX_REFRESH = 2_147_483  # seconds: a browser's longest timer (2**31 - 1 ms; longer fires at once)
@@ -97,19 +99,37 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+PROG = "selfplay-dashboard"
+
+
+def _status(src: Source) -> tuple[bool, str]:
+    """``src``'s one-line status and whether it is a readable database (``<path>: N runs``);
+    any other line is said with the command's name (``league database not found`` had
+    none)."""
+    line = source_status(src)
+    return re.fullmatch(re.escape(f"{src.path}: ") + r"\d+ runs?", line) is not None, line
+
+
 def _export(data: DashboardData, out: str) -> int:
+    sources = data.sources.all()
+    if not any(src.path.is_file() for src in sources):  # an empty folder: a page of no run
+        first = _status(sources[0])[1] if sources else "no league database given"
+        more = f" (and {len(sources) - 1} more)" if len(sources) > 1 else ""
+        print(f"{PROG}: --export {out}: nothing to export: {first}{more}", file=sys.stderr)
+        return 2  # nothing written (a file there stays)
     try:
         made = new_folder(out)  # export_html checks out before it reads the databases
         answers = export_html(data, out)
     except ExportError as err:
-        print(f"selfplay-dashboard: {err}", file=sys.stderr)
+        print(f"{PROG}: {err}", file=sys.stderr)
         return 2
     if made is not None:  # /results/r.html, $OUT/r.html with OUT unset: made without a word
         unset = " (if you meant $VAR/..., VAR is unset)" if str(made.parent) == made.anchor else ""
-        print(f"note: --export {out} made the new folder {made}{unset}", file=sys.stderr)
+        print(f"{PROG}: note: --export {out} made the new folder {made}{unset}",
+              file=sys.stderr)
     runs, errors = answers["api/runs"]["runs"], answers["api/runs"]["errors"]
     for e in errors:
-        print(f"warning: {e['error']}", file=sys.stderr)
+        print(f"{PROG}: warning: {e['error']}", file=sys.stderr)
     print(f"wrote {out}: {len(runs)} run{'s' if len(runs) != 1 else ''}")
     return 0 if runs or not errors else 1
 
@@ -121,7 +141,8 @@ def _main(argv: list[str] | None = None) -> int:
     if args.export:
         return _export(data, args.export)
     for src in data.sources.all():
-        print(source_status(src))
+        readable, line = _status(src)
+        print(line if readable else f"{PROG}: {line}")  # not found, unreadable: its name
     try:
         sock = bind(args.host, args.port)
     except OSError as err:
