@@ -448,7 +448,7 @@ def recorded_run_settings(exp: ExperimentConfig, run_dir: Path) -> Iterator[None
     ``resume_override``, ``runs.config`` kept the settings the run was created with). The
     folder's lock is held from the check to the run's end."""
     from marl.fileio import atomic_write
-    from populations.run_folder import SETTINGS_NAME, RunLock, resume_settings
+    from populations.run_folder import SETTINGS_NAME, RunLock, resume_settings, settings_diff
 
     db_path, path = run_dir / "league.db", run_dir / SETTINGS_NAME
     if not exp.resume or exp.population.kind == "league" or not db_path.is_file():
@@ -480,7 +480,10 @@ def recorded_run_settings(exp: ExperimentConfig, run_dir: Path) -> Iterator[None
             resume_settings(run_dir, current, True, exp.resume_override, RESUME_MAY_CHANGE,
                             (lambda: _single_finished(run_dir, exp.experiment)) if single
                             else None)
-            if restored:  # accepted: the settings of this resume, as a fresh run's
+            # accepted: the settings of this resume, as a fresh run's; a resume_override with
+            # other settings writes them once its checkpoint loaded (run_folder.open_run), so
+            # one refused there leaves the recorded ones
+            if restored and not settings_diff(recorded, current, RESUME_MAY_CHANGE):
                 atomic_write(path, json.dumps(current, indent=1, sort_keys=True))
             in_force = json.loads(path.read_text()) if path.is_file() else None
             if run_id is not None and in_force and in_force != recorded:

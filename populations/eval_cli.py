@@ -173,19 +173,20 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
                            _sidecar_spec(args.policies, kwargs))
     import torch
 
-    from marl.core import CheckpointError, load_policy
+    from marl.core import CheckpointError
     from populations.db import LeagueDB
     from populations.evaluation import seats_mismatch
     from populations.experiment import league_table
     from populations.runners import make_runner
-    from populations.store import PolicyStore
+    from populations.store import PolicyStore, load_policy_file
 
     torch.set_num_threads(args.torch_threads)  # as selfplay-train: the default used every core
     # bad --exploit-* values fail first (no --game: once the files name the game)
     exploit = _exploit_config(args, spec) if args.exploit and spec is not None else None
     names = _policy_names(args.policies)
     try:  # its messages quote the file (a game name, a payload's keys): escaped
-        policies = {name: load_policy(path) for name, path in names.items()}
+        # a run folder's snapshot is checked against the SHA-256 its .json recorded
+        policies = {name: load_policy_file(path) for name, path in names.items()}
     except (CheckpointError, ValueError) as err:
         kind = re.search(r"unknown policy kind ('[^']*')", str(err))
         how = (f"; import the module that registers {kind[1]} with --import MODULE "

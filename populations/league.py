@@ -298,6 +298,7 @@ class League(LeagueTraining):
         run_id = self.db.run_id("league")
         had_run = run_id is not None
         recorded: dict[str, Any] | None = None  # the run's settings, when it has them
+        new_config: dict[str, Any] | None = None  # a resume's settings, written once accepted
         if run_id is None:
             run_id = self.db.create_run("league", experiment=self.experiment,
                                         game=self.spec.name, config=_jsonable(cfg))
@@ -308,7 +309,7 @@ class League(LeagueTraining):
             # goes on to the count the last one set) or all of them, overridden
             if check_settings(f"league {self.run_dir}", recorded, now, MAY_CHANGE,
                               override) or recorded != now:
-                self.db.set_run_config(run_id, now)
+                new_config = now  # after the checkpoint and snapshots passed (_restore)
             note_generations(recorded, cfg.generations)
             if members is not None:
                 refuse_changes(f"league {self.run_dir}",
@@ -326,9 +327,10 @@ class League(LeagueTraining):
             # before the run is marked running: a refusal leaves it as it was
             refuse_lost_history(self.run_dir / "checkpoints",
                                 recorded_history(self.db, self.run_id), override)
-        if resume:
-            self.db.set_run_status(run_id, "running")
-        self._started = True
+        # a resume's run is marked running (and a failure from then on recorded) once its
+        # checkpoint and snapshots passed, below: a resume refused before leaves the run as
+        # it was, its status (finished, interrupted) and settings too
+        self._started = not resume
         self.store = PolicyStore(self.run_dir / "snapshots", self.db, self.run_id)
         if cfg.nash_conv and not cfg.game.startswith("openspiel/"):
             raise ValueError(f"nash_conv=True needs a small OpenSpiel game; got {cfg.game!r}")
@@ -390,6 +392,10 @@ class League(LeagueTraining):
         self._resumed = resume
         if resume:
             self._restore()
+            if new_config is not None:
+                self.db.set_run_config(run_id, new_config)
+            self.db.set_run_status(run_id, "running")
+            self._started = True
             if had_run and self._left_to_train():
                 note_resume_threads(self.run_dir / "checkpoints", cfg.torch_threads,
                                     lambda: recorded)
