@@ -259,7 +259,8 @@ def poker_problem(spec: dict[str, Any], given: dict[str, Any]) -> str | None:
     ``spec`` gives the rest) inconsistent, in words naming the parameters, else None.
     OpenSpiel hands them to ACPC's game reader, whose refusal it does not check: a list with
     fewer entries than rounds or players, a first player who is not a seat, more cards dealt
-    than the deck holds or a blind above its stack segfaulted or hung the process."""
+    than the deck holds or a blind above its stack segfaulted or hung the process, and so did
+    every player all-in at the blinds (no-limit, each blind equal to its stack)."""
     p = {**spec, **given}
     players, rounds, limit = p["numPlayers"], p["numRounds"], p["betting"] == "limit"
     lists: dict[str, list[int]] = {}
@@ -289,6 +290,11 @@ def poker_problem(spec: dict[str, Any], given: dict[str, Any]) -> str | None:
     if not limit and any(b > s for b, s in zip(lists["blind"][:players],
                                                           lists["stack"], strict=False)):
         return f"blind={p['blind']!r} is above stack={p['stack']!r} for a player"
+    if not limit and all(b >= s for b, s in zip(lists["blind"][:players],
+                                                 lists["stack"][:players], strict=False)):
+        return (f"blind={p['blind']!r} equals stack={p['stack']!r} for every player: all are "
+                f"all-in at the blinds and none can act (at least one stack must be above its "
+                f"blind)")
     return None
 
 

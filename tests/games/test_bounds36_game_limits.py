@@ -127,6 +127,13 @@ def test_other_values_of_the_switch_keep_the_limits(monkeypatch, value):
      "numSuits=4 x numRanks=2"),
     ({"blind": "2000 2000"}, "blind='2000 2000' is above stack='1200 1200' for a player"),
     ({"blind": "100 x"}, "blind='100 x' is not whole numbers separated by spaces"),
+    # every player all-in at the blinds: games.make hung (fix36)
+    ({"stack": "100 100"}, "blind='100 100' equals stack='100 100' for every player: all are "
+                           "all-in at the blinds and none can act (at least one stack must be "
+                           "above its blind)"),
+    ({"numPlayers": 3, "blind": "1 2 3", "stack": "1 2 3", "firstPlayer": "1 1"},
+     "blind='1 2 3' equals stack='1 2 3' for every player: all are all-in at the blinds and "
+     "none can act (at least one stack must be above its blind)"),
 ])
 def test_inconsistent_poker_parameters_are_named(given, problem):
     """Each of these crashed (segfault) or hung the process inside OpenSpiel: checked here
@@ -140,24 +147,34 @@ def test_inconsistent_poker_parameters_are_named(given, problem):
     {"betting": "limit", "blind": "2000 2000"}, {"numBoardCards": "0 7", "numRanks": 13},
     {"numRounds": 4, "numBoardCards": "0 1 1 1", "firstPlayer": "2 1 1 1",
      "maxRaises": "3 3 3 3"},
+    # all-in at the blinds but one player, who can still act (fix36)
+    {"stack": "100 200"}, {"blind": "1 2", "stack": "2 2"},
+    {"numPlayers": 3, "blind": "1 2 3", "stack": "1 2 4", "firstPlayer": "1 1"},
+    {"betting": "limit", "blind": "100 100", "stack": "100 100"},
 ])
 def test_consistent_poker_parameters_load(given):
     assert poker_problem(POKER_SPEC, given) is None
     games.make("openspiel/universal_poker", **given).reset(seed=0)
 
 
-def test_selfplay_train_refuses_inconsistent_poker_in_one_line(tmp_path):
+@pytest.mark.parametrize(("kwargs", "start"), [
+    (["+game.kwargs.numRounds=3"],
+     "numBoardCards='0 1' has 2 of the 3 entries numRounds=3 needs; accepted: whole numbers "
+     "separated by spaces, numBoardCards, firstPlayer"),
+    # every player all-in at the blinds: hung (fix36)
+    (["+game.kwargs.stack='100 100'"],
+     "blind='100 100' equals stack='100 100' for every player: all are all-in at the blinds "
+     "and none can act (at least one stack must be above its blind); accepted: "),
+])
+def test_selfplay_train_refuses_inconsistent_poker_in_one_line(tmp_path, kwargs, start):
     args = [sys.executable, "-m", "populations.cli", "game=kuhn",
-            "game.name=openspiel/universal_poker", "+game.kwargs.numRounds=3",
-            "hydra.run.dir=runs/r1"]
+            "game.name=openspiel/universal_poker", *kwargs, "hydra.run.dir=runs/r1"]
     res = subprocs.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1, res.stderr
     assert lines[0].startswith(
-        "selfplay-train: bad parameters for openspiel/universal_poker: numBoardCards='0 1' has "
-        "2 of the 3 entries numRounds=3 needs; accepted: whole numbers separated by spaces, "
-        "numBoardCards, firstPlayer"), lines[0]
+        "selfplay-train: bad parameters for openspiel/universal_poker: " + start), lines[0]
     assert not (tmp_path / "runs").exists()
 
 
