@@ -530,7 +530,8 @@ def test_cli_export(run_dir, tmp_path, capsys):
     assert cli.main([str(run_dir), "--export", str(out)]) == 0
     assert "wrote" in capsys.readouterr().out and out.stat().st_size > 1_000_000
     missing = tmp_path / "nothing-here"
-    assert cli.main([str(missing), "--export", str(tmp_path / "m.html")]) == 1
+    # no database anywhere: refused in one line, nothing written (cli36; it was exit 1)
+    assert cli.main([str(missing), "--export", str(tmp_path / "m.html")]) == 2
     assert "league database not found" in capsys.readouterr().err
 
 

@@ -208,7 +208,11 @@ def test_the_league_cli_names_its_flag(flag, tmp_path, capsys):
         main(["--run-dir", str(run), "--game", "openspiel/kuhn_poker", flag, "0"])
     assert stop.value.code == 2 and not run.exists()
     err = capsys.readouterr().err.strip()
-    assert err == f"python -m populations.league: {flag} 0; expected an integer >= 1", err
+    # cli36: the whole range, as a value that is no integer gets it
+    most = {"--generations": 10**6, "--frames-per-generation": 10**12,
+            "--eval-episodes": 10**6, "--num-envs": 10**9}[flag]
+    assert err == f"python -m populations.league: {flag} 0; expected an integer from 1 to {most}", \
+        err
 
 
 def test_a_run_whose_every_checkpoint_is_damaged_names_each_once_and_what_to_do(

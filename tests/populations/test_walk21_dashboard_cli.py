@@ -82,7 +82,8 @@ def test_export_names_the_folders_it_makes(runs, tmp_path, capsys):
     out = capsys.readouterr()
     assert target.is_file() and f"wrote {target}" in out.out
     assert out.err.count("\n") == 1, out.err
-    assert out.err == f"note: --export {target} made the new folder {tmp_path / 'new'}\n"
+    assert out.err == (f"selfplay-dashboard: note: --export {target} made the new folder "
+                       f"{tmp_path / 'new'}\n")
     assert cli.main([str(runs), "--export", str(target)]) == 0  # there now: no note
     assert capsys.readouterr().err == ""
 
