@@ -40,19 +40,32 @@ of its entities (simple_spread with 256 agents builds in about 5 s, 1,000 in ove
 10**8 never finishes), so a game name read from a file cannot hang ``games.make``. Lifted,
 with :data:`MAX_ENTITIES`, by ``SELFPLAY_GAME_LIMITS=off`` in the environment
 (:mod:`games.limits`)."""
-MAX_ENTITIES = 64
+MAX_ENTITIES = 256
 """Largest sum of a scenario's entity counts (its counts but lidar rays, steps and points,
-defaults counted for those not given), below what each count alone may be: VMAS builds and
-steps its entities in Python, pair by pair, and counts each within :data:`MAX_COUNT` built for
-minutes together (CPU seconds to build and reset: flocking with 32 agents and 32 obstacles
-~3 s, 64 and 64 ~39 s; simple_world_comm's five counts at 256, many minutes).
-:data:`ENTITY_TOTALS` is lower for a scenario whose cost grows faster. Lifted by
+defaults counted for those not given), as each count alone (:data:`MAX_COUNT`): simple_spread
+with 256 agents builds and resets in ~2 s of CPU. :data:`ENTITY_TOTALS` is lower for the
+scenarios measured slower, whose entities interact pair by pair in Python. Lifted by
 ``SELFPLAY_GAME_LIMITS=off``."""
-ENTITY_TOTALS = {"simple_world_comm": 32}
-"""Scenarios whose largest sum of entity counts is below :data:`MAX_ENTITIES`:
+ENTITY_TOTALS = {"simple_world_comm": 32, "flocking": 64, "discovery": 64, "sampling": 16,
+                 "transport": 16}
+"""Scenarios whose largest sum of entity counts is below :data:`MAX_ENTITIES` (CPU seconds to
+build and reset, measured): flocking 32 agents and 32 obstacles ~3 s, 64 and 64 ~39 s;
+discovery 32 and 32 ~3 s, 128 and 128 over a minute; sampling 3 and 3 (its defaults) ~8 s,
+8 and 8 ~13 s, 32 and 32 over 40 s;
+transport 8 and 8 ~2 s, 32 and 32 over 40 s (football 128 and 128 ~7 s and pollock 86, 85
+and 85 ~6 s keep the general total).
 simple_world_comm's observations look at every agent and forest for each agent (its cost
 grows as agents squared times forests): 10 agents of each side and 11 forests (32 in all)
-take ~4 s of CPU to build and reset, 21, 21 and 21 ~15 s."""
+take ~4 s, 21, 21 and 21 ~15 s. A count alone is bounded by its scenario's total too
+(:func:`count_limit`), so ``n_agents=100`` and ``n_agents=300`` state the same maximum."""
+
+
+def count_limit(scenario: str) -> int:
+    """The largest value one count of ``scenario`` accepts: :data:`MAX_COUNT`, or its total
+    (:data:`ENTITY_TOTALS`) where that is lower."""
+    return min(MAX_COUNT, ENTITY_TOTALS.get(scenario, MAX_ENTITIES))
+
+
 # counts that are not entities built as Python objects (lidar rays, stored steps, points)
 _NOT_ENTITIES = re.compile(r"rays|steps|points|observed")
 
@@ -82,7 +95,7 @@ def scenario_defaults(scenario: str) -> dict[str, Any]:
     return found
 
 
-def accepted(name: str, default: Any, value: Any) -> str | None:
+def accepted(name: str, default: Any, value: Any, high: int = MAX_COUNT) -> str | None:
     """What parameter ``name`` (whose default is ``default``) accepts when ``value`` is not
     of it, else None: true or false where the default is a bool, an integer for a count,
     a number where the default is one; other defaults (None, tuples) are not judged."""
@@ -91,7 +104,7 @@ def accepted(name: str, default: Any, value: Any) -> str | None:
     if isinstance(default, int) and _COUNT.fullmatch(name):
         low = 1 if _TOTAL_AGENTS.fullmatch(name) else 0
         # the whole range, its upper limit too ("an integer >= 1" for n_agents='x' hid it)
-        return None if is_integer(value) and value >= low else integer_range(low, MAX_COUNT)
+        return None if is_integer(value) and value >= low else integer_range(low, high)
     return refusal(float, value) if isinstance(default, (int, float)) else None
 
 
@@ -106,14 +119,15 @@ def check_scenario_kwargs(scenario: str, kwargs: Mapping[str, Any]) -> dict[str,
     for name, value in kwargs.items():
         if name not in defaults:
             continue
-        why = accepted(name, defaults[name], value)
+        high = MAX_COUNT if _NOT_ENTITIES.search(name) else count_limit(scenario)
+        why = accepted(name, defaults[name], value, high)
         if why is not None:
             raise GameError(f"bad parameter for vmas/{scenario}: {name}={value!r}; "
                             f"accepted: {why}")
         if (isinstance(defaults[name], int) and not isinstance(defaults[name], bool)
-                and _COUNT.fullmatch(name) and value > MAX_COUNT and not lifted()):
+                and _COUNT.fullmatch(name) and value > high and not lifted()):
             low = 1 if _TOTAL_AGENTS.fullmatch(name) else 0
-            raise GameError(too_large(f"vmas/{scenario}", name, value, low, MAX_COUNT))
+            raise GameError(too_large(f"vmas/{scenario}", name, value, low, high))
         if isinstance(defaults[name], bool):
             out[name] = bool(value)
         elif isinstance(value, np.generic):  # torch refused to assign a numpy.float32

@@ -272,13 +272,14 @@ def test_mpe_world_comm_at_its_total_builds():
 
 
 def test_vmas_counts_each_within_their_limit_are_refused_together():
-    counts = {"num_good_agents": 256, "num_adversaries": 256, "num_landmarks": 256,
-              "num_food": 256, "num_forests": 256}
+    # each within its limit, its scenario's total 32 (fix36: a count alone is bounded by it)
+    counts = {"num_good_agents": 20, "num_adversaries": 20, "num_landmarks": 20,
+              "num_food": 20, "num_forests": 20}
     with pytest.raises(games.GameError) as info:
         games.make("vmas/simple_world_comm", **counts)
     assert str(info.value) == (
-        "vmas/simple_world_comm: num_good_agents=256 + num_adversaries=256 + num_landmarks=256 "
-        "+ num_food=256 + num_forests=256 = 1280 entities are too many; accepted: at most "
+        "vmas/simple_world_comm: num_good_agents=20 + num_adversaries=20 + num_landmarks=20 "
+        "+ num_food=20 + num_forests=20 = 100 entities are too many; accepted: at most "
         f"{ENTITY_TOTALS['simple_world_comm']} in all ({HINT})")
 
 
@@ -294,3 +295,27 @@ def test_vmas_defaults_count_toward_the_total():
 def test_vmas_counts_that_are_not_entities_are_left_out():
     # lidar rays are a count with a limit of its own, not an entity built per agent
     games.make("vmas/navigation", n_agents=1, n_lidar_rays=256).reset(seed=0)
+
+
+# --- 7. the total per scenario (fix36) -------------------------------------------------------
+
+def test_vmas_a_cheap_scenario_takes_as_many_entities_as_one_count():
+    # a total of 64 for every scenario refused simple_spread's 65 agents (~0.4 s to build)
+    assert MAX_ENTITIES == 256
+    games.make("vmas/simple_spread", n_agents=65).reset(seed=0)
+
+
+@pytest.mark.parametrize("value", [100, 300])
+def test_vmas_one_count_states_its_scenarios_lower_total(value):
+    # flocking's total is 64: n_agents=100 and n_agents=300 state the same maximum
+    assert ENTITY_TOTALS["flocking"] == 64
+    with pytest.raises(games.GameError) as info:
+        games.make("vmas/flocking", n_agents=value)
+    assert str(info.value) == (f"vmas/flocking: n_agents={value} is too large; accepted: an "
+                               f"integer in [1, 64] ({HINT})")
+
+
+def test_vmas_a_wrong_kind_states_its_scenarios_lower_total():
+    with pytest.raises(games.GameError) as info:
+        games.make("vmas/flocking", n_agents="x")
+    assert str(info.value).endswith("n_agents='x'; accepted: an integer in [1, 64]")
