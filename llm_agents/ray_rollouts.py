@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from games import limits
 from games.registry import IMPORTS_ENV
 from llm_agents.lora import is_lora
 from llm_agents.rollout import EpisodeJob, RolloutBatch, RolloutEngine, merge_batches
@@ -304,6 +305,17 @@ def needs_workdir(llm: LLMConfig) -> bool:
     return llm.backend == "vllm"
 
 
+def worker_env() -> dict[str, str]:
+    """What a rollout actor needs from the driver's environment (a cluster's workers do not
+    inherit its variables): the modules a command line imported (``IMPORTS_ENV``), its
+    ``PYTHONPATH``, and ``SELFPLAY_GAME_LIMITS=off`` where the driver's own environment lifts
+    the games' size limits (:mod:`games.limits`)."""
+    env = {k: os.environ[k] for k in (IMPORTS_ENV, "PYTHONPATH") if os.environ.get(k)}
+    if limits.lifted():
+        env[limits.ENV] = "off"
+    return env
+
+
 class RolloutActor:
     """One Ray actor: a team built from the learner's config, playing shards."""
 
@@ -388,7 +400,7 @@ class RayRollouts(_Collector):
         self._ray = ray
         gpus = cfg.num_gpus if cfg.num_gpus is not None else (1 if llm.backend == "vllm" else 0)
         device = "auto" if gpus else "cpu"
-        env = {k: os.environ[k] for k in (IMPORTS_ENV, "PYTHONPATH") if os.environ.get(k)}
+        env = worker_env()
         actor = ray.remote(num_cpus=cfg.num_cpus, num_gpus=gpus)(RolloutActor)
         self.workers = [actor.remote(llm, list(games_), dict(game_kwargs), device,
                                      cfg.torch_threads, env) for _ in range(cfg.workers)]

@@ -46,6 +46,7 @@ import numpy as np
 import torch
 
 import games
+from games import limits
 from games.registry import IMPORTS_ENV
 from games.vector import episode_copies, episode_success
 from marl import registry
@@ -612,8 +613,13 @@ class WorkerImportError(ValueError):
 def worker_env() -> dict[str, str]:
     """What a Ray actor needs to register the user's modules as the driver did: the modules
     a command line imported (``games.registry.IMPORTS_ENV``, set by ``imports=`` and
-    ``--import``) and the driver's ``PYTHONPATH`` (which holds the folder they came from)."""
-    return {k: os.environ[k] for k in (IMPORTS_ENV, "PYTHONPATH") if os.environ.get(k)}
+    ``--import``) and the driver's ``PYTHONPATH`` (which holds the folder they came from),
+    and ``SELFPLAY_GAME_LIMITS=off`` where the driver's own environment lifts the games' size
+    limits (:mod:`games.limits`; a worker on an existing cluster would keep them)."""
+    env = {k: os.environ[k] for k in (IMPORTS_ENV, "PYTHONPATH") if os.environ.get(k)}
+    if limits.lifted():
+        env[limits.ENV] = "off"
+    return env
 
 
 def enter_worker_env(env: dict[str, str]) -> None:
