@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from games.core import Game, GameError, GameSpec, UnknownGameError
+from games.core import Game, GameError, GameSpec, UnknownGameError, where_raised
 from games.teams import override_sides
 
 F = TypeVar("F", bound=Callable[..., Game])
@@ -216,24 +216,38 @@ def _call(name: str, factory: Callable[..., Game], kwargs: dict[str, Any]) -> Ga
 
 def _built(name: str, factory: Callable[..., Game], kwargs: dict[str, Any],
            sides: dict[str, Any]) -> Game:
-    """``factory(**kwargs)``; a ValueError or TypeError it raises on the user's arguments (a
-    game's ``float(speed)`` of ``speed="fast"``) as a :class:`GameError` naming the game and
-    its arguments, the form selfplay-train gives any other exception of a game built with
-    them: ``<game> cannot be built with the game arguments {...} (ValueError: ...); check
-    their values and types``. A :class:`GameError` (an adapter's or a game's own refusal,
-    already one line naming the value) passes as it is, and so does any error of a game
-    built without arguments (a bug of the game, not of the user's values)."""
+    """``factory(**kwargs)``. A ValueError, TypeError or LookupError it raises on the user's
+    arguments (a game's ``float(speed)`` of ``speed="fast"``) is a :class:`GameError` naming
+    the game, its arguments and the line that raised: ``<game> cannot be built with the game
+    arguments {...} (ValueError: ...); check their values and types (at file:line in
+    function)``. Any other exception of a user's game (one registered outside the framework's
+    packages), or one built without arguments, is a bug of the game: ``<game>: __init__
+    raised <Type>: <message> (at file:line in function)`` (an AttributeError was a traceback
+    from selfplay-train after its run folder was made; a ValueError named neither the game
+    nor the line). The exception is the error's ``__cause__`` (``HYDRA_FULL_ERROR=1`` shows
+    its traceback). A :class:`GameError` (an adapter's or a game's own refusal, already one
+    line naming the value) passes as it is, and so does an error of a game of the framework's
+    own built without arguments (a bug of ours, with its traceback)."""
     try:
         return factory(**kwargs)
     except GameError:
         raise
-    except (ValueError, TypeError) as err:
-        if not kwargs:
+    except Exception as err:  # noqa: BLE001 - the game's own code: one line naming its line
+        at = where_raised(err, relative=True)
+        if kwargs and isinstance(err, ValueError | TypeError | LookupError):
+            text, given = str(err).strip().splitlines(), {**kwargs, **sides}
+            raise GameError(f"{name} cannot be built with the game arguments {given} "
+                            f"({type(err).__name__}: {text[0] if text else ''}); check their "
+                            f"values and types (at {at})") from err
+        module = getattr(factory, "__module__", None)
+        if not isinstance(module, str) or module.split(".")[0] in OWN_PACKAGES:
             raise
-        text, given = str(err).strip().splitlines(), {**kwargs, **sides}
-        raise GameError(f"{name} cannot be built with the game arguments {given} "
-                        f"({type(err).__name__}: "
-                        f"{text[0] if text else ''}); check their values and types") from err
+        named = getattr(factory, "__qualname__", "<lambda>")
+        call = "__init__" if isinstance(factory, type) else \
+            "its factory" if "<lambda>" in named else f"{named}()"
+        why = " ".join(str(err).split()) or "no message"
+        raise GameError(f"{name}: {call} raised {type(err).__name__}: {why} (at {at})"
+                        ) from err
 
 
 def _checked(name: str, game: Any, kwargs: Mapping[str, Any]) -> Game:

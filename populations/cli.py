@@ -162,11 +162,38 @@ def warn_if_not_replaying(exp: Any) -> None:
         # (not a bug of the check's own, whose traceback shows: a lost warning hid one)
         log.debug("replay check of %s not done: %s", exp.game.name, one_line(err))
         return
+    call = ", ".join([repr(exp.game.name), *(f"{k}={v!r}" for k, v in kwargs.items())])
     if problem:
-        call = ", ".join([repr(exp.game.name), *(f"{k}={v!r}" for k, v in kwargs.items())])
         log.warning("game %s does not replay from its seed (training goes on): %s; "
                     "games.check_game(games.make(%s)) checks the whole game contract",
                     exp.game.name, problem, call)
+    for clause in _start_warnings(exp, kwargs):
+        log.warning("game %s (training goes on): %s; games.check_game(games.make(%s)) checks "
+                    "the whole game contract", exp.game.name, clause, call)
+
+
+def _start_warnings(exp: Any, kwargs: dict[str, Any]) -> list[str]:
+    """:func:`games.check.start_warnings` on a new copy of a user's game (200 random steps):
+    what ``check_game`` refuses but training runs through (agents acting together without
+    ``simultaneous=True``, observations not float32, a reward to an agent whose episode
+    ended, an episode ending with an agent neither terminated nor truncated), one clause
+    each; none where the game's own code raised (training names it in its own line)."""
+    import games
+    from games.check import GameCheckError, start_warnings
+
+    game = None
+    try:
+        game = games.make(exp.game.name, **kwargs)
+        return start_warnings(game, exp.seed)
+    except (GameCheckError, games.GameError) as err:
+        log.debug("contract check of %s not done: %s", exp.game.name, one_line(err))
+        return []
+    finally:
+        if game is not None:
+            try:
+                game.close()
+            except Exception as err:  # noqa: BLE001 - the game's own code: training says it
+                log.debug("closing %s raised: %s", exp.game.name, one_line(err))
 
 
 class ConfigCheck(Callback):
