@@ -96,8 +96,8 @@ def one_line(err: BaseException) -> str:
     return _member_not_listed("; ".join(parts)) or type(err).__name__
 
 
-_NOT_LISTED = re.compile(r"Error merging override (\+{0,2}population\.members\.(\d+)\.\S+); "
-                         r"list index out of range")
+_NOT_LISTED = re.compile(r"Error merging override (\+{0,2}population\.members\.(\d+)"
+                         r"(?:[.=].*?)?); list index out of range")
 
 
 def _member_not_listed(line: str) -> str:

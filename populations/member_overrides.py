@@ -19,9 +19,11 @@ from populations.command_line import CLIError
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-_BY_INDEX = re.compile(r"(\+{0,2}population\.members\.(\d+)\.[^=]+)=")
-"""An override of a key under a member given by its index (``population.members.0.mappo.
-epochs=2``, a ``+`` form too); group 1: its key, group 2: the index."""
+_BY_INDEX = re.compile(r"(\+{0,2}population\.members\.(\d+)(\.[^=]+)?)=")
+"""An override of a member given by its index, a key under it (``population.members.0.mappo.
+epochs=2``, a ``+`` form too) or the whole member (``population.members.0={algo: vdn}``);
+group 1: its key, group 2: the index, group 3: the key under the member (None for the whole
+member)."""
 
 
 def by_index(override: str) -> bool:
@@ -46,6 +48,10 @@ def members_named_back(cfg: DictConfig, overrides: Sequence[str],
 
     members = cfg.get("population", {}).get("members")
     found = {int(m.group(2)) for o in overrides if (m := _BY_INDEX.match(o))}
+    # a member given whole by its index (population.members.0={mappo: {...}}) was not named
+    # by the list: no name to put back
+    found -= {int(m.group(2)) for o in overrides
+              if (m := _BY_INDEX.match(o)) and m.group(3) is None}
     lost = sorted(i for i in found if members is not None and i < len(members)
                   and OmegaConf.is_dict(members[i]) and "algo" not in members[i])
     listed = _members_composed([o for o in overrides if not _BY_INDEX.match(o)], hydra) \
