@@ -12,16 +12,29 @@ poker's four rounds).
 
 from __future__ import annotations
 
+import logging
 import os
 
 ENV = "SELFPLAY_GAME_LIMITS"
 HINT = f"{ENV}=off in the environment lifts this limit"
 """The words a refusal for a size above its limit ends with, in parentheses."""
+LIFTED_LINE = f"game size limits lifted ({ENV}=off)"
+"""The warning logged once per process the first time the switch is found on."""
+
+_log = logging.getLogger(__name__)
+_said = False
 
 
 def lifted() -> bool:
-    """Whether the upper size limits are off in this process (``SELFPLAY_GAME_LIMITS=off``)."""
-    return os.environ.get(ENV, "").strip().lower() == "off"
+    """Whether the upper size limits are off in this process (``SELFPLAY_GAME_LIMITS=off``);
+    the first time it finds them off, it says so once (:data:`LIFTED_LINE`, a warning of
+    this module's logger), so a run that built a game past a limit says why."""
+    global _said
+    off = os.environ.get(ENV, "").strip().lower() == "off"
+    if off and not _said:
+        _said = True
+        _log.warning(LIFTED_LINE)
+    return off
 
 
 def integer_range(low: int, high: int | None) -> str:
