@@ -137,9 +137,10 @@ def test_vmas_with_zero_agents_is_refused_at_make_time():
     pytest.importorskip("vmas")
     with pytest.raises(games.GameError) as info:
         games.make("vmas/flocking", n_agents=0)
-    # refused before it is built, by the count rule of VMAS scenario parameters (fix 32a)
+    # refused before it is built, by the count rule of VMAS scenario parameters (fix 32a);
+    # flocking's entities are bounded at 64 in all (fix36), so is one count
     assert str(info.value) == ("bad parameter for vmas/flocking: n_agents=0; accepted: an "
-                               "integer in [1, 256]")
+                               "integer in [1, 64]")
 
 
 def test_selfplay_train_refuses_vmas_with_zero_agents_in_one_line(tmp_path):
@@ -148,7 +149,7 @@ def test_selfplay_train_refuses_vmas_with_zero_agents_in_one_line(tmp_path):
                "game.kwargs.n_agents=0", "frames=64", "progress=false", "logger=none",
                "hydra.run.dir=runs/badflock")
     line = _one_line(res, "selfplay-train")
-    assert "vmas/flocking: n_agents=0; accepted: an integer in [1, 256]" in line, line
+    assert "vmas/flocking: n_agents=0; accepted: an integer in [1, 64]" in line, line
     assert "IndexError" not in line, line
     assert not (tmp_path / "runs").exists()
 

@@ -7,6 +7,7 @@ refusals (``GameError``, already one line naming the value) pass unchanged."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -84,8 +85,11 @@ def test_a_value_or_type_error_on_the_arguments_names_game_and_arguments(pursuit
                                                                          error):
     with pytest.raises(games.GameError) as info:
         games.make("w25_pursuit", **kwargs)
-    assert str(info.value) == (f"w25_pursuit cannot be built with the game arguments {kwargs} "
-                               f"({error}); check their values and types")
+    # games36: the line the error came from ends it
+    text = str(info.value)
+    assert text.startswith(f"w25_pursuit cannot be built with the game arguments {kwargs} "
+                           f"({error}); check their values and types (at "), text
+    assert re.search(r"w25_pursuit\.py:\d+ in __init__\)$", text), text
     assert isinstance(info.value.__cause__, (ValueError, TypeError))  # HYDRA_FULL_ERROR=1
 
 
@@ -98,11 +102,17 @@ def test_a_games_own_refusal_passes_unchanged(pursuit):
         games.make("w25_pursuit", sped=0.2)  # an argument it does not take: as before
 
 
-def test_without_arguments_it_is_the_games_bug_and_raises_as_it_is(pursuit):
-    """No argument of the user's failed: the game's own error, with its traceback."""
-    with pytest.raises(ValueError, match=r"^could not convert string to float: 'never'$") as info:
+def test_without_arguments_it_is_the_games_bug_named_with_its_line(pursuit):
+    """No argument of the user's failed: the game's own error, named with the game and the
+    line it came from (games36; it raised as it was, naming neither), its traceback kept as
+    the cause."""
+    with pytest.raises(games.GameError) as info:
         games.make("w25_pursuit_broken")
-    assert not isinstance(info.value, games.GameError)
+    text = str(info.value)
+    assert text.startswith("w25_pursuit_broken: ") and "game arguments" not in text, text
+    assert "ValueError: could not convert string to float: 'never' (at " in text, text
+    assert re.search(r"w25_pursuit\.py:\d+ in __init__\)$", text), text
+    assert isinstance(info.value.__cause__, ValueError)
 
 
 def test_selfplay_train_names_game_and_argument(pursuit):
@@ -116,7 +126,9 @@ def test_selfplay_train_names_game_and_argument(pursuit):
         res = subprocs.run(args, cwd=pursuit, capture_output=True, text=True, timeout=600)
         assert res.returncode == 2, res.stderr
         assert "Traceback" not in res.stderr
-        lines[kwarg] = res.stderr.strip().splitlines()[-1]
+        line = res.stderr.strip().splitlines()[-1]
+        assert re.search(r" \(at \S*w25_pursuit\.py:\d+ in __init__\)$", line), line
+        lines[kwarg] = re.sub(r" \(at \S*w25_pursuit\.py:\d+ in __init__\)$", "", line)
     assert lines == {
         "speed=fast": "selfplay-train: w25_pursuit cannot be built with the game arguments "
                       "{'speed': 'fast'} (ValueError: could not convert string to float: "
