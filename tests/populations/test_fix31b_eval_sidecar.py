@@ -58,5 +58,9 @@ def test_a_sidecar_that_does_not_match_its_file_is_not_read(tmp_path):
     side = snap.with_suffix(".json")
     side.write_text(json.dumps({**json.loads(side.read_text()), "sha256": "0" * 64}))
     out, err = _eval(tmp_path, str(snap))
-    assert out == "exit 2 True", (out, err)  # loaded for its game name, then refused alike
-    assert f"selfplay-eval: {ROUND_ROBIN}, got ['{snap}']" in err, err
+    assert out == "exit 2 True", (out, err)  # loaded for its game name, then refused
+    # the file is checked against the sidecar's hash as it loads (5f84190): that refusal
+    # comes first, naming the file, and the sidecar's game name is not used
+    assert err.startswith(f"selfplay-eval: snapshot file {snap} is damaged or was replaced: "
+                          "its SHA-256 "), err
+    assert err.count("\n") == 0, err

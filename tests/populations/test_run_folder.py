@@ -190,15 +190,18 @@ def test_a_crashed_league_records_failed_with_its_error(tmp_path, monkeypatch):
     assert _runs(tmp_path / "league.db")[0][1:] == ("finished", None)
 
 
-def test_a_failed_resume_of_a_finished_run_records_failed(tmp_path):
+def test_a_refused_resume_of_a_finished_run_leaves_it_finished(tmp_path):
+    """A resume refused at its snapshots leaves the run's row as the run left it (5f84190;
+    it was marked failed, so the dashboard showed a finished run as failed)."""
     league = League(_kuhn(), tmp_path)
     league.run()
     league.close()
+    before = _runs(tmp_path / "league.db")
     garble(tmp_path / "snapshots" / "main" / "v0001.pt")  # damaged after the run finished
     with pytest.raises(ValueError, match="v0001.pt is damaged"):
         League(_kuhn(), tmp_path, resume=True)
-    ((name, status, error),) = _runs(tmp_path / "league.db")
-    assert status == "failed" and "v0001.pt is damaged" in error
+    assert _runs(tmp_path / "league.db") == before
+    assert before[0][1:] == ("finished", None)
 
 
 def test_a_crashed_experiment_records_failed(tmp_path, monkeypatch):
