@@ -128,9 +128,7 @@ class PolicyStore:
             return snap
         got = file_sha256(path)
         if got != want:
-            raise StoreError(
-                f"snapshot file {path} is damaged or was replaced: its SHA-256 {got[:16]}... "
-                f"differs from the {want[:16]}... recorded when it was published")
+            raise StoreError(_hash_differs(path, got, want))
         self._verified[path] = (st.st_size, st.st_mtime_ns, want)
         return snap
 
@@ -154,11 +152,17 @@ def load_policy_file(path: str | Path) -> Policy:
     if want is not None and os.path.isfile(path):  # load_policy says a missing file itself
         got = file_sha256(path)
         if got != want:
-            raise StoreError(
-                f"snapshot file {path} is damaged or was replaced: its SHA-256 {got[:16]}... "
-                f"differs from the {want[:16]}... its {Path(path).with_suffix('.json').name} "
-                "recorded when it was published; restore it from a copy, or pass another file")
+            raise StoreError(_hash_differs(
+                path, got, want, f"its {Path(path).with_suffix('.json').name} ",
+                "; restore it from a copy, or pass another file"))
     return load_policy(path)
+
+
+def _hash_differs(path: str | Path, got: str, want: str, who: str = "", then: str = "") -> str:
+    """The one line of a snapshot file whose SHA-256 ``got`` is not the ``want`` recorded
+    (by ``who``) when it was published, and ``then`` what to do."""
+    return (f"snapshot file {path} is damaged or was replaced: its SHA-256 {got[:16]}... "
+            f"differs from the {want[:16]}... {who}recorded when it was published{then}")
 
 
 MAX_SIDECAR_BYTES = 1 << 20  # a sidecar is a few hundred bytes
