@@ -330,7 +330,8 @@ class MultiTurnGRPO:
         games_ = sorted({self._batch_games[t.game] for t in part})
         agents = sorted({t.agent for t in part})
         try:
-            FiniteGuard(", ".join(games_), tuple(agents)).scalar(self.iteration, quantity, value)
+            FiniteGuard(", ".join(games_), tuple(agents), unit="iteration").scalar(
+                self.iteration, quantity, value)
         except NonFiniteError as err:  # the settings that scale the loss, as the user types them
             cfg = self.cfg
             raise NonFiniteError(

@@ -4,7 +4,8 @@ One NaN reward turns every weight NaN after one update, and the run goes on sile
 Every learner therefore checks what it stores (rewards, observations, states, where the
 rollout or replay is written) and what it is about to apply (loss, gradient norm, before
 ``optimizer.step()``), and raises :class:`NonFiniteError` naming the game, the agent, the
-step and the quantity, before the batch holding it changes any weight.
+frame (or the unit the learner counts in, :attr:`FiniteGuard.unit`) and the quantity, before
+the batch holding it changes any weight.
 
 The checks are vectorized: one ``isfinite(...).all()`` per array and batch (one device
 sync for a group of tensors), never a loop over samples; locating the bad agent and
@@ -72,18 +73,21 @@ def _first_bad(values: Array, agent_dim: int | None) -> tuple[float, int | None]
 @dataclass(frozen=True)
 class FiniteGuard:
     """Checks for one learner: ``game`` is the game's name, ``agents`` the seats it trains
-    (in the order of the learner's agent axis)."""
+    (in the order of the learner's agent axis), ``unit`` what the ``step`` the learner passes
+    counts (``frame``: copies x steps of the game, what marl's learners count;
+    ``iteration`` for a trainer that counts its updates)."""
 
     game: str
     agents: tuple[str, ...]
     # what the message says: earlier batches did update (a NaN at frame 1472 after an update
     # at 800), the one holding the NaN did not
     stopped: str = "training stopped before the batch holding it changed any weight"
+    unit: str = "frame"
 
     def _fail(self, quantity: str, value: float, agent: str, step: int, hint: str) -> None:
         raise NonFiniteError(
-            f"non-finite {quantity} ({value}) in game {self.game!r}, {agent}, at step {step}: "
-            f"{self.stopped}; {hint}")
+            f"non-finite {quantity} ({value}) in game {self.game!r}, {agent}, "
+            f"at {self.unit} {step}: {self.stopped}; {hint}")
 
     def _who(self, index: int | None) -> str:
         if index is not None and 0 <= index < len(self.agents):
@@ -95,7 +99,8 @@ class FiniteGuard:
         """Check what a game returned before it is stored.
 
         Args:
-            step: the learner's frame count, for the message.
+            step: the learner's count in :attr:`unit` (a frame count by default), for the
+                message.
             per_agent: quantity name → array with the learner's agents on ``agent_dim``
                 (e.g. rewards ``[B, A]``, observations ``[B, A, O]``).
             shared: quantity name → array without an agent axis (a global state ``[B, S]``).
@@ -113,8 +118,9 @@ class FiniteGuard:
 
     def scalar(self, step: int, quantity: str, value: torch.Tensor | float,
                agents: Sequence[str] | None = None) -> None:
-        """Check a loss or gradient norm before ``optimizer.step()`` (``agents``: whose
-        loss it is; default all the learner's agents)."""
+        """Check a loss or gradient norm before ``optimizer.step()`` (``step``: the learner's
+        count in :attr:`unit`; ``agents``: whose loss it is; default all the learner's
+        agents)."""
         v = float(value.detach() if isinstance(value, torch.Tensor) else value)
         if np.isfinite(v):
             return

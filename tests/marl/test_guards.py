@@ -106,7 +106,7 @@ def test_nan_from_the_game_stops_training_before_any_weight_changes(name, what):
     quantity = "reward" if what == "reward" else "(next )?observation"
     assert "\n" not in message
     assert re.search(rf"non-finite {quantity} \(nan\) in game '{GAME}', agent 'agent_1', "
-                     r"at step \d+", message), message
+                     r"at frame \d+", message), message
 
 
 @pytest.mark.parametrize(("name", "quantity"), [("mappo", "loss"), ("vdn", "TD loss"),
@@ -118,7 +118,7 @@ def test_an_overflowing_loss_stops_before_the_optimizer_step(name, quantity):
     message, _, updates = _train_until_error(learner, value=1e30)
     assert updates >= 1
     assert re.search(rf"non-finite {quantity} \(inf\) in game '{GAME}', agents? .*"
-                     r"at step \d+", message), message
+                     r"at frame \d+", message), message
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered in cast")  # the episode returns
@@ -151,7 +151,7 @@ def test_guard_names_the_agent_of_the_first_bad_value_and_passes_finite_data():
     bad = ok.copy()
     bad[3, 2, 1] = -np.inf
     with pytest.raises(NonFiniteError, match=r"observation \(-inf\) in game 'g', agent 'c', "
-                                             r"at step 7"):
+                                             r"at frame 7"):
         guard.data(7, per_agent={"observation": bad})
     with pytest.raises(NonFiniteError, match=r"global state \(nan\) .* agents 'a', 'b', 'c'"):
         guard.data(7, shared={"global state": torch.tensor([[0.0, math.nan]])})
@@ -192,5 +192,5 @@ def test_grpo_stops_on_a_nan_loss_before_the_optimizer_step():
     with pytest.raises(NonFiniteError) as err:
         trainer.step()
     assert re.search(r"non-finite loss \(nan\) in game 'guards/nan_kuhn', agents? '.*"
-                     r"at step 0", str(err.value)), err.value
+                     r"at iteration 0", str(err.value)), err.value
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))

@@ -90,7 +90,7 @@ def test_a_nan_reward_of_a_fixed_opponent_stops_training_in_one_line():
     learner = MAPPO(spec, MAPPOConfig(rollout_steps=8), agents=("agent_0",), seed=0)
     vg = games.VectorGame("user_inputs/nan_opponent", 4, seed=0, **learner.vector_game_kwargs)
     with pytest.raises(NonFiniteError, match=r"non-finite reward \(nan\) in game "
-                       r"'user_inputs/nan_opponent', agent 'agent_1', at step 12"):
+                       r"'user_inputs/nan_opponent', agent 'agent_1', at frame 12"):
         train(learner, vg, 400, opponents={"agent_1": RandomPolicy(spec, seed=0)},
               progress=False)
 
@@ -99,7 +99,7 @@ def test_a_nan_reward_in_evaluation_is_an_error_not_a_nan_score():
     spec = games.make("user_inputs/nan_opponent").spec
     rnd = RandomPolicy(spec, seed=0)
     vg = games.VectorGame("user_inputs/nan_opponent", 4, seed=0)
-    with pytest.raises(NonFiniteError, match=r"agent 'agent_1', at step 12: evaluation "
+    with pytest.raises(NonFiniteError, match=r"agent 'agent_1', at frame 12: evaluation "
                        r"stopped"):
         evaluate(vg, {a: rnd for a in spec.agent_ids}, 8)
     ok = evaluate(games.VectorGame(FLAT, 4, seed=0), {a: rnd for a in spec.agent_ids}, 8)

@@ -29,10 +29,10 @@ def test_a_nan_says_the_batch_holding_it_changed_no_weight():
     with pytest.raises(NonFiniteError) as err:
         guard.data(step=1472, per_agent={"reward": np.array([[0.0, np.nan]])})
     assert str(err.value) == (
-        "non-finite reward (nan) in game 'gridtag', agent 'runner_1', at step 1472: training "
+        "non-finite reward (nan) in game 'gridtag', agent 'runner_1', at frame 1472: training "
         "stopped before the batch holding it changed any weight; the game returned it (check "
         "the game's rewards and observations)")
-    with pytest.raises(NonFiniteError, match=r"at step 1600: training stopped before the batch "
+    with pytest.raises(NonFiniteError, match=r"at frame 1600: training stopped before the batch "
                                              r"holding it changed any weight; check the game"):
         guard.scalar(step=1600, quantity="loss", value=torch.tensor(float("inf")))
 

@@ -32,7 +32,7 @@ def test_keep_going_runs_the_jobs_after_a_failed_one_and_lists_it(
     assert (job1 / "checkpoints").is_dir()
     lines = [line for line in err.splitlines() if line.startswith("selfplay-train: ")]
     assert len(lines) == 2, err
-    assert "at step 160" in lines[0] and "(sweep job 0; keep_going: the sweep goes on" in \
+    assert "at frame 160" in lines[0] and "(sweep job 0; keep_going: the sweep goes on" in \
         lines[0] and f"{job0} keeps its checkpoints" in lines[0], lines[0]
     last = lines[1]
     assert f"1 of 2 sweep jobs failed: job 0 ({job0})" in last, last
@@ -45,7 +45,7 @@ def test_keep_going_runs_the_jobs_after_a_failed_one_and_lists_it(
         _train(_pasted(command), monkeypatch, tmp_path)
     out, err = capsys.readouterr()
     assert again.value.code == 2, err
-    assert "nothing to do" in out + err and "at step 304" in err, out + err
+    assert "nothing to do" in out + err and "at frame 304" in err, out + err
     assert f"1 of 2 sweep jobs failed: job 0 ({job0})" in err.splitlines()[-1], err
 
 
@@ -65,7 +65,7 @@ def test_without_keep_going_a_sweep_still_stops_at_its_failed_job(
         _train([*SWEEP, "resume=true", f"hydra.sweep.dir={sweep}"], monkeypatch, tmp_path)
     out, err = capsys.readouterr()
     (job0,), (job1,) = sweep.glob("0_*"), sweep.glob("1_*")
-    assert again.value.code == 2 and "at step 304" in err, err
+    assert again.value.code == 2 and "at frame 304" in err, err
     assert f"run folder : {job1}" in out
     assert f"1 of 2 sweep jobs failed: job 0 ({job0})" in err.splitlines()[-1], err
 

@@ -196,7 +196,7 @@ def test_a_failed_run_with_checkpoints_says_how_it_resumes(tmp_path, monkeypatch
     with pytest.raises(SystemExit) as stop:
         _train(argv, monkeypatch, tmp_path)
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert stop.value.code == 2 and "at step 160" in err, err
+    assert stop.value.code == 2 and "at frame 160" in err, err
     assert f"; {run} keeps its checkpoints: once the cause is fixed, it resumes from the " \
         "last one with: selfplay-train " in err, err
     assert err.endswith("(other settings, such as a lower learning rate, also need "
@@ -204,7 +204,7 @@ def test_a_failed_run_with_checkpoints_says_how_it_resumes(tmp_path, monkeypatch
     command = err.split("last one with: ", 1)[1].split(" (other settings", 1)[0]
     with pytest.raises(SystemExit):
         _train(_pasted(command), monkeypatch, tmp_path)
-    assert "at step 304" in capsys.readouterr().err  # resumed at its checkpoint of step 144
+    assert "at frame 304" in capsys.readouterr().err  # resumed at its checkpoint of step 144
 
 
 def test_a_finished_sweep_run_again_says_resume_true_not_fix_the_values(
