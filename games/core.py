@@ -523,6 +523,29 @@ class Game(abc.ABC):
     def close(self) -> None:  # noqa: B027  (optional hook, not abstract)
         """Release resources (renderers, subprocesses)."""
 
+    def final_legal_mask(self, agent: str) -> np.ndarray | None:
+        """bool ``[n]`` mask of the actions a discrete-action ``agent`` has at the state where
+        its episode ended (VectorGame's ``final_legal``: a truncated agent's bootstrap takes
+        its max over them, as over ``legal`` mid-episode); None: not known, every action
+        counts. Override where the game knows the mask there but ``legal_actions`` answers only
+        for an agent that must act now (a PettingZoo env's last ``action_mask``).
+
+        By default, :meth:`legal_actions` asked at that state where it names at least one
+        action; None where it names none (an agent not to move there, a terminal state) or
+        raises (the contract asks it only of an agent that must act, so a game may assume
+        one).
+        """
+        try:
+            ids = list(self.legal_actions(agent))
+        except Exception:  # noqa: BLE001  (outside the contract: no mask known there)
+            return None
+        n = self.spec.action_spaces[agent].n
+        if not ids or not all(isinstance(a, (int, np.integer)) and 0 <= a < n for a in ids):
+            return None
+        mask = np.zeros(n, dtype=bool)
+        mask[ids] = True
+        return mask
+
     # ------------------------------------------------------------------- provided
     def legal_mask(self, agent: str) -> np.ndarray:
         """bool ``[n]`` mask of the legal actions of ``agent``."""
@@ -744,6 +767,23 @@ class Game(abc.ABC):
         if getattr(o, "shape", None) != self.spec.obs_shapes[agent]:
             self._check_obs_shape(agent, o)  # README's words: "<game> step N: obs of <agent> ..."
         return o
+
+    def final_legal_checked(self, agent: str) -> np.ndarray:
+        """:meth:`final_legal_mask` of a discrete-action ``agent`` held to the contract (see
+        :meth:`observe_checked`): a bool ``[n]`` mask; every action where the game gives none
+        (None, or a mask with no legal action). A mask of another shape is a
+        :class:`GameContractError` naming the game, the step and the agent."""
+        n = self.spec.action_spaces[agent].n
+        mask = self.guarded(self.final_legal_mask, agent, note=_FINAL)
+        if mask is None:
+            return np.ones(n, dtype=bool)
+        mask = np.asarray(mask)
+        if mask.shape != (n,):
+            raise GameContractError(self.spec.name, f"step {self._contract_steps}",
+                                    f"final_legal_mask('{agent}') has shape {mask.shape}, "
+                                    f"expected ({n},)")
+        mask = mask.astype(bool)
+        return mask if mask.any() else np.ones(n, dtype=bool)
 
     def state_checked(self, final: bool = False) -> np.ndarray | None:
         """``state()`` held to the contract (see :meth:`observe_checked`): of shape

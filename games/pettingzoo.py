@@ -704,6 +704,12 @@ class PettingZooGame(Game):
             return self._all_legal[agent]
         return super().legal_mask(agent)
 
+    def final_legal_mask(self, agent: str) -> np.ndarray | None:
+        """The env's action mask of ``agent`` where its episode ended (a Parallel env's last
+        observation's, an AEC env's ``observe``; all False for a seat not to move, which
+        counts as every action); None where it gives none (every action is legal)."""
+        return self._mask(agent) if self._action_spaces[agent].discrete else None
+
     def text_observation(self, agent: str) -> str:
         role = self.spec.agent(agent).role
         return f"{self.name} step {self._t}; you are {agent} ({role}); observation: " + (

@@ -71,6 +71,12 @@ class VecStep:
         state / final_state: ``[B, S]`` global state (``None`` unless the VectorGame was
             built with ``with_state=True`` for a game that has one); ``final_state`` in the
             copies where ``final_obs`` is set (``None`` when there are none).
+        final_legal: ``[B, N]`` bool legal mask of each discrete agent at the state where its
+            episode ended, in the copies and rows where ``final_obs`` is set (the game's
+            :meth:`~games.Game.final_legal_checked`: every action where the game gives no
+            mask there, such as an agent not to move); False elsewhere, as for one that left
+            at an earlier step. A truncated agent's bootstrap takes its max over it, as
+            over ``legal`` mid-episode. ``None`` in a VecStep no VectorGame built.
         text / legal_text: per agent, ``B`` text observations and lists of legal action
             texts (``""`` / ``[]`` where the agent does not act; ``with_text=True``), for
             LLM and tabular policies.
@@ -103,6 +109,7 @@ class VecStep:
     episode_length: np.ndarray
     state: np.ndarray | None = None
     final_state: np.ndarray | None = None
+    final_legal: dict[str, np.ndarray] | None = None
     graph: np.ndarray | None = None
     final_graph: np.ndarray | None = None
     agent_node: dict[str, int] | None = None
@@ -253,6 +260,7 @@ class VectorGame:
         out: list[TimeStep] = []
         done = np.zeros(self.num_envs, bool)
         final_obs: dict[str, np.ndarray] = {}
+        final_legal: dict[str, np.ndarray] = {}
         final_state = None
         final_graph: list[np.ndarray | None] = [None] * self.num_envs
         ended: dict[int, Mapping[str, Any]] = {}  # copy -> its episode's last info
@@ -271,21 +279,22 @@ class VectorGame:
             if ts.done:
                 done[b] = True
                 ended[b] = ts.info
-                final_obs, final_state = self._record_final(b, g, final_obs, final_state)
+                final_state = self._record_final(b, g, final_obs, final_legal, final_state)
                 if self.with_graphs:
                     final_graph[b] = self._graph_nodes(g)
                 self._gone[b].clear()
             elif any(ts.terminated.values()) or any(ts.truncated.values()):
                 # an agent left alone (the others play on): its last observation, which a
                 # learner bootstraps from where it was truncated (vs.obs holds zeros there)
-                final_obs, final_state = self._record_final(b, g, final_obs, final_state)
+                final_state = self._record_final(b, g, final_obs, final_legal, final_state)
                 self._gone[b].update(a for a in self._ids
                                      if ts.terminated.get(a) or ts.truncated.get(a))
             out.append(ts)
         resets = {int(b): _started(self.games[b], self.games[b].reset(None), None)
                   for b in np.flatnonzero(done)}
         self._last = [resets.get(b, ts) for b, ts in enumerate(out)]
-        vs = self._collect(self._last, done, final_obs, final_state, transitions=out)
+        vs = self._collect(self._last, done, final_obs, final_state, transitions=out,
+                           final_legal=final_legal)
         vs.info = ended
         if self.with_graphs:
             vs.final_graph = np.stack(
@@ -315,23 +324,35 @@ class VectorGame:
         b: int,
         game: Game,
         final_obs: dict[str, np.ndarray],
+        final_legal: dict[str, np.ndarray],
         final_state: np.ndarray | None,
-    ) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    ) -> np.ndarray | None:
+        """Copy ``b``'s final observations and legal masks into ``final_obs`` /
+        ``final_legal`` (filled in place; built at the first ended copy of the step); its
+        final global state into ``final_state``, which is returned."""
+        spec = self.spec
         if not final_obs:
-            final_obs = {
-                a: np.zeros((self.num_envs, *self.spec.obs_shapes[a]), np.float32)
-                for a in self._ids
-            }
+            final_obs.update({a: np.zeros((self.num_envs, *spec.obs_shapes[a]), np.float32)
+                              for a in self._ids})
+            final_legal.update(self._no_legal())
         # asked outside reset/step, so held to the contract here: a user's observe that fails
         # only at a terminal state, or a wrong shape, is one line naming game, step and agent
         for a in self._ids:  # one that left at an earlier step keeps zeros, as in obs
             if a not in self._gone[b]:
                 final_obs[a][b] = game.observe_checked(a, final=True)
+                if a in final_legal:
+                    final_legal[a][b] = game.final_legal_checked(a)
         if self.with_state:
             if final_state is None:
-                final_state = np.zeros((self.num_envs, *self.spec.state_shape), np.float32)
+                final_state = np.zeros((self.num_envs, *spec.state_shape), np.float32)
             final_state[b] = game.state_checked(final=True)
-        return final_obs, final_state
+        return final_state
+
+    def _no_legal(self) -> dict[str, np.ndarray]:
+        """``[B, N]`` False masks of the discrete agents (the ``legal`` layout)."""
+        spaces = self.spec.action_spaces
+        return {a: np.zeros((self.num_envs, spaces[a].n), bool) for a in self._ids
+                if spaces[a].discrete}
 
     def _collect(
         self,
@@ -340,6 +361,7 @@ class VectorGame:
         final_obs: dict[str, np.ndarray],
         final_state: np.ndarray | None,
         transitions: list[TimeStep] | None = None,
+        final_legal: dict[str, np.ndarray] | None = None,
     ) -> VecStep:
         B, spec = self.num_envs, self.spec
         transitions = transitions or steps
@@ -392,6 +414,7 @@ class VectorGame:
             episode_length=self._len.copy(),
             state=state,
             final_state=final_state,
+            final_legal=final_legal or self._no_legal(),
             graph=graph,
             agent_node=self.agent_node or None,
             text=text,

@@ -739,6 +739,8 @@ class VmasBatch:
             final_obs = {a: torch.zeros_like(o) for a, o in zip(ids, obs, strict=True)}
         else:
             final_obs = {a: torch.where(d, f, 0.0) for a, f in zip(ids, final[0], strict=True)}
+        # VMAS has no action masks: every action is legal where an episode ended
+        final_legal = {a: m & d for a, m in self._legal.items()}
         graph = self.sim.graph_nodes(self._static) if self.with_graphs else None
         final_graph = None
         if graph is not None:
@@ -761,6 +763,7 @@ class VmasBatch:
             episode_length=self._len.clone(),
             state=state,
             final_state=final_state,
+            final_legal=final_legal,
             graph=graph,
             final_graph=final_graph,
             agent_node=self.agent_node if self.with_graphs else None,

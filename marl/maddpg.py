@@ -460,7 +460,7 @@ class MADDPG(Learner):
         (``seated`` masks its critic and actor losses)."""
         if self._pending is None:
             raise RuntimeError("observe() called without a preceding act()")
-        nxt = self.stack.next_fields(vs, with_state=True)
+        nxt = self.stack.next_fields(vs, with_state=True, still=self.still_in.mask(len(vs.done)))
         rewards_BA, p = self.stack.rewards(vs), self._pending
         self.guard.data(self.frames, per_agent={"reward": rewards_BA, "observation": p["obs"],
                                                 "next observation": nxt["next_obs"]},

@@ -6,9 +6,9 @@
 * :class:`AgentStacker` turns the per-agent dicts of a :class:`games.VecStep` into tensors
   with an agent dimension (``obs [B, A, O]``), padding heterogeneous observation widths
   (and action counts) to the largest one, and builds the "next" half of a transition:
-  ``final_obs`` / ``final_state`` where a copy's episode ended (so truncated episodes
-  bootstrap from their last observation) and a ``terminal`` flag that is set only when
-  the episode ended by the rules, never by a time limit.
+  ``final_obs`` / ``final_state`` / ``final_legal`` where a copy's episode ended (so truncated
+  episodes bootstrap from their last observation, with its legal actions) and a ``terminal``
+  flag that is set only when the episode ended by the rules, never by a time limit.
 * :class:`TeamTurns` holds each team's open transition in a turn-based game, from the
   team's acting step to its next one (or the episode's end), rewards summed in between.
 
@@ -179,16 +179,21 @@ class AgentStacker:
             out[:, i, : c.shape[1]] = c
         return self._tensor(out)
 
-    def legal(self, vs: VecStep) -> Tensor:
-        """``[B, A, N]`` bool legal masks; padded actions are never legal.
+    def legal(self, vs: VecStep, final: bool = False) -> Tensor:
+        """``[B, A, N]`` bool legal masks (``final``: ``vs.final_legal``, the masks where an
+        episode ended; every real action in a VecStep without them); padded actions are
+        never legal.
 
         Rows of agents that do not act (no legal action) allow every real action, so the
         placeholder actions chosen there are valid ids (the game ignores them).
         """
         B = vs.done.shape[0]
+        src = vs.final_legal if final else vs.legal
+        if src is None:
+            return self.real_actions.expand(B, *self.real_actions.shape)
         out = np.zeros((B, len(self.agents), self.num_actions), bool)
         for i, a in enumerate(self.agents):
-            out[:, i, : vs.legal[a].shape[1]] = vs.legal[a]
+            out[:, i, : src[a].shape[1]] = src[a]
         legal = self._tensor(out, torch.bool)
         return torch.where(legal.any(-1, keepdim=True), legal, self.real_actions)
 
@@ -239,32 +244,43 @@ class AgentStacker:
         trunc = np.stack([vs.truncated[a] & ~vs.terminated[a] for a in self.agents], 1).any(1)
         return self._tensor(vs.done & ~trunc)
 
-    def next_fields(self, vs: VecStep, with_state: bool) -> dict[str, Tensor]:
+    def next_fields(self, vs: VecStep, with_state: bool,
+                    still: Tensor | None = None) -> dict[str, Tensor]:
         """The "next" half of the transitions that ended in ``vs``.
 
         Where a copy's episode ended, ``vs.obs`` already belongs to the next episode, so
-        ``next_obs`` / ``next_state`` come from ``final_obs`` / ``final_state`` and every
-        action counts as legal (the game reports no legal mask after the end; only a
-        truncated episode reads them, to bootstrap). An agent whose own episode ended alone
-        (the copy plays on) has its last observation in ``next_obs`` too (``vs.obs`` holds
-        zeros for it); ``next_state`` is the copy's global input after the step.
+        ``next_obs`` / ``next_state`` / ``next_legal`` come from ``final_obs`` /
+        ``final_state`` / ``final_legal`` (only a truncated episode reads them, to bootstrap:
+        its max ranges over the actions legal at the state where it was cut, as mid-episode).
+        An agent whose own episode ended alone (the copy plays on) has its last observation
+        and legal mask there too (``vs.obs`` holds zeros for it); ``next_state`` is the copy's
+        global input after the step.
+
+        ``next_acting``: who acts in the next step; where the copy's episode ended, the
+        agents that were still in it (``still``, ``[B, A]``: :meth:`StillIn.mask` before this
+        step; all of them when not given) and did not leave it by the rules at this step:
+        those a truncated episode bootstraps from, not one that left at an earlier step.
         """
         done_B = self._tensor(vs.done, torch.bool)
         nxt = self.obs(vs.obs)
         ended_BA = vs.done[:, None] | np.stack(
             [vs.terminated[a] | vs.truncated[a] for a in self.agents], 1)
-        if ended_BA.any():
-            ended = self._tensor(ended_BA, torch.bool)
+        ended = self._tensor(ended_BA, torch.bool) if ended_BA.any() else None
+        if ended is not None:
             nxt = torch.where(ended[:, :, None], self.obs(vs.final_obs), nxt)
+        stayed_BA = ~self.terminated(vs)
+        if still is not None:
+            stayed_BA = stayed_BA & still
         out = {
             "next_obs": nxt,
-            "next_acting": self.acting(vs) | done_B[:, None],
+            "next_acting": torch.where(done_B[:, None], stayed_BA, self.acting(vs)),
             "terminal": self.terminal(vs),
         }
         if self.num_actions:
-            out["next_legal"] = torch.where(
-                done_B[:, None, None], self.real_actions, self.legal(vs)
-            )
+            legal = self.legal(vs)
+            if ended is not None:
+                legal = torch.where(ended[:, :, None], self.legal(vs, final=True), legal)
+            out["next_legal"] = legal
         if with_state:
             st = self.state(vs)
             if vs.done.any():
@@ -381,8 +397,10 @@ class TeamTurns:
         whose episode ended; their replay rows ``[M, ...]`` (None: none closed).
 
         ``nxt``: the "next" fields of this step (:meth:`AgentStacker.next_fields`). Where
-        the episode ended, ``next_acting`` is the seats that acted last (a truncated
-        episode bootstraps from them; a terminated one does not read it).
+        the episode ended, ``next_acting`` is the seats that acted last (a terminated episode
+        does not read it); at a cut, those of them still in the episode at its end
+        (``nxt["next_acting"]``: it bootstraps from them, not from one that left after its
+        move).
         """
         op = self.open
         if not op:
@@ -395,7 +413,10 @@ class TeamTurns:
         g_M, b_M = close_GB.nonzero(as_tuple=True)
         rows = {k: v[g_M, b_M] for k, v in op.items() if k not in ("is_open", "reward")}
         rows |= {k: v[b_M] for k, v in nxt.items()}
-        rows["next_acting"] = torch.where(done_B[b_M, None], rows["acting"],
+        # at the end: the seats that acted last, less one that left before a cut (a
+        # terminated episode keeps them all; it does not bootstrap)
+        last_MA = rows["acting"] & (rows["next_acting"] | rows["terminal"].bool()[:, None])
+        rows["next_acting"] = torch.where(done_B[b_M, None], last_MA,
                                           acting_BA[b_M] & rows["seated"])
         reward_M = op["reward"][g_M, b_M]
         G = close_GB.shape[0]

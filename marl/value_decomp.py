@@ -15,7 +15,8 @@ Both keep ``argmax Q_tot`` equal to the per-agent argmaxes, so agents act greedi
 own utilities (decentralized execution). Targets use double Q-learning (the online network
 picks ``u'``, the target network evaluates it), illegal actions are masked in action
 selection and in the target max, and a transition bootstraps unless its episode
-*terminated* (a truncated episode bootstraps from ``final_obs`` / ``final_state``).
+*terminated* (a truncated episode bootstraps from ``final_obs`` / ``final_state``, its max
+over ``final_legal``, the actions legal where it was cut).
 Exploration is ε-greedy over legal actions with ε decaying linearly in frames. Updates start
 once the replay has been played ``learning_starts`` frames (steps of one copy, the other
 teams' turns included) and holds a minibatch; an update (every ``train_every`` vector steps)
@@ -411,7 +412,12 @@ class ValueDecomp(Learner):
         if self._pending is None:
             raise RuntimeError("observe() called without a preceding act()")
         rewards_BA = self.stack.rewards(vs)
-        nxt = self.stack.next_fields(vs, with_state=self.uses_state)
+        # where the episode ended, only the agents still in it bootstrap (a truncated
+        # episode): those that had not left it (acting or waiting a step) and did not leave
+        # by the rules at this step
+        nxt = self.stack.next_fields(vs, with_state=self.uses_state,
+                                     still=self.still_in.mask(len(vs.done)))
+        self.still_in.step(vs)
         p = self._pending
         self.guard.data(self.frames, per_agent={"reward": rewards_BA, "observation": p["obs"],
                                                 "next observation": nxt["next_obs"]},
@@ -425,13 +431,7 @@ class ValueDecomp(Learner):
             if rows is not None:
                 self.buffer.add(rows)
         else:
-            # where the episode ended, only the agents still in it bootstrap (a truncated
-            # episode): those that had not left it (acting or waiting a step) and did not
-            # leave by the rules at this step
-            done_B1 = torch.as_tensor(vs.done, device=self.device)[:, None]
-            still_BA = self.still_in.mask(len(vs.done)) & ~self.stack.terminated(vs)
-            self.still_in.step(vs)
-            nxt["next_acting"] = torch.where(done_B1, still_BA, nxt["next_acting"]) & p["seated"]
+            nxt["next_acting"] = nxt["next_acting"] & p["seated"]
             row = {**p, "reward": team_BG[:, 0] if team_BG.shape[1] == 1 else team_BG, **nxt}
             keep_B = p["seated"].any(1)
             if not bool(keep_B.all()):
