@@ -20,7 +20,7 @@ import torch
 from games import ActionSpace, AgentSpec, Game, GameSpec, Transition, VectorGame
 from marl.maddpg import MADDPG, MADDPGConfig
 from marl.value_decomp import ValueDecomp, ValueDecompConfig
-from tests.marl.exits_game import Exits, record
+from tests.marl.exits_game import LIMIT, Exits, record
 
 TTT = "pettingzoo/pettingzoo.classic.tictactoe_v3"
 GAMMA = 0.9
@@ -209,3 +209,47 @@ def test_a_game_without_masks_gives_every_action_where_it_ended():
     vs = _play(VectorGame("pettingzoo/mpe2.simple_spread_v3", 2, seed=0, max_steps=2), 2)[1][2]
     assert vs.done.all() and vs.truncated["agent_0"].all()
     assert all(m.all() for m in vs.final_legal.values())
+
+
+class _MaskedCut(Exits):
+    """``Exits`` whose legal actions at the cut (step ``LIMIT``) are ``[1]`` alone, asked of
+    the game there as of an acting agent (the default ``final_legal_mask``)."""
+
+    def legal_actions(self, agent: str) -> Sequence[int]:
+        if self.t >= LIMIT and self.over:
+            return [1]
+        return super().legal_actions(agent)
+
+
+@pytest.mark.parametrize("algo", ["vdn", "maddpg"])
+def test_stored_next_legal_at_a_cut_is_the_games_mask_there(algo):
+    """VDN's target max and MADDPG's target action read ``next_legal``: at a cut it is the
+    game's mask there (``[F, T, F]``) for the agents still in, every action before."""
+    vg = VectorGame(lambda: _MaskedCut(), 8, seed=0, with_state=True)
+    learner = (ValueDecomp(vg.spec, ValueDecompConfig(mixer="vdn", learning_starts=1, seed=0))
+               if algo == "vdn" else
+               MADDPG(vg.spec, MADDPGConfig(learning_starts=1, batch_size=4, seed=0)))
+    rec = record(learner, vg, steps=12)
+    rows = {k: v[: len(learner.buffer)] for k, v in learner.buffer.data.items()}
+    cuts = 0
+    for k, (_, _, nxt) in enumerate(rec):
+        for c in range(len(nxt.done)):
+            if not (nxt.done[c] and nxt.truncated["agent_1"][c]):
+                continue
+            r = k * len(nxt.done) + c
+            assert rows["next_legal"][r, 1].tolist() == [False, True, False]
+            assert nxt.final_legal["agent_1"][c].tolist() == [False, True, False]
+            cuts += 1
+    assert cuts >= 2
+
+
+def test_vmas_final_legal_is_every_action_in_the_copies_that_ended():
+    torch_vg = VectorGame("vmas/simple_spread", 3, seed=0, max_steps=2, tensors=True)
+    vs = torch_vg.reset()
+    for _ in range(2):
+        vs = torch_vg.step({a: torch.zeros(3, dtype=torch.long) for a in torch_vg.spec.agent_ids})
+    assert bool(vs.done.all())
+    for a, m in vs.final_legal.items():
+        assert isinstance(m, torch.Tensor) and m.shape == vs.legal[a].shape and bool(m.all())
+    vs = torch_vg.step({a: torch.zeros(3, dtype=torch.long) for a in torch_vg.spec.agent_ids})
+    assert not any(bool(m.any()) for m in vs.final_legal.values())  # nothing ended: False
