@@ -71,8 +71,8 @@ def check_run_values(values: Mapping[str, Any]) -> None:
     seed = values.get("seed", 0)
     # 2**63 crashed a league after its first checkpoint
     if not _integer(seed) or not 0 <= seed < SEED_END:
-        raise ValueError(f"seed={seed}; expected an integer from 0 to {SEED_END - 1} (2**62 - 1, "
-                         f"as selfplay-eval's --seed){write_integer(seed)}")
+        raise ValueError(f"seed={_said(seed)}; expected an integer from 0 to {SEED_END - 1} "
+                         f"(2**62 - 1, as selfplay-eval's --seed){write_integer(seed)}")
     for name in AT_LEAST_ONE:  # frames=-5 trained nothing; 2.5 and True were taken too
         if name not in values:
             continue
@@ -80,8 +80,9 @@ def check_run_values(values: Mapping[str, Any]) -> None:
         whole = value if _integer(value) else int(value) if write_integer(value) else None
         if whole is not None and whole > top:  # frames=1e20: not "(write 10**20)"
             raise ValueError(f"{name}={value}; expected an integer from 1 to {top} ({why})")
-        if not _integer(value) or value < 1:
-            raise ValueError(f"{name}={value}; expected an integer >= 1{write_integer(value)}")
+        if not _integer(value) or value < 1:  # frames="100" said frames=100
+            raise ValueError(f"{name}={_said(value)}; expected an integer >= 1"
+                             f"{write_integer(value)}")
     every = values.get("checkpoint_every_s", 0.0)
     if not every >= 0:  # NaN too
         raise ValueError(f"checkpoint_every_s={every}; expected seconds >= 0 (0: after every "
@@ -89,6 +90,12 @@ def check_run_values(values: Mapping[str, Any]) -> None:
     if "device" in values and not DEVICE.fullmatch(str(values["device"])):
         raise ValueError(f"device={values['device']!r} unknown; choose one of cpu, cuda, "
                          "cuda:N (N a GPU index), auto")
+
+
+def _said(value: Any) -> str:
+    """``value`` as a message names it: a string quoted (``frames='100'``, from the Python
+    API, is not the number it reads as), any other value as it prints."""
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def write_integer(value: Any) -> str:

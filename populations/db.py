@@ -74,8 +74,8 @@ LOCK_RETRY_S = 0.1  # seconds between tries of a write SQLite found locked
 
 
 class LeagueDBError(RuntimeError):
-    """The league database cannot be opened, is locked, is newer than this code, or holds a
-    row this code cannot read."""
+    """The league database cannot be opened, is locked, is newer than this code, holds a
+    row this code cannot read, or refuses a write (another file for a recorded snapshot)."""
 
 
 class LeagueDBLockedError(LeagueDBError):
@@ -300,6 +300,8 @@ class LeagueDB:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """The connection inside one transaction: committed when the block ends, rolled
+        back when it raises."""
         with self.conn:
             yield self.conn
 
@@ -398,6 +400,8 @@ class LeagueDB:
     @_writes
     def create_run(self, name: str, experiment: str = "", game: str = "",
                    config: dict[str, Any] | None = None) -> int:
+        """Record a new run ``name`` (status ``running``) of ``experiment`` on ``game`` with
+        its settings ``config`` (JSON); returns its id."""
         now = time.time()
         with self.conn:
             cur = self.conn.execute(
@@ -408,6 +412,7 @@ class LeagueDB:
         return int(cur.lastrowid)
 
     def run_id(self, name: str) -> int | None:
+        """The id of the newest run named ``name`` (None: no such run)."""
         row = self.conn.execute("SELECT id FROM runs WHERE name = ? ORDER BY id DESC LIMIT 1",
                                 (name,)).fetchone()
         return None if row is None else int(row[0])
@@ -443,6 +448,7 @@ class LeagueDB:
 
     @_writes
     def set_run_config(self, run_id: int, config: dict[str, Any]) -> None:
+        """Replace run ``run_id``'s recorded settings (a resume's, once accepted)."""
         with self.conn:
             self.conn.execute("UPDATE runs SET config = ?, updated_at = ? WHERE id = ?",
                               (json.dumps(config), time.time(), run_id))
@@ -522,10 +528,25 @@ class LeagueDB:
     @_writes
     def add_snapshot(self, member_id: int, version: int, path: str | Path, kind: str, game: str,
                      roles: Iterable[str], parent_id: int | None = None, learner_step: int = 0,
-                     meta: dict[str, Any] | None = None, sha256: str | None = None) -> int:
+                     meta: dict[str, Any] | None = None, sha256: str | None = None,
+                     replace: bool = False) -> int:
         """Record a snapshot; recording the same (member, version) again keeps one row.
 
-        ``path`` is stored relative to the database's folder when it lies inside it."""
+        ``path`` is stored relative to the database's folder when it lies inside it. A
+        version recorded with another file (another ``sha256``) is refused unless
+        ``replace`` (the policy store's repair of a missing or damaged file): its matches
+        and ratings were played by the recorded one.
+
+        Raises:
+            LeagueDBError: the version is recorded with another SHA-256 and not ``replace``.
+        """
+        row = self.conn.execute("SELECT sha256 FROM snapshots WHERE member_id = ? AND "
+                                "version = ?", (member_id, version)).fetchone()
+        if row is not None and not replace and row[0] != sha256:
+            raise LeagueDBError(
+                f"snapshot version {version} of member id {member_id} is recorded with SHA-256 "
+                f"{str(row[0])[:16]}...; not replacing it with {str(sha256)[:16]}... (its "
+                "matches and ratings were played by the recorded file): record a new version")
         with self.conn:
             self.conn.execute(
                 "INSERT INTO snapshots (member_id, version, path, kind, game, roles, parent_id, "
@@ -541,6 +562,8 @@ class LeagueDB:
         return int(row[0])
 
     def snapshots(self, run_id: int, member: str | None = None) -> list[SnapshotRow]:
+        """Run ``run_id``'s snapshots (``member``'s only, when given) in recording order,
+        their paths absolute."""
         sql = ("SELECT s.*, m.name AS member FROM snapshots s JOIN members m ON s.member_id = m.id "
                "WHERE m.run_id = ?")
         args: list[Any] = [run_id]
@@ -605,6 +628,8 @@ class LeagueDB:
             return self.conn.total_changes - before
 
     def matches(self, run_id: int, prefix: str = "") -> list[MatchRow]:
+        """Run ``run_id``'s recorded episodes whose key starts with ``prefix`` (all by
+        default), in recorded order."""
         rows = self.conn.execute(
             "SELECT * FROM matches WHERE run_id = ? AND key LIKE ? ORDER BY id",
             (run_id, prefix.replace("%", r"\%") + "%"))
@@ -645,6 +670,7 @@ class LeagueDB:
             return cur.rowcount
 
     def count_matches(self, run_id: int) -> int:
+        """How many episodes run ``run_id`` recorded."""
         return int(self.conn.execute("SELECT COUNT(*) FROM matches WHERE run_id = ?",
                                      (run_id,)).fetchone()[0])
 
@@ -663,6 +689,9 @@ class LeagueDB:
                 [(run_id, r, c, v, w, n, int(e), now) for r, c, v, w, n, e in entries])
 
     def payoffs(self, run_id: int) -> list[dict[str, Any]]:
+        """Run ``run_id``'s payoff table: one dict per (row, column) snapshot pair with its
+        ``value`` (the row snapshot's mean payoff against the column's), ``win_rate``,
+        ``count`` and ``exact`` (computed, not sampled)."""
         rows = self.conn.execute("SELECT * FROM payoffs WHERE run_id = ?", (run_id,))
         return [dict(r) for r in rows]
 
@@ -687,6 +716,8 @@ class LeagueDB:
                 [(run_id, s, step, e, m, sg, n, now) for s, e, m, sg, n in rows])
 
     def latest_ratings(self, run_id: int) -> dict[int, dict[str, float]]:
+        """Each rated snapshot's newest rating row (``elo``, ``mu``, ``sigma``, ``matches``,
+        ``step``), by snapshot id."""
         rows = self.conn.execute(
             "SELECT r.* FROM ratings r JOIN (SELECT snapshot_id, MAX(step) AS step FROM ratings "
             "WHERE run_id = ? GROUP BY snapshot_id) l ON r.snapshot_id = l.snapshot_id AND "
@@ -711,6 +742,7 @@ class LeagueDB:
             "VALUES (?, ?, ?, ?, ?, ?)", rows)
 
     def metric(self, run_id: int, key: str) -> list[tuple[int, float]]:
+        """The ``(step, value)`` rows of metric ``key`` of run ``run_id``, by step."""
         rows = self.conn.execute(
             "SELECT step, value FROM metrics WHERE run_id = ? AND key = ? ORDER BY step, id",
             (run_id, key))
@@ -787,6 +819,8 @@ class LeagueDB:
         return [dict(r) for r in rows]
 
     def psro_iterations(self, run_id: int) -> list[dict[str, Any]]:
+        """Run ``run_id``'s finished PSRO iterations in order, each with its
+        ``meta_strategy`` decoded, ``nash_conv`` and ``seconds``."""
         rows = self.conn.execute(
             "SELECT * FROM psro_iterations WHERE run_id = ? ORDER BY iteration", (run_id,))
         return [{**dict(r), "meta_strategy": self._decode(

@@ -163,12 +163,20 @@ _MOST = {"generations": POPULATION_SIZES["generations"][0],
 taken, and its bar read 2/10**20)."""
 
 
+DEFAULT_GAME_KWARGS: dict[str, Any] = {"max_cycles": 25}
+"""The default game's arguments (:attr:`LeagueConfig.game`), which ``game_kwargs=None`` takes
+for it; another game given without ``game_kwargs`` starts from its own defaults."""
+_SECTIONS = {"matchmaking": MatchmakingConfig, "exploit": ExploitEvery, "mappo": MAPPOConfig}
+""":class:`LeagueConfig`'s nested settings and the dataclass each takes."""
+
+
 @dataclass(frozen=True)
 class LeagueConfig:
     """A self-play league run (defaults: MAPPO with PFSP on simple_adversary, minutes)."""
 
     game: str = "pettingzoo/mpe2.simple_adversary_v3"  # a two-team game
-    game_kwargs: dict[str, Any] = field(default_factory=lambda: {"max_cycles": 25})
+    game_kwargs: dict[str, Any] | None = None  # the game's arguments (None: DEFAULT_GAME_KWARGS
+    # for the default game, {} for another: its own defaults)
     generations: int = 6  # snapshots published after the initial (untrained) one
     frames_per_generation: int = 20_000  # training frames between snapshots
     num_envs: int = 16  # game copies stepped together while training
@@ -194,6 +202,14 @@ class LeagueConfig:
     torch_threads: int = 1  # intra-op threads (small networks are fastest on one)
 
     def __post_init__(self) -> None:
+        if self.game_kwargs is None:  # the default game's max_cycles failed any other game
+            object.__setattr__(self, "game_kwargs", dict(
+                DEFAULT_GAME_KWARGS if self.game == LeagueConfig.game else {}))
+        for name, kind in _SECTIONS.items():  # a dict failed after league.db was made
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                raise ValueError(f"{name}={value!r:.80}; expected a {kind.__name__} "
+                                 f"({kind.__module__}), e.g. {name}={kind.__name__}(...)")
         if not 0.0 <= self.opponent_prob <= 1.0:
             raise ValueError(f"opponent_prob={self.opponent_prob!r}; expected a value in [0, 1]")
         for name, least in _COUNTS.items():  # Hydra's schema types only the command line's
@@ -265,6 +281,7 @@ class League(LeagueTraining):
         self.runner: Runner | None = None
         self.learners: LearnerPool | None = None
         self._started = False  # the run row says running: a failure from here is recorded
+        self._fresh = False  # a new run's league.db, made by _open
         try:
             self._open(resume, members, resume_override)
         except BaseException as err:
@@ -273,9 +290,13 @@ class League(LeagueTraining):
             # error) kept them and their CPUs, and the next league's actors waited for them
             self._close_workers()
             if self.db is not None:
-                if self._started:  # a resume refused up front leaves the run as it was
+                if self._started and not self._fresh:  # a resume refused up front leaves the
+                    # run as it was
                     self.db.set_run_status_quietly(self.run_id, end_status(err), one_line(err))
                 self.db.close()
+                if self._fresh:  # a new run that never started (Ray did not start): the rerun
+                    # in this folder is a new run too, not refused as "already holds a league"
+                    _remove_unstarted(self.run_dir)
             self.lock.release()
             raise
         mark_started(self.run_dir)  # its resume's checks passed: an error from here is the run's
@@ -288,12 +309,11 @@ class League(LeagueTraining):
         cfg = self.cfg
         torch.set_num_threads(cfg.torch_threads)
         resume = check_folder(self.run_dir, resume, override)
-        game = games.make(cfg.game, **cfg.game_kwargs)
-        self.spec = game.spec  # its name holds the kwargs
-        refused = cooperative_refusal(game)
-        game.close()
-        if refused:  # before league.db: nothing of the run is made
-            raise ValueError(refused)
+        # every check of the settings, the game and the members before league.db: a league
+        # refused here leaves nothing in its folder that refuses the corrected rerun
+        self._check_game()
+        self.members = self._built_members(members)
+        self._fresh = not resume  # league.db is made here: a failure before the run removes it
         self.db = LeagueDB(self.run_dir / "league.db")
         run_id = self.db.run_id("league")
         had_run = run_id is not None
@@ -332,39 +352,6 @@ class League(LeagueTraining):
         # it was, its status (finished, interrupted) and settings too
         self._started = not resume
         self.store = PolicyStore(self.run_dir / "snapshots", self.db, self.run_id)
-        if cfg.nash_conv and not cfg.game.startswith("openspiel/"):
-            raise ValueError(f"nash_conv=True needs a small OpenSpiel game; got {cfg.game!r}")
-        if cfg.nash_conv:  # refused now, not after generation 0 trained
-            from populations import exploitability as ex
-
-            try:  # its 'enumerated' line: once the start's checks passed (__init__); a
-                # game of imperfect recall refused at its first sign, as selfplay-train's
-                # check (populations.experiment.check_league_game) refuses it
-                with ex.lines_held(), ex.exact_check(NASH_CONV_WHY):
-                    ex.require_perfect_recall(ex.game_tree(self.spec))
-            except games.GameContractError:  # a bug of the game's code (a ValueError too):
-                raise  # one line naming the call; leaving NashConv out is no advice for it
-            except ValueError as err:
-                why = str(err).replace(f"; {ex.SAMPLED_HINT}", "")
-                raise ValueError(f"nash_conv=True (population.nash_conv): {why}; set it false, "
-                                 "or exploit.every=N (population.exploit.every) for an "
-                                 "approximate NashConv") from None
-        if len(self.spec.teams) != 2:
-            # teams= regroups seats, PSRO plays two or more: no help for a game of one seat
-            # (mpe2.simple_v3), which only population=none trains (experiment.py's words)
-            other = ("; it has one seat: population=none trains it" if len(self.spec.agents) < 2
-                     else f" ({resume_words().kwarg('teams', '[[...],[...]]')} groups its "
-                     "seats); population=psro plays two or more seats, population=none one team")
-            raise ValueError(
-                f"a self-play league needs two teams; {cfg.game} has {self.spec.teams}; "
-                f"accepted: a game with two teams{other}")
-        self.members: list[Member] = list(members) if members is not None else [
-            MAPPOMember(MEMBER, MAPPO(self.spec, cfg.mappo, device=cfg.device, seed=cfg.seed))]
-        names = [m.name for m in self.members]
-        if not names or len(set(names)) != len(names):
-            raise ValueError(f"league members need unique names; got {names}")
-        if cfg.nash_conv:  # refused now, not when the untrained snapshots are scored
-            league_eval.check_nash_conv_members(self.members)
         self.single = len(self.members) == 1
         self.needs_text = any(m.kind == "llm" for m in self.members)
         if cfg.runner == "ray":  # CPUs of a local Ray: the match workers and learner actors
@@ -400,6 +387,56 @@ class League(LeagueTraining):
                 note_resume_threads(self.run_dir / "checkpoints", cfg.torch_threads,
                                     lambda: recorded)
 
+    def _check_game(self) -> None:
+        """Build the game (``self.spec``) and refuse one a league cannot play: a cooperative
+        game, one without two teams, NashConv on a game it cannot walk."""
+        cfg = self.cfg
+        game = games.make(cfg.game, **cfg.game_kwargs)
+        self.spec = game.spec  # its name holds the kwargs
+        refused = cooperative_refusal(game)
+        game.close()
+        if refused:
+            raise ValueError(refused)
+        if cfg.nash_conv and not cfg.game.startswith("openspiel/"):
+            raise ValueError(f"nash_conv=True needs a small OpenSpiel game; got {cfg.game!r}")
+        if cfg.nash_conv:  # refused now, not after generation 0 trained
+            from populations import exploitability as ex
+
+            try:  # its 'enumerated' line: once the start's checks passed (__init__); a
+                # game of imperfect recall refused at its first sign, as selfplay-train's
+                # check (populations.experiment.check_league_game) refuses it
+                with ex.lines_held(), ex.exact_check(NASH_CONV_WHY):
+                    ex.require_perfect_recall(ex.game_tree(self.spec))
+            except games.GameContractError:  # a bug of the game's code (a ValueError too):
+                raise  # one line naming the call; leaving NashConv out is no advice for it
+            except ValueError as err:
+                why = str(err).replace(f"; {ex.SAMPLED_HINT}", "")
+                raise ValueError(f"nash_conv=True (population.nash_conv): {why}; set it false, "
+                                 "or exploit.every=N (population.exploit.every) for an "
+                                 "approximate NashConv") from None
+        if len(self.spec.teams) != 2:
+            # teams= regroups seats, PSRO plays two or more: no help for a game of one seat
+            # (mpe2.simple_v3), which only population=none trains (experiment.py's words)
+            other = ("; it has one seat: population=none trains it" if len(self.spec.agents) < 2
+                     else f" ({resume_words().kwarg('teams', '[[...],[...]]')} groups its "
+                     "seats); population=psro plays two or more seats, population=none one team")
+            raise ValueError(
+                f"a self-play league needs two teams; {cfg.game} has {self.spec.teams}; "
+                f"accepted: a game with two teams{other}")
+
+    def _built_members(self, members: Sequence[Member] | None) -> list[Member]:
+        """The league's members: ``members``, or one MAPPO member ``main`` built on
+        ``cfg.device`` (a device this machine lacks is refused here, before league.db)."""
+        cfg = self.cfg
+        built: list[Member] = list(members) if members is not None else [
+            MAPPOMember(MEMBER, MAPPO(self.spec, cfg.mappo, device=cfg.device, seed=cfg.seed))]
+        names = [m.name for m in built]
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"league members need unique names; got {names}")
+        if cfg.nash_conv:  # refused now, not when the untrained snapshots are scored
+            league_eval.check_nash_conv_members(built)
+        return built
+
     def _left_to_train(self) -> bool:
         """Whether :meth:`run` trains a member from the loaded checkpoint: a generation short
         of ``cfg.generations`` (a finished league resumed with more generations trains them;
@@ -418,6 +455,7 @@ class League(LeagueTraining):
 
     @logger.setter
     def logger(self, logger: MetricsLogger) -> None:
+        """Set the extra metrics sink (a resumed league backfills it first)."""
         self._logger = logger
         if self._resumed:
             logger.backfill(self.db.metric_rows(self.run_id))
@@ -714,6 +752,8 @@ class League(LeagueTraining):
                     stack.callback(made.close)
 
     def close(self) -> None:
+        """Close the Ray learner actors and match workers, the database, and release the run
+        folder's lock (call it once the league is done with, after :meth:`run`)."""
         self._close_workers()
         self.db.close()
         self.lock.release()
@@ -736,6 +776,16 @@ def cooperative_refusal(game: games.Game) -> str | None:
     return (f"a self-play league plays sides against each other; {game.spec.name} is "
             "cooperative (every seat gets one shared reward: every match is a draw and the "
             "ratings rank nothing, with teams= too); train its team alone (population=none)")
+
+
+def _remove_unstarted(run_dir: Path) -> None:
+    """Remove what a new league wrote in ``run_dir`` before its start failed: ``league.db``
+    (and SQLite's files beside it) and an empty ``snapshots/``; nothing was published."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(run_dir / f"league.db{suffix}")
+    with contextlib.suppress(OSError):  # only when empty
+        (run_dir / "snapshots").rmdir()
 
 
 def _jsonable(obj: Any) -> Any:

@@ -3,8 +3,9 @@
 A snapshot is ``<root>/<member>/v<version>.pt`` (weights, written atomically and loaded with
 ``torch.load(weights_only=True)``) plus ``v<version>.json`` (kind, game, roles, parent
 snapshot, learner step, created-at, and the SHA-256 of the ``.pt`` file). Publishing the
-same (member, version) again — as a resumed run does — rewrites the same files and keeps one
-database row.
+same (member, version) again — as a resumed run does — with the same weights keeps its files
+and its one database row; other weights are refused (the version's matches and ratings were
+played by the recorded ones), unless its file is missing or damaged, which they replace.
 
 The database records each file's SHA-256 and its path relative to the run folder; a
 snapshot is checked against the hash before it is loaded or handed to a runner, so a
@@ -16,16 +17,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import numbers
 import os
 import re
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
-from marl.core import Policy, load_policy
+import numpy as np
+import torch
+
+from marl.core import POLICY_FORMAT, Policy, PolicyLoadError, load_policy, safe_torch_load
 from marl.fileio import atomic_write, read_regular
 from populations.db import LeagueDB, SnapshotRow, refuse_link
 
+log = logging.getLogger(__name__)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 
 
@@ -63,13 +71,26 @@ class PolicyStore:
                 parent: int | None = None, algo: str | None = None) -> SnapshotRow:
         """Save ``policy`` as the next (or the given) version of ``member``; a new member is
         recorded as of kind ``algo`` (the learner that trains it: ``ippo``), else as the
-        policy's kind (IPPO's snapshots are ``mappo`` policies)."""
+        policy's kind (IPPO's snapshots are ``mappo`` policies).
+
+        A version published before is kept as it is when ``policy`` holds the same weights
+        and metadata (a resumed run publishes it again: same row, same file) and replaced
+        when its file is missing or damaged.
+
+        Raises:
+            StoreError: a bad member name, or a version published with other weights (its
+                matches and ratings were played by those).
+        """
         meta = policy.meta
         member_id = self.member(member, algo or meta.kind, meta.roles)
         if version is None:
             version = len(self.db.snapshots(self.run_id, member))
         path = self.root / member / f"v{version:04d}.pt"
         refuse_link(path.parent, "snapshot folder", StoreError)  # a planted link: files outside
+        kept = next((s for s in self.db.snapshots(self.run_id, member) if s.version == version),
+                    None)
+        if kept is not None and self._same_as(kept, policy):
+            return kept
         policy.save(path)
         sha = file_sha256(path)
         info = {"member": member, "version": version, "kind": meta.kind, "game": meta.game,
@@ -79,22 +100,56 @@ class PolicyStore:
         atomic_write(side, json.dumps(info, indent=1))
         sid = self.db.add_snapshot(member_id, version, path, meta.kind, meta.game,
                                    meta.roles, parent, meta.step, {"agents": list(meta.agents)},
-                                   sha256=sha)
+                                   sha256=sha, replace=kept is not None)
         self._cache.pop(sid, None)
         self._verified.pop(str(path), None)
         return self.get(sid)
 
+    def _same_as(self, kept: SnapshotRow, policy: Policy) -> bool:
+        """Whether published snapshot ``kept`` holds ``policy``'s metadata and weights
+        (compared as values: a policy loaded back saves equal tensors in other bytes); False
+        when its file is missing or damaged, which ``policy`` then replaces.
+
+        Raises:
+            StoreError: ``kept`` holds other weights (one line naming the snapshot).
+        """
+        try:
+            data = safe_torch_load(self.verify(kept).path, "snapshot", PolicyLoadError)
+        except (StoreError, PolicyLoadError) as err:
+            log.warning("publishing %s v%d again over its %s", kept.member, kept.version,
+                        "missing file" if "missing" in str(err) else f"damaged file ({err})")
+            return False
+        if data.get("format") == POLICY_FORMAT and _same(data.get("meta"), policy.meta.to_dict()) \
+                and _same(data.get("payload"), policy.payload()):
+            return True
+        raise StoreError(
+            f"snapshot {kept.member} v{kept.version:04d} is published with other weights "
+            f"(its matches and ratings were played by them); publish these as a new version "
+            f"(version=None: v{len(self.snapshots(kept.member)):04d}) or under another member "
+            "name")
+
     def get(self, snapshot_id: int) -> SnapshotRow:
+        """The snapshot row of id ``snapshot_id`` (:attr:`SnapshotRow.id`) in this run.
+
+        Raises:
+            StoreError: an id that is not an integer, or no snapshot of this run has it.
+        """
+        if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, numbers.Integral):
+            hint = " (pass its .id)" if isinstance(snapshot_id, SnapshotRow) else ""
+            raise StoreError(f"snapshot id {snapshot_id!r:.200} is not an integer{hint}; "
+                             "expected a SnapshotRow.id of this run")
         for s in self.db.snapshots(self.run_id):
             if s.id == snapshot_id:
                 return s
         raise StoreError(f"unknown snapshot id {snapshot_id} in run {self.run_id}")
 
     def latest(self, member: str) -> SnapshotRow | None:
+        """The newest snapshot of ``member`` (None: it has published none)."""
         snaps = self.db.snapshots(self.run_id, member)
         return snaps[-1] if snaps else None
 
     def snapshots(self, member: str | None = None) -> list[SnapshotRow]:
+        """The run's snapshots (``member``'s only, when given), oldest first."""
         return self.db.snapshots(self.run_id, member)
 
     def verify(self, snap: SnapshotRow) -> SnapshotRow:
@@ -137,6 +192,23 @@ class PolicyStore:
         if snapshot_id not in self._cache:
             self._cache[snapshot_id] = load_policy(self.verify(self.get(snapshot_id)).path)
         return self._cache[snapshot_id]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two policy files' contents (nested dicts, lists, tensors, arrays, plain
+    values) are equal: tensors and arrays by dtype, shape and values."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and \
+            a.dtype == b.dtype and a.shape == b.shape and \
+            torch.equal(a.detach().cpu(), b.detach().cpu())
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and \
+            a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
 
 
 def load_policy_file(path: str | Path) -> Policy:
