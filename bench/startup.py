@@ -137,9 +137,26 @@ def cpu_main(runs: int, trees: list[str]) -> None:
         print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
 
 
+MAX_RUNS = 100  # the --cpu table's tiny runs take ~10 s each: 100 runs are hours already
+
+
+def runs(text: str) -> int:
+    """``--runs``' argparse type: an integer in ``[1, MAX_RUNS]`` (0 or a negative number
+    ended in a StatisticsError traceback after the first command, a huge one ran for days)."""
+    accepted = f"an integer in [1, {MAX_RUNS}]"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected {accepted}") from None
+    if not 1 <= value <= MAX_RUNS:
+        raise argparse.ArgumentTypeError(f"{value}: expected {accepted}")
+    return value
+
+
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--runs", type=int, default=5)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=runs, default=5,
+                   help=f"times each command runs (1 to {MAX_RUNS}; default 5)")
     p.add_argument("--cpu", action="store_true", help="CPU seconds of tiny runs too")
     p.add_argument("--trees", default="", help="source folders to compare (with --cpu)")
     args = p.parse_args()
