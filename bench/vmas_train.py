@@ -169,15 +169,23 @@ def run_ours(setting: str, seed: int, frames: int, copies: int, big: int,
     res = train(learner, vg, frames, progress=False, on_update=on_update)
     vg.close()
     rets = np.asarray(res.episode_returns)
-    tenth = max(1, len(rets) // 10)
     reach = None
     if target is not None:
         reach = next((s for s, _, r in curve if r >= target), None)
-    return {"fps": res.frames / res.seconds, "last": float(np.mean(rets[-tenth:])),
-            "first": float(np.mean(rets[:tenth])), "seconds": res.seconds, "copies": B,
+    return {"fps": res.frames / res.seconds, **_first_last(rets.tolist(), res.frames),
+            "seconds": res.seconds, "copies": B,
             "reach_s": reach, "critic_loss": _tenths(critic_mse), "entropy": _tenths(entropy),
             "curve": [(round(s, 1), f, round(r, 3)) for s, f, r in curve],
             "critic_mse": [round(x, 4) for x in critic_mse]}
+
+
+def _first_last(returns: list[float], frames: int) -> dict:
+    """The mean return of the first and the last tenth of the episodes (None where no episode
+    finished: the mean of nothing printed as nan), how many finished and in how many frames."""
+    tenth = max(1, len(returns) // 10)
+    first = float(np.mean(returns[:tenth])) if returns else None
+    last = float(np.mean(returns[-tenth:])) if returns else None
+    return {"first": first, "last": last, "episodes": len(returns), "frames": frames}
 
 
 def _tenths(xs: list[float], parts: int = 5) -> list[float]:
@@ -215,13 +223,12 @@ def run_benchmarl(setting: str, seed: int, frames: int, copies: int,
     s = json.loads(line[-1][8:])
     rewards = _scalars(s["run_dir"], "collection_reward_episode_reward_mean")
     iter_s = sum(_scalars(s["run_dir"], "timers_iteration_time"))
-    tenth = max(1, len(rewards) // 10)
     critic = _scalars(s["run_dir"], "train_agents_loss_critic")
     # per sample; under TanhNormal a one-sample estimate with the squash's Jacobian, so not
     # the same quantity as ours
     entropy = _scalars(s["run_dir"], "train_agents_entropy")
     return {"fps": s["total_frames"] / iter_s, "wall_s": s["wall_s"], "seconds": iter_s,
-            "first": float(np.mean(rewards[:tenth])), "last": float(np.mean(rewards[-tenth:])),
+            **_first_last(rewards, s["total_frames"]),
             "iterations": len(rewards), "critic_loss": _tenths(critic),
             "entropy": _tenths(entropy),
             "curve": [round(r, 3) for r in rewards]}
@@ -292,14 +299,27 @@ def main() -> None:
         reach = [r.get("reach_s") for r in rs]
         reach_txt = ("never" if any(x is None for x in reach) else f"{np.mean(reach):.0f}") \
             if name.startswith("selfplay") else f"{np.mean([r['seconds'] for r in rs]):.0f}"
-        print(f"| {name} | {fps:,.0f} | {np.mean([r['first'] for r in rs]):.2f} | "
-              f"{np.mean([r['last'] for r in rs]):.2f} | {reach_txt} |")
+        print(f"| {name} | {fps:,.0f} | {_mean_return(rs, 'first')} | "
+              f"{_mean_return(rs, 'last')} | {reach_txt} |")
+
+
+def _mean_return(rs: list[dict], key: str) -> str:
+    """A table cell: the mean over the seeds of ``key`` ("first"/"last"), over those seeds
+    where an episode finished (naming how many), or that none did."""
+    done = [r[key] for r in rs if r[key] is not None]
+    if not done:
+        return f"no episode finished in {max(r['frames'] for r in rs):,} frames"
+    return f"{np.mean(done):.2f}" + (f" ({len(done)} of {len(rs)} seeds)" if len(done) < len(rs)
+                                     else "")
 
 
 def _report(name: str, r: dict, path: Path | None) -> None:
     brief = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
              if k not in ("curve", "critic_mse")}
     print(f"{name}: {json.dumps(brief)}", flush=True)
+    if not r["episodes"]:
+        print(f"{name}: no episode finished in {r['frames']:,} frames (no return to report; "
+              "give more --frames)", flush=True)
     if path is not None:
         with path.open("a") as fh:
             fh.write(json.dumps({"run": name, **r}) + "\n")
