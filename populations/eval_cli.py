@@ -76,11 +76,12 @@ def eval_main(argv: list[str] | None = None) -> None:
     """``selfplay-eval``: round-robin rating of saved policy files into a league database
     (a game of one team: each file's mean return alone, with its 95 % interval)."""
     p = OneLineParser(prog="selfplay-eval", description=(eval_main.__doc__ or "").replace("``", ""))
-    p.add_argument("policies", nargs="+", help="policy files (.pt) written by a run")
+    files = p.add_argument("policies", nargs="+", help="policy files (.pt) written by a run")
     p.add_argument("--game", help="game spec, e.g. openspiel/kuhn_poker (default: the game the "
                                   "policy files record, the same in every file)")
     p.add_argument("--game-kwargs", default="{}", help="JSON keyword arguments of the game")
-    p.add_argument("--db", required=True, help="league database to write (created if missing)")
+    db = p.add_argument("--db", required=True,
+                        help="league database to write (created if missing)")
     p.add_argument("--episodes", type=integer(EPISODES_RANGE), default=16,
                    help="role-swapped pairs per pairing (a game of one team: episodes per file)")
     p.add_argument("--seed", type=integer(SEED_RANGE), default=0,
@@ -104,15 +105,17 @@ def eval_main(argv: list[str] | None = None) -> None:
     x.add_argument("--exploit", action="store_true",
                    help="also train a best response per team against each policy and "
                         "print/record its gain (approximate NashConv ± 95%% interval)")
-    x.add_argument("--exploit-algo", default="ippo", help="registered learner of the responses")
-    x.add_argument("--exploit-frames", type=integer(_exploit_range("frames")), default=20_000,
-                   help="frames per response")
-    x.add_argument("--exploit-seeds", type=integer(_exploit_range("seeds")), default=3,
-                   help="independent repetitions")
-    x.add_argument("--exploit-episodes", type=integer(_exploit_range("eval_episodes")),
-                   default=2_000,
-                   help="evaluation episodes per value estimate")
-    args = _parse(p, argv)  # files before and after the flags alike
+    settings = [  # --exploit's own: not read without it
+        x.add_argument("--exploit-algo", default="ippo",
+                       help="registered learner of the responses"),
+        x.add_argument("--exploit-frames", type=integer(_exploit_range("frames")),
+                       default=20_000, help="frames per response"),
+        x.add_argument("--exploit-seeds", type=integer(_exploit_range("seeds")), default=3,
+                       help="independent repetitions"),
+        x.add_argument("--exploit-episodes", type=integer(_exploit_range("eval_episodes")),
+                       default=2_000, help="evaluation episodes per value estimate")]
+    args = _parse(p, argv, required=(files, db))  # files before and after the flags alike
+    unread = [] if args.exploit else _given(p, argv, settings)
     if args.exploit:  # minutes of training: its progress lines (populations.approx_exploit)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     from populations.run_folder import sigterm_as_interrupt
@@ -132,14 +135,15 @@ def eval_main(argv: list[str] | None = None) -> None:
             raise CLIError(f"--game-kwargs is not JSON ({err}): {args.game_kwargs!r}") from None
         if not isinstance(kwargs, dict):
             raise CLIError(f"--game-kwargs must be a JSON object, got {args.game_kwargs!r}")
-        _evaluate(args, kwargs)
+        _evaluate(args, kwargs, unread)
 
 
-def _parse(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+def _parse(p: argparse.ArgumentParser, argv: list[str] | None,
+           required: Sequence[argparse.Action]) -> argparse.Namespace:
     """``p.parse_intermixed_args(argv)``, an unknown flag said before a missing required
     argument (argparse checks those first: ``selfplay-eval --bogus`` said '--db is
-    required', not that ``--bogus`` is unknown)."""
-    required = [a for a in p._actions if a.required]
+    required', not that ``--bogus`` is unknown). ``required``: the required arguments
+    ``p.add_argument`` returned (argparse keeps its own list private)."""
     for action in required:
         action.required = False
     try:
@@ -152,7 +156,29 @@ def _parse(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Names
     return p.parse_intermixed_args(argv)
 
 
-def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
+def _given(p: argparse.ArgumentParser, argv: list[str] | None,
+           actions: Sequence[argparse.Action]) -> list[str]:
+    """Of ``actions`` (options ``p.add_argument`` returned), those ``argv`` (which ``p``
+    parses) gives, as ``--flag value``: ``argv`` parsed again with their defaults suppressed
+    (argparse sets no attribute for a suppressed option not given; its abbreviations,
+    ``--flag=value`` and the last of a repeated option count as when parsed)."""
+    defaults = [action.default for action in actions]
+    for action in actions:
+        action.default = argparse.SUPPRESS
+    try:
+        parsed, _ = p.parse_known_intermixed_args(argv)
+    finally:
+        for action, default in zip(actions, defaults, strict=True):
+            action.default = default
+    return [f"{action.option_strings[0]} {getattr(parsed, action.dest)}" for action in actions
+            if hasattr(parsed, action.dest)]
+
+
+def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any], unread: Sequence[str] = ()
+              ) -> None:
+    """The round robin (and ``--exploit``'s estimates) of ``args``; ``unread``: the
+    ``--exploit-*`` settings given without ``--exploit`` (a warning once they pass their
+    checks)."""
     from games import make
 
     # the numbers first, before a game or a file loads (--episodes 0 with a missing file
@@ -166,6 +192,11 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any]) -> None:
     if args.pairs < 0:
         raise CLIError(f"--pairs {args.pairs}: expected {PAIRS_RANGE}")
     _check_exploit_values(args)  # against the registry and game: torch, later (--exploit)
+    if unread:  # valid, and not read: said, as selfplay-train says a setting it does not read
+        it = "it sets" if len(unread) == 1 else "they set"
+        print(f"selfplay-eval: warning: {', '.join(unread)} {'is' if it == 'it sets' else 'are'}"
+              f" not used without --exploit ({it} up the best responses --exploit trains)",
+              file=sys.stderr)
     spec = make(args.game, **kwargs).spec if args.game is not None else None
     _refuse_run_folders(args.policies)
     if not args.exploit:
