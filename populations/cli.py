@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import shlex
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,39 +37,39 @@ from typing import TYPE_CHECKING, Any
 from hydra.experimental.callback import Callback
 
 from populations import cli_common, run_guard
-from populations.cli_common import _untyped, fail, interrupted, load_plugins, one_line, reported
+from populations.cli_common import fail, interrupted, load_plugins, one_line, reported, untyped
 from populations.command_line import (
     TRAIN,
     game_overrides,
     resume_command,
+    shell_word,
 )
+from populations.config_groups import _config_groups
 from populations.member_overrides import members_by_index_last
 from populations.run_guard import (
-    _before,
-    _failed_jobs_line,
-    _keep_written,
-    _not_started,
-    _refuse_resume_without_folder,
+    failed_jobs_line,
+    folder_before,
     hold_folder,
+    keep_written,
+    not_started,
+    refuse_resume_without_folder,
     run_folder_guard,
     to_cli_log,
 )
 from populations.sweep_jobs import check_sweep_jobs
 from populations.sweeps import (  # importing it registers the job folders' resolvers
-    _SWEPT,
     folder_given,
     pin_sweep_folder,
     refuse_renamed_job,
     register_resolvers,
+    set_swept,
     sweep_folder,
     sweep_started,
-    swept_keys,
 )
 from populations.train_overrides import (
-    _config_groups,
-    _hydra_args,
     check_command_line,
     config_flags,
+    hydra_args,
     prepare,
     refuse_cuda_without_gpu,
     unused_overrides,
@@ -208,8 +207,7 @@ class ConfigCheck(Callback):
         task = copy.deepcopy(config)
         with open_dict(task):
             del task["hydra"]
-        run_guard._BEFORE.clear()
-        run_guard._KEPT.clear()
+        run_guard.forget_folders()
         run_guard.forget_started()  # tests run several commands in a process
         run_guard.release_folders()
         with reported(TRAIN), _named_log_lines():  # Hydra turns a callback's exception
@@ -218,34 +216,31 @@ class ConfigCheck(Callback):
             exp = prepare(task, list(config.hydra.overrides.task), hydra=config.hydra)
             check_entity_graphs(exp)
             if task.get("resume") and not task.get("resume_override"):
-                _refuse_resume_without_folder(config)
+                refuse_resume_without_folder(config)
         with reported(TRAIN):  # the folder's lock before Hydra writes .hydra and cli.log
             # there (a folder in use: refused, nothing written), what it held then (was it
             # there: _before) and what .hydra and cli.log held
             hold_folder(run_dir, "hydra.run.dir")
-            _keep_written(run_dir, log_name=_job_log(config))
+            keep_written(run_dir, log_name=_job_log(config))
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
         run_guard.release_folders()
 
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        run_guard._FAILED_JOBS.clear()  # keep_going's lists, per sweep (tests run several
-        # in a process)
-        run_guard._SWEEP_JOBS.clear()
-        run_guard._JOB_OVERRIDES.clear()
-        _SWEPT.clear()  # populations.sweeps' set (loggers reads it there)
-        _SWEPT.update(swept_keys(list(config.hydra.overrides.task)))
+        run_guard.forget_jobs()  # keep_going's lists, per sweep (tests run several in a
+        # process)
+        set_swept(list(config.hydra.overrides.task))  # populations.sweeps' set (loggers
+        # reads it there)
         with reported(TRAIN), _named_log_lines():  # jobs that cannot run: before the first
             check_sweep_jobs(config)
         folder = None if folder_given(config, "hydra.sweep.dir") else sweep_folder(config)
-        run_guard._BEFORE.clear()
+        run_guard.forget_folders()
         if config.get("resume") is True and not config.get("resume_override"):
             with reported(TRAIN):
-                _refuse_resume_without_folder(config, "hydra.sweep.dir", folder)
+                refuse_resume_without_folder(config, "hydra.sweep.dir", folder)
         if folder is not None:
             pin_sweep_folder(config, folder)
-        run_guard._KEPT.clear()
         run_guard.forget_started()
         run_guard.release_folders()
         from populations.run_folder import SWEEP_FOLDER
@@ -254,10 +249,9 @@ class ConfigCheck(Callback):
             # multirun.yaml and the jobs' .hydra (a sweep in use: refused, nothing written)
             sweep_dir = folder or _folder(config, "sweep")
             hold_folder(sweep_dir, "hydra.sweep.dir", SWEEP_FOLDER, depth=1)  # and what
-            # the folders held (were they there: _before)
-            _keep_written(sweep_dir, depth=1, log_name=_job_log(config))
-            run_guard._KEPT_SWEEP.clear()
-            run_guard._keep_sweep_file(sweep_dir)
+            # the folders held (were they there: folder_before)
+            keep_written(sweep_dir, depth=1, log_name=_job_log(config))
+            run_guard.keep_sweep_file(sweep_dir)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from populations.sweep_summary import JobResult, overrides_of, print_summary
@@ -266,16 +260,16 @@ class ConfigCheck(Callback):
         # one table over the sweep's jobs, finished before this command too (a resume)
         try:
             print_summary(sweep_dir, removed=[
-                JobResult(folder, n, overrides_of(run_guard._JOB_OVERRIDES.get(n, ())), "failed",
+                JobResult(folder, n, overrides_of(overrides), "failed",
                           error="failed before its first checkpoint: its folder was removed")
-                for n, folder in run_guard._FAILED_JOBS if not folder.is_dir()])
+                for n, folder, overrides in run_guard.failed_jobs() if not folder.is_dir()])
         except Exception as err:  # noqa: BLE001 - the jobs ran: say so, and how they ended
             log.warning("no summary of the sweep's jobs: %s (python -m "
-                        "populations.sweep_summary %s)", one_line(err), shlex.quote(str(sweep_dir)))
+                        "populations.sweep_summary %s)", one_line(err), shell_word(str(sweep_dir)))
         run_guard.release_folders()
-        if run_guard._FAILED_JOBS:  # keep_going=true: the jobs ran; the failed ones in one
+        if run_guard.failed_jobs():  # keep_going=true: the jobs ran; the failed ones in one
             # line, exit 2
-            fail(TRAIN, _failed_jobs_line(sweep_dir))
+            fail(TRAIN, failed_jobs_line(sweep_dir))
 
 
 
@@ -361,7 +355,7 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
             print("\n" + "\n".join(f"{c}: {legend[c]}" for c in cols if c in legend))
         if {"member", "version", "mu", "pairs"} <= set(cols) and "seat" not in cols:
             _print_members(s.database)  # a league's: every snapshot above, by mu
-    print(f"\ndashboard  : selfplay-dashboard {shlex.quote(str(s.run_dir))}")
+    print(f"\ndashboard  : selfplay-dashboard {shell_word(str(s.run_dir))}")
 
 
 def _print_members(database: Path) -> None:
@@ -410,18 +404,17 @@ def _train_task(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
-    from populations.experiment import _plain, run_experiment
+    from populations.experiment import plain, run_experiment
     from populations.run_folder import HYDRA_WORDS, spelled, when_started
 
     hc = HydraConfig.get()
     run_dir = Path(hc.runtime.output_dir)
     sweep_dir = Path(hc.sweep.dir) if hc.mode == RunMode.MULTIRUN else None
-    created, before = _before(run_dir)
-    overrides, flags = list(hc.overrides.task), config_flags(cli_common._TYPED)
+    created, before = folder_before(run_dir)
+    overrides, flags = list(hc.overrides.task), config_flags(cli_common.typed_words())
     summary = None
     if sweep_dir is not None:
-        run_guard._SWEEP_JOBS.append(hc.job.num)
-        run_guard._JOB_OVERRIDES[hc.job.num] = overrides
+        run_guard.record_job(hc.job.num, overrides)
     with run_folder_guard(TRAIN, run_dir, created=created, sweep_dir=sweep_dir,
                           job=hc.job.num if sweep_dir is not None else None,
                           overrides=overrides, flags=flags, resumed=cfg.get("resume") is True,
@@ -431,9 +424,9 @@ def _train_task(cfg: DictConfig) -> None:
         if sweep_dir is not None and not run_dir.name.startswith(f"{hc.job.num}_"):
             log.info("job %d of the sweep resumes in its folder %s (numbered by the sweep "
                      "that made it)", hc.job.num, run_dir.name)
-        if exp.resume and _not_started(run_dir) and sweep_dir is not None and \
+        if exp.resume and not_started(run_dir) and sweep_dir is not None and \
                 sweep_started(sweep_dir):
-            refuse_renamed_job(sweep_dir, hc.job.num, run_dir, _plain(exp), overrides, flags)
+            refuse_renamed_job(sweep_dir, hc.job.num, run_dir, plain(exp), overrides, flags)
             # a job the interrupted sweep never reached (a mistyped sweep folder still fails)
             log.info("resume=true: job %d of the sweep had not started; starting it",
                      hc.job.num)
@@ -483,14 +476,15 @@ def recorded_run_settings(exp: ExperimentConfig, run_dir: Path) -> Iterator[None
         return
     import games
     from populations.db import LeagueDB, LeagueDBError
-    from populations.experiment import RESUME_MAY_CHANGE, _plain, _single_finished
+    from populations.experiment import RESUME_MAY_CHANGE, plain
+    from populations.single_run import _single_finished
 
     single = exp.population.kind == "none"
     if not single:  # what run_experiment records: PSRO's `auto` settings decided
         from populations.psro_run import resolve_auto
 
         exp = resolve_auto(exp, games.make(exp.game.name, **exp.game.kwargs), announce=False)
-    current = _plain(exp)
+    current = plain(exp)
     with RunLock(run_dir):
         db = LeagueDB(db_path)
         try:
@@ -547,7 +541,7 @@ def _hydra_app() -> Callable[[], None]:
 
     def get_args_parser() -> argparse.ArgumentParser:
         p = parser()
-        p.error = lambda message: fail(TRAIN, f"{_untyped(message)} (see --help)")  # type: ignore[method-assign]
+        p.error = lambda message: fail(TRAIN, f"{untyped(message)} (see --help)")  # type: ignore[method-assign]
         return p
 
     get_args_parser.__wrapped__ = parser  # type: ignore[attr-defined]
@@ -658,11 +652,38 @@ def _check_config_free(args: list[str]) -> None:
     it), nor a section's value (its presets may come from those files)."""
     from populations.config_checks import TOP_LEVEL_TYPES
 
-    parsed = _hydra_args(args)
+    parsed = hydra_args(args)
     if parsed is None or not config_flags(args):
         return
     plain = ("hydra.run.dir", "hydra.sweep.dir", "imports", *TOP_LEVEL_TYPES)
     check_command_line([o for o in parsed.overrides if o.split("=", 1)[0] in plain])
+
+
+def _import_configs(argv: list[str]) -> None:
+    """Import the package of the shipped configs (``configs``: Hydra's primary config module,
+    ``pkg://configs``; importing it registers the schema) before Hydra does, where Hydra reads
+    it (no ``--config-path`` of the user's own): an ImportError raised in it (a module it
+    imports fails, a dependency is missing) is one line naming the package and the error,
+    where Hydra's said "Primary config module 'configs' not found" and hid it
+    (``HYDRA_FULL_ERROR=1``: the traceback)."""
+    import importlib
+    import importlib.util
+    import os
+
+    parsed = hydra_args(argv)
+    if parsed is not None and parsed.config_path is not None:
+        return  # another primary config (Hydra reports a missing one itself)
+    spec = None
+    try:
+        spec = importlib.util.find_spec("configs")
+        importlib.import_module("configs")
+    except ImportError as err:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        origin = spec.origin if spec is not None and spec.origin else None
+        where = f" ({Path(origin).parent})" if origin else ""
+        fail(TRAIN, f"cannot import the config package configs{where}: "
+                    f"{type(err).__name__}: {one_line(err)}")
 
 
 def train_main() -> None:
@@ -678,8 +699,8 @@ def train_main() -> None:
                 (a for a in args[i + 1:i + 2] if "=" not in a and not a.startswith("-")), "MODULE")
             fail(TRAIN, f"{arg}: selfplay-train names your modules as imports=[{module}] "
                         "(--import is selfplay-eval's and python -m populations.league's)")
-    cli_common._TYPED[:] = args  # the resume hints repeat what was typed, not the added ~game
-    run_guard._START_CWD[:] = [Path.cwd()]
+    cli_common.set_typed(args)  # the resume hints repeat what was typed, not the added ~game
+    run_guard.set_start_folder(Path.cwd())
     sys.argv = [sys.argv[0], *game_overrides(args)]
     from populations.run_folder import sigterm_as_interrupt
 
@@ -691,6 +712,7 @@ def train_main() -> None:
             refuse_cuda_without_gpu(sys.argv[1:])
         sys.argv = [sys.argv[0], *members_by_index_last(sys.argv[1:])]  # the list's keys
         try:
+            _import_configs(sys.argv[1:])
             _hydra_app()()
         except KeyboardInterrupt:  # Ctrl-C while Hydra composes, before the run and its guard
             interrupted(TRAIN)

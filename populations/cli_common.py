@@ -523,13 +523,24 @@ def load_plugins() -> None:
 _TYPED: list[str] = []  # selfplay-train's command line as typed (sys.argv is rewritten)
 
 
-def _typed() -> list[str]:
+def set_typed(args: Sequence[str]) -> None:
+    """Record ``selfplay-train``'s command line as typed (before it adds ``~game`` to
+    ``sys.argv``): the resume hints and error lines repeat it."""
+    _TYPED[:] = args
+
+
+def typed_words() -> list[str]:
+    """``selfplay-train``'s command line as typed (:func:`set_typed`; empty before)."""
+    return list(_TYPED)
+
+
+def typed() -> list[str]:
     """The command line as typed, its config folders absolute (a sweep's resume command is
     pasted from any folder: :func:`populations.command_line.absolute_config_dirs`)."""
     return absolute_config_dirs(_TYPED or sys.argv[1:])
 
 
-def _untyped(message: str) -> str:
+def untyped(message: str) -> str:
     """Hydra's argparse message without the ``~game`` this CLI added (game_overrides)."""
     return message if "~game" in _TYPED else re.sub(r"(?<!\S)~game ", "", message)
 

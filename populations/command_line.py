@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import sys
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -73,11 +74,35 @@ def hydra_value(run_dir: Path | str) -> str:
     return path
 
 
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
+              "\f": "\\f", "\r": "\\r", "\x1b": "\\e"}
+
+
+def shell_word(word: str) -> str:
+    """``word`` quoted as one shell word (:func:`shlex.quote`). A word holding a control
+    character (a newline, ESC: in the name of a run folder made before such names were
+    refused) is written in the shell's ``$'...'`` form with each such character escaped
+    (``\\n``, ``\\e``, ``\\x7f``): quoted raw, a newline split the printed command in two
+    lines and ESC's sequence was run by the terminal instead of shown."""
+    if not any(unicodedata.category(c) == "Cc" for c in word):
+        return shlex.quote(word)
+
+    def escaped(c: str) -> str:
+        if c in ("\\", "'"):
+            return "\\" + c
+        if unicodedata.category(c) != "Cc":
+            return c
+        return _C_ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x80 else f"\\u{ord(c):04x}")
+
+    return "$'" + "".join(map(escaped, word)) + "'"
+
+
 def run_dir_override(run_dir: Path, key: str = "hydra.run.dir") -> str:
     """``hydra.run.dir=<run_dir>`` as a shell and Hydra can read it back: a sweep job's
     ``0_algo=mappo,seed=1`` (a comma: a list), ``run#1``, spaces or non-ASCII letters are
-    refused by Hydra's grammar unquoted, and a space splits the shell's words."""
-    return shlex.quote(f"{key}={hydra_value(run_dir)}")
+    refused by Hydra's grammar unquoted, and a space splits the shell's words (a control
+    character: :func:`shell_word`)."""
+    return shell_word(f"{key}={hydra_value(run_dir)}")
 
 
 _NOT_REPEATED = ("resume", "resume_override", "keep_going", "hydra.run.dir")
@@ -188,7 +213,7 @@ def working_folder() -> str:
 def resume_command(run_dir: Path, overrides: Sequence[str] | None = None,
                    flags: Sequence[str] = ()) -> str:
     """``selfplay-train <flags> <the run's overrides> resume=true hydra.run.dir=<run_dir>``,
-    each word quoted for a shell, from the run's task ``overrides`` (Hydra's
+    each word quoted for a shell (:func:`shell_word`), from the run's task ``overrides`` (Hydra's
     ``hc.overrides.task``, as typed) and the flags that chose its config (``flags``:
     :func:`populations.train_overrides.config_flags` of the command line): ``resume=true
     hydra.run.dir=...`` alone composes the default config, which a run started with
@@ -202,5 +227,5 @@ def resume_command(run_dir: Path, overrides: Sequence[str] | None = None,
             if o.split("=", 1)[0].lstrip("+~") not in _NOT_REPEATED]  # spelling of ~game
     if "~game" in args and game_overrides([a for a in args if a != "~game"]) == args:
         args.remove("~game")
-    return " ".join([TRAIN, *map(shlex.quote, [*flags, *args]), "resume=true",
+    return " ".join([TRAIN, *map(shell_word, [*flags, *args]), "resume=true",
                      run_dir_override(run_dir)])

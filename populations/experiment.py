@@ -431,7 +431,7 @@ def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
     # a finished single run does not train on: other settings would be recorded for nothing
     finished = (lambda: _single_finished(Path(run_dir), cfg.experiment)) \
         if cfg.population.kind == "none" else None
-    with open_run(run_dir, _plain(cfg), cfg.resume, cfg.resume_override, RESUME_MAY_CHANGE,
+    with open_run(run_dir, plain(cfg), cfg.resume, cfg.resume_override, RESUME_MAY_CHANGE,
                   finished, checked_later=cfg.population.kind == "league"):
         # a league says it itself (League._open), for the league CLI's resumes too
         if cfg.resume and cfg.population.kind != "league" and not (
@@ -452,7 +452,7 @@ def _recorded_settings(run_dir: Path) -> object:
 def _run_experiment(cfg: ExperimentConfig, run_dir: Path) -> RunSummary:
     run_dir.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(cfg.torch_threads)
-    logger = make_logger(cfg.logger, run_dir, _plain(cfg))
+    logger = make_logger(cfg.logger, run_dir, plain(cfg))
     # code that still draws from the global streams runs on a seeded copy of them: the
     # caller's torch / numpy random states are as they were when this returns
     with isolated_global_rng(RunSeeds(cfg.seed).stream(GLOBAL)), _closing(logger):
@@ -464,7 +464,7 @@ def _run_experiment(cfg: ExperimentConfig, run_dir: Path) -> RunSummary:
 
             table = run_psro(cfg, run_dir, logger)
         else:
-            table = run_single(cfg, run_dir, logger, _plain(cfg))
+            table = run_single(cfg, run_dir, logger, plain(cfg))
         logger.summary({"table": table})
     return RunSummary(run_dir, run_dir / "league.db", run_dir / "snapshots", logger.files, table)
 
@@ -557,7 +557,7 @@ def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
                         resume_override=cfg.resume_override, experiment=cfg.experiment,
                         progress=cfg.progress)
         # a folder without settings.json, resumed: League checked what league.db recorded
-        record_settings(run_dir, _plain(cfg))
+        record_settings(run_dir, plain(cfg))
         league.logger = logger
         try:
             league.run()
@@ -566,23 +566,23 @@ def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> 
             league.close()
 
 
-def _plain(obj: Any) -> Any:
+def plain(obj: Any) -> Any:
     """Dataclasses, tuples and dicts as JSON-able plain values."""
     if isinstance(obj, ExperimentConfig):  # and the sections of the user's own learners
-        plain = {**{k: _plain(v) for k, v in dataclasses.asdict(obj).items()},
-                 **{k: _plain(v) for k, v in section_configs(obj).items()}}
+        out = {**{k: plain(v) for k, v in dataclasses.asdict(obj).items()},
+               **{k: plain(v) for k, v in section_configs(obj).items()}}
         # the seeds a run reads: seed= (each learner's is its stream of seed='s tree, PSRO's
         # seed= itself); the sections' own said 0 whatever seed= was
         for name in _seeded_sections(obj):
-            plain[name]["seed"] = obj.seed
-        plain["llm"]["grpo"]["seed"] = plain["population"]["psro"]["seed"] = obj.seed
-        return plain
+            out[name]["seed"] = obj.seed
+        out["llm"]["grpo"]["seed"] = out["population"]["psro"]["seed"] = obj.seed
+        return out
     if dataclasses.is_dataclass(obj):
-        return {k: _plain(v) for k, v in dataclasses.asdict(obj).items()}
+        return {k: plain(v) for k, v in dataclasses.asdict(obj).items()}
     if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
+        return {str(k): plain(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_plain(v) for v in obj]
+        return [plain(v) for v in obj]
     return obj
 
 

@@ -135,10 +135,10 @@ def run_psro(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> lis
         raise FileExistsError(f"run folder {run_dir} already holds {cfg.experiment!r}")
     fresh = run_id is None
     if fresh:  # the game's name with its arguments and the settings, as single runs
-        from populations.experiment import _plain
+        from populations.experiment import plain
 
         run_id = db.create_run(cfg.experiment, experiment=cfg.experiment, game=game,
-                               config=_plain(cfg))
+                               config=plain(cfg))
     started = [fresh]  # a resume's row says running once its checks passed (_run)
 
     def start() -> None:

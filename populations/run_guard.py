@@ -2,7 +2,7 @@
 (:func:`_record_before`, once :func:`hold_folder` holds their lock for
 :class:`populations.cli.ConfigCheck`), the guard the task
 runs in (:func:`run_folder_guard`: a failed run leaves no half-made folder behind and says how
-to go on), a sweep's failed jobs under ``keep_going=true`` (:func:`_failed_jobs_line`), and
+to go on), a sweep's failed jobs under ``keep_going=true`` (:func:`failed_jobs_line`), and
 ``resume=true`` without a folder refused. :mod:`populations.run_folder` holds a folder's lock
 and the checks of a resume.
 """
@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from populations.cli_common import (
-    _typed,
     fail,
     interrupted,
     one_line,
@@ -29,6 +28,7 @@ from populations.cli_common import (
     sigterm_text,
     too_large,
     too_large_line,
+    typed,
     user_errors,
 )
 from populations.command_line import (
@@ -71,7 +71,7 @@ _HELD: list[RunLock] = []
 (:func:`hold_folder`)."""
 _KEPT: dict[str, tuple[dict[str, bytes] | None, dict[str, int | None]]] = {}
 """What Hydra's files in the folders this command goes to held before Hydra rewrote them
-(:func:`_keep_written`): each absolute path's ``.hydra`` files (``None``: no ``.hydra``) and
+(:func:`keep_written`): each absolute path's ``.hydra`` files (``None``: no ``.hydra``) and
 the size of Hydra's job log there (``cli.log``; ``None``: none). Other ``*.log`` files are
 not Hydra's (a user's ``nohup ... > train.log``, another tool's): never recorded, never
 touched."""
@@ -88,9 +88,21 @@ _FOREIGN: dict[str, list[str]] = {}
 in it meanwhile: the names it keeps (:func:`discard_run_dir`; said in the command's line)."""
 
 
+def set_start_folder(cwd: Path) -> None:
+    """Record the working folder this command started in (:data:`_START_CWD`)."""
+    _START_CWD[:] = [cwd]
+
+
+def forget_folders() -> None:
+    """Forget what an earlier command (tests run several in a process) recorded of its folders
+    (:data:`_BEFORE`, :data:`_KEPT`): a new command records its own."""
+    _BEFORE.clear()
+    _KEPT.clear()
+
+
 def _written_names(folder: Path) -> frozenset[str]:
     """The names at the top of ``folder`` that this command (or Hydra for it) writes:
-    :data:`RUN_NAMES`, Hydra's job log (``cli.log``, as recorded by :func:`_keep_written`),
+    :data:`RUN_NAMES`, Hydra's job log (``cli.log``, as recorded by :func:`keep_written`),
     a held sweep folder's :data:`SWEEP_NAMES` and its jobs' folders, and the ``<name>.tmp``
     of each (``atomic_write``'s)."""
     logs = {name for _, held in _KEPT.values() for name in held} or {"cli.log"}
@@ -135,9 +147,11 @@ def kept_note(run_dir: Path) -> str:
             f"its own went")
 
 
-def _keep_sweep_file(sweep_dir: Path) -> None:
+def keep_sweep_file(sweep_dir: Path) -> None:
     """Record in :data:`_KEPT_SWEEP` the sweep folder's ``multirun.yaml`` before Hydra's
-    sweeper rewrites it (a refused sweep puts it back: :func:`_restore_sweep_file`)."""
+    sweeper rewrites it (a refused sweep puts it back: :func:`_restore_sweep_file`), in place
+    of an earlier command's record (tests run several in a process)."""
+    _KEPT_SWEEP.clear()
     path = Path(os.path.abspath(sweep_dir)) / "multirun.yaml"
     try:
         _KEPT_SWEEP[str(path.parent)] = path.read_bytes() if path.is_file() else None
@@ -272,7 +286,7 @@ def folder_error(folder: Path, err: OSError, key: str, what: str = "run folder")
             f"write with {key}=<folder>")
 
 
-def _keep_written(folder: Path, depth: int = 0, log_name: str = "cli.log") -> None:
+def keep_written(folder: Path, depth: int = 0, log_name: str = "cli.log") -> None:
     """Record in :data:`_KEPT` the ``.hydra`` files and the size of Hydra's job log
     ``log_name`` (``${hydra.job.name}.log``) of ``folder`` (and of the folders in it, ``depth``
     levels down) before Hydra rewrites them, so that a refused command puts them back
@@ -304,7 +318,7 @@ def _let_go(folder: Path) -> None:
 
 
 def _record_kept(folder: Path, depth: int, log_name: str) -> None:
-    """:func:`_keep_written`'s record, once nothing is refused."""
+    """:func:`keep_written`'s record, once nothing is refused."""
     path = Path(os.path.abspath(folder))
     hydra = path / ".hydra"
     try:
@@ -323,7 +337,7 @@ def _record_kept(folder: Path, depth: int, log_name: str) -> None:
 
 
 def _restore_written(run_dir: Path) -> None:
-    """Put back what Hydra rewrote in ``run_dir`` (recorded by :func:`_keep_written`) for a
+    """Put back what Hydra rewrote in ``run_dir`` (recorded by :func:`keep_written`) for a
     command that was refused: its ``.hydra`` files as they were (an existing run's
     ``overrides.yaml`` and ``config.yaml`` said the refused command's settings) and Hydra's job
     log (``cli.log``) cut back to its size (it held 'experiment ... in' lines of a run that
@@ -401,7 +415,7 @@ def _record_before(folder: Path, depth: int = 0) -> None:
 def _record_above(path: str) -> None:
     """Record in :data:`_BEFORE` the nearest folder above ``path`` that exists now (what it
     holds), before the lock makes ``path`` and the folders missing between them: those are
-    this command's (:func:`_before`), that one and the folders above it are not (a folder the
+    this command's (:func:`folder_before`), that one and the folders above it are not (a folder the
     user made for runs, empty, stays when a refused command removes its own)."""
     for folder in Path(path).parents:
         if os.path.isdir(folder):
@@ -425,10 +439,10 @@ def note_run_folder(folder: Path) -> bool:
 
 
 def _remove_made(folder: Path) -> None:
-    """Remove ``folder`` and the folders above it this command made (:func:`_before`), each
+    """Remove ``folder`` and the folders above it this command made (:func:`folder_before`), each
     only when empty; a folder that existed before the command stays, even empty."""
     folder = Path(os.path.abspath(folder))
-    while folder != folder.parent and _before(folder)[0]:
+    while folder != folder.parent and folder_before(folder)[0]:
         try:
             folder.rmdir()  # only when empty
         except OSError:
@@ -436,7 +450,7 @@ def _remove_made(folder: Path) -> None:
         folder = folder.parent
 
 
-def _before(run_dir: Path) -> tuple[bool, frozenset[str] | None]:
+def folder_before(run_dir: Path) -> tuple[bool, frozenset[str] | None]:
     """Whether this command made ``run_dir`` (it did not exist before Hydra made it), and
     else what it held before (``None``: not known, as when a config of the user's own runs
     without :class:`~populations.cli.ConfigCheck`; nothing of such a folder is removed)."""
@@ -452,10 +466,10 @@ def _before(run_dir: Path) -> tuple[bool, frozenset[str] | None]:
     return False, None
 
 
-def _not_started(run_dir: Path) -> bool:
+def not_started(run_dir: Path) -> bool:
     """Whether ``run_dir`` holds only what Hydra writes before the task starts (``.hydra``,
     ``*.log``): a sweep job an interrupted sweep never reached. Not the same as made by this
-    command (:func:`_before`): a resumed sweep's job folders existed before it."""
+    command (:func:`folder_before`): a resumed sweep's job folders existed before it."""
     return not run_dir.is_dir() or all(p.name == ".hydra" or p.suffix == ".log"
                                        for p in run_dir.iterdir())
 
@@ -473,7 +487,7 @@ def _discard_new(run_dir: Path, sweep_dir: Path | None) -> None:
     folder when no job is left in it."""
     if not discard_run_dir(run_dir) or sweep_dir is None or not sweep_dir.is_dir():
         return
-    made, before = _before(sweep_dir)
+    made, before = folder_before(sweep_dir)
     jobs = _SWEEP_JOB_FOLDERS.get(os.path.abspath(sweep_dir))
     if jobs is None or any(os.path.lexists(sweep_dir / name) for name in jobs):
         return  # another job's folder is left (or the sweep is not this command's)
@@ -506,7 +520,8 @@ def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
     root = (root or Path.cwd()).resolve()
     parent = Path(os.path.abspath(run_dir)).parent
     # only the parents this command made (a folder the user made for runs stays, even empty)
-    while _before(parent)[0] and parent.resolve() != root and root in parent.resolve().parents:
+    while folder_before(parent)[0] and parent.resolve() != root and \
+            root in parent.resolve().parents:
         try:
             parent.rmdir()  # only when empty
         except OSError:
@@ -580,7 +595,7 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
     (:func:`resume_command`). ``resumed``: the command line gave ``resume=true``.
     ``keep_going`` (a sweep's ``keep_going=true``): a failed job's line says the sweep goes on,
     and the guard returns (Hydra runs the next job); the sweep's end lists the failed jobs
-    (:func:`_failed_jobs_line`). Ctrl-C still ends the sweep. A folder that existed before
+    (:func:`failed_jobs_line`). Ctrl-C still ends the sweep. A folder that existed before
     this command (holding ``before``) stays: only what the command wrote in it goes
     (:func:`_discard_written`)."""
     if sweep_dir is not None and os.path.abspath(sweep_dir) in _SWEEP_JOB_FOLDERS:
@@ -637,7 +652,7 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
             if refused and len(_SWEEP_JOBS) == 1:  # no other job of this sweep ran
                 _restore_sweep_file(sweep_dir)
             fail(prog, line + sweep_stopped(sweep_dir, job, run_dir, created, resumed,
-                                             _typed()))
+                                             typed()))
         fail(prog, line + _resumes_after(err, run_dir, overrides, flags))
 
 
@@ -728,7 +743,7 @@ def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
     # refused ("already holds a run")
     if sweep_dir is not None and sweep_dir.is_dir() and sweep_started(sweep_dir):
         return f"interrupted; the sweep resumes with: " \
-            f"{sweep_resume_command(sweep_dir, _typed())}"
+            f"{sweep_resume_command(sweep_dir, typed())}"
     from populations.run_folder import holds_run
 
     if holds_run(run_dir):  # what resume=true accepts (the same test)
@@ -750,7 +765,27 @@ _JOB_OVERRIDES: dict[int, list[str]] = {}
 """Each started job's overrides (a failed job's folder may be gone: the summary names them)."""
 
 
-def _failed_jobs_line(sweep_dir: Path) -> str:
+def forget_jobs() -> None:
+    """Forget an earlier sweep's jobs (tests run several in a process): a new sweep starts
+    with none started and none failed."""
+    _FAILED_JOBS.clear()
+    _SWEEP_JOBS.clear()
+    _JOB_OVERRIDES.clear()
+
+
+def record_job(job: int, overrides: Sequence[str]) -> None:
+    """Record that job number ``job`` of this process's sweep started, with ``overrides``."""
+    _SWEEP_JOBS.append(job)
+    _JOB_OVERRIDES[job] = list(overrides)
+
+
+def failed_jobs() -> list[tuple[int, Path, list[str]]]:
+    """``(job number, run folder, overrides)`` of each job of this process's sweep that failed
+    under ``keep_going=true``, in the order they failed (empty: none failed)."""
+    return [(n, folder, list(_JOB_OVERRIDES.get(n, ()))) for n, folder in _FAILED_JOBS]
+
+
+def failed_jobs_line(sweep_dir: Path) -> str:
     """The line that ends a sweep whose jobs ``_FAILED_JOBS`` failed under ``keep_going``:
     which (numbers and folders, as their own lines said why), how many jobs ran, and the
     command that resumes the sweep (finished jobs say nothing to do; a failed job with
@@ -761,10 +796,10 @@ def _failed_jobs_line(sweep_dir: Path) -> str:
     return (f"{len(_FAILED_JOBS)} of {len(_SWEEP_JOBS)} sweep jobs failed: {listed} (each "
             f"said why above){others}. Once the cause is fixed, the sweep resumes "
             f"with: "
-            f"{sweep_resume_command(sweep_dir, _typed())}")
+            f"{sweep_resume_command(sweep_dir, typed())}")
 
 
-def _refuse_resume_without_folder(config: DictConfig, key: str = "hydra.run.dir",
+def refuse_resume_without_folder(config: DictConfig, key: str = "hydra.run.dir",
                                   folder: Path | None = None) -> None:
     """``resume=true`` without ``hydra.run.dir`` (a sweep's ``hydra.sweep.dir``): Hydra names
     a new folder after the clock, which holds no run, so such a resume could never go on (it

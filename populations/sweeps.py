@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ from populations.command_line import (
     override_values,
     resume_command,
     run_dir_override,
+    shell_word,
     working_folder,
 )
 
@@ -34,7 +34,15 @@ if TYPE_CHECKING:
 
 
 _SWEPT: set[str] = set()
-"""The keys this process's sweep gives more than one value (:func:`swept_keys`)."""
+"""The keys this process's sweep gives more than one value (:func:`swept_keys`; set by
+:func:`set_swept`, read by ``populations.loggers`` too)."""
+
+
+def set_swept(overrides: Sequence[str]) -> None:
+    """Record the keys the sweep that starts gives more than one value (its ``overrides``
+    as Hydra holds them), in place of an earlier sweep's (tests run several in a process)."""
+    _SWEPT.clear()
+    _SWEPT.update(swept_keys(overrides))
 
 
 def swept_keys(overrides: Sequence[str]) -> set[str]:
@@ -247,7 +255,7 @@ def sweep_resume_command(sweep_dir: Path, argv: Sequence[str]) -> str:
     skip = ("resume=", "hydra.sweep.dir=")
     args = [a for a in argv if a not in ("-m", "--multirun") and not a.startswith(skip)]
     folder = Path(os.path.abspath(os.path.join(working_folder(), sweep_dir)))
-    return " ".join([TRAIN, "-m", *map(shlex.quote, absolute_config_dirs(args)), "resume=true",
+    return " ".join([TRAIN, "-m", *map(shell_word, absolute_config_dirs(args)), "resume=true",
                      run_dir_override(folder, "hydra.sweep.dir")])
 
 

@@ -28,7 +28,7 @@ from populations.command_line import (
 )
 from populations.config_groups import (
     _chosen_presets,
-    _config_groups,  # populations.cli and tests import it here
+    _config_groups,
     _groups,
     _population_presets,
 )
@@ -69,7 +69,7 @@ class _Unparsed(Exception):
     """Arguments Hydra's own parser refuses (it reports them itself, later)."""
 
 
-def _hydra_args(argv: Sequence[str]) -> argparse.Namespace | None:
+def hydra_args(argv: Sequence[str]) -> argparse.Namespace | None:
     """``argv`` (a ``selfplay-train`` command line) as Hydra's own flag parser reads it (its
     flags, and the overrides as typed); None where that parser refuses it (Hydra reports it
     itself, later)."""
@@ -99,7 +99,7 @@ def check_command_line(args: Sequence[str]) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ValueType
 
-    parsed = _hydra_args(args)
+    parsed = hydra_args(args)
     if parsed is None:
         return
     if parsed.multirun and (parsed.cfg or parsed.info):  # Hydra: a ValueError's traceback
@@ -203,7 +203,7 @@ def refuse_cuda_without_gpu(args: Sequence[str]) -> None:
     refused before them). A machine with a driver is left to torch, which knows its GPUs."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    parsed = _hydra_args(args)
+    parsed = hydra_args(args)
     if parsed is None or gpu_driver_present():
         return
     for o in OverridesParser.create().parse_overrides(parsed.overrides):
@@ -736,7 +736,7 @@ def config_flags(argv: Sequence[str]) -> list[str]:
     resume command without them composes the packaged config (refused as 'other settings',
     or an option of the other config dir not found). Empty when Hydra cannot parse ``argv``
     (it reports that itself)."""
-    parsed = _hydra_args(argv)
+    parsed = hydra_args(argv)
     if parsed is None:
         return []
     flags = [word for attr, flag in _CONFIG_FLAGS if getattr(parsed, attr) is not None

@@ -133,7 +133,7 @@ def test_a_refused_command_keeps_another_programs_file_in_hydra(tmp_path):
     (existing / ".hydra" / "config.yaml").write_text("the run's\n")
     made.mkdir()
     for folder in (existing, made):
-        run_guard._keep_written(folder)  # as the command starts
+        run_guard.keep_written(folder)  # as the command starts
         (folder / ".hydra").mkdir(exist_ok=True)
         for name in ("config.yaml", "hydra.yaml", "overrides.yaml"):  # Hydra writes
             (folder / ".hydra" / name).write_text("the refused command's\n")

@@ -16,7 +16,7 @@ import pytest
 import populations.cli as cli
 import populations.train_overrides as train_overrides
 from marl import registry
-from populations.experiment import ExperimentConfig, GameConfig, _plain, settings
+from populations.experiment import ExperimentConfig, GameConfig, plain, settings
 from populations.experiment_config import PopulationConfig
 from populations.psro_config import PSROConfig
 from tests.populations.test_walk18_cli_more import _train
@@ -151,13 +151,13 @@ def test_an_own_learners_section_reaches_it_as_its_config_dataclass(own_learner,
     learner = make_learner(exp, games.make("openspiel/kuhn_poker").spec)
     assert learner.cfg.lr == 0.5 and learner.cfg.batch_episodes == 16
     # settings.json records it (a resume with another lr is one with other settings)
-    assert _plain(exp)["walk19_algo"] == {"lr": 0.5, "batch_episodes": 16, "net": {"width": 4}}
+    assert plain(exp)["walk19_algo"] == {"lr": 0.5, "batch_episodes": 16, "net": {"width": 4}}
 
 
 def test_without_a_section_an_own_learner_gets_its_defaults(own_learner):
     cfg = ExperimentConfig(algo="walk19_algo", game=GameConfig("openspiel/kuhn_poker"))
     assert settings(cfg, registry.get("walk19_algo")) == own_learner.OwnConfig()
-    assert "walk19_algo" not in _plain(cfg)
+    assert "walk19_algo" not in plain(cfg)
 
 
 @pytest.mark.parametrize(("override", "words"), [

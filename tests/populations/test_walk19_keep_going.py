@@ -92,7 +92,7 @@ def test_the_last_line_says_a_failed_job_without_checkpoints_was_removed(
     monkeypatch.setattr(run_guard, "_FAILED_JOBS", [(0, kept), (2, gone)])
     monkeypatch.setattr(run_guard, "_SWEEP_JOBS", [0, 1, 2])
     monkeypatch.setattr(cli_common, "_TYPED", ["-m", "lr=1,2,3", "keep_going=true"])
-    line = run_guard._failed_jobs_line(tmp_path)
+    line = run_guard.failed_jobs_line(tmp_path)
     assert line.startswith(f"2 of 3 sweep jobs failed: job 0 ({kept}), job 2 ({gone}, removed: "
                            "no checkpoint) (each said why above); the others finished. "), line
     assert line.endswith(f"selfplay-train -m lr=1,2,3 keep_going=true resume=true "

@@ -238,7 +238,7 @@ def test_a_path_in_evals_import_says_a_module_name_is_needed(tmp_path, monkeypat
 def test_a_config_group_set_to_null_names_it_and_its_options(group, tmp_path, monkeypatch,
                                                              capsys):
     """Before: ``Config group override must be a string or a list. Got NoneType``."""
-    from populations.train_overrides import _config_groups
+    from populations.config_groups import _config_groups
 
     line = _refused([f"{group}=null", *SMALL], monkeypatch, tmp_path, capsys)
     assert line == f"{group}=null: the config group {group} needs one of its options: " \
