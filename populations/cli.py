@@ -671,8 +671,8 @@ def _import_configs(argv: list[str]) -> None:
     import os
 
     parsed = hydra_args(argv)
-    if parsed is not None and parsed.config_path is not None:
-        return  # another primary config (Hydra reports a missing one itself)
+    if parsed is None or parsed.config_path is not None:  # Hydra refuses the flags itself,
+        return  # before it reads configs; another primary config (a missing one: Hydra's)
     spec = None
     try:
         spec = importlib.util.find_spec("configs")
