@@ -351,10 +351,12 @@ def zero_sum_nash(A: np.ndarray, max_support: bool = True) -> ZeroSumSolution:
 
 
 def is_constant_sum(payoffs: np.ndarray, atol: float = 1e-6) -> bool:
-    """True when every entry's payoffs sum to the same constant."""
-    total = np.asarray(payoffs).sum(0)
-    scale = max(1.0, float(np.abs(payoffs).max()))
-    return bool(np.all(np.abs(total - total.flat[0]) <= atol * scale))
+    """True when every entry's payoffs sum to the same constant (within ``atol`` times the
+    largest payoff: a game paid in 1e-7 is judged as the same game paid in units)."""
+    payoffs = np.asarray(payoffs)
+    total = payoffs.sum(0)
+    scale = float(np.abs(payoffs).max()) if payoffs.size else 0.0
+    return scale == 0.0 or bool(np.all(np.abs(total - total.flat[0]) <= atol * scale))
 
 
 @register_meta_solver("nash")
@@ -427,8 +429,17 @@ def projected_replicator_dynamics(
 @register_meta_solver("prd")
 def prd(payoffs: np.ndarray, full_game: FullGame | None = None) -> list[np.ndarray]:
     """Projected replicator dynamics with :class:`PRDConfig` defaults (any number of players,
-    general-sum)."""
-    return projected_replicator_dynamics(payoffs)
+    general-sum), run on the payoffs divided by their largest magnitude.
+
+    ``dt`` is in payoff units, so on raw payoffs a game paid in thousandths would move a
+    thousand times slower and stay near uniform after its 20,000 steps (PSRO passes its
+    empirical payoffs as measured). Rescaling changes only the dynamics' time scale, not
+    their fixed points: the same game gives the same mixture in any unit, the one OpenSpiel's
+    defaults give where the largest payoff is 1 (``zero_sum_nash`` rescales likewise).
+    """
+    payoffs = check_payoffs(payoffs)
+    scale = float(np.abs(payoffs).max()) or 1.0
+    return projected_replicator_dynamics(payoffs / scale)
 
 
 @register_meta_solver("auto")

@@ -29,8 +29,11 @@ class PairOutcome:
 
 
 def pair_outcome(a: int, b: int, a_total: float, b_total: float, tol: float = 1e-9) -> PairOutcome:
+    """The pair's outcome: a draw when the totals differ by at most ``tol`` times the larger
+    magnitude (at least 1): summed returns above ~1e7 differ by rounding alone."""
     diff = a_total - b_total
-    score = 0.5 if abs(diff) <= tol else (1.0 if diff > 0 else 0.0)
+    draw = abs(diff) <= tol * max(1.0, abs(a_total), abs(b_total))
+    score = 0.5 if draw else (1.0 if diff > 0 else 0.0)
     return PairOutcome(a, b, score, diff)
 
 

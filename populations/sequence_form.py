@@ -241,7 +241,8 @@ def check_full_game(tree: GameTree) -> float:
             "mixtures are for 2-player zero-sum games"
         )
     total = returns.sum(1)
-    if len(total) and np.ptp(total) > 1e-9 * max(1.0, float(np.abs(returns).max())):
+    # relative to the largest return: a game paid in 1e-12 is judged as it is in units
+    if len(total) and np.ptp(total) > 1e-9 * float(np.abs(returns).max()):
         raise ValueError(
             f"{tree.name} is general-sum; least-exploitable mixtures are for "
             "2-player zero-sum (constant-sum) games"
