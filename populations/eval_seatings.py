@@ -145,8 +145,9 @@ def seatings_table(game: str, sides: Sequence[Side], seatings: Sequence[tuple[st
     width = max(len(name) for side in sides for name in side.files)
     means = max(len(cell[1]) for cells in table for cell in cells)
     cis = max(len(cell[2]) for cells in table for cell in cells)
-    count = (f"{len(seatings)}" if of is None else
-             f"partial: the {len(seatings)} of {of} that finished before the interrupt")
+    n = len(seatings)
+    count = (f"{n} seating{'s' if n != 1 else ''}" if of is None else
+             f"partial: the {n} of {of} seatings that finished before the interrupt")
     lines = [f"each seating on {game} ({count}, {episodes} episode"
              f"{'s' if episodes != 1 else ''} each): a side's mean return per episode (the "
              "mean over its seats) ± 95% interval"]

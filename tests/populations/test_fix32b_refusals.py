@@ -95,8 +95,9 @@ def test_members_that_together_hold_every_seat_play_each_seating(tmp_path, capsy
     code, out, err = run_eval([*files, "--db", str(db_path), "--episodes", "3"], capsys)
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0] == ("each seating on openspiel/kuhn_poker (2, 3 episodes each): a side's "
-                        "mean return per episode (the mean over its seats) ± 95% interval"), out
+    assert lines[0] == ("each seating on openspiel/kuhn_poker (2 seatings, 3 episodes each): "
+                        "a side's mean return per episode (the mean over its seats) "
+                        "± 95% interval"), out
     seatings = [line.split() for line in lines[1:3]]
     assert [(row[0], row[4]) for row in seatings] == [
         ("psro-player_0-0_v0000", "psro-player_1-0_v0000"),

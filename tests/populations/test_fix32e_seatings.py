@@ -48,8 +48,8 @@ def test_a_team_side_is_the_mean_over_its_seats_and_the_columns_line_up(tmp_path
     code, out, err = run_eval([*files, "--db", str(db_path), "--episodes", "3"], capsys)
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].endswith("(2, 3 episodes each): a side's mean return per episode (the mean "
-                             "over its seats) ± 95% interval"), out
+    assert lines[0].endswith("(2 seatings, 3 episodes each): a side's mean return per episode "
+                             "(the mean over its seats) ± 95% interval"), out
     rows = lines[1:3]
     assert len({row.index("±") for row in rows}) == 1, out  # first column
     assert len({row.rindex("±") for row in rows}) == 1, out  # second column
@@ -108,9 +108,9 @@ def test_ctrl_c_during_seatings_counts_them_keeps_them_and_prints_their_table(tm
     assert len(heads) == 1, (out, err[-3000:])
     head = heads[0]
     assert re.fullmatch(
-        rf"each seating on \S*kuhn_poker \(partial: the {seatings} of 4 that finished before "
-        rf"the interrupt, {EPISODES} episodes each\): a side's mean return per episode \(the "
-        r"mean over its seats\) ± 95% interval", lines[head]), out
+        rf"each seating on \S*kuhn_poker \(partial: the {seatings} of 4 seatings that finished "
+        rf"before the interrupt, {EPISODES} episodes each\): a side's mean return per episode "
+        r"\(the mean over its seats\) ± 95% interval", lines[head]), out
     rows = lines[head + 1:head + 1 + seatings]
     assert all(row.lstrip().startswith("player_0_0") for row in rows[:2]), out  # seating order
     assert lines[head + 1 + seatings] == ("each file over the seatings it sat in (mean of the "
