@@ -317,7 +317,7 @@ def check_piles(text: str) -> None:
     if not all(re.fullmatch(r"\+?\d+", item.strip()) for item in items):
         raise GameError(f"bad parameter for openspiel/nim: pile_sizes={text!r}; {form}")
     sizes = [int(item) for item in items]
-    if not lifted() and (len(sizes) > _MAX_PILES or max(sizes) > _MAX_PILES):
+    if (len(sizes) > _MAX_PILES or max(sizes) > _MAX_PILES) and not lifted():
         raise GameError(f"bad parameter for openspiel/nim: pile_sizes={text!r} is too large; "
                         f"{form}, at most {_MAX_PILES} piles of at most {_MAX_PILES} ({HINT})")
 

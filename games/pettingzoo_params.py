@@ -11,7 +11,7 @@ from typing import Any
 
 from games.core import GameError
 from games.kinds import is_integer, refusal
-from games.limits import HINT, lifted, too_large
+from games.limits import HINT, lifted, switch_on, too_large
 
 # The counts an MPE scenario takes (mpe2's raw_env arguments), with the least each plays its
 # game with. Below it the env fails deep inside (N=0 or -1 in simple_spread: numpy's "zero-size
@@ -126,7 +126,7 @@ def check_kwargs(module_path: str, module_name: str, family: str,
             if kwargs.get(key) is not None:
                 # its range in full, the upper limit too (lifted: SELFPLAY_GAME_LIMITS=off)
                 check_count(module_path, key, kwargs[key], low,
-                            None if lifted() else MAX_MPE_COUNT, below_only=True)
+                            None if switch_on() else MAX_MPE_COUNT, below_only=True)
                 if kwargs[key] > MAX_MPE_COUNT and not lifted():  # before anything is built
                     raise GameError(too_large(f"pettingzoo/{module_path}", key, kwargs[key],
                                               low, MAX_MPE_COUNT))

@@ -48,17 +48,6 @@ CASES = {
     "nim pile_sizes 1;3;5;7 (within)": ("openspiel/nim", {"pile_sizes": "1;3;5;7"}, False),
     "tool/relay default (within)": ("tool/relay", {}, False),
 }
-# call sites outside games/limits.py that still ask lifted() before a value is past its limit
-# (they want limits.switch_on(), or lifted() after the comparison): strict, so the marker goes
-# once they are fixed
-ASKED_EARLY = {
-    "mpe N=0 (refused, its range)": "games/pettingzoo_params.py: `None if lifted() else "
-                                    "MAX_MPE_COUNT` builds the range text",
-    "nim pile_sizes 1;3;5;7 (within)": "games/openspiel_params.py check_piles: `not lifted() and "
-                                       "(...too many...)` asks first",
-    "tool/relay default (within)": "games/tool/base.py: `if limits.lifted(): return` asks "
-                                   "before any value is compared",
-}
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +60,7 @@ def results() -> dict[str, dict]:
     return json.loads(lines[-1].removeprefix("RESULTS "))
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=ASKED_EARLY[c]))
-    if c in ASKED_EARLY else c for c in CASES])
+@pytest.mark.parametrize("case", list(CASES))
 def test_the_switch_is_said_only_where_it_lets_a_value_past_its_limit(results, case):
     past = CASES[case][2]
     res = results[case]
