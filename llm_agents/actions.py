@@ -132,6 +132,8 @@ def register_mode(name: str) -> Callable[[type[ActionMode]], type[ActionMode]]:
 
 
 def available_modes() -> list[str]:
+    """The registered action modes' names, sorted (``ActionConfig(mode=...)`` takes one):
+    ``generate`` and ``score`` built in, and those of :func:`register_mode`."""
     return sorted(_MODES)
 
 

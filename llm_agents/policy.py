@@ -371,6 +371,12 @@ class LLMPolicy(Policy):
     def _requests(self, agent: str, vs: VecStep) -> tuple[list[int], list[Request], list]:
         if vs.text is None or vs.legal_text is None:
             raise ValueError("LLMPolicy needs text views: build the VectorGame with with_text=True")
+        if agent in self.meta.agents:  # another game's moves: it played uniform fallbacks
+            n, given = self.meta.action_space(agent).n, vs.legal[agent].shape[-1]
+            if n != given:
+                raise ValueError(f"the llm policy for seat {agent!r} was trained on "
+                                 f"{self.meta.game} ({n} actions) but is given {given} actions; "
+                                 "play it on the game it was trained on")
         role = self._role(agent)
         tm, binding = self.team.model_for(role), self.team.binding(role)
         rows = np.flatnonzero(vs.acting[agent]).tolist()

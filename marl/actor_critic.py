@@ -540,6 +540,28 @@ class PPOPolicy(Policy):
             f"policy trained for seats {list(self._where)} cannot play {agent!r}"
         )
 
+    def _check_shapes(self, agent: str, vs: VecStep) -> None:
+        """One line when ``vs`` is not of the game this policy trained on for ``agent``: a
+        narrower observation was padded up to the group's width (which is meant for seats of
+        one group with different widths, each at its own recorded width) and played silently,
+        a wider one failed in numpy's broadcast, another action count in torch."""
+        meta = self.meta
+        if agent not in meta.agents:
+            return
+        space = meta.action_space(agent)
+        obs_ok = self.net.encoder == "gnn" or (
+            tuple(vs.obs[agent].shape[1:]) == tuple(meta.obs_shapes[agent]))
+        legal = vs.legal.get(agent) if space.discrete else None
+        if obs_ok and (legal is None or legal.shape[-1] == space.n):
+            return
+        got = (f"observation shape {tuple(vs.obs[agent].shape[1:])}"
+               + (f", {legal.shape[-1]} actions" if legal is not None else ""))
+        raise ValueError(
+            f"the {meta.kind} policy for seat {agent!r} was trained on {meta.game} (observation "
+            f"shape {tuple(meta.obs_shapes[agent])}"
+            + (f", {space.n} actions" if space.discrete else "")
+            + f") but is given {got}; play it on the game it was trained on")
+
     def _roles(self, grp: SeatGroup) -> list[str]:
         return [self.meta.roles[self.meta.agents.index(a)] for a in grp.agents]
 
@@ -549,6 +571,7 @@ class PPOPolicy(Policy):
         grp, dev = self.groups[g], self._device
         x: dict[str, torch.Tensor] = {}
         B = vs.done.shape[0]
+        self._check_shapes(agent, vs)
         if not grp.continuous:  # a box has no legal mask
             x["legal"] = torch.from_numpy(vs.legal[agent]).to(dev)
         if self.net.encoder == "gnn":

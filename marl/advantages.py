@@ -539,6 +539,7 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
                                    names={"agent": spec.agent_ids})
         loss = -(res.advantages * logratio_TBA).mean(); logger.log(res.diagnostics)
     """
+    _check_values(values)
     cfg, keys = cfg or AdvantageConfig(), keys or AdvantageKeys()
     from marl import adv_diagnostics as ad  # it imports this module
 
@@ -567,6 +568,20 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
     lazy = x.numel() and cfg.diagnostics != "none"
     diag = (lambda: ad.diagnostics_of(x, adv, keys, m, keep, shape, cfg, names)) if lazy else dict
     return AdvantageResult(adv.to(values.dtype).reshape(shape), keep.reshape(shape), diag)
+
+
+def _check_values(values: object) -> None:
+    """One line unless ``values`` is a real floating tensor: integer values came back as
+    integers (``[1, 2, 3]`` -> ``[-1, 0, 1]``, the output keeps the input's dtype), bool ones
+    and complex ones lost meaning, numpy arrays and lists failed on a missing attribute."""
+    if not isinstance(values, Tensor):
+        raise TypeError(f"values is a {type(values).__name__}; expected a floating torch "
+                        "tensor (float16, bfloat16, float32 or float64): torch.as_tensor(x, "
+                        "dtype=torch.float32)")
+    if not values.is_floating_point():
+        raise TypeError(f"values are {values.dtype}; integer, bool and complex values are "
+                        "refused: expected a floating tensor (float16, bfloat16, float32 or "
+                        "float64), e.g. values.float()")
 
 
 def _check_shape(spec: AdvNorm, x: Tensor, adv: object) -> None:

@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import importlib
 import os
+import re
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -273,6 +274,50 @@ class Policy(abc.ABC):
         return atomic_torch_save(data, path)
 
 
+def _space_text(space: dict[str, Any] | ActionSpace) -> str:
+    sp = dataclasses.asdict(space) if isinstance(space, ActionSpace) else space
+    if sp.get("kind") == "discrete":
+        return f"{sp.get('n')} actions"
+    return f"a box of shape {tuple(sp.get('shape', ()))}"
+
+
+def misfit(meta: PolicyMeta, spec: GameSpec, agent: str) -> str | None:
+    """Why a policy of ``meta`` cannot play seat ``agent`` of ``spec`` (None: it can): the
+    observation shape it reads (a policy that reads observations) or its actions differ from
+    the game's for that seat. A seat the policy does not hold is its own ``act``'s to refuse
+    or fill (a GNN actor plays an unseen seat of a role it knows). Same shapes on a game of
+    another name pass (a variant, a renamed game): what plays is then the caller's choice.
+
+    One line naming both sides: without it a narrower observation was padded up to the
+    trained width and played silently (a 3-player Kuhn policy on 2-player Kuhn), a wider one
+    failed in numpy's broadcast, another action count in torch.
+    """
+    if agent not in meta.agents or agent not in spec.action_spaces:
+        return None
+    mine, theirs = meta.action_spaces[agent], dataclasses.asdict(spec.action_spaces[agent])
+    same_actions = mine.get("kind") == theirs["kind"] and (
+        mine.get("n") == theirs["n"] if theirs["kind"] == "discrete"
+        else tuple(mine.get("shape", ())) == tuple(theirs["shape"]))
+    obs_mine, obs_theirs = tuple(meta.obs_shapes[agent]), tuple(spec.obs_shapes[agent])
+    if same_actions and (obs_mine == obs_theirs or "obs" not in meta.inputs):
+        return None
+    return (f"the {meta.kind} policy for seat {agent!r} was trained on {meta.game} (observation "
+            f"shape {obs_mine}, {_space_text(mine)}) but {spec.name} gives {agent!r} "
+            f"observation shape {obs_theirs}, {_space_text(theirs)}; play it on the game it "
+            "was trained on")
+
+
+def check_fits(where: str, seats: dict[str, Policy] | Sequence[tuple[str, Policy]],
+               spec: GameSpec) -> None:
+    """Refuse, in one line starting with ``where``, the first seat whose policy cannot play
+    it on ``spec`` (:func:`misfit`); ``seats``: seat -> policy (or pairs)."""
+    for agent, policy in (seats.items() if isinstance(seats, dict) else seats):
+        meta = getattr(policy, "meta", None)
+        why = misfit(meta, spec, agent) if isinstance(meta, PolicyMeta) else None
+        if why is not None:
+            raise ValueError(f"{where}: {why}")
+
+
 _POLICIES: dict[str, type[Policy]] = {}
 P = TypeVar("P", bound=type[Policy])
 
@@ -477,6 +522,11 @@ def _not_a_policy(path: Path, data: dict[str, Any]) -> str:
             f"a run's policies are its snapshots, <run>/snapshots/<member>/vNNNN.pt{shown}")
 
 
+BUILTIN_POLICY_MODULES: dict[str, str] = {"llm": "llm_agents.policy"}
+"""The module that registers each built-in kind saved above ``marl`` (imported by name when a
+file of that kind loads: ``import llm_agents`` is lazy and registers nothing)."""
+
+
 def load_policy(path: str | os.PathLike) -> Policy:
     """Load a policy file written by :meth:`Policy.save`, whatever its kind.
 
@@ -494,13 +544,14 @@ def load_policy(path: str | os.PathLike) -> Policy:
     if meta.kind not in _POLICIES:
         from marl.registry import policy_module  # the registry knows which module saves it
 
-        module = policy_module(meta.kind)
+        module = policy_module(meta.kind) or BUILTIN_POLICY_MODULES.get(meta.kind)
         if module is not None:
             importlib.import_module(module)
     if meta.kind not in _POLICIES:
         raise PolicyLoadError(
-            f"{path}: unknown policy kind {meta.kind!r}; known: {sorted(_POLICIES)} "
-            "(a package's kinds register when it is imported, e.g. llm_agents for 'llm')"
+            f"{path}: unknown policy kind {meta.kind!r}; known: "
+            f"{sorted({*_POLICIES, *BUILTIN_POLICY_MODULES})} (a user's kind registers when "
+            "the module that defines it, with @register_policy, is imported)"
         )
     if not isinstance(data["payload"], dict):
         raise PolicyLoadError(f"{path}: {meta.kind} policy payload is not a dict")
@@ -567,9 +618,13 @@ class Learner(abc.ABC):
         """Restore :meth:`state_dict`."""
 
     def save(self, path: str | os.PathLike) -> Path:
+        """Write :meth:`state_dict` to ``path`` (atomically) to resume training with
+        :meth:`load`; a policy to play is ``learner.policy().save(path)``."""
         return atomic_torch_save({"format": POLICY_FORMAT, "learner": self.state_dict()}, path)
 
     def load(self, path: str | os.PathLike) -> None:
+        """Restore a file of :meth:`save` into this learner (built for the same game and
+        config); a file that is no learner checkpoint, or holds NaN or inf, is refused."""
         data = safe_torch_load(path, "learner checkpoint")
         if "learner" not in data:
             raise CheckpointError(f"{path} is not a learner checkpoint")
@@ -615,10 +670,19 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``"cpu"``, ``"cuda"``, ``"cuda:1"`` or ``"auto"`` (CUDA when available)."""
+    """``"cpu"``, ``"cuda"``, ``"cuda:1"`` or ``"auto"`` (CUDA when available).
+
+    Raises:
+        ValueError: one line for any other device (``"mps"``, ``"gpu"``: torch's own errors
+            named neither what was wrong nor what is accepted) or CUDA on a machine without.
+    """
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
+    text = str(device)
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", text):  # populations.config_checks.DEVICE
+        raise ValueError(f"device={text!r:.40} unknown; choose one of cpu, cuda, cuda:N (N a "
+                         "GPU index), auto")
+    dev = torch.device(text)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} requested but CUDA is not available; use 'cpu'")
     return dev

@@ -437,6 +437,8 @@ class MAPPO(Learner):
     @torch.no_grad()
     def observe(self, vs: VecStep) -> None:
         buf = self.buf
+        if buf is None:  # as VDN, QMIX and MADDPG say it (was: no attribute 'last')
+            raise RuntimeError("observe() called without a preceding act()")
         dev = self.device
         r_BA = _stack([vs.rewards[a] for a in self.agents])
         self.guard.data(self.steps, per_agent={"reward": r_BA})
@@ -501,6 +503,9 @@ class MAPPO(Learner):
     def update(self) -> dict[str, float]:
         from marl.mappo_update import ppo_update
 
+        if self.buf is None:  # was: 'NoneType' object has no attribute 'row'
+            raise RuntimeError("update() called before any act()/observe(): the rollout is "
+                               "empty (call it when ready() is True)")
         metrics = ppo_update(self)
         self.buf.carry()
         self.updates += 1

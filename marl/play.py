@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from games import GameSpec, VecStep, VectorGame
-from marl.core import Policy, derive_seed, load_policy
+from marl.core import Policy, check_fits, derive_seed, load_policy
 from marl.train import RandomPolicy, check_episode_lengths
 
 PolicyLike = Policy | str | os.PathLike
@@ -129,6 +129,7 @@ class PolicyPlayer:
                                with_text="text" in inputs, **game_kwargs)
         self.seed = seed
         self.seats = self._seats(self.game.spec, dict(opponents or {}))
+        check_fits("PolicyPlayer", self.seats, self.game.spec)  # game= or opponents of another
         self.greedy = {a: _played_greedy(p, greedy) for a, p in self.seats.items()}
         self.vs: VecStep | None = None
 
@@ -252,8 +253,23 @@ class PettingZooActor:
     def act(self, observations: Mapping[str, Any]) -> dict[str, Any]:
         """Actions (an ``int``, or a float32 array for a box) of the policy's seats among
         ``observations`` (seat -> array, or ``{"observation", "action_mask"}``); other
-        seats are left out."""
+        seats are left out.
+
+        Raises:
+            TypeError: ``observations`` names no seat: a bare array, or the
+                ``{"observation", "action_mask"}`` dict of an AEC env's ``env.last()`` (was
+                ``{}``, no action and no error); pass ``{env.agent_selection: obs}``.
+        """
         meta = self.policy.meta
+        if not isinstance(observations, Mapping) or (
+                {"observation", "action_mask"} & set(observations)
+                and not set(meta.agents) & set(observations)):
+            got = (f"a dict with keys {sorted(map(str, observations))}"
+                   if isinstance(observations, Mapping) else f"a {type(observations).__name__}")
+            raise TypeError(f"PettingZooActor.act takes {{seat: observation}} (a ParallelEnv's "
+                            f"observations, or {{env.agent_selection: obs}} of an AEC env's "
+                            f"env.last()); got {got:.120}, which names no seat of "
+                            f"{list(meta.agents)}")
         seats = [a for a in observations if a in meta.agents]
         if not seats:
             return {}

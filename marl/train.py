@@ -22,7 +22,7 @@ import torch
 
 from games import EpisodeTooLongError, GameSpec, VecStep, VectorGame
 from games.vector import to_numpy
-from marl.core import Learner, Policy, PolicyMeta, register_policy
+from marl.core import Learner, Policy, PolicyMeta, check_fits, misfit, register_policy
 from marl.guards import FiniteGuard
 from marl.progress import tqdm
 
@@ -44,6 +44,8 @@ class RandomPolicy(Policy):
         self.rng = np.random.default_rng(seed)
 
     def act(self, agent: str, vs: VecStep, greedy: bool = False) -> np.ndarray:
+        """``[B]`` uniformly drawn legal action ids (any id where none is legal), or ``[B, D]``
+        float32 actions uniform in the box; ``greedy`` changes nothing."""
         space = self.meta.action_space(agent)
         B = vs.done.shape[0]
         if not space.discrete:
@@ -53,6 +55,7 @@ class RandomPolicy(Policy):
         return (self.rng.random(legal.shape) * legal).argmax(1)
 
     def action_probs(self, agent: str, vs: VecStep) -> np.ndarray:
+        """``[B, N]`` uniform over each copy's legal actions (zeros where none is legal)."""
         legal = vs.legal[agent].astype(np.float64)
         return legal / np.maximum(legal.sum(1, keepdims=True), 1.0)
 
@@ -94,9 +97,13 @@ def evaluate(
 ) -> EvalResult:
     """Play ``episodes`` episodes on a fresh reset of ``vg`` with ``seats[agent]`` acting."""
     spec = vg.spec
+    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
+        raise ValueError(f"evaluate: episodes={episodes!r:.40}; expected an integer >= 1 (the "
+                         "mean of no episodes is no score)")
     missing = set(spec.agent_ids) - set(seats)
     if missing:
         raise ValueError(f"evaluate: no policy for seats {sorted(missing)}")
+    check_fits("evaluate", [(a, seats[a]) for a in spec.agent_ids], spec)
     vs = vg.reset()
     finished: dict[str, list[float]] = {a: [] for a in spec.agent_ids}
     guard = FiniteGuard(spec.name, spec.agent_ids, "evaluation stopped")
@@ -413,10 +420,19 @@ def train(
     The bar's rate and ETA are the average over the whole loop (updates included), and every
     update logs ``charts/frames_per_second`` alike (:func:`after_step`).
     """
+    if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames < 0:
+        raise ValueError(f"train: frames={frames!r:.40}; expected an integer >= 0 (the frames "
+                         "to train)")
+    if eval_every and (isinstance(eval_episodes, bool)
+                       or not isinstance(eval_episodes, (int, np.integer)) or eval_episodes < 1):
+        raise ValueError(f"train: eval_episodes={eval_episodes!r:.40}; expected an integer >= "
+                         f"1 with eval_every={eval_every}")
     opponents = dict(opponents or {})
     free = set(vg.spec.agent_ids) - set(learner.agents) - set(opponents)
     if free:
         raise ValueError(f"train: seats {sorted(free)} have neither the learner nor an opponent")
+    _check_learner_fits(learner, vg.spec)
+    check_fits("train: opponents", opponents, vg.spec)
     result = TrainResult(0, 0, 0.0)
     start = result.started
     whole = trains_whole_rollouts(learner) if whole_rollouts is None else whole_rollouts
@@ -485,6 +501,20 @@ def train(
                     "turn-based seat stores one per own turn); "
                     "give it more frames", who, result.frames, budget, frames, _section(learner))
     return result
+
+
+def _check_learner_fits(learner: Learner, spec: GameSpec) -> None:
+    """Refuse, in one line, a learner built for another game's shapes (``learner.spec``,
+    where it keeps one): it failed deep in its networks, or padded and trained silently."""
+    own = getattr(learner, "spec", None)
+    if not isinstance(own, GameSpec):
+        return
+    meta = PolicyMeta.from_spec(type(learner).__name__, own,
+                                tuple(a for a in learner.agents if a in own.action_spaces))
+    for agent in meta.agents:
+        why = misfit(meta, spec, agent)
+        if why is not None:
+            raise ValueError(f"train: {why.replace(' policy ', ' learner ', 1)}")
 
 
 def learner_sides(spec: GameSpec, agents: Sequence[str]) -> dict[str, tuple[str, ...]]:
