@@ -366,11 +366,14 @@ def _print_members(database: Path) -> None:
     when the database cannot be read (the run is over: its table was printed)."""
     from populations.dashboard.queries import league_table
     from populations.db import LeagueDB
+    from populations.eval_cli import EVAL_EXPERIMENT
 
     try:
         db = LeagueDB(database, readonly=True)
-        try:
-            row = db.conn.execute("SELECT id FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        try:  # the run's own: a selfplay-eval --db into the run's database added a newer run
+            # (its files' names listed as the league's members)
+            row = db.conn.execute("SELECT id FROM runs WHERE experiment != ? ORDER BY id DESC "
+                                  "LIMIT 1", (EVAL_EXPERIMENT,)).fetchone()
             members = league_table(db, int(row[0])) if row is not None else []
         finally:
             db.close()

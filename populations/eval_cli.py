@@ -291,7 +291,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any], unread: Sequence
         print(f"selfplay-eval: note: --db {escaped(args.db)} makes the new folder "
               f"{escaped(str(new))}{deeper}", file=sys.stderr)
     db = LeagueDB(args.db)  # made only once every policy loaded
-    run_id = db.create_run("eval", experiment="selfplay-eval", game=spec.name, config={
+    run_id = db.create_run("eval", experiment=EVAL_EXPERIMENT, game=spec.name, config={
         "policies": {name: str(Path(path).resolve()) for name, path in names.items()},
         "game_kwargs": kwargs, "episodes": args.episodes, "seed": args.seed})
     store = PolicyStore(eval_snapshot_folder(Path(args.db), run_id), db, run_id)
@@ -477,6 +477,9 @@ def _check_teams(spec: Any, files: int) -> None:
                    "two teams")
 
 
+# runs.experiment of the runs this command adds to a database (a run folder's league.db too):
+# the run's own closing summary skips them (populations.cli._print_members)
+EVAL_EXPERIMENT = "selfplay-eval"
 NAMES_SHOWN = 10
 """``selfplay-eval`` prints which file each name is up to this many files (the files of
 :data:`PAIRS_SHOWN` pairs), else the first ones and a line for the rest: 400 files printed
