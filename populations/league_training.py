@@ -28,7 +28,7 @@ from populations.league_progress import (
 )
 from populations.league_state import published
 from populations.learner_actors import LearnerJob, LearnerResult, load_state_bytes, state_bytes
-from populations.matchmaking import opponent_distribution
+from populations.matchmaking import OWN_SNAPSHOTS, opponent_distribution
 from populations.members import (
     GenerationMatchmaker,
     Matchmaker,
@@ -140,6 +140,8 @@ class LeagueTraining:
         m = self._member(member)
         if getattr(m, "opponents", None) is not None:
             snaps = [s for s in snaps if s.member in m.opponents]
+        elif self.cfg.matchmaking.rule in OWN_SNAPSHOTS:  # self-play: itself, not the others
+            snaps = own
         if getattr(m, "latest_only", False):
             snaps = [s for s in snaps if s.id == max(t.id for t in snaps if t.member == s.member)]
         probs = opponent_distribution(pfsp_win_rates(self.db, self.run_id, own, snaps),

@@ -3,7 +3,10 @@
 Each rule maps the candidate snapshots (oldest first) and the learner's estimated win
 rate against each to a probability distribution over them; rules are registered by name.
 
-* ``self_play``: always the latest snapshot (latest vs latest).
+* ``self_play``: always the latest snapshot (latest vs latest). Its candidates are the
+  learner's own snapshots (:data:`OWN_SNAPSHOTS`), so in a league of several members each
+  plays its own latest; a member with an ``opponents`` filter (a main exploiter) meets
+  the newest snapshot of those members instead.
 * ``fsp``: fictitious self-play, uniform over all past snapshots (Heinrich et al., 2015).
 * ``pfsp``: prioritized fictitious self-play (Vinyals et al., 2019, AlphaStar): weights
   ``f(p)`` of the learner's win rate ``p`` against each snapshot, with ``hard``
@@ -65,6 +68,10 @@ class MatchmakingConfig:
 
 Rule = Callable[[np.ndarray, MatchmakingConfig], np.ndarray]
 RULES: dict[str, Rule] = {}
+# rules whose candidates are the learner's own snapshots (when its member sets no
+# ``opponents``): self-play is a learner against itself, also beside other members (the
+# league's newest snapshot would be whichever member the store lists last)
+OWN_SNAPSHOTS = frozenset({"self_play"})
 ENTRY_POINTS = "selfplay.matchmaking_rules"  # installed packages' modules that register rules
 
 
