@@ -38,7 +38,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +53,7 @@ from marl import registry
 from marl.core import Policy, derive_seed, load_policy
 from marl.train import RandomPolicy, check_episode_lengths
 from populations.approx_exploit import evaluated_greedy, policy_vector_kwargs
+from populations.lru import POLICY_CACHE, LRUCache
 
 log = logging.getLogger(__name__)
 # load_policy imports the LLM stack when a seat's file is an LLM team's (here and on each Ray
@@ -148,7 +149,7 @@ class GameCache:
                 g.close()
 
 
-def play_job(job: MatchJob, cache: dict[str, Policy] | None = None,
+def play_job(job: MatchJob, cache: MutableMapping[str, Policy] | None = None,
              game_cache: GameCache | None = None) -> MatchResult:
     """Play one job deterministically (seeds torch and numpy from ``job.seed``), leaving the
     caller's global torch and numpy random states as they were: an in-process match must not
@@ -165,7 +166,7 @@ def play_job(job: MatchJob, cache: dict[str, Policy] | None = None,
         np.random.set_state(np_state)
 
 
-def _play_job(job: MatchJob, cache: dict[str, Policy] | None,
+def _play_job(job: MatchJob, cache: MutableMapping[str, Policy] | None,
               game_cache: GameCache | None = None) -> MatchResult:
     cache = {} if cache is None else cache
     kept = None if game_cache is None else game_cache.take(job.game, job.game_kwargs, 1)
@@ -291,10 +292,11 @@ class Runner(abc.ABC):
 
 class LocalRunner(Runner):
     """Plays jobs one after another in this process (policies and games cached across
-    jobs: :class:`GameCache`)."""
+    jobs: the ``max_policies`` most recently used policy files, :class:`GameCache`)."""
 
-    def __init__(self) -> None:
-        self._cache: dict[str, Policy] = {}
+    def __init__(self, max_policies: int = POLICY_CACHE) -> None:
+        # the most recently used policy files: a league adds snapshots every generation
+        self._cache: LRUCache[str, Policy] = LRUCache(max_policies)
         self._games = GameCache()
 
     def play(self, jobs: list[MatchJob]) -> list[MatchResult]:
@@ -648,9 +650,10 @@ def enter_worker_env(env: dict[str, str]) -> None:
 class _MatchWorker:
     """One Ray actor's state: the policies it loaded and the games it played."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None,
+                 max_policies: int = POLICY_CACHE) -> None:
         torch.set_num_threads(1)
-        self.cache: dict[str, Policy] = {}
+        self.cache: LRUCache[str, Policy] = LRUCache(max_policies)  # as LocalRunner's
         self.games = GameCache()
         self.env: dict[str, str] | None = env or {}  # None once entered
 
@@ -676,15 +679,17 @@ class RayRunner(Runner):
     """
 
     def __init__(self, num_workers: int = 2, address: str | None = None,
-                 num_cpus: int | None = None, max_retries: int = 2) -> None:
+                 num_cpus: int | None = None, max_retries: int = 2,
+                 max_policies: int = POLICY_CACHE) -> None:
         if num_workers < 1 or max_retries < 0:
             raise ValueError(f"RayRunner: num_workers={num_workers} (expected >= 1), "
                              f"max_retries={max_retries} (expected >= 0)")
         self._ray = ray = init_ray(address, num_cpus or num_workers)
         self._actor = ray.remote(num_cpus=1)(_MatchWorker)
         self.max_retries, self.retries = max_retries, 0
+        self.max_policies = max_policies  # each worker's loaded policies (LocalRunner's)
         self._env = worker_env()  # the user's modules (imports=), imported by every worker
-        self.workers = [self._actor.remote(self._env) for _ in range(num_workers)]
+        self.workers = [self._actor.remote(self._env, max_policies) for _ in range(num_workers)]
         log.info("ray runner with %d workers", num_workers)
 
     def play(self, jobs: list[MatchJob]) -> list[MatchResult]:
@@ -724,7 +729,7 @@ class RayRunner(Runner):
     def _replace(self, slot: int) -> None:
         with contextlib.suppress(Exception):  # it may be gone already
             self._ray.kill(self.workers[slot])
-        self.workers[slot] = self._actor.remote(self._env)
+        self.workers[slot] = self._actor.remote(self._env, self.max_policies)
 
     def close(self) -> None:
         for w in self.workers:
@@ -733,10 +738,11 @@ class RayRunner(Runner):
         self.workers = []
 
 
-def make_runner(kind: str, **kwargs: Any) -> Runner:
-    """``"local"`` or ``"ray"`` (kwargs: num_workers, address, num_cpus)."""
+def make_runner(kind: str, max_policies: int = POLICY_CACHE, **kwargs: Any) -> Runner:
+    """``"local"`` or ``"ray"`` (kwargs: num_workers, address, num_cpus), keeping the
+    ``max_policies`` most recently used policies loaded (on each Ray worker)."""
     if kind == "local":
-        return LocalRunner()
+        return LocalRunner(max_policies)
     if kind == "ray":
-        return RayRunner(**kwargs)
+        return RayRunner(**kwargs, max_policies=max_policies)
     raise ValueError(f"runner {kind!r} unknown; choose one of ['local', 'ray']")
