@@ -14,6 +14,10 @@ import importlib
 import importlib.util
 from typing import Any
 
+POLICY_MODULES = {"llm": "llm_agents.policy"}
+"""Policy kind -> the module that registers it: ``marl.core.load_policy`` imports it when it
+meets an ``llm`` snapshot in a process that imported ``llm_agents`` (whose names load lazily)."""
+
 _HOMES = {  # name -> module: loaded on first use, so `import llm_agents.settings` (the
     # experiment's llm section, checked before torch loads) does not import torch
     "ActionConfig": "llm_agents.settings",

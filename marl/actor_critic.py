@@ -549,8 +549,8 @@ class PPOPolicy(Policy):
         if agent not in meta.agents:
             return
         space = meta.action_space(agent)
-        obs_ok = self.net.encoder == "gnn" or (
-            tuple(vs.obs[agent].shape[1:]) == tuple(meta.obs_shapes[agent]))
+        obs_ok = self.net.encoder == "gnn" or (  # sizes: it reads each row flat
+            math.prod(vs.obs[agent].shape[1:]) == math.prod(meta.obs_shapes[agent]))
         legal = vs.legal.get(agent) if space.discrete else None
         if obs_ok and (legal is None or legal.shape[-1] == space.n):
             return

@@ -20,6 +20,7 @@ import hashlib
 import importlib
 import os
 import re
+import sys
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -522,9 +523,17 @@ def _not_a_policy(path: Path, data: dict[str, Any]) -> str:
             f"a run's policies are its snapshots, <run>/snapshots/<member>/vNNNN.pt{shown}")
 
 
-BUILTIN_POLICY_MODULES: dict[str, str] = {"llm": "llm_agents.policy"}
-"""The module that registers each built-in kind saved above ``marl`` (imported by name when a
-file of that kind loads: ``import llm_agents`` is lazy and registers nothing)."""
+def declared_policy_module(kind: str) -> str | None:
+    """The module that registers ``kind`` as an imported package declares it: a top-level
+    ``POLICY_MODULES = {kind: module}`` (``llm_agents`` declares ``llm``). Its import is lazy
+    and registers nothing, so a process that imported it was still told "unknown policy kind
+    'llm'"; ``marl`` names no package above it, so the package says it."""
+    for name, mod in list(sys.modules.items()):
+        names = getattr(mod, "__dict__", None) if "." not in name else None  # no __getattr__
+        table = names.get("POLICY_MODULES") if isinstance(names, dict) else None
+        if isinstance(table, dict) and isinstance(table.get(kind), str):
+            return table[kind]
+    return None
 
 
 def load_policy(path: str | os.PathLike) -> Policy:
@@ -544,14 +553,15 @@ def load_policy(path: str | os.PathLike) -> Policy:
     if meta.kind not in _POLICIES:
         from marl.registry import policy_module  # the registry knows which module saves it
 
-        module = policy_module(meta.kind) or BUILTIN_POLICY_MODULES.get(meta.kind)
+        module = policy_module(meta.kind) or declared_policy_module(meta.kind)
         if module is not None:
             importlib.import_module(module)
     if meta.kind not in _POLICIES:
         raise PolicyLoadError(
-            f"{path}: unknown policy kind {meta.kind!r}; known: "
-            f"{sorted({*_POLICIES, *BUILTIN_POLICY_MODULES})} (a user's kind registers when "
-            "the module that defines it, with @register_policy, is imported)"
+            f"{path}: unknown policy kind {meta.kind!r}; known: {sorted(_POLICIES)} (a "
+            "package's kinds load once it is imported: import llm_agents for 'llm'; a kind of "
+            "your own registers when the module that defines it with @register_policy is "
+            "imported)"
         )
     if not isinstance(data["payload"], dict):
         raise PolicyLoadError(f"{path}: {meta.kind} policy payload is not a dict")

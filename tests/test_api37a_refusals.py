@@ -147,6 +147,10 @@ def test_an_llm_snapshot_loads_in_a_fresh_process(tmp_path):
                          cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["LLMPolicy", KUHN]
+    bare = subprocess.run([sys.executable, "-c", code.replace(", llm_agents", "")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert "unknown policy kind 'llm'" in bare.stderr  # marl names no package above it:
+    assert "import llm_agents for 'llm'" in bare.stderr  # the advice is what works
 
 
 def test_an_unknown_kind_says_how_a_kind_registers(tmp_path):
@@ -159,8 +163,8 @@ def test_an_unknown_kind_says_how_a_kind_registers(tmp_path):
     with pytest.raises(PolicyLoadError) as err:
         load_policy(path)
     text = one_line(err)
-    assert "unknown policy kind 'nope'" in text and "'llm'" in text
-    assert "e.g. llm_agents" not in text and "@register_policy" in text
+    assert "unknown policy kind 'nope'" in text
+    assert "import llm_agents for 'llm'" in text and "@register_policy" in text
 
 
 # ------------------------------------------------------------------------------ M4: devices
