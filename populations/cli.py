@@ -171,6 +171,48 @@ def warn_if_not_replaying(exp: Any) -> None:
                     "the whole game contract", exp.game.name, clause, call)
 
 
+LONG_LEAGUE = 50
+"""Generations past which a league evaluating every earlier snapshot (``eval_window=0``) is
+warned at its start: its last generation plays over 50 times the pairs of its first."""
+
+
+def every_pair_warning(generations: int, members: int, eval_episodes: int) -> str | None:
+    """The start warning of a league of ``members`` members and ``generations`` generations
+    with ``population.eval_window=0``, past :data:`LONG_LEAGUE` generations (None below):
+    generation g's ``members`` new snapshots play each other and all ``members * g`` earlier
+    ones, ``2 * eval_episodes`` episodes a pair, so evaluation time and ``league.db``'s match
+    rows grow with the square of the generations."""
+    if generations <= LONG_LEAGUE:
+        return None
+    among = members * (members - 1) // 2  # the new snapshots against each other
+
+    def pairs(g: int) -> int:
+        return members * members * g + among
+
+    total = members * members * generations * (generations + 1) // 2 + among * (generations + 1)
+    return (f"{generations} generations with population.eval_window=0 evaluate {total} "
+            f"snapshot pairs ({2 * eval_episodes * total} episodes at "
+            f"eval_episodes={eval_episodes}; the last generation {pairs(generations)} pairs, "
+            f"the first {pairs(1)}): each new snapshot plays every earlier one, so evaluation "
+            f"time and league.db's match rows grow with the square of the generations; set "
+            f"population.eval_window=K to evaluate each new snapshot against the K newest")
+
+
+def warn_if_every_pair(exp: Any) -> None:
+    """One warning line at a long league's start with the default ``population.eval_window=0``
+    (:func:`every_pair_warning`: 1,000 generations of one member play 500,500 pairs), said
+    nowhere before (walk 37c)."""
+    from populations.member_specs import parse_members
+
+    pop = exp.population
+    if pop.kind != "league" or pop.eval_window:
+        return
+    line = every_pair_warning(pop.generations, len(parse_members(pop.members)) or 1,
+                              exp.eval_episodes)
+    if line:
+        log.warning(line)
+
+
 def _start_warnings(exp: Any, kwargs: dict[str, Any]) -> list[str]:
     """:func:`games.check.start_warnings` on a new copy of a user's game (200 random steps):
     what ``check_game`` refuses but training runs through (agents acting together without
@@ -443,6 +485,7 @@ def _train_task(cfg: DictConfig) -> None:
         for note in unused_overrides(exp, overrides):
             log.warning(note)
         warn_if_not_replaying(exp)  # in each job's log: a sweep's too
+        warn_if_every_pair(exp)
         with recorded_run_settings(exp, run_dir):
             summary = run_experiment(exp, run_dir)
     if summary is not None:  # None: a failed job of a keep_going sweep (its line is out)
