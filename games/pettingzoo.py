@@ -47,6 +47,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
 
+from games.array_text import array_text
 from games.core import (
     ActionSpace,
     EntityGraph,
@@ -463,7 +464,9 @@ def _copies_key(module_path: str, kwargs: dict) -> str:
 
 
 def _array_text(x: np.ndarray) -> str:
-    return np.array2string(np.asarray(x, dtype=np.float32).ravel(), precision=2, separator=" ")
+    """``np.array2string`` of ``x`` as flat float32, ``precision=2``: the same text, faster
+    (:mod:`games.array_text`)."""
+    return array_text(x)
 
 
 class PettingZooGame(Game):
