@@ -13,8 +13,9 @@ entity graphs (``games.graphs.NODE_DIM`` node features, a row of ``agent_node`` 
 agent: :func:`games.graphs.graph_problem`), rewards for every agent (finite float scalars;
 none but 0.0 to an agent whose own episode ended at an earlier step; episode returns summing
 to zero in zero-sum games), episodes ending within ``max_steps``
-with every agent terminated or truncated, the final observation of every agent (and the
-global state) where its episode ends, as VectorGame asks them (``observe`` must work at a
+with every agent terminated or truncated, the final observation and final legal mask
+(``final_legal_mask``: ``[n]`` or None) of every agent (and the global state) where its
+episode ends, as VectorGame asks them (``observe`` must work at a
 terminal state), that the same seed with the same actions gives the identical trajectory,
 and that ``reset(None)`` after a seeded episode continues the game's RNG (the episode after
 it replays too).
@@ -141,15 +142,19 @@ def _check_obs(game: Game, agent: str, obs: np.ndarray, where: str, note: str = 
 
 def _check_final(game: Game, seed: int, left: set[str]) -> None:
     """What VectorGame asks where an agent's episode ended (its ``final_obs``, which learners
-    bootstrap a truncated agent from, and ``final_state``): ``observe(a)`` of every agent not
+    bootstrap a truncated agent from, its ``final_legal`` and ``final_state``): ``observe(a)``
+    and, of a discrete-action agent, ``final_legal_mask(a)`` of every agent not
     ``left`` at an earlier step, and ``state()``, at the state the step left, held to the
     same checks as at every step (a user's observe that works only while the game runs
     passed check_game, then stopped a training run at its first episode's end)."""
     where = f"{game.spec.name} seed {seed} step {game._contract_steps}"
+    spaces = game.spec.action_spaces
     for a in game.spec.agent_ids:
         if a not in left:
             _check_obs(game, a, game.observe_checked(a, final=True), where,
                        " (at the end of its episode: its final observation)")
+            if spaces[a].discrete:  # VectorGame's final_legal: a mask of [n] or None
+                game.final_legal_checked(a)
     if game.spec.state_shape is not None:
         game.state_checked(final=True)
 

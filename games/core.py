@@ -33,6 +33,8 @@ them to the same checks and messages.
 from __future__ import annotations
 
 import abc
+import functools
+import inspect
 import numbers
 import os
 import re
@@ -474,10 +476,63 @@ def _action_candidate(text: str) -> str:
     return action_key(text if tag is None else tag)
 
 
+_AGENT_METHODS = ("observe", "legal_actions", "legal_mask", "text_observation", "action_text",
+                  "legal_action_texts", "parse_action", "final_legal_mask")
+"""Methods whose first argument is an agent id: :class:`Game` refuses an unknown one before
+the game's code runs, for every game alike (OpenSpiel said ``tuple.index(x): x not in tuple``,
+PettingZoo and VMAS a KeyError, a matrix game observed for nobody)."""
+
+
+def _agent_checked(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` of a game (first argument an agent id) refusing an id that is not one of
+    ``spec.agent_ids`` in one line naming it and the game's agents (a :class:`GameError`)."""
+    params = list(inspect.signature(method).parameters)
+    keyword = params[1] if len(params) > 1 else None
+
+    @functools.wraps(method)
+    def checked(self: Game, *args: Any, **kwargs: Any) -> Any:
+        try:  # asked for every acting agent at every step: one dict lookup
+            known = args[0] in self.spec.obs_shapes
+        except (IndexError, AttributeError, TypeError):
+            known = _known_agent(self, args[0] if args else kwargs.get(keyword, _NO_AGENT))
+        if not known:
+            self.spec.agent(args[0] if args else kwargs[keyword])  # raises, naming it
+        return method(self, *args, **kwargs)
+
+    checked._checks_agent = True  # type: ignore[attr-defined]
+    return checked
+
+
+_NO_AGENT = object()
+
+
+def _known_agent(game: Game, agent: Any) -> bool:
+    """:func:`_agent_checked`'s slow path: an agent given by keyword, a game with no spec yet
+    (one asking its own methods in ``__init__``) or an unhashable id."""
+    spec = getattr(game, "spec", None)
+    if agent is _NO_AGENT or not isinstance(spec, GameSpec):
+        return True  # nothing to check: the method says what it misses
+    try:
+        return agent in spec.obs_shapes
+    except TypeError:  # unhashable
+        return False
+
+
 class Game(abc.ABC):
-    """Base class of every game. Subclasses set ``self.spec`` in ``__init__``."""
+    """Base class of every game. Subclasses set ``self.spec`` in ``__init__``.
+
+    The methods that take an agent id (:data:`_AGENT_METHODS`) refuse an id the spec does not
+    name, in one line naming it and the game's agents, before the game's code runs (a
+    subclass's own are wrapped when it is defined)."""
 
     spec: GameSpec
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in _AGENT_METHODS:
+            method = cls.__dict__.get(name)
+            if inspect.isfunction(method) and not getattr(method, "_checks_agent", False):
+                setattr(cls, name, _agent_checked(method))
 
     # ----------------------------------------------------------------- to implement
     @abc.abstractmethod
@@ -612,6 +667,10 @@ class Game(abc.ABC):
         Raises:
             GameCodeError: the game's own code raised (naming the method and its line).
         """
+        if seed is not None and (isinstance(seed, bool | np.bool_) or not isinstance(
+                seed, numbers.Integral) or seed < 0):  # else the game's RNG raised, as its bug
+            raise GameError(f"{self.spec.name}: reset(seed={seed!r:.60}); accepted: None or an "
+                            "integer >= 0")
         self._contract_steps = 0
         try:
             self._reset(seed)
@@ -634,6 +693,10 @@ class Game(abc.ABC):
             GameCodeError: the game's own code raised (naming the method and its line).
         """
         t = self._contract_steps
+        if not isinstance(actions, Mapping):  # else a TypeError said as a bug of the game
+            raise IllegalActionError(
+                f"{self.spec.name}: step({actions!r:.60}); accepted: a dict of agent id -> "
+                f"action, agents {self.spec.agent_ids}")
         try:
             acting = self.acting_agents()
             if not acting:
@@ -773,6 +836,7 @@ class Game(abc.ABC):
         :meth:`observe_checked`): a bool ``[n]`` mask; every action where the game gives none
         (None, or a mask with no legal action). A mask of another shape is a
         :class:`GameContractError` naming the game, the step and the agent."""
+        self.spec.agent(agent)  # an unknown id: one line naming it (else a KeyError here)
         n = self.spec.action_spaces[agent].n
         mask = self.guarded(self.final_legal_mask, agent, note=_FINAL)
         if mask is None:
@@ -801,3 +865,8 @@ class Game(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec.name}>"
+
+
+for _name in _AGENT_METHODS:  # the base class's own (the abstract ones: each subclass's)
+    if not getattr(Game, _name).__dict__.get("__isabstractmethod__"):
+        setattr(Game, _name, _agent_checked(getattr(Game, _name)))

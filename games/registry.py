@@ -151,8 +151,11 @@ def make(spec: str, **kwargs: Any) -> Game:
 
     Raises:
         UnknownGameError: the name is neither registered nor an adapter prefix.
-        GameError: the game rejected its keyword arguments.
+        GameError: the game rejected its keyword arguments, or ``spec`` is not a str.
     """
+    if not isinstance(spec, str):  # else an AttributeError from str.startswith
+        raise GameError(f"games.make({spec!r:.60}): the game's name must be a str, e.g. "
+                        "'openspiel/kuhn_poker'")
     if spec not in _REGISTRY and spec.startswith("tool/"):
         import games.tool  # noqa: F401  (built-in cooperative tool tasks register on import)
     if spec not in _REGISTRY and not spec.startswith(PREFIXES):

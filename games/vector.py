@@ -30,6 +30,7 @@ one line naming the game, the step, the call and the user's line, as in ``reset`
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,7 @@ from games.core import (
     GameContractError,
     GameError,
     GameSpec,
+    IllegalActionError,
     TimeStep,
 )
 from games.graphs import graph_problem
@@ -192,8 +194,17 @@ class VectorGame:
         tensors: bool | str = False,
         **kwargs: Any,
     ) -> None:
-        if num_envs < 1:
-            raise GameError(f"num_envs must be >= 1, got {num_envs}")
+        if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral) or \
+                num_envs < 1:  # else '<' between str and int, or a float's range() TypeError
+            raise GameError(f"num_envs must be >= 1 (an integer), got {num_envs!r:.60}")
+        num_envs = int(num_envs)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(
+                seed, numbers.Integral) or seed < 0):  # copy b starts from seed + b
+            raise GameError(f"VectorGame seed={seed!r:.60}; accepted: None or an integer >= 0")
+        if isinstance(game, Game) or not (isinstance(game, str) or callable(game)):
+            raise GameError(f"VectorGame({game!r:.60}, ...): accepted: a game's name or a factory "
+                            "that makes one copy, e.g. VectorGame('openspiel/kuhn_poker', 4) or "
+                            "VectorGame(lambda: games.make('openspiel/kuhn_poker'), 4)")
         factory = (lambda: make(game, **kwargs)) if isinstance(game, str) else game
         self.factory: Callable[[], Game] = factory
         first = factory()
@@ -235,6 +246,7 @@ class VectorGame:
         self._ret = {a: np.zeros(num_envs, np.float64) for a in self._ids}
         self._len = np.zeros(num_envs, np.int64)
         self._last: list[TimeStep] = []
+        self._torn = ""  # why step() needs a reset after a step refused part-way
         # per copy, the agents whose own episode ended at an earlier step (the others play on)
         self._gone: list[set[str]] = [set() for _ in range(num_envs)]
 
@@ -245,6 +257,7 @@ class VectorGame:
             return self._out(self.native.reset())
         seeds = [None if self.seed is None else self.seed + b for b in range(self.num_envs)]
         self._last = [_started(g, g.reset(s), s) for g, s in zip(self.games, seeds, strict=True)]
+        self._torn = ""
         for a in self._ids:
             self._ret[a][:] = 0.0
         self._len[:] = 0
@@ -256,7 +269,8 @@ class VectorGame:
         if self.native is not None:
             return self._out(self.native.step(actions))
         if not self._last:
-            raise GameError("VectorGame.step() before reset()")
+            raise GameError(self._torn or "VectorGame.step() before reset()")
+        self._check_actions(actions)
         out: list[TimeStep] = []
         done = np.zeros(self.num_envs, bool)
         final_obs: dict[str, np.ndarray] = {}
@@ -267,8 +281,12 @@ class VectorGame:
         for b, (g, prev) in enumerate(zip(self.games, self._last, strict=True)):
             try:
                 ts = g.step({a: actions[a][b] for a in prev.acting})
-            except KeyError as err:
-                raise GameError(f"missing actions for agent {err} in copy {b}") from None
+            except Exception:  # an illegal action, a game's bug: copies 0..b-1 have stepped
+                if b:
+                    self._last = []
+                    self._torn = (f"{self.spec.name}: VectorGame.step() after a step refused at "
+                                  f"copy {b} (copies 0-{b - 1} had stepped); call reset()")
+                raise
             gone = self._gone[b]  # an agent's return ends with its own episode, as learners
             for a in self._ids:  # train (a reward after it, a broken contract, is not counted)
                 if a not in gone:
@@ -305,6 +323,41 @@ class VectorGame:
                 self._ret[a][b] = 0.0
             self._len[b] = 0
         return vs
+
+    def _check_actions(self, actions: Mapping[str, Any]) -> None:
+        """Refuse, before any copy steps, actions that are not ``[B, ...]`` arrays (lists,
+        tensors) of the spec's agents, one for every agent acting in some copy: a short array
+        stepped copies 0-2 and raised IndexError at copy 3, leaving the copies apart (the
+        next correct step was refused as "expected actions for ['player_1']"); a long one
+        passed silently."""
+        name, B = self.spec.name, self.num_envs
+        if not isinstance(actions, Mapping):
+            raise IllegalActionError(f"{name}: VectorGame.step({actions!r:.60}); accepted: a "
+                                     f"dict of agent id -> an array of {B} actions (one per copy)")
+        unknown = [a for a in actions if a not in self.spec.obs_shapes]
+        if unknown:
+            raise IllegalActionError(f"{name}: actions for unknown agents {unknown}; agents: "
+                                     f"{self._ids}")
+        for a, acts in actions.items():
+            shape = getattr(acts, "shape", None)  # an array's or a tensor's
+            if shape is None:
+                try:
+                    shape = np.shape(acts)  # a list
+                except ValueError:  # ragged
+                    shape = ()
+            if not shape:
+                raise IllegalActionError(f"{name}: actions[{a!r}] is {acts!r:.60}, expected an "
+                                         f"array of {B} actions (one per copy)")
+            if shape[0] != B:
+                raise IllegalActionError(f"{name}: actions[{a!r}] holds {shape[0]} actions, "
+                                         f"expected one per copy: {B} (num_envs)")
+        for a in self._ids:
+            if a not in actions:
+                copies = [b for b, ts in enumerate(self._last) if a in ts.acting]
+                if copies:
+                    shown = f"{copies[:8]}"[:-1] + (", ...]" if len(copies) > 8 else "]")
+                    raise IllegalActionError(f"{name}: no actions for {a}, which acts in copies "
+                                             f"{shown}")
 
     def _too_long(self, b: int) -> None:
         """Refuse copy ``b``'s step past ``spec.max_steps`` (an episode not ended by then):
