@@ -290,6 +290,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any], unread: Sequence
         deeper = "" if new == Path(args.db).parent else " (and the folders in it)"
         print(f"selfplay-eval: note: --db {escaped(args.db)} makes the new folder "
               f"{escaped(str(new))}{deeper}", file=sys.stderr)
+    _warn_if_in_use(args.db)
     db = LeagueDB(args.db)  # made only once every policy loaded
     run_id = db.create_run("eval", experiment=EVAL_EXPERIMENT, game=spec.name, config={
         "policies": {name: str(Path(path).resolve()) for name, path in names.items()},
@@ -475,6 +476,25 @@ def _check_teams(spec: Any, files: int) -> None:
                    f"{spec.name} has {count} {spec.teams}: give one policy file with --exploit "
                    "(its approximate NashConv, on a game of any number of teams) or a game of "
                    "two teams")
+
+
+def _warn_if_in_use(db: str) -> None:
+    """One warning line when ``--db`` lies in a folder another process holds (its ``.lock``,
+    :class:`populations.run_folder.RunLock`): a run training there, whose own rows this
+    evaluation's then sit beside in its ``league.db`` (the run's dashboard lists the eval run
+    too), or whose folder a refused or failed start cleans up. SQLite lets both write, so
+    the evaluation goes on (walk 37c: said nowhere)."""
+    from populations.run_folder import LOCK_NAME, _holder, locked_elsewhere
+
+    folder = Path(db).parent
+    if not locked_elsewhere(folder):
+        return
+    what = "the database of the run" if Path(db).name == "league.db" else "in the folder of a run"
+    print(f"selfplay-eval: warning: --db {escaped(db)} is {what} that process "
+          f"{_holder(str(folder / LOCK_NAME))} is running (it holds "
+          f"{escaped(str(folder / LOCK_NAME))}): this evaluation is recorded there beside the "
+          "run's own rows, as a run of its own; a --db outside the run's folder "
+          "(--db eval.db) keeps the two apart", file=sys.stderr)
 
 
 # runs.experiment of the runs this command adds to a database (a run folder's league.db too):
