@@ -12,7 +12,7 @@ import pytest
 
 import games
 from marl import registry
-from populations.lru import POLICY_CACHE, LRUCache, policy_cache_size
+from populations.lru import EVERY_RIVAL_CACHE, POLICY_CACHE, LRUCache, policy_cache_size
 from populations.runners import LocalRunner, MatchJob, _MatchWorker, make_runner, play_job
 
 KUHN = "openspiel/kuhn_poker"
@@ -92,7 +92,20 @@ def test_the_least_recently_used_entry_leaves_first():
 
 def test_a_league_cache_covers_its_evaluation_window():
     """A generation's rivals (eval_window of them) and its and the last generation's new
-    snapshots stay loaded: none is loaded twice in a generation."""
-    assert policy_cache_size(members=2, eval_window=0) == POLICY_CACHE
-    assert policy_cache_size(members=2, eval_window=10) == POLICY_CACHE
-    assert policy_cache_size(members=4, eval_window=100) == 108
+    snapshots stay loaded: none is loaded twice in a generation; with eval_window=0 every
+    snapshot, up to EVERY_RIVAL_CACHE."""
+    assert policy_cache_size(members=2, eval_window=10, generations=1000) == POLICY_CACHE
+    assert policy_cache_size(members=4, eval_window=100, generations=1000) == 108
+    assert policy_cache_size(members=2, eval_window=0, generations=20) == POLICY_CACHE
+    assert policy_cache_size(members=2, eval_window=0, generations=100) == 204
+    assert policy_cache_size(members=2, eval_window=0, generations=1000) == EVERY_RIVAL_CACHE
+
+
+def test_an_unbounded_cache_is_trimmed_to_its_newest():
+    cache: LRUCache[int, int] = LRUCache(None)
+    for k in range(300):
+        cache[k] = k
+    assert len(cache) == 300
+    cache[5]  # noqa: B018 - a use
+    cache.trim(3)
+    assert list(cache) == [298, 299, 5]
