@@ -1,7 +1,7 @@
 """The text an LLM agent reads for a numeric observation: ``np.array2string`` of the array as
 float32, flattened, ``precision=2``, ``separator=" "``, with numpy's default print options,
-byte for byte, in a fraction of its time (array2string is ~10 µs per element: it formats
-every number twice through Dragon4 and wraps lines word by word).
+byte for byte, in about a quarter of its time (array2string formats every number twice
+through Dragon4 and wraps lines word by word: half of a tiny team's corpus build was it).
 
 The fast path covers what observations almost always are, finite numbers printed positionally:
 
