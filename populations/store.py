@@ -134,10 +134,12 @@ class PolicyStore:
         Raises:
             StoreError: an id that is not an integer, or no snapshot of this run has it.
         """
+        if isinstance(snapshot_id, SnapshotRow):
+            raise StoreError(f"a SnapshotRow ({snapshot_id.member} v{snapshot_id.version:04d}) "
+                             f"is not a snapshot id; pass its .id ({snapshot_id.id})")
         if isinstance(snapshot_id, bool) or not isinstance(snapshot_id, numbers.Integral):
-            hint = " (pass its .id)" if isinstance(snapshot_id, SnapshotRow) else ""
-            raise StoreError(f"snapshot id {snapshot_id!r:.200} is not an integer{hint}; "
-                             "expected a SnapshotRow.id of this run")
+            raise StoreError(f"snapshot id {snapshot_id!r:.100} is not an integer; expected a "
+                             "SnapshotRow.id of this run")
         for s in self.db.snapshots(self.run_id):
             if s.id == snapshot_id:
                 return s

@@ -119,7 +119,8 @@ def test_store_refuses_an_id_that_is_not_an_integer(tmp_path: Path) -> None:
     assert store.load(row.id).meta.game == row.game
     with pytest.raises(StoreError, match=r"snapshot id '1' is not an integer"):
         store.load(str(row.id))
-    with pytest.raises(StoreError, match=r"snapshot id SnapshotRow\(.*\.id"):
+    with pytest.raises(StoreError, match=r"^a SnapshotRow \(main v0000\) is not a snapshot id; "
+                                         r"pass its \.id \(\d+\)$"):
         store.get(row)
     db.close()
 
