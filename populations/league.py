@@ -252,6 +252,8 @@ class League(LeagueTraining):
         RunFolderError: another process holds ``run_dir``; a resume with other settings, of
             a folder with no league, or of checkpoints without their ``league.db``.
         FileExistsError: a fresh run in a folder that already holds a league.
+        ValueError: a game, device or member the league cannot run (one line), refused
+            before anything is written in ``run_dir``: the corrected call starts there.
     """
 
     def __init__(self, cfg: LeagueConfig, run_dir: str | Path, resume: bool = False,
