@@ -506,6 +506,24 @@ def _agent_checked(method: Callable[..., Any]) -> Callable[..., Any]:
 _NO_AGENT = object()
 
 
+def _marking_closed(close: Callable[..., Any]) -> Callable[..., Any]:
+    """A subclass's ``close`` that marks the game closed whatever it does."""
+
+    @functools.wraps(close)
+    def marked(self: Game, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return close(self, *args, **kwargs)
+        finally:
+            self._closed = True
+
+    marked._marks_closed = True  # type: ignore[attr-defined]
+    return marked
+
+
+def _closed_error(game: Game, call: str) -> GameError:
+    return GameError(f"{game.spec.name}: {call}() after close(); make a new game")
+
+
 def _known_agent(game: Game, agent: Any) -> bool:
     """:func:`_agent_checked`'s slow path: an agent given by keyword, a game with no spec yet
     (one asking its own methods in ``__init__``) or an unhashable id."""
@@ -527,12 +545,17 @@ class Game(abc.ABC):
 
     spec: GameSpec
 
+    _closed = False  # close() was called: reset and step refuse
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for name in _AGENT_METHODS:
             method = cls.__dict__.get(name)
             if inspect.isfunction(method) and not getattr(method, "_checks_agent", False):
                 setattr(cls, name, _agent_checked(method))
+        close = cls.__dict__.get("close")
+        if inspect.isfunction(close) and not getattr(close, "_marks_closed", False):
+            cls.close = _marking_closed(close)  # a subclass's close need not call super
 
     # ----------------------------------------------------------------- to implement
     @abc.abstractmethod
@@ -576,7 +599,9 @@ class Game(abc.ABC):
         return None
 
     def close(self) -> None:  # noqa: B027  (optional hook, not abstract)
-        """Release resources (renderers, subprocesses)."""
+        """Release resources (renderers, subprocesses). A closed game's reset and step refuse
+        (its spec still tells what it was)."""
+        self._closed = True
 
     def final_legal_mask(self, agent: str) -> np.ndarray | None:
         """bool ``[n]`` mask of the actions a discrete-action ``agent`` has at the state where
@@ -671,6 +696,8 @@ class Game(abc.ABC):
                 seed, numbers.Integral) or seed < 0):  # else the game's RNG raised, as its bug
             raise GameError(f"{self.spec.name}: reset(seed={seed!r:.60}); accepted: None or an "
                             "integer >= 0")
+        if self._closed:
+            raise _closed_error(self, "reset")
         self._contract_steps = 0
         try:
             self._reset(seed)
@@ -693,6 +720,8 @@ class Game(abc.ABC):
             GameCodeError: the game's own code raised (naming the method and its line).
         """
         t = self._contract_steps
+        if self._closed:
+            raise _closed_error(self, "step")
         if not isinstance(actions, Mapping):  # else a TypeError said as a bug of the game
             raise IllegalActionError(
                 f"{self.spec.name}: step({actions!r:.60}); accepted: a dict of agent id -> "

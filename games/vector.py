@@ -247,12 +247,18 @@ class VectorGame:
         self._len = np.zeros(num_envs, np.int64)
         self._last: list[TimeStep] = []
         self._torn = ""  # why step() needs a reset after a step refused part-way
+        self._closed = False
         # per copy, the agents whose own episode ended at an earlier step (the others play on)
         self._gone: list[set[str]] = [set() for _ in range(num_envs)]
 
     # ------------------------------------------------------------------ stepping
+    def _refuse_closed(self) -> None:
+        if self._closed:
+            raise GameError(f"VectorGame of {self.spec.name} is closed; build a new one")
+
     def reset(self) -> VecStep:
         """Reset every copy (copy ``b`` with ``seed + b``)."""
+        self._refuse_closed()
         if self.native is not None:
             return self._out(self.native.reset())
         seeds = [None if self.seed is None else self.seed + b for b in range(self.num_envs)]
@@ -266,6 +272,7 @@ class VectorGame:
 
     def step(self, actions: Mapping[str, np.ndarray]) -> VecStep:
         """Apply ``actions[agent][b]`` in every copy where ``agent`` acts; auto-reset."""
+        self._refuse_closed()
         if self.native is not None:
             return self._out(self.native.step(actions))
         if not self._last:
@@ -497,5 +504,7 @@ class VectorGame:
                                     f"step {getattr(game, '_contract_steps', 0)}", problem)
 
     def close(self) -> None:
+        """Close every copy (a native batch: its game); reset and step refuse after it."""
+        self._closed = True
         for g in self.games:
             g.close()
