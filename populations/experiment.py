@@ -167,6 +167,12 @@ class ExperimentConfig:
     logger: LoggerConfig = field(default_factory=LoggerConfig)
 
     def __post_init__(self) -> None:
+        if isinstance(self.game, str):  # the Python API's game="openspiel/kuhn_poker": that
+            # game with its own defaults (run_experiment failed: no attribute 'kwargs')
+            self.game = GameConfig(name=self.game)
+        elif not hasattr(self.game, "name"):
+            raise ValueError(f"game={self.game!r:.80}; expected a game name such as "
+                             "'openspiel/kuhn_poker' or GameConfig(name=..., kwargs={...})")
         registry.get(self.algo)  # one line listing the registered algos when unknown
         # frames, num_envs, ..., device: checked without torch (selfplay-train, before Hydra)
         check_run_values({name: getattr(self, name) for name in TOP_LEVEL_TYPES})
