@@ -96,6 +96,14 @@ def test_approx_nash_conv_refuses_another_games_policy(leduc_policy):
         ex.approx_nash_conv(KUHN, leduc_policy)
 
 
+def test_approx_exploits_own_approx_nash_conv_refuses_it_too(leduc_policy):
+    # README's approximate NashConv snippet imports it from populations.approx_exploit
+    from populations.approx_exploit import approx_nash_conv
+    with pytest.raises(ValueError, match=r"^approx_nash_conv: the mappo policy for seat "
+                                         r"'player_0' was trained on openspiel/leduc_poker"):
+        approx_nash_conv(KUHN, {"player_0": leduc_policy, "player_1": leduc_policy})
+
+
 # ------------------------------------------------------------------ L3: names and seat keys
 def test_nash_conv_refuses_a_bare_openspiel_name_as_games_make_does():
     rnd = RandomPolicy(games.make(KUHN).spec)
