@@ -311,7 +311,7 @@ def worker_env() -> dict[str, str]:
     ``PYTHONPATH``, and ``SELFPLAY_GAME_LIMITS=off`` where the driver's own environment lifts
     the games' size limits (:mod:`games.limits`)."""
     env = {k: os.environ[k] for k in (IMPORTS_ENV, "PYTHONPATH") if os.environ.get(k)}
-    if limits.lifted():
+    if limits.switch_on():  # handing the switch on lifts nothing yet: the worker says it
         env[limits.ENV] = "off"
     return env
 
