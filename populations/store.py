@@ -119,14 +119,21 @@ class PolicyStore:
             log.warning("publishing %s v%d again over its %s", kept.member, kept.version,
                         "missing file" if "missing" in str(err) else f"damaged file ({err})")
             return False
-        if data.get("format") == POLICY_FORMAT and _same(data.get("meta"), policy.meta.to_dict()) \
-                and _same(data.get("payload"), policy.payload()):
+        meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
+        if data.get("format") == POLICY_FORMAT and meta.get("kind") == policy.meta.kind \
+                and _same(_weights(data.get("payload")), _weights(policy.payload())):
+            if not (_same(meta, policy.meta.to_dict())
+                    and _same(data.get("payload"), policy.payload())):
+                # a resume may change a seed or a device (MEMBER_MAY_CHANGE): the snapshot
+                # that played the matches is the recorded one, with the same weights
+                log.info("snapshot %s v%04d is published with these weights; its recorded "
+                         "settings are kept", kept.member, kept.version)
             return True
+        following = max((s.version for s in self.snapshots(kept.member)), default=-1) + 1
         raise StoreError(
             f"snapshot {kept.member} v{kept.version:04d} is published with other weights "
             f"(its matches and ratings were played by them); publish these as a new version "
-            f"(version=None: v{len(self.snapshots(kept.member)):04d}) or under another member "
-            "name")
+            f"(version=None: v{following:04d}) or under another member name")
 
     def get(self, snapshot_id: int) -> SnapshotRow:
         """The snapshot row of id ``snapshot_id`` (:attr:`SnapshotRow.id`) in this run.
@@ -194,6 +201,23 @@ class PolicyStore:
         if snapshot_id not in self._cache:
             self._cache[snapshot_id] = load_policy(self.verify(self.get(snapshot_id)).path)
         return self._cache[snapshot_id]
+
+
+def _weights(payload: Any, path: str = "") -> dict[str, Any]:
+    """The tensors and arrays of a policy file's payload by their place in it (``"actor.0.w"``),
+    without its plain values (a seed, a device, a setting a resume may change)."""
+    if isinstance(payload, torch.Tensor | np.ndarray):
+        return {path: payload}
+    if isinstance(payload, dict):
+        items = payload.items()
+    elif isinstance(payload, list | tuple):
+        items = enumerate(payload)
+    else:
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in items:
+        out.update(_weights(value, f"{path}.{key}" if path else str(key)))
+    return out
 
 
 def _same(a: Any, b: Any) -> bool:
