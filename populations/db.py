@@ -798,8 +798,12 @@ class LeagueDB:
                        worker: str | None = None) -> int:
         """Record that ``member`` finished training snapshot ``version`` (wall-clock times,
         where it trained); returns its place in the run's finishing order (1, 2, ...). A
-        resumed run recording it again keeps its place and takes the new times."""
+        resumed run recording it again keeps its place and takes the new times. The run's
+        ``updated_at`` is set to now: a running league's heartbeat, once a member generation
+        (it moved only with the run's status)."""
         with self.conn:
+            self.conn.execute("UPDATE runs SET updated_at = ? WHERE id = ?",
+                              (time.time(), run_id))
             self.conn.execute(
                 "INSERT INTO generations (run_id, member, version, seq, frames, started_at, "
                 "finished_at, worker) VALUES (?, ?, ?, (SELECT IFNULL(MAX(seq), 0) + 1 FROM "

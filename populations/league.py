@@ -112,6 +112,7 @@ from populations.learner_actors import (
     learner_gpus,
 )
 from populations.loggers import MetricsLogger
+from populations.lru import policy_cache_size
 from populations.matchmaking import MatchmakingConfig
 from populations.member_specs import MEMBER  # a league's only member: "main"
 from populations.members import (
@@ -359,7 +360,9 @@ class League(LeagueTraining):
         if cfg.runner == "ray":  # CPUs of a local Ray: the match workers and learner actors
             actors = min(len(self.members), cfg.ray_learners or len(self.members))
             connect_ray(cfg.ray_address, cfg.ray_workers + actors)
-        self.runner = make_runner(cfg.runner, **(
+        # the loaded policies a generation's evaluation reads again (its window's rivals)
+        self.runner = make_runner(cfg.runner, max_policies=policy_cache_size(
+            len(self.members), cfg.eval_window, cfg.generations), **(
             {"num_workers": cfg.ray_workers, "address": cfg.ray_address}
             if cfg.runner == "ray" else {}))
         if cfg.runner == "ray":
@@ -614,6 +617,8 @@ class League(LeagueTraining):
         Ray a batch at a time always: the first of the process is timed apart
         (:meth:`_time_eval`)."""
         started = time.perf_counter()
+        before = len({m.key.split("/")[1] for m in self.db.matches(self.run_id, f"g{g:04d}/")}
+                     & {f"{a.id}-{b.id}" for a, b in pairs})  # recorded before a stop
         on_ray = self.cfg.runner == "ray"
         batch = {"batch": self.cfg.ray_workers if on_ray else 1}
         ticks: list[tuple[float, int]] = []  # (when, pairs done) at the start, after each batch
@@ -640,11 +645,16 @@ class League(LeagueTraining):
             log.info("generation %d: %s evaluated before the stop; nothing left to play", g,
                      "its 1 pair was" if len(pairs) == 1 else f"its {len(pairs)} pairs were")
             return played
-        # "pair" in one sense: eval_episodes are episodes a side, not role-swapped pairs
-        log.info("generation %d: evaluated %d snapshot pair%s, %d episodes recorded "
-                 "(eval_episodes=%d a side) in %.0fs", g, len(pairs),
-                 "" if len(pairs) == 1 else "s", played.added, self.cfg.eval_episodes,
-                 seconds)
+        # "pair" in one sense: eval_episodes are episodes a side, not role-swapped pairs;
+        # those played here, of all planned (a stop ends it after a pair, a resume plays
+        # those left): "evaluated 3 snapshot pairs" was said for the 1 played
+        done = min(len(pairs) - before, played.added // (2 * self.cfg.eval_episodes))
+        count = f"{done} of {len(pairs)}" if before or done < len(pairs) else f"{done}"
+        log.info("generation %d: evaluated %s snapshot pair%s%s, %d episodes recorded "
+                 "(eval_episodes=%d a side) in %.0fs", g, count,
+                 "" if len(pairs) == 1 else "s",
+                 f" ({before} recorded before the stop)" if before else "", played.added,
+                 self.cfg.eval_episodes, seconds)
         return played
 
     def _time_eval(self, seconds: float, pairs: float,
