@@ -78,21 +78,34 @@ _C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
               "\f": "\\f", "\r": "\\r", "\x1b": "\\e"}
 
 
+# control characters; format characters (U+202E turns the text after it right to left, a
+# zero-width space hides itself); line and paragraph separators (U+2028 breaks a line)
+_UNSEEN = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def _unseen(c: str) -> bool:
+    return unicodedata.category(c) in _UNSEEN
+
+
 def shell_word(word: str) -> str:
     """``word`` quoted as one shell word (:func:`shlex.quote`). A word holding a control
     character (a newline, ESC: in the name of a run folder made before such names were
-    refused) is written in the shell's ``$'...'`` form with each such character escaped
-    (``\\n``, ``\\e``, ``\\x7f``): quoted raw, a newline split the printed command in two
-    lines and ESC's sequence was run by the terminal instead of shown."""
-    if not any(unicodedata.category(c) == "Cc" for c in word):
+    refused), a format character (U+202E, right-to-left override) or a line or paragraph
+    separator (U+2028, U+2029) is written in the shell's ``$'...'`` form with each such
+    character escaped (``\\n``, ``\\e``, ``\\x7f``, ``\\u202e``): quoted raw, a newline split
+    the printed command in two lines, ESC's sequence was run by the terminal instead of
+    shown and U+202E showed the rest of the command reversed."""
+    if not any(map(_unseen, word)):
         return shlex.quote(word)
 
     def escaped(c: str) -> str:
         if c in ("\\", "'"):
             return "\\" + c
-        if unicodedata.category(c) != "Cc":
+        if not _unseen(c):
             return c
-        return _C_ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x80 else f"\\u{ord(c):04x}")
+        o = ord(c)
+        return _C_ESCAPES.get(c) or (f"\\x{o:02x}" if o < 0x80 else
+                                     f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
 
     return "$'" + "".join(map(escaped, word)) + "'"
 
