@@ -179,13 +179,22 @@ def run_ours(setting: str, seed: int, frames: int, copies: int, big: int,
             "critic_mse": [round(x, 4) for x in critic_mse]}
 
 
-def _first_last(returns: list[float], frames: int) -> dict:
-    """The mean return of the first and the last tenth of the episodes (None where no episode
-    finished: the mean of nothing printed as nan), how many finished and in how many frames."""
+def _first_last(returns: list[float], frames: int, counted: str = "episodes") -> dict:
+    """The mean of the first and the last tenth of ``returns`` (None where there are none: the
+    mean of nothing printed as nan), how many under ``counted`` and in how many frames.
+    ``returns``: our finished episodes' returns (``"episodes"``), or BenchMARL's mean episode
+    return of each training iteration that logged one (``"iterations"``)."""
     tenth = max(1, len(returns) // 10)
     first = float(np.mean(returns[:tenth])) if returns else None
     last = float(np.mean(returns[-tenth:])) if returns else None
-    return {"first": first, "last": last, "episodes": len(returns), "frames": frames}
+    return {"first": first, "last": last, counted: len(returns), "frames": frames}
+
+
+def _nothing(r: dict) -> str:
+    """What an empty record means: none of our episodes finished, or no BenchMARL iteration
+    logged a mean episode return (none finished in it), in its frames."""
+    what = "no episode finished" if "episodes" in r else "no iteration logged an episode return"
+    return f"{what} in {r['frames']:,} frames"
 
 
 def _tenths(xs: list[float], parts: int = 5) -> list[float]:
@@ -228,8 +237,8 @@ def run_benchmarl(setting: str, seed: int, frames: int, copies: int,
     # the same quantity as ours
     entropy = _scalars(s["run_dir"], "train_agents_entropy")
     return {"fps": s["total_frames"] / iter_s, "wall_s": s["wall_s"], "seconds": iter_s,
-            **_first_last(rewards, s["total_frames"]),
-            "iterations": len(rewards), "critic_loss": _tenths(critic),
+            **_first_last(rewards, s["total_frames"], "iterations"),
+            "critic_loss": _tenths(critic),
             "entropy": _tenths(entropy),
             "curve": [round(r, 3) for r in rewards]}
 
@@ -308,7 +317,7 @@ def _mean_return(rs: list[dict], key: str) -> str:
     where an episode finished (naming how many), or that none did."""
     done = [r[key] for r in rs if r[key] is not None]
     if not done:
-        return f"no episode finished in {max(r['frames'] for r in rs):,} frames"
+        return _nothing(max(rs, key=lambda r: r["frames"]))
     return f"{np.mean(done):.2f}" + (f" ({len(done)} of {len(rs)} seeds)" if len(done) < len(rs)
                                      else "")
 
@@ -317,9 +326,8 @@ def _report(name: str, r: dict, path: Path | None) -> None:
     brief = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()
              if k not in ("curve", "critic_mse")}
     print(f"{name}: {json.dumps(brief)}", flush=True)
-    if not r["episodes"]:
-        print(f"{name}: no episode finished in {r['frames']:,} frames (no return to report; "
-              "give more --frames)", flush=True)
+    if not r.get("episodes", r.get("iterations")):
+        print(f"{name}: {_nothing(r)} (no return to report; give more --frames)", flush=True)
     if path is not None:
         with path.open("a") as fh:
             fh.write(json.dumps({"run": name, **r}) + "\n")
