@@ -181,6 +181,44 @@ def _started(game: Game, ts: TimeStep, seed: int | None) -> TimeStep:
                             "which an agent acts)")
 
 
+def check_actions(spec: GameSpec, num_envs: int, actions: Mapping[str, Any],
+                  acting_copies: Callable[[str], list[int]]) -> None:
+    """Refuse, before any copy steps, actions that are not ``[B, ...]`` arrays (lists,
+    tensors) of the spec's agents, one for every agent acting in some copy: a short array
+    stepped copies 0-2 and raised IndexError at copy 3, leaving the copies apart (the
+    next correct step was refused as "expected actions for ['player_1']"); a long one
+    passed silently. ``acting_copies(agent)``: the copies where ``agent`` acts now (a
+    VMAS batch: every copy)."""
+    name, B, ids = spec.name, num_envs, spec.agent_ids
+    if not isinstance(actions, Mapping):
+        raise IllegalActionError(f"{name}: VectorGame.step({actions!r:.60}); accepted: a "
+                                 f"dict of agent id -> an array of {B} actions (one per copy)")
+    unknown = [a for a in actions if a not in spec.obs_shapes]
+    if unknown:
+        raise IllegalActionError(f"{name}: actions for unknown agents {unknown}; agents: "
+                                 f"{ids}")
+    for a, acts in actions.items():
+        shape = getattr(acts, "shape", None)  # an array's or a tensor's
+        if shape is None:
+            try:
+                shape = np.shape(acts)  # a list
+            except ValueError:  # ragged
+                shape = ()
+        if not shape:
+            raise IllegalActionError(f"{name}: actions[{a!r}] is {acts!r:.60}, expected an "
+                                     f"array of {B} actions (one per copy)")
+        if shape[0] != B:
+            raise IllegalActionError(f"{name}: actions[{a!r}] holds {shape[0]} actions, "
+                                     f"expected one per copy: {B} (num_envs)")
+    for a in ids:
+        if a not in actions:
+            copies = acting_copies(a)
+            if copies:
+                shown = f"{copies[:8]}"[:-1] + (", ...]" if len(copies) > 8 else "]")
+                raise IllegalActionError(f"{name}: no actions for {a}, which acts in copies "
+                                         f"{shown}")
+
+
 class VectorGame:
     """B copies of one game; ``step`` takes and returns arrays stacked over copies."""
 
@@ -333,39 +371,9 @@ class VectorGame:
         return vs
 
     def _check_actions(self, actions: Mapping[str, Any]) -> None:
-        """Refuse, before any copy steps, actions that are not ``[B, ...]`` arrays (lists,
-        tensors) of the spec's agents, one for every agent acting in some copy: a short array
-        stepped copies 0-2 and raised IndexError at copy 3, leaving the copies apart (the
-        next correct step was refused as "expected actions for ['player_1']"); a long one
-        passed silently."""
-        name, B = self.spec.name, self.num_envs
-        if not isinstance(actions, Mapping):
-            raise IllegalActionError(f"{name}: VectorGame.step({actions!r:.60}); accepted: a "
-                                     f"dict of agent id -> an array of {B} actions (one per copy)")
-        unknown = [a for a in actions if a not in self.spec.obs_shapes]
-        if unknown:
-            raise IllegalActionError(f"{name}: actions for unknown agents {unknown}; agents: "
-                                     f"{self._ids}")
-        for a, acts in actions.items():
-            shape = getattr(acts, "shape", None)  # an array's or a tensor's
-            if shape is None:
-                try:
-                    shape = np.shape(acts)  # a list
-                except ValueError:  # ragged
-                    shape = ()
-            if not shape:
-                raise IllegalActionError(f"{name}: actions[{a!r}] is {acts!r:.60}, expected an "
-                                         f"array of {B} actions (one per copy)")
-            if shape[0] != B:
-                raise IllegalActionError(f"{name}: actions[{a!r}] holds {shape[0]} actions, "
-                                         f"expected one per copy: {B} (num_envs)")
-        for a in self._ids:
-            if a not in actions:
-                copies = [b for b, ts in enumerate(self._last) if a in ts.acting]
-                if copies:
-                    shown = f"{copies[:8]}"[:-1] + (", ...]" if len(copies) > 8 else "]")
-                    raise IllegalActionError(f"{name}: no actions for {a}, which acts in copies "
-                                             f"{shown}")
+        """:func:`check_actions` before any copy steps."""
+        check_actions(self.spec, self.num_envs, actions,
+                      lambda a: [b for b, ts in enumerate(self._last) if a in ts.acting])
 
     def _too_long(self, b: int) -> None:
         """Refuse copy ``b``'s step past ``spec.max_steps`` (an episode not ended by then):

@@ -55,6 +55,7 @@ import torch
 import vmas
 from vmas.simulator.environment.environment import Environment, local_seed
 
+from games.array_text import array_text
 from games.core import (
     ActionSpace,
     EntityGraph,
@@ -68,7 +69,7 @@ from games.graphs import NODE_DIM, full_edges
 from games.kinds import is_flag
 from games.registry import kwargs_name
 from games.teams import agent_specs, parse_teams, parse_zero_sum
-from games.vector import VecStep
+from games.vector import VecStep, check_actions
 from games.vmas_params import check_scenario_kwargs, zero_agents_line
 from games.vmas_reset import (  # noqa: F401  (RESET_ONE_BY_ONE: read here by tests and users)
     RESET_ONE_BY_ONE,
@@ -583,7 +584,7 @@ class VmasGame(Game):
         return range(self.spec.action_spaces[agent].n) if agent in self._live else []
 
     def text_observation(self, agent: str) -> str:
-        obs = np.array2string(self.observe(agent), precision=2, separator=" ")
+        obs = array_text(self.observe(agent))  # numpy's array2string of it, byte for byte
         return (f"vmas/{self.scenario} step {self._t}; you are {agent} "
                 f"({self.spec.agent(agent).role}); observation: {obs}")
 
@@ -705,9 +706,8 @@ class VmasBatch:
         """Apply ``actions[agent]`` (``[B]`` ids or ``[B, D]``, tensors or arrays) in every copy."""
         if not self._obs:
             raise GameError("VectorGame.step() before reset()")
-        missing = [a for a in self._ids if a not in actions]
-        if missing:
-            raise GameError(f"missing actions for agents {missing}")
+        every = list(range(self.num_envs))  # every agent acts in every copy
+        check_actions(self.spec, self.num_envs, actions, lambda a: every)
         obs, rew, term, info = self.sim.step(self.game._actions(actions, self.num_envs))
         self._len += 1
         trunc = ~term & (self._len >= self.spec.max_steps)
