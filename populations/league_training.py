@@ -140,8 +140,9 @@ class LeagueTraining:
         m = self._member(member)
         if getattr(m, "opponents", None) is not None:
             snaps = [s for s in snaps if s.member in m.opponents]
-        elif self.cfg.matchmaking.rule in OWN_SNAPSHOTS:  # self-play: itself, not the others
-            snaps = own
+        elif self.cfg.matchmaking.rule in OWN_SNAPSHOTS and own:  # self-play: itself, not
+            snaps = own  # the others; one with none of its own yet (a member a resume added)
+            # meets what the league has, as before, not "no candidate opponents"
         if getattr(m, "latest_only", False):
             snaps = [s for s in snaps if s.id == max(t.id for t in snaps if t.member == s.member)]
         probs = opponent_distribution(pfsp_win_rates(self.db, self.run_id, own, snaps),
