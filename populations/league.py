@@ -568,6 +568,7 @@ class League(LeagueTraining):
             self._publish_and_evaluate()
             self.phase = "done"
             self._save()
+            self.store.trim_loaded()
             if whole and updated(counts, after):
                 self._gen_seconds += time.perf_counter() - began - \
                     (self._eval_spent - evaluated)

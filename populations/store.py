@@ -32,6 +32,7 @@ import torch
 from marl.core import POLICY_FORMAT, Policy, PolicyLoadError, load_policy, safe_torch_load
 from marl.fileio import atomic_write, read_regular
 from populations.db import LeagueDB, SnapshotRow, refuse_link
+from populations.lru import POLICY_CACHE, LRUCache
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
@@ -57,7 +58,7 @@ class PolicyStore:
         self.root, self.db, self.run_id = Path(root), db, run_id
         refuse_link(self.root, "snapshot folder", StoreError)  # written into: the run's own
         self.root.mkdir(parents=True, exist_ok=True)
-        self._cache: dict[int, Policy] = {}
+        self._cache: LRUCache[int, Policy] = LRUCache(None)  # trimmed between generations
         self._verified: dict[str, tuple[int, int, str]] = {}  # path -> (size, mtime, sha)
 
     def member(self, name: str, kind: str, roles: tuple[str, ...]) -> int:
@@ -134,6 +135,12 @@ class PolicyStore:
             f"snapshot {kept.member} v{kept.version:04d} is published with other weights "
             f"(its matches and ratings were played by them); publish these as a new version "
             f"(version=None: v{following:04d}) or under another member name")
+
+    def trim_loaded(self, keep: int = POLICY_CACHE) -> None:
+        """Keep only the ``keep`` most recently used loaded policies (a league calls it after
+        each generation: the loaded opponents were a dict never emptied, +0.3 MB a snapshot).
+        Not mid-generation: a member reseeds an opponent on its first use in a generation."""
+        self._cache.trim(keep)
 
     def get(self, snapshot_id: int) -> SnapshotRow:
         """The snapshot row of id ``snapshot_id`` (:attr:`SnapshotRow.id`) in this run.
