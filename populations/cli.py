@@ -407,8 +407,7 @@ def _print_members(database: Path) -> None:
     dashboard computes them (:func:`populations.dashboard.queries.league_table`). Nothing
     when the database cannot be read (the run is over: its table was printed)."""
     from populations.dashboard.queries import league_table
-    from populations.db import LeagueDB
-    from populations.eval_cli import EVAL_EXPERIMENT
+    from populations.db import EVAL_EXPERIMENT, LeagueDB
 
     try:
         db = LeagueDB(database, readonly=True)

@@ -70,6 +70,9 @@ LOCK_TIMEOUT = 300.0  # seconds a write waits for a lock another connection hold
 LOCK_WARN = 10.0  # seconds of waiting after which a warning says who it waits for
 QUIET_LOCK_TIMEOUT = 5.0  # seconds recording a failing run's status waits for a lock
 LOCK_RETRY_S = 0.1  # seconds between tries of a write SQLite found locked
+# runs.experiment of the runs selfplay-eval adds to a database (a run folder's league.db too):
+# a run's closing summary and a sweep's table read the run's own, not these
+EVAL_EXPERIMENT = "selfplay-eval"
 
 
 

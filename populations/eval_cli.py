@@ -205,7 +205,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any], unread: Sequence
     import torch
 
     from marl.core import CheckpointError
-    from populations.db import LeagueDB
+    from populations.db import EVAL_EXPERIMENT, LeagueDB
     from populations.evaluation import seats_mismatch
     from populations.experiment import league_table
     from populations.runners import make_runner
@@ -496,10 +496,6 @@ def _warn_if_in_use(db: str) -> None:
           "run's own rows, as a run of its own; a --db outside the run's folder "
           "(--db eval.db) keeps the two apart", file=sys.stderr)
 
-
-# runs.experiment of the runs this command adds to a database (a run folder's league.db too):
-# the run's own closing summary skips them (populations.cli._print_members)
-EVAL_EXPERIMENT = "selfplay-eval"
 NAMES_SHOWN = 10
 """``selfplay-eval`` prints which file each name is up to this many files (the files of
 :data:`PAIRS_SHOWN` pairs), else the first ones and a line for the rest: 400 files printed

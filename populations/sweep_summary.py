@@ -168,24 +168,30 @@ def _job(folder: Path) -> JobResult:
 
 def _settings(folder: Path, db: Any) -> dict[str, Any]:
     """The job's settings: its ``settings.json``, else the ones its database recorded."""
+    from populations.db import EVAL_EXPERIMENT
+
     try:
         saved = json.loads((folder / "settings.json").read_text())
     except (OSError, ValueError, RecursionError):
         saved = None
     if not isinstance(saved, dict):
-        row = db.conn.execute("SELECT id FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        row = db.conn.execute("SELECT id FROM runs WHERE experiment != ? ORDER BY id DESC "
+                              "LIMIT 1", (EVAL_EXPERIMENT,)).fetchone()
         saved = (db.run_config(int(row[0])) if row else None) or {}
     return saved
 
 
 def _read(job: JobResult, db: Any, settings: dict[str, Any]) -> None:
-    """Fill ``job``'s status and figures from its database (the newest run in it). Without
+    """Fill ``job``'s status and figures from its database (the newest run in it, not one
+    that ``selfplay-eval --db`` added). Without
     torch (``populations.run_figures``) where the run's files allow: ``python -m
     populations.sweep_summary`` imported it through ``populations.experiment``, about 4 s of
     CPU to print a table."""
     from populations import run_figures
+    from populations.db import EVAL_EXPERIMENT
 
-    row = db.conn.execute("SELECT id, status, error FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    row = db.conn.execute("SELECT id, status, error FROM runs WHERE experiment != ? ORDER BY id "
+                          "DESC LIMIT 1", (EVAL_EXPERIMENT,)).fetchone()  # not a selfplay-eval's
     if row is None:
         return
     run_id, job.status, job.error = int(row[0]), str(row[1]), row[2]
