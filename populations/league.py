@@ -531,7 +531,8 @@ class League(LeagueTraining):
 
     def _run(self) -> None:
         if self.phase == "new":  # generation 0: the untrained policies are the first snapshots
-            new = [self.store.publish(m.name, m.policy(), version=0, algo=getattr(m, "algo", None))
+            new = [self.store.publish(m.name, m.policy(), version=0, algo=getattr(m, "algo", None),
+                                      retrained=True)
                    for m in self.members]
             self._evaluate(new, [], 0)  # against each other, as each later generation's are
             league_eval.log_nash_conv(self, new, 0)
@@ -588,7 +589,7 @@ class League(LeagueTraining):
             prev = [s for s in earlier if s.member == m.name]
             new.append(self.store.publish(m.name, m.policy(), version=g,
                                           parent=prev[-1].id if prev else None,
-                                          algo=getattr(m, "algo", None)))
+                                          algo=getattr(m, "algo", None), retrained=True))
         self._evaluate(new, earlier[-self.cfg.eval_window:] if self.cfg.eval_window
                        else earlier, g)
         league_eval.log_nash_conv(self, new, g)

@@ -245,7 +245,7 @@ class LeagueTraining:
         prev = [s for s in earlier if s.member == m.name and s.version < g]
         new = self.store.publish(m.name, m.policy(), version=g,
                                  parent=prev[-1].id if prev else None,
-                                 algo=getattr(m, "algo", None))
+                                 algo=getattr(m, "algo", None), retrained=True)
         rivals = [s for s in earlier if s.id != new.id]
         rivals = rivals[-self.cfg.eval_window:] if self.cfg.eval_window else rivals
         for s in [new, *rivals]:

@@ -96,7 +96,7 @@ class DBRecorder:
         except StoreError:
             snap = None
         if snap is None:
-            snap = self.store.publish(member, policy, version=0)
+            snap = self.store.publish(member, policy, version=0, retrained=True)
         self.snapshot[agent].append(snap.id)
 
     def on_payoffs(self, payoffs: np.ndarray) -> None:
@@ -296,7 +296,7 @@ class _KeptResponses:
                      self.psro.iterations, agent, name)
             return self.store.load(self.store.verify(kept).id)
         policy = self.oracle.best_response(agent, opponents, seed)
-        self.store.publish(name, policy, version=0, algo=self.algo)
+        self.store.publish(name, policy, version=0, algo=self.algo, retrained=True)
         if stop_requested():
             log.warning("stopped in PSRO iteration %d after %s's best response",
                         self.psro.iterations, agent)

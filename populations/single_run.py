@@ -155,7 +155,8 @@ def run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
         log.info("training: mean return %.3f over the last %d training episodes (%s; the "
                  "table's final_return)", round(float(np.mean(returns)), 3) + 0.0, len(returns),
                  "exploring" if _greedy(entry) else "sampled actions")
-    snap = store.publish(cfg.algo, learner.policy(), version=0, algo=cfg.algo)
+    snap = store.publish(cfg.algo, learner.policy(), version=0, algo=cfg.algo,
+                         retrained=True)
     # random seats from their streams' starts, not where training left them: a run killed
     # after its last checkpoint resumes to the uninterrupted run's evaluation
     note = evaluation_cost_note(cfg, spec, frames, res.frames, len(res.episode_returns)) \
@@ -229,7 +230,7 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
         ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, trainer, cfg.torch_threads,
                             cfg.population.keep_checkpoints)
         if start == 0:  # the untrained team (a resumed one is past it)
-            store.publish("llm", trainer.policy(), version=0)
+            store.publish("llm", trainer.policy(), version=0, retrained=True)
         # the last iteration's metrics: a run killed after its last checkpoint trains nothing
         # again but still reports them (an older checkpoint without them: the database's row)
         metrics: dict[str, float] = {}
@@ -260,7 +261,7 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
                 else:
                     ckpt.maybe_save(it)
         bar.close()
-        snap = store.publish("llm", trainer.policy(), version=1)
+        snap = store.publish("llm", trainer.policy(), version=1, retrained=True)
         agents = tuple(a.id for a in spec.agents if a.team == spec.teams[0])
         others = random_seats(spec, agents, seeds)
         member = _Seats(trainer.policy(agents), agents)

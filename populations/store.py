@@ -69,18 +69,21 @@ class PolicyStore:
         return self.db.add_member(self.run_id, name, kind, roles)
 
     def publish(self, member: str, policy: Policy, version: int | None = None,
-                parent: int | None = None, algo: str | None = None) -> SnapshotRow:
+                parent: int | None = None, algo: str | None = None,
+                retrained: bool = False) -> SnapshotRow:
         """Save ``policy`` as the next (or the given) version of ``member``; a new member is
         recorded as of kind ``algo`` (the learner that trains it: ``ippo``), else as the
         policy's kind (IPPO's snapshots are ``mappo`` policies).
 
         A version published before is kept as it is when ``policy`` holds the same weights
         and metadata (a resumed run publishes it again: same row, same file) and replaced
-        when its file is missing or damaged.
+        when its file is missing or damaged. ``retrained``: a run's own publish, which may train
+        a version again after resuming from an older checkpoint (the newest was damaged or
+        removed): other weights then replace the version's, with a warning.
 
         Raises:
-            StoreError: a bad member name, or a version published with other weights (its
-                matches and ratings were played by those).
+            StoreError: a bad member name, or (not ``retrained``) a version published with
+                other weights (its matches and ratings were played by those).
         """
         meta = policy.meta
         member_id = self.member(member, algo or meta.kind, meta.roles)
@@ -90,7 +93,7 @@ class PolicyStore:
         refuse_link(path.parent, "snapshot folder", StoreError)  # a planted link: files outside
         kept = next((s for s in self.db.snapshots(self.run_id, member) if s.version == version),
                     None)
-        if kept is not None and self._same_as(kept, policy):
+        if kept is not None and self._same_as(kept, policy, retrained):
             return kept
         policy.save(path)
         sha = file_sha256(path)
@@ -106,10 +109,11 @@ class PolicyStore:
         self._verified.pop(str(path), None)
         return self.get(sid)
 
-    def _same_as(self, kept: SnapshotRow, policy: Policy) -> bool:
+    def _same_as(self, kept: SnapshotRow, policy: Policy, retrained: bool = False) -> bool:
         """Whether published snapshot ``kept`` holds ``policy``'s metadata and weights
         (compared as values: a policy loaded back saves equal tensors in other bytes); False
-        when its file is missing or damaged, which ``policy`` then replaces.
+        when its file is missing or damaged, or (``retrained``) holds other weights, which
+        ``policy`` then replaces.
 
         Raises:
             StoreError: ``kept`` holds other weights (one line naming the snapshot).
@@ -130,6 +134,11 @@ class PolicyStore:
                 log.info("snapshot %s v%04d is published with these weights; its recorded "
                          "settings are kept", kept.member, kept.version)
             return True
+        if retrained:
+            log.warning("snapshot %s v%04d is published again with other weights (this run "
+                        "trained it again from an older checkpoint); the matches recorded for "
+                        "it were played by the weights it replaces", kept.member, kept.version)
+            return False
         following = max((s.version for s in self.snapshots(kept.member)), default=-1) + 1
         raise StoreError(
             f"snapshot {kept.member} v{kept.version:04d} is published with other weights "

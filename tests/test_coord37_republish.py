@@ -42,3 +42,22 @@ def test_other_weights_name_the_next_free_version(tmp_path: Path) -> None:
                                          r"\(version=None: v0003\)"):
         store.publish("main", ValueDecomp(spec, ValueDecompConfig(), seed=5).policy(), version=0)
     db.close()
+
+
+def test_a_runs_own_publish_replaces_a_version_it_trained_again(tmp_path: Path, caplog) -> None:
+    # a resume from an older checkpoint (the newest damaged or removed) trains the version
+    # again; the run goes on with the new weights and says what the recorded matches were
+    store, db = _store(tmp_path)
+    spec = games.make(KUHN).spec
+    first = store.publish("main", ValueDecomp(spec, ValueDecompConfig(), seed=0).policy(),
+                          version=1)
+    with caplog.at_level("WARNING", logger="populations.store"):
+        again = store.publish("main", ValueDecomp(spec, ValueDecompConfig(), seed=5).policy(),
+                              version=1, retrained=True)
+    assert again.id == first.id and again.sha256 != first.sha256
+    assert store.verify(again).sha256 == again.sha256
+    assert [r.getMessage() for r in caplog.records] == [
+        "snapshot main v0001 is published again with other weights (this run trained it again "
+        "from an older checkpoint); the matches recorded for it were played by the weights it "
+        "replaces"]
+    db.close()
