@@ -35,16 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from games.core import (
-    Game,
+from games.core import Game, TimeStep, _action_said, _norm_text
+from games.errors import (
     GameContractError,
     GameError,
     IllegalActionError,
     InvalidAction,
-    TimeStep,
-    _action_said,
-    _method_of,
-    _norm_text,
+    method_of,
     raised_text,
 )
 from games.graphs import graph_problem
@@ -306,7 +303,7 @@ def _named(game: Game, seed: int, play: Callable[[], Any]) -> Any:
         raise  # the game's own words (an InvalidAction of a legal action's text, ...)
     except Exception as err:  # a method the checks call (text_observation, state, ...)
         where = f"{game.spec.name} seed {seed} step {game._contract_steps}"
-        raise GameCheckError(f"{where}: {raised_text(err, _method_of(err, (__file__,)))}"
+        raise GameCheckError(f"{where}: {raised_text(err, method_of(err, (__file__,)))}"
                              ) from err
 
 

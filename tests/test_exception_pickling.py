@@ -12,8 +12,8 @@ import pytest
 import games
 from games.core import GameCodeError, GameContractError
 
-MODULES = ["games.core", "games.check", "games.tool.tools", "marl.core", "marl.guards",
-           "marl.registry", "marl.train", "populations.db", "populations.runners",
+MODULES = ["games.core", "games.errors", "games.check", "games.tool.tools", "marl.core",
+           "marl.guards", "marl.registry", "marl.train", "populations.db", "populations.runners",
            "populations.run_folder", "populations.store", "populations.learner_actors"]
 
 
