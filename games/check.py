@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from games.core import Game, TimeStep, _action_said, _norm_text
+from games.action_text import action_said, spaceless
+from games.core import Game, TimeStep
 from games.errors import (
     GameContractError,
     GameError,
@@ -203,7 +204,7 @@ def _check_legal(game: Game, ts: TimeStep, agent: str, where: str) -> None:
         _require(isinstance(text, str), f"{where}: text of action {action} of {agent} is "
                  f"{type(text).__name__} {text!r}, expected str")
         # an empty text parses from an empty reply: an LLM saying nothing would make a move
-        _require(_norm_text(text) != "", f"{where}: text of action {action} of {agent} is "
+        _require(spaceless(text) != "", f"{where}: text of action {action} of {agent} is "
                  f"{text!r}, expected a non-empty text")
     _require(len(set(texts)) == len(texts), f"{where}: legal action texts not unique: {texts}")
     pairs = list(zip(legal, texts, strict=True))
@@ -214,16 +215,16 @@ def _check_legal(game: Game, ts: TimeStep, agent: str, where: str) -> None:
         # with whitespace removed (an exact match, case kept, wins: chess's bxc3 and Bxc3 are
         # two actions) and each text (bare or tagged) gives its own candidate: checked for all
         # in O(n); the first, middle and last are parsed for real.
-        norm = [_norm_text(t) for t in texts]
+        norm = [spaceless(t) for t in texts]
         first: dict[str, str] = {}
         for text, key in zip(texts, norm, strict=True):
             _require(key not in first, f"{where}: legal action texts {first.get(key)!r} and "
                      f"{text!r} are the same once spacing is ignored; parse_action cannot "
                      "tell them apart")
             first[key] = text
-            _require(_action_said(text) == key, f"{where}: {text!r} did not parse")
+            _require(action_said(text) == key, f"{where}: {text!r} did not parse")
             tagged = f"I choose <action>{text}</action>"
-            _require(_action_said(tagged) == key, f"{where}: {tagged!r} did not parse")
+            _require(action_said(tagged) == key, f"{where}: {tagged!r} did not parse")
         pairs = [pairs[i] for i in sorted({0, len(pairs) // 2, len(pairs) - 1})]
     for action, text in pairs:
         _require(game.parse_action(agent, text) == action, f"{where}: {text!r} did not parse")

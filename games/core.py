@@ -28,6 +28,10 @@ Callers that ask the game outside ``reset``/``step`` (VectorGame's final observa
 global states, its text views and graphs; ``check_game``) do so through
 :meth:`Game.observe_checked`, :meth:`Game.state_checked` and :meth:`Game.guarded`, which hold
 them to the same checks and messages.
+
+The errors and the one-line text of a game's own exception live in :mod:`games.errors`, the
+matcher behind :meth:`Game.parse_action` in :mod:`games.action_text`; this module offers their
+names too, as it always did.
 """
 
 from __future__ import annotations
@@ -36,13 +40,13 @@ import abc
 import functools
 import inspect
 import numbers
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from games.action_text import action_key, action_matches, last_action_tag
 from games.errors import (
     EpisodeTooLongError,
     GameCodeError,
@@ -55,7 +59,8 @@ from games.errors import (
     where_raised,
 )
 
-__all__ = [  # the errors and their texts live in games.errors; offered here as they always were
+__all__ = [  # the errors live in games.errors, the action-text matcher in games.action_text:
+    # offered here as they always were
     "Action",
     "ActionSpace",
     "AgentSpec",
@@ -318,10 +323,6 @@ _REAL = (int, float, numbers.Real)  # numbers.Real holds numpy's scalars too
 _FINAL = " at the end of its episode"  # observe_checked(final=True) says so in its messages
 _FINAL_STATE = " at the end of the episode"
 
-_ACTION_TAG = re.compile(r"<action>(.*?)</action>", re.IGNORECASE | re.DOTALL)
-_ACTION_CLOSE = re.compile(r"</action>", re.IGNORECASE)
-
-
 _CHOICE_ATOL = float(np.sqrt(np.finfo(np.float64).eps))  # numpy's choice: sum(p) == 1 within
 
 
@@ -345,67 +346,6 @@ def _plain_action(action: Any) -> Any:
     """``action`` as a message shows it: a numpy scalar as its Python value (``1.5``, not
     ``np.float64(1.5)``)."""
     return action.item() if isinstance(action, np.generic) else action
-
-
-def action_key(text: str) -> str:
-    """``text`` lower-cased with all whitespace removed: what two action texts share when
-    they name the same action once case is ignored too (:func:`action_matches` falls back
-    to it). Spacing is never part of an action (``calc 3+3`` names ``calc 3 + 3``; word-level
-    tokenizers decode ``x(0,1)`` as ``x ( 0 , 1 )``)."""
-    return "".join(text.lower().split())
-
-
-def _spaceless(text: str) -> str:
-    """``text`` with all whitespace removed, case kept: chess's ``bxc3`` (a pawn takes) and
-    ``Bxc3`` (the bishop takes) stay apart."""
-    return "".join(text.split())
-
-
-_norm_text = _spaceless  # games.check's name for it: legal texts must differ under it
-
-
-def action_matches(text: str, texts: Sequence[str]) -> list[int]:
-    """Indices of the ``texts`` that ``text`` names: its last ``<action>...</action>`` (else
-    all of it) equal to one with whitespace removed and case kept; when none is, equal once
-    case is ignored too (:func:`action_key`). Several indices: ``text`` is ambiguous (chess's
-    ``BXC3`` names both ``bxc3`` and ``Bxc3``).
-
-    The one matcher of :meth:`Game.parse_action` and ``llm_agents``' ``match_action``: they
-    accepted different texts when one collapsed spaces and the other removed them.
-    """
-    exact = _action_said(text)
-    found = [i for i, option in enumerate(texts) if _spaceless(option) == exact]
-    if found:
-        return found
-    key = _action_candidate(text)
-    return [i for i, option in enumerate(texts) if action_key(option) == key]
-
-
-def last_action_tag(text: str) -> str | None:
-    """What the last ``<action>...</action>`` of ``text`` holds (tags read left to right, each
-    opening tag closed by the first closing tag after it), or None when there is none.
-
-    The one tag reader of :meth:`Game.parse_action` and ``llm_agents``' ``match_action``.
-    """
-    # Searched only up to the end of the last closing tag, which finds the same tags: an
-    # opening tag after it would be scanned to the end of the text in vain, each of them
-    # (20,000 unclosed tags, 160 KB of model output: ~40 s per parse).
-    end = max((m.end() for m in _ACTION_CLOSE.finditer(text)), default=0)
-    tags = _ACTION_TAG.findall(text, 0, end)
-    return tags[-1] if tags else None
-
-
-def _action_said(text: str) -> str:
-    """What :func:`action_matches` compares with each legal action's text first: the last
-    ``<action>...</action>`` of ``text`` (else all of it), whitespace removed, case kept."""
-    tag = last_action_tag(text)
-    return _spaceless(text if tag is None else tag)
-
-
-def _action_candidate(text: str) -> str:
-    """:func:`_action_said` with case ignored too: what :func:`action_matches` falls back to."""
-    tag = last_action_tag(text)
-    return action_key(text if tag is None else tag)
 
 
 _AGENT_METHODS = ("observe", "legal_actions", "legal_mask", "text_observation", "action_text",

@@ -15,6 +15,7 @@ from fractions import Fraction
 import pytest
 
 import games
+import games.action_text
 import games.core
 import llm_agents.actions
 from games import InvalidAction
@@ -67,7 +68,7 @@ class _Watched:
 def watched(monkeypatch):
     """Every ``<action>...</action>`` pattern the parse can reach, watched."""
     watched = []
-    for module in (games.core, llm_agents.actions):
+    for module in (games.action_text, llm_agents.actions):
         for name, value in list(vars(module).items()):
             if isinstance(value, re.Pattern) and value.pattern == r"<action>(.*?)</action>":
                 watched.append(_Watched(value))
@@ -124,7 +125,7 @@ def test_the_tag_read_is_findall_s_last():
         found = tag.findall(text)
         assert games.core.last_action_tag(text) == (found[-1] if found else None), text
         said = "".join((found[-1] if found else text).lower().split())
-        assert games.core._action_candidate(text) == said, text
+        assert games.action_text._action_candidate(text) == said, text
 
 
 # --------------------------------------------------------------- calculator literals
