@@ -3,7 +3,7 @@
 range error and of the line a value that is no integer gets (``cli_common.integer``); a
 linked ``--db``; a run folder given as a policy; ``--episodes``, ``--torch-threads`` and the
 ``--exploit-*`` budgets out of range; a lone snapshot's game read from its sidecar
-(:func:`_sidecar_spec`), for the refusals that need the game before the file loads. Text read
+(:func:`sidecar_spec`), for the refusals that need the game before the file loads. Text read
 from a file is printed :func:`escaped`.
 """
 
@@ -22,7 +22,7 @@ from populations.command_line import CLIError
 from populations.config_checks import EXPLOIT_SIZES, MAX_THREADS
 
 
-def _refuse_linked_db(db: str) -> None:
+def refuse_linked_db(db: str) -> None:
     """Refuse (:class:`CLIError`) ``--db`` when it, or SQLite's ``-wal``, ``-shm`` or
     ``-journal`` beside it, is a link: SQLite would write through it, into the file it points
     to. ``LeagueDB`` refuses it too, worded for a run folder's files, after every policy
@@ -40,7 +40,7 @@ def _refuse_linked_db(db: str) -> None:
                        f"(to {target}); SQLite would write through it: remove the link")
 
 
-def _make_recorded(game: str, kwargs: dict[str, Any]) -> Any:
+def make_recorded(game: str, kwargs: dict[str, Any]) -> Any:
     """The recorded game ``game`` (a name with its arguments, ``...(max_cycles=25)``) made
     with ``kwargs`` (``--game-kwargs``) on top: a key both give takes ``kwargs``'s value, as
     README says. ``games.make`` refused the two as a conflict ("names max_cycles=25 but its
@@ -79,7 +79,7 @@ THREADS_RANGE = (f"an integer from 1 to {MAX_THREADS} (intra-op threads: more th
 errors' words, and the line when the value is no integer (``cli_common.integer``)."""
 
 
-def _exploit_range(name: str) -> str:
+def exploit_range(name: str) -> str:
     """What ``--exploit-<name>`` accepts (``EXPLOIT_MINIMUMS``, ``config_checks.EXPLOIT_SIZES``),
     said when its value is no integer."""
     top, why = EXPLOIT_SIZES[name]
@@ -101,7 +101,7 @@ SNAPSHOT_GLOBS = ("snapshots/*/v*.pt", "*/v*.pt", "*/snapshots/*/v*.pt")
 folder (``<run>/snapshots/<member>/vN.pt``), its ``snapshots`` folder, a sweep's folder."""
 
 
-def _refuse_run_folders(paths: Sequence[str]) -> None:
+def refuse_run_folders(paths: Sequence[str]) -> None:
     """A folder given as a policy that holds no ``.pt`` file itself but snapshots below
     (:data:`SNAPSHOT_GLOBS`), refused in one line naming the newest snapshot of each member
     (at most 4): it said "give a .pt file (it holds none)", read as a run without policies."""
@@ -122,7 +122,7 @@ def _refuse_run_folders(paths: Sequence[str]) -> None:
                        f"such as its members' newest: {' '.join(shown)}{more}")
 
 
-def _check_eval_values(args: argparse.Namespace, spec: Any = None) -> None:
+def check_eval_values(args: argparse.Namespace, spec: Any = None) -> None:
     """The refusals that need only the command line and the files' names (the numbers are
     checked before, in :mod:`populations.eval_cli`), with the words of the checks made after
     the files load, in their order, before torch and the policy files load: such a refusal
@@ -140,18 +140,18 @@ def _check_eval_values(args: argparse.Namespace, spec: Any = None) -> None:
                        "or add --exploit for one policy's approximate NashConv")
 
 
-def _check_threads(threads: int) -> None:
+def check_threads(threads: int) -> None:
     """``--torch-threads``, refused before torch loads with ``torch_threads``' bounds."""
     if not 1 <= threads <= MAX_THREADS:
         raise CLIError(f"--torch-threads {threads}: expected {THREADS_RANGE}")
 
 
 SIDECAR_HASHED = 64 << 20
-"""The largest policy file whose sidecar's game :func:`_sidecar_spec` reads (hashing it to
+"""The largest policy file whose sidecar's game :func:`sidecar_spec` reads (hashing it to
 match the sidecar's SHA-256 costs about what loading it does past this)."""
 
 
-def _sidecar_spec(policies: Sequence[str], kwargs: dict[str, Any]) -> Any:
+def sidecar_spec(policies: Sequence[str], kwargs: dict[str, Any]) -> Any:
     """The spec of the game a lone snapshot's ``.json`` sidecar (a run's ``vNNNN.json``)
     records, read without torch, for the refusals before torch loads (one file and no
     ``--game`` took 4.4 s to refuse a round robin of one: the game name came from the loaded
@@ -182,7 +182,7 @@ def _sidecar_spec(policies: Sequence[str], kwargs: dict[str, Any]) -> Any:
     if recorded_name_refusal(game):
         return None
     try:
-        built = _make_recorded(game, kwargs)
+        built = make_recorded(game, kwargs)
     except Exception:  # noqa: BLE001 - said once the file loads (_recorded_spec), as before
         return None
     with contextlib.suppress(Exception):  # its spec is all that is read: close what it holds
@@ -195,7 +195,7 @@ EXPLOIT_MINIMUMS = {"frames": 1, "seeds": 1, "eval_episodes": 2}
 them in step)."""
 
 
-def _check_exploit_values(args: argparse.Namespace) -> None:
+def check_exploit_values(args: argparse.Namespace) -> None:
     """The ``--exploit-*`` values refused before torch loads (the learner registry and the
     game's check come after, in ``_exploit_config``): a budget below its least value, and a
     learner that is none of marl's that train best responses

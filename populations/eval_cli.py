@@ -50,19 +50,19 @@ from populations.eval_checks import (
     PAIRS_RANGE,
     SEED_RANGE,
     THREADS_RANGE,
-    _check_eval_values,
-    _check_exploit_values,
-    _check_threads,
-    _exploit_range,
-    _make_recorded,
-    _refuse_linked_db,
-    _refuse_run_folders,
-    _sidecar_spec,
+    check_eval_values,
+    check_exploit_values,
+    check_threads,
     escaped,
+    exploit_range,
+    make_recorded,
+    refuse_linked_db,
+    refuse_run_folders,
+    sidecar_spec,
 )
 from populations.eval_checks import EXPLOIT_MINIMUMS as EXPLOIT_MINIMUMS  # tests import
-from populations.eval_notes import _field_differs as _field_differs  # tests import it here
-from populations.eval_notes import _game_notes, _held_seats, _same_game, _unrecorded
+from populations.eval_notes import args_may_be_unrecorded, game_notes, held_seats, same_game
+from populations.eval_notes import field_differs as field_differs  # tests import it here
 from populations.eval_seatings import (
     SeatingsInterrupted,
     play_seatings,
@@ -108,11 +108,11 @@ def eval_main(argv: list[str] | None = None) -> None:
     settings = [  # --exploit's own: not read without it
         x.add_argument("--exploit-algo", default="ippo",
                        help="registered learner of the responses"),
-        x.add_argument("--exploit-frames", type=integer(_exploit_range("frames")),
+        x.add_argument("--exploit-frames", type=integer(exploit_range("frames")),
                        default=20_000, help="frames per response"),
-        x.add_argument("--exploit-seeds", type=integer(_exploit_range("seeds")), default=3,
+        x.add_argument("--exploit-seeds", type=integer(exploit_range("seeds")), default=3,
                        help="independent repetitions"),
-        x.add_argument("--exploit-episodes", type=integer(_exploit_range("eval_episodes")),
+        x.add_argument("--exploit-episodes", type=integer(exploit_range("eval_episodes")),
                        default=2_000, help="evaluation episodes per value estimate")]
     args = _parse(p, argv, required=(files, db))  # files before and after the flags alike
     unread = [] if args.exploit else _given(p, argv, settings)
@@ -124,7 +124,7 @@ def eval_main(argv: list[str] | None = None) -> None:
         if not args.db.strip():  # Path(""): the working folder, as a database file
             raise CLIError("--db is empty (an unset shell variable?); give the league database "
                            "file to write, e.g. --db eval.db")
-        _refuse_linked_db(args.db)
+        refuse_linked_db(args.db)
         import_user_modules(args.imports, "--import")
         if args.game is not None:  # else the files' game, once they load (_recorded_game)
             import_user_modules(game_modules(args.game), f"--game {args.game}")
@@ -186,22 +186,22 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any], unread: Sequence
     # early; without --exploit they were taken and unused)
     if not 0 <= args.seed < EVAL_SEED_END:  # numpy: "expected non-negative integer"; SQLite:
         raise CLIError(f"--seed {args.seed}: expected {SEED_RANGE}")  # an overflow
-    _check_threads(args.torch_threads)
+    check_threads(args.torch_threads)
     if not 1 <= args.episodes <= MAX_EPISODES:  # 10**14 played until it was killed
         raise CLIError(f"--episodes {args.episodes}: expected {EPISODES_RANGE}")
     if args.pairs < 0:
         raise CLIError(f"--pairs {args.pairs}: expected {PAIRS_RANGE}")
-    _check_exploit_values(args)  # against the registry and game: torch, later (--exploit)
+    check_exploit_values(args)  # against the registry and game: torch, later (--exploit)
     if unread:  # valid, and not read: said, as selfplay-train says a setting it does not read
         it = "it sets" if len(unread) == 1 else "they set"
         print(f"selfplay-eval: warning: {', '.join(unread)} {'is' if it == 'it sets' else 'are'}"
               f" not used without --exploit ({it} up the best responses --exploit trains)",
               file=sys.stderr)
     spec = make(args.game, **kwargs).spec if args.game is not None else None
-    _refuse_run_folders(args.policies)
+    refuse_run_folders(args.policies)
     if not args.exploit:
-        _check_eval_values(args, spec if spec is not None else
-                           _sidecar_spec(args.policies, kwargs))
+        check_eval_values(args, spec if spec is not None else
+                          sidecar_spec(args.policies, kwargs))
     import torch
 
     from marl.core import CheckpointError
@@ -240,17 +240,17 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any], unread: Sequence
                        "or add --exploit for one policy's approximate NashConv")
     held = {name: list(pol.meta.agents) for name, pol in policies.items()}
     if any(len(seats) < len(spec.agent_ids) for seats in held.values()):  # seatings: an old
-        held = {name: _held_seats(names[name], pol.meta, spec)  # PSRO run's first members
+        held = {name: held_seats(names[name], pol.meta, spec)  # PSRO run's first members
                 for name, pol in policies.items()}  # play their player's seats
     sides = None if args.exploit or not all(  # files of some seats each: their seatings
-        _same_game(pol.meta.game, spec.name) for pol in policies.values()) else seating_sides(
+        same_game(pol.meta.game, spec.name) for pol in policies.values()) else seating_sides(
         spec, held)
     for name, pol in policies.items():  # each plays every side (a KeyError deep in a match)
         missing = [a for a in spec.agent_ids if a not in pol.meta.agents] if sides is None \
             else []
         game = escaped(pol.meta.game)  # read from the file: no terminal codes printed raw
-        bare = _unrecorded(pol.meta.game) and _same_game(pol.meta.game, spec.name)
-        if missing and not _same_game(pol.meta.game, spec.name):  # not seats of this game
+        bare = args_may_be_unrecorded(pol.meta.game) and same_game(pol.meta.game, spec.name)
+        if missing and not same_game(pol.meta.game, spec.name):  # not seats of this game
             raise CLIError(f"{name} was trained on {game} (seats "
                            f"{list(pol.meta.agents)}), not on {spec.name} (seats "
                            f"{list(spec.agent_ids)}): evaluate it on its own game")
@@ -280,7 +280,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any], unread: Sequence
             raise CLIError(f"{name} ({game}) was {escaped(why)}"
                            + (UNRECORDED.format(game=game) if bare else ""))
     for name, pol in policies.items():  # same seats and sizes, other parameters (max_cycles)
-        for note in _game_notes(name, pol.meta.game, spec):
+        for note in game_notes(name, pol.meta.game, spec):
             print(f"selfplay-eval: note: {note}", file=sys.stderr)
     if sides is None:  # seatings play any number of teams
         _check_teams(spec, len(policies))  # after the notes: they may say why (football's AI)
@@ -430,7 +430,7 @@ def _recorded_spec(game: str, kwargs: dict[str, Any], name: str) -> Any:
     an error names the file it came from, or ``--game-kwargs`` when it names a key given there
     (``max_cycles='x'``: not the file's to fix, nor ``--game``'s)."""
     try:
-        return _make_recorded(game, kwargs).spec
+        return make_recorded(game, kwargs).spec
     except ValueError as err:  # GameError: unknown, bad arguments; quoted from the file
         line = escaped(str(err).splitlines()[0] if str(err) else repr(err))
         if any(re.search(rf"(?<![\w.]){re.escape(key)}=|{re.escape(repr(key))}:", line)
@@ -484,14 +484,14 @@ def _warn_if_in_use(db: str) -> None:
     evaluation's then sit beside in its ``league.db`` (the run's dashboard lists the eval run
     too), or whose folder a refused or failed start cleans up. SQLite lets both write, so
     the evaluation goes on (walk 37c: said nowhere)."""
-    from populations.run_folder import LOCK_NAME, _holder, locked_elsewhere
+    from populations.run_folder import LOCK_NAME, lock_holder, locked_elsewhere
 
     folder = Path(db).parent
     if not locked_elsewhere(folder):
         return
     what = "the database of the run" if Path(db).name == "league.db" else "in the folder of a run"
     print(f"selfplay-eval: warning: --db {escaped(db)} is {what} that process "
-          f"{_holder(str(folder / LOCK_NAME))} is running (it holds "
+          f"{lock_holder(str(folder / LOCK_NAME))} is running (it holds "
           f"{escaped(str(folder / LOCK_NAME))}): this evaluation is recorded there beside the "
           "run's own rows, as a run of its own; a --db outside the run's folder "
           "(--db eval.db) keeps the two apart", file=sys.stderr)

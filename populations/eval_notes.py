@@ -1,6 +1,6 @@
 """The notes ``selfplay-eval`` prints on a policy file whose recorded game differs from the one
-it plays (:func:`_game_notes`: each argument and spec field that differs, short), and whether a
-recorded name may be the game played with its arguments unrecorded (:func:`_same_game`). Moved
+it plays (:func:`game_notes`: each argument and spec field that differs, short), and whether a
+recorded name may be the game played with its arguments unrecorded (:func:`same_game`). Moved
 out of :mod:`populations.eval_cli`, which imports them; the text read from a file is printed
 escaped (:func:`games.registry.printable`)."""
 
@@ -15,10 +15,10 @@ from games.registry import printable as escaped
 
 
 class _Missing:
-    """No such argument (see :func:`_game_notes`)."""
+    """No such argument (see :func:`game_notes`)."""
 
 
-def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
+def game_notes(name: str, recorded: str, spec: Any) -> list[str]:
     """What ``selfplay-eval`` says of policy ``name``, trained on the game ``recorded`` (its
     file's name for it) and played on ``spec``'s game, whose seats and shapes it fits: nothing
     for the same game, also where only the names differ (``...simple_tag_v3(max_cycles=25)``,
@@ -31,7 +31,7 @@ def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
 
     if recorded == spec.name:
         return []
-    if _same_game(recorded, spec.name):
+    if same_game(recorded, spec.name):
         bare = [f"{name}'s file names its game {escaped(recorded)} without arguments (the "
                 f"defaults, or not recorded); it plays {spec.name} here"]
         return bare + _from_defaults(name, recorded, spec.name)
@@ -55,7 +55,7 @@ def _game_notes(name: str, recorded: str, spec: Any) -> list[str]:
     if not explicit and all(getattr(trained, f) == getattr(spec, f) for f in fields):
         return []  # the names differ, the games do not (a default given by name or not)
     diffs = [(k, _short(value(named, k, trained)), _short(value(here, k, spec))) for k in keys]
-    diffs += [(f, *_field_differs(f, getattr(trained, f), getattr(spec, f))) for f in fields
+    diffs += [(f, *field_differs(f, getattr(trained, f), getattr(spec, f))) for f in fields
               if f not in keys and getattr(trained, f) != getattr(spec, f)]
     parts = [escaped(f"{k} ({was} in training, {now} here)" if now is not None else
                      f"{k} ({was})") for k, was, now in diffs if was]
@@ -110,13 +110,13 @@ def _same_value(a: Any, b: Any) -> bool:
 
 
 NOTE_VALUE_CHARS = 60
-"""The most characters of a value a note of :func:`_game_notes` shows (then ``...``)."""
+"""The most characters of a value a note of :func:`game_notes` shows (then ``...``)."""
 
 NOTE_KEYS = 4
-"""The most seats a note of :func:`_game_notes` names for a difference (then ``and N more``)."""
+"""The most seats a note of :func:`game_notes` names for a difference (then ``and N more``)."""
 
 
-def _field_differs(key: str, trained: Any, here: Any) -> tuple[str, str | None]:
+def field_differs(key: str, trained: Any, here: Any) -> tuple[str, str | None]:
     """How the spec field ``key`` of the game a policy was trained on (``trained``) differs
     from the one it plays here, short whatever the values (the whole agents tuples and
     obs-shape and action-space dicts made a note of 1,722 characters): the two values
@@ -190,9 +190,10 @@ def _spec_of(name: str) -> Any:
     return make(name).spec
 
 
-def _same_game(recorded: str, name: str) -> bool:
+def same_game(recorded: str, name: str) -> bool:
     """Whether a snapshot's ``recorded`` game name may name the game ``name``: the same name,
-    or ``name``'s base without arguments where those may be unrecorded (:func:`_unrecorded`).
+    or ``name``'s base without arguments where those may be unrecorded
+    (:func:`args_may_be_unrecorded`).
     A PettingZoo or VMAS name recorded before names held their kwargs (399addf) is bare
     whatever the run's kwargs; one recorded since is bare for the defaults: either way the
     base is all the file says, so it is not called another game (its seats and observation
@@ -200,16 +201,16 @@ def _same_game(recorded: str, name: str) -> bool:
     defaults', as ever: ``kuhn_poker`` is not ``kuhn_poker(players=3)``."""
     if recorded == name:
         return True
-    return _unrecorded(recorded) and name.partition("(")[0] == recorded
+    return args_may_be_unrecorded(recorded) and name.partition("(")[0] == recorded
 
 
-def _unrecorded(recorded: str) -> bool:
+def args_may_be_unrecorded(recorded: str) -> bool:
     """Whether a snapshot's game name may lack the arguments it was trained with: a name
     without ``(...)`` of another family than OpenSpiel's (whose names always held them)."""
     return "(" not in recorded and not recorded.startswith("openspiel/")
 
 
-def _held_seats(path: str, meta: Any, spec: Any) -> list[str]:
+def held_seats(path: str, meta: Any, spec: Any) -> list[str]:
     """The seats policy file ``path`` (its metadata ``meta``) plays in ``selfplay-eval``'s
     seatings on ``spec``'s game: the seats it holds, except for a PSRO run's initial uniform
     member saved before f949086, a random policy of every seat under the member name

@@ -191,7 +191,7 @@ class RunLock:
                 if not taken:
                     os.close(fd)
                     raise RunFolderError(
-                        f"{self.what} {self.run_dir} is in use by process {_holder(self.path)} "
+                        f"{self.what} {self.run_dir} is in use by process {lock_holder(self.path)} "
                         f"(lock {self.path}); wait for it to end or stop it") from None
             os.ftruncate(fd, 0)
             # a sweep's lock says so: no run starts in its job folders (sweep_holding)
@@ -444,7 +444,7 @@ def end_status(err: BaseException) -> str:
     return "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
 
 
-def _holder(lock_path: str) -> str:
+def lock_holder(lock_path: str) -> str:
     """The PID written in a lock file (``unknown`` while the holder is still writing it)."""
     try:
         words = Path(lock_path).read_text().split()
@@ -468,7 +468,7 @@ def sweep_holding(folder: str | Path) -> tuple[Path, str] | None:
         except OSError:
             continue
         if words[1:] == ["sweep"]:
-            return parent, _holder(str(lock))
+            return parent, lock_holder(str(lock))
     return None
 
 

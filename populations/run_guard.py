@@ -247,7 +247,7 @@ def _refuse_sweep_overlap(folder: Path, key: str, what: str) -> None:
     run another process runs: Hydra writes a job's ``.hydra`` and log before the job can lock
     its folder, so the sweep reaching that folder rewrote the running run's ``.hydra`` (put
     back as it was when the sweep started, or not at all)."""
-    from populations.run_folder import SWEEP_FOLDER, _holder, locked_elsewhere, sweep_holding
+    from populations.run_folder import SWEEP_FOLDER, lock_holder, locked_elsewhere, sweep_holding
 
     found = sweep_holding(folder)
     if found is not None:
@@ -266,7 +266,7 @@ def _refuse_sweep_overlap(folder: Path, key: str, what: str) -> None:
     for sub in inner:
         if locked_elsewhere(sub):
             raise CLIError(f"{what} {folder} holds {sub}, a run in use by process "
-                           f"{_holder(str(sub / LOCK_NAME))}; wait for it to end, or choose "
+                           f"{lock_holder(str(sub / LOCK_NAME))}; wait for it to end, or choose "
                            f"another folder with {key}=<folder>")
 
 

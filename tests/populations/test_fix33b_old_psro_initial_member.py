@@ -11,7 +11,7 @@ from marl.core import PolicyMeta, load_policy
 from marl.train import RandomPolicy
 from populations.db import LeagueDB
 from populations.eval_cli import eval_main
-from populations.eval_notes import _held_seats
+from populations.eval_notes import held_seats
 from populations.psro_config import psro_players
 from populations.store import PolicyStore
 
@@ -58,7 +58,7 @@ def test_a_team_players_old_initial_member_holds_the_teams_seats(tmp_path):
     kw = {"teams": [["player_0", "player_2"], ["player_1"]]}
     game = "openspiel/kuhn_poker(players=3)"
     spec, first, _ = _old_run(tmp_path, game, ["team_0", "team_1"], **kw)
-    held = [_held_seats(p, load_policy(p).meta, spec) for p in first]
+    held = [held_seats(p, load_policy(p).meta, spec) for p in first]
     assert held == [["player_0", "player_2"], ["player_1"]]
 
 
@@ -72,4 +72,4 @@ def test_other_files_keep_their_seats(tmp_path):
     finally:
         db.close()
     for path in (later, league):
-        assert _held_seats(path, load_policy(path).meta, spec) == ["player_0", "player_1"]
+        assert held_seats(path, load_policy(path).meta, spec) == ["player_0", "player_1"]

@@ -7,7 +7,7 @@ recorded)", which hid what changed. The defaults are read from the game's factor
 from __future__ import annotations
 
 import games
-from populations.eval_notes import _game_notes
+from populations.eval_notes import game_notes
 
 BARE = ("a's file names its game matrix/penalty without arguments (the defaults, or not "
         "recorded); it plays {} here")
@@ -16,18 +16,18 @@ BARE = ("a's file names its game matrix/penalty without arguments (the defaults,
 def test_the_arguments_that_differ_from_the_defaults_are_named_with_both_values():
     spec = games.make("matrix/penalty", k=-50.0, repeats=1).spec
     # before: the first line alone
-    assert _game_notes("a", "matrix/penalty", spec) == [
+    assert game_notes("a", "matrix/penalty", spec) == [
         BARE.format(spec.name),
         "a's game differs here from its defaults in k (-10.0 by default, -50.0 here)"]
 
 
 def test_the_defaults_given_by_name_add_nothing():
     spec = games.make("matrix/penalty", k=-10.0).spec
-    assert _game_notes("a", "matrix/penalty", spec) == [BARE.format(spec.name)]
+    assert game_notes("a", "matrix/penalty", spec) == [BARE.format(spec.name)]
 
 
 def test_several_arguments_are_named_in_order():
     spec = games.make("tool/lookup", num_keys=4, max_turns=9, max_lookups=2).spec
-    notes = _game_notes("a", "tool/lookup", spec)
+    notes = game_notes("a", "tool/lookup", spec)
     assert notes[1:] == ["a's game differs here from its defaults in max_turns (6 by default, "
                          "9 here), num_keys (8 by default, 4 here)"], notes

@@ -140,18 +140,18 @@ def test_a_game_of_other_arguments_names_them_with_both_values():
     # before: the same note for vmas/simple_tag(max_steps=25) on vmas/simple_tag (100 steps)
     # as for a name that differs only in spelling
     import games
-    from populations.eval_cli import _game_notes
+    from populations.eval_cli import game_notes
 
     tag = games.make("vmas/simple_tag").spec
-    assert _game_notes("a", "vmas/simple_tag(max_steps=25)", tag) == [
+    assert game_notes("a", "vmas/simple_tag(max_steps=25)", tag) == [
         "a was trained on vmas/simple_tag(max_steps=25); it plays vmas/simple_tag here",
         "a's game differs here in max_steps (25 in training, 100 here)"]
     adversary = games.make(ADVERSARY).spec
-    assert _game_notes("a", f"{ADVERSARY}(max_cycles=25)", adversary) == []
-    assert _game_notes("a", f"{ADVERSARY}(max_cycles=5)", adversary)[1] == (
+    assert game_notes("a", f"{ADVERSARY}(max_cycles=25)", adversary) == []
+    assert game_notes("a", f"{ADVERSARY}(max_cycles=5)", adversary)[1] == (
         "a's game differs here in max_cycles (5 in training, the default here), max_steps "
         "(5 in training, 25 here)")
-    assert _game_notes("a", "openspiel/leduc_poker", games.make(KUHN).spec) == [
+    assert game_notes("a", "openspiel/leduc_poker", games.make(KUHN).spec) == [
         "a was trained on openspiel/leduc_poker; it plays openspiel/kuhn_poker here"]
 
 

@@ -87,10 +87,10 @@ def test_a_file_of_another_game_is_named_as_one_first(kuhn, tmp_path, capsys):
 def test_a_game_of_other_seats_is_summarized_in_a_short_note():
     """A snapshot of vmas/football(ai_red_agents=False) on vmas/football: the note held the
     whole agents tuples and obs-shape and action-space dicts, one line of 1,722 characters."""
-    from populations.eval_cli import _game_notes
+    from populations.eval_cli import game_notes
 
-    notes = _game_notes("a", "vmas/football(ai_red_agents=False)",
-                        games.make("vmas/football").spec)
+    notes = game_notes("a", "vmas/football(ai_red_agents=False)",
+                       games.make("vmas/football").spec)
     assert notes[0] == ("a was trained on vmas/football(ai_red_agents=False); it plays "
                         "vmas/football here")
     assert notes[1] == (
@@ -99,21 +99,21 @@ def test_a_game_of_other_seats_is_summarized_in_a_short_note():
         "teams ('blue', 'red') in training, ('team',) here), state_shape ((336,) in "
         "training, (168,) here)"), notes[1]
     spread = games.make("pettingzoo/mpe2.simple_spread_v3", N=2).spec
-    notes = _game_notes("a", "pettingzoo/mpe2.simple_spread_v3(N=3)", spread)
+    notes = game_notes("a", "pettingzoo/mpe2.simple_spread_v3(N=3)", spread)
     assert all(len(n) < 400 for n in notes), notes
     assert "obs_shapes (agent_0, agent_1: (18,) in training, (12,) here)" in notes[1], notes
 
 
 def test_many_differing_seats_stay_short():
-    from populations.eval_cli import _field_differs
+    from populations.eval_cli import field_differs
 
     trained = {f"agent_{k}": (k + 100,) for k in range(50)}
     here = {f"agent_{k}": (k,) for k in range(50)}
-    text, none = _field_differs("obs_shapes", trained, here)
+    text, none = field_differs("obs_shapes", trained, here)
     assert none is None and len(text) < 200, text
     assert text == ("agent_0, agent_1, agent_2, agent_3 and 46 more differ; agent_0: (100,) "
                     "in training, (0,) here"), text
-    was, now = _field_differs("state_shape", tuple(range(500)), (1,))
+    was, now = field_differs("state_shape", tuple(range(500)), (1,))
     assert len(was) <= 60 and was.endswith("...") and now == "(1,)", was
 
 
