@@ -1,7 +1,7 @@
 """The shipped ``configs/`` read without the schema (and torch): its config groups and their
-options (:func:`_config_groups`), the shipped ``population=`` presets of each kind
-(:func:`_population_presets`), and what the group options a ``selfplay-train`` command line
-chooses set (:func:`_chosen_presets`), for the early checks of
+options (:func:`group_options`), the shipped ``population=`` presets of each kind
+(:func:`population_presets`), and what the group options a ``selfplay-train`` command line
+chooses set (:func:`chosen_presets`), for the early checks of
 :mod:`populations.train_overrides`.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 
 @functools.cache
-def _population_presets() -> dict[str, list[str]]:
+def population_presets() -> dict[str, list[str]]:
     """Population kind -> the shipped ``population=`` presets of that kind."""
     import yaml
 
@@ -30,7 +30,7 @@ def _population_presets() -> dict[str, list[str]]:
     return out
 
 
-def _chosen_presets(overrides: Sequence[Any]) -> Any:
+def chosen_presets(overrides: Sequence[Any]) -> Any:
     """What the group options of ``configs/config.yaml``'s defaults list set, as the command
     line and an ``experiment=`` choose them, for the early section checks: merged in the
     defaults list's order with the experiment's own values last, and a command-line option
@@ -48,7 +48,7 @@ def _chosen_presets(overrides: Sequence[Any]) -> Any:
     choices: dict[str, str] = {}
     for o in overrides:
         group = o.key_or_group.split("@")[0]
-        if group not in _groups():
+        if group not in group_names():
             continue
         if o.package is not None or o.input_line.startswith(("+", "~")) or group in choices \
                 or o.value_type != ValueType.ELEMENT or not isinstance(o.value(), str):
@@ -103,12 +103,12 @@ def _configs_root() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _groups() -> set[str]:
+def group_names() -> set[str]:
     """The config groups of the shipped configs (their folders)."""
     return {d.name for d in _configs_root().iterdir() if d.is_dir()}
 
 
-def _config_groups() -> dict[str, list[str]]:
+def group_options() -> dict[str, list[str]]:
     """Group -> options of the shipped configs, read without importing anything heavy."""
     spec = importlib.util.find_spec("configs")
     assert spec is not None and spec.submodule_search_locations

@@ -27,10 +27,10 @@ from populations.command_line import (
     shadowed_presets,
 )
 from populations.config_groups import (
-    _chosen_presets,
-    _config_groups,
-    _groups,
-    _population_presets,
+    chosen_presets,
+    group_names,
+    group_options,
+    population_presets,
 )
 from populations.member_overrides import by_index, members_named_back
 from populations.override_types import refuse_mistyped
@@ -124,7 +124,7 @@ def check_command_line(args: Sequence[str]) -> None:
     if parsed.config_dir or parsed.config_path or parsed.config_name or any(
             o.key_or_group.startswith("hydra.searchpath") for o in overrides):
         return
-    groups = _config_groups()
+    groups = group_options()
     for o in overrides:
         group = o.key_or_group
         value = None if o.is_delete() else o.value()
@@ -220,7 +220,7 @@ def _key_under_group(override: Any) -> str | None:
     ``experiment``, ``encoder``: Hydra said "Cannot convert 'dict' to string"): what the group
     picks and the sections that hold the key (``mappo.adv_norm=median``); None for others."""
     group, dot, rest = override.key_or_group.partition(".")
-    if not dot or group in ("game", "hydra") or override.is_delete() or group not in _groups():
+    if not dot or group in ("game", "hydra") or override.is_delete() or group not in group_names():
         return None
     from populations.config_checks import section_schemas
 
@@ -242,7 +242,7 @@ def _key_under_group(override: Any) -> str | None:
                 obj = getattr(obj, name, _Missing) if dataclasses.is_dataclass(obj) else _Missing
             if obj is not _Missing:
                 found.append(f"{section}.{sub}{rest}={value}")
-    options = ", ".join(_config_groups().get(group, []))
+    options = ", ".join(group_options().get(group, []))
     where = (f"it goes in a section: {found[0]}"
              + (f" (or {', '.join(found[1:])})" if found[1:] else "")) if found else \
         f"settings go in the sections ({', '.join(f'{n}.*' for n in schemas)})"
@@ -321,7 +321,7 @@ def check_values(overrides: Sequence[Any]) -> None:
         key = o.key_or_group
         first = key.split("@")[0].split(".")[0]  # mappo.lr=-1: mappo (mappo={...} too)
         if first not in ("game", "hydra", "imports", *TOP_LEVEL_TYPES) and (
-                "." in key or key not in _groups()):
+                "." in key or key not in group_names()):
             schemas = section_schemas() if schemas is None else schemas  # imports marl.configs
             # (a member's key by its index: the schema's, with the member's name put back)
             if first in schemas and not by_index(o.input_line):
@@ -363,7 +363,7 @@ def check_values(overrides: Sequence[Any]) -> None:
                  "num_envs", "runner.rollout_workers", "population.kind", "mappo.net.recurrent",
                  "game.kwargs.continuous_actions")
              and o.package is None and not o.input_line.startswith(("+", "~"))}
-    presets = _chosen_presets(overrides) if sections or share else None
+    presets = chosen_presets(overrides) if sections or share else None
     if presets is not None and ("num_envs" in share or "runner.rollout_workers" in share):
         try:  # rollout workers: the learners and copies they take, in the run's words
             check_rollout_share({k: [typed_override(k, v) if k in TOP_LEVEL_TYPES else v
@@ -696,7 +696,7 @@ def _unread_population_keys(exp: ExperimentConfig, overrides: Sequence[str],
             continue
         readers = READERS.get(key.split(".")[1], ("league",))
         if kind not in readers:
-            presets = [f"population={p}" for r in readers for p in _population_presets().get(r, [])]
+            presets = [f"population={p}" for r in readers for p in population_presets().get(r, [])]
             how = f" ({', '.join(presets)})" if presets else ""
             who = " or ".join(f"population.kind={r}" for r in readers)
             notes.append(f"{o.lstrip('+')} is not used with population.kind={kind}: only "

@@ -238,11 +238,11 @@ def test_a_path_in_evals_import_says_a_module_name_is_needed(tmp_path, monkeypat
 def test_a_config_group_set_to_null_names_it_and_its_options(group, tmp_path, monkeypatch,
                                                              capsys):
     """Before: ``Config group override must be a string or a list. Got NoneType``."""
-    from populations.config_groups import _config_groups
+    from populations.config_groups import group_options
 
     line = _refused([f"{group}=null", *SMALL], monkeypatch, tmp_path, capsys)
     assert line == f"{group}=null: the config group {group} needs one of its options: " \
-                   f"{', '.join(_config_groups()[group])}", line
+                   f"{', '.join(group_options()[group])}", line
 
 
 def test_an_empty_db_is_refused(tmp_path, monkeypatch, capsys):
