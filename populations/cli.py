@@ -44,7 +44,7 @@ from populations.command_line import (
     resume_command,
     shell_word,
 )
-from populations.config_groups import _config_groups
+from populations.config_groups import group_options
 from populations.member_overrides import members_by_index_last
 from populations.run_guard import (
     failed_jobs_line,
@@ -375,8 +375,8 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
         if len(s.table) > len(rows):  # kuhn_psro's 26 members: 6 were left out unsaid
             print(f"... {len(s.table) - len(rows)} more rows: every one on the dashboard "
                   f"(below) and in {s.database}")
-        # a single run's two returns side by side (populations.single_run._single_row,
-        # _llm_row): which is which (VDN's exploring 0.14 was read as broken beside its
+        # a single run's two returns side by side (populations.single_run.single_row,
+        # llm_row): which is which (VDN's exploring 0.14 was read as broken beside its
         # greedy snapshot's 0.66, shown nowhere)
         legend = {"final_return": "mean return of the last (up to) 50 training episodes "
                                   "(exploring, or sampling for on-policy learners)",
@@ -522,7 +522,7 @@ def recorded_run_settings(exp: ExperimentConfig, run_dir: Path) -> Iterator[None
     import games
     from populations.db import LeagueDB, LeagueDBError
     from populations.experiment import RESUME_MAY_CHANGE, plain
-    from populations.single_run import _single_finished
+    from populations.single_run import single_finished
 
     single = exp.population.kind == "none"
     if not single:  # what run_experiment records: PSRO's `auto` settings decided
@@ -544,7 +544,7 @@ def recorded_run_settings(exp: ExperimentConfig, run_dir: Path) -> Iterator[None
             if restored:
                 atomic_write(path, json.dumps(recorded, indent=1, sort_keys=True))
             resume_settings(run_dir, current, True, exp.resume_override, RESUME_MAY_CHANGE,
-                            (lambda: _single_finished(run_dir, exp.experiment)) if single
+                            (lambda: single_finished(run_dir, exp.experiment)) if single
                             else None)
             # accepted: the settings of this resume, as a fresh run's; a resume_override with
             # other settings writes them once its checkpoint loaded (run_folder.open_run), so
@@ -735,7 +735,7 @@ def train_main() -> None:
     """``selfplay-train``: run one experiment (or a sweep with ``-m``)."""
     args = sys.argv[1:]
     if "--help" in args or "-h" in args:  # Hydra's own help copies the config store ~90
-        groups = "".join(f"  {g:<11} {', '.join(o)}\n" for g, o in _config_groups().items())
+        groups = "".join(f"  {g:<11} {', '.join(o)}\n" for g, o in group_options().items())
         print(HELP.format(groups=groups), end="")  # times: seconds; this one reads files
         return
     for i, arg in enumerate(args):  # the other CLIs' flag (README's walk: 'unrecognized')

@@ -69,8 +69,8 @@ from populations.league import (  # noqa: F401 - MEMBER re-exported
 )
 from populations.league_eval import league_table  # re-exported: its old home
 from populations.learner_build import (  # make_learner: re-exported, its old home
-    _own_rollouts,
     make_learner,  # noqa: F401
+    rollout_trainer,
     rollouts_closed,
 )
 from populations.learner_sections import (  # settings: re-exported, its old home
@@ -101,16 +101,16 @@ from populations.seeds import GLOBAL, RunSeeds, isolated_global_rng
 from populations.single_eval import (  # re-exported: their old home
     EVAL_MATCHES,  # noqa: F401
     Evaluation,  # noqa: F401
-    _eval_return,  # noqa: F401
-    _evaluation,  # noqa: F401
     ci95,  # noqa: F401
+    mean_eval_return,  # noqa: F401
     random_seats,  # noqa: F401
+    recorded_evaluation,  # noqa: F401
 )
-from populations.single_run import (  # _finished_row: re-exported, its old home
+from populations.single_run import (  # finished_run_row: re-exported, its old home
     CHECKPOINTS,
-    _finished_row,  # noqa: F401
-    _single_finished,
+    finished_run_row,  # noqa: F401
     run_single,
+    single_finished,
 )
 
 log = logging.getLogger(__name__)
@@ -435,7 +435,7 @@ def run_experiment(cfg: ExperimentConfig, run_dir: str | Path) -> RunSummary:
         if note:
             log.warning(note)
     # a finished single run does not train on: other settings would be recorded for nothing
-    finished = (lambda: _single_finished(Path(run_dir), cfg.experiment)) \
+    finished = (lambda: single_finished(Path(run_dir), cfg.experiment)) \
         if cfg.population.kind == "none" else None
     with open_run(run_dir, plain(cfg), cfg.resume, cfg.resume_override, RESUME_MAY_CHANGE,
                   finished, checked_later=cfg.population.kind == "league"):
@@ -527,8 +527,8 @@ def _league_members(cfg: ExperimentConfig, run_dir: Path,
         if entry.capabilities.own_rollouts:
             # the line above said what a tiny team's build spends its time on: said once
             with vocabulary_said() if note else contextlib.nullcontext():
-                trainer = _own_rollouts(cfg, entry, game_spec, run_dir, seeds.learner(name),
-                                        config)
+                trainer = rollout_trainer(cfg, entry, game_spec, run_dir, seeds.learner(name),
+                                          config)
             if trainers is not None:
                 trainers.append(trainer)
             members.append(LLMMember(name, trainer, cfg.llm.iterations,

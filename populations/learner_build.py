@@ -1,6 +1,6 @@
 """The learners an experiment builds through the registry (``marl.registry``): a single
 run's learner (:func:`make_learner`) and the trainer of a learner that plays its own episodes,
-an LLM team (:func:`_own_rollouts`), each seeded from the run's seed tree
+an LLM team (:func:`rollout_trainer`), each seeded from the run's seed tree
 (:mod:`populations.seeds`), and the block that closes such trainers' rollout workers
 (:func:`rollouts_closed`). Below :mod:`populations.experiment` and
 :mod:`populations.single_run`, which both build them.
@@ -34,8 +34,8 @@ def make_learner(cfg: ExperimentConfig, spec: games.GameSpec,
     return entry.build(spec, settings(cfg, entry), agents, cfg.device, seed)
 
 
-def _own_rollouts(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSpec,
-                  run_dir: Path, seed: int, config: Any = None) -> Any:
+def rollout_trainer(cfg: ExperimentConfig, entry: LearnerEntry, spec: games.GameSpec,
+                    run_dir: Path, seed: int, config: Any = None) -> Any:
     """The trainer of a learner that plays its own episodes (an LLM team), with ``config``
     (default: its section of ``cfg``); ``runner=ray`` (or ``runner.rollout_workers``) plays
     its rollouts on workers (llm_agents.ray_rollouts)."""

@@ -1,14 +1,14 @@
 """A finished run's key figures read without torch, for ``python -m populations.sweep_summary``
 (walk 34b): it imported torch through ``populations.experiment`` (about 4 s of CPU) to print
 a table. A league's newest μ per member and a single run's closing row as a resume prints it
-(``populations.single_run._finished_row``: its last checkpoint's frames, seconds and returns,
+(``populations.single_run.finished_run_row``: its last checkpoint's frames, seconds and returns,
 its snapshot's recorded evaluation). A checkpoint is read by a restricted unpickler that
 knows only what a torch checkpoint names (tensors become placeholders, their bytes unread);
 anything else, and any file that is not as a run writes it (a link, no or another hash), is
 :class:`NotPlain`: the caller reads that run the torch way, with its messages.
 
 The rows are made here, once, for both ways: ``populations.single_run`` and
-``populations.single_eval`` import :func:`_single_row`, :func:`_llm_row`, :func:`_evaluation`,
+``populations.single_eval`` import :func:`single_row`, :func:`llm_row`, :func:`recorded_evaluation`,
 :func:`_eval_cells` and :func:`ci95` from this module (so a resume's row and the summary's
 cannot drift); tests/populations/test_fix34c_sweep_summary_torch_free.py compares them on
 real runs."""
@@ -54,7 +54,7 @@ def league_mus(db: Any, run_id: int) -> dict[str, float | None]:
 
 def finished_row(db: Any, run_id: int, run_dir: Path, member: str,
                  unit: str) -> dict[str, Any] | None:
-    """A finished single run's row as ``populations.single_run._finished_row`` makes it
+    """A finished single run's row as ``populations.single_run.finished_run_row`` makes it
     (None when the run is not finished).
 
     Raises:
@@ -85,7 +85,7 @@ def finished(db: Any, run_id: int, run_dir: Path, member: str,
     version = snaps[-1].version if snaps else None
     ckpts = files(run_dir / CHECKPOINTS)
     step = int(ckpts[0].stem.removeprefix("ckpt_")) if ckpts else None
-    return version, ckpts, step, _evaluation(db, run_id, snaps[-1].id if snaps else None)
+    return version, ckpts, step, recorded_evaluation(db, run_id, snaps[-1].id if snaps else None)
 
 
 def plain_figures(raw: dict[str, Any]) -> tuple[list[float], float, dict[str, float]] | None:
@@ -103,31 +103,31 @@ def plain_figures(raw: dict[str, Any]) -> tuple[list[float], float, dict[str, fl
 def table_row(member: str, version: int | None, unit: str, step: int | None,
               figures: tuple[list[float], float, dict[str, float]] | None,
               evaluated: Evaluation | None) -> dict[str, Any]:
-    """A finished run's row: :func:`_llm_row` (``unit`` iterations) or :func:`_single_row`
+    """A finished run's row: :func:`llm_row` (``unit`` iterations) or :func:`single_row`
     from its checkpoint's ``figures``; without them, its step and evaluation only."""
     if figures is None:
         return {"member": member, "version": version, unit: step, **_eval_cells(evaluated)}
     returns, seconds, metrics = figures
     if unit == "iterations":
-        return _llm_row(version, step, metrics, evaluated)
-    return _single_row(member, version, step, seconds, returns, evaluated)
+        return llm_row(version, step, metrics, evaluated)
+    return single_row(member, version, step, seconds, returns, evaluated)
 
 
-def _single_row(member: str, version: int | None, frames: int | None, seconds: float,
-                returns: list[float], evaluated: Evaluation | None) -> dict[str, Any]:
+def single_row(member: str, version: int | None, frames: int | None, seconds: float,
+               returns: list[float], evaluated: Evaluation | None) -> dict[str, Any]:
     """A single run's table row: its frames, seconds, the mean return of its last (up to 50)
     training episodes (``final_return``: exploring, or sampling for on-policy learners) and
     of its snapshot's evaluation episodes (``eval_return``, with its 95 % confidence
-    half-width ``eval_ci95``: :func:`_evaluation`)."""
+    half-width ``eval_ci95``: :func:`recorded_evaluation`)."""
     return {"member": member, "version": version, "frames": frames, "seconds": round(seconds, 1),
             "final_return": round(float(np.mean(returns)), 3) if returns else None,
             **_eval_cells(evaluated)}
 
 
-def _llm_row(version: int | None, iterations: int | None,
-             metrics: dict[str, float], evaluated: Evaluation | None) -> dict[str, Any]:
+def llm_row(version: int | None, iterations: int | None,
+            metrics: dict[str, float], evaluated: Evaluation | None) -> dict[str, Any]:
     """An LLM team run's table row: its last iteration's rates, the evaluation's mean team
-    return (``eval_return``, ``eval_ci95``: :func:`_evaluation`) and self-play win rates."""
+    return (``eval_return``, ``eval_ci95``: :func:`recorded_evaluation`) and self-play win rates."""
     row: dict[str, Any] = {"member": "llm", "version": version, "iterations": iterations}
     for key in ("legal_rate", "success_rate", "team_return"):
         if f"charts/{key}" in metrics:
@@ -219,8 +219,8 @@ class Evaluation:
     legal_rate: float | None = None
 
 
-def _evaluation(db: Any, run_id: int, sid: int | None,
-                episodes: int | None = None) -> Evaluation | None:
+def recorded_evaluation(db: Any, run_id: int, sid: int | None,
+                        episodes: int | None = None) -> Evaluation | None:
     """The learner team's returns in a single run's recorded evaluation matches of snapshot
     ``sid`` (the first ``episodes`` of them, in the order they were played; a resume with
     another ``eval_episodes`` keeps the rows recorded before): per episode the mean over the

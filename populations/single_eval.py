@@ -34,8 +34,8 @@ from populations.run_figures import (  # one home, torch-free (python -m populat
     EVAL_LEGAL_RATE,
     EVAL_MATCHES,
     Evaluation,
-    _evaluation,
     ci95,
+    recorded_evaluation,
 )
 from populations.runners import MatchJob, play_job
 from populations.seeds import OPPONENT, RunSeeds
@@ -87,7 +87,7 @@ def random_seats(spec: games.GameSpec, agents: tuple[str, ...], seeds: RunSeeds,
             for a in spec.agent_ids if a not in agents}
 
 
-def _greedy(entry: LearnerEntry) -> bool:
+def evaluated_greedily(entry: LearnerEntry) -> bool:
     """Off-policy learners explore with noise or ε while training; their snapshots are
     evaluated greedily (on-policy ones by sampling, as they trained): the rule of every match
     (:func:`marl.registry.played_greedy`, by the policy kind the learner saves)."""
@@ -95,8 +95,8 @@ def _greedy(entry: LearnerEntry) -> bool:
 
 
 @dataclass
-class _Seats:
-    """A trained policy and the seats it holds (what ``_evaluate_single`` needs)."""
+class PolicySeats:
+    """A trained policy and the seats it holds (what ``evaluate_single`` needs)."""
 
     pol: Any
     agents: tuple[str, ...]
@@ -124,13 +124,13 @@ def evaluation_cost_note(cfg: ExperimentConfig, spec: games.GameSpec, trained: i
             "training)")
 
 
-def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: games.GameSpec,
-                     sid: int, learner: Learner, others: dict, vkw: dict
-                     ) -> Evaluation | None:
+def evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: games.GameSpec,
+                    sid: int, learner: Learner, others: dict, vkw: dict
+                    ) -> Evaluation | None:
     """Record ``eval_episodes`` episodes of the snapshot (random seats elsewhere) as matches,
     with a progress bar of episodes (long games, e.g. chess, take minutes); returns the
     learner team's mean return over the recorded ones and its uncertainty
-    (:func:`_evaluation`)."""
+    (:func:`recorded_evaluation`)."""
     from marl.progress import tqdm
 
     log.info("evaluating the trained policy: %d episodes%s", cfg.eval_episodes,
@@ -142,7 +142,7 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
     vg = games.VectorGame(cfg.game.name, min(cfg.num_envs, cfg.eval_episodes),
                           seed=RunSeeds(cfg.seed).game("eval"), **vkw, **cfg.game.kwargs)
     seats = {a: pol if a in learner.agents else others[a] for a in spec.agent_ids}
-    greedy = _greedy(registry.get(cfg.algo))
+    greedy = evaluated_greedily(registry.get(cfg.algo))
     moves_before = legal_stats(pol)
     vs = vg.reset()
     rows: list[MatchRow] = []
@@ -158,7 +158,7 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
         bar.update(min(len(rows), cfg.eval_episodes) - bar.n)
     bar.close()
     db.add_matches(run_id, rows[: cfg.eval_episodes])
-    evaluated = _evaluation(db, run_id, sid, cfg.eval_episodes)  # as a resume reads it
+    evaluated = recorded_evaluation(db, run_id, sid, cfg.eval_episodes)  # as a resume reads it
     moves = None if moves_before is None else legal_stats(pol) - moves_before
     if evaluated is not None and moves is not None:
         evaluated = dataclasses.replace(evaluated, legal_rate=moves.rate)
@@ -181,15 +181,15 @@ def _evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: gam
     return evaluated
 
 
-def _eval_return(db: LeagueDB, run_id: int, sid: int | None,
-                 episodes: int | None = None) -> float | None:
-    """The mean of :func:`_evaluation` (None when none is recorded)."""
-    evaluated = _evaluation(db, run_id, sid, episodes)
+def mean_eval_return(db: LeagueDB, run_id: int, sid: int | None,
+                     episodes: int | None = None) -> float | None:
+    """The mean of :func:`recorded_evaluation` (None when none is recorded)."""
+    evaluated = recorded_evaluation(db, run_id, sid, episodes)
     return None if evaluated is None else evaluated.mean
 
 
-def _log_eval_return(db: LeagueDB, run_id: int, logger: MetricsLogger, step: int,
-                     evaluated: Evaluation | None, final_return: float | None = None) -> None:
+def log_eval_return(db: LeagueDB, run_id: int, logger: MetricsLogger, step: int,
+                    evaluated: Evaluation | None, final_return: float | None = None) -> None:
     """``charts/eval_return``, ``charts/eval_return_ci95`` (and an LLM team's
     ``charts/eval_legal_rate``) at the run's last step (the
     dashboard's return chart, metrics.csv), and beside them ``charts/final_return``: the

@@ -8,7 +8,7 @@ returns and seconds so far) are taken every ``checkpoint_every_s`` seconds after
 and when training ends; a resume loads the newest good one, drops the metrics recorded past
 it, and plays new game copies and random seats seeded from its step, so a run killed at any
 point ends as an uninterrupted one. A run recorded ``finished`` is not trained again: its
-table row is read back (:func:`_finished_row`). :func:`populations.experiment.run_experiment`
+table row is read back (:func:`finished_run_row`). :func:`populations.experiment.run_experiment`
 calls :func:`run_single`.
 """
 
@@ -29,14 +29,14 @@ from marl.train import TrainResult, train
 from populations.checkpoint import checkpoint_files, load_latest, read_checkpoint, save_checkpoint
 from populations.db import LeagueDB
 from populations.experiment_config import KEEP_CHECKPOINTS
-from populations.learner_build import _own_rollouts, make_learner, rollouts_closed
+from populations.learner_build import make_learner, rollout_trainer, rollouts_closed
 from populations.loggers import MetricsLogger
 from populations.run_figures import (  # the rows' one home (python -m populations.sweep_summary)
     CHECKPOINTS,
-    _llm_row,
-    _single_row,
     finished,
+    llm_row,
     plain_figures,
+    single_row,
     table_row,
 )
 from populations.run_folder import (
@@ -50,11 +50,11 @@ from populations.run_folder import (
 )
 from populations.seeds import GAME, RunSeeds
 from populations.single_eval import (
-    _evaluate_single,
-    _greedy,
-    _log_eval_return,
-    _Seats,
+    PolicySeats,
+    evaluate_single,
+    evaluated_greedily,
     evaluation_cost_note,
+    log_eval_return,
     random_seats,
 )
 from populations.store import PolicyStore
@@ -82,7 +82,7 @@ def run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
     db = LeagueDB(run_dir / "league.db")
     run_id = db.run_id(cfg.experiment) or db.create_run(
         cfg.experiment, experiment=cfg.experiment, game=spec.name, config=recorded)
-    done = _finished_row(db, run_id, run_dir, cfg.algo, "frames")
+    done = finished_run_row(db, run_id, run_dir, cfg.algo, "frames")
     if done is not None:
         db.close()
         return [done]
@@ -154,7 +154,7 @@ def run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
     if returns:  # the table's final_return, told apart from its eval_return
         log.info("training: mean return %.3f over the last %d training episodes (%s; the "
                  "table's final_return)", round(float(np.mean(returns)), 3) + 0.0, len(returns),
-                 "exploring" if _greedy(entry) else "sampled actions")
+                 "exploring" if evaluated_greedily(entry) else "sampled actions")
     snap = store.publish(cfg.algo, learner.policy(), version=0, algo=cfg.algo,
                          retrained=True)
     # random seats from their streams' starts, not where training left them: a run killed
@@ -163,12 +163,12 @@ def run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
         if res.frames else None  # (a resume past its training measured no episode)
     if note is not None:  # a long-episode game's default 32 episodes outlast its training
         log.info(note)
-    evaluated = _evaluate_single(db, run_id, cfg, spec, snap.id, learner,
-                                 random_seats(spec, agents, seeds), vkw)
-    _log_eval_return(db, run_id, logger, frames, evaluated,
-                     float(np.mean(returns)) if returns else None)
+    evaluated = evaluate_single(db, run_id, cfg, spec, snap.id, learner,
+                                random_seats(spec, agents, seeds), vkw)
+    log_eval_return(db, run_id, logger, frames, evaluated,
+                    float(np.mean(returns)) if returns else None)
     db.set_run_status(run_id, "finished")
-    rows = [_single_row(cfg.algo, snap.version, frames, seconds, returns, evaluated)]
+    rows = [single_row(cfg.algo, snap.version, frames, seconds, returns, evaluated)]
     db.close()
     return rows
 
@@ -199,7 +199,7 @@ def _train_single(cfg: ExperimentConfig, learner: Learner, recent: _RecentReturn
         else:
             res = train(learner, vg, cfg.frames - start, opponents=others,
                         progress=cfg.progress, on_update=on_update, on_step=on_step,
-                        eval_greedy=_greedy(registry.get(cfg.algo)))
+                        eval_greedy=evaluated_greedily(registry.get(cfg.algo)))
     finally:
         recent.close()
     return res
@@ -215,13 +215,13 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
     db = LeagueDB(run_dir / "league.db")
     run_id = db.run_id(cfg.experiment) or db.create_run(
         cfg.experiment, experiment=cfg.experiment, game=spec.name, config=recorded)
-    done = _finished_row(db, run_id, run_dir, "llm", "iterations")
+    done = finished_run_row(db, run_id, run_dir, "llm", "iterations")
     if done is not None:
         db.close()
         return [done]
     store = PolicyStore(run_dir / "snapshots", db, run_id)
     seeds = RunSeeds(cfg.seed)
-    trainer = _own_rollouts(cfg, registry.get(cfg.algo), spec, run_dir, seeds.learner(cfg.algo))
+    trainer = rollout_trainer(cfg, registry.get(cfg.algo), spec, run_dir, seeds.learner(cfg.algo))
     # its Ray rollout actors (runner=ray) end with the run, not when the collector is
     # garbage-collected: a process that goes on (a notebook, a test session) kept their CPUs
     with rollouts_closed([trainer]):
@@ -264,12 +264,12 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
         snap = store.publish("llm", trainer.policy(), version=1, retrained=True)
         agents = tuple(a.id for a in spec.agents if a.team == spec.teams[0])
         others = random_seats(spec, agents, seeds)
-        member = _Seats(trainer.policy(agents), agents)
-        evaluated = _evaluate_single(db, run_id, cfg, spec, snap.id, member, others,
-                                     {"with_text": True})
-        _log_eval_return(db, run_id, logger, cfg.llm.iterations, evaluated)
+        member = PolicySeats(trainer.policy(agents), agents)
+        evaluated = evaluate_single(db, run_id, cfg, spec, snap.id, member, others,
+                                    {"with_text": True})
+        log_eval_return(db, run_id, logger, cfg.llm.iterations, evaluated)
         db.set_run_status(run_id, "finished")
-        row = _llm_row(snap.version, cfg.llm.iterations, metrics, evaluated)
+        row = llm_row(snap.version, cfg.llm.iterations, metrics, evaluated)
         db.close()
         return [row]
 
@@ -346,7 +346,7 @@ class _RecentReturns:
             self.learner.observe = self.own  # type: ignore[method-assign]
 
 
-def _single_finished(run_dir: Path, name: str) -> bool:
+def single_finished(run_dir: Path, name: str) -> bool:
     """Whether the single run recorded in ``run_dir``'s database has finished."""
     if not (run_dir / "league.db").is_file():
         return False
@@ -358,8 +358,8 @@ def _single_finished(run_dir: Path, name: str) -> bool:
         db.close()
 
 
-def _finished_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,
-                  unit: str) -> dict[str, Any] | None:
+def finished_run_row(db: LeagueDB, run_id: int, run_dir: Path, member: str,
+                     unit: str) -> dict[str, Any] | None:
     """A run recorded ``finished`` is not trained nor published again on a resume: one log
     line and its table row as the run recorded it (its last checkpoint's seconds and returns,
     or an LLM run's rates; the evaluation's return from its matches in ``db``), None when the

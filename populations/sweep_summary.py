@@ -206,7 +206,7 @@ def _read(job: JobResult, db: Any, settings: dict[str, Any]) -> None:
         last = its[-1]["nash_conv"] if its else None
         job.figures = {"iterations": len(its),
                        "nash_conv": None if last is None else round(float(last), 6)}
-    else:  # the row a resume of the finished run prints (experiment._finished_row)
+    else:  # the row a resume of the finished run prints (experiment.finished_run_row)
         members = {s.member for s in db.snapshots(run_id)}
         algo = str(settings.get("algo", ""))
         member = algo if algo in members or "llm" not in members else "llm"
@@ -217,7 +217,7 @@ def _read(job: JobResult, db: Any, settings: dict[str, Any]) -> None:
             from populations import experiment
 
             with _quiet(experiment.log):  # its "already finished; nothing to do" line
-                table = experiment._finished_row(db, run_id, job.folder, member, unit)
+                table = experiment.finished_run_row(db, run_id, job.folder, member, unit)
         job.figures = {k: v for k, v in (table or {}).items() if k not in ("member", "version")}
 
 

@@ -41,7 +41,7 @@ def _torch_way(folder: Path, member: str) -> dict[str, str]:
             return {"mu/main": str(max((r for r in experiment.league_table(db, run_id)
                                         if r["member"] == "main"),
                                        key=lambda r: r["version"])["mu"])}
-        row = experiment._finished_row(db, run_id, folder, member, "frames")
+        row = experiment.finished_run_row(db, run_id, folder, member, "frames")
     finally:
         db.close()
     return {k: "" if v is None else str(v) for k, v in row.items()

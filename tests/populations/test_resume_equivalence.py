@@ -64,15 +64,15 @@ def test_a_run_killed_in_its_evaluation_resumes_to_the_uninterrupted_matches(
     other opponent moves (8 of 16 kuhn matches differed)."""
     run = _with("frames=16", "eval_episodes=16")  # one update, then the evaluation
     run_experiment(_exp(*run), tmp_path / "ref")
-    real = single_run._evaluate_single
+    real = single_run.evaluate_single
 
     def killed(*args, **kw):
         raise _Killed
 
-    monkeypatch.setattr(single_run, "_evaluate_single", killed)
+    monkeypatch.setattr(single_run, "evaluate_single", killed)
     with pytest.raises(_Killed):
         run_experiment(_exp(*run), tmp_path / "run")
-    monkeypatch.setattr(single_run, "_evaluate_single", real)
+    monkeypatch.setattr(single_run, "evaluate_single", real)
     run_experiment(_exp(*run, "resume=true"), tmp_path / "run")
     snaps = "SELECT version, sha256 FROM snapshots"
     assert _rows(tmp_path / "run", snaps) == _rows(tmp_path / "ref", snaps)

@@ -176,7 +176,7 @@ def test_an_interrupted_llm_run_resumes_at_its_checkpoint(tmp_path, monkeypatch)
     with pytest.raises(_Killed):
         run_experiment(_exp(*TINY_LLM), tmp_path)
     monkeypatch.undo()
-    stepped, real_own = [], single_run._own_rollouts
+    stepped, real_own = [], single_run.rollout_trainer
 
     def own_rollouts(*args, **kw):
         trainer = real_own(*args, **kw)
@@ -184,7 +184,7 @@ def test_an_interrupted_llm_run_resumes_at_its_checkpoint(tmp_path, monkeypatch)
         trainer.step = lambda: stepped.append(1) or step()
         return trainer
 
-    monkeypatch.setattr(single_run, "_own_rollouts", own_rollouts)
+    monkeypatch.setattr(single_run, "rollout_trainer", own_rollouts)
     summary = run_experiment(_exp(*TINY_LLM, "resume=true"), tmp_path)
     assert len(stepped) == 1  # iteration 2 only: iteration 1 is in the checkpoint
     assert sorted(p.name for p in (tmp_path / "snapshots").rglob("*.pt")) == \

@@ -47,7 +47,7 @@ def test_returns_and_seconds_before_a_periodic_checkpoint_count_after_a_resume(
 
 def test_an_llm_run_killed_after_its_last_checkpoint_reports_its_last_iteration(
         tmp_path, monkeypatch):
-    stepped, real_own = [], single_run._own_rollouts
+    stepped, real_own = [], single_run.rollout_trainer
 
     def own_rollouts(*args, **kw):
         trainer = real_own(*args, **kw)
@@ -58,8 +58,8 @@ def test_an_llm_run_killed_after_its_last_checkpoint_reports_its_last_iteration(
     def evaluate(*args, **kw):
         raise _Killed
 
-    monkeypatch.setattr(single_run, "_own_rollouts", own_rollouts)
-    monkeypatch.setattr(single_run, "_evaluate_single", evaluate)  # after the last checkpoint
+    monkeypatch.setattr(single_run, "rollout_trainer", own_rollouts)
+    monkeypatch.setattr(single_run, "evaluate_single", evaluate)  # after the last checkpoint
     with pytest.raises(_Killed):
         run_experiment(_exp(*TINY_LLM), tmp_path)
     monkeypatch.undo()

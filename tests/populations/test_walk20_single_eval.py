@@ -79,7 +79,7 @@ def test_the_closing_table_shows_the_evaluation_beside_the_training_return(
     assert csv_rows == [got]
     # a finished run's resume prints the same row (read back, not replayed)
     played = []
-    monkeypatch.setattr(single_run, "_evaluate_single", played.append)
+    monkeypatch.setattr(single_run, "evaluate_single", played.append)
     _train([*VDN, "resume=true", f"hydra.run.dir={run}"], monkeypatch, tmp_path)
     again = _table(capsys.readouterr().out)
     assert played == [] and again == row
@@ -99,17 +99,17 @@ def test_a_run_killed_around_its_evaluation_resumes_to_the_same_eval_return(
     """Killed before the evaluation (a resume evaluates) or after its matches were recorded
     but before the run was marked finished (a resume evaluates again: the same matches)."""
     ref = run_experiment(_exp(*VDN), tmp_path / "ref").table
-    real = single_run._evaluate_single
+    real = single_run.evaluate_single
 
     def killed(*args, **kw):
         if after:
             real(*args, **kw)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(single_run, "_evaluate_single", killed)
+    monkeypatch.setattr(single_run, "evaluate_single", killed)
     with pytest.raises(KeyboardInterrupt):
         run_experiment(_exp(*VDN), tmp_path / "run")
-    monkeypatch.setattr(single_run, "_evaluate_single", real)
+    monkeypatch.setattr(single_run, "evaluate_single", real)
     resumed = run_experiment(_exp(*VDN, "resume=true"), tmp_path / "run").table
     assert resumed[0]["eval_return"] == ref[0]["eval_return"] == _eval_mean(tmp_path / "ref")
     assert _metric(tmp_path / "run", "charts/eval_return") == \
@@ -153,7 +153,7 @@ def test_eval_return_reads_its_snapshots_first_episodes_only(tmp_path):
     """A resume with another ``eval_episodes``, or of a run retrained after its evaluation,
     finds rows recorded before (INSERT OR IGNORE): the mean was over all of them (review)."""
     from populations.db import LeagueDB, MatchRow
-    from populations.experiment import _eval_return
+    from populations.experiment import mean_eval_return
 
     db = LeagueDB(tmp_path / "league.db")
     run = db.create_run("x", experiment="x", game="g")
@@ -162,8 +162,8 @@ def test_eval_return_reads_its_snapshots_first_episodes_only(tmp_path):
             for k in range(6)]
     rows.append(MatchRow("eval/e00006", "g", {"player_0": 8}, {"player_0": 100.0}))
     db.add_matches(run, rows)
-    assert _eval_return(db, run, 7) == 2.5  # 0..5
-    assert _eval_return(db, run, 7, 4) == 1.5  # 0..3
-    assert _eval_return(db, run, 8) == 100.0
-    assert _eval_return(db, run, 9) is None
+    assert mean_eval_return(db, run, 7) == 2.5  # 0..5
+    assert mean_eval_return(db, run, 7, 4) == 1.5  # 0..3
+    assert mean_eval_return(db, run, 8) == 100.0
+    assert mean_eval_return(db, run, 9) is None
     db.close()

@@ -70,18 +70,18 @@ def _far_rows(tmp_path: Path) -> tuple[LeagueDB, int]:
 
 
 def test_the_first_episodes_are_the_first_played_past_99999(tmp_path):
-    from populations.experiment import _eval_return
+    from populations.experiment import mean_eval_return
 
     db, run = _far_rows(tmp_path)
-    assert _eval_return(db, run, 7, 2) == (10_001 + 99_999) / 2  # was (100_000 + 10_001) / 2
+    assert mean_eval_return(db, run, 7, 2) == (10_001 + 99_999) / 2  # was (100_000 + 10_001) / 2
     db.close()
 
 
 def test_the_interval_is_over_the_same_episodes(tmp_path):
-    from populations.experiment import _evaluation
+    from populations.experiment import recorded_evaluation
 
     db, run = _far_rows(tmp_path)
-    evaluated = _evaluation(db, run, 7)
+    evaluated = recorded_evaluation(db, run, 7)
     assert evaluated.episodes == 3 and evaluated.ci95 == pytest.approx(
         _half_width([10_001.0, 99_999.0, 100_000.0]))
     db.close()
