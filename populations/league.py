@@ -87,12 +87,12 @@ from populations.experiment_config import (
     check_keep_checkpoints,
 )
 from populations.league_progress import (
-    _counts,
-    _planned_episodes,
-    _time_left,
+    count_unit,
     note_short_budgets,
+    planned_episodes,
     recorded_estimate,
     sync_pairs_left,
+    time_left,
     update_counts,
     updated,
 )
@@ -150,16 +150,16 @@ MAY_CHANGE = ("generations", "runner", "ray_workers", "ray_address", "keep_check
               "device", "torch_threads", "ray_learners", "learner_gpus", "max_learner_restarts")
 
 
-_COUNTS = {"generations": 1, "frames_per_generation": 1, "num_envs": 1, "eval_episodes": 1,
-           "eval_window": 0, "ray_workers": 1, "ray_learners": 0, "max_learner_restarts": 0,
-           "seed": 0, "torch_threads": 1}
+COUNT_LEAST = {"generations": 1, "frames_per_generation": 1, "num_envs": 1, "eval_episodes": 1,
+               "eval_window": 0, "ray_workers": 1, "ray_learners": 0, "max_learner_restarts": 0,
+               "seed": 0, "torch_threads": 1}
 """:class:`LeagueConfig`'s integer fields and the least each takes: ``generations=2.5`` and
 ``generations=True`` were taken from the Python API (a float failed later in the run, True
 ran as 1)."""
-_MOST = {"generations": POPULATION_SIZES["generations"][0],
-         "frames_per_generation": POPULATION_SIZES["frames_per_generation"][0],
-         "num_envs": MAX_SIZES["num_envs"][0], "eval_episodes": MAX_SIZES["eval_episodes"][0],
-         "torch_threads": MAX_SIZES["torch_threads"][0]}
+COUNT_MOST = {"generations": POPULATION_SIZES["generations"][0],
+              "frames_per_generation": POPULATION_SIZES["frames_per_generation"][0],
+              "num_envs": MAX_SIZES["num_envs"][0], "eval_episodes": MAX_SIZES["eval_episodes"][0],
+              "torch_threads": MAX_SIZES["torch_threads"][0]}
 """The most some of them take, as ``selfplay-train`` bounds them (``generations=10**20`` was
 taken, and its bar read 2/10**20)."""
 
@@ -213,14 +213,14 @@ class LeagueConfig:
                                  f"({kind.__module__}), e.g. {name}={kind.__name__}(...)")
         if not 0.0 <= self.opponent_prob <= 1.0:
             raise ValueError(f"opponent_prob={self.opponent_prob!r}; expected a value in [0, 1]")
-        for name, least in _COUNTS.items():  # Hydra's schema types only the command line's
+        for name, least in COUNT_LEAST.items():  # Hydra's schema types only the command line's
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or \
                     value < least:
                 raise ValueError(f"{name}={value!r}; expected an integer >= {least}")
-            if value > _MOST.get(name, value):
+            if value > COUNT_MOST.get(name, value):
                 raise ValueError(f"{name}={value!r}; expected an integer from {least} to "
-                                 f"{_MOST[name]}")
+                                 f"{COUNT_MOST[name]}")
         if self.seed >= SEED_END:  # 2**63 crashed a league after its first checkpoint
             raise ValueError(f"seed={self.seed!r}; expected an integer from 0 to "
                              f"{SEED_END - 1} (2**62 - 1)")
@@ -374,7 +374,7 @@ class League(LeagueTraining):
         # the league's step (every metric's, checkpointed as "frames"): the frames its
         # learner members trained; a league of LLM teams alone counts their GRPO episodes
         self.generation, self.phase, self.frames = 0, "new", 0
-        self.unit = "frames" if any(_counts(m) == "frames" for m in self.members) \
+        self.unit = "frames" if any(count_unit(m) == "frames" for m in self.members) \
             else "episodes"
         self.trained: list[str] = []  # phase "training": members whose generation is trained
         # asynchronous runs: each member's (generation, "trained" | "done")
@@ -680,7 +680,7 @@ class League(LeagueTraining):
         return min(len(self.members), len(getattr(self.learners, "actors", ())) or 1)
 
     def _left(self) -> str:
-        """The synchronous loop's time left (:func:`_time_left`; an asynchronous league's is
+        """The synchronous loop's time left (:func:`time_left`; an asynchronous league's is
         ``_async_left``, per member): the mean whole generation this process timed besides
         its evaluation times those left, plus the mean evaluated pair's time (this
         process's, not the Ray match workers' start: :meth:`_time_eval`) times the pairs they
@@ -695,14 +695,14 @@ class League(LeagueTraining):
         seconds, done = self._gen_seconds, self._gens
         if not done:
             seconds, done = recorded_estimate(self.db.generations(self.run_id), self.members)
-        return _time_left(seconds, done, done + left, self._eval_seconds, self._eval_pairs,
-                          pairs_left)
+        return time_left(seconds, done, done + left, self._eval_seconds, self._eval_pairs,
+                         pairs_left)
 
     def _bar(self, m: Member) -> tqdm:
         """A progress bar of member ``m``'s generation in this process: its frames and
         frames/s over the generation so far (an LLM team's episodes), none unless
         ``progress``; cleared when done (the 'trained' line stays)."""
-        cfg, unit = self.cfg, _counts(m)
+        cfg, unit = self.cfg, count_unit(m)
         total = None
         if unit == "frames":  # a step loop rounds up to whole steps of copies, and an
             # on-policy learner's (MAPPO/IPPO) to whole rollouts (LearnerMember's loop)
@@ -711,7 +711,7 @@ class League(LeagueTraining):
                 if learner is not None and trains_whole_rollouts(learner) else 0
             total = planned_frames(cfg.frames_per_generation, cfg.num_envs, 0, rollout)
         elif unit == "episodes":  # an LLM team's: its iterations' GRPO episodes
-            total = _planned_episodes(m)
+            total = planned_episodes(m)
         # smoothing=0: the rate (and ETA) is the count over the wall time so far, updates
         # included, as a single learner's bar (marl.train.train) shows it; tqdm's moving
         # average swung between the fast steps and the pauses of each update

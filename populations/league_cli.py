@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from populations.config_checks import SEED_END
-from populations.league import _COUNTS, _MOST, League, LeagueConfig
+from populations.league import COUNT_LEAST, COUNT_MOST, League, LeagueConfig
 
 
 def _accepts(name: str) -> str:
@@ -21,8 +21,8 @@ def _accepts(name: str) -> str:
     10**9): the words its flag says of a value it refuses, no integer or out of range
     (``--generations 0`` said 'expected an integer >= 1', ``--generations x`` 'from 1 to
     1000000')."""
-    least = _COUNTS[name]
-    return f"an integer from {least} to {_MOST[name]}" if name in _MOST else \
+    least = COUNT_LEAST[name]
+    return f"an integer from {least} to {COUNT_MOST[name]}" if name in COUNT_MOST else \
         f"an integer >= {least}"
 
 
@@ -174,9 +174,9 @@ def _as_flag(message: str) -> str:
     if not eq or name not in _FLAGS:
         return message
     value, sep, tail = rest.partition(":") if ":" in rest.split(";")[0] else rest.partition(";")
-    if name in _MOST or name == "seed":  # '0; expected an integer >= 1' where 'x' says the
+    if name in COUNT_MOST or name == "seed":  # '0; expected an integer >= 1' where 'x' says the
         whole = SEED_RANGE if name == "seed" else _accepts(name)  # field's whole range
-        tail = tail.replace(f"expected an integer >= {_COUNTS[name]}", f"expected {whole}")
+        tail = tail.replace(f"expected an integer >= {COUNT_LEAST[name]}", f"expected {whole}")
     return f"--{name.replace('_', '-')} {value}{sep}{tail}"
 
 
@@ -213,10 +213,10 @@ def _recorded_generations(run_dir: Path) -> int | None:
     except (LeagueDBError, sqlite3.Error, OSError):
         return None
     value = (config or {}).get("generations")  # untrusted: a count the CLI would take, or none
-    from populations.league import _MOST
+    from populations.league import COUNT_MOST
 
     ok = (isinstance(value, int) and not isinstance(value, bool)
-          and 1 <= value <= _MOST["generations"])
+          and 1 <= value <= COUNT_MOST["generations"])
     return value if ok else None
 
 

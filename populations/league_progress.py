@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("populations.league")  # the league's log, as before the move
 
 
-def _advance(bar: tqdm, n: int) -> None:
+def advance_bar(bar: tqdm, n: int) -> None:
     """Show ``n`` done on ``bar``; past its total (a learner of a rollout length not known
     ahead) the total follows, as :func:`marl.train.train`'s bar does."""
     if bar.total is not None and n > bar.total:
@@ -28,8 +28,8 @@ def _advance(bar: tqdm, n: int) -> None:
     bar.update(n - bar.n)
 
 
-def _time_left(seconds: float, done: int, total: int, eval_seconds: float = 0.0,
-               pairs: float = 0, pairs_left: float = 0) -> str:
+def time_left(seconds: float, done: int, total: int, eval_seconds: float = 0.0,
+              pairs: float = 0, pairs_left: float = 0) -> str:
     """``; about 5 min left`` for a run ``done`` of ``total`` generations in after
     ``seconds`` (those this process timed: a resumed run's ``total`` counts those left
     after them): the mean generation times those left. With the evaluation's timings
@@ -327,7 +327,7 @@ def recorded_estimate(rows: Sequence[dict[str, Any]], members: Sequence[Member],
     return recorded_training([r for r in warm if int(r["version"]) in whole])
 
 
-def _planned_episodes(m: Member) -> int | None:
+def planned_episodes(m: Member) -> int | None:
     """The GRPO episodes an LLM team's generation plays (``LLMMember``: ``iterations`` of
     ``groups_per_step`` groups of ``group_size``); None for a member that says nothing of
     them (a bar without a total)."""
@@ -338,7 +338,7 @@ def _planned_episodes(m: Member) -> int | None:
         return None
 
 
-def _counts(m: Member) -> str:
+def count_unit(m: Member) -> str:
     """What ``m.train_generation`` returns a count of: ``frames`` (learners), or what the
     member's ``counts`` says (an LLM team's: ``episodes``)."""
     return getattr(m, "counts", "frames")
@@ -357,7 +357,7 @@ def note_short_budgets(cfg: Any, members: Sequence[Member], left: int,
     notes: dict[tuple[bool, str], list[str]] = {}
     for m in members:
         learner = getattr(m, "learner", None)
-        if learner is None or _counts(m) != "frames" or left <= 0:
+        if learner is None or count_unit(m) != "frames" or left <= 0:
             continue
         carries = in_process or getattr(learner.cfg, "checkpoint_buffer", True)
         never, text = league_budget_note(learner, cfg.frames_per_generation, cfg.num_envs,

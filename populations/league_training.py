@@ -21,10 +21,10 @@ from populations import league_eval
 from populations.evaluation import pfsp_win_rates
 from populations.league_progress import (
     AsyncTiming,
-    _advance,
-    _counts,
+    advance_bar,
     async_pairs_left,
     async_time_left,
+    count_unit,
 )
 from populations.league_state import published
 from populations.learner_actors import LearnerJob, LearnerResult, load_state_bytes, state_bytes
@@ -63,13 +63,13 @@ class LeagueTraining:
                 started = time.time()
                 with self._bar(m) as bar:
                     frames = m.train_generation(
-                        self.matchmaker(m.name, lambda n, bar=bar: _advance(bar, n)))
+                        self.matchmaker(m.name, lambda n, bar=bar: advance_bar(bar, n)))
                 self.db.add_generation(self.run_id, m.name, g, frames, started, time.time(),
                                        f"pid {os.getpid()}")
                 self._count(m, frames)
                 self.trained.append(m.name)
                 log.info("generation %d: %s trained %d %s in %.0fs", g, m.name, frames,
-                         _counts(m), time.time() - started)  # several members take long
+                         count_unit(m), time.time() - started)  # several members take long
             return
         # learner actors train every member at once: a stop request waits for them all
         # (about one member's generation), then stops with the "trained" checkpoint. A
@@ -84,7 +84,7 @@ class LeagueTraining:
             self.db.add_generation(self.run_id, r.name, g, r.frames, r.started_at,
                                    r.finished_at, r.worker)
             log.info("generation %d: %s trained %d %s in %.0fs (%s)", g, r.name, r.frames,
-                     _counts(self._member(r.name)), r.finished_at - r.started_at, r.worker)
+                     count_unit(self._member(r.name)), r.finished_at - r.started_at, r.worker)
             done[r.name] = r
         for m in todo:
             self._apply(m, done[m.name])
@@ -112,7 +112,7 @@ class LeagueTraining:
         LLM team's GRPO episodes are not frames, and count only in a league of LLM teams
         alone. (Runs before this counted them as frames: resumed, their step goes on from
         the sum it had.)"""
-        if _counts(m) == self.unit:
+        if count_unit(m) == self.unit:
             self.frames += n
 
     def plan(self, generation: int | None = None) -> TrainPlan:
@@ -202,7 +202,7 @@ class LeagueTraining:
                                          r.finished_at, r.worker)
             timing.add(m.name, g, r.frames, r.started_at, r.finished_at)
             log.info("generation %d: %s trained %d %s in %.0fs (%s)", g, r.name, r.frames,
-                     _counts(m), r.finished_at - r.started_at, r.worker)  # as sync=True
+                     count_unit(m), r.finished_at - r.started_at, r.worker)  # as sync=True
             self._apply(m, r)
             self.progress[m.name] = (g, "trained")
             self._save()

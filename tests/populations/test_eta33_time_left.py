@@ -15,11 +15,11 @@ import games
 from marl.mappo import MAPPO
 from populations.league import League
 from populations.league_progress import (
-    _time_left,
     async_pairs_left,
     recorded_training,
     sync_pairs,
     sync_pairs_left,
+    time_left,
 )
 from populations.members import MAPPOMember
 from tests.populations.test_league import _kuhn
@@ -44,14 +44,14 @@ def _seconds(text: str) -> float:
 def test_the_estimate_is_the_training_mean_plus_the_pairs_left_at_the_mean_pair():
     # 2 generations trained in 20 s besides evaluation: 10 s each, 2 left: 20 s; 12 pairs
     # evaluated in 6 s: 0.5 s a pair, 100 pairs left: 50 s
-    assert _time_left(20, 2, 4, eval_seconds=6, pairs=12, pairs_left=100) == \
+    assert time_left(20, 2, 4, eval_seconds=6, pairs=12, pairs_left=100) == \
         "; about 70s left"
-    assert _time_left(20, 2, 4, eval_seconds=600, pairs=12, pairs_left=100) == \
+    assert time_left(20, 2, 4, eval_seconds=600, pairs=12, pairs_left=100) == \
         "; about 84 min left"  # 20 + 50 * 100 = 5020 s
     # without the evaluation's timings: the mean generation times those left, as before
-    assert _time_left(20, 2, 4) == "; about 20s left"
-    assert _time_left(20, 2, 4, 6, 12, 100) != _time_left(20, 2, 4)
-    assert _time_left(20, 4, 4, 6, 12, 0) == _time_left(20, 0, 4, 6, 12, 100) == ""
+    assert time_left(20, 2, 4) == "; about 20s left"
+    assert time_left(20, 2, 4, 6, 12, 100) != time_left(20, 2, 4)
+    assert time_left(20, 4, 4, 6, 12, 0) == time_left(20, 0, 4, 6, 12, 100) == ""
 
 
 def test_the_pair_schedule_is_the_walkers_league():
@@ -72,10 +72,10 @@ def test_the_pair_schedule_is_the_walkers_league():
 def test_the_walkers_run_after_generation_1_is_estimated_with_its_bigger_evaluation():
     # l_mixed_push's log: generation 1 trained 10 + 4 + 3 + 4 s; generation 0 evaluated 6
     # pairs in 5 s, generation 1 22 in 17 s; the old line said the run's 43 s so far again
-    new = _time_left(21, 1, 2, eval_seconds=5 + 17, pairs=6 + 22,
-                     pairs_left=sync_pairs_left(4, 0, 1, 2))
+    new = time_left(21, 1, 2, eval_seconds=5 + 17, pairs=6 + 22,
+                    pairs_left=sync_pairs_left(4, 0, 1, 2))
     assert new == "; about 51s left"  # 21 + 22 / 28 * 38 = 50.9
-    assert _seconds(new) > _seconds(_time_left(43, 1, 2)) == 43
+    assert _seconds(new) > _seconds(time_left(43, 1, 2)) == 43
 
 
 @pytest.mark.parametrize("window", [0, 6, 4])
@@ -87,10 +87,10 @@ def test_a_growing_evaluation_is_estimated_above_the_mean_generation(window):
     members, total, T, t = 4, 10, 30.0, 0.5
     played = sync_pairs(members, window, 0) + sync_pairs(members, window, 1)
     rest = sum(T + t * sync_pairs(members, window, g) for g in range(2, total + 1))
-    new = _time_left(T, 1, total, eval_seconds=t * played, pairs=played,
-                     pairs_left=sync_pairs_left(members, window, 1, total))
-    old = _time_left(T + t * sync_pairs(members, window, 1), 1, total)
-    assert new == _time_left(rest, 1, 2)  # the same seconds, said alike
+    new = time_left(T, 1, total, eval_seconds=t * played, pairs=played,
+                    pairs_left=sync_pairs_left(members, window, 1, total))
+    old = time_left(T + t * sync_pairs(members, window, 1), 1, total)
+    assert new == time_left(rest, 1, 2)  # the same seconds, said alike
     if window == 4:
         assert new == old == "; about 6 min left"  # (30 + 0.5 * 22) * 9 = 369 s
     else:
@@ -129,7 +129,7 @@ def test_a_resume_estimates_from_the_recorded_training_then_from_its_own_timings
         # nothing timed by this process yet: generation 1's recorded training, 2 left
         seconds, done = recorded_training(league.db.generations(league.run_id))
         assert done == 1 and seconds > 0
-        assert league._left() == _time_left(seconds, 1, 3)
+        assert league._left() == time_left(seconds, 1, 3)
         league.run()
     finally:
         league.close()

@@ -15,9 +15,9 @@ import pytest
 
 from populations.league_progress import (
     AsyncTiming,
-    _time_left,
     async_time_left,
     recorded_estimate,
+    time_left,
 )
 from tests.populations.test_prog35_time_left import (
     FRAMES,
@@ -129,7 +129,7 @@ def test_the_loops_time_left_is_per_member(tmp_path):
         assert timing.estimate() == (80.0 / 2, 6)  # recorded_estimate's
         assert league._async_left(timing) == "; about 40s left"  # b's 2 x 20 s alone
         # the mean of all over the actors (80 / 2 / 6 a generation, 2 left) would say 13 s
-        assert _time_left(*timing.estimate(), 8) == "; about 13s left"
+        assert time_left(*timing.estimate(), 8) == "; about 13s left"
         # a member with no generation recorded yet takes the mean of them all
         fresh = AsyncTiming([], league.members, 2)
         fresh.add("a", 1, FRAMES, 0.0, 12.0)

@@ -25,7 +25,7 @@ import populations.league as league_module
 import populations.rollouts as rollouts_module
 from populations.experiment import run_experiment
 from populations.league import League
-from populations.league_progress import _time_left
+from populations.league_progress import time_left
 from tests.populations.test_rollouts import _collector, _learner
 
 
@@ -83,11 +83,11 @@ def test_an_llm_member_counts_to_its_generation_and_the_league_says_the_time_lef
 
 
 def test_the_time_left_is_the_mean_generation_times_those_left():
-    assert _time_left(20, 1, 4) == "; about 60s left"
-    assert _time_left(30, 1, 4) == "; about 2 min left"
-    assert _time_left(600, 2, 4) == "; about 10 min left"
-    assert _time_left(7200, 1, 4) == "; about 6.0 h left"
-    assert _time_left(30, 0, 4) == _time_left(30, 4, 4) == ""
+    assert time_left(20, 1, 4) == "; about 60s left"
+    assert time_left(30, 1, 4) == "; about 2 min left"
+    assert time_left(600, 2, 4) == "; about 10 min left"
+    assert time_left(7200, 1, 4) == "; about 6.0 h left"
+    assert time_left(30, 0, 4) == time_left(30, 4, 4) == ""
 
 
 def test_a_resume_says_it_loads_before_it_has_loaded(tmp_path, caplog):
