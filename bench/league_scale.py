@@ -22,8 +22,8 @@ Then, per league, baseline against the new path:
   and its interval over the newest ``ALPHARANK_MAX_SNAPSHOTS`` (64) snapshots, against the
   same with the bound lifted to all N (leagues of more than 64 snapshots); two of its
   parts alone: the α → ∞ chain of the ranked k = min(N, 64) snapshots built as array ops
-  (``_inf_alpha_pi``) against OpenSpiel's ``alpharank.compute`` (loops over the k² pairs),
-  and the pair bootstraps batched by episode count (``_pairs_stats``) against one
+  (``inf_alpha_pi``) against OpenSpiel's ``alpharank.compute`` (loops over the k² pairs),
+  and the pair bootstraps batched by episode count (``pairs_stats``) against one
   ``pair_stats`` call per pair, on the same (at most 2,000) pairs, each checked equal.
 - **win_rates**: a matchmaking draw's read of the latest snapshot's win rates (one row of
   the payoff table, ``payoff_rows``) against reading the whole table (before 2c7f023);
@@ -204,10 +204,10 @@ def bench_crossplay(db: LeagueDB, run: int, n: int) -> dict[str, Any]:
                                       else table.table["margin"][i][j] for j in pos]
                                      for i in pos], dtype=np.float64))
     np.fill_diagonal(payoff, 0.0)
-    ar = cp._import_alpharank()
+    ar = cp.import_alpharank()
     looped, *out["chain_loop"] = timed(
         lambda: ar.compute([payoff], m=50, use_inf_alpha=True)[2])
-    arrays, *out["chain_arrays"] = timed(lambda: cp._inf_alpha_pi(payoff))
+    arrays, *out["chain_arrays"] = timed(lambda: cp.inf_alpha_pi(payoff))
     if not np.allclose(np.asarray(looped).reshape(-1), arrays, atol=1e-9):
         raise SystemExit("the α → ∞ chain's array ops differ from alpharank.compute")
     out["chain_k"] = len(pos)
@@ -224,7 +224,7 @@ def bench_crossplay(db: LeagueDB, run: int, n: int) -> dict[str, Any]:
                 for ab, m in pairs.items()}
 
     each, *out["boot_loop"] = timed(one_by_one)
-    batched, *out["boot_batched"] = timed(lambda: cp._pairs_stats(
+    batched, *out["boot_batched"] = timed(lambda: cp.pairs_stats(
         pairs, queries.CROSSPLAY_SEED, cp.RESAMPLES, cp.CONFIDENCE, cp.TOL))
     for ab, s in each.items():
         t = batched[ab]

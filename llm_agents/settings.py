@@ -175,9 +175,9 @@ class ActionConfig:
         _registry_check(self, self._check_mode)
 
     def _check_mode(self) -> None:
-        from llm_agents.actions import _MODES, available_modes  # the modes are torch code
+        from llm_agents.actions import available_modes  # the modes are torch code
 
-        if self.mode not in _MODES:
+        if self.mode not in available_modes():
             raise ValueError(f"mode={self.mode!r} unknown; choose one of {available_modes()}")
 
 

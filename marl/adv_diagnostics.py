@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from marl.advantages import KEY_NAMES, AdvantageKeys, KeyNames, _FlatKeys
+from marl.advantages import KEY_NAMES, AdvantageKeys, FlatKeys, KeyNames
 from marl.configs import AdvantageConfig
 from marl.returns import dense_key
 
@@ -99,7 +99,7 @@ def advantage_diagnostics(values: Tensor, advantages: Tensor, keys: AdvantageKey
     if m is not None:
         r, a = torch.where(m, r, 0.0), torch.where(m, a, 0.0)
     cols = [torch.ones_like(r) if m is None else m.double(), r, r * r, a, a * a]
-    flat = _FlatKeys(keys, values.shape)
+    flat = FlatKeys(keys, values.shape)
     named = [(n, c) for n, c in (("agent", flat.agent), ("role", flat.role)) if c is not None]
     if named:  # one row per (agent, role) pair: its sums, then its agent and role ids
         key = dense_key(*(c for _, c in named))

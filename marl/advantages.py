@@ -168,7 +168,7 @@ KeyNames = Mapping[str, Sequence[str]]
 """Names of key ids, per key kind: ``{"agent": ["scout_0", "solver_0"], "role": [...]}``."""
 
 
-class _FlatKeys:
+class FlatKeys:
     """``AdvantageKeys`` broadcast to ``shape`` and flattened [N] on first use (an adv_norm
     reads few); integer dtypes are checked at once, shapes on first use."""
 
@@ -550,7 +550,7 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
         raise ValueError(f"adv_norm {adv_norm!r} needs state=RoleEMABaseline(); got {state!r}")
     if cfg.per_trajectory and keys.trajectory is None:
         raise ValueError("per_trajectory statistics need keys.trajectory; got None")
-    shape, flat = values.shape, _FlatKeys(keys, values.shape)
+    shape, flat = values.shape, FlatKeys(keys, values.shape)
     m = None if mask is None else mask.to(torch.bool)
     m = None if m is None else (m if m.shape == shape else m.broadcast_to(shape)).reshape(-1)
     w = None if weights is None else weights.broadcast_to(shape).reshape(-1)

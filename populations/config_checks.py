@@ -360,7 +360,7 @@ def check_section_values(items: Sequence[tuple[str, Any, str | None]],
         sub = key[len(path) + 1:]
         if not sub:  # the section as its presets set it (llm=hf)
             continue
-        if _is_flag(node, sub):  # OmegaConf reads mappo.value_norm=2 as true
+        if is_flag(node, sub):  # OmegaConf reads mappo.value_norm=2 as true
             check_flag(key, value)
         try:
             OmegaConf.update(node, sub, value, merge=True)
@@ -443,7 +443,7 @@ def _whole_refusal(node: Any, path: str, cls: type, sub: str, whole: int,
     return None
 
 
-def _is_flag(node: Any, sub: str) -> bool:
+def is_flag(node: Any, sub: str) -> bool:
     """Whether the setting at dotted path ``sub`` of ``node`` (a section's config) is a
     true/false one."""
     from omegaconf import BooleanNode, DictConfig

@@ -205,8 +205,8 @@ def _mirror(s: dict[str, Any]) -> dict[str, Any]:
 STATS = ("win", "draw", "loss", "margin")
 
 
-def _pairs_stats(pairs: dict[tuple[int, int], np.ndarray], seed: int, resamples: int,
-                 confidence: float, tol: float) -> dict[tuple[int, int], dict[str, Any]]:
+def pairs_stats(pairs: dict[tuple[int, int], np.ndarray], seed: int, resamples: int,
+                confidence: float, tol: float) -> dict[tuple[int, int], dict[str, Any]]:
     """:func:`pair_stats` of every pair, the same numbers: each pair's resample means come
     from its own :func:`pair_rng` through the same :func:`boot_means`, one pair at a time
     (the draws are the cost, and they cannot be shared), into the rows of a
@@ -279,7 +279,7 @@ def crossplay(eps: Episodes, resamples: int = RESAMPLES, seed: int = 0,
     table: dict[str, list[list[float | None]]] = {nm: [[None] * k for _ in range(k)]
                                                  for nm in names}
     boot: dict[tuple[int, int], np.ndarray] = {}
-    for (a, b), s in _pairs_stats(pairs, seed, resamples, confidence, tol).items():
+    for (a, b), s in pairs_stats(pairs, seed, resamples, confidence, tol).items():
         boot[(pos[a], pos[b])] = s["margin_boot"]
         for (i, j), st in (((pos[a], pos[b]), s), ((pos[b], pos[a]), _mirror(s))):
             n[i][j] = st["n"]
@@ -327,7 +327,7 @@ def elo_bootstrap(eps: Episodes, ids: Sequence[int], resamples: int = RESAMPLES,
 
 
 # ----------------------------------------------------------------------------- α-Rank
-def _import_alpharank() -> types.ModuleType:
+def import_alpharank() -> types.ModuleType:
     """OpenSpiel's alpharank. Its module imports the plotting module, which needs
     matplotlib even though :func:`alpharank.compute` draws nothing; without matplotlib, a
     stand-in plotting module is registered first (so the real one never runs: its failed
@@ -352,7 +352,7 @@ def _import_alpharank() -> types.ModuleType:
 INF_ALPHA_EPS = 0.01  # alpharank.compute's default noise of the α → ∞ model
 
 
-def _inf_alpha_pi(payoff: np.ndarray, eps: float = INF_ALPHA_EPS) -> np.ndarray:
+def inf_alpha_pi(payoff: np.ndarray, eps: float = INF_ALPHA_EPS) -> np.ndarray:
     """Stationary distribution of α-Rank's α → ∞ chain of the single-population game
     ``payoff`` (k, k), k >= 2: OpenSpiel's ``_get_singlepop_transition_matrix`` with
     ``use_inf_alpha`` built as array ops (it loops over the k² pairs in Python, ~0.5 s at
@@ -361,7 +361,7 @@ def _inf_alpha_pi(payoff: np.ndarray, eps: float = INF_ALPHA_EPS) -> np.ndarray:
     reached with η(1 − ε) when it earns more against s than s against it, η/2 on a tie
     (``np.isclose``, atol 1e-14) and η ε otherwise, η = 1 / (k − 1); the diagonal is
     one minus the row, summed left to right as there."""
-    ar = _import_alpharank()
+    ar = import_alpharank()
     k = payoff.shape[0]
     eta = 1.0 / (k - 1)
     gain, keep = payoff.T, payoff  # gain[s, r]: r against s; keep[s, r]: s against r
@@ -374,12 +374,12 @@ def _inf_alpha_pi(payoff: np.ndarray, eps: float = INF_ALPHA_EPS) -> np.ndarray:
 
 def _alpharank_pi(payoff: np.ndarray, alpha: float | None, m: int) -> np.ndarray:
     """α-Rank's stationary masses of ``payoff`` (k, k): the α → ∞ chain directly
-    (:func:`_inf_alpha_pi`), a finite α through ``alpharank.compute``."""
+    (:func:`inf_alpha_pi`), a finite α through ``alpharank.compute``."""
     if payoff.shape[0] == 1:
         return np.ones(1)
     if alpha is None:
-        return _inf_alpha_pi(payoff)
-    return np.asarray(_import_alpharank().compute([payoff], m=m, alpha=alpha)[2], dtype=float)
+        return inf_alpha_pi(payoff)
+    return np.asarray(import_alpharank().compute([payoff], m=m, alpha=alpha)[2], dtype=float)
 
 
 def complete_subset(defined: np.ndarray) -> list[int]:

@@ -77,10 +77,10 @@ def section_config(entry: LearnerEntry, values: Mapping[str, Any], base: Any = N
         node = writable(OmegaConf.structured(default))
     except (OmegaConfBaseException, ValueError):  # a field type OmegaConf cannot hold
         return _plain_section_config(path, default, values)
-    from populations.config_checks import _is_flag, check_flag
+    from populations.config_checks import check_flag, is_flag
 
     for key, value in _flat(values):
-        if _is_flag(node, key):  # OmegaConf reads 2 as true (a member's value_norm: 2)
+        if is_flag(node, key):  # OmegaConf reads 2 as true (a member's value_norm: 2)
             check_flag(f"{path}.{key}", value)
         try:
             OmegaConf.update(node, key, value, merge=True)

@@ -79,8 +79,7 @@ def exact_walk(why: str) -> contextlib.AbstractContextManager[None]:
     of a caller's own (selfplay-train's, whose reason names its keys) that reason stands."""
     from populations import exploitability as ex  # torch: PSROConfig is checked before it
 
-    # (no public word of an open exact_check: exploitability's ContextVar is read)
-    return contextlib.nullcontext() if ex._WHY.get() is not None else ex.exact_check(why)
+    return contextlib.nullcontext() if ex.in_exact_check() else ex.exact_check(why)
 
 
 def why_not_exact(game_obj: games.Game, seats_of: Mapping[str, Sequence[str]]) -> str | None:

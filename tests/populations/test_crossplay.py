@@ -239,9 +239,9 @@ def test_alpharank_stand_in_answers_introspection_like_a_module():
     ImportError: that failed an unrelated hypothesis test run after the dashboard's."""
     import sys
 
-    from populations.crossplay import _import_alpharank
+    from populations.crossplay import import_alpharank
 
-    _import_alpharank()
+    import_alpharank()
     mod = sys.modules["open_spiel.python.egt.alpharank_visualizer"]
     assert getattr(mod, "__file__", "absent") in ("absent", None) or isinstance(mod.__file__,
                                                                                  str)

@@ -1,4 +1,4 @@
-"""The batched pair bootstraps (``crossplay._pairs_stats``) and ``Episodes.pairs`` against
+"""The batched pair bootstraps (``crossplay.pairs_stats``) and ``Episodes.pairs`` against
 their one-pair-at-a-time definitions: the same bits at every episode count and chunk size,
 the RNG draws pinned, and no block of every pair's resample indices held at once."""
 
@@ -26,7 +26,7 @@ def test_batched_pairs_equal_pair_stats_at_every_episode_count(chunk, resamples,
     # the 30 of the largest pair's single row
     monkeypatch.setattr(cp, "CHUNK", chunk)
     margins = _margins([1, 2, 2, 3, 8, 9, 16, 16, 17, 25, 30, 64, 2, 16])
-    got = cp._pairs_stats(margins, 4, resamples, cp.CONFIDENCE, cp.TOL)
+    got = cp.pairs_stats(margins, 4, resamples, cp.CONFIDENCE, cp.TOL)
     assert got.keys() == margins.keys()
     for ab, m in margins.items():
         want = cp.pair_stats(m, cp.pair_rng(4, *ab), resamples=resamples)
@@ -65,7 +65,7 @@ def test_batched_pairs_hold_one_pairs_draws_not_every_pairs():
     margins = _margins([n] * count)
     tracemalloc.start()
     try:
-        cp._pairs_stats(margins, 0, resamples, cp.CONFIDENCE, cp.TOL)
+        cp.pairs_stats(margins, 0, resamples, cp.CONFIDENCE, cp.TOL)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

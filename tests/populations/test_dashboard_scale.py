@@ -200,21 +200,21 @@ def test_compact_forms_carry_the_same_data(league):
 
 
 def test_inf_alpha_chain_matches_openspiel():
-    ar = cp._import_alpharank()
+    ar = cp.import_alpharank()
     rng = np.random.default_rng(1)
     for k in (2, 3, 5, 12, 30):
         for _ in range(4):
             a = np.triu(rng.integers(-2, 3, size=(k, k)).astype(float), 1)
             a = a - a.T  # antisymmetric, with ties
             want = np.asarray(ar.compute([a], m=50, use_inf_alpha=True)[2])
-            assert np.array_equal(cp._inf_alpha_pi(a), want)
+            assert np.array_equal(cp.inf_alpha_pi(a), want)
 
 
 def test_batched_pair_statistics_equal_the_pair_by_pair_ones():
     rng = np.random.default_rng(2)
     margins = {(1, 2): rng.normal(size=2), (1, 3): rng.normal(size=5),
                (2, 3): rng.normal(size=2), (3, 4): np.ones(2), (4, 9): rng.normal(size=40)}
-    got = cp._pairs_stats(margins, 0, cp.RESAMPLES, cp.CONFIDENCE, cp.TOL)
+    got = cp.pairs_stats(margins, 0, cp.RESAMPLES, cp.CONFIDENCE, cp.TOL)
     for ab, m in margins.items():
         want = cp.pair_stats(m, cp.pair_rng(0, *ab))
         assert want.keys() == got[ab].keys()
