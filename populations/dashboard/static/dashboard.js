@@ -89,9 +89,15 @@
   };
   const PLOT_CONFIG = { responsive: true, displaylogo: false };
 
-  // Plotly's own "responsive" follows only the window; grid cells change size on their own
+  // Plotly's own "responsive" follows only the window; grid cells change size on their own.
+  // A chart just hidden (the metric chart when another run is picked) is not resized:
+  // Plotly rejects a div that is not displayed, and it is drawn again when shown
   const resizer = new ResizeObserver((entries) => {
-    for (const e of entries) if (e.target.data) Plotly.Plots.resize(e.target);
+    for (const e of entries) {
+      const div = e.target;
+      if (!div.data || div.hidden || div.offsetParent === null) continue;
+      Plotly.Plots.resize(div).catch(() => {}); // removed meanwhile: nothing to fit
+    }
   });
 
   function newChart(id) {
