@@ -292,7 +292,6 @@ def _load_model(name: str, entry: dict[str, Any],
 
     with torch.random.fork_rng(devices=[]):
         model = build_checked(build, entry["weights"], f"model {name!r}")
-    model.load_state_dict(entry["weights"])
     # frozen like the learner's own snapshot (MultiTurnGRPO.policy): with weights that require
     # grad, a loaded snapshot's probabilities differed from the learner's in the 7th digit
     return model.to(device).eval().requires_grad_(False), tokenizer

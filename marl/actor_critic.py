@@ -647,5 +647,4 @@ class PPOPolicy(Policy):
                 payload["actors"], "mappo actors")
         except EncoderError as err:  # the user's code, not the file: said as it is
             raise PolicyLoadError(str(err)) from err
-        actors.load_state_dict(payload["actors"])
         return cls(meta, net, groups, actors, payload["node_dim"])

@@ -32,6 +32,7 @@ import torch
 
 from games import ActionSpace, GameSpec, VecStep
 from marl.fileio import atomic_write, check_torch_zip, not_a_file
+from marl.networks import weights_to_load
 from marl.state_checks import nonfinite_tensor, short_repr
 
 POLICY_FORMAT = 1
@@ -442,13 +443,16 @@ MAX_BUILD_SLACK_BYTES = 64 * 2**20
 
 
 def build_checked(build: Callable[[], M], weights: Any, what: str) -> M:
-    """``build()``, once a dry run on the meta device shows the module fits ``weights``.
+    """``build()`` holding ``weights``, once a dry run on the meta device shows it fits them.
 
     A snapshot chooses the sizes its loader builds (hidden widths, layers, vocabulary); this
     check means a crafted file can make the loader allocate no more than about what the file
     itself holds: the module's state-dict names and shapes must equal ``weights``' and its
     parameters and buffers may take at most twice their bytes plus
-    :data:`MAX_BUILD_SLACK_BYTES`. The caller still loads ``weights`` into the result.
+    :data:`MAX_BUILD_SLACK_BYTES`. The module is built inside
+    :func:`marl.networks.weights_to_load` (no orthogonal initialisation of weights the load
+    overwrites: most of a snapshot's load time) and ``weights`` are loaded into it here, so
+    no caller sees it before they are.
 
     Raises:
         PolicyLoadError: ``weights`` is not a state dict of tensors, or does not fit.
@@ -457,7 +461,7 @@ def build_checked(build: Callable[[], M], weights: Any, what: str) -> M:
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()
     ):
         raise PolicyLoadError(f"{what}: weights are not a dict of named tensors")
-    with torch.device("meta"), torch.random.fork_rng(devices=[]):
+    with torch.device("meta"), torch.random.fork_rng(devices=[]), weights_to_load():
         probe = build()
     expected = {k: tuple(v.shape) for k, v in probe.state_dict().items()}
     given = {k: tuple(v.shape) for k, v in weights.items()}
@@ -479,7 +483,10 @@ def build_checked(build: Callable[[], M], weights: Any, what: str) -> M:
             f"{what}: the saved configuration asks for {need / 2**20:.0f} MiB, far more than "
             f"the {have / 2**20:.0f} MiB of weights saved with it"
         )
-    return build()
+    with weights_to_load():
+        module = build()
+    module.load_state_dict(weights)  # every parameter: the names were checked equal above
+    return module
 
 
 def policy_bytes(policy: Policy) -> bytes:

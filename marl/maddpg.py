@@ -75,7 +75,7 @@ from marl.core import (
     resolve_device,
 )
 from marl.guards import FiniteGuard
-from marl.networks import masked_logits
+from marl.networks import masked_logits, orthogonal_
 from marl.optim import Adam
 from marl.registry import register_learner
 from marl.replay import (
@@ -100,8 +100,8 @@ class GroupedLinear(nn.Module):
         self.weight = nn.Parameter(torch.empty(groups, d_in, d_out))
         self.bias = nn.Parameter(torch.zeros(groups, d_out))
         with torch.no_grad():
-            for g in range(groups):  # init only
-                self.weight[g] = nn.init.orthogonal_(torch.empty(d_out, d_in), gain).T
+            for g in range(groups):  # init only (none when weights are loaded over it)
+                self.weight[g] = orthogonal_(torch.empty(d_out, d_in), gain).T
 
     def forward(self, x_BAI: Tensor, group_A: Tensor) -> Tensor:
         """``[B, A, I] → [B, A, H]``; slot ``a`` uses the weights of group ``group_A[a]``."""
@@ -285,7 +285,6 @@ class MADDPGPolicy(Policy):
         actor = build_checked(  # sizes come from the file: dry run first
             lambda: GroupedMLP(w0.shape[0], w0.shape[1], payload["hidden"], width),
             payload["actor"], "maddpg actor")
-        actor.load_state_dict(payload["actor"])
         return cls(
             meta,
             actor,

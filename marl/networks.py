@@ -6,7 +6,9 @@ Shape legend: ``B`` batch (copies × steps), ``A`` agents, ``O`` observation wid
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import contextvars
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -14,6 +16,29 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 NEG_INF = -1e9  # logit of an illegal action (finite, so all-illegal rows stay NaN-free)
+
+_WEIGHTS_TO_LOAD: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "weights_to_load", default=False)
+
+
+@contextlib.contextmanager
+def weights_to_load() -> Iterator[None]:
+    """Modules built inside skip their orthogonal initialisation: every weight is about to be
+    overwritten by a state dict (``marl.core.build_checked`` loads it). Why: the QR
+    decompositions were most of a snapshot's load time (a policy-cache miss in a league).
+    The flag is a context variable, so a learner built meanwhile in another thread (or after
+    the block) initialises exactly as ever."""
+    token = _WEIGHTS_TO_LOAD.set(True)
+    try:
+        yield
+    finally:
+        _WEIGHTS_TO_LOAD.reset(token)
+
+
+def orthogonal_(weight: torch.Tensor, gain: float = 1.0) -> torch.Tensor:
+    """``nn.init.orthogonal_(weight, gain)``, or ``weight`` untouched inside
+    :func:`weights_to_load` (no random numbers drawn)."""
+    return weight if _WEIGHTS_TO_LOAD.get() else nn.init.orthogonal_(weight, gain)
 
 
 class _SigmoidTanh(torch.autograd.Function):
@@ -73,7 +98,7 @@ def mlp(
 
 def _ortho(layer: nn.Linear, gain: float, orthogonal: bool = True) -> nn.Linear:
     if orthogonal:
-        nn.init.orthogonal_(layer.weight, gain)
+        orthogonal_(layer.weight, gain)
         nn.init.zeros_(layer.bias)
     return layer
 

@@ -269,7 +269,6 @@ class ValueDecompPolicy(Policy):
                 payload["obs_width"], len(meta.agents), payload["num_actions"], payload["hidden"]
             ),
             payload["qnet"], "q-network")
-        qnet.load_state_dict(payload["qnet"])
         return cls(meta, qnet, payload["epsilon"], payload["seed"])
 
 
