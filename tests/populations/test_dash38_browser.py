@@ -4,12 +4,47 @@ direction, long names are cut in charts, a large cross-play table is bounded."""
 
 from __future__ import annotations
 
+import itertools
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
-import pytest
+from populations.dashboard import BackgroundServer, create_app
+from populations.db import LeagueDB, MatchRow
+from tests.populations import test_dashboard_browser as tdb
+from tests.populations.test_dashboard_browser import REFRESH_S, Page, expect, run_ids
 
-from tests.populations.test_dashboard_browser import (  # noqa: F401  (pytest fixtures)
-    Page, context, expect, league_dir, page, run_ids, server)
+# the browser tests' fixtures: one Chromium, the built league and its server
+context, league_dir, server, page = tdb.context, tdb.league_dir, tdb.server, tdb.page
+
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: reverses the text after it, to the paragraph's end
+
+
+def small_league(folder: Path, members: Sequence[str], run_name: str = "small") -> Path:
+    """``folder/league.db``: one run whose members (one snapshot each) all met once, rated
+    and with payoffs, written straight through :class:`LeagueDB` (no training)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    db = LeagueDB(folder / "league.db")
+    run = db.create_run(run_name, experiment="exp", game="g")
+    sids = []
+    for name in members:
+        mid = db.add_member(run, name, "mappo", ["r"])
+        sids.append(db.add_snapshot(mid, 0, f"/nowhere/{mid}.pt", "mappo", "g", ["r"]))
+    db.add_ratings(run, 1, [(s, 1000.0 + i, 25.0, 8.0, 2) for i, s in enumerate(sids)])
+    pairs = list(itertools.combinations(sids, 2))
+    db.add_matches(run, [MatchRow(f"m{a}-{b}", "g", {"p0": a, "p1": b}, {"p0": 1.0, "p1": -1.0})
+                         for a, b in pairs])
+    db.set_payoffs(run, [e for a, b in pairs
+                         for e in ((a, b, 2.0, 1.0, 1, False), (b, a, -2.0, 0.0, 1, False))])
+    db.close()
+    return folder
+
+
+def open_run(page: Page, folder: Path) -> BackgroundServer:
+    srv = BackgroundServer(create_app([folder], refresh_s=REFRESH_S)).start()
+    page.page.goto(srv.url)
+    page.page.wait_for_selector("#league-table tbody tr")
+    return srv
 
 
 def test_switching_runs_with_a_metric_shown_logs_no_error(page: Page, server, league_dir):
@@ -26,3 +61,78 @@ def test_switching_runs_with_a_metric_shown_logs_no_error(page: Page, server, le
     expect(page.page.locator("#metric-chart")).to_be_hidden()
     page.page.wait_for_timeout(500)  # the observer's callback runs after layout
     assert page.errors == []
+
+
+def test_a_right_to_left_override_in_a_name_stays_inside_the_name(page: Page, tmp_path):
+    # U+202E in the run's name reversed the title's text after it ("started ...")
+    folder = small_league(tmp_path / "rlo", [f"m{RLO}ab", "plain"], run_name=f"run{RLO}xyz")
+    srv = open_run(page, folder)
+    try:
+        expect(page.page.locator("#run-title")).to_contain_text("started")
+        # the status part is drawn right of the name, not pulled in front of it
+        left, right = page.page.evaluate("""() => {
+            const h = document.getElementById("run-title");
+            const span = h.querySelector("span.muted");
+            const r = document.createRange();
+            r.setStartBefore(h.firstChild); r.setEndBefore(span);
+            return [span.getBoundingClientRect().left, r.getBoundingClientRect().right];
+        }""")
+        assert left >= right - 1
+        for sel in ("#league-table td.member", "#runs-table td", "#crossplay-table td.member"):
+            iso = page.page.eval_on_selector_all(sel, """cells => cells.every(td =>
+                getComputedStyle(td).unicodeBidi === "isolate"
+                || [...td.children].some(c => c.tagName === "BDI"))""")
+            assert iso, sel
+        assert page.errors == []
+    finally:
+        srv.stop()
+
+
+def test_a_large_cross_play_table_is_bounded_and_all_of_it_reachable(page: Page, tmp_path):
+    # 200 members drew 14,270 rows (162k DOM nodes); the page shows a bounded number first
+    members = [f"m{i:02d}" for i in range(16)]  # 120 pairs
+    srv = open_run(page, small_league(tmp_path / "big", members))
+    try:
+        page.page.wait_for_selector("#crossplay-table tbody tr")
+        shown = page.rows("crossplay-table")
+        limit = page.page.evaluate("Number(document.getElementById('crossplay-more')"
+                                   ".dataset.limit)")
+        assert 0 < shown == limit < 120
+        more = page.page.locator("#crossplay-more")
+        expect(more).to_be_visible()
+        expect(more).to_contain_text("120")
+        more.click()
+        expect(page.page.locator("#crossplay-table tbody tr")).to_have_count(120)
+        expect(more).to_be_hidden()
+        # the next refresh keeps them all shown
+        after = int(page.page.get_attribute("body", "data-refreshes") or 0) + 1
+        expect(page.page.locator("body")).to_have_attribute(
+            "data-refreshes", re.compile(rf"^(?!({'|'.join(map(str, range(after)))})$)\d+$"),
+            timeout=60_000)
+        assert page.rows("crossplay-table") == 120
+        assert page.errors == []
+    finally:
+        srv.stop()
+
+
+def test_very_long_names_are_cut_in_charts_with_the_whole_name_on_hover(page: Page, tmp_path):
+    long = "x" * 500
+    srv = open_run(page, small_league(tmp_path / "long", [long, "short"]))
+    try:
+        page.rendered("payoff-chart")
+        page.rendered("elo-chart")
+        ticks = page.page.locator("#payoff-chart .ytick text").all_text_contents()
+        assert ticks and max(map(len, ticks)) <= 90, ticks
+        names = page.page.evaluate("""() => document.getElementById("elo-chart").data
+            .map(t => t.name)""")
+        assert max(map(len, names)) <= 90
+        metas = page.page.evaluate("""() => document.getElementById("elo-chart").data
+            .map(t => t.meta || t.name)""")
+        assert f"{long} v0" in metas  # the legend's cut name is whole on hover
+        hover = page.page.evaluate("""() => {
+            const t = document.getElementById("payoff-chart").data[0];
+            return JSON.stringify(t.text);}""")
+        assert long in hover  # the whole name is still there, on hover
+        assert page.errors == []
+    finally:
+        srv.stop()

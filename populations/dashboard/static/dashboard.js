@@ -17,6 +17,7 @@
     fetched: new Map(), // finished run → its row when its parts were last all fetched
     inflight: new Set(), // paths being fetched (a slow one is not asked again meanwhile)
     openSettings: new Set(), // members whose settings are unfolded (kept across redraws)
+    cross: null, crossAll: false, // the cross-play pairs shown; all of them, or the newest
   };
   const $ = (id) => document.getElementById(id);
   // "No ratings yet." while the selected run may still write them; a finished run's empty
@@ -60,6 +61,31 @@
   // ------------------------------------------------------------------ formatting
   const ENTITY = { "&": "&amp;", "<": "&lt;", ">": "&gt;" };
   const pt = (s) => String(s).replace(/[&<>]/g, (c) => ENTITY[c]); // text for Plotly labels
+  // a name as a chart's tick or legend shows it: at most LABEL_CHARS characters (a very
+  // long name squeezed the heatmap and ran over the legend); the hover shows all of it
+  const LABEL_CHARS = 80;
+  const cut = (s) => {
+    const t = String(s);
+    return t.length > LABEL_CHARS ? `${t.slice(0, LABEL_CHARS - 21)}…${t.slice(-20)}` : t;
+  };
+  // cut labels that stay distinct (a heatmap's categories are its labels)
+  function cutLabels(labels) {
+    const seen = new Map();
+    return labels.map((l) => {
+      let c = cut(l);
+      const n = seen.get(c) || 0;
+      seen.set(c, n + 1);
+      if (n) c = `${c} (${n + 1})`;
+      return c;
+    });
+  }
+  // a trace named by a database name: cut in the legend, whole on hover
+  function named(label, hover) {
+    const full = pt(label);
+    const name = pt(cut(label));
+    return name === full ? { name } : { name, meta: full, hovertemplate: `%{meta}<br>${hover}` +
+      "<extra></extra>" };
+  }
   const num = (v, digits) => (v == null ? "—" : Number(v).toFixed(digits));
   const pct = (v) => (v == null ? "—" : `${(100 * v).toFixed(1)}%`);
   const int = (v) => (v == null ? "—" : Number(v).toLocaleString("en-US"));
@@ -69,6 +95,14 @@
     const p = (n) => String(n).padStart(2, "0");
     return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ` +
       `${p(d.getHours())}:${p(d.getMinutes())}`;
+  }
+
+  // a name keeps its direction to itself: a U+202E (right-to-left override) in one reversed
+  // the text after it; <bdi> (and unicode-bidi: isolate on cells, in the style) isolate it
+  function bdi(text) {
+    const el = document.createElement("bdi");
+    el.textContent = text;
+    return el;
   }
 
   function cell(tr, text, cls, title) {
@@ -191,6 +225,7 @@
     }
     state.fetched.delete(key);
     state.metric = "";
+    state.crossAll = false;
     $("metric-select").value = "";
     $("metric-chart").hidden = true;
     for (const tr of $("runs-table").tBodies[0].rows) {
@@ -209,7 +244,7 @@
   function renderRunTitle(run) {
     const h = $("run-title");
     h.replaceChildren();
-    h.append(`${run.experiment || run.name} · ${run.name} `);
+    h.append(bdi(run.experiment || run.name), " · ", bdi(run.name), " ");
     const game = document.createElement("span");
     game.className = "muted";
     game.textContent = `${run.game || ""} · ${run.status} · started ${when(run.started_at)}`;
@@ -269,10 +304,15 @@
     });
     const summary = document.createElement("summary");
     // what tells it apart from the run's other members of its kind, else how many there are
-    summary.textContent = differ.length
-      ? differ.slice(0, 3).map((k) => `${k} = ${values.has(k) ? values.get(k) : "(unset)"}`)
-        .join(" · ") + (differ.length > 3 ? ` · +${differ.length - 3} more` : "")
-      : settingsCount(r.settings);
+    if (differ.length) {
+      for (const [i, k] of differ.slice(0, 3).entries()) {
+        summary.append(...(i ? [" · "] : []), bdi(k), " = ",
+          bdi(values.has(k) ? values.get(k) : "(unset)"));
+      }
+      if (differ.length > 3) summary.append(` · +${differ.length - 3} more`);
+    } else {
+      summary.textContent = settingsCount(r.settings);
+    }
     details.append(summary, settingsList(r.settings, new Set(differ)));
     td.appendChild(details);
   }
@@ -370,14 +410,16 @@
     if (doc.value_label) $("payoff-meaning").textContent = doc.value_label;
     if (!doc.ids.length) return emptyChart(div, `No evaluated pairs${yet()}.`);
     if (doc.cells) expandCells(doc);
-    const labels = doc.labels.map(pt);
+    const labels = cutLabels(doc.labels).map(pt);
+    const full = doc.labels.map(pt);
     const text = doc.value.map((row, i) => row.map((v, j) => (v == null ? "not played"
-      : `win rate per role-swapped pair ${pct(doc.win_rate[i][j])} · ` +
+      : `${full[i]} vs ${full[j]}<br>` +
+        `win rate per role-swapped pair ${pct(doc.win_rate[i][j])} · ` +
         `${doc.count[i][j]} pair${doc.count[i][j] === 1 ? "" : "s"}`)));
     const trace = {
       type: "heatmap", z: doc.value, x: labels, y: labels, text, zmid: 0,
       colorscale: PAYOFF_SCALE, xgap: 1, ygap: 1, hoverongaps: false,
-      hovertemplate: `%{y} vs %{x}<br>${what} %{z:.3f}<br>%{text}<extra></extra>`,
+      hovertemplate: `${what} %{z:.3f}<br>%{text}<extra></extra>`,
       colorbar: { title: { text: `${doc.exact ? "exact" : "mean"} ${what}` }, thickness: 12 },
     };
     if (doc.ids.length <= 12) trace.texttemplate = "%{z:.2f}";
@@ -405,8 +447,9 @@
       const held = s.run_last_step != null && end != null && s.run_last_step > end;
       const marks = s.step.map(() => 6);
       const trace = {
-        type: "scatter", mode: "lines+markers", x: s.step, y, name: pt(s.label),
-        line: { shape: "hv" }, marker: { size: marks }, ...extra,
+        type: "scatter", mode: "lines+markers", x: s.step, y,
+        ...named(s.label, "step %{x}: %{y}"), line: { shape: "hv" }, marker: { size: marks },
+        ...extra,
       };
       if (!held) return trace;
       const err = trace.error_y && { ...trace.error_y, array: [...trace.error_y.array, null] };
@@ -443,11 +486,18 @@
     });
   }
 
-  function renderCrossplay(doc) {
+  // pairs drawn before "show all": thousands of rows (a 200-member league's 14,270 made the
+  // page slow to lay out and to sort) are drawn only when asked for
+  const CROSSPLAY_ROWS = 100;
+
+  function drawCrossplayRows() {
+    const pairs = state.cross;
+    const all = state.crossAll || pairs.length <= CROSSPLAY_ROWS;
+    // the pairs come oldest snapshots first: the last ones are those of the newest
+    const shown = all ? pairs : pairs.slice(-CROSSPLAY_ROWS);
     const body = $("crossplay-table").tBodies[0];
     body.replaceChildren();
-    doc.pairs = pairRows(doc);
-    for (const p of doc.pairs) {
+    for (const p of shown) {
       const tr = document.createElement("tr");
       tr.dataset.pair = `${p.row}/${p.col}`;
       cell(tr, p.row_label, "member");
@@ -459,6 +509,18 @@
       cell(tr, ci(p.margin, p.margin_lo, p.margin_hi, n3), "num margin");
       body.appendChild(tr);
     }
+    const more = $("crossplay-more");
+    more.hidden = all;
+    more.dataset.limit = String(CROSSPLAY_ROWS);
+    more.textContent = `show all ${int(pairs.length)} pairs`;
+    $("crossplay-shown").textContent = all ? "" : `The ${int(CROSSPLAY_ROWS)} pairs of the ` +
+      `newest snapshots are shown, of ${int(pairs.length)}. `;
+  }
+
+  function renderCrossplay(doc) {
+    doc.pairs = pairRows(doc);
+    state.cross = doc.pairs;
+    drawCrossplayRows();
     $("crossplay-empty").hidden = doc.pairs.length > 0;
     $("crossplay-empty").textContent = `No episodes between two different snapshots${yet()}.`;
     const ranked = [...doc.ratings].sort((a, b) =>
@@ -484,7 +546,8 @@
     const updating = doc.stale ? ` Updating: these figures count ${int(doc.as_of.matches)} ` +
       "recorded episodes; newer ones are being added." : "";
     const out = ar.left_out_labels.length
-      ? ` Left out of α-Rank (not met by every other snapshot): ${ar.left_out_labels.join(", ")}.`
+      ? " Left out of α-Rank (not met by every other snapshot): " +
+        `${ar.left_out_labels.map((l) => `\u2068${l}\u2069`).join(", ")}.` // each isolated
       : "";
     $("alpharank-note").textContent = `${int(doc.episodes)} two-snapshot episodes; ` +
       `${int(doc.resamples)} bootstrap resamples per pair (Elo replay: ` +
@@ -525,7 +588,8 @@
     for (const [i, seat] of doc.seats.entries()) {
       const div = box.children[i];
       const traces = seat.weights.map((w, k) => ({
-        type: "bar", x: doc.iteration, y: w, name: pt(`${seat.seat} ${seat.members[k]}`),
+        type: "bar", x: doc.iteration, y: w,
+        ...named(`${seat.seat} ${seat.members[k]}`, "iteration %{x}: %{y}"),
       }));
       await plot(div, traces, {
         barmode: "stack", showlegend: seat.members.length <= 20,
@@ -541,7 +605,7 @@
   // marker: a line of one point draws nothing
   const curve = (s) => ({
     type: "scatter", mode: s.step.length === 1 ? "markers" : "lines", x: s.step, y: s.value,
-    name: pt(s.member ? `${s.key} · ${s.member}` : s.key),
+    ...named(s.member ? `${s.key} · ${s.member}` : s.key, "step %{x}: %{y}"),
   });
 
   async function renderLearner(doc) {
@@ -691,6 +755,10 @@
     resizer.observe($(id));
   }
   $("league-table").tHead.addEventListener("click", onSortClick);
+  $("crossplay-more").addEventListener("click", () => {
+    state.crossAll = true;
+    drawCrossplayRows();
+  });
   $("metric-select").addEventListener("change", (ev) => {
     state.metric = ev.target.value;
     if (!state.metric) { $("metric-chart").hidden = true; return; }
