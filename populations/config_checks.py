@@ -207,9 +207,12 @@ def typed_override(key: str, value: Any) -> Any:
 def check_game_kwargs(name: str, kwargs: Mapping[str, Any]) -> None:
     """Build game ``name`` with the user's ``kwargs``, reset it and play one step of first
     legal actions (the middle of a continuous box): an argument the game cannot use raises
-    ``ValueError``, one line naming the arguments. Some games take any value when built and
-    fail later (``max_cycles="5"``: a TypeError at the first step of a run, a traceback after
-    the run folder was made; ``max_cycles=1e400``: an OverflowError)."""
+    ``ValueError``, one line naming the arguments; an exception of the game's own code
+    (:class:`games.GameCodeError`) is told with them, where it was (``reset(seed=0)``,
+    ``step 0``), the game's method and the file:line that raised (the exception is the
+    error's ``__cause__``). Some games take any value when built and fail later
+    (``max_cycles="5"``: a TypeError at the first step of a run, a traceback after the run
+    folder was made; ``max_cycles=1e400``: an OverflowError)."""
     import numpy as np
 
     import games
@@ -226,8 +229,10 @@ def check_game_kwargs(name: str, kwargs: Mapping[str, Any]) -> None:
         raise  # the game's own one-line errors (GameError)
     except Exception as err:  # noqa: BLE001 - whatever the game raised on the user's values
         raise refused(err, "cannot be built") from None
+    when = "fails on reset"
     try:
         game.reset(seed=0)
+        when = "fails on its first step"
         actions: dict[str, Any] = {}
         for agent in game.acting_agents():
             space = game.spec.action_spaces[agent]
@@ -235,12 +240,15 @@ def check_game_kwargs(name: str, kwargs: Mapping[str, Any]) -> None:
                 np.mean(space.bounds(), axis=0).astype(np.float32)  # each dimension's middle
         if actions:
             game.step(actions)
-    except games.GameCodeError as err:  # the game's own code failed on the user's values
-        raise refused(err.error, "fails on its first step") from None
+    except games.GameCodeError as err:  # the game's own code failed: on the user's values,
+        # or a bug of the game's; its method and file:line as without arguments (walk38a M1)
+        raise ValueError(f"{name} fails at {err.where} with the game arguments {dict(kwargs)}:"
+                         f" {err.detail}; check their values and types, or the game's code "
+                         "at that line") from err.error
     except ValueError:
         raise
     except Exception as err:  # noqa: BLE001
-        raise refused(err, "fails on its first step") from None
+        raise refused(err, when) from None
     finally:
         game.close()
 

@@ -128,8 +128,9 @@ def test_game_kwargs_a_game_takes_but_cannot_use_are_refused_up_front():
     from populations.experiment import check_experiment
 
     game = GameConfig(name="nim", kwargs={"stones": 1e400})
-    with pytest.raises(ValueError, match=r"nim fails on its first step with the game arguments "
-                       r"\{'stones': inf\} \(TypeError: "):
+    with pytest.raises(ValueError, match=r"nim fails at reset\(seed=0\) with the game "
+                       r"arguments \{'stones': inf\}: observe raised TypeError: .* \(at .*nim\.py:"
+                       r"\d+ in observe\)"):
         check_experiment(ExperimentConfig(game=game))
 
 

@@ -54,8 +54,8 @@ NIM = ["--import", "nim", "--game", "nim"]  # examples/nim.py (tests/conftest.py
     # a game that takes what it is given when built, failing when built or at its first step
     (NIM, '{"stones": "5"}', "nim cannot be built with the game arguments {'stones': '5'} "
                              "(TypeError: "),
-    (NIM, '{"stones": 1e400}', "nim fails on its first step with the game arguments "
-                               "{'stones': inf} (TypeError: "),
+    (NIM, '{"stones": 1e400}', "nim fails at reset(seed=0) with the game arguments "
+                               "{'stones': inf}: observe raised TypeError: "),
 ])
 def test_bad_game_kwargs_are_one_line_and_make_no_folder(game, kwargs, message, tmp_path,
                                                           capsys, monkeypatch):
