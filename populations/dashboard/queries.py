@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -95,7 +96,21 @@ def _number(value: Any) -> int | float | None:
     """A number column's value as served to a chart: SQLite keeps whatever a crafted file put
     in an INTEGER or REAL column, and Plotly renders text in axis labels and hovers as markup
     (links, styles), so anything but a number is served as None (a gap)."""
-    return value if type(value) in (int, float) else None
+    return value if type(value) in (int, float) and math.isfinite(value) else None
+
+
+def _size(value: Any) -> int | float | None:
+    """A count or a σ as served: :func:`_number`, and None when negative (no such count)."""
+    v = _number(value)
+    return v if v is not None and v >= 0 else None
+
+
+def _rating(r: dict[str, Any] | None) -> dict[str, Any]:
+    """A stored rating row's ``elo``, ``mu``, ``sigma`` and ``matches`` as served (a text or
+    an impossible value: None, as every number column); all None without a row."""
+    r = r or {}
+    return {"elo": _number(r.get("elo")), "mu": _number(r.get("mu")),
+            "sigma": _size(r.get("sigma")), "matches": _size(r.get("matches"))}
 
 
 # ------------------------------------------------------------------------------ settings
@@ -185,8 +200,8 @@ def runs(db: LeagueDB, source: Source) -> list[dict[str, Any]]:
         " WHERE m.run_id = r.id) AS snapshots "
         "FROM runs r ORDER BY r.id DESC").fetchall()
     version = db_version(source.path)
-    return [{**dict(r), "source": source.id, "path": str(source.path), "db_version": version}
-            for r in rows]
+    return [{**dict(r), **_times(r), "source": source.id, "path": str(source.path),
+             "db_version": version} for r in rows]
 
 
 def run_summary(db: LeagueDB, source: Source, run_id: int) -> dict[str, Any]:
@@ -194,11 +209,16 @@ def run_summary(db: LeagueDB, source: Source, run_id: int) -> dict[str, Any]:
     row = db.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
     if row is None:
         raise SourceError(f"no run {run_id} in {source.path}", 404)
-    out = dict(row)
+    out = {**dict(row), **_times(row)}
     out["config"] = _loads(out.get("config"), {})
     out["config_settings"] = flat_settings(out["config"])  # the run's own settings, flat
     out.update(source=source.id, path=str(source.path))
     return out
+
+
+def _times(row: Any) -> dict[str, Any]:
+    """A run row's ``started_at`` and ``updated_at`` as served (text in them: None)."""
+    return {k: _number(row[k]) for k in ("started_at", "updated_at")}
 
 
 def check_run(db: LeagueDB, source: Source, run_id: int) -> None:
@@ -254,7 +274,7 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
         own = sorted(by_member.get(m["id"], []), key=lambda s: (s.version, s.id))
         latest = own[-1] if own else None
         rated = next((s for s in reversed(own) if s.id in ratings), None)
-        r = ratings.get(rated.id) if rated else None
+        r = _rating(ratings.get(rated.id)) if rated else None
         w = wins.get(rated.id) if rated else None
         w_lo, w_hi = cp.wilson(w[0] * w[1], w[1]) if w and w[1] > 0 else (None, None)
         unit, unit_title = step_unit(latest.kind, latest.learner_step) if latest else (None, None)
@@ -268,7 +288,7 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
             "rated_version": rated.version if rated else None,
             "mu": r["mu"] if r else None, "sigma": r["sigma"] if r else None,
             "elo": r["elo"] if r else None,
-            "rated_pairs": _number(r["matches"]) if r else None,  # ratings.matches: pairs
+            "rated_pairs": r["matches"] if r else None,  # ratings.matches: pairs
             "episodes": played.get(m["id"], 0),
             "win_rate": w[0] if w else None, "win_pairs": w[1] if w else 0,
             "win_rate_lo": w_lo, "win_rate_hi": w_hi,  # 95 % Wilson, over the pairs
@@ -581,16 +601,17 @@ def crossplay(db: LeagueDB, run_id: int, compact: bool = False, fresh: bool = Fa
     none = (None,) * 5
     ratings = []
     for s in ids:
-        r = stored.get(s)
+        r = _rating(stored.get(s))
+        ok = r["mu"] is not None and r["sigma"] is not None
         replay = elo[s] if elo else {"elo": None, "elo_lo": None, "elo_hi": None}
         ratings.append({
             "snapshot_id": s, "label": name(s),
             **dict(zip(("alpharank_pi", "alpharank_rank", "alpharank_pi_lo",
                         "alpharank_pi_hi", "alpharank_top"), mass.get(s, none), strict=True)),
-            "mu": r["mu"] if r else None, "sigma": r["sigma"] if r else None,
-            "mu_lo": r["mu"] - 2 * r["sigma"] if r else None,
-            "mu_hi": r["mu"] + 2 * r["sigma"] if r else None,
-            "elo": r["elo"] if r else None, **{f"replay_{k}": v for k, v in replay.items()}})
+            "mu": r["mu"], "sigma": r["sigma"],
+            "mu_lo": r["mu"] - 2 * r["sigma"] if ok else None,
+            "mu_hi": r["mu"] + 2 * r["sigma"] if ok else None,
+            "elo": r["elo"], **{f"replay_{k}": v for k, v in replay.items()}})
     sent: Any = pairs
     if compact:  # columns, labels by id from ``labels``: a pair row's keys were half its size
         sent = {k: [p[k] for p in pairs] for k in ("row", "col", "n", *table.table)}

@@ -4,40 +4,18 @@ direction, long names are cut in charts, a large cross-play table is bounded."""
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
 from populations.dashboard import BackgroundServer, create_app
-from populations.db import LeagueDB, MatchRow
 from tests.populations import test_dashboard_browser as tdb
+from tests.populations.test_dash38_server import small_league
 from tests.populations.test_dashboard_browser import REFRESH_S, Page, expect, run_ids
 
 # the browser tests' fixtures: one Chromium, the built league and its server
 context, league_dir, server, page = tdb.context, tdb.league_dir, tdb.server, tdb.page
 
 RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: reverses the text after it, to the paragraph's end
-
-
-def small_league(folder: Path, members: Sequence[str], run_name: str = "small") -> Path:
-    """``folder/league.db``: one run whose members (one snapshot each) all met once, rated
-    and with payoffs, written straight through :class:`LeagueDB` (no training)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    db = LeagueDB(folder / "league.db")
-    run = db.create_run(run_name, experiment="exp", game="g")
-    sids = []
-    for name in members:
-        mid = db.add_member(run, name, "mappo", ["r"])
-        sids.append(db.add_snapshot(mid, 0, f"/nowhere/{mid}.pt", "mappo", "g", ["r"]))
-    db.add_ratings(run, 1, [(s, 1000.0 + i, 25.0, 8.0, 2) for i, s in enumerate(sids)])
-    pairs = list(itertools.combinations(sids, 2))
-    db.add_matches(run, [MatchRow(f"m{a}-{b}", "g", {"p0": a, "p1": b}, {"p0": 1.0, "p1": -1.0})
-                         for a, b in pairs])
-    db.set_payoffs(run, [e for a, b in pairs
-                         for e in ((a, b, 2.0, 1.0, 1, False), (b, a, -2.0, 0.0, 1, False))])
-    db.close()
-    return folder
 
 
 def open_run(page: Page, folder: Path) -> BackgroundServer:

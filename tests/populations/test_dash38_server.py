@@ -1,0 +1,66 @@
+"""Dashboard server fixes from walk 38b, on real SQLite files: text or impossible values in
+number columns are served as gaps, a database path that is a folder says so, the folder
+scan stays out of links and system folders, the CLI warns when it listens beyond this
+machine."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from starlette.testclient import TestClient
+
+from populations.dashboard import create_app
+from populations.db import LeagueDB, MatchRow
+
+
+def small_league(folder: Path, members: Sequence[str], run_name: str = "small") -> Path:
+    """``folder/league.db``: one run whose members (one snapshot each) all met once, rated
+    and with payoffs, written straight through :class:`LeagueDB` (no training)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    db = LeagueDB(folder / "league.db")
+    run = db.create_run(run_name, experiment="exp", game="g")
+    sids = []
+    for name in members:
+        mid = db.add_member(run, name, "mappo", ["r"])
+        sids.append(db.add_snapshot(mid, 0, f"/nowhere/{mid}.pt", "mappo", "g", ["r"]))
+    db.add_ratings(run, 1, [(s, 1000.0 + i, 25.0, 8.0, 2) for i, s in enumerate(sids)])
+    pairs = list(itertools.combinations(sids, 2))
+    db.add_matches(run, [MatchRow(f"m{a}-{b}", "g", {"p0": a, "p1": b}, {"p0": 1.0, "p1": -1.0})
+                         for a, b in pairs])
+    db.set_payoffs(run, [e for a, b in pairs
+                         for e in ((a, b, 2.0, 1.0, 1, False), (b, a, -2.0, 0.0, 1, False))])
+    db.close()
+    return folder
+
+
+def _client(folder: Path) -> tuple[TestClient, str, int]:
+    client = TestClient(create_app([folder]))
+    run = client.get("/api/runs").json()["runs"][0]
+    return client, run["source"], run["id"]
+
+
+def test_text_and_impossible_values_in_number_columns_are_gaps(tmp_path):
+    folder = small_league(tmp_path / "run", ["a", "b"])
+    with sqlite3.connect(folder / "league.db") as con:  # what a crafted file may hold
+        con.execute("UPDATE runs SET started_at = 'yesterday', updated_at = 'later'")
+        con.execute("UPDATE ratings SET elo = 'abc', sigma = -8.0, matches = -5 "
+                    "WHERE snapshot_id = (SELECT MIN(snapshot_id) FROM ratings)")
+        con.execute("UPDATE ratings SET mu = 'high' "
+                    "WHERE snapshot_id = (SELECT MAX(snapshot_id) FROM ratings)")
+    con.close()
+    client, s, r = _client(folder)
+    run = client.get("/api/runs").json()["runs"][0]
+    assert run["started_at"] is None and run["updated_at"] is None
+    assert client.get(f"/api/runs/{s}/{r}").json()["started_at"] is None
+    rows = {row["member"]: row for row in client.get(f"/api/runs/{s}/{r}/league").json()}
+    assert rows["a"]["elo"] is None and rows["a"]["sigma"] is None
+    assert rows["a"]["rated_pairs"] is None and rows["a"]["mu"] == 25.0
+    assert rows["b"]["mu"] is None and rows["b"]["elo"] == 1001.0
+    resp = client.get(f"/api/runs/{s}/{r}/crossplay")  # μ ± 2σ from a text μ: no 500
+    assert resp.status_code == 200
+    by = {x["label"]: x for x in resp.json()["ratings"]}
+    assert by["a v0"]["elo"] is None and by["a v0"]["mu_lo"] is None
+    assert by["b v0"]["mu"] is None and by["b v0"]["mu_hi"] is None
