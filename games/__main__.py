@@ -237,7 +237,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         refusal = import_refusal(module)
         if refusal:
             parser.exit(2, f"{parser.prog}: {refusal}\n")
-    for family, names in catalogue(args.family or FAMILIES).items():
+    try:
+        found = catalogue(args.family or FAMILIES)
+    except ImportError as err:  # an installed selfplay.games entry point failed: one line
+        parser.exit(2, f"{parser.prog}: {err}\n")  # (selfplay-train's words, not a traceback)
+    for family, names in found.items():
         if isinstance(names, str):
             print(f"{HEADINGS[family]}: {names}")
             continue

@@ -46,7 +46,8 @@ def load_entry_points(group: str = ENTRY_POINTS) -> list[str]:
     Returns the names loaded.
 
     Raises:
-        ImportError: one line naming the entry point that failed and why.
+        ImportError: one line naming the entry point that failed, why, and the distribution
+            that installed it (fix or uninstall that package).
     """
     if group in _loaded_groups:
         return []
@@ -58,10 +59,23 @@ def load_entry_points(group: str = ENTRY_POINTS) -> list[str]:
         try:
             ep.load()
         except Exception as err:  # a user's package: report which one, in one line
+            why = " ".join(str(err).split()) or "no message"
             raise ImportError(f"entry point {ep.name} = {ep.value!r} ({group}) failed to "
-                              f"load: {type(err).__name__}: {err}") from err
+                              f"load: {type(err).__name__}: {why}{_installed_by(ep)}"
+                              ) from err
         loaded.append(ep.name)
     return loaded
+
+
+def _installed_by(ep: Any) -> str:
+    """`` (installed by <distribution> <version>: fix or uninstall that package)`` for an entry
+    point; the distribution unnamed where its metadata holds none."""
+    dist = getattr(ep, "dist", None)
+    name = getattr(dist, "name", None) if dist is not None else None
+    if not name:
+        return "; fix or uninstall the package that installed it"
+    return (f" (installed by {name} {getattr(dist, 'version', '') or ''}".rstrip()
+            + f": fix or uninstall that package, pip uninstall {name})")
 
 
 def register(name: str) -> Callable[[F], F]:
