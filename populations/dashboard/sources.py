@@ -1,9 +1,10 @@
 """Where the dashboard's data comes from: league database files named on the command line.
 
 A path is a database file (``*.db``), a run folder (``<dir>/league.db``) or a folder of
-runs (every ``league.db`` up to five folders below it, hidden ones left out, found again
-on every request, so runs started after the dashboard appear). Each database gets a stable
-short id from its resolved path. Databases are opened read-only for each request and
+runs (every ``league.db`` up to five folders below it, hidden ones, links to folders and
+``/proc``, ``/sys``, ``/dev`` left out, found again on every request, so runs started after
+the dashboard appear). Paths are shown absolute. Each database gets a stable short id from
+its resolved path. Databases are opened read-only for each request and
 closed after it; any failure (missing, not a database, locked, newer schema, not yet
 initialised) becomes a :class:`SourceError` with a one-line message that names the file
 and what to do.
@@ -33,6 +34,7 @@ from populations.db import LeagueDB, LeagueDBError
 DB_NAME = "league.db"
 SCAN_DEPTH = 5  # how deep a folder of runs is searched (multirun/<exp>/<stamp>/<job>: 4)
 NO_RUNS = frozenset({"site-packages", "node_modules", "__pycache__", "wandb"})  # not entered
+SYSTEM = frozenset({Path("/proc"), Path("/sys"), Path("/dev")})  # no runs; /proc loops back
 READ_TIMEOUT_S = 1.0  # how long a read waits on a lock before reporting it
 
 
@@ -60,8 +62,9 @@ def source_id(path: Path) -> str:
 def _scan(folder: Path) -> list[Path]:
     """Every ``league.db`` up to :data:`SCAN_DEPTH` folders below ``folder``, shallower ones
     first. Hidden folders (``.venv``, ``.git``, ``.hydra``), a run folder (its snapshots),
-    a virtualenv and the folders of :data:`NO_RUNS` are not entered: the walk runs on every
-    request (a link to a folder is, and what it finds is kept once)."""
+    a virtualenv, the folders of :data:`NO_RUNS` and :data:`SYSTEM`, and links to folders
+    are not entered: the walk runs on every request, and a link may lead anywhere (every
+    ``/proc/<pid>/cwd`` led a scan of ``/`` back into the filesystem)."""
     found: list[Path] = []
     level = [folder]
     for _ in range(SCAN_DEPTH):
@@ -70,7 +73,8 @@ def _scan(folder: Path) -> list[Path]:
             try:
                 with os.scandir(d) as it:
                     below += [Path(e.path) for e in it if not e.name.startswith(".")
-                              and e.name not in NO_RUNS and e.is_dir()]
+                              and e.name not in NO_RUNS and e.is_dir(follow_symlinks=False)
+                              and Path(e.path) not in SYSTEM]
             except OSError:  # unreadable or gone since
                 continue
         below.sort()
@@ -85,8 +89,12 @@ def resolve(paths: Sequence[str | Path]) -> list[Source]:
     """The databases named by ``paths`` (see the module docstring), without duplicates."""
     files: list[Path] = []
     for raw in paths:
-        p = Path(raw).expanduser()
-        if p.is_dir():
+        # absolute (not resolved: a linked run folder keeps its name), so the command's lines
+        # and the page name a file one way whatever the working directory
+        p = Path(os.path.abspath(Path(raw).expanduser()))
+        if p.is_dir() and p.suffix == ".db" and not (p / DB_NAME).is_file():
+            files.append(p)  # a database path that is a folder: said so when read
+        elif p.is_dir():
             direct = p / DB_NAME
             files += [direct] if direct.is_file() else (_scan(p) or [direct])
         elif p.suffix == ".db" or p.is_file():
@@ -103,6 +111,9 @@ def resolve(paths: Sequence[str | Path]) -> list[Source]:
 def describe(err: BaseException, path: Path) -> str:
     """A one-line message for a failure to read ``path``."""
     text = str(err)
+    if path.is_dir():  # "not found" said nothing of why
+        return (f"league database {path} is a folder, not a database file; name the run folder "
+                "that holds league.db, or the file itself")
     if "locked" in text or "busy" in text:
         return (f"league database {path} is locked by another process; "
                 "the dashboard retries at the next refresh")

@@ -13,6 +13,7 @@ from pathlib import Path
 from starlette.testclient import TestClient
 
 from populations.dashboard import create_app
+from populations.dashboard.sources import resolve
 from populations.db import LeagueDB, MatchRow
 
 
@@ -64,3 +65,31 @@ def test_text_and_impossible_values_in_number_columns_are_gaps(tmp_path):
     by = {x["label"]: x for x in resp.json()["ratings"]}
     assert by["a v0"]["elo"] is None and by["a v0"]["mu_lo"] is None
     assert by["b v0"]["mu"] is None and by["b v0"]["mu_hi"] is None
+
+
+def test_a_database_path_that_is_a_folder_says_so(tmp_path):
+    (tmp_path / "run" / "league.db").mkdir(parents=True)  # was: "league database not found"
+    for named in (tmp_path / "run", tmp_path / "run" / "league.db"):
+        errors = TestClient(create_app([named])).get("/api/runs").json()["errors"]
+        assert len(errors) == 1 and "is a folder, not a database file" in errors[0]["error"]
+        assert "not found" not in errors[0]["error"]
+
+
+def test_the_folder_scan_follows_no_links_to_folders_nor_system_folders(tmp_path):
+    runs = tmp_path / "runs"
+    small_league(runs / "a", ["x", "y"])
+    elsewhere = small_league(tmp_path / "elsewhere" / "b", ["x", "y"])
+    (runs / "link").symlink_to(elsewhere.parent, target_is_directory=True)
+    (runs / "loop").symlink_to(runs, target_is_directory=True)  # as /proc/<pid>/cwd
+    assert [s.path for s in resolve([runs])] == [runs / "a" / "league.db"]
+
+
+def test_paths_are_shown_absolute_whatever_the_working_directory(tmp_path, monkeypatch):
+    small_league(tmp_path / "run", ["x", "y"])
+    monkeypatch.chdir(tmp_path)
+    (src,) = resolve(["run"])
+    assert src.path == tmp_path / "run" / "league.db"
+    (missing,) = resolve(["nothing-yet"])
+    assert missing.path == tmp_path / "nothing-yet" / "league.db"
+    run = TestClient(create_app(["run"])).get("/api/runs").json()["runs"][0]
+    assert run["path"] == str(tmp_path / "run" / "league.db")
