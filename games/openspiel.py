@@ -192,6 +192,15 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
                 accepted += (f"; {key}= is a game, given inside the game string (quoted "
                              f"for Hydra and the shell): 'game.name=\"openspiel/{short}("
                              f"{key}={inner})\"'")
+        bad = _refused_value(gspec, first, {**(pyspiel.game_parameters_from_string(
+            game_string) if "(" in game_string else {}), **params})
+        if bad is not None:  # a name it takes, a value it does not (returns_type=bogus): the
+            # parameters' names as "accepted" read as if the name were wrong (walk38a L1)
+            key, value, default = bad
+            raise GameError(
+                f"bad parameter for openspiel/{short}: {key}={value!r} is not a value the game "
+                f"takes ({type(err).__name__}: {first}); accepted: a value OpenSpiel's {short} "
+                f"takes for {key}, its default {default!r}") from None
         raise GameError(
             f"bad parameters for {where}: {type(err).__name__}: {first}; accepted: {accepted}"
         ) from None
@@ -199,6 +208,20 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
         with _cpp_stderr_to_log():
             _smoke(game, where)
     return game
+
+
+def _refused_value(gspec: Any, first: str, given: dict[str, Any]) -> tuple[str, Any, Any] | None:
+    """``(key, value, default)`` of the given parameter whose value OpenSpiel's error ``first``
+    refused: one the game takes by name (not a game-valued one) that the error names with the
+    value (``Unrecognized returns_type parameter: bogus``); None when no one is."""
+    for key, value in given.items():
+        default = gspec.parameter_specification.get(key)
+        if key == "name" or default is None or isinstance(default, dict):
+            continue
+        if re.search(rf"(?<!\w){re.escape(key)}(?!\w)", first) and \
+                re.search(rf"(?<!\w){re.escape(str(value))}(?!\w)", first):
+            return key, value, default
+    return None
 
 
 def _list_texts(gspec: Any, params: dict[str, Any]) -> dict[str, Any]:
