@@ -23,6 +23,7 @@ AdamW steps of lr ~1e-6 vanish in bfloat16 weights.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import re
@@ -57,6 +58,9 @@ from llm_agents.settings import (  # noqa: F401 - LLMConfig's old home: re-expor
 )
 from llm_agents.team import Team
 from llm_agents.tiny import (
+    EOS,
+    PAD,
+    UNK,
     build_model,
     build_tokenizer,
     game_corpus,
@@ -64,6 +68,7 @@ from llm_agents.tiny import (
 )
 from llm_agents.trainer import MultiTurnGRPO
 from marl.core import derive_seed, resolve_device
+from marl.fileio import atomic_write
 
 if TYPE_CHECKING:
     from llm_agents.ray_rollouts import RolloutWorkersConfig
@@ -111,22 +116,102 @@ def _roles(games_: Sequence[str], game_kwargs: Mapping[str, Mapping[str, Any]]) 
     return roles
 
 
+VOCAB_FOLDER = "models"
+"""Where in a run folder tiny vocabularies are kept (:func:`_tiny_tokenizer`), as
+``tiny_vocab_<hash>.json``: the folder of the tiny models vLLM serves, one of the names a run
+writes (``populations.run_folder_names.RUN_NAMES``: a failed start removes it)."""
+VOCAB_FORMAT = "selfplay-tiny-vocab-1"
+MAX_VOCAB_BYTES = 64 * 2**20  # a saved vocabulary read back: mpe_tag's 200 episodes ~20 KB
+
+
+def _vocab_file(workdir: str | Path | None, static: Sequence[str],
+                corpus: Sequence[tuple[str, int, int, dict[str, Any]]]) -> Path | None:
+    """Where a run keeps the tiny vocabulary of these texts (None: no run folder). Its name
+    is a hash of everything the vocabulary is built from, so a resume with other settings
+    (games, their kwargs, corpus_episodes, seed, prompts) builds its own."""
+    if workdir is None:
+        return None
+    recipe = json.dumps({"format": VOCAB_FORMAT, "static": list(static), "corpus": corpus},
+                        sort_keys=True, default=repr)
+    digest = hashlib.sha256(recipe.encode()).hexdigest()
+    return Path(workdir) / VOCAB_FOLDER / f"tiny_vocab_{digest}.json"
+
+
+def _tiny_tokenizer(cfg: LLMConfig, games_: Sequence[str],
+                    game_kwargs: Mapping[str, Mapping[str, Any]],
+                    workdir: str | Path | None, say: bool) -> Any:
+    """The word-level tokenizer of a tiny team: built from the games' texts (seconds to
+    minutes: mpe_tag's 200 random episodes took 43-73 s on a loaded machine) and saved in
+    ``workdir/models/``, or read back from there -- a resumed run's tokenizer is the one
+    its checkpoint was trained with, the same token ids, without the corpus."""
+    static = [cfg.grpo.prompt.static_text(), PromptConfig().static_text(),
+              *cfg.role_prompts.values()]
+    corpus = [(g, cfg.corpus_episodes, cfg.grpo.seed + i, dict(game_kwargs.get(g, {})))
+              for i, g in enumerate(games_)]
+    path = _vocab_file(workdir, static, corpus)
+    said = not say or _VOCABULARY_SAID.get()  # a caller (a league's member line) said it
+    if path is not None and path.is_file():
+        if not said:
+            log.info("building the LLM team: llm=tiny reads the vocabulary its run built "
+                     "before from %s", path)
+        return _read_vocab(path)
+    if not said:  # seconds to minutes (mpe_tag, liars_dice loaded): a single run said
+        log.info("building the LLM team: llm=tiny builds its vocabulary from "  # nothing
+                 "llm.corpus_episodes=%d random episodes of %s", cfg.corpus_episodes,
+                 ", ".join(games_))
+    texts = list(static)
+    for g, episodes, seed, kwargs in corpus:
+        texts += game_corpus(g, episodes, seed=seed, **kwargs)
+    tok = build_tokenizer(texts)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, json.dumps({"format": VOCAB_FORMAT, "words": _words(tok)}))
+    return tok
+
+
+def _words(tok: Any) -> list[str]:
+    """A tiny tokenizer's words in id order (its action tags, added tokens, left out)."""
+    vocab = tok.backend_tokenizer.get_vocab(with_added_tokens=False)
+    return sorted(vocab, key=vocab.__getitem__)
+
+
+def _read_vocab(path: Path) -> Any:
+    """The tokenizer of a vocabulary :func:`_tiny_tokenizer` saved: a file in the run folder
+    read as untrusted input, checked to rebuild the very ids it lists; anything else is one
+    ``ValueError`` line naming it."""
+    def damaged(why: str) -> ValueError:
+        return ValueError(f"the tiny LLM vocabulary saved in {path} is damaged ({why}); delete "
+                          "it and the run builds it again from the games' texts")
+
+    with open(path, "rb") as fh:
+        raw = fh.read(MAX_VOCAB_BYTES + 1)
+    if len(raw) > MAX_VOCAB_BYTES:
+        raise damaged(f"over {MAX_VOCAB_BYTES // 2**20} MiB")
+    try:
+        data = json.loads(raw)
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+        raise damaged(f"not JSON: {err}") from None
+    words = data.get("words") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("format") != VOCAB_FORMAT:
+        raise damaged(f"not a {VOCAB_FORMAT} file")
+    if not isinstance(words, list) or not all(isinstance(w, str) and w for w in words):
+        raise damaged("its words are not a list of non-empty strings")
+    if words[:3] != [PAD, EOS, UNK]:
+        raise damaged(f"its first words are not {PAD}, {EOS}, {UNK}")
+    tok = build_tokenizer(words[3:])
+    if _words(tok) != words:  # a repeated word, or one that is not one token of its own
+        raise damaged("its words do not rebuild their own ids")
+    return tok
+
+
 def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mapping[str, Any]],
-          count: int, say: bool = True) -> list[tuple[Any, Any]]:
+          count: int, say: bool = True,
+          workdir: str | Path | None = None) -> list[tuple[Any, Any]]:
     """``count`` (model, tokenizer) pairs; tiny models differ by their init seed. ``say``:
     a tiny team's build says first what it spends its time on, unless a caller said it
-    (:func:`vocabulary_said`)."""
-    if cfg.model == "tiny":  # seconds to minutes (mpe_tag, liars_dice loaded): a single run
-        if say and not _VOCABULARY_SAID.get():  # said nothing until it trained
-            log.info("building the LLM team: llm=tiny builds its vocabulary from "
-                     "llm.corpus_episodes=%d random episodes of %s", cfg.corpus_episodes,
-                     ", ".join(games_))
-        prompt = cfg.grpo.prompt
-        texts = [prompt.static_text(), PromptConfig().static_text(), *cfg.role_prompts.values()]
-        for i, g in enumerate(games_):
-            texts += game_corpus(g, cfg.corpus_episodes, seed=cfg.grpo.seed + i,
-                                 **game_kwargs.get(g, {}))
-        tok = build_tokenizer(texts)
+    (:func:`vocabulary_said`); ``workdir``: the run folder a tiny vocabulary is kept in."""
+    if cfg.model == "tiny":
+        tok = _tiny_tokenizer(cfg, games_, game_kwargs, workdir, say)
         return [(_prepare(cfg, build_model(tok, dataclasses.replace(cfg.tiny,
                                                                      seed=cfg.tiny.seed + k)), k),
                  tok) for k in range(count)]
@@ -324,7 +409,8 @@ def build_team(cfg: LLMConfig, games_: Sequence[str],
                game_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
                workdir: str | Path | None = None, warn: bool = True) -> Team:
     """The team ``cfg`` describes for ``games_`` (their roles, their texts for tiny models);
-    ``workdir`` holds tiny models written for the vLLM backend. ``warn=False`` (a rollout
+    ``workdir`` (the run folder) keeps a tiny team's vocabulary, read back by a resume, and
+    tiny models written for the vLLM backend. ``warn=False`` (a rollout
     actor's copy of the driver's team) leaves the settings' warnings and a tiny team's
     vocabulary line to the driver."""
     check_backend_here(cfg.backend)  # before the models load (seconds for a real one)
@@ -337,12 +423,12 @@ def build_team(cfg: LLMConfig, games_: Sequence[str],
             log.warning(note)
     backend_kw: dict[str, Any] = {"seed": cfg.grpo.seed}
     if cfg.team == "shared":
-        pairs = _load(cfg, games_, kw, 1, say=warn)
+        pairs = _load(cfg, games_, kw, 1, say=warn, workdir=workdir)
         _check_context(cfg, pairs)
         _served(cfg, pairs, ["shared"], workdir)
         ((model, tok),) = pairs
         return Team.shared(model, tok, cfg.role_prompts, backend=cfg.backend, **backend_kw)
-    pairs = _load(cfg, games_, kw, len(roles), say=warn)
+    pairs = _load(cfg, games_, kw, len(roles), say=warn, workdir=workdir)
     _check_context(cfg, pairs)
     _served(cfg, pairs, roles, workdir)
     return Team.per_role(dict(zip(roles, pairs, strict=True)), cfg.role_prompts,
