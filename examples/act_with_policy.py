@@ -17,7 +17,7 @@ import games
 from marl.actor_critic import NetConfig
 from marl.core import load_policy
 from marl.mappo import MAPPO, MAPPOConfig
-from marl.play import PettingZooActor, PolicyPlayer, play
+from marl.play import PettingZooActor, PolicyPlayer, play, recorded_game
 from marl.train import train
 
 SPREAD = ("pettingzoo/mpe2.simple_spread_v3", {"N": 2, "max_cycles": 10})
@@ -62,7 +62,7 @@ def run(frames: int, folder: Path) -> None:
 
     # 3. one PettingZoo env's observation dicts (policies that read observations only)
     actor = PettingZooActor(load_policy(mlp), greedy=True)
-    env = games.to_pettingzoo(games.make(actor.policy.meta.game))
+    env = games.to_pettingzoo(games.make(recorded_game(actor.policy)))
     obs, _ = env.reset(seed=0)
     total = dict.fromkeys(env.possible_agents, 0.0)
     while env.agents:

@@ -8,7 +8,7 @@ graphs or global states it was trained to read), so a snapshot written by a run
 * :class:`PolicyPlayer` steps B copies of the policy's game by hand (``reset`` / ``act`` /
   ``step``) on the VectorGame's own VecSteps, for a loop of your own;
 * :class:`PettingZooActor` acts on one PettingZoo env's observation dict
-  (``games.to_pettingzoo(games.make(policy.meta.game))``) for policies that read
+  (``games.to_pettingzoo(games.make(recorded_game(policy)))``) for policies that read
   observations only (MLP and GRU encoders, VDN/QMIX, MADDPG).
 
 ``play`` and ``PolicyPlayer`` build the ``games.VectorGame`` with what the policy reads
@@ -41,6 +41,31 @@ PolicyLike = Policy | str | os.PathLike
 
 def _policy(policy: PolicyLike) -> Policy:
     return policy if isinstance(policy, Policy) else load_policy(policy)
+
+
+def recorded_game(policy: PolicyLike) -> str:
+    """The game ``policy`` records (``policy.meta.game``), once it is safe to make: a name read
+    from a policy file is untrusted, and a ``pettingzoo/<module>:<function>`` name would
+    import and call what the file says. Names :func:`games.registry.recorded_name_refusal`
+    refuses (a file parameter, a module that is neither a PettingZoo game nor one named by
+    ``imports=``/``--import``) raise; pass the game yourself then (``game=`` of
+    :class:`PolicyPlayer`, or ``games.make(name)`` with a name you wrote).
+
+    Raises:
+        games.GameError: the recorded name is refused, or empty.
+    """
+    from games import GameError
+    from games.registry import printable, recorded_name_refusal
+
+    pol = _policy(policy)
+    name = pol.meta.game
+    why = "which is empty" if isinstance(name, str) and not name.strip() else \
+        recorded_name_refusal(name)
+    if why:
+        raise GameError(f"the {printable(str(pol.meta.kind))} policy records the game "
+                        f"{printable(str(name))}, {why}: pass the game to play yourself "
+                        "(game=..., a game you name is played as given)")
+    return name
 
 
 def _played_greedy(pol: Policy, greedy: bool | None) -> bool:
@@ -100,7 +125,8 @@ class PolicyPlayer:
         greedy: every seat plays its argmax (True) or samples (False); None: as the
             framework's matches play each seat's policy (argmax for VDN/QMIX/MADDPG
             snapshots, sampling for MAPPO/IPPO).
-        game: the game to play (default ``policy.meta.game``, kwargs included);
+        game: the game to play (default ``policy.meta.game``, kwargs included, once
+            :func:`recorded_game` finds it safe to make: a file's name is untrusted);
             ``game_kwargs`` are passed on to it.
 
     Example::
@@ -124,7 +150,7 @@ class PolicyPlayer:
         self.policy = _policy(policy)
         meta = self.policy.meta
         inputs = set(meta.inputs)
-        self.game = VectorGame(game or meta.game, num_envs, seed=seed,
+        self.game = VectorGame(game or recorded_game(self.policy), num_envs, seed=seed,
                                with_graphs="graph" in inputs, with_state="state" in inputs,
                                with_text="text" in inputs, **game_kwargs)
         self.seed = seed
@@ -217,7 +243,7 @@ def play(
 
 class PettingZooActor:
     """A policy's actions on one PettingZoo env's observations: the env of
-    ``games.to_pettingzoo(games.make(policy.meta.game))``, whose observations (and
+    ``games.to_pettingzoo(games.make(recorded_game(policy)))``, whose observations (and
     ``action_mask``) are the ones the policy trained on.
 
     Only for policies that read observations alone (``policy.meta.inputs == ("obs",)``:
@@ -227,7 +253,7 @@ class PettingZooActor:
 
     Example::
 
-        env = games.to_pettingzoo(games.make(actor.policy.meta.game))
+        env = games.to_pettingzoo(games.make(recorded_game(actor.policy)))
         obs, _ = env.reset(seed=0)                       # a ParallelEnv
         while env.agents:
             obs, rew, term, trunc, _ = env.step({**random_moves, **actor.act(obs)})
