@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import errno
+import ipaddress
 import logging
 import math
 import re
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -25,10 +27,10 @@ from pathlib import Path
 import uvicorn
 
 from populations.cli_common import OneLineParser, integer
-from populations.dashboard.app import bind, create_app, trusted_hosts
+from populations.dashboard.app import bind, create_app, is_loopback, trusted_hosts
 from populations.dashboard.data import DashboardData, source_status
 from populations.dashboard.export import ExportError, export_html, new_folder
-from populations.dashboard.sources import Source
+from populations.dashboard.sources import SCAN_DEPTH, Source
 
 DEFAULT_PORT = 8050
 MAX_REFRESH = 2_147_483  # seconds: a browser's longest timer (2**31 - 1 ms; longer fires at once)
@@ -100,6 +102,47 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 PROG = "selfplay-dashboard"
+STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}  # what stops the server
+
+
+class Stopped(Exception):
+    """The server stopped on a signal (``signum``) other than a Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(STOP_SIGNALS.get(signum, f"signal {signum}"))
+        self.signum = signum
+
+
+def _warn_wide_scans(paths: list[str]) -> None:
+    """A warning for a path that is the whole filesystem or the home folder: every refresh
+    searches it :data:`SCAN_DEPTH` folders deep (``selfplay-dashboard /`` took seconds per
+    request)."""
+    for raw in paths:
+        try:
+            where = Path(raw).expanduser().resolve()
+        except (OSError, RuntimeError):
+            continue
+        what = ("the whole filesystem" if where == Path(where.anchor)
+                else "your home folder" if where == Path.home() else None)
+        if what:
+            print(f"{PROG}: warning: {where} is {what}: every refresh searches it "
+                  f"{SCAN_DEPTH} folders deep for league.db files; name the folder of your "
+                  "runs instead (runs/, multirun/)", file=sys.stderr)
+
+
+def _urls(host: str, port: int) -> tuple[str, str | None]:
+    """The URL to open on this machine, and for an address reachable from others the one
+    to give them (None for a loopback address). A wildcard address (0.0.0.0, ::) is no
+    address to open: this machine's loopback and its host name stand for it."""
+    try:
+        wildcard = ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        wildcard = False
+    def url(h: str) -> str:
+        return f"http://[{h}]:{port}/" if ":" in h else f"http://{h}:{port}/"
+    if wildcard:
+        return url("::1" if ":" in host else "127.0.0.1"), url(socket.gethostname())
+    return url(host.strip("[]")), None if is_loopback(host) else url(host.strip("[]"))
 
 
 def _status(src: Source) -> tuple[bool, str]:
@@ -140,6 +183,7 @@ def _main(argv: list[str] | None = None) -> int:
     data = DashboardData(args.paths, args.refresh, args.max_points)
     if args.export:
         return _export(data, args.export)
+    _warn_wide_scans(args.paths)
     for src in data.sources.all():
         readable, line = _status(src)
         print(line if readable else f"{PROG}: {line}")  # not found, unreadable: its name
@@ -157,22 +201,31 @@ def _main(argv: list[str] | None = None) -> int:
     # a loopback server checks the Host header, so a web page cannot reach it by DNS rebinding
     hosts = trusted_hosts(args.host)
     app = create_app(args.paths, args.refresh, allowed_hosts=hosts, max_points=args.max_points)
-    shown = f"[{args.host}]" if ":" in args.host else args.host
+    here, remote = _urls(args.host, port)
+    if remote is not None:  # said once, before the first request
+        print(f"{PROG}: warning: --host {args.host} serves these runs to anyone who can reach "
+              f"{remote} (the dashboard has no authentication); to view it from another "
+              f"machine, keep the default 127.0.0.1 and use an SSH tunnel: "
+              f"ssh -L {port}:127.0.0.1:{port} <this machine>", file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     with _ctrl_c_stops(server) as pressed:
-        print(f"league dashboard on http://{shown}:{port}/ (Ctrl-C stops it)", flush=True)
+        print(f"league dashboard on {here} (Ctrl-C stops it)", flush=True)
         server.run(sockets=[sock])
-    if pressed:
+    if pressed and pressed[0] == signal.SIGINT:
         raise KeyboardInterrupt
+    if pressed:
+        raise Stopped(pressed[0])
     return 0
 
 
 @contextmanager
 def _ctrl_c_stops(server: uvicorn.Server) -> Iterator[list[int]]:
-    """Ctrl-C asks ``server`` to stop instead of raising KeyboardInterrupt inside asyncio: uvicorn
-    re-raises the signal it caught once it has shut down (two tracebacks, CancelledError and
-    KeyboardInterrupt), and one pressed while it starts broke the event loop's setup. The list
-    yielded holds the signal once it came; a second Ctrl-C raises (a shutdown that hangs)."""
+    """Ctrl-C (or SIGTERM, from ``kill`` or a service manager) asks ``server`` to stop
+    instead of raising KeyboardInterrupt inside asyncio: uvicorn re-raises the signal it
+    caught once it has shut down (two tracebacks, CancelledError and KeyboardInterrupt; a
+    SIGTERM ended in uvicorn's own log lines), and one pressed while it starts broke the
+    event loop's setup. The list
+    yielded holds the signal once it came; a second one raises (a shutdown that hangs)."""
     pressed: list[int] = []
 
     def stop(signum: int, frame: object) -> None:
@@ -184,20 +237,25 @@ def _ctrl_c_stops(server: uvicorn.Server) -> Iterator[list[int]]:
     if threading.current_thread() is not threading.main_thread():  # signals: main thread only
         yield pressed
         return
-    previous = signal.signal(signal.SIGINT, stop)
+    previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
     try:
         yield pressed
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Ctrl-C stops the command in one line, status 130 as a shell's (no traceback)."""
+    """Ctrl-C stops the command in one line, status 130 as a shell's (no traceback); SIGTERM
+    in the same line naming it, status 143 (128 + 15)."""
     try:
         return _main(argv)
     except KeyboardInterrupt:
         print("selfplay-dashboard: stopped (Ctrl-C)", file=sys.stderr)
         return 130
+    except Stopped as stop:
+        print(f"selfplay-dashboard: stopped ({stop})", file=sys.stderr)
+        return 128 + stop.signum
 
 
 if __name__ == "__main__":

@@ -6,13 +6,17 @@ machine."""
 from __future__ import annotations
 
 import itertools
+import signal
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import httpx
 from starlette.testclient import TestClient
 
-from populations.dashboard import create_app
+from populations.dashboard import cli, create_app
 from populations.dashboard.sources import resolve
 from populations.db import LeagueDB, MatchRow
 
@@ -93,3 +97,49 @@ def test_paths_are_shown_absolute_whatever_the_working_directory(tmp_path, monke
     assert missing.path == tmp_path / "nothing-yet" / "league.db"
     run = TestClient(create_app(["run"])).get("/api/runs").json()["runs"][0]
     assert run["path"] == str(tmp_path / "run" / "league.db")
+
+
+def _start(args: list[str], tmp_path: Path) -> tuple[subprocess.Popen, list[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "populations.dashboard.cli", *args, "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen: list[str] = []
+    for line in proc.stdout:
+        seen.append(line)
+        if "league dashboard on" in line:
+            return proc, seen
+    proc.wait()
+    raise AssertionError(f"the dashboard did not start: {''.join(seen)}")
+
+
+def test_listening_on_every_interface_warns_once_and_sigterm_stops_in_one_line(tmp_path):
+    proc, seen = _start([str(tmp_path), "--host", "0.0.0.0"], tmp_path)
+    try:
+        warnings = [x for x in seen if "warning" in x]
+        assert len(warnings) == 1, seen
+        assert "no authentication" in warnings[0] and "ssh -L" in warnings[0]
+        url = seen[-1].split()[3]  # a URL a browser opens, not http://0.0.0.0:...
+        assert url.startswith("http://127.0.0.1:"), seen
+        assert httpx.get(url + "api/health").status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        rest, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert rest.strip().splitlines() == ["selfplay-dashboard: stopped (SIGTERM)"], rest
+    assert proc.returncode == 128 + signal.SIGTERM
+
+
+def test_the_default_loopback_host_gives_no_warning(tmp_path):
+    proc, seen = _start([str(tmp_path)], tmp_path)
+    proc.terminate()
+    proc.communicate(timeout=60)
+    assert not [x for x in seen if "warning" in x], seen
+
+
+def test_a_scan_of_the_home_folder_is_warned_about(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cli._warn_wide_scans(["~", str(tmp_path / "runs")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is your home folder" in err[0] and "5 folders deep" in err[0]
