@@ -12,13 +12,14 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import difflib
 import importlib
 import inspect
 import logging
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from games.core import Game, GameError, GameSpec, UnknownGameError, where_raised
@@ -198,11 +199,21 @@ def make(spec: str, **kwargs: Any) -> Game:
         return _checked(spec, VmasGame(spec.removeprefix("vmas/"), **kwargs), kwargs)
     names = ", ".join(registered()) or "(none)"
     raise UnknownGameError(
-        f"unknown game {spec!r}; registered: {names}; or use a prefix: "
+        f"unknown game {spec!r};{_did_you_mean(spec, registered())} registered: {names}; or "
+        "use a prefix: "
         "'openspiel/<game string>', 'pettingzoo/<module>', 'vmas/<scenario>'; a game of your "
         "own is registered when its module is imported: imports=[module] (selfplay-train), "
         "--import module (selfplay-eval, python -m populations.league)"
     )
+
+
+def _did_you_mean(name: str, names: Sequence[str]) -> str:
+    """`` did you mean 'x'?`` for the registered name nearest ``name`` (a misspelling, or
+    another case), else "" (OpenSpiel's and PettingZoo's names got one; a user's own game
+    misspelt did not)."""
+    lower = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(name.lower(), list(lower), n=1)
+    return f" did you mean {lower[close[0]]!r}?" if close else ""
 
 
 def _call(name: str, factory: Callable[..., Game], kwargs: dict[str, Any]) -> Game:
