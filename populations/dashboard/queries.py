@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from populations import crossplay as cp
-from populations.dashboard.sources import Source, SourceError, open_source
+from populations.dashboard.sources import Source, SourceError, job_overrides, open_source
 from populations.db import LeagueDB
 
 log = logging.getLogger(__name__)
@@ -190,8 +190,9 @@ def db_version(path: Path) -> str:
 
 def runs(db: LeagueDB, source: Source) -> list[dict[str, Any]]:
     """Every run in one database, newest first, with its members, snapshots and recorded
-    episodes (``episodes``: rows of the ``matches`` table, one per episode played), and
-    ``db_version`` (:func:`db_version`) of the database."""
+    episodes (``episodes``: rows of the ``matches`` table, one per episode played),
+    ``db_version`` (:func:`db_version`) of the database and the Hydra overrides of its job
+    (``overrides``, :func:`~populations.dashboard.sources.job_overrides`)."""
     rows = db.conn.execute(
         "SELECT r.id, r.name, r.experiment, r.game, r.status, r.started_at, r.updated_at, "
         "(SELECT COUNT(*) FROM members m WHERE m.run_id = r.id) AS members, "
@@ -200,8 +201,9 @@ def runs(db: LeagueDB, source: Source) -> list[dict[str, Any]]:
         " WHERE m.run_id = r.id) AS snapshots "
         "FROM runs r ORDER BY r.id DESC").fetchall()
     version = db_version(source.path)
+    overrides = job_overrides(source.path)  # a sweep job's: what tells it from the others
     return [{**dict(r), **_times(r), "source": source.id, "path": str(source.path),
-             "db_version": version} for r in rows]
+             "db_version": version, "overrides": overrides} for r in rows]
 
 
 def run_summary(db: LeagueDB, source: Source, run_id: int) -> dict[str, Any]:

@@ -29,12 +29,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from populations.db import LeagueDB, LeagueDBError
 
 DB_NAME = "league.db"
 SCAN_DEPTH = 5  # how deep a folder of runs is searched (multirun/<exp>/<stamp>/<job>: 4)
 NO_RUNS = frozenset({"site-packages", "node_modules", "__pycache__", "wandb"})  # not entered
 SYSTEM = frozenset({Path("/proc"), Path("/sys"), Path("/dev")})  # no runs; /proc loops back
+MAX_OVERRIDES_BYTES = 65_536  # a larger .hydra/overrides.yaml is not read (no job writes one)
+MAX_OVERRIDES = 64  # overrides served per run, each cut to MAX_OVERRIDE_CHARS
+MAX_OVERRIDE_CHARS = 200
 READ_TIMEOUT_S = 1.0  # how long a read waits on a lock before reporting it
 
 
@@ -173,3 +178,21 @@ class Sources:
             if s.id == sid:
                 return s
         raise SourceError(f"unknown database id {shown(sid)}; see /api/runs for the ids", 404)
+
+
+def job_overrides(path: Path) -> list[str]:
+    """The command-line overrides a Hydra job was started with (``.hydra/overrides.yaml``
+    beside the database ``path``: ``seed=1``, ``game=kuhn``), which tell a sweep's jobs
+    apart; [] where there is none. The file is untrusted: only a list of strings is used,
+    at most :data:`MAX_OVERRIDES` of :data:`MAX_OVERRIDE_CHARS` characters, from a file of
+    at most :data:`MAX_OVERRIDES_BYTES` (what the page shows is text, never a path)."""
+    f = path.parent / ".hydra" / "overrides.yaml"
+    try:
+        with open(f, "rb") as fh:
+            raw = fh.read(MAX_OVERRIDES_BYTES + 1)
+        items = yaml.safe_load(raw) if len(raw) <= MAX_OVERRIDES_BYTES else None
+    except (OSError, yaml.YAMLError, ValueError, RecursionError):
+        return []
+    if not isinstance(items, list):
+        return []
+    return [x[:MAX_OVERRIDE_CHARS] for x in items if isinstance(x, str)][:MAX_OVERRIDES]

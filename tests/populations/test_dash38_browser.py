@@ -9,7 +9,8 @@ from pathlib import Path
 
 from populations.dashboard import BackgroundServer, create_app
 from tests.populations import test_dashboard_browser as tdb
-from tests.populations.test_dash38_server import small_league
+from tests.populations.test_dash38_server import small_league, sweep
+from tests.populations.test_dashboard import XSS
 from tests.populations.test_dashboard_browser import REFRESH_S, Page, expect, run_ids
 
 # the browser tests' fixtures: one Chromium, the built league and its server
@@ -112,5 +113,21 @@ def test_very_long_names_are_cut_in_charts_with_the_whole_name_on_hover(page: Pa
             return JSON.stringify(t.text);}""")
         assert long in hover  # the whole name is still there, on hover
         assert page.errors == []
+    finally:
+        srv.stop()
+
+
+def test_a_sweeps_jobs_are_told_apart_by_their_overrides(page: Page, tmp_path):
+    base = sweep(tmp_path / "multirun", {"0": "- game=kuhn\n- seed=0\n",
+                                         "1": f"- game=kuhn\n- seed={XSS}\n"})
+    srv = BackgroundServer(create_app([base], refresh_s=REFRESH_S)).start()
+    try:
+        page.page.goto(srv.url)
+        page.page.wait_for_selector("#runs-table tbody tr")
+        names = page.page.locator("#runs-table tbody tr td:nth-child(2)").all_inner_texts()
+        assert sorted(names) == ["league · seed=0", f"league · seed={XSS}"], names
+        page.page.click("#runs-table tbody tr:has-text('seed=0')")
+        expect(page.page.locator("#run-title")).to_contain_text("(seed=0)")
+        assert page.dialogs == [] and page.errors == []
     finally:
         srv.stop()

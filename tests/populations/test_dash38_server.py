@@ -143,3 +143,24 @@ def test_a_scan_of_the_home_folder_is_warned_about(tmp_path, monkeypatch, capsys
     cli._warn_wide_scans(["~", str(tmp_path / "runs")])
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is your home folder" in err[0] and "5 folders deep" in err[0]
+
+
+def sweep(base: Path, jobs: dict[str, str]) -> Path:
+    """``base/<job>/league.db`` runs of one name, each with ``.hydra/overrides.yaml``."""
+    for job, overrides in jobs.items():
+        small_league(base / job, ["x", "y"], run_name="league")
+        (base / job / ".hydra").mkdir()
+        (base / job / ".hydra" / "overrides.yaml").write_text(overrides)
+    return base
+
+
+def test_runs_carry_their_jobs_overrides_read_as_untrusted_text(tmp_path):
+    base = sweep(tmp_path / "multirun", {
+        "0": "- game=kuhn\n- seed=0\n", "1": "- game=kuhn\n- seed=1\n",
+        "2": "{a: 1}\n", "3": "- " + "y" * 5000 + "\n- 7\n- [nested]\n", "4": "- [unclosed\n",
+        "5": "- x=1\n" * 20_000})
+    runs = TestClient(create_app([base])).get("/api/runs").json()["runs"]
+    by = {Path(r["path"]).parent.name: r["overrides"] for r in runs}
+    assert by["0"] == ["game=kuhn", "seed=0"] and by["1"] == ["game=kuhn", "seed=1"]
+    assert by["2"] == [] and by["4"] == [] and by["5"] == []  # not a list, broken, too big
+    assert by["3"] == ["y" * 200]  # strings only, each cut

@@ -18,6 +18,7 @@
     inflight: new Set(), // paths being fetched (a slow one is not asked again meanwhile)
     openSettings: new Set(), // members whose settings are unfolded (kept across redraws)
     cross: null, crossAll: false, // the cross-play pairs shown; all of them, or the newest
+    distinct: new Map(), // run key → what tells it from runs of the same name (a sweep's jobs)
   };
   const $ = (id) => document.getElementById(id);
   // "No ratings yet." while the selected run may still write them; a finished run's empty
@@ -175,17 +176,53 @@
   // ------------------------------------------------------------------ runs
   const runKey = (r) => `${r.source}/${r.id}`;
 
+  // what tells apart runs of one experiment and name (a sweep's jobs share both): the Hydra
+  // overrides (key=value) set otherwise in another of them, else the run's folder name
+  function distinctions(runs) {
+    const groups = new Map();
+    for (const r of runs) {
+      const g = JSON.stringify([r.experiment, r.name]);
+      groups.set(g, [...(groups.get(g) || []), r]);
+    }
+    const out = new Map();
+    const split = (o) => (o.includes("=") ? [o.slice(0, o.indexOf("=")), o.slice(o.indexOf("=") + 1)]
+      : [o, ""]);
+    for (const rs of groups.values()) {
+      if (rs.length < 2) continue;
+      const sets = rs.map((r) => new Map((r.overrides || []).map(split)));
+      const keys = [...new Set(sets.flatMap((m) => [...m.keys()]))];
+      const differ = keys.filter((k) => new Set(sets.map((m) => m.get(k))).size > 1);
+      rs.forEach((r, i) => {
+        const text = differ.map((k) => (sets[i].has(k) ? `${k}=${sets[i].get(k)}` : `${k} unset`))
+          .join(" · ");
+        const folder = String(r.path).split(/[\\/]/).slice(-2, -1)[0] || "";
+        out.set(runKey(r), text || folder);
+      });
+    }
+    return out;
+  }
+
   function renderRuns(doc) {
     const body = $("runs-table").tBodies[0];
     body.replaceChildren();
     state.status = new Map(doc.runs.map((r) => [runKey(r), r.status]));
     state.rows = new Map(doc.runs.map((r) => [runKey(r), JSON.stringify(r)]));
+    state.distinct = distinctions(doc.runs);
     for (const r of doc.runs) {
       const tr = document.createElement("tr");
       tr.dataset.run = runKey(r);
       if (runKey(r) === state.selected) tr.classList.add("selected");
       cell(tr, r.experiment || "—");
-      cell(tr, r.name);
+      const name = cell(tr, "");
+      name.append(bdi(r.name));
+      const job = state.distinct.get(runKey(r));
+      if (job) {
+        const tag = document.createElement("span");
+        tag.className = "muted job";
+        tag.title = (r.overrides || []).join(" ") || "the run's folder";
+        tag.append(" · ", bdi(job));
+        name.appendChild(tag);
+      }
       cell(tr, r.game || "—");
       const st = cell(tr, "");
       const pill = document.createElement("span");
@@ -245,6 +282,8 @@
     const h = $("run-title");
     h.replaceChildren();
     h.append(bdi(run.experiment || run.name), " · ", bdi(run.name), " ");
+    const job = state.distinct.get(runKey(run));
+    if (job) h.append("(", bdi(job), ") ");
     const game = document.createElement("span");
     game.className = "muted";
     game.textContent = `${run.game || ""} · ${run.status} · started ${when(run.started_at)}`;
