@@ -46,6 +46,19 @@ MAX_BITS = 4096  # numerator / denominator size of any intermediate fraction
 MAX_EXPRESSION_CHARS = 200
 
 
+SHOWN_CHARS = 80
+"""Most characters of a caller's text an error repeats back (:func:`shown`)."""
+
+
+def shown(text: object) -> str:
+    """``text`` as an error repeats it to the caller: its ``repr`` (newlines and quotes
+    escaped, so the text cannot start a new line of the next prompt), cut to
+    :data:`SHOWN_CHARS` characters. An error is an observation: a 10 MB expression must
+    not become a 10 MB observation."""
+    out = repr(text)
+    return out if len(out) <= SHOWN_CHARS else out[:SHOWN_CHARS - 3] + "..."
+
+
 class ToolError(ValueError):
     """A tool call that cannot be answered; the message is shown to the caller."""
 
@@ -168,7 +181,7 @@ def safe_eval(expression: str) -> Number:
     try:
         tree = ast.parse(source, mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):  # ValueError: NUL bytes
-        raise ToolError(f"cannot parse {expression!r} as arithmetic") from None
+        raise ToolError(f"cannot parse {shown(expression)} as arithmetic") from None
     try:
         return _checked(_eval(tree, source))
     except RecursionError:
@@ -212,8 +225,10 @@ class Calculator(_Limited):
         try:
             value = safe_eval(expression)
         except ToolError as err:
-            return ToolResult(False, f"error: {expression} -> {err}")
-        return ToolResult(True, f"{expression} = {format_number(value)}", value)
+            return ToolResult(False, f"error: {shown(expression)} -> {err}")
+        # an accepted expression is at most MAX_EXPRESSION_CHARS; one line, as it is read
+        return ToolResult(True, f"{' '.join(expression.split())} = {format_number(value)}",
+                          value)
 
 
 class KeyValueTable(_Limited):
@@ -230,5 +245,5 @@ class KeyValueTable(_Limited):
         if refused is not None:
             return refused
         if key not in self.table:
-            return ToolResult(False, f"error: no entry {key!r}")
+            return ToolResult(False, f"error: no entry {shown(key)}")
         return ToolResult(True, f"{key} = {self.table[key]}", self.table[key])
