@@ -60,7 +60,14 @@ def match_action(text: str, legal: Sequence[str]) -> int | None:
     where that names one action (:func:`games.core.action_matches`, as
     :meth:`Game.parse_action` does): ``Bxc3`` is the bishop's capture beside the pawn's
     ``bxc3``, and ``BXC3`` names neither.
+
+    Raises:
+        InvalidAction: ``text`` is not a str (None from a backend, bytes), worded as
+            :meth:`Game.parse_action` says it.
     """
+    if not isinstance(text, str):  # else a bare TypeError from the tag reader
+        raise InvalidAction(f"cannot parse {repr(text)[:80]} as an action (not a str); "
+                            f"legal: {list(legal)}")
     found = action_matches(text, legal)  # Game.parse_action's matcher: they cannot drift apart
     return found[0] if len(found) == 1 else None
 
