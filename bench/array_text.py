@@ -44,13 +44,13 @@ def main() -> None:
     texts: dict[str, list[str]] = {}
     for run in range(args.runs):
         for name in sorted(formatters, reverse=bool(run % 2)):
-            pz._array_text = formatters[name]
+            pz.obs_array_text = formatters[name]
             start = time.process_time()
             texts[name] = game_corpus(game, args.episodes, seed=run)
             corpus[name].append(time.process_time() - start)
         if len({tuple(t) for t in texts.values()}) != 1:
             sys.exit(f"run {run}: the formatters wrote different corpora")
-    pz._array_text = array_text
+    pz.obs_array_text = array_text
 
     observations, ts = [], game.reset(0)
     rng = np.random.default_rng(0)

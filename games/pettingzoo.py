@@ -148,7 +148,7 @@ def _import_error(spec: str, err: ImportError) -> UnknownGameError:
     )
 
 
-def _resolve(spec: str) -> tuple[Callable[..., Any], ModuleType, bool | None]:
+def resolve_env(spec: str) -> tuple[Callable[..., Any], ModuleType, bool | None]:
     """(env factory, its module, parallel?) for ``module``, ``module:fn`` or ``module.fn``.
 
     ``parallel`` is None for a function: the env it returns says which API it has.
@@ -463,9 +463,10 @@ def _copies_key(module_path: str, kwargs: dict) -> str:
     return f"{module_path} {sorted(kwargs.items(), key=lambda kv: kv[0])!r}"
 
 
-def _array_text(x: np.ndarray) -> str:
+def obs_array_text(x: np.ndarray) -> str:
     """``np.array2string`` of ``x`` as flat float32, ``precision=2``: the same text, faster
-    (:mod:`games.array_text`)."""
+    (:mod:`games.array_text`). Looked up at each call: bench/array_text.py sets it to each
+    formatter it times."""
     return array_text(x)
 
 
@@ -488,7 +489,7 @@ class PettingZooGame(Game):
         max_steps: int | None = None,
         **kwargs: Any,
     ) -> None:
-        factory, module, parallel = _resolve(module_path)
+        factory, module, parallel = resolve_env(module_path)
         named = {"max_steps": max_steps, "teams": teams, "zero_sum": zero_sum}
         family = _family(module.__name__)
         raw = getattr(module, "raw_env", factory) if parallel is not None else None
@@ -716,7 +717,7 @@ class PettingZooGame(Game):
     def text_observation(self, agent: str) -> str:
         role = self.spec.agent(agent).role
         return f"{self.name} step {self._t}; you are {agent} ({role}); observation: " + (
-            _array_text(self.observe(agent))
+            obs_array_text(self.observe(agent))
         )
 
     def action_text(self, agent: str, action: int) -> str:

@@ -469,10 +469,10 @@ def recorded_name_refusal(name: str) -> str:
         return (f"whose module {printable(module)} is neither a game of a package of "
                 f"PettingZoo games ({', '.join(FAMILIES)}: <package>.<game>_v<N>) nor in a "
                 "module the command line imported (imports=, --import)")
-    from games.pettingzoo import _resolve
+    from games.pettingzoo import resolve_env
 
     try:  # imports only below a module the user imported
-        factory, _, parallel = _resolve(path)
+        factory, _, parallel = resolve_env(path)
     except GameError:
         return ""  # games.make says why, as for a name given
     named = function or {True: "parallel_env", False: "env"}.get(

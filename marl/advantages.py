@@ -38,7 +38,7 @@ from marl.configs import AdvantageConfig  # torch-free (the LLM settings hold on
 from marl.returns import (
     GAEResult,
     SegmentKey,
-    _acc,
+    accumulate_dtype,
     agent_gae,
     broadcast_to_tokens,
     dense_key,
@@ -554,7 +554,7 @@ def normalize_advantages(adv_norm: str, values: Tensor, keys: AdvantageKeys | No
     m = None if mask is None else mask.to(torch.bool)
     m = None if m is None else (m if m.shape == shape else m.broadcast_to(shape)).reshape(-1)
     w = None if weights is None else weights.broadcast_to(shape).reshape(-1)
-    x = values.reshape(-1).to(_acc(values.dtype, cfg.float64))
+    x = values.reshape(-1).to(accumulate_dtype(values.dtype, cfg.float64))
     adv = spec.fn(x, flat, m, w, cfg, state) if x.numel() else x.clone()
     if x.numel():
         _check_shape(spec, x, adv)

@@ -16,7 +16,9 @@ import torch
 from torch import Tensor
 
 
-def _acc(dtype: torch.dtype, float64: bool) -> torch.dtype:
+def accumulate_dtype(dtype: torch.dtype, float64: bool) -> torch.dtype:
+    """The dtype sums over ``dtype`` values accumulate in: float64 when asked (``float64``) or
+    given, else float32 (shared with :mod:`marl.advantages`' normalisation)."""
     return torch.float64 if float64 or dtype == torch.float64 else torch.float32
 
 
@@ -62,7 +64,7 @@ def gae(rewards: Tensor, values: Tensor, next_values: Tensor, terminated: Tensor
     ``A_t = delta_t + gamma lam (1 - done_t) A_{t+1}``, ``A_T = 0`` (the rollout end bootstraps).
     With ``lam = 1``, ``A = discounted_returns(...) - values``.
     """
-    acc = _acc(rewards.dtype, float64)
+    acc = accumulate_dtype(rewards.dtype, float64)
     r, v = rewards.to(acc), values.to(acc)
     term = _trail(terminated, r).to(acc)
     done = torch.maximum(term, _trail(truncated, r).to(acc))
