@@ -110,7 +110,7 @@ def test_very_long_names_are_cut_in_charts_with_the_whole_name_on_hover(page: Pa
         assert f"{long} v0" in metas  # the legend's cut name is whole on hover
         hover = page.page.evaluate("""() => {
             const t = document.getElementById("payoff-chart").data[0];
-            return JSON.stringify(t.text);}""")
+            return JSON.stringify(t.customdata);}""")
         assert long in hover  # the whole name is still there, on hover
         assert page.errors == []
     finally:

@@ -451,14 +451,15 @@
     if (doc.cells) expandCells(doc);
     const labels = cutLabels(doc.labels).map(pt);
     const full = doc.labels.map(pt);
+    const pair = doc.value.map((row, i) => row.map((_, j) => `${full[i]} vs ${full[j]}`));
     const text = doc.value.map((row, i) => row.map((v, j) => (v == null ? "not played"
-      : `${full[i]} vs ${full[j]}<br>` +
-        `win rate per role-swapped pair ${pct(doc.win_rate[i][j])} · ` +
+      : `win rate per role-swapped pair ${pct(doc.win_rate[i][j])} · ` +
         `${doc.count[i][j]} pair${doc.count[i][j] === 1 ? "" : "s"}`)));
     const trace = {
-      type: "heatmap", z: doc.value, x: labels, y: labels, text, zmid: 0,
+      type: "heatmap", z: doc.value, x: labels, y: labels, text, customdata: pair, zmid: 0,
       colorscale: PAYOFF_SCALE, xgap: 1, ygap: 1, hoverongaps: false,
-      hovertemplate: `${what} %{z:.3f}<br>%{text}<extra></extra>`,
+      // the whole names (the axes may show them cut)
+      hovertemplate: `%{customdata}<br>${what} %{z:.3f}<br>%{text}<extra></extra>`,
       colorbar: { title: { text: `${doc.exact ? "exact" : "mean"} ${what}` }, thickness: 12 },
     };
     if (doc.ids.length <= 12) trace.texttemplate = "%{z:.2f}";
