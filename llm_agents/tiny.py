@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 import games
-from llm_agents.prompts import prompt_game_name
+from llm_agents.prompts import REAL_MODEL_PROMPT, PromptBuilder, PromptConfig, prompt_game_name
 from llm_agents.settings import TinyModelConfig  # noqa: F401 - its old home
 
 PAD, EOS, UNK = "<pad>", "<eos>", "<unk>"
@@ -65,6 +65,32 @@ def game_corpus(game: str | games.Game, episodes: int = 100, seed: int = 0,
             ts = g.step(actions)
     texts += [a.role for a in g.spec.agents] + list(g.spec.agent_ids) + [
         prompt_game_name(g.spec.name)]  # as prompts say it: the same words as older runs
+    return texts
+
+
+def prompt_corpus(game: str | games.Game, prompt: PromptConfig = REAL_MODEL_PROMPT,
+                  episodes: int = 5, seed: int = 0, **kwargs: Any) -> list[str]:
+    """The prompts ``prompt`` renders (both action modes' instructions) on the turns of
+    ``episodes`` random episodes of ``game``: its fixed words, the game's rules, the readable
+    state view and the turn line -- the words a tokenizer needs for ``llm=hf``'s prompts
+    (:data:`~llm_agents.prompts.REAL_MODEL_PROMPT`) beside :func:`game_corpus`'s."""
+    g = games.make(game, **kwargs) if isinstance(game, str) else game
+    builder, roles = PromptBuilder(prompt), {a.id: a.role for a in g.spec.agents}
+    rng = np.random.default_rng(seed)
+    texts: list[str] = []
+    for e in range(episodes):
+        ts = g.reset(seed + e)
+        while not ts.done:
+            actions = {}
+            for agent in ts.acting:
+                for instruction in (prompt.generate_instruction, prompt.score_instruction):
+                    texts.append(builder.build(
+                        None, game=g.spec.name, agent=agent, role=roles[agent], role_prompt="",
+                        observation=g.guarded(g.text_observation, agent),
+                        legal=g.guarded(g.legal_action_texts, agent), instruction=instruction))
+                legal = np.flatnonzero(ts.legal[agent])
+                actions[agent] = int(legal[rng.integers(0, len(legal))])
+            ts = g.step(actions)
     return texts
 
 
@@ -159,9 +185,13 @@ def save_model_dir(path: str | Path, model: Any, tokenizer: Any) -> Path:
 
 def tiny_model_dir(path: str | Path, games_: Sequence[str | games.Game], prompt_text: str = "",
                    cfg: TinyModelConfig | None = None, chat_template: str | None = None,
-                   episodes: int = 100) -> Path:
-    """Build a tokenizer from the games' texts (plus ``prompt_text``) and a tiny model, and
-    save both as a model directory."""
+                   episodes: int = 100, prompt: PromptConfig | None = REAL_MODEL_PROMPT) -> Path:
+    """Build a tokenizer from the games' texts (plus ``prompt_text``, and the words of the
+    prompts ``prompt`` renders for them: :func:`prompt_corpus`; default ``llm=hf``'s, the
+    preset such a folder is meant for; None: none) and a tiny model, and save both as a
+    model directory."""
     texts = [prompt_text] + [t for g in games_ for t in game_corpus(g, episodes)]
+    if prompt is not None:
+        texts += [t for g in games_ for t in prompt_corpus(g, prompt)]
     tok = build_tokenizer(texts, chat_template)
     return save_model_dir(path, build_model(tok, cfg), tok)
