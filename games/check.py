@@ -54,6 +54,19 @@ class GameCheckError(AssertionError):
     """A game broke its contract; the message says where and how."""
 
 
+class EpisodeNotEndedError(GameCheckError):
+    """An episode of the checks' random play had not ended at ``spec.max_steps``: training
+    does not run through it (VectorGame refuses the next step, ``games.EpisodeTooLongError``),
+    so a command line can refuse the run before it makes a folder (the other GameCheckErrors
+    of a start check it leaves to training, which names them)."""
+
+
+def _not_ended(where: str, steps: int, max_steps: int) -> str:
+    return (f"{where}: the episode has not ended after {steps} steps, but "
+            f"spec.max_steps={max_steps}; a game must end (terminate or truncate) every "
+            "episode within max_steps")
+
+
 @dataclass(frozen=True)
 class CheckReport:
     """What ``check_game`` played: episodes, steps, and the mean return of each agent;
@@ -318,9 +331,8 @@ def _episode(game: Game, seed: int, check: bool, fresh: bool, limit: int | None 
     steps, ended = 0, set()  # agents terminated or truncated so far
     while not ts.done and (limit is None or steps < limit):
         where = f"{game.spec.name} seed {seed} step {steps}"
-        _require(steps < game.spec.max_steps, f"{where}: the episode has not ended after "
-                 f"{steps} steps, but spec.max_steps={game.spec.max_steps}; a game must end "
-                 "(terminate or truncate) every episode within max_steps")
+        if steps >= game.spec.max_steps:
+            raise EpisodeNotEndedError(_not_ended(where, steps, game.spec.max_steps))
         if check:
             _check_timestep(game, ts, where)
         actions = {a: _random_action(game, a, ts, rng) for a in ts.acting}
@@ -555,6 +567,9 @@ def start_warnings(game: Game, seed: int = 0, steps: int = WARN_STEPS) -> list[s
     Raises:
         GameCheckError: the game's own code raised, or broke a contract that
             ``reset``/``step`` enforce (named with the seed and the step, as check_game does).
+        EpisodeNotEndedError: (a GameCheckError) an episode ran past ``spec.max_steps``
+            without ending, which training does not run through (VectorGame refuses that
+            step): a caller may refuse the run before it starts.
     """
     spec, found = game.spec, {}
     played, episode = 0, 0
@@ -580,6 +595,11 @@ def _warnings_of(game: Game, seed: int, limit: int, found: dict[str, str]) -> in
     steps = 0
     while not ts.done and steps < limit:
         where = f"seed {seed} step {steps}"
+        if steps >= spec.max_steps:  # VectorGame refuses the next step: training stops
+            # there (walk38a L4: a league kept a checkpoint and a resume command though it
+            # trained nothing); 200 steps of it were run through before
+            raise EpisodeNotEndedError(_not_ended(f"{spec.name} {where}", steps,
+                                                  spec.max_steps))
         if not spec.simultaneous and len(ts.acting) > 1:
             found.setdefault("together", f"{where}: {list(ts.acting)} act at once, but "
                              "spec.simultaneous is False; declare GameSpec(simultaneous=True)")
