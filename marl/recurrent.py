@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from games import VecStep
+from marl.networks import orthogonal_
 
 
 def episode_starts(vs: VecStep, agents: Sequence[str]) -> np.ndarray:
@@ -56,7 +57,7 @@ class GRUCore(nn.Module):
         self.cell = nn.GRUCell(in_dim, hidden)
         for name, p in self.cell.named_parameters():
             if name.startswith("weight"):
-                nn.init.orthogonal_(p)
+                orthogonal_(p)  # skipped while a snapshot loads (weights_to_load)
             else:
                 nn.init.zeros_(p)
         self.norm = nn.LayerNorm(hidden)

@@ -100,3 +100,18 @@ def test_a_learner_built_after_a_load_is_the_one_built_before(algo, tmp_path):
     after = weights()
     assert before.keys() == after.keys()
     assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_a_gru_snapshot_loads_without_init_too(tmp_path, ortho_calls):
+    """The GRU core (rMAPPO's orthogonal init) skips it on load as the MLPs do."""
+    from marl.actor_critic import NetConfig
+    from marl.mappo import MAPPO, MAPPOConfig
+
+    cfg = MAPPOConfig(net=NetConfig(recurrent=True, rnn_hidden=16))
+    policy = MAPPO(games.make(TAG).spec, cfg, seed=0).policy()
+    path = policy.save(tmp_path / "gru.pt")
+    ortho_calls.clear()
+    loaded = load_policy(path)
+    assert ortho_calls == []
+    for name, tensor in policy.payload()["actors"].items():
+        assert torch.equal(tensor.cpu(), loaded.payload()["actors"][name].cpu()), name
