@@ -309,6 +309,7 @@ class ValueDecompConfig:
             check_number(f"ValueDecompConfig.{name}", getattr(self, name), **bounds)
         check_widths("ValueDecompConfig.hidden", self.hidden)
         check_gradient_steps("ValueDecompConfig.gradient_steps", self.gradient_steps)
+        check_replay_holds_batch("ValueDecompConfig", self.buffer_size, self.batch_size)
         from marl.value_decomp import MIXERS  # last: the mixers are torch modules
 
         check_choice("ValueDecompConfig.mixer", self.mixer, MIXERS)
@@ -358,6 +359,21 @@ class MADDPGConfig:
             check_number(f"MADDPGConfig.{name}", getattr(self, name), **bounds)
         check_widths("MADDPGConfig.hidden", self.hidden)
         check_gradient_steps("MADDPGConfig.gradient_steps", self.gradient_steps)
+        check_replay_holds_batch("MADDPGConfig", self.buffer_size, self.batch_size)
+
+
+def check_replay_holds_batch(owner: str, buffer_size: int, batch_size: int) -> None:
+    """One-line ``ValueError`` unless a replay of ``buffer_size`` transitions can hold a
+    minibatch of ``batch_size``: a replay learner updates once its buffer holds
+    ``batch_size`` transitions (:func:`marl.replay.warmed_up`), which a smaller buffer never
+    does (``vdn.buffer_size=10 vdn.batch_size=128`` ran to its end without one update and
+    exited 0). ``owner`` names the config (``ValueDecompConfig``; the command line shows its
+    section: ``vdn.buffer_size=10 < batch_size=128: ...``)."""
+    if buffer_size < batch_size:
+        raise ValueError(f"{owner}.buffer_size={buffer_size} < batch_size={batch_size}: the "
+                         "learner would never update (it draws batch_size transitions from "
+                         "a replay holding at most buffer_size); expected buffer_size >= "
+                         "batch_size")
 
 
 def check_gradient_steps(where: str, value: Any) -> None:
