@@ -108,8 +108,10 @@ def check_command_line(args: Sequence[str]) -> None:
                        "swept key")
     _check_hydra_flags(parsed)
     overrides = OverridesParser.create().parse_overrides(parsed.overrides)  # grammar errors
+    named_game = any(o.key_or_group == "game.name" and not o.is_delete() for o in overrides)
     for o in overrides:  # whatever the search path: the schema has no keys under algo
-        wrong = _key_under_group(o)
+        wrong = _key_under_group(o) or _one_option_refusal(o) or \
+            _deletion_refusal(o, named_game) or _null_kwargs_refusal(o)
         if wrong:
             raise CLIError(wrong)
     # before the options: their ConfigStore presets count, and their learners name the
@@ -252,6 +254,88 @@ def _key_under_group(override: Any) -> str | None:
 
 class _Missing:
     """No such key (see :func:`_key_under_group`)."""
+
+
+def _one_option_refusal(override: Any) -> str | None:
+    """``algo=[mappo,vdn]``: a list given to a shipped config group. Hydra loads every option
+    listed and the last one's values win, so the run trained vdn without a word; each group
+    of the schema fills one section (or, ``experiment``, the whole config) and takes one
+    option. What to write instead; None for other overrides."""
+    from hydra.core.override_parser.types import ValueType
+
+    group = override.key_or_group
+    if override.package is not None or override.is_delete() or group not in group_names() \
+            or override.value_type != ValueType.ELEMENT or not isinstance(override.value(), list):
+        return None
+    picked = [str(v) for v in override.value()]
+    some = " or ".join(f"{group}={v}" for v in picked[:3]) or f"{group}=<option>"
+    sweep = f"; or train each in turn: -m {group}={','.join(picked)}" if len(picked) > 1 else ""
+    return (f"{override.input_line}: the config group {group} takes one option (a list loads "
+            f"each one and the last one's settings win); write {some}{sweep}")
+
+
+def _null_kwargs_refusal(override: Any) -> str | None:
+    """``game.kwargs=null``: OmegaConf said "field 'game.kwargs' is not Optional" and no more;
+    a game's arguments are a mapping, ``{}`` for none."""
+    if override.key_or_group != "game.kwargs" or override.is_delete() or \
+            override.package is not None or override.value() is not None:
+        return None
+    return (f"{override.input_line}: a game's arguments are a mapping, not null; write "
+            "game.kwargs={} for none (the game's own defaults)")
+
+
+def _deletion_refusal(override: Any, named_game: bool) -> str | None:
+    """``~seed``, ``~algo``, ``~mappo.lr``: deleting a setting of the schema or a group's
+    option. A top-level setting or a group quietly fell back to the schema's default (``~seed``
+    trained seed 0, ``~game`` the schema's game without its preset's arguments); a section's
+    setting failed in OmegaConf's words ("MAPPOConfig (DictConfig) does not support
+    deletion"). Refused with what to write instead. Left alone: a key inside a dict setting
+    (``~game.kwargs.N`` drops one argument, as does a key of ``population.exploit.learner``),
+    ``~game`` beside ``game.name=`` (a game without a preset: this CLI writes it itself,
+    :func:`populations.command_line.game_overrides`), keys the schema does not know (Hydra
+    or the schema reports them)."""
+    from populations.config_checks import TOP_LEVEL_TYPES, section_schemas
+
+    key = override.key_or_group
+    if not override.is_delete() or override.package is not None:
+        return None
+    if key in group_names():
+        if key == "game" and named_game:
+            return None
+        options = ", ".join(group_options().get(key, []))
+        return (f"~{key}: a config group's option cannot be deleted (the run would take the "
+                f"schema's defaults without a word); write {key}=<option> ({options}), or "
+                "leave it out")
+    top, _, rest = key.partition(".")
+    if not rest and top in section_schemas():  # ~mappo: the section's defaults, silently
+        return (f"~{key}: a section cannot be deleted (the run would take the schema's "
+                f"defaults without a word); set its keys ({key}.<key>=<value>), or leave it")
+    if not rest:
+        if key not in (*TOP_LEVEL_TYPES, "imports"):
+            return None
+        return (f"~{key}: a setting cannot be deleted (the run would take the schema's "
+                f"default without a word); write {key}=<value>")
+    if top == "game":
+        obj: Any = {"name": "", "kwargs": {}}  # populations.experiment.GameConfig (torch)
+    elif top in section_schemas():
+        try:
+            obj = section_schemas()[top][0]()
+        except Exception:  # noqa: BLE001 - a section needing arguments: the schema reports it
+            return None
+    else:
+        return None
+    for i, name in enumerate(rest.split(".")):
+        if isinstance(obj, dict):
+            if i == 0 and top == "game" and name in obj:  # GameConfig's own fields
+                obj = obj[name]
+                continue
+            return None  # a key inside a dict setting: deleting it drops it
+        if not dataclasses.is_dataclass(obj) or not hasattr(obj, name):
+            return None
+        obj = getattr(obj, name)
+    instead = f"{key}={{}}" if key == "game.kwargs" else f"{key}=<value>"
+    return (f"~{key}: a setting of the {top} section cannot be deleted; write {instead} "
+            "(selfplay-train ... --cfg job shows its value)")
 
 
 def _check_hydra_flags(parsed: argparse.Namespace) -> None:
@@ -601,6 +685,7 @@ def unused_overrides(exp: ExperimentConfig, overrides: Sequence[str]) -> list[st
                       "run's rollouts (population=none) and an LLM team's; this run trains "
                       "without them")
     unread += _unread_population_keys(exp, overrides, auto=auto, auto_payoffs=auto_payoffs)
+    unread += _unread_runner_keys(exp, overrides)
     unread += replaced_by_presets(exp, overrides, auto=auto)  # ippo, mappo.net.critic=state
     if kind == "none" and exp.runner.kind == "ray" and not exp.runner.rollout_workers and \
             not _plays_own_episodes(exp.algo):  # it trained in this process, unsaid
@@ -650,6 +735,37 @@ READERS = {"iterations": ("psro",), "oracle": ("psro",), "oracle_frames": ("psro
 """The population kinds that read a ``population.*`` setting, where not a league alone
 (``kind``: all). ``keep_checkpoints`` sizes a league's and a single run's checkpoints; PSRO
 keeps none (it resumes from its database)."""
+
+
+RAY_ONLY = ("workers", "address", "learners", "learner_gpus", "max_learner_restarts")
+"""``runner.*`` settings that only ``runner=ray`` reads (Ray actors, the cluster)."""
+LEAGUE_LEARNERS = ("learners", "learner_gpus", "max_learner_restarts")
+"""``runner.*`` settings of a league's Ray learner actors (no other run has them)."""
+
+
+def _unread_runner_keys(exp: ExperimentConfig, overrides: Sequence[str]) -> list[str]:
+    """A warning per ``runner.<key>=`` on the command line that this run does not read, as
+    :func:`_unread_population_keys` says of ``population.*``: :data:`RAY_ONLY` keys with
+    ``runner=local`` (``runner.workers=4 runner.address=host:1`` ran locally without a word),
+    :data:`LEAGUE_LEARNERS` with ``runner=ray`` in a run that is no league. A single run on
+    ``runner=ray`` without rollout workers is said whole in :func:`unused_overrides`."""
+    kind, pop = exp.runner.kind, exp.population.kind
+    if kind == "ray" and pop == "none" and not exp.runner.rollout_workers:
+        return []  # "runner=ray is not used by a population=none run ..." names them all
+    notes = []
+    for o in overrides:
+        key = o.split("=", 1)[0].lstrip("+")
+        name = key.removeprefix("runner.")
+        if "=" not in o or name == key:
+            continue
+        if kind == "local" and name in RAY_ONLY:
+            notes.append(f"{o.lstrip('+')} is not used with runner.kind=local: only runner=ray "
+                         "reads it")
+        elif kind == "ray" and pop != "league" and name in LEAGUE_LEARNERS:
+            presets = ", ".join(population_presets().get("league", []))
+            notes.append(f"{o.lstrip('+')} is not used with population.kind={pop}: only a "
+                         f"league's Ray learner actors read it (population={presets})")
+    return notes
 
 
 SAMPLED_ONLY = ("episodes_per_entry", "num_envs")
