@@ -349,7 +349,7 @@ def print_summary(s: RunSummary, resume: str | None = None) -> None:
     print(f"database   : {s.database}")
     print(f"snapshots  : {s.snapshots}")
     if s.logger_files is not None:
-        print(f"metrics    : {s.logger_files}")
+        print(f"metrics    : {s.logger_files}" + (f" ({s.logger_note})" if s.logger_note else ""))
     if (s.run_dir / "checkpoints").is_dir():
         resume = resume or resume_command(s.run_dir)
         print(f"checkpoints: {s.run_dir / 'checkpoints'} ({resume})")

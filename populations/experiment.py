@@ -221,6 +221,7 @@ class RunSummary:
     snapshots: Path
     logger_files: Path | None
     table: list[dict[str, Any]]
+    logger_note: str = ""  # said after logger_files (MetricsLogger.files_note)
 
 
 def check_experiment(cfg: ExperimentConfig, game: games.Game | None = None) -> None:
@@ -472,7 +473,8 @@ def _run_experiment(cfg: ExperimentConfig, run_dir: Path) -> RunSummary:
         else:
             table = run_single(cfg, run_dir, logger, plain(cfg))
         logger.summary({"table": table})
-    return RunSummary(run_dir, run_dir / "league.db", run_dir / "snapshots", logger.files, table)
+    return RunSummary(run_dir, run_dir / "league.db", run_dir / "snapshots", logger.files, table,
+                      getattr(logger, "files_note", ""))  # a user's logger may lack it
 
 
 @contextlib.contextmanager

@@ -86,6 +86,7 @@ class MetricsLogger:
     """Base logger: does nothing (``logger=none``)."""
 
     files: Path | None = None  # where the logger writes, for the end-of-run summary
+    files_note: str = ""  # said after ``files`` there (a wandb run WANDB_MODE disables)
 
     def log(self, step: int, metrics: dict[str, float], prefix: str = "") -> None:
         """Record scalar ``metrics`` at ``step`` (keys get ``prefix``)."""
@@ -472,6 +473,11 @@ class WandbLogger(MetricsLogger):
                                   **sweep_grouping())
         except Exception as err:  # noqa: BLE001 - wandb's UsageError, CommError...: one line
             raise LoggerError(_init_failed(err, mode)) from err
+        if mode == "disabled":  # WANDB_MODE=disabled: the summary named <run>/wandb, which
+            # held only last_step and run_id; the rows are in the league database alone
+            self.files = run_dir / "league.db"
+            self.files_note = ("WANDB_MODE=disabled: wandb recorded nothing; the metrics are "
+                               "in the database, selfplay-dashboard shows them")
         start = getattr(self.run, "starting_step", 0)  # online resume: the server's next step
         if isinstance(start, int) and start > 0:
             self.floor = self.last = max(self.floor, start - 1)
