@@ -226,7 +226,10 @@ class LeagueDB:
             raise LeagueDBError(f"league database not found: {self.path}")
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            for suffix in ("", "-wal", "-shm", "-journal"):  # SQLite writes through links
+        if not immutable:  # SQLite writes through links: a read-only open of a WAL database
+            # makes -wal/-shm too, beside the link's target (a run folder's league.db linked
+            # to a database elsewhere got them on a refused resume); immutable makes none
+            for suffix in ("", "-wal", "-shm", "-journal"):
                 refuse_link(f"{self.path}{suffix}", "league database file", LeagueDBError)
         uri = sqlite_uri(self.path, readonly, immutable)
         try:
