@@ -638,8 +638,47 @@ def prepare(cfg: DictConfig, overrides: Sequence[str], check: bool = True,
     if check:
         from populations.experiment import check_experiment
 
-        check_experiment(exp)  # unknown game, bad game arguments, an algo that cannot play it
+        try:
+            check_experiment(exp)  # unknown game, bad game arguments, an algo that cannot play it
+        except ValueError as err:  # an argument of the user's own game preset: name its file
+            file = _game_kwargs_file(str(err), cfg, overrides, hydra)
+            if file is None:
+                raise
+            raise CLIError(f"{file}: {one_line(err)}") from err
     return exp
+
+
+def _game_kwargs_file(message: str, cfg: DictConfig, overrides: Sequence[str],
+                      hydra: DictConfig | None) -> str | None:
+    """The file of the user's own config folder (``--config-dir``) that set the game argument
+    ``message`` (a refusal of the game's arguments) names, as :func:`_in_user_file` names a
+    section's: ``myconf/game/bad_game.yaml`` for ``bad parameter for openspiel/kuhn_poker:
+    'playerz' unknown`` (the sections' refusals named their file, the game's did not). None
+    where the command line gives the game's arguments or no file of the user's sets one."""
+    from omegaconf import OmegaConf
+
+    from populations.config_paths import user_file_of
+
+    if any(o.split("=", 1)[0].lstrip("+~").startswith("game.kwargs") for o in overrides):
+        return None
+    if hydra is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        hydra = HydraConfig.get() if HydraConfig.initialized() else None
+    kwargs = OmegaConf.select(cfg, "game.kwargs", default=None)
+    if hydra is None or not OmegaConf.is_dict(kwargs):
+        return None
+    for key in kwargs:
+        value = kwargs[key]
+        if OmegaConf.is_config(value) or not (f"{key!r}" in message or f"{key}=" in message):
+            continue
+        try:
+            file = user_file_of(f"game.kwargs.{key}={value}; refused", cfg, hydra)
+        except Exception:  # noqa: BLE001 - the refusal stands without its file
+            file = None
+        if file is not None:
+            return file
+    return None
 
 
 def _in_user_file(message: str, cfg: DictConfig, hydra: DictConfig | None) -> str:

@@ -217,3 +217,19 @@ def test_a_read_only_open_of_a_linked_database_is_refused_and_writes_nothing(tmp
     assert sorted(p.name for p in outside.iterdir()) == ["victim.db"]
     LeagueDB(link, immutable=True).close()  # immutable (the dashboard's): makes no file
     assert sorted(p.name for p in outside.iterdir()) == ["victim.db"]
+
+
+# ------------------------------------------------ L7: a game preset of the user's own
+def test_a_bad_argument_of_a_users_game_preset_names_its_file(monkeypatch, tmp_path, capsys):
+    """Before: ``bad parameter for openspiel/kuhn_poker: 'playerz' unknown`` without the file
+    that set it, where a section's refusal names it (``bad config: myconf/...yaml: ...``)."""
+    (tmp_path / "myconf" / "game").mkdir(parents=True)
+    (tmp_path / "myconf" / "game" / "bad_game.yaml").write_text(
+        "# @package _global_\ngame:\n  name: openspiel/kuhn_poker\n  kwargs:\n    playerz: 2\n")
+    args = ["--config-dir", "myconf", "game=bad_game", *SMALL[1:]]
+    line = _failed(args, monkeypatch, tmp_path, capsys)
+    assert line == ("myconf/game/bad_game.yaml: bad parameter for openspiel/kuhn_poker: "
+                    "'playerz' unknown; accepted: ['players']"), line
+    # given on the command line, it is the line's own: no file named
+    line = _failed([*args, "game.kwargs.playerz=3"], monkeypatch, tmp_path, capsys)
+    assert line.startswith("bad parameter for openspiel/kuhn_poker: 'playerz' unknown"), line
