@@ -59,6 +59,9 @@ _EXPRESSIONS = ("Const", "Name", "NSRef", "Getattr", "Getitem", "Slice", "Tuple"
                 "Filter", "Call")
 
 
+_OPERATORS = {"Mul": "*", "Pow": "**"}
+
+
 class _Refused(Exception):
     pass
 
@@ -179,7 +182,7 @@ class _Check:
     def expr(self, node: Any, stored: bool, loop_vars: frozenset[str]) -> None:
         kind = type(node).__name__
         if kind not in _EXPRESSIONS and kind != "TemplateData":
-            raise _Refused(f"uses {kind}")
+            raise _Refused(f"uses {_OPERATORS.get(kind, kind)}")
         if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
             raise _Refused(f"reads attribute {node.attr!r}")
         if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and \

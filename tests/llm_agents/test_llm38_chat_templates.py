@@ -56,8 +56,8 @@ def test_chat_templates_of_instruct_models_pass(template):
 @pytest.mark.parametrize("template, said", [
     ("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}x",
      "calls range with more than small numbers"),  # sec38 chat_template_loop: hours
-    ("{{ 'x' * 10**10 }}", "uses Mul"),  # sec38 chat_template_mem: 10 GB
-    ("{{ ('x' * 300000000)|length }}", "uses Mul"),
+    ("{{ 'x' * 10**10 }}", "uses *"),  # sec38 chat_template_mem: 10 GB
+    ("{{ ('x' * 300000000)|length }}", "uses *"),
     ("{% set ns = namespace(s='ab') %}{% for m in messages %}{% set ns.s = ns.s ~ ns.s %}"
      "{% endfor %}", "builds an assigned value with ~"),  # doubling
     ("{% set a = messages %}{% set b = a + a %}", "read from 2 variables"),
