@@ -146,7 +146,7 @@ def warn_if_not_replaying(exp: Any) -> None:
     differ, which ``check_game`` would have said. Shipped games are not played here
     (``check_game`` runs on them in the test suite: their start costs nothing more); a game
     whose own code raises is left to training, which names it in its own line."""
-    from games.check import GameCheckError, replay_problem, user_game
+    from games.check import EpisodeNotEndedError, GameCheckError, replay_problem, user_game
     from games.core import GameError
     from games.registry import as_literals
 
@@ -157,6 +157,8 @@ def warn_if_not_replaying(exp: Any) -> None:
     kwargs = as_literals(dict(exp.game.kwargs or {}))
     try:
         problem = replay_problem(lambda: games.make(exp.game.name, **kwargs), exp.seed)
+    except EpisodeNotEndedError as err:  # training would stop there: refused before a folder
+        raise games.EpisodeTooLongError(one_line(err)) from None
     except (GameCheckError, GameError) as err:  # the game's own code: training names it
         # (not a bug of the check's own, whose traceback shows: a lost warning hid one)
         log.debug("replay check of %s not done: %s", exp.game.name, one_line(err))
@@ -218,14 +220,22 @@ def _start_warnings(exp: Any, kwargs: dict[str, Any]) -> list[str]:
     what ``check_game`` refuses but training runs through (agents acting together without
     ``simultaneous=True``, observations not float32, a reward to an agent whose episode
     ended, an episode ending with an agent neither terminated nor truncated), one clause
-    each; none where the game's own code raised (training names it in its own line)."""
+    each; none where the game's own code raised (training names it in its own line).
+
+    Raises:
+        games.EpisodeTooLongError: an episode ran past ``spec.max_steps`` (a one-line refusal).
+    """
     import games
-    from games.check import GameCheckError, start_warnings
+    from games.check import EpisodeNotEndedError, GameCheckError, start_warnings
 
     game = None
     try:
         game = games.make(exp.game.name, **kwargs)
         return start_warnings(game, exp.seed)
+    except EpisodeNotEndedError as err:  # VectorGame refuses the step after spec.max_steps:
+        # a run would stop there having trained nothing, and a league kept a checkpoint and a
+        # resume command (walk38a L4); refused before the run's folder is made
+        raise games.EpisodeTooLongError(one_line(err)) from None
     except (GameCheckError, games.GameError) as err:
         log.debug("contract check of %s not done: %s", exp.game.name, one_line(err))
         return []
