@@ -48,14 +48,15 @@ def recorded_game(policy: PolicyLike) -> str:
     from a policy file is untrusted, and a ``pettingzoo/<module>:<function>`` name would
     import and call what the file says. Names :func:`games.registry.recorded_name_refusal`
     refuses (a file parameter, a module that is neither a PettingZoo game nor one named by
-    ``imports=``/``--import``) raise; pass the game yourself then (``game=`` of
-    :class:`PolicyPlayer`, or ``games.make(name)`` with a name you wrote).
+    ``imports=``/``--import``, or in Python the ``SELFPLAY_IMPORTS`` environment variable)
+    raise; pass the game yourself then (``game=`` of :class:`PolicyPlayer`, or
+    ``games.make(name)`` with a name you wrote).
 
     Raises:
         games.GameError: the recorded name is refused, or empty.
     """
     from games import GameError
-    from games.registry import printable, recorded_name_refusal
+    from games.registry import IMPORTS_ENV, printable, recorded_name_refusal
 
     pol = _policy(policy)
     name = pol.meta.game
@@ -64,7 +65,8 @@ def recorded_game(policy: PolicyLike) -> str:
     if why:
         raise GameError(f"the {printable(str(pol.meta.kind))} policy records the game "
                         f"{printable(str(name))}, {why}: pass the game to play yourself "
-                        "(game=..., a game you name is played as given)")
+                        "(game=..., e.g. the name you trained on: a game you name is played "
+                        f"as given), or, in Python, list its module in {IMPORTS_ENV}=module")
     return name
 
 

@@ -47,3 +47,22 @@ def test_an_honest_file_plays_its_own_game(crafted):
     path, _, _ = crafted
     assert recorded_game(str(path)) == "openspiel/kuhn_poker"
     assert play(str(path), episodes=2, num_envs=2).returns["player_0"].shape == (2,)
+
+
+def test_a_users_own_module_plays_once_named_in_the_environment(crafted, tmp_path, monkeypatch):
+    """A notebook's own PettingZoo module (review38a L5): refused by name until the user lists
+    it in SELFPLAY_IMPORTS (what imports= sets for the command lines), and the line says so."""
+    path, _, _ = crafted
+    module = tmp_path / "sec38_own_env.py"
+    module.write_text("from pettingzoo.classic import rps_v2\n"
+                      "def parallel_env(**kw):\n    return rps_v2.parallel_env(**kw)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("SELFPLAY_IMPORTS", raising=False)
+    data = torch.load(path, weights_only=True)
+    data["meta"]["game"] = "pettingzoo/sec38_own_env:parallel_env"
+    own = tmp_path / "own.pt"
+    torch.save(data, own)
+    with pytest.raises(games.GameError, match="SELFPLAY_IMPORTS=module"):
+        recorded_game(str(own))
+    monkeypatch.setenv("SELFPLAY_IMPORTS", "sec38_own_env")
+    assert recorded_game(str(own)) == "pettingzoo/sec38_own_env:parallel_env"
