@@ -94,7 +94,9 @@ def check_command_line(args: Sequence[str]) -> None:
     torch, ~1 s) is imported, in Hydra's own words: an override its grammar cannot parse, and
     ``GROUP=OPTION`` naming an option no file in ``configs/GROUP/`` (nor an installed
     package's config store entry) provides. Skipped where other configs may provide it
-    (``--config-dir``, ``--config-path``, ``hydra.searchpath``)."""
+    (``--config-dir``, ``--config-path``, ``hydra.searchpath``). Whatever the configs: a
+    list given to a config group (:func:`_one_option_refusal`), ``~key`` of the schema
+    (:func:`_deletion_refusal`) and ``game.kwargs=null``, each with what to write."""
     from hydra.core.config_store import ConfigStore
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.core.override_parser.types import ValueType
