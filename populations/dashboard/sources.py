@@ -1,13 +1,13 @@
 """Where the dashboard's data comes from: league database files named on the command line.
 
 A path is a database file (``*.db``), a run folder (``<dir>/league.db``) or a folder of
-runs (every ``league.db`` up to five folders below it, hidden ones, links to folders and
-``/proc``, ``/sys``, ``/dev`` left out, found again on every request, so runs started after
-the dashboard appear). Paths are shown absolute. Each database gets a stable short id from
-its resolved path. Databases are opened read-only for each request and
-closed after it; any failure (missing, not a database, locked, newer schema, not yet
-initialised) becomes a :class:`SourceError` with a one-line message that names the file
-and what to do.
+runs (every ``league.db`` up to five folders below it, hidden ones, ``/proc``, ``/sys``,
+``/dev`` and links to folders left out, though a link to a run folder counts; found again
+on every request, so runs started after the dashboard appear). Paths are shown absolute.
+Each database gets a stable short id from its resolved path. Databases are opened
+read-only for each request and closed after it; any failure (missing, not a database,
+locked, newer schema, not yet initialised) becomes a :class:`SourceError` with a one-line
+message that names the file and what to do.
 
 Reading leaves a run folder as it was. A reader of a WAL database needs its ``-wal`` and
 ``-shm`` files, and SQLite creates them when they are missing (and leaves them behind),
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import yaml
 
+from marl.fileio import read_regular  # standard library only: the dashboard stays torch-free
 from populations.db import LeagueDB, LeagueDBError
 
 DB_NAME = "league.db"
@@ -69,22 +70,29 @@ def _scan(folder: Path) -> list[Path]:
     first. Hidden folders (``.venv``, ``.git``, ``.hydra``), a run folder (its snapshots),
     a virtualenv, the folders of :data:`NO_RUNS` and :data:`SYSTEM`, and links to folders
     are not entered: the walk runs on every request, and a link may lead anywhere (every
-    ``/proc/<pid>/cwd`` led a scan of ``/`` back into the filesystem)."""
+    ``/proc/<pid>/cwd`` led a scan of ``/`` back into the filesystem). A link to a run
+    folder (``runs/b -> ../elsewhere/b`` holding ``league.db``) is a run found all the same;
+    a link to a folder of runs is not searched."""
     found: list[Path] = []
     level = [folder]
     for _ in range(SCAN_DEPTH):
         below: list[Path] = []
+        linked: list[Path] = []  # links that hold a run: found, never entered
         for d in level:
             try:
                 with os.scandir(d) as it:
-                    below += [Path(e.path) for e in it if not e.name.startswith(".")
-                              and e.name not in NO_RUNS and e.is_dir(follow_symlinks=False)
-                              and Path(e.path) not in SYSTEM]
+                    for e in it:
+                        if e.name.startswith(".") or e.name in NO_RUNS or Path(e.path) in SYSTEM:
+                            continue
+                        if e.is_dir(follow_symlinks=False):
+                            below.append(Path(e.path))
+                        elif e.is_symlink() and (Path(e.path) / DB_NAME).is_file():
+                            linked.append(Path(e.path))  # runs/b -> ../elsewhere/b
             except OSError:  # unreadable or gone since
                 continue
-        below.sort()
         runs = {p for p in below if (p / DB_NAME).is_file()}
-        found += [p / DB_NAME for p in below if p in runs]
+        found += [p / DB_NAME for p in sorted(runs | set(linked))]
+        below.sort()
         # a run folder's snapshots/ and checkpoints/ hold no runs, nor does a virtualenv
         level = [p for p in below if p not in runs and not (p / "pyvenv.cfg").is_file()]
     return found
@@ -187,10 +195,8 @@ def job_overrides(path: Path) -> list[str]:
     at most :data:`MAX_OVERRIDES` of :data:`MAX_OVERRIDE_CHARS` characters, from a file of
     at most :data:`MAX_OVERRIDES_BYTES` (what the page shows is text, never a path)."""
     f = path.parent / ".hydra" / "overrides.yaml"
-    try:
-        with open(f, "rb") as fh:
-            raw = fh.read(MAX_OVERRIDES_BYTES + 1)
-        items = yaml.safe_load(raw) if len(raw) <= MAX_OVERRIDES_BYTES else None
+    try:  # not open(): a FIFO there blocked the page for good, a link to /dev/zero read on
+        items = yaml.safe_load(read_regular(f, "job overrides", max_bytes=MAX_OVERRIDES_BYTES))
     except (OSError, yaml.YAMLError, ValueError, RecursionError):
         return []
     if not isinstance(items, list):
