@@ -195,12 +195,16 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
         bad = _refused_value(gspec, first, {**(pyspiel.game_parameters_from_string(
             game_string) if "(" in game_string else {}), **params})
         if bad is not None:  # a name it takes, a value it does not (returns_type=bogus): the
-            # parameters' names as "accepted" read as if the name were wrong (walk38a L1)
-            key, value, default = bad
+            # parameters' names as "accepted" read as if the name were wrong (walk38a L1), and
+            # a game-valued one's (game=goofspiel(returns_type=bogus)) listed the outer game's
+            inner, key, value, default = bad
+            of = f" of {inner}" if inner else ""
+            game_name = inner.split("=")[-1] if inner else short
+            takes = game_name if inner else "the game"
             raise GameError(
-                f"bad parameter for openspiel/{short}: {key}={value!r} is not a value the game "
-                f"takes ({type(err).__name__}: {first}); accepted: a value OpenSpiel's {short} "
-                f"takes for {key}, its default {default!r}") from None
+                f"bad parameter for openspiel/{short}: {key}={value!r}{of} is not a value "
+                f"{takes} takes ({type(err).__name__}: {first}); accepted: a value OpenSpiel's "
+                f"{game_name} takes for {key}, its default {default!r}") from None
         raise GameError(
             f"bad parameters for {where}: {type(err).__name__}: {first}; accepted: {accepted}"
         ) from None
@@ -210,17 +214,28 @@ def _load(game_string: str, params: dict[str, Any]) -> pyspiel.Game:
     return game
 
 
-def _refused_value(gspec: Any, first: str, given: dict[str, Any]) -> tuple[str, Any, Any] | None:
-    """``(key, value, default)`` of the given parameter whose value OpenSpiel's error ``first``
-    refused: one the game takes by name (not a game-valued one) that the error names with the
-    value (``Unrecognized returns_type parameter: bogus``); None when no one is."""
+def _refused_value(gspec: Any, first: str, given: dict[str, Any],
+                   inner: str = "") -> tuple[str, str, Any, Any] | None:
+    """``(inner, key, value, default)`` of the given parameter whose value OpenSpiel's error
+    ``first`` refused: one the game takes by name that the error names with the value
+    (``Unrecognized returns_type parameter: bogus``); None when no one is. A game-valued
+    parameter's own game is searched too: ``inner`` is then where the parameter is
+    (``game=goofspiel`` in ``turn_based_simultaneous_game(game=goofspiel(returns_type=x))``),
+    "" for the game's own."""
     for key, value in given.items():
         default = gspec.parameter_specification.get(key)
-        if key == "name" or default is None or isinstance(default, dict):
+        if key == "name" or default is None:
+            continue
+        if isinstance(default, dict):  # a game: its own parameters, by its own spec
+            name = value.get("name") if isinstance(value, dict) else None
+            spec = next((g for g in pyspiel.registered_games() if g.short_name == name), None)
+            found = spec and _refused_value(spec, first, value, f"{key}={name}")
+            if found:
+                return found
             continue
         if re.search(rf"(?<!\w){re.escape(key)}(?!\w)", first) and \
                 re.search(rf"(?<!\w){re.escape(str(value))}(?!\w)", first):
-            return key, value, default
+            return inner, key, value, default
     return None
 
 
