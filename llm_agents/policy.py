@@ -13,7 +13,9 @@ LoRA settings (checked by :func:`llm_agents.lora.check_lora_fields`).
 Loading treats a file as untrusted (:func:`check_payload`): the whole payload is checked
 before anything touches the disk; tokenizer files may only have the plain names
 transformers writes (:data:`TOKENIZER_FILES`) and are written, without following links,
-inside a fresh temporary folder; configs may not load custom code (``auto_map``) and their
+inside a fresh temporary folder; a chat template (Jinja, rendered on every prompt) must be
+one whose work is bounded (:func:`llm_agents.chat_templates.chat_template_problem`);
+configs may not load custom code (``auto_map``) and their
 sizes are capped (:data:`CONFIG_LIMITS`, :data:`MAX_PARAMS`), and the model is built on the
 meta device first, so a config asking for far more than its saved weights is refused
 before anything is allocated (:func:`marl.core.build_checked`). The action and prompt
@@ -37,6 +39,7 @@ import torch
 
 from games import GameSpec, VecStep
 from llm_agents.actions import ActionConfig, make_mode, match_action
+from llm_agents.chat_templates import chat_template_problem, templates_of
 from llm_agents.lora import check_lora_fields, lora_fields, rebuild_lora
 from llm_agents.prompts import PromptBuilder, PromptConfig
 from llm_agents.records import Request
@@ -166,6 +169,11 @@ def _check_tokenizer_files(name: str, files: Any) -> None:
         if bad:
             raise PolicyLoadError(f"model {name!r}: tokenizer_config.json key {bad[0]!r} is not "
                                   "allowed in a snapshot")
+    # a chat template is Jinja code transformers runs on every prompt, bounded in neither
+    # time nor memory by its sandbox: only templates whose work is bounded load (sec38)
+    for where, template in templates_of(files):
+        if problem := chat_template_problem(template):
+            raise PolicyLoadError(f"model {name!r}: tokenizer chat template ({where}) {problem}")
 
 
 def _check_fields(d: Any, cls: type, what: str, nested: tuple[str, ...] = ()) -> None:
