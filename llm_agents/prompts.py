@@ -236,8 +236,7 @@ class PromptBuilder:
         prefix = self.cfg.response_prefix
         if self.uses_chat(tokenizer):
             messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-            return tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                                 tokenize=False) + prefix
+            return _chat(tokenizer, messages) + prefix
         return (f"{system}\n{user}\n" if system else f"{user}\n") + prefix
 
     def candidate(self, tokenizer: Any, action_text: str) -> str:
@@ -253,6 +252,25 @@ class PromptBuilder:
         if self.cfg.response_prefix:
             parse = _prefixed(parse, self.cfg.response_prefix)
         return Request(prompt, list(legal), [self.candidate(tokenizer, a) for a in legal], parse)
+
+
+def _chat(tokenizer: Any, messages: list[dict[str, str]]) -> str:
+    """``messages`` rendered with the tokenizer's chat template; a template that fails (its
+    own ``raise_exception``, a jinja2 ``SecurityError``) is one line naming the tokenizer --
+    it went up as a traceback (sec38 LOW)."""
+    from jinja2 import TemplateError
+
+    try:
+        return tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                             tokenize=False)
+    except TemplateError as err:
+        said = (str(err).strip().splitlines() or [""])[0][:200]
+        name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+        raise ValueError(f"the chat template of tokenizer {name!r} fails on a system + user "
+                         f"prompt ({type(err).__name__}: {said}); fix it (the model folder's "
+                         "tokenizer_config.json chat_template or chat_template.jinja) or set "
+                         "llm.grpo.prompt.chat_template=false to join the prompt's parts with "
+                         "newlines") from None
 
 
 def _prefixed(parse: Callable[[str], int | None], prefix: str) -> Callable[[str], int | None]:
