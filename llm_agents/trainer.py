@@ -141,6 +141,7 @@ class MultiTurnGRPO:
         # then minibatches updated; None: nothing is reported
         self.on_progress: Callable[[StepProgress], None] | None = None
         self._unknown_told = False  # the unknown-token warning: said once per trainer
+        self._slow_told = False  # the slow-iteration line: said once per trainer
 
     # ----------------------------------------------------------------- rollouts
     def jobs(self) -> list[EpisodeJob]:
@@ -168,6 +169,7 @@ class MultiTurnGRPO:
 
     def step(self) -> dict[str, float]:
         """Collect, then update; returns ``charts/``, ``adv/`` and ``losses/`` metrics."""
+        start = time.perf_counter()
         batch = self.collect()
         if not self._unknown_told:
             self._unknown_told = warn_unknown_tokens(self.team, batch.turns)
@@ -175,7 +177,23 @@ class MultiTurnGRPO:
                    **self.update(batch)}
         self.iteration += 1
         metrics["charts/iteration"] = float(self.iteration)
+        if not self._slow_told:
+            self._slow_told = True
+            self._say_if_slow(time.perf_counter() - start, batch)
         return metrics
+
+    def _say_if_slow(self, seconds: float, batch: RolloutBatch) -> None:
+        """One line after a first iteration of :data:`SLOW_ITERATION_S` or more: how long it
+        took and what it played (``selfplay-train algo=llm_grpo`` without ``game=`` plays
+        simple_spread, ~389 s an iteration on a CPU, and said nothing of it)."""
+        if seconds < SLOW_ITERATION_S:
+            return
+        cfg = self.cfg
+        log.info("GRPO iteration took %.0f s: %d episodes of %s (groups_per_step %d x "
+                 "group_size %d), %d turns; every iteration takes about as long: a smaller game "
+                 "or fewer episodes (groups_per_step, group_size) run faster",
+                 seconds, len(batch.episodes), ", ".join(self.games), cfg.groups_per_step,
+                 cfg.group_size, len(batch.turns))
 
     def train(self, iterations: int, log_every: int = 10) -> list[dict[str, float]]:
         """``iterations`` steps; logs legal rate, success and return every ``log_every``."""
@@ -427,6 +445,8 @@ class MultiTurnGRPO:
                 gen.manual_seed(seed_from_state(rng))
 
 
+SLOW_ITERATION_S = 60.0
+"""A trainer's first iteration that takes this long or longer is said in one line."""
 UNKNOWN_SHARE_TOLD = 0.25
 """A batch whose prompts are more than this share of the tokenizer's unknown token (per
 model) is warned about: its tokenizer was likely built from another game's texts."""
@@ -448,7 +468,8 @@ def warn_unknown_tokens(team: Team, turns: Sequence[Turn]) -> bool:
         if share > UNKNOWN_SHARE_TOLD:
             log.warning("model %r: %.0f%% of the prompt tokens are its tokenizer's unknown "
                         "token: the tokenizer does not know this game's words (built from "
-                        "another game's texts?); build it from these games' texts", name,
+                        "another game's texts, or texts without this preset's prompt words?); "
+                        "build it from these games' texts and prompts", name,
                         100 * share)
             return True
     return bool(ids)
