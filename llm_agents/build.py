@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -139,17 +140,26 @@ def _vocab_file(workdir: str | Path | None, static: Sequence[str],
 
 def _tiny_tokenizer(cfg: LLMConfig, games_: Sequence[str],
                     game_kwargs: Mapping[str, Mapping[str, Any]],
-                    workdir: str | Path | None, say: bool) -> Any:
+                    workdir: str | Path | None, say: bool,
+                    vocabulary: Sequence[str] | None = None) -> Any:
     """The word-level tokenizer of a tiny team: built from the games' texts (seconds to
     minutes: mpe_tag's 200 random episodes took 43-73 s on a loaded machine) and saved in
     ``workdir/models/``, or read back from there -- a resumed run's tokenizer is the one
-    its checkpoint was trained with, the same token ids, without the corpus."""
+    its checkpoint was trained with, the same token ids, without the corpus. ``vocabulary``
+    (:func:`tiny_vocabulary` of the driver's team, given to a rollout actor): those words,
+    neither the corpus played again nor a file read."""
+    if vocabulary is not None:
+        return _from_words(list(vocabulary), lambda why: ValueError(
+            f"the tiny LLM vocabulary given to this team is not one ({why})"))
     static = [cfg.grpo.prompt.static_text(), PromptConfig().static_text(),
               *cfg.role_prompts.values()]
     corpus = [(g, cfg.corpus_episodes, cfg.grpo.seed + i, dict(game_kwargs.get(g, {})))
               for i, g in enumerate(games_)]
     path = _vocab_file(workdir, static, corpus)
     said = not say or _VOCABULARY_SAID.get()  # a caller (a league's member line) said it
+    if path is not None and os.path.lexists(path) and not path.is_file():  # a folder, a FIFO
+        raise ValueError(f"the tiny LLM vocabulary {path} is not a file; delete it and the "
+                         "run builds it again from the games' texts")
     if path is not None and path.is_file():
         if not said:
             log.info("building the LLM team: llm=tiny reads the vocabulary its run built "
@@ -167,6 +177,12 @@ def _tiny_tokenizer(cfg: LLMConfig, games_: Sequence[str],
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, json.dumps({"format": VOCAB_FORMAT, "words": _words(tok)}))
     return tok
+
+
+def tiny_vocabulary(team: Team) -> list[str]:
+    """The words of a tiny team's vocabulary (one for all its models) in id order, for
+    :func:`build_team`'s ``vocabulary``: a rollout actor's copy of the driver's team."""
+    return _words(next(iter(team.models.values())).tokenizer)
 
 
 def _words(tok: Any) -> list[str]:
@@ -191,10 +207,20 @@ def _read_vocab(path: Path) -> Any:
         data = json.loads(raw)
     except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
         raise damaged(f"not JSON: {err}") from None
+    except RecursionError:  # '[' * 200_000: escaped as a traceback
+        raise damaged("not JSON: nested too deeply") from None
     words = data.get("words") if isinstance(data, dict) else None
     if not isinstance(data, dict) or data.get("format") != VOCAB_FORMAT:
         raise damaged(f"not a {VOCAB_FORMAT} file")
-    if not isinstance(words, list) or not all(isinstance(w, str) and w for w in words):
+    if not isinstance(words, list):
+        raise damaged("its words are not a list of non-empty strings")
+    return _from_words(words, damaged)
+
+
+def _from_words(words: list[Any], damaged: Callable[[str], ValueError]) -> Any:
+    """The tiny tokenizer of ``words`` (in id order, as :func:`_words` lists them), checked
+    to rebuild the very ids they list; ``damaged(why)`` is the error raised otherwise."""
+    if not all(isinstance(w, str) and w for w in words):
         raise damaged("its words are not a list of non-empty strings")
     if words[:3] != [PAD, EOS, UNK]:
         raise damaged(f"its first words are not {PAD}, {EOS}, {UNK}")
@@ -206,12 +232,14 @@ def _read_vocab(path: Path) -> Any:
 
 def _load(cfg: LLMConfig, games_: Sequence[str], game_kwargs: Mapping[str, Mapping[str, Any]],
           count: int, say: bool = True,
-          workdir: str | Path | None = None) -> list[tuple[Any, Any]]:
+          workdir: str | Path | None = None,
+          vocabulary: Sequence[str] | None = None) -> list[tuple[Any, Any]]:
     """``count`` (model, tokenizer) pairs; tiny models differ by their init seed. ``say``:
     a tiny team's build says first what it spends its time on, unless a caller said it
-    (:func:`vocabulary_said`); ``workdir``: the run folder a tiny vocabulary is kept in."""
+    (:func:`vocabulary_said`); ``workdir``: the run folder a tiny vocabulary is kept in;
+    ``vocabulary``: a tiny team's words, given (:func:`tiny_vocabulary`)."""
     if cfg.model == "tiny":
-        tok = _tiny_tokenizer(cfg, games_, game_kwargs, workdir, say)
+        tok = _tiny_tokenizer(cfg, games_, game_kwargs, workdir, say, vocabulary)
         return [(_prepare(cfg, build_model(tok, dataclasses.replace(cfg.tiny,
                                                                      seed=cfg.tiny.seed + k)), k),
                  tok) for k in range(count)]
@@ -407,12 +435,15 @@ def _served(cfg: LLMConfig, pairs: list[tuple[Any, Any]], names: Sequence[str],
 
 def build_team(cfg: LLMConfig, games_: Sequence[str],
                game_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
-               workdir: str | Path | None = None, warn: bool = True) -> Team:
+               workdir: str | Path | None = None, warn: bool = True,
+               vocabulary: Sequence[str] | None = None) -> Team:
     """The team ``cfg`` describes for ``games_`` (their roles, their texts for tiny models);
     ``workdir`` (the run folder) keeps a tiny team's vocabulary, read back by a resume, and
     tiny models written for the vLLM backend. ``warn=False`` (a rollout
     actor's copy of the driver's team) leaves the settings' warnings and a tiny team's
-    vocabulary line to the driver."""
+    vocabulary line to the driver. ``vocabulary``: a tiny team's words in id order (the
+    driver's :func:`tiny_vocabulary`, given to its rollout actors: the same ids, and no
+    actor plays ``llm.corpus_episodes`` again); ignored for other models."""
     check_backend_here(cfg.backend)  # before the models load (seconds for a real one)
     kw = game_kwargs or {}
     roles = _roles(games_, kw)
@@ -423,12 +454,13 @@ def build_team(cfg: LLMConfig, games_: Sequence[str],
             log.warning(note)
     backend_kw: dict[str, Any] = {"seed": cfg.grpo.seed}
     if cfg.team == "shared":
-        pairs = _load(cfg, games_, kw, 1, say=warn, workdir=workdir)
+        pairs = _load(cfg, games_, kw, 1, say=warn, workdir=workdir, vocabulary=vocabulary)
         _check_context(cfg, pairs)
         _served(cfg, pairs, ["shared"], workdir)
         ((model, tok),) = pairs
         return Team.shared(model, tok, cfg.role_prompts, backend=cfg.backend, **backend_kw)
-    pairs = _load(cfg, games_, kw, len(roles), say=warn, workdir=workdir)
+    pairs = _load(cfg, games_, kw, len(roles), say=warn, workdir=workdir,
+                  vocabulary=vocabulary)
     _check_context(cfg, pairs)
     _served(cfg, pairs, roles, workdir)
     return Team.per_role(dict(zip(roles, pairs, strict=True)), cfg.role_prompts,

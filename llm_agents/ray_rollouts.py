@@ -3,7 +3,8 @@
 With rollout workers, :meth:`MultiTurnGRPO.collect` no longer plays its episodes with the
 trainer's own model. :class:`RayRollouts` holds ``workers`` Ray actors
 (:class:`RolloutActor`), each with its own engine built from the same :class:`LLMConfig`
-(transformers on CPU; vLLM on a GPU, one per actor). Every iteration:
+(transformers on CPU; vLLM on a GPU, one per actor; a tiny team from the learner's
+vocabulary words, not from the games' texts again). Every iteration:
 
 1. the learner **pushes its weights** to every actor as one ``torch.save`` blob
    (:func:`weights_blob`, loaded there with ``weights_only=True``): the full state dict the
@@ -321,7 +322,8 @@ class RolloutActor:
 
     def __init__(self, llm: LLMConfig, games_: Sequence[str],
                  game_kwargs: Mapping[str, Mapping[str, Any]], device: str,
-                 torch_threads: int, env: Mapping[str, str]) -> None:
+                 torch_threads: int, env: Mapping[str, str],
+                 vocabulary: Sequence[str] | None = None) -> None:
         torch.set_num_threads(torch_threads)
         os.environ.update(env)  # a cluster's workers do not inherit the driver's variables
         for path in reversed(env.get("PYTHONPATH", "").split(os.pathsep)):
@@ -334,8 +336,11 @@ class RolloutActor:
         grpo = dataclasses.replace(llm.grpo, device=device)
         llm = dataclasses.replace(llm, grpo=grpo)
         self.workdir = ActorWorkdir(needs_workdir(llm))
+        # a tiny team's words come from the driver: a temp folder kept none, so each actor
+        # played llm.corpus_episodes again on each start (43-73 s for mpe_tag), and built
+        # other words than a resumed driver's, read from its run folder
         team = build_team(llm, list(games_), dict(game_kwargs), self.workdir.path,
-                          warn=False)  # the driver's team said them once
+                          warn=False, vocabulary=vocabulary)  # the driver's team said them
         dev = resolve_device(device)
         for tm in team.models.values():
             tm.model.to(dev)
@@ -402,8 +407,11 @@ class RayRollouts(_Collector):
         device = "auto" if gpus else "cpu"
         env = worker_env()
         actor = ray.remote(num_cpus=cfg.num_cpus, num_gpus=gpus)(RolloutActor)
+        from llm_agents.build import tiny_vocabulary
+
+        words = tiny_vocabulary(trainer.team) if llm.model == "tiny" else None
         self.workers = [actor.remote(llm, list(games_), dict(game_kwargs), device,
-                                     cfg.torch_threads, env) for _ in range(cfg.workers)]
+                                     cfg.torch_threads, env, words) for _ in range(cfg.workers)]
         self._sent: set[str] = set()
         self._full_pushed = False
         mine = team_fingerprint(trainer.team)
