@@ -11,7 +11,8 @@ length times the prompt's:
 * at most :data:`MAX_TEMPLATE_CHARS` characters;
 * loops (at most :data:`MAX_LOOP_DEPTH` deep, never ``recursive``) run over ``messages``,
   ``tools`` or ``documents`` (sliced or filtered), a field of a loop item other than its
-  ``content``/``role`` (``message.tool_calls``), or ``range`` of small numbers and
+  ``content``/``role`` (``message.tool_calls``) or its ``items()``, or ``range`` of small
+  numbers and
   ``messages|length``;
 * no ``*``, ``**`` or ``%`` (but ``loop.index0 % 2``), no macros, blocks, includes or
   ``{% set %}...{% endset %}``; no attribute named with ``_``;
@@ -283,6 +284,10 @@ class _Check:
                 node.node.name == "range":
             self._call(node, loop_vars)
             return
+        if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr) and \
+                node.node.attr in ("items", "keys", "values") and isinstance(
+                node.node.node, nodes.Name) and node.node.node.name in loop_vars | ROOTS:
+            return  # message.items(): a message's two keys
         field = None
         if isinstance(node, nodes.Getattr):
             field = node.attr
@@ -292,4 +297,4 @@ class _Check:
                 node.node, nodes.Name) and node.node.name in loop_vars:
             return  # message.tool_calls: our messages have no such field, it loops 0 times
         raise _Refused("loops over something other than the messages, tools, documents, a "
-                       "loop item's field (not its content) or a small range")
+                       "loop item's field (not its content) or items(), or a small range")

@@ -37,7 +37,8 @@ LLAMA3_LIKE = """{{- bos_token }}
 {%- if tools is not none %}{%- for t in tools %}{{- t | tojson(indent=4) }}{%- endfor %}{%- endif %}
 {{- system_message }}{{- "<|eot_id|>" }}
 {%- for message in messages %}{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + '<|eot_id|>' }}{%- endfor %}
-{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}"""
+{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}
+{%- for m in messages %}{%- for key, value in m.items() %}{%- if key == 'name' %}{{ value }}{%- endif %}{%- endfor %}{%- endfor %}"""
 MISTRAL_LIKE = (
     "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != "
     "(loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate') }}"
