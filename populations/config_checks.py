@@ -504,6 +504,8 @@ def nearest_keys(bad: str, keys: list[str], where: str, tree: Mapping[str, Any] 
     all of the keys."""
     import difflib
 
+    keys = list(dict.fromkeys(keys))  # a learner's section is also a field of the experiment
+    # (mappo, llm): "keys of the config" listed them twice
     # the keys that ``bad`` begins first (``mappo.ent``: ent_coef, which difflib ranks below
     # net, being spelt further from it), then difflib's
     begun = [k for k in keys if len(bad) >= 3 and k.lower().startswith(bad.lower())]

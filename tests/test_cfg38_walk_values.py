@@ -233,3 +233,15 @@ def test_a_bad_argument_of_a_users_game_preset_names_its_file(monkeypatch, tmp_p
     # given on the command line, it is the line's own: no file named
     line = _failed([*args, "game.kwargs.playerz=3"], monkeypatch, tmp_path, capsys)
     assert line.startswith("bad parameter for openspiel/kuhn_poker: 'playerz' unknown"), line
+
+
+# ------------------------------------------------ L2: the keys listed once each
+def test_an_unknown_top_level_key_lists_each_key_once(monkeypatch, tmp_path, capsys):
+    """Before: ``..., population, runner, logger, llm, maddpg, mappo, vdn, qmix``: the
+    learners' sections, fields of the experiment too, were listed a second time."""
+    line = _failed([*SMALL, "+newkey=1"], monkeypatch, tmp_path, capsys)
+    head = ("newkey: not a key of the experiment nor the section of a registered learner; "
+            "keys of the config: ")
+    assert line.startswith(head), line
+    keys = line.removeprefix(head).split(", ")
+    assert len(keys) == len(set(keys)) and {"seed", "mappo", "llm", "logger"} <= set(keys), keys
