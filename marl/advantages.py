@@ -285,6 +285,9 @@ def check_adv_norm(name: str, have: set[str] | list[str], *, by: str = "the call
         ok = adv_norms_for(have, consumes=consumes, stateful=stateful)
         yours = ("; an adv_norm of your own is registered by @register_adv_norm when its module "
                  "is imported (selfplay-train imports=[module])") if spec is None else ""
+        cased = [n for n in _REGISTRY if spec is None and n.lower() == str(name).lower()]
+        if cased:  # adv_norm=Role: names are case-sensitive
+            yours = f" (names are case-sensitive: {cased[0]!r})"
         raise ValueError(f"adv_norm={name!r} {why}; choose one of {ok}{yours}")
     return spec
 
