@@ -161,7 +161,7 @@ def _tiny_tokenizer(cfg: LLMConfig, games_: Sequence[str],
         raise ValueError(f"the tiny LLM vocabulary {path} is not a file; delete it and the "
                          "run builds it again from the games' texts")
     if path is not None and path.is_file():
-        if not said:
+        if say:  # said even after a league's member line, which says a resume may read it
             log.info("building the LLM team: llm=tiny reads the vocabulary its run built "
                      "before from %s", path)
         return _read_vocab(path)

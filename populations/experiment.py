@@ -523,7 +523,7 @@ def _league_members(cfg: ExperimentConfig, run_dir: Path,
     for spec, name, entry, config in listed:
         # an LLM team loads (or, llm=tiny, trains) its model first, a replay learner
         # allocates its buffer: a start of minutes said nothing before the first bar
-        note = _tiny_note(config, cfg.game.name)
+        note = _tiny_note(config, cfg.game.name, cfg.resume)
         log.info("league member %d/%d: building %s (%s%s)", len(members) + 1, len(listed),
                  name, entry.name, note)
         if entry.capabilities.own_rollouts:
@@ -547,13 +547,15 @@ def _league_members(cfg: ExperimentConfig, run_dir: Path,
     return members
 
 
-def _tiny_note(config: Any, game: str) -> str:
+def _tiny_note(config: Any, game: str, resume: bool = False) -> str:
     """What a tiny LLM team's build spends its time on (walk 25: minutes on mpe_tag): the
-    text of ``llm.corpus_episodes`` random episodes, its vocabulary; "" for other members."""
+    text of ``llm.corpus_episodes`` random episodes, its vocabulary; "" for other members. A
+    resume reads the vocabulary its run saved where there is one (the build says so)."""
     if getattr(config, "model", None) != "tiny":
         return ""
     return (f"; llm=tiny builds its vocabulary from llm.corpus_episodes="
-            f"{config.corpus_episodes} random episodes of {game}")
+            f"{config.corpus_episodes} random episodes of {game}"
+            f"{', unless its run saved one' if resume else ''}")
 
 
 def _run_league(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger) -> list[dict]:

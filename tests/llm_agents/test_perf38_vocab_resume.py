@@ -83,8 +83,11 @@ def test_an_oversized_saved_vocabulary_is_refused_unread(tmp_path, monkeypatch):
         build_team(TINY, KUHN, workdir=tmp_path)
 
 
-def test_a_resumed_league_reads_its_vocabulary(tmp_path, no_corpus):
-    """What mixed_algo_league did on every resume, in a league of one tiny LLM member."""
+def test_a_resumed_league_reads_its_vocabulary(tmp_path, no_corpus, caplog):
+    """What mixed_algo_league did on every resume, in a league of one tiny LLM member; the
+    resume's lines say it reads the saved vocabulary (its member line said "builds")."""
+    import logging
+
     from tests.populations.test_llm_experiments import TINY_LLM, _experiment
 
     league = ["experiment=kuhn_llm_selfplay", "population.nash_conv=false", *TINY_LLM]
@@ -93,9 +96,16 @@ def test_a_resumed_league_reads_its_vocabulary(tmp_path, no_corpus):
     words = json.loads(saved.read_text())["words"]
     assert words[:3] == ["<pad>", "<eos>", "<unk>"] and len(words) > 10
     no_corpus()
-    summary = run_experiment(_experiment([*league, "population.generations=2", "resume=true"]),
-                             tmp_path)
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        summary = run_experiment(_experiment([*league, "population.generations=2",
+                                              "resume=true"]), tmp_path)
     assert {r["version"] for r in summary.table} == {0, 1, 2}
+    said = [r.getMessage() for r in caplog.records if "vocabulary" in r.getMessage()]
+    assert any("random episodes of openspiel/kuhn_poker, unless its run saved one" in line
+               for line in said), said
+    assert any(f"reads the vocabulary its run built before from {saved}" in line
+               for line in said), said
 
 
 def test_the_vocabulary_is_kept_where_a_failed_start_removes_it():
