@@ -657,7 +657,8 @@ class PSRO:
         for agent in self.players:
             for policy in populations[agent]:
                 self._add_member(agent, policy)
-        self.update_empirical_game(f"PSRO payoffs of the {iterations} iterations resumed")
+        self.update_empirical_game(f"PSRO payoffs of the {iterations} "
+                                   f"iteration{'s' if iterations != 1 else ''} resumed")
         self.update_meta_strategies()
         self.iterations = iterations
 
