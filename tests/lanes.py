@@ -65,6 +65,7 @@ SECOND_LANE = (
     "tests/marl/test_value_decomp.py",
     "tests/populations/test_fix34c_second_ctrl_c_at_exit.py",
     "tests/populations/test_prog35_time_left.py",
+    "tests/llm_agents/test_fix38_vocab_actors.py",
 )
 """Modules (paths from the repository root) the second process runs, in this order: every
 module that starts Ray, and test_cli (mostly ``selfplay-train`` child processes),
