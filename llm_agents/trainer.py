@@ -190,8 +190,9 @@ class MultiTurnGRPO:
             return
         cfg = self.cfg
         log.info("GRPO iteration took %.0f s: %d episodes of %s (groups_per_step %d x "
-                 "group_size %d), %d turns; every iteration takes about as long: a smaller game "
-                 "or fewer episodes (groups_per_step, group_size) run faster",
+                 "group_size %d), %d turns; later iterations take about as long or less (the "
+                 "first also warms up): a smaller game or fewer episodes (groups_per_step, "
+                 "group_size) run faster",
                  seconds, len(batch.episodes), ", ".join(self.games), cfg.groups_per_step,
                  cfg.group_size, len(batch.turns))
 
