@@ -9,6 +9,8 @@ import pytest
 from llm_agents.chat_templates import MAX_TEMPLATE_CHARS, chat_template_problem, templates_of
 from llm_agents.tiny import SIMPLE_CHAT_TEMPLATE
 
+from .test_tmpl38_chat_templates import LLAMA31, MISTRAL_V3, QWEN25
+
 SMOLLM2 = (  # SmolLM2-135M-Instruct's (llm=smollm2_kuhn)
     "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
     "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
@@ -48,8 +50,9 @@ MISTRAL_LIKE = (
 
 
 @pytest.mark.parametrize("template", [SIMPLE_CHAT_TEMPLATE, SMOLLM2, QWEN3_LIKE, LLAMA3_LIKE,
-                                      MISTRAL_LIKE], ids=["tiny", "smollm2", "qwen3", "llama3",
-                                                          "mistral"])
+                                      MISTRAL_LIKE, QWEN25, LLAMA31, MISTRAL_V3],
+                         ids=["tiny", "smollm2", "qwen3", "llama3", "mistral", "qwen2.5",
+                              "llama3.1", "mistral_v0.3"])
 def test_chat_templates_of_instruct_models_pass(template):
     assert chat_template_problem(template) is None
 
@@ -84,6 +87,34 @@ def test_chat_templates_of_instruct_models_pass(template):
     ("{% if %}", "is not a Jinja template"),
     ("x" * (MAX_TEMPLATE_CHARS + 1), f"at most {MAX_TEMPLATE_CHARS}"),
     (["not", "text"], "is not text"),
+    # review38b H1: templates the first check passed that then hang or take gigabytes
+    ("{% for a in range(" + "+".join(["64"] * 300) + ") %}x{% endfor %}",
+     "bounds adding up to more than 128"),  # sums of small constants
+    ("{% for a in range(64 + 64 + 1) %}x{% endfor %}", "bounds adding up to more than 128"),
+    ("{% for a in range(messages|length + 64 + 64) %}x{% endfor %}", "more than 128"),
+    ("{% set loop = dict(a='%-900000000s') %}{{ loop.a % 1 }}", "assigns 'loop'"),
+    ("{% set loop = namespace(a='%-900000000s') %}{{ loop.a % 1 }}", "assigns 'loop'"),
+    ("{% for loop in messages %}{% endfor %}", "assigns 'loop'"),
+    ("{% for m in messages %}{{ loop.cycle % 1 }}{% endfor %}", "uses %"),
+    ("{% for m in messages %}{{ loop.index % messages|length }}{% endfor %}", "uses %"),
+    ("{% set ns = namespace(x=[1]) %}{% set dict = ns %}{% for a in range(40) %}"
+     "{% set ns.x = ns.x + dict.x %}{% endfor %}", "assigns 'dict'"),  # doubling
+    ("{% set ns = namespace(x='ab') %}{% set raise_exception = ns %}{% for a in range(40) %}"
+     "{% set ns.x = ns.x + raise_exception.x %}{% endfor %}", "assigns 'raise_exception'"),
+    ("{% set ns = namespace(x=[]) %}{% for a in range(64) %}{% for b in range(64) %}"
+     "{% set ns.x = ns.x + [1, 1, 1, 1] %}{% endfor %}{% endfor %}",
+     "grows an assigned value from itself in a loop"),  # quadratic
+    ("{% for a in range(64) %}{% for b in range(64) %}{{ '" + "z" * 1000 + "'|list|"
+     "join('xxxxxxxxxxxxxxxx') }}{% endfor %}{% endfor %}", "feeds filter 'list' to 'join'"),
+    ("{% set s = messages[0].content|list %}{{ s|join('xxxxxxxxxxxxxxxx') }}",
+     "uses filter 'list' on something other than the messages"),
+    ("{{ messages|tojson(indent=8)|list|sort|join('xxxxxxxxxxxxxxxx') }}",
+     "feeds filter 'list' to 'join'"),
+    ("{% for a in range(64) %}{{ " + "[" * 60 + "]" * 60 + "|tojson(indent=8) }}{% endfor %}",
+     "gives tojson(indent=...) something other than"),
+    ("{{ '" + "z" * 1025 + "' }}", "holds a text of 1025 characters"),
+    ("{% for m in messages %}" + "y" * 1025 + "{% endfor %}", "writes 1025 characters of text"),
+    ("{{ " + "[" * 300 + "]" * 300 + " }}", "is nested too deeply to parse"),  # L1
 ])
 def test_templates_that_run_long_or_grow_are_refused(template, said):
     problem = chat_template_problem(template)
