@@ -54,6 +54,8 @@ TOKENIZER_FILES = frozenset({
 })
 """The tokenizer file names a snapshot may hold (what ``save_pretrained`` writes), plus
 ``additional_chat_templates/<name>.jinja`` (:data:`_EXTRA_TEMPLATE`)."""
+TRUST_CHAT_TEMPLATES = "SELFPLAY_TRUST_CHAT_TEMPLATES"
+"""Environment variable: ``1`` loads a snapshot's chat template unchecked (ones you made)."""
 _EXTRA_TEMPLATE = re.compile(r"additional_chat_templates/[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}\.jinja")
 
 CONFIG_LIMITS: dict[str, int] = {
@@ -170,10 +172,15 @@ def _check_tokenizer_files(name: str, files: Any) -> None:
             raise PolicyLoadError(f"model {name!r}: tokenizer_config.json key {bad[0]!r} is not "
                                   "allowed in a snapshot")
     # a chat template is Jinja code transformers runs on every prompt, bounded in neither
-    # time nor memory by its sandbox: only templates whose work is bounded load (sec38)
+    # time nor memory by its sandbox: only templates whose work is bounded load (sec38);
+    # SELFPLAY_TRUST_CHAT_TEMPLATES=1 is the way out for snapshots one made oneself
+    if os.environ.get(TRUST_CHAT_TEMPLATES) == "1":
+        return
     for where, template in templates_of(files):
         if problem := chat_template_problem(template):
-            raise PolicyLoadError(f"model {name!r}: tokenizer chat template ({where}) {problem}")
+            raise PolicyLoadError(f"model {name!r}: tokenizer chat template ({where}) {problem}; "
+                                  f"{TRUST_CHAT_TEMPLATES}=1 loads it anyway (only for "
+                                  "snapshots you trust)")
 
 
 def _check_fields(d: Any, cls: type, what: str, nested: tuple[str, ...] = ()) -> None:
