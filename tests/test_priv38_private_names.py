@@ -1,5 +1,6 @@
 """No product module reads another module's underscored names (session 38). Session 37's walk
-(tests/test_priv37_private_names.py) covered the command-line modules only; the rest still
+(test_priv37_private_names, which this one replaces: it read the same forms for the
+command-line modules only, configs included) covered those alone; the rest still
 shared helpers by their private names: ``eval_cli`` imported 13 of ``eval_checks`` and
 ``eval_notes`` and ``run_folder._holder``, ``train_overrides`` four of ``config_groups``,
 ``experiment``, ``single_run`` and ``cli`` those of ``single_eval``, ``run_figures`` and
@@ -17,7 +18,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("games", "marl", "llm_agents", "populations", "bench", "examples")
+PACKAGES = ("games", "marl", "llm_agents", "populations", "configs", "bench", "examples")
 KNOWN: dict[str, str] = {}
 """Left, with the reason (none now: games38 made public games.pettingzoo.resolve_env and
 obs_array_text, marl.returns.accumulate_dtype; games/check.py's reads of games.core went with
