@@ -548,15 +548,39 @@ def check_oracle_on_spec(cfg: ExperimentConfig, game: games.Game) -> None:
     from its spec alone: before :func:`resolve_auto` walks the game's tree for
     ``payoffs=auto`` (liars_dice: ~100 s, then ``population.oracle=maddpg`` was refused on
     being turn-based). The refusal's list names ``exact`` where exact tools may serve the
-    game without walking it (an OpenSpiel game played seat by seat); ``auto`` leads it,
-    which decides by the walk. :func:`check_oracle_config` checks the rest after."""
+    game without walking it (:func:`exact_at_a_glance`); ``auto`` leads it, which decides
+    by the walk. :func:`check_oracle_config` checks the rest after."""
     oracle = cfg.population.oracle
     if oracle in ("auto", "exact"):
         return
     players = psro_players(game.spec, cfg.population.psro.players)
-    exact = isinstance(game, OpenSpielGame) and all(len(s) == 1 for s in players.values())
     config = None if oracle == "rl" else settings(cfg, registry.get(oracle))
-    check_oracle(oracle, game.spec, config, exact)
+    check_oracle(oracle, game.spec, config, lambda: exact_at_a_glance(game, players))
+
+
+def exact_at_a_glance(game: games.Game, players: Mapping[str, tuple[str, ...]]) -> bool:
+    """Whether exact tools may serve ``game`` with these ``players``, without walking it: an
+    OpenSpiel game played seat by seat, with information state strings, whose size estimated
+    from random playouts (:func:`games.openspiel.estimate_histories`, milliseconds) is not
+    far past :data:`~populations.exploitability.MAX_HISTORIES`, as the walk's own first check
+    refuses it. A refusal's list of oracles asks it: ``exact`` was listed for connect_four
+    (~1e28 histories), which ``population.oracle=exact`` then refused."""
+    if not isinstance(game, OpenSpielGame) or any(len(s) != 1 for s in players.values()):
+        return False
+    import pyspiel
+
+    from games.openspiel import estimate_histories
+
+    solver = game.game
+    if not solver.get_type().provides_information_state_string:
+        return False
+    if game.spec.simultaneous:
+        solver = pyspiel.convert_to_turn_based(solver)
+    try:
+        tree = estimate_histories(solver, guard=game)
+    except (ValueError, pyspiel.SpielError):  # GameError is a ValueError
+        return False
+    return bool(tree.histories <= ex.ESTIMATE_MARGIN * ex.MAX_HISTORIES)
 
 
 def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
