@@ -285,8 +285,11 @@ class RLOracle:
         vg = VectorGame(self.game, self.config.num_envs, seed=derive_seed(seed, "game"),
                         **training_vector_kwargs(learner, opp), **self.game_kwargs)
         try:
+            # a player named as PSRO's table names it: a seat by its name (side_text said
+            # "team adversary (adversary_0)" of a one-seat team), a team as a team
+            who = agent if own == (agent,) else side_text(self.spec, own)
             train(learner, vg, self.config.frames, opponents=opp, progress=False,
-                  log_as=f"RL oracle: {side_text(self.spec, own)}")
+                  log_as=f"RL oracle: {who}")
         finally:
             vg.close()  # its num_envs games (a PettingZoo copy holds its renderer, pygame...)
         return learner.policy()
