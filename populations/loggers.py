@@ -56,10 +56,30 @@ class LoggerConfig:
         if self.mode not in ("auto", "online", "offline"):
             raise ValueError(f"wandb mode {self.mode!r} unknown; choose one of "
                              "['auto', 'online', 'offline']")
+        bad = tags_refusal(self.tags, self.kind == "wandb")
+        if bad:  # [[a]] reached wandb's pydantic error: its words, not the setting's
+            raise ValueError(bad)
         if self.kind == "wandb":  # a logger of your own may name projects otherwise
             bad = wandb_project_refusal(self.project)
             if bad:
                 raise ValueError(bad)
+
+
+WANDB_TAG_MAX = 64  # wandb.Settings' run_tags check (0.31): 1 to 64 characters each
+
+
+def tags_refusal(tags: object, wandb: bool = True) -> str | None:
+    """Why ``logger.tags`` is refused (None: a list of strings; for wandb, each of 1 to
+    :data:`WANDB_TAG_MAX` characters, its ``Settings`` check): one line naming the value and
+    what is accepted. A plain string was split into one-letter tags by ``list()``."""
+    accepted = ("a list of strings" + (f" of 1 to {WANDB_TAG_MAX} characters" if wandb else "")
+                + ", e.g. logger.tags=[baseline,kuhn]")
+    if isinstance(tags, str) or not isinstance(tags, (list, tuple)):
+        return f"logger.tags={tags!r:.80} is not a list; accepted: {accepted}"
+    for tag in tags:
+        if not isinstance(tag, str) or (wandb and not 1 <= len(tag) <= WANDB_TAG_MAX):
+            return f"logger.tags holds {tag!r:.80}; accepted: {accepted}"
+    return None
 
 
 WANDB_PROJECT_MAX = 128  # wandb.Settings' project check (0.31): at most 128 characters
@@ -438,7 +458,8 @@ class WandbLogger(MetricsLogger):
     resumed ones). :meth:`backfill` gives wandb the database's rows past that step (a run that
     logged to csv before its resume with ``logger=wandb``).
 
-    A step's rows reach wandb once a later step comes, or when the run ends: a run stopped by
+    A step's rows reach wandb, committed, once a later step comes (a live dashboard shows a
+    step when the next one begins), or when the run ends: a run stopped by
     Ctrl-C or an error may stop in the middle of a step (a league stopped after a
     generation's training logs its evaluation's rows at the same step on its resume), so its
     last step is left to the resume, which gives wandb that step's rows from the database
@@ -526,8 +547,10 @@ class WandbLogger(MetricsLogger):
             return
         atomic_write(self._last_file, f"{self.last}\n")  # before the rows: never logged twice
         held, self._held = self._held, []
-        for row in held:  # as logged: a second call at a step merges into wandb's row
-            self.run.log(row, step=self.last)
+        for k, row in enumerate(held, 1):  # as logged: a second call at a step merges into
+            # wandb's row; the last one commits it. Uncommitted, wandb held the step until a
+            # higher one was logged, the next _give: a live dashboard was two steps late
+            self.run.log(row, step=self.last, commit=k == len(held))
 
     def backfill(self, rows: list[tuple[int, str, float]]) -> None:
         by_step: dict[int, dict[str, float]] = {}
