@@ -396,6 +396,7 @@ def train(
     log_as: str = "",
     whole_rollouts: bool | None = None,
     budget: str = "frames",
+    resumed_at: int = 0,
 ) -> TrainResult:
     """Train ``learner`` for ``frames`` joint steps (one frame = one step of one copy),
     rounded up to whole steps of the copies and, for an on-policy learner, to whole
@@ -416,6 +417,9 @@ def train(
         budget: the setting ``frames`` comes from, as the warnings name it (a budget that
             ends before a replay learner's first update, one rounded up past
             :data:`ROUNDING_TOLD` times itself).
+        resumed_at: frames trained before this call (a resumed run's checkpoint): the
+            progress bar starts there and counts to the whole run's end (it counted the
+            frames left from 0); ``frames``, the result and the hooks count this call's.
 
     The bar's rate and ETA are the average over the whole loop (updates included), and every
     update logs ``charts/frames_per_second`` alike (:func:`after_step`).
@@ -446,8 +450,8 @@ def train(
     # smoothing=0: the rate (and ETA) is frames over the wall time so far, updates included;
     # tqdm's moving average counted the fast steps between updates alone (35,000 frame/s
     # shown, 3,800 real, on 4,096 VMAS copies with a 25 s PPO update)
-    bar = tqdm(total=planned, disable=not progress, unit="frame", dynamic_ncols=True,
-               smoothing=0)
+    bar = tqdm(total=resumed_at + planned, initial=resumed_at, disable=not progress,
+               unit="frame", dynamic_ncols=True, smoothing=0)
     sides = learner_sides(vg.spec, learner.agents)
     opponent_guard = FiniteGuard(vg.spec.name, tuple(opponents)) if opponents else None
     vs = vg.reset()
@@ -471,7 +475,8 @@ def train(
         if whole and result.updates > updates:  # a rollout trained: the total from its length
             rollout = result.trained_frames - last_update
             updates, last_update = result.updates, result.trained_frames
-            bar.total = max(bar.n, planned_frames(frames, vg.num_envs, last_update, rollout))
+            bar.total = max(bar.n, resumed_at + planned_frames(frames, vg.num_envs, last_update,
+                                                               rollout))
             bar.refresh()
         if watch is not None:
             watch.check(result.frames, result.trained_frames)

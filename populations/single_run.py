@@ -199,7 +199,8 @@ def _train_single(cfg: ExperimentConfig, learner: Learner, recent: _RecentReturn
         else:
             res = train(learner, vg, cfg.frames - start, opponents=others,
                         progress=cfg.progress, on_update=on_update, on_step=on_step,
-                        eval_greedy=evaluated_greedily(registry.get(cfg.algo)))
+                        eval_greedy=evaluated_greedily(registry.get(cfg.algo)),
+                        resumed_at=start)  # the bar at start/N, not 0/(N - start)
     finally:
         recent.close()
     return res
