@@ -310,6 +310,11 @@ class ValueDecompConfig:
         check_widths("ValueDecompConfig.hidden", self.hidden)
         check_gradient_steps("ValueDecompConfig.gradient_steps", self.gradient_steps)
         check_replay_holds_batch("ValueDecompConfig", self.buffer_size, self.batch_size)
+        if self.eps_start < self.eps_end:  # ran silently, ε rising over eps_decay_frames
+            raise ValueError(f"ValueDecompConfig.eps_start={self.eps_start} < eps_end="
+                             f"{self.eps_end}: ε would grow over eps_decay_frames; expected "
+                             "eps_start >= eps_end (ε decays from eps_start to eps_end; "
+                             "equal: a constant ε)")
         from marl.value_decomp import MIXERS  # last: the mixers are torch modules
 
         check_choice("ValueDecompConfig.mixer", self.mixer, MIXERS)

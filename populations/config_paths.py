@@ -59,10 +59,23 @@ def at_path(message: str, path: str, cls: type | None = None) -> str:
             if field is not None:
                 if rest[:2] in (" '", ' "'):  # "llm team 'solo'" -> "llm.team='solo'"
                     rest = "=" + rest[1:]
-                return f"{path}.{field}{rest}"
+                return f"{path}.{field}{_second_field(rest, path, fields)}"
     if cls is not None and message.startswith(cls.__name__ + ": "):
         return path + message[len(cls.__name__):]  # "MADDPGConfig: ..." -> "maddpg: ..."
     return f"{path}: {message}"
+
+
+_COMPARED = re.compile(r"(?P<head>=\S+ (?:<=?|>=?|==|!=) )(?P<name>[A-Za-z_]\w*)(?==)")
+
+
+def _second_field(rest: str, path: str, fields: set[str]) -> str:
+    """``rest`` of a message comparing its field with another of the section (``=10 <
+    batch_size=128: ...``) naming that one by its path too (``vdn.batch_size=128``): the
+    line read ``vdn.buffer_size=10 < batch_size=128``, the second without its section."""
+    found = _COMPARED.match(rest)
+    if found is None or found["name"] not in fields:
+        return rest
+    return f"{found['head']}{path}.{found['name']}{rest[found.end():]}"
 
 
 def _field(name: str, noun: str | None, path: str, cls: type | None,

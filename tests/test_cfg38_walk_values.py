@@ -50,9 +50,9 @@ def test_a_replay_smaller_than_its_batch_is_refused_before_the_run(
     once its buffer holds batch_size transitions; it holds at most buffer_size)."""
     line = _failed([*SMALL, f"algo={algo}", f"{algo}.buffer_size={size}",
                     f"{algo}.learning_starts=0"], monkeypatch, tmp_path, capsys)
-    assert line == (f"bad config: {algo}.buffer_size={size} < batch_size={batch}: the learner "
-                    "would never update (it draws batch_size transitions from a replay holding "
-                    "at most buffer_size); expected buffer_size >= batch_size"), line
+    assert line == (f"bad config: {algo}.buffer_size={size} < {algo}.batch_size={batch}: the "
+                    "learner would never update (it draws batch_size transitions from a replay "
+                    "holding at most buffer_size); expected buffer_size >= batch_size"), line
 
 
 def test_the_python_api_refuses_it_too_and_equal_sizes_pass():
