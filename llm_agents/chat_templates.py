@@ -29,9 +29,12 @@ loops):
   a value read from its own target only adds numbers to it (``ns.count = ns.count + 1``).
 
 A template outside these rules is refused when its snapshot loads (one line naming it;
-``SELFPLAY_TRUST_CHAT_TEMPLATES=1`` skips the check for snapshots one made oneself). This is
-not a sandbox with limits: a template that passes is rendered by transformers with no time
-or memory limit, so the bound above is only as good as these rules.
+``SELFPLAY_TRUST_CHAT_TEMPLATES=1`` skips the check for snapshots one made oneself).
+
+These rules are leaky by construction (templates that pass wrote 15 MB a render or nested a
+list 16,384 deep), so every prompt is also rendered with bounds on its time and size
+(:func:`llm_agents.chat_render.render_chat`). This check stays as the load-time refusal: it
+names the rule a snapshot's template breaks before any run starts.
 """
 
 from __future__ import annotations

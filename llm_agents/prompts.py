@@ -255,22 +255,26 @@ class PromptBuilder:
 
 
 def _chat(tokenizer: Any, messages: list[dict[str, str]]) -> str:
-    """``messages`` rendered with the tokenizer's chat template; a template that fails (its
-    own ``raise_exception``, a jinja2 ``SecurityError``) is one line naming the tokenizer --
-    it went up as a traceback (sec38 LOW)."""
+    """``messages`` rendered with the tokenizer's chat template, bounded in time and size
+    (:func:`llm_agents.chat_render.render_chat`: the text ``apply_chat_template`` gives); a
+    template that fails (its own ``raise_exception``, a jinja2 ``SecurityError``, a bound) is
+    one line naming the tokenizer -- it went up as a traceback (sec38 LOW)."""
     from jinja2 import TemplateError
 
+    from llm_agents.chat_render import TRUST_CHAT_TEMPLATES, RenderLimitError, render_chat
+
     try:
-        return tokenizer.apply_chat_template(messages, add_generation_prompt=True,
-                                             tokenize=False)
+        return render_chat(tokenizer, messages)
     except TemplateError as err:
         said = (str(err).strip().splitlines() or [""])[0][:200]
         name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+        trust = f", or {TRUST_CHAT_TEMPLATES}=1 to render it without bounds (a template you " \
+                "trust)" if isinstance(err, RenderLimitError) else ""
         raise ValueError(f"the chat template of tokenizer {name!r} fails on a system + user "
                          f"prompt ({type(err).__name__}: {said}); fix it (the model folder's "
                          "tokenizer_config.json chat_template or chat_template.jinja) or set "
                          "llm.grpo.prompt.chat_template=false to join the prompt's parts with "
-                         "newlines") from None
+                         f"newlines{trust}") from None
 
 
 def _prefixed(parse: Callable[[str], int | None], prefix: str) -> Callable[[str], int | None]:
