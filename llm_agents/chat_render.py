@@ -231,11 +231,18 @@ def _passed(pass_arg: Any, context: Any) -> tuple:
 
 def _counted(context: Any, value: Any, weight: int) -> Any:
     """A loop's iterable, each item ``weight`` steps (its body's syntax nodes: what one
-    iteration evaluates, but the calls, filters and operators that count themselves)."""
+    iteration evaluates, but the calls, filters and operators that count themselves) and as
+    many as its text or list costs (``[1]|batch(4096, 0)`` makes a 4,096-item list an item)."""
     budget = _BUDGET.get()
+    if budget is None:
+        yield from value
+        return
     for item in value:
-        if budget is not None:
-            budget.step(weight)
+        kind = type(item)  # _cost, inlined: loops are most of a render's steps
+        budget.steps += weight + (len(item) >> 6 if kind is str else len(item) if kind in (
+            list, tuple, dict) else 0)
+        if budget.steps > MAX_RENDER_STEPS:
+            budget.step(0)
         yield item
 
 

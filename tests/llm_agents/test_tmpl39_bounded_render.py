@@ -262,6 +262,8 @@ def test_other_errors_of_a_template_are_one_line_too():
      "{{ l|max }}{% endfor %}{% endfor %}", "steps"),  # a filter reading a list
     ("{% set l = messages[0].content|list %}{% set m = l|list %}{% for a in range(128) %}"
      "{% for b in range(128) %}{% if l == m %}{% endif %}{% endfor %}{% endfor %}", "steps"),
+    ("{% for a in range(64) %}{% for x in [1]|batch(4096, 0) %}{% endfor %}{% endfor %}",
+     "steps"),  # a loop item that is a 4,096-item list
     ("{% set ns = namespace(x=1) %}{% for a in range(40) %}{% set ns.x = dict(a=ns.x) %}"
      "{% endfor %}", "nests a value"),
     ("{{ ''.__class__.__mro__ }}", "is unsafe"),  # the sandbox's own refusal
