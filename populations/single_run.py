@@ -4,10 +4,13 @@ snapshotted and evaluated against uniformly random seats for the other teams
 (:mod:`populations.single_eval`).
 
 Its checkpoints (``<run>/checkpoints/ckpt_<step>.pt``: the learner's state, the step, the
-returns and seconds so far) are taken every ``checkpoint_every_s`` seconds after an update
-and when training ends; a resume loads the newest good one, drops the metrics recorded past
-it, and plays new game copies and random seats seeded from its step, so a run killed at any
-point ends as an uninterrupted one. A run recorded ``finished`` is not trained again: its
+returns and seconds so far, the random seats' RNG states) are taken every
+``checkpoint_every_s`` seconds after an update and when training ends; a resume loads the
+newest good one, drops the metrics recorded past it, and plays new game copies seeded from its
+step (the episodes in flight are not saved: a game's state is its own) against the random
+seats going on from their saved streams, so a run killed at any point ends as an
+uninterrupted one: bit for bit where no episode is in flight at the checkpoint (a one-step
+game), with other episodes otherwise. A run recorded ``finished`` is not trained again: its
 table row is read back (:func:`finished_run_row`). :func:`populations.experiment.run_experiment`
 calls :func:`run_single`.
 """
@@ -98,12 +101,16 @@ def run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
                  cfg.algo, teams[0], ", ".join(agents))
     learner = make_learner(cfg, spec, agents, seeds.learner(cfg.algo))
     start, state = _restore(learner, cfg, run_dir, db, run_id, logger) if cfg.resume else (0, {})
-    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, learner, cfg.torch_threads,
-                        cfg.population.keep_checkpoints)
-    # a resume plays new game copies and random seats seeded from its checkpoint's step: as
-    # at the run's start, it replayed the first deals and opponent moves after every resume
+    # a resume plays new game copies seeded from its checkpoint's step (the episodes in flight
+    # are not saved): as at the run's start, it replayed the first deals after every resume
     resumed = ("resumed", start) if start else ()
-    others = random_seats(spec, agents, seeds, *resumed)
+    # the random seats go on from their streams' states at the checkpoint (a checkpoint
+    # without them, from before: streams seeded from its step): the uninterrupted run's moves
+    others = _restored_seats(random_seats(spec, agents, seeds), state.get("opponents")) \
+        if state.get("opponents") is not None else random_seats(spec, agents, seeds, *resumed)
+    ckpt = _Checkpoints(run_dir, cfg.checkpoint_every_s, learner, cfg.torch_threads,
+                        cfg.population.keep_checkpoints)  # after the resume's checks
+    ckpt.seats = others
     vkw = getattr(learner, "vector_game_kwargs", {"with_state": True})
     # MAPPO/IPPO read tensor VecSteps: a natively batched game's rollout stays on its device
     vg = games.VectorGame(cfg.game.name, cfg.num_envs,
@@ -301,6 +308,7 @@ class _Checkpoints:
         mark_started(run_dir)  # made after the resume's checks: an error from here is the run's
         self.keep = keep  # population.keep_checkpoints: the newest kept on disk
         self.threads = threads  # torch_threads: recorded with each checkpoint
+        self.seats: dict[str, Any] = {}  # a single run's random seats: their RNG states saved
         self.last = time.monotonic()
 
     def maybe_save(self, step: int, **extra: Any) -> None:
@@ -308,6 +316,8 @@ class _Checkpoints:
             self.save(step, **extra)
 
     def save(self, step: int, **extra: Any) -> None:
+        if self.seats:  # a resume goes on with the seats' moves of the uninterrupted run
+            extra["opponents"] = {a: p.rng.bit_generator.state for a, p in self.seats.items()}
         save_checkpoint(self.folder, step, {"step": step, "learner": self.learner.state_dict(),
                                             **extra}, keep=self.keep,
                         torch_threads=self.threads)
@@ -401,6 +411,45 @@ def _checked_state(path: Path, raw: dict[str, Any]) -> tuple[int, list[float], f
     return step, returns, seconds, metrics
 
 
+def _seat_states(path: Path, saved: object) -> dict[str, dict[str, Any]] | None:
+    """The random seats' RNG states a checkpoint (``path``, untrusted) holds: None where it
+    holds none (older ones); each a numpy ``bit_generator.state`` dict, checked at
+    :func:`_restored_seats`.
+
+    Raises:
+        CheckpointError: ``opponents`` is not a mapping of seats to dicts.
+    """
+    if saved is None:
+        return None
+    if not isinstance(saved, dict) or not all(isinstance(a, str) and isinstance(v, dict)
+                                              for a, v in saved.items()):
+        raise CheckpointError(f"checkpoint {path} holds opponents={saved!r:.80}; expected the "
+                              "random seats' RNG states (seat -> numpy bit_generator state)")
+    for a, st in saved.items():
+        try:  # checked here, before the resume drops the metrics past the checkpoint
+            np.random.PCG64().state = st  # RandomPolicy's (np.random.default_rng)
+        except Exception as err:  # noqa: BLE001 - numpy's TypeError/ValueError/KeyError
+            raise CheckpointError(f"checkpoint {path} holds a random seat {a!r:.40} state numpy "
+                                  f"refuses ({one_line(err)}); the file is damaged or was "
+                                  "edited") from None
+    return saved
+
+
+def _restored_seats(seats: dict[str, Any], saved: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``seats`` (random policies) set to the RNG states a checkpoint saved for them
+    (checked by :func:`_seat_states`).
+
+    Raises:
+        CheckpointError: the checkpoint's seats are not this run's.
+    """
+    if set(saved) != set(seats):
+        raise CheckpointError(f"checkpoint holds random seats {sorted(saved)}, this run "
+                              f"{sorted(seats)}; resume with the run's settings")
+    for a, pol in seats.items():
+        pol.rng.bit_generator.state = saved[a]  # checked by _seat_states
+    return seats
+
+
 def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, run_id: int,
              logger: MetricsLogger) -> tuple[int, dict[str, Any]]:
     """Load a resumed single run's newest good checkpoint into ``learner`` (a learner, or an
@@ -437,7 +486,8 @@ def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, r
                     "another folder") from None
             raise CheckpointError(f"checkpoint {path} does not fit this {cfg.algo} learner "
                                   f"({one_line(err)}); resume with the run's settings") from None
-        state = {"returns": returns[-50:], "seconds": seconds, "metrics": metrics}
+        state = {"returns": returns[-50:], "seconds": seconds, "metrics": metrics,
+                 "opponents": _seat_states(path, raw.get("opponents"))}
         log.info("resumed %s from %s at step %d of its training", run_dir, path.name, step)
     db.drop_metrics_after(run_id, step)
     logger.drop_after(step)  # metrics.csv holds what the database holds, not the dead run's
