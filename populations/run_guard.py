@@ -2,16 +2,17 @@
 (:func:`_record_before`, once :func:`hold_folder` holds their lock for
 :class:`populations.cli.ConfigCheck`), the guard the task
 runs in (:func:`run_folder_guard`: a failed run leaves no half-made folder behind and says how
-to go on), a sweep's failed jobs under ``keep_going=true`` (:func:`failed_jobs_line`), and
-``resume=true`` without a folder refused. :mod:`populations.run_folder` holds a folder's lock
-and the checks of a resume.
+to go on), and a sweep's failed jobs under ``keep_going=true`` (:func:`failed_jobs_line`).
+The words of how a run goes on (the command that resumes it, what refused it before it
+started) and ``resume=true`` without a folder refused are :mod:`populations.run_resume`'s
+(``forget_started`` and ``refuse_resume_without_folder`` re-exported here, their old home).
+:mod:`populations.run_folder` holds a folder's lock and the checks of a resume.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import sys
 import unicodedata
@@ -34,7 +35,6 @@ from populations.cli_common import (
 from populations.command_line import (
     CLIError,
     resume_command,
-    run_dir_override,
 )
 from populations.run_folder_names import (
     CHECKPOINT,
@@ -44,16 +44,22 @@ from populations.run_folder_names import (
     refuse_planted,
     remove_own,
 )
+from populations.run_resume import (  # forget_started, refuse_resume_without_folder:
+    forget_started,  # noqa: F401 - re-exported, their old home (cli.py)
+    is_refusal,
+    psro_recorded,
+    refuse_resume_without_folder,  # noqa: F401
+    resumes_after,
+    run_resume_command,
+    started_here,
+)
 from populations.sweeps import (  # importing it registers the job folders' resolvers
-    folder_given,
     sweep_resume_command,
     sweep_started,
     sweep_stopped,
 )
 
 if TYPE_CHECKING:
-    from omegaconf import DictConfig
-
     from populations.run_folder import RunLock
 
 
@@ -499,7 +505,7 @@ def _discard_new(run_dir: Path, sweep_dir: Path | None) -> None:
 
 def discard_run_dir(run_dir: Path, root: Path | None = None) -> bool:
     """Remove a run folder this process created if it holds nothing worth keeping (no
-    checkpoint, no PSRO iteration recorded: :func:`_psro_recorded`), and its parents left
+    checkpoint, no PSRO iteration recorded: :func:`psro_recorded`), and its parents left
     empty below ``root`` (the working directory). A folder another process holds
     (:func:`~populations.run_folder.locked_elsewhere`: a run started beside this command) is
     never removed. Only what this command wrote goes (:func:`_remove_written`): a folder in
@@ -534,7 +540,7 @@ def _worth_keeping(run_dir: Path) -> bool:
     """Whether ``run_dir`` holds a checkpoint or a recorded PSRO iteration."""
     ckpt = run_dir / "checkpoints"  # another program's file there is no checkpoint
     return (ckpt.is_dir() and any(CHECKPOINT.fullmatch(p.name) for p in ckpt.iterdir())) or \
-        _psro_recorded(run_dir)
+        psro_recorded(run_dir)
 
 
 def _discard_written(run_dir: Path, before: frozenset[str] | None) -> None:
@@ -552,29 +558,6 @@ def _discard_written(run_dir: Path, before: frozenset[str] | None) -> None:
     inside = [name for name in _remove_written(run_dir, before) if "/" in name]
     if inside:
         _FOREIGN[os.path.abspath(run_dir)] = inside
-
-
-def _psro_recorded(run_dir: Path) -> bool:
-    """Whether ``<run>/league.db`` records a PSRO iteration: a PSRO run keeps no checkpoint,
-    it resumes after the last iteration its database records (so that database, its
-    snapshots and settings are worth keeping). A database that cannot be read is kept too:
-    nothing is removed that might hold a run."""
-    import sqlite3
-
-    from populations.db import LeagueDB, LeagueDBError
-
-    path = run_dir / "league.db"
-    if not path.is_file():
-        return False
-    try:
-        db = LeagueDB(path, readonly=True)  # removes the -wal/-shm it made on close
-        try:
-            row = db.conn.execute("SELECT 1 FROM psro_iterations LIMIT 1").fetchone()
-        finally:
-            db.close()
-    except (LeagueDBError, sqlite3.Error, OSError) as err:  # no such table: nothing recorded
-        return "no such table" not in str(err)
-    return row is not None
 
 
 @contextmanager
@@ -618,7 +601,7 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
         # refused before its run started (the run had not passed its start checks: its
         # settings, checkpoint, league state); a run that started and then failed (an
         # opponent's snapshot that cannot be loaded hours in) keeps its cli.log and .hydra
-        refused = not created and _refused(err) and not _run_started(run_dir)
+        refused = not created and is_refusal(err) and not started_here(run_dir)
         if refused:  # the existing run's .hydra and cli.log as they were before this command
             _restore_written(run_dir)
         if not isinstance(err, user_errors()) and too_large(err) is None:
@@ -640,12 +623,12 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
         line = too_large_line(err, overrides) if too_large(err) is not None else one_line(err)
         line += kept_note(run_dir) + (kept_note(sweep_dir) if sweep_dir is not None else "")
         if sweep_dir is None and type(err).__name__ == "HoldsRunError":  # the command to paste
-            line += f"; it resumes with: {_run_resume_command(run_dir, overrides, flags)}"
+            line += f"; it resumes with: {run_resume_command(run_dir, overrides, flags)}"
         if not refused:  # a run that failed while running: why, in its cli.log too
-            to_cli_log(run_dir, line + _resumes_after(err, run_dir, overrides, flags))
+            to_cli_log(run_dir, line + resumes_after(err, run_dir, overrides, flags))
         if going_on:
             say(prog, f"{line} (sweep job {job}; keep_going: the sweep goes on with "
-                      f"its next job){_resumes_after(err, run_dir, overrides, flags)}")
+                      f"its next job){resumes_after(err, run_dir, overrides, flags)}")
             _FAILED_JOBS.append((job, run_dir))
             return
         if sweep_dir is not None and job is not None:
@@ -653,83 +636,7 @@ def run_folder_guard(prog: str, run_dir: Path, created: bool,
                 _restore_sweep_file(sweep_dir)
             fail(prog, line + sweep_stopped(sweep_dir, job, run_dir, created, resumed,
                                              typed()))
-        fail(prog, line + _resumes_after(err, run_dir, overrides, flags))
-
-
-def _refusals() -> tuple[type[BaseException], ...]:
-    """The errors that refuse a command before its run starts (its command line, its folder,
-    its checkpoints, the snapshots a resume restores: ``StoreError``, a file damaged or
-    replaced on disk): nothing ran, the folder stays as it was."""
-    return (CLIError, *(getattr(sys.modules.get(module), name, CLIError) for module, name in (
-        ("populations.run_folder", "RunFolderError"), ("marl.core", "CheckpointError"),
-        ("populations.store", "StoreError"), ("hydra.errors", "HydraException"),
-        ("omegaconf.errors", "OmegaConfBaseException"))))
-
-
-def _refused(err: BaseException) -> bool:
-    return isinstance(err, _refusals())
-
-
-def forget_started() -> None:
-    """Forget the runs this process started (:func:`~populations.run_folder.mark_started`):
-    a new command (tests run several in a process) starts none yet."""
-    from populations.run_folder import forget_started  # lazily: --help loads no marl
-
-    forget_started()
-
-
-def _run_started(run_dir: Path) -> bool:
-    """Whether the run in ``run_dir`` started in this process
-    (:func:`~populations.run_folder.mark_started`)."""
-    from populations.run_folder import run_started
-
-    return run_started(run_dir)
-
-
-def _run_resume_command(run_dir: Path, overrides: Sequence[str] | None,
-                        flags: Sequence[str]) -> str:
-    """The command that resumes the run ``run_dir`` holds, with that run's own overrides (its
-    ``.hydra/overrides.yaml``, put back after a refused command) where it has them: this
-    command's may differ (another seed) and would be refused as other settings."""
-    from populations.sweep_summary import job_overrides
-
-    own = job_overrides(run_dir)
-    return resume_command(run_dir, own if own is not None else overrides, flags)
-
-
-def _resumes_after(err: BaseException, run_dir: Path, overrides: Sequence[str] | None,
-                   flags: Sequence[str]) -> str:
-    """What a single run's error line adds when the run failed while running (a NaN, a game
-    error) and keeps checkpoints: the command that resumes it from the last one (it does: the
-    error stopped training before the weights changed), as the summary and Ctrl-C name it.
-    Nothing for refusals of the command line, the folder or its checkpoints."""
-    ckpt = run_dir / "checkpoints"
-    if _damaged_database(err):  # a resume needs the same database: its command would fail so
-        return (f"; {run_dir / 'league.db'} is damaged (truncated or overwritten): restore it "
-                "from a copy, or start a new run in another folder")
-    if _refused(err) and not _run_started(run_dir):
-        return ""
-    if ckpt.is_dir() and any(p.suffix == ".pt" for p in ckpt.iterdir()):
-        kept = "keeps its checkpoints: once the cause is fixed, it resumes from the last one"
-    elif _psro_recorded(run_dir):  # PSRO keeps no checkpoint: it goes on from league.db
-        kept = ("keeps the PSRO iterations league.db records: once the cause is fixed, it "
-                "resumes after the last one")
-    else:
-        return ""
-    settings = (" (other settings, such as a lower learning rate, also need "
-                "resume_override=true)") if type(err).__name__ == "NonFiniteError" else ""
-    return f"; {run_dir} {kept} with: {resume_command(run_dir, overrides, flags)}{settings}"
-
-
-def _damaged_database(err: BaseException) -> bool:
-    """Whether ``err`` says SQLite found the league database damaged (a truncated file: "database
-    disk image is malformed"; one overwritten: "file is not a database"), as opened
-    (:class:`populations.db.LeagueDBError`) or read later (``sqlite3.DatabaseError``)."""
-    import sqlite3
-
-    db_error = getattr(sys.modules.get("populations.db"), "LeagueDBError", None)
-    kinds = (sqlite3.DatabaseError, *([db_error] if db_error is not None else []))
-    return isinstance(err, kinds) and re.search(r"malformed|not a database", str(err)) is not None
+        fail(prog, line + resumes_after(err, run_dir, overrides, flags))
 
 
 def _how_to_go_on(run_dir: Path, created: bool, sweep_dir: Path | None,
@@ -797,38 +704,3 @@ def failed_jobs_line(sweep_dir: Path) -> str:
             f"said why above){others}. Once the cause is fixed, the sweep resumes "
             f"with: "
             f"{sweep_resume_command(sweep_dir, typed())}")
-
-
-def refuse_resume_without_folder(config: DictConfig, key: str = "hydra.run.dir",
-                                  folder: Path | None = None) -> None:
-    """``resume=true`` without ``hydra.run.dir`` (a sweep's ``hydra.sweep.dir``): Hydra names
-    a new folder after the clock, which holds no run, so such a resume could never go on (it
-    made that folder, said 'check the folder name' and removed it). Refused before the folder
-    is made, naming the newest run (sweep) beside it as the folder to give. A folder of the
-    user's own config (a fixed ``hydra.run.dir``) that holds a run resumes as before.
-    ``folder``: the one the run (sweep) would go to, when not the config's own."""
-    from populations.run_folder import holds_run
-
-    if folder_given(config, key):
-        return  # a folder given: run_folder's own check names it if it holds no run
-    sweep = key == "hydra.sweep.dir"
-    run_dir = folder or Path(str(config.hydra.sweep.dir if sweep else config.hydra.run.dir))
-
-    def held(folder: Path) -> bool:
-        return sweep_started(folder) if sweep else holds_run(folder)
-
-    if run_dir.is_dir() and held(run_dir):
-        return
-    parent = run_dir.parent
-    runs = sorted(p.name for p in parent.iterdir() if p.is_dir() and held(p)) \
-        if parent.is_dir() else []
-    what = "sweep" if sweep else "run"
-    # absolute, as the resume lines a run and a sweep print (pasted from another folder, a
-    # relative one started a new run there); from this process's folder, where `parent` was
-    # listed (no run has started: Hydra's runtime.cwd may be an earlier run's in-process)
-    newest = Path(os.path.abspath(parent / runs[-1])) if runs else None
-    where = (f"the newest {what} there: {run_dir_override(newest, key)}" if newest
-             else f"{parent} holds no {what} yet (start one without resume=true)")
-    raise CLIError(f"resume=true needs the folder of the {what} to resume, {key}=<folder> "
-                   f"(without it the {what} would go to a new folder, {run_dir}); {where}")
-
