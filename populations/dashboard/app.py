@@ -169,7 +169,12 @@ def create_app(paths: Sequence[str | Path], refresh_s: float = 5.0,
     def view(request: Request) -> Response:
         p = request.path_params
         compact = request.query_params.get("compact", "") in ("1", "true")
-        return _cached_json(request, data.view(p["source"], run_id(request), p["view"], compact))
+        rows = request.query_params.get("rows")
+        if rows is not None and not (rows.isascii() and rows.isdigit()
+                                     and 0 < len(rows) < 10 and int(rows) > 0):
+            raise SourceError("rows=N takes a whole number of rows from 1", 400)
+        return _cached_json(request, data.view(p["source"], run_id(request), p["view"], compact,
+                                               None if rows is None else int(rows)))
 
     def metrics(request: Request) -> Response:
         p = request.path_params

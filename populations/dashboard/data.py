@@ -21,7 +21,10 @@ Paths (``S`` a database id from ``api/runs``, ``R`` a run id inside it):
 ``api/runs/S/R/metrics?key=K``         the curve of one metric key (repeat ``key`` for more)
 =====================================  ==================================================
 
-``payoffs``, ``crossplay`` and ``ratings`` take ``?compact=1`` (what the page reads, live
+``crossplay`` also takes ``?rows=N``: only the pairs of its last ``N`` rows (those of the
+newest snapshots), ``pairs_total`` counting all; the page asks for :data:`CROSSPLAY_ROWS`
+(``api/config``'s ``crossplay_rows``) until "show all". ``payoffs``, ``crossplay`` and
+``ratings`` take ``?compact=1`` (what the page reads, live
 or exported: the static export embeds only these forms): the filled payoff cells only where
 most are empty, cross-play without its k x k tables and its pairs as columns, each rating
 series at its change points. JSON answers carry an ETag and are revalidated
@@ -49,6 +52,7 @@ from populations.dashboard.sources import (
 from populations.db import LeagueDB
 
 VERSION = "1"
+CROSSPLAY_ROWS = 100  # cross-play pairs the page asks for (and draws) before "show all"
 _URI_SAFE = "!'()*"  # characters encodeURIComponent leaves as they are (besides -_.~)
 
 # chart/table name → query(db, run_id, max_points, compact) for the per-run endpoints
@@ -70,6 +74,12 @@ def view_path(base: str, name: str) -> str:
     """The path the page reads view ``name`` of run ``base`` (``api/runs/S/R``) at: its
     compact form where it has one."""
     return f"{base}/{name}?compact=1" if name in COMPACT_VIEWS else f"{base}/{name}"
+
+
+def crossplay_rows_path(base: str) -> str:
+    """The path of the cross-play the page reads first: compact, :data:`CROSSPLAY_ROWS`
+    pairs (``api/runs/S/R`` as ``base``)."""
+    return f"{view_path(base, 'crossplay')}&rows={CROSSPLAY_ROWS}"
 
 
 def metrics_path(source: str, run: int, key: str) -> str:
@@ -99,7 +109,7 @@ class DashboardData:
 
     def config(self, export: bool = False) -> dict[str, Any]:
         return {"refresh_seconds": 0 if export else self.refresh_s, "version": VERSION,
-                "export": export}
+                "export": export, "crossplay_rows": CROSSPLAY_ROWS}
 
     def runs(self) -> dict[str, Any]:
         """Runs of every readable database; an unreadable one is listed under ``errors``."""
@@ -118,14 +128,18 @@ class DashboardData:
         with open_source(src) as db:
             return queries.run_summary(db, src, run)
 
-    def view(self, source: str, run: int, name: str, compact: bool = False) -> Any:
-        """One per-run view; ``compact``: its compact form (:data:`COMPACT_VIEWS`)."""
+    def view(self, source: str, run: int, name: str, compact: bool = False,
+             rows: int | None = None) -> Any:
+        """One per-run view; ``compact``: its compact form (:data:`COMPACT_VIEWS`);
+        ``rows``: cross-play's last pairs only."""
         if name not in RUN_VIEWS:
             raise SourceError(f"unknown view {shown(name)}; expected one of {sorted(RUN_VIEWS)}",
                               404)
         src = self.sources.get(source)
         with open_source(src) as db:
             queries.check_run(db, src, run)
+            if name == "crossplay" and rows is not None:
+                return queries.crossplay(db, run, compact, rows=rows)
             return RUN_VIEWS[name](db, run, self.max_points, compact)
 
     def metrics(self, source: str, run: int, keys: Sequence[str]) -> list[dict[str, Any]]:
@@ -147,6 +161,8 @@ class DashboardData:
             try:
                 with open_source(by_id[sid]) as db:
                     answers[base] = queries.run_summary(db, by_id[sid], rid)
+                    answers[crossplay_rows_path(base)] = queries.crossplay(
+                        db, rid, True, fresh=True, rows=CROSSPLAY_ROWS)
                     for name, fn in RUN_VIEWS.items():  # the forms the page reads
                         compact = name in COMPACT_VIEWS
                         answers[view_path(base, name)] = (  # the export never shows stale ones

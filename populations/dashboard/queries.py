@@ -422,6 +422,10 @@ CROSSPLAY_INLINE_CPU_S = 0.5
 # ... and a background recompute starts no sooner than this many times its last CPU time
 # after the last one ended, so a live league's every generation does not keep a core busy
 CROSSPLAY_IDLE_FACTOR = 3.0
+# A run with more recorded episodes than this has its first statistics computed in the
+# background too: the request answers at once with a ``pending`` document (no tables), so
+# the page's first load does not wait on cross-play (200 snapshots, 50k episodes: ~10 s)
+CROSSPLAY_INLINE_EPISODES = 5000
 
 
 def _few_snapshots(seats: Any) -> bool:
@@ -514,10 +518,12 @@ class CrossplayCache:
         _CACHE = value
 
     def get(self, db: LeagueDB, run_id: int, fresh: bool = False
-            ) -> tuple[CrossplayStats, bool, bool]:
+            ) -> tuple[CrossplayStats | None, bool, bool]:
         """``(statistics, stale, updating)``: stale when the run has matches the statistics
-        do not count; updating while a background recompute runs. ``fresh``: never stale,
-        computed in this call if need be (the export)."""
+        do not count; updating while a background recompute runs; statistics None while
+        the first ones of a run of more than :data:`CROSSPLAY_INLINE_EPISODES` episodes are
+        computed in the background. ``fresh``: never stale nor None, computed in this call
+        if need be (the export)."""
         key = (str(db.path), run_id)
         state = _match_state(db, run_id)
         with self.lock:
@@ -527,7 +533,9 @@ class CrossplayCache:
             stats = entry.stats
             if stats is not None and stats.state == state:
                 return stats, False, entry.thread is not None
-            if stats is not None and entry.cpu_s >= CROSSPLAY_INLINE_CPU_S and not fresh:
+            first_heavy = stats is None and state[0] > CROSSPLAY_INLINE_EPISODES
+            if (first_heavy or stats is not None and entry.cpu_s >= CROSSPLAY_INLINE_CPU_S
+                    ) and not fresh:
                 idle = time.monotonic() - entry.ended >= CROSSPLAY_IDLE_FACTOR * entry.cpu_s
                 if entry.thread is None and idle:
                     entry.thread = threading.Thread(
@@ -574,8 +582,8 @@ _CACHE: dict[tuple[str, int], _Entry] = {}  # (database path, run id) → its st
 CROSSPLAY_CACHE = CrossplayCache()
 
 
-def crossplay(db: LeagueDB, run_id: int, compact: bool = False, fresh: bool = False
-              ) -> dict[str, Any]:
+def crossplay(db: LeagueDB, run_id: int, compact: bool = False, fresh: bool = False,
+              rows: int | None = None) -> dict[str, Any]:
     """Cross-play between snapshots from the recorded episodes (:mod:`populations.crossplay`):
     per pair win/draw/loss rates and mean margin with 95 % bootstrap intervals, α-Rank
     over the mean-margin game of the newest :data:`ALPHARANK_MAX_SNAPSHOTS` snapshots
@@ -590,8 +598,18 @@ def crossplay(db: LeagueDB, run_id: int, compact: bool = False, fresh: bool = Fa
     a recompute is running; ``fresh`` computes them now if need be. ``compact`` (what the
     page asks for) leaves out the k x k tables (``n`` and each statistic), which repeat
     ``pairs`` twice over, and gives ``pairs`` as columns (``{"row": [...], "col": [...],
-    "n": [...], "win": [...], ...}``) without the labels, which ``labels`` gives by id."""
+    "n": [...], "win": [...], ...}``) without the labels, which ``labels`` gives by id.
+    ``rows``: only the last ``rows`` pairs (those of the newest snapshots; what the page
+    draws before "show all"), ``pairs_total`` counting them all.
+
+    While the first statistics of a large run are computed in the background (see
+    :data:`CROSSPLAY_INLINE_EPISODES`) the answer is ``{"pending": true, ...}`` with the
+    recorded episodes (``as_of``) and no tables."""
     stats, stale, updating = CROSSPLAY_CACHE.get(db, run_id, fresh)
+    if stats is None:
+        n, last = _match_state(db, run_id)
+        return {"pending": True, "stale": True, "updating": updating,
+                "as_of": {"matches": n, "last_match": last}}
     table, ar, elo = stats.table, stats.alpharank, stats.elo
     labels = _labels(db, run_id)
 
@@ -602,6 +620,9 @@ def crossplay(db: LeagueDB, run_id: int, compact: bool = False, fresh: bool = Fa
     pairs = [{"row": a, "col": ids[j], "row_label": name(a), "col_label": name(ids[j]),
               "n": table.n[i][j], **{k: v[i][j] for k, v in table.table.items()}}
              for i, a in enumerate(ids) for j in range(i + 1, len(ids)) if table.n[i][j]]
+    total = len(pairs)
+    if rows is not None:
+        pairs = pairs[max(0, total - rows):]
     stored = db.latest_ratings(run_id)
     mass = dict(zip(ar["ids"], zip(ar["pi"], ar["rank"], ar["pi_lo"], ar["pi_hi"], ar["top"],
                                    strict=True), strict=True))
@@ -624,7 +645,7 @@ def crossplay(db: LeagueDB, run_id: int, compact: bool = False, fresh: bool = Fa
         sent = {k: [p[k] for p in pairs] for k in ("row", "col", "n", *table.table)}
     tables = {} if compact else {"n": table.n, **table.table}
     return {"ids": ids, "labels": [name(s) for s in ids], **tables,
-            "pairs": sent, "ratings": ratings,
+            "pairs": sent, "pairs_total": total, "ratings": ratings,
             "alpharank": {**ar, "labels": [name(s) for s in ar["ids"]],
                           "left_out_labels": [name(s) for s in ar["left_out"]]},
             "episodes": stats.episodes, "resamples": cp.RESAMPLES,

@@ -26,7 +26,7 @@ from populations.dashboard import (
     queries,
 )
 from populations.dashboard.app import PLOTLY_JS, STATIC
-from populations.dashboard.data import metrics_path
+from populations.dashboard.data import crossplay_rows_path, metrics_path
 from populations.dashboard.export import script_json
 from populations.dashboard.queries import ELO_RESAMPLES
 from populations.dashboard.sources import resolve
@@ -496,6 +496,11 @@ def test_static_export_embeds_every_answer(run_dir, tmp_path):
     # ?compact=1), and one metric's curve per key of its learner panel
     js = (STATIC / "dashboard.js").read_text(encoding="utf-8")
     compact = set(re.findall(r"part\(compact\(`\$\{base\}/(\w+)`\)", js))
+    # cross-play: compact, and its first crossplay_rows pairs until "show all" (crossPath)
+    assert "part(crossPath(base), renderCrossplay)" in js
+    assert re.search(r"const crossPath = [^;]*compact\(`\$\{base\}/crossplay`\)[^;]*"
+                     r"&rows=\$\{state\.config\.crossplay_rows\}", js)
+    compact.add("crossplay")
     plain = set(re.findall(r"part\(`\$\{base\}/(\w+)`", js)) - {"metrics"}
     assert compact == {"payoffs", "crossplay", "ratings"} and "league" in plain
     assert "const compact = (path) => `${path}?compact=1`;" in js  # live and exported alike
@@ -506,7 +511,7 @@ def test_static_export_embeds_every_answer(run_dir, tmp_path):
     for r in runs:
         base = f"api/runs/{r['source']}/{r['id']}"
         paths = [base, *(f"{base}/{v}" for v in sorted(plain)),
-                 *(f"{base}/{v}?compact=1" for v in sorted(compact))]
+                 *(f"{base}/{v}?compact=1" for v in sorted(compact)), crossplay_rows_path(base)]
         for path in paths:
             assert embedded[path] == get(client, f"/{path}"), path
         for view in compact:  # the dense forms, which the page does not read, are left out

@@ -15,9 +15,13 @@
     sort: { key: "elo", dir: -1 }, metric: "", keys: [], refreshes: 0, status: new Map(),
     rows: new Map(), // run key → its row of api/runs as text (what a finished run shows)
     fetched: new Map(), // finished run → its row when its parts were last all fetched
+    partsIn: new Map(), // finished run → its row when all but its cross-play were fetched
     inflight: new Set(), // paths being fetched (a slow one is not asked again meanwhile)
     openSettings: new Set(), // members whose settings are unfolded (kept across redraws)
     cross: null, crossAll: false, // the cross-play pairs shown; all of them, or the newest
+    crossTotal: 0, // pairs in the whole cross-play table (the server sends the newest first)
+    payoff: null, payoffAll: false, // the payoff table; drawn whole, or its newest snapshots
+    ratings: [], ratingsAll: false, // rating series; all drawn, or the top ones by Elo
     distinct: new Map(), // run key → what tells it from runs of the same name (a sweep's jobs)
   };
   const $ = (id) => document.getElementById(id);
@@ -261,8 +265,11 @@
       if (path === base || path.startsWith(`${base}/`)) state.cache.delete(path);
     }
     state.fetched.delete(key);
+    state.partsIn.delete(key);
     state.metric = "";
     state.crossAll = false;
+    state.payoffAll = false;
+    state.ratingsAll = false;
     $("metric-select").value = "";
     $("metric-chart").hidden = true;
     for (const tr of $("runs-table").tBodies[0].rows) {
@@ -439,7 +446,41 @@
     }
   }
 
-  async function renderPayoffs(doc) {
+  // snapshots the heatmap draws before "show all": a 200 x 200 one (40,000 cells, each with
+  // its hover text) took seconds to draw; the newest ones are those of interest
+  const PAYOFF_SNAPSHOTS = 40;
+
+  // "show all N ..." for a part drawn in part; hidden when all of it is drawn
+  function moreButton(id, all, total, limit, what, which) {
+    const more = $(id);
+    more.hidden = all;
+    more.dataset.limit = String(limit);
+    more.textContent = `show all ${int(total)} ${what}`;
+    $(id.replace("-more", "-shown")).textContent = all ? ""
+      : `The ${int(limit)} ${what} ${which} are shown, of ${int(total)}. `;
+  }
+
+  // the table's newest `keep` snapshots (the last ids) as a table of its own
+  function newestOf(doc, keep) {
+    const k = doc.ids.length;
+    if (k <= keep) return doc;
+    const at = Array.from({ length: keep }, (_, t) => k - keep + t);
+    const sub = (m) => at.map((i) => at.map((j) => m[i][j]));
+    return { ...doc, ids: at.map((i) => doc.ids[i]), labels: at.map((i) => doc.labels[i]),
+      value: sub(doc.value), win_rate: sub(doc.win_rate), count: sub(doc.count) };
+  }
+
+  function renderPayoffs(doc) {
+    if (doc.cells) expandCells(doc);
+    state.payoff = doc;
+    return drawPayoffs();
+  }
+
+  async function drawPayoffs() {
+    const all = state.payoffAll || state.payoff.ids.length <= PAYOFF_SNAPSHOTS;
+    moreButton("payoff-more", all, state.payoff.ids.length, PAYOFF_SNAPSHOTS, "snapshots",
+      "newest");
+    const doc = all ? state.payoff : newestOf(state.payoff, PAYOFF_SNAPSHOTS);
     const div = $("payoff-chart");
     const note = $("payoff-note");
     note.textContent = leftOut(doc.left_out, doc.max_snapshots, "this table");
@@ -448,7 +489,6 @@
     const what = doc.value_kind === "return" ? "return" : "margin";
     if (doc.value_label) $("payoff-meaning").textContent = doc.value_label;
     if (!doc.ids.length) return emptyChart(div, `No evaluated pairs${yet()}.`);
-    if (doc.cells) expandCells(doc);
     const labels = cutLabels(doc.labels).map(pt);
     const full = doc.labels.map(pt);
     const pair = doc.value.map((row, i) => row.map((_, j) => `${full[i]} vs ${full[j]}`));
@@ -470,7 +510,27 @@
     });
   }
 
-  async function renderRatings(series) {
+  // rating series drawn before "show all": the top ones by their last Elo (200 series with
+  // their σ bars took many seconds to draw, and could not be told apart)
+  const RATING_SERIES = 20;
+
+  function lastElo(s) {
+    for (let t = s.elo.length - 1; t >= 0; t--) if (s.elo[t] != null) return s.elo[t];
+    return -Infinity;
+  }
+
+  function renderRatings(series) {
+    state.ratings = series;
+    return drawRatings();
+  }
+
+  async function drawRatings() {
+    const all = state.ratingsAll || state.ratings.length <= RATING_SERIES;
+    moreButton("ratings-more", all, state.ratings.length, RATING_SERIES, "series",
+      "of the highest Elo (in both rating charts)");
+    const top = new Set([...state.ratings].sort((a, b) => (lastElo(b) - lastElo(a)) || 0)
+      .slice(0, RATING_SERIES));
+    const series = all ? state.ratings : state.ratings.filter((s) => top.has(s));
     const elo = $("elo-chart");
     const mu = $("mu-chart");
     if (!series.length) {
@@ -526,15 +586,15 @@
     });
   }
 
-  // pairs drawn before "show all": thousands of rows (a 200-member league's 14,270 made the
-  // page slow to lay out and to sort) are drawn only when asked for
-  const CROSSPLAY_ROWS = 100;
+  // pairs asked for and drawn before "show all" (api/config's crossplay_rows): thousands of
+  // rows (a 200-member league's 14,270 made the page slow to lay out and to sort) are sent
+  // and drawn only when asked for; the server sends the newest snapshots' pairs first
+  const crossPath = (base) => (state.crossAll ? compact(`${base}/crossplay`)
+    : `${compact(`${base}/crossplay`)}&rows=${state.config.crossplay_rows}`);
 
   function drawCrossplayRows() {
-    const pairs = state.cross;
-    const all = state.crossAll || pairs.length <= CROSSPLAY_ROWS;
-    // the pairs come oldest snapshots first: the last ones are those of the newest
-    const shown = all ? pairs : pairs.slice(-CROSSPLAY_ROWS);
+    const shown = state.cross;
+    const all = shown.length >= state.crossTotal;
     const body = $("crossplay-table").tBodies[0];
     body.replaceChildren();
     for (const p of shown) {
@@ -551,15 +611,32 @@
     }
     const more = $("crossplay-more");
     more.hidden = all;
-    more.dataset.limit = String(CROSSPLAY_ROWS);
-    more.textContent = `show all ${int(pairs.length)} pairs`;
-    $("crossplay-shown").textContent = all ? "" : `The ${int(CROSSPLAY_ROWS)} pairs of the ` +
-      `newest snapshots are shown, of ${int(pairs.length)}. `;
+    more.dataset.limit = String(shown.length);
+    more.textContent = `show all ${int(state.crossTotal)} pairs`;
+    $("crossplay-shown").textContent = all ? "" : `The ${int(shown.length)} pairs of the ` +
+      `newest snapshots are shown, of ${int(state.crossTotal)}. `;
+  }
+
+  // a large run's first statistics are computed in the background: say so until they come
+  function crossplayPending(doc) {
+    state.cross = [];
+    state.crossTotal = 0;
+    drawCrossplayRows();
+    $("alpharank-table").tBodies[0].replaceChildren();
+    $("crossplay-empty").hidden = false;
+    $("crossplay-empty").textContent = `Computing cross-play over ${int(doc.as_of.matches)} ` +
+      "recorded episodes; it shows here when ready.";
+    $("alpharank-note").textContent = "";
+    $("crossplay-card").dataset.stale = "1";
+    $("crossplay-card").dataset.pending = "1";
   }
 
   function renderCrossplay(doc) {
+    if (doc.pending) return crossplayPending(doc);
+    $("crossplay-card").dataset.pending = "";
     doc.pairs = pairRows(doc);
     state.cross = doc.pairs;
+    state.crossTotal = doc.pairs_total ?? doc.pairs.length;
     drawCrossplayRows();
     $("crossplay-empty").hidden = doc.pairs.length > 0;
     $("crossplay-empty").textContent = `No episodes between two different snapshots${yet()}.`;
@@ -725,7 +802,11 @@
     if (finished && state.fetched.get(run) === row) return;
     const base = `api/runs/${run}`;
     // cross-play is the slow part: it draws when it comes, and the rest does not wait
-    const cross = part(compact(`${base}/crossplay`), renderCrossplay);
+    const cross = part(crossPath(base), renderCrossplay);
+    if (finished && state.partsIn.get(run) === row) { // only a stale or pending cross-play
+      if (await cross && !$("crossplay-card").dataset.stale) state.fetched.set(run, row);
+      return;
+    }
     const done = await Promise.all([
       part(base, renderRunTitle), part(`${base}/league`, renderLeague),
       part(compact(`${base}/payoffs`), renderPayoffs),
@@ -736,11 +817,10 @@
       done.push(await part(`${base}/metrics?key=${encodeURIComponent(state.metric)}`,
         renderMetric));
     }
-    if (finished) {
+    if (finished && done.every(Boolean)) {
+      state.partsIn.set(run, row);
       cross.then((ok) => { // all in, and not a stale cross-play: nothing more to ask for
-        if (ok && done.every(Boolean) && !$("crossplay-card").dataset.stale) {
-          state.fetched.set(run, row);
-        }
+        if (ok && !$("crossplay-card").dataset.stale) state.fetched.set(run, row);
       });
     }
   }
@@ -797,7 +877,15 @@
   $("league-table").tHead.addEventListener("click", onSortClick);
   $("crossplay-more").addEventListener("click", () => {
     state.crossAll = true;
-    drawCrossplayRows();
+    part(crossPath(`api/runs/${state.selected}`), renderCrossplay).then(finishRefresh);
+  });
+  $("payoff-more").addEventListener("click", () => {
+    state.payoffAll = true;
+    drawPayoffs().catch((err) => console.error(err));
+  });
+  $("ratings-more").addEventListener("click", () => {
+    state.ratingsAll = true;
+    drawRatings().catch((err) => console.error(err));
   });
   $("metric-select").addEventListener("change", (ev) => {
     state.metric = ev.target.value;
