@@ -30,7 +30,9 @@ folder holds the database alone.
 
 The schema (its migrations, the check that a file holds nothing else, what each JSON column
 holds) is :mod:`populations.db_schema`'s; ``MIGRATIONS`` and ``SCHEMA_VERSION`` are
-importable from here too.
+importable from here too. Opening a file (links refused, the schema read under limits and
+checked, migrations applied) is :mod:`populations.db_open`'s; ``refuse_link`` and
+``sqlite_uri`` are importable from here too.
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ import sqlite3
 import sys
 import threading
 import time
-import urllib.parse
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,17 +53,20 @@ from pathlib import Path
 from typing import Any
 
 from marl.fileio import NoSpaceError
-from populations.db_schema import (
+from populations.db_open import (  # refuse_link: re-exported, its old home
+    open_connection,
+    refuse_link,  # noqa: F401
+    shown,
+    sqlite_uri,
+)
+from populations.db_schema import (  # MIGRATIONS, SCHEMA_VERSION: re-exported
     META_STRATEGY,
-    MIGRATIONS,
+    MIGRATIONS,  # noqa: F401
     OBJECT,
     RETURNS,
     ROLES,
-    SCHEMA_STEPS,
-    SCHEMA_VERSION,
+    SCHEMA_VERSION,  # noqa: F401
     SEATS,
-    expected_schema,
-    schema_of,
 )
 
 log = logging.getLogger(__name__)
@@ -147,32 +151,6 @@ def _writes(method: Any) -> Any:
 
 
 
-def _shown(text: Any) -> str:
-    """A stored value in a message: its start, on one line."""
-    r = repr(text)
-    return r if len(r) <= 40 else r[:37] + "..."
-
-
-def refuse_link(path: str | Path, what: str,
-                error: type[Exception] = ValueError) -> None:
-    """Raise ``error`` (one line) when ``path`` is a symbolic link: a run folder from
-    elsewhere may hold links planted so that a run reads or writes files outside it."""
-    if os.path.islink(path):
-        raise error(f"{what} {path} is a link (to {os.readlink(path)}); a run folder's files "
-                    "must be its own: remove the link")
-
-
-def sqlite_uri(path: str | Path, readonly: bool = False, immutable: bool = False) -> str:
-    """The SQLite URI of file ``path``: every character a folder name may hold (``#``,
-    ``?``, ``%``, spaces...) percent-encoded, so ``exp#1`` and ``exp#2`` are two files.
-    ``immutable`` (read-only): no locks and no ``-wal``/``-shm`` files, for a database no
-    process writes (see ``populations.dashboard.sources``)."""
-    uri = "file:" + urllib.parse.quote(os.path.abspath(path), safe="/")
-    if immutable:
-        return uri + "?mode=ro&immutable=1"
-    return uri + "?mode=ro" if readonly else uri
-
-
 @dataclass(frozen=True)
 class SnapshotRow:
     """One snapshot as stored: ids, member, version, file and lineage."""
@@ -226,83 +204,8 @@ class LeagueDB:
             raise LeagueDBError(f"league database not found: {self.path}")
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        if not immutable:  # SQLite writes through links: a read-only open of a WAL database
-            # makes -wal/-shm too, beside the link's target (a run folder's league.db linked
-            # to a database elsewhere got them on a refused resume); immutable makes none
-            for suffix in ("", "-wal", "-shm", "-journal"):
-                refuse_link(f"{self.path}{suffix}", "league database file", LeagueDBError)
-        uri = sqlite_uri(self.path, readonly, immutable)
-        try:
-            self.conn = sqlite3.connect(uri, uri=True, timeout=min(timeout, self.lock_timeout),
-                                        check_same_thread=False)
-        except sqlite3.DatabaseError as err:
-            raise LeagueDBError(f"cannot open league database {self.path}: {err}") from None
-        checked = False
-        try:
-            # Reading the schema loads ANALYZE's statistics, evaluating any generated column
-            # a crafted sqlite_stat1 holds (300 MB per row were allocated before the check
-            # refused it; 20,000 rows of 1 MiB took 11 s CPU): until the schema is checked,
-            # no string or blob may exceed 16 KiB and SQLite may run at most SCHEMA_STEPS
-            # instructions (a league database's schema and sqlite_stat1 load in ~354; with
-            # SQLITE_ENABLE_STAT4, sqlite_stat4's ~24 samples per index add a few thousand).
-            length = self.conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
-            self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 2**14)
-            steps = iter(range(SCHEMA_STEPS // 1000))
-            self.conn.set_progress_handler(lambda: next(steps, None) is None, 1000)
-            self.conn.row_factory = sqlite3.Row
-            self.conn.execute("PRAGMA foreign_keys = ON")
-            self.conn.execute("PRAGMA trusted_schema = OFF")  # no side-effect functions in it
-            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise LeagueDBError(
-                    f"{self.path} has schema version {version}; this selfplay reads up to "
-                    f"{SCHEMA_VERSION}: upgrade selfplay")
-            self._check_schema(version)
-            checked = True
-            self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, length)
-            self.conn.set_progress_handler(None, 1000)
-            if not readonly:
-                self.conn.execute("PRAGMA journal_mode = WAL")
-                self.conn.execute("PRAGMA synchronous = NORMAL")
-                self._migrate()
-        except sqlite3.DatabaseError as err:
-            self.conn.close()
-            why = ""
-            if not checked and isinstance(err, sqlite3.DataError):  # only a crafted file
-                why = " (its schema holds a value over 16 KiB: a crafted file)"
-            elif not checked and str(err) == "interrupted":
-                why = (f" (its schema took over {SCHEMA_STEPS:,} steps to load, a league "
-                       "database's takes under 10,000: a crafted file)")
-            raise LeagueDBError(f"cannot open league database {self.path}: {err}{why}") from None
-        except LeagueDBError:
-            self.conn.close()
-            raise
-
-    def _check_schema(self, version: int) -> None:
-        """Refuse a file whose schema differs from the one :data:`MIGRATIONS` create: a
-        league database from elsewhere may hold views, triggers, generated columns or
-        CHECK constraints that run on every read or write (an endless recursive query
-        hung the dashboard and resuming; one generated column can allocate a gigabyte per
-        row). Objects missing (a file still being created) are left to the queries."""
-        if version < 0:
-            raise LeagueDBError(f"{self.path} has schema version {version}; selfplay writes "
-                                f"0 to {SCHEMA_VERSION}: not a league database")
-        order = {"view": 0, "trigger": 1, "table": 2}  # what runs code first
-        extra = sorted(schema_of(self.conn) - expected_schema(version),
-                       key=lambda o: (order.get(o[0], 3), str(o[1])))
-        if extra:
-            kind, name, _, sql = extra[0]
-            raise LeagueDBError(
-                f"league database {self.path}: its schema holds {kind} {_shown(name)}"
-                f"{f' ({_shown(sql)})' if sql else ''}, which selfplay does not create (a "
-                "crafted or edited file); not opening it")
-
-    def _migrate(self) -> None:
-        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
-        for v in range(version, SCHEMA_VERSION):
-            with self.conn:
-                self.conn.executescript(f"BEGIN; {MIGRATIONS[v]} PRAGMA user_version = {v + 1};"
-                                        " COMMIT;")
+        self.conn = open_connection(self.path, readonly, immutable,
+                                    min(timeout, self.lock_timeout), LeagueDBError)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -396,10 +299,10 @@ class LeagueDB:
             raise LeagueDBError(f"{where}: nested too deep to read; expected "
                                 f"{expected}") from None
         except (TypeError, ValueError) as err:
-            raise LeagueDBError(f"{where}: {_shown(text)} is not JSON ({err}); expected "
+            raise LeagueDBError(f"{where}: {shown(text)} is not JSON ({err}); expected "
                                 f"{expected}") from None
         if not check(value):
-            raise LeagueDBError(f"{where}: {_shown(text)} is not {expected}")
+            raise LeagueDBError(f"{where}: {shown(text)} is not {expected}")
         return value
 
     # ------------------------------------------------------------------ runs, members
@@ -597,7 +500,7 @@ class LeagueDB:
         :class:`LeagueDBError` naming the table, the row and the column instead."""
         if type(value) is not int:
             raise LeagueDBError(f"league database {self.path}: {table} {row}, column {column}: "
-                                f"{_shown(value)} is not an integer")
+                                f"{shown(value)} is not an integer")
         return value
 
     def _relative(self, path: str | Path) -> str:
@@ -834,5 +737,5 @@ class LeagueDB:
         rows = self.conn.execute(
             "SELECT * FROM psro_iterations WHERE run_id = ? ORDER BY iteration", (run_id,))
         return [{**dict(r), "meta_strategy": self._decode(
-                    r["meta_strategy"], "psro_iterations", f"iteration {_shown(r['iteration'])}",
+                    r["meta_strategy"], "psro_iterations", f"iteration {shown(r['iteration'])}",
                     "meta_strategy", META_STRATEGY)} for r in rows]
