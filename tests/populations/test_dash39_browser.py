@@ -133,3 +133,26 @@ def test_a_large_runs_cross_play_says_it_is_computing_then_shows(
     finally:
         gate.set()
         queries.CROSSPLAY_CACHE.wait(60)
+
+
+def test_the_tables_do_not_wait_for_plotlys_script(page: Page, big):
+    # Plotly's 3.5 MB script came first and took seconds to read: nothing was asked for
+    # (nor any table drawn) before it was. Hold it back: the tables still come.
+    held = []
+    page.page.route("**/static/plotly.min.js", lambda route: held.append(route))
+    srv = BackgroundServer(create_app([big], refresh_s=REFRESH_S)).start()
+    page.page.set_default_timeout(WAIT_MS)
+    try:
+        page.page.goto(srv.url, wait_until="commit")
+        expect(page.page.locator("#league-table tbody tr")).to_have_count(MEMBERS, **WAIT)
+        expect(page.page.locator("#crossplay-table tbody tr")).to_have_count(100, **WAIT)
+        assert held and page.page.evaluate("typeof Plotly") == "undefined"
+        assert page.page.get_attribute("#elo-chart", "data-rendered") is None
+        held[0].continue_()
+        page.rendered("elo-chart")
+        page.rendered("payoff-chart")
+        assert page.errors == []
+    finally:
+        for r in held[1:]:
+            r.continue_()
+        srv.stop()

@@ -127,6 +127,10 @@
     legend: { orientation: "h", x: 0, y: -0.3, yanchor: "top", font: { size: 11 } },
   };
   const PLOT_CONFIG = { responsive: true, displaylogo: false };
+  // Plotly's script comes after this one (reading its 3.5 MB took seconds on a loaded
+  // machine): the requests and the tables do not wait for it, the charts do
+  const plotlyReady = window.Plotly ? Promise.resolve()
+    : new Promise((resolve) => window.addEventListener("load", resolve, { once: true }));
 
   // Plotly's own "responsive" follows only the window; grid cells change size on their own.
   // A chart just hidden (the metric chart when another run is picked) is not resized:
@@ -154,6 +158,7 @@
   }
 
   async function plot(div, traces, layout) {
+    await plotlyReady;
     if (div.classList.contains("empty-chart")) {
       div.classList.remove("empty-chart");
       div.textContent = "";
