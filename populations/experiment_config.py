@@ -201,16 +201,15 @@ class PopulationConfig:
         check_keep_checkpoints(self.keep_checkpoints)  # before the run folder is made
         specs = parse_members(self.members)  # names and shapes: no torch
         # last: the registry knows the learners once torch and their modules are imported
+        import llm_agents.learner  # noqa: F401 - registers llm_grpo
         from marl import registry
         from populations.psro_run import ORACLE_NAMES, oracle_algos
 
         oracles = [*ORACLE_NAMES, *oracle_algos()]
-        if self.oracle not in oracles:
-            entry = registry.entries().get(self.oracle)
-            why = (" (an LLM team plays whole episodes of its own: a best response is "
-                   "trained step by step against the meta-mixtures)"
-                   if entry is not None and entry.capabilities.own_rollouts else "")
-            raise ValueError(f"population.oracle={self.oracle!r} is not a PSRO oracle{why}; "
+        # a registered learner that plays its own episodes (llm_grpo) is refused once the
+        # game is known (psro_run.check_oracle), with the oracles that game accepts
+        if self.oracle not in oracles and self.oracle not in registry.entries():
+            raise ValueError(f"population.oracle={self.oracle!r} is not a PSRO oracle; "
                              f"choose one of {oracles}")
         check_member_specs(specs, league_algos())
 

@@ -164,5 +164,5 @@ def test_an_llm_oracle_refusal_says_why(tmp_path, monkeypatch, capsys):
     team is not one (walk 20)."""
     line = _refused(["population=psro", "population.oracle=llm_grpo", *KUHN], monkeypatch,
                     tmp_path, capsys)
-    assert line.startswith("bad config: population.oracle='llm_grpo' is not a PSRO oracle (an "
-                           "LLM team plays whole episodes of its own"), line
+    assert "population.oracle: algo=llm_grpo cannot be a PSRO oracle: it plays its own " \
+        "episodes" in line, line
