@@ -497,8 +497,9 @@ def train(
     rounded = (f"; frames={frames} rounded up to whole rollouts: an on-policy learner trains "
                "on every frame it plays" if whole and result.frames >= frames + vg.num_envs
                else "")
-    log.info("%strained %d frames in %.1fs (%d updates%s)", f"{log_as} " if log_as else "",
-             result.frames, result.seconds, result.updates, rounded)
+    log.info("%strained %d frames in %.1fs (%d update%s%s)", f"{log_as} " if log_as else "",
+             result.frames, result.seconds, result.updates, "" if result.updates == 1 else "s",
+             rounded)
     if not result.updates and result.frames and not short:  # a warm-up no check foresaw
         log.warning("%smade no update in %d frames (%s=%d), so it plays as initialized: its "
                     "ready() never returned True (a replay learner waits for its warm-up, "

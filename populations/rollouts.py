@@ -228,10 +228,13 @@ def _check_learner(learner: Learner) -> None:
 
 def train_with_workers(learner: Learner, collector: RolloutCollector, frames: int,
                        progress: bool = True,
-                       on_update: Callable[[int, dict[str, float]], None] | None = None
-                       ) -> TrainResult:
+                       on_update: Callable[[int, dict[str, float]], None] | None = None,
+                       resumed_at: int = 0) -> TrainResult:
     """Train ``learner`` for ``frames`` frames of rollouts collected by ``collector``; one
-    round is ``learner.cfg.rollout_steps`` steps of every worker's copies."""
+    round is ``learner.cfg.rollout_steps`` steps of every worker's copies. ``resumed_at``:
+    frames trained before this call (a resumed run's checkpoint), where the progress bar
+    starts, counting to the whole run's end (as :func:`marl.train.train`'s); ``frames`` and
+    the result count this call's."""
     _check_learner(learner)
     steps = learner.cfg.rollout_steps  # type: ignore[attr-defined]
     mine = learner.agents
@@ -239,8 +242,8 @@ def train_with_workers(learner: Learner, collector: RolloutCollector, frames: in
     start = time.perf_counter()
     # smoothing=0: the overall rate (frames over the wall time so far, updates included), as
     # marl.train.train's bar and the league's
-    bar = tqdm(total=frames, disable=not progress, unit="frame", dynamic_ncols=True,
-               smoothing=0)
+    bar = tqdm(total=resumed_at + frames, initial=resumed_at, disable=not progress,
+               unit="frame", dynamic_ncols=True, smoothing=0)
     spec = getattr(learner, "spec", None)  # self-play: the bar shows each side's return
     sides = learner_sides(spec, learner.agents) if spec is not None else {}
     while result.frames < frames:
@@ -255,6 +258,7 @@ def train_with_workers(learner: Learner, collector: RolloutCollector, frames: in
             after_step(learner, nxt, result, bar, on_update, sides)
     bar.close()
     result.seconds = time.perf_counter() - start
-    log.info("trained %d frames from %d %s workers in %.1fs (%d updates)", result.frames,
-             collector.num_workers, collector.kind, result.seconds, result.updates)
+    log.info("trained %d frames from %d %s worker%s in %.1fs (%d update%s)", result.frames,
+             collector.num_workers, collector.kind, "" if collector.num_workers == 1 else "s",
+             result.seconds, result.updates, "" if result.updates == 1 else "s")
     return result
