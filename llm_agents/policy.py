@@ -13,8 +13,9 @@ LoRA settings (checked by :func:`llm_agents.lora.check_lora_fields`).
 Loading treats a file as untrusted (:func:`check_payload`): the whole payload is checked
 before anything touches the disk; tokenizer files may only have the plain names
 transformers writes (:data:`TOKENIZER_FILES`) and are written, without following links,
-inside a fresh temporary folder; a chat template (Jinja, rendered on every prompt) must be
-one whose work is bounded (:func:`llm_agents.chat_templates.chat_template_problem`);
+inside a fresh temporary folder; a chat template (Jinja, rendered on every prompt, each
+render bounded by :func:`llm_agents.chat_render.render_chat`) must also pass the static check
+(:func:`llm_agents.chat_templates.chat_template_problem`);
 configs may not load custom code (``auto_map``) and their
 sizes are capped (:data:`CONFIG_LIMITS`, :data:`MAX_PARAMS`), and the model is built on the
 meta device first, so a config asking for far more than its saved weights is refused
@@ -39,6 +40,7 @@ import torch
 
 from games import GameSpec, VecStep
 from llm_agents.actions import ActionConfig, make_mode, match_action
+from llm_agents.chat_render import TRUST_CHAT_TEMPLATES
 from llm_agents.chat_templates import chat_template_problem, templates_of
 from llm_agents.lora import check_lora_fields, lora_fields, rebuild_lora
 from llm_agents.prompts import PromptBuilder, PromptConfig
@@ -54,8 +56,6 @@ TOKENIZER_FILES = frozenset({
 })
 """The tokenizer file names a snapshot may hold (what ``save_pretrained`` writes), plus
 ``additional_chat_templates/<name>.jinja`` (:data:`_EXTRA_TEMPLATE`)."""
-TRUST_CHAT_TEMPLATES = "SELFPLAY_TRUST_CHAT_TEMPLATES"
-"""Environment variable: ``1`` loads a snapshot's chat template unchecked (ones you made)."""
 _EXTRA_TEMPLATE = re.compile(r"additional_chat_templates/[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}\.jinja")
 
 CONFIG_LIMITS: dict[str, int] = {
@@ -171,9 +171,10 @@ def _check_tokenizer_files(name: str, files: Any) -> None:
         if bad:
             raise PolicyLoadError(f"model {name!r}: tokenizer_config.json key {bad[0]!r} is not "
                                   "allowed in a snapshot")
-    # a chat template is Jinja code transformers runs on every prompt, bounded in neither
-    # time nor memory by its sandbox: only templates whose work is bounded load (sec38);
-    # SELFPLAY_TRUST_CHAT_TEMPLATES=1 is the way out for snapshots one made oneself
+    # a chat template is Jinja code run on every prompt: the render is bounded
+    # (llm_agents.chat_render), and this static check refuses a bad one before any run
+    # starts, naming the rule (sec38); SELFPLAY_TRUST_CHAT_TEMPLATES=1 is the way out for
+    # snapshots one made oneself
     if os.environ.get(TRUST_CHAT_TEMPLATES) == "1":
         return
     for where, template in templates_of(files):

@@ -118,10 +118,12 @@ class RolloutEngine:
     Example (16 Kuhn poker games in flight, legal-action scoring)::
 
         >>> import games
-        >>> from llm_agents.tiny import build_model, build_tokenizer, game_corpus
+        >>> from llm_agents.tiny import build_model, build_tokenizer, game_corpus, prompt_corpus
         >>> from llm_agents.team import Team
         >>> from llm_agents.actions import ActionConfig
-        >>> tok = build_tokenizer(game_corpus("openspiel/kuhn_poker", 50))
+        >>> from llm_agents.prompts import PromptConfig
+        >>> tok = build_tokenizer(game_corpus("openspiel/kuhn_poker", 50)
+        ...                       + prompt_corpus("openspiel/kuhn_poker", PromptConfig()))
         >>> engine = RolloutEngine(Team.shared(build_model(tok), tok), ActionConfig(mode="score"))
         >>> batch = engine.run([EpisodeJob("openspiel/kuhn_poker", seed=s) for s in range(4)])
         >>> len(batch.episodes), batch.metrics["charts/legal_rate"]

@@ -88,12 +88,13 @@ class MultiTurnGRPO:
 
         >>> import torch
         >>> from llm_agents import MultiTurnGRPO, GRPOConfig, ActionConfig, Team
-        >>> from llm_agents.tiny import build_model, build_tokenizer, game_corpus
-        >>> tok = build_tokenizer(game_corpus("openspiel/kuhn_poker", 50))
-        >>> model = build_model(tok)
-        >>> before = [p.detach().clone() for p in model.parameters()]
+        >>> from llm_agents.tiny import build_model, build_tokenizer, game_corpus, prompt_corpus
         >>> cfg = GRPOConfig(group_size=4, groups_per_step=4, adv_norm="role", lr=1e-3,
         ...                  action=ActionConfig(mode="score"), device="cpu")
+        >>> tok = build_tokenizer(game_corpus("openspiel/kuhn_poker", 50)
+        ...                       + prompt_corpus("openspiel/kuhn_poker", cfg.prompt))
+        >>> model = build_model(tok)
+        >>> before = [p.detach().clone() for p in model.parameters()]
         >>> trainer = MultiTurnGRPO(Team.shared(model, tok), "openspiel/kuhn_poker", cfg)
         >>> metrics = trainer.step()
         >>> sorted(k for k in metrics if k.startswith("losses/grad_norm/"))
