@@ -214,6 +214,13 @@ class PopulationConfig:
         check_member_specs(specs, league_algos())
 
 
+MAX_ACTORS = 1024
+"""The most Ray actors one kind of ``runner.*`` starts (``workers``, ``learners``,
+``rollout_workers``): each is a process with its own torch; more than the cluster's CPUs only
+queue, and Ray refuses counts from 10**14 after starting (~47 s)."""
+ACTORS = {"at_most": MAX_ACTORS, "why": "Ray actors, each a process with its own torch"}
+
+
 @dataclass
 class RunnerConfig:
     """Where evaluation matches run."""
@@ -235,6 +242,12 @@ class RunnerConfig:
         # refused by the league in its own words (ray_learners=...) after the run folder
         for name in ("rollout_workers", "learners", "max_learner_restarts"):
             check_number(name, getattr(self, name), **COUNTED)
+        # then their most (the lower bounds keep their words): workers=10**20 was refused by
+        # Ray itself after ~47 s, and workers=1000 started 1000 torch actors on 2 cores
+        check_number("workers", self.workers, **COUNT, **ACTORS)
+        check_number("learners", self.learners, **COUNTED, **ACTORS)
+        check_number("rollout_workers", self.rollout_workers, **COUNTED, at_most=MAX_ACTORS,
+                     why="workers, each stepping its own copies of the game")
         gpus = self.learner_gpus  # Ray refuses NaN, inf and shares below its 0.0001 unit
         if gpus is not None and not (gpus == 0 or 1e-4 <= gpus < float("inf")):
             raise ValueError(f"learner_gpus={gpus}; expected 0 or a finite number >= 0.0001 "

@@ -5,6 +5,10 @@ the frames left from 0)."""
 
 import io
 import logging
+import subprocess
+import sys
+
+import pytest
 
 import games
 import populations.rollouts as rollouts_module
@@ -50,3 +54,27 @@ def test_a_resumed_rollout_workers_bar_starts_at_its_checkpoint(caplog, monkeypa
     (line,) = _trained(caplog)
     assert line.startswith("trained 100 frames from 1 local worker in "), line
     assert line.endswith("s (1 update)"), line
+
+
+@pytest.mark.parametrize(("override", "line"), [
+    ("runner.workers=99999999999999999999", "runner.workers=99999999999999999999; expected an "
+     "integer in [1, 1024] (Ray actors, each a process with its own torch)"),
+    ("runner.workers=1025", "runner.workers=1025; expected an integer in [1, 1024] (Ray "
+     "actors, each a process with its own torch)"),
+    ("runner.learners=5000", "runner.learners=5000; expected an integer in [0, 1024] (Ray "
+     "actors, each a process with its own torch)"),
+    ("runner.rollout_workers=2000", "runner.rollout_workers=2000; expected an integer in "
+     "[0, 1024] (workers, each stepping its own copies of the game)"),
+    ("runner.workers=0", "runner.workers=0; expected an integer >= 1"),  # as before
+])
+def test_a_runner_count_past_its_most_is_refused_before_torch(override, line):
+    """walk39b M1: ``runner.workers=10**20`` was refused by Ray itself after ~47 s, and
+    ``runner.workers=1000`` started 1000 torch actors; now one line, before torch loads."""
+    code = ("import sys\nfrom populations.command_line import CLIError\n"
+            "from populations.train_overrides import check_command_line\n"
+            f"try:\n    check_command_line(['experiment=kuhn_psro', 'runner=ray', {override!r}])\n"
+            "except CLIError as err:\n    print(err)\n"
+            "print('torch' in sys.modules, 'ray' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.splitlines()
+    assert out == [f"bad config: {line}", "False False"], out
