@@ -51,7 +51,7 @@ def _session(run_dir, steps=(), backfill=(), drop_after=None):
     """One process on ``run_dir``: what reaches ``wandb.log`` as ``[(step, keys)]``."""
     logger = WandbLogger(run_dir, LoggerConfig(kind="wandb"), {})
     sent = []
-    logger.run.log = lambda row, step: sent.append((step, sorted(row)))
+    logger.run.log = lambda row, step, commit=None: sent.append((step, sorted(row)))
     if drop_after is not None:  # what single_run._restore does on a resume
         logger.drop_after(drop_after)
         logger.backfill(list(backfill))
@@ -86,7 +86,7 @@ def test_a_run_that_logged_elsewhere_gets_its_recorded_rows_on_resume(tmp_path, 
 def test_a_step_below_the_last_one_is_left_out_with_one_warning(tmp_path, disabled, caplog):
     logger = WandbLogger(tmp_path, LoggerConfig(kind="wandb"), {})
     sent = []
-    logger.run.log = lambda row, step: sent.append(step)
+    logger.run.log = lambda row, step, commit=None: sent.append(step)
     for s in (10, 20, 15, 12, 20, 30):
         logger.log(s, {"x": 1.0})
     logger.close()
