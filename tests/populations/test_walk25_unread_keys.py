@@ -1,7 +1,7 @@
 """``population.keep_checkpoints`` on a single run (``population=none``) was warned as read
 only by a league (``only population.kind=league reads it``), though single runs, LLM teams'
 too, keep that many checkpoints since 15f52b8: the warning names the kinds that read a key
-(:data:`populations.train_overrides.READERS`); PSRO, which keeps no checkpoints, still warns."""
+(:data:`populations.unread_overrides.READERS`); PSRO, which keeps no checkpoints, still warns."""
 
 from __future__ import annotations
 
