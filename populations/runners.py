@@ -29,6 +29,7 @@ from __future__ import annotations
 import abc
 import atexit
 import contextlib
+import glob
 import importlib
 import logging
 import os
@@ -454,11 +455,49 @@ def init_ray(address: str | None, num_cpus: int) -> Any:
             with keep, kept_sigterm(), _own_sigterm_handler():  # ray.init replaces it
                 ray.init(address=target, **kwargs)
         else:
-            with _loopback_only(), kept_sigterm(), _own_sigterm_handler(), \
-                    _head_in_own_session():
-                started = ray.init(num_cpus=num_cpus, _node_ip_address=LOCAL_RAY_IP, **kwargs)
+            try:
+                with _loopback_only(), kept_sigterm(), _own_sigterm_handler(), \
+                        _head_in_own_session(), _quiet_token_notice():
+                    started = ray.init(num_cpus=num_cpus, _node_ip_address=LOCAL_RAY_IP,
+                                       **kwargs)
+            except BaseException:  # Ctrl-C or a failure inside ray.init: its folder is ours
+                _remove_session_at_exit(ray, _our_session_dir(ray))
+                raise
             _remove_session_at_exit(ray, started.address_info.get("session_dir"))
     return ray
+
+
+@contextlib.contextmanager
+def _quiet_token_notice() -> Iterator[None]:
+    """Around a local ``ray.init``: Ray's notice that token authentication is on (``Token
+    authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=disabled to opt
+    out...``, a WARNING of its ``authentication_token_setup`` logger on every run) is not
+    shown; the authentication stays on, and that logger's other warnings (a cluster without
+    authentication) are its own business when joining one, where this is not used."""
+    quiet = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        quiet.setLevel(level)
+
+
+def _our_session_dir(ray: Any) -> str | None:
+    """The session folder of the local instance this process began to start in ``ray.init``
+    when it did not return (interrupted or failed): Ray's node names it, else the newest
+    ``session_<time>_<our pid>`` of Ray's temp folder (Ray names sessions by the driver's
+    pid); ``None`` when there is none."""
+    node = getattr(getattr(ray, "_private", None), "worker", None)
+    node = getattr(node, "_global_node", None)
+    with contextlib.suppress(Exception):
+        if node is not None:
+            return str(node.get_session_dir_path())
+    from ray._common.utils import get_default_ray_temp_dir
+
+    found = sorted(glob.glob(os.path.join(get_default_ray_temp_dir(),
+                                          f"session_*_{os.getpid()}")), key=os.path.getmtime)
+    return found[-1] if found else None
 
 
 def _remove_session_at_exit(ray: Any, session_dir: str | None) -> None:
