@@ -157,6 +157,9 @@ def create_app(paths: Sequence[str | Path], refresh_s: float = 5.0,
     def runs(request: Request) -> Response:
         return _cached_json(request, data.runs())
 
+    def sweeps(request: Request) -> Response:
+        return _cached_json(request, data.sweeps())
+
     def run_id(request: Request) -> int:
         run = request.path_params["run"]
         if run > MAX_RUN_ID:  # SQLite cannot even compare it
@@ -199,6 +202,7 @@ def create_app(paths: Sequence[str | Path], refresh_s: float = 5.0,
         Route("/api/health", health),
         Route("/api/config", config),
         Route("/api/runs", runs),
+        Route("/api/sweeps", sweeps),
         Route("/api/runs/{source}/{run:int}", run),
         Route("/api/runs/{source}/{run:int}/metrics", metrics),
         Route("/api/runs/{source}/{run:int}/{view}", view),

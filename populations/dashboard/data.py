@@ -19,6 +19,7 @@ Paths (``S`` a database id from ``api/runs``, ``R`` a run id inside it):
 ``api/runs/S/R/exploitability``        NashConv per snapshot: exact, or approximate ± 95 %
 ``api/runs/S/R/learner``               learner curves grouped into charts, and all metric keys
 ``api/runs/S/R/metrics?key=K``         the curve of one metric key (repeat ``key`` for more)
+``api/sweeps``                         each sweep's table per setting, pooled over seeds
 =====================================  ==================================================
 
 ``crossplay`` also takes ``?rows=N``: only the pairs of its last ``N`` rows (those of the
@@ -34,12 +35,15 @@ series at its change points. JSON answers carry an ETag and are revalidated
 from __future__ import annotations
 
 import math
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from populations import sweep_summary
 from populations.dashboard import queries
 from populations.dashboard.sources import (
     Source,
@@ -106,6 +110,8 @@ class DashboardData:
         self.sources = Sources(paths)
         self.refresh_s = refresh_s
         self.max_points = max_points
+        self._sweeps: dict[Path, tuple[tuple[str, ...], dict[str, Any]]] = {}
+        self._sweeps_lock = threading.Lock()
 
     def config(self, export: bool = False) -> dict[str, Any]:
         return {"refresh_seconds": 0 if export else self.refresh_s, "version": VERSION,
@@ -122,6 +128,25 @@ class DashboardData:
             except SourceError as err:
                 errors.append({"source": src.id, "path": str(src.path), "error": str(err)})
         return {"runs": out, "errors": errors}
+
+    def sweeps(self) -> dict[str, Any]:
+        """Each sweep among the databases (jobs ``<n>_<overrides>/league.db`` of one folder,
+        :func:`sweep_folders`) as :func:`sweep_table`: ``python -m populations.sweep_summary``'s
+        table per setting, pooled over ``seed``. Cached per sweep until one of its jobs'
+        databases (or its ``summary.csv``) changes."""
+        out = []
+        for folder in sweep_folders(self.sources.all()):
+            marker = sweep_marker(folder)
+            with self._sweeps_lock:
+                hit = self._sweeps.get(folder)
+            if hit is None or hit[0] != marker:
+                hit = (marker, sweep_table(folder))
+                with self._sweeps_lock:
+                    if len(self._sweeps) > 64:  # many sweeps: forget the others
+                        self._sweeps.clear()
+                    self._sweeps[folder] = hit
+            out.append(hit[1])
+        return {"sweeps": out}
 
     def run(self, source: str, run: int) -> dict[str, Any]:
         src = self.sources.get(source)
@@ -154,6 +179,9 @@ class DashboardData:
         answers: dict[str, Any] = {"api/config": {**self.config(export=True),
                                                   "generated_at": time.time()},
                                    "api/runs": runs}
+        sweeps = self.sweeps()
+        if sweeps["sweeps"]:  # an export without sweeps shows no section (the page skips it)
+            answers["api/sweeps"] = sweeps
         by_id = {s.id: s for s in self.sources.all()}
         for r in runs["runs"]:
             sid, rid = r["source"], r["id"]
@@ -174,6 +202,60 @@ class DashboardData:
             except SourceError as err:
                 runs["errors"].append({"source": sid, "path": r["path"], "error": str(err)})
         return finite(answers)
+
+
+def sweep_folders(sources: Sequence[Source]) -> list[Path]:
+    """The sweep folders holding some of ``sources``: a database in a job folder
+    (``<n>_<overrides>``, :data:`populations.sweep_summary.JOB_FOLDER`) with its
+    ``.hydra/overrides.yaml``; in the order of their first job."""
+    out: dict[Path, None] = {}
+    for src in sources:
+        job = src.path.parent
+        if (src.path.name == "league.db" and sweep_summary.JOB_FOLDER.match(job.name)
+                and (job / ".hydra" / "overrides.yaml").is_file()):
+            out.setdefault(job.parent, None)
+    return list(out)
+
+
+def sweep_marker(folder: Path) -> tuple[str, ...]:
+    """What changes when a sweep's table may: each job folder's name and its database's
+    :func:`~populations.dashboard.queries.db_version`, and the sweep's ``summary.csv``
+    (failed jobs whose folder is gone)."""
+    jobs = sweep_summary.job_folders(folder)
+    return (*(f"{j.name}:{queries.db_version(j / 'league.db')}" for j in jobs),
+            queries.db_version(folder / sweep_summary.CSV_NAME))
+
+
+def sweep_table(folder: Path) -> dict[str, Any]:
+    """One sweep's jobs and its table per setting, read and pooled by
+    :mod:`populations.sweep_summary` (its :func:`~populations.sweep_summary.summarize`,
+    :func:`~populations.sweep_summary.removed_jobs` and
+    :func:`~populations.sweep_summary.grouped`, as ``python -m populations.sweep_summary``):
+    grouped by every swept key but ``seed`` when ``seed`` is swept, else by every swept key
+    (one job a setting). Per setting: its values, finished jobs (``n``), the others, and per
+    pooled figure ``mean``, ``std`` (n - 1; None for one job), ``n`` and ``text`` (as the
+    summary prints it)."""
+    present = sweep_summary.summarize(folder)
+    jobs = [*present, *sweep_summary.removed_jobs(folder, present)]
+    keys = sweep_summary.swept(jobs)
+    by = [k for k in keys if k != "seed"] if "seed" in keys else keys
+    pooled = [c for c in sweep_summary.figure_columns(jobs) if c not in sweep_summary.NOT_POOLED]
+    groups = []
+    for g in sweep_summary.grouped(jobs, by):
+        stats = {}
+        for c in pooled:
+            if c in g.stats:
+                mean, std, n = g.stats[c]
+                text = (f"{mean:.3f}" if std is None else f"{mean:.3f} ± {std:.3f}"
+                        + ("" if n == len(g.jobs) else f" (n={n})"))
+                stats[c] = {"mean": mean, "std": std, "n": n, "text": text}
+        groups.append({"setting": g.setting, "n": len(g.jobs), "others": g.others,
+                       "stats": stats})
+    return {"path": str(folder), "jobs": len(jobs),
+            "statuses": dict(sorted(Counter(j.status for j in jobs).items())),
+            "by": by, "pooled_keys": [k for k in keys if k not in by],
+            "columns": [{"key": c, "label": sweep_summary.label(c, by)} for c in pooled],
+            "groups": groups}
 
 
 def source_status(src: Source) -> str:

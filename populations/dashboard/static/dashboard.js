@@ -260,6 +260,55 @@
     }
   }
 
+  // ------------------------------------------------------------------ sweeps
+  // each sweep's table per setting, pooled over seeds (populations.sweep_summary's figures
+  // and their text as it prints them); every value is a text node
+  function renderSweeps(doc) {
+    const box = $("sweeps-body");
+    box.replaceChildren();
+    $("sweeps-section").hidden = !doc.sweeps.length;
+    for (const sw of doc.sweeps) {
+      const h = document.createElement("h3");
+      h.className = "sweep-title";
+      const statuses = Object.entries(sw.statuses).map(([s, n]) => `${n} ${s}`).join(", ");
+      h.append(bdi(sw.path), " ");
+      const info = document.createElement("span");
+      info.className = "muted";
+      info.textContent = `${sw.jobs} job${sw.jobs === 1 ? "" : "s"} (${statuses})` +
+        (sw.pooled_keys.length ? ` · pooling ${sw.pooled_keys.join(", ")}` : "");
+      h.appendChild(info);
+      box.appendChild(h);
+      const table = document.createElement("table");
+      table.className = "table sweep-table";
+      const head = table.createTHead().insertRow();
+      const th = (text, cls) => {
+        const el = document.createElement("th");
+        el.textContent = text;
+        if (cls) el.className = cls;
+        head.appendChild(el);
+      };
+      for (const k of (sw.by.length ? sw.by : ["setting"])) th(k);
+      th("n", "num");
+      for (const c of sw.columns) th(c.label, "num");
+      const body = table.createTBody();
+      for (const g of sw.groups) {
+        const tr = body.insertRow();
+        for (const k of sw.by) cell(tr, "").append(bdi(g.setting[k] ?? "-"));
+        if (!sw.by.length) cell(tr, "all");
+        cell(tr, `${g.n}${g.others ? ` (+${g.others} not finished)` : ""}`, "num");
+        for (const c of sw.columns) {
+          const st = g.stats[c.key];
+          cell(tr, st ? st.text : "-", "num", st ? `n = ${st.n}` : "");
+        }
+      }
+      if (!sw.columns.length) {
+        const tr = body.insertRow();
+        cell(tr, "No finished job with figures yet.", "muted").colSpan = sw.by.length + 2;
+      }
+      box.appendChild(table);
+    }
+  }
+
   function setSelected(key) {
     state.selected = key;
     // the page shows another run's parts now: forget what this run's answers were, so each
@@ -783,7 +832,7 @@
     const run = state.selected;
     try {
       const [doc, changed] = await load(path);
-      if (changed && (run === state.selected || path === "api/runs")) await render(doc);
+      if (changed && (run === state.selected || !path.startsWith("api/runs/"))) await render(doc);
       return true;
     } catch (err) {
       errors.add(err.message);
@@ -855,6 +904,8 @@
       const wanted = (location.hash.match(/^#run=(.+)$/) || [])[1];
       if (!state.selected && keys.length) setSelected(keys.includes(wanted) ? wanted : keys[0]);
     });
+    // an export of folders without a sweep leaves its (empty) answer out
+    if (!EXPORTED || "api/sweeps" in EXPORTED) await part("api/sweeps", renderSweeps);
     await refreshRun();
     finishRefresh();
   }
