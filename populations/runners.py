@@ -455,6 +455,9 @@ def init_ray(address: str | None, num_cpus: int) -> Any:
             with keep, kept_sigterm(), _own_sigterm_handler():  # ray.init replaces it
                 ray.init(address=target, **kwargs)
         else:
+            crowded = crowded_local_ray(num_cpus)
+            if crowded:
+                log.warning(crowded)
             try:
                 with _loopback_only(), kept_sigterm(), _own_sigterm_handler(), \
                         _head_in_own_session(), _quiet_token_notice():
@@ -465,6 +468,25 @@ def init_ray(address: str | None, num_cpus: int) -> Any:
                 raise
             _remove_session_at_exit(ray, started.address_info.get("session_dir"))
     return ray
+
+
+CROWDED_PER_CORE = 4
+"""A local Ray instance asked for more actors than this many per core of the machine is
+warned about (not refused: a run may mean it, and only its speed suffers)."""
+
+
+def crowded_local_ray(num_cpus: int) -> str | None:
+    """A warning for a local Ray instance of ``num_cpus`` CPUs (one per actor: ``runner.workers``,
+    ``learners`` or ``rollout_workers``) past :data:`CROWDED_PER_CORE` actors a core of this
+    machine, each a process with its own torch (``runner.workers=1000`` started 1000 on 2
+    cores); ``None`` below."""
+    cores = os.cpu_count() or 1
+    if num_cpus <= CROWDED_PER_CORE * cores:
+        return None
+    return (f"runner: a local Ray instance of {num_cpus} actors on {cores} cores: each is a "
+            f"process with its own torch, so they take turns; at most {CROWDED_PER_CORE * cores} "
+            f"({CROWDED_PER_CORE} a core) run as fast (runner.workers / learners / "
+            "rollout_workers)")
 
 
 @contextlib.contextmanager

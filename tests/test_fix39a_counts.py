@@ -5,6 +5,7 @@ the frames left from 0)."""
 
 import io
 import logging
+import os
 import subprocess
 import sys
 
@@ -78,3 +79,16 @@ def test_a_runner_count_past_its_most_is_refused_before_torch(override, line):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout.splitlines()
     assert out == [f"bad config: {line}", "False False"], out
+
+
+def test_a_local_ray_crowded_past_its_cores_is_warned_about():
+    """walk39b M1: ``runner.workers=1000`` started 1000 torch actors on 2 cores without a word;
+    a local Ray instance past 4 actors a core is warned about (not refused)."""
+    from populations.runners import CROWDED_PER_CORE, crowded_local_ray
+
+    most = CROWDED_PER_CORE * (os.cpu_count() or 1)
+    assert crowded_local_ray(most) is None
+    line = crowded_local_ray(most + 1)
+    assert line.startswith(f"runner: a local Ray instance of {most + 1} actors on "), line
+    assert line.endswith(f"at most {most} ({CROWDED_PER_CORE} a core) run as fast "
+                         "(runner.workers / learners / rollout_workers)"), line
