@@ -200,7 +200,7 @@ def _train_single(cfg: ExperimentConfig, learner: Learner, recent: _RecentReturn
                                          num_envs=cfg.num_envs)  # 5 over 2 workers: 3 + 2
             try:
                 res = train_with_workers(learner, collector, cfg.frames - start, cfg.progress,
-                                         on_update)
+                                         on_update, resumed_at=start)
             finally:
                 collector.close()
         else:

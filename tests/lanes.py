@@ -66,6 +66,7 @@ SECOND_LANE = (
     "tests/populations/test_fix34c_second_ctrl_c_at_exit.py",
     "tests/populations/test_prog35_time_left.py",
     "tests/llm_agents/test_fix38_vocab_actors.py",
+    "tests/test_fix39a_ray_session.py",
 )
 """Modules (paths from the repository root) the second process runs, in this order: every
 module that starts Ray, and test_cli (mostly ``selfplay-train`` child processes),
