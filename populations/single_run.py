@@ -100,7 +100,9 @@ def run_single(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
         log.info("population=none: %s trains every seat of the game's one team %r (%s)",
                  cfg.algo, teams[0], ", ".join(agents))
     learner = make_learner(cfg, spec, agents, seeds.learner(cfg.algo))
-    start, state = _restore(learner, cfg, run_dir, db, run_id, logger) if cfg.resume else (0, {})
+    start, state = _restore(learner, cfg, run_dir, db, run_id, logger,
+                            {a for a in spec.agent_ids if a not in agents}) \
+        if cfg.resume else (0, {})
     # a resume plays new game copies seeded from its checkpoint's step (the episodes in flight
     # are not saved): as at the run's start, it replayed the first deals after every resume
     resumed = ("resumed", start) if start else ()
@@ -411,13 +413,27 @@ def _checked_state(path: Path, raw: dict[str, Any]) -> tuple[int, list[float], f
     return step, returns, seconds, metrics
 
 
-def _seat_states(path: Path, saved: object) -> dict[str, dict[str, Any]] | None:
+def _names(names: object, width: int = 80) -> str:
+    """Names for a one-line message: each as Python writes it (a newline stays ``\\n``),
+    the list cut at ``width`` characters."""
+    text = ", ".join(repr(n) for n in sorted(names, key=str))  # type: ignore[call-overload]
+    return text if len(text) <= width else text[:width - 1] + "\u2026"
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, int | np.integer) and not isinstance(x, bool)
+
+
+def _seat_states(path: Path, saved: object, seats: set[str] | None = None
+                 ) -> dict[str, dict[str, Any]] | None:
     """The random seats' RNG states a checkpoint (``path``, untrusted) holds: None where it
-    holds none (older ones); each a numpy ``bit_generator.state`` dict, checked at
-    :func:`_restored_seats`.
+    holds none (older ones); each a numpy PCG64 ``bit_generator.state`` dict of integers.
+    ``seats``: the run's random seats, which the checkpoint's must be (None: not checked).
+    Checked here, before the resume drops the metrics past the checkpoint.
 
     Raises:
-        CheckpointError: ``opponents`` is not a mapping of seats to dicts.
+        CheckpointError: one line naming the file: ``opponents`` is not a mapping of this
+            run's seats to PCG64 states.
     """
     if saved is None:
         return None
@@ -425,36 +441,39 @@ def _seat_states(path: Path, saved: object) -> dict[str, dict[str, Any]] | None:
                                               for a, v in saved.items()):
         raise CheckpointError(f"checkpoint {path} holds opponents={saved!r:.80}; expected the "
                               "random seats' RNG states (seat -> numpy bit_generator state)")
+    if seats is not None and set(saved) != seats:
+        raise CheckpointError(f"checkpoint {path} holds random seats {_names(saved)}, this "
+                              f"run {_names(seats)}; resume with the run's settings")
     for a, st in saved.items():
-        try:  # checked here, before the resume drops the metrics past the checkpoint
+        inner = st.get("state")
+        ints = (isinstance(inner, dict) and set(inner) == {"state", "inc"}
+                and all(_is_int(inner[k]) for k in ("state", "inc"))
+                and _is_int(st.get("has_uint32")) and _is_int(st.get("uinteger")))
+        try:  # numpy takes a float state silently (review39a L7): integers only
+            if not ints or st.get("bit_generator") != "PCG64":
+                raise ValueError("expected PCG64's integer state, inc, has_uint32, uinteger")
             np.random.PCG64().state = st  # RandomPolicy's (np.random.default_rng)
         except Exception as err:  # noqa: BLE001 - numpy's TypeError/ValueError/KeyError
             raise CheckpointError(f"checkpoint {path} holds a random seat {a!r:.40} state numpy "
-                                  f"refuses ({one_line(err)}); the file is damaged or was "
-                                  "edited") from None
+                                  f"refuses ({one_line(err)[:120]}); the file is damaged or "
+                                  "was edited") from None
     return saved
 
 
 def _restored_seats(seats: dict[str, Any], saved: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """``seats`` (random policies) set to the RNG states a checkpoint saved for them
-    (checked by :func:`_seat_states`).
-
-    Raises:
-        CheckpointError: the checkpoint's seats are not this run's.
-    """
-    if set(saved) != set(seats):
-        raise CheckpointError(f"checkpoint holds random seats {sorted(saved)}, this run "
-                              f"{sorted(seats)}; resume with the run's settings")
+    (checked by :func:`_seat_states`, seat names included)."""
     for a, pol in seats.items():
         pol.rng.bit_generator.state = saved[a]  # checked by _seat_states
     return seats
 
 
 def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, run_id: int,
-             logger: MetricsLogger) -> tuple[int, dict[str, Any]]:
+             logger: MetricsLogger, seats: set[str] | None = None) -> tuple[int, dict[str, Any]]:
     """Load a resumed single run's newest good checkpoint into ``learner`` (a learner, or an
     LLM team's trainer); returns its step and the rest of its state (checked: the file is
-    untrusted). Metrics recorded past the step (by the interrupted process) are dropped."""
+    untrusted; ``seats``: the run's random seats, see :func:`_seat_states`). Metrics
+    recorded past the step (by the interrupted process) are dropped, after every check."""
     found = load_latest(run_dir / CHECKPOINTS)
     step, state = 0, {}
     if found is None:
@@ -487,7 +506,7 @@ def _restore(learner: Any, cfg: ExperimentConfig, run_dir: Path, db: LeagueDB, r
             raise CheckpointError(f"checkpoint {path} does not fit this {cfg.algo} learner "
                                   f"({one_line(err)}); resume with the run's settings") from None
         state = {"returns": returns[-50:], "seconds": seconds, "metrics": metrics,
-                 "opponents": _seat_states(path, raw.get("opponents"))}
+                 "opponents": _seat_states(path, raw.get("opponents"), seats)}
         log.info("resumed %s from %s at step %d of its training", run_dir, path.name, step)
     db.drop_metrics_after(run_id, step)
     logger.drop_after(step)  # metrics.csv holds what the database holds, not the dead run's
