@@ -178,41 +178,52 @@ RUN_ID = "run_id"  # <run>/wandb/run_id: the wandb run a resume continues
 _BLOCK = 32768  # wandb's run file: LevelDB-style log blocks of records after a 7-byte header
 
 
-def offline_last_step(wandb_dir: Path, run_id: str) -> int | None:
-    """The last history step the offline files of wandb run ``run_id`` in ``wandb_dir`` hold
-    (-1: files but no step; None: no file, or one this reader cannot follow). A process
-    killed with SIGKILL loses the rows wandb had not yet written (a 2-core CPU: steps 2300 to
-    3100 of a run whose ``last_step`` said 3100). wandb ships no reader: the format is
-    ``:W&B`` and 3 bytes, then records (4-byte checksum, 2-byte length, 1-byte kind: 1 whole,
-    2-4 first, middle, last piece) cut at 32 KiB blocks; a cut last record ends the walk."""
+def offline_records(path: Path) -> Iterator[Any]:
+    """The whole records (wandb's protobuf ``Record``) of one offline run file, in order.
+    wandb ships no reader: the format is ``:W&B`` and 3 bytes, then records (4-byte checksum,
+    2-byte length, 1-byte kind: 1 whole, 2-4 first, middle, last piece) cut at 32 KiB blocks;
+    zero padding or a cut last record (a process killed with SIGKILL) ends the walk.
+
+    Raises:
+        ValueError: the file does not start as a wandb run file does.
+    """
     from wandb.proto import wandb_internal_pb2 as pb
 
+    data, pos, buf = path.read_bytes(), 7, b""
+    if data[:4] != b":W&B":
+        raise ValueError(f"{path} is not a wandb run file")
+    while pos + 7 <= len(data):
+        if _BLOCK - pos % _BLOCK < 7:  # a block's tail too short for a header
+            pos += _BLOCK - pos % _BLOCK
+            continue
+        n, kind = int.from_bytes(data[pos + 4:pos + 6], "little"), data[pos + 6]
+        if n == 0 and kind == 0:  # zero padding: the rest of the file is unwritten
+            break
+        if pos + 7 + n > len(data):  # the last record, cut by the kill
+            break
+        buf += data[pos + 7:pos + 7 + n]
+        pos += 7 + n
+        if kind in (1, 4):  # a whole record, or the last piece of one
+            rec = pb.Record()
+            rec.ParseFromString(buf)
+            buf = b""
+            yield rec
+
+
+def offline_last_step(wandb_dir: Path, run_id: str) -> int | None:
+    """The last history step the offline files of wandb run ``run_id`` in ``wandb_dir`` hold
+    (-1: files but no step; None: no file, or one :func:`offline_records` cannot follow). A
+    process killed with SIGKILL loses the rows wandb had not yet written (a 2-core CPU: steps
+    2300 to 3100 of a run whose ``last_step`` said 3100)."""
     files = sorted(wandb_dir.glob(f"offline-run-*-{run_id}/run-{run_id}.wandb"))
     if not files:
         return None
     last = -1
     try:
         for path in files:
-            data, pos, buf = path.read_bytes(), 7, b""
-            if data[:4] != b":W&B":
-                return None
-            while pos + 7 <= len(data):
-                if _BLOCK - pos % _BLOCK < 7:  # a block's tail too short for a header
-                    pos += _BLOCK - pos % _BLOCK
-                    continue
-                n, kind = int.from_bytes(data[pos + 4:pos + 6], "little"), data[pos + 6]
-                if n == 0 and kind == 0:  # zero padding: the rest of the file is unwritten
-                    break
-                if pos + 7 + n > len(data):  # the last record, cut by the kill
-                    break
-                buf += data[pos + 7:pos + 7 + n]
-                pos += 7 + n
-                if kind in (1, 4):  # a whole record, or the last piece of one
-                    rec = pb.Record()
-                    rec.ParseFromString(buf)
-                    buf = b""
-                    if rec.WhichOneof("record_type") == "history":
-                        last = max(last, rec.history.step.num)
+            for rec in offline_records(path):
+                if rec.WhichOneof("record_type") == "history":
+                    last = max(last, rec.history.step.num)
     except Exception:  # noqa: BLE001 - another wandb version's format: fall back to last_step
         return None
     return last

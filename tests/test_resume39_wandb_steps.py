@@ -11,34 +11,19 @@ import time
 
 import pytest
 
-from populations.loggers import _BLOCK, LoggerConfig, WandbLogger
+from populations.loggers import LoggerConfig, WandbLogger, offline_records
 
 
 def _history(wandb_dir) -> dict[int, dict]:
     """Step -> the items of the history records the offline run files hold so far."""
-    from wandb.proto import wandb_internal_pb2 as pb
-
     out: dict[int, dict] = {}
     for path in sorted(wandb_dir.glob("offline-run-*/run-*.wandb")):
-        data, pos, buf = path.read_bytes(), 7, b""
-        while pos + 7 <= len(data):
-            if _BLOCK - pos % _BLOCK < 7:
-                pos += _BLOCK - pos % _BLOCK
-                continue
-            n, kind = int.from_bytes(data[pos + 4:pos + 6], "little"), data[pos + 6]
-            if (n == 0 and kind == 0) or pos + 7 + n > len(data):
-                break
-            buf += data[pos + 7:pos + 7 + n]
-            pos += 7 + n
-            if kind in (1, 4):
-                rec = pb.Record()
-                rec.ParseFromString(buf)
-                buf = b""
-                if rec.WhichOneof("record_type") == "history":
-                    items = {i.key or "/".join(i.nested_key): json.loads(i.value_json)
-                             for i in rec.history.item}
-                    out[rec.history.step.num] = {k: v for k, v in items.items()
-                                                 if not k.startswith("_")}
+        for rec in offline_records(path):
+            if rec.WhichOneof("record_type") == "history":
+                items = {i.key or "/".join(i.nested_key): json.loads(i.value_json)
+                         for i in rec.history.item}
+                out[rec.history.step.num] = {k: v for k, v in items.items()
+                                             if not k.startswith("_")}
     return out
 
 

@@ -20,6 +20,7 @@ from populations.loggers import (
     LoggerConfig,
     LoggerError,
     WandbLogger,
+    offline_records,
     wandb_logged_in,
     wandb_mode,
     wandb_project_refusal,
@@ -28,7 +29,6 @@ from populations.members import MAPPOMember
 from populations.runners import LocalRunner
 from tests.populations.test_interrupts_league import _signal_in
 from tests.populations.test_league import _kuhn
-from tests.populations.test_wandb_resume import BLOCK
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN = [str(Path(sys.executable).parent / "selfplay-train")]  # as a user runs it
@@ -127,31 +127,17 @@ def test_auto_mode_goes_online_after_wandb_login(tmp_path, no_key, monkeypatch):
 
 def _wandb_rows(run_dir) -> list[tuple[int, str]]:
     """Every (step, key) of every offline wandb file of ``run_dir`` (a pair twice if logged
-    twice), the files read as test_wandb_resume reads them."""
-    import struct
-
+    twice), read with :func:`populations.loggers.offline_records`."""
     import wandb
-    from wandb.proto import wandb_internal_pb2 as pb
 
     wandb.teardown()  # the service writes a finished run's records after finish() returns
     rows = []
     for path in sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb")):
-        data, pos, buf = path.read_bytes(), 7, b""
-        while pos + 7 <= len(data):
-            if BLOCK - pos % BLOCK < 7:
-                pos += BLOCK - pos % BLOCK
-                continue
-            n, kind = struct.unpack("<HB", data[pos + 4:pos + 7])
-            buf += data[pos + 7:pos + 7 + n]
-            pos += 7 + n
-            if kind in (1, 4):
-                rec = pb.Record()
-                rec.ParseFromString(buf)
-                buf = b""
-                if rec.WhichOneof("record_type") == "history":
-                    rows += [(rec.history.step.num, i.key or "/".join(i.nested_key))
-                             for i in rec.history.item
-                             if not (i.key or "/".join(i.nested_key)).startswith("_")]
+        for rec in offline_records(path):
+            if rec.WhichOneof("record_type") == "history":
+                rows += [(rec.history.step.num, i.key or "/".join(i.nested_key))
+                         for i in rec.history.item
+                         if not (i.key or "/".join(i.nested_key)).startswith("_")]
     return rows
 
 

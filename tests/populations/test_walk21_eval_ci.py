@@ -17,6 +17,7 @@ from scipy import stats
 
 from populations.db import LeagueDB, MatchRow
 from populations.experiment import run_experiment
+from populations.loggers import offline_records
 from tests.populations.test_single_resume import _exp
 from tests.populations.test_walk20_single_eval import _metric
 
@@ -91,35 +92,17 @@ def test_the_interval_is_over_the_same_episodes(tmp_path):
 # Walk 21 too: a sweep's wandb runs had no group (each named after its job folder only), so
 # the seeds of one setting could not be pooled in wandb's UI.
 def _wandb_run_records(job: Path) -> list:
-    """The run records of the offline wandb files of ``job`` (format: see
-    tests/populations/test_wandb_resume.py's ``_wandb_steps``)."""
-    import struct
-
+    """The run records of the offline wandb files of ``job`` (read with
+    :func:`populations.loggers.offline_records`)."""
     import wandb
-    from wandb.proto import wandb_internal_pb2 as pb
 
     # the wandb service writes a finished run's records after finish() returns (~0.5 s
     # later here, often): a read then found only the file's header; teardown ends the
     # service once it has written them
     wandb.teardown()
 
-    out = []
-    for path in sorted((job / "wandb").glob("offline-run-*/run-*.wandb")):
-        data, pos, buf = path.read_bytes(), 7, b""
-        while pos + 7 <= len(data):
-            if 32768 - pos % 32768 < 7:
-                pos += 32768 - pos % 32768
-                continue
-            n, kind = struct.unpack("<HB", data[pos + 4:pos + 7])
-            buf += data[pos + 7:pos + 7 + n]
-            pos += 7 + n
-            if kind in (1, 4):
-                rec = pb.Record()
-                rec.ParseFromString(buf)
-                buf = b""
-                if rec.WhichOneof("record_type") == "run":
-                    out.append(rec.run)
-    return out
+    return [rec.run for path in sorted((job / "wandb").glob("offline-run-*/run-*.wandb"))
+            for rec in offline_records(path) if rec.WhichOneof("record_type") == "run"]
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from populations.loggers import LoggerConfig, WandbLogger
+from populations.loggers import LoggerConfig, WandbLogger, offline_records
 
 
 @pytest.fixture
@@ -103,40 +103,19 @@ def test_a_damaged_last_step_file_is_one_line(tmp_path, disabled):
         WandbLogger(tmp_path, LoggerConfig(kind="wandb"), {})
 
 
-BLOCK = 32768  # wandb's run file: LevelDB-style log blocks of records, after a 7-byte header
-
-
 def _wandb_steps(run_dir) -> list[list[int]]:
-    """The history steps each offline wandb file of ``run_dir`` holds, file by file (wandb
-    0.31 ships no reader of its own: the format is ``:W&B`` + 3 bytes, then records of a
-    4-byte checksum, 2-byte length and 1-byte kind, cut at 32 KiB blocks)."""
+    """The history steps each offline wandb file of ``run_dir`` holds, file by file (read
+    with :func:`populations.loggers.offline_records`: wandb ships no reader of its own)."""
     import wandb
-    from wandb.proto import wandb_internal_pb2 as pb
 
     # the wandb service writes a finished run's records after finish() returns (~0.5 s
     # later here, often): a read then found only the file's header; teardown ends the
     # service once it has written them
     wandb.teardown()
 
-    out = []
-    for path in sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb")):
-        data, steps, pos, buf = path.read_bytes(), [], 7, b""
-        assert data[:4] == b":W&B"
-        while pos + 7 <= len(data):
-            if BLOCK - pos % BLOCK < 7:  # a block's tail too short for a header: padding
-                pos += BLOCK - pos % BLOCK
-                continue
-            n, kind = struct.unpack("<HB", data[pos + 4:pos + 7])
-            buf += data[pos + 7:pos + 7 + n]
-            pos += 7 + n
-            if kind in (1, 4):  # a whole record, or the last piece of one
-                rec = pb.Record()
-                rec.ParseFromString(buf)
-                buf = b""
-                if rec.WhichOneof("record_type") == "history":
-                    steps.append(rec.history.step.num)
-        out.append(steps)
-    return out
+    return [[rec.history.step.num for rec in offline_records(path)
+             if rec.WhichOneof("record_type") == "history"]
+            for path in sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))]
 
 
 @pytest.mark.benchmark
