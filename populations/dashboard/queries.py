@@ -498,6 +498,10 @@ class _Entry:
     ended: float = 0.0  # time.monotonic() when it ended
     thread: threading.Thread | None = None  # the background recompute, while it runs
     lock: threading.Lock = field(default_factory=threading.Lock)  # one inline compute
+    # the last background computation's failure (one line) and the matches it counted: no
+    # other starts until the run's matches change (each poll started one that failed again)
+    error: str | None = None
+    error_state: tuple[int, Any] | None = None
 
 
 class CrossplayCache:
@@ -528,8 +532,11 @@ class CrossplayCache:
         state = _match_state(db, run_id)
         with self.lock:
             entry = self.entries.setdefault(key, _Entry())
-            if len(self.entries) > 64:  # many databases: forget the others
-                self.entries = {key: entry}
+            if len(self.entries) > CACHE_ENTRIES:  # many databases: forget the others, but
+                # not one whose computation runs (forgotten, its run's next request started
+                # another thread beside it: 208 threads after 3 passes over 69 runs)
+                self.entries = {k: e for k, e in self.entries.items()
+                                if k == key or e.thread is not None}
             stats = entry.stats
             if stats is not None and stats.state == state:
                 return stats, False, entry.thread is not None
@@ -537,9 +544,11 @@ class CrossplayCache:
             if (first_heavy or stats is not None and entry.cpu_s >= CROSSPLAY_INLINE_CPU_S
                     ) and not fresh:
                 idle = time.monotonic() - entry.ended >= CROSSPLAY_IDLE_FACTOR * entry.cpu_s
-                if entry.thread is None and idle:
+                failed = entry.error is not None and entry.error_state == state
+                running = sum(e.thread is not None for e in self.entries.values())
+                if entry.thread is None and idle and not failed and running < CACHE_ENTRIES:
                     entry.thread = threading.Thread(
-                        target=self._background, args=(key, entry), daemon=True,
+                        target=self._background, args=(key, entry, state), daemon=True,
                         name=f"crossplay-{run_id}")
                     entry.thread.start()
                 return stats, True, entry.thread is not None
@@ -555,12 +564,25 @@ class CrossplayCache:
         entry.cpu_s, entry.ended = time.thread_time() - t, time.monotonic()
         entry.stats = stats
 
-    def _background(self, key: tuple[str, int], entry: _Entry) -> None:
+    def error(self, db: LeagueDB, run_id: int) -> str | None:
+        """The last background computation's failure for the run's matches now (None: none,
+        or the matches changed since and the next request tries again)."""
+        state = _match_state(db, run_id)
+        with self.lock:
+            entry = self.entries.get((str(db.path), run_id))
+            return entry.error if entry is not None and entry.error_state == state else None
+
+    def _background(self, key: tuple[str, int], entry: _Entry, state: tuple[int, Any]
+                    ) -> None:
         try:
             with self.worker, entry.lock, open_source(Source("", Path(key[0]))) as db:
                 self._compute(entry, db, key[1])
-        except Exception:  # the stale result stays; the next request tries again
+            entry.error = entry.error_state = None
+        except Exception as err:  # noqa: BLE001 - the stale result stays; said on the page
             log.exception("cross-play recompute of %s run %s failed", *key)
+            reason = " ".join(f"{type(err).__name__}: {err}".split())  # one line
+            entry.error = f"cross-play computation failed: {reason[:200]}"
+            entry.error_state = state  # retried once the run's matches change
         finally:
             with self.lock:
                 entry.thread = None
@@ -579,6 +601,7 @@ class CrossplayCache:
 
 
 _CACHE: dict[tuple[str, int], _Entry] = {}  # (database path, run id) → its statistics
+CACHE_ENTRIES = 64  # runs whose statistics are kept, and background computations at most
 CROSSPLAY_CACHE = CrossplayCache()
 
 
@@ -606,9 +629,11 @@ def crossplay(db: LeagueDB, run_id: int, compact: bool = False, fresh: bool = Fa
     :data:`CROSSPLAY_INLINE_EPISODES`) the answer is ``{"pending": true, ...}`` with the
     recorded episodes (``as_of``) and no tables."""
     stats, stale, updating = CROSSPLAY_CACHE.get(db, run_id, fresh)
+    error = None if fresh or updating else CROSSPLAY_CACHE.error(db, run_id)
     if stats is None:
         n, last = _match_state(db, run_id)
-        return {"pending": True, "stale": True, "updating": updating,
+        return {"pending": error is None, "stale": True, "updating": updating,
+                **({"error": error} if error else {}),
                 "as_of": {"matches": n, "last_match": last}}
     table, ar, elo = stats.table, stats.alpharank, stats.elo
     labels = _labels(db, run_id)
@@ -653,7 +678,7 @@ def crossplay(db: LeagueDB, run_id: int, compact: bool = False, fresh: bool = Fa
             "elo_resamples": ELO_RESAMPLES if elo is not None else 0, "confidence": cp.CONFIDENCE,
             "seed": CROSSPLAY_SEED, **stats.left_out,
             "max_snapshots": MAX_MATRIX_SNAPSHOTS, "max_episode_snapshots": MAX_EPISODE_SNAPSHOTS,
-            "stale": stale, "updating": updating,
+            "stale": stale, "updating": updating, **({"error": error} if error else {}),
             "as_of": {"matches": stats.state[0], "last_match": stats.state[1]}}
 
 

@@ -685,8 +685,17 @@
     $("crossplay-card").dataset.pending = "1";
   }
 
+  // a background computation that failed: its reason, as text, until the run's matches change
+  function crossplayFailed(doc) {
+    crossplayPending(doc);
+    $("crossplay-empty").textContent = `${doc.error}. It is tried again when the run records ` +
+      "new episodes.";
+    $("crossplay-card").dataset.pending = "";
+  }
+
   function renderCrossplay(doc) {
     if (doc.pending) return crossplayPending(doc);
+    if (doc.error && !doc.pairs) return crossplayFailed(doc);
     $("crossplay-card").dataset.pending = "";
     doc.pairs = pairRows(doc);
     state.cross = doc.pairs;
@@ -714,8 +723,10 @@
     const older = ar.older_left_out > 0 ? ` α-Rank ranks the newest ${int(ar.max_snapshots)} ` +
       `snapshots of cross-play; ${int(ar.older_left_out)} older one` +
       `${ar.older_left_out === 1 ? " is" : "s are"} not ranked.` : "";
-    const updating = doc.stale ? ` Updating: these figures count ${int(doc.as_of.matches)} ` +
-      "recorded episodes; newer ones are being added." : "";
+    const updating = doc.error ? ` ${doc.error}; these figures count ` +
+      `${int(doc.as_of.matches)} recorded episodes.`
+      : doc.stale ? ` Updating: these figures count ${int(doc.as_of.matches)} ` +
+        "recorded episodes; newer ones are being added." : "";
     const out = ar.left_out_labels.length
       ? " Left out of α-Rank (not met by every other snapshot): " +
         `${ar.left_out_labels.map((l) => `\u2068${l}\u2069`).join(", ")}.` // each isolated
