@@ -16,17 +16,22 @@ the same ids -- with each render's work counted:
   RENDER_CHARS_PER_INPUT x`` the input's characters), estimated before they run where a
   result could be far larger than its inputs (``'x' * n``, ``s.replace('', s)``, ``join``);
 * loop iterations (as many steps as the loop body has syntax nodes), ``range`` items,
-  comparisons and the texts and lists operations read count against :data:`MAX_RENDER_STEPS`;
+  comparisons, tests, output chunks and the texts, bytes and lists operations read count
+  against :data:`MAX_RENDER_STEPS` (a nested value compared, written or filtered is read
+  item by item, shared items as often as they occur: ``[a, a]``); ``recursive`` loops are
+  refused;
 * everything written (inside ``{% set %}`` blocks too) counts against the cap, and the
   output is read chunk by chunk (``Template.generate``);
-* values a namespace stores, operations return or the template writes nest at most
-  :data:`MAX_VALUE_DEPTH` deep.
+* values a namespace stores, operations, filters (item by item, for their iterators) and
+  literals (``[x]``, ``{...}``) return or the template writes nest at most
+  :data:`MAX_VALUE_DEPTH` deep and are measured against the cap.
 
 A template past a bound fails with a one-line :class:`RenderLimitError` in well under a
 second; ``SELFPLAY_TRUST_CHAT_TEMPLATES=1`` renders with transformers instead, unbounded.
-It applies them by rewriting the parsed template: loops' iterables, ``~`` and
-comparisons become filters that count (names no template can write), template text is
-written through the environment's ``finalize``.
+It applies them by rewriting the parsed template: loops' iterables, ``~``, comparisons and
+list, tuple and dict literals become filters that count (names no template can write),
+template text is written through the environment's ``finalize``. A template too deep to
+compile (``((((...))))``) fails with a one-line ``TemplateError`` too.
 """
 
 from __future__ import annotations
@@ -101,7 +106,7 @@ class _Budget:
         containers their items plus 2 characters each)."""
         if level > MAX_VALUE_DEPTH:
             raise RenderLimitError(f"chat template nests a value more than {MAX_VALUE_DEPTH} deep")
-        if isinstance(value, str):
+        if isinstance(value, str | bytes | bytearray):
             self.step(1 + (len(value) >> 6))
             return len(value), 1, level
         self.step()
@@ -131,7 +136,7 @@ def _cost(*values: Any) -> int:
     """Steps a call, filter, operator or comparison takes on ``values``: one, plus one per 64
     characters of a text and per item of a list or dict (``s.count('x')``, ``items|max`` and
     ``a == b`` read all of them)."""
-    return 1 + sum(len(v) >> 6 if isinstance(v, str) else len(v) if isinstance(
+    return 1 + sum(len(v) >> 6 if isinstance(v, str | bytes | bytearray) else len(v) if isinstance(
         v, list | tuple | dict | set | frozenset) else 0 for v in values)
 
 
@@ -161,9 +166,14 @@ def _str_method_size(budget: _Budget, method: Any, args: tuple, kwargs: dict) ->
         budget.step(len(items))
         budget.fits(budget.measure(items)[0] + len(text) * len(items))
         return (items, *args[1:])
-    if name == "replace" and len(args) >= 2 and isinstance(args[0], str):
+    if name == "replace" and len(args) >= 2 and isinstance(args[0], str | bytes | bytearray):
         hits = text.count(args[0]) if args[0] else len(text) + 1
-        budget.fits(len(text) + hits * len(str(args[1])))
+        budget.fits(len(text) + hits * budget.measure(args[1])[0])
+    elif name == "translate" and args:
+        table = args[0]
+        mapped = table.values() if isinstance(table, dict) else table if isinstance(
+            table, list | tuple) else ()
+        budget.fits(len(text) * max((budget.measure(v)[0] for v in mapped), default=1))
     elif name == "expandtabs":
         budget.fits(len(text) + text.count("\t") * int((args or [8])[0]))
     elif name in ("format", "format_map"):
@@ -213,11 +223,40 @@ def _bounded_filter(name: str, func: Any) -> Any:
         if budget is None:  # rendered outside render_bounded: as jinja2 would
             return func(*_passed(pass_arg, context), value, *args, **kwargs)
         budget.step(_cost(value, *args, *kwargs.values()))
+        _measure_nested(budget, value, *args, *kwargs.values())
         if name not in ("default", "d"):
             _ints(args, kwargs, f"filter {name!r}")
         value = _filter_size(budget, name, value, args, kwargs)
         result = func(*_passed(pass_arg, context), value, *args, **kwargs)
-        return result if isinstance(result, Iterator) else budget.check(result)
+        return _checked_items(budget, result) if isinstance(result, Iterator) else budget.check(
+            result)
+
+    return bounded
+
+
+def _checked_items(budget: _Budget, items: Iterator) -> Iterator:
+    """A filter's iterator (``map``, ``select``, ...), each item measured as it is read."""
+    for item in items:
+        yield budget.check(item)
+
+
+def _measure_nested(budget: _Budget, *values: Any) -> None:
+    """Measure the containers among ``values`` (their items as steps): ``a == b``, ``a|string``
+    read all of a value, shared items as often as they occur."""
+    for value in values:
+        if isinstance(value, list | tuple | dict | set | frozenset | Namespace):
+            budget.measure(value)
+
+
+def _bounded_test(func: Any) -> Any:
+    """``func`` (a test: ``is eq``, ``is in``) with its nested operands measured."""
+
+    @functools.wraps(func)
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        if (budget := _BUDGET.get()) is not None:
+            budget.step()
+            _measure_nested(budget, *args, *kwargs.values())
+        return func(*args, **kwargs)
 
     return bounded
 
@@ -239,7 +278,7 @@ def _counted(context: Any, value: Any, weight: int) -> Any:
         return
     for item in value:
         kind = type(item)  # _cost, inlined: loops are most of a render's steps
-        budget.steps += weight + (len(item) >> 6 if kind is str else len(item) if kind in (
+        budget.steps += weight + (len(item) >> 6 if kind in (str, bytes) else len(item) if kind in (
             list, tuple, dict) else 0)
         if budget.steps > MAX_RENDER_STEPS:
             budget.step(0)
@@ -265,12 +304,18 @@ def _compare(context: Any, pair: list[Any], op: str) -> bool:
     """``a == b``, ``a in b``, ...: what jinja2 compiles them to, its cost counted."""
     if (budget := _BUDGET.get()) is not None:
         budget.step(_cost(*pair))
+        _measure_nested(budget, *pair)
     return _COMPARISONS[op](*pair)
 
 
 def _finalize(context: Any, value: Any) -> str:
     """Every ``{{ ... }}`` and every piece of template text goes through here: counted."""
-    text = value if isinstance(value, str) else str(value)
+    if isinstance(value, str):
+        text = value
+    else:
+        if (budget := _BUDGET.get()) is not None:
+            _measure_nested(budget, value)  # before str() reads it all
+        text = str(value)
     if (budget := _BUDGET.get()) is not None:
         budget.step(_cost(text))
         budget.write(len(text))
@@ -278,6 +323,7 @@ def _finalize(context: Any, value: Any) -> str:
 
 
 _LOOP, _CONCAT, _COMPARE = "selfplay loop", "selfplay concat", "selfplay compare"
+_CHECK = "selfplay check"
 """Filters the render adds (names no template can write)."""
 
 
@@ -293,6 +339,8 @@ def _rewrite(node: Any) -> Any:
         elif isinstance(value, nodes.Node):
             setattr(node, field, _swap(value))
     if isinstance(node, nodes.For):
+        if node.recursive:  # loop(x) would iterate x uncounted (and no chat template recurses)
+            raise RenderLimitError("chat template has a recursive loop")
         weight = 1 + sum(1 for part in (node.test, *node.body, *node.else_) if part is not None
                          for _ in part.find_all(nodes.Node))
         node.iter = nodes.Filter(node.iter, _LOOP, [nodes.Const(weight)], [], None, None,
@@ -304,6 +352,9 @@ def _rewrite(node: Any) -> Any:
 
 
 def _swap(node: Any) -> Any:
+    if isinstance(node, nodes.List | nodes.Dict) or isinstance(node, nodes.Tuple) and (
+            node.ctx == "load"):  # a literal: [a, a] shares a, so is measured
+        return nodes.Filter(node, _CHECK, [], [], None, None, lineno=node.lineno)
     if isinstance(node, nodes.Concat):
         return nodes.Filter(nodes.List(node.nodes, lineno=node.lineno), _CONCAT, [], [], None,
                             None, lineno=node.lineno)
@@ -357,7 +408,7 @@ def _compiled(template: str) -> Any:
             budget.step(_cost(getattr(method, "__self__", None), *args, *kwargs.values()))
             if __obj not in (_range, _Namespace, _TEMPLATE_DICT):
                 _ints(args, kwargs, f"{getattr(__obj, '__name__', 'a function')}()")
-            if isinstance(getattr(method, "__self__", None), str):
+            if isinstance(getattr(method, "__self__", None), str | bytes | bytearray):
                 args = _str_method_size(budget, method, args, kwargs) or args
             return budget.check(super().call(__context, __obj, *args, **kwargs))
 
@@ -366,7 +417,8 @@ def _compiled(template: str) -> Any:
     env.filters["tojson"] = _tojson
     env.filters = {name: _bounded_filter(name, f) for name, f in env.filters.items()}
     env.filters.update({_LOOP: pass_context(_counted), _CONCAT: pass_context(_concat),
-                        _COMPARE: pass_context(_compare)})
+                        _COMPARE: pass_context(_compare), _CHECK: _check})
+    env.tests = {name: _bounded_test(t) for name, t in env.tests.items()}
     env.globals.pop("lipsum", None)  # lipsum(n, min, max) is n x max words
     env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now,
                        dict=_TEMPLATE_DICT, namespace=_Namespace, range=_range)
@@ -377,7 +429,7 @@ def _binop_size(budget: _Budget, operator: str, left: Any, right: Any) -> None:
     """Refuse ``text * n``, ``n ** m``, ``'%99999d' % 1`` and the like before they run."""
     if operator == "*":
         for seq, n in ((left, right), (right, left)):
-            if type(n) is int and isinstance(seq, str | list | tuple):
+            if type(n) is int and isinstance(seq, str | bytes | bytearray | list | tuple):
                 budget.fits(budget.measure(seq)[0] * max(n, 0))
         if type(left) is int and type(right) is int:
             budget.fits((left.bit_length() + right.bit_length()) // 3)
@@ -385,6 +437,13 @@ def _binop_size(budget: _Budget, operator: str, left: Any, right: Any) -> None:
         budget.fits(max(left.bit_length(), 1) * right // 3)
     elif operator == "%" and isinstance(left, str):
         budget.fits(_mod_size(budget, left, right))
+
+
+def _check(value: Any) -> Any:
+    """A list, tuple or dict the template writes (``[a, a]``), measured."""
+    if (budget := _BUDGET.get()) is not None:
+        budget.check(value)
+    return value
 
 
 def _range(*args: int) -> range:
@@ -464,19 +523,21 @@ def render_bounded(template: str, messages: list[dict[str, Any]], *,
     size = _Budget(1 << 62)
     inputs = size.measure([messages, tools, documents, kwargs])[0]
     budget = _Budget(RENDER_BASE_CHARS + RENDER_CHARS_PER_INPUT * inputs)
-    compiled = _compiled(template)
     token = _BUDGET.set(budget)
     try:
-        out = []
+        compiled = _compiled(template)  # (a RecursionError on a deep parse: one line too)
+        out, written = [], 0
         for chunk in compiled.generate(messages=messages, tools=tools, documents=documents,
                                        add_generation_prompt=add_generation_prompt, **kwargs):
             out.append(chunk)
-            budget.fits(sum(map(len, out)), "writes a prompt")
+            written += len(chunk)
+            budget.step()  # (an empty chunk costs a step too)
+            budget.fits(written, "writes a prompt")
         return "".join(out)
     except TemplateError:
         raise
     except Exception as err:  # noqa: BLE001 - the template's own error, as one line
-        raise TemplateRuntimeError(f"{type(err).__name__}: {err}") from None
+        raise TemplateRuntimeError(" ".join(f"{type(err).__name__}: {err}".split())) from None
     finally:
         _BUDGET.reset(token)
 
