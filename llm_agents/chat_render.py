@@ -100,14 +100,15 @@ class _Budget:
         self.written += chars
         self.fits(self.written, "writes a prompt")
 
-    def measure(self, value: Any, level: int = 1) -> tuple[int, int, int]:
-        """``(characters, nodes, depth)`` of ``value``, counted as steps; refuses a value deeper
-        than :data:`MAX_VALUE_DEPTH` or larger than the cap (texts count their length,
-        containers their items plus 2 characters each)."""
+    def measure(self, value: Any, level: int = 1, read: bool = True) -> tuple[int, int, int]:
+        """``(characters, nodes, depth)`` of ``value``, counted as steps (a text one per 64
+        characters too where ``read``); refuses a value deeper than :data:`MAX_VALUE_DEPTH` or
+        larger than the cap (texts count their length, containers their items plus 2
+        characters each)."""
         if level > MAX_VALUE_DEPTH:
             raise RenderLimitError(f"chat template nests a value more than {MAX_VALUE_DEPTH} deep")
         if isinstance(value, str | bytes | bytearray):
-            self.step(1 + (len(value) >> 6))
+            self.step(1 + (len(value) >> 6) if read else 1)
             return len(value), 1, level
         self.step()
         if isinstance(value, int):
@@ -122,7 +123,7 @@ class _Budget:
             return 8, 1, level
         chars, nodes, depth = 2, 1, level
         for child in children:
-            c, n, d = self.measure(child, level + 1)
+            c, n, d = self.measure(child, level + 1, read)
             chars, nodes, depth = chars + c + 2, nodes + n, max(depth, d)
             self.fits(chars)
         return chars, nodes, depth
@@ -223,7 +224,8 @@ def _bounded_filter(name: str, func: Any) -> Any:
         if budget is None:  # rendered outside render_bounded: as jinja2 would
             return func(*_passed(pass_arg, context), value, *args, **kwargs)
         budget.step(_cost(value, *args, *kwargs.values()))
-        _measure_nested(budget, value, *args, *kwargs.values())
+        if name not in _SHALLOW_FILTERS:
+            _measure_nested(budget, value, *args, *kwargs.values())
         if name not in ("default", "d"):
             _ints(args, kwargs, f"filter {name!r}")
         value = _filter_size(budget, name, value, args, kwargs)
@@ -234,22 +236,38 @@ def _bounded_filter(name: str, func: Any) -> Any:
     return bounded
 
 
+_SHALLOW_FILTERS = frozenset({"length", "count", "first", "last", "default", "d", "list", "reverse",
+                              "batch", "slice", "select", "reject", "selectattr", "rejectattr",
+                              "map", "attr", "items", "random"})
+"""Filters that read a nested value's top level only (what ``select``, ``map`` yield is
+measured item by item); the others (``string``, ``sum``, ``sort``, ``unique``...) read it
+whole, so its nested values are measured first."""
+
+
 def _checked_items(budget: _Budget, items: Iterator) -> Iterator:
     """A filter's iterator (``map``, ``select``, ...), each item measured as it is read."""
     for item in items:
-        yield budget.check(item)
+        budget.measure(item, read=False)
+        yield item
 
 
 def _measure_nested(budget: _Budget, *values: Any) -> None:
-    """Measure the containers among ``values`` (their items as steps): ``a == b``, ``a|string``
-    read all of a value, shared items as often as they occur."""
+    """Measure the containers among ``values`` (each item a step, whatever its length):
+    ``a == b``, ``a|string`` read all of a value, shared items as often as they occur."""
     for value in values:
         if isinstance(value, list | tuple | dict | set | frozenset | Namespace):
-            budget.measure(value)
+            budget.measure(value, read=False)
 
 
-def _bounded_test(func: Any) -> Any:
+_READING_TESTS = frozenset({"eq", "equalto", "==", "ne", "!=", "in", "lt", "lessthan", "<",
+                            "le", "<=", "gt", "greaterthan", ">", "ge", ">="})
+"""Tests that read their operands whole (``a is eq b``): their nested operands are measured."""
+
+
+def _bounded_test(name: str, func: Any) -> Any:
     """``func`` (a test: ``is eq``, ``is in``) with its nested operands measured."""
+    if name not in _READING_TESTS:
+        return func
 
     @functools.wraps(func)
     def bounded(*args: Any, **kwargs: Any) -> Any:
@@ -418,7 +436,7 @@ def _compiled(template: str) -> Any:
     env.filters = {name: _bounded_filter(name, f) for name, f in env.filters.items()}
     env.filters.update({_LOOP: pass_context(_counted), _CONCAT: pass_context(_concat),
                         _COMPARE: pass_context(_compare), _CHECK: _check})
-    env.tests = {name: _bounded_test(t) for name, t in env.tests.items()}
+    env.tests = {name: _bounded_test(name, t) for name, t in env.tests.items()}
     env.globals.pop("lipsum", None)  # lipsum(n, min, max) is n x max words
     env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now,
                        dict=_TEMPLATE_DICT, namespace=_Namespace, range=_range)

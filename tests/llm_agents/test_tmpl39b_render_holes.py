@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from jinja2 import TemplateError
 
 _RUN = r"""
 import resource, sys
@@ -88,6 +89,10 @@ def test_writing_many_empty_chunks_takes_linear_work():
     ("{% set a0 = [1] %}{% set b0 = [1] %}" + _NESTED + "{{ a30 }}", "RenderLimitError"),
     ("{% set a0 = [1] %}{% set b0 = [1] %}" + _NESTED + "{{ a30 == b30 }}", "RenderLimitError"),
     ("{% set a0 = [1] %}{% set b0 = [1] %}" + _NESTED + "{{ a30|string|length }}", "RenderLimitError"),
+    # M2d: a shared value that fits (2**11 items), read whole 3,000 times: each read costs its items
+    ("{% set a0 = [1] %}{% set b0 = [1] %}" + _NESTED.split("{% set a12")[0] + "{% for i in range(3000) %}{{ a11 == b11 }}{% endfor %}", "steps"),
+    ("{% set a0 = [1] %}{% set b0 = [1] %}" + _NESTED.split("{% set a12")[0] + "{% for i in range(3000) %}{{ a11 is eq b11 }}{% endfor %}", "steps"),
+    ("{% set a0 = [1] %}{% set b0 = [1] %}" + _NESTED.split("{% set a12")[0] + "{% for i in range(3000) %}{{ a11|string|length }}{% endfor %}", "steps"),
     # M2e: a filter's iterator yields a large value 4,000 times
     ("{% set big = range(1000)|list %}{{ (range(4000)|map(attribute='zz', default=big)|sum(start=[]))|length }}", "steps"),
 ])
@@ -103,3 +108,19 @@ def test_literals_nest_at_most_max_value_depth():
     result = _render(deep)
     assert result.startswith("REFUSED") and f"more than {MAX_VALUE_DEPTH} deep" in result, result
     assert _render("{% set x = 1 %}" + "{% set x = [x] %}" * (MAX_VALUE_DEPTH - 1) + "{{ x|length }}") == "RENDERED 1"
+
+
+def test_real_templates_still_render_a_long_conversation():
+    """Measuring nested values (comparisons, filters, output) costs real templates little: 60
+    turns of 4,000 characters still render what transformers renders."""
+    from .test_tmpl39_bounded_render import REAL, _ours, _transformers
+
+    long = [{"role": "system", "content": "s" * 3000}] + [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": "word " * 800} for i in range(60)
+    ] + [{"role": "user", "content": "go"}]
+    for name, template in sorted(REAL.items()):
+        theirs, ours = _transformers(template, long, None), _ours(template, long, None)
+        if isinstance(theirs, Exception):
+            assert type(ours) is type(theirs) or isinstance(ours, TemplateError), (name, ours)
+        else:
+            assert ours == theirs, name
