@@ -99,9 +99,11 @@ def test_the_page_asks_the_server_for_the_cross_play_rows_it_draws(page: Page, b
         pairs = MEMBERS * (MEMBERS - 1) // 2
         assert sizes and all(u.endswith("&rows=100") and n == 100 for u, n in sizes), sizes
         assert page.rows("crossplay-table") == 100
-        page.page.click("#crossplay-more")
+        with page.page.expect_response(lambda r: "/crossplay" in r.url
+                                       and not r.url.endswith("&rows=100"), **WAIT) as whole:
+            page.page.click("#crossplay-more")
         expect(page.page.locator("#crossplay-table tbody tr")).to_have_count(pairs, **WAIT)
-        assert any(not u.endswith("&rows=100") and n == pairs for u, n in sizes)
+        assert whole.value.status == 200 and len(whole.value.json()["pairs"]["row"]) == pairs
         assert page.errors == []
     finally:
         srv.stop()
