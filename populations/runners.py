@@ -515,10 +515,13 @@ def _our_session_dir(ray: Any) -> str | None:
     with contextlib.suppress(Exception):
         if node is not None:
             return str(node.get_session_dir_path())
-    from ray._common.utils import get_default_ray_temp_dir
+    try:  # a private helper of Ray's: another version may lack it (then nothing is removed)
+        from ray._common.utils import get_default_ray_temp_dir
 
-    found = sorted(glob.glob(os.path.join(get_default_ray_temp_dir(),
-                                          f"session_*_{os.getpid()}")), key=os.path.getmtime)
+        found = sorted(glob.glob(os.path.join(get_default_ray_temp_dir(),
+                                              f"session_*_{os.getpid()}")), key=os.path.getmtime)
+    except Exception:  # noqa: BLE001 - the interrupt or error being handled must go on as is
+        return None
     return found[-1] if found else None
 
 
