@@ -16,7 +16,8 @@ from typing import Any
 
 POLICY_MODULES = {"llm": "llm_agents.policy"}
 """Policy kind -> the module that registers it: ``marl.core.load_policy`` imports it when it
-meets an ``llm`` snapshot in a process that imported ``llm_agents`` (whose names load lazily)."""
+meets an ``llm`` snapshot (it reads this literal from the installed package without importing
+it, so keep it a plain dict literal)."""
 
 _HOMES = {  # name -> module: loaded on first use, so `import llm_agents.settings` (the
     # experiment's llm section, checked before torch loads) does not import torch
