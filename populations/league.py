@@ -141,7 +141,20 @@ taken, and its bar read 2/10**20)."""
 
 DEFAULT_GAME_KWARGS: dict[str, Any] = {"max_cycles": 25}
 """The default game's arguments (:attr:`LeagueConfig.game`), which ``game_kwargs=None`` takes
-for it; another game given without ``game_kwargs`` starts from its own defaults."""
+for it; another game given without ``game_kwargs`` starts from its own defaults, as does one
+given by ``dataclasses.replace(cfg, game=...)`` of a config whose arguments were filled in."""
+
+
+class _FilledIn(dict):
+    """``game_kwargs`` as :class:`LeagueConfig` filled it in for ``game`` (given as None): a
+    copy made by ``dataclasses.replace(cfg, game=other)`` receives it and fills in the other
+    game's instead (the default game's ``max_cycles`` went silently to any other game)."""
+
+    def __init__(self, items: Any = (), game: str = "") -> None:
+        super().__init__(items)
+        self.game = game
+
+
 _SECTIONS = {"matchmaking": MatchmakingConfig, "exploit": ExploitEvery, "mappo": MAPPOConfig}
 """:class:`LeagueConfig`'s nested settings and the dataclass each takes."""
 
@@ -178,9 +191,11 @@ class LeagueConfig:
     torch_threads: int = 1  # intra-op threads (small networks are fastest on one)
 
     def __post_init__(self) -> None:
-        if self.game_kwargs is None:  # the default game's max_cycles failed any other game
-            object.__setattr__(self, "game_kwargs", dict(
-                DEFAULT_GAME_KWARGS if self.game == LeagueConfig.game else {}))
+        given = self.game_kwargs  # filled in for another game: replace() changed the game
+        if given is None or (isinstance(given, _FilledIn) and given.game != self.game):
+            # the default game's max_cycles failed any other game
+            object.__setattr__(self, "game_kwargs", _FilledIn(
+                DEFAULT_GAME_KWARGS if self.game == LeagueConfig.game else {}, self.game))
         for name, kind in _SECTIONS.items():  # a dict failed after league.db was made
             value = getattr(self, name)
             if not isinstance(value, kind):
