@@ -5,7 +5,11 @@ A job folder is ``<n>_<overrides>`` (``hydra.sweep.subdir`` of ``configs/config.
 the job's overrides as typed in ``.hydra/overrides.yaml``. The number is the job's place in
 the sweep that made the folder: a resumed sweep with a longer list (``seed=0,1,2`` after
 ``seed=0,1``, seed the inner loop) numbers the same job anew, so a job is found by its
-overrides (:func:`find_job_folder`), not by its number.
+overrides (:func:`find_job_folder`), not by its number. A value with a ``/``
+(``game.name=openspiel/kuhn_poker``) made the job a folder deeper in a sweep named by
+Hydra's own ``${hydra.job.num}_${hydra.job.override_dirname}`` (before ``job_dirname``, or a
+``hydra.sweep.subdir`` of one's own): ``0_game.name=openspiel/kuhn_poker,seed=0``, found by
+:func:`sweep_jobs` (the summary's jobs) and :func:`sweep_of`.
 
 :func:`summarize` reads each job's results from its folder (``settings.json``, ``league.db``,
 its newest checkpoint), as a resume of the finished job prints them, so a sweep resumed
@@ -47,9 +51,77 @@ def job_folders(sweep_dir: Path) -> list[Path]:
     return sorted(found, key=lambda p: (job_number(p), p.name))
 
 
-def job_number(folder: Path) -> int:
-    """The number a job folder's name starts with (``-1`` for a name without one)."""
-    m = JOB_FOLDER.match(folder.name)
+NESTED_DEPTH = 8
+"""Folders below a numbered one a nested job's folder is looked for (each ``/`` of its values
+is one)."""
+
+
+def sweep_jobs(sweep_dir: Path) -> list[Path]:
+    """The job folders a summary of ``sweep_dir`` reads: :func:`job_folders`, where a numbered
+    folder without ``.hydra/`` stands for the jobs below it that have one (a value with a
+    ``/``: ``0_game.name=openspiel`` holding ``kuhn_poker,seed=0``; the numbered folder itself
+    when none is there yet, a job not started). By number then name (:func:`job_name`).
+    The resume's search (:func:`find_job_folder`) keeps to :func:`job_folders`: a job it
+    finds there is one the sweep's own naming made."""
+    found: list[Path] = []
+    for top in job_folders(sweep_dir):
+        below = [] if (top / ".hydra").is_dir() else _nested_jobs(top)
+        found += below or [top]
+    return sorted(found, key=lambda p: (job_number(p, sweep_dir), job_name(p, sweep_dir)))
+
+
+def _nested_jobs(top: Path) -> list[Path]:
+    """The folders below ``top`` holding ``.hydra/overrides.yaml``, at most
+    :data:`NESTED_DEPTH` deep; hidden folders, links and those below a job are not entered."""
+    found: list[Path] = []
+    level = [top]
+    for _ in range(NESTED_DEPTH):
+        below = []
+        for d in level:
+            try:
+                below += [p for p in d.iterdir()
+                          if not p.name.startswith(".") and p.is_dir() and not p.is_symlink()]
+            except OSError:  # unreadable or gone since
+                continue
+        jobs = [p for p in below if (p / ".hydra" / "overrides.yaml").is_file()]
+        found += jobs
+        level = [p for p in below if p not in jobs]
+    return found
+
+
+def sweep_of(job: Path) -> Path | None:
+    """The sweep folder that holds job folder ``job`` (one with ``.hydra/overrides.yaml``), as
+    :func:`sweep_jobs` finds it: its parent when its name is numbered (``0_seed=1``), else the
+    parent of the numbered folder at most :data:`NESTED_DEPTH` above it that holds the sweep's
+    ``multirun.yaml``, with no job between them (``sw/0_game.name=openspiel/kuhn_poker,seed=0``:
+    ``sw``); None for a job of no sweep (a single run's folder)."""
+    if not (job / ".hydra" / "overrides.yaml").is_file():
+        return None
+    if JOB_FOLDER.match(job.name):
+        return job.parent
+    for top in list(job.parents)[:NESTED_DEPTH]:
+        if (top / ".hydra").is_dir():  # a job's own folder holds no sweep's job
+            return None
+        if JOB_FOLDER.match(top.name) and (top.parent / "multirun.yaml").is_file():
+            return top.parent
+    return None
+
+
+def job_name(folder: Path, sweep_dir: Path | None = None) -> str:
+    """A job folder's name in its sweep: its path below ``sweep_dir`` (a nested job's
+    ``0_game.name=openspiel/kuhn_poker,seed=0``), or its own name."""
+    if sweep_dir is not None:
+        try:
+            return folder.relative_to(sweep_dir).as_posix()
+        except ValueError:
+            pass
+    return folder.name
+
+
+def job_number(folder: Path, sweep_dir: Path | None = None) -> int:
+    """The number a job folder's name (:func:`job_name`) starts with (``-1`` for a name
+    without one)."""
+    m = JOB_FOLDER.match(job_name(folder, sweep_dir))
     return int(m[1]) if m else -1
 
 
@@ -118,6 +190,10 @@ class JobResult:
     kind: str | None = None  # population.kind: none | league | psro
     figures: dict[str, Any] = field(default_factory=dict)  # the closing table's key figures
     error: str | None = None  # why it failed (its database's error), or why unreadable
+    name: str = ""  # its folder's path below the sweep's (:func:`job_name`); its own name
+
+    def __post_init__(self) -> None:
+        self.name = self.name or self.folder.name
 
 
 @dataclass
@@ -135,8 +211,8 @@ def summarize(sweep_dir: str | Path) -> list[JobResult]:
     a single run's ``frames``, ``seconds``, ``final_return``, ``eval_return`` (an LLM team's
     ``iterations``, rates and ``team_return``), a league's ``mu/<member>`` (each member's
     newest snapshot), PSRO's ``iterations`` and last ``nash_conv``. A job that did not
-    finish has its status (and error) but no figures."""
-    return [_job(folder) for folder in job_folders(Path(sweep_dir))]
+    finish has its status (and error) but no figures. Its jobs: :func:`sweep_jobs`."""
+    return [job_result(folder, Path(sweep_dir)) for folder in sweep_jobs(Path(sweep_dir))]
 
 
 def overrides_of(lines: Iterable[str]) -> dict[str, str]:
@@ -145,9 +221,13 @@ def overrides_of(lines: Iterable[str]) -> dict[str, str]:
             if "=" in x and not x.startswith("~") and override_key(x) not in FLAGS}
 
 
-def _job(folder: Path) -> JobResult:
-    job = JobResult(folder, job_number(folder), overrides_of(job_overrides(folder) or []),
-                    "not started")
+def job_result(folder: Path, sweep_dir: Path | None = None) -> JobResult:
+    """One job of a sweep as its folder holds it now (what :func:`summarize` reads of each:
+    its overrides, status, kind and figures), named by its path below ``sweep_dir``
+    (:func:`job_name`). Read-only; a damaged database is the job's ``unreadable`` status."""
+    job = JobResult(folder, job_number(folder, sweep_dir),
+                    overrides_of(job_overrides(folder) or []), "not started",
+                    name=job_name(folder, sweep_dir))
     if not (folder / "league.db").is_file():
         return job
     from populations.db import LeagueDB, LeagueDBError
@@ -259,7 +339,7 @@ def grouped(jobs: Sequence[JobResult], by: Sequence[str]) -> list[Group]:
     groups: dict[tuple[str, ...], list[JobResult]] = {}
     for j in jobs:
         groups.setdefault(tuple(j.overrides.get(k, "-") for k in by), []).append(j)
-    pooled = [c for c in figure_columns(jobs) if c not in NOT_POOLED]
+    pooled = pooled_columns(jobs)
     out = []
     for values, members in groups.items():
         done = [j for j in members if j.status == "finished"]
@@ -277,6 +357,23 @@ def grouped(jobs: Sequence[JobResult], by: Sequence[str]) -> list[Group]:
     return out
 
 
+def pooled_columns(jobs: Sequence[JobResult]) -> list[str]:
+    """The figures :func:`grouped` pools (:func:`figure_columns` but :data:`NOT_POOLED`)."""
+    return [c for c in figure_columns(jobs) if c not in NOT_POOLED]
+
+
+def pooled_text(stat: tuple[float, float | None, int] | None, finished: int) -> str:
+    """A pooled cell as the summary prints it: ``mean ± std`` (the mean alone for one job),
+    ``(n=...)`` where fewer than the setting's ``finished`` jobs have the figure, ``-``
+    without one (``stat``: a :class:`Group`'s ``(mean, std, n)``)."""
+    if stat is None or not stat[2]:
+        return "-"
+    mean, std, n = stat
+    if std is None:
+        return f"{mean:.3f}"
+    return f"{mean:.3f} ± {std:.3f}" + ("" if n == finished else f" (n={n})")
+
+
 def write_csv(jobs: Sequence[JobResult], path: Path) -> None:
     """One row per job: its number, folder, status, swept overrides, kind, every figure and
     error (cells safe to open in a spreadsheet: :func:`populations.loggers.csv_cell`)."""
@@ -289,7 +386,7 @@ def write_csv(jobs: Sequence[JobResult], path: Path) -> None:
     w.writerow([csv_cell(c) for c in ["job", "folder", "status", *keys, "kind",
                                       *(label(c, keys) for c in figures), "error"]])
     for j in jobs:
-        cells = [j.job, j.folder.name, j.status, *(j.overrides.get(k, "") for k in keys),
+        cells = [j.job, j.name, j.status, *(j.overrides.get(k, "") for k in keys),
                  j.kind or "", *(j.figures.get(c) for c in figures), j.error or ""]
         w.writerow([csv_cell("" if v is None else str(v)) for v in cells])
     atomic_write(path, f.getvalue())  # whole or not at all; a link at path is refused
@@ -316,7 +413,7 @@ def report(jobs: Sequence[JobResult], by: Sequence[str] | None = None) -> list[s
         return []
     keys, figures = swept(jobs), figure_columns(jobs)
     shown = [c for c in figures if c != "seconds"]
-    rows = [[j.folder.name, *(j.overrides.get(k, "-") for k in keys), j.status,
+    rows = [[j.name, *(j.overrides.get(k, "-") for k in keys), j.status,
              *(_text(j.figures.get(c)) for c in shown)] for j in jobs]
     lines = _table(["folder", *keys, "status", *(label(c, keys) for c in shown)], rows,
                    len(keys) + 2)
@@ -325,7 +422,7 @@ def report(jobs: Sequence[JobResult], by: Sequence[str] | None = None) -> list[s
     if by is None:
         return lines
     groups = grouped(jobs, by)
-    pooled = [c for c in figures if c not in NOT_POOLED]
+    pooled = pooled_columns(jobs)
     if not pooled:
         return lines
     pooled_keys = [k for k in keys if k not in by]
@@ -336,10 +433,7 @@ def report(jobs: Sequence[JobResult], by: Sequence[str] | None = None) -> list[s
     for g in groups:
         cells = [_text(g.setting[k]) for k in by] or ["all"]
         cells.append(str(len(g.jobs)) + (f" (+{g.others} not finished)" if g.others else ""))
-        for c in pooled:
-            mean, std, n = g.stats.get(c, (math.nan, None, 0))
-            cells.append("-" if not n else f"{mean:.3f}" if std is None else
-                         f"{mean:.3f} ± {std:.3f}" + ("" if n == len(g.jobs) else f" (n={n})"))
+        cells += [pooled_text(g.stats.get(c), len(g.jobs)) for c in pooled]
         grows.append(cells)
     head = [*(by or ["setting"]), "n", *(label(c, by) for c in pooled)]
     return [*lines, "", title, *_table(head, grows, max(1, len(by)) + 1)]
@@ -387,7 +481,7 @@ def removed_jobs(sweep_dir: Path, present: Sequence[JobResult] = ()) -> list[Job
     kind = len(header) - 1 - header[::-1].index("kind")  # the swept keys end there
     keys = header[3:kind]
     shared = {k: v for j in present for k, v in j.overrides.items() if k not in keys}
-    there = {j.folder.name for j in present}
+    there = {j.name for j in present}
     out = []
     for row in rows[1:]:
         if len(row) != len(header):
@@ -400,9 +494,9 @@ def removed_jobs(sweep_dir: Path, present: Sequence[JobResult] = ()) -> list[Job
         try:
             number = int(cells[0])
         except ValueError:
-            number = job_number(Path(name))
+            number = job_number(sweep_dir / name, sweep_dir)
         out.append(JobResult(sweep_dir / name, number, {**shared, **swept_values}, status,
-                             cells[kind] or None, error=cells[-1] or None))
+                             cells[kind] or None, error=cells[-1] or None, name=name))
     return out
 
 

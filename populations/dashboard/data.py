@@ -110,7 +110,10 @@ class DashboardData:
         self.sources = Sources(paths)
         self.refresh_s = refresh_s
         self.max_points = max_points
+        # sweep folder -> (its marker, its table); job folder -> (its database's version,
+        # what it holds): a change in one job's database reads that job again, not the sweep
         self._sweeps: dict[Path, tuple[tuple[str, ...], dict[str, Any]]] = {}
+        self._jobs: dict[Path, tuple[str, sweep_summary.JobResult]] = {}
         self._sweeps_lock = threading.Lock()
 
     def config(self, export: bool = False) -> dict[str, Any]:
@@ -133,20 +136,38 @@ class DashboardData:
         """Each sweep among the databases (jobs ``<n>_<overrides>/league.db`` of one folder,
         :func:`sweep_folders`) as :func:`sweep_table`: ``python -m populations.sweep_summary``'s
         table per setting, pooled over ``seed``. Cached per sweep until one of its jobs'
-        databases (or its ``summary.csv``) changes."""
+        databases (or its ``summary.csv``) changes, and per job: only the jobs whose
+        database changed are read again."""
         out = []
+        seen: set[Path] = set()
         for folder in sweep_folders(self.sources.all()):
-            marker = sweep_marker(folder)
+            folders = sweep_summary.sweep_jobs(folder)
+            seen.update(folders)
+            marker = sweep_marker(folder, folders)
             with self._sweeps_lock:
                 hit = self._sweeps.get(folder)
             if hit is None or hit[0] != marker:
-                hit = (marker, sweep_table(folder))
+                hit = (marker, sweep_table(folder, [self._job(folder, j) for j in folders]))
                 with self._sweeps_lock:
                     if len(self._sweeps) > 64:  # many sweeps: forget the others
                         self._sweeps.clear()
                     self._sweeps[folder] = hit
             out.append(hit[1])
+        with self._sweeps_lock:  # forget the jobs of sweeps no longer served
+            self._jobs = {k: v for k, v in self._jobs.items() if k in seen}
         return {"sweeps": out}
+
+    def _job(self, sweep_dir: Path, folder: Path) -> sweep_summary.JobResult:
+        """Job ``folder`` of ``sweep_dir`` as :func:`~populations.sweep_summary.job_result`
+        reads it, read again only when its database changed (:func:`job_marker`)."""
+        marker = job_marker(folder)
+        with self._sweeps_lock:
+            hit = self._jobs.get(folder)
+        if hit is None or hit[0] != marker:
+            hit = (marker, sweep_summary.job_result(folder, sweep_dir))
+            with self._sweeps_lock:
+                self._jobs[folder] = hit
+        return hit[1]
 
     def run(self, source: str, run: int) -> dict[str, Any]:
         src = self.sources.get(source)
@@ -205,50 +226,56 @@ class DashboardData:
 
 
 def sweep_folders(sources: Sequence[Source]) -> list[Path]:
-    """The sweep folders holding some of ``sources``: a database in a job folder
-    (``<n>_<overrides>``, :data:`populations.sweep_summary.JOB_FOLDER`) with its
-    ``.hydra/overrides.yaml``; in the order of their first job."""
+    """The sweep folders holding some of ``sources``: a database in a job folder with its
+    ``.hydra/overrides.yaml``, named ``<n>_<overrides>``
+    (:data:`populations.sweep_summary.JOB_FOLDER`) or nested below such a folder by a value
+    with a ``/`` (:func:`populations.sweep_summary.sweep_of`); in the order of their first
+    job."""
     out: dict[Path, None] = {}
     for src in sources:
-        job = src.path.parent
-        if (src.path.name == "league.db" and sweep_summary.JOB_FOLDER.match(job.name)
-                and (job / ".hydra" / "overrides.yaml").is_file()):
-            out.setdefault(job.parent, None)
+        if src.path.name == "league.db" and (sweep := sweep_summary.sweep_of(src.path.parent)):
+            out.setdefault(sweep, None)
     return list(out)
 
 
-def sweep_marker(folder: Path) -> tuple[str, ...]:
-    """What changes when a sweep's table may: each job folder's name and its database's
-    :func:`~populations.dashboard.queries.db_version`, and the sweep's ``summary.csv``
-    (failed jobs whose folder is gone)."""
-    jobs = sweep_summary.job_folders(folder)
-    return (*(f"{j.name}:{queries.db_version(j / 'league.db')}" for j in jobs),
+def job_marker(folder: Path) -> str:
+    """What changes when a job's figures may: its database's
+    :func:`~populations.dashboard.queries.db_version` (every write changes it)."""
+    return queries.db_version(folder / "league.db")
+
+
+def sweep_marker(folder: Path, jobs: Sequence[Path] | None = None) -> tuple[str, ...]:
+    """What changes when a sweep's table may: each job folder's name
+    (:func:`~populations.sweep_summary.sweep_jobs`, or ``jobs``) and :func:`job_marker`, and
+    the sweep's ``summary.csv`` (failed jobs whose folder is gone)."""
+    jobs = sweep_summary.sweep_jobs(folder) if jobs is None else jobs
+    return (*(f"{sweep_summary.job_name(j, folder)}:{job_marker(j)}" for j in jobs),
             queries.db_version(folder / sweep_summary.CSV_NAME))
 
 
-def sweep_table(folder: Path) -> dict[str, Any]:
+def sweep_table(folder: Path, present: Sequence[sweep_summary.JobResult] | None = None
+                ) -> dict[str, Any]:
     """One sweep's jobs and its table per setting, read and pooled by
-    :mod:`populations.sweep_summary` (its :func:`~populations.sweep_summary.summarize`,
-    :func:`~populations.sweep_summary.removed_jobs` and
+    :mod:`populations.sweep_summary` (its :func:`~populations.sweep_summary.summarize`, or the
+    jobs ``present`` as it reads them, :func:`~populations.sweep_summary.removed_jobs` and
     :func:`~populations.sweep_summary.grouped`, as ``python -m populations.sweep_summary``):
     grouped by every swept key but ``seed`` when ``seed`` is swept, else by every swept key
     (one job a setting). Per setting: its values, finished jobs (``n``), the others, and per
     pooled figure ``mean``, ``std`` (n - 1; None for one job), ``n`` and ``text`` (as the
-    summary prints it)."""
-    present = sweep_summary.summarize(folder)
+    summary prints it: :func:`~populations.sweep_summary.pooled_text`)."""
+    present = sweep_summary.summarize(folder) if present is None else list(present)
     jobs = [*present, *sweep_summary.removed_jobs(folder, present)]
     keys = sweep_summary.swept(jobs)
     by = [k for k in keys if k != "seed"] if "seed" in keys else keys
-    pooled = [c for c in sweep_summary.figure_columns(jobs) if c not in sweep_summary.NOT_POOLED]
+    pooled = sweep_summary.pooled_columns(jobs)
     groups = []
     for g in sweep_summary.grouped(jobs, by):
         stats = {}
         for c in pooled:
             if c in g.stats:
                 mean, std, n = g.stats[c]
-                text = (f"{mean:.3f}" if std is None else f"{mean:.3f} ± {std:.3f}"
-                        + ("" if n == len(g.jobs) else f" (n={n})"))
-                stats[c] = {"mean": mean, "std": std, "n": n, "text": text}
+                stats[c] = {"mean": mean, "std": std, "n": n,
+                            "text": sweep_summary.pooled_text(g.stats[c], len(g.jobs))}
         groups.append({"setting": g.setting, "n": len(g.jobs), "others": g.others,
                        "stats": stats})
     return {"path": str(folder), "jobs": len(jobs),
