@@ -39,12 +39,22 @@ def _sweep(base: Path, *extra: str) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
-def nested(tmp_path_factory) -> Path:
+_BUILT: dict[str, Path] = {}
+
+
+def nested_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished 4-job sweep (two OpenSpiel games x seed=0,1), its job folders named by
     Hydra's own rule: ``0_algo=...,game.name=openspiel/kuhn_poker,...,seed=0,~game=null``,
-    a folder ``0_algo=...,game.name=openspiel`` holding the job's."""
-    return _sweep(tmp_path_factory.mktemp("dash40_nested"), GAMES, "seed=0,1", HYDRA_SUBDIR)
+    a folder ``0_algo=...,game.name=openspiel`` holding the job's; made once per session."""
+    if "nested" not in _BUILT:
+        _BUILT["nested"] = _sweep(tmp_path_factory.mktemp("dash40_nested"), GAMES, "seed=0,1",
+                                  HYDRA_SUBDIR)
+    return _BUILT["nested"]
+
+
+@pytest.fixture(scope="module")
+def nested(tmp_path_factory) -> Path:
+    return nested_sweep(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
