@@ -15,11 +15,15 @@ the same ids -- with each render's work counted:
   :data:`MAX_SIZE_ARG` and results over a character cap (``RENDER_BASE_CHARS +
   RENDER_CHARS_PER_INPUT x`` the input's characters), estimated before they run where a
   result could be far larger than its inputs (``'x' * n``, ``s.replace('', s)``, ``join``);
-* loop iterations (as many steps as the loop body has syntax nodes), ``range`` items,
-  comparisons, tests, output chunks and the texts, bytes and lists operations read count
-  against :data:`MAX_RENDER_STEPS` (a nested value compared, written or filtered is read
-  item by item, shared items as often as they occur: ``[a, a]``); ``recursive`` loops are
-  refused;
+* loop iterations and each run of a macro's, ``{% call %}`` body's or block's body (as many
+  steps as the body has syntax nodes), ``range`` items, comparisons (chained ones too:
+  ``a < b < c``), tests, slices, output chunks and the texts, bytes and lists operations read
+  count against :data:`MAX_RENDER_STEPS` (a nested value compared, written, filtered or
+  passed to a method is read item by item, shared items as often as they occur: ``[a, a]``);
+  so do integers by the square of their digits (``7 ** 30000``, ``x % y``, ``str()`` of a
+  4,300-digit number) and text filters and codecs that work a character at a time in Python
+  by their characters (``wordwrap``, ``urlize``, ``s|max``, ``encode('punycode')``);
+  ``recursive`` loops are refused;
 * everything written (inside ``{% set %}`` blocks too) counts against the cap, and the
   output is read chunk by chunk (``Template.generate``);
 * values a namespace stores, operations, filters (item by item, for their iterators) and
@@ -29,13 +33,17 @@ the same ids -- with each render's work counted:
 A template past a bound fails with a one-line :class:`RenderLimitError` in well under a
 second; ``SELFPLAY_TRUST_CHAT_TEMPLATES=1`` renders with transformers instead, unbounded.
 It applies them by rewriting the parsed template: loops' iterables, ``~``, comparisons and
-list, tuple and dict literals become filters that count (names no template can write),
-template text is written through the environment's ``finalize``. A template too deep to
-compile (``((((...))))``) fails with a one-line ``TemplateError`` too.
+their operands, slices and list, tuple and dict literals become filters that count (names no
+template can write), macro, call-block and block bodies begin with one, template text is
+written through the environment's ``finalize``. ``str.format`` looks its fields' attributes up
+through the sandbox as transformers' does: an unsafe one (``'{0.__class__}'``) is jinja2's
+undefined, written as nothing there and here, and reading on from it is a ``SecurityError``.
+A template too deep to compile (``((((...))))``) fails with a one-line ``TemplateError`` too.
 """
 
 from __future__ import annotations
 
+import codecs
 import functools
 import json
 import operator
@@ -59,10 +67,11 @@ RENDER_CHARS_PER_INPUT = 8
 x`` its input's characters (messages, tools, special tokens): real templates write the input
 once plus a few hundred characters of their own."""
 MAX_RENDER_STEPS = 50_000
-"""Steps one render may take: each loop iteration as many as its body has syntax nodes, each
-``range`` item, call, filter, operator, comparison and measured value node one, plus one per
-64 characters of the texts and one per item of the lists they read (real templates take
-50-400 on a system + user prompt)."""
+"""Steps one render may take: each loop iteration and macro, call-block or block body run as
+many as its body has syntax nodes, each ``range`` item, call, filter, operator, comparison and
+measured value node one, plus one per 64 characters of the texts and one per item of the lists
+they read (real templates take 50-400 on a system + user prompt, 30,000-41,000 on 60 turns of
+4,000 characters)."""
 MAX_VALUE_DEPTH = 32
 """Deepest nesting of a value a render builds, stores or writes (messages are 3 deep)."""
 MAX_SIZE_ARG = 4_096
@@ -112,6 +121,7 @@ class _Budget:
             return len(value), 1, level
         self.step()
         if isinstance(value, int):
+            self.step(_cost(value) - 1)  # (str() of it, written or compared)
             return value.bit_length() // 3 + 1, 1, level
         if isinstance(value, Namespace):
             value = object.__getattribute__(value, "_Namespace__attrs")
@@ -136,9 +146,20 @@ class _Budget:
 def _cost(*values: Any) -> int:
     """Steps a call, filter, operator or comparison takes on ``values``: one, plus one per 64
     characters of a text and per item of a list or dict (``s.count('x')``, ``items|max`` and
-    ``a == b`` read all of them)."""
+    ``a == b`` read all of them) and, for an integer, as :func:`_int_work` of it by itself
+    (``str()`` of a 4,300-digit number takes 1 ms; of up to ~100 digits, nothing)."""
     return 1 + sum(len(v) >> 6 if isinstance(v, str | bytes | bytearray) else len(v) if isinstance(
-        v, list | tuple | dict | set | frozenset) else 0 for v in values)
+        v, list | tuple | dict | set | frozenset) else _int_work(v, v) if isinstance(
+        v, int) else 0 for v in values)
+
+
+def _int_work(left: Any, right: Any) -> int:
+    """Steps ``left * right``, ``//``, ``%``, ``divisibleby`` take on two integers besides
+    reading them: one per 16,384 products of their characters, as numbers of as many bits/3
+    (``x % y`` on 15,000- and 7,500-digit numbers takes 3 ms, 8,400 steps)."""
+    if not isinstance(left, int) or not isinstance(right, int):
+        return 0
+    return (left.bit_length() // 3 + 1) * (right.bit_length() // 3 + 1) >> 14
 
 
 def _ints(args: Any, kwargs: dict[str, Any], what: str) -> None:
@@ -156,6 +177,12 @@ def _mod_size(budget: _Budget, fmt: str, values: Any) -> int:
         values, tuple) else (values,)
     widest = max((budget.measure(v)[0] for v in parts), default=0)
     return len(fmt) + fmt.count("%") * (widest + 999)
+
+
+_FAST_CODECS = frozenset({"utf-8", "ascii", "iso8859-1", "utf-16", "utf-16-le", "utf-16-be",
+                          "utf-32", "utf-32-le", "utf-32-be"})
+"""Codecs that encode and decode at memory speed (others take a step per character;
+``punycode`` is quadratic: 8,000 characters take 20 ms)."""
 
 
 def _str_method_size(budget: _Budget, method: Any, args: tuple, kwargs: dict) -> tuple | None:
@@ -177,6 +204,13 @@ def _str_method_size(budget: _Budget, method: Any, args: tuple, kwargs: dict) ->
         budget.fits(len(text) * max((budget.measure(v)[0] for v in mapped), default=1))
     elif name == "expandtabs":
         budget.fits(len(text) + text.count("\t") * int((args or [8])[0]))
+    elif name in ("encode", "decode"):
+        try:
+            codec = codecs.lookup((args or [kwargs.get("encoding", "utf-8")])[0]).name
+        except (LookupError, TypeError):
+            return None  # (the call fails)
+        if codec not in _FAST_CODECS:  # utf-7, punycode: a character at a time, in Python
+            budget.step(len(text) * len(text) >> 12 if codec == "punycode" else len(text))
     elif name in ("format", "format_map"):
         if _WIDE_BRACE.search(text):
             raise RenderLimitError("chat template formats with a width of 1,000 or more or a "
@@ -224,6 +258,11 @@ def _bounded_filter(name: str, func: Any) -> Any:
         if budget is None:  # rendered outside render_bounded: as jinja2 would
             return func(*_passed(pass_arg, context), value, *args, **kwargs)
         budget.step(_cost(value, *args, *kwargs.values()))
+        if isinstance(value, str) and name in _CHARS_PER_STEP:
+            budget.step(len(value) // _CHARS_PER_STEP[name])
+        if name == "pprint":  # each level reprs what is under it
+            nodes, depth = budget.measure(value, read=False)[1:]
+            budget.step(nodes * depth)
         if name not in _SHALLOW_FILTERS:
             _measure_nested(budget, value, *args, *kwargs.values())
         if name not in ("default", "d"):
@@ -236,6 +275,12 @@ def _bounded_filter(name: str, func: Any) -> Any:
     return bounded
 
 
+_CHARS_PER_STEP = {"wordwrap": 1, "urlize": 1, "min": 1, "max": 1, "sort": 1, "unique": 1,
+                   "groupby": 1, "striptags": 8, "title": 8, "wordcount": 8, "pprint": 8,
+                   "int": 8}
+"""Filters that read a text a character (or a word) at a time in Python: a step per so many
+of its characters besides the one per 64 every filter takes (``wordwrap`` and ``urlize`` take
+~4 us a character, ``s|max`` keys each one)."""
 _SHALLOW_FILTERS = frozenset({"length", "count", "first", "last", "default", "d", "list", "reverse",
                               "batch", "slice", "select", "reject", "selectattr", "rejectattr",
                               "map", "attr", "items", "random"})
@@ -261,18 +306,22 @@ def _measure_nested(budget: _Budget, *values: Any) -> None:
 
 _READING_TESTS = frozenset({"eq", "equalto", "==", "ne", "!=", "in", "lt", "lessthan", "<",
                             "le", "<=", "gt", "greaterthan", ">", "ge", ">="})
-"""Tests that read their operands whole (``a is eq b``): their nested operands are measured."""
+"""Tests that read their operands whole (``a is eq b``): counted as the comparison, their
+nested operands measured."""
 
 
 def _bounded_test(name: str, func: Any) -> Any:
-    """``func`` (a test: ``is eq``, ``is in``) with its nested operands measured."""
-    if name not in _READING_TESTS:
+    """``func`` (a test: ``is eq``, ``is in``, ``is divisibleby``) with its operands counted:
+    texts and lists by their length, nested operands measured, integers divided by their
+    digits."""
+    if name not in (*_READING_TESTS, "divisibleby"):
         return func
 
     @functools.wraps(func)
     def bounded(*args: Any, **kwargs: Any) -> Any:
         if (budget := _BUDGET.get()) is not None:
-            budget.step()
+            budget.step(_cost(*args, *kwargs.values()) + (
+                _int_work(*args[:2]) if len(args) >= 2 else 0))
             _measure_nested(budget, *args, *kwargs.values())
         return func(*args, **kwargs)
 
@@ -326,6 +375,32 @@ def _compare(context: Any, pair: list[Any], op: str) -> bool:
     return _COMPARISONS[op](*pair)
 
 
+def _operand(value: Any) -> Any:
+    """An operand of a chained comparison (``a < b < c``), as Python evaluates it (``c`` only
+    where ``a < b``): counted as the comparisons with its two neighbours read it."""
+    if (budget := _BUDGET.get()) is not None:
+        budget.step(2 * _cost(value))
+        if isinstance(value, list | tuple | dict | set | frozenset | Namespace):
+            budget.step(budget.measure(value, read=False)[1])
+    return value
+
+
+def _sliced(context: Any, value: Any) -> Any:
+    """``x[a:b]`` (jinja2 slices with Python's ``[]``, not the environment's ``getitem``): a
+    copy of its items, counted."""
+    if (budget := _BUDGET.get()) is not None:
+        budget.step(_cost(value))
+    return value
+
+
+def _steps(context: Any, value: Any, weight: int) -> Any:
+    """A macro's, ``{% call %}`` body's or block's body, evaluated once more: ``weight`` steps
+    (its syntax nodes, as a loop iteration's; with the context, so not run at compile time)."""
+    if (budget := _BUDGET.get()) is not None:
+        budget.step(weight)
+    return value
+
+
 def _finalize(context: Any, value: Any) -> str:
     """Every ``{{ ... }}`` and every piece of template text goes through here: counted."""
     if isinstance(value, str):
@@ -333,6 +408,7 @@ def _finalize(context: Any, value: Any) -> str:
     else:
         if (budget := _BUDGET.get()) is not None:
             _measure_nested(budget, value)  # before str() reads it all
+            budget.step(_cost(value) - 1 if isinstance(value, int) else 0)
         text = str(value)
     if (budget := _BUDGET.get()) is not None:
         budget.step(_cost(text))
@@ -341,13 +417,15 @@ def _finalize(context: Any, value: Any) -> str:
 
 
 _LOOP, _CONCAT, _COMPARE = "selfplay loop", "selfplay concat", "selfplay compare"
-_CHECK = "selfplay check"
+_CHECK, _OPERAND, _STEPS = "selfplay check", "selfplay operand", "selfplay steps"
+_SLICED = "selfplay sliced"
 """Filters the render adds (names no template can write)."""
 
 
 def _rewrite(node: Any) -> Any:
-    """The parsed template with loops' iterables counted, ``~`` checked and template text
-    written through the finalizer (:func:`_finalize`)."""
+    """The parsed template with loops' iterables and macros', call blocks' and blocks' bodies
+    counted, ``~`` and comparisons checked and template text written through the finalizer
+    (:func:`_finalize`)."""
     for child in node.iter_child_nodes():
         _rewrite(child)
     for field in node.fields:
@@ -363,6 +441,11 @@ def _rewrite(node: Any) -> Any:
                          for _ in part.find_all(nodes.Node))
         node.iter = nodes.Filter(node.iter, _LOOP, [nodes.Const(weight)], [], None, None,
                                  lineno=node.lineno)
+    if isinstance(node, nodes.Macro | nodes.CallBlock | nodes.Block):  # each call, self.b()
+        weight = 1 + sum(1 for part in node.body for _ in part.find_all(nodes.Node))
+        node.body.insert(0, nodes.ExprStmt(nodes.Filter(
+            nodes.Const(None), _STEPS, [nodes.Const(weight)], [], None, None, lineno=node.lineno),
+            lineno=node.lineno))
     if isinstance(node, nodes.Output):
         node.nodes = [nodes.Const(n.data, lineno=n.lineno) if isinstance(
             n, nodes.TemplateData) else n for n in node.nodes]
@@ -373,13 +456,20 @@ def _swap(node: Any) -> Any:
     if isinstance(node, nodes.List | nodes.Dict) or isinstance(node, nodes.Tuple) and (
             node.ctx == "load"):  # a literal: [a, a] shares a, so is measured
         return nodes.Filter(node, _CHECK, [], [], None, None, lineno=node.lineno)
+    if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Slice) and (
+            node.ctx == "load"):
+        return nodes.Filter(node, _SLICED, [], [], None, None, lineno=node.lineno)
     if isinstance(node, nodes.Concat):
         return nodes.Filter(nodes.List(node.nodes, lineno=node.lineno), _CONCAT, [], [], None,
                             None, lineno=node.lineno)
-    if isinstance(node, nodes.Compare) and len(node.ops) == 1:  # (a < b < c: uncounted)
+    if isinstance(node, nodes.Compare) and len(node.ops) == 1:
         pair = nodes.List([node.expr, node.ops[0].expr], lineno=node.lineno)
         return nodes.Filter(pair, _COMPARE, [nodes.Const(node.ops[0].op)], [], None, None,
                             lineno=node.lineno)
+    if isinstance(node, nodes.Compare):  # a < b < c: each operand as Python reads it, counted
+        node.expr = nodes.Filter(node.expr, _OPERAND, [], [], None, None, lineno=node.lineno)
+        for op in node.ops:
+            op.expr = nodes.Filter(op.expr, _OPERAND, [], [], None, None, lineno=node.lineno)
     return node
 
 
@@ -424,18 +514,28 @@ def _compiled(template: str) -> Any:
                 return super().call(__context, __obj, *args, **kwargs)
             method = getattr(__obj, "__wrapped__", __obj)  # the sandbox wraps str.format
             budget.step(_cost(getattr(method, "__self__", None), *args, *kwargs.values()))
+            # lst.count(x), loop.changed(x) compare nested values item by item
+            _measure_nested(budget, getattr(method, "__self__", None), *args, *kwargs.values())
             if __obj not in (_range, _Namespace, _TEMPLATE_DICT):
                 _ints(args, kwargs, f"{getattr(__obj, '__name__', 'a function')}()")
             if isinstance(getattr(method, "__self__", None), str | bytes | bytearray):
                 args = _str_method_size(budget, method, args, kwargs) or args
             return budget.check(super().call(__context, __obj, *args, **kwargs))
 
+        def getitem(self, obj: Any, argument: Any) -> Any:
+            """``d[key]`` hashes a tuple key whole: measured (``x[a:b]`` is :func:`_sliced`)."""
+            if isinstance(argument, tuple) and (budget := _BUDGET.get()) is not None:
+                budget.measure(argument, read=False)
+            return super().getitem(obj, argument)
+
     env = Bounded(trim_blocks=True, lstrip_blocks=True, finalize=pass_context(_finalize),
                   extensions=[_generation_extension(), loopcontrols])
     env.filters["tojson"] = _tojson
     env.filters = {name: _bounded_filter(name, f) for name, f in env.filters.items()}
     env.filters.update({_LOOP: pass_context(_counted), _CONCAT: pass_context(_concat),
-                        _COMPARE: pass_context(_compare), _CHECK: _check})
+                        _COMPARE: pass_context(_compare), _CHECK: _check,
+                        _OPERAND: _operand, _STEPS: pass_context(_steps),
+                        _SLICED: pass_context(_sliced)})
     env.tests = {name: _bounded_test(name, t) for name, t in env.tests.items()}
     env.globals.pop("lipsum", None)  # lipsum(n, min, max) is n x max words
     env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now,
@@ -444,7 +544,10 @@ def _compiled(template: str) -> Any:
 
 
 def _binop_size(budget: _Budget, operator: str, left: Any, right: Any) -> None:
-    """Refuse ``text * n``, ``n ** m``, ``'%99999d' % 1`` and the like before they run."""
+    """Refuse ``text * n``, ``n ** m``, ``'%99999d' % 1`` and the like before they run; count
+    the work of multiplying and dividing large integers (:func:`_int_work`)."""
+    if operator in ("*", "/", "//", "%"):
+        budget.step(_int_work(left, right))
     if operator == "*":
         for seq, n in ((left, right), (right, left)):
             if type(n) is int and isinstance(seq, str | bytes | bytearray | list | tuple):
@@ -452,7 +555,9 @@ def _binop_size(budget: _Budget, operator: str, left: Any, right: Any) -> None:
         if type(left) is int and type(right) is int:
             budget.fits((left.bit_length() + right.bit_length()) // 3)
     elif operator == "**" and type(left) is int and type(right) is int and right > 0:
-        budget.fits(max(left.bit_length(), 1) * right // 3)
+        chars = max(left.bit_length(), 1) * right // 3
+        budget.fits(chars)
+        budget.step(chars * chars >> 16)  # (squarings up to the result's size)
     elif operator == "%" and isinstance(left, str):
         budget.fits(_mod_size(budget, left, right))
 
