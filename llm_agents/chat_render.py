@@ -308,13 +308,16 @@ _READING_TESTS = frozenset({"eq", "equalto", "==", "ne", "!=", "in", "lt", "less
                             "le", "<=", "gt", "greaterthan", ">", "ge", ">="})
 """Tests that read their operands whole (``a is eq b``): counted as the comparison, their
 nested operands measured."""
+_COUNTED_TESTS = _READING_TESTS | {"upper", "lower", "divisibleby"}
+"""Tests counted by their operands (``s is upper`` reads all of a text, ``x is divisibleby y``
+divides)."""
 
 
 def _bounded_test(name: str, func: Any) -> Any:
-    """``func`` (a test: ``is eq``, ``is in``, ``is divisibleby``) with its operands counted:
-    texts and lists by their length, nested operands measured, integers divided by their
-    digits."""
-    if name not in (*_READING_TESTS, "divisibleby"):
+    """``func`` (a test: ``is eq``, ``is in``, ``is upper``, ``is divisibleby``) with its
+    operands counted: texts and lists by their length, nested operands measured, integers
+    divided by their digits."""
+    if name not in _COUNTED_TESTS:
         return func
 
     @functools.wraps(func)

@@ -44,6 +44,7 @@ UNCOUNTED = {
     # methods and tests reading nested values or long texts
     "list.count": _NESTED + "{% set l = [a11] %}{% for i in range(20) %}{% set n = l.count(b11) %}{% endfor %}",
     "loop.changed": _NESTED + "{% for i in range(20) %}{% if loop.changed(a11 if i % 2 else b11) %}{% endif %}{% endfor %}",
+    "is upper": "{% set s = 'A' * 33000 %}{% for i in range(200) %}{% if s is upper %}{% endif %}{% endfor %}",
     "is in": "{% set s = 'a' * 33000 %}{% set n = 'a' * 49 + 'b' + 'a' * 49 %}{% for i in range(200) %}{% if n is in s %}{% endif %}{% endfor %}",
     "slice": "{% set s = 'x' * 32000 %}{% for i in range(200) %}{% set t = s[1:] %}{% endfor %}",
     "tuple key": "{% set t = (1,) %}" + "{% set t = (t, t) %}" * 11 + "{% set d = {t: 1} %}{% for i in range(40) %}{% set z = d[t] %}{% endfor %}",
@@ -77,6 +78,7 @@ def test_forms_that_did_thousands_of_steps_of_work_for_one_are_counted(name):
     # integers, slices, methods, codecs, filters as templates use them
     "{{ 2 ** 64 }} {{ 10 ** 18 % 7 }} {{ (2 ** 4096) % 1000 }} {{ 12 is divisibleby 4 }} {{ 2 ** 300 }}",
     "{{ messages[1:]|length }} {{ messages[0].content[:8] }} {{ {(1, 2): 'k'}[(1, 2)] }} {{ [[1], [1]].count([1]) }}",
+    "{{ 'A' is upper }} {{ messages[0].content is lower }} {{ 'ab' is lower }}",
     "{{ 'h\u00e9'.encode('utf-8').decode('latin-1') }} {{ 'x'.encode() }} {{ '\u00e9'.encode('punycode') }}",
     "{{ messages[1].content|wordwrap(12) }}|{{ 'see http://x.io'|urlize }}|{{ 'abc'|max }}|{{ '<b>a</b>'|striptags }}|{{ [1, [2]]|pprint }}",
     "{% for m in messages %}{% if loop.changed(m.role) %}{{ m.role }}{% endif %}{% endfor %}",
