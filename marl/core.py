@@ -15,15 +15,11 @@ Both read their inputs from a ``games.VecStep`` (``obs[agent]`` ``[B, O]``, ``le
 from __future__ import annotations
 
 import abc
-import ast
 import dataclasses
-import functools
 import hashlib
 import importlib
-import importlib.util
 import os
 import re
-import sys
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -533,59 +529,6 @@ def _not_a_policy(path: Path, data: dict[str, Any]) -> str:
             f"a run's policies are its snapshots, <run>/snapshots/<member>/vNNNN.pt{shown}")
 
 
-def declared_policy_module(kind: str) -> str | None:
-    """The module that registers ``kind`` as a package declares it: a top-level
-    ``POLICY_MODULES = {kind: module}`` (``llm_agents`` declares ``llm``), read from an
-    imported package, else from the ``__init__`` of a package installed with ``marl`` (parsed,
-    not imported: a script that only loads an LLM team's snapshot imported no ``llm_agents``).
-    ``marl`` names no package above it, so the package says it."""
-    for name, mod in list(sys.modules.items()):
-        names = getattr(mod, "__dict__", None) if "." not in name else None  # no __getattr__
-        table = names.get("POLICY_MODULES") if isinstance(names, dict) else None
-        if isinstance(table, dict) and isinstance(table.get(kind), str):
-            return table[kind]
-    return _installed_declarations().get(kind)
-
-
-@functools.cache
-def _installed_declarations() -> dict[str, str]:
-    """Policy kind -> module, as the ``POLICY_MODULES`` literal of each top-level package of
-    ``marl``'s own distribution declares it ({} where ``marl`` is not installed: run from a
-    checkout, a kind loads once its package is imported). Read once, on the first file of a
-    kind no imported module registers; nothing is imported."""
-    import importlib.metadata  # ~20 ms of email parsing, for an unknown kind only
-
-    try:
-        owners = importlib.metadata.packages_distributions()
-    except Exception:  # noqa: BLE001 (broken metadata of another distribution: no declarations)
-        return {}
-    mine = set(owners.get("marl", ()))
-    found: dict[str, str] = {}
-    for package in sorted(p for p, dists in owners.items() if mine & set(dists) and p != "marl"):
-        found.update({k: v for k, v in _declared_in(package).items() if k not in found})
-    return found
-
-
-def _declared_in(package: str) -> dict[str, str]:
-    """The ``POLICY_MODULES = {...}`` literal of ``package``'s ``__init__`` ({} without one)."""
-    try:
-        spec = importlib.util.find_spec(package)  # a top-level name: finds, imports nothing
-        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
-    except (ImportError, ValueError, TypeError, AttributeError, OSError, SyntaxError):
-        return {}
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, ast.AnnAssign) and node.value else [])
-        if any(isinstance(t, ast.Name) and t.id == "POLICY_MODULES" for t in targets):
-            try:
-                table = ast.literal_eval(node.value)
-            except ValueError:
-                return {}
-            return {k: v for k, v in table.items() if isinstance(k, str) and isinstance(v, str)
-                    } if isinstance(table, dict) else {}
-    return {}
-
-
 def load_policy(path: str | os.PathLike) -> Policy:
     """Load a policy file written by :meth:`Policy.save`, whatever its kind.
 
@@ -603,7 +546,7 @@ def load_policy(path: str | os.PathLike) -> Policy:
     if meta.kind not in _POLICIES:
         from marl.registry import policy_module  # the registry knows which module saves it
 
-        module = policy_module(meta.kind) or declared_policy_module(meta.kind)
+        module = policy_module(meta.kind)
         if module is not None:
             importlib.import_module(module)
     if meta.kind not in _POLICIES:

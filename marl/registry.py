@@ -16,20 +16,28 @@ function that adjusts the shared config; it is not a special case anywhere else.
 ``marl`` registers its own learners when :func:`entries` is first called (the modules in
 ``BUILTIN_MODULES``). Other packages register theirs on import: ``llm_agents.learner``
 registers ``llm_grpo``, and ``populations`` imports it; ``marl`` never imports them. A policy
-kind may be declared by module name instead (:func:`register_policy_module`), so that
-loading a file of it imports the module on demand.
+kind may be declared by module name instead, so that loading a file of it imports the module
+on demand: given to :func:`register_policy_module`, or in a ``POLICY_MODULES = {kind:
+module}`` literal at the top of a package's ``__init__`` (:func:`declared_policy_module`:
+read from the packages installed with ``marl`` without importing them, so a script that only
+loads an LLM team's snapshot needs no ``import llm_agents``).
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
+import functools
 import importlib
+import importlib.util
 import inspect
 import os
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from games import GameSpec
@@ -226,9 +234,11 @@ def played_greedy(kind: str) -> bool:
 
 
 def policy_module(kind: str) -> str | None:
-    """The module whose import registers policy ``kind`` (None: nothing saves it)."""
+    """The module whose import registers policy ``kind``: a registered learner's, one given
+    to :func:`register_policy_module`, else one a package declares
+    (:func:`declared_policy_module`); None: nothing saves it."""
     _load_builtins()
-    return _POLICY_MODULES.get(kind)
+    return _POLICY_MODULES.get(kind) or declared_policy_module(kind)
 
 
 def register_policy_module(kind: str, module: str) -> None:
@@ -238,6 +248,59 @@ def register_policy_module(kind: str, module: str) -> None:
     ``llm_agents``): a process that plays no such file never loads that package. A kind that
     a registered learner already saves keeps its module."""
     _POLICY_MODULES.setdefault(kind, module)
+
+
+def declared_policy_module(kind: str) -> str | None:
+    """The module that registers ``kind`` as a package declares it: a top-level
+    ``POLICY_MODULES = {kind: module}`` (``llm_agents`` declares ``llm``), read from an
+    imported package, else from the ``__init__`` of a package installed with ``marl`` (parsed,
+    not imported: a script that only loads an LLM team's snapshot imported no ``llm_agents``).
+    ``marl`` names no package above it, so the package says it."""
+    for name, mod in list(sys.modules.items()):
+        names = getattr(mod, "__dict__", None) if "." not in name else None  # no __getattr__
+        table = names.get("POLICY_MODULES") if isinstance(names, dict) else None
+        if isinstance(table, dict) and isinstance(table.get(kind), str):
+            return table[kind]
+    return _installed_declarations().get(kind)
+
+
+@functools.cache
+def _installed_declarations() -> dict[str, str]:
+    """Policy kind -> module, as the ``POLICY_MODULES`` literal of each top-level package of
+    ``marl``'s own distribution declares it ({} where ``marl`` is not installed: run from a
+    checkout, a kind loads once its package is imported). Read once, on the first file of a
+    kind no imported module registers; nothing is imported."""
+    import importlib.metadata  # ~20 ms of email parsing, for an unknown kind only
+
+    try:
+        owners = importlib.metadata.packages_distributions()
+    except Exception:  # noqa: BLE001 (broken metadata of another distribution: no declarations)
+        return {}
+    mine = set(owners.get("marl", ()))
+    found: dict[str, str] = {}
+    for package in sorted(p for p, dists in owners.items() if mine & set(dists) and p != "marl"):
+        found.update({k: v for k, v in _declared_in(package).items() if k not in found})
+    return found
+
+
+def _declared_in(package: str) -> dict[str, str]:
+    """The ``POLICY_MODULES = {...}`` literal of ``package``'s ``__init__`` ({} without one)."""
+    try:
+        spec = importlib.util.find_spec(package)  # a top-level name: finds, imports nothing
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    except (ImportError, ValueError, TypeError, AttributeError, OSError, SyntaxError):
+        return {}
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) and node.value else [])
+        if any(isinstance(t, ast.Name) and t.id == "POLICY_MODULES" for t in targets):
+            try:
+                table = ast.literal_eval(node.value)
+            except ValueError:
+                return {}
+            return {k: v for k, v in table.items() if isinstance(k, str) and isinstance(v, str)
+                    } if isinstance(table, dict) else {}
+    return {}
 
 
 def _problem(entry: LearnerEntry, spec: GameSpec, config: Any,

@@ -58,8 +58,8 @@ def test_the_store_loads_an_llm_snapshot_in_a_fresh_process(tmp_path):
 
 
 def test_the_declared_kinds_are_read_without_importing_their_packages():
-    code = ("import sys, marl.core as c; mod = c.declared_policy_module('llm'); "
-            "print(mod, c.declared_policy_module('nope'), "
+    code = ("import sys, marl.registry as r; mod = r.declared_policy_module('llm'); "
+            "print(mod, r.declared_policy_module('nope'), "
             "sorted(n for n in sys.modules if n.startswith('llm_agents')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=600)
