@@ -238,6 +238,11 @@ def _filter_size(budget: _Budget, name: str, value: Any, args: tuple, kwargs: di
         width = (args or [kwargs.get("width", 4)])[0]
         budget.fits(len(value) + (value.count("\n") + 1) * (
             width if isinstance(width, int) else len(str(width))))
+    elif name == "sum" and isinstance(kwargs.get("start", args[1] if len(args) > 1 else 0),
+                                      list | tuple):  # each + copies the sum so far
+        value = list(value)
+        budget.step(len(value) + (len(value) * sum(
+            len(x) if isinstance(x, list | tuple) else 1 for x in value) >> 13))
     elif name == "tojson":
         indent = kwargs.get("indent", args[1] if len(args) > 1 else None)
         chars, nodes, depth = budget.measure(value)
