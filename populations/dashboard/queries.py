@@ -4,14 +4,15 @@ plain JSON-able data from an open :class:`~populations.db.LeagueDB`.
 Strings from the database are returned as they are; escaping is the page's job (it
 writes them with ``textContent`` and as entities in Plotly labels). The learner curves
 (metric keys, panels, bucketed histories) live in :mod:`populations.dashboard.learner_curves`
-and are re-exported here.
+and are re-exported here; what a stored value is served as (a number column's value or a
+gap, a rating row, a member kind's name, a learner step's unit) in
+:mod:`populations.dashboard.values`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import threading
 import time
 from collections import defaultdict
@@ -30,6 +31,12 @@ from populations.dashboard.learner_curves import metric_keys as metric_keys
 from populations.dashboard.learner_curves import metric_series as metric_series
 from populations.dashboard.learner_curves import series_key as series_key
 from populations.dashboard.sources import Source, SourceError, job_overrides, open_source
+from populations.dashboard.values import KIND_LABELS as KIND_LABELS  # re-exported
+from populations.dashboard.values import STEP_UNITS as STEP_UNITS
+from populations.dashboard.values import StepUnit as StepUnit
+from populations.dashboard.values import kind_label as kind_label
+from populations.dashboard.values import loads, number, rating
+from populations.dashboard.values import step_unit as step_unit
 from populations.db import LeagueDB
 
 log = logging.getLogger(__name__)
@@ -43,79 +50,6 @@ MAX_SETTINGS = 1000  # key = value rows shown per member or run configuration
 MAX_SETTING_CHARS = 2000  # characters of one setting's value shown (a prompt template...)
 MAX_COMPARED = 64  # members of one kind whose settings are compared (the differing keys)
 
-KIND_LABELS = {
-    "mappo": "MAPPO", "ippo": "IPPO", "maddpg": "MADDPG", "vdn": "VDN", "qmix": "QMIX",
-    "llm_team": "LLM team", "llm": "LLM", "exact_br": "exact BR", "tabular": "tabular",
-    "meta_mixture": "meta-mixture", "random": "random",
-}
-
-
-def kind_label(kind: str) -> str:
-    """A display name for a member kind (unknown kinds are shown as stored)."""
-    return KIND_LABELS.get(kind.lower(), kind)
-
-
-@dataclass(frozen=True)
-class StepUnit:
-    """What a snapshot's ``learner_step`` counts, by its policy kind: the learners record
-    different things there (MAPPO frames, MADDPG and VDN/QMIX updates, LLM teams
-    iterations), so the page names the unit instead of a bare "step"."""
-
-    one: str
-    many: str
-    title: str  # what one of them is, for the page's hover text
-
-
-STEP_UNITS = {
-    "mappo": StepUnit("frame", "frames", "frames the learner had seen (game copies × steps) "
-                      "when this snapshot was saved"),
-    "maddpg": StepUnit("update", "updates", "gradient updates of the learner when this "
-                       "snapshot was saved"),
-    "vdn": StepUnit("update", "updates", "gradient updates of the learner when this snapshot "
-                    "was saved"),
-    "qmix": StepUnit("update", "updates", "gradient updates of the learner when this snapshot "
-                     "was saved"),
-    "llm": StepUnit("iteration", "iterations", "training iterations of the LLM team when this "
-                    "snapshot was saved"),
-}
-
-
-def step_unit(kind: str, step: Any) -> tuple[str | None, str | None]:
-    """``(unit, title)`` of a snapshot's learner step ``step`` by the snapshot's policy kind
-    (``"frames"``, ``"1 update"``'s ``"update"``...); ``(None, None)`` for a kind whose unit
-    is not known (a user's own learner: the page says "step")."""
-    unit = STEP_UNITS.get(kind.lower()) if isinstance(kind, str) else None
-    if unit is None:
-        return None, None
-    return (unit.one if step == 1 else unit.many), unit.title
-
-
-def _loads(text: str | None, default: Any) -> Any:
-    try:
-        return json.loads(text) if text else default
-    except (TypeError, ValueError, RecursionError):  # not JSON, or nested too deep
-        return default
-
-
-def _number(value: Any) -> int | float | None:
-    """A number column's value as served to a chart: SQLite keeps whatever a crafted file put
-    in an INTEGER or REAL column, and Plotly renders text in axis labels and hovers as markup
-    (links, styles), so anything but a number is served as None (a gap)."""
-    return value if type(value) in (int, float) and math.isfinite(value) else None
-
-
-def _size(value: Any) -> int | float | None:
-    """A count or a σ as served: :func:`_number`, and None when negative (no such count)."""
-    v = _number(value)
-    return v if v is not None and v >= 0 else None
-
-
-def _rating(r: dict[str, Any] | None) -> dict[str, Any]:
-    """A stored rating row's ``elo``, ``mu``, ``sigma`` and ``matches`` as served (a text or
-    an impossible value: None, as every number column); all None without a row."""
-    r = r or {}
-    return {"elo": _number(r.get("elo")), "mu": _number(r.get("mu")),
-            "sigma": _size(r.get("sigma")), "matches": _size(r.get("matches"))}
 
 
 # ------------------------------------------------------------------------------ settings
@@ -217,7 +151,7 @@ def run_summary(db: LeagueDB, source: Source, run_id: int) -> dict[str, Any]:
     if row is None:
         raise SourceError(f"no run {run_id} in {source.path}", 404)
     out = {**dict(row), **_times(row)}
-    out["config"] = _loads(out.get("config"), {})
+    out["config"] = loads(out.get("config"), {})
     out["config_settings"] = flat_settings(out["config"])  # the run's own settings, flat
     out.update(source=source.id, path=str(source.path))
     return out
@@ -225,7 +159,7 @@ def run_summary(db: LeagueDB, source: Source, run_id: int) -> dict[str, Any]:
 
 def _times(row: Any) -> dict[str, Any]:
     """A run row's ``started_at`` and ``updated_at`` as served (text in them: None)."""
-    return {k: _number(row[k]) for k in ("started_at", "updated_at")}
+    return {k: number(row[k]) for k in ("started_at", "updated_at")}
 
 
 def check_run(db: LeagueDB, source: Source, run_id: int) -> None:
@@ -281,7 +215,7 @@ def league_table(db: LeagueDB, run_id: int) -> list[dict[str, Any]]:
         own = sorted(by_member.get(m["id"], []), key=lambda s: (s.version, s.id))
         latest = own[-1] if own else None
         rated = next((s for s in reversed(own) if s.id in ratings), None)
-        r = _rating(ratings.get(rated.id)) if rated else None
+        r = rating(ratings.get(rated.id)) if rated else None
         w = wins.get(rated.id) if rated else None
         w_lo, w_hi = cp.wilson(w[0] * w[1], w[1]) if w and w[1] > 0 else (None, None)
         unit, unit_title = step_unit(latest.kind, latest.learner_step) if latest else (None, None)
@@ -390,8 +324,8 @@ def payoff_matrix(db: LeagueDB, run_id: int, compact: bool = False) -> dict[str,
     exact = False
     for e in entries:
         i, j = pos[e["row_snapshot"]], pos[e["col_snapshot"]]
-        value[i][j], win[i][j] = _number(e["value"]), _number(e["win_rate"])
-        count[i][j] = _number(e["count"]) or 0
+        value[i][j], win[i][j] = number(e["value"]), number(e["win_rate"])
+        count[i][j] = number(e["count"]) or 0
         exact = exact or bool(e["exact"])
     kind = "return" if entries and all(e["win_rate"] is None for e in entries) else "margin"
     out = {"ids": ids, "labels": [labels.get(s, f"snapshot {s}") for s in ids],
@@ -654,7 +588,7 @@ def crossplay(db: LeagueDB, run_id: int, compact: bool = False, fresh: bool = Fa
     none = (None,) * 5
     ratings = []
     for s in ids:
-        r = _rating(stored.get(s))
+        r = rating(stored.get(s))
         ok = r["mu"] is not None and r["sigma"] is not None
         replay = elo[s] if elo else {"elo": None, "elo_lo": None, "elo_hi": None}
         ratings.append({
@@ -706,8 +640,8 @@ def rating_history(db: LeagueDB, run_id: int, compact: bool = False) -> list[dic
                                     "step": [], "elo": [], "mu": [], "sigma": [], "pairs": []})
         for k, v in (("step", step), ("elo", elo), ("mu", mu), ("sigma", sigma),
                      ("pairs", pairs)):
-            s[k].append(_number(v))
-        step = _number(step)  # a crafted row's text is no step (nor compares with one)
+            s[k].append(number(v))
+        step = number(step)  # a crafted row's text is no step (nor compares with one)
         if step is not None and (last is None or step > last):
             last = step
     out = [_change_points(s) for s in series.values()] if compact else list(series.values())
@@ -755,7 +689,7 @@ def psro(db: LeagueDB, run_id: int) -> dict[str, Any]:
     form), so that older forms and a malformed row leave only their chart entries out."""
     its = [dict(r) for r in db.conn.execute(
         "SELECT * FROM psro_iterations WHERE run_id = ? ORDER BY iteration", (run_id,))]
-    per_it = [_seat_weights(_loads(it["meta_strategy"], None)) for it in its]
+    per_it = [_seat_weights(loads(it["meta_strategy"], None)) for it in its]
     seats: dict[str, None] = {}  # in order of first appearance
     for w in per_it:
         seats.update((s, None) for s in w if len(seats) < MAX_PSRO_PLAYERS)
@@ -768,6 +702,6 @@ def psro(db: LeagueDB, run_id: int) -> dict[str, Any]:
                     for w in per_it] for j in range(k)]
         out_seats.append({"seat": seat, "members": [f"#{j}" for j in range(k)],
                           "weights": weights})
-    return {"iteration": [_number(it["iteration"]) for it in its],
-            "nash_conv": [_number(it["nash_conv"]) for it in its],
-            "seconds": [_number(it["seconds"]) for it in its], "seats": out_seats}
+    return {"iteration": [number(it["iteration"]) for it in its],
+            "nash_conv": [number(it["nash_conv"]) for it in its],
+            "seconds": [number(it["seconds"]) for it in its], "seats": out_seats}
