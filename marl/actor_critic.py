@@ -67,7 +67,7 @@ from marl.core import (
     register_policy,
 )
 from marl.gnn import GraphEncoder
-from marl.networks import FastTanh, masked_logits, mlp, one_hot_seats
+from marl.networks import FastTanh, config_tensor, masked_logits, mlp, one_hot_seats
 from marl.recurrent import GRUCore, PolicyMemory, episode_starts
 
 if TYPE_CHECKING:
@@ -277,8 +277,7 @@ class Actor(_PPONet):
             low, high = (np.broadcast_to(np.asarray(v, np.float64), (D,))
                          for v in (group.low, group.high))
             for name, v in (("low_D", low), ("high_D", high), ("half_D", 0.5 * (high - low))):
-                self.register_buffer(name, torch.tensor(v, dtype=torch.float32),
-                                     persistent=False)
+                self.register_buffer(name, config_tensor(v, torch.float32), persistent=False)
 
     def encode(self, x: dict[str, torch.Tensor]) -> torch.Tensor:
         if self.net.encoder == "gnn":

@@ -448,10 +448,11 @@ def build_checked(build: Callable[[], M], weights: Any, what: str) -> M:
     check means a crafted file can make the loader allocate no more than about what the file
     itself holds: the module's state-dict names and shapes must equal ``weights``' and its
     parameters and buffers may take at most twice their bytes plus
-    :data:`MAX_BUILD_SLACK_BYTES`. The module is built inside
-    :func:`marl.networks.weights_to_load` (no orthogonal initialisation of weights the load
-    overwrites: most of a snapshot's load time) and ``weights`` are loaded into it here, so
-    no caller sees it before they are.
+    :data:`MAX_BUILD_SLACK_BYTES`. That dry run's module is then allocated and loaded: no
+    second build and no random initialisation of weights the load overwrites
+    (:func:`_materialized`; a module it cannot vouch for is built again inside
+    :func:`marl.networks.weights_to_load`, without the orthogonal initialisation). ``weights``
+    are loaded into it here, so no caller sees it before they are.
 
     Raises:
         PolicyLoadError: ``weights`` is not a state dict of tensors, or does not fit.
@@ -460,7 +461,7 @@ def build_checked(build: Callable[[], M], weights: Any, what: str) -> M:
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()
     ):
         raise PolicyLoadError(f"{what}: weights are not a dict of named tensors")
-    with torch.device("meta"), torch.random.fork_rng(devices=[]), weights_to_load():
+    with _dry_run_device(), torch.random.fork_rng(devices=[]), weights_to_load():
         probe = build()
     expected = {k: tuple(v.shape) for k, v in probe.state_dict().items()}
     given = {k: tuple(v.shape) for k, v in weights.items()}
@@ -482,10 +483,96 @@ def build_checked(build: Callable[[], M], weights: Any, what: str) -> M:
             f"{what}: the saved configuration asks for {need / 2**20:.0f} MiB, far more than "
             f"the {have / 2**20:.0f} MiB of weights saved with it"
         )
-    with weights_to_load():
-        module = build()
-    module.load_state_dict(weights)  # every parameter: the names were checked equal above
+    module = _loaded_dry_run(probe, weights)
+    if module is None:  # code this package does not know, or state the meta device lost
+        with weights_to_load():
+            module = build()
+        module.load_state_dict(weights)  # every parameter: the names were checked equal above
     return module
+
+
+_NO_VALUES = frozenset({
+    *(getattr(torch.nn.init, name) for name in (
+        "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
+        "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+        "orthogonal_", "sparse_")),
+    torch.Tensor.uniform_, torch.Tensor.normal_})
+"""Initialisations a dry run on the meta device skips: a meta tensor holds no values, and
+each one's meta kernel runs as Python decompositions (half a 64x64 MLP's dry run)."""
+
+try:
+    from torch.utils._device import DeviceContext as _DeviceContext
+except ImportError:  # a torch without it: the plain meta device, initialisations and all
+    _DeviceContext = None
+
+
+def _dry_run_device() -> Any:
+    """``torch.device("meta")`` as a context, skipping the initialisations of meta tensors
+    (:data:`_NO_VALUES`)."""
+    return torch.device("meta") if _DeviceContext is None else _MetaNoInit("meta")
+
+
+if _DeviceContext is not None:
+    class _MetaNoInit(_DeviceContext):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            if func in _NO_VALUES:
+                x = args[0] if args else (kwargs or {}).get("tensor")
+                if isinstance(x, torch.Tensor) and x.is_meta:
+                    return x
+            return super().__torch_function__(func, types, args, kwargs)
+
+
+_KNOWN_MODULES = ("torch.", "torch_geometric.", "marl.")
+"""Packages whose module classes keep all their tensors as parameters and buffers (checked
+for ``marl``'s, torch_geometric's GATv2/Transformer convolutions and torch's layers): a
+module built of these alone on the meta device is the module ``build()`` makes, once its
+tensors are allocated (:func:`_materialized`)."""
+
+
+def _is_meta(value: Any) -> bool:
+    """A meta tensor or the meta device, or a list or tuple holding one (as nn.GRU's
+    ``_flat_weights``); an attribute's value seen as it is (its dicts are hooks)."""
+    if isinstance(value, list | tuple):
+        return any(_is_meta(v) for v in value if not isinstance(v, list | tuple))
+    if isinstance(value, torch.Tensor):
+        return value.is_meta
+    return isinstance(value, torch.device) and value.type == "meta"
+
+
+def _loaded_dry_run(probe: M, weights: dict[str, torch.Tensor]) -> M | None:
+    """``probe`` (built on the meta device, its state dict's names and shapes those of
+    ``weights``) holding ``weights`` (``load_state_dict(assign=True)``), or None when that
+    may not be the module a real build makes (the caller then builds it): a class from outside
+    :data:`_KNOWN_MODULES` (a user's encoder, a transformers model), a buffer the state dict
+    does not hold left on the meta device (a value the build computed, lost:
+    :func:`marl.networks.config_tensor` makes one for real), or the meta device left in an
+    attribute. Each weight is first given the module's dtype and the default device, and a
+    storage of its own unless it already has one, as copying it into a built module did.
+
+    Why: a snapshot's load built every module twice (this dry run, then for real: a GNN
+    encoder's torch_geometric layers were most of a load) and drew nn.Linear's random init
+    for every real weight before the file's weights overwrote it."""
+    if not all(type(m).__module__.startswith(_KNOWN_MODULES) for m in probe.modules()):
+        return None
+    state = probe.state_dict(keep_vars=True)
+    if any(b.is_meta for name, b in probe.named_buffers(remove_duplicate=False)
+           if name not in state):
+        return None
+    device, seen, own = torch.get_default_device(), set(), {}
+    for name, value in weights.items():
+        v = value.to(device=device, dtype=state[name].dtype).detach()
+        storage = v.untyped_storage()
+        if (not v.is_contiguous() or v.storage_offset() or storage.data_ptr() in seen
+                or storage.nbytes() != v.numel() * v.element_size()):
+            v = v.clone(memory_format=torch.contiguous_format)  # a view: its own storage
+        seen.add(v.untyped_storage().data_ptr())
+        own[name] = v
+    probe.load_state_dict(own, assign=True)
+    if any(t.is_meta for t in (*probe.parameters(), *probe.buffers())) or any(
+            _is_meta(v) for m in probe.modules() for v in vars(m).values()):
+        return None
+    return probe
 
 
 def policy_bytes(policy: Policy) -> bytes:

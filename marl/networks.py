@@ -41,6 +41,16 @@ def orthogonal_(weight: torch.Tensor, gain: float = 1.0) -> torch.Tensor:
     return weight if _WEIGHTS_TO_LOAD.get() else nn.init.orthogonal_(weight, gain)
 
 
+def config_tensor(value: Any, dtype: torch.dtype) -> torch.Tensor:
+    """``torch.tensor(value, dtype=dtype)``: a tensor a module computes from its configuration
+    and keeps out of its state dict (a non-persistent buffer). Built while a snapshot loads
+    (:func:`weights_to_load`) on the meta device, it is made on the CPU instead, so that
+    ``marl.core.build_checked`` can keep that dry run's module (its values are real; the
+    weights come from the file) rather than build it a second time."""
+    meta = _WEIGHTS_TO_LOAD.get() and torch.get_default_device().type == "meta"
+    return torch.tensor(value, dtype=dtype, device="cpu" if meta else None)
+
+
 class _SigmoidTanh(torch.autograd.Function):
     """tanh as ``2 * sigmoid(2x) - 1`` forward, torch's own ``tanh_backward`` backward."""
 
