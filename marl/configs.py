@@ -2,13 +2,16 @@
 line's section values (``mappo.lr=-1``) before torch loads (``populations.config_checks``), and
 the learners (:mod:`marl.mappo`, :mod:`marl.actor_critic`, :mod:`marl.value_decomp`,
 :mod:`marl.maddpg`) take them from here. A check that needs torch code (MAPPO's ``adv_norm``
-registry, VDN/QMIX's mixers) imports it last, when the others passed.
+registry, VDN/QMIX's mixers) imports it last, when the others passed; inside
+:func:`registry_checks_later` it waits on a list (Hydra's schema is built so, without torch).
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +30,35 @@ STATE_INPUTS = ("auto", "state", "obs")
 TARGET_UPDATES = ("hard", "polyak")
 LOSSES = ("mse", "huber")
 TARGET_ACTIONS = ("argmax", "gumbel")
+
+
+_LATER: ContextVar[list[tuple[Any, Callable[[], None]]] | None] = ContextVar(
+    "marl_registry_checks_later", default=None)
+
+
+def registry_check(owner: Any, check: Callable[[], None]) -> None:
+    """Run ``check`` (it imports a registry of torch code) now, or later inside
+    :func:`registry_checks_later`."""
+    later = _LATER.get()
+    if later is None:
+        check()
+    else:
+        later.append((owner, check))
+
+
+@contextmanager
+def registry_checks_later() -> Iterator[list[tuple[Any, Callable[[], None]]]]:
+    """Inside, the settings built here (and :mod:`populations.experiment_config`'s) put their
+    registry checks (which import torch) on the yielded list as ``(settings object, check)``
+    instead of running them, as :func:`llm_agents.settings.registry_checks_later` does for the
+    LLM settings: Hydra's schema is made from the dataclasses' defaults without torch
+    (``populations.train_overrides.register_schema``)."""
+    later: list[tuple[Any, Callable[[], None]]] = []
+    token = _LATER.set(later)
+    try:
+        yield later
+    finally:
+        _LATER.reset(token)
 
 
 def check_choice(where: str, value: Any, accepted: Iterable[Any]) -> None:
@@ -251,7 +283,10 @@ class MAPPOConfig:
                              ("vf_coef", NON_NEGATIVE), ("ent_coef", NON_NEGATIVE)):
             check_number(name, getattr(self, name), **bounds)
         # the registry decides: adv_norms over the keys a rollout has, fed GAE advantages
-        # (imported here, last: it needs torch, the checks above do not)
+        # (last: it needs torch, the checks above do not)
+        registry_check(self, self._check_adv_norm)
+
+    def _check_adv_norm(self) -> None:
         from marl.advantages import check_adv_norm
 
         check_adv_norm(self.adv_norm, MAPPO_KEYS, by="MAPPO", consumes="returns", stateful=False)
@@ -315,7 +350,10 @@ class ValueDecompConfig:
                              f"{self.eps_end}: ε would grow over eps_decay_frames; expected "
                              "eps_start >= eps_end (ε decays from eps_start to eps_end; "
                              "equal: a constant ε)")
-        from marl.value_decomp import MIXERS  # last: the mixers are torch modules
+        registry_check(self, self._check_mixer)  # last: the mixers are torch modules
+
+    def _check_mixer(self) -> None:
+        from marl.value_decomp import MIXERS
 
         check_choice("ValueDecompConfig.mixer", self.mixer, MIXERS)
 

@@ -7,9 +7,9 @@ sweep's folders and resume commands, :mod:`populations.sweeps`.
 
 ``selfplay-train`` composes ``configs/config.yaml`` with the groups ``game``, ``algo``,
 ``encoder``, ``population``, ``runner``, ``logger`` and ``experiment`` over the typed schema
-:class:`populations.experiment.ExperimentConfig` (the ``configs`` package registers it when
-Hydra loads it): a misspelt key, a value of the wrong type, an unknown group option or game
-stops it before the run folder is made, naming what is accepted.
+:class:`populations.experiment_config.ExperimentConfig` (the ``configs`` package registers it,
+without torch, when Hydra loads it): a misspelt key, a value of the wrong type, an unknown
+group option or game stops it before the run folder is made, naming what is accepted.
 
 A user's own code reaches every entry point two ways: modules listed in the config key
 ``imports`` (``selfplay-train imports=[mypkg.games]``; ``--import MODULE`` for
@@ -20,7 +20,8 @@ directory; and installed packages' entry points in the groups ``selfplay.games``
 
 Every error a user can cause ends in one line on stderr, ``<prog>: <message>``, with exit
 status 2 and no traceback (``HYDRA_FULL_ERROR=1`` shows it), and leaves no half-made run
-folder behind. Startup stays light: torch and the learners load after the arguments parse.
+folder behind. Startup stays light: torch and the learners load after the arguments parse,
+when the experiment is made (``--cfg job``, ``--help`` and the early refusals load neither).
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ from populations.train_overrides import (
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-    from populations.experiment import ExperimentConfig, RunSummary
+    from populations.experiment import RunSummary
+    from populations.experiment_config import ExperimentConfig
 
 log = logging.getLogger("selfplay")
 

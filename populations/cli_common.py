@@ -328,7 +328,8 @@ def _choosing_keys(path: Path, under: str, wanted: str) -> list[tuple[str, str]]
 def preset_hint(group: str, option: str, presets: Sequence[str] = ()) -> str:
     """After "Could not find 'algo/my_algo'": when ``my_algo`` is a registered learner (by
     ``imports=[...]`` or an entry point; what is loaded, no torch imported for it) or the
-    section of one, how to give it a preset (README, "Add your own learner"); a game's name
+    section of one (a section of the schema, ``algo=llm``: the learners are loaded for it),
+    how to give it a preset (README, "Add your own learner"); a game's name
     or a typo of a game preset (:func:`_game_preset_hint`); else the options of ``presets``
     (the group's, Hydra's "Available options") spelt like it (``algo=mapo``: ``; nearest:
     algo=mappo``), or ""."""
@@ -336,6 +337,14 @@ def preset_hint(group: str, option: str, presets: Sequence[str] = ()) -> str:
         return _game_preset_hint(option, presets)
     if group != "algo":
         return _nearest_option(group, option, presets)
+    from populations.config_checks import section_schemas
+
+    if option in section_schemas():  # a section of the schema (llm, vdn): the learners load
+        # (torch, for this refusal only) to name the one whose settings it holds
+        import llm_agents.learner  # noqa: F401 - registers llm_grpo
+        from marl import registry
+
+        registry.entries()
     registry = sys.modules.get("marl.registry")  # what is loaded: no torch imported for it
     learners = registry.registered_learners() if registry is not None else {}
     entry = learners.get(option)

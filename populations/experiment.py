@@ -1,5 +1,6 @@
-"""Experiments: one typed config for everything ``selfplay-train`` launches, and the code
-that runs it in a run folder.
+"""Experiments: one typed config for everything ``selfplay-train`` launches
+(:class:`~populations.experiment_config.ExperimentConfig`, torch-free: Hydra's schema; its
+names are importable from here), and the code that runs it in a run folder.
 
 The schema is made of the library's own dataclasses (``MAPPOConfig``, ``LeagueConfig``,
 ``MatchmakingConfig``, ``PSROConfig``...), so defaults and their docs live once, beside the
@@ -25,7 +26,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,17 +36,17 @@ import games
 import llm_agents.learner  # noqa: F401 - registers llm_grpo (and the llm policy kind)
 from llm_agents.build import LLMConfig, vocabulary_said
 from marl import registry
-from marl.maddpg import MADDPGConfig
-from marl.mappo import MAPPOConfig
+from marl.maddpg import MADDPGConfig  # noqa: F401 - re-exported (and registers maddpg)
+from marl.mappo import MAPPOConfig  # noqa: F401 - re-exported (and registers mappo, ippo)
 from marl.registry import (  # noqa: F401 - LearnerBuildError re-exported: its old home
     LearnerBuildError,
     LearnerEntry,
 )
-from marl.value_decomp import ValueDecompConfig
+from marl.value_decomp import ValueDecompConfig  # noqa: F401 - re-exported (vdn, qmix)
 from populations.checkpoint import (
     note_resume_threads,
 )
-from populations.config_checks import (
+from populations.config_checks import (  # noqa: F401 - re-exported but check_game_kwargs
     NUM_ENVS,
     TOP_LEVEL_TYPES,
     backend_fits,
@@ -55,11 +56,14 @@ from populations.config_checks import (
 from populations.experiment_config import (  # torch-free: checked before torch loads
     EXPLOITER,  # noqa: F401 - re-exported
     MODES,  # noqa: F401 - re-exported: its old home
+    ExperimentConfig,  # the schema: its old home (Hydra's is made without torch)
     ExploitEvery,  # noqa: F401 - re-exported
-    PopulationConfig,
-    RunnerConfig,
+    GameConfig,  # noqa: F401 - re-exported: its old home
+    PopulationConfig,  # noqa: F401 - re-exported: its old home
+    RunnerConfig,  # noqa: F401 - re-exported: its old home
     check_copies,
     league_algos,
+    seeded_sections,
 )
 from populations.league import (  # noqa: F401 - MEMBER re-exported
     MEMBER,
@@ -78,7 +82,11 @@ from populations.learner_sections import (  # settings: re-exported, its old hom
     section_configs,
     settings,
 )
-from populations.loggers import LoggerConfig, MetricsLogger, make_logger
+from populations.loggers import (  # noqa: F401 - LoggerConfig re-exported: its old home
+    LoggerConfig,
+    MetricsLogger,
+    make_logger,
+)
 from populations.matchmaking import MatchmakingConfig  # noqa: F401 - re-exported: its old home
 from populations.member_specs import (
     MemberSpec,
@@ -90,7 +98,7 @@ from populations.member_specs import (
     refused_settings_hint,
 )
 from populations.members import LearnerMember, LLMMember
-from populations.psro_config import PSROConfig
+from populations.psro_config import PSROConfig  # noqa: F401 - re-exported: its old home
 from populations.run_folder import (
     HYDRA_WORDS,
     SETTINGS_NAME,
@@ -124,92 +132,6 @@ def __getattr__(name: str) -> Any:
 
         return getattr(psro_run, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-@dataclass
-class GameConfig:
-    """Which game: a ``games.make`` spec and its keyword arguments."""
-
-    name: str = "pettingzoo/mpe2.simple_spread_v3"
-    kwargs: dict[str, Any] = field(default_factory=dict)  # presets in configs/game/ set them
-
-
-@dataclass
-class ExperimentConfig:
-    """Everything ``selfplay-train`` runs; see ``configs/`` for named presets."""
-
-    experiment: str = "default"  # name (run folders are grouped by it)
-    imports: list[str] = field(default_factory=list)  # modules imported before the run (your
-    # games, learners, meta-solvers: ``imports=[mypkg.games]``), importable from the cwd
-    seed: int = 0  # root of the run's seed tree (populations.seeds): games, learners, matches
-    algo: str = "mappo"  # a registered learner (marl.registry): mappo | ippo | vdn | qmix |
-    # maddpg | llm_grpo | ...; its settings are the section its entry names (ippo: mappo)
-    frames: int = 60_000  # population=none: training frames
-    num_envs: int = NUM_ENVS  # game copies stepped together while training (32)
-    eval_episodes: int = 32  # evaluation episodes (league: role-swapped pairs per snapshot pair)
-    device: str = "cpu"  # cpu | cuda | cuda:N | auto
-    torch_threads: int = 1  # intra-op threads (small networks are fastest on one)
-    resume: bool = False  # continue the run in this folder from its last checkpoint
-    resume_override: bool = False  # resume with other settings / start fresh on resume=true
-    keep_going: bool = False  # a sweep (-m) runs its other jobs after one fails, lists the
-    # failed ones at its end and exits 2 (without: it stops at the first); a single run: unused
-    checkpoint_every_s: float = 300.0  # population=none: seconds between checkpoints of the
-    # learner (taken after an update; 0: after every update), and one when training ends
-    progress: bool = True  # progress bars and lines on the terminal
-    game: GameConfig = field(default_factory=GameConfig)
-    mappo: MAPPOConfig = field(default_factory=MAPPOConfig)
-    vdn: ValueDecompConfig = field(default_factory=lambda: ValueDecompConfig(mixer="vdn"))
-    qmix: ValueDecompConfig = field(default_factory=lambda: ValueDecompConfig(mixer="qmix"))
-    maddpg: MADDPGConfig = field(default_factory=MADDPGConfig)
-    llm: LLMConfig = field(default_factory=LLMConfig)  # algo=llm_grpo: model, team, GRPO
-    population: PopulationConfig = field(default_factory=PopulationConfig)
-    runner: RunnerConfig = field(default_factory=RunnerConfig)
-    logger: LoggerConfig = field(default_factory=LoggerConfig)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.game, str):  # the Python API's game="openspiel/kuhn_poker": that
-            # game with its own defaults (run_experiment failed: no attribute 'kwargs')
-            self.game = GameConfig(name=self.game)
-        elif not hasattr(self.game, "name"):
-            raise ValueError(f"game={self.game!r:.80}; expected a game name such as "
-                             "'openspiel/kuhn_poker' or GameConfig(name=..., kwargs={...})")
-        registry.get(self.algo)  # one line listing the registered algos when unknown
-        # frames, num_envs, ..., device: checked without torch (selfplay-train, before Hydra)
-        check_run_values({name: getattr(self, name) for name in TOP_LEVEL_TYPES})
-        for name, default in (("device", "auto"), ("seed", 0)):  # the Python API's knobs
-            value = getattr(self.llm.grpo, name)
-            if value not in (default, getattr(self, name)):  # the run passes its own: ignored
-                raise ValueError(f"llm.grpo.{name}={value!r} is not read by an experiment: "
-                                 f"the run's {name}= sets the LLM learner's too (give "
-                                 f"{name}={value} instead)")
-        # llm=vllm where vllm or CUDA is missing: one line before the model loads, as
-        # selfplay-train's early check says it (bdd6c10)
-        backend_fits(self.llm.backend)
-        # PSROConfig.seed is the Python API's too: one seed tree per run, rooted at seed=
-        # (it was recorded and ignored, so changing it only made a resume "other settings")
-        psro_seed = self.population.psro.seed
-        if psro_seed not in (PSROConfig().seed, self.seed):
-            raise ValueError(f"population.psro.seed={psro_seed!r} is not read by an "
-                             "experiment: the run's seed= seeds PSRO too (give "
-                             f"seed={psro_seed} instead)")
-        # the learners' own (ValueDecompConfig.seed, MADDPGConfig.seed: the Python API's):
-        # a run seeds each learner from its tree's learner/<name> stream, so vdn.seed=5 gave
-        # the run of vdn.seed=0
-        for name in _seeded_sections(self):
-            value = getattr(self, name).seed
-            if value not in (0, self.seed):
-                raise ValueError(f"{name}.seed={value!r} is not read by an experiment: the "
-                                 f"run's seed= seeds the learner too (give seed={value} "
-                                 "instead)")
-
-
-def _seeded_sections(cfg: ExperimentConfig) -> list[str]:
-    """The learner sections of the schema with a ``seed`` of their own (``vdn``, ``qmix``,
-    ``maddpg``): the Python API's knob, which an experiment does not read."""
-    return [f.name for f in dataclasses.fields(cfg)
-            if dataclasses.is_dataclass(value := getattr(cfg, f.name))
-            and not isinstance(value, type)
-            and any(g.name == "seed" for g in dataclasses.fields(value))]
 
 
 @dataclass
@@ -366,7 +288,7 @@ def _seeds(values: Any, section: str, cfg: ExperimentConfig) -> list[tuple[str, 
     seed a learner reads (``llm.tiny.seed``: the tiny model's initial weights) is not one."""
     if not isinstance(values, Mapping):
         return []
-    if section in _seeded_sections(cfg) and "seed" in values:
+    if section in seeded_sections(cfg) and "seed" in values:
         return [(f"{section}.seed", values["seed"])]
     grpo = values.get("grpo") if section == "llm" else None
     return [("llm.grpo.seed", grpo["seed"])] if isinstance(grpo, Mapping) and "seed" in grpo \
@@ -583,7 +505,7 @@ def plain(obj: Any) -> Any:
                **{k: plain(v) for k, v in section_configs(obj).items()}}
         # the seeds a run reads: seed= (each learner's is its stream of seed='s tree, PSRO's
         # seed= itself); the sections' own said 0 whatever seed= was
-        for name in _seeded_sections(obj):
+        for name in seeded_sections(obj):
             out[name]["seed"] = obj.seed
         out["llm"]["grpo"]["seed"] = out["population"]["psro"]["seed"] = obj.seed
         return out

@@ -1,21 +1,48 @@
-"""An experiment's own sections that import without torch: what population it runs
-(:class:`PopulationConfig`: none, a self-play league, PSRO), how often a league estimates its
-exploitability (:class:`ExploitEvery`) and where matches run (:class:`RunnerConfig`).
-``selfplay-train`` builds them from the command line's ``population.*`` and ``runner.*`` values
-before torch loads (``populations.config_checks``). The checks that need the learner registry
-(``oracle``, ``members``, ``exploit.algo``) import it last, when the others passed.
-:mod:`populations.experiment` and :mod:`populations.approx_exploit` re-export these names.
+"""The typed experiment ``selfplay-train`` composes over (:class:`ExperimentConfig`, with
+:class:`GameConfig`) and its own sections, all importable without torch: what population it
+runs (:class:`PopulationConfig`: none, a self-play league, PSRO), how often a league estimates
+its exploitability (:class:`ExploitEvery`) and where matches run (:class:`RunnerConfig`); the
+learners' sections are their config dataclasses (:mod:`marl.configs`,
+:mod:`llm_agents.settings`). ``selfplay-train`` builds the sections from the command line's
+``population.*`` and ``runner.*`` values before torch loads (``populations.config_checks``),
+and Hydra's schema is made from :class:`ExperimentConfig` without torch, so composing a config
+(``--cfg job``, ``hydra.compose``) loads no learner. The checks that need the learner registry
+(``algo``, ``oracle``, ``members``, ``exploit.algo``) import it last, when the others passed,
+at the instance's creation. :mod:`populations.experiment` and :mod:`populations.approx_exploit`
+re-export these names.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from marl.configs import COUNT, COUNTED, RATE, check_number
-from populations.config_checks import MAX_SIZES
+from llm_agents import settings as llm_settings
+from llm_agents.settings import LLMConfig
+from marl import configs as marl_configs
+from marl.configs import (
+    COUNT,
+    COUNTED,
+    RATE,
+    MADDPGConfig,
+    MAPPOConfig,
+    ValueDecompConfig,
+    check_number,
+    registry_check,
+)
+from populations.config_checks import (
+    MAX_SIZES,
+    NUM_ENVS,
+    TOP_LEVEL_TYPES,
+    backend_fits,
+    check_run_values,
+)
+from populations.loggers import LoggerConfig
 from populations.matchmaking import MatchmakingConfig
-from populations.member_specs import EXPLOITER, check_member_specs, parse_members
+from populations.member_specs import EXPLOITER, MemberSpec, check_member_specs, parse_members
 from populations.psro_config import PSROConfig
 
 if TYPE_CHECKING:
@@ -201,6 +228,9 @@ class PopulationConfig:
         check_keep_checkpoints(self.keep_checkpoints)  # before the run folder is made
         specs = parse_members(self.members)  # names and shapes: no torch
         # last: the registry knows the learners once torch and their modules are imported
+        registry_check(self, lambda: self._check_registered(specs))
+
+    def _check_registered(self, specs: list[MemberSpec]) -> None:
         import llm_agents.learner  # noqa: F401 - registers llm_grpo
         from marl import registry
         from populations.psro_run import ORACLE_NAMES, oracle_algos
@@ -252,3 +282,111 @@ class RunnerConfig:
         if gpus is not None and not (gpus == 0 or 1e-4 <= gpus < float("inf")):
             raise ValueError(f"learner_gpus={gpus}; expected 0 or a finite number >= 0.0001 "
                              "(or null: 1 when device=cuda finds CUDA, else 0)")
+
+
+@dataclass
+class GameConfig:
+    """Which game: a ``games.make`` spec and its keyword arguments."""
+
+    name: str = "pettingzoo/mpe2.simple_spread_v3"
+    kwargs: dict[str, Any] = field(default_factory=dict)  # presets in configs/game/ set them
+
+
+@dataclass
+class ExperimentConfig:
+    """Everything ``selfplay-train`` runs; see ``configs/`` for named presets."""
+
+    experiment: str = "default"  # name (run folders are grouped by it)
+    imports: list[str] = field(default_factory=list)  # modules imported before the run (your
+    # games, learners, meta-solvers: ``imports=[mypkg.games]``), importable from the cwd
+    seed: int = 0  # root of the run's seed tree (populations.seeds): games, learners, matches
+    algo: str = "mappo"  # a registered learner (marl.registry): mappo | ippo | vdn | qmix |
+    # maddpg | llm_grpo | ...; its settings are the section its entry names (ippo: mappo)
+    frames: int = 60_000  # population=none: training frames
+    num_envs: int = NUM_ENVS  # game copies stepped together while training (32)
+    eval_episodes: int = 32  # evaluation episodes (league: role-swapped pairs per snapshot pair)
+    device: str = "cpu"  # cpu | cuda | cuda:N | auto
+    torch_threads: int = 1  # intra-op threads (small networks are fastest on one)
+    resume: bool = False  # continue the run in this folder from its last checkpoint
+    resume_override: bool = False  # resume with other settings / start fresh on resume=true
+    keep_going: bool = False  # a sweep (-m) runs its other jobs after one fails, lists the
+    # failed ones at its end and exits 2 (without: it stops at the first); a single run: unused
+    checkpoint_every_s: float = 300.0  # population=none: seconds between checkpoints of the
+    # learner (taken after an update; 0: after every update), and one when training ends
+    progress: bool = True  # progress bars and lines on the terminal
+    game: GameConfig = field(default_factory=GameConfig)
+    mappo: MAPPOConfig = field(default_factory=MAPPOConfig)
+    vdn: ValueDecompConfig = field(default_factory=lambda: ValueDecompConfig(mixer="vdn"))
+    qmix: ValueDecompConfig = field(default_factory=lambda: ValueDecompConfig(mixer="qmix"))
+    maddpg: MADDPGConfig = field(default_factory=MADDPGConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)  # algo=llm_grpo: model, team, GRPO
+    population: PopulationConfig = field(default_factory=PopulationConfig)
+    runner: RunnerConfig = field(default_factory=RunnerConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.game, str):  # the Python API's game="openspiel/kuhn_poker": that
+            # game with its own defaults (run_experiment failed: no attribute 'kwargs')
+            self.game = GameConfig(name=self.game)
+        elif not hasattr(self.game, "name"):
+            raise ValueError(f"game={self.game!r:.80}; expected a game name such as "
+                             "'openspiel/kuhn_poker' or GameConfig(name=..., kwargs={...})")
+        # the learner registry (torch and the learners' modules) loads here, when an experiment
+        # is made, not when the schema is (composing a config, --cfg job: no torch)
+        import llm_agents.learner  # noqa: F401 - registers llm_grpo
+        from marl import registry
+
+        registry.get(self.algo)  # one line listing the registered algos when unknown
+        # frames, num_envs, ..., device: checked without torch (selfplay-train, before Hydra)
+        check_run_values({name: getattr(self, name) for name in TOP_LEVEL_TYPES})
+        for name, default in (("device", "auto"), ("seed", 0)):  # the Python API's knobs
+            value = getattr(self.llm.grpo, name)
+            if value not in (default, getattr(self, name)):  # the run passes its own: ignored
+                raise ValueError(f"llm.grpo.{name}={value!r} is not read by an experiment: "
+                                 f"the run's {name}= sets the LLM learner's too (give "
+                                 f"{name}={value} instead)")
+        # llm=vllm where vllm or CUDA is missing: one line before the model loads, as
+        # selfplay-train's early check says it (bdd6c10)
+        backend_fits(self.llm.backend)
+        # PSROConfig.seed is the Python API's too: one seed tree per run, rooted at seed=
+        # (it was recorded and ignored, so changing it only made a resume "other settings")
+        psro_seed = self.population.psro.seed
+        if psro_seed not in (PSROConfig().seed, self.seed):
+            raise ValueError(f"population.psro.seed={psro_seed!r} is not read by an "
+                             "experiment: the run's seed= seeds PSRO too (give "
+                             f"seed={psro_seed} instead)")
+        # the learners' own (ValueDecompConfig.seed, MADDPGConfig.seed: the Python API's):
+        # a run seeds each learner from its tree's learner/<name> stream, so vdn.seed=5 gave
+        # the run of vdn.seed=0
+        for name in seeded_sections(self):
+            value = getattr(self, name).seed
+            if value not in (0, self.seed):
+                raise ValueError(f"{name}.seed={value!r} is not read by an experiment: the "
+                                 f"run's seed= seeds the learner too (give seed={value} "
+                                 "instead)")
+
+
+@contextmanager
+def registry_checks_later() -> Iterator[list[tuple[Any, Callable[[], None]]]]:
+    """Inside, every section of the experiment built (the learners' settings, the LLM's,
+    :class:`PopulationConfig`) puts its registry checks, which import torch and the learners,
+    on the yielded list (filled when the block ends) instead of running them, as
+    :func:`marl.configs.registry_checks_later` and
+    :func:`llm_agents.settings.registry_checks_later` do for their own: Hydra's schema is made
+    from the sections' defaults so (``populations.train_overrides.register_schema``)."""
+    later: list[tuple[Any, Callable[[], None]]] = []
+    with marl_configs.registry_checks_later() as learners, \
+            llm_settings.registry_checks_later() as llm:
+        try:
+            yield later
+        finally:
+            later += [*learners, *llm]
+
+
+def seeded_sections(cfg: ExperimentConfig) -> list[str]:
+    """The learner sections of the schema with a ``seed`` of their own (``vdn``, ``qmix``,
+    ``maddpg``): the Python API's knob, which an experiment does not read."""
+    return [f.name for f in dataclasses.fields(cfg)
+            if dataclasses.is_dataclass(value := getattr(cfg, f.name))
+            and not isinstance(value, type)
+            and any(g.name == "seed" for g in dataclasses.fields(value))]

@@ -40,7 +40,7 @@ from populations.unread_overrides import unused_overrides  # noqa: F401 - its ol
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-    from populations.experiment import ExperimentConfig
+    from populations.experiment_config import ExperimentConfig
 
 
 def replace_game_kwargs(cfg: DictConfig, overrides: Sequence[str]) -> None:
@@ -319,7 +319,7 @@ def _deletion_refusal(override: Any, named_game: bool) -> str | None:
         return (f"~{key}: a setting cannot be deleted (the run would take the schema's "
                 f"default without a word); write {key}=<value>")
     if top == "game":
-        obj: Any = {"name": "", "kwargs": {}}  # populations.experiment.GameConfig (torch)
+        obj: Any = {"name": "", "kwargs": {}}  # GameConfig's fields (populations.experiment_config)
     elif top in section_schemas():
         try:
             obj = section_schemas()[top][0]()
@@ -551,9 +551,13 @@ def register_schema() -> None:
     from omegaconf import OmegaConf
 
     from populations.config_checks import writable
-    from populations.experiment import ExperimentConfig
+    from populations.experiment_config import ExperimentConfig, registry_checks_later
 
-    schema = writable(OmegaConf.structured(ExperimentConfig))
+    # the sections' defaults, without their registry checks (torch and the learners: ~2 s CPU
+    # of every --cfg job and hydra.compose): those run on the values the run composed, when
+    # OmegaConf.to_object builds each section again (to_experiment)
+    with registry_checks_later():
+        schema = writable(OmegaConf.structured(ExperimentConfig))
     # open while presets merge, for a learner of the user's own (its section my_algo: {...}
     # in a preset): populations.learner_sections types it and refuses a key no registered
     # learner names; the sections stay closed by their types. Hydra closes the root before
@@ -580,7 +584,7 @@ def to_experiment(cfg: DictConfig) -> ExperimentConfig:
     from omegaconf.errors import OmegaConfBaseException
 
     from populations.config_paths import refused_message
-    from populations.experiment import ExperimentConfig
+    from populations.experiment_config import ExperimentConfig
 
     try:
         exp = OmegaConf.to_object(cfg)
