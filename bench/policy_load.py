@@ -2,13 +2,18 @@
 costs), per learner, in milliseconds.
 
     python bench/policy_load.py [--loads 20] [--rounds 3] [--hidden 64,64] [--trees OLD,NEW]
+                                [--cpu]
 
-One snapshot per learner (MAPPO with an MLP and with the GNN encoder, MADDPG, QMIX) of a
-seed-0 learner on simple_tag, written once by this tree; each source folder of ``--trees``
-(``PYTHONPATH``; e.g. a ``git archive`` of an older commit beside the working tree) then
-loads every snapshot ``--loads`` times in a fresh interpreter, the folders taking turns for
-``--rounds`` rounds. Median milliseconds per load over the rounds; one thread
-(``OMP_NUM_THREADS=1``), so a shared machine's other load matters less.
+One snapshot per learner (MAPPO with an MLP, with the GNN encoder and with a GRU, MADDPG,
+QMIX) of a seed-0 learner on simple_tag, written once by this tree; each source folder of
+``--trees`` (``PYTHONPATH``; e.g. a ``git archive`` of an older commit beside the working
+tree) then loads every snapshot ``--loads`` times in a fresh interpreter, the folders taking
+turns for ``--rounds`` rounds. Median milliseconds of a load (per run, then over the runs:
+a load that a shared machine's other work cut into counts once), and with several
+trees each one's speed-up over the first (its median / theirs); one thread
+(``OMP_NUM_THREADS=1``), so a shared machine's other load matters less; ``--cpu`` times the
+process's CPU seconds instead of the wall clock's (on a machine busy with other work, whose
+waits for a CPU would otherwise count).
 """
 
 from __future__ import annotations
@@ -27,22 +32,25 @@ sys.path.insert(0, str(ROOT))  # for bench._args
 
 from bench._args import at_least  # noqa: E402
 
-LEARNERS = {"mappo": {}, "mappo_gnn": {"encoder": "gnn", "critic": "gnn"}, "maddpg": None,
-            "qmix": None}
+LEARNERS = {"mappo": {}, "mappo_gnn": {"encoder": "gnn", "critic": "gnn"},
+            "mappo_gru": {"recurrent": True}, "maddpg": None, "qmix": None}
 TAG = "pettingzoo/mpe2.simple_tag_v3"
 
 LOADS = """
-import json, sys, time, torch
+import json, statistics, sys, time, torch
 torch.set_num_threads(1)
 from marl.core import load_policy
 files, loads = json.loads(sys.argv[1]), int(sys.argv[2])
+clock = time.process_time if sys.argv[3] == "cpu" else time.perf_counter
 out = {}
 for name, path in files.items():
     load_policy(path)  # imports and first-call caches off the clock
-    start = time.perf_counter()
+    took = []
     for _ in range(loads):
+        start = clock()
         load_policy(path)
-    out[name] = (time.perf_counter() - start) / loads * 1e3
+        took.append(clock() - start)
+    out[name] = statistics.median(took) * 1e3  # a load the machine's other work cut into: 1 of n
 print(json.dumps(out))
 """
 
@@ -85,6 +93,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=at_least(1), default=3, help="runs per tree")
     ap.add_argument("--hidden", type=_hidden, default=(64, 64), help="hidden widths, e.g. 256,256")
     ap.add_argument("--trees", default=str(ROOT), help="comma-separated source folders")
+    ap.add_argument("--cpu", action="store_true", help="CPU seconds, not wall-clock seconds")
     args = ap.parse_args()
     trees = [str(Path(t).resolve()) for t in args.trees.split(",")]
     missing = [t for t in trees if not (Path(t) / "marl" / "core.py").is_file()]
@@ -97,16 +106,20 @@ def main() -> None:
             for tree in trees:
                 env = {**os.environ, "PYTHONPATH": tree, "OMP_NUM_THREADS": "1"}
                 out = subprocess.run(
-                    [sys.executable, "-c", LOADS, json.dumps(files), str(args.loads)],
+                    [sys.executable, "-c", LOADS, json.dumps(files), str(args.loads),
+                     "cpu" if args.cpu else "wall"],
                     env=env, cwd=tmp, capture_output=True, text=True, check=True).stdout
                 for name, ms in json.loads(out.splitlines()[-1]).items():
                     times[tree].setdefault(name, []).append(ms)
-    print(f"ms per load (median of {args.rounds} runs x {args.loads} loads, hidden "
-          f"{','.join(map(str, args.hidden))})")
+    print(f"{'CPU ' if args.cpu else ''}ms per load (median of {args.rounds} runs x "
+          f"{args.loads} loads, hidden {','.join(map(str, args.hidden))})")
     print(f"{'tree':<40}" + "".join(f"{n:>11}" for n in LEARNERS))
+    median = {t: {n: statistics.median(times[t][n]) for n in LEARNERS} for t in trees}
     for tree in trees:
-        print(f"{tree[-40:]:<40}"
-              + "".join(f"{statistics.median(times[tree][n]):>11.2f}" for n in LEARNERS))
+        print(f"{tree[-40:]:<40}" + "".join(f"{median[tree][n]:>11.2f}" for n in LEARNERS))
+    for tree in trees[1:]:
+        print(f"{'speed-up ' + tree[-31:]:<40}"
+              + "".join(f"{median[trees[0]][n] / median[tree][n]:>10.2f}x" for n in LEARNERS))
 
 
 if __name__ == "__main__":
