@@ -5,6 +5,9 @@
   PID that holds it. The kernel drops the lock when its process dies, even by SIGKILL, so
   a stale lock never blocks a resume. Within one process the lock is re-entrant
   (``run_experiment`` holds it, and the league it starts takes it again).
+* :func:`new_folder` names the folder of a run (sweep) started with selfplay-train's default
+  folder (``runs/<experiment>/<second>``): one that no folder holds and no other process
+  claimed, so runs started in the same second each get their own (``<second>_1``...).
 * :func:`check_settings` compares the settings a run was started with to those of a resume:
   a resume with other settings, or a resume of a folder that holds no run, fails in one
   line unless ``override`` is set. Keys in ``may_change`` (where it runs, how it logs, how
@@ -23,10 +26,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import logging
 import os
 import signal
+import socket
 import sqlite3
 import sys
 import threading
@@ -198,6 +203,7 @@ class RunLock:
             mark = " sweep" if self.what == SWEEP_FOLDER else ""
             os.write(fd, f"{os.getpid()}{mark}\n".encode())
             _held[self.path] = (fd, 1)
+        release_claim(self.run_dir)  # the folder is there and locked: others skip it
         self.held = True
         return self
 
@@ -218,6 +224,70 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+# ----------------------------------------------------------- a new folder for each run
+NEW_FOLDER_TRIES = 1000
+"""How many names :func:`new_folder` tries (``base``, ``base_1``... ``base_999``)."""
+_CLAIMS: dict[str, socket.socket | None] = {}
+"""The folders (real paths) :func:`new_folder` claimed for this process and no lock of it
+holds yet: the socket that claims each (None where no socket could claim it)."""
+
+
+def new_folder(base: str) -> str:
+    """``base``, else ``base_1``, ``base_2``...: the first name that no file or folder holds
+    and no other live process claimed (the resolver ``new_folder`` of ``configs/config.yaml``:
+    the default run and sweep folders, ``runs/<experiment>/<second>``). Runs started in the
+    same second shared one folder, which they never chose: all but the first were refused,
+    'in use by process N' (or 'already holds a run' after it ended).
+
+    The claim is an abstract Unix socket named after the folder's real path (Linux): it makes
+    no file, and the kernel drops it when the process ends; it is held until this process
+    locks the folder (:class:`RunLock`, which makes it: then the folder itself says the name
+    is taken). Elsewhere the first name no folder holds (two starts in the same instant may
+    still meet there). A name this process claimed is its own: returned again (Hydra's
+    ``use_cache`` keeps one config's folder anyway). All names taken: ``base``, whose
+    command is then refused naming the process that holds it."""
+    for n in range(NEW_FOLDER_TRIES):
+        name = base if n == 0 else f"{base}_{n}"
+        key = os.path.realpath(name)
+        if os.path.lexists(name):
+            continue
+        if key in _CLAIMS or _claim(key):
+            return name
+    return base
+
+
+def _claim(key: str) -> bool:
+    """Claim the folder ``key`` (a real path) for this process (:data:`_CLAIMS`): False when
+    another live process holds its claim."""
+    if not sys.platform.startswith("linux"):  # no abstract sockets: the name alone
+        _CLAIMS[key] = None
+        return True
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+    try:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError:  # no Unix sockets here (a sandbox): the name alone
+        _CLAIMS[key] = None
+        return True
+    try:
+        sock.bind(f"\0selfplay-folder/{digest}".encode())
+    except OSError as err:
+        sock.close()
+        if err.errno == errno.EADDRINUSE:
+            return False
+        _CLAIMS[key] = None
+        return True
+    _CLAIMS[key] = sock
+    return True
+
+
+def release_claim(folder: str | Path) -> None:
+    """Drop this process's claim on ``folder`` (:func:`new_folder`): its lock holds it now,
+    or this process does not use it."""
+    sock = _CLAIMS.pop(os.path.realpath(folder), None)
+    if sock is not None:
+        sock.close()
 
 
 _BUSY = (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)

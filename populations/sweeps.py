@@ -2,10 +2,13 @@
 ``job_dirname`` and ``job_folder`` of ``configs/config.yaml``), the one folder the whole sweep
 goes to (:func:`sweep_folder`, :func:`pin_sweep_folder`), which folder holds a resumed job
 (:func:`refuse_renamed_job`), and the command that resumes a sweep
-(:func:`sweep_resume_command`, :func:`sweep_stopped`).
+(:func:`sweep_resume_command`, :func:`sweep_stopped`). The resolver ``new_folder`` gives the
+default run and sweep folders (``runs/<experiment>/<second>``) a name of their own, ``_1``
+added where another run started in the same second
+(:func:`populations.run_folder.new_folder`).
 
 Importing it registers the resolvers (a config loaded outside ``selfplay-train`` resolves its
-job folders alike); Hydra and the run-folder code load in the functions that use them.
+folders alike); Hydra and the run-folder code load in the functions that use them.
 """
 
 from __future__ import annotations
@@ -118,14 +121,29 @@ def job_folder(default: str, _root_: Any = None) -> str:
     return default if found is None else found.name
 
 
+def new_folder(base: str) -> str:
+    """The resolver ``new_folder`` of ``configs/config.yaml``'s ``hydra.run.dir`` and
+    ``hydra.sweep.dir``: ``base`` (``runs/<experiment>/<second>``), or ``base_1``... where a
+    folder or another process's run (sweep) started in the same second has it
+    (:func:`populations.run_folder.new_folder`). Registered with ``use_cache``: resolved
+    once per config (and its copies), so the folder Hydra makes, the one locked, and the one
+    the resume command names are the same."""
+    from populations.run_folder import new_folder as claimed
+
+    return claimed(base)
+
+
 def register_resolvers() -> None:
-    """The resolvers ``hydra.sweep.subdir`` of ``configs/config.yaml`` uses (on import too:
-    a config loaded outside ``selfplay-train`` resolves its job folders alike)."""
+    """The resolvers ``hydra.run.dir``, ``hydra.sweep.dir`` and ``hydra.sweep.subdir`` of
+    ``configs/config.yaml`` use (on import too: a config loaded outside ``selfplay-train``
+    resolves its folders alike)."""
     from omegaconf import OmegaConf
 
     for name, resolver in (("job_dirname", job_dirname), ("job_folder", job_folder)):
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, resolver)
+    if not OmegaConf.has_resolver("new_folder"):
+        OmegaConf.register_new_resolver("new_folder", new_folder, use_cache=True)
 
 
 register_resolvers()
@@ -142,13 +160,17 @@ def sweep_folder(config: DictConfig) -> Path:
 
     from omegaconf import flag_override
 
+    from populations.run_folder import release_claim
+
     folder = str(config.hydra.sweep.dir)  # the clock read once ($now is cached), for all
     swept = _swept_experiments(list(config.hydra.overrides.task))
     if swept:
         named = copy.deepcopy(config)  # the cache too: the same stamp
         with flag_override(named, ["struct", "readonly"], [False, False]):
             named.experiment = swept
-            folder = str(named.hydra.sweep.dir)
+            unused, folder = folder, str(named.hydra.sweep.dir)
+        if unused != folder:  # multirun/default/<stamp>: not this sweep's (new_folder)
+            release_claim(unused)
     return Path(folder)
 
 

@@ -26,7 +26,7 @@ def test_cfg_hydra_resolve_names_the_run_folder(experiment, monkeypatch, tmp_pat
 def test_cfg_hydra_without_resolve_keeps_the_interpolations(monkeypatch, tmp_path, capsys):
     train_here(["--cfg", "hydra", "-p", "hydra.run"], monkeypatch, tmp_path)
     assert capsys.readouterr().out == \
-        "# @package hydra.run\ndir: runs/${experiment}/${now:%Y-%m-%d_%H-%M-%S}\n"
+        "# @package hydra.run\ndir: ${new_folder:runs/${experiment}/${now:%Y-%m-%d_%H-%M-%S}}\n"
 
 
 PZ_ENV = '''
