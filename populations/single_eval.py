@@ -110,18 +110,37 @@ def evaluation_cost_note(cfg: ExperimentConfig, spec: games.GameSpec, trained: i
     """A line saying the evaluation will play more frames than the training did, with the
     setting that lowers it; None when it plays fewer. ``trained``: the run's frames;
     ``played``/``episodes``: the frames this process trained and the episodes that ended in
-    them (an episode's length is their ratio; the game's ``max_steps`` when none ended).
-    ``pursuit_v5`` (500 cycles) trained 2,400 frames in minutes, then its 32 evaluation
-    episodes (16,000 frames) ran on with no word."""
-    length = min(spec.max_steps, played / episodes) if episodes else spec.max_steps
+    them (an episode's length is their ratio). When none ended, the game's ``max_steps`` is
+    the only length known: a bound, said ``up to`` (OpenSpiel's chinese_checkers allows
+    22,000 steps; its random games end near 1,000). ``pursuit_v5`` (500 cycles) trained 2,400
+    frames in minutes, then its 32 evaluation episodes (16,000 frames) ran on with no word.
+
+    The value it suggests plays about as many frames as training, and never fewer than 2
+    episodes, the fewest with a confidence interval (``eval_ci95``; one episode has none):
+    where even 2 play more, it says what 2 play."""
+    bound = not episodes
+    length = spec.max_steps if bound else min(spec.max_steps, played / episodes)
     frames = round(cfg.eval_episodes * length)
     if frames <= trained:
         return None
-    fits = max(1, int(trained // max(length, 1)))
-    return (f"evaluation: {cfg.eval_episodes} episodes of about {length:.3g} steps each, "
-            f"~{frames} frames, more than the {trained} frames trained; eval_episodes= sets "
-            f"how many (eval_episodes={min(fits, cfg.eval_episodes)} plays about as many as "
-            "training)")
+    about = "up to" if bound else "about"
+    cost = (f"up to {spec.max_steps} steps each (the game's longest: no training episode "
+            f"ended), up to ~{frames} frames against the {trained} frames trained") if bound \
+        else f"about {length:.3g} steps each, ~{frames} frames, more than the {trained} " \
+        "frames trained"
+    fits = min(int(trained // max(length, 1)), cfg.eval_episodes)
+    if fits >= 2:
+        value = f"eval_episodes={fits} plays {'at most' if bound else 'about'} as many as " \
+            "training"
+    elif cfg.eval_episodes > 2:
+        value = f"2 episodes, the fewest with a confidence interval, play {about} " \
+            f"~{round(2 * length)} frames"
+    elif cfg.eval_episodes == 2:
+        value = "2, the fewest with a confidence interval"
+    else:
+        value = "1, the fewest, gives no confidence interval"
+    return (f"evaluation: {cfg.eval_episodes} episodes of {cost}; eval_episodes= sets how "
+            f"many ({value})")
 
 
 def evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: games.GameSpec,
