@@ -95,7 +95,9 @@ from populations.psro_config import (  # noqa: F401 - PSRO's settings, importabl
     PSROConfig,
     check_exact_players,
     exact_walk,
+    full_game_settings,
     psro_players,
+    settings_refusal,
     why_not_exact,
 )
 from populations.psro_mixtures import (  # noqa: F401 - importable from here too
@@ -393,20 +395,31 @@ class PSRO:
         self.seats_of = psro_players(self.spec, cfg.players)
         why = None  # why payoffs=auto chose sampled: it rules out exact NashConv too
         walk = self._walk_reason()  # its walks (exact_walk) refuse a forgetful game at once
+        payoffs, no_probs = cfg.payoffs, None
         if cfg.payoffs == "auto":
             with exact_walk(walk):
                 why = why_not_exact(game_obj, self.seats_of)
             no_probs = None if why else _oracle_without_probs(oracle)
-            self.config = cfg = dataclasses.replace(
-                cfg, payoffs="sampled" if why or no_probs else "exact")
+            payoffs = "sampled" if why or no_probs else "exact"
+        # every setting that cannot run, in one line, before any work (and before PSROConfig
+        # is remade: it refused a full-game meta-solver with the payoffs auto chose)
+        check_exact_players(self.seats_of, payoffs, isinstance(oracle, ExactBestResponse),
+                            bool(full_game_settings(cfg.meta_solver, cfg.response_target)))
+        refused = settings_refusal(game_obj, self.seats_of, payoffs, cfg.meta_solver,
+                                   cfg.response_target, self.setting,
+                                   (why or no_probs) if cfg.payoffs == "auto" else None,
+                                   (game, game_kwargs),
+                                   cfg.seed)
+        if refused:
+            raise ValueError(refused)
+        if cfg.payoffs == "auto":
+            self.config = cfg = dataclasses.replace(cfg, payoffs=payoffs)
             log.info("PSRO: payoffs=auto is %s%s%s", cfg.payoffs,
                      ", no exact NashConv" if why and cfg.nash_conv else "",
                      f" ({why or no_probs})" if why or no_probs else "")
         self.players: tuple[str, ...] = tuple(self.seats_of)
         self.agents = self.players  # the name PSRO's players had when they were seats
         teams = any(len(seats) > 1 for seats in self.seats_of.values())
-        check_exact_players(self.seats_of, cfg.payoffs, isinstance(oracle, ExactBestResponse),
-                            cfg.uses_full_game)
         self.tree: ex.GameTree | None = None
         self.no_exact: str | None = None  # why a tree was dropped (a member without probs)
         if teams:
@@ -438,9 +451,8 @@ class PSRO:
         if cfg.payoffs == "exact":
             if self.tree is None:
                 raise ValueError(
-                    f"payoffs='exact' needs an OpenSpiel game; {game!r} is not one;"
-                    " use payoffs='sampled'"
-                )
+                    f"{self.setting('payoffs', 'exact')} needs an OpenSpiel game; {game!r} is "
+                    f"not one; use {self.setting('payoffs', 'sampled')}")
             self.estimator: PayoffEstimator = ExactPayoffs(self.tree)
             if cfg.uses_full_game:
                 ex.check_full_game(self.tree)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import games
 from games import GameSpec
@@ -194,11 +195,14 @@ class PSROConfig:
     @property
     def uses_full_game(self) -> bool:
         """Whether the meta-strategies or the response targets need the exact full game."""
-        return (
-            needs_full_game(self.meta_solver)
-            or self.response_target == "exploiter"
-            or (self.response_target != "meta" and needs_full_game(self.response_target))
-        )
+        return bool(full_game_settings(self.meta_solver, self.response_target))
+
+
+def full_game_settings(meta_solver: str, response_target: str) -> list[str]:
+    """Which of ``meta_solver`` and ``response_target`` (by field name) need the exact full
+    game (a full-game meta-solver such as ``least_exploitable``, or ``exploiter``)."""
+    return [k for k, v in (("meta_solver", meta_solver), ("response_target", response_target))
+            if v == "exploiter" or (v not in RESPONSE_TARGETS and needs_full_game(v))]
 
 
 PAYOFFS_TOLD = 4
@@ -250,24 +254,156 @@ def random_episode_frames(game: str, game_kwargs: Mapping[str, object] | None = 
     """Mean frames (steps of one copy) of ``episodes`` episodes of ``game`` in uniformly
     random play, stepped together: an estimate of a payoff episode's length for
     :func:`payoff_plan` (a game's ``max_steps`` is only a bound: 1,000 for hold'em)."""
+    return float(random_episodes(game, game_kwargs, episodes, seed).frames_E.mean())
+
+
+@dataclass(frozen=True)
+class RandomEpisodes:
+    """Episodes of uniformly random play, one per copy (:func:`random_episodes`)."""
+
+    agents: tuple[str, ...]  # the game's seats, in the order of ``returns_EA``'s columns
+    frames_E: Any  # [E] steps of each episode
+    returns_EA: Any  # [E, A] each seat's return of each episode
+
+
+def random_episodes(game: str, game_kwargs: Mapping[str, object] | None = None,
+                    episodes: int = 8, seed: int = 0) -> RandomEpisodes:
+    """The first episode of each of ``episodes`` copies of ``game`` in uniformly random play,
+    stepped together (an episode cut at ``max_steps`` counts what it played)."""
     import numpy as np
 
     from marl.train import RandomPolicy  # torch: only where a run plans its payoffs
 
     vg = games.VectorGame(game, episodes, seed=seed, **dict(game_kwargs or {}))
     try:
+        agents = tuple(vg.spec.agent_ids)
         policy = RandomPolicy(vg.spec, seed)
         vs = vg.reset()
         frames, done = np.zeros(episodes), np.zeros(episodes, dtype=bool)
+        returns = np.zeros((episodes, len(agents)))
         for _ in range(vg.spec.max_steps):
-            vs = vg.step({a: policy.act(a, vs) for a in vg.spec.agent_ids})
+            vs = vg.step({a: policy.act(a, vs) for a in agents})
             frames += ~done
-            done |= np.asarray(vs.done, dtype=bool)
+            ended = np.asarray(vs.done, dtype=bool) & ~done
+            for i, a in enumerate(agents):
+                returns[ended, i] = np.asarray(vs.episode_return[a])[ended]
+            done |= ended
             if done.all():
                 break
-        return float(frames.mean())
+        return RandomEpisodes(agents, frames, returns)
     finally:
         vg.close()
+
+
+def _general_sum_in_play(game: str, game_kwargs: Mapping[str, object] | None,
+                         seats_of: Mapping[str, Sequence[str]], seed: int) -> str | None:
+    """Why ``nash`` cannot solve the payoffs of PSRO's ``seats_of`` on ``game``, a game that
+    does not declare itself zero-sum, as seen in :func:`random_episodes` (None: their
+    players' payoffs, a team's the mean over its seats, summed to one constant in every
+    episode). Sampled payoffs are means of such episodes, so sums that vary leave their
+    tables general-sum; exact ones could stay constant-sum only where every profile's
+    expected sum is the same while its episodes' sums are not."""
+    import numpy as np
+
+    from populations.meta_solvers import is_constant_sum
+
+    play = random_episodes(game, game_kwargs, seed=seed)
+    ended = play.frames_E > 0
+    payoffs_PE = np.stack([play.returns_EA[ended][:, [play.agents.index(a) for a in seats]]
+                           .mean(1) for seats in seats_of.values()])
+    if is_constant_sum(payoffs_PE):
+        return None
+    total = payoffs_PE.sum(0)
+    return (f"is general-sum (its players' returns summed to {total.min():.3g} to "
+            f"{total.max():.3g} in {payoffs_PE.shape[1]} random episodes)")
+
+
+def settings_refusal(
+    game_obj: games.Game, seats_of: Mapping[str, Sequence[str]], payoffs: str,
+    meta_solver: str, response_target: str, setting: Callable[[str, object], str],
+    chose: str | None = None, game: tuple[str, Mapping[str, object] | None] | None = None,
+    seed: int = 0,
+) -> str | None:
+    """The one line refusing PSRO's settings on ``game_obj`` with these players, before any
+    work, naming every setting that cannot run and the value that can (None: they can run as
+    far as the game's kind and sides tell; the meta-solvers still check each table):
+    ``payoffs='exact'`` on a game that is not OpenSpiel's; a full-game meta-solver or
+    response target (``least_exploitable``, ``exploiter``) without an exactly known 2-player
+    constant-sum game; ``nash`` (as either) with other than 2 players, or on a game that
+    does not declare itself zero-sum and is general-sum in random play. ``payoffs`` is the
+    value the run uses, ``chose`` why ``payoffs='auto'`` chose sampled (None: the user set
+    it); ``setting(name, value)`` names a setting as the caller's user writes it
+    (``population.psro.payoffs=sampled``); ``game``: the game's name and arguments for the
+    random play (default: ``game_obj``'s name)."""
+    from games.openspiel import OpenSpielGame  # pyspiel: not for a config check or other games
+
+    spec = game_obj.spec
+    problems: list[str] = []
+    use: dict[str, str] = {}
+    if payoffs == "exact" and not isinstance(game_obj, OpenSpielGame):
+        problems.append(f"{setting('payoffs', 'exact')} needs an OpenSpiel game and "
+                        f"{spec.name} is not one")
+        use["payoffs"] = payoffs = "sampled"
+    asked = {"meta_solver": meta_solver, "response_target": response_target}
+    nash_said: list[str | None] = []
+
+    def why_not_nash() -> str | None:  # asked at most once: it may play random episodes
+        if not nash_said:
+            nash_said.append(
+                f"PSRO has {len(seats_of)} players" if len(seats_of) != 2 else
+                None if spec.zero_sum else _general_sum_in_play(
+                    *(game or (spec.name, None)), seats_of, seed))
+        return nash_said[0]
+
+    full = full_game_settings(meta_solver, response_target)
+    why_full = _why_no_full_game(game_obj, seats_of, payoffs, setting, chose) if full else None
+    if why_full:
+        said = " and ".join(setting(k, asked[k]) for k in full)
+        problems.append(f"{said} need{'s' if len(full) == 1 else ''} the exactly known "
+                        f"full game of a 2-player zero-sum game, and {why_full}")
+        for k in full:
+            why = why_not_nash()
+            use[k] = "meta" if k == "response_target" else "prd" if why else "nash"
+    for k, v in asked.items():
+        if k not in use and v == "nash" and why_not_nash():
+            why = why_not_nash()
+            said = why if why.startswith("PSRO ") else f"{spec.name} {why}"
+            problems.append(f"{setting(k, 'nash')} needs a 2-player zero-sum (constant-sum) "
+                            f"game and {said}")
+            use[k] = "prd" if k == "meta_solver" else "meta"
+    if not problems:
+        return None
+    return (f"PSRO cannot run on {spec.name} as set: {'; '.join(problems)}; use "
+            f"{' '.join(setting(k, v) for k, v in use.items())}")
+
+
+def _why_no_full_game(game_obj: games.Game, seats_of: Mapping[str, Sequence[str]],
+                      payoffs: str, setting: Callable[[str, object], str],
+                      chose: str | None) -> str | None:
+    """Why the exactly known full game a full-game meta-solver or response target reads is
+    not there (None: it is, or the exact tools' own walk refuses the game next)."""
+    from populations import exploitability as ex  # torch: PSROConfig is checked before it
+    from populations import sequence_form as sf
+
+    if payoffs != "exact":
+        if chose is None:
+            return f"{setting('payoffs', payoffs)} samples the payoffs"
+        chose = chose.replace(f"; {ex.SAMPLED_HINT}", "").replace(f"; {sf.RECALL_HINT}", "")
+        return f"{setting('payoffs', 'auto')} chose sampled payoffs ({chose})"
+    if len(seats_of) != 2:
+        return f"PSRO has {len(seats_of)} players"
+    try:
+        with exact_walk(EXACT_WHY):
+            tree = ex.game_tree(game_obj)  # cached: exact payoffs walk it next anyway
+    except games.GameContractError:
+        raise
+    except ValueError:
+        return None  # too large, forgetful: refused by exact payoffs in their own words
+    try:
+        sf.check_full_game(tree)
+    except ValueError as err:
+        return str(err).split(";")[0].replace(f" {sf.RECALL_HINT}", "")
+    return None
 
 
 def walk_reason_text(uses: list[tuple[str, str] | None]) -> str:

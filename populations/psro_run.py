@@ -54,7 +54,13 @@ from populations.psro import (
     seat_tuple,
     why_not_exact,
 )
-from populations.psro_config import one_team_note, payoff_plan, random_episode_frames
+from populations.psro_config import (
+    full_game_settings,
+    one_team_note,
+    payoff_plan,
+    random_episode_frames,
+    settings_refusal,
+)
 from populations.run_folder import (
     SETTINGS_NAME,
     RunFolderError,
@@ -344,9 +350,10 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True,
     'experiment ... in' line, and never for a command refused before its run started)."""
     pop = cfg.population
     meta = pop.psro.meta_solver
-    if "auto" not in (pop.oracle, pop.psro.payoffs, meta):
-        return cfg
     players = psro_players(game.spec, pop.psro.players)
+    if "auto" not in (pop.oracle, pop.psro.payoffs, meta):
+        _refuse_settings(cfg, game, players, pop.oracle, pop.psro.payoffs, meta)
+        return cfg
     with ex.lines_held(), ex.exact_check(walk_reason(cfg)):  # a check's 'enumerated' line:
         # said when the run starts (_run), not before a refusal
         why = why_not_exact(game, players) if "auto" in (pop.oracle, pop.psro.payoffs) else None
@@ -362,6 +369,10 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True,
         meta = "prd"
     elif meta == "auto" and game.spec.zero_sum:
         meta = "nash"
+    # before PSROConfig is remade: a full-game meta-solver with the sampled payoffs auto chose
+    # was refused there naming neither the choice nor the settings that run
+    _refuse_settings(cfg, game, players, oracle, payoffs, meta,
+                     (why or no_probs) if pop.psro.payoffs == "auto" else None)
     if announce:
         # where PSRO looks for exact NashConv (an OpenSpiel game, or teams) it logs the same
         # reason on its NashConv line: said once, there
@@ -380,6 +391,23 @@ def resolve_auto(cfg: ExperimentConfig, game: Any, announce: bool = True,
     psro = dataclasses.replace(pop.psro, payoffs=payoffs, meta_solver=meta)
     # replaced: dataclasses.replace would drop the sections of the user's own learners
     return replaced(cfg, population=dataclasses.replace(pop, oracle=oracle, psro=psro))
+
+
+def _refuse_settings(cfg: ExperimentConfig, game: Any, players: Mapping[str, tuple[str, ...]],
+                     oracle: str, payoffs: str, meta: str, chose: str | None = None) -> None:
+    """Refuse, in one line naming every ``population.psro`` fix, settings PSRO cannot run
+    on ``game`` (:func:`~populations.psro_config.settings_refusal`): nash on vmas/simple_push
+    was refused after the initial payoffs and the first iteration's best responses trained,
+    and only once exact payoffs had been refused before it. Exact tools for a team are
+    refused first, in their own line (it offers players=seats too)."""
+    target = cfg.population.psro.response_target
+    check_exact_players(players, payoffs, oracle == "exact",
+                        bool(full_game_settings(meta, target)), where="population.psro")
+    line = settings_refusal(game, players, payoffs, meta, cfg.population.psro.response_target,
+                            lambda name, value: f"population.psro.{name}={value}", chose,
+                            (cfg.game.name, cfg.game.kwargs), cfg.seed)
+    if line:
+        raise ValueError(line)
 
 
 def unread_algo(cfg: ExperimentConfig) -> str | None:
