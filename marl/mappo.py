@@ -108,13 +108,19 @@ def check_game(cfg: MAPPOConfig, spec: GameSpec) -> str | None:
     for a, sp in spec.action_spaces.items():
         if not sp.discrete and len(sp.shape) != 1:
             return f"its action boxes must be 1-D and {a}'s has shape {sp.shape}"
+    # every setting the game refuses, in one clause: moving a preset to another game
+    # (experiment=main on clobber) met them one refusal at a time
+    needs, uses = [], []
     if net.critic == "state" and spec.state_shape is None:
-        return ("net.critic='state' needs a global state and it has none; "
-                "use mappo.net.critic=auto (or concat)")
+        needs.append("net.critic='state' needs a global state")
+        uses.append("mappo.net.critic=auto (or concat)")
     if reads_graphs(net) and not spec.has_entity_graph:
-        mlp = "mlp_gru" if net.recurrent else "mlp"  # encoder=gnn_gru: keep the GRU
-        return f"a gnn encoder or critic needs entity graphs and it has none; use encoder={mlp}"
-    return None
+        needs.append("a gnn encoder or critic needs entity graphs")
+        uses.append(f"encoder={'mlp_gru' if net.recurrent else 'mlp'}")  # gnn_gru: keep the GRU
+    if not needs:
+        return None
+    has = " and it has none" if len(needs) == 1 else ", and it has neither"
+    return f"{' and '.join(needs)}{has}; use {' and '.join(uses)}"
 
 
 MAPPO_CAPABILITIES = Capabilities(discrete=True, continuous=True, on_policy=True,

@@ -343,8 +343,9 @@ class Refusal:
     Attributes:
         problem: what is incompatible, as one clause (a learner's ``check`` may end it with
             its hint, ``; use encoder=mlp``).
-        note: its section's algos that play it with the section at its defaults, not as set
-            ("" if none; one that plays it as set is in ``others``).
+        note: its section's algos that play it with the section at its defaults, not as set,
+            said after ``others`` in the list of algos that play it (``['ippo', 'mappo'] with
+            mappo.* at its defaults``; "" if none; one that plays it as set is in ``others``).
         others: the other registered algos that play it (its section's with ``config``).
     """
 
@@ -361,10 +362,14 @@ class Refusal:
         whose fix is a setting: ``others=[]`` leaves out the list, which was made with that
         setting and would say its own algo cannot play the game)."""
         others = self.others if others is None else others
-        hint = f"; algos that play it: {others}" if others else ""
+        note = self.note if note is None else note
+        # one list: the section's algos at its defaults were said in a note before it, and
+        # the list seemed to leave them out ("(ippo and mappo play it ...); algos that play
+        # it: ['llm_grpo', 'qmix', 'vdn']")
+        listed = ", and ".join([*([str(others)] if others else []), *([note] if note else [])])
+        hint = f"; algos that play it: {listed}" if listed else ""
         problem = self.problem if problem is None else problem
-        return (f"algo={self.algo} cannot play {self.game}: {problem}"
-                f"{self.note if note is None else note}{hint}")
+        return f"algo={self.algo} cannot play {self.game}: {problem}{hint}"
 
 
 def refusal(name: str, spec: GameSpec, config: Any = None,
@@ -385,9 +390,7 @@ def refusal(name: str, spec: GameSpec, config: Any = None,
     same = sorted(n for n, e in entries().items() if config is not None and entry.section and
                   e.section == entry.section and n not in others
                   and _problem(e, spec, None, text_views) is None)
-    verb = "plays" if len(same) == 1 else "play"
-    note = (f" ({' and '.join(same)} {verb} it with {entry.section}.* at its defaults)" if same
-            else "")
+    note = f"{same} with {entry.section}.* at its defaults" if same else ""
     return Refusal(name, spec.name, problem, note, others)
 
 

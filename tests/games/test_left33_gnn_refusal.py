@@ -68,7 +68,7 @@ def test_a_game_without_graphs_is_refused_before_torch_geometric(refused):
     folder, out, line = refused["no-graphs"]
     assert not (folder / "runs").exists()
     assert line == ("selfplay-train: algo=mappo cannot play openspiel/kuhn_poker: a gnn "
-                    "encoder or critic needs entity graphs and it has none; use encoder=mlp "
-                    "(ippo and mappo play it with mappo.* at its defaults); algos that play "
-                    "it: ['llm_grpo', 'qmix', 'vdn']"), line
+                    "encoder or critic needs entity graphs and it has none; use encoder=mlp; "
+                    "algos that play it: ['llm_grpo', 'qmix', 'vdn'], and ['ippo', 'mappo'] "
+                    "with mappo.* at its defaults"), line
     assert out == "exit 2 False", out

@@ -63,8 +63,10 @@ def test_the_hint_offers_no_algo_that_shares_the_refused_setting():
     for algo, other in (("mappo", "'ippo'"), ("ippo", "'mappo'")):
         with pytest.raises(IncompatibleError, match="entity graphs") as err:
             check_compatible(algo, KUHN, gnn)
-        hint = str(err.value).split("algos that play it")[1]
-        assert other not in hint and "'vdn'" in hint
+        hint = str(err.value).split("algos that play it: ")[1]
+        as_set, _, defaults = hint.partition(", and ")  # the section's at its defaults after
+        assert other not in as_set and "'vdn'" in as_set
+        assert defaults == "['ippo', 'mappo'] with mappo.* at its defaults", hint
 
 
 def test_critic_and_sharing_adapt_to_the_game():

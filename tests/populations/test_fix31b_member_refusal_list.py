@@ -28,5 +28,5 @@ def test_a_run_level_refusal_keeps_its_list_and_the_sections_note(tmp_path, monk
     got = _refused([*KUHN, "encoder=gnn"], monkeypatch, tmp_path, capsys)
     assert got.startswith("algo=mappo cannot play openspiel/kuhn_poker: a gnn encoder or "
                           "critic needs entity graphs and it has none; use encoder=mlp"), got
-    assert "(ippo and mappo play it with mappo.* at its defaults); algos that play it: [" \
-        in got, got
+    assert "; use encoder=mlp; algos that play it: [" in got, got
+    assert got.endswith(", and ['ippo', 'mappo'] with mappo.* at its defaults"), got

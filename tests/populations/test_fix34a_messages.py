@@ -86,13 +86,14 @@ def test_the_note_names_the_algo_at_its_defaults_and_the_list_the_others():
     msg = str(err.value)
     head, _, listed = msg.partition("; algos that play it: ")
     assert head == ("algo=mappo cannot play openspiel/kuhn_poker: net.critic='state' needs a "
-                    "global state and it has none; use mappo.net.critic=auto (or concat) "
-                    "(mappo plays it with mappo.* at its defaults)"), msg
-    assert listed.startswith("['ippo', "), msg  # ippo plays it as set: listed, once
-    assert "'mappo'" not in listed, msg
-    # both refused as set (a gnn): both in the note, neither in the list, as before
+                    "global state and it has none; use mappo.net.critic=auto (or concat)"), msg
+    as_set, _, defaults = listed.partition(", and ")
+    assert as_set.startswith("['ippo', "), msg  # ippo plays it as set: listed, once
+    assert "'mappo'" not in as_set, msg
+    assert defaults == "['mappo'] with mappo.* at its defaults", msg  # the same list
+    # both refused as set (a gnn): both after the list, at the section's defaults
     gnn = MAPPOConfig(net=NetConfig(encoder="gnn", critic="gnn"))
-    with pytest.raises(IncompatibleError, match=r"use encoder=mlp \(ippo and mappo play it with "
-                                                r"mappo\.\* at its defaults\); algos that play "
-                                                r"it: \['"):
+    with pytest.raises(IncompatibleError, match=r"use encoder=mlp; algos that play it: \['.*'\]"
+                                                r", and \['ippo', 'mappo'\] with mappo\.\* at "
+                                                r"its defaults$"):
         check_compatible("mappo", kuhn, gnn)
