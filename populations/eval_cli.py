@@ -326,7 +326,7 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any], unread: Sequence
             _print_legal_rates(played, snaps, policies)
         if exploit is not None:
             stage = "exploit"
-            _exploit(db, run_id, args, kwargs, snaps, policies, exploit)
+            _exploit(db, run_id, args, kwargs, snaps, policies, exploit, spec)
     except BaseException as err:  # Ctrl-C too
         from populations.cli_common import interrupted
         from populations.run_folder import end_status
@@ -667,12 +667,36 @@ def _exploit_config(args: argparse.Namespace, spec: Any) -> Any:
 
 
 def _exploit(db: Any, run_id: int, args: argparse.Namespace, kwargs: dict[str, Any],
-             snaps: list, policies: dict[str, Any], cfg: Any) -> None:
-    """Approximate NashConv of each policy, printed and recorded per snapshot."""
-    from populations.approx_exploit import approx_nash_conv, record
+             snaps: list, policies: dict[str, Any], cfg: Any, spec: Any) -> None:
+    """Approximate NashConv of each policy, printed and recorded per snapshot. What it trains
+    and plays is said first, then each policy's estimate has a bar of its response training's
+    frames on stderr, the stage in progress beside it (:mod:`marl.progress`, as the round
+    robin's: on a terminal the bar, in a redirected log a plain line every 30 s and one at
+    the end): 3 seeds x 20,000 frames on pentago ran for minutes with no word."""
+    from tqdm.contrib.logging import logging_redirect_tqdm
 
+    from marl.progress import tqdm
+    from populations.approx_exploit import approx_nash_conv, record, team_seats
+
+    teams = len(team_seats(spec))
+    per_policy = cfg.seeds * teams * cfg.frames
+    print(f"selfplay-eval: --exploit trains {cfg.seeds} seed{'s' if cfg.seeds != 1 else ''} "
+          f"x {teams} best response{'s' if teams != 1 else ''} x {cfg.frames} frames "
+          f"({cfg.algo}; {per_policy} frames) and plays {cfg.seeds} x {teams + 1} evaluations "
+          f"of {cfg.eval_episodes} episodes for each of {len(policies)} "
+          f"polic{'ies' if len(policies) != 1 else 'y'} (--exploit-seeds, --exploit-frames, "
+          "--exploit-episodes set them)", file=sys.stderr)
     for snap, (name, pol) in zip(snaps, policies.items(), strict=True):
-        res = approx_nash_conv(args.game, pol, cfg, kwargs)
+        with tqdm(total=per_policy, desc=f"--exploit {name}", unit="frame", leave=False,
+                  dynamic_ncols=True, file=sys.stderr, smoothing=0) as bar, \
+                logging_redirect_tqdm(tqdm_class=tqdm):  # its log lines above the bar
+
+            def progress(frames: int, stage: str, bar: Any = bar) -> None:
+                if stage != bar.postfix:  # shown at once: an evaluation moves no frames
+                    bar.set_postfix_str(stage, refresh=frames == bar.n)
+                bar.update(frames - bar.n)
+
+            res = approx_nash_conv(args.game, pol, cfg, kwargs, progress=progress)
         record(db, run_id, snap.id, name, res)
         print(f"{name:>24}  approx NashConv {res.nash_conv:.4f} ± {res.half_width:.4f} "
               f"(95% {res.interval}; {cfg.algo}, {cfg.frames} frames per response)")
