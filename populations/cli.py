@@ -675,7 +675,7 @@ def _resolve_hydra_node_in_full_config() -> None:
 HELP = """\
 usage: selfplay-train [GROUP=OPTION ...] [KEY=VALUE ...] [-m] [--cfg job] [--hydra-help]
 
-Run one experiment (a sweep with -m) in a new run folder (runs/<experiment>/<time>/).
+Run one experiment (a sweep with -m) in a new run folder (runs/<experiment>/<time>[_<n>]/).
 
 config groups (configs/):
 {groups}
