@@ -65,9 +65,9 @@ from games.core import (
     Transition,
     UnknownGameError,
 )
-from games.graphs import NODE_DIM, full_edges
+from games.graphs import NODE_DIM, full_edges, warn_large_graph
 from games.kinds import is_flag
-from games.registry import kwargs_name
+from games.registry import _did_you_mean, kwargs_name
 from games.teams import agent_specs, parse_teams, parse_zero_sum
 from games.vector import VecStep, check_actions
 from games.vmas_params import check_scenario_kwargs, zero_agents_line
@@ -281,7 +281,8 @@ class _Sim:
                  kwargs: Mapping[str, Any], seed: int | None) -> None:
         if scenario not in SCENARIOS:
             raise UnknownGameError(
-                f"unknown VMAS scenario {scenario!r}; accepted: {', '.join(SCENARIOS)}")
+                f"unknown VMAS scenario {scenario!r};{_did_you_mean(scenario, SCENARIOS)} "
+                f"accepted: {', '.join(SCENARIOS)}")
         self.where = f"vmas/{scenario}"
         self._state = self._seeded_state(seed)
         self._cuda_state: torch.Tensor | None = None  # set once the device is known
@@ -675,6 +676,8 @@ class VmasBatch:
         self.seed, self.with_state, self.with_graphs = seed, with_state, with_graphs
         with _memory_hint(f"vmas/{game.scenario}", num_envs, game._sim.device):
             self._build(seed)
+        if with_graphs:  # a GNN reads them: slow on large scenes (once per game)
+            warn_large_graph(self.spec.name, len(self.sim.entities), len(self.agent_node))
 
     def _build(self, seed: int | None) -> None:
         game, num_envs = self.game, self.num_envs

@@ -200,8 +200,15 @@ def typed_override(key: str, value: Any) -> Any:
     try:
         return want(value)
     except ValueError:
-        kind = "an integer" if want is int else "a number"
-        raise ValueError(f"{key}={value!r}; expected {kind}") from None
+        pass
+    try:  # the setting's own rule, as a number out of range is told (frames=abc and
+        check_run_values({key: value})  # frames=-5: 'expected an integer >= 1')
+    except ValueError as rule:
+        raise ValueError(str(rule)) from None
+    except TypeError:  # a rule that compares (checkpoint_every_s): the kind alone
+        pass
+    kind = "an integer" if want is int else "a number"
+    raise ValueError(f"{key}={value!r}; expected {kind}")
 
 
 def check_game_kwargs(name: str, kwargs: Mapping[str, Any]) -> None:

@@ -127,6 +127,15 @@ def _yaml(value: Any) -> str:
     return _value(value)
 
 
+def _nearest_member(listed: str, allowed: Sequence[str]) -> str:
+    """``; nearest: mappo_exploiter`` for a member spelt like ``allowed`` ones
+    (``mapo_exploiter``), as ``algo=mapo`` names its nearest; "" where none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(listed, list(allowed), n=3)
+    return f"; nearest: {', '.join(close)}" if close else ""
+
+
 def check_member_specs(specs: Sequence[MemberSpec], allowed: Sequence[str]) -> None:
     """Refuse, in one line, what the registry says no league can train: an algo not in
     ``allowed`` (``league_algos()``), a section that is not the member's learner's, two
@@ -140,7 +149,8 @@ def check_member_specs(specs: Sequence[MemberSpec], allowed: Sequence[str]) -> N
             why = (f"{s.listed!r}: learner {s.algo!r} does not declare Capabilities(partial_"
                    "seats=True) (it must train only the seats it is given)"
                    if s.algo in entries else f"{s.listed!r} unknown")
-            raise ValueError(f"members={shown}: {why}; choose from {list(allowed)}")
+            raise ValueError(f"members={shown}: {why}; choose from {list(allowed)}"
+                             f"{_nearest_member(s.listed, allowed)}")
         section = entries[s.algo].section
         for key in s.changes or {}:
             if key != section:

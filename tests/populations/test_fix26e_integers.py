@@ -20,7 +20,7 @@ CASES = [
     ("mappo.rollout_steps=1e2", "bad config: mappo.rollout_steps=1e2; expected an integer "
                                 "(write 100)"),
     ("frames=2.5", "bad config: frames=2.5; expected an integer >= 1"),
-    ("frames=abc", "bad config: frames='abc'; expected an integer"),
+    ("frames=abc", "bad config: frames='abc'; expected an integer >= 1"),  # as frames=-5
 ]
 
 
