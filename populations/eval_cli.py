@@ -61,13 +61,20 @@ from populations.eval_checks import (
     sidecar_spec,
 )
 from populations.eval_checks import EXPLOIT_MINIMUMS as EXPLOIT_MINIMUMS  # tests import
-from populations.eval_notes import args_may_be_unrecorded, game_notes, held_seats, same_game
+from populations.eval_notes import (
+    args_may_be_unrecorded,
+    game_notes,
+    held_seats,
+    same_game,
+    seatings_note,
+)
 from populations.eval_notes import field_differs as field_differs  # tests import it here
 from populations.eval_seatings import (
     SeatingsInterrupted,
     play_seatings,
     psro_member_advice,
     seating_sides,
+    seatings_of,
     seatings_played,
 )
 
@@ -308,6 +315,10 @@ def _evaluate(args: argparse.Namespace, kwargs: dict[str, Any], unread: Sequence
                                           dict(zip(policies, snaps, strict=True)), names,
                                           args.episodes, args.seed):
                     print(line)
+                note = seatings_note(db, run_id, seatings_of(sides), {  # '-1.000 ± 0.000'
+                    s.member: s.kind for s in snaps})  # of one game replayed: walk40a M4
+                if note is not None:
+                    print(note)
             finally:
                 runner.close()
         elif len(spec.teams) == 1:  # nobody to rate against: each file's return alone
@@ -433,7 +444,8 @@ def _recorded_spec(game: str, kwargs: dict[str, Any], name: str) -> Any:
         return make_recorded(game, kwargs).spec
     except ValueError as err:  # GameError: unknown, bad arguments; quoted from the file
         line = escaped(str(err).splitlines()[0] if str(err) else repr(err))
-        if any(re.search(rf"(?<![\w.]){re.escape(key)}=|{re.escape(repr(key))}:", line)
+        # 'foo' unknown (OpenSpiel), 'foo': ..., argument 'foo' (Python's), foo=1
+        if any(re.search(rf"(?<![\w.]){re.escape(key)}=|{re.escape(repr(key))}", line)
                for key in kwargs):
             raise CLIError(f"--game-kwargs on the game the files record ({escaped(game)}): "
                            f"{line}") from None
@@ -571,14 +583,20 @@ def _print_pairs(db: Any, run_id: int, snaps: Sequence[Any], table: Sequence[str
                 f"{count} pairs; --pairs {count} prints every pair; the database holds them "
                 "all):")
     from populations.crossplay import wilson
+    from populations.eval_notes import pair_note
 
     cells = {(p["row_snapshot"], p["col_snapshot"]): p for p in db.payoffs(run_id)}
-    lines = [f"{names[a]:>24}  vs {names[b]}: win rate {p['win_rate']:.2f} (95% Wilson "
-             f"[{lo:.2f}, {hi:.2f}]) over {p['count']} pairs, margin {p['value']:+.3f} per "
-             "episode"
-             for a, b in order
-             for p in [cells.get((a, b))] if p is not None and p["win_rate"] is not None
-             for lo, hi in [wilson(p["win_rate"] * p["count"], p["count"])]]
+    rows = {s.id: s for s in snaps}
+    lines = []
+    for a, b in order:
+        p = cells.get((a, b))
+        if p is None or p["win_rate"] is None:
+            continue
+        lo, hi = wilson(p["win_rate"] * p["count"], p["count"])
+        note = pair_note(db, run_id, rows[a], rows[b])  # one game replayed: walk40a M4
+        lines += [f"{names[a]:>24}  vs {names[b]}: win rate {p['win_rate']:.2f} (95% Wilson "
+                  f"[{lo:.2f}, {hi:.2f}]) over {p['count']} pairs, margin {p['value']:+.3f} "
+                  "per episode", *([] if note is None else [f"{'':>24}  {note}"])]
     if lines:
         print(head)
         print("\n".join(lines))

@@ -232,3 +232,64 @@ def held_seats(path: str, meta: Any, spec: Any) -> list[str]:
     if player[1] in spec.agent_ids:
         return [player[1]]
     return [a.id for a in spec.agents if a.team == player[1]] or agents
+
+
+def same_every_time(episodes: Sequence[Mapping[str, float]]) -> bool:
+    """Whether two or more recorded ``episodes`` (each one's return per seat, of one seating)
+    all came out alike: deterministic policies in a game without chance replay one game."""
+    return len(episodes) > 1 and all(e == episodes[0] for e in episodes[1:])
+
+
+
+def one_game_note(what: str, times: int, greedy: bool) -> str:
+    """The note under a result ``what`` (``all 64 pairs``) whose ``times`` episodes, or
+    role-swapped pairs, each came out the same (:func:`same_every_time`); ``greedy``: every
+    policy there is played by its argmax (``marl.registry.played_greedy``). A Wilson
+    interval or a Student's t over them counted one game as ``times`` independent outcomes
+    (two greedy VDN snapshots on pentago: 'win rate 1.00 (95% Wilson [0.94, 1.00]) over 64
+    pairs'; PSRO seatings on matrix_rpsw: '-1.000 ± 0.000'), narrower with every
+    ``--episodes`` and nothing new learnt. Identical outcomes are also what a policy that
+    wins every time in a game of chance gives: the note says when it is one game."""
+    why = ("every policy is played by its argmax, so unless the game draws chance they"
+           if greedy else "if the policies act deterministically in a game without chance, they")
+    return (f"note: {what} came out the same (identical returns); {why} replayed one game "
+            f"{times} times: the interval, counting them as {times} independent outcomes, is "
+            "not informative (more --episodes only narrow it)")
+
+
+def _greedy(kinds: Sequence[str]) -> bool:
+    """Whether every policy kind of ``kinds`` is played by its argmax."""
+    from marl.registry import played_greedy
+
+    return all(played_greedy(k) for k in kinds)
+
+
+def pair_note(db: Any, run_id: int, a: Any, b: Any) -> str | None:
+    """:func:`one_game_note` for the role-swapped pair of snapshots ``a`` and ``b`` (rows)
+    whose matches recorded in ``db`` (``rr/<a>-<b>/ab/e0000``...) came out the same in each
+    seating; None otherwise."""
+    seatings: dict[str, list[Mapping[str, float]]] = {}
+    for m in db.matches(run_id, f"rr/{a.id}-{b.id}/") + db.matches(run_id, f"rr/{b.id}-{a.id}/"):
+        seatings.setdefault(m.key.rpartition("/")[0], []).append(m.returns)
+    if len(seatings) != 2 or not all(map(same_every_time, seatings.values())):
+        return None
+    times = min(len(e) for e in seatings.values())
+    return one_game_note(f"all {times} pairs", times, _greedy([a.kind, b.kind]))
+
+
+def seatings_note(db: Any, run_id: int, seatings: Sequence[Sequence[str]],
+                  kinds: Mapping[str, str]) -> str | None:
+    """:func:`one_game_note` for the seatings (``seatings[i]``: the files of seating ``i``,
+    one per side; ``kinds``: each file's policy kind) whose matches recorded in ``db``
+    (``seat/<i>/e0000``...) each came out the same; None where none did."""
+    played: dict[int, list[Mapping[str, float]]] = {}
+    for m in db.matches(run_id, "seat/"):
+        played.setdefault(int(m.key.split("/")[1]), []).append(m.returns)
+    same = [i for i, e in sorted(played.items()) if same_every_time(e) and i < len(seatings)]
+    if not same:
+        return None
+    times = min(len(played[i]) for i in same)
+    what = (f"every seating's {times} episodes" if len(same) == len(played) else
+            f"the episodes of seating{'s' if len(same) > 1 else ''} "
+            f"{_few([' vs '.join(seatings[i]) for i in same])}")
+    return one_game_note(what, times, _greedy([kinds[n] for i in same for n in seatings[i]]))
