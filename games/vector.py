@@ -46,7 +46,7 @@ from games.core import (
     IllegalActionError,
     TimeStep,
 )
-from games.graphs import graph_problem
+from games.graphs import graph_problem, warn_large_graph
 from games.registry import make
 
 
@@ -281,6 +281,7 @@ class VectorGame:
             self._graph_refused(self.games[0], first_graph)
             self._node_shape = first_graph.nodes.shape
             self.agent_node = dict(first_graph.agent_node)
+            warn_large_graph(self.spec.name, len(first_graph.nodes), len(first_graph.agent_node))
         self._ids = self.spec.agent_ids
         self._ret = {a: np.zeros(num_envs, np.float64) for a in self._ids}
         self._len = np.zeros(num_envs, np.int64)

@@ -61,3 +61,19 @@ def test_a_gnn_on_a_large_vmas_graph_is_warned_about_once(caplog, monkeypatch):
     assert "along 1520 edges per game copy and step (4 agents, each reading the graph of all " \
         "20 entities)" in caplog.text
     assert not graphs.warn_large_graph("g", 12, 2)  # give_way's 264 edges: 7x, not warned
+
+
+def test_a_gnn_on_a_large_pettingzoo_graph_is_warned_about_too(caplog, monkeypatch):
+    # the stepped-in-Python path builds its first graph in VectorGame: simple_spread with N=8
+    # reads 8 agents x 16 entities (1,920 edges); with N=3 (90 edges) nothing is said
+    from games import graphs
+
+    monkeypatch.setattr(graphs, "_warned_large", set())
+    name = "pettingzoo/mpe2.simple_spread_v3"
+    with caplog.at_level("WARNING", logger="games.graphs"):
+        games.VectorGame(name, 2, seed=0, N=3, with_graphs=True).close()
+        assert not caplog.records
+        games.VectorGame(name, 2, seed=0, N=8, with_graphs=False).close()
+        assert not caplog.records  # an MLP reads no graph
+        games.VectorGame(name, 2, seed=0, N=8, with_graphs=True).close()
+    assert "along 1920 edges per game copy and step (8 agents" in caplog.text
