@@ -511,7 +511,7 @@ def side_metrics(episodes: Sequence[EpisodeRecord],
             continue  # a cooperative game: success and team return say it
         best = max(score.values())
         tied = [t for t, v in score.items() if v >= best - 1e-9]
-        for t in {a.team for a in spec.agents if a.id in held}:
+        for t in dict.fromkeys(a.team for a in spec.agents if a.id in held):  # the game's order
             wins[t].append(1.0 / len(tied) if t in tied else 0.0)
     out = {f"charts/seat_return/{a}": float(np.mean(r)) for a, r in seat_ret.items()}
     out.update({f"charts/win_rate/{t}": float(np.mean(w)) for t, w in wins.items()})
