@@ -21,7 +21,7 @@ import importlib
 import os
 import re
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -415,13 +415,20 @@ def check_tensors(data: Any, what: str, error: type[Exception] = CheckpointError
     expanded with stride 0, or many views of one storage, would pass for gigabytes of weights
     (``build_checked`` sizes a module by them; casting or copying one allocates it whole).
     Tensors must be dense, none may overlap itself, and all of them together may view at most
-    four times their storages' bytes plus :data:`MAX_BUILD_SLACK_BYTES` (tied weights: 2x)."""
-    stack, seen, storages, viewed = [data], set(), {}, 0
+    four times their storages' bytes plus :data:`MAX_BUILD_SLACK_BYTES` (tied weights: 2x).
+    Each must hold values (no meta tensor) of a dtype in :data:`LOADED_DTYPES`: torch's sum
+    has no float8 kernel, and a meta tensor's values cannot be read, so the finiteness check
+    after this one raised torch's traceback on either."""
+    stack, seen, storages, viewed = [(data, "")], set(), {}, 0
     while stack:
-        x = stack.pop()
+        x, where = stack.pop()
         if isinstance(x, torch.Tensor):
             if x.layout != torch.strided:
                 raise error(f"{what}: holds a {x.layout} tensor; only dense tensors are read")
+            if x.is_meta or x.dtype not in LOADED_DTYPES:
+                kind = "meta" if x.is_meta else str(x.dtype).removeprefix("torch.")
+                raise error(f"{what}: {where or 'its tensor'} is a {kind} tensor; accepted: "
+                            "tensors with values, floating (16 to 64 bits), integer or bool")
             nbytes, stored = x.numel() * x.element_size(), x.untyped_storage().nbytes()
             if nbytes > stored:
                 raise error(f"{what}: a tensor of shape {list(x.shape)} overlaps itself "
@@ -429,11 +436,30 @@ def check_tensors(data: Any, what: str, error: type[Exception] = CheckpointError
             storages[x.untyped_storage().data_ptr()], viewed = stored, viewed + nbytes
         elif isinstance(x, dict | list | tuple | set) and id(x) not in seen:
             seen.add(id(x))  # a pickle may nest a container in itself
-            stack.extend([*x.keys(), *x.values()] if isinstance(x, dict) else x)
+            stack.extend(reversed(list(_children(x, where))))
     have = sum(storages.values())
     if viewed > 4 * have + MAX_BUILD_SLACK_BYTES:
         raise error(f"{what}: its tensors view {viewed / 2**20:.0f} MiB of "
                     f"{have / 2**20:.0f} MiB stored")
+
+
+def _children(x: dict | list | tuple | set, where: str) -> Iterator[tuple[Any, str]]:
+    """The tensors and containers in ``x`` (at path ``where``) with their paths, such as
+    ``payload['actors']['0.head.0.weight']``; numbers and strings hold no tensor."""
+    items = x.items() if isinstance(x, dict) else enumerate(x)
+    for k, v in items:
+        if isinstance(v, torch.Tensor | dict | list | tuple | set):
+            yield v, f"{where}[{short_repr(k, 60)}]" if where or not isinstance(k, str) else k
+        if isinstance(x, dict) and isinstance(k, torch.Tensor | tuple):
+            yield k, f"{where}[key {short_repr(k, 60)}]"
+
+
+LOADED_DTYPES = frozenset({
+    torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.uint8, torch.int8,
+    torch.int16, torch.int32, torch.int64, torch.bool,
+    torch.complex64, torch.complex128})  # complex: refused after, as not real, in its own words
+"""The dtypes of tensors a loaded file may hold: those the project saves (weights, moments
+and counters in floats, RNG states in uint8, counts in int64) and casts alike."""
 
 
 M = TypeVar("M", bound=torch.nn.Module)
