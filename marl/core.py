@@ -570,10 +570,11 @@ def _loaded_dry_run(probe: M, weights: dict[str, torch.Tensor]) -> M | None:
     """``probe`` (built on the meta device, its state dict's names and shapes those of
     ``weights``) holding ``weights`` (``load_state_dict(assign=True)``), or None when that
     may not be the module a real build makes (the caller then builds it): a class from outside
-    :data:`_KNOWN_MODULES` (a user's encoder, a transformers model), a buffer the state dict
-    does not hold left on the meta device (a value the build computed, lost:
-    :func:`marl.networks.config_tensor` makes one for real), or the meta device left in an
-    attribute. Each weight is first given the module's dtype and the default device, and a
+    :data:`_KNOWN_MODULES` (a user's encoder, a transformers model), a parameter or buffer
+    under two names (tied weights: ``load_state_dict(assign=True)`` gives each name its own),
+    a buffer the state dict does not hold left on the meta device (a value the build computed,
+    lost: :func:`marl.networks.config_tensor` makes one for real), or the meta device left in
+    an attribute. Each weight is first given the module's dtype and the default device, and a
     storage of its own unless it already has one, as copying it into a built module did.
 
     Why: a snapshot's load built every module twice (this dry run, then for real: a GNN
@@ -581,6 +582,10 @@ def _loaded_dry_run(probe: M, weights: dict[str, torch.Tensor]) -> M | None:
     for every real weight before the file's weights overwrote it."""
     if not all(type(m).__module__.startswith(_KNOWN_MODULES) for m in probe.modules()):
         return None
+    tied = (len(list(probe.named_parameters(remove_duplicate=False)))
+            + len(list(probe.named_buffers(remove_duplicate=False))))
+    if tied != len(list(probe.parameters())) + len(list(probe.buffers())):
+        return None  # a tensor under two names: assigning each name its own would untie them
     state = probe.state_dict(keep_vars=True)
     if any(b.is_meta for name, b in probe.named_buffers(remove_duplicate=False)
            if name not in state):
