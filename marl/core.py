@@ -487,7 +487,8 @@ def build_checked(build: Callable[[], M], weights: Any, what: str) -> M:
         isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()
     ):
         raise PolicyLoadError(f"{what}: weights are not a dict of named tensors")
-    with _dry_run_device(), torch.random.fork_rng(devices=[]), weights_to_load():
+    # weights_to_load first: it keeps the default device the weights load to
+    with weights_to_load(), _dry_run_device(), torch.random.fork_rng(devices=[]):
         probe = build()
     expected = {k: tuple(v.shape) for k, v in probe.state_dict().items()}
     given = {k: tuple(v.shape) for k, v in weights.items()}

@@ -17,8 +17,10 @@ from torch.autograd.function import once_differentiable
 
 NEG_INF = -1e9  # logit of an illegal action (finite, so all-illegal rows stay NaN-free)
 
-_WEIGHTS_TO_LOAD: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "weights_to_load", default=False)
+_WEIGHTS_TO_LOAD: contextvars.ContextVar[torch.device | None] = contextvars.ContextVar(
+    "weights_to_load", default=None)
+"""Inside :func:`weights_to_load`: the default device when it was entered (where the loaded
+weights go); None outside."""
 
 
 @contextlib.contextmanager
@@ -27,8 +29,9 @@ def weights_to_load() -> Iterator[None]:
     overwritten by a state dict (``marl.core.build_checked`` loads it). Why: the QR
     decompositions were most of a snapshot's load time (a policy-cache miss in a league).
     The flag is a context variable, so a learner built meanwhile in another thread (or after
-    the block) initialises exactly as ever."""
-    token = _WEIGHTS_TO_LOAD.set(True)
+    the block) initialises exactly as ever. It keeps the default device of its entry, where
+    :func:`config_tensor` makes its tensors when a dry run moves the default to meta."""
+    token = _WEIGHTS_TO_LOAD.set(torch.get_default_device())
     try:
         yield
     finally:
@@ -38,17 +41,20 @@ def weights_to_load() -> Iterator[None]:
 def orthogonal_(weight: torch.Tensor, gain: float = 1.0) -> torch.Tensor:
     """``nn.init.orthogonal_(weight, gain)``, or ``weight`` untouched inside
     :func:`weights_to_load` (no random numbers drawn)."""
-    return weight if _WEIGHTS_TO_LOAD.get() else nn.init.orthogonal_(weight, gain)
+    return weight if _WEIGHTS_TO_LOAD.get() is not None else nn.init.orthogonal_(weight, gain)
 
 
 def config_tensor(value: Any, dtype: torch.dtype) -> torch.Tensor:
     """``torch.tensor(value, dtype=dtype)``: a tensor a module computes from its configuration
     and keeps out of its state dict (a non-persistent buffer). Built while a snapshot loads
-    (:func:`weights_to_load`) on the meta device, it is made on the CPU instead, so that
+    (:func:`weights_to_load`) on the meta device, it is made on the device the weights load
+    to (the default device where :func:`weights_to_load` was entered) instead, so that
     ``marl.core.build_checked`` can keep that dry run's module (its values are real; the
-    weights come from the file) rather than build it a second time."""
-    meta = _WEIGHTS_TO_LOAD.get() and torch.get_default_device().type == "meta"
-    return torch.tensor(value, dtype=dtype, device="cpu" if meta else None)
+    weights come from the file) rather than build it a second time, its tensors on one
+    device (under ``with torch.device("cuda")`` the bounds were made on the CPU)."""
+    loading = _WEIGHTS_TO_LOAD.get()
+    meta = loading is not None and torch.get_default_device().type == "meta"
+    return torch.tensor(value, dtype=dtype, device=loading if meta else None)
 
 
 class _SigmoidTanh(torch.autograd.Function):
