@@ -46,7 +46,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -145,16 +145,6 @@ for it; another game given without ``game_kwargs`` starts from its own defaults,
 given by ``dataclasses.replace(cfg, game=...)`` of a config whose arguments were filled in."""
 
 
-class _FilledIn(dict):
-    """``game_kwargs`` as :class:`LeagueConfig` filled it in for ``game`` (given as None): a
-    copy made by ``dataclasses.replace(cfg, game=other)`` receives it and fills in the other
-    game's instead (the default game's ``max_cycles`` went silently to any other game)."""
-
-    def __init__(self, items: Any = (), game: str = "") -> None:
-        super().__init__(items)
-        self.game = game
-
-
 _SECTIONS = {"matchmaking": MatchmakingConfig, "exploit": ExploitEvery, "mappo": MAPPOConfig}
 """:class:`LeagueConfig`'s nested settings and the dataclass each takes."""
 
@@ -189,13 +179,21 @@ class LeagueConfig:
     seed: int = 0
     device: str = "cpu"
     torch_threads: int = 1  # intra-op threads (small networks are fastest on one)
+    _filled_for: InitVar[tuple[str, dict[str, Any]] | None] = None  # not a setting: (game,
+    # game_kwargs) when this config filled game_kwargs in for game (given as None); an
+    # init-only variable, kept on the instance, which dataclasses.replace reads and passes on
+    # (and asdict, fields, repr and == leave out: game_kwargs stays a plain dict, as YAML and
+    # OmegaConf take it), so a copy with another game fills that game's in instead (the
+    # default game's max_cycles went silently to any other game)
 
-    def __post_init__(self) -> None:
-        given = self.game_kwargs  # filled in for another game: replace() changed the game
-        if given is None or (isinstance(given, _FilledIn) and given.game != self.game):
-            # the default game's max_cycles failed any other game
-            object.__setattr__(self, "game_kwargs", _FilledIn(
-                DEFAULT_GAME_KWARGS if self.game == LeagueConfig.game else {}, self.game))
+    def __post_init__(self, _filled_for: tuple[str, dict[str, Any]] | None) -> None:
+        given, mark = self.game_kwargs, _filled_for
+        ours = isinstance(mark, tuple) and len(mark) == 2 and mark[1] is given  # not the user's
+        if given is None or (ours and mark[0] != self.game):  # replace() changed the game
+            given = dict(DEFAULT_GAME_KWARGS if self.game == LeagueConfig.game else {})
+            object.__setattr__(self, "game_kwargs", given)
+            ours, mark = True, (self.game, given)
+        object.__setattr__(self, "_filled_for", mark if ours else None)
         for name, kind in _SECTIONS.items():  # a dict failed after league.db was made
             value = getattr(self, name)
             if not isinstance(value, kind):
