@@ -17,9 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +33,7 @@ from marl.configs import (
     POSITIVE,
     WIDTH,
     AdvantageConfig,
+    DeferredChecks,
     check_number,
     is_integer,
 )
@@ -83,31 +82,12 @@ FALLBACKS: dict[str, Callable[[np.random.Generator, int], int]] = {
 """Action played after invalid output: name -> ``(rng, number of legal actions) -> index``
 (:mod:`llm_agents.actions` registers more here)."""
 
-_LATER: ContextVar[list[tuple[Any, Callable[[], None]]] | None] = ContextVar(
-    "llm_registry_checks_later", default=None)
-
-
-def _registry_check(owner: Any, check: Callable[[], None]) -> None:
-    """Run ``check`` (it imports a torch registry) now, or later inside
-    :func:`registry_checks_later`."""
-    later = _LATER.get()
-    if later is None:
-        check()
-    else:
-        later.append((owner, check))
-
-
-@contextmanager
-def registry_checks_later() -> Iterator[list[tuple[Any, Callable[[], None]]]]:
-    """Inside, the settings built here put their registry checks (which import torch) on the
-    yielded list as ``(settings object, check)`` instead of running them: the caller runs them
-    once every torch-free check passed."""
-    later: list[tuple[Any, Callable[[], None]]] = []
-    token = _LATER.set(later)
-    try:
-        yield later
-    finally:
-        _LATER.reset(token)
+_CHECKS = DeferredChecks("llm")
+_registry_check = _CHECKS.check  # run a check that imports a torch registry now, or later
+registry_checks_later = _CHECKS.later
+"""Inside, the settings built here put their registry checks (which import torch) on the
+yielded list as ``(settings object, check)`` instead of running them: the caller runs them
+once every torch-free check passed (:class:`marl.configs.DeferredChecks`)."""
 
 
 _GREEDY = ("for argmax decoding set greedy=True, on the command line "

@@ -32,33 +32,44 @@ LOSSES = ("mse", "huber")
 TARGET_ACTIONS = ("argmax", "gumbel")
 
 
-_LATER: ContextVar[list[tuple[Any, Callable[[], None]]] | None] = ContextVar(
-    "marl_registry_checks_later", default=None)
+class DeferredChecks:
+    """Checks a package's settings run on construction that import a registry of torch code:
+    :meth:`check` runs one now, or, inside :meth:`later`, puts it on the yielded list as
+    ``(settings object, check)`` for the caller to run once every torch-free check passed.
+    Hydra's schema is made from the dataclasses' defaults without torch
+    (``populations.train_overrides.register_schema``). One per package (``marl`` here,
+    ``llm_agents.settings``' own), each with its own context."""
+
+    def __init__(self, name: str) -> None:
+        self._later: ContextVar[list[tuple[Any, Callable[[], None]]] | None] = ContextVar(
+            f"{name}_registry_checks_later", default=None)
+
+    def check(self, owner: Any, check: Callable[[], None]) -> None:
+        """Run ``check`` now, or later inside :meth:`later`."""
+        later = self._later.get()
+        if later is None:
+            check()
+        else:
+            later.append((owner, check))
+
+    @contextmanager
+    def later(self) -> Iterator[list[tuple[Any, Callable[[], None]]]]:
+        """Inside, :meth:`check` postpones onto the yielded list."""
+        later: list[tuple[Any, Callable[[], None]]] = []
+        token = self._later.set(later)
+        try:
+            yield later
+        finally:
+            self._later.reset(token)
 
 
-def registry_check(owner: Any, check: Callable[[], None]) -> None:
-    """Run ``check`` (it imports a registry of torch code) now, or later inside
-    :func:`registry_checks_later`."""
-    later = _LATER.get()
-    if later is None:
-        check()
-    else:
-        later.append((owner, check))
-
-
-@contextmanager
-def registry_checks_later() -> Iterator[list[tuple[Any, Callable[[], None]]]]:
-    """Inside, the settings built here (and :mod:`populations.experiment_config`'s) put their
-    registry checks (which import torch) on the yielded list as ``(settings object, check)``
-    instead of running them, as :func:`llm_agents.settings.registry_checks_later` does for the
-    LLM settings: Hydra's schema is made from the dataclasses' defaults without torch
-    (``populations.train_overrides.register_schema``)."""
-    later: list[tuple[Any, Callable[[], None]]] = []
-    token = _LATER.set(later)
-    try:
-        yield later
-    finally:
-        _LATER.reset(token)
+_CHECKS = DeferredChecks("marl")
+registry_check = _CHECKS.check
+"""Run a check that imports torch code now, or later inside :func:`registry_checks_later`."""
+registry_checks_later = _CHECKS.later
+"""Inside, the settings built here (and :mod:`populations.experiment_config`'s) postpone their
+registry checks (:class:`DeferredChecks`), as :func:`llm_agents.settings.registry_checks_later`
+does for the LLM settings."""
 
 
 def check_choice(where: str, value: Any, accepted: Iterable[Any]) -> None:
