@@ -62,6 +62,7 @@ if __name__ == "__main__" and signal.getsignal(signal.SIGINT) is signal.default_
 
 import games
 from marl.actor_critic import NetConfig
+from marl.core import CheckpointError
 from marl.fileio import NoSpaceError, disk_full
 from marl.mappo import MAPPO, MAPPOConfig
 from marl.progress import tqdm
@@ -263,6 +264,10 @@ class League(LeagueOpening, LeagueTraining):
         self._gen_seconds, self._gens = 0.0, 0
         self._eval_seconds, self._eval_pairs, self._eval_spent = 0.0, 0.0, 0.0
         self._workers_started = False  # a batch of pairs was played on the Ray match workers
+        # an asynchronous member's generation metrics, [(step, {key: value})]: kept in its
+        # "trained" checkpoint and logged after it (League._run_async), so a kill before that
+        # checkpoint leaves no rows the resume's retraining logs again at other steps
+        self._unlogged: list[tuple[int, dict[str, float]]] = []
         if resume and not resume_override and not self.run_dir.is_dir():  # create nothing
             w = resume_words()
             raise RunFolderError(f"{w.resume} but run folder {self.run_dir} does not exist: "
@@ -338,7 +343,10 @@ class League(LeagueOpening, LeagueTraining):
                 "seconds": self.elapsed(),
                 "members": {m.name: m.state_dict() for m in self.members},
                 "progress": {k: list(v) for k, v in self.progress.items()},
-                "trained": list(self.trained)}
+                "trained": list(self.trained),
+                **({"unlogged": [[int(step), {k: float(v) for k, v in m.items()}]
+                                   for step, m in self._unlogged]}
+                   if self._unlogged else {})}
 
     def _save(self) -> None:
         # "training" (some members trained, a stop request) shares its step with "trained",
@@ -364,6 +372,7 @@ class League(LeagueOpening, LeagueTraining):
         load_members(path, self.members, state.members)
         self.generation, self.phase, self.frames = state.generation, state.phase, state.frames
         self.progress, self.trained = dict(state.progress), list(state.trained)
+        self._unlogged = unlogged_metrics(path, raw)
         self.seconds, self._began = state.seconds, time.perf_counter()
         if self.phase == "async":  # self.generation: set only as the members all finish
             log.info("resumed from %s (async; generations %s)", path.name,
@@ -610,6 +619,14 @@ class League(LeagueOpening, LeagueTraining):
                             if self.phase == "new" else "with a checkpoint")
             stop_now()
 
+    def _log_unlogged(self) -> None:
+        """Log the asynchronous member generation's metrics its "trained" checkpoint holds
+        (``_unlogged``; again after a kill past their logging: a row logged again replaces
+        itself in the database, and metrics.csv writes each (step, key) once)."""
+        for step, metrics in self._unlogged:
+            self.log_metrics(step, metrics)
+        self._unlogged = []
+
     def _member(self, name: str) -> Member:
         return next(m for m in self.members if m.name == name)
 
@@ -645,6 +662,27 @@ def member_generations(progress: dict[str, tuple[int, str]]) -> str:
     generation and phase), as its stop and resume lines say it: ``a: 2 done, b: 1 trained``
     (done: published and evaluated; trained: its evaluation left, which a resume plays)."""
     return ", ".join(f"{name}: {g} {phase}" for name, (g, phase) in progress.items())
+
+
+def unlogged_metrics(path: Path, state: dict[str, Any]) -> list[tuple[int, dict[str, float]]]:
+    """The metrics of an asynchronous member generation that checkpoint ``path`` (its
+    ``state``) holds to log (``[(step, {key: value})]``; none in one from before, or one
+    saved with none), each checked as the league's other entries are.
+
+    Raises:
+        CheckpointError: one line naming the file and the entry.
+    """
+    raw = state.get("unlogged", [])
+    ok = isinstance(raw, list) and all(
+        isinstance(r, list | tuple) and len(r) == 2 and isinstance(r[0], int)
+        and not isinstance(r[0], bool) and 0 <= r[0] < 2**63 and isinstance(r[1], dict)
+        and all(isinstance(k, str) and isinstance(v, numbers.Real) and not isinstance(v, bool)
+                for k, v in r[1].items()) for r in raw)
+    if not ok:
+        raise CheckpointError(f"checkpoint {path} does not hold a league state this selfplay "
+                              f"reads: unlogged is {str(raw)[:80]}; expected a list of "
+                              "[step, {metric: value}]")
+    return [(int(step), {k: float(v) for k, v in m.items()}) for step, m in raw]
 
 
 def _remove_unstarted(run_dir: Path) -> None:

@@ -102,10 +102,16 @@ class LeagueTraining:
     def _apply(self, m: Member, r: LearnerResult) -> None:
         """A learner actor's result: the member's new state, its metrics at the league's
         frame count, the frames."""
+        for step, metrics in self._take(m, r):
+            self.log_metrics(step, metrics)
+
+    def _take(self, m: Member, r: LearnerResult) -> list[tuple[int, dict[str, float]]]:
+        """Load a learner actor's result into member ``m`` and count its frames; returns
+        its metrics at the league's frame count before them, to log."""
         m.load_state_dict(load_state_bytes(r.state))
-        for f, metrics in r.metrics:
-            self.log_metrics(self.frames + f, metrics)
+        rows = [(self.frames + f, metrics) for f, metrics in r.metrics]
         self._count(m, r.frames)
+        return rows
 
     def _count(self, m: Member, n: int) -> None:
         """Add member ``m``'s generation (``n`` of what it counts) to the league's step: an
@@ -177,11 +183,13 @@ class LeagueTraining:
         a fresh draw. Which snapshots a draw sees depends on timing, so runs are not
         reproducible; the ``generations`` table records the order. A resume publishes
         members checkpointed "trained" and retrains the others from their checkpoints
-        (their unfinished work was never recorded: nothing lost, nothing twice)."""
+        (their unfinished work was never recorded: nothing lost, nothing twice; a member's
+        metrics are logged after its "trained" checkpoint, which holds them)."""
         if self.phase != "async":
             self.progress = {m.name: (self.generation, "done") for m in self.members}
             self.phase = "async"
             self._save()
+        self._log_unlogged()  # a resume from a "trained" checkpoint: its metrics, once
         for m in self.members:
             if self.progress[m.name][1] == "trained":
                 self._finish_async(m, self.progress[m.name][0])
@@ -203,9 +211,13 @@ class LeagueTraining:
             timing.add(m.name, g, r.frames, r.started_at, r.finished_at)
             log.info("generation %d: %s trained %d %s in %.0fs (%s)", g, r.name, r.frames,
                      count_unit(m), r.finished_at - r.started_at, r.worker)  # as sync=True
-            self._apply(m, r)
+            # its metrics are logged once the "trained" checkpoint holds them: logged before,
+            # a kill before the checkpoint left rows the resume's retraining logs again at
+            # other steps (the base step is the league's frames as members finish)
+            self._unlogged = self._take(m, r)
             self.progress[m.name] = (g, "trained")
             self._save()
+            self._log_unlogged()
             self._stop_if_asked()  # the other members' generations are trained again
             self._finish_async(m, g, seq)
             self._stop_if_asked()
