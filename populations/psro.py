@@ -404,7 +404,8 @@ class PSRO:
         # every setting that cannot run, in one line, before any work (and before PSROConfig
         # is remade: it refused a full-game meta-solver with the payoffs auto chose)
         check_exact_players(self.seats_of, payoffs, isinstance(oracle, ExactBestResponse),
-                            bool(full_game_settings(cfg.meta_solver, cfg.response_target)))
+                            full_game_settings(cfg.meta_solver, cfg.response_target),
+                            players=cfg.players, setting=self.setting)
         refused = settings_refusal(game_obj, self.seats_of, payoffs, cfg.meta_solver,
                                    cfg.response_target, self.setting,
                                    (why or no_probs) if cfg.payoffs == "auto" else None,

@@ -113,23 +113,41 @@ def why_not_exact(game_obj: games.Game, seats_of: Mapping[str, Sequence[str]]) -
 
 def check_exact_players(
     seats_of: Mapping[str, Sequence[str]], payoffs: str, exact_oracle: bool,
-    uses_full_game: bool, where: str = "PSRO",
+    uses_full_game: bool | Sequence[str], where: str = "PSRO", *, players: str | None = None,
+    setting: Callable[[str, object], str] | None = None,
 ) -> None:
     """Refuse, in one line, exact tools for a team of several seats: an exact best response
     of such a team is a joint one (the team's seats coordinating), which the per-seat exact
-    tools do not compute."""
+    tools do not compute. The line names every setting to change, so that following it runs
+    (a full-game meta-solver or target needs exact payoffs too): ``uses_full_game`` is
+    :func:`full_game_settings`' fields (True: both may be), ``players`` the value set
+    (``auto`` is said to have chosen teams), ``setting(name, value)`` names a setting as the
+    caller's user writes it (default: ``population.psro.name=value`` where ``where`` is
+    ``population.psro``, else ``name='value'``)."""
     teams = [p for p, seats in seats_of.items() if len(seats) > 1]
     if not teams:
         return
     used = [what for what, on in (("payoffs=exact", payoffs == "exact"),
                                   ("oracle=exact", exact_oracle),
-                                  ("a full-game meta-solver/target", uses_full_game)) if on]
-    if used:
-        raise ValueError(
-            f"{where}: players=teams ({teams[0]!r} plays {list(seats_of[teams[0]])}) cannot "
-            f"use {' and '.join(used)}: exact best responses and payoffs are per seat, a "
-            "team needs a joint one; use payoffs=sampled with an RL oracle (oracle=rl or an "
-            "algo), or players=seats")
+                                  ("a full-game meta-solver/target", bool(uses_full_game)))
+            if on]
+    if not used:
+        return
+    keys = where == "population.psro"
+    if setting is None:
+        setting = ((lambda k, v: f"population.psro.{k}={v}") if keys
+                   else (lambda k, v: f"{k}={v!r}"))
+    full = (["meta_solver", "response_target"] if uses_full_game is True
+            else list(uses_full_game or ()))
+    fixes = [setting("payoffs", "sampled")] if payoffs == "exact" else []
+    if exact_oracle:
+        fixes.append("population.oracle=rl" if keys else "an RL oracle (RLOracle)")
+    fixes += [setting(k, "prd" if k == "meta_solver" else "meta") for k in full]
+    chose = f"{setting('players', 'auto')} chose teams: " if players == "auto" else ""
+    raise ValueError(
+        f"{where}: {chose}players=teams ({teams[0]!r} plays {list(seats_of[teams[0]])}) "
+        f"cannot use {' and '.join(used)}: exact best responses and payoffs are per seat, "
+        f"a team needs a joint one; use {' '.join(fixes)}, or {setting('players', 'seats')}")
 
 
 @dataclass(frozen=True)

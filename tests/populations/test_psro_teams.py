@@ -209,7 +209,8 @@ def test_exact_tools_with_a_multi_seat_team_are_refused_in_one_line():
         PSRO(bridge, oracle, PSROConfig(payoffs="exact"), game_kwargs=kw)
     msg = str(err.value)
     assert "\n" not in msg and "team_0" in msg and "payoffs=exact" in msg
-    assert "use payoffs=sampled with an RL oracle" in msg
+    assert "players='auto' chose teams" in msg
+    assert "use payoffs='sampled', or players='seats'" in msg
 
 
 # ------------------------------------------------------------------ through the experiment
