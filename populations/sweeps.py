@@ -158,7 +158,7 @@ def sweep_folder(config: DictConfig) -> Path:
     its multirun.yaml to a third one (see :func:`pin_sweep_folder`)."""
     import copy
 
-    from omegaconf import flag_override
+    from omegaconf import OmegaConf, flag_override
 
     from populations.run_folder import release_claim
 
@@ -166,6 +166,9 @@ def sweep_folder(config: DictConfig) -> Path:
     swept = _swept_experiments(list(config.hydra.overrides.task))
     if swept:
         named = copy.deepcopy(config)  # the cache too: the same stamp
+        # but not new_folder's: its cache is keyed by the unresolved text
+        # (multirun/${experiment}/...), so it would give the default experiment's folder again
+        OmegaConf.get_cache(named).pop("new_folder", None)
         with flag_override(named, ["struct", "readonly"], [False, False]):
             named.experiment = swept
             unused, folder = folder, str(named.hydra.sweep.dir)
