@@ -253,8 +253,14 @@ def new_folder(base: str) -> str:
         key = os.path.realpath(name)
         if os.path.lexists(name):
             continue
-        if key in _CLAIMS or _claim(key):
+        if key in _CLAIMS:
             return name
+        if _claim(key):
+            # a run that claimed it, made and locked it and dropped its claim between the look
+            # above and this claim: the folder now says so (review40b)
+            if not os.path.lexists(name):
+                return name
+            release_claim(name)
     return base
 
 

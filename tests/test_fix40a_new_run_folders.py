@@ -165,3 +165,29 @@ def test_a_name_another_process_claimed_is_not_given_again(tmp_path, request):
     Path(base).mkdir(parents=True)
     (Path(base).parent / "stamp_1").mkdir()
     assert resolved() == f"{base}_2"  # folders there (runs that ended) are skipped
+
+
+def test_a_folder_made_between_the_look_and_the_claim_is_passed_over(tmp_path, monkeypatch):
+    # review40b: another run made and locked <stamp> (dropping its claim) right after this
+    # one saw no folder there; the claim then succeeded on a folder in use, and the run was
+    # refused 'in use by process N' as before the resolver existed
+    from populations import run_folder
+
+    base = str(tmp_path / "runs" / "default" / "stamp")
+    real = os.path.lexists
+    looks = []
+
+    def lexists(path):
+        looks.append(path)
+        if path == base and len(looks) == 1:  # the first look: not there yet
+            Path(base).mkdir(parents=True)  # ... and another run makes it now
+            return False
+        return real(path)
+
+    monkeypatch.setattr(run_folder.os.path, "lexists", lexists)
+    got = run_folder.new_folder(base)
+    try:
+        assert got == base + "_1"
+        assert os.path.realpath(base) not in run_folder._CLAIMS  # the passed-over claim dropped
+    finally:
+        run_folder.release_claim(got)
