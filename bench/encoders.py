@@ -13,6 +13,11 @@ printed before and after. Runs (32 copies, seed 0):
 * ``spread_gnn``: tests/marl/test_mappo.py's GNN run (``simple_spread`` N=3, GATv2 actor
   and critic, ``gnn_hidden=32``, 25-step rollouts, 10 epochs x 4 minibatches), 4,000 frames;
 * ``spread_mlp``: the same with the MLP encoder (the baseline of the ``x mlp`` column);
+* ``spread_gnn_actor``: ``spread_gnn`` with the MLP critic of the global state
+  (``critic=state``, as configs/experiment/main.yaml): the GNN in the actor only;
+* ``adversary_gnn_actor`` / ``adversary_mlp``: the main job's game and networks
+  (``simple_adversary``, GNN actor, state critic; ``mlp``: the MLP actor), default MAPPO
+  settings, 3,200 frames (4 updates);
 * ``spread_mlp_gru``: tests/marl/test_mappo_gru.py's rMAPPO run (5 epochs), 4,000 frames;
 * ``spread_gnn_gru``: ``encoder=gnn_gru`` (GNN, then a GRU), 4,000 frames;
 * ``world_comm_gnn`` / ``world_comm_gnn_gru``: ``simple_world_comm`` (6 agents, 11
@@ -37,12 +42,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for bench._args
 from bench._args import at_least  # noqa: E402
 
 SPREAD = "pettingzoo/mpe2.simple_spread_v3"
+ADVERSARY = "pettingzoo/mpe2.simple_adversary_v3"
 FAST = {"rollout_steps": 25, "epochs": 10, "minibatches": 4}
 GNN = {"encoder": "gnn", "critic": "gnn", "gnn_hidden": 32}
 RUNS: dict[str, tuple[str, dict, dict, dict, int]] = {
     # name: (game, game kwargs, MAPPOConfig kwargs, NetConfig kwargs, frames)
     "spread_gnn": (SPREAD, {"N": 3, "max_cycles": 25}, FAST, GNN, 4000),
     "spread_mlp": (SPREAD, {"N": 3, "max_cycles": 25}, FAST, {}, 4000),
+    "spread_gnn_actor": (SPREAD, {"N": 3, "max_cycles": 25}, FAST,
+                         {**GNN, "critic": "state"}, 4000),
+    "adversary_gnn_actor": (ADVERSARY, {"max_cycles": 25}, {}, {**GNN, "critic": "state"},
+                            3200),
+    "adversary_mlp": (ADVERSARY, {"max_cycles": 25}, {}, {"critic": "state"}, 3200),
     "spread_mlp_gru": (SPREAD, {"N": 3, "max_cycles": 25}, {**FAST, "epochs": 5},
                        {"recurrent": True}, 4000),
     "spread_gnn_gru": (SPREAD, {"N": 3, "max_cycles": 25}, FAST,
