@@ -17,7 +17,7 @@ from tests.populations.user_modules import refused_line
 
 ALGOS = "ippo, llm_grpo, maddpg, mappo, qmix, vdn"
 GAMES = ("climbing, kuhn, leduc, lookup, mpe_adversary, mpe_reference, mpe_spread, mpe_tag, "
-         "relay, rps, tictactoe, vmas_navigation, vmas_spread, vmas_tag")
+         "relay, rps, rps_biased, tictactoe, vmas_navigation, vmas_spread, vmas_tag")
 
 
 def _experiment(folder: Path, name: str, *defaults: str) -> None:
