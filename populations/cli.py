@@ -249,6 +249,21 @@ def _start_warnings(exp: Any, kwargs: dict[str, Any]) -> list[str]:
                 log.debug("closing %s raised: %s", exp.game.name, one_line(err))
 
 
+@contextmanager
+def _claim_dropped_if_refused(folder: Path) -> Iterator[None]:
+    """Drop this process's claim on the default run folder's name
+    (:func:`populations.run_folder.new_folder`) when the command is refused before locking it:
+    a notebook or test session that runs many refused commands kept one socket each, and
+    other processes passed over those names (review40b L1)."""
+    try:
+        yield
+    except BaseException:
+        from populations.run_folder import release_claim
+
+        release_claim(folder)
+        raise
+
+
 class ConfigCheck(Callback):
     """Hydra callback (``configs/config.yaml``): validates the composed config before Hydra
     makes the run folder, so a config mistake leaves nothing behind."""
@@ -267,14 +282,16 @@ class ConfigCheck(Callback):
         with reported(TRAIN), _named_log_lines():  # Hydra turns a callback's exception
             # into a warning: exit here
             run_dir = _folder(config, "run")
-            exp = prepare(task, list(config.hydra.overrides.task), hydra=config.hydra)
-            check_entity_graphs(exp)
-            if task.get("resume") and not task.get("resume_override"):
-                refuse_resume_without_folder(config)
+            with _claim_dropped_if_refused(run_dir):
+                exp = prepare(task, list(config.hydra.overrides.task), hydra=config.hydra)
+                check_entity_graphs(exp)
+                if task.get("resume") and not task.get("resume_override"):
+                    refuse_resume_without_folder(config)
         with reported(TRAIN):  # the folder's lock before Hydra writes .hydra and cli.log
             # there (a folder in use: refused, nothing written), what it held then (was it
             # there: _before) and what .hydra and cli.log held
-            hold_folder(run_dir, "hydra.run.dir")
+            with _claim_dropped_if_refused(run_dir):
+                hold_folder(run_dir, "hydra.run.dir")
             keep_written(run_dir, log_name=_job_log(config))
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
