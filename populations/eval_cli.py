@@ -445,8 +445,8 @@ def _recorded_spec(game: str, kwargs: dict[str, Any], name: str) -> Any:
     except ValueError as err:  # GameError: unknown, bad arguments; quoted from the file
         line = escaped(str(err).splitlines()[0] if str(err) else repr(err))
         # 'foo' unknown (OpenSpiel), 'foo': ..., argument 'foo' (Python's), foo=1
-        if any(re.search(rf"(?<![\w.]){re.escape(key)}=|{re.escape(repr(key))}", line)
-               for key in kwargs):
+        if any(re.search(rf"(?<![\w.]){re.escape(key)}=|{re.escape(repr(key))}(?::| unknown)"
+                         rf"|argument {re.escape(repr(key))}", line) for key in kwargs):
             raise CLIError(f"--game-kwargs on the game the files record ({escaped(game)}): "
                            f"{line}") from None
         raise CLIError(f"{name} records the game {escaped(game)}: {line}; give the game with "
