@@ -8,6 +8,7 @@ registry, VDN/QMIX's mixers) imports it last, when the others passed; inside
 
 from __future__ import annotations
 
+import difflib
 import numbers
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -72,11 +73,23 @@ registry checks (:class:`DeferredChecks`), as :func:`llm_agents.settings.registr
 does for the LLM settings."""
 
 
+def did_you_mean(value: Any, accepted: Iterable[Any]) -> str:
+    """``; did you mean 'gnn'?`` for the accepted name nearest a misspelt ``value``
+    (``gnnn``, ``GNN``), else "": choice settings get the hint games, members and algos do."""
+    if not isinstance(value, str):
+        return ""
+    lower = {str(a).lower(): a for a in accepted}
+    close = difflib.get_close_matches(value.lower(), list(lower), n=1)
+    return f"; did you mean {lower[close[0]]!r}?" if close else ""
+
+
 def check_choice(where: str, value: Any, accepted: Iterable[Any]) -> None:
-    """One-line ``ValueError`` naming ``where``, the bad ``value`` and the accepted ones."""
+    """One-line ``ValueError`` naming ``where``, the bad ``value``, the accepted ones and
+    the nearest of them (:func:`did_you_mean`)."""
     accepted = tuple(accepted)
     if value not in accepted:
-        raise ValueError(f"{where}={value!r} is not supported; accepted: {list(accepted)}")
+        raise ValueError(f"{where}={value!r} is not supported; accepted: {list(accepted)}"
+                         f"{did_you_mean(value, accepted)}")
 
 
 def is_integer(value: Any) -> bool:
@@ -228,7 +241,7 @@ class NetConfig:
             if getattr(self, name) not in choices:
                 raise ValueError(
                     f"{name}={getattr(self, name)!r} unknown; choose one of {list(choices)}"
-                )
+                    f"{did_you_mean(getattr(self, name), choices)}")
         for name, bounds in (("rnn_hidden", WIDTH), ("gnn_hidden", WIDTH),
                              ("gnn_layers", LAYERS), ("gnn_heads", HEADS)):
             check_number(name, getattr(self, name), **bounds)
@@ -285,7 +298,7 @@ class MAPPOConfig:
                               ("rollout_end", ROLLOUT_ENDS)):
             if getattr(self, name) not in choices:
                 raise ValueError(f"{name}={getattr(self, name)!r} unknown; choose one of "
-                                 f"{list(choices)}")
+                                 f"{list(choices)}{did_you_mean(getattr(self, name), choices)}")
         for name, bounds in (("adam_eps", POSITIVE), ("rollout_steps", ROLLOUT),
                              ("epochs", EPOCHS), ("minibatches", MINIBATCHES),
                              ("chunk_len", ROLLOUT),

@@ -49,7 +49,7 @@ from torch import nn
 
 from games.core import where_raised
 from games.registry import IMPORTS_ENV, defined_at, load_entry_points, redefinition
-from marl.configs import ENCODERS, NetConfig
+from marl.configs import ENCODERS, NetConfig, did_you_mean
 
 ENTRY_POINTS = "selfplay.encoders"  # installed packages' modules that register encoders
 EncoderBuild = Callable[[NetConfig, int], nn.Module]
@@ -130,8 +130,8 @@ def check_encoder(name: str) -> Encoder:
     and how to register one."""
     found = find_encoder(name) if isinstance(name, str) else None
     if found is None:
-        raise ValueError(f"encoder={name!r} unknown; choose one of {available_encoders()}; "
-                         f"{HOW}")
+        raise ValueError(f"encoder={name!r} unknown; choose one of {available_encoders()}"
+                         f"{did_you_mean(name, available_encoders())}; {HOW}")
     return found
 
 
