@@ -204,10 +204,13 @@ class PSROConfig:
                 f"{[*RESPONSE_TARGETS, *available_meta_solvers()]}"
             )
         if self.uses_full_game and self.payoffs == "sampled":
+            other = " and ".join(f"{k}={'prd' if k == 'meta_solver' else 'meta'!r}" for k in
+                                 full_game_settings(self.meta_solver, self.response_target))
             raise ValueError(
                 f"meta_solver={self.meta_solver!r} with response_target="
                 f"{self.response_target!r} needs the exact full game; not "
-                f"applicable with payoffs={self.payoffs!r} (use 'exact')"
+                f"applicable with payoffs={self.payoffs!r} (use payoffs='exact', or {other} "
+                "with sampled payoffs)"
             )
 
     @property

@@ -48,3 +48,11 @@ def test_the_python_api_names_every_fix_and_says_auto_chose_teams():
     assert "\n" not in msg and msg.startswith("PSRO: players='auto' chose teams: "), msg
     assert msg.endswith("; use payoffs='sampled' meta_solver='prd' response_target='meta', "
                         "or players='seats'"), msg
+
+
+def test_a_full_game_setting_with_sampled_payoffs_names_the_setting_that_samples():
+    # before: "(use 'exact')" only, which a team (or a game off OpenSpiel) cannot
+    with pytest.raises(ValueError) as err:
+        PSROConfig(payoffs="sampled", meta_solver="least_exploitable", response_target="meta")
+    assert str(err.value).endswith("(use payoffs='exact', or meta_solver='prd' with sampled "
+                                   "payoffs)"), err.value
