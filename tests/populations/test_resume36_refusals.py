@@ -221,9 +221,11 @@ def test_a_policy_file_is_checked_against_its_sidecars_hash(tmp_path):
                                      "SHA-256 "), err.value
     assert str(err.value).endswith("... its v0000.json recorded when it was published; "
                                    "restore it from a copy, or pass another file")
-    # a file without a sidecar (Policy.save's own) has nothing to be checked against
+    # a file without a sidecar (Policy.save's own) is checked by its zip's CRCs (fix40f L3:
+    # before, it loaded with the garbled weights)
     (tmp_path / "snapshots" / "main" / "v0000.json").unlink()
-    assert load_policy_file(path).meta == policy.meta
+    with pytest.raises(ValueError, match=r"^cannot read policy .*: damaged \(bad CRC in "):
+        load_policy_file(path)
 
 
 def test_a_league_resume_refused_at_a_damaged_snapshot_says_what_to_do(tmp_path):
