@@ -401,8 +401,8 @@ def _refuse_settings(cfg: ExperimentConfig, game: Any, players: Mapping[str, tup
     and only once exact payoffs had been refused before it. Exact tools for a team are
     refused first, in their own line (it offers players=seats too)."""
     target = cfg.population.psro.response_target
-    check_exact_players(players, payoffs, oracle == "exact",
-                        bool(full_game_settings(meta, target)), where="population.psro")
+    check_exact_players(players, payoffs, oracle == "exact", full_game_settings(meta, target),
+                        where="population.psro", players=cfg.population.psro.players)
     line = settings_refusal(game, players, payoffs, meta, cfg.population.psro.response_target,
                             lambda name, value: f"population.psro.{name}={value}", chose,
                             (cfg.game.name, cfg.game.kwargs), cfg.seed)
@@ -618,7 +618,9 @@ def check_oracle_config(cfg: ExperimentConfig, spec: GameSpec) -> None:
     of several seats)."""
     oracle, psro_cfg = cfg.population.oracle, cfg.population.psro
     check_exact_players(psro_players(spec, psro_cfg.players), psro_cfg.payoffs,
-                        oracle == "exact", psro_cfg.uses_full_game, where="population.psro")
+                        oracle == "exact",
+                        full_game_settings(psro_cfg.meta_solver, psro_cfg.response_target),
+                        where="population.psro", players=psro_cfg.players)
     if psro_cfg.stop_nash_conv is not None:  # PSRO's exact NashConv: what it stops on
         with _made(cfg) as game, ex.lines_held(), ex.exact_check(walk_reason(cfg)):
             why = why_not_exact(game, psro_players(spec, psro_cfg.players))

@@ -56,3 +56,23 @@ def test_a_full_game_setting_with_sampled_payoffs_names_the_setting_that_samples
         PSROConfig(payoffs="sampled", meta_solver="least_exploitable", response_target="meta")
     assert str(err.value).endswith("(use payoffs='exact', or meta_solver='prd' with sampled "
                                    "payoffs)"), err.value
+
+
+def test_selfplay_train_says_auto_chose_teams_and_names_only_the_full_game_settings(tmp_path):
+    import sys
+
+    from tests import subprocs
+
+    def refusal(*args):
+        out = subprocs.run([sys.executable, "-m", "populations.cli", "game.name=vmas/simple_tag",
+                            "population=psro", "population.iterations=1", *args],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
+        return out.stderr.strip().splitlines()[-1]
+
+    line = refusal("population.psro.meta_solver=least_exploitable",
+                   "population.psro.response_target=meta")
+    assert "population.psro.players=auto chose teams" in line
+    assert line.endswith("; use population.psro.meta_solver=prd, or "
+                         "population.psro.players=seats")  # the target needs no full game
+    assert not (tmp_path / "runs").exists()
