@@ -25,7 +25,8 @@ TAG = ["population=pfsp", "game=mpe_tag", "population.generations=1",
        "progress=false", "logger=none"]  # fmt: skip
 OPTIONS = {"algo": "ippo, llm_grpo, maddpg, mappo, qmix, vdn",
            "game": "climbing, kuhn, leduc, lookup, mpe_adversary, mpe_reference, mpe_spread, "
-                   "mpe_tag, relay, rps, rps_biased, tictactoe, vmas_navigation, vmas_spread, vmas_tag"}
+                   "mpe_tag, relay, rps, rps_biased, tictactoe, vmas_navigation, vmas_spread, "
+                   "vmas_tag"}
 
 
 def _prepared(argv: list[str], monkeypatch: pytest.MonkeyPatch,
