@@ -199,7 +199,7 @@ def make(spec: str, **kwargs: Any) -> Game:
         return _checked(spec, VmasGame(spec.removeprefix("vmas/"), **kwargs), kwargs)
     names = ", ".join(registered()) or "(none)"
     raise UnknownGameError(
-        f"unknown game {spec!r};{_did_you_mean(spec, registered())} registered: {names}; or "
+        f"unknown game {spec!r};{did_you_mean(spec, registered())} registered: {names}; or "
         "use a prefix: "
         "'openspiel/<game string>', 'pettingzoo/<module>', 'vmas/<scenario>'; a game of your "
         "own is registered when its module is imported: imports=[module] (selfplay-train), "
@@ -207,7 +207,7 @@ def make(spec: str, **kwargs: Any) -> Game:
     )
 
 
-def _did_you_mean(name: str, names: Sequence[str]) -> str:
+def did_you_mean(name: str, names: Sequence[str]) -> str:
     """`` did you mean 'x'?`` for the registered name nearest ``name`` (a misspelling, or
     another case), else "" (OpenSpiel's and PettingZoo's names got one; a user's own game
     misspelt did not)."""

@@ -67,7 +67,7 @@ from games.core import (
 )
 from games.graphs import NODE_DIM, full_edges, warn_large_graph
 from games.kinds import is_flag
-from games.registry import _did_you_mean, kwargs_name
+from games.registry import did_you_mean, kwargs_name
 from games.teams import agent_specs, parse_teams, parse_zero_sum
 from games.vector import VecStep, check_actions
 from games.vmas_params import check_scenario_kwargs, zero_agents_line
@@ -281,7 +281,7 @@ class _Sim:
                  kwargs: Mapping[str, Any], seed: int | None) -> None:
         if scenario not in SCENARIOS:
             raise UnknownGameError(
-                f"unknown VMAS scenario {scenario!r};{_did_you_mean(scenario, SCENARIOS)} "
+                f"unknown VMAS scenario {scenario!r};{did_you_mean(scenario, SCENARIOS)} "
                 f"accepted: {', '.join(SCENARIOS)}")
         self.where = f"vmas/{scenario}"
         self._state = self._seeded_state(seed)
