@@ -31,7 +31,7 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -307,11 +307,14 @@ class ConfigCheck(Callback):
             check_sweep_jobs(config)
         folder = None if folder_given(config, "hydra.sweep.dir") else sweep_folder(config)
         run_guard.forget_folders()
-        if config.get("resume") is True and not config.get("resume_override"):
-            with reported(TRAIN):
-                refuse_resume_without_folder(config, "hydra.sweep.dir", folder)
-        if folder is not None:
-            pin_sweep_folder(config, folder)
+        # refused before the lock: the claim on the default folder's name goes, as a run's
+        # (a notebook kept one socket per refused sweep)
+        with _claim_dropped_if_refused(folder) if folder is not None else nullcontext():
+            if config.get("resume") is True and not config.get("resume_override"):
+                with reported(TRAIN):
+                    refuse_resume_without_folder(config, "hydra.sweep.dir", folder)
+            if folder is not None:
+                pin_sweep_folder(config, folder)
         run_guard.forget_started()
         run_guard.release_folders()
         from populations.run_folder import SWEEP_FOLDER
@@ -319,8 +322,9 @@ class ConfigCheck(Callback):
         with reported(TRAIN):  # one sweep per folder, locked before Hydra writes
             # multirun.yaml and the jobs' .hydra (a sweep in use: refused, nothing written)
             sweep_dir = folder or _folder(config, "sweep")
-            hold_folder(sweep_dir, "hydra.sweep.dir", SWEEP_FOLDER, depth=1)  # and what
-            # the folders held (were they there: folder_before)
+            with _claim_dropped_if_refused(sweep_dir):
+                hold_folder(sweep_dir, "hydra.sweep.dir", SWEEP_FOLDER, depth=1)  # and what
+                # the folders held (were they there: folder_before)
             keep_written(sweep_dir, depth=1, log_name=_job_log(config))
             run_guard.keep_sweep_file(sweep_dir)
 
