@@ -59,11 +59,37 @@ def _all_finite(t: torch.Tensor) -> bool:
     return bool(torch.isfinite(t.sum())) or bool(torch.isfinite(t).all())
 
 
+UNREADABLE_ACCEPTED = "accepted: tensors with values, floating (16 to 64 bits), integer or bool"
+"""What :func:`nonfinite_tensor` accepts in place of a tensor it cannot read, as
+:func:`marl.core.check_tensors` words it for a file's."""
+
+
+def _unreadable(t: torch.Tensor) -> str | None:
+    """``meta`` or the dtype (``float8_e4m3fn``) of a tensor whose values the finiteness check
+    cannot read (no values; a dtype outside :data:`marl.core.LOADED_DTYPES`, such as float8,
+    which torch's sum has no kernel for), or None. Complex dtypes are left to their own
+    refusal."""
+    from marl.core import LOADED_DTYPES  # here: marl.core imports this module
+
+    if t.is_meta:
+        return "meta"
+    if t.dtype not in LOADED_DTYPES and not t.is_complex():
+        return str(t.dtype).removeprefix("torch.")
+    return None
+
+
 def nonfinite_tensor(tree: Any) -> str | None:
     """Where a tensor in ``tree`` holds NaN or inf (``"NaN in actors['0.head.0.weight']"``)
     or complex numbers (``"complex64 values in ..."``: loading them into real weights drops
-    the imaginary part, with torch's warning), or None when every one is finite and real."""
+    the imaginary part, with torch's warning), or None when every one is finite and real.
+    A tensor whose values cannot be read (a meta or float8 tensor in a state given in memory:
+    a file's are refused before, by :func:`marl.core.check_tensors`) is named as such
+    (``"a meta tensor in actors['w'] (accepted: ...)"``), where reading it raised torch's
+    traceback."""
     for where, t in _tensors(tree):
+        kind = _unreadable(t)
+        if kind is not None:
+            return f"a {kind} tensor in {where or 'its tensor'} ({UNREADABLE_ACCEPTED})"
         if t.is_complex():
             return f"{str(t.dtype).removeprefix('torch.')} values in {where or 'its tensor'}"
         if t.is_floating_point() and not _all_finite(t):
@@ -74,7 +100,7 @@ def nonfinite_tensor(tree: Any) -> str | None:
 
 def refuse_nonfinite(tree: Any, what: str) -> None:
     """Raise a one-line ``ValueError`` when :func:`nonfinite_tensor` finds NaN or inf in
-    ``tree`` (``what``: what it is, such as "learner state")."""
+    ``tree``, or a tensor it cannot read (``what``: what it is, such as "learner state")."""
     bad = nonfinite_tensor(tree)
     if bad is not None:
         raise ValueError(f"{what} holds {bad}; its tensors must be finite real numbers")
