@@ -35,6 +35,7 @@ from marl.configs import (
     AdvantageConfig,
     DeferredChecks,
     check_number,
+    did_you_mean,
     is_integer,
 )
 
@@ -136,10 +137,10 @@ class ActionConfig:
     def __post_init__(self) -> None:
         if self.fallback not in FALLBACKS:
             raise ValueError(f"fallback={self.fallback!r} unknown; choose one of "
-                             f"{sorted(FALLBACKS)}")
+                             f"{sorted(FALLBACKS)}{did_you_mean(self.fallback, FALLBACKS)}")
         if self.on_invalid not in ON_INVALID:
             raise ValueError(f"on_invalid={self.on_invalid!r} unknown; choose one of "
-                             f"{list(ON_INVALID)}")
+                             f"{list(ON_INVALID)}{did_you_mean(self.on_invalid, ON_INVALID)}")
         # NaN / inf were taken and failed later (nan: a generate run took the penalty silently)
         check_number("score_temperature", self.score_temperature, **POSITIVE)
         check_number("score_temperature", self.score_temperature, at_least=TEMPERATURES[0],
@@ -158,7 +159,8 @@ class ActionConfig:
         from llm_agents.actions import available_modes  # the modes are torch code
 
         if self.mode not in available_modes():
-            raise ValueError(f"mode={self.mode!r} unknown; choose one of {available_modes()}")
+            raise ValueError(f"mode={self.mode!r} unknown; choose one of {available_modes()}"
+                             f"{did_you_mean(self.mode, available_modes())}")
 
 
 @dataclass(frozen=True)
@@ -232,7 +234,7 @@ class GRPOConfig:
                             ("loss_agg", losses.AGGREGATIONS)):
             if getattr(self, name) not in table:
                 raise ValueError(f"{name}={getattr(self, name)!r} unknown; choose one of "
-                                 f"{sorted(table)}")
+                                 f"{sorted(table)}{did_you_mean(getattr(self, name), table)}")
 
     def group_of_one_note(self) -> str | None:
         """A warning line when ``group_size`` is 1 and ``adv_norm`` normalizes within groups
@@ -290,7 +292,7 @@ class TinyModelConfig:
 
         if self.arch not in ARCHITECTURES:
             raise ValueError(f"arch={self.arch!r} unknown; choose one of "
-                             f"{sorted(ARCHITECTURES)}")
+                             f"{sorted(ARCHITECTURES)}{did_you_mean(self.arch, ARCHITECTURES)}")
 
 
 @dataclass(frozen=True)
@@ -329,10 +331,11 @@ class LLMConfig:
 
     def __post_init__(self) -> None:
         if self.team not in TEAMS:
-            raise ValueError(f"llm team {self.team!r} unknown; choose one of {list(TEAMS)}")
+            raise ValueError(f"llm team {self.team!r} unknown; choose one of {list(TEAMS)}"
+                             f"{did_you_mean(self.team, TEAMS)}")
         if self.backend not in BACKENDS:
             raise ValueError(f"llm backend {self.backend!r} unknown; choose one of "
-                             f"{list(BACKENDS)}")
+                             f"{list(BACKENDS)}{did_you_mean(self.backend, BACKENDS)}")
         # 10**20 was taken and trained without end, as population sizes were
         check_number("llm iterations", self.iterations, **COUNT)  # (0: ">= 1", as before)
         check_number("llm iterations", self.iterations, **COUNT, at_most=MAX_ITERATIONS,
@@ -346,7 +349,8 @@ class LLMConfig:
                              "train your model: llm.model=<a model directory or hub name> "
                              "(llm=tiny builds one)")
         if self.dtype not in DTYPES:
-            raise ValueError(f"llm dtype {self.dtype!r} unknown; choose one of {list(DTYPES)}")
+            raise ValueError(f"llm dtype {self.dtype!r} unknown; choose one of {list(DTYPES)}"
+                             f"{did_you_mean(self.dtype, DTYPES)}")
         # refused by the loader after the run folder and torch (37-65 s under load)
         check_model_folder(self.model)
 

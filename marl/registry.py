@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 from games import GameSpec
 from games.core import where_raised
 from games.registry import defined_at, redefinition
+from marl.configs import did_you_mean
 from marl.core import Capabilities, CheckpointError
 
 # marl's own learner modules: each registers its learners (and policy kinds) on import
@@ -220,7 +221,8 @@ def get(name: str) -> LearnerEntry:
     """The entry of ``name``; an unknown name fails in one line listing the known ones."""
     found = entries().get(name)
     if found is None:
-        raise ValueError(f"algo {name!r} unknown; choose one of {names()}")
+        raise ValueError(f"algo {name!r} unknown; choose one of {names()}"
+                         f"{did_you_mean(name, names())}")
     return found
 
 

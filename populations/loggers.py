@@ -28,6 +28,7 @@ from typing import Any, BinaryIO, NoReturn
 
 from games.core import where_raised
 from games.registry import defined_at, redefinition
+from marl.configs import did_you_mean
 from marl.fileio import NoSpaceError, atomic_write, disk_full
 from populations.db import refuse_link
 
@@ -52,10 +53,12 @@ class LoggerConfig:
             raise ValueError(f"logger kind {self.kind!r} unknown; choose one of "
                              f"{available_loggers()}; a logger of your own is registered by "
                              "register_logger (populations.loggers) when its module is "
-                             "imported: imports=[module] (selfplay-train)")
+                             "imported: imports=[module] (selfplay-train)"
+                             f"{did_you_mean(self.kind, _LOGGERS)}")
         if self.mode not in ("auto", "online", "offline"):
             raise ValueError(f"wandb mode {self.mode!r} unknown; choose one of "
-                             "['auto', 'online', 'offline']")
+                             "['auto', 'online', 'offline']"
+                             f"{did_you_mean(self.mode, ('auto', 'online', 'offline'))}")
         bad = tags_refusal(self.tags, self.kind == "wandb")
         if bad:  # [[a]] reached wandb's pydantic error: its words, not the setting's
             raise ValueError(bad)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from games.registry import OWN_PACKAGES, defined_at, redefinition
+from marl.configs import did_you_mean
 from populations.meta_solvers import code_line
 
 
@@ -53,11 +54,12 @@ class MatchmakingConfig:
                 f"matchmaking rule {self.rule!r} unknown; choose one of {sorted(RULES)}; a "
                 "rule of your own is registered by @register_rule (populations.matchmaking) "
                 "when its module is imported (selfplay-train imports=[module]) or by an "
-                f"installed package's {ENTRY_POINTS} entry point"
+                f"installed package's {ENTRY_POINTS} entry point{did_you_mean(self.rule, RULES)}"
             )
         if self.weighting not in PFSP_WEIGHTINGS:
             raise ValueError(f"pfsp weighting {self.weighting!r} unknown; choose one of "
-                             f"{sorted(PFSP_WEIGHTINGS)}")
+                             f"{sorted(PFSP_WEIGHTINGS)}"
+                             f"{did_you_mean(self.weighting, PFSP_WEIGHTINGS)}")
         if self.rule == "pfsp" and self.weighting == "hard" and (
                 not self.exponent >= 0.0 or self.exponent == float("inf")):  # NaN fails too
             raise ValueError(f"pfsp exponent={self.exponent!r}; expected a finite value >= 0 "

@@ -46,6 +46,7 @@ import numpy as np
 
 from games.core import where_raised
 from games.registry import OWN_PACKAGES, defined_at, redefinition
+from marl.configs import did_you_mean
 
 MetaSolver = Callable[..., list[np.ndarray]]
 """``(payoffs [P, K_0, ..., K_{P-1}], full_game: FullGame | None = None)
@@ -97,7 +98,7 @@ def get_meta_solver(name: str) -> MetaSolver:
         raise ValueError(f"unknown meta-solver {name!r}; choose one of {available_meta_solvers()}"
                          "; a meta-solver of your own is registered by @register_meta_solver "
                          "(populations.meta_solvers) when its module is imported "
-                         "(selfplay-train imports=[module])")
+                         f"(selfplay-train imports=[module]){did_you_mean(name, _META_SOLVERS)}")
     return _META_SOLVERS[name]
 
 

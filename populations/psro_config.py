@@ -15,6 +15,7 @@ from typing import Any
 
 import games
 from games import GameSpec
+from marl.configs import did_you_mean
 from populations.meta_solvers import available_meta_solvers, get_meta_solver, needs_full_game
 
 RESPONSE_TARGETS = ("meta", "exploiter")
@@ -39,7 +40,7 @@ def psro_players(spec: GameSpec, players: str = "auto") -> dict[str, tuple[str, 
     """
     if players not in PLAYERS:
         raise ValueError(f"population.psro.players={players!r} unknown; choose one of "
-                         f"{list(PLAYERS)}")
+                         f"{list(PLAYERS)}{did_you_mean(players, PLAYERS)}")
     if len(spec.agent_ids) < 2:
         raise ValueError(f"PSRO needs two or more players; {spec.name} has one seat "
                          f"({list(spec.agent_ids)}); accepted: a game of two or more seats; "
@@ -189,19 +190,19 @@ class PSROConfig:
                 raise ValueError(f"population.psro.{name}={n!r}; expected an integer >= 1")
         if self.players not in PLAYERS:
             raise ValueError(f"population.psro.players={self.players!r} unknown; choose one "
-                             f"of {list(PLAYERS)}")
+                             f"of {list(PLAYERS)}{did_you_mean(self.players, PLAYERS)}")
         if self.payoffs not in ("auto", "exact", "sampled"):
             raise ValueError(
                 f"payoffs={self.payoffs!r} unknown; choose one of ['auto', 'exact', 'sampled']"
+                f"{did_you_mean(self.payoffs, ('auto', 'exact', 'sampled'))}"
             )
         get_meta_solver(self.meta_solver)  # fail early on an unknown name
-        if (
-            self.response_target not in RESPONSE_TARGETS
-            and self.response_target not in available_meta_solvers()
-        ):
+        targets = [*RESPONSE_TARGETS, *available_meta_solvers()]
+        if self.response_target not in targets:
             raise ValueError(
                 f"response_target={self.response_target!r} unknown; choose one of "
-                f"{[*RESPONSE_TARGETS, *available_meta_solvers()]}"
+                f"{targets}"
+                f"{did_you_mean(self.response_target, targets)}"
             )
         if self.uses_full_game and self.payoffs == "sampled":
             other = " and ".join(f"{k}={'prd' if k == 'meta_solver' else 'meta'!r}" for k in
