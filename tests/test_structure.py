@@ -64,6 +64,12 @@ POPULATIONS_KNOWN: dict[tuple[str, str], str] = {
     # and the schema's learner sections (MAPPOConfig...) and their deferred registry checks
     ("populations/experiment_config.py", "marl.configs"): "check_number, COUNT, RATE, the "
     "learner sections of the schema",
+    # a misspelt choice value's refusal ends with the nearest name (hint40): one torch-free
+    # helper for every package's settings
+    ("populations/loggers.py", "marl.configs"): "did_you_mean of logger.kind/mode",
+    ("populations/matchmaking.py", "marl.configs"): "did_you_mean of matchmaking rules",
+    ("populations/meta_solvers.py", "marl.configs"): "did_you_mean of meta-solver names",
+    ("populations/psro_config.py", "marl.configs"): "did_you_mean of population.psro.*",
     # the Python API's League() without members builds one MAPPO member from LeagueConfig
     ("populations/league.py", "marl.mappo"): "LeagueConfig.mappo and the default member",
     ("populations/league.py", "marl.actor_critic"): "NetConfig in LeagueConfig's default",
