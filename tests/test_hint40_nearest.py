@@ -6,19 +6,8 @@ while games, members, algos of the schema and check_choice got one; each refusal
 from __future__ import annotations
 
 import pytest
-from hydra import compose, initialize_config_module
 
-from populations.command_line import CLIError
-from populations.train_overrides import to_experiment
-
-
-def _refused(override: str) -> str:
-    with initialize_config_module(config_module="configs", version_base=None):
-        cfg = compose(config_name="config", overrides=[override])
-    with pytest.raises(CLIError) as err:
-        to_experiment(cfg)
-    return str(err.value)
-
+from tests.populations.test_cli_paths import _refused  # composed, then to_experiment
 
 # (override, the start of the message after "bad config: ", the nearest name)
 TYPOS = [
