@@ -72,7 +72,6 @@ from marl.train import (
     trains_whole_rollouts,
 )
 from populations import league_eval
-from populations.approx_exploit import ExploitEvery
 from populations.checkpoint import load_latest, save_checkpoint
 from populations.config_checks import MAX_SIZES, SEED_END
 from populations.db import LeagueDB
@@ -80,6 +79,7 @@ from populations.evaluation import PairsPlayed, evaluate_pairs
 from populations.experiment_config import (
     KEEP_CHECKPOINTS,
     POPULATION_SIZES,
+    ExploitEvery,
     check_copies,
     check_keep_checkpoints,
 )

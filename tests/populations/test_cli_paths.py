@@ -9,11 +9,11 @@ import pytest
 from hydra import compose, initialize_config_module
 from hydra.errors import MissingConfigException
 
-from populations.approx_exploit import ExploitEvery
 from populations.cli_common import one_line
 from populations.command_line import CLIError
 from populations.config_paths import at_path
 from populations.experiment import PopulationConfig
+from populations.experiment_config import ExploitEvery
 from populations.matchmaking import MatchmakingConfig
 from populations.psro import PSROConfig
 from populations.train_overrides import check_command_line, to_experiment

@@ -9,9 +9,8 @@ from __future__ import annotations
 import pytest
 
 from marl.mappo import MAPPOConfig, NetConfig
-from populations.approx_exploit import ExploitEvery
 from populations.experiment import ExperimentConfig, GameConfig
-from populations.experiment_config import PopulationConfig
+from populations.experiment_config import ExploitEvery, PopulationConfig
 from populations.train_overrides import unused_overrides
 from tests.populations.test_fix33b_ippo_critic_note import NOTE, STATE
 
