@@ -92,6 +92,19 @@ def check_choice(where: str, value: Any, accepted: Iterable[Any]) -> None:
                          f"{did_you_mean(value, accepted)}")
 
 
+DEVICES = ("cpu", "cuda", "auto")  # and cuda:N (N a GPU index)
+
+
+def unknown_device(value: Any) -> str:
+    """The one line refusing a ``device`` that is none of cpu, cuda, cuda:N or auto, with the
+    nearest (``device=cdua`` -> ``; did you mean 'cuda'?``): marl.core.resolve_device's words
+    and populations.config_checks' (before torch) alike."""
+    # gpu is a GPU: spelt like 'cpu', meant as 'cuda'
+    near = "cuda" if str(value).lower() in ("gpu", "gpus") else value
+    return (f"device={value!r:.40} unknown; choose one of cpu, cuda, cuda:N (N a GPU index), "
+            f"auto{did_you_mean(near, DEVICES)}")
+
+
 def is_integer(value: Any) -> bool:
     """``value`` is an integer as an ``int`` setting takes it (``int``, numpy's integers):
     not a bool (True is 1 to Python) nor a float (2.5; 2.0 too, as OmegaConf's typed fields

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from games import ActionSpace, GameSpec, VecStep
+from marl.configs import unknown_device
 from marl.fileio import atomic_write, check_torch_zip, not_a_file
 from marl.networks import weights_to_load
 from marl.state_checks import nonfinite_tensor, short_repr
@@ -802,8 +803,7 @@ def resolve_device(device: str | torch.device) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     text = str(device)
     if not re.fullmatch(r"cpu|cuda(:\d+)?", text):  # populations.config_checks.DEVICE
-        raise ValueError(f"device={text!r:.40} unknown; choose one of cpu, cuda, cuda:N (N a "
-                         "GPU index), auto")
+        raise ValueError(unknown_device(text))
     dev = torch.device(text)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} requested but CUDA is not available; use 'cpu'")

@@ -178,12 +178,14 @@ def test_an_unknown_kind_says_how_a_kind_registers(tmp_path):
 
 
 # ------------------------------------------------------------------------------ M4: devices
-@pytest.mark.parametrize("device", ["mps", "gpu", "cuda:x"])
-def test_resolve_device_refuses_what_it_does_not_take(device):
+# (hint41: the nearest accepted name ends the line when one is near)
+@pytest.mark.parametrize("device, hint", [("mps", ""), ("gpu", "; did you mean 'cuda'?"),
+                                          ("cuda:x", "; did you mean 'cuda'?")])
+def test_resolve_device_refuses_what_it_does_not_take(device, hint):
     with pytest.raises(ValueError) as err:
         resolve_device(device)
     assert one_line(err) == (f"device={device!r} unknown; choose one of cpu, cuda, cuda:N (N a "
-                             "GPU index), auto")
+                             f"GPU index), auto{hint}")
     with pytest.raises(ValueError, match="unknown; choose one of cpu, cuda"):
         MAPPO(games.make(KUHN).spec, MAPPOConfig(), device=device)
     assert resolve_device("cpu") == torch.device("cpu")
