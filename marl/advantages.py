@@ -34,7 +34,7 @@ import torch
 from torch import Tensor
 
 from games.registry import defined_at, redefinition
-from marl.configs import AdvantageConfig  # torch-free (the LLM settings hold one)
+from marl.configs import AdvantageConfig, did_you_mean  # torch-free (the LLM settings hold one)
 from marl.returns import (
     GAEResult,
     SegmentKey,
@@ -288,6 +288,8 @@ def check_adv_norm(name: str, have: set[str] | list[str], *, by: str = "the call
         cased = [n for n in _REGISTRY if spec is None and n.lower() == str(name).lower()]
         if cased:  # adv_norm=Role: names are case-sensitive
             yours = f" (names are case-sensitive: {cased[0]!r})"
+        elif spec is None:  # adv_norm=agnet: the nearest name the caller can run
+            yours = f"{did_you_mean(name, ok)}{yours}"
         raise ValueError(f"adv_norm={name!r} {why}; choose one of {ok}{yours}")
     return spec
 

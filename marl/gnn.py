@@ -25,7 +25,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from games.graphs import NODE_FEATURES
-from marl.configs import GNN_LAYERS  # one list: NetConfig checks it before torch loads
+from marl.configs import GNN_LAYERS, did_you_mean  # one list: NetConfig checks it pre-torch
 
 log = logging.getLogger(__name__)
 POS, VEL, IS_SELF = slice(0, 2), slice(2, 4), 5
@@ -183,7 +183,8 @@ class GraphEncoder(nn.Module):
     ) -> None:
         super().__init__()
         if layer not in GNN_LAYERS:
-            raise ValueError(f"gnn layer {layer!r} unknown; choose one of {list(GNN_LAYERS)}")
+            raise ValueError(f"gnn layer {layer!r} unknown; choose one of {list(GNN_LAYERS)}"
+                             f"{did_you_mean(layer, GNN_LAYERS)}")
         GATv2Conv, TransformerConv = _convs()
         self.radius, self.layer = radius, layer
         # ``activation``: nn.Tanh or marl.networks.FastTanh (no parameters: same state dict)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from marl.configs import did_you_mean
 from populations.command_line import CLIError
 from populations.config_checks import EXPLOIT_SIZES, MAX_THREADS
 
@@ -221,4 +222,5 @@ def check_exploit_values(args: argparse.Namespace) -> None:
         registry.get(args.exploit_algo)
     elif args.exploit_algo not in STEPPED_ALGOS:
         raise CLIError(f"--exploit-algo {args.exploit_algo!r} cannot train best responses; "
-                       f"choose one of {list(STEPPED_ALGOS)} (one compatible with the game)")
+                       f"choose one of {list(STEPPED_ALGOS)} (one compatible with the game)"
+                       f"{did_you_mean(args.exploit_algo, STEPPED_ALGOS)}")

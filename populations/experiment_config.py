@@ -31,6 +31,7 @@ from marl.configs import (
     MAPPOConfig,
     ValueDecompConfig,
     check_number,
+    did_you_mean,
     registry_check,
 )
 from populations.config_checks import (
@@ -211,7 +212,8 @@ class PopulationConfig:
 
     def __post_init__(self) -> None:
         if self.kind not in MODES:
-            raise ValueError(f"population kind {self.kind!r} unknown; choose one of {list(MODES)}")
+            raise ValueError(f"population kind {self.kind!r} unknown; choose one of {list(MODES)}"
+                             f"{did_you_mean(self.kind, MODES)}")
         # generations: a league publishes at least one snapshot after the first (0 passed
         # here and was refused after the run folder was made, as -1 said ">= 0")
         # (2.5 and True were taken too, and failed or ran as 1 later)
@@ -240,7 +242,7 @@ class PopulationConfig:
         # game is known (psro_run.check_oracle), with the oracles that game accepts
         if self.oracle not in oracles and self.oracle not in registry.entries():
             raise ValueError(f"population.oracle={self.oracle!r} is not a PSRO oracle; "
-                             f"choose one of {oracles}")
+                             f"choose one of {oracles}{did_you_mean(self.oracle, oracles)}")
         check_member_specs(specs, league_algos())
 
 
@@ -266,7 +268,8 @@ class RunnerConfig:
 
     def __post_init__(self) -> None:
         if self.kind not in ("local", "ray"):
-            raise ValueError(f"runner kind {self.kind!r} unknown; choose one of ['local', 'ray']")
+            raise ValueError(f"runner kind {self.kind!r} unknown; choose one of ['local', 'ray']"
+                             f"{did_you_mean(self.kind, ('local', 'ray'))}")
         # 0: a league's Ray runner said 'RayRunner: num_workers=0' after the folder
         check_number("workers", self.workers, **COUNT)
         # refused by the league in its own words (ray_learners=...) after the run folder

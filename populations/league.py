@@ -62,6 +62,7 @@ if __name__ == "__main__" and signal.getsignal(signal.SIGINT) is signal.default_
 
 import games
 from marl.actor_critic import NetConfig
+from marl.configs import did_you_mean
 from marl.core import CheckpointError
 from marl.fileio import NoSpaceError, disk_full
 from marl.mappo import MAPPO, MAPPOConfig
@@ -215,7 +216,8 @@ class LeagueConfig:
                              f"{SEED_END - 1} (2**62 - 1)")
         check_keep_checkpoints(self.keep_checkpoints)  # as population.keep_checkpoints
         if self.runner not in ("local", "ray"):
-            raise ValueError(f"runner {self.runner!r} unknown; choose one of ['local', 'ray']")
+            raise ValueError(f"runner {self.runner!r} unknown; choose one of ['local', 'ray']"
+                             f"{did_you_mean(self.runner, ('local', 'ray'))}")
         if self.num_envs > BLOCK:  # the game is built only then: a stepped one is refused
             check_copies(self.num_envs, games.make(self.game, **self.game_kwargs))
         if not self.sync and self.runner != "ray":

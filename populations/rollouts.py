@@ -30,6 +30,7 @@ import torch
 
 import games
 from games import VecStep
+from marl.configs import did_you_mean
 from marl.core import Learner, Policy, derive_seed, policy_bytes, policy_from_bytes
 from marl.progress import tqdm
 from marl.train import RandomPolicy, TrainResult, after_step, learner_sides
@@ -129,7 +130,7 @@ class RolloutCollector:
                  address: str | None = None, num_envs: int | None = None) -> None:
         if kind not in ("local", "ray"):
             raise ValueError(f"rollout worker kind {kind!r} unknown; choose one of "
-                             "['local', 'ray']")
+                             f"['local', 'ray']{did_you_mean(kind, ('local', 'ray'))}")
         if num_workers < 1:
             raise ValueError(f"rollout workers={num_workers}; expected an integer >= 1")
         if num_envs is not None:  # selfplay-train refuses it before torch, in these words

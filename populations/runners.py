@@ -51,6 +51,7 @@ from games import limits
 from games.registry import IMPORTS_ENV
 from games.vector import episode_copies, episode_success
 from marl import registry
+from marl.configs import did_you_mean
 from marl.core import Policy, derive_seed, load_policy
 from marl.train import RandomPolicy, check_episode_lengths
 from populations.approx_exploit import evaluated_greedy, policy_vector_kwargs
@@ -809,4 +810,5 @@ def make_runner(kind: str, max_policies: int = POLICY_CACHE, **kwargs: Any) -> R
         return LocalRunner(max_policies)
     if kind == "ray":
         return RayRunner(**kwargs, max_policies=max_policies)
-    raise ValueError(f"runner {kind!r} unknown; choose one of ['local', 'ray']")
+    raise ValueError(f"runner {kind!r} unknown; choose one of ['local', 'ray']"
+                     f"{did_you_mean(kind, ('local', 'ray'))}")

@@ -70,6 +70,10 @@ POPULATIONS_KNOWN: dict[tuple[str, str], str] = {
     ("populations/matchmaking.py", "marl.configs"): "did_you_mean of matchmaking rules",
     ("populations/meta_solvers.py", "marl.configs"): "did_you_mean of meta-solver names",
     ("populations/psro_config.py", "marl.configs"): "did_you_mean of population.psro.*",
+    ("populations/eval_checks.py", "marl.configs"): "did_you_mean of --exploit-algo",
+    ("populations/league.py", "marl.configs"): "did_you_mean of LeagueConfig.runner",
+    ("populations/rollouts.py", "marl.configs"): "did_you_mean of rollout worker kinds",
+    ("populations/runners.py", "marl.configs"): "did_you_mean of make_runner's kinds",
     # the Python API's League() without members builds one MAPPO member from LeagueConfig
     ("populations/league.py", "marl.mappo"): "LeagueConfig.mappo and the default member",
     ("populations/league.py", "marl.actor_critic"): "NetConfig in LeagueConfig's default",

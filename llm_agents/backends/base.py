@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from llm_agents.settings import SamplingConfig  # noqa: F401 - its old home
+from marl.configs import did_you_mean
 
 
 @dataclass
@@ -175,5 +176,6 @@ def available_backends() -> list[str]:
 def make_backend(name: str, *args: Any, **kwargs: Any) -> Backend:
     """Build the backend registered as ``name``; unknown names list the valid ones."""
     if name not in _BACKENDS:
-        raise ValueError(f"backend {name!r} unknown; choose one of {available_backends()}")
+        raise ValueError(f"backend {name!r} unknown; choose one of {available_backends()}"
+                         f"{did_you_mean(name, available_backends())}")
     return _BACKENDS[name](*args, **kwargs)

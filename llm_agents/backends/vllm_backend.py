@@ -43,6 +43,7 @@ from torch import nn
 from llm_agents.backends.base import Backend, Generation, SamplingConfig, register_backend
 from llm_agents.backends.vllm_worker import EXTENSION
 from llm_agents.settings import backend_unavailable, prepare_vllm_env
+from marl.configs import did_you_mean
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ class VLLMBackend(Backend):
                  push_bytes: int = 2**28, vllm_module: Any = None, **llm_kwargs: Any) -> None:
         if score_with not in SCORE_WITH:
             raise ValueError(f"score_with={score_with!r} unknown; choose one of "
-                             f"{list(SCORE_WITH)}")
+                             f"{list(SCORE_WITH)}{did_you_mean(score_with, SCORE_WITH)}")
         prepare_vllm_env()  # before vllm is imported: its servers on loopback unless
         # VLLM_HOST_IP says otherwise (a team's backend and one built directly alike)
         if vllm_module is None:
