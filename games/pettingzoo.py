@@ -302,6 +302,9 @@ def _obs_space(space: spaces.Space) -> spaces.Space:
     return space
 
 
+_FLOAT32 = np.dtype(np.float32)
+
+
 def _split_obs(obs: Any) -> tuple[np.ndarray, np.ndarray | None]:
     """(flat float32 observation, bool action mask or None) of a plain or dict observation."""
     mask = None
@@ -535,11 +538,16 @@ class PettingZooGame(Game):
             has_entity_graph=self._world is not None,
         )
         self._move_names = short.startswith("simple")
+        # asked for every agent of every copy at every step: built once (spec.agent_ids
+        # builds a tuple at each read)
+        self._agent_ids = self.spec.agent_ids
         self._all_legal = {}
+        self._all_ids: dict[str, range] = {}  # legal_actions where the env gives no mask
         for a, sp in self._action_spaces.items():
             if sp.discrete:
                 self._all_legal[a] = np.ones(sp.n, dtype=bool)
                 self._all_legal[a].flags.writeable = False
+                self._all_ids[a] = range(sp.n)
         self._obs: dict[str, np.ndarray] = {}
         self._masks: dict[str, np.ndarray] = {}  # Parallel envs with dict observations
         # MPE's state is every agent's observation concatenated: kept from the step's
@@ -614,13 +622,12 @@ class PettingZooGame(Game):
         obs, rew, term, trunc, info = self.env.step(actions)
         self._take_obs(obs)
         self._live = tuple(a for a in self.env.agents if not (term.get(a) or trunc.get(a)))
-        ids = self.spec.agent_ids
-        return Transition(
-            rewards={a: float(rew.get(a, 0.0)) for a in ids},
-            terminated={a: bool(term.get(a, False)) for a in ids},
-            truncated={a: bool(trunc.get(a, False)) for a in ids},
-            info={"agents": info},
-        )
+        rewards, terminated, truncated = {}, {}, {}
+        for a in self._agent_ids:  # one pass (three dict comprehensions before)
+            rewards[a] = float(rew.get(a, 0.0))
+            terminated[a] = bool(term.get(a, False))
+            truncated[a] = bool(trunc.get(a, False))
+        return Transition(rewards, terminated, truncated, info={"agents": info})
 
     def _take_obs(self, obs: Mapping[str, Any], reset: bool = False) -> None:
         """Store the Parallel API's observations (plain arrays or observation/mask dicts).
@@ -632,14 +639,20 @@ class PettingZooGame(Game):
         learners see zeros for it."""
         if reset:
             self._obs, self._masks = {}, {}
+        store, plain = self._obs, True
         for a, o in obs.items():
-            self._obs[a], mask = _split_obs(o)
-            if mask is not None:
-                self._masks[a] = mask
+            if type(o) is np.ndarray and o.dtype is _FLOAT32 and o.ndim == 1:
+                store[a] = o  # what _split_obs gives for it (MPE's), without its calls
+            else:
+                plain = False
+                store[a], mask = _split_obs(o)
+                if mask is not None:
+                    self._masks[a] = mask
         self._state = None
         if self._state_from_obs and len(obs) == len(self.spec.agents):
-            self._state = np.concatenate([np.asarray(obs[a], dtype=np.float32).ravel()
-                                          for a in self.spec.agent_ids])
+            self._state = np.concatenate(  # flat float32 observations: those just stored
+                [store[a] for a in self._agent_ids] if plain else
+                [np.asarray(obs[a], dtype=np.float32).ravel() for a in self._agent_ids])
             if reset and self._state_from_obs is True:  # the first reset: the same numbers?
                 same = np.array_equal(self._state, np.asarray(self.env.state(),
                                                               dtype=np.float32).ravel())
@@ -649,7 +662,7 @@ class PettingZooGame(Game):
         env = self.env
         ((agent, action),) = actions.items()
         env.step(action)
-        ids = self.spec.agent_ids
+        ids = self._agent_ids
         rewards = {a: float(env.rewards.get(a, 0.0)) for a in ids}
         term = {a: bool(env.terminations.get(a, False)) for a in ids}
         trunc = {a: bool(env.truncations.get(a, False)) for a in ids}
@@ -698,10 +711,11 @@ class PettingZooGame(Game):
         mask = self._mask(agent)
         if mask is not None:
             return np.flatnonzero(mask).tolist()
-        return range(self._action_spaces[agent].n)
+        ids = self._all_ids.get(agent)  # a box agent's: range(n), as before
+        return ids if ids is not None else range(self._action_spaces[agent].n)
 
     def legal_mask(self, agent: str) -> np.ndarray:
-        if agent in self._live and self._action_spaces[agent].discrete:
+        if agent in self._live and agent in self._all_legal:  # a discrete agent's
             mask = self._mask(agent)
             if mask is not None:
                 return mask
