@@ -277,6 +277,47 @@ def section_schemas() -> dict[str, tuple[type, dict[str, Any]]]:
             "runner": (RunnerConfig, {}), "logger": (LoggerConfig, {})}
 
 
+def knob_defaults() -> dict[str, Any]:
+    """The Python API's knobs that an experiment does not read, by dotted path, each with the
+    value it accepts beside the run's own (``seed=``, ``device=``), in the order
+    ``ExperimentConfig`` refuses them (:func:`unread_knob`): the LLM learner's device and
+    seed, PSRO's seed, and the ``seed`` of each learner section that has one (``vdn``,
+    ``qmix``, ``maddpg``)."""
+    import dataclasses
+    import typing
+
+    from populations.experiment_config import ExperimentConfig
+    from populations.psro_config import PSROConfig
+
+    psro_seed = next(f.default for f in dataclasses.fields(PSROConfig) if f.name == "seed")
+    hints = typing.get_type_hints(ExperimentConfig)
+    seeded = [f.name for f in dataclasses.fields(ExperimentConfig)
+              if dataclasses.is_dataclass(hints.get(f.name))
+              and any(g.name == "seed" for g in dataclasses.fields(hints[f.name]))]
+    return {"llm.grpo.device": "auto", "llm.grpo.seed": 0, "population.psro.seed": psro_seed,
+            **{f"{name}.seed": 0 for name in seeded}}
+
+
+def unread_knob(key: str, value: Any, seed: int, device: str) -> str | None:
+    """``ExperimentConfig``'s refusal (one line) of ``key=value``, a knob of
+    :func:`knob_defaults`, in a run of ``seed`` and ``device``: the run seeds (and places)
+    every learner from its own settings, so ``vdn.seed=5`` trained the run of ``vdn.seed=0``.
+    None when the value is the knob's default or the run's own. ``selfplay-train`` says it
+    before torch loads (:func:`populations.override_types.refuse_unread_knobs`); a test keeps
+    the words those of ``ExperimentConfig``."""
+    name = key.rpartition(".")[2]
+    if value in (knob_defaults()[key], device if name == "device" else seed):
+        return None
+    if key.startswith("llm.grpo."):
+        return (f"{key}={value!r} is not read by an experiment: the run's {name}= sets the LLM "
+                f"learner's too (give {name}={value} instead)")
+    if key == "population.psro.seed":
+        return (f"{key}={value!r} is not read by an experiment: the run's seed= seeds PSRO "
+                f"too (give seed={value} instead)")
+    return (f"{key}={value!r} is not read by an experiment: the run's seed= seeds the learner "
+            f"too (give seed={value} instead)")
+
+
 def group_preset(root: Path, group: str, option: str) -> Any:
     """``configs/<group>/<option>.yaml`` of a group packaged under its own name (``llm=hf``:
     the ``llm`` section) as ``{group: values}``, its defaults list (other options of the same

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import itertools
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -33,7 +34,12 @@ from populations.config_groups import (
     group_options,
 )
 from populations.member_overrides import by_index, members_named_back
-from populations.override_types import refuse_mistyped
+from populations.override_types import (
+    refuse_added_keys,
+    refuse_mistyped,
+    refuse_unknown_sections,
+    refuse_unread_knobs,
+)
 from populations.sweep_values import RANGE_VALUES, swept_line, typed_text
 from populations.unread_overrides import unused_overrides  # noqa: F401 - its old home
 
@@ -472,18 +478,46 @@ def check_values(overrides: Sequence[Any]) -> None:
                 later.append((section, items))
             except ValueError as err:
                 raise CLIError(f"bad config: {err}") from None
+    # a list's element by index (population.members.1.mappo.lr=...): the schema's empty
+    # list holds none to type it against (it said "list index out of range"); Hydra sets it
+    unread = [o for o in unread if not re.search(r"\.\d+(\.|$)", o.key_or_group)]
+    mistyped_later = False
+    try:  # the types Hydra refuses as it composes, before what the experiment refuses
+        with _torch_refused():
+            refuse_mistyped(unread)
+    except _NeedsTorch:
+        mistyped_later = True
+    except ValueError as err:
+        raise CLIError(f"bad config: {err}") from None
+    _refuse_composed(overrides, functools.cache(  # the presets, read once if not yet
+        lambda: presets if sections or share else chosen_presets(overrides)))
     for section, items in later:  # last: their registry checks import torch
         try:
             check_section_values(items, presets, section)
         except ValueError as err:
             raise CLIError(f"bad config: {err}") from None
-    # a list's element by index (population.members.1.mappo.lr=...): the schema's empty
-    # list holds none to type it against (it said "list index out of range"); Hydra sets it
-    unread = [o for o in unread if not re.search(r"\.\d+(\.|$)", o.key_or_group)]
     try:
-        refuse_mistyped(unread)
+        if mistyped_later:
+            refuse_mistyped(unread)
     except ValueError as err:
         raise CLIError(f"bad config: {err}") from None
+
+
+def _refuse_composed(overrides: Sequence[Any], presets: Callable[[], Any]) -> None:
+    """What the composed experiment refuses after torch and the learners load (~2 s of CPU),
+    said before them in its words (:mod:`populations.override_types`), in the order
+    the composed config checks them: a key ``+`` adds to a section (``+mappo.lrr=1``), a knob
+    no experiment reads (``vdn.seed=5``), a top-level key no learner names (``+framez=3``).
+    Before the section checks that import torch (``vdn.mixer=abc``: the mixer registry)."""
+    try:
+        refuse_added_keys(overrides)
+        refuse_unread_knobs(overrides, presets)
+    except ValueError as err:
+        raise CLIError(f"bad config: {err}") from None
+    try:
+        refuse_unknown_sections(overrides, presets)
+    except ValueError as err:  # check_experiment's words: no "bad config"
+        raise CLIError(str(err)) from None
 
 
 class _NeedsTorch(BaseException):
