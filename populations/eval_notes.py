@@ -1,8 +1,9 @@
 """The notes ``selfplay-eval`` prints on a policy file whose recorded game differs from the one
 it plays (:func:`game_notes`: each argument and spec field that differs, short), and whether a
 recorded name may be the game played with its arguments unrecorded (:func:`same_game`). Moved
-out of :mod:`populations.eval_cli`, which imports them; the text read from a file is printed
-escaped (:func:`games.registry.printable`)."""
+out of :mod:`populations.eval_cli`; :mod:`populations.eval_files` and
+:mod:`populations.eval_runs` import them. The text read from a file is printed escaped
+(:func:`games.registry.printable`)."""
 
 from __future__ import annotations
 

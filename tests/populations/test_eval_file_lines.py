@@ -7,7 +7,7 @@ Before: one ``name <- file`` line per file on stderr, 400 lines before the table
 import json
 import sqlite3
 
-from populations.eval_cli import NAMES_SHOWN
+from populations.eval_report import NAMES_SHOWN
 from tests.populations.eval_cli_run import run_eval
 from tests.populations.test_eval_names import KUHN
 from tests.populations.test_walk22_eval_scale import _snapshots

@@ -55,10 +55,10 @@ def test_exploit_turns_on_progress_lines(snapshots, tmp_path, capsys, monkeypatc
 def test_player_names_made_from_paths_are_valid_member_names():
     """``a.pt a.pt`` gave ``_a`` twice and folders with spaces ``run 1_v0``: both refused as
     member names after the evaluation database had been created."""
-    from populations.eval_cli import _policy_names
+    from populations.eval_files import policy_names
     from populations.store import _NAME
 
-    names = _policy_names(["a.pt", "a.pt", "run 1/v0.pt", "run 2/v0.pt", "x/-é!.pt"])
+    names = policy_names(["a.pt", "a.pt", "run 1/v0.pt", "run 2/v0.pt", "x/-é!.pt"])
     assert list(names) == ["a", "a_2", "run_1_v0", "run_2_v0", "policy"]
     assert all(_NAME.match(n) for n in names)
 
@@ -129,9 +129,9 @@ def test_one_policy_with_exploit_prints_no_empty_rating_row(snapshots, tmp_path,
                                                               monkeypatch):
     """One policy and --exploit played no match, yet printed the rating table first:
     '  v0006  elo None  mu None ± None  matches 0' above the NashConv estimate."""
-    import populations.eval_cli as eval_cli
+    import populations.eval_runs as eval_runs
 
-    monkeypatch.setattr(eval_cli, "_exploit", lambda *a, **k: print("exploit ran"))
+    monkeypatch.setattr(eval_runs, "run_exploit", lambda *a, **k: print("exploit ran"))
     code, out, err = run_eval(["--game", KUHN, "--db", str(tmp_path / "r.db"), "--exploit",
                             snapshots[0]], capsys)
     assert code == 0, err

@@ -114,7 +114,7 @@ def test_a_pettingzoo_module_that_is_no_game_of_its_package_is_not_made(tmp_path
 def test_the_notes_on_another_game_make_no_recorded_name_that_reads_a_file(made):
     # --game openspiel/nfg_game(filename=1) given, a file trained on filename=2: the notes
     # compared the two games by making the recorded one, which read the file it names
-    from populations.eval_cli import game_notes
+    from populations.eval_notes import game_notes
 
     spec = games.make(KUHN).spec
     spec = dataclasses.replace(spec, name="openspiel/nfg_game(filename=1)")

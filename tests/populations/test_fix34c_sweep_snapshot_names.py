@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from populations.eval_cli import _policy_names
+from populations.eval_files import policy_names
 from populations.store import _NAME
 
 GT = "0_frames=3000,game.name=gridtag,imports=[gridtag],mappo.lr=0.001,seed=0"
@@ -19,7 +19,7 @@ def _jobs(*folders: str) -> list[str]:
 
 
 def test_a_sweeps_snapshots_are_named_by_job_number_and_the_settings_that_differ():
-    names = list(_policy_names(_jobs(
+    names = list(policy_names(_jobs(
         GT, GT.replace("0_", "1_", 1).replace("0.001", "0.0003"),
         GT.replace("0_", "2_", 1).replace("seed=0", "seed=1"),
         GT.replace("0_", "3_", 1).replace("0.001", "0.0003").replace("seed=0", "seed=1"))))
@@ -30,14 +30,14 @@ def test_a_sweeps_snapshots_are_named_by_job_number_and_the_settings_that_differ
 
 
 def test_jobs_differing_only_in_their_first_setting_get_names_of_their_own():
-    names = list(_policy_names(_jobs(GT, GT.replace("0_frames=3000", "1_frames=6000"))))
+    names = list(policy_names(_jobs(GT, GT.replace("0_frames=3000", "1_frames=6000"))))
     # before: the same name twice, the second with _2
     assert names == ["0_frames_3000_mappo_v0000", "1_frames_6000_mappo_v0000"]
 
 
 def test_settings_that_do_not_fit_are_left_out_whole_and_the_job_number_stays():
     many = ",".join(f"setting_number_{i}={i}" for i in range(6))
-    names = list(_policy_names(_jobs(f"0_{many}", "1_" + many.replace("=", "=9"))))
+    names = list(policy_names(_jobs(f"0_{many}", "1_" + many.replace("=", "=9"))))
     assert len(set(names)) == 2 and all(len(n) <= 64 and _NAME.match(n) for n in names)
     assert [n.split("_", 1)[0] for n in names] == ["0", "1"]
     for name in names:  # whole settings only: each kept one ends in its value
@@ -47,7 +47,7 @@ def test_settings_that_do_not_fit_are_left_out_whole_and_the_job_number_stays():
 
 def test_a_long_folder_that_is_no_sweep_job_is_cut_at_a_word_boundary():
     a = "my_rather_lengthy_experiment_name_about_learning_rates_run_1"
-    names = list(_policy_names([f"{a}/s/llm/v0002.pt", f"{a[:-1]}2/s/llm/v0002.pt"]))
+    names = list(policy_names([f"{a}/s/llm/v0002.pt", f"{a[:-1]}2/s/llm/v0002.pt"]))
     # before: ngthy_experiment_name_about_learning_rates_run_1_llm_v0002 ('lengthy' cut)
     assert names == ["experiment_name_about_learning_rates_run_1_llm_v0002",
                      "experiment_name_about_learning_rates_run_2_llm_v0002"]

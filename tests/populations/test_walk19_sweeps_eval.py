@@ -103,18 +103,18 @@ def test_two_runs_snapshots_are_named_by_their_run_and_recorded(tmp_path, capsys
 
 
 def test_policy_names_go_up_to_the_folder_that_differs():
-    from populations.eval_cli import _policy_names
+    from populations.eval_files import policy_names
 
-    assert list(_policy_names(["runA/snapshots/llm/v2.pt", "runB/snapshots/llm/v2.pt",
+    assert list(policy_names(["runA/snapshots/llm/v2.pt", "runB/snapshots/llm/v2.pt",
                                "c/x/v2.pt", "m/0_seed=0/snapshots/y/v3.pt",
                                "m/1_seed=1/snapshots/y/v3.pt", "a.pt", "a.pt"])) == [
         "runA_llm_v2", "runB_llm_v2", "x_v2", "0_seed_0_y_v3", "1_seed_1_y_v3", "a", "a_2"]
     long = "r" * 70  # the stem and its folder kept whole, the differing folder's end kept
-    names = list(_policy_names([f"{long}1/s/llm/v0002.pt", f"{long}2/s/llm/v0002.pt"]))
+    names = list(policy_names([f"{long}1/s/llm/v0002.pt", f"{long}2/s/llm/v0002.pt"]))
     assert names == [f"{'r' * 47}1_llm_v0002", f"{'r' * 47}2_llm_v0002"]
     # a run's snapshot is named by its member's folder even when its stem is unique (walk 20:
     # 'v0001' alone lost which member it came from); other names stay bare
-    assert list(_policy_names(["r/snapshots/ippo/v0001.pt", "r/snapshots/mappo/v0003.pt",
+    assert list(policy_names(["r/snapshots/ippo/v0001.pt", "r/snapshots/mappo/v0003.pt",
                                "best.pt"])) == ["ippo_v0001", "mappo_v0003", "best"]
 
 
@@ -140,7 +140,7 @@ def test_a_game_of_other_arguments_names_them_with_both_values():
     # before: the same note for vmas/simple_tag(max_steps=25) on vmas/simple_tag (100 steps)
     # as for a name that differs only in spelling
     import games
-    from populations.eval_cli import game_notes
+    from populations.eval_notes import game_notes
 
     tag = games.make("vmas/simple_tag").spec
     assert game_notes("a", "vmas/simple_tag(max_steps=25)", tag) == [

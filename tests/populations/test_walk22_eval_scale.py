@@ -87,7 +87,7 @@ def test_a_file_of_another_game_is_named_as_one_first(kuhn, tmp_path, capsys):
 def test_a_game_of_other_seats_is_summarized_in_a_short_note():
     """A snapshot of vmas/football(ai_red_agents=False) on vmas/football: the note held the
     whole agents tuples and obs-shape and action-space dicts, one line of 1,722 characters."""
-    from populations.eval_cli import game_notes
+    from populations.eval_notes import game_notes
 
     notes = game_notes("a", "vmas/football(ai_red_agents=False)",
                        games.make("vmas/football").spec)
