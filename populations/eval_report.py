@@ -91,7 +91,8 @@ def print_pairs(db: Any, run_id: int, snaps: Sequence[Any], table: Sequence[str]
         lo, hi = wilson(p["win_rate"] * p["count"], p["count"])
         note = pair_note(db, run_id, rows[a], rows[b])  # one game replayed: walk40a M4
         lines += [f"{names[a]:>24}  vs {names[b]}: win rate {p['win_rate']:.2f} (95% Wilson "
-                  f"[{lo:.2f}, {hi:.2f}]) over {p['count']} pairs, margin {p['value']:+.3f} "
+                  f"[{lo:.2f}, {hi:.2f}]) over {p['count']} pair{'s' if p['count'] != 1 else ''}, "
+                  f"margin {p['value']:+.3f} "
                   "per episode", *([] if note is None else [f"{'':>24}  {note}"])]
     if lines:
         print(head)
