@@ -128,6 +128,9 @@ def eval_main(argv: list[str] | None = None) -> None:
             raise CLIError("--db is empty (an unset shell variable?); give the league database "
                            "file to write, e.g. --db eval.db")
         refuse_linked_db(args.db)
+        if Path(args.db).is_dir():  # SQLite's "unable to open database file", once files loaded
+            raise CLIError(f"--db {escaped(args.db)} is a folder; give the league database file "
+                           f"to write, e.g. --db {escaped(str(Path(args.db) / 'eval.db'))}")
         import_user_modules(args.imports, "--import")
         if args.game is not None:  # else the files' game, once they load (recorded_game)
             import_user_modules(game_modules(args.game), f"--game {args.game}")
