@@ -88,8 +88,8 @@ def check_run_values(values: Mapping[str, Any]) -> None:
         raise ValueError(f"checkpoint_every_s={every}; expected seconds >= 0 (0: after every "
                          "update)")
     if "device" in values and not DEVICE.fullmatch(str(values["device"])):
-        raise ValueError(f"device={values['device']!r} unknown; choose one of cpu, cuda, "
-                         "cuda:N (N a GPU index), auto")
+        from marl.configs import unknown_device  # torch-free; resolve_device's words too
+        raise ValueError(unknown_device(values["device"]))
 
 
 def _said(value: Any) -> str:

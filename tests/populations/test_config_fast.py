@@ -40,7 +40,10 @@ for args in {bad!r}:
     except ValueError as err:  # games' UnknownGameError
         print(err)
 check_command_line({good!r})
-print("heavy:", sorted(m for m in ("torch", "marl", "populations.experiment") if m in sys.modules))
+# marl.configs is torch-free (the device refusal's words live there); any other marl module
+# (and torch, and the experiment) is heavy
+print("heavy:", sorted(m for m in sys.modules if m in ("torch", "populations.experiment")
+                       or (m.split(".")[0] == "marl" and m not in ("marl", "marl.configs"))))
 """
 
 

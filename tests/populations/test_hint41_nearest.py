@@ -133,3 +133,15 @@ def test_the_python_api_guesses_nothing_when_nothing_is_near():
 
 def test_every_python_api_case_is_run():
     assert len(_python_api()) == 12
+
+
+@pytest.mark.parametrize("device, nearest", [("cdua", "'cuda'"), ("gpu", "'cuda'"),
+                                             ("cpuu", "'cpu'")])
+def test_the_command_lines_check_before_torch_names_the_nearest_device(device, nearest):
+    """selfplay-train's torch-free check (config_checks) words a bad device as resolve_device
+    does, nearest name included (it named none before)."""
+    from populations import config_checks
+
+    with pytest.raises(ValueError) as err:
+        config_checks.check_run_values({"device": device})
+    assert str(err.value).endswith(f"; did you mean {nearest}?")
