@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from llm_agents import settings as llm_settings
@@ -141,8 +141,10 @@ class ExploitEvery:
         if isinstance(self.every, bool) or not isinstance(self.every, int) or self.every < 0:
             raise ValueError(f"exploit.every={self.every!r}; expected an integer >= 0 "
                              "(generations between estimates; 0: never)")
-        if self.every:
-            self.config()  # a bad algo, budget or learner key fails at config time, in one line
+        given = any(getattr(self, f.name) != f.default for f in fields(self)
+                    if f.name not in ("every", "learner"))
+        if self.every or given:  # a mistyped algo or budget is refused though estimates may
+            self.config()        # not run (every=0): a bad algo, budget or learner key, one line
         elif self.learner:  # a mistyped key is refused whether or not estimates run
             self.learner_config()
 
