@@ -207,3 +207,14 @@ def test_merged_batches_renumber_episodes_turns_and_games():
     assert [merged.turns[e.turns[0]].episode for e in merged.episodes] == [0, 1, 2, 3, 4]
     assert merged.metrics["charts/backend_calls"] == 2.0
     assert merged.metrics["charts/generated_tokens"] == 10.0
+
+
+def test_a_slot_makes_the_game_again_when_the_jobs_kwargs_differ(multi_tok, make_model):
+    """One slot plays ``tool/lookup`` with 4 keys, then with 8: the second episode's composer
+    chooses among 8 questions (mutation: the slot's game was cached by name alone)."""
+    team = Team.shared(make_model(multi_tok), multi_tok)
+    engine = RolloutEngine(team, ActionConfig(mode="score"), COMPACT, max_in_flight=1)
+    jobs = [EpisodeJob("tool/lookup", 0, game_kwargs={"num_keys": k}) for k in (4, 8)]
+    batch = engine.run(jobs)
+    firsts = [batch.turns[e.turns[0]] for e in batch.episodes]
+    assert [len(t.decision.candidate_ids) for t in firsts] == [4, 8]
