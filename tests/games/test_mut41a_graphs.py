@@ -37,3 +37,18 @@ def test_edges_count_no_self_loops():
     """Mutant: ``A * V * V`` edges (self loops counted): 11 agents reading 10 nodes hold
     11 * 10 * 9 = 990 edges, under the bound."""
     assert not graphs.warn_large_graph("test/mut41a_990", 10, 11)
+
+
+def test_an_agent_row_one_past_the_last_node_is_refused():
+    """Mutant: ``0 <= row <= V``: a row one past the last node passed graph_problem (a GNN
+    encoder then read another copy's node, or out of range)."""
+    nodes = np.zeros((3, graphs.NODE_DIM), np.float32)
+    edges = graphs.full_edges(3)
+    types = np.zeros(3, np.int64)
+    ok = games.EntityGraph(nodes=nodes, edge_index=edges, node_type=types,
+                           agent_node={"a": 0, "b": 2})
+    assert graphs.graph_problem(ok, ["a", "b"]) is None
+    past = games.EntityGraph(nodes=nodes, edge_index=edges, node_type=types,
+                             agent_node={"a": 0, "b": 3})
+    assert graphs.graph_problem(past, ["a", "b"]) == (
+        "entity graph's agent_node rows {'b': 3} are not node rows of its 3 nodes (0..2)")
