@@ -164,6 +164,20 @@ def to_numpy(vs: VecStep) -> VecStep:
                       for f in vs.__dataclass_fields__})
 
 
+def _per_copy(spec: GameSpec, actions: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``actions`` with each discrete agent's 1-D integer array as a list of Python ints,
+    which index and convert faster copy by copy (``Game.step`` takes a discrete action as
+    ``int(action)``: the same action, and the same messages where it is illegal); any other
+    (a box's, floats, tensors, lists) as given."""
+    out = dict(actions)
+    spaces = spec.action_spaces
+    for a, acts in actions.items():
+        if type(acts) is np.ndarray and acts.ndim == 1 and acts.dtype.kind in "iu" and \
+                spaces[a].discrete:
+            out[a] = acts.tolist()
+    return out
+
+
 def _started(game: Game, ts: TimeStep, seed: int | None) -> TimeStep:
     """``ts``, the time step ``game.reset(seed)`` returned, unless no agent acts in it: the
     episode ended before it began (openspiel/oware with no seeds was made and failed at the
@@ -325,9 +339,11 @@ class VectorGame:
         final_state = None
         final_graph: list[np.ndarray | None] = [None] * self.num_envs
         ended: dict[int, Mapping[str, Any]] = {}  # copy -> its episode's last info
+        per_copy = _per_copy(self.spec, actions)
+        whole: list[int] = []  # copies where every agent is still in the episode
         for b, (g, prev) in enumerate(zip(self.games, self._last, strict=True)):
             try:
-                ts = g.step({a: actions[a][b] for a in prev.acting})
+                ts = g.step({a: per_copy[a][b] for a in prev.acting})
             except Exception:  # an illegal action, a game's bug: copies 0..b-1 have stepped
                 if b:
                     self._last = []
@@ -335,11 +351,15 @@ class VectorGame:
                                   f"copy {b} (copies 0-{b - 1} had stepped); call reset()")
                 raise
             gone = self._gone[b]  # an agent's return ends with its own episode, as learners
-            for a in self._ids:  # train (a reward after it, a broken contract, is not counted)
-                if a not in gone:
-                    self._ret[a][b] += ts.rewards.get(a, 0.0)
+            if gone:  # train (a reward after it, a broken contract, is not counted)
+                for a in self._ids:
+                    if a not in gone:
+                        self._ret[a][b] += ts.rewards.get(a, 0.0)
+            else:  # added for all such copies at once below
+                whole.append(b)
             self._len[b] += 1
-            if not ts.done and self._len[b] > self.spec.max_steps:
+            if ts.acting and self._len[b] > self.spec.max_steps:  # not done
+                self._add_returns(whole, out + [ts])
                 self._too_long(b)
             if ts.done:
                 done[b] = True
@@ -355,6 +375,7 @@ class VectorGame:
                 self._gone[b].update(a for a in self._ids
                                      if ts.terminated.get(a) or ts.truncated.get(a))
             out.append(ts)
+        self._add_returns(whole, out)
         resets = {int(b): _started(self.games[b], self.games[b].reset(None), None)
                   for b in np.flatnonzero(done)}
         self._last = [resets.get(b, ts) for b, ts in enumerate(out)]
@@ -370,6 +391,19 @@ class VectorGame:
                 self._ret[a][b] = 0.0
             self._len[b] = 0
         return vs
+
+    def _add_returns(self, copies: list[int], steps: list[TimeStep]) -> None:
+        """Add the rewards of ``steps`` to the returns of ``copies`` (each in one addition,
+        as copy by copy before: the same sums), every agent still in their episodes."""
+        if not copies:
+            return
+        whole = len(copies) == self.num_envs
+        for a in self._ids:
+            paid = np.array([steps[b].rewards.get(a, 0.0) for b in copies], np.float64)
+            if whole:
+                self._ret[a] += paid
+            else:
+                self._ret[a][copies] += paid
 
     def _check_actions(self, actions: Mapping[str, Any]) -> None:
         """:func:`check_actions` before any copy steps."""
@@ -446,12 +480,21 @@ class VectorGame:
             space = spec.action_spaces[a]
             if space.discrete:
                 legal[a] = np.zeros((B, space.n), bool)
-        for b, ts in enumerate(steps):
-            for a in ts.acting:
-                obs[a][b] = ts.obs[a]
-                acting[a][b] = True
+        if all(len(ts.obs) == len(self._ids) for ts in steps):
+            # every agent acts in every copy (a simultaneous game's step): one stack per
+            # agent, casting each row as the row by row assignments below do
+            for a in self._ids:
+                np.stack([ts.obs[a] for ts in steps], out=obs[a], casting="unsafe")
+                acting[a][:] = True
                 if a in legal:
-                    legal[a][b] = ts.legal[a]
+                    np.stack([ts.legal[a] for ts in steps], out=legal[a], casting="unsafe")
+        else:
+            for b, ts in enumerate(steps):
+                for a in ts.acting:
+                    obs[a][b] = ts.obs[a]
+                    acting[a][b] = True
+                    if a in legal:
+                        legal[a][b] = ts.legal[a]
         rewards = {
             a: np.array([t.rewards.get(a, 0.0) for t in transitions], np.float32)
             for a in self._ids
