@@ -62,7 +62,6 @@ from populations.eval_checks import (
     refuse_run_folders,
     sidecar_spec,
 )
-from populations.eval_checks import EXPLOIT_MINIMUMS as EXPLOIT_MINIMUMS  # tests import
 from populations.eval_files import (
     check_policies,
     load_policies,
@@ -70,7 +69,6 @@ from populations.eval_files import (
     recorded_game,
     recorded_spec,
 )
-from populations.eval_notes import field_differs as field_differs  # tests import it here
 from populations.eval_report import PAIRS_SHOWN, print_names
 from populations.eval_runs import exploit_config, run_evaluation
 

@@ -171,7 +171,7 @@ def test_the_early_llm_check_answers_as_the_schema(line):
 
 def test_the_exploit_minimums_are_approx_configs():
     from populations.approx_exploit import ApproxConfig
-    from populations.eval_cli import EXPLOIT_MINIMUMS
+    from populations.eval_checks import EXPLOIT_MINIMUMS
 
     for name, low in EXPLOIT_MINIMUMS.items():
         ApproxConfig(**{name: low})

@@ -105,7 +105,7 @@ def test_a_game_of_other_seats_is_summarized_in_a_short_note():
 
 
 def test_many_differing_seats_stay_short():
-    from populations.eval_cli import field_differs
+    from populations.eval_notes import field_differs
 
     trained = {f"agent_{k}": (k + 100,) for k in range(50)}
     here = {f"agent_{k}": (k,) for k in range(50)}
