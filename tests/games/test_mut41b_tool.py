@@ -2,7 +2,10 @@
 safe calculator that no test pinned, each found by a mutation that survived every existing
 test (named in each test's docstring)."""
 
+import pytest
+
 import games
+from games.tool.tools import MAX_EXPRESSION_CHARS, ToolError, safe_eval
 
 
 def test_only_the_acting_agent_has_legal_actions():
@@ -28,3 +31,11 @@ def test_success_is_reported_on_the_last_transition_only():
     assert not ts.done and "success" not in ts.info
     ts = g.step({"solver_0": g.parse_action("solver_0", f"answer {g.a + g.b}")})
     assert ts.done and ts.info == {"success": True}
+
+
+def test_the_expression_length_bound_is_exact():
+    """(mutation: one character more than ``MAX_EXPRESSION_CHARS`` was accepted)."""
+    assert MAX_EXPRESSION_CHARS == 200
+    assert safe_eval("0" * 200) == 0
+    with pytest.raises(ToolError, match="longer than 200 characters"):
+        safe_eval("0" * 201)
