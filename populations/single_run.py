@@ -218,7 +218,8 @@ def _train_single(cfg: ExperimentConfig, learner: Learner, recent: _RecentReturn
 def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
                     recorded: dict[str, Any]) -> list[dict]:
     """An LLM team trained by multi-turn GRPO for ``llm.iterations`` iterations (self-play
-    in multi-team games, team play in cooperative ones), snapshotted and evaluated."""
+    on every seat in multi-team games, team play in cooperative ones; the log says so at the
+    start), snapshotted and evaluated against random seats for the other teams."""
     from marl.progress import tqdm
 
     spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
@@ -231,6 +232,7 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
         return [done]
     store = PolicyStore(run_dir / "snapshots", db, run_id)
     seeds = RunSeeds(cfg.seed)
+    _log_llm_seating(cfg.algo, spec)
     trainer = rollout_trainer(cfg, registry.get(cfg.algo), spec, run_dir, seeds.learner(cfg.algo))
     # its Ray rollout actors (runner=ray) end with the run, not when the collector is
     # garbage-collected: a process that goes on (a notebook, a test session) kept their CPUs
@@ -282,6 +284,23 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
         row = llm_row(snap.version, cfg.llm.iterations, metrics, evaluated)
         db.close()
         return [row]
+
+
+def _log_llm_seating(algo: str, spec: Any) -> None:
+    """The seating of an LLM team's single run, as :func:`run_single` logs a learner's: its
+    trainer (:class:`llm_agents.trainer.MultiTurnGRPO` without league opponents) plays whole
+    episodes, every seat of every team (self-play in a competitive game), and its evaluation
+    plays the first team's seats against uniformly random players in the others'."""
+    teams = spec.teams
+    first = ", ".join(a.id for a in spec.agents if a.team == teams[0])
+    if len(teams) > 1:  # README said it trains the first team against random seats: it does not
+        log.info("population=none: %s trains every seat (%s) in self-play, the team playing "
+                 "itself; its evaluation plays team %r (%s) against uniformly random players "
+                 "in the other seats; population=self_play, fsp or pfsp trains it against "
+                 "its earlier snapshots", algo, ", ".join(spec.agent_ids), teams[0], first)
+    else:
+        log.info("population=none: %s trains every seat of the game's one team %r (%s)",
+                 algo, teams[0], first)
 
 
 def _iteration_postfix(bar: Any) -> Any:
