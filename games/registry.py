@@ -14,12 +14,14 @@ import contextlib
 import dataclasses
 import difflib
 import importlib
+import importlib.util
 import inspect
 import logging
 import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from games.core import Game, GameError, GameSpec, UnknownGameError, where_raised
@@ -199,12 +201,34 @@ def make(spec: str, **kwargs: Any) -> Game:
         return _checked(spec, VmasGame(spec.removeprefix("vmas/"), **kwargs), kwargs)
     names = ", ".join(registered()) or "(none)"
     raise UnknownGameError(
-        f"unknown game {spec!r};{did_you_mean(spec, registered())} registered: {names}; or "
+        f"unknown game {spec!r};{did_you_mean(spec, registered()) or _prefixed(spec)} "
+        f"registered: {names}; or "
         "use a prefix: "
         "'openspiel/<game string>', 'pettingzoo/<module>', 'vmas/<scenario>'; a game of your "
         "own is registered when its module is imported: imports=[module] (selfplay-train), "
         "--import module (selfplay-eval, python -m populations.league)"
     )
+
+
+def _prefixed(spec: str) -> str:
+    """`` did you mean 'openspiel/othello'?`` for a name OpenSpiel or VMAS knows given without
+    its prefix (``game.name=othello``), else "". Neither torch nor vmas is imported: VMAS's
+    scenarios are its package's files."""
+    name = spec.partition("(")[0]
+    if not name.isidentifier():
+        return ""
+    try:
+        import pyspiel
+    except ImportError:
+        pyspiel = None
+    if pyspiel is not None and name in pyspiel.registered_names():
+        return f" did you mean {'openspiel/' + spec!r}?"
+    found = importlib.util.find_spec("vmas")  # the top package's file, not imported
+    scenarios = Path(found.origin).parent / "scenarios" if found and found.origin else None
+    if scenarios and not name.startswith("_") and any(  # scenarios/, scenarios/mpe/, ...
+            (folder / f"{name}.py").is_file() for folder in (scenarios, *scenarios.iterdir())):
+        return f" did you mean {'vmas/' + spec!r}?"
+    return ""
 
 
 def did_you_mean(name: str, names: Sequence[str]) -> str:
