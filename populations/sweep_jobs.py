@@ -93,9 +93,9 @@ def check_sweep_jobs(config: DictConfig) -> None:
                          + (f" ({named})" if named else "") for n, named in groups)
 
     why = "; ".join(f"{jobs_of(groups)} cannot run: {text}" for text, groups in failed.items())
-    every = sum(len(n) for groups in failed.values() for n, _ in groups) == len(jobs)
-    raise CLIError(f"{why}; no job was started" + ("" if every else
-                                                   ": drop them from the sweep"))
+    refused = sum(len(n) for groups in failed.values() for n, _ in groups)
+    drop = f": drop {'it' if refused == 1 else 'them'} from the sweep"
+    raise CLIError(f"{why}; no job was started" + ("" if refused == len(jobs) else drop))
 
 
 def _as_typed(line: str, swept: dict[str, Any]) -> str:

@@ -171,7 +171,7 @@ def test_a_sweeps_job_composed_from_another_config_folder_is_told_the_nearest(
                      "game=kuhn", "frames=64"], monkeypatch, tmp_path, capsys)
     assert line == (f"job 1 (algo=mapo) cannot run: In 'config': Could not find 'algo/mapo'; "
                     f"Available options in 'algo': {OPTIONS['algo']}; nearest: algo=mappo, "
-                    "algo=maddpg; no job was started: drop them from the sweep"), line
+                    "algo=maddpg; no job was started: drop it from the sweep"), line
 
 
 def test_a_game_typo_in_a_sweep_keeps_its_nearest(monkeypatch, tmp_path, capsys):

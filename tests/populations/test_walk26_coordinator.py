@@ -47,7 +47,7 @@ def test_a_sweep_whose_learner_seed_matches_one_seed_runs_that_job(tmp_path, mon
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("selfplay-train: job 0 (seed=0) cannot run: "), err
-    assert "vdn.seed=1" in err[-1] and err[-1].endswith("drop them from the sweep"), err
+    assert "vdn.seed=1" in err[-1] and err[-1].endswith("drop it from the sweep"), err
 
 
 def test_psro_counts_take_numpy_integers():
