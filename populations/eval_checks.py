@@ -184,7 +184,7 @@ def sidecar_spec(policies: Sequence[str], kwargs: dict[str, Any]) -> Any:
         return None
     try:
         built = make_recorded(game, kwargs)
-    except Exception:  # noqa: BLE001 - said once the file loads (_recorded_spec), as before
+    except Exception:  # noqa: BLE001 - said once the file loads (eval_files.recorded_spec)
         return None
     with contextlib.suppress(Exception):  # its spec is all that is read: close what it holds
         built.close()
@@ -198,7 +198,7 @@ them in step)."""
 
 def check_exploit_values(args: argparse.Namespace) -> None:
     """The ``--exploit-*`` values refused before torch loads (the learner registry and the
-    game's check come after, in ``_exploit_config``): a budget below its least value, and a
+    game's check come after, in ``eval_runs.exploit_config``): a budget below its least value, and a
     learner that is none of marl's that train best responses
     (``config_checks.STEPPED_ALGOS``) while nothing registered another (``--import``, a
     plugin: the registry loaded), and a budget past its bound (``config_checks.EXPLOIT_SIZES``,
@@ -218,7 +218,7 @@ def check_exploit_values(args: argparse.Namespace) -> None:
             raise CLIError(f"approx exploitability: {name} must be an integer from {low} to "
                            f"{top} ({why}), got {value!r} (--exploit-{flag})")
     registry = sys.modules.get("marl.registry")
-    if registry is not None:  # an unknown name in the registry's words, as _exploit_config's
+    if registry is not None:  # an unknown name in the registry's words (eval_runs.exploit_config)
         registry.get(args.exploit_algo)
     elif args.exploit_algo not in STEPPED_ALGOS:
         raise CLIError(f"--exploit-algo {args.exploit_algo!r} cannot train best responses; "
