@@ -1,0 +1,32 @@
+"""The matrix games pay the cell (agent_0's row, agent_1's column) of their published
+matrices (mutation walk mut41a: each failed with a mutation of games/matrix.py that the suite
+let pass: the matrix transposed, the penalty's k moved off the corners)."""
+
+import pytest
+
+import games
+
+CLIMBING = ((11.0, -30.0, 0.0), (-30.0, 7.0, 6.0), (0.0, 0.0, 5.0))  # Claus & Boutilier 1998
+
+
+def _payoffs(name, **kwargs):
+    game = games.make(name, **kwargs)
+    out = []
+    for row in range(3):
+        out.append([])
+        for col in range(3):
+            game.reset(0)
+            ts = game.step({"agent_0": row, "agent_1": col})
+            assert ts.done and ts.rewards["agent_0"] == ts.rewards["agent_1"]
+            out[-1].append(ts.rewards["agent_0"])
+    return tuple(map(tuple, out))
+
+
+def test_climbing_pays_the_row_of_agent_0_and_the_column_of_agent_1():
+    assert _payoffs("matrix/climbing") == CLIMBING
+    assert CLIMBING[1][2] != CLIMBING[2][1]  # not symmetric: a transposed matrix differs
+
+
+@pytest.mark.parametrize("k", [-10.0, -3.5])
+def test_penalty_has_optima_on_the_diagonal_and_k_in_the_other_corners(k):
+    assert _payoffs("matrix/penalty", k=k) == ((10.0, 0.0, k), (0.0, 2.0, 0.0), (k, 0.0, 10.0))
