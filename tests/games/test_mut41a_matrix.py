@@ -30,3 +30,10 @@ def test_climbing_pays_the_row_of_agent_0_and_the_column_of_agent_1():
 @pytest.mark.parametrize("k", [-10.0, -3.5])
 def test_penalty_has_optima_on_the_diagonal_and_k_in_the_other_corners(k):
     assert _payoffs("matrix/penalty", k=k) == ((10.0, 0.0, k), (0.0, 2.0, 0.0), (k, 0.0, 10.0))
+
+
+@pytest.mark.parametrize("name", ["matrix/climbing", "matrix/penalty"])
+def test_both_agents_of_a_common_payoff_game_are_one_team(name):
+    """Mutant: every agent its own team: a league would pit the two against each other."""
+    spec = games.make(name).spec
+    assert len({a.team for a in spec.agents}) == 1 and not spec.zero_sum
