@@ -37,3 +37,15 @@ def test_both_agents_of_a_common_payoff_game_are_one_team(name):
     """Mutant: every agent its own team: a league would pit the two against each other."""
     spec = games.make(name).spec
     assert len({a.team for a in spec.agents}) == 1 and not spec.zero_sum
+
+
+def test_a_repeated_game_observes_its_round_one_hot():
+    """Mutant: ``obs[0] = 1`` at every round (the round index was the whole observation)."""
+    game = games.make("matrix/climbing", repeats=3)
+    ts = game.reset(0)
+    seen = []
+    while not ts.done:
+        seen.append(ts.obs["agent_0"].tolist())
+        assert ts.obs["agent_1"].tolist() == seen[-1] == game.state().tolist()
+        ts = game.step({"agent_0": 0, "agent_1": 0})
+    assert seen == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
