@@ -49,3 +49,16 @@ def test_a_repeated_game_observes_its_round_one_hot():
         assert ts.obs["agent_1"].tolist() == seen[-1] == game.state().tolist()
         ts = game.step({"agent_0": 0, "agent_1": 0})
     assert seen == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+
+
+@pytest.mark.parametrize("repeats", [1, 2])
+def test_the_last_round_terminates_by_the_rules_not_a_time_limit(repeats):
+    """Mutant: terminated and truncated swapped (learners would bootstrap past the last
+    round, which has no value after it)."""
+    game = games.make("matrix/penalty", repeats=repeats)
+    ts = game.reset(0)
+    for _ in range(repeats):
+        ts = game.step({"agent_0": 0, "agent_1": 0})
+    assert ts.done
+    assert ts.terminated == {"agent_0": True, "agent_1": True}
+    assert ts.truncated == {"agent_0": False, "agent_1": False}
