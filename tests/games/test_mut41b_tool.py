@@ -2,6 +2,8 @@
 safe calculator that no test pinned, each found by a mutation that survived every existing
 test (named in each test's docstring)."""
 
+from fractions import Fraction
+
 import pytest
 
 import games
@@ -39,3 +41,29 @@ def test_the_expression_length_bound_is_exact():
     assert safe_eval("0" * 200) == 0
     with pytest.raises(ToolError, match="longer than 200 characters"):
         safe_eval("0" * 201)
+
+
+def test_negative_exponents_are_bounded_as_positive_ones_are():
+    """(mutation: only exponents above +64 were refused; 2 ** -100 was computed)."""
+    assert safe_eval("2 ** -64") == Fraction(1, 2**64)
+    with pytest.raises(ToolError, match="exponent -65 not allowed"):
+        safe_eval("2 ** -65")
+
+
+def test_the_composer_sees_neither_the_lookups_nor_a_value_it_was_not_told():
+    """The composer's observation hides what the querier found, and it can answer only a
+    value the querier told it (mutations: the found values showed in the composer's
+    observation; every value was answerable from the start)."""
+    g = games.make("tool/lookup", num_keys=4)
+    g.reset(0)
+    assert all(t.startswith("ask ") for t in g.legal_action_texts("composer_0"))
+    g.step({"composer_0": g.parse_action("composer_0", f"ask {g.question}")})
+    g.step({"querier_0": g.parse_action("querier_0", f"lookup {g.question}")})
+    K, found = 4, slice(2 + 2 * 4, 2 + 3 * 4)
+    assert g.observe("querier_0")[found].sum() == 1.0
+    assert g.observe("composer_0")[found].sum() == 0.0 and len(g.keys) == K
+    assert all(t.startswith("ask ") for t in g.legal_action_texts("composer_0"))
+    g.step({"composer_0": g.parse_action("composer_0", f"ask {g.question}")})
+    g.step({"querier_0": g.parse_action("querier_0", f"tell {g.found[0]}")})
+    assert [t for t in g.legal_action_texts("composer_0") if t.startswith("answer")] == [
+        f"answer {g.found[0]}"]
