@@ -141,6 +141,10 @@ class MultiTurnGRPO:
         # called with a StepProgress during step(): episodes played (in-process rollouts),
         # then minibatches updated; None: nothing is reported
         self.on_progress: Callable[[StepProgress], None] | None = None
+        # called with the same StepProgress as on_progress, for a display alone (a bar's
+        # postfix: "update 9/23 minibatches"); on_progress belongs to whoever drives the
+        # iterations (a league member counts its episodes with it), this to whoever shows them
+        self.on_status: Callable[[StepProgress], None] | None = None
         self._unknown_told = False  # the unknown-token warning: said once per trainer
         self._slow_told = False  # the slow-iteration line: said once per trainer
 
@@ -162,11 +166,18 @@ class MultiTurnGRPO:
         if self.rollouts is not None:
             return self.rollouts.collect(self.jobs(), self.iteration)
         self.team.sync()
-        jobs, report = self.jobs(), self.on_progress
-        if report is None:
+        jobs = self.jobs()
+        if self.on_progress is None and self.on_status is None:
             return self.engine.run(jobs)
-        return self.engine.run(jobs, progress=lambda done, turns, tokens: report(
+        return self.engine.run(jobs, progress=lambda done, turns, tokens: self._report(
             StepProgress("rollout", done, len(jobs), turns, tokens)))
+
+    def _report(self, p: StepProgress) -> None:
+        """Tell :attr:`on_progress`, then :attr:`on_status`, where the iteration is."""
+        if self.on_progress is not None:
+            self.on_progress(p)
+        if self.on_status is not None:
+            self.on_status(p)
 
     def step(self) -> dict[str, float]:
         """Collect, then update; returns ``charts/``, ``adv/`` and ``losses/`` metrics."""
@@ -273,8 +284,7 @@ class MultiTurnGRPO:
         # log-probabilities are the current ones (detached) and need no extra pass.
         single = cfg.epochs == 1 and len(keep) <= chunk
         total, done = cfg.epochs * -(-len(keep) // chunk), 0
-        if self.on_progress is not None:  # the old / reference log-prob passes come first
-            self.on_progress(StepProgress("update", 0, total))
+        self._report(StepProgress("update", 0, total))  # the old / reference passes first
         old = (self._unit_logprobs(models, turns, chunk)
                if cfg.recompute_old_logprobs and not single else None)
         ref = self._unit_logprobs(self.ref, turns, chunk) if self.ref else None
@@ -286,8 +296,7 @@ class MultiTurnGRPO:
                 for k, v in self._minibatch(turns, mb, adv, old, ref).items():
                     stats[k].append(v)
                 done += 1
-                if self.on_progress is not None:
-                    self.on_progress(StepProgress("update", done, total))
+                self._report(StepProgress("update", done, total))
         out = {k: float(np.mean(v)) for k, v in stats.items()}
         out.update(res.diagnostics)
         out["charts/update_seconds"] = time.perf_counter() - t0

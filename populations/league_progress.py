@@ -7,6 +7,7 @@ from __future__ import annotations
 import bisect
 import logging
 import numbers
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,27 @@ def advance_bar(bar: tqdm, n: int) -> None:
     if bar.total is not None and n > bar.total:
         bar.total = n
     bar.update(n - bar.n)
+
+
+def step_postfix(bar: tqdm) -> Any:
+    """``bar``'s postfix fed a GRPO iteration's :class:`llm_agents.trainer.StepProgress`
+    (``rollout 12/64 episodes, 230 turns, 5.1k tokens``, ``update 3/8 minibatches``: an
+    iteration of a real model runs for minutes), for :attr:`MultiTurnGRPO.on_status`: a
+    single LLM run's bar of iterations and a league LLM member's bar of episodes. On a
+    terminal redrawn at most every ``bar.mininterval`` and at the end of each phase; in a
+    log every report goes to the bar, whose lines come every
+    :data:`marl.progress.LINE_INTERVAL_S` (a throttle of its own here, out of step with
+    theirs, let a first iteration of minutes pass without a line)."""
+    last = [0.0]
+    lines = getattr(bar, "_lines", False)  # marl.progress.tqdm writing lines to a log
+
+    def show(p: Any) -> None:
+        bar.set_postfix_str(p.text(), refresh=False)
+        if lines or time.monotonic() - last[0] >= bar.mininterval or p.done == p.total:
+            last[0] = time.monotonic()
+            bar.refresh()
+
+    return show
 
 
 def time_left(seconds: float, done: int, total: int, eval_seconds: float = 0.0,

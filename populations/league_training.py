@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from populations.league_progress import (
     async_pairs_left,
     async_time_left,
     count_unit,
+    step_postfix,
 )
 from populations.league_state import published
 from populations.learner_actors import LearnerJob, LearnerResult, load_state_bytes, state_bytes
@@ -61,7 +63,7 @@ class LeagueTraining:
                     self._save()  # phase "training": the members trained so far
                     self._stop_if_asked()
                 started = time.time()
-                with self._bar(m) as bar:
+                with self._bar(m) as bar, _steps_shown(m, bar, self.show_progress):
                     frames = m.train_generation(
                         self.matchmaker(m.name, lambda n, bar=bar: advance_bar(bar, n)))
                 self.db.add_generation(self.run_id, m.name, g, frames, started, time.time(),
@@ -274,3 +276,18 @@ class LeagueTraining:
             only=m.name)
         self._save()
 
+
+@contextmanager
+def _steps_shown(m: Member, bar: Any, show: bool) -> Iterator[None]:
+    """An LLM member's bar shows where its GRPO iteration is (``update 9/23 minibatches``),
+    as a single LLM run's does (:func:`populations.league_progress.step_postfix`): its bar
+    counts episodes, which stand still through each update (6 min of one, silent)."""
+    trainer = getattr(m, "trainer", None)
+    if not show or trainer is None or not hasattr(trainer, "on_status"):
+        yield
+        return
+    trainer.on_status = step_postfix(bar)
+    try:
+        yield
+    finally:
+        trainer.on_status = None

@@ -221,6 +221,7 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
     on every seat in multi-team games, team play in cooperative ones; the log says so at the
     start), snapshotted and evaluated against random seats for the other teams."""
     from marl.progress import tqdm
+    from populations.league_progress import step_postfix
 
     spec = games.make(cfg.game.name, **cfg.game.kwargs).spec
     db = LeagueDB(run_dir / "league.db")
@@ -253,7 +254,7 @@ def _run_single_llm(cfg: ExperimentConfig, run_dir: Path, logger: MetricsLogger,
                    disable=not cfg.progress, unit="iter", dynamic_ncols=True,
                    smoothing=0)  # the overall rate, as every other bar
         if cfg.progress:  # an iteration of a real model runs for minutes: say where it is
-            trainer.on_progress = _iteration_postfix(bar)
+            trainer.on_status = step_postfix(bar)
         with deferred_stop(GRPO_ITERATION):  # a CLI's Ctrl-C / SIGTERM: after the checkpoint
             for it in range(start + 1, cfg.llm.iterations + 1):
                 metrics = trainer.step()
@@ -301,21 +302,6 @@ def _log_llm_seating(algo: str, spec: Any) -> None:
     else:
         log.info("population=none: %s trains every seat of the game's one team %r (%s)",
                  algo, teams[0], first)
-
-
-def _iteration_postfix(bar: Any) -> Any:
-    """``bar``'s postfix fed a GRPO iteration's :class:`llm_agents.trainer.StepProgress`
-    (``rollout 12/64 episodes, 230 turns, 5.1k tokens``, ``update 3/8 minibatches``), redrawn
-    at most every ``bar.mininterval`` and at the end of each phase."""
-    last = [0.0]
-
-    def show(p: Any) -> None:
-        bar.set_postfix_str(p.text(), refresh=False)
-        if time.monotonic() - last[0] >= bar.mininterval or p.done == p.total:
-            last[0] = time.monotonic()
-            bar.refresh()
-
-    return show
 
 
 class _Checkpoints:
