@@ -392,8 +392,57 @@ def refusal(name: str, spec: GameSpec, config: Any = None,
     same = sorted(n for n, e in entries().items() if config is not None and entry.section and
                   e.section == entry.section and n not in others
                   and _problem(e, spec, None, text_views) is None)
-    note = f"{same} with {entry.section}.* at its defaults" if same else ""
+    note = _defaults_note(entry, same, spec, config, text_views) if same else ""
     return Refusal(name, spec.name, problem, note, others)
+
+
+def _defaults_note(entry: LearnerEntry, same: list[str], spec: GameSpec, config: Any,
+                   text_views: bool) -> str:
+    """The section's algos ``same`` that play ``spec`` once the settings of ``config`` that
+    stop them are back at their defaults, naming those settings and what they were set to:
+    ``['ippo', 'mappo'] with mappo.net.encoder='mlp' and mappo.net.critic='auto', their
+    defaults (set to 'gnn' and 'gnn')`` (encoder=gnn on a game without graphs; its
+    ``gnn_hidden`` plays as set, so it is not named). It said ``with mappo.* at its
+    defaults``, which read as if the user's mappo settings were the defaults. Where the
+    settings cannot be told apart (a config that is not a dataclass), that wording."""
+    plain = f"{same} with {entry.section}.* at its defaults"
+    try:
+        given, default = _leaves(config), _leaves(entry.default())
+        changed = [k for k, v in given.items() if k in default and default[k] != v]
+
+        def plays(keys: list[str]) -> bool:  # every one of same, these keys at their defaults
+            reset = _with_leaves(config, {k: default[k] for k in keys})
+            return all(_problem(get(n), spec, reset, text_views) is None for n in same)
+
+        if not changed or not plays(changed):
+            return plain
+        needed = list(changed)
+        for key in changed:  # the fewest to name: a setting that plays as set is left out
+            if plays([k for k in needed if k != key]):
+                needed.remove(key)
+    except Exception:  # noqa: BLE001 (a user's config or check: only for a hint)
+        return plain
+    if not needed:
+        return plain
+    values = [f"{entry.section}.{k}={default[k]!r}" for k in needed]
+    was = [repr(given[k]) for k in needed]
+    their = "its default" if len(needed) == 1 else "their defaults"
+    return f"{same} with {_and(values)}, {their} (set to {_and(was)})"
+
+
+def _and(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _with_leaves(config: Any, values: dict[str, Any]) -> Any:
+    """``config`` with the dotted keys of ``values`` (``net.encoder``) replaced."""
+    here = {k: v for k, v in values.items() if "." not in k}
+    for field in {k.split(".", 1)[0] for k in values if "." in k}:
+        inner = {k.split(".", 1)[1]: v for k, v in values.items()
+                 if k.startswith(f"{field}.")}
+        here[field] = _with_leaves(getattr(config, field), inner)
+    return dataclasses.replace(config, **here)
 
 
 def check_compatible(name: str, spec: GameSpec, config: Any = None,

@@ -25,7 +25,8 @@ def test_a_state_critic_and_a_gnn_encoder_are_refused_together():
         "algo=mappo cannot play openspiel/clobber: net.critic='state' needs a global state "
         "and a gnn encoder or critic needs entity graphs, and it has neither; use "
         "mappo.net.critic=auto (or concat) and encoder=mlp; algos that play it: ['llm_grpo', "
-        "'qmix', 'vdn'], and ['ippo', 'mappo'] with mappo.* at its defaults")
+        "'qmix', 'vdn'], and ['ippo', 'mappo'] with mappo.net.encoder='mlp' and "
+        "mappo.net.critic='auto', their defaults (set to 'gnn' and 'state')")
     # both fixes applied: it plays
     check_compatible("mappo", CLOBBER, MAPPOConfig(net=NetConfig(encoder="mlp", critic="auto")))
 
@@ -36,4 +37,5 @@ def test_one_refused_setting_keeps_its_own_clause():
     assert str(err.value) == (
         "algo=mappo cannot play openspiel/clobber: net.critic='state' needs a global state "
         "and it has none; use mappo.net.critic=auto (or concat); algos that play it: ['ippo', "
-        "'llm_grpo', 'qmix', 'vdn'], and ['mappo'] with mappo.* at its defaults")
+        "'llm_grpo', 'qmix', 'vdn'], and ['mappo'] with mappo.net.critic='auto', its default "
+        "(set to 'state')")

@@ -70,5 +70,6 @@ def test_a_game_without_graphs_is_refused_before_torch_geometric(refused):
     assert line == ("selfplay-train: algo=mappo cannot play openspiel/kuhn_poker: a gnn "
                     "encoder or critic needs entity graphs and it has none; use encoder=mlp; "
                     "algos that play it: ['llm_grpo', 'qmix', 'vdn'], and ['ippo', 'mappo'] "
-                    "with mappo.* at its defaults"), line
+                    "with mappo.net.encoder='mlp' and mappo.net.critic='auto', their "
+                    "defaults (set to 'gnn' and 'gnn')"), line
     assert out == "exit 2 False", out

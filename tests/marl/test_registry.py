@@ -66,7 +66,9 @@ def test_the_hint_offers_no_algo_that_shares_the_refused_setting():
         hint = str(err.value).split("algos that play it: ")[1]
         as_set, _, defaults = hint.partition(", and ")  # the section's at its defaults after
         assert other not in as_set and "'vdn'" in as_set
-        assert defaults == "['ippo', 'mappo'] with mappo.* at its defaults", hint
+        assert defaults == ("['ippo', 'mappo'] with mappo.net.encoder='mlp' and "
+                            "mappo.net.critic='auto', their defaults (set to 'gnn' and "
+                            "'gnn')"), hint
 
 
 def test_critic_and_sharing_adapt_to_the_game():

@@ -251,7 +251,9 @@ def test_a_graph_encoder_on_a_graphless_game_names_the_encoder_that_plays_it():
         check_compatible("mappo", kuhn, gnn_gru)
     msg = str(err.value)
     assert "; use encoder=mlp_gru; algos that play it: [" in msg, msg
-    assert msg.endswith(", and ['ippo', 'mappo'] with mappo.* at its defaults"), msg
+    assert msg.endswith(
+        ", and ['ippo', 'mappo'] with mappo.net.encoder='mlp' and "
+        "mappo.net.critic='auto', their defaults (set to 'gnn' and 'gnn')"), msg
     check_compatible("mappo", kuhn, MAPPOConfig(net=NetConfig(encoder="mlp", recurrent=True)))
     plain = MAPPOConfig(net=NetConfig(encoder="gnn", critic="gnn"))
     with pytest.raises(IncompatibleError, match=r"use encoder=mlp; algos that play it: .*"

@@ -29,4 +29,6 @@ def test_a_run_level_refusal_keeps_its_list_and_the_sections_note(tmp_path, monk
     assert got.startswith("algo=mappo cannot play openspiel/kuhn_poker: a gnn encoder or "
                           "critic needs entity graphs and it has none; use encoder=mlp"), got
     assert "; use encoder=mlp; algos that play it: [" in got, got
-    assert got.endswith(", and ['ippo', 'mappo'] with mappo.* at its defaults"), got
+    assert got.endswith(
+        ", and ['ippo', 'mappo'] with mappo.net.encoder='mlp' and "
+        "mappo.net.critic='auto', their defaults (set to 'gnn' and 'gnn')"), got

@@ -90,10 +90,13 @@ def test_the_note_names_the_algo_at_its_defaults_and_the_list_the_others():
     as_set, _, defaults = listed.partition(", and ")
     assert as_set.startswith("['ippo', "), msg  # ippo plays it as set: listed, once
     assert "'mappo'" not in as_set, msg
-    assert defaults == "['mappo'] with mappo.* at its defaults", msg  # the same list
+    assert defaults == (  # the same list
+        "['mappo'] with mappo.net.critic='auto', its default (set to 'state')"), msg
     # both refused as set (a gnn): both after the list, at the section's defaults
     gnn = MAPPOConfig(net=NetConfig(encoder="gnn", critic="gnn"))
     with pytest.raises(IncompatibleError, match=r"use encoder=mlp; algos that play it: \['.*'\]"
-                                                r", and \['ippo', 'mappo'\] with mappo\.\* at "
-                                                r"its defaults$"):
+                                                r", and \['ippo', 'mappo'\] with "
+                                                r"mappo\.net\.encoder='mlp' and "
+                                                r"mappo\.net\.critic='auto', their defaults "
+                                                r"\(set to 'gnn' and 'gnn'\)$"):
         check_compatible("mappo", kuhn, gnn)
