@@ -77,6 +77,25 @@ class tqdm(_auto_tqdm):  # noqa: N801 - a drop-in for tqdm.auto.tqdm, named as i
         self.fp.flush()
         self._line_at, self._line_n = now, self.n
 
+    def note(self, text: str, now: bool = False) -> None:
+        """Show ``text`` as the bar's postfix (where a long item is: ``412 steps``,
+        ``update 3/8 minibatches``) while its count stands still: on a terminal redrawn at
+        most every ``mininterval`` (and at once with ``now``); in a log the postfix goes on
+        the next of the bar's lines, which come every :data:`LINE_INTERVAL_S` as ever (a
+        caller's own throttle out of step with them skipped lines)."""
+        if self.disable:
+            return
+        self.set_postfix_str(text, refresh=False)
+        if self._lines:
+            self.refresh()  # display() writes a line only when one is due
+            return
+        t = _std.time()
+        if now or t - self._noted >= self.mininterval:
+            self._noted = t
+            self.refresh()
+
+    _noted = 0.0  # when note() last redrew a terminal's bar
+
     def clear(self, nolock: bool = False) -> None:
         if not self._lines:
             super().clear(nolock)

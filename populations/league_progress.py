@@ -7,15 +7,13 @@ from __future__ import annotations
 import bisect
 import logging
 import numbers
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from marl.train import league_budget_note, warmup_frames
 
 if TYPE_CHECKING:
-    from tqdm.auto import tqdm
-
+    from marl.progress import tqdm
     from populations.members import Member
 
 log = logging.getLogger("populations.league")  # the league's log, as before the move
@@ -33,19 +31,12 @@ def step_postfix(bar: tqdm) -> Any:
     """``bar``'s postfix fed a GRPO iteration's :class:`llm_agents.trainer.StepProgress`
     (``rollout 12/64 episodes, 230 turns, 5.1k tokens``, ``update 3/8 minibatches``: an
     iteration of a real model runs for minutes), for :attr:`MultiTurnGRPO.on_status`: a
-    single LLM run's bar of iterations and a league LLM member's bar of episodes. On a
-    terminal redrawn at most every ``bar.mininterval`` and at the end of each phase; in a
-    log every report goes to the bar, whose lines come every
-    :data:`marl.progress.LINE_INTERVAL_S` (a throttle of its own here, out of step with
-    theirs, let a first iteration of minutes pass without a line)."""
-    last = [0.0]
-    lines = getattr(bar, "_lines", False)  # marl.progress.tqdm writing lines to a log
+    single LLM run's bar of iterations and a league LLM member's bar of episodes
+    (:meth:`marl.progress.tqdm.note`: on a terminal redrawn at most every
+    ``bar.mininterval`` and at the end of each phase; in a log on the bar's next line)."""
 
     def show(p: Any) -> None:
-        bar.set_postfix_str(p.text(), refresh=False)
-        if lines or time.monotonic() - last[0] >= bar.mininterval or p.done == p.total:
-            last[0] = time.monotonic()
-            bar.refresh()
+        bar.note(p.text(), now=p.done == p.total)
 
     return show
 
