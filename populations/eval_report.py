@@ -102,8 +102,9 @@ def print_pairs(db: Any, run_id: int, snaps: Sequence[Any], table: Sequence[str]
 def print_legal_rates(played: Any, snaps: Sequence[Any], policies: dict[str, Any]) -> None:
     """Each LLM policy's legal rate over its moves in the round robin (``played``: the
     ``PairsPlayed`` of :func:`populations.eval_runs.play_round_robin`, whose moves come back
-    from Ray workers too), and one warning line for each below ``LOW_LEGAL_RATE`` (its rating
-    measures its fallback moves)."""
+    from Ray workers too), "(the rest its fallback's)" after it below 1.0 (at 1.0 there is
+    no rest, as in :func:`populations.single_eval.evaluate_single`'s line), and one warning
+    line for each below ``LOW_LEGAL_RATE`` (its rating measures its fallback moves)."""
     from populations.single_eval import LOW_LEGAL_RATE, low_legal_warning
 
     for snap in snaps:
@@ -111,8 +112,8 @@ def print_legal_rates(played: Any, snaps: Sequence[Any], policies: dict[str, Any
         if rate is None:
             continue
         moves = played.moves[snap.id][0]
-        print(f"{snap.member:>24}  legal rate {rate:.3f} over {moves} moves "
-              "(the rest its fallback's)")
+        rest = "" if rate == 1.0 else " (the rest its fallback's)"  # at 1.0 there is none
+        print(f"{snap.member:>24}  legal rate {rate:.3f} over {moves} moves{rest}")
         if rate < LOW_LEGAL_RATE:
             print("selfplay-eval: warning: " + low_legal_warning(
                 snap.member, rate, moves, "its rating", policies[snap.member]),

@@ -124,5 +124,5 @@ def test_round_robin_pads_elo_gives_intervals_and_legal_rates(tmp_path, capsys, 
     assert f"win rate {win:.2f} (95% Wilson [{lo:.2f}, {hi:.2f}]) over {count} pairs" in pair, \
         pair
     (legal,) = [ln for ln in out.splitlines() if "legal rate" in ln]
-    assert re.fullmatch(r"\s*llm_v0000  legal rate [01]\.\d{3} over \d+ moves \(the rest its "
-                        r"fallback's\)", legal), legal
+    assert re.fullmatch(r"\s*llm_v0000  legal rate (1\.000 over \d+ moves|[01]\.\d{3} over "
+                        r"\d+ moves \(the rest its fallback's\))", legal), legal  # none at 1.0
