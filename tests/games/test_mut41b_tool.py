@@ -67,3 +67,11 @@ def test_the_composer_sees_neither_the_lookups_nor_a_value_it_was_not_told():
     g.step({"querier_0": g.parse_action("querier_0", f"tell {g.found[0]}")})
     assert [t for t in g.legal_action_texts("composer_0") if t.startswith("answer")] == [
         f"answer {g.found[0]}"]
+
+
+def test_an_error_repeats_at_most_shown_chars_of_the_callers_text():
+    """(mutation: the cut kept SHOWN_CHARS characters and then added "...")."""
+    from games.tool.tools import SHOWN_CHARS, shown
+
+    assert len(shown("x" * 500)) == SHOWN_CHARS and shown("x" * 500).endswith("...")
+    assert shown("x" * (SHOWN_CHARS - 2)) == repr("x" * (SHOWN_CHARS - 2))
