@@ -75,6 +75,7 @@ from games.vmas_reset import (  # noqa: F401  (RESET_ONE_BY_ONE: read here by te
     RESET_ONE_BY_ONE,
     batch_slots,
     changed_keys,
+    draws_shared,
     is_vmas_object,
     put_back,
     restore_others,
@@ -306,6 +307,9 @@ class _Sim:
                             "see the scenario's make_world for the keys it reads")
         self.device = self.env.device
         self._one_by_one = False  # set when a reset of all copies changed shared state
+        # a reset of all copies draws part of the layout once for the batch: each copy is
+        # reset on its own after it (games.vmas_reset.DRAWS_SHARED)
+        self.each_copy = num_envs > 1 and draws_shared(self.where, dict(kwargs))
         self._seed_cuda(seed)
         self.num_envs = num_envs
         self.agents = list(self.env.agents)
@@ -358,8 +362,22 @@ class _Sim:
         self._seed_cuda(seed)
 
     def reset(self) -> list[torch.Tensor]:
+        """Reset every copy. A scenario that draws part of the layout once for all copies
+        (:attr:`each_copy`) has copies 1..B-1 reset again one by one after the reset of all
+        (which draws state shared by all copies, as a goal landmark, and copy 0's layout):
+        every copy's episode an independent draw, at the cost of B-1 single resets."""
         with self.rng(), _memory_hint(self.where, self.num_envs, self.device, "resetting"):
-            return self._flat(self.env.reset())
+            if not self.each_copy:
+                return self._flat(self.env.reset())
+            with local_seed(Environment.vmas_random_state):
+                scenario = self.env.scenario
+                scenario.env_reset_world_at(None)
+                for i in range(1, self.num_envs):
+                    scenario.env_reset_world_at(i)
+                self.env.steps = torch.zeros(self.num_envs, device=self.device)
+                obs = self.env._get_from_scenario(get_observations=True, get_rewards=False,
+                                                  get_infos=False, get_dones=False)
+            return self._flat(obs[0])
 
     def reset_at(self, index: torch.Tensor) -> list[torch.Tensor]:
         """Reset the copies in ``index`` (``[k]`` int64), return every copy's observations.
@@ -372,7 +390,7 @@ class _Sim:
         scenario = self.env.scenario
         with (self.rng(), local_seed(Environment.vmas_random_state),
               _memory_hint(self.where, self.num_envs, self.device, "resetting")):
-            one_call = (len(index) >= batched_reset_from(self.num_envs)
+            one_call = (len(index) >= batched_reset_from(self.num_envs) and not self.each_copy
                         and self.where not in RESET_ONE_BY_ONE and not self._one_by_one)
             if not (one_call and self._reset_in_one_call(index)):
                 for i in index.tolist():

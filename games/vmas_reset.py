@@ -7,6 +7,13 @@ kept copies restored after (:func:`batch_slots`, :func:`restore_others`); every 
 of a VMAS object (one for all copies: a goal landmark, a count) must come out of the reset
 unchanged (:func:`changed`), or the scenario is reset one copy at a time from then on
 (:data:`RESET_ONE_BY_ONE` lists the scenarios known to need it).
+
+Some scenarios draw part of a layout once for all copies when all are reset
+(``reset_world_at(None)``): passage's gap and which agent starts where are one
+``torch.randperm`` for the batch. Their copies' episodes would not be independent draws (an
+evaluation's interval too narrow, a training batch of one layout), so those scenarios
+(:func:`draws_shared`) reset each copy on its own after a reset of all copies, and their
+ended copies one by one (:func:`shared_in_batch` finds such draws).
 """
 
 from __future__ import annotations
@@ -27,6 +34,53 @@ RESET_ONE_BY_ONE = frozenset({
     "vmas/sampling",  # one reset of all copies loops over its grid in Python
     "vmas/simple_reference",  # a full reset draws one goal landmark for all copies
 })
+
+
+# scenarios whose reset of all copies draws part of the layout once for the whole batch
+# (VMAS 1.5.2; tests/games/test_vmas41_shared_draws.py checks the list against the scenarios)
+DRAWS_SHARED = frozenset({
+    "vmas/asym_joint",  # which agent starts at which end: one randperm
+    "vmas/ball_passage",  # where the gaps are: one randperm of the passage blocks
+    "vmas/ball_trajectory",  # which agent starts on which side of the ball: one randperm
+    "vmas/give_way",  # the agents' start noise: one draw of dim_p for all copies
+    "vmas/joint_passage",  # which agent starts at which end of the joint: one randperm
+    "vmas/passage",  # the gap and which agent (and goal) takes which slot: randperms
+    "vmas/wind_flocking",  # which agent starts on which side: one randperm
+})
+
+
+def draws_shared(where: str, kwargs: dict[str, Any]) -> bool:
+    """Whether a reset of all copies of ``where`` with scenario ``kwargs`` draws part of
+    the layout once for every copy (:data:`DRAWS_SHARED`; football only when it shuffles
+    the players of its formations, ball_passage not with its fixed passage)."""
+    if where == "vmas/football":
+        return bool(kwargs.get("spawn_in_formation", False)
+                    and kwargs.get("randomise_formation_indices", False))
+    if where == "vmas/ball_passage" and kwargs.get("fixed_passage", False):
+        return False
+    return where in DRAWS_SHARED
+
+
+def shared_in_batch(batch: torch.Tensor, single: torch.Tensor, band: float = 0.1
+                    ) -> list[tuple[int, int]]:
+    """Draws one for all copies: ``batch`` and ``single`` are ``[B, F]`` layouts (entity
+    positions) after a reset of all copies and after resetting each copy on its own. A
+    feature ``(f, f)`` one value in every copy of ``batch`` that varies in ``single``, or an
+    order ``(f, g)`` (``f < g``) the same in every copy of ``batch`` that holds in between
+    ``band`` and ``1 - band`` of ``single``'s copies (a shuffle drawn once: which agent
+    starts left). Copies drawn independently show neither but with a chance of about
+    ``(1 - band) ** B`` an order."""
+    out = []
+    same = (batch == batch[:1]).all(0)
+    varies = ~(single == single[:1]).all(0)
+    out += [(int(f), int(f)) for f in (same & varies).nonzero().flatten()]
+    lt_b = batch[:, :, None] < batch[:, None, :]
+    lt_s = (single[:, :, None] < single[:, None, :]).float().mean(0)
+    fixed = lt_b.all(0) | (~lt_b).all(0)
+    mixed = (lt_s > band) & (lt_s < 1 - band)
+    both = torch.triu(fixed & mixed & ~(same[:, None] | same[None, :]), diagonal=1)
+    out += [(int(f), int(g)) for f, g in both.nonzero().tolist()]
+    return out
 
 
 _PLAIN = (bool, int, float, complex, str, bytes, type(None))
