@@ -15,7 +15,8 @@ import itertools
 import logging
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,7 +176,8 @@ def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, ga
                    game_kwargs: dict[str, Any], pairs: Sequence[tuple[SnapshotRow, SnapshotRow]],
                    episodes: int, seed: int, prefix: str,
                    stop: Callable[[], bool] | None = None, batch: int = 1,
-                   tick: Callable[[int], None] | None = None) -> PairsPlayed:
+                   tick: Callable[[int], None] | None = None,
+                   note: Callable[..., None] | None = None) -> PairsPlayed:
     """Play and record every pair; returns the number of new match rows and the moves of
     the snapshots that count theirs (:class:`PairsPlayed`).
 
@@ -183,7 +185,10 @@ def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, ga
     ends early once ``stop()`` is true (a CLI's stop request): each pair's jobs keep their
     seeds, so a resume playing the pairs left records what one call would have. ``tick``
     (a progress bar) is told the pairs done (recorded before included) after each batch;
-    with it, pairs are played ``batch`` at a time too."""
+    with it, pairs are played ``batch`` at a time too. ``note`` (the bar's postfix,
+    :meth:`marl.progress.tqdm.note`) is told the episodes the batch has played as each
+    ends, by a runner that says (``LocalRunner.on_episode``): a pair of long episodes, or
+    of an LLM team's, plays for minutes."""
     todo = []
     names: dict[str, str] = {}  # pair key -> its snapshots, for an error
     for i, (a, b) in enumerate(pairs):
@@ -215,7 +220,8 @@ def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, ga
         seat_ids = [s for _, ss in todo[at:at + size] for s in ss]
         rows = []
         try:
-            results = runner.play(jobs)
+            with _episodes_noted(runner, note, sum(j.episodes for j in jobs)):
+                results = runner.play(jobs)
         except NonFiniteMatchError as err:  # name the snapshots, not their files
             pair = names.get(err.key.rpartition("/")[0])
             if pair is None or not err.detail:
@@ -233,6 +239,28 @@ def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, ga
         if tick is not None:
             tick(len(pairs) - len(todo) + min(at + size, len(todo)))
     return PairsPlayed(added, moves)
+
+
+@contextmanager
+def _episodes_noted(runner: Runner, note: Callable[..., None] | None,
+                    total: int) -> Iterator[None]:
+    """``note`` told ``3/16 episodes`` as each of a batch's ``total`` episodes ends, by a
+    runner that says (``on_episode``: in process; a Ray worker's come back whole)."""
+    if note is None or not hasattr(runner, "on_episode"):
+        yield
+        return
+    done = [0]
+
+    def ended() -> None:
+        done[0] += 1
+        note(f"{done[0]}/{total} episodes", now=done[0] == total)
+
+    note(f"0/{total} episodes")
+    runner.on_episode = ended  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        runner.on_episode = None  # type: ignore[attr-defined]
 
 
 def _name(s: SnapshotRow) -> str:
