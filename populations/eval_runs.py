@@ -188,7 +188,12 @@ def play_alone(db: Any, run_id: int, spec: Any, args: argparse.Namespace,
     episode succeeded (a tool task; :func:`games.vector.episode_success`: nothing for one
     that does not say) and, for an LLM policy, its legal rate; recorded as matches
     ``alone/<snapshot id>/e00000``... and metrics ``alone/<name>/return``,
-    ``.../return_ci95``, ``.../success_rate`` and ``.../legal_rate`` at step 0."""
+    ``.../return_ci95``, ``.../success_rate`` and ``.../legal_rate`` at step 0. Each file's
+    episodes have a bar on stderr while they play (:mod:`marl.progress`, as the round robin's:
+    on a terminal the bar, in a redirected log a plain line every 30 s and one at the end),
+    gone before its line is printed: 64 episodes of a VMAS or tool game ran for minutes with
+    no word."""
+    from marl.progress import tqdm
     from populations.db import MatchRow
     from populations.single_eval import LOW_LEGAL_RATE, evaluate_alone, low_legal_warning
 
@@ -201,8 +206,12 @@ def play_alone(db: Any, run_id: int, spec: Any, args: argparse.Namespace,
           "95 % interval (Student's t)")
     for i, snap in enumerate(snaps):
         key = f"alone/{snap.id}"
-        res = evaluate_alone(snap.path, args.game, kwargs, args.episodes,
-                             args.seed + 7919 * i, key, cache)
+        with tqdm(total=args.episodes, desc=f"selfplay-eval {snap.member} alone",
+                  unit="episode", leave=False, dynamic_ncols=True, file=sys.stderr,
+                  smoothing=0) as bar:  # the overall rate, as every other bar
+            res = evaluate_alone(snap.path, args.game, kwargs, args.episodes,
+                                 args.seed + 7919 * i, key, cache,
+                                 tick=lambda done, bar=bar: bar.update(done - bar.n))
         db.add_matches(run_id, [MatchRow(f"{key}/e{e:05d}", spec.name, dict.fromkeys(r, snap.id),
                                          r, args.seed + 7919 * i)
                                 for e, r in enumerate(res.returns)])

@@ -39,7 +39,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,24 +152,28 @@ class GameCache:
 
 
 def play_job(job: MatchJob, cache: MutableMapping[str, Policy] | None = None,
-             game_cache: GameCache | None = None) -> MatchResult:
+             game_cache: GameCache | None = None,
+             tick: Callable[[int], None] | None = None) -> MatchResult:
     """Play one job deterministically (seeds torch and numpy from ``job.seed``), leaving the
     caller's global torch and numpy random states as they were: an in-process match must not
     move a learner's random stream, or a run resumed after its matches were recorded (and
     are not replayed) would train differently from one that was never interrupted.
     ``cache``: policies loaded by earlier jobs, by file; ``game_cache``: the games they
-    played (None: the job makes its own)."""
+    played (None: the job makes its own); ``tick``: called with the count of the job's
+    episodes that ended, each time some end (a bar of episodes: selfplay-eval's one-team
+    games, where one job plays all of a file's episodes)."""
     cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
     np_state = np.random.get_state()
     try:
         with torch.random.fork_rng(devices=cuda):
-            return _play_job(job, cache, game_cache)
+            return _play_job(job, cache, game_cache, tick)
     finally:
         np.random.set_state(np_state)
 
 
 def _play_job(job: MatchJob, cache: MutableMapping[str, Policy] | None,
-              game_cache: GameCache | None = None) -> MatchResult:
+              game_cache: GameCache | None = None,
+              tick: Callable[[int], None] | None = None) -> MatchResult:
     cache = {} if cache is None else cache
     kept = None if game_cache is None else game_cache.take(job.game, job.game_kwargs, 1)
     game = games.make(job.game, **job.game_kwargs) if kept is None else kept[0]
@@ -212,9 +216,12 @@ def _play_job(job: MatchJob, cache: MutableMapping[str, Policy] | None,
         _check_finite(job, spec, vs, t)
         check_episode_lengths(vs, spec, f"match {job.key}")
         t[_host(vs.done)] = 0
-        for b in np.flatnonzero(vs.done):
+        ended = np.flatnonzero(vs.done)
+        for b in ended:
             out.append({a: float(vs.episode_return[a][b]) for a in spec.agent_ids})
             successes.append(episode_success(vs.info.get(int(b), {})))
+        if tick is not None and ended.size:
+            tick(min(len(out), job.episodes))
     if vg.native is not None or game_cache is None or \
             not game_cache.keeps(job.game, job.game_kwargs):  # kept copies stay open
         vg.close()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -243,11 +244,13 @@ class AloneResult:
 
 
 def evaluate_alone(path: str, game: str, game_kwargs: dict[str, Any], episodes: int,
-                   seed: int, key: str, cache: dict[str, Any] | None = None) -> AloneResult:
+                   seed: int, key: str, cache: dict[str, Any] | None = None,
+                   tick: Callable[[int], None] | None = None) -> AloneResult:
     """``episodes`` episodes of the policy file ``path`` in every seat of ``game``, played as
     a league match plays a seat (:func:`populations.runners.play_job`: sampled, or greedy for
     an off-policy learner's snapshot; seeded by ``seed``), in this process so that an LLM
-    policy's moves are counted. ``cache``: policies loaded before, by file."""
+    policy's moves are counted. ``cache``: policies loaded before, by file; ``tick``: called
+    with the count of episodes ended as they end (:func:`populations.runners.play_job`)."""
     cache = {} if cache is None else cache
     made = games.make(game, **game_kwargs)
     spec = made.spec
@@ -255,7 +258,7 @@ def evaluate_alone(path: str, game: str, game_kwargs: dict[str, Any], episodes: 
     job = MatchJob(key=key, game=game, seats=dict.fromkeys(spec.agent_ids, path),
                    episodes=episodes, seed=seed, game_kwargs=game_kwargs)
     before = legal_stats(cache[path]) if path in cache else None
-    result = play_job(job, cache)
+    result = play_job(job, cache, tick=tick)
     after = legal_stats(cache[path])
     moves = None if after is None else after - before if before is not None else after
     team = [float(np.mean([r[a] for a in spec.agent_ids])) for r in result.returns]
