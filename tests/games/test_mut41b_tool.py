@@ -75,3 +75,9 @@ def test_an_error_repeats_at_most_shown_chars_of_the_callers_text():
 
     assert len(shown("x" * 500)) == SHOWN_CHARS and shown("x" * 500).endswith("...")
     assert shown("x" * (SHOWN_CHARS - 2)) == repr("x" * (SHOWN_CHARS - 2))
+
+
+def test_modulo_is_the_remainder():
+    """(mutation: ``%`` computed ``//``; the pinned ``7 % 2.5`` is 2 either way)."""
+    assert safe_eval("7 % 3") == 1 and safe_eval("-7 % 3") == 2
+    assert safe_eval("7.5 % 2") == Fraction(3, 2)
