@@ -63,6 +63,7 @@ GAMES = {
         [[[3.0, 0.0], [0.0, 2.0]], [[2.0, 0.0], [0.0, 3.0]]]) / 3.0,
     "3 players, 3x3x3": lambda rng: rng.uniform(-1, 1, size=(3, 3, 3, 3)),
     "20x20 general-sum": lambda rng: rng.uniform(-1, 1, size=(2, 20, 20)),
+    "100x100 general-sum": lambda rng: rng.uniform(-1, 1, size=(2, 100, 100)),
 }
 
 

@@ -396,6 +396,13 @@ def _project(x: np.ndarray, gamma: float) -> np.ndarray:
     return x / x.sum()
 
 
+BLOCK_SIZE = 64
+"""Up to this many members in all, projected replicator dynamics works with ``[K, K]``
+matrices over all players' members (``K`` the total: a block matrix of a 2-player game's
+payoffs, per-player sums): one numpy call where per-player ones would cost more; above it,
+their ``K**2`` products would (200 x 200: 3x slower than per player)."""
+
+
 def projected_replicator_dynamics(
     payoffs: np.ndarray,
     config: PRDConfig | None = None,
@@ -409,10 +416,11 @@ def projected_replicator_dynamics(
     distribution per player.
 
     The players' mixtures live in one vector and each step is a fixed handful of numpy
-    calls on it (for 2 players one block matrix product gives both players' deviation
-    payoffs): the step is Python-bound on meta-games, 20,000 of them ran 5-8 times slower
-    one player and one ``tensordot`` at a time (bench/prd41_bench.py). Same arithmetic up
-    to float rounding.
+    calls on it (for 2 players with up to :data:`BLOCK_SIZE` members in all, one block
+    matrix product gives both players' deviation payoffs): the step is Python-bound on
+    meta-games, and 20,000 of them ran about 5x slower one player and one ``tensordot`` at
+    a time (2.3x on 200 x 200; bench/prd41_bench.py). Same arithmetic up to float
+    rounding.
     """
     cfg = config or PRDConfig()
     payoffs = check_payoffs(payoffs)
@@ -424,8 +432,13 @@ def projected_replicator_dynamics(
     keep = max(1, min(keep, cfg.iterations))
     z = np.concatenate(x)  # every player's mixture; updated in place, so views stay valid
     owner = np.repeat(np.arange(len(sizes)), sizes)
-    same = (owner[:, None] == owner[None, :]).astype(np.float64)  # same @ v: per-player sums
     floor = cfg.gamma / np.asarray(sizes, dtype=np.float64)[owner]
+    if z.size <= BLOCK_SIZE:  # one small matrix product: each entry's player's sum
+        same = (owner[:, None] == owner[None, :]).astype(np.float64)
+        sums: Callable[[np.ndarray], np.ndarray] = same.__matmul__
+    else:  # O(K) where a K x K product would cost more than the calls it saves
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        sums = lambda v: np.add.reduceat(v, starts)[owner]  # noqa: E731
     deviations = _deviations(payoffs, z)
     dt = cfg.dt
     step = np.empty_like(z)
@@ -434,12 +447,12 @@ def projected_replicator_dynamics(
     def advance() -> None:
         d = deviations()
         np.multiply(z, d, out=step)
-        d -= same @ step  # u_p - x_p . u_p
+        d -= sums(step)  # u_p - x_p . u_p
         np.multiply(z, dt, out=step)
         np.multiply(step, d, out=step)
         np.add(z, step, out=z)
         np.maximum(z, floor, out=z)
-        np.divide(z, same @ z, out=z)
+        np.divide(z, sums(z), out=z)
 
     for _ in range(cfg.iterations - keep):
         advance()
@@ -453,16 +466,23 @@ def _deviations(payoffs: np.ndarray, z: np.ndarray) -> Callable[[], np.ndarray]:
     """A function returning every player's deviation payoffs (``deviation_payoffs``),
     stacked like ``z``, the players' mixtures stacked, read at each call."""
     sizes = payoffs.shape[1:]
-    if len(sizes) == 2:
-        k0 = sizes[0]
-        block = np.zeros((z.size, z.size))
-        block[:k0, k0:] = payoffs[0]
-        block[k0:, :k0] = payoffs[1].T
-        return lambda: block @ z
     cuts = np.cumsum(sizes)[:-1]
     xs = np.split(z, cuts)  # views
     out = np.empty_like(z)
     outs = np.split(out, cuts)
+    if len(sizes) == 2 and z.size <= BLOCK_SIZE:  # both players in one product
+        block = np.zeros((z.size, z.size))
+        block[:sizes[0], sizes[0]:] = payoffs[0]
+        block[sizes[0]:, :sizes[0]] = payoffs[1].T
+        return lambda: block @ z
+    if len(sizes) == 2:
+        row, col = payoffs[0], np.ascontiguousarray(payoffs[1].T)
+
+        def two() -> np.ndarray:
+            np.matmul(row, xs[1], out=outs[0])
+            np.matmul(col, xs[0], out=outs[1])
+            return out
+        return two
     # Each player's axis first, the others in order: contract the last axis each time.
     plans = []
     for p in range(len(sizes)):

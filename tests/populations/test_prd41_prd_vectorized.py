@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from open_spiel.python.algorithms import projected_replicator_dynamics as os_prd
 
-from populations.meta_solvers import PRDConfig, projected_replicator_dynamics
+from populations.meta_solvers import BLOCK_SIZE, PRDConfig, projected_replicator_dynamics
 
 
 def per_player(payoffs, cfg, initial):
@@ -33,12 +33,14 @@ def per_player(payoffs, cfg, initial):
     return [a / a.sum() for a in avg]
 
 
-GAMES = [(2, 2), (2, 5), (4, 3), (7, 7), (3, 3, 3), (2, 3, 4), (2, 2, 2, 2)]
+GAMES = [(2, 2), (2, 5), (4, 3), (7, 7), (3, 3, 3), (2, 3, 4), (2, 2, 2, 2),
+         (40, 30), (30, 20, 20)]  # the last two: above BLOCK_SIZE members, per-player path
 
 
 @pytest.mark.parametrize("sizes", GAMES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("average_last", [None, 1, 37])
 def test_same_as_the_per_player_formula(sizes, average_last):
+    assert (sum(sizes) > BLOCK_SIZE) == (sizes in GAMES[-2:])
     rng = np.random.default_rng(sum(sizes) * 7 + len(sizes))
     payoffs = rng.uniform(-1, 1, size=(len(sizes), *sizes))
     initial = [rng.uniform(0.1, 1, size=k) for k in sizes]
