@@ -29,7 +29,11 @@ Randomness: VMAS keeps one random state for all its environments; each game here
 own (and, on CUDA, its own state of the device's generator, which VMAS draws from there) and
 swaps it in around every VMAS call, so games do not disturb each other or the learner's RNG.
 A batch is seeded once with its ``seed``: the same (seed, B) replays identically, but copy
-``b`` is not ``reset(seed + b)`` of a single game as in the numpy ``VectorGame``.
+``b`` is not ``reset(seed + b)`` of a single game as in the numpy ``VectorGame``. Every
+copy starts from its own draw: a scenario whose reset of all copies draws part of the
+layout once for the batch (passage's gap and which agent starts where, give_way's start
+noise: ``games.vmas_reset.DRAWS_SHARED``) has its copies reset one by one after it, B-1
+single resets (passage: ~7 ms each on a CPU, 15 % of a 100-step episode at 1,024 copies).
 
 Every VMAS 1.5.2 scenario passes ``check_game`` except the replay check of two whose
 episodes depend on earlier ones: ``road_traffic`` (a buffer of recorded initial states) and
