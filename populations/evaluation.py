@@ -187,7 +187,7 @@ def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, ga
     (a progress bar) is told the pairs done (recorded before included) after each batch;
     with it, pairs are played ``batch`` at a time too. ``note`` (the bar's postfix,
     :meth:`marl.progress.tqdm.note`) is told the episodes the batch has played as each
-    ends, by a runner that says (``LocalRunner.on_episode``): a pair of long episodes, or
+    ends, by a runner that says (``LocalRunner.on_episodes``): a pair of long episodes, or
     of an LLM team's, plays for minutes."""
     todo = []
     names: dict[str, str] = {}  # pair key -> its snapshots, for an error
@@ -244,23 +244,22 @@ def evaluate_pairs(db: LeagueDB, run_id: int, runner: Runner, spec: GameSpec, ga
 @contextmanager
 def _episodes_noted(runner: Runner, note: Callable[..., None] | None,
                     total: int) -> Iterator[None]:
-    """``note`` told ``3/16 episodes`` as each of a batch's ``total`` episodes ends, by a
-    runner that says (``on_episode``: in process; a Ray worker's come back whole)."""
-    if note is None or not hasattr(runner, "on_episode"):
+    """``note`` told ``3/16 episodes`` as a batch's ``total`` episodes end, by a runner that
+    says (``on_episodes``, told the batch's episodes ended so far: in process; a Ray
+    worker's come back whole)."""
+    if note is None or not hasattr(runner, "on_episodes"):
         yield
         return
-    done = [0]
 
-    def ended() -> None:
-        done[0] += 1
-        note(f"{done[0]}/{total} episodes", now=done[0] == total)
+    def ended(done: int) -> None:
+        note(f"{done}/{total} episodes", now=done == total)
 
     note(f"0/{total} episodes")
-    runner.on_episode = ended  # type: ignore[attr-defined]
+    runner.on_episodes = ended  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        runner.on_episode = None  # type: ignore[attr-defined]
+        runner.on_episodes = None  # type: ignore[attr-defined]
 
 
 def _name(s: SnapshotRow) -> str:
