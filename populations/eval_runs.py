@@ -154,13 +154,22 @@ def run_exploit(db: Any, run_id: int, args: argparse.Namespace, kwargs: dict[str
     from tqdm.contrib.logging import logging_redirect_tqdm
 
     from marl.progress import tqdm
-    from populations.approx_exploit import approx_nash_conv, record, team_seats
+    from populations.approx_exploit import (
+        approx_nash_conv,
+        estimate_line,
+        record,
+        response_frames,
+        team_seats,
+    )
 
     teams = len(team_seats(spec))
-    per_policy = cfg.seeds * teams * cfg.frames
+    trained = response_frames(cfg)  # the budget rounded up to whole steps and rollouts
+    rounded = f"; --exploit-frames {cfg.frames} rounded up" if trained != cfg.frames else ""
+    per_policy = cfg.seeds * teams * trained
     print(f"selfplay-eval: --exploit trains {cfg.seeds} seed{'s' if cfg.seeds != 1 else ''} "
-          f"x {teams} best response{'s' if teams != 1 else ''} x {cfg.frames} frames "
-          f"({cfg.algo}; {per_policy} frames) and plays {cfg.seeds} x {teams + 1} evaluations "
+          f"x {teams} best response{'s' if teams != 1 else ''} x {trained} frames "
+          f"({cfg.algo}{rounded}; {per_policy} frames) and plays {cfg.seeds} x {teams + 1} "
+          "evaluations "
           f"of {cfg.eval_episodes} episodes for each of {len(policies)} "
           f"polic{'ies' if len(policies) != 1 else 'y'} (--exploit-seeds, --exploit-frames, "
           "--exploit-episodes set them)", file=sys.stderr)
@@ -176,8 +185,7 @@ def run_exploit(db: Any, run_id: int, args: argparse.Namespace, kwargs: dict[str
 
             res = approx_nash_conv(args.game, pol, cfg, kwargs, progress=progress)
         record(db, run_id, snap.id, name, res)
-        print(f"{name:>24}  approx NashConv {res.nash_conv:.4f} ± {res.half_width:.4f} "
-              f"(95% {res.interval}; {cfg.algo}, {cfg.frames} frames per response)")
+        print(estimate_line(name, res, teams))
 
 
 def play_alone(db: Any, run_id: int, spec: Any, args: argparse.Namespace,
