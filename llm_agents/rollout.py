@@ -76,7 +76,9 @@ class _Slot:
     turn_ids: list[int] = field(default_factory=list)
     carry: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     turns: int = 0
-    forfeit: str | None = None  # on_invalid="end": the agent whose invalid output ends it
+    # on_invalid="end": the agents whose invalid output ends it (in a simultaneous step,
+    # every seat that spoke out of turn at once: each turn was charged, so is each return)
+    forfeit: list[str] = field(default_factory=list)
 
 
 def vecstep_of(game_list: Sequence[Game], steps: Sequence[TimeStep]) -> VecStep:
@@ -257,7 +259,7 @@ class RolloutEngine:
         if not d.valid:
             reward += self.action.invalid_penalty
             if self.action.on_invalid == "end":
-                slot.forfeit = slot.forfeit or agent
+                slot.forfeit.append(agent)
         turns.append(Turn(episode=slot.job, group=job.group, game=names.index(job.game),
                           agent=agent, role=slot.game.spec.agent(agent).role, model=model,
                           index=slot.turns, decision=d, action=action, reward=reward))
@@ -270,9 +272,11 @@ class RolloutEngine:
         """Step one game; credit rewards; True when its episode ended."""
         ep = episodes[slot.job]
         assert ep is not None
-        if slot.forfeit is not None:  # SPIRAL: an invalid move ends the game unplayed
-            ep.returns[slot.forfeit] += self.action.invalid_penalty
-            ep.info, ep.turns = {"invalid_end": slot.forfeit}, list(slot.turn_ids)
+        if slot.forfeit:  # SPIRAL: an invalid move ends the game unplayed
+            for agent in slot.forfeit:
+                ep.returns[agent] += self.action.invalid_penalty
+            ep.info = {"invalid_end": ", ".join(slot.forfeit)}
+            ep.turns = list(slot.turn_ids)
             if isinstance(slot.game, ToolTask):  # a task unfinished: failed (batch_metrics
                 ep.info["success"] = False  # counts a user game's that reports successes)
             return True
