@@ -516,7 +516,8 @@ class League(LeagueOpening, LeagueTraining):
                                     self.cfg.game, self.cfg.game_kwargs, pairs,
                                     self.cfg.eval_episodes, seed=seed, prefix=f"g{g:04d}",
                                     **(self._stop() or (batch if timed else {})),
-                                    tick=tick if timed else None)
+                                    tick=tick if timed else None,
+                                    note=bar.note if self.show_progress else None)
         seconds = time.perf_counter() - started
         # the pairs it played (a resume skips recorded ones)
         self._time_eval(seconds, min(len(pairs), played.added / (2 * self.cfg.eval_episodes)),

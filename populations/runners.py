@@ -307,9 +307,19 @@ class LocalRunner(Runner):
         # the most recently used policy files: a league adds snapshots every generation
         self._cache: LRUCache[str, Policy] = LRUCache(max_policies)
         self._games = GameCache()
+        # told the episodes of play()'s jobs ended so far, as they end (a league's evaluation
+        # bar: one pair of long or LLM episodes plays for minutes)
+        self.on_episodes: Callable[[int], None] | None = None
 
     def play(self, jobs: list[MatchJob]) -> list[MatchResult]:
-        return [play_job(j, self._cache, self._games) for j in jobs]
+        told = self.on_episodes
+        if told is None:
+            return [play_job(j, self._cache, self._games) for j in jobs]
+        out: list[MatchResult] = []
+        for j in jobs:
+            before = sum(len(r.returns) for r in out)
+            out.append(play_job(j, self._cache, self._games, lambda n, b=before: told(b + n)))
+        return out
 
     def close(self) -> None:
         self._games.close()

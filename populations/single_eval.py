@@ -168,14 +168,20 @@ def evaluate_single(db: LeagueDB, run_id: int, cfg: ExperimentConfig, spec: game
     rows: list[MatchRow] = []
     bar = tqdm(total=cfg.eval_episodes, disable=not cfg.progress, unit="episode",
                desc="evaluation", dynamic_ncols=True, smoothing=0)  # the overall rate
+    t = np.zeros(vg.num_envs, np.int64)  # [B] steps of each copy's running episode
+    longest = f" of up to {spec.max_steps}" if spec.max_steps else ""
     while len(rows) < cfg.eval_episodes:
         vs = vg.step({a: p.act(a, vs, greedy=greedy) for a, p in seats.items()})
         check_episode_lengths(vs, spec, "evaluation")
+        t += 1  # the bar moves within episodes of 1000 steps (0/32 for minutes before)
+        bar.note(f"running episodes at step {int(t.max())}{longest}")
+        t[np.asarray(vs.done.cpu() if hasattr(vs.done, "cpu") else vs.done, bool)] = 0
         for b in np.flatnonzero(vs.done):
             rows.append(MatchRow(f"{EVAL_MATCHES}{len(rows):05d}", spec.name,
                                  {a: sid for a in learner.agents},
                                  {a: float(vs.episode_return[a][b]) for a in spec.agent_ids}))
         bar.update(min(len(rows), cfg.eval_episodes) - bar.n)
+    bar.set_postfix_str("", refresh=False)  # its last line: the episodes, all ended
     bar.close()
     db.add_matches(run_id, rows[: cfg.eval_episodes])
     evaluated = recorded_evaluation(db, run_id, sid, cfg.eval_episodes)  # as a resume reads it
