@@ -275,6 +275,22 @@ def _run_value(overrides: Sequence[Any], key: str, presets: Callable[[], Any]) -
     return value if isinstance(value, str | int) else _UNKNOWN
 
 
+def _group(o: Any) -> bool:
+    """``+extra=e1`` may append a config group a user's module or package stores (not in
+    the schema: Hydra finds it), as may ``+a/b=c`` and a swept ``+extra=e1,e2``: left to
+    Hydra. A bare key with a number, bool, list or mapping (``+framez=3``) is no group's."""
+    key = o.key_or_group
+    if "/" in key:
+        return True
+    if "." in key:
+        return False
+    from hydra.core.override_parser.types import ValueType
+
+    if o.value_type != ValueType.ELEMENT or "${" in o.input_line:  # a sweep, interpolation
+        return True
+    return isinstance(o.value(), str)
+
+
 def refuse_unknown_sections(overrides: Sequence[Any], presets: Callable[[], Any]) -> None:
     """``ValueError`` (one line) for ``+framez=3``: a top-level key added with ``+`` that is
     no key of the experiment nor a registered learner's section
@@ -286,7 +302,7 @@ def refuse_unknown_sections(overrides: Sequence[Any], presets: Callable[[], Any]
     register later: group options whose presets cannot be read or list ``imports``, a game
     module of the working folder."""
     tops = [o.key_or_group.split(".")[0] for o in overrides if o.package is None
-            and o.input_line.startswith("+") and not o.is_delete()]
+            and o.input_line.startswith("+") and not o.is_delete() and not _group(o)]
     if not tops:
         return
     import dataclasses
