@@ -217,17 +217,22 @@ def _prefixed(spec: str) -> str:
     name = spec.partition("(")[0]
     if not name.isidentifier():
         return ""
-    try:
+    try:  # only a hint: a missing or broken library, or another layout, gives none
         import pyspiel
-    except ImportError:
-        pyspiel = None
-    if pyspiel is not None and name in pyspiel.registered_names():
-        return f" did you mean {'openspiel/' + spec!r}?"
-    found = importlib.util.find_spec("vmas")  # the top package's file, not imported
-    scenarios = Path(found.origin).parent / "scenarios" if found and found.origin else None
-    if scenarios and not name.startswith("_") and any(  # scenarios/, scenarios/mpe/, ...
-            (folder / f"{name}.py").is_file() for folder in (scenarios, *scenarios.iterdir())):
-        return f" did you mean {'vmas/' + spec!r}?"
+
+        if name in pyspiel.registered_names():
+            return f" did you mean {'openspiel/' + spec!r}?"
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        found = importlib.util.find_spec("vmas")  # the top package's file, not imported
+        scenarios = Path(found.origin).parent / "scenarios" if found and found.origin else None
+        if scenarios and scenarios.is_dir() and not name.startswith("_") and any(
+                (folder / f"{name}.py").is_file()  # scenarios/, scenarios/mpe/, ...
+                for folder in (scenarios, *scenarios.iterdir())):
+            return f" did you mean {'vmas/' + spec!r}?"
+    except (OSError, ImportError, ValueError):
+        pass
     return ""
 
 

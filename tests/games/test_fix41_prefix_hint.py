@@ -34,3 +34,14 @@ def test_the_guess_imports_neither_torch_nor_vmas():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout.splitlines()
     assert "did you mean 'vmas/passage'?" in out[0] and out[-1] == "[]"
+
+
+def test_a_vmas_of_another_layout_gives_no_hint_and_no_crash(tmp_path):
+    """A local vmas package without scenarios/ (review41 L1: FileNotFoundError)."""
+    (tmp_path / "vmas").mkdir()
+    (tmp_path / "vmas" / "__init__.py").write_text("")
+    code = ("from games.registry import make\ntry:\n    make('no_such_game')\n"
+            "except ValueError as err:\n    print(type(err).__name__, err)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path, check=True).stdout
+    assert out.startswith("UnknownGameError unknown game 'no_such_game'; registered"), out
