@@ -99,10 +99,13 @@ def unknown_device(value: Any) -> str:
     """The one line refusing a ``device`` that is none of cpu, cuda, cuda:N or auto, with the
     nearest (``device=cdua`` -> ``; did you mean 'cuda'?``): marl.core.resolve_device's words
     and populations.config_checks' (before torch) alike."""
-    # gpu is a GPU: spelt like 'cpu', meant as 'cuda'
-    near = "cuda" if str(value).lower() in ("gpu", "gpus") else value
+    # gpu is a GPU: spelt like 'cpu', meant as 'cuda'; cuda0 / cuda-0 / cuda 0: cuda:0
+    text = str(value).strip().lower()
+    index = text[4:].lstrip(" -_:") if text.startswith("cuda") else ""
+    hint = (f"; did you mean {'cuda:' + index!r}?" if index.isdigit() and text != f"cuda:{index}"
+            else did_you_mean("cuda" if text in ("gpu", "gpus") else value, DEVICES))
     return (f"device={value!r:.40} unknown; choose one of cpu, cuda, cuda:N (N a GPU index), "
-            f"auto{did_you_mean(near, DEVICES)}")
+            f"auto{hint}")
 
 
 def is_integer(value: Any) -> bool:

@@ -145,3 +145,12 @@ def test_the_command_lines_check_before_torch_names_the_nearest_device(device, n
     with pytest.raises(ValueError) as err:
         config_checks.check_run_values({"device": device})
     assert str(err.value).endswith(f"; did you mean {nearest}?")
+
+
+@pytest.mark.parametrize("device, nearest", [("cuda0", "'cuda:0'"), ("cuda-1", "'cuda:1'"),
+                                             ("CUDA 2", "'cuda:2'")])
+def test_a_gpu_index_without_its_colon_gets_cuda_n(device, nearest):
+    """review41 L3: cuda0 was told 'cuda', not the GPU it named."""
+    from marl.configs import unknown_device
+
+    assert unknown_device(device).endswith(f"; did you mean {nearest}?")
