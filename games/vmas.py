@@ -29,11 +29,13 @@ Randomness: VMAS keeps one random state for all its environments; each game here
 own (and, on CUDA, its own state of the device's generator, which VMAS draws from there) and
 swaps it in around every VMAS call, so games do not disturb each other or the learner's RNG.
 A batch is seeded once with its ``seed``: the same (seed, B) replays identically, but copy
-``b`` is not ``reset(seed + b)`` of a single game as in the numpy ``VectorGame``. Every
-copy starts from its own draw: a scenario whose reset of all copies draws part of the
-layout once for the batch (passage's gap and which agent starts where, give_way's start
-noise: ``games.vmas_reset.DRAWS_SHARED``) has its copies reset one by one after it, B-1
-single resets (passage: ~7 ms each on a CPU, 15 % of a 100-step episode at 1,024 copies).
+``b`` is not ``reset(seed + b)`` of a single game as in the numpy ``VectorGame``. A
+scenario whose reset of all copies draws part of the layout once for the batch (passage's
+gap and which agent starts where, give_way's start noise:
+``games.vmas_reset.DRAWS_SHARED``) has up to 32 copies (``RESET_GROUPS``) reset one by one,
+each its own draw, and more in 32 groups, each a reset of all copies that keeps only its
+group's: 32 draws of the shared part (passage at 1,024 copies on a CPU: 0.16-0.26 s, 15-19
+times less than one by one, 1-2 % of a 100-step episode).
 
 Every VMAS 1.5.2 scenario passes ``check_game`` except the replay check of two whose
 episodes depend on earlier ones: ``road_traffic`` (a buffer of recorded initial states) and
@@ -76,6 +78,8 @@ from games.teams import agent_specs, parse_teams, parse_zero_sum
 from games.vector import VecStep, check_actions
 from games.vmas_params import check_scenario_kwargs, zero_agents_line
 from games.vmas_reset import (  # noqa: F401  (RESET_ONE_BY_ONE: read here by tests and users)
+    REDRAWN_BOOKKEEPING,
+    RESET_GROUPS,
     RESET_ONE_BY_ONE,
     batch_slots,
     changed_keys,
@@ -314,6 +318,7 @@ class _Sim:
         # a reset of all copies draws part of the layout once for the batch: each copy is
         # reset on its own after it (games.vmas_reset.DRAWS_SHARED)
         self.each_copy = num_envs > 1 and draws_shared(self.where, dict(kwargs))
+        self.groups = RESET_GROUPS  # (bench/vmas41_reset.py sets it past B: one by one)
         self._seed_cuda(seed)
         self.num_envs = num_envs
         self.agents = list(self.env.agents)
@@ -367,17 +372,18 @@ class _Sim:
 
     def reset(self) -> list[torch.Tensor]:
         """Reset every copy. A scenario that draws part of the layout once for all copies
-        (:attr:`each_copy`) has copies 1..B-1 reset again one by one after the reset of all
-        (which draws state shared by all copies, as a goal landmark, and copy 0's layout):
-        every copy's episode an independent draw, at the cost of B-1 single resets."""
+        (:attr:`each_copy`) has every copy's layout drawn by :meth:`_reset_each`: up to
+        :attr:`groups` copies each its own draw, more in that many groups of their own."""
         with self.rng(), _memory_hint(self.where, self.num_envs, self.device, "resetting"):
             if not self.each_copy:
                 return self._flat(self.env.reset())
             with local_seed(Environment.vmas_random_state):
-                scenario = self.env.scenario
-                scenario.env_reset_world_at(None)
-                for i in range(1, self.num_envs):
-                    scenario.env_reset_world_at(i)
+                everyone = torch.arange(self.num_envs, device=self.device)
+                if self._grouped(self.num_envs):
+                    self._reset_each(everyone)
+                else:  # (as before: the reset of all, then copies 1..B-1 on their own)
+                    self.env.scenario.env_reset_world_at(None)
+                    self._reset_each(everyone[1:])
                 self.env.steps = torch.zeros(self.num_envs, device=self.device)
                 obs = self.env._get_from_scenario(get_observations=True, get_rewards=False,
                                                   get_infos=False, get_dones=False)
@@ -390,19 +396,48 @@ class _Sim:
         of a CPU, and on a GPU a launch-bound call per copy, so k copies cost k calls. From
         :func:`batched_reset_from` copies on, all copies are reset in one call and the
         others put back (:func:`games.vmas_reset.restore_others`): the cost of ~2-15 single
-        resets."""
+        resets. A scenario that draws part of the layout once for all copies
+        (:attr:`each_copy`) resets them by :meth:`_reset_each`."""
         scenario = self.env.scenario
         with (self.rng(), local_seed(Environment.vmas_random_state),
               _memory_hint(self.where, self.num_envs, self.device, "resetting")):
-            one_call = (len(index) >= batched_reset_from(self.num_envs) and not self.each_copy
-                        and self.where not in RESET_ONE_BY_ONE and not self._one_by_one)
-            if not (one_call and self._reset_in_one_call(index)):
-                for i in index.tolist():
-                    scenario.env_reset_world_at(i)
+            if self.each_copy:
+                self._reset_each(index)
+            else:
+                one_call = (len(index) >= batched_reset_from(self.num_envs)
+                            and self.where not in RESET_ONE_BY_ONE and not self._one_by_one)
+                if not (one_call and self._reset_in_one_call(index)):
+                    for i in index.tolist():
+                        scenario.env_reset_world_at(i)
             self.env.steps[index] = 0
             obs = self.env._get_from_scenario(get_observations=True, get_rewards=False,
                                               get_infos=False, get_dones=False)
         return self._flat(obs[0])
+
+    def _reset_each(self, index: torch.Tensor) -> None:
+        """Reset the copies in ``index`` of a scenario that draws part of a layout once for
+        all copies reset together (:attr:`each_copy`). Up to :attr:`groups` copies: one by
+        one, each its own draw. More: in :attr:`groups` groups (``index[k::groups]``), each
+        group a reset of all copies that keeps only that group's (:meth:`_reset_in_one_call`,
+        the others put back): the groups' layouts independent draws, the copies of one
+        group sharing the draws made once for the batch (passage's gap), the rest their own.
+        Where a reset of all copies changes state shared by every copy (or the scenario is in
+        RESET_ONE_BY_ONE), one by one."""
+        scenario = self.env.scenario
+        if self._grouped(len(index)):
+            for k in range(self.groups):
+                if not self._reset_in_one_call(index[k::self.groups]):
+                    index = torch.cat([index[j::self.groups] for j in range(k, self.groups)])
+                    break
+            else:
+                return
+        for i in index.tolist():
+            scenario.env_reset_world_at(i)
+
+    def _grouped(self, n: int) -> bool:
+        """Whether :meth:`_reset_each` resets ``n`` copies in groups."""
+        return (n > self.groups and self.where not in RESET_ONE_BY_ONE
+                and not self._one_by_one)
 
     def _reset_in_one_call(self, index: torch.Tensor) -> bool:
         """Reset every copy in one VMAS call and put the copies not in ``index`` back; True
@@ -415,7 +450,8 @@ class _Sim:
         slots, shared = batch_slots(scenario, self.num_envs)
         saved = [t.clone() for _, _, t in slots]
         scenario.env_reset_world_at(None)
-        changed = changed_keys(shared)
+        changed = [k for k in changed_keys(shared)
+                   if k not in REDRAWN_BOOKKEEPING.get(self.where, ())]
         if changed:  # nothing of the full reset may stay: every copy back as it was
             put_back(shared)
             restore_others(slots, saved, torch.ones_like(keep), self.where)

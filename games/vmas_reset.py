@@ -12,8 +12,9 @@ Some scenarios draw part of a layout once for all copies when all are reset
 (``reset_world_at(None)``): passage's gap and which agent starts where are one
 ``torch.randperm`` for the batch. Their copies' episodes would not be independent draws (an
 evaluation's interval too narrow, a training batch of one layout), so those scenarios
-(:func:`draws_shared`) reset each copy on its own after a reset of all copies, and their
-ended copies one by one (:func:`shared_in_batch` finds such draws).
+(:func:`draws_shared`) reset up to :data:`RESET_GROUPS` copies one by one, each its own
+draw, and more in that many groups, each group a reset of all copies that keeps only its
+copies (:func:`shared_in_batch` finds such draws).
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ RESET_ONE_BY_ONE = frozenset({
 })
 
 
+# values shared by all copies that every reset (of one copy too) draws again and nothing
+# else reads: a reset of all copies may change them (changed_keys ignores them)
+REDRAWN_BOOKKEEPING = {
+    "vmas/ball_passage": frozenset({"passages_to_place", "neighbour"}),  # spawn_passage_map
+}
+
+
 # scenarios whose reset of all copies draws part of the layout once for the whole batch
 # (VMAS 1.5.2; tests/games/test_vmas41_shared_draws.py checks the list against the scenarios)
 DRAWS_SHARED = frozenset({
@@ -47,6 +55,18 @@ DRAWS_SHARED = frozenset({
     "vmas/passage",  # the gap and which agent (and goal) takes which slot: randperms
     "vmas/wind_flocking",  # which agent starts on which side: one randperm
 })
+
+
+# how many groups of copies a scenario that draws part of the layout once for all copies
+# (DRAWS_SHARED) resets more copies than this in (games.vmas._Sim._reset_each): each group a
+# reset of all copies keeping only that group's, the others put back. Up to this many copies
+# (an evaluation's batch of 32) are reset one by one, each its own draw; a larger batch has
+# this many draws of what is drawn once for all (passage's gap), each copy its own of the
+# rest. Measured (bench/vmas41_reset.py, one CPU thread, passage at 1,024 copies): a group
+# costs ~5 ms (a reset of all copies and the put-back), 16 groups 0.07 s, 32 0.16 s, 64
+# 0.27 s, against 2.4 s one by one; 32 is ~1-4 % of a 100-step episode (passage, give_way,
+# joint_passage, ball_passage at 256 and 1,024 copies).
+RESET_GROUPS = 32
 
 
 def draws_shared(where: str, kwargs: dict[str, Any]) -> bool:

@@ -5,8 +5,10 @@ Some scenarios draw part of a layout once for all copies when all are reset
 ``torch.randperm`` for the batch. An evaluation's 32 episodes were then one layout played
 32 times (its interval far too narrow: -1505 +- 46 with seed 0, -1757 +- 62 with seed 7),
 and a training batch saw one layout. Those scenarios (``DRAWS_SHARED``) reset each copy on
-its own; the check here (entity positions after a reset of all copies against resets of
-each copy alone) runs over every scenario, so the list is complete and each entry needed.
+its own, or past ``RESET_GROUPS`` copies (here 64: 32 groups) each group of copies
+(tests/games/test_vmas41b_grouped_reset.py); the check here (entity positions after a
+reset of all copies against resets of each copy alone) runs over every scenario, so the
+list is complete and each entry needed.
 """
 
 import pytest

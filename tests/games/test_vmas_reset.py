@@ -131,7 +131,7 @@ def _check_one_call_reset(name, seed, monkeypatch):
     # time), everything put back and the ended copies reset one by one after it
     one_call = calls == 1
     # (a scenario whose reset of all copies draws part of the layout once for the batch,
-    # each_copy, resets its ended copies one by one: each its own draw)
+    # each_copy, resets up to RESET_GROUPS ended copies one by one: each its own draw)
     by_one = name in RESET_ONE_BY_ONE or one.native.sim.each_copy
     assert calls == (len(ENDED) if by_one else 1 + len(ENDED) * (
         one.native.sim._one_by_one))
