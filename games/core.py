@@ -670,6 +670,8 @@ class Game(abc.ABC):
                     mask = self._mask_of(a, ids)
                 else:
                     mask = self.legal_mask(a)
+                    if getattr(mask, "shape", None) != (spaces[a].n,):  # a (1,) one was
+                        self._check_mask_shape(a, mask)  # broadcast into every action
                     empty = np.count_nonzero(mask) == 0
                 if empty:  # else each consumer failed its own way (IndexError, a sampler's
                     # "a cannot be empty", an illegal action 1 with legal [])
@@ -677,6 +679,16 @@ class Game(abc.ABC):
                                             f"{a} must act but has no legal action")
                 legal[a] = mask
         return TimeStep(acting, obs, legal, tr.rewards, tr.terminated, tr.truncated, tr.info)
+
+    def _check_mask_shape(self, agent: str, mask: Any) -> None:
+        """Refuse an overridden ``legal_mask`` of another shape than ``[n]`` here, not where a
+        batch stacks it: a ``(1,)`` mask was broadcast into every action, a longer one was
+        numpy's "could not broadcast" or "Output array is the wrong shape", naming no game."""
+        n = self.spec.action_spaces[agent].n
+        if np.shape(mask) != (n,):
+            raise GameContractError(self.spec.name, f"step {self._contract_steps}",
+                                    f"legal_mask('{agent}') has shape {np.shape(mask)}, "
+                                    f"expected ({n},)")
 
     def _check_reward(self, agent: str, reward: Any) -> None:
         """Refuse a reward that is not one real number (a string, a bool, an array of several
