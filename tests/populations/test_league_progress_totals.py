@@ -25,6 +25,9 @@ class _Bar:
     def refresh(self):
         pass
 
+    def note(self, text, now=False):  # marl.progress.tqdm's postfix of a still count
+        pass
+
     def close(self):
         pass
 

@@ -64,7 +64,7 @@ def test_a_sweeps_job_names_the_file(tmp_path, monkeypatch, capsys):
                     f"'algo/mapo'; Available options in 'algo': {ALGOS}; in "
                     "myconfigs/experiment/mine.yaml's defaults: override /algo: mapo; nearest: "
                     "override /algo: mappo, override /algo: maddpg; no job was started: drop "
-                    "them from the sweep"), line
+                    "it from the sweep"), line
 
 
 def test_the_command_lines_own_typo_is_told_as_before(tmp_path, monkeypatch, capsys):
