@@ -289,7 +289,7 @@ def check_adv_norm(name: str, have: set[str] | list[str], *, by: str = "the call
         if cased:  # adv_norm=Role: names are case-sensitive
             yours = f" (names are case-sensitive: {cased[0]!r})"
         elif spec is None:  # adv_norm=agnet: the nearest name the caller can run
-            yours = f"{did_you_mean(name, ok)}{yours}"
+            yours = f"{yours}{did_you_mean(name, ok)}"  # the nearest last, as every site
         raise ValueError(f"adv_norm={name!r} {why}; choose one of {ok}{yours}")
     return spec
 

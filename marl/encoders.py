@@ -130,8 +130,8 @@ def check_encoder(name: str) -> Encoder:
     and how to register one."""
     found = find_encoder(name) if isinstance(name, str) else None
     if found is None:
-        raise ValueError(f"encoder={name!r} unknown; choose one of {available_encoders()}"
-                         f"{did_you_mean(name, available_encoders())}; {HOW}")
+        raise ValueError(f"encoder={name!r} unknown; choose one of {available_encoders()}; "
+                         f"{HOW}{did_you_mean(name, available_encoders())}")
     return found
 
 
