@@ -686,9 +686,10 @@ class Game(abc.ABC):
         numpy's "could not broadcast" or "Output array is the wrong shape", naming no game."""
         n = self.spec.action_spaces[agent].n
         if np.shape(mask) != (n,):
+            kind = getattr(mask, "dtype", type(mask).__name__)  # check_game's words
             raise GameContractError(self.spec.name, f"step {self._contract_steps}",
-                                    f"legal_mask('{agent}') has shape {np.shape(mask)}, "
-                                    f"expected ({n},)")
+                                    f"legal mask of {agent} is {kind} of shape "
+                                    f"{np.shape(mask)}, expected bool of shape ({n},)")
 
     def _check_reward(self, agent: str, reward: Any) -> None:
         """Refuse a reward that is not one real number (a string, a bool, an array of several

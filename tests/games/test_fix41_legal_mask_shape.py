@@ -51,8 +51,9 @@ def _game(mask):
                                          (np.array([True, False, True]), "(3,)"),
                                          (np.ones((2, 1), bool), "(2, 1)")])
 def test_a_mask_of_another_shape_is_refused_naming_the_game(mask, shape):
-    with pytest.raises(GameContractError, match=rf"masked.*legal_mask\('a'\) has shape "
-                                                rf"{re_escape(shape)}, expected \(2,\)"):
+    with pytest.raises(GameContractError, match=rf"masked.*legal mask of a is bool of shape "
+                                                rf"{re_escape(shape)}, expected bool of "
+                                                rf"shape \(2,\)"):
         VectorGame(_game(mask), 3, seed=0).reset()
 
 
